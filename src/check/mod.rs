@@ -1,0 +1,816 @@
+//! The checker: name resolution with jaxpr scoping rules, type inference
+//! per equation (rules per primitive family in `rules`), comparison with the
+//! printed types, nested-jaxpr binding through call sites, and signatures.
+//!
+//! Everything it learns is kept in an [`Analysis`] (variables, jaxprs,
+//! equations, every resolved name occurrence) so the IDE layer can answer
+//! questions without re-deriving semantics.
+
+mod dims;
+pub mod rules;
+
+use crate::diagnostics::{DiagKind, Diagnostic};
+use crate::signature::{self, Signature};
+use crate::syntax::TextRange;
+use crate::syntax::ast::{self, Atom, Expr, ExprKind, Jaxpr};
+use crate::types::{AType, DType, Dim, DimNames, Poly, VarId};
+use smol_str::SmolStr;
+use std::collections::HashMap;
+
+pub use dims::DimEq;
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub struct JaxprId(pub u32);
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub struct EqnId(pub u32);
+
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum VarRole {
+    Const(usize),
+    Arg(usize),
+    Result { eqn: EqnId, index: usize },
+}
+
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct VarInfo {
+    pub name: SmolStr,
+    /// Range of the name in its binder.
+    pub range: TextRange,
+    /// Range of the whole binder `name:type`.
+    pub binder_range: TextRange,
+    pub ty: AType,
+    pub jaxpr: JaxprId,
+    pub role: VarRole,
+}
+
+/// How a nested jaxpr came to be.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum JaxprOrigin {
+    Main,
+    Let { name: SmolStr, name_range: TextRange },
+    Param { eqn: EqnId, param: SmolStr, index: usize },
+}
+
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct JaxprInfo {
+    pub range: TextRange,
+    pub lambda_range: TextRange,
+    pub origin: JaxprOrigin,
+    pub parent: Option<JaxprId>,
+    pub constvars: Vec<VarId>,
+    pub invars: Vec<VarId>,
+    pub outs: Vec<OutInfo>,
+    pub eqns: Vec<EqnId>,
+    pub signature: Signature,
+}
+
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct OutInfo {
+    pub ty: AType,
+    pub var: Option<VarId>,
+    pub range: TextRange,
+}
+
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct EqnInfo {
+    pub jaxpr: JaxprId,
+    pub primitive: SmolStr,
+    pub primitive_range: TextRange,
+    pub range: TextRange,
+    pub operands: Vec<AType>,
+    pub outs: Vec<Option<VarId>>,
+    /// Result types the rule inferred (None: the printed types were trusted).
+    pub inferred: Option<Vec<AType>>,
+    /// Jaxprs this equation calls, with the parameter that holds them.
+    pub callees: Vec<(SmolStr, JaxprId)>,
+    /// Source-info comment `file:line:col (function)` when printed.
+    pub source_info: Option<SmolStr>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum RefKind {
+    Def,
+    Use,
+    /// A use inside a type or a parameter: the variable as a dimension.
+    DimUse,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct VarRef {
+    pub range: TextRange,
+    pub var: VarId,
+    pub kind: RefKind,
+}
+
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct SymbolInfo {
+    /// First occurrence in the main jaxpr's input types (or the first anywhere).
+    pub first: Option<TextRange>,
+    pub uses: Vec<TextRange>,
+}
+
+/// Where the value of a nested jaxpr's binder comes from at its (only) call site.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Origin {
+    /// The operand's value as a dimension, for integer scalars.
+    pub value: Option<Dim>,
+    /// Range of the call-site operand.
+    pub operand: TextRange,
+    /// The binder may take a different value in each loop iteration.
+    pub carried: bool,
+}
+
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct Analysis {
+    pub vars: Vec<VarInfo>,
+    pub jaxprs: Vec<JaxprInfo>,
+    pub eqns: Vec<EqnInfo>,
+    pub refs: Vec<VarRef>,
+    pub symbols: std::collections::BTreeMap<SmolStr, SymbolInfo>,
+    /// Call-site origins of the binders of inline nested jaxprs.
+    pub origins: HashMap<VarId, Origin>,
+    /// References `jaxpr=NAME` to let-bound jaxprs: (range of NAME, the jaxpr).
+    pub let_refs: Vec<(TextRange, JaxprId)>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Analysis {
+    pub fn var(&self, v: VarId) -> &VarInfo {
+        &self.vars[v.0 as usize]
+    }
+    pub fn jaxpr(&self, j: JaxprId) -> &JaxprInfo {
+        &self.jaxprs[j.0 as usize]
+    }
+    pub fn eqn(&self, e: EqnId) -> &EqnInfo {
+        &self.eqns[e.0 as usize]
+    }
+    pub fn main(&self) -> Option<JaxprId> {
+        self.jaxprs.iter().position(|j| j.origin == JaxprOrigin::Main).map(|i| JaxprId(i as u32))
+    }
+}
+
+impl DimNames for Analysis {
+    fn var_name(&self, v: VarId) -> &str {
+        &self.vars[v.0 as usize].name
+    }
+}
+
+/// Checks a parsed file.
+pub fn check(file: &ast::SourceFile) -> Analysis {
+    let mut c = Checker { a: Analysis::default(), lets: HashMap::new(), env: Scope::default(), main_inputs: false };
+    for l in &file.lets {
+        let id = c.check_jaxpr(&l.jaxpr, JaxprOrigin::Let { name: l.name.text.clone(), name_range: l.name.range }, None, None);
+        if let Some(prev) = c.lets.insert(l.name.text.clone(), id) {
+            let prev_range = c.a.jaxpr(prev).origin.clone();
+            let mut d = Diagnostic::error(
+                DiagKind::DuplicateDefinition,
+                l.name.range,
+                format!("the jaxpr `{}` is defined twice", l.name.text),
+            );
+            if let JaxprOrigin::Let { name_range, .. } = prev_range {
+                d = d.with_related(name_range, "first defined here");
+            }
+            c.a.diagnostics.push(d);
+        }
+    }
+    if let Some(m) = &file.main {
+        c.main_inputs = true;
+        c.check_jaxpr(m, JaxprOrigin::Main, None, None);
+    }
+    c.check_symbol_scope(file);
+    c.a
+}
+
+/// Names visible in the jaxpr being checked.
+#[derive(Default)]
+struct Scope {
+    names: HashMap<SmolStr, VarId>,
+    /// Names of enclosing jaxprs, for the hint on an undefined variable.
+    outer: Vec<HashMap<SmolStr, VarId>>,
+}
+
+pub(crate) struct Checker {
+    pub(crate) a: Analysis,
+    lets: HashMap<SmolStr, JaxprId>,
+    env: Scope,
+    /// True while binding the main jaxpr's inputs (symbolic dimensions are introduced there).
+    main_inputs: bool,
+}
+
+/// An equation operand after resolution.
+#[derive(Clone, Debug)]
+pub struct Operand {
+    pub ty: AType,
+    pub var: Option<VarId>,
+    /// Integer value of an integer literal.
+    pub int_value: Option<i64>,
+    pub range: TextRange,
+    /// False when the operand failed to resolve (already reported).
+    pub known: bool,
+}
+
+impl Checker {
+    fn new_var(&mut self, info: VarInfo) -> VarId {
+        let id = VarId(self.a.vars.len() as u32);
+        self.a.refs.push(VarRef { range: info.range, var: id, kind: RefKind::Def });
+        self.a.vars.push(info);
+        id
+    }
+
+    fn push_diag(&mut self, d: Diagnostic) {
+        self.a.diagnostics.push(d);
+    }
+
+    /// Checks one jaxpr; `origins` are the call-site origins of its binders
+    /// (constvars then invars) when it is an inline nested jaxpr.
+    pub(crate) fn check_jaxpr(
+        &mut self,
+        j: &Jaxpr,
+        origin: JaxprOrigin,
+        parent: Option<JaxprId>,
+        origins: Option<&[Origin]>,
+    ) -> JaxprId {
+        let id = JaxprId(self.a.jaxprs.len() as u32);
+        self.a.jaxprs.push(JaxprInfo {
+            range: j.range,
+            lambda_range: j.lambda_range,
+            origin,
+            parent,
+            constvars: Vec::new(),
+            invars: Vec::new(),
+            outs: Vec::new(),
+            eqns: Vec::new(),
+            signature: Signature::default(),
+        });
+        // Jaxprs are closed: a fresh scope; the enclosing one is kept for hints.
+        let saved = std::mem::take(&mut self.env.names);
+        self.env.outer.push(saved);
+
+        let mut constvars = Vec::new();
+        for (i, b) in j.constvars.iter().enumerate() {
+            if let Some(v) = self.bind(b, id, VarRole::Const(i), None) {
+                constvars.push(v);
+            }
+        }
+        let mut invars = Vec::new();
+        for (i, b) in j.invars.iter().enumerate() {
+            if let Some(v) = self.bind(b, id, VarRole::Arg(i), None) {
+                invars.push(v);
+            }
+        }
+        let is_main = self.main_inputs && parent.is_none();
+        self.main_inputs = false;
+        if let Some(origins) = origins {
+            for (v, o) in constvars.iter().chain(&invars).zip(origins) {
+                self.a.origins.insert(*v, o.clone());
+            }
+        }
+        let _ = is_main;
+        for e in &j.eqns {
+            let eid = self.check_eqn(e, id);
+            self.a.jaxprs[id.0 as usize].eqns.push(eid);
+        }
+        let mut outs = Vec::new();
+        for atom in &j.outvars {
+            let op = self.operand(atom);
+            outs.push(OutInfo { ty: op.ty, var: op.var, range: op.range });
+        }
+        // Signature, with the dimension-scope rule for outputs.
+        let in_pairs: Vec<(VarId, &AType)> = invars.iter().map(|v| (*v, &self.a.vars[v.0 as usize].ty)).collect();
+        let out_pairs: Vec<(Option<VarId>, &AType)> = outs.iter().map(|o| (o.var, &o.ty)).collect();
+        let (sig, escapes) = signature::compute(&in_pairs, &out_pairs);
+        for esc in escapes {
+            let var = self.a.var(esc.var).clone();
+            let out = &outs[esc.output];
+            let what = match &var.role {
+                VarRole::Const(_) => "a constant of this jaxpr",
+                _ => "computed inside this jaxpr",
+            };
+            self.push_diag(
+                Diagnostic::error(
+                    DiagKind::DimensionScope,
+                    out.range,
+                    format!(
+                        "output {} has type {} whose dimension `{}` is {what}, neither an input nor an output",
+                        esc.output,
+                        self.a.ty(&out.ty),
+                        var.name
+                    ),
+                )
+                .with_related(var.range, format!("`{}` is bound here", var.name))
+                .with_help(format!(
+                    "an output's dimensions must be inputs (InDBIdx) or other outputs (OutDBIdx): return `{}` as an implicit output before this one",
+                    var.name
+                )),
+            );
+        }
+        let info = &mut self.a.jaxprs[id.0 as usize];
+        info.constvars = constvars;
+        info.invars = invars;
+        info.outs = outs;
+        info.signature = sig;
+        self.env.names = self.env.outer.pop().unwrap_or_default();
+        id
+    }
+
+    /// Binds a binder in the current scope. Returns None for `_`.
+    fn bind(&mut self, b: &ast::Binder, jaxpr: JaxprId, role: VarRole, declared: Option<AType>) -> Option<VarId> {
+        let ty = match declared {
+            Some(t) => t,
+            None => match &b.ty {
+                Some(t) => self.resolve_type(t, None),
+                None => AType { dtype: None, shape: Vec::new() },
+            },
+        };
+        if b.is_dropped() {
+            return None;
+        }
+        if let Some(&prev) = self.env.names.get(&b.name.text) {
+            let p = self.a.var(prev).clone();
+            self.push_diag(
+                Diagnostic::error(
+                    DiagKind::DuplicateDefinition,
+                    b.name.range,
+                    format!("`{}` is already defined in this jaxpr", b.name.text),
+                )
+                .with_related(p.range, format!("`{}` first defined here", p.name))
+                .with_help("every variable of a jaxpr is bound exactly once; rename one of them"),
+            );
+        }
+        let v = self.new_var(VarInfo {
+            name: b.name.text.clone(),
+            range: b.name.range,
+            binder_range: b.range,
+            ty,
+            jaxpr,
+            role,
+        });
+        self.env.names.insert(b.name.text.clone(), v);
+        Some(v)
+    }
+
+    /// Resolves an operand (or output) atom.
+    pub(crate) fn operand(&mut self, atom: &Atom) -> Operand {
+        match atom {
+            Atom::Var(n) => match self.env.names.get(&n.text).copied() {
+                Some(v) => {
+                    self.a.refs.push(VarRef { range: n.range, var: v, kind: RefKind::Use });
+                    Operand { ty: self.a.var(v).ty.clone(), var: Some(v), int_value: None, range: n.range, known: true }
+                }
+                None => {
+                    self.undefined(n);
+                    Operand { ty: AType { dtype: None, shape: Vec::new() }, var: None, int_value: None, range: n.range, known: false }
+                }
+            },
+            Atom::Lit(l) => {
+                let ty = match &l.ty {
+                    Some(t) => self.resolve_type(t, None),
+                    None => AType { dtype: None, shape: Vec::new() },
+                };
+                let int_value = l.value.parse::<i64>().ok();
+                Operand { ty, var: None, int_value, range: l.range, known: true }
+            }
+        }
+    }
+
+    fn undefined(&mut self, n: &ast::Name) {
+        let mut d = Diagnostic::error(DiagKind::UndefinedVariable, n.range, format!("`{}` is not defined", n.text));
+        if let Some(v) = self.env.outer.iter().rev().find_map(|s| s.get(&n.text)) {
+            let info = self.a.var(*v).clone();
+            d = d
+                .with_related(info.range, format!("`{}` is defined in an enclosing jaxpr", info.name))
+                .with_help("jaxprs are closed: a nested jaxpr sees only its own binders; pass the value in as an operand (a constant of the nested jaxpr)");
+        } else {
+            // A near name defined here, for typos.
+            let mut near: Vec<&SmolStr> = self.env.names.keys().filter(|k| edit_distance_1(k, &n.text)).collect();
+            near.sort();
+            if let Some(k) = near.first() {
+                d = d.with_help(format!("a variable with a similar name exists: `{k}`"));
+            }
+        }
+        self.push_diag(d);
+    }
+
+    /// Resolves a printed type. `call` gives the operands and results of the
+    /// equation whose result types are being read, for leaked `InDBIdx`/`OutDBIdx`.
+    pub(crate) fn resolve_type(&mut self, t: &ast::TypeExpr, call: Option<(&[Operand], &[Option<VarId>])>) -> AType {
+        let dtype = match DType::from_short(&t.dtype.text) {
+            Some(d) => Some(d),
+            None => {
+                self.push_diag(Diagnostic::error(
+                    DiagKind::Syntax,
+                    t.dtype.range,
+                    format!("unknown dtype `{}`", t.dtype.text),
+                ));
+                None
+            }
+        };
+        let shape = t.dims.iter().map(|e| self.resolve_dim(e, call)).collect();
+        AType { dtype, shape }
+    }
+
+    /// A dimension expression: a constant, a dimension variable (an integer
+    /// scalar bound earlier in this jaxpr), or a symbolic polynomial.
+    pub(crate) fn resolve_dim(&mut self, e: &Expr, call: Option<(&[Operand], &[Option<VarId>])>) -> Dim {
+        match &e.kind {
+            ExprKind::Path(p) if p.as_ref() == "None" => Dim::Unknown,
+            ExprKind::Path(name) if !name.contains('.') => {
+                if let Some(&v) = self.env.names.get(name.as_ref()) {
+                    let info = self.a.var(v);
+                    if info.ty.is_int_scalar() {
+                        self.a.refs.push(VarRef { range: e.range, var: v, kind: RefKind::DimUse });
+                        return Dim::Var(v);
+                    }
+                    if info.ty.is_scalar() && info.ty.dtype.is_some() {
+                        let (ty, r) = (self.a.ty(&info.ty), info.range);
+                        self.push_diag(
+                            Diagnostic::error(
+                                DiagKind::DimensionScope,
+                                e.range,
+                                format!("`{name}` is used as a dimension but it is {ty}, not an integer scalar"),
+                            )
+                            .with_related(r, format!("`{name}` is bound here as {ty}"))
+                            .with_help("a dimension variable must be an integer scalar (e.g. `i64[]`) bound before the type that uses it"),
+                        );
+                        return Dim::Unknown;
+                    }
+                }
+                self.symbol_use(name, e.range);
+                Dim::Sym(Poly::symbol(name))
+            }
+            ExprKind::Call { callee, args, .. } if matches!(callee.as_ref(), "InDBIdx" | "OutDBIdx" | "DBIdx") => {
+                let k = args.first().and_then(|a| a.value.as_int()).and_then(|k| usize::try_from(k).ok());
+                match (callee.as_ref(), call, k) {
+                    ("InDBIdx", Some((ops, _)), Some(k)) if k < ops.len() => dims::operand_value(&ops[k]),
+                    ("OutDBIdx", Some((_, outs)), Some(k)) if k < outs.len() => outs[k].map_or(Dim::Unknown, Dim::Var),
+                    _ => {
+                        self.push_diag(Diagnostic::error(
+                            DiagKind::DimensionScope,
+                            e.range,
+                            format!("`{callee}` does not refer to an operand or result of this equation"),
+                        ));
+                        Dim::Unknown
+                    }
+                }
+            }
+            _ => match self.dim_poly(e) {
+                Ok(p) => Dim::from_poly(p),
+                Err(msg) => {
+                    self.push_diag(Diagnostic::error(DiagKind::InvalidParameter, e.range, msg));
+                    Dim::Unknown
+                }
+            },
+        }
+    }
+
+    /// Arithmetic dimension expressions (`2*b`, `b + 15`, `floordiv(a, 2)`).
+    fn dim_poly(&mut self, e: &Expr) -> Result<Poly, String> {
+        use crate::syntax::ast::BinOp;
+        let err = |e: crate::types::poly::PolyError| format!("invalid dimension expression: {e:?}");
+        Ok(match &e.kind {
+            ExprKind::Int(i) => Poly::constant(*i),
+            ExprKind::Path(name) if !name.contains('.') => {
+                if let Some(&v) = self.env.names.get(name.as_ref())
+                    && self.a.var(v).ty.is_int_scalar()
+                {
+                    return Err(format!(
+                        "dimension variable `{name}` cannot take part in arithmetic in a type; only symbolic dimensions can"
+                    ));
+                }
+                self.symbol_use(name, e.range);
+                Poly::symbol(name)
+            }
+            ExprKind::Neg(x) => self.dim_poly(x)?.neg().map_err(err)?,
+            ExprKind::Binary(op, l, r) => {
+                let (l, r) = (self.dim_poly(l)?, self.dim_poly(r)?);
+                match op {
+                    BinOp::Add => l.add(&r),
+                    BinOp::Sub => l.sub(&r),
+                    BinOp::Mul => l.mul(&r),
+                    BinOp::FloorDiv => l.floordiv(&r),
+                    BinOp::Mod => l.modulo(&r),
+                }
+                .map_err(err)?
+            }
+            ExprKind::Call { callee, args, .. }
+                if matches!(callee.as_ref(), "floordiv" | "mod" | "max" | "min") && args.len() == 2 =>
+            {
+                let (l, r) = (self.dim_poly(&args[0].value)?, self.dim_poly(&args[1].value)?);
+                match callee.as_ref() {
+                    "floordiv" => l.floordiv(&r),
+                    "mod" => l.modulo(&r),
+                    "max" => Poly::max(&l, &r),
+                    _ => Poly::min(&l, &r),
+                }
+                .map_err(err)?
+            }
+            ExprKind::Call { .. } if e.as_int().is_some() => Poly::constant(e.as_int().unwrap_or(0)),
+            _ => return Err("expected a dimension (an integer, a dimension variable or a symbolic expression)".to_string()),
+        })
+    }
+
+    fn symbol_use(&mut self, name: &str, range: TextRange) {
+        let entry = self.a.symbols.entry(name.into()).or_default();
+        if entry.first.is_none() && self.main_inputs {
+            entry.first = Some(range);
+        }
+        entry.uses.push(range);
+    }
+
+    /// Symbolic dimensions must be introduced by the main jaxpr's input shapes
+    /// (jax.export derives every symbol's value from them).
+    fn check_symbol_scope(&mut self, file: &ast::SourceFile) {
+        if file.main.is_none() {
+            return;
+        }
+        let mut missing = Vec::new();
+        for (name, info) in &self.a.symbols {
+            if info.first.is_none()
+                && let Some(&r) = info.uses.first()
+            {
+                missing.push((name.clone(), r));
+            }
+        }
+        for (name, r) in missing {
+            let d = Diagnostic::error(
+                DiagKind::DimensionScope,
+                r,
+                format!("`{name}` is neither a variable in scope nor a symbolic dimension of the inputs"),
+            )
+            .with_help(format!(
+                "symbolic dimensions must appear in the shapes of the top-level inputs; a dimension variable must be an integer scalar bound earlier in the same jaxpr (is `{name}` defined in another jaxpr?)"
+            ));
+            self.push_diag(d);
+        }
+        // Record the first use as the introduction for symbols that have one.
+        for info in self.a.symbols.values_mut() {
+            if info.first.is_none() {
+                info.first = info.uses.first().copied();
+            }
+        }
+    }
+
+    fn check_eqn(&mut self, e: &ast::Eqn, jaxpr: JaxprId) -> EqnId {
+        let id = EqnId(self.a.eqns.len() as u32);
+        let operands: Vec<Operand> = e.args.iter().map(|a| self.operand(a)).collect();
+        let source_info = e
+            .comments
+            .iter()
+            .find(|c| !c.text.starts_with('[') && !c.text.is_empty())
+            .map(|c| SmolStr::new(&c.text));
+        self.a.eqns.push(EqnInfo {
+            jaxpr,
+            primitive: e.primitive.text.clone(),
+            primitive_range: e.primitive.range,
+            range: e.range,
+            operands: operands.iter().map(|o| o.ty.clone()).collect(),
+            outs: Vec::new(),
+            inferred: None,
+            callees: Vec::new(),
+            source_info,
+        });
+        // Result variables are created first (unbound), so that leaked
+        // `OutDBIdx` in their types can refer to them; they enter the scope
+        // only after the equation has been checked.
+        let mut out_vars: Vec<Option<VarId>> = Vec::with_capacity(e.outs.len());
+        for (i, b) in e.outs.iter().enumerate() {
+            if b.is_dropped() {
+                out_vars.push(None);
+                continue;
+            }
+            let v = self.new_var(VarInfo {
+                name: b.name.text.clone(),
+                range: b.name.range,
+                binder_range: b.range,
+                ty: AType { dtype: None, shape: Vec::new() },
+                jaxpr,
+                role: VarRole::Result { eqn: id, index: i },
+            });
+            out_vars.push(Some(v));
+        }
+        let declared: Vec<AType> = e
+            .outs
+            .iter()
+            .map(|b| match &b.ty {
+                Some(t) => self.resolve_type(t, Some((&operands, &out_vars))),
+                None => AType { dtype: None, shape: Vec::new() },
+            })
+            .collect();
+        for (v, t) in out_vars.iter().zip(&declared) {
+            if let Some(v) = v {
+                self.a.vars[v.0 as usize].ty = t.clone();
+            }
+        }
+
+        let inferred = {
+            let mut cx = rules::EqnCx::new(self, e, id, &operands, &declared, &out_vars);
+            let r = rules::infer(&mut cx);
+            r
+        };
+        if let Some(types) = &inferred {
+            self.compare_declared(e, &declared, types);
+        }
+        let info = &mut self.a.eqns[id.0 as usize];
+        info.inferred = inferred;
+        info.outs = out_vars.clone();
+
+        // Now bind the results.
+        for (b, v) in e.outs.iter().zip(&out_vars) {
+            if let Some(v) = v {
+                if let Some(&prev) = self.env.names.get(&b.name.text) {
+                    let p = self.a.var(prev).clone();
+                    self.push_diag(
+                        Diagnostic::error(
+                            DiagKind::DuplicateDefinition,
+                            b.name.range,
+                            format!("`{}` is already defined in this jaxpr", b.name.text),
+                        )
+                        .with_related(p.range, format!("`{}` first defined here", p.name))
+                        .with_help("every variable of a jaxpr is bound exactly once; rename one of them"),
+                    );
+                }
+                self.env.names.insert(b.name.text.clone(), *v);
+            }
+        }
+        id
+    }
+
+    /// Compares inferred result types with the printed ones.
+    fn compare_declared(&mut self, e: &ast::Eqn, declared: &[AType], inferred: &[AType]) {
+        if declared.len() != inferred.len() {
+            self.push_diag(
+                Diagnostic::error(
+                    DiagKind::ArityMismatch,
+                    e.primitive.range,
+                    format!(
+                        "`{}` produces {} result{} here, but {} {} bound",
+                        e.primitive.text,
+                        inferred.len(),
+                        if inferred.len() == 1 { "" } else { "s" },
+                        declared.len(),
+                        if declared.len() == 1 { "is" } else { "are" }
+                    ),
+                )
+                .with_help(format!("bind exactly {} result(s); use `_:type` for results you drop", inferred.len())),
+            );
+            return;
+        }
+        for (i, (d, inf)) in declared.iter().zip(inferred).enumerate() {
+            let binder = &e.outs[i];
+            let range = binder.ty.as_ref().map_or(binder.range, |t| t.range);
+            if let (Some(a), Some(b)) = (&d.dtype, &inf.dtype)
+                && a != b
+            {
+                self.push_diag(
+                    Diagnostic::error(
+                        DiagKind::DtypeMismatch,
+                        range,
+                        format!("`{}` is declared {}, but `{}` produces {}", binder.name.text, self.a.ty(d), e.primitive.text, self.a.ty(inf)),
+                    )
+                    .with_related(e.primitive.range, format!("`{}` infers {}", e.primitive.text, self.a.ty(inf))),
+                );
+                continue;
+            }
+            if d.rank() != inf.rank() {
+                self.push_diag(
+                    Diagnostic::error(
+                        DiagKind::ShapeMismatch,
+                        range,
+                        format!(
+                            "`{}` is declared {} (rank {}), but `{}` produces {} (rank {})",
+                            binder.name.text,
+                            self.a.ty(d),
+                            d.rank(),
+                            e.primitive.text,
+                            self.a.ty(inf),
+                            inf.rank()
+                        ),
+                    )
+                    .with_related(e.primitive.range, format!("`{}` infers {}", e.primitive.text, self.a.ty(inf))),
+                );
+                continue;
+            }
+            for (k, (x, y)) in d.shape.iter().zip(&inf.shape).enumerate() {
+                if let DimEq::NotEqual(why) = self.dims_eq(x, y, e.primitive.range) {
+                    let mut diag = Diagnostic::error(
+                        DiagKind::ShapeMismatch,
+                        t_dim_range(binder, k).unwrap_or(range),
+                        format!(
+                            "`{}` is declared {}, but `{}` produces {}: dimension {k} is {} here but {} by inference",
+                            binder.name.text,
+                            self.a.ty(d),
+                            e.primitive.text,
+                            self.a.ty(inf),
+                            self.a.dim(x),
+                            self.a.dim(y)
+                        ),
+                    )
+                    .with_related(e.primitive.range, format!("`{}` infers {}", e.primitive.text, self.a.ty(inf)));
+                    diag = self.explain_dims(diag, &[x, y], why);
+                    self.push_diag(diag);
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Adds where each dimension variable involved was bound, and a hint.
+    pub(crate) fn explain_dims(&self, mut d: Diagnostic, dims: &[&Dim], why: dims::Why) -> Diagnostic {
+        let mut seen = Vec::new();
+        for dim in dims {
+            if let Dim::Var(v) = dim
+                && !seen.contains(v)
+            {
+                seen.push(*v);
+                let info = self.a.var(*v);
+                let mut msg = format!("dimension variable `{}` is bound here", info.name);
+                if let Some(o) = self.a.origins.get(v) {
+                    msg.push_str(if o.carried { " (loop-carried)" } else { " (a constant of the loop or call)" });
+                }
+                d = d.with_related(info.range, msg);
+            }
+        }
+        if let Some(help) = why.help(self) {
+            d = d.with_help(help);
+        }
+        d
+    }
+
+    /// Checks a jaxpr-valued parameter at a call site: an inline jaxpr is
+    /// checked now, with the call-site origins of its binders; a name refers
+    /// to a `let`-bound jaxpr (checked on its own already).
+    pub(crate) fn nested(&mut self, value: &Expr, eqn: EqnId, param: &str, index: usize, origins: Option<&[Origin]>) -> Option<JaxprId> {
+        let parent = self.a.eqn(eqn).jaxpr;
+        let id = match &value.kind {
+            ExprKind::Jaxpr(j) => {
+                let origin = JaxprOrigin::Param { eqn, param: param.into(), index };
+                Some(self.check_jaxpr(j, origin, Some(parent), origins))
+            }
+            ExprKind::Path(name) => match self.lets.get(name.as_ref()) {
+                Some(&id) => {
+                    self.a.let_refs.push((value.range, id));
+                    Some(id)
+                }
+                None => {
+                    self.push_diag(
+                        Diagnostic::error(
+                            DiagKind::UndefinedVariable,
+                            value.range,
+                            format!("no jaxpr named `{name}` is defined"),
+                        )
+                        .with_help("a jaxpr parameter is either `{ lambda ... }` or the name of a `let NAME = { lambda ... } in` before the main jaxpr"),
+                    );
+                    None
+                }
+            },
+            _ => {
+                self.push_diag(Diagnostic::error(
+                    DiagKind::InvalidParameter,
+                    value.range,
+                    format!("`{param}` must be a jaxpr"),
+                ));
+                None
+            }
+        };
+        if let Some(id) = id {
+            self.a.eqns[eqn.0 as usize].callees.push((param.into(), id));
+        }
+        id
+    }
+}
+
+fn t_dim_range(b: &ast::Binder, k: usize) -> Option<TextRange> {
+    b.ty.as_ref()?.dims.get(k).map(|e| e.range)
+}
+
+fn edit_distance_1(a: &str, b: &str) -> bool {
+    if a == b {
+        return false;
+    }
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len().abs_diff(b.len()) > 1 {
+        return false;
+    }
+    let (mut i, mut j, mut diff) = (0, 0, 0);
+    while i < a.len() && j < b.len() {
+        if a[i] == b[j] {
+            i += 1;
+            j += 1;
+            continue;
+        }
+        diff += 1;
+        if diff > 1 {
+            return false;
+        }
+        match a.len().cmp(&b.len()) {
+            std::cmp::Ordering::Greater => i += 1,
+            std::cmp::Ordering::Less => j += 1,
+            std::cmp::Ordering::Equal => {
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    diff + (a.len() - i) + (b.len() - j) <= 1
+}

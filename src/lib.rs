@@ -1,0 +1,7 @@
+//! `jaxpr`: a compiler core for JAX's intermediate language.
+
+pub mod check;
+pub mod diagnostics;
+pub mod signature;
+pub mod syntax;
+pub mod types;

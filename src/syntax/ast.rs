@@ -1,0 +1,216 @@
+//! The syntax tree of a printed jaxpr file. It records what the text says and
+//! where (every node has its byte range) and nothing about meaning: names are
+//! not resolved and types are not interpreted here.
+
+use super::TextRange;
+pub use smol_str::SmolStr;
+
+/// A name as written, with its range.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Name {
+    pub text: SmolStr,
+    pub range: TextRange,
+}
+
+/// A whole file: zero or more `let NAME = { lambda ... } in` items, then the main jaxpr.
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
+pub struct SourceFile {
+    pub lets: Vec<LetJaxpr>,
+    pub main: Option<Jaxpr>,
+}
+
+/// `let NAME = { lambda ... } in`: a jaxpr shared by several equations (`jaxpr=NAME`).
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct LetJaxpr {
+    pub name: Name,
+    pub jaxpr: Jaxpr,
+    pub range: TextRange,
+}
+
+/// `{ lambda CONSTVARS ; INVARS . let EQNS in OUTS }`
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Jaxpr {
+    /// From `{` to `}`.
+    pub range: TextRange,
+    /// The `lambda` keyword (hover and outline anchor).
+    pub lambda_range: TextRange,
+    pub constvars: Vec<Binder>,
+    pub invars: Vec<Binder>,
+    pub eqns: Vec<Eqn>,
+    pub outvars: Vec<Atom>,
+    /// The `in` keyword before the outputs, when present.
+    pub in_range: Option<TextRange>,
+}
+
+/// `name:type`, or `_:type` for a dropped result.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Binder {
+    pub name: Name,
+    pub ty: Option<TypeExpr>,
+    pub range: TextRange,
+}
+
+impl Binder {
+    pub fn is_dropped(&self) -> bool {
+        &*self.name.text == "_"
+    }
+}
+
+/// `f32[a,2*b]`, `key<fry>[]`, `bool[]`.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct TypeExpr {
+    pub dtype: Name,
+    pub dims: Vec<Expr>,
+    pub range: TextRange,
+}
+
+/// `outs = prim[params] args   # comments`
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Eqn {
+    pub outs: Vec<Binder>,
+    pub primitive: Name,
+    pub params: Vec<Param>,
+    /// The `[ ... ]` around the parameters, when present.
+    pub params_range: Option<TextRange>,
+    pub args: Vec<Atom>,
+    /// Comments after the equation: source info (`# file:line:col (fn)`) and name stack (`# [...]`).
+    pub comments: Vec<Comment>,
+    pub range: TextRange,
+}
+
+impl Eqn {
+    pub fn param(&self, name: &str) -> Option<&Param> {
+        self.params.iter().find(|p| &*p.name.text == name)
+    }
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Comment {
+    /// Text after `#`, trimmed.
+    pub text: Box<str>,
+    pub range: TextRange,
+}
+
+/// An operand or output: a variable or a literal.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Atom {
+    Var(Name),
+    /// `1.0:f32[]`, `-inf:f32[]`, `True:bool[]`, or untyped `1.0` (older JAX).
+    Lit(Literal),
+}
+
+impl Atom {
+    pub fn range(&self) -> TextRange {
+        match self {
+            Atom::Var(n) => n.range,
+            Atom::Lit(l) => l.range,
+        }
+    }
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Literal {
+    /// The value as written (`1.0`, `-inf`, `True`, `0`).
+    pub value: Box<str>,
+    pub ty: Option<TypeExpr>,
+    pub range: TextRange,
+}
+
+/// `name=value` inside `prim[...]`.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Param {
+    pub name: Name,
+    pub value: Expr,
+    pub range: TextRange,
+}
+
+/// Expressions: parameter values and the dimensions of types share one
+/// grammar (`(a, 1)`, `2*b`, `GatherDimensionNumbers(offset_dims=(0,), ...)`,
+/// `np.int64(0)`, `{ lambda ... }`).
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Expr {
+    pub kind: ExprKind,
+    pub range: TextRange,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum ExprKind {
+    Int(i64),
+    /// A float or an integer too large for i64, as written.
+    Number(Box<str>),
+    Str(Box<str>),
+    /// `a`, `None`, `True`, `float32`, `GatherScatterMode.FILL_OR_DROP` (dotted path).
+    Path(Box<str>),
+    Neg(Box<Expr>),
+    Binary(BinOp, Box<Expr>, Box<Expr>),
+    /// `f(args, key=value)`: named tuples, `np.int64(0)`, `floordiv(a, 2)`, `InDBIdx(val=0)`.
+    Call { callee: Box<str>, callee_range: TextRange, args: Vec<CallArg> },
+    Tuple(Vec<Expr>),
+    List(Vec<Expr>),
+    Jaxpr(Box<Jaxpr>),
+    /// Text the parser could not read (already reported).
+    Error,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    FloorDiv,
+    Mod,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct CallArg {
+    pub name: Option<Name>,
+    pub value: Expr,
+}
+
+impl Expr {
+    pub fn as_int(&self) -> Option<i64> {
+        match &self.kind {
+            ExprKind::Int(i) => Some(*i),
+            ExprKind::Neg(e) => e.as_int().and_then(|i| i.checked_neg()),
+            // `np.int64(0)` and friends
+            ExprKind::Call { callee, args, .. } if callee.starts_with("np.") && args.len() == 1 => args[0].value.as_int(),
+            _ => None,
+        }
+    }
+    pub fn as_path(&self) -> Option<&str> {
+        match &self.kind {
+            ExprKind::Path(p) => Some(p),
+            _ => None,
+        }
+    }
+    pub fn is_none(&self) -> bool {
+        self.as_path() == Some("None")
+    }
+    pub fn as_bool(&self) -> Option<bool> {
+        match self.as_path()? {
+            "True" => Some(true),
+            "False" => Some(false),
+            _ => None,
+        }
+    }
+    /// Elements of a tuple or list.
+    pub fn as_seq(&self) -> Option<&[Expr]> {
+        match &self.kind {
+            ExprKind::Tuple(v) | ExprKind::List(v) => Some(v),
+            _ => None,
+        }
+    }
+    /// A tuple/list of integers, e.g. `axes=(0, 1)`.
+    pub fn as_int_seq(&self) -> Option<Vec<i64>> {
+        self.as_seq()?.iter().map(Expr::as_int).collect()
+    }
+    /// A keyword argument of a call expression (named tuples).
+    pub fn field(&self, name: &str) -> Option<&Expr> {
+        match &self.kind {
+            ExprKind::Call { args, .. } => {
+                args.iter().find(|a| a.name.as_ref().is_some_and(|n| &*n.text == name)).map(|a| &a.value)
+            }
+            _ => None,
+        }
+    }
+}

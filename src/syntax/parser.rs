@@ -1,0 +1,828 @@
+//! Recursive-descent parser for printed jaxprs, as `str(closed_jaxpr)`,
+//! `pretty_print(source_info=True, name_stack=True)` and Catalyst's
+//! `qjit(...).jaxpr` print them.
+//!
+//! It never panics and recovers at equation boundaries: every equation
+//! starts on a new line with `binders =`, so after an error the parser skips
+//! to the next line that looks like one (or to `in`/`}`) and goes on.
+//! Nesting is bounded (`MAX_DEPTH`) so that adversarial input cannot
+//! overflow the stack.
+
+use super::ast::*;
+use super::lexer::{Token, TokenKind as T, lex};
+use super::{LineIndex, TextRange};
+use crate::diagnostics::{DiagKind, Diagnostic};
+
+const MAX_DEPTH: u32 = 200;
+
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Parse {
+    pub file: SourceFile,
+    pub errors: Vec<Diagnostic>,
+}
+
+pub fn parse(text: &str) -> Parse {
+    let lexed = lex(text);
+    let mut p = Parser { text, tokens: &lexed.tokens, pos: 0, errors: Vec::new(), depth: 0 };
+    let mut file = p.source_file();
+    attach_comments(text, &lexed.comments, &mut file);
+    Parse { file, errors: p.errors }
+}
+
+struct Parser<'a> {
+    text: &'a str,
+    tokens: &'a [Token],
+    pos: usize,
+    errors: Vec<Diagnostic>,
+    depth: u32,
+}
+
+/// Result of a parse step that already reported its error.
+struct Reported;
+
+impl<'a> Parser<'a> {
+    // ---- token access -------------------------------------------------
+
+    fn nth(&self, n: usize) -> Token {
+        let i = (self.pos + n).min(self.tokens.len() - 1);
+        self.tokens[i]
+    }
+    fn at(&self, kind: T) -> bool {
+        self.nth(0).kind == kind
+    }
+    fn at_ident(&self, word: &str) -> bool {
+        self.ident_at(self.pos, word)
+    }
+    fn ident_at(&self, i: usize, word: &str) -> bool {
+        let t = self.tokens[i.min(self.tokens.len() - 1)];
+        t.kind == T::Ident && &self.text[t.range.as_usize()] == word
+    }
+    fn kind_at(&self, i: usize) -> T {
+        self.tokens[i.min(self.tokens.len() - 1)].kind
+    }
+    fn bump(&mut self) -> Token {
+        let t = self.nth(0);
+        if t.kind != T::Eof {
+            self.pos += 1;
+        }
+        t
+    }
+    fn eat(&mut self, kind: T) -> Option<Token> {
+        if self.at(kind) { Some(self.bump()) } else { None }
+    }
+    fn slice(&self, r: TextRange) -> &'a str {
+        &self.text[r.as_usize()]
+    }
+    fn prev_end(&self) -> u32 {
+        if self.pos == 0 { 0 } else { self.tokens[self.pos - 1].range.end }
+    }
+    fn name(&mut self) -> Name {
+        let t = self.bump();
+        Name { text: self.slice(t.range).into(), range: t.range }
+    }
+
+    // ---- errors -------------------------------------------------------
+
+    fn error_at(&mut self, range: TextRange, message: impl Into<String>) -> Reported {
+        // One error per position: cascades at the same token are noise.
+        if self.errors.last().is_none_or(|e| e.range.start != range.start) {
+            self.errors.push(Diagnostic::error(DiagKind::Syntax, range, message));
+        }
+        Reported
+    }
+    fn error_here(&mut self, expected: &str) -> Reported {
+        let t = self.nth(0);
+        let found = self.describe(t);
+        self.error_at(t.range, format!("expected {expected}, found {found}"))
+    }
+    fn describe(&self, t: Token) -> String {
+        match t.kind {
+            T::Eof => "end of file".to_string(),
+            _ => {
+                let s = self.slice(t.range);
+                let s: String = s.chars().take(40).collect();
+                format!("`{s}`")
+            }
+        }
+    }
+    fn expect(&mut self, kind: T, what: &str) -> Result<Token, Reported> {
+        if self.at(kind) { Ok(self.bump()) } else { Err(self.error_here(what)) }
+    }
+    fn expect_ident(&mut self, word: &str) -> Result<Token, Reported> {
+        if self.at_ident(word) { Ok(self.bump()) } else { Err(self.error_here(&format!("`{word}`"))) }
+    }
+
+    fn enter(&mut self) -> Result<(), Reported> {
+        if self.depth >= MAX_DEPTH {
+            let t = self.nth(0);
+            let r = self.error_at(t.range, format!("nesting deeper than {MAX_DEPTH} levels"));
+            self.skip_balanced_rest();
+            return Err(r);
+        }
+        self.depth += 1;
+        Ok(())
+    }
+    fn leave(&mut self) {
+        self.depth -= 1;
+    }
+
+    /// Skips to the end of the innermost open bracket (leaving the closer), iteratively.
+    fn skip_balanced_rest(&mut self) {
+        let mut depth = 0usize;
+        loop {
+            match self.nth(0).kind {
+                T::Eof => return,
+                T::LBrace | T::LBracket | T::LParen => depth += 1,
+                T::RBrace | T::RBracket | T::RParen => {
+                    if depth == 0 {
+                        return;
+                    }
+                    depth -= 1;
+                }
+                _ => {}
+            }
+            self.bump();
+        }
+    }
+
+    /// After an error inside an equation: skip to the next line that starts
+    /// an equation, or to `in` / the `}` closing this jaxpr.
+    fn recover_to_eqn_boundary(&mut self) {
+        let mut depth = 0usize;
+        loop {
+            let t = self.nth(0);
+            match t.kind {
+                T::Eof => return,
+                T::RBrace if depth == 0 => return,
+                T::LBrace | T::LBracket | T::LParen => depth += 1,
+                T::RBrace | T::RBracket | T::RParen => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            if depth == 0 && t.newline_before && self.pos > 0 && (self.is_eqn_start(self.pos) || self.at_in_keyword()) {
+                return;
+            }
+            self.bump();
+        }
+    }
+
+    // ---- lookahead ----------------------------------------------------
+
+    /// Does an equation (`binders =`, or `= prim` with no results) start at token `i`?
+    fn is_eqn_start(&self, mut i: usize) -> bool {
+        if self.kind_at(i) == T::Eq {
+            return self.kind_at(i + 1) == T::Ident;
+        }
+        let mut saw_binder = false;
+        loop {
+            if self.kind_at(i) == T::Ident && self.kind_at(i + 1) == T::Colon {
+                match self.skip_type(i + 2) {
+                    Some(next) => {
+                        i = next;
+                        saw_binder = true;
+                    }
+                    None => return false,
+                }
+            } else {
+                return saw_binder && self.kind_at(i) == T::Eq;
+            }
+        }
+    }
+
+    /// Skips a type `dtype[...]` starting at token `i`; returns the index after it.
+    fn skip_type(&self, mut i: usize) -> Option<usize> {
+        if self.kind_at(i) != T::Ident {
+            return None;
+        }
+        i += 1;
+        if self.kind_at(i) == T::LAngle {
+            i += 1;
+            while !matches!(self.kind_at(i), T::RAngle | T::Eof) {
+                i += 1;
+            }
+            i += 1;
+        }
+        if self.kind_at(i) != T::LBracket {
+            return None;
+        }
+        while !matches!(self.kind_at(i), T::RBracket | T::Eof) {
+            i += 1;
+        }
+        (self.kind_at(i) == T::RBracket).then_some(i + 1)
+    }
+
+    /// Is the `in` here the keyword that ends a jaxpr's equations (rather than a
+    /// variable that happens to be called `in`, which JAX does generate)?
+    fn at_in_keyword(&self) -> bool {
+        if !self.at_ident("in") {
+            return false;
+        }
+        match self.kind_at(self.pos + 1) {
+            T::LParen | T::LBracket | T::RBrace | T::Eof => true,
+            T::Colon => false,
+            // `in x }` (older printers print a single output without parentheses)
+            T::Ident | T::Int | T::Float => self.kind_at(self.pos + 2) == T::RBrace,
+            _ => false,
+        }
+    }
+
+    // ---- grammar ------------------------------------------------------
+
+    fn source_file(&mut self) -> SourceFile {
+        let mut file = SourceFile::default();
+        loop {
+            if self.at(T::Eof) {
+                break;
+            }
+            if self.at_ident("let") && self.kind_at(self.pos + 1) == T::Ident && self.kind_at(self.pos + 2) == T::Eq {
+                let let_tok = self.bump();
+                let name = self.name();
+                self.bump(); // =
+                match self.jaxpr() {
+                    Ok(jaxpr) => {
+                        let in_ok = self.expect_ident("in").is_ok();
+                        let range = TextRange::new(let_tok.range.start, self.prev_end());
+                        file.lets.push(LetJaxpr { name, jaxpr, range });
+                        if !in_ok {
+                            self.skip_to_top_level_item();
+                        }
+                    }
+                    Err(Reported) => self.skip_to_top_level_item(),
+                }
+                continue;
+            }
+            if self.at(T::LBrace) {
+                if file.main.is_some() {
+                    let t = self.nth(0);
+                    self.error_at(t.range, "a file holds one top-level jaxpr; this is a second one");
+                    self.bump();
+                    self.skip_balanced_rest();
+                    self.eat(T::RBrace);
+                    continue;
+                }
+                if let Ok(j) = self.jaxpr() {
+                    file.main = Some(j);
+                }
+                continue;
+            }
+            self.error_here("`{ lambda` or `let NAME = {`");
+            self.bump();
+            self.skip_to_top_level_item();
+        }
+        if file.main.is_none() && self.errors.is_empty() {
+            let end = self.text.len() as u32;
+            self.error_at(TextRange::empty(end), "no jaxpr in this file (expected `{ lambda ... }`)");
+        }
+        file
+    }
+
+    fn skip_to_top_level_item(&mut self) {
+        loop {
+            let t = self.nth(0);
+            if t.kind == T::Eof {
+                return;
+            }
+            if t.newline_before && (t.kind == T::LBrace || self.at_ident("let")) {
+                return;
+            }
+            self.bump();
+        }
+    }
+
+    fn jaxpr(&mut self) -> Result<Jaxpr, Reported> {
+        self.enter()?;
+        let r = self.jaxpr_inner();
+        self.leave();
+        r
+    }
+
+    fn jaxpr_inner(&mut self) -> Result<Jaxpr, Reported> {
+        let open = self.expect(T::LBrace, "`{`")?;
+        let lambda = match self.expect_ident("lambda") {
+            Ok(t) => t.range,
+            Err(r) => {
+                self.skip_balanced_rest();
+                self.eat(T::RBrace);
+                return Err(r);
+            }
+        };
+        let mut jaxpr = Jaxpr {
+            range: open.range,
+            lambda_range: lambda,
+            constvars: Vec::new(),
+            invars: Vec::new(),
+            eqns: Vec::new(),
+            outvars: Vec::new(),
+            in_range: None,
+        };
+        // Signature: `CONSTS ; ARGS .` (the `;` may be missing in old printouts).
+        let header = (|| -> Result<(), Reported> {
+            let first = self.binders_until(&[T::Semi, T::Dot])?;
+            if self.eat(T::Semi).is_some() {
+                jaxpr.constvars = first;
+                jaxpr.invars = self.binders_until(&[T::Dot])?;
+            } else {
+                jaxpr.invars = first;
+            }
+            self.expect(T::Dot, "`.` after the arguments")?;
+            self.expect_ident("let")?;
+            Ok(())
+        })();
+        if header.is_err() {
+            // Resynchronise at the first equation or `in` of this jaxpr.
+            self.recover_to_eqn_boundary();
+        }
+        self.equations(&mut jaxpr.eqns);
+        // Outputs.
+        if self.at_ident("in") {
+            jaxpr.in_range = Some(self.bump().range);
+            if let Err(Reported) = self.outvars(&mut jaxpr.outvars) {
+                self.skip_balanced_rest();
+            }
+        } else if self.at(T::LParen) {
+            let t = self.nth(0);
+            self.errors.push(
+                Diagnostic::error(DiagKind::Syntax, t.range, "expected `in` before the outputs of the jaxpr")
+                    .with_help("the outputs of a jaxpr follow the keyword `in`: `in (a, b) }`"),
+            );
+            if let Err(Reported) = self.outvars(&mut jaxpr.outvars) {
+                self.skip_balanced_rest();
+            }
+        } else if !self.at(T::RBrace) {
+            self.error_here("`in` and the outputs");
+            self.skip_balanced_rest();
+        } else {
+            self.error_here("`in` and the outputs");
+        }
+        match self.eat(T::RBrace) {
+            Some(close) => jaxpr.range = open.range.cover(close.range),
+            None => {
+                self.error_here("`}` closing the jaxpr");
+                jaxpr.range = TextRange::new(open.range.start, self.prev_end());
+            }
+        }
+        Ok(jaxpr)
+    }
+
+    fn binders_until(&mut self, stops: &[T]) -> Result<Vec<Binder>, Reported> {
+        let mut out = Vec::new();
+        while !stops.contains(&self.nth(0).kind) {
+            if !self.at(T::Ident) {
+                return Err(self.error_here("a binder `name:type`"));
+            }
+            out.push(self.binder()?);
+        }
+        Ok(out)
+    }
+
+    fn binder(&mut self) -> Result<Binder, Reported> {
+        let name = self.name();
+        let mut range = name.range;
+        let ty = if self.eat(T::Colon).is_some() {
+            let ty = self.type_expr()?;
+            range = range.cover(ty.range);
+            Some(ty)
+        } else {
+            None
+        };
+        Ok(Binder { name, ty, range })
+    }
+
+    fn type_expr(&mut self) -> Result<TypeExpr, Reported> {
+        if !self.at(T::Ident) {
+            return Err(self.error_here("a type such as `f32[3]`"));
+        }
+        let mut dtype = self.name();
+        // `key<fry>`
+        if self.at(T::LAngle) {
+            self.bump();
+            while !matches!(self.nth(0).kind, T::RAngle | T::Eof | T::LBracket) {
+                self.bump();
+            }
+            self.expect(T::RAngle, "`>`")?;
+            dtype.range = TextRange::new(dtype.range.start, self.prev_end());
+            dtype.text = self.slice(dtype.range).into();
+        }
+        self.expect(T::LBracket, "`[` and the shape")?;
+        let mut dims = Vec::new();
+        while !self.at(T::RBracket) {
+            if self.at(T::Eof) {
+                return Err(self.error_here("`]`"));
+            }
+            dims.push(self.expr()?);
+            if self.eat(T::Comma).is_none() && !self.at(T::RBracket) {
+                return Err(self.error_here("`,` or `]` in the shape"));
+            }
+        }
+        let close = self.bump();
+        Ok(TypeExpr { range: dtype.range.cover(close.range), dtype, dims })
+    }
+
+    fn equations(&mut self, eqns: &mut Vec<Eqn>) {
+        loop {
+            let t = self.nth(0);
+            if t.kind == T::Eof || t.kind == T::RBrace || self.at_in_keyword() {
+                return;
+            }
+            if t.kind == T::LParen && t.newline_before {
+                return; // outputs without `in`: reported by the caller
+            }
+            match self.equation() {
+                Ok(e) => eqns.push(e),
+                Err(Reported) => self.recover_to_eqn_boundary(),
+            }
+        }
+    }
+
+    fn equation(&mut self) -> Result<Eqn, Reported> {
+        let start = self.nth(0).range.start;
+        let mut outs = Vec::new();
+        while !self.at(T::Eq) {
+            if !(self.at(T::Ident) && self.kind_at(self.pos + 1) == T::Colon) {
+                return Err(self.error_here("an equation `results = primitive operands`"));
+            }
+            outs.push(self.binder()?);
+        }
+        self.bump(); // =
+        if !self.at(T::Ident) {
+            return Err(self.error_here("a primitive name"));
+        }
+        let mut primitive = self.name();
+        // Hyphenated names such as `scatter-add`.
+        while self.at(T::Minus) && self.nth(0).range.start == primitive.range.end && self.kind_at(self.pos + 1) == T::Ident {
+            self.bump();
+            let rest = self.bump();
+            primitive.range = primitive.range.cover(rest.range);
+            primitive.text = self.slice(primitive.range).into();
+        }
+        let mut params = Vec::new();
+        let mut params_range = None;
+        // Parameters follow the name directly: `prim[...]`.
+        if self.at(T::LBracket) && self.nth(0).range.start == primitive.range.end {
+            let open = self.bump();
+            self.params(&mut params);
+            let close = self.expect(T::RBracket, "`]` closing the parameters")?;
+            params_range = Some(open.range.cover(close.range));
+        }
+        let mut args = Vec::new();
+        loop {
+            let t = self.nth(0);
+            let ends = match t.kind {
+                T::Eof | T::RBrace => true,
+                T::Ident => self.at_in_keyword() || (t.newline_before && self.is_eqn_start(self.pos)),
+                T::Eq => t.newline_before,
+                T::LParen => t.newline_before,
+                _ => false,
+            };
+            if ends {
+                break;
+            }
+            match t.kind {
+                T::Ident | T::Int | T::Float | T::Minus => args.push(self.atom()?),
+                _ => return Err(self.error_here("an operand (a variable or a literal)")),
+            }
+        }
+        let range = TextRange::new(start, self.prev_end());
+        Ok(Eqn { outs, primitive, params, params_range, args, comments: Vec::new(), range })
+    }
+
+    fn atom(&mut self) -> Result<Atom, Reported> {
+        let t = self.nth(0);
+        let is_literal = match t.kind {
+            T::Int | T::Float | T::Minus => true,
+            T::Ident => {
+                let s = self.slice(t.range);
+                matches!(s, "True" | "False") || (self.kind_at(self.pos + 1) == T::Colon && matches!(s, "inf" | "nan"))
+            }
+            _ => false,
+        };
+        if !is_literal {
+            if t.kind != T::Ident {
+                return Err(self.error_here("a variable or a literal"));
+            }
+            return Ok(Atom::Var(self.name()));
+        }
+        let start = t.range.start;
+        if t.kind == T::Minus {
+            self.bump();
+            let n = self.nth(0);
+            let ok = matches!(n.kind, T::Int | T::Float) || (n.kind == T::Ident && matches!(self.slice(n.range), "inf" | "nan"));
+            if !ok {
+                return Err(self.error_here("a number after `-`"));
+            }
+        }
+        self.bump();
+        let value_range = TextRange::new(start, self.prev_end());
+        let value: Box<str> = self.slice(value_range).into();
+        let ty = if self.at(T::Colon) && self.nth(0).range.start == value_range.end {
+            self.bump();
+            Some(self.type_expr()?)
+        } else {
+            None
+        };
+        let range = TextRange::new(start, self.prev_end());
+        Ok(Atom::Lit(Literal { value, ty, range }))
+    }
+
+    fn outvars(&mut self, out: &mut Vec<Atom>) -> Result<(), Reported> {
+        let close = match self.nth(0).kind {
+            T::LParen => T::RParen,
+            T::LBracket => T::RBracket,
+            _ => {
+                out.push(self.atom()?);
+                return Ok(());
+            }
+        };
+        self.bump();
+        while !self.at(close) {
+            out.push(self.atom()?);
+            if self.eat(T::Comma).is_none() && !self.at(close) {
+                return Err(self.error_here("`,` or `)` in the outputs"));
+            }
+        }
+        self.bump();
+        Ok(())
+    }
+
+    fn params(&mut self, params: &mut Vec<Param>) {
+        while !matches!(self.nth(0).kind, T::RBracket | T::Eof) {
+            if !(self.at(T::Ident) && self.kind_at(self.pos + 1) == T::Eq) {
+                self.error_here("a parameter `name=value`");
+                self.skip_balanced_rest();
+                return;
+            }
+            let name = self.name();
+            self.bump(); // =
+            match self.expr() {
+                Ok(value) => {
+                    let range = name.range.cover(value.range);
+                    params.push(Param { name, value, range });
+                }
+                Err(Reported) => {
+                    // Skip to the next `name=` or the closing `]`.
+                    let mut depth = 0usize;
+                    loop {
+                        match self.nth(0).kind {
+                            T::Eof => return,
+                            T::RBracket if depth == 0 => return,
+                            T::LBrace | T::LBracket | T::LParen => depth += 1,
+                            T::RBrace | T::RBracket | T::RParen => depth = depth.saturating_sub(1),
+                            T::Ident if depth == 0 && self.kind_at(self.pos + 1) == T::Eq => break,
+                            _ => {}
+                        }
+                        self.bump();
+                    }
+                }
+            }
+        }
+    }
+
+    // ---- expressions --------------------------------------------------
+
+    fn expr(&mut self) -> Result<Expr, Reported> {
+        self.enter()?;
+        let r = self.sum();
+        self.leave();
+        r
+    }
+
+    fn sum(&mut self) -> Result<Expr, Reported> {
+        let mut lhs = self.product()?;
+        loop {
+            let op = match self.nth(0).kind {
+                T::Plus => BinOp::Add,
+                T::Minus => BinOp::Sub,
+                _ => return Ok(lhs),
+            };
+            self.bump();
+            let rhs = self.product()?;
+            let range = lhs.range.cover(rhs.range);
+            lhs = Expr { kind: ExprKind::Binary(op, Box::new(lhs), Box::new(rhs)), range };
+        }
+    }
+
+    fn product(&mut self) -> Result<Expr, Reported> {
+        let mut lhs = self.unary()?;
+        loop {
+            let op = match self.nth(0).kind {
+                T::Star => BinOp::Mul,
+                T::SlashSlash => BinOp::FloorDiv,
+                T::Percent => BinOp::Mod,
+                _ => return Ok(lhs),
+            };
+            self.bump();
+            let rhs = self.unary()?;
+            let range = lhs.range.cover(rhs.range);
+            lhs = Expr { kind: ExprKind::Binary(op, Box::new(lhs), Box::new(rhs)), range };
+        }
+    }
+
+    fn unary(&mut self) -> Result<Expr, Reported> {
+        if self.at(T::Minus) {
+            let minus = self.bump();
+            self.enter()?;
+            let inner = self.unary();
+            self.leave();
+            let inner = inner?;
+            let range = minus.range.cover(inner.range);
+            return Ok(Expr { kind: ExprKind::Neg(Box::new(inner)), range });
+        }
+        self.primary()
+    }
+
+    fn primary(&mut self) -> Result<Expr, Reported> {
+        let t = self.nth(0);
+        match t.kind {
+            T::Int => {
+                self.bump();
+                let s = self.slice(t.range);
+                let kind = match s.parse::<i64>() {
+                    Ok(i) => ExprKind::Int(i),
+                    Err(_) => ExprKind::Number(s.into()),
+                };
+                Ok(Expr { kind, range: t.range })
+            }
+            T::Float => {
+                self.bump();
+                Ok(Expr { kind: ExprKind::Number(self.slice(t.range).into()), range: t.range })
+            }
+            T::Str => {
+                self.bump();
+                let s = self.slice(t.range);
+                Ok(Expr { kind: ExprKind::Str(s[1..s.len() - 1].into()), range: t.range })
+            }
+            T::Ident => self.path_or_call(),
+            T::LParen | T::LBracket => self.sequence(),
+            T::LBrace => {
+                let j = self.jaxpr()?;
+                let range = j.range;
+                Ok(Expr { kind: ExprKind::Jaxpr(Box::new(j)), range })
+            }
+            T::LAngle => {
+                // Opaque Python reprs such as `<function f at 0x7f...>`.
+                self.bump();
+                let mut depth = 1usize;
+                while depth > 0 {
+                    match self.nth(0).kind {
+                        T::Eof => return Err(self.error_here("`>`")),
+                        T::LAngle => depth += 1,
+                        T::RAngle => depth -= 1,
+                        _ => {}
+                    }
+                    self.bump();
+                }
+                let range = TextRange::new(t.range.start, self.prev_end());
+                Ok(Expr { kind: ExprKind::Str(self.slice(range).into()), range })
+            }
+            _ => Err(self.error_here("a value")),
+        }
+    }
+
+    fn path_or_call(&mut self) -> Result<Expr, Reported> {
+        let first = self.bump();
+        let start = first.range.start;
+        // Dotted path, and `key<fry>`-style suffixes written without spaces.
+        loop {
+            let t = self.nth(0);
+            if t.range.start != self.prev_end() {
+                break;
+            }
+            if t.kind == T::Dot && self.kind_at(self.pos + 1) == T::Ident {
+                self.bump();
+                self.bump();
+            } else if t.kind == T::LAngle {
+                self.bump();
+                while !matches!(self.nth(0).kind, T::RAngle | T::Eof) {
+                    self.bump();
+                }
+                self.expect(T::RAngle, "`>`")?;
+            } else {
+                break;
+            }
+        }
+        let path_range = TextRange::new(start, self.prev_end());
+        let path: Box<str> = self.slice(path_range).into();
+        if self.at(T::LParen) && self.nth(0).range.start == path_range.end {
+            self.bump();
+            let mut args = Vec::new();
+            while !self.at(T::RParen) {
+                let name = if self.at(T::Ident) && self.kind_at(self.pos + 1) == T::Eq {
+                    let n = self.name();
+                    self.bump();
+                    Some(n)
+                } else {
+                    None
+                };
+                let value = self.expr()?;
+                args.push(CallArg { name, value });
+                if self.eat(T::Comma).is_none() && !self.at(T::RParen) {
+                    return Err(self.error_here("`,` or `)`"));
+                }
+            }
+            self.bump();
+            let range = TextRange::new(start, self.prev_end());
+            return Ok(Expr { kind: ExprKind::Call { callee: path, callee_range: path_range, args }, range });
+        }
+        Ok(Expr { kind: ExprKind::Path(path), range: path_range })
+    }
+
+    /// `( ... )` or `[ ... ]`. Commas between elements are optional because
+    /// JAX prints tuples of jaxprs one per line without them (`branches=(`).
+    fn sequence(&mut self) -> Result<Expr, Reported> {
+        let open = self.bump();
+        let close = if open.kind == T::LParen { T::RParen } else { T::RBracket };
+        let mut items = Vec::new();
+        let mut saw_comma = false;
+        while !self.at(close) {
+            if self.at(T::Eof) {
+                return Err(self.error_here("a closing bracket"));
+            }
+            items.push(self.expr()?);
+            if self.eat(T::Comma).is_some() {
+                saw_comma = true;
+            }
+        }
+        let end = self.bump();
+        let range = open.range.cover(end.range);
+        if open.kind == T::LBracket {
+            return Ok(Expr { kind: ExprKind::List(items), range });
+        }
+        // `(x)` is grouping, unless it holds a jaxpr (a one-branch tuple).
+        if items.len() == 1 && !saw_comma && !matches!(items[0].kind, ExprKind::Jaxpr(_)) {
+            let mut e = items.pop().unwrap_or(Expr { kind: ExprKind::Error, range });
+            e.range = range;
+            return Ok(e);
+        }
+        Ok(Expr { kind: ExprKind::Tuple(items), range })
+    }
+}
+
+/// Attaches `#` comments to equations. A comment on a line with code
+/// belongs to the innermost equation starting on that line; a comment alone
+/// on its line continues the previous comment's equation (the name-stack
+/// line that `pretty_print(name_stack=True)` puts under the source info).
+fn attach_comments(text: &str, comments: &[TextRange], file: &mut SourceFile) {
+    use std::collections::HashMap;
+    if comments.is_empty() {
+        return;
+    }
+    let index = LineIndex::new(text);
+    // Number the equations in one fixed order (inner equations before the
+    // equation holding them, so they claim a shared line first) and note
+    // the line each starts on.
+    let mut first_on_line: HashMap<u32, usize> = HashMap::new();
+    let mut count = 0usize;
+    for_each_eqn(file, &mut |e| {
+        first_on_line.entry(index.line_col(e.range.start).line).or_insert(count);
+        count += 1;
+    });
+    let mut assigned: Vec<Vec<Comment>> = vec![Vec::new(); count];
+    let mut last: Option<(usize, u32)> = None;
+    for &range in comments {
+        let lc = index.line_col(range.start);
+        let line_start = index.line_start(lc.line).unwrap_or(0) as usize;
+        let has_code = !text[line_start..range.start as usize].trim().is_empty();
+        let owner = if has_code {
+            first_on_line.get(&lc.line).copied()
+        } else {
+            last.filter(|&(_, l)| l + 1 == lc.line).map(|(o, _)| o)
+        };
+        last = owner.map(|o| (o, lc.line));
+        if let Some(o) = owner {
+            let raw = &text[range.as_usize()];
+            assigned[o].push(Comment { text: raw.trim_start_matches('#').trim().into(), range });
+        }
+    }
+    let mut n = 0usize;
+    for_each_eqn(file, &mut |e| {
+        e.comments = std::mem::take(&mut assigned[n]);
+        n += 1;
+    });
+}
+
+/// Visits every equation of the file, inner equations before their holder.
+fn for_each_eqn(file: &mut SourceFile, f: &mut dyn FnMut(&mut Eqn)) {
+    fn walk(j: &mut Jaxpr, f: &mut dyn FnMut(&mut Eqn)) {
+        for e in &mut j.eqns {
+            for p in &mut e.params {
+                visit_expr_jaxprs(&mut p.value, &mut |inner| walk(inner, f));
+            }
+            f(e);
+        }
+    }
+    for l in &mut file.lets {
+        walk(&mut l.jaxpr, f);
+    }
+    if let Some(m) = &mut file.main {
+        walk(m, f);
+    }
+}
+
+/// Calls `f` on every jaxpr directly inside a parameter value.
+pub fn visit_expr_jaxprs(e: &mut Expr, f: &mut dyn FnMut(&mut Jaxpr)) {
+    match &mut e.kind {
+        ExprKind::Jaxpr(j) => f(j),
+        ExprKind::Tuple(v) | ExprKind::List(v) => v.iter_mut().for_each(|x| visit_expr_jaxprs(x, f)),
+        ExprKind::Call { args, .. } => args.iter_mut().for_each(|a| visit_expr_jaxprs(&mut a.value, f)),
+        _ => {}
+    }
+}

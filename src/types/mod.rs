@@ -1,0 +1,117 @@
+//! Semantic types: dtypes, dimensions (constants, dimension variables,
+//! symbolic polynomials) and array types.
+
+pub mod dtype;
+pub mod poly;
+
+pub use dtype::{DType, FloatKind};
+pub use poly::{Cmp, Poly};
+
+use std::fmt;
+
+/// Identifies one variable binder of a file (see `check::Vars`).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub struct VarId(pub u32);
+
+/// One dimension of a shape.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Dim {
+    Const(i64),
+    /// A dimension variable: an integer scalar jaxpr variable (Catalyst style).
+    Var(VarId),
+    /// A symbolic dimension (jax.export style), never a constant polynomial.
+    Sym(Poly),
+    /// Not known: `None` in parameters, or a dimension that failed to resolve
+    /// (already reported). Compares equal to everything to avoid cascades.
+    Unknown,
+}
+
+impl Dim {
+    /// Normalises a polynomial: constants become `Dim::Const`.
+    pub fn from_poly(p: Poly) -> Dim {
+        match p.as_constant() {
+            Some(c) => Dim::Const(c),
+            None => Dim::Sym(p),
+        }
+    }
+    pub fn as_const(&self) -> Option<i64> {
+        match self {
+            Dim::Const(c) => Some(*c),
+            _ => None,
+        }
+    }
+    /// The polynomial view of a constant or symbolic dimension.
+    pub fn as_poly(&self) -> Option<Poly> {
+        match self {
+            Dim::Const(c) => Some(Poly::constant(*c)),
+            Dim::Sym(p) => Some(p.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// The type of an array value: dtype and shape. `dtype: None` stands for an
+/// untyped (weakly typed) literal of older printers, which adapts to its context.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct AType {
+    pub dtype: Option<DType>,
+    pub shape: Vec<Dim>,
+}
+
+impl AType {
+    pub fn new(dtype: DType, shape: Vec<Dim>) -> Self {
+        AType { dtype: Some(dtype), shape }
+    }
+    pub fn scalar(dtype: DType) -> Self {
+        AType { dtype: Some(dtype), shape: Vec::new() }
+    }
+    pub fn rank(&self) -> usize {
+        self.shape.len()
+    }
+    pub fn is_scalar(&self) -> bool {
+        self.shape.is_empty()
+    }
+    /// An integer scalar: what a dimension variable must be.
+    pub fn is_int_scalar(&self) -> bool {
+        self.is_scalar() && self.dtype.as_ref().is_some_and(DType::is_int)
+    }
+    pub fn with_dtype(&self, dtype: DType) -> AType {
+        AType { dtype: Some(dtype), shape: self.shape.clone() }
+    }
+    pub fn with_shape(&self, shape: Vec<Dim>) -> AType {
+        AType { dtype: self.dtype.clone(), shape }
+    }
+}
+
+/// Renders types with dimension variables by name.
+pub trait DimNames {
+    fn var_name(&self, v: VarId) -> &str;
+
+    fn dim(&self, d: &Dim) -> String {
+        match d {
+            Dim::Const(c) => c.to_string(),
+            Dim::Var(v) => self.var_name(*v).to_string(),
+            Dim::Sym(p) => p.to_string(),
+            Dim::Unknown => "?".to_string(),
+        }
+    }
+    fn shape(&self, s: &[Dim]) -> String {
+        let dims: Vec<String> = s.iter().map(|d| self.dim(d)).collect();
+        format!("[{}]", dims.join(","))
+    }
+    fn ty(&self, t: &AType) -> String {
+        let dt = t.dtype.as_ref().map_or_else(|| "weak".to_string(), |d| d.to_string());
+        format!("{dt}{}", self.shape(&t.shape))
+    }
+}
+
+impl fmt::Display for Dim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Dim::Const(c) => write!(f, "{c}"),
+            Dim::Var(v) => write!(f, "%{}", v.0),
+            Dim::Sym(p) => write!(f, "{p}"),
+            Dim::Unknown => f.write_str("?"),
+        }
+    }
+}
