@@ -1,6 +1,8 @@
 //! `jaxpr`: a compiler core for JAX's intermediate language.
 
 pub mod check;
+pub mod cli;
+pub mod db;
 pub mod diagnostics;
 pub mod signature;
 pub mod syntax;

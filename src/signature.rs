@@ -1,7 +1,7 @@
 //! `in_type` / `out_type` of a jaxpr with de Bruijn indices, as JAX defines
 //! them (`dynamic-shapes-catalyst-a.md`, sections DBIdx and InDBIdx/OutDBIdx):
 //! input shapes refer to input positions with `DBIdx(i)`; output shapes refer
-//! to inputs with `InDBIdx(i)` and to outputs with `OutDBIdx(j)`. A binder is
+//! to outputs with `OutDBIdx(j)` and to other inputs with `InDBIdx(i)`. A binder is
 //! implicit (`False`) when it is an integer scalar used as a dimension by a
 //! later binder of the same list.
 
@@ -96,11 +96,14 @@ pub fn compute(invars: &[(VarId, &AType)], outs: &[(Option<VarId>, &AType)]) -> 
             .shape
             .iter()
             .map(|d| match d {
+                // An output that is itself returned is referred to as such
+                // (`OutDBIdx`), as Catalyst does for loop outputs; otherwise
+                // an input (`InDBIdx`).
                 Dim::Var(v) => {
-                    if let Some(i) = in_pos(*v) {
-                        SigDim::InDBIdx(i)
-                    } else if let Some(k) = out_vars.iter().position(|w| *w == Some(*v)) {
+                    if let Some(k) = out_vars.iter().position(|w| *w == Some(*v)) {
                         SigDim::OutDBIdx(k)
+                    } else if let Some(i) = in_pos(*v) {
+                        SigDim::InDBIdx(i)
                     } else {
                         escapes.push(ScopeEscape { output: j, var: *v });
                         SigDim::Unknown

@@ -94,6 +94,15 @@ impl Checker {
 
     fn warn_alias(&mut self, a: &Dim, b: &Dim, value: &Dim, at: TextRange) {
         let name = |d: &Dim| self.a.dim(d);
+        // Name the immediate call-site value when both receive the same one.
+        let immediate = |d: &Dim| match d {
+            Dim::Var(v) => self.a.origins.get(v).and_then(|o| o.value.clone()),
+            _ => None,
+        };
+        let shown = match (immediate(a), immediate(b)) {
+            (Some(x), Some(y)) if x == y => x,
+            _ => value.clone(),
+        };
         let mut d = Diagnostic::warning(
             DiagKind::AliasedDimension,
             at,
@@ -101,7 +110,7 @@ impl Checker {
                 "`{}` and `{}` are different dimension variables, but both are bound to `{}` at the only call site, so they are equal",
                 name(a),
                 name(b),
-                name(value)
+                name(&shown)
             ),
         );
         for x in [a, b] {

@@ -158,7 +158,14 @@ impl DimNames for Analysis {
 
 /// Checks a parsed file.
 pub fn check(file: &ast::SourceFile) -> Analysis {
-    let mut c = Checker { a: Analysis::default(), lets: HashMap::new(), env: Scope::default(), main_inputs: false };
+    let mut c = Checker {
+        a: Analysis::default(),
+        lets: HashMap::new(),
+        env: Scope::default(),
+        main_inputs: false,
+        pending_results: Vec::new(),
+        bad_dims: Default::default(),
+    };
     for l in &file.lets {
         let id = c.check_jaxpr(&l.jaxpr, JaxprOrigin::Let { name: l.name.text.clone(), name_range: l.name.range }, None, None);
         if let Some(prev) = c.lets.insert(l.name.text.clone(), id) {
@@ -196,6 +203,11 @@ pub(crate) struct Checker {
     env: Scope,
     /// True while binding the main jaxpr's inputs (symbolic dimensions are introduced there).
     main_inputs: bool,
+    /// Results of the equation being checked whose types are already read:
+    /// later results of the same equation may use them as dimensions.
+    pending_results: Vec<(SmolStr, VarId)>,
+    /// Variables already reported as unusable dimensions (one report each).
+    bad_dims: std::collections::HashSet<VarId>,
 }
 
 /// An equation operand after resolution.
@@ -416,13 +428,17 @@ impl Checker {
         match &e.kind {
             ExprKind::Path(p) if p.as_ref() == "None" => Dim::Unknown,
             ExprKind::Path(name) if !name.contains('.') => {
-                if let Some(&v) = self.env.names.get(name.as_ref()) {
+                let pending = self.pending_results.iter().rev().find(|(n, _)| n.as_str() == name.as_ref()).map(|(_, v)| *v);
+                if let Some(v) = pending.or_else(|| self.env.names.get(name.as_ref()).copied()) {
                     let info = self.a.var(v);
                     if info.ty.is_int_scalar() {
                         self.a.refs.push(VarRef { range: e.range, var: v, kind: RefKind::DimUse });
                         return Dim::Var(v);
                     }
                     if info.ty.is_scalar() && info.ty.dtype.is_some() {
+                        if !self.bad_dims.insert(v) {
+                            return Dim::Unknown;
+                        }
                         let (ty, r) = (self.a.ty(&info.ty), info.range);
                         self.push_diag(
                             Diagnostic::error(
@@ -589,14 +605,19 @@ impl Checker {
             });
             out_vars.push(Some(v));
         }
-        let declared: Vec<AType> = e
-            .outs
-            .iter()
-            .map(|b| match &b.ty {
+        let mut declared: Vec<AType> = Vec::with_capacity(e.outs.len());
+        for (b, v) in e.outs.iter().zip(&out_vars) {
+            let t = match &b.ty {
                 Some(t) => self.resolve_type(t, Some((&operands, &out_vars))),
                 None => AType { dtype: None, shape: Vec::new() },
-            })
-            .collect();
+            };
+            if let Some(v) = v {
+                self.a.vars[v.0 as usize].ty = t.clone();
+                self.pending_results.push((b.name.text.clone(), *v));
+            }
+            declared.push(t);
+        }
+        self.pending_results.clear();
         for (v, t) in out_vars.iter().zip(&declared) {
             if let Some(v) = v {
                 self.a.vars[v.0 as usize].ty = t.clone();

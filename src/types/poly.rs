@@ -1364,31 +1364,36 @@ impl Poly {
         }
     }
 
-    /// For a term `k * G * floordiv(n, d)` where `d == c * G` is a single term:
-    /// `c * self == c * rest + k * (n - mod(n, d))`.
+    /// For a term `k * G * floordiv(n, d)` where `c * G` is a term of `d`:
+    /// since `d * floordiv(n, d) == n - mod(n, d)`,
+    /// `c * self == c * rest + k * (n - mod(n, d) - (d - c*G) * floordiv(n, d))`
+    /// (JAX uses the same equation as an implicit constraint).
     fn floordiv_rule(&self, i: usize, ctx: &mut Ctx) -> Option<Iv> {
         let (m, k) = &self.terms[i];
         for (f, e) in m.factors.iter() {
             let Factor::FloorDiv(n, d) = f else { continue };
-            if *e != 1 || d.terms.len() != 1 {
+            if *e != 1 {
                 continue;
             }
-            let (g, c) = &d.terms[0];
             let fd_mono = Mono::new(vec![(f.clone(), 1)]);
-            if m.div(&fd_mono).as_ref() != Some(g) {
+            let Some(g) = m.div(&fd_mono) else { continue };
+            let Some((_, c)) = d.terms.iter().find(|(dm, _)| *dm == g) else {
                 continue;
-            }
-            let rest = self.without_term(i);
-            let md = Poly::single_factor(Factor::Mod(n.clone(), d.clone()));
-            let p = rest
-                .scale(*c)
-                .and_then(|x| x.add(&n.scale(*k)?))
-                .and_then(|x| x.sub(&md.scale(*k)?))
-                .ok()?;
+            };
+            let c = *c;
             if !ctx.take() {
                 return None;
             }
-            return Some(p.iv(ctx, Goal::Best).exact_div(*c));
+            let rest = self.without_term(i);
+            let md = Poly::single_factor(Factor::Mod(n.clone(), d.clone()));
+            let fd = Poly::single_factor(f.clone());
+            let others = d
+                .sub(&Poly::from_sorted(vec![(g, c)]))
+                .and_then(|x| x.mul(&fd))
+                .ok()?;
+            let inner = n.sub(&md).and_then(|x| x.sub(&others)).ok()?;
+            let p = rest.scale(c).and_then(|x| x.add(&inner.scale(*k)?)).ok()?;
+            return Some(p.iv(ctx, Goal::Best).exact_div(c));
         }
         None
     }
@@ -1909,6 +1914,10 @@ mod tests {
         assert_eq!(a.ge(&mul(&b, &fd(&a, &b))), Cmp::True);
         assert_eq!(bounds_of(&sub(&a, &mul(&b, &fd(&a, &b)))), (Some(0), INF));
         assert_eq!(fd(&a, &c(4)).ge(&c(0)), Cmp::True);
+        // a == (a + 2)*floordiv(a, a + 2) + mod(a, a + 2), hence
+        // a*floordiv(a, a + 2) - a*c - 4*a <= -4 (JAX derives this too).
+        let e = sub(&sub(&mul(&a, &fd(&a, &add(&a, &c(2)))), &mul(&a, &s("c"))), &k(4, &a));
+        assert_eq!(bounds_of(&e).1, Some(-4));
     }
 
     #[test]

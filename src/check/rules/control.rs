@@ -391,7 +391,9 @@ fn catalyst_cond(cx: &mut EqnCx) -> Infer {
 /// The loop body's outputs must have the types of the carried binders they
 /// feed back into (checked in de Bruijn form, so dimension variables are
 /// compared by position).
-fn check_carried(cx: &mut EqnCx, body: JaxprId, carried_binders: &[usize], role: &str) -> bool {
+fn check_carried(cx: &mut EqnCx, body: JaxprId, carried_binders: &[usize], index: Option<usize>, role: &str) -> bool {
+    // Binders whose value changes between iterations.
+    let varying = |p: &usize| carried_binders.contains(p) || index == Some(*p);
     let info = cx.ck.a.jaxpr(body).clone();
     let sig = &info.signature;
     if sig.out_type.len() != carried_binders.len() {
@@ -428,9 +430,9 @@ fn check_carried(cx: &mut EqnCx, body: JaxprId, carried_binders: &[usize], role:
                     (SigDim::Const(a), SigDim::Const(b)) => a == b,
                     (SigDim::Sym(a), SigDim::Sym(b)) => a == b,
                     // A dimension from a loop constant must stay that constant.
-                    (SigDim::DBIdx(p), SigDim::InDBIdx(q)) => p == q || carried_binders.contains(p),
-                    // A carried dimension comes back as the matching output.
-                    (SigDim::DBIdx(p), SigDim::OutDBIdx(q)) => carried_binders.get(*q) == Some(p),
+                    (SigDim::DBIdx(p), SigDim::InDBIdx(q)) => p == q || varying(p),
+                    // A varying dimension comes back as an output of the body.
+                    (SigDim::DBIdx(p), SigDim::OutDBIdx(q)) => carried_binders.get(*q) == Some(p) || varying(p),
                     (SigDim::Unknown, _) | (_, SigDim::Unknown) => true,
                     _ => false,
                 };
@@ -477,7 +479,7 @@ fn jax_while(cx: &mut EqnCx) -> Infer {
         check_predicate(cx, c, "cond_jaxpr");
     }
     let carried: Vec<usize> = (bn..bn + carry.len()).collect();
-    if !check_carried(cx, body_id, &carried, "the `body_jaxpr` of `while`") {
+    if !check_carried(cx, body_id, &carried, None, "the `body_jaxpr` of `while`") {
         return None;
     }
     Some(carry.map(|i| cx.args[i].ty.clone()).collect())
@@ -541,7 +543,7 @@ fn scan(cx: &mut EqnCx) -> Infer {
     let mut tmp = info.clone();
     tmp.signature = carry_sig;
     let saved = std::mem::replace(&mut cx.ck.a.jaxprs[id.0 as usize], tmp);
-    let ok = check_carried(cx, id, &carried, "the `jaxpr` of `scan`");
+    let ok = check_carried(cx, id, &carried, None, "the `jaxpr` of `scan`");
     cx.ck.a.jaxprs[id.0 as usize] = saved;
     if !ok {
         return None;
@@ -587,7 +589,7 @@ fn for_loop(cx: &mut EqnCx) -> Infer {
     let id = bind(cx, body, "body_jaxpr", 0, &acts, "the `body_jaxpr` of `for_loop`")?;
     // Carried: implicits and explicit (the index is not returned).
     let carried: Vec<usize> = (nc..nc + ni).chain(nc + ni + 1..acts.len()).collect();
-    if !check_carried(cx, id, &carried, "the `body_jaxpr` of `for_loop`") {
+    if !check_carried(cx, id, &carried, Some(nc + ni), "the `body_jaxpr` of `for_loop`") {
         return None;
     }
     loop_results(cx, id, &carried, &acts)
@@ -615,7 +617,7 @@ fn catalyst_while(cx: &mut EqnCx) -> Infer {
         check_predicate(cx, c, "cond_jaxpr");
     }
     let carried: Vec<usize> = (bn..bn + carry.len()).collect();
-    if !check_carried(cx, id, &carried, "the `body_jaxpr` of `while_loop`") {
+    if !check_carried(cx, id, &carried, None, "the `body_jaxpr` of `while_loop`") {
         return None;
     }
     loop_results(cx, id, &carried, &body_acts)

@@ -1,0 +1,213 @@
+//! The `jaxpr` command line: `check` (diagnostics, human or JSON) and
+//! `types` (every jaxpr's `in_type`/`out_type`).
+
+mod render;
+
+use crate::db::{self, RootDatabase, SourceFile};
+use crate::diagnostics::{Diagnostic, Severity};
+use clap::{Parser, Subcommand, ValueEnum};
+use rayon::prelude::*;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+#[derive(Parser)]
+#[command(name = "jaxpr", version, about = "Checks, describes and builds jaxprs (JAX's intermediate language)")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Check jaxpr files and folders (recursively `*.jaxpr`, `*.jaxpr.txt`).
+    Check {
+        /// Files or folders.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Human)]
+        format: Format,
+        /// Colour the human output: auto (when stdout is a terminal), always, never.
+        #[arg(long, value_enum, default_value_t = ColorMode::Auto)]
+        color: ColorMode,
+    },
+    /// Print the in_type/out_type of every jaxpr in a file, with de Bruijn indices.
+    Types {
+        file: PathBuf,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum Format {
+    Human,
+    Json,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum ColorMode {
+    Auto,
+    Always,
+    Never,
+}
+
+/// Exit codes: 0 no errors, 1 errors found, 2 usage or IO error.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return code;
+        }
+    };
+    match cli.command {
+        Command::Check { paths, format, color } => check(&paths, format, color),
+        Command::Types { file } => types(&file),
+    }
+}
+
+/// A file read from disk, with a note when its bytes were not valid UTF-8.
+pub struct Loaded {
+    pub path: String,
+    pub text: String,
+    pub invalid_utf8_at: Option<usize>,
+}
+
+pub fn load(path: &Path) -> std::io::Result<Loaded> {
+    let bytes = std::fs::read(path)?;
+    let (text, bad) = match String::from_utf8(bytes) {
+        Ok(s) => (s, None),
+        Err(e) => {
+            let at = e.utf8_error().valid_up_to();
+            (String::from_utf8_lossy(e.as_bytes()).into_owned(), Some(at))
+        }
+    };
+    Ok(Loaded { path: path.display().to_string(), text, invalid_utf8_at: bad })
+}
+
+fn is_jaxpr_file(p: &Path) -> bool {
+    let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    name.ends_with(".jaxpr") || name.ends_with(".jaxpr.txt")
+}
+
+/// Expands folders into the jaxpr files below them (sorted, for stable output).
+fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let mut out = Vec::new();
+    for p in paths {
+        let meta = std::fs::metadata(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        if meta.is_dir() {
+            let mut stack = vec![p.clone()];
+            while let Some(dir) = stack.pop() {
+                let entries = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+                for entry in entries.flatten() {
+                    let path = entry.path();
+                    match entry.file_type() {
+                        Ok(t) if t.is_dir() => stack.push(path),
+                        Ok(_) if is_jaxpr_file(&path) => out.push(path),
+                        _ => {}
+                    }
+                }
+            }
+        } else {
+            out.push(p.clone());
+        }
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+pub struct Checked {
+    pub loaded: Loaded,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Checks one loaded file through the database.
+pub fn check_text(loaded: Loaded) -> Checked {
+    let db = RootDatabase::default();
+    let file = SourceFile::new(&db, loaded.path.clone(), loaded.text.clone());
+    let mut diagnostics = (*db::diagnostics(&db, file)).clone();
+    if let Some(at) = loaded.invalid_utf8_at {
+        let r = crate::syntax::TextRange::new(at as u32, (at as u32 + 1).min(loaded.text.len() as u32));
+        diagnostics.insert(
+            0,
+            Diagnostic::error(crate::diagnostics::DiagKind::Syntax, r, format!("the file is not valid UTF-8 (first bad byte at offset {at})"))
+                .with_help("jaxprs are UTF-8 text; invalid bytes were replaced by U+FFFD"),
+        );
+    }
+    Checked { loaded, diagnostics }
+}
+
+fn check(paths: &[PathBuf], format: Format, color: ColorMode) -> i32 {
+    let files = match collect_files(paths) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
+    let results: Vec<Result<Checked, String>> = files
+        .par_iter()
+        .map(|p| load(p).map(check_text).map_err(|e| format!("{}: {e}", p.display())))
+        .collect();
+    let mut io_error = false;
+    let mut checked = Vec::new();
+    for r in results {
+        match r {
+            Ok(c) => checked.push(c),
+            Err(e) => {
+                eprintln!("error: {e}");
+                io_error = true;
+            }
+        }
+    }
+    let errors: usize = checked.iter().map(|c| c.diagnostics.iter().filter(|d| d.is_error()).count()).sum();
+    let warnings: usize =
+        checked.iter().map(|c| c.diagnostics.iter().filter(|d| d.severity == Severity::Warning).count()).sum();
+    match format {
+        Format::Json => println!("{}", render::json(&checked, errors, warnings)),
+        Format::Human => {
+            let colored = match color {
+                ColorMode::Always => true,
+                ColorMode::Never => false,
+                ColorMode::Auto => std::io::stdout().is_terminal(),
+            };
+            render::human(&checked, colored);
+            let summary = format!(
+                "checked {} file{}: {errors} error{}, {warnings} warning{}",
+                checked.len(),
+                if checked.len() == 1 { "" } else { "s" },
+                if errors == 1 { "" } else { "s" },
+                if warnings == 1 { "" } else { "s" }
+            );
+            println!("{summary}");
+        }
+    }
+    if io_error {
+        2
+    } else if errors > 0 {
+        1
+    } else {
+        0
+    }
+}
+
+fn types(path: &Path) -> i32 {
+    let loaded = match load(path) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("error: {}: {e}", path.display());
+            return 2;
+        }
+    };
+    let db = RootDatabase::default();
+    let file = SourceFile::new(&db, loaded.path.clone(), loaded.text.clone());
+    let a = db::analysis(&db, file);
+    let idx = db::line_index(&db, file);
+    print!("{}", render::types(&a, &idx, &loaded.path));
+    let errors = db::diagnostics(&db, file).iter().filter(|d| d.is_error()).count();
+    if errors > 0 {
+        eprintln!("note: {errors} error(s) in this file; run `jaxpr check {}`", loaded.path);
+    }
+    0
+}
