@@ -170,23 +170,39 @@ pub(super) fn infer(cx: &mut EqnCx, name: &str) -> Option<Infer> {
     Some(apply(cx, e))
 }
 
-/// The common shape of operands that must agree, scalars broadcasting.
+/// The common shape of operands: rank-0 operands broadcast, and so do
+/// size-1 dimensions between operands of equal rank (JAX 0.10 prints
+/// `mul a b` with `a:f32[2,6,8]` and `b:f32[2,6,1]`).
 fn broadcast_shape(cx: &mut EqnCx, idx: &[usize]) -> Option<Vec<Dim>> {
     let first = idx.iter().copied().find(|&i| !cx.args[i].ty.is_scalar() && cx.args[i].known);
     let Some(f) = first else { return Some(Vec::new()) };
-    let shape = cx.args[f].ty.shape.clone();
+    let mut shape = cx.args[f].ty.shape.clone();
     for &i in idx {
         let a = &cx.args[i];
         if i == f || a.ty.is_scalar() || !a.known {
             continue;
         }
         let other = a.ty.shape.clone();
-        let what = format!("`{}` operands must have the same shape", cx.name());
         let related = vec![
             (cx.args[f].range, format!("operand {f} is {}", cx.arg_str(f))),
             (cx.args[i].range, format!("operand {i} is {}", cx.arg_str(i))),
         ];
-        if !cx.require_same_shape(&what, &shape, &other, &related) {
+        let what = format!("`{}` operands must have the same shape", cx.name());
+        if other.len() != shape.len() {
+            cx.require_same_shape(&what, &shape, &other, &related);
+            return None;
+        }
+        // Size-1 dimensions stretch; everything else must agree.
+        let mut expected = other.clone();
+        for (k, (x, y)) in shape.iter_mut().zip(expected.iter_mut()).enumerate() {
+            let _ = k;
+            if *y == Dim::Const(1) {
+                *y = x.clone();
+            } else if *x == Dim::Const(1) {
+                *x = y.clone();
+            }
+        }
+        if !cx.require_same_shape(&what, &shape, &expected, &related) {
             return None;
         }
     }

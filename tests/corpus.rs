@@ -1,0 +1,190 @@
+//! Data-driven tests over the shared corpus (`../shared/corpus`, or
+//! `$JAXPR_CORPUS`): every valid case checks with zero errors, every
+//! `invalid/` case yields exactly its expected errors, and the Catalyst
+//! signatures are those of the dynamic-shapes reference.
+
+use jaxpr::db::{self, RootDatabase, SourceFile};
+use jaxpr::diagnostics::{DiagKind, Diagnostic};
+use jaxpr::syntax::LineIndex;
+use std::path::{Path, PathBuf};
+
+fn corpus() -> PathBuf {
+    if let Ok(p) = std::env::var("JAXPR_CORPUS") {
+        return PathBuf::from(p);
+    }
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for cand in [here.join("../shared/corpus"), here.join("../../shared/corpus")] {
+        if cand.is_dir() {
+            return cand;
+        }
+    }
+    panic!("shared corpus not found: set JAXPR_CORPUS");
+}
+
+fn files(dir: &str, suffix: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(corpus().join(dir))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_str().unwrap().ends_with(suffix))
+        .collect();
+    v.sort();
+    assert!(!v.is_empty(), "no {suffix} files in {dir}");
+    v
+}
+
+fn check_text(text: &str) -> (Vec<Diagnostic>, LineIndex) {
+    let db = RootDatabase::default();
+    let file = SourceFile::new(&db, "t.jaxpr".into(), text.to_string());
+    ((*db::diagnostics(&db, file)).clone(), LineIndex::new(text))
+}
+
+fn render(diags: &[Diagnostic], idx: &LineIndex) -> String {
+    diags
+        .iter()
+        .map(|d| format!("{}: {:?} {} {}", idx.line_col(d.range.start).line + 1, d.severity, d.kind.name(), d.message))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn assert_valid(path: &Path, text: &str) {
+    let (diags, idx) = check_text(text);
+    let errors: Vec<Diagnostic> = diags.iter().filter(|d| d.is_error()).cloned().collect();
+    assert!(errors.is_empty(), "{} should check cleanly:\n{}", path.display(), render(&errors, &idx));
+    // Every primitive of the corpus has a rule: no unknown-primitive warnings.
+    let unknown: Vec<Diagnostic> = diags.iter().filter(|d| d.kind == DiagKind::UnknownPrimitive).cloned().collect();
+    assert!(unknown.is_empty(), "{}: primitives without a rule:\n{}", path.display(), render(&unknown, &idx));
+}
+
+#[test]
+fn jax_corpus_is_valid() {
+    for p in files("jax", ".jaxpr") {
+        assert_valid(&p, &std::fs::read_to_string(&p).unwrap());
+    }
+}
+
+#[test]
+fn catalyst_corpus_is_valid() {
+    for p in files("catalyst", ".jaxpr") {
+        assert_valid(&p, &std::fs::read_to_string(&p).unwrap());
+    }
+}
+
+#[test]
+fn large_corpus_is_valid() {
+    for p in files("large", ".jaxpr.gz") {
+        let out = std::process::Command::new("gzip").arg("-dc").arg(&p).output().expect("gzip");
+        assert!(out.status.success());
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert_valid(&p, &text);
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct Expected {
+    errors: Vec<ExpectedError>,
+}
+#[derive(serde::Deserialize)]
+struct ExpectedError {
+    lines: Vec<u32>,
+    kinds: Vec<String>,
+}
+
+/// The corpus README's rule: each expected entry is matched by one error whose
+/// 1-based start line is in `lines` and whose kind is in `kinds`; no error on
+/// any other line.
+#[test]
+fn invalid_corpus_yields_expected_errors() {
+    let mut failures = Vec::new();
+    for p in files("invalid", ".jaxpr") {
+        let text = std::fs::read_to_string(&p).unwrap();
+        let exp: Expected =
+            serde_json::from_str(&std::fs::read_to_string(p.with_extension("expected.json")).unwrap()).unwrap();
+        let (diags, idx) = check_text(&text);
+        let errors: Vec<&Diagnostic> = diags.iter().filter(|d| d.is_error()).collect();
+        let line = |d: &Diagnostic| idx.line_col(d.range.start).line + 1;
+        let allowed: Vec<u32> = exp.errors.iter().flat_map(|e| e.lines.clone()).collect();
+        let mut used = vec![false; errors.len()];
+        for e in &exp.errors {
+            let hit = errors.iter().enumerate().position(|(i, d)| {
+                !used[i] && e.lines.contains(&line(d)) && e.kinds.iter().any(|k| k == d.kind.name())
+            });
+            match hit {
+                Some(i) => used[i] = true,
+                None => failures.push(format!("{}: missing {:?} on lines {:?}\n{}", p.display(), e.kinds, e.lines, render(&diags, &idx))),
+            }
+        }
+        for d in &errors {
+            if !allowed.contains(&line(d)) {
+                failures.push(format!("{}: unexpected error on line {}: {}", p.display(), line(d), d.message));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+fn signatures(text: &str) -> Vec<(String, String)> {
+    let db = RootDatabase::default();
+    let file = SourceFile::new(&db, "t.jaxpr".into(), text.to_string());
+    let a = db::analysis(&db, file);
+    let mut js: Vec<&jaxpr::check::JaxprInfo> = a.jaxprs.iter().collect();
+    js.sort_by_key(|j| j.range.start);
+    js.iter().map(|j| (j.signature.render_in(), j.signature.render_out())).collect()
+}
+
+fn catalyst(name: &str) -> String {
+    std::fs::read_to_string(corpus().join("catalyst").join(format!("{name}.jaxpr"))).unwrap()
+}
+
+#[test]
+fn catalyst_signatures_match_the_reference() {
+    // The reference's "Explicit/implicit arguments" example.
+    let s = signatures(&catalyst("implicit_result"));
+    assert_eq!(s[0].1, "((i64[], False), (f64[OutDBIdx(0)], True))");
+    // The resize loop: implicit carried dimension, index, explicit array.
+    let s = signatures(&catalyst("resize_loop"));
+    assert_eq!(s[0].0, "((i64[], False), (f64[DBIdx(0)], True), (f64[DBIdx(0)], True))");
+    assert_eq!(s[1].0, "((i64[], False), (i64[], True), (f64[DBIdx(0)], True))");
+    assert_eq!(s[1].1, "((i64[], False), (f64[OutDBIdx(0)], True))");
+    // A captured constant with its own dimension variable (the overview's example).
+    let s = signatures(&catalyst("capture_loop"));
+    assert_eq!(s[1].0, "((i64[], False), (f64[DBIdx(0)], True), (i64[], True), (f64[DBIdx(0)], True))");
+    assert_eq!(s[1].1, "((f64[InDBIdx(0)], True),)");
+    // A single argument list: `{ lambda ; a:i64[] b:f64[a]. ...}`.
+    let s = signatures("{ lambda ; a:i64[] b:f64[a]. let c:f64[a] = sin b in (c,) }");
+    assert_eq!(s[0].0, "((i64[], False), (f64[DBIdx(0)], True))");
+    assert_eq!(s[0].1, "((f64[InDBIdx(0)], True),)");
+}
+
+#[test]
+fn nested_dyn_is_a_warning_that_explains_the_alias() {
+    let (diags, _) = check_text(&catalyst("nested_dyn"));
+    assert!(diags.iter().all(|d| !d.is_error()));
+    let w: Vec<&Diagnostic> = diags.iter().filter(|d| d.kind == DiagKind::AliasedDimension).collect();
+    assert_eq!(w.len(), 1, "{diags:?}");
+    assert!(w[0].message.contains("`i` and `j`"), "{}", w[0].message);
+    assert!(w[0].related.len() >= 2);
+    assert!(w[0].help.as_deref().unwrap_or("").contains("Caveats"));
+}
+
+#[test]
+fn loop_carried_alias_is_an_error() {
+    // As nested_dyn, but the inner array is loop-carried with
+    // preserve_dimensions=False: equality is not provable (Example 1).
+    let text = "{ lambda ; a:i64[] b:f64[a] c:f64[a]. let
+    d:i64[] e:f64[d] = for_loop[
+      apply_reverse_transform=False
+      body_jaxpr={ lambda ; f:i64[] g:f64[f] h:i64[] i:i64[] j:f64[h]. let
+          k:f64[h] = mul j g
+        in (h, k) }
+      body_nconsts=2
+      num_implicit_inputs=1
+      preserve_dimensions=False
+    ] a b a 0:i64[] 10:i64[] 1:i64[] 0:i64[] c
+  in (d, e) }";
+    let (diags, idx) = check_text(text);
+    let errors: Vec<&Diagnostic> = diags.iter().filter(|d| d.is_error()).collect();
+    assert_eq!(errors.len(), 1, "{}", render(&diags, &idx));
+    assert_eq!(errors[0].kind, DiagKind::ShapeMismatch);
+    assert_eq!(idx.line_col(errors[0].range.start).line + 1, 5);
+    assert!(errors[0].help.as_deref().unwrap_or("").contains("loop-carried"));
+}
