@@ -2158,7 +2158,7 @@ mod tests {
             .filter(|d| d.is_error())
             .map(|d| {
                 (
-                    src[..d.range.start() as usize].matches('\n').count() + 1,
+                    src[..d.range.start as usize].matches('\n').count() + 1,
                     d.kind,
                 )
             })
