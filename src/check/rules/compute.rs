@@ -219,6 +219,10 @@ pub(super) fn infer(cx: &mut EqnCx, name: &str) -> Option<Infer> {
     if CUMULATIVE.iter().any(|(n, _)| *n == name) {
         return Some(guarded(cx, cumulative));
     }
+    if matches!(name, "reduce" | "reduce_window") {
+        // The monoid jaxpr is checked on its own, whatever the operands.
+        super::control::check_params_standalone(cx);
+    }
     let rule: fn(&mut EqnCx) -> Infer = match name {
         "dot_general" => dot_general,
         "conv_general_dilated" => conv,
@@ -573,7 +577,6 @@ fn cumulative(cx: &mut EqnCx) -> Infer {
 
 /// `reduce[computation=... jaxpr=... dimensions=(1,)] xs... inits...`.
 fn generic_reduce(cx: &mut EqnCx) -> Infer {
-    super::control::check_params_standalone(cx);
     let n = cx.args.len() / 2;
     if cx.args.len() % 2 != 0 || n == 0 {
         let msg = format!(
@@ -710,7 +713,6 @@ fn window_reduction(cx: &mut EqnCx, class: Class) -> Infer {
 
 /// `reduce_window[jaxpr=... consts=... window_dimensions=...] xs... inits...`.
 fn generic_reduce_window(cx: &mut EqnCx) -> Infer {
-    super::control::check_params_standalone(cx);
     let n = cx.args.len() / 2;
     if cx.args.len() % 2 != 0 || n == 0 {
         let msg = format!(
