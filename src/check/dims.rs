@@ -84,7 +84,8 @@ impl Checker {
             _ => match (a.as_poly(), b.as_poly()) {
                 (Some(p), Some(q)) => match p.eq_cmp(&q) {
                     Cmp::True => DimEq::Equal,
-                    _ if p.is_constant() && q.is_constant() => DimEq::NotEqual(Why::Plain),
+                    // Provably different (constants, or e.g. `b` vs `2*b`): the message says it all.
+                    Cmp::False => DimEq::NotEqual(Why::Plain),
                     _ => DimEq::NotEqual(Why::Symbolic),
                 },
                 _ => DimEq::NotEqual(Why::Plain),

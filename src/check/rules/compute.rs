@@ -578,7 +578,7 @@ fn cumulative(cx: &mut EqnCx) -> Infer {
 /// `reduce[computation=... jaxpr=... dimensions=(1,)] xs... inits...`.
 fn generic_reduce(cx: &mut EqnCx) -> Infer {
     let n = cx.args.len() / 2;
-    if cx.args.len() % 2 != 0 || n == 0 {
+    if !cx.args.len().is_multiple_of(2) || n == 0 {
         let msg = format!(
             "`reduce` takes operands and as many initial values, but {} operands are given",
             cx.args.len()
@@ -714,7 +714,7 @@ fn window_reduction(cx: &mut EqnCx, class: Class) -> Infer {
 /// `reduce_window[jaxpr=... consts=... window_dimensions=...] xs... inits...`.
 fn generic_reduce_window(cx: &mut EqnCx) -> Infer {
     let n = cx.args.len() / 2;
-    if cx.args.len() % 2 != 0 || n == 0 {
+    if !cx.args.len().is_multiple_of(2) || n == 0 {
         let msg = format!(
             "`reduce_window` takes operands and as many initial values, but {} operands are given",
             cx.args.len()

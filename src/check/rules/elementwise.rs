@@ -161,6 +161,10 @@ fn class_name(class: Operands) -> &'static str {
 }
 
 pub(super) fn infer(cx: &mut EqnCx, name: &str) -> Option<Infer> {
+    if describe(name).is_some() && cx.args.iter().any(|a| !a.known) {
+        // An operand failed to resolve (already reported): nothing to infer.
+        return Some(None);
+    }
     match name {
         "select_n" => return Some(select_n(cx)),
         "clamp" => return Some(clamp(cx)),

@@ -366,7 +366,7 @@ fn dyn_shape(cx: &mut EqnCx, name: &str, first_dyn: usize) -> Option<Vec<Dim>> {
     let mut k = first_dyn;
     for x in items {
         if x.is_none() {
-            let Some(a) = cx.args.get(k) else { return None };
+            let a = cx.args.get(k)?;
             if !a.ty.is_scalar() || a.ty.dtype.as_ref().is_some_and(|d| !d.is_int()) {
                 let kind = if a.ty.is_scalar() {
                     DiagKind::DtypeMismatch
@@ -415,13 +415,13 @@ fn require_le(
     match dim_le(cx, a, b) {
         Cmp::True => true,
         Cmp::False => {
-            let m = msg(cx);
+            let m = format!("{}, but {} > {}", msg(cx), cx.dim_str(a), cx.dim_str(b));
             fail(cx, DiagKind::ShapeMismatch, m, args, params, None);
             false
         }
         Cmp::Inconclusive if a.as_poly().is_some() && b.as_poly().is_some() => {
             let m = format!(
-                "{} (`{}` <= `{}` cannot be proven for all values of the symbolic dimensions)",
+                "{}, but `{} <= {}` cannot be proven for all values of the symbolic dimensions",
                 msg(cx),
                 cx.dim_str(a),
                 cx.dim_str(b)
@@ -597,10 +597,9 @@ fn broadcast_in_dim(cx: &mut EqnCx) -> Infer {
     if bdims.len() != op.rank() {
         let msg = if shown {
             format!(
-                "`broadcast_dimensions` {} has {} entr{}, but operand 0 has rank {}: it needs one result axis per operand axis",
+                "`broadcast_dimensions` {} has {}, but operand 0 has rank {}: it needs one result axis per operand axis",
                 tuple_str(&bdims),
-                bdims.len(),
-                if bdims.len() == 1 { "y" } else { "ies" },
+                count(bdims.len(), "entry", "entries"),
                 op.rank()
             )
         } else {
@@ -733,9 +732,7 @@ fn reshape(cx: &mut EqnCx) -> Infer {
     if let Some(dims) = cx.param("dimensions")
         && !dims.is_none()
     {
-        let Some(perm) = cx.ints_param("dimensions") else {
-            return None;
-        };
+        let perm = cx.ints_param("dimensions")?;
         if !is_permutation(&perm, op.rank()) {
             let msg = format!(
                 "`dimensions` {} of `reshape` must be None or a permutation of the operand's {} axes",
@@ -756,9 +753,9 @@ fn reshape(cx: &mut EqnCx) -> Infer {
         let msg = format!(
             "`reshape` must keep the number of elements, but operand 0 has shape {} ({} elements) and `new_sizes` {} give {} elements",
             cx.shape_str(&op.shape),
-            cx.dim_str(&a),
+            count_str(cx, &op.shape),
             dims_tuple(cx, &sizes),
-            cx.dim_str(&b)
+            count_str(cx, &sizes)
         );
         return fail_dims(cx, msg, &[0], &["new_sizes"], (&a, &b), why);
     }
@@ -770,7 +767,8 @@ fn reshape(cx: &mut EqnCx) -> Infer {
 
 /// Compares the element counts of two shapes. Dimension variables that occur
 /// in both are cancelled; if some remain, the counts are left to run time.
-/// Returns the two counts and why they differ when they provably do not match.
+/// Returns the two counts compared (without the cancelled variables) and why
+/// they differ when they provably do not match.
 fn element_counts_differ(cx: &mut EqnCx, a: &[Dim], b: &[Dim]) -> Option<(Dim, Dim, Why)> {
     if a.iter().chain(b).any(|d| *d == Dim::Unknown) {
         return None;
@@ -805,15 +803,32 @@ fn element_counts_differ(cx: &mut EqnCx, a: &[Dim], b: &[Dim]) -> Option<(Dim, D
     let (na, nb) = (cx.num_elements(&ra), cx.num_elements(&rb));
     match cx.dims_eq(&na, &nb) {
         DimEq::Equal => None,
-        DimEq::NotEqual(why) => {
-            // Show the full counts when expressible, else the parts compared.
-            let full = |cx: &EqnCx, s: &[Dim], part: Dim| match cx.num_elements(s) {
-                Dim::Unknown => part,
-                n => n,
-            };
-            Some((full(cx, a, na), full(cx, b, nb), why))
-        }
+        DimEq::NotEqual(why) => Some((na, nb, why)),
     }
+}
+
+/// The element count of a shape as text: `4*b`, or `n*4` with dimension variables.
+fn count_str(cx: &EqnCx, s: &[Dim]) -> String {
+    match cx.num_elements(s) {
+        Dim::Unknown => {
+            let parts: Vec<String> = s
+                .iter()
+                .filter(|d| **d != Dim::Const(1))
+                .map(|d| cx.dim_str(d))
+                .collect();
+            if parts.is_empty() {
+                "1".to_string()
+            } else {
+                parts.join("*")
+            }
+        }
+        n => cx.dim_str(&n),
+    }
+}
+
+/// `1 entry`, `2 entries`.
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 fn is_permutation(perm: &[i64], rank: usize) -> bool {
@@ -893,8 +908,8 @@ fn transpose(cx: &mut EqnCx) -> Infer {
         let mut detail = Vec::new();
         if perm.len() != rank {
             detail.push(format!(
-                "it has {} entries for an operand of rank {rank}",
-                perm.len()
+                "it has {} for an operand of rank {rank}",
+                count(perm.len(), "entry", "entries")
             ));
         }
         for (i, a) in perm.iter().enumerate() {
@@ -991,8 +1006,8 @@ fn pad(cx: &mut EqnCx) -> Infer {
     }
     if triples.len() != op.rank() {
         let msg = format!(
-            "`padding_config` has {} entries, but operand 0 has rank {}: it needs one (low, high, interior) triple per axis",
-            triples.len(),
+            "`padding_config` has {}, but operand 0 has rank {}: it needs one (low, high, interior) triple per axis",
+            count(triples.len(), "entry", "entries"),
             op.rank()
         );
         return fail(
@@ -1049,9 +1064,7 @@ fn concatenate(cx: &mut EqnCx) -> Infer {
         return None;
     }
     let first = cx.args[0].ty.clone();
-    let Some(axis) = cx.int_param("dimension") else {
-        return None;
-    };
+    let axis = cx.int_param("dimension")?;
     let rank = first.rank();
     if axis < 0 || axis as usize >= rank {
         let msg = format!(
@@ -1119,8 +1132,8 @@ fn slice(cx: &mut EqnCx) -> Infer {
     {
         if v.len() != rank {
             let msg = format!(
-                "`{name}` has {} entries, but operand 0 has rank {rank}: it needs one per axis",
-                v.len()
+                "`{name}` has {}, but operand 0 has rank {rank}: it needs one per axis",
+                count(v.len(), "entry", "entries")
             );
             return fail(cx, DiagKind::InvalidParameter, msg, &[0], &[name], None);
         }
@@ -1148,7 +1161,7 @@ fn slice(cx: &mut EqnCx) -> Infer {
             d,
             |cx| {
                 format!(
-                    "`slice` goes past the end of axis {k} of operand 0: the limit {} exceeds its size {}",
+                    "the limit {} of `slice` on axis {k} must be at most the size {} of operand 0",
                     cx.dim_str(l),
                     cx.dim_str(d)
                 )
@@ -1165,7 +1178,7 @@ fn slice(cx: &mut EqnCx) -> Infer {
             l,
             |cx| {
                 format!(
-                    "`slice` on axis {k}: the start {} is after the limit {}",
+                    "the start {} of `slice` on axis {k} must be at most its limit {}",
                     cx.dim_str(s),
                     cx.dim_str(l)
                 )
@@ -1233,8 +1246,8 @@ fn dynamic_slice(cx: &mut EqnCx) -> Infer {
     let sizes = dyn_shape(cx, "slice_sizes", 1 + rank)?;
     if sizes.len() != rank {
         let msg = format!(
-            "`slice_sizes` has {} entries, but operand 0 has rank {rank}: it needs one per axis",
-            sizes.len()
+            "`slice_sizes` has {}, but operand 0 has rank {rank}: it needs one per axis",
+            count(sizes.len(), "entry", "entries")
         );
         return fail(
             cx,
@@ -1266,7 +1279,7 @@ fn dynamic_slice(cx: &mut EqnCx) -> Infer {
             d,
             |cx| {
                 format!(
-                    "`dynamic_slice` slice size {} on axis {k} exceeds the size {} of operand 0",
+                    "the slice size {} of `dynamic_slice` on axis {k} must be at most the size {} of operand 0",
                     cx.dim_str(s),
                     cx.dim_str(d)
                 )
@@ -1325,7 +1338,7 @@ fn dynamic_update_slice(cx: &mut EqnCx) -> Infer {
             d,
             |cx| {
                 format!(
-                    "the update of `dynamic_update_slice` is larger than the operand on axis {k} ({} > {})",
+                    "axis {k} of the update (operand 1) of `dynamic_update_slice` must fit in operand 0: its size {} must be at most {}",
                     cx.dim_str(u),
                     cx.dim_str(d)
                 )
@@ -1540,8 +1553,8 @@ fn gather(cx: &mut EqnCx) -> Infer {
     }
     if sizes.len() != rank {
         let msg = format!(
-            "`slice_sizes` has {} entries, but operand 0 has rank {rank}: it needs one per axis",
-            sizes.len()
+            "`slice_sizes` has {}, but operand 0 has rank {rank}: it needs one per axis",
+            count(sizes.len(), "entry", "entries")
         );
         return fail(
             cx,
@@ -1554,11 +1567,15 @@ fn gather(cx: &mut EqnCx) -> Infer {
     }
     if offset_dims.len() + collapsed.len() + obd.len() != rank {
         let msg = format!(
-            "every operand axis must be an offset, collapsed or batching axis: `offset_dims` {}, `collapsed_slice_dims` {} and `operand_batching_dims` {} give {} axes, but operand 0 has rank {rank}",
+            "every operand axis must be an offset, collapsed or batching axis: `offset_dims` {}, `collapsed_slice_dims` {} and `operand_batching_dims` {} account for {}, but operand 0 has rank {rank}",
             tuple_str(&offset_dims),
             tuple_str(&collapsed),
             tuple_str(&obd),
-            offset_dims.len() + collapsed.len() + obd.len()
+            count(
+                offset_dims.len() + collapsed.len() + obd.len(),
+                "axis",
+                "axes"
+            )
         );
         return fail(
             cx,
@@ -1592,7 +1609,7 @@ fn gather(cx: &mut EqnCx) -> Infer {
                 d,
                 |cx| {
                     format!(
-                        "`gather` slice size {} on axis {k} exceeds the size {} of operand 0",
+                        "the slice size {} of `gather` on axis {k} must be at most the size {} of operand 0",
                         cx.dim_str(s),
                         cx.dim_str(d)
                     )
@@ -1701,10 +1718,10 @@ fn scatter(cx: &mut EqnCx) -> Infer {
     let expected_up_rank = ivd + uwd.len();
     if up.rank() != expected_up_rank {
         let msg = format!(
-            "the updates (operand 2) of `{}` must have rank {expected_up_rank} ({} index batch axes + {} window axes in `update_window_dims`), but they have rank {}",
+            "the updates (operand 2) of `{}` must have rank {expected_up_rank} ({} of the indices + {} in `update_window_dims`), but they have rank {}",
             cx.name(),
-            ivd,
-            uwd.len(),
+            count(ivd, "batch axis", "batch axes"),
+            count(uwd.len(), "window axis", "window axes"),
             up.rank()
         );
         return fail(
@@ -1751,11 +1768,11 @@ fn scatter(cx: &mut EqnCx) -> Infer {
     }
     if uwd.len() + iwd.len() + obd.len() != rank {
         let msg = format!(
-            "every operand axis must be a window, inserted or batching axis: `update_window_dims` {}, `inserted_window_dims` {} and `operand_batching_dims` {} give {} axes, but operand 0 has rank {rank}",
+            "every operand axis must be a window, inserted or batching axis: `update_window_dims` {}, `inserted_window_dims` {} and `operand_batching_dims` {} account for {}, but operand 0 has rank {rank}",
             tuple_str(&uwd),
             tuple_str(&iwd),
             tuple_str(&obd),
-            uwd.len() + iwd.len() + obd.len()
+            count(uwd.len() + iwd.len() + obd.len(), "axis", "axes")
         );
         return fail(
             cx,
@@ -1791,7 +1808,7 @@ fn scatter(cx: &mut EqnCx) -> Infer {
             d,
             |cx| {
                 format!(
-                    "window axis {w} of the updates of `{name}` (size {}) exceeds operand axis {o} (size {})",
+                    "window axis {w} of the updates of `{name}` (size {}) must be at most operand axis {o} (size {})",
                     cx.dim_str(u),
                     cx.dim_str(d)
                 )
@@ -1919,9 +1936,9 @@ fn tile(cx: &mut EqnCx) -> Infer {
     let reps = dims_list(cx, "reps")?;
     if reps.len() != op.rank() {
         let msg = format!(
-            "`reps` {} has {} entries, but operand 0 has rank {}: it needs one per axis",
+            "`reps` {} has {}, but operand 0 has rank {}: it needs one per axis",
             dims_tuple(cx, &reps),
-            reps.len(),
+            count(reps.len(), "entry", "entries"),
             op.rank()
         );
         return fail(cx, DiagKind::InvalidParameter, msg, &[0], &["reps"], None);
@@ -1998,7 +2015,7 @@ fn unstack(cx: &mut EqnCx) -> Infer {
     }
     let mut shape = op.shape.clone();
     let n = shape.remove(axis as usize);
-    let Some(n) = n.as_const() else { return None };
+    let n = n.as_const()?;
     Some(vec![op.with_shape(shape); n.max(0) as usize])
 }
 
@@ -2049,7 +2066,8 @@ fn window_shape(cx: &mut EqnCx, shape: &[Dim], with_dilation: bool) -> Option<Ve
     ] {
         if len != rank {
             let msg = format!(
-                "`{name}` has {len} entries, but the operand has rank {rank}: it needs one per axis"
+                "`{name}` has {}, but the operand has rank {rank}: it needs one per axis",
+                count(len, "entry", "entries")
             );
             fail(cx, DiagKind::InvalidParameter, msg, &[], &[name], None);
             return None;
