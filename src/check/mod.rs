@@ -338,18 +338,7 @@ impl Checker {
         if b.is_dropped() {
             return None;
         }
-        if let Some(&prev) = self.env.names.get(&b.name.text) {
-            let p = self.a.var(prev).clone();
-            self.push_diag(
-                Diagnostic::error(
-                    DiagKind::DuplicateDefinition,
-                    b.name.range,
-                    format!("`{}` is already defined in this jaxpr", b.name.text),
-                )
-                .with_related(p.range, format!("`{}` first defined here", p.name))
-                .with_help("every variable of a jaxpr is bound exactly once; rename one of them"),
-            );
-        }
+        self.report_if_bound(&b.name);
         let v = self.new_var(VarInfo {
             name: b.name.text.clone(),
             range: b.name.range,
@@ -360,6 +349,22 @@ impl Checker {
         });
         self.env.names.insert(b.name.text.clone(), v);
         Some(v)
+    }
+
+    /// A variable is bound once per jaxpr.
+    fn report_if_bound(&mut self, name: &ast::Name) {
+        if let Some(&prev) = self.env.names.get(&name.text) {
+            let p = self.a.var(prev).clone();
+            self.push_diag(
+                Diagnostic::error(
+                    DiagKind::DuplicateDefinition,
+                    name.range,
+                    format!("`{}` is already defined in this jaxpr", name.text),
+                )
+                .with_related(p.range, format!("`{}` first defined here", p.name))
+                .with_help("every variable of a jaxpr is bound exactly once; rename one of them"),
+            );
+        }
     }
 
     /// Resolves an operand (or output) atom.
@@ -639,18 +644,7 @@ impl Checker {
         // Now bind the results.
         for (b, v) in e.outs.iter().zip(&out_vars) {
             if let Some(v) = v {
-                if let Some(&prev) = self.env.names.get(&b.name.text) {
-                    let p = self.a.var(prev).clone();
-                    self.push_diag(
-                        Diagnostic::error(
-                            DiagKind::DuplicateDefinition,
-                            b.name.range,
-                            format!("`{}` is already defined in this jaxpr", b.name.text),
-                        )
-                        .with_related(p.range, format!("`{}` first defined here", p.name))
-                        .with_help("every variable of a jaxpr is bound exactly once; rename one of them"),
-                    );
-                }
+                self.report_if_bound(&b.name);
                 self.env.names.insert(b.name.text.clone(), *v);
             }
         }

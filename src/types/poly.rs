@@ -58,6 +58,9 @@ const DIVMOD_WORK_LIMIT: usize = 1 << 22;
 /// query (each costs time linear in the expression size).
 const RULE_BUDGET: u32 = 64;
 
+/// Budget of rule applications while bounding factor operands (per query).
+const NESTED_RULE_BUDGET: u32 = 32;
+
 /// Internal magnitude limit for finite bounds (bounds are computed in `i128`).
 const LARGE: i128 = 1 << 100;
 
@@ -1238,21 +1241,31 @@ impl Iv {
     }
 }
 
-/// State of one bounds query: the remaining budget of rule applications.
+/// State of one bounds query: the remaining budgets of rule applications.
+/// Rules applied while bounding factor operands draw on a separate budget, so
+/// that nested factors cannot starve the expression being decided.
 struct Ctx {
     budget: u32,
+    nested_budget: u32,
+    /// > 0 while bounding the operands of a factor.
+    in_factor: u32,
 }
 
 impl Ctx {
     fn new() -> Ctx {
-        Ctx { budget: RULE_BUDGET }
+        Ctx { budget: RULE_BUDGET, nested_budget: NESTED_RULE_BUDGET, in_factor: 0 }
+    }
+
+    fn remaining(&self) -> u32 {
+        if self.in_factor > 0 { self.nested_budget } else { self.budget }
     }
 
     fn take(&mut self) -> bool {
-        if self.budget == 0 {
+        let b = if self.in_factor > 0 { &mut self.nested_budget } else { &mut self.budget };
+        if *b == 0 {
             false
         } else {
-            self.budget -= 1;
+            *b -= 1;
             true
         }
     }
@@ -1290,7 +1303,7 @@ impl Poly {
             return acc;
         }
         for i in 0..self.terms.len() {
-            if ctx.budget == 0 {
+            if ctx.remaining() == 0 {
                 break;
             }
             if let Some(r) = self.rule_iv(i, ctx) {
@@ -1408,20 +1421,27 @@ fn mono_iv(m: &Mono, ctx: &mut Ctx) -> Iv {
 }
 
 fn factor_iv(f: &Factor, ctx: &mut Ctx) -> Iv {
-    match f {
-        Factor::Sym(_) => Iv { lo: Ext::Fin(1), hi: Ext::PosInf },
+    if let Factor::Sym(_) = f {
+        return Iv { lo: Ext::Fin(1), hi: Ext::PosInf };
+    }
+    ctx.in_factor += 1;
+    let r = match f {
         Factor::FloorDiv(n, d) => {
             let dn = d.iv(ctx, Goal::Best);
             let zero = Ext::Fin(0);
             if dn.lo <= zero && dn.hi >= zero {
-                return Iv::FULL;
+                Iv::FULL
+            } else {
+                n.iv(ctx, Goal::Best).floordiv(dn)
             }
-            n.iv(ctx, Goal::Best).floordiv(dn)
         }
         Factor::Mod(_, d) => Iv::modulo(d.iv(ctx, Goal::Best)),
         Factor::Max(a, b) => a.iv(ctx, Goal::Best).max(b.iv(ctx, Goal::Best)),
         Factor::Min(a, b) => a.iv(ctx, Goal::Best).min(b.iv(ctx, Goal::Best)),
-    }
+        Factor::Sym(_) => Iv { lo: Ext::Fin(1), hi: Ext::PosInf },
+    };
+    ctx.in_factor -= 1;
+    r
 }
 
 // ---------------------------------------------------------------------------

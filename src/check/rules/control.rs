@@ -57,10 +57,9 @@ pub(super) fn infer(cx: &mut EqnCx, name: &str) -> Option<Infer> {
     Some(match name {
         "cond" if cx.has_param("branch_jaxprs") => catalyst_cond(cx),
         "cond" => jax_cond(cx),
-        "while" => jax_while(cx),
+        "while" | "while_loop" => while_like(cx),
         "scan" => scan(cx),
         "for_loop" => for_loop(cx),
-        "while_loop" => catalyst_while(cx),
         _ if CALLS.iter().any(|(n, _)| *n == name) => call(cx),
         _ => return None,
     })
@@ -458,10 +457,15 @@ impl crate::check::JaxprInfo {
     }
 }
 
-/// JAX `while[cond_jaxpr body_jaxpr cond_nconsts body_nconsts] cond_consts body_consts carry`.
-fn jax_while(cx: &mut EqnCx) -> Infer {
+/// JAX `while` and Catalyst `while_loop`: operands `cond_consts ++
+/// body_consts ++ carried` (Catalyst puts implicit dimensions first among the
+/// carried values); `cond_jaxpr` sees `cond_consts ++ carried` and returns a
+/// bool, `body_jaxpr` sees `body_consts ++ carried` and returns the carried
+/// values, which are the results.
+fn while_like(cx: &mut EqnCx) -> Infer {
+    let prim = cx.name().to_string();
     let (Some(body), Some(cond)) = (cx.param("body_jaxpr"), cx.param("cond_jaxpr")) else {
-        cx.param_error("body_jaxpr", "`while` needs `body_jaxpr` and `cond_jaxpr`");
+        cx.param_error("body_jaxpr", format!("`{prim}` needs `body_jaxpr` and `cond_jaxpr`"));
         return None;
     };
     let cn = cx.int_param("cond_nconsts").unwrap_or(0).max(0) as usize;
@@ -473,16 +477,17 @@ fn jax_while(cx: &mut EqnCx) -> Infer {
     let carry = cn + bn..n;
     let cond_acts = actuals(cx, (0..cn).chain(carry.clone()), |i| i >= cn + bn);
     let body_acts = actuals(cx, (cn..cn + bn).chain(carry.clone()), |i| i >= cn + bn);
-    let cond_id = bind(cx, cond, "cond_jaxpr", 0, &cond_acts, "the `cond_jaxpr` of `while`");
-    let body_id = bind(cx, body, "body_jaxpr", 0, &body_acts, "the `body_jaxpr` of `while`")?;
+    let cond_id = bind(cx, cond, "cond_jaxpr", 0, &cond_acts, &format!("the `cond_jaxpr` of `{prim}`"));
+    let body_role = format!("the `body_jaxpr` of `{prim}`");
+    let id = bind(cx, body, "body_jaxpr", 0, &body_acts, &body_role)?;
     if let Some(c) = cond_id {
         check_predicate(cx, c, "cond_jaxpr");
     }
     let carried: Vec<usize> = (bn..bn + carry.len()).collect();
-    if !check_carried(cx, body_id, &carried, None, "the `body_jaxpr` of `while`") {
+    if !check_carried(cx, id, &carried, None, &body_role) {
         return None;
     }
-    Some(carry.map(|i| cx.args[i].ty.clone()).collect())
+    loop_results(cx, id, &carried, &body_acts)
 }
 
 fn check_predicate(cx: &mut EqnCx, id: JaxprId, param: &str) {
@@ -593,34 +598,6 @@ fn for_loop(cx: &mut EqnCx) -> Infer {
         return None;
     }
     loop_results(cx, id, &carried, &acts)
-}
-
-/// Catalyst `while_loop`: operands `cond_consts ++ body_consts ++ carried`
-/// (implicit dimensions first); results are the carried values.
-fn catalyst_while(cx: &mut EqnCx) -> Infer {
-    let (Some(body), Some(cond)) = (cx.param("body_jaxpr"), cx.param("cond_jaxpr")) else {
-        cx.param_error("body_jaxpr", "`while_loop` needs `body_jaxpr` and `cond_jaxpr`");
-        return None;
-    };
-    let cn = cx.int_param("cond_nconsts").unwrap_or(0).max(0) as usize;
-    let bn = cx.int_param("body_nconsts").unwrap_or(0).max(0) as usize;
-    if !cx.expect_args_at_least(cn + bn) {
-        return None;
-    }
-    let n = cx.args.len();
-    let carry = cn + bn..n;
-    let cond_acts = actuals(cx, (0..cn).chain(carry.clone()), |i| i >= cn + bn);
-    let body_acts = actuals(cx, (cn..cn + bn).chain(carry.clone()), |i| i >= cn + bn);
-    let cond_id = bind(cx, cond, "cond_jaxpr", 0, &cond_acts, "the `cond_jaxpr` of `while_loop`");
-    let id = bind(cx, body, "body_jaxpr", 0, &body_acts, "the `body_jaxpr` of `while_loop`")?;
-    if let Some(c) = cond_id {
-        check_predicate(cx, c, "cond_jaxpr");
-    }
-    let carried: Vec<usize> = (bn..bn + carry.len()).collect();
-    if !check_carried(cx, id, &carried, None, "the `body_jaxpr` of `while_loop`") {
-        return None;
-    }
-    loop_results(cx, id, &carried, &body_acts)
 }
 
 /// Results of a loop: the body's outputs read in the caller's scope. A

@@ -565,28 +565,30 @@ fn stride_dim(cx: &EqnCx, d: &Dim, window: &Dim, stride: &Dim) -> Dim {
 
 // ---- broadcast_in_dim ---------------------------------------------------------
 
+/// The target shape of `broadcast_in_dim`/`reshape`: the parameter (its
+/// `None` entries filled from the trailing size operands), or, when JAX
+/// omitted the parameter, the printed result type. Checks the operand count.
+fn target_shape(cx: &mut EqnCx, param: &str) -> Option<Vec<Dim>> {
+    let has = cx.has_param(param);
+    let n_dyn = if has { count_none(cx, param) } else { 0 };
+    if !cx.expect_args(1 + n_dyn) {
+        return None;
+    }
+    if has {
+        return dyn_shape(cx, param, 1);
+    }
+    match cx.declared {
+        [t] => Some(t.shape.clone()),
+        _ => None,
+    }
+}
+
 /// `broadcast_in_dim[broadcast_dimensions shape sharding] x *dyn_sizes`. JAX
 /// 0.10.2 omits `shape` and `sharding` (implied by the result binder) and
 /// `broadcast_dimensions` when it is empty.
 fn broadcast_in_dim(cx: &mut EqnCx) -> Infer {
-    let has_shape = cx.has_param("shape");
-    let n_dyn = if has_shape {
-        count_none(cx, "shape")
-    } else {
-        0
-    };
-    if !cx.expect_args(1 + n_dyn) {
-        return None;
-    }
+    let target = target_shape(cx, "shape")?;
     let op = cx.args[0].ty.clone();
-    let target = if has_shape {
-        dyn_shape(cx, "shape", 1)?
-    } else {
-        match cx.declared {
-            [t] => t.shape.clone(),
-            _ => return None,
-        }
-    };
     let shown = cx.has_param("broadcast_dimensions");
     let bdims = if shown {
         cx.ints_param("broadcast_dimensions")?
@@ -696,24 +698,8 @@ fn suggest_bdims(cx: &EqnCx, op: &[Dim], target: &[Dim]) -> Option<String> {
 
 /// `reshape[dimensions new_sizes sharding] x *dyn_sizes`: the element count is kept.
 fn reshape(cx: &mut EqnCx) -> Infer {
-    let has_sizes = cx.has_param("new_sizes");
-    let n_dyn = if has_sizes {
-        count_none(cx, "new_sizes")
-    } else {
-        0
-    };
-    if !cx.expect_args(1 + n_dyn) {
-        return None;
-    }
+    let sizes = target_shape(cx, "new_sizes")?;
     let op = cx.args[0].ty.clone();
-    let sizes = if has_sizes {
-        dyn_shape(cx, "new_sizes", 1)?
-    } else {
-        match cx.declared {
-            [t] => t.shape.clone(),
-            _ => return None,
-        }
-    };
     if let Some(d) = sizes.iter().find(|d| is_negative(d)) {
         let msg = format!(
             "`new_sizes` {} contains the negative size {}",
