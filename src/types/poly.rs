@@ -61,6 +61,9 @@ const RULE_BUDGET: u32 = 64;
 /// Budget of rule applications while bounding factor operands (per query).
 const NESTED_RULE_BUDGET: u32 = 32;
 
+/// Budget of term operations spent on rule applications (per query).
+const RULE_WORK_BUDGET: usize = 1 << 20;
+
 /// Internal magnitude limit for finite bounds (bounds are computed in `i128`).
 const LARGE: i128 = 1 << 100;
 
@@ -911,6 +914,23 @@ impl Poly {
 }
 
 impl Factor {
+    /// Appends every symbol occurrence (with repetitions) to `out`.
+    fn push_symbols<'a>(&'a self, out: &mut Vec<&'a str>) {
+        match self {
+            Factor::Sym(s) => out.push(s),
+            _ => {
+                let (a, b) = self.operands().expect("operation factor");
+                for p in [a, b] {
+                    for (m, _) in &p.terms {
+                        for (f, _) in m.factors.iter() {
+                            f.push_symbols(out);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /// Evaluates the factor (see [`Poly::eval`]).
     pub fn eval(&self, env: &dyn Fn(&str) -> Option<i64>) -> Result<i64, PolyError> {
         match self {
@@ -1249,25 +1269,44 @@ struct Ctx {
     nested_budget: u32,
     /// > 0 while bounding the operands of a factor.
     in_factor: u32,
+    /// Remaining term operations for rule applications.
+    work: usize,
 }
 
 impl Ctx {
     fn new() -> Ctx {
-        Ctx { budget: RULE_BUDGET, nested_budget: NESTED_RULE_BUDGET, in_factor: 0 }
+        Ctx {
+            budget: RULE_BUDGET,
+            nested_budget: NESTED_RULE_BUDGET,
+            in_factor: 0,
+            work: RULE_WORK_BUDGET,
+        }
     }
 
     fn remaining(&self) -> u32 {
-        if self.in_factor > 0 { self.nested_budget } else { self.budget }
+        if self.work == 0 {
+            0
+        } else if self.in_factor > 0 {
+            self.nested_budget
+        } else {
+            self.budget
+        }
     }
 
-    fn take(&mut self) -> bool {
-        let b = if self.in_factor > 0 { &mut self.nested_budget } else { &mut self.budget };
-        if *b == 0 {
-            false
-        } else {
-            *b -= 1;
-            true
+    /// Charges `cost` term operations (without taking a rule application).
+    fn charge(&mut self, cost: usize) {
+        self.work = self.work.saturating_sub(cost);
+    }
+
+    /// Takes one rule application costing about `cost` term operations.
+    fn take(&mut self, cost: usize) -> bool {
+        if self.remaining() == 0 || self.work < cost {
+            return false;
         }
+        self.work -= cost;
+        let b = if self.in_factor > 0 { &mut self.nested_budget } else { &mut self.budget };
+        *b -= 1;
+        true
     }
 }
 
@@ -1299,12 +1338,22 @@ impl Poly {
             let t = if m.is_one() { Iv::point(1) } else { mono_iv(m, ctx) };
             acc = acc.add(t.scale(*k));
         }
-        if goal.done(acc) {
+        if goal.done(acc) || ctx.remaining() == 0 {
             return acc;
         }
-        for i in 0..self.terms.len() {
+        let candidates: Vec<usize> = (0..self.terms.len())
+            .filter(|&i| rule_applies(&self.terms[i].0))
+            .collect();
+        if candidates.is_empty() {
+            return acc;
+        }
+        let linked = self.linked_terms(ctx);
+        for i in candidates {
             if ctx.remaining() == 0 {
                 break;
+            }
+            if !linked.get(i).copied().unwrap_or(false) {
+                continue;
             }
             if let Some(r) = self.rule_iv(i, ctx) {
                 acc = acc.intersect(r);
@@ -1314,6 +1363,42 @@ impl Poly {
             }
         }
         acc
+    }
+
+    /// For each term, whether it shares a symbol with another term. Rewriting a
+    /// term that shares nothing with the rest cannot beat interval arithmetic
+    /// by much, so rules are only tried on linked terms.
+    fn linked_terms(&self, ctx: &mut Ctx) -> Vec<bool> {
+        // (symbol, term index) pairs, deduplicated per term, then grouped by
+        // symbol: a symbol occurring in two or more terms links them.
+        let mut pairs: Vec<(&str, usize)> = Vec::with_capacity(self.terms.len());
+        let mut syms: Vec<&str> = Vec::new();
+        for (i, (m, _)) in self.terms.iter().enumerate() {
+            syms.clear();
+            for (f, _) in m.factors.iter() {
+                f.push_symbols(&mut syms);
+            }
+            syms.sort_unstable();
+            syms.dedup();
+            pairs.extend(syms.iter().map(|s| (*s, i)));
+        }
+        ctx.charge(pairs.len());
+        pairs.sort_unstable();
+        let mut linked = vec![false; self.terms.len()];
+        let mut start = 0;
+        while start < pairs.len() {
+            let mut end = start + 1;
+            while end < pairs.len() && pairs[end].0 == pairs[start].0 {
+                end += 1;
+            }
+            if end - start >= 2 {
+                for &(_, i) in &pairs[start..end] {
+                    linked[i] = true;
+                }
+            }
+            start = end;
+        }
+        linked
     }
 
     fn without_term(&self, i: usize) -> Poly {
@@ -1327,6 +1412,7 @@ impl Poly {
     fn rule_iv(&self, i: usize, ctx: &mut Ctx) -> Option<Iv> {
         let (m, k) = &self.terms[i];
         let k = *k;
+        let n = self.terms.len();
         let single = if m.factors.len() == 1 && m.factors[0].1 == 1 {
             Some(&m.factors[0].0)
         } else {
@@ -1336,20 +1422,20 @@ impl Poly {
             Some(Factor::Max(o1, o2)) | Some(Factor::Min(o1, o2)) => {
                 // k*max(o1, o2) + rest == max(k*o1 + rest, k*o2 + rest) for k > 0
                 // (min for k < 0), and dually for min.
+                if !ctx.take(2 * n + o1.terms.len() + o2.terms.len()) {
+                    return None;
+                }
                 let is_max = matches!(single, Some(Factor::Max(..)));
                 let rest = self.without_term(i);
                 let r1 = o1.scale(k).and_then(|x| x.add(&rest)).ok()?;
                 let r2 = o2.scale(k).and_then(|x| x.add(&rest)).ok()?;
-                if !ctx.take() {
-                    return None;
-                }
                 let b1 = r1.iv(ctx, Goal::Best);
                 let b2 = r2.iv(ctx, Goal::Best);
                 Some(if (k > 0) == is_max { b1.max(b2) } else { b1.min(b2) })
             }
             Some(Factor::Mod(_, d)) if !d.is_constant() => {
                 // 0 <= mod(n, d) <= d - 1 for d > 0; d + 1 <= mod(n, d) <= 0 for d < 0.
-                if !ctx.take() {
+                if !ctx.take(n + 2 * d.terms.len()) {
                     return None;
                 }
                 let div = d.iv(ctx, Goal::Best);
@@ -1394,7 +1480,7 @@ impl Poly {
                 continue;
             };
             let c = *c;
-            if !ctx.take() {
+            if !ctx.take(self.terms.len() + n.terms.len() + 2 * d.terms.len()) {
                 return None;
             }
             let rest = self.without_term(i);
@@ -1410,6 +1496,20 @@ impl Poly {
         }
         None
     }
+}
+
+/// Whether some substitution rule may apply to a term with monomial `m`.
+fn rule_applies(m: &Mono) -> bool {
+    if let [(f, 1)] = &m.factors[..] {
+        match f {
+            Factor::Max(..) | Factor::Min(..) => return true,
+            Factor::Mod(_, d) if !d.is_constant() => return true,
+            _ => {}
+        }
+    }
+    m.factors
+        .iter()
+        .any(|(f, e)| *e == 1 && matches!(f, Factor::FloorDiv(..)))
 }
 
 fn mono_iv(m: &Mono, ctx: &mut Ctx) -> Iv {
