@@ -11,7 +11,7 @@ use std::fmt::{self, Write};
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum SigDim {
     Const(i64),
-    Sym(Poly),
+    Sym(Box<Poly>),
     DBIdx(usize),
     InDBIdx(usize),
     OutDBIdx(usize),

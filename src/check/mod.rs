@@ -78,7 +78,6 @@ pub struct EqnInfo {
     pub primitive: SmolStr,
     pub primitive_range: TextRange,
     pub range: TextRange,
-    pub operands: Vec<AType>,
     pub outs: Vec<Option<VarId>>,
     /// Result types the rule inferred (None: the printed types were trusted).
     pub inferred: Option<Vec<AType>>,
@@ -458,7 +457,7 @@ impl Checker {
                     }
                 }
                 self.symbol_use(name, e.range);
-                Dim::Sym(Poly::symbol(name))
+                Dim::Sym(Box::new(Poly::symbol(name)))
             }
             ExprKind::Call { callee, args, .. } if matches!(callee.as_ref(), "InDBIdx" | "OutDBIdx" | "DBIdx") => {
                 let k = args.first().and_then(|a| a.value.as_int()).and_then(|k| usize::try_from(k).ok());
@@ -585,7 +584,6 @@ impl Checker {
             primitive: e.primitive.text.clone(),
             primitive_range: e.primitive.range,
             range: e.range,
-            operands: operands.iter().map(|o| o.ty.clone()).collect(),
             outs: Vec::new(),
             inferred: None,
             callees: Vec::new(),

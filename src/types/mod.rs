@@ -20,7 +20,8 @@ pub enum Dim {
     /// A dimension variable: an integer scalar jaxpr variable (Catalyst style).
     Var(VarId),
     /// A symbolic dimension (jax.export style), never a constant polynomial.
-    Sym(Poly),
+    /// Boxed: shapes are everywhere and symbolic dimensions are rare.
+    Sym(Box<Poly>),
     /// Not known: `None` in parameters, or a dimension that failed to resolve
     /// (already reported). Compares equal to everything to avoid cascades.
     Unknown,
@@ -31,7 +32,7 @@ impl Dim {
     pub fn from_poly(p: Poly) -> Dim {
         match p.as_constant() {
             Some(c) => Dim::Const(c),
-            None => Dim::Sym(p),
+            None => Dim::Sym(Box::new(p)),
         }
     }
     pub fn as_const(&self) -> Option<i64> {
@@ -44,7 +45,7 @@ impl Dim {
     pub fn as_poly(&self) -> Option<Poly> {
         match self {
             Dim::Const(c) => Some(Poly::constant(*c)),
-            Dim::Sym(p) => Some(p.clone()),
+            Dim::Sym(p) => Some((**p).clone()),
             _ => None,
         }
     }

@@ -61,6 +61,10 @@ const RULE_BUDGET: u32 = 64;
 /// Budget of rule applications while bounding factor operands (per query).
 const NESTED_RULE_BUDGET: u32 = 32;
 
+/// Maximum nesting of rule applications (a rule's rewritten expressions may
+/// use rules again, up to this depth).
+const MAX_RULE_DEPTH: u32 = 4;
+
 /// Budget of term operations spent on rule applications (per query).
 const RULE_WORK_BUDGET: usize = 1 << 20;
 
@@ -1271,6 +1275,8 @@ struct Ctx {
     in_factor: u32,
     /// Remaining term operations for rule applications.
     work: usize,
+    /// Number of enclosing rule applications.
+    rule_depth: u32,
 }
 
 impl Ctx {
@@ -1280,11 +1286,12 @@ impl Ctx {
             nested_budget: NESTED_RULE_BUDGET,
             in_factor: 0,
             work: RULE_WORK_BUDGET,
+            rule_depth: 0,
         }
     }
 
     fn remaining(&self) -> u32 {
-        if self.work == 0 {
+        if self.work == 0 || self.rule_depth >= MAX_RULE_DEPTH {
             0
         } else if self.in_factor > 0 {
             self.nested_budget
@@ -1352,10 +1359,13 @@ impl Poly {
             if ctx.remaining() == 0 {
                 break;
             }
-            if !linked.get(i).copied().unwrap_or(false) {
+            if !linked.get(i).copied().unwrap_or(false) && !self_linked(&self.terms[i].0) {
                 continue;
             }
-            if let Some(r) = self.rule_iv(i, ctx) {
+            ctx.rule_depth += 1;
+            let r = self.rule_iv(i, ctx);
+            ctx.rule_depth -= 1;
+            if let Some(r) = r {
                 acc = acc.intersect(r);
                 if goal.done(acc) {
                     break;
@@ -1366,8 +1376,9 @@ impl Poly {
     }
 
     /// For each term, whether it shares a symbol with another term. Rewriting a
-    /// term that shares nothing with the rest cannot beat interval arithmetic
-    /// by much, so rules are only tried on linked terms.
+    /// term that shares nothing with the rest (nor within itself, see
+    /// [`self_linked`]) cannot beat interval arithmetic by much, so rules are
+    /// only tried on linked terms.
     fn linked_terms(&self, ctx: &mut Ctx) -> Vec<bool> {
         // (symbol, term index) pairs, deduplicated per term, then grouped by
         // symbol: a symbol occurring in two or more terms links them.
@@ -1431,7 +1442,21 @@ impl Poly {
                 let r2 = o2.scale(k).and_then(|x| x.add(&rest)).ok()?;
                 let b1 = r1.iv(ctx, Goal::Best);
                 let b2 = r2.iv(ctx, Goal::Best);
-                Some(if (k > 0) == is_max { b1.max(b2) } else { b1.min(b2) })
+                let like_max = (k > 0) == is_max;
+                let mut r = if like_max { b1.max(b2) } else { b1.min(b2) };
+                // max(r1, r2) >= (r1 + r2) / 2 >= min(r1, r2).
+                if ctx.work >= r1.terms.len() + r2.terms.len()
+                    && let Ok(s) = r1.add(&r2)
+                {
+                    ctx.charge(s.terms.len());
+                    let h = s.iv(ctx, Goal::Best).exact_div(2);
+                    r = if like_max {
+                        Iv { lo: r.lo.max(h.lo), hi: r.hi }
+                    } else {
+                        Iv { lo: r.lo, hi: r.hi.min(h.hi) }
+                    };
+                }
+                Some(r)
             }
             Some(Factor::Mod(_, d)) if !d.is_constant() => {
                 // 0 <= mod(n, d) <= d - 1 for d > 0; d + 1 <= mod(n, d) <= 0 for d < 0.
@@ -1496,6 +1521,59 @@ impl Poly {
         }
         None
     }
+}
+
+/// Sorted, deduplicated symbols of `p`.
+fn sym_list(p: &Poly) -> Vec<&str> {
+    let mut v = Vec::new();
+    for (m, _) in &p.terms {
+        for (f, _) in m.factors.iter() {
+            f.push_symbols(&mut v);
+        }
+    }
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+fn sorted_intersect(a: &[&str], b: &[&str]) -> bool {
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(b[j]) {
+            Ordering::Less => i += 1,
+            Ordering::Greater => j += 1,
+            Ordering::Equal => return true,
+        }
+    }
+    false
+}
+
+/// Whether a term may profit from a rule on its own: the operands of a
+/// `max`/`min` share a symbol, or, for `G * floordiv(n, d)`, two of `n`, `d`,
+/// `G` share a symbol (e.g. `a*floordiv(a + 2, a)`).
+fn self_linked(m: &Mono) -> bool {
+    if let [(Factor::Max(o1, o2) | Factor::Min(o1, o2), 1)] = &m.factors[..] {
+        return sorted_intersect(&sym_list(o1), &sym_list(o2));
+    }
+    for (idx, (f, e)) in m.factors.iter().enumerate() {
+        let Factor::FloorDiv(n, d) = f else { continue };
+        if *e != 1 {
+            continue;
+        }
+        let (sn, sd) = (sym_list(n), sym_list(d));
+        let mut sg = Vec::new();
+        for (j, (g, _)) in m.factors.iter().enumerate() {
+            if j != idx {
+                g.push_symbols(&mut sg);
+            }
+        }
+        sg.sort_unstable();
+        sg.dedup();
+        if sorted_intersect(&sn, &sd) || sorted_intersect(&sn, &sg) || sorted_intersect(&sd, &sg) {
+            return true;
+        }
+    }
+    false
 }
 
 /// Whether some substitution rule may apply to a term with monomial `m`.
