@@ -575,27 +575,28 @@ fn cumulative(cx: &mut EqnCx) -> Infer {
     Some(vec![AType::new(dtype, s)])
 }
 
-/// `reduce[computation=... jaxpr=... dimensions=(1,)] xs... inits...`.
-fn generic_reduce(cx: &mut EqnCx) -> Infer {
+/// The operands of the generic `reduce`/`reduce_window`: `xs... inits...`,
+/// the xs of one shape and one scalar initial value per x. Returns the
+/// number of xs and their shape.
+fn operands_and_inits(cx: &mut EqnCx, prim: &str) -> Option<(usize, Vec<Dim>)> {
     let n = cx.args.len() / 2;
     if !cx.args.len().is_multiple_of(2) || n == 0 {
-        let msg = format!(
-            "`reduce` takes operands and as many initial values, but {} operands are given",
-            cx.args.len()
-        );
+        let msg = format!("`{prim}` takes operands and as many initial values, but {} operands are given", cx.args.len());
         let d = cx.error(DiagKind::ArityMismatch, msg);
         cx.report(d);
         return None;
     }
     let s = shape(cx, 0);
-    if !same_shapes(
-        cx,
-        0..n,
-        "the operands of `reduce` must have the same shape",
-    ) || !scalar_inits(cx, n)
-    {
+    let what = format!("the operands of `{prim}` must have the same shape");
+    if !same_shapes(cx, 0..n, &what) || !scalar_inits(cx, n) {
         return None;
     }
+    Some((n, s))
+}
+
+/// `reduce[computation=... jaxpr=... dimensions=(1,)] xs... inits...`.
+fn generic_reduce(cx: &mut EqnCx) -> Infer {
+    let (n, s) = operands_and_inits(cx, "reduce")?;
     let dims = cx.axes_param("dimensions", s.len())?;
     if !require_unique(cx, "dimensions", &dims) {
         return None;
@@ -713,25 +714,7 @@ fn window_reduction(cx: &mut EqnCx, class: Class) -> Infer {
 
 /// `reduce_window[jaxpr=... consts=... window_dimensions=...] xs... inits...`.
 fn generic_reduce_window(cx: &mut EqnCx) -> Infer {
-    let n = cx.args.len() / 2;
-    if !cx.args.len().is_multiple_of(2) || n == 0 {
-        let msg = format!(
-            "`reduce_window` takes operands and as many initial values, but {} operands are given",
-            cx.args.len()
-        );
-        let d = cx.error(DiagKind::ArityMismatch, msg);
-        cx.report(d);
-        return None;
-    }
-    let s = shape(cx, 0);
-    if !same_shapes(
-        cx,
-        0..n,
-        "the operands of `reduce_window` must have the same shape",
-    ) || !scalar_inits(cx, n)
-    {
-        return None;
-    }
+    let (n, s) = operands_and_inits(cx, "reduce_window")?;
     let w = window_params(cx, s.len())?;
     let out = window_shape(cx, &s, &w)?;
     (0..n)
