@@ -35,8 +35,9 @@
 //! [`Cmp::Inconclusive`] (JAX's `InconclusiveDimensionOperation`).
 
 use std::cmp::Ordering;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 /// A dimension variable name.
@@ -1265,6 +1266,32 @@ impl Iv {
     }
 }
 
+/// A small, fast (non-cryptographic) hasher for symbol names (FxHash).
+#[derive(Default)]
+struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut buf = [0u8; 8];
+            buf[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(buf));
+        }
+    }
+
+    fn write_u8(&mut self, i: u8) {
+        self.write_u64(i as u64);
+    }
+
+    fn write_u64(&mut self, i: u64) {
+        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
 /// State of one bounds query: the remaining budgets of rule applications.
 /// Rules applied while bounding factor operands draw on a separate budget, so
 /// that nested factors cannot starve the expression being decided.
@@ -1380,36 +1407,28 @@ impl Poly {
     /// [`self_linked`]) cannot beat interval arithmetic by much, so rules are
     /// only tried on linked terms.
     fn linked_terms(&self, ctx: &mut Ctx) -> Vec<bool> {
-        // (symbol, term index) pairs, deduplicated per term, then grouped by
-        // symbol: a symbol occurring in two or more terms links them.
-        let mut pairs: Vec<(&str, usize)> = Vec::with_capacity(self.terms.len());
-        let mut syms: Vec<&str> = Vec::new();
+        // symbol -> (number of terms containing it, last term counted)
+        let mut seen: HashMap<&str, (u32, usize), BuildHasherDefault<FxHasher>> =
+            HashMap::default();
+        let mut per_term: Vec<Vec<&str>> = Vec::with_capacity(self.terms.len());
         for (i, (m, _)) in self.terms.iter().enumerate() {
-            syms.clear();
+            let mut syms: Vec<&str> = Vec::new();
             for (f, _) in m.factors.iter() {
                 f.push_symbols(&mut syms);
             }
-            syms.sort_unstable();
-            syms.dedup();
-            pairs.extend(syms.iter().map(|s| (*s, i)));
-        }
-        ctx.charge(pairs.len());
-        pairs.sort_unstable();
-        let mut linked = vec![false; self.terms.len()];
-        let mut start = 0;
-        while start < pairs.len() {
-            let mut end = start + 1;
-            while end < pairs.len() && pairs[end].0 == pairs[start].0 {
-                end += 1;
-            }
-            if end - start >= 2 {
-                for &(_, i) in &pairs[start..end] {
-                    linked[i] = true;
+            ctx.charge(syms.len());
+            for s in &syms {
+                let e = seen.entry(s).or_insert((0, usize::MAX));
+                if e.1 != i {
+                    *e = (e.0 + 1, i);
                 }
             }
-            start = end;
+            per_term.push(syms);
         }
-        linked
+        per_term
+            .iter()
+            .map(|syms| syms.iter().any(|s| seen.get(s).is_some_and(|e| e.0 >= 2)))
+            .collect()
     }
 
     fn without_term(&self, i: usize) -> Poly {
