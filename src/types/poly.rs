@@ -33,11 +33,27 @@
 //! refinement is budgeted, so every query runs in time roughly linear in the
 //! size of the expression.  When the bounds cannot decide, the answer is
 //! [`Cmp::Inconclusive`] (JAX's `InconclusiveDimensionOperation`).
+//!
+//! # Differences from JAX
+//! * JAX's decision procedure (`_DecisionByElimination`) is not ported; the
+//!   procedure here is sound and, on randomized differential tests against JAX
+//!   0.10, agrees on over 99% of comparisons. It decides some comparisons JAX
+//!   finds inconclusive (it applies the max/min rule to every term, not only
+//!   the leading one, and the floordiv rule also for negative divisors), and a
+//!   few JAX decides by combining `max`/`min` constraints with fractional
+//!   weights (e.g. `0 >= max(3*b - a + 2, floordiv(a, 3))`) stay inconclusive.
+//!   Consequently `max`/`min` occasionally fold where JAX keeps the factor
+//!   (e.g. JAX's `min(max(4*b, a), max(b, a))` is `max(b, a)` here). Compare
+//!   dimensions with [`Poly::eq_cmp`], which sees through such differences.
+//! * [`Poly::eq_cmp`] is semantic (`Inconclusive` when undecided); JAX's `==`
+//!   is syntactic and answers `False` when undecided.
+//! * User constraints (`SymbolicScope` constraints) are not modelled.
+//! * Arithmetic is on `i64` with overflow errors, where Python has big ints.
 
 use std::cmp::Ordering;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::fmt;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::Hasher;
 use std::sync::Arc;
 
 /// A dimension variable name.
@@ -777,6 +793,9 @@ impl Poly {
     /// `max(self, o)`: folds to one operand when `self - o` is provably `>= 0`
     /// or `<= 0`, otherwise the factor `max(self, o)` (operand order kept, as
     /// JAX does).
+    ///
+    /// Note: `Poly: Ord`, so on an *owned* receiver `p.max(q)` resolves to
+    /// `Ord::max`; call this as `Poly::max(&p, &q)` (or on a `&Poly`).
     pub fn max(&self, o: &Poly) -> Result<Poly, PolyError> {
         match self.sign_of_diff(o) {
             Some(Ordering::Greater | Ordering::Equal) => Ok(self.clone()),
@@ -785,7 +804,7 @@ impl Poly {
         }
     }
 
-    /// `min(self, o)`, like [`Poly::max`].
+    /// `min(self, o)`, like [`Poly::max`] (call as `Poly::min(&p, &q)`).
     pub fn min(&self, o: &Poly) -> Result<Poly, PolyError> {
         match self.sign_of_diff(o) {
             Some(Ordering::Greater | Ordering::Equal) => Ok(o.clone()),
@@ -1279,10 +1298,6 @@ impl Hasher for FxHasher {
         }
     }
 
-    fn write_u8(&mut self, i: u8) {
-        self.write_u64(i as u64);
-    }
-
     fn write_u64(&mut self, i: u64) {
         self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
     }
@@ -1407,28 +1422,44 @@ impl Poly {
     /// [`self_linked`]) cannot beat interval arithmetic by much, so rules are
     /// only tried on linked terms.
     fn linked_terms(&self, ctx: &mut Ctx) -> Vec<bool> {
-        // symbol -> (number of terms containing it, last term counted)
-        let mut seen: HashMap<&str, (u32, usize), BuildHasherDefault<FxHasher>> =
-            HashMap::default();
-        let mut per_term: Vec<Vec<&str>> = Vec::with_capacity(self.terms.len());
+        // (symbol hash, term index) pairs, deduplicated per term, grouped by
+        // hash. A hash collision can only mark extra terms as linked, which
+        // costs time but not soundness.
+        let mut pairs: Vec<(u64, usize)> = Vec::with_capacity(self.terms.len());
+        let mut syms: Vec<&str> = Vec::new();
+        let mut hashes: Vec<u64> = Vec::new();
         for (i, (m, _)) in self.terms.iter().enumerate() {
-            let mut syms: Vec<&str> = Vec::new();
+            syms.clear();
             for (f, _) in m.factors.iter() {
                 f.push_symbols(&mut syms);
             }
-            ctx.charge(syms.len());
-            for s in &syms {
-                let e = seen.entry(s).or_insert((0, usize::MAX));
-                if e.1 != i {
-                    *e = (e.0 + 1, i);
+            hashes.clear();
+            hashes.extend(syms.iter().map(|s| {
+                let mut h = FxHasher::default();
+                h.write(s.as_bytes());
+                h.finish()
+            }));
+            hashes.sort_unstable();
+            hashes.dedup();
+            pairs.extend(hashes.iter().map(|h| (*h, i)));
+        }
+        ctx.charge(pairs.len());
+        pairs.sort_unstable();
+        let mut linked = vec![false; self.terms.len()];
+        let mut start = 0;
+        while start < pairs.len() {
+            let mut end = start + 1;
+            while end < pairs.len() && pairs[end].0 == pairs[start].0 {
+                end += 1;
+            }
+            if end - start >= 2 {
+                for &(_, i) in &pairs[start..end] {
+                    linked[i] = true;
                 }
             }
-            per_term.push(syms);
+            start = end;
         }
-        per_term
-            .iter()
-            .map(|syms| syms.iter().any(|s| seen.get(s).is_some_and(|e| e.0 >= 2)))
-            .collect()
+        linked
     }
 
     fn without_term(&self, i: usize) -> Poly {
@@ -1694,6 +1725,18 @@ mod tests {
     }
     const INF: Option<i64> = None;
 
+    /// Sum by merging halves (near-linear overall).
+    fn sum(ps: &[Poly]) -> Poly {
+        match ps {
+            [] => c(0),
+            [p] => p.clone(),
+            _ => {
+                let (l, r) = ps.split_at(ps.len() / 2);
+                sum(l).add(&sum(r)).unwrap()
+            }
+        }
+    }
+
     fn abc() -> (Poly, Poly, Poly) {
         (s("a"), s("b"), s("c"))
     }
@@ -1902,8 +1945,9 @@ mod tests {
         assert_eq!(p.floordiv(&s("b")), Err(PolyError::TooDeep));
         assert_eq!(Poly::max(&p, &s("c")), Err(PolyError::TooDeep));
         // Term limit.
-        let many: Poly = (0..3000).fold(c(0), |acc, i| add(&acc, &s(&format!("x{i}"))));
-        let many2: Poly = (0..3000).fold(c(0), |acc, i| add(&acc, &s(&format!("y{i}"))));
+        let many = sum(&(0..2100).map(|i| s(&format!("x{i}"))).collect::<Vec<_>>());
+        let many2 = sum(&(0..2100).map(|i| s(&format!("y{i}"))).collect::<Vec<_>>());
+        assert_eq!(many.term_count(), 2100);
         assert_eq!(many.mul(&many2), Err(PolyError::TooLarge));
     }
 
@@ -2000,6 +2044,12 @@ mod tests {
                 k(6, &fd(&add(&a, &c(2)), &add(&b, &c(2)))),
                 "6*floordiv(a + 2, b + 2)",
             ),
+            // Printed by JAX 0.10:
+            (fd(&mul(&a, &b), &c(-3)), "floordiv(a*b, - 3)"),
+            (sub(&mul(&mx(&a, &b), &mn(&b, &a)), &c(1)), "max(a, b)*min(b, a) - 1"),
+            (mul(&mul(&fd(&a, &c(2)), &md(&a, &c(3))), &b), "b*floordiv(a, 2)*mod(a, 3)"),
+            (k(-i64::MAX, &a), "- 9223372036854775807*a"),
+            (mx(&sub(&a, &c(5)), &c(-(1 << 40))), "a - 5"),
             (c(-3), "-3"),
             (c(0), "0"),
             (c(42), "42"),
@@ -2311,16 +2361,8 @@ mod tests {
 
     #[test]
     fn large_polys_are_fast() {
-        let n = 50_000;
+        let n = 20_000;
         let xs: Vec<Poly> = (0..n).map(|i| s(&format!("x{i:05}"))).collect();
-        // Build by merging halves (near-linear overall).
-        fn sum(ps: &[Poly]) -> Poly {
-            if ps.len() == 1 {
-                return ps[0].clone();
-            }
-            let (l, r) = ps.split_at(ps.len() / 2);
-            sum(l).add(&sum(r)).unwrap()
-        }
         let start = std::time::Instant::now();
         let p = sum(&xs);
         let q = p.scale(2).unwrap();
@@ -2336,6 +2378,17 @@ mod tests {
         assert_eq!(q.exact_div(&p), Some(c(2)));
         let with_max = add(&p, &mx(&xs[0], &xs[1]));
         assert_eq!(with_max.ge(&p), Cmp::True);
+        // Many max terms: only the one sharing a symbol with the other side is
+        // rewritten, wherever it sits.
+        let maxes: Vec<Poly> = (0..2000)
+            .map(|i| mx(&s(&format!("m{i:04}")), &s(&format!("n{i:04}"))))
+            .collect();
+        let pm = sum(&maxes);
+        for i in [0, 1000, 1999] {
+            assert_eq!(pm.ge(&s(&format!("n{i:04}"))), Cmp::True);
+            assert_eq!(pm.gt(&add(&s(&format!("m{i:04}")), &c(1999))), Cmp::Inconclusive);
+            assert_eq!(pm.ge(&add(&s(&format!("m{i:04}")), &c(1999))), Cmp::True);
+        }
         assert!(start.elapsed() < std::time::Duration::from_secs(20));
     }
 
@@ -2414,7 +2467,7 @@ mod tests {
         let mut r = Rng(12345);
         let pts = samples();
         let mut decided = 0;
-        for iter in 0..1500 {
+        for iter in 0..1000 {
             let depth = 1 + (iter % 3) as u32;
             let x = gen_poly(&mut r, depth);
             let y = gen_poly(&mut r, depth);
