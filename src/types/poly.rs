@@ -189,14 +189,20 @@ struct Mono {
 
 impl Mono {
     fn one() -> Mono {
-        Mono { size: 0, factors: Arc::from(Vec::new()) }
+        Mono {
+            size: 0,
+            factors: Arc::from(Vec::new()),
+        }
     }
 
     fn new(factors: Vec<(Factor, u32)>) -> Mono {
         let size = factors.iter().fold(0u128, |acc, (f, e)| {
             acc.saturating_add(1u128.saturating_add((*e as u128).saturating_mul(f.size())))
         });
-        Mono { size, factors: Arc::from(factors) }
+        Mono {
+            size,
+            factors: Arc::from(factors),
+        }
     }
 
     fn is_one(&self) -> bool {
@@ -422,7 +428,11 @@ impl Poly {
         debug_assert!(terms.windows(2).all(|w| w[0].0 > w[1].0));
         debug_assert!(terms.iter().all(|(_, k)| *k != 0));
         if terms.is_empty() {
-            return Poly { terms, size: 1, depth: 0 };
+            return Poly {
+                terms,
+                size: 1,
+                depth: 0,
+            };
         }
         let mut size = 0u128;
         let mut depth = 0u32;
@@ -464,7 +474,11 @@ impl Poly {
         if a.depth.max(b.depth) >= MAX_NESTING {
             return Err(PolyError::TooDeep);
         }
-        Ok(Poly::single_factor(Factor::make(kind, a.clone(), b.clone())))
+        Ok(Poly::single_factor(Factor::make(
+            kind,
+            a.clone(),
+            b.clone(),
+        )))
     }
 
     /// The constant `c`.
@@ -861,7 +875,13 @@ impl Poly {
         let Ok(d) = self.sub(o) else {
             return Cmp::Inconclusive;
         };
-        let iv = d.iv(&mut Ctx::new(), Goal::Decide { lo: lo_thr, hi: hi_thr });
+        let iv = d.iv(
+            &mut Ctx::new(),
+            Goal::Decide {
+                lo: lo_thr,
+                hi: hi_thr,
+            },
+        );
         if iv.lo >= Ext::Fin(lo_thr) {
             Cmp::True
         } else if iv.hi <= Ext::Fin(hi_thr) {
@@ -1121,12 +1141,20 @@ fn ext_pow(x: Ext, mut e: u32) -> Ext {
 
 fn floor_div_i128(x: i128, y: i128) -> i128 {
     let q = x / y;
-    if x % y != 0 && ((x < 0) != (y < 0)) { q - 1 } else { q }
+    if x % y != 0 && ((x < 0) != (y < 0)) {
+        q - 1
+    } else {
+        q
+    }
 }
 
 fn ceil_div_i128(x: i128, y: i128) -> i128 {
     let q = x / y;
-    if x % y != 0 && ((x < 0) == (y < 0)) { q + 1 } else { q }
+    if x % y != 0 && ((x < 0) == (y < 0)) {
+        q + 1
+    } else {
+        q
+    }
 }
 
 /// `floor(a / b)` for interval endpoints, `b != 0`, infinities as limits.
@@ -1159,10 +1187,16 @@ struct Iv {
 }
 
 impl Iv {
-    const FULL: Iv = Iv { lo: Ext::NegInf, hi: Ext::PosInf };
+    const FULL: Iv = Iv {
+        lo: Ext::NegInf,
+        hi: Ext::PosInf,
+    };
 
     fn point(v: i64) -> Iv {
-        Iv { lo: Ext::Fin(v as i128), hi: Ext::Fin(v as i128) }
+        Iv {
+            lo: Ext::Fin(v as i128),
+            hi: Ext::Fin(v as i128),
+        }
     }
 
     /// Widens out-of-range values in the sound direction.
@@ -1183,13 +1217,21 @@ impl Iv {
     }
 
     fn add(self, o: Iv) -> Iv {
-        Iv { lo: ext_add(self.lo, o.lo, true), hi: ext_add(self.hi, o.hi, false) }.norm()
+        Iv {
+            lo: ext_add(self.lo, o.lo, true),
+            hi: ext_add(self.hi, o.hi, false),
+        }
+        .norm()
     }
 
     fn scale(self, k: i64) -> Iv {
         let k = Ext::Fin(k as i128);
         let (a, b) = (ext_mul(self.lo, k), ext_mul(self.hi, k));
-        Iv { lo: a.min(b), hi: a.max(b) }.norm()
+        Iv {
+            lo: a.min(b),
+            hi: a.max(b),
+        }
+        .norm()
     }
 
     fn mul(self, o: Iv) -> Iv {
@@ -1199,8 +1241,11 @@ impl Iv {
             ext_mul(self.hi, o.lo),
             ext_mul(self.hi, o.hi),
         ];
-        Iv { lo: c.into_iter().min().unwrap_or(Ext::NegInf), hi: c.into_iter().max().unwrap_or(Ext::PosInf) }
-            .norm()
+        Iv {
+            lo: c.into_iter().min().unwrap_or(Ext::NegInf),
+            hi: c.into_iter().max().unwrap_or(Ext::PosInf),
+        }
+        .norm()
     }
 
     fn pow(self, e: u32) -> Iv {
@@ -1219,7 +1264,10 @@ impl Iv {
         } else if self.hi <= zero {
             Iv { lo: ph, hi: pl }
         } else {
-            Iv { lo: zero, hi: pl.max(ph) }
+            Iv {
+                lo: zero,
+                hi: pl.max(ph),
+            }
         };
         r.norm()
     }
@@ -1235,8 +1283,11 @@ impl Iv {
             ext_floordiv(self.hi, d.lo),
             ext_floordiv(self.hi, d.hi),
         ];
-        Iv { lo: c.into_iter().min().unwrap_or(Ext::NegInf), hi: c.into_iter().max().unwrap_or(Ext::PosInf) }
-            .norm()
+        Iv {
+            lo: c.into_iter().min().unwrap_or(Ext::NegInf),
+            hi: c.into_iter().max().unwrap_or(Ext::PosInf),
+        }
+        .norm()
     }
 
     /// Bounds of `mod(_, d)` (JAX: `0 <= m <= d_ub - 1` for a positive divisor,
@@ -1244,24 +1295,41 @@ impl Iv {
     fn modulo(d: Iv) -> Iv {
         let zero = Ext::Fin(0);
         if d.lo > zero {
-            Iv { lo: zero, hi: ext_add(d.hi, Ext::Fin(-1), false) }.norm()
+            Iv {
+                lo: zero,
+                hi: ext_add(d.hi, Ext::Fin(-1), false),
+            }
+            .norm()
         } else if d.hi < zero {
-            Iv { lo: ext_add(d.lo, Ext::Fin(1), true), hi: zero }.norm()
+            Iv {
+                lo: ext_add(d.lo, Ext::Fin(1), true),
+                hi: zero,
+            }
+            .norm()
         } else {
             Iv::FULL
         }
     }
 
     fn max(self, o: Iv) -> Iv {
-        Iv { lo: self.lo.max(o.lo), hi: self.hi.max(o.hi) }
+        Iv {
+            lo: self.lo.max(o.lo),
+            hi: self.hi.max(o.hi),
+        }
     }
 
     fn min(self, o: Iv) -> Iv {
-        Iv { lo: self.lo.min(o.lo), hi: self.hi.min(o.hi) }
+        Iv {
+            lo: self.lo.min(o.lo),
+            hi: self.hi.min(o.hi),
+        }
     }
 
     fn intersect(self, o: Iv) -> Iv {
-        let r = Iv { lo: self.lo.max(o.lo), hi: self.hi.min(o.hi) };
+        let r = Iv {
+            lo: self.lo.max(o.lo),
+            hi: self.hi.min(o.hi),
+        };
         // Both are sound, so the intersection is non-empty; guard anyway.
         if r.lo > r.hi { self } else { r }
     }
@@ -1271,16 +1339,36 @@ impl Iv {
         let c128 = c as i128;
         let fl = |x: Ext| match x {
             Ext::Fin(v) => Ext::Fin(floor_div_i128(v, c128)),
-            inf => if (inf.sign() > 0) == (c > 0) { Ext::PosInf } else { Ext::NegInf },
+            inf => {
+                if (inf.sign() > 0) == (c > 0) {
+                    Ext::PosInf
+                } else {
+                    Ext::NegInf
+                }
+            }
         };
         let ce = |x: Ext| match x {
             Ext::Fin(v) => Ext::Fin(ceil_div_i128(v, c128)),
-            inf => if (inf.sign() > 0) == (c > 0) { Ext::PosInf } else { Ext::NegInf },
+            inf => {
+                if (inf.sign() > 0) == (c > 0) {
+                    Ext::PosInf
+                } else {
+                    Ext::NegInf
+                }
+            }
         };
         if c > 0 {
-            Iv { lo: ce(self.lo), hi: fl(self.hi) }.norm()
+            Iv {
+                lo: ce(self.lo),
+                hi: fl(self.hi),
+            }
+            .norm()
         } else {
-            Iv { lo: ce(self.hi), hi: fl(self.lo) }.norm()
+            Iv {
+                lo: ce(self.hi),
+                hi: fl(self.lo),
+            }
+            .norm()
         }
     }
 }
@@ -1353,7 +1441,11 @@ impl Ctx {
             return false;
         }
         self.work -= cost;
-        let b = if self.in_factor > 0 { &mut self.nested_budget } else { &mut self.budget };
+        let b = if self.in_factor > 0 {
+            &mut self.nested_budget
+        } else {
+            &mut self.budget
+        };
         *b -= 1;
         true
     }
@@ -1364,7 +1456,10 @@ impl Ctx {
 enum Goal {
     Best,
     /// Enough when `lo >= lo` or `hi <= hi`.
-    Decide { lo: i128, hi: i128 },
+    Decide {
+        lo: i128,
+        hi: i128,
+    },
 }
 
 impl Goal {
@@ -1384,7 +1479,11 @@ impl Poly {
         }
         let mut acc = Iv::point(0);
         for (m, k) in &self.terms {
-            let t = if m.is_one() { Iv::point(1) } else { mono_iv(m, ctx) };
+            let t = if m.is_one() {
+                Iv::point(1)
+            } else {
+                mono_iv(m, ctx)
+            };
             acc = acc.add(t.scale(*k));
         }
         if goal.done(acc) || ctx.remaining() == 0 {
@@ -1501,9 +1600,15 @@ impl Poly {
                     ctx.charge(s.terms.len());
                     let h = s.iv(ctx, Goal::Best).exact_div(2);
                     r = if like_max {
-                        Iv { lo: r.lo.max(h.lo), hi: r.hi }
+                        Iv {
+                            lo: r.lo.max(h.lo),
+                            hi: r.hi,
+                        }
                     } else {
-                        Iv { lo: r.lo, hi: r.hi.min(h.hi) }
+                        Iv {
+                            lo: r.lo,
+                            hi: r.hi.min(h.hi),
+                        }
                     };
                 }
                 Some(r)
@@ -1529,9 +1634,15 @@ impl Poly {
                 // With positive d, k*m <= k*(d-1) when k > 0, >= when k < 0;
                 // with negative d, k*m >= k*(d+1) when k > 0, <= when k < 0.
                 Some(if (k > 0) == positive {
-                    Iv { lo: Ext::NegInf, hi: b.hi }
+                    Iv {
+                        lo: Ext::NegInf,
+                        hi: b.hi,
+                    }
                 } else {
-                    Iv { lo: b.lo, hi: Ext::PosInf }
+                    Iv {
+                        lo: b.lo,
+                        hi: Ext::PosInf,
+                    }
                 })
             }
             _ => self.floordiv_rule(i, ctx),
@@ -1650,7 +1761,10 @@ fn mono_iv(m: &Mono, ctx: &mut Ctx) -> Iv {
 
 fn factor_iv(f: &Factor, ctx: &mut Ctx) -> Iv {
     if let Factor::Sym(_) = f {
-        return Iv { lo: Ext::Fin(1), hi: Ext::PosInf };
+        return Iv {
+            lo: Ext::Fin(1),
+            hi: Ext::PosInf,
+        };
     }
     ctx.in_factor += 1;
     let r = match f {
@@ -1666,7 +1780,10 @@ fn factor_iv(f: &Factor, ctx: &mut Ctx) -> Iv {
         Factor::Mod(_, d) => Iv::modulo(d.iv(ctx, Goal::Best)),
         Factor::Max(a, b) => a.iv(ctx, Goal::Best).max(b.iv(ctx, Goal::Best)),
         Factor::Min(a, b) => a.iv(ctx, Goal::Best).min(b.iv(ctx, Goal::Best)),
-        Factor::Sym(_) => Iv { lo: Ext::Fin(1), hi: Ext::PosInf },
+        Factor::Sym(_) => Iv {
+            lo: Ext::Fin(1),
+            hi: Ext::PosInf,
+        },
     };
     ctx.in_factor -= 1;
     r
@@ -1827,16 +1944,16 @@ mod tests {
                 add(&k(3, &a), &k(2, &b)),
                 c(0),
             ),
-            (sub(&mul(&a, &a), &mul(&b, &b)), add(&a, &b), sub(&a, &b), c(0)),
+            (
+                sub(&mul(&a, &a), &mul(&b, &b)),
+                add(&a, &b),
+                sub(&a, &b),
+                c(0),
+            ),
             (k(256, &mul(&a, &b)), c(32), k(8, &mul(&a, &b)), c(0)),
             (k(4, &b), c(2), k(2, &b), c(0)),
             (k(4, &b), c(-2), k(-2, &b), c(0)),
-            (
-                add(&mul(&a, &b), &a),
-                add(&b, &c(1)),
-                a.clone(),
-                c(0),
-            ),
+            (add(&mul(&a, &b), &a), add(&b, &c(1)), a.clone(), c(0)),
             (add(&k(6, &a), &c(4)), c(3), add(&k(2, &a), &c(1)), c(1)),
             (mul(&b, &b), b.clone(), b.clone(), c(0)),
             (c(0), b.clone(), c(0), c(0)),
@@ -2013,7 +2130,12 @@ mod tests {
             (mx(&c(4), &a), "max(4, a)"),
             (mx(&sub(&a, &c(2)), &c(0)), "max(a - 2, 0)"),
             (mul(&a, &a), "a^2"),
-            (sub(&k(-2, &mul(&mul(&a, &a), &b)), &c(0)).add(&mul(&b, &b)).unwrap(), "- 2*a^2*b + b^2"),
+            (
+                sub(&k(-2, &mul(&mul(&a, &a), &b)), &c(0))
+                    .add(&mul(&b, &b))
+                    .unwrap(),
+                "- 2*a^2*b + b^2",
+            ),
             (
                 sub(&k(-2, &mul(&mul(&a, &a), &b)), &mul(&mul(&a, &b), &b)),
                 "- a*b^2 - 2*a^2*b",
@@ -2027,7 +2149,10 @@ mod tests {
                 add(&add(&md(&a, &c(4)), &fd(&a, &c(4))), &a),
                 "mod(a, 4) + floordiv(a, 4) + a",
             ),
-            (sub(&sub(&k(2, &mul(&a, &a)), &k(3, &a)), &c(1)), "2*a^2 - 3*a - 1"),
+            (
+                sub(&sub(&k(2, &mul(&a, &a)), &k(3, &a)), &c(1)),
+                "2*a^2 - 3*a - 1",
+            ),
             (sub(&add(&mul(&a, &a), &k(3, &a)), &c(1)), "a^2 + 3*a - 1"),
             (sub(&c(3), &a), "- a + 3"),
             (sub(&c(3), &md(&a, &c(4))), "- mod(a, 4) + 3"),
@@ -2046,8 +2171,14 @@ mod tests {
             ),
             // Printed by JAX 0.10:
             (fd(&mul(&a, &b), &c(-3)), "floordiv(a*b, - 3)"),
-            (sub(&mul(&mx(&a, &b), &mn(&b, &a)), &c(1)), "max(a, b)*min(b, a) - 1"),
-            (mul(&mul(&fd(&a, &c(2)), &md(&a, &c(3))), &b), "b*floordiv(a, 2)*mod(a, 3)"),
+            (
+                sub(&mul(&mx(&a, &b), &mn(&b, &a)), &c(1)),
+                "max(a, b)*min(b, a) - 1",
+            ),
+            (
+                mul(&mul(&fd(&a, &c(2)), &md(&a, &c(3))), &b),
+                "b*floordiv(a, 2)*mod(a, 3)",
+            ),
             (k(-i64::MAX, &a), "- 9223372036854775807*a"),
             (mx(&sub(&a, &c(5)), &c(-(1 << 40))), "a - 5"),
             (c(-3), "-3"),
@@ -2135,9 +2266,18 @@ mod tests {
         assert_eq!(bounds_of(&sub(&le4, &ge2)), (INF, Some(2)));
         assert_eq!(bounds_of(&sub(&k(2, &a), &c(3))), (Some(-1), INF));
         let abb = mul(&mul(&a, &b), &b);
-        assert_eq!(bounds_of(&sub(&add(&k(3, &abb), &k(5, &a)), &c(7))), (Some(1), INF));
-        assert_eq!(bounds_of(&sub(&sub(&k(3, &abb), &k(5, &a)), &c(7))), (INF, INF));
-        assert_eq!(bounds_of(&sub(&add(&mul(&a, &a), &b), &c(2))), (Some(0), INF));
+        assert_eq!(
+            bounds_of(&sub(&add(&k(3, &abb), &k(5, &a)), &c(7))),
+            (Some(1), INF)
+        );
+        assert_eq!(
+            bounds_of(&sub(&sub(&k(3, &abb), &k(5, &a)), &c(7))),
+            (INF, INF)
+        );
+        assert_eq!(
+            bounds_of(&sub(&add(&mul(&a, &a), &b), &c(2))),
+            (Some(0), INF)
+        );
         let e = sub(&sub(&k(-2, &mul(&a, &b)), &b), &c(2));
         assert_eq!(bounds_of(&e), (INF, Some(-5)));
     }
@@ -2145,11 +2285,17 @@ mod tests {
     #[test]
     fn bounds_mod() {
         let (a, b, _) = abc();
-        assert_eq!(bounds_of(&sub(&c(-5), &md(&a, &c(-5)))), (Some(-5), Some(-1)));
+        assert_eq!(
+            bounds_of(&sub(&c(-5), &md(&a, &c(-5)))),
+            (Some(-5), Some(-1))
+        );
         assert_eq!(bounds_of(&sub(&a, &md(&c(5), &a))), (Some(1), INF));
         let ab3 = k(3, &add(&a, &b));
         assert_eq!(bounds_of(&sub(&ab3, &md(&c(5), &ab3))), (Some(1), INF));
-        assert_eq!(bounds_of(&add(&a.neg().unwrap(), &md(&sub(&b, &c(5)), &a))), (INF, Some(-1)));
+        assert_eq!(
+            bounds_of(&add(&a.neg().unwrap(), &md(&sub(&b, &c(5)), &a))),
+            (INF, Some(-1))
+        );
         assert_eq!(bounds_of(&md(&add(&b, &c(1)), &c(2))), (Some(0), Some(1)));
         assert_eq!(bounds_of(&md(&add(&b, &c(1)), &c(-2))), (Some(-1), Some(0)));
         assert_eq!(bounds_of(&md(&sub(&b, &c(4)), &c(2))), (Some(0), Some(1)));
@@ -2169,12 +2315,27 @@ mod tests {
         assert_eq!(bounds_of(&fd(&add(&a, &c(5)), &c(2))), (Some(3), INF));
         assert_eq!(bounds_of(&fd(&add(&a, &c(5)), &c(-2))), (INF, Some(-3)));
         assert_eq!(bounds_of(&fd(&c(11), &add(&a, &c(1)))), (Some(0), Some(5)));
-        assert_eq!(bounds_of(&fd(&c(-11), &add(&a, &c(1)))), (Some(-6), Some(-1)));
-        assert_eq!(bounds_of(&fd(&c(-11), &a.neg().unwrap())), (Some(0), Some(11)));
-        assert_eq!(bounds_of(&fd(&add(&b, &c(1)), &add(&a, &c(1)))), (Some(0), INF));
-        assert_eq!(bounds_of(&fd(&b.neg().unwrap(), &add(&a, &c(1)))), (INF, Some(-1)));
+        assert_eq!(
+            bounds_of(&fd(&c(-11), &add(&a, &c(1)))),
+            (Some(-6), Some(-1))
+        );
+        assert_eq!(
+            bounds_of(&fd(&c(-11), &a.neg().unwrap())),
+            (Some(0), Some(11))
+        );
+        assert_eq!(
+            bounds_of(&fd(&add(&b, &c(1)), &add(&a, &c(1)))),
+            (Some(0), INF)
+        );
+        assert_eq!(
+            bounds_of(&fd(&b.neg().unwrap(), &add(&a, &c(1)))),
+            (INF, Some(-1))
+        );
         assert_eq!(bounds_of(&sub(&a, &fd(&a, &c(2)))), (Some(1), INF));
-        assert_eq!(bounds_of(&sub(&a, &k(2, &fd(&a, &c(2))))), (Some(0), Some(1)));
+        assert_eq!(
+            bounds_of(&sub(&a, &k(2, &fd(&a, &c(2))))),
+            (Some(0), Some(1))
+        );
         // Possible division by zero: unbounded (JAX raises here).
         assert_eq!(bounds_of(&fd(&a, &sub(&a, &c(3)))), (INF, INF));
         // d * floordiv(n, d) <= n with a symbolic divisor.
@@ -2183,7 +2344,10 @@ mod tests {
         assert_eq!(fd(&a, &c(4)).ge(&c(0)), Cmp::True);
         // a == (a + 2)*floordiv(a, a + 2) + mod(a, a + 2), hence
         // a*floordiv(a, a + 2) - a*c - 4*a <= -4 (JAX derives this too).
-        let e = sub(&sub(&mul(&a, &fd(&a, &add(&a, &c(2)))), &mul(&a, &s("c"))), &k(4, &a));
+        let e = sub(
+            &sub(&mul(&a, &fd(&a, &add(&a, &c(2)))), &mul(&a, &s("c"))),
+            &k(4, &a),
+        );
         assert_eq!(bounds_of(&e).1, Some(-4));
     }
 
@@ -2196,7 +2360,10 @@ mod tests {
         assert_eq!(bounds_of(&mx(&a, &c(2))), (Some(2), INF));
         assert_eq!(bounds_of(&mx(&sub(&a, &c(5)), &c(1))), (Some(1), INF));
         assert_eq!(bounds_of(&mx(&sub(&c(15), &a), &c(0))), (Some(0), Some(14)));
-        assert_eq!(bounds_of(&fd(&mx(&sub(&c(15), &a), &c(0)), &c(3))), (Some(0), Some(4)));
+        assert_eq!(
+            bounds_of(&fd(&mx(&sub(&c(15), &a), &c(0)), &c(3))),
+            (Some(0), Some(4))
+        );
         // Simplification during construction
         assert_eq!(mx(&a, &add(&a, &c(2))), add(&a, &c(2)));
         assert_eq!(mx(&a, &sub(&a, &c(2))), a);
@@ -2217,7 +2384,10 @@ mod tests {
         assert_eq!(a.ge(&nab), Cmp::True);
         assert_eq!(sub(&add(&a, &cc), &c(1)).ge(&nab), Cmp::True);
         assert_eq!(b.ge(&nab), Cmp::True);
-        assert_eq!(bounds_of(&sub(&b, &mx(&sub(&b, &a), &c(0)))), (Some(1), INF));
+        assert_eq!(
+            bounds_of(&sub(&b, &mx(&sub(&b, &a), &c(0)))),
+            (Some(1), INF)
+        );
         assert_eq!(bounds_of(&sub(&a, &nab)), (Some(0), INF));
         assert_eq!(bounds_of(&sub(&mab, &a)), (Some(0), INF));
         let e = sub(&sub(&mab, &a), &mx(&sub(&b, &a), &c(0)));
@@ -2386,7 +2556,10 @@ mod tests {
         let pm = sum(&maxes);
         for i in [0, 1000, 1999] {
             assert_eq!(pm.ge(&s(&format!("n{i:04}"))), Cmp::True);
-            assert_eq!(pm.gt(&add(&s(&format!("m{i:04}")), &c(1999))), Cmp::Inconclusive);
+            assert_eq!(
+                pm.gt(&add(&s(&format!("m{i:04}")), &c(1999))),
+                Cmp::Inconclusive
+            );
             assert_eq!(pm.ge(&add(&s(&format!("m{i:04}")), &c(1999))), Cmp::True);
         }
         assert!(start.elapsed() < std::time::Duration::from_secs(20));
@@ -2485,7 +2658,9 @@ mod tests {
                 decided += 1;
             }
             for &p in &pts {
-                let (Some(vx), Some(vy)) = (ev(&x, p), ev(&y, p)) else { continue };
+                let (Some(vx), Some(vy)) = (ev(&x, p), ev(&y, p)) else {
+                    continue;
+                };
                 match ge {
                     Cmp::True => assert!(vx >= vy, "{x} >= {y} at {p:?}"),
                     Cmp::False => assert!(vx < vy, "not {x} >= {y} at {p:?}"),
@@ -2514,7 +2689,9 @@ mod tests {
             for (name, res) in ops {
                 let Ok(z) = res else { continue };
                 for &p in &pts {
-                    let (Some(vx), Some(vy)) = (ev(&x, p), ev(&y, p)) else { continue };
+                    let (Some(vx), Some(vy)) = (ev(&x, p), ev(&y, p)) else {
+                        continue;
+                    };
                     let want = match name {
                         "add" => vx.checked_add(vy),
                         "mul" => vx.checked_mul(vy),
