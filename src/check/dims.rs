@@ -20,9 +20,15 @@ pub enum DimEq {
 pub enum Why {
     Plain,
     /// Two different dimension variables; `carried` is one that changes per loop iteration.
-    DistinctVars { a: VarId, b: VarId, carried: Option<VarId> },
+    DistinctVars {
+        a: VarId,
+        b: VarId,
+        carried: Option<VarId>,
+    },
     /// A dimension variable against a static or symbolic size.
-    VarVsStatic { var: VarId },
+    VarVsStatic {
+        var: VarId,
+    },
     /// Symbolic dimensions that are not provably equal.
     Symbolic,
 }
@@ -74,10 +80,14 @@ impl Checker {
                     return DimEq::Equal;
                 }
                 match (a, b) {
-                    (Dim::Var(x), Dim::Var(y)) => {
-                        DimEq::NotEqual(Why::DistinctVars { a: *x, b: *y, carried: carried_a.or(carried_b) })
+                    (Dim::Var(x), Dim::Var(y)) => DimEq::NotEqual(Why::DistinctVars {
+                        a: *x,
+                        b: *y,
+                        carried: carried_a.or(carried_b),
+                    }),
+                    (Dim::Var(v), _) | (_, Dim::Var(v)) => {
+                        DimEq::NotEqual(Why::VarVsStatic { var: *v })
                     }
-                    (Dim::Var(v), _) | (_, Dim::Var(v)) => DimEq::NotEqual(Why::VarVsStatic { var: *v }),
                     _ => DimEq::NotEqual(Why::Plain),
                 }
             }
@@ -128,7 +138,12 @@ impl Checker {
              never matches one from an argument (dynamic shapes, Caveats). This program is consistent, but \
              Catalyst rejects it; pass both arrays the same way (both as loop arguments or both as constants)",
         );
-        if !self.a.diagnostics.iter().any(|x| x.kind == DiagKind::AliasedDimension && x.range == at) {
+        if !self
+            .a
+            .diagnostics
+            .iter()
+            .any(|x| x.kind == DiagKind::AliasedDimension && x.range == at)
+        {
             self.a.diagnostics.push(d);
         }
     }

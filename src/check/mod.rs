@@ -48,8 +48,15 @@ pub struct VarInfo {
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub enum JaxprOrigin {
     Main,
-    Let { name: SmolStr, name_range: TextRange },
-    Param { eqn: EqnId, param: SmolStr, index: usize },
+    Let {
+        name: SmolStr,
+        name_range: TextRange,
+    },
+    Param {
+        eqn: EqnId,
+        param: SmolStr,
+        index: usize,
+    },
 }
 
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -145,7 +152,10 @@ impl Analysis {
         &self.eqns[e.0 as usize]
     }
     pub fn main(&self) -> Option<JaxprId> {
-        self.jaxprs.iter().position(|j| j.origin == JaxprOrigin::Main).map(|i| JaxprId(i as u32))
+        self.jaxprs
+            .iter()
+            .position(|j| j.origin == JaxprOrigin::Main)
+            .map(|i| JaxprId(i as u32))
     }
 }
 
@@ -166,7 +176,15 @@ pub fn check(file: &ast::SourceFile) -> Analysis {
         bad_dims: Default::default(),
     };
     for l in &file.lets {
-        let id = c.check_jaxpr(&l.jaxpr, JaxprOrigin::Let { name: l.name.text.clone(), name_range: l.name.range }, None, None);
+        let id = c.check_jaxpr(
+            &l.jaxpr,
+            JaxprOrigin::Let {
+                name: l.name.text.clone(),
+                name_range: l.name.range,
+            },
+            None,
+            None,
+        );
         if let Some(prev) = c.lets.insert(l.name.text.clone(), id) {
             let prev_range = c.a.jaxpr(prev).origin.clone();
             let mut d = Diagnostic::error(
@@ -224,7 +242,11 @@ pub struct Operand {
 impl Checker {
     fn new_var(&mut self, info: VarInfo) -> VarId {
         let id = VarId(self.a.vars.len() as u32);
-        self.a.refs.push(VarRef { range: info.range, var: id, kind: RefKind::Def });
+        self.a.refs.push(VarRef {
+            range: info.range,
+            var: id,
+            kind: RefKind::Def,
+        });
         self.a.vars.push(info);
         id
     }
@@ -270,14 +292,12 @@ impl Checker {
                 invars.push(v);
             }
         }
-        let is_main = self.main_inputs && parent.is_none();
         self.main_inputs = false;
         if let Some(origins) = origins {
             for (v, o) in constvars.iter().chain(&invars).zip(origins) {
                 self.a.origins.insert(*v, o.clone());
             }
         }
-        let _ = is_main;
         for e in &j.eqns {
             let eid = self.check_eqn(e, id);
             self.a.jaxprs[id.0 as usize].eqns.push(eid);
@@ -285,10 +305,17 @@ impl Checker {
         let mut outs = Vec::new();
         for atom in &j.outvars {
             let op = self.operand(atom);
-            outs.push(OutInfo { ty: op.ty, var: op.var, range: op.range });
+            outs.push(OutInfo {
+                ty: op.ty,
+                var: op.var,
+                range: op.range,
+            });
         }
         // Signature, with the dimension-scope rule for outputs.
-        let in_pairs: Vec<(VarId, &AType)> = invars.iter().map(|v| (*v, &self.a.vars[v.0 as usize].ty)).collect();
+        let in_pairs: Vec<(VarId, &AType)> = invars
+            .iter()
+            .map(|v| (*v, &self.a.vars[v.0 as usize].ty))
+            .collect();
         let out_pairs: Vec<(Option<VarId>, &AType)> = outs.iter().map(|o| (o.var, &o.ty)).collect();
         let (sig, escapes) = signature::compute(&in_pairs, &out_pairs);
         for esc in escapes {
@@ -326,12 +353,21 @@ impl Checker {
     }
 
     /// Binds a binder in the current scope. Returns None for `_`.
-    fn bind(&mut self, b: &ast::Binder, jaxpr: JaxprId, role: VarRole, declared: Option<AType>) -> Option<VarId> {
+    fn bind(
+        &mut self,
+        b: &ast::Binder,
+        jaxpr: JaxprId,
+        role: VarRole,
+        declared: Option<AType>,
+    ) -> Option<VarId> {
         let ty = match declared {
             Some(t) => t,
             None => match &b.ty {
                 Some(t) => self.resolve_type(t, None),
-                None => AType { dtype: None, shape: Vec::new() },
+                None => AType {
+                    dtype: None,
+                    shape: Vec::new(),
+                },
             },
         };
         if b.is_dropped() {
@@ -371,27 +407,59 @@ impl Checker {
         match atom {
             Atom::Var(n) => match self.env.names.get(&n.text).copied() {
                 Some(v) => {
-                    self.a.refs.push(VarRef { range: n.range, var: v, kind: RefKind::Use });
-                    Operand { ty: self.a.var(v).ty.clone(), var: Some(v), int_value: None, range: n.range, known: true }
+                    self.a.refs.push(VarRef {
+                        range: n.range,
+                        var: v,
+                        kind: RefKind::Use,
+                    });
+                    Operand {
+                        ty: self.a.var(v).ty.clone(),
+                        var: Some(v),
+                        int_value: None,
+                        range: n.range,
+                        known: true,
+                    }
                 }
                 None => {
                     self.undefined(n);
-                    Operand { ty: AType { dtype: None, shape: Vec::new() }, var: None, int_value: None, range: n.range, known: false }
+                    Operand {
+                        ty: AType {
+                            dtype: None,
+                            shape: Vec::new(),
+                        },
+                        var: None,
+                        int_value: None,
+                        range: n.range,
+                        known: false,
+                    }
                 }
             },
             Atom::Lit(l) => {
                 let ty = match &l.ty {
                     Some(t) => self.resolve_type(t, None),
-                    None => AType { dtype: None, shape: Vec::new() },
+                    None => AType {
+                        dtype: None,
+                        shape: Vec::new(),
+                    },
                 };
                 let int_value = l.value.parse::<i64>().ok();
-                Operand { ty, var: None, int_value, range: l.range, known: true }
+                Operand {
+                    ty,
+                    var: None,
+                    int_value,
+                    range: l.range,
+                    known: true,
+                }
             }
         }
     }
 
     fn undefined(&mut self, n: &ast::Name) {
-        let mut d = Diagnostic::error(DiagKind::UndefinedVariable, n.range, format!("`{}` is not defined", n.text));
+        let mut d = Diagnostic::error(
+            DiagKind::UndefinedVariable,
+            n.range,
+            format!("`{}` is not defined", n.text),
+        );
         if let Some(v) = self.env.outer.iter().rev().find_map(|s| s.get(&n.text)) {
             let info = self.a.var(*v).clone();
             d = d
@@ -399,7 +467,12 @@ impl Checker {
                 .with_help("jaxprs are closed: a nested jaxpr sees only its own binders; pass the value in as an operand (a constant of the nested jaxpr)");
         } else {
             // A near name defined here, for typos.
-            let mut near: Vec<&SmolStr> = self.env.names.keys().filter(|k| edit_distance_1(k, &n.text)).collect();
+            let mut near: Vec<&SmolStr> = self
+                .env
+                .names
+                .keys()
+                .filter(|k| edit_distance_1(k, &n.text))
+                .collect();
             near.sort();
             if let Some(k) = near.first() {
                 d = d.with_help(format!("a variable with a similar name exists: `{k}`"));
@@ -410,7 +483,11 @@ impl Checker {
 
     /// Resolves a printed type. `call` gives the operands and results of the
     /// equation whose result types are being read, for leaked `InDBIdx`/`OutDBIdx`.
-    pub(crate) fn resolve_type(&mut self, t: &ast::TypeExpr, call: Option<(&[Operand], &[Option<VarId>])>) -> AType {
+    pub(crate) fn resolve_type(
+        &mut self,
+        t: &ast::TypeExpr,
+        call: Option<(&[Operand], &[Option<VarId>])>,
+    ) -> AType {
         let dtype = match DType::from_short(&t.dtype.text) {
             Some(d) => Some(d),
             None => {
@@ -428,15 +505,28 @@ impl Checker {
 
     /// A dimension expression: a constant, a dimension variable (an integer
     /// scalar bound earlier in this jaxpr), or a symbolic polynomial.
-    pub(crate) fn resolve_dim(&mut self, e: &Expr, call: Option<(&[Operand], &[Option<VarId>])>) -> Dim {
+    pub(crate) fn resolve_dim(
+        &mut self,
+        e: &Expr,
+        call: Option<(&[Operand], &[Option<VarId>])>,
+    ) -> Dim {
         match &e.kind {
             ExprKind::Path(p) if p.as_ref() == "None" => Dim::Unknown,
             ExprKind::Path(name) if !name.contains('.') => {
-                let pending = self.pending_results.iter().rev().find(|(n, _)| n.as_str() == name.as_ref()).map(|(_, v)| *v);
+                let pending = self
+                    .pending_results
+                    .iter()
+                    .rev()
+                    .find(|(n, _)| n.as_str() == name.as_ref())
+                    .map(|(_, v)| *v);
                 if let Some(v) = pending.or_else(|| self.env.names.get(name.as_ref()).copied()) {
                     let info = self.a.var(v);
                     if info.ty.is_int_scalar() {
-                        self.a.refs.push(VarRef { range: e.range, var: v, kind: RefKind::DimUse });
+                        self.a.refs.push(VarRef {
+                            range: e.range,
+                            var: v,
+                            kind: RefKind::DimUse,
+                        });
                         return Dim::Var(v);
                     }
                     if info.ty.is_scalar() && info.ty.dtype.is_some() {
@@ -459,16 +549,27 @@ impl Checker {
                 self.symbol_use(name, e.range);
                 Dim::Sym(Box::new(Poly::symbol(name)))
             }
-            ExprKind::Call { callee, args, .. } if matches!(callee.as_ref(), "InDBIdx" | "OutDBIdx" | "DBIdx") => {
-                let k = args.first().and_then(|a| a.value.as_int()).and_then(|k| usize::try_from(k).ok());
+            ExprKind::Call { callee, args, .. }
+                if matches!(callee.as_ref(), "InDBIdx" | "OutDBIdx" | "DBIdx") =>
+            {
+                let k = args
+                    .first()
+                    .and_then(|a| a.value.as_int())
+                    .and_then(|k| usize::try_from(k).ok());
                 match (callee.as_ref(), call, k) {
-                    ("InDBIdx", Some((ops, _)), Some(k)) if k < ops.len() => dims::operand_value(&ops[k]),
-                    ("OutDBIdx", Some((_, outs)), Some(k)) if k < outs.len() => outs[k].map_or(Dim::Unknown, Dim::Var),
+                    ("InDBIdx", Some((ops, _)), Some(k)) if k < ops.len() => {
+                        dims::operand_value(&ops[k])
+                    }
+                    ("OutDBIdx", Some((_, outs)), Some(k)) if k < outs.len() => {
+                        outs[k].map_or(Dim::Unknown, Dim::Var)
+                    }
                     _ => {
                         self.push_diag(Diagnostic::error(
                             DiagKind::DimensionScope,
                             e.range,
-                            format!("`{callee}` does not refer to an operand or result of this equation"),
+                            format!(
+                                "`{callee}` does not refer to an operand or result of this equation"
+                            ),
                         ));
                         Dim::Unknown
                     }
@@ -514,9 +615,13 @@ impl Checker {
                 .map_err(err)?
             }
             ExprKind::Call { callee, args, .. }
-                if matches!(callee.as_ref(), "floordiv" | "mod" | "max" | "min") && args.len() == 2 =>
+                if matches!(callee.as_ref(), "floordiv" | "mod" | "max" | "min")
+                    && args.len() == 2 =>
             {
-                let (l, r) = (self.dim_poly(&args[0].value)?, self.dim_poly(&args[1].value)?);
+                let (l, r) = (
+                    self.dim_poly(&args[0].value)?,
+                    self.dim_poly(&args[1].value)?,
+                );
                 match callee.as_ref() {
                     "floordiv" => l.floordiv(&r),
                     "mod" => l.modulo(&r),
@@ -525,8 +630,13 @@ impl Checker {
                 }
                 .map_err(err)?
             }
-            ExprKind::Call { .. } if e.as_int().is_some() => Poly::constant(e.as_int().unwrap_or(0)),
-            _ => return Err("expected a dimension (an integer, a dimension variable or a symbolic expression)".to_string()),
+            ExprKind::Call { .. } if e.as_int().is_some() => {
+                Poly::constant(e.as_int().unwrap_or(0))
+            }
+            _ => return Err(
+                "expected a dimension (an integer, a dimension variable or a symbolic expression)"
+                    .to_string(),
+            ),
         })
     }
 
@@ -602,7 +712,10 @@ impl Checker {
                 name: b.name.text.clone(),
                 range: b.name.range,
                 binder_range: b.range,
-                ty: AType { dtype: None, shape: Vec::new() },
+                ty: AType {
+                    dtype: None,
+                    shape: Vec::new(),
+                },
                 jaxpr,
                 role: VarRole::Result { eqn: id, index: i },
             });
@@ -612,7 +725,10 @@ impl Checker {
         for (b, v) in e.outs.iter().zip(&out_vars) {
             let t = match &b.ty {
                 Some(t) => self.resolve_type(t, Some((&operands, &out_vars))),
-                None => AType { dtype: None, shape: Vec::new() },
+                None => AType {
+                    dtype: None,
+                    shape: Vec::new(),
+                },
             };
             if let Some(v) = v {
                 self.a.vars[v.0 as usize].ty = t.clone();
@@ -665,7 +781,10 @@ impl Checker {
                         if declared.len() == 1 { "is" } else { "are" }
                     ),
                 )
-                .with_help(format!("bind exactly {} result(s); use `_:type` for results you drop", inferred.len())),
+                .with_help(format!(
+                    "bind exactly {} result(s); use `_:type` for results you drop",
+                    inferred.len()
+                )),
             );
             return;
         }
@@ -679,9 +798,18 @@ impl Checker {
                     Diagnostic::error(
                         DiagKind::DtypeMismatch,
                         range,
-                        format!("`{}` is declared {}, but `{}` produces {}", binder.name.text, self.a.ty(d), e.primitive.text, self.a.ty(inf)),
+                        format!(
+                            "`{}` is declared {}, but `{}` produces {}",
+                            binder.name.text,
+                            self.a.ty(d),
+                            e.primitive.text,
+                            self.a.ty(inf)
+                        ),
                     )
-                    .with_related(e.primitive.range, format!("`{}` infers {}", e.primitive.text, self.a.ty(inf))),
+                    .with_related(
+                        e.primitive.range,
+                        format!("`{}` infers {}", e.primitive.text, self.a.ty(inf)),
+                    ),
                 );
                 continue;
             }
@@ -700,7 +828,10 @@ impl Checker {
                             inf.rank()
                         ),
                     )
-                    .with_related(e.primitive.range, format!("`{}` infers {}", e.primitive.text, self.a.ty(inf))),
+                    .with_related(
+                        e.primitive.range,
+                        format!("`{}` infers {}", e.primitive.text, self.a.ty(inf)),
+                    ),
                 );
                 continue;
             }
@@ -729,7 +860,12 @@ impl Checker {
     }
 
     /// Adds where each dimension variable involved was bound, and a hint.
-    pub(crate) fn explain_dims(&self, mut d: Diagnostic, dims: &[&Dim], why: dims::Why) -> Diagnostic {
+    pub(crate) fn explain_dims(
+        &self,
+        mut d: Diagnostic,
+        dims: &[&Dim],
+        why: dims::Why,
+    ) -> Diagnostic {
         let mut seen = Vec::new();
         for dim in dims {
             if let Dim::Var(v) = dim
@@ -739,7 +875,11 @@ impl Checker {
                 let info = self.a.var(*v);
                 let mut msg = format!("dimension variable `{}` is bound here", info.name);
                 if let Some(o) = self.a.origins.get(v) {
-                    msg.push_str(if o.carried { " (loop-carried)" } else { " (a constant of the loop or call)" });
+                    msg.push_str(if o.carried {
+                        " (loop-carried)"
+                    } else {
+                        " (a constant of the loop or call)"
+                    });
                 }
                 d = d.with_related(info.range, msg);
             }
@@ -753,11 +893,22 @@ impl Checker {
     /// Checks a jaxpr-valued parameter at a call site: an inline jaxpr is
     /// checked now, with the call-site origins of its binders; a name refers
     /// to a `let`-bound jaxpr (checked on its own already).
-    pub(crate) fn nested(&mut self, value: &Expr, eqn: EqnId, param: &str, index: usize, origins: Option<&[Origin]>) -> Option<JaxprId> {
+    pub(crate) fn nested(
+        &mut self,
+        value: &Expr,
+        eqn: EqnId,
+        param: &str,
+        index: usize,
+        origins: Option<&[Origin]>,
+    ) -> Option<JaxprId> {
         let parent = self.a.eqn(eqn).jaxpr;
         let id = match &value.kind {
             ExprKind::Jaxpr(j) => {
-                let origin = JaxprOrigin::Param { eqn, param: param.into(), index };
+                let origin = JaxprOrigin::Param {
+                    eqn,
+                    param: param.into(),
+                    index,
+                };
                 Some(self.check_jaxpr(j, origin, Some(parent), origins))
             }
             ExprKind::Path(name) => match self.lets.get(name.as_ref()) {

@@ -581,7 +581,10 @@ fn cumulative(cx: &mut EqnCx) -> Infer {
 fn operands_and_inits(cx: &mut EqnCx, prim: &str) -> Option<(usize, Vec<Dim>)> {
     let n = cx.args.len() / 2;
     if !cx.args.len().is_multiple_of(2) || n == 0 {
-        let msg = format!("`{prim}` takes operands and as many initial values, but {} operands are given", cx.args.len());
+        let msg = format!(
+            "`{prim}` takes operands and as many initial values, but {} operands are given",
+            cx.args.len()
+        );
         let d = cx.error(DiagKind::ArityMismatch, msg);
         cx.report(d);
         return None;

@@ -10,7 +10,7 @@
 
 use super::{EqnCx, Infer};
 use crate::check::dims::operand_value;
-use crate::check::{JaxprId, Origin, VarRole};
+use crate::check::{JaxprId, Origin};
 use crate::diagnostics::DiagKind;
 use crate::signature::{SigDim, SigEntry};
 use crate::syntax::TextRange;
@@ -19,34 +19,77 @@ use crate::types::{AType, Dim};
 
 const CALLS: &[(&str, &str)] = &[
     ("jit", "Calls a jaxpr (a `jax.jit`-compiled function)."),
-    ("pjit", "Calls a jaxpr (a `jax.jit`-compiled function, older name)."),
+    (
+        "pjit",
+        "Calls a jaxpr (a `jax.jit`-compiled function, older name).",
+    ),
     ("closed_call", "Calls a closed jaxpr."),
     ("core_call", "Calls a jaxpr."),
-    ("remat", "Calls a jaxpr whose residuals are rematerialised (jax.checkpoint)."),
-    ("remat2", "Calls a jaxpr whose residuals are rematerialised (jax.checkpoint)."),
-    ("checkpoint", "Calls a jaxpr whose residuals are rematerialised (jax.checkpoint)."),
-    ("custom_jvp_call", "Calls a function with a custom JVP rule."),
-    ("custom_vjp_call", "Calls a function with a custom VJP rule."),
-    ("custom_vjp_call_jaxpr", "Calls a function with a custom VJP rule."),
-    ("custom_lin", "Linearised custom-VJP call (autodiff internal)."),
+    (
+        "remat",
+        "Calls a jaxpr whose residuals are rematerialised (jax.checkpoint).",
+    ),
+    (
+        "remat2",
+        "Calls a jaxpr whose residuals are rematerialised (jax.checkpoint).",
+    ),
+    (
+        "checkpoint",
+        "Calls a jaxpr whose residuals are rematerialised (jax.checkpoint).",
+    ),
+    (
+        "custom_jvp_call",
+        "Calls a function with a custom JVP rule.",
+    ),
+    (
+        "custom_vjp_call",
+        "Calls a function with a custom VJP rule.",
+    ),
+    (
+        "custom_vjp_call_jaxpr",
+        "Calls a function with a custom VJP rule.",
+    ),
+    (
+        "custom_lin",
+        "Linearised custom-VJP call (autodiff internal).",
+    ),
     ("xla_call", "Calls a jaxpr (older jit)."),
     ("xla_pmap", "Maps a jaxpr over devices."),
     ("shard_map", "Maps a jaxpr over shards of a mesh."),
 ];
 
 const LOOPS: &[(&str, &str)] = &[
-    ("cond", "Calls one of the `branches` chosen by an index (JAX) or predicates (Catalyst)."),
-    ("while", "Loops `body_jaxpr` while `cond_jaxpr` holds; carries values between iterations."),
-    ("scan", "Loops `jaxpr` over the leading axis of `xs`, carrying a state and stacking outputs."),
-    ("for_loop", "Catalyst counted loop: `body_jaxpr` runs for an index from lower to upper by step."),
-    ("while_loop", "Catalyst while loop: `body_jaxpr` runs while `cond_jaxpr` holds."),
+    (
+        "cond",
+        "Calls one of the `branches` chosen by an index (JAX) or predicates (Catalyst).",
+    ),
+    (
+        "while",
+        "Loops `body_jaxpr` while `cond_jaxpr` holds; carries values between iterations.",
+    ),
+    (
+        "scan",
+        "Loops `jaxpr` over the leading axis of `xs`, carrying a state and stacking outputs.",
+    ),
+    (
+        "for_loop",
+        "Catalyst counted loop: `body_jaxpr` runs for an index from lower to upper by step.",
+    ),
+    (
+        "while_loop",
+        "Catalyst while loop: `body_jaxpr` runs while `cond_jaxpr` holds.",
+    ),
 ];
 
 /// Parameters that hold the callee of a call-like primitive.
 const CALLEE_PARAMS: &[&str] = &["jaxpr", "call_jaxpr", "fun_jaxpr"];
 
 pub(super) fn describe(name: &str) -> Option<&'static str> {
-    CALLS.iter().chain(LOOPS).find(|(n, _)| *n == name).map(|(_, d)| *d)
+    CALLS
+        .iter()
+        .chain(LOOPS)
+        .find(|(n, _)| *n == name)
+        .map(|(_, d)| *d)
 }
 
 pub(super) fn names() -> Vec<&'static str> {
@@ -74,11 +117,20 @@ struct Actual {
     carried: bool,
 }
 
-fn actuals(cx: &EqnCx, idx: impl IntoIterator<Item = usize>, carried: impl Fn(usize) -> bool) -> Vec<Actual> {
+fn actuals(
+    cx: &EqnCx,
+    idx: impl IntoIterator<Item = usize>,
+    carried: impl Fn(usize) -> bool,
+) -> Vec<Actual> {
     idx.into_iter()
         .map(|i| {
             let a = &cx.args[i];
-            Actual { ty: a.ty.clone(), value: operand_value(a), range: a.range, carried: carried(i) }
+            Actual {
+                ty: a.ty.clone(),
+                value: operand_value(a),
+                range: a.range,
+                carried: carried(i),
+            }
         })
         .collect()
 }
@@ -97,7 +149,14 @@ fn origins(actuals: &[Actual]) -> Vec<Origin> {
 /// Checks the jaxpr in parameter `param` (`index` within a tuple/list of
 /// jaxprs) against the actual arguments: arity first, then the inner check
 /// with call-site origins, then the operand types against its `in_type`.
-fn bind(cx: &mut EqnCx, value: &Expr, param: &str, index: usize, acts: &[Actual], role: &str) -> Option<JaxprId> {
+fn bind(
+    cx: &mut EqnCx,
+    value: &Expr,
+    param: &str,
+    index: usize,
+    acts: &[Actual],
+    role: &str,
+) -> Option<JaxprId> {
     // Arity before anything else: with a wrong count, positions mean nothing.
     if let ExprKind::Jaxpr(j) = &value.kind {
         let n = j.constvars.len() + j.invars.len();
@@ -107,7 +166,9 @@ fn bind(cx: &mut EqnCx, value: &Expr, param: &str, index: usize, acts: &[Actual]
             return None;
         }
     }
-    let id = cx.ck.nested(value, cx.id, param, index, Some(&origins(acts)))?;
+    let id = cx
+        .ck
+        .nested(value, cx.id, param, index, Some(&origins(acts)))?;
     let info = cx.ck.a.jaxpr(id).clone();
     let binders: Vec<_> = info.constvars.iter().chain(&info.invars).copied().collect();
     if binders.len() != acts.len() {
@@ -127,7 +188,11 @@ fn bind(cx: &mut EqnCx, value: &Expr, param: &str, index: usize, acts: &[Actual]
             let d = cx
                 .error(
                     DiagKind::DtypeMismatch,
-                    format!("{role} binder {k} `{bname}` is {}, but the operand passed to it is {}", cx.ty(&bty), cx.ty(&act.ty)),
+                    format!(
+                        "{role} binder {k} `{bname}` is {}, but the operand passed to it is {}",
+                        cx.ty(&bty),
+                        cx.ty(&act.ty)
+                    ),
                 )
                 .with_related(act.range, "operand here")
                 .with_related(brange, format!("`{bname}` is bound here"));
@@ -138,7 +203,11 @@ fn bind(cx: &mut EqnCx, value: &Expr, param: &str, index: usize, acts: &[Actual]
             let d = cx
                 .error(
                     DiagKind::ShapeMismatch,
-                    format!("{role} binder {k} `{bname}` is {}, but the operand passed to it is {}", cx.ty(&bty), cx.ty(&act.ty)),
+                    format!(
+                        "{role} binder {k} `{bname}` is {}, but the operand passed to it is {}",
+                        cx.ty(&bty),
+                        cx.ty(&act.ty)
+                    ),
                 )
                 .with_related(act.range, "operand here")
                 .with_related(brange, format!("`{bname}` is bound here"));
@@ -157,7 +226,12 @@ fn bind(cx: &mut EqnCx, value: &Expr, param: &str, index: usize, acts: &[Actual]
                 let msg = format!(
                     "{role} binder {k} `{bname}` is {} which here means {}, but the operand passed to it is {} (dimension {dim_i}: `{}` vs `{}`)",
                     cx.ty(&bty),
-                    cx.shape_str(&bty.shape.iter().map(|d| resolve(d, &subst)).collect::<Vec<_>>()),
+                    cx.shape_str(
+                        &bty.shape
+                            .iter()
+                            .map(|d| resolve(d, &subst))
+                            .collect::<Vec<_>>()
+                    ),
                     cx.ty(&act.ty),
                     cx.dim_str(&expected),
                     cx.dim_str(ad)
@@ -180,7 +254,10 @@ fn bind(cx: &mut EqnCx, value: &Expr, param: &str, index: usize, acts: &[Actual]
 
 fn resolve(d: &Dim, subst: &[(crate::types::VarId, Dim)]) -> Dim {
     match d {
-        Dim::Var(v) => subst.iter().find(|(w, _)| w == v).map_or(d.clone(), |(_, x)| x.clone()),
+        Dim::Var(v) => subst
+            .iter()
+            .find(|(w, _)| w == v)
+            .map_or(d.clone(), |(_, x)| x.clone()),
         _ => d.clone(),
     }
 }
@@ -189,7 +266,11 @@ fn arity_error(cx: &mut EqnCx, role: &str, binders: usize, given: usize, lambda:
     let d = cx
         .error(
             DiagKind::ArityMismatch,
-            format!("{role} has {binders} binder{}, but {given} operand{} are passed to it", plural(binders), plural(given)),
+            format!(
+                "{role} has {binders} binder{}, but {given} operand{} are passed to it",
+                plural(binders),
+                plural(given)
+            ),
         )
         .with_related(lambda, format!("{role} starts here"));
     cx.report(d);
@@ -200,8 +281,11 @@ fn plural(n: usize) -> &'static str {
 }
 
 /// Reads a callee's `out_type` in the caller's scope.
-fn read_out_type(cx: &EqnCx, out: &[SigEntry], acts: &[Actual], results: &[Option<crate::types::VarId>]) -> Vec<AType> {
-    let _ = cx;
+fn read_out_type(
+    out: &[SigEntry],
+    acts: &[Actual],
+    results: &[Option<crate::types::VarId>],
+) -> Vec<AType> {
     out.iter()
         .map(|e| AType {
             dtype: e.dtype.clone(),
@@ -212,7 +296,11 @@ fn read_out_type(cx: &EqnCx, out: &[SigEntry], acts: &[Actual], results: &[Optio
                     SigDim::Const(c) => Dim::Const(*c),
                     SigDim::Sym(p) => Dim::Sym(p.clone()),
                     SigDim::InDBIdx(i) => acts.get(*i).map_or(Dim::Unknown, |a| a.value.clone()),
-                    SigDim::OutDBIdx(j) => results.get(*j).copied().flatten().map_or(Dim::Unknown, Dim::Var),
+                    SigDim::OutDBIdx(j) => results
+                        .get(*j)
+                        .copied()
+                        .flatten()
+                        .map_or(Dim::Unknown, Dim::Var),
                     _ => Dim::Unknown,
                 })
                 .collect(),
@@ -220,16 +308,13 @@ fn read_out_type(cx: &EqnCx, out: &[SigEntry], acts: &[Actual], results: &[Optio
         .collect()
 }
 
-/// In-type of a callee over all its binders (constvars too).
-fn full_in_entries(cx: &EqnCx, id: JaxprId) -> usize {
-    let info = cx.ck.a.jaxpr(id);
-    info.constvars.len() + info.invars.len()
-}
-
 // ---- calls ----------------------------------------------------------------
 
 fn call(cx: &mut EqnCx) -> Infer {
-    let Some((param, value)) = CALLEE_PARAMS.iter().find_map(|p| cx.param(p).map(|v| (*p, v))) else {
+    let Some((param, value)) = CALLEE_PARAMS
+        .iter()
+        .find_map(|p| cx.param(p).map(|v| (*p, v)))
+    else {
         // Nothing to bind against (e.g. a callee the printer omitted).
         check_params_standalone(cx);
         return None;
@@ -239,12 +324,12 @@ fn call(cx: &mut EqnCx) -> Infer {
     let id = bind(cx, value, param, 0, &acts, &role)?;
     // Other jaxpr-valued parameters (e.g. `jvp_jaxpr_fun` when printed) on their own.
     check_other_params(cx, &[param]);
-    if full_in_entries(cx, id) != cx.ck.a.jaxpr(id).invars.len() {
+    if !cx.ck.a.jaxpr(id).constvars.is_empty() {
         // A closed jaxpr with constvars: its signature covers invars only.
         return None;
     }
     let out = cx.ck.a.jaxpr(id).signature.out_type.clone();
-    Some(read_out_type(cx, &out, &acts, cx.out_vars))
+    Some(read_out_type(&out, &acts, cx.out_vars))
 }
 
 /// Checks every jaxpr-valued parameter on its own (no call-site binding).
@@ -280,7 +365,10 @@ fn jaxpr_list<'a>(cx: &mut EqnCx<'a>, param: &str) -> Option<Vec<&'a Expr>> {
     match v.as_seq() {
         Some(items) if !items.is_empty() => Some(items.iter().collect()),
         _ => {
-            cx.param_error(param, format!("`{param}` must be a non-empty tuple of jaxprs"));
+            cx.param_error(
+                param,
+                format!("`{param}` must be a non-empty tuple of jaxprs"),
+            );
             None
         }
     }
@@ -298,7 +386,7 @@ fn branches(cx: &mut EqnCx, param: &str, list: &[&Expr], acts: &[Actual]) -> Inf
             continue;
         };
         let out = cx.ck.a.jaxpr(id).signature.out_type.clone();
-        let tys = read_out_type(cx, &out, acts, cx.out_vars);
+        let tys = read_out_type(&out, acts, cx.out_vars);
         match &first {
             None => first = Some((id, tys)),
             Some((fid, ftys)) => {
@@ -315,13 +403,25 @@ fn branches(cx: &mut EqnCx, param: &str, list: &[&Expr], acts: &[Actual]) -> Inf
     first.map(|(_, t)| t)
 }
 
-fn same_outputs(cx: &mut EqnCx, a: JaxprId, at: &[AType], b: JaxprId, bt: &[AType], bi: usize) -> bool {
+fn same_outputs(
+    cx: &mut EqnCx,
+    a: JaxprId,
+    at: &[AType],
+    b: JaxprId,
+    bt: &[AType],
+    bi: usize,
+) -> bool {
     let (ainfo, binfo) = (cx.ck.a.jaxpr(a).clone(), cx.ck.a.jaxpr(b).clone());
     if at.len() != bt.len() {
         let d = cx
             .error(
                 DiagKind::ArityMismatch,
-                format!("branch 0 of `{}` returns {} values but branch {bi} returns {}", cx.name(), at.len(), bt.len()),
+                format!(
+                    "branch 0 of `{}` returns {} values but branch {bi} returns {}",
+                    cx.name(),
+                    at.len(),
+                    bt.len()
+                ),
             )
             .with_related(ainfo.range, "branch 0")
             .with_related(binfo.range, format!("branch {bi}"));
@@ -334,14 +434,22 @@ fn same_outputs(cx: &mut EqnCx, a: JaxprId, at: &[AType], b: JaxprId, bt: &[ATyp
             && p != q
         {
             let d = cx
-                .error(DiagKind::DtypeMismatch, format!("output {k} of the branches differs: {p} in branch 0, {q} in branch {bi}"))
+                .error(
+                    DiagKind::DtypeMismatch,
+                    format!(
+                        "output {k} of the branches differs: {p} in branch 0, {q} in branch {bi}"
+                    ),
+                )
                 .with_related(yr, format!("branch {bi} returns {}", cx.ty(y)))
                 .with_related(xr, format!("branch 0 returns {}", cx.ty(x)));
             cx.report(d);
             return false;
         }
         let what = format!("output {k} of branch 0 and branch {bi} must have the same shape");
-        let related = vec![(yr, format!("branch {bi} returns {}", cx.ty(y))), (xr, format!("branch 0 returns {}", cx.ty(x)))];
+        let related = vec![
+            (yr, format!("branch {bi} returns {}", cx.ty(y))),
+            (xr, format!("branch 0 returns {}", cx.ty(x))),
+        ];
         if !cx.require_same_shape(&what, &x.shape, &y.shape, &related) {
             return false;
         }
@@ -356,8 +464,16 @@ fn jax_cond(cx: &mut EqnCx) -> Infer {
         return None;
     }
     let index = &cx.args[0].ty;
-    if index.dtype.as_ref().is_some_and(|d| !(d.is_int() || d.is_bool())) || !index.is_scalar() {
-        let msg = format!("the index of `cond` must be an integer scalar, but it is {}", cx.ty(&cx.args[0].ty));
+    if index
+        .dtype
+        .as_ref()
+        .is_some_and(|d| !(d.is_int() || d.is_bool()))
+        || !index.is_scalar()
+    {
+        let msg = format!(
+            "the index of `cond` must be an integer scalar, but it is {}",
+            cx.ty(&cx.args[0].ty)
+        );
         cx.report_on_args(DiagKind::DtypeMismatch, msg, &[0], None);
     }
     let acts = actuals(cx, 1..cx.args.len(), |_| false);
@@ -376,7 +492,10 @@ fn catalyst_cond(cx: &mut EqnCx) -> Infer {
         if let Some(d) = &cx.args[i].ty.dtype
             && !d.is_bool()
         {
-            let msg = format!("predicate {i} of `cond` must be bool, but it is {}", cx.ty(&cx.args[i].ty));
+            let msg = format!(
+                "predicate {i} of `cond` must be bool, but it is {}",
+                cx.ty(&cx.args[i].ty)
+            );
             cx.report_on_args(DiagKind::DtypeMismatch, msg, &[i], None);
             return None;
         }
@@ -390,19 +509,28 @@ fn catalyst_cond(cx: &mut EqnCx) -> Infer {
 /// The loop body's outputs must have the types of the carried binders they
 /// feed back into (checked in de Bruijn form, so dimension variables are
 /// compared by position).
-fn check_carried(cx: &mut EqnCx, body: JaxprId, carried_binders: &[usize], index: Option<usize>, role: &str) -> bool {
+/// `outputs` is the part of the body's `out_type` that feeds back (all of
+/// it for `while`/`for_loop`, the carry prefix for `scan`).
+fn check_carried(
+    cx: &mut EqnCx,
+    body: JaxprId,
+    outputs: &[SigEntry],
+    carried_binders: &[usize],
+    index: Option<usize>,
+    role: &str,
+) -> bool {
     // Binders whose value changes between iterations.
     let varying = |p: &usize| carried_binders.contains(p) || index == Some(*p);
     let info = cx.ck.a.jaxpr(body).clone();
-    let sig = &info.signature;
-    if sig.out_type.len() != carried_binders.len() {
+    let in_type = &info.signature.in_type;
+    if outputs.len() != carried_binders.len() {
         let d = cx
             .error(
                 DiagKind::ArityMismatch,
                 format!(
                     "{role} returns {} value{}, but the loop carries {}",
-                    sig.out_type.len(),
-                    plural(sig.out_type.len()),
+                    outputs.len(),
+                    plural(outputs.len()),
                     carried_binders.len()
                 ),
             )
@@ -412,31 +540,54 @@ fn check_carried(cx: &mut EqnCx, body: JaxprId, carried_binders: &[usize], index
     }
     let binders: Vec<_> = info.constvars.iter().chain(&info.invars).copied().collect();
     for (k, &bi) in carried_binders.iter().enumerate() {
-        let Some(inp) = sig.in_type.get(bi) else { continue };
-        let out = &sig.out_type[k];
+        let Some(inp) = in_type.get(bi) else { continue };
+        let out = &outputs[k];
         let bvar = binders[bi];
         let (bname, brange) = (cx.ck.a.var(bvar).name.clone(), cx.ck.a.var(bvar).range);
         let mismatch = |what: String| (what, brange, bname.clone());
         let problem = if let (Some(x), Some(y)) = (&inp.dtype, &out.dtype)
             && x != y
         {
-            Some((DiagKind::DtypeMismatch, mismatch(format!("dtype {y} instead of {x}"))))
+            Some((
+                DiagKind::DtypeMismatch,
+                mismatch(format!("dtype {y} instead of {x}")),
+            ))
         } else if inp.shape.len() != out.shape.len() {
-            Some((DiagKind::ShapeMismatch, mismatch(format!("rank {} instead of {}", out.shape.len(), inp.shape.len()))))
+            Some((
+                DiagKind::ShapeMismatch,
+                mismatch(format!(
+                    "rank {} instead of {}",
+                    out.shape.len(),
+                    inp.shape.len()
+                )),
+            ))
         } else {
-            inp.shape.iter().zip(&out.shape).enumerate().find_map(|(d, (i, o))| {
-                let ok = match (i, o) {
-                    (SigDim::Const(a), SigDim::Const(b)) => a == b,
-                    (SigDim::Sym(a), SigDim::Sym(b)) => a == b,
-                    // A dimension from a loop constant must stay that constant.
-                    (SigDim::DBIdx(p), SigDim::InDBIdx(q)) => p == q || varying(p),
-                    // A varying dimension comes back as an output of the body.
-                    (SigDim::DBIdx(p), SigDim::OutDBIdx(q)) => carried_binders.get(*q) == Some(p) || varying(p),
-                    (SigDim::Unknown, _) | (_, SigDim::Unknown) => true,
-                    _ => false,
-                };
-                (!ok).then(|| (DiagKind::ShapeMismatch, mismatch(format!("dimension {d} is `{o}` where the carried value has `{i}`"))))
-            })
+            inp.shape
+                .iter()
+                .zip(&out.shape)
+                .enumerate()
+                .find_map(|(d, (i, o))| {
+                    let ok = match (i, o) {
+                        (SigDim::Const(a), SigDim::Const(b)) => a == b,
+                        (SigDim::Sym(a), SigDim::Sym(b)) => a == b,
+                        // A dimension from a loop constant must stay that constant.
+                        (SigDim::DBIdx(p), SigDim::InDBIdx(q)) => p == q || varying(p),
+                        // A varying dimension comes back as an output of the body.
+                        (SigDim::DBIdx(p), SigDim::OutDBIdx(q)) => {
+                            carried_binders.get(*q) == Some(p) || varying(p)
+                        }
+                        (SigDim::Unknown, _) | (_, SigDim::Unknown) => true,
+                        _ => false,
+                    };
+                    (!ok).then(|| {
+                        (
+                            DiagKind::ShapeMismatch,
+                            mismatch(format!(
+                                "dimension {d} is `{o}` where the carried value has `{i}`"
+                            )),
+                        )
+                    })
+                })
         };
         if let Some((kind, (what, brange, bname))) = problem {
             let d = cx
@@ -465,7 +616,10 @@ impl crate::check::JaxprInfo {
 fn while_like(cx: &mut EqnCx) -> Infer {
     let prim = cx.name().to_string();
     let (Some(body), Some(cond)) = (cx.param("body_jaxpr"), cx.param("cond_jaxpr")) else {
-        cx.param_error("body_jaxpr", format!("`{prim}` needs `body_jaxpr` and `cond_jaxpr`"));
+        cx.param_error(
+            "body_jaxpr",
+            format!("`{prim}` needs `body_jaxpr` and `cond_jaxpr`"),
+        );
         return None;
     };
     let cn = cx.int_param("cond_nconsts").unwrap_or(0).max(0) as usize;
@@ -477,14 +631,22 @@ fn while_like(cx: &mut EqnCx) -> Infer {
     let carry = cn + bn..n;
     let cond_acts = actuals(cx, (0..cn).chain(carry.clone()), |i| i >= cn + bn);
     let body_acts = actuals(cx, (cn..cn + bn).chain(carry.clone()), |i| i >= cn + bn);
-    let cond_id = bind(cx, cond, "cond_jaxpr", 0, &cond_acts, &format!("the `cond_jaxpr` of `{prim}`"));
+    let cond_id = bind(
+        cx,
+        cond,
+        "cond_jaxpr",
+        0,
+        &cond_acts,
+        &format!("the `cond_jaxpr` of `{prim}`"),
+    );
     let body_role = format!("the `body_jaxpr` of `{prim}`");
     let id = bind(cx, body, "body_jaxpr", 0, &body_acts, &body_role)?;
     if let Some(c) = cond_id {
         check_predicate(cx, c, "cond_jaxpr");
     }
     let carried: Vec<usize> = (bn..bn + carry.len()).collect();
-    if !check_carried(cx, id, &carried, None, &body_role) {
+    let outputs = cx.ck.a.jaxpr(id).signature.out_type.clone();
+    if !check_carried(cx, id, &outputs, &carried, None, &body_role) {
         return None;
     }
     loop_results(cx, id, &carried, &body_acts)
@@ -492,12 +654,23 @@ fn while_like(cx: &mut EqnCx) -> Infer {
 
 fn check_predicate(cx: &mut EqnCx, id: JaxprId, param: &str) {
     let info = cx.ck.a.jaxpr(id).clone();
-    let ok = info.outs.len() == 1 && info.outs[0].ty.is_scalar() && info.outs[0].ty.dtype.as_ref().is_none_or(|d| d.is_bool());
+    let ok = info.outs.len() == 1
+        && info.outs[0].ty.is_scalar()
+        && info.outs[0].ty.dtype.as_ref().is_none_or(|d| d.is_bool());
     if !ok {
         let got: Vec<String> = info.outs.iter().map(|o| cx.ty(&o.ty)).collect();
         let d = cx
-            .error(DiagKind::ShapeMismatch, format!("`{param}` must return one bool[] value, but it returns ({})", got.join(", ")))
-            .with_related(info.outs.first().map_or(info.range, |o| o.range), "returned here");
+            .error(
+                DiagKind::ShapeMismatch,
+                format!(
+                    "`{param}` must return one bool[] value, but it returns ({})",
+                    got.join(", ")
+                ),
+            )
+            .with_related(
+                info.outs.first().map_or(info.range, |o| o.range),
+                "returned here",
+            );
         cx.report(d);
     }
 }
@@ -519,13 +692,21 @@ fn scan(cx: &mut EqnCx) -> Infer {
     // xs are sliced along their leading axis.
     for (i, a) in acts.iter_mut().enumerate().skip(nc + ncarry) {
         if a.ty.shape.is_empty() {
-            let msg = format!("scanned operand {i} must have a leading axis to scan over, but it is {}", cx.ty(&a.ty));
+            let msg = format!(
+                "scanned operand {i} must have a leading axis to scan over, but it is {}",
+                cx.ty(&a.ty)
+            );
             cx.report_on_args(DiagKind::ShapeMismatch, msg, &[i], None);
             return None;
         }
         if let Some(len) = length {
             let lead = a.ty.shape[0].clone();
-            if !cx.require_dim(&format!("the leading axis of scanned operand {i} must be `length`"), &lead, &Dim::Const(len), &[i]) {
+            if !cx.require_dim(
+                &format!("the leading axis of scanned operand {i} must be `length`"),
+                &lead,
+                &Dim::Const(len),
+                &[i],
+            ) {
                 return None;
             }
         }
@@ -536,25 +717,29 @@ fn scan(cx: &mut EqnCx) -> Infer {
     let info = cx.ck.a.jaxpr(id).clone();
     let carried: Vec<usize> = (nc..nc + ncarry).collect();
     if info.outs.len() < ncarry {
-        let d = cx.error(DiagKind::ArityMismatch, format!("the `jaxpr` of `scan` returns {} values, fewer than `num_carry`={ncarry}", info.outs.len()));
+        let d = cx.error(
+            DiagKind::ArityMismatch,
+            format!(
+                "the `jaxpr` of `scan` returns {} values, fewer than `num_carry`={ncarry}",
+                info.outs.len()
+            ),
+        );
         cx.report(d);
         return None;
     }
     // Only the carry part feeds back.
-    let carry_sig = crate::signature::Signature {
-        in_type: info.signature.in_type.clone(),
-        out_type: info.signature.out_type[..ncarry].to_vec(),
-    };
-    let mut tmp = info.clone();
-    tmp.signature = carry_sig;
-    let saved = std::mem::replace(&mut cx.ck.a.jaxprs[id.0 as usize], tmp);
-    let ok = check_carried(cx, id, &carried, None, "the `jaxpr` of `scan`");
-    cx.ck.a.jaxprs[id.0 as usize] = saved;
-    if !ok {
+    if !check_carried(
+        cx,
+        id,
+        &info.signature.out_type[..ncarry],
+        &carried,
+        None,
+        "the `jaxpr` of `scan`",
+    ) {
         return None;
     }
     let out = info.signature.out_type.clone();
-    let mut tys = read_out_type(cx, &out, &acts, &[]);
+    let mut tys = read_out_type(&out, &acts, &[]);
     let len_dim = length.map_or(Dim::Unknown, Dim::Const);
     for t in tys.iter_mut().skip(ncarry) {
         t.shape.insert(0, len_dim.clone());
@@ -583,18 +768,39 @@ fn for_loop(cx: &mut EqnCx) -> Infer {
     for (k, what) in ["lower bound", "upper bound", "step"].iter().enumerate() {
         let t = &cx.args[header + k].ty;
         if !(t.is_scalar() && t.dtype.as_ref().is_none_or(|d| d.is_int())) {
-            let msg = format!("the {what} of `for_loop` must be an integer scalar, but it is {}", cx.ty(t));
+            let msg = format!(
+                "the {what} of `for_loop` must be an integer scalar, but it is {}",
+                cx.ty(t)
+            );
             cx.report_on_args(DiagKind::DtypeMismatch, msg, &[header + k], None);
             return None;
         }
     }
     // Body binders: consts, implicits, index, explicit.
-    let order: Vec<usize> = (0..header).chain([header + 3]).chain(header + 4..n).collect();
+    let order: Vec<usize> = (0..header)
+        .chain([header + 3])
+        .chain(header + 4..n)
+        .collect();
     let acts = actuals(cx, order.iter().copied(), |i| i >= nc);
-    let id = bind(cx, body, "body_jaxpr", 0, &acts, "the `body_jaxpr` of `for_loop`")?;
+    let id = bind(
+        cx,
+        body,
+        "body_jaxpr",
+        0,
+        &acts,
+        "the `body_jaxpr` of `for_loop`",
+    )?;
     // Carried: implicits and explicit (the index is not returned).
     let carried: Vec<usize> = (nc..nc + ni).chain(nc + ni + 1..acts.len()).collect();
-    if !check_carried(cx, id, &carried, Some(nc + ni), "the `body_jaxpr` of `for_loop`") {
+    let outputs = cx.ck.a.jaxpr(id).signature.out_type.clone();
+    if !check_carried(
+        cx,
+        id,
+        &outputs,
+        &carried,
+        Some(nc + ni),
+        "the `body_jaxpr` of `for_loop`",
+    ) {
         return None;
     }
     loop_results(cx, id, &carried, &acts)
@@ -618,14 +824,5 @@ fn loop_results(cx: &EqnCx, body: JaxprId, carried: &[usize], acts: &[Actual]) -
             e
         })
         .collect();
-    Some(read_out_type(cx, &mapped, acts, cx.out_vars))
-}
-
-#[allow(dead_code)]
-fn role_of(r: &VarRole) -> &'static str {
-    match r {
-        VarRole::Const(_) => "constant",
-        VarRole::Arg(_) => "argument",
-        VarRole::Result { .. } => "result",
-    }
+    Some(read_out_type(&mapped, acts, cx.out_vars))
 }

@@ -37,8 +37,21 @@ struct Elementwise {
     doc: &'static str,
 }
 
-const fn ew(name: &'static str, arity: usize, operands: Operands, result: ResultDtype, doc: &'static str) -> Elementwise {
-    Elementwise { name, arity, operands, result, mixed: false, doc }
+const fn ew(
+    name: &'static str,
+    arity: usize,
+    operands: Operands,
+    result: ResultDtype,
+    doc: &'static str,
+) -> Elementwise {
+    Elementwise {
+        name,
+        arity,
+        operands,
+        result,
+        mixed: false,
+        doc,
+    }
 }
 
 use Operands as O;
@@ -46,76 +59,323 @@ use ResultDtype as R;
 
 const TABLE: &[Elementwise] = &[
     ew("neg", 1, O::Numeric, R::Same, "Negation, elementwise."),
-    ew("sign", 1, O::Numeric, R::Same, "Sign (-1, 0 or 1), elementwise."),
+    ew(
+        "sign",
+        1,
+        O::Numeric,
+        R::Same,
+        "Sign (-1, 0 or 1), elementwise.",
+    ),
     ew("floor", 1, O::Float, R::Same, "Round down, elementwise."),
     ew("ceil", 1, O::Float, R::Same, "Round up, elementwise."),
-    ew("round", 1, O::Float, R::Same, "Round to nearest (`rounding_method`), elementwise."),
-    ew("is_finite", 1, O::Float, R::Bool, "Whether each element is finite."),
+    ew(
+        "round",
+        1,
+        O::Float,
+        R::Same,
+        "Round to nearest (`rounding_method`), elementwise.",
+    ),
+    ew(
+        "is_finite",
+        1,
+        O::Float,
+        R::Bool,
+        "Whether each element is finite.",
+    ),
     ew("exp", 1, O::Inexact, R::Same, "e**x, elementwise."),
     ew("exp2", 1, O::Inexact, R::Same, "2**x, elementwise."),
-    ew("log", 1, O::Inexact, R::Same, "Natural logarithm, elementwise."),
+    ew(
+        "log",
+        1,
+        O::Inexact,
+        R::Same,
+        "Natural logarithm, elementwise.",
+    ),
     ew("log1p", 1, O::Inexact, R::Same, "log(1 + x), elementwise."),
     ew("expm1", 1, O::Inexact, R::Same, "exp(x) - 1, elementwise."),
-    ew("tanh", 1, O::Inexact, R::Same, "Hyperbolic tangent, elementwise."),
-    ew("logistic", 1, O::Inexact, R::Same, "Logistic sigmoid 1/(1+exp(-x)), elementwise."),
+    ew(
+        "tanh",
+        1,
+        O::Inexact,
+        R::Same,
+        "Hyperbolic tangent, elementwise.",
+    ),
+    ew(
+        "logistic",
+        1,
+        O::Inexact,
+        R::Same,
+        "Logistic sigmoid 1/(1+exp(-x)), elementwise.",
+    ),
     ew("sin", 1, O::Inexact, R::Same, "Sine, elementwise."),
     ew("cos", 1, O::Inexact, R::Same, "Cosine, elementwise."),
     ew("tan", 1, O::Inexact, R::Same, "Tangent, elementwise."),
     ew("asin", 1, O::Inexact, R::Same, "Arcsine, elementwise."),
     ew("acos", 1, O::Inexact, R::Same, "Arccosine, elementwise."),
     ew("atan", 1, O::Inexact, R::Same, "Arctangent, elementwise."),
-    ew("sinh", 1, O::Inexact, R::Same, "Hyperbolic sine, elementwise."),
-    ew("cosh", 1, O::Inexact, R::Same, "Hyperbolic cosine, elementwise."),
-    ew("asinh", 1, O::Inexact, R::Same, "Inverse hyperbolic sine, elementwise."),
-    ew("acosh", 1, O::Inexact, R::Same, "Inverse hyperbolic cosine, elementwise."),
-    ew("atanh", 1, O::Inexact, R::Same, "Inverse hyperbolic tangent, elementwise."),
+    ew(
+        "sinh",
+        1,
+        O::Inexact,
+        R::Same,
+        "Hyperbolic sine, elementwise.",
+    ),
+    ew(
+        "cosh",
+        1,
+        O::Inexact,
+        R::Same,
+        "Hyperbolic cosine, elementwise.",
+    ),
+    ew(
+        "asinh",
+        1,
+        O::Inexact,
+        R::Same,
+        "Inverse hyperbolic sine, elementwise.",
+    ),
+    ew(
+        "acosh",
+        1,
+        O::Inexact,
+        R::Same,
+        "Inverse hyperbolic cosine, elementwise.",
+    ),
+    ew(
+        "atanh",
+        1,
+        O::Inexact,
+        R::Same,
+        "Inverse hyperbolic tangent, elementwise.",
+    ),
     ew("sqrt", 1, O::Inexact, R::Same, "Square root, elementwise."),
-    ew("rsqrt", 1, O::Inexact, R::Same, "Reciprocal square root, elementwise."),
+    ew(
+        "rsqrt",
+        1,
+        O::Inexact,
+        R::Same,
+        "Reciprocal square root, elementwise.",
+    ),
     ew("cbrt", 1, O::Float, R::Same, "Cube root, elementwise."),
     ew("square", 1, O::Numeric, R::Same, "x*x, elementwise."),
-    ew("integer_pow", 1, O::Numeric, R::Same, "x**y for a static integer `y`, elementwise."),
+    ew(
+        "integer_pow",
+        1,
+        O::Numeric,
+        R::Same,
+        "x**y for a static integer `y`, elementwise.",
+    ),
     ew("erf", 1, O::Float, R::Same, "Error function, elementwise."),
-    ew("erfc", 1, O::Float, R::Same, "Complementary error function, elementwise."),
-    ew("erf_inv", 1, O::Float, R::Same, "Inverse error function, elementwise."),
-    ew("lgamma", 1, O::Float, R::Same, "log|Gamma(x)|, elementwise."),
-    ew("digamma", 1, O::Float, R::Same, "Digamma function, elementwise."),
-    ew("abs", 1, O::Numeric, R::Real, "Absolute value (modulus for complex), elementwise."),
+    ew(
+        "erfc",
+        1,
+        O::Float,
+        R::Same,
+        "Complementary error function, elementwise.",
+    ),
+    ew(
+        "erf_inv",
+        1,
+        O::Float,
+        R::Same,
+        "Inverse error function, elementwise.",
+    ),
+    ew(
+        "lgamma",
+        1,
+        O::Float,
+        R::Same,
+        "log|Gamma(x)|, elementwise.",
+    ),
+    ew(
+        "digamma",
+        1,
+        O::Float,
+        R::Same,
+        "Digamma function, elementwise.",
+    ),
+    ew(
+        "abs",
+        1,
+        O::Numeric,
+        R::Real,
+        "Absolute value (modulus for complex), elementwise.",
+    ),
     ew("real", 1, O::Complex, R::Real, "Real part, elementwise."),
-    ew("imag", 1, O::Complex, R::Real, "Imaginary part, elementwise."),
-    ew("conj", 1, O::Inexact, R::Same, "Complex conjugate, elementwise."),
-    ew("not", 1, O::IntOrBool, R::Same, "Bitwise/logical not, elementwise."),
-    ew("population_count", 1, O::Int, R::Same, "Number of set bits, elementwise."),
-    ew("clz", 1, O::Int, R::Same, "Count leading zeros, elementwise."),
-    ew("stop_gradient", 1, O::Any, R::Same, "Identity that blocks differentiation."),
+    ew(
+        "imag",
+        1,
+        O::Complex,
+        R::Real,
+        "Imaginary part, elementwise.",
+    ),
+    ew(
+        "conj",
+        1,
+        O::Inexact,
+        R::Same,
+        "Complex conjugate, elementwise.",
+    ),
+    ew(
+        "not",
+        1,
+        O::IntOrBool,
+        R::Same,
+        "Bitwise/logical not, elementwise.",
+    ),
+    ew(
+        "population_count",
+        1,
+        O::Int,
+        R::Same,
+        "Number of set bits, elementwise.",
+    ),
+    ew(
+        "clz",
+        1,
+        O::Int,
+        R::Same,
+        "Count leading zeros, elementwise.",
+    ),
+    ew(
+        "stop_gradient",
+        1,
+        O::Any,
+        R::Same,
+        "Identity that blocks differentiation.",
+    ),
     ew("copy", 1, O::Any, R::Same, "Copy of the operand."),
     ew("copy_p", 1, O::Any, R::Same, "Copy of the operand."),
-    ew("reduce_precision", 1, O::Float, R::Same, "Rounds to a narrower float format (`exponent_bits`, `mantissa_bits`)."),
+    ew(
+        "reduce_precision",
+        1,
+        O::Float,
+        R::Same,
+        "Rounds to a narrower float format (`exponent_bits`, `mantissa_bits`).",
+    ),
     ew("add", 2, O::Numeric, R::Same, "Addition, elementwise."),
-    ew("add_any", 2, O::Any, R::Same, "Addition of tangents (from autodiff), elementwise."),
+    ew(
+        "add_any",
+        2,
+        O::Any,
+        R::Same,
+        "Addition of tangents (from autodiff), elementwise.",
+    ),
     ew("sub", 2, O::Numeric, R::Same, "Subtraction, elementwise."),
-    ew("mul", 2, O::Numeric, R::Same, "Multiplication, elementwise."),
-    ew("div", 2, O::Numeric, R::Same, "Division (rounds toward zero for integers), elementwise."),
-    ew("rem", 2, O::Numeric, R::Same, "Remainder with the sign of the dividend, elementwise."),
-    Elementwise { name: "pow", arity: 2, operands: O::Inexact, result: R::Same, mixed: true, doc: "x**y, elementwise." },
+    ew(
+        "mul",
+        2,
+        O::Numeric,
+        R::Same,
+        "Multiplication, elementwise.",
+    ),
+    ew(
+        "div",
+        2,
+        O::Numeric,
+        R::Same,
+        "Division (rounds toward zero for integers), elementwise.",
+    ),
+    ew(
+        "rem",
+        2,
+        O::Numeric,
+        R::Same,
+        "Remainder with the sign of the dividend, elementwise.",
+    ),
+    Elementwise {
+        name: "pow",
+        arity: 2,
+        operands: O::Inexact,
+        result: R::Same,
+        mixed: true,
+        doc: "x**y, elementwise.",
+    },
     ew("max", 2, O::Any, R::Same, "Maximum, elementwise."),
     ew("min", 2, O::Any, R::Same, "Minimum, elementwise."),
-    ew("atan2", 2, O::Float, R::Same, "Two-argument arctangent, elementwise."),
-    ew("nextafter", 2, O::Float, R::Same, "Next representable float towards y, elementwise."),
-    ew("and", 2, O::IntOrBool, R::Same, "Bitwise/logical and, elementwise."),
-    ew("or", 2, O::IntOrBool, R::Same, "Bitwise/logical or, elementwise."),
-    ew("xor", 2, O::IntOrBool, R::Same, "Bitwise/logical xor, elementwise."),
+    ew(
+        "atan2",
+        2,
+        O::Float,
+        R::Same,
+        "Two-argument arctangent, elementwise.",
+    ),
+    ew(
+        "nextafter",
+        2,
+        O::Float,
+        R::Same,
+        "Next representable float towards y, elementwise.",
+    ),
+    ew(
+        "and",
+        2,
+        O::IntOrBool,
+        R::Same,
+        "Bitwise/logical and, elementwise.",
+    ),
+    ew(
+        "or",
+        2,
+        O::IntOrBool,
+        R::Same,
+        "Bitwise/logical or, elementwise.",
+    ),
+    ew(
+        "xor",
+        2,
+        O::IntOrBool,
+        R::Same,
+        "Bitwise/logical xor, elementwise.",
+    ),
     ew("shift_left", 2, O::Int, R::Same, "Left shift, elementwise."),
-    ew("shift_right_logical", 2, O::Int, R::Same, "Logical right shift, elementwise."),
-    ew("shift_right_arithmetic", 2, O::Int, R::Same, "Arithmetic right shift, elementwise."),
-    ew("complex", 2, O::Float, R::ToComplex, "Complex number from real and imaginary parts, elementwise."),
-    ew("igamma", 2, O::Float, R::Same, "Regularized incomplete gamma function, elementwise."),
-    ew("igammac", 2, O::Float, R::Same, "Complementary regularized incomplete gamma function, elementwise."),
+    ew(
+        "shift_right_logical",
+        2,
+        O::Int,
+        R::Same,
+        "Logical right shift, elementwise.",
+    ),
+    ew(
+        "shift_right_arithmetic",
+        2,
+        O::Int,
+        R::Same,
+        "Arithmetic right shift, elementwise.",
+    ),
+    ew(
+        "complex",
+        2,
+        O::Float,
+        R::ToComplex,
+        "Complex number from real and imaginary parts, elementwise.",
+    ),
+    ew(
+        "igamma",
+        2,
+        O::Float,
+        R::Same,
+        "Regularized incomplete gamma function, elementwise.",
+    ),
+    ew(
+        "igammac",
+        2,
+        O::Float,
+        R::Same,
+        "Complementary regularized incomplete gamma function, elementwise.",
+    ),
     ew("eq", 2, O::Any, R::Bool, "Equality, elementwise."),
     ew("ne", 2, O::Any, R::Bool, "Inequality, elementwise."),
     ew("lt", 2, O::Any, R::Bool, "Less than, elementwise."),
     ew("le", 2, O::Any, R::Bool, "Less than or equal, elementwise."),
     ew("gt", 2, O::Any, R::Bool, "Greater than, elementwise."),
-    ew("ge", 2, O::Any, R::Bool, "Greater than or equal, elementwise."),
+    ew(
+        "ge",
+        2,
+        O::Any,
+        R::Bool,
+        "Greater than or equal, elementwise.",
+    ),
 ];
 
 fn find(name: &str) -> Option<&'static Elementwise> {
@@ -124,7 +384,9 @@ fn find(name: &str) -> Option<&'static Elementwise> {
 
 pub(super) fn describe(name: &str) -> Option<&'static str> {
     match name {
-        "select_n" => Some("Selects, elementwise, among the cases by an integer or boolean predicate."),
+        "select_n" => {
+            Some("Selects, elementwise, among the cases by an integer or boolean predicate.")
+        }
         "clamp" => Some("clamp(lo, x, hi): x limited to [lo, hi], elementwise."),
         _ => find(name).map(|e| e.doc),
     }
@@ -178,8 +440,13 @@ pub(super) fn infer(cx: &mut EqnCx, name: &str) -> Option<Infer> {
 /// size-1 dimensions between operands of equal rank (JAX 0.10 prints
 /// `mul a b` with `a:f32[2,6,8]` and `b:f32[2,6,1]`).
 fn broadcast_shape(cx: &mut EqnCx, idx: &[usize]) -> Option<Vec<Dim>> {
-    let first = idx.iter().copied().find(|&i| !cx.args[i].ty.is_scalar() && cx.args[i].known);
-    let Some(f) = first else { return Some(Vec::new()) };
+    let first = idx
+        .iter()
+        .copied()
+        .find(|&i| !cx.args[i].ty.is_scalar() && cx.args[i].known);
+    let Some(f) = first else {
+        return Some(Vec::new());
+    };
     let mut shape = cx.args[f].ty.shape.clone();
     for &i in idx {
         let a = &cx.args[i];
@@ -188,8 +455,14 @@ fn broadcast_shape(cx: &mut EqnCx, idx: &[usize]) -> Option<Vec<Dim>> {
         }
         let other = a.ty.shape.clone();
         let related = vec![
-            (cx.args[f].range, format!("operand {f} is {}", cx.arg_str(f))),
-            (cx.args[i].range, format!("operand {i} is {}", cx.arg_str(i))),
+            (
+                cx.args[f].range,
+                format!("operand {f} is {}", cx.arg_str(f)),
+            ),
+            (
+                cx.args[i].range,
+                format!("operand {i} is {}", cx.arg_str(i)),
+            ),
         ];
         let what = format!("`{}` operands must have the same shape", cx.name());
         if other.len() != shape.len() {
@@ -220,9 +493,15 @@ fn apply(cx: &mut EqnCx, e: &Elementwise) -> Infer {
     // Dtypes: each operand in its class; all equal unless mixed.
     let mut dtype: Option<DType> = None;
     for i in 0..e.arity {
-        let Some(d) = cx.args[i].ty.dtype.clone() else { continue };
+        let Some(d) = cx.args[i].ty.dtype.clone() else {
+            continue;
+        };
         if !allowed(e.operands, &d) {
-            let msg = format!("`{}` needs {}, but operand {i} is {d}", e.name, class_name(e.operands));
+            let msg = format!(
+                "`{}` needs {}, but operand {i} is {d}",
+                e.name,
+                class_name(e.operands)
+            );
             cx.report_on_args(DiagKind::DtypeMismatch, msg, &[i], None);
             return None;
         }
@@ -275,21 +554,45 @@ fn select_n(cx: &mut EqnCx) -> Infer {
     let shape = cx.args[1].ty.shape.clone();
     for &i in &cases[1..] {
         let other = cx.args[i].ty.shape.clone();
-        let related = vec![(cx.args[1].range, cx.arg_str(1)), (cx.args[i].range, cx.arg_str(i))];
-        if !cx.require_same_shape("`select_n` cases must have the same shape", &shape, &other, &related) {
+        let related = vec![
+            (cx.args[1].range, cx.arg_str(1)),
+            (cx.args[i].range, cx.arg_str(i)),
+        ];
+        if !cx.require_same_shape(
+            "`select_n` cases must have the same shape",
+            &shape,
+            &other,
+            &related,
+        ) {
             return None;
         }
     }
-    if !cx.args[0].ty.is_scalar() {
-        let p = cx.args[0].ty.shape.clone();
-        let related = vec![(cx.args[0].range, cx.arg_str(0)), (cx.args[1].range, cx.arg_str(1))];
-        if !cx.require_same_shape("the predicate of `select_n` must be a scalar or have the cases' shape", &p, &shape, &related)
-        {
-            return None;
-        }
+    if !scalar_or_shape_of(
+        cx,
+        0,
+        1,
+        "the predicate of `select_n` must be a scalar or have the cases' shape",
+    ) {
+        return None;
     }
     let dtype = cx.args[1..].iter().find_map(|a| a.ty.dtype.clone());
-    Some(vec![crate::types::AType { dtype: dtype.or_else(|| cx.declared.first()?.dtype.clone()), shape }])
+    Some(vec![crate::types::AType {
+        dtype: dtype.or_else(|| cx.declared.first()?.dtype.clone()),
+        shape,
+    }])
+}
+
+/// Operand `i` is a scalar or has exactly the shape of operand `j`.
+fn scalar_or_shape_of(cx: &mut EqnCx, i: usize, j: usize, what: &str) -> bool {
+    if cx.args[i].ty.is_scalar() {
+        return true;
+    }
+    let (a, b) = (cx.args[i].ty.shape.clone(), cx.args[j].ty.shape.clone());
+    let related = vec![
+        (cx.args[i].range, cx.arg_str(i)),
+        (cx.args[j].range, cx.arg_str(j)),
+    ];
+    cx.require_same_shape(what, &a, &b, &related)
 }
 
 /// `clamp lo x hi`: bounds are scalars or have x's shape.
@@ -300,14 +603,13 @@ fn clamp(cx: &mut EqnCx) -> Infer {
     if !(cx.require_same_dtype(1, 0) && cx.require_same_dtype(1, 2)) {
         return None;
     }
-    let shape = cx.args[1].ty.shape.clone();
     for i in [0, 2] {
-        if cx.args[i].ty.is_scalar() {
-            continue;
-        }
-        let s = cx.args[i].ty.shape.clone();
-        let related = vec![(cx.args[i].range, cx.arg_str(i)), (cx.args[1].range, cx.arg_str(1))];
-        if !cx.require_same_shape("the bounds of `clamp` must be scalars or have the operand's shape", &s, &shape, &related) {
+        if !scalar_or_shape_of(
+            cx,
+            i,
+            1,
+            "the bounds of `clamp` must be scalars or have the operand's shape",
+        ) {
             return None;
         }
     }

@@ -69,7 +69,9 @@ pub(crate) fn infer(cx: &mut EqnCx) -> Infer {
     }
     // Unknown primitive: trust the printed result types, but still check the
     // jaxprs it carries, on their own.
-    let first = !cx.ck.a.eqns[..cx.id.0 as usize].iter().any(|e| e.primitive == name);
+    let first = !cx.ck.a.eqns[..cx.id.0 as usize]
+        .iter()
+        .any(|e| e.primitive == name);
     if first {
         let d = Diagnostic::warning(
             DiagKind::UnknownPrimitive,
@@ -92,7 +94,15 @@ impl<'c> EqnCx<'c> {
         declared: &'c [AType],
         out_vars: &'c [Option<VarId>],
     ) -> Self {
-        EqnCx { ck, eqn, id, args, declared, out_vars, failed: false }
+        EqnCx {
+            ck,
+            eqn,
+            id,
+            args,
+            declared,
+            out_vars,
+            failed: false,
+        }
     }
 
     pub fn name(&self) -> &str {
@@ -135,7 +145,13 @@ impl<'c> EqnCx<'c> {
         self.ck.a.diagnostics.push(d);
     }
     /// Reports an error with related locations on the listed operands.
-    pub fn report_on_args(&mut self, kind: DiagKind, message: impl Into<String>, args: &[usize], help: Option<String>) {
+    pub fn report_on_args(
+        &mut self,
+        kind: DiagKind,
+        message: impl Into<String>,
+        args: &[usize],
+        help: Option<String>,
+    ) {
         let mut d = self.error(kind, message);
         for &i in args {
             if let Some(a) = self.args.get(i) {
@@ -178,7 +194,11 @@ impl<'c> EqnCx<'c> {
         if self.args.len() >= n {
             return true;
         }
-        let msg = format!("`{}` takes at least {n} operands, but {} are given", self.name(), self.args.len());
+        let msg = format!(
+            "`{}` takes at least {n} operands, but {} are given",
+            self.name(),
+            self.args.len()
+        );
         let d = self.error(DiagKind::ArityMismatch, msg);
         self.report(d);
         false
@@ -228,7 +248,10 @@ impl<'c> EqnCx<'c> {
         let mut out = Vec::with_capacity(v.len());
         for a in v {
             if a < 0 || a as usize >= rank {
-                self.param_error(name, format!("axis {a} in `{name}` is out of range for rank {rank}"));
+                self.param_error(
+                    name,
+                    format!("axis {a} in `{name}` is out of range for rank {rank}"),
+                );
                 return None;
             }
             out.push(a as usize);
@@ -282,9 +305,21 @@ impl<'c> EqnCx<'c> {
     }
     /// Checks that two shapes are equal; on failure reports a shape mismatch
     /// naming the dimension and explaining the dimension variables involved.
-    pub fn require_same_shape(&mut self, what: &str, a: &[Dim], b: &[Dim], related: &[(TextRange, String)]) -> bool {
+    pub fn require_same_shape(
+        &mut self,
+        what: &str,
+        a: &[Dim],
+        b: &[Dim],
+        related: &[(TextRange, String)],
+    ) -> bool {
         if a.len() != b.len() {
-            let msg = format!("{what}: {} and {} have different ranks ({} and {})", self.shape_str(a), self.shape_str(b), a.len(), b.len());
+            let msg = format!(
+                "{what}: {} and {} have different ranks ({} and {})",
+                self.shape_str(a),
+                self.shape_str(b),
+                a.len(),
+                b.len()
+            );
             let mut d = self.error(DiagKind::ShapeMismatch, msg);
             for (r, m) in related {
                 d = d.with_related(*r, m.clone());
@@ -321,7 +356,10 @@ impl<'c> EqnCx<'c> {
                     "`{}` operands must have the same dtype, but operand {i} is {x} and operand {j} is {y}",
                     self.name()
                 );
-                let help = format!("convert one of them first, e.g. `convert_element_type[new_dtype={} weak_type=False]`", numpy_name(x));
+                let help = format!(
+                    "convert one of them first, e.g. `convert_element_type[new_dtype={} weak_type=False]`",
+                    numpy_name(x)
+                );
                 self.report_on_args(DiagKind::DtypeMismatch, msg, &[i, j], Some(help));
                 false
             }
@@ -333,7 +371,11 @@ impl<'c> EqnCx<'c> {
         match self.dims_eq(got, expected) {
             DimEq::Equal => true,
             DimEq::NotEqual(why) => {
-                let msg = format!("{what}: `{}` is not `{}`", self.dim_str(got), self.dim_str(expected));
+                let msg = format!(
+                    "{what}: `{}` is not `{}`",
+                    self.dim_str(got),
+                    self.dim_str(expected)
+                );
                 let mut d = self.error(DiagKind::ShapeMismatch, msg);
                 for &i in args {
                     if let Some(a) = self.args.get(i) {

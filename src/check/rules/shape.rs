@@ -610,7 +610,7 @@ fn broadcast_in_dim(cx: &mut EqnCx) -> Infer {
                 op.rank()
             )
         };
-        let help = suggest_bdims(cx, &op.shape, &target)
+        let help = suggest_bdims(&op.shape, &target)
             .map(|s| format!("did you mean `broadcast_dimensions={s}`?"));
         return fail(cx, DiagKind::InvalidParameter, msg, &[0], params, help);
     }
@@ -654,7 +654,7 @@ fn broadcast_in_dim(cx: &mut EqnCx) -> Infer {
             let mut dg = diag(cx, DiagKind::ShapeMismatch, msg, &[0], params, None);
             dg = cx.ck.explain_dims(dg, &[d, t], why);
             if dg.help.is_none()
-                && let Some(s) = suggest_bdims(cx, &op.shape, &target)
+                && let Some(s) = suggest_bdims(&op.shape, &target)
             {
                 dg = dg.with_help(format!(
                     "`broadcast_dimensions[i]` is the result axis of operand axis i; did you mean `broadcast_dimensions={s}`?"
@@ -672,7 +672,7 @@ fn broadcast_in_dim(cx: &mut EqnCx) -> Infer {
 
 /// The leftmost increasing placement of the operand axes in the target whose
 /// sizes match (size-1 axes match anything), as a tuple, when one exists.
-fn suggest_bdims(cx: &EqnCx, op: &[Dim], target: &[Dim]) -> Option<String> {
+fn suggest_bdims(op: &[Dim], target: &[Dim]) -> Option<String> {
     let same = |a: &Dim, b: &Dim| {
         a == b
             || matches!(a, Dim::Const(1))
@@ -690,7 +690,6 @@ fn suggest_bdims(cx: &EqnCx, op: &[Dim], target: &[Dim]) -> Option<String> {
         out.push(j);
         j += 1;
     }
-    let _ = cx;
     Some(tuple_str(&out))
 }
 
@@ -1194,6 +1193,45 @@ fn slice(cx: &mut EqnCx) -> Infer {
     Some(vec![op.with_shape(shape)])
 }
 
+/// Checks the operand count of `dynamic_slice`/`dynamic_update_slice`
+/// (`lead` leading operands, one start index per axis, `n_dyn` dynamic
+/// sizes) and that the start indices are integer scalars.
+fn start_index_operands(
+    cx: &mut EqnCx,
+    lead_desc: &str,
+    lead: usize,
+    rank: usize,
+    n_dyn: usize,
+) -> bool {
+    let expected = lead + rank + n_dyn;
+    if cx.args.len() != expected {
+        let dyn_part = if n_dyn > 0 {
+            format!(
+                " and {n_dyn} dynamic size{}",
+                if n_dyn == 1 { "" } else { "s" }
+            )
+        } else {
+            String::new()
+        };
+        let msg = format!(
+            "`{}` of a rank-{rank} operand takes {lead_desc} and {rank} start ind{}{dyn_part}, so {expected} operands, but {} are given",
+            cx.name(),
+            if rank == 1 { "ex" } else { "ices" },
+            cx.args.len()
+        );
+        fail(
+            cx,
+            DiagKind::ArityMismatch,
+            msg,
+            &[0],
+            &[],
+            Some("pass one integer scalar start index per axis".into()),
+        );
+        return false;
+    }
+    check_index_operands(cx, lead..lead + rank)
+}
+
 /// `dynamic_slice[slice_sizes] x *start_indices *dyn_sizes`.
 fn dynamic_slice(cx: &mut EqnCx) -> Infer {
     if !cx.expect_args_at_least(1) {
@@ -1202,31 +1240,7 @@ fn dynamic_slice(cx: &mut EqnCx) -> Infer {
     let op = cx.args[0].ty.clone();
     let rank = op.rank();
     let n_dyn = count_none(cx, "slice_sizes");
-    if cx.args.len() != 1 + rank + n_dyn {
-        let msg = format!(
-            "`dynamic_slice` of a rank-{rank} operand takes the operand and {rank} start ind{}{}, so {} operands, but {} are given",
-            if rank == 1 { "ex" } else { "ices" },
-            if n_dyn > 0 {
-                format!(
-                    " and {n_dyn} dynamic size{}",
-                    if n_dyn == 1 { "" } else { "s" }
-                )
-            } else {
-                String::new()
-            },
-            1 + rank + n_dyn,
-            cx.args.len()
-        );
-        return fail(
-            cx,
-            DiagKind::ArityMismatch,
-            msg,
-            &[0],
-            &[],
-            Some("pass one integer scalar start index per axis".into()),
-        );
-    }
-    if !check_index_operands(cx, 1..1 + rank) {
+    if !start_index_operands(cx, "the operand", 1, rank, n_dyn) {
         return None;
     }
     let sizes = dyn_shape(cx, "slice_sizes", 1 + rank)?;
@@ -1297,23 +1311,7 @@ fn dynamic_update_slice(cx: &mut EqnCx) -> Infer {
         );
         return fail(cx, DiagKind::ShapeMismatch, msg, &[0, 1], &[], None);
     }
-    if cx.args.len() != 2 + rank {
-        let msg = format!(
-            "`dynamic_update_slice` of a rank-{rank} operand takes the operand, the update and {rank} start ind{}, so {} operands, but {} are given",
-            if rank == 1 { "ex" } else { "ices" },
-            2 + rank,
-            cx.args.len()
-        );
-        return fail(
-            cx,
-            DiagKind::ArityMismatch,
-            msg,
-            &[0],
-            &[],
-            Some("pass one integer scalar start index per axis".into()),
-        );
-    }
-    if !check_index_operands(cx, 2..2 + rank) {
+    if !start_index_operands(cx, "the operand, the update", 2, rank, 0) {
         return None;
     }
     for k in 0..rank {
