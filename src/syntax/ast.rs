@@ -214,3 +214,27 @@ impl Expr {
         }
     }
 }
+
+/// Every equation of the file, nested ones included, in text order of their jaxprs.
+pub fn each_eqn(file: &SourceFile) -> impl Iterator<Item = &Eqn> {
+    fn jaxpr<'a>(j: &'a Jaxpr, out: &mut Vec<&'a Eqn>) {
+        for e in &j.eqns {
+            out.push(e);
+            for p in &e.params {
+                expr(&p.value, out);
+            }
+        }
+    }
+    fn expr<'a>(x: &'a Expr, out: &mut Vec<&'a Eqn>) {
+        match &x.kind {
+            ExprKind::Jaxpr(j) => jaxpr(j, out),
+            ExprKind::Tuple(xs) | ExprKind::List(xs) => xs.iter().for_each(|x| expr(x, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for j in file.lets.iter().map(|l| &l.jaxpr).chain(&file.main) {
+        jaxpr(j, &mut out);
+    }
+    out.into_iter()
+}

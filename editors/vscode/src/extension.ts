@@ -1,0 +1,234 @@
+// VS Code client for jaxpr-lsp: starts the server over stdio and adds the
+// build commands (which ask the server to compile the current file).
+
+import * as path from 'path';
+import * as vscode from 'vscode';
+import {
+  ExecuteCommandRequest,
+  LanguageClient,
+  LanguageClientOptions,
+  ServerOptions,
+  TransportKind,
+} from 'vscode-languageclient/node';
+import { EMIT_LABEL, Emit, buildParams, describeError, isUriString, parseBuildResult } from './build';
+import { SERVER_PATH_SETTING, missingServerMessage, resolveServerCommand } from './serverPath';
+
+const CLIENT_ID = 'jaxpr';
+const CLIENT_NAME = 'Jaxpr Language Server';
+
+let client: LanguageClient | undefined;
+let outputChannel: vscode.OutputChannel | undefined;
+/** Serialises start/stop/restart so that two quick restarts do not race. */
+let lifecycle: Promise<unknown> = Promise.resolve();
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  outputChannel = vscode.window.createOutputChannel(CLIENT_NAME);
+  context.subscriptions.push(
+    outputChannel,
+    vscode.commands.registerCommand('jaxpr.restartServer', () => restartServer()),
+    vscode.commands.registerCommand('jaxpr.buildStablehlo', (resource?: unknown) => buildCommand('stablehlo', resource)),
+    vscode.commands.registerCommand('jaxpr.buildNative', (resource?: unknown) => buildCommand('native', resource)),
+    vscode.workspace.onDidChangeConfiguration((e) => {
+      if (e.affectsConfiguration(SERVER_PATH_SETTING)) {
+        void restartServer();
+      }
+    }),
+  );
+  await startServer();
+}
+
+export async function deactivate(): Promise<void> {
+  await serialised(stopClient);
+}
+
+function serialised<T>(task: () => Promise<T>): Promise<T> {
+  const next = lifecycle.then(task, task);
+  lifecycle = next.catch(() => undefined);
+  return next;
+}
+
+function log(message: string): void {
+  outputChannel?.appendLine(`[${new Date().toISOString()}] ${message}`);
+}
+
+function startServer(): Promise<boolean> {
+  return serialised(startClient);
+}
+
+async function restartServer(): Promise<boolean> {
+  return serialised(async () => {
+    await stopClient();
+    return startClient();
+  });
+}
+
+async function stopClient(): Promise<void> {
+  const c = client;
+  client = undefined;
+  if (c) {
+    try {
+      await c.dispose(2000);
+    } catch (err) {
+      log(`Stopping the language server failed: ${describeError(err)}`);
+    }
+  }
+}
+
+async function startClient(): Promise<boolean> {
+  const configured = vscode.workspace.getConfiguration('jaxpr').get<string>('server.path');
+  const workspaceFolder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+  const resolved = resolveServerCommand(configured, { workspaceFolder });
+  if (!resolved.ok) {
+    const message = missingServerMessage(resolved.reason);
+    log(message);
+    void showMissingServer(message);
+    return false;
+  }
+
+  log(`Starting ${resolved.command}`);
+  const serverOptions: ServerOptions = {
+    run: { command: resolved.command, transport: TransportKind.stdio },
+    debug: { command: resolved.command, transport: TransportKind.stdio },
+  };
+  const clientOptions: LanguageClientOptions = {
+    documentSelector: [
+      { scheme: 'file', language: 'jaxpr' },
+      { scheme: 'untitled', language: 'jaxpr' },
+    ],
+    outputChannel,
+  };
+  // The id 'jaxpr' makes the client honour the `jaxpr.trace.server` setting.
+  const c = new LanguageClient(CLIENT_ID, CLIENT_NAME, serverOptions, clientOptions);
+  client = c;
+  try {
+    await c.start();
+    return true;
+  } catch (err) {
+    const message =
+      `Jaxpr: the language server "${resolved.command}" could not be started: ${describeError(err)}. ` +
+      `Check the "${SERVER_PATH_SETTING}" setting.`;
+    log(message);
+    if (client === c) {
+      client = undefined;
+    }
+    try {
+      await c.dispose(2000);
+    } catch {
+      // already stopped
+    }
+    void showMissingServer(message);
+    return false;
+  }
+}
+
+async function showMissingServer(message: string): Promise<void> {
+  const choice = await vscode.window.showErrorMessage(message, 'Open Settings', 'Show Output');
+  if (choice === 'Open Settings') {
+    await vscode.commands.executeCommand('workbench.action.openSettings', SERVER_PATH_SETTING);
+  } else if (choice === 'Show Output') {
+    outputChannel?.show(true);
+  }
+}
+
+/** The document to build: an explorer/context-menu URI argument, or the active editor's document. */
+function targetUri(resource: unknown): vscode.Uri | undefined {
+  if (resource instanceof vscode.Uri) {
+    return resource;
+  }
+  return vscode.window.activeTextEditor?.document.uri;
+}
+
+async function buildCommand(emit: Emit, resource?: unknown): Promise<void> {
+  const label = EMIT_LABEL[emit];
+  const uri = targetUri(resource);
+  if (!uri) {
+    void vscode.window.showErrorMessage(`Jaxpr: open a jaxpr file to build ${label} for it.`);
+    return;
+  }
+  const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri.toString());
+  if (doc && doc.languageId !== 'jaxpr') {
+    void vscode.window.showErrorMessage(`Jaxpr: ${displayName(uri)} is not a jaxpr file.`);
+    return;
+  }
+  // The server may read the file from disk: build what the user sees.
+  if (doc && doc.isDirty && !doc.isUntitled) {
+    await doc.save();
+  }
+
+  await lifecycle;
+  const c = client;
+  if (!c || !c.isRunning()) {
+    const choice = await vscode.window.showErrorMessage(
+      `Jaxpr: the language server is not running, so ${label} cannot be built. Check "${SERVER_PATH_SETTING}".`,
+      'Restart Server',
+      'Show Output',
+    );
+    if (choice === 'Restart Server') {
+      await restartServer();
+    } else if (choice === 'Show Output') {
+      outputChannel?.show(true);
+    }
+    return;
+  }
+
+  let result: unknown;
+  try {
+    result = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: `Jaxpr: building ${label} for ${displayName(uri)}…` },
+      () => c.sendRequest(ExecuteCommandRequest.type, buildParams(uri.toString(), emit)),
+    );
+  } catch (err) {
+    const message = `Jaxpr: building ${label} for ${displayName(uri)} failed: ${describeError(err)}`;
+    log(message);
+    const choice = await vscode.window.showErrorMessage(message, 'Show Output');
+    if (choice === 'Show Output') {
+      outputChannel?.show(true);
+    }
+    return;
+  }
+
+  const outcome = parseBuildResult(result);
+  if (!outcome.ok) {
+    const message = `Jaxpr: building ${label} for ${displayName(uri)} failed: ${outcome.message}`;
+    log(message);
+    void vscode.window.showErrorMessage(message);
+    return;
+  }
+  log(`Built ${label} for ${uri.toString()}: ${outcome.path}`);
+  const output = outputUri(outcome.path, uri);
+  const choice = await vscode.window.showInformationMessage(`Jaxpr: built ${label}: ${outcome.path}`, 'Open', 'Copy Path');
+  if (choice === 'Open') {
+    await openOutput(output, emit);
+  } else if (choice === 'Copy Path') {
+    await vscode.env.clipboard.writeText(outcome.path);
+  }
+}
+
+/** The server's output path as a URI; a relative path is taken relative to the built file. */
+function outputUri(p: string, source: vscode.Uri): vscode.Uri {
+  if (isUriString(p)) {
+    return vscode.Uri.parse(p);
+  }
+  if (path.isAbsolute(p) || source.scheme !== 'file') {
+    return vscode.Uri.file(p);
+  }
+  return vscode.Uri.file(path.join(path.dirname(source.fsPath), p));
+}
+
+async function openOutput(output: vscode.Uri, emit: Emit): Promise<void> {
+  try {
+    if (emit === 'native') {
+      // A shared library is binary: show it in the OS file manager.
+      await vscode.commands.executeCommand('revealFileInOS', output);
+    } else {
+      const doc = await vscode.workspace.openTextDocument(output);
+      await vscode.window.showTextDocument(doc, { preview: false });
+    }
+  } catch (err) {
+    void vscode.window.showErrorMessage(`Jaxpr: cannot open ${output.fsPath}: ${describeError(err)}`);
+  }
+}
+
+function displayName(uri: vscode.Uri): string {
+  return path.basename(uri.path) || uri.toString();
+}

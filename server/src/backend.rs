@@ -1,0 +1,541 @@
+//! The LSP surface: converts between protocol types and the core's
+//! editor-neutral `ide` answers. No semantics live here.
+
+use crate::convert::{self, Encoding};
+use crate::state::{Snapshot, Workspace};
+use jaxpr::diagnostics::{Diagnostic as CoreDiagnostic, Severity};
+use jaxpr::ide::{self, FileView, NavTarget};
+use ropey::Rope;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+use tower_lsp::jsonrpc::{Error, ErrorCode, Result};
+use tower_lsp::lsp_types::*;
+use tower_lsp::{Client, LanguageServer};
+
+/// The command that builds the current file (StableHLO or a native library).
+pub const BUILD_COMMAND: &str = "jaxpr.server.build";
+
+const TOKEN_TYPES: [SemanticTokenType; 10] = [
+    SemanticTokenType::VARIABLE,
+    SemanticTokenType::TYPE_PARAMETER,
+    SemanticTokenType::FUNCTION,
+    SemanticTokenType::PROPERTY,
+    SemanticTokenType::TYPE,
+    SemanticTokenType::NUMBER,
+    SemanticTokenType::KEYWORD,
+    SemanticTokenType::COMMENT,
+    SemanticTokenType::STRING,
+    SemanticTokenType::NAMESPACE,
+];
+
+fn token_type(k: ide::TokenKind) -> u32 {
+    ide::TokenKind::ALL.iter().position(|x| *x == k).unwrap_or(0) as u32
+}
+
+pub struct Backend {
+    client: Client,
+    ws: Arc<Mutex<Workspace>>,
+    encoding: OnceLock<Encoding>,
+    /// Delay between an edit and re-checking, so a burst of keystrokes is checked once.
+    debounce: Duration,
+    roots: Mutex<Vec<PathBuf>>,
+}
+
+/// The workspace lock, even if a thread panicked while holding it (the
+/// workspace is only ever mutated by complete, non-panicking steps).
+fn lock(ws: &Mutex<Workspace>) -> std::sync::MutexGuard<'_, Workspace> {
+    ws.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn content_modified() -> Error {
+    Error { code: ErrorCode::ServerError(-32801), message: "content modified".into(), data: None }
+}
+
+impl Backend {
+    pub fn new(client: Client) -> Self {
+        let debounce = std::env::var("JAXPR_LSP_DEBOUNCE_MS").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
+        Backend {
+            client,
+            ws: Arc::new(Mutex::new(Workspace::default())),
+            encoding: OnceLock::new(),
+            debounce: Duration::from_millis(debounce),
+            roots: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn enc(&self) -> Encoding {
+        *self.encoding.get().unwrap_or(&Encoding::Utf16)
+    }
+
+    async fn log(&self, typ: MessageType, msg: impl Into<String>) {
+        self.client.log_message(typ, msg.into()).await;
+    }
+
+    /// Runs an IDE query on a snapshot of the document, off the async threads.
+    async fn query<R, F>(&self, uri: &Url, f: F) -> Result<Option<R>>
+    where
+        R: Send + 'static,
+        F: FnOnce(&FileView, &Rope, Encoding) -> R + Send + 'static,
+    {
+        let Some(snap) = lock(&self.ws).snapshot(uri) else { return Ok(None) };
+        let enc = self.enc();
+        let res = tokio::task::spawn_blocking(move || {
+            let rope = snap.rope.clone();
+            snap.with_view(|v| f(v, &rope, enc))
+        })
+        .await;
+        match res {
+            Ok(Ok(r)) => Ok(Some(r)),
+            Ok(Err(_cancelled)) => Err(content_modified()),
+            Err(e) => {
+                self.log(MessageType::ERROR, format!("internal error answering a request on {uri}: {e}")).await;
+                Err(Error::internal_error())
+            }
+        }
+    }
+
+    fn schedule_diagnostics(&self, uri: Url, version: i32, delay: Duration) {
+        let ws = self.ws.clone();
+        let client = self.client.clone();
+        tokio::spawn(async move {
+            if !delay.is_zero() {
+                tokio::time::sleep(delay).await;
+            }
+            // A newer edit has its own run; this one would be stale.
+            let Some(snap) = lock(&ws).snapshot(&uri).filter(|s| s.version == version) else { return };
+            let res = tokio::task::spawn_blocking(move || {
+                let out = snap.diagnostics();
+                let Snapshot { rope, uri, .. } = snap; // the database handle is dropped here
+                (out, rope, uri)
+            })
+            .await;
+            let Ok((Ok(diags), rope, uri)) = res else { return };
+            // Publish only if the text is still the one that was checked.
+            if lock(&ws).version(&uri) != Some(version) {
+                return;
+            }
+            let enc = *ENCODING.get().unwrap_or(&Encoding::Utf16);
+            let lsp: Vec<Diagnostic> = diags.iter().map(|d| to_lsp_diagnostic(d, &uri, &rope, enc)).collect();
+            client.publish_diagnostics(uri, lsp, Some(version)).await;
+        });
+    }
+}
+
+/// The negotiated encoding, for tasks that outlive a `&Backend`.
+static ENCODING: OnceLock<Encoding> = OnceLock::new();
+
+fn to_lsp_diagnostic(d: &CoreDiagnostic, uri: &Url, rope: &Rope, enc: Encoding) -> Diagnostic {
+    let severity = match d.severity {
+        Severity::Error => DiagnosticSeverity::ERROR,
+        Severity::Warning => DiagnosticSeverity::WARNING,
+    };
+    let mut message = d.message.clone();
+    if let Some(h) = &d.help {
+        message.push_str("\nhelp: ");
+        message.push_str(h);
+    }
+    let related = d
+        .related
+        .iter()
+        .map(|r| DiagnosticRelatedInformation {
+            location: Location::new(uri.clone(), convert::range(rope, r.range, enc)),
+            message: r.message.clone(),
+        })
+        .collect::<Vec<_>>();
+    Diagnostic {
+        range: convert::range(rope, d.range, enc),
+        severity: Some(severity),
+        code: Some(NumberOrString::String(d.kind.code().into())),
+        code_description: None,
+        source: Some("jaxpr".into()),
+        message,
+        related_information: (!related.is_empty()).then_some(related),
+        tags: None,
+        data: Some(json!({ "kind": d.kind.name() })),
+    }
+}
+
+fn markdown(value: String) -> HoverContents {
+    HoverContents::Markup(MarkupContent { kind: MarkupKind::Markdown, value })
+}
+
+/// A Python source named by a source-info comment, resolved against the
+/// jaxpr file's folder and then the workspace folders.
+fn source_location(uri: &Url, roots: &[PathBuf], path: &str, line: u32, col: u32) -> Option<Location> {
+    let p = PathBuf::from(path);
+    let mut candidates = Vec::new();
+    if p.is_absolute() {
+        candidates.push(p.clone());
+    } else {
+        if let Ok(own) = uri.to_file_path()
+            && let Some(dir) = own.parent()
+        {
+            candidates.push(dir.join(&p));
+        }
+        candidates.extend(roots.iter().map(|r| r.join(&p)));
+    }
+    let found = candidates.into_iter().find(|c| c.is_file())?;
+    let pos = Position::new(line.saturating_sub(1), col.saturating_sub(1));
+    Some(Location::new(Url::from_file_path(found).ok()?, Range::new(pos, pos)))
+}
+
+#[tower_lsp::async_trait]
+impl LanguageServer for Backend {
+    async fn initialize(&self, params: InitializeParams) -> Result<InitializeResult> {
+        let offered = params.capabilities.general.as_ref().and_then(|g| g.position_encodings.clone()).unwrap_or_default();
+        let enc = if offered.contains(&PositionEncodingKind::UTF8) { Encoding::Utf8 } else { Encoding::Utf16 };
+        let _ = self.encoding.set(enc);
+        let _ = ENCODING.set(enc);
+        let mut roots: Vec<PathBuf> = params
+            .workspace_folders
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|f| f.uri.to_file_path().ok())
+            .collect();
+        #[allow(deprecated)]
+        if let Some(p) = params.root_uri.and_then(|u| u.to_file_path().ok()) {
+            roots.push(p);
+        }
+        *self.roots.lock().unwrap_or_else(|e| e.into_inner()) = roots;
+        Ok(InitializeResult {
+            server_info: Some(ServerInfo { name: "jaxpr-lsp".into(), version: Some(env!("CARGO_PKG_VERSION").into()) }),
+            capabilities: ServerCapabilities {
+                position_encoding: Some(match enc {
+                    Encoding::Utf8 => PositionEncodingKind::UTF8,
+                    Encoding::Utf16 => PositionEncodingKind::UTF16,
+                }),
+                text_document_sync: Some(TextDocumentSyncCapability::Options(TextDocumentSyncOptions {
+                    open_close: Some(true),
+                    change: Some(TextDocumentSyncKind::INCREMENTAL),
+                    ..Default::default()
+                })),
+                hover_provider: Some(HoverProviderCapability::Simple(true)),
+                definition_provider: Some(OneOf::Left(true)),
+                implementation_provider: Some(ImplementationProviderCapability::Simple(true)),
+                references_provider: Some(OneOf::Left(true)),
+                document_highlight_provider: Some(OneOf::Left(true)),
+                rename_provider: Some(OneOf::Right(RenameOptions {
+                    prepare_provider: Some(true),
+                    work_done_progress_options: Default::default(),
+                })),
+                document_symbol_provider: Some(OneOf::Left(true)),
+                folding_range_provider: Some(FoldingRangeProviderCapability::Simple(true)),
+                semantic_tokens_provider: Some(SemanticTokensServerCapabilities::SemanticTokensOptions(SemanticTokensOptions {
+                    legend: SemanticTokensLegend {
+                        token_types: TOKEN_TYPES.to_vec(),
+                        token_modifiers: vec![SemanticTokenModifier::DECLARATION],
+                    },
+                    range: Some(true),
+                    full: Some(SemanticTokensFullOptions::Bool(true)),
+                    work_done_progress_options: Default::default(),
+                })),
+                inlay_hint_provider: Some(OneOf::Left(true)),
+                completion_provider: Some(CompletionOptions {
+                    trigger_characters: Some(vec!["[".into(), " ".into()]),
+                    ..Default::default()
+                }),
+                execute_command_provider: Some(ExecuteCommandOptions {
+                    commands: vec![BUILD_COMMAND.into()],
+                    work_done_progress_options: Default::default(),
+                }),
+                ..Default::default()
+            },
+        })
+    }
+
+    async fn initialized(&self, _: InitializedParams) {
+        self.log(MessageType::INFO, format!("jaxpr-lsp {} ready", env!("CARGO_PKG_VERSION"))).await;
+    }
+
+    async fn shutdown(&self) -> Result<()> {
+        Ok(())
+    }
+
+    async fn did_open(&self, p: DidOpenTextDocumentParams) {
+        let (uri, version) = (p.text_document.uri, p.text_document.version);
+        lock(&self.ws).open(uri.clone(), p.text_document.text, version);
+        self.schedule_diagnostics(uri, version, Duration::ZERO);
+    }
+
+    async fn did_change(&self, p: DidChangeTextDocumentParams) {
+        let (uri, version) = (p.text_document.uri, p.text_document.version);
+        let enc = self.enc();
+        let ws = self.ws.clone();
+        let changes = p.content_changes;
+        let uri2 = uri.clone();
+        // Setting the text waits for queries running on older snapshots to
+        // notice their cancellation, so it is done off the async threads.
+        let applied = tokio::task::block_in_place(move || lock(&ws).change(&uri2, version, changes, enc));
+        if applied {
+            self.schedule_diagnostics(uri, version, self.debounce);
+        } else {
+            self.log(MessageType::WARNING, format!("ignored a change to {uri} (not open, or older than version held)")).await;
+        }
+    }
+
+    async fn did_close(&self, p: DidCloseTextDocumentParams) {
+        let uri = p.text_document.uri;
+        lock(&self.ws).close(&uri);
+        self.client.publish_diagnostics(uri, Vec::new(), None).await;
+    }
+
+    async fn hover(&self, p: HoverParams) -> Result<Option<Hover>> {
+        let tp = p.text_document_position_params;
+        let pos = tp.position;
+        let r = self
+            .query(&tp.text_document.uri, move |v, rope, enc| {
+                let (range, md) = ide::hover(v, convert::offset(rope, pos, enc))?;
+                Some(Hover { contents: markdown(md), range: Some(convert::range(rope, range, enc)) })
+            })
+            .await?;
+        Ok(r.flatten())
+    }
+
+    async fn goto_definition(&self, p: GotoDefinitionParams) -> Result<Option<GotoDefinitionResponse>> {
+        let tp = p.text_document_position_params;
+        let (uri, pos) = (tp.text_document.uri, tp.position);
+        let roots = self.roots.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let u = uri.clone();
+        let r = self
+            .query(&uri, move |v, rope, enc| match ide::definition(v.analysis, convert::offset(rope, pos, enc))? {
+                NavTarget::Here(range) => Some(Location::new(u, convert::range(rope, range, enc))),
+                NavTarget::Source { path, line, col } => source_location(&u, &roots, &path, line, col),
+            })
+            .await?;
+        Ok(r.flatten().map(GotoDefinitionResponse::Scalar))
+    }
+
+    async fn goto_implementation(&self, p: GotoDefinitionParams) -> Result<Option<GotoDefinitionResponse>> {
+        let tp = p.text_document_position_params;
+        let (uri, pos) = (tp.text_document.uri, tp.position);
+        let u = uri.clone();
+        let r = self
+            .query(&uri, move |v, rope, enc| {
+                ide::implementation(v.analysis, convert::offset(rope, pos, enc))
+                    .into_iter()
+                    .map(|r| Location::new(u.clone(), convert::range(rope, r, enc)))
+                    .collect::<Vec<_>>()
+            })
+            .await?;
+        Ok(r.filter(|v| !v.is_empty()).map(GotoDefinitionResponse::Array))
+    }
+
+    async fn references(&self, p: ReferenceParams) -> Result<Option<Vec<Location>>> {
+        let (uri, pos) = (p.text_document_position.text_document.uri, p.text_document_position.position);
+        let include = p.context.include_declaration;
+        let u = uri.clone();
+        self.query(&uri, move |v, rope, enc| {
+            ide::references(v.analysis, convert::offset(rope, pos, enc), include)
+                .into_iter()
+                .map(|r| Location::new(u.clone(), convert::range(rope, r, enc)))
+                .collect()
+        })
+        .await
+    }
+
+    async fn document_highlight(&self, p: DocumentHighlightParams) -> Result<Option<Vec<DocumentHighlight>>> {
+        let tp = p.text_document_position_params;
+        let pos = tp.position;
+        self.query(&tp.text_document.uri, move |v, rope, enc| {
+            ide::highlights(v.analysis, convert::offset(rope, pos, enc))
+                .into_iter()
+                .map(|(r, def)| DocumentHighlight {
+                    range: convert::range(rope, r, enc),
+                    kind: Some(if def { DocumentHighlightKind::WRITE } else { DocumentHighlightKind::READ }),
+                })
+                .collect()
+        })
+        .await
+    }
+
+    async fn prepare_rename(&self, p: TextDocumentPositionParams) -> Result<Option<PrepareRenameResponse>> {
+        let pos = p.position;
+        let r = self
+            .query(&p.text_document.uri, move |v, rope, enc| {
+                let (range, name) = ide::prepare_rename(v.analysis, convert::offset(rope, pos, enc))?;
+                Some(PrepareRenameResponse::RangeWithPlaceholder { range: convert::range(rope, range, enc), placeholder: name })
+            })
+            .await?;
+        Ok(r.flatten())
+    }
+
+    async fn rename(&self, p: RenameParams) -> Result<Option<WorkspaceEdit>> {
+        let (uri, pos) = (p.text_document_position.text_document.uri, p.text_document_position.position);
+        let new_name = p.new_name;
+        let r = self
+            .query(&uri, move |v, rope, enc| {
+                ide::rename(v.analysis, convert::offset(rope, pos, enc), &new_name).map(|ranges| {
+                    ranges
+                        .into_iter()
+                        .map(|r| TextEdit::new(convert::range(rope, r, enc), new_name.clone()))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .await?;
+        match r {
+            None => Ok(None),
+            Some(Err(e)) => Err(Error::invalid_params(e.0)),
+            Some(Ok(edits)) => Ok(Some(WorkspaceEdit { changes: Some(HashMap::from([(uri, edits)])), ..Default::default() })),
+        }
+    }
+
+    async fn document_symbol(&self, p: DocumentSymbolParams) -> Result<Option<DocumentSymbolResponse>> {
+        let r = self
+            .query(&p.text_document.uri, |v, rope, enc| {
+                fn conv(s: ide::Symbol, rope: &Rope, enc: Encoding) -> DocumentSymbol {
+                    #[allow(deprecated)]
+                    DocumentSymbol {
+                        name: s.name,
+                        detail: (!s.detail.is_empty()).then_some(s.detail),
+                        kind: match s.kind {
+                            ide::SymbolKind::Function => SymbolKind::FUNCTION,
+                            ide::SymbolKind::Closure => SymbolKind::FUNCTION,
+                            ide::SymbolKind::Equation => SymbolKind::OPERATOR,
+                        },
+                        tags: None,
+                        deprecated: None,
+                        range: convert::range(rope, s.range, enc),
+                        selection_range: convert::range(rope, s.selection, enc),
+                        children: Some(s.children.into_iter().map(|c| conv(c, rope, enc)).collect()),
+                    }
+                }
+                ide::document_symbols(v).into_iter().map(|s| conv(s, rope, enc)).collect::<Vec<_>>()
+            })
+            .await?;
+        Ok(r.map(DocumentSymbolResponse::Nested))
+    }
+
+    async fn folding_range(&self, p: FoldingRangeParams) -> Result<Option<Vec<FoldingRange>>> {
+        self.query(&p.text_document.uri, |v, _, _| {
+            ide::folding_ranges(v)
+                .into_iter()
+                .map(|f| FoldingRange {
+                    start_line: f.start_line,
+                    start_character: None,
+                    end_line: f.end_line,
+                    end_character: None,
+                    kind: Some(match f.kind {
+                        ide::FoldKind::Region => FoldingRangeKind::Region,
+                        ide::FoldKind::Comment => FoldingRangeKind::Comment,
+                    }),
+                    collapsed_text: None,
+                })
+                .collect()
+        })
+        .await
+    }
+
+    async fn semantic_tokens_full(&self, p: SemanticTokensParams) -> Result<Option<SemanticTokensResult>> {
+        let r = self.query(&p.text_document.uri, |v, rope, enc| encode_tokens(v, rope, enc, None)).await?;
+        Ok(r.map(|data| SemanticTokensResult::Tokens(SemanticTokens { result_id: None, data })))
+    }
+
+    async fn semantic_tokens_range(&self, p: SemanticTokensRangeParams) -> Result<Option<SemanticTokensRangeResult>> {
+        let range = p.range;
+        let r = self
+            .query(&p.text_document.uri, move |v, rope, enc| encode_tokens(v, rope, enc, Some(convert::text_range(rope, range, enc))))
+            .await?;
+        Ok(r.map(|data| SemanticTokensRangeResult::Tokens(SemanticTokens { result_id: None, data })))
+    }
+
+    async fn inlay_hint(&self, p: InlayHintParams) -> Result<Option<Vec<InlayHint>>> {
+        let range = p.range;
+        self.query(&p.text_document.uri, move |v, rope, enc| {
+            ide::inlay_hints(v, convert::text_range(rope, range, enc))
+                .into_iter()
+                .map(|h| InlayHint {
+                    position: convert::position(rope, h.offset, enc),
+                    label: InlayHintLabel::String(h.label),
+                    kind: Some(InlayHintKind::TYPE),
+                    text_edits: None,
+                    tooltip: Some(InlayHintTooltip::String(h.tooltip)),
+                    padding_left: Some(true),
+                    padding_right: None,
+                    data: None,
+                })
+                .collect()
+        })
+        .await
+    }
+
+    async fn completion(&self, p: CompletionParams) -> Result<Option<CompletionResponse>> {
+        let (uri, pos) = (p.text_document_position.text_document.uri, p.text_document_position.position);
+        let r = self
+            .query(&uri, move |v, rope, enc| {
+                ide::completions(v, convert::offset(rope, pos, enc))
+                    .into_iter()
+                    .map(|c| CompletionItem {
+                        kind: Some(match c.kind {
+                            ide::CompletionKind::Primitive => CompletionItemKind::FUNCTION,
+                            ide::CompletionKind::Parameter => CompletionItemKind::PROPERTY,
+                            ide::CompletionKind::Variable => CompletionItemKind::VARIABLE,
+                            ide::CompletionKind::Dimension => CompletionItemKind::TYPE_PARAMETER,
+                        }),
+                        detail: (!c.detail.is_empty()).then_some(c.detail),
+                        insert_text: (c.insert != c.label).then_some(c.insert),
+                        label: c.label,
+                        ..Default::default()
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .await?;
+        Ok(r.map(CompletionResponse::Array))
+    }
+
+    async fn execute_command(&self, p: ExecuteCommandParams) -> Result<Option<Value>> {
+        if p.command != BUILD_COMMAND {
+            return Err(Error::invalid_params(format!("unknown command `{}`", p.command)));
+        }
+        crate::build::execute(self, &self.client, p.arguments, p.work_done_progress_params.work_done_token).await
+    }
+}
+
+impl Backend {
+    /// Answers the guard's replacement for an undecodable message.
+    pub async fn invalid_request(&self, params: Value) -> Result<()> {
+        let msg = params.get("error").and_then(Value::as_str).unwrap_or("malformed message").to_string();
+        self.log(MessageType::ERROR, format!("invalid message from the client: {msg}")).await;
+        Err(Error::invalid_request())
+    }
+
+    pub async fn invalid_notification(&self, params: Value) {
+        let msg = params.get("error").and_then(Value::as_str).unwrap_or("malformed message").to_string();
+        self.log(MessageType::ERROR, format!("invalid message from the client: {msg}")).await;
+    }
+
+    pub fn snapshot(&self, uri: &Url) -> Option<Snapshot> {
+        lock(&self.ws).snapshot(uri)
+    }
+}
+
+/// Semantic tokens in the protocol's relative encoding; tokens never span lines.
+fn encode_tokens(v: &FileView, rope: &Rope, enc: Encoding, within: Option<jaxpr::syntax::TextRange>) -> Vec<SemanticToken> {
+    let mut out = Vec::new();
+    let (mut last_line, mut last_col) = (0u32, 0u32);
+    for t in ide::semantic_tokens(v) {
+        if let Some(w) = within
+            && (t.range.end < w.start || t.range.start > w.end)
+        {
+            continue;
+        }
+        let start = convert::position(rope, t.range.start, enc);
+        let end = convert::position(rope, t.range.end, enc);
+        if end.line != start.line || end.character <= start.character {
+            continue;
+        }
+        let delta_line = start.line - last_line;
+        let delta_start = if delta_line == 0 { start.character - last_col } else { start.character };
+        out.push(SemanticToken {
+            delta_line,
+            delta_start,
+            length: end.character - start.character,
+            token_type: token_type(t.kind),
+            token_modifiers_bitset: t.declaration as u32,
+        });
+        (last_line, last_col) = (start.line, start.character);
+    }
+    out
+}

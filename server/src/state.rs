@@ -1,0 +1,105 @@
+//! Open documents and the core's database. The server keeps the text of
+//! each document in a rope (cheap incremental edits and position
+//! conversion) and hands the same text to the salsa database, which holds
+//! every derived fact; the server has no second copy of semantics.
+
+use crate::convert::{self, Encoding};
+use jaxpr::db::{self, RootDatabase, SourceFile};
+use jaxpr::ide::FileView;
+use ropey::Rope;
+use salsa::Setter;
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use tower_lsp::lsp_types::{TextDocumentContentChangeEvent, Url};
+
+pub struct Document {
+    pub rope: Rope,
+    pub version: i32,
+    pub file: SourceFile,
+}
+
+#[derive(Default)]
+pub struct Workspace {
+    pub db: RootDatabase,
+    pub docs: HashMap<Url, Document>,
+}
+
+/// One document at one version, with a database handle to query it from
+/// another thread. A later edit cancels queries running on it.
+pub struct Snapshot {
+    pub db: RootDatabase,
+    pub file: SourceFile,
+    pub rope: Rope,
+    pub version: i32,
+    pub uri: Url,
+}
+
+impl Workspace {
+    pub fn open(&mut self, uri: Url, text: String, version: i32) {
+        let rope = Rope::from_str(&text);
+        match self.docs.get_mut(&uri) {
+            Some(doc) => {
+                doc.file.set_text(&mut self.db).to(text);
+                doc.rope = rope;
+                doc.version = version;
+            }
+            None => {
+                let file = SourceFile::new(&self.db, uri.to_string(), text);
+                self.docs.insert(uri, Document { rope, version, file });
+            }
+        }
+    }
+
+    /// Applies edits in order. Returns false (and changes nothing) for an
+    /// unknown document or a version older than the one held.
+    pub fn change(&mut self, uri: &Url, version: i32, changes: Vec<TextDocumentContentChangeEvent>, enc: Encoding) -> bool {
+        let Some(doc) = self.docs.get_mut(uri) else { return false };
+        if version < doc.version {
+            return false;
+        }
+        for c in changes {
+            match c.range {
+                Some(r) => {
+                    let start = convert::char_index(&doc.rope, r.start, enc);
+                    let end = convert::char_index(&doc.rope, r.end, enc).max(start);
+                    doc.rope.remove(start..end);
+                    doc.rope.insert(start, &c.text);
+                }
+                None => doc.rope = Rope::from_str(&c.text),
+            }
+        }
+        doc.version = version;
+        doc.file.set_text(&mut self.db).to(doc.rope.to_string());
+        true
+    }
+
+    pub fn close(&mut self, uri: &Url) {
+        self.docs.remove(uri);
+    }
+
+    pub fn snapshot(&self, uri: &Url) -> Option<Snapshot> {
+        let doc = self.docs.get(uri)?;
+        Some(Snapshot { db: self.db.clone(), file: doc.file, rope: doc.rope.clone(), version: doc.version, uri: uri.clone() })
+    }
+
+    pub fn version(&self, uri: &Url) -> Option<i32> {
+        self.docs.get(uri).map(|d| d.version)
+    }
+}
+
+impl Snapshot {
+    /// Runs `f` on the file's view. `Err` when an edit cancelled the query.
+    pub fn with_view<R>(&self, f: impl FnOnce(&FileView) -> R) -> Result<R, salsa::Cancelled> {
+        salsa::Cancelled::catch(AssertUnwindSafe(|| {
+            let parse = db::parse(&self.db, self.file);
+            let analysis = db::analysis(&self.db, self.file);
+            let lines = db::line_index(&self.db, self.file);
+            let text = self.file.text(&self.db);
+            f(&FileView { text, parse: &parse, analysis: &analysis, lines: &lines })
+        }))
+    }
+
+    pub fn diagnostics(&self) -> Result<std::sync::Arc<Vec<jaxpr::diagnostics::Diagnostic>>, salsa::Cancelled> {
+        salsa::Cancelled::catch(AssertUnwindSafe(|| db::diagnostics(&self.db, self.file)))
+    }
+}

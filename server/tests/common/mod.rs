@@ -1,0 +1,214 @@
+//! A minimal LSP client over the real server's stdio, for protocol tests
+//! and the latency benchmark.
+#![allow(dead_code)]
+
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::{Duration, Instant};
+
+pub const TIMEOUT: Duration = Duration::from_secs(60);
+
+pub struct Lsp {
+    pub child: Child,
+    stdin: ChildStdin,
+    rx: Receiver<Value>,
+    next_id: i64,
+    /// Messages from the server not consumed yet (notifications, server requests).
+    pub pending: Vec<Value>,
+}
+
+pub fn corpus() -> PathBuf {
+    std::env::var_os("JAXPR_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus"))
+}
+
+pub fn uri(path: &Path) -> String {
+    format!("file://{}", path.canonicalize().unwrap_or_else(|_| path.to_path_buf()).display())
+}
+
+fn read_message(r: &mut impl BufRead) -> Option<Value> {
+    let mut len = None;
+    loop {
+        let mut line = String::new();
+        if r.read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some(v) = line.strip_prefix("Content-Length: ") {
+            len = v.parse().ok();
+        }
+    }
+    let mut body = vec![0; len?];
+    r.read_exact(&mut body).ok()?;
+    serde_json::from_slice(&body).ok()
+}
+
+impl Lsp {
+    pub fn start() -> Lsp {
+        Self::start_with_env(&[])
+    }
+
+    pub fn start_with_env(env: &[(&str, &str)]) -> Lsp {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_jaxpr-lsp"));
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("start jaxpr-lsp");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = channel();
+        std::thread::spawn(move || {
+            let mut r = BufReader::new(stdout);
+            while let Some(m) = read_message(&mut r) {
+                if tx.send(m).is_err() {
+                    break;
+                }
+            }
+        });
+        Lsp { child, stdin, rx, next_id: 1, pending: Vec::new() }
+    }
+
+    /// Starts the server and runs the initialize handshake.
+    pub fn initialized(encodings: &[&str]) -> Lsp {
+        let mut s = Self::start();
+        let init = s.request(
+            "initialize",
+            json!({
+                "processId": null,
+                "rootUri": null,
+                "capabilities": {
+                    "general": { "positionEncodings": encodings },
+                    "window": { "workDoneProgress": true },
+                    "textDocument": { "publishDiagnostics": { "relatedInformation": true, "versionSupport": true } }
+                }
+            }),
+        );
+        assert!(init.get("result").is_some(), "{init}");
+        s.notify("initialized", json!({}));
+        s
+    }
+
+    pub fn write_raw(&mut self, bytes: &[u8]) {
+        self.stdin.write_all(bytes).unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    pub fn send(&mut self, v: &Value) {
+        let body = serde_json::to_vec(v).unwrap();
+        let mut msg = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
+        msg.extend(body);
+        self.write_raw(&msg);
+    }
+
+    pub fn notify(&mut self, method: &str, params: Value) {
+        self.send(&json!({ "jsonrpc": "2.0", "method": method, "params": params }));
+    }
+
+    /// Sends a request and returns the whole response message.
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }));
+        self.wait_for(|m| m.get("id") == Some(&json!(id)) && m.get("method").is_none())
+            .unwrap_or_else(|| panic!("no response to {method}"))
+    }
+
+    /// The `result` of a request, which must succeed.
+    pub fn call(&mut self, method: &str, params: Value) -> Value {
+        let r = self.request(method, params);
+        assert!(r.get("error").is_none(), "{method} failed: {r}");
+        r["result"].clone()
+    }
+
+    fn next_message(&mut self, deadline: Instant) -> Option<Value> {
+        loop {
+            let left = deadline.checked_duration_since(Instant::now())?;
+            match self.rx.recv_timeout(left) {
+                Ok(m) => {
+                    // Answer the server's requests (progress tokens, ...).
+                    if let (Some(id), Some(_)) = (m.get("id"), m.get("method")) {
+                        let id = id.clone();
+                        self.send(&json!({ "jsonrpc": "2.0", "id": id, "result": null }));
+                    }
+                    return Some(m);
+                }
+                Err(RecvTimeoutError::Timeout) => return None,
+                Err(RecvTimeoutError::Disconnected) => return None,
+            }
+        }
+    }
+
+    /// The first message (pending or new) matching `pred`, within the timeout.
+    pub fn wait_for(&mut self, pred: impl Fn(&Value) -> bool) -> Option<Value> {
+        self.wait_for_within(TIMEOUT, pred)
+    }
+
+    pub fn wait_for_within(&mut self, timeout: Duration, pred: impl Fn(&Value) -> bool) -> Option<Value> {
+        if let Some(i) = self.pending.iter().position(&pred) {
+            return Some(self.pending.remove(i));
+        }
+        let deadline = Instant::now() + timeout;
+        while let Some(m) = self.next_message(deadline) {
+            if pred(&m) {
+                return Some(m);
+            }
+            self.pending.push(m);
+        }
+        None
+    }
+
+    pub fn open(&mut self, uri: &str, text: &str) {
+        self.notify(
+            "textDocument/didOpen",
+            json!({ "textDocument": { "uri": uri, "languageId": "jaxpr", "version": 1, "text": text } }),
+        );
+    }
+
+    /// The next diagnostics published for `uri` (at `version`, when given).
+    pub fn diagnostics(&mut self, uri: &str, version: Option<i64>) -> Value {
+        let uri = uri.to_string();
+        self.wait_for(|m| {
+            m["method"] == "textDocument/publishDiagnostics"
+                && m["params"]["uri"] == uri.as_str()
+                && version.is_none_or(|v| m["params"]["version"] == v)
+        })
+        .unwrap_or_else(|| panic!("no diagnostics for {uri}"))["params"]
+            .clone()
+    }
+
+    pub fn shutdown(mut self) -> std::process::ExitStatus {
+        let _ = self.request("shutdown", Value::Null);
+        self.notify("exit", Value::Null);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                return s;
+            }
+            assert!(Instant::now() < deadline, "server did not exit");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for Lsp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// LSP position (UTF-16 = bytes for these ASCII files) of the `nth` occurrence of `needle`, plus `delta` columns.
+pub fn pos_of(text: &str, needle: &str, nth: usize, delta: usize) -> Value {
+    let off = text.match_indices(needle).nth(nth).unwrap_or_else(|| panic!("{needle:?} #{nth}")).0 + delta;
+    let line = text[..off].matches('\n').count();
+    let col = off - text[..off].rfind('\n').map_or(0, |i| i + 1);
+    json!({ "line": line, "character": col })
+}

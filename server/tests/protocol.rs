@@ -1,0 +1,379 @@
+//! Protocol-level tests: a JSON-RPC client drives the built `jaxpr-lsp`
+//! over stdio on files of the shared corpus.
+
+mod common;
+
+use common::{Lsp, corpus, pos_of, uri};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+fn read(rel: &str) -> (String, String) {
+    let path = corpus().join(rel);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    (uri(&path), text)
+}
+
+fn doc_pos(uri: &str, pos: Value) -> Value {
+    json!({ "textDocument": { "uri": uri }, "position": pos })
+}
+
+fn hover_text(s: &mut Lsp, uri: &str, pos: Value) -> String {
+    let r = s.call("textDocument/hover", doc_pos(uri, pos));
+    r["contents"]["value"].as_str().unwrap_or_default().to_string()
+}
+
+fn line_of(v: &Value) -> u64 {
+    v["range"]["start"]["line"].as_u64().unwrap()
+}
+
+#[test]
+fn diagnostics_on_open_match_the_corpus_expectations() {
+    let mut s = Lsp::initialized(&["utf-16"]);
+    let dir = corpus().join("invalid");
+    let mut cases: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "jaxpr")).collect();
+    cases.sort();
+    assert!(cases.len() >= 10);
+    for case in &cases {
+        let text = std::fs::read_to_string(case).unwrap();
+        let u = uri(case);
+        s.open(&u, &text);
+        let published = s.diagnostics(&u, Some(1));
+        let diags = published["diagnostics"].as_array().unwrap();
+        let expected: Value = serde_json::from_str(&std::fs::read_to_string(case.with_extension("expected.json")).unwrap()).unwrap();
+        for e in expected["errors"].as_array().unwrap() {
+            let lines: Vec<u64> = e["lines"].as_array().unwrap().iter().map(|l| l.as_u64().unwrap() - 1).collect();
+            let kinds: Vec<&str> = e["kinds"].as_array().unwrap().iter().map(|k| k.as_str().unwrap()).collect();
+            let hit = diags.iter().any(|d| {
+                d["severity"] == 1 && lines.contains(&line_of(d)) && kinds.contains(&d["data"]["kind"].as_str().unwrap_or(""))
+            });
+            assert!(hit, "{}: expected {e} in {diags:#?}", case.display());
+        }
+        for d in diags.iter().filter(|d| d["severity"] == 1) {
+            assert_eq!(d["source"], "jaxpr");
+            assert!(d["code"].as_str().unwrap().starts_with('J'), "{d}");
+        }
+    }
+    // Valid files publish an empty list.
+    let (u, text) = read("catalyst/resize_loop.jaxpr");
+    s.open(&u, &text);
+    assert_eq!(s.diagnostics(&u, Some(1))["diagnostics"], json!([]));
+    // The aliased-dimension warning carries related information: both binders and both operands.
+    let (u, text) = read("catalyst/nested_dyn.jaxpr");
+    s.open(&u, &text);
+    let d = s.diagnostics(&u, Some(1));
+    let w = &d["diagnostics"][0];
+    assert_eq!(w["severity"], 2, "{d}");
+    assert_eq!(w["code"], "J0011");
+    assert!(w["message"].as_str().unwrap().contains("help:"), "{w}");
+    assert_eq!(w["relatedInformation"].as_array().unwrap().len(), 4, "{w}");
+    assert_eq!(w["relatedInformation"][0]["location"]["uri"], u.as_str());
+    s.shutdown();
+}
+
+#[test]
+fn edits_republish_and_stale_results_are_never_published() {
+    let mut s = Lsp::initialized(&["utf-16"]);
+    let (u, text) = read("jax/control.jaxpr");
+    s.open(&u, &text);
+    assert_eq!(s.diagnostics(&u, Some(1))["diagnostics"], json!([]));
+    // Ten quick edits: rename the operand `q` of `gt` to `zz` one keystroke at a time, then fix it.
+    let at = pos_of(&text, "gt q", 0, 3);
+    let mut version = 1;
+    for (i, ch) in ["z", "z"].iter().enumerate() {
+        version += 1;
+        let p = json!({ "line": at["line"], "character": at["character"].as_u64().unwrap() + i as u64 });
+        s.notify(
+            "textDocument/didChange",
+            json!({ "textDocument": { "uri": u, "version": version }, "contentChanges": [{ "range": { "start": p, "end": p }, "text": ch }] }),
+        );
+    }
+    // `gt zzq`: undefined.
+    let d = s.diagnostics(&u, Some(version));
+    let diags = d["diagnostics"].as_array().unwrap();
+    assert_eq!(diags.len(), 1, "{d}");
+    assert_eq!(diags[0]["data"]["kind"], "undefined-variable");
+    assert_eq!(diags[0]["range"]["start"], at);
+    // No diagnostics were published for the intermediate version.
+    assert!(!s.pending.iter().any(|m| m["params"]["version"] == 2), "{:?}", s.pending);
+    // Undo both characters with one change; the file is clean again.
+    version += 1;
+    let end = json!({ "line": at["line"], "character": at["character"].as_u64().unwrap() + 2 });
+    s.notify(
+        "textDocument/didChange",
+        json!({ "textDocument": { "uri": u, "version": version }, "contentChanges": [{ "range": { "start": at, "end": end }, "text": "" }] }),
+    );
+    assert_eq!(s.diagnostics(&u, Some(version))["diagnostics"], json!([]));
+    // An out-of-date change is ignored (and logged), not applied.
+    s.notify(
+        "textDocument/didChange",
+        json!({ "textDocument": { "uri": u, "version": 2 }, "contentChanges": [{ "text": "garbage" }] }),
+    );
+    let log = s.wait_for(|m| m["method"] == "window/logMessage" && m["params"]["message"].as_str().unwrap().contains("ignored a change")).unwrap();
+    assert_eq!(log["params"]["type"], 2);
+    let h = hover_text(&mut s, &u, pos_of(&text, "gt q", 0, 3));
+    assert!(h.contains("q:f32[]"), "{h}");
+    s.shutdown();
+}
+
+#[test]
+fn hover_shows_types_dimension_variables_primitive_signatures_and_dbidx() {
+    let mut s = Lsp::initialized(&["utf-16"]);
+    let (u, text) = read("catalyst/resize_loop.jaxpr");
+    s.open(&u, &text);
+    // The `lambda` of the body_jaxpr: its in_type with DBIdx.
+    let h = hover_text(&mut s, &u, pos_of(&text, "lambda", 1, 2));
+    assert!(h.contains("((i64[], False), (i64[], True), (f64[DBIdx(0)], True))"), "{h}");
+    assert!(h.contains("body_jaxpr"), "{h}");
+    // A dimension variable: its binder and what it sizes.
+    let h = hover_text(&mut s, &u, pos_of(&text, "f:i64[]", 0, 0));
+    assert!(h.contains("f:i64[]") && h.contains("sizes `h`"), "{h}");
+    assert!(h.contains("implicit argument"), "{h}");
+    // A primitive: description, operand and result types, key parameters.
+    let h = hover_text(&mut s, &u, pos_of(&text, "broadcast_in_dim", 0, 3));
+    assert!(h.contains("**broadcast_in_dim**"), "{h}");
+    assert!(h.contains("shape=(None,)") && h.contains("i:i64[]") && h.contains("-> (f64[i])"), "{h}");
+    // A let-bound jaxpr and the call that uses it.
+    let (u2, text2) = read("jax/control.jaxpr");
+    s.open(&u2, &text2);
+    let h = hover_text(&mut s, &u2, pos_of(&text2, "jaxpr=remainder", 0, 8));
+    assert!(h.contains("the jaxpr `remainder`") && h.contains("in_type:  ((i32[], True), (i32[], True))"), "{h}");
+    // Hover past the end of the file and on whitespace: no result, no error.
+    let r = s.request("textDocument/hover", doc_pos(&u, json!({ "line": 9999, "character": 9999 })));
+    assert_eq!(r["result"], Value::Null, "{r}");
+    s.shutdown();
+}
+
+#[test]
+fn definition_walks_binders_dimensions_symbols_lets_call_sites_and_sources() {
+    let mut s = Lsp::initialized(&["utf-16"]);
+    let def = |s: &mut Lsp, u: &str, pos: Value| s.call("textDocument/definition", doc_pos(u, pos));
+    // `d` in `h:f64[d]` -> the binder `d:i64[]` of the body lambda.
+    let (u, text) = read("catalyst/capture_loop.jaxpr");
+    s.open(&u, &text);
+    let idx = text.find("h:f64[d]").unwrap();
+    let line = &text[text[..idx].rfind('\n').unwrap() + 1..];
+    let col = line.find("h:f64[d]").unwrap() + 6;
+    let at = json!({ "line": text[..idx].matches('\n').count(), "character": col });
+    let r = def(&mut s, &u, at);
+    assert_eq!(r["uri"], u.as_str());
+    assert_eq!(r["range"]["start"], pos_of(&text, "d:i64[]", 0, 0), "{r}");
+    // The body binder `g` -> the call-site operand that feeds it, and back with implementation.
+    let g = pos_of(&text, "g:f64[d]", 0, 0);
+    let r = def(&mut s, &u, g.clone());
+    let operand = r["range"]["start"].clone();
+    assert!(operand["line"].as_u64().unwrap() > g["line"].as_u64().unwrap(), "{r}");
+    let back = s.call("textDocument/implementation", doc_pos(&u, operand));
+    assert_eq!(back[0]["range"]["start"], g, "{back}");
+    // A symbolic dimension -> its first introduction in the top-level signature.
+    let (u, text) = read("jax/poly_broadcast.jaxpr");
+    s.open(&u, &text);
+    let r = def(&mut s, &u, pos_of(&text, "c:f32[a,4]", 0, 6));
+    assert_eq!(r["range"]["start"], pos_of(&text, "f32[a,1]", 0, 4), "{r}");
+    // `jaxpr=remainder` -> the `let`.
+    let (u, text) = read("jax/control.jaxpr");
+    s.open(&u, &text);
+    let r = def(&mut s, &u, pos_of(&text, "jaxpr=remainder", 0, 8));
+    assert_eq!(r["range"]["start"], pos_of(&text, "remainder", 0, 0), "{r}");
+    // With source-info comments: from the primitive to the Python line that produced it.
+    let (u, text) = read("jax/control.srcinfo.jaxpr");
+    s.open(&u, &text);
+    let r = def(&mut s, &u, pos_of(&text, "reduce_sum", 0, 2));
+    assert!(r["uri"].as_str().unwrap().ends_with("/programs_jax.py"), "{r}");
+    let comment = &text[text.find("reduce_sum").unwrap()..];
+    let comment = &comment[comment.find("programs_jax.py:").unwrap() + 16..];
+    let line: u64 = comment.split(':').next().unwrap().parse().unwrap();
+    assert_eq!(r["range"]["start"]["line"], line - 1, "{r}");
+    s.shutdown();
+}
+
+#[test]
+fn references_highlights_and_rename_are_scoped() {
+    let mut s = Lsp::initialized(&["utf-16"]);
+    let (u, text) = read("jax/control.jaxpr");
+    s.open(&u, &text);
+    // The inner jit jaxpr of `remainder` binds `d` again (`d:bool[]`); the outer `d:bool[]` is another variable.
+    let outer = pos_of(&text, "d:bool[]", 0, 0);
+    let inner = pos_of(&text, "d:bool[]", 1, 0);
+    let refs = s.call("textDocument/references", json!({ "textDocument": { "uri": u }, "position": inner, "context": { "includeDeclaration": true } }));
+    let refs = refs.as_array().unwrap();
+    assert_eq!(refs.len(), 2, "{refs:?}"); // binder and `select_n d`
+    assert!(refs.iter().all(|r| r["range"]["start"] != outer));
+    let hl = s.call("textDocument/documentHighlight", doc_pos(&u, outer.clone()));
+    let hl = hl.as_array().unwrap();
+    assert_eq!(hl.len(), 2, "{hl:?}"); // binder and jit operand
+    assert_eq!(hl.iter().filter(|h| h["kind"] == 3).count(), 1); // one write (the binder)
+    // Rename the inner `d`: only the inner binder and its use change.
+    let prep = s.call("textDocument/prepareRename", doc_pos(&u, inner.clone()));
+    assert_eq!(prep["placeholder"], "d");
+    let edit = s.call("textDocument/rename", json!({ "textDocument": { "uri": u }, "position": inner, "newName": "pred" }));
+    let edits = edit["changes"][u.as_str()].as_array().unwrap();
+    assert_eq!(edits.len(), 2, "{edits:?}");
+    assert!(edits.iter().all(|e| e["newText"] == "pred" && e["range"]["start"] != outer));
+    // A name already bound in that jaxpr is refused with a message.
+    let r = s.request("textDocument/rename", json!({ "textDocument": { "uri": u }, "position": inner, "newName": "f" }));
+    assert!(r["error"]["message"].as_str().unwrap().contains("already bound"), "{r}");
+    // Renaming a dimension variable renames it in every type that mentions it.
+    let (u, text) = read("catalyst/resize_loop.jaxpr");
+    s.open(&u, &text);
+    let edit = s.call("textDocument/rename", json!({ "textDocument": { "uri": u }, "position": pos_of(&text, "a:i64[]", 0, 0), "newName": "n" }));
+    let edits = edit["changes"][u.as_str()].as_array().unwrap();
+    // binder, `b:f64[a]`, `c:f64[a]`, and the for_loop operand
+    assert_eq!(edits.len(), 4, "{edits:?}");
+    s.shutdown();
+}
+
+#[test]
+fn outline_folding_tokens_hints_and_completion() {
+    let mut s = Lsp::initialized(&["utf-16"]);
+    let (u, text) = read("jax/control.jaxpr");
+    s.open(&u, &text);
+    let td = json!({ "textDocument": { "uri": u } });
+    // Outline: `remainder` and main; main's cond equations hold their branches.
+    let syms = s.call("textDocument/documentSymbol", td.clone());
+    let names: Vec<&str> = syms.as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["remainder", "main"]);
+    let main_children = syms[1]["children"].as_array().unwrap();
+    let cond = main_children.iter().find(|c| c["name"] == "t = cond").expect("the first cond");
+    let branches: Vec<&str> = cond["children"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(branches, ["branches[0]", "branches[1]"]);
+    // Folding: every multi-line jaxpr and parameter list.
+    let folds = s.call("textDocument/foldingRange", td.clone());
+    let starts: Vec<u64> = folds.as_array().unwrap().iter().map(|f| f["startLine"].as_u64().unwrap()).collect();
+    assert!(starts.contains(&0) && starts.contains(&3), "{starts:?}"); // `let remainder`, the jit's [ ... ]
+    // Semantic tokens: decode and look at a few.
+    let legend = ["variable", "typeParameter", "function", "property", "type", "number", "keyword", "comment", "string", "namespace"];
+    let data = s.call("textDocument/semanticTokens/full", td.clone());
+    let data: Vec<u64> = data["data"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect();
+    let mut toks = std::collections::HashMap::new();
+    let (mut line, mut col) = (0, 0);
+    for t in data.chunks(5) {
+        if t[0] > 0 {
+            col = 0;
+        }
+        line += t[0];
+        col += t[1];
+        toks.insert((line, col), (legend[t[3] as usize], t[4]));
+    }
+    let tok = |p: Value| toks.get(&(p["line"].as_u64().unwrap(), p["character"].as_u64().unwrap())).copied();
+    assert_eq!(tok(pos_of(&text, "convert_element_type", 0, 0)), Some(("function", 0)));
+    assert_eq!(tok(pos_of(&text, "new_dtype", 0, 0)), Some(("property", 0)));
+    assert_eq!(tok(pos_of(&text, "i32[] b:", 0, 0)), Some(("type", 0)));
+    assert_eq!(tok(pos_of(&text, "a:i32[]", 0, 0)), Some(("variable", 1)));
+    assert_eq!(tok(pos_of(&text, "lambda", 0, 0)), Some(("keyword", 0)));
+    assert_eq!(tok(pos_of(&text, "0:i32[]", 0, 0)), Some(("number", 0)));
+    // Dimension variables are told apart from arrays.
+    let (u2, text2) = read("catalyst/resize_loop.jaxpr");
+    s.open(&u2, &text2);
+    let data = s.call("textDocument/semanticTokens/range", json!({ "textDocument": { "uri": u2 }, "range": { "start": { "line": 0, "character": 0 }, "end": { "line": 1, "character": 0 } } }));
+    let first = &data["data"].as_array().unwrap()[..10];
+    assert_eq!(first[3], 6); // `lambda`
+    assert_eq!(first[8], 1); // `a` (sizes b and c): typeParameter
+    // Inlay hints on the body binders: implicit/explicit and DBIdx.
+    let hints = s.call("textDocument/inlayHint", json!({ "textDocument": { "uri": u2 }, "range": { "start": { "line": 0, "character": 0 }, "end": { "line": 99, "character": 0 } } }));
+    let labels: Vec<&str> = hints.as_array().unwrap().iter().map(|h| h["label"].as_str().unwrap()).collect();
+    assert!(labels.contains(&"#0 implicit"), "{labels:?}");
+    assert!(labels.contains(&"#2 explicit f64[DBIdx(0)]"), "{labels:?}");
+    assert!(labels.iter().any(|l| l.contains("OutDBIdx(0)")), "{labels:?}");
+    // Completion: primitives after `binders = `, parameters inside `prim[`.
+    let edit_line = text.matches('\n').count();
+    let new_text = format!("{text}\n    zz:f32[] = redu");
+    s.notify("textDocument/didChange", json!({ "textDocument": { "uri": u, "version": 2 }, "contentChanges": [{ "text": new_text }] }));
+    let items = s.call("textDocument/completion", doc_pos(&u, json!({ "line": edit_line + 1, "character": 19 })));
+    let labels: Vec<&str> = items.as_array().unwrap().iter().map(|i| i["label"].as_str().unwrap()).collect();
+    assert!(labels.contains(&"reduce_sum") && labels.contains(&"reduce_max") && !labels.contains(&"add"), "{labels:?}");
+    let new_text = format!("{text}\n    zz:f32[] = reduce_sum[ax");
+    s.notify("textDocument/didChange", json!({ "textDocument": { "uri": u, "version": 3 }, "contentChanges": [{ "text": new_text }] }));
+    let items = s.call("textDocument/completion", doc_pos(&u, json!({ "line": edit_line + 1, "character": 29 })));
+    let labels: Vec<&str> = items.as_array().unwrap().iter().map(|i| i["label"].as_str().unwrap()).collect();
+    assert_eq!(labels, ["axes"]);
+    s.shutdown();
+}
+
+#[test]
+fn build_command_reports_progress_and_answers() {
+    let mut s = Lsp::initialized(&["utf-16"]);
+    let (u, text) = read("invalid/broadcast_dims.jaxpr");
+    s.open(&u, &text);
+    let r = s.request("workspace/executeCommand", json!({ "command": "jaxpr.server.build", "arguments": [{ "uri": u, "emit": "stablehlo" }] }));
+    assert!(r["error"]["message"].as_str().unwrap().contains("error(s) and was not built"), "{r}");
+    // Progress: begin and end on a token the server asked the client to create.
+    let begin = s.wait_for(|m| m["method"] == "$/progress" && m["params"]["value"]["kind"] == "begin").unwrap();
+    assert!(begin["params"]["value"]["title"].as_str().unwrap().contains("--emit stablehlo"));
+    let end = s.wait_for(|m| m["method"] == "$/progress" && m["params"]["value"]["kind"] == "end").unwrap();
+    assert_eq!(begin["params"]["token"], end["params"]["token"]);
+    let r = s.request("workspace/executeCommand", json!({ "command": "jaxpr.server.build", "arguments": [{ "uri": u, "emit": "wasm" }] }));
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    s.shutdown();
+}
+
+#[test]
+fn survives_what_a_client_can_send() {
+    let mut s = Lsp::initialized(&["utf-8", "utf-16"]);
+    // Malformed JSON, invalid UTF-8, a bad header, a request of the wrong shape.
+    s.write_raw(b"Content-Length: 9\r\n\r\n{\"jsonrpc");
+    s.write_raw(b"Content-Length: 3\r\n\r\n\xff\xfe\xfd");
+    s.write_raw(b"Content-Length: nope\r\n\r\n");
+    s.send(&json!({ "jsonrpc": "2.0", "id": 99, "method": 5 }));
+    let r = s.wait_for(|m| m["id"] == 99).unwrap();
+    assert_eq!(r["error"]["code"], -32600, "{r}");
+    let logged = s.wait_for(|m| m["method"] == "window/logMessage" && m["params"]["message"].as_str().unwrap().contains("not JSON"));
+    assert!(logged.is_some());
+    // Unknown methods, bad params, documents never opened.
+    let r = s.request("jaxpr/noSuchMethod", json!({}));
+    assert_eq!(r["error"]["code"], -32601, "{r}");
+    let r = s.request("textDocument/hover", json!({ "textDocument": 5 }));
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    let r = s.request("textDocument/hover", doc_pos("file:///nowhere.jaxpr", json!({ "line": 0, "character": 0 })));
+    assert_eq!(r["result"], Value::Null);
+    s.notify("textDocument/didChange", json!({ "textDocument": { "uri": "file:///nowhere.jaxpr", "version": 3 }, "contentChanges": [{ "text": "x" }] }));
+    // Garbage and binary-ish text as a document; positions past the end and inside multi-byte characters.
+    let u = "file:///tmp/garbage.jaxpr";
+    s.open(u, "\u{fffd}\u{fffd}{ lambda ; a:f32[é😀]. let b = in ((( }\0\0");
+    let d = s.diagnostics(u, Some(1));
+    assert!(!d["diagnostics"].as_array().unwrap().is_empty());
+    for (line, ch) in [(0, 3), (0, 30), (0, 9999), (50, 0)] {
+        let r = s.request("textDocument/hover", doc_pos(u, json!({ "line": line, "character": ch })));
+        assert!(r.get("error").is_none(), "{r}");
+        let r = s.request("textDocument/completion", doc_pos(u, json!({ "line": line, "character": ch })));
+        assert!(r.get("error").is_none(), "{r}");
+    }
+    s.notify(
+        "textDocument/didChange",
+        json!({ "textDocument": { "uri": u, "version": 2 }, "contentChanges": [{ "range": { "start": { "line": 7, "character": 1 }, "end": { "line": 0, "character": 2 } }, "text": "zz" }] }),
+    );
+    for m in ["textDocument/semanticTokens/full", "textDocument/documentSymbol", "textDocument/foldingRange"] {
+        let r = s.request(m, json!({ "textDocument": { "uri": u } }));
+        assert!(r.get("error").is_none(), "{m}: {r}");
+    }
+    // A file deleted while open: the server keeps working from the editor's text.
+    let dir = std::env::temp_dir().join(format!("jaxpr-lsp-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("gone.jaxpr");
+    std::fs::write(&path, "{ lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) }").unwrap();
+    let gu = uri(&path);
+    s.open(&gu, &std::fs::read_to_string(&path).unwrap());
+    std::fs::remove_dir_all(&dir).unwrap();
+    let h = s.call("textDocument/hover", doc_pos(&gu, json!({ "line": 0, "character": 11 })));
+    assert!(h["contents"]["value"].as_str().unwrap().contains("a:f32[3]"), "{h}");
+    // Still alive and answering, and exits cleanly when asked.
+    let status = s.shutdown();
+    assert!(status.success(), "{status:?}");
+}
+
+#[test]
+fn the_largest_corpus_file_opens_and_answers() {
+    let gz = corpus().join("large/transformer600_grad.jaxpr.gz");
+    let out = std::process::Command::new("gzip").arg("-dc").arg(&gz).output().expect("gzip");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut s = Lsp::initialized(&["utf-16"]);
+    let u = "file:///large/transformer600_grad.jaxpr";
+    s.open(u, &text);
+    let d = s.diagnostics(u, Some(1));
+    assert_eq!(d["diagnostics"], json!([]));
+    let last_eqn = text.rfind(" = ").unwrap();
+    let line = text[..last_eqn].matches('\n').count();
+    let r = s.call("textDocument/hover", doc_pos(u, json!({ "line": line, "character": 4 })));
+    assert!(r["contents"]["value"].as_str().unwrap().contains("```jaxpr"), "{r}");
+    let _ = Duration::ZERO;
+    s.shutdown();
+}
