@@ -7,7 +7,10 @@ cd "$(dirname "$0")"
 
 vsix=jaxpr-0.1.0.vsix
 
-npm ci --no-audit --no-fund
+# `--installed`: node_modules is already there (.ci/run installs it).
+if [ "${1:-}" != "--installed" ]; then
+  npm ci --no-audit --no-fund
+fi
 npm run compile
 npm test
 rm -f "$vsix"

@@ -1,0 +1,105 @@
+//! Language-server latency on the largest corpus file, through the real
+//! binary over stdio (what an editor sees). Prints a table; not a test.
+//!
+//!     cargo bench -p jaxpr-lsp --bench latency [-- FILE]
+//!
+//! FILE defaults to ../shared/corpus/large/transformer600_grad.jaxpr.gz.
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::{Lsp, corpus};
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+fn percentile(v: &mut [Duration], p: f64) -> Duration {
+    v.sort();
+    v[((v.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1e3)
+}
+
+fn main() {
+    let path = std::env::args()
+        .skip(1)
+        .find(|a| !a.starts_with('-'))
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| corpus().join("large/transformer600_grad.jaxpr.gz"));
+    let text = if path.extension().is_some_and(|e| e == "gz") {
+        let out = std::process::Command::new("gzip").arg("-dc").arg(&path).output().expect("gzip");
+        String::from_utf8(out.stdout).expect("UTF-8")
+    } else {
+        std::fs::read_to_string(&path).expect("read")
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    // Equation lines whose last token is a variable operand.
+    let eqn_lines: Vec<usize> = (0..lines.len())
+        .filter(|&i| {
+            let l = lines[i];
+            l.contains(" = ") && !l.starts_with("let ") && !l.ends_with(" let") && l.rsplit(' ').next().is_some_and(|w| !w.is_empty() && w.bytes().all(|b| b.is_ascii_lowercase()))
+        })
+        .collect();
+    println!("file: {} ({:.1} MB, {} lines)", path.display(), text.len() as f64 / 1e6, lines.len());
+
+    // 1. didOpen -> first diagnostics, fresh server each time.
+    let mut first = Vec::new();
+    for _ in 0..3 {
+        let mut s = Lsp::initialized(&["utf-16"]);
+        let uri = "file:///bench/model.jaxpr";
+        let t = Instant::now();
+        s.open(uri, &text);
+        let d = s.diagnostics(uri, Some(1));
+        first.push(t.elapsed());
+        assert!(d["diagnostics"].as_array().is_some());
+        s.shutdown();
+    }
+
+    // 2. One-character edits in one equation -> republished diagnostics.
+    let mut s = Lsp::initialized(&["utf-16"]);
+    let uri = "file:///bench/model.jaxpr";
+    s.open(uri, &text);
+    s.diagnostics(uri, Some(1));
+    let mut edits = Vec::new();
+    let mut version = 1;
+    for i in 0..40 {
+        let line = eqn_lines[(i * 7919) % eqn_lines.len()];
+        // Insert `x` after the first operand's first character, then delete it again.
+        let col = lines[line].rfind(' ').unwrap() + 2;
+        for insert in [true, false] {
+            version += 1;
+            let start = json!({ "line": line, "character": col });
+            let end = json!({ "line": line, "character": if insert { col } else { col + 1 } });
+            let change = json!({ "range": { "start": start, "end": end }, "text": if insert { "x" } else { "" } });
+            let t = Instant::now();
+            s.notify("textDocument/didChange", json!({ "textDocument": { "uri": uri, "version": version }, "contentChanges": [change] }));
+            s.diagnostics(uri, Some(version));
+            edits.push(t.elapsed());
+        }
+    }
+
+    // 3. Hover and definition on variables all over the file.
+    let (mut hovers, mut defs) = (Vec::new(), Vec::new());
+    for i in 0..300 {
+        let line = eqn_lines[(i * 104729) % eqn_lines.len()];
+        let col = lines[line].rfind(' ').unwrap() + 1;
+        let p = json!({ "textDocument": { "uri": uri }, "position": { "line": line, "character": col } });
+        let t = Instant::now();
+        let h = s.call("textDocument/hover", p.clone());
+        hovers.push(t.elapsed());
+        assert!(!h.is_null(), "hover at {line}:{col}");
+        let t = Instant::now();
+        let d = s.call("textDocument/definition", p);
+        defs.push(t.elapsed());
+        assert!(!d.is_null(), "definition at {line}:{col}");
+    }
+    s.shutdown();
+
+    println!("| measure | p50 | p99 | target |");
+    println!("|---|---|---|---|");
+    println!("| didOpen -> first diagnostics ({} runs) | {} | {} (max) | < 1 s |", first.len(), ms(percentile(&mut first, 0.5)), ms(percentile(&mut first, 1.0)));
+    println!("| 1-char didChange -> diagnostics ({} edits) | {} | {} | p50 < 50 ms |", edits.len(), ms(percentile(&mut edits, 0.5)), ms(percentile(&mut edits, 0.99)));
+    println!("| hover ({} requests) | {} | {} | p99 < 10 ms |", hovers.len(), ms(percentile(&mut hovers, 0.5)), ms(percentile(&mut hovers, 0.99)));
+    println!("| definition ({} requests) | {} | {} | p99 < 10 ms |", defs.len(), ms(percentile(&mut defs, 0.5)), ms(percentile(&mut defs, 0.99)));
+}
