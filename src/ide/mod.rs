@@ -349,9 +349,10 @@ fn call_site_mapping(f: &FileView, j: JaxprId, s: &mut String) {
     }
     if let JaxprOrigin::Param { eqn, .. } = info.origin
         && let Some(syn) = find_eqn(&f.parse.file, a.eqn(eqn).range)
-        && let Some(n) = syn.param("body_nconsts").or_else(|| syn.param("cond_nconsts")).or_else(|| syn.param("num_consts"))
+        && let Some(n) = syn.param("body_nconsts").or_else(|| syn.param("num_consts"))
+        && let Some(k) = n.value.as_int().filter(|k| *k > 0)
     {
-        let _ = writeln!(s, "\n{}={}: the first operands are constants of the body", n.name.text, &f.text[n.value.range.as_usize()]);
+        let _ = writeln!(s, "\n{}={k}: the first {k} operand(s) are constants of the body, passed unchanged to every iteration", n.name.text);
     }
 }
 
