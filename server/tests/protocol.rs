@@ -124,6 +124,9 @@ fn hover_shows_types_dimension_variables_primitive_signatures_and_dbidx() {
     let h = hover_text(&mut s, &u, pos_of(&text, "lambda", 1, 2));
     assert!(h.contains("((i64[], False), (i64[], True), (f64[DBIdx(0)], True))"), "{h}");
     assert!(h.contains("body_jaxpr"), "{h}");
+    // The parameter name `body_jaxpr`: the same signature.
+    let h = hover_text(&mut s, &u, pos_of(&text, "body_jaxpr", 0, 2));
+    assert!(h.contains("(f64[DBIdx(0)], True))") && h.contains("out_type: ((i64[], False), (f64[OutDBIdx(0)], True))"), "{h}");
     // A dimension variable: its binder and what it sizes.
     let h = hover_text(&mut s, &u, pos_of(&text, "f:i64[]", 0, 0));
     assert!(h.contains("f:i64[]") && h.contains("sizes `h`"), "{h}");
@@ -137,6 +140,9 @@ fn hover_shows_types_dimension_variables_primitive_signatures_and_dbidx() {
     s.open(&u2, &text2);
     let h = hover_text(&mut s, &u2, pos_of(&text2, "jaxpr=remainder", 0, 8));
     assert!(h.contains("the jaxpr `remainder`") && h.contains("in_type:  ((i32[], True), (i32[], True))"), "{h}");
+    // `branches=`: every branch's signature.
+    let h = hover_text(&mut s, &u2, pos_of(&text2, "branches=", 0, 1));
+    assert_eq!(h.matches("in_type:  ((f32[5], True),)").count(), 2, "{h}");
     // Hover past the end of the file and on whitespace: no result, no error.
     let r = s.request("textDocument/hover", doc_pos(&u, json!({ "line": 9999, "character": 9999 })));
     assert_eq!(r["result"], Value::Null, "{r}");

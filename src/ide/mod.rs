@@ -214,8 +214,16 @@ fn param_summary(text: &str, p: &ast::Param) -> String {
 /// Markdown for the hover at `offset`.
 pub fn hover(f: &FileView, offset: u32) -> Option<(TextRange, String)> {
     let (a, idx) = (f.analysis, f.lines);
-    let (range, t) = target_at(a, offset)?;
     let mut s = String::new();
+    let Some((range, t)) = target_at(a, offset) else {
+        // A jaxpr-valued parameter's name: the jaxprs it holds.
+        let (range, jaxprs) = jaxpr_param_at(f, offset)?;
+        for j in jaxprs {
+            jaxpr_hover(f, j, &mut s);
+            s.push('\n');
+        }
+        return Some((range, s));
+    };
     match t {
         Target::Var(v) => {
             let info = a.var(v);
@@ -271,25 +279,7 @@ pub fn hover(f: &FileView, offset: u32) -> Option<(TextRange, String)> {
                 let _ = writeln!(s, "\nintroduced at line {}:{}", lc.line + 1, lc.col + 1);
             }
         }
-        Target::Jaxpr(j) => {
-            let info = a.jaxpr(j);
-            let _ = writeln!(s, "{}\n", describe_jaxpr(a, j, idx));
-            let _ = writeln!(s, "```\nin_type:  {}\nout_type: {}\n```", info.signature.render_in(), info.signature.render_out());
-            let implicit: Vec<&str> = info
-                .invars
-                .iter()
-                .zip(&info.signature.in_type)
-                .filter(|(_, e)| !e.explicit)
-                .map(|(v, _)| a.var(*v).name.as_str())
-                .collect();
-            if !implicit.is_empty() {
-                let _ = writeln!(s, "implicit arguments: {}", implicit.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", "));
-            }
-            if !info.constvars.is_empty() {
-                let _ = writeln!(s, "{} constvar(s)", info.constvars.len());
-            }
-            call_site_mapping(f, j, &mut s);
-        }
+        Target::Jaxpr(j) => jaxpr_hover(f, j, &mut s),
         Target::Primitive(e) => {
             let eqn = a.eqn(e);
             let doc = crate::check::rules::describe(&eqn.primitive).unwrap_or("(no type rule: results are taken as printed)");
@@ -328,6 +318,38 @@ pub fn hover(f: &FileView, offset: u32) -> Option<(TextRange, String)> {
         }
     }
     Some((range, s))
+}
+
+/// Signature, implicit arguments, constants and call-site mapping of a jaxpr.
+fn jaxpr_hover(f: &FileView, j: JaxprId, s: &mut String) {
+    let (a, idx) = (f.analysis, f.lines);
+    let info = a.jaxpr(j);
+    let _ = writeln!(s, "{}\n", describe_jaxpr(a, j, idx));
+    let _ = writeln!(s, "```\nin_type:  {}\nout_type: {}\n```", info.signature.render_in(), info.signature.render_out());
+    let implicit: Vec<&str> = info
+        .invars
+        .iter()
+        .zip(&info.signature.in_type)
+        .filter(|(_, e)| !e.explicit)
+        .map(|(v, _)| a.var(*v).name.as_str())
+        .collect();
+    if !implicit.is_empty() {
+        let _ = writeln!(s, "implicit arguments: {}", implicit.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", "));
+    }
+    if !info.constvars.is_empty() {
+        let _ = writeln!(s, "{} constvar(s)", info.constvars.len());
+    }
+    call_site_mapping(f, j, s);
+}
+
+/// The name of a jaxpr-valued parameter (`body_jaxpr=`, `branches=`,
+/// `jaxpr=`) at `offset`, with the jaxprs it holds.
+fn jaxpr_param_at(f: &FileView, offset: u32) -> Option<(TextRange, Vec<JaxprId>)> {
+    let a = f.analysis;
+    let e = a.eqns.iter().filter(|e| !e.callees.is_empty() && e.range.touches(offset)).min_by_key(|e| e.range.len())?;
+    let p = find_eqn(&f.parse.file, e.range)?.params.iter().find(|p| p.name.range.touches(offset))?;
+    let jaxprs: Vec<JaxprId> = e.callees.iter().filter(|(n, _)| *n == p.name.text).map(|(_, j)| *j).collect();
+    (!jaxprs.is_empty()).then_some((p.name.range, jaxprs))
 }
 
 /// For an inline nested jaxpr, which call-site operand each binder receives.
