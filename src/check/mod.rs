@@ -15,7 +15,7 @@ use crate::syntax::TextRange;
 use crate::syntax::ast::{self, Atom, Expr, ExprKind, Jaxpr};
 use crate::types::{AType, DType, Dim, DimNames, Poly, VarId};
 use smol_str::SmolStr;
-use std::collections::HashMap;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet};
 
 pub use dims::DimEq;
 
@@ -169,7 +169,7 @@ impl DimNames for Analysis {
 pub fn check(file: &ast::SourceFile) -> Analysis {
     let mut c = Checker {
         a: Analysis::default(),
-        lets: HashMap::new(),
+        lets: HashMap::default(),
         env: Scope::default(),
         main_inputs: false,
         pending_results: Vec::new(),
@@ -224,7 +224,7 @@ pub(crate) struct Checker {
     /// later results of the same equation may use them as dimensions.
     pending_results: Vec<(SmolStr, VarId)>,
     /// Variables already reported as unusable dimensions (one report each).
-    bad_dims: std::collections::HashSet<VarId>,
+    bad_dims: FxHashSet<VarId>,
 }
 
 /// An equation operand after resolution.
@@ -511,6 +511,8 @@ impl Checker {
         call: Option<(&[Operand], &[Option<VarId>])>,
     ) -> Dim {
         match &e.kind {
+            // What `dim_poly` makes of an integer, without building a polynomial.
+            ExprKind::Int(i) => Dim::Const(*i),
             ExprKind::Path(p) if p.as_ref() == "None" => Dim::Unknown,
             ExprKind::Path(name) if !name.contains('.') => {
                 let pending = self

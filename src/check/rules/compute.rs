@@ -7,7 +7,7 @@
 //! dimension. Families that behave alike (`reduce_*`, `cum*`,
 //! `reduce_window_*`) are tables.
 
-use super::{EqnCx, Infer, numpy_name};
+use super::{EqnCx, Infer, Related, numpy_name};
 use crate::diagnostics::DiagKind;
 use crate::syntax::ast::{Expr, ExprKind};
 use crate::types::{AType, DType, Dim, FloatKind};
@@ -616,17 +616,7 @@ fn same_shapes(cx: &mut EqnCx, idx: std::ops::Range<usize>, what: &str) -> bool 
     let s = shape(cx, first);
     for i in idx.skip(1) {
         let o = shape(cx, i);
-        let related = vec![
-            (
-                cx.args[first].range,
-                format!("operand {first} is {}", cx.arg_str(first)),
-            ),
-            (
-                cx.args[i].range,
-                format!("operand {i} is {}", cx.arg_str(i)),
-            ),
-        ];
-        if !cx.require_same_shape(what, &s, &o, &related) {
+        if !cx.require_same_shape(what, &s, &o, Related::Operands(&[first, i])) {
             return false;
         }
     }

@@ -22,6 +22,16 @@ use crate::types::{AType, DType, Dim, DimNames, VarId};
 /// Inferred result types; `None` when the rule reported an error or cannot infer.
 pub type Infer = Option<Vec<AType>>;
 
+/// Related locations of a mismatch, described only when it is reported
+/// (describing operands formats their types: too costly for every check).
+pub enum Related<'a> {
+    /// `operand i is ...` for each listed operand.
+    Operands(&'a [usize]),
+    /// Each listed operand's description alone.
+    Args(&'a [usize]),
+    Given(Vec<(TextRange, String)>),
+}
+
 pub struct EqnCx<'c> {
     pub(crate) ck: &'c mut Checker,
     pub eqn: &'c ast::Eqn,
@@ -144,6 +154,35 @@ impl<'c> EqnCx<'c> {
         }
         self.ck.a.diagnostics.push(d);
     }
+    /// Adds the listed operands as related locations (`operand i is ...`).
+    pub fn with_operands(&self, mut d: Diagnostic, args: &[usize]) -> Diagnostic {
+        for &i in args {
+            if let Some(a) = self.args.get(i) {
+                let text = self.arg_str(i);
+                d = d.with_related(a.range, format!("operand {i} is {text}"));
+            }
+        }
+        d
+    }
+    /// Adds related locations, described now that they are reported.
+    fn with_related(&self, mut d: Diagnostic, related: Related) -> Diagnostic {
+        match related {
+            Related::Operands(args) => return self.with_operands(d, args),
+            Related::Args(args) => {
+                for &i in args {
+                    if let Some(a) = self.args.get(i) {
+                        d = d.with_related(a.range, self.arg_str(i));
+                    }
+                }
+            }
+            Related::Given(given) => {
+                for (r, m) in given {
+                    d = d.with_related(r, m);
+                }
+            }
+        }
+        d
+    }
     /// Reports an error with related locations on the listed operands.
     pub fn report_on_args(
         &mut self,
@@ -152,13 +191,8 @@ impl<'c> EqnCx<'c> {
         args: &[usize],
         help: Option<String>,
     ) {
-        let mut d = self.error(kind, message);
-        for &i in args {
-            if let Some(a) = self.args.get(i) {
-                let text = self.arg_str(i);
-                d = d.with_related(a.range, format!("operand {i} is {text}"));
-            }
-        }
+        let d = self.error(kind, message);
+        let mut d = self.with_operands(d, args);
         if let Some(h) = help {
             d = d.with_help(h);
         }
@@ -307,10 +341,10 @@ impl<'c> EqnCx<'c> {
     /// naming the dimension and explaining the dimension variables involved.
     pub fn require_same_shape(
         &mut self,
-        what: &str,
+        what: impl std::fmt::Display,
         a: &[Dim],
         b: &[Dim],
-        related: &[(TextRange, String)],
+        related: Related,
     ) -> bool {
         if a.len() != b.len() {
             let msg = format!(
@@ -320,10 +354,8 @@ impl<'c> EqnCx<'c> {
                 a.len(),
                 b.len()
             );
-            let mut d = self.error(DiagKind::ShapeMismatch, msg);
-            for (r, m) in related {
-                d = d.with_related(*r, m.clone());
-            }
+            let d = self.error(DiagKind::ShapeMismatch, msg);
+            let d = self.with_related(d, related);
             self.report(d);
             return false;
         }
@@ -336,10 +368,8 @@ impl<'c> EqnCx<'c> {
                     self.dim_str(x),
                     self.dim_str(y)
                 );
-                let mut d = self.error(DiagKind::ShapeMismatch, msg);
-                for (r, m) in related {
-                    d = d.with_related(*r, m.clone());
-                }
+                let d = self.error(DiagKind::ShapeMismatch, msg);
+                let d = self.with_related(d, related);
                 let d = self.ck.explain_dims(d, &[x, y], why);
                 self.report(d);
                 return false;
@@ -376,13 +406,8 @@ impl<'c> EqnCx<'c> {
                     self.dim_str(got),
                     self.dim_str(expected)
                 );
-                let mut d = self.error(DiagKind::ShapeMismatch, msg);
-                for &i in args {
-                    if let Some(a) = self.args.get(i) {
-                        let text = self.arg_str(i);
-                        d = d.with_related(a.range, format!("operand {i} is {text}"));
-                    }
-                }
+                let d = self.error(DiagKind::ShapeMismatch, msg);
+                let d = self.with_operands(d, args);
                 let d = self.ck.explain_dims(d, &[got, expected], why);
                 self.report(d);
                 false
@@ -392,18 +417,33 @@ impl<'c> EqnCx<'c> {
     /// Arithmetic on dimensions (for `concatenate`, `pad`, `slice`...):
     /// constants and symbolic dimensions only.
     pub fn dim_add(&self, a: &Dim, b: &Dim) -> Dim {
+        if let (Dim::Const(x), Dim::Const(y)) = (a, b)
+            && let Some(c) = x.checked_add(*y)
+        {
+            return Dim::Const(c);
+        }
         match (a.as_poly(), b.as_poly()) {
             (Some(p), Some(q)) => p.add(&q).map(Dim::from_poly).unwrap_or(Dim::Unknown),
             _ => Dim::Unknown,
         }
     }
     pub fn dim_mul(&self, a: &Dim, b: &Dim) -> Dim {
+        if let (Dim::Const(x), Dim::Const(y)) = (a, b)
+            && let Some(c) = x.checked_mul(*y)
+        {
+            return Dim::Const(c);
+        }
         match (a.as_poly(), b.as_poly()) {
             (Some(p), Some(q)) => p.mul(&q).map(Dim::from_poly).unwrap_or(Dim::Unknown),
             _ => Dim::Unknown,
         }
     }
     pub fn dim_sub(&self, a: &Dim, b: &Dim) -> Dim {
+        if let (Dim::Const(x), Dim::Const(y)) = (a, b)
+            && let Some(c) = x.checked_sub(*y)
+        {
+            return Dim::Const(c);
+        }
         match (a.as_poly(), b.as_poly()) {
             (Some(p), Some(q)) => p.sub(&q).map(Dim::from_poly).unwrap_or(Dim::Unknown),
             _ => Dim::Unknown,
