@@ -551,10 +551,10 @@ impl Checker {
                 self.symbol_use(name, e.range);
                 Dim::Sym(Box::new(Poly::symbol(name)))
             }
-            ExprKind::Call { callee, args, .. }
-                if matches!(callee.as_ref(), "InDBIdx" | "OutDBIdx" | "DBIdx") =>
-            {
-                let k = args
+            ExprKind::Call(c) if matches!(c.callee.as_ref(), "InDBIdx" | "OutDBIdx" | "DBIdx") => {
+                let callee = &c.callee;
+                let k = c
+                    .args
                     .first()
                     .and_then(|a| a.value.as_int())
                     .and_then(|k| usize::try_from(k).ok());
@@ -616,10 +616,11 @@ impl Checker {
                 }
                 .map_err(err)?
             }
-            ExprKind::Call { callee, args, .. }
-                if matches!(callee.as_ref(), "floordiv" | "mod" | "max" | "min")
-                    && args.len() == 2 =>
+            ExprKind::Call(c)
+                if matches!(c.callee.as_ref(), "floordiv" | "mod" | "max" | "min")
+                    && c.args.len() == 2 =>
             {
+                let (callee, args) = (&c.callee, &c.args);
                 let (l, r) = (
                     self.dim_poly(&args[0].value)?,
                     self.dim_poly(&args[1].value)?,
@@ -632,7 +633,7 @@ impl Checker {
                 }
                 .map_err(err)?
             }
-            ExprKind::Call { .. } if e.as_int().is_some() => {
+            ExprKind::Call(_) if e.as_int().is_some() => {
                 Poly::constant(e.as_int().unwrap_or(0))
             }
             _ => return Err(

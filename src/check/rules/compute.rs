@@ -908,7 +908,8 @@ fn conv_specs(cx: &mut EqnCx, rank: usize) -> Option<[Vec<usize>; 3]> {
         return Some([identity.clone(), identity.clone(), identity]);
     }
     let parts: Option<Vec<&Expr>> = match &e.kind {
-        ExprKind::Call { args, .. } => {
+        ExprKind::Call(c) => {
+            let args = &c.args;
             let named: Option<Vec<&Expr>> = ["lhs_spec", "rhs_spec", "out_spec"]
                 .iter()
                 .map(|n| e.field(n))

@@ -2,7 +2,7 @@
 //! operands may have, and the result dtype. All operands have one shape,
 //! except rank-0 operands, which broadcast (JAX prints `sub u 1.0:f32[]`).
 
-use super::{EqnCx, Infer, Related};
+use super::{EqnCx, Index, Infer, Related};
 use crate::diagnostics::DiagKind;
 use crate::types::{AType, DType, Dim};
 
@@ -379,7 +379,8 @@ const TABLE: &[Elementwise] = &[
 ];
 
 fn find(name: &str) -> Option<&'static Elementwise> {
-    TABLE.iter().find(|e| e.name == name)
+    static INDEX: Index = Index::new();
+    INDEX.find(TABLE, |e| e.name, name)
 }
 
 pub(super) fn describe(name: &str) -> Option<&'static str> {

@@ -19,6 +19,27 @@ use crate::syntax::TextRange;
 use crate::syntax::ast::{self, Expr};
 use crate::types::{AType, DType, Dim, DimNames, VarId};
 
+/// A rule table's entries by primitive name (the first entry of a name
+/// wins, as in a linear search), built on first use: every equation looks
+/// its primitive up in several tables.
+pub(super) struct Index(std::sync::OnceLock<rustc_hash::FxHashMap<&'static str, usize>>);
+
+impl Index {
+    pub(super) const fn new() -> Self {
+        Index(std::sync::OnceLock::new())
+    }
+    pub(super) fn find<T>(&self, table: &'static [T], name_of: fn(&T) -> &'static str, name: &str) -> Option<&'static T> {
+        let map = self.0.get_or_init(|| {
+            let mut m = rustc_hash::FxHashMap::default();
+            for (i, e) in table.iter().enumerate() {
+                m.entry(name_of(e)).or_insert(i);
+            }
+            m
+        });
+        map.get(name).map(|&i| &table[i])
+    }
+}
+
 /// Inferred result types; `None` when the rule reported an error or cannot infer.
 pub type Infer = Option<Vec<AType>>;
 
@@ -297,7 +318,7 @@ impl<'c> EqnCx<'c> {
         let text = match &e.kind {
             ast::ExprKind::Path(p) => p.to_string(),
             ast::ExprKind::Str(s) => s.to_string(),
-            ast::ExprKind::Call { args, .. } if args.len() == 1 => match &args[0].value.kind {
+            ast::ExprKind::Call(c) if c.args.len() == 1 => match &c.args[0].value.kind {
                 ast::ExprKind::Str(s) => s.to_string(),
                 _ => String::new(),
             },

@@ -10,7 +10,7 @@
 //! `slice_sizes` is given by an extra trailing operand, an integer scalar,
 //! in order.
 
-use super::{EqnCx, Infer, Related};
+use super::{EqnCx, Index, Infer, Related};
 use crate::check::DimEq;
 use crate::check::dims::{Why, operand_value};
 use crate::diagnostics::{DiagKind, Diagnostic};
@@ -219,7 +219,8 @@ const PRIMS: &[Prim] = &[
 ];
 
 fn find(name: &str) -> Option<&'static Prim> {
-    PRIMS.iter().find(|p| p.name == name)
+    static INDEX: Index = Index::new();
+    INDEX.find(PRIMS, |p| p.name, name)
 }
 
 /// Rules of this family: `Some(result)` when `name` belongs here.
