@@ -167,8 +167,17 @@ impl DimNames for Analysis {
 
 /// Checks a parsed file.
 pub fn check(file: &ast::SourceFile) -> Analysis {
+    let mut counts = Counts::default();
+    for j in file.lets.iter().map(|l| &l.jaxpr).chain(&file.main) {
+        counts.add(j);
+    }
     let mut c = Checker {
-        a: Analysis::default(),
+        a: Analysis {
+            vars: Vec::with_capacity(counts.vars),
+            eqns: Vec::with_capacity(counts.eqns),
+            refs: Vec::with_capacity(counts.vars + counts.uses),
+            ..Analysis::default()
+        },
         lets: HashMap::default(),
         env: Scope::default(),
         main_inputs: false,
@@ -204,6 +213,38 @@ pub fn check(file: &ast::SourceFile) -> Analysis {
     }
     c.check_symbol_scope(file);
     c.a
+}
+
+/// How many equations, binders and operands a file has, to allocate the
+/// analysis' tables once (growing them copies tens of megabytes on large files).
+#[derive(Default)]
+struct Counts {
+    eqns: usize,
+    vars: usize,
+    uses: usize,
+}
+
+impl Counts {
+    fn add(&mut self, j: &Jaxpr) {
+        self.vars += j.constvars.len() + j.invars.len();
+        self.uses += j.outvars.len();
+        for e in &j.eqns {
+            self.eqns += 1;
+            self.vars += e.outs.len();
+            self.uses += e.args.len();
+            for p in &e.params {
+                self.add_expr(&p.value);
+            }
+        }
+    }
+    fn add_expr(&mut self, e: &Expr) {
+        match &e.kind {
+            ExprKind::Jaxpr(j) => self.add(j),
+            ExprKind::Tuple(v) | ExprKind::List(v) => v.iter().for_each(|x| self.add_expr(x)),
+            ExprKind::Call(c) => c.args.iter().for_each(|a| self.add_expr(&a.value)),
+            _ => {}
+        }
+    }
 }
 
 /// Names visible in the jaxpr being checked.
@@ -273,7 +314,7 @@ impl Checker {
             constvars: Vec::new(),
             invars: Vec::new(),
             outs: Vec::new(),
-            eqns: Vec::new(),
+            eqns: Vec::with_capacity(j.eqns.len()),
             signature: Signature::default(),
         });
         // Jaxprs are closed: a fresh scope; the enclosing one is kept for hints.
