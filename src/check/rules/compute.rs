@@ -843,10 +843,10 @@ fn dot_general(cx: &mut EqnCx) -> Infer {
     }
     for (kind, l, r) in [("batch", &lb, &rb), ("contracting", &lc, &rc)] {
         for (&a, &b) in l.iter().zip(r.iter()) {
-            let what = format!(
+            let what = format_args!(
                 "`dot_general` pairs {kind} dimension {a} of the lhs with dimension {b} of the rhs, but their sizes differ"
             );
-            if !cx.require_dim(&what, &ls[a], &rs[b], &[0, 1]) {
+            if !cx.require_dim(what, &ls[a], &rs[b], &[0, 1]) {
                 return None;
             }
         }

@@ -418,7 +418,7 @@ impl<'c> EqnCx<'c> {
         }
     }
     /// Checks a dimension against an expected one; reports with context on failure.
-    pub fn require_dim(&mut self, what: &str, got: &Dim, expected: &Dim, args: &[usize]) -> bool {
+    pub fn require_dim(&mut self, what: impl std::fmt::Display, got: &Dim, expected: &Dim, args: &[usize]) -> bool {
         match self.dims_eq(got, expected) {
             DimEq::Equal => true,
             DimEq::NotEqual(why) => {

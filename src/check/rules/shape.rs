@@ -433,6 +433,12 @@ fn require_le(
 
 /// A size that must not be negative (constants only; symbols are >= 1).
 fn is_negative(d: &Dim) -> bool {
+    // Constants without building polynomials (i64::MIN is not decided as negative there).
+    if let Dim::Const(c) = d
+        && *c != i64::MIN
+    {
+        return *c < 0;
+    }
     match d.as_poly() {
         Some(p) => p.lt(&crate::types::Poly::constant(0)) == Cmp::True,
         None => false,
