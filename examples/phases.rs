@@ -1,33 +1,75 @@
 //! Times the phases of `jaxpr check` on one file: parse, check, and the
-//! size of what they keep. `cargo run --release --example phases FILE`.
+//! heap they keep (live bytes after each phase, and the peak).
+//! `cargo run --release --example phases FILE`.
+
+use std::alloc::{GlobalAlloc, Layout};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+/// mimalloc (as in the `jaxpr` binary), counting live and peak bytes.
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        let live = LIVE.fetch_add(l.size(), Relaxed) + l.size();
+        PEAK.fetch_max(live, Relaxed);
+        unsafe { mimalloc::MiMalloc.alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        LIVE.fetch_sub(l.size(), Relaxed);
+        unsafe { mimalloc::MiMalloc.dealloc(p, l) }
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
+        if new >= l.size() {
+            let live = LIVE.fetch_add(new - l.size(), Relaxed) + new - l.size();
+            PEAK.fetch_max(live, Relaxed);
+        } else {
+            LIVE.fetch_sub(l.size() - new, Relaxed);
+        }
+        unsafe { mimalloc::MiMalloc.realloc(p, l, new) }
+    }
+}
 
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: Counting = Counting;
+
+fn mb(b: usize) -> f64 {
+    b as f64 / 1e6
+}
 
 fn main() {
     let path = std::env::args().nth(1).expect("usage: phases FILE");
     let text = std::fs::read_to_string(&path).expect("read");
     sizes();
     for round in 0..3 {
+        let base = LIVE.load(Relaxed);
+        PEAK.store(base, Relaxed);
         let t0 = std::time::Instant::now();
         let p = jaxpr::syntax::parse(&text);
         let t1 = std::time::Instant::now();
+        let (after_parse, peak_parse) = (LIVE.load(Relaxed) - base, PEAK.load(Relaxed) - base);
         let a = jaxpr::check::check(&p.file);
         let t2 = std::time::Instant::now();
+        let (after_check, peak) = (LIVE.load(Relaxed) - base, PEAK.load(Relaxed) - base);
         drop(a);
         drop(p);
         let t3 = std::time::Instant::now();
         println!(
-            "round {round}: parse {:?} ({:.1} MB/s), check {:?}, drop {:?}",
+            "round {round}: parse {:?} ({:.1} MB/s), check {:?}, drop {:?} | heap: parse {:.1} MB (peak {:.1}), parse+check {:.1} MB (peak {:.1})",
             t1 - t0,
             text.len() as f64 / 1e6 / (t1 - t0).as_secs_f64(),
             t2 - t1,
-            t3 - t2
+            t3 - t2,
+            mb(after_parse),
+            mb(peak_parse),
+            mb(after_check),
+            mb(peak)
         );
     }
 }
 
-#[allow(dead_code)]
 fn sizes() {
     use jaxpr::syntax::ast::*;
     println!(

@@ -15,7 +15,7 @@ use crate::syntax::TextRange;
 use crate::syntax::ast::{self, Atom, Expr, ExprKind, Jaxpr};
 use crate::types::{AType, DType, Dim, DimNames, Poly, VarId};
 use smol_str::SmolStr;
-use std::collections::HashMap;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet};
 
 pub use dims::DimEq;
 
@@ -167,9 +167,18 @@ impl DimNames for Analysis {
 
 /// Checks a parsed file.
 pub fn check(file: &ast::SourceFile) -> Analysis {
+    let mut counts = Counts::default();
+    for j in file.lets.iter().map(|l| &l.jaxpr).chain(&file.main) {
+        counts.add(j);
+    }
     let mut c = Checker {
-        a: Analysis::default(),
-        lets: HashMap::new(),
+        a: Analysis {
+            vars: Vec::with_capacity(counts.vars),
+            eqns: Vec::with_capacity(counts.eqns),
+            refs: Vec::with_capacity(counts.vars + counts.uses),
+            ..Analysis::default()
+        },
+        lets: HashMap::default(),
         env: Scope::default(),
         main_inputs: false,
         pending_results: Vec::new(),
@@ -206,6 +215,38 @@ pub fn check(file: &ast::SourceFile) -> Analysis {
     c.a
 }
 
+/// How many equations, binders and operands a file has, to allocate the
+/// analysis' tables once (growing them copies tens of megabytes on large files).
+#[derive(Default)]
+struct Counts {
+    eqns: usize,
+    vars: usize,
+    uses: usize,
+}
+
+impl Counts {
+    fn add(&mut self, j: &Jaxpr) {
+        self.vars += j.constvars.len() + j.invars.len();
+        self.uses += j.outvars.len();
+        for e in &j.eqns {
+            self.eqns += 1;
+            self.vars += e.outs.len();
+            self.uses += e.args.len();
+            for p in &e.params {
+                self.add_expr(&p.value);
+            }
+        }
+    }
+    fn add_expr(&mut self, e: &Expr) {
+        match &e.kind {
+            ExprKind::Jaxpr(j) => self.add(j),
+            ExprKind::Tuple(v) | ExprKind::List(v) => v.iter().for_each(|x| self.add_expr(x)),
+            ExprKind::Call(c) => c.args.iter().for_each(|a| self.add_expr(&a.value)),
+            _ => {}
+        }
+    }
+}
+
 /// Names visible in the jaxpr being checked.
 #[derive(Default)]
 struct Scope {
@@ -224,7 +265,7 @@ pub(crate) struct Checker {
     /// later results of the same equation may use them as dimensions.
     pending_results: Vec<(SmolStr, VarId)>,
     /// Variables already reported as unusable dimensions (one report each).
-    bad_dims: std::collections::HashSet<VarId>,
+    bad_dims: FxHashSet<VarId>,
 }
 
 /// An equation operand after resolution.
@@ -273,7 +314,7 @@ impl Checker {
             constvars: Vec::new(),
             invars: Vec::new(),
             outs: Vec::new(),
-            eqns: Vec::new(),
+            eqns: Vec::with_capacity(j.eqns.len()),
             signature: Signature::default(),
         });
         // Jaxprs are closed: a fresh scope; the enclosing one is kept for hints.
@@ -511,6 +552,8 @@ impl Checker {
         call: Option<(&[Operand], &[Option<VarId>])>,
     ) -> Dim {
         match &e.kind {
+            // What `dim_poly` makes of an integer, without building a polynomial.
+            ExprKind::Int(i) => Dim::Const(*i),
             ExprKind::Path(p) if p.as_ref() == "None" => Dim::Unknown,
             ExprKind::Path(name) if !name.contains('.') => {
                 let pending = self
@@ -549,10 +592,10 @@ impl Checker {
                 self.symbol_use(name, e.range);
                 Dim::Sym(Box::new(Poly::symbol(name)))
             }
-            ExprKind::Call { callee, args, .. }
-                if matches!(callee.as_ref(), "InDBIdx" | "OutDBIdx" | "DBIdx") =>
-            {
-                let k = args
+            ExprKind::Call(c) if matches!(c.callee.as_ref(), "InDBIdx" | "OutDBIdx" | "DBIdx") => {
+                let callee = &c.callee;
+                let k = c
+                    .args
                     .first()
                     .and_then(|a| a.value.as_int())
                     .and_then(|k| usize::try_from(k).ok());
@@ -614,10 +657,11 @@ impl Checker {
                 }
                 .map_err(err)?
             }
-            ExprKind::Call { callee, args, .. }
-                if matches!(callee.as_ref(), "floordiv" | "mod" | "max" | "min")
-                    && args.len() == 2 =>
+            ExprKind::Call(c)
+                if matches!(c.callee.as_ref(), "floordiv" | "mod" | "max" | "min")
+                    && c.args.len() == 2 =>
             {
+                let (callee, args) = (&c.callee, &c.args);
                 let (l, r) = (
                     self.dim_poly(&args[0].value)?,
                     self.dim_poly(&args[1].value)?,
@@ -630,7 +674,7 @@ impl Checker {
                 }
                 .map_err(err)?
             }
-            ExprKind::Call { .. } if e.as_int().is_some() => {
+            ExprKind::Call(_) if e.as_int().is_some() => {
                 Poly::constant(e.as_int().unwrap_or(0))
             }
             _ => return Err(

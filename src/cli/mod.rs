@@ -123,10 +123,15 @@ pub struct Checked {
 }
 
 /// Checks one loaded file through the database.
-pub fn check_text(loaded: Loaded) -> Checked {
-    let db = RootDatabase::default();
-    let file = SourceFile::new(&db, loaded.path.clone(), loaded.text.clone());
+pub fn check_text(mut loaded: Loaded) -> Checked {
+    let mut db = RootDatabase::default();
+    // The text moves into the database and back out (no second copy of a large file).
+    let file = SourceFile::new(&db, loaded.path.clone(), std::mem::take(&mut loaded.text));
     let mut diagnostics = (*db::diagnostics(&db, file)).clone();
+    {
+        use salsa::Setter;
+        loaded.text = file.set_text(&mut db).to(String::new());
+    }
     if let Some(at) = loaded.invalid_utf8_at {
         let r = crate::syntax::TextRange::new(at as u32, (at as u32 + 1).min(loaded.text.len() as u32));
         diagnostics.insert(

@@ -34,10 +34,10 @@ pub struct Jaxpr {
     pub range: TextRange,
     /// The `lambda` keyword (hover and outline anchor).
     pub lambda_range: TextRange,
-    pub constvars: Vec<Binder>,
-    pub invars: Vec<Binder>,
-    pub eqns: Vec<Eqn>,
-    pub outvars: Vec<Atom>,
+    pub constvars: Box<[Binder]>,
+    pub invars: Box<[Binder]>,
+    pub eqns: Box<[Eqn]>,
+    pub outvars: Box<[Atom]>,
     /// The `in` keyword before the outputs, when present.
     pub in_range: Option<TextRange>,
 }
@@ -60,21 +60,21 @@ impl Binder {
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct TypeExpr {
     pub dtype: Name,
-    pub dims: Vec<Expr>,
+    pub dims: Box<[Expr]>,
     pub range: TextRange,
 }
 
 /// `outs = prim[params] args   # comments`
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Eqn {
-    pub outs: Vec<Binder>,
+    pub outs: Box<[Binder]>,
     pub primitive: Name,
-    pub params: Vec<Param>,
+    pub params: Box<[Param]>,
     /// The `[ ... ]` around the parameters, when present.
     pub params_range: Option<TextRange>,
-    pub args: Vec<Atom>,
+    pub args: Box<[Atom]>,
     /// Comments after the equation: source info (`# file:line:col (fn)`) and name stack (`# [...]`).
-    pub comments: Vec<Comment>,
+    pub comments: Box<[Comment]>,
     pub range: TextRange,
 }
 
@@ -96,7 +96,8 @@ pub struct Comment {
 pub enum Atom {
     Var(Name),
     /// `1.0:f32[]`, `-inf:f32[]`, `True:bool[]`, or untyped `1.0` (older JAX).
-    Lit(Literal),
+    /// Boxed: operands are mostly variables.
+    Lit(Box<Literal>),
 }
 
 impl Atom {
@@ -144,9 +145,10 @@ pub enum ExprKind {
     Neg(Box<Expr>),
     Binary(BinOp, Box<Expr>, Box<Expr>),
     /// `f(args, key=value)`: named tuples, `np.int64(0)`, `floordiv(a, 2)`, `InDBIdx(val=0)`.
-    Call { callee: Box<str>, callee_range: TextRange, args: Vec<CallArg> },
-    Tuple(Vec<Expr>),
-    List(Vec<Expr>),
+    /// Boxed: calls are rare, and expressions (every dimension of every type) are many.
+    Call(Box<Call>),
+    Tuple(Box<[Expr]>),
+    List(Box<[Expr]>),
     Jaxpr(Box<Jaxpr>),
     /// Text the parser could not read (already reported).
     Error,
@@ -161,6 +163,14 @@ pub enum BinOp {
     Mod,
 }
 
+/// `callee(args)`.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Call {
+    pub callee: Box<str>,
+    pub callee_range: TextRange,
+    pub args: Box<[CallArg]>,
+}
+
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct CallArg {
     pub name: Option<Name>,
@@ -173,7 +183,7 @@ impl Expr {
             ExprKind::Int(i) => Some(*i),
             ExprKind::Neg(e) => e.as_int().and_then(|i| i.checked_neg()),
             // `np.int64(0)` and friends
-            ExprKind::Call { callee, args, .. } if callee.starts_with("np.") && args.len() == 1 => args[0].value.as_int(),
+            ExprKind::Call(c) if c.callee.starts_with("np.") && c.args.len() == 1 => c.args[0].value.as_int(),
             _ => None,
         }
     }
@@ -207,8 +217,8 @@ impl Expr {
     /// A keyword argument of a call expression (named tuples).
     pub fn field(&self, name: &str) -> Option<&Expr> {
         match &self.kind {
-            ExprKind::Call { args, .. } => {
-                args.iter().find(|a| a.name.as_ref().is_some_and(|n| &*n.text == name)).map(|a| &a.value)
+            ExprKind::Call(c) => {
+                c.args.iter().find(|a| a.name.as_ref().is_some_and(|n| &*n.text == name)).map(|a| &a.value)
             }
             _ => None,
         }

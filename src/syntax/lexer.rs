@@ -1,6 +1,6 @@
 //! A hand-written lexer over bytes. Comments are kept aside (they are
 //! source-info and name-stack annotations of equations, attached later),
-//! everything else becomes a flat token list that the parser walks.
+//! everything else becomes a stream of tokens that the parser pulls.
 
 use super::TextRange;
 
@@ -41,101 +41,140 @@ pub struct Token {
     pub newline_before: bool,
 }
 
-pub struct Lexed {
-    pub tokens: Vec<Token>,
-    /// `#` comments: range of the whole comment including `#`.
+/// Produces tokens one at a time (the parser keeps a small window of them,
+/// never the whole file's).
+pub struct Lexer<'a> {
+    bytes: &'a [u8],
+    i: usize,
+    newline: bool,
+    /// `#` comments met so far: range of the whole comment including `#`.
     pub comments: Vec<TextRange>,
 }
 
-pub fn lex(text: &str) -> Lexed {
-    let bytes = text.as_bytes();
-    let mut tokens = Vec::with_capacity(text.len() / 4);
-    let mut comments = Vec::new();
-    let mut i = 0usize;
-    let mut newline = true;
-    while i < bytes.len() {
-        let b = bytes[i];
-        let start = i;
-        let kind = match b {
-            b'\n' => {
-                newline = true;
-                i += 1;
-                continue;
+/// Bytes that continue an identifier.
+static IDENT_CONT: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = (b as u8).is_ascii_alphanumeric() || b == b'_' as usize;
+        b += 1;
+    }
+    t
+};
+
+impl<'a> Lexer<'a> {
+    pub fn new(text: &'a str) -> Self {
+        Lexer { bytes: text.as_bytes(), i: 0, newline: true, comments: Vec::new() }
+    }
+
+    /// Appends up to `n` tokens to `out`, the last one `Eof` at the end of the
+    /// text; returns whether `Eof` was reached.
+    pub fn lex_into(&mut self, out: &mut Vec<Token>, n: usize) -> bool {
+        out.reserve(n);
+        for _ in 0..n {
+            let t = self.next_token();
+            out.push(t);
+            if t.kind == TokenKind::Eof {
+                return true;
             }
-            b' ' | b'\t' | b'\r' | b'\x0c' => {
-                i += 1;
-                continue;
-            }
-            b'#' => {
-                while i < bytes.len() && bytes[i] != b'\n' {
+        }
+        false
+    }
+
+    /// The next token; `Eof` at the end (and after it).
+    #[inline(always)]
+    fn next_token(&mut self) -> Token {
+        let bytes = self.bytes;
+        let mut i = self.i;
+        while i < bytes.len() {
+            let b = bytes[i];
+            let start = i;
+            let kind = match b {
+                b'\n' => {
+                    self.newline = true;
                     i += 1;
+                    continue;
                 }
-                comments.push(TextRange::new(start as u32, i as u32));
-                continue;
-            }
-            b'a'..=b'z' | b'A'..=b'Z' | b'_' => {
-                while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+                b' ' | b'\t' | b'\r' | b'\x0c' => {
                     i += 1;
+                    continue;
                 }
-                TokenKind::Ident
-            }
-            b'0'..=b'9' => lex_number(bytes, &mut i),
-            b'\'' | b'"' => {
-                i += 1;
-                while i < bytes.len() && bytes[i] != b && bytes[i] != b'\n' {
-                    if bytes[i] == b'\\' {
+                b'#' => {
+                    i = memchr_newline(bytes, i);
+                    self.comments.push(TextRange::new(start as u32, i as u32));
+                    continue;
+                }
+                b'a'..=b'z' | b'A'..=b'Z' | b'_' => {
+                    i += 1;
+                    while i < bytes.len() && IDENT_CONT[bytes[i] as usize] {
                         i += 1;
                     }
-                    i += 1;
+                    TokenKind::Ident
                 }
-                if i < bytes.len() && bytes[i] == b {
+                b'0'..=b'9' => lex_number(bytes, &mut i),
+                b'\'' | b'"' => {
                     i += 1;
-                    TokenKind::Str
-                } else {
-                    i = i.min(bytes.len());
-                    TokenKind::Unknown
-                }
-            }
-            b'/' if bytes.get(i + 1) == Some(&b'/') => {
-                i += 2;
-                TokenKind::SlashSlash
-            }
-            _ => {
-                i += 1;
-                match b {
-                    b'{' => TokenKind::LBrace,
-                    b'}' => TokenKind::RBrace,
-                    b'[' => TokenKind::LBracket,
-                    b']' => TokenKind::RBracket,
-                    b'(' => TokenKind::LParen,
-                    b')' => TokenKind::RParen,
-                    b'<' => TokenKind::LAngle,
-                    b'>' => TokenKind::RAngle,
-                    b',' => TokenKind::Comma,
-                    b':' => TokenKind::Colon,
-                    b';' => TokenKind::Semi,
-                    b'.' => TokenKind::Dot,
-                    b'=' => TokenKind::Eq,
-                    b'*' => TokenKind::Star,
-                    b'+' => TokenKind::Plus,
-                    b'-' => TokenKind::Minus,
-                    b'%' => TokenKind::Percent,
-                    _ => {
-                        // Swallow a whole UTF-8 sequence as one unknown token.
-                        while i < bytes.len() && (bytes[i] & 0xC0) == 0x80 {
+                    while i < bytes.len() && bytes[i] != b && bytes[i] != b'\n' {
+                        if bytes[i] == b'\\' {
                             i += 1;
                         }
+                        i += 1;
+                    }
+                    if i < bytes.len() && bytes[i] == b {
+                        i += 1;
+                        TokenKind::Str
+                    } else {
+                        i = i.min(bytes.len());
                         TokenKind::Unknown
                     }
                 }
-            }
-        };
-        tokens.push(Token { kind, range: TextRange::new(start as u32, i as u32), newline_before: newline });
-        newline = false;
+                b'/' if bytes.get(i + 1) == Some(&b'/') => {
+                    i += 2;
+                    TokenKind::SlashSlash
+                }
+                _ => {
+                    i += 1;
+                    match b {
+                        b'{' => TokenKind::LBrace,
+                        b'}' => TokenKind::RBrace,
+                        b'[' => TokenKind::LBracket,
+                        b']' => TokenKind::RBracket,
+                        b'(' => TokenKind::LParen,
+                        b')' => TokenKind::RParen,
+                        b'<' => TokenKind::LAngle,
+                        b'>' => TokenKind::RAngle,
+                        b',' => TokenKind::Comma,
+                        b':' => TokenKind::Colon,
+                        b';' => TokenKind::Semi,
+                        b'.' => TokenKind::Dot,
+                        b'=' => TokenKind::Eq,
+                        b'*' => TokenKind::Star,
+                        b'+' => TokenKind::Plus,
+                        b'-' => TokenKind::Minus,
+                        b'%' => TokenKind::Percent,
+                        _ => {
+                            // Swallow a whole UTF-8 sequence as one unknown token.
+                            while i < bytes.len() && (bytes[i] & 0xC0) == 0x80 {
+                                i += 1;
+                            }
+                            TokenKind::Unknown
+                        }
+                    }
+                }
+            };
+            self.i = i;
+            let newline_before = std::mem::replace(&mut self.newline, false);
+            return Token { kind, range: TextRange::new(start as u32, i as u32), newline_before };
+        }
+        self.i = i;
+        let end = bytes.len() as u32;
+        Token { kind: TokenKind::Eof, range: TextRange::empty(end), newline_before: true }
     }
-    let end = bytes.len() as u32;
-    tokens.push(Token { kind: TokenKind::Eof, range: TextRange::empty(end), newline_before: true });
-    Lexed { tokens, comments }
+}
+
+/// The index of the next line break at or after `i` (or the end).
+fn memchr_newline(bytes: &[u8], i: usize) -> usize {
+    bytes[i..].iter().position(|&c| c == b'\n').map_or(bytes.len(), |k| i + k)
 }
 
 fn lex_number(bytes: &[u8], i: &mut usize) -> TokenKind {

@@ -9,11 +9,28 @@
 //! overflow the stack.
 
 use super::ast::*;
-use super::lexer::{Token, TokenKind as T, lex};
+use super::lexer::{Lexer, Token, TokenKind as T};
 use super::{LineIndex, TextRange};
 use crate::diagnostics::{DiagKind, Diagnostic};
+use smallvec::SmallVec;
 
 const MAX_DEPTH: u32 = 200;
+
+/// Lists are gathered on the stack and stored with their exact length: most
+/// are short (one result, two operands, a few dimensions), and a `Vec` would
+/// reserve four elements for each.
+type List<T> = SmallVec<[T; 4]>;
+
+/// The list in an allocation of its exact size (`SmallVec::into_boxed_slice`
+/// goes through a `Vec` of the inline capacity, then shrinks it).
+fn boxed<T>(mut list: List<T>) -> Box<[T]> {
+    if list.spilled() {
+        return list.into_vec().into_boxed_slice();
+    }
+    let mut v = Vec::with_capacity(list.len());
+    v.extend(list.drain(..));
+    v.into_boxed_slice()
+}
 
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Parse {
@@ -22,16 +39,59 @@ pub struct Parse {
 }
 
 pub fn parse(text: &str) -> Parse {
-    let lexed = lex(text);
-    let mut p = Parser { text, tokens: &lexed.tokens, pos: 0, errors: Vec::new(), depth: 0 };
+    let tokens = Tokens { lexer: Lexer::new(text), window: Vec::new(), base: 0, at_eof: false };
+    let mut p = Parser { text, tokens, pos: 0, errors: Vec::new(), depth: 0 };
     let mut file = p.source_file();
-    attach_comments(text, &lexed.comments, &mut file);
+    attach_comments(text, &p.tokens.lexer.comments, &mut file);
     Parse { file, errors: p.errors }
+}
+
+/// How many tokens are lexed at a time (and how many consumed ones pile up
+/// before they are dropped).
+const WINDOW: usize = 512;
+
+/// The tokens from the one before the parser's position to the furthest
+/// looked at, lexed on demand.
+struct Tokens<'a> {
+    lexer: Lexer<'a>,
+    window: Vec<Token>,
+    /// Index in the file's token sequence of `window[0]`.
+    base: usize,
+    /// `Eof` is the window's last token.
+    at_eof: bool,
+}
+
+impl Tokens<'_> {
+    /// Token `i` of the file (the `Eof` token for any index past the end);
+    /// the parser is at `pos <= i + 1`.
+    #[inline]
+    fn get(&mut self, i: usize, pos: usize) -> Token {
+        match self.window.get(i - self.base) {
+            Some(t) => *t,
+            None => self.fill(i, pos),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn fill(&mut self, i: usize, pos: usize) -> Token {
+        // Drop what lies before the token preceding the parser's position.
+        let keep = pos.saturating_sub(1).max(self.base);
+        self.window.drain(..keep - self.base);
+        self.base = keep;
+        while i - self.base >= self.window.len() {
+            if self.at_eof {
+                return self.window[self.window.len() - 1];
+            }
+            self.at_eof = self.lexer.lex_into(&mut self.window, WINDOW);
+        }
+        self.window[i - self.base]
+    }
 }
 
 struct Parser<'a> {
     text: &'a str,
-    tokens: &'a [Token],
+    tokens: Tokens<'a>,
     pos: usize,
     errors: Vec<Diagnostic>,
     depth: u32,
@@ -43,23 +103,26 @@ struct Reported;
 impl<'a> Parser<'a> {
     // ---- token access -------------------------------------------------
 
-    fn nth(&self, n: usize) -> Token {
-        let i = (self.pos + n).min(self.tokens.len() - 1);
-        self.tokens[i]
+    #[inline]
+    fn nth(&mut self, n: usize) -> Token {
+        self.tokens.get(self.pos + n, self.pos)
     }
-    fn at(&self, kind: T) -> bool {
+    #[inline]
+    fn at(&mut self, kind: T) -> bool {
         self.nth(0).kind == kind
     }
-    fn at_ident(&self, word: &str) -> bool {
+    fn at_ident(&mut self, word: &str) -> bool {
         self.ident_at(self.pos, word)
     }
-    fn ident_at(&self, i: usize, word: &str) -> bool {
-        let t = self.tokens[i.min(self.tokens.len() - 1)];
+    fn ident_at(&mut self, i: usize, word: &str) -> bool {
+        let t = self.tokens.get(i, self.pos);
         t.kind == T::Ident && &self.text[t.range.as_usize()] == word
     }
-    fn kind_at(&self, i: usize) -> T {
-        self.tokens[i.min(self.tokens.len() - 1)].kind
+    #[inline]
+    fn kind_at(&mut self, i: usize) -> T {
+        self.tokens.get(i, self.pos).kind
     }
+    #[inline]
     fn bump(&mut self) -> Token {
         let t = self.nth(0);
         if t.kind != T::Eof {
@@ -73,8 +136,9 @@ impl<'a> Parser<'a> {
     fn slice(&self, r: TextRange) -> &'a str {
         &self.text[r.as_usize()]
     }
-    fn prev_end(&self) -> u32 {
-        if self.pos == 0 { 0 } else { self.tokens[self.pos - 1].range.end }
+    #[inline]
+    fn prev_end(&mut self) -> u32 {
+        if self.pos == 0 { 0 } else { self.tokens.get(self.pos - 1, self.pos).range.end }
     }
     fn name(&mut self) -> Name {
         let t = self.bump();
@@ -168,7 +232,7 @@ impl<'a> Parser<'a> {
     // ---- lookahead ----------------------------------------------------
 
     /// Does an equation (`binders =`, or `= prim` with no results) start at token `i`?
-    fn is_eqn_start(&self, mut i: usize) -> bool {
+    fn is_eqn_start(&mut self, mut i: usize) -> bool {
         if self.kind_at(i) == T::Eq {
             return self.kind_at(i + 1) == T::Ident;
         }
@@ -189,7 +253,7 @@ impl<'a> Parser<'a> {
     }
 
     /// Skips a type `dtype[...]` starting at token `i`; returns the index after it.
-    fn skip_type(&self, mut i: usize) -> Option<usize> {
+    fn skip_type(&mut self, mut i: usize) -> Option<usize> {
         if self.kind_at(i) != T::Ident {
             return None;
         }
@@ -212,7 +276,7 @@ impl<'a> Parser<'a> {
 
     /// Is the `in` here the keyword that ends a jaxpr's equations (rather than a
     /// variable that happens to be called `in`, which JAX does generate)?
-    fn at_in_keyword(&self) -> bool {
+    fn at_in_keyword(&mut self) -> bool {
         if !self.at_ident("in") {
             return false;
         }
@@ -308,10 +372,10 @@ impl<'a> Parser<'a> {
         let mut jaxpr = Jaxpr {
             range: open.range,
             lambda_range: lambda,
-            constvars: Vec::new(),
-            invars: Vec::new(),
-            eqns: Vec::new(),
-            outvars: Vec::new(),
+            constvars: Box::default(),
+            invars: Box::default(),
+            eqns: Box::default(),
+            outvars: Box::default(),
             in_range: None,
         };
         // Signature: `CONSTS ; ARGS .` (the `;` may be missing in old printouts).
@@ -331,11 +395,14 @@ impl<'a> Parser<'a> {
             // Resynchronise at the first equation or `in` of this jaxpr.
             self.recover_to_eqn_boundary();
         }
-        self.equations(&mut jaxpr.eqns);
+        let mut eqns = Vec::new();
+        self.equations(&mut eqns);
+        jaxpr.eqns = eqns.into_boxed_slice();
         // Outputs.
+        let mut outvars = List::new();
         if self.at_ident("in") {
             jaxpr.in_range = Some(self.bump().range);
-            if let Err(Reported) = self.outvars(&mut jaxpr.outvars) {
+            if let Err(Reported) = self.outvars(&mut outvars) {
                 self.skip_balanced_rest();
             }
         } else if self.at(T::LParen) {
@@ -344,7 +411,7 @@ impl<'a> Parser<'a> {
                 Diagnostic::error(DiagKind::Syntax, t.range, "expected `in` before the outputs of the jaxpr")
                     .with_help("the outputs of a jaxpr follow the keyword `in`: `in (a, b) }`"),
             );
-            if let Err(Reported) = self.outvars(&mut jaxpr.outvars) {
+            if let Err(Reported) = self.outvars(&mut outvars) {
                 self.skip_balanced_rest();
             }
         } else if !self.at(T::RBrace) {
@@ -353,6 +420,7 @@ impl<'a> Parser<'a> {
         } else {
             self.error_here("`in` and the outputs");
         }
+        jaxpr.outvars = boxed(outvars);
         match self.eat(T::RBrace) {
             Some(close) => jaxpr.range = open.range.cover(close.range),
             None => {
@@ -363,15 +431,15 @@ impl<'a> Parser<'a> {
         Ok(jaxpr)
     }
 
-    fn binders_until(&mut self, stops: &[T]) -> Result<Vec<Binder>, Reported> {
-        let mut out = Vec::new();
+    fn binders_until(&mut self, stops: &[T]) -> Result<Box<[Binder]>, Reported> {
+        let mut out = List::new();
         while !stops.contains(&self.nth(0).kind) {
             if !self.at(T::Ident) {
                 return Err(self.error_here("a binder `name:type`"));
             }
             out.push(self.binder()?);
         }
-        Ok(out)
+        Ok(boxed(out))
     }
 
     fn binder(&mut self) -> Result<Binder, Reported> {
@@ -403,7 +471,7 @@ impl<'a> Parser<'a> {
             dtype.text = self.slice(dtype.range).into();
         }
         self.expect(T::LBracket, "`[` and the shape")?;
-        let mut dims = Vec::new();
+        let mut dims = List::new();
         while !self.at(T::RBracket) {
             if self.at(T::Eof) {
                 return Err(self.error_here("`]`"));
@@ -414,7 +482,7 @@ impl<'a> Parser<'a> {
             }
         }
         let close = self.bump();
-        Ok(TypeExpr { range: dtype.range.cover(close.range), dtype, dims })
+        Ok(TypeExpr { range: dtype.range.cover(close.range), dtype, dims: boxed(dims) })
     }
 
     fn equations(&mut self, eqns: &mut Vec<Eqn>) {
@@ -435,7 +503,7 @@ impl<'a> Parser<'a> {
 
     fn equation(&mut self) -> Result<Eqn, Reported> {
         let start = self.nth(0).range.start;
-        let mut outs = Vec::new();
+        let mut outs = List::new();
         while !self.at(T::Eq) {
             if !(self.at(T::Ident) && self.kind_at(self.pos + 1) == T::Colon) {
                 return Err(self.error_here("an equation `results = primitive operands`"));
@@ -454,7 +522,7 @@ impl<'a> Parser<'a> {
             primitive.range = primitive.range.cover(rest.range);
             primitive.text = self.slice(primitive.range).into();
         }
-        let mut params = Vec::new();
+        let mut params = List::new();
         let mut params_range = None;
         // Parameters follow the name directly: `prim[...]`.
         if self.at(T::LBracket) && self.nth(0).range.start == primitive.range.end {
@@ -463,7 +531,7 @@ impl<'a> Parser<'a> {
             let close = self.expect(T::RBracket, "`]` closing the parameters")?;
             params_range = Some(open.range.cover(close.range));
         }
-        let mut args = Vec::new();
+        let mut args = List::new();
         loop {
             let t = self.nth(0);
             let ends = match t.kind {
@@ -482,7 +550,15 @@ impl<'a> Parser<'a> {
             }
         }
         let range = TextRange::new(start, self.prev_end());
-        Ok(Eqn { outs, primitive, params, params_range, args, comments: Vec::new(), range })
+        Ok(Eqn {
+            outs: boxed(outs),
+            primitive,
+            params: boxed(params),
+            params_range,
+            args: boxed(args),
+            comments: Box::default(),
+            range,
+        })
     }
 
     fn atom(&mut self) -> Result<Atom, Reported> {
@@ -520,10 +596,10 @@ impl<'a> Parser<'a> {
             None
         };
         let range = TextRange::new(start, self.prev_end());
-        Ok(Atom::Lit(Literal { value, ty, range }))
+        Ok(Atom::Lit(Box::new(Literal { value, ty, range })))
     }
 
-    fn outvars(&mut self, out: &mut Vec<Atom>) -> Result<(), Reported> {
+    fn outvars(&mut self, out: &mut List<Atom>) -> Result<(), Reported> {
         let close = match self.nth(0).kind {
             T::LParen => T::RParen,
             T::LBracket => T::RBracket,
@@ -543,7 +619,7 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
-    fn params(&mut self, params: &mut Vec<Param>) {
+    fn params(&mut self, params: &mut List<Param>) {
         while !matches!(self.nth(0).kind, T::RBracket | T::Eof) {
             if !(self.at(T::Ident) && self.kind_at(self.pos + 1) == T::Eq) {
                 self.error_here("a parameter `name=value`");
@@ -580,9 +656,26 @@ impl<'a> Parser<'a> {
 
     fn expr(&mut self) -> Result<Expr, Reported> {
         self.enter()?;
-        let r = self.sum();
+        // A lone integer (most dimensions and parameters) without the descent.
+        let r = if self.at(T::Int)
+            && !matches!(self.kind_at(self.pos + 1), T::Plus | T::Minus | T::Star | T::SlashSlash | T::Percent)
+        {
+            Ok(self.int())
+        } else {
+            self.sum()
+        };
         self.leave();
         r
+    }
+
+    fn int(&mut self) -> Expr {
+        let t = self.bump();
+        let s = self.slice(t.range);
+        let kind = match s.parse::<i64>() {
+            Ok(i) => ExprKind::Int(i),
+            Err(_) => ExprKind::Number(s.into()),
+        };
+        Expr { kind, range: t.range }
     }
 
     fn sum(&mut self) -> Result<Expr, Reported> {
@@ -632,15 +725,7 @@ impl<'a> Parser<'a> {
     fn primary(&mut self) -> Result<Expr, Reported> {
         let t = self.nth(0);
         match t.kind {
-            T::Int => {
-                self.bump();
-                let s = self.slice(t.range);
-                let kind = match s.parse::<i64>() {
-                    Ok(i) => ExprKind::Int(i),
-                    Err(_) => ExprKind::Number(s.into()),
-                };
-                Ok(Expr { kind, range: t.range })
-            }
+            T::Int => Ok(self.int()),
             T::Float => {
                 self.bump();
                 Ok(Expr { kind: ExprKind::Number(self.slice(t.range).into()), range: t.range })
@@ -703,7 +788,7 @@ impl<'a> Parser<'a> {
         let path: Box<str> = self.slice(path_range).into();
         if self.at(T::LParen) && self.nth(0).range.start == path_range.end {
             self.bump();
-            let mut args = Vec::new();
+            let mut args = List::new();
             while !self.at(T::RParen) {
                 let name = if self.at(T::Ident) && self.kind_at(self.pos + 1) == T::Eq {
                     let n = self.name();
@@ -720,7 +805,8 @@ impl<'a> Parser<'a> {
             }
             self.bump();
             let range = TextRange::new(start, self.prev_end());
-            return Ok(Expr { kind: ExprKind::Call { callee: path, callee_range: path_range, args }, range });
+            let call = Call { callee: path, callee_range: path_range, args: boxed(args) };
+            return Ok(Expr { kind: ExprKind::Call(Box::new(call)), range });
         }
         Ok(Expr { kind: ExprKind::Path(path), range: path_range })
     }
@@ -730,7 +816,7 @@ impl<'a> Parser<'a> {
     fn sequence(&mut self) -> Result<Expr, Reported> {
         let open = self.bump();
         let close = if open.kind == T::LParen { T::RParen } else { T::RBracket };
-        let mut items = Vec::new();
+        let mut items = List::new();
         let mut saw_comma = false;
         while !self.at(close) {
             if self.at(T::Eof) {
@@ -744,7 +830,7 @@ impl<'a> Parser<'a> {
         let end = self.bump();
         let range = open.range.cover(end.range);
         if open.kind == T::LBracket {
-            return Ok(Expr { kind: ExprKind::List(items), range });
+            return Ok(Expr { kind: ExprKind::List(boxed(items)), range });
         }
         // `(x)` is grouping, unless it holds a jaxpr (a one-branch tuple).
         if items.len() == 1 && !saw_comma && !matches!(items[0].kind, ExprKind::Jaxpr(_)) {
@@ -752,7 +838,7 @@ impl<'a> Parser<'a> {
             e.range = range;
             return Ok(e);
         }
-        Ok(Expr { kind: ExprKind::Tuple(items), range })
+        Ok(Expr { kind: ExprKind::Tuple(boxed(items)), range })
     }
 }
 
@@ -794,7 +880,7 @@ fn attach_comments(text: &str, comments: &[TextRange], file: &mut SourceFile) {
     }
     let mut n = 0usize;
     for_each_eqn(file, &mut |e| {
-        e.comments = std::mem::take(&mut assigned[n]);
+        e.comments = std::mem::take(&mut assigned[n]).into_boxed_slice();
         n += 1;
     });
 }
@@ -822,7 +908,7 @@ pub fn visit_expr_jaxprs(e: &mut Expr, f: &mut dyn FnMut(&mut Jaxpr)) {
     match &mut e.kind {
         ExprKind::Jaxpr(j) => f(j),
         ExprKind::Tuple(v) | ExprKind::List(v) => v.iter_mut().for_each(|x| visit_expr_jaxprs(x, f)),
-        ExprKind::Call { args, .. } => args.iter_mut().for_each(|a| visit_expr_jaxprs(&mut a.value, f)),
+        ExprKind::Call(c) => c.args.iter_mut().for_each(|a| visit_expr_jaxprs(&mut a.value, f)),
         _ => {}
     }
 }

@@ -7,7 +7,7 @@
 //! dimension. Families that behave alike (`reduce_*`, `cum*`,
 //! `reduce_window_*`) are tables.
 
-use super::{EqnCx, Infer, numpy_name};
+use super::{EqnCx, Infer, Related, numpy_name};
 use crate::diagnostics::DiagKind;
 use crate::syntax::ast::{Expr, ExprKind};
 use crate::types::{AType, DType, Dim, FloatKind};
@@ -616,17 +616,7 @@ fn same_shapes(cx: &mut EqnCx, idx: std::ops::Range<usize>, what: &str) -> bool 
     let s = shape(cx, first);
     for i in idx.skip(1) {
         let o = shape(cx, i);
-        let related = vec![
-            (
-                cx.args[first].range,
-                format!("operand {first} is {}", cx.arg_str(first)),
-            ),
-            (
-                cx.args[i].range,
-                format!("operand {i} is {}", cx.arg_str(i)),
-            ),
-        ];
-        if !cx.require_same_shape(what, &s, &o, &related) {
+        if !cx.require_same_shape(what, &s, &o, Related::Operands(&[first, i])) {
             return false;
         }
     }
@@ -853,10 +843,10 @@ fn dot_general(cx: &mut EqnCx) -> Infer {
     }
     for (kind, l, r) in [("batch", &lb, &rb), ("contracting", &lc, &rc)] {
         for (&a, &b) in l.iter().zip(r.iter()) {
-            let what = format!(
+            let what = format_args!(
                 "`dot_general` pairs {kind} dimension {a} of the lhs with dimension {b} of the rhs, but their sizes differ"
             );
-            if !cx.require_dim(&what, &ls[a], &rs[b], &[0, 1]) {
+            if !cx.require_dim(what, &ls[a], &rs[b], &[0, 1]) {
                 return None;
             }
         }
@@ -918,7 +908,8 @@ fn conv_specs(cx: &mut EqnCx, rank: usize) -> Option<[Vec<usize>; 3]> {
         return Some([identity.clone(), identity.clone(), identity]);
     }
     let parts: Option<Vec<&Expr>> = match &e.kind {
-        ExprKind::Call { args, .. } => {
+        ExprKind::Call(c) => {
+            let args = &c.args;
             let named: Option<Vec<&Expr>> = ["lhs_spec", "rhs_spec", "out_spec"]
                 .iter()
                 .map(|n| e.field(n))

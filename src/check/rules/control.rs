@@ -8,7 +8,7 @@
 //! operands' values), and its `out_type` is read back in the caller's scope
 //! (`InDBIdx` to operand values, `OutDBIdx` to the equation's results).
 
-use super::{EqnCx, Infer};
+use super::{EqnCx, Infer, Related};
 use crate::check::dims::operand_value;
 use crate::check::{JaxprId, Origin};
 use crate::diagnostics::DiagKind;
@@ -446,11 +446,11 @@ fn same_outputs(
             return false;
         }
         let what = format!("output {k} of branch 0 and branch {bi} must have the same shape");
-        let related = vec![
+        let related = Related::Given(vec![
             (yr, format!("branch {bi} returns {}", cx.ty(y))),
             (xr, format!("branch 0 returns {}", cx.ty(x))),
-        ];
-        if !cx.require_same_shape(&what, &x.shape, &y.shape, &related) {
+        ]);
+        if !cx.require_same_shape(&what, &x.shape, &y.shape, related) {
             return false;
         }
     }

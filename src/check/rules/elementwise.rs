@@ -2,7 +2,7 @@
 //! operands may have, and the result dtype. All operands have one shape,
 //! except rank-0 operands, which broadcast (JAX prints `sub u 1.0:f32[]`).
 
-use super::{EqnCx, Infer};
+use super::{EqnCx, Index, Infer, Related};
 use crate::diagnostics::DiagKind;
 use crate::types::{AType, DType, Dim};
 
@@ -379,7 +379,8 @@ const TABLE: &[Elementwise] = &[
 ];
 
 fn find(name: &str) -> Option<&'static Elementwise> {
-    TABLE.iter().find(|e| e.name == name)
+    static INDEX: Index = Index::new();
+    INDEX.find(TABLE, |e| e.name, name)
 }
 
 pub(super) fn describe(name: &str) -> Option<&'static str> {
@@ -454,19 +455,10 @@ fn broadcast_shape(cx: &mut EqnCx, idx: &[usize]) -> Option<Vec<Dim>> {
             continue;
         }
         let other = a.ty.shape.clone();
-        let related = vec![
-            (
-                cx.args[f].range,
-                format!("operand {f} is {}", cx.arg_str(f)),
-            ),
-            (
-                cx.args[i].range,
-                format!("operand {i} is {}", cx.arg_str(i)),
-            ),
-        ];
-        let what = format!("`{}` operands must have the same shape", cx.name());
+        let name = &*cx.eqn.primitive.text;
+        let what = format_args!("`{name}` operands must have the same shape");
         if other.len() != shape.len() {
-            cx.require_same_shape(&what, &shape, &other, &related);
+            cx.require_same_shape(what, &shape, &other, Related::Operands(&[f, i]));
             return None;
         }
         // Size-1 dimensions stretch; everything else must agree.
@@ -479,7 +471,7 @@ fn broadcast_shape(cx: &mut EqnCx, idx: &[usize]) -> Option<Vec<Dim>> {
                 *x = y.clone();
             }
         }
-        if !cx.require_same_shape(&what, &shape, &expected, &related) {
+        if !cx.require_same_shape(what, &shape, &expected, Related::Operands(&[f, i])) {
             return None;
         }
     }
@@ -554,15 +546,11 @@ fn select_n(cx: &mut EqnCx) -> Infer {
     let shape = cx.args[1].ty.shape.clone();
     for &i in &cases[1..] {
         let other = cx.args[i].ty.shape.clone();
-        let related = vec![
-            (cx.args[1].range, cx.arg_str(1)),
-            (cx.args[i].range, cx.arg_str(i)),
-        ];
         if !cx.require_same_shape(
             "`select_n` cases must have the same shape",
             &shape,
             &other,
-            &related,
+            Related::Args(&[1, i]),
         ) {
             return None;
         }
@@ -588,11 +576,7 @@ fn scalar_or_shape_of(cx: &mut EqnCx, i: usize, j: usize, what: &str) -> bool {
         return true;
     }
     let (a, b) = (cx.args[i].ty.shape.clone(), cx.args[j].ty.shape.clone());
-    let related = vec![
-        (cx.args[i].range, cx.arg_str(i)),
-        (cx.args[j].range, cx.arg_str(j)),
-    ];
-    cx.require_same_shape(what, &a, &b, &related)
+    cx.require_same_shape(what, &a, &b, Related::Args(&[i, j]))
 }
 
 /// `clamp lo x hi`: bounds are scalars or have x's shape.

@@ -19,8 +19,39 @@ use crate::syntax::TextRange;
 use crate::syntax::ast::{self, Expr};
 use crate::types::{AType, DType, Dim, DimNames, VarId};
 
+/// A rule table's entries by primitive name (the first entry of a name
+/// wins, as in a linear search), built on first use: every equation looks
+/// its primitive up in several tables.
+pub(super) struct Index(std::sync::OnceLock<rustc_hash::FxHashMap<&'static str, usize>>);
+
+impl Index {
+    pub(super) const fn new() -> Self {
+        Index(std::sync::OnceLock::new())
+    }
+    pub(super) fn find<T>(&self, table: &'static [T], name_of: fn(&T) -> &'static str, name: &str) -> Option<&'static T> {
+        let map = self.0.get_or_init(|| {
+            let mut m = rustc_hash::FxHashMap::default();
+            for (i, e) in table.iter().enumerate() {
+                m.entry(name_of(e)).or_insert(i);
+            }
+            m
+        });
+        map.get(name).map(|&i| &table[i])
+    }
+}
+
 /// Inferred result types; `None` when the rule reported an error or cannot infer.
 pub type Infer = Option<Vec<AType>>;
+
+/// Related locations of a mismatch, described only when it is reported
+/// (describing operands formats their types: too costly for every check).
+pub enum Related<'a> {
+    /// `operand i is ...` for each listed operand.
+    Operands(&'a [usize]),
+    /// Each listed operand's description alone.
+    Args(&'a [usize]),
+    Given(Vec<(TextRange, String)>),
+}
 
 pub struct EqnCx<'c> {
     pub(crate) ck: &'c mut Checker,
@@ -144,6 +175,35 @@ impl<'c> EqnCx<'c> {
         }
         self.ck.a.diagnostics.push(d);
     }
+    /// Adds the listed operands as related locations (`operand i is ...`).
+    pub fn with_operands(&self, mut d: Diagnostic, args: &[usize]) -> Diagnostic {
+        for &i in args {
+            if let Some(a) = self.args.get(i) {
+                let text = self.arg_str(i);
+                d = d.with_related(a.range, format!("operand {i} is {text}"));
+            }
+        }
+        d
+    }
+    /// Adds related locations, described now that they are reported.
+    fn with_related(&self, mut d: Diagnostic, related: Related) -> Diagnostic {
+        match related {
+            Related::Operands(args) => return self.with_operands(d, args),
+            Related::Args(args) => {
+                for &i in args {
+                    if let Some(a) = self.args.get(i) {
+                        d = d.with_related(a.range, self.arg_str(i));
+                    }
+                }
+            }
+            Related::Given(given) => {
+                for (r, m) in given {
+                    d = d.with_related(r, m);
+                }
+            }
+        }
+        d
+    }
     /// Reports an error with related locations on the listed operands.
     pub fn report_on_args(
         &mut self,
@@ -152,13 +212,8 @@ impl<'c> EqnCx<'c> {
         args: &[usize],
         help: Option<String>,
     ) {
-        let mut d = self.error(kind, message);
-        for &i in args {
-            if let Some(a) = self.args.get(i) {
-                let text = self.arg_str(i);
-                d = d.with_related(a.range, format!("operand {i} is {text}"));
-            }
-        }
+        let d = self.error(kind, message);
+        let mut d = self.with_operands(d, args);
         if let Some(h) = help {
             d = d.with_help(h);
         }
@@ -263,7 +318,7 @@ impl<'c> EqnCx<'c> {
         let text = match &e.kind {
             ast::ExprKind::Path(p) => p.to_string(),
             ast::ExprKind::Str(s) => s.to_string(),
-            ast::ExprKind::Call { args, .. } if args.len() == 1 => match &args[0].value.kind {
+            ast::ExprKind::Call(c) if c.args.len() == 1 => match &c.args[0].value.kind {
                 ast::ExprKind::Str(s) => s.to_string(),
                 _ => String::new(),
             },
@@ -307,10 +362,10 @@ impl<'c> EqnCx<'c> {
     /// naming the dimension and explaining the dimension variables involved.
     pub fn require_same_shape(
         &mut self,
-        what: &str,
+        what: impl std::fmt::Display,
         a: &[Dim],
         b: &[Dim],
-        related: &[(TextRange, String)],
+        related: Related,
     ) -> bool {
         if a.len() != b.len() {
             let msg = format!(
@@ -320,10 +375,8 @@ impl<'c> EqnCx<'c> {
                 a.len(),
                 b.len()
             );
-            let mut d = self.error(DiagKind::ShapeMismatch, msg);
-            for (r, m) in related {
-                d = d.with_related(*r, m.clone());
-            }
+            let d = self.error(DiagKind::ShapeMismatch, msg);
+            let d = self.with_related(d, related);
             self.report(d);
             return false;
         }
@@ -336,10 +389,8 @@ impl<'c> EqnCx<'c> {
                     self.dim_str(x),
                     self.dim_str(y)
                 );
-                let mut d = self.error(DiagKind::ShapeMismatch, msg);
-                for (r, m) in related {
-                    d = d.with_related(*r, m.clone());
-                }
+                let d = self.error(DiagKind::ShapeMismatch, msg);
+                let d = self.with_related(d, related);
                 let d = self.ck.explain_dims(d, &[x, y], why);
                 self.report(d);
                 return false;
@@ -367,7 +418,7 @@ impl<'c> EqnCx<'c> {
         }
     }
     /// Checks a dimension against an expected one; reports with context on failure.
-    pub fn require_dim(&mut self, what: &str, got: &Dim, expected: &Dim, args: &[usize]) -> bool {
+    pub fn require_dim(&mut self, what: impl std::fmt::Display, got: &Dim, expected: &Dim, args: &[usize]) -> bool {
         match self.dims_eq(got, expected) {
             DimEq::Equal => true,
             DimEq::NotEqual(why) => {
@@ -376,13 +427,8 @@ impl<'c> EqnCx<'c> {
                     self.dim_str(got),
                     self.dim_str(expected)
                 );
-                let mut d = self.error(DiagKind::ShapeMismatch, msg);
-                for &i in args {
-                    if let Some(a) = self.args.get(i) {
-                        let text = self.arg_str(i);
-                        d = d.with_related(a.range, format!("operand {i} is {text}"));
-                    }
-                }
+                let d = self.error(DiagKind::ShapeMismatch, msg);
+                let d = self.with_operands(d, args);
                 let d = self.ck.explain_dims(d, &[got, expected], why);
                 self.report(d);
                 false
@@ -392,18 +438,33 @@ impl<'c> EqnCx<'c> {
     /// Arithmetic on dimensions (for `concatenate`, `pad`, `slice`...):
     /// constants and symbolic dimensions only.
     pub fn dim_add(&self, a: &Dim, b: &Dim) -> Dim {
+        if let (Dim::Const(x), Dim::Const(y)) = (a, b)
+            && let Some(c) = x.checked_add(*y)
+        {
+            return Dim::Const(c);
+        }
         match (a.as_poly(), b.as_poly()) {
             (Some(p), Some(q)) => p.add(&q).map(Dim::from_poly).unwrap_or(Dim::Unknown),
             _ => Dim::Unknown,
         }
     }
     pub fn dim_mul(&self, a: &Dim, b: &Dim) -> Dim {
+        if let (Dim::Const(x), Dim::Const(y)) = (a, b)
+            && let Some(c) = x.checked_mul(*y)
+        {
+            return Dim::Const(c);
+        }
         match (a.as_poly(), b.as_poly()) {
             (Some(p), Some(q)) => p.mul(&q).map(Dim::from_poly).unwrap_or(Dim::Unknown),
             _ => Dim::Unknown,
         }
     }
     pub fn dim_sub(&self, a: &Dim, b: &Dim) -> Dim {
+        if let (Dim::Const(x), Dim::Const(y)) = (a, b)
+            && let Some(c) = x.checked_sub(*y)
+        {
+            return Dim::Const(c);
+        }
         match (a.as_poly(), b.as_poly()) {
             (Some(p), Some(q)) => p.sub(&q).map(Dim::from_poly).unwrap_or(Dim::Unknown),
             _ => Dim::Unknown,

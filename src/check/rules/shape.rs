@@ -10,7 +10,7 @@
 //! `slice_sizes` is given by an extra trailing operand, an integer scalar,
 //! in order.
 
-use super::{EqnCx, Infer};
+use super::{EqnCx, Index, Infer, Related};
 use crate::check::DimEq;
 use crate::check::dims::{Why, operand_value};
 use crate::diagnostics::{DiagKind, Diagnostic};
@@ -219,7 +219,8 @@ const PRIMS: &[Prim] = &[
 ];
 
 fn find(name: &str) -> Option<&'static Prim> {
-    PRIMS.iter().find(|p| p.name == name)
+    static INDEX: Index = Index::new();
+    INDEX.find(PRIMS, |p| p.name, name)
 }
 
 /// Rules of this family: `Some(result)` when `name` belongs here.
@@ -283,13 +284,8 @@ fn diag(
     params: &[&str],
     help: Option<String>,
 ) -> Diagnostic {
-    let mut d = cx.error(kind, msg);
-    for &i in args {
-        if let Some(a) = cx.args.get(i) {
-            let text = cx.arg_str(i);
-            d = d.with_related(a.range, format!("operand {i} is {text}"));
-        }
-    }
+    let d = cx.error(kind, msg);
+    let mut d = cx.with_operands(d, args);
     for name in params {
         if let Some(p) = cx.eqn.param(name) {
             d = d.with_related(p.range, format!("`{name}` is given here"));
@@ -437,6 +433,12 @@ fn require_le(
 
 /// A size that must not be negative (constants only; symbols are >= 1).
 fn is_negative(d: &Dim) -> bool {
+    // Constants without building polynomials (i64::MIN is not decided as negative there).
+    if let Dim::Const(c) = d
+        && *c != i64::MIN
+    {
+        return *c < 0;
+    }
     match d.as_poly() {
         Some(p) => p.lt(&crate::types::Poly::constant(0)) == Cmp::True,
         None => false,
@@ -1962,18 +1964,11 @@ fn stack(cx: &mut EqnCx) -> Infer {
             return None;
         }
         let other = cx.args[i].ty.shape.clone();
-        let related = vec![
-            (cx.args[0].range, format!("operand 0 is {}", cx.arg_str(0))),
-            (
-                cx.args[i].range,
-                format!("operand {i} is {}", cx.arg_str(i)),
-            ),
-        ];
         if !cx.require_same_shape(
             "`stack` operands must have the same shape",
             &first.shape,
             &other,
-            &related,
+            Related::Operands(&[0, i]),
         ) {
             return None;
         }
@@ -2073,15 +2068,11 @@ fn select_and_gather_add(cx: &mut EqnCx) -> Infer {
         return None;
     }
     let (t, op) = (cx.args[0].ty.clone(), cx.args[1].ty.clone());
-    let related = vec![
-        (cx.args[0].range, format!("operand 0 is {}", cx.arg_str(0))),
-        (cx.args[1].range, format!("operand 1 is {}", cx.arg_str(1))),
-    ];
     if !cx.require_same_shape(
         "the tangents and the operand of `select_and_gather_add` must have the same shape",
         &t.shape,
         &op.shape,
-        &related,
+        Related::Operands(&[0, 1]),
     ) {
         return None;
     }
@@ -2099,12 +2090,11 @@ fn select_and_scatter_add(cx: &mut EqnCx) -> Infer {
     }
     let (src, op) = (cx.args[0].ty.clone(), cx.args[1].ty.clone());
     if let Some(windows) = window_shape(cx, &op.shape, false) {
-        let related = vec![(cx.args[0].range, format!("operand 0 is {}", cx.arg_str(0)))];
         if !cx.require_same_shape(
             "the source of `select_and_scatter_add` must have one value per window of the operand",
             &src.shape,
             &windows,
-            &related,
+            Related::Operands(&[0]),
         ) {
             return None;
         }
