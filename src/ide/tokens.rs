@@ -207,8 +207,8 @@ impl Walker<'_, '_> {
                 self.expr(l);
                 self.expr(r);
             }
-            ast::ExprKind::Call { args, .. } => {
-                for a in args {
+            ast::ExprKind::Call(c) => {
+                for a in &c.args {
                     if let Some(n) = &a.name {
                         self.push(n.range, TokenKind::Parameter, false);
                     }
