@@ -33,7 +33,10 @@ pub struct SourceFile {
     pub text: String,
 }
 
-#[salsa::tracked(returns(clone))]
+// `no_eq`: nearly every edit moves the ranges of everything after it, so
+// comparing a new syntax tree (or analysis) with the old one to backdate it
+// almost never succeeds and costs a full deep comparison.
+#[salsa::tracked(returns(clone), no_eq)]
 pub fn parse(db: &dyn Db, file: SourceFile) -> Arc<Parse> {
     Arc::new(syntax::parse(file.text(db)))
 }
@@ -44,7 +47,7 @@ pub fn line_index(db: &dyn Db, file: SourceFile) -> Arc<LineIndex> {
 }
 
 /// Names, types, nested bindings and signatures of every jaxpr in the file.
-#[salsa::tracked(returns(clone))]
+#[salsa::tracked(returns(clone), no_eq)]
 pub fn analysis(db: &dyn Db, file: SourceFile) -> Arc<Analysis> {
     Arc::new(check::check(&parse(db, file).file))
 }

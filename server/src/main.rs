@@ -7,6 +7,10 @@ mod framing;
 mod state;
 
 use backend::Backend;
+
+// The analysis of a large file allocates millions of small objects per edit.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use tower_lsp::{LspService, Server};
 
 fn main() {
