@@ -48,7 +48,9 @@ fn explicitness(vars: &[Option<VarId>], types: &[&AType]) -> Vec<bool> {
             if !types[i].is_int_scalar() {
                 return true;
             }
-            let used_later = types[i + 1..].iter().any(|t| t.shape.iter().any(|d| *d == Dim::Var(v)));
+            let used_later = types[i + 1..]
+                .iter()
+                .any(|t| t.shape.iter().any(|d| *d == Dim::Var(v)));
             !used_later
         })
         .collect()
@@ -64,7 +66,10 @@ fn static_dim(d: &Dim) -> SigDim {
 
 /// Computes the signature of a jaxpr from its input binders and its outputs
 /// (type, and the variable when the output is a variable).
-pub fn compute(invars: &[(VarId, &AType)], outs: &[(Option<VarId>, &AType)]) -> (Signature, Vec<ScopeEscape>) {
+pub fn compute(
+    invars: &[(VarId, &AType)],
+    outs: &[(Option<VarId>, &AType)],
+) -> (Signature, Vec<ScopeEscape>) {
     let in_vars: Vec<Option<VarId>> = invars.iter().map(|(v, _)| Some(*v)).collect();
     let in_tys: Vec<&AType> = invars.iter().map(|(_, t)| *t).collect();
     let in_explicit = explicitness(&in_vars, &in_tys);
@@ -112,7 +117,11 @@ pub fn compute(invars: &[(VarId, &AType)], outs: &[(Option<VarId>, &AType)]) -> 
                 d => static_dim(d),
             })
             .collect();
-        out_type.push(SigEntry { dtype: t.dtype.clone(), shape, explicit });
+        out_type.push(SigEntry {
+            dtype: t.dtype.clone(),
+            shape,
+            explicit,
+        });
     }
     (Signature { in_type, out_type }, escapes)
 }
@@ -130,11 +139,26 @@ impl fmt::Display for SigDim {
     }
 }
 
+impl SigEntry {
+    /// The type alone, `f64[DBIdx(0)]`.
+    pub fn render_type(&self) -> String {
+        let dt = self
+            .dtype
+            .as_ref()
+            .map_or_else(|| "weak".to_string(), |d| d.to_string());
+        let dims: Vec<String> = self.shape.iter().map(|d| d.to_string()).collect();
+        format!("{dt}[{}]", dims.join(","))
+    }
+}
+
 impl fmt::Display for SigEntry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let dt = self.dtype.as_ref().map_or_else(|| "weak".to_string(), |d| d.to_string());
-        let dims: Vec<String> = self.shape.iter().map(|d| d.to_string()).collect();
-        write!(f, "({dt}[{}], {})", dims.join(","), if self.explicit { "True" } else { "False" })
+        write!(
+            f,
+            "({}, {})",
+            self.render_type(),
+            if self.explicit { "True" } else { "False" }
+        )
     }
 }
 

@@ -32,7 +32,10 @@ const TOKEN_TYPES: [SemanticTokenType; 10] = [
 ];
 
 fn token_type(k: ide::TokenKind) -> u32 {
-    ide::TokenKind::ALL.iter().position(|x| *x == k).unwrap_or(0) as u32
+    ide::TokenKind::ALL
+        .iter()
+        .position(|x| *x == k)
+        .unwrap_or(0) as u32
 }
 
 pub struct Backend {
@@ -51,12 +54,19 @@ fn lock(ws: &Mutex<Workspace>) -> std::sync::MutexGuard<'_, Workspace> {
 }
 
 fn content_modified() -> Error {
-    Error { code: ErrorCode::ServerError(-32801), message: "content modified".into(), data: None }
+    Error {
+        code: ErrorCode::ServerError(-32801),
+        message: "content modified".into(),
+        data: None,
+    }
 }
 
 impl Backend {
     pub fn new(client: Client) -> Self {
-        let debounce = std::env::var("JAXPR_LSP_DEBOUNCE_MS").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
+        let debounce = std::env::var("JAXPR_LSP_DEBOUNCE_MS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(20);
         Backend {
             client,
             ws: Arc::new(Mutex::new(Workspace::default())),
@@ -80,7 +90,9 @@ impl Backend {
         R: Send + 'static,
         F: FnOnce(&FileView, &Rope, Encoding) -> R + Send + 'static,
     {
-        let Some(snap) = lock(&self.ws).snapshot(uri) else { return Ok(None) };
+        let Some(snap) = lock(&self.ws).snapshot(uri) else {
+            return Ok(None);
+        };
         let enc = self.enc();
         let res = tokio::task::spawn_blocking(move || {
             let rope = snap.rope.clone();
@@ -91,13 +103,18 @@ impl Backend {
             Ok(Ok(r)) => Ok(Some(r)),
             Ok(Err(_cancelled)) => Err(content_modified()),
             Err(e) => {
-                self.log(MessageType::ERROR, format!("internal error answering a request on {uri}: {e}")).await;
+                self.log(
+                    MessageType::ERROR,
+                    format!("internal error answering a request on {uri}: {e}"),
+                )
+                .await;
                 Err(Error::internal_error())
             }
         }
     }
 
     fn schedule_diagnostics(&self, uri: Url, version: i32, delay: Duration) {
+        let enc = self.enc();
         let ws = self.ws.clone();
         let client = self.client.clone();
         tokio::spawn(async move {
@@ -105,27 +122,30 @@ impl Backend {
                 tokio::time::sleep(delay).await;
             }
             // A newer edit has its own run; this one would be stale.
-            let Some(snap) = lock(&ws).snapshot(&uri).filter(|s| s.version == version) else { return };
+            let Some(snap) = lock(&ws).snapshot(&uri).filter(|s| s.version == version) else {
+                return;
+            };
             let res = tokio::task::spawn_blocking(move || {
                 let out = snap.diagnostics();
                 let Snapshot { rope, uri, .. } = snap; // the database handle is dropped here
                 (out, rope, uri)
             })
             .await;
-            let Ok((Ok(diags), rope, uri)) = res else { return };
+            let Ok((Ok(diags), rope, uri)) = res else {
+                return;
+            };
             // Publish only if the text is still the one that was checked.
             if lock(&ws).version(&uri) != Some(version) {
                 return;
             }
-            let enc = *ENCODING.get().unwrap_or(&Encoding::Utf16);
-            let lsp: Vec<Diagnostic> = diags.iter().map(|d| to_lsp_diagnostic(d, &uri, &rope, enc)).collect();
+            let lsp: Vec<Diagnostic> = diags
+                .iter()
+                .map(|d| to_lsp_diagnostic(d, &uri, &rope, enc))
+                .collect();
             client.publish_diagnostics(uri, lsp, Some(version)).await;
         });
     }
 }
-
-/// The negotiated encoding, for tasks that outlive a `&Backend`.
-static ENCODING: OnceLock<Encoding> = OnceLock::new();
 
 fn to_lsp_diagnostic(d: &CoreDiagnostic, uri: &Url, rope: &Rope, enc: Encoding) -> Diagnostic {
     let severity = match d.severity {
@@ -159,12 +179,21 @@ fn to_lsp_diagnostic(d: &CoreDiagnostic, uri: &Url, rope: &Rope, enc: Encoding) 
 }
 
 fn markdown(value: String) -> HoverContents {
-    HoverContents::Markup(MarkupContent { kind: MarkupKind::Markdown, value })
+    HoverContents::Markup(MarkupContent {
+        kind: MarkupKind::Markdown,
+        value,
+    })
 }
 
 /// A Python source named by a source-info comment, resolved against the
 /// jaxpr file's folder and then the workspace folders.
-fn source_location(uri: &Url, roots: &[PathBuf], path: &str, line: u32, col: u32) -> Option<Location> {
+fn source_location(
+    uri: &Url,
+    roots: &[PathBuf],
+    path: &str,
+    line: u32,
+    col: u32,
+) -> Option<Location> {
     let p = PathBuf::from(path);
     let mut candidates = Vec::new();
     if p.is_absolute() {
@@ -179,16 +208,27 @@ fn source_location(uri: &Url, roots: &[PathBuf], path: &str, line: u32, col: u32
     }
     let found = candidates.into_iter().find(|c| c.is_file())?;
     let pos = Position::new(line.saturating_sub(1), col.saturating_sub(1));
-    Some(Location::new(Url::from_file_path(found).ok()?, Range::new(pos, pos)))
+    Some(Location::new(
+        Url::from_file_path(found).ok()?,
+        Range::new(pos, pos),
+    ))
 }
 
 #[tower_lsp::async_trait]
 impl LanguageServer for Backend {
     async fn initialize(&self, params: InitializeParams) -> Result<InitializeResult> {
-        let offered = params.capabilities.general.as_ref().and_then(|g| g.position_encodings.clone()).unwrap_or_default();
-        let enc = if offered.contains(&PositionEncodingKind::UTF8) { Encoding::Utf8 } else { Encoding::Utf16 };
+        let offered = params
+            .capabilities
+            .general
+            .as_ref()
+            .and_then(|g| g.position_encodings.clone())
+            .unwrap_or_default();
+        let enc = if offered.contains(&PositionEncodingKind::UTF8) {
+            Encoding::Utf8
+        } else {
+            Encoding::Utf16
+        };
         let _ = self.encoding.set(enc);
-        let _ = ENCODING.set(enc);
         let mut roots: Vec<PathBuf> = params
             .workspace_folders
             .unwrap_or_default()
@@ -201,17 +241,22 @@ impl LanguageServer for Backend {
         }
         *self.roots.lock().unwrap_or_else(|e| e.into_inner()) = roots;
         Ok(InitializeResult {
-            server_info: Some(ServerInfo { name: "jaxpr-lsp".into(), version: Some(env!("CARGO_PKG_VERSION").into()) }),
+            server_info: Some(ServerInfo {
+                name: "jaxpr-lsp".into(),
+                version: Some(env!("CARGO_PKG_VERSION").into()),
+            }),
             capabilities: ServerCapabilities {
                 position_encoding: Some(match enc {
                     Encoding::Utf8 => PositionEncodingKind::UTF8,
                     Encoding::Utf16 => PositionEncodingKind::UTF16,
                 }),
-                text_document_sync: Some(TextDocumentSyncCapability::Options(TextDocumentSyncOptions {
-                    open_close: Some(true),
-                    change: Some(TextDocumentSyncKind::INCREMENTAL),
-                    ..Default::default()
-                })),
+                text_document_sync: Some(TextDocumentSyncCapability::Options(
+                    TextDocumentSyncOptions {
+                        open_close: Some(true),
+                        change: Some(TextDocumentSyncKind::INCREMENTAL),
+                        ..Default::default()
+                    },
+                )),
                 hover_provider: Some(HoverProviderCapability::Simple(true)),
                 definition_provider: Some(OneOf::Left(true)),
                 implementation_provider: Some(ImplementationProviderCapability::Simple(true)),
@@ -223,15 +268,19 @@ impl LanguageServer for Backend {
                 })),
                 document_symbol_provider: Some(OneOf::Left(true)),
                 folding_range_provider: Some(FoldingRangeProviderCapability::Simple(true)),
-                semantic_tokens_provider: Some(SemanticTokensServerCapabilities::SemanticTokensOptions(SemanticTokensOptions {
-                    legend: SemanticTokensLegend {
-                        token_types: TOKEN_TYPES.to_vec(),
-                        token_modifiers: vec![SemanticTokenModifier::DECLARATION],
-                    },
-                    range: Some(true),
-                    full: Some(SemanticTokensFullOptions::Bool(true)),
-                    work_done_progress_options: Default::default(),
-                })),
+                semantic_tokens_provider: Some(
+                    SemanticTokensServerCapabilities::SemanticTokensOptions(
+                        SemanticTokensOptions {
+                            legend: SemanticTokensLegend {
+                                token_types: TOKEN_TYPES.to_vec(),
+                                token_modifiers: vec![SemanticTokenModifier::DECLARATION],
+                            },
+                            range: Some(true),
+                            full: Some(SemanticTokensFullOptions::Bool(true)),
+                            work_done_progress_options: Default::default(),
+                        },
+                    ),
+                ),
                 inlay_hint_provider: Some(OneOf::Left(true)),
                 completion_provider: Some(CompletionOptions {
                     trigger_characters: Some(vec!["[".into(), " ".into()]),
@@ -247,7 +296,11 @@ impl LanguageServer for Backend {
     }
 
     async fn initialized(&self, _: InitializedParams) {
-        self.log(MessageType::INFO, format!("jaxpr-lsp {} ready", env!("CARGO_PKG_VERSION"))).await;
+        self.log(
+            MessageType::INFO,
+            format!("jaxpr-lsp {} ready", env!("CARGO_PKG_VERSION")),
+        )
+        .await;
     }
 
     async fn shutdown(&self) -> Result<()> {
@@ -268,11 +321,16 @@ impl LanguageServer for Backend {
         let uri2 = uri.clone();
         // Setting the text waits for queries running on older snapshots to
         // notice their cancellation, so it is done off the async threads.
-        let applied = tokio::task::block_in_place(move || lock(&ws).change(&uri2, version, changes, enc));
+        let applied =
+            tokio::task::block_in_place(move || lock(&ws).change(&uri2, version, changes, enc));
         if applied {
             self.schedule_diagnostics(uri, version, self.debounce);
         } else {
-            self.log(MessageType::WARNING, format!("ignored a change to {uri} (not open, or older than version held)")).await;
+            self.log(
+                MessageType::WARNING,
+                format!("ignored a change to {uri} (not open, or older than version held)"),
+            )
+            .await;
         }
     }
 
@@ -288,27 +346,42 @@ impl LanguageServer for Backend {
         let r = self
             .query(&tp.text_document.uri, move |v, rope, enc| {
                 let (range, md) = ide::hover(v, convert::offset(rope, pos, enc))?;
-                Some(Hover { contents: markdown(md), range: Some(convert::range(rope, range, enc)) })
+                Some(Hover {
+                    contents: markdown(md),
+                    range: Some(convert::range(rope, range, enc)),
+                })
             })
             .await?;
         Ok(r.flatten())
     }
 
-    async fn goto_definition(&self, p: GotoDefinitionParams) -> Result<Option<GotoDefinitionResponse>> {
+    async fn goto_definition(
+        &self,
+        p: GotoDefinitionParams,
+    ) -> Result<Option<GotoDefinitionResponse>> {
         let tp = p.text_document_position_params;
         let (uri, pos) = (tp.text_document.uri, tp.position);
         let roots = self.roots.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let u = uri.clone();
         let r = self
-            .query(&uri, move |v, rope, enc| match ide::definition(v.analysis, convert::offset(rope, pos, enc))? {
-                NavTarget::Here(range) => Some(Location::new(u, convert::range(rope, range, enc))),
-                NavTarget::Source { path, line, col } => source_location(&u, &roots, &path, line, col),
+            .query(&uri, move |v, rope, enc| {
+                match ide::definition(v.analysis, convert::offset(rope, pos, enc))? {
+                    NavTarget::Here(range) => {
+                        Some(Location::new(u, convert::range(rope, range, enc)))
+                    }
+                    NavTarget::Source { path, line, col } => {
+                        source_location(&u, &roots, &path, line, col)
+                    }
+                }
             })
             .await?;
         Ok(r.flatten().map(GotoDefinitionResponse::Scalar))
     }
 
-    async fn goto_implementation(&self, p: GotoDefinitionParams) -> Result<Option<GotoDefinitionResponse>> {
+    async fn goto_implementation(
+        &self,
+        p: GotoDefinitionParams,
+    ) -> Result<Option<GotoDefinitionResponse>> {
         let tp = p.text_document_position_params;
         let (uri, pos) = (tp.text_document.uri, tp.position);
         let u = uri.clone();
@@ -320,11 +393,15 @@ impl LanguageServer for Backend {
                     .collect::<Vec<_>>()
             })
             .await?;
-        Ok(r.filter(|v| !v.is_empty()).map(GotoDefinitionResponse::Array))
+        Ok(r.filter(|v| !v.is_empty())
+            .map(GotoDefinitionResponse::Array))
     }
 
     async fn references(&self, p: ReferenceParams) -> Result<Option<Vec<Location>>> {
-        let (uri, pos) = (p.text_document_position.text_document.uri, p.text_document_position.position);
+        let (uri, pos) = (
+            p.text_document_position.text_document.uri,
+            p.text_document_position.position,
+        );
         let include = p.context.include_declaration;
         let u = uri.clone();
         self.query(&uri, move |v, rope, enc| {
@@ -336,7 +413,10 @@ impl LanguageServer for Backend {
         .await
     }
 
-    async fn document_highlight(&self, p: DocumentHighlightParams) -> Result<Option<Vec<DocumentHighlight>>> {
+    async fn document_highlight(
+        &self,
+        p: DocumentHighlightParams,
+    ) -> Result<Option<Vec<DocumentHighlight>>> {
         let tp = p.text_document_position_params;
         let pos = tp.position;
         self.query(&tp.text_document.uri, move |v, rope, enc| {
@@ -344,26 +424,40 @@ impl LanguageServer for Backend {
                 .into_iter()
                 .map(|(r, def)| DocumentHighlight {
                     range: convert::range(rope, r, enc),
-                    kind: Some(if def { DocumentHighlightKind::WRITE } else { DocumentHighlightKind::READ }),
+                    kind: Some(if def {
+                        DocumentHighlightKind::WRITE
+                    } else {
+                        DocumentHighlightKind::READ
+                    }),
                 })
                 .collect()
         })
         .await
     }
 
-    async fn prepare_rename(&self, p: TextDocumentPositionParams) -> Result<Option<PrepareRenameResponse>> {
+    async fn prepare_rename(
+        &self,
+        p: TextDocumentPositionParams,
+    ) -> Result<Option<PrepareRenameResponse>> {
         let pos = p.position;
         let r = self
             .query(&p.text_document.uri, move |v, rope, enc| {
-                let (range, name) = ide::prepare_rename(v.analysis, convert::offset(rope, pos, enc))?;
-                Some(PrepareRenameResponse::RangeWithPlaceholder { range: convert::range(rope, range, enc), placeholder: name })
+                let (range, name) =
+                    ide::prepare_rename(v.analysis, convert::offset(rope, pos, enc))?;
+                Some(PrepareRenameResponse::RangeWithPlaceholder {
+                    range: convert::range(rope, range, enc),
+                    placeholder: name,
+                })
             })
             .await?;
         Ok(r.flatten())
     }
 
     async fn rename(&self, p: RenameParams) -> Result<Option<WorkspaceEdit>> {
-        let (uri, pos) = (p.text_document_position.text_document.uri, p.text_document_position.position);
+        let (uri, pos) = (
+            p.text_document_position.text_document.uri,
+            p.text_document_position.position,
+        );
         let new_name = p.new_name;
         let r = self
             .query(&uri, move |v, rope, enc| {
@@ -378,11 +472,17 @@ impl LanguageServer for Backend {
         match r {
             None => Ok(None),
             Some(Err(e)) => Err(Error::invalid_params(e.0)),
-            Some(Ok(edits)) => Ok(Some(WorkspaceEdit { changes: Some(HashMap::from([(uri, edits)])), ..Default::default() })),
+            Some(Ok(edits)) => Ok(Some(WorkspaceEdit {
+                changes: Some(HashMap::from([(uri, edits)])),
+                ..Default::default()
+            })),
         }
     }
 
-    async fn document_symbol(&self, p: DocumentSymbolParams) -> Result<Option<DocumentSymbolResponse>> {
+    async fn document_symbol(
+        &self,
+        p: DocumentSymbolParams,
+    ) -> Result<Option<DocumentSymbolResponse>> {
         let r = self
             .query(&p.text_document.uri, |v, rope, enc| {
                 fn conv(s: ide::Symbol, rope: &Rope, enc: Encoding) -> DocumentSymbol {
@@ -399,10 +499,15 @@ impl LanguageServer for Backend {
                         deprecated: None,
                         range: convert::range(rope, s.range, enc),
                         selection_range: convert::range(rope, s.selection, enc),
-                        children: Some(s.children.into_iter().map(|c| conv(c, rope, enc)).collect()),
+                        children: Some(
+                            s.children.into_iter().map(|c| conv(c, rope, enc)).collect(),
+                        ),
                     }
                 }
-                ide::document_symbols(v).into_iter().map(|s| conv(s, rope, enc)).collect::<Vec<_>>()
+                ide::document_symbols(v)
+                    .into_iter()
+                    .map(|s| conv(s, rope, enc))
+                    .collect::<Vec<_>>()
             })
             .await?;
         Ok(r.map(DocumentSymbolResponse::Nested))
@@ -428,17 +533,39 @@ impl LanguageServer for Backend {
         .await
     }
 
-    async fn semantic_tokens_full(&self, p: SemanticTokensParams) -> Result<Option<SemanticTokensResult>> {
-        let r = self.query(&p.text_document.uri, |v, rope, enc| encode_tokens(v, rope, enc, None)).await?;
-        Ok(r.map(|data| SemanticTokensResult::Tokens(SemanticTokens { result_id: None, data })))
+    async fn semantic_tokens_full(
+        &self,
+        p: SemanticTokensParams,
+    ) -> Result<Option<SemanticTokensResult>> {
+        let r = self
+            .query(&p.text_document.uri, |v, rope, enc| {
+                encode_tokens(v, rope, enc, None)
+            })
+            .await?;
+        Ok(r.map(|data| {
+            SemanticTokensResult::Tokens(SemanticTokens {
+                result_id: None,
+                data,
+            })
+        }))
     }
 
-    async fn semantic_tokens_range(&self, p: SemanticTokensRangeParams) -> Result<Option<SemanticTokensRangeResult>> {
+    async fn semantic_tokens_range(
+        &self,
+        p: SemanticTokensRangeParams,
+    ) -> Result<Option<SemanticTokensRangeResult>> {
         let range = p.range;
         let r = self
-            .query(&p.text_document.uri, move |v, rope, enc| encode_tokens(v, rope, enc, Some(convert::text_range(rope, range, enc))))
+            .query(&p.text_document.uri, move |v, rope, enc| {
+                encode_tokens(v, rope, enc, Some(convert::text_range(rope, range, enc)))
+            })
             .await?;
-        Ok(r.map(|data| SemanticTokensRangeResult::Tokens(SemanticTokens { result_id: None, data })))
+        Ok(r.map(|data| {
+            SemanticTokensRangeResult::Tokens(SemanticTokens {
+                result_id: None,
+                data,
+            })
+        }))
     }
 
     async fn inlay_hint(&self, p: InlayHintParams) -> Result<Option<Vec<InlayHint>>> {
@@ -462,7 +589,10 @@ impl LanguageServer for Backend {
     }
 
     async fn completion(&self, p: CompletionParams) -> Result<Option<CompletionResponse>> {
-        let (uri, pos) = (p.text_document_position.text_document.uri, p.text_document_position.position);
+        let (uri, pos) = (
+            p.text_document_position.text_document.uri,
+            p.text_document_position.position,
+        );
         let r = self
             .query(&uri, move |v, rope, enc| {
                 ide::completions(v, convert::offset(rope, pos, enc))
@@ -487,23 +617,48 @@ impl LanguageServer for Backend {
 
     async fn execute_command(&self, p: ExecuteCommandParams) -> Result<Option<Value>> {
         if p.command != BUILD_COMMAND {
-            return Err(Error::invalid_params(format!("unknown command `{}`", p.command)));
+            return Err(Error::invalid_params(format!(
+                "unknown command `{}`",
+                p.command
+            )));
         }
-        crate::build::execute(self, &self.client, p.arguments, p.work_done_progress_params.work_done_token).await
+        crate::build::execute(
+            self,
+            &self.client,
+            p.arguments,
+            p.work_done_progress_params.work_done_token,
+        )
+        .await
     }
 }
 
 impl Backend {
     /// Answers the guard's replacement for an undecodable message.
     pub async fn invalid_request(&self, params: Value) -> Result<()> {
-        let msg = params.get("error").and_then(Value::as_str).unwrap_or("malformed message").to_string();
-        self.log(MessageType::ERROR, format!("invalid message from the client: {msg}")).await;
+        let msg = params
+            .get("error")
+            .and_then(Value::as_str)
+            .unwrap_or("malformed message")
+            .to_string();
+        self.log(
+            MessageType::ERROR,
+            format!("invalid message from the client: {msg}"),
+        )
+        .await;
         Err(Error::invalid_request())
     }
 
     pub async fn invalid_notification(&self, params: Value) {
-        let msg = params.get("error").and_then(Value::as_str).unwrap_or("malformed message").to_string();
-        self.log(MessageType::ERROR, format!("invalid message from the client: {msg}")).await;
+        let msg = params
+            .get("error")
+            .and_then(Value::as_str)
+            .unwrap_or("malformed message")
+            .to_string();
+        self.log(
+            MessageType::ERROR,
+            format!("invalid message from the client: {msg}"),
+        )
+        .await;
     }
 
     pub fn snapshot(&self, uri: &Url) -> Option<Snapshot> {
@@ -512,7 +667,12 @@ impl Backend {
 }
 
 /// Semantic tokens in the protocol's relative encoding; tokens never span lines.
-fn encode_tokens(v: &FileView, rope: &Rope, enc: Encoding, within: Option<jaxpr::syntax::TextRange>) -> Vec<SemanticToken> {
+fn encode_tokens(
+    v: &FileView,
+    rope: &Rope,
+    enc: Encoding,
+    within: Option<jaxpr::syntax::TextRange>,
+) -> Vec<SemanticToken> {
     let mut out = Vec::new();
     let (mut last_line, mut last_col) = (0u32, 0u32);
     for t in ide::semantic_tokens(v) {
@@ -527,7 +687,11 @@ fn encode_tokens(v: &FileView, rope: &Rope, enc: Encoding, within: Option<jaxpr:
             continue;
         }
         let delta_line = start.line - last_line;
-        let delta_start = if delta_line == 0 { start.character - last_col } else { start.character };
+        let delta_start = if delta_line == 0 {
+            start.character - last_col
+        } else {
+            start.character
+        };
         out.push(SemanticToken {
             delta_line,
             delta_start,

@@ -17,7 +17,12 @@ pub struct InlayHint {
 }
 
 fn has_dbidx(e: &SigEntry) -> bool {
-    e.shape.iter().any(|d| matches!(d, SigDim::DBIdx(_) | SigDim::InDBIdx(_) | SigDim::OutDBIdx(_)))
+    e.shape.iter().any(|d| {
+        matches!(
+            d,
+            SigDim::DBIdx(_) | SigDim::InDBIdx(_) | SigDim::OutDBIdx(_)
+        )
+    })
 }
 
 /// Hints whose offset lies in `range`.
@@ -37,10 +42,7 @@ pub fn inlay_hints(f: &FileView, range: TextRange) -> Vec<InlayHint> {
                     continue;
                 }
                 let label = if e.explicit {
-                    let ty = e.to_string();
-                    // `(f64[DBIdx(0)], True)` -> `f64[DBIdx(0)]`
-                    let ty = ty.trim_start_matches('(').split(", ").next().unwrap_or("").to_string();
-                    format!("#{i} explicit {ty}")
+                    format!("#{i} explicit {}", e.render_type())
                 } else {
                     format!("#{i} implicit")
                 };
@@ -52,7 +54,11 @@ pub fn inlay_hints(f: &FileView, range: TextRange) -> Vec<InlayHint> {
                         "An implicit argument: a dimension that later binders refer to as DBIdx; the caller passes the size."
                     }
                 );
-                out.push(InlayHint { offset: r.end, label, tooltip });
+                out.push(InlayHint {
+                    offset: r.end,
+                    label,
+                    tooltip,
+                });
             }
         }
         if sig.out_type.iter().any(|e| !e.explicit || has_dbidx(e)) {
@@ -60,10 +66,16 @@ pub fn inlay_hints(f: &FileView, range: TextRange) -> Vec<InlayHint> {
                 if !visible(o.range) {
                     continue;
                 }
-                let ty = e.to_string();
-                let ty = ty.trim_start_matches('(').split(", ").next().unwrap_or("").to_string();
-                let label = format!("#{k} {}{ty}", if e.explicit { "" } else { "implicit " });
-                out.push(InlayHint { offset: o.range.end, label, tooltip: format!("out_type entry {k}: {e}") });
+                let label = format!(
+                    "#{k} {}{}",
+                    if e.explicit { "" } else { "implicit " },
+                    e.render_type()
+                );
+                out.push(InlayHint {
+                    offset: o.range.end,
+                    label,
+                    tooltip: format!("out_type entry {k}: {e}"),
+                });
             }
         }
     }
@@ -72,8 +84,12 @@ pub fn inlay_hints(f: &FileView, range: TextRange) -> Vec<InlayHint> {
         if e.range.end < range.start || e.range.start > range.end {
             continue;
         }
-        let Some(inferred) = &e.inferred else { continue };
-        let Some(syn) = super::find_eqn(&f.parse.file, e.range) else { continue };
+        let Some(inferred) = &e.inferred else {
+            continue;
+        };
+        let Some(syn) = super::find_eqn(&f.parse.file, e.range) else {
+            continue;
+        };
         for (b, ty) in syn.outs.iter().zip(inferred) {
             if b.is_dropped() && b.ty.is_none() && visible(b.range) {
                 out.push(InlayHint {

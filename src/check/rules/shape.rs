@@ -1235,6 +1235,55 @@ fn start_index_operands(
 }
 
 /// `dynamic_slice[slice_sizes] x *start_indices *dyn_sizes`.
+/// `slice_sizes` of `dynamic_slice` and `gather`: none negative, and (when
+/// `bounded`: with no empty index array) each at most the operand's size.
+/// Reports the first failure and returns false.
+fn check_slice_sizes(
+    cx: &mut EqnCx,
+    prim: &str,
+    sizes: &[Dim],
+    operand: &[Dim],
+    bounded: bool,
+) -> bool {
+    for (k, (s, d)) in sizes.iter().zip(operand).enumerate() {
+        if is_negative(s) {
+            let msg = format!(
+                "`slice_sizes` must not be negative, but axis {k} has size {}",
+                cx.dim_str(s)
+            );
+            fail(
+                cx,
+                DiagKind::InvalidParameter,
+                msg,
+                &[],
+                &["slice_sizes"],
+                None,
+            );
+            return false;
+        }
+        if bounded {
+            let ok = require_le(
+                cx,
+                s,
+                d,
+                |cx| {
+                    format!(
+                        "the slice size {} of `{prim}` on axis {k} must be at most the size {} of operand 0",
+                        cx.dim_str(s),
+                        cx.dim_str(d)
+                    )
+                },
+                &[0],
+                &["slice_sizes"],
+            );
+            if !ok {
+                return false;
+            }
+        }
+    }
+    true
+}
+
 fn dynamic_slice(cx: &mut EqnCx) -> Infer {
     if !cx.expect_args_at_least(1) {
         return None;
@@ -1260,38 +1309,8 @@ fn dynamic_slice(cx: &mut EqnCx) -> Infer {
             None,
         );
     }
-    for (k, (s, d)) in sizes.iter().zip(&op.shape).enumerate() {
-        if is_negative(s) {
-            let msg = format!(
-                "`slice_sizes` must not be negative, but axis {k} has size {}",
-                cx.dim_str(s)
-            );
-            return fail(
-                cx,
-                DiagKind::InvalidParameter,
-                msg,
-                &[],
-                &["slice_sizes"],
-                None,
-            );
-        }
-        let ok = require_le(
-            cx,
-            s,
-            d,
-            |cx| {
-                format!(
-                    "the slice size {} of `dynamic_slice` on axis {k} must be at most the size {} of operand 0",
-                    cx.dim_str(s),
-                    cx.dim_str(d)
-                )
-            },
-            &[0],
-            &["slice_sizes"],
-        );
-        if !ok {
-            return None;
-        }
+    if !check_slice_sizes(cx, "dynamic_slice", &sizes, &op.shape, true) {
+        return None;
     }
     Some(vec![op.with_shape(sizes)])
 }
@@ -1573,40 +1592,8 @@ fn gather(cx: &mut EqnCx) -> Infer {
         );
     }
     let empty_indices = idx.shape.iter().any(|d| d.as_const() == Some(0));
-    for (k, (s, d)) in sizes.iter().zip(&op.shape).enumerate() {
-        if is_negative(s) {
-            let msg = format!(
-                "`slice_sizes` must not be negative, but axis {k} has size {}",
-                cx.dim_str(s)
-            );
-            return fail(
-                cx,
-                DiagKind::InvalidParameter,
-                msg,
-                &[],
-                &["slice_sizes"],
-                None,
-            );
-        }
-        if !empty_indices {
-            let ok = require_le(
-                cx,
-                s,
-                d,
-                |cx| {
-                    format!(
-                        "the slice size {} of `gather` on axis {k} must be at most the size {} of operand 0",
-                        cx.dim_str(s),
-                        cx.dim_str(d)
-                    )
-                },
-                &[0],
-                &["slice_sizes"],
-            );
-            if !ok {
-                return None;
-            }
-        }
+    if !check_slice_sizes(cx, "gather", &sizes, &op.shape, !empty_indices) {
+        return None;
     }
     for &c in &collapsed {
         let s = &sizes[c as usize];
