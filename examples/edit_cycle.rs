@@ -19,7 +19,10 @@ fn main() {
     let n = db::diagnostics(&db, file).len();
     println!("first diagnostics: {:?} ({n} diagnostics)", t.elapsed());
     // Edits alternate between inserting and removing a character in the middle of the file.
-    let mid = text[text.len() / 2..].find(" = ").map(|i| i + text.len() / 2 + 4).expect("an equation");
+    let mid = text[text.len() / 2..]
+        .find(" = ")
+        .map(|i| i + text.len() / 2 + 4)
+        .expect("an equation");
     for round in 0..6 {
         let mut new = text.clone();
         if round % 2 == 0 {
@@ -38,6 +41,8 @@ fn main() {
         let n = db::diagnostics(&db, file).len();
         let diags = t.elapsed();
         drop(p);
-        println!("edit {round}: set_text {set:?} parse {parse:?} check {check:?} diagnostics {diags:?} ({n})");
+        println!(
+            "edit {round}: set_text {set:?} parse {parse:?} check {check:?} diagnostics {diags:?} ({n})"
+        );
     }
 }

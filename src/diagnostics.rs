@@ -104,13 +104,30 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     pub fn error(kind: DiagKind, range: TextRange, message: impl Into<String>) -> Self {
-        Diagnostic { severity: Severity::Error, kind, message: message.into(), range, related: Vec::new(), help: None }
+        Diagnostic {
+            severity: Severity::Error,
+            kind,
+            message: message.into(),
+            range,
+            related: Vec::new(),
+            help: None,
+        }
     }
     pub fn warning(kind: DiagKind, range: TextRange, message: impl Into<String>) -> Self {
-        Diagnostic { severity: Severity::Warning, kind, message: message.into(), range, related: Vec::new(), help: None }
+        Diagnostic {
+            severity: Severity::Warning,
+            kind,
+            message: message.into(),
+            range,
+            related: Vec::new(),
+            help: None,
+        }
     }
     pub fn with_related(mut self, range: TextRange, message: impl Into<String>) -> Self {
-        self.related.push(Related { range, message: message.into() });
+        self.related.push(Related {
+            range,
+            message: message.into(),
+        });
         self
     }
     pub fn with_help(mut self, help: impl Into<String>) -> Self {

@@ -15,7 +15,11 @@ fn corpus() -> PathBuf {
 
 #[test]
 fn json_output_has_the_documented_shape() {
-    let out = bin().args(["check", "--format", "json"]).arg(corpus().join("invalid/undefined_var.jaxpr")).output().unwrap();
+    let out = bin()
+        .args(["check", "--format", "json"])
+        .arg(corpus().join("invalid/undefined_var.jaxpr"))
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let d = &v["files"][0]["diagnostics"][0];
@@ -32,14 +36,33 @@ fn json_output_has_the_documented_shape() {
 
 #[test]
 fn folders_are_checked_recursively_and_exit_codes_follow_errors() {
-    let out = bin().args(["check", "--format", "json"]).arg(corpus().join("catalyst")).output().unwrap();
+    let out = bin()
+        .args(["check", "--format", "json"])
+        .arg(corpus().join("catalyst"))
+        .output()
+        .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(v["summary"]["files"].as_u64().unwrap() >= 9);
-    assert_eq!(v["summary"]["errors"], 0, "{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(
+        v["summary"]["errors"],
+        0,
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     assert_eq!(out.status.code(), Some(0));
     // The related locations carry the path.
-    let nested = v["files"].as_array().unwrap().iter().find(|f| f["path"].as_str().unwrap().ends_with("nested_dyn.jaxpr")).unwrap();
-    let w = &nested["diagnostics"].as_array().unwrap().iter().find(|d| d["kind"] == "aliased-dimension").unwrap();
+    let nested = v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"].as_str().unwrap().ends_with("nested_dyn.jaxpr"))
+        .unwrap();
+    let w = &nested["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["kind"] == "aliased-dimension")
+        .unwrap();
     assert_eq!(w["severity"], "warning");
     assert!(w["related"].as_array().unwrap().len() >= 2);
     assert!(w["help"].as_str().unwrap().contains("Caveats"));
@@ -47,7 +70,10 @@ fn folders_are_checked_recursively_and_exit_codes_follow_errors() {
 
 #[test]
 fn io_and_usage_errors_exit_2() {
-    let out = bin().args(["check", "/nonexistent/file.jaxpr"]).output().unwrap();
+    let out = bin()
+        .args(["check", "/nonexistent/file.jaxpr"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let out = bin().args(["frobnicate"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
@@ -55,7 +81,11 @@ fn io_and_usage_errors_exit_2() {
 
 #[test]
 fn human_output_names_the_file_line_and_code() {
-    let out = bin().args(["check", "--color", "never"]).arg(corpus().join("invalid/dtype_mix.jaxpr")).output().unwrap();
+    let out = bin()
+        .args(["check", "--color", "never"])
+        .arg(corpus().join("invalid/dtype_mix.jaxpr"))
+        .output()
+        .unwrap();
     let s = String::from_utf8(out.stdout).unwrap();
     assert!(s.contains("error[J0005]"), "{s}");
     assert!(s.contains("dtype_mix.jaxpr:3:"), "{s}");
@@ -67,16 +97,33 @@ fn non_utf8_input_is_a_diagnostic() {
     let dir = std::env::temp_dir().join(format!("jaxpr-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join("bad.jaxpr");
-    std::fs::write(&p, b"{ lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) } \xff\xfe").unwrap();
-    let out = bin().args(["check", "--format", "json"]).arg(&p).output().unwrap();
+    std::fs::write(
+        &p,
+        b"{ lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) } \xff\xfe",
+    )
+    .unwrap();
+    let out = bin()
+        .args(["check", "--format", "json"])
+        .arg(&p)
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(v["files"][0]["diagnostics"][0]["message"].as_str().unwrap().contains("UTF-8"));
+    assert!(
+        v["files"][0]["diagnostics"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("UTF-8")
+    );
 }
 
 #[test]
 fn types_prints_every_jaxpr() {
-    let out = bin().arg("types").arg(corpus().join("catalyst/capture_loop.jaxpr")).output().unwrap();
+    let out = bin()
+        .arg("types")
+        .arg(corpus().join("catalyst/capture_loop.jaxpr"))
+        .output()
+        .unwrap();
     let s = String::from_utf8(out.stdout).unwrap();
     assert!(s.contains("main jaxpr"), "{s}");
     assert!(s.contains("body_jaxpr of `for_loop`"), "{s}");

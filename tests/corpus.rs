@@ -13,7 +13,10 @@ fn corpus() -> PathBuf {
         return PathBuf::from(p);
     }
     let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    for cand in [here.join("../shared/corpus"), here.join("../../shared/corpus")] {
+    for cand in [
+        here.join("../shared/corpus"),
+        here.join("../../shared/corpus"),
+    ] {
         if cand.is_dir() {
             return cand;
         }
@@ -41,7 +44,15 @@ fn check_text(text: &str) -> (Vec<Diagnostic>, LineIndex) {
 fn render(diags: &[Diagnostic], idx: &LineIndex) -> String {
     diags
         .iter()
-        .map(|d| format!("{}: {:?} {} {}", idx.line_col(d.range.start).line + 1, d.severity, d.kind.name(), d.message))
+        .map(|d| {
+            format!(
+                "{}: {:?} {} {}",
+                idx.line_col(d.range.start).line + 1,
+                d.severity,
+                d.kind.name(),
+                d.message
+            )
+        })
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -49,10 +60,24 @@ fn render(diags: &[Diagnostic], idx: &LineIndex) -> String {
 fn assert_valid(path: &Path, text: &str) {
     let (diags, idx) = check_text(text);
     let errors: Vec<Diagnostic> = diags.iter().filter(|d| d.is_error()).cloned().collect();
-    assert!(errors.is_empty(), "{} should check cleanly:\n{}", path.display(), render(&errors, &idx));
+    assert!(
+        errors.is_empty(),
+        "{} should check cleanly:\n{}",
+        path.display(),
+        render(&errors, &idx)
+    );
     // Every primitive of the corpus has a rule: no unknown-primitive warnings.
-    let unknown: Vec<Diagnostic> = diags.iter().filter(|d| d.kind == DiagKind::UnknownPrimitive).cloned().collect();
-    assert!(unknown.is_empty(), "{}: primitives without a rule:\n{}", path.display(), render(&unknown, &idx));
+    let unknown: Vec<Diagnostic> = diags
+        .iter()
+        .filter(|d| d.kind == DiagKind::UnknownPrimitive)
+        .cloned()
+        .collect();
+    assert!(
+        unknown.is_empty(),
+        "{}: primitives without a rule:\n{}",
+        path.display(),
+        render(&unknown, &idx)
+    );
 }
 
 #[test]
@@ -72,7 +97,11 @@ fn catalyst_corpus_is_valid() {
 #[test]
 fn large_corpus_is_valid() {
     for p in files("large", ".jaxpr.gz") {
-        let out = std::process::Command::new("gzip").arg("-dc").arg(&p).output().expect("gzip");
+        let out = std::process::Command::new("gzip")
+            .arg("-dc")
+            .arg(&p)
+            .output()
+            .expect("gzip");
         assert!(out.status.success());
         let text = String::from_utf8(out.stdout).unwrap();
         assert_valid(&p, &text);
@@ -97,8 +126,10 @@ fn invalid_corpus_yields_expected_errors() {
     let mut failures = Vec::new();
     for p in files("invalid", ".jaxpr") {
         let text = std::fs::read_to_string(&p).unwrap();
-        let exp: Expected =
-            serde_json::from_str(&std::fs::read_to_string(p.with_extension("expected.json")).unwrap()).unwrap();
+        let exp: Expected = serde_json::from_str(
+            &std::fs::read_to_string(p.with_extension("expected.json")).unwrap(),
+        )
+        .unwrap();
         let (diags, idx) = check_text(&text);
         let errors: Vec<&Diagnostic> = diags.iter().filter(|d| d.is_error()).collect();
         let line = |d: &Diagnostic| idx.line_col(d.range.start).line + 1;
@@ -110,12 +141,23 @@ fn invalid_corpus_yields_expected_errors() {
             });
             match hit {
                 Some(i) => used[i] = true,
-                None => failures.push(format!("{}: missing {:?} on lines {:?}\n{}", p.display(), e.kinds, e.lines, render(&diags, &idx))),
+                None => failures.push(format!(
+                    "{}: missing {:?} on lines {:?}\n{}",
+                    p.display(),
+                    e.kinds,
+                    e.lines,
+                    render(&diags, &idx)
+                )),
             }
         }
         for d in &errors {
             if !allowed.contains(&line(d)) {
-                failures.push(format!("{}: unexpected error on line {}: {}", p.display(), line(d), d.message));
+                failures.push(format!(
+                    "{}: unexpected error on line {}: {}",
+                    p.display(),
+                    line(d),
+                    d.message
+                ));
             }
         }
     }
@@ -128,7 +170,9 @@ fn signatures(text: &str) -> Vec<(String, String)> {
     let a = db::analysis(&db, file);
     let mut js: Vec<&jaxpr::check::JaxprInfo> = a.jaxprs.iter().collect();
     js.sort_by_key(|j| j.range.start);
-    js.iter().map(|j| (j.signature.render_in(), j.signature.render_out())).collect()
+    js.iter()
+        .map(|j| (j.signature.render_in(), j.signature.render_out()))
+        .collect()
 }
 
 fn catalyst(name: &str) -> String {
@@ -142,12 +186,21 @@ fn catalyst_signatures_match_the_reference() {
     assert_eq!(s[0].1, "((i64[], False), (f64[OutDBIdx(0)], True))");
     // The resize loop: implicit carried dimension, index, explicit array.
     let s = signatures(&catalyst("resize_loop"));
-    assert_eq!(s[0].0, "((i64[], False), (f64[DBIdx(0)], True), (f64[DBIdx(0)], True))");
-    assert_eq!(s[1].0, "((i64[], False), (i64[], True), (f64[DBIdx(0)], True))");
+    assert_eq!(
+        s[0].0,
+        "((i64[], False), (f64[DBIdx(0)], True), (f64[DBIdx(0)], True))"
+    );
+    assert_eq!(
+        s[1].0,
+        "((i64[], False), (i64[], True), (f64[DBIdx(0)], True))"
+    );
     assert_eq!(s[1].1, "((i64[], False), (f64[OutDBIdx(0)], True))");
     // A captured constant with its own dimension variable (the overview's example).
     let s = signatures(&catalyst("capture_loop"));
-    assert_eq!(s[1].0, "((i64[], False), (f64[DBIdx(0)], True), (i64[], True), (f64[DBIdx(0)], True))");
+    assert_eq!(
+        s[1].0,
+        "((i64[], False), (f64[DBIdx(0)], True), (i64[], True), (f64[DBIdx(0)], True))"
+    );
     assert_eq!(s[1].1, "((f64[InDBIdx(0)], True),)");
     // A single argument list: `{ lambda ; a:i64[] b:f64[a]. ...}`.
     let s = signatures("{ lambda ; a:i64[] b:f64[a]. let c:f64[a] = sin b in (c,) }");
@@ -159,7 +212,10 @@ fn catalyst_signatures_match_the_reference() {
 fn nested_dyn_is_a_warning_that_explains_the_alias() {
     let (diags, _) = check_text(&catalyst("nested_dyn"));
     assert!(diags.iter().all(|d| !d.is_error()));
-    let w: Vec<&Diagnostic> = diags.iter().filter(|d| d.kind == DiagKind::AliasedDimension).collect();
+    let w: Vec<&Diagnostic> = diags
+        .iter()
+        .filter(|d| d.kind == DiagKind::AliasedDimension)
+        .collect();
     assert_eq!(w.len(), 1, "{diags:?}");
     assert!(w[0].message.contains("`i` and `j`"), "{}", w[0].message);
     assert!(w[0].related.len() >= 2);
@@ -186,5 +242,11 @@ fn loop_carried_alias_is_an_error() {
     assert_eq!(errors.len(), 1, "{}", render(&diags, &idx));
     assert_eq!(errors[0].kind, DiagKind::ShapeMismatch);
     assert_eq!(idx.line_col(errors[0].range.start).line + 1, 5);
-    assert!(errors[0].help.as_deref().unwrap_or("").contains("loop-carried"));
+    assert!(
+        errors[0]
+            .help
+            .as_deref()
+            .unwrap_or("")
+            .contains("loop-carried")
+    );
 }

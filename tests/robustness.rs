@@ -8,9 +8,9 @@ use proptest::prelude::*;
 use std::path::PathBuf;
 
 fn corpus_texts() -> Vec<String> {
-    let base = std::env::var("JAXPR_CORPUS").map(PathBuf::from).unwrap_or_else(|_| {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus")
-    });
+    let base = std::env::var("JAXPR_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"));
     let mut out = Vec::new();
     for dir in ["jax", "catalyst", "invalid"] {
         let mut paths: Vec<PathBuf> = std::fs::read_dir(base.join(dir))
@@ -35,7 +35,10 @@ fn run(text: &str) -> usize {
     }
     let d = db::diagnostics(&db, file);
     for x in d.iter() {
-        assert!(x.range.end as usize <= text.len(), "range past the end: {x:?}");
+        assert!(
+            x.range.end as usize <= text.len(),
+            "range past the end: {x:?}"
+        );
         assert!(x.range.start <= x.range.end);
     }
     d.len()
@@ -167,9 +170,18 @@ fn deep_nesting_is_a_diagnostic_not_a_stack_overflow() {
     let db = RootDatabase::default();
     let file = SourceFile::new(&db, "deep.jaxpr".into(), s.clone());
     let d = db::diagnostics(&db, file);
-    assert!(d.iter().any(|x| x.kind == DiagKind::Syntax && x.message.contains("nesting")), "{:?}", d.first());
+    assert!(
+        d.iter()
+            .any(|x| x.kind == DiagKind::Syntax && x.message.contains("nesting")),
+        "{:?}",
+        d.first()
+    );
     // Deep parentheses in a parameter, too.
-    let p = format!("{{ lambda ; a:f32[]. let b:f32[] = foo[x={}1{}] a in (b,) }}", "(".repeat(100_000), ")".repeat(100_000));
+    let p = format!(
+        "{{ lambda ; a:f32[]. let b:f32[] = foo[x={}1{}] a in (b,) }}",
+        "(".repeat(100_000),
+        ")".repeat(100_000)
+    );
     assert!(run(&p) > 0);
 }
 
@@ -177,14 +189,26 @@ fn deep_nesting_is_a_diagnostic_not_a_stack_overflow() {
 fn pathological_inputs_are_bounded() {
     // Empty file, binary garbage, a 1 MB line, 100k operands, a long polynomial.
     assert_eq!(run(""), 1);
-    let garbage: String = (0..100_000u32).map(|i| char::from_u32((i * 7919) % 0xD7FF).unwrap_or('x')).collect();
+    let garbage: String = (0..100_000u32)
+        .map(|i| char::from_u32((i * 7919) % 0xD7FF).unwrap_or('x'))
+        .collect();
     assert!(run(&garbage) > 0);
-    let long_line = format!("{{ lambda ; a:f32[]. let b:f32[] = sin a {} in (b,) }}", "x".repeat(1 << 20));
+    let long_line = format!(
+        "{{ lambda ; a:f32[]. let b:f32[] = sin a {} in (b,) }}",
+        "x".repeat(1 << 20)
+    );
     assert!(run(&long_line) > 0);
     let ops: Vec<String> = (0..100_000).map(|_| "a".to_string()).collect();
-    let many = format!("{{ lambda ; a:f32[]. let b:f32[] = add {} in (b,) }}", ops.join(" "));
+    let many = format!(
+        "{{ lambda ; a:f32[]. let b:f32[] = add {} in (b,) }}",
+        ops.join(" ")
+    );
     assert!(run(&many) > 0); // arity error, not a hang
     let terms: Vec<String> = (0..3000).map(|i| format!("{i}*s{i}")).collect();
-    let poly = format!("{{ lambda ; a:f32[{}]. let b:f32[{}] = sin a in (b,) }}", terms.join(" + "), terms.join(" + "));
+    let poly = format!(
+        "{{ lambda ; a:f32[{}]. let b:f32[{}] = sin a in (b,) }}",
+        terms.join(" + "),
+        terms.join(" + ")
+    );
     assert_eq!(run(&poly), 0);
 }

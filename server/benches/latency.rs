@@ -28,7 +28,11 @@ fn main() {
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| corpus().join("large/transformer600_grad.jaxpr.gz"));
     let text = if path.extension().is_some_and(|e| e == "gz") {
-        let out = std::process::Command::new("gzip").arg("-dc").arg(&path).output().expect("gzip");
+        let out = std::process::Command::new("gzip")
+            .arg("-dc")
+            .arg(&path)
+            .output()
+            .expect("gzip");
         String::from_utf8(out.stdout).expect("UTF-8")
     } else {
         std::fs::read_to_string(&path).expect("read")
@@ -38,10 +42,20 @@ fn main() {
     let eqn_lines: Vec<usize> = (0..lines.len())
         .filter(|&i| {
             let l = lines[i];
-            l.contains(" = ") && !l.starts_with("let ") && !l.ends_with(" let") && l.rsplit(' ').next().is_some_and(|w| !w.is_empty() && w.bytes().all(|b| b.is_ascii_lowercase()))
+            l.contains(" = ")
+                && !l.starts_with("let ")
+                && !l.ends_with(" let")
+                && l.rsplit(' ')
+                    .next()
+                    .is_some_and(|w| !w.is_empty() && w.bytes().all(|b| b.is_ascii_lowercase()))
         })
         .collect();
-    println!("file: {} ({:.1} MB, {} lines)", path.display(), text.len() as f64 / 1e6, lines.len());
+    println!(
+        "file: {} ({:.1} MB, {} lines)",
+        path.display(),
+        text.len() as f64 / 1e6,
+        lines.len()
+    );
 
     // 1. didOpen -> first diagnostics, fresh server each time.
     let mut first = Vec::new();
@@ -98,8 +112,28 @@ fn main() {
 
     println!("| measure | p50 | p99 | target |");
     println!("|---|---|---|---|");
-    println!("| didOpen -> first diagnostics ({} runs) | {} | {} (max) | < 1 s |", first.len(), ms(percentile(&mut first, 0.5)), ms(percentile(&mut first, 1.0)));
-    println!("| 1-char didChange -> diagnostics ({} edits) | {} | {} | p50 < 50 ms |", edits.len(), ms(percentile(&mut edits, 0.5)), ms(percentile(&mut edits, 0.99)));
-    println!("| hover ({} requests) | {} | {} | p99 < 10 ms |", hovers.len(), ms(percentile(&mut hovers, 0.5)), ms(percentile(&mut hovers, 0.99)));
-    println!("| definition ({} requests) | {} | {} | p99 < 10 ms |", defs.len(), ms(percentile(&mut defs, 0.5)), ms(percentile(&mut defs, 0.99)));
+    println!(
+        "| didOpen -> first diagnostics ({} runs) | {} | {} (max) | < 1 s |",
+        first.len(),
+        ms(percentile(&mut first, 0.5)),
+        ms(percentile(&mut first, 1.0))
+    );
+    println!(
+        "| 1-char didChange -> diagnostics ({} edits) | {} | {} | p50 < 50 ms |",
+        edits.len(),
+        ms(percentile(&mut edits, 0.5)),
+        ms(percentile(&mut edits, 0.99))
+    );
+    println!(
+        "| hover ({} requests) | {} | {} | p99 < 10 ms |",
+        hovers.len(),
+        ms(percentile(&mut hovers, 0.5)),
+        ms(percentile(&mut hovers, 0.99))
+    );
+    println!(
+        "| definition ({} requests) | {} | {} | p99 < 10 ms |",
+        defs.len(),
+        ms(percentile(&mut defs, 0.5)),
+        ms(percentile(&mut defs, 0.99))
+    );
 }

@@ -21,36 +21,66 @@ struct BuildArgs {
 }
 
 fn failure(message: String) -> Error {
-    Error { code: ErrorCode::ServerError(-32000), message: message.into(), data: None }
+    Error {
+        code: ErrorCode::ServerError(-32000),
+        message: message.into(),
+        data: None,
+    }
 }
 
 async fn progress(client: &Client, token: &NumberOrString, value: WorkDoneProgress) {
     client
-        .send_notification::<Progress>(ProgressParams { token: token.clone(), value: ProgressParamsValue::WorkDone(value) })
+        .send_notification::<Progress>(ProgressParams {
+            token: token.clone(),
+            value: ProgressParamsValue::WorkDone(value),
+        })
         .await;
 }
 
-pub async fn execute(backend: &Backend, client: &Client, args: Vec<Value>, token: Option<NumberOrString>) -> Result<Option<Value>> {
+pub async fn execute(
+    backend: &Backend,
+    client: &Client,
+    args: Vec<Value>,
+    token: Option<NumberOrString>,
+) -> Result<Option<Value>> {
     let args: BuildArgs = args
         .into_iter()
         .next()
         .and_then(|a| serde_json::from_value(a).ok())
-        .ok_or_else(|| Error::invalid_params("expected [{\"uri\": ..., \"emit\": \"stablehlo\" | \"native\"}]"))?;
+        .ok_or_else(|| {
+            Error::invalid_params("expected [{\"uri\": ..., \"emit\": \"stablehlo\" | \"native\"}]")
+        })?;
     if !matches!(args.emit.as_str(), "stablehlo" | "native") {
-        return Err(Error::invalid_params(format!("unknown emit kind `{}` (stablehlo or native)", args.emit)));
+        return Err(Error::invalid_params(format!(
+            "unknown emit kind `{}` (stablehlo or native)",
+            args.emit
+        )));
     }
     // Progress: the client's token, or one we ask the client to create.
     let token = match token {
         Some(t) => Some(t),
         None => {
             let t = NumberOrString::String(format!("jaxpr-build-{}", args.uri));
-            let created = client.send_request::<WorkDoneProgressCreate>(WorkDoneProgressCreateParams { token: t.clone() }).await;
+            let created = client
+                .send_request::<WorkDoneProgressCreate>(WorkDoneProgressCreateParams {
+                    token: t.clone(),
+                })
+                .await;
             created.ok().map(|_| t)
         }
     };
     if let Some(t) = &token {
         let title = format!("jaxpr build --emit {}", args.emit);
-        progress(client, t, WorkDoneProgress::Begin(WorkDoneProgressBegin { title, message: Some("checking".into()), ..Default::default() })).await;
+        progress(
+            client,
+            t,
+            WorkDoneProgress::Begin(WorkDoneProgressBegin {
+                title,
+                message: Some("checking".into()),
+                ..Default::default()
+            }),
+        )
+        .await;
     }
     let result = build(backend, &args).await;
     if let Some(t) = &token {
@@ -58,7 +88,14 @@ pub async fn execute(backend: &Backend, client: &Client, args: Vec<Value>, token
             Ok(p) => format!("built {p}"),
             Err(e) => e.message.to_string(),
         };
-        progress(client, t, WorkDoneProgress::End(WorkDoneProgressEnd { message: Some(message) })).await;
+        progress(
+            client,
+            t,
+            WorkDoneProgress::End(WorkDoneProgressEnd {
+                message: Some(message),
+            }),
+        )
+        .await;
     }
     result.map(|p| Some(serde_json::json!({ "path": p })))
 }
@@ -67,18 +104,27 @@ async fn build(backend: &Backend, args: &BuildArgs) -> Result<String> {
     let Some(snap) = backend.snapshot(&args.uri) else {
         return Err(Error::invalid_params(format!("{} is not open", args.uri)));
     };
-    let diags = tokio::task::spawn_blocking(move || snap.diagnostics().map(|d| d.iter().filter(|d| d.is_error()).count()))
-        .await
-        .map_err(|_| Error::internal_error())?
-        .map_err(|_| failure("the file changed during the build; run the command again".into()))?;
+    let diags = tokio::task::spawn_blocking(move || {
+        snap.diagnostics()
+            .map(|d| d.iter().filter(|d| d.is_error()).count())
+    })
+    .await
+    .map_err(|_| Error::internal_error())?
+    .map_err(|_| failure("the file changed during the build; run the command again".into()))?;
     if diags > 0 {
-        return Err(failure(format!("the file has {diags} error(s) and was not built; see the diagnostics")));
+        return Err(failure(format!(
+            "the file has {diags} error(s) and was not built; see the diagnostics"
+        )));
     }
     // The back ends (StableHLO through MLIR, native code through LLVM) are
     // separate work items of the project and not in this build yet.
     Err(failure(format!(
         "`--emit {}` is not available in this version of jaxpr-lsp: the {} back end is not implemented yet",
         args.emit,
-        if args.emit == "stablehlo" { "StableHLO (MLIR)" } else { "native (LLVM)" }
+        if args.emit == "stablehlo" {
+            "StableHLO (MLIR)"
+        } else {
+            "native (LLVM)"
+        }
     )))
 }

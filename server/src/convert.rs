@@ -95,7 +95,10 @@ mod tests {
         assert_eq!(position(&rope, x, Encoding::Utf8), Position::new(1, 9));
         // Past the end of a line, or of the file: clamped.
         assert_eq!(offset(&rope, Position::new(0, 999), Encoding::Utf16), 7);
-        assert_eq!(offset(&rope, Position::new(99, 0), Encoding::Utf16), rope.len_bytes() as u32);
+        assert_eq!(
+            offset(&rope, Position::new(99, 0), Encoding::Utf16),
+            rope.len_bytes() as u32
+        );
         // Inside a surrogate pair: never panics.
         let _ = offset(&rope, Position::new(1, 5), Encoding::Utf16);
     }

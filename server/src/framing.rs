@@ -68,16 +68,25 @@ fn method_of(frame: &[u8]) -> Option<String> {
 
 /// One frame's body, checked. `Ok(None)` at the end of the input; `Err` for
 /// a frame that is broken beyond its body (a bad header).
-async fn read_frame<R: AsyncRead + Unpin>(input: &mut BufReader<R>) -> Result<Option<Vec<u8>>, String> {
+async fn read_frame<R: AsyncRead + Unpin>(
+    input: &mut BufReader<R>,
+) -> Result<Option<Vec<u8>>, String> {
     let mut length: Option<usize> = None;
     let mut bad_header: Option<String> = None;
     let mut line = Vec::new();
     let mut saw_any = false;
     loop {
         line.clear();
-        let n = input.read_until(b'\n', &mut line).await.map_err(|e| e.to_string())?;
+        let n = input
+            .read_until(b'\n', &mut line)
+            .await
+            .map_err(|e| e.to_string())?;
         if n == 0 {
-            return if saw_any { Err("input ended inside a message header".into()) } else { Ok(None) };
+            return if saw_any {
+                Err("input ended inside a message header".into())
+            } else {
+                Ok(None)
+            };
         }
         let text = String::from_utf8_lossy(&line);
         let text = text.trim_end_matches(['\r', '\n']);
@@ -89,10 +98,12 @@ async fn read_frame<R: AsyncRead + Unpin>(input: &mut BufReader<R>) -> Result<Op
         }
         saw_any = true;
         match text.split_once(':') {
-            Some((name, value)) if name.trim().eq_ignore_ascii_case("content-length") => match value.trim().parse::<usize>() {
-                Ok(n) if n <= MAX_BODY => length = Some(n),
-                _ => bad_header = Some(format!("invalid Content-Length `{}`", value.trim())),
-            },
+            Some((name, value)) if name.trim().eq_ignore_ascii_case("content-length") => {
+                match value.trim().parse::<usize>() {
+                    Ok(n) if n <= MAX_BODY => length = Some(n),
+                    _ => bad_header = Some(format!("invalid Content-Length `{}`", value.trim())),
+                }
+            }
             Some(_) => {} // Content-Type and others: the body is read as UTF-8 whatever they say
             None => bad_header = Some(format!("malformed header line `{}`", truncate(text))),
         }
@@ -100,14 +111,23 @@ async fn read_frame<R: AsyncRead + Unpin>(input: &mut BufReader<R>) -> Result<Op
     if let Some(e) = bad_header {
         return Err(e);
     }
-    let Some(length) = length else { return Err("message without Content-Length".into()) };
+    let Some(length) = length else {
+        return Err("message without Content-Length".into());
+    };
     let mut body = vec![0u8; length];
-    input.read_exact(&mut body).await.map_err(|_| "input ended inside a message body".to_string())?;
+    input
+        .read_exact(&mut body)
+        .await
+        .map_err(|_| "input ended inside a message body".to_string())?;
     Ok(Some(check_body(body)))
 }
 
 fn truncate(s: &str) -> String {
-    if s.chars().count() > 80 { format!("{}...", s.chars().take(80).collect::<String>()) } else { s.to_string() }
+    if s.chars().count() > 80 {
+        format!("{}...", s.chars().take(80).collect::<String>())
+    } else {
+        s.to_string()
+    }
 }
 
 /// The body itself when it is a message tower-lsp can decode; otherwise its replacement.
@@ -158,8 +178,15 @@ fn validate(v: &Value) -> Result<(), String> {
     }
     match (obj.get("result"), obj.get("error")) {
         (Some(_), None) => Ok(()),
-        (None, Some(e)) if e.get("code").is_some_and(Value::is_i64) && e.get("message").is_some_and(Value::is_string) => Ok(()),
-        (None, Some(_)) => Err("response `error` needs an integer `code` and a string `message`".into()),
+        (None, Some(e))
+            if e.get("code").is_some_and(Value::is_i64)
+                && e.get("message").is_some_and(Value::is_string) =>
+        {
+            Ok(())
+        }
+        (None, Some(_)) => {
+            Err("response `error` needs an integer `code` and a string `message`".into())
+        }
         _ => Err("response needs exactly one of `result` and `error`".into()),
     }
 }
@@ -167,7 +194,8 @@ fn validate(v: &Value) -> Result<(), String> {
 /// The replacement message: a request when the bad message had a usable id
 /// (so the client gets an error response), a notification otherwise.
 fn invalid(id: Option<Value>, error: &str) -> Vec<u8> {
-    let mut m = json!({ "jsonrpc": "2.0", "method": INVALID_MESSAGE, "params": { "error": error } });
+    let mut m =
+        json!({ "jsonrpc": "2.0", "method": INVALID_MESSAGE, "params": { "error": error } });
     if let Some(id) = id {
         m["id"] = id;
         m["method"] = INVALID_REQUEST.into();
@@ -203,11 +231,19 @@ mod tests {
         input.extend(frame("", b"\xff\xfe"));
         input.extend(frame("", br#"{"jsonrpc":"2.0","id":7,"method":false}"#));
         input.extend(b"X-Garbage\r\n\r\n");
-        input.extend(frame("Content-Type: text/plain; charset=latin1\r\n", br#"{"jsonrpc":"2.0","method":"exit"}"#));
+        input.extend(frame(
+            "Content-Type: text/plain; charset=latin1\r\n",
+            br#"{"jsonrpc":"2.0","method":"exit"}"#,
+        ));
         let f = frames(input).await;
         assert_eq!(f.len(), 5, "{f:?}");
         assert_eq!(f[0]["method"], INVALID_MESSAGE);
-        assert!(f[0]["params"]["error"].as_str().unwrap().contains("not JSON"));
+        assert!(
+            f[0]["params"]["error"]
+                .as_str()
+                .unwrap()
+                .contains("not JSON")
+        );
         assert!(f[1]["params"]["error"].as_str().unwrap().contains("UTF-8"));
         // A request with a usable id stays a request, so the client gets an error response.
         assert_eq!(f[2]["id"], 7);

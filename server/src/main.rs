@@ -18,16 +18,25 @@ fn main() {
         println!("jaxpr-lsp {}", env!("CARGO_PKG_VERSION"));
         return;
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
     let code = runtime.block_on(async {
         let (stdin, life) = framing::guard(tokio::io::stdin());
         let (service, socket) = LspService::build(Backend::new)
             .custom_method(framing::INVALID_REQUEST, Backend::invalid_request)
             .custom_method(framing::INVALID_MESSAGE, Backend::invalid_notification)
             .finish();
-        Server::new(stdin, tokio::io::stdout(), socket).serve(service).await;
+        Server::new(stdin, tokio::io::stdout(), socket)
+            .serve(service)
+            .await;
         // LSP: exit code 0 after `shutdown`, 1 when the client went away without it.
-        if life.shutdown.load(std::sync::atomic::Ordering::SeqCst) { 0 } else { 1 }
+        if life.shutdown.load(std::sync::atomic::Ordering::SeqCst) {
+            0
+        } else {
+            1
+        }
     });
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
     std::process::exit(code);

@@ -45,15 +45,30 @@ impl Workspace {
             }
             None => {
                 let file = SourceFile::new(&self.db, uri.to_string(), text);
-                self.docs.insert(uri, Document { rope, version, file });
+                self.docs.insert(
+                    uri,
+                    Document {
+                        rope,
+                        version,
+                        file,
+                    },
+                );
             }
         }
     }
 
     /// Applies edits in order. Returns false (and changes nothing) for an
     /// unknown document or a version older than the one held.
-    pub fn change(&mut self, uri: &Url, version: i32, changes: Vec<TextDocumentContentChangeEvent>, enc: Encoding) -> bool {
-        let Some(doc) = self.docs.get_mut(uri) else { return false };
+    pub fn change(
+        &mut self,
+        uri: &Url,
+        version: i32,
+        changes: Vec<TextDocumentContentChangeEvent>,
+        enc: Encoding,
+    ) -> bool {
+        let Some(doc) = self.docs.get_mut(uri) else {
+            return false;
+        };
         if version < doc.version {
             return false;
         }
@@ -79,7 +94,13 @@ impl Workspace {
 
     pub fn snapshot(&self, uri: &Url) -> Option<Snapshot> {
         let doc = self.docs.get(uri)?;
-        Some(Snapshot { db: self.db.clone(), file: doc.file, rope: doc.rope.clone(), version: doc.version, uri: uri.clone() })
+        Some(Snapshot {
+            db: self.db.clone(),
+            file: doc.file,
+            rope: doc.rope.clone(),
+            version: doc.version,
+            uri: uri.clone(),
+        })
     }
 
     pub fn version(&self, uri: &Url) -> Option<i32> {
@@ -95,11 +116,18 @@ impl Snapshot {
             let analysis = db::analysis(&self.db, self.file);
             let lines = db::line_index(&self.db, self.file);
             let text = self.file.text(&self.db);
-            f(&FileView { text, parse: &parse, analysis: &analysis, lines: &lines })
+            f(&FileView {
+                text,
+                parse: &parse,
+                analysis: &analysis,
+                lines: &lines,
+            })
         }))
     }
 
-    pub fn diagnostics(&self) -> Result<std::sync::Arc<Vec<jaxpr::diagnostics::Diagnostic>>, salsa::Cancelled> {
+    pub fn diagnostics(
+        &self,
+    ) -> Result<std::sync::Arc<Vec<jaxpr::diagnostics::Diagnostic>>, salsa::Cancelled> {
         salsa::Cancelled::catch(AssertUnwindSafe(|| db::diagnostics(&self.db, self.file)))
     }
 }

@@ -19,7 +19,10 @@ fn doc_pos(uri: &str, pos: Value) -> Value {
 
 fn hover_text(s: &mut Lsp, uri: &str, pos: Value) -> String {
     let r = s.call("textDocument/hover", doc_pos(uri, pos));
-    r["contents"]["value"].as_str().unwrap_or_default().to_string()
+    r["contents"]["value"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
 }
 
 fn line_of(v: &Value) -> u64 {
@@ -30,7 +33,12 @@ fn line_of(v: &Value) -> u64 {
 fn diagnostics_on_open_match_the_corpus_expectations() {
     let mut s = Lsp::initialized(&["utf-16"]);
     let dir = corpus().join("invalid");
-    let mut cases: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "jaxpr")).collect();
+    let mut cases: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jaxpr"))
+        .collect();
     cases.sort();
     assert!(cases.len() >= 10);
     for case in &cases {
@@ -39,12 +47,27 @@ fn diagnostics_on_open_match_the_corpus_expectations() {
         s.open(&u, &text);
         let published = s.diagnostics(&u, Some(1));
         let diags = published["diagnostics"].as_array().unwrap();
-        let expected: Value = serde_json::from_str(&std::fs::read_to_string(case.with_extension("expected.json")).unwrap()).unwrap();
+        let expected: Value = serde_json::from_str(
+            &std::fs::read_to_string(case.with_extension("expected.json")).unwrap(),
+        )
+        .unwrap();
         for e in expected["errors"].as_array().unwrap() {
-            let lines: Vec<u64> = e["lines"].as_array().unwrap().iter().map(|l| l.as_u64().unwrap() - 1).collect();
-            let kinds: Vec<&str> = e["kinds"].as_array().unwrap().iter().map(|k| k.as_str().unwrap()).collect();
+            let lines: Vec<u64> = e["lines"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|l| l.as_u64().unwrap() - 1)
+                .collect();
+            let kinds: Vec<&str> = e["kinds"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|k| k.as_str().unwrap())
+                .collect();
             let hit = diags.iter().any(|d| {
-                d["severity"] == 1 && lines.contains(&line_of(d)) && kinds.contains(&d["data"]["kind"].as_str().unwrap_or(""))
+                d["severity"] == 1
+                    && lines.contains(&line_of(d))
+                    && kinds.contains(&d["data"]["kind"].as_str().unwrap_or(""))
             });
             assert!(hit, "{}: expected {e} in {diags:#?}", case.display());
         }
@@ -94,7 +117,11 @@ fn edits_republish_and_stale_results_are_never_published() {
     assert_eq!(diags[0]["data"]["kind"], "undefined-variable");
     assert_eq!(diags[0]["range"]["start"], at);
     // No diagnostics were published for the intermediate version.
-    assert!(!s.pending.iter().any(|m| m["params"]["version"] == 2), "{:?}", s.pending);
+    assert!(
+        !s.pending.iter().any(|m| m["params"]["version"] == 2),
+        "{:?}",
+        s.pending
+    );
     // Undo both characters with one change; the file is clean again.
     version += 1;
     let end = json!({ "line": at["line"], "character": at["character"].as_u64().unwrap() + 2 });
@@ -108,7 +135,15 @@ fn edits_republish_and_stale_results_are_never_published() {
         "textDocument/didChange",
         json!({ "textDocument": { "uri": u, "version": 2 }, "contentChanges": [{ "text": "garbage" }] }),
     );
-    let log = s.wait_for(|m| m["method"] == "window/logMessage" && m["params"]["message"].as_str().unwrap().contains("ignored a change")).unwrap();
+    let log = s
+        .wait_for(|m| {
+            m["method"] == "window/logMessage"
+                && m["params"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("ignored a change")
+        })
+        .unwrap();
     assert_eq!(log["params"]["type"], 2);
     let h = hover_text(&mut s, &u, pos_of(&text, "gt q", 0, 3));
     assert!(h.contains("q:f32[]"), "{h}");
@@ -122,11 +157,18 @@ fn hover_shows_types_dimension_variables_primitive_signatures_and_dbidx() {
     s.open(&u, &text);
     // The `lambda` of the body_jaxpr: its in_type with DBIdx.
     let h = hover_text(&mut s, &u, pos_of(&text, "lambda", 1, 2));
-    assert!(h.contains("((i64[], False), (i64[], True), (f64[DBIdx(0)], True))"), "{h}");
+    assert!(
+        h.contains("((i64[], False), (i64[], True), (f64[DBIdx(0)], True))"),
+        "{h}"
+    );
     assert!(h.contains("body_jaxpr"), "{h}");
     // The parameter name `body_jaxpr`: the same signature.
     let h = hover_text(&mut s, &u, pos_of(&text, "body_jaxpr", 0, 2));
-    assert!(h.contains("(f64[DBIdx(0)], True))") && h.contains("out_type: ((i64[], False), (f64[OutDBIdx(0)], True))"), "{h}");
+    assert!(
+        h.contains("(f64[DBIdx(0)], True))")
+            && h.contains("out_type: ((i64[], False), (f64[OutDBIdx(0)], True))"),
+        "{h}"
+    );
     // A dimension variable: its binder and what it sizes.
     let h = hover_text(&mut s, &u, pos_of(&text, "f:i64[]", 0, 0));
     assert!(h.contains("f:i64[]") && h.contains("sizes `h`"), "{h}");
@@ -134,17 +176,27 @@ fn hover_shows_types_dimension_variables_primitive_signatures_and_dbidx() {
     // A primitive: description, operand and result types, key parameters.
     let h = hover_text(&mut s, &u, pos_of(&text, "broadcast_in_dim", 0, 3));
     assert!(h.contains("**broadcast_in_dim**"), "{h}");
-    assert!(h.contains("shape=(None,)") && h.contains("i:i64[]") && h.contains("-> (f64[i])"), "{h}");
+    assert!(
+        h.contains("shape=(None,)") && h.contains("i:i64[]") && h.contains("-> (f64[i])"),
+        "{h}"
+    );
     // A let-bound jaxpr and the call that uses it.
     let (u2, text2) = read("jax/control.jaxpr");
     s.open(&u2, &text2);
     let h = hover_text(&mut s, &u2, pos_of(&text2, "jaxpr=remainder", 0, 8));
-    assert!(h.contains("the jaxpr `remainder`") && h.contains("in_type:  ((i32[], True), (i32[], True))"), "{h}");
+    assert!(
+        h.contains("the jaxpr `remainder`")
+            && h.contains("in_type:  ((i32[], True), (i32[], True))"),
+        "{h}"
+    );
     // `branches=`: every branch's signature.
     let h = hover_text(&mut s, &u2, pos_of(&text2, "branches=", 0, 1));
     assert_eq!(h.matches("in_type:  ((f32[5], True),)").count(), 2, "{h}");
     // Hover past the end of the file and on whitespace: no result, no error.
-    let r = s.request("textDocument/hover", doc_pos(&u, json!({ "line": 9999, "character": 9999 })));
+    let r = s.request(
+        "textDocument/hover",
+        doc_pos(&u, json!({ "line": 9999, "character": 9999 })),
+    );
     assert_eq!(r["result"], Value::Null, "{r}");
     s.shutdown();
 }
@@ -167,7 +219,10 @@ fn definition_walks_binders_dimensions_symbols_lets_call_sites_and_sources() {
     let g = pos_of(&text, "g:f64[d]", 0, 0);
     let r = def(&mut s, &u, g.clone());
     let operand = r["range"]["start"].clone();
-    assert!(operand["line"].as_u64().unwrap() > g["line"].as_u64().unwrap(), "{r}");
+    assert!(
+        operand["line"].as_u64().unwrap() > g["line"].as_u64().unwrap(),
+        "{r}"
+    );
     let back = s.call("textDocument/implementation", doc_pos(&u, operand));
     assert_eq!(back[0]["range"]["start"], g, "{back}");
     // A symbolic dimension -> its first introduction in the top-level signature.
@@ -184,7 +239,10 @@ fn definition_walks_binders_dimensions_symbols_lets_call_sites_and_sources() {
     let (u, text) = read("jax/control.srcinfo.jaxpr");
     s.open(&u, &text);
     let r = def(&mut s, &u, pos_of(&text, "reduce_sum", 0, 2));
-    assert!(r["uri"].as_str().unwrap().ends_with("/programs_jax.py"), "{r}");
+    assert!(
+        r["uri"].as_str().unwrap().ends_with("/programs_jax.py"),
+        "{r}"
+    );
     let comment = &text[text.find("reduce_sum").unwrap()..];
     let comment = &comment[comment.find("programs_jax.py:").unwrap() + 16..];
     let line: u64 = comment.split(':').next().unwrap().parse().unwrap();
@@ -211,13 +269,29 @@ fn references_highlights_and_rename_are_scoped() {
     // Rename the inner `d`: only the inner binder and its use change.
     let prep = s.call("textDocument/prepareRename", doc_pos(&u, inner.clone()));
     assert_eq!(prep["placeholder"], "d");
-    let edit = s.call("textDocument/rename", json!({ "textDocument": { "uri": u }, "position": inner, "newName": "pred" }));
+    let edit = s.call(
+        "textDocument/rename",
+        json!({ "textDocument": { "uri": u }, "position": inner, "newName": "pred" }),
+    );
     let edits = edit["changes"][u.as_str()].as_array().unwrap();
     assert_eq!(edits.len(), 2, "{edits:?}");
-    assert!(edits.iter().all(|e| e["newText"] == "pred" && e["range"]["start"] != outer));
+    assert!(
+        edits
+            .iter()
+            .all(|e| e["newText"] == "pred" && e["range"]["start"] != outer)
+    );
     // A name already bound in that jaxpr is refused with a message.
-    let r = s.request("textDocument/rename", json!({ "textDocument": { "uri": u }, "position": inner, "newName": "f" }));
-    assert!(r["error"]["message"].as_str().unwrap().contains("already bound"), "{r}");
+    let r = s.request(
+        "textDocument/rename",
+        json!({ "textDocument": { "uri": u }, "position": inner, "newName": "f" }),
+    );
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("already bound"),
+        "{r}"
+    );
     // Renaming a dimension variable renames it in every type that mentions it.
     let (u, text) = read("catalyst/resize_loop.jaxpr");
     s.open(&u, &text);
@@ -236,20 +310,54 @@ fn outline_folding_tokens_hints_and_completion() {
     let td = json!({ "textDocument": { "uri": u } });
     // Outline: `remainder` and main; main's cond equations hold their branches.
     let syms = s.call("textDocument/documentSymbol", td.clone());
-    let names: Vec<&str> = syms.as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = syms
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["remainder", "main"]);
     let main_children = syms[1]["children"].as_array().unwrap();
-    let cond = main_children.iter().find(|c| c["name"] == "t = cond").expect("the first cond");
-    let branches: Vec<&str> = cond["children"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    let cond = main_children
+        .iter()
+        .find(|c| c["name"] == "t = cond")
+        .expect("the first cond");
+    let branches: Vec<&str> = cond["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
     assert_eq!(branches, ["branches[0]", "branches[1]"]);
     // Folding: every multi-line jaxpr and parameter list.
     let folds = s.call("textDocument/foldingRange", td.clone());
-    let starts: Vec<u64> = folds.as_array().unwrap().iter().map(|f| f["startLine"].as_u64().unwrap()).collect();
+    let starts: Vec<u64> = folds
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["startLine"].as_u64().unwrap())
+        .collect();
     assert!(starts.contains(&0) && starts.contains(&3), "{starts:?}"); // `let remainder`, the jit's [ ... ]
     // Semantic tokens: decode and look at a few.
-    let legend = ["variable", "typeParameter", "function", "property", "type", "number", "keyword", "comment", "string", "namespace"];
+    let legend = [
+        "variable",
+        "typeParameter",
+        "function",
+        "property",
+        "type",
+        "number",
+        "keyword",
+        "comment",
+        "string",
+        "namespace",
+    ];
     let data = s.call("textDocument/semanticTokens/full", td.clone());
-    let data: Vec<u64> = data["data"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect();
+    let data: Vec<u64> = data["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .collect();
     let mut toks = std::collections::HashMap::new();
     let (mut line, mut col) = (0, 0);
     for t in data.chunks(5) {
@@ -260,8 +368,17 @@ fn outline_folding_tokens_hints_and_completion() {
         col += t[1];
         toks.insert((line, col), (legend[t[3] as usize], t[4]));
     }
-    let tok = |p: Value| toks.get(&(p["line"].as_u64().unwrap(), p["character"].as_u64().unwrap())).copied();
-    assert_eq!(tok(pos_of(&text, "convert_element_type", 0, 0)), Some(("function", 0)));
+    let tok = |p: Value| {
+        toks.get(&(
+            p["line"].as_u64().unwrap(),
+            p["character"].as_u64().unwrap(),
+        ))
+        .copied()
+    };
+    assert_eq!(
+        tok(pos_of(&text, "convert_element_type", 0, 0)),
+        Some(("function", 0))
+    );
     assert_eq!(tok(pos_of(&text, "new_dtype", 0, 0)), Some(("property", 0)));
     assert_eq!(tok(pos_of(&text, "i32[] b:", 0, 0)), Some(("type", 0)));
     assert_eq!(tok(pos_of(&text, "a:i32[]", 0, 0)), Some(("variable", 1)));
@@ -276,21 +393,50 @@ fn outline_folding_tokens_hints_and_completion() {
     assert_eq!(first[8], 1); // `a` (sizes b and c): typeParameter
     // Inlay hints on the body binders: implicit/explicit and DBIdx.
     let hints = s.call("textDocument/inlayHint", json!({ "textDocument": { "uri": u2 }, "range": { "start": { "line": 0, "character": 0 }, "end": { "line": 99, "character": 0 } } }));
-    let labels: Vec<&str> = hints.as_array().unwrap().iter().map(|h| h["label"].as_str().unwrap()).collect();
+    let labels: Vec<&str> = hints
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["label"].as_str().unwrap())
+        .collect();
     assert!(labels.contains(&"#0 implicit"), "{labels:?}");
     assert!(labels.contains(&"#2 explicit f64[DBIdx(0)]"), "{labels:?}");
-    assert!(labels.iter().any(|l| l.contains("OutDBIdx(0)")), "{labels:?}");
+    assert!(
+        labels.iter().any(|l| l.contains("OutDBIdx(0)")),
+        "{labels:?}"
+    );
     // Completion: primitives after `binders = `, parameters inside `prim[`.
     let edit_line = text.matches('\n').count();
     let new_text = format!("{text}\n    zz:f32[] = redu");
     s.notify("textDocument/didChange", json!({ "textDocument": { "uri": u, "version": 2 }, "contentChanges": [{ "text": new_text }] }));
-    let items = s.call("textDocument/completion", doc_pos(&u, json!({ "line": edit_line + 1, "character": 19 })));
-    let labels: Vec<&str> = items.as_array().unwrap().iter().map(|i| i["label"].as_str().unwrap()).collect();
-    assert!(labels.contains(&"reduce_sum") && labels.contains(&"reduce_max") && !labels.contains(&"add"), "{labels:?}");
+    let items = s.call(
+        "textDocument/completion",
+        doc_pos(&u, json!({ "line": edit_line + 1, "character": 19 })),
+    );
+    let labels: Vec<&str> = items
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["label"].as_str().unwrap())
+        .collect();
+    assert!(
+        labels.contains(&"reduce_sum")
+            && labels.contains(&"reduce_max")
+            && !labels.contains(&"add"),
+        "{labels:?}"
+    );
     let new_text = format!("{text}\n    zz:f32[] = reduce_sum[ax");
     s.notify("textDocument/didChange", json!({ "textDocument": { "uri": u, "version": 3 }, "contentChanges": [{ "text": new_text }] }));
-    let items = s.call("textDocument/completion", doc_pos(&u, json!({ "line": edit_line + 1, "character": 29 })));
-    let labels: Vec<&str> = items.as_array().unwrap().iter().map(|i| i["label"].as_str().unwrap()).collect();
+    let items = s.call(
+        "textDocument/completion",
+        doc_pos(&u, json!({ "line": edit_line + 1, "character": 29 })),
+    );
+    let labels: Vec<&str> = items
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["label"].as_str().unwrap())
+        .collect();
     assert_eq!(labels, ["axes"]);
     s.shutdown();
 }
@@ -301,13 +447,31 @@ fn build_command_reports_progress_and_answers() {
     let (u, text) = read("invalid/broadcast_dims.jaxpr");
     s.open(&u, &text);
     let r = s.request("workspace/executeCommand", json!({ "command": "jaxpr.server.build", "arguments": [{ "uri": u, "emit": "stablehlo" }] }));
-    assert!(r["error"]["message"].as_str().unwrap().contains("error(s) and was not built"), "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("error(s) and was not built"),
+        "{r}"
+    );
     // Progress: begin and end on a token the server asked the client to create.
-    let begin = s.wait_for(|m| m["method"] == "$/progress" && m["params"]["value"]["kind"] == "begin").unwrap();
-    assert!(begin["params"]["value"]["title"].as_str().unwrap().contains("--emit stablehlo"));
-    let end = s.wait_for(|m| m["method"] == "$/progress" && m["params"]["value"]["kind"] == "end").unwrap();
+    let begin = s
+        .wait_for(|m| m["method"] == "$/progress" && m["params"]["value"]["kind"] == "begin")
+        .unwrap();
+    assert!(
+        begin["params"]["value"]["title"]
+            .as_str()
+            .unwrap()
+            .contains("--emit stablehlo")
+    );
+    let end = s
+        .wait_for(|m| m["method"] == "$/progress" && m["params"]["value"]["kind"] == "end")
+        .unwrap();
     assert_eq!(begin["params"]["token"], end["params"]["token"]);
-    let r = s.request("workspace/executeCommand", json!({ "command": "jaxpr.server.build", "arguments": [{ "uri": u, "emit": "wasm" }] }));
+    let r = s.request(
+        "workspace/executeCommand",
+        json!({ "command": "jaxpr.server.build", "arguments": [{ "uri": u, "emit": "wasm" }] }),
+    );
     assert_eq!(r["error"]["code"], -32602, "{r}");
     s.shutdown();
 }
@@ -322,32 +486,57 @@ fn survives_what_a_client_can_send() {
     s.send(&json!({ "jsonrpc": "2.0", "id": 99, "method": 5 }));
     let r = s.wait_for(|m| m["id"] == 99).unwrap();
     assert_eq!(r["error"]["code"], -32600, "{r}");
-    let logged = s.wait_for(|m| m["method"] == "window/logMessage" && m["params"]["message"].as_str().unwrap().contains("not JSON"));
+    let logged = s.wait_for(|m| {
+        m["method"] == "window/logMessage"
+            && m["params"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("not JSON")
+    });
     assert!(logged.is_some());
     // Unknown methods, bad params, documents never opened.
     let r = s.request("jaxpr/noSuchMethod", json!({}));
     assert_eq!(r["error"]["code"], -32601, "{r}");
     let r = s.request("textDocument/hover", json!({ "textDocument": 5 }));
     assert_eq!(r["error"]["code"], -32602, "{r}");
-    let r = s.request("textDocument/hover", doc_pos("file:///nowhere.jaxpr", json!({ "line": 0, "character": 0 })));
+    let r = s.request(
+        "textDocument/hover",
+        doc_pos(
+            "file:///nowhere.jaxpr",
+            json!({ "line": 0, "character": 0 }),
+        ),
+    );
     assert_eq!(r["result"], Value::Null);
     s.notify("textDocument/didChange", json!({ "textDocument": { "uri": "file:///nowhere.jaxpr", "version": 3 }, "contentChanges": [{ "text": "x" }] }));
     // Garbage and binary-ish text as a document; positions past the end and inside multi-byte characters.
     let u = "file:///tmp/garbage.jaxpr";
-    s.open(u, "\u{fffd}\u{fffd}{ lambda ; a:f32[é😀]. let b = in ((( }\0\0");
+    s.open(
+        u,
+        "\u{fffd}\u{fffd}{ lambda ; a:f32[é😀]. let b = in ((( }\0\0",
+    );
     let d = s.diagnostics(u, Some(1));
     assert!(!d["diagnostics"].as_array().unwrap().is_empty());
     for (line, ch) in [(0, 3), (0, 30), (0, 9999), (50, 0)] {
-        let r = s.request("textDocument/hover", doc_pos(u, json!({ "line": line, "character": ch })));
+        let r = s.request(
+            "textDocument/hover",
+            doc_pos(u, json!({ "line": line, "character": ch })),
+        );
         assert!(r.get("error").is_none(), "{r}");
-        let r = s.request("textDocument/completion", doc_pos(u, json!({ "line": line, "character": ch })));
+        let r = s.request(
+            "textDocument/completion",
+            doc_pos(u, json!({ "line": line, "character": ch })),
+        );
         assert!(r.get("error").is_none(), "{r}");
     }
     s.notify(
         "textDocument/didChange",
         json!({ "textDocument": { "uri": u, "version": 2 }, "contentChanges": [{ "range": { "start": { "line": 7, "character": 1 }, "end": { "line": 0, "character": 2 } }, "text": "zz" }] }),
     );
-    for m in ["textDocument/semanticTokens/full", "textDocument/documentSymbol", "textDocument/foldingRange"] {
+    for m in [
+        "textDocument/semanticTokens/full",
+        "textDocument/documentSymbol",
+        "textDocument/foldingRange",
+    ] {
         let r = s.request(m, json!({ "textDocument": { "uri": u } }));
         assert!(r.get("error").is_none(), "{m}: {r}");
     }
@@ -359,8 +548,17 @@ fn survives_what_a_client_can_send() {
     let gu = uri(&path);
     s.open(&gu, &std::fs::read_to_string(&path).unwrap());
     std::fs::remove_dir_all(&dir).unwrap();
-    let h = s.call("textDocument/hover", doc_pos(&gu, json!({ "line": 0, "character": 11 })));
-    assert!(h["contents"]["value"].as_str().unwrap().contains("a:f32[3]"), "{h}");
+    let h = s.call(
+        "textDocument/hover",
+        doc_pos(&gu, json!({ "line": 0, "character": 11 })),
+    );
+    assert!(
+        h["contents"]["value"]
+            .as_str()
+            .unwrap()
+            .contains("a:f32[3]"),
+        "{h}"
+    );
     // Still alive and answering, and exits cleanly when asked.
     let status = s.shutdown();
     assert!(status.success(), "{status:?}");
@@ -369,7 +567,11 @@ fn survives_what_a_client_can_send() {
 #[test]
 fn the_largest_corpus_file_opens_and_answers() {
     let gz = corpus().join("large/transformer600_grad.jaxpr.gz");
-    let out = std::process::Command::new("gzip").arg("-dc").arg(&gz).output().expect("gzip");
+    let out = std::process::Command::new("gzip")
+        .arg("-dc")
+        .arg(&gz)
+        .output()
+        .expect("gzip");
     let text = String::from_utf8(out.stdout).unwrap();
     let mut s = Lsp::initialized(&["utf-16"]);
     let u = "file:///large/transformer600_grad.jaxpr";
@@ -378,8 +580,17 @@ fn the_largest_corpus_file_opens_and_answers() {
     assert_eq!(d["diagnostics"], json!([]));
     let last_eqn = text.rfind(" = ").unwrap();
     let line = text[..last_eqn].matches('\n').count();
-    let r = s.call("textDocument/hover", doc_pos(u, json!({ "line": line, "character": 4 })));
-    assert!(r["contents"]["value"].as_str().unwrap().contains("```jaxpr"), "{r}");
+    let r = s.call(
+        "textDocument/hover",
+        doc_pos(u, json!({ "line": line, "character": 4 })),
+    );
+    assert!(
+        r["contents"]["value"]
+            .as_str()
+            .unwrap()
+            .contains("```jaxpr"),
+        "{r}"
+    );
     let _ = Duration::ZERO;
     s.shutdown();
 }

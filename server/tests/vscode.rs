@@ -14,8 +14,17 @@ fn vscode_extension_compiles_passes_its_grammar_tests_and_packages() {
         dir.join("node_modules").is_dir(),
         "editors/vscode/node_modules is missing: run `npm ci` there first (.ci/run does)"
     );
-    let out = Command::new("bash").arg("ci.sh").arg("--installed").current_dir(&dir).output().expect("run bash");
-    let log = format!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let out = Command::new("bash")
+        .arg("ci.sh")
+        .arg("--installed")
+        .current_dir(&dir)
+        .output()
+        .expect("run bash");
+    let log = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(out.status.success(), "editors/vscode/ci.sh failed:\n{log}");
     assert!(log.contains("built jaxpr-0.1.0.vsix"), "{log}");
 }

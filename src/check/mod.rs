@@ -14,8 +14,8 @@ use crate::signature::{self, Signature};
 use crate::syntax::TextRange;
 use crate::syntax::ast::{self, Atom, Expr, ExprKind, Jaxpr};
 use crate::types::{AType, DType, Dim, DimNames, Poly, VarId};
-use smol_str::SmolStr;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet};
+use smol_str::SmolStr;
 
 pub use dims::DimEq;
 
@@ -674,9 +674,7 @@ impl Checker {
                 }
                 .map_err(err)?
             }
-            ExprKind::Call(_) if e.as_int().is_some() => {
-                Poly::constant(e.as_int().unwrap_or(0))
-            }
+            ExprKind::Call(_) if e.as_int().is_some() => Poly::constant(e.as_int().unwrap_or(0)),
             _ => return Err(
                 "expected a dimension (an integer, a dimension variable or a symbolic expression)"
                     .to_string(),

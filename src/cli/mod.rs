@@ -11,7 +11,11 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 #[derive(Parser)]
-#[command(name = "jaxpr", version, about = "Checks, describes and builds jaxprs (JAX's intermediate language)")]
+#[command(
+    name = "jaxpr",
+    version,
+    about = "Checks, describes and builds jaxprs (JAX's intermediate language)"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -32,9 +36,7 @@ enum Command {
         color: ColorMode,
     },
     /// Print the in_type/out_type of every jaxpr in a file, with de Bruijn indices.
-    Types {
-        file: PathBuf,
-    },
+    Types { file: PathBuf },
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -61,7 +63,11 @@ pub fn main() -> i32 {
         }
     };
     match cli.command {
-        Command::Check { paths, format, color } => check(&paths, format, color),
+        Command::Check {
+            paths,
+            format,
+            color,
+        } => check(&paths, format, color),
         Command::Types { file } => types(&file),
     }
 }
@@ -82,7 +88,11 @@ pub fn load(path: &Path) -> std::io::Result<Loaded> {
             (String::from_utf8_lossy(e.as_bytes()).into_owned(), Some(at))
         }
     };
-    Ok(Loaded { path: path.display().to_string(), text, invalid_utf8_at: bad })
+    Ok(Loaded {
+        path: path.display().to_string(),
+        text,
+        invalid_utf8_at: bad,
+    })
 }
 
 fn is_jaxpr_file(p: &Path) -> bool {
@@ -98,7 +108,8 @@ fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
         if meta.is_dir() {
             let mut stack = vec![p.clone()];
             while let Some(dir) = stack.pop() {
-                let entries = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+                let entries =
+                    std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
                 for entry in entries.flatten() {
                     let path = entry.path();
                     match entry.file_type() {
@@ -133,14 +144,22 @@ pub fn check_text(mut loaded: Loaded) -> Checked {
         loaded.text = file.set_text(&mut db).to(String::new());
     }
     if let Some(at) = loaded.invalid_utf8_at {
-        let r = crate::syntax::TextRange::new(at as u32, (at as u32 + 1).min(loaded.text.len() as u32));
+        let r =
+            crate::syntax::TextRange::new(at as u32, (at as u32 + 1).min(loaded.text.len() as u32));
         diagnostics.insert(
             0,
-            Diagnostic::error(crate::diagnostics::DiagKind::Syntax, r, format!("the file is not valid UTF-8 (first bad byte at offset {at})"))
-                .with_help("jaxprs are UTF-8 text; invalid bytes were replaced by U+FFFD"),
+            Diagnostic::error(
+                crate::diagnostics::DiagKind::Syntax,
+                r,
+                format!("the file is not valid UTF-8 (first bad byte at offset {at})"),
+            )
+            .with_help("jaxprs are UTF-8 text; invalid bytes were replaced by U+FFFD"),
         );
     }
-    Checked { loaded, diagnostics }
+    Checked {
+        loaded,
+        diagnostics,
+    }
 }
 
 fn check(paths: &[PathBuf], format: Format, color: ColorMode) -> i32 {
@@ -153,7 +172,11 @@ fn check(paths: &[PathBuf], format: Format, color: ColorMode) -> i32 {
     };
     let results: Vec<Result<Checked, String>> = files
         .par_iter()
-        .map(|p| load(p).map(check_text).map_err(|e| format!("{}: {e}", p.display())))
+        .map(|p| {
+            load(p)
+                .map(check_text)
+                .map_err(|e| format!("{}: {e}", p.display()))
+        })
         .collect();
     let mut io_error = false;
     let mut checked = Vec::new();
@@ -166,9 +189,19 @@ fn check(paths: &[PathBuf], format: Format, color: ColorMode) -> i32 {
             }
         }
     }
-    let errors: usize = checked.iter().map(|c| c.diagnostics.iter().filter(|d| d.is_error()).count()).sum();
-    let warnings: usize =
-        checked.iter().map(|c| c.diagnostics.iter().filter(|d| d.severity == Severity::Warning).count()).sum();
+    let errors: usize = checked
+        .iter()
+        .map(|c| c.diagnostics.iter().filter(|d| d.is_error()).count())
+        .sum();
+    let warnings: usize = checked
+        .iter()
+        .map(|c| {
+            c.diagnostics
+                .iter()
+                .filter(|d| d.severity == Severity::Warning)
+                .count()
+        })
+        .sum();
     match format {
         Format::Json => println!("{}", render::json(&checked, errors, warnings)),
         Format::Human => {
@@ -210,9 +243,15 @@ fn types(path: &Path) -> i32 {
     let a = db::analysis(&db, file);
     let idx = db::line_index(&db, file);
     print!("{}", render::types(&a, &idx, &loaded.path));
-    let errors = db::diagnostics(&db, file).iter().filter(|d| d.is_error()).count();
+    let errors = db::diagnostics(&db, file)
+        .iter()
+        .filter(|d| d.is_error())
+        .count();
     if errors > 0 {
-        eprintln!("note: {errors} error(s) in this file; run `jaxpr check {}`", loaded.path);
+        eprintln!(
+            "note: {errors} error(s) in this file; run `jaxpr check {}`",
+            loaded.path
+        );
     }
     0
 }

@@ -24,11 +24,18 @@ fn to_codespan(d: &Diagnostic) -> CsDiagnostic<()> {
     if let Some(h) = &d.help {
         notes.push(format!("help: {h}"));
     }
-    base.with_code(d.kind.code()).with_message(d.message.clone()).with_labels(labels).with_notes(notes)
+    base.with_code(d.kind.code())
+        .with_message(d.message.clone())
+        .with_labels(labels)
+        .with_notes(notes)
 }
 
 pub fn human(files: &[Checked], colored: bool) {
-    let choice = if colored { termcolor::ColorChoice::Always } else { termcolor::ColorChoice::Never };
+    let choice = if colored {
+        termcolor::ColorChoice::Always
+    } else {
+        termcolor::ColorChoice::Never
+    };
     let writer = termcolor::StandardStream::stdout(choice);
     let config = term::Config::default();
     for c in files {
@@ -45,7 +52,9 @@ fn position(text: &str, idx: &LineIndex, offset: u32) -> Value {
     let lc = idx.line_col(offset);
     let start = idx.line_start(lc.line).unwrap_or(0) as usize;
     let end = (start + lc.col as usize).min(text.len());
-    let col = text.get(start..end).map_or(lc.col as usize, |s| s.chars().count());
+    let col = text
+        .get(start..end)
+        .map_or(lc.col as usize, |s| s.chars().count());
     json!({"line": lc.line + 1, "column": col + 1})
 }
 
@@ -89,7 +98,12 @@ pub fn json(files: &[Checked], errors: usize, warnings: usize) -> String {
 /// ones in order of appearance, each with its position.
 pub fn types(a: &Analysis, idx: &LineIndex, path: &str) -> String {
     let mut order: Vec<usize> = (0..a.jaxprs.len()).collect();
-    order.sort_by_key(|&i| (a.jaxprs[i].origin != JaxprOrigin::Main, a.jaxprs[i].range.start));
+    order.sort_by_key(|&i| {
+        (
+            a.jaxprs[i].origin != JaxprOrigin::Main,
+            a.jaxprs[i].range.start,
+        )
+    });
     let mut s = String::new();
     for i in order {
         let j = &a.jaxprs[i];
@@ -100,18 +114,35 @@ pub fn types(a: &Analysis, idx: &LineIndex, path: &str) -> String {
             JaxprOrigin::Param { eqn, param, index } => {
                 let e = a.eqn(*eqn);
                 let el = idx.line_col(e.primitive_range.start);
-                let idx_s = if *index > 0 || param.as_str() == "branches" || param.as_str() == "branch_jaxprs" {
+                let idx_s = if *index > 0
+                    || param.as_str() == "branches"
+                    || param.as_str() == "branch_jaxprs"
+                {
                     format!("[{index}]")
                 } else {
                     String::new()
                 };
-                format!("{param}{idx_s} of `{}` at {}:{}", e.primitive, el.line + 1, el.col + 1)
+                format!(
+                    "{param}{idx_s} of `{}` at {}:{}",
+                    e.primitive,
+                    el.line + 1,
+                    el.col + 1
+                )
             }
         };
         let _ = writeln!(s, "{path}:{}:{}: {what}", lc.line + 1, lc.col + 1);
         if !j.constvars.is_empty() {
-            let consts: Vec<String> =
-                j.constvars.iter().map(|v| format!("{}:{}", a.var(*v).name, crate::types::DimNames::ty(a, &a.var(*v).ty))).collect();
+            let consts: Vec<String> = j
+                .constvars
+                .iter()
+                .map(|v| {
+                    format!(
+                        "{}:{}",
+                        a.var(*v).name,
+                        crate::types::DimNames::ty(a, &a.var(*v).ty)
+                    )
+                })
+                .collect();
             let _ = writeln!(s, "  constvars: {}", consts.join(" "));
         }
         let _ = writeln!(s, "  in_type:  {}", j.signature.render_in());

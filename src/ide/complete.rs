@@ -82,7 +82,11 @@ fn context(text: &str, offset: usize) -> (Option<Context<'_>>, &str) {
                     Some(b'=') => {
                         // Inside a parameter's value (after `name=`), nothing to offer.
                         let seg = text[i + 1..w].trim_end();
-                        if seg.ends_with('=') { (None, word) } else { (Some(Context::Param(name)), word) }
+                        if seg.ends_with('=') {
+                            (None, word)
+                        } else {
+                            (Some(Context::Param(name)), word)
+                        }
                     }
                     _ => (None, word),
                 };
@@ -104,7 +108,11 @@ fn line_context(line: &str) -> Option<Context<'static>> {
     if lhs.contains('[') && !lhs.contains(':') {
         return None;
     }
-    if rhs.trim().is_empty() { Some(Context::Primitive) } else { Some(Context::Operand) }
+    if rhs.trim().is_empty() {
+        Some(Context::Primitive)
+    } else {
+        Some(Context::Operand)
+    }
 }
 
 /// The innermost jaxpr whose range contains `offset`.
@@ -124,26 +132,37 @@ pub fn completions(f: &FileView, offset: u32) -> Vec<Completion> {
     if !f.text.is_char_boundary(off) {
         return Vec::new();
     }
-    let (Some(cx), word) = context(f.text, off) else { return Vec::new() };
+    let (Some(cx), word) = context(f.text, off) else {
+        return Vec::new();
+    };
     let mut out = Vec::new();
     match cx {
         Context::Primitive => {
             for p in crate::check::rules::known_primitives() {
                 if p.starts_with(word) {
                     let detail = crate::check::rules::describe(p).unwrap_or("").to_string();
-                    out.push(Completion { label: p.into(), kind: CompletionKind::Primitive, detail, insert: p.into() });
+                    out.push(Completion {
+                        label: p.into(),
+                        kind: CompletionKind::Primitive,
+                        detail,
+                        insert: p.into(),
+                    });
                 }
             }
         }
         Context::Param(prim) => {
             // Known parameters, and any others this file passes to the same primitive.
-            let mut names: BTreeSet<String> = known_params(prim).into_iter().map(String::from).collect();
+            let mut names: BTreeSet<String> =
+                known_params(prim).into_iter().map(String::from).collect();
             names.extend(
                 crate::syntax::ast::each_eqn(&f.parse.file)
                     .filter(|e| e.primitive.text == prim)
                     .flat_map(|e| e.params.iter().map(|p| p.name.text.to_string())),
             );
-            for n in names.into_iter().filter(|n| n.starts_with(word) && n != word) {
+            for n in names
+                .into_iter()
+                .filter(|n| n.starts_with(word) && n != word)
+            {
                 out.push(Completion {
                     detail: format!("parameter of `{prim}`"),
                     insert: format!("{n}="),
@@ -153,9 +172,15 @@ pub fn completions(f: &FileView, offset: u32) -> Vec<Completion> {
             }
         }
         Context::Dims | Context::Operand => {
-            let Some(j) = enclosing_jaxpr(f, offset) else { return out };
+            let Some(j) = enclosing_jaxpr(f, offset) else {
+                return out;
+            };
             let dims_only = matches!(cx, Context::Dims);
-            for v in a.vars.iter().filter(|v| v.jaxpr == j && v.range.end <= offset && v.name.starts_with(word)) {
+            for v in a
+                .vars
+                .iter()
+                .filter(|v| v.jaxpr == j && v.range.end <= offset && v.name.starts_with(word))
+            {
                 if dims_only && !v.ty.is_int_scalar() {
                     continue;
                 }
@@ -166,7 +191,11 @@ pub fn completions(f: &FileView, offset: u32) -> Vec<Completion> {
                 };
                 out.push(Completion {
                     label: v.name.to_string(),
-                    kind: if dims_only { CompletionKind::Dimension } else { CompletionKind::Variable },
+                    kind: if dims_only {
+                        CompletionKind::Dimension
+                    } else {
+                        CompletionKind::Variable
+                    },
                     detail: format!("{}:{} ({role})", v.name, a.ty(&v.ty)),
                     insert: v.name.to_string(),
                 });

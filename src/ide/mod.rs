@@ -60,13 +60,25 @@ pub fn target_at(a: &Analysis, offset: u32) -> Option<(TextRange, Target)> {
     if let Some((r, j)) = a.let_refs.iter().find(|(r, _)| r.touches(offset)) {
         return Some((*r, Target::Jaxpr(*j)));
     }
-    if let Some((i, j)) = a.jaxprs.iter().enumerate().find(|(_, j)| j.lambda_range.touches(offset)) {
+    if let Some((i, j)) = a
+        .jaxprs
+        .iter()
+        .enumerate()
+        .find(|(_, j)| j.lambda_range.touches(offset))
+    {
         return Some((j.lambda_range, Target::Jaxpr(JaxprId(i as u32))));
     }
-    if let Some(name_range) = a.jaxprs.iter().enumerate().find_map(|(i, j)| match &j.origin {
-        JaxprOrigin::Let { name_range, .. } if name_range.touches(offset) => Some((*name_range, i)),
-        _ => None,
-    }) {
+    if let Some(name_range) = a
+        .jaxprs
+        .iter()
+        .enumerate()
+        .find_map(|(i, j)| match &j.origin {
+            JaxprOrigin::Let { name_range, .. } if name_range.touches(offset) => {
+                Some((*name_range, i))
+            }
+            _ => None,
+        })
+    {
         return Some((name_range.0, Target::Jaxpr(JaxprId(name_range.1 as u32))));
     }
     a.eqns
@@ -85,13 +97,20 @@ pub fn definition(a: &Analysis, offset: u32) -> Option<NavTarget> {
     let here = |r| Some(NavTarget::Here(r));
     match target_at(a, offset)?.1 {
         Target::Var(v) => {
-            let is_binder = a.refs.iter().any(|r| r.kind == RefKind::Def && r.var == v && r.range.touches(offset));
+            let is_binder = a
+                .refs
+                .iter()
+                .any(|r| r.kind == RefKind::Def && r.var == v && r.range.touches(offset));
             match a.origins.get(&v) {
                 Some(o) if is_binder => here(o.operand),
                 _ => here(a.var(v).range),
             }
         }
-        Target::Symbol(s) => a.symbols.get(s.as_str()).and_then(|i| i.first).map(NavTarget::Here),
+        Target::Symbol(s) => a
+            .symbols
+            .get(s.as_str())
+            .and_then(|i| i.first)
+            .map(NavTarget::Here),
         Target::Jaxpr(j) => match &a.jaxpr(j).origin {
             JaxprOrigin::Let { name_range, .. } => here(*name_range),
             _ => here(a.jaxpr(j).lambda_range),
@@ -113,11 +132,19 @@ pub fn parse_source_info(s: &str) -> Option<NavTarget> {
 /// From a call-site operand, the binders of inline nested jaxprs it feeds
 /// (the inward direction of [`definition`] on a binder).
 pub fn implementation(a: &Analysis, offset: u32) -> Vec<TextRange> {
-    let Some(r) = a.refs.iter().find(|r| r.kind == RefKind::Use && r.range.touches(offset)) else {
+    let Some(r) = a
+        .refs
+        .iter()
+        .find(|r| r.kind == RefKind::Use && r.range.touches(offset))
+    else {
         return Vec::new();
     };
-    let mut out: Vec<TextRange> =
-        a.origins.iter().filter(|(_, o)| o.operand == r.range).map(|(v, _)| a.var(*v).range).collect();
+    let mut out: Vec<TextRange> = a
+        .origins
+        .iter()
+        .filter(|(_, o)| o.operand == r.range)
+        .map(|(v, _)| a.var(*v).range)
+        .collect();
     out.sort();
     out
 }
@@ -134,17 +161,28 @@ pub fn references(a: &Analysis, offset: u32, include_declaration: bool) -> Vec<T
 /// Occurrences of the thing at `offset` in this file, each marked whether it
 /// is a definition (binder, `let NAME`, a symbol's introduction).
 pub fn highlights(a: &Analysis, offset: u32) -> Vec<(TextRange, bool)> {
-    let Some((_, t)) = target_at(a, offset) else { return Vec::new() };
+    let Some((_, t)) = target_at(a, offset) else {
+        return Vec::new();
+    };
     let mut out: Vec<(TextRange, bool)> = match t {
-        Target::Var(v) => a.refs.iter().filter(|r| r.var == v).map(|r| (r.range, r.kind == RefKind::Def)).collect(),
+        Target::Var(v) => a
+            .refs
+            .iter()
+            .filter(|r| r.var == v)
+            .map(|r| (r.range, r.kind == RefKind::Def))
+            .collect(),
         Target::Symbol(s) => a
             .symbols
             .get(s.as_str())
             .map(|i| i.uses.iter().map(|r| (*r, Some(*r) == i.first)).collect())
             .unwrap_or_default(),
         Target::Jaxpr(j) => {
-            let mut v: Vec<(TextRange, bool)> =
-                a.let_refs.iter().filter(|(_, x)| *x == j).map(|(r, _)| (*r, false)).collect();
+            let mut v: Vec<(TextRange, bool)> = a
+                .let_refs
+                .iter()
+                .filter(|(_, x)| *x == j)
+                .map(|(r, _)| (*r, false))
+                .collect();
             if let JaxprOrigin::Let { name_range, .. } = &a.jaxpr(j).origin {
                 v.push((*name_range, true));
             }
@@ -167,8 +205,16 @@ fn describe_jaxpr(a: &Analysis, j: JaxprId, idx: &LineIndex) -> String {
         JaxprOrigin::Let { name, .. } => format!("the jaxpr `{name}`"),
         JaxprOrigin::Param { eqn, param, index } => {
             let e = a.eqn(*eqn);
-            let which = if param == "branches" || param == "branch_jaxprs" { format!("{param}[{index}]") } else { param.to_string() };
-            format!("`{which}` of `{}` (line {})", e.primitive, line_of(idx, e.primitive_range.start))
+            let which = if param == "branches" || param == "branch_jaxprs" {
+                format!("{param}[{index}]")
+            } else {
+                param.to_string()
+            };
+            format!(
+                "`{which}` of `{}` (line {})",
+                e.primitive,
+                line_of(idx, e.primitive_range.start)
+            )
         }
     }
 }
@@ -182,7 +228,10 @@ fn var_at(a: &Analysis, range: TextRange) -> Option<VarId> {
 fn find_eqn(file: &ast::SourceFile, range: TextRange) -> Option<&ast::Eqn> {
     fn in_jaxpr(j: &ast::Jaxpr, range: TextRange) -> Option<&ast::Eqn> {
         let i = j.eqns.partition_point(|e| e.range.end < range.start);
-        let e = j.eqns.get(i).filter(|e| e.range.start <= range.start && range.end <= e.range.end)?;
+        let e = j
+            .eqns
+            .get(i)
+            .filter(|e| e.range.start <= range.start && range.end <= e.range.end)?;
         if e.range == range {
             return Some(e);
         }
@@ -194,11 +243,17 @@ fn find_eqn(file: &ast::SourceFile, range: TextRange) -> Option<&ast::Eqn> {
         }
         match &x.kind {
             ast::ExprKind::Jaxpr(j) => in_jaxpr(j, range),
-            ast::ExprKind::Tuple(xs) | ast::ExprKind::List(xs) => xs.iter().find_map(|x| in_expr(x, range)),
+            ast::ExprKind::Tuple(xs) | ast::ExprKind::List(xs) => {
+                xs.iter().find_map(|x| in_expr(x, range))
+            }
             _ => None,
         }
     }
-    file.lets.iter().map(|l| &l.jaxpr).chain(file.main.as_ref()).find_map(|j| in_jaxpr(j, range))
+    file.lets
+        .iter()
+        .map(|l| &l.jaxpr)
+        .chain(file.main.as_ref())
+        .find_map(|j| in_jaxpr(j, range))
 }
 
 /// Shortens a parameter's text for display.
@@ -207,8 +262,15 @@ fn param_summary(text: &str, p: &ast::Param) -> String {
     if matches!(p.value.kind, ast::ExprKind::Jaxpr(_)) {
         return format!("{name}={{ lambda ... }}");
     }
-    let v = text[p.value.range.as_usize()].split_whitespace().collect::<Vec<_>>().join(" ");
-    if v.chars().count() > 60 { format!("{name}={}...", v.chars().take(57).collect::<String>()) } else { format!("{name}={v}") }
+    let v = text[p.value.range.as_usize()]
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    if v.chars().count() > 60 {
+        format!("{name}={}...", v.chars().take(57).collect::<String>())
+    } else {
+        format!("{name}={v}")
+    }
 }
 
 /// Markdown for the hover at `offset`.
@@ -233,21 +295,35 @@ pub fn hover(f: &FileView, offset: u32) -> Option<(TextRange, String)> {
                 VarRole::Arg(i) => format!("argument {i}"),
                 VarRole::Result { eqn, index } => {
                     let e = a.eqn(*eqn);
-                    format!("result {index} of `{}` (line {})", e.primitive, line_of(idx, e.primitive_range.start))
+                    format!(
+                        "result {index} of `{}` (line {})",
+                        e.primitive,
+                        line_of(idx, e.primitive_range.start)
+                    )
                 }
             };
             let _ = writeln!(s, "{role} of {}", describe_jaxpr(a, info.jaxpr, idx));
             if let VarRole::Arg(i) = info.role
                 && let Some(e) = a.jaxpr(info.jaxpr).signature.in_type.get(i)
             {
-                let _ = writeln!(s, "\nin_type entry {i}: `{e}`{}", if e.explicit { "" } else { " (implicit argument)" });
+                let _ = writeln!(
+                    s,
+                    "\nin_type entry {i}: `{e}`{}",
+                    if e.explicit {
+                        ""
+                    } else {
+                        " (implicit argument)"
+                    }
+                );
             }
             // Dimension variables: which binder defines them, what they size,
             // and where their value comes from.
             let sized: Vec<&str> = a
                 .vars
                 .iter()
-                .filter(|w| w.jaxpr == info.jaxpr && w.ty.shape.contains(&crate::types::Dim::Var(v)))
+                .filter(|w| {
+                    w.jaxpr == info.jaxpr && w.ty.shape.contains(&crate::types::Dim::Var(v))
+                })
                 .map(|w| w.name.as_str())
                 .collect();
             if !sized.is_empty() {
@@ -257,7 +333,11 @@ pub fn hover(f: &FileView, offset: u32) -> Option<(TextRange, String)> {
                     "\ndimension variable, bound at line {}:{}; sizes {}",
                     lc.line + 1,
                     lc.col + 1,
-                    sized.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+                    sized
+                        .iter()
+                        .map(|n| format!("`{n}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 );
             }
             if let Some(o) = a.origins.get(&v) {
@@ -268,12 +348,19 @@ pub fn hover(f: &FileView, offset: u32) -> Option<(TextRange, String)> {
                     &f.text[o.operand.as_usize()],
                     lc.line + 1,
                     lc.col + 1,
-                    if o.carried { " (loop-carried: may change between iterations)" } else { "" }
+                    if o.carried {
+                        " (loop-carried: may change between iterations)"
+                    } else {
+                        ""
+                    }
                 );
             }
         }
         Target::Symbol(name) => {
-            let _ = writeln!(s, "symbolic dimension `{name}` (jax.export): an unknown size >= 1, fixed per call");
+            let _ = writeln!(
+                s,
+                "symbolic dimension `{name}` (jax.export): an unknown size >= 1, fixed per call"
+            );
             if let Some(first) = a.symbols.get(name.as_str()).and_then(|i| i.first) {
                 let lc = idx.line_col(first.start);
                 let _ = writeln!(s, "\nintroduced at line {}:{}", lc.line + 1, lc.col + 1);
@@ -282,11 +369,17 @@ pub fn hover(f: &FileView, offset: u32) -> Option<(TextRange, String)> {
         Target::Jaxpr(j) => jaxpr_hover(f, j, &mut s),
         Target::Primitive(e) => {
             let eqn = a.eqn(e);
-            let doc = crate::check::rules::describe(&eqn.primitive).unwrap_or("(no type rule: results are taken as printed)");
+            let doc = crate::check::rules::describe(&eqn.primitive)
+                .unwrap_or("(no type rule: results are taken as printed)");
             let _ = writeln!(s, "**{}**: {doc}\n", eqn.primitive);
             let outs: Vec<String> = match &eqn.inferred {
                 Some(tys) => tys.iter().map(|t| a.ty(t)).collect(),
-                None => eqn.outs.iter().flatten().map(|v| a.ty(&a.var(*v).ty)).collect(),
+                None => eqn
+                    .outs
+                    .iter()
+                    .flatten()
+                    .map(|v| a.ty(&a.var(*v).ty))
+                    .collect(),
             };
             let mut sig = String::new();
             if let Some(syn) = find_eqn(&f.parse.file, eqn.range) {
@@ -301,7 +394,11 @@ pub fn hover(f: &FileView, offset: u32) -> Option<(TextRange, String)> {
                         ast::Atom::Lit(l) => f.text[l.range.as_usize()].to_string(),
                     })
                     .collect();
-                let params: Vec<String> = syn.params.iter().map(|p| param_summary(f.text, p)).collect();
+                let params: Vec<String> = syn
+                    .params
+                    .iter()
+                    .map(|p| param_summary(f.text, p))
+                    .collect();
                 let _ = write!(sig, "{}", eqn.primitive);
                 if !params.is_empty() {
                     let _ = write!(sig, "[{}]", params.join(" "));
@@ -325,7 +422,12 @@ fn jaxpr_hover(f: &FileView, j: JaxprId, s: &mut String) {
     let (a, idx) = (f.analysis, f.lines);
     let info = a.jaxpr(j);
     let _ = writeln!(s, "{}\n", describe_jaxpr(a, j, idx));
-    let _ = writeln!(s, "```\nin_type:  {}\nout_type: {}\n```", info.signature.render_in(), info.signature.render_out());
+    let _ = writeln!(
+        s,
+        "```\nin_type:  {}\nout_type: {}\n```",
+        info.signature.render_in(),
+        info.signature.render_out()
+    );
     let implicit: Vec<&str> = info
         .invars
         .iter()
@@ -334,7 +436,15 @@ fn jaxpr_hover(f: &FileView, j: JaxprId, s: &mut String) {
         .map(|(v, _)| a.var(*v).name.as_str())
         .collect();
     if !implicit.is_empty() {
-        let _ = writeln!(s, "implicit arguments: {}", implicit.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", "));
+        let _ = writeln!(
+            s,
+            "implicit arguments: {}",
+            implicit
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
     }
     if !info.constvars.is_empty() {
         let _ = writeln!(s, "{} constvar(s)", info.constvars.len());
@@ -346,9 +456,21 @@ fn jaxpr_hover(f: &FileView, j: JaxprId, s: &mut String) {
 /// `jaxpr=`) at `offset`, with the jaxprs it holds.
 fn jaxpr_param_at(f: &FileView, offset: u32) -> Option<(TextRange, Vec<JaxprId>)> {
     let a = f.analysis;
-    let e = a.eqns.iter().filter(|e| !e.callees.is_empty() && e.range.touches(offset)).min_by_key(|e| e.range.len())?;
-    let p = find_eqn(&f.parse.file, e.range)?.params.iter().find(|p| p.name.range.touches(offset))?;
-    let jaxprs: Vec<JaxprId> = e.callees.iter().filter(|(n, _)| *n == p.name.text).map(|(_, j)| *j).collect();
+    let e = a
+        .eqns
+        .iter()
+        .filter(|e| !e.callees.is_empty() && e.range.touches(offset))
+        .min_by_key(|e| e.range.len())?;
+    let p = find_eqn(&f.parse.file, e.range)?
+        .params
+        .iter()
+        .find(|p| p.name.range.touches(offset))?;
+    let jaxprs: Vec<JaxprId> = e
+        .callees
+        .iter()
+        .filter(|(n, _)| *n == p.name.text)
+        .map(|(_, j)| *j)
+        .collect();
     (!jaxprs.is_empty()).then_some((p.name.range, jaxprs))
 }
 
@@ -363,7 +485,11 @@ fn call_site_mapping(f: &FileView, j: JaxprId, s: &mut String) {
         .filter_map(|v| {
             let o = a.origins.get(v)?;
             let carried = if o.carried { " (loop-carried)" } else { "" };
-            Some(format!("`{}` <- `{}`{carried}", a.var(*v).name, &f.text[o.operand.as_usize()]))
+            Some(format!(
+                "`{}` <- `{}`{carried}",
+                a.var(*v).name,
+                &f.text[o.operand.as_usize()]
+            ))
         })
         .collect();
     if !rows.is_empty() {
@@ -371,10 +497,16 @@ fn call_site_mapping(f: &FileView, j: JaxprId, s: &mut String) {
     }
     if let JaxprOrigin::Param { eqn, .. } = info.origin
         && let Some(syn) = find_eqn(&f.parse.file, a.eqn(eqn).range)
-        && let Some(n) = syn.param("body_nconsts").or_else(|| syn.param("num_consts"))
+        && let Some(n) = syn
+            .param("body_nconsts")
+            .or_else(|| syn.param("num_consts"))
         && let Some(k) = n.value.as_int().filter(|k| *k > 0)
     {
-        let _ = writeln!(s, "\n{}={k}: the first {k} operand(s) are constants of the body, passed unchanged to every iteration", n.name.text);
+        let _ = writeln!(
+            s,
+            "\n{}={k}: the first {k} operand(s) are constants of the body, passed unchanged to every iteration",
+            n.name.text
+        );
     }
 }
 
@@ -388,11 +520,19 @@ mod tests {
     }
 
     fn view<'a>(text: &'a str, p: &'a Parse, a: &'a Analysis, idx: &'a LineIndex) -> FileView<'a> {
-        FileView { text, parse: p, analysis: a, lines: idx }
+        FileView {
+            text,
+            parse: p,
+            analysis: a,
+            lines: idx,
+        }
     }
 
     fn offset_of(text: &str, needle: &str, nth: usize) -> u32 {
-        text.match_indices(needle).nth(nth).map(|(i, _)| i as u32).expect("needle")
+        text.match_indices(needle)
+            .nth(nth)
+            .map(|(i, _)| i as u32)
+            .expect("needle")
     }
 
     const CAPTURE: &str = "{ lambda ; a:i64[]. let
@@ -415,15 +555,33 @@ mod tests {
         // `d` in `h:f64[d]` -> the binder `d:i64[]` of the body lambda.
         let use_at = offset_of(CAPTURE, "h:f64[d]", 0) + 6;
         let def = definition(&a, use_at).unwrap();
-        assert_eq!(def, NavTarget::Here(TextRange::new(offset_of(CAPTURE, "d:i64[]", 0), offset_of(CAPTURE, "d:i64[]", 0) + 1)));
+        assert_eq!(
+            def,
+            NavTarget::Here(TextRange::new(
+                offset_of(CAPTURE, "d:i64[]", 0),
+                offset_of(CAPTURE, "d:i64[]", 0) + 1
+            ))
+        );
         // The outer `a` in `b:f64[a]` -> the main binder, not anything inner.
         let def = definition(&a, offset_of(CAPTURE, "b:f64[a]", 0) + 6).unwrap();
-        assert_eq!(def, NavTarget::Here(TextRange::new(offset_of(CAPTURE, "a:i64[]", 0), offset_of(CAPTURE, "a:i64[]", 0) + 1)));
+        assert_eq!(
+            def,
+            NavTarget::Here(TextRange::new(
+                offset_of(CAPTURE, "a:i64[]", 0),
+                offset_of(CAPTURE, "a:i64[]", 0) + 1
+            ))
+        );
         // The body's binder `g` -> the call-site operand `b` that feeds it, and back.
         let g = offset_of(CAPTURE, "g:f64[d]", 0);
         let b_operand = offset_of(CAPTURE, " b\n", 0) + 1;
-        assert_eq!(definition(&a, g), Some(NavTarget::Here(TextRange::new(b_operand, b_operand + 1))));
-        assert_eq!(implementation(&a, b_operand), vec![TextRange::new(g, g + 1)]);
+        assert_eq!(
+            definition(&a, g),
+            Some(NavTarget::Here(TextRange::new(b_operand, b_operand + 1)))
+        );
+        assert_eq!(
+            implementation(&a, b_operand),
+            vec![TextRange::new(g, g + 1)]
+        );
     }
 
     #[test]
@@ -442,13 +600,19 @@ mod tests {
 
     #[test]
     fn hover_on_a_loop_body_lambda_shows_its_dbidx_signature() {
-        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus/catalyst/resize_loop.jaxpr"))
-            .expect("the shared corpus beside the checkout");
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../shared/corpus/catalyst/resize_loop.jaxpr"
+        ))
+        .expect("the shared corpus beside the checkout");
         let (a, idx) = analyse(&text);
         let p = crate::syntax::parse(&text);
         let f = view(&text, &p, &a, &idx);
         let (_, md) = hover(&f, offset_of(&text, "lambda", 1) + 1).unwrap();
-        assert!(md.contains("((i64[], False), (i64[], True), (f64[DBIdx(0)], True))"), "{md}");
+        assert!(
+            md.contains("((i64[], False), (i64[], True), (f64[DBIdx(0)], True))"),
+            "{md}"
+        );
         assert!(md.contains("body_jaxpr"), "{md}");
         // A dimension variable: its type and what it sizes.
         let (_, md) = hover(&f, offset_of(&text, "f:i64[]", 0)).unwrap();

@@ -49,7 +49,13 @@ pub fn document_symbols(f: &FileView) -> Vec<Symbol> {
     top
 }
 
-fn jaxpr_symbol(a: &Analysis, j: JaxprId, name: String, kind: SymbolKind, selection: TextRange) -> Symbol {
+fn jaxpr_symbol(
+    a: &Analysis,
+    j: JaxprId,
+    name: String,
+    kind: SymbolKind,
+    selection: TextRange,
+) -> Symbol {
     let info = a.jaxpr(j);
     let children = info
         .eqns
@@ -57,14 +63,20 @@ fn jaxpr_symbol(a: &Analysis, j: JaxprId, name: String, kind: SymbolKind, select
         .map(|e| a.eqn(*e))
         .filter(|e| !e.callees.is_empty())
         .map(|e| {
-            let outs: Vec<&str> = e.outs.iter().map(|v| v.map_or("_", |v| a.var(v).name.as_str())).collect();
+            let outs: Vec<&str> = e
+                .outs
+                .iter()
+                .map(|v| v.map_or("_", |v| a.var(v).name.as_str()))
+                .collect();
             let children = e
                 .callees
                 .iter()
                 .map(|(param, callee)| {
                     let c = a.jaxpr(*callee);
                     let label = match &c.origin {
-                        JaxprOrigin::Param { index, .. } if e.callees.iter().filter(|(p, _)| p == param).count() > 1 => {
+                        JaxprOrigin::Param { index, .. }
+                            if e.callees.iter().filter(|(p, _)| p == param).count() > 1 =>
+                        {
                             format!("{param}[{index}]")
                         }
                         JaxprOrigin::Let { name, .. } => format!("{param}={name}"),
@@ -96,7 +108,11 @@ fn jaxpr_symbol(a: &Analysis, j: JaxprId, name: String, kind: SymbolKind, select
         .collect();
     Symbol {
         name,
-        detail: format!("{} -> {}", info.signature.render_in(), info.signature.render_out()),
+        detail: format!(
+            "{} -> {}",
+            info.signature.render_in(),
+            info.signature.render_out()
+        ),
         kind,
         range: info.range,
         selection,
@@ -125,7 +141,11 @@ pub fn folding_ranges(f: &FileView) -> Vec<Fold> {
     let mut add = |r: TextRange, kind| {
         let (s, e) = (f.lines.line_col(r.start).line, f.lines.line_col(r.end).line);
         if e > s {
-            out.push(Fold { start_line: s, end_line: e, kind });
+            out.push(Fold {
+                start_line: s,
+                end_line: e,
+                kind,
+            });
         }
     };
     fn jaxpr(j: &ast::Jaxpr, add: &mut dyn FnMut(TextRange, FoldKind)) {
@@ -142,7 +162,9 @@ pub fn folding_ranges(f: &FileView) -> Vec<Fold> {
     fn expr(x: &ast::Expr, add: &mut dyn FnMut(TextRange, FoldKind)) {
         match &x.kind {
             ast::ExprKind::Jaxpr(j) => jaxpr(j, add),
-            ast::ExprKind::Tuple(xs) | ast::ExprKind::List(xs) => xs.iter().for_each(|x| expr(x, add)),
+            ast::ExprKind::Tuple(xs) | ast::ExprKind::List(xs) => {
+                xs.iter().for_each(|x| expr(x, add))
+            }
             _ => {}
         }
     }
@@ -162,13 +184,21 @@ pub fn folding_ranges(f: &FileView) -> Vec<Fold> {
         } else if let Some((s, e)) = run.take()
             && e > s
         {
-            out.push(Fold { start_line: s, end_line: e, kind: FoldKind::Comment });
+            out.push(Fold {
+                start_line: s,
+                end_line: e,
+                kind: FoldKind::Comment,
+            });
         }
     }
     if let Some((s, e)) = run
         && e > s
     {
-        out.push(Fold { start_line: s, end_line: e, kind: FoldKind::Comment });
+        out.push(Fold {
+            start_line: s,
+            end_line: e,
+            kind: FoldKind::Comment,
+        });
     }
     out.sort_by_key(|f| (f.start_line, std::cmp::Reverse(f.end_line)));
     out.dedup();

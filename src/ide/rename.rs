@@ -28,7 +28,9 @@ pub fn prepare_rename(a: &Analysis, offset: u32) -> Option<(TextRange, String)> 
 
 fn is_identifier(s: &str) -> bool {
     let mut cs = s.chars();
-    cs.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && cs.all(|c| c.is_ascii_alphanumeric() || c == '_')
+    cs.next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && cs.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// Ranges to replace with `new_name`.
@@ -46,24 +48,46 @@ pub fn rename(a: &Analysis, offset: u32, new_name: &str) -> Result<Vec<TextRange
             if info.name == new_name {
                 return Ok(Vec::new());
             }
-            if let Some(other) = a.vars.iter().find(|w| w.jaxpr == info.jaxpr && w.name == new_name) {
-                return err(format!("`{new_name}` is already bound in this jaxpr ({})", other.name));
+            if let Some(other) = a
+                .vars
+                .iter()
+                .find(|w| w.jaxpr == info.jaxpr && w.name == new_name)
+            {
+                return err(format!(
+                    "`{new_name}` is already bound in this jaxpr ({})",
+                    other.name
+                ));
             }
             let j = a.jaxpr(info.jaxpr);
-            if a.symbols.get(new_name).is_some_and(|s| s.uses.iter().any(|r| j.range.start <= r.start && r.end <= j.range.end)) {
-                return err(format!("`{new_name}` is a symbolic dimension used in this jaxpr"));
+            if a.symbols.get(new_name).is_some_and(|s| {
+                s.uses
+                    .iter()
+                    .any(|r| j.range.start <= r.start && r.end <= j.range.end)
+            }) {
+                return err(format!(
+                    "`{new_name}` is a symbolic dimension used in this jaxpr"
+                ));
             }
         }
         Target::Symbol(s) => {
             if s == new_name {
                 return Ok(Vec::new());
             }
-            if a.symbols.contains_key(new_name) || a.vars.iter().any(|w| w.name == new_name && w.ty.is_int_scalar()) {
-                return err(format!("`{new_name}` already names a dimension in this file"));
+            if a.symbols.contains_key(new_name)
+                || a.vars
+                    .iter()
+                    .any(|w| w.name == new_name && w.ty.is_int_scalar())
+            {
+                return err(format!(
+                    "`{new_name}` already names a dimension in this file"
+                ));
             }
         }
         Target::Jaxpr(_) => {
-            if a.jaxprs.iter().any(|j| matches!(&j.origin, JaxprOrigin::Let { name, .. } if name == new_name)) {
+            if a.jaxprs
+                .iter()
+                .any(|j| matches!(&j.origin, JaxprOrigin::Let { name, .. } if name == new_name))
+            {
                 return err(format!("a jaxpr named `{new_name}` already exists"));
             }
         }

@@ -61,18 +61,37 @@ pub fn semantic_tokens(f: &FileView) -> Vec<SemanticToken> {
         .collect();
     let mut out: Vec<SemanticToken> = Vec::with_capacity(a.refs.len() * 2);
     for r in &a.refs {
-        let kind = if dims.contains(&r.var) { TokenKind::DimensionVariable } else { TokenKind::Variable };
-        out.push(SemanticToken { range: r.range, kind, declaration: r.kind == RefKind::Def });
+        let kind = if dims.contains(&r.var) {
+            TokenKind::DimensionVariable
+        } else {
+            TokenKind::Variable
+        };
+        out.push(SemanticToken {
+            range: r.range,
+            kind,
+            declaration: r.kind == RefKind::Def,
+        });
     }
     for info in a.symbols.values() {
         for r in &info.uses {
-            out.push(SemanticToken { range: *r, kind: TokenKind::DimensionVariable, declaration: Some(*r) == info.first });
+            out.push(SemanticToken {
+                range: *r,
+                kind: TokenKind::DimensionVariable,
+                declaration: Some(*r) == info.first,
+            });
         }
     }
     for (r, _) in &a.let_refs {
-        out.push(SemanticToken { range: *r, kind: TokenKind::JaxprName, declaration: false });
+        out.push(SemanticToken {
+            range: *r,
+            kind: TokenKind::JaxprName,
+            declaration: false,
+        });
     }
-    let mut w = Walker { text: f.text, out: &mut out };
+    let mut w = Walker {
+        text: f.text,
+        out: &mut out,
+    };
     for l in &f.parse.file.lets {
         w.push(l.name.range, TokenKind::JaxprName, true);
         w.jaxpr(&l.jaxpr);
@@ -84,7 +103,11 @@ pub fn semantic_tokens(f: &FileView) -> Vec<SemanticToken> {
     for (start, line) in line_starts(f.text) {
         if let Some(i) = comment_start(line) {
             let r = TextRange::new((start + i) as u32, (start + line.len()) as u32);
-            out.push(SemanticToken { range: r, kind: TokenKind::Comment, declaration: false });
+            out.push(SemanticToken {
+                range: r,
+                kind: TokenKind::Comment,
+                declaration: false,
+            });
         }
     }
     out.sort_by_key(|t| (t.range.start, std::cmp::Reverse(t.range.end)));
@@ -131,7 +154,11 @@ struct Walker<'a, 'o> {
 
 impl Walker<'_, '_> {
     fn push(&mut self, range: TextRange, kind: TokenKind, declaration: bool) {
-        self.out.push(SemanticToken { range, kind, declaration });
+        self.out.push(SemanticToken {
+            range,
+            kind,
+            declaration,
+        });
     }
 
     fn jaxpr(&mut self, j: &ast::Jaxpr) {
@@ -140,8 +167,16 @@ impl Walker<'_, '_> {
             self.binder(b);
         }
         // `let` follows the binders' `.`; find it in the text.
-        let after = j.invars.last().or(j.constvars.last()).map_or(j.lambda_range.end, |b| b.range.end);
-        if let Some(i) = self.text.get(after as usize..j.range.end as usize).and_then(|s| s.find("let")) {
+        let after = j
+            .invars
+            .last()
+            .or(j.constvars.last())
+            .map_or(j.lambda_range.end, |b| b.range.end);
+        if let Some(i) = self
+            .text
+            .get(after as usize..j.range.end as usize)
+            .and_then(|s| s.find("let"))
+        {
             let s = after + i as u32;
             self.push(TextRange::new(s, s + 3), TokenKind::Keyword, false);
         }
@@ -181,8 +216,14 @@ impl Walker<'_, '_> {
 
     fn atom(&mut self, a: &ast::Atom) {
         if let ast::Atom::Lit(l) = a {
-            let value_end = l.ty.as_ref().map_or(l.range.end, |t| t.range.start.saturating_sub(1));
-            self.push(TextRange::new(l.range.start, value_end.max(l.range.start)), TokenKind::Literal, false);
+            let value_end =
+                l.ty.as_ref()
+                    .map_or(l.range.end, |t| t.range.start.saturating_sub(1));
+            self.push(
+                TextRange::new(l.range.start, value_end.max(l.range.start)),
+                TokenKind::Literal,
+                false,
+            );
             if let Some(t) = &l.ty {
                 self.ty(t);
             }
@@ -191,7 +232,9 @@ impl Walker<'_, '_> {
 
     fn expr(&mut self, x: &ast::Expr) {
         match &x.kind {
-            ast::ExprKind::Int(_) | ast::ExprKind::Number(_) => self.push(x.range, TokenKind::Literal, false),
+            ast::ExprKind::Int(_) | ast::ExprKind::Number(_) => {
+                self.push(x.range, TokenKind::Literal, false)
+            }
             ast::ExprKind::Str(_) => self.push(x.range, TokenKind::String, false),
             ast::ExprKind::Path(p) => {
                 let kind = match &**p {
@@ -215,7 +258,9 @@ impl Walker<'_, '_> {
                     self.expr(&a.value);
                 }
             }
-            ast::ExprKind::Tuple(xs) | ast::ExprKind::List(xs) => xs.iter().for_each(|x| self.expr(x)),
+            ast::ExprKind::Tuple(xs) | ast::ExprKind::List(xs) => {
+                xs.iter().for_each(|x| self.expr(x))
+            }
             ast::ExprKind::Jaxpr(j) => self.jaxpr(j),
             ast::ExprKind::Error => {}
         }

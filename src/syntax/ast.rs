@@ -183,7 +183,9 @@ impl Expr {
             ExprKind::Int(i) => Some(*i),
             ExprKind::Neg(e) => e.as_int().and_then(|i| i.checked_neg()),
             // `np.int64(0)` and friends
-            ExprKind::Call(c) if c.callee.starts_with("np.") && c.args.len() == 1 => c.args[0].value.as_int(),
+            ExprKind::Call(c) if c.callee.starts_with("np.") && c.args.len() == 1 => {
+                c.args[0].value.as_int()
+            }
             _ => None,
         }
     }
@@ -217,9 +219,11 @@ impl Expr {
     /// A keyword argument of a call expression (named tuples).
     pub fn field(&self, name: &str) -> Option<&Expr> {
         match &self.kind {
-            ExprKind::Call(c) => {
-                c.args.iter().find(|a| a.name.as_ref().is_some_and(|n| &*n.text == name)).map(|a| &a.value)
-            }
+            ExprKind::Call(c) => c
+                .args
+                .iter()
+                .find(|a| a.name.as_ref().is_some_and(|n| &*n.text == name))
+                .map(|a| &a.value),
             _ => None,
         }
     }

@@ -64,7 +64,12 @@ static IDENT_CONT: [bool; 256] = {
 
 impl<'a> Lexer<'a> {
     pub fn new(text: &'a str) -> Self {
-        Lexer { bytes: text.as_bytes(), i: 0, newline: true, comments: Vec::new() }
+        Lexer {
+            bytes: text.as_bytes(),
+            i: 0,
+            newline: true,
+            comments: Vec::new(),
+        }
     }
 
     /// Appends up to `n` tokens to `out`, the last one `Eof` at the end of the
@@ -164,17 +169,28 @@ impl<'a> Lexer<'a> {
             };
             self.i = i;
             let newline_before = std::mem::replace(&mut self.newline, false);
-            return Token { kind, range: TextRange::new(start as u32, i as u32), newline_before };
+            return Token {
+                kind,
+                range: TextRange::new(start as u32, i as u32),
+                newline_before,
+            };
         }
         self.i = i;
         let end = bytes.len() as u32;
-        Token { kind: TokenKind::Eof, range: TextRange::empty(end), newline_before: true }
+        Token {
+            kind: TokenKind::Eof,
+            range: TextRange::empty(end),
+            newline_before: true,
+        }
     }
 }
 
 /// The index of the next line break at or after `i` (or the end).
 fn memchr_newline(bytes: &[u8], i: usize) -> usize {
-    bytes[i..].iter().position(|&c| c == b'\n').map_or(bytes.len(), |k| i + k)
+    bytes[i..]
+        .iter()
+        .position(|&c| c == b'\n')
+        .map_or(bytes.len(), |k| i + k)
 }
 
 fn lex_number(bytes: &[u8], i: &mut usize) -> TokenKind {

@@ -39,11 +39,25 @@ pub struct Parse {
 }
 
 pub fn parse(text: &str) -> Parse {
-    let tokens = Tokens { lexer: Lexer::new(text), window: Vec::new(), base: 0, at_eof: false };
-    let mut p = Parser { text, tokens, pos: 0, errors: Vec::new(), depth: 0 };
+    let tokens = Tokens {
+        lexer: Lexer::new(text),
+        window: Vec::new(),
+        base: 0,
+        at_eof: false,
+    };
+    let mut p = Parser {
+        text,
+        tokens,
+        pos: 0,
+        errors: Vec::new(),
+        depth: 0,
+    };
     let mut file = p.source_file();
     attach_comments(text, &p.tokens.lexer.comments, &mut file);
-    Parse { file, errors: p.errors }
+    Parse {
+        file,
+        errors: p.errors,
+    }
 }
 
 /// How many tokens are lexed at a time (and how many consumed ones pile up
@@ -131,26 +145,42 @@ impl<'a> Parser<'a> {
         t
     }
     fn eat(&mut self, kind: T) -> Option<Token> {
-        if self.at(kind) { Some(self.bump()) } else { None }
+        if self.at(kind) {
+            Some(self.bump())
+        } else {
+            None
+        }
     }
     fn slice(&self, r: TextRange) -> &'a str {
         &self.text[r.as_usize()]
     }
     #[inline]
     fn prev_end(&mut self) -> u32 {
-        if self.pos == 0 { 0 } else { self.tokens.get(self.pos - 1, self.pos).range.end }
+        if self.pos == 0 {
+            0
+        } else {
+            self.tokens.get(self.pos - 1, self.pos).range.end
+        }
     }
     fn name(&mut self) -> Name {
         let t = self.bump();
-        Name { text: self.slice(t.range).into(), range: t.range }
+        Name {
+            text: self.slice(t.range).into(),
+            range: t.range,
+        }
     }
 
     // ---- errors -------------------------------------------------------
 
     fn error_at(&mut self, range: TextRange, message: impl Into<String>) -> Reported {
         // One error per position: cascades at the same token are noise.
-        if self.errors.last().is_none_or(|e| e.range.start != range.start) {
-            self.errors.push(Diagnostic::error(DiagKind::Syntax, range, message));
+        if self
+            .errors
+            .last()
+            .is_none_or(|e| e.range.start != range.start)
+        {
+            self.errors
+                .push(Diagnostic::error(DiagKind::Syntax, range, message));
         }
         Reported
     }
@@ -170,10 +200,18 @@ impl<'a> Parser<'a> {
         }
     }
     fn expect(&mut self, kind: T, what: &str) -> Result<Token, Reported> {
-        if self.at(kind) { Ok(self.bump()) } else { Err(self.error_here(what)) }
+        if self.at(kind) {
+            Ok(self.bump())
+        } else {
+            Err(self.error_here(what))
+        }
     }
     fn expect_ident(&mut self, word: &str) -> Result<Token, Reported> {
-        if self.at_ident(word) { Ok(self.bump()) } else { Err(self.error_here(&format!("`{word}`"))) }
+        if self.at_ident(word) {
+            Ok(self.bump())
+        } else {
+            Err(self.error_here(&format!("`{word}`")))
+        }
     }
 
     fn enter(&mut self) -> Result<(), Reported> {
@@ -222,7 +260,11 @@ impl<'a> Parser<'a> {
                 T::RBrace | T::RBracket | T::RParen => depth = depth.saturating_sub(1),
                 _ => {}
             }
-            if depth == 0 && t.newline_before && self.pos > 0 && (self.is_eqn_start(self.pos) || self.at_in_keyword()) {
+            if depth == 0
+                && t.newline_before
+                && self.pos > 0
+                && (self.is_eqn_start(self.pos) || self.at_in_keyword())
+            {
                 return;
             }
             self.bump();
@@ -297,7 +339,10 @@ impl<'a> Parser<'a> {
             if self.at(T::Eof) {
                 break;
             }
-            if self.at_ident("let") && self.kind_at(self.pos + 1) == T::Ident && self.kind_at(self.pos + 2) == T::Eq {
+            if self.at_ident("let")
+                && self.kind_at(self.pos + 1) == T::Ident
+                && self.kind_at(self.pos + 2) == T::Eq
+            {
                 let let_tok = self.bump();
                 let name = self.name();
                 self.bump(); // =
@@ -317,7 +362,10 @@ impl<'a> Parser<'a> {
             if self.at(T::LBrace) {
                 if file.main.is_some() {
                     let t = self.nth(0);
-                    self.error_at(t.range, "a file holds one top-level jaxpr; this is a second one");
+                    self.error_at(
+                        t.range,
+                        "a file holds one top-level jaxpr; this is a second one",
+                    );
                     self.bump();
                     self.skip_balanced_rest();
                     self.eat(T::RBrace);
@@ -334,7 +382,10 @@ impl<'a> Parser<'a> {
         }
         if file.main.is_none() && self.errors.is_empty() {
             let end = self.text.len() as u32;
-            self.error_at(TextRange::empty(end), "no jaxpr in this file (expected `{ lambda ... }`)");
+            self.error_at(
+                TextRange::empty(end),
+                "no jaxpr in this file (expected `{ lambda ... }`)",
+            );
         }
         file
     }
@@ -408,8 +459,12 @@ impl<'a> Parser<'a> {
         } else if self.at(T::LParen) {
             let t = self.nth(0);
             self.errors.push(
-                Diagnostic::error(DiagKind::Syntax, t.range, "expected `in` before the outputs of the jaxpr")
-                    .with_help("the outputs of a jaxpr follow the keyword `in`: `in (a, b) }`"),
+                Diagnostic::error(
+                    DiagKind::Syntax,
+                    t.range,
+                    "expected `in` before the outputs of the jaxpr",
+                )
+                .with_help("the outputs of a jaxpr follow the keyword `in`: `in (a, b) }`"),
             );
             if let Err(Reported) = self.outvars(&mut outvars) {
                 self.skip_balanced_rest();
@@ -482,7 +537,11 @@ impl<'a> Parser<'a> {
             }
         }
         let close = self.bump();
-        Ok(TypeExpr { range: dtype.range.cover(close.range), dtype, dims: boxed(dims) })
+        Ok(TypeExpr {
+            range: dtype.range.cover(close.range),
+            dtype,
+            dims: boxed(dims),
+        })
     }
 
     fn equations(&mut self, eqns: &mut Vec<Eqn>) {
@@ -516,7 +575,10 @@ impl<'a> Parser<'a> {
         }
         let mut primitive = self.name();
         // Hyphenated names such as `scatter-add`.
-        while self.at(T::Minus) && self.nth(0).range.start == primitive.range.end && self.kind_at(self.pos + 1) == T::Ident {
+        while self.at(T::Minus)
+            && self.nth(0).range.start == primitive.range.end
+            && self.kind_at(self.pos + 1) == T::Ident
+        {
             self.bump();
             let rest = self.bump();
             primitive.range = primitive.range.cover(rest.range);
@@ -536,7 +598,9 @@ impl<'a> Parser<'a> {
             let t = self.nth(0);
             let ends = match t.kind {
                 T::Eof | T::RBrace => true,
-                T::Ident => self.at_in_keyword() || (t.newline_before && self.is_eqn_start(self.pos)),
+                T::Ident => {
+                    self.at_in_keyword() || (t.newline_before && self.is_eqn_start(self.pos))
+                }
                 T::Eq => t.newline_before,
                 T::LParen => t.newline_before,
                 _ => false,
@@ -567,7 +631,8 @@ impl<'a> Parser<'a> {
             T::Int | T::Float | T::Minus => true,
             T::Ident => {
                 let s = self.slice(t.range);
-                matches!(s, "True" | "False") || (self.kind_at(self.pos + 1) == T::Colon && matches!(s, "inf" | "nan"))
+                matches!(s, "True" | "False")
+                    || (self.kind_at(self.pos + 1) == T::Colon && matches!(s, "inf" | "nan"))
             }
             _ => false,
         };
@@ -581,7 +646,8 @@ impl<'a> Parser<'a> {
         if t.kind == T::Minus {
             self.bump();
             let n = self.nth(0);
-            let ok = matches!(n.kind, T::Int | T::Float) || (n.kind == T::Ident && matches!(self.slice(n.range), "inf" | "nan"));
+            let ok = matches!(n.kind, T::Int | T::Float)
+                || (n.kind == T::Ident && matches!(self.slice(n.range), "inf" | "nan"));
             if !ok {
                 return Err(self.error_here("a number after `-`"));
             }
@@ -658,8 +724,10 @@ impl<'a> Parser<'a> {
         self.enter()?;
         // A lone integer (most dimensions and parameters) without the descent.
         let r = if self.at(T::Int)
-            && !matches!(self.kind_at(self.pos + 1), T::Plus | T::Minus | T::Star | T::SlashSlash | T::Percent)
-        {
+            && !matches!(
+                self.kind_at(self.pos + 1),
+                T::Plus | T::Minus | T::Star | T::SlashSlash | T::Percent
+            ) {
             Ok(self.int())
         } else {
             self.sum()
@@ -675,7 +743,10 @@ impl<'a> Parser<'a> {
             Ok(i) => ExprKind::Int(i),
             Err(_) => ExprKind::Number(s.into()),
         };
-        Expr { kind, range: t.range }
+        Expr {
+            kind,
+            range: t.range,
+        }
     }
 
     fn sum(&mut self) -> Result<Expr, Reported> {
@@ -689,7 +760,10 @@ impl<'a> Parser<'a> {
             self.bump();
             let rhs = self.product()?;
             let range = lhs.range.cover(rhs.range);
-            lhs = Expr { kind: ExprKind::Binary(op, Box::new(lhs), Box::new(rhs)), range };
+            lhs = Expr {
+                kind: ExprKind::Binary(op, Box::new(lhs), Box::new(rhs)),
+                range,
+            };
         }
     }
 
@@ -705,7 +779,10 @@ impl<'a> Parser<'a> {
             self.bump();
             let rhs = self.unary()?;
             let range = lhs.range.cover(rhs.range);
-            lhs = Expr { kind: ExprKind::Binary(op, Box::new(lhs), Box::new(rhs)), range };
+            lhs = Expr {
+                kind: ExprKind::Binary(op, Box::new(lhs), Box::new(rhs)),
+                range,
+            };
         }
     }
 
@@ -717,7 +794,10 @@ impl<'a> Parser<'a> {
             self.leave();
             let inner = inner?;
             let range = minus.range.cover(inner.range);
-            return Ok(Expr { kind: ExprKind::Neg(Box::new(inner)), range });
+            return Ok(Expr {
+                kind: ExprKind::Neg(Box::new(inner)),
+                range,
+            });
         }
         self.primary()
     }
@@ -728,19 +808,28 @@ impl<'a> Parser<'a> {
             T::Int => Ok(self.int()),
             T::Float => {
                 self.bump();
-                Ok(Expr { kind: ExprKind::Number(self.slice(t.range).into()), range: t.range })
+                Ok(Expr {
+                    kind: ExprKind::Number(self.slice(t.range).into()),
+                    range: t.range,
+                })
             }
             T::Str => {
                 self.bump();
                 let s = self.slice(t.range);
-                Ok(Expr { kind: ExprKind::Str(s[1..s.len() - 1].into()), range: t.range })
+                Ok(Expr {
+                    kind: ExprKind::Str(s[1..s.len() - 1].into()),
+                    range: t.range,
+                })
             }
             T::Ident => self.path_or_call(),
             T::LParen | T::LBracket => self.sequence(),
             T::LBrace => {
                 let j = self.jaxpr()?;
                 let range = j.range;
-                Ok(Expr { kind: ExprKind::Jaxpr(Box::new(j)), range })
+                Ok(Expr {
+                    kind: ExprKind::Jaxpr(Box::new(j)),
+                    range,
+                })
             }
             T::LAngle => {
                 // Opaque Python reprs such as `<function f at 0x7f...>`.
@@ -756,7 +845,10 @@ impl<'a> Parser<'a> {
                     self.bump();
                 }
                 let range = TextRange::new(t.range.start, self.prev_end());
-                Ok(Expr { kind: ExprKind::Str(self.slice(range).into()), range })
+                Ok(Expr {
+                    kind: ExprKind::Str(self.slice(range).into()),
+                    range,
+                })
             }
             _ => Err(self.error_here("a value")),
         }
@@ -805,17 +897,31 @@ impl<'a> Parser<'a> {
             }
             self.bump();
             let range = TextRange::new(start, self.prev_end());
-            let call = Call { callee: path, callee_range: path_range, args: boxed(args) };
-            return Ok(Expr { kind: ExprKind::Call(Box::new(call)), range });
+            let call = Call {
+                callee: path,
+                callee_range: path_range,
+                args: boxed(args),
+            };
+            return Ok(Expr {
+                kind: ExprKind::Call(Box::new(call)),
+                range,
+            });
         }
-        Ok(Expr { kind: ExprKind::Path(path), range: path_range })
+        Ok(Expr {
+            kind: ExprKind::Path(path),
+            range: path_range,
+        })
     }
 
     /// `( ... )` or `[ ... ]`. Commas between elements are optional because
     /// JAX prints tuples of jaxprs one per line without them (`branches=(`).
     fn sequence(&mut self) -> Result<Expr, Reported> {
         let open = self.bump();
-        let close = if open.kind == T::LParen { T::RParen } else { T::RBracket };
+        let close = if open.kind == T::LParen {
+            T::RParen
+        } else {
+            T::RBracket
+        };
         let mut items = List::new();
         let mut saw_comma = false;
         while !self.at(close) {
@@ -830,15 +936,24 @@ impl<'a> Parser<'a> {
         let end = self.bump();
         let range = open.range.cover(end.range);
         if open.kind == T::LBracket {
-            return Ok(Expr { kind: ExprKind::List(boxed(items)), range });
+            return Ok(Expr {
+                kind: ExprKind::List(boxed(items)),
+                range,
+            });
         }
         // `(x)` is grouping, unless it holds a jaxpr (a one-branch tuple).
         if items.len() == 1 && !saw_comma && !matches!(items[0].kind, ExprKind::Jaxpr(_)) {
-            let mut e = items.pop().unwrap_or(Expr { kind: ExprKind::Error, range });
+            let mut e = items.pop().unwrap_or(Expr {
+                kind: ExprKind::Error,
+                range,
+            });
             e.range = range;
             return Ok(e);
         }
-        Ok(Expr { kind: ExprKind::Tuple(boxed(items)), range })
+        Ok(Expr {
+            kind: ExprKind::Tuple(boxed(items)),
+            range,
+        })
     }
 }
 
@@ -858,7 +973,9 @@ fn attach_comments(text: &str, comments: &[TextRange], file: &mut SourceFile) {
     let mut first_on_line: HashMap<u32, usize> = HashMap::new();
     let mut count = 0usize;
     for_each_eqn(file, &mut |e| {
-        first_on_line.entry(index.line_col(e.range.start).line).or_insert(count);
+        first_on_line
+            .entry(index.line_col(e.range.start).line)
+            .or_insert(count);
         count += 1;
     });
     let mut assigned: Vec<Vec<Comment>> = vec![Vec::new(); count];
@@ -875,7 +992,10 @@ fn attach_comments(text: &str, comments: &[TextRange], file: &mut SourceFile) {
         last = owner.map(|o| (o, lc.line));
         if let Some(o) = owner {
             let raw = &text[range.as_usize()];
-            assigned[o].push(Comment { text: raw.trim_start_matches('#').trim().into(), range });
+            assigned[o].push(Comment {
+                text: raw.trim_start_matches('#').trim().into(),
+                range,
+            });
         }
     }
     let mut n = 0usize;
@@ -907,8 +1027,13 @@ fn for_each_eqn(file: &mut SourceFile, f: &mut dyn FnMut(&mut Eqn)) {
 pub fn visit_expr_jaxprs(e: &mut Expr, f: &mut dyn FnMut(&mut Jaxpr)) {
     match &mut e.kind {
         ExprKind::Jaxpr(j) => f(j),
-        ExprKind::Tuple(v) | ExprKind::List(v) => v.iter_mut().for_each(|x| visit_expr_jaxprs(x, f)),
-        ExprKind::Call(c) => c.args.iter_mut().for_each(|a| visit_expr_jaxprs(&mut a.value, f)),
+        ExprKind::Tuple(v) | ExprKind::List(v) => {
+            v.iter_mut().for_each(|x| visit_expr_jaxprs(x, f))
+        }
+        ExprKind::Call(c) => c
+            .args
+            .iter_mut()
+            .for_each(|a| visit_expr_jaxprs(&mut a.value, f)),
         _ => {}
     }
 }

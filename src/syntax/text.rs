@@ -28,7 +28,10 @@ impl TextRange {
     }
     /// The smallest range covering both.
     pub fn cover(self, other: TextRange) -> TextRange {
-        TextRange { start: self.start.min(other.start), end: self.end.max(other.end) }
+        TextRange {
+            start: self.start.min(other.start),
+            end: self.end.max(other.end),
+        }
     }
     pub fn contains(self, offset: u32) -> bool {
         self.start <= offset && offset < self.end
@@ -38,7 +41,10 @@ impl TextRange {
         self.start <= offset && offset <= self.end
     }
     pub fn shifted(self, by: u32) -> TextRange {
-        TextRange { start: self.start + by, end: self.end + by }
+        TextRange {
+            start: self.start + by,
+            end: self.end + by,
+        }
     }
     pub fn as_usize(self) -> std::ops::Range<usize> {
         self.start as usize..self.end as usize
@@ -73,7 +79,10 @@ impl LineIndex {
                 line_starts.push(i as u32 + 1);
             }
         }
-        LineIndex { line_starts, len: text.len() as u32 }
+        LineIndex {
+            line_starts,
+            len: text.len() as u32,
+        }
     }
 
     pub fn line_count(&self) -> usize {
@@ -87,7 +96,10 @@ impl LineIndex {
             Ok(l) => l,
             Err(l) => l - 1,
         };
-        LineCol { line: line as u32, col: offset - self.line_starts[line] }
+        LineCol {
+            line: line as u32,
+            col: offset - self.line_starts[line],
+        }
     }
 
     /// Byte offset of a position; positions past a line's end or past the file clamp.
@@ -95,7 +107,11 @@ impl LineIndex {
         let Some(&start) = self.line_starts.get(pos.line as usize) else {
             return self.len;
         };
-        let next = self.line_starts.get(pos.line as usize + 1).copied().unwrap_or(self.len);
+        let next = self
+            .line_starts
+            .get(pos.line as usize + 1)
+            .copied()
+            .unwrap_or(self.len);
         (start + pos.col).min(next.max(start))
     }
 

@@ -29,8 +29,17 @@ pub enum FloatKind {
     Small(u8),
 }
 
-const SMALL_FLOATS: [&str; 9] =
-    ["f8_e4m3fn", "f8_e5m2", "f8_e4m3b11fnuz", "f8_e4m3fnuz", "f8_e5m2fnuz", "f8_e3m4", "f8_e4m3", "f8_e8m0fnu", "f4_e2m1fn"];
+const SMALL_FLOATS: [&str; 9] = [
+    "f8_e4m3fn",
+    "f8_e5m2",
+    "f8_e4m3b11fnuz",
+    "f8_e4m3fnuz",
+    "f8_e5m2fnuz",
+    "f8_e3m4",
+    "f8_e4m3",
+    "f8_e8m0fnu",
+    "f4_e2m1fn",
+];
 
 impl DType {
     /// Parses the short name of a printed type (`f32`, `key<fry>`).
@@ -70,7 +79,10 @@ impl DType {
     /// Parses a NumPy dtype name as parameters print it (`float32`, `int64`,
     /// `bfloat16`, also `dtype('float32')`-style inner strings).
     pub fn from_numpy(s: &str) -> Option<DType> {
-        let s = s.trim_start_matches("np.").trim_start_matches("jnp.").trim_start_matches("numpy.");
+        let s = s
+            .trim_start_matches("np.")
+            .trim_start_matches("jnp.")
+            .trim_start_matches("numpy.");
         Some(match s {
             "bool" | "bool_" => DType::Bool,
             "int8" => DType::Int(8),
@@ -193,12 +205,21 @@ mod tests {
 
     #[test]
     fn short_and_numpy_names_agree() {
-        for (short, np) in [("f32", "float32"), ("bf16", "bfloat16"), ("i64", "int64"), ("u16", "uint16"), ("bool", "bool")] {
+        for (short, np) in [
+            ("f32", "float32"),
+            ("bf16", "bfloat16"),
+            ("i64", "int64"),
+            ("u16", "uint16"),
+            ("bool", "bool"),
+        ] {
             let a = DType::from_short(short).unwrap();
             assert_eq!(Some(a.clone()), DType::from_numpy(np));
             assert_eq!(a.to_string(), short);
         }
-        assert_eq!(DType::from_short("key<fry>"), Some(DType::Key("fry".into())));
+        assert_eq!(
+            DType::from_short("key<fry>"),
+            Some(DType::Key("fry".into()))
+        );
         assert_eq!(DType::from_short("f33"), None);
     }
 }

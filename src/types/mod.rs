@@ -61,10 +61,16 @@ pub struct AType {
 
 impl AType {
     pub fn new(dtype: DType, shape: Vec<Dim>) -> Self {
-        AType { dtype: Some(dtype), shape }
+        AType {
+            dtype: Some(dtype),
+            shape,
+        }
     }
     pub fn scalar(dtype: DType) -> Self {
-        AType { dtype: Some(dtype), shape: Vec::new() }
+        AType {
+            dtype: Some(dtype),
+            shape: Vec::new(),
+        }
     }
     pub fn rank(&self) -> usize {
         self.shape.len()
@@ -77,10 +83,16 @@ impl AType {
         self.is_scalar() && self.dtype.as_ref().is_some_and(DType::is_int)
     }
     pub fn with_dtype(&self, dtype: DType) -> AType {
-        AType { dtype: Some(dtype), shape: self.shape.clone() }
+        AType {
+            dtype: Some(dtype),
+            shape: self.shape.clone(),
+        }
     }
     pub fn with_shape(&self, shape: Vec<Dim>) -> AType {
-        AType { dtype: self.dtype.clone(), shape }
+        AType {
+            dtype: self.dtype.clone(),
+            shape,
+        }
     }
 }
 
@@ -101,7 +113,10 @@ pub trait DimNames {
         format!("[{}]", dims.join(","))
     }
     fn ty(&self, t: &AType) -> String {
-        let dt = t.dtype.as_ref().map_or_else(|| "weak".to_string(), |d| d.to_string());
+        let dt = t
+            .dtype
+            .as_ref()
+            .map_or_else(|| "weak".to_string(), |d| d.to_string());
         format!("{dt}{}", self.shape(&t.shape))
     }
 }

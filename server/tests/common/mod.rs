@@ -27,7 +27,12 @@ pub fn corpus() -> PathBuf {
 }
 
 pub fn uri(path: &Path) -> String {
-    format!("file://{}", path.canonicalize().unwrap_or_else(|_| path.to_path_buf()).display())
+    format!(
+        "file://{}",
+        path.canonicalize()
+            .unwrap_or_else(|_| path.to_path_buf())
+            .display()
+    )
 }
 
 fn read_message(r: &mut impl BufRead) -> Option<Value> {
@@ -57,7 +62,9 @@ impl Lsp {
 
     pub fn start_with_env(env: &[(&str, &str)]) -> Lsp {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_jaxpr-lsp"));
-        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
         for (k, v) in env {
             cmd.env(k, v);
         }
@@ -73,7 +80,13 @@ impl Lsp {
                 }
             }
         });
-        Lsp { child, stdin, rx, next_id: 1, pending: Vec::new() }
+        Lsp {
+            child,
+            stdin,
+            rx,
+            next_id: 1,
+            pending: Vec::new(),
+        }
     }
 
     /// Starts the server and runs the initialize handshake.
@@ -151,7 +164,11 @@ impl Lsp {
         self.wait_for_within(TIMEOUT, pred)
     }
 
-    pub fn wait_for_within(&mut self, timeout: Duration, pred: impl Fn(&Value) -> bool) -> Option<Value> {
+    pub fn wait_for_within(
+        &mut self,
+        timeout: Duration,
+        pred: impl Fn(&Value) -> bool,
+    ) -> Option<Value> {
         if let Some(i) = self.pending.iter().position(&pred) {
             return Some(self.pending.remove(i));
         }
@@ -207,7 +224,12 @@ impl Drop for Lsp {
 
 /// LSP position (UTF-16 = bytes for these ASCII files) of the `nth` occurrence of `needle`, plus `delta` columns.
 pub fn pos_of(text: &str, needle: &str, nth: usize, delta: usize) -> Value {
-    let off = text.match_indices(needle).nth(nth).unwrap_or_else(|| panic!("{needle:?} #{nth}")).0 + delta;
+    let off = text
+        .match_indices(needle)
+        .nth(nth)
+        .unwrap_or_else(|| panic!("{needle:?} #{nth}"))
+        .0
+        + delta;
     let line = text[..off].matches('\n').count();
     let col = off - text[..off].rfind('\n').map_or(0, |i| i + 1);
     json!({ "line": line, "character": col })

@@ -28,7 +28,12 @@ impl Index {
     pub(super) const fn new() -> Self {
         Index(std::sync::OnceLock::new())
     }
-    pub(super) fn find<T>(&self, table: &'static [T], name_of: fn(&T) -> &'static str, name: &str) -> Option<&'static T> {
+    pub(super) fn find<T>(
+        &self,
+        table: &'static [T],
+        name_of: fn(&T) -> &'static str,
+        name: &str,
+    ) -> Option<&'static T> {
         let map = self.0.get_or_init(|| {
             let mut m = rustc_hash::FxHashMap::default();
             for (i, e) in table.iter().enumerate() {
@@ -418,7 +423,13 @@ impl<'c> EqnCx<'c> {
         }
     }
     /// Checks a dimension against an expected one; reports with context on failure.
-    pub fn require_dim(&mut self, what: impl std::fmt::Display, got: &Dim, expected: &Dim, args: &[usize]) -> bool {
+    pub fn require_dim(
+        &mut self,
+        what: impl std::fmt::Display,
+        got: &Dim,
+        expected: &Dim,
+        args: &[usize],
+    ) -> bool {
         match self.dims_eq(got, expected) {
             DimEq::Equal => true,
             DimEq::NotEqual(why) => {
