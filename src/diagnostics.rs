@@ -29,10 +29,12 @@ pub enum DiagKind {
     /// Two dimension variables that are provably equal through the call
     /// site, although the jaxpr names them differently (the Caveats case).
     AliasedDimension,
+    /// The build has no lowering for this primitive (or this use of it).
+    Unsupported,
 }
 
 impl DiagKind {
-    pub const ALL: [DiagKind; 11] = [
+    pub const ALL: [DiagKind; 12] = [
         DiagKind::Syntax,
         DiagKind::UndefinedVariable,
         DiagKind::DuplicateDefinition,
@@ -44,6 +46,7 @@ impl DiagKind {
         DiagKind::InconclusiveDimension,
         DiagKind::UnknownPrimitive,
         DiagKind::AliasedDimension,
+        DiagKind::Unsupported,
     ];
 
     pub fn name(self) -> &'static str {
@@ -59,6 +62,7 @@ impl DiagKind {
             DiagKind::InconclusiveDimension => "inconclusive-dimension",
             DiagKind::UnknownPrimitive => "unknown-primitive",
             DiagKind::AliasedDimension => "aliased-dimension",
+            DiagKind::Unsupported => "unsupported",
         }
     }
 
@@ -75,6 +79,7 @@ impl DiagKind {
             DiagKind::InconclusiveDimension => "J0009",
             DiagKind::UnknownPrimitive => "J0010",
             DiagKind::AliasedDimension => "J0011",
+            DiagKind::Unsupported => "J0012",
         }
     }
 

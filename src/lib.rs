@@ -1,5 +1,6 @@
 //! `jaxpr`: a compiler core for JAX's intermediate language.
 
+pub mod build;
 pub mod check;
 pub mod cli;
 pub mod db;

@@ -37,6 +37,27 @@ enum Command {
     },
     /// Print the in_type/out_type of every jaxpr in a file, with de Bruijn indices.
     Types { file: PathBuf },
+    /// Build a jaxpr: StableHLO text or bytecode.
+    Build {
+        file: PathBuf,
+        /// What to emit.
+        #[arg(long, value_enum, default_value_t = EmitKind::Stablehlo)]
+        emit: EmitKind,
+        /// StableHLO as MLIR bytecode instead of text.
+        #[arg(long)]
+        bytecode: bool,
+        /// Output file (default: beside the input, `.mlir` / `.mlirbc`).
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// Colour the diagnostics: auto, always, never.
+        #[arg(long, value_enum, default_value_t = ColorMode::Auto)]
+        color: ColorMode,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum EmitKind {
+    Stablehlo,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -69,6 +90,13 @@ pub fn main() -> i32 {
             color,
         } => check(&paths, format, color),
         Command::Types { file } => types(&file),
+        Command::Build {
+            file,
+            emit,
+            bytecode,
+            output,
+            color,
+        } => build(&file, emit, bytecode, output, color),
     }
 }
 
@@ -228,6 +256,76 @@ fn check(paths: &[PathBuf], format: Format, color: ColorMode) -> i32 {
     } else {
         0
     }
+}
+
+/// `jaxpr build`: checks, lowers and writes; diagnostics and exit 1 when
+/// the file has errors or a primitive has no lowering.
+fn build(
+    path: &Path,
+    emit: EmitKind,
+    bytecode: bool,
+    output: Option<PathBuf>,
+    color: ColorMode,
+) -> i32 {
+    let loaded = match load(path) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("error: {}: {e}", path.display());
+            return 2;
+        }
+    };
+    let EmitKind::Stablehlo = emit;
+    let (kind, ext) = if bytecode {
+        (crate::build::Emit::StablehloBytecode, "mlirbc")
+    } else {
+        (crate::build::Emit::Stablehlo, "mlir")
+    };
+    let out = output.unwrap_or_else(|| output_beside(path, ext));
+    let db = RootDatabase::default();
+    let file = SourceFile::new(&db, loaded.path.clone(), loaded.text.clone());
+    let result = crate::build::build(&db::parse(&db, file), &db::analysis(&db, file), kind);
+    match result {
+        Ok(bytes) => match std::fs::write(&out, bytes) {
+            Ok(()) => {
+                eprintln!("wrote {}", out.display());
+                0
+            }
+            Err(e) => {
+                eprintln!("error: {}: {e}", out.display());
+                2
+            }
+        },
+        Err(diagnostics) => {
+            let colored = match color {
+                ColorMode::Always => true,
+                ColorMode::Never => false,
+                ColorMode::Auto => std::io::stderr().is_terminal(),
+            };
+            let n = diagnostics.iter().filter(|d| d.is_error()).count();
+            render::human(
+                &[Checked {
+                    loaded,
+                    diagnostics,
+                }],
+                colored,
+            );
+            eprintln!(
+                "error: not built: {n} error{}",
+                if n == 1 { "" } else { "s" }
+            );
+            1
+        }
+    }
+}
+
+/// `model.jaxpr` -> `model.EXT` in the same folder (`.jaxpr.txt` too).
+fn output_beside(path: &Path, ext: &str) -> PathBuf {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("out");
+    let stem = name
+        .strip_suffix(".jaxpr.txt")
+        .or_else(|| name.strip_suffix(".jaxpr"))
+        .unwrap_or(name);
+    path.with_file_name(format!("{stem}.{ext}"))
 }
 
 fn types(path: &Path) -> i32 {

@@ -1,0 +1,44 @@
+//! Building jaxprs: StableHLO through MLIR (`stablehlo`).
+//!
+//! A build starts from the checker's [`Analysis`]: a file with errors is not
+//! built (its diagnostics are the answer), and every type the lowering needs
+//! (binders' shapes with their dimension variables and symbolic dimensions)
+//! comes from there, so lowering never re-derives semantics.
+
+pub mod stablehlo;
+
+use crate::check::Analysis;
+use crate::diagnostics::Diagnostic;
+use crate::syntax::Parse;
+
+/// What `jaxpr build` writes.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Emit {
+    /// StableHLO text (`.mlir`).
+    Stablehlo,
+    /// StableHLO as MLIR bytecode (`.mlirbc`).
+    StablehloBytecode,
+}
+
+/// The result of a build: the bytes to write, or the diagnostics that stop it.
+pub type BuildResult = Result<Vec<u8>, Vec<Diagnostic>>;
+
+/// Builds a checked file. Errors of the checker (or of the parser) stop the
+/// build before lowering; a primitive without a lowering is a diagnostic at
+/// its equation.
+pub fn build(parse: &Parse, analysis: &Analysis, emit: Emit) -> BuildResult {
+    let errors: Vec<Diagnostic> = parse
+        .errors
+        .iter()
+        .chain(&analysis.diagnostics)
+        .filter(|d| d.is_error())
+        .cloned()
+        .collect();
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    match emit {
+        Emit::Stablehlo => stablehlo::lower(&parse.file, analysis, false),
+        Emit::StablehloBytecode => stablehlo::lower(&parse.file, analysis, true),
+    }
+}

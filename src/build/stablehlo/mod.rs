@@ -1,0 +1,808 @@
+//! Lowering a checked jaxpr to StableHLO with MLIR (melior).
+//!
+//! StableHLO is not an upstream MLIR dialect, so its operations are created
+//! with melior's generic operation builder in a context that allows
+//! unregistered dialects; its attributes (`#stablehlo.dot<...>`,
+//! `#stablehlo<comparison_direction LT>`) are parsed as opaque dialect
+//! attributes and printed back verbatim. The printed module is in MLIR's
+//! generic form for these operations, which StableHLO's parser accepts.
+//! MLIR verifies the module's structure (SSA dominance, function and region
+//! types) before it is written.
+//!
+//! Shapes: a static dimension stays static; a dimension variable (Catalyst)
+//! or a symbolic dimension (jax.export) is `?` in the tensor type, and where
+//! an operation needs its value, the value is computed at run time from the
+//! jaxpr variable that holds it (dimension variables) or from the shapes of
+//! the main function's inputs (`get_dimension_size`, symbolic dimensions).
+//!
+//! Nested jaxprs of call-like primitives are inlined; control flow becomes
+//! `stablehlo.while` and `stablehlo.case` with the nested jaxpr lowered into
+//! the regions.
+
+mod control;
+mod ops;
+
+use super::BuildResult;
+use crate::check::{Analysis, EqnId, JaxprId};
+use crate::diagnostics::{DiagKind, Diagnostic};
+use crate::syntax::TextRange;
+use crate::syntax::ast::{self, Atom, ExprKind};
+use crate::types::poly::{Factor, Symbol};
+use crate::types::{AType, DType, Dim, FloatKind, Poly, VarId};
+use melior::Context;
+use melior::dialect::DialectRegistry;
+use melior::ir::attribute::{StringAttribute, TypeAttribute};
+use melior::ir::operation::{OperationBuilder, OperationLike};
+use melior::ir::r#type::FunctionType;
+use melior::ir::{
+    Attribute, Block, BlockLike, BlockRef, Identifier, Location, Module, Region, RegionLike, Type,
+    Value, ValueLike,
+};
+use rustc_hash::FxHashMap as HashMap;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// A value of the module being built. The module owns every operation until
+/// the build ends, so values and blocks are used without melior's borrow
+/// lifetimes (which cannot express "defined in an enclosing region").
+pub(crate) type V<'c> = Value<'c, 'c>;
+pub(crate) type B<'c> = BlockRef<'c, 'c>;
+
+/// Why an equation could not be lowered.
+pub(crate) struct LowerError {
+    range: TextRange,
+    message: String,
+    help: Option<String>,
+}
+
+pub(crate) type R<T> = Result<T, LowerError>;
+
+pub(crate) fn err<T>(range: TextRange, message: impl Into<String>) -> R<T> {
+    Err(LowerError {
+        range,
+        message: message.into(),
+        help: None,
+    })
+}
+
+impl LowerError {
+    fn into_diagnostic(self) -> Diagnostic {
+        let d = Diagnostic::error(DiagKind::Unsupported, self.range, self.message);
+        match self.help {
+            Some(h) => d.with_help(h),
+            None => d,
+        }
+    }
+}
+
+/// Values in scope while lowering one jaxpr: its variables, and the values
+/// of the symbolic dimensions (shared by every jaxpr of the file).
+#[derive(Clone, Default)]
+pub(crate) struct Env<'c> {
+    vals: HashMap<VarId, V<'c>>,
+    syms: HashMap<Symbol, V<'c>>,
+}
+
+/// A lowered operand: its value and its jaxpr type.
+#[derive(Clone)]
+pub(crate) struct Operand<'c> {
+    pub v: V<'c>,
+    pub ty: AType,
+}
+
+/// Lowers a checked file to a StableHLO module (text or bytecode).
+pub fn lower(file: &ast::SourceFile, a: &Analysis, bytecode: bool) -> BuildResult {
+    let registry = DialectRegistry::new();
+    melior::utility::register_all_dialects(&registry);
+    let cx = Context::new();
+    cx.append_dialect_registry(&registry);
+    cx.load_all_available_dialects();
+    cx.set_allow_unregistered_dialects(true);
+    let messages: Rc<RefCell<Vec<String>>> = Rc::default();
+    let sink = messages.clone();
+    let handler = cx.attach_diagnostic_handler(move |d| {
+        sink.borrow_mut().push(d.to_string());
+        true
+    });
+    let whole = file
+        .main
+        .as_ref()
+        .map_or(TextRange::new(0, 0), |m| m.lambda_range);
+    let result = (|| {
+        let lw = Lower::new(&cx, file, a);
+        let module = Module::new(Location::unknown(&cx));
+        lw.main(&module).map_err(|e| vec![e.into_diagnostic()])?;
+        if !module.as_operation().verify() {
+            let msgs = messages.borrow().join("; ");
+            return Err(vec![
+                Diagnostic::error(
+                    DiagKind::Unsupported,
+                    whole,
+                    format!("internal error: the lowered module does not verify: {msgs}"),
+                )
+                .with_help(
+                    "this is a bug of the StableHLO lowering; please report it with the jaxpr",
+                ),
+            ]);
+        }
+        Ok(if bytecode {
+            module.as_operation().write_bytecode()
+        } else {
+            let mut s = module.as_operation().to_string();
+            s.push('\n');
+            s.into_bytes()
+        })
+    })();
+    cx.detach_diagnostic_handler(handler);
+    result
+}
+
+pub(crate) struct Lower<'c, 'f> {
+    pub cx: &'c Context,
+    pub a: &'f Analysis,
+    loc: Location<'c>,
+    /// Use sites of variables (range start -> variable), from the checker.
+    uses: HashMap<u32, VarId>,
+    /// Syntax of every jaxpr, by the start of its range.
+    jaxpr_syntax: HashMap<u32, &'f ast::Jaxpr>,
+    types: RefCell<HashMap<String, Type<'c>>>,
+}
+
+impl<'c, 'f> Lower<'c, 'f> {
+    fn new(cx: &'c Context, file: &'f ast::SourceFile, a: &'f Analysis) -> Self {
+        let uses = a
+            .refs
+            .iter()
+            .filter(|r| r.kind == crate::check::RefKind::Use)
+            .map(|r| (r.range.start, r.var))
+            .collect();
+        let mut jaxpr_syntax = HashMap::default();
+        fn walk<'f>(j: &'f ast::Jaxpr, out: &mut HashMap<u32, &'f ast::Jaxpr>) {
+            out.insert(j.range.start, j);
+            for e in &j.eqns {
+                for p in &e.params {
+                    expr(&p.value, out);
+                }
+            }
+        }
+        fn expr<'f>(x: &'f ast::Expr, out: &mut HashMap<u32, &'f ast::Jaxpr>) {
+            match &x.kind {
+                ExprKind::Jaxpr(j) => walk(j, out),
+                ExprKind::Tuple(xs) | ExprKind::List(xs) => xs.iter().for_each(|x| expr(x, out)),
+                _ => {}
+            }
+        }
+        for j in file.lets.iter().map(|l| &l.jaxpr).chain(&file.main) {
+            walk(j, &mut jaxpr_syntax);
+        }
+        Lower {
+            cx,
+            a,
+            loc: Location::unknown(cx),
+            uses,
+            jaxpr_syntax,
+            types: RefCell::default(),
+        }
+    }
+
+    // ---- the entry function -------------------------------------------------
+
+    fn main(&self, module: &Module<'c>) -> R<()> {
+        let Some(main) = self.a.main() else {
+            return err(TextRange::new(0, 0), "the file has no main jaxpr to build");
+        };
+        let info = self.a.jaxpr(main);
+        let inputs: Vec<VarId> = info.constvars.iter().chain(&info.invars).copied().collect();
+        let in_tys = inputs
+            .iter()
+            .map(|&v| self.ty(&self.a.var(v).ty, self.a.var(v).range))
+            .collect::<R<Vec<_>>>()?;
+        // Implicit outputs (dimensions of later outputs) are not results of
+        // the program: Catalyst returns only the explicit ones.
+        let explicit: Vec<bool> = (0..info.outs.len())
+            .map(|k| info.signature.out_type.get(k).is_none_or(|e| e.explicit))
+            .collect();
+        let out_tys = info
+            .outs
+            .iter()
+            .zip(&explicit)
+            .filter(|(_, e)| **e)
+            .map(|(o, _)| self.ty(&o.ty, o.range))
+            .collect::<R<Vec<_>>>()?;
+        let (block, b, args) = self.new_block(&in_tys);
+        let mut env = Env::default();
+        for (&v, &x) in inputs.iter().zip(&args) {
+            env.vals.insert(v, x);
+        }
+        self.bind_symbols(b, &mut env, &inputs)?;
+        let outs = self.body(b, &mut env, main)?;
+        let outs = outs
+            .into_iter()
+            .zip(explicit)
+            .filter(|(_, e)| *e)
+            .map(|(o, _)| o)
+            .zip(&out_tys)
+            .map(|(o, &t)| self.fit(b, o.v, t))
+            .collect::<R<Vec<_>>>()?;
+        b.append_operation(melior::dialect::func::r#return(&outs, self.loc));
+        let region = Region::new();
+        region.append_block(block);
+        let func = melior::dialect::func::func(
+            self.cx,
+            StringAttribute::new(self.cx, "main"),
+            TypeAttribute::new(FunctionType::new(self.cx, &in_tys, &out_tys).into()),
+            region,
+            &[(
+                Identifier::new(self.cx, "sym_visibility"),
+                StringAttribute::new(self.cx, "public").into(),
+            )],
+            self.loc,
+        );
+        module.body().append_operation(func);
+        Ok(())
+    }
+
+    /// Values of the symbolic dimensions, from the shapes of the inputs where
+    /// they appear: a dimension `k*s + rest` of an input whose other symbols
+    /// are known gives `s = (size - rest) / k`. Repeats until nothing new is
+    /// learnt, so `f32[a, a + b]` resolves `a` first, then `b`.
+    fn bind_symbols(&self, b: B<'c>, env: &mut Env<'c>, inputs: &[VarId]) -> R<()> {
+        loop {
+            let mut learnt = false;
+            for &v in inputs {
+                let var = self.a.var(v);
+                for (k, d) in var.ty.shape.iter().enumerate() {
+                    let Dim::Sym(p) = d else { continue };
+                    let Some((s, coef, rest)) = solvable(p, &env.syms) else {
+                        continue;
+                    };
+                    let size = self.op1(
+                        b,
+                        "stablehlo.get_dimension_size",
+                        &[env.vals[&v]],
+                        self.parse_ty("tensor<i32>")?,
+                        &[("dimension", format!("{k} : i64"))],
+                    )?;
+                    let size = self.convert(b, size, &DType::Int(64))?;
+                    let rest = self.poly(b, env, &rest, var.range)?;
+                    let mut val = self.binary(b, "stablehlo.subtract", size, rest)?;
+                    if coef != 1 {
+                        let c = self.const_i64(b, coef)?;
+                        val = self.binary(b, "stablehlo.divide", val, c)?;
+                    }
+                    env.syms.insert(s, val);
+                    learnt = true;
+                }
+            }
+            if !learnt {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Lowers the equations of a jaxpr whose inputs are bound in `env`;
+    /// returns its outputs.
+    pub(crate) fn body(&self, b: B<'c>, env: &mut Env<'c>, j: JaxprId) -> R<Vec<Operand<'c>>> {
+        let info = self.a.jaxpr(j);
+        let Some(syn) = self.jaxpr_syntax.get(&info.range.start).copied() else {
+            return err(info.range, "internal error: no syntax for this jaxpr");
+        };
+        for (k, e) in syn.eqns.iter().enumerate() {
+            let Some(&id) = info.eqns.get(k) else {
+                return err(e.range, "internal error: equation not checked");
+            };
+            self.eqn(b, env, e, id)?;
+        }
+        syn.outvars.iter().map(|o| self.atom(b, env, o)).collect()
+    }
+
+    /// Lowers a nested jaxpr with the given inputs (constvars first, then
+    /// invars) into block `b`, in a scope of its own.
+    pub(crate) fn call(
+        &self,
+        b: B<'c>,
+        outer: &Env<'c>,
+        j: JaxprId,
+        inputs: &[V<'c>],
+        at: TextRange,
+    ) -> R<Vec<Operand<'c>>> {
+        let info = self.a.jaxpr(j);
+        let binders: Vec<VarId> = info.constvars.iter().chain(&info.invars).copied().collect();
+        if binders.len() != inputs.len() {
+            return err(
+                at,
+                format!(
+                    "internal error: nested jaxpr has {} inputs, the lowering passes {}",
+                    binders.len(),
+                    inputs.len()
+                ),
+            );
+        }
+        let mut env = Env {
+            vals: HashMap::default(),
+            syms: outer.syms.clone(),
+        };
+        for (&v, &x) in binders.iter().zip(inputs) {
+            let want = self.ty(&self.a.var(v).ty, self.a.var(v).range)?;
+            env.vals.insert(v, self.fit(b, x, want)?);
+        }
+        self.body(b, &mut env, j)
+    }
+
+    fn eqn(&self, b: B<'c>, env: &mut Env<'c>, e: &ast::Eqn, id: EqnId) -> R<()> {
+        let info = self.a.eqn(id);
+        let args = e
+            .args
+            .iter()
+            .map(|x| self.atom(b, env, x))
+            .collect::<R<Vec<_>>>()?;
+        let outs: Vec<AType> = e
+            .outs
+            .iter()
+            .enumerate()
+            .map(|(i, bnd)| match info.outs.get(i).copied().flatten() {
+                Some(v) => self.a.var(v).ty.clone(),
+                None => binder_type(bnd),
+            })
+            .collect();
+        let cx = ops::EqnCx { e, id, args, outs };
+        let results = self.lower_eqn(b, env, &cx)?;
+        if results.len() != e.outs.len() {
+            return err(
+                e.primitive.range,
+                format!(
+                    "internal error: the lowering of `{}` gave {} results for {} binders",
+                    e.primitive.text,
+                    results.len(),
+                    e.outs.len()
+                ),
+            );
+        }
+        for (i, r) in results.into_iter().enumerate() {
+            if let Some(v) = info.outs.get(i).copied().flatten() {
+                let want = self.ty(&cx.outs[i], e.outs[i].range)?;
+                env.vals.insert(v, self.fit(b, r, want)?);
+            }
+        }
+        Ok(())
+    }
+
+    fn atom(&self, b: B<'c>, env: &Env<'c>, x: &Atom) -> R<Operand<'c>> {
+        match x {
+            Atom::Var(n) => {
+                let Some(&v) = self.uses.get(&n.range.start) else {
+                    return err(
+                        n.range,
+                        format!("internal error: `{}` is not resolved", n.text),
+                    );
+                };
+                let Some(&val) = env.vals.get(&v) else {
+                    return err(
+                        n.range,
+                        format!("internal error: `{}` has no value", n.text),
+                    );
+                };
+                Ok(Operand {
+                    v: val,
+                    ty: self.a.var(v).ty.clone(),
+                })
+            }
+            Atom::Lit(l) => {
+                let Some(dt) = l.ty.as_ref().and_then(|t| DType::from_short(&t.dtype.text)) else {
+                    return err(
+                        l.range,
+                        format!("the literal `{}` has no dtype to build with", l.value),
+                    )
+                    .map_err(|e| LowerError {
+                        help: Some(
+                            "print the jaxpr with a JAX that types its literals (`1.0:f32[]`)"
+                                .into(),
+                        ),
+                        ..e
+                    });
+                };
+                Ok(Operand {
+                    v: self.constant(b, &dt, &l.value, l.range)?,
+                    ty: AType::scalar(dt),
+                })
+            }
+        }
+    }
+
+    // ---- types ---------------------------------------------------------------
+
+    pub(crate) fn parse_ty(&self, s: &str) -> R<Type<'c>> {
+        if let Some(t) = self.types.borrow().get(s) {
+            return Ok(*t);
+        }
+        let Some(t) = Type::parse(self.cx, s) else {
+            return err(
+                TextRange::new(0, 0),
+                format!("internal error: MLIR rejects type {s}"),
+            );
+        };
+        self.types.borrow_mut().insert(s.to_string(), t);
+        Ok(t)
+    }
+
+    /// The tensor type of a jaxpr type (`?` for every non-constant dimension).
+    pub(crate) fn ty(&self, t: &AType, at: TextRange) -> R<Type<'c>> {
+        let Some(dt) = &t.dtype else {
+            return err(at, "a value without a dtype cannot be built");
+        };
+        self.tensor(dt, &t.shape, at)
+    }
+
+    pub(crate) fn tensor(&self, dt: &DType, dims: &[Dim], at: TextRange) -> R<Type<'c>> {
+        let Some(elem) = elem_type(dt) else {
+            return err(at, format!("dtype {dt} has no StableHLO lowering here"));
+        };
+        let mut s = String::from("tensor<");
+        for d in dims {
+            match d {
+                Dim::Const(c) => s.push_str(&c.to_string()),
+                _ => s.push('?'),
+            }
+            s.push('x');
+        }
+        s.push_str(elem);
+        s.push('>');
+        self.parse_ty(&s)
+    }
+
+    pub(crate) fn scalar_ty(&self, dt: &DType) -> R<Type<'c>> {
+        self.tensor(dt, &[], TextRange::new(0, 0))
+    }
+
+    // ---- building blocks -------------------------------------------------------
+
+    pub(crate) fn new_block(&self, args: &[Type<'c>]) -> (Block<'c>, B<'c>, Vec<V<'c>>) {
+        let block = Block::new(&args.iter().map(|&t| (t, self.loc)).collect::<Vec<_>>());
+        // SAFETY: the block is moved into a region of the module before the
+        // build ends; its address does not change when it is moved.
+        let r: B<'c> = unsafe { BlockRef::from_raw(block.to_raw()) };
+        let vals = (0..args.len())
+            .map(|i| unsafe { V::from_raw(block.argument(i).expect("argument").to_raw()) })
+            .collect();
+        (block, r, vals)
+    }
+
+    /// A region of one block whose arguments have the given types; `f` fills
+    /// it and returns the values `stablehlo.return` yields.
+    pub(crate) fn region(
+        &self,
+        args: &[Type<'c>],
+        f: impl FnOnce(B<'c>, Vec<V<'c>>) -> R<Vec<V<'c>>>,
+    ) -> R<Region<'c>> {
+        let (block, b, vals) = self.new_block(args);
+        let outs = f(b, vals)?;
+        self.op(b, "stablehlo.return", &outs, &[], &[], vec![])?;
+        let region = Region::new();
+        region.append_block(block);
+        Ok(region)
+    }
+
+    /// Appends an operation; `attrs` are MLIR attribute syntax.
+    pub(crate) fn op(
+        &self,
+        b: B<'c>,
+        name: &str,
+        operands: &[V<'c>],
+        results: &[Type<'c>],
+        attrs: &[(&str, String)],
+        regions: Vec<Region<'c>>,
+    ) -> R<Vec<V<'c>>> {
+        let mut named = Vec::with_capacity(attrs.len());
+        for (k, text) in attrs {
+            let Some(at) = Attribute::parse(self.cx, text) else {
+                return err(
+                    TextRange::new(0, 0),
+                    format!("internal error: MLIR rejects attribute {k} = {text} of {name}"),
+                );
+            };
+            named.push((Identifier::new(self.cx, k), at));
+        }
+        let op = OperationBuilder::new(name, self.loc)
+            .add_operands(operands)
+            .add_results(results)
+            .add_attributes(&named)
+            .add_regions_vec(regions)
+            .build();
+        let Ok(op) = op else {
+            return err(
+                TextRange::new(0, 0),
+                format!("internal error: MLIR could not build {name}"),
+            );
+        };
+        let op = b.append_operation(op);
+        Ok((0..results.len())
+            .map(|i| unsafe { V::from_raw(op.result(i).expect("result").to_raw()) })
+            .collect())
+    }
+
+    /// An operation with one result.
+    pub(crate) fn op1(
+        &self,
+        b: B<'c>,
+        name: &str,
+        operands: &[V<'c>],
+        result: Type<'c>,
+        attrs: &[(&str, String)],
+    ) -> R<V<'c>> {
+        Ok(self.op(b, name, operands, &[result], attrs, vec![])?[0])
+    }
+
+    /// An elementwise operation whose result has the type of its first operand.
+    pub(crate) fn binary(&self, b: B<'c>, name: &str, x: V<'c>, y: V<'c>) -> R<V<'c>> {
+        self.op1(b, name, &[x, y], x.r#type(), &[])
+    }
+
+    /// Makes `v` of type `want`: the same value when it already is, else a
+    /// `stablehlo.convert` between compatible shapes (`tensor<3xf64>` and
+    /// `tensor<?xf64>`), as refinement expects.
+    pub(crate) fn fit(&self, b: B<'c>, v: V<'c>, want: Type<'c>) -> R<V<'c>> {
+        if v.r#type() == want {
+            return Ok(v);
+        }
+        self.op1(b, "stablehlo.convert", &[v], want, &[])
+    }
+
+    /// Converts the element type, keeping the shape.
+    pub(crate) fn convert(&self, b: B<'c>, v: V<'c>, to: &DType) -> R<V<'c>> {
+        let t = v.r#type().to_string();
+        let Some(elem) = elem_type(to) else {
+            return err(TextRange::new(0, 0), format!("dtype {to} has no lowering"));
+        };
+        let shape = match t.rfind('x') {
+            Some(i) if t.starts_with("tensor<") && t[..i].len() > 7 => &t[7..=i],
+            _ => "",
+        };
+        let want = self.parse_ty(&format!("tensor<{shape}{elem}>"))?;
+        self.fit(b, v, want)
+    }
+
+    // ---- constants -------------------------------------------------------------
+
+    /// A scalar constant written as JAX prints it (`1.0`, `-inf`, `True`, `3`).
+    pub(crate) fn constant(&self, b: B<'c>, dt: &DType, text: &str, at: TextRange) -> R<V<'c>> {
+        let bad = || {
+            err::<V<'c>>(
+                at,
+                format!("the literal `{text}` is not a valid {dt} for building"),
+            )
+        };
+        let lit = match dt {
+            DType::Bool => match text {
+                "True" | "true" | "1" => "true".to_string(),
+                "False" | "false" | "0" => "false".to_string(),
+                _ => return bad(),
+            },
+            DType::Int(_) | DType::UInt(_) => match text.parse::<i128>() {
+                Ok(i) => i.to_string(),
+                Err(_) => match text.parse::<f64>() {
+                    Ok(f) if f.fract() == 0.0 => (f as i128).to_string(),
+                    _ => return bad(),
+                },
+            },
+            DType::Float(k) => {
+                let x = match text {
+                    "inf" => f64::INFINITY,
+                    "-inf" => f64::NEG_INFINITY,
+                    "nan" | "-nan" => f64::NAN,
+                    _ => match text.parse::<f64>() {
+                        Ok(x) => x,
+                        Err(_) => return bad(),
+                    },
+                };
+                match k {
+                    FloatKind::F64 => format!("0x{:016X}", x.to_bits()),
+                    FloatKind::F32 => format!("0x{:08X}", (x as f32).to_bits()),
+                    _ => {
+                        // Narrow floats: through f32, rounded by the conversion.
+                        let f = self.constant(b, &DType::Float(FloatKind::F32), text, at)?;
+                        return self.convert(b, f, dt);
+                    }
+                }
+            }
+            _ => return err(at, format!("constants of dtype {dt} have no lowering")),
+        };
+        let t = self.tensor(dt, &[], at)?;
+        self.op1(
+            b,
+            "stablehlo.constant",
+            &[],
+            t,
+            &[("value", format!("dense<{lit}> : {t}"))],
+        )
+    }
+
+    pub(crate) fn const_i64(&self, b: B<'c>, x: i64) -> R<V<'c>> {
+        self.constant(b, &DType::Int(64), &x.to_string(), TextRange::new(0, 0))
+    }
+
+    /// A 1-d `tensor<Nxi64>` constant (shapes, indices).
+    pub(crate) fn const_vec_i64(&self, b: B<'c>, xs: &[i64]) -> R<V<'c>> {
+        let t = self.parse_ty(&format!("tensor<{}xi64>", xs.len()))?;
+        let body = xs.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
+        self.op1(
+            b,
+            "stablehlo.constant",
+            &[],
+            t,
+            &[("value", format!("dense<[{body}]> : {t}"))],
+        )
+    }
+
+    // ---- dimensions ------------------------------------------------------------
+
+    /// The run-time value of a dimension, as `tensor<i64>`.
+    pub(crate) fn dim(&self, b: B<'c>, env: &Env<'c>, d: &Dim, at: TextRange) -> R<V<'c>> {
+        match d {
+            Dim::Const(c) => self.const_i64(b, *c),
+            Dim::Var(v) => {
+                let Some(&x) = env.vals.get(v) else {
+                    return err(
+                        at,
+                        format!(
+                            "the dimension variable `{}` has no value here",
+                            self.a.var(*v).name
+                        ),
+                    );
+                };
+                self.convert(b, x, &DType::Int(64))
+            }
+            Dim::Sym(p) => self.poly(b, env, p, at),
+            Dim::Unknown => err(at, "a dimension that is not known cannot be built"),
+        }
+    }
+
+    /// Evaluates a symbolic dimension from the values of its symbols.
+    fn poly(&self, b: B<'c>, env: &Env<'c>, p: &Poly, at: TextRange) -> R<V<'c>> {
+        let mut sum: Option<V<'c>> = None;
+        for (mono, coef) in p.terms() {
+            let mut prod = self.const_i64(b, coef)?;
+            for (f, exp) in mono {
+                let x = self.factor(b, env, f, at)?;
+                for _ in 0..*exp {
+                    prod = self.binary(b, "stablehlo.multiply", prod, x)?;
+                }
+            }
+            sum = Some(match sum {
+                None => prod,
+                Some(s) => self.binary(b, "stablehlo.add", s, prod)?,
+            });
+        }
+        match sum {
+            Some(s) => Ok(s),
+            None => self.const_i64(b, 0),
+        }
+    }
+
+    fn factor(&self, b: B<'c>, env: &Env<'c>, f: &Factor, at: TextRange) -> R<V<'c>> {
+        if let Factor::Sym(s) = f {
+            return match env.syms.get(s) {
+                Some(&v) => Ok(v),
+                None => err(
+                    at,
+                    format!("the symbolic dimension `{s}` is not determined by the input shapes"),
+                ),
+            };
+        }
+        let (x, y) = f.operands().expect("operation factor");
+        let (x, y) = (self.poly(b, env, x, at)?, self.poly(b, env, y, at)?);
+        // Dimensions are non-negative and divisors positive, so truncating
+        // division and remainder are floor division and modulo here.
+        let op = match f {
+            Factor::FloorDiv(..) => "stablehlo.divide",
+            Factor::Mod(..) => "stablehlo.remainder",
+            Factor::Max(..) => "stablehlo.maximum",
+            _ => "stablehlo.minimum",
+        };
+        self.binary(b, op, x, y)
+    }
+
+    /// A shape as a `tensor<Nxi64>` value (for the dynamic operations).
+    pub(crate) fn shape_value(
+        &self,
+        b: B<'c>,
+        env: &Env<'c>,
+        dims: &[Dim],
+        at: TextRange,
+    ) -> R<V<'c>> {
+        if let Some(cs) = dims.iter().map(Dim::as_const).collect::<Option<Vec<_>>>() {
+            return self.const_vec_i64(b, &cs);
+        }
+        let t1 = self.parse_ty("tensor<1xi64>")?;
+        let parts = dims
+            .iter()
+            .map(|d| {
+                let x = self.dim(b, env, d, at)?;
+                self.op1(b, "stablehlo.reshape", &[x], t1, &[])
+            })
+            .collect::<R<Vec<_>>>()?;
+        let t = self.parse_ty(&format!("tensor<{}xi64>", dims.len()))?;
+        self.op1(
+            b,
+            "stablehlo.concatenate",
+            &parts,
+            t,
+            &[("dimension", "0 : i64".into())],
+        )
+    }
+}
+
+/// The StableHLO element type of a dtype.
+pub(crate) fn elem_type(dt: &DType) -> Option<&'static str> {
+    Some(match dt {
+        DType::Bool => "i1",
+        DType::Int(8) => "i8",
+        DType::Int(16) => "i16",
+        DType::Int(32) => "i32",
+        DType::Int(64) => "i64",
+        DType::UInt(8) => "ui8",
+        DType::UInt(16) => "ui16",
+        DType::UInt(32) => "ui32",
+        DType::UInt(64) => "ui64",
+        DType::Float(FloatKind::F16) => "f16",
+        DType::Float(FloatKind::BF16) => "bf16",
+        DType::Float(FloatKind::F32) => "f32",
+        DType::Float(FloatKind::F64) => "f64",
+        _ => return None,
+    })
+}
+
+/// The type of a dropped binder (`_:f32[3]`): it has no variable, and only
+/// its tensor type matters.
+fn binder_type(b: &ast::Binder) -> AType {
+    let Some(t) = &b.ty else {
+        return AType {
+            dtype: None,
+            shape: Vec::new(),
+        };
+    };
+    AType {
+        dtype: DType::from_short(&t.dtype.text),
+        shape: t
+            .dims
+            .iter()
+            .map(|d| d.as_int().map_or(Dim::Unknown, Dim::Const))
+            .collect(),
+    }
+}
+
+/// `p = coef * s + rest` with `s` the only unknown symbol of `p`, appearing
+/// in one linear term: the symbol, its coefficient and `rest`.
+fn solvable(p: &Poly, known: &HashMap<Symbol, V<'_>>) -> Option<(Symbol, i64, Poly)> {
+    let unknown: Vec<Symbol> = p
+        .symbols()
+        .into_iter()
+        .filter(|s| !known.contains_key(s))
+        .collect();
+    let [s] = unknown.as_slice() else {
+        return None;
+    };
+    let mut found = None;
+    for (mono, coef) in p.terms() {
+        let mentions = mono.iter().any(|(f, _)| factor_mentions(f, s));
+        if !mentions {
+            continue;
+        }
+        match mono {
+            [(Factor::Sym(x), 1)] if x == s && found.is_none() => found = Some(coef),
+            _ => return None,
+        }
+    }
+    let coef = found?;
+    let rest = p.sub(&Poly::symbol(s).scale(coef).ok()?).ok()?;
+    Some((s.clone(), coef, rest))
+}
+
+fn factor_mentions(f: &Factor, s: &Symbol) -> bool {
+    match f {
+        Factor::Sym(x) => x == s,
+        _ => {
+            let (a, b) = f.operands().expect("operation factor");
+            a.symbols().contains(s) || b.symbols().contains(s)
+        }
+    }
+}
