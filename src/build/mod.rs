@@ -27,6 +27,16 @@ pub type BuildResult = Result<Vec<u8>, Vec<Diagnostic>>;
 /// build before lowering; a primitive without a lowering is a diagnostic at
 /// its equation.
 pub fn build(parse: &Parse, analysis: &Analysis, emit: Emit) -> BuildResult {
+    build_timed(parse, analysis, emit, &mut stablehlo::Timings::default())
+}
+
+/// [`build`], recording the time of each phase.
+pub fn build_timed(
+    parse: &Parse,
+    analysis: &Analysis,
+    emit: Emit,
+    timings: &mut stablehlo::Timings,
+) -> BuildResult {
     let errors: Vec<Diagnostic> = parse
         .errors
         .iter()
@@ -38,7 +48,7 @@ pub fn build(parse: &Parse, analysis: &Analysis, emit: Emit) -> BuildResult {
         return Err(errors);
     }
     match emit {
-        Emit::Stablehlo => stablehlo::lower(&parse.file, analysis, false),
-        Emit::StablehloBytecode => stablehlo::lower(&parse.file, analysis, true),
+        Emit::Stablehlo => stablehlo::lower_timed(&parse.file, analysis, false, timings),
+        Emit::StablehloBytecode => stablehlo::lower_timed(&parse.file, analysis, true, timings),
     }
 }

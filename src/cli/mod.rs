@@ -283,7 +283,18 @@ fn build(
     let out = output.unwrap_or_else(|| output_beside(path, ext));
     let db = RootDatabase::default();
     let file = SourceFile::new(&db, loaded.path.clone(), loaded.text.clone());
-    let result = crate::build::build(&db::parse(&db, file), &db::analysis(&db, file), kind);
+    let timings = std::env::var_os("JAXPR_BUILD_TIMINGS").is_some();
+    let clock = std::time::Instant::now();
+    let (parse, analysis) = (db::parse(&db, file), db::analysis(&db, file));
+    let checked = clock.elapsed();
+    let mut t = crate::build::stablehlo::Timings::default();
+    let result = crate::build::build_timed(&parse, &analysis, kind, &mut t);
+    if timings {
+        eprintln!(
+            "parse+check {checked:.2?}, context {:.2?}, lower {:.2?}, verify {:.2?}, print {:.2?}, teardown {:.2?}",
+            t.context, t.lower, t.verify, t.print, t.teardown
+        );
+    }
     match result {
         Ok(bytes) => match std::fs::write(&out, bytes) {
             Ok(()) => {

@@ -34,6 +34,7 @@ use melior::dialect::DialectRegistry;
 use melior::ir::attribute::{StringAttribute, TypeAttribute};
 use melior::ir::operation::{OperationBuilder, OperationLike};
 use melior::ir::r#type::FunctionType;
+use melior::ir::r#type::TypeLike;
 use melior::ir::{
     Attribute, Block, BlockLike, BlockRef, Identifier, Location, Module, Region, RegionLike, Type,
     Value, ValueLike,
@@ -90,8 +91,38 @@ pub(crate) struct Operand<'c> {
     pub ty: AType,
 }
 
+/// Phase times of one build, for benchmarks (`JAXPR_BUILD_TIMINGS=1`
+/// prints them from the CLI).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Timings {
+    pub context: std::time::Duration,
+    pub lower: std::time::Duration,
+    pub verify: std::time::Duration,
+    pub print: std::time::Duration,
+    pub teardown: std::time::Duration,
+}
+
 /// Lowers a checked file to a StableHLO module (text or bytecode).
 pub fn lower(file: &ast::SourceFile, a: &Analysis, bytecode: bool) -> BuildResult {
+    lower_timed(file, a, bytecode, &mut Timings::default())
+}
+
+pub fn lower_timed(
+    file: &ast::SourceFile,
+    a: &Analysis,
+    bytecode: bool,
+    t: &mut Timings,
+) -> BuildResult {
+    let clock = std::time::Instant::now();
+    let mut lap = {
+        let mut last = clock;
+        move || {
+            let now = std::time::Instant::now();
+            let d = now - last;
+            last = now;
+            d
+        }
+    };
     let registry = DialectRegistry::new();
     melior::utility::register_all_dialects(&registry);
     let cx = Context::new();
@@ -108,11 +139,15 @@ pub fn lower(file: &ast::SourceFile, a: &Analysis, bytecode: bool) -> BuildResul
         .main
         .as_ref()
         .map_or(TextRange::new(0, 0), |m| m.lambda_range);
+    t.context = lap();
     let result = (|| {
         let lw = Lower::new(&cx, file, a);
         let module = Module::new(Location::unknown(&cx));
         lw.main(&module).map_err(|e| vec![e.into_diagnostic()])?;
-        if !module.as_operation().verify() {
+        t.lower = lap();
+        let verified = module.as_operation().verify();
+        t.verify = lap();
+        if !verified {
             let msgs = messages.borrow().join("; ");
             return Err(vec![
                 Diagnostic::error(
@@ -125,16 +160,43 @@ pub fn lower(file: &ast::SourceFile, a: &Analysis, bytecode: bool) -> BuildResul
                 ),
             ]);
         }
-        Ok(if bytecode {
+        let out = if bytecode {
             module.as_operation().write_bytecode()
         } else {
-            let mut s = module.as_operation().to_string();
-            s.push('\n');
-            s.into_bytes()
-        })
+            let mut text = print(&module);
+            text.push(b'\n');
+            text
+        };
+        t.print = lap();
+        Ok(out)
     })();
     cx.detach_diagnostic_handler(handler);
+    drop(cx);
+    t.teardown = lap();
     result
+}
+
+/// The module as MLIR text, written straight into bytes (melior's
+/// `Display` goes through `fmt::Write` chunk by chunk, which costs as much
+/// as MLIR's printer itself on large modules).
+fn print(module: &Module) -> Vec<u8> {
+    unsafe extern "C" fn append(s: mlir_sys::MlirStringRef, data: *mut std::ffi::c_void) {
+        // SAFETY: `data` is the `Vec<u8>` below; MLIR passes valid slices.
+        unsafe {
+            let out = &mut *(data as *mut Vec<u8>);
+            out.extend_from_slice(std::slice::from_raw_parts(s.data as *const u8, s.length));
+        }
+    }
+    let mut out: Vec<u8> = Vec::new();
+    // SAFETY: the operation is alive for the call; the callback only appends.
+    unsafe {
+        mlir_sys::mlirOperationPrint(
+            module.as_operation().to_raw(),
+            Some(append),
+            &mut out as *mut Vec<u8> as *mut std::ffi::c_void,
+        );
+    }
+    out
 }
 
 pub(crate) struct Lower<'c, 'f> {
@@ -146,6 +208,10 @@ pub(crate) struct Lower<'c, 'f> {
     /// Syntax of every jaxpr, by the start of its range.
     jaxpr_syntax: HashMap<u32, &'f ast::Jaxpr>,
     types: RefCell<HashMap<String, Type<'c>>>,
+    attrs: RefCell<HashMap<String, Attribute<'c>>>,
+    /// Scalar constants already made in a block (by block, type and text):
+    /// a constant dominates the rest of its block and the regions in it.
+    consts: RefCell<HashMap<(usize, usize, Box<str>), V<'c>>>,
 }
 
 impl<'c, 'f> Lower<'c, 'f> {
@@ -182,6 +248,8 @@ impl<'c, 'f> Lower<'c, 'f> {
             uses,
             jaxpr_syntax,
             types: RefCell::default(),
+            attrs: RefCell::default(),
+            consts: RefCell::default(),
         }
     }
 
@@ -494,11 +562,21 @@ impl<'c, 'f> Lower<'c, 'f> {
     ) -> R<Vec<V<'c>>> {
         let mut named = Vec::with_capacity(attrs.len());
         for (k, text) in attrs {
-            let Some(at) = Attribute::parse(self.cx, text) else {
-                return err(
-                    TextRange::new(0, 0),
-                    format!("internal error: MLIR rejects attribute {k} = {text} of {name}"),
-                );
+            let cached = self.attrs.borrow().get(text.as_str()).copied();
+            let at = match cached {
+                Some(at) => at,
+                None => {
+                    let Some(at) = Attribute::parse(self.cx, text) else {
+                        return err(
+                            TextRange::new(0, 0),
+                            format!(
+                                "internal error: MLIR rejects attribute {k} = {text} of {name}"
+                            ),
+                        );
+                    };
+                    self.attrs.borrow_mut().insert(text.clone(), at);
+                    at
+                }
             };
             named.push((Identifier::new(self.cx, k), at));
         }
@@ -607,13 +685,23 @@ impl<'c, 'f> Lower<'c, 'f> {
             _ => return err(at, format!("constants of dtype {dt} have no lowering")),
         };
         let t = self.tensor(dt, &[], at)?;
-        self.op1(
+        let key = (
+            b.to_raw().ptr as usize,
+            t.to_raw().ptr as usize,
+            lit.clone().into_boxed_str(),
+        );
+        if let Some(&v) = self.consts.borrow().get(&key) {
+            return Ok(v);
+        }
+        let v = self.op1(
             b,
             "stablehlo.constant",
             &[],
             t,
             &[("value", format!("dense<{lit}> : {t}"))],
-        )
+        )?;
+        self.consts.borrow_mut().insert(key, v);
+        Ok(v)
     }
 
     pub(crate) fn const_i64(&self, b: B<'c>, x: i64) -> R<V<'c>> {
