@@ -1,7 +1,9 @@
-//! The `jaxpr` command line: `check` (diagnostics, human or JSON) and
-//! `types` (every jaxpr's `in_type`/`out_type`).
+//! The `jaxpr` command line: `check` (diagnostics, human or JSON),
+//! `types` (every jaxpr's `in_type`/`out_type`) and `trace` (record what a
+//! Python program traces into a session folder).
 
 mod render;
+mod trace;
 
 use crate::db::{self, RootDatabase, SourceFile};
 use crate::diagnostics::{Diagnostic, Severity};
@@ -37,6 +39,19 @@ enum Command {
     },
     /// Print the in_type/out_type of every jaxpr in a file, with de Bruijn indices.
     Types { file: PathBuf },
+    /// Run a Python program and record every jaxpr it traces, with source
+    /// locations and tracing errors, into a session folder.
+    Trace {
+        /// Session folder (default: `.jaxpr-session` beside the script).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Stop the program after this many seconds.
+        #[arg(long)]
+        timeout: Option<f64>,
+        /// The program: `python SCRIPT ARGS...` or `python -m MODULE ARGS...`.
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+        command: Vec<String>,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -69,6 +84,11 @@ pub fn main() -> i32 {
             color,
         } => check(&paths, format, color),
         Command::Types { file } => types(&file),
+        Command::Trace {
+            out,
+            timeout,
+            command,
+        } => trace::trace(command, out, timeout),
     }
 }
 
