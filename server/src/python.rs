@@ -271,8 +271,11 @@ impl Python {
         enc: Encoding,
     ) -> Result<Option<Value>> {
         let settings = lock(&self.settings).clone();
-        let existing =
-            session::find_for(file, roots).and_then(|d| session::load(&d).ok().map(|s| (d, s)));
+        // The run that covers this file is run again (a module is traced by
+        // running the script that imports it); otherwise the file itself.
+        let existing = session::find_for(file, roots)
+            .and_then(|d| session::load(&d).ok().map(|s| (d, s)))
+            .filter(|(_, s)| s.mentions(file));
         let opts = match existing {
             Some((dir, s)) if !s.command.is_empty() => trace::TraceOptions {
                 command: s.command,

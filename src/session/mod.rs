@@ -125,6 +125,26 @@ pub struct TraceError {
     pub during: String,
 }
 
+impl Session {
+    /// Whether the run involved the Python file `py`: it is the script, or
+    /// a traced function, an equation or an error comes from it.
+    pub fn mentions(&self, py: &Path) -> bool {
+        let k = index::key(py);
+        let is = |p: &Path| index::key(&self.cwd.join(p)) == k;
+        self.command
+            .iter()
+            .skip(1)
+            .any(|a| a.ends_with(".py") && is(Path::new(a)))
+            || self.functions.iter().any(|f| {
+                f.file.as_deref().is_some_and(is) || f.source_map.iter().any(|e| is(&e.file))
+            })
+            || self
+                .errors
+                .iter()
+                .any(|e| e.file.as_deref().is_some_and(is))
+    }
+}
+
 #[derive(Debug)]
 pub enum SessionError {
     Io(PathBuf, std::io::Error),
