@@ -69,6 +69,24 @@ fn trace(dir: &Path, python: &Path, script_and_args: &[&str]) -> Output {
     jaxpr(dir, &args)
 }
 
+/// Traces `program` (with `args`) in a fresh folder with the `kind`
+/// environment and checks the exit status: the folder, the output, stderr.
+fn traced(
+    kind: &'static str,
+    program: &str,
+    args: &[&str],
+    code: i32,
+) -> (PathBuf, Output, String) {
+    let py = venv(kind);
+    let dir = workdir(program.trim_end_matches(".py"), &[program]);
+    let mut script_and_args = vec![program];
+    script_and_args.extend_from_slice(args);
+    let out = trace(&dir, &py, &script_and_args);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(code), "{stderr}");
+    (dir, out, stderr)
+}
+
 fn session_json(dir: &Path) -> Value {
     let text = std::fs::read_to_string(dir.join(".jaxpr-session/session.json")).unwrap();
     serde_json::from_str(&text).unwrap()
@@ -96,11 +114,8 @@ fn lines_of(f: &session::Function, prim: &str) -> Vec<u32> {
 
 #[test]
 fn jax_program_is_captured_with_source_lines() {
+    let (dir, out, _) = traced("jax", "train.py", &["--steps", "2"], 0);
     let py = venv("jax");
-    let dir = workdir("jax", &["train.py"]);
-    let out = trace(&dir, &py, &["train.py", "--steps", "2"]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
     // What the program prints is what it prints without the capture.
     let plain = Command::new(&py)
         .args(["train.py", "--steps", "2"])
@@ -186,12 +201,8 @@ fn jax_program_is_captured_with_source_lines() {
 
 #[test]
 fn shape_error_while_tracing_is_recorded_with_its_line() {
-    let py = venv("jax");
-    let dir = workdir("shape_bug", &["shape_bug.py"]);
-    let out = trace(&dir, &py, &["shape_bug.py"]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    // The program caught the error and finished.
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    // The program catches the error and finishes.
+    let (dir, _, stderr) = traced("jax", "shape_bug.py", &[], 0);
     assert!(stderr.contains("1 tracing error"), "{stderr}");
     let s = session::load(&dir.join(".jaxpr-session")).unwrap();
     assert_eq!(s.status, Status::Ok);
@@ -204,7 +215,7 @@ fn shape_error_while_tracing_is_recorded_with_its_line() {
         e.message,
         "add got incompatible shapes for broadcasting: (v,), (4,)."
     );
-    assert_eq!(e.line, Some(9));
+    assert_eq!((e.line, e.col), (Some(9), Some(11)), "at `x + ...`");
     assert_eq!(e.function.as_deref(), Some("scale"));
     assert_eq!(e.during, "tracing scale");
     assert!(e.file.as_ref().unwrap().ends_with("shape_bug.py"));
@@ -219,11 +230,7 @@ fn shape_error_while_tracing_is_recorded_with_its_line() {
 
 #[test]
 fn uncaught_tracing_error_fails_the_run_and_is_recorded() {
-    let py = venv("jax");
-    let dir = workdir("bool_bug", &["bool_bug.py"]);
-    let out = trace(&dir, &py, &["bool_bug.py"]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let (dir, _, stderr) = traced("jax", "bool_bug.py", &[], 1);
     // Python's own traceback, starting in the program.
     assert!(
         stderr.contains("Traceback (most recent call last):\n  File \"")
@@ -311,11 +318,7 @@ fn missing_python_and_missing_jax_are_explained() {
 
 #[test]
 fn catalyst_qjit_functions_are_captured_with_dimension_variables() {
-    let py = venv("catalyst");
-    let dir = workdir("catalyst", &["qjit_prog.py"]);
-    let out = trace(&dir, &py, &["qjit_prog.py"]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let (dir, out, _) = traced("catalyst", "qjit_prog.py", &[], 0);
     assert!(String::from_utf8_lossy(&out.stdout).contains("3.0"));
     let s = session::load(&dir.join(".jaxpr-session")).unwrap();
     assert_eq!(

@@ -17,7 +17,6 @@ import os
 import re
 import sys
 import sysconfig
-import traceback
 
 _state = None
 
@@ -95,15 +94,18 @@ def _aval_str(a):
 def _user_location(tb):
     """Innermost frame of the traceback in the user's code: (file, line, col, function)."""
     best = None
-    for frame, lineno in traceback.walk_tb(tb):
-        code = frame.f_code
+    while tb is not None:
+        code, lineno, lasti = tb.tb_frame.f_code, tb.tb_lineno, tb.tb_lasti
+        tb = tb.tb_next
         if is_user_file(code.co_filename):
             col = None
             try:
+                # The instruction that raised (tb_lasti: a byte offset; one
+                # position per 2-byte code unit).
                 positions = list(code.co_positions())
-                pos = positions[frame.f_lasti // 2]
-                if pos[2] is not None:
-                    col = pos[2] + 1
+                pos = positions[lasti // 2]
+                # 0-based UTF-8 offset, as JAX prints columns in source info
+                col = pos[2]
             except Exception:  # noqa: BLE001 - positions are optional (python -X no_debug_ranges)
                 pass
             best = (os.path.abspath(code.co_filename), lineno, col, code.co_name)

@@ -214,7 +214,8 @@ fn source_location(
         candidates.extend(roots.iter().map(|r| r.join(&p)));
     }
     let found = candidates.into_iter().find(|c| c.is_file())?;
-    let pos = Position::new(line.saturating_sub(1), col.saturating_sub(1));
+    // JAX prints 1-based lines and 0-based columns (Python's co_positions).
+    let pos = Position::new(line.saturating_sub(1), col);
     Some(Location::new(
         Url::from_file_path(found).ok()?,
         Range::new(pos, pos),

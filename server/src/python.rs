@@ -19,7 +19,10 @@ use tower_lsp::jsonrpc::{Error, ErrorCode, Result};
 use tower_lsp::lsp_types::*;
 
 /// The command that re-runs the trace of a Python file: `[{"uri": ...}]`.
-pub const TRACE_COMMAND: &str = "jaxpr.traceAgain";
+/// Named like `jaxpr.server.build`: editors offer it to users as
+/// `jaxpr.traceAgain` (a client registers the commands a server
+/// advertises, so the two names must differ).
+pub const TRACE_COMMAND: &str = "jaxpr.server.traceAgain";
 
 /// `trace` settings (initializationOptions `{"trace": {...}}` or the
 /// `jaxpr.trace` section of `workspace/didChangeConfiguration`).

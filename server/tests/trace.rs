@@ -82,7 +82,7 @@ fn python_file_gets_hover_diagnostics_and_definition_from_its_trace() {
         caps["executeCommandProvider"]["commands"]
             .as_array()
             .unwrap()
-            .contains(&json!("jaxpr.traceAgain")),
+            .contains(&json!("jaxpr.server.traceAgain")),
         "{caps}"
     );
     assert_eq!(caps["textDocumentSync"]["save"], true);
@@ -97,29 +97,18 @@ fn python_file_gets_hover_diagnostics_and_definition_from_its_trace() {
 
     let r = s.call(
         "workspace/executeCommand",
-        json!({ "command": "jaxpr.traceAgain", "arguments": [{ "uri": u }] }),
+        json!({ "command": "jaxpr.server.traceAgain", "arguments": [{ "uri": u }] }),
     );
     assert_eq!(r["status"], "ok", "{r}");
     assert_eq!(r["functions"], 1);
     assert_eq!(r["errors"], 1);
-    let begin = s
-        .wait_for(|m| m["method"] == "$/progress" && m["params"]["value"]["kind"] == "begin")
-        .unwrap();
+    let (begin, end) = s.progress_begin_end();
+    let title = begin["title"].as_str().unwrap();
+    assert!(title.starts_with("jaxpr trace -- "), "{begin}");
+    let summary = end["message"].as_str().unwrap();
     assert!(
-        begin["params"]["value"]["title"]
-            .as_str()
-            .unwrap()
-            .starts_with("jaxpr trace -- "),
-        "{begin}"
-    );
-    let end = s
-        .wait_for(|m| m["method"] == "$/progress" && m["params"]["value"]["kind"] == "end")
-        .unwrap();
-    assert!(
-        end["params"]["value"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("1 function(s) traced, 1 error(s)")
+        summary.contains("1 function(s) traced, 1 error(s)"),
+        "{end}"
     );
 
     // The tracing error, on the line that raised it.
@@ -173,7 +162,7 @@ fn python_file_gets_hover_diagnostics_and_definition_from_its_trace() {
     open_python(&mut s, &hu, &std::fs::read_to_string(&hang).unwrap());
     let r = s.call(
         "workspace/executeCommand",
-        json!({ "command": "jaxpr.traceAgain", "arguments": [{ "uri": hu }] }),
+        json!({ "command": "jaxpr.server.traceAgain", "arguments": [{ "uri": hu }] }),
     );
     assert_eq!(r["status"], "timeout", "{r}");
     let shown = s
@@ -191,7 +180,7 @@ fn python_file_gets_hover_diagnostics_and_definition_from_its_trace() {
     // Bad arguments are refused, not fatal.
     let r = s.request(
         "workspace/executeCommand",
-        json!({ "command": "jaxpr.traceAgain", "arguments": [] }),
+        json!({ "command": "jaxpr.server.traceAgain", "arguments": [] }),
     );
     assert_eq!(r["error"]["code"], -32602, "{r}");
     assert!(s.shutdown().success());

@@ -18,7 +18,7 @@ pub struct EqnAt {
     /// 1-based position of the equation's primitive in the jaxpr file.
     pub jaxpr_line: u32,
     pub jaxpr_col: u32,
-    /// 1-based column in the Python line.
+    /// Column in the Python line (0-based, UTF-8 bytes, as JAX prints it).
     pub col: u32,
     /// `c:f32[8,4] = mul a b`.
     pub equation: String,
@@ -30,7 +30,7 @@ pub struct EqnAt {
 /// A problem to show on a Python line.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PyDiagnostic {
-    /// 1-based line; 1-based column when known.
+    /// 1-based line; 0-based byte column when known.
     pub line: u32,
     pub col: Option<u32>,
     pub message: String,

@@ -101,8 +101,9 @@ pub struct SourceMapEntry {
     pub primitive: String,
     /// `c:f32[8,4] = mul a b` (nested jaxprs elided).
     pub equation: String,
-    /// The Python location (absolute path, 1-based line and column) and the
-    /// function JAX named in the source-info comment.
+    /// The Python location (absolute path, 1-based line, 0-based column in
+    /// UTF-8 bytes as JAX prints it) and the function JAX named in the
+    /// source-info comment.
     pub file: PathBuf,
     pub line: u32,
     pub col: u32,
@@ -115,7 +116,8 @@ pub struct TraceError {
     /// Exception class (`TypeError`, `TracerBoolConversionError`...).
     pub kind: String,
     pub message: String,
-    /// Innermost location in the program's own code (absolute; 1-based).
+    /// Innermost location in the program's own code (absolute path, 1-based
+    /// line, 0-based column in UTF-8 bytes like the source map's).
     pub file: Option<PathBuf>,
     pub line: Option<u32>,
     pub col: Option<u32>,

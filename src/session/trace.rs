@@ -128,6 +128,7 @@ fn prepare(out: &Path) -> Result<(), String> {
                 || name == EVENTS_FILE
                 || name == OUTPUT_FILE
                 || name == "capture"
+                || name == ".gitignore"
                 || name.ends_with(".jaxpr")
         };
         let is_session = entries
@@ -151,6 +152,9 @@ fn prepare(out: &Path) -> Result<(), String> {
             }
         }
     }
+    // A session is a local artefact (absolute paths, this machine's Python).
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    std::fs::write(out.join(".gitignore"), "*\n").map_err(|e| format!("{}: {e}", out.display()))?;
     for (rel, text) in CAPTURE {
         let p = out.join("capture").join(rel);
         if let Some(d) = p.parent() {
