@@ -170,7 +170,7 @@ impl Python {
         let file = uri.to_file_path().ok()?;
         let rope = self.rope(uri)?;
         let ix = self.index(&file, roots).await?;
-        let md = ix.hover(&file, pos.line + 1)?;
+        let md = ix.hover(&file, pos.line.saturating_add(1))?;
         Some(Hover {
             contents: HoverContents::Markup(MarkupContent {
                 kind: MarkupKind::Markdown,
@@ -188,7 +188,7 @@ impl Python {
     ) -> Option<Location> {
         let file = uri.to_file_path().ok()?;
         let ix = self.index(&file, roots).await?;
-        let (path, line, col) = ix.definition(&file, pos.line + 1)?;
+        let (path, line, col) = ix.definition(&file, pos.line.saturating_add(1))?;
         let p = Position::new(line.saturating_sub(1), col.saturating_sub(1));
         Some(Location::new(
             Url::from_file_path(path).ok()?,

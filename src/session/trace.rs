@@ -223,9 +223,10 @@ pub fn run(opts: &TraceOptions) -> Result<(PathBuf, Session), String> {
         .arg(abs_out.join("capture").join("run.py"))
         .arg(&abs_out)
         .args(&c.target)
-        .current_dir(&opts.cwd)
-        .stdin(Stdio::null());
+        .current_dir(&opts.cwd);
     if opts.capture_output {
+        // Nothing to read from: the server's stdin is the protocol.
+        cmd.stdin(Stdio::null());
         let f = std::fs::File::create(abs_out.join(OUTPUT_FILE)).map_err(|e| e.to_string())?;
         let g = f.try_clone().map_err(|e| e.to_string())?;
         cmd.stdout(f).stderr(g);
