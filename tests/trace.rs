@@ -189,6 +189,16 @@ fn jax_program_is_captured_with_source_lines() {
     let hover = ix.hover(&file, 29).unwrap();
     assert!(hover.contains("body_jaxpr"), "{hover}");
     assert!(hover.contains("in_type:  ((i32[], True)"), "{hover}");
+    // A call of a jit function: the callee's signature.
+    let hover = ix.hover(&file, 15).unwrap();
+    assert!(
+        hover.contains("= jit[name=predict jaxpr={ lambda ... }] a b"),
+        "{hover}"
+    );
+    assert!(
+        hover.contains("in step.jaxpr:\n```\nin_type:  ((f32[4,3], True), (f32[8,4], True))"),
+        "{hover}"
+    );
     let hover = ix.hover(&file, 10).unwrap();
     assert!(hover.contains("traced `predict`"), "{hover}");
     let (path, line, _) = ix.definition(&file, 11).unwrap();
@@ -345,6 +355,14 @@ fn catalyst_qjit_functions_are_captured_with_dimension_variables() {
         f.source_map
             .iter()
             .all(|e| e.file.ends_with("qjit_prog.py"))
+    );
+    // Hover on the loop's line: the body's signature with de Bruijn indices.
+    let ix = SessionIndex::build(&dir.join(".jaxpr-session")).unwrap();
+    let hover = ix.hover(&dir.join("qjit_prog.py"), 13).unwrap();
+    assert!(
+        hover.contains("in_type:  ((i64[], False), (f64[DBIdx(0)], True), (i64[], True), (f64[DBIdx(0)], True))")
+            && hover.contains("out_type: ((f64[InDBIdx(0)], True),)"),
+        "{hover}"
     );
     let check = jaxpr(&dir, &["check", ".jaxpr-session"]);
     assert_eq!(

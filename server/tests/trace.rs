@@ -128,7 +128,10 @@ fn python_file_gets_hover_diagnostics_and_definition_from_its_trace() {
     let r = s.call("textDocument/hover", at(&u, pos_of(&text, "x * 2.0", 0, 0)));
     let md = r["contents"]["value"].as_str().unwrap();
     assert!(md.contains("b:f32[v] = mul a 2.0:f32[]"), "{md}");
-    assert!(md.contains("in the jaxpr of `double`"), "{md}");
+    assert!(
+        md.contains("in the jaxpr of `double` (double.jaxpr)"),
+        "{md}"
+    );
 
     // Definition: into the session's jaxpr, at the equation...
     let r = s.call(

@@ -217,23 +217,32 @@ impl SessionIndex {
             );
         }
         let eqns = self.eqns_at(file, line);
-        // Grouped by traced function (one line may run in several).
-        let mut seen: Vec<&str> = Vec::new();
+        // Grouped by jaxpr file: a line may run in several traced
+        // functions, and a function may be traced more than once.
+        let mut seen: Vec<&Path> = Vec::new();
         for e in eqns {
-            if !seen.contains(&e.function.as_str()) {
-                seen.push(&e.function);
+            if !seen.contains(&e.jaxpr_path.as_path()) {
+                seen.push(&e.jaxpr_path);
             }
         }
-        for func in seen {
-            let _ = writeln!(s, "in the jaxpr of `{func}`:\n```jaxpr");
-            for e in eqns.iter().filter(|e| e.function == func) {
+        for path in seen {
+            let group: Vec<&EqnAt> = eqns.iter().filter(|e| e.jaxpr_path == path).collect();
+            let file = path.file_name().unwrap_or_default().to_string_lossy();
+            let _ = writeln!(
+                s,
+                "in the jaxpr of `{}` ({file}):\n```jaxpr",
+                group[0].function
+            );
+            for e in &group {
                 let _ = writeln!(s, "{}", e.equation);
             }
             let _ = writeln!(s, "```");
-            for e in eqns.iter().filter(|e| e.function == func) {
-                for (what, i, o) in &e.callees {
-                    let _ = writeln!(s, "{what}:\n```\nin_type:  {i}\nout_type: {o}\n```");
-                }
+            for (what, i, o) in group.iter().flat_map(|e| &e.callees) {
+                // `what` names a line of the jaxpr file, not of the Python one.
+                let _ = writeln!(
+                    s,
+                    "{what} in {file}:\n```\nin_type:  {i}\nout_type: {o}\n```"
+                );
             }
         }
         (!s.is_empty()).then_some(s)
