@@ -409,7 +409,27 @@ fn checker_errors_are_reported_on_the_python_line() {
     );
     assert_eq!(ix.eqns_at(&py, 2)[0].equation, "c:f32[v] = mul a 2.0:f32[]");
 
-    // Another format version is refused with a clear message.
+    // A jaxpr file the session names but that is gone, or that is not a
+    // jaxpr, costs its own answers only.
+    std::fs::write(
+        sdir.join("f.jaxpr"),
+        "{ lambda ; a:f32[ . let b = \u{1F600} in",
+    )
+    .unwrap();
+    let ix = SessionIndex::build(&sdir).unwrap();
+    assert!(ix.hover(&py, 2).is_none());
+    std::fs::remove_file(sdir.join("f.jaxpr")).unwrap();
+    assert!(
+        SessionIndex::build(&sdir)
+            .unwrap()
+            .eqns_at(&py, 2)
+            .is_empty()
+    );
+
+    // Not JSON, or another format version: refused with a clear message.
+    std::fs::write(sdir.join("session.json"), "{ not json").unwrap();
+    let e = session::load(&sdir).unwrap_err().to_string();
+    assert!(e.contains("not a jaxpr session"), "{e}");
     std::fs::write(sdir.join("session.json"), r#"{"version": 99}"#).unwrap();
     let e = session::load(&sdir).unwrap_err().to_string();
     assert!(e.contains("format version 99"), "{e}");

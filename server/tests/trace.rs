@@ -154,6 +154,37 @@ fn python_file_gets_hover_diagnostics_and_definition_from_its_trace() {
     assert_eq!(back["uri"], u.as_str());
     assert_eq!(back["range"]["start"]["line"], 12);
 
+    // With `trace.onSave`, saving the file runs the trace again.
+    s.notify(
+        "workspace/didChangeConfiguration",
+        json!({ "settings": { "jaxpr": { "trace": { "onSave": true } } } }),
+    );
+    let before = std::fs::metadata(dir.join(".jaxpr-session/session.json"))
+        .and_then(|m| m.modified())
+        .unwrap();
+    s.notify(
+        "textDocument/didSave",
+        json!({ "textDocument": { "uri": u } }),
+    );
+    let (_, end) = s.progress_begin_end();
+    assert!(
+        end["message"]
+            .as_str()
+            .unwrap()
+            .contains("1 function(s) traced"),
+        "{end}"
+    );
+    let d = s.diagnostics(&u, None);
+    assert_eq!(d["diagnostics"].as_array().unwrap().len(), 1, "{d}");
+    let after = std::fs::metadata(dir.join(".jaxpr-session/session.json"))
+        .and_then(|m| m.modified())
+        .unwrap();
+    assert!(after > before, "the session was written again");
+    s.notify(
+        "workspace/didChangeConfiguration",
+        json!({ "settings": { "jaxpr": { "trace": { "onSave": false } } } }),
+    );
+
     // A program that never ends: stopped at the time limit, reported, and
     // the server goes on answering.
     s.notify(
