@@ -338,10 +338,15 @@ fn catalyst_qjit_functions_are_captured_with_dimension_variables() {
     assert_eq!(s.versions.get("jax").map(String::as_str), Some("0.7.1"));
     let mut n = names(&s);
     n.sort();
-    assert_eq!(n, ["grow", "scale_loop"]);
+    assert_eq!(n, ["grow", "norm", "scale_loop"]);
+    // A plain jax.jit function under Catalyst's jax 0.7.1.
+    let norm = function(&s, "norm");
+    assert_eq!((norm.kind.as_str(), norm.line), ("jit", Some(28)));
+    assert_eq!(norm.in_avals, ["f64[4]"], "Catalyst turns on jax_enable_x64");
+    assert_eq!(lines_of(norm, "sqrt"), [29]);
     let f = function(&s, "scale_loop");
     assert_eq!(f.kind, "qjit");
-    assert_eq!(f.line, Some(8));
+    assert_eq!(f.line, Some(9));
     // The abstracted axis is a dimension variable shared by both arrays.
     assert_eq!(f.in_avals, ["i64[]", "f64[a]", "f64[a]"]);
     assert_eq!(
@@ -349,8 +354,8 @@ fn catalyst_qjit_functions_are_captured_with_dimension_variables() {
         "((i64[], False), (f64[DBIdx(0)], True), (f64[DBIdx(0)], True))"
     );
     // Equations point at the program, not at Catalyst's helpers.
-    assert_eq!(lines_of(f, "for_loop"), [13]);
-    assert_eq!(lines_of(f, "mul"), [11]);
+    assert_eq!(lines_of(f, "for_loop"), [14]);
+    assert_eq!(lines_of(f, "mul"), [12]);
     assert!(
         f.source_map
             .iter()
@@ -358,7 +363,7 @@ fn catalyst_qjit_functions_are_captured_with_dimension_variables() {
     );
     // Hover on the loop's line: the body's signature with de Bruijn indices.
     let ix = SessionIndex::build(&dir.join(".jaxpr-session")).unwrap();
-    let hover = ix.hover(&dir.join("qjit_prog.py"), 13).unwrap();
+    let hover = ix.hover(&dir.join("qjit_prog.py"), 14).unwrap();
     assert!(
         hover.contains("in_type:  ((i64[], False), (f64[DBIdx(0)], True), (i64[], True), (f64[DBIdx(0)], True))")
             && hover.contains("out_type: ((f64[InDBIdx(0)], True),)"),

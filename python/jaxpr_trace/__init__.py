@@ -177,11 +177,38 @@ def record_function(kind, name, file, line, closed_jaxpr, in_avals=None, arg_nam
     )
 
 
+def _observe(dbg, fn, run, jaxpr_of, in_avals=None):
+    """Runs one jit trace (`run()`), recording its jaxpr (`jaxpr_of(result)`,
+    None when already recorded), or its error, when the traced function is
+    the program's own. Returns what `run` returns."""
+    file = getattr(dbg, "func_filename", None)
+    user = is_user_file(file)
+    name = getattr(dbg, "func_name", None) or "fn"
+    try:
+        result = run()
+    except Exception as e:
+        if user:
+            record_error(e, f"tracing {name}")
+        raise
+    if user:
+        try:
+            jaxpr = jaxpr_of(result)
+            if jaxpr is not None:
+                record_function(
+                    "jit", name, file, def_line(fn) or dbg.func_lineno, jaxpr,
+                    in_avals=in_avals, arg_names=dbg.arg_names,
+                )
+        except Exception as e:  # noqa: BLE001 - recording must never break the program
+            _internal_error(e)
+    return result
+
+
 def _hook_jax():
     """Hooks the one place every `jit` trace goes through (jax.jit calls,
     `.trace()`/`.lower()`, `jax.make_jaxpr`, `jax.export`): a cache miss
     of the jit cache, so each trace is recorded once and nothing is traced
-    twice."""
+    twice. `_trace_for_jit` in jax 0.10; `_create_pjit_jaxpr` in older ones
+    (Catalyst 0.15's jax 0.7.1)."""
     from jax._src import pjit, source_info_util, traceback_util
 
     # Frames of this package never become an equation's source location,
@@ -189,31 +216,39 @@ def _hook_jax():
     here = os.path.dirname(os.path.abspath(__file__)) + os.sep
     source_info_util.register_exclusion(here)
     traceback_util.register_exclusion(here)
-    original = getattr(pjit, "_trace_for_jit", None)
-    if original is None:
+
+    trace_for_jit = getattr(pjit, "_trace_for_jit", None)
+    if trace_for_jit is not None:
+
+        def _trace_for_jit(fun, ji, ctx_mesh, dbg, avals, *rest, **kw):
+            return _observe(
+                dbg, fun, lambda: trace_for_jit(fun, ji, ctx_mesh, dbg, avals, *rest, **kw),
+                lambda p: p.params["jaxpr"], in_avals=avals,
+            )
+
+        pjit._trace_for_jit = _trace_for_jit
+        return True
+
+    create_pjit_jaxpr = getattr(pjit, "_create_pjit_jaxpr", None)
+    if create_pjit_jaxpr is None:
         return False
+    # This one sits behind its own cache and is called on cache hits too:
+    # each jaxpr is recorded once (kept here, so its id stays its own).
+    recorded = {}
 
-    def _trace_for_jit(fun, ji, ctx_mesh, dbg, avals, *rest, **kw):
-        file = getattr(dbg, "func_filename", None)
-        user = is_user_file(file)
-        name = dbg.func_name if dbg is not None else "fn"
-        try:
-            p = original(fun, ji, ctx_mesh, dbg, avals, *rest, **kw)
-        except Exception as e:
-            if user:
-                record_error(e, f"tracing {name}")
-            raise
-        if user:
-            try:
-                record_function(
-                    "jit", name, file, def_line(fun) or dbg.func_lineno, p.params["jaxpr"],
-                    in_avals=avals, arg_names=dbg.arg_names,
-                )
-            except Exception as e:  # noqa: BLE001 - recording must never break the program
-                _internal_error(e)
-        return p
+    def first_time(result):
+        if id(result[0]) in recorded:
+            return None
+        recorded[id(result[0])] = result[0]
+        return result[0]
 
-    pjit._trace_for_jit = _trace_for_jit
+    def _create_pjit_jaxpr(fun, *rest, **kw):
+        return _observe(
+            getattr(fun, "debug_info", None), getattr(fun, "f", None),
+            lambda: create_pjit_jaxpr(fun, *rest, **kw), first_time,
+        )
+
+    pjit._create_pjit_jaxpr = _create_pjit_jaxpr
     return True
 
 

@@ -1,5 +1,6 @@
 """Catalyst programs with dynamically-shaped arrays (after the corpus's
 programs_catalyst.py)."""
+import jax
 import jax.numpy as jnp
 from catalyst import for_loop, qjit
 
@@ -21,3 +22,11 @@ def grow(sz: int):
 
 print(scale_loop(jnp.ones(3), jnp.ones(3)))
 print(grow(3))
+
+
+@jax.jit
+def norm(x):
+    return jnp.sqrt(jnp.sum(x * x))
+
+
+print(norm(jnp.ones(4)))
