@@ -6,6 +6,7 @@ pub mod cli;
 pub mod db;
 pub mod diagnostics;
 pub mod ide;
+pub mod session;
 pub mod signature;
 pub mod syntax;
 pub mod types;

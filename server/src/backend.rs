@@ -45,6 +45,8 @@ pub struct Backend {
     /// Delay between an edit and re-checking, so a burst of keystrokes is checked once.
     debounce: Duration,
     roots: Mutex<Vec<PathBuf>>,
+    /// Python documents and the tracing sessions that cover them.
+    python: crate::python::Python,
 }
 
 /// The workspace lock, even if a thread panicked while holding it (the
@@ -73,11 +75,16 @@ impl Backend {
             encoding: OnceLock::new(),
             debounce: Duration::from_millis(debounce),
             roots: Mutex::new(Vec::new()),
+            python: Default::default(),
         }
     }
 
     fn enc(&self) -> Encoding {
         *self.encoding.get().unwrap_or(&Encoding::Utf16)
+    }
+
+    fn roots(&self) -> Vec<PathBuf> {
+        self.roots.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     async fn log(&self, typ: MessageType, msg: impl Into<String>) {
@@ -207,7 +214,8 @@ fn source_location(
         candidates.extend(roots.iter().map(|r| r.join(&p)));
     }
     let found = candidates.into_iter().find(|c| c.is_file())?;
-    let pos = Position::new(line.saturating_sub(1), col.saturating_sub(1));
+    // JAX prints 1-based lines and 0-based columns (Python's co_positions).
+    let pos = Position::new(line.saturating_sub(1), col);
     Some(Location::new(
         Url::from_file_path(found).ok()?,
         Range::new(pos, pos),
@@ -240,6 +248,13 @@ impl LanguageServer for Backend {
             roots.push(p);
         }
         *self.roots.lock().unwrap_or_else(|e| e.into_inner()) = roots;
+        if let Some(opts) = &params.initialization_options {
+            self.python
+                .settings
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .update(opts);
+        }
         Ok(InitializeResult {
             server_info: Some(ServerInfo {
                 name: "jaxpr-lsp".into(),
@@ -254,6 +269,8 @@ impl LanguageServer for Backend {
                     TextDocumentSyncOptions {
                         open_close: Some(true),
                         change: Some(TextDocumentSyncKind::INCREMENTAL),
+                        // Python files may be re-traced on save.
+                        save: Some(TextDocumentSyncSaveOptions::Supported(true)),
                         ..Default::default()
                     },
                 )),
@@ -287,7 +304,7 @@ impl LanguageServer for Backend {
                     ..Default::default()
                 }),
                 execute_command_provider: Some(ExecuteCommandOptions {
-                    commands: vec![BUILD_COMMAND.into()],
+                    commands: vec![BUILD_COMMAND.into(), crate::python::TRACE_COMMAND.into()],
                     work_done_progress_options: Default::default(),
                 }),
                 ..Default::default()
@@ -309,6 +326,14 @@ impl LanguageServer for Backend {
 
     async fn did_open(&self, p: DidOpenTextDocumentParams) {
         let (uri, version) = (p.text_document.uri, p.text_document.version);
+        if crate::python::is_python(&uri, Some(&p.text_document.language_id)) {
+            self.python.open(uri.clone(), &p.text_document.text);
+            let python = &self.python;
+            python
+                .publish(&self.client, &uri, &self.roots(), self.enc())
+                .await;
+            return;
+        }
         lock(&self.ws).open(uri.clone(), p.text_document.text, version);
         self.schedule_diagnostics(uri, version, Duration::ZERO);
     }
@@ -316,6 +341,10 @@ impl LanguageServer for Backend {
     async fn did_change(&self, p: DidChangeTextDocumentParams) {
         let (uri, version) = (p.text_document.uri, p.text_document.version);
         let enc = self.enc();
+        if self.python.is_open(&uri) {
+            self.python.change(&uri, p.content_changes, enc);
+            return;
+        }
         let ws = self.ws.clone();
         let changes = p.content_changes;
         let uri2 = uri.clone();
@@ -336,13 +365,46 @@ impl LanguageServer for Backend {
 
     async fn did_close(&self, p: DidCloseTextDocumentParams) {
         let uri = p.text_document.uri;
+        self.python.close(&uri);
         lock(&self.ws).close(&uri);
         self.client.publish_diagnostics(uri, Vec::new(), None).await;
+    }
+
+    async fn did_save(&self, p: DidSaveTextDocumentParams) {
+        let uri = p.text_document.uri;
+        let on_save = self
+            .python
+            .settings
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .on_save;
+        if on_save
+            && self.python.is_open(&uri)
+            && let Ok(file) = uri.to_file_path()
+        {
+            // Failures are shown to the user by the trace itself.
+            let _ = self
+                .python
+                .trace_file(&self.client, &file, None, &self.roots(), self.enc())
+                .await;
+        }
+    }
+
+    async fn did_change_configuration(&self, p: DidChangeConfigurationParams) {
+        self.python
+            .settings
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .update(&p.settings);
     }
 
     async fn hover(&self, p: HoverParams) -> Result<Option<Hover>> {
         let tp = p.text_document_position_params;
         let pos = tp.position;
+        if self.python.is_open(&tp.text_document.uri) {
+            let uri = &tp.text_document.uri;
+            return Ok(self.python.hover(uri, pos, &self.roots(), self.enc()).await);
+        }
         let r = self
             .query(&tp.text_document.uri, move |v, rope, enc| {
                 let (range, md) = ide::hover(v, convert::offset(rope, pos, enc))?;
@@ -361,7 +423,11 @@ impl LanguageServer for Backend {
     ) -> Result<Option<GotoDefinitionResponse>> {
         let tp = p.text_document_position_params;
         let (uri, pos) = (tp.text_document.uri, tp.position);
-        let roots = self.roots.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let roots = self.roots();
+        if self.python.is_open(&uri) {
+            let loc = self.python.definition(&uri, pos, &roots).await;
+            return Ok(loc.map(GotoDefinitionResponse::Scalar));
+        }
         let u = uri.clone();
         let r = self
             .query(&uri, move |v, rope, enc| {
@@ -616,6 +682,14 @@ impl LanguageServer for Backend {
     }
 
     async fn execute_command(&self, p: ExecuteCommandParams) -> Result<Option<Value>> {
+        if p.command == crate::python::TRACE_COMMAND {
+            let token = p.work_done_progress_params.work_done_token;
+            let (roots, enc) = (self.roots(), self.enc());
+            return self
+                .python
+                .trace_again(&self.client, p.arguments, token, &roots, enc)
+                .await;
+        }
         if p.command != BUILD_COMMAND {
             return Err(Error::invalid_params(format!(
                 "unknown command `{}`",

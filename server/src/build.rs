@@ -28,13 +28,33 @@ fn failure(message: String) -> Error {
     }
 }
 
-async fn progress(client: &Client, token: &NumberOrString, value: WorkDoneProgress) {
+pub(crate) async fn progress(client: &Client, token: &NumberOrString, value: WorkDoneProgress) {
     client
         .send_notification::<Progress>(ProgressParams {
             token: token.clone(),
             value: ProgressParamsValue::WorkDone(value),
         })
         .await;
+}
+
+/// Progress: the client's token, or one we ask the client to create.
+pub(crate) async fn progress_token(
+    client: &Client,
+    given: Option<NumberOrString>,
+    name: String,
+) -> Option<NumberOrString> {
+    match given {
+        Some(t) => Some(t),
+        None => {
+            let t = NumberOrString::String(name);
+            let created = client
+                .send_request::<WorkDoneProgressCreate>(WorkDoneProgressCreateParams {
+                    token: t.clone(),
+                })
+                .await;
+            created.ok().map(|_| t)
+        }
+    }
 }
 
 pub async fn execute(
@@ -56,19 +76,7 @@ pub async fn execute(
             args.emit
         )));
     }
-    // Progress: the client's token, or one we ask the client to create.
-    let token = match token {
-        Some(t) => Some(t),
-        None => {
-            let t = NumberOrString::String(format!("jaxpr-build-{}", args.uri));
-            let created = client
-                .send_request::<WorkDoneProgressCreate>(WorkDoneProgressCreateParams {
-                    token: t.clone(),
-                })
-                .await;
-            created.ok().map(|_| t)
-        }
-    };
+    let token = progress_token(client, token, format!("jaxpr-build-{}", args.uri)).await;
     if let Some(t) = &token {
         let title = format!("jaxpr build --emit {}", args.emit);
         progress(

@@ -41,6 +41,30 @@ fn line_end_char(rope: &Rope, line: usize) -> usize {
     start + len
 }
 
+/// The range of a line's text from byte column `col` (or its first
+/// non-blank character) to its end; None past the end of the file.
+pub fn line_range(rope: &Rope, line: usize, col: Option<u32>, enc: Encoding) -> Option<Range> {
+    if line >= rope.len_lines() {
+        return None;
+    }
+    let start = rope.line_to_char(line);
+    let end = line_end_char(rope, line);
+    let indent = rope
+        .slice(start..end)
+        .chars()
+        .take_while(|c| c.is_whitespace())
+        .count();
+    let line_bytes = rope.char_to_byte(start);
+    let from = match col {
+        Some(c) => (line_bytes + c as usize).min(rope.char_to_byte(end)),
+        None => rope.char_to_byte(start + indent),
+    };
+    Some(Range::new(
+        position(rope, from as u32, enc),
+        position(rope, rope.char_to_byte(end) as u32, enc),
+    ))
+}
+
 /// Char index of a position.
 pub fn char_index(rope: &Rope, pos: Position, enc: Encoding) -> usize {
     let line = pos.line as usize;

@@ -4,6 +4,7 @@ mod backend;
 mod build;
 mod convert;
 mod framing;
+mod python;
 mod state;
 
 use backend::Backend;

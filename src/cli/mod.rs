@@ -1,7 +1,9 @@
-//! The `jaxpr` command line: `check` (diagnostics, human or JSON) and
-//! `types` (every jaxpr's `in_type`/`out_type`).
+//! The `jaxpr` command line: `check` (diagnostics, human or JSON),
+//! `types` (every jaxpr's `in_type`/`out_type`) and `trace` (record what a
+//! Python program traces into a session folder).
 
 mod render;
+mod trace;
 
 use crate::db::{self, RootDatabase, SourceFile};
 use crate::diagnostics::{Diagnostic, Severity};
@@ -39,7 +41,11 @@ enum Command {
     Types { file: PathBuf },
     /// Build a jaxpr: StableHLO text or bytecode.
     Build {
+        /// A jaxpr file, or a tracing session folder with `--function`.
         file: PathBuf,
+        /// In a session folder: the traced function to build.
+        #[arg(long)]
+        function: Option<String>,
         /// What to emit.
         #[arg(long, value_enum, default_value_t = EmitKind::Stablehlo)]
         emit: EmitKind,
@@ -52,6 +58,19 @@ enum Command {
         /// Colour the diagnostics: auto, always, never.
         #[arg(long, value_enum, default_value_t = ColorMode::Auto)]
         color: ColorMode,
+    },
+    /// Run a Python program and record every jaxpr it traces, with source
+    /// locations and tracing errors, into a session folder.
+    Trace {
+        /// Session folder (default: `.jaxpr-session` beside the script).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Stop the program after this many seconds.
+        #[arg(long)]
+        timeout: Option<f64>,
+        /// The program: `python SCRIPT ARGS...` or `python -m MODULE ARGS...`.
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+        command: Vec<String>,
     },
 }
 
@@ -92,11 +111,26 @@ pub fn main() -> i32 {
         Command::Types { file } => types(&file),
         Command::Build {
             file,
+            function,
             emit,
             bytecode,
             output,
             color,
-        } => build(&file, emit, bytecode, output, color),
+        } => {
+            let file = match resolve_build_input(&file, function.as_deref()) {
+                Ok(f) => f,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return 2;
+                }
+            };
+            build(&file, emit, bytecode, output, color)
+        }
+        Command::Trace {
+            out,
+            timeout,
+            command,
+        } => trace::trace(command, out, timeout),
     }
 }
 
@@ -255,6 +289,20 @@ fn check(paths: &[PathBuf], format: Format, color: ColorMode) -> i32 {
         1
     } else {
         0
+    }
+}
+
+/// The jaxpr file to build: the file itself, or the traced function of a
+/// session folder.
+fn resolve_build_input(path: &Path, function: Option<&str>) -> Result<PathBuf, String> {
+    match (path.is_dir(), function) {
+        (true, Some(f)) => crate::session::resolve_function(path, f).map_err(|e| e.to_string()),
+        (true, None) => Err(format!(
+            "{} is a folder: name the traced function to build with --function",
+            path.display()
+        )),
+        (false, Some(_)) => Err("--function needs a tracing session folder".into()),
+        (false, None) => Ok(path.to_path_buf()),
     }
 }
 

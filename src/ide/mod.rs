@@ -510,6 +510,63 @@ fn call_site_mapping(f: &FileView, j: JaxprId, s: &mut String) {
     }
 }
 
+/// One line for an equation as printed, without its comments:
+/// `c:f32[8,3] = mul a b` (nested jaxprs shown as `{ lambda ... }`). For
+/// tools that show equations away from the jaxpr (the Python file's hover).
+pub fn equation_summary(f: &FileView, e: EqnId) -> String {
+    let eqn = f.analysis.eqn(e);
+    let Some(syn) = find_eqn(&f.parse.file, eqn.range) else {
+        return eqn.primitive.to_string();
+    };
+    let squash = |r: TextRange| {
+        f.text[r.as_usize()]
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let mut s = syn
+        .outs
+        .iter()
+        .map(|b| squash(b.range))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let _ = write!(s, " = {}", eqn.primitive);
+    if !syn.params.is_empty() {
+        let params: Vec<String> = syn
+            .params
+            .iter()
+            .map(|p| param_summary(f.text, p))
+            .collect();
+        let _ = write!(s, "[{}]", params.join(" "));
+    }
+    for arg in syn.args.iter() {
+        let r = match arg {
+            ast::Atom::Var(n) => n.range,
+            ast::Atom::Lit(l) => l.range,
+        };
+        let _ = write!(s, " {}", squash(r));
+    }
+    s
+}
+
+/// The jaxprs an equation calls, each with where it sits and its
+/// `in_type`/`out_type`: `(description, in_type, out_type)`.
+pub fn callee_signatures(f: &FileView, e: EqnId) -> Vec<(String, String, String)> {
+    f.analysis
+        .eqn(e)
+        .callees
+        .iter()
+        .map(|(_, j)| {
+            let sig = &f.analysis.jaxpr(*j).signature;
+            (
+                describe_jaxpr(f.analysis, *j, f.lines),
+                sig.render_in(),
+                sig.render_out(),
+            )
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

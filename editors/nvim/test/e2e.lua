@@ -485,6 +485,83 @@ do
 end
 
 ---------------------------------------------------------------------------
+-- (i) A Python file with a tracing session (setup{ python = true }):
+-- diagnostics, hover, definition into the session's jaxpr, :JaxprTraceAgain
+---------------------------------------------------------------------------
+
+do
+  jaxpr.setup({ keymaps = true, python = true })
+  local dir = vim.fn.resolve(vim.fn.tempname())
+  local sdir = dir .. '/.jaxpr-session'
+  vim.fn.mkdir(sdir, 'p')
+  local py = dir .. '/model.py'
+  vim.fn.writefile({ 'def f(a, b):', '    c = a * 2', '    return c + b' }, py)
+  -- A session as `jaxpr trace` writes it (by hand: a real program with a
+  -- checker error in its jaxpr is not at hand), whose recorded command
+  -- cannot run, so that :JaxprTraceAgain fails the same way everywhere.
+  vim.fn.writefile({
+    '{ lambda ; a:f32[v] b:f32[4]. let',
+    '    c:f32[v] = mul a 2.0:f32[]  # ' .. py .. ':2:8 (f)',
+    '    d:f32[v] = add c b          # ' .. py .. ':3:11 (f)',
+    '  in (d,) }',
+  }, sdir .. '/f.jaxpr')
+  vim.fn.writefile({ vim.fn.json_encode({
+    version = 1, status = 'ok', command = { '/nonexistent/python-e2e', 'model.py' }, cwd = dir,
+    functions = { { name = 'f', kind = 'jit', file = py, line = 1, jaxpr = 'f.jaxpr', in_avals = { 'f32[v]', 'f32[4]' },
+      out_avals = { 'f32[v]' }, in_type = '', out_type = '', check_errors = 1, source_map = {} } },
+    errors = { { kind = 'TypeError', message = 'boom', file = py, line = 1, col = 4, ['function'] = 'f',
+      during = 'tracing f' } },
+  }) }, sdir .. '/session.json')
+
+  vim.cmd('edit ' .. vim.fn.fnameescape(py))
+  local buf = vim.api.nvim_get_current_buf()
+  check(vim.bo[buf].filetype == 'python', 'model.py: filetype is %q', vim.bo[buf].filetype)
+  wait_for('model.py: jaxpr-lsp attached', function()
+    return client_of(buf) ~= nil
+  end)
+  wait_for('model.py: the session\'s two errors', function()
+    return #errors_of(buf) == 2
+  end)
+  local by_line = {}
+  for _, d in ipairs(errors_of(buf)) do
+    by_line[d.lnum + 1] = d
+  end
+  check(by_line[1] and by_line[1].message:find('TypeError while tracing f: boom', 1, true),
+    'the tracing error on line 1:\n%s', describe(errors_of(buf)))
+  check(by_line[3] and by_line[3].code == 'J0004', 'the shape error of `add` on line 3:\n%s', describe(errors_of(buf)))
+  out('(i) Python diagnostics:\n' .. describe(errors_of(buf)))
+
+  set_cursor(1, 8)
+  local text = hover_text(buf)
+  check(text:find('c:f32[v] = mul a 2.0:f32[]', 1, true), 'hover on line 2 of model.py: %s', text)
+  out('(i) hover on `c = a * 2` shows its equation')
+
+  vim.lsp.buf.definition()
+  wait_for('definition into the session\'s jaxpr', function()
+    return vim.api.nvim_buf_get_name(0):find('f.jaxpr', 1, true) ~= nil
+  end)
+  check(vim.api.nvim_win_get_cursor(0)[1] == 2, 'definition landed on line %d of f.jaxpr, expected 2',
+    vim.api.nvim_win_get_cursor(0)[1])
+  out('(i) definition: model.py:2 -> f.jaxpr:2')
+
+  vim.cmd('buffer ' .. buf)
+  notes = {}
+  vim.cmd('JaxprTraceAgain')
+  wait_for(':JaxprTraceAgain to report', function()
+    return find_note('tracing model.py failed', vim.log.levels.ERROR) ~= nil
+  end)
+  local note = find_note('tracing model.py failed').msg
+  check(note:find('cannot run `/nonexistent/python-e2e`', 1, true), ':JaxprTraceAgain: unclear message: %s', note)
+  -- The session now says what happened and holds nothing: the errors go.
+  wait_for('the diagnostics of the new session', function()
+    return #errors_of(buf) == 0
+  end)
+  check(read_json(sdir .. '/session.json').status == 'no-python', 'the session does not record the failure')
+  out('(i) :JaxprTraceAgain -> ' .. note)
+  vim.fn.delete(dir, 'rf')
+end
+
+---------------------------------------------------------------------------
 -- (h) A missing server binary gives a clear message; *.jaxpr.txt is detected
 ---------------------------------------------------------------------------
 

@@ -1,5 +1,7 @@
-// VS Code client for jaxpr-lsp: starts the server over stdio and adds the
-// build commands (which ask the server to compile the current file).
+// VS Code client for jaxpr-lsp: starts the server over stdio (for jaxpr
+// files, and Python files for their tracing sessions) and adds the build
+// commands (which ask the server to compile the current file) and the
+// trace command (which asks it to run the Python program's trace again).
 
 import * as path from 'path';
 import * as vscode from 'vscode';
@@ -12,6 +14,7 @@ import {
 } from 'vscode-languageclient/node';
 import { EMIT_LABEL, Emit, buildParams, describeError, isUriString, parseBuildResult } from './build';
 import { SERVER_PATH_SETTING, missingServerMessage, resolveServerCommand } from './serverPath';
+import { parseTraceResult, traceParams, traceSettings } from './trace';
 
 const CLIENT_ID = 'jaxpr';
 const CLIENT_NAME = 'Jaxpr Language Server';
@@ -26,6 +29,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   context.subscriptions.push(
     outputChannel,
     vscode.commands.registerCommand('jaxpr.restartServer', () => restartServer()),
+    vscode.commands.registerCommand('jaxpr.traceAgain', (resource?: unknown) => traceCommand(resource)),
     vscode.commands.registerCommand('jaxpr.buildStablehlo', (resource?: unknown) => buildCommand('stablehlo', resource)),
     vscode.commands.registerCommand('jaxpr.buildNative', (resource?: unknown) => buildCommand('native', resource)),
     vscode.workspace.onDidChangeConfiguration((e) => {
@@ -94,7 +98,12 @@ async function startClient(): Promise<boolean> {
     documentSelector: [
       { scheme: 'file', language: 'jaxpr' },
       { scheme: 'untitled', language: 'jaxpr' },
+      // Python files on disk: hovers, diagnostics and definitions from their tracing session.
+      { scheme: 'file', language: 'python' },
     ],
+    initializationOptions: { trace: traceSettings((key) => vscode.workspace.getConfiguration('jaxpr').get(key)) },
+    // Later changes of `jaxpr.*` reach the server as workspace/didChangeConfiguration.
+    synchronize: { configurationSection: 'jaxpr' },
     outputChannel,
   };
   // The id 'jaxpr' makes the client honour the `jaxpr.trace.server` setting.
@@ -201,6 +210,44 @@ async function buildCommand(emit: Emit, resource?: unknown): Promise<void> {
     await openOutput(output, emit);
   } else if (choice === 'Copy Path') {
     await vscode.env.clipboard.writeText(outcome.path);
+  }
+}
+
+async function traceCommand(resource?: unknown): Promise<void> {
+  const uri = targetUri(resource);
+  const doc = uri && vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri.toString());
+  if (!uri || uri.scheme !== 'file' || (doc && doc.languageId !== 'python')) {
+    void vscode.window.showErrorMessage('Jaxpr: open a Python file (saved on disk) to trace it.');
+    return;
+  }
+  // The program runs from disk: trace what the user sees.
+  if (doc && doc.isDirty) {
+    await doc.save();
+  }
+  await lifecycle;
+  const c = client;
+  if (!c || !c.isRunning()) {
+    void vscode.window.showErrorMessage(
+      `Jaxpr: the language server is not running, so ${displayName(uri)} cannot be traced. Check "${SERVER_PATH_SETTING}".`,
+    );
+    return;
+  }
+  let result: unknown;
+  try {
+    // The server reports progress itself ($/progress), with the time limit.
+    result = await c.sendRequest(ExecuteCommandRequest.type, traceParams(uri.toString()));
+  } catch (err) {
+    const message = `Jaxpr: tracing ${displayName(uri)} failed: ${describeError(err)}`;
+    log(message);
+    void vscode.window.showErrorMessage(message);
+    return;
+  }
+  const outcome = parseTraceResult(result);
+  log(`Traced ${uri.toString()}: ${outcome.message}`);
+  if (outcome.ok) {
+    void vscode.window.showInformationMessage(`Jaxpr: traced ${displayName(uri)}: ${outcome.message}`);
+  } else {
+    void vscode.window.showErrorMessage(`Jaxpr: tracing ${displayName(uri)} failed: ${outcome.message}`);
   }
 }
 

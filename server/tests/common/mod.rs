@@ -201,6 +201,18 @@ impl Lsp {
             .clone()
     }
 
+    /// The `value`s of the next `$/progress` begin and end, which must share a token.
+    pub fn progress_begin_end(&mut self) -> (Value, Value) {
+        let mut next = |kind: &str| {
+            self.wait_for(|m| m["method"] == "$/progress" && m["params"]["value"]["kind"] == kind)
+                .unwrap_or_else(|| panic!("no $/progress {kind}"))["params"]
+                .clone()
+        };
+        let (begin, end) = (next("begin"), next("end"));
+        assert_eq!(begin["token"], end["token"]);
+        (begin["value"].clone(), end["value"].clone())
+    }
+
     pub fn shutdown(mut self) -> std::process::ExitStatus {
         let _ = self.request("shutdown", Value::Null);
         self.notify("exit", Value::Null);

@@ -12,6 +12,7 @@ local M = {}
 
 local NAME = 'jaxpr-lsp'
 local BUILD_COMMAND = 'jaxpr.server.build'
+local TRACE_COMMAND = 'jaxpr.server.traceAgain'
 local EMIT_LABEL = { stablehlo = 'StableHLO', native = 'native library' }
 
 local uv = vim.loop
@@ -34,6 +35,12 @@ M.defaults = {
   keymaps = false,
   inlay_hints = false,
   save_before_build = false,
+  -- Python buffers: hover, diagnostics and definition from their tracing
+  -- session (`jaxpr trace`), and :JaxprTraceAgain.
+  python = false,
+  -- Passed to the server as init_options.trace: re-trace on save, the
+  -- interpreter for a file without a session, the time limit in seconds.
+  trace = { onSave = false, python = 'python3', timeout = 120 },
 }
 
 M.default_keymaps = {
@@ -211,7 +218,7 @@ local function client_config(root)
     workspace_folders = { { uri = vim.uri_from_fname(root), name = root } },
     capabilities = capabilities,
     settings = config.settings,
-    init_options = config.init_options,
+    init_options = vim.tbl_deep_extend('force', { trace = config.trace }, config.init_options or {}),
     flags = config.flags,
     handlers = config.handlers,
     -- Read `config` at attach time, so that a later `setup` call applies.
@@ -440,6 +447,55 @@ function M.build(emit, opts)
 end
 
 ---------------------------------------------------------------------------
+-- Tracing sessions (workspace/executeCommand jaxpr.server.traceAgain)
+---------------------------------------------------------------------------
+
+--- Asks the server to run the Python buffer's trace again (the session's
+--- recorded command, or `python FILE`). opts: bufnr,
+--- on_done = function(err_message|nil, result|nil).
+function M.trace_again(opts)
+  opts = opts or {}
+  local function done(err, result)
+    if opts.on_done then
+      opts.on_done(err, result)
+    end
+  end
+  local bufnr = (opts.bufnr == nil or opts.bufnr == 0) and vim.api.nvim_get_current_buf() or opts.bufnr
+  local fname = vim.api.nvim_buf_get_name(bufnr)
+  if vim.bo[bufnr].filetype ~= 'python' or fname == '' then
+    notify('open a Python file (saved on disk) to trace it', levels.ERROR)
+    return done('not a python buffer')
+  end
+  local client = M.get_client(bufnr)
+  if not client then
+    notify('the language server is not attached to this buffer (setup{ python = true })', levels.ERROR)
+    return done('no client')
+  end
+  if vim.bo[bufnr].modified then
+    vim.api.nvim_buf_call(bufnr, function()
+      vim.cmd('silent update')
+    end)
+  end
+  local display = vim.fn.fnamemodify(fname, ':t')
+  notify(('tracing %s…'):format(display))
+  local params = { command = TRACE_COMMAND, arguments = { { uri = vim.uri_from_bufnr(bufnr) } } }
+  client_call(client, 'request', 'workspace/executeCommand', params, function(err, result)
+    if err then
+      local msg = error_message(err)
+      notify(('tracing %s failed: %s'):format(display, msg), levels.ERROR)
+      return done(msg)
+    end
+    if type(result) == 'table' and result.status == 'ok' then
+      notify(('traced %s: %d function(s), %d error(s)'):format(display, result.functions or 0, result.errors or 0))
+    else
+      local why = type(result) == 'table' and (result.message or result.status) or vim.inspect(result)
+      notify(('tracing %s failed: %s'):format(display, tostring(why)), levels.ERROR)
+    end
+    done(nil, result)
+  end, bufnr)
+end
+
+---------------------------------------------------------------------------
 -- Setup
 ---------------------------------------------------------------------------
 
@@ -454,6 +510,9 @@ local function create_commands()
   cmd('JaxprRestart', function()
     M.restart()
   end, { desc = 'jaxpr: restart the language server' })
+  cmd('JaxprTraceAgain', function()
+    M.trace_again()
+  end, { desc = 'jaxpr: run the tracing session of the current Python file again' })
 end
 
 --- Configures the client; may be called again to change the options (the
@@ -469,6 +528,8 @@ function M.setup(opts)
     filetypes = { 'table' },
     root_markers = { 'table' },
     keymaps = { 'boolean', 'table' },
+    python = { 'boolean' },
+    trace = { 'table' },
   }
   for key, types in pairs(expected) do
     if opts[key] ~= nil and not vim.tbl_contains(types, type(opts[key])) then
@@ -476,6 +537,10 @@ function M.setup(opts)
     end
   end
   config = vim.tbl_extend('force', vim.deepcopy(M.defaults), opts)
+  config.trace = vim.tbl_extend('force', M.defaults.trace, opts.trace or {})
+  if config.python and not vim.tbl_contains(config.filetypes, 'python') then
+    config.filetypes = vim.list_extend(vim.deepcopy(config.filetypes), { 'python' })
+  end
   config.cmd = normalize_cmd(opts.cmd or default_cmd())
   M.config = config
 

@@ -209,7 +209,10 @@ test('activation starts jaxpr-lsp over stdio for jaxpr documents', async () => {
   assert.deepEqual(c.clientOptions.documentSelector, [
     { scheme: 'file', language: 'jaxpr' },
     { scheme: 'untitled', language: 'jaxpr' },
+    { scheme: 'file', language: 'python' },
   ]);
+  assert.deepEqual(c.clientOptions.initializationOptions, { trace: { onSave: false, python: 'python3', timeout: 120 } });
+  assert.deepEqual(c.clientOptions.synchronize, { configurationSection: 'jaxpr' });
   assert.ok(c.clientOptions.outputChannel, 'an output channel is passed to the client');
   assert.equal(c.isRunning(), true);
   assert.deepEqual(rec.errors, []);
@@ -219,8 +222,9 @@ test('the registered commands are exactly the contributed ones, and differ from 
   await activate();
   const contributed = packageJson.contributes.commands.map((c: { command: string }) => c.command).sort();
   assert.deepEqual([...commands.keys()].sort(), contributed);
-  assert.deepEqual(contributed, ['jaxpr.buildNative', 'jaxpr.buildStablehlo', 'jaxpr.restartServer']);
+  assert.deepEqual(contributed, ['jaxpr.buildNative', 'jaxpr.buildStablehlo', 'jaxpr.restartServer', 'jaxpr.traceAgain']);
   assert.ok(!commands.has('jaxpr.server.build'));
+  assert.ok(!commands.has('jaxpr.server.traceAgain'));
 });
 
 test('Build StableHLO sends jaxpr.server.build for the active document and offers to open the result', async () => {
@@ -357,4 +361,34 @@ test('restart re-reads the setting; changing jaxpr.server.path restarts too', as
   await commands.get('jaxpr.buildStablehlo')!();
   assert.equal(FakeLanguageClient.instances.length, 3);
   assert.equal(FakeLanguageClient.instances[2].requests.length, 1);
+});
+
+test('Trace again sends jaxpr.server.traceAgain for the active Python file, saved first, and reports the answer', async () => {
+  config['jaxpr.trace.onSave'] = true;
+  config['jaxpr.trace.timeout'] = 30;
+  await activate();
+  assert.deepEqual(FakeLanguageClient.instances[0].clientOptions.initializationOptions, {
+    trace: { onSave: true, python: 'python3', timeout: 30 },
+  });
+  let saved = 0;
+  const py = { ...jaxprDoc('/w/train.py'), languageId: 'python', isDirty: true, save: async () => ++saved > 0 };
+  activeEditor = { document: py };
+  textDocuments = [py];
+  FakeLanguageClient.answer = async () => ({ session: '/w/.jaxpr-session', status: 'ok', message: null, functions: 3, errors: 1 });
+  await commands.get('jaxpr.traceAgain')!();
+  const c = FakeLanguageClient.instances[0];
+  assert.equal(saved, 1);
+  assert.deepEqual(c.requests[0].params, { command: 'jaxpr.server.traceAgain', arguments: [{ uri: 'file:///w/train.py' }] });
+  assert.match(rec.infos[0], /traced train\.py: 3 functions traced, 1 error \(\/w\/\.jaxpr-session\)/);
+
+  FakeLanguageClient.answer = async () => ({ status: 'timeout', message: 'the program was still running after 30 s', functions: 0, errors: 0 });
+  await commands.get('jaxpr.traceAgain')!();
+  assert.match(rec.errors.at(-1)!, /tracing train\.py failed: the program was still running after 30 s \(0 functions traced, 0 errors\)/);
+
+  // Not a Python file: refused without a request.
+  activeEditor = { document: jaxprDoc('/w/model.jaxpr') };
+  textDocuments = [activeEditor.document];
+  await commands.get('jaxpr.traceAgain')!();
+  assert.match(rec.errors.at(-1)!, /open a Python file/);
+  assert.equal(c.requests.length, 2);
 });

@@ -15,7 +15,7 @@ test('identity, engine and entry point', () => {
   assert.equal(pkg.license, 'Apache-2.0');
   assert.equal(pkg.engines.vscode, '^1.85.0');
   assert.equal(pkg.main, './out/extension.js');
-  assert.deepEqual(pkg.activationEvents, ['onLanguage:jaxpr']);
+  assert.deepEqual(pkg.activationEvents, ['onLanguage:jaxpr', 'onLanguage:python']);
   assert.match(pkg.dependencies['vscode-languageclient'], /^\^9\./);
   assert.match(pkg.devDependencies['@types/vscode'], /1\.85\./);
 });
@@ -43,6 +43,16 @@ test('settings', () => {
   assert.equal(props['jaxpr.server.path'].default, 'jaxpr-lsp');
   assert.deepEqual(props['jaxpr.trace.server'].enum, ['off', 'messages', 'verbose']);
   assert.equal(props['jaxpr.trace.server'].default, 'off');
+  assert.equal(props['jaxpr.trace.onSave'].type, 'boolean');
+  assert.equal(props['jaxpr.trace.onSave'].default, false);
+  assert.equal(props['jaxpr.trace.python'].default, 'python3');
+  assert.equal(props['jaxpr.trace.timeout'].default, 120);
+  // Settings that choose a program to run are not taken from untrusted workspaces.
+  assert.deepEqual(pkg.capabilities.untrustedWorkspaces.restrictedConfigurations, [
+    'jaxpr.server.path',
+    'jaxpr.trace.python',
+    'jaxpr.trace.onSave',
+  ]);
 });
 
 test('commands as shown in the palette', () => {
@@ -56,5 +66,6 @@ test('commands as shown in the palette', () => {
     'jaxpr.buildStablehlo': 'Jaxpr: Build StableHLO for this file',
     'jaxpr.buildNative': 'Jaxpr: Build native library for this file',
     'jaxpr.restartServer': 'Jaxpr: Restart language server',
+    'jaxpr.traceAgain': 'Jaxpr: Trace this Python program again',
   });
 });

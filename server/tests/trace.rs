@@ -1,0 +1,221 @@
+//! Python files in the language server: `jaxpr.traceAgain` runs the real
+//! `jaxpr trace` code on a program (in the venv tests/trace/venv.sh makes),
+//! then hover, diagnostics and definition answer from the session; a
+//! program that hangs is stopped and reported without harm to the server.
+
+mod common;
+
+use common::{Lsp, pos_of, uri};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+fn python() -> PathBuf {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/trace/venv.sh");
+    let out = std::process::Command::new("bash")
+        .arg(script)
+        .arg("jax")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    PathBuf::from(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .last()
+            .unwrap()
+            .trim(),
+    )
+}
+
+/// A fresh folder with copies of the programs (`sub/name.py` goes into a
+/// folder of its own, so it gets a session of its own).
+fn workdir(programs: &[&str]) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("lsp-trace");
+    let _ = std::fs::remove_dir_all(&dir);
+    for p in programs {
+        let to = dir.join(p);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        let name = Path::new(p).file_name().unwrap();
+        let from = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/trace")
+            .join(name);
+        std::fs::copy(from, to).unwrap();
+    }
+    dir.canonicalize().unwrap()
+}
+
+fn open_python(s: &mut Lsp, uri: &str, text: &str) {
+    s.notify(
+        "textDocument/didOpen",
+        json!({ "textDocument": { "uri": uri, "languageId": "python", "version": 1, "text": text } }),
+    );
+}
+
+fn at(uri: &str, pos: Value) -> Value {
+    json!({ "textDocument": { "uri": uri }, "position": pos })
+}
+
+#[test]
+fn python_file_gets_hover_diagnostics_and_definition_from_its_trace() {
+    let py = python();
+    let dir = workdir(&["shape_bug.py", "hang/hang.py"]);
+    let file = dir.join("shape_bug.py");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let u = uri(&file);
+
+    let mut s = Lsp::start();
+    let init = s.request(
+        "initialize",
+        json!({
+            "processId": null,
+            "rootUri": uri(&dir),
+            "capabilities": { "window": { "workDoneProgress": true } },
+            "initializationOptions": { "trace": { "python": py, "timeout": 120 } }
+        }),
+    );
+    let caps = &init["result"]["capabilities"];
+    assert!(
+        caps["executeCommandProvider"]["commands"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("jaxpr.server.traceAgain")),
+        "{caps}"
+    );
+    assert_eq!(caps["textDocumentSync"]["save"], true);
+    s.notify("initialized", json!({}));
+
+    // No session yet: nothing to say, and no jaxpr diagnostics on Python text.
+    open_python(&mut s, &u, &text);
+    let d = s.diagnostics(&u, None);
+    assert_eq!(d["diagnostics"], json!([]));
+    let r = s.call("textDocument/hover", at(&u, pos_of(&text, "x * 2.0", 0, 0)));
+    assert!(r.is_null(), "{r}");
+
+    let r = s.call(
+        "workspace/executeCommand",
+        json!({ "command": "jaxpr.server.traceAgain", "arguments": [{ "uri": u }] }),
+    );
+    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(r["functions"], 1);
+    assert_eq!(r["errors"], 1);
+    let (begin, end) = s.progress_begin_end();
+    let title = begin["title"].as_str().unwrap();
+    assert!(title.starts_with("jaxpr trace -- "), "{begin}");
+    let summary = end["message"].as_str().unwrap();
+    assert!(
+        summary.contains("1 function(s) traced, 1 error(s)"),
+        "{end}"
+    );
+
+    // The tracing error, on the line that raised it.
+    let d = s.diagnostics(&u, None);
+    let diags = d["diagnostics"].as_array().unwrap();
+    assert_eq!(diags.len(), 1, "{d}");
+    assert_eq!(diags[0]["range"]["start"]["line"], 8);
+    assert_eq!(diags[0]["code"], "TypeError");
+    assert_eq!(diags[0]["source"], "jax trace");
+    let msg = diags[0]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("add got incompatible shapes for broadcasting: (v,), (4,)"),
+        "{msg}"
+    );
+
+    // Hover on a traced line: its equation with types.
+    let r = s.call("textDocument/hover", at(&u, pos_of(&text, "x * 2.0", 0, 0)));
+    let md = r["contents"]["value"].as_str().unwrap();
+    assert!(md.contains("b:f32[v] = mul a 2.0:f32[]"), "{md}");
+    assert!(
+        md.contains("in the jaxpr of `double` (double.jaxpr)"),
+        "{md}"
+    );
+
+    // Definition: into the session's jaxpr, at the equation...
+    let r = s.call(
+        "textDocument/definition",
+        at(&u, pos_of(&text, "x * 2.0", 0, 0)),
+    );
+    let target = r["uri"].as_str().unwrap().to_string();
+    assert!(target.ends_with("/.jaxpr-session/double.jaxpr"), "{r}");
+    let jpath = dir.join(".jaxpr-session/double.jaxpr");
+    let jtext = std::fs::read_to_string(&jpath).unwrap();
+    let line = r["range"]["start"]["line"].as_u64().unwrap() as usize;
+    let col = r["range"]["start"]["character"].as_u64().unwrap() as usize;
+    assert!(jtext.lines().nth(line).unwrap()[col..].starts_with("mul"));
+    // ...and from that equation back to the Python line (source-info navigation).
+    s.open(&target, &jtext);
+    let back = s.call(
+        "textDocument/definition",
+        at(&target, json!({ "line": line, "character": col })),
+    );
+    assert_eq!(back["uri"], u.as_str());
+    assert_eq!(back["range"]["start"]["line"], 12);
+
+    // With `trace.onSave`, saving the file runs the trace again.
+    s.notify(
+        "workspace/didChangeConfiguration",
+        json!({ "settings": { "jaxpr": { "trace": { "onSave": true } } } }),
+    );
+    let before = std::fs::metadata(dir.join(".jaxpr-session/session.json"))
+        .and_then(|m| m.modified())
+        .unwrap();
+    s.notify(
+        "textDocument/didSave",
+        json!({ "textDocument": { "uri": u } }),
+    );
+    let (_, end) = s.progress_begin_end();
+    assert!(
+        end["message"]
+            .as_str()
+            .unwrap()
+            .contains("1 function(s) traced"),
+        "{end}"
+    );
+    let d = s.diagnostics(&u, None);
+    assert_eq!(d["diagnostics"].as_array().unwrap().len(), 1, "{d}");
+    let after = std::fs::metadata(dir.join(".jaxpr-session/session.json"))
+        .and_then(|m| m.modified())
+        .unwrap();
+    assert!(after > before, "the session was written again");
+    s.notify(
+        "workspace/didChangeConfiguration",
+        json!({ "settings": { "jaxpr": { "trace": { "onSave": false } } } }),
+    );
+
+    // A program that never ends: stopped at the time limit, reported, and
+    // the server goes on answering.
+    s.notify(
+        "workspace/didChangeConfiguration",
+        json!({ "settings": { "jaxpr": { "trace": { "timeout": 3 } } } }),
+    );
+    let hang = dir.join("hang/hang.py");
+    let hu = uri(&hang);
+    open_python(&mut s, &hu, &std::fs::read_to_string(&hang).unwrap());
+    let r = s.call(
+        "workspace/executeCommand",
+        json!({ "command": "jaxpr.server.traceAgain", "arguments": [{ "uri": hu }] }),
+    );
+    assert_eq!(r["status"], "timeout", "{r}");
+    let shown = s
+        .wait_for_within(Duration::from_secs(10), |m| {
+            m["method"] == "window/showMessage"
+                && m["params"]["message"]
+                    .as_str()
+                    .is_some_and(|t| t.contains("still running after 3 s"))
+        })
+        .expect("the time-out is shown");
+    assert_eq!(shown["params"]["type"], 1);
+    let r = s.call("textDocument/hover", at(&u, pos_of(&text, "x * 2.0", 0, 0)));
+    assert!(r["contents"]["value"].as_str().unwrap().contains("mul"));
+
+    // Bad arguments are refused, not fatal.
+    let r = s.request(
+        "workspace/executeCommand",
+        json!({ "command": "jaxpr.server.traceAgain", "arguments": [] }),
+    );
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert!(s.shutdown().success());
+}

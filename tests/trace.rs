@@ -1,0 +1,441 @@
+//! `jaxpr trace` on real Python programs (tests/trace/*.py) in virtual
+//! environments that tests/trace/venv.sh makes once (jax 0.10.2; Catalyst
+//! 0.15.0 with its jax 0.7.1): the functions captured, the Python lines of
+//! known equations, tracing errors, and what happens when the program
+//! fails, hangs, or has no Python or no JAX.
+
+use jaxpr::session::{self, SessionIndex, Status};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The interpreter of a test environment, made on first use.
+fn venv(kind: &'static str) -> PathBuf {
+    static JAX: OnceLock<PathBuf> = OnceLock::new();
+    static CATALYST: OnceLock<PathBuf> = OnceLock::new();
+    let cell = if kind == "jax" { &JAX } else { &CATALYST };
+    cell.get_or_init(|| {
+        let out = Command::new("bash")
+            .arg(root().join("tests/trace/venv.sh"))
+            .arg(kind)
+            .output()
+            .expect("bash");
+        assert!(
+            out.status.success(),
+            "venv.sh {kind} failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let path = String::from_utf8_lossy(&out.stdout);
+        PathBuf::from(
+            path.lines()
+                .last()
+                .expect("venv.sh prints the python path")
+                .trim(),
+        )
+    })
+    .clone()
+}
+
+/// A fresh folder holding a copy of the program `name` (each test traces
+/// its own copy: sessions are written beside the script).
+fn workdir(test: &str, programs: &[&str]) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("trace")
+        .join(test);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for p in programs {
+        std::fs::copy(root().join("tests/trace").join(p), dir.join(p)).unwrap();
+    }
+    dir
+}
+
+fn jaxpr(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_jaxpr"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run jaxpr")
+}
+
+fn trace(dir: &Path, python: &Path, script_and_args: &[&str]) -> Output {
+    let mut args = vec!["trace", "--", python.to_str().unwrap()];
+    args.extend_from_slice(script_and_args);
+    jaxpr(dir, &args)
+}
+
+/// Traces `program` (with `args`) in a fresh folder with the `kind`
+/// environment and checks the exit status: the folder, the output, stderr.
+fn traced(
+    kind: &'static str,
+    program: &str,
+    args: &[&str],
+    code: i32,
+) -> (PathBuf, Output, String) {
+    let py = venv(kind);
+    let dir = workdir(program.trim_end_matches(".py"), &[program]);
+    let mut script_and_args = vec![program];
+    script_and_args.extend_from_slice(args);
+    let out = trace(&dir, &py, &script_and_args);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(code), "{stderr}");
+    (dir, out, stderr)
+}
+
+fn session_json(dir: &Path) -> Value {
+    let text = std::fs::read_to_string(dir.join(".jaxpr-session/session.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn function<'a>(s: &'a session::Session, name: &str) -> &'a session::Function {
+    s.functions
+        .iter()
+        .find(|f| f.name == name)
+        .unwrap_or_else(|| panic!("no function {name} in {:?}", names(s)))
+}
+
+fn names(s: &session::Session) -> Vec<&str> {
+    s.functions.iter().map(|f| f.name.as_str()).collect()
+}
+
+/// The Python lines of the equations with primitive `prim`.
+fn lines_of(f: &session::Function, prim: &str) -> Vec<u32> {
+    f.source_map
+        .iter()
+        .filter(|e| e.primitive == prim)
+        .map(|e| e.line)
+        .collect()
+}
+
+#[test]
+fn jax_program_is_captured_with_source_lines() {
+    let (dir, out, _) = traced("jax", "train.py", &["--steps", "2"], 0);
+    let py = venv("jax");
+    // What the program prints is what it prints without the capture.
+    let plain = Command::new(&py)
+        .args(["train.py", "--steps", "2"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&plain.stdout)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("power 8.0"));
+
+    let v = session_json(&dir);
+    assert_eq!(v["version"], 1);
+    assert_eq!(v["status"], "ok");
+    assert_eq!(v["command"][1], "train.py");
+    assert_eq!(v["versions"]["jax"], "0.10.2");
+
+    let sdir = dir.join(".jaxpr-session");
+    let s = session::load(&sdir).unwrap();
+    assert_eq!(names(&s), ["predict", "step", "power"]);
+    let predict = function(&s, "predict");
+    assert_eq!(predict.kind, "jit");
+    assert_eq!(predict.line, Some(10), "the `def` line, not the decorator");
+    assert!(predict.file.as_ref().unwrap().ends_with("train.py"));
+    assert_eq!(predict.in_avals, ["f32[4,3]", "f32[8,4]"]);
+    assert_eq!(predict.out_avals, ["f32[8,3]"]);
+    assert_eq!(predict.in_type, "((f32[4,3], True), (f32[8,4], True))");
+    assert_eq!(lines_of(predict, "dot_general"), [11]);
+    assert_eq!(lines_of(predict, "tanh"), [11]);
+    let tanh = predict
+        .source_map
+        .iter()
+        .find(|e| e.primitive == "tanh")
+        .unwrap();
+    assert_eq!(tanh.equation, "d:f32[8,3] = tanh c");
+    assert_eq!(tanh.function.as_deref(), Some("predict"));
+
+    // `step` differentiates `loss`: its equations point into `loss` (the
+    // nested jit of `predict` is called at line 15) and at line 22.
+    let step = function(&s, "step");
+    assert!(lines_of(step, "jit").contains(&15), "{:?}", step.source_map);
+    assert!(lines_of(step, "sub").contains(&16));
+    assert!(lines_of(step, "mul").contains(&22));
+    // The loop of `power` is a `while` at the fori_loop line.
+    let power = function(&s, "power");
+    assert_eq!(lines_of(power, "while"), [29]);
+    assert_eq!(lines_of(power, "mul"), [28]);
+    assert_eq!(power.check_errors, 0);
+
+    // The session's jaxprs are ordinary jaxpr files.
+    let check = jaxpr(&dir, &["check", ".jaxpr-session"]);
+    assert_eq!(check.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&check.stdout).contains("checked 3 files: 0 errors"));
+
+    // For `jaxpr build DIR --function NAME`.
+    let p = session::resolve_function(&sdir, "power").unwrap();
+    assert_eq!(p, sdir.join("power.jaxpr"));
+    assert!(p.is_file());
+    let e = session::resolve_function(&sdir, "nope").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "no function `nope` in the session (it has: predict, step, power)"
+    );
+
+    // Seen from the Python file: hover, definition.
+    let ix = SessionIndex::build(&sdir).unwrap();
+    let file = dir.join("train.py");
+    let hover = ix.hover(&file, 11).unwrap();
+    assert!(hover.contains("d:f32[8,3] = tanh c"), "{hover}");
+    let hover = ix.hover(&file, 29).unwrap();
+    assert!(hover.contains("body_jaxpr"), "{hover}");
+    assert!(hover.contains("in_type:  ((i32[], True)"), "{hover}");
+    // A call of a jit function: the callee's signature.
+    let hover = ix.hover(&file, 15).unwrap();
+    assert!(
+        hover.contains("= jit[name=predict jaxpr={ lambda ... }] a b"),
+        "{hover}"
+    );
+    assert!(
+        hover.contains("in step.jaxpr:\n```\nin_type:  ((f32[4,3], True), (f32[8,4], True))"),
+        "{hover}"
+    );
+    let hover = ix.hover(&file, 10).unwrap();
+    assert!(hover.contains("traced `predict`"), "{hover}");
+    let (path, line, _) = ix.definition(&file, 11).unwrap();
+    assert_eq!(path, sdir.join("predict.jaxpr"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let at = text.lines().nth(line as usize - 1).unwrap();
+    assert!(at.contains("dot_general"), "{at}");
+    assert!(ix.diagnostics(&file).is_empty());
+}
+
+#[test]
+fn shape_error_while_tracing_is_recorded_with_its_line() {
+    // The program catches the error and finishes.
+    let (dir, _, stderr) = traced("jax", "shape_bug.py", &[], 0);
+    assert!(stderr.contains("1 tracing error"), "{stderr}");
+    let s = session::load(&dir.join(".jaxpr-session")).unwrap();
+    assert_eq!(s.status, Status::Ok);
+    // The symbolic dimension is in the captured function's input type.
+    assert_eq!(function(&s, "double").in_avals, ["f32[v]"]);
+    assert_eq!(s.errors.len(), 1, "{:?}", s.errors);
+    let e = &s.errors[0];
+    assert_eq!(e.kind, "TypeError");
+    assert_eq!(
+        e.message,
+        "add got incompatible shapes for broadcasting: (v,), (4,)."
+    );
+    assert_eq!((e.line, e.col), (Some(9), Some(11)), "at `x + ...`");
+    assert_eq!(e.function.as_deref(), Some("scale"));
+    assert_eq!(e.during, "tracing scale");
+    assert!(e.file.as_ref().unwrap().ends_with("shape_bug.py"));
+
+    let ix = SessionIndex::build(&dir.join(".jaxpr-session")).unwrap();
+    let d = ix.diagnostics(&dir.join("shape_bug.py"));
+    assert_eq!(d.len(), 1);
+    assert_eq!(d[0].line, 9);
+    assert_eq!(d[0].code, "TypeError");
+    assert!(d[0].message.contains("(v,), (4,)"));
+}
+
+#[test]
+fn uncaught_tracing_error_fails_the_run_and_is_recorded() {
+    let (dir, _, stderr) = traced("jax", "bool_bug.py", &[], 1);
+    // Python's own traceback, starting in the program.
+    assert!(
+        stderr.contains("Traceback (most recent call last):\n  File \"")
+            && stderr.contains("bool_bug.py\", line 11, in <module>"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("error: the program raised TracerBoolConversionError"));
+    let s = session::load(&dir.join(".jaxpr-session")).unwrap();
+    assert_eq!(s.status, Status::ScriptFailed);
+    assert_eq!(s.exit_code, Some(1));
+    assert_eq!(s.errors.len(), 1, "recorded once: {:?}", s.errors);
+    assert_eq!(s.errors[0].kind, "TracerBoolConversionError");
+    assert_eq!(s.errors[0].line, Some(6));
+    assert!(s.functions.is_empty());
+}
+
+#[test]
+fn a_program_that_never_ends_is_stopped_at_the_time_limit() {
+    let py = venv("jax");
+    let dir = workdir("hang", &["hang.py"]);
+    let start = std::time::Instant::now();
+    let out = jaxpr(
+        &dir,
+        &[
+            "trace",
+            "--timeout",
+            "5",
+            "--",
+            py.to_str().unwrap(),
+            "hang.py",
+        ],
+    );
+    assert!(start.elapsed().as_secs() < 30, "{:?}", start.elapsed());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(stderr.contains("still running after 5 s"), "{stderr}");
+    // The output it printed before the limit went through.
+    assert!(String::from_utf8_lossy(&out.stdout).contains("[2. 2.]"));
+    let v = session_json(&dir);
+    assert_eq!(v["status"], "timeout");
+    assert_eq!(v["versions"]["jax"], "0.10.2", "a partial session");
+}
+
+#[test]
+fn missing_python_and_missing_jax_are_explained() {
+    let dir = workdir("no_python", &["train.py"]);
+    let out = jaxpr(&dir, &["trace", "--", "no-such-python-3.99", "train.py"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("cannot run `no-such-python-3.99`"),
+        "{stderr}"
+    );
+    assert_eq!(session_json(&dir)["status"], "no-python");
+
+    // A Python without JAX: a bare virtual environment.
+    let bare = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("venv-bare");
+    if !bare.join("bin/python").exists() {
+        let ok = Command::new("python3")
+            .args(["-m", "venv", "--without-pip"])
+            .arg(&bare)
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    }
+    let dir = workdir("no_jax", &["train.py"]);
+    let out = jaxpr(
+        &dir,
+        &[
+            "trace",
+            "--",
+            bare.join("bin/python").to_str().unwrap(),
+            "train.py",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("cannot import jax"), "{stderr}");
+    assert_eq!(session_json(&dir)["status"], "no-jax");
+
+    // Usage errors.
+    let out = jaxpr(&dir, &["trace", "--", "python3", "-c", "print(1)"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn catalyst_qjit_functions_are_captured_with_dimension_variables() {
+    let (dir, out, _) = traced("catalyst", "qjit_prog.py", &[], 0);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("3.0"));
+    let s = session::load(&dir.join(".jaxpr-session")).unwrap();
+    assert_eq!(
+        s.versions.get("catalyst").map(String::as_str),
+        Some("0.15.0")
+    );
+    assert_eq!(s.versions.get("jax").map(String::as_str), Some("0.7.1"));
+    let mut n = names(&s);
+    n.sort();
+    assert_eq!(n, ["grow", "norm", "scale_loop"]);
+    // A plain jax.jit function under Catalyst's jax 0.7.1.
+    let norm = function(&s, "norm");
+    assert_eq!((norm.kind.as_str(), norm.line), ("jit", Some(28)));
+    assert_eq!(norm.in_avals, ["f64[4]"], "Catalyst turns on jax_enable_x64");
+    assert_eq!(lines_of(norm, "sqrt"), [29]);
+    let f = function(&s, "scale_loop");
+    assert_eq!(f.kind, "qjit");
+    assert_eq!(f.line, Some(9));
+    // The abstracted axis is a dimension variable shared by both arrays.
+    assert_eq!(f.in_avals, ["i64[]", "f64[a]", "f64[a]"]);
+    assert_eq!(
+        f.in_type,
+        "((i64[], False), (f64[DBIdx(0)], True), (f64[DBIdx(0)], True))"
+    );
+    // Equations point at the program, not at Catalyst's helpers.
+    assert_eq!(lines_of(f, "for_loop"), [14]);
+    assert_eq!(lines_of(f, "mul"), [12]);
+    assert!(
+        f.source_map
+            .iter()
+            .all(|e| e.file.ends_with("qjit_prog.py"))
+    );
+    // Hover on the loop's line: the body's signature with de Bruijn indices.
+    let ix = SessionIndex::build(&dir.join(".jaxpr-session")).unwrap();
+    let hover = ix.hover(&dir.join("qjit_prog.py"), 14).unwrap();
+    assert!(
+        hover.contains("in_type:  ((i64[], False), (f64[DBIdx(0)], True), (i64[], True), (f64[DBIdx(0)], True))")
+            && hover.contains("out_type: ((f64[InDBIdx(0)], True),)"),
+        "{hover}"
+    );
+    let check = jaxpr(&dir, &["check", ".jaxpr-session"]);
+    assert_eq!(
+        check.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&check.stdout)
+    );
+}
+
+/// Checker errors land on the Python line of their equation (a session
+/// written by hand: real sessions of correct programs have none).
+#[test]
+fn checker_errors_are_reported_on_the_python_line() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("trace/handmade");
+    let sdir = dir.join(".jaxpr-session");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&sdir).unwrap();
+    let py = dir.join("model.py");
+    std::fs::write(&py, "def f(a, b):\n    c = a * 2\n    return c + b\n").unwrap();
+    let jaxpr_text = format!(
+        "{{ lambda ; a:f32[v] b:f32[4]. let\n    c:f32[v] = mul a 2.0:f32[]  # {p}:2:8 (f)\n    d:f32[v] = add c b          # {p}:3:11 (f)\n  in (d,) }}\n",
+        p = py.display()
+    );
+    std::fs::write(sdir.join("f.jaxpr"), jaxpr_text).unwrap();
+    let session = serde_json::json!({
+        "version": 1, "status": "ok", "command": ["python", "model.py"], "cwd": dir,
+        "functions": [{
+            "name": "f", "kind": "jit", "file": py, "line": 1, "jaxpr": "f.jaxpr",
+            "in_avals": ["f32[v]", "f32[4]"], "out_avals": ["f32[v]"],
+            "in_type": "", "out_type": "", "check_errors": 1, "source_map": []
+        }],
+        "errors": []
+    });
+    std::fs::write(sdir.join("session.json"), session.to_string()).unwrap();
+    let ix = SessionIndex::build(&sdir).unwrap();
+    let d = ix.diagnostics(&py);
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!((d[0].line, d[0].code.as_str()), (3, "J0004"));
+    assert!(
+        d[0].message.contains("in the jaxpr of `f`, f.jaxpr:3:"),
+        "{}",
+        d[0].message
+    );
+    assert_eq!(ix.eqns_at(&py, 2)[0].equation, "c:f32[v] = mul a 2.0:f32[]");
+
+    // A jaxpr file the session names but that is gone, or that is not a
+    // jaxpr, costs its own answers only.
+    std::fs::write(
+        sdir.join("f.jaxpr"),
+        "{ lambda ; a:f32[ . let b = \u{1F600} in",
+    )
+    .unwrap();
+    let ix = SessionIndex::build(&sdir).unwrap();
+    assert!(ix.hover(&py, 2).is_none());
+    std::fs::remove_file(sdir.join("f.jaxpr")).unwrap();
+    assert!(
+        SessionIndex::build(&sdir)
+            .unwrap()
+            .eqns_at(&py, 2)
+            .is_empty()
+    );
+
+    // Not JSON, or another format version: refused with a clear message.
+    std::fs::write(sdir.join("session.json"), "{ not json").unwrap();
+    let e = session::load(&sdir).unwrap_err().to_string();
+    assert!(e.contains("not a jaxpr session"), "{e}");
+    std::fs::write(sdir.join("session.json"), r#"{"version": 99}"#).unwrap();
+    let e = session::load(&sdir).unwrap_err().to_string();
+    assert!(e.contains("format version 99"), "{e}");
+}
