@@ -342,7 +342,11 @@ fn catalyst_qjit_functions_are_captured_with_dimension_variables() {
     // A plain jax.jit function under Catalyst's jax 0.7.1.
     let norm = function(&s, "norm");
     assert_eq!((norm.kind.as_str(), norm.line), ("jit", Some(28)));
-    assert_eq!(norm.in_avals, ["f64[4]"], "Catalyst turns on jax_enable_x64");
+    assert_eq!(
+        norm.in_avals,
+        ["f64[4]"],
+        "Catalyst turns on jax_enable_x64"
+    );
     assert_eq!(lines_of(norm, "sqrt"), [29]);
     let f = function(&s, "scale_loop");
     assert_eq!(f.kind, "qjit");

@@ -272,7 +272,7 @@ fn check(paths: &[PathBuf], format: Format, color: ColorMode) -> i32 {
                 ColorMode::Never => false,
                 ColorMode::Auto => std::io::stdout().is_terminal(),
             };
-            render::human(&checked, colored);
+            render::human(&checked, colored, render::Stream::Stdout);
             let summary = format!(
                 "checked {} file{}: {errors} error{}, {warnings} warning{}",
                 checked.len(),
@@ -367,6 +367,7 @@ fn build(
                     diagnostics,
                 }],
                 colored,
+                render::Stream::Stderr,
             );
             eprintln!(
                 "error: not built: {n} error{}",

@@ -30,13 +30,24 @@ fn to_codespan(d: &Diagnostic) -> CsDiagnostic<()> {
         .with_notes(notes)
 }
 
-pub fn human(files: &[Checked], colored: bool) {
+/// Where human-readable diagnostics go: stdout for `check` (they are its
+/// output), stderr for commands whose output is a file (`build`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+pub fn human(files: &[Checked], colored: bool, stream: Stream) {
     let choice = if colored {
         termcolor::ColorChoice::Always
     } else {
         termcolor::ColorChoice::Never
     };
-    let writer = termcolor::StandardStream::stdout(choice);
+    let writer = match stream {
+        Stream::Stdout => termcolor::StandardStream::stdout(choice),
+        Stream::Stderr => termcolor::StandardStream::stderr(choice),
+    };
     let config = term::Config::default();
     for c in files {
         let file = SimpleFile::new(c.loaded.path.as_str(), c.loaded.text.as_str());

@@ -1,0 +1,244 @@
+//! `jaxpr build --emit stablehlo`, checked against XLA: every build-set case
+//! of the corpus is built by the real binary and run by
+//! `../shared/oracle/xla_run.py` on XLA's CPU backend (in a virtual
+//! environment with jax 0.10.2 that this test makes with
+//! `../shared/oracle/setup.sh`), which compares with the corpus outputs.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_jaxpr"))
+}
+
+fn corpus() -> PathBuf {
+    std::env::var("JAXPR_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"))
+}
+
+fn oracle_dir() -> PathBuf {
+    corpus().join("../oracle")
+}
+
+fn out_dir(name: &str) -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The oracle's Python (made once, reused across runs: setup.sh is idempotent).
+fn oracle_python() -> PathBuf {
+    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/oracle-venv");
+    let out = Command::new("bash")
+        .arg(oracle_dir().join("setup.sh"))
+        .arg(&venv)
+        .output()
+        .expect("bash runs");
+    assert!(
+        out.status.success(),
+        "oracle setup failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    venv.join("bin/python")
+}
+
+/// Build-set cases (`build: true`), as paths without extension.
+fn build_cases() -> Vec<PathBuf> {
+    let mut cases = Vec::new();
+    for dir in ["jax", "catalyst"] {
+        for e in std::fs::read_dir(corpus().join(dir)).unwrap().flatten() {
+            let p = e.path();
+            let name = p.file_name().unwrap().to_str().unwrap().to_string();
+            if !name.ends_with(".json") || name.ends_with(".expected.json") {
+                continue;
+            }
+            let v: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+            if v["build"] == true {
+                cases.push(p.with_extension(""));
+            }
+        }
+    }
+    cases.sort();
+    cases
+}
+
+/// Programs whose arrays grow inside a loop: XLA cannot run them (their
+/// shapes stay dynamic after refinement), so the module must only parse and
+/// verify (xla_run.py exit status 1, not 2). The native build runs them.
+const XLA_CANNOT_RUN: &[&str] = &["catalyst/resize_loop", "catalyst/while_grow"];
+
+fn case_name(case: &Path) -> String {
+    let dir = case
+        .parent()
+        .unwrap()
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap();
+    format!("{dir}/{}", case.file_name().unwrap().to_str().unwrap())
+}
+
+fn build(jaxpr: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    bin()
+        .arg("build")
+        .arg(jaxpr)
+        .args(["--emit", "stablehlo", "--color", "never", "-o"])
+        .arg(out)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn every_build_case_runs_on_xla_with_the_corpus_results() {
+    let python = oracle_python();
+    let cases = build_cases();
+    assert!(cases.len() >= 30, "build set has {} cases", cases.len());
+    let dir = out_dir("stablehlo");
+    let failures = Mutex::new(Vec::new());
+    let next = Mutex::new(cases.iter());
+    // Two workers: each XLA run is a second of Python start-up and compile.
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                loop {
+                    let Some(case) = next.lock().unwrap().next() else {
+                        return;
+                    };
+                    let name = case_name(case);
+                    let module = dir.join(format!("{}.mlir", name.replace('/', "_")));
+                    let b = build(&case.with_extension("jaxpr"), &module, &[]);
+                    if !b.status.success() {
+                        failures.lock().unwrap().push(format!(
+                            "{name}: build failed: {}",
+                            String::from_utf8_lossy(&b.stderr)
+                        ));
+                        continue;
+                    }
+                    let run = Command::new(&python)
+                        .arg(oracle_dir().join("xla_run.py"))
+                        .arg(&module)
+                        .arg(case.with_extension("json"))
+                        .output()
+                        .unwrap();
+                    let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
+                    let code = run.status.code();
+                    let ok = if XLA_CANNOT_RUN.contains(&name.as_str()) {
+                        code == Some(1)
+                    } else {
+                        code == Some(0)
+                    };
+                    if !ok {
+                        failures.lock().unwrap().push(format!(
+                            "{name}: xla_run.py exit {code:?}: {stdout}{}",
+                            String::from_utf8_lossy(&run.stderr)
+                        ));
+                    }
+                }
+            });
+        }
+    });
+    let failures = failures.into_inner().unwrap();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn bytecode_reads_back_as_the_same_module() {
+    let case = corpus().join("catalyst/dyn_cond.jaxpr");
+    let dir = out_dir("bytecode");
+    let (text, bc) = (dir.join("m.mlir"), dir.join("m.mlirbc"));
+    assert!(build(&case, &text, &[]).status.success());
+    assert!(build(&case, &bc, &["--bytecode"]).status.success());
+    let bytes = std::fs::read(&bc).unwrap();
+    assert_eq!(&bytes[..4], b"ML\xefR", "MLIR bytecode magic");
+    // mlir-opt (LLVM 22) reads both back; they must print the same module.
+    let print = |p: &Path| {
+        let out = Command::new("/usr/lib/llvm-22/bin/mlir-opt")
+            .arg("--allow-unregistered-dialect")
+            .arg(p)
+            .output()
+            .expect("mlir-opt from mlir-22-tools");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let (a, b) = (print(&text), print(&bc));
+    assert!(a.contains("stablehlo.case"), "{a}");
+    assert_eq!(a, b);
+}
+
+#[test]
+fn symbolic_dimensions_come_from_the_input_shapes() {
+    let dir = out_dir("symbolic");
+    let out = dir.join("poly_slice.mlir");
+    assert!(
+        build(&corpus().join("jax/poly_slice.jaxpr"), &out, &[])
+            .status
+            .success()
+    );
+    let m = std::fs::read_to_string(&out).unwrap();
+    // `a:f32[b + 15]`: main takes a dynamic tensor; `b` is its size minus 15.
+    assert!(
+        m.contains("@main(%arg0: tensor<?xf32>)"),
+        "{}",
+        &m[..m.len().min(600)]
+    );
+    assert!(m.contains("stablehlo.get_dimension_size"));
+    assert!(m.contains("stablehlo.dynamic_gather"));
+}
+
+#[test]
+fn a_rejected_jaxpr_is_not_built() {
+    let dir = out_dir("rejected");
+    let out = dir.join("bad.mlir");
+    let _ = std::fs::remove_file(&out);
+    let b = build(&corpus().join("invalid/undefined_var.jaxpr"), &out, &[]);
+    assert_eq!(b.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&b.stderr);
+    assert!(err.contains("J0002"), "{err}");
+    assert!(err.contains("not built"), "{err}");
+    assert!(!out.exists());
+}
+
+#[test]
+fn a_primitive_without_lowering_is_a_diagnostic_at_its_line() {
+    let dir = out_dir("unsupported");
+    let src = dir.join("u.jaxpr");
+    std::fs::write(
+        &src,
+        "{ lambda ; a:f32[3]. let\n    b:f32[3] = sin a\n    c:f32[3] = my_custom_op[k=1] b\n  in (c,) }\n",
+    )
+    .unwrap();
+    let out = dir.join("u.mlir");
+    let _ = std::fs::remove_file(&out);
+    let b = build(&src, &out, &[]);
+    assert_eq!(b.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&b.stderr);
+    assert!(err.contains("error[J0012]"), "{err}");
+    assert!(
+        err.contains("`my_custom_op` has no StableHLO lowering"),
+        "{err}"
+    );
+    assert!(err.contains("u.jaxpr:3:16"), "{err}");
+    assert!(!out.exists());
+}
+
+#[test]
+fn implicit_outputs_are_not_results_of_main() {
+    let dir = out_dir("implicit");
+    let out = dir.join("implicit_result.mlir");
+    assert!(
+        build(&corpus().join("catalyst/implicit_result.jaxpr"), &out, &[])
+            .status
+            .success()
+    );
+    let m = std::fs::read_to_string(&out).unwrap();
+    // `in (b, c)` with `c:f64[b]`: only `c` is returned, as Catalyst does.
+    assert!(m.contains("-> tensor<?xf64>"), "{m}");
+}
