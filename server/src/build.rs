@@ -112,27 +112,49 @@ async fn build(backend: &Backend, args: &BuildArgs) -> Result<String> {
     let Some(snap) = backend.snapshot(&args.uri) else {
         return Err(Error::invalid_params(format!("{} is not open", args.uri)));
     };
-    let diags = tokio::task::spawn_blocking(move || {
-        snap.diagnostics()
-            .map(|d| d.iter().filter(|d| d.is_error()).count())
+    if args.emit == "native" {
+        // Native code through LLVM is a separate work item of the project.
+        return Err(failure(
+            "`--emit native` is not available in this version of jaxpr-lsp: the native (LLVM) back end is not implemented yet".into(),
+        ));
+    }
+    let out = output_path(&args.uri);
+    let built = tokio::task::spawn_blocking(move || {
+        snap.with_view(|v| {
+            let result = jaxpr::build::build(v.parse, v.analysis, jaxpr::build::Emit::Stablehlo);
+            // Messages of the diagnostics that stop the build, with their lines.
+            result.map_err(|ds| {
+                ds.iter()
+                    .filter(|d| d.is_error())
+                    .map(|d| {
+                        let line = v.lines.line_col(d.range.start).line + 1;
+                        format!("line {line}: {} [{}]", d.message, d.kind.code())
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
     })
     .await
     .map_err(|_| Error::internal_error())?
     .map_err(|_| failure("the file changed during the build; run the command again".into()))?;
-    if diags > 0 {
-        return Err(failure(format!(
-            "the file has {diags} error(s) and was not built; see the diagnostics"
-        )));
-    }
-    // The back ends (StableHLO through MLIR, native code through LLVM) are
-    // separate work items of the project and not in this build yet.
-    Err(failure(format!(
-        "`--emit {}` is not available in this version of jaxpr-lsp: the {} back end is not implemented yet",
-        args.emit,
-        if args.emit == "stablehlo" {
-            "StableHLO (MLIR)"
-        } else {
-            "native (LLVM)"
+    match built {
+        Ok(bytes) => {
+            std::fs::write(&out, bytes).map_err(|e| failure(format!("{}: {e}", out.display())))?;
+            Ok(out.display().to_string())
         }
-    )))
+        Err(msgs) => Err(failure(format!(
+            "not built: {} error(s): {}",
+            msgs.len(),
+            msgs.iter().take(3).cloned().collect::<Vec<_>>().join("; ")
+        ))),
+    }
+}
+
+/// `model.jaxpr` -> `model.mlir` beside it; documents that are not files
+/// (`untitled:`) build into the temporary folder.
+fn output_path(uri: &Url) -> std::path::PathBuf {
+    match uri.to_file_path() {
+        Ok(p) => jaxpr::build::output_beside(&p, "mlir"),
+        Err(()) => std::env::temp_dir().join("jaxpr-build.mlir"),
+    }
 }

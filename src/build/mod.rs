@@ -52,3 +52,14 @@ pub fn build_timed(
         Emit::StablehloBytecode => stablehlo::lower_timed(&parse.file, analysis, true, timings),
     }
 }
+
+/// Where a build writes by default: `model.jaxpr` -> `model.EXT` in the same
+/// folder (`model.jaxpr.txt` too).
+pub fn output_beside(path: &std::path::Path, ext: &str) -> std::path::PathBuf {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("out");
+    let stem = name
+        .strip_suffix(".jaxpr.txt")
+        .or_else(|| name.strip_suffix(".jaxpr"))
+        .unwrap_or(name);
+    path.with_file_name(format!("{stem}.{ext}"))
+}

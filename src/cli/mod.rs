@@ -328,7 +328,7 @@ fn build(
     } else {
         (crate::build::Emit::Stablehlo, "mlir")
     };
-    let out = output.unwrap_or_else(|| output_beside(path, ext));
+    let out = output.unwrap_or_else(|| crate::build::output_beside(path, ext));
     let db = RootDatabase::default();
     let file = SourceFile::new(&db, loaded.path.clone(), loaded.text.clone());
     let timings = std::env::var_os("JAXPR_BUILD_TIMINGS").is_some();
@@ -376,16 +376,6 @@ fn build(
             1
         }
     }
-}
-
-/// `model.jaxpr` -> `model.EXT` in the same folder (`.jaxpr.txt` too).
-fn output_beside(path: &Path, ext: &str) -> PathBuf {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("out");
-    let stem = name
-        .strip_suffix(".jaxpr.txt")
-        .or_else(|| name.strip_suffix(".jaxpr"))
-        .unwrap_or(name);
-    path.with_file_name(format!("{stem}.{ext}"))
 }
 
 fn types(path: &Path) -> i32 {

@@ -438,20 +438,35 @@ end
 ---------------------------------------------------------------------------
 
 do
+  -- A copy outside the corpus: the build writes its output beside the file.
+  local tmp = vim.fn.tempname() .. '.jaxpr'
+  vim.fn.writefile(vim.fn.readfile(corpus .. '/' .. capture_rel), tmp)
+  local buf = open(tmp)
+  wait_for('the copy to be checked', function()
+    return (published[vim.uri_from_bufnr(buf)] or 0) > 0
+  end)
   for _, case in ipairs({ { 'JaxprBuildStablehlo', 'StableHLO' }, { 'JaxprBuildNative', 'native' } }) do
     vim.cmd(case[1])
     local note
     wait_for(':' .. case[1] .. ' to report', function()
       for _, n in ipairs(notes) do
-        if n.msg:find('building ' .. case[2], 1, true) and (n.msg:find('failed', 1, true) or n.msg:find('built', 1, true)) then
+        local failed = n.msg:find('building ' .. case[2], 1, true) and n.msg:find('failed', 1, true)
+        if failed or n.msg:find('built ' .. case[2], 1, true) then
           note = n
           return true
         end
       end
       return false
     end)
-    -- The back ends are not in this build of the server yet: its error must be shown as it is.
-    if note.msg:find('failed', 1, true) then
+    if case[2] == 'StableHLO' then
+      -- The StableHLO back end: the module is written beside the file.
+      local mlir = tmp:gsub('%.jaxpr$', '.mlir')
+      check(not note.msg:find('failed', 1, true), ':%s failed: %s', case[1], note.msg)
+      check(vim.fn.filereadable(mlir) == 1, ':%s: %s was not written', case[1], mlir)
+      check(table.concat(vim.fn.readfile(mlir), '\n'):find('stablehlo.while', 1, true),
+        ':%s: %s has no stablehlo.while', case[1], mlir)
+    elseif note.msg:find('failed', 1, true) then
+      -- The native back end is not in this build of the server yet: its error must be shown as it is.
       check(note.level == vim.log.levels.ERROR, ':%s: a failure must be notified as an error', case[1])
       check(note.msg:find('not implemented yet', 1, true) or note.msg:find('is not available', 1, true),
         ':%s: the server\'s message is missing: %s', case[1], note.msg)
@@ -459,6 +474,7 @@ do
     out(('(f) :%s -> %s'):format(case[1], note.msg))
     notes = {}
   end
+  vim.cmd('bwipeout! ' .. buf)
 end
 
 ---------------------------------------------------------------------------
