@@ -1,0 +1,32 @@
+"""Times JAX's own lowering of the large corpus programs: `jax.jit(f).lower(...)`
+of `value_and_grad` of N unrolled transformer blocks (the programs of
+`../shared/corpus/large/transformer{150,600}_grad.jaxpr.gz`, made by
+`gen_large.py` there). Prints one line per size: `N seconds`.
+
+usage: python bench/jax_lower.py CORPUS_DIR [N ...]   (default N: 150 600)
+"""
+import sys
+import time
+
+corpus = sys.argv[1]
+sizes = [int(a) for a in sys.argv[2:]] or [150, 600]
+sys.path.insert(0, f"{corpus}/jax")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+from programs_jax import transformer_block, f32  # noqa: E402
+
+
+def deep(x, params):
+    for p in params:
+        x = transformer_block(x, *p)
+    return jnp.sum(x)
+
+
+for n in sizes:
+    params = [(f32(8, 8), f32(8, 8), f32(8, 8), f32(8, 8), f32(8, 16), f32(16, 8), f32(8), f32(8), f32(8), f32(8))
+              for _ in range(n)]
+    f = jax.jit(jax.value_and_grad(deep))
+    t = time.perf_counter()
+    f.lower(f32(2, 6, 8), params)
+    print(n, f"{time.perf_counter() - t:.3f}", flush=True)
