@@ -1065,30 +1065,8 @@ impl<'c> Lower<'c, '_> {
                 "FILL_OR_DROP gather with symbolic slice sizes has no lowering",
             );
         };
-        let Some(odims) = operand
-            .ty
-            .shape
-            .iter()
-            .map(Dim::as_const)
-            .collect::<Option<Vec<_>>>()
-        else {
-            return err(
-                cx.at(),
-                "FILL_OR_DROP gather of a dynamic operand has no lowering",
-            );
-        };
-        let Some(ishape) = indices
-            .ty
-            .shape
-            .iter()
-            .map(Dim::as_const)
-            .collect::<Option<Vec<_>>>()
-        else {
-            return err(
-                cx.at(),
-                "FILL_OR_DROP gather with dynamic indices has no lowering",
-            );
-        };
+        let odims = static_shape(cx, &operand.ty, "FILL_OR_DROP gather of a dynamic operand")?;
+        let ishape = static_shape(cx, &indices.ty, "FILL_OR_DROP gather with dynamic indices")?;
         let upper: Vec<i64> = start_map
             .iter()
             .map(|&d| odims[d as usize] - sizes[d as usize])
@@ -1307,14 +1285,7 @@ impl<'c> Lower<'c, '_> {
     /// axis, then the first `k`.
     fn top_k(&self, b: B<'c>, _env: &Env<'c>, cx: &EqnCx<'_, 'c>) -> R<Vec<V<'c>>> {
         let x = &cx.args[0];
-        let Some(shape) =
-            x.ty.shape
-                .iter()
-                .map(Dim::as_const)
-                .collect::<Option<Vec<_>>>()
-        else {
-            return err(cx.at(), "`top_k` of a dynamic operand has no lowering");
-        };
+        let shape = static_shape(cx, &x.ty, "`top_k` of a dynamic operand")?;
         let rank = shape.len() as i64;
         let axis =
             cx.e.param("axis")
@@ -1378,14 +1349,7 @@ impl<'c> Lower<'c, '_> {
     fn tile(&self, b: B<'c>, cx: &EqnCx<'_, 'c>) -> R<V<'c>> {
         let x = &cx.args[0];
         let reps = cx.ints("reps")?;
-        let Some(mut shape) =
-            x.ty.shape
-                .iter()
-                .map(Dim::as_const)
-                .collect::<Option<Vec<_>>>()
-        else {
-            return err(cx.at(), "`tile` of a dynamic operand has no lowering");
-        };
+        let mut shape = static_shape(cx, &x.ty, "`tile` of a dynamic operand")?;
         while shape.len() < reps.len() {
             shape.insert(0, 1);
         }
@@ -1442,6 +1406,14 @@ fn precision_config(cx: &EqnCx) -> Option<String> {
         .map(|s| format!("#stablehlo<precision {s}>"))
         .collect();
     (names.len() == 2).then(|| format!("[{}]", names.join(", ")))
+}
+
+/// The sizes of a static shape; `what` has no lowering otherwise.
+fn static_shape(cx: &EqnCx, t: &AType, what: &str) -> R<Vec<i64>> {
+    match t.shape.iter().map(Dim::as_const).collect() {
+        Some(s) => Ok(s),
+        None => err(cx.at(), format!("{what} has no lowering")),
+    }
 }
 
 pub(crate) fn is_static(t: &AType) -> bool {
