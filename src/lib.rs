@@ -5,6 +5,7 @@ pub mod cli;
 pub mod db;
 pub mod diagnostics;
 pub mod ide;
+pub mod incremental;
 pub mod signature;
 pub mod syntax;
 pub mod types;

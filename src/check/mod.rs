@@ -167,52 +167,162 @@ impl DimNames for Analysis {
 
 /// Checks a parsed file.
 pub fn check(file: &ast::SourceFile) -> Analysis {
+    check_full(file).0
+}
+
+/// What a whole-file check learns beyond the [`Analysis`], for the
+/// incremental path (`crate::incremental`): which cross-equation state it
+/// used.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Extras {
+    /// Every equation with an unknown primitive, in check order (name, range
+    /// of the primitive): only the first of each name is warned about.
+    pub unknown_uses: Vec<(SmolStr, TextRange)>,
+    /// Some variable was reported as an unusable dimension (reported once per
+    /// variable, file-wide).
+    pub bad_dims: bool,
+}
+
+pub(crate) fn check_full(file: &ast::SourceFile) -> (Analysis, Extras) {
     let mut counts = Counts::default();
     for j in file.lets.iter().map(|l| &l.jaxpr).chain(&file.main) {
         counts.add(j);
     }
-    let mut c = Checker {
-        a: Analysis {
-            vars: Vec::with_capacity(counts.vars),
-            eqns: Vec::with_capacity(counts.eqns),
-            refs: Vec::with_capacity(counts.vars + counts.uses),
-            ..Analysis::default()
-        },
-        lets: HashMap::default(),
-        env: Scope::default(),
-        main_inputs: false,
-        pending_results: Vec::new(),
-        bad_dims: Default::default(),
-    };
-    for l in &file.lets {
-        let id = c.check_jaxpr(
-            &l.jaxpr,
-            JaxprOrigin::Let {
-                name: l.name.text.clone(),
-                name_range: l.name.range,
-            },
-            None,
-            None,
-        );
-        if let Some(prev) = c.lets.insert(l.name.text.clone(), id) {
-            let prev_range = c.a.jaxpr(prev).origin.clone();
-            let mut d = Diagnostic::error(
-                DiagKind::DuplicateDefinition,
-                l.name.range,
-                format!("the jaxpr `{}` is defined twice", l.name.text),
-            );
-            if let JaxprOrigin::Let { name_range, .. } = prev_range {
-                d = d.with_related(name_range, "first defined here");
-            }
-            c.a.diagnostics.push(d);
-        }
-    }
+    let mut c = Checker::new(Analysis {
+        vars: Vec::with_capacity(counts.vars),
+        eqns: Vec::with_capacity(counts.eqns),
+        refs: Vec::with_capacity(counts.vars + counts.uses),
+        ..Analysis::default()
+    });
+    c.check_lets(&file.lets);
     if let Some(m) = &file.main {
         c.main_inputs = true;
         c.check_jaxpr(m, JaxprOrigin::Main, None, None);
     }
     c.check_symbol_scope(file);
-    c.a
+    let extras = Extras {
+        unknown_uses: std::mem::take(&mut c.unknown_uses),
+        bad_dims: !c.bad_dims.is_empty(),
+    };
+    (c.a, extras)
+}
+
+/// The checker's state after the `let` jaxprs, from which one top-level
+/// equation of the main jaxpr is re-checked on its own (the incremental path).
+#[derive(Clone, Debug)]
+pub(crate) struct Prelude {
+    a: Analysis,
+    lets: HashMap<SmolStr, JaxprId>,
+}
+
+impl Prelude {
+    /// `moved` gives the ranges to record for the let jaxprs' positions (the
+    /// incremental path tags them as positions of the whole-file text).
+    pub(crate) fn new(lets: &[ast::LetJaxpr], moved: impl Fn(TextRange) -> TextRange) -> Prelude {
+        let mut c = Checker::new(Analysis::default());
+        c.check_lets(lets);
+        let mut a = c.a;
+        a.diagnostics.clear();
+        for j in &mut a.jaxprs {
+            j.range = moved(j.range);
+            j.lambda_range = moved(j.lambda_range);
+            if let JaxprOrigin::Let { name_range, .. } = &mut j.origin {
+                *name_range = moved(*name_range);
+            }
+            for o in &mut j.outs {
+                o.range = moved(o.range);
+            }
+        }
+        for v in &mut a.vars {
+            v.range = moved(v.range);
+            v.binder_range = moved(v.binder_range);
+        }
+        for e in &mut a.eqns {
+            e.range = moved(e.range);
+            e.primitive_range = moved(e.primitive_range);
+        }
+        for o in a.origins.values_mut() {
+            o.operand = moved(o.operand);
+        }
+        for r in &mut a.refs {
+            r.range = moved(r.range);
+        }
+        for (r, _) in &mut a.let_refs {
+            *r = moved(*r);
+        }
+        Prelude { a, lets: c.lets }
+    }
+}
+
+/// A variable of the main jaxpr bound before the equation being re-checked.
+pub(crate) trait Context {
+    /// The variable `name` refers to before the equation (in the whole-file
+    /// analysis `base`), if any.
+    fn lookup(&mut self, name: &str) -> Option<VarId>;
+    /// The range to report for a variable of `base`: the incremental path
+    /// tags ranges outside the equation so that it can move them later.
+    fn range(&self, r: TextRange) -> TextRange;
+}
+
+/// What re-checking one top-level equation found.
+#[derive(Debug)]
+pub(crate) struct EqnCheck {
+    /// Without unknown-primitive warnings (those depend on earlier equations;
+    /// see `unknown_uses`).
+    pub diagnostics: Vec<Diagnostic>,
+    pub unknown_uses: Vec<(SmolStr, TextRange)>,
+    pub used_symbols: bool,
+    pub bad_dims: bool,
+}
+
+/// Re-checks one top-level equation `e` of the main jaxpr, whose ranges are
+/// relative to its own text, as the whole-file check would: names are
+/// resolved through `cx` (those in `names`, which must hold every name the
+/// equation can look up), and variables of `base` get ranges from `cx`.
+pub(crate) fn check_main_eqn(
+    prelude: &Prelude,
+    base: &Analysis,
+    e: &ast::Eqn,
+    names: &[&str],
+    cx: &mut dyn Context,
+) -> EqnCheck {
+    let mut c = Checker::new(prelude.a.clone());
+    c.lets = prelude.lets.clone();
+    let main = JaxprId(c.a.jaxprs.len() as u32);
+    let (range, lambda_range) = base
+        .main()
+        .map(|m| (base.jaxpr(m).range, base.jaxpr(m).lambda_range))
+        .unwrap_or_default();
+    c.a.jaxprs.push(JaxprInfo {
+        range: cx.range(range),
+        lambda_range: cx.range(lambda_range),
+        origin: JaxprOrigin::Main,
+        parent: None,
+        constvars: Vec::new(),
+        invars: Vec::new(),
+        outs: Vec::new(),
+        eqns: Vec::new(),
+        signature: Signature::default(),
+    });
+    // The enclosing scope of the main jaxpr is empty, as in `check_jaxpr`.
+    c.env.outer.push(HashMap::default());
+    let mut copied: HashMap<VarId, VarId> = HashMap::default();
+    for name in names {
+        if let Some(v) = cx.lookup(name) {
+            let local = c.copy_var(base, v, &mut copied, cx);
+            c.env.names.insert(SmolStr::new(name), local);
+        }
+    }
+    c.check_eqn(e, main);
+    let unknown: FxHashSet<TextRange> = c.unknown_uses.iter().map(|u| u.1).collect();
+    let mut diagnostics = std::mem::take(&mut c.a.diagnostics);
+    diagnostics.retain(|d| !(d.kind == DiagKind::UnknownPrimitive && unknown.contains(&d.range)));
+    EqnCheck {
+        diagnostics,
+        unknown_uses: std::mem::take(&mut c.unknown_uses),
+        used_symbols: !c.a.symbols.is_empty(),
+        bad_dims: !c.bad_dims.is_empty(),
+    }
 }
 
 /// How many equations, binders and operands a file has, to allocate the
@@ -266,6 +376,10 @@ pub(crate) struct Checker {
     pending_results: Vec<(SmolStr, VarId)>,
     /// Variables already reported as unusable dimensions (one report each).
     bad_dims: FxHashSet<VarId>,
+    /// Unknown primitives met so far (each is warned about once).
+    pub(crate) unknown_seen: FxHashSet<SmolStr>,
+    /// Every equation with an unknown primitive, in check order.
+    pub(crate) unknown_uses: Vec<(SmolStr, TextRange)>,
 }
 
 /// An equation operand after resolution.
@@ -281,6 +395,83 @@ pub struct Operand {
 }
 
 impl Checker {
+    fn new(a: Analysis) -> Checker {
+        Checker {
+            a,
+            lets: HashMap::default(),
+            env: Scope::default(),
+            main_inputs: false,
+            pending_results: Vec::new(),
+            bad_dims: Default::default(),
+            unknown_seen: Default::default(),
+            unknown_uses: Vec::new(),
+        }
+    }
+
+    fn check_lets(&mut self, lets: &[ast::LetJaxpr]) {
+        for l in lets {
+            let id = self.check_jaxpr(
+                &l.jaxpr,
+                JaxprOrigin::Let {
+                    name: l.name.text.clone(),
+                    name_range: l.name.range,
+                },
+                None,
+                None,
+            );
+            if let Some(prev) = self.lets.insert(l.name.text.clone(), id) {
+                let prev_range = self.a.jaxpr(prev).origin.clone();
+                let mut d = Diagnostic::error(
+                    DiagKind::DuplicateDefinition,
+                    l.name.range,
+                    format!("the jaxpr `{}` is defined twice", l.name.text),
+                );
+                if let JaxprOrigin::Let { name_range, .. } = prev_range {
+                    d = d.with_related(name_range, "first defined here");
+                }
+                self.a.diagnostics.push(d);
+            }
+        }
+    }
+
+    /// Copies variable `v` of `base` (and the dimension variables of its
+    /// type) into this checker's tables, once.
+    fn copy_var(
+        &mut self,
+        base: &Analysis,
+        v: VarId,
+        copied: &mut HashMap<VarId, VarId>,
+        cx: &dyn Context,
+    ) -> VarId {
+        if let Some(&l) = copied.get(&v) {
+            return l;
+        }
+        let info = base.var(v);
+        let local = VarId(self.a.vars.len() as u32);
+        // Recorded before its type is copied: a result's type may name the
+        // result itself (`OutDBIdx`), which must not recurse forever.
+        copied.insert(v, local);
+        self.a.vars.push(VarInfo {
+            name: info.name.clone(),
+            range: cx.range(info.range),
+            binder_range: cx.range(info.binder_range),
+            ty: AType {
+                dtype: info.ty.dtype.clone(),
+                shape: Vec::new(),
+            },
+            jaxpr: JaxprId(self.a.jaxprs.len() as u32 - 1),
+            role: info.role.clone(),
+        });
+        let mut ty = info.ty.clone();
+        for d in &mut ty.shape {
+            if let Dim::Var(w) = d {
+                *w = self.copy_var(base, *w, copied, cx);
+            }
+        }
+        self.a.vars[local.0 as usize].ty = ty;
+        local
+    }
+
     fn new_var(&mut self, info: VarInfo) -> VarId {
         let id = VarId(self.a.vars.len() as u32);
         self.a.refs.push(VarRef {

@@ -60,6 +60,61 @@ pub fn parse(text: &str) -> Parse {
     }
 }
 
+/// Parses the equation at the start of `text` (a line of the main jaxpr
+/// where the whole-file parser starts an equation), with ranges relative to
+/// `text`, and its syntax errors. `None` unless the equation parses without
+/// failing and ends exactly where the next equation starts, at `end` (a line
+/// start): the whole-file parser, which reads each equation from its line on
+/// with the same lookahead, then reads the same equation there. The text
+/// after `end` is only looked at, as the whole-file parser looks at it.
+pub fn parse_equation(text: &str, end: u32) -> Option<(Eqn, Vec<Diagnostic>)> {
+    let tokens = Tokens {
+        lexer: Lexer::new(text),
+        window: Vec::new(),
+        base: 0,
+        at_eof: false,
+    };
+    let mut p = Parser {
+        text,
+        tokens,
+        pos: 0,
+        // The equation sits inside the main jaxpr.
+        depth: 1,
+        errors: Vec::new(),
+    };
+    let eqn = p.equation().ok()?;
+    if p.prev_end() > end
+        || p.nth(0).range.start < end
+        || (p.at(T::Eof) && end as usize != text.len())
+    {
+        return None;
+    }
+    let mut file = SourceFile {
+        lets: Vec::new(),
+        main: Some(Jaxpr {
+            range: TextRange::empty(0),
+            lambda_range: TextRange::empty(0),
+            constvars: Box::default(),
+            invars: Box::default(),
+            eqns: Box::new([eqn]),
+            outvars: Box::default(),
+            in_range: None,
+        }),
+    };
+    // Comments past `end` belong to the next equations.
+    let comments: Vec<TextRange> = p
+        .tokens
+        .lexer
+        .comments
+        .iter()
+        .copied()
+        .filter(|c| c.start < end)
+        .collect();
+    attach_comments(&text[..end as usize], &comments, &mut file);
+    let eqn = file.main?.eqns.into_vec().pop()?;
+    Some((eqn, p.errors))
+}
+
 /// How many tokens are lexed at a time (and how many consumed ones pile up
 /// before they are dropped).
 const WINDOW: usize = 512;
