@@ -6,6 +6,7 @@ pub mod db;
 pub mod diagnostics;
 pub mod ide;
 pub mod incremental;
+pub mod scale;
 pub mod signature;
 pub mod syntax;
 pub mod types;

@@ -1,0 +1,32 @@
+//! Inputs of the scale measurements (`benches/scale.rs`,
+//! `examples/scale.rs`): reading the compressed corpus files and choosing
+//! where the measured edits go.
+
+/// A `.gz` file's text (through `gzip -dc`), or a plain file's.
+pub fn read_gz(path: &str) -> String {
+    if !path.ends_with(".gz") {
+        return std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    }
+    let out = std::process::Command::new("gzip")
+        .arg("-dc")
+        .arg(path)
+        .output()
+        .unwrap_or_else(|e| panic!("gzip: {e}"));
+    assert!(out.status.success(), "gzip -dc {path} failed");
+    String::from_utf8(out.stdout).expect("UTF-8")
+}
+
+/// The end of the last operand of the first equation after the middle of
+/// the file: an edit there changes one top-level equation.
+pub fn operand_edit(text: &str) -> usize {
+    let mid = text.len() / 2;
+    let eq = text[mid..].find(" = ").map_or(mid, |i| mid + i);
+    text[eq..].find('\n').map_or(text.len(), |i| eq + i)
+}
+
+/// The end of the first equation's line inside the first nested jaxpr (a
+/// `let` jaxpr, or an inline `{ lambda` after the first line).
+pub fn nested_edit(text: &str) -> usize {
+    let body = text.find(". let\n").map_or(0, |i| i + ". let\n".len());
+    text[body..].find('\n').map_or(text.len(), |i| body + i)
+}
