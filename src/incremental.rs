@@ -222,7 +222,8 @@ impl FileState {
             if d.kind == crate::diagnostics::DiagKind::UndefinedVariable && d.range.start & TAG == 0
             {
                 let name = &seg_text[d.range.start as usize..d.range.end as usize];
-                more.extend(near_names(name, &mut cx, &words));
+                let near = check::near_names(name, |k| cx.lookup(k).is_some());
+                more.extend(near.into_iter().filter(|k| !words.contains(&k.as_str())));
             }
         }
         if !more.is_empty() {
@@ -450,41 +451,6 @@ fn words(text: &str) -> Vec<&str> {
         .into_iter()
         .filter(|w| seen.insert(*w))
         .collect()
-}
-
-/// Names one insertion, deletion or substitution away from `name` that are
-/// bound before the segment (and not already in `known`).
-fn near_names(name: &str, cx: &mut Cx, known: &[&str]) -> Vec<String> {
-    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_";
-    let b = name.as_bytes();
-    let mut cands: Vec<Vec<u8>> = Vec::new();
-    for i in 0..=b.len() {
-        if i < b.len() {
-            let mut d = b.to_vec();
-            d.remove(i);
-            cands.push(d);
-        }
-        for &c in ALPHABET {
-            let mut ins = b.to_vec();
-            ins.insert(i, c);
-            cands.push(ins);
-            if i < b.len() && b[i] != c {
-                let mut sub = b.to_vec();
-                sub[i] = c;
-                cands.push(sub);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    for c in cands {
-        let Ok(s) = String::from_utf8(c) else {
-            continue;
-        };
-        if !known.contains(&s.as_str()) && cx.lookup(&s).is_some() {
-            out.push(s);
-        }
-    }
-    out
 }
 
 fn common_prefix(a: &[u8], b: &[u8]) -> usize {

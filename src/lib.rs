@@ -4,6 +4,7 @@ pub mod check;
 pub mod cli;
 pub mod db;
 pub mod diagnostics;
+pub mod fuzz;
 pub mod ide;
 pub mod incremental;
 pub mod scale;

@@ -699,13 +699,7 @@ impl Checker {
                 .with_help("jaxprs are closed: a nested jaxpr sees only its own binders; pass the value in as an operand (a constant of the nested jaxpr)");
         } else {
             // A near name defined here, for typos.
-            let mut near: Vec<&SmolStr> = self
-                .env
-                .names
-                .keys()
-                .filter(|k| edit_distance_1(k, &n.text))
-                .collect();
-            near.sort();
+            let near = near_names(&n.text, |k| self.env.names.contains_key(k));
             if let Some(k) = near.first() {
                 d = d.with_help(format!("a variable with a similar name exists: `{k}`"));
             }
@@ -1181,33 +1175,51 @@ fn t_dim_range(b: &ast::Binder, k: usize) -> Option<TextRange> {
     b.ty.as_ref()?.dims.get(k).map(|e| e.range)
 }
 
-fn edit_distance_1(a: &str, b: &str) -> bool {
-    if a == b {
-        return false;
+/// Names longer than this get no similar-name hint.
+const NEAR_MAX: usize = 32;
+
+/// The names one insertion, deletion or substitution away from `name` for
+/// which `defined` holds, sorted. The candidates are generated and looked
+/// up, so the cost does not grow with the number of names in scope (a scan
+/// of the scope for every undefined name was quadratic on large broken
+/// files); names are identifiers, so the candidates' letters are too.
+pub(crate) fn near_names(name: &str, mut defined: impl FnMut(&str) -> bool) -> Vec<String> {
+    const LETTERS: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz";
+    let b = name.as_bytes();
+    if b.len() > NEAR_MAX || !b.iter().all(|c| LETTERS.contains(c)) {
+        return Vec::new();
     }
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len().abs_diff(b.len()) > 1 {
-        return false;
-    }
-    let (mut i, mut j, mut diff) = (0, 0, 0);
-    while i < a.len() && j < b.len() {
-        if a[i] == b[j] {
-            i += 1;
-            j += 1;
-            continue;
+    let mut out = Vec::new();
+    let mut cand: Vec<u8> = Vec::with_capacity(b.len() + 1);
+    let mut try_it = |cand: &[u8], out: &mut Vec<String>| {
+        // Only identifier bytes: always UTF-8.
+        let s = std::str::from_utf8(cand).unwrap_or_default();
+        if !s.is_empty() && s != name && defined(s) {
+            out.push(s.to_string());
         }
-        diff += 1;
-        if diff > 1 {
-            return false;
+    };
+    for i in 0..=b.len() {
+        if i < b.len() {
+            cand.clear();
+            cand.extend_from_slice(&b[..i]);
+            cand.extend_from_slice(&b[i + 1..]);
+            try_it(&cand, &mut out);
         }
-        match a.len().cmp(&b.len()) {
-            std::cmp::Ordering::Greater => i += 1,
-            std::cmp::Ordering::Less => j += 1,
-            std::cmp::Ordering::Equal => {
-                i += 1;
-                j += 1;
+        for &c in LETTERS {
+            cand.clear();
+            cand.extend_from_slice(&b[..i]);
+            cand.push(c);
+            cand.extend_from_slice(&b[i..]);
+            try_it(&cand, &mut out);
+            if i < b.len() && b[i] != c {
+                cand.clear();
+                cand.extend_from_slice(b);
+                cand[i] = c;
+                try_it(&cand, &mut out);
             }
         }
     }
-    diff + (a.len() - i) + (b.len() - j) <= 1
+    out.sort_unstable();
+    out.dedup();
+    out
 }

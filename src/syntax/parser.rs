@@ -51,6 +51,7 @@ pub fn parse(text: &str) -> Parse {
         pos: 0,
         errors: Vec::new(),
         depth: 0,
+        last_chain: None,
     };
     let mut file = p.source_file();
     attach_comments(text, &p.tokens.lexer.comments, &mut file);
@@ -81,6 +82,7 @@ pub fn parse_equation(text: &str, end: u32) -> Option<(Eqn, Vec<Diagnostic>)> {
         // The equation sits inside the main jaxpr.
         depth: 1,
         errors: Vec::new(),
+        last_chain: None,
     };
     let eqn = p.equation().ok()?;
     if p.prev_end() > end
@@ -164,6 +166,14 @@ struct Parser<'a> {
     pos: usize,
     errors: Vec<Diagnostic>,
     depth: u32,
+    /// The binders `is_eqn_start` followed last (when more than one).
+    last_chain: Option<Chain>,
+}
+
+/// Token indices of a chain of binders `a:T b:U ...` and whether `=` follows it.
+struct Chain {
+    starts: Vec<usize>,
+    result: bool,
 }
 
 /// Result of a parse step that already reported its error.
@@ -333,20 +343,35 @@ impl<'a> Parser<'a> {
         if self.kind_at(i) == T::Eq {
             return self.kind_at(i + 1) == T::Ident;
         }
+        // A later binder of the chain scanned last has the same answer: the
+        // scan from it would follow the same chain. Without this, recovery
+        // over thousands of lines of binders without `=` rescanned the rest
+        // of them from every line (quadratic; found by the fuzzer).
+        if let Some(chain) = &self.last_chain
+            && chain.starts.binary_search(&i).is_ok()
+        {
+            return chain.result;
+        }
+        let mut starts = Vec::new();
         let mut saw_binder = false;
-        loop {
+        let result = loop {
             if self.kind_at(i) == T::Ident && self.kind_at(i + 1) == T::Colon {
+                starts.push(i);
                 match self.skip_type(i + 2) {
                     Some(next) => {
                         i = next;
                         saw_binder = true;
                     }
-                    None => return false,
+                    None => break false,
                 }
             } else {
-                return saw_binder && self.kind_at(i) == T::Eq;
+                break saw_binder && self.kind_at(i) == T::Eq;
             }
+        };
+        if starts.len() > 1 {
+            self.last_chain = Some(Chain { starts, result });
         }
+        result
     }
 
     /// Skips a type `dtype[...]` starting at token `i`; returns the index after it.
