@@ -31,7 +31,17 @@ fn main() {
         let input = std::fs::read(&file).expect("read");
         let before =
             std::fs::read(PathBuf::from(&file).with_extension("before")).unwrap_or(input.clone());
-        println!("{:?}", fuzz::run_one(&fuzz::text_of(&before), &input));
+        let r = fuzz::run_one(&fuzz::text_of(&before), &input);
+        println!("{r:?}");
+        if let Err(Finding::Mismatch) = r {
+            let (got, want) = fuzz::both(&fuzz::text_of(&before), &input);
+            for d in want.iter().filter(|d| !got.contains(d)) {
+                println!("only from scratch: {d:?}");
+            }
+            for d in got.iter().filter(|d| !want.contains(d)) {
+                println!("only incremental:  {d:?}");
+            }
+        }
         return;
     }
     let seeds = fuzz::corpus_seeds(&corpus);

@@ -12,6 +12,7 @@
 //! bounded number of inputs and every regression input found so far.
 
 use crate::db::{self, RootDatabase, SourceFile};
+use crate::diagnostics::Diagnostic;
 use salsa::Setter;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
@@ -215,6 +216,18 @@ pub fn corpus_seeds(corpus: &std::path::Path) -> Vec<Vec<u8>> {
         out.push(format!("{head}\n{tail}\n").into_bytes());
     }
     out
+}
+
+/// The diagnostics of `input` as an edit of `before` through the database,
+/// and from scratch (to show a mismatch).
+pub fn both(before: &str, input: &[u8]) -> (Vec<Diagnostic>, Vec<Diagnostic>) {
+    let text = text_of(input);
+    let mut database = RootDatabase::default();
+    let file = SourceFile::new(&database, "fuzz.jaxpr".into(), before.to_string());
+    db::diagnostics(&database, file);
+    file.set_text(&mut database).to(text.clone());
+    let got = (*db::diagnostics(&database, file)).clone();
+    (got, db::diagnostics_from_scratch(&text))
 }
 
 /// Checks `input` from scratch and as an edit of `before` through the

@@ -259,6 +259,16 @@ impl Segments {
         }
         let main = parse.file.main.as_ref()?;
         let in_range = main.in_range?;
+        // The `let` jaxprs are checked before the main one: segments follow
+        // the check's order only when they come first in the text too.
+        if parse
+            .file
+            .lets
+            .iter()
+            .any(|l| l.range.start > main.range.start)
+        {
+            return None;
+        }
         let bytes = text.as_bytes();
         // Each equation, and the `in`, must start its line.
         let line_start = |at: u32| -> Option<u32> {

@@ -1190,31 +1190,31 @@ pub(crate) fn near_names(name: &str, mut defined: impl FnMut(&str) -> bool) -> V
         return Vec::new();
     }
     let mut out = Vec::new();
-    let mut cand: Vec<u8> = Vec::with_capacity(b.len() + 1);
-    let mut try_it = |cand: &[u8], out: &mut Vec<String>| {
-        // Only identifier bytes: always UTF-8.
-        let s = std::str::from_utf8(cand).unwrap_or_default();
-        if !s.is_empty() && s != name && defined(s) {
-            out.push(s.to_string());
+    // Only identifier bytes (ASCII): the candidates are built as strings.
+    let mut cand = String::with_capacity(b.len() + 1);
+    let mut try_it = |cand: &str, out: &mut Vec<String>| {
+        if !cand.is_empty() && cand != name && defined(cand) {
+            out.push(cand.to_string());
         }
     };
     for i in 0..=b.len() {
         if i < b.len() {
             cand.clear();
-            cand.extend_from_slice(&b[..i]);
-            cand.extend_from_slice(&b[i + 1..]);
+            cand.push_str(&name[..i]);
+            cand.push_str(&name[i + 1..]);
             try_it(&cand, &mut out);
         }
         for &c in LETTERS {
             cand.clear();
-            cand.extend_from_slice(&b[..i]);
-            cand.push(c);
-            cand.extend_from_slice(&b[i..]);
+            cand.push_str(&name[..i]);
+            cand.push(c as char);
+            cand.push_str(&name[i..]);
             try_it(&cand, &mut out);
             if i < b.len() && b[i] != c {
                 cand.clear();
-                cand.extend_from_slice(b);
-                cand[i] = c;
+                cand.push_str(&name[..i]);
+                cand.push(c as char);
+                cand.push_str(&name[i + 1..]);
                 try_it(&cand, &mut out);
             }
         }
