@@ -51,17 +51,26 @@ fn full_check(bencher: divan::Bencher, name: &str) {
 /// equation in the middle of the file: set the text, get the diagnostics.
 #[divan::bench(args = FILES, sample_count = 40, sample_size = 1)]
 fn edit_equation(bencher: divan::Bencher, name: &str) {
-    edit(bencher, name, jaxpr::scale::operand_edit(text(name)));
+    edit(bencher, text(name), jaxpr::scale::operand_edit(text(name)));
 }
 
-/// The same in an equation of a nested jaxpr (the `let` jaxprs of these files).
-#[divan::bench(args = FILES, sample_count = 10, sample_size = 1)]
+/// The same in an equation of a nested jaxpr held inline by one equation
+/// (the file with one call site of `_where` inlined).
+#[divan::bench(args = FILES, sample_count = 40, sample_size = 1)]
 fn edit_nested_jaxpr(bencher: divan::Bencher, name: &str) {
-    edit(bencher, name, jaxpr::scale::nested_edit(text(name)));
+    let (inlined, at) = jaxpr::scale::inline_nested(text(name), "_where").expect("_where");
+    edit(bencher, &inlined, at);
 }
 
-fn edit(bencher: divan::Bencher, name: &str, at: usize) {
-    let original = text(name).to_string();
+/// The same in a `let` jaxpr (called from many equations).
+#[divan::bench(args = FILES, sample_count = 10, sample_size = 1)]
+fn edit_let_jaxpr(bencher: divan::Bencher, name: &str) {
+    edit(bencher, text(name), jaxpr::scale::let_edit(text(name)));
+}
+
+fn edit(bencher: divan::Bencher, text: &str, at: usize) {
+    let name = "f.jaxpr";
+    let original = text.to_string();
     let mut edited = original.clone();
     edited.insert(at, 'x');
     let mut db = RootDatabase::default();

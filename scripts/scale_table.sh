@@ -13,8 +13,8 @@ py=${JAXPR_ORACLE_PY:-/work/.venv-oracle/bin/python}
 cargo build --release -q --bin jaxpr --example scale
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-echo "| file | size | equations | parse | full check (parse + resolve + types + diagnostics) | edit one equation | edit a nested jaxpr | peak memory, \`jaxpr check\` | JAX \`check_jaxpr\` |"
-echo "|---|---|---|---|---|---|---|---|---|"
+echo "| file | size | equations | parse | full check (parse + resolve + types + diagnostics) | edit one equation | edit an inline nested jaxpr | edit a \`let\` jaxpr | peak memory, \`jaxpr check\` | JAX \`check_jaxpr\` |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 for spec in transformer150_grad:150 transformer600_grad:600; do
     name=${spec%%:*}
     blocks=${spec##*:}

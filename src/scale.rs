@@ -24,9 +24,31 @@ pub fn operand_edit(text: &str) -> usize {
     text[eq..].find('\n').map_or(text.len(), |i| eq + i)
 }
 
-/// The end of the first equation's line inside the first nested jaxpr (a
-/// `let` jaxpr, or an inline `{ lambda` after the first line).
-pub fn nested_edit(text: &str) -> usize {
+/// The end of the first equation's line inside the first `let` jaxpr.
+pub fn let_edit(text: &str) -> usize {
     let body = text.find(". let\n").map_or(0, |i| i + ". let\n".len());
     text[body..].find('\n').map_or(text.len(), |i| body + i)
+}
+
+/// The file with the middle call site of the `let` jaxpr `name`
+/// (`jaxpr=NAME`) holding that jaxpr inline instead, as JAX prints a jaxpr
+/// used once; and the end of the first equation's line inside it. The
+/// large corpus files hold nested jaxprs only as `let`s, used many times.
+pub fn inline_nested(text: &str, name: &str) -> Option<(String, usize)> {
+    let def = format!("let {name} = ");
+    let start = text.find(&def)? + def.len();
+    let end = start + text[start..].find(" } in\n")? + " }".len();
+    let body = &text[start..end];
+    let call = format!("jaxpr={name}\n");
+    let sites: Vec<usize> = text.match_indices(&call).map(|(i, _)| i).collect();
+    let at = *sites.get(sites.len() / 2)?;
+    let mut out = String::with_capacity(text.len() + body.len());
+    out.push_str(&text[..at]);
+    out.push_str("jaxpr=");
+    out.push_str(body);
+    out.push('\n');
+    out.push_str(&text[at + call.len()..]);
+    let inner = at + "jaxpr=".len() + body.find(". let\n")? + ". let\n".len();
+    let edit = inner + out[inner..].find('\n')?;
+    Some((out, edit))
 }
