@@ -13,13 +13,7 @@ use std::time::{Duration, Instant};
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let opt = |name: &str| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .cloned()
-    };
+    let opt = fuzz::option;
     let secs: u64 = opt("--secs").and_then(|s| s.parse().ok()).unwrap_or(60);
     let seed: u64 = opt("--seed").and_then(|s| s.parse().ok()).unwrap_or(1);
     let out = PathBuf::from(opt("--out").unwrap_or_else(|| "target/fuzz-findings".into()));

@@ -91,8 +91,9 @@ pub fn diagnostics(db: &dyn Db, file: SourceFile) -> Arc<Vec<Diagnostic>> {
 /// no reuse): what the incremental path must always agree with.
 pub fn diagnostics_from_scratch(text: &str) -> Vec<Diagnostic> {
     let p = syntax::parse(text);
-    let a = check::check(&p.file);
-    let mut all: Vec<Diagnostic> = p.errors.iter().chain(&a.diagnostics).cloned().collect();
+    let a = check::check_owned(p.file);
+    let mut all = p.errors;
+    all.extend(a.diagnostics);
     all.sort_by_key(|d| (d.range.start, d.severity, d.kind));
     all
 }

@@ -35,6 +35,13 @@ impl Rng {
     }
 }
 
+/// The value after `--name` on the command line (fuzzing binaries).
+pub fn option(name: &str) -> Option<String> {
+    let args: Vec<String> = std::env::args().collect();
+    let i = args.iter().position(|a| a == name)?;
+    args.get(i + 1).cloned()
+}
+
 /// Pieces of jaxpr syntax worth inserting.
 const TOKENS: &[&str] = &[
     "{",

@@ -3,6 +3,7 @@
 //! random edit sequences on corpus files, compared after every edit.
 
 use jaxpr::db::{self, Db, Path, RootDatabase, SourceFile};
+use jaxpr::fuzz::Rng;
 use salsa::Setter;
 use salsa::plumbing::AsId;
 use std::path::PathBuf;
@@ -14,32 +15,7 @@ fn corpus() -> PathBuf {
 }
 
 fn read(rel: &str) -> String {
-    let p = corpus().join(rel);
-    if p.extension().is_some_and(|e| e == "gz") {
-        let out = std::process::Command::new("gzip")
-            .arg("-dc")
-            .arg(&p)
-            .output()
-            .expect("gzip");
-        assert!(out.status.success());
-        String::from_utf8(out.stdout).unwrap()
-    } else {
-        std::fs::read_to_string(p).unwrap()
-    }
-}
-
-/// xorshift64*: reproducible edits without a dependency.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
+    jaxpr::scale::read_gz(&corpus().join(rel).to_string_lossy())
 }
 
 fn floor_char(s: &str, mut i: usize) -> usize {
@@ -85,7 +61,7 @@ fn edit(text: &mut String, rng: &mut Rng) {
 fn random_edits(original: &str, seed: u64, n: usize, reset_one_in: usize) -> usize {
     let mut db = RootDatabase::default();
     let file = SourceFile::new(&db, "t.jaxpr".into(), original.to_string());
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let mut text = original.to_string();
     let mut incremental = 0;
     for i in 0..n {

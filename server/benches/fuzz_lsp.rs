@@ -12,13 +12,7 @@ use jaxpr::fuzz::{self, Rng};
 use std::time::{Duration, Instant};
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let opt = |name: &str| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .and_then(|v| v.parse::<u64>().ok())
-    };
+    let opt = |name: &str| fuzz::option(name).and_then(|v| v.parse::<u64>().ok());
     let secs = opt("--secs").unwrap_or(60);
     let seed = opt("--seed").unwrap_or(1);
     let seeds = fuzz::corpus_seeds(&corpus());

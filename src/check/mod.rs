@@ -170,6 +170,25 @@ pub fn check(file: &ast::SourceFile) -> Analysis {
     check_full(file).0
 }
 
+/// Checks a parsed file that is not needed afterwards (`jaxpr check`): each
+/// top-level equation of the main jaxpr is dropped once checked, so the
+/// syntax tree shrinks while the analysis grows and the peak memory is
+/// about the larger of the two rather than their sum.
+pub fn check_owned(mut file: ast::SourceFile) -> Analysis {
+    let Some(mut main) = file.main.take() else {
+        return check(&file);
+    };
+    let mut c = Checker::for_jaxprs(file.lets.iter().map(|l| &l.jaxpr).chain([&main]));
+    c.check_lets(&file.lets);
+    let eqns = std::mem::take(&mut main.eqns).into_vec();
+    c.main_inputs = true;
+    c.check_jaxpr_with(&main, eqns.into_iter(), JaxprOrigin::Main, None, None);
+    // The symbol-scope check only asks whether there is a main jaxpr.
+    file.main = Some(main);
+    c.check_symbol_scope(&file);
+    c.a
+}
+
 /// What a whole-file check learns beyond the [`Analysis`], for the
 /// incremental path (`crate::incremental`): which cross-equation state it
 /// used.
@@ -184,16 +203,7 @@ pub(crate) struct Extras {
 }
 
 pub(crate) fn check_full(file: &ast::SourceFile) -> (Analysis, Extras) {
-    let mut counts = Counts::default();
-    for j in file.lets.iter().map(|l| &l.jaxpr).chain(&file.main) {
-        counts.add(j);
-    }
-    let mut c = Checker::new(Analysis {
-        vars: Vec::with_capacity(counts.vars),
-        eqns: Vec::with_capacity(counts.eqns),
-        refs: Vec::with_capacity(counts.vars + counts.uses),
-        ..Analysis::default()
-    });
+    let mut c = Checker::for_jaxprs(file.lets.iter().map(|l| &l.jaxpr).chain(&file.main));
     c.check_lets(&file.lets);
     if let Some(m) = &file.main {
         c.main_inputs = true;
@@ -408,6 +418,21 @@ impl Checker {
         }
     }
 
+    /// A checker whose tables are allocated once for these jaxprs (growing
+    /// them copies tens of megabytes on large files).
+    fn for_jaxprs<'j>(jaxprs: impl Iterator<Item = &'j Jaxpr>) -> Checker {
+        let mut counts = Counts::default();
+        for j in jaxprs {
+            counts.add(j);
+        }
+        Checker::new(Analysis {
+            vars: Vec::with_capacity(counts.vars),
+            eqns: Vec::with_capacity(counts.eqns),
+            refs: Vec::with_capacity(counts.vars + counts.uses),
+            ..Analysis::default()
+        })
+    }
+
     fn check_lets(&mut self, lets: &[ast::LetJaxpr]) {
         for l in lets {
             let id = self.check_jaxpr(
@@ -496,6 +521,19 @@ impl Checker {
         parent: Option<JaxprId>,
         origins: Option<&[Origin]>,
     ) -> JaxprId {
+        self.check_jaxpr_with(j, j.eqns.iter(), origin, parent, origins)
+    }
+
+    /// `check_jaxpr` with the equations given apart: owned ones are dropped
+    /// as soon as they are checked (see [`check_owned`]).
+    fn check_jaxpr_with<E: std::borrow::Borrow<ast::Eqn>>(
+        &mut self,
+        j: &Jaxpr,
+        eqns: impl Iterator<Item = E>,
+        origin: JaxprOrigin,
+        parent: Option<JaxprId>,
+        origins: Option<&[Origin]>,
+    ) -> JaxprId {
         let id = JaxprId(self.a.jaxprs.len() as u32);
         self.a.jaxprs.push(JaxprInfo {
             range: j.range,
@@ -530,8 +568,8 @@ impl Checker {
                 self.a.origins.insert(*v, o.clone());
             }
         }
-        for e in &j.eqns {
-            let eid = self.check_eqn(e, id);
+        for e in eqns {
+            let eid = self.check_eqn(e.borrow(), id);
             self.a.jaxprs[id.0 as usize].eqns.push(eid);
         }
         let mut outs = Vec::new();

@@ -39,20 +39,7 @@ pub struct Parse {
 }
 
 pub fn parse(text: &str) -> Parse {
-    let tokens = Tokens {
-        lexer: Lexer::new(text),
-        window: Vec::new(),
-        base: 0,
-        at_eof: false,
-    };
-    let mut p = Parser {
-        text,
-        tokens,
-        pos: 0,
-        errors: Vec::new(),
-        depth: 0,
-        last_chain: None,
-    };
+    let mut p = Parser::new(text, 0);
     let mut file = p.source_file();
     attach_comments(text, &p.tokens.lexer.comments, &mut file);
     Parse {
@@ -69,26 +56,10 @@ pub fn parse(text: &str) -> Parse {
 /// with the same lookahead, then reads the same equation there. The text
 /// after `end` is only looked at, as the whole-file parser looks at it.
 pub fn parse_equation(text: &str, end: u32) -> Option<(Eqn, Vec<Diagnostic>)> {
-    let tokens = Tokens {
-        lexer: Lexer::new(text),
-        window: Vec::new(),
-        base: 0,
-        at_eof: false,
-    };
-    let mut p = Parser {
-        text,
-        tokens,
-        pos: 0,
-        // The equation sits inside the main jaxpr.
-        depth: 1,
-        errors: Vec::new(),
-        last_chain: None,
-    };
+    // The equation sits inside the main jaxpr (depth 1).
+    let mut p = Parser::new(text, 1);
     let eqn = p.equation().ok()?;
-    if p.prev_end() > end
-        || p.nth(0).range.start < end
-        || (p.at(T::Eof) && end as usize != text.len())
-    {
+    if p.prev_end() > end || p.nth(0).range.start < end {
         return None;
     }
     let mut file = SourceFile {
@@ -180,6 +151,22 @@ struct Chain {
 struct Reported;
 
 impl<'a> Parser<'a> {
+    fn new(text: &'a str, depth: u32) -> Parser<'a> {
+        Parser {
+            text,
+            tokens: Tokens {
+                lexer: Lexer::new(text),
+                window: Vec::new(),
+                base: 0,
+                at_eof: false,
+            },
+            pos: 0,
+            errors: Vec::new(),
+            depth,
+            last_chain: None,
+        }
+    }
+
     // ---- token access -------------------------------------------------
 
     #[inline]
