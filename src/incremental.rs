@@ -218,12 +218,15 @@ impl FileState {
         // An undefined name's hint names a similar variable in scope: add
         // the names one edit away and check again.
         let mut more = Vec::new();
+        let mut undefined = FxHashSet::default();
         for d in &r.diagnostics {
             if d.kind == crate::diagnostics::DiagKind::UndefinedVariable && d.range.start & TAG == 0
             {
                 let name = &seg_text[d.range.start as usize..d.range.end as usize];
-                let near = check::near_names(name, |k| cx.lookup(k).is_some());
-                more.extend(near.into_iter().filter(|k| !words.contains(&k.as_str())));
+                if undefined.insert(name) {
+                    let near = check::near_names(name, |k| cx.lookup(k).is_some());
+                    more.extend(near.into_iter().filter(|k| !words.contains(&k.as_str())));
+                }
             }
         }
         if !more.is_empty() {
@@ -423,11 +426,10 @@ struct Cx<'a> {
 impl Context for Cx<'_> {
     fn lookup(&mut self, name: &str) -> Option<VarId> {
         let defs = self.names.get(name)?;
-        // The last binding before the segment wins, as in a scope.
-        defs.iter()
-            .rev()
-            .find(|v| self.base.var(**v).range.start < self.before)
-            .copied()
+        // The last binding before the segment wins, as in a scope (the
+        // bindings are in text order; a name may be bound many times).
+        let n = defs.partition_point(|v| self.base.var(*v).range.start < self.before);
+        n.checked_sub(1).map(|i| defs[i])
     }
     fn range(&self, r: TextRange) -> TextRange {
         tag(r)

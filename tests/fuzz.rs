@@ -123,3 +123,17 @@ fn many_distinct_unknown_primitives_are_linear() {
     assert_eq!(d.len(), n / 2);
     assert!(d.iter().all(|d| d.kind == DiagKind::UnknownPrimitive));
 }
+
+/// Found as a hang: one undefined name used 20k times in one equation of a
+/// nested jaxpr, each use looking up its hint again (now remembered until
+/// the scope changes), and through the incremental path the name's
+/// bindings scanned one by one for each candidate.
+#[test]
+fn one_undefined_name_used_many_times_is_linear() {
+    let before = "{ lambda ; a:f32[] b:f32[]. let\n    c:f32[] = pjit[name=f jaxpr={ lambda ; d:f32[]. let\n        e:f32[] = sin d\n      in (e,) }] a\n  in (c,) }\n";
+    let ops = " hadd".repeat(100_000);
+    let after = before.replace("sin d", &format!("add{ops}"));
+    let d = edited(before, &after);
+    assert_eq!(d.len(), 100_000);
+    assert!(d.iter().all(|d| d.kind == DiagKind::UndefinedVariable));
+}

@@ -390,6 +390,16 @@ pub(crate) struct Checker {
     pub(crate) unknown_seen: FxHashSet<SmolStr>,
     /// Every equation with an unknown primitive, in check order.
     pub(crate) unknown_uses: Vec<(SmolStr, TextRange)>,
+    /// The hint for each undefined name met since the scope last changed
+    /// (an equation may use one undefined name thousands of times).
+    hints: HashMap<SmolStr, Hint>,
+}
+
+#[derive(Clone)]
+enum Hint {
+    Outer(VarId),
+    Near(String),
+    None,
 }
 
 /// An equation operand after resolution.
@@ -415,6 +425,7 @@ impl Checker {
             bad_dims: Default::default(),
             unknown_seen: Default::default(),
             unknown_uses: Vec::new(),
+            hints: HashMap::default(),
         }
     }
 
@@ -549,6 +560,7 @@ impl Checker {
         // Jaxprs are closed: a fresh scope; the enclosing one is kept for hints.
         let saved = std::mem::take(&mut self.env.names);
         self.env.outer.push(saved);
+        self.hints.clear();
 
         let mut constvars = Vec::new();
         for (i, b) in j.constvars.iter().enumerate() {
@@ -619,6 +631,7 @@ impl Checker {
         info.outs = outs;
         info.signature = sig;
         self.env.names = self.env.outer.pop().unwrap_or_default();
+        self.hints.clear();
         id
     }
 
@@ -653,6 +666,7 @@ impl Checker {
             role,
         });
         self.env.names.insert(b.name.text.clone(), v);
+        self.hints.clear();
         Some(v)
     }
 
@@ -730,17 +744,31 @@ impl Checker {
             n.range,
             format!("`{}` is not defined", n.text),
         );
-        if let Some(v) = self.env.outer.iter().rev().find_map(|s| s.get(&n.text)) {
-            let info = self.a.var(*v).clone();
-            d = d
-                .with_related(info.range, format!("`{}` is defined in an enclosing jaxpr", info.name))
-                .with_help("jaxprs are closed: a nested jaxpr sees only its own binders; pass the value in as an operand (a constant of the nested jaxpr)");
-        } else {
-            // A near name defined here, for typos.
-            let near = near_names(&n.text, |k| self.env.names.contains_key(k));
-            if let Some(k) = near.first() {
+        let hint = match self.hints.get(&n.text) {
+            Some(h) => h.clone(),
+            None => {
+                let h = if let Some(v) = self.env.outer.iter().rev().find_map(|s| s.get(&n.text)) {
+                    Hint::Outer(*v)
+                } else {
+                    // A near name defined here, for typos.
+                    let near = near_names(&n.text, |k| self.env.names.contains_key(k));
+                    near.into_iter().next().map_or(Hint::None, Hint::Near)
+                };
+                self.hints.insert(n.text.clone(), h.clone());
+                h
+            }
+        };
+        match hint {
+            Hint::Outer(v) => {
+                let info = self.a.var(v);
+                d = d
+                    .with_related(info.range, format!("`{}` is defined in an enclosing jaxpr", info.name))
+                    .with_help("jaxprs are closed: a nested jaxpr sees only its own binders; pass the value in as an operand (a constant of the nested jaxpr)");
+            }
+            Hint::Near(k) => {
                 d = d.with_help(format!("a variable with a similar name exists: `{k}`"));
             }
+            Hint::None => {}
         }
         self.push_diag(d);
     }
@@ -1025,6 +1053,7 @@ impl Checker {
             if let Some(v) = v {
                 self.report_if_bound(&b.name);
                 self.env.names.insert(b.name.text.clone(), *v);
+                self.hints.clear();
             }
         }
         id
