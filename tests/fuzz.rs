@@ -137,3 +137,17 @@ fn one_undefined_name_used_many_times_is_linear() {
     assert_eq!(d.len(), 100_000);
     assert!(d.iter().all(|d| d.kind == DiagKind::UndefinedVariable));
 }
+
+/// Found as slow: a binder with an unclosed `[` on every line, where the
+/// lookahead for an equation start scanned from each line to the end.
+#[test]
+fn unclosed_brackets_on_many_lines_are_linear() {
+    let mut s = String::from("{ lambda ; a:f32[4]. let\n");
+    for _ in 0..100_000 {
+        s.push_str("    u:f32[4, = sin a\n");
+    }
+    s.push_str("  in (a,) }\n");
+    let d = db::diagnostics_from_scratch(&s);
+    assert!(!d.is_empty());
+    assert!(d.iter().all(|d| d.kind == DiagKind::Syntax));
+}

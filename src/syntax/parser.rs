@@ -362,25 +362,33 @@ impl<'a> Parser<'a> {
     }
 
     /// Skips a type `dtype[...]` starting at token `i`; returns the index after it.
+    /// A type never spans lines: stopping at a line break keeps each
+    /// lookahead to its line (an unclosed `[` on every line of a long file
+    /// made every line's lookahead scan to the end: quadratic).
     fn skip_type(&mut self, mut i: usize) -> Option<usize> {
         if self.kind_at(i) != T::Ident {
             return None;
         }
         i += 1;
-        if self.kind_at(i) == T::LAngle {
-            i += 1;
-            while !matches!(self.kind_at(i), T::RAngle | T::Eof) {
+        let close = |p: &mut Self, mut i: usize, closer: T| -> Option<usize> {
+            loop {
+                let t = p.tokens.get(i, p.pos);
+                if t.kind == closer {
+                    return Some(i + 1);
+                }
+                if t.kind == T::Eof || t.newline_before {
+                    return None;
+                }
                 i += 1;
             }
-            i += 1;
+        };
+        if self.kind_at(i) == T::LAngle {
+            i = close(self, i + 1, T::RAngle)?;
         }
         if self.kind_at(i) != T::LBracket {
             return None;
         }
-        while !matches!(self.kind_at(i), T::RBracket | T::Eof) {
-            i += 1;
-        }
-        (self.kind_at(i) == T::RBracket).then_some(i + 1)
+        close(self, i + 1, T::RBracket)
     }
 
     /// Is the `in` here the keyword that ends a jaxpr's equations (rather than a
