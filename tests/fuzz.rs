@@ -27,6 +27,19 @@ fn edited(before: &str, after: &str) -> Vec<jaxpr::diagnostics::Diagnostic> {
     got
 }
 
+/// The diagnostics of a jaxpr whose body is `line` 100,000 times: syntax
+/// errors only, at least one.
+fn syntax_errors_of_lines(line: &str) -> Vec<jaxpr::diagnostics::Diagnostic> {
+    let s = format!(
+        "{{ lambda ; a:f32[4]. let\n{}  in (a,) }}\n",
+        line.repeat(100_000)
+    );
+    let d = db::diagnostics_from_scratch(&s);
+    assert!(!d.is_empty());
+    assert!(d.iter().all(|d| d.kind == DiagKind::Syntax));
+    d
+}
+
 #[test]
 fn a_bounded_fuzz_run_finds_nothing() {
     let seeds = fuzz::corpus_seeds(&corpus());
@@ -65,12 +78,7 @@ fn a_let_after_the_main_jaxpr_comes_first_for_unknown_primitives() {
 /// rescanned all the following ones from every line.
 #[test]
 fn recovery_over_many_binder_lines_is_linear() {
-    let mut s = String::from("{ lambda ; a:f32[4]. let\n");
-    for _ in 0..100_000 {
-        s.push_str("    u:f32[4,4] _:f32[4[]\n");
-    }
-    s.push_str("  in (a,) }\n");
-    let d = db::diagnostics_from_scratch(&s);
+    let d = syntax_errors_of_lines("    u:f32[4,4] _:f32[4[]\n");
     // One error, then the parser skips the lines that never reach `=`.
     assert!(!d.is_empty() && d.len() < 5, "{d:#?}");
     assert!(d.iter().all(|d| d.kind == DiagKind::Syntax));
@@ -142,12 +150,5 @@ fn one_undefined_name_used_many_times_is_linear() {
 /// lookahead for an equation start scanned from each line to the end.
 #[test]
 fn unclosed_brackets_on_many_lines_are_linear() {
-    let mut s = String::from("{ lambda ; a:f32[4]. let\n");
-    for _ in 0..100_000 {
-        s.push_str("    u:f32[4, = sin a\n");
-    }
-    s.push_str("  in (a,) }\n");
-    let d = db::diagnostics_from_scratch(&s);
-    assert!(!d.is_empty());
-    assert!(d.iter().all(|d| d.kind == DiagKind::Syntax));
+    syntax_errors_of_lines("    u:f32[4, = sin a\n");
 }
