@@ -115,6 +115,8 @@ pub fn session(rng: &mut Rng, seeds: &[Vec<u8>], n: usize, stats: &mut Stats) {
         s.open(uri, &fuzz::text_of(&t));
     }
     let mut ids = Vec::new();
+    // What was sent, to report an unanswered request.
+    let mut sent: Vec<String> = Vec::new();
     for _ in 0..n {
         stats.messages += 1;
         let d = rng.below(uris.len());
@@ -138,8 +140,10 @@ pub fn session(rng: &mut Rng, seeds: &[Vec<u8>], n: usize, stats: &mut Stats) {
                 let p = params(rng, method, uri);
                 let id = 10_000 + stats.requests as i64;
                 stats.requests += 1;
+                let msg = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": p });
+                sent.push(msg.to_string());
                 ids.push(id);
-                s.send(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": p }));
+                s.send(&msg);
             }
             8 => match rng.below(5) {
                 // Frames are well delimited (a wrong Content-Length would
@@ -178,7 +182,16 @@ pub fn session(rng: &mut Rng, seeds: &[Vec<u8>], n: usize, stats: &mut Stats) {
         });
         if r.is_none() {
             let exited = s.child.try_wait().ok().flatten();
-            panic!("request {id} was never answered (server exited: {exited:?})");
+            let what = sent.iter().find(|m| m.contains(&format!("\"id\":{id},")));
+            if std::env::var_os("LSP_FUZZ_DEBUG").is_some() {
+                for m in &s.pending {
+                    eprintln!(
+                        "pending: {}",
+                        m.to_string().chars().take(200).collect::<String>()
+                    );
+                }
+            }
+            panic!("request {id} was never answered (server exited: {exited:?}): {what:?}");
         }
     }
     // ...the server still works...
