@@ -1,28 +1,44 @@
 //! The incremental database (salsa). File text is the only input; parsing,
 //! checking (scopes, types, signatures) and the diagnostics list are
-//! tracked queries whose results compare by value, so an edit that leaves a
-//! query's result unchanged does not re-run what depends on it. No IO
-//! happens inside queries: callers read files and set the text.
+//! tracked queries. No IO happens inside queries: callers read files and set
+//! the text.
+//!
+//! Salsa's queries are per file; finer reuse lives in [`Engine`]
+//! (`crate::incremental`), which the diagnostics query goes through: an edit
+//! inside one equation re-parses and re-checks that equation only. Its
+//! whole-file parse and analysis are shared with the `parse` and `analysis`
+//! queries when they describe the current text, and a whole-file analysis
+//! computed for the editor features becomes its new base.
 
 use crate::check::{self, Analysis};
 use crate::diagnostics::Diagnostic;
+pub use crate::incremental::{Engine, Path};
 use crate::syntax::{self, LineIndex, Parse};
+use salsa::plumbing::AsId;
 use std::sync::Arc;
 
 #[salsa::db]
-pub trait Db: salsa::Database {}
+pub trait Db: salsa::Database {
+    /// Per-equation reuse across revisions (shared by clones).
+    fn engine(&self) -> &Engine;
+}
 
 #[salsa::db]
 #[derive(Clone, Default)]
 pub struct RootDatabase {
     storage: salsa::Storage<Self>,
+    engine: Arc<Engine>,
 }
 
 #[salsa::db]
 impl salsa::Database for RootDatabase {}
 
 #[salsa::db]
-impl Db for RootDatabase {}
+impl Db for RootDatabase {
+    fn engine(&self) -> &Engine {
+        &self.engine
+    }
+}
 
 /// One source file: its path (for messages) and its text.
 #[salsa::input(debug)]
@@ -38,7 +54,11 @@ pub struct SourceFile {
 // almost never succeeds and costs a full deep comparison.
 #[salsa::tracked(returns(clone), no_eq)]
 pub fn parse(db: &dyn Db, file: SourceFile) -> Arc<Parse> {
-    Arc::new(syntax::parse(file.text(db)))
+    let text = file.text(db);
+    match db.engine().base(file.as_id(), text) {
+        Some((p, _)) => p,
+        None => Arc::new(syntax::parse(text)),
+    }
 }
 
 #[salsa::tracked(returns(clone))]
@@ -49,18 +69,33 @@ pub fn line_index(db: &dyn Db, file: SourceFile) -> Arc<LineIndex> {
 /// Names, types, nested bindings and signatures of every jaxpr in the file.
 #[salsa::tracked(returns(clone), no_eq)]
 pub fn analysis(db: &dyn Db, file: SourceFile) -> Arc<Analysis> {
-    Arc::new(check::check(&parse(db, file).file))
+    let text = file.text(db);
+    if let Some((_, a)) = db.engine().base(file.as_id(), text) {
+        return a;
+    }
+    let p = parse(db, file);
+    let (a, extras) = check::check_full(&p.file);
+    let a = Arc::new(a);
+    db.engine().offer(file.as_id(), text, p, a.clone(), extras);
+    a
 }
 
-/// Every diagnostic of the file: syntax errors first, then the checker's,
-/// sorted by position.
+/// Every diagnostic of the file: syntax errors and the checker's, sorted by
+/// position (syntax errors first among equals).
 #[salsa::tracked(returns(clone))]
 pub fn diagnostics(db: &dyn Db, file: SourceFile) -> Arc<Vec<Diagnostic>> {
-    let p = parse(db, file);
-    let a = analysis(db, file);
-    let mut all: Vec<Diagnostic> = p.errors.iter().chain(&a.diagnostics).cloned().collect();
+    db.engine().diagnostics(file.as_id(), file.text(db))
+}
+
+/// The diagnostics of the file from scratch (a whole-file parse and check,
+/// no reuse): what the incremental path must always agree with.
+pub fn diagnostics_from_scratch(text: &str) -> Vec<Diagnostic> {
+    let p = syntax::parse(text);
+    let a = check::check_owned(p.file);
+    let mut all = p.errors;
+    all.extend(a.diagnostics);
     all.sort_by_key(|d| (d.range.start, d.severity, d.kind));
-    Arc::new(all)
+    all
 }
 
 #[cfg(test)]

@@ -129,3 +129,41 @@ fn types_prints_every_jaxpr() {
     assert!(s.contains("body_jaxpr of `for_loop`"), "{s}");
     assert!(s.contains("out_type: ((f64[InDBIdx(0)], True),)"), "{s}");
 }
+
+/// Thousands of files: all checked, one summary, and nothing but the
+/// diagnostics on a pipe (the progress bar is for terminals only). The
+/// files are generated here rather than committed.
+#[test]
+fn a_folder_of_thousands_of_files_prints_no_progress_bar_on_a_pipe() {
+    let dir = std::env::temp_dir().join(format!("jaxpr-many-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    let n = 3000;
+    for i in 0..n {
+        let sub = if i % 2 == 0 { "" } else { "sub" };
+        let body = if i == 7 { "sin x" } else { "sin a" };
+        let text = format!("{{ lambda ; a:f32[{i}]. let b:f32[{i}] = {body} in (b,) }}\n");
+        std::fs::write(dir.join(sub).join(format!("f{i}.jaxpr")), text).unwrap();
+    }
+    let out = bin().arg("check").arg(&dir).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout.contains(&format!("checked {n} files: 1 error, 0 warnings")),
+        "{stdout}"
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json = bin()
+        .args(["check", "--format", "json"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["summary"]["files"], n);
+    assert!(json.stderr.is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -167,52 +167,172 @@ impl DimNames for Analysis {
 
 /// Checks a parsed file.
 pub fn check(file: &ast::SourceFile) -> Analysis {
-    let mut counts = Counts::default();
-    for j in file.lets.iter().map(|l| &l.jaxpr).chain(&file.main) {
-        counts.add(j);
-    }
-    let mut c = Checker {
-        a: Analysis {
-            vars: Vec::with_capacity(counts.vars),
-            eqns: Vec::with_capacity(counts.eqns),
-            refs: Vec::with_capacity(counts.vars + counts.uses),
-            ..Analysis::default()
-        },
-        lets: HashMap::default(),
-        env: Scope::default(),
-        main_inputs: false,
-        pending_results: Vec::new(),
-        bad_dims: Default::default(),
+    check_full(file).0
+}
+
+/// Checks a parsed file that is not needed afterwards (`jaxpr check`): each
+/// top-level equation of the main jaxpr is dropped once checked, so the
+/// syntax tree shrinks while the analysis grows and the peak memory is
+/// about the larger of the two rather than their sum.
+pub fn check_owned(mut file: ast::SourceFile) -> Analysis {
+    let Some(mut main) = file.main.take() else {
+        return check(&file);
     };
-    for l in &file.lets {
-        let id = c.check_jaxpr(
-            &l.jaxpr,
-            JaxprOrigin::Let {
-                name: l.name.text.clone(),
-                name_range: l.name.range,
-            },
-            None,
-            None,
-        );
-        if let Some(prev) = c.lets.insert(l.name.text.clone(), id) {
-            let prev_range = c.a.jaxpr(prev).origin.clone();
-            let mut d = Diagnostic::error(
-                DiagKind::DuplicateDefinition,
-                l.name.range,
-                format!("the jaxpr `{}` is defined twice", l.name.text),
-            );
-            if let JaxprOrigin::Let { name_range, .. } = prev_range {
-                d = d.with_related(name_range, "first defined here");
-            }
-            c.a.diagnostics.push(d);
-        }
-    }
+    let mut c = Checker::for_jaxprs(file.lets.iter().map(|l| &l.jaxpr).chain([&main]));
+    c.check_lets(&file.lets);
+    let eqns = std::mem::take(&mut main.eqns).into_vec();
+    c.main_inputs = true;
+    c.check_jaxpr_with(&main, eqns.into_iter(), JaxprOrigin::Main, None, None);
+    // The symbol-scope check only asks whether there is a main jaxpr.
+    file.main = Some(main);
+    c.check_symbol_scope(&file);
+    c.a
+}
+
+/// What a whole-file check learns beyond the [`Analysis`], for the
+/// incremental path (`crate::incremental`): which cross-equation state it
+/// used.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Extras {
+    /// Every equation with an unknown primitive, in check order (name, range
+    /// of the primitive): only the first of each name is warned about.
+    pub unknown_uses: Vec<(SmolStr, TextRange)>,
+    /// Some variable was reported as an unusable dimension (reported once per
+    /// variable, file-wide).
+    pub bad_dims: bool,
+}
+
+pub(crate) fn check_full(file: &ast::SourceFile) -> (Analysis, Extras) {
+    let mut c = Checker::for_jaxprs(file.lets.iter().map(|l| &l.jaxpr).chain(&file.main));
+    c.check_lets(&file.lets);
     if let Some(m) = &file.main {
         c.main_inputs = true;
         c.check_jaxpr(m, JaxprOrigin::Main, None, None);
     }
     c.check_symbol_scope(file);
-    c.a
+    let extras = Extras {
+        unknown_uses: std::mem::take(&mut c.unknown_uses),
+        bad_dims: !c.bad_dims.is_empty(),
+    };
+    (c.a, extras)
+}
+
+/// The checker's state after the `let` jaxprs, from which one top-level
+/// equation of the main jaxpr is re-checked on its own (the incremental path).
+#[derive(Clone, Debug)]
+pub(crate) struct Prelude {
+    a: Analysis,
+    lets: HashMap<SmolStr, JaxprId>,
+}
+
+impl Prelude {
+    /// `moved` gives the ranges to record for the let jaxprs' positions (the
+    /// incremental path tags them as positions of the whole-file text).
+    pub(crate) fn new(lets: &[ast::LetJaxpr], moved: impl Fn(TextRange) -> TextRange) -> Prelude {
+        let mut c = Checker::new(Analysis::default());
+        c.check_lets(lets);
+        let mut a = c.a;
+        a.diagnostics.clear();
+        for j in &mut a.jaxprs {
+            j.range = moved(j.range);
+            j.lambda_range = moved(j.lambda_range);
+            if let JaxprOrigin::Let { name_range, .. } = &mut j.origin {
+                *name_range = moved(*name_range);
+            }
+            for o in &mut j.outs {
+                o.range = moved(o.range);
+            }
+        }
+        for v in &mut a.vars {
+            v.range = moved(v.range);
+            v.binder_range = moved(v.binder_range);
+        }
+        for e in &mut a.eqns {
+            e.range = moved(e.range);
+            e.primitive_range = moved(e.primitive_range);
+        }
+        for o in a.origins.values_mut() {
+            o.operand = moved(o.operand);
+        }
+        for r in &mut a.refs {
+            r.range = moved(r.range);
+        }
+        for (r, _) in &mut a.let_refs {
+            *r = moved(*r);
+        }
+        Prelude { a, lets: c.lets }
+    }
+}
+
+/// A variable of the main jaxpr bound before the equation being re-checked.
+pub(crate) trait Context {
+    /// The variable `name` refers to before the equation (in the whole-file
+    /// analysis `base`), if any.
+    fn lookup(&mut self, name: &str) -> Option<VarId>;
+    /// The range to report for a variable of `base`: the incremental path
+    /// tags ranges outside the equation so that it can move them later.
+    fn range(&self, r: TextRange) -> TextRange;
+}
+
+/// What re-checking one top-level equation found.
+#[derive(Debug)]
+pub(crate) struct EqnCheck {
+    /// Without unknown-primitive warnings (those depend on earlier equations;
+    /// see `unknown_uses`).
+    pub diagnostics: Vec<Diagnostic>,
+    pub unknown_uses: Vec<(SmolStr, TextRange)>,
+    pub used_symbols: bool,
+    pub bad_dims: bool,
+}
+
+/// Re-checks one top-level equation `e` of the main jaxpr, whose ranges are
+/// relative to its own text, as the whole-file check would: names are
+/// resolved through `cx` (those in `names`, which must hold every name the
+/// equation can look up), and variables of `base` get ranges from `cx`.
+pub(crate) fn check_main_eqn(
+    prelude: &Prelude,
+    base: &Analysis,
+    e: &ast::Eqn,
+    names: &[&str],
+    cx: &mut dyn Context,
+) -> EqnCheck {
+    let mut c = Checker::new(prelude.a.clone());
+    c.lets = prelude.lets.clone();
+    let main = JaxprId(c.a.jaxprs.len() as u32);
+    let (range, lambda_range) = base
+        .main()
+        .map(|m| (base.jaxpr(m).range, base.jaxpr(m).lambda_range))
+        .unwrap_or_default();
+    c.a.jaxprs.push(JaxprInfo {
+        range: cx.range(range),
+        lambda_range: cx.range(lambda_range),
+        origin: JaxprOrigin::Main,
+        parent: None,
+        constvars: Vec::new(),
+        invars: Vec::new(),
+        outs: Vec::new(),
+        eqns: Vec::new(),
+        signature: Signature::default(),
+    });
+    // The enclosing scope of the main jaxpr is empty, as in `check_jaxpr`.
+    c.env.outer.push(HashMap::default());
+    let mut copied: HashMap<VarId, VarId> = HashMap::default();
+    for name in names {
+        if let Some(v) = cx.lookup(name) {
+            let local = c.copy_var(base, v, &mut copied, cx);
+            c.env.names.insert(SmolStr::new(name), local);
+        }
+    }
+    c.check_eqn(e, main);
+    let unknown: FxHashSet<TextRange> = c.unknown_uses.iter().map(|u| u.1).collect();
+    let mut diagnostics = std::mem::take(&mut c.a.diagnostics);
+    diagnostics.retain(|d| !(d.kind == DiagKind::UnknownPrimitive && unknown.contains(&d.range)));
+    EqnCheck {
+        diagnostics,
+        unknown_uses: std::mem::take(&mut c.unknown_uses),
+        used_symbols: !c.a.symbols.is_empty(),
+        bad_dims: !c.bad_dims.is_empty(),
+    }
 }
 
 /// How many equations, binders and operands a file has, to allocate the
@@ -266,6 +386,20 @@ pub(crate) struct Checker {
     pending_results: Vec<(SmolStr, VarId)>,
     /// Variables already reported as unusable dimensions (one report each).
     bad_dims: FxHashSet<VarId>,
+    /// Unknown primitives met so far (each is warned about once).
+    pub(crate) unknown_seen: FxHashSet<SmolStr>,
+    /// Every equation with an unknown primitive, in check order.
+    pub(crate) unknown_uses: Vec<(SmolStr, TextRange)>,
+    /// The hint for each undefined name met since the scope last changed
+    /// (an equation may use one undefined name thousands of times).
+    hints: HashMap<SmolStr, Hint>,
+}
+
+#[derive(Clone)]
+enum Hint {
+    Outer(VarId),
+    Near(String),
+    None,
 }
 
 /// An equation operand after resolution.
@@ -281,6 +415,99 @@ pub struct Operand {
 }
 
 impl Checker {
+    fn new(a: Analysis) -> Checker {
+        Checker {
+            a,
+            lets: HashMap::default(),
+            env: Scope::default(),
+            main_inputs: false,
+            pending_results: Vec::new(),
+            bad_dims: Default::default(),
+            unknown_seen: Default::default(),
+            unknown_uses: Vec::new(),
+            hints: HashMap::default(),
+        }
+    }
+
+    /// A checker whose tables are allocated once for these jaxprs (growing
+    /// them copies tens of megabytes on large files).
+    fn for_jaxprs<'j>(jaxprs: impl Iterator<Item = &'j Jaxpr>) -> Checker {
+        let mut counts = Counts::default();
+        for j in jaxprs {
+            counts.add(j);
+        }
+        Checker::new(Analysis {
+            vars: Vec::with_capacity(counts.vars),
+            eqns: Vec::with_capacity(counts.eqns),
+            refs: Vec::with_capacity(counts.vars + counts.uses),
+            ..Analysis::default()
+        })
+    }
+
+    fn check_lets(&mut self, lets: &[ast::LetJaxpr]) {
+        for l in lets {
+            let id = self.check_jaxpr(
+                &l.jaxpr,
+                JaxprOrigin::Let {
+                    name: l.name.text.clone(),
+                    name_range: l.name.range,
+                },
+                None,
+                None,
+            );
+            if let Some(prev) = self.lets.insert(l.name.text.clone(), id) {
+                let prev_range = self.a.jaxpr(prev).origin.clone();
+                let mut d = Diagnostic::error(
+                    DiagKind::DuplicateDefinition,
+                    l.name.range,
+                    format!("the jaxpr `{}` is defined twice", l.name.text),
+                );
+                if let JaxprOrigin::Let { name_range, .. } = prev_range {
+                    d = d.with_related(name_range, "first defined here");
+                }
+                self.a.diagnostics.push(d);
+            }
+        }
+    }
+
+    /// Copies variable `v` of `base` (and the dimension variables of its
+    /// type) into this checker's tables, once.
+    fn copy_var(
+        &mut self,
+        base: &Analysis,
+        v: VarId,
+        copied: &mut HashMap<VarId, VarId>,
+        cx: &dyn Context,
+    ) -> VarId {
+        if let Some(&l) = copied.get(&v) {
+            return l;
+        }
+        let info = base.var(v);
+        let local = VarId(self.a.vars.len() as u32);
+        // Recorded before its type is copied: a result's type may name the
+        // result itself (`OutDBIdx`), which must not recurse forever.
+        copied.insert(v, local);
+        self.a.vars.push(VarInfo {
+            name: info.name.clone(),
+            range: cx.range(info.range),
+            binder_range: cx.range(info.binder_range),
+            ty: AType {
+                dtype: info.ty.dtype.clone(),
+                shape: Vec::new(),
+            },
+            jaxpr: JaxprId(self.a.jaxprs.len() as u32 - 1),
+            role: info.role.clone(),
+        });
+        let mut ty = info.ty.clone();
+        for d in &mut ty.shape {
+            if let Dim::Var(w) = d {
+                *w = self.copy_var(base, *w, copied, cx);
+            }
+        }
+        self.a.vars[local.0 as usize].ty = ty;
+        local
+    }
+
     fn new_var(&mut self, info: VarInfo) -> VarId {
         let id = VarId(self.a.vars.len() as u32);
         self.a.refs.push(VarRef {
@@ -305,6 +532,19 @@ impl Checker {
         parent: Option<JaxprId>,
         origins: Option<&[Origin]>,
     ) -> JaxprId {
+        self.check_jaxpr_with(j, j.eqns.iter(), origin, parent, origins)
+    }
+
+    /// `check_jaxpr` with the equations given apart: owned ones are dropped
+    /// as soon as they are checked (see [`check_owned`]).
+    fn check_jaxpr_with<E: std::borrow::Borrow<ast::Eqn>>(
+        &mut self,
+        j: &Jaxpr,
+        eqns: impl Iterator<Item = E>,
+        origin: JaxprOrigin,
+        parent: Option<JaxprId>,
+        origins: Option<&[Origin]>,
+    ) -> JaxprId {
         let id = JaxprId(self.a.jaxprs.len() as u32);
         self.a.jaxprs.push(JaxprInfo {
             range: j.range,
@@ -320,6 +560,7 @@ impl Checker {
         // Jaxprs are closed: a fresh scope; the enclosing one is kept for hints.
         let saved = std::mem::take(&mut self.env.names);
         self.env.outer.push(saved);
+        self.hints.clear();
 
         let mut constvars = Vec::new();
         for (i, b) in j.constvars.iter().enumerate() {
@@ -339,8 +580,8 @@ impl Checker {
                 self.a.origins.insert(*v, o.clone());
             }
         }
-        for e in &j.eqns {
-            let eid = self.check_eqn(e, id);
+        for e in eqns {
+            let eid = self.check_eqn(e.borrow(), id);
             self.a.jaxprs[id.0 as usize].eqns.push(eid);
         }
         let mut outs = Vec::new();
@@ -390,6 +631,7 @@ impl Checker {
         info.outs = outs;
         info.signature = sig;
         self.env.names = self.env.outer.pop().unwrap_or_default();
+        self.hints.clear();
         id
     }
 
@@ -424,6 +666,7 @@ impl Checker {
             role,
         });
         self.env.names.insert(b.name.text.clone(), v);
+        self.hints.clear();
         Some(v)
     }
 
@@ -501,23 +744,31 @@ impl Checker {
             n.range,
             format!("`{}` is not defined", n.text),
         );
-        if let Some(v) = self.env.outer.iter().rev().find_map(|s| s.get(&n.text)) {
-            let info = self.a.var(*v).clone();
-            d = d
-                .with_related(info.range, format!("`{}` is defined in an enclosing jaxpr", info.name))
-                .with_help("jaxprs are closed: a nested jaxpr sees only its own binders; pass the value in as an operand (a constant of the nested jaxpr)");
-        } else {
-            // A near name defined here, for typos.
-            let mut near: Vec<&SmolStr> = self
-                .env
-                .names
-                .keys()
-                .filter(|k| edit_distance_1(k, &n.text))
-                .collect();
-            near.sort();
-            if let Some(k) = near.first() {
+        let hint = match self.hints.get(&n.text) {
+            Some(h) => h.clone(),
+            None => {
+                let h = if let Some(v) = self.env.outer.iter().rev().find_map(|s| s.get(&n.text)) {
+                    Hint::Outer(*v)
+                } else {
+                    // A near name defined here, for typos.
+                    let near = near_names(&n.text, |k| self.env.names.contains_key(k));
+                    near.into_iter().next().map_or(Hint::None, Hint::Near)
+                };
+                self.hints.insert(n.text.clone(), h.clone());
+                h
+            }
+        };
+        match hint {
+            Hint::Outer(v) => {
+                let info = self.a.var(v);
+                d = d
+                    .with_related(info.range, format!("`{}` is defined in an enclosing jaxpr", info.name))
+                    .with_help("jaxprs are closed: a nested jaxpr sees only its own binders; pass the value in as an operand (a constant of the nested jaxpr)");
+            }
+            Hint::Near(k) => {
                 d = d.with_help(format!("a variable with a similar name exists: `{k}`"));
             }
+            Hint::None => {}
         }
         self.push_diag(d);
     }
@@ -802,6 +1053,7 @@ impl Checker {
             if let Some(v) = v {
                 self.report_if_bound(&b.name);
                 self.env.names.insert(b.name.text.clone(), *v);
+                self.hints.clear();
             }
         }
         id
@@ -990,33 +1242,51 @@ fn t_dim_range(b: &ast::Binder, k: usize) -> Option<TextRange> {
     b.ty.as_ref()?.dims.get(k).map(|e| e.range)
 }
 
-fn edit_distance_1(a: &str, b: &str) -> bool {
-    if a == b {
-        return false;
+/// Names longer than this get no similar-name hint.
+const NEAR_MAX: usize = 32;
+
+/// The names one insertion, deletion or substitution away from `name` for
+/// which `defined` holds, sorted. The candidates are generated and looked
+/// up, so the cost does not grow with the number of names in scope (a scan
+/// of the scope for every undefined name was quadratic on large broken
+/// files); names are identifiers, so the candidates' letters are too.
+pub(crate) fn near_names(name: &str, mut defined: impl FnMut(&str) -> bool) -> Vec<String> {
+    const LETTERS: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz";
+    let b = name.as_bytes();
+    if b.len() > NEAR_MAX || !b.iter().all(|c| LETTERS.contains(c)) {
+        return Vec::new();
     }
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len().abs_diff(b.len()) > 1 {
-        return false;
-    }
-    let (mut i, mut j, mut diff) = (0, 0, 0);
-    while i < a.len() && j < b.len() {
-        if a[i] == b[j] {
-            i += 1;
-            j += 1;
-            continue;
+    let mut out = Vec::new();
+    // Only identifier bytes (ASCII): the candidates are built as strings.
+    let mut cand = String::with_capacity(b.len() + 1);
+    let mut try_it = |cand: &str, out: &mut Vec<String>| {
+        if !cand.is_empty() && cand != name && defined(cand) {
+            out.push(cand.to_string());
         }
-        diff += 1;
-        if diff > 1 {
-            return false;
+    };
+    for i in 0..=b.len() {
+        if i < b.len() {
+            cand.clear();
+            cand.push_str(&name[..i]);
+            cand.push_str(&name[i + 1..]);
+            try_it(&cand, &mut out);
         }
-        match a.len().cmp(&b.len()) {
-            std::cmp::Ordering::Greater => i += 1,
-            std::cmp::Ordering::Less => j += 1,
-            std::cmp::Ordering::Equal => {
-                i += 1;
-                j += 1;
+        for &c in LETTERS {
+            cand.clear();
+            cand.push_str(&name[..i]);
+            cand.push(c as char);
+            cand.push_str(&name[i..]);
+            try_it(&cand, &mut out);
+            if i < b.len() && b[i] != c {
+                cand.clear();
+                cand.push_str(&name[..i]);
+                cand.push(c as char);
+                cand.push_str(&name[i + 1..]);
+                try_it(&cand, &mut out);
             }
         }
     }
-    diff + (a.len() - i) + (b.len() - j) <= 1
+    out.sort_unstable();
+    out.dedup();
+    out
 }

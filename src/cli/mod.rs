@@ -195,16 +195,10 @@ pub struct Checked {
     pub diagnostics: Vec<Diagnostic>,
 }
 
-/// Checks one loaded file through the database.
-pub fn check_text(mut loaded: Loaded) -> Checked {
-    let mut db = RootDatabase::default();
-    // The text moves into the database and back out (no second copy of a large file).
-    let file = SourceFile::new(&db, loaded.path.clone(), std::mem::take(&mut loaded.text));
-    let mut diagnostics = (*db::diagnostics(&db, file)).clone();
-    {
-        use salsa::Setter;
-        loaded.text = file.set_text(&mut db).to(String::new());
-    }
+/// Checks one loaded file. A one-shot check has no later edit to prepare
+/// for, so it skips the database (and the incremental state it would keep).
+pub fn check_text(loaded: Loaded) -> Checked {
+    let mut diagnostics = db::diagnostics_from_scratch(&loaded.text);
     if let Some(at) = loaded.invalid_utf8_at {
         let r =
             crate::syntax::TextRange::new(at as u32, (at as u32 + 1).min(loaded.text.len() as u32));
@@ -232,14 +226,19 @@ fn check(paths: &[PathBuf], format: Format, color: ColorMode) -> i32 {
             return 2;
         }
     };
+    let progress = Progress::new(files.len(), format);
+    // Files are checked in parallel (rayon's pool, one thread per core).
     let results: Vec<Result<Checked, String>> = files
         .par_iter()
         .map(|p| {
-            load(p)
+            let r = load(p)
                 .map(check_text)
-                .map_err(|e| format!("{}: {e}", p.display()))
+                .map_err(|e| format!("{}: {e}", p.display()));
+            progress.tick();
+            r
         })
         .collect();
+    progress.finish();
     let mut io_error = false;
     let mut checked = Vec::new();
     for r in results {
@@ -374,6 +373,55 @@ fn build(
                 if n == 1 { "" } else { "s" }
             );
             1
+        }
+    }
+}
+
+/// A progress bar on stderr for long runs of `check`: only when stderr is a
+/// terminal, never with `--format json`, and only once the run has taken
+/// long enough to be worth one (short runs print nothing extra).
+struct Progress {
+    bar: Option<indicatif::ProgressBar>,
+    start: std::time::Instant,
+    shown: std::sync::atomic::AtomicBool,
+}
+
+impl Progress {
+    const DELAY: std::time::Duration = std::time::Duration::from_millis(300);
+
+    fn new(files: usize, format: Format) -> Progress {
+        let wanted = files > 1 && format == Format::Human && std::io::stderr().is_terminal();
+        let bar = wanted.then(|| {
+            let bar = indicatif::ProgressBar::with_draw_target(
+                Some(files as u64),
+                indicatif::ProgressDrawTarget::hidden(),
+            );
+            if let Ok(style) = indicatif::ProgressStyle::with_template(
+                "checking {bar:40} {pos}/{len} files ({elapsed})",
+            ) {
+                bar.set_style(style);
+            }
+            bar
+        });
+        Progress {
+            bar,
+            start: std::time::Instant::now(),
+            shown: Default::default(),
+        }
+    }
+
+    fn tick(&self) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let Some(bar) = &self.bar else { return };
+        bar.inc(1);
+        if self.start.elapsed() > Self::DELAY && !self.shown.swap(true, Relaxed) {
+            bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
         }
     }
 }

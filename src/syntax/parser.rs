@@ -39,25 +39,53 @@ pub struct Parse {
 }
 
 pub fn parse(text: &str) -> Parse {
-    let tokens = Tokens {
-        lexer: Lexer::new(text),
-        window: Vec::new(),
-        base: 0,
-        at_eof: false,
-    };
-    let mut p = Parser {
-        text,
-        tokens,
-        pos: 0,
-        errors: Vec::new(),
-        depth: 0,
-    };
+    let mut p = Parser::new(text, 0);
     let mut file = p.source_file();
     attach_comments(text, &p.tokens.lexer.comments, &mut file);
     Parse {
         file,
         errors: p.errors,
     }
+}
+
+/// Parses the equation at the start of `text` (a line of the main jaxpr
+/// where the whole-file parser starts an equation), with ranges relative to
+/// `text`, and its syntax errors. `None` unless the equation parses without
+/// failing and ends exactly where the next equation starts, at `end` (a line
+/// start): the whole-file parser, which reads each equation from its line on
+/// with the same lookahead, then reads the same equation there. The text
+/// after `end` is only looked at, as the whole-file parser looks at it.
+pub fn parse_equation(text: &str, end: u32) -> Option<(Eqn, Vec<Diagnostic>)> {
+    // The equation sits inside the main jaxpr (depth 1).
+    let mut p = Parser::new(text, 1);
+    let eqn = p.equation().ok()?;
+    if p.prev_end() > end || p.nth(0).range.start < end {
+        return None;
+    }
+    let mut file = SourceFile {
+        lets: Vec::new(),
+        main: Some(Jaxpr {
+            range: TextRange::empty(0),
+            lambda_range: TextRange::empty(0),
+            constvars: Box::default(),
+            invars: Box::default(),
+            eqns: Box::new([eqn]),
+            outvars: Box::default(),
+            in_range: None,
+        }),
+    };
+    // Comments past `end` belong to the next equations.
+    let comments: Vec<TextRange> = p
+        .tokens
+        .lexer
+        .comments
+        .iter()
+        .copied()
+        .filter(|c| c.start < end)
+        .collect();
+    attach_comments(&text[..end as usize], &comments, &mut file);
+    let eqn = file.main?.eqns.into_vec().pop()?;
+    Some((eqn, p.errors))
 }
 
 /// How many tokens are lexed at a time (and how many consumed ones pile up
@@ -109,12 +137,36 @@ struct Parser<'a> {
     pos: usize,
     errors: Vec<Diagnostic>,
     depth: u32,
+    /// The binders `is_eqn_start` followed last (when more than one).
+    last_chain: Option<Chain>,
+}
+
+/// Token indices of a chain of binders `a:T b:U ...` and whether `=` follows it.
+struct Chain {
+    starts: Vec<usize>,
+    result: bool,
 }
 
 /// Result of a parse step that already reported its error.
 struct Reported;
 
 impl<'a> Parser<'a> {
+    fn new(text: &'a str, depth: u32) -> Parser<'a> {
+        Parser {
+            text,
+            tokens: Tokens {
+                lexer: Lexer::new(text),
+                window: Vec::new(),
+                base: 0,
+                at_eof: false,
+            },
+            pos: 0,
+            errors: Vec::new(),
+            depth,
+            last_chain: None,
+        }
+    }
+
     // ---- token access -------------------------------------------------
 
     #[inline]
@@ -278,42 +330,65 @@ impl<'a> Parser<'a> {
         if self.kind_at(i) == T::Eq {
             return self.kind_at(i + 1) == T::Ident;
         }
+        // A later binder of the chain scanned last has the same answer: the
+        // scan from it would follow the same chain. Without this, recovery
+        // over thousands of lines of binders without `=` rescanned the rest
+        // of them from every line (quadratic; found by the fuzzer).
+        if let Some(chain) = &self.last_chain
+            && chain.starts.binary_search(&i).is_ok()
+        {
+            return chain.result;
+        }
+        let mut starts = Vec::new();
         let mut saw_binder = false;
-        loop {
+        let result = loop {
             if self.kind_at(i) == T::Ident && self.kind_at(i + 1) == T::Colon {
+                starts.push(i);
                 match self.skip_type(i + 2) {
                     Some(next) => {
                         i = next;
                         saw_binder = true;
                     }
-                    None => return false,
+                    None => break false,
                 }
             } else {
-                return saw_binder && self.kind_at(i) == T::Eq;
+                break saw_binder && self.kind_at(i) == T::Eq;
             }
+        };
+        if starts.len() > 1 {
+            self.last_chain = Some(Chain { starts, result });
         }
+        result
     }
 
     /// Skips a type `dtype[...]` starting at token `i`; returns the index after it.
+    /// A type never spans lines: stopping at a line break keeps each
+    /// lookahead to its line (an unclosed `[` on every line of a long file
+    /// made every line's lookahead scan to the end: quadratic).
     fn skip_type(&mut self, mut i: usize) -> Option<usize> {
         if self.kind_at(i) != T::Ident {
             return None;
         }
         i += 1;
-        if self.kind_at(i) == T::LAngle {
-            i += 1;
-            while !matches!(self.kind_at(i), T::RAngle | T::Eof) {
+        let close = |p: &mut Self, mut i: usize, closer: T| -> Option<usize> {
+            loop {
+                let t = p.tokens.get(i, p.pos);
+                if t.kind == closer {
+                    return Some(i + 1);
+                }
+                if t.kind == T::Eof || t.newline_before {
+                    return None;
+                }
                 i += 1;
             }
-            i += 1;
+        };
+        if self.kind_at(i) == T::LAngle {
+            i = close(self, i + 1, T::RAngle)?;
         }
         if self.kind_at(i) != T::LBracket {
             return None;
         }
-        while !matches!(self.kind_at(i), T::RBracket | T::Eof) {
-            i += 1;
-        }
-        (self.kind_at(i) == T::RBracket).then_some(i + 1)
+        close(self, i + 1, T::RBracket)
     }
 
     /// Is the `in` here the keyword that ends a jaxpr's equations (rather than a

@@ -2,6 +2,8 @@
 //! and the latency benchmark.
 #![allow(dead_code)]
 
+pub mod lsp_fuzz;
+
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};

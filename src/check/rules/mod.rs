@@ -105,20 +105,28 @@ pub(crate) fn infer(cx: &mut EqnCx) -> Infer {
     }
     // Unknown primitive: trust the printed result types, but still check the
     // jaxprs it carries, on their own.
-    let first = !cx.ck.a.eqns[..cx.id.0 as usize]
-        .iter()
-        .any(|e| e.primitive == name);
+    // A set rather than a scan of the earlier equations: a file of many
+    // distinct unknown primitives made that quadratic.
+    let first = cx.ck.unknown_seen.insert(name.clone());
+    cx.ck
+        .unknown_uses
+        .push((name.clone(), cx.eqn.primitive.range));
     if first {
-        let d = Diagnostic::warning(
-            DiagKind::UnknownPrimitive,
-            cx.eqn.primitive.range,
-            format!("unknown primitive `{name}`: its result types are taken as printed"),
-        )
-        .with_help("the checker has no type rule for this primitive; results are trusted, operands are still resolved");
+        let d = unknown_primitive(&name, cx.eqn.primitive.range);
         cx.ck.a.diagnostics.push(d);
     }
     control::check_params_standalone(cx);
     None
+}
+
+/// The warning on the first equation of an unknown primitive.
+pub(crate) fn unknown_primitive(name: &str, range: TextRange) -> Diagnostic {
+    Diagnostic::warning(
+        DiagKind::UnknownPrimitive,
+        range,
+        format!("unknown primitive `{name}`: its result types are taken as printed"),
+    )
+    .with_help("the checker has no type rule for this primitive; results are trusted, operands are still resolved")
 }
 
 impl<'c> EqnCx<'c> {

@@ -1,0 +1,80 @@
+//! The Rust columns of the README's scale table for one file: size,
+//! equations, parse throughput, whole-file check, and edits through the
+//! salsa database (median of repeated runs): in a top-level equation, in an
+//! inline nested jaxpr, and in a `let` jaxpr. `scripts/scale_table.sh` adds
+//! peak memory and JAX's own checker.
+//!
+//!     cargo run --release --example scale FILE[.gz]
+
+use jaxpr::db::{self, RootDatabase, SourceFile};
+use salsa::Setter;
+use std::time::{Duration, Instant};
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1e3)
+}
+
+/// Median time of an edit cycle (set the text, get the diagnostics),
+/// inserting then removing a character at `at`.
+fn edits(text: &str, at: usize, n: usize) -> Duration {
+    let mut edited = text.to_string();
+    edited.insert(at, 'x');
+    let mut db = RootDatabase::default();
+    let file = SourceFile::new(&db, "f.jaxpr".into(), text.to_string());
+    db::diagnostics(&db, file);
+    let mut times = Vec::new();
+    for i in 0..n {
+        let next = if i % 2 == 0 {
+            edited.clone()
+        } else {
+            text.to_string()
+        };
+        let t = Instant::now();
+        file.set_text(&mut db).to(next);
+        let d = db::diagnostics(&db, file);
+        times.push(t.elapsed());
+        assert_eq!(d.is_empty(), i % 2 == 1, "edit {i}");
+    }
+    median(times)
+}
+
+fn main() {
+    let path = std::env::args().nth(1).expect("usage: scale FILE[.gz]");
+    let text = jaxpr::scale::read_gz(&path);
+    let mb = text.len() as f64 / 1e6;
+    let mut parse = Vec::new();
+    let mut check = Vec::new();
+    let mut eqns = 0;
+    for _ in 0..5 {
+        let t = Instant::now();
+        let p = jaxpr::syntax::parse(&text);
+        parse.push(t.elapsed());
+        drop(p);
+        let t = Instant::now();
+        let d = db::diagnostics_from_scratch(&text);
+        check.push(t.elapsed());
+        assert!(d.is_empty());
+        eqns = jaxpr::syntax::ast::each_eqn(&jaxpr::syntax::parse(&text).file).count();
+    }
+    let parse = median(parse);
+    let (inlined, nested_at) =
+        jaxpr::scale::inline_nested(&text, "_where").expect("a `_where` let");
+    assert!(db::diagnostics_from_scratch(&inlined).is_empty());
+    println!(
+        "| {mb:.1} MB | {eqns} | {:.0} MB/s ({}) | {} | {} | {} | {} |",
+        mb / parse.as_secs_f64(),
+        ms(parse),
+        ms(median(check)),
+        ms(edits(&text, jaxpr::scale::operand_edit(&text), 40)),
+        ms(edits(&inlined, nested_at, 40)),
+        ms(edits(&text, jaxpr::scale::let_edit(&text), 6)),
+    );
+}

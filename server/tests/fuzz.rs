@@ -1,0 +1,21 @@
+//! A bounded run of the message-handling fuzzer (`common/lsp_fuzz.rs`);
+//! `cargo bench -p jaxpr-lsp --bench fuzz_lsp -- --secs N` runs it longer.
+
+mod common;
+
+use common::corpus;
+use common::lsp_fuzz::{Stats, session};
+use jaxpr::fuzz::{self, Rng};
+
+#[test]
+fn random_sessions_are_answered_and_the_server_survives() {
+    let seeds = fuzz::corpus_seeds(&corpus());
+    assert!(seeds.len() > 40);
+    let mut rng = Rng::new(0x5EED);
+    let mut stats = Stats::default();
+    for _ in 0..3 {
+        session(&mut rng, &seeds, 150, &mut stats);
+    }
+    assert_eq!(stats.sessions, 3);
+    assert!(stats.requests > 100, "{stats:?}");
+}

@@ -1,0 +1,54 @@
+//! Inputs of the scale measurements (`benches/scale.rs`,
+//! `examples/scale.rs`): reading the compressed corpus files and choosing
+//! where the measured edits go.
+
+/// A `.gz` file's text (through `gzip -dc`), or a plain file's.
+pub fn read_gz(path: &str) -> String {
+    if !path.ends_with(".gz") {
+        return std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    }
+    let out = std::process::Command::new("gzip")
+        .arg("-dc")
+        .arg(path)
+        .output()
+        .unwrap_or_else(|e| panic!("gzip: {e}"));
+    assert!(out.status.success(), "gzip -dc {path} failed");
+    String::from_utf8(out.stdout).expect("UTF-8")
+}
+
+/// The end of the last operand of the first equation after the middle of
+/// the file: an edit there changes one top-level equation.
+pub fn operand_edit(text: &str) -> usize {
+    let mid = text.len() / 2;
+    let eq = text[mid..].find(" = ").map_or(mid, |i| mid + i);
+    text[eq..].find('\n').map_or(text.len(), |i| eq + i)
+}
+
+/// The end of the first equation's line inside the first `let` jaxpr.
+pub fn let_edit(text: &str) -> usize {
+    let body = text.find(". let\n").map_or(0, |i| i + ". let\n".len());
+    text[body..].find('\n').map_or(text.len(), |i| body + i)
+}
+
+/// The file with the middle call site of the `let` jaxpr `name`
+/// (`jaxpr=NAME`) holding that jaxpr inline instead, as JAX prints a jaxpr
+/// used once; and the end of the first equation's line inside it. The
+/// large corpus files hold nested jaxprs only as `let`s, used many times.
+pub fn inline_nested(text: &str, name: &str) -> Option<(String, usize)> {
+    let def = format!("let {name} = ");
+    let start = text.find(&def)? + def.len();
+    let end = start + text[start..].find(" } in\n")? + " }".len();
+    let body = &text[start..end];
+    let call = format!("jaxpr={name}\n");
+    let sites: Vec<usize> = text.match_indices(&call).map(|(i, _)| i).collect();
+    let at = *sites.get(sites.len() / 2)?;
+    let mut out = String::with_capacity(text.len() + body.len());
+    out.push_str(&text[..at]);
+    out.push_str("jaxpr=");
+    out.push_str(body);
+    out.push('\n');
+    out.push_str(&text[at + call.len()..]);
+    let inner = at + "jaxpr=".len() + body.find(". let\n")? + ". let\n".len();
+    let edit = inner + out[inner..].find('\n')?;
+    Some((out, edit))
+}

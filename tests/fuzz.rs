@@ -1,0 +1,154 @@
+//! A bounded run of the mutation fuzzer (`jaxpr::fuzz`; `examples/fuzz.rs`
+//! runs it for longer), and the inputs it found, as regression tests. The
+//! inputs are generated here, at a size where the old behaviour (quadratic
+//! or worse) would not finish, rather than committed.
+
+use jaxpr::db::{self, RootDatabase, SourceFile};
+use jaxpr::diagnostics::DiagKind;
+use jaxpr::fuzz::{self, Finding, Rng};
+use salsa::Setter;
+use std::path::PathBuf;
+
+fn corpus() -> PathBuf {
+    std::env::var("JAXPR_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"))
+}
+
+/// The diagnostics of `after` as an edit of `before`, which must equal a
+/// from-scratch check's.
+fn edited(before: &str, after: &str) -> Vec<jaxpr::diagnostics::Diagnostic> {
+    let mut database = RootDatabase::default();
+    let file = SourceFile::new(&database, "f.jaxpr".into(), before.to_string());
+    db::diagnostics(&database, file);
+    file.set_text(&mut database).to(after.to_string());
+    let got = (*db::diagnostics(&database, file)).clone();
+    assert_eq!(got, db::diagnostics_from_scratch(after));
+    got
+}
+
+/// The diagnostics of a jaxpr whose body is `line` 100,000 times: syntax
+/// errors only, at least one.
+fn syntax_errors_of_lines(line: &str) -> Vec<jaxpr::diagnostics::Diagnostic> {
+    let s = format!(
+        "{{ lambda ; a:f32[4]. let\n{}  in (a,) }}\n",
+        line.repeat(100_000)
+    );
+    let d = db::diagnostics_from_scratch(&s);
+    assert!(!d.is_empty());
+    assert!(d.iter().all(|d| d.kind == DiagKind::Syntax));
+    d
+}
+
+#[test]
+fn a_bounded_fuzz_run_finds_nothing() {
+    let seeds = fuzz::corpus_seeds(&corpus());
+    assert!(seeds.len() > 40);
+    let mut rng = Rng::new(1);
+    for i in 0..400 {
+        let (from, input) = fuzz::mutate(&mut rng, &seeds);
+        match fuzz::run_one(&fuzz::text_of(&seeds[from]), &input) {
+            // Time is the benchmarks' business (this machine may be busy).
+            Ok(_) | Err(Finding::Slow(_)) => {}
+            Err(f) => {
+                let path = std::env::temp_dir().join(format!("fuzz-finding-{i}.jaxpr"));
+                let _ = std::fs::write(&path, &input);
+                panic!("input {i} (saved to {}): {f:?}", path.display());
+            }
+        }
+    }
+}
+
+/// Found as a mismatch: a `let` after the main jaxpr is checked before it,
+/// so the first use of an unknown primitive is the let's.
+#[test]
+fn a_let_after_the_main_jaxpr_comes_first_for_unknown_primitives() {
+    let before = "{ lambda ; a:f32[5]. let\n    b:f32[5] = sin a\n    c:f32[5] = cos a\n  in (b,) }\nlet f = { lambda ; q:f32[]. let\n    r:f32[] = st q\n  in (r,) } in\n";
+    let after = before.replacen("sin a", "st a", 1);
+    let d = edited(before, &after);
+    let unknown: Vec<_> = d
+        .iter()
+        .filter(|d| d.kind == DiagKind::UnknownPrimitive)
+        .collect();
+    assert_eq!(unknown.len(), 1, "{d:#?}");
+    assert!(unknown[0].range.start as usize > after.find("let f").unwrap());
+}
+
+/// Found as slow: error recovery over many lines of binders without `=`
+/// rescanned all the following ones from every line.
+#[test]
+fn recovery_over_many_binder_lines_is_linear() {
+    let d = syntax_errors_of_lines("    u:f32[4,4] _:f32[4[]\n");
+    // One error, then the parser skips the lines that never reach `=`.
+    assert!(!d.is_empty() && d.len() < 5, "{d:#?}");
+    assert!(d.iter().all(|d| d.kind == DiagKind::Syntax));
+}
+
+/// Found as a hang: the similar-name hint for a huge undefined name built
+/// a candidate per byte and letter, each as long as the name.
+#[test]
+fn a_huge_undefined_name_gets_no_hint_and_no_hang() {
+    let before =
+        "{ lambda ; a:f32[3]. let\n    b:f32[3] = sin a\n    c:f32[3] = cos b\n  in (c,) }\n";
+    let name = "q".repeat(60_000);
+    let after = before.replace("cos b", &format!("cos {name}"));
+    let d = edited(before, &after);
+    assert_eq!(d.len(), 1);
+    assert_eq!(d[0].kind, DiagKind::UndefinedVariable);
+    assert!(d[0].help.is_none());
+}
+
+/// The hint scanned every name in scope for every undefined name:
+/// quadratic on a large broken file.
+#[test]
+fn many_undefined_names_in_a_large_scope_are_linear() {
+    let n = 60_000;
+    let mut s = String::from("{ lambda ; a:f32[] v0:f32[]. let\n");
+    for i in 1..=n {
+        s.push_str(&format!("    v{i}:f32[] = add a u{}\n", i - 1));
+    }
+    s.push_str("  in (a,) }\n");
+    let d = db::diagnostics_from_scratch(&s);
+    assert_eq!(d.len(), n);
+    // `u41` is one substitution from `v41`, bound just before.
+    assert_eq!(
+        d[41].help.as_deref(),
+        Some("a variable with a similar name exists: `v41`")
+    );
+}
+
+/// Each unknown primitive looked for an earlier equation of the same name
+/// among all earlier equations: quadratic with many distinct ones.
+#[test]
+fn many_distinct_unknown_primitives_are_linear() {
+    let n = 60_000;
+    let mut s = String::from("{ lambda ; a:f32[]. let\n");
+    for i in 0..n {
+        s.push_str(&format!("    v{i}:f32[] = prim{} a\n", i % (n / 2)));
+    }
+    s.push_str("  in (a,) }\n");
+    let d = db::diagnostics_from_scratch(&s);
+    assert_eq!(d.len(), n / 2);
+    assert!(d.iter().all(|d| d.kind == DiagKind::UnknownPrimitive));
+}
+
+/// Found as a hang: one undefined name used 20k times in one equation of a
+/// nested jaxpr, each use looking up its hint again (now remembered until
+/// the scope changes), and through the incremental path the name's
+/// bindings scanned one by one for each candidate.
+#[test]
+fn one_undefined_name_used_many_times_is_linear() {
+    let before = "{ lambda ; a:f32[] b:f32[]. let\n    c:f32[] = pjit[name=f jaxpr={ lambda ; d:f32[]. let\n        e:f32[] = sin d\n      in (e,) }] a\n  in (c,) }\n";
+    let ops = " hadd".repeat(100_000);
+    let after = before.replace("sin d", &format!("add{ops}"));
+    let d = edited(before, &after);
+    assert_eq!(d.len(), 100_000);
+    assert!(d.iter().all(|d| d.kind == DiagKind::UndefinedVariable));
+}
+
+/// Found as slow: a binder with an unclosed `[` on every line, where the
+/// lookahead for an equation start scanned from each line to the end.
+#[test]
+fn unclosed_brackets_on_many_lines_are_linear() {
+    syntax_errors_of_lines("    u:f32[4, = sin a\n");
+}

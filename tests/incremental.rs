@@ -1,0 +1,148 @@
+//! The incremental path (one equation re-parsed and re-checked after an
+//! edit) must give exactly the diagnostics of a whole-file parse and check:
+//! random edit sequences on corpus files, compared after every edit.
+
+use jaxpr::db::{self, Db, Path, RootDatabase, SourceFile};
+use jaxpr::fuzz::Rng;
+use salsa::Setter;
+use salsa::plumbing::AsId;
+use std::path::PathBuf;
+
+fn corpus() -> PathBuf {
+    std::env::var("JAXPR_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"))
+}
+
+fn read(rel: &str) -> String {
+    jaxpr::scale::read_gz(&corpus().join(rel).to_string_lossy())
+}
+
+fn floor_char(s: &str, mut i: usize) -> usize {
+    i = i.min(s.len());
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// One small edit, as typed: a character inserted or deleted, a name or
+/// number changed, a line joined or split, a token pasted.
+fn edit(text: &mut String, rng: &mut Rng) {
+    const INSERTS: &[&str] = &[
+        "x", "a", "1", " ", "_", "[", "]", "(", ")", ",", ":", "=", "\n", "}", "{", "#", "f32",
+        "-", "in", "sin", "0:i32[]", "b", "'", "ÿ",
+    ];
+    let at = floor_char(text, rng.below(text.len() + 1));
+    match rng.below(4) {
+        0 | 1 => {
+            let s = INSERTS[rng.below(INSERTS.len())];
+            text.insert_str(at, s);
+        }
+        2 => {
+            let end = floor_char(text, at + 1 + rng.below(3));
+            text.replace_range(at..end, "");
+        }
+        _ => {
+            // Replace an identifier-like run with another word.
+            let end = text[at..]
+                .find(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+                .map_or(text.len(), |i| at + i);
+            let words = ["a", "bz", "add", "mul", "f64", "cos", "zzz", "8"];
+            text.replace_range(at..end, words[rng.below(words.len())]);
+        }
+    }
+}
+
+/// Applies `n` random edits (going back to the original text one time in
+/// `reset_one_in`) and
+/// compares the database's diagnostics with a from-scratch check each time.
+/// Returns how many edits took the per-equation path.
+fn random_edits(original: &str, seed: u64, n: usize, reset_one_in: usize) -> usize {
+    let mut db = RootDatabase::default();
+    let file = SourceFile::new(&db, "t.jaxpr".into(), original.to_string());
+    let mut rng = Rng::new(seed);
+    let mut text = original.to_string();
+    let mut incremental = 0;
+    for i in 0..n {
+        if rng.below(reset_one_in) == 0 {
+            text = original.to_string();
+        } else {
+            edit(&mut text, &mut rng);
+        }
+        file.set_text(&mut db).to(text.clone());
+        let got = db::diagnostics(&db, file);
+        let want = db::diagnostics_from_scratch(&text);
+        if db.engine().last_path(file.as_id()) == Some(Path::Equation) {
+            incremental += 1;
+        }
+        if *got != want {
+            let _ = std::fs::write(
+                std::env::temp_dir().join("incremental_failure.jaxpr"),
+                &text,
+            );
+        }
+        assert!(
+            *got == want,
+            "edit {i} (seed {seed}): incremental and from-scratch diagnostics differ\nincremental: {got:#?}\nfrom scratch: {want:#?}"
+        );
+    }
+    incremental
+}
+
+#[test]
+fn random_edits_on_every_corpus_file_match_a_full_check() {
+    let mut total = 0;
+    let mut files = 0;
+    for dir in ["jax", "catalyst", "invalid"] {
+        let mut paths: Vec<PathBuf> = std::fs::read_dir(corpus().join(dir))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "jaxpr"))
+            .collect();
+        paths.sort();
+        for p in paths {
+            let text = std::fs::read_to_string(&p).unwrap();
+            total += random_edits(&text, 0x9E37_79B9 + files, 80, 10);
+            files += 1;
+        }
+    }
+    assert!(files > 40, "{files} corpus files");
+    // The edits must exercise the per-equation path, not only full checks.
+    assert!(total > 200, "only {total} edits went through one equation");
+}
+
+#[test]
+fn random_edits_on_a_large_file_match_a_full_check() {
+    let text = read("large/transformer150_grad.jaxpr.gz");
+    let n = 120;
+    let incremental = random_edits(&text, 7, n, 3);
+    // Edits to binders, and ones that break an equation's syntax, take the
+    // whole-file path; a fair share of the rest must not.
+    assert!(
+        incremental > n / 4,
+        "only {incremental} of {n} edits went through one equation"
+    );
+}
+
+#[test]
+fn analysis_after_incremental_edits_is_the_current_texts() {
+    let text = read("jax/transformer_block.jaxpr");
+    let mut db = RootDatabase::default();
+    let file = SourceFile::new(&db, "t.jaxpr".into(), text.clone());
+    assert!(db::diagnostics(&db, file).is_empty());
+    let at = text.find(" = ").unwrap() + 3;
+    let mut edited = text.clone();
+    edited.insert(at, 'q');
+    file.set_text(&mut db).to(edited.clone());
+    assert_eq!(db::diagnostics(&db, file).len(), 1);
+    assert_eq!(db.engine().last_path(file.as_id()), Some(Path::Equation));
+    // The editor features see the edited text's analysis, not the base's.
+    let a = db::analysis(&db, file);
+    let want = jaxpr::check::check(&jaxpr::syntax::parse(&edited).file);
+    assert_eq!(*a, want);
+    // And later edits start from it.
+    file.set_text(&mut db).to(text);
+    assert!(db::diagnostics(&db, file).is_empty());
+    assert_eq!(db.engine().last_path(file.as_id()), Some(Path::Equation));
+}
