@@ -6,6 +6,11 @@
 //! comes from there, so lowering never re-derives semantics.
 
 pub mod stablehlo;
+mod walk;
+
+pub(crate) use walk::{
+    CALLS, EqnCx, LowerError, Operand, R, Syntax, binder_type, err, expr_poly, expr_text,
+};
 
 use crate::check::Analysis;
 use crate::diagnostics::Diagnostic;
