@@ -7,6 +7,7 @@ use crate::check::{Analysis, EqnId};
 use crate::diagnostics::{DiagKind, Diagnostic};
 use crate::syntax::TextRange;
 use crate::syntax::ast::{self, BinOp, Expr, ExprKind};
+use crate::types::poly::{Factor, Symbol};
 use crate::types::{AType, DType, Dim, Poly, VarId};
 use rustc_hash::FxHashMap as HashMap;
 
@@ -36,7 +37,6 @@ impl LowerError {
         }
     }
 }
-
 
 /// A lowered operand: its value and its jaxpr type.
 #[derive(Clone)]
@@ -250,4 +250,41 @@ pub(crate) fn expr_poly(e: &Expr) -> Option<Poly> {
         }
         _ => return None,
     })
+}
+
+/// `p = coef * s + rest` with `s` the only unknown symbol of `p`, appearing
+/// in one linear term: the symbol, its coefficient and `rest`.
+pub(crate) fn solvable<T>(p: &Poly, known: &HashMap<Symbol, T>) -> Option<(Symbol, i64, Poly)> {
+    let unknown: Vec<Symbol> = p
+        .symbols()
+        .into_iter()
+        .filter(|s| !known.contains_key(s))
+        .collect();
+    let [s] = unknown.as_slice() else {
+        return None;
+    };
+    let mut found = None;
+    for (mono, coef) in p.terms() {
+        let mentions = mono.iter().any(|(f, _)| factor_mentions(f, s));
+        if !mentions {
+            continue;
+        }
+        match mono {
+            [(Factor::Sym(x), 1)] if x == s && found.is_none() => found = Some(coef),
+            _ => return None,
+        }
+    }
+    let coef = found?;
+    let rest = p.sub(&Poly::symbol(s).scale(coef).ok()?).ok()?;
+    Some((s.clone(), coef, rest))
+}
+
+fn factor_mentions(f: &Factor, s: &Symbol) -> bool {
+    match f {
+        Factor::Sym(x) => x == s,
+        _ => {
+            let (a, b) = f.operands().expect("operation factor");
+            a.symbols().contains(s) || b.symbols().contains(s)
+        }
+    }
 }

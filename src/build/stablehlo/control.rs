@@ -14,7 +14,6 @@ use crate::check::JaxprId;
 use crate::types::{AType, DType, Dim};
 use melior::ir::{Type, ValueLike};
 
-
 impl<'c> Lower<'c, '_> {
     /// Lowers control flow and calls; `None` for other primitives.
     pub(crate) fn lower_control(

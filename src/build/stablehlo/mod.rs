@@ -22,7 +22,7 @@
 mod control;
 mod ops;
 
-use super::{BuildResult, LowerError, R, Syntax, binder_type, err};
+use super::{BuildResult, LowerError, R, Syntax, binder_type, err, solvable};
 use crate::check::{Analysis, EqnId, JaxprId};
 use crate::diagnostics::{DiagKind, Diagnostic};
 use crate::syntax::TextRange;
@@ -52,7 +52,6 @@ pub(crate) type B<'c> = BlockRef<'c, 'c>;
 /// A lowered operand: its value and its jaxpr type.
 pub(crate) type Operand<'c> = super::Operand<V<'c>>;
 
-
 /// Values in scope while lowering one jaxpr: its variables, and the values
 /// of the symbolic dimensions (shared by every jaxpr of the file).
 #[derive(Clone, Default)]
@@ -60,7 +59,6 @@ pub(crate) struct Env<'c> {
     vals: HashMap<VarId, V<'c>>,
     syms: HashMap<Symbol, V<'c>>,
 }
-
 
 /// Phase times of one build, for benchmarks (`JAXPR_BUILD_TIMINGS=1`
 /// prints them from the CLI).
@@ -781,42 +779,4 @@ pub(crate) fn elem_type(dt: &DType) -> Option<&'static str> {
         DType::Float(FloatKind::F64) => "f64",
         _ => return None,
     })
-}
-
-
-/// `p = coef * s + rest` with `s` the only unknown symbol of `p`, appearing
-/// in one linear term: the symbol, its coefficient and `rest`.
-fn solvable(p: &Poly, known: &HashMap<Symbol, V<'_>>) -> Option<(Symbol, i64, Poly)> {
-    let unknown: Vec<Symbol> = p
-        .symbols()
-        .into_iter()
-        .filter(|s| !known.contains_key(s))
-        .collect();
-    let [s] = unknown.as_slice() else {
-        return None;
-    };
-    let mut found = None;
-    for (mono, coef) in p.terms() {
-        let mentions = mono.iter().any(|(f, _)| factor_mentions(f, s));
-        if !mentions {
-            continue;
-        }
-        match mono {
-            [(Factor::Sym(x), 1)] if x == s && found.is_none() => found = Some(coef),
-            _ => return None,
-        }
-    }
-    let coef = found?;
-    let rest = p.sub(&Poly::symbol(s).scale(coef).ok()?).ok()?;
-    Some((s.clone(), coef, rest))
-}
-
-fn factor_mentions(f: &Factor, s: &Symbol) -> bool {
-    match f {
-        Factor::Sym(x) => x == s,
-        _ => {
-            let (a, b) = f.operands().expect("operation factor");
-            a.symbols().contains(s) || b.symbols().contains(s)
-        }
-    }
 }

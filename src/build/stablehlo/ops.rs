@@ -13,7 +13,6 @@ use crate::syntax::ast::{Expr, ExprKind};
 use crate::types::{AType, DType, Dim};
 use melior::ir::{Type, ValueLike};
 
-
 /// `neg` is `stablehlo.negate`, ...: same shape in and out.
 const UNARY: &[(&str, &str)] = &[
     ("neg", "stablehlo.negate"),
@@ -1376,4 +1375,3 @@ fn static_sizes(cx: &EqnCx, name: &str) -> R<Vec<i64>> {
         None => err(p.range, format!("symbolic `{name}` have no lowering here")),
     }
 }
-
