@@ -233,6 +233,7 @@ fn link(obj: &[u8]) -> Result<Vec<u8>, String> {
             .args(["-shared", "-o"])
             .arg(&so)
             .arg(&o)
+            .args(compiler_rt())
             .arg("-lm")
             .output()
             .map_err(|e| format!("could not run the linker `{cc}`: {e}"))?;
@@ -246,6 +247,21 @@ fn link(obj: &[u8]) -> Result<Vec<u8>, String> {
     })();
     let _ = std::fs::remove_dir_all(&dir);
     result
+}
+
+/// LLVM's compiler-rt builtins archive, when installed: code that uses
+/// bf16 calls `__truncsfbf2`, which GCC's libgcc (before GCC 13) lacks.
+fn compiler_rt() -> Option<std::path::PathBuf> {
+    let prefix = option_env!("LLVM_SYS_221_PREFIX").unwrap_or("/usr/lib/llvm-22");
+    let arch = std::env::consts::ARCH;
+    let dir = Path::new(prefix).join("lib/clang");
+    let mut versions: Vec<_> = std::fs::read_dir(dir).ok()?.flatten().map(|e| e.path()).collect();
+    versions.sort();
+    versions
+        .into_iter()
+        .rev()
+        .map(|v| v.join(format!("lib/linux/libclang_rt.builtins-{arch}.a")))
+        .find(|p| p.exists())
 }
 
 /// Writes the header beside a library: `libm.so` -> `libm.h`.

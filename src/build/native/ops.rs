@@ -288,19 +288,13 @@ impl<'c> G<'c, '_> {
                 Ok(r)
             }
             "dynamic_slice" => {
-                let sizes = cx.ints("slice_sizes")?;
+                let out = self.sizes(env, cx, "slice_sizes")?;
                 let src = x();
                 let r = src.v.dims.len();
-                if sizes.len() != r || cx.args.len() != r + 1 {
+                if out.len() != r || cx.args.len() != r + 1 {
                     return err(cx.at(), "`dynamic_slice` operands do not match");
                 }
-                let starts = self.starts(
-                    &cx.args[1..],
-                    &src.v.dims,
-                    &sizes.iter().map(|&s| self.i64(s)).collect::<Vec<_>>(),
-                    cx,
-                )?;
-                let out: Vec<IntValue> = sizes.iter().map(|&s| self.i64(s)).collect();
+                let starts = self.starts(&cx.args[1..], &src.v.dims, &out, cx)?;
                 self.remap(&dtype(&cx.outs[0])?, &out, src, None, &mut |idx| {
                     let at: Vec<IntValue> = (0..r).map(|k| self.add(starts[k], idx[k])).collect();
                     Ok((self.offset(&at, &src.v.dims), None))
@@ -382,6 +376,21 @@ impl<'c> G<'c, '_> {
     }
 
     // ---- helpers ---------------------------------------------------------------
+
+    /// A tuple of sizes that may be symbolic (`slice_sizes=(a, 1)`).
+    fn sizes(&self, env: &Env<'c>, cx: &Cx<'_, 'c>, name: &str) -> R<Vec<IntValue<'c>>> {
+        let p = cx.param(name)?;
+        let Some(items) = p.as_seq() else {
+            return err(p.range, format!("`{name}` must be a tuple of sizes"));
+        };
+        items
+            .iter()
+            .map(|e| match expr_poly(e) {
+                Some(poly) => self.dim(env, &Dim::from_poly(poly), e.range),
+                None => err(e.range, format!("`{name}` must be sizes")),
+            })
+            .collect()
+    }
 
     /// Fails at run time unless `got == want` (or `got == 1` when `bcast`).
     fn check_extent(
@@ -1540,7 +1549,7 @@ impl<'c> G<'c, '_> {
             f("operand_batching_dims"),
             f("start_indices_batching_dims"),
         );
-        let sizes = cx.ints("slice_sizes")?;
+        let sizes = self.sizes(env, cx, "slice_sizes")?;
         let (x, ind) = (&cx.args[0], &cx.args[1]);
         let dt = dtype(&x.ty)?;
         let idt = dtype(&ind.ty)?;
@@ -1583,7 +1592,10 @@ impl<'c> G<'c, '_> {
             cx,
         )?;
         for k in 0..r {
-            let bad = self.icmp(IntPredicate::SGT, self.i64(sizes[k]), x.v.dims[k]);
+            let bad = self.or(
+                self.icmp(IntPredicate::SGT, sizes[k], x.v.dims[k]),
+                self.icmp(IntPredicate::SLT, sizes[k], self.i64(0)),
+            );
             self.fail_if(
                 bad,
                 &format!(
@@ -1615,7 +1627,7 @@ impl<'c> G<'c, '_> {
                     ii.push(self.i64(k as i64));
                     let s = self.load(&idt, ind.v.p, self.offset(&ii, &ind.v.dims))?;
                     let s = self.to_i64(s, &idt, cx.at())?;
-                    let hi = self.sub(x.v.dims[d as usize], self.i64(sizes[d as usize]));
+                    let hi = self.sub(x.v.dims[d as usize], sizes[d as usize]);
                     let inb = self.and(
                         self.icmp(IntPredicate::SGE, s, self.i64(0)),
                         self.icmp(IntPredicate::SLE, s, hi),
