@@ -255,7 +255,11 @@ fn compiler_rt() -> Option<std::path::PathBuf> {
     let prefix = option_env!("LLVM_SYS_221_PREFIX").unwrap_or("/usr/lib/llvm-22");
     let arch = std::env::consts::ARCH;
     let dir = Path::new(prefix).join("lib/clang");
-    let mut versions: Vec<_> = std::fs::read_dir(dir).ok()?.flatten().map(|e| e.path()).collect();
+    let mut versions: Vec<_> = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .collect();
     versions.sort();
     versions
         .into_iter()
