@@ -11,7 +11,8 @@ pub mod stablehlo;
 mod walk;
 
 pub(crate) use walk::{
-    CALLS, EqnCx, LowerError, Operand, R, Syntax, binder_type, err, expr_poly, expr_text, solvable,
+    CALLS, EqnCx, IDENTITY, LowerError, Operand, R, Syntax, binder_type, err, expr_poly, expr_text,
+    solvable,
 };
 
 use crate::check::Analysis;

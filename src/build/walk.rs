@@ -130,6 +130,17 @@ impl<X> EqnCx<'_, X> {
 }
 
 /// Call-like primitives and the parameter that holds the called jaxpr.
+/// Identities on their operands (every back end passes them through).
+pub(crate) const IDENTITY: &[&str] = &[
+    "stop_gradient",
+    "copy",
+    "copy_p",
+    "optimization_barrier",
+    "device_put",
+    "sharding_constraint",
+    "reduce_precision",
+];
+
 pub(crate) const CALLS: &[(&str, &[&str])] = &[
     ("jit", &["jaxpr"]),
     ("pjit", &["jaxpr"]),

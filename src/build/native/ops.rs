@@ -5,7 +5,7 @@
 //! contractions and windows are loop nests with an accumulator.
 
 use super::{Arr, Cx, Env, G, Op, dtype};
-use crate::build::{LowerError, R, err, expr_poly, expr_text};
+use crate::build::{IDENTITY, LowerError, R, err, expr_poly, expr_text};
 use crate::syntax::TextRange;
 use crate::syntax::ast::Expr;
 use crate::types::{DType, Dim, FloatKind};
@@ -36,17 +36,6 @@ const REDUCE_WINDOW: &[(&str, &str)] = &[
     ("reduce_window_sum", "add"),
     ("reduce_window_max", "max"),
     ("reduce_window_min", "min"),
-];
-
-/// Identities on their operands (the result aliases the operand).
-const IDENTITY: &[&str] = &[
-    "stop_gradient",
-    "copy",
-    "copy_p",
-    "optimization_barrier",
-    "device_put",
-    "sharding_constraint",
-    "reduce_precision",
 ];
 
 /// Elementwise primitives with one operand, computed by [`G::scalar`].

@@ -3,7 +3,7 @@
 //! cumulative reductions): adding one is one line.
 
 use super::{B, Env, Lower, Operand, V};
-use crate::build::{LowerError, R, err, expr_poly, expr_text};
+use crate::build::{IDENTITY, LowerError, R, err, expr_poly, expr_text};
 
 /// One equation being lowered.
 pub(crate) type EqnCx<'e, 'c> = crate::build::EqnCx<'e, V<'c>>;
@@ -117,17 +117,6 @@ const CUMULATIVE: &[(&str, &str, Init)] = &[
     ("cumprod", "stablehlo.multiply", Init::One),
     ("cummax", "stablehlo.maximum", Init::Lowest),
     ("cummin", "stablehlo.minimum", Init::Highest),
-];
-
-/// Identities on their operands.
-const IDENTITY: &[&str] = &[
-    "stop_gradient",
-    "copy",
-    "copy_p",
-    "optimization_barrier",
-    "device_put",
-    "sharding_constraint",
-    "reduce_precision",
 ];
 
 fn arr(xs: &[i64]) -> String {
