@@ -1,11 +1,19 @@
-//! Building jaxprs: StableHLO through MLIR (`stablehlo`).
+//! Building jaxprs: StableHLO through MLIR (`stablehlo`), native shared
+//! libraries through LLVM (`native`).
 //!
 //! A build starts from the checker's [`Analysis`]: a file with errors is not
 //! built (its diagnostics are the answer), and every type the lowering needs
 //! (binders' shapes with their dimension variables and symbolic dimensions)
 //! comes from there, so lowering never re-derives semantics.
 
+pub mod native;
 pub mod stablehlo;
+mod walk;
+
+pub(crate) use walk::{
+    CALLS, EqnCx, IDENTITY, LowerError, Operand, R, Syntax, binder_type, err, expr_poly, expr_text,
+    solvable,
+};
 
 use crate::check::Analysis;
 use crate::diagnostics::Diagnostic;
@@ -37,6 +45,26 @@ pub fn build_timed(
     emit: Emit,
     timings: &mut stablehlo::Timings,
 ) -> BuildResult {
+    checked(parse, analysis)?;
+    match emit {
+        Emit::Stablehlo => stablehlo::lower_timed(&parse.file, analysis, false, timings),
+        Emit::StablehloBytecode => stablehlo::lower_timed(&parse.file, analysis, true, timings),
+    }
+}
+
+/// Builds a checked file to native code (LLVM IR, object or shared library).
+pub fn build_native(
+    parse: &Parse,
+    analysis: &Analysis,
+    opts: &native::Options,
+    artifact: native::Artifact,
+) -> BuildResult {
+    checked(parse, analysis)?;
+    native::compile(&parse.file, analysis, opts, artifact)
+}
+
+/// The errors of the parser and the checker, which stop any build.
+fn checked(parse: &Parse, analysis: &Analysis) -> Result<(), Vec<Diagnostic>> {
     let errors: Vec<Diagnostic> = parse
         .errors
         .iter()
@@ -44,12 +72,10 @@ pub fn build_timed(
         .filter(|d| d.is_error())
         .cloned()
         .collect();
-    if !errors.is_empty() {
-        return Err(errors);
-    }
-    match emit {
-        Emit::Stablehlo => stablehlo::lower_timed(&parse.file, analysis, false, timings),
-        Emit::StablehloBytecode => stablehlo::lower_timed(&parse.file, analysis, true, timings),
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
     }
 }
 

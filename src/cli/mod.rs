@@ -39,7 +39,7 @@ enum Command {
     },
     /// Print the in_type/out_type of every jaxpr in a file, with de Bruijn indices.
     Types { file: PathBuf },
-    /// Build a jaxpr: StableHLO text or bytecode.
+    /// Build a jaxpr: StableHLO text or bytecode, or native code (a shared library with a C ABI, LLVM IR, an object).
     Build {
         /// A jaxpr file, or a tracing session folder with `--function`.
         file: PathBuf,
@@ -52,6 +52,13 @@ enum Command {
         /// StableHLO as MLIR bytecode instead of text.
         #[arg(long)]
         bytecode: bool,
+        /// Native builds: the C name of the entry point (default: the file
+        /// stem as a C identifier).
+        #[arg(long)]
+        name: Option<String>,
+        /// Native builds: LLVM optimisation level 0-3 (`-O3`).
+        #[arg(short = 'O', default_value_t = 2, value_parser = clap::value_parser!(u8).range(0..=3))]
+        opt: u8,
         /// Output file (default: beside the input, `.mlir` / `.mlirbc`).
         #[arg(short, long)]
         output: Option<PathBuf>,
@@ -77,6 +84,12 @@ enum Command {
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
 enum EmitKind {
     Stablehlo,
+    /// A shared library with a C ABI (and its header beside it).
+    Native,
+    /// LLVM IR text of the native code.
+    LlvmIr,
+    /// An object file of the native code.
+    Object,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -114,6 +127,8 @@ pub fn main() -> i32 {
             function,
             emit,
             bytecode,
+            name,
+            opt,
             output,
             color,
         } => {
@@ -124,7 +139,7 @@ pub fn main() -> i32 {
                     return 2;
                 }
             };
-            build(&file, emit, bytecode, output, color)
+            build(&file, emit, bytecode, name, opt, output, color)
         }
         Command::Trace {
             out,
@@ -311,6 +326,8 @@ fn build(
     path: &Path,
     emit: EmitKind,
     bytecode: bool,
+    name: Option<String>,
+    opt: u8,
     output: Option<PathBuf>,
     color: ColorMode,
 ) -> i32 {
@@ -321,13 +338,29 @@ fn build(
             return 2;
         }
     };
-    let EmitKind::Stablehlo = emit;
+    use crate::build::native::{self, Artifact};
     let (kind, ext) = if bytecode {
         (crate::build::Emit::StablehloBytecode, "mlirbc")
     } else {
         (crate::build::Emit::Stablehlo, "mlir")
     };
+    let artifact = match emit {
+        EmitKind::Stablehlo => None,
+        EmitKind::Native => Some((Artifact::Shared, "so")),
+        EmitKind::LlvmIr => Some((Artifact::LlvmIr, "ll")),
+        EmitKind::Object => Some((Artifact::Object, "o")),
+    };
+    let ext = artifact.map_or(ext, |(_, e)| e);
     let out = output.unwrap_or_else(|| crate::build::output_beside(path, ext));
+    let stem = crate::build::output_beside(path, "x");
+    let c_name = match name {
+        Some(n) if native::c_name(&n) == n => n,
+        Some(n) => {
+            eprintln!("error: --name {n:?} is not a C identifier");
+            return 2;
+        }
+        None => native::c_name(stem.file_stem().and_then(|s| s.to_str()).unwrap_or("model")),
+    };
     let db = RootDatabase::default();
     let file = SourceFile::new(&db, loaded.path.clone(), loaded.text.clone());
     let timings = std::env::var_os("JAXPR_BUILD_TIMINGS").is_some();
@@ -335,7 +368,16 @@ fn build(
     let (parse, analysis) = (db::parse(&db, file), db::analysis(&db, file));
     let checked = clock.elapsed();
     let mut t = crate::build::stablehlo::Timings::default();
-    let result = crate::build::build_timed(&parse, &analysis, kind, &mut t);
+    let result = match artifact {
+        None => crate::build::build_timed(&parse, &analysis, kind, &mut t),
+        Some((a, _)) => {
+            let opts = native::Options {
+                name: c_name.clone(),
+                opt,
+            };
+            crate::build::build_native(&parse, &analysis, &opts, a)
+        }
+    };
     if timings {
         eprintln!(
             "parse+check {checked:.2?}, context {:.2?}, lower {:.2?}, verify {:.2?}, print {:.2?}, teardown {:.2?}",
@@ -346,6 +388,15 @@ fn build(
         Ok(bytes) => match std::fs::write(&out, bytes) {
             Ok(()) => {
                 eprintln!("wrote {}", out.display());
+                if emit == EmitKind::Native {
+                    match native::write_header(&out, &c_name) {
+                        Ok(h) => eprintln!("wrote {}", h.display()),
+                        Err(e) => {
+                            eprintln!("error: {e}");
+                            return 2;
+                        }
+                    }
+                }
                 0
             }
             Err(e) => {

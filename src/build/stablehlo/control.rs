@@ -8,25 +8,11 @@
 //! block, as JAX's `cond` lowering does.
 
 use super::ops::EqnCx;
-use super::{B, Env, Lower, Operand, R, V, err};
+use super::{B, Env, Lower, Operand, V};
+use crate::build::{CALLS, R, err};
 use crate::check::JaxprId;
 use crate::types::{AType, DType, Dim};
 use melior::ir::{Type, ValueLike};
-
-/// Call-like primitives and the parameter that holds the called jaxpr.
-const CALLS: &[(&str, &[&str])] = &[
-    ("jit", &["jaxpr"]),
-    ("pjit", &["jaxpr"]),
-    ("closed_call", &["call_jaxpr"]),
-    ("core_call", &["call_jaxpr"]),
-    ("remat", &["jaxpr"]),
-    ("remat2", &["jaxpr"]),
-    ("checkpoint", &["jaxpr"]),
-    ("custom_jvp_call", &["call_jaxpr", "fun_jaxpr"]),
-    ("custom_vjp_call", &["call_jaxpr", "fun_jaxpr"]),
-    ("custom_vjp_call_jaxpr", &["fun_jaxpr", "call_jaxpr"]),
-    ("custom_lin", &["jaxpr"]),
-];
 
 impl<'c> Lower<'c, '_> {
     /// Lowers control flow and calls; `None` for other primitives.

@@ -22,11 +22,11 @@
 mod control;
 mod ops;
 
-use super::BuildResult;
+use super::{BuildResult, LowerError, R, Syntax, binder_type, err, solvable};
 use crate::check::{Analysis, EqnId, JaxprId};
 use crate::diagnostics::{DiagKind, Diagnostic};
 use crate::syntax::TextRange;
-use crate::syntax::ast::{self, Atom, ExprKind};
+use crate::syntax::ast::{self, Atom};
 use crate::types::poly::{Factor, Symbol};
 use crate::types::{AType, DType, Dim, FloatKind, Poly, VarId};
 use melior::Context;
@@ -49,32 +49,8 @@ use std::rc::Rc;
 pub(crate) type V<'c> = Value<'c, 'c>;
 pub(crate) type B<'c> = BlockRef<'c, 'c>;
 
-/// Why an equation could not be lowered.
-pub(crate) struct LowerError {
-    range: TextRange,
-    message: String,
-    help: Option<String>,
-}
-
-pub(crate) type R<T> = Result<T, LowerError>;
-
-pub(crate) fn err<T>(range: TextRange, message: impl Into<String>) -> R<T> {
-    Err(LowerError {
-        range,
-        message: message.into(),
-        help: None,
-    })
-}
-
-impl LowerError {
-    fn into_diagnostic(self) -> Diagnostic {
-        let d = Diagnostic::error(DiagKind::Unsupported, self.range, self.message);
-        match self.help {
-            Some(h) => d.with_help(h),
-            None => d,
-        }
-    }
-}
+/// A lowered operand: its value and its jaxpr type.
+pub(crate) type Operand<'c> = super::Operand<V<'c>>;
 
 /// Values in scope while lowering one jaxpr: its variables, and the values
 /// of the symbolic dimensions (shared by every jaxpr of the file).
@@ -82,13 +58,6 @@ impl LowerError {
 pub(crate) struct Env<'c> {
     vals: HashMap<VarId, V<'c>>,
     syms: HashMap<Symbol, V<'c>>,
-}
-
-/// A lowered operand: its value and its jaxpr type.
-#[derive(Clone)]
-pub(crate) struct Operand<'c> {
-    pub v: V<'c>,
-    pub ty: AType,
 }
 
 /// Phase times of one build, for benchmarks (`JAXPR_BUILD_TIMINGS=1`
@@ -203,10 +172,8 @@ pub(crate) struct Lower<'c, 'f> {
     pub cx: &'c Context,
     pub a: &'f Analysis,
     loc: Location<'c>,
-    /// Use sites of variables (range start -> variable), from the checker.
-    uses: HashMap<u32, VarId>,
-    /// Syntax of every jaxpr, by the start of its range.
-    jaxpr_syntax: HashMap<u32, &'f ast::Jaxpr>,
+    /// Where every jaxpr's syntax and every variable use is.
+    syntax: Syntax<'f>,
     types: RefCell<HashMap<String, Type<'c>>>,
     attrs: RefCell<HashMap<String, Attribute<'c>>>,
     /// Scalar constants already made in a block (by block, type and text):
@@ -216,37 +183,12 @@ pub(crate) struct Lower<'c, 'f> {
 
 impl<'c, 'f> Lower<'c, 'f> {
     fn new(cx: &'c Context, file: &'f ast::SourceFile, a: &'f Analysis) -> Self {
-        let uses = a
-            .refs
-            .iter()
-            .filter(|r| r.kind == crate::check::RefKind::Use)
-            .map(|r| (r.range.start, r.var))
-            .collect();
-        let mut jaxpr_syntax = HashMap::default();
-        fn walk<'f>(j: &'f ast::Jaxpr, out: &mut HashMap<u32, &'f ast::Jaxpr>) {
-            out.insert(j.range.start, j);
-            for e in &j.eqns {
-                for p in &e.params {
-                    expr(&p.value, out);
-                }
-            }
-        }
-        fn expr<'f>(x: &'f ast::Expr, out: &mut HashMap<u32, &'f ast::Jaxpr>) {
-            match &x.kind {
-                ExprKind::Jaxpr(j) => walk(j, out),
-                ExprKind::Tuple(xs) | ExprKind::List(xs) => xs.iter().for_each(|x| expr(x, out)),
-                _ => {}
-            }
-        }
-        for j in file.lets.iter().map(|l| &l.jaxpr).chain(&file.main) {
-            walk(j, &mut jaxpr_syntax);
-        }
+        let syntax = Syntax::new(file, a);
         Lower {
             cx,
             a,
             loc: Location::unknown(cx),
-            uses,
-            jaxpr_syntax,
+            syntax,
             types: RefCell::default(),
             attrs: RefCell::default(),
             consts: RefCell::default(),
@@ -352,7 +294,7 @@ impl<'c, 'f> Lower<'c, 'f> {
     /// returns its outputs.
     pub(crate) fn body(&self, b: B<'c>, env: &mut Env<'c>, j: JaxprId) -> R<Vec<Operand<'c>>> {
         let info = self.a.jaxpr(j);
-        let Some(syn) = self.jaxpr_syntax.get(&info.range.start).copied() else {
+        let Some(syn) = self.syntax.jaxpr(info.range) else {
             return err(info.range, "internal error: no syntax for this jaxpr");
         };
         for (k, e) in syn.eqns.iter().enumerate() {
@@ -438,7 +380,7 @@ impl<'c, 'f> Lower<'c, 'f> {
     fn atom(&self, b: B<'c>, env: &Env<'c>, x: &Atom) -> R<Operand<'c>> {
         match x {
             Atom::Var(n) => {
-                let Some(&v) = self.uses.get(&n.range.start) else {
+                let Some(&v) = self.syntax.uses.get(&n.range.start) else {
                     return err(
                         n.range,
                         format!("internal error: `{}` is not resolved", n.text),
@@ -837,60 +779,4 @@ pub(crate) fn elem_type(dt: &DType) -> Option<&'static str> {
         DType::Float(FloatKind::F64) => "f64",
         _ => return None,
     })
-}
-
-/// The type of a dropped binder (`_:f32[3]`): it has no variable, and only
-/// its tensor type matters.
-fn binder_type(b: &ast::Binder) -> AType {
-    let Some(t) = &b.ty else {
-        return AType {
-            dtype: None,
-            shape: Vec::new(),
-        };
-    };
-    AType {
-        dtype: DType::from_short(&t.dtype.text),
-        shape: t
-            .dims
-            .iter()
-            .map(|d| d.as_int().map_or(Dim::Unknown, Dim::Const))
-            .collect(),
-    }
-}
-
-/// `p = coef * s + rest` with `s` the only unknown symbol of `p`, appearing
-/// in one linear term: the symbol, its coefficient and `rest`.
-fn solvable(p: &Poly, known: &HashMap<Symbol, V<'_>>) -> Option<(Symbol, i64, Poly)> {
-    let unknown: Vec<Symbol> = p
-        .symbols()
-        .into_iter()
-        .filter(|s| !known.contains_key(s))
-        .collect();
-    let [s] = unknown.as_slice() else {
-        return None;
-    };
-    let mut found = None;
-    for (mono, coef) in p.terms() {
-        let mentions = mono.iter().any(|(f, _)| factor_mentions(f, s));
-        if !mentions {
-            continue;
-        }
-        match mono {
-            [(Factor::Sym(x), 1)] if x == s && found.is_none() => found = Some(coef),
-            _ => return None,
-        }
-    }
-    let coef = found?;
-    let rest = p.sub(&Poly::symbol(s).scale(coef).ok()?).ok()?;
-    Some((s.clone(), coef, rest))
-}
-
-fn factor_mentions(f: &Factor, s: &Symbol) -> bool {
-    match f {
-        Factor::Sym(x) => x == s,
-        _ => {
-            let (a, b) = f.operands().expect("operation factor");
-            a.symbols().contains(s) || b.symbols().contains(s)
-        }
-    }
 }

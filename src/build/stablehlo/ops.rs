@@ -2,96 +2,16 @@
 //! are rows of tables (elementwise, comparisons, reductions, windowed and
 //! cumulative reductions): adding one is one line.
 
-use super::{B, Env, Lower, LowerError, Operand, R, V, err};
-use crate::check::EqnId;
+use super::{B, Env, Lower, Operand, V};
+use crate::build::{IDENTITY, LowerError, R, err, expr_poly, expr_text};
+
+/// One equation being lowered.
+pub(crate) type EqnCx<'e, 'c> = crate::build::EqnCx<'e, V<'c>>;
+
 use crate::syntax::TextRange;
-use crate::syntax::ast::{self, BinOp, Expr, ExprKind};
-use crate::types::{AType, DType, Dim, Poly};
+use crate::syntax::ast::{Expr, ExprKind};
+use crate::types::{AType, DType, Dim};
 use melior::ir::{Type, ValueLike};
-
-/// One equation being lowered: its syntax, operands and result types.
-pub(crate) struct EqnCx<'e, 'c> {
-    pub e: &'e ast::Eqn,
-    pub id: EqnId,
-    pub args: Vec<Operand<'c>>,
-    pub outs: Vec<AType>,
-}
-
-impl EqnCx<'_, '_> {
-    pub fn at(&self) -> TextRange {
-        self.e.primitive.range
-    }
-    pub fn name(&self) -> &str {
-        &self.e.primitive.text
-    }
-    pub fn param(&self, name: &str) -> R<&Expr> {
-        match self.e.param(name) {
-            Some(p) => Ok(&p.value),
-            None => err(
-                self.at(),
-                format!("`{}` needs the parameter `{name}` to be built", self.name()),
-            ),
-        }
-    }
-    pub fn ints(&self, name: &str) -> R<Vec<i64>> {
-        let p = self.param(name)?;
-        match p.as_int_seq() {
-            Some(v) => Ok(v),
-            None => err(
-                p.range,
-                format!("`{name}` must be a tuple of integers to be built"),
-            ),
-        }
-    }
-    /// An integer tuple parameter that may be `None` (then `default`).
-    pub fn ints_or(&self, name: &str, default: Vec<i64>) -> R<Vec<i64>> {
-        match self.e.param(name) {
-            Some(p) if !p.value.is_none() => self.ints(name),
-            _ => Ok(default),
-        }
-    }
-    pub fn int(&self, name: &str) -> R<i64> {
-        let p = self.param(name)?;
-        match p.as_int() {
-            Some(v) => Ok(v),
-            None => err(p.range, format!("`{name}` must be an integer to be built")),
-        }
-    }
-    pub fn bool_or(&self, name: &str, default: bool) -> bool {
-        self.e
-            .param(name)
-            .and_then(|p| p.value.as_bool())
-            .unwrap_or(default)
-    }
-    /// Pairs `((lo, hi), ...)` (paddings).
-    pub fn pairs(&self, name: &str) -> R<Vec<(i64, i64)>> {
-        let p = self.param(name)?;
-        let bad = || err(p.range, format!("`{name}` must be pairs of integers"));
-        let Some(items) = p.as_seq() else {
-            return bad();
-        };
-        let mut out = Vec::new();
-        for it in items {
-            match it.as_int_seq().as_deref() {
-                Some([lo, hi]) => out.push((*lo, *hi)),
-                _ => return bad(),
-            }
-        }
-        Ok(out)
-    }
-    pub fn out_dtype(&self, i: usize) -> R<DType> {
-        match self.outs.get(i).and_then(|t| t.dtype.clone()) {
-            Some(d) => Ok(d),
-            None => err(self.at(), "the result has no dtype"),
-        }
-    }
-    pub fn arg_dtype(&self, i: usize) -> R<DType> {
-        match self.args.get(i).and_then(|t| t.ty.dtype.clone()) {
-            Some(d) => Ok(d),
-            None => err(self.at(), "the operand has no dtype"),
-        }
-    }
-}
 
 /// `neg` is `stablehlo.negate`, ...: same shape in and out.
 const UNARY: &[(&str, &str)] = &[
@@ -197,17 +117,6 @@ const CUMULATIVE: &[(&str, &str, Init)] = &[
     ("cumprod", "stablehlo.multiply", Init::One),
     ("cummax", "stablehlo.maximum", Init::Lowest),
     ("cummin", "stablehlo.minimum", Init::Highest),
-];
-
-/// Identities on their operands.
-const IDENTITY: &[&str] = &[
-    "stop_gradient",
-    "copy",
-    "copy_p",
-    "optimization_barrier",
-    "device_put",
-    "sharding_constraint",
-    "reduce_precision",
 ];
 
 fn arr(xs: &[i64]) -> String {
@@ -1426,47 +1335,4 @@ fn static_sizes(cx: &EqnCx, name: &str) -> R<Vec<i64>> {
         Some(v) => Ok(v),
         None => err(p.range, format!("symbolic `{name}` have no lowering here")),
     }
-}
-
-/// A literal parameter as text (`fill_value=0.0`).
-fn expr_text(e: &Expr) -> String {
-    match &e.kind {
-        ExprKind::Int(i) => i.to_string(),
-        ExprKind::Number(n) => n.to_string(),
-        ExprKind::Path(p) => p.to_string(),
-        ExprKind::Neg(x) => format!("-{}", expr_text(x)),
-        ExprKind::Call(c) if c.args.len() == 1 => expr_text(&c.args[0].value),
-        _ => String::new(),
-    }
-}
-
-/// A dimension expression of a parameter (`dim=2*b`) as a polynomial in
-/// its symbols (parameters of jax.export jaxprs name symbols only).
-fn expr_poly(e: &Expr) -> Option<Poly> {
-    Some(match &e.kind {
-        ExprKind::Int(i) => Poly::constant(*i),
-        ExprKind::Path(p) if !p.contains('.') => Poly::symbol(p),
-        ExprKind::Neg(x) => expr_poly(x)?.neg().ok()?,
-        ExprKind::Binary(op, x, y) => {
-            let (x, y) = (expr_poly(x)?, expr_poly(y)?);
-            match op {
-                BinOp::Add => x.add(&y).ok()?,
-                BinOp::Sub => x.sub(&y).ok()?,
-                BinOp::Mul => x.mul(&y).ok()?,
-                BinOp::FloorDiv => x.floordiv(&y).ok()?,
-                BinOp::Mod => x.modulo(&y).ok()?,
-            }
-        }
-        ExprKind::Call(c) if c.args.len() == 2 => {
-            let (x, y) = (expr_poly(&c.args[0].value)?, expr_poly(&c.args[1].value)?);
-            match c.callee.as_ref() {
-                "floordiv" => x.floordiv(&y).ok()?,
-                "mod" => x.modulo(&y).ok()?,
-                "max" => Poly::max(&x, &y).ok()?,
-                "min" => Poly::min(&x, &y).ok()?,
-                _ => return None,
-            }
-        }
-        _ => return None,
-    })
 }

@@ -1,0 +1,533 @@
+//! `jaxpr build --emit native`: every build-set case of the corpus is built
+//! into a shared library by the real binary (LLVM through inkwell, linked by
+//! `cc -shared`), loaded with `libloading` and run on every example, and
+//! also run from Python through `ctypes` (`tests/native/run.py`, standard
+//! library only); results must match the corpus within rtol 1e-5 (f32) /
+//! 1e-12 (f64), integers exactly. Wrong inputs must give an error, never a
+//! crash.
+
+use std::ffi::CStr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct JxArray {
+    data: *mut u8,
+    dtype: i32,
+    rank: i32,
+    shape: [i64; 8],
+}
+
+type Entry = unsafe extern "C" fn(*const JxArray, i64, *mut JxArray, i64) -> i32;
+type ErrorFn = unsafe extern "C" fn() -> *const std::ffi::c_char;
+type FreeFn = unsafe extern "C" fn(*mut u8);
+type CountFn = unsafe extern "C" fn() -> i64;
+
+fn corpus() -> PathBuf {
+    std::env::var("JAXPR_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"))
+}
+
+fn out_dir() -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("native");
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn build_cases() -> Vec<PathBuf> {
+    let mut cases = Vec::new();
+    for dir in ["jax", "catalyst"] {
+        for e in std::fs::read_dir(corpus().join(dir)).unwrap().flatten() {
+            let p = e.path();
+            let name = p.file_name().unwrap().to_str().unwrap().to_string();
+            if !name.ends_with(".json") || name.ends_with(".expected.json") {
+                continue;
+            }
+            let v: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+            if v["build"] == true {
+                cases.push(p.with_extension(""));
+            }
+        }
+    }
+    cases.sort();
+    cases
+}
+
+fn build(jaxpr: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_jaxpr"))
+        .arg("build")
+        .arg(jaxpr)
+        .args(["--color", "never", "-o"])
+        .arg(out)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn code(dtype: &str) -> (i32, usize) {
+    match dtype {
+        "bool" => (0, 1),
+        "int8" => (1, 1),
+        "int16" => (2, 2),
+        "int32" => (3, 4),
+        "int64" => (4, 8),
+        "uint8" => (5, 1),
+        "uint16" => (6, 2),
+        "uint32" => (7, 4),
+        "uint64" => (8, 8),
+        "float16" => (9, 2),
+        "bfloat16" => (10, 2),
+        "float32" => (11, 4),
+        "float64" => (12, 8),
+        d => panic!("dtype {d}"),
+    }
+}
+
+fn num(x: &serde_json::Value) -> f64 {
+    match x {
+        serde_json::Value::String(s) => match s.as_str() {
+            "nan" => f64::NAN,
+            "inf" => f64::INFINITY,
+            "-inf" => f64::NEG_INFINITY,
+            s => s.parse().unwrap(),
+        },
+        serde_json::Value::Bool(b) => *b as i64 as f64,
+        x => x.as_f64().unwrap(),
+    }
+}
+
+fn items(v: &serde_json::Value) -> Vec<serde_json::Value> {
+    match &v["data"] {
+        serde_json::Value::Array(a) => a.clone(),
+        x => vec![x.clone()],
+    }
+}
+
+/// Packs a corpus value into bytes (row-major, the ABI's element types).
+fn pack(v: &serde_json::Value) -> (i32, Vec<i64>, Vec<u8>) {
+    let (c, _) = code(v["dtype"].as_str().unwrap());
+    let shape: Vec<i64> = v["shape"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d.as_i64().unwrap())
+        .collect();
+    let mut bytes = Vec::new();
+    for x in items(v) {
+        let int = || match &x {
+            serde_json::Value::Bool(b) => *b as i64,
+            x => x.as_i64().unwrap_or_else(|| num(x) as i64),
+        };
+        let uint = || x.as_u64().unwrap_or_else(|| int() as u64);
+        match c {
+            0 | 1 | 5 => bytes.push(int() as u8),
+            2 | 6 => bytes.extend((int() as u16).to_le_bytes()),
+            3 | 7 => bytes.extend((int() as u32).to_le_bytes()),
+            4 => bytes.extend(int().to_le_bytes()),
+            8 => bytes.extend(uint().to_le_bytes()),
+            10 => bytes.extend(&(num(&x) as f32).to_le_bytes()[2..]),
+            11 => bytes.extend((num(&x) as f32).to_le_bytes()),
+            12 => bytes.extend(num(&x).to_le_bytes()),
+            _ => panic!("dtype code {c} in a test input"),
+        }
+    }
+    (c, shape, bytes)
+}
+
+/// Element `i` of an output as f64.
+fn element(a: &JxArray, i: usize) -> f64 {
+    unsafe {
+        let p = a.data;
+        match a.dtype {
+            0 | 5 => *p.add(i) as f64,
+            1 => *(p.add(i) as *const i8) as f64,
+            2 => (p.add(2 * i) as *const i16).read_unaligned() as f64,
+            6 => (p.add(2 * i) as *const u16).read_unaligned() as f64,
+            3 => (p.add(4 * i) as *const i32).read_unaligned() as f64,
+            7 => (p.add(4 * i) as *const u32).read_unaligned() as f64,
+            4 => (p.add(8 * i) as *const i64).read_unaligned() as f64,
+            8 => (p.add(8 * i) as *const u64).read_unaligned() as f64,
+            10 => {
+                let h = (p.add(2 * i) as *const u16).read_unaligned();
+                f32::from_bits((h as u32) << 16) as f64
+            }
+            11 => (p.add(4 * i) as *const f32).read_unaligned() as f64,
+            12 => (p.add(8 * i) as *const f64).read_unaligned(),
+            c => panic!("dtype code {c}"),
+        }
+    }
+}
+
+struct Lib {
+    lib: libloading::Library,
+    name: String,
+}
+
+impl Lib {
+    fn open(path: &Path, name: &str) -> Lib {
+        Lib {
+            lib: unsafe { libloading::Library::new(path) }.unwrap(),
+            name: name.to_string(),
+        }
+    }
+    fn sym<T: Copy>(&self, suffix: &str) -> T {
+        let n = format!("{}{suffix}", self.name);
+        unsafe { *self.lib.get::<T>(n.as_bytes()).unwrap() }
+    }
+    /// Calls the library: Ok(outputs) or Err(message).
+    fn call(&self, inputs: &[JxArray], n_out: i64) -> Result<Vec<JxArray>, String> {
+        let f: Entry = self.sym("");
+        let mut outs = vec![
+            JxArray {
+                data: std::ptr::null_mut(),
+                dtype: -1,
+                rank: -1,
+                shape: [0; 8],
+            };
+            n_out.max(1) as usize
+        ];
+        let rc = unsafe {
+            f(
+                inputs.as_ptr(),
+                inputs.len() as i64,
+                outs.as_mut_ptr(),
+                n_out,
+            )
+        };
+        if rc == 0 {
+            outs.truncate(n_out as usize);
+            return Ok(outs);
+        }
+        // Nothing is written to the outputs on failure.
+        assert!(outs.iter().all(|o| o.data.is_null() && o.rank == -1));
+        let e: ErrorFn = self.sym("_error");
+        Err(unsafe { CStr::from_ptr(e()) }
+            .to_string_lossy()
+            .into_owned())
+    }
+    fn free(&self, outs: Vec<JxArray>) {
+        let free: FreeFn = self.sym("_free");
+        for o in outs {
+            unsafe { free(o.data) };
+        }
+    }
+}
+
+fn arrays(bufs: &mut [(i32, Vec<i64>, Vec<u8>)]) -> Vec<JxArray> {
+    bufs.iter_mut()
+        .map(|(c, shape, bytes)| {
+            let mut s = [0i64; 8];
+            s[..shape.len()].copy_from_slice(shape);
+            JxArray {
+                data: bytes.as_mut_ptr(),
+                dtype: *c,
+                rank: shape.len() as i32,
+                shape: s,
+            }
+        })
+        .collect()
+}
+
+fn close(got: f64, want: f64, dtype: &str) -> bool {
+    match dtype {
+        "float32" | "float64" | "float16" | "bfloat16" => {
+            if want.is_nan() {
+                return got.is_nan();
+            }
+            if want.is_infinite() {
+                return got == want;
+            }
+            let rtol = match dtype {
+                "float64" => 1e-12,
+                "float32" => 1e-5,
+                _ => 1e-2,
+            };
+            (got - want).abs() <= rtol * want.abs() + rtol * 1e-3
+        }
+        _ => got == want,
+    }
+}
+
+/// Runs every example of a case; returns the mismatches.
+fn run_examples(lib: &Lib, case: &Path) -> Vec<String> {
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(case.with_extension("json")).unwrap())
+            .unwrap();
+    let n_in: CountFn = lib.sym("_num_inputs");
+    let n_out: CountFn = lib.sym("_num_outputs");
+    let (n_in, n_out) = unsafe { (n_in(), n_out()) };
+    let mut bad = Vec::new();
+    for (k, ex) in v["examples"].as_array().unwrap().iter().enumerate() {
+        let ins = ex["inputs"].as_array().unwrap();
+        let wants = ex["outputs"].as_array().unwrap();
+        assert_eq!(ins.len() as i64, n_in, "{}", case.display());
+        assert_eq!(wants.len() as i64, n_out, "{}", case.display());
+        let mut bufs: Vec<_> = ins.iter().map(pack).collect();
+        let outs = match lib.call(&arrays(&mut bufs), n_out) {
+            Ok(o) => o,
+            Err(e) => {
+                bad.push(format!("example {k}: {e}"));
+                continue;
+            }
+        };
+        for (j, (o, w)) in outs.iter().zip(wants).enumerate() {
+            let dtype = w["dtype"].as_str().unwrap();
+            let shape: Vec<i64> = o.shape[..o.rank as usize].to_vec();
+            let wshape: Vec<i64> = w["shape"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| d.as_i64().unwrap())
+                .collect();
+            if o.dtype != code(dtype).0 || shape != wshape {
+                bad.push(format!(
+                    "example {k} output {j}: code {} {shape:?}, expected {dtype} {wshape:?}",
+                    o.dtype
+                ));
+                continue;
+            }
+            for (i, x) in items(w).iter().enumerate() {
+                let (got, want) = (element(o, i), num(x));
+                if !close(got, want, dtype) {
+                    bad.push(format!(
+                        "example {k} output {j}[{i}]: {got}, expected {want}"
+                    ));
+                    break;
+                }
+            }
+        }
+        lib.free(outs);
+    }
+    bad
+}
+
+fn case_name(case: &Path) -> String {
+    let dir = case
+        .parent()
+        .unwrap()
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap();
+    format!("{dir}/{}", case.file_name().unwrap().to_str().unwrap())
+}
+
+fn lib_name(case: &Path) -> String {
+    case.file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .replace('-', "_")
+}
+
+fn built(case: &Path) -> PathBuf {
+    let so = out_dir().join(format!("lib{}.so", case_name(case).replace('/', "_")));
+    let b = build(&case.with_extension("jaxpr"), &so, &["--emit", "native"]);
+    assert!(
+        b.status.success(),
+        "{}: build failed: {}",
+        case_name(case),
+        String::from_utf8_lossy(&b.stderr)
+    );
+    so
+}
+
+#[test]
+fn every_build_case_runs_natively_from_rust_and_python() {
+    let cases = build_cases();
+    assert!(cases.len() >= 33, "build set has {} cases", cases.len());
+    let runner = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/native/run.py");
+    let mut failures = Vec::new();
+    for case in &cases {
+        let so = built(case);
+        let h = so.with_extension("h");
+        let header = std::fs::read_to_string(&h).unwrap();
+        assert!(header.contains(&format!("int32_t     {}(const jx_array", lib_name(case))));
+        let lib = Lib::open(&so, &lib_name(case));
+        for m in run_examples(&lib, case) {
+            failures.push(format!("{} (Rust): {m}", case_name(case)));
+        }
+        let py = Command::new("python3")
+            .arg(&runner)
+            .arg(&so)
+            .arg(lib_name(case))
+            .arg(case.with_extension("json"))
+            .output()
+            .unwrap();
+        if !py.status.success() {
+            failures.push(format!(
+                "{} (ctypes): {}{}",
+                case_name(case),
+                String::from_utf8_lossy(&py.stdout),
+                String::from_utf8_lossy(&py.stderr)
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Calls with one input changed; expects an error mentioning `expect`.
+fn rejects(
+    lib: &Lib,
+    inputs: &[serde_json::Value],
+    change: impl Fn(&mut Vec<JxArray>),
+    n_out: i64,
+    expect: &str,
+) {
+    let mut bufs: Vec<_> = inputs.iter().map(pack).collect();
+    let mut arr = arrays(&mut bufs);
+    change(&mut arr);
+    match lib.call(&arr, n_out) {
+        Ok(_) => panic!("accepted inputs that should fail ({expect})"),
+        Err(e) => assert!(
+            e.contains(expect),
+            "error {e:?} does not mention {expect:?}"
+        ),
+    }
+}
+
+fn first_inputs(case: &Path) -> Vec<serde_json::Value> {
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(case.with_extension("json")).unwrap())
+            .unwrap();
+    v["examples"][0]["inputs"].as_array().unwrap().clone()
+}
+
+#[test]
+fn wrong_inputs_are_errors_not_crashes() {
+    // catalyst/dyn_matmul: a b c:i64[] d:f64[a,b] e:f64[c,b] -> (i:f64[a], a): two explicit outputs
+    let case = corpus().join("catalyst/dyn_matmul");
+    let lib = Lib::open(&built(&case), "dyn_matmul");
+    let ins = first_inputs(&case);
+    assert_eq!(run_examples(&lib, &case), Vec::<String>::new());
+    rejects(&lib, &ins, |a| a.truncate(4), 2, "expected 5 inputs, got 4");
+    rejects(&lib, &ins, |_| {}, 1, "expected 2 outputs, got 1");
+    rejects(
+        &lib,
+        &ins,
+        |a| a[3].dtype = 11,
+        2,
+        "dtype code 11, expected 12",
+    );
+    rejects(&lib, &ins, |a| a[3].rank = 1, 2, "rank 1, expected 2");
+    rejects(&lib, &ins, |a| a[3].rank = 9, 2, "rank 9, expected 2");
+    rejects(&lib, &ins, |a| a[0].dtype = 3, 2, "expected 4");
+    // The dimension argument `a` disagrees with d's extent.
+    rejects(&lib, &ins, |a| a[3].shape[0] += 1, 2, "but `a` is");
+    // b is used by d and e: e's extent must agree.
+    rejects(&lib, &ins, |a| a[4].shape[1] += 1, 2, "but `b` is");
+    rejects(&lib, &ins, |a| a[4].shape[0] = -1, 2, "out of range");
+    rejects(&lib, &ins, |a| a[4].shape[0] = i64::MAX, 2, "out of range");
+    rejects(
+        &lib,
+        &ins,
+        |a| a[3].data = std::ptr::null_mut(),
+        2,
+        "data is NULL",
+    );
+    rejects(
+        &lib,
+        &ins,
+        |a| a[0].data = std::ptr::null_mut(),
+        2,
+        "data is NULL",
+    );
+    // Huge consistent sizes are refused before any allocation.
+    let mut bufs: Vec<_> = ins.iter().map(pack).collect();
+    let mut a = arrays(&mut bufs);
+    let big = 1i64 << 30;
+    let mut dims = [big.to_le_bytes(), big.to_le_bytes(), big.to_le_bytes()];
+    for (k, d) in dims.iter_mut().enumerate() {
+        a[k].data = d.as_mut_ptr();
+    }
+    a[3].shape[..2].copy_from_slice(&[big, big]);
+    a[4].shape[..2].copy_from_slice(&[big, big]);
+    assert!(lib.call(&a, 2).unwrap_err().contains("too many elements"));
+    // Null arrays of arrays.
+    let f: Entry = lib.sym("");
+    assert_eq!(
+        unsafe { f(std::ptr::null(), 5, std::ptr::null_mut(), 2) },
+        1
+    );
+
+    // Static sizes (jax/mlp) and symbolic constraints (jax/poly_slice: `b + 15`).
+    let case = corpus().join("jax/mlp");
+    let lib = Lib::open(&built(&case), "mlp");
+    let ins = first_inputs(&case);
+    rejects(&lib, &ins, |a| a[0].shape[0] += 1, 1, "expected");
+    let case = corpus().join("jax/poly_slice");
+    let lib = Lib::open(&built(&case), "poly_slice");
+    let n_out: CountFn = lib.sym("_num_outputs");
+    let n_out = unsafe { n_out() };
+    let ins = first_inputs(&case);
+    rejects(&lib, &ins, |a| a[0].shape[0] = 15, n_out, "at least 16");
+    let case = corpus().join("jax/poly_concat");
+    let lib = Lib::open(&built(&case), "poly_concat");
+    let ins = first_inputs(&case);
+    rejects(&lib, &ins, |a| a[0].dtype = 12, 1, "expected 11");
+}
+
+#[test]
+fn emits_llvm_ir_and_objects_names_and_levels() {
+    let case = corpus().join("catalyst/resize_loop.jaxpr");
+    let d = out_dir();
+    let ll = d.join("resize.ll");
+    assert!(
+        build(
+            &case,
+            &ll,
+            &["--emit", "llvm-ir", "--name", "predict", "-O3"]
+        )
+        .status
+        .success()
+    );
+    let text = std::fs::read_to_string(&ll).unwrap();
+    assert!(text.contains("i32 @predict(ptr"), "{text}");
+    assert!(text.contains("@predict_error"));
+    let o = d.join("resize.o");
+    assert!(
+        build(&case, &o, &["--emit", "object", "-O0"])
+            .status
+            .success()
+    );
+    assert_eq!(&std::fs::read(&o).unwrap()[..4], b"\x7fELF");
+    let so = d.join("libpredict.so");
+    assert!(
+        build(
+            &case,
+            &so,
+            &["--emit", "native", "--name", "predict", "-O0"]
+        )
+        .status
+        .success()
+    );
+    let lib = Lib::open(&so, "predict");
+    assert_eq!(
+        run_examples(&lib, &case.with_extension("")),
+        Vec::<String>::new()
+    );
+    let bad = build(&case, &so, &["--emit", "native", "--name", "1x"]);
+    assert_eq!(bad.status.code(), Some(2));
+}
+
+#[test]
+fn unsupported_primitives_stop_the_build() {
+    let d = out_dir();
+    let src = d.join("fft.jaxpr");
+    std::fs::write(
+        &src,
+        "{ lambda ; a:f32[4]. let b:f32[4] = cumlogsumexp[axis=0 reverse=False] a in (b,) }\n",
+    )
+    .unwrap();
+    let so = d.join("libfft.so");
+    let _ = std::fs::remove_file(&so);
+    let b = build(&src, &so, &["--emit", "native"]);
+    let stderr = String::from_utf8_lossy(&b.stderr);
+    assert_eq!(b.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("J0012"), "{stderr}");
+    assert!(stderr.contains("cumlogsumexp"), "{stderr}");
+    assert!(!so.exists(), "a partial library was written");
+}
