@@ -112,16 +112,28 @@ async fn build(backend: &Backend, args: &BuildArgs) -> Result<String> {
     let Some(snap) = backend.snapshot(&args.uri) else {
         return Err(Error::invalid_params(format!("{} is not open", args.uri)));
     };
-    if args.emit == "native" {
-        // Native code through LLVM is a separate work item of the project.
-        return Err(failure(
-            "`--emit native` is not available in this version of jaxpr-lsp: the native (LLVM) back end is not implemented yet".into(),
-        ));
-    }
-    let out = output_path(&args.uri);
+    let native = args.emit == "native";
+    let out = output_path(&args.uri, native);
+    // The C name of a native library: the file stem made an identifier.
+    let name = jaxpr::build::native::c_name(
+        out.file_stem()
+            .and_then(|s| s.to_str())
+            .map_or("model", |s| s.strip_prefix("lib").unwrap_or(s)),
+    );
+    let c_name = name.clone();
     let built = tokio::task::spawn_blocking(move || {
         snap.with_view(|v| {
-            let result = jaxpr::build::build(v.parse, v.analysis, jaxpr::build::Emit::Stablehlo);
+            let result = if native {
+                let opts = jaxpr::build::native::Options { name, opt: 2 };
+                jaxpr::build::build_native(
+                    v.parse,
+                    v.analysis,
+                    &opts,
+                    jaxpr::build::native::Artifact::Shared,
+                )
+            } else {
+                jaxpr::build::build(v.parse, v.analysis, jaxpr::build::Emit::Stablehlo)
+            };
             // Messages of the diagnostics that stop the build, with their lines.
             result.map_err(|ds| {
                 ds.iter()
@@ -140,6 +152,10 @@ async fn build(backend: &Backend, args: &BuildArgs) -> Result<String> {
     match built {
         Ok(bytes) => {
             std::fs::write(&out, bytes).map_err(|e| failure(format!("{}: {e}", out.display())))?;
+            if native {
+                jaxpr::build::native::write_header(&out, &c_name)
+                    .map_err(|e| failure(format!("{}: {e}", out.display())))?;
+            }
             Ok(out.display().to_string())
         }
         Err(msgs) => Err(failure(format!(
@@ -150,11 +166,20 @@ async fn build(backend: &Backend, args: &BuildArgs) -> Result<String> {
     }
 }
 
-/// `model.jaxpr` -> `model.mlir` beside it; documents that are not files
-/// (`untitled:`) build into the temporary folder.
-fn output_path(uri: &Url) -> std::path::PathBuf {
-    match uri.to_file_path() {
-        Ok(p) => jaxpr::build::output_beside(&p, "mlir"),
-        Err(()) => std::env::temp_dir().join("jaxpr-build.mlir"),
+/// `model.jaxpr` -> `model.mlir` (or `libmodel.so`) beside it; documents
+/// that are not files (`untitled:`) build into the temporary folder.
+fn output_path(uri: &Url, native: bool) -> std::path::PathBuf {
+    let path = uri
+        .to_file_path()
+        .unwrap_or_else(|()| std::env::temp_dir().join("jaxpr-build.jaxpr"));
+    if native {
+        let so = jaxpr::build::output_beside(&path, "so");
+        let name = so
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("model.so");
+        so.with_file_name(format!("lib{name}"))
+    } else {
+        jaxpr::build::output_beside(&path, "mlir")
     }
 }

@@ -491,6 +491,21 @@ fn build_command_reports_progress_and_answers() {
     let module = std::fs::read_to_string(path).unwrap();
     assert!(module.contains("stablehlo.dot_general"), "{module}");
     assert!(module.contains("tensor<?x"), "{module}");
+    // And a native library with its header.
+    let r = s.request(
+        "workspace/executeCommand",
+        json!({ "command": "jaxpr.server.build", "arguments": [{ "uri": u, "emit": "native" }] }),
+    );
+    let path = r["result"]["path"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"));
+    assert_eq!(std::path::Path::new(path), dir.join("libdyn_matmul.so"));
+    assert_eq!(&std::fs::read(path).unwrap()[..4], b"\x7fELF");
+    let header = std::fs::read_to_string(dir.join("libdyn_matmul.h")).unwrap();
+    assert!(
+        header.contains(" dyn_matmul(const jx_array *inputs"),
+        "{header}"
+    );
     s.shutdown();
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -458,18 +458,18 @@ do
       end
       return false
     end)
+    -- Both back ends write beside the file: the module, or the library and its header.
+    check(not note.msg:find('failed', 1, true), ':%s failed: %s', case[1], note.msg)
     if case[2] == 'StableHLO' then
-      -- The StableHLO back end: the module is written beside the file.
       local mlir = tmp:gsub('%.jaxpr$', '.mlir')
-      check(not note.msg:find('failed', 1, true), ':%s failed: %s', case[1], note.msg)
       check(vim.fn.filereadable(mlir) == 1, ':%s: %s was not written', case[1], mlir)
       check(table.concat(vim.fn.readfile(mlir), '\n'):find('stablehlo.while', 1, true),
         ':%s: %s has no stablehlo.while', case[1], mlir)
-    elseif note.msg:find('failed', 1, true) then
-      -- The native back end is not in this build of the server yet: its error must be shown as it is.
-      check(note.level == vim.log.levels.ERROR, ':%s: a failure must be notified as an error', case[1])
-      check(note.msg:find('not implemented yet', 1, true) or note.msg:find('is not available', 1, true),
-        ':%s: the server\'s message is missing: %s', case[1], note.msg)
+    else
+      local dir, stem = vim.fn.fnamemodify(tmp, ':h'), vim.fn.fnamemodify(tmp, ':t:r')
+      local so = dir .. '/lib' .. stem .. '.so'
+      check(vim.fn.filereadable(so) == 1, ':%s: %s was not written', case[1], so)
+      check(vim.fn.filereadable(dir .. '/lib' .. stem .. '.h') == 1, ':%s: no header beside %s', case[1], so)
     end
     out(('(f) :%s -> %s'):format(case[1], note.msg))
     notes = {}
