@@ -37,22 +37,28 @@ pub(crate) async fn progress(client: &Client, token: &NumberOrString, value: Wor
         .await;
 }
 
-/// Progress: the client's token, or one we ask the client to create.
+/// Progress: the client's token, or one we ask the client to create. The
+/// work does not wait on the client for long: a client that never answers
+/// (or whose answer was lost in a broken frame) gets no progress, but the
+/// command still runs and answers.
 pub(crate) async fn progress_token(
     client: &Client,
     given: Option<NumberOrString>,
     name: String,
 ) -> Option<NumberOrString> {
+    const PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
     match given {
         Some(t) => Some(t),
         None => {
             let t = NumberOrString::String(name);
-            let created = client
-                .send_request::<WorkDoneProgressCreate>(WorkDoneProgressCreateParams {
+            let created = tokio::time::timeout(
+                PATIENCE,
+                client.send_request::<WorkDoneProgressCreate>(WorkDoneProgressCreateParams {
                     token: t.clone(),
-                })
-                .await;
-            created.ok().map(|_| t)
+                }),
+            )
+            .await;
+            matches!(created, Ok(Ok(()))).then_some(t)
         }
     }
 }
