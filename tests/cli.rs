@@ -167,3 +167,42 @@ fn a_folder_of_thousands_of_files_prints_no_progress_bar_on_a_pipe() {
     assert!(json.stderr.is_empty());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// JAX prints an output it dropped as `_` (`in (_, d, e)`, seen in
+/// `jit(grad(f))` traces): not an undefined variable.
+#[test]
+fn a_dropped_output_is_not_an_undefined_variable() {
+    let dir = std::env::temp_dir().join(format!("jaxpr-drop-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("drop.jaxpr");
+    std::fs::write(
+        &f,
+        "{ lambda ; a:f32[3]. let\n    _:f32[3] b:f32[3] = jit[\n      name=f\n      jaxpr={ lambda ; c:f32[3]. let\n          d:f32[3] = sin c\n          e:f32[3] = cos c\n        in (d, e) }\n    ] a\n  in (_, b) }\n",
+    )
+    .unwrap();
+    let out = bin()
+        .args(["check", "--format", "json"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["summary"]["errors"], 0, "{v}");
+    assert_eq!(out.status.code(), Some(0));
+    // An undefined name in the same place is still reported.
+    std::fs::write(
+        &f,
+        "{ lambda ; a:f32[3]. let b:f32[3] = sin a in (x, b) }\n",
+    )
+    .unwrap();
+    let out = bin()
+        .args(["check", "--format", "json"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v["files"][0]["diagnostics"][0]["kind"], "undefined-variable",
+        "{v}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

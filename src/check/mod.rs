@@ -586,6 +586,22 @@ impl Checker {
         }
         let mut outs = Vec::new();
         for atom in &j.outvars {
+            // JAX prints an output it dropped as `_` (`in (_, d, e)` from a
+            // `grad` of a function that calls a jitted one): a value of
+            // unknown type, not a use of a variable.
+            if let Atom::Var(n) = atom
+                && n.text == "_"
+            {
+                outs.push(OutInfo {
+                    ty: AType {
+                        dtype: None,
+                        shape: Vec::new(),
+                    },
+                    var: None,
+                    range: n.range,
+                });
+                continue;
+            }
             let op = self.operand(atom);
             outs.push(OutInfo {
                 ty: op.ty,
