@@ -6,6 +6,8 @@
 //! 1e-12 (f64), integers exactly. Wrong inputs must give an error, never a
 //! crash.
 
+mod common;
+use common::{build_cases, corpus};
 use std::ffi::CStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -24,36 +26,10 @@ type ErrorFn = unsafe extern "C" fn() -> *const std::ffi::c_char;
 type FreeFn = unsafe extern "C" fn(*mut u8);
 type CountFn = unsafe extern "C" fn() -> i64;
 
-fn corpus() -> PathBuf {
-    std::env::var("JAXPR_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"))
-}
-
 fn out_dir() -> PathBuf {
     let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("native");
     std::fs::create_dir_all(&d).unwrap();
     d
-}
-
-fn build_cases() -> Vec<PathBuf> {
-    let mut cases = Vec::new();
-    for dir in ["jax", "catalyst"] {
-        for e in std::fs::read_dir(corpus().join(dir)).unwrap().flatten() {
-            let p = e.path();
-            let name = p.file_name().unwrap().to_str().unwrap().to_string();
-            if !name.ends_with(".json") || name.ends_with(".expected.json") {
-                continue;
-            }
-            let v: serde_json::Value =
-                serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
-            if v["build"] == true {
-                cases.push(p.with_extension(""));
-            }
-        }
-    }
-    cases.sort();
-    cases
 }
 
 fn build(jaxpr: &Path, out: &Path, extra: &[&str]) -> std::process::Output {

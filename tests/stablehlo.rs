@@ -4,18 +4,14 @@
 //! environment with jax 0.10.2 that this test makes with
 //! `../shared/oracle/setup.sh`), which compares with the corpus outputs.
 
+mod common;
+use common::{build_cases, corpus};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_jaxpr"))
-}
-
-fn corpus() -> PathBuf {
-    std::env::var("JAXPR_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"))
 }
 
 fn oracle_dir() -> PathBuf {
@@ -42,27 +38,6 @@ fn oracle_python() -> PathBuf {
         String::from_utf8_lossy(&out.stderr)
     );
     venv.join("bin/python")
-}
-
-/// Build-set cases (`build: true`), as paths without extension.
-fn build_cases() -> Vec<PathBuf> {
-    let mut cases = Vec::new();
-    for dir in ["jax", "catalyst"] {
-        for e in std::fs::read_dir(corpus().join(dir)).unwrap().flatten() {
-            let p = e.path();
-            let name = p.file_name().unwrap().to_str().unwrap().to_string();
-            if !name.ends_with(".json") || name.ends_with(".expected.json") {
-                continue;
-            }
-            let v: serde_json::Value =
-                serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
-            if v["build"] == true {
-                cases.push(p.with_extension(""));
-            }
-        }
-    }
-    cases.sort();
-    cases
 }
 
 /// Programs whose arrays grow inside a loop: XLA cannot run them (their

@@ -1,0 +1,30 @@
+//! What the build tests share: the corpus and its build set.
+
+use std::path::PathBuf;
+
+pub fn corpus() -> PathBuf {
+    std::env::var("JAXPR_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"))
+}
+
+/// Build-set cases (`build: true` in `NAME.json`), as paths without extension.
+pub fn build_cases() -> Vec<PathBuf> {
+    let mut cases = Vec::new();
+    for dir in ["jax", "catalyst"] {
+        for e in std::fs::read_dir(corpus().join(dir)).unwrap().flatten() {
+            let p = e.path();
+            let name = p.file_name().unwrap().to_str().unwrap().to_string();
+            if !name.ends_with(".json") || name.ends_with(".expected.json") {
+                continue;
+            }
+            let v: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+            if v["build"] == true {
+                cases.push(p.with_extension(""));
+            }
+        }
+    }
+    cases.sort();
+    cases
+}
