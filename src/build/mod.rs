@@ -11,8 +11,7 @@ pub mod stablehlo;
 mod walk;
 
 pub(crate) use walk::{
-    CALLS, EqnCx, IDENTITY, LowerError, Operand, R, Syntax, binder_type, err, expr_poly, expr_text,
-    solvable,
+    CALLS, EqnCx, IDENTITY, LowerError, Operand, R, Syntax, err, expr_poly, expr_text, solvable,
 };
 
 use crate::check::Analysis;

@@ -3,7 +3,7 @@
 //! operands and parameter helpers, lowering errors, and the table of
 //! call-like primitives.
 
-use crate::check::{Analysis, EqnId};
+use crate::check::{Analysis, EqnId, JaxprId};
 use crate::diagnostics::{DiagKind, Diagnostic};
 use crate::syntax::TextRange;
 use crate::syntax::ast::{self, BinOp, Expr, ExprKind};
@@ -53,7 +53,80 @@ pub(crate) struct EqnCx<'e, X> {
     pub outs: Vec<AType>,
 }
 
+/// The parts of a `while` / `while_loop`: operands `cond_consts ++
+/// body_consts ++ carried`.
+pub(crate) struct WhileLayout {
+    pub body: JaxprId,
+    pub cond: JaxprId,
+    pub cond_nconsts: usize,
+    pub body_nconsts: usize,
+}
+
+/// The parts of a Catalyst `for_loop`: operands `consts ++ implicits ++
+/// [lower, upper, step, start] ++ explicit`; the body sees `consts ++
+/// implicits ++ [index] ++ explicit` and returns `implicits ++ explicit`.
+pub(crate) struct ForLayout {
+    pub body: JaxprId,
+    pub nconsts: usize,
+    pub nimplicit: usize,
+}
+
+impl ForLayout {
+    /// Operands before the loop bounds (constants and implicit arguments).
+    pub fn header(&self) -> usize {
+        self.nconsts + self.nimplicit
+    }
+}
+
 impl<X> EqnCx<'_, X> {
+    /// The jaxprs a parameter of this equation holds, in order.
+    pub fn callees(&self, a: &Analysis, param: &str) -> Vec<JaxprId> {
+        a.eqn(self.id)
+            .callees
+            .iter()
+            .filter(|(p, _)| p.as_str() == param)
+            .map(|(_, j)| *j)
+            .collect()
+    }
+
+    pub fn while_layout(&self, a: &Analysis) -> R<WhileLayout> {
+        let (Some(&body), Some(&cond)) = (
+            self.callees(a, "body_jaxpr").first(),
+            self.callees(a, "cond_jaxpr").first(),
+        ) else {
+            return err(self.at(), "the loop needs `body_jaxpr` and `cond_jaxpr`");
+        };
+        let cond_nconsts = self.int("cond_nconsts").unwrap_or(0) as usize;
+        let body_nconsts = self.int("body_nconsts").unwrap_or(0) as usize;
+        if self.args.len() < cond_nconsts + body_nconsts {
+            return err(self.at(), "the loop has fewer operands than constants");
+        }
+        Ok(WhileLayout {
+            body,
+            cond,
+            cond_nconsts,
+            body_nconsts,
+        })
+    }
+
+    pub fn for_layout(&self, a: &Analysis) -> R<ForLayout> {
+        let Some(&body) = self.callees(a, "body_jaxpr").first() else {
+            return err(self.at(), "`for_loop` needs `body_jaxpr`");
+        };
+        let l = ForLayout {
+            body,
+            nconsts: self.int("body_nconsts").unwrap_or(0) as usize,
+            nimplicit: self
+                .int("num_implicit_inputs")
+                .or_else(|_| self.int("nimplicit"))
+                .unwrap_or(0) as usize,
+        };
+        if self.args.len() < l.header() + 4 {
+            return err(self.at(), "`for_loop` has too few operands");
+        }
+        Ok(l)
+    }
+
     pub fn at(&self) -> TextRange {
         self.e.primitive.range
     }
@@ -199,11 +272,85 @@ impl<'f> Syntax<'f> {
     pub fn jaxpr(&self, range: TextRange) -> Option<&'f ast::Jaxpr> {
         self.jaxprs.get(&range.start).copied()
     }
+
+    /// A checked jaxpr's equations, each with its id, and its outputs: what
+    /// a back end walks to lower its body.
+    pub fn body(
+        &self,
+        a: &Analysis,
+        j: JaxprId,
+    ) -> R<(Vec<(&'f ast::Eqn, EqnId)>, &'f [ast::Atom])> {
+        let info = a.jaxpr(j);
+        let Some(syn) = self.jaxpr(info.range) else {
+            return err(info.range, "internal error: no syntax for this jaxpr");
+        };
+        let mut eqns = Vec::with_capacity(syn.eqns.len());
+        for (k, e) in syn.eqns.iter().enumerate() {
+            let Some(&id) = info.eqns.get(k) else {
+                return err(e.range, "internal error: equation not checked");
+            };
+            eqns.push((e, id));
+        }
+        Ok((eqns, &syn.outvars))
+    }
+}
+
+/// The result types of an equation: its variables' types, or the printed
+/// type of a dropped binder.
+pub(crate) fn result_types(a: &Analysis, e: &ast::Eqn, id: EqnId) -> Vec<AType> {
+    let info = a.eqn(id);
+    e.outs
+        .iter()
+        .enumerate()
+        .map(|(i, bnd)| match info.outs.get(i).copied().flatten() {
+            Some(v) => a.var(v).ty.clone(),
+            None => binder_type(bnd),
+        })
+        .collect()
+}
+
+/// A lowering gives one value per binder of its equation.
+pub(crate) fn expect_results(e: &ast::Eqn, results: usize) -> R<()> {
+    if results == e.outs.len() {
+        return Ok(());
+    }
+    err(
+        e.primitive.range,
+        format!(
+            "internal error: the lowering of `{}` gave {} results for {} binders",
+            e.primitive.text,
+            results,
+            e.outs.len()
+        ),
+    )
+}
+
+/// The binders (constvars, then invars) of a nested jaxpr that a back end
+/// calls with `inputs` values.
+pub(crate) fn nested_binders(
+    a: &Analysis,
+    j: JaxprId,
+    inputs: usize,
+    at: TextRange,
+) -> R<Vec<VarId>> {
+    let info = a.jaxpr(j);
+    let binders: Vec<VarId> = info.constvars.iter().chain(&info.invars).copied().collect();
+    if binders.len() != inputs {
+        return err(
+            at,
+            format!(
+                "internal error: nested jaxpr has {} inputs, the lowering passes {}",
+                binders.len(),
+                inputs
+            ),
+        );
+    }
+    Ok(binders)
 }
 
 /// The type of a dropped binder (`_:f32[3]`): it has no variable, and only
 /// its tensor type matters.
-pub(crate) fn binder_type(b: &ast::Binder) -> AType {
+fn binder_type(b: &ast::Binder) -> AType {
     let Some(t) = &b.ty else {
         return AType {
             dtype: None,

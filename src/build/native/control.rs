@@ -21,7 +21,7 @@ impl<'c> G<'c, '_> {
         if let Some((_, params)) = CALLS.iter().find(|(p, _)| *p == name) {
             let Some(callee) = params
                 .iter()
-                .find_map(|p| self.callees(cx, p).first().copied())
+                .find_map(|p| cx.callees(self.a, p).first().copied())
             else {
                 return err(cx.at(), format!("`{name}` has no jaxpr to call"));
             };
@@ -30,7 +30,7 @@ impl<'c> G<'c, '_> {
         }
         Ok(Some(match name {
             "cond" if cx.e.param("branch_jaxprs").is_some() => {
-                let branches = self.callees(cx, "branch_jaxprs");
+                let branches = cx.callees(self.a, "branch_jaxprs");
                 let npreds = branches.len().saturating_sub(1);
                 if cx.args.len() < npreds {
                     return err(cx.at(), "`cond` has fewer operands than predicates");
@@ -45,7 +45,7 @@ impl<'c> G<'c, '_> {
                 self.switch(env, cx, index, &branches, &cx.args[npreds..])?
             }
             "cond" => {
-                let branches = self.callees(cx, "branches");
+                let branches = cx.callees(self.a, "branches");
                 if cx.args.is_empty() || branches.is_empty() {
                     return err(cx.at(), "`cond` needs an index and branches");
                 }
@@ -59,16 +59,6 @@ impl<'c> G<'c, '_> {
             "scan" => self.scan(env, cx)?,
             _ => return Ok(None),
         }))
-    }
-
-    fn callees(&self, cx: &Cx<'_, 'c>, param: &str) -> Vec<JaxprId> {
-        self.a
-            .eqn(cx.id)
-            .callees
-            .iter()
-            .filter(|(p, _)| p.as_str() == param)
-            .map(|(_, j)| *j)
-            .collect()
     }
 
     /// Branch `index` (already in range) applied to `inputs`.
@@ -250,17 +240,8 @@ impl<'c> G<'c, '_> {
     /// JAX `while` and Catalyst `while_loop`: operands `cond_consts ++
     /// body_consts ++ carried`.
     fn while_loop(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> R<Vec<Arr<'c>>> {
-        let (Some(&body), Some(&cond)) = (
-            self.callees(cx, "body_jaxpr").first(),
-            self.callees(cx, "cond_jaxpr").first(),
-        ) else {
-            return err(cx.at(), "the loop needs `body_jaxpr` and `cond_jaxpr`");
-        };
-        let cn = cx.int("cond_nconsts").unwrap_or(0) as usize;
-        let bn = cx.int("body_nconsts").unwrap_or(0) as usize;
-        if cx.args.len() < cn + bn {
-            return err(cx.at(), "the loop has fewer operands than constants");
-        }
+        let l = cx.while_layout(self.a)?;
+        let (body, cond, cn, bn) = (l.body, l.cond, l.cond_nconsts, l.body_nconsts);
         let (cc, bc) = (&cx.args[..cn], &cx.args[cn..cn + bn]);
         let init = (Vec::new(), cx.args[cn + bn..].to_vec());
         let (_, out) = self.state_loop(
@@ -285,18 +266,8 @@ impl<'c> G<'c, '_> {
     /// step, start] ++ explicit`; the body sees `consts ++ implicits ++
     /// [index] ++ explicit` and returns `implicits ++ explicit`.
     fn for_loop(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> R<Vec<Arr<'c>>> {
-        let Some(&body) = self.callees(cx, "body_jaxpr").first() else {
-            return err(cx.at(), "`for_loop` needs `body_jaxpr`");
-        };
-        let nc = cx.int("body_nconsts").unwrap_or(0) as usize;
-        let ni = cx
-            .int("num_implicit_inputs")
-            .or_else(|_| cx.int("nimplicit"))
-            .unwrap_or(0) as usize;
-        let h = nc + ni;
-        if cx.args.len() < h + 4 {
-            return err(cx.at(), "`for_loop` has too few operands");
-        }
+        let l = cx.for_layout(self.a)?;
+        let (body, nc, ni, h) = (l.body, l.nconsts, l.nimplicit, l.header());
         let idt = dtype(&cx.args[h].ty)?;
         let bound = |k: usize| self.scalar_i64(&cx.args[h + k], cx.at());
         let (lower, upper, step) = (bound(0)?, bound(1)?, bound(2)?);
@@ -344,7 +315,7 @@ impl<'c> G<'c, '_> {
     /// `x[i]` is a view into `xs`; `y[i]` is copied into `ys`, allocated
     /// before the loop.
     fn scan(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> R<Vec<Arr<'c>>> {
-        let Some(&body) = self.callees(cx, "jaxpr").first() else {
+        let Some(&body) = cx.callees(self.a, "jaxpr").first() else {
             return err(cx.at(), "`scan` needs `jaxpr`");
         };
         let nconsts = cx.int("num_consts")? as usize;

@@ -32,7 +32,7 @@
 mod control;
 mod ops;
 
-use super::{EqnCx, LowerError, Operand, R, Syntax, binder_type, err};
+use super::{EqnCx, LowerError, Operand, R, Syntax, err};
 use crate::check::{Analysis, EqnId, JaxprId};
 use crate::diagnostics::Diagnostic;
 use crate::syntax::TextRange;
@@ -1087,17 +1087,11 @@ impl<'c, 'f> G<'c, 'f> {
     // ---- walking jaxprs ------------------------------------------------------------
 
     pub(crate) fn body(&self, env: &mut Env<'c>, j: JaxprId) -> R<Vec<Op<'c>>> {
-        let info = self.a.jaxpr(j);
-        let Some(syn) = self.syntax.jaxpr(info.range) else {
-            return err(info.range, "internal error: no syntax for this jaxpr");
-        };
-        for (k, e) in syn.eqns.iter().enumerate() {
-            let Some(&id) = info.eqns.get(k) else {
-                return err(e.range, "internal error: equation not checked");
-            };
+        let (eqns, outvars) = self.syntax.body(self.a, j)?;
+        for (e, id) in eqns {
             self.eqn(env, e, id)?;
         }
-        syn.outvars.iter().map(|o| self.atom(env, o)).collect()
+        outvars.iter().map(|o| self.atom(env, o)).collect()
     }
 
     /// Runs a nested jaxpr on `inputs` (constvars, then invars).
@@ -1108,18 +1102,7 @@ impl<'c, 'f> G<'c, 'f> {
         inputs: &[Op<'c>],
         at: TextRange,
     ) -> R<Vec<Op<'c>>> {
-        let info = self.a.jaxpr(j);
-        let binders: Vec<VarId> = info.constvars.iter().chain(&info.invars).copied().collect();
-        if binders.len() != inputs.len() {
-            return err(
-                at,
-                format!(
-                    "internal error: nested jaxpr has {} inputs, the lowering passes {}",
-                    binders.len(),
-                    inputs.len()
-                ),
-            );
-        }
+        let binders = super::walk::nested_binders(self.a, j, inputs.len(), at)?;
         let mut env = Env {
             vals: HashMap::default(),
             syms: outer.syms.clone(),
@@ -1143,28 +1126,10 @@ impl<'c, 'f> G<'c, 'f> {
             .iter()
             .map(|x| self.atom(env, x))
             .collect::<R<Vec<_>>>()?;
-        let outs: Vec<AType> = e
-            .outs
-            .iter()
-            .enumerate()
-            .map(|(i, bnd)| match info.outs.get(i).copied().flatten() {
-                Some(v) => self.a.var(v).ty.clone(),
-                None => binder_type(bnd),
-            })
-            .collect();
+        let outs = super::walk::result_types(self.a, e, id);
         let cx = EqnCx { e, id, args, outs };
         let results = self.lower_eqn(env, &cx)?;
-        if results.len() != e.outs.len() {
-            return err(
-                e.primitive.range,
-                format!(
-                    "internal error: the lowering of `{}` gave {} results for {} binders",
-                    e.primitive.text,
-                    results.len(),
-                    e.outs.len()
-                ),
-            );
-        }
+        super::walk::expect_results(e, results.len())?;
         for (i, r) in results.into_iter().enumerate() {
             if let Some(v) = info.outs.get(i).copied().flatten() {
                 env.vals.insert(

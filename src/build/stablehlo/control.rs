@@ -26,7 +26,7 @@ impl<'c> Lower<'c, '_> {
         if let Some((_, params)) = CALLS.iter().find(|(p, _)| *p == name) {
             let Some(callee) = params
                 .iter()
-                .find_map(|p| self.callees(cx, p).first().copied())
+                .find_map(|p| cx.callees(self.a, p).first().copied())
             else {
                 return err(cx.at(), format!("`{name}` has no jaxpr to call"));
             };
@@ -42,17 +42,6 @@ impl<'c> Lower<'c, '_> {
             "scan" => self.scan(b, env, cx)?,
             _ => return Ok(None),
         }))
-    }
-
-    /// The jaxprs a parameter of this equation holds, in order.
-    fn callees(&self, cx: &EqnCx, param: &str) -> Vec<JaxprId> {
-        self.a
-            .eqn(cx.id)
-            .callees
-            .iter()
-            .filter(|(p, _)| p.as_str() == param)
-            .map(|(_, j)| *j)
-            .collect()
     }
 
     fn out_types(&self, cx: &EqnCx) -> R<Vec<Type<'c>>> {
@@ -98,7 +87,7 @@ impl<'c> Lower<'c, '_> {
 
     /// JAX `cond[branches=(...)] index *operands`.
     fn jax_cond(&self, b: B<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c>) -> R<Vec<V<'c>>> {
-        let branches = self.callees(cx, "branches");
+        let branches = cx.callees(self.a, "branches");
         let index = self.convert(b, cx.args[0].v, &DType::Int(32))?;
         let inputs: Vec<V> = cx.args[1..].iter().map(|a| a.v).collect();
         self.case(b, env, cx, index, &branches, &inputs)
@@ -107,7 +96,7 @@ impl<'c> Lower<'c, '_> {
     /// Catalyst `cond[branch_jaxprs=[...]] preds... operands...`: the first
     /// branch whose predicate holds, else the last.
     fn catalyst_cond(&self, b: B<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c>) -> R<Vec<V<'c>>> {
-        let branches = self.callees(cx, "branch_jaxprs");
+        let branches = cx.callees(self.a, "branch_jaxprs");
         let npreds = branches.len().saturating_sub(1);
         if cx.args.len() < npreds {
             return err(cx.at(), "`cond` has fewer operands than predicates");
@@ -156,18 +145,8 @@ impl<'c> Lower<'c, '_> {
     /// arrays take the types of the body's binders, so an array whose size
     /// changes between iterations is `?` throughout.
     fn while_loop(&self, b: B<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c>) -> R<Vec<V<'c>>> {
-        let (Some(&body), Some(&cond)) = (
-            self.callees(cx, "body_jaxpr").first(),
-            self.callees(cx, "cond_jaxpr").first(),
-        ) else {
-            return err(cx.at(), "the loop needs `body_jaxpr` and `cond_jaxpr`");
-        };
-        let cn = cx.int("cond_nconsts").unwrap_or(0) as usize;
-        let bn = cx.int("body_nconsts").unwrap_or(0) as usize;
-        let n = cx.args.len();
-        if n < cn + bn {
-            return err(cx.at(), "the loop has fewer operands than constants");
-        }
+        let l = cx.while_layout(self.a)?;
+        let (body, cond, cn, bn) = (l.body, l.cond, l.cond_nconsts, l.body_nconsts);
         let vals: Vec<V> = cx.args.iter().map(|a| a.v).collect();
         let (cond_consts, body_consts) = (&vals[..cn], &vals[cn..cn + bn]);
         let tys = self.binder_types(body)?[bn..].to_vec();
@@ -194,18 +173,8 @@ impl<'c> Lower<'c, '_> {
     /// State: `[index] ++ implicits ++ explicit`; constants, the upper bound
     /// and the step are read from the enclosing block.
     fn for_loop(&self, b: B<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c>) -> R<Vec<V<'c>>> {
-        let Some(&body) = self.callees(cx, "body_jaxpr").first() else {
-            return err(cx.at(), "`for_loop` needs `body_jaxpr`");
-        };
-        let nc = cx.int("body_nconsts").unwrap_or(0) as usize;
-        let ni = cx
-            .int("num_implicit_inputs")
-            .or_else(|_| cx.int("nimplicit"))
-            .unwrap_or(0) as usize;
-        let h = nc + ni;
-        if cx.args.len() < h + 4 {
-            return err(cx.at(), "`for_loop` has too few operands");
-        }
+        let l = cx.for_layout(self.a)?;
+        let (body, nc, ni, h) = (l.body, l.nconsts, l.nimplicit, l.header());
         let body_tys = self.binder_types(body)?;
         let idx_ty = body_tys[h];
         let bound = |k: usize| self.fit(b, cx.args[h + k].v, idx_ty);
@@ -248,7 +217,7 @@ impl<'c> Lower<'c, '_> {
     /// enclosing block, each `x[i]` a `dynamic_slice` and each `y[i]` a
     /// `dynamic_update_slice` at `i` (`length - 1 - i` when `reverse`).
     fn scan(&self, b: B<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c>) -> R<Vec<V<'c>>> {
-        let Some(&body) = self.callees(cx, "jaxpr").first() else {
+        let Some(&body) = cx.callees(self.a, "jaxpr").first() else {
             return err(cx.at(), "`scan` needs `jaxpr`");
         };
         let nconsts = cx.int("num_consts")? as usize;

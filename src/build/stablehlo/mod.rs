@@ -22,7 +22,7 @@
 mod control;
 mod ops;
 
-use super::{BuildResult, LowerError, R, Syntax, binder_type, err, solvable};
+use super::{BuildResult, LowerError, R, Syntax, err, solvable};
 use crate::check::{Analysis, EqnId, JaxprId};
 use crate::diagnostics::{DiagKind, Diagnostic};
 use crate::syntax::TextRange;
@@ -293,17 +293,11 @@ impl<'c, 'f> Lower<'c, 'f> {
     /// Lowers the equations of a jaxpr whose inputs are bound in `env`;
     /// returns its outputs.
     pub(crate) fn body(&self, b: B<'c>, env: &mut Env<'c>, j: JaxprId) -> R<Vec<Operand<'c>>> {
-        let info = self.a.jaxpr(j);
-        let Some(syn) = self.syntax.jaxpr(info.range) else {
-            return err(info.range, "internal error: no syntax for this jaxpr");
-        };
-        for (k, e) in syn.eqns.iter().enumerate() {
-            let Some(&id) = info.eqns.get(k) else {
-                return err(e.range, "internal error: equation not checked");
-            };
+        let (eqns, outvars) = self.syntax.body(self.a, j)?;
+        for (e, id) in eqns {
             self.eqn(b, env, e, id)?;
         }
-        syn.outvars.iter().map(|o| self.atom(b, env, o)).collect()
+        outvars.iter().map(|o| self.atom(b, env, o)).collect()
     }
 
     /// Lowers a nested jaxpr with the given inputs (constvars first, then
@@ -316,18 +310,7 @@ impl<'c, 'f> Lower<'c, 'f> {
         inputs: &[V<'c>],
         at: TextRange,
     ) -> R<Vec<Operand<'c>>> {
-        let info = self.a.jaxpr(j);
-        let binders: Vec<VarId> = info.constvars.iter().chain(&info.invars).copied().collect();
-        if binders.len() != inputs.len() {
-            return err(
-                at,
-                format!(
-                    "internal error: nested jaxpr has {} inputs, the lowering passes {}",
-                    binders.len(),
-                    inputs.len()
-                ),
-            );
-        }
+        let binders = super::walk::nested_binders(self.a, j, inputs.len(), at)?;
         let mut env = Env {
             vals: HashMap::default(),
             syms: outer.syms.clone(),
@@ -346,28 +329,10 @@ impl<'c, 'f> Lower<'c, 'f> {
             .iter()
             .map(|x| self.atom(b, env, x))
             .collect::<R<Vec<_>>>()?;
-        let outs: Vec<AType> = e
-            .outs
-            .iter()
-            .enumerate()
-            .map(|(i, bnd)| match info.outs.get(i).copied().flatten() {
-                Some(v) => self.a.var(v).ty.clone(),
-                None => binder_type(bnd),
-            })
-            .collect();
+        let outs = super::walk::result_types(self.a, e, id);
         let cx = ops::EqnCx { e, id, args, outs };
         let results = self.lower_eqn(b, env, &cx)?;
-        if results.len() != e.outs.len() {
-            return err(
-                e.primitive.range,
-                format!(
-                    "internal error: the lowering of `{}` gave {} results for {} binders",
-                    e.primitive.text,
-                    results.len(),
-                    e.outs.len()
-                ),
-            );
-        }
+        super::walk::expect_results(e, results.len())?;
         for (i, r) in results.into_iter().enumerate() {
             if let Some(v) = info.outs.get(i).copied().flatten() {
                 let want = self.ty(&cx.outs[i], e.outs[i].range)?;
