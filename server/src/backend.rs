@@ -709,19 +709,11 @@ impl LanguageServer for Backend {
 impl Backend {
     /// Answers the guard's replacement for an undecodable message.
     pub async fn invalid_request(&self, params: Value) -> Result<()> {
-        let msg = params
-            .get("error")
-            .and_then(Value::as_str)
-            .unwrap_or("malformed message")
-            .to_string();
-        self.log(
-            MessageType::ERROR,
-            format!("invalid message from the client: {msg}"),
-        )
-        .await;
+        self.invalid_notification(params).await;
         Err(Error::invalid_request())
     }
 
+    /// Logs the guard's replacement for an undecodable notification.
     pub async fn invalid_notification(&self, params: Value) {
         let msg = params
             .get("error")
