@@ -119,13 +119,14 @@ async fn build(backend: &Backend, args: &BuildArgs) -> Result<String> {
         return Err(Error::invalid_params(format!("{} is not open", args.uri)));
     };
     let native = args.emit == "native";
-    let out = output_path(&args.uri, native);
+    // Documents that are not files (`untitled:`) build into the temporary folder.
+    let source = args
+        .uri
+        .to_file_path()
+        .unwrap_or_else(|()| std::env::temp_dir().join("jaxpr-build.jaxpr"));
+    let out = output_path(&source, native);
     // The C name of a native library: the file stem made an identifier.
-    let name = jaxpr::build::native::c_name(
-        out.file_stem()
-            .and_then(|s| s.to_str())
-            .map_or("model", |s| s.strip_prefix("lib").unwrap_or(s)),
-    );
+    let name = jaxpr::build::native::c_name(jaxpr::build::jaxpr_stem(&source));
     let c_name = name.clone();
     let built = tokio::task::spawn_blocking(move || {
         snap.with_view(|v| {
@@ -172,20 +173,11 @@ async fn build(backend: &Backend, args: &BuildArgs) -> Result<String> {
     }
 }
 
-/// `model.jaxpr` -> `model.mlir` (or `libmodel.so`) beside it; documents
-/// that are not files (`untitled:`) build into the temporary folder.
-fn output_path(uri: &Url, native: bool) -> std::path::PathBuf {
-    let path = uri
-        .to_file_path()
-        .unwrap_or_else(|()| std::env::temp_dir().join("jaxpr-build.jaxpr"));
+/// `model.jaxpr` -> `model.mlir` (or `libmodel.so`) beside it.
+fn output_path(source: &std::path::Path, native: bool) -> std::path::PathBuf {
     if native {
-        let so = jaxpr::build::output_beside(&path, "so");
-        let name = so
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("model.so");
-        so.with_file_name(format!("lib{name}"))
+        source.with_file_name(format!("lib{}.so", jaxpr::build::jaxpr_stem(source)))
     } else {
-        jaxpr::build::output_beside(&path, "mlir")
+        jaxpr::build::output_beside(source, "mlir")
     }
 }

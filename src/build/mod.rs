@@ -78,13 +78,17 @@ fn checked(parse: &Parse, analysis: &Analysis) -> Result<(), Vec<Diagnostic>> {
     }
 }
 
+/// The name of a jaxpr file without its extension (`model.jaxpr`,
+/// `model.jaxpr.txt` -> `model`): the default output name and C name.
+pub fn jaxpr_stem(path: &std::path::Path) -> &str {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("model");
+    name.strip_suffix(".jaxpr.txt")
+        .or_else(|| name.strip_suffix(".jaxpr"))
+        .unwrap_or(name)
+}
+
 /// Where a build writes by default: `model.jaxpr` -> `model.EXT` in the same
 /// folder (`model.jaxpr.txt` too).
 pub fn output_beside(path: &std::path::Path, ext: &str) -> std::path::PathBuf {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("out");
-    let stem = name
-        .strip_suffix(".jaxpr.txt")
-        .or_else(|| name.strip_suffix(".jaxpr"))
-        .unwrap_or(name);
-    path.with_file_name(format!("{stem}.{ext}"))
+    path.with_file_name(format!("{}.{ext}", jaxpr_stem(path)))
 }

@@ -352,14 +352,13 @@ fn build(
     };
     let ext = artifact.map_or(ext, |(_, e)| e);
     let out = output.unwrap_or_else(|| crate::build::output_beside(path, ext));
-    let stem = crate::build::output_beside(path, "x");
     let c_name = match name {
         Some(n) if native::c_name(&n) == n => n,
         Some(n) => {
             eprintln!("error: --name {n:?} is not a C identifier");
             return 2;
         }
-        None => native::c_name(stem.file_stem().and_then(|s| s.to_str()).unwrap_or("model")),
+        None => native::c_name(crate::build::jaxpr_stem(path)),
     };
     let db = RootDatabase::default();
     let file = SourceFile::new(&db, loaded.path.clone(), loaded.text.clone());
