@@ -507,3 +507,28 @@ fn unsupported_primitives_stop_the_build() {
     assert!(stderr.contains("cumlogsumexp"), "{stderr}");
     assert!(!so.exists(), "a partial library was written");
 }
+
+/// Rebuilding a library that a running program has loaded must replace the
+/// file, not rewrite it in place: rewriting a mapped `.so` crashes the
+/// program that uses it (this test binary crashed so once, when two tests
+/// built the same case).
+#[test]
+fn rebuilding_a_loaded_library_replaces_the_file() {
+    use std::os::unix::fs::MetadataExt;
+    let case = corpus().join("jax/mlp");
+    let so = out_dir().join("librebuilt_mlp.so");
+    let args = ["--emit", "native", "--name", "mlp"];
+    assert!(build(&case.with_extension("jaxpr"), &so, &args).status.success());
+    let lib = Lib::open(&so, "mlp");
+    let before = std::fs::metadata(&so).unwrap().ino();
+    assert!(build(&case.with_extension("jaxpr"), &so, &args).status.success());
+    assert_ne!(std::fs::metadata(&so).unwrap().ino(), before, "rewritten in place");
+    // The loaded copy still runs, and no temporary file is left behind.
+    assert_eq!(run_examples(&lib, &case), Vec::<String>::new());
+    let leftovers: Vec<_> = std::fs::read_dir(out_dir())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".librebuilt_mlp.so"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}

@@ -158,7 +158,7 @@ async fn build(backend: &Backend, args: &BuildArgs) -> Result<String> {
     .map_err(|_| failure("the file changed during the build; run the command again".into()))?;
     match built {
         Ok(bytes) => {
-            std::fs::write(&out, bytes).map_err(|e| failure(format!("{}: {e}", out.display())))?;
+            jaxpr::build::write_output(&out, &bytes).map_err(|e| failure(format!("{}: {e}", out.display())))?;
             if native {
                 jaxpr::build::native::write_header(&out, &c_name)
                     .map_err(|e| failure(format!("{}: {e}", out.display())))?;

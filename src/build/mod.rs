@@ -87,6 +87,27 @@ pub fn jaxpr_stem(path: &std::path::Path) -> &str {
         .unwrap_or(name)
 }
 
+/// Writes a build output by replacing the file, never by overwriting it in
+/// place: a program that has the old library loaded keeps its mapping
+/// intact (rewriting a mapped `.so` crashes that program), and a failed or
+/// interrupted write leaves the old file, never a partial one. The bytes go
+/// to a temporary file in the same folder, which is then renamed over `path`.
+pub fn write_output(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("out");
+    let tmp = path.with_file_name(format!(
+        ".{name}.{}-{}.tmp",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let result = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
 /// Where a build writes by default: `model.jaxpr` -> `model.EXT` in the same
 /// folder (`model.jaxpr.txt` too).
 pub fn output_beside(path: &std::path::Path, ext: &str) -> std::path::PathBuf {

@@ -384,7 +384,7 @@ fn build(
         );
     }
     match result {
-        Ok(bytes) => match std::fs::write(&out, bytes) {
+        Ok(bytes) => match crate::build::write_output(&out, &bytes) {
             Ok(()) => {
                 eprintln!("wrote {}", out.display());
                 if emit == EmitKind::Native {

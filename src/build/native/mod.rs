@@ -271,7 +271,7 @@ fn compiler_rt() -> Option<std::path::PathBuf> {
 /// Writes the header beside a library: `libm.so` -> `libm.h`.
 pub fn write_header(lib: &Path, name: &str) -> std::io::Result<std::path::PathBuf> {
     let h = lib.with_extension("h");
-    std::fs::write(&h, header(name))?;
+    super::write_output(&h, header(name).as_bytes())?;
     Ok(h)
 }
 
