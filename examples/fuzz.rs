@@ -86,6 +86,7 @@ fn main() {
                 let kind = match &f {
                     Finding::Panic(_) => "panic",
                     Finding::Mismatch => "mismatch",
+                    Finding::StreamMismatch => "stream-mismatch",
                     Finding::BadRange => "range",
                     Finding::Slow(_) => "slow",
                 };

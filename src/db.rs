@@ -88,12 +88,10 @@ pub fn diagnostics(db: &dyn Db, file: SourceFile) -> Arc<Vec<Diagnostic>> {
 }
 
 /// The diagnostics of the file from scratch (a whole-file parse and check,
-/// no reuse): what the incremental path must always agree with.
+/// no reuse, streamed: `check::diagnostics_streaming`): what the
+/// incremental path must always agree with.
 pub fn diagnostics_from_scratch(text: &str) -> Vec<Diagnostic> {
-    let p = syntax::parse(text);
-    let a = check::check_owned(p.file);
-    let mut all = p.errors;
-    all.extend(a.diagnostics);
+    let mut all = check::diagnostics_streaming(text);
     all.sort_by_key(|d| (d.range.start, d.severity, d.kind));
     all
 }

@@ -4,9 +4,10 @@
 //! duplications, splices between files, bit flips (invalid UTF-8, read as
 //! the CLI reads it), and repetitions that blow a piece up to thousands of
 //! copies (to find quadratic behaviour). Each input is checked from scratch
-//! and through the database as an edit of the file it came from; a run
-//! reports panics, differences between the two, out-of-range diagnostics,
-//! and inputs slower than a linear budget.
+//! (streamed, as `jaxpr check` does, and with the whole syntax tree) and
+//! through the database as an edit of the file it came from; a run reports
+//! panics, differences between the three, out-of-range diagnostics, and
+//! inputs slower than a linear budget.
 //!
 //! `examples/fuzz.rs` runs it for a time budget; `tests/fuzz.rs` runs a
 //! bounded number of inputs and every regression input found so far.
@@ -180,6 +181,8 @@ pub enum Finding {
     Panic(String),
     /// The incremental diagnostics differ from a from-scratch check.
     Mismatch,
+    /// The streamed check (`jaxpr check`'s) differs from the whole-tree one.
+    StreamMismatch,
     /// A diagnostic range past the end of the text or reversed.
     BadRange,
     /// Slower than `budget` for its size.
@@ -237,6 +240,16 @@ pub fn both(before: &str, input: &[u8]) -> (Vec<Diagnostic>, Vec<Diagnostic>) {
     (got, db::diagnostics_from_scratch(&text))
 }
 
+/// A whole-file parse and check with the whole syntax tree, sorted as the
+/// database sorts.
+pub fn whole_tree_diagnostics(text: &str) -> Vec<Diagnostic> {
+    let p = crate::syntax::parse(text);
+    let mut all = p.errors.clone();
+    all.extend(crate::check::check(&p.file).diagnostics);
+    all.sort_by_key(|d| (d.range.start, d.severity, d.kind));
+    all
+}
+
 /// Checks `input` from scratch and as an edit of `before` through the
 /// database; renders every signature; checks every range.
 pub fn run_one(before: &str, input: &[u8]) -> Result<Duration, Finding> {
@@ -244,6 +257,9 @@ pub fn run_one(before: &str, input: &[u8]) -> Result<Duration, Finding> {
     let t = Instant::now();
     let r = catch_unwind(AssertUnwindSafe(|| -> Result<(), Finding> {
         let want = db::diagnostics_from_scratch(&text);
+        if want != whole_tree_diagnostics(&text) {
+            return Err(Finding::StreamMismatch);
+        }
         for d in &want {
             let ok = |r: crate::syntax::TextRange| r.start <= r.end && r.end as usize <= text.len();
             if !ok(d.range) || !d.related.iter().all(|x| ok(x.range)) {

@@ -170,23 +170,86 @@ pub fn check(file: &ast::SourceFile) -> Analysis {
     check_full(file).0
 }
 
-/// Checks a parsed file that is not needed afterwards (`jaxpr check`): each
-/// top-level equation of the main jaxpr is dropped once checked, so the
-/// syntax tree shrinks while the analysis grows and the peak memory is
-/// about the larger of the two rather than their sum.
-pub fn check_owned(mut file: ast::SourceFile) -> Analysis {
-    let Some(mut main) = file.main.take() else {
-        return check(&file);
+/// The diagnostics of a whole-file check of `text`: its syntax errors, then
+/// the checker's (unsorted), as [`check_full`] finds them. For `jaxpr check`,
+/// which needs nothing else: each top-level equation of the main jaxpr is
+/// checked as soon as it is parsed and then dropped, with what the check
+/// learnt about it that no later equation reads (its equation info, its
+/// inline nested jaxprs and their variables, the references the editor
+/// features use). What stays is the `let` jaxprs and the main jaxpr's
+/// variables, so the memory is about their size, not the syntax tree's
+/// plus the whole analysis'.
+pub fn diagnostics_streaming(text: &str) -> Vec<Diagnostic> {
+    let mut sink = Streaming {
+        c: Checker::new(Analysis::default()),
+        main: None,
     };
-    let mut c = Checker::for_jaxprs(file.lets.iter().map(|l| &l.jaxpr).chain([&main]));
-    c.check_lets(&file.lets);
-    let eqns = std::mem::take(&mut main.eqns).into_vec();
-    c.main_inputs = true;
-    c.check_jaxpr_with(&main, eqns.into_iter(), JaxprOrigin::Main, None, None);
-    // The symbol-scope check only asks whether there is a main jaxpr.
-    file.main = Some(main);
+    let parse = crate::syntax::parse_streaming(text, &mut sink);
+    let file = parse.file;
+    // The `let` jaxprs are checked before the main one, wherever they are:
+    // one after it was not seen by `begin`. Rare; checked whole instead.
+    if let Some(m) = &file.main
+        && file.lets.iter().any(|l| l.range.start > m.range.start)
+    {
+        let p = crate::syntax::parse(text);
+        let mut all = p.errors;
+        all.extend(check_full(&p.file).0.diagnostics);
+        return all;
+    }
+    let mut c = sink.c;
+    match (sink.main, &file.main) {
+        (Some(id), Some(m)) => c.end_jaxpr(id, m),
+        // No main jaxpr was begun: its header did not parse.
+        _ => c.check_lets(&file.lets),
+    }
     c.check_symbol_scope(&file);
-    c.a
+    let mut all = parse.errors;
+    all.append(&mut c.a.diagnostics);
+    all
+}
+
+/// The checker fed by the parser (`diagnostics_streaming`).
+struct Streaming {
+    c: Checker,
+    main: Option<JaxprId>,
+}
+
+impl crate::syntax::MainSink for Streaming {
+    fn begin(&mut self, lets: &[ast::LetJaxpr], main: &Jaxpr) {
+        self.c.check_lets(lets);
+        self.c.main_inputs = true;
+        self.main = Some(self.c.begin_jaxpr(main, JaxprOrigin::Main, None, None));
+    }
+
+    fn eqn(&mut self, e: ast::Eqn) {
+        let Some(main) = self.main else { return };
+        let a = &mut self.c.a;
+        let (vars, eqns, jaxprs, refs, let_refs) = (
+            a.vars.len(),
+            a.eqns.len(),
+            a.jaxprs.len(),
+            a.refs.len(),
+            a.let_refs.len(),
+        );
+        let id = self.c.check_eqn(&e, main);
+        // Later equations read the results' variables, nothing else of it.
+        let a = &mut self.c.a;
+        let results = a.eqn(id).outs.iter().flatten().count();
+        debug_assert!(a.eqn(id).outs.iter().flatten().all(|v| (v.0 as usize) < vars + results));
+        a.vars.truncate(vars + results);
+        a.eqns.truncate(eqns);
+        a.jaxprs.truncate(jaxprs);
+        a.refs.truncate(refs);
+        a.let_refs.truncate(let_refs);
+        // Variables past the results are gone: their ids will be reused.
+        let kept = |v: &VarId| (v.0 as usize) < vars + results;
+        if !a.origins.is_empty() {
+            a.origins.retain(|v, _| kept(v));
+        }
+        if !self.c.bad_dims.is_empty() {
+            self.c.bad_dims.retain(kept);
+        }
+    }
 }
 
 /// What a whole-file check learns beyond the [`Analysis`], for the
@@ -535,12 +598,29 @@ impl Checker {
         self.check_jaxpr_with(j, j.eqns.iter(), origin, parent, origins)
     }
 
-    /// `check_jaxpr` with the equations given apart: owned ones are dropped
-    /// as soon as they are checked (see [`check_owned`]).
+    /// `check_jaxpr` with the equations given apart.
     fn check_jaxpr_with<E: std::borrow::Borrow<ast::Eqn>>(
         &mut self,
         j: &Jaxpr,
         eqns: impl Iterator<Item = E>,
+        origin: JaxprOrigin,
+        parent: Option<JaxprId>,
+        origins: Option<&[Origin]>,
+    ) -> JaxprId {
+        let id = self.begin_jaxpr(j, origin, parent, origins);
+        for e in eqns {
+            let eid = self.check_eqn(e.borrow(), id);
+            self.a.jaxprs[id.0 as usize].eqns.push(eid);
+        }
+        self.end_jaxpr(id, j);
+        id
+    }
+
+    /// Starts checking a jaxpr: its binders, in a scope of its own (its
+    /// equations come next, then [`Checker::end_jaxpr`]).
+    fn begin_jaxpr(
+        &mut self,
+        j: &Jaxpr,
         origin: JaxprOrigin,
         parent: Option<JaxprId>,
         origins: Option<&[Origin]>,
@@ -580,10 +660,16 @@ impl Checker {
                 self.a.origins.insert(*v, o.clone());
             }
         }
-        for e in eqns {
-            let eid = self.check_eqn(e.borrow(), id);
-            self.a.jaxprs[id.0 as usize].eqns.push(eid);
-        }
+        let info = &mut self.a.jaxprs[id.0 as usize];
+        info.constvars = constvars;
+        info.invars = invars;
+        id
+    }
+
+    /// Ends the check of jaxpr `id` (`j`, whose range is final now): its
+    /// outputs and signature; the enclosing scope comes back.
+    fn end_jaxpr(&mut self, id: JaxprId, j: &Jaxpr) {
+        self.a.jaxprs[id.0 as usize].range = j.range;
         let mut outs = Vec::new();
         for atom in &j.outvars {
             // JAX prints an output it dropped as `_` (`in (_, d, e)` from a
@@ -610,6 +696,7 @@ impl Checker {
             });
         }
         // Signature, with the dimension-scope rule for outputs.
+        let invars = &self.a.jaxprs[id.0 as usize].invars;
         let in_pairs: Vec<(VarId, &AType)> = invars
             .iter()
             .map(|v| (*v, &self.a.vars[v.0 as usize].ty))
@@ -642,13 +729,10 @@ impl Checker {
             );
         }
         let info = &mut self.a.jaxprs[id.0 as usize];
-        info.constvars = constvars;
-        info.invars = invars;
         info.outs = outs;
         info.signature = sig;
         self.env.names = self.env.outer.pop().unwrap_or_default();
         self.hints.clear();
-        id
     }
 
     /// Binds a binder in the current scope. Returns None for `_`.

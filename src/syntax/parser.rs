@@ -48,6 +48,30 @@ pub fn parse(text: &str) -> Parse {
     }
 }
 
+/// Receives the main jaxpr while [`parse_streaming`] reads it.
+pub trait MainSink {
+    /// The `let` jaxprs read so far and the main jaxpr's signature (no
+    /// equations or outputs yet), before its first equation.
+    fn begin(&mut self, lets: &[LetJaxpr], main: &Jaxpr);
+    /// Each top-level equation of the main jaxpr, in order.
+    fn eqn(&mut self, eqn: Eqn);
+}
+
+/// [`parse`], handing the main jaxpr's top-level equations to `sink` as they
+/// are read instead of keeping them: a check can then run without the whole
+/// syntax tree in memory. The tree returned holds the `let` jaxprs and the
+/// main jaxpr without its equations. Comments are not attached to
+/// equations (they only carry source info, which diagnostics never show).
+pub fn parse_streaming(text: &str, sink: &mut dyn MainSink) -> Parse {
+    let mut p = Parser::new(text, 0);
+    p.sink = Some(sink);
+    let file = p.source_file();
+    Parse {
+        file,
+        errors: p.errors,
+    }
+}
+
 /// Parses the equation at the start of `text` (a line of the main jaxpr
 /// where the whole-file parser starts an equation), with ranges relative to
 /// `text`, and its syntax errors. `None` unless the equation parses without
@@ -131,8 +155,10 @@ impl Tokens<'_> {
     }
 }
 
-struct Parser<'a> {
+struct Parser<'a, 's> {
     text: &'a str,
+    /// Where the main jaxpr's equations go (`parse_streaming`).
+    sink: Option<&'s mut dyn MainSink>,
     tokens: Tokens<'a>,
     pos: usize,
     errors: Vec<Diagnostic>,
@@ -150,10 +176,11 @@ struct Chain {
 /// Result of a parse step that already reported its error.
 struct Reported;
 
-impl<'a> Parser<'a> {
-    fn new(text: &'a str, depth: u32) -> Parser<'a> {
+impl<'a, 's> Parser<'a, 's> {
+    fn new(text: &'a str, depth: u32) -> Parser<'a, 's> {
         Parser {
             text,
+            sink: None,
             tokens: Tokens {
                 lexer: Lexer::new(text),
                 window: Vec::new(),
@@ -446,7 +473,7 @@ impl<'a> Parser<'a> {
                     self.eat(T::RBrace);
                     continue;
                 }
-                if let Ok(j) = self.jaxpr() {
+                if let Ok(j) = self.jaxpr_in(Some(&file.lets)) {
                     file.main = Some(j);
                 }
                 continue;
@@ -479,13 +506,19 @@ impl<'a> Parser<'a> {
     }
 
     fn jaxpr(&mut self) -> Result<Jaxpr, Reported> {
+        self.jaxpr_in(None)
+    }
+
+    /// A jaxpr; `lets` for the main jaxpr (the `let` jaxprs before it),
+    /// whose equations go to the sink when there is one.
+    fn jaxpr_in(&mut self, lets: Option<&[LetJaxpr]>) -> Result<Jaxpr, Reported> {
         self.enter()?;
-        let r = self.jaxpr_inner();
+        let r = self.jaxpr_inner(lets);
         self.leave();
         r
     }
 
-    fn jaxpr_inner(&mut self) -> Result<Jaxpr, Reported> {
+    fn jaxpr_inner(&mut self, lets: Option<&[LetJaxpr]>) -> Result<Jaxpr, Reported> {
         let open = self.expect(T::LBrace, "`{`")?;
         let lambda = match self.expect_ident("lambda") {
             Ok(t) => t.range,
@@ -522,7 +555,20 @@ impl<'a> Parser<'a> {
             self.recover_to_eqn_boundary();
         }
         let mut eqns = Vec::new();
-        self.equations(&mut eqns);
+        let mut sink = match (lets, self.sink.take()) {
+            (Some(lets), Some(sink)) => {
+                sink.begin(lets, &jaxpr);
+                Some(sink)
+            }
+            (_, sink) => {
+                self.sink = sink;
+                None
+            }
+        };
+        self.equations(&mut |e| match sink.as_mut() {
+            Some(s) => s.eqn(e),
+            None => eqns.push(e),
+        });
         jaxpr.eqns = eqns.into_boxed_slice();
         // Outputs.
         let mut outvars = List::new();
@@ -619,7 +665,7 @@ impl<'a> Parser<'a> {
         })
     }
 
-    fn equations(&mut self, eqns: &mut Vec<Eqn>) {
+    fn equations(&mut self, eqns: &mut dyn FnMut(Eqn)) {
         loop {
             let t = self.nth(0);
             if t.kind == T::Eof || t.kind == T::RBrace || self.at_in_keyword() {
@@ -629,7 +675,7 @@ impl<'a> Parser<'a> {
                 return; // outputs without `in`: reported by the caller
             }
             match self.equation() {
-                Ok(e) => eqns.push(e),
+                Ok(e) => eqns(e),
                 Err(Reported) => self.recover_to_eqn_boundary(),
             }
         }
