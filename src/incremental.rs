@@ -1,27 +1,34 @@
 //! Incremental diagnostics: after an edit inside one top-level equation of
-//! the main jaxpr, only that equation is parsed and checked again.
+//! the main jaxpr or of a `let` jaxpr, only that equation is parsed and
+//! checked again.
 //!
 //! A whole-file parse and check (the *base*) splits the file into segments:
-//! the header (the `let` jaxprs and the main jaxpr's signature), one segment
-//! per top-level equation (from its line to the next equation's line, nested
-//! jaxprs and comments included) and the tail (`in (...) }`). An edit that
+//! one per top-level equation of every `let` jaxpr and of the main jaxpr
+//! (from its line to the next equation's line, nested jaxprs and comments
+//! included), and the text between them (the file's start up to the first
+//! equation, with the first jaxpr's signature; a `let`'s outputs up to the
+//! next jaxpr's first equation; the main jaxpr's outputs). An edit that
 //! lies inside one equation segment, after its `binders =` prefix, leaves
-//! every binder of the file as it was, so no other equation's result can
-//! change: the edited segment alone is re-parsed ([`parse_equation`], which
-//! also checks that the whole-file parser would read the same equation) and
-//! re-checked ([`check::check_main_eqn`]) against the variables bound before
-//! it, with ranges relative to the segment. Every other result is reused;
-//! only the segments' start offsets move (one `u32` each).
+//! every binder of the file as it was (types are printed, so every
+//! variable's type and every jaxpr's signature stay too), so no other
+//! equation's result can change: the edited segment alone is re-parsed
+//! ([`parse_equation`], which also checks that the whole-file parser would
+//! read the same equation) and re-checked ([`check::check_eqn_alone`])
+//! against the variables bound before it in its jaxpr and the `let`
+//! jaxprs checked before that jaxpr, with ranges relative to the segment.
+//! Every other result is reused, the call sites of an edited `let`
+//! included; only the segments' start offsets move (one `u32` each).
 //!
 //! Diagnostics that depend on other equations are rebuilt from per-segment
 //! facts: an unknown primitive is warned about at its first equation in the
-//! file. Everything else (edits to binders, the header or the tail, text that
-//! no longer parses as one equation ending where the next one starts, symbolic dimensions, unusable dimension
-//! variables) falls back to a whole-file parse and check, which becomes the
-//! new base. The result is always the whole-file diagnostics of the current
-//! text (`tests/incremental.rs` compares them after random edits).
+//! file. Everything else (edits to binders, to the text between equations,
+//! text that no longer parses as one equation ending where the next one
+//! starts, symbolic dimensions, unusable dimension variables) falls back to
+//! a whole-file parse and check, which becomes the new base. The result is
+//! always the whole-file diagnostics of the current text
+//! (`tests/incremental.rs` compares them after random edits).
 
-use crate::check::{self, Analysis, Context, Extras, Prelude};
+use crate::check::{self, Analysis, Context, Extras, JaxprId, JaxprOrigin, Prelude};
 use crate::diagnostics::Diagnostic;
 use crate::syntax::ast::SmolStr;
 use crate::syntax::{self, Parse, TextRange, parse_equation};
@@ -126,13 +133,19 @@ struct FileState {
 }
 
 struct Segments {
-    /// Start of each segment in the base text: header, equations, tail.
+    /// Start of each segment in the base text: the top-level equations of
+    /// every `let` jaxpr and of the main jaxpr, and the text between them
+    /// (the file's start up to the first equation, a `let`'s outputs up to
+    /// the next jaxpr's first equation, the main jaxpr's outputs).
     base_starts: Vec<u32>,
     /// The same in the current text.
     starts: Vec<u32>,
     /// Offset in each equation segment where its `binders =` prefix has
     /// certainly ended (its primitive in the base).
     prefix: Vec<u32>,
+    /// The jaxpr whose top-level equation each segment is (None for the
+    /// text between equations: edits there take the whole-file path).
+    owner: Vec<Option<Owner>>,
     /// Base diagnostics with their segment, unknown-primitive warnings apart.
     base_diags: Vec<(u32, Diagnostic)>,
     /// Unknown primitive -> segments using it -> the first use in that
@@ -140,10 +153,20 @@ struct Segments {
     unknown: FxHashMap<SmolStr, BTreeMap<u32, TextRange>>,
     /// The unknown primitives of each segment (their first use).
     seg_unknown: FxHashMap<u32, Vec<(SmolStr, TextRange)>>,
-    /// Checker state after the `let` jaxprs, and the main jaxpr's names;
-    /// built at the first incremental edit.
-    prelude: Option<Prelude>,
-    names: Option<FxHashMap<SmolStr, SmallVec<[VarId; 1]>>>,
+    /// Checker state after the first `n` `let` jaxprs, by `n`, and the
+    /// names bound at the top level of each jaxpr; built at the first
+    /// incremental edit of an equation there.
+    preludes: FxHashMap<u32, Prelude>,
+    names: FxHashMap<JaxprId, FxHashMap<SmolStr, SmallVec<[VarId; 1]>>>,
+}
+
+/// A jaxpr that equation segments belong to.
+#[derive(Clone, Copy)]
+struct Owner {
+    /// The jaxpr in the base analysis.
+    jaxpr: JaxprId,
+    /// How many `let` jaxprs are checked before it (all for the main one).
+    lets_before: u32,
 }
 
 impl FileState {
@@ -181,11 +204,10 @@ impl FileState {
         let p = common_prefix(old, new);
         let q = common_suffix(&old[p..], &new[p..]);
         let (old_end, new_end) = (old.len() - q, new.len() - q);
-        let last = segs.starts.len() - 1; // the tail
         let k = segs.starts.partition_point(|&s| s as usize <= p) - 1;
-        if k == 0 || k >= last {
+        let Some(owner) = segs.owner[k] else {
             return false;
-        }
+        };
         let (start, next) = (segs.starts[k] as usize, segs.starts[k + 1] as usize);
         // After the binders, and short of the line break that ends the segment.
         if p < start + segs.prefix[k] as usize || old_end >= next {
@@ -204,17 +226,25 @@ impl FileState {
         let Some((eqn, errors)) = parse_equation(&text[start..], seg_text.len() as u32) else {
             return false;
         };
+        let lets = &self.parse.file.lets[..owner.lets_before as usize];
         let prelude = segs
-            .prelude
-            .get_or_insert_with(|| Prelude::new(&self.parse.file.lets, tag));
-        let names = segs.names.get_or_insert_with(|| main_names(&self.analysis));
+            .preludes
+            .entry(owner.lets_before)
+            .or_insert_with(|| Prelude::new(lets, tag));
+        let names = segs
+            .names
+            .entry(owner.jaxpr)
+            .or_insert_with(|| top_level_names(&self.analysis, owner.jaxpr));
         let mut cx = Cx {
             names,
             base: &self.analysis,
             before: segs.base_starts[k],
         };
         let mut words = words(seg_text);
-        let mut r = check::check_main_eqn(prelude, &self.analysis, &eqn, &words, &mut cx);
+        let check = |words: &[&str], cx: &mut Cx| {
+            check::check_eqn_alone(prelude, &self.analysis, owner.jaxpr, &eqn, words, cx)
+        };
+        let mut r = check(&words, &mut cx);
         // An undefined name's hint names a similar variable in scope: add
         // the names one edit away and check again.
         let mut more = Vec::new();
@@ -233,7 +263,7 @@ impl FileState {
             more.sort_unstable();
             more.dedup();
             words.extend(more.iter().map(String::as_str));
-            r = check::check_main_eqn(prelude, &self.analysis, &eqn, &words, &mut cx);
+            r = check(&words, &mut cx);
         }
         if r.used_symbols || r.bad_dims {
             return false;
@@ -261,7 +291,6 @@ impl Segments {
             return None;
         }
         let main = parse.file.main.as_ref()?;
-        let in_range = main.in_range?;
         // The `let` jaxprs are checked before the main one: segments follow
         // the check's order only when they come first in the text too.
         if parse
@@ -272,8 +301,17 @@ impl Segments {
         {
             return None;
         }
+        // The base's `let` jaxprs, in order (as `check_lets` made them).
+        let let_ids: Vec<JaxprId> = (0..analysis.jaxprs.len() as u32)
+            .map(JaxprId)
+            .filter(|&j| matches!(analysis.jaxpr(j).origin, JaxprOrigin::Let { .. }))
+            .collect();
+        let main_id = analysis.main()?;
+        if let_ids.len() != parse.file.lets.len() {
+            return None;
+        }
         let bytes = text.as_bytes();
-        // Each equation, and the `in`, must start its line.
+        // Each equation, and the `in` after equations, must start its line.
         let line_start = |at: u32| -> Option<u32> {
             let at = at as usize;
             let ls = bytes[..at]
@@ -287,22 +325,39 @@ impl Segments {
         };
         let mut base_starts = vec![0u32];
         let mut prefix = vec![0u32];
-        let mut prev_end = main.lambda_range.end;
-        for e in main.eqns.iter() {
-            let ls = line_start(e.range.start)?;
-            if ls < prev_end {
+        let mut owner = vec![None];
+        let jaxprs = (parse.file.lets.iter().map(|l| &l.jaxpr))
+            .zip(let_ids.iter().copied())
+            .chain([(main, main_id)]);
+        for (lets_before, (j, id)) in jaxprs.enumerate() {
+            if j.eqns.is_empty() {
+                continue;
+            }
+            let mut prev_end = j.lambda_range.end;
+            for e in j.eqns.iter() {
+                let ls = line_start(e.range.start)?;
+                if ls < prev_end || ls < *base_starts.last()? {
+                    return None;
+                }
+                base_starts.push(ls);
+                prefix.push(e.primitive.range.start - ls);
+                owner.push(Some(Owner {
+                    jaxpr: id,
+                    lets_before: lets_before as u32,
+                }));
+                prev_end = e.range.end;
+            }
+            let tail = line_start(j.in_range?.start)?;
+            if tail < prev_end {
                 return None;
             }
-            base_starts.push(ls);
-            prefix.push(e.primitive.range.start - ls);
-            prev_end = e.range.end;
+            base_starts.push(tail);
+            prefix.push(0);
+            owner.push(None);
         }
-        let tail = line_start(in_range.start)?;
-        if tail < prev_end || base_starts.len() < 2 {
+        if base_starts.len() < 2 {
             return None;
         }
-        base_starts.push(tail);
-        prefix.push(0);
         let seg_of = |pos: u32| (base_starts.partition_point(|&s| s <= pos) - 1) as u32;
         let mut base_diags = Vec::new();
         for d in parse.errors.iter().chain(&analysis.diagnostics) {
@@ -314,11 +369,12 @@ impl Segments {
             starts: base_starts.clone(),
             base_starts: Vec::new(),
             prefix,
+            owner,
             base_diags,
             unknown: FxHashMap::default(),
             seg_unknown: FxHashMap::default(),
-            prelude: None,
-            names: None,
+            preludes: FxHashMap::default(),
+            names: FxHashMap::default(),
         };
         let mut per_seg: FxHashMap<u32, Vec<(SmolStr, TextRange)>> = FxHashMap::default();
         for (name, r) in &extras.unknown_uses {
@@ -440,14 +496,11 @@ fn tag(r: TextRange) -> TextRange {
     TextRange::new(r.start | TAG, r.end | TAG)
 }
 
-/// The variables bound at the top level of the main jaxpr, by name, in order.
-fn main_names(a: &Analysis) -> FxHashMap<SmolStr, SmallVec<[VarId; 1]>> {
+/// The variables bound at the top level of jaxpr `j`, by name, in order.
+fn top_level_names(a: &Analysis, j: JaxprId) -> FxHashMap<SmolStr, SmallVec<[VarId; 1]>> {
     let mut out: FxHashMap<SmolStr, SmallVec<[VarId; 1]>> = FxHashMap::default();
-    let Some(main) = a.main() else {
-        return out;
-    };
     for (i, v) in a.vars.iter().enumerate() {
-        if v.jaxpr == main {
+        if v.jaxpr == j {
             out.entry(v.name.clone()).or_default().push(VarId(i as u32));
         }
     }

@@ -280,8 +280,9 @@ pub(crate) fn check_full(file: &ast::SourceFile) -> (Analysis, Extras) {
     (c.a, extras)
 }
 
-/// The checker's state after the `let` jaxprs, from which one top-level
-/// equation of the main jaxpr is re-checked on its own (the incremental path).
+/// The checker's state after some `let` jaxprs (all of them for the main
+/// jaxpr, the ones before it for a `let`), from which one top-level equation
+/// is re-checked on its own (the incremental path).
 #[derive(Clone, Debug)]
 pub(crate) struct Prelude {
     a: Analysis,
@@ -348,28 +349,35 @@ pub(crate) struct EqnCheck {
     pub bad_dims: bool,
 }
 
-/// Re-checks one top-level equation `e` of the main jaxpr, whose ranges are
-/// relative to its own text, as the whole-file check would: names are
-/// resolved through `cx` (those in `names`, which must hold every name the
-/// equation can look up), and variables of `base` get ranges from `cx`.
-pub(crate) fn check_main_eqn(
+/// Re-checks one top-level equation `e` of jaxpr `jaxpr` of `base` (the
+/// main jaxpr or a `let`, checked after the `let`s of `prelude`), whose
+/// ranges are relative to its own text, as the whole-file check would:
+/// names are resolved through `cx` (those in `names`, which must hold every
+/// name the equation can look up), and variables of `base` get ranges from
+/// `cx`.
+pub(crate) fn check_eqn_alone(
     prelude: &Prelude,
     base: &Analysis,
+    jaxpr: JaxprId,
     e: &ast::Eqn,
     names: &[&str],
     cx: &mut dyn Context,
 ) -> EqnCheck {
     let mut c = Checker::new(prelude.a.clone());
     c.lets = prelude.lets.clone();
-    let main = JaxprId(c.a.jaxprs.len() as u32);
-    let (range, lambda_range) = base
-        .main()
-        .map(|m| (base.jaxpr(m).range, base.jaxpr(m).lambda_range))
-        .unwrap_or_default();
+    let here = JaxprId(c.a.jaxprs.len() as u32);
+    let info = base.jaxpr(jaxpr);
+    let origin = match &info.origin {
+        JaxprOrigin::Let { name, name_range } => JaxprOrigin::Let {
+            name: name.clone(),
+            name_range: cx.range(*name_range),
+        },
+        o => o.clone(),
+    };
     c.a.jaxprs.push(JaxprInfo {
-        range: cx.range(range),
-        lambda_range: cx.range(lambda_range),
-        origin: JaxprOrigin::Main,
+        range: cx.range(info.range),
+        lambda_range: cx.range(info.lambda_range),
+        origin,
         parent: None,
         constvars: Vec::new(),
         invars: Vec::new(),
@@ -377,7 +385,7 @@ pub(crate) fn check_main_eqn(
         eqns: Vec::new(),
         signature: Signature::default(),
     });
-    // The enclosing scope of the main jaxpr is empty, as in `check_jaxpr`.
+    // The enclosing scope of a top-level jaxpr is empty, as in `check_jaxpr`.
     c.env.outer.push(HashMap::default());
     let mut copied: HashMap<VarId, VarId> = HashMap::default();
     for name in names {
@@ -386,7 +394,7 @@ pub(crate) fn check_main_eqn(
             c.env.names.insert(SmolStr::new(name), local);
         }
     }
-    c.check_eqn(e, main);
+    c.check_eqn(e, here);
     let unknown: FxHashSet<TextRange> = c.unknown_uses.iter().map(|u| u.1).collect();
     let mut diagnostics = std::mem::take(&mut c.a.diagnostics);
     diagnostics.retain(|d| !(d.kind == DiagKind::UnknownPrimitive && unknown.contains(&d.range)));
