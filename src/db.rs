@@ -5,7 +5,9 @@
 //!
 //! Salsa's queries are per file; finer reuse lives in [`Engine`]
 //! (`crate::incremental`), which the diagnostics query goes through: an edit
-//! inside one equation re-parses and re-checks that equation only. Its
+//! inside one equation re-parses and re-checks that equation only, one
+//! elsewhere in a `let` jaxpr that `let` (and its call sites if what they
+//! read of it changed). Its
 //! whole-file parse and analysis are shared with the `parse` and `analysis`
 //! queries when they describe the current text, and a whole-file analysis
 //! computed for the editor features becomes its new base.

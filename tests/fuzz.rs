@@ -3,7 +3,7 @@
 //! inputs are generated here, at a size where the old behaviour (quadratic
 //! or worse) would not finish, rather than committed.
 
-use jaxpr::db::{self, RootDatabase, SourceFile};
+use jaxpr::db::{self, Path, RootDatabase, SourceFile};
 use jaxpr::diagnostics::DiagKind;
 use jaxpr::fuzz::{self, Finding, Rng};
 use salsa::Setter;
@@ -45,17 +45,24 @@ fn a_bounded_fuzz_run_finds_nothing() {
     let seeds = fuzz::corpus_seeds(&corpus());
     assert!(seeds.len() > 40);
     let mut rng = Rng::new(1);
-    for i in 0..400 {
+    let mut paths = std::collections::BTreeMap::new();
+    for i in 0..2000 {
         let (from, input) = fuzz::mutate(&mut rng, &seeds);
         match fuzz::run_one(&fuzz::text_of(&seeds[from]), &input) {
+            Ok(run) => *paths.entry(format!("{:?}", run.path)).or_insert(0) += 1,
             // Time is the benchmarks' business (this machine may be busy).
-            Ok(_) | Err(Finding::Slow(_)) => {}
+            Err(Finding::Slow(_)) => {}
             Err(f) => {
                 let path = std::env::temp_dir().join(format!("fuzz-finding-{i}.jaxpr"));
                 let _ = std::fs::write(&path, &input);
                 panic!("input {i} (saved to {}): {f:?}", path.display());
             }
         }
+    }
+    // The equivalence covers every incremental path, not only full checks.
+    for path in [Path::Equation, Path::Let, Path::LetAndCallSites] {
+        let key = format!("{:?}", Some(path));
+        assert!(paths.contains_key(&key), "no edit took {key}: {paths:?}");
     }
 }
 

@@ -223,24 +223,18 @@ impl crate::syntax::MainSink for Streaming {
 
     fn eqn(&mut self, e: ast::Eqn) {
         let Some(main) = self.main else { return };
-        let a = &mut self.c.a;
-        let (vars, eqns, jaxprs, refs, let_refs) = (
-            a.vars.len(),
-            a.eqns.len(),
-            a.jaxprs.len(),
-            a.refs.len(),
-            a.let_refs.len(),
-        );
+        let mark = Mark::of(&self.c.a);
         let id = self.c.check_eqn(&e, main);
         // Later equations read the results' variables, nothing else of it.
         let a = &mut self.c.a;
+        let vars = mark.vars;
         let results = a.eqn(id).outs.iter().flatten().count();
         debug_assert!(a.eqn(id).outs.iter().flatten().all(|v| (v.0 as usize) < vars + results));
         a.vars.truncate(vars + results);
-        a.eqns.truncate(eqns);
-        a.jaxprs.truncate(jaxprs);
-        a.refs.truncate(refs);
-        a.let_refs.truncate(let_refs);
+        a.eqns.truncate(mark.eqns);
+        a.jaxprs.truncate(mark.jaxprs);
+        a.refs.truncate(mark.refs);
+        a.let_refs.truncate(mark.let_refs);
         // Variables past the results are gone: their ids will be reused.
         let kept = |v: &VarId| (v.0 as usize) < vars + results;
         if !a.origins.is_empty() {
@@ -283,21 +277,84 @@ pub(crate) fn check_full(file: &ast::SourceFile) -> (Analysis, Extras) {
 /// The checker's state after some `let` jaxprs (all of them for the main
 /// jaxpr, the ones before it for a `let`), from which one top-level equation
 /// is re-checked on its own (the incremental path).
-#[derive(Clone, Debug)]
 pub(crate) struct Prelude {
-    a: Analysis,
-    lets: HashMap<SmolStr, JaxprId>,
+    /// A checker in that state, which each piece checked in it leaves as
+    /// it found it (cloning it for each of a `let`'s many call sites took
+    /// most of their re-check).
+    c: Checker,
 }
 
+/// A position mover: the range to record for a position of a `let` jaxpr's
+/// text (the incremental path tags positions of the whole-file text).
+pub(crate) type Mover<'m> = &'m dyn Fn(TextRange) -> TextRange;
+
 impl Prelude {
-    /// `moved` gives the ranges to record for the let jaxprs' positions (the
-    /// incremental path tags them as positions of the whole-file text).
-    pub(crate) fn new(lets: &[ast::LetJaxpr], moved: impl Fn(TextRange) -> TextRange) -> Prelude {
+    /// The state after checking `lets` in order, each with the positions
+    /// its mover gives.
+    pub(crate) fn new<'l>(lets: impl IntoIterator<Item = (&'l ast::LetJaxpr, Mover<'l>)>) -> Prelude {
         let mut c = Checker::new(Analysis::default());
-        c.check_lets(lets);
-        let mut a = c.a;
+        for (l, moved) in lets {
+            let mark = Mark::of(&c.a);
+            c.check_lets([l]);
+            mark.move_since(&mut c.a, moved);
+        }
+        c.a.diagnostics.clear();
+        c.unknown_seen.clear();
+        c.unknown_uses.clear();
+        c.bad_dims.clear();
+        Prelude { c }
+    }
+
+    /// Runs `f` on the checker, then puts it back in this state: the tables
+    /// lose what `f` added (pieces checked on their own only add).
+    fn check_alone<T>(&mut self, f: impl FnOnce(&mut Checker, &Mark) -> T) -> T {
+        let c = &mut self.c;
+        let mark = Mark::of(&c.a);
+        let out = f(c, &mark);
+        let a = &mut c.a;
+        a.vars.truncate(mark.vars);
+        a.eqns.truncate(mark.eqns);
+        a.jaxprs.truncate(mark.jaxprs);
+        a.refs.truncate(mark.refs);
+        a.let_refs.truncate(mark.let_refs);
+        a.origins.retain(|v, _| (v.0 as usize) < mark.vars);
+        a.symbols.clear();
         a.diagnostics.clear();
-        for j in &mut a.jaxprs {
+        c.env = Scope::default();
+        c.main_inputs = false;
+        c.pending_results.clear();
+        c.bad_dims.clear();
+        c.unknown_seen.clear();
+        c.unknown_uses.clear();
+        c.hints.clear();
+        out
+    }
+}
+
+/// The lengths of the analysis' tables at one point of a check: what was
+/// added after it can be told apart.
+struct Mark {
+    vars: usize,
+    eqns: usize,
+    jaxprs: usize,
+    refs: usize,
+    let_refs: usize,
+}
+
+impl Mark {
+    fn of(a: &Analysis) -> Mark {
+        Mark {
+            vars: a.vars.len(),
+            eqns: a.eqns.len(),
+            jaxprs: a.jaxprs.len(),
+            refs: a.refs.len(),
+            let_refs: a.let_refs.len(),
+        }
+    }
+
+    /// Moves every position recorded after the mark.
+    fn move_since(&self, a: &mut Analysis, moved: Mover) {
+        for j in &mut a.jaxprs[self.jaxprs..] {
             j.range = moved(j.range);
             j.lambda_range = moved(j.lambda_range);
             if let JaxprOrigin::Let { name_range, .. } = &mut j.origin {
@@ -307,24 +364,86 @@ impl Prelude {
                 o.range = moved(o.range);
             }
         }
-        for v in &mut a.vars {
+        for v in &mut a.vars[self.vars..] {
             v.range = moved(v.range);
             v.binder_range = moved(v.binder_range);
         }
-        for e in &mut a.eqns {
+        for e in &mut a.eqns[self.eqns..] {
             e.range = moved(e.range);
             e.primitive_range = moved(e.primitive_range);
         }
-        for o in a.origins.values_mut() {
-            o.operand = moved(o.operand);
+        for (v, o) in a.origins.iter_mut() {
+            if v.0 as usize >= self.vars {
+                o.operand = moved(o.operand);
+            }
         }
-        for r in &mut a.refs {
+        for r in &mut a.refs[self.refs..] {
             r.range = moved(r.range);
         }
-        for (r, _) in &mut a.let_refs {
+        for (r, _) in &mut a.let_refs[self.let_refs..] {
             *r = moved(*r);
         }
-        Prelude { a, lets: c.lets }
+    }
+}
+
+/// What a call site reads of a jaxpr it calls (`rules::control`): its
+/// binders and outputs with their names and types, and its signature.
+/// Dimension variables are named by binder position, or by name for one
+/// bound inside. Positions are left out: a call site's results show them
+/// only in its diagnostics, which the incremental path checks apart.
+#[derive(Clone, PartialEq, Debug)]
+pub(crate) struct Interface {
+    consts: usize,
+    binders: Vec<(SmolStr, InterfaceType)>,
+    outs: Vec<(InterfaceType, Option<InterfaceVar>)>,
+    signature: Signature,
+}
+
+#[derive(Clone, PartialEq, Debug)]
+struct InterfaceType {
+    dtype: Option<DType>,
+    shape: Vec<InterfaceDim>,
+}
+
+#[derive(Clone, PartialEq, Debug)]
+enum InterfaceDim {
+    Dim(Dim),
+    Var(InterfaceVar),
+}
+
+#[derive(Clone, PartialEq, Debug)]
+enum InterfaceVar {
+    Binder(usize),
+    Inner(SmolStr),
+}
+
+impl Interface {
+    pub(crate) fn of(a: &Analysis, j: JaxprId) -> Interface {
+        let info = a.jaxpr(j);
+        let binders: Vec<VarId> = info.constvars.iter().chain(&info.invars).copied().collect();
+        let var = |v: VarId| match binders.iter().position(|&b| b == v) {
+            Some(i) => InterfaceVar::Binder(i),
+            None => InterfaceVar::Inner(a.var(v).name.clone()),
+        };
+        let ty = |t: &AType| InterfaceType {
+            dtype: t.dtype.clone(),
+            shape: (t.shape.iter())
+                .map(|d| match d {
+                    Dim::Var(v) => InterfaceDim::Var(var(*v)),
+                    d => InterfaceDim::Dim(d.clone()),
+                })
+                .collect(),
+        };
+        Interface {
+            consts: info.constvars.len(),
+            binders: (binders.iter())
+                .map(|&b| (a.var(b).name.clone(), ty(&a.var(b).ty)))
+                .collect(),
+            outs: (info.outs.iter())
+                .map(|o| (ty(&o.ty), o.var.map(var)))
+                .collect(),
+            signature: info.signature.clone(),
+        }
     }
 }
 
@@ -338,15 +457,60 @@ pub(crate) trait Context {
     fn range(&self, r: TextRange) -> TextRange;
 }
 
-/// What re-checking one top-level equation found.
+/// What re-checking one piece of a file on its own (a top-level equation,
+/// a `let` jaxpr) found.
 #[derive(Debug)]
-pub(crate) struct EqnCheck {
+pub(crate) struct Rechecked {
     /// Without unknown-primitive warnings (those depend on earlier equations;
     /// see `unknown_uses`).
     pub diagnostics: Vec<Diagnostic>,
     pub unknown_uses: Vec<(SmolStr, TextRange)>,
     pub used_symbols: bool,
     pub bad_dims: bool,
+    /// The `let` jaxprs it refers to by name (`jaxpr=NAME`).
+    pub lets_used: Vec<SmolStr>,
+}
+
+impl Checker {
+    /// What this checker found since `mark` (a piece checked on its own).
+    fn rechecked(&mut self, mark: &Mark) -> Rechecked {
+        let unknown: FxHashSet<TextRange> = self.unknown_uses.iter().map(|u| u.1).collect();
+        let mut diagnostics = std::mem::take(&mut self.a.diagnostics);
+        diagnostics
+            .retain(|d| !(d.kind == DiagKind::UnknownPrimitive && unknown.contains(&d.range)));
+        let mut lets_used: Vec<SmolStr> = self.a.let_refs[mark.let_refs..]
+            .iter()
+            .filter_map(|(_, j)| match &self.a.jaxpr(*j).origin {
+                JaxprOrigin::Let { name, .. } => Some(name.clone()),
+                _ => None,
+            })
+            .collect();
+        lets_used.sort_unstable();
+        lets_used.dedup();
+        Rechecked {
+            diagnostics,
+            unknown_uses: std::mem::take(&mut self.unknown_uses),
+            used_symbols: !self.a.symbols.is_empty(),
+            bad_dims: !self.bad_dims.is_empty(),
+            lets_used,
+        }
+    }
+}
+
+/// Re-checks the `let` jaxpr `l` (ranges relative to its own text) after
+/// the `let`s of `prelude`, as the whole-file check would; and what its call
+/// sites read of it.
+pub(crate) fn check_let_alone(
+    prelude: &mut Prelude,
+    l: &ast::LetJaxpr,
+) -> (Rechecked, Interface) {
+    prelude.check_alone(|c, mark| {
+        let lets = c.lets.clone();
+        c.check_lets([l]);
+        let interface = Interface::of(&c.a, JaxprId(mark.jaxprs as u32));
+        c.lets = lets;
+        (c.rechecked(mark), interface)
+    })
 }
 
 /// Re-checks one top-level equation `e` of jaxpr `jaxpr` of `base` (the
@@ -356,54 +520,46 @@ pub(crate) struct EqnCheck {
 /// name the equation can look up), and variables of `base` get ranges from
 /// `cx`.
 pub(crate) fn check_eqn_alone(
-    prelude: &Prelude,
+    prelude: &mut Prelude,
     base: &Analysis,
     jaxpr: JaxprId,
     e: &ast::Eqn,
     names: &[&str],
     cx: &mut dyn Context,
-) -> EqnCheck {
-    let mut c = Checker::new(prelude.a.clone());
-    c.lets = prelude.lets.clone();
-    let here = JaxprId(c.a.jaxprs.len() as u32);
-    let info = base.jaxpr(jaxpr);
-    let origin = match &info.origin {
-        JaxprOrigin::Let { name, name_range } => JaxprOrigin::Let {
-            name: name.clone(),
-            name_range: cx.range(*name_range),
-        },
-        o => o.clone(),
-    };
-    c.a.jaxprs.push(JaxprInfo {
-        range: cx.range(info.range),
-        lambda_range: cx.range(info.lambda_range),
-        origin,
-        parent: None,
-        constvars: Vec::new(),
-        invars: Vec::new(),
-        outs: Vec::new(),
-        eqns: Vec::new(),
-        signature: Signature::default(),
-    });
-    // The enclosing scope of a top-level jaxpr is empty, as in `check_jaxpr`.
-    c.env.outer.push(HashMap::default());
-    let mut copied: HashMap<VarId, VarId> = HashMap::default();
-    for name in names {
-        if let Some(v) = cx.lookup(name) {
-            let local = c.copy_var(base, v, &mut copied, cx);
-            c.env.names.insert(SmolStr::new(name), local);
+) -> Rechecked {
+    prelude.check_alone(|c, mark| {
+        let here = JaxprId(c.a.jaxprs.len() as u32);
+        let info = base.jaxpr(jaxpr);
+        let origin = match &info.origin {
+            JaxprOrigin::Let { name, name_range } => JaxprOrigin::Let {
+                name: name.clone(),
+                name_range: cx.range(*name_range),
+            },
+            o => o.clone(),
+        };
+        c.a.jaxprs.push(JaxprInfo {
+            range: cx.range(info.range),
+            lambda_range: cx.range(info.lambda_range),
+            origin,
+            parent: None,
+            constvars: Vec::new(),
+            invars: Vec::new(),
+            outs: Vec::new(),
+            eqns: Vec::new(),
+            signature: Signature::default(),
+        });
+        // The enclosing scope of a top-level jaxpr is empty, as in `check_jaxpr`.
+        c.env.outer.push(HashMap::default());
+        let mut copied: HashMap<VarId, VarId> = HashMap::default();
+        for name in names {
+            if let Some(v) = cx.lookup(name) {
+                let local = c.copy_var(base, v, &mut copied, cx);
+                c.env.names.insert(SmolStr::new(name), local);
+            }
         }
-    }
-    c.check_eqn(e, here);
-    let unknown: FxHashSet<TextRange> = c.unknown_uses.iter().map(|u| u.1).collect();
-    let mut diagnostics = std::mem::take(&mut c.a.diagnostics);
-    diagnostics.retain(|d| !(d.kind == DiagKind::UnknownPrimitive && unknown.contains(&d.range)));
-    EqnCheck {
-        diagnostics,
-        unknown_uses: std::mem::take(&mut c.unknown_uses),
-        used_symbols: !c.a.symbols.is_empty(),
-        bad_dims: !c.bad_dims.is_empty(),
-    }
+        c.check_eqn(e, here);
+        c.rechecked(mark)
+    })
 }
 
 /// How many equations, binders and operands a file has, to allocate the
@@ -515,7 +671,7 @@ impl Checker {
         })
     }
 
-    fn check_lets(&mut self, lets: &[ast::LetJaxpr]) {
+    fn check_lets<'l>(&mut self, lets: impl IntoIterator<Item = &'l ast::LetJaxpr>) {
         for l in lets {
             let id = self.check_jaxpr(
                 &l.jaxpr,

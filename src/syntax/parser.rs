@@ -99,22 +99,43 @@ pub fn parse_equation(text: &str, end: u32) -> Option<(Eqn, Vec<Diagnostic>)> {
         }),
     };
     // Comments past `end` belong to the next equations.
-    let comments: Vec<TextRange> = p
-        .tokens
-        .lexer
-        .comments
-        .iter()
-        .copied()
-        .filter(|c| c.start < end)
-        .collect();
-    attach_comments(&text[..end as usize], &comments, &mut file);
+    attach_comments(&text[..end as usize], &p.comments_before(end), &mut file);
     let eqn = file.main?.eqns.into_vec().pop()?;
     Some((eqn, p.errors))
 }
 
-/// How many tokens are lexed at a time (and how many consumed ones pile up
-/// before they are dropped).
+/// Parses the `let` item at the start of `text` (a line where the
+/// whole-file parser reads the next top-level item, after trivia), with
+/// ranges relative to `text`, and its syntax errors. `None` unless it is
+/// read completely and ends exactly where the next item starts, at `end`
+/// (as [`parse_equation`] for an equation).
+pub fn parse_let(text: &str, end: u32) -> Option<(LetJaxpr, Vec<Diagnostic>)> {
+    let mut p = Parser::new(text, 0);
+    if !p.at_let_item() {
+        return None;
+    }
+    let (item, complete) = p.let_item();
+    let item = item.filter(|_| complete)?;
+    if p.prev_end() > end || p.nth(0).range.start < end {
+        return None;
+    }
+    let mut file = SourceFile {
+        lets: vec![item],
+        main: None,
+    };
+    attach_comments(&text[..end as usize], &p.comments_before(end), &mut file);
+    Some((file.lets.pop()?, p.errors))
+}
+
+/// How many tokens are lexed at a time at most (and how many consumed ones
+/// pile up before they are dropped).
 const WINDOW: usize = 512;
+
+/// How many tokens are lexed first; each later batch doubles, up to
+/// `WINDOW`. An equation parsed on its own (`parse_equation`, the
+/// incremental path) needs a few dozen; lexing 512 at once took most of
+/// its time.
+const FIRST_BATCH: usize = 32;
 
 /// The tokens from the one before the parser's position to the furthest
 /// looked at, lexed on demand.
@@ -125,6 +146,8 @@ struct Tokens<'a> {
     base: usize,
     /// `Eof` is the window's last token.
     at_eof: bool,
+    /// How many tokens the next fill lexes.
+    batch: usize,
 }
 
 impl Tokens<'_> {
@@ -149,7 +172,8 @@ impl Tokens<'_> {
             if self.at_eof {
                 return self.window[self.window.len() - 1];
             }
-            self.at_eof = self.lexer.lex_into(&mut self.window, WINDOW);
+            self.at_eof = self.lexer.lex_into(&mut self.window, self.batch);
+            self.batch = (self.batch * 2).min(WINDOW);
         }
         self.window[i - self.base]
     }
@@ -186,12 +210,19 @@ impl<'a, 's> Parser<'a, 's> {
                 window: Vec::new(),
                 base: 0,
                 at_eof: false,
+                batch: FIRST_BATCH,
             },
             pos: 0,
             errors: Vec::new(),
             depth,
             last_chain: None,
         }
+    }
+
+    /// The comments lexed so far that start before `end`.
+    fn comments_before(&self, end: u32) -> Vec<TextRange> {
+        let comments = &self.tokens.lexer.comments;
+        comments.iter().copied().filter(|c| c.start < end).collect()
     }
 
     // ---- token access -------------------------------------------------
@@ -441,23 +472,11 @@ impl<'a, 's> Parser<'a, 's> {
             if self.at(T::Eof) {
                 break;
             }
-            if self.at_ident("let")
-                && self.kind_at(self.pos + 1) == T::Ident
-                && self.kind_at(self.pos + 2) == T::Eq
-            {
-                let let_tok = self.bump();
-                let name = self.name();
-                self.bump(); // =
-                match self.jaxpr() {
-                    Ok(jaxpr) => {
-                        let in_ok = self.expect_ident("in").is_ok();
-                        let range = TextRange::new(let_tok.range.start, self.prev_end());
-                        file.lets.push(LetJaxpr { name, jaxpr, range });
-                        if !in_ok {
-                            self.skip_to_top_level_item();
-                        }
-                    }
-                    Err(Reported) => self.skip_to_top_level_item(),
+            if self.at_let_item() {
+                let (item, complete) = self.let_item();
+                file.lets.extend(item);
+                if !complete {
+                    self.skip_to_top_level_item();
                 }
                 continue;
             }
@@ -490,6 +509,28 @@ impl<'a, 's> Parser<'a, 's> {
             );
         }
         file
+    }
+
+    fn at_let_item(&mut self) -> bool {
+        self.at_ident("let")
+            && self.kind_at(self.pos + 1) == T::Ident
+            && self.kind_at(self.pos + 2) == T::Eq
+    }
+
+    /// `let NAME = { lambda ... } in`, at `let`: the item (None when its
+    /// jaxpr did not parse) and whether it was read to its `in`.
+    fn let_item(&mut self) -> (Option<LetJaxpr>, bool) {
+        let let_tok = self.bump();
+        let name = self.name();
+        self.bump(); // =
+        match self.jaxpr() {
+            Ok(jaxpr) => {
+                let in_ok = self.expect_ident("in").is_ok();
+                let range = TextRange::new(let_tok.range.start, self.prev_end());
+                (Some(LetJaxpr { name, jaxpr, range }), in_ok)
+            }
+            Err(Reported) => (None, false),
+        }
     }
 
     fn skip_to_top_level_item(&mut self) {
