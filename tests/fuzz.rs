@@ -153,6 +153,30 @@ fn one_undefined_name_used_many_times_is_linear() {
     assert!(d.iter().all(|d| d.kind == DiagKind::UndefinedVariable));
 }
 
+/// Found as slow (with a rebinding and a distinct undefined name on each
+/// line): every new binding dropped every remembered hint, so an undefined
+/// name used on each of 100k lines, each binding a new name, had its
+/// similar names looked for on each line. Now a binding drops only the
+/// hints it could change: the one of `w` changes once `ww` is bound.
+#[test]
+fn one_undefined_name_on_lines_that_each_bind_a_name_is_linear() {
+    let n = 100_000;
+    let mut s = String::from("{ lambda ; x0:f32[]. let\n");
+    for i in 0..n {
+        if i == n / 2 {
+            s.push_str("    ww:f32[] = sin x0\n");
+        }
+        s.push_str(&format!("    v{i}:f32[] = sin w\n"));
+    }
+    s.push_str("  in (x0,) }\n");
+    let d = db::diagnostics_from_scratch(&s);
+    assert_eq!(d.len(), n);
+    assert!(d.iter().all(|d| d.kind == DiagKind::UndefinedVariable));
+    assert!(d[..n / 2].iter().all(|d| d.help.is_none()));
+    let near = Some("a variable with a similar name exists: `ww`");
+    assert!(d[n / 2..].iter().all(|d| d.help.as_deref() == near));
+}
+
 /// Found as slow: a binder with an unclosed `[` on every line, where the
 /// lookahead for an equation start scanned from each line to the end.
 #[test]

@@ -617,9 +617,30 @@ pub(crate) struct Checker {
     pub(crate) unknown_seen: FxHashSet<SmolStr>,
     /// Every equation with an unknown primitive, in check order.
     pub(crate) unknown_uses: Vec<(SmolStr, TextRange)>,
-    /// The hint for each undefined name met since the scope last changed
-    /// (an equation may use one undefined name thousands of times).
+    /// The hint for each undefined name met in this jaxpr, while no name
+    /// bound since could change it (an equation may use one undefined name
+    /// thousands of times).
     hints: HashMap<SmolStr, Hint>,
+}
+
+/// How many hints are kept apart for the names bound later; past that, a
+/// new name drops them all (each binding compares itself with each).
+const HINTS_KEPT: usize = 64;
+
+/// Whether `a` and `b` are equal or one insertion, deletion or substitution
+/// apart (what `near_names` finds, and more: any bytes).
+fn within_one_edit(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    if long.len() - short.len() > 1 {
+        return false;
+    }
+    let head = short.iter().zip(long).take_while(|(x, y)| x == y).count();
+    if short.len() == long.len() {
+        short[head..].iter().skip(1).eq(long[head..].iter().skip(1))
+    } else {
+        short[head..] == long[head + 1..]
+    }
 }
 
 #[derive(Clone)]
@@ -929,9 +950,23 @@ impl Checker {
             jaxpr,
             role,
         });
-        self.env.names.insert(b.name.text.clone(), v);
-        self.hints.clear();
+        self.enter_scope(&b.name.text, v);
         Some(v)
+    }
+
+    /// Binds `name` in the current scope. A name new to it may be the
+    /// similar name of an undefined one: only the hints it could change are
+    /// dropped (clearing them all at every binding recomputed the hint of an
+    /// undefined name used on every line at each of those lines).
+    fn enter_scope(&mut self, name: &SmolStr, v: VarId) {
+        if self.env.names.insert(name.clone(), v).is_some() || self.hints.is_empty() {
+            return;
+        }
+        if self.hints.len() > HINTS_KEPT {
+            self.hints.clear();
+        } else {
+            self.hints.retain(|u, _| !within_one_edit(u, name));
+        }
     }
 
     /// A variable is bound once per jaxpr.
@@ -1316,8 +1351,7 @@ impl Checker {
         for (b, v) in e.outs.iter().zip(&out_vars) {
             if let Some(v) = v {
                 self.report_if_bound(&b.name);
-                self.env.names.insert(b.name.text.clone(), *v);
-                self.hints.clear();
+                self.enter_scope(&b.name.text, *v);
             }
         }
         id
@@ -1553,4 +1587,31 @@ pub(crate) fn near_names(name: &str, mut defined: impl FnMut(&str) -> bool) -> V
     out.sort_unstable();
     out.dedup();
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn within_one_edit_is_equal_or_one_insertion_deletion_or_substitution() {
+        for (a, b) in [("w", "w"), ("w", "ww"), ("ww", "w"), ("abc", "abd"), ("abc", "ac"), ("", "x")] {
+            assert!(within_one_edit(a, b), "{a} {b}");
+        }
+        for (a, b) in [("w", "v0"), ("abc", "acb"), ("abc", "a"), ("ab", "ba"), ("abcd", "abdc")] {
+            assert!(!within_one_edit(a, b), "{a} {b}");
+        }
+        // The same relation as `near_names` on identifiers.
+        let scope = ["a", "ab", "abc", "b", "xbc", "abcd", "bc"];
+        for u in ["a", "ab", "abc", "zz", "bd"] {
+            let near = near_names(u, |k| scope.contains(&k));
+            let within: Vec<String> = (scope.iter())
+                .filter(|k| **k != u && within_one_edit(u, k))
+                .map(|k| k.to_string())
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            assert_eq!(near, within, "{u}");
+        }
+    }
 }
