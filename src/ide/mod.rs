@@ -656,11 +656,13 @@ mod tests {
 
     #[test]
     fn hover_on_a_loop_body_lambda_shows_its_dbidx_signature() {
-        let text = std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../shared/corpus/catalyst/resize_loop.jaxpr"
-        ))
-        .expect("the shared corpus beside the checkout");
+        // This crate's manifest is `core/Cargo.toml`; the corpus sits beside
+        // the checkout.
+        let corpus = std::env::var("JAXPR_CORPUS").unwrap_or_else(|_| {
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/corpus").to_string()
+        });
+        let text = std::fs::read_to_string(format!("{corpus}/catalyst/resize_loop.jaxpr"))
+            .expect("the shared corpus beside the checkout");
         let (a, idx) = analyse(&text);
         let p = crate::syntax::parse(&text);
         let f = view(&text, &p, &a, &idx);
