@@ -21,6 +21,7 @@
 
 mod control;
 mod ops;
+mod print;
 
 use super::{BuildResult, LowerError, R, Syntax, err, solvable};
 use crate::check::{Analysis, EqnId, JaxprId};
@@ -30,7 +31,6 @@ use crate::syntax::ast::{self, Atom};
 use crate::types::poly::{Factor, Symbol};
 use crate::types::{AType, DType, Dim, FloatKind, Poly, VarId};
 use melior::Context;
-use melior::dialect::DialectRegistry;
 use melior::ir::attribute::{StringAttribute, TypeAttribute};
 use melior::ir::operation::{OperationBuilder, OperationLike};
 use melior::ir::r#type::FunctionType;
@@ -92,12 +92,7 @@ pub fn lower_timed(
             d
         }
     };
-    let registry = DialectRegistry::new();
-    melior::utility::register_all_dialects(&registry);
-    let cx = Context::new();
-    cx.append_dialect_registry(&registry);
-    cx.load_all_available_dialects();
-    cx.set_allow_unregistered_dialects(true);
+    let cx = context();
     let messages: Rc<RefCell<Vec<String>>> = Rc::default();
     let sink = messages.clone();
     let handler = cx.attach_diagnostic_handler(move |d| {
@@ -132,9 +127,7 @@ pub fn lower_timed(
         let out = if bytecode {
             module.as_operation().write_bytecode()
         } else {
-            let mut text = print(&module);
-            text.push(b'\n');
-            text
+            print::module_text(&module, lw.ops.get())
         };
         t.print = lap();
         Ok(out)
@@ -145,27 +138,16 @@ pub fn lower_timed(
     result
 }
 
-/// The module as MLIR text, written straight into bytes (melior's
-/// `Display` goes through `fmt::Write` chunk by chunk, which costs as much
-/// as MLIR's printer itself on large modules).
-fn print(module: &Module) -> Vec<u8> {
-    unsafe extern "C" fn append(s: mlir_sys::MlirStringRef, data: *mut std::ffi::c_void) {
-        // SAFETY: `data` is the `Vec<u8>` below; MLIR passes valid slices.
-        unsafe {
-            let out = &mut *(data as *mut Vec<u8>);
-            out.extend_from_slice(std::slice::from_raw_parts(s.data as *const u8, s.length));
-        }
-    }
-    let mut out: Vec<u8> = Vec::new();
-    // SAFETY: the operation is alive for the call; the callback only appends.
-    unsafe {
-        mlir_sys::mlirOperationPrint(
-            module.as_operation().to_raw(),
-            Some(append),
-            &mut out as *mut Vec<u8> as *mut std::ffi::c_void,
-        );
-    }
-    out
+/// An MLIR context for the lowering: the `func` dialect is the only one
+/// the module uses that MLIR knows (StableHLO and CHLO are unregistered),
+/// so only it is loaded. Without threads: nothing of the build runs in
+/// parallel (the module has one function to verify), and a threaded
+/// context takes locks for every type, attribute and name it uniques.
+fn context() -> Context {
+    let cx = Context::new_with_threading(false);
+    melior::dialect::DialectHandle::func().load_dialect(&cx);
+    cx.set_allow_unregistered_dialects(true);
+    cx
 }
 
 pub(crate) struct Lower<'c, 'f> {
@@ -179,6 +161,8 @@ pub(crate) struct Lower<'c, 'f> {
     /// Scalar constants already made in a block (by block, type and text):
     /// a constant dominates the rest of its block and the regions in it.
     consts: RefCell<HashMap<(usize, usize, Box<str>), V<'c>>>,
+    /// Operations made so far (the printer sizes its buffer from it).
+    ops: std::cell::Cell<usize>,
 }
 
 impl<'c, 'f> Lower<'c, 'f> {
@@ -192,6 +176,7 @@ impl<'c, 'f> Lower<'c, 'f> {
             types: RefCell::default(),
             attrs: RefCell::default(),
             consts: RefCell::default(),
+            ops: std::cell::Cell::new(0),
         }
     }
 
@@ -500,6 +485,7 @@ impl<'c, 'f> Lower<'c, 'f> {
             );
         };
         let op = b.append_operation(op);
+        self.ops.set(self.ops.get() + 1);
         Ok((0..results.len())
             .map(|i| unsafe { V::from_raw(op.result(i).expect("result").to_raw()) })
             .collect())
