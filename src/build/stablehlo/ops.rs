@@ -11,7 +11,7 @@ pub(crate) type EqnCx<'e, 'c> = crate::build::EqnCx<'e, V<'c>>;
 use crate::syntax::TextRange;
 use crate::syntax::ast::{Expr, ExprKind};
 use crate::types::{AType, DType, Dim};
-use melior::ir::{Type, ValueLike};
+use melior::ir::Type;
 
 /// `neg` is `stablehlo.negate`, ...: same shape in and out.
 const UNARY: &[(&str, &str)] = &[
@@ -385,7 +385,7 @@ impl<'c> Lower<'c, '_> {
         env: &Env<'c>,
         cx: &EqnCx<'_, 'c>,
         op: &str,
-        attrs: &[(&str, String)],
+        attrs: &[(&'static str, String)],
     ) -> R<V<'c>> {
         let out = &cx.outs[0];
         let vs = cx
@@ -408,9 +408,7 @@ impl<'c> Lower<'c, '_> {
     }
 
     pub(crate) fn compare(&self, b: B<'c>, x: V<'c>, y: V<'c>, dir: &str, ct: &str) -> R<V<'c>> {
-        let t = x.r#type().to_string();
-        let shape = &t[7..=t.rfind('x').filter(|&i| i > 7).unwrap_or(6)];
-        let rt = self.parse_ty(&format!("tensor<{shape}i1>"))?;
+        let rt = self.with_elem(x, "i1")?;
         self.op1(b, "stablehlo.compare", &[x, y], rt, &compare_attrs(dir, ct))
     }
 
