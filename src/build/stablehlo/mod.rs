@@ -388,18 +388,14 @@ impl<'c, 'f> Lower<'c, 'f> {
 
     // ---- types ---------------------------------------------------------------
 
+    /// A type from its text, parsed once.
     pub(crate) fn parse_ty(&self, s: &str) -> R<Type<'c>> {
-        if let Some(t) = self.types.borrow().get(s) {
-            return Ok(*t);
-        }
-        let Some(t) = Type::parse(self.cx, s) else {
-            return err(
-                TextRange::new(0, 0),
-                format!("internal error: MLIR rejects type {s}"),
-            );
-        };
-        self.types.borrow_mut().insert(s.to_string(), t);
-        Ok(t)
+        parsed(
+            &self.types,
+            s,
+            |s| Type::parse(self.cx, s),
+            || format!("type {s}"),
+        )
     }
 
     /// The tensor type of a jaxpr type (`?` for every non-constant dimension).
@@ -517,6 +513,8 @@ impl<'c, 'f> Lower<'c, 'f> {
         Ok(result(op, 0))
     }
 
+    /// [`Self::op`] and [`Self::op1`]: makes the operation and appends it
+    /// to `b`.
     fn append(
         &self,
         b: B<'c>,
@@ -558,17 +556,12 @@ impl<'c, 'f> Lower<'c, 'f> {
     /// An attribute from its text, parsed once (`key` and `op` say where it
     /// goes, for the error).
     fn attr(&self, op: &str, key: &str, text: &str) -> R<Attribute<'c>> {
-        if let Some(&at) = self.attrs.borrow().get(text) {
-            return Ok(at);
-        }
-        let Some(at) = Attribute::parse(self.cx, text) else {
-            return err(
-                TextRange::new(0, 0),
-                format!("internal error: MLIR rejects attribute {key} = {text} of {op}"),
-            );
-        };
-        self.attrs.borrow_mut().insert(text.to_string(), at);
-        Ok(at)
+        parsed(
+            &self.attrs,
+            text,
+            |t| Attribute::parse(self.cx, t),
+            || format!("attribute {key} = {text} of {op}"),
+        )
     }
 
     /// An elementwise operation whose result has the type of its first operand.
@@ -765,6 +758,27 @@ impl<'c, 'f> Lower<'c, 'f> {
             &[("dimension", "0 : i64".into())],
         )
     }
+}
+
+/// `text` parsed by MLIR, once per distinct text (`what` describes it
+/// for the error).
+fn parsed<T: Copy>(
+    cache: &RefCell<HashMap<String, T>>,
+    text: &str,
+    parse: impl FnOnce(&str) -> Option<T>,
+    what: impl FnOnce() -> String,
+) -> R<T> {
+    if let Some(&x) = cache.borrow().get(text) {
+        return Ok(x);
+    }
+    let Some(x) = parse(text) else {
+        return err(
+            TextRange::new(0, 0),
+            format!("internal error: MLIR rejects {}", what()),
+        );
+    };
+    cache.borrow_mut().insert(text.to_string(), x);
+    Ok(x)
 }
 
 /// Result `i` of an operation of the module.
