@@ -41,7 +41,9 @@ use melior::ir::{
 };
 use rustc_hash::FxHashMap as HashMap;
 use smallvec::SmallVec;
+use std::borrow::Cow;
 use std::cell::RefCell;
+use std::fmt::Write;
 use std::rc::Rc;
 
 /// A value of the module being built. The module owns every operation until
@@ -50,8 +52,9 @@ use std::rc::Rc;
 pub(crate) type V<'c> = Value<'c, 'c>;
 pub(crate) type B<'c> = BlockRef<'c, 'c>;
 
-/// A lowered operand: its value and its jaxpr type.
-pub(crate) type Operand<'c> = super::Operand<V<'c>>;
+/// A lowered operand: its value and its jaxpr type, borrowed from the
+/// analysis (which outlives the module) unless the lowering made it.
+pub(crate) type Operand<'c> = super::Operand<V<'c>, Cow<'c, AType>>;
 
 /// The values of the symbolic dimensions where a jaxpr is lowered (shared
 /// by every jaxpr of the file, computed once in the entry block).
@@ -150,7 +153,7 @@ fn context() -> Context {
     cx
 }
 
-pub(crate) struct Lower<'c, 'f> {
+pub(crate) struct Lower<'c, 'f: 'c> {
     pub cx: &'c Context,
     pub a: &'f Analysis,
     loc: Location<'c>,
@@ -322,7 +325,7 @@ impl<'c, 'f> Lower<'c, 'f> {
             .iter()
             .map(|x| self.atom(b, x))
             .collect::<R<Vec<_>>>()?;
-        let outs = super::walk::result_types(self.a, e, id);
+        let outs = super::walk::result_type_refs(self.a, e, id);
         let cx = ops::EqnCx { e, id, args, outs };
         let results = self.lower_eqn(b, env, &cx)?;
         super::walk::expect_results(e, results.len())?;
@@ -361,7 +364,7 @@ impl<'c, 'f> Lower<'c, 'f> {
                 };
                 Ok(Operand {
                     v: self.value(v, n.range)?,
-                    ty: self.a.var(v).ty.clone(),
+                    ty: Cow::Borrowed(&self.a.var(v).ty),
                 })
             }
             Atom::Lit(l) => {
@@ -380,7 +383,7 @@ impl<'c, 'f> Lower<'c, 'f> {
                 };
                 Ok(Operand {
                     v: self.constant(b, &dt, &l.value, l.range)?,
-                    ty: AType::scalar(dt),
+                    ty: Cow::Owned(AType::scalar(dt)),
                 })
             }
         }
@@ -660,14 +663,10 @@ impl<'c, 'f> Lower<'c, 'f> {
     /// A 1-d `tensor<Nxi64>` constant (shapes, indices).
     pub(crate) fn const_vec_i64(&self, b: B<'c>, xs: &[i64]) -> R<V<'c>> {
         let t = self.tensor_of("i64", &[xs.len() as i64])?;
-        let body = xs.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
-        self.op1(
-            b,
-            "stablehlo.constant",
-            &[],
-            t,
-            &[("value", format!("dense<[{body}]> : {t}"))],
-        )
+        let mut value = String::from("dense<[");
+        ops::push_joined(&mut value, xs);
+        let _ = write!(value, "]> : {t}");
+        self.op1(b, "stablehlo.constant", &[], t, &[("value", value)])
     }
 
     // ---- dimensions ------------------------------------------------------------

@@ -6,7 +6,7 @@ use super::{B, Env, Lower, Operand, V};
 use crate::build::{IDENTITY, LowerError, R, err, expr_poly, expr_text};
 
 /// One equation being lowered.
-pub(crate) type EqnCx<'e, 'c> = crate::build::EqnCx<'e, V<'c>>;
+pub(crate) type EqnCx<'e, 'c> = crate::build::EqnCx<'e, V<'c>, std::borrow::Cow<'c, AType>>;
 
 use crate::syntax::TextRange;
 use crate::syntax::ast::{Expr, ExprKind};
@@ -119,20 +119,34 @@ const CUMULATIVE: &[(&str, &str, Init)] = &[
     ("cummin", "stablehlo.minimum", Init::Highest),
 ];
 
-fn arr(xs: &[i64]) -> String {
-    let body = xs.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
+/// `array<i64: 1, 2>`: an array attribute of integers.
+pub(crate) fn arr(xs: &[i64]) -> String {
     if xs.is_empty() {
-        "array<i64>".into()
-    } else {
-        format!("array<i64: {body}>")
+        return "array<i64>".into();
     }
+    let mut s = String::from("array<i64: ");
+    push_joined(&mut s, xs);
+    s.push('>');
+    s
 }
 
+/// `[1, 2]`: integers in a dialect attribute.
 fn list(xs: &[i64]) -> String {
-    format!(
-        "[{}]",
-        xs.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")
-    )
+    let mut s = String::from("[");
+    push_joined(&mut s, xs);
+    s.push(']');
+    s
+}
+
+/// Appends `1, 2, 3`.
+pub(crate) fn push_joined(s: &mut String, xs: &[i64]) {
+    use std::fmt::Write;
+    for (i, x) in xs.iter().enumerate() {
+        if i > 0 {
+            s.push_str(", ");
+        }
+        let _ = write!(s, "{x}");
+    }
 }
 
 /// `dense<[[lo, hi], ...]> : tensor<Nx2xi64>`.
