@@ -185,6 +185,17 @@ fn symbolic_dimensions_come_from_the_input_shapes() {
     assert!(m.contains("stablehlo.dynamic_gather"));
 }
 
+/// A build that fails leaves nothing behind, not even its temporary file.
+fn assert_no_temporary_files(dir: &Path) {
+    let left: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
 #[test]
 fn a_rejected_jaxpr_is_not_built() {
     let dir = out_dir("rejected");
@@ -196,6 +207,7 @@ fn a_rejected_jaxpr_is_not_built() {
     assert!(err.contains("J0002"), "{err}");
     assert!(err.contains("not built"), "{err}");
     assert!(!out.exists());
+    assert_no_temporary_files(&dir);
 }
 
 #[test]
@@ -219,6 +231,7 @@ fn a_primitive_without_lowering_is_a_diagnostic_at_its_line() {
     );
     assert!(err.contains("u.jaxpr:3:16"), "{err}");
     assert!(!out.exists());
+    assert_no_temporary_files(&dir);
 }
 
 #[test]

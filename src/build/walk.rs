@@ -238,11 +238,15 @@ pub(crate) struct Syntax<'f> {
     jaxprs: HashMap<u32, &'f ast::Jaxpr>,
 }
 
-/// The variable each use refers to, by the start of its name: sorted by
-/// position, since lowering asks in text order and a binary search over
-/// nearby positions stays in cache where a hash map of every use of a large
-/// file misses at each lookup.
-pub(crate) struct VarUses(Vec<(u32, VarId)>);
+/// The variable each use refers to, by the start of its name, sorted by
+/// position. Lowering asks in text order, most often for the use right
+/// after the previous one, so a lookup first tries the entries after the
+/// last one found (a hash map of every use of a large file misses the
+/// cache at each lookup).
+pub(crate) struct VarUses {
+    uses: Vec<(u32, VarId)>,
+    next: std::cell::Cell<usize>,
+}
 
 impl VarUses {
     fn new(a: &Analysis) -> Self {
@@ -253,13 +257,24 @@ impl VarUses {
             .map(|r| (r.range.start, r.var))
             .collect();
         uses.sort_unstable_by_key(|&(at, _)| at);
-        VarUses(uses)
+        VarUses {
+            uses,
+            next: Default::default(),
+        }
     }
 
     /// The variable used at `start`.
     pub fn get(&self, start: &u32) -> Option<&VarId> {
-        let k = self.0.binary_search_by_key(start, |&(at, _)| at).ok()?;
-        Some(&self.0[k].1)
+        /// How far past the last lookup to look before searching.
+        const NEAR: usize = 4;
+        let from = self.next.get().min(self.uses.len());
+        let near = &self.uses[from..(from + NEAR).min(self.uses.len())];
+        let k = match near.iter().position(|(at, _)| at == start) {
+            Some(k) => from + k,
+            None => self.uses.binary_search_by_key(start, |&(at, _)| at).ok()?,
+        };
+        self.next.set(k + 1);
+        Some(&self.uses[k].1)
     }
 }
 
@@ -298,23 +313,22 @@ impl<'f> Syntax<'f> {
 
     /// A checked jaxpr's equations, each with its id, and its outputs: what
     /// a back end walks to lower its body.
-    pub fn body(
+    pub fn body<'a>(
         &self,
-        a: &Analysis,
+        a: &'a Analysis,
         j: JaxprId,
-    ) -> R<(Vec<(&'f ast::Eqn, EqnId)>, &'f [ast::Atom])> {
+    ) -> R<(
+        impl Iterator<Item = (&'f ast::Eqn, EqnId)> + use<'a, 'f>,
+        &'f [ast::Atom],
+    )> {
         let info = a.jaxpr(j);
         let Some(syn) = self.jaxpr(info.range) else {
             return err(info.range, "internal error: no syntax for this jaxpr");
         };
-        let mut eqns = Vec::with_capacity(syn.eqns.len());
-        for (k, e) in syn.eqns.iter().enumerate() {
-            let Some(&id) = info.eqns.get(k) else {
-                return err(e.range, "internal error: equation not checked");
-            };
-            eqns.push((e, id));
+        if let Some(e) = syn.eqns.get(info.eqns.len()) {
+            return err(e.range, "internal error: equation not checked");
         }
-        Ok((eqns, &syn.outvars))
+        Ok((syn.eqns.iter().zip(info.eqns.iter().copied()), &syn.outvars))
     }
 }
 

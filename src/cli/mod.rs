@@ -367,43 +367,45 @@ fn build(
     let (parse, analysis) = (db::parse(&db, file), db::analysis(&db, file));
     let checked = clock.elapsed();
     let mut t = crate::build::stablehlo::Timings::default();
+    use crate::build::Failure;
     let result = match artifact {
-        None => crate::build::build_timed(&parse, &analysis, kind, &mut t),
+        // StableHLO is written as it is printed.
+        None => crate::build::build_to_file(&parse, &analysis, kind, &out, &mut t),
         Some((a, _)) => {
             let opts = native::Options {
                 name: c_name.clone(),
                 opt,
             };
             crate::build::build_native(&parse, &analysis, &opts, a)
+                .map_err(Failure::Diagnostics)
+                .and_then(|bytes| crate::build::write_output(&out, &bytes).map_err(Failure::Io))
         }
     };
     if timings {
         eprintln!(
-            "parse+check {checked:.2?}, context {:.2?}, lower {:.2?}, verify {:.2?}, print {:.2?}, teardown {:.2?}",
+            "parse+check {checked:.2?}, context {:.2?}, lower {:.2?}, verify {:.2?}, print+write {:.2?}, teardown {:.2?}",
             t.context, t.lower, t.verify, t.print, t.teardown
         );
     }
     match result {
-        Ok(bytes) => match crate::build::write_output(&out, &bytes) {
-            Ok(()) => {
-                eprintln!("wrote {}", out.display());
-                if emit == EmitKind::Native {
-                    match native::write_header(&out, &c_name) {
-                        Ok(h) => eprintln!("wrote {}", h.display()),
-                        Err(e) => {
-                            eprintln!("error: {e}");
-                            return 2;
-                        }
+        Ok(()) => {
+            eprintln!("wrote {}", out.display());
+            if emit == EmitKind::Native {
+                match native::write_header(&out, &c_name) {
+                    Ok(h) => eprintln!("wrote {}", h.display()),
+                    Err(e) => {
+                        eprintln!("error: {e}");
+                        return 2;
                     }
                 }
-                0
             }
-            Err(e) => {
-                eprintln!("error: {}: {e}", out.display());
-                2
-            }
-        },
-        Err(diagnostics) => {
+            0
+        }
+        Err(Failure::Io(e)) => {
+            eprintln!("error: {}: {e}", out.display());
+            2
+        }
+        Err(Failure::Diagnostics(diagnostics)) => {
             let colored = match color {
                 ColorMode::Always => true,
                 ColorMode::Never => false,

@@ -23,7 +23,7 @@ mod control;
 mod ops;
 mod print;
 
-use super::{BuildResult, LowerError, R, Syntax, err, solvable};
+use super::{Failure, LowerError, R, Syntax, err, solvable};
 use crate::check::{Analysis, EqnId, JaxprId};
 use crate::diagnostics::{DiagKind, Diagnostic};
 use crate::syntax::TextRange;
@@ -43,7 +43,8 @@ use rustc_hash::FxHashMap as HashMap;
 use smallvec::SmallVec;
 use std::borrow::Cow;
 use std::cell::RefCell;
-use std::fmt::Write;
+use std::fmt::Write as _;
+use std::io::Write;
 use std::rc::Rc;
 
 /// A value of the module being built. The module owns every operation until
@@ -70,21 +71,21 @@ pub struct Timings {
     pub context: std::time::Duration,
     pub lower: std::time::Duration,
     pub verify: std::time::Duration,
+    /// Printing the module and writing it out.
     pub print: std::time::Duration,
     pub teardown: std::time::Duration,
 }
 
-/// Lowers a checked file to a StableHLO module (text or bytecode).
-pub fn lower(file: &ast::SourceFile, a: &Analysis, bytecode: bool) -> BuildResult {
-    lower_timed(file, a, bytecode, &mut Timings::default())
-}
-
-pub fn lower_timed(
+/// Lowers a checked file to a StableHLO module, has MLIR verify it, and
+/// writes it (text, or bytecode) to the writer `open` gives, which is asked
+/// for only once the module verified; returns that writer.
+pub fn lower_into<W: Write>(
     file: &ast::SourceFile,
     a: &Analysis,
     bytecode: bool,
     t: &mut Timings,
-) -> BuildResult {
+    open: impl FnOnce() -> std::io::Result<W>,
+) -> Result<W, Failure> {
     let clock = std::time::Instant::now();
     let mut lap = {
         let mut last = clock;
@@ -110,13 +111,14 @@ pub fn lower_timed(
     let result = (|| {
         let lw = Lower::new(&cx, file, a);
         let module = Module::new(Location::unknown(&cx));
-        lw.main(&module).map_err(|e| vec![e.into_diagnostic()])?;
+        lw.main(&module)
+            .map_err(|e| Failure::Diagnostics(vec![e.into_diagnostic()]))?;
         t.lower = lap();
         let verified = module.as_operation().verify();
         t.verify = lap();
         if !verified {
             let msgs = messages.borrow().join("; ");
-            return Err(vec![
+            return Err(Failure::Diagnostics(vec![
                 Diagnostic::error(
                     DiagKind::Unsupported,
                     whole,
@@ -125,13 +127,15 @@ pub fn lower_timed(
                 .with_help(
                     "this is a bug of the StableHLO lowering; please report it with the jaxpr",
                 ),
-            ]);
+            ]));
         }
-        let out = if bytecode {
-            module.as_operation().write_bytecode()
+        let mut out = open().map_err(Failure::Io)?;
+        if bytecode {
+            out.write_all(&module.as_operation().write_bytecode())
         } else {
-            print::module_text(&module, lw.ops.get())
-        };
+            print::write_module(&module, lw.ops.get(), &mut out)
+        }
+        .map_err(Failure::Io)?;
         t.print = lap();
         Ok(out)
     })();

@@ -4,13 +4,15 @@
 //! through an unbuffered stream and a callback per token, prints every
 //! type again at each use, and numbers values in a pass of its own. The
 //! modules the lowering builds have one shape (a `module` holding
-//! `func.func public @main`, whose body is StableHLO and CHLO operations in
-//! generic form, single-block regions, and `func.return`), so this printer
-//! walks that shape through MLIR's C API: each distinct type and attribute
-//! is printed once by MLIR itself and reused, values are numbered as they
-//! are defined, and the text goes straight into one buffer.
+//! `func.func @main`, whose body is StableHLO and CHLO operations in
+//! generic form with single-block regions, then `func.return`), so this
+//! printer walks that shape through MLIR's C API: each distinct type and
+//! attribute is printed once by MLIR itself and reused, values are
+//! numbered as they are defined, and the text goes to the output in chunks
+//! of one reused buffer (a module of 20 MB is never held in memory: on this
+//! machine, touching fresh memory costs as much as printing into it).
 //!
-//! Anything outside that shape (successors, several blocks in a region,
+//! A module of another shape (successors, several blocks in a region,
 //! other registered operations, attributes on the function) is printed by
 //! MLIR's printer instead, so the text is always that of the module MLIR
 //! verified.
@@ -28,35 +30,137 @@ use mlir_sys::{
     mlirValueGetType,
 };
 use rustc_hash::FxHashMap as HashMap;
+use std::io::{self, Write};
 
-/// The module as MLIR text; `size_hint` is the number of operations, to
-/// size the buffer once.
-pub(super) fn module_text(module: &Module, size_hint: usize) -> Vec<u8> {
-    let mut p = Printer {
-        out: Vec::with_capacity(size_hint.saturating_mul(BYTES_PER_OP)),
-        values: HashMap::with_capacity_and_hasher(size_hint + 64, Default::default()),
-        types: HashMap::default(),
-        attrs: HashMap::default(),
-        next_result: 0,
-        next_arg: 0,
-    };
+/// Writes the module as MLIR text to `out`; `ops` is the number of
+/// operations in it (to size the table of value names once).
+pub(super) fn write_module(module: &Module, ops: usize, out: &mut dyn Write) -> io::Result<()> {
+    let module = module.as_operation().to_raw();
     // SAFETY: the module and everything in it is alive and not modified
     // while it is printed; the printer only reads it.
-    match unsafe { p.module(module.as_operation().to_raw()) } {
-        Ok(()) => p.out,
-        Err(Unsupported) => mlir_text(module),
+    unsafe {
+        let Some(func) = main_function(module) else {
+            return out.write_all(&mlir_text(module));
+        };
+        let mut p = Printer {
+            out: Vec::with_capacity(CHUNK + CHUNK / 4),
+            sink: out,
+            values: HashMap::with_capacity_and_hasher(ops + 64, Default::default()),
+            types: HashMap::default(),
+            attrs: HashMap::default(),
+            next_result: 0,
+            next_arg: 0,
+        };
+        p.out.extend_from_slice(b"module {\n");
+        p.func(func)?;
+        p.out.extend_from_slice(b"}\n");
+        p.flush()
     }
 }
 
-/// An upper estimate of the text of one operation (the transformer
-/// modules average about 150 bytes); reserving memory that is not written
-/// costs nothing.
-const BYTES_PER_OP: usize = 256;
+/// How much text is gathered before it is written: large enough that
+/// writes are few, small enough to stay in cache.
+const CHUNK: usize = 256 << 10;
 
-/// The module has something this printer does not print.
-struct Unsupported;
+// ---- the shape this printer prints -------------------------------------------
 
-type Printed = Result<(), Unsupported>;
+/// The module's function, when the module has the shape this printer
+/// prints (see the module documentation).
+unsafe fn main_function(module: MlirOperation) -> Option<MlirOperation> {
+    unsafe {
+        if mlirOperationGetNumAttributes(module) != 0 {
+            return None;
+        }
+        let func = mlirBlockGetFirstOperation(single_block(module, 0)?);
+        if func.ptr.is_null()
+            || !mlirOperationGetNextInBlock(func).ptr.is_null()
+            || op_name(func) != b"func.func"
+        {
+            return None;
+        }
+        let attrs = function_attributes(func)?;
+        let name = str_of(mlirStringAttrGetValue(attrs.sym_name));
+        if !name.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_') {
+            return None;
+        }
+        let mut op = mlirBlockGetFirstOperation(single_block(func, 0)?);
+        while !op.ptr.is_null() {
+            let next = mlirOperationGetNextInBlock(op);
+            let fits = if next.ptr.is_null() {
+                op_name(op) == b"func.return" && mlirOperationGetNumAttributes(op) == 0
+            } else {
+                generic_op_fits(op)
+            };
+            if !fits {
+                return None;
+            }
+            op = next;
+        }
+        Some(func)
+    }
+}
+
+/// A StableHLO or CHLO operation without successors, whose regions have
+/// one block each and whose attribute names need no quotes.
+unsafe fn generic_op_fits(op: MlirOperation) -> bool {
+    unsafe {
+        let name = op_name(op);
+        if !(name.starts_with(b"stablehlo.") || name.starts_with(b"chlo."))
+            || mlirOperationGetNumSuccessors(op) != 0
+        {
+            return false;
+        }
+        let bare_names = (0..mlirOperationGetNumAttributes(op)).all(|i| {
+            is_bare_identifier(str_of(mlirIdentifierStr(
+                mlirOperationGetAttribute(op, i).name,
+            )))
+        });
+        bare_names
+            && (0..mlirOperationGetNumRegions(op)).all(|r| match single_block(op, r) {
+                Some(block) => {
+                    let mut inner = mlirBlockGetFirstOperation(block);
+                    while !inner.ptr.is_null() {
+                        if !generic_op_fits(inner) {
+                            return false;
+                        }
+                        inner = mlirOperationGetNextInBlock(inner);
+                    }
+                    true
+                }
+                None => false,
+            })
+    }
+}
+
+/// The attributes the lowering gives the function (and it has no others).
+struct FunctionAttributes {
+    sym_name: MlirAttribute,
+    sym_visibility: Option<MlirAttribute>,
+    function_type: MlirAttribute,
+}
+
+unsafe fn function_attributes(func: MlirOperation) -> Option<FunctionAttributes> {
+    unsafe {
+        let (mut sym, mut visibility, mut fty) = (None, None, None);
+        for i in 0..mlirOperationGetNumAttributes(func) {
+            let a = mlirOperationGetAttribute(func, i);
+            let slot = match str_of(mlirIdentifierStr(a.name)) {
+                b"sym_name" => &mut sym,
+                b"sym_visibility" => &mut visibility,
+                b"function_type" => &mut fty,
+                _ => return None,
+            };
+            *slot = Some(a.attribute);
+        }
+        Some(FunctionAttributes {
+            sym_name: sym?,
+            sym_visibility: visibility,
+            function_type: fty?,
+        })
+    }
+}
+
+// ---- printing -------------------------------------------------------------------
 
 /// What a value is called in the text.
 #[derive(Clone, Copy)]
@@ -67,8 +171,10 @@ enum Name {
     Arg(u32),
 }
 
-struct Printer {
+struct Printer<'w> {
+    /// Text not yet written to `sink`.
     out: Vec<u8>,
+    sink: &'w mut dyn Write,
     /// Names of the values defined so far, by their MLIR address.
     values: HashMap<usize, Name>,
     /// Text of each distinct type and attribute, printed once by MLIR.
@@ -78,74 +184,45 @@ struct Printer {
     next_arg: u32,
 }
 
-impl Printer {
-    unsafe fn module(&mut self, module: MlirOperation) -> Printed {
-        unsafe {
-            if !has_no_attributes(module) {
-                return Err(Unsupported);
-            }
-            let body = single_block(module, 0)?;
-            let func = mlirBlockGetFirstOperation(body);
-            if func.ptr.is_null()
-                || !mlirOperationGetNextInBlock(func).ptr.is_null()
-                || op_name(func) != b"func.func"
-            {
-                return Err(Unsupported);
-            }
-            self.out.extend_from_slice(b"module {\n");
-            self.func(func)?;
-            self.out.extend_from_slice(b"}\n");
-            Ok(())
-        }
+impl Printer<'_> {
+    fn flush(&mut self) -> io::Result<()> {
+        self.sink.write_all(&self.out)?;
+        self.out.clear();
+        Ok(())
     }
 
-    /// `func.func public @main(%arg0: T, ...) -> R {` ... `}`.
-    unsafe fn func(&mut self, func: MlirOperation) -> Printed {
+    /// `func.func public @main(%arg0: T, ...) -> R {` ... `}`; the shape
+    /// was checked by [`main_function`].
+    unsafe fn func(&mut self, func: MlirOperation) -> io::Result<()> {
         unsafe {
-            // The attributes the lowering gives the function, and no others.
-            let (mut sym, mut visibility, mut fty) = (None, None, None);
-            for i in 0..mlirOperationGetNumAttributes(func) {
-                let a = mlirOperationGetAttribute(func, i);
-                let slot = match str_of(mlirIdentifierStr(a.name)) {
-                    b"sym_name" => &mut sym,
-                    b"sym_visibility" => &mut visibility,
-                    b"function_type" => &mut fty,
-                    _ => return Err(Unsupported),
-                };
-                *slot = Some(a.attribute);
-            }
-            let (Some(sym), Some(fty)) = (sym, fty) else {
-                return Err(Unsupported);
+            let Some(attrs) = function_attributes(func) else {
+                return Err(io::Error::other("the function's attributes changed"));
             };
-            let body = single_block(func, 0)?;
+            let body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
             self.out.extend_from_slice(b"  func.func ");
-            if let Some(visibility) = visibility {
+            if let Some(visibility) = attrs.sym_visibility {
                 self.out
                     .extend_from_slice(str_of(mlirStringAttrGetValue(visibility)));
                 self.out.push(b' ');
             }
             self.out.push(b'@');
-            let name = str_of(mlirStringAttrGetValue(sym));
-            if !name.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_') {
-                return Err(Unsupported);
-            }
-            self.out.extend_from_slice(name);
+            self.out
+                .extend_from_slice(str_of(mlirStringAttrGetValue(attrs.sym_name)));
             self.out.push(b'(');
             self.block_args(body);
             self.out.push(b')');
-            let fty = mlirTypeAttrGetValue(fty);
-            let results: Vec<MlirType> = (0..mlirFunctionTypeGetNumResults(fty))
-                .map(|i| mlirFunctionTypeGetResult(fty, i))
-                .collect();
-            match results.as_slice() {
-                [] => {}
-                [t] => {
+            let fty = mlirTypeAttrGetValue(attrs.function_type);
+            let results = mlirFunctionTypeGetNumResults(fty);
+            let result = |i| mlirFunctionTypeGetResult(fty, i);
+            match results {
+                0 => {}
+                1 => {
                     self.out.extend_from_slice(b" -> ");
-                    self.ty(*t);
+                    self.ty(result(0));
                 }
-                ts => {
+                n => {
                     self.out.extend_from_slice(b" -> (");
-                    self.types_list(ts.iter().copied());
+                    self.types_list((0..n).map(result));
                     self.out.push(b')');
                 }
             }
@@ -158,6 +235,9 @@ impl Printer {
                 } else {
                     self.op(op, 4)?;
                 }
+                if self.out.len() >= CHUNK {
+                    self.flush()?;
+                }
                 op = next;
             }
             self.out.extend_from_slice(b"  }\n");
@@ -166,11 +246,8 @@ impl Printer {
     }
 
     /// `return %a, %b : T, U`.
-    unsafe fn func_return(&mut self, op: MlirOperation) -> Printed {
+    unsafe fn func_return(&mut self, op: MlirOperation) -> io::Result<()> {
         unsafe {
-            if op_name(op) != b"func.return" || !has_no_attributes(op) {
-                return Err(Unsupported);
-            }
             self.out.extend_from_slice(b"    return");
             let n = mlirOperationGetNumOperands(op);
             if n > 0 {
@@ -186,14 +263,8 @@ impl Printer {
 
     /// One operation in MLIR's generic form:
     /// `%r = "name"(%a, %b) ({...}) {attr = ...} : (A, B) -> R`.
-    unsafe fn op(&mut self, op: MlirOperation, indent: usize) -> Printed {
+    unsafe fn op(&mut self, op: MlirOperation, indent: usize) -> io::Result<()> {
         unsafe {
-            let name = op_name(op);
-            if !(name.starts_with(b"stablehlo.") || name.starts_with(b"chlo."))
-                || mlirOperationGetNumSuccessors(op) != 0
-            {
-                return Err(Unsupported);
-            }
             self.indent(indent);
             let nres = mlirOperationGetNumResults(op);
             if nres > 0 {
@@ -214,7 +285,7 @@ impl Printer {
                 self.out.extend_from_slice(b" = ");
             }
             self.out.push(b'"');
-            self.out.extend_from_slice(name);
+            self.out.extend_from_slice(op_name(op));
             self.out.extend_from_slice(b"\"(");
             self.operands(op)?;
             self.out.push(b')');
@@ -233,11 +304,8 @@ impl Printer {
                 for i in 0..nattrs {
                     self.comma(i as usize);
                     let a = mlirOperationGetAttribute(op, i);
-                    let key = str_of(mlirIdentifierStr(a.name));
-                    if !is_bare_identifier(key) {
-                        return Err(Unsupported);
-                    }
-                    self.out.extend_from_slice(key);
+                    self.out
+                        .extend_from_slice(str_of(mlirIdentifierStr(a.name)));
                     self.out.extend_from_slice(b" = ");
                     self.attr(a.attribute);
                 }
@@ -249,14 +317,13 @@ impl Printer {
                     .map(|i| mlirValueGetType(mlirOperationGetOperand(op, i))),
             );
             self.out.extend_from_slice(b") -> ");
+            let result = |i| mlirValueGetType(mlirOperationGetResult(op, i));
             match nres {
                 0 => self.out.extend_from_slice(b"()"),
-                1 => self.ty(mlirValueGetType(mlirOperationGetResult(op, 0))),
+                1 => self.ty(result(0)),
                 _ => {
                     self.out.push(b'(');
-                    self.types_list(
-                        (0..nres).map(|i| mlirValueGetType(mlirOperationGetResult(op, i))),
-                    );
+                    self.types_list((0..nres).map(result));
                     self.out.push(b')');
                 }
             }
@@ -267,9 +334,9 @@ impl Printer {
 
     /// A single-block region: `{`, the block's arguments as `^bb0(...):`
     /// when it has any, its operations, `}`.
-    unsafe fn region(&mut self, op: MlirOperation, r: isize, indent: usize) -> Printed {
+    unsafe fn region(&mut self, op: MlirOperation, r: isize, indent: usize) -> io::Result<()> {
         unsafe {
-            let block = single_block(op, r)?;
+            let block = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, r));
             self.out.extend_from_slice(b"{\n");
             if mlirBlockGetNumArguments(block) > 0 {
                 self.indent(indent);
@@ -304,7 +371,7 @@ impl Printer {
         }
     }
 
-    unsafe fn operands(&mut self, op: MlirOperation) -> Printed {
+    unsafe fn operands(&mut self, op: MlirOperation) -> io::Result<()> {
         unsafe {
             for i in 0..mlirOperationGetNumOperands(op) {
                 self.comma(i as usize);
@@ -314,11 +381,11 @@ impl Printer {
         }
     }
 
-    fn value(&mut self, v: MlirValue) -> Printed {
-        // A value used before it is printed (not in dominance order) has
-        // no name yet: verification rules that out, but MLIR's printer
-        // handles it anyway.
-        let name = *self.values.get(&(v.ptr as usize)).ok_or(Unsupported)?;
+    fn value(&mut self, v: MlirValue) -> io::Result<()> {
+        // Every operand is defined before its use: MLIR verified dominance.
+        let Some(&name) = self.values.get(&(v.ptr as usize)) else {
+            return Err(io::Error::other("a value is used before it is defined"));
+        };
         self.name(name);
         Ok(())
     }
@@ -350,7 +417,7 @@ impl Printer {
     fn ty(&mut self, t: MlirType) {
         let text = self.types.entry(t.ptr as usize).or_insert_with(|| {
             // SAFETY: `t` belongs to the live context.
-            unsafe { printed(|cb, data| mlirTypePrint(t, cb, data)) }
+            unsafe { printed(|cb, data| mlirTypePrint(t, cb, data)) }.into_boxed_slice()
         });
         self.out.extend_from_slice(text);
     }
@@ -358,7 +425,7 @@ impl Printer {
     fn attr(&mut self, a: MlirAttribute) {
         let text = self.attrs.entry(a.ptr as usize).or_insert_with(|| {
             // SAFETY: `a` belongs to the live context.
-            unsafe { printed(|cb, data| mlirAttributePrint(a, cb, data)) }
+            unsafe { printed(|cb, data| mlirAttributePrint(a, cb, data)) }.into_boxed_slice()
         });
         self.out.extend_from_slice(text);
     }
@@ -376,21 +443,14 @@ impl Printer {
 }
 
 /// The only block of region `r` of `op`.
-unsafe fn single_block(op: MlirOperation, r: isize) -> Result<MlirBlock, Unsupported> {
+unsafe fn single_block(op: MlirOperation, r: isize) -> Option<MlirBlock> {
     unsafe {
         if r >= mlirOperationGetNumRegions(op) {
-            return Err(Unsupported);
+            return None;
         }
         let block = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, r));
-        if block.ptr.is_null() || !mlirBlockGetNextInRegion(block).ptr.is_null() {
-            return Err(Unsupported);
-        }
-        Ok(block)
+        (!block.ptr.is_null() && mlirBlockGetNextInRegion(block).ptr.is_null()).then_some(block)
     }
-}
-
-unsafe fn has_no_attributes(op: MlirOperation) -> bool {
-    unsafe { mlirOperationGetNumAttributes(op) == 0 }
 }
 
 unsafe fn op_name<'a>(op: MlirOperation) -> &'a [u8] {
@@ -416,13 +476,13 @@ unsafe fn str_of<'a>(s: MlirStringRef) -> &'a [u8] {
 /// The text an MLIR print function writes through its callback.
 unsafe fn printed(
     print: impl FnOnce(mlir_sys::MlirStringCallback, *mut std::ffi::c_void),
-) -> Box<[u8]> {
+) -> Vec<u8> {
     let mut out: Vec<u8> = Vec::new();
     print(
         Some(append),
         &mut out as *mut Vec<u8> as *mut std::ffi::c_void,
     );
-    out.into_boxed_slice()
+    out
 }
 
 /// The callback of MLIR's print functions: appends to the `Vec<u8>` that
@@ -439,15 +499,13 @@ unsafe extern "C" fn append(s: MlirStringRef, data: *mut std::ffi::c_void) {
 /// The module printed by MLIR itself, which prints anything: generic form
 /// for unregistered operations, no verification (the module was verified
 /// just before), no aliases or locations.
-fn mlir_text(module: &Module) -> Vec<u8> {
+unsafe fn mlir_text(module: MlirOperation) -> Vec<u8> {
     // SAFETY: the flags live for the call; the callback only appends.
     unsafe {
         let flags = mlir_sys::mlirOpPrintingFlagsCreate();
         mlir_sys::mlirOpPrintingFlagsAssumeVerified(flags);
-        let mut out = printed(|cb, data| {
-            mlir_sys::mlirOperationPrintWithFlags(module.as_operation().to_raw(), flags, cb, data)
-        })
-        .into_vec();
+        let mut out =
+            printed(|cb, data| mlir_sys::mlirOperationPrintWithFlags(module, flags, cb, data));
         mlir_sys::mlirOpPrintingFlagsDestroy(flags);
         out.push(b'\n');
         out
