@@ -30,6 +30,7 @@
 //! run time) returns an error as well, without writing outputs.
 
 mod control;
+mod gemm;
 mod ops;
 
 use super::{EqnCx, LowerError, Operand, R, Syntax, err};
@@ -400,6 +401,30 @@ impl<'c, 'f> G<'c, 'f> {
         self.b.get_insert_block().expect("positioned")
     }
 
+    /// Builds (once) a private function `name` with `body`; the insertion
+    /// point of the current function is kept. Its body must not fail at run
+    /// time ([`G::fail_if`] returns from the entry function only).
+    pub fn internal_fn(
+        &self,
+        name: &str,
+        ty: inkwell::types::FunctionType<'c>,
+        body: &mut dyn FnMut(FunctionValue<'c>) -> R<()>,
+    ) -> R<FunctionValue<'c>> {
+        if let Some(f) = self.m.get_function(name) {
+            return Ok(f);
+        }
+        let f = self.m.add_function(name, ty, Some(Linkage::Private));
+        let here = self.b.get_insert_block();
+        let outer = self.func.replace(Some(f));
+        self.b.position_at_end(self.cx.append_basic_block(f, "entry"));
+        let r = body(f);
+        self.func.set(outer);
+        if let Some(bb) = here {
+            self.b.position_at_end(bb);
+        }
+        r.map(|()| f)
+    }
+
     /// A constant C string.
     fn cstr(&self, s: &str) -> PointerValue<'c> {
         if let Some(&p) = self.strings.borrow().get(s) {
@@ -482,6 +507,15 @@ impl<'c, 'f> G<'c, 'f> {
     pub fn clamp_i64(&self, x: IntValue<'c>, lo: IntValue<'c>, hi: IntValue<'c>) -> IntValue<'c> {
         let x = self.select_int(self.icmp(IntPredicate::SLT, x, lo), lo, x);
         self.select_int(self.icmp(IntPredicate::SGT, x, hi), hi, x)
+    }
+
+    pub fn min_i64(&self, x: IntValue<'c>, y: IntValue<'c>) -> IntValue<'c> {
+        self.select_int(self.icmp(IntPredicate::SLT, x, y), x, y)
+    }
+    /// `ceil(n / k)` for `n >= 0`.
+    pub fn ceil_div(&self, n: IntValue<'c>, k: i64) -> IntValue<'c> {
+        let n1 = self.add(n, self.i64(k - 1));
+        self.b.build_int_signed_div(n1, self.i64(k), "").expect("div")
     }
 
     // ---- arrays and memory ---------------------------------------------------
@@ -648,6 +682,20 @@ impl<'c, 'f> G<'c, 'f> {
 
     /// `for i in 0..n { f(i) }`.
     pub fn for_range(&self, n: IntValue<'c>, f: &mut dyn FnMut(IntValue<'c>) -> R<()>) -> R<()> {
+        self.for_carry(n, &[], &mut |i, _| f(i).map(|()| Vec::new()))?;
+        Ok(())
+    }
+
+    /// `for i in 0..n` with values carried from one iteration to the next
+    /// in phi nodes (accumulators that stay in registers): `f` gets the
+    /// index and the current values and returns the next ones; the result
+    /// is the values after the last iteration (`init` when `n <= 0`).
+    pub fn for_carry(
+        &self,
+        n: IntValue<'c>,
+        init: &[BasicValueEnum<'c>],
+        f: &mut dyn FnMut(IntValue<'c>, &[BasicValueEnum<'c>]) -> R<Vec<BasicValueEnum<'c>>>,
+    ) -> R<Vec<BasicValueEnum<'c>>> {
         let pre = self.here();
         let head = self.block("head");
         let body = self.block("body");
@@ -656,16 +704,34 @@ impl<'c, 'f> G<'c, 'f> {
         self.b.position_at_end(head);
         let phi = self.b.build_phi(self.cx.i64_type(), "i").expect("phi");
         phi.add_incoming(&[(&self.i64(0), pre)]);
+        let carried: Vec<_> = init
+            .iter()
+            .map(|v| {
+                let p = self.b.build_phi(v.get_type(), "carry").expect("phi");
+                p.add_incoming(&[(v, pre)]);
+                p
+            })
+            .collect();
+        let values: Vec<BasicValueEnum> = carried.iter().map(|p| p.as_basic_value()).collect();
         let i = phi.as_basic_value().into_int_value();
         let c = self.icmp(IntPredicate::SLT, i, n);
         self.b.build_conditional_branch(c, body, exit).expect("br");
         self.b.position_at_end(body);
-        f(i)?;
-        let next = self.add(i, self.i64(1));
-        phi.add_incoming(&[(&next, self.here())]);
+        let next = f(i, &values)?;
+        if next.len() != carried.len() {
+            return err(
+                TextRange::new(0, 0),
+                "internal error: a loop body returns another number of values",
+            );
+        }
+        let latch = self.here();
+        phi.add_incoming(&[(&self.add(i, self.i64(1)), latch)]);
+        for (p, v) in carried.iter().zip(&next) {
+            p.add_incoming(&[(v, latch)]);
+        }
         self.b.build_unconditional_branch(head).expect("br");
         self.b.position_at_end(exit);
-        Ok(())
+        Ok(values)
     }
 
     /// A loop nest over `dims` (row-major order); `f` gets the index.

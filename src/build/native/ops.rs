@@ -573,7 +573,7 @@ impl<'c> G<'c, '_> {
         Ok(self.b.build_float_cast(r, want, "").expect("cast").into())
     }
 
-    fn intrinsic(
+    pub(crate) fn intrinsic(
         &self,
         name: &str,
         ty: BasicTypeEnum<'c>,
@@ -595,7 +595,7 @@ impl<'c> G<'c, '_> {
         Ok(self.call(f, &args).expect("intrinsic"))
     }
 
-    fn fconst(&self, dt: &DType, x: f64) -> R<FloatValue<'c>> {
+    pub(crate) fn fconst(&self, dt: &DType, x: f64) -> R<FloatValue<'c>> {
         Ok(self
             .elem(dt, TextRange::new(0, 0))?
             .into_float_type()
@@ -1293,8 +1293,19 @@ impl<'c> G<'c, '_> {
         out.extend(lfree.iter().map(|&d| l.v.dims[d]));
         out.extend(rfree.iter().map(|&d| r.v.dims[d]));
         let _ = env;
-        let kdims: Vec<IntValue> = lc.iter().map(|&d| l.v.dims[d as usize]).collect();
         let res = self.alloc(&odt, &out);
+        if super::gemm::supported(&odt) && ldt == odt && rdt == odt {
+            let us = |v: &[i64]| v.iter().map(|&d| d as usize).collect::<Vec<_>>();
+            let (lb_, lc_, rb_, rc_) = (us(lb), us(lc), us(rb), us(rc));
+            self.dot_by_gemm(
+                &odt,
+                (&l.v, [&lb_, &lc_, &lfree]),
+                (&r.v, [&rb_, &rc_, &rfree]),
+                res.p,
+            )?;
+            return Ok(res);
+        }
+        let kdims: Vec<IntValue> = lc.iter().map(|&d| l.v.dims[d as usize]).collect();
         let t = self.elem(&odt, cx.at())?;
         let nb = lb.len();
         self.nest(&out, &mut |oi| {

@@ -1,0 +1,373 @@
+//! Matrix products in native code: `dot_general` and `conv_general_dilated`
+//! on f32/f64 are one blocked matrix multiplication, `C[g] = A[g] · B[g]`
+//! for each group `g`, whose operands are reached through offset functions,
+//! so any layout (transposed operands, batch dimensions anywhere, a
+//! convolution's implicit patches with padding and dilation) is the same
+//! code.
+//!
+//! How (the GotoBLAS scheme): B is packed a block of `KC` rows by `NC`
+//! columns at a time into panels `NR` columns wide, A a strip of `MR` rows
+//! by `KC` at a time; a tile kernel ([`G::tile_kernel`]) keeps an `MR` x
+//! `NR` block of C in vector registers and runs down `k`, so each loaded
+//! element of B serves `MR` multiply-adds and the panels stay in cache. C is
+//! a padded scratch matrix (`MR`/`NR` multiples, so tiles have no edges),
+//! copied to the result at the end. Each element of C still sums its
+//! products in increasing `k`, as the naive loop does (with fused
+//! multiply-adds where the CPU has them).
+
+use super::{G, R};
+use crate::types::{DType, FloatKind};
+use inkwell::attributes::{Attribute, AttributeLoc};
+use inkwell::types::VectorType;
+use inkwell::values::{BasicValueEnum, FunctionValue, IntValue, PointerValue, VectorValue};
+
+/// Rows of a tile.
+const MR: i64 = 6;
+/// Columns of a tile, in vectors.
+const NR_VECTORS: i64 = 2;
+/// Bytes of a vector register (AVX; narrower CPUs split the operations).
+const VECTOR_BYTES: i64 = 32;
+/// Depth of a packed block (A's strip `MR` x `KC` stays in L1).
+const KC: i64 = 256;
+/// Bytes of a packed block of B (`KC` x `NC`; stays in L2).
+const B_BLOCK_BYTES: i64 = 512 * 1024;
+
+/// Where element `(g, i, j)` of an operand is: its offset, and whether it
+/// exists (a convolution's padding does not).
+pub(crate) type At<'a, 'c> =
+    &'a mut dyn FnMut(IntValue<'c>, IntValue<'c>, IntValue<'c>) -> R<(IntValue<'c>, Option<IntValue<'c>>)>;
+
+/// A matrix product `C[g] = A[g] (m x k) · B[g] (k x n)` for `g < groups`.
+pub(crate) struct Gemm<'c> {
+    pub dt: DType,
+    pub groups: IntValue<'c>,
+    pub m: IntValue<'c>,
+    pub n: IntValue<'c>,
+    pub k: IntValue<'c>,
+    pub a: PointerValue<'c>,
+    pub b: PointerValue<'c>,
+    pub c: PointerValue<'c>,
+}
+
+/// The element types the blocked product handles.
+pub(crate) fn supported(dt: &DType) -> bool {
+    matches!(dt, DType::Float(FloatKind::F32 | FloatKind::F64))
+}
+
+impl<'c> G<'c, '_> {
+    /// Lanes of a vector of `dt` and its type.
+    pub(crate) fn vector_of(&self, dt: &DType) -> R<(VectorType<'c>, i64)> {
+        let t = self
+            .elem(dt, crate::syntax::TextRange::new(0, 0))?
+            .into_float_type();
+        let lanes = VECTOR_BYTES / G::size_of(dt);
+        Ok((t.vec_type(lanes as u32), lanes))
+    }
+
+    /// A vector load at element offset `off` of `p` (unaligned).
+    pub(crate) fn vload(
+        &self,
+        dt: &DType,
+        vt: VectorType<'c>,
+        p: PointerValue<'c>,
+        off: IntValue<'c>,
+    ) -> R<VectorValue<'c>> {
+        let q = self.gep(dt, p, off)?;
+        let v = self.b.build_load(vt, q, "").expect("load").into_vector_value();
+        if let Some(i) = v.as_instruction() {
+            let _ = i.set_alignment(G::size_of(dt) as u32);
+        }
+        Ok(v)
+    }
+
+    pub(crate) fn vstore(
+        &self,
+        dt: &DType,
+        p: PointerValue<'c>,
+        off: IntValue<'c>,
+        v: VectorValue<'c>,
+    ) -> R<()> {
+        let q = self.gep(dt, p, off)?;
+        let s = self.b.build_store(q, v).expect("store");
+        let _ = s.set_alignment(G::size_of(dt) as u32);
+        Ok(())
+    }
+
+    /// A vector with every lane `x`.
+    pub(crate) fn splat(&self, vt: VectorType<'c>, x: BasicValueEnum<'c>) -> VectorValue<'c> {
+        let one = self
+            .b
+            .build_insert_element(vt.get_poison(), x, self.i32(0), "")
+            .expect("insert");
+        let zeros = self.cx.i32_type().vec_type(vt.get_size()).const_zero();
+        self.b
+            .build_shuffle_vector(one, vt.get_poison(), zeros, "")
+            .expect("shuffle")
+    }
+
+    /// `a * b + c`, fused where the CPU can.
+    pub(crate) fn fmuladd(
+        &self,
+        a: BasicValueEnum<'c>,
+        b: BasicValueEnum<'c>,
+        c: BasicValueEnum<'c>,
+    ) -> R<BasicValueEnum<'c>> {
+        self.intrinsic("llvm.fmuladd", a.get_type(), &[a, b, c])
+    }
+
+    /// The offsets of a row-major walk over `dims` in an array whose
+    /// dimensions have `strides`: entry `t` (the walk's `t`-th index) is
+    /// `sum(index[j] * strides[j])`. A malloc'ed `i64` array the caller frees.
+    pub(crate) fn offset_table(
+        &self,
+        dims: &[IntValue<'c>],
+        strides: &[IntValue<'c>],
+    ) -> R<PointerValue<'c>> {
+        let i64t = DType::Int(64);
+        let table = self.malloc(&i64t, self.numel(dims));
+        self.nest(dims, &mut |idx| {
+            let mut off = self.i64(0);
+            for (&i, &s) in idx.iter().zip(strides) {
+                off = self.add(off, self.mul(i, s));
+            }
+            self.store(&i64t, table, self.offset(idx, dims), off.into())
+        })?;
+        Ok(table)
+    }
+
+    /// Entry `i` of an offset table.
+    pub(crate) fn entry(&self, table: PointerValue<'c>, i: IntValue<'c>) -> R<IntValue<'c>> {
+        Ok(self.load(&DType::Int(64), table, i)?.into_int_value())
+    }
+
+    /// Row-major strides of `dims`.
+    pub(crate) fn strides(&self, dims: &[IntValue<'c>]) -> Vec<IntValue<'c>> {
+        let mut s = vec![self.i64(1); dims.len()];
+        for j in (0..dims.len().saturating_sub(1)).rev() {
+            s[j] = self.mul(s[j + 1], dims[j + 1]);
+        }
+        s
+    }
+
+    /// The tile kernel of `dt` (one function per library): for each of
+    /// `panels` panels of B, `C[0..MR, jp*NR..] += Ap · Bp[jp]` over `kc`
+    /// steps, with the tile of C in registers. `Ap` is `kc` x `MR`
+    /// (k-major), each panel of `Bp` `kc` x `NR`, C has row stride `ldc`.
+    fn tile_kernel(&self, dt: &DType) -> R<FunctionValue<'c>> {
+        let (vt, lanes) = self.vector_of(dt)?;
+        let nr = NR_VECTORS * lanes;
+        let ptr = self.ptr_ty();
+        let i64t = self.cx.i64_type();
+        let ty = self.cx.void_type().fn_type(
+            &[ptr.into(), ptr.into(), ptr.into(), i64t.into(), i64t.into(), i64t.into()],
+            false,
+        );
+        let name = format!("jx_tile_{dt}");
+        self.internal_fn(&name, ty, &mut |f| {
+            let noalias = self
+                .cx
+                .create_enum_attribute(Attribute::get_named_enum_kind_id("noalias"), 0);
+            for k in 0..3 {
+                f.add_attribute(AttributeLoc::Param(k), noalias);
+            }
+            let p = |k: u32| f.get_nth_param(k).expect("param");
+            let (ap, bp, c) = (
+                p(0).into_pointer_value(),
+                p(1).into_pointer_value(),
+                p(2).into_pointer_value(),
+            );
+            let (kc, panels, ldc) = (p(3).into_int_value(), p(4).into_int_value(), p(5).into_int_value());
+            self.for_range(panels, &mut |jp| {
+                let c0 = self.mul(jp, self.i64(nr));
+                let b0 = self.mul(jp, self.mul(kc, self.i64(nr)));
+                let at = |r: i64, v: i64| self.add(self.add(self.mul(self.i64(r), ldc), c0), self.i64(v * lanes));
+                let mut acc = Vec::new();
+                for r in 0..MR {
+                    for v in 0..NR_VECTORS {
+                        acc.push(self.vload(dt, vt, c, at(r, v))?.into());
+                    }
+                }
+                let acc = self.for_carry(kc, &acc, &mut |kk, acc| {
+                    let row = self.add(b0, self.mul(kk, self.i64(nr)));
+                    let bs = (0..NR_VECTORS)
+                        .map(|v| self.vload(dt, vt, bp, self.add(row, self.i64(v * lanes))))
+                        .collect::<R<Vec<_>>>()?;
+                    let mut next = Vec::with_capacity(acc.len());
+                    for r in 0..MR {
+                        let a = self.load(dt, ap, self.add(self.mul(kk, self.i64(MR)), self.i64(r)))?;
+                        let a = self.splat(vt, a);
+                        for (v, bv) in bs.iter().enumerate() {
+                            let i = (r * NR_VECTORS) as usize + v;
+                            next.push(self.fmuladd(a.into(), (*bv).into(), acc[i])?);
+                        }
+                    }
+                    Ok(next)
+                })?;
+                for r in 0..MR {
+                    for v in 0..NR_VECTORS {
+                        let x = acc[(r * NR_VECTORS + v) as usize].into_vector_value();
+                        self.vstore(dt, c, at(r, v), x)?;
+                    }
+                }
+                Ok(())
+            })?;
+            self.b.build_return(None).expect("ret");
+            Ok(())
+        })
+    }
+
+    /// Runs a matrix product; `a_at(g, m, k)`, `b_at(g, k, n)` and
+    /// `c_at(g, m, n)` give the offsets of the elements (only for indices
+    /// in range).
+    pub(crate) fn gemm(
+        &self,
+        p: &Gemm<'c>,
+        a_at: At<'_, 'c>,
+        b_at: At<'_, 'c>,
+        c_at: At<'_, 'c>,
+    ) -> R<()> {
+        let dt = &p.dt;
+        let (_, lanes) = self.vector_of(dt)?;
+        let nr = NR_VECTORS * lanes;
+        let nc = (B_BLOCK_BYTES / G::size_of(dt) / KC) / nr * nr;
+        let kernel = self.tile_kernel(dt)?;
+        let zero = self.fconst(dt, 0.0)?;
+        let (mp, np) = (
+            self.mul(self.ceil_div(p.m, MR), self.i64(MR)),
+            self.mul(self.ceil_div(p.n, nr), self.i64(nr)),
+        );
+        let cp = self.malloc(dt, self.mul(mp, np));
+        let ap = self.malloc(dt, self.i64(KC * MR));
+        let bp = self.malloc(dt, self.i64(KC * nc));
+        let size = self.i64(G::size_of(dt));
+        // Offsets clamped into range for padding rows and columns (their
+        // values are replaced by zeros).
+        let last = |x: IntValue<'c>, n: IntValue<'c>| {
+            let ok = self.icmp(inkwell::IntPredicate::SLT, x, n);
+            (ok, self.select_int(ok, x, self.i64(0)))
+        };
+        self.for_range(p.groups, &mut |g| {
+            self.b
+                .build_memset(cp, 1, self.cx.i8_type().const_zero(), self.mul(self.mul(mp, np), size))
+                .expect("memset");
+            self.for_range(self.ceil_div(p.n, nc), &mut |jb| {
+                let jc = self.mul(jb, self.i64(nc));
+                let ncols = self.min_i64(self.i64(nc), self.sub(p.n, jc));
+                let panels = self.ceil_div(ncols, nr);
+                self.for_range(self.ceil_div(p.k, KC), &mut |pb| {
+                    let pc = self.mul(pb, self.i64(KC));
+                    let kc = self.min_i64(self.i64(KC), self.sub(p.k, pc));
+                    // Pack B[pc.., jc..] into panels of NR columns.
+                    self.for_range(panels, &mut |jp| {
+                        let base = self.mul(jp, self.mul(kc, self.i64(nr)));
+                        self.for_range(kc, &mut |kk| {
+                            let k = self.add(pc, kk);
+                            for c in 0..nr {
+                                let n = self.add(self.add(jc, self.mul(jp, self.i64(nr))), self.i64(c));
+                                let (ok, n) = last(n, p.n);
+                                let (off, valid) = b_at(g, k, n)?;
+                                let ok = valid.map_or(ok, |v| self.and(ok, v));
+                                let v = self.load(dt, p.b, self.select_int(ok, off, self.i64(0)))?;
+                                let v = self.b.build_select(ok, v, zero.into(), "").expect("select");
+                                let at = self.add(base, self.add(self.mul(kk, self.i64(nr)), self.i64(c)));
+                                self.store(dt, bp, at, v)?;
+                            }
+                            Ok(())
+                        })
+                    })?;
+                    self.for_range(self.ceil_div(p.m, MR), &mut |ib| {
+                        let ic = self.mul(ib, self.i64(MR));
+                        // Pack A[ic.., pc..] (MR rows, k-major).
+                        self.for_range(kc, &mut |kk| {
+                            let k = self.add(pc, kk);
+                            for r in 0..MR {
+                                let (ok, m) = last(self.add(ic, self.i64(r)), p.m);
+                                let (off, valid) = a_at(g, m, k)?;
+                                let ok = valid.map_or(ok, |v| self.and(ok, v));
+                                let v = self.load(dt, p.a, self.select_int(ok, off, self.i64(0)))?;
+                                let v = self.b.build_select(ok, v, zero.into(), "").expect("select");
+                                let at = self.add(self.mul(kk, self.i64(MR)), self.i64(r));
+                                self.store(dt, ap, at, v)?;
+                            }
+                            Ok(())
+                        })?;
+                        let tile = self.gep(dt, cp, self.add(self.mul(ic, np), jc))?;
+                        self.call(
+                            kernel,
+                            &[ap.into(), bp.into(), tile.into(), kc.into(), panels.into(), np.into()],
+                        );
+                        Ok(())
+                    })
+                })
+            })?;
+            // The valid part of the scratch matrix is this group's result.
+            self.nest(&[p.m, p.n], &mut |mn| {
+                let v = self.load(dt, cp, self.add(self.mul(mn[0], np), mn[1]))?;
+                let (off, _) = c_at(g, mn[0], mn[1])?;
+                self.store(dt, p.c, off, v)
+            })
+        })?;
+        for b in [cp, ap, bp] {
+            self.free(b);
+        }
+        Ok(())
+    }
+}
+
+impl<'c> G<'c, '_> {
+    /// `dot_general` of `l` and `r` into `out` (batch, then l's free, then
+    /// r's free dimensions, row-major) as a matrix product per batch index.
+    /// Dimension lists are `(batch, contracting, free)` of each operand.
+    pub(crate) fn dot_by_gemm(
+        &self,
+        dt: &DType,
+        (l, ldims): (&super::Arr<'c>, [&[usize]; 3]),
+        (r, rdims): (&super::Arr<'c>, [&[usize]; 3]),
+        out: PointerValue<'c>,
+    ) -> R<()> {
+        let pick = |v: &[IntValue<'c>], idx: &[usize]| idx.iter().map(|&d| v[d]).collect::<Vec<_>>();
+        let (ls, rs) = (self.strides(&l.dims), self.strides(&r.dims));
+        let table = |a: &super::Arr<'c>, s: &[IntValue<'c>], idx: &[usize]| {
+            self.offset_table(&pick(&a.dims, idx), &pick(s, idx))
+        };
+        let [lb, lc, lf] = ldims;
+        let [rb, rc, rf] = rdims;
+        let tables = [
+            table(l, &ls, lb)?,
+            table(l, &ls, lf)?,
+            table(l, &ls, lc)?,
+            table(r, &rs, rb)?,
+            table(r, &rs, rc)?,
+            table(r, &rs, rf)?,
+        ];
+        let [a_batch, a_row, a_k, b_batch, b_k, b_col] = tables;
+        let p = Gemm {
+            dt: dt.clone(),
+            groups: self.numel(&pick(&l.dims, lb)),
+            m: self.numel(&pick(&l.dims, lf)),
+            n: self.numel(&pick(&r.dims, rf)),
+            k: self.numel(&pick(&l.dims, lc)),
+            a: l.p,
+            b: r.p,
+            c: out,
+        };
+        let sum3 = |t: [(PointerValue<'c>, IntValue<'c>); 3]| -> R<_> {
+            let mut off = self.i64(0);
+            for (table, i) in t {
+                off = self.add(off, self.entry(table, i)?);
+            }
+            Ok((off, None))
+        };
+        let (m, n) = (p.m, p.n);
+        self.gemm(
+            &p,
+            &mut |g, i, k| sum3([(a_batch, g), (a_row, i), (a_k, k)]),
+            &mut |g, k, j| sum3([(b_batch, g), (b_k, k), (b_col, j)]),
+            &mut |g, i, j| Ok((self.add(self.mul(self.add(self.mul(g, m), i), n), j), None)),
+        )?;
+        for t in tables {
+            self.free(t);
+        }
+        Ok(())
+    }
+}
