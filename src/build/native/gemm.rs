@@ -17,6 +17,7 @@
 
 use super::{G, R};
 use crate::types::{DType, FloatKind};
+use inkwell::IntPredicate;
 use inkwell::attributes::{Attribute, AttributeLoc};
 use inkwell::types::VectorType;
 use inkwell::values::{BasicValueEnum, FunctionValue, IntValue, PointerValue, VectorValue};
@@ -117,14 +118,14 @@ impl<'c> G<'c, '_> {
 
     /// The offsets of a row-major walk over `dims` in an array whose
     /// dimensions have `strides`: entry `t` (the walk's `t`-th index) is
-    /// `sum(index[j] * strides[j])`. A malloc'ed `i64` array the caller frees.
+    /// `sum(index[j] * strides[j])`. An `i64` array of the current scope (the caller may [`G::release`] it).
     pub(crate) fn offset_table(
         &self,
         dims: &[IntValue<'c>],
         strides: &[IntValue<'c>],
     ) -> R<PointerValue<'c>> {
         let i64t = DType::Int(64);
-        let table = self.malloc(&i64t, self.numel(dims));
+        let table = self.scratch(&i64t, self.numel(dims))?;
         self.nest(dims, &mut |idx| {
             let mut off = self.i64(0);
             for (&i, &s) in idx.iter().zip(strides) {
@@ -236,14 +237,14 @@ impl<'c> G<'c, '_> {
             self.mul(self.ceil_div(p.m, MR), self.i64(MR)),
             self.mul(self.ceil_div(p.n, nr), self.i64(nr)),
         );
-        let cp = self.malloc(dt, self.mul(mp, np));
-        let ap = self.malloc(dt, self.i64(KC * MR));
-        let bp = self.malloc(dt, self.i64(KC * nc));
+        let cp = self.scratch(dt, self.mul(mp, np))?;
+        let ap = self.scratch(dt, self.i64(KC * MR))?;
+        let bp = self.scratch(dt, self.i64(KC * nc))?;
         let size = self.i64(G::size_of(dt));
         // Offsets clamped into range for padding rows and columns (their
         // values are replaced by zeros).
         let last = |x: IntValue<'c>, n: IntValue<'c>| {
-            let ok = self.icmp(inkwell::IntPredicate::SLT, x, n);
+            let ok = self.icmp(IntPredicate::SLT, x, n);
             (ok, self.select_int(ok, x, self.i64(0)))
         };
         self.for_range(p.groups, &mut |g| {
@@ -308,7 +309,7 @@ impl<'c> G<'c, '_> {
             })
         })?;
         for b in [cp, ap, bp] {
-            self.free(b);
+            self.release(b)?;
         }
         Ok(())
     }
@@ -366,7 +367,92 @@ impl<'c> G<'c, '_> {
             &mut |g, i, j| Ok((self.add(self.mul(self.add(self.mul(g, m), i), n), j), None)),
         )?;
         for t in tables {
-            self.free(t);
+            self.release(t)?;
+        }
+        Ok(())
+    }
+}
+
+/// A convolution whose input is already padded and dilated: operands,
+/// their dimension specs (lhs `[batch, feature, spatial...]`, rhs `[out
+/// feature, in feature, spatial...]`, out `[batch, feature, spatial...]`)
+/// and window strides and dilations per spatial dimension.
+pub(crate) struct Conv<'a, 'c> {
+    pub dt: DType,
+    pub lhs: &'a super::Arr<'c>,
+    pub rhs: &'a super::Arr<'c>,
+    pub out: &'a super::Arr<'c>,
+    pub specs: [&'a [i64]; 3],
+    pub strides: &'a [i64],
+    pub rhs_dilation: &'a [i64],
+    pub groups: i64,
+}
+
+impl<'c> G<'c, '_> {
+    /// A convolution as a matrix product per feature group: rows are the
+    /// output's (batch, spatial) positions, columns its features of the
+    /// group, the contraction runs over (input feature, window position) in
+    /// that order. With padding made explicit, the input under a window is
+    /// at (row offset + contraction offset), two tables. The caller has
+    /// checked that extents agree and windows stay inside the input.
+    pub(crate) fn conv_by_gemm(&self, cv: &Conv<'_, 'c>) -> R<()> {
+        let [ls, rs, os] = cv.specs.map(|s| s.iter().map(|&d| d as usize).collect::<Vec<_>>());
+        let ns = ls.len() - 2;
+        let (l, r, o) = (cv.lhs, cv.rhs, cv.out);
+        let (lst, rst, ost) = (self.strides(&l.dims), self.strides(&r.dims), self.strides(&o.dims));
+        // Rows: (batch, output spatial...); contraction: (feature, window...).
+        let mut row_dims = vec![o.dims[os[0]]];
+        row_dims.extend((0..ns).map(|d| o.dims[os[2 + d]]));
+        let mut k_dims = vec![r.dims[rs[1]]];
+        k_dims.extend((0..ns).map(|d| r.dims[rs[2 + d]]));
+        let coefs = |first: IntValue<'c>, f: &dyn Fn(usize) -> IntValue<'c>| {
+            let mut v = vec![first];
+            v.extend((0..ns).map(f));
+            v
+        };
+        let scaled = |s: IntValue<'c>, by: i64| self.mul(s, self.i64(by));
+        let a_row = self.offset_table(
+            &row_dims,
+            &coefs(lst[ls[0]], &|d| scaled(lst[ls[2 + d]], cv.strides[d])),
+        )?;
+        let a_k = self.offset_table(
+            &k_dims,
+            &coefs(lst[ls[1]], &|d| scaled(lst[ls[2 + d]], cv.rhs_dilation[d])),
+        )?;
+        let b_k = self.offset_table(&k_dims, &coefs(rst[rs[1]], &|d| rst[rs[2 + d]]))?;
+        let c_row = self.offset_table(&row_dims, &coefs(ost[os[0]], &|d| ost[os[2 + d]]))?;
+        let cg = r.dims[rs[1]];
+        let og = self
+            .b
+            .build_int_signed_div(o.dims[os[1]], self.i64(cv.groups), "")
+            .expect("div");
+        let p = Gemm {
+            dt: cv.dt.clone(),
+            groups: self.i64(cv.groups),
+            m: self.numel(&row_dims),
+            n: og,
+            k: self.numel(&k_dims),
+            a: l.p,
+            b: r.p,
+            c: o.p,
+        };
+        self.gemm(
+            &p,
+            &mut |g, m, k| {
+                let off = self.add(self.entry(a_row, m)?, self.entry(a_k, k)?);
+                Ok((self.add(off, self.mul(self.mul(g, cg), lst[ls[1]])), None))
+            },
+            &mut |g, k, n| {
+                let col = self.add(self.mul(g, og), n);
+                Ok((self.add(self.entry(b_k, k)?, self.mul(col, rst[rs[0]])), None))
+            },
+            &mut |g, m, n| {
+                let col = self.add(self.mul(g, og), n);
+                Ok((self.add(self.entry(c_row, m)?, self.mul(col, ost[os[1]])), None))
+            },
+        )?;
+        for t in [a_row, a_k, b_k, c_row] {
+            self.release(t)?;
         }
         Ok(())
     }

@@ -31,6 +31,7 @@
 
 mod control;
 mod gemm;
+mod memory;
 mod ops;
 
 use super::{EqnCx, LowerError, Operand, R, Syntax, err};
@@ -305,6 +306,8 @@ pub(crate) struct G<'c, 'f> {
     err_buf: Cell<Option<GlobalValue<'c>>>,
     /// Buffers allocated in each open scope, innermost last.
     scopes: RefCell<Vec<Vec<PointerValue<'c>>>>,
+    /// State arrays of the loops being built, innermost last.
+    loop_states: RefCell<Vec<Vec<PointerValue<'c>>>>,
     strings: RefCell<HashMap<String, PointerValue<'c>>>,
 }
 
@@ -320,6 +323,7 @@ impl<'c, 'f> G<'c, 'f> {
             func: Cell::new(None),
             err_buf: Cell::new(None),
             scopes: RefCell::default(),
+            loop_states: RefCell::default(),
             strings: RefCell::default(),
         }
     }
@@ -475,6 +479,9 @@ impl<'c, 'f> G<'c, 'f> {
         ];
         all.extend_from_slice(args);
         self.call(snprintf, &all);
+        // Only the block cache's own functions could fail here, and they
+        // are built once, before any call that could reach this path.
+        let _ = self.give_all();
         self.b.build_return(Some(&self.i32(1))).expect("return");
         self.b.position_at_end(ok);
     }
@@ -588,93 +595,6 @@ impl<'c, 'f> G<'c, 'f> {
                 .build_int_z_extend_or_bit_cast(v.into_int_value(), i64t, "")
                 .expect("zext")),
             _ => err(at, format!("a {dt} value used as an integer")),
-        }
-    }
-
-    /// malloc'ed bytes for `n` elements of `dt` (checked), not registered.
-    fn malloc(&self, dt: &DType, n: IntValue<'c>) -> PointerValue<'c> {
-        let size = Self::size_of(dt);
-        let bad = self.or(
-            self.icmp(IntPredicate::SLT, n, self.i64(0)),
-            self.icmp(IntPredicate::SGT, n, self.i64(MAX_BYTES / size)),
-        );
-        self.fail_if(
-            bad,
-            "an array of %lld elements cannot be allocated",
-            &[n.into()],
-        );
-        let bytes = self.mul(n, self.i64(size));
-        let bytes = self.select_int(
-            self.icmp(IntPredicate::EQ, bytes, self.i64(0)),
-            self.i64(1),
-            bytes,
-        );
-        let malloc = self.extern_fn(
-            "malloc",
-            Some(self.ptr_ty().into()),
-            &[self.cx.i64_type().into()],
-            false,
-        );
-        let p = self
-            .call(malloc, &[bytes.into()])
-            .expect("malloc")
-            .into_pointer_value();
-        let null = self.b.build_is_null(p, "").expect("null");
-        self.fail_if(null, "out of memory (%lld bytes)", &[bytes.into()]);
-        p
-    }
-
-    /// A new array owned by the current scope.
-    pub fn alloc(&self, dt: &DType, dims: &[IntValue<'c>]) -> Arr<'c> {
-        let p = self.malloc(dt, self.numel(dims));
-        if let Some(s) = self.scopes.borrow_mut().last_mut() {
-            s.push(p);
-        }
-        Arr {
-            p,
-            dims: dims.to_vec(),
-        }
-    }
-
-    /// A fresh copy that no scope owns.
-    pub fn copy_fresh(&self, x: &Op<'c>) -> R<Arr<'c>> {
-        let dt = dtype(&x.ty)?;
-        let n = self.numel(&x.v.dims);
-        let p = self.malloc(&dt, n);
-        let bytes = self.mul(n, self.i64(Self::size_of(&dt)));
-        self.b.build_memcpy(p, 1, x.v.p, 1, bytes).expect("memcpy");
-        Ok(Arr {
-            p,
-            dims: x.v.dims.clone(),
-        })
-    }
-
-    pub fn free(&self, p: PointerValue<'c>) {
-        let free = self.extern_fn("free", None, &[self.ptr_ty().into()], false);
-        self.call(free, &[p.into()]);
-    }
-
-    pub fn scope_begin(&self) {
-        self.scopes.borrow_mut().push(Vec::new());
-    }
-
-    /// Ends a scope: copies `keep` out, frees what the scope allocated.
-    pub fn scope_end(&self, keep: &[Op<'c>]) -> R<Vec<Arr<'c>>> {
-        let kept = keep
-            .iter()
-            .map(|x| self.copy_fresh(x))
-            .collect::<R<Vec<_>>>()?;
-        let owned = self.scopes.borrow_mut().pop().unwrap_or_default();
-        for p in owned {
-            self.free(p);
-        }
-        Ok(kept)
-    }
-
-    /// Gives a buffer to the current scope.
-    pub fn adopt(&self, p: PointerValue<'c>) {
-        if let Some(s) = self.scopes.borrow_mut().last_mut() {
-            s.push(p);
         }
     }
 
@@ -892,6 +812,7 @@ impl<'c, 'f> G<'c, 'f> {
             p(2).into_pointer_value(),
             p(3).into_int_value(),
         );
+        self.cache_destructor()?;
         self.scope_begin();
         let mut env = self.validate(&inputs, in_p, n_in)?;
         let bad = self.icmp(IntPredicate::NE, n_out_v, self.i64(n_out as i64));
@@ -922,7 +843,11 @@ impl<'c, 'f> G<'c, 'f> {
                 );
             }
         }
-        let fresh = self.scope_end(&outs)?;
+        let fresh = outs
+            .iter()
+            .map(|o| self.copy_out(o))
+            .collect::<R<Vec<_>>>()?;
+        self.scope_end(&[])?;
         for (k, (o, x)) in outs.iter().zip(&fresh).enumerate() {
             let dt = dtype(&o.ty)?;
             let Some(code) = dtype_code(&dt) else {

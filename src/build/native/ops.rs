@@ -269,7 +269,7 @@ impl<'c> G<'c, '_> {
                 if d >= out.len() {
                     return err(cx.at(), "`dimension` out of range");
                 }
-                let r = self.alloc(&dt, &out);
+                let r = self.alloc(&dt, &out)?;
                 self.nest(&out, &mut |idx| {
                     let v = self.from_i64(idx[d], &dt)?;
                     self.store(&dt, r.p, self.offset(idx, &out), v)
@@ -337,7 +337,7 @@ impl<'c> G<'c, '_> {
                 };
                 let v = self.dim(env, &Dim::from_poly(poly), p.range)?;
                 let dt = dtype(&cx.outs[0])?;
-                let r = self.alloc(&dt, &[]);
+                let r = self.alloc(&dt, &[])?;
                 let v = self.from_i64(v, &dt)?;
                 self.store(&dt, r.p, self.i64(0), v)?;
                 Ok(r)
@@ -422,7 +422,7 @@ impl<'c> G<'c, '_> {
         fill: Option<BasicValueEnum<'c>>,
         f: &mut dyn FnMut(&[IntValue<'c>]) -> R<(IntValue<'c>, Option<IntValue<'c>>)>,
     ) -> R<Arr<'c>> {
-        let r = self.alloc(dt, dims);
+        let r = self.alloc(dt, dims)?;
         self.nest(dims, &mut |idx| {
             let (off, valid) = f(idx)?;
             let v = match (valid, fill) {
@@ -516,7 +516,7 @@ impl<'c> G<'c, '_> {
                 self.check_extent(g, w, true, cx)?;
             }
         }
-        let res = self.alloc(&odt, &out);
+        let res = self.alloc(&odt, &out)?;
         let dts = cx
             .args
             .iter()
@@ -1020,7 +1020,7 @@ impl<'c> G<'c, '_> {
         let red: Vec<usize> = (0..r).filter(|k| axes.contains(&(*k as i64))).collect();
         let out: Vec<IntValue> = kept.iter().map(|&k| x.v.dims[k]).collect();
         let _ = env;
-        let res = self.alloc(&dt, &out);
+        let res = self.alloc(&dt, &out)?;
         let t = self.elem(&dt, cx.at())?;
         let rdims: Vec<IntValue> = red.iter().map(|&k| x.v.dims[k]).collect();
         self.nest(&out, &mut |oi| {
@@ -1059,7 +1059,7 @@ impl<'c> G<'c, '_> {
         }
         let _ = env;
         let t = self.elem(&dt, cx.at())?;
-        let res = self.alloc(&dt, &dims);
+        let res = self.alloc(&dt, &dims)?;
         let n = dims[axis];
         self.nest(&dims, &mut |idx| {
             let s = self.acc(&dt, self.identity(&dt, init_of(op))?)?;
@@ -1102,7 +1102,7 @@ impl<'c> G<'c, '_> {
         }
         let out = self.dims(env, &cx.outs[0], cx.at())?;
         let t = self.elem(&dt, cx.at())?;
-        let res = self.alloc(&dt, &out);
+        let res = self.alloc(&dt, &out)?;
         let wdims: Vec<IntValue> = win.iter().map(|&w| self.i64(w)).collect();
         self.nest(&out, &mut |oi| {
             let s = self.acc(&dt, self.identity(&dt, init_of(op))?)?;
@@ -1180,7 +1180,7 @@ impl<'c> G<'c, '_> {
         }
         let _ = env;
         let out: Vec<IntValue> = (0..r).filter(|&k| k != axis).map(|k| x.v.dims[k]).collect();
-        let res = self.alloc(&idt, &out);
+        let res = self.alloc(&idt, &out)?;
         let t = self.elem(&dt, cx.at())?;
         let is_max = cx.name() == "argmax";
         self.nest(&out, &mut |oi| {
@@ -1293,7 +1293,7 @@ impl<'c> G<'c, '_> {
         out.extend(lfree.iter().map(|&d| l.v.dims[d]));
         out.extend(rfree.iter().map(|&d| r.v.dims[d]));
         let _ = env;
-        let res = self.alloc(&odt, &out);
+        let res = self.alloc(&odt, &out)?;
         if super::gemm::supported(&odt) && ldt == odt && rdt == odt {
             let us = |v: &[i64]| v.iter().map(|&d| d as usize).collect::<Vec<_>>();
             let (lb_, lc_, rb_, rc_) = (us(lb), us(lc), us(rb), us(rc));
@@ -1383,7 +1383,68 @@ impl<'c> G<'c, '_> {
         let odt = dtype(&cx.outs[0])?;
         let (ldt, rdt) = (dtype(&l.ty)?, dtype(&r.ty)?);
         let out = self.dims(env, &cx.outs[0], cx.at())?;
-        let res = self.alloc(&odt, &out);
+        let res = self.alloc(&odt, &out)?;
+        if super::gemm::supported(&odt) && ldt == odt && rdt == odt {
+            let feature = |a: &[IntValue<'c>], k: i64| a[k as usize];
+            let og = self
+                .b
+                .build_int_signed_div(feature(&out, os[1]), self.i64(groups), "")
+                .expect("div");
+            let cg = feature(&r.v.dims, rs[1]);
+            let checks = [
+                (feature(&l.v.dims, ls[0]), feature(&out, os[0])),
+                (feature(&l.v.dims, ls[1]), self.mul(cg, self.i64(groups))),
+                (feature(&r.v.dims, rs[0]), feature(&out, os[1])),
+                (self.mul(og, self.i64(groups)), feature(&out, os[1])),
+            ];
+            for (got, want) in checks {
+                self.check_extent(got, want, false, cx)?;
+            }
+            // Padding and input dilation made explicit, so that each
+            // element under a window is at (row offset + window offset).
+            let mut cfg = vec![[0i64; 3]; n];
+            for d in 0..ns {
+                cfg[ls[2 + d] as usize] = [pad[d].0, pad[d].1, ldil[d] - 1];
+            }
+            let lhs = if cfg.iter().any(|c| *c != [0; 3]) {
+                let dims: Vec<IntValue> = (0..n).map(|k| self.padded_extent(l.v.dims[k], cfg[k])).collect();
+                self.padded(l, &dims, &cfg, self.fconst(&odt, 0.0)?.into())?
+            } else {
+                l.v.clone()
+            };
+            // Every window lies inside the padded input.
+            for d in 0..ns {
+                let (o, w) = (out[os[2 + d] as usize], r.v.dims[rs[2 + d] as usize]);
+                let last = self.add(
+                    self.mul(self.sub(o, self.i64(1)), self.i64(strides[d])),
+                    self.mul(self.sub(w, self.i64(1)), self.i64(rdil[d])),
+                );
+                let some = self.and(
+                    self.icmp(IntPredicate::SGT, o, self.i64(0)),
+                    self.icmp(IntPredicate::SGT, w, self.i64(0)),
+                );
+                let past = self.icmp(IntPredicate::SGE, last, lhs.dims[ls[2 + d] as usize]);
+                self.fail_if(
+                    self.and(some, past),
+                    &format!(
+                        "`conv_general_dilated` at byte {}: the output is larger than the windows allow",
+                        cx.at().start
+                    ),
+                    &[],
+                );
+            }
+            self.conv_by_gemm(&super::gemm::Conv {
+                dt: odt.clone(),
+                lhs: &lhs,
+                rhs: &r.v,
+                out: &res,
+                specs: [&ls, &rs, &os],
+                strides: &strides,
+                rhs_dilation: &rdil,
+                groups,
+            })?;
+            return Ok(res);
+        }
         let t = self.elem(&odt, cx.at())?;
         let cg = r.v.dims[rs[1] as usize];
         let og = self
@@ -1464,7 +1525,22 @@ impl<'c> G<'c, '_> {
         let dt = dtype(&x.ty)?;
         let out = self.dims(env, &cx.outs[0], cx.at())?;
         let fill = self.load(&dt, cx.args[1].v.p, self.i64(0))?;
-        self.remap(&dt, &out, x, Some(fill), &mut |idx| {
+        let cfg: Vec<[i64; 3]> = cfg.iter().map(|t| [t[0], t[1], t[2]]).collect();
+        self.padded(x, &out, &cfg, fill)
+    }
+
+    /// `x` padded as `pad` does: dimension `k` gets `cfg[k][0]` elements
+    /// of `fill` before, `cfg[k][1]` after and `cfg[k][2]` between its
+    /// elements (negative edges drop elements); `out` are the extents.
+    pub(crate) fn padded(
+        &self,
+        x: &Op<'c>,
+        out: &[IntValue<'c>],
+        cfg: &[[i64; 3]],
+        fill: BasicValueEnum<'c>,
+    ) -> R<Arr<'c>> {
+        let dt = dtype(&x.ty)?;
+        self.remap(&dt, out, x, Some(fill), &mut |idx| {
             let mut ok = self.cx.bool_type().const_int(1, false);
             let mut at = Vec::new();
             for (k, c) in cfg.iter().enumerate() {
@@ -1493,6 +1569,16 @@ impl<'c> G<'c, '_> {
         })
     }
 
+    /// The extent of `n` elements padded by `[low, high, interior]`.
+    pub(crate) fn padded_extent(&self, n: IntValue<'c>, c: [i64; 3]) -> IntValue<'c> {
+        // (n - 1) * (interior + 1) + 1 + low + high, or low + high when n == 0.
+        let spread = self.add(self.mul(self.sub(n, self.i64(1)), self.i64(c[2] + 1)), self.i64(1));
+        let empty = self.icmp(IntPredicate::EQ, n, self.i64(0));
+        let inner = self.select_int(empty, self.i64(0), spread);
+        let e = self.add(inner, self.i64(c[0] + c[1]));
+        self.select_int(self.icmp(IntPredicate::SLT, e, self.i64(0)), self.i64(0), e)
+    }
+
     fn concatenate(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> R<Arr<'c>> {
         let axis = cx.int("dimension")? as usize;
         let dt = dtype(&cx.outs[0])?;
@@ -1513,7 +1599,7 @@ impl<'c> G<'c, '_> {
             total = self.add(total, a.v.dims[axis]);
         }
         self.check_extent(total, out[axis], false, cx)?;
-        let res = self.alloc(&dt, &out);
+        let res = self.alloc(&dt, &out)?;
         let mut start = self.i64(0);
         for a in &cx.args {
             self.nest(&a.v.dims, &mut |idx| {
@@ -1919,7 +2005,7 @@ impl<'c> G<'c, '_> {
         let dt = dtype(&x.ty)?;
         let idt = dtype(&cx.outs[1])?;
         let vals = self.copy_owned(x)?;
-        let idx = self.alloc(&idt, &x.v.dims);
+        let idx = self.alloc(&idt, &x.v.dims)?;
         self.nest(&x.v.dims, &mut |i| {
             let v = self.from_i64(i[axis], &idt)?;
             self.store(&idt, idx.p, self.offset(i, &x.v.dims), v)
