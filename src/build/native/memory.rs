@@ -376,8 +376,11 @@ impl<'c> G<'c, '_> {
         self.loop_states.borrow_mut().pop();
     }
 
-    /// Gives back everything open scopes and loops hold: the failure path.
-    pub(crate) fn give_all(&self) -> R<()> {
+    /// The block a failure jumps to: it gives back everything open scopes
+    /// and loops hold, then returns 1. Exits are shared: the one for held
+    /// buffers `[a, b, c]` gives `c` back and continues in the one for
+    /// `[a, b]`, so each buffer is given back in one place.
+    pub(crate) fn unwind_block(&self) -> inkwell::basic_block::BasicBlock<'c> {
         let held: Vec<PointerValue> = self
             .scopes
             .borrow()
@@ -386,9 +389,34 @@ impl<'c> G<'c, '_> {
             .flatten()
             .copied()
             .collect();
-        for p in held {
-            self.give(p)?;
+        self.unwind_for(&held)
+    }
+
+    fn unwind_for(&self, held: &[PointerValue<'c>]) -> inkwell::basic_block::BasicBlock<'c> {
+        if let Some(&bb) = self.unwinds.borrow().get(held) {
+            return bb;
         }
-        Ok(())
+        let here = self.b.get_insert_block();
+        let bb = self.block("unwind");
+        self.b.position_at_end(bb);
+        match held.split_last() {
+            None => {
+                self.b.build_return(Some(&self.i32(1))).expect("ret");
+            }
+            Some((&last, rest)) => {
+                // give_fn only fails on internal errors of its own IR.
+                if let Ok(give) = self.give_fn() {
+                    self.call(give, &[last.into()]);
+                }
+                let next = self.unwind_for(rest);
+                self.b.position_at_end(bb);
+                self.b.build_unconditional_branch(next).expect("br");
+            }
+        }
+        if let Some(h) = here {
+            self.b.position_at_end(h);
+        }
+        self.unwinds.borrow_mut().insert(held.to_vec(), bb);
+        bb
     }
 }

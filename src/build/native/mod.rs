@@ -30,9 +30,11 @@
 //! run time) returns an error as well, without writing outputs.
 
 mod control;
+mod fusion;
 mod gemm;
 mod memory;
 mod ops;
+mod vmath;
 
 use super::{EqnCx, LowerError, Operand, R, Syntax, err};
 use crate::check::{Analysis, EqnId, JaxprId};
@@ -236,6 +238,7 @@ fn link(obj: &[u8]) -> Result<Vec<u8>, String> {
             .arg(&so)
             .arg(&o)
             .args(compiler_rt())
+            .args(vmath::available().then_some("-lmvec"))
             .arg("-lm")
             .output()
             .map_err(|e| format!("could not run the linker `{cc}`: {e}"))?;
@@ -306,6 +309,13 @@ pub(crate) struct G<'c, 'f> {
     err_buf: Cell<Option<GlobalValue<'c>>>,
     /// Buffers allocated in each open scope, innermost last.
     scopes: RefCell<Vec<Vec<PointerValue<'c>>>>,
+    /// Equations deferred into their user (see [`fusion`]): the result
+    /// variable, the computation, its extents and dtype.
+    deferred: RefCell<HashMap<VarId, (fusion::Node<'f, 'c>, Vec<IntValue<'c>>, DType)>>,
+    /// libmvec functions declared for the vectorizer ([`vmath`]).
+    vector_functions: RefCell<Vec<FunctionValue<'c>>>,
+    /// Failure exits by the buffers they give back ([`G::unwind_block`]).
+    unwinds: RefCell<HashMap<Vec<PointerValue<'c>>, BasicBlock<'c>>>,
     /// State arrays of the loops being built, innermost last.
     loop_states: RefCell<Vec<Vec<PointerValue<'c>>>>,
     strings: RefCell<HashMap<String, PointerValue<'c>>>,
@@ -324,6 +334,9 @@ impl<'c, 'f> G<'c, 'f> {
             err_buf: Cell::new(None),
             scopes: RefCell::default(),
             loop_states: RefCell::default(),
+            unwinds: RefCell::default(),
+            deferred: RefCell::default(),
+            vector_functions: RefCell::default(),
             strings: RefCell::default(),
         }
     }
@@ -479,10 +492,8 @@ impl<'c, 'f> G<'c, 'f> {
         ];
         all.extend_from_slice(args);
         self.call(snprintf, &all);
-        // Only the block cache's own functions could fail here, and they
-        // are built once, before any call that could reach this path.
-        let _ = self.give_all();
-        self.b.build_return(Some(&self.i32(1))).expect("return");
+        let unwind = self.unwind_block();
+        self.b.build_unconditional_branch(unwind).expect("br");
         self.b.position_at_end(ok);
     }
 
@@ -870,6 +881,7 @@ impl<'c, 'f> G<'c, 'f> {
             }
         }
         self.b.build_return(Some(&self.i32(0))).expect("ret");
+        self.keep_vector_functions();
         Ok(())
     }
 
@@ -1079,8 +1091,9 @@ impl<'c, 'f> G<'c, 'f> {
 
     pub(crate) fn body(&self, env: &mut Env<'c>, j: JaxprId) -> R<Vec<Op<'c>>> {
         let (eqns, outvars) = self.syntax.body(self.a, j)?;
+        let deferrable = self.deferrable(&eqns, outvars);
         for (e, id) in eqns {
-            self.eqn(env, e, id)?;
+            self.eqn(env, e, id, &deferrable)?;
         }
         outvars.iter().map(|o| self.atom(env, o)).collect()
     }
@@ -1110,16 +1123,38 @@ impl<'c, 'f> G<'c, 'f> {
         self.body(&mut env, j)
     }
 
-    fn eqn(&self, env: &mut Env<'c>, e: &ast::Eqn, id: EqnId) -> R<()> {
+    fn eqn(
+        &self,
+        env: &mut Env<'c>,
+        e: &'f ast::Eqn,
+        id: EqnId,
+        deferrable: &rustc_hash::FxHashSet<VarId>,
+    ) -> R<()> {
         let info = self.a.eqn(id);
-        let args = e
+        let mut args = e
             .args
             .iter()
             .map(|x| self.atom(env, x))
             .collect::<R<Vec<_>>>()?;
+        let vars: Vec<Option<VarId>> = e.args.iter().map(|x| self.var_of(x)).collect();
         let outs = super::walk::result_types(self.a, e, id);
-        let cx = EqnCx { e, id, args, outs };
-        let results = self.lower_eqn(env, &cx)?;
+        let name = e.primitive.text.as_str();
+        let lazy = info
+            .outs
+            .first()
+            .copied()
+            .flatten()
+            .filter(|v| deferrable.contains(v));
+        let results = if fusion::is_elementwise(name) || (name == "broadcast_in_dim" && lazy.is_some()) {
+            if !fusion::is_elementwise(name) {
+                self.materialize_args(env, &mut args, &vars)?;
+            }
+            let cx = EqnCx { e, id, args, outs: outs.clone() };
+            vec![self.fused(env, cx, &vars, lazy)?]
+        } else {
+            self.materialize_args(env, &mut args, &vars)?;
+            self.lower_eqn(env, &EqnCx { e, id, args, outs: outs.clone() })?
+        };
         super::walk::expect_results(e, results.len())?;
         for (i, r) in results.into_iter().enumerate() {
             if let Some(v) = info.outs.get(i).copied().flatten() {
@@ -1127,7 +1162,7 @@ impl<'c, 'f> G<'c, 'f> {
                     v,
                     Operand {
                         v: r,
-                        ty: cx.outs[i].clone(),
+                        ty: outs[i].clone(),
                     },
                 );
             }

@@ -10,7 +10,7 @@ use crate::syntax::TextRange;
 use crate::syntax::ast::Expr;
 use crate::types::{DType, Dim, FloatKind};
 use inkwell::types::BasicTypeEnum;
-use inkwell::values::{BasicValueEnum, FloatValue, IntValue};
+use inkwell::values::{BasicMetadataValueEnum, BasicValueEnum, FloatValue, IntValue};
 use inkwell::{FloatPredicate, IntPredicate};
 
 /// Reductions: primitive and the binary primitive that combines.
@@ -39,7 +39,7 @@ const REDUCE_WINDOW: &[(&str, &str)] = &[
 ];
 
 /// Elementwise primitives with one operand, computed by [`G::scalar`].
-const UNARY: &[&str] = &[
+pub(crate) const UNARY: &[&str] = &[
     "neg",
     "sin",
     "cos",
@@ -80,7 +80,7 @@ const UNARY: &[&str] = &[
 ];
 
 /// Elementwise primitives with two operands.
-const BINARY: &[&str] = &[
+pub(crate) const BINARY: &[&str] = &[
     "add",
     "add_any",
     "sub",
@@ -128,10 +128,6 @@ impl<'c> G<'c, '_> {
     pub(crate) fn lower_eqn(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> R<Vec<Arr<'c>>> {
         let name = cx.name();
         let one = |v: R<Arr<'c>>| v.map(|v| vec![v]);
-        if UNARY.contains(&name) || BINARY.contains(&name) || name == "select_n" || name == "clamp"
-        {
-            return one(self.elementwise(env, cx));
-        }
         if let Some((_, op)) = REDUCE.iter().find(|(p, _)| *p == name) {
             return one(self.reduce(env, cx, op));
         }
@@ -382,7 +378,7 @@ impl<'c> G<'c, '_> {
     }
 
     /// Fails at run time unless `got == want` (or `got == 1` when `bcast`).
-    fn check_extent(
+    pub(crate) fn check_extent(
         &self,
         got: IntValue<'c>,
         want: IntValue<'c>,
@@ -500,75 +496,47 @@ impl<'c> G<'c, '_> {
 
     // ---- elementwise ---------------------------------------------------------------
 
-    fn elementwise(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> R<Arr<'c>> {
-        let out_t = &cx.outs[0];
-        let out = self.dims(env, out_t, cx.at())?;
-        let odt = dtype(out_t)?;
-        let r = out.len();
-        for a in &cx.args {
-            if a.v.dims.is_empty() {
-                continue;
-            }
-            if a.v.dims.len() != r {
-                return err(cx.at(), "operands of different ranks");
-            }
-            for (&g, &w) in a.v.dims.iter().zip(&out) {
-                self.check_extent(g, w, true, cx)?;
-            }
-        }
-        let res = self.alloc(&odt, &out)?;
-        let dts = cx
-            .args
-            .iter()
-            .map(|a| dtype(&a.ty))
-            .collect::<R<Vec<_>>>()?;
-        self.nest(&out, &mut |idx| {
-            let off = self.offset(idx, &out);
-            let mut xs = Vec::new();
-            for (a, dt) in cx.args.iter().zip(&dts) {
-                let o = if a.v.dims.is_empty() {
-                    self.i64(0)
-                } else if a.ty.shape == out_t.shape {
-                    off
-                } else {
-                    let at: Vec<IntValue> = idx
-                        .iter()
-                        .zip(&a.v.dims)
-                        .map(|(&i, &n)| {
-                            self.select_int(
-                                self.icmp(IntPredicate::EQ, n, self.i64(1)),
-                                self.i64(0),
-                                i,
-                            )
-                        })
-                        .collect();
-                    self.offset(&at, &a.v.dims)
-                };
-                xs.push(self.load(dt, a.v.p, o)?);
-            }
-            let v = self.scalar(cx, &dts, &odt, &xs)?;
-            self.store(&odt, res.p, off, v)
-        })?;
-        Ok(res)
-    }
-
-    /// A libm function of floats (f16/bf16 through f32).
+    /// A libm function of floats (f16/bf16 through f32). The calls are
+    /// marked pure (errno is never read), so LLVM may hoist them or
+    /// vectorize the loop around them: with the vector variants of glibc's
+    /// vector math library where it has them ([`super::vmath`]), otherwise
+    /// by calling the scalar function once per lane.
     fn libm(&self, name: &str, dt: &DType, xs: &[BasicValueEnum<'c>]) -> R<BasicValueEnum<'c>> {
-        let (fname, t) = match dt {
-            DType::Float(FloatKind::F64) => (name.to_string(), self.cx.f64_type()),
-            _ => (format!("{name}f"), self.cx.f32_type()),
+        let t = match dt {
+            DType::Float(FloatKind::F64) => self.cx.f64_type(),
+            _ => self.cx.f32_type(),
+        };
+        let fname = if t == self.cx.f64_type() {
+            name.to_string()
+        } else {
+            format!("{name}f")
         };
         let f = self.extern_fn(&fname, Some(t.into()), &vec![t.into(); xs.len()], false);
-        let args: Vec<_> = xs
+        for attr in ["nounwind", "willreturn", "nosync"] {
+            let k = inkwell::attributes::Attribute::get_named_enum_kind_id(attr);
+            f.add_attribute(
+                inkwell::attributes::AttributeLoc::Function,
+                self.cx.create_enum_attribute(k, 0),
+            );
+        }
+        // memory(none)
+        let memory = inkwell::attributes::Attribute::get_named_enum_kind_id("memory");
+        f.add_attribute(
+            inkwell::attributes::AttributeLoc::Function,
+            self.cx.create_enum_attribute(memory, 0),
+        );
+        let args: Vec<BasicMetadataValueEnum> = xs
             .iter()
-            .map(|x| {
-                self.b
-                    .build_float_cast(x.into_float_value(), t, "")
-                    .expect("cast")
-                    .into()
-            })
+            .map(|x| self.b.build_float_cast(x.into_float_value(), t, "").expect("cast").into())
             .collect();
-        let r = self.call(f, &args).expect("libm").into_float_value();
+        let call = self.b.build_call(f, &args, "").expect("call");
+        if let Some(variants) = self.vector_variants(&fname, name, t, xs.len()) {
+            call.add_attribute(
+                inkwell::attributes::AttributeLoc::Function,
+                self.cx.create_string_attribute("vector-function-abi-variant", &variants),
+            );
+        }
+        let r = call.try_as_basic_value().basic().expect("libm").into_float_value();
         let want = self.elem(dt, TextRange::new(0, 0))?.into_float_type();
         Ok(self.b.build_float_cast(r, want, "").expect("cast").into())
     }
@@ -610,7 +578,7 @@ impl<'c> G<'c, '_> {
     }
 
     /// One element of an elementwise primitive.
-    fn scalar(
+    pub(crate) fn scalar(
         &self,
         cx: &Cx<'_, 'c>,
         dts: &[DType],
