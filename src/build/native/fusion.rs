@@ -29,6 +29,24 @@ pub(crate) fn is_elementwise(name: &str) -> bool {
         || name == "clamp"
 }
 
+/// Equations whose result can be deferred into an elementwise user:
+/// elementwise ones, and data movement that reads each element once
+/// (`broadcast_in_dim`, `transpose`, and an outer product, which is a
+/// product of two broadcasts).
+pub(crate) fn is_deferrable(e: &ast::Eqn) -> bool {
+    let name = e.primitive.text.as_str();
+    is_elementwise(name)
+        || matches!(name, "broadcast_in_dim" | "transpose")
+        || (name == "dot_general" && outer_product(e))
+}
+
+/// A `dot_general` without contracting dimensions.
+fn outer_product(e: &ast::Eqn) -> bool {
+    e.param("dimension_numbers")
+        .and_then(|p| p.value.as_seq().and_then(|s| s.first()?.as_seq().map(|c| c.to_vec())))
+        .is_some_and(|c| c.iter().all(|x| x.as_int_seq().is_some_and(|v| v.is_empty())))
+}
+
 /// How a leaf's offset follows the output index.
 #[derive(Clone)]
 pub(crate) enum Access<'c> {
@@ -52,6 +70,8 @@ pub(crate) enum Node<'f, 'c> {
         cx: Cx<'f, 'c>,
         kids: Vec<Node<'f, 'c>>,
     },
+    /// The product of two leaves of the result's dtype (an outer product).
+    Product(Box<Node<'f, 'c>>, Box<Node<'f, 'c>>, DType),
 }
 
 impl Node<'_, '_> {
@@ -60,6 +80,7 @@ impl Node<'_, '_> {
         match self {
             Node::Leaf { access, .. } => !matches!(access, Access::Strided(_)),
             Node::Eqn { kids, .. } => kids.iter().all(Node::flat),
+            Node::Product(a, b, _) => a.flat() && b.flat(),
         }
     }
 }
@@ -85,8 +106,7 @@ impl<'c, 'f> G<'c, 'f> {
         }
         let mut out = HashSet::default();
         for (e, id) in eqns {
-            let name = e.primitive.text.as_str();
-            if !(is_elementwise(name) || name == "broadcast_in_dim") {
+            if !is_deferrable(e) {
                 continue;
             }
             let info = self.a.eqn(*id);
@@ -106,7 +126,9 @@ impl<'c, 'f> G<'c, 'f> {
                 .copied()
                 .flatten()
                 .is_some_and(|w| self.a.var(w).ty.shape == ty.shape);
-            if ty.rank() > 0 && is_elementwise(&ue.primitive.text) && same_shape {
+            // A transpose takes any deferred operand (it permutes its reads).
+            let user = ue.primitive.text.as_str();
+            if ty.rank() > 0 && ((is_elementwise(user) && same_shape) || user == "transpose") {
                 out.insert(*v);
             }
         }
@@ -134,10 +156,11 @@ impl<'c, 'f> G<'c, 'f> {
     pub(crate) fn fused(&self, env: &Env<'c>, cx: Cx<'f, 'c>, vars: &[Option<VarId>], lazy: Option<VarId>) -> R<Arr<'c>> {
         let out = self.dims(env, &cx.outs[0], cx.at())?;
         let odt = dtype(&cx.outs[0])?;
-        let node = if cx.name() == "broadcast_in_dim" {
-            self.broadcast_leaf(&cx, &out)?
-        } else {
-            self.eqn_node(cx, vars, &out)?
+        let node = match cx.name() {
+            "broadcast_in_dim" => self.broadcast_leaf(&cx, &out)?,
+            "transpose" => self.transpose_node(&cx, vars)?,
+            "dot_general" => self.outer_product_node(&cx)?,
+            _ => self.eqn_node(cx, vars, &out)?,
         };
         match lazy {
             Some(v) => {
@@ -219,6 +242,109 @@ impl<'c, 'f> G<'c, 'f> {
         })
     }
 
+    /// `transpose`: its operand's tree (a leaf, or the deferred
+    /// computation) read with permuted strides.
+    fn transpose_node(&self, cx: &Cx<'f, 'c>, vars: &[Option<VarId>]) -> R<Node<'f, 'c>> {
+        let perm = cx.ints("permutation")?;
+        let src = &cx.args[0];
+        let r = src.v.dims.len();
+        let mut seen = vec![false; r];
+        if perm.len() != r
+            || perm
+                .iter()
+                .any(|&p| p < 0 || p as usize >= r || std::mem::replace(&mut seen[p as usize], true))
+        {
+            return err(cx.at(), "`permutation` does not match the operand");
+        }
+        let perm: Vec<usize> = perm.iter().map(|&p| p as usize).collect();
+        let node = match vars[0].and_then(|v| self.deferred.borrow_mut().remove(&v)) {
+            Some((node, _, _)) => node,
+            None => Node::Leaf {
+                p: src.v.p,
+                dt: dtype(&src.ty)?,
+                access: Access::Same,
+            },
+        };
+        Ok(self.permuted(node, &perm, &self.strides(&src.v.dims)))
+    }
+
+    /// A tree over dimensions `perm` of its own (whose row-major strides
+    /// are `strides`): output index `k` is its index `perm[k]`.
+    fn permuted(&self, node: Node<'f, 'c>, perm: &[usize], strides: &[IntValue<'c>]) -> Node<'f, 'c> {
+        let pick = |s: &[IntValue<'c>]| perm.iter().map(|&p| s[p]).collect();
+        match node {
+            Node::Leaf { p, dt, access } => Node::Leaf {
+                p,
+                dt,
+                access: match access {
+                    Access::Same => Access::Strided(pick(strides)),
+                    Access::Scalar => Access::Scalar,
+                    Access::Strided(s) => Access::Strided(pick(&s)),
+                },
+            },
+            Node::Eqn { cx, kids } => Node::Eqn {
+                cx,
+                kids: kids.into_iter().map(|k| self.permuted(k, perm, strides)).collect(),
+            },
+            Node::Product(a, b, dt) => Node::Product(
+                Box::new(self.permuted(*a, perm, strides)),
+                Box::new(self.permuted(*b, perm, strides)),
+                dt,
+            ),
+        }
+    }
+
+    /// A `dot_general` without contracting dimensions: element `(batch,
+    /// i, j)` is `l[batch, i] * r[batch, j]`.
+    fn outer_product_node(&self, cx: &Cx<'f, 'c>) -> R<Node<'f, 'c>> {
+        let dn = cx.param("dimension_numbers")?;
+        let groups: Option<Vec<Vec<i64>>> = dn
+            .as_seq()
+            .and_then(|s| s.get(1)?.as_seq().map(|b| b.iter().map(|x| x.as_int_seq()).collect()))
+            .flatten();
+        let Some([lb, rb]) = groups.as_deref() else {
+            return err(dn.range, "`dimension_numbers` must be ((lc, rc), (lb, rb))");
+        };
+        let (l, r) = (&cx.args[0], &cx.args[1]);
+        let odt = dtype(&cx.outs[0])?;
+        if dtype(&l.ty)? != odt || dtype(&r.ty)? != odt || lb.len() != rb.len() {
+            return err(cx.at(), "an outer product of other dtypes than its result's");
+        }
+        let (lr, rr) = (l.v.dims.len(), r.v.dims.len());
+        let inb = |v: &[i64], n: usize| v.iter().all(|&d| d >= 0 && (d as usize) < n);
+        if !inb(lb, lr) || !inb(rb, rr) {
+            return err(dn.range, "`dimension_numbers` do not match the operands");
+        }
+        for (&a, &b) in lb.iter().zip(rb) {
+            self.check_extent(r.v.dims[b as usize], l.v.dims[a as usize], false, cx)?;
+        }
+        let nb = lb.len();
+        let lfree: Vec<usize> = (0..lr).filter(|d| !lb.contains(&(*d as i64))).collect();
+        let rfree: Vec<usize> = (0..rr).filter(|d| !rb.contains(&(*d as i64))).collect();
+        let rank = nb + lfree.len() + rfree.len();
+        // The output's dimensions: batch, then l's free, then r's free.
+        let leaf = |a: &Op<'c>, batch: &[i64], free: &[usize], at: usize| -> R<Node<'f, 'c>> {
+            let own = self.strides(&a.v.dims);
+            let mut s = vec![self.i64(0); rank];
+            for (k, &d) in batch.iter().enumerate() {
+                s[k] = own[d as usize];
+            }
+            for (k, &d) in free.iter().enumerate() {
+                s[at + k] = own[d];
+            }
+            Ok(Node::Leaf {
+                p: a.v.p,
+                dt: odt.clone(),
+                access: Access::Strided(s),
+            })
+        };
+        Ok(Node::Product(
+            Box::new(leaf(l, lb, &lfree, nb)?),
+            Box::new(leaf(r, rb, &rfree, nb + lfree.len())?),
+            odt.clone(),
+        ))
+    }
+
     /// An array of `dims` computed by `node`, one element at a time.
     pub(crate) fn materialize(&self, node: &Node<'f, 'c>, dims: &[IntValue<'c>], dt: &DType) -> R<Arr<'c>> {
         let res = self.alloc(dt, dims)?;
@@ -261,6 +387,19 @@ impl<'c, 'f> G<'c, 'f> {
                     .collect::<R<Vec<_>>>()?;
                 let dts = cx.args.iter().map(|a| dtype(&a.ty)).collect::<R<Vec<_>>>()?;
                 self.scalar(cx, &dts, &dtype(&cx.outs[0])?, &xs)
+            }
+            Node::Product(a, b, dt) => {
+                let (x, y) = (self.element(a, flat, idx)?, self.element(b, flat, idx)?);
+                Ok(if dt.is_float() {
+                    self.b
+                        .build_float_mul(x.into_float_value(), y.into_float_value(), "")
+                        .expect("fmul")
+                        .into()
+                } else if matches!(dt, DType::Bool) {
+                    self.and(x.into_int_value(), y.into_int_value()).into()
+                } else {
+                    self.mul(x.into_int_value(), y.into_int_value()).into()
+                })
             }
         }
     }

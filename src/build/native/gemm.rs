@@ -36,7 +36,20 @@ const B_BLOCK_BYTES: i64 = 512 * 1024;
 /// Where element `(g, i, j)` of an operand is: its offset, and whether it
 /// exists (a convolution's padding does not).
 pub(crate) type At<'a, 'c> =
-    &'a mut dyn FnMut(IntValue<'c>, IntValue<'c>, IntValue<'c>) -> R<(IntValue<'c>, Option<IntValue<'c>>)>;
+    &'a dyn Fn(IntValue<'c>, IntValue<'c>, IntValue<'c>) -> R<(IntValue<'c>, Option<IntValue<'c>>)>;
+
+/// How a product with fewer rows than a tile runs without packing, by
+/// where B's elements are contiguous.
+#[derive(Clone, Copy)]
+pub(crate) enum Direct {
+    /// Along `n`: each row of C accumulates rows of B.
+    RowsOfB,
+    /// Along `k`: each element of C is a dot product.
+    ColumnsOfB,
+}
+
+/// Columns of C a dot product computes at once ([`Direct::ColumnsOfB`]).
+const DOT_COLUMNS: i64 = 4;
 
 /// A matrix product `C[g] = A[g] (m x k) · B[g] (k x n)` for `g < groups`.
 pub(crate) struct Gemm<'c> {
@@ -223,6 +236,87 @@ impl<'c> G<'c, '_> {
     pub(crate) fn gemm(
         &self,
         p: &Gemm<'c>,
+        direct: Option<Direct>,
+        a_at: At<'_, 'c>,
+        b_at: At<'_, 'c>,
+        c_at: At<'_, 'c>,
+    ) -> R<()> {
+        let Some(form) = direct else {
+            return self.gemm_tiled(p, a_at, b_at, c_at);
+        };
+        let few_rows = self.icmp(IntPredicate::SLT, p.m, self.i64(MR));
+        self.if_else(
+            few_rows,
+            &mut || self.gemm_direct(p, form, a_at, b_at, c_at),
+            &mut || self.gemm_tiled(p, a_at, b_at, c_at),
+        )
+    }
+
+    /// A product with fewer rows than a tile (a vector times a matrix,
+    /// as in a recurrent network's step), without packing: packing B
+    /// would cost as much as the product. Each element still sums in
+    /// increasing `k` with multiply-adds, as the tiles do.
+    fn gemm_direct(
+        &self,
+        p: &Gemm<'c>,
+        form: Direct,
+        a_at: At<'_, 'c>,
+        b_at: At<'_, 'c>,
+        c_at: At<'_, 'c>,
+    ) -> R<()> {
+        let dt = &p.dt;
+        let zero: BasicValueEnum = self.fconst(dt, 0.0)?.into();
+        let at = |f: At<'_, 'c>, g, i, j| -> R<IntValue<'c>> { Ok(f(g, i, j)?.0) };
+        self.nest(&[p.groups, p.m], &mut |gm| {
+            let (g, m) = (gm[0], gm[1]);
+            match form {
+                Direct::RowsOfB => {
+                    // C[m, :] += A[m, k] * B[k, :], n innermost (contiguous).
+                    self.for_range(p.n, &mut |n| self.store(dt, p.c, at(c_at, g, m, n)?, zero))?;
+                    self.for_range(p.k, &mut |k| {
+                        let a = self.load(dt, p.a, at(a_at, g, m, k)?)?;
+                        self.for_range(p.n, &mut |n| {
+                            let c = at(c_at, g, m, n)?;
+                            let b = self.load(dt, p.b, at(b_at, g, k, n)?)?;
+                            let v = self.fmuladd(a, b, self.load(dt, p.c, c)?)?;
+                            self.store(dt, p.c, c, v)
+                        })
+                    })
+                }
+                Direct::ColumnsOfB => {
+                    // Dot products along k, DOT_COLUMNS columns at a time
+                    // (independent sums keep the multiply-adds busy).
+                    let w = DOT_COLUMNS;
+                    let blocks = self.b.build_int_signed_div(p.n, self.i64(w), "").expect("div");
+                    let columns = |n0: IntValue<'c>, width: i64| -> R<()> {
+                        let sums = self.for_carry(p.k, &vec![zero; width as usize], &mut |k, acc| {
+                            let a = self.load(dt, p.a, at(a_at, g, m, k)?)?;
+                            (0..width)
+                                .map(|j| {
+                                    let n = self.add(n0, self.i64(j));
+                                    let b = self.load(dt, p.b, at(b_at, g, k, n)?)?;
+                                    self.fmuladd(a, b, acc[j as usize])
+                                })
+                                .collect()
+                        })?;
+                        for (j, s) in sums.into_iter().enumerate() {
+                            let n = self.add(n0, self.i64(j as i64));
+                            self.store(dt, p.c, at(c_at, g, m, n)?, s)?;
+                        }
+                        Ok(())
+                    };
+                    self.for_range(blocks, &mut |jb| columns(self.mul(jb, self.i64(w)), w))?;
+                    let done = self.mul(blocks, self.i64(w));
+                    self.for_range(self.sub(p.n, done), &mut |j| columns(self.add(done, j), 1))
+                }
+            }
+        })
+    }
+
+    /// The blocked product (see the module documentation).
+    fn gemm_tiled(
+        &self,
+        p: &Gemm<'c>,
         a_at: At<'_, 'c>,
         b_at: At<'_, 'c>,
         c_at: At<'_, 'c>,
@@ -237,9 +331,11 @@ impl<'c> G<'c, '_> {
             self.mul(self.ceil_div(p.m, MR), self.i64(MR)),
             self.mul(self.ceil_div(p.n, nr), self.i64(nr)),
         );
-        let cp = self.scratch(dt, self.mul(mp, np))?;
-        let ap = self.scratch(dt, self.i64(KC * MR))?;
-        let bp = self.scratch(dt, self.i64(KC * nc))?;
+        // Taken and given back here, not owned by the scope: this may be
+        // one branch of a choice, whose buffers no later code may name.
+        let cp = self.take(dt, self.mul(mp, np))?;
+        let ap = self.take(dt, self.i64(KC * MR))?;
+        let bp = self.take(dt, self.i64(KC * nc))?;
         let size = self.i64(G::size_of(dt));
         // Offsets clamped into range for padding rows and columns (their
         // values are replaced by zeros).
@@ -309,7 +405,7 @@ impl<'c> G<'c, '_> {
             })
         })?;
         for b in [cp, ap, bp] {
-            self.release(b)?;
+            self.give(b)?;
         }
         Ok(())
     }
@@ -328,20 +424,24 @@ impl<'c> G<'c, '_> {
     ) -> R<()> {
         let pick = |v: &[IntValue<'c>], idx: &[usize]| idx.iter().map(|&d| v[d]).collect::<Vec<_>>();
         let (ls, rs) = (self.strides(&l.dims), self.strides(&r.dims));
-        let table = |a: &super::Arr<'c>, s: &[IntValue<'c>], idx: &[usize]| {
-            self.offset_table(&pick(&a.dims, idx), &pick(s, idx))
+        let part = |a: &super::Arr<'c>, s: &[IntValue<'c>], idx: &[usize]| -> R<Part<'c>> {
+            Ok(match idx {
+                [] => Part::Zero,
+                [d] if *d + 1 == a.dims.len() => Part::Index,
+                _ => Part::Table(self.offset_table(&pick(&a.dims, idx), &pick(s, idx))?),
+            })
         };
         let [lb, lc, lf] = ldims;
         let [rb, rc, rf] = rdims;
-        let tables = [
-            table(l, &ls, lb)?,
-            table(l, &ls, lf)?,
-            table(l, &ls, lc)?,
-            table(r, &rs, rb)?,
-            table(r, &rs, rc)?,
-            table(r, &rs, rf)?,
+        let parts = [
+            part(l, &ls, lb)?,
+            part(l, &ls, lf)?,
+            part(l, &ls, lc)?,
+            part(r, &rs, rb)?,
+            part(r, &rs, rc)?,
+            part(r, &rs, rf)?,
         ];
-        let [a_batch, a_row, a_k, b_batch, b_k, b_col] = tables;
+        let [a_batch, a_row, a_k, b_batch, b_k, b_col] = &parts;
         let p = Gemm {
             dt: dt.clone(),
             groups: self.numel(&pick(&l.dims, lb)),
@@ -352,25 +452,56 @@ impl<'c> G<'c, '_> {
             b: r.p,
             c: out,
         };
-        let sum3 = |t: [(PointerValue<'c>, IntValue<'c>); 3]| -> R<_> {
+        let sum3 = |t: [(&Part<'c>, IntValue<'c>); 3]| -> R<_> {
             let mut off = self.i64(0);
-            for (table, i) in t {
-                off = self.add(off, self.entry(table, i)?);
+            for (part, i) in t {
+                off = self.add(off, self.part_offset(part, i)?);
             }
             Ok((off, None))
+        };
+        let last = |v: &[usize], a: &super::Arr<'c>| v.len() == 1 && v[0] + 1 == a.dims.len();
+        let direct = if last(rf, r) {
+            Some(Direct::RowsOfB)
+        } else if last(rc, r) {
+            Some(Direct::ColumnsOfB)
+        } else {
+            None
         };
         let (m, n) = (p.m, p.n);
         self.gemm(
             &p,
-            &mut |g, i, k| sum3([(a_batch, g), (a_row, i), (a_k, k)]),
-            &mut |g, k, j| sum3([(b_batch, g), (b_k, k), (b_col, j)]),
-            &mut |g, i, j| Ok((self.add(self.mul(self.add(self.mul(g, m), i), n), j), None)),
+            direct,
+            &|g, i, k| sum3([(a_batch, g), (a_row, i), (a_k, k)]),
+            &|g, k, j| sum3([(b_batch, g), (b_k, k), (b_col, j)]),
+            &|g, i, j| Ok((self.add(self.mul(self.add(self.mul(g, m), i), n), j), None)),
         )?;
-        for t in tables {
-            self.release(t)?;
+        for part in parts {
+            if let Part::Table(t) = part {
+                self.release(t)?;
+            }
         }
         Ok(())
     }
+
+    fn part_offset(&self, part: &Part<'c>, i: IntValue<'c>) -> R<IntValue<'c>> {
+        Ok(match part {
+            Part::Zero => self.i64(0),
+            Part::Index => i,
+            Part::Table(t) => self.entry(*t, i)?,
+        })
+    }
+}
+
+/// The offset of one group of an operand's dimensions (batch, free or
+/// contracting) for a flat index over them.
+enum Part<'c> {
+    /// No dimensions.
+    Zero,
+    /// The operand's last dimension alone: the index itself (so LLVM sees
+    /// consecutive elements).
+    Index,
+    /// Any other: a table of offsets.
+    Table(PointerValue<'c>),
 }
 
 /// A convolution whose input is already padded and dilated: operands,
@@ -438,15 +569,16 @@ impl<'c> G<'c, '_> {
         };
         self.gemm(
             &p,
-            &mut |g, m, k| {
+            None,
+            &|g, m, k| {
                 let off = self.add(self.entry(a_row, m)?, self.entry(a_k, k)?);
                 Ok((self.add(off, self.mul(self.mul(g, cg), lst[ls[1]])), None))
             },
-            &mut |g, k, n| {
+            &|g, k, n| {
                 let col = self.add(self.mul(g, og), n);
                 Ok((self.add(self.entry(b_k, k)?, self.mul(col, rst[rs[0]])), None))
             },
-            &mut |g, m, n| {
+            &|g, m, n| {
                 let col = self.add(self.mul(g, og), n);
                 Ok((self.add(self.entry(c_row, m)?, self.mul(col, ost[os[1]])), None))
             },

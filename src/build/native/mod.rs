@@ -34,6 +34,7 @@ mod fusion;
 mod gemm;
 mod memory;
 mod ops;
+mod reduce;
 mod vmath;
 
 use super::{EqnCx, LowerError, Operand, R, Syntax, err};
@@ -665,6 +666,25 @@ impl<'c, 'f> G<'c, 'f> {
         Ok(values)
     }
 
+    /// `if c { then() } else { other() }`.
+    pub fn if_else(
+        &self,
+        c: IntValue<'c>,
+        then: &mut dyn FnMut() -> R<()>,
+        other: &mut dyn FnMut() -> R<()>,
+    ) -> R<()> {
+        let (t, e, done) = (self.block("then"), self.block("else"), self.block("endif"));
+        self.b.build_conditional_branch(c, t, e).expect("br");
+        self.b.position_at_end(t);
+        then()?;
+        self.b.build_unconditional_branch(done).expect("br");
+        self.b.position_at_end(e);
+        other()?;
+        self.b.build_unconditional_branch(done).expect("br");
+        self.b.position_at_end(done);
+        Ok(())
+    }
+
     /// A loop nest over `dims` (row-major order); `f` gets the index.
     pub fn nest(
         &self,
@@ -1145,8 +1165,11 @@ impl<'c, 'f> G<'c, 'f> {
             .copied()
             .flatten()
             .filter(|v| deferrable.contains(v));
-        let results = if fusion::is_elementwise(name) || (name == "broadcast_in_dim" && lazy.is_some()) {
-            if !fusion::is_elementwise(name) {
+        let results = if fusion::is_elementwise(name)
+            || name == "transpose"
+            || (lazy.is_some() && fusion::is_deferrable(e))
+        {
+            if !fusion::is_elementwise(name) && name != "transpose" {
                 self.materialize_args(env, &mut args, &vars)?;
             }
             let cx = EqnCx { e, id, args, outs: outs.clone() };

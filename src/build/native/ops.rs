@@ -108,14 +108,14 @@ pub(crate) const BINARY: &[&str] = &[
 
 /// The identity element of a combining primitive.
 #[derive(Clone, Copy)]
-enum Init {
+pub(crate) enum Init {
     Zero,
     One,
     Lowest,
     Highest,
 }
 
-fn init_of(op: &str) -> Init {
+pub(crate) fn init_of(op: &str) -> Init {
     match op {
         "mul" => Init::One,
         "max" => Init::Lowest,
@@ -129,10 +129,10 @@ impl<'c> G<'c, '_> {
         let name = cx.name();
         let one = |v: R<Arr<'c>>| v.map(|v| vec![v]);
         if let Some((_, op)) = REDUCE.iter().find(|(p, _)| *p == name) {
-            return one(self.reduce(env, cx, op));
+            return one(self.reduce(cx, op));
         }
         if let Some((_, op)) = CUMULATIVE.iter().find(|(p, _)| *p == name) {
-            return one(self.cumulative(env, cx, op));
+            return one(self.cumulative(cx, op));
         }
         if let Some((_, op)) = REDUCE_WINDOW.iter().find(|(p, _)| *p == name) {
             return one(self.reduce_window(env, cx, op));
@@ -477,7 +477,7 @@ impl<'c> G<'c, '_> {
     }
 
     /// The identity of a combining primitive for `dt`.
-    fn identity(&self, dt: &DType, init: Init) -> R<BasicValueEnum<'c>> {
+    pub(crate) fn identity(&self, dt: &DType, init: Init) -> R<BasicValueEnum<'c>> {
         let text = match (init, dt) {
             (Init::Zero, DType::Bool) | (Init::Lowest, DType::Bool) => "False".to_string(),
             (Init::One, DType::Bool) | (Init::Highest, DType::Bool) => "True".to_string(),
@@ -760,7 +760,7 @@ impl<'c> G<'c, '_> {
     }
 
     /// A binary elementwise primitive on two scalars of `dt`.
-    fn binop(
+    pub(crate) fn binop(
         &self,
         name: &str,
         dt: &DType,
@@ -974,82 +974,6 @@ impl<'c> G<'c, '_> {
         let s = self.slot(self.elem(dt, TextRange::new(0, 0))?);
         self.b.build_store(s, v).expect("store");
         Ok(s)
-    }
-
-    fn reduce(&self, env: &Env<'c>, cx: &Cx<'_, 'c>, op: &str) -> R<Arr<'c>> {
-        let axes = cx.ints("axes")?;
-        let x = &cx.args[0];
-        let dt = dtype(&x.ty)?;
-        let r = x.v.dims.len();
-        if axes.iter().any(|&a| a < 0 || a as usize >= r) {
-            return err(cx.at(), "`axes` out of range");
-        }
-        let kept: Vec<usize> = (0..r).filter(|k| !axes.contains(&(*k as i64))).collect();
-        let red: Vec<usize> = (0..r).filter(|k| axes.contains(&(*k as i64))).collect();
-        let out: Vec<IntValue> = kept.iter().map(|&k| x.v.dims[k]).collect();
-        let _ = env;
-        let res = self.alloc(&dt, &out)?;
-        let t = self.elem(&dt, cx.at())?;
-        let rdims: Vec<IntValue> = red.iter().map(|&k| x.v.dims[k]).collect();
-        self.nest(&out, &mut |oi| {
-            let s = self.acc(&dt, self.identity(&dt, init_of(op))?)?;
-            self.nest(&rdims, &mut |ri| {
-                let mut at = vec![self.i64(0); r];
-                for (n, &k) in kept.iter().enumerate() {
-                    at[k] = oi[n];
-                }
-                for (n, &k) in red.iter().enumerate() {
-                    at[k] = ri[n];
-                }
-                let v = self.load(&dt, x.v.p, self.offset(&at, &x.v.dims))?;
-                let a = self.b.build_load(t, s, "").expect("load");
-                let n = self.binop(op, &dt, a, v, cx)?;
-                self.b.build_store(s, n).expect("store");
-                Ok(())
-            })?;
-            let a = self.b.build_load(t, s, "").expect("load");
-            self.store(&dt, res.p, self.offset(oi, &out), a)
-        })?;
-        Ok(res)
-    }
-
-    fn cumulative(&self, env: &Env<'c>, cx: &Cx<'_, 'c>, op: &str) -> R<Arr<'c>> {
-        if op.is_empty() {
-            return err(cx.at(), format!("`{}` has no native lowering", cx.name()));
-        }
-        let axis = cx.int("axis")? as usize;
-        let reverse = cx.bool_or("reverse", false);
-        let x = &cx.args[0];
-        let dt = dtype(&x.ty)?;
-        let dims = x.v.dims.clone();
-        if axis >= dims.len() {
-            return err(cx.at(), "`axis` out of range");
-        }
-        let _ = env;
-        let t = self.elem(&dt, cx.at())?;
-        let res = self.alloc(&dt, &dims)?;
-        let n = dims[axis];
-        self.nest(&dims, &mut |idx| {
-            let s = self.acc(&dt, self.identity(&dt, init_of(op))?)?;
-            // Elements from the start (or end) up to this index.
-            let count = if reverse {
-                self.sub(n, idx[axis])
-            } else {
-                self.add(idx[axis], self.i64(1))
-            };
-            self.for_range(count, &mut |j| {
-                let mut at = idx.to_vec();
-                at[axis] = if reverse { self.add(idx[axis], j) } else { j };
-                let v = self.load(&dt, x.v.p, self.offset(&at, &dims))?;
-                let a = self.b.build_load(t, s, "").expect("load");
-                let nv = self.binop(op, &dt, a, v, cx)?;
-                self.b.build_store(s, nv).expect("store");
-                Ok(())
-            })?;
-            let a = self.b.build_load(t, s, "").expect("load");
-            self.store(&dt, res.p, self.offset(idx, &dims), a)
-        })?;
-        Ok(res)
     }
 
     fn reduce_window(&self, env: &Env<'c>, cx: &Cx<'_, 'c>, op: &str) -> R<Arr<'c>> {
