@@ -525,18 +525,44 @@ impl<'c> G<'c, '_> {
             inkwell::attributes::AttributeLoc::Function,
             self.cx.create_enum_attribute(memory, 0),
         );
-        let args: Vec<BasicMetadataValueEnum> = xs
+        let mut args: Vec<FloatValue> = xs
             .iter()
-            .map(|x| self.b.build_float_cast(x.into_float_value(), t, "").expect("cast").into())
+            .map(|x| self.b.build_float_cast(x.into_float_value(), t, "").expect("cast"))
             .collect();
-        let call = self.b.build_call(f, &args, "").expect("call");
+        // exp of an argument below the log of the smallest normal number
+        // is flushed to 0 (as XLA's flush-to-zero CPU code gives), from an
+        // argument clamped into the fast range: libm's (and libmvec's)
+        // underflow path sets errno, one element at a time, and masked
+        // attention scores (-1e9) sent every other element there.
+        let underflow = (name == "exp").then(|| {
+            let lowest = t.const_float(if t == self.cx.f64_type() { -708.0 } else { -87.0 });
+            let below = self
+                .b
+                .build_float_compare(FloatPredicate::OLT, args[0], lowest, "")
+                .expect("fcmp");
+            args[0] = self
+                .b
+                .build_select(below, lowest, args[0], "")
+                .expect("select")
+                .into_float_value();
+            below
+        });
+        let margs: Vec<BasicMetadataValueEnum> = args.iter().map(|&a| a.into()).collect();
+        let call = self.b.build_call(f, &margs, "").expect("call");
         if let Some(variants) = self.vector_variants(&fname, name, t, xs.len()) {
             call.add_attribute(
                 inkwell::attributes::AttributeLoc::Function,
                 self.cx.create_string_attribute("vector-function-abi-variant", &variants),
             );
         }
-        let r = call.try_as_basic_value().basic().expect("libm").into_float_value();
+        let mut r = call.try_as_basic_value().basic().expect("libm").into_float_value();
+        if let Some(below) = underflow {
+            r = self
+                .b
+                .build_select(below, t.const_zero(), r, "")
+                .expect("select")
+                .into_float_value();
+        }
         let want = self.elem(dt, TextRange::new(0, 0))?.into_float_type();
         Ok(self.b.build_float_cast(r, want, "").expect("cast").into())
     }
