@@ -531,10 +531,14 @@ impl<'c, 'f> G<'c, 'f> {
     pub fn min_i64(&self, x: IntValue<'c>, y: IntValue<'c>) -> IntValue<'c> {
         self.select_int(self.icmp(IntPredicate::SLT, x, y), x, y)
     }
+    /// `ceil(n / k)` for `n >= 0`, `k >= 1`.
+    pub fn ceil_div_by(&self, n: IntValue<'c>, k: IntValue<'c>) -> IntValue<'c> {
+        let n1 = self.sub(self.add(n, k), self.i64(1));
+        self.b.build_int_signed_div(n1, k, "").expect("div")
+    }
     /// `ceil(n / k)` for `n >= 0`.
     pub fn ceil_div(&self, n: IntValue<'c>, k: i64) -> IntValue<'c> {
-        let n1 = self.add(n, self.i64(k - 1));
-        self.b.build_int_signed_div(n1, self.i64(k), "").expect("div")
+        self.ceil_div_by(n, self.i64(k))
     }
 
     // ---- arrays and memory ---------------------------------------------------

@@ -1824,61 +1824,102 @@ impl<'c> G<'c, '_> {
     }
 
     /// Sorts rows of `cols` (arrays of one shape) along `axis` in place,
-    /// stably, by the first `keys` of them (insertion sort).
+    /// stably, by the first `keys` of them: a bottom-up merge sort of the
+    /// row's positions (runs of 1, 2, 4... merged, the left one first on
+    /// ties), then every column gathered in that order.
     fn sort_rows(&self, cols: &[(DType, Arr<'c>)], keys: usize, axis: usize, desc: bool) -> R<()> {
         let dims = cols[0].1.dims.clone();
         let n = dims[axis];
         let stride = self.numel(&dims[axis + 1..]);
         let mut outer = dims.clone();
         outer[axis] = self.i64(1);
-        let j_slot = self.slot(self.cx.i64_type().into());
+        let i64t = DType::Int(64);
+        let (perm, spare) = (self.scratch(&i64t, n)?, self.scratch(&i64t, n)?);
+        let rows = cols
+            .iter()
+            .map(|(dt, _)| self.scratch(dt, n))
+            .collect::<R<Vec<_>>>()?;
         self.nest(&outer, &mut |oi| {
             let base = self.offset(oi, &dims);
             let at = |j: IntValue<'c>| self.add(base, self.mul(j, stride));
-            self.for_range(self.sub(n, self.i64(1)), &mut |i0| {
-                let i = self.add(i0, self.i64(1));
-                self.b.build_store(j_slot, i).expect("store");
-                let head = self.block("sort");
-                let body = self.block("swap");
-                let exit = self.block("sorted");
-                self.b.build_unconditional_branch(head).expect("br");
-                self.b.position_at_end(head);
-                let j = self
-                    .b
-                    .build_load(self.cx.i64_type(), j_slot, "")
-                    .expect("load")
-                    .into_int_value();
-                let pos = self.icmp(IntPredicate::SGT, j, self.i64(0));
-                let jm = self.sub(j, self.i64(1));
-                let jj = self.select_int(pos, j, self.i64(0));
-                let jmm = self.select_int(pos, jm, self.i64(0));
-                // Lexicographic: key k decides when the previous keys tie.
+            // Whether position `a` sorts before position `b`: key by key,
+            // a later key deciding when the earlier ones tie.
+            let before = |a: IntValue<'c>, b: IntValue<'c>| -> R<IntValue<'c>> {
                 let mut lt = self.cx.bool_type().const_zero();
                 let mut eq = self.cx.bool_type().const_int(1, false);
-                for (dt, a) in &cols[..keys] {
-                    let x = self.load(dt, a.p, at(jj))?;
-                    let y = self.load(dt, a.p, at(jmm))?;
+                for (dt, col) in &cols[..keys] {
+                    let x = self.load(dt, col.p, at(a))?;
+                    let y = self.load(dt, col.p, at(b))?;
                     let l = self.less(dt, x, y, desc);
                     let g = self.less(dt, y, x, desc);
                     lt = self.or(lt, self.and(eq, l));
-                    let ne = self.or(l, g);
-                    eq = self.and(eq, self.b.build_not(ne, "").expect("not"));
+                    eq = self.and(eq, self.b.build_not(self.or(l, g), "").expect("not"));
                 }
-                let go = self.and(pos, lt);
-                self.b.build_conditional_branch(go, body, exit).expect("br");
-                self.b.position_at_end(body);
-                for (dt, a) in cols {
-                    let x = self.load(dt, a.p, at(jj))?;
-                    let y = self.load(dt, a.p, at(jmm))?;
-                    self.store(dt, a.p, at(jj), y)?;
-                    self.store(dt, a.p, at(jmm), x)?;
-                }
-                self.b.build_store(j_slot, jm).expect("store");
-                self.b.build_unconditional_branch(head).expect("br");
-                self.b.position_at_end(exit);
-                Ok(())
-            })
-        })
+                Ok(lt)
+            };
+            self.for_range(n, &mut |j| self.store(&i64t, perm, j, j.into()))?;
+            let ptr = |v: &BasicValueEnum<'c>| v.into_pointer_value();
+            // Passes while the run width is below n (64 bound every width).
+            let last = self.for_carry(
+                self.i64(64),
+                &[self.i64(1).into(), perm.into(), spare.into()],
+                &mut |_, st| {
+                    let width = st[0].into_int_value();
+                    let (src, dst) = (ptr(&st[1]), ptr(&st[2]));
+                    let go = self.icmp(IntPredicate::SLT, width, n);
+                    self.if_else(
+                        go,
+                        &mut || {
+                            let pair = self.mul(width, self.i64(2));
+                            self.for_range(self.ceil_div_by(n, pair), &mut |r| {
+                                let lo = self.mul(r, pair);
+                                let mid = self.min_i64(self.add(lo, width), n);
+                                let hi = self.min_i64(self.add(lo, pair), n);
+                                let count = self.sub(hi, lo);
+                                self.for_carry(count, &[lo.into(), mid.into()], &mut |k, ij| {
+                                    let (i, j) = (ij[0].into_int_value(), ij[1].into_int_value());
+                                    let left_ok = self.icmp(IntPredicate::SLT, i, mid);
+                                    let right_ok = self.icmp(IntPredicate::SLT, j, hi);
+                                    let pi = self.load(&i64t, src, self.select_int(left_ok, i, lo))?.into_int_value();
+                                    let pj = self.load(&i64t, src, self.select_int(right_ok, j, lo))?.into_int_value();
+                                    let right_first = self.and(right_ok, before(pj, pi)?);
+                                    let take_left = self.and(left_ok, self.b.build_not(right_first, "").expect("not"));
+                                    let v = self.select_int(take_left, pi, pj);
+                                    self.store(&i64t, dst, self.add(lo, k), v.into())?;
+                                    let one = |c| self.b.build_int_z_extend(c, self.cx.i64_type(), "").expect("zext");
+                                    let nt = self.b.build_not(take_left, "").expect("not");
+                                    Ok(vec![self.add(i, one(take_left)).into(), self.add(j, one(nt)).into()])
+                                })?;
+                                Ok(())
+                            })
+                        },
+                        &mut || Ok(()),
+                    )?;
+                    // After a pass the runs are in `dst`: swap.
+                    let w2 = self.select_int(go, self.mul(width, self.i64(2)), width);
+                    let s2 = self.b.build_select(go, dst, src, "").expect("select");
+                    let d2 = self.b.build_select(go, src, dst, "").expect("select");
+                    Ok(vec![w2.into(), s2, d2])
+                },
+            )?;
+            let sorted = ptr(&last[1]);
+            for ((dt, col), row) in cols.iter().zip(&rows) {
+                self.for_range(n, &mut |j| {
+                    let p = self.load(&i64t, sorted, j)?.into_int_value();
+                    let v = self.load(dt, col.p, at(p))?;
+                    self.store(dt, *row, j, v)
+                })?;
+                self.for_range(n, &mut |j| {
+                    let v = self.load(dt, *row, j)?;
+                    self.store(dt, col.p, at(j), v)
+                })?;
+            }
+            Ok(())
+        })?;
+        for p in [perm, spare].into_iter().chain(rows) {
+            self.release(p)?;
+        }
+        Ok(())
     }
 
     fn sort(&self, cx: &Cx<'_, 'c>) -> R<Vec<Arr<'c>>> {
