@@ -11,10 +11,11 @@ Our library is called through ctypes with its inputs prepared once; a call
 includes input validation, the computation, allocating the outputs and
 freeing them. XLA's call is `jax.block_until_ready(jitted(*args))` on
 arguments already on the device, after compiling. Each time is the median of
-several repeats of a batch of calls (after a warm-up call). XLA runs twice:
-with its default thread pool in this process, and in a child process
-pinned to one core (`taskset -c 0`, so its thread pools have one thread)
-with XLA_FLAGS=--xla_cpu_multi_thread_eigen=false.
+5 batches of calls (after a warm-up call); the sides take turns batch by
+batch, so the machine's load falls on all alike. XLA runs twice: with its
+default thread pool in this process, and in a child process pinned to one
+core (`taskset -c 0`, so its thread pools have one thread) with
+XLA_FLAGS=--xla_cpu_multi_thread_eigen=false.
 """
 import argparse
 import ctypes
@@ -95,21 +96,32 @@ class Library:
         return run, fetch
 
 
-def per_call(fn, budget):
-    """Median seconds per call of `fn` over repeats of a batch of calls."""
-    fn()
-    t = time.perf_counter()
-    fn()
-    once = max(time.perf_counter() - t, 1e-7)
-    repeats = 5 if once * 5 < budget else 3
-    number = max(1, int(budget / repeats / once))
-    times = []
-    for _ in range(repeats):
+class Timer:
+    """Times one side: calls of `fn` in batches sized so that a batch takes
+    about `budget / REPEATS` seconds (after a warm-up call)."""
+
+    def __init__(self, fn, budget):
+        self.fn = fn
+        fn()
         t = time.perf_counter()
-        for _ in range(number):
-            fn()
-        times.append((time.perf_counter() - t) / number)
-    return statistics.median(times)
+        fn()
+        once = max(time.perf_counter() - t, 1e-7)
+        self.number = max(1, int(budget / REPEATS / once))
+        self.times = []
+
+    def batch(self):
+        t = time.perf_counter()
+        for _ in range(self.number):
+            self.fn()
+        self.times.append((time.perf_counter() - t) / self.number)
+
+    def median(self):
+        return statistics.median(self.times)
+
+
+# Batches per side. The sides take turns, batch by batch, so that the load
+# of the machine (other processes) falls on all of them alike.
+REPEATS = 5
 
 
 def mismatch(got, want):
@@ -183,13 +195,52 @@ def xla_runner(row, args):
     return (lambda: jax.block_until_ready(jitted(*dargs))), [np.asarray(o) for o in jax.tree_util.tree_leaves(out)]
 
 
-def xla_only(rows, budget):
-    """Child mode: XLA's times, one JSON line per row."""
-    for row in rows:
-        if row["fn"] is None:
-            continue
-        run, _ = xla_runner(row, args_of(row))
-        print(json.dumps({"case": row["case"], "size": row["size"], "seconds": per_call(run, budget)}), flush=True)
+def xla_server(rows, budget):
+    """Child mode (XLA on one core): reads commands from stdin, one JSON a
+    line: `{"prepare": i}` compiles row i and warms it up, `{"batch": true}`
+    times a batch of its calls; answers `{"seconds": s}` (per call)."""
+    timer = None
+    for line in sys.stdin:
+        cmd = json.loads(line)
+        if "prepare" in cmd:
+            row = rows[cmd["prepare"]]
+            run, _ = xla_runner(row, args_of(row))
+            timer = Timer(run, budget)
+            print(json.dumps({"ready": True}), flush=True)
+        else:
+            timer.batch()
+            print(json.dumps({"seconds": timer.times[-1]}), flush=True)
+
+
+class Child:
+    """XLA restricted to one core in a child process: pinned to core 0
+    (its thread pools then have one thread) and with Eigen's
+    multi-threading off."""
+
+    def __init__(self, corpus, cases, budget):
+        env = dict(os.environ, XLA_FLAGS="--xla_cpu_multi_thread_eigen=false")
+        cmd = ["taskset", "-c", "0", sys.executable, os.path.abspath(__file__), "--corpus", corpus,
+               "--budget", str(budget), "--xla-server"] + (["--cases", cases] if cases else [])
+        self.p = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.times = []
+
+    def ask(self, cmd):
+        self.p.stdin.write(json.dumps(cmd) + "\n")
+        self.p.stdin.flush()
+        line = self.p.stdout.readline()
+        if not line:
+            raise SystemExit("the single-core XLA process died")
+        return json.loads(line)
+
+    def prepare(self, i):
+        self.times = []
+        self.ask({"prepare": i})
+
+    def batch(self):
+        self.times.append(self.ask({"batch": True})["seconds"])
+
+    def median(self):
+        return statistics.median(self.times)
 
 
 def build(jaxpr_bin, row, out_dir, built):
@@ -224,40 +275,38 @@ def main():
     ap.add_argument("--out", default=os.path.join(here, "..", "..", "target", "bench-runtime"))
     ap.add_argument("--cases", default="")
     ap.add_argument("--budget", type=float, default=0.5, help="seconds of calls per measurement")
-    ap.add_argument("--xla-only", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--xla-server", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--no-single-thread", action="store_true", help="skip XLA pinned to one core")
     a = ap.parse_args()
     only = set(filter(None, a.cases.split(",")))
     rows = plan(a.corpus, only)
-    if a.xla_only:
-        return xla_only(rows, a.budget)
+    if a.xla_server:
+        return xla_server(rows, a.budget)
     os.makedirs(a.out, exist_ok=True)
     load0 = open("/proc/loadavg").read().split()[:3]
-    single = {}
-    if not a.no_single_thread:
-        env = dict(os.environ, XLA_FLAGS="--xla_cpu_multi_thread_eigen=false")
-        cmd = ["taskset", "-c", "0", sys.executable, os.path.abspath(__file__), "--corpus", a.corpus,
-               "--budget", str(a.budget), "--xla-only"] + (["--cases", a.cases] if a.cases else [])
-        child = subprocess.run(cmd, env=env, capture_output=True, text=True)
-        if child.returncode != 0:
-            raise SystemExit(f"XLA single-thread run failed:\n{child.stderr}")
-        for line in child.stdout.splitlines():
-            d = json.loads(line)
-            single[(d["case"], d["size"])] = d["seconds"]
+    child = None if a.no_single_thread else Child(a.corpus, a.cases, a.budget)
     built = {}
     failures = []
     print("| case | size | ours | XLA (default threads) | ratio | XLA (1 core) | ratio | outputs |")
     print("|---|---|---|---|---|---|---|---|")
-    for row in rows:
+    for i, row in enumerate(rows):
         lib = build(a.jaxpr, row, a.out, built)
         args = args_of(row)
         run, fetch = lib.prepare(row["inputs"](args))
         ours = fetch()
+        sides = [Timer(run, a.budget)]
         if row["fn"] is not None:
             xla_run, want = xla_runner(row, args)
-            xla = per_call(xla_run, a.budget)
+            sides.append(Timer(xla_run, a.budget))
+            if child:
+                child.prepare(i)
+                sides.append(child)
         else:
-            xla, want = None, [np.asarray(w) for w in row["reference"](*args)]
+            want = [np.asarray(w) for w in row["reference"](*args)]
+        for _ in range(REPEATS):
+            for side in sides:
+                side.batch()
+        t, xla, one = (sides[k].median() if k < len(sides) else None for k in range(3))
         bad = [f"output {j}: {m}" for j, (g, w) in enumerate(zip(ours, want)) if (m := mismatch(g, w))]
         if len(ours) != len(want):
             bad.append(f"{len(ours)} outputs, expected {len(want)}")
@@ -265,8 +314,6 @@ def main():
         if hard:
             failures.append(f"{row['case']} {row['size']}: " + "; ".join(hard))
         check = "; ".join(bad) if bad else ("match" if xla is not None else "match (numpy; XLA cannot compile)")
-        t = per_call(run, a.budget)
-        one = single.get((row["case"], row["size"]))
         print(f"| {row['case']} | {row['size']} | {fmt(t)} | {fmt(xla)} | {ratio(t, xla)} | {fmt(one)} | "
               f"{ratio(t, one)} | {check} |", flush=True)
     load1 = open("/proc/loadavg").read().split()[:3]
