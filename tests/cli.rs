@@ -1,10 +1,23 @@
 //! The `jaxpr` binary: exit codes, JSON output, folders, `types`.
 
-use std::path::PathBuf;
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_jaxpr"))
+}
+
+/// `jaxpr ARGS... PATH`.
+fn run(args: &[&str], path: &Path) -> Output {
+    bin().args(args).arg(path).output().unwrap()
+}
+
+/// `jaxpr check --format json PATH`: its exit code and its report.
+fn check_json(path: &Path) -> (Option<i32>, serde_json::Value) {
+    let out = run(&["check", "--format", "json"], path);
+    let report = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    (out.status.code(), report)
 }
 
 fn corpus() -> PathBuf {
@@ -15,13 +28,8 @@ fn corpus() -> PathBuf {
 
 #[test]
 fn json_output_has_the_documented_shape() {
-    let out = bin()
-        .args(["check", "--format", "json"])
-        .arg(corpus().join("invalid/undefined_var.jaxpr"))
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (code, v) = check_json(&corpus().join("invalid/undefined_var.jaxpr"));
+    assert_eq!(code, Some(1));
     let d = &v["files"][0]["diagnostics"][0];
     assert_eq!(d["kind"], "undefined-variable");
     assert_eq!(d["severity"], "error");
@@ -36,20 +44,10 @@ fn json_output_has_the_documented_shape() {
 
 #[test]
 fn folders_are_checked_recursively_and_exit_codes_follow_errors() {
-    let out = bin()
-        .args(["check", "--format", "json"])
-        .arg(corpus().join("catalyst"))
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (code, v) = check_json(&corpus().join("catalyst"));
     assert!(v["summary"]["files"].as_u64().unwrap() >= 9);
-    assert_eq!(
-        v["summary"]["errors"],
-        0,
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(v["summary"]["errors"], 0, "{v}");
+    assert_eq!(code, Some(0));
     // The related locations carry the path.
     let nested = v["files"]
         .as_array()
@@ -81,11 +79,7 @@ fn io_and_usage_errors_exit_2() {
 
 #[test]
 fn human_output_names_the_file_line_and_code() {
-    let out = bin()
-        .args(["check", "--color", "never"])
-        .arg(corpus().join("invalid/dtype_mix.jaxpr"))
-        .output()
-        .unwrap();
+    let out = run(&["check", "--color", "never"], &corpus().join("invalid/dtype_mix.jaxpr"));
     let s = String::from_utf8(out.stdout).unwrap();
     assert!(s.contains("error[J0005]"), "{s}");
     assert!(s.contains("dtype_mix.jaxpr:3:"), "{s}");
@@ -102,13 +96,8 @@ fn non_utf8_input_is_a_diagnostic() {
         b"{ lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) } \xff\xfe",
     )
     .unwrap();
-    let out = bin()
-        .args(["check", "--format", "json"])
-        .arg(&p)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (code, v) = check_json(&p);
+    assert_eq!(code, Some(1));
     assert!(
         v["files"][0]["diagnostics"][0]["message"]
             .as_str()
@@ -119,11 +108,7 @@ fn non_utf8_input_is_a_diagnostic() {
 
 #[test]
 fn types_prints_every_jaxpr() {
-    let out = bin()
-        .arg("types")
-        .arg(corpus().join("catalyst/capture_loop.jaxpr"))
-        .output()
-        .unwrap();
+    let out = run(&["types"], &corpus().join("catalyst/capture_loop.jaxpr"));
     let s = String::from_utf8(out.stdout).unwrap();
     assert!(s.contains("main jaxpr"), "{s}");
     assert!(s.contains("body_jaxpr of `for_loop`"), "{s}");
@@ -157,11 +142,7 @@ fn a_folder_of_thousands_of_files_prints_no_progress_bar_on_a_pipe() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let json = bin()
-        .args(["check", "--format", "json"])
-        .arg(&dir)
-        .output()
-        .unwrap();
+    let json = run(&["check", "--format", "json"], &dir);
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(v["summary"]["files"], n);
     assert!(json.stderr.is_empty());
@@ -180,26 +161,17 @@ fn a_dropped_output_is_not_an_undefined_variable() {
         "{ lambda ; a:f32[3]. let\n    _:f32[3] b:f32[3] = jit[\n      name=f\n      jaxpr={ lambda ; c:f32[3]. let\n          d:f32[3] = sin c\n          e:f32[3] = cos c\n        in (d, e) }\n    ] a\n  in (_, b) }\n",
     )
     .unwrap();
-    let out = bin()
-        .args(["check", "--format", "json"])
-        .arg(&f)
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (code, v) = check_json(&f);
     assert_eq!(v["summary"]["errors"], 0, "{v}");
-    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(code, Some(0));
     // An undefined name in the same place is still reported.
     std::fs::write(
         &f,
         "{ lambda ; a:f32[3]. let b:f32[3] = sin a in (x, b) }\n",
     )
     .unwrap();
-    let out = bin()
-        .args(["check", "--format", "json"])
-        .arg(&f)
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (code, v) = check_json(&f);
+    assert_eq!(code, Some(1));
     assert_eq!(
         v["files"][0]["diagnostics"][0]["kind"], "undefined-variable",
         "{v}"

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Lsp, corpus, pos_of, uri};
+use common::{Lsp, corpus, field_of_each, pos_of, uri};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -321,24 +321,14 @@ fn outline_folding_tokens_hints_and_completion() {
     let td = json!({ "textDocument": { "uri": u } });
     // Outline: `remainder` and main; main's cond equations hold their branches.
     let syms = s.call("textDocument/documentSymbol", td.clone());
-    let names: Vec<&str> = syms
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["name"].as_str().unwrap())
-        .collect();
+    let names: Vec<&str> = field_of_each(&syms, "name");
     assert_eq!(names, ["remainder", "main"]);
     let main_children = syms[1]["children"].as_array().unwrap();
     let cond = main_children
         .iter()
         .find(|c| c["name"] == "t = cond")
         .expect("the first cond");
-    let branches: Vec<&str> = cond["children"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["name"].as_str().unwrap())
-        .collect();
+    let branches: Vec<&str> = field_of_each(&cond["children"], "name");
     assert_eq!(branches, ["branches[0]", "branches[1]"]);
     // Folding: every multi-line jaxpr and parameter list.
     let folds = s.call("textDocument/foldingRange", td.clone());
@@ -404,12 +394,7 @@ fn outline_folding_tokens_hints_and_completion() {
     assert_eq!(first[8], 1); // `a` (sizes b and c): typeParameter
     // Inlay hints on the body binders: implicit/explicit and DBIdx.
     let hints = s.call("textDocument/inlayHint", json!({ "textDocument": { "uri": u2 }, "range": { "start": { "line": 0, "character": 0 }, "end": { "line": 99, "character": 0 } } }));
-    let labels: Vec<&str> = hints
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|h| h["label"].as_str().unwrap())
-        .collect();
+    let labels: Vec<&str> = field_of_each(&hints, "label");
     assert!(labels.contains(&"#0 implicit"), "{labels:?}");
     assert!(labels.contains(&"#2 explicit f64[DBIdx(0)]"), "{labels:?}");
     assert!(
@@ -424,12 +409,7 @@ fn outline_folding_tokens_hints_and_completion() {
         "textDocument/completion",
         doc_pos(&u, json!({ "line": edit_line + 1, "character": 19 })),
     );
-    let labels: Vec<&str> = items
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["label"].as_str().unwrap())
-        .collect();
+    let labels: Vec<&str> = field_of_each(&items, "label");
     assert!(
         labels.contains(&"reduce_sum")
             && labels.contains(&"reduce_max")
@@ -442,12 +422,7 @@ fn outline_folding_tokens_hints_and_completion() {
         "textDocument/completion",
         doc_pos(&u, json!({ "line": edit_line + 1, "character": 29 })),
     );
-    let labels: Vec<&str> = items
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["label"].as_str().unwrap())
-        .collect();
+    let labels: Vec<&str> = field_of_each(&items, "label");
     assert_eq!(labels, ["axes"]);
     s.shutdown();
 }

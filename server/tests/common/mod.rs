@@ -271,3 +271,19 @@ pub fn pos_of(text: &str, needle: &str, nth: usize, delta: usize) -> Value {
     let col = off - text[..off].rfind('\n').map_or(0, |i| i + 1);
     json!({ "line": line, "character": col })
 }
+
+/// The string field `key` of each object of the JSON array `items`
+/// (document symbols' names, completion items' labels...).
+pub fn field_of_each<'a>(items: &'a Value, key: &str) -> Vec<&'a str> {
+    let items = items
+        .as_array()
+        .unwrap_or_else(|| panic!("not an array: {items}"));
+    items
+        .iter()
+        .map(|i| {
+            i[key]
+                .as_str()
+                .unwrap_or_else(|| panic!("no string {key:?} in {i}"))
+        })
+        .collect()
+}
