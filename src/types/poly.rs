@@ -1235,11 +1235,17 @@ impl Iv {
     }
 
     fn mul(self, o: Iv) -> Iv {
+        self.corners(o, ext_mul)
+    }
+
+    /// The hull of `op` at the four corners of `self × o`: the bounds of
+    /// an operation monotone in each argument on each sign quadrant.
+    fn corners(self, o: Iv, op: fn(Ext, Ext) -> Ext) -> Iv {
         let c = [
-            ext_mul(self.lo, o.lo),
-            ext_mul(self.lo, o.hi),
-            ext_mul(self.hi, o.lo),
-            ext_mul(self.hi, o.hi),
+            op(self.lo, o.lo),
+            op(self.lo, o.hi),
+            op(self.hi, o.lo),
+            op(self.hi, o.hi),
         ];
         Iv {
             lo: c.into_iter().min().unwrap_or(Ext::NegInf),
@@ -1277,17 +1283,7 @@ impl Iv {
         if d.lo <= zero && d.hi >= zero {
             return Iv::FULL;
         }
-        let c = [
-            ext_floordiv(self.lo, d.lo),
-            ext_floordiv(self.lo, d.hi),
-            ext_floordiv(self.hi, d.lo),
-            ext_floordiv(self.hi, d.hi),
-        ];
-        Iv {
-            lo: c.into_iter().min().unwrap_or(Ext::NegInf),
-            hi: c.into_iter().max().unwrap_or(Ext::PosInf),
-        }
-        .norm()
+        self.corners(d, ext_floordiv)
     }
 
     /// Bounds of `mod(_, d)` (JAX: `0 <= m <= d_ub - 1` for a positive divisor,
@@ -1803,27 +1799,16 @@ mod tests {
     fn c(v: i64) -> Poly {
         Poly::constant(v)
     }
-    fn add(a: &Poly, b: &Poly) -> Poly {
-        a.add(b).unwrap()
+    /// Shorthands for the fallible binary operations: `add(a, b)` is
+    /// `a.add(b).unwrap()`.
+    macro_rules! binary {
+        ($($short:ident => $method:ident),*) => {
+            $(fn $short(a: &Poly, b: &Poly) -> Poly {
+                a.$method(b).unwrap()
+            })*
+        };
     }
-    fn sub(a: &Poly, b: &Poly) -> Poly {
-        a.sub(b).unwrap()
-    }
-    fn mul(a: &Poly, b: &Poly) -> Poly {
-        a.mul(b).unwrap()
-    }
-    fn fd(a: &Poly, b: &Poly) -> Poly {
-        a.floordiv(b).unwrap()
-    }
-    fn md(a: &Poly, b: &Poly) -> Poly {
-        a.modulo(b).unwrap()
-    }
-    fn mx(a: &Poly, b: &Poly) -> Poly {
-        a.max(b).unwrap()
-    }
-    fn mn(a: &Poly, b: &Poly) -> Poly {
-        a.min(b).unwrap()
-    }
+    binary!(add => add, sub => sub, mul => mul, fd => floordiv, md => modulo, mx => max, mn => min);
     #[test]
     fn inherent_max_min_via_path_or_reference() {
         // `Poly: Ord`, so on an *owned* receiver `p.max(q)` resolves to
