@@ -59,7 +59,7 @@ pub fn parse(db: &dyn Db, file: SourceFile) -> Arc<Parse> {
     let text = file.text(db);
     match db.engine().base(file.as_id(), text) {
         Some((p, _)) => p,
-        None => Arc::new(syntax::parse(text)),
+        None => Arc::new(interruptible(db, || syntax::parse(text))),
     }
 }
 
@@ -76,7 +76,7 @@ pub fn analysis(db: &dyn Db, file: SourceFile) -> Arc<Analysis> {
         return a;
     }
     let p = parse(db, file);
-    let (a, extras) = check::check_full(&p.file);
+    let (a, extras) = interruptible(db, || check::check_full(&p.file));
     let a = Arc::new(a);
     db.engine().offer(file.as_id(), text, p, a.clone(), extras);
     a
@@ -86,7 +86,14 @@ pub fn analysis(db: &dyn Db, file: SourceFile) -> Arc<Analysis> {
 /// position (syntax errors first among equals).
 #[salsa::tracked(returns(clone))]
 pub fn diagnostics(db: &dyn Db, file: SourceFile) -> Arc<Vec<Diagnostic>> {
-    db.engine().diagnostics(file.as_id(), file.text(db))
+    let cancelled = || db.unwind_if_revision_cancelled();
+    db.engine().diagnostics(file.as_id(), file.text(db), &cancelled)
+}
+
+/// Runs a whole-file parse or check so that an edit can cancel it while it
+/// runs (see [`crate::interrupt`]), not only once it is done.
+fn interruptible<R>(db: &dyn Db, f: impl FnOnce() -> R) -> R {
+    crate::interrupt::with_checkpoint(&|| db.unwind_if_revision_cancelled(), f)
 }
 
 /// The diagnostics of the file from scratch (a whole-file parse and check,
@@ -102,6 +109,39 @@ pub fn diagnostics_from_scratch(text: &str) -> Vec<Diagnostic> {
 mod tests {
     use super::*;
     use salsa::Setter;
+
+    /// A text whose whole-file check takes a while (200k equations).
+    fn long_text() -> String {
+        let mut t = String::from("{ lambda ; a:f32[3]. let\n");
+        for i in 0..200_000 {
+            t.push_str(&format!("    b{i}:f32[3] = sin a\n"));
+        }
+        t + "  in (a,) }\n"
+    }
+
+    /// An edit made while another handle of the database runs a whole-file
+    /// query cancels that query in the middle of its parse or check (the
+    /// edit waits for it to stop), for the analysis and the diagnostics.
+    #[test]
+    fn an_edit_interrupts_a_whole_file_query_in_progress() {
+        type Query = fn(&RootDatabase, SourceFile);
+        let queries: [(&str, Query); 2] = [
+            ("analysis", |db, f| drop(analysis(db, f))),
+            ("diagnostics", |db, f| drop(diagnostics(db, f))),
+        ];
+        for (name, query) in queries {
+            let mut db = RootDatabase::default();
+            let file = SourceFile::new(&db, "long.jaxpr".into(), long_text());
+            let handle = db.clone();
+            let running = std::thread::spawn(move || {
+                salsa::Cancelled::catch(|| query(&handle, file)).is_err()
+            });
+            std::thread::sleep(std::time::Duration::from_millis(30));
+            file.set_text(&mut db).to("{ lambda ; . let  in () }".into());
+            assert!(running.join().unwrap(), "{name}: the query ran to its end");
+            assert!(diagnostics(&db, file).is_empty());
+        }
+    }
 
     #[test]
     fn edit_updates_diagnostics_and_unchanged_results_are_reused() {

@@ -87,7 +87,16 @@ impl Engine {
     }
 
     /// Diagnostics of `text`, the current text of `file`, sorted by position.
-    pub fn diagnostics(&self, file: salsa::Id, text: &str) -> Arc<Vec<Diagnostic>> {
+    /// A whole-file parse and check calls `checkpoint` once per equation
+    /// (see [`crate::interrupt`]): it may unwind to cancel them, which leaves
+    /// the engine's state as it was. Reuse runs without it: it updates that
+    /// state as it goes.
+    pub fn diagnostics(
+        &self,
+        file: salsa::Id,
+        text: &str,
+        checkpoint: &dyn Fn(),
+    ) -> Arc<Vec<Diagnostic>> {
         let slot = self.slot(file);
         let mut state = slot.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(s) = state.as_mut() {
@@ -100,9 +109,12 @@ impl Engine {
                 return s.diags.clone();
             }
         }
-        let parse = Arc::new(syntax::parse(text));
-        let (analysis, extras) = check::check_full(&parse.file);
-        let s = FileState::new(text, parse, Arc::new(analysis), extras);
+        let (parse, analysis, extras) = crate::interrupt::with_checkpoint(checkpoint, || {
+            let parse = syntax::parse(text);
+            let (analysis, extras) = check::check_full(&parse.file);
+            (parse, analysis, extras)
+        });
+        let s = FileState::new(text, Arc::new(parse), Arc::new(analysis), extras);
         let diags = s.diags.clone();
         *state = Some(s);
         diags

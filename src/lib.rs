@@ -9,6 +9,7 @@ pub mod diagnostics;
 pub mod fuzz;
 pub mod ide;
 pub mod incremental;
+pub mod interrupt;
 pub mod scale;
 pub mod session;
 pub mod signature;

@@ -845,6 +845,7 @@ impl Checker {
     ) -> JaxprId {
         let id = self.begin_jaxpr(j, origin, parent, origins);
         for e in eqns {
+            crate::interrupt::checkpoint();
             let eid = self.check_eqn(e.borrow(), id);
             self.a.jaxprs[id.0 as usize].eqns.push(eid);
         }

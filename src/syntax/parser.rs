@@ -715,6 +715,7 @@ impl<'a, 's> Parser<'a, 's> {
             if t.kind == T::LParen && t.newline_before {
                 return; // outputs without `in`: reported by the caller
             }
+            crate::interrupt::checkpoint();
             match self.equation() {
                 Ok(e) => eqns(e),
                 Err(Reported) => self.recover_to_eqn_boundary(),
