@@ -108,6 +108,51 @@ fn main() {
         defs.push(t.elapsed());
         assert!(!d.is_null(), "definition at {line}:{col}");
     }
+
+    // 4. An edit while a whole-file request (semantic tokens, which needs
+    // the analysis of the edited text) runs: the edit's diagnostics wait
+    // only for the request to notice its cancellation. Then the first
+    // hover after an edit, which computes the whole-file analysis again.
+    let (mut interrupting, mut first_hovers, mut paused_hovers) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..10 {
+        let line = eqn_lines[(i * 7919) % eqn_lines.len()];
+        let col = lines[line].rfind(' ').unwrap() + 2;
+        let edit = |s: &mut Lsp, version: i64, insert: bool| {
+            let start = json!({ "line": line, "character": col });
+            let end = json!({ "line": line, "character": if insert { col } else { col + 1 } });
+            let change = json!({ "range": { "start": start, "end": end }, "text": if insert { "x" } else { "" } });
+            s.notify("textDocument/didChange", json!({ "textDocument": { "uri": uri, "version": version }, "contentChanges": [change] }));
+        };
+        version += 1;
+        edit(&mut s, version, true);
+        s.diagnostics(uri, Some(version));
+        s.send(&json!({ "jsonrpc": "2.0", "id": 1_000_000 + i, "method": "textDocument/semanticTokens/full", "params": { "textDocument": { "uri": uri } } }));
+        std::thread::sleep(Duration::from_millis(20));
+        version += 1;
+        let t = Instant::now();
+        edit(&mut s, version, false);
+        s.diagnostics(uri, Some(version));
+        interrupting.push(t.elapsed());
+        let hover_line = eqn_lines[(i * 104729) % eqn_lines.len()];
+        let hover_col = lines[hover_line].rfind(' ').unwrap() + 1;
+        let p = json!({ "textDocument": { "uri": uri }, "position": { "line": hover_line, "character": hover_col } });
+        let t = Instant::now();
+        let h = s.call("textDocument/hover", p.clone());
+        first_hovers.push(t.elapsed());
+        assert!(!h.is_null(), "hover at {hover_line}:{hover_col}");
+        // The same after a pause in typing, which the server spends on the
+        // whole-file analysis.
+        version += 1;
+        edit(&mut s, version, true);
+        s.diagnostics(uri, Some(version));
+        std::thread::sleep(Duration::from_millis(1500));
+        let t = Instant::now();
+        s.call("textDocument/hover", p);
+        paused_hovers.push(t.elapsed());
+        version += 1;
+        edit(&mut s, version, false);
+        s.diagnostics(uri, Some(version));
+    }
     s.shutdown();
 
     println!("| measure | p50 | p99 | target |");
@@ -135,5 +180,23 @@ fn main() {
         defs.len(),
         ms(percentile(&mut defs, 0.5)),
         ms(percentile(&mut defs, 0.99))
+    );
+    println!(
+        "| didChange during a semantic-tokens request -> diagnostics ({} edits) | {} | {} (max) | p50 < 50 ms |",
+        interrupting.len(),
+        ms(percentile(&mut interrupting, 0.5)),
+        ms(percentile(&mut interrupting, 1.0))
+    );
+    println!(
+        "| hover right after an edit's diagnostics ({} requests) | {} | {} (max) | none (a whole-file check) |",
+        first_hovers.len(),
+        ms(percentile(&mut first_hovers, 0.5)),
+        ms(percentile(&mut first_hovers, 1.0))
+    );
+    println!(
+        "| hover 1.5 s after an edit ({} requests) | {} | {} (max) | p99 < 10 ms |",
+        paused_hovers.len(),
+        ms(percentile(&mut paused_hovers, 0.5)),
+        ms(percentile(&mut paused_hovers, 1.0))
     );
 }

@@ -149,7 +149,17 @@ impl Backend {
                 .iter()
                 .map(|d| to_lsp_diagnostic(d, &uri, &rope, enc))
                 .collect();
-            client.publish_diagnostics(uri, lsp, Some(version)).await;
+            client.publish_diagnostics(uri.clone(), lsp, Some(version)).await;
+            // The diagnostics of an edit are found incrementally, but hover,
+            // definition and the other position queries read the whole-file
+            // analysis, which takes about a full check of a large file: it
+            // is computed now, in the background, so that it is ready when
+            // the user stops typing. The next edit cancels it (at its next
+            // equation; see `jaxpr::interrupt`).
+            let Some(snap) = lock(&ws).snapshot(&uri).filter(|s| s.version == version) else {
+                return;
+            };
+            let _ = tokio::task::spawn_blocking(move || snap.with_view(|_| ())).await;
         });
     }
 }
