@@ -21,6 +21,18 @@ fn ms(d: Duration) -> String {
     format!("{:.1} ms", d.as_secs_f64() * 1e3)
 }
 
+/// One row of the table: the p50 of `times`, and their p99 or, for a
+/// handful of runs (`max`), their maximum.
+fn row(measure: &str, unit: &str, times: &mut [Duration], max: bool, target: &str) {
+    let (high, note) = if max { (1.0, " (max)") } else { (0.99, "") };
+    println!(
+        "| {measure} ({} {unit}) | {} | {}{note} | {target} |",
+        times.len(),
+        ms(percentile(times, 0.5)),
+        ms(percentile(times, high))
+    );
+}
+
 fn main() {
     let path = std::env::args()
         .skip(1)
@@ -113,7 +125,8 @@ fn main() {
     // the analysis of the edited text) runs: the edit's diagnostics wait
     // only for the request to notice its cancellation. Then the first
     // hover after an edit, which computes the whole-file analysis again.
-    let (mut interrupting, mut first_hovers, mut paused_hovers) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut interrupting, mut first_hovers, mut paused_hovers) =
+        (Vec::new(), Vec::new(), Vec::new());
     for i in 0..10 {
         let line = eqn_lines[(i * 7919) % eqn_lines.len()];
         let col = lines[line].rfind(' ').unwrap() + 2;
@@ -157,46 +170,41 @@ fn main() {
 
     println!("| measure | p50 | p99 | target |");
     println!("|---|---|---|---|");
-    println!(
-        "| didOpen -> first diagnostics ({} runs) | {} | {} (max) | < 1 s |",
-        first.len(),
-        ms(percentile(&mut first, 0.5)),
-        ms(percentile(&mut first, 1.0))
+    row(
+        "didOpen -> first diagnostics",
+        "runs",
+        &mut first,
+        true,
+        "< 1 s",
     );
-    println!(
-        "| 1-char didChange -> diagnostics ({} edits) | {} | {} | p50 < 50 ms |",
-        edits.len(),
-        ms(percentile(&mut edits, 0.5)),
-        ms(percentile(&mut edits, 0.99))
+    row(
+        "1-char didChange -> diagnostics",
+        "edits",
+        &mut edits,
+        false,
+        "p50 < 50 ms",
     );
-    println!(
-        "| hover ({} requests) | {} | {} | p99 < 10 ms |",
-        hovers.len(),
-        ms(percentile(&mut hovers, 0.5)),
-        ms(percentile(&mut hovers, 0.99))
+    row("hover", "requests", &mut hovers, false, "p99 < 10 ms");
+    row("definition", "requests", &mut defs, false, "p99 < 10 ms");
+    row(
+        "didChange during a semantic-tokens request -> diagnostics",
+        "edits",
+        &mut interrupting,
+        true,
+        "p50 < 50 ms",
     );
-    println!(
-        "| definition ({} requests) | {} | {} | p99 < 10 ms |",
-        defs.len(),
-        ms(percentile(&mut defs, 0.5)),
-        ms(percentile(&mut defs, 0.99))
+    row(
+        "hover right after an edit's diagnostics",
+        "requests",
+        &mut first_hovers,
+        true,
+        "none (a whole-file check)",
     );
-    println!(
-        "| didChange during a semantic-tokens request -> diagnostics ({} edits) | {} | {} (max) | p50 < 50 ms |",
-        interrupting.len(),
-        ms(percentile(&mut interrupting, 0.5)),
-        ms(percentile(&mut interrupting, 1.0))
-    );
-    println!(
-        "| hover right after an edit's diagnostics ({} requests) | {} | {} (max) | none (a whole-file check) |",
-        first_hovers.len(),
-        ms(percentile(&mut first_hovers, 0.5)),
-        ms(percentile(&mut first_hovers, 1.0))
-    );
-    println!(
-        "| hover 1.5 s after an edit ({} requests) | {} | {} (max) | p99 < 10 ms |",
-        paused_hovers.len(),
-        ms(percentile(&mut paused_hovers, 0.5)),
-        ms(percentile(&mut paused_hovers, 1.0))
+    row(
+        "hover 1.5 s after an edit",
+        "requests",
+        &mut paused_hovers,
+        true,
+        "p99 < 10 ms",
     );
 }

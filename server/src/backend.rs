@@ -149,7 +149,9 @@ impl Backend {
                 .iter()
                 .map(|d| to_lsp_diagnostic(d, &uri, &rope, enc))
                 .collect();
-            client.publish_diagnostics(uri.clone(), lsp, Some(version)).await;
+            client
+                .publish_diagnostics(uri.clone(), lsp, Some(version))
+                .await;
             // The diagnostics of an edit are found incrementally, but hover,
             // definition and the other position queries read the whole-file
             // analysis, which takes about a full check of a large file: it

@@ -496,7 +496,13 @@ fn a_late_answer_to_a_progress_request_is_harmless() {
     let (u, text) = read("invalid/broadcast_dims.jaxpr");
     s.open(&u, &text);
     let r = s.request("workspace/executeCommand", json!({ "command": "jaxpr.server.build", "arguments": [{ "uri": u, "emit": "stablehlo" }] }));
-    assert!(r["error"]["message"].as_str().unwrap().contains("not built"), "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not built"),
+        "{r}"
+    );
     let create = s
         .wait_for(|m| m["method"] == "window/workDoneProgress/create")
         .expect("the server asks for a progress token");
@@ -505,7 +511,10 @@ fn a_late_answer_to_a_progress_request_is_harmless() {
     // ...and the answer that comes now finds nobody waiting.
     s.send(&json!({ "jsonrpc": "2.0", "id": create["id"], "result": null }));
     s.answer_server_requests = true;
-    let h = s.request("textDocument/hover", doc_pos(&u, json!({ "line": 0, "character": 11 })));
+    let h = s.request(
+        "textDocument/hover",
+        doc_pos(&u, json!({ "line": 0, "character": 11 })),
+    );
     assert!(h.get("result").is_some(), "{h}");
     assert!(s.shutdown().success());
     let stderr = s.stderr();
