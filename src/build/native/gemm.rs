@@ -44,9 +44,14 @@ pub(crate) type At<'a, 'c> =
 pub(crate) enum Direct {
     /// Along `n`: each row of C accumulates rows of B.
     RowsOfB,
-    /// Along `k`: each element of C is a dot product.
-    ColumnsOfB,
+    /// Along `k`: each element of C is a dot product (with A contiguous
+    /// along `k` too, a vectorized one).
+    ColumnsOfB { a_contiguous: bool },
 }
+
+/// Vector registers of C (or partial sums) a direct product keeps: 8
+/// independent multiply-add chains cover the latency of two FMA units.
+const DIRECT_VECTORS: i64 = 8;
 
 /// Columns of C a dot product computes at once ([`Direct::ColumnsOfB`]).
 const DOT_COLUMNS: i64 = 4;
@@ -267,31 +272,105 @@ impl<'c> G<'c, '_> {
         let dt = &p.dt;
         let zero: BasicValueEnum = self.fconst(dt, 0.0)?.into();
         let at = |f: At<'_, 'c>, g, i, j| -> R<IntValue<'c>> { Ok(f(g, i, j)?.0) };
+        let (vt, w) = self.vector_of(dt)?;
+        let zv: BasicValueEnum = self.splat(vt, zero).into();
+        let vectors = DIRECT_VECTORS as usize;
+        // One element of C at a time, in increasing k.
+        let single = |g, m, n| -> R<()> {
+            let s = self.for_carry(p.k, &[zero], &mut |k, s| {
+                let a = self.load(dt, p.a, at(a_at, g, m, k)?)?;
+                let b = self.load(dt, p.b, at(b_at, g, k, n)?)?;
+                Ok(vec![self.fmuladd(a, b, s[0])?])
+            })?;
+            self.store(dt, p.c, at(c_at, g, m, n)?, s[0])
+        };
         self.nest(&[p.groups, p.m], &mut |gm| {
             let (g, m) = (gm[0], gm[1]);
             match form {
                 Direct::RowsOfB => {
-                    // C[m, :] += A[m, k] * B[k, :], n innermost (contiguous).
-                    self.for_range(p.n, &mut |n| self.store(dt, p.c, at(c_at, g, m, n)?, zero))?;
-                    self.for_range(p.k, &mut |k| {
-                        let a = self.load(dt, p.a, at(a_at, g, m, k)?)?;
-                        self.for_range(p.n, &mut |n| {
-                            let c = at(c_at, g, m, n)?;
+                    // C[m, n0..] in vector registers while k runs:
+                    // += A[m, k] * B[k, n0..], each element in increasing k.
+                    let width = DIRECT_VECTORS * w;
+                    let blocks = self.b.build_int_signed_div(p.n, self.i64(width), "").expect("div");
+                    self.for_range(blocks, &mut |jb| {
+                        let n0 = self.mul(jb, self.i64(width));
+                        let col = |v: usize| self.add(n0, self.i64(v as i64 * w));
+                        let acc = self.for_carry(p.k, &vec![zv; vectors], &mut |k, acc| {
+                            let a = self.splat(vt, self.load(dt, p.a, at(a_at, g, m, k)?)?);
+                            (0..vectors)
+                                .map(|v| {
+                                    let b = self.vload(dt, vt, p.b, at(b_at, g, k, col(v))?)?;
+                                    self.fmuladd(a.into(), b.into(), acc[v])
+                                })
+                                .collect()
+                        })?;
+                        for (v, x) in acc.iter().enumerate() {
+                            self.vstore(dt, p.c, at(c_at, g, m, col(v))?, x.into_vector_value())?;
+                        }
+                        Ok(())
+                    })?;
+                    let done = self.mul(blocks, self.i64(width));
+                    self.for_range(self.sub(p.n, done), &mut |j| single(g, m, self.add(done, j)))
+                }
+                Direct::ColumnsOfB { a_contiguous: true } => {
+                    // A dot product along contiguous k: partial sums in
+                    // vectors, added pairwise, then lane by lane, then the
+                    // elements that fill no vector.
+                    let step = DIRECT_VECTORS * w;
+                    let steps = self.b.build_int_signed_div(p.k, self.i64(step), "").expect("div");
+                    let done = self.mul(steps, self.i64(step));
+                    self.for_range(p.n, &mut |n| {
+                        let acc = self.for_carry(steps, &vec![zv; vectors], &mut |s, acc| {
+                            let k0 = self.mul(s, self.i64(step));
+                            (0..vectors)
+                                .map(|v| {
+                                    let k = self.add(k0, self.i64(v as i64 * w));
+                                    let a = self.vload(dt, vt, p.a, at(a_at, g, m, k)?)?;
+                                    let b = self.vload(dt, vt, p.b, at(b_at, g, k, n)?)?;
+                                    self.fmuladd(a.into(), b.into(), acc[v])
+                                })
+                                .collect()
+                        })?;
+                        let fadd = |x: BasicValueEnum<'c>, y: BasicValueEnum<'c>| -> BasicValueEnum<'c> {
+                            match (x, y) {
+                                (BasicValueEnum::VectorValue(x), BasicValueEnum::VectorValue(y)) => {
+                                    self.b.build_float_add(x, y, "").expect("fadd").into()
+                                }
+                                (x, y) => self
+                                    .b
+                                    .build_float_add(x.into_float_value(), y.into_float_value(), "")
+                                    .expect("fadd")
+                                    .into(),
+                            }
+                        };
+                        // Pairwise: (0+1)+(2+3), then (0..3)+(4..7).
+                        let mut level = acc.clone();
+                        while level.len() > 1 {
+                            level = level.chunks(2).map(|c| fadd(c[0], c[1])).collect();
+                        }
+                        let v = level[0].into_vector_value();
+                        let mut sum = self.b.build_extract_element(v, self.i64(0), "").expect("lane");
+                        for l in 1..w {
+                            sum = fadd(sum, self.b.build_extract_element(v, self.i64(l), "").expect("lane"));
+                        }
+                        let s = self.for_carry(self.sub(p.k, done), &[sum], &mut |j, s| {
+                            let k = self.add(done, j);
+                            let a = self.load(dt, p.a, at(a_at, g, m, k)?)?;
                             let b = self.load(dt, p.b, at(b_at, g, k, n)?)?;
-                            let v = self.fmuladd(a, b, self.load(dt, p.c, c)?)?;
-                            self.store(dt, p.c, c, v)
-                        })
+                            Ok(vec![self.fmuladd(a, b, s[0])?])
+                        })?;
+                        self.store(dt, p.c, at(c_at, g, m, n)?, s[0])
                     })
                 }
-                Direct::ColumnsOfB => {
+                Direct::ColumnsOfB { a_contiguous: false } => {
                     // Dot products along k, DOT_COLUMNS columns at a time
                     // (independent sums keep the multiply-adds busy).
                     let w = DOT_COLUMNS;
                     let blocks = self.b.build_int_signed_div(p.n, self.i64(w), "").expect("div");
-                    let columns = |n0: IntValue<'c>, width: i64| -> R<()> {
-                        let sums = self.for_carry(p.k, &vec![zero; width as usize], &mut |k, acc| {
+                    let columns = |n0: IntValue<'c>| -> R<()> {
+                        let sums = self.for_carry(p.k, &vec![zero; w as usize], &mut |k, acc| {
                             let a = self.load(dt, p.a, at(a_at, g, m, k)?)?;
-                            (0..width)
+                            (0..w)
                                 .map(|j| {
                                     let n = self.add(n0, self.i64(j));
                                     let b = self.load(dt, p.b, at(b_at, g, k, n)?)?;
@@ -305,9 +384,9 @@ impl<'c> G<'c, '_> {
                         }
                         Ok(())
                     };
-                    self.for_range(blocks, &mut |jb| columns(self.mul(jb, self.i64(w)), w))?;
+                    self.for_range(blocks, &mut |jb| columns(self.mul(jb, self.i64(w))))?;
                     let done = self.mul(blocks, self.i64(w));
-                    self.for_range(self.sub(p.n, done), &mut |j| columns(self.add(done, j), 1))
+                    self.for_range(self.sub(p.n, done), &mut |j| single(g, m, self.add(done, j)))
                 }
             }
         })
@@ -427,7 +506,7 @@ impl<'c> G<'c, '_> {
         let part = |a: &super::Arr<'c>, s: &[IntValue<'c>], idx: &[usize]| -> R<Part<'c>> {
             Ok(match idx {
                 [] => Part::Zero,
-                [d] if *d + 1 == a.dims.len() => Part::Index,
+                [d] => Part::Scaled(s[*d]),
                 _ => Part::Table(self.offset_table(&pick(&a.dims, idx), &pick(s, idx))?),
             })
         };
@@ -463,7 +542,9 @@ impl<'c> G<'c, '_> {
         let direct = if last(rf, r) {
             Some(Direct::RowsOfB)
         } else if last(rc, r) {
-            Some(Direct::ColumnsOfB)
+            Some(Direct::ColumnsOfB {
+                a_contiguous: last(lc, l),
+            })
         } else {
             None
         };
@@ -486,7 +567,7 @@ impl<'c> G<'c, '_> {
     fn part_offset(&self, part: &Part<'c>, i: IntValue<'c>) -> R<IntValue<'c>> {
         Ok(match part {
             Part::Zero => self.i64(0),
-            Part::Index => i,
+            Part::Scaled(stride) => self.mul(i, *stride),
             Part::Table(t) => self.entry(*t, i)?,
         })
     }
@@ -497,9 +578,9 @@ impl<'c> G<'c, '_> {
 enum Part<'c> {
     /// No dimensions.
     Zero,
-    /// The operand's last dimension alone: the index itself (so LLVM sees
-    /// consecutive elements).
-    Index,
+    /// One dimension: the index times its stride (1 for the last, so
+    /// LLVM sees consecutive elements).
+    Scaled(IntValue<'c>),
     /// Any other: a table of offsets.
     Table(PointerValue<'c>),
 }
