@@ -1115,6 +1115,8 @@ impl<'c, 'f> G<'c, 'f> {
 
     pub(crate) fn body(&self, env: &mut Env<'c>, j: JaxprId) -> R<Vec<Op<'c>>> {
         let (eqns, outvars) = self.syntax.body(self.a, j)?;
+        // Fusion looks at every equation's uses before any is lowered.
+        let eqns: Vec<_> = eqns.collect();
         let deferrable = self.deferrable(&eqns, outvars);
         for (e, id) in eqns {
             self.eqn(env, e, id, &deferrable)?;
