@@ -34,7 +34,9 @@ const KC: i64 = 256;
 const B_BLOCK_BYTES: i64 = 512 * 1024;
 
 /// Where element `(g, i, j)` of an operand is: its offset, and whether it
-/// exists (a convolution's padding does not).
+/// exists (a convolution's padding does not). C's must be affine in `j`
+/// and read no memory that depends on it (the tiled product copies its
+/// rows out by `c_at(g, i, 0)` and the step to `c_at(g, i, 1)`).
 pub(crate) type At<'a, 'c> =
     &'a dyn Fn(IntValue<'c>, IntValue<'c>, IntValue<'c>) -> R<(IntValue<'c>, Option<IntValue<'c>>)>;
 
@@ -172,13 +174,15 @@ impl<'c> G<'c, '_> {
     /// `panels` panels of B, `C[0..MR, jp*NR..] += Ap · Bp[jp]` over `kc`
     /// steps, with the tile of C in registers. `Ap` is `kc` x `MR`
     /// (k-major), each panel of `Bp` `kc` x `NR`, C has row stride `ldc`.
+    /// With `first` (non-zero) the tile starts from zeros instead of C's
+    /// contents, so C need not be cleared before the first block of `k`.
     fn tile_kernel(&self, dt: &DType) -> R<FunctionValue<'c>> {
         let (vt, lanes) = self.vector_of(dt)?;
         let nr = NR_VECTORS * lanes;
         let ptr = self.ptr_ty();
         let i64t = self.cx.i64_type();
         let ty = self.cx.void_type().fn_type(
-            &[ptr.into(), ptr.into(), ptr.into(), i64t.into(), i64t.into(), i64t.into()],
+            &[ptr.into(), ptr.into(), ptr.into(), i64t.into(), i64t.into(), i64t.into(), i64t.into()],
             false,
         );
         let name = format!("jx_tile_{dt}");
@@ -196,17 +200,15 @@ impl<'c> G<'c, '_> {
                 p(2).into_pointer_value(),
             );
             let (kc, panels, ldc) = (p(3).into_int_value(), p(4).into_int_value(), p(5).into_int_value());
+            let first = self.icmp(IntPredicate::NE, p(6).into_int_value(), self.i64(0));
+            let zero: BasicValueEnum = self.splat(vt, self.fconst(dt, 0.0)?.into()).into();
             self.for_range(panels, &mut |jp| {
                 let c0 = self.mul(jp, self.i64(nr));
                 let b0 = self.mul(jp, self.mul(kc, self.i64(nr)));
                 let at = |r: i64, v: i64| self.add(self.add(self.mul(self.i64(r), ldc), c0), self.i64(v * lanes));
-                let mut acc = Vec::new();
-                for r in 0..MR {
-                    for v in 0..NR_VECTORS {
-                        acc.push(self.vload(dt, vt, c, at(r, v))?.into());
-                    }
-                }
-                let acc = self.for_carry(kc, &acc, &mut |kk, acc| {
+                // The k loop from `init`, then the tile stored.
+                let run = |init: &[BasicValueEnum<'c>]| -> R<()> {
+                let acc = self.for_carry(kc, init, &mut |kk, acc| {
                     let row = self.add(b0, self.mul(kk, self.i64(nr)));
                     let bs = (0..NR_VECTORS)
                         .map(|v| self.vload(dt, vt, bp, self.add(row, self.i64(v * lanes))))
@@ -229,6 +231,20 @@ impl<'c> G<'c, '_> {
                     }
                 }
                 Ok(())
+                };
+                self.if_else(
+                    first,
+                    &mut || run(&vec![zero; (MR * NR_VECTORS) as usize]),
+                    &mut || {
+                        let mut acc = Vec::new();
+                        for r in 0..MR {
+                            for v in 0..NR_VECTORS {
+                                acc.push(self.vload(dt, vt, c, at(r, v))?.into());
+                            }
+                        }
+                        run(&acc)
+                    },
+                )
             })?;
             self.b.build_return(None).expect("ret");
             Ok(())
@@ -422,9 +438,13 @@ impl<'c> G<'c, '_> {
             let ok = self.icmp(IntPredicate::SLT, x, n);
             (ok, self.select_int(ok, x, self.i64(0)))
         };
+        // The first block of k starts the tiles from zeros; only an empty
+        // contraction leaves the scratch matrix to be cleared.
+        let empty = self.icmp(IntPredicate::EQ, p.k, self.i64(0));
+        let clear = self.select_int(empty, self.mul(self.mul(mp, np), size), self.i64(0));
         self.for_range(p.groups, &mut |g| {
             self.b
-                .build_memset(cp, 1, self.cx.i8_type().const_zero(), self.mul(self.mul(mp, np), size))
+                .build_memset(cp, 1, self.cx.i8_type().const_zero(), clear)
                 .expect("memset");
             self.for_range(self.ceil_div(p.n, nc), &mut |jb| {
                 let jc = self.mul(jb, self.i64(nc));
@@ -468,19 +488,45 @@ impl<'c> G<'c, '_> {
                             Ok(())
                         })?;
                         let tile = self.gep(dt, cp, self.add(self.mul(ic, np), jc))?;
+                        let first = self
+                            .b
+                            .build_int_z_extend(self.icmp(IntPredicate::EQ, pb, self.i64(0)), self.cx.i64_type(), "")
+                            .expect("zext");
                         self.call(
                             kernel,
-                            &[ap.into(), bp.into(), tile.into(), kc.into(), panels.into(), np.into()],
+                            &[ap.into(), bp.into(), tile.into(), kc.into(), panels.into(), np.into(), first.into()],
                         );
                         Ok(())
                     })
                 })
             })?;
-            // The valid part of the scratch matrix is this group's result.
-            self.nest(&[p.m, p.n], &mut |mn| {
-                let v = self.load(dt, cp, self.add(self.mul(mn[0], np), mn[1]))?;
-                let (off, _) = c_at(g, mn[0], mn[1])?;
-                self.store(dt, p.c, off, v)
+            // The valid part of the scratch matrix is this group's result,
+            // row by row: a copy where the row of C is contiguous (`c_at`
+            // is affine in its last index), else element by element.
+            self.for_range(p.m, &mut |m| {
+                let from = self.mul(m, np);
+                let (base, _) = c_at(g, m, self.i64(0))?;
+                let (next, _) = c_at(g, m, self.i64(1))?;
+                let step = self.sub(next, base);
+                let one = self.icmp(IntPredicate::EQ, step, self.i64(1));
+                let single = self.icmp(IntPredicate::EQ, p.n, self.i64(1));
+                let contiguous = self.b.build_or(one, single, "").expect("or");
+                self.if_else(
+                    contiguous,
+                    &mut || {
+                        let dst = self.gep(dt, p.c, base)?;
+                        let src = self.gep(dt, cp, from)?;
+                        let bytes = self.mul(p.n, size);
+                        self.b.build_memcpy(dst, 1, src, 1, bytes).expect("memcpy");
+                        Ok(())
+                    },
+                    &mut || {
+                        self.for_range(p.n, &mut |n| {
+                            let v = self.load(dt, cp, self.add(from, n))?;
+                            self.store(dt, p.c, self.add(base, self.mul(n, step)), v)
+                        })
+                    },
+                )
             })
         })?;
         for b in [cp, ap, bp] {
