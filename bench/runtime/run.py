@@ -12,7 +12,10 @@ includes input validation, the computation, allocating the outputs and
 freeing them. XLA's call is `jax.block_until_ready(jitted(*args))` on
 arguments already on the device, after compiling. Each time is the median of
 5 batches of calls (after a warm-up call); the sides take turns batch by
-batch, so the machine's load falls on all alike. XLA runs twice: with its
+batch, so the machine's load falls on all alike. Besides wall time each
+side's CPU time per call is measured (ours: the calling thread's; XLA on
+one core: its process's, all threads), which the load of other processes
+inflates much less. XLA runs twice: with its
 default thread pool in this process, and in a child process pinned to one
 core (`taskset -c 0`, so its thread pools have one thread) with
 XLA_FLAGS=--xla_cpu_multi_thread_eigen=false.
@@ -98,25 +101,33 @@ class Library:
 
 class Timer:
     """Times one side: calls of `fn` in batches sized so that a batch takes
-    about `budget / REPEATS` seconds (after a warm-up call)."""
+    about `budget / REPEATS` seconds (after a warm-up call). Each batch
+    records wall time and CPU time (`clock`: this thread's for our
+    single-threaded library, the process's for XLA, all its threads)."""
 
-    def __init__(self, fn, budget):
+    def __init__(self, fn, budget, clock=time.thread_time):
         self.fn = fn
+        self.clock = clock
         fn()
         t = time.perf_counter()
         fn()
         once = max(time.perf_counter() - t, 1e-7)
         self.number = max(1, int(budget / REPEATS / once))
         self.times = []
+        self.cpu = []
 
     def batch(self):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), self.clock()
         for _ in range(self.number):
             self.fn()
         self.times.append((time.perf_counter() - t) / self.number)
+        self.cpu.append((self.clock() - c) / self.number)
 
     def median(self):
         return statistics.median(self.times)
+
+    def median_cpu(self):
+        return statistics.median(self.cpu)
 
 
 # Batches per side. The sides take turns, batch by batch, so that the load
@@ -205,11 +216,11 @@ def xla_server(rows, budget):
         if "prepare" in cmd:
             row = rows[cmd["prepare"]]
             run, _ = xla_runner(row, args_of(row))
-            timer = Timer(run, budget)
+            timer = Timer(run, budget, time.process_time)
             print(json.dumps({"ready": True}), flush=True)
         else:
             timer.batch()
-            print(json.dumps({"seconds": timer.times[-1]}), flush=True)
+            print(json.dumps({"seconds": timer.times[-1], "cpu": timer.cpu[-1]}), flush=True)
 
 
 class Child:
@@ -233,14 +244,19 @@ class Child:
         return json.loads(line)
 
     def prepare(self, i):
-        self.times = []
+        self.times, self.cpu = [], []
         self.ask({"prepare": i})
 
     def batch(self):
-        self.times.append(self.ask({"batch": True})["seconds"])
+        r = self.ask({"batch": True})
+        self.times.append(r["seconds"])
+        self.cpu.append(r["cpu"])
 
     def median(self):
         return statistics.median(self.times)
+
+    def median_cpu(self):
+        return statistics.median(self.cpu)
 
 
 def build(jaxpr_bin, row, out_dir, built):
@@ -287,8 +303,9 @@ def main():
     child = None if a.no_single_thread else Child(a.corpus, a.cases, a.budget)
     built = {}
     failures = []
-    print("| case | size | ours | XLA (default threads) | ratio | XLA (1 core) | ratio | outputs |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| case | size | ours | XLA (default threads) | ratio | XLA (1 core) | ratio "
+          "| CPU: ours | CPU: XLA (1 core) | CPU ratio | outputs |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for i, row in enumerate(rows):
         lib = build(a.jaxpr, row, a.out, built)
         args = args_of(row)
@@ -297,7 +314,7 @@ def main():
         sides = [Timer(run, a.budget)]
         if row["fn"] is not None:
             xla_run, want = xla_runner(row, args)
-            sides.append(Timer(xla_run, a.budget))
+            sides.append(Timer(xla_run, a.budget, time.process_time))
             if child:
                 child.prepare(i)
                 sides.append(child)
@@ -307,6 +324,7 @@ def main():
             for side in sides:
                 side.batch()
         t, xla, one = (sides[k].median() if k < len(sides) else None for k in range(3))
+        cpu, one_cpu = sides[0].median_cpu(), (sides[2].median_cpu() if len(sides) > 2 else None)
         bad = [f"output {j}: {m}" for j, (g, w) in enumerate(zip(ours, want)) if (m := mismatch(g, w))]
         if len(ours) != len(want):
             bad.append(f"{len(ours)} outputs, expected {len(want)}")
@@ -315,7 +333,7 @@ def main():
             failures.append(f"{row['case']} {row['size']}: " + "; ".join(hard))
         check = "; ".join(bad) if bad else ("match" if xla is not None else "match (numpy; XLA cannot compile)")
         print(f"| {row['case']} | {row['size']} | {fmt(t)} | {fmt(xla)} | {ratio(t, xla)} | {fmt(one)} | "
-              f"{ratio(t, one)} | {check} |", flush=True)
+              f"{ratio(t, one)} | {fmt(cpu)} | {fmt(one_cpu)} | {ratio(cpu, one_cpu)} | {check} |", flush=True)
     load1 = open("/proc/loadavg").read().split()[:3]
     print(f"\nload average before: {' '.join(load0)}, after: {' '.join(load1)} ({os.cpu_count()} cores)")
     if failures:

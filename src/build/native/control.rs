@@ -8,6 +8,7 @@
 use super::{Arr, Cx, Env, G, Op, dtype};
 use crate::build::{CALLS, Operand, R, err};
 use crate::check::JaxprId;
+use crate::syntax::ast;
 use crate::types::AType;
 use inkwell::IntPredicate;
 use inkwell::values::{BasicValue, IntValue, PhiValue};
@@ -16,7 +17,12 @@ use inkwell::values::{BasicValue, IntValue, PhiValue};
 type State<'c> = (Vec<IntValue<'c>>, Vec<Op<'c>>);
 
 impl<'c> G<'c, '_> {
-    pub(crate) fn lower_control(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> R<Option<Vec<Arr<'c>>>> {
+    pub(crate) fn lower_control(
+        &self,
+        env: &Env<'c>,
+        cx: &Cx<'_, 'c>,
+        defer: bool,
+    ) -> R<Option<Vec<Arr<'c>>>> {
         let name = cx.name();
         if let Some((_, params)) = CALLS.iter().find(|(p, _)| *p == name) {
             let Some(callee) = params
@@ -55,7 +61,10 @@ impl<'c> G<'c, '_> {
                 self.switch(env, cx, i, &branches, &cx.args[1..])?
             }
             "while" | "while_loop" => self.while_loop(env, cx)?,
-            "for_loop" => self.for_loop(env, cx)?,
+            "for_loop" => match unrolled_trips(cx.e) {
+                Some(trips) => self.for_loop_unrolled(env, cx, trips, defer)?,
+                None => self.for_loop(env, cx)?,
+            },
             "scan" => self.scan(env, cx)?,
             _ => return Ok(None),
         }))
@@ -113,13 +122,10 @@ impl<'c> G<'c, '_> {
             }
             let p = p.as_basic_value().into_pointer_value();
             self.adopt(p);
-            results.push(Arr {
-                p,
-                dims: dims
+            results.push(Arr::new(p, dims
                     .iter()
                     .map(|d| d.as_basic_value().into_int_value())
-                    .collect(),
-            });
+                    .collect()));
         }
         Ok(results)
     }
@@ -177,13 +183,10 @@ impl<'c> G<'c, '_> {
                 .iter()
                 .zip(&arrays)
                 .map(|((p, ds), x)| Operand {
-                    v: Arr {
-                        p: p.as_basic_value().into_pointer_value(),
-                        dims: ds
+                    v: Arr::new(p.as_basic_value().into_pointer_value(), ds
                             .iter()
                             .map(|d| d.as_basic_value().into_int_value())
-                            .collect(),
-                    },
+                            .collect()),
                     ty: x.ty.clone(),
                 })
                 .collect(),
@@ -312,6 +315,53 @@ impl<'c> G<'c, '_> {
         Ok(out.into_iter().map(|o| o.v).collect())
     }
 
+    /// A Catalyst `for_loop` with literal bounds and few iterations,
+    /// unrolled: each iteration's body inline, its state passed on as
+    /// deferred computations where the body's equations allow, so the
+    /// iterations fuse into one loop over the arrays (`a = a * x` ten
+    /// times is one pass, as XLA makes of such a loop). With `defer`, the
+    /// final state may stay deferred into the loop's one user.
+    fn for_loop_unrolled(
+        &self,
+        env: &Env<'c>,
+        cx: &Cx<'_, 'c>,
+        trips: i64,
+        defer: bool,
+    ) -> R<Vec<Arr<'c>>> {
+        let l = cx.for_layout(self.a)?;
+        let h = l.header();
+        let (Some(lower), Some(step)) = (literal_int(&cx.e.args[h]), literal_int(&cx.e.args[h + 2])) else {
+            return err(cx.at(), "internal error: unrolling a loop without literal bounds");
+        };
+        let idt = dtype(&cx.args[h].ty)?;
+        // Constants are read by every iteration: computed once, now. The
+        // state may be deferred (the body's binders decide).
+        let consts = cx.args[..l.nconsts]
+            .iter()
+            .map(|c| {
+                Ok(Operand {
+                    v: self.materialized(&c.v)?,
+                    ty: c.ty.clone(),
+                })
+            })
+            .collect::<R<Vec<Op>>>()?;
+        let mut state: Vec<Op> = cx.args[h + 4..].to_vec();
+        for t in 0..trips {
+            let i = self.from_i64(self.i64(lower + t * step), &idt)?;
+            let mut inputs: Vec<Op> = consts.clone();
+            inputs.push(Operand {
+                v: self.constant_array(&idt, i)?,
+                ty: AType::scalar(idt.clone()),
+            });
+            inputs.extend(state);
+            state = self.call_with(env, l.body, &inputs, cx.at(), true)?;
+        }
+        state
+            .into_iter()
+            .map(|o| if defer { Ok(o.v) } else { self.materialized(&o.v) })
+            .collect()
+    }
+
     /// `scan`: operands `consts ++ carry ++ xs`; the body sees `consts ++
     /// carry ++ x[i]` and returns `carry ++ y[i]`; results `carry ++ ys`.
     /// `x[i]` is a view into `xs`; `y[i]` is copied into `ys`, allocated
@@ -363,10 +413,7 @@ impl<'c> G<'c, '_> {
                     let inner = self.numel(&x.v.dims[1..]);
                     let p = self.gep(&dt, x.v.p, self.mul(at, inner))?;
                     inputs.push(Operand {
-                        v: Arr {
-                            p,
-                            dims: x.v.dims[1..].to_vec(),
-                        },
+                        v: Arr::new(p, x.v.dims[1..].to_vec()),
                         ty: x.ty.with_shape(x.ty.shape[1..].to_vec()),
                     });
                 }
@@ -391,5 +438,39 @@ impl<'c> G<'c, '_> {
         let mut out: Vec<Arr> = carry.into_iter().map(|o| o.v).collect();
         out.extend(ys.into_iter().map(|(_, a)| a));
         Ok(out)
+    }
+}
+
+/// Loops unrolled: at most this many iterations.
+const MAX_UNROLLED: i64 = 16;
+
+/// The iterations of a Catalyst `for_loop` that is unrolled: literal bounds
+/// and step, at most [`MAX_UNROLLED`] iterations, no implicit arguments (so
+/// its arrays keep their shapes).
+pub(crate) fn unrolled_trips(e: &ast::Eqn) -> Option<i64> {
+    if e.primitive.text.as_str() != "for_loop" {
+        return None;
+    }
+    let param = |k: &str| e.param(k).and_then(|p| p.value.as_int());
+    let implicit = param("num_implicit_inputs").or_else(|| param("nimplicit")).unwrap_or(0);
+    if implicit != 0 {
+        return None;
+    }
+    let h = param("body_nconsts").unwrap_or(0) as usize;
+    let bound = |k: usize| e.args.get(h + k).and_then(literal_int);
+    let (lower, upper, step) = (bound(0)?, bound(1)?, bound(2)?);
+    let trips = match step {
+        s if s > 0 && upper > lower => (upper - lower + s - 1) / s,
+        s if s < 0 && upper < lower => (lower - upper - s - 1) / -s,
+        _ => return None,
+    };
+    (1..=MAX_UNROLLED).contains(&trips).then_some(trips)
+}
+
+/// The value of an integer literal operand.
+fn literal_int(a: &ast::Atom) -> Option<i64> {
+    match a {
+        ast::Atom::Lit(l) => l.value.parse().ok(),
+        ast::Atom::Var(_) => None,
     }
 }

@@ -15,7 +15,7 @@ use super::{Arr, Cx, Env, G, Op, dtype};
 use crate::build::{R, err};
 use crate::check::EqnId;
 use crate::syntax::ast::{self, Atom};
-use crate::types::{DType, VarId};
+use crate::types::{DType, Dim, VarId};
 use inkwell::IntPredicate;
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
@@ -29,15 +29,22 @@ pub(crate) fn is_elementwise(name: &str) -> bool {
         || name == "clamp"
 }
 
-/// Equations whose result can be deferred into an elementwise user:
-/// elementwise ones, and data movement that reads each element once
+/// Equations computed by the fused loops of their users: elementwise
+/// ones, and data movement that reads each element once
 /// (`broadcast_in_dim`, `transpose`, and an outer product, which is a
 /// product of two broadcasts).
-pub(crate) fn is_deferrable(e: &ast::Eqn) -> bool {
+pub(crate) fn is_fused(e: &ast::Eqn) -> bool {
     let name = e.primitive.text.as_str();
     is_elementwise(name)
         || matches!(name, "broadcast_in_dim" | "transpose")
         || (name == "dot_general" && outer_product(e))
+}
+
+/// Equations whose result may stay deferred: the fused ones, and loops
+/// that are unrolled (their last iteration's state is a deferred
+/// computation when its equations are).
+pub(crate) fn is_deferrable(e: &ast::Eqn) -> bool {
+    is_fused(e) || super::control::unrolled_trips(e).is_some()
 }
 
 /// A `dot_general` without contracting dimensions.
@@ -88,51 +95,129 @@ impl Node<'_, '_> {
 impl<'c, 'f> G<'c, 'f> {
     /// The variables of a jaxpr body whose equations are deferred into
     /// their one user: elementwise results and broadcasts of rank >= 1
-    /// used exactly once, by an elementwise equation of the same shape.
-    pub(crate) fn deferrable(&self, eqns: &[(&'f ast::Eqn, EqnId)], outvars: &[Atom]) -> HashSet<VarId> {
-        let mut uses: HashMap<VarId, (usize, usize)> = HashMap::default();
-        for (k, (e, _)) in eqns.iter().enumerate() {
-            for a in &e.args {
-                if let Some(v) = self.var_of(a) {
-                    let u = uses.entry(v).or_insert((0, k));
-                    *u = (u.0 + 1, k);
-                }
-            }
-        }
-        for a in outvars {
-            if let Some(v) = self.var_of(a) {
-                uses.entry(v).or_insert((0, 0)).0 += 2;
-            }
-        }
+    /// used exactly once, by an elementwise equation of their shape. With
+    /// `lazy_outs`, also the outputs such an equation produces that nothing
+    /// else uses (an unrolled loop's next iteration inlines them).
+    pub(crate) fn deferrable(
+        &self,
+        eqns: &[(&'f ast::Eqn, EqnId)],
+        outvars: &[Atom],
+        lazy_outs: bool,
+    ) -> HashSet<VarId> {
+        let uses = self.uses(eqns, outvars);
         let mut out = HashSet::default();
         for (e, id) in eqns {
             if !is_deferrable(e) {
                 continue;
             }
-            let info = self.a.eqn(*id);
-            let [Some(v)] = info.outs.as_slice() else {
+            let [Some(v)] = self.a.eqn(*id).outs.as_slice() else {
                 continue;
             };
-            let Some(&(1, user)) = uses.get(v) else {
-                continue;
-            };
-            let (ue, uid) = eqns[user];
-            let ty = &self.a.var(*v).ty;
-            let same_shape = self
-                .a
-                .eqn(uid)
-                .outs
-                .first()
-                .copied()
-                .flatten()
-                .is_some_and(|w| self.a.var(w).ty.shape == ty.shape);
-            // A transpose takes any deferred operand (it permutes its reads).
-            let user = ue.primitive.text.as_str();
-            if ty.rank() > 0 && ((is_elementwise(user) && same_shape) || user == "transpose") {
+            let only_output = lazy_outs && uses.get(v) == Some(&Uses::Output);
+            if self.fusible_use(&uses, eqns, *v) || (only_output && self.a.var(*v).ty.rank() > 0) {
                 out.insert(*v);
             }
         }
         out
+    }
+
+    /// How each variable of a body is used.
+    fn uses(&self, eqns: &[(&'f ast::Eqn, EqnId)], outvars: &[Atom]) -> HashMap<VarId, Uses> {
+        let mut uses: HashMap<VarId, Uses> = HashMap::default();
+        let mut add = |v: VarId, u: Uses| {
+            let next = match uses.get(&v) {
+                None => u,
+                Some(_) => Uses::Many,
+            };
+            uses.insert(v, next);
+        };
+        for (k, (e, _)) in eqns.iter().enumerate() {
+            for a in &e.args {
+                if let Some(v) = self.var_of(a) {
+                    add(v, Uses::Once(k));
+                }
+            }
+        }
+        for a in outvars {
+            if let Some(v) = self.var_of(a) {
+                add(v, Uses::Output);
+            }
+        }
+        uses
+    }
+
+    /// Whether `v` (of rank >= 1) is used exactly once, by an elementwise
+    /// equation of its shape, by a transpose (which permutes its reads), or
+    /// as the initial state of an unrolled loop whose first iteration
+    /// inlines it.
+    fn fusible_use(&self, uses: &HashMap<VarId, Uses>, eqns: &[(&'f ast::Eqn, EqnId)], v: VarId) -> bool {
+        let Some(&Uses::Once(user)) = uses.get(&v) else {
+            return false;
+        };
+        let (ue, uid) = eqns[user];
+        if super::control::unrolled_trips(ue).is_some() {
+            return self.fusible_loop_state(ue, uid, v);
+        }
+        let ty = &self.a.var(v).ty;
+        // Of the user's shape: a deferred computation is read at the user's
+        // index, so it must not be broadcast. Dimensions the types name
+        // differently but that are not literals (Catalyst's `f64[i]` and
+        // `f64[j]` for one size) must then agree, checked where the user
+        // inlines it.
+        let alike = |a: &Dim, b: &Dim| a == b || !(matches!(a, Dim::Const(_)) || matches!(b, Dim::Const(_)));
+        let same_shape = self
+            .a
+            .eqn(uid)
+            .outs
+            .first()
+            .copied()
+            .flatten()
+            .is_some_and(|w| {
+                let out = &self.a.var(w).ty.shape;
+                out.len() == ty.shape.len() && out.iter().zip(&ty.shape).all(|(a, b)| alike(a, b))
+            });
+        let user = ue.primitive.text.as_str();
+        ty.rank() > 0 && ((is_elementwise(user) && same_shape) || user == "transpose")
+    }
+
+    /// Whether `v`, an operand of the unrolled loop `e`, is part of its
+    /// state (not a constant, which every iteration reads) and its body's
+    /// binder for it inlines a deferred computation.
+    fn fusible_loop_state(&self, e: &ast::Eqn, id: EqnId, v: VarId) -> bool {
+        let param = |k: &str| e.param(k).and_then(|p| p.value.as_int()).unwrap_or(0) as usize;
+        let consts = param("body_nconsts");
+        let Some(body) = self
+            .a
+            .eqn(id)
+            .callees
+            .iter()
+            .find(|(p, _)| p.as_str() == "body_jaxpr")
+            .map(|(_, j)| *j)
+        else {
+            return false;
+        };
+        let Some(pos) = e.args.iter().position(|a| self.var_of(a) == Some(v)) else {
+            return false;
+        };
+        // Operands: consts, lower, upper, step, start, state; binders:
+        // consts, index, state.
+        if pos < consts + 4 {
+            return false;
+        }
+        let binder = consts + 1 + (pos - consts - 4);
+        let info = self.a.jaxpr(body);
+        let binders: Vec<VarId> = info.constvars.iter().chain(&info.invars).copied().collect();
+        binders.get(binder).is_some_and(|&b| {
+            self.fusible_binders(body, &[b]).is_ok_and(|f| f[0])
+        })
+    }
+
+    /// Which binders of jaxpr `j` may receive a deferred computation.
+    pub(crate) fn fusible_binders(&self, j: crate::check::JaxprId, binders: &[VarId]) -> R<Vec<bool>> {
+        let (eqns, outvars) = self.syntax.body(self.a, j)?;
+        let eqns: Vec<_> = eqns.collect();
+        let uses = self.uses(&eqns, outvars);
+        Ok(binders.iter().map(|&v| self.fusible_use(&uses, &eqns, v)).collect())
     }
 
     /// The variable an atom names.
@@ -143,44 +228,67 @@ impl<'c, 'f> G<'c, 'f> {
         }
     }
 
-    /// Computes an equation whose result was deferred into an array.
-    pub(crate) fn materialize_deferred(&self, v: VarId) -> R<Option<Arr<'c>>> {
-        let Some((node, dims, dt)) = self.deferred.borrow_mut().remove(&v) else {
-            return Ok(None);
+    /// The array a value stands for: a deferred computation is computed
+    /// now (once: its node is taken).
+    pub(crate) fn materialized(&self, x: &Arr<'c>) -> R<Arr<'c>> {
+        let Some(id) = x.lazy else {
+            return Ok(x.clone());
         };
-        self.materialize(&node, &dims, &dt).map(Some)
+        let (node, dims, dt) = self.take_deferred(id)?;
+        self.materialize(&node, &dims, &dt)
+    }
+
+    fn take_deferred(&self, id: usize) -> R<(Node<'f, 'c>, Vec<IntValue<'c>>, DType)> {
+        match self.deferred.borrow_mut().remove(&id) {
+            Some(d) => Ok(d),
+            None => err(
+                crate::syntax::TextRange::new(0, 0),
+                "internal error: a deferred computation used twice",
+            ),
+        }
+    }
+
+    /// A placeholder for a deferred computation.
+    pub(crate) fn defer(&self, node: Node<'f, 'c>, dims: Vec<IntValue<'c>>, dt: DType) -> Arr<'c> {
+        let id = self.deferred_ids.get();
+        self.deferred_ids.set(id + 1);
+        self.deferred.borrow_mut().insert(id, (node, dims.clone(), dt));
+        Arr {
+            p: self.ptr_ty().const_null(),
+            dims,
+            lazy: Some(id),
+        }
     }
 
     /// An elementwise equation (`lazy`: its result is deferred into its
     /// user, which gets a placeholder) or a deferred `broadcast_in_dim`.
-    pub(crate) fn fused(&self, env: &Env<'c>, cx: Cx<'f, 'c>, vars: &[Option<VarId>], lazy: Option<VarId>) -> R<Arr<'c>> {
+    pub(crate) fn fused(&self, env: &Env<'c>, cx: Cx<'f, 'c>, lazy: bool) -> R<Arr<'c>> {
         let out = self.dims(env, &cx.outs[0], cx.at())?;
         let odt = dtype(&cx.outs[0])?;
         let node = match cx.name() {
             "broadcast_in_dim" => self.broadcast_leaf(&cx, &out)?,
-            "transpose" => self.transpose_node(&cx, vars)?,
+            "transpose" => self.transpose_node(&cx)?,
             "dot_general" => self.outer_product_node(&cx)?,
-            _ => self.eqn_node(cx, vars, &out)?,
+            _ => self.eqn_node(cx, &out)?,
         };
-        match lazy {
-            Some(v) => {
-                self.deferred.borrow_mut().insert(v, (node, out.clone(), odt));
-                Ok(Arr {
-                    p: self.ptr_ty().const_null(),
-                    dims: out,
-                })
-            }
-            None => self.materialize(&node, &out, &odt),
+        if lazy {
+            Ok(self.defer(node, out, odt))
+        } else {
+            self.materialize(&node, &out, &odt)
         }
     }
 
     /// The tree of an elementwise equation: its operands' deferred trees
     /// or leaves (checked to broadcast to `out`).
-    fn eqn_node(&self, cx: Cx<'f, 'c>, vars: &[Option<VarId>], out: &[IntValue<'c>]) -> R<Node<'f, 'c>> {
+    fn eqn_node(&self, cx: Cx<'f, 'c>, out: &[IntValue<'c>]) -> R<Node<'f, 'c>> {
         let mut kids = Vec::new();
-        for (a, v) in cx.args.iter().zip(vars) {
-            if let Some(node) = v.and_then(|v| self.deferred.borrow_mut().remove(&v)) {
-                kids.push(node.0);
+        for a in &cx.args {
+            if let Some(id) = a.v.lazy {
+                let (node, dims, _) = self.take_deferred(id)?;
+                for (&g, &w) in dims.iter().zip(out) {
+                    self.check_extent(g, w, false, &cx)?;
+                }
+                kids.push(node);
                 continue;
             }
             let access = if a.v.dims.is_empty() {
@@ -244,7 +352,7 @@ impl<'c, 'f> G<'c, 'f> {
 
     /// `transpose`: its operand's tree (a leaf, or the deferred
     /// computation) read with permuted strides.
-    fn transpose_node(&self, cx: &Cx<'f, 'c>, vars: &[Option<VarId>]) -> R<Node<'f, 'c>> {
+    fn transpose_node(&self, cx: &Cx<'f, 'c>) -> R<Node<'f, 'c>> {
         let perm = cx.ints("permutation")?;
         let src = &cx.args[0];
         let r = src.v.dims.len();
@@ -257,8 +365,8 @@ impl<'c, 'f> G<'c, 'f> {
             return err(cx.at(), "`permutation` does not match the operand");
         }
         let perm: Vec<usize> = perm.iter().map(|&p| p as usize).collect();
-        let node = match vars[0].and_then(|v| self.deferred.borrow_mut().remove(&v)) {
-            Some((node, _, _)) => node,
+        let node = match src.v.lazy {
+            Some(id) => self.take_deferred(id)?.0,
             None => Node::Leaf {
                 p: src.v.p,
                 dt: dtype(&src.ty)?,
@@ -408,14 +516,24 @@ impl<'c, 'f> G<'c, 'f> {
     /// computed now (and in `env`, for any later use).
     pub(crate) fn materialize_args(&self, env: &mut Env<'c>, args: &mut [Op<'c>], vars: &[Option<VarId>]) -> R<()> {
         for (a, v) in args.iter_mut().zip(vars) {
-            let Some(v) = *v else { continue };
-            if let Some(arr) = self.materialize_deferred(v)? {
-                a.v = arr.clone();
-                if let Some(x) = env.vals.get_mut(&v) {
-                    x.v = arr;
-                }
+            if a.v.lazy.is_none() {
+                continue;
+            }
+            a.v = self.materialized(&a.v)?;
+            if let Some(x) = v.and_then(|v| env.vals.get_mut(&v)) {
+                x.v = a.v.clone();
             }
         }
         Ok(())
     }
+}
+
+/// How a body uses a variable.
+#[derive(Clone, Copy, PartialEq)]
+enum Uses {
+    /// As an operand of the equation at this position, once.
+    Once(usize),
+    /// As an output, once, and nowhere else.
+    Output,
+    Many,
 }

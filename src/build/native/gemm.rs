@@ -34,7 +34,9 @@ const KC: i64 = 256;
 const B_BLOCK_BYTES: i64 = 512 * 1024;
 
 /// Where element `(g, i, j)` of an operand is: its offset, and whether it
-/// exists (a convolution's padding does not).
+/// exists (a convolution's padding does not). C's must be affine in `j`
+/// and read no memory that depends on it (the tiled product copies its
+/// rows out by `c_at(g, i, 0)` and the step to `c_at(g, i, 1)`).
 pub(crate) type At<'a, 'c> =
     &'a dyn Fn(IntValue<'c>, IntValue<'c>, IntValue<'c>) -> R<(IntValue<'c>, Option<IntValue<'c>>)>;
 
@@ -44,9 +46,14 @@ pub(crate) type At<'a, 'c> =
 pub(crate) enum Direct {
     /// Along `n`: each row of C accumulates rows of B.
     RowsOfB,
-    /// Along `k`: each element of C is a dot product.
-    ColumnsOfB,
+    /// Along `k`: each element of C is a dot product (with A contiguous
+    /// along `k` too, a vectorized one).
+    ColumnsOfB { a_contiguous: bool },
 }
+
+/// Vector registers of C (or partial sums) a direct product keeps: 8
+/// independent multiply-add chains cover the latency of two FMA units.
+const DIRECT_VECTORS: i64 = 8;
 
 /// Columns of C a dot product computes at once ([`Direct::ColumnsOfB`]).
 const DOT_COLUMNS: i64 = 4;
@@ -167,13 +174,15 @@ impl<'c> G<'c, '_> {
     /// `panels` panels of B, `C[0..MR, jp*NR..] += Ap · Bp[jp]` over `kc`
     /// steps, with the tile of C in registers. `Ap` is `kc` x `MR`
     /// (k-major), each panel of `Bp` `kc` x `NR`, C has row stride `ldc`.
+    /// With `first` (non-zero) the tile starts from zeros instead of C's
+    /// contents, so C need not be cleared before the first block of `k`.
     fn tile_kernel(&self, dt: &DType) -> R<FunctionValue<'c>> {
         let (vt, lanes) = self.vector_of(dt)?;
         let nr = NR_VECTORS * lanes;
         let ptr = self.ptr_ty();
         let i64t = self.cx.i64_type();
         let ty = self.cx.void_type().fn_type(
-            &[ptr.into(), ptr.into(), ptr.into(), i64t.into(), i64t.into(), i64t.into()],
+            &[ptr.into(), ptr.into(), ptr.into(), i64t.into(), i64t.into(), i64t.into(), i64t.into()],
             false,
         );
         let name = format!("jx_tile_{dt}");
@@ -191,17 +200,15 @@ impl<'c> G<'c, '_> {
                 p(2).into_pointer_value(),
             );
             let (kc, panels, ldc) = (p(3).into_int_value(), p(4).into_int_value(), p(5).into_int_value());
+            let first = self.icmp(IntPredicate::NE, p(6).into_int_value(), self.i64(0));
+            let zero: BasicValueEnum = self.splat(vt, self.fconst(dt, 0.0)?.into()).into();
             self.for_range(panels, &mut |jp| {
                 let c0 = self.mul(jp, self.i64(nr));
                 let b0 = self.mul(jp, self.mul(kc, self.i64(nr)));
                 let at = |r: i64, v: i64| self.add(self.add(self.mul(self.i64(r), ldc), c0), self.i64(v * lanes));
-                let mut acc = Vec::new();
-                for r in 0..MR {
-                    for v in 0..NR_VECTORS {
-                        acc.push(self.vload(dt, vt, c, at(r, v))?.into());
-                    }
-                }
-                let acc = self.for_carry(kc, &acc, &mut |kk, acc| {
+                // The k loop from `init`, then the tile stored.
+                let run = |init: &[BasicValueEnum<'c>]| -> R<()> {
+                let acc = self.for_carry(kc, init, &mut |kk, acc| {
                     let row = self.add(b0, self.mul(kk, self.i64(nr)));
                     let bs = (0..NR_VECTORS)
                         .map(|v| self.vload(dt, vt, bp, self.add(row, self.i64(v * lanes))))
@@ -224,6 +231,20 @@ impl<'c> G<'c, '_> {
                     }
                 }
                 Ok(())
+                };
+                self.if_else(
+                    first,
+                    &mut || run(&vec![zero; (MR * NR_VECTORS) as usize]),
+                    &mut || {
+                        let mut acc = Vec::new();
+                        for r in 0..MR {
+                            for v in 0..NR_VECTORS {
+                                acc.push(self.vload(dt, vt, c, at(r, v))?.into());
+                            }
+                        }
+                        run(&acc)
+                    },
+                )
             })?;
             self.b.build_return(None).expect("ret");
             Ok(())
@@ -267,31 +288,105 @@ impl<'c> G<'c, '_> {
         let dt = &p.dt;
         let zero: BasicValueEnum = self.fconst(dt, 0.0)?.into();
         let at = |f: At<'_, 'c>, g, i, j| -> R<IntValue<'c>> { Ok(f(g, i, j)?.0) };
+        let (vt, w) = self.vector_of(dt)?;
+        let zv: BasicValueEnum = self.splat(vt, zero).into();
+        let vectors = DIRECT_VECTORS as usize;
+        // One element of C at a time, in increasing k.
+        let single = |g, m, n| -> R<()> {
+            let s = self.for_carry(p.k, &[zero], &mut |k, s| {
+                let a = self.load(dt, p.a, at(a_at, g, m, k)?)?;
+                let b = self.load(dt, p.b, at(b_at, g, k, n)?)?;
+                Ok(vec![self.fmuladd(a, b, s[0])?])
+            })?;
+            self.store(dt, p.c, at(c_at, g, m, n)?, s[0])
+        };
         self.nest(&[p.groups, p.m], &mut |gm| {
             let (g, m) = (gm[0], gm[1]);
             match form {
                 Direct::RowsOfB => {
-                    // C[m, :] += A[m, k] * B[k, :], n innermost (contiguous).
-                    self.for_range(p.n, &mut |n| self.store(dt, p.c, at(c_at, g, m, n)?, zero))?;
-                    self.for_range(p.k, &mut |k| {
-                        let a = self.load(dt, p.a, at(a_at, g, m, k)?)?;
-                        self.for_range(p.n, &mut |n| {
-                            let c = at(c_at, g, m, n)?;
+                    // C[m, n0..] in vector registers while k runs:
+                    // += A[m, k] * B[k, n0..], each element in increasing k.
+                    let width = DIRECT_VECTORS * w;
+                    let blocks = self.b.build_int_signed_div(p.n, self.i64(width), "").expect("div");
+                    self.for_range(blocks, &mut |jb| {
+                        let n0 = self.mul(jb, self.i64(width));
+                        let col = |v: usize| self.add(n0, self.i64(v as i64 * w));
+                        let acc = self.for_carry(p.k, &vec![zv; vectors], &mut |k, acc| {
+                            let a = self.splat(vt, self.load(dt, p.a, at(a_at, g, m, k)?)?);
+                            (0..vectors)
+                                .map(|v| {
+                                    let b = self.vload(dt, vt, p.b, at(b_at, g, k, col(v))?)?;
+                                    self.fmuladd(a.into(), b.into(), acc[v])
+                                })
+                                .collect()
+                        })?;
+                        for (v, x) in acc.iter().enumerate() {
+                            self.vstore(dt, p.c, at(c_at, g, m, col(v))?, x.into_vector_value())?;
+                        }
+                        Ok(())
+                    })?;
+                    let done = self.mul(blocks, self.i64(width));
+                    self.for_range(self.sub(p.n, done), &mut |j| single(g, m, self.add(done, j)))
+                }
+                Direct::ColumnsOfB { a_contiguous: true } => {
+                    // A dot product along contiguous k: partial sums in
+                    // vectors, added pairwise, then lane by lane, then the
+                    // elements that fill no vector.
+                    let step = DIRECT_VECTORS * w;
+                    let steps = self.b.build_int_signed_div(p.k, self.i64(step), "").expect("div");
+                    let done = self.mul(steps, self.i64(step));
+                    self.for_range(p.n, &mut |n| {
+                        let acc = self.for_carry(steps, &vec![zv; vectors], &mut |s, acc| {
+                            let k0 = self.mul(s, self.i64(step));
+                            (0..vectors)
+                                .map(|v| {
+                                    let k = self.add(k0, self.i64(v as i64 * w));
+                                    let a = self.vload(dt, vt, p.a, at(a_at, g, m, k)?)?;
+                                    let b = self.vload(dt, vt, p.b, at(b_at, g, k, n)?)?;
+                                    self.fmuladd(a.into(), b.into(), acc[v])
+                                })
+                                .collect()
+                        })?;
+                        let fadd = |x: BasicValueEnum<'c>, y: BasicValueEnum<'c>| -> BasicValueEnum<'c> {
+                            match (x, y) {
+                                (BasicValueEnum::VectorValue(x), BasicValueEnum::VectorValue(y)) => {
+                                    self.b.build_float_add(x, y, "").expect("fadd").into()
+                                }
+                                (x, y) => self
+                                    .b
+                                    .build_float_add(x.into_float_value(), y.into_float_value(), "")
+                                    .expect("fadd")
+                                    .into(),
+                            }
+                        };
+                        // Pairwise: (0+1)+(2+3), then (0..3)+(4..7).
+                        let mut level = acc.clone();
+                        while level.len() > 1 {
+                            level = level.chunks(2).map(|c| fadd(c[0], c[1])).collect();
+                        }
+                        let v = level[0].into_vector_value();
+                        let mut sum = self.b.build_extract_element(v, self.i64(0), "").expect("lane");
+                        for l in 1..w {
+                            sum = fadd(sum, self.b.build_extract_element(v, self.i64(l), "").expect("lane"));
+                        }
+                        let s = self.for_carry(self.sub(p.k, done), &[sum], &mut |j, s| {
+                            let k = self.add(done, j);
+                            let a = self.load(dt, p.a, at(a_at, g, m, k)?)?;
                             let b = self.load(dt, p.b, at(b_at, g, k, n)?)?;
-                            let v = self.fmuladd(a, b, self.load(dt, p.c, c)?)?;
-                            self.store(dt, p.c, c, v)
-                        })
+                            Ok(vec![self.fmuladd(a, b, s[0])?])
+                        })?;
+                        self.store(dt, p.c, at(c_at, g, m, n)?, s[0])
                     })
                 }
-                Direct::ColumnsOfB => {
+                Direct::ColumnsOfB { a_contiguous: false } => {
                     // Dot products along k, DOT_COLUMNS columns at a time
                     // (independent sums keep the multiply-adds busy).
                     let w = DOT_COLUMNS;
                     let blocks = self.b.build_int_signed_div(p.n, self.i64(w), "").expect("div");
-                    let columns = |n0: IntValue<'c>, width: i64| -> R<()> {
-                        let sums = self.for_carry(p.k, &vec![zero; width as usize], &mut |k, acc| {
+                    let columns = |n0: IntValue<'c>| -> R<()> {
+                        let sums = self.for_carry(p.k, &vec![zero; w as usize], &mut |k, acc| {
                             let a = self.load(dt, p.a, at(a_at, g, m, k)?)?;
-                            (0..width)
+                            (0..w)
                                 .map(|j| {
                                     let n = self.add(n0, self.i64(j));
                                     let b = self.load(dt, p.b, at(b_at, g, k, n)?)?;
@@ -305,9 +400,9 @@ impl<'c> G<'c, '_> {
                         }
                         Ok(())
                     };
-                    self.for_range(blocks, &mut |jb| columns(self.mul(jb, self.i64(w)), w))?;
+                    self.for_range(blocks, &mut |jb| columns(self.mul(jb, self.i64(w))))?;
                     let done = self.mul(blocks, self.i64(w));
-                    self.for_range(self.sub(p.n, done), &mut |j| columns(self.add(done, j), 1))
+                    self.for_range(self.sub(p.n, done), &mut |j| single(g, m, self.add(done, j)))
                 }
             }
         })
@@ -343,9 +438,13 @@ impl<'c> G<'c, '_> {
             let ok = self.icmp(IntPredicate::SLT, x, n);
             (ok, self.select_int(ok, x, self.i64(0)))
         };
+        // The first block of k starts the tiles from zeros; only an empty
+        // contraction leaves the scratch matrix to be cleared.
+        let empty = self.icmp(IntPredicate::EQ, p.k, self.i64(0));
+        let clear = self.select_int(empty, self.mul(self.mul(mp, np), size), self.i64(0));
         self.for_range(p.groups, &mut |g| {
             self.b
-                .build_memset(cp, 1, self.cx.i8_type().const_zero(), self.mul(self.mul(mp, np), size))
+                .build_memset(cp, 1, self.cx.i8_type().const_zero(), clear)
                 .expect("memset");
             self.for_range(self.ceil_div(p.n, nc), &mut |jb| {
                 let jc = self.mul(jb, self.i64(nc));
@@ -389,19 +488,45 @@ impl<'c> G<'c, '_> {
                             Ok(())
                         })?;
                         let tile = self.gep(dt, cp, self.add(self.mul(ic, np), jc))?;
+                        let first = self
+                            .b
+                            .build_int_z_extend(self.icmp(IntPredicate::EQ, pb, self.i64(0)), self.cx.i64_type(), "")
+                            .expect("zext");
                         self.call(
                             kernel,
-                            &[ap.into(), bp.into(), tile.into(), kc.into(), panels.into(), np.into()],
+                            &[ap.into(), bp.into(), tile.into(), kc.into(), panels.into(), np.into(), first.into()],
                         );
                         Ok(())
                     })
                 })
             })?;
-            // The valid part of the scratch matrix is this group's result.
-            self.nest(&[p.m, p.n], &mut |mn| {
-                let v = self.load(dt, cp, self.add(self.mul(mn[0], np), mn[1]))?;
-                let (off, _) = c_at(g, mn[0], mn[1])?;
-                self.store(dt, p.c, off, v)
+            // The valid part of the scratch matrix is this group's result,
+            // row by row: a copy where the row of C is contiguous (`c_at`
+            // is affine in its last index), else element by element.
+            self.for_range(p.m, &mut |m| {
+                let from = self.mul(m, np);
+                let (base, _) = c_at(g, m, self.i64(0))?;
+                let (next, _) = c_at(g, m, self.i64(1))?;
+                let step = self.sub(next, base);
+                let one = self.icmp(IntPredicate::EQ, step, self.i64(1));
+                let single = self.icmp(IntPredicate::EQ, p.n, self.i64(1));
+                let contiguous = self.b.build_or(one, single, "").expect("or");
+                self.if_else(
+                    contiguous,
+                    &mut || {
+                        let dst = self.gep(dt, p.c, base)?;
+                        let src = self.gep(dt, cp, from)?;
+                        let bytes = self.mul(p.n, size);
+                        self.b.build_memcpy(dst, 1, src, 1, bytes).expect("memcpy");
+                        Ok(())
+                    },
+                    &mut || {
+                        self.for_range(p.n, &mut |n| {
+                            let v = self.load(dt, cp, self.add(from, n))?;
+                            self.store(dt, p.c, self.add(base, self.mul(n, step)), v)
+                        })
+                    },
+                )
             })
         })?;
         for b in [cp, ap, bp] {
@@ -427,7 +552,7 @@ impl<'c> G<'c, '_> {
         let part = |a: &super::Arr<'c>, s: &[IntValue<'c>], idx: &[usize]| -> R<Part<'c>> {
             Ok(match idx {
                 [] => Part::Zero,
-                [d] if *d + 1 == a.dims.len() => Part::Index,
+                [d] => Part::Scaled(s[*d]),
                 _ => Part::Table(self.offset_table(&pick(&a.dims, idx), &pick(s, idx))?),
             })
         };
@@ -463,7 +588,9 @@ impl<'c> G<'c, '_> {
         let direct = if last(rf, r) {
             Some(Direct::RowsOfB)
         } else if last(rc, r) {
-            Some(Direct::ColumnsOfB)
+            Some(Direct::ColumnsOfB {
+                a_contiguous: last(lc, l),
+            })
         } else {
             None
         };
@@ -486,7 +613,7 @@ impl<'c> G<'c, '_> {
     fn part_offset(&self, part: &Part<'c>, i: IntValue<'c>) -> R<IntValue<'c>> {
         Ok(match part {
             Part::Zero => self.i64(0),
-            Part::Index => i,
+            Part::Scaled(stride) => self.mul(i, *stride),
             Part::Table(t) => self.entry(*t, i)?,
         })
     }
@@ -497,9 +624,9 @@ impl<'c> G<'c, '_> {
 enum Part<'c> {
     /// No dimensions.
     Zero,
-    /// The operand's last dimension alone: the index itself (so LLVM sees
-    /// consecutive elements).
-    Index,
+    /// One dimension: the index times its stride (1 for the last, so
+    /// LLVM sees consecutive elements).
+    Scaled(IntValue<'c>),
     /// Any other: a table of offsets.
     Table(PointerValue<'c>),
 }

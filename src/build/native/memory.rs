@@ -283,10 +283,7 @@ impl<'c> G<'c, '_> {
     /// A new array owned by the current scope.
     pub fn alloc(&self, dt: &DType, dims: &[IntValue<'c>]) -> R<Arr<'c>> {
         let p = self.scratch(dt, self.numel(dims))?;
-        Ok(Arr {
-            p,
-            dims: dims.to_vec(),
-        })
+        Ok(Arr::new(p, dims.to_vec()))
     }
 
     /// A buffer of `n` elements owned by the current scope (given back at
@@ -309,10 +306,7 @@ impl<'c> G<'c, '_> {
         let dt = dtype(&x.ty)?;
         let bytes = self.mul(self.numel(&x.v.dims), self.i64(Self::size_of(&dt)));
         self.b.build_memcpy(p, 1, x.v.p, 1, bytes).expect("memcpy");
-        Ok(Arr {
-            p,
-            dims: x.v.dims.clone(),
-        })
+        Ok(Arr::new(p, x.v.dims.clone()))
     }
 
     /// A fresh copy that no scope owns.

@@ -286,6 +286,15 @@ pub fn write_header(lib: &Path, name: &str) -> std::io::Result<std::path::PathBu
 pub(crate) struct Arr<'c> {
     pub p: PointerValue<'c>,
     pub dims: Vec<IntValue<'c>>,
+    /// A deferred computation standing for the array (see [`fusion`]):
+    /// its key in [`G`]'s `deferred`; `p` is then not data.
+    pub lazy: Option<usize>,
+}
+
+impl<'c> Arr<'c> {
+    pub fn new(p: PointerValue<'c>, dims: Vec<IntValue<'c>>) -> Self {
+        Arr { p, dims, lazy: None }
+    }
 }
 
 pub(crate) type Op<'c> = Operand<Arr<'c>>;
@@ -312,7 +321,8 @@ pub(crate) struct G<'c, 'f> {
     scopes: RefCell<Vec<Vec<PointerValue<'c>>>>,
     /// Equations deferred into their user (see [`fusion`]): the result
     /// variable, the computation, its extents and dtype.
-    deferred: RefCell<HashMap<VarId, (fusion::Node<'f, 'c>, Vec<IntValue<'c>>, DType)>>,
+    deferred: RefCell<HashMap<usize, (fusion::Node<'f, 'c>, Vec<IntValue<'c>>, DType)>>,
+    deferred_ids: Cell<usize>,
     /// libmvec functions declared for the vectorizer ([`vmath`]).
     vector_functions: RefCell<Vec<FunctionValue<'c>>>,
     /// Failure exits by the buffers they give back ([`G::unwind_block`]).
@@ -337,6 +347,7 @@ impl<'c, 'f> G<'c, 'f> {
             loop_states: RefCell::default(),
             unwinds: RefCell::default(),
             deferred: RefCell::default(),
+            deferred_ids: Cell::new(0),
             vector_functions: RefCell::default(),
             strings: RefCell::default(),
         }
@@ -860,7 +871,7 @@ impl<'c, 'f> G<'c, 'f> {
             let null = self.b.build_is_null(out_p, "").expect("null");
             self.fail_if(null, "outputs is NULL", &[]);
         }
-        let outs = self.body(&mut env, main)?;
+        let outs = self.body(&mut env, main, false)?;
         let outs: Vec<Op> = outs
             .into_iter()
             .zip(&explicit)
@@ -1026,10 +1037,7 @@ impl<'c, 'f> G<'c, 'f> {
             env.vals.insert(
                 v,
                 Operand {
-                    v: Arr {
-                        p: data,
-                        dims: dims.clone(),
-                    },
+                    v: Arr::new(data, dims.clone()),
                     ty: var.ty.clone(),
                 },
             );
@@ -1113,11 +1121,14 @@ impl<'c, 'f> G<'c, 'f> {
 
     // ---- walking jaxprs ------------------------------------------------------------
 
-    pub(crate) fn body(&self, env: &mut Env<'c>, j: JaxprId) -> R<Vec<Op<'c>>> {
+    /// Lowers a jaxpr body; its outputs. With `lazy_outs`, outputs may be
+    /// deferred computations (an unrolled loop's state, inlined by the
+    /// next iteration).
+    pub(crate) fn body(&self, env: &mut Env<'c>, j: JaxprId, lazy_outs: bool) -> R<Vec<Op<'c>>> {
         let (eqns, outvars) = self.syntax.body(self.a, j)?;
         // Fusion looks at every equation's uses before any is lowered.
         let eqns: Vec<_> = eqns.collect();
-        let deferrable = self.deferrable(&eqns, outvars);
+        let deferrable = self.deferrable(&eqns, outvars, lazy_outs);
         for (e, id) in eqns {
             self.eqn(env, e, id, &deferrable)?;
         }
@@ -1132,21 +1143,41 @@ impl<'c, 'f> G<'c, 'f> {
         inputs: &[Op<'c>],
         at: TextRange,
     ) -> R<Vec<Op<'c>>> {
+        self.call_with(outer, j, inputs, at, false)
+    }
+
+    /// [`G::call_jaxpr`]; with `lazy`, inputs and outputs may be deferred
+    /// computations: an input stays deferred when its binder's one use
+    /// inlines it (else it is computed now), outputs may stay deferred.
+    pub(crate) fn call_with(
+        &self,
+        outer: &Env<'c>,
+        j: JaxprId,
+        inputs: &[Op<'c>],
+        at: TextRange,
+        lazy: bool,
+    ) -> R<Vec<Op<'c>>> {
         let binders = super::walk::nested_binders(self.a, j, inputs.len(), at)?;
+        let keep = if lazy {
+            self.fusible_binders(j, &binders)?
+        } else {
+            vec![false; binders.len()]
+        };
         let mut env = Env {
             vals: HashMap::default(),
             syms: outer.syms.clone(),
         };
-        for (&v, x) in binders.iter().zip(inputs) {
+        for ((&v, x), keep) in binders.iter().zip(inputs).zip(keep) {
+            let value = if keep { x.v.clone() } else { self.materialized(&x.v)? };
             env.vals.insert(
                 v,
                 Operand {
-                    v: x.v.clone(),
+                    v: value,
                     ty: self.a.var(v).ty.clone(),
                 },
             );
         }
-        self.body(&mut env, j)
+        self.body(&mut env, j, lazy)
     }
 
     fn eqn(
@@ -1165,24 +1196,26 @@ impl<'c, 'f> G<'c, 'f> {
         let vars: Vec<Option<VarId>> = e.args.iter().map(|x| self.var_of(x)).collect();
         let outs = super::walk::result_types(self.a, e, id);
         let name = e.primitive.text.as_str();
-        let lazy = info
+        // The result is deferred into its one user.
+        let defer = info
             .outs
             .first()
             .copied()
             .flatten()
-            .filter(|v| deferrable.contains(v));
-        let results = if fusion::is_elementwise(name)
-            || name == "transpose"
-            || (lazy.is_some() && fusion::is_deferrable(e))
-        {
-            if !fusion::is_elementwise(name) && name != "transpose" {
+            .is_some_and(|v| deferrable.contains(&v));
+        let inlines = fusion::is_elementwise(name) || name == "transpose";
+        let results = if inlines || (defer && fusion::is_fused(e)) {
+            if !inlines {
                 self.materialize_args(env, &mut args, &vars)?;
             }
             let cx = EqnCx { e, id, args, outs: outs.clone() };
-            vec![self.fused(env, cx, &vars, lazy)?]
+            vec![self.fused(env, cx, defer)?]
         } else {
-            self.materialize_args(env, &mut args, &vars)?;
-            self.lower_eqn(env, &EqnCx { e, id, args, outs: outs.clone() })?
+            // An unrolled loop hands deferred state to its body itself.
+            if control::unrolled_trips(e).is_none() {
+                self.materialize_args(env, &mut args, &vars)?;
+            }
+            self.lower_eqn(env, &EqnCx { e, id, args, outs: outs.clone() }, defer)?
         };
         super::walk::expect_results(e, results.len())?;
         for (i, r) in results.into_iter().enumerate() {
@@ -1243,10 +1276,7 @@ impl<'c, 'f> G<'c, 'f> {
         g.set_initializer(&v);
         g.set_constant(true);
         g.set_linkage(Linkage::Private);
-        Ok(Arr {
-            p: g.as_pointer_value(),
-            dims: Vec::new(),
-        })
+        Ok(Arr::new(g.as_pointer_value(), Vec::new()))
     }
 
     /// A scalar constant of `dt` written as JAX prints it.

@@ -125,7 +125,7 @@ pub(crate) fn init_of(op: &str) -> Init {
 }
 
 impl<'c> G<'c, '_> {
-    pub(crate) fn lower_eqn(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> R<Vec<Arr<'c>>> {
+    pub(crate) fn lower_eqn(&self, env: &Env<'c>, cx: &Cx<'_, 'c>, defer: bool) -> R<Vec<Arr<'c>>> {
         let name = cx.name();
         let one = |v: R<Arr<'c>>| v.map(|v| vec![v]);
         if let Some((_, op)) = REDUCE.iter().find(|(p, _)| *p == name) {
@@ -140,7 +140,7 @@ impl<'c> G<'c, '_> {
         if IDENTITY.contains(&name) {
             return Ok(cx.args.iter().map(|a| a.v.clone()).collect());
         }
-        if let Some(r) = self.lower_control(env, cx)? {
+        if let Some(r) = self.lower_control(env, cx, defer)? {
             return Ok(r);
         }
         let x = || &cx.args[0];
@@ -180,10 +180,7 @@ impl<'c> G<'c, '_> {
                     ),
                     &[m.into(), n.into()],
                 );
-                Ok(Arr {
-                    p: x().v.p,
-                    dims: out,
-                })
+                Ok(Arr::new(x().v.p, out))
             }
             "transpose" => {
                 let perm = cx.ints("permutation")?;
