@@ -369,8 +369,11 @@ fn build(
     let mut t = crate::build::stablehlo::Timings::default();
     use crate::build::Failure;
     let result = match artifact {
-        // StableHLO is written as it is printed.
-        None => crate::build::build_to_file(&parse, &analysis, kind, &out, &mut t),
+        // StableHLO is written as it is printed. The process exits next:
+        // the module is left to the exit to free, as compilers leave theirs.
+        None => {
+            crate::build::build_to_file(&parse, &analysis, kind, &out, &mut t).map(std::mem::forget)
+        }
         Some((a, _)) => {
             let opts = native::Options {
                 name: c_name.clone(),

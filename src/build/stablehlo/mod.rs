@@ -45,7 +45,7 @@ use std::borrow::Cow;
 use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::io::Write;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 /// A value of the module being built. The module owns every operation until
 /// the build ends, so values and blocks are used without melior's borrow
@@ -70,22 +70,44 @@ pub(crate) struct Env<'c> {
 pub struct Timings {
     pub context: std::time::Duration,
     pub lower: std::time::Duration,
+    /// Verifying the module, on its own thread alongside printing when
+    /// the printer prints it.
     pub verify: std::time::Duration,
     /// Printing the module and writing it out.
     pub print: std::time::Duration,
+    /// Freeing the module and the MLIR context.
     pub teardown: std::time::Duration,
 }
 
+/// The MLIR context and module of a build, freed when dropped. Freeing a
+/// large module takes tens of milliseconds (its operations are freed one
+/// by one), so a process that exits next may `std::mem::forget` it.
+pub struct Lowered {
+    module: mlir_sys::MlirModule,
+    /// Dropped after the module (fields drop after `drop`).
+    _cx: Context,
+}
+
+impl Drop for Lowered {
+    fn drop(&mut self) {
+        // SAFETY: the module is this build's, made in `_cx`, and freed once.
+        unsafe { mlir_sys::mlirModuleDestroy(self.module) }
+    }
+}
+
 /// Lowers a checked file to a StableHLO module, has MLIR verify it, and
-/// writes it (text, or bytecode) to the writer `open` gives, which is asked
-/// for only once the module verified; returns that writer.
+/// writes it (text, or bytecode) to the writer `open` gives; returns that
+/// writer and the module. The text is printed and written while MLIR
+/// verifies the module on another thread: the caller must publish the
+/// output only when this returns `Ok` (a module that does not verify is a
+/// diagnostic).
 pub fn lower_into<W: Write>(
     file: &ast::SourceFile,
     a: &Analysis,
     bytecode: bool,
     t: &mut Timings,
     open: impl FnOnce() -> std::io::Result<W>,
-) -> Result<W, Failure> {
+) -> Result<(W, Lowered), Failure> {
     let clock = std::time::Instant::now();
     let mut lap = {
         let mut last = clock;
@@ -97,10 +119,13 @@ pub fn lower_into<W: Write>(
         }
     };
     let cx = context();
-    let messages: Rc<RefCell<Vec<String>>> = Rc::default();
+    // The verifier reports on its thread.
+    let messages: Arc<Mutex<Vec<String>>> = Arc::default();
     let sink = messages.clone();
     let handler = cx.attach_diagnostic_handler(move |d| {
-        sink.borrow_mut().push(d.to_string());
+        if let Ok(mut m) = sink.lock() {
+            m.push(d.to_string());
+        }
         true
     });
     let whole = file
@@ -114,35 +139,116 @@ pub fn lower_into<W: Write>(
         lw.main(&module)
             .map_err(|e| Failure::Diagnostics(vec![e.into_diagnostic()]))?;
         t.lower = lap();
-        let verified = module.as_operation().verify();
-        t.verify = lap();
-        if !verified {
-            let msgs = messages.borrow().join("; ");
-            return Err(Failure::Diagnostics(vec![
-                Diagnostic::error(
-                    DiagKind::Unsupported,
-                    whole,
-                    format!("internal error: the lowered module does not verify: {msgs}"),
-                )
-                .with_help(
-                    "this is a bug of the StableHLO lowering; please report it with the jaxpr",
-                ),
-            ]));
+        match write_verified(&module, lw.ops.get(), bytecode, t, open) {
+            Ok(out) => Ok((out, keep(module))),
+            Err(Unwritten::Io(e)) => Err(Failure::Io(e)),
+            Err(Unwritten::NotVerified) => {
+                let msgs = messages.lock().map(|m| m.join("; ")).unwrap_or_default();
+                Err(Failure::Diagnostics(vec![
+                    Diagnostic::error(
+                        DiagKind::Unsupported,
+                        whole,
+                        format!("internal error: the lowered module does not verify: {msgs}"),
+                    )
+                    .with_help(
+                        "this is a bug of the StableHLO lowering; please report it with the jaxpr",
+                    ),
+                ]))
+            }
         }
-        let mut out = open().map_err(Failure::Io)?;
-        if bytecode {
-            out.write_all(&module.as_operation().write_bytecode())
-        } else {
-            print::write_module(&module, lw.ops.get(), &mut out)
-        }
-        .map_err(Failure::Io)?;
-        t.print = lap();
-        Ok(out)
     })();
     cx.detach_diagnostic_handler(handler);
-    drop(cx);
-    t.teardown = lap();
-    result
+    let (out, module) = result?;
+    Ok((out, Lowered { module, _cx: cx }))
+}
+
+/// Why a module was not written.
+#[derive(Debug)]
+enum Unwritten {
+    /// MLIR's verifier rejects it (its diagnostics went to the context's
+    /// handler).
+    NotVerified,
+    Io(std::io::Error),
+}
+
+/// Has MLIR verify the module and writes it to the writer `open` gives
+/// (`ops`: the number of operations). When our printer prints the module,
+/// verifying and printing run at once, on two threads: both only read the
+/// module (the verifier's one write, each block's cached order of
+/// operations, is not read by the printer). MLIR's writers (bytecode, its
+/// printer) may make attributes while they run, which a context without
+/// threads does not allow alongside the verifier: they run after it.
+fn write_verified<W: Write>(
+    module: &Module,
+    ops: usize,
+    bytecode: bool,
+    t: &mut Timings,
+    open: impl FnOnce() -> std::io::Result<W>,
+) -> Result<W, Unwritten> {
+    let printable = if bytecode {
+        None
+    } else {
+        print::Printable::check(module)
+    };
+    let Some(printable) = printable else {
+        let started = std::time::Instant::now();
+        let verified = module.as_operation().verify();
+        t.verify = started.elapsed();
+        if !verified {
+            return Err(Unwritten::NotVerified);
+        }
+        let started = std::time::Instant::now();
+        let mut out = open().map_err(Unwritten::Io)?;
+        let bytes = if bytecode {
+            module.as_operation().write_bytecode()
+        } else {
+            print::mlir_text(module)
+        };
+        out.write_all(&bytes).map_err(Unwritten::Io)?;
+        t.print = started.elapsed();
+        return Ok(out);
+    };
+    let verifying = Verifying(module.as_operation().to_raw());
+    let (verified, written) = std::thread::scope(|s| {
+        let verifier = s.spawn(move || verifying.run());
+        let started = std::time::Instant::now();
+        let written = open().and_then(|mut out| {
+            printable.write(ops, &mut out)?;
+            Ok(out)
+        });
+        t.print = started.elapsed();
+        let verified = verifier.join().unwrap_or((false, Default::default()));
+        (verified, written)
+    });
+    t.verify = verified.1;
+    if !verified.0 {
+        return Err(Unwritten::NotVerified);
+    }
+    written.map_err(Unwritten::Io)
+}
+
+/// The module, to be freed by [`Lowered`].
+fn keep(module: Module) -> mlir_sys::MlirModule {
+    let raw = module.to_raw();
+    std::mem::forget(module);
+    raw
+}
+
+/// The module to verify on another thread.
+struct Verifying(mlir_sys::MlirOperation);
+
+// SAFETY: the module outlives the thread (a scoped thread), and nothing
+// changes it while the verifier runs.
+unsafe impl Send for Verifying {}
+
+impl Verifying {
+    /// Whether the module verifies, and how long it took.
+    fn run(self) -> (bool, std::time::Duration) {
+        let started = std::time::Instant::now();
+        // SAFETY: see the type.
+        let ok = unsafe { mlir_sys::mlirOperationVerify(self.0) };
+        (ok, started.elapsed())
+    }
 }
 
 /// An MLIR context for the lowering: the `func` dialect is the only one
@@ -815,4 +921,95 @@ pub(crate) fn elem_type(dt: &DType) -> Option<&'static str> {
         DType::Float(FloatKind::F64) => "f64",
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use melior::ir::attribute::{StringAttribute, TypeAttribute};
+
+    /// `func.func @main() -> tensor<f32>` returning a constant of type
+    /// `constant`: a module that verifies when it is `tensor<f32>`.
+    fn module_returning<'c>(cx: &'c Context, constant: &str, value: &str) -> Module<'c> {
+        let loc = Location::unknown(cx);
+        let module = Module::new(loc);
+        let f32t = Type::parse(cx, "tensor<f32>").unwrap();
+        let ct = Type::parse(cx, constant).unwrap();
+        let block = Block::new(&[]);
+        let c = block.append_operation(
+            OperationBuilder::new("stablehlo.constant", loc)
+                .add_results(&[ct])
+                .add_attributes(&[(
+                    Identifier::new(cx, "value"),
+                    Attribute::parse(cx, &format!("dense<{value}> : {constant}")).unwrap(),
+                )])
+                .build()
+                .unwrap(),
+        );
+        let c: V = unsafe { V::from_raw(c.result(0).unwrap().to_raw()) };
+        block.append_operation(melior::dialect::func::r#return(&[c], loc));
+        let region = Region::new();
+        region.append_block(block);
+        module.body().append_operation(melior::dialect::func::func(
+            cx,
+            StringAttribute::new(cx, "main"),
+            TypeAttribute::new(FunctionType::new(cx, &[], &[f32t]).into()),
+            region,
+            &[],
+            loc,
+        ));
+        module
+    }
+
+    #[test]
+    fn a_module_is_printed_while_it_is_verified() {
+        let cx = context();
+        let module = module_returning(&cx, "tensor<f32>", "1.0");
+        let text = write_verified(
+            &module,
+            2,
+            false,
+            &mut Timings::default(),
+            || Ok(Vec::new()),
+        )
+        .unwrap();
+        assert_eq!(
+            String::from_utf8(text).unwrap(),
+            "module {\n  func.func @main() -> tensor<f32> {\n    \
+             %0 = \"stablehlo.constant\"() {value = dense<1.000000e+00> : tensor<f32>} \
+             : () -> tensor<f32>\n    return %0 : tensor<f32>\n  }\n}\n"
+        );
+    }
+
+    #[test]
+    fn a_module_that_does_not_verify_is_not_written() {
+        let cx = context();
+        let reported: Arc<Mutex<Vec<String>>> = Arc::default();
+        let sink = reported.clone();
+        cx.attach_diagnostic_handler(move |d| {
+            sink.lock().unwrap().push(d.to_string());
+            true
+        });
+        // Returns a tensor<i32> from a function of tensor<f32>.
+        let module = module_returning(&cx, "tensor<i32>", "1");
+        for bytecode in [false, true] {
+            let mut opened = false;
+            let written = write_verified(&module, 2, bytecode, &mut Timings::default(), || {
+                opened = true;
+                Ok(Vec::new())
+            });
+            assert!(
+                matches!(written, Err(Unwritten::NotVerified)),
+                "{written:?}"
+            );
+            // The printer runs alongside the verifier; MLIR's writers after it.
+            assert_eq!(opened, !bytecode);
+        }
+        let reported = reported.lock().unwrap();
+        assert_eq!(reported.len(), 2, "{reported:?}");
+        assert!(
+            reported[0].contains("doesn't match function result type"),
+            "{reported:?}"
+        );
+    }
 }

@@ -32,16 +32,27 @@ use mlir_sys::{
 use rustc_hash::FxHashMap as HashMap;
 use std::io::{self, Write};
 
-/// Writes the module as MLIR text to `out`; `ops` is the number of
-/// operations in it (to size the table of value names once).
-pub(super) fn write_module(module: &Module, ops: usize, out: &mut dyn Write) -> io::Result<()> {
-    let module = module.as_operation().to_raw();
-    // SAFETY: the module and everything in it is alive and not modified
-    // while it is printed; the printer only reads it.
-    unsafe {
-        let Some(func) = main_function(module) else {
-            return out.write_all(&mlir_text(module));
-        };
+/// A module of the shape this printer prints (see the module
+/// documentation), ready to print: its function.
+pub(super) struct Printable(MlirOperation);
+
+// SAFETY: a module is only read once checked, and the caller keeps it
+// alive and unchanged while it is printed (on any thread).
+unsafe impl Send for Printable {}
+
+impl Printable {
+    /// The module, when it has the shape this printer prints; else it is
+    /// for [`mlir_text`]. The check walks the blocks of the module, which
+    /// must not be read concurrently with MLIR's verifier (it updates the
+    /// blocks' cached order of operations), unlike the printing.
+    pub fn check(module: &Module) -> Option<Printable> {
+        // SAFETY: the module is alive; this only reads it.
+        unsafe { main_function(module.as_operation().to_raw()).map(Printable) }
+    }
+
+    /// Writes the module as MLIR text to `out`; `ops` is the number of
+    /// operations in it (to size the table of value names once).
+    pub fn write(&self, ops: usize, out: &mut dyn Write) -> io::Result<()> {
         let mut p = Printer {
             out: Vec::with_capacity(CHUNK + CHUNK / 4),
             sink: out,
@@ -52,7 +63,9 @@ pub(super) fn write_module(module: &Module, ops: usize, out: &mut dyn Write) -> 
             next_arg: 0,
         };
         p.out.extend_from_slice(b"module {\n");
-        p.func(func)?;
+        // SAFETY: the module has the checked shape and is alive and
+        // unchanged while it is printed; the printer only reads it.
+        unsafe { p.func(self.0)? };
         p.out.extend_from_slice(b"}\n");
         p.flush()
     }
@@ -497,10 +510,12 @@ unsafe extern "C" fn append(s: MlirStringRef, data: *mut std::ffi::c_void) {
 }
 
 /// The module printed by MLIR itself, which prints anything: generic form
-/// for unregistered operations, no verification (the module was verified
-/// just before), no aliases or locations.
-unsafe fn mlir_text(module: MlirOperation) -> Vec<u8> {
-    // SAFETY: the flags live for the call; the callback only appends.
+/// for unregistered operations, no verification (the caller verified the
+/// module before), no aliases or locations.
+pub(super) fn mlir_text(module: &Module) -> Vec<u8> {
+    let module = module.as_operation().to_raw();
+    // SAFETY: the module is alive; the flags live for the call; the
+    // callback only appends.
     unsafe {
         let flags = mlir_sys::mlirOpPrintingFlagsCreate();
         mlir_sys::mlirOpPrintingFlagsAssumeVerified(flags);
