@@ -274,6 +274,8 @@ pub(crate) struct Lower<'c, 'f: 'c> {
     /// jaxpr lowered again (a second call site, a loop body) binds its
     /// variables again before it reads them.
     vals: RefCell<Vec<Option<V<'c>>>>,
+    /// The tensor type of each variable, by `VarId`, once asked for.
+    var_tys: RefCell<Vec<Option<Type<'c>>>>,
     /// Types and attributes already made, by their text or (tensors) their
     /// element type and dimensions, and attribute names.
     types: RefCell<HashMap<String, Type<'c>>>,
@@ -283,6 +285,10 @@ pub(crate) struct Lower<'c, 'f: 'c> {
     /// Scalar constants already made in a block (by block, type and text):
     /// a constant dominates the rest of its block and the regions in it.
     consts: RefCell<HashMap<(usize, usize, Box<str>), V<'c>>>,
+    /// Static broadcasts already made in a block (by block, value, result
+    /// type and dimensions), for the same reason: elementwise operations
+    /// broadcast their scalar operands at every use.
+    broadcasts: RefCell<HashMap<(usize, usize, usize, SmallVec<[i64; 6]>), V<'c>>>,
     /// Operations made so far (the printer sizes its buffer from it).
     ops: std::cell::Cell<usize>,
 }
@@ -296,11 +302,13 @@ impl<'c, 'f> Lower<'c, 'f> {
             loc: Location::unknown(cx),
             syntax,
             vals: RefCell::new(vec![None; a.vars.len()]),
+            var_tys: RefCell::new(vec![None; a.vars.len()]),
             types: RefCell::default(),
             tensors: RefCell::default(),
             attrs: RefCell::default(),
             idents: RefCell::default(),
             consts: RefCell::default(),
+            broadcasts: RefCell::default(),
             ops: std::cell::Cell::new(0),
         }
     }
@@ -315,7 +323,7 @@ impl<'c, 'f> Lower<'c, 'f> {
         let inputs: Vec<VarId> = info.constvars.iter().chain(&info.invars).copied().collect();
         let in_tys = inputs
             .iter()
-            .map(|&v| self.ty(&self.a.var(v).ty, self.a.var(v).range))
+            .map(|&v| self.var_ty(v))
             .collect::<R<Vec<_>>>()?;
         // Implicit outputs (dimensions of later outputs) are not results of
         // the program: Catalyst returns only the explicit ones.
@@ -422,8 +430,7 @@ impl<'c, 'f> Lower<'c, 'f> {
     ) -> R<Vec<Operand<'c>>> {
         let binders = super::walk::nested_binders(self.a, j, inputs.len(), at)?;
         for (&v, &x) in binders.iter().zip(inputs) {
-            let want = self.ty(&self.a.var(v).ty, self.a.var(v).range)?;
-            self.bind(v, self.fit(b, x, want)?);
+            self.bind(v, self.fit(b, x, self.var_ty(v)?)?);
         }
         self.body(b, outer, j)
     }
@@ -441,8 +448,7 @@ impl<'c, 'f> Lower<'c, 'f> {
         super::walk::expect_results(e, results.len())?;
         for (i, r) in results.into_iter().enumerate() {
             if let Some(v) = info.outs.get(i).copied().flatten() {
-                let want = self.ty(&cx.outs[i], e.outs[i].range)?;
-                self.bind(v, self.fit(b, r, want)?);
+                self.bind(v, self.fit(b, r, self.var_ty(v)?)?);
             }
         }
         Ok(())
@@ -509,6 +515,25 @@ impl<'c, 'f> Lower<'c, 'f> {
             |s| Type::parse(self.cx, s),
             || format!("type {s}"),
         )
+    }
+
+    /// The tensor type of a variable.
+    pub(crate) fn var_ty(&self, v: VarId) -> R<Type<'c>> {
+        if let Some(t) = self.var_tys.borrow()[v.0 as usize] {
+            return Ok(t);
+        }
+        let var = self.a.var(v);
+        let t = self.ty(&var.ty, var.range)?;
+        self.var_tys.borrow_mut()[v.0 as usize] = Some(t);
+        Ok(t)
+    }
+
+    /// The tensor type of result `i` of an equation.
+    pub(crate) fn out_ty(&self, cx: &ops::EqnCx<'_, 'c>, i: usize) -> R<Type<'c>> {
+        match self.a.eqn(cx.id).outs.get(i).copied().flatten() {
+            Some(v) => self.var_ty(v),
+            None => self.ty(&cx.outs[i], cx.at()),
+        }
     }
 
     /// The tensor type of a jaxpr type (`?` for every non-constant dimension).

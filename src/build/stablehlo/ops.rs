@@ -11,7 +11,8 @@ pub(crate) type EqnCx<'e, 'c> = crate::build::EqnCx<'e, V<'c>, std::borrow::Cow<
 use crate::syntax::TextRange;
 use crate::syntax::ast::{Expr, ExprKind};
 use crate::types::{AType, DType, Dim};
-use melior::ir::Type;
+use melior::ir::r#type::TypeLike;
+use melior::ir::{Type, ValueLike};
 
 /// `neg` is `stablehlo.negate`, ...: same shape in and out.
 const UNARY: &[(&str, &str)] = &[
@@ -173,7 +174,7 @@ impl<'c> Lower<'c, '_> {
         let name = cx.name();
         let one = |v: R<V<'c>>| v.map(|v| vec![v]);
         if let Some((_, op)) = UNARY.iter().find(|(p, _)| *p == name) {
-            let t = self.ty(&cx.outs[0], cx.at())?;
+            let t = self.out_ty(cx, 0)?;
             return one(self.op1(b, op, &[cx.args[0].v], t, &[]));
         }
         if let Some((_, op)) = BINARY.iter().find(|(p, _)| *p == name) {
@@ -198,7 +199,7 @@ impl<'c> Lower<'c, '_> {
         if let Some(r) = self.lower_control(b, env, cx)? {
             return Ok(r);
         }
-        let out = |i: usize| self.ty(&cx.outs[i], cx.at());
+        let out = |i: usize| self.out_ty(cx, i);
         let x = || cx.args[0].v;
         one(match name {
             "square" => self.binary(b, "stablehlo.multiply", x(), x()),
@@ -440,7 +441,18 @@ impl<'c> Lower<'c, '_> {
         let t = self.ty(to, at)?;
         let attrs = [("broadcast_dimensions", arr(dims))];
         if is_static(to) {
-            self.op1(b, "stablehlo.broadcast_in_dim", &[x], t, &attrs)
+            let key = (
+                b.to_raw().ptr as usize,
+                x.to_raw().ptr as usize,
+                t.to_raw().ptr as usize,
+                dims.into(),
+            );
+            if let Some(&v) = self.broadcasts.borrow().get(&key) {
+                return Ok(v);
+            }
+            let v = self.op1(b, "stablehlo.broadcast_in_dim", &[x], t, &attrs)?;
+            self.broadcasts.borrow_mut().insert(key, v);
+            Ok(v)
         } else {
             let s = self.shape_value(b, env, &to.shape, at)?;
             self.op1(b, "stablehlo.dynamic_broadcast_in_dim", &[x, s], t, &attrs)
@@ -510,7 +522,7 @@ impl<'c> Lower<'c, '_> {
             b,
             "stablehlo.reduce",
             &[cx.args[0].v, i],
-            &[self.ty(&cx.outs[0], cx.at())?],
+            &[self.out_ty(cx, 0)?],
             &[("dimensions", arr(&axes))],
             vec![body],
         )?[0])
@@ -559,7 +571,7 @@ impl<'c> Lower<'c, '_> {
             &dt,
             op,
             init,
-            self.ty(&cx.outs[0], cx.at())?,
+            self.out_ty(cx, 0)?,
             &window,
             &cx.ints_or("window_strides", ones.clone())?,
             &cx.pairs("padding")?,
@@ -603,7 +615,7 @@ impl<'c> Lower<'c, '_> {
             &dt,
             op,
             init,
-            self.ty(&cx.outs[0], cx.at())?,
+            self.out_ty(cx, 0)?,
             &window,
             &ones,
             &padding,
@@ -670,7 +682,7 @@ impl<'c> Lower<'c, '_> {
             b,
             "stablehlo.transpose",
             &[d],
-            self.ty(&cx.outs[0], cx.at())?,
+            self.out_ty(cx, 0)?,
             &[("permutation", arr(&perm))],
         )
     }
@@ -773,7 +785,7 @@ impl<'c> Lower<'c, '_> {
             b,
             "stablehlo.dot_general",
             &[l, r],
-            self.ty(&cx.outs[0], cx.at())?,
+            self.out_ty(cx, 0)?,
             &attrs,
         )
     }
@@ -835,7 +847,7 @@ impl<'c> Lower<'c, '_> {
             b,
             "stablehlo.convolution",
             &[cx.args[0].v, cx.args[1].v],
-            self.ty(&cx.outs[0], cx.at())?,
+            self.out_ty(cx, 0)?,
             &attrs,
         )
     }
@@ -893,7 +905,7 @@ impl<'c> Lower<'c, '_> {
             b,
             "stablehlo.reduce",
             &[x.v, iota, v0, i0],
-            &[vt, self.ty(&cx.outs[0], cx.at())?],
+            &[vt, self.out_ty(cx, 0)?],
             &[("dimensions", arr(&axes))],
             vec![body],
         )?;
@@ -925,7 +937,7 @@ impl<'c> Lower<'c, '_> {
         fields.push(format!("index_vector_dim = {ivd}"));
         let dnums = format!("#stablehlo.gather<{}>", fields.join(", "));
         let sorted = cx.bool_or("indices_are_sorted", false);
-        let out_t = self.ty(&cx.outs[0], cx.at())?;
+        let out_t = self.out_ty(cx, 0)?;
         // Slice sizes: from the parameter, or (symbolic sizes) from the
         // result type, whose offset dimensions are the non-collapsed sizes.
         let sizes_expr = cx.param("slice_sizes")?;
@@ -1127,7 +1139,7 @@ impl<'c> Lower<'c, '_> {
             b,
             "stablehlo.scatter",
             &[cx.args[0].v, cx.args[1].v, cx.args[2].v],
-            &[self.ty(&cx.outs[0], cx.at())?],
+            &[self.out_ty(cx, 0)?],
             &[
                 (
                     "scatter_dimension_numbers",
@@ -1186,7 +1198,7 @@ impl<'c> Lower<'c, '_> {
         let keys = (cx.int("num_keys").unwrap_or(1).max(1) as usize).min(dts.len());
         let body = self.comparator(&dts, keys, "LT")?;
         let tys = (0..cx.outs.len())
-            .map(|i| self.ty(&cx.outs[i], cx.at()))
+            .map(|i| self.out_ty(cx, i))
             .collect::<R<Vec<_>>>()?;
         let vs: Vec<V> = cx.args.iter().map(|a| a.v).collect();
         self.op(
@@ -1253,14 +1265,14 @@ impl<'c> Lower<'c, '_> {
                 b,
                 "stablehlo.slice",
                 &[sorted[0]],
-                self.ty(&cx.outs[0], cx.at())?,
+                self.out_ty(cx, 0)?,
                 &attrs,
             )?,
             self.op1(
                 b,
                 "stablehlo.slice",
                 &[sorted[1]],
-                self.ty(&cx.outs[1], cx.at())?,
+                self.out_ty(cx, 1)?,
                 &attrs,
             )?,
         ])
@@ -1293,13 +1305,7 @@ impl<'c> Lower<'c, '_> {
             wt,
             &[("broadcast_dimensions", arr(&dims))],
         )?;
-        self.op1(
-            b,
-            "stablehlo.reshape",
-            &[w],
-            self.ty(&cx.outs[0], cx.at())?,
-            &[],
-        )
+        self.op1(b, "stablehlo.reshape", &[w], self.out_ty(cx, 0)?, &[])
     }
 }
 
