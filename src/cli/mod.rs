@@ -331,7 +331,7 @@ fn build(
     output: Option<PathBuf>,
     color: ColorMode,
 ) -> i32 {
-    let loaded = match load(path) {
+    let mut loaded = match load(path) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("error: {}: {e}", path.display());
@@ -361,7 +361,10 @@ fn build(
         None => native::c_name(crate::build::jaxpr_stem(path)),
     };
     let db = RootDatabase::default();
-    let file = SourceFile::new(&db, loaded.path.clone(), loaded.text.clone());
+    // The text moves into the database (a large file is not copied); the
+    // diagnostics, if any, take it back.
+    let text = std::mem::take(&mut loaded.text);
+    let file = SourceFile::new(&db, loaded.path.clone(), text);
     let timings = std::env::var_os("JAXPR_BUILD_TIMINGS").is_some();
     let clock = std::time::Instant::now();
     let (parse, analysis) = (db::parse(&db, file), db::analysis(&db, file));
@@ -409,6 +412,7 @@ fn build(
             2
         }
         Err(Failure::Diagnostics(diagnostics)) => {
+            loaded.text = file.text(&db).clone();
             let colored = match color {
                 ColorMode::Always => true,
                 ColorMode::Never => false,
