@@ -282,13 +282,15 @@ pub(crate) struct Lower<'c, 'f: 'c> {
     tensors: RefCell<HashMap<TensorKey, Type<'c>>>,
     attrs: RefCell<HashMap<String, Attribute<'c>>>,
     idents: RefCell<HashMap<&'static str, Identifier<'c>>>,
-    /// Scalar constants already made in a block (by block, type and text):
-    /// a constant dominates the rest of its block and the regions in it.
-    consts: RefCell<HashMap<(usize, usize, Box<str>), V<'c>>>,
+    /// Scalar constants already made in a block (by block and type, then
+    /// text): a constant dominates the rest of its block and the regions in
+    /// it.
+    consts: RefCell<HashMap<(usize, usize), HashMap<Box<str>, V<'c>>>>,
     /// Static broadcasts already made in a block (by block, value, result
-    /// type and dimensions), for the same reason: elementwise operations
-    /// broadcast their scalar operands at every use.
-    broadcasts: RefCell<HashMap<(usize, usize, usize, SmallVec<[i64; 6]>), V<'c>>>,
+    /// type and dimensions packed by [`ops::packed_dims`]), for the same
+    /// reason: elementwise operations broadcast their scalar operands at
+    /// every use.
+    broadcasts: RefCell<HashMap<(usize, usize, usize, u64), V<'c>>>,
     /// Operations made so far (the printer sizes its buffer from it).
     ops: std::cell::Cell<usize>,
 }
@@ -772,12 +774,13 @@ impl<'c, 'f> Lower<'c, 'f> {
             _ => return err(at, format!("constants of dtype {dt} have no lowering")),
         };
         let t = self.tensor(dt, &[], at)?;
-        let key = (
-            b.to_raw().ptr as usize,
-            t.to_raw().ptr as usize,
-            lit.clone().into_boxed_str(),
-        );
-        if let Some(&v) = self.consts.borrow().get(&key) {
+        let place = (b.to_raw().ptr as usize, t.to_raw().ptr as usize);
+        let made = self
+            .consts
+            .borrow()
+            .get(&place)
+            .and_then(|m| m.get(lit.as_str()).copied());
+        if let Some(v) = made {
             return Ok(v);
         }
         let v = self.op1(
@@ -787,7 +790,11 @@ impl<'c, 'f> Lower<'c, 'f> {
             t,
             &[("value", format!("dense<{lit}> : {t}"))],
         )?;
-        self.consts.borrow_mut().insert(key, v);
+        self.consts
+            .borrow_mut()
+            .entry(place)
+            .or_default()
+            .insert(lit.into_boxed_str(), v);
         Ok(v)
     }
 

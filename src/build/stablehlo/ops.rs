@@ -120,6 +120,48 @@ const CUMULATIVE: &[(&str, &str, Init)] = &[
     ("cummin", "stablehlo.minimum", Init::Highest),
 ];
 
+/// The row of the tables above that a primitive is.
+#[derive(Clone, Copy)]
+enum Row {
+    Unary(&'static str),
+    Binary(&'static str),
+    Compare(&'static str),
+    Reduce(&'static str, Init),
+    Window(&'static str, Init),
+    Cumulative(&'static str, Init),
+}
+
+/// The tables by primitive, gathered once (every equation looks its
+/// primitive up).
+fn row(primitive: &str) -> Option<Row> {
+    static ROWS: std::sync::OnceLock<rustc_hash::FxHashMap<&'static str, Row>> =
+        std::sync::OnceLock::new();
+    let rows = ROWS.get_or_init(|| {
+        let unary = UNARY.iter().map(|&(p, op)| (p, Row::Unary(op)));
+        let binary = BINARY.iter().map(|&(p, op)| (p, Row::Binary(op)));
+        let compare = COMPARE.iter().map(|&(p, dir)| (p, Row::Compare(dir)));
+        let reduce = REDUCE.iter().map(|&(p, op, i)| (p, Row::Reduce(op, i)));
+        let window = REDUCE_WINDOW
+            .iter()
+            .map(|&(p, op, i)| (p, Row::Window(op, i)));
+        let cumulative = CUMULATIVE
+            .iter()
+            .map(|&(p, op, i)| (p, Row::Cumulative(op, i)));
+        let mut rows = rustc_hash::FxHashMap::default();
+        for (p, r) in unary
+            .chain(binary)
+            .chain(compare)
+            .chain(reduce)
+            .chain(window)
+            .chain(cumulative)
+        {
+            rows.entry(p).or_insert(r);
+        }
+        rows
+    });
+    rows.get(primitive).copied()
+}
+
 /// `array<i64: 1, 2>`: an array attribute of integers.
 pub(crate) fn arr(xs: &[i64]) -> String {
     if xs.is_empty() {
@@ -159,6 +201,17 @@ fn padding_attr(p: &[(i64, i64)]) -> String {
     format!("dense<[{}]> : tensor<{}x2xi64>", rows.join(", "), p.len())
 }
 
+/// Dimension numbers (at most 7, each below 256, as every broadcast of the
+/// corpus has) packed into one integer with their count, for a cache key.
+pub(crate) fn packed_dims(dims: &[i64]) -> Option<u64> {
+    if dims.len() > 7 {
+        return None;
+    }
+    dims.iter().try_fold(dims.len() as u64, |k, &d| {
+        u8::try_from(d).ok().map(|d| k << 8 | u64::from(d))
+    })
+}
+
 fn compare_type(dt: &DType) -> &'static str {
     if dt.is_float() {
         "FLOAT"
@@ -173,25 +226,20 @@ impl<'c> Lower<'c, '_> {
     pub(crate) fn lower_eqn(&self, b: B<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c>) -> R<Vec<V<'c>>> {
         let name = cx.name();
         let one = |v: R<V<'c>>| v.map(|v| vec![v]);
-        if let Some((_, op)) = UNARY.iter().find(|(p, _)| *p == name) {
-            let t = self.out_ty(cx, 0)?;
-            return one(self.op1(b, op, &[cx.args[0].v], t, &[]));
-        }
-        if let Some((_, op)) = BINARY.iter().find(|(p, _)| *p == name) {
-            return one(self.elementwise(b, env, cx, op, &[]));
-        }
-        if let Some((_, dir)) = COMPARE.iter().find(|(p, _)| *p == name) {
-            let ct = compare_type(&cx.arg_dtype(0)?);
-            return one(self.compare_eqn(b, env, cx, dir, ct));
-        }
-        if let Some(&(_, op, init)) = REDUCE.iter().find(|(p, _, _)| *p == name) {
-            return one(self.reduce_eqn(b, cx, op, init));
-        }
-        if let Some(&(_, op, init)) = REDUCE_WINDOW.iter().find(|(p, _, _)| *p == name) {
-            return one(self.reduce_window_eqn(b, cx, op, init));
-        }
-        if let Some(&(_, op, init)) = CUMULATIVE.iter().find(|(p, _, _)| *p == name) {
-            return one(self.cumulative(b, env, cx, op, init));
+        match row(name) {
+            Some(Row::Unary(op)) => {
+                let t = self.out_ty(cx, 0)?;
+                return one(self.op1(b, op, &[cx.args[0].v], t, &[]));
+            }
+            Some(Row::Binary(op)) => return one(self.elementwise(b, env, cx, op, &[])),
+            Some(Row::Compare(dir)) => {
+                let ct = compare_type(&cx.arg_dtype(0)?);
+                return one(self.compare_eqn(b, env, cx, dir, ct));
+            }
+            Some(Row::Reduce(op, init)) => return one(self.reduce_eqn(b, cx, op, init)),
+            Some(Row::Window(op, init)) => return one(self.reduce_window_eqn(b, cx, op, init)),
+            Some(Row::Cumulative(op, init)) => return one(self.cumulative(b, env, cx, op, init)),
+            None => {}
         }
         if IDENTITY.contains(&name) {
             return Ok(cx.args.iter().map(|a| a.v).collect());
@@ -441,17 +489,17 @@ impl<'c> Lower<'c, '_> {
         let t = self.ty(to, at)?;
         let attrs = [("broadcast_dimensions", arr(dims))];
         if is_static(to) {
-            let key = (
-                b.to_raw().ptr as usize,
-                x.to_raw().ptr as usize,
-                t.to_raw().ptr as usize,
-                dims.into(),
-            );
-            if let Some(&v) = self.broadcasts.borrow().get(&key) {
+            let key = packed_dims(dims).map(|dims| {
+                let (b, x, t) = (b.to_raw().ptr, x.to_raw().ptr, t.to_raw().ptr);
+                (b as usize, x as usize, t as usize, dims)
+            });
+            if let Some(v) = key.and_then(|k| self.broadcasts.borrow().get(&k).copied()) {
                 return Ok(v);
             }
             let v = self.op1(b, "stablehlo.broadcast_in_dim", &[x], t, &attrs)?;
-            self.broadcasts.borrow_mut().insert(key, v);
+            if let Some(k) = key {
+                self.broadcasts.borrow_mut().insert(k, v);
+            }
             Ok(v)
         } else {
             let s = self.shape_value(b, env, &to.shape, at)?;
