@@ -13,6 +13,7 @@ use crate::syntax::ast::{Expr, ExprKind};
 use crate::types::{AType, DType, Dim};
 use melior::ir::r#type::TypeLike;
 use melior::ir::{Type, ValueLike};
+use smallvec::SmallVec;
 
 /// `neg` is `stablehlo.negate`, ...: same shape in and out.
 const UNARY: &[(&str, &str)] = &[
@@ -431,15 +432,15 @@ impl<'c> Lower<'c, '_> {
         let Some(dt) = &x.ty.dtype else {
             return err(at, "an operand without dtype");
         };
-        let dims: Vec<i64> = if x.ty.rank() == like.rank() {
+        let dims: SmallVec<[i64; 6]> = if x.ty.rank() == like.rank() {
             (0..like.rank() as i64).collect()
         } else if x.ty.is_scalar() {
-            Vec::new()
+            SmallVec::new()
         } else {
             return err(at, "operands of different ranks");
         };
-        let target = AType::new(dt.clone(), like.shape.clone());
-        self.broadcast(b, env, x.v, &target, &dims, at)
+        let t = self.tensor(dt, &like.shape, at)?;
+        self.broadcast_to(b, env, x.v, t, &like.shape, &dims, at)
     }
 
     fn elementwise(
@@ -455,8 +456,8 @@ impl<'c> Lower<'c, '_> {
             .args
             .iter()
             .map(|a| self.to_shape(b, env, a, out, cx.at()))
-            .collect::<R<Vec<_>>>()?;
-        self.op1(b, op, &vs, self.ty(out, cx.at())?, attrs)
+            .collect::<R<SmallVec<[V<'c>; 4]>>>()?;
+        self.op1(b, op, &vs, self.out_ty(cx, 0)?, attrs)
     }
 
     fn compare_eqn(
@@ -487,8 +488,22 @@ impl<'c> Lower<'c, '_> {
         at: TextRange,
     ) -> R<V<'c>> {
         let t = self.ty(to, at)?;
-        let attrs = [("broadcast_dimensions", arr(dims))];
-        if is_static(to) {
+        self.broadcast_to(b, env, x, t, &to.shape, dims, at)
+    }
+
+    /// [`Self::broadcast`] to the tensor type `t` of dimensions `shape`.
+    #[allow(clippy::too_many_arguments)]
+    fn broadcast_to(
+        &self,
+        b: B<'c>,
+        env: &Env<'c>,
+        x: V<'c>,
+        t: Type<'c>,
+        shape: &[Dim],
+        dims: &[i64],
+        at: TextRange,
+    ) -> R<V<'c>> {
+        if shape.iter().all(|d| d.as_const().is_some()) {
             let key = packed_dims(dims).map(|dims| {
                 let (b, x, t) = (b.to_raw().ptr, x.to_raw().ptr, t.to_raw().ptr);
                 (b as usize, x as usize, t as usize, dims)
@@ -496,13 +511,15 @@ impl<'c> Lower<'c, '_> {
             if let Some(v) = key.and_then(|k| self.broadcasts.borrow().get(&k).copied()) {
                 return Ok(v);
             }
+            let attrs = [("broadcast_dimensions", arr(dims))];
             let v = self.op1(b, "stablehlo.broadcast_in_dim", &[x], t, &attrs)?;
             if let Some(k) = key {
                 self.broadcasts.borrow_mut().insert(k, v);
             }
             Ok(v)
         } else {
-            let s = self.shape_value(b, env, &to.shape, at)?;
+            let s = self.shape_value(b, env, shape, at)?;
+            let attrs = [("broadcast_dimensions", arr(dims))];
             self.op1(b, "stablehlo.dynamic_broadcast_in_dim", &[x, s], t, &attrs)
         }
     }
@@ -811,21 +828,24 @@ impl<'c> Lower<'c, '_> {
             l = self.convert(b, l, &out_dt)?;
             r = self.convert(b, r, &out_dt)?;
         }
-        let mut dn = Vec::new();
-        for (k, v) in [
+        let mut dn = String::from("#stablehlo.dot<");
+        let fields = [
             ("lhs_batching_dimensions", lb),
             ("rhs_batching_dimensions", rb),
             ("lhs_contracting_dimensions", lc),
             ("rhs_contracting_dimensions", rc),
-        ] {
-            if !v.is_empty() {
-                dn.push(format!("{k} = {}", list(v)));
+        ];
+        for (i, (k, v)) in fields.iter().filter(|(_, v)| !v.is_empty()).enumerate() {
+            if i > 0 {
+                dn.push_str(", ");
             }
+            dn.push_str(k);
+            dn.push_str(" = [");
+            push_joined(&mut dn, v);
+            dn.push(']');
         }
-        let mut attrs = vec![(
-            "dot_dimension_numbers",
-            format!("#stablehlo.dot<{}>", dn.join(", ")),
-        )];
+        dn.push('>');
+        let mut attrs = vec![("dot_dimension_numbers", dn)];
         if let Some(pc) = precision_config(cx) {
             attrs.push(("precision_config", pc));
         }
