@@ -51,7 +51,7 @@ fn full_check(bencher: divan::Bencher, name: &str) {
 /// equation in the middle of the file: set the text, get the diagnostics.
 #[divan::bench(args = FILES, sample_count = 40, sample_size = 1)]
 fn edit_equation(bencher: divan::Bencher, name: &str) {
-    edit(bencher, text(name), jaxpr::scale::operand_edit(text(name)));
+    edit(bencher, text(name), jaxpr::scale::operand_edit(text(name)), "x");
 }
 
 /// The same in an equation of a nested jaxpr held inline by one equation
@@ -59,20 +59,34 @@ fn edit_equation(bencher: divan::Bencher, name: &str) {
 #[divan::bench(args = FILES, sample_count = 40, sample_size = 1)]
 fn edit_nested_jaxpr(bencher: divan::Bencher, name: &str) {
     let (inlined, at) = jaxpr::scale::inline_nested(text(name), "_where").expect("_where");
-    edit(bencher, &inlined, at);
+    edit(bencher, &inlined, at, "x");
 }
 
-/// The same in a `let` jaxpr (called from many equations).
-#[divan::bench(args = FILES, sample_count = 10, sample_size = 1)]
+/// The same in an equation of a `let` jaxpr (called from many equations).
+#[divan::bench(args = FILES, sample_count = 40, sample_size = 1)]
 fn edit_let_jaxpr(bencher: divan::Bencher, name: &str) {
-    edit(bencher, text(name), jaxpr::scale::let_edit(text(name)));
+    edit(bencher, text(name), jaxpr::scale::let_edit(text(name)), "x");
 }
 
-fn edit(bencher: divan::Bencher, text: &str, at: usize) {
+/// A character added to a result's name in a `let` jaxpr: the `let` is
+/// re-checked as a whole, its signature stays.
+#[divan::bench(args = FILES, sample_count = 40, sample_size = 1)]
+fn edit_let_binder(bencher: divan::Bencher, name: &str) {
+    edit(bencher, text(name), jaxpr::scale::let_binder_edit(text(name)), "x");
+}
+
+/// A dimension added to a `let` jaxpr's input: its signature changes, and
+/// every call site is re-checked.
+#[divan::bench(args = FILES, sample_count = 40, sample_size = 1)]
+fn edit_let_signature(bencher: divan::Bencher, name: &str) {
+    edit(bencher, text(name), jaxpr::scale::let_signature_edit(text(name)), "1,");
+}
+
+fn edit(bencher: divan::Bencher, text: &str, at: usize, insert: &str) {
     let name = "f.jaxpr";
     let original = text.to_string();
     let mut edited = original.clone();
-    edited.insert(at, 'x');
+    edited.insert_str(at, insert);
     let mut db = RootDatabase::default();
     let file = SourceFile::new(&db, name.into(), original.clone());
     db::diagnostics(&db, file);

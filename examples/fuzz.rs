@@ -73,6 +73,7 @@ fn main() {
     let mut last_report = start;
     let (mut execs, mut bytes, mut findings) = (0u64, 0u64, 0u64);
     let mut slowest = Duration::ZERO;
+    let mut paths = std::collections::BTreeMap::new();
     while start.elapsed() < Duration::from_secs(secs) {
         let (from, input) = fuzz::mutate(&mut rng, &seeds);
         let before = fuzz::text_of(&seeds[from]);
@@ -80,12 +81,16 @@ fn main() {
         bytes += input.len() as u64;
         *current.lock().unwrap() = (execs, input.clone(), seeds[from].clone(), Instant::now());
         match fuzz::run_one(&before, &input) {
-            Ok(took) => slowest = slowest.max(took),
+            Ok(run) => {
+                slowest = slowest.max(run.took);
+                *paths.entry(format!("{:?}", run.path)).or_insert(0u64) += 1;
+            }
             Err(f) => {
                 findings += 1;
                 let kind = match &f {
                     Finding::Panic(_) => "panic",
                     Finding::Mismatch => "mismatch",
+                    Finding::StreamMismatch => "stream-mismatch",
                     Finding::BadRange => "range",
                     Finding::Slow(_) => "slow",
                 };
@@ -114,4 +119,5 @@ fn main() {
         slowest,
         seeds.len()
     );
+    println!("paths of the edits through the database: {paths:?}");
 }

@@ -1,5 +1,6 @@
-//! Times the phases of `jaxpr check` on one file: parse, check, and the
-//! heap they keep (live bytes after each phase, and the peak).
+//! Times the phases of a check of one file: parse, check, and the heap
+//! they keep (live bytes after each phase, and the peak); then the streamed
+//! check `jaxpr check` runs, and its peak heap.
 //! `cargo run --release --example phases FILE`.
 
 use std::alloc::{GlobalAlloc, Layout};
@@ -56,16 +57,25 @@ fn main() {
         drop(a);
         drop(p);
         let t3 = std::time::Instant::now();
+        // What `jaxpr check` runs: parse and check streamed, keeping only
+        // the diagnostics.
+        PEAK.store(base, Relaxed);
+        let d = jaxpr::check::diagnostics_streaming(&text);
+        let t4 = std::time::Instant::now();
+        let peak_streaming = PEAK.load(Relaxed) - base;
+        drop(d);
         println!(
-            "round {round}: parse {:?} ({:.1} MB/s), check {:?}, drop {:?} | heap: parse {:.1} MB (peak {:.1}), parse+check {:.1} MB (peak {:.1})",
+            "round {round}: parse {:?} ({:.1} MB/s), check {:?}, drop {:?}, streamed parse+check {:?} | heap: parse {:.1} MB (peak {:.1}), parse+check {:.1} MB (peak {:.1}), streamed peak {:.1} MB",
             t1 - t0,
             text.len() as f64 / 1e6 / (t1 - t0).as_secs_f64(),
             t2 - t1,
             t3 - t2,
+            t4 - t3,
             mb(after_parse),
             mb(peak_parse),
             mb(after_check),
-            mb(peak)
+            mb(peak),
+            mb(peak_streaming)
         );
     }
 }

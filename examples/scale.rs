@@ -1,12 +1,14 @@
 //! The Rust columns of the README's scale table for one file: size,
 //! equations, parse throughput, whole-file check, and edits through the
 //! salsa database (median of repeated runs): in a top-level equation, in an
-//! inline nested jaxpr, and in a `let` jaxpr. `scripts/scale_table.sh` adds
-//! peak memory and JAX's own checker.
+//! inline nested jaxpr, and in a `let` jaxpr (in one of its equations, in a
+//! binder, in its signature). `scripts/scale_table.sh` adds peak memory and
+//! JAX's own checker.
 //!
 //!     cargo run --release --example scale FILE[.gz]
 
-use jaxpr::db::{self, RootDatabase, SourceFile};
+use jaxpr::db::{self, Db, Path, RootDatabase, SourceFile};
+use salsa::plumbing::AsId;
 use salsa::Setter;
 use std::time::{Duration, Instant};
 
@@ -23,10 +25,10 @@ fn ms(d: Duration) -> String {
 }
 
 /// Median time of an edit cycle (set the text, get the diagnostics),
-/// inserting then removing a character at `at`.
-fn edits(text: &str, at: usize, n: usize) -> Duration {
+/// inserting then removing `insert` at `at`; the edit must take `path`.
+fn edits(text: &str, at: usize, insert: &str, path: Path, n: usize) -> Duration {
     let mut edited = text.to_string();
-    edited.insert(at, 'x');
+    edited.insert_str(at, insert);
     let mut db = RootDatabase::default();
     let file = SourceFile::new(&db, "f.jaxpr".into(), text.to_string());
     db::diagnostics(&db, file);
@@ -42,6 +44,8 @@ fn edits(text: &str, at: usize, n: usize) -> Duration {
         let d = db::diagnostics(&db, file);
         times.push(t.elapsed());
         assert_eq!(d.is_empty(), i % 2 == 1, "edit {i}");
+        let took = db.engine().last_path(file.as_id());
+        assert!(i % 2 == 1 || took == Some(path), "edit {i} took {took:?}");
     }
     median(times)
 }
@@ -68,13 +72,20 @@ fn main() {
     let (inlined, nested_at) =
         jaxpr::scale::inline_nested(&text, "_where").expect("a `_where` let");
     assert!(db::diagnostics_from_scratch(&inlined).is_empty());
+    let scale = |at: usize, insert: &str, path: Path| ms(edits(&text, at, insert, path, 40));
     println!(
-        "| {mb:.1} MB | {eqns} | {:.0} MB/s ({}) | {} | {} | {} | {} |",
+        "| {mb:.1} MB | {eqns} | {:.0} MB/s ({}) | {} | {} | {} | {} | {} | {} |",
         mb / parse.as_secs_f64(),
         ms(parse),
         ms(median(check)),
-        ms(edits(&text, jaxpr::scale::operand_edit(&text), 40)),
-        ms(edits(&inlined, nested_at, 40)),
-        ms(edits(&text, jaxpr::scale::let_edit(&text), 6)),
+        scale(jaxpr::scale::operand_edit(&text), "x", Path::Equation),
+        ms(edits(&inlined, nested_at, "x", Path::Equation, 40)),
+        scale(jaxpr::scale::let_edit(&text), "x", Path::Equation),
+        scale(jaxpr::scale::let_binder_edit(&text), "x", Path::Let),
+        scale(
+            jaxpr::scale::let_signature_edit(&text),
+            "1,",
+            Path::LetAndCallSites
+        ),
     );
 }

@@ -11,10 +11,11 @@ cd "$(dirname "$0")/.."
 corpus=${JAXPR_CORPUS:-../shared/corpus}
 py=${JAXPR_ORACLE_PY:-/work/.venv-oracle/bin/python}
 cargo build --release -q --bin jaxpr --example scale
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-echo "| file | size | equations | parse | full check (parse + resolve + types + diagnostics) | edit one equation | edit an inline nested jaxpr | edit a \`let\` jaxpr | peak memory, \`jaxpr check\` | JAX \`check_jaxpr\` |"
-echo "|---|---|---|---|---|---|---|---|---|---|"
+echo "| file | size | equations | parse | full check (parse + resolve + types + diagnostics) | edit one equation | edit an inline nested jaxpr | edit a \`let\`: an equation | a binder | its signature | peak memory, \`jaxpr check\` | JAX \`check_jaxpr\` |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 for spec in transformer150_grad:150 transformer600_grad:600; do
     name=${spec%%:*}
     blocks=${spec##*:}
@@ -30,3 +31,5 @@ for spec in transformer150_grad:150 transformer600_grad:600; do
     fi
     echo "| $name $row $peak | $jax |"
 done
+echo
+echo "Load average (1, 5, 15 min) before: $load_before; after: $(cut -d' ' -f1-3 /proc/loadavg)."

@@ -5,7 +5,9 @@
 //!
 //! Salsa's queries are per file; finer reuse lives in [`Engine`]
 //! (`crate::incremental`), which the diagnostics query goes through: an edit
-//! inside one equation re-parses and re-checks that equation only. Its
+//! inside one equation re-parses and re-checks that equation only, one
+//! elsewhere in a `let` jaxpr that `let` (and its call sites if what they
+//! read of it changed). Its
 //! whole-file parse and analysis are shared with the `parse` and `analysis`
 //! queries when they describe the current text, and a whole-file analysis
 //! computed for the editor features becomes its new base.
@@ -88,12 +90,10 @@ pub fn diagnostics(db: &dyn Db, file: SourceFile) -> Arc<Vec<Diagnostic>> {
 }
 
 /// The diagnostics of the file from scratch (a whole-file parse and check,
-/// no reuse): what the incremental path must always agree with.
+/// no reuse, streamed: `check::diagnostics_streaming`): what the
+/// incremental path must always agree with.
 pub fn diagnostics_from_scratch(text: &str) -> Vec<Diagnostic> {
-    let p = syntax::parse(text);
-    let a = check::check_owned(p.file);
-    let mut all = p.errors;
-    all.extend(a.diagnostics);
+    let mut all = check::diagnostics_streaming(text);
     all.sort_by_key(|d| (d.range.start, d.severity, d.kind));
     all
 }

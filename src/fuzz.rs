@@ -4,14 +4,16 @@
 //! duplications, splices between files, bit flips (invalid UTF-8, read as
 //! the CLI reads it), and repetitions that blow a piece up to thousands of
 //! copies (to find quadratic behaviour). Each input is checked from scratch
-//! and through the database as an edit of the file it came from; a run
-//! reports panics, differences between the two, out-of-range diagnostics,
-//! and inputs slower than a linear budget.
+//! (streamed, as `jaxpr check` does, and with the whole syntax tree) and
+//! through the database as an edit of the file it came from; a run reports
+//! panics, differences between the three, out-of-range diagnostics, and
+//! inputs slower than a linear budget.
 //!
 //! `examples/fuzz.rs` runs it for a time budget; `tests/fuzz.rs` runs a
 //! bounded number of inputs and every regression input found so far.
 
-use crate::db::{self, RootDatabase, SourceFile};
+use crate::db::{self, Db, RootDatabase, SourceFile};
+use salsa::plumbing::AsId;
 use crate::diagnostics::Diagnostic;
 use salsa::Setter;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -100,19 +102,28 @@ const TOKENS: &[&str] = &[
     "\t",
 ];
 
-/// One mutated input from `seeds` (never empty).
+/// One mutated input from `seeds` (never empty). Half of them are edited
+/// in one place only (every mutation within a few bytes of the first), as
+/// typing does: the edits the incremental paths take.
 pub fn mutate(rng: &mut Rng, seeds: &[Vec<u8>]) -> (usize, Vec<u8>) {
     let from = rng.below(seeds.len());
     let mut t = seeds[from].clone();
+    let near = (rng.below(2) == 0).then(|| rng.below(t.len() + 1));
     for _ in 0..1 + rng.below(4) {
-        mutate_once(rng, &mut t, seeds);
+        mutate_once(rng, &mut t, seeds, near);
     }
     (from, t)
 }
 
-fn mutate_once(rng: &mut Rng, t: &mut Vec<u8>, seeds: &[Vec<u8>]) {
+/// How far from `near` a local mutation goes.
+const NEAR: usize = 24;
+
+fn mutate_once(rng: &mut Rng, t: &mut Vec<u8>, seeds: &[Vec<u8>], near: Option<usize>) {
     let n = t.len();
-    let at = rng.below(n + 1);
+    let at = match near {
+        Some(c) => (c.saturating_sub(NEAR) + rng.below(2 * NEAR + 1)).min(n),
+        None => rng.below(n + 1),
+    };
     match rng.below(9) {
         0 | 1 => {
             let tok = TOKENS[rng.below(TOKENS.len())].as_bytes();
@@ -180,6 +191,8 @@ pub enum Finding {
     Panic(String),
     /// The incremental diagnostics differ from a from-scratch check.
     Mismatch,
+    /// The streamed check (`jaxpr check`'s) differs from the whole-tree one.
+    StreamMismatch,
     /// A diagnostic range past the end of the text or reversed.
     BadRange,
     /// Slower than `budget` for its size.
@@ -237,13 +250,34 @@ pub fn both(before: &str, input: &[u8]) -> (Vec<Diagnostic>, Vec<Diagnostic>) {
     (got, db::diagnostics_from_scratch(&text))
 }
 
+/// A whole-file parse and check with the whole syntax tree, sorted as the
+/// database sorts.
+pub fn whole_tree_diagnostics(text: &str) -> Vec<Diagnostic> {
+    let p = crate::syntax::parse(text);
+    let mut all = p.errors.clone();
+    all.extend(crate::check::check(&p.file).diagnostics);
+    all.sort_by_key(|d| (d.range.start, d.severity, d.kind));
+    all
+}
+
+/// One input checked: its time, and the path its edit took through the
+/// database.
+#[derive(Debug)]
+pub struct Run {
+    pub took: Duration,
+    pub path: Option<db::Path>,
+}
+
 /// Checks `input` from scratch and as an edit of `before` through the
 /// database; renders every signature; checks every range.
-pub fn run_one(before: &str, input: &[u8]) -> Result<Duration, Finding> {
+pub fn run_one(before: &str, input: &[u8]) -> Result<Run, Finding> {
     let text = text_of(input);
     let t = Instant::now();
-    let r = catch_unwind(AssertUnwindSafe(|| -> Result<(), Finding> {
+    let r = catch_unwind(AssertUnwindSafe(|| -> Result<Option<db::Path>, Finding> {
         let want = db::diagnostics_from_scratch(&text);
+        if want != whole_tree_diagnostics(&text) {
+            return Err(Finding::StreamMismatch);
+        }
         for d in &want {
             let ok = |r: crate::syntax::TextRange| r.start <= r.end && r.end as usize <= text.len();
             if !ok(d.range) || !d.related.iter().all(|x| ok(x.range)) {
@@ -257,16 +291,17 @@ pub fn run_one(before: &str, input: &[u8]) -> Result<Duration, Finding> {
         if *db::diagnostics(&database, file) != want {
             return Err(Finding::Mismatch);
         }
+        let path = database.engine().last_path(file.as_id());
         let a = db::analysis(&database, file);
         for j in &a.jaxprs {
             let _ = (j.signature.render_in(), j.signature.render_out());
         }
-        Ok(())
+        Ok(path)
     }));
     let took = t.elapsed();
     match r {
-        Ok(Ok(())) if took > budget(input.len()) => Err(Finding::Slow(took)),
-        Ok(Ok(())) => Ok(took),
+        Ok(Ok(_)) if took > budget(input.len()) => Err(Finding::Slow(took)),
+        Ok(Ok(path)) => Ok(Run { took, path }),
         Ok(Err(f)) => Err(f),
         Err(p) => Err(Finding::Panic(
             p.downcast_ref::<String>()

@@ -1,6 +1,7 @@
-//! `jaxpr`: a compiler core for JAX's intermediate language.
+//! `jaxpr-core`: a compiler core for JAX's intermediate language, without
+//! the build back ends (those are the `build` module of the `jaxpr` crate,
+//! which re-exports every module of this one).
 
-pub mod build;
 pub mod check;
 pub mod cli;
 pub mod db;

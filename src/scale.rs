@@ -24,10 +24,31 @@ pub fn operand_edit(text: &str) -> usize {
     text[eq..].find('\n').map_or(text.len(), |i| eq + i)
 }
 
+/// The start of the first `let` jaxpr's first equation.
+fn let_body(text: &str) -> usize {
+    text.find(". let\n").map_or(0, |i| i + ". let\n".len())
+}
+
 /// The end of the first equation's line inside the first `let` jaxpr.
 pub fn let_edit(text: &str) -> usize {
-    let body = text.find(". let\n").map_or(0, |i| i + ". let\n".len());
+    let body = let_body(text);
     text[body..].find('\n').map_or(text.len(), |i| body + i)
+}
+
+/// The end of the first result's name of the first equation inside the
+/// first `let` jaxpr: a character there renames a variable, so that the
+/// `let` is checked again as a whole (its signature stays).
+pub fn let_binder_edit(text: &str) -> usize {
+    let body = let_body(text);
+    text[body..].find(':').map_or(text.len(), |i| body + i)
+}
+
+/// Just inside the `[` of the first `let` jaxpr's first input type: `1,`
+/// there adds a dimension, which changes the `let`'s signature and
+/// every call site's result.
+pub fn let_signature_edit(text: &str) -> usize {
+    let head = text.find("{ lambda ").unwrap_or(0);
+    text[head..].find('[').map_or(text.len(), |i| head + i + 1)
 }
 
 /// The file with the middle call site of the `let` jaxpr `name`

@@ -250,3 +250,83 @@ fn loop_carried_alias_is_an_error() {
             .contains("loop-carried")
     );
 }
+
+/// Editor queries at a position binary-search the analysis (its occurrences
+/// and equations are in text order); on every corpus file, valid or not,
+/// they must find at every offset what a linear scan finds.
+#[test]
+fn position_lookups_agree_with_a_linear_scan() {
+    let paths = ["jax", "catalyst", "invalid"]
+        .iter()
+        .flat_map(|d| files(d, ".jaxpr"));
+    for path in paths {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let p = jaxpr::syntax::parse(&text);
+        let a = jaxpr::check::check(&p.file);
+        let starts: Vec<u32> = a.refs.iter().map(|r| r.range.start).collect();
+        assert!(starts.is_sorted(), "{}: occurrences out of order", path.display());
+        for offset in 0..=text.len() as u32 {
+            let linear = a.refs.iter().find(|r| r.range.touches(offset));
+            assert_eq!(
+                a.refs_touching(offset).next(),
+                linear,
+                "{} at {offset}",
+                path.display()
+            );
+            let linear = a.eqns.iter().position(|e| e.primitive_range.touches(offset));
+            assert_eq!(
+                a.eqn_with_primitive_at(offset).map(|e| e.0 as usize),
+                linear,
+                "{} at {offset}",
+                path.display()
+            );
+        }
+        for r in &a.refs {
+            assert_eq!(a.ref_at(r.range).map(|x| x.range), Some(r.range));
+        }
+    }
+}
+
+/// `jaxpr check` streams the main jaxpr's equations through the checker
+/// and forgets each one once checked (`check::diagnostics_streaming`,
+/// behind `db::diagnostics_from_scratch`); it finds what the whole-tree
+/// check finds, on every corpus file and on inputs made for what it
+/// forgets: variables of inline nested jaxprs whose ids are reused (a bad
+/// dimension is reported once per variable), a `let` after the main jaxpr,
+/// no main jaxpr, a broken header, a second main jaxpr, names bound twice.
+#[test]
+fn streamed_check_equals_the_whole_tree_check() {
+    let mut texts: Vec<(String, String)> = Vec::new();
+    for dir in ["jax", "catalyst", "invalid"] {
+        for p in files(dir, ".jaxpr") {
+            texts.push((p.display().to_string(), std::fs::read_to_string(&p).unwrap()));
+        }
+    }
+    for p in files("large", ".jaxpr.gz") {
+        let name = p.display().to_string();
+        texts.push((name.clone(), jaxpr::scale::read_gz(&name)));
+    }
+    let nested = "pjit[name=g jaxpr={ lambda ; c:f32[]. let d:f32[c] = sin c in (c,) }]";
+    let made = [
+        format!("{{ lambda ; a:f32[]. let\n    b:f32[] = {nested} a\n    e:f32[] = {nested} b\n  in (e,) }}\n"),
+        "{ lambda ; a:f32[]. let\n    b:f32[] = pjit[name=f jaxpr=f] a\n  in (b,) }\nlet f = { lambda ; x:f32[]. let  in (x,) } in\n".into(),
+        "let f = { lambda ; x:f32[]. let  in (x,) } in\n".into(),
+        "{ lambda ; a:f32[ . let\n    b:f32[] = sin a\n  in (b,) }\n".into(),
+        "{ lambda ; a:f32[]. let\n    b:f32[] = sin a\n  in (b,) }\n{ lambda ; c:f32[]. let  in (c,) }\n".into(),
+        "{ lambda ; a:f32[]. let\n    b:f32[] = sin a\n    b:f32[] = cos x\n    c:f32[] = pjit[name=g jaxpr={ lambda ; d:f32[]. let e:f32[] = sin b in (e,) }] b\n  in (c,) }\n".into(),
+    ];
+    for (i, t) in made.into_iter().enumerate() {
+        texts.push((format!("made input {i}"), t));
+    }
+    for (name, text) in &texts {
+        let want = jaxpr::fuzz::whole_tree_diagnostics(text);
+        assert_eq!(db::diagnostics_from_scratch(text), want, "{name}");
+    }
+    // The made inputs do exercise the cases above.
+    let bad_dims = jaxpr::fuzz::whole_tree_diagnostics(&texts[texts.len() - 6].1);
+    assert_eq!(
+        bad_dims.iter().filter(|d| d.kind == DiagKind::DimensionScope).count(),
+        2,
+        "{bad_dims:#?}"
+    );
+}

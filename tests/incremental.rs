@@ -1,6 +1,7 @@
 //! The incremental path (one equation re-parsed and re-checked after an
 //! edit) must give exactly the diagnostics of a whole-file parse and check:
-//! random edit sequences on corpus files, compared after every edit.
+//! random edit sequences on corpus files, compared after every edit, all
+//! over the file and inside `let` jaxprs.
 
 use jaxpr::db::{self, Db, Path, RootDatabase, SourceFile};
 use jaxpr::fuzz::Rng;
@@ -26,14 +27,24 @@ fn floor_char(s: &str, mut i: usize) -> usize {
     i
 }
 
-/// One small edit, as typed: a character inserted or deleted, a name or
-/// number changed, a line joined or split, a token pasted.
-fn edit(text: &mut String, rng: &mut Rng) {
+/// Where edits go: anywhere in the text.
+fn anywhere(text: &str) -> usize {
+    text.len()
+}
+
+/// Where edits go: in the `let` jaxprs, before the main jaxpr's line.
+fn in_lets(text: &str) -> usize {
+    text.find("\n{ lambda").map_or(text.len(), |i| i + 1)
+}
+
+/// One small edit before `end`, as typed: a character inserted or deleted,
+/// a name or number changed, a line joined or split, a token pasted.
+fn edit(text: &mut String, rng: &mut Rng, end: usize) {
     const INSERTS: &[&str] = &[
         "x", "a", "1", " ", "_", "[", "]", "(", ")", ",", ":", "=", "\n", "}", "{", "#", "f32",
         "-", "in", "sin", "0:i32[]", "b", "'", "ÿ",
     ];
-    let at = floor_char(text, rng.below(text.len() + 1));
+    let at = floor_char(text, rng.below(end + 1));
     match rng.below(4) {
         0 | 1 => {
             let s = INSERTS[rng.below(INSERTS.len())];
@@ -54,27 +65,37 @@ fn edit(text: &mut String, rng: &mut Rng) {
     }
 }
 
-/// Applies `n` random edits (going back to the original text one time in
-/// `reset_one_in`) and
-/// compares the database's diagnostics with a from-scratch check each time.
-/// Returns how many edits took the per-equation path.
-fn random_edits(original: &str, seed: u64, n: usize, reset_one_in: usize) -> usize {
+/// Applies `n` random edits where `region` says (going back to the original
+/// text one time in `reset_one_in`) and compares the database's diagnostics
+/// with a from-scratch check each time. Returns how many edits took each
+/// path.
+fn random_edits(
+    original: &str,
+    seed: u64,
+    n: usize,
+    reset_one_in: usize,
+    region: fn(&str) -> usize,
+) -> Paths {
     let mut db = RootDatabase::default();
     let file = SourceFile::new(&db, "t.jaxpr".into(), original.to_string());
     let mut rng = Rng::new(seed);
     let mut text = original.to_string();
-    let mut incremental = 0;
+    let mut paths = Paths::default();
     for i in 0..n {
         if rng.below(reset_one_in) == 0 {
             text = original.to_string();
         } else {
-            edit(&mut text, &mut rng);
+            let end = region(&text);
+            edit(&mut text, &mut rng, end);
         }
         file.set_text(&mut db).to(text.clone());
         let got = db::diagnostics(&db, file);
         let want = db::diagnostics_from_scratch(&text);
-        if db.engine().last_path(file.as_id()) == Some(Path::Equation) {
-            incremental += 1;
+        match db.engine().last_path(file.as_id()) {
+            Some(Path::Equation) => paths.equation += 1,
+            Some(Path::Let) => paths.let_kept_call_sites += 1,
+            Some(Path::LetAndCallSites) => paths.let_and_call_sites += 1,
+            _ => {}
         }
         if *got != want {
             let _ = std::fs::write(
@@ -87,7 +108,15 @@ fn random_edits(original: &str, seed: u64, n: usize, reset_one_in: usize) -> usi
             "edit {i} (seed {seed}): incremental and from-scratch diagnostics differ\nincremental: {got:#?}\nfrom scratch: {want:#?}"
         );
     }
-    incremental
+    paths
+}
+
+/// How many edits took each incremental path.
+#[derive(Default, Debug)]
+struct Paths {
+    equation: usize,
+    let_kept_call_sites: usize,
+    let_and_call_sites: usize,
 }
 
 #[test]
@@ -103,7 +132,7 @@ fn random_edits_on_every_corpus_file_match_a_full_check() {
         paths.sort();
         for p in paths {
             let text = std::fs::read_to_string(&p).unwrap();
-            total += random_edits(&text, 0x9E37_79B9 + files, 80, 10);
+            total += random_edits(&text, 0x9E37_79B9 + files, 80, 10, anywhere).equation;
             files += 1;
         }
     }
@@ -116,13 +145,40 @@ fn random_edits_on_every_corpus_file_match_a_full_check() {
 fn random_edits_on_a_large_file_match_a_full_check() {
     let text = read("large/transformer150_grad.jaxpr.gz");
     let n = 120;
-    let incremental = random_edits(&text, 7, n, 3);
+    let incremental = random_edits(&text, 7, n, 3, anywhere).equation;
     // Edits to binders, and ones that break an equation's syntax, take the
     // whole-file path; a fair share of the rest must not.
     assert!(
         incremental > n / 4,
         "only {incremental} of {n} edits went through one equation"
     );
+}
+
+/// Edits inside `let` jaxprs: one after the binders of one of their
+/// equations re-checks that equation alone; others re-check the `let` as a
+/// whole, and its call sites when what they read of it changed.
+#[test]
+fn random_edits_inside_let_jaxprs_match_a_full_check() {
+    let mut files = vec![read("large/transformer150_grad.jaxpr.gz")];
+    for name in ["control", "elementwise", "random", "reductions", "remat"] {
+        files.push(read(&format!("jax/{name}.jaxpr")));
+    }
+    let mut paths = Paths::default();
+    for (i, text) in files.iter().enumerate() {
+        assert!(in_lets(text) < text.len(), "file {i} starts with `let` jaxprs");
+        let p = random_edits(text, 0x51ED + i as u64, 100, 8, in_lets);
+        paths.equation += p.equation;
+        paths.let_kept_call_sites += p.let_kept_call_sites;
+        paths.let_and_call_sites += p.let_and_call_sites;
+    }
+    let total = 100 * files.len();
+    // Every path is taken, and most edits take one of them.
+    assert!(
+        paths.equation > 0 && paths.let_kept_call_sites > 0 && paths.let_and_call_sites > 0,
+        "{paths:?}"
+    );
+    let incremental = paths.equation + paths.let_kept_call_sites + paths.let_and_call_sites;
+    assert!(incremental > total / 3, "{paths:?} of {total} edits");
 }
 
 #[test]

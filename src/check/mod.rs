@@ -130,8 +130,20 @@ pub struct Origin {
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
 pub struct Analysis {
     pub vars: Vec<VarInfo>,
+    /// In text order of their `lambda` (a jaxpr is recorded before the ones
+    /// nested in it).
     pub jaxprs: Vec<JaxprInfo>,
+    /// In check order: a nested jaxpr's equations come right after the
+    /// equation that holds it, but one parameter's jaxpr may be checked
+    /// before an earlier one's (`while` checks `cond_jaxpr` first).
     pub eqns: Vec<EqnInfo>,
+    /// The equations in text order of their primitive name, for lookups at a
+    /// position (whole-file analyses only; empty otherwise).
+    pub eqns_in_text_order: Vec<EqnId>,
+    /// Every occurrence of a variable. In text order in a whole-file analysis
+    /// ([`check`], [`check_owned`]), so that editor queries at a position
+    /// are binary searches (on a 108k-equation file a linear scan costs
+    /// milliseconds per query).
     pub refs: Vec<VarRef>,
     pub symbols: std::collections::BTreeMap<SmolStr, SymbolInfo>,
     /// Call-site origins of the binders of inline nested jaxprs.
@@ -142,6 +154,44 @@ pub struct Analysis {
 }
 
 impl Analysis {
+    /// The occurrences whose range touches `offset` (at most two: a name
+    /// ending where another starts).
+    pub fn refs_touching(&self, offset: u32) -> impl Iterator<Item = &VarRef> {
+        // Occurrences do not overlap, so their ends are in order too.
+        let first = self.refs.partition_point(|r| r.range.end < offset);
+        self.refs[first..]
+            .iter()
+            .take_while(move |r| r.range.start <= offset)
+    }
+    /// The occurrence with exactly this range.
+    pub fn ref_at(&self, range: TextRange) -> Option<&VarRef> {
+        let first = self.refs.partition_point(|r| r.range.start < range.start);
+        self.refs[first..]
+            .iter()
+            .take_while(|r| r.range.start == range.start)
+            .find(|r| r.range == range)
+    }
+    /// The equation whose primitive name touches `offset`.
+    pub fn eqn_with_primitive_at(&self, offset: u32) -> Option<EqnId> {
+        let order = &self.eqns_in_text_order;
+        if order.len() != self.eqns.len() {
+            let i = self.eqns.iter().position(|e| e.primitive_range.touches(offset))?;
+            return Some(EqnId(i as u32));
+        }
+        let i = order.partition_point(|&e| self.eqn(e).primitive_range.end < offset);
+        let e = *order.get(i)?;
+        self.eqn(e).primitive_range.touches(offset).then_some(e)
+    }
+    /// Puts the occurrences in text order and indexes the equations by
+    /// position. The checker records an equation's operands before its
+    /// binders, and a nested jaxpr's occurrences in between: long sorted
+    /// runs, which a stable sort merges in about linear time.
+    fn index_positions(&mut self) {
+        self.refs.sort_by_key(|r| r.range.start);
+        let mut order: Vec<EqnId> = (0..self.eqns.len() as u32).map(EqnId).collect();
+        order.sort_by_key(|&e| self.eqn(e).primitive_range.start);
+        self.eqns_in_text_order = order;
+    }
     pub fn var(&self, v: VarId) -> &VarInfo {
         &self.vars[v.0 as usize]
     }
@@ -170,23 +220,80 @@ pub fn check(file: &ast::SourceFile) -> Analysis {
     check_full(file).0
 }
 
-/// Checks a parsed file that is not needed afterwards (`jaxpr check`): each
-/// top-level equation of the main jaxpr is dropped once checked, so the
-/// syntax tree shrinks while the analysis grows and the peak memory is
-/// about the larger of the two rather than their sum.
-pub fn check_owned(mut file: ast::SourceFile) -> Analysis {
-    let Some(mut main) = file.main.take() else {
-        return check(&file);
+/// The diagnostics of a whole-file check of `text`: its syntax errors, then
+/// the checker's (unsorted), as [`check_full`] finds them. For `jaxpr check`,
+/// which needs nothing else: each top-level equation of the main jaxpr is
+/// checked as soon as it is parsed and then dropped, with what the check
+/// learnt about it that no later equation reads (its equation info, its
+/// inline nested jaxprs and their variables, the references the editor
+/// features use). What stays is the `let` jaxprs and the main jaxpr's
+/// variables, so the memory is about their size, not the syntax tree's
+/// plus the whole analysis'.
+pub fn diagnostics_streaming(text: &str) -> Vec<Diagnostic> {
+    let mut sink = Streaming {
+        c: Checker::new(Analysis::default()),
+        main: None,
     };
-    let mut c = Checker::for_jaxprs(file.lets.iter().map(|l| &l.jaxpr).chain([&main]));
-    c.check_lets(&file.lets);
-    let eqns = std::mem::take(&mut main.eqns).into_vec();
-    c.main_inputs = true;
-    c.check_jaxpr_with(&main, eqns.into_iter(), JaxprOrigin::Main, None, None);
-    // The symbol-scope check only asks whether there is a main jaxpr.
-    file.main = Some(main);
+    let parse = crate::syntax::parse_streaming(text, &mut sink);
+    let file = parse.file;
+    // The `let` jaxprs are checked before the main one, wherever they are:
+    // one after it was not seen by `begin`. Rare; checked whole instead.
+    if let Some(m) = &file.main
+        && file.lets.iter().any(|l| l.range.start > m.range.start)
+    {
+        let p = crate::syntax::parse(text);
+        let mut all = p.errors;
+        all.extend(check_full(&p.file).0.diagnostics);
+        return all;
+    }
+    let mut c = sink.c;
+    match (sink.main, &file.main) {
+        (Some(id), Some(m)) => c.end_jaxpr(id, m),
+        // No main jaxpr was begun: its header did not parse.
+        _ => c.check_lets(&file.lets),
+    }
     c.check_symbol_scope(&file);
-    c.a
+    let mut all = parse.errors;
+    all.append(&mut c.a.diagnostics);
+    all
+}
+
+/// The checker fed by the parser (`diagnostics_streaming`).
+struct Streaming {
+    c: Checker,
+    main: Option<JaxprId>,
+}
+
+impl crate::syntax::MainSink for Streaming {
+    fn begin(&mut self, lets: &[ast::LetJaxpr], main: &Jaxpr) {
+        self.c.check_lets(lets);
+        self.c.main_inputs = true;
+        self.main = Some(self.c.begin_jaxpr(main, JaxprOrigin::Main, None, None));
+    }
+
+    fn eqn(&mut self, e: ast::Eqn) {
+        let Some(main) = self.main else { return };
+        let mark = Mark::of(&self.c.a);
+        let id = self.c.check_eqn(&e, main);
+        // Later equations read the results' variables, nothing else of it.
+        let a = &mut self.c.a;
+        let vars = mark.vars;
+        let results = a.eqn(id).outs.iter().flatten().count();
+        debug_assert!(a.eqn(id).outs.iter().flatten().all(|v| (v.0 as usize) < vars + results));
+        a.vars.truncate(vars + results);
+        a.eqns.truncate(mark.eqns);
+        a.jaxprs.truncate(mark.jaxprs);
+        a.refs.truncate(mark.refs);
+        a.let_refs.truncate(mark.let_refs);
+        // Variables past the results are gone: their ids will be reused.
+        let kept = |v: &VarId| (v.0 as usize) < vars + results;
+        if !a.origins.is_empty() {
+            a.origins.retain(|v, _| kept(v));
+        }
+        if !self.c.bad_dims.is_empty() {
+            self.c.bad_dims.retain(kept);
+        }
+    }
 }
 
 /// What a whole-file check learns beyond the [`Analysis`], for the
@@ -214,26 +321,91 @@ pub(crate) fn check_full(file: &ast::SourceFile) -> (Analysis, Extras) {
         unknown_uses: std::mem::take(&mut c.unknown_uses),
         bad_dims: !c.bad_dims.is_empty(),
     };
+    c.a.index_positions();
     (c.a, extras)
 }
 
-/// The checker's state after the `let` jaxprs, from which one top-level
-/// equation of the main jaxpr is re-checked on its own (the incremental path).
-#[derive(Clone, Debug)]
+/// The checker's state after some `let` jaxprs (all of them for the main
+/// jaxpr, the ones before it for a `let`), from which one top-level equation
+/// is re-checked on its own (the incremental path).
 pub(crate) struct Prelude {
-    a: Analysis,
-    lets: HashMap<SmolStr, JaxprId>,
+    /// A checker in that state, which each piece checked in it leaves as
+    /// it found it (cloning it for each of a `let`'s many call sites took
+    /// most of their re-check).
+    c: Checker,
 }
 
+/// A position mover: the range to record for a position of a `let` jaxpr's
+/// text (the incremental path tags positions of the whole-file text).
+pub(crate) type Mover<'m> = &'m dyn Fn(TextRange) -> TextRange;
+
 impl Prelude {
-    /// `moved` gives the ranges to record for the let jaxprs' positions (the
-    /// incremental path tags them as positions of the whole-file text).
-    pub(crate) fn new(lets: &[ast::LetJaxpr], moved: impl Fn(TextRange) -> TextRange) -> Prelude {
+    /// The state after checking `lets` in order, each with the positions
+    /// its mover gives.
+    pub(crate) fn new<'l>(lets: impl IntoIterator<Item = (&'l ast::LetJaxpr, Mover<'l>)>) -> Prelude {
         let mut c = Checker::new(Analysis::default());
-        c.check_lets(lets);
-        let mut a = c.a;
+        for (l, moved) in lets {
+            let mark = Mark::of(&c.a);
+            c.check_lets([l]);
+            mark.move_since(&mut c.a, moved);
+        }
+        c.a.diagnostics.clear();
+        c.unknown_seen.clear();
+        c.unknown_uses.clear();
+        c.bad_dims.clear();
+        Prelude { c }
+    }
+
+    /// Runs `f` on the checker, then puts it back in this state: the tables
+    /// lose what `f` added (pieces checked on their own only add).
+    fn check_alone<T>(&mut self, f: impl FnOnce(&mut Checker, &Mark) -> T) -> T {
+        let c = &mut self.c;
+        let mark = Mark::of(&c.a);
+        let out = f(c, &mark);
+        let a = &mut c.a;
+        a.vars.truncate(mark.vars);
+        a.eqns.truncate(mark.eqns);
+        a.jaxprs.truncate(mark.jaxprs);
+        a.refs.truncate(mark.refs);
+        a.let_refs.truncate(mark.let_refs);
+        a.origins.retain(|v, _| (v.0 as usize) < mark.vars);
+        a.symbols.clear();
         a.diagnostics.clear();
-        for j in &mut a.jaxprs {
+        c.env = Scope::default();
+        c.main_inputs = false;
+        c.pending_results.clear();
+        c.bad_dims.clear();
+        c.unknown_seen.clear();
+        c.unknown_uses.clear();
+        c.hints.clear();
+        out
+    }
+}
+
+/// The lengths of the analysis' tables at one point of a check: what was
+/// added after it can be told apart.
+struct Mark {
+    vars: usize,
+    eqns: usize,
+    jaxprs: usize,
+    refs: usize,
+    let_refs: usize,
+}
+
+impl Mark {
+    fn of(a: &Analysis) -> Mark {
+        Mark {
+            vars: a.vars.len(),
+            eqns: a.eqns.len(),
+            jaxprs: a.jaxprs.len(),
+            refs: a.refs.len(),
+            let_refs: a.let_refs.len(),
+        }
+    }
+
+    /// Moves every position recorded after the mark.
+    fn move_since(&self, a: &mut Analysis, moved: Mover) {
+        for j in &mut a.jaxprs[self.jaxprs..] {
             j.range = moved(j.range);
             j.lambda_range = moved(j.lambda_range);
             if let JaxprOrigin::Let { name_range, .. } = &mut j.origin {
@@ -243,24 +415,86 @@ impl Prelude {
                 o.range = moved(o.range);
             }
         }
-        for v in &mut a.vars {
+        for v in &mut a.vars[self.vars..] {
             v.range = moved(v.range);
             v.binder_range = moved(v.binder_range);
         }
-        for e in &mut a.eqns {
+        for e in &mut a.eqns[self.eqns..] {
             e.range = moved(e.range);
             e.primitive_range = moved(e.primitive_range);
         }
-        for o in a.origins.values_mut() {
-            o.operand = moved(o.operand);
+        for (v, o) in a.origins.iter_mut() {
+            if v.0 as usize >= self.vars {
+                o.operand = moved(o.operand);
+            }
         }
-        for r in &mut a.refs {
+        for r in &mut a.refs[self.refs..] {
             r.range = moved(r.range);
         }
-        for (r, _) in &mut a.let_refs {
+        for (r, _) in &mut a.let_refs[self.let_refs..] {
             *r = moved(*r);
         }
-        Prelude { a, lets: c.lets }
+    }
+}
+
+/// What a call site reads of a jaxpr it calls (`rules::control`): its
+/// binders and outputs with their names and types, and its signature.
+/// Dimension variables are named by binder position, or by name for one
+/// bound inside. Positions are left out: a call site's results show them
+/// only in its diagnostics, which the incremental path checks apart.
+#[derive(Clone, PartialEq, Debug)]
+pub(crate) struct Interface {
+    consts: usize,
+    binders: Vec<(SmolStr, InterfaceType)>,
+    outs: Vec<(InterfaceType, Option<InterfaceVar>)>,
+    signature: Signature,
+}
+
+#[derive(Clone, PartialEq, Debug)]
+struct InterfaceType {
+    dtype: Option<DType>,
+    shape: Vec<InterfaceDim>,
+}
+
+#[derive(Clone, PartialEq, Debug)]
+enum InterfaceDim {
+    Dim(Dim),
+    Var(InterfaceVar),
+}
+
+#[derive(Clone, PartialEq, Debug)]
+enum InterfaceVar {
+    Binder(usize),
+    Inner(SmolStr),
+}
+
+impl Interface {
+    pub(crate) fn of(a: &Analysis, j: JaxprId) -> Interface {
+        let info = a.jaxpr(j);
+        let binders: Vec<VarId> = info.constvars.iter().chain(&info.invars).copied().collect();
+        let var = |v: VarId| match binders.iter().position(|&b| b == v) {
+            Some(i) => InterfaceVar::Binder(i),
+            None => InterfaceVar::Inner(a.var(v).name.clone()),
+        };
+        let ty = |t: &AType| InterfaceType {
+            dtype: t.dtype.clone(),
+            shape: (t.shape.iter())
+                .map(|d| match d {
+                    Dim::Var(v) => InterfaceDim::Var(var(*v)),
+                    d => InterfaceDim::Dim(d.clone()),
+                })
+                .collect(),
+        };
+        Interface {
+            consts: info.constvars.len(),
+            binders: (binders.iter())
+                .map(|&b| (a.var(b).name.clone(), ty(&a.var(b).ty)))
+                .collect(),
+            outs: (info.outs.iter())
+                .map(|o| (ty(&o.ty), o.var.map(var)))
+                .collect(),
+            signature: info.signature.clone(),
+        }
     }
 }
 
@@ -274,65 +508,109 @@ pub(crate) trait Context {
     fn range(&self, r: TextRange) -> TextRange;
 }
 
-/// What re-checking one top-level equation found.
+/// What re-checking one piece of a file on its own (a top-level equation,
+/// a `let` jaxpr) found.
 #[derive(Debug)]
-pub(crate) struct EqnCheck {
+pub(crate) struct Rechecked {
     /// Without unknown-primitive warnings (those depend on earlier equations;
     /// see `unknown_uses`).
     pub diagnostics: Vec<Diagnostic>,
     pub unknown_uses: Vec<(SmolStr, TextRange)>,
     pub used_symbols: bool,
     pub bad_dims: bool,
+    /// The `let` jaxprs it refers to by name (`jaxpr=NAME`).
+    pub lets_used: Vec<SmolStr>,
 }
 
-/// Re-checks one top-level equation `e` of the main jaxpr, whose ranges are
-/// relative to its own text, as the whole-file check would: names are
-/// resolved through `cx` (those in `names`, which must hold every name the
-/// equation can look up), and variables of `base` get ranges from `cx`.
-pub(crate) fn check_main_eqn(
-    prelude: &Prelude,
+impl Checker {
+    /// What this checker found since `mark` (a piece checked on its own).
+    fn rechecked(&mut self, mark: &Mark) -> Rechecked {
+        let unknown: FxHashSet<TextRange> = self.unknown_uses.iter().map(|u| u.1).collect();
+        let mut diagnostics = std::mem::take(&mut self.a.diagnostics);
+        diagnostics
+            .retain(|d| !(d.kind == DiagKind::UnknownPrimitive && unknown.contains(&d.range)));
+        let mut lets_used: Vec<SmolStr> = self.a.let_refs[mark.let_refs..]
+            .iter()
+            .filter_map(|(_, j)| match &self.a.jaxpr(*j).origin {
+                JaxprOrigin::Let { name, .. } => Some(name.clone()),
+                _ => None,
+            })
+            .collect();
+        lets_used.sort_unstable();
+        lets_used.dedup();
+        Rechecked {
+            diagnostics,
+            unknown_uses: std::mem::take(&mut self.unknown_uses),
+            used_symbols: !self.a.symbols.is_empty(),
+            bad_dims: !self.bad_dims.is_empty(),
+            lets_used,
+        }
+    }
+}
+
+/// Re-checks the `let` jaxpr `l` (ranges relative to its own text) after
+/// the `let`s of `prelude`, as the whole-file check would; and what its call
+/// sites read of it.
+pub(crate) fn check_let_alone(
+    prelude: &mut Prelude,
+    l: &ast::LetJaxpr,
+) -> (Rechecked, Interface) {
+    prelude.check_alone(|c, mark| {
+        let lets = c.lets.clone();
+        c.check_lets([l]);
+        let interface = Interface::of(&c.a, JaxprId(mark.jaxprs as u32));
+        c.lets = lets;
+        (c.rechecked(mark), interface)
+    })
+}
+
+/// Re-checks one top-level equation `e` of jaxpr `jaxpr` of `base` (the
+/// main jaxpr or a `let`, checked after the `let`s of `prelude`), whose
+/// ranges are relative to its own text, as the whole-file check would:
+/// names are resolved through `cx` (those in `names`, which must hold every
+/// name the equation can look up), and variables of `base` get ranges from
+/// `cx`.
+pub(crate) fn check_eqn_alone(
+    prelude: &mut Prelude,
     base: &Analysis,
+    jaxpr: JaxprId,
     e: &ast::Eqn,
     names: &[&str],
     cx: &mut dyn Context,
-) -> EqnCheck {
-    let mut c = Checker::new(prelude.a.clone());
-    c.lets = prelude.lets.clone();
-    let main = JaxprId(c.a.jaxprs.len() as u32);
-    let (range, lambda_range) = base
-        .main()
-        .map(|m| (base.jaxpr(m).range, base.jaxpr(m).lambda_range))
-        .unwrap_or_default();
-    c.a.jaxprs.push(JaxprInfo {
-        range: cx.range(range),
-        lambda_range: cx.range(lambda_range),
-        origin: JaxprOrigin::Main,
-        parent: None,
-        constvars: Vec::new(),
-        invars: Vec::new(),
-        outs: Vec::new(),
-        eqns: Vec::new(),
-        signature: Signature::default(),
-    });
-    // The enclosing scope of the main jaxpr is empty, as in `check_jaxpr`.
-    c.env.outer.push(HashMap::default());
-    let mut copied: HashMap<VarId, VarId> = HashMap::default();
-    for name in names {
-        if let Some(v) = cx.lookup(name) {
-            let local = c.copy_var(base, v, &mut copied, cx);
-            c.env.names.insert(SmolStr::new(name), local);
+) -> Rechecked {
+    prelude.check_alone(|c, mark| {
+        let here = JaxprId(c.a.jaxprs.len() as u32);
+        let info = base.jaxpr(jaxpr);
+        let origin = match &info.origin {
+            JaxprOrigin::Let { name, name_range } => JaxprOrigin::Let {
+                name: name.clone(),
+                name_range: cx.range(*name_range),
+            },
+            o => o.clone(),
+        };
+        c.a.jaxprs.push(JaxprInfo {
+            range: cx.range(info.range),
+            lambda_range: cx.range(info.lambda_range),
+            origin,
+            parent: None,
+            constvars: Vec::new(),
+            invars: Vec::new(),
+            outs: Vec::new(),
+            eqns: Vec::new(),
+            signature: Signature::default(),
+        });
+        // The enclosing scope of a top-level jaxpr is empty, as in `check_jaxpr`.
+        c.env.outer.push(HashMap::default());
+        let mut copied: HashMap<VarId, VarId> = HashMap::default();
+        for name in names {
+            if let Some(v) = cx.lookup(name) {
+                let local = c.copy_var(base, v, &mut copied, cx);
+                c.env.names.insert(SmolStr::new(name), local);
+            }
         }
-    }
-    c.check_eqn(e, main);
-    let unknown: FxHashSet<TextRange> = c.unknown_uses.iter().map(|u| u.1).collect();
-    let mut diagnostics = std::mem::take(&mut c.a.diagnostics);
-    diagnostics.retain(|d| !(d.kind == DiagKind::UnknownPrimitive && unknown.contains(&d.range)));
-    EqnCheck {
-        diagnostics,
-        unknown_uses: std::mem::take(&mut c.unknown_uses),
-        used_symbols: !c.a.symbols.is_empty(),
-        bad_dims: !c.bad_dims.is_empty(),
-    }
+        c.check_eqn(e, here);
+        c.rechecked(mark)
+    })
 }
 
 /// How many equations, binders and operands a file has, to allocate the
@@ -390,9 +668,30 @@ pub(crate) struct Checker {
     pub(crate) unknown_seen: FxHashSet<SmolStr>,
     /// Every equation with an unknown primitive, in check order.
     pub(crate) unknown_uses: Vec<(SmolStr, TextRange)>,
-    /// The hint for each undefined name met since the scope last changed
-    /// (an equation may use one undefined name thousands of times).
+    /// The hint for each undefined name met in this jaxpr, while no name
+    /// bound since could change it (an equation may use one undefined name
+    /// thousands of times).
     hints: HashMap<SmolStr, Hint>,
+}
+
+/// How many hints are kept apart for the names bound later; past that, a
+/// new name drops them all (each binding compares itself with each).
+const HINTS_KEPT: usize = 64;
+
+/// Whether `a` and `b` are equal or one insertion, deletion or substitution
+/// apart (what `near_names` finds, and more: any bytes).
+fn within_one_edit(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    if long.len() - short.len() > 1 {
+        return false;
+    }
+    let head = short.iter().zip(long).take_while(|(x, y)| x == y).count();
+    if short.len() == long.len() {
+        short[head..].iter().skip(1).eq(long[head..].iter().skip(1))
+    } else {
+        short[head..] == long[head + 1..]
+    }
 }
 
 #[derive(Clone)]
@@ -444,7 +743,7 @@ impl Checker {
         })
     }
 
-    fn check_lets(&mut self, lets: &[ast::LetJaxpr]) {
+    fn check_lets<'l>(&mut self, lets: impl IntoIterator<Item = &'l ast::LetJaxpr>) {
         for l in lets {
             let id = self.check_jaxpr(
                 &l.jaxpr,
@@ -535,12 +834,29 @@ impl Checker {
         self.check_jaxpr_with(j, j.eqns.iter(), origin, parent, origins)
     }
 
-    /// `check_jaxpr` with the equations given apart: owned ones are dropped
-    /// as soon as they are checked (see [`check_owned`]).
+    /// `check_jaxpr` with the equations given apart.
     fn check_jaxpr_with<E: std::borrow::Borrow<ast::Eqn>>(
         &mut self,
         j: &Jaxpr,
         eqns: impl Iterator<Item = E>,
+        origin: JaxprOrigin,
+        parent: Option<JaxprId>,
+        origins: Option<&[Origin]>,
+    ) -> JaxprId {
+        let id = self.begin_jaxpr(j, origin, parent, origins);
+        for e in eqns {
+            let eid = self.check_eqn(e.borrow(), id);
+            self.a.jaxprs[id.0 as usize].eqns.push(eid);
+        }
+        self.end_jaxpr(id, j);
+        id
+    }
+
+    /// Starts checking a jaxpr: its binders, in a scope of its own (its
+    /// equations come next, then [`Checker::end_jaxpr`]).
+    fn begin_jaxpr(
+        &mut self,
+        j: &Jaxpr,
         origin: JaxprOrigin,
         parent: Option<JaxprId>,
         origins: Option<&[Origin]>,
@@ -580,10 +896,16 @@ impl Checker {
                 self.a.origins.insert(*v, o.clone());
             }
         }
-        for e in eqns {
-            let eid = self.check_eqn(e.borrow(), id);
-            self.a.jaxprs[id.0 as usize].eqns.push(eid);
-        }
+        let info = &mut self.a.jaxprs[id.0 as usize];
+        info.constvars = constvars;
+        info.invars = invars;
+        id
+    }
+
+    /// Ends the check of jaxpr `id` (`j`, whose range is final now): its
+    /// outputs and signature; the enclosing scope comes back.
+    fn end_jaxpr(&mut self, id: JaxprId, j: &Jaxpr) {
+        self.a.jaxprs[id.0 as usize].range = j.range;
         let mut outs = Vec::new();
         for atom in &j.outvars {
             // JAX prints an output it dropped as `_` (`in (_, d, e)` from a
@@ -610,6 +932,7 @@ impl Checker {
             });
         }
         // Signature, with the dimension-scope rule for outputs.
+        let invars = &self.a.jaxprs[id.0 as usize].invars;
         let in_pairs: Vec<(VarId, &AType)> = invars
             .iter()
             .map(|v| (*v, &self.a.vars[v.0 as usize].ty))
@@ -642,13 +965,10 @@ impl Checker {
             );
         }
         let info = &mut self.a.jaxprs[id.0 as usize];
-        info.constvars = constvars;
-        info.invars = invars;
         info.outs = outs;
         info.signature = sig;
         self.env.names = self.env.outer.pop().unwrap_or_default();
         self.hints.clear();
-        id
     }
 
     /// Binds a binder in the current scope. Returns None for `_`.
@@ -681,9 +1001,23 @@ impl Checker {
             jaxpr,
             role,
         });
-        self.env.names.insert(b.name.text.clone(), v);
-        self.hints.clear();
+        self.enter_scope(&b.name.text, v);
         Some(v)
+    }
+
+    /// Binds `name` in the current scope. A name new to it may be the
+    /// similar name of an undefined one: only the hints it could change are
+    /// dropped (clearing them all at every binding recomputed the hint of an
+    /// undefined name used on every line at each of those lines).
+    fn enter_scope(&mut self, name: &SmolStr, v: VarId) {
+        if self.env.names.insert(name.clone(), v).is_some() || self.hints.is_empty() {
+            return;
+        }
+        if self.hints.len() > HINTS_KEPT {
+            self.hints.clear();
+        } else {
+            self.hints.retain(|u, _| !within_one_edit(u, name));
+        }
     }
 
     /// A variable is bound once per jaxpr.
@@ -1068,8 +1402,7 @@ impl Checker {
         for (b, v) in e.outs.iter().zip(&out_vars) {
             if let Some(v) = v {
                 self.report_if_bound(&b.name);
-                self.env.names.insert(b.name.text.clone(), *v);
-                self.hints.clear();
+                self.enter_scope(&b.name.text, *v);
             }
         }
         id
@@ -1305,4 +1638,31 @@ pub(crate) fn near_names(name: &str, mut defined: impl FnMut(&str) -> bool) -> V
     out.sort_unstable();
     out.dedup();
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn within_one_edit_is_equal_or_one_insertion_deletion_or_substitution() {
+        for (a, b) in [("w", "w"), ("w", "ww"), ("ww", "w"), ("abc", "abd"), ("abc", "ac"), ("", "x")] {
+            assert!(within_one_edit(a, b), "{a} {b}");
+        }
+        for (a, b) in [("w", "v0"), ("abc", "acb"), ("abc", "a"), ("ab", "ba"), ("abcd", "abdc")] {
+            assert!(!within_one_edit(a, b), "{a} {b}");
+        }
+        // The same relation as `near_names` on identifiers.
+        let scope = ["a", "ab", "abc", "b", "xbc", "abcd", "bc"];
+        for u in ["a", "ab", "abc", "zz", "bd"] {
+            let near = near_names(u, |k| scope.contains(&k));
+            let within: Vec<String> = (scope.iter())
+                .filter(|k| **k != u && within_one_edit(u, k))
+                .map(|k| k.to_string())
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            assert_eq!(near, within, "{u}");
+        }
+    }
 }

@@ -40,32 +40,7 @@ enum Command {
     /// Print the in_type/out_type of every jaxpr in a file, with de Bruijn indices.
     Types { file: PathBuf },
     /// Build a jaxpr: StableHLO text or bytecode, or native code (a shared library with a C ABI, LLVM IR, an object).
-    Build {
-        /// A jaxpr file, or a tracing session folder with `--function`.
-        file: PathBuf,
-        /// In a session folder: the traced function to build.
-        #[arg(long)]
-        function: Option<String>,
-        /// What to emit.
-        #[arg(long, value_enum, default_value_t = EmitKind::Stablehlo)]
-        emit: EmitKind,
-        /// StableHLO as MLIR bytecode instead of text.
-        #[arg(long)]
-        bytecode: bool,
-        /// Native builds: the C name of the entry point (default: the file
-        /// stem as a C identifier).
-        #[arg(long)]
-        name: Option<String>,
-        /// Native builds: LLVM optimisation level 0-3 (`-O3`).
-        #[arg(short = 'O', default_value_t = 2, value_parser = clap::value_parser!(u8).range(0..=3))]
-        opt: u8,
-        /// Output file (default: beside the input, `.mlir` / `.mlirbc`).
-        #[arg(short, long)]
-        output: Option<PathBuf>,
-        /// Colour the diagnostics: auto, always, never.
-        #[arg(long, value_enum, default_value_t = ColorMode::Auto)]
-        color: ColorMode,
-    },
+    Build(BuildArgs),
     /// Run a Python program and record every jaxpr it traces, with source
     /// locations and tracing errors, into a session folder.
     Trace {
@@ -81,8 +56,38 @@ enum Command {
     },
 }
 
+/// `jaxpr build`'s arguments: the command itself runs in `jaxpr-build`
+/// (see [`main`]).
+#[derive(clap::Args)]
+pub struct BuildArgs {
+    /// A jaxpr file, or a tracing session folder with `--function`.
+    pub file: PathBuf,
+    /// In a session folder: the traced function to build.
+    #[arg(long)]
+    pub function: Option<String>,
+    /// What to emit.
+    #[arg(long, value_enum, default_value_t = EmitKind::Stablehlo)]
+    pub emit: EmitKind,
+    /// StableHLO as MLIR bytecode instead of text.
+    #[arg(long)]
+    pub bytecode: bool,
+    /// Native builds: the C name of the entry point (default: the file
+    /// stem as a C identifier).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Native builds: LLVM optimisation level 0-3 (`-O3`).
+    #[arg(short = 'O', default_value_t = 2, value_parser = clap::value_parser!(u8).range(0..=3))]
+    pub opt: u8,
+    /// Output file (default: beside the input, `.mlir` / `.mlirbc`).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// Colour the diagnostics: auto, always, never.
+    #[arg(long, value_enum, default_value_t = ColorMode::Auto)]
+    pub color: ColorMode,
+}
+
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
-enum EmitKind {
+pub enum EmitKind {
     Stablehlo,
     /// A shared library with a C ABI (and its header beside it).
     Native,
@@ -99,14 +104,25 @@ enum Format {
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
-enum ColorMode {
+pub enum ColorMode {
     Auto,
     Always,
     Never,
 }
 
+/// Runs `jaxpr build` with the build back ends in this process: what the
+/// `jaxpr-build` binary passes to [`main`] (`jaxpr::build_command::run`),
+/// given the jaxpr file to build (a session's function already resolved).
+pub type BuildCommand = fn(&Path, BuildArgs) -> i32;
+
+/// The command line. `build` is `None` in the `jaxpr` binary, which links
+/// only this crate: LLVM's and MLIR's static initialisers alone made every
+/// start touch about 40 MB. There `jaxpr build ...` becomes `jaxpr-build
+/// build ...` (the same command line with the back ends, installed beside
+/// it), run in place of this process.
+///
 /// Exit codes: 0 no errors, 1 errors found, 2 usage or IO error.
-pub fn main() -> i32 {
+pub fn main(build: Option<BuildCommand>) -> i32 {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -122,24 +138,17 @@ pub fn main() -> i32 {
             color,
         } => check(&paths, format, color),
         Command::Types { file } => types(&file),
-        Command::Build {
-            file,
-            function,
-            emit,
-            bytecode,
-            name,
-            opt,
-            output,
-            color,
-        } => {
-            let file = match resolve_build_input(&file, function.as_deref()) {
-                Ok(f) => f,
+        Command::Build(args) => {
+            let Some(run) = build else {
+                return exec_build_binary();
+            };
+            match resolve_build_input(&args.file, args.function.as_deref()) {
+                Ok(file) => run(&file, args),
                 Err(e) => {
                     eprintln!("error: {e}");
-                    return 2;
+                    2
                 }
-            };
-            build(&file, emit, bytecode, name, opt, output, color)
+            }
         }
         Command::Trace {
             out,
@@ -203,6 +212,17 @@ fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     out.sort();
     out.dedup();
     Ok(out)
+}
+
+/// Prints diagnostics rustc-style on stderr (where `build` reports them:
+/// its output is a file).
+pub fn print_to_stderr(files: &[Checked], color: ColorMode) {
+    let colored = match color {
+        ColorMode::Always => true,
+        ColorMode::Never => false,
+        ColorMode::Auto => std::io::stderr().is_terminal(),
+    };
+    render::human(files, colored, render::Stream::Stderr);
 }
 
 pub struct Checked {
@@ -320,118 +340,44 @@ fn resolve_build_input(path: &Path, function: Option<&str>) -> Result<PathBuf, S
     }
 }
 
-/// `jaxpr build`: checks, lowers and writes; diagnostics and exit 1 when
-/// the file has errors or a primitive has no lowering.
-fn build(
-    path: &Path,
-    emit: EmitKind,
-    bytecode: bool,
-    name: Option<String>,
-    opt: u8,
-    output: Option<PathBuf>,
-    color: ColorMode,
-) -> i32 {
-    let mut loaded = match load(path) {
-        Ok(l) => l,
+/// Runs `jaxpr-build` from this executable's folder with this process's
+/// arguments (and its name as `argv[0]`, so messages read the same), in
+/// place of this process where the system allows it; returns only on
+/// failure.
+fn exec_build_binary() -> i32 {
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
         Err(e) => {
-            eprintln!("error: {}: {e}", path.display());
+            eprintln!("error: cannot find this executable to run `jaxpr-build` beside it: {e}");
             return 2;
         }
     };
-    use crate::build::native::{self, Artifact};
-    let (kind, ext) = if bytecode {
-        (crate::build::Emit::StablehloBytecode, "mlirbc")
-    } else {
-        (crate::build::Emit::Stablehlo, "mlir")
-    };
-    let artifact = match emit {
-        EmitKind::Stablehlo => None,
-        EmitKind::Native => Some((Artifact::Shared, "so")),
-        EmitKind::LlvmIr => Some((Artifact::LlvmIr, "ll")),
-        EmitKind::Object => Some((Artifact::Object, "o")),
-    };
-    let ext = artifact.map_or(ext, |(_, e)| e);
-    let out = output.unwrap_or_else(|| crate::build::output_beside(path, ext));
-    let c_name = match name {
-        Some(n) if native::c_name(&n) == n => n,
-        Some(n) => {
-            eprintln!("error: --name {n:?} is not a C identifier");
-            return 2;
-        }
-        None => native::c_name(crate::build::jaxpr_stem(path)),
-    };
-    let db = RootDatabase::default();
-    // The text moves into the database (a large file is not copied); the
-    // diagnostics, if any, take it back.
-    let text = std::mem::take(&mut loaded.text);
-    let file = SourceFile::new(&db, loaded.path.clone(), text);
-    let timings = std::env::var_os("JAXPR_BUILD_TIMINGS").is_some();
-    let clock = std::time::Instant::now();
-    let (parse, analysis) = (db::parse(&db, file), db::analysis(&db, file));
-    let checked = clock.elapsed();
-    let mut t = crate::build::stablehlo::Timings::default();
-    use crate::build::Failure;
-    let result = match artifact {
-        // StableHLO is written as it is printed. The process exits next:
-        // the module is left to the exit to free, as compilers leave theirs.
-        None => {
-            crate::build::build_to_file(&parse, &analysis, kind, &out, &mut t).map(std::mem::forget)
-        }
-        Some((a, _)) => {
-            let opts = native::Options {
-                name: c_name.clone(),
-                opt,
-            };
-            crate::build::build_native(&parse, &analysis, &opts, a)
-                .map_err(Failure::Diagnostics)
-                .and_then(|bytes| crate::build::write_output(&out, &bytes).map_err(Failure::Io))
-        }
-    };
-    if timings {
+    let build = exe.with_file_name(format!("jaxpr-build{}", std::env::consts::EXE_SUFFIX));
+    let mut args = std::env::args_os();
+    let arg0 = args.next();
+    let mut cmd = std::process::Command::new(&build);
+    cmd.args(args);
+    let failed = |e: std::io::Error| {
         eprintln!(
-            "parse+check {checked:.2?}, context {:.2?}, lower {:.2?}, verify {:.2?}, print+write {:.2?}, teardown {:.2?}",
-            t.context, t.lower, t.verify, t.print, t.teardown
+            "error: {}: {e} (`jaxpr build` runs `jaxpr-build`, which is installed beside `jaxpr`: `cargo install --path .` installs both; in a checkout, `cargo build --release` builds both)",
+            build.display()
         );
+        2
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        if let Some(a) = arg0 {
+            cmd.arg0(a);
+        }
+        failed(cmd.exec())
     }
-    match result {
-        Ok(()) => {
-            eprintln!("wrote {}", out.display());
-            if emit == EmitKind::Native {
-                match native::write_header(&out, &c_name) {
-                    Ok(h) => eprintln!("wrote {}", h.display()),
-                    Err(e) => {
-                        eprintln!("error: {e}");
-                        return 2;
-                    }
-                }
-            }
-            0
-        }
-        Err(Failure::Io(e)) => {
-            eprintln!("error: {}: {e}", out.display());
-            2
-        }
-        Err(Failure::Diagnostics(diagnostics)) => {
-            loaded.text = file.text(&db).clone();
-            let colored = match color {
-                ColorMode::Always => true,
-                ColorMode::Never => false,
-                ColorMode::Auto => std::io::stderr().is_terminal(),
-            };
-            let n = diagnostics.iter().filter(|d| d.is_error()).count();
-            render::human(
-                &[Checked {
-                    loaded,
-                    diagnostics,
-                }],
-                colored,
-                render::Stream::Stderr,
-            );
-            eprintln!(
-                "error: not built: {n} error{}",
-                if n == 1 { "" } else { "s" }
-            );
-            1
+    #[cfg(not(unix))]
+    {
+        let _ = arg0;
+        match cmd.status() {
+            Ok(s) => s.code().unwrap_or(2),
+            Err(e) => failed(e),
         }
     }
 }

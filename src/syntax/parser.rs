@@ -48,6 +48,30 @@ pub fn parse(text: &str) -> Parse {
     }
 }
 
+/// Receives the main jaxpr while [`parse_streaming`] reads it.
+pub trait MainSink {
+    /// The `let` jaxprs read so far and the main jaxpr's signature (no
+    /// equations or outputs yet), before its first equation.
+    fn begin(&mut self, lets: &[LetJaxpr], main: &Jaxpr);
+    /// Each top-level equation of the main jaxpr, in order.
+    fn eqn(&mut self, eqn: Eqn);
+}
+
+/// [`parse`], handing the main jaxpr's top-level equations to `sink` as they
+/// are read instead of keeping them: a check can then run without the whole
+/// syntax tree in memory. The tree returned holds the `let` jaxprs and the
+/// main jaxpr without its equations. Comments are not attached to
+/// equations (they only carry source info, which diagnostics never show).
+pub fn parse_streaming(text: &str, sink: &mut dyn MainSink) -> Parse {
+    let mut p = Parser::new(text, 0);
+    p.sink = Some(sink);
+    let file = p.source_file();
+    Parse {
+        file,
+        errors: p.errors,
+    }
+}
+
 /// Parses the equation at the start of `text` (a line of the main jaxpr
 /// where the whole-file parser starts an equation), with ranges relative to
 /// `text`, and its syntax errors. `None` unless the equation parses without
@@ -75,22 +99,43 @@ pub fn parse_equation(text: &str, end: u32) -> Option<(Eqn, Vec<Diagnostic>)> {
         }),
     };
     // Comments past `end` belong to the next equations.
-    let comments: Vec<TextRange> = p
-        .tokens
-        .lexer
-        .comments
-        .iter()
-        .copied()
-        .filter(|c| c.start < end)
-        .collect();
-    attach_comments(&text[..end as usize], &comments, &mut file);
+    attach_comments(&text[..end as usize], &p.comments_before(end), &mut file);
     let eqn = file.main?.eqns.into_vec().pop()?;
     Some((eqn, p.errors))
 }
 
-/// How many tokens are lexed at a time (and how many consumed ones pile up
-/// before they are dropped).
+/// Parses the `let` item at the start of `text` (a line where the
+/// whole-file parser reads the next top-level item, after trivia), with
+/// ranges relative to `text`, and its syntax errors. `None` unless it is
+/// read completely and ends exactly where the next item starts, at `end`
+/// (as [`parse_equation`] for an equation).
+pub fn parse_let(text: &str, end: u32) -> Option<(LetJaxpr, Vec<Diagnostic>)> {
+    let mut p = Parser::new(text, 0);
+    if !p.at_let_item() {
+        return None;
+    }
+    let (item, complete) = p.let_item();
+    let item = item.filter(|_| complete)?;
+    if p.prev_end() > end || p.nth(0).range.start < end {
+        return None;
+    }
+    let mut file = SourceFile {
+        lets: vec![item],
+        main: None,
+    };
+    attach_comments(&text[..end as usize], &p.comments_before(end), &mut file);
+    Some((file.lets.pop()?, p.errors))
+}
+
+/// How many tokens are lexed at a time at most (and how many consumed ones
+/// pile up before they are dropped).
 const WINDOW: usize = 512;
+
+/// How many tokens are lexed first; each later batch doubles, up to
+/// `WINDOW`. An equation parsed on its own (`parse_equation`, the
+/// incremental path) needs a few dozen; lexing 512 at once took most of
+/// its time.
+const FIRST_BATCH: usize = 32;
 
 /// The tokens from the one before the parser's position to the furthest
 /// looked at, lexed on demand.
@@ -101,6 +146,8 @@ struct Tokens<'a> {
     base: usize,
     /// `Eof` is the window's last token.
     at_eof: bool,
+    /// How many tokens the next fill lexes.
+    batch: usize,
 }
 
 impl Tokens<'_> {
@@ -125,14 +172,17 @@ impl Tokens<'_> {
             if self.at_eof {
                 return self.window[self.window.len() - 1];
             }
-            self.at_eof = self.lexer.lex_into(&mut self.window, WINDOW);
+            self.at_eof = self.lexer.lex_into(&mut self.window, self.batch);
+            self.batch = (self.batch * 2).min(WINDOW);
         }
         self.window[i - self.base]
     }
 }
 
-struct Parser<'a> {
+struct Parser<'a, 's> {
     text: &'a str,
+    /// Where the main jaxpr's equations go (`parse_streaming`).
+    sink: Option<&'s mut dyn MainSink>,
     tokens: Tokens<'a>,
     pos: usize,
     errors: Vec<Diagnostic>,
@@ -150,21 +200,29 @@ struct Chain {
 /// Result of a parse step that already reported its error.
 struct Reported;
 
-impl<'a> Parser<'a> {
-    fn new(text: &'a str, depth: u32) -> Parser<'a> {
+impl<'a, 's> Parser<'a, 's> {
+    fn new(text: &'a str, depth: u32) -> Parser<'a, 's> {
         Parser {
             text,
+            sink: None,
             tokens: Tokens {
                 lexer: Lexer::new(text),
                 window: Vec::new(),
                 base: 0,
                 at_eof: false,
+                batch: FIRST_BATCH,
             },
             pos: 0,
             errors: Vec::new(),
             depth,
             last_chain: None,
         }
+    }
+
+    /// The comments lexed so far that start before `end`.
+    fn comments_before(&self, end: u32) -> Vec<TextRange> {
+        let comments = &self.tokens.lexer.comments;
+        comments.iter().copied().filter(|c| c.start < end).collect()
     }
 
     // ---- token access -------------------------------------------------
@@ -414,23 +472,11 @@ impl<'a> Parser<'a> {
             if self.at(T::Eof) {
                 break;
             }
-            if self.at_ident("let")
-                && self.kind_at(self.pos + 1) == T::Ident
-                && self.kind_at(self.pos + 2) == T::Eq
-            {
-                let let_tok = self.bump();
-                let name = self.name();
-                self.bump(); // =
-                match self.jaxpr() {
-                    Ok(jaxpr) => {
-                        let in_ok = self.expect_ident("in").is_ok();
-                        let range = TextRange::new(let_tok.range.start, self.prev_end());
-                        file.lets.push(LetJaxpr { name, jaxpr, range });
-                        if !in_ok {
-                            self.skip_to_top_level_item();
-                        }
-                    }
-                    Err(Reported) => self.skip_to_top_level_item(),
+            if self.at_let_item() {
+                let (item, complete) = self.let_item();
+                file.lets.extend(item);
+                if !complete {
+                    self.skip_to_top_level_item();
                 }
                 continue;
             }
@@ -446,7 +492,7 @@ impl<'a> Parser<'a> {
                     self.eat(T::RBrace);
                     continue;
                 }
-                if let Ok(j) = self.jaxpr() {
+                if let Ok(j) = self.jaxpr_in(Some(&file.lets)) {
                     file.main = Some(j);
                 }
                 continue;
@@ -465,6 +511,28 @@ impl<'a> Parser<'a> {
         file
     }
 
+    fn at_let_item(&mut self) -> bool {
+        self.at_ident("let")
+            && self.kind_at(self.pos + 1) == T::Ident
+            && self.kind_at(self.pos + 2) == T::Eq
+    }
+
+    /// `let NAME = { lambda ... } in`, at `let`: the item (None when its
+    /// jaxpr did not parse) and whether it was read to its `in`.
+    fn let_item(&mut self) -> (Option<LetJaxpr>, bool) {
+        let let_tok = self.bump();
+        let name = self.name();
+        self.bump(); // =
+        match self.jaxpr() {
+            Ok(jaxpr) => {
+                let in_ok = self.expect_ident("in").is_ok();
+                let range = TextRange::new(let_tok.range.start, self.prev_end());
+                (Some(LetJaxpr { name, jaxpr, range }), in_ok)
+            }
+            Err(Reported) => (None, false),
+        }
+    }
+
     fn skip_to_top_level_item(&mut self) {
         loop {
             let t = self.nth(0);
@@ -479,13 +547,19 @@ impl<'a> Parser<'a> {
     }
 
     fn jaxpr(&mut self) -> Result<Jaxpr, Reported> {
+        self.jaxpr_in(None)
+    }
+
+    /// A jaxpr; `lets` for the main jaxpr (the `let` jaxprs before it),
+    /// whose equations go to the sink when there is one.
+    fn jaxpr_in(&mut self, lets: Option<&[LetJaxpr]>) -> Result<Jaxpr, Reported> {
         self.enter()?;
-        let r = self.jaxpr_inner();
+        let r = self.jaxpr_inner(lets);
         self.leave();
         r
     }
 
-    fn jaxpr_inner(&mut self) -> Result<Jaxpr, Reported> {
+    fn jaxpr_inner(&mut self, lets: Option<&[LetJaxpr]>) -> Result<Jaxpr, Reported> {
         let open = self.expect(T::LBrace, "`{`")?;
         let lambda = match self.expect_ident("lambda") {
             Ok(t) => t.range,
@@ -522,7 +596,20 @@ impl<'a> Parser<'a> {
             self.recover_to_eqn_boundary();
         }
         let mut eqns = Vec::new();
-        self.equations(&mut eqns);
+        let mut sink = match (lets, self.sink.take()) {
+            (Some(lets), Some(sink)) => {
+                sink.begin(lets, &jaxpr);
+                Some(sink)
+            }
+            (_, sink) => {
+                self.sink = sink;
+                None
+            }
+        };
+        self.equations(&mut |e| match sink.as_mut() {
+            Some(s) => s.eqn(e),
+            None => eqns.push(e),
+        });
         jaxpr.eqns = eqns.into_boxed_slice();
         // Outputs.
         let mut outvars = List::new();
@@ -619,7 +706,7 @@ impl<'a> Parser<'a> {
         })
     }
 
-    fn equations(&mut self, eqns: &mut Vec<Eqn>) {
+    fn equations(&mut self, eqns: &mut dyn FnMut(Eqn)) {
         loop {
             let t = self.nth(0);
             if t.kind == T::Eof || t.kind == T::RBrace || self.at_in_keyword() {
@@ -629,7 +716,7 @@ impl<'a> Parser<'a> {
                 return; // outputs without `in`: reported by the caller
             }
             match self.equation() {
-                Ok(e) => eqns.push(e),
+                Ok(e) => eqns(e),
                 Err(Reported) => self.recover_to_eqn_boundary(),
             }
         }

@@ -1,0 +1,109 @@
+//! `jaxpr build` in process: what the `jaxpr-build` binary runs (the
+//! `jaxpr` binary, which links no back end, hands the command to it).
+
+use crate::build::{self, native};
+use crate::cli::{self, BuildArgs, Checked, EmitKind};
+use crate::db::{self, RootDatabase, SourceFile};
+use std::path::Path;
+
+/// Checks, lowers and writes `path`; diagnostics and exit 1 when the file
+/// has errors or a primitive has no lowering.
+pub fn run(path: &Path, args: BuildArgs) -> i32 {
+    let mut loaded = match cli::load(path) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("error: {}: {e}", path.display());
+            return 2;
+        }
+    };
+    use native::Artifact;
+    let (kind, ext) = if args.bytecode {
+        (build::Emit::StablehloBytecode, "mlirbc")
+    } else {
+        (build::Emit::Stablehlo, "mlir")
+    };
+    let artifact = match args.emit {
+        EmitKind::Stablehlo => None,
+        EmitKind::Native => Some((Artifact::Shared, "so")),
+        EmitKind::LlvmIr => Some((Artifact::LlvmIr, "ll")),
+        EmitKind::Object => Some((Artifact::Object, "o")),
+    };
+    let ext = artifact.map_or(ext, |(_, e)| e);
+    let out = args
+        .output
+        .unwrap_or_else(|| build::output_beside(path, ext));
+    let c_name = match args.name {
+        Some(n) if native::c_name(&n) == n => n,
+        Some(n) => {
+            eprintln!("error: --name {n:?} is not a C identifier");
+            return 2;
+        }
+        None => native::c_name(build::jaxpr_stem(path)),
+    };
+    let db = RootDatabase::default();
+    // The text moves into the database (a large file is not copied); the
+    // diagnostics, if any, take it back.
+    let text = std::mem::take(&mut loaded.text);
+    let file = SourceFile::new(&db, loaded.path.clone(), text);
+    let timings = std::env::var_os("JAXPR_BUILD_TIMINGS").is_some();
+    let clock = std::time::Instant::now();
+    let (parse, analysis) = (db::parse(&db, file), db::analysis(&db, file));
+    let checked = clock.elapsed();
+    let mut t = build::stablehlo::Timings::default();
+    use build::Failure;
+    let result = match artifact {
+        // StableHLO is written as it is printed. The process exits next:
+        // the module is left to the exit to free, as compilers leave theirs.
+        None => build::build_to_file(&parse, &analysis, kind, &out, &mut t).map(std::mem::forget),
+        Some((a, _)) => {
+            let opts = native::Options {
+                name: c_name.clone(),
+                opt: args.opt,
+            };
+            build::build_native(&parse, &analysis, &opts, a)
+                .map_err(Failure::Diagnostics)
+                .and_then(|bytes| build::write_output(&out, &bytes).map_err(Failure::Io))
+        }
+    };
+    if timings {
+        eprintln!(
+            "parse+check {checked:.2?}, context {:.2?}, lower {:.2?}, verify {:.2?}, print+write {:.2?}, teardown {:.2?}",
+            t.context, t.lower, t.verify, t.print, t.teardown
+        );
+    }
+    match result {
+        Ok(()) => {
+            eprintln!("wrote {}", out.display());
+            if args.emit == EmitKind::Native {
+                match native::write_header(&out, &c_name) {
+                    Ok(h) => eprintln!("wrote {}", h.display()),
+                    Err(e) => {
+                        eprintln!("error: {e}");
+                        return 2;
+                    }
+                }
+            }
+            0
+        }
+        Err(Failure::Io(e)) => {
+            eprintln!("error: {}: {e}", out.display());
+            2
+        }
+        Err(Failure::Diagnostics(diagnostics)) => {
+            loaded.text = file.text(&db).clone();
+            let n = diagnostics.iter().filter(|d| d.is_error()).count();
+            cli::print_to_stderr(
+                &[Checked {
+                    loaded,
+                    diagnostics,
+                }],
+                args.color,
+            );
+            eprintln!(
+                "error: not built: {n} error{}",
+                if n == 1 { "" } else { "s" }
+            );
+            1
+        }
+    }
+}
