@@ -173,11 +173,23 @@ enum Unwritten {
 
 /// Has MLIR verify the module and writes it to the writer `open` gives
 /// (`ops`: the number of operations). When our printer prints the module,
-/// verifying and printing run at once, on two threads: both only read the
-/// module (the verifier's one write, each block's cached order of
-/// operations, is not read by the printer). MLIR's writers (bytecode, its
-/// printer) may make attributes while they run, which a context without
-/// threads does not allow alongside the verifier: they run after it.
+/// verifying and printing run at once, on two threads. This is sound in a
+/// context without threads (whose uniquer takes no locks) because:
+/// - the verifier's only writes to the module are each operation's cached
+///   position in its block and the block's "order valid" bit (from
+///   dominance checks, `Operation::isBeforeInBlock`); the printer reads
+///   neither (it walks the operation lists, operands, results, regions and
+///   the attribute dictionaries of unregistered operations, which are not
+///   separate fields of the same words);
+/// - the printer never asks the context's uniquer for a type, attribute or
+///   name: the function's attributes (properties, whose reading looks them
+///   up) are read by `Printable::check` before the verifier starts; types
+///   and attributes are printed from their storage;
+/// - so what the verifier looks up or adds there (names of symbols; when it
+///   fails, its diagnostics print operations, making attributes) never
+///   meets the printer; the printer's output is discarded when it fails.
+/// MLIR's writers (bytecode, its printer) make attributes while they run:
+/// they run after the verifier.
 fn write_verified<W: Write>(
     module: &Module,
     ops: usize,

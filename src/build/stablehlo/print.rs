@@ -33,8 +33,22 @@ use rustc_hash::FxHashMap as HashMap;
 use std::io::{self, Write};
 
 /// A module of the shape this printer prints (see the module
-/// documentation), ready to print: its function.
-pub(super) struct Printable(MlirOperation);
+/// documentation), ready to print: its function and the function's
+/// attributes.
+///
+/// The attributes are read here, by [`Printable::check`], because reading
+/// them (`mlirOperationGetAttribute` on `func.func`, whose attributes are
+/// properties) looks names and a dictionary up in the context's uniquer.
+/// Printing then reads the module's operations and prints types and
+/// attributes that exist, and never asks the context for one: it may run
+/// while MLIR's verifier runs on another thread, whose diagnostics (only
+/// when the module does not verify) print operations and may add
+/// attributes to the context, which a context without threads does not
+/// lock.
+pub(super) struct Printable {
+    func: MlirOperation,
+    attrs: FunctionAttributes,
+}
 
 // SAFETY: a module is only read once checked, and the caller keeps it
 // alive and unchanged while it is printed (on any thread).
@@ -47,7 +61,7 @@ impl Printable {
     /// blocks' cached order of operations), unlike the printing.
     pub fn check(module: &Module) -> Option<Printable> {
         // SAFETY: the module is alive; this only reads it.
-        unsafe { main_function(module.as_operation().to_raw()).map(Printable) }
+        unsafe { main_function(module.as_operation().to_raw()) }
     }
 
     /// Writes the module as MLIR text to `out`; `ops` is the number of
@@ -65,7 +79,7 @@ impl Printable {
         p.out.extend_from_slice(b"module {\n");
         // SAFETY: the module has the checked shape and is alive and
         // unchanged while it is printed; the printer only reads it.
-        unsafe { p.func(self.0)? };
+        unsafe { p.func(self.func, &self.attrs)? };
         p.out.extend_from_slice(b"}\n");
         p.flush()
     }
@@ -77,9 +91,9 @@ const CHUNK: usize = 256 << 10;
 
 // ---- the shape this printer prints -------------------------------------------
 
-/// The module's function, when the module has the shape this printer
-/// prints (see the module documentation).
-unsafe fn main_function(module: MlirOperation) -> Option<MlirOperation> {
+/// The module's function and its attributes, when the module has the
+/// shape this printer prints (see the module documentation).
+unsafe fn main_function(module: MlirOperation) -> Option<Printable> {
     unsafe {
         if mlirOperationGetNumAttributes(module) != 0 {
             return None;
@@ -109,7 +123,7 @@ unsafe fn main_function(module: MlirOperation) -> Option<MlirOperation> {
             }
             op = next;
         }
-        Some(func)
+        Some(Printable { func, attrs })
     }
 }
 
@@ -206,11 +220,8 @@ impl Printer<'_> {
 
     /// `func.func public @main(%arg0: T, ...) -> R {` ... `}`; the shape
     /// was checked by [`main_function`].
-    unsafe fn func(&mut self, func: MlirOperation) -> io::Result<()> {
+    unsafe fn func(&mut self, func: MlirOperation, attrs: &FunctionAttributes) -> io::Result<()> {
         unsafe {
-            let Some(attrs) = function_attributes(func) else {
-                return Err(io::Error::other("the function's attributes changed"));
-            };
             let body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
             self.out.extend_from_slice(b"  func.func ");
             if let Some(visibility) = attrs.sym_visibility {
