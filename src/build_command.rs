@@ -3,13 +3,13 @@
 
 use crate::build::{self, native};
 use crate::cli::{self, BuildArgs, Checked, EmitKind};
-use crate::db::{self, RootDatabase, SourceFile};
+use crate::{check, syntax};
 use std::path::Path;
 
 /// Checks, lowers and writes `path`; diagnostics and exit 1 when the file
 /// has errors or a primitive has no lowering.
 pub fn run(path: &Path, args: BuildArgs) -> i32 {
-    let mut loaded = match cli::load(path) {
+    let loaded = match cli::load(path) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("error: {}: {e}", path.display());
@@ -40,14 +40,14 @@ pub fn run(path: &Path, args: BuildArgs) -> i32 {
         }
         None => native::c_name(build::jaxpr_stem(path)),
     };
-    let db = RootDatabase::default();
-    // The text moves into the database (a large file is not copied); the
-    // diagnostics, if any, take it back.
-    let text = std::mem::take(&mut loaded.text);
-    let file = SourceFile::new(&db, loaded.path.clone(), text);
     let timings = std::env::var_os("JAXPR_BUILD_TIMINGS").is_some();
     let clock = std::time::Instant::now();
-    let (parse, analysis) = (db::parse(&db, file), db::analysis(&db, file));
+    // A whole-file parse and check, as `db::analysis` makes them, without
+    // the database: a build is one check of one text, so nothing of the
+    // incremental engine's state (a copy of the text, its segments and
+    // sorted diagnostics for later edits) would ever be used.
+    let parse = syntax::parse(&loaded.text);
+    let analysis = check::check(&parse.file);
     let checked = clock.elapsed();
     let mut t = build::stablehlo::Timings::default();
     use build::Failure;
@@ -65,6 +65,10 @@ pub fn run(path: &Path, args: BuildArgs) -> i32 {
                 .and_then(|bytes| build::write_output(&out, &bytes).map_err(Failure::Io))
         }
     };
+    // The process exits next: the syntax tree and the analysis (hundreds
+    // of thousands of allocations for a large file) are left to the exit.
+    std::mem::forget(parse);
+    std::mem::forget(analysis);
     if timings {
         eprintln!(
             "parse+check {checked:.2?}, context {:.2?}, lower {:.2?}, verify {:.2?}, print+write {:.2?}, teardown {:.2?}",
@@ -90,7 +94,6 @@ pub fn run(path: &Path, args: BuildArgs) -> i32 {
             2
         }
         Err(Failure::Diagnostics(diagnostics)) => {
-            loaded.text = file.text(&db).clone();
             let n = diagnostics.iter().filter(|d| d.is_error()).count();
             cli::print_to_stderr(
                 &[Checked {
