@@ -3,7 +3,7 @@
 
 use crate::build::{self, native};
 use crate::cli::{self, BuildArgs, Checked, EmitKind};
-use crate::db::{self, RootDatabase, SourceFile};
+use crate::{check, syntax};
 use std::path::Path;
 
 /// Checks, lowers and writes `path`; diagnostics and exit 1 when the file
@@ -40,17 +40,21 @@ pub fn run(path: &Path, args: BuildArgs) -> i32 {
         }
         None => native::c_name(build::jaxpr_stem(path)),
     };
-    let db = RootDatabase::default();
-    let file = SourceFile::new(&db, loaded.path.clone(), loaded.text.clone());
     let timings = std::env::var_os("JAXPR_BUILD_TIMINGS").is_some();
     let clock = std::time::Instant::now();
-    let (parse, analysis) = (db::parse(&db, file), db::analysis(&db, file));
+    // A whole-file parse and check, as `db::analysis` makes them, without
+    // the database: a build is one check of one text, so nothing of the
+    // incremental engine's state (a copy of the text, its segments and
+    // sorted diagnostics for later edits) would ever be used.
+    let parse = syntax::parse(&loaded.text);
+    let analysis = check::check(&parse.file);
     let checked = clock.elapsed();
     let mut t = build::stablehlo::Timings::default();
     use build::Failure;
     let result = match artifact {
-        // StableHLO is written as it is printed.
-        None => build::build_to_file(&parse, &analysis, kind, &out, &mut t),
+        // StableHLO is written as it is printed. The process exits next:
+        // the module is left to the exit to free, as compilers leave theirs.
+        None => build::build_to_file(&parse, &analysis, kind, &out, &mut t).map(std::mem::forget),
         Some((a, _)) => {
             let opts = native::Options {
                 name: c_name.clone(),
@@ -61,6 +65,10 @@ pub fn run(path: &Path, args: BuildArgs) -> i32 {
                 .and_then(|bytes| build::write_output(&out, &bytes).map_err(Failure::Io))
         }
     };
+    // The process exits next: the syntax tree and the analysis (hundreds
+    // of thousands of allocations for a large file) are left to the exit.
+    std::mem::forget(parse);
+    std::mem::forget(analysis);
     if timings {
         eprintln!(
             "parse+check {checked:.2?}, context {:.2?}, lower {:.2?}, verify {:.2?}, print+write {:.2?}, teardown {:.2?}",

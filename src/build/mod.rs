@@ -54,40 +54,47 @@ pub fn build_timed(
 ) -> BuildResult {
     checked(parse, analysis)?;
     let bytecode = emit == Emit::StablehloBytecode;
-    stablehlo::lower_into(&parse.file, analysis, bytecode, timings, || Ok(Vec::new())).map_err(
-        |f| match f {
-            Failure::Diagnostics(d) => d,
-            // Writing into memory does not fail; should it, it is a diagnostic.
-            Failure::Io(e) => vec![Diagnostic::error(
-                crate::diagnostics::DiagKind::Unsupported,
-                crate::syntax::TextRange::new(0, 0),
-                format!("internal error: {e}"),
-            )],
-        },
-    )
+    let built = stablehlo::lower_into(&parse.file, analysis, bytecode, timings, || Ok(Vec::new()));
+    match built {
+        Ok((bytes, module)) => {
+            let freeing = std::time::Instant::now();
+            drop(module);
+            timings.teardown = freeing.elapsed();
+            Ok(bytes)
+        }
+        Err(Failure::Diagnostics(d)) => Err(d),
+        // Writing into memory does not fail; should it, it is a diagnostic.
+        Err(Failure::Io(e)) => Err(vec![Diagnostic::error(
+            crate::diagnostics::DiagKind::Unsupported,
+            crate::syntax::TextRange::new(0, 0),
+            format!("internal error: {e}"),
+        )]),
+    }
 }
 
 /// Builds a checked file to StableHLO and writes the module to `path` as it
 /// is printed (a large module is never held in memory as text), replacing
-/// the file as [`write_output`] does. Nothing is written when the build
-/// fails.
+/// the file as [`write_output`] does; returns the module (see
+/// [`stablehlo::Lowered`] on freeing it). Nothing is written when the
+/// build fails.
 pub fn build_to_file(
     parse: &Parse,
     analysis: &Analysis,
     emit: Emit,
     path: &std::path::Path,
     timings: &mut stablehlo::Timings,
-) -> Result<(), Failure> {
+) -> Result<stablehlo::Lowered, Failure> {
     checked(parse, analysis).map_err(Failure::Diagnostics)?;
     let bytecode = emit == Emit::StablehloBytecode;
     let mut out = None;
-    stablehlo::lower_into(&parse.file, analysis, bytecode, timings, || {
+    let module = stablehlo::lower_into(&parse.file, analysis, bytecode, timings, || {
         Ok(&mut out.insert(Replacement::create(path)?).file)
-    })?;
-    match out {
-        Some(r) => r.commit(path).map_err(Failure::Io),
-        None => Ok(()),
+    })?
+    .1;
+    if let Some(r) = out {
+        r.commit(path).map_err(Failure::Io)?;
     }
+    Ok(module)
 }
 
 /// Builds a checked file to native code (LLVM IR, object or shared library).

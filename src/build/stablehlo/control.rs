@@ -44,8 +44,8 @@ impl<'c> Lower<'c, '_> {
         }))
     }
 
-    fn out_types(&self, cx: &EqnCx) -> R<Vec<Type<'c>>> {
-        cx.outs.iter().map(|t| self.ty(t, cx.at())).collect()
+    fn out_types(&self, cx: &EqnCx<'_, 'c>) -> R<Vec<Type<'c>>> {
+        (0..cx.outs.len()).map(|i| self.out_ty(cx, i)).collect()
     }
 
     /// The tensor types of a jaxpr's binders (constvars, then invars).
@@ -54,7 +54,7 @@ impl<'c> Lower<'c, '_> {
         info.constvars
             .iter()
             .chain(&info.invars)
-            .map(|&v| self.ty(&self.a.var(v).ty, self.a.var(v).range))
+            .map(|&v| self.var_ty(v))
             .collect()
     }
 

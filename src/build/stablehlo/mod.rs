@@ -45,7 +45,7 @@ use std::borrow::Cow;
 use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::io::Write;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 /// A value of the module being built. The module owns every operation until
 /// the build ends, so values and blocks are used without melior's borrow
@@ -70,22 +70,44 @@ pub(crate) struct Env<'c> {
 pub struct Timings {
     pub context: std::time::Duration,
     pub lower: std::time::Duration,
+    /// Verifying the module, on its own thread alongside printing when
+    /// the printer prints it.
     pub verify: std::time::Duration,
     /// Printing the module and writing it out.
     pub print: std::time::Duration,
+    /// Freeing the module and the MLIR context.
     pub teardown: std::time::Duration,
 }
 
+/// The MLIR context and module of a build, freed when dropped. Freeing a
+/// large module takes tens of milliseconds (its operations are freed one
+/// by one), so a process that exits next may `std::mem::forget` it.
+pub struct Lowered {
+    module: mlir_sys::MlirModule,
+    /// Dropped after the module (fields drop after `drop`).
+    _cx: Context,
+}
+
+impl Drop for Lowered {
+    fn drop(&mut self) {
+        // SAFETY: the module is this build's, made in `_cx`, and freed once.
+        unsafe { mlir_sys::mlirModuleDestroy(self.module) }
+    }
+}
+
 /// Lowers a checked file to a StableHLO module, has MLIR verify it, and
-/// writes it (text, or bytecode) to the writer `open` gives, which is asked
-/// for only once the module verified; returns that writer.
+/// writes it (text, or bytecode) to the writer `open` gives; returns that
+/// writer and the module. The text is printed and written while MLIR
+/// verifies the module on another thread: the caller must publish the
+/// output only when this returns `Ok` (a module that does not verify is a
+/// diagnostic).
 pub fn lower_into<W: Write>(
     file: &ast::SourceFile,
     a: &Analysis,
     bytecode: bool,
     t: &mut Timings,
     open: impl FnOnce() -> std::io::Result<W>,
-) -> Result<W, Failure> {
+) -> Result<(W, Lowered), Failure> {
     let clock = std::time::Instant::now();
     let mut lap = {
         let mut last = clock;
@@ -97,10 +119,13 @@ pub fn lower_into<W: Write>(
         }
     };
     let cx = context();
-    let messages: Rc<RefCell<Vec<String>>> = Rc::default();
+    // The verifier reports on its thread.
+    let messages: Arc<Mutex<Vec<String>>> = Arc::default();
     let sink = messages.clone();
     let handler = cx.attach_diagnostic_handler(move |d| {
-        sink.borrow_mut().push(d.to_string());
+        if let Ok(mut m) = sink.lock() {
+            m.push(d.to_string());
+        }
         true
     });
     let whole = file
@@ -114,35 +139,128 @@ pub fn lower_into<W: Write>(
         lw.main(&module)
             .map_err(|e| Failure::Diagnostics(vec![e.into_diagnostic()]))?;
         t.lower = lap();
-        let verified = module.as_operation().verify();
-        t.verify = lap();
-        if !verified {
-            let msgs = messages.borrow().join("; ");
-            return Err(Failure::Diagnostics(vec![
-                Diagnostic::error(
-                    DiagKind::Unsupported,
-                    whole,
-                    format!("internal error: the lowered module does not verify: {msgs}"),
-                )
-                .with_help(
-                    "this is a bug of the StableHLO lowering; please report it with the jaxpr",
-                ),
-            ]));
+        match write_verified(&module, lw.ops.get(), bytecode, t, open) {
+            Ok(out) => Ok((out, keep(module))),
+            Err(Unwritten::Io(e)) => Err(Failure::Io(e)),
+            Err(Unwritten::NotVerified) => {
+                let msgs = messages.lock().map(|m| m.join("; ")).unwrap_or_default();
+                Err(Failure::Diagnostics(vec![
+                    Diagnostic::error(
+                        DiagKind::Unsupported,
+                        whole,
+                        format!("internal error: the lowered module does not verify: {msgs}"),
+                    )
+                    .with_help(
+                        "this is a bug of the StableHLO lowering; please report it with the jaxpr",
+                    ),
+                ]))
+            }
         }
-        let mut out = open().map_err(Failure::Io)?;
-        if bytecode {
-            out.write_all(&module.as_operation().write_bytecode())
-        } else {
-            print::write_module(&module, lw.ops.get(), &mut out)
-        }
-        .map_err(Failure::Io)?;
-        t.print = lap();
-        Ok(out)
     })();
     cx.detach_diagnostic_handler(handler);
-    drop(cx);
-    t.teardown = lap();
-    result
+    let (out, module) = result?;
+    Ok((out, Lowered { module, _cx: cx }))
+}
+
+/// Why a module was not written.
+#[derive(Debug)]
+enum Unwritten {
+    /// MLIR's verifier rejects it (its diagnostics went to the context's
+    /// handler).
+    NotVerified,
+    Io(std::io::Error),
+}
+
+/// Has MLIR verify the module and writes it to the writer `open` gives
+/// (`ops`: the number of operations). When our printer prints the module,
+/// verifying and printing run at once, on two threads. This is sound in a
+/// context without threads (whose uniquer takes no locks) because:
+/// - the verifier's only writes to the module are each operation's cached
+///   position in its block and the block's "order valid" bit (from
+///   dominance checks, `Operation::isBeforeInBlock`); the printer reads
+///   neither (it walks the operation lists, operands, results, regions and
+///   the attribute dictionaries of unregistered operations, which are not
+///   separate fields of the same words);
+/// - the printer never asks the context's uniquer for a type, attribute or
+///   name: the function's attributes (properties, whose reading looks them
+///   up) are read by `Printable::check` before the verifier starts; types
+///   and attributes are printed from their storage;
+/// - so what the verifier looks up or adds there (names of symbols; when it
+///   fails, its diagnostics print operations, making attributes) never
+///   meets the printer; the printer's output is discarded when it fails.
+/// MLIR's writers (bytecode, its printer) make attributes while they run:
+/// they run after the verifier.
+fn write_verified<W: Write>(
+    module: &Module,
+    ops: usize,
+    bytecode: bool,
+    t: &mut Timings,
+    open: impl FnOnce() -> std::io::Result<W>,
+) -> Result<W, Unwritten> {
+    let printable = if bytecode {
+        None
+    } else {
+        print::Printable::check(module)
+    };
+    let Some(printable) = printable else {
+        let started = std::time::Instant::now();
+        let verified = module.as_operation().verify();
+        t.verify = started.elapsed();
+        if !verified {
+            return Err(Unwritten::NotVerified);
+        }
+        let started = std::time::Instant::now();
+        let mut out = open().map_err(Unwritten::Io)?;
+        let bytes = if bytecode {
+            module.as_operation().write_bytecode()
+        } else {
+            print::mlir_text(module)
+        };
+        out.write_all(&bytes).map_err(Unwritten::Io)?;
+        t.print = started.elapsed();
+        return Ok(out);
+    };
+    let verifying = Verifying(module.as_operation().to_raw());
+    let (verified, written) = std::thread::scope(|s| {
+        let verifier = s.spawn(move || verifying.run());
+        let started = std::time::Instant::now();
+        let written = open().and_then(|mut out| {
+            printable.write(ops, &mut out)?;
+            Ok(out)
+        });
+        t.print = started.elapsed();
+        let verified = verifier.join().unwrap_or((false, Default::default()));
+        (verified, written)
+    });
+    t.verify = verified.1;
+    if !verified.0 {
+        return Err(Unwritten::NotVerified);
+    }
+    written.map_err(Unwritten::Io)
+}
+
+/// The module, to be freed by [`Lowered`].
+fn keep(module: Module) -> mlir_sys::MlirModule {
+    let raw = module.to_raw();
+    std::mem::forget(module);
+    raw
+}
+
+/// The module to verify on another thread.
+struct Verifying(mlir_sys::MlirOperation);
+
+// SAFETY: the module outlives the thread (a scoped thread), and nothing
+// changes it while the verifier runs.
+unsafe impl Send for Verifying {}
+
+impl Verifying {
+    /// Whether the module verifies, and how long it took.
+    fn run(self) -> (bool, std::time::Duration) {
+        let started = std::time::Instant::now();
+        // SAFETY: see the type.
+        let ok = unsafe { mlir_sys::mlirOperationVerify(self.0) };
+        (ok, started.elapsed())
+    }
 }
 
 /// An MLIR context for the lowering: the `func` dialect is the only one
@@ -168,15 +286,23 @@ pub(crate) struct Lower<'c, 'f: 'c> {
     /// jaxpr lowered again (a second call site, a loop body) binds its
     /// variables again before it reads them.
     vals: RefCell<Vec<Option<V<'c>>>>,
+    /// The tensor type of each variable, by `VarId`, once asked for.
+    var_tys: RefCell<Vec<Option<Type<'c>>>>,
     /// Types and attributes already made, by their text or (tensors) their
     /// element type and dimensions, and attribute names.
     types: RefCell<HashMap<String, Type<'c>>>,
     tensors: RefCell<HashMap<TensorKey, Type<'c>>>,
     attrs: RefCell<HashMap<String, Attribute<'c>>>,
     idents: RefCell<HashMap<&'static str, Identifier<'c>>>,
-    /// Scalar constants already made in a block (by block, type and text):
-    /// a constant dominates the rest of its block and the regions in it.
-    consts: RefCell<HashMap<(usize, usize, Box<str>), V<'c>>>,
+    /// Scalar constants already made in a block (by block and type, then
+    /// text): a constant dominates the rest of its block and the regions in
+    /// it.
+    consts: RefCell<HashMap<(usize, usize), HashMap<Box<str>, V<'c>>>>,
+    /// Static broadcasts already made in a block (by block, value, result
+    /// type and dimensions packed by [`ops::packed_dims`]), for the same
+    /// reason: elementwise operations broadcast their scalar operands at
+    /// every use.
+    broadcasts: RefCell<HashMap<(usize, usize, usize, u64), V<'c>>>,
     /// Operations made so far (the printer sizes its buffer from it).
     ops: std::cell::Cell<usize>,
 }
@@ -190,11 +316,13 @@ impl<'c, 'f> Lower<'c, 'f> {
             loc: Location::unknown(cx),
             syntax,
             vals: RefCell::new(vec![None; a.vars.len()]),
+            var_tys: RefCell::new(vec![None; a.vars.len()]),
             types: RefCell::default(),
             tensors: RefCell::default(),
             attrs: RefCell::default(),
             idents: RefCell::default(),
             consts: RefCell::default(),
+            broadcasts: RefCell::default(),
             ops: std::cell::Cell::new(0),
         }
     }
@@ -209,7 +337,7 @@ impl<'c, 'f> Lower<'c, 'f> {
         let inputs: Vec<VarId> = info.constvars.iter().chain(&info.invars).copied().collect();
         let in_tys = inputs
             .iter()
-            .map(|&v| self.ty(&self.a.var(v).ty, self.a.var(v).range))
+            .map(|&v| self.var_ty(v))
             .collect::<R<Vec<_>>>()?;
         // Implicit outputs (dimensions of later outputs) are not results of
         // the program: Catalyst returns only the explicit ones.
@@ -316,8 +444,7 @@ impl<'c, 'f> Lower<'c, 'f> {
     ) -> R<Vec<Operand<'c>>> {
         let binders = super::walk::nested_binders(self.a, j, inputs.len(), at)?;
         for (&v, &x) in binders.iter().zip(inputs) {
-            let want = self.ty(&self.a.var(v).ty, self.a.var(v).range)?;
-            self.bind(v, self.fit(b, x, want)?);
+            self.bind(v, self.fit(b, x, self.var_ty(v)?)?);
         }
         self.body(b, outer, j)
     }
@@ -335,8 +462,7 @@ impl<'c, 'f> Lower<'c, 'f> {
         super::walk::expect_results(e, results.len())?;
         for (i, r) in results.into_iter().enumerate() {
             if let Some(v) = info.outs.get(i).copied().flatten() {
-                let want = self.ty(&cx.outs[i], e.outs[i].range)?;
-                self.bind(v, self.fit(b, r, want)?);
+                self.bind(v, self.fit(b, r, self.var_ty(v)?)?);
             }
         }
         Ok(())
@@ -403,6 +529,25 @@ impl<'c, 'f> Lower<'c, 'f> {
             |s| Type::parse(self.cx, s),
             || format!("type {s}"),
         )
+    }
+
+    /// The tensor type of a variable.
+    pub(crate) fn var_ty(&self, v: VarId) -> R<Type<'c>> {
+        if let Some(t) = self.var_tys.borrow()[v.0 as usize] {
+            return Ok(t);
+        }
+        let var = self.a.var(v);
+        let t = self.ty(&var.ty, var.range)?;
+        self.var_tys.borrow_mut()[v.0 as usize] = Some(t);
+        Ok(t)
+    }
+
+    /// The tensor type of result `i` of an equation.
+    pub(crate) fn out_ty(&self, cx: &ops::EqnCx<'_, 'c>, i: usize) -> R<Type<'c>> {
+        match self.a.eqn(cx.id).outs.get(i).copied().flatten() {
+            Some(v) => self.var_ty(v),
+            None => self.ty(&cx.outs[i], cx.at()),
+        }
     }
 
     /// The tensor type of a jaxpr type (`?` for every non-constant dimension).
@@ -641,12 +786,13 @@ impl<'c, 'f> Lower<'c, 'f> {
             _ => return err(at, format!("constants of dtype {dt} have no lowering")),
         };
         let t = self.tensor(dt, &[], at)?;
-        let key = (
-            b.to_raw().ptr as usize,
-            t.to_raw().ptr as usize,
-            lit.clone().into_boxed_str(),
-        );
-        if let Some(&v) = self.consts.borrow().get(&key) {
+        let place = (b.to_raw().ptr as usize, t.to_raw().ptr as usize);
+        let made = self
+            .consts
+            .borrow()
+            .get(&place)
+            .and_then(|m| m.get(lit.as_str()).copied());
+        if let Some(v) = made {
             return Ok(v);
         }
         let v = self.op1(
@@ -656,7 +802,11 @@ impl<'c, 'f> Lower<'c, 'f> {
             t,
             &[("value", format!("dense<{lit}> : {t}"))],
         )?;
-        self.consts.borrow_mut().insert(key, v);
+        self.consts
+            .borrow_mut()
+            .entry(place)
+            .or_default()
+            .insert(lit.into_boxed_str(), v);
         Ok(v)
     }
 
@@ -815,4 +965,95 @@ pub(crate) fn elem_type(dt: &DType) -> Option<&'static str> {
         DType::Float(FloatKind::F64) => "f64",
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use melior::ir::attribute::{StringAttribute, TypeAttribute};
+
+    /// `func.func @main() -> tensor<f32>` returning a constant of type
+    /// `constant`: a module that verifies when it is `tensor<f32>`.
+    fn module_returning<'c>(cx: &'c Context, constant: &str, value: &str) -> Module<'c> {
+        let loc = Location::unknown(cx);
+        let module = Module::new(loc);
+        let f32t = Type::parse(cx, "tensor<f32>").unwrap();
+        let ct = Type::parse(cx, constant).unwrap();
+        let block = Block::new(&[]);
+        let c = block.append_operation(
+            OperationBuilder::new("stablehlo.constant", loc)
+                .add_results(&[ct])
+                .add_attributes(&[(
+                    Identifier::new(cx, "value"),
+                    Attribute::parse(cx, &format!("dense<{value}> : {constant}")).unwrap(),
+                )])
+                .build()
+                .unwrap(),
+        );
+        let c: V = unsafe { V::from_raw(c.result(0).unwrap().to_raw()) };
+        block.append_operation(melior::dialect::func::r#return(&[c], loc));
+        let region = Region::new();
+        region.append_block(block);
+        module.body().append_operation(melior::dialect::func::func(
+            cx,
+            StringAttribute::new(cx, "main"),
+            TypeAttribute::new(FunctionType::new(cx, &[], &[f32t]).into()),
+            region,
+            &[],
+            loc,
+        ));
+        module
+    }
+
+    #[test]
+    fn a_module_is_printed_while_it_is_verified() {
+        let cx = context();
+        let module = module_returning(&cx, "tensor<f32>", "1.0");
+        let text = write_verified(
+            &module,
+            2,
+            false,
+            &mut Timings::default(),
+            || Ok(Vec::new()),
+        )
+        .unwrap();
+        assert_eq!(
+            String::from_utf8(text).unwrap(),
+            "module {\n  func.func @main() -> tensor<f32> {\n    \
+             %0 = \"stablehlo.constant\"() {value = dense<1.000000e+00> : tensor<f32>} \
+             : () -> tensor<f32>\n    return %0 : tensor<f32>\n  }\n}\n"
+        );
+    }
+
+    #[test]
+    fn a_module_that_does_not_verify_is_not_written() {
+        let cx = context();
+        let reported: Arc<Mutex<Vec<String>>> = Arc::default();
+        let sink = reported.clone();
+        cx.attach_diagnostic_handler(move |d| {
+            sink.lock().unwrap().push(d.to_string());
+            true
+        });
+        // Returns a tensor<i32> from a function of tensor<f32>.
+        let module = module_returning(&cx, "tensor<i32>", "1");
+        for bytecode in [false, true] {
+            let mut opened = false;
+            let written = write_verified(&module, 2, bytecode, &mut Timings::default(), || {
+                opened = true;
+                Ok(Vec::new())
+            });
+            assert!(
+                matches!(written, Err(Unwritten::NotVerified)),
+                "{written:?}"
+            );
+            // The printer runs alongside the verifier; MLIR's writers after it.
+            assert_eq!(opened, !bytecode);
+        }
+        let reported = reported.lock().unwrap();
+        assert_eq!(reported.len(), 2, "{reported:?}");
+        assert!(
+            reported[0].contains("doesn't match function result type"),
+            "{reported:?}"
+        );
+    }
 }

@@ -11,7 +11,9 @@ pub(crate) type EqnCx<'e, 'c> = crate::build::EqnCx<'e, V<'c>, std::borrow::Cow<
 use crate::syntax::TextRange;
 use crate::syntax::ast::{Expr, ExprKind};
 use crate::types::{AType, DType, Dim};
-use melior::ir::Type;
+use melior::ir::r#type::TypeLike;
+use melior::ir::{Type, ValueLike};
+use smallvec::SmallVec;
 
 /// `neg` is `stablehlo.negate`, ...: same shape in and out.
 const UNARY: &[(&str, &str)] = &[
@@ -119,6 +121,48 @@ const CUMULATIVE: &[(&str, &str, Init)] = &[
     ("cummin", "stablehlo.minimum", Init::Highest),
 ];
 
+/// The row of the tables above that a primitive is.
+#[derive(Clone, Copy)]
+enum Row {
+    Unary(&'static str),
+    Binary(&'static str),
+    Compare(&'static str),
+    Reduce(&'static str, Init),
+    Window(&'static str, Init),
+    Cumulative(&'static str, Init),
+}
+
+/// The tables by primitive, gathered once (every equation looks its
+/// primitive up).
+fn row(primitive: &str) -> Option<Row> {
+    static ROWS: std::sync::OnceLock<rustc_hash::FxHashMap<&'static str, Row>> =
+        std::sync::OnceLock::new();
+    let rows = ROWS.get_or_init(|| {
+        let unary = UNARY.iter().map(|&(p, op)| (p, Row::Unary(op)));
+        let binary = BINARY.iter().map(|&(p, op)| (p, Row::Binary(op)));
+        let compare = COMPARE.iter().map(|&(p, dir)| (p, Row::Compare(dir)));
+        let reduce = REDUCE.iter().map(|&(p, op, i)| (p, Row::Reduce(op, i)));
+        let window = REDUCE_WINDOW
+            .iter()
+            .map(|&(p, op, i)| (p, Row::Window(op, i)));
+        let cumulative = CUMULATIVE
+            .iter()
+            .map(|&(p, op, i)| (p, Row::Cumulative(op, i)));
+        let mut rows = rustc_hash::FxHashMap::default();
+        for (p, r) in unary
+            .chain(binary)
+            .chain(compare)
+            .chain(reduce)
+            .chain(window)
+            .chain(cumulative)
+        {
+            rows.entry(p).or_insert(r);
+        }
+        rows
+    });
+    rows.get(primitive).copied()
+}
+
 /// `array<i64: 1, 2>`: an array attribute of integers.
 pub(crate) fn arr(xs: &[i64]) -> String {
     if xs.is_empty() {
@@ -158,6 +202,17 @@ fn padding_attr(p: &[(i64, i64)]) -> String {
     format!("dense<[{}]> : tensor<{}x2xi64>", rows.join(", "), p.len())
 }
 
+/// Dimension numbers (at most 7, each below 256, as every broadcast of the
+/// corpus has) packed into one integer with their count, for a cache key.
+pub(crate) fn packed_dims(dims: &[i64]) -> Option<u64> {
+    if dims.len() > 7 {
+        return None;
+    }
+    dims.iter().try_fold(dims.len() as u64, |k, &d| {
+        u8::try_from(d).ok().map(|d| k << 8 | u64::from(d))
+    })
+}
+
 fn compare_type(dt: &DType) -> &'static str {
     if dt.is_float() {
         "FLOAT"
@@ -172,25 +227,20 @@ impl<'c> Lower<'c, '_> {
     pub(crate) fn lower_eqn(&self, b: B<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c>) -> R<Vec<V<'c>>> {
         let name = cx.name();
         let one = |v: R<V<'c>>| v.map(|v| vec![v]);
-        if let Some((_, op)) = UNARY.iter().find(|(p, _)| *p == name) {
-            let t = self.ty(&cx.outs[0], cx.at())?;
-            return one(self.op1(b, op, &[cx.args[0].v], t, &[]));
-        }
-        if let Some((_, op)) = BINARY.iter().find(|(p, _)| *p == name) {
-            return one(self.elementwise(b, env, cx, op, &[]));
-        }
-        if let Some((_, dir)) = COMPARE.iter().find(|(p, _)| *p == name) {
-            let ct = compare_type(&cx.arg_dtype(0)?);
-            return one(self.compare_eqn(b, env, cx, dir, ct));
-        }
-        if let Some(&(_, op, init)) = REDUCE.iter().find(|(p, _, _)| *p == name) {
-            return one(self.reduce_eqn(b, cx, op, init));
-        }
-        if let Some(&(_, op, init)) = REDUCE_WINDOW.iter().find(|(p, _, _)| *p == name) {
-            return one(self.reduce_window_eqn(b, cx, op, init));
-        }
-        if let Some(&(_, op, init)) = CUMULATIVE.iter().find(|(p, _, _)| *p == name) {
-            return one(self.cumulative(b, env, cx, op, init));
+        match row(name) {
+            Some(Row::Unary(op)) => {
+                let t = self.out_ty(cx, 0)?;
+                return one(self.op1(b, op, &[cx.args[0].v], t, &[]));
+            }
+            Some(Row::Binary(op)) => return one(self.elementwise(b, env, cx, op, &[])),
+            Some(Row::Compare(dir)) => {
+                let ct = compare_type(&cx.arg_dtype(0)?);
+                return one(self.compare_eqn(b, env, cx, dir, ct));
+            }
+            Some(Row::Reduce(op, init)) => return one(self.reduce_eqn(b, cx, op, init)),
+            Some(Row::Window(op, init)) => return one(self.reduce_window_eqn(b, cx, op, init)),
+            Some(Row::Cumulative(op, init)) => return one(self.cumulative(b, env, cx, op, init)),
+            None => {}
         }
         if IDENTITY.contains(&name) {
             return Ok(cx.args.iter().map(|a| a.v).collect());
@@ -198,7 +248,7 @@ impl<'c> Lower<'c, '_> {
         if let Some(r) = self.lower_control(b, env, cx)? {
             return Ok(r);
         }
-        let out = |i: usize| self.ty(&cx.outs[i], cx.at());
+        let out = |i: usize| self.out_ty(cx, i);
         let x = || cx.args[0].v;
         one(match name {
             "square" => self.binary(b, "stablehlo.multiply", x(), x()),
@@ -382,15 +432,15 @@ impl<'c> Lower<'c, '_> {
         let Some(dt) = &x.ty.dtype else {
             return err(at, "an operand without dtype");
         };
-        let dims: Vec<i64> = if x.ty.rank() == like.rank() {
+        let dims: SmallVec<[i64; 6]> = if x.ty.rank() == like.rank() {
             (0..like.rank() as i64).collect()
         } else if x.ty.is_scalar() {
-            Vec::new()
+            SmallVec::new()
         } else {
             return err(at, "operands of different ranks");
         };
-        let target = AType::new(dt.clone(), like.shape.clone());
-        self.broadcast(b, env, x.v, &target, &dims, at)
+        let t = self.tensor(dt, &like.shape, at)?;
+        self.broadcast_to(b, env, x.v, t, &like.shape, &dims, at)
     }
 
     fn elementwise(
@@ -406,8 +456,8 @@ impl<'c> Lower<'c, '_> {
             .args
             .iter()
             .map(|a| self.to_shape(b, env, a, out, cx.at()))
-            .collect::<R<Vec<_>>>()?;
-        self.op1(b, op, &vs, self.ty(out, cx.at())?, attrs)
+            .collect::<R<SmallVec<[V<'c>; 4]>>>()?;
+        self.op1(b, op, &vs, self.out_ty(cx, 0)?, attrs)
     }
 
     fn compare_eqn(
@@ -438,11 +488,38 @@ impl<'c> Lower<'c, '_> {
         at: TextRange,
     ) -> R<V<'c>> {
         let t = self.ty(to, at)?;
-        let attrs = [("broadcast_dimensions", arr(dims))];
-        if is_static(to) {
-            self.op1(b, "stablehlo.broadcast_in_dim", &[x], t, &attrs)
+        self.broadcast_to(b, env, x, t, &to.shape, dims, at)
+    }
+
+    /// [`Self::broadcast`] to the tensor type `t` of dimensions `shape`.
+    #[allow(clippy::too_many_arguments)]
+    fn broadcast_to(
+        &self,
+        b: B<'c>,
+        env: &Env<'c>,
+        x: V<'c>,
+        t: Type<'c>,
+        shape: &[Dim],
+        dims: &[i64],
+        at: TextRange,
+    ) -> R<V<'c>> {
+        if shape.iter().all(|d| d.as_const().is_some()) {
+            let key = packed_dims(dims).map(|dims| {
+                let (b, x, t) = (b.to_raw().ptr, x.to_raw().ptr, t.to_raw().ptr);
+                (b as usize, x as usize, t as usize, dims)
+            });
+            if let Some(v) = key.and_then(|k| self.broadcasts.borrow().get(&k).copied()) {
+                return Ok(v);
+            }
+            let attrs = [("broadcast_dimensions", arr(dims))];
+            let v = self.op1(b, "stablehlo.broadcast_in_dim", &[x], t, &attrs)?;
+            if let Some(k) = key {
+                self.broadcasts.borrow_mut().insert(k, v);
+            }
+            Ok(v)
         } else {
-            let s = self.shape_value(b, env, &to.shape, at)?;
+            let s = self.shape_value(b, env, shape, at)?;
+            let attrs = [("broadcast_dimensions", arr(dims))];
             self.op1(b, "stablehlo.dynamic_broadcast_in_dim", &[x, s], t, &attrs)
         }
     }
@@ -510,7 +587,7 @@ impl<'c> Lower<'c, '_> {
             b,
             "stablehlo.reduce",
             &[cx.args[0].v, i],
-            &[self.ty(&cx.outs[0], cx.at())?],
+            &[self.out_ty(cx, 0)?],
             &[("dimensions", arr(&axes))],
             vec![body],
         )?[0])
@@ -559,7 +636,7 @@ impl<'c> Lower<'c, '_> {
             &dt,
             op,
             init,
-            self.ty(&cx.outs[0], cx.at())?,
+            self.out_ty(cx, 0)?,
             &window,
             &cx.ints_or("window_strides", ones.clone())?,
             &cx.pairs("padding")?,
@@ -603,7 +680,7 @@ impl<'c> Lower<'c, '_> {
             &dt,
             op,
             init,
-            self.ty(&cx.outs[0], cx.at())?,
+            self.out_ty(cx, 0)?,
             &window,
             &ones,
             &padding,
@@ -670,7 +747,7 @@ impl<'c> Lower<'c, '_> {
             b,
             "stablehlo.transpose",
             &[d],
-            self.ty(&cx.outs[0], cx.at())?,
+            self.out_ty(cx, 0)?,
             &[("permutation", arr(&perm))],
         )
     }
@@ -751,21 +828,24 @@ impl<'c> Lower<'c, '_> {
             l = self.convert(b, l, &out_dt)?;
             r = self.convert(b, r, &out_dt)?;
         }
-        let mut dn = Vec::new();
-        for (k, v) in [
+        let mut dn = String::from("#stablehlo.dot<");
+        let fields = [
             ("lhs_batching_dimensions", lb),
             ("rhs_batching_dimensions", rb),
             ("lhs_contracting_dimensions", lc),
             ("rhs_contracting_dimensions", rc),
-        ] {
-            if !v.is_empty() {
-                dn.push(format!("{k} = {}", list(v)));
+        ];
+        for (i, (k, v)) in fields.iter().filter(|(_, v)| !v.is_empty()).enumerate() {
+            if i > 0 {
+                dn.push_str(", ");
             }
+            dn.push_str(k);
+            dn.push_str(" = [");
+            push_joined(&mut dn, v);
+            dn.push(']');
         }
-        let mut attrs = vec![(
-            "dot_dimension_numbers",
-            format!("#stablehlo.dot<{}>", dn.join(", ")),
-        )];
+        dn.push('>');
+        let mut attrs = vec![("dot_dimension_numbers", dn)];
         if let Some(pc) = precision_config(cx) {
             attrs.push(("precision_config", pc));
         }
@@ -773,7 +853,7 @@ impl<'c> Lower<'c, '_> {
             b,
             "stablehlo.dot_general",
             &[l, r],
-            self.ty(&cx.outs[0], cx.at())?,
+            self.out_ty(cx, 0)?,
             &attrs,
         )
     }
@@ -835,7 +915,7 @@ impl<'c> Lower<'c, '_> {
             b,
             "stablehlo.convolution",
             &[cx.args[0].v, cx.args[1].v],
-            self.ty(&cx.outs[0], cx.at())?,
+            self.out_ty(cx, 0)?,
             &attrs,
         )
     }
@@ -893,7 +973,7 @@ impl<'c> Lower<'c, '_> {
             b,
             "stablehlo.reduce",
             &[x.v, iota, v0, i0],
-            &[vt, self.ty(&cx.outs[0], cx.at())?],
+            &[vt, self.out_ty(cx, 0)?],
             &[("dimensions", arr(&axes))],
             vec![body],
         )?;
@@ -925,7 +1005,7 @@ impl<'c> Lower<'c, '_> {
         fields.push(format!("index_vector_dim = {ivd}"));
         let dnums = format!("#stablehlo.gather<{}>", fields.join(", "));
         let sorted = cx.bool_or("indices_are_sorted", false);
-        let out_t = self.ty(&cx.outs[0], cx.at())?;
+        let out_t = self.out_ty(cx, 0)?;
         // Slice sizes: from the parameter, or (symbolic sizes) from the
         // result type, whose offset dimensions are the non-collapsed sizes.
         let sizes_expr = cx.param("slice_sizes")?;
@@ -1127,7 +1207,7 @@ impl<'c> Lower<'c, '_> {
             b,
             "stablehlo.scatter",
             &[cx.args[0].v, cx.args[1].v, cx.args[2].v],
-            &[self.ty(&cx.outs[0], cx.at())?],
+            &[self.out_ty(cx, 0)?],
             &[
                 (
                     "scatter_dimension_numbers",
@@ -1186,7 +1266,7 @@ impl<'c> Lower<'c, '_> {
         let keys = (cx.int("num_keys").unwrap_or(1).max(1) as usize).min(dts.len());
         let body = self.comparator(&dts, keys, "LT")?;
         let tys = (0..cx.outs.len())
-            .map(|i| self.ty(&cx.outs[i], cx.at()))
+            .map(|i| self.out_ty(cx, i))
             .collect::<R<Vec<_>>>()?;
         let vs: Vec<V> = cx.args.iter().map(|a| a.v).collect();
         self.op(
@@ -1253,14 +1333,14 @@ impl<'c> Lower<'c, '_> {
                 b,
                 "stablehlo.slice",
                 &[sorted[0]],
-                self.ty(&cx.outs[0], cx.at())?,
+                self.out_ty(cx, 0)?,
                 &attrs,
             )?,
             self.op1(
                 b,
                 "stablehlo.slice",
                 &[sorted[1]],
-                self.ty(&cx.outs[1], cx.at())?,
+                self.out_ty(cx, 1)?,
                 &attrs,
             )?,
         ])
@@ -1293,13 +1373,7 @@ impl<'c> Lower<'c, '_> {
             wt,
             &[("broadcast_dimensions", arr(&dims))],
         )?;
-        self.op1(
-            b,
-            "stablehlo.reshape",
-            &[w],
-            self.ty(&cx.outs[0], cx.at())?,
-            &[],
-        )
+        self.op1(b, "stablehlo.reshape", &[w], self.out_ty(cx, 0)?, &[])
     }
 }
 

@@ -32,16 +32,41 @@ use mlir_sys::{
 use rustc_hash::FxHashMap as HashMap;
 use std::io::{self, Write};
 
-/// Writes the module as MLIR text to `out`; `ops` is the number of
-/// operations in it (to size the table of value names once).
-pub(super) fn write_module(module: &Module, ops: usize, out: &mut dyn Write) -> io::Result<()> {
-    let module = module.as_operation().to_raw();
-    // SAFETY: the module and everything in it is alive and not modified
-    // while it is printed; the printer only reads it.
-    unsafe {
-        let Some(func) = main_function(module) else {
-            return out.write_all(&mlir_text(module));
-        };
+/// A module of the shape this printer prints (see the module
+/// documentation), ready to print: its function and the function's
+/// attributes.
+///
+/// The attributes are read here, by [`Printable::check`], because reading
+/// them (`mlirOperationGetAttribute` on `func.func`, whose attributes are
+/// properties) looks names and a dictionary up in the context's uniquer.
+/// Printing then reads the module's operations and prints types and
+/// attributes that exist, and never asks the context for one: it may run
+/// while MLIR's verifier runs on another thread, whose diagnostics (only
+/// when the module does not verify) print operations and may add
+/// attributes to the context, which a context without threads does not
+/// lock.
+pub(super) struct Printable {
+    func: MlirOperation,
+    attrs: FunctionAttributes,
+}
+
+// SAFETY: a module is only read once checked, and the caller keeps it
+// alive and unchanged while it is printed (on any thread).
+unsafe impl Send for Printable {}
+
+impl Printable {
+    /// The module, when it has the shape this printer prints; else it is
+    /// for [`mlir_text`]. The check walks the blocks of the module, which
+    /// must not be read concurrently with MLIR's verifier (it updates the
+    /// blocks' cached order of operations), unlike the printing.
+    pub fn check(module: &Module) -> Option<Printable> {
+        // SAFETY: the module is alive; this only reads it.
+        unsafe { main_function(module.as_operation().to_raw()) }
+    }
+
+    /// Writes the module as MLIR text to `out`; `ops` is the number of
+    /// operations in it (to size the table of value names once).
+    pub fn write(&self, ops: usize, out: &mut dyn Write) -> io::Result<()> {
         let mut p = Printer {
             out: Vec::with_capacity(CHUNK + CHUNK / 4),
             sink: out,
@@ -52,7 +77,9 @@ pub(super) fn write_module(module: &Module, ops: usize, out: &mut dyn Write) -> 
             next_arg: 0,
         };
         p.out.extend_from_slice(b"module {\n");
-        p.func(func)?;
+        // SAFETY: the module has the checked shape and is alive and
+        // unchanged while it is printed; the printer only reads it.
+        unsafe { p.func(self.func, &self.attrs)? };
         p.out.extend_from_slice(b"}\n");
         p.flush()
     }
@@ -64,9 +91,9 @@ const CHUNK: usize = 256 << 10;
 
 // ---- the shape this printer prints -------------------------------------------
 
-/// The module's function, when the module has the shape this printer
-/// prints (see the module documentation).
-unsafe fn main_function(module: MlirOperation) -> Option<MlirOperation> {
+/// The module's function and its attributes, when the module has the
+/// shape this printer prints (see the module documentation).
+unsafe fn main_function(module: MlirOperation) -> Option<Printable> {
     unsafe {
         if mlirOperationGetNumAttributes(module) != 0 {
             return None;
@@ -96,7 +123,7 @@ unsafe fn main_function(module: MlirOperation) -> Option<MlirOperation> {
             }
             op = next;
         }
-        Some(func)
+        Some(Printable { func, attrs })
     }
 }
 
@@ -193,11 +220,8 @@ impl Printer<'_> {
 
     /// `func.func public @main(%arg0: T, ...) -> R {` ... `}`; the shape
     /// was checked by [`main_function`].
-    unsafe fn func(&mut self, func: MlirOperation) -> io::Result<()> {
+    unsafe fn func(&mut self, func: MlirOperation, attrs: &FunctionAttributes) -> io::Result<()> {
         unsafe {
-            let Some(attrs) = function_attributes(func) else {
-                return Err(io::Error::other("the function's attributes changed"));
-            };
             let body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
             self.out.extend_from_slice(b"  func.func ");
             if let Some(visibility) = attrs.sym_visibility {
@@ -497,10 +521,12 @@ unsafe extern "C" fn append(s: MlirStringRef, data: *mut std::ffi::c_void) {
 }
 
 /// The module printed by MLIR itself, which prints anything: generic form
-/// for unregistered operations, no verification (the module was verified
-/// just before), no aliases or locations.
-unsafe fn mlir_text(module: MlirOperation) -> Vec<u8> {
-    // SAFETY: the flags live for the call; the callback only appends.
+/// for unregistered operations, no verification (the caller verified the
+/// module before), no aliases or locations.
+pub(super) fn mlir_text(module: &Module) -> Vec<u8> {
+    let module = module.as_operation().to_raw();
+    // SAFETY: the module is alive; the flags live for the call; the
+    // callback only appends.
     unsafe {
         let flags = mlir_sys::mlirOpPrintingFlagsCreate();
         mlir_sys::mlirOpPrintingFlagsAssumeVerified(flags);
