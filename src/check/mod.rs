@@ -229,7 +229,13 @@ impl crate::syntax::MainSink for Streaming {
         let a = &mut self.c.a;
         let vars = mark.vars;
         let results = a.eqn(id).outs.iter().flatten().count();
-        debug_assert!(a.eqn(id).outs.iter().flatten().all(|v| (v.0 as usize) < vars + results));
+        debug_assert!(
+            a.eqn(id)
+                .outs
+                .iter()
+                .flatten()
+                .all(|v| (v.0 as usize) < vars + results)
+        );
         a.vars.truncate(vars + results);
         a.eqns.truncate(mark.eqns);
         a.jaxprs.truncate(mark.jaxprs);
@@ -291,7 +297,9 @@ pub(crate) type Mover<'m> = &'m dyn Fn(TextRange) -> TextRange;
 impl Prelude {
     /// The state after checking `lets` in order, each with the positions
     /// its mover gives.
-    pub(crate) fn new<'l>(lets: impl IntoIterator<Item = (&'l ast::LetJaxpr, Mover<'l>)>) -> Prelude {
+    pub(crate) fn new<'l>(
+        lets: impl IntoIterator<Item = (&'l ast::LetJaxpr, Mover<'l>)>,
+    ) -> Prelude {
         let mut c = Checker::new(Analysis::default());
         for (l, moved) in lets {
             let mark = Mark::of(&c.a);
@@ -449,12 +457,20 @@ impl Interface {
 
 /// A variable of the main jaxpr bound before the equation being re-checked.
 pub(crate) trait Context {
-    /// The variable `name` refers to before the equation (in the whole-file
-    /// analysis `base`), if any.
-    fn lookup(&mut self, name: &str) -> Option<VarId>;
+    /// The variable `name` refers to before the equation, if any.
+    fn lookup(&mut self, name: &str) -> Option<Resolved>;
     /// The range to report for a variable of `base`: the incremental path
     /// tags ranges outside the equation so that it can move them later.
     fn range(&self, r: TextRange) -> TextRange;
+}
+
+/// A variable a name refers to before a re-checked equation.
+pub(crate) enum Resolved {
+    /// One of the whole-file analysis `base`.
+    Base(VarId),
+    /// One bound by an equation re-checked since (its ranges as they are to
+    /// be reported; no dimension variables in its type).
+    Bound(VarInfo),
 }
 
 /// What re-checking one piece of a file on its own (a top-level equation,
@@ -469,6 +485,8 @@ pub(crate) struct Rechecked {
     pub bad_dims: bool,
     /// The `let` jaxprs it refers to by name (`jaxpr=NAME`).
     pub lets_used: Vec<SmolStr>,
+    /// The variables a re-checked equation binds, in order.
+    pub bound: Vec<VarInfo>,
 }
 
 impl Checker {
@@ -493,6 +511,7 @@ impl Checker {
             used_symbols: !self.a.symbols.is_empty(),
             bad_dims: !self.bad_dims.is_empty(),
             lets_used,
+            bound: Vec::new(),
         }
     }
 }
@@ -500,10 +519,7 @@ impl Checker {
 /// Re-checks the `let` jaxpr `l` (ranges relative to its own text) after
 /// the `let`s of `prelude`, as the whole-file check would; and what its call
 /// sites read of it.
-pub(crate) fn check_let_alone(
-    prelude: &mut Prelude,
-    l: &ast::LetJaxpr,
-) -> (Rechecked, Interface) {
+pub(crate) fn check_let_alone(prelude: &mut Prelude, l: &ast::LetJaxpr) -> (Rechecked, Interface) {
     prelude.check_alone(|c, mark| {
         let lets = c.lets.clone();
         c.check_lets([l]);
@@ -552,13 +568,30 @@ pub(crate) fn check_eqn_alone(
         c.env.outer.push(HashMap::default());
         let mut copied: HashMap<VarId, VarId> = HashMap::default();
         for name in names {
-            if let Some(v) = cx.lookup(name) {
-                let local = c.copy_var(base, v, &mut copied, cx);
-                c.env.names.insert(SmolStr::new(name), local);
-            }
+            let local = match cx.lookup(name) {
+                Some(Resolved::Base(v)) => c.copy_var(base, v, &mut copied, cx),
+                Some(Resolved::Bound(info)) => {
+                    let v = VarId(c.a.vars.len() as u32);
+                    c.a.vars.push(VarInfo {
+                        jaxpr: here,
+                        ..info
+                    });
+                    v
+                }
+                None => continue,
+            };
+            c.env.names.insert(SmolStr::new(name), local);
         }
-        c.check_eqn(e, here);
-        c.rechecked(mark)
+        let id = c.check_eqn(e, here);
+        let mut r = c.rechecked(mark);
+        r.bound =
+            c.a.eqn(id)
+                .outs
+                .iter()
+                .flatten()
+                .map(|v| c.a.var(*v).clone())
+                .collect();
+        r
     })
 }
 
@@ -610,7 +643,10 @@ pub(crate) struct Checker {
     main_inputs: bool,
     /// Results of the equation being checked whose types are already read:
     /// later results of the same equation may use them as dimensions.
-    pending_results: Vec<(SmolStr, VarId)>,
+    /// (The last of each name: an equation may bind thousands, each type
+    /// naming one; a list scanned for each name was quadratic, found by the
+    /// fuzzer.)
+    pending_results: HashMap<SmolStr, VarId>,
     /// Variables already reported as unusable dimensions (one report each).
     bad_dims: FxHashSet<VarId>,
     /// Unknown primitives met so far (each is warned about once).
@@ -629,7 +665,7 @@ const HINTS_KEPT: usize = 64;
 
 /// Whether `a` and `b` are equal or one insertion, deletion or substitution
 /// apart (what `near_names` finds, and more: any bytes).
-fn within_one_edit(a: &str, b: &str) -> bool {
+pub(crate) fn within_one_edit(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
     let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
     if long.len() - short.len() > 1 {
@@ -669,7 +705,7 @@ impl Checker {
             lets: HashMap::default(),
             env: Scope::default(),
             main_inputs: false,
-            pending_results: Vec::new(),
+            pending_results: HashMap::default(),
             bad_dims: Default::default(),
             unknown_seen: Default::default(),
             unknown_uses: Vec::new(),
@@ -1106,12 +1142,7 @@ impl Checker {
             ExprKind::Int(i) => Dim::Const(*i),
             ExprKind::Path(p) if p.as_ref() == "None" => Dim::Unknown,
             ExprKind::Path(name) if !name.contains('.') => {
-                let pending = self
-                    .pending_results
-                    .iter()
-                    .rev()
-                    .find(|(n, _)| n.as_str() == name.as_ref())
-                    .map(|(_, v)| *v);
+                let pending = self.pending_results.get(name.as_ref()).copied();
                 if let Some(v) = pending.or_else(|| self.env.names.get(name.as_ref()).copied()) {
                     let info = self.a.var(v);
                     if info.ty.is_int_scalar() {
@@ -1324,7 +1355,7 @@ impl Checker {
             };
             if let Some(v) = v {
                 self.a.vars[v.0 as usize].ty = t.clone();
-                self.pending_results.push((b.name.text.clone(), *v));
+                self.pending_results.insert(b.name.text.clone(), *v);
             }
             declared.push(t);
         }
@@ -1595,10 +1626,23 @@ mod tests {
 
     #[test]
     fn within_one_edit_is_equal_or_one_insertion_deletion_or_substitution() {
-        for (a, b) in [("w", "w"), ("w", "ww"), ("ww", "w"), ("abc", "abd"), ("abc", "ac"), ("", "x")] {
+        for (a, b) in [
+            ("w", "w"),
+            ("w", "ww"),
+            ("ww", "w"),
+            ("abc", "abd"),
+            ("abc", "ac"),
+            ("", "x"),
+        ] {
             assert!(within_one_edit(a, b), "{a} {b}");
         }
-        for (a, b) in [("w", "v0"), ("abc", "acb"), ("abc", "a"), ("ab", "ba"), ("abcd", "abdc")] {
+        for (a, b) in [
+            ("w", "v0"),
+            ("abc", "acb"),
+            ("abc", "a"),
+            ("ab", "ba"),
+            ("abcd", "abdc"),
+        ] {
             assert!(!within_one_edit(a, b), "{a} {b}");
         }
         // The same relation as `near_names` on identifiers.
