@@ -184,7 +184,11 @@ pub fn diagnostics_streaming(text: &str) -> Vec<Diagnostic> {
         c: Checker::new(Analysis::default()),
         main: None,
     };
-    let parse = crate::syntax::parse_streaming(text, &mut sink);
+    let parse = if text.len() < PIPELINE_BYTES {
+        crate::syntax::parse_streaming(text, &mut sink)
+    } else {
+        pipelined(text, &mut sink)
+    };
     let file = parse.file;
     // The `let` jaxprs are checked before the main one, wherever they are:
     // one after it was not seen by `begin`. Rare; checked whole instead.
@@ -206,6 +210,77 @@ pub fn diagnostics_streaming(text: &str) -> Vec<Diagnostic> {
     let mut all = parse.errors;
     all.append(&mut c.a.diagnostics);
     all
+}
+
+/// Texts from this size on are parsed on a thread of their own while the
+/// equations read so far are checked (the parse is about 40% of a check).
+const PIPELINE_BYTES: usize = 1 << 20;
+
+/// Equations handed from the parsing thread to the checking one at a time,
+/// and how many such batches may wait: what bounds the syntax in memory.
+const BATCH: usize = 256;
+const BATCHES_WAITING: usize = 4;
+
+/// What the parsing thread hands over.
+enum Piece {
+    Begin(Vec<ast::LetJaxpr>, Jaxpr),
+    Eqns(Vec<ast::Eqn>),
+}
+
+/// [`crate::syntax::parse_streaming`] on a thread of its own, `sink` fed on
+/// this one.
+fn pipelined(text: &str, sink: &mut Streaming) -> crate::syntax::Parse {
+    use crate::syntax::MainSink;
+    let (tx, rx) = std::sync::mpsc::sync_channel(BATCHES_WAITING);
+    std::thread::scope(|s| {
+        let parser = s.spawn(move || {
+            let mut handoff = Handoff {
+                tx,
+                batch: Vec::with_capacity(BATCH),
+            };
+            let parse = crate::syntax::parse_streaming(text, &mut handoff);
+            handoff.send_batch();
+            parse
+        });
+        for piece in rx {
+            match piece {
+                Piece::Begin(lets, main) => sink.begin(&lets, &main),
+                Piece::Eqns(eqns) => eqns.into_iter().for_each(|e| sink.eqn(e)),
+            }
+        }
+        parser
+            .join()
+            .unwrap_or_else(|e| std::panic::resume_unwind(e))
+    })
+}
+
+/// The parsing thread's sink: batches of equations to the checking thread.
+/// (A send fails only once the checking thread is gone, unwinding.)
+struct Handoff {
+    tx: std::sync::mpsc::SyncSender<Piece>,
+    batch: Vec<ast::Eqn>,
+}
+
+impl Handoff {
+    fn send_batch(&mut self) {
+        let eqns = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
+        if !eqns.is_empty() {
+            let _ = self.tx.send(Piece::Eqns(eqns));
+        }
+    }
+}
+
+impl crate::syntax::MainSink for Handoff {
+    fn begin(&mut self, lets: &[ast::LetJaxpr], main: &Jaxpr) {
+        let _ = self.tx.send(Piece::Begin(lets.to_vec(), main.clone()));
+    }
+
+    fn eqn(&mut self, eqn: ast::Eqn) {
+        self.batch.push(eqn);
+        if self.batch.len() == BATCH {
+            self.send_batch();
+        }
+    }
 }
 
 /// The checker fed by the parser (`diagnostics_streaming`).
