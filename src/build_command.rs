@@ -47,43 +47,45 @@ pub fn run(path: &Path, args: BuildArgs) -> i32 {
     let (parse, analysis) = (db::parse(&db, file), db::analysis(&db, file));
     let checked = clock.elapsed();
     let mut t = build::stablehlo::Timings::default();
+    use build::Failure;
     let result = match artifact {
-        None => build::build_timed(&parse, &analysis, kind, &mut t),
+        // StableHLO is written as it is printed.
+        None => build::build_to_file(&parse, &analysis, kind, &out, &mut t),
         Some((a, _)) => {
             let opts = native::Options {
                 name: c_name.clone(),
                 opt: args.opt,
             };
             build::build_native(&parse, &analysis, &opts, a)
+                .map_err(Failure::Diagnostics)
+                .and_then(|bytes| build::write_output(&out, &bytes).map_err(Failure::Io))
         }
     };
     if timings {
         eprintln!(
-            "parse+check {checked:.2?}, context {:.2?}, lower {:.2?}, verify {:.2?}, print {:.2?}, teardown {:.2?}",
+            "parse+check {checked:.2?}, context {:.2?}, lower {:.2?}, verify {:.2?}, print+write {:.2?}, teardown {:.2?}",
             t.context, t.lower, t.verify, t.print, t.teardown
         );
     }
     match result {
-        Ok(bytes) => match build::write_output(&out, &bytes) {
-            Ok(()) => {
-                eprintln!("wrote {}", out.display());
-                if args.emit == EmitKind::Native {
-                    match native::write_header(&out, &c_name) {
-                        Ok(h) => eprintln!("wrote {}", h.display()),
-                        Err(e) => {
-                            eprintln!("error: {e}");
-                            return 2;
-                        }
+        Ok(()) => {
+            eprintln!("wrote {}", out.display());
+            if args.emit == EmitKind::Native {
+                match native::write_header(&out, &c_name) {
+                    Ok(h) => eprintln!("wrote {}", h.display()),
+                    Err(e) => {
+                        eprintln!("error: {e}");
+                        return 2;
                     }
                 }
-                0
             }
-            Err(e) => {
-                eprintln!("error: {}: {e}", out.display());
-                2
-            }
-        },
-        Err(diagnostics) => {
+            0
+        }
+        Err(Failure::Io(e)) => {
+            eprintln!("error: {}: {e}", out.display());
+            2
+        }
+        Err(Failure::Diagnostics(diagnostics)) => {
             let n = diagnostics.iter().filter(|d| d.is_error()).count();
             cli::print_to_stderr(
                 &[Checked {

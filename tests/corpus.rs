@@ -251,6 +251,42 @@ fn loop_carried_alias_is_an_error() {
     );
 }
 
+/// Editor queries at a position binary-search the analysis (its occurrences
+/// and equations are in text order); on every corpus file, valid or not,
+/// they must find at every offset what a linear scan finds.
+#[test]
+fn position_lookups_agree_with_a_linear_scan() {
+    let paths = ["jax", "catalyst", "invalid"]
+        .iter()
+        .flat_map(|d| files(d, ".jaxpr"));
+    for path in paths {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let p = jaxpr::syntax::parse(&text);
+        let a = jaxpr::check::check(&p.file);
+        let starts: Vec<u32> = a.refs.iter().map(|r| r.range.start).collect();
+        assert!(starts.is_sorted(), "{}: occurrences out of order", path.display());
+        for offset in 0..=text.len() as u32 {
+            let linear = a.refs.iter().find(|r| r.range.touches(offset));
+            assert_eq!(
+                a.refs_touching(offset).next(),
+                linear,
+                "{} at {offset}",
+                path.display()
+            );
+            let linear = a.eqns.iter().position(|e| e.primitive_range.touches(offset));
+            assert_eq!(
+                a.eqn_with_primitive_at(offset).map(|e| e.0 as usize),
+                linear,
+                "{} at {offset}",
+                path.display()
+            );
+        }
+        for r in &a.refs {
+            assert_eq!(a.ref_at(r.range).map(|x| x.range), Some(r.range));
+        }
+    }
+}
+
 /// `jaxpr check` streams the main jaxpr's equations through the checker
 /// and forgets each one once checked (`check::diagnostics_streaming`,
 /// behind `db::diagnostics_from_scratch`); it finds what the whole-tree

@@ -532,3 +532,428 @@ fn rebuilding_a_loaded_library_replaces_the_file() {
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
+
+// ---- under valgrind ---------------------------------------------------------
+
+/// What a call of `tests/native/driver.c` expects.
+#[derive(Clone, Copy, PartialEq)]
+enum Expect {
+    Success = 0,
+    Error = 1,
+    /// Either, but memory-safe: a changed extent of a shape-polymorphic
+    /// input may be a valid new size.
+    Either = 2,
+}
+
+/// An input as the driver passes it (its data a malloc block of exactly
+/// `bytes`).
+#[derive(Clone)]
+struct Input {
+    dtype: i32,
+    rank: i32,
+    shape: [i64; 8],
+    data_null: bool,
+    bytes: Vec<u8>,
+}
+
+#[derive(Clone)]
+struct Call {
+    why: String,
+    expect: Expect,
+    n_in: i64,
+    n_out: i64,
+    in_null: bool,
+    out_null: bool,
+    arrays: Vec<Input>,
+}
+
+fn input(v: &serde_json::Value) -> Input {
+    let (dtype, shape, bytes) = pack(v);
+    let mut s = [0i64; 8];
+    s[..shape.len()].copy_from_slice(&shape);
+    Input {
+        dtype,
+        rank: shape.len() as i32,
+        shape: s,
+        data_null: false,
+        bytes,
+    }
+}
+
+/// `x` with extents `shape`, its data the old elements repeated (so every
+/// float is a value the program already saw).
+fn resized(x: &Input, shape: &[i64]) -> Input {
+    let size = code_size(x.dtype);
+    let n: i64 = shape.iter().product();
+    let old = x.bytes.len() / size.max(1);
+    let mut bytes = Vec::with_capacity(n.max(0) as usize * size);
+    for i in 0..n.max(0) as usize {
+        let k = if old == 0 { None } else { Some(i % old) };
+        match k {
+            Some(k) => bytes.extend_from_slice(&x.bytes[k * size..(k + 1) * size]),
+            None => bytes.extend(std::iter::repeat_n(0u8, size)),
+        }
+    }
+    let mut s = [0i64; 8];
+    s[..shape.len()].copy_from_slice(shape);
+    Input {
+        dtype: x.dtype,
+        rank: shape.len() as i32,
+        shape: s,
+        data_null: false,
+        bytes,
+    }
+}
+
+fn code_size(dtype: i32) -> usize {
+    [1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8][dtype as usize]
+}
+
+fn write_calls(path: &Path, calls: &[Call]) {
+    let mut f = Vec::new();
+    f.extend_from_slice(b"JXCALLS1");
+    f.extend((calls.len() as u32).to_le_bytes());
+    for c in calls {
+        f.push(c.expect as u8);
+        f.extend(c.n_in.to_le_bytes());
+        f.extend(c.n_out.to_le_bytes());
+        f.push(c.in_null as u8);
+        f.push(c.out_null as u8);
+        f.extend((c.arrays.len() as u32).to_le_bytes());
+        for a in &c.arrays {
+            f.extend(a.dtype.to_le_bytes());
+            f.extend(a.rank.to_le_bytes());
+            for d in a.shape {
+                f.extend(d.to_le_bytes());
+            }
+            f.push(a.data_null as u8);
+            f.extend((a.bytes.len() as u64).to_le_bytes());
+            f.extend_from_slice(&a.bytes);
+        }
+    }
+    std::fs::write(path, f).unwrap();
+}
+
+/// How an input's dimension is sized, from the jaxpr's signature.
+#[derive(Clone, Copy, PartialEq)]
+enum Extent {
+    /// A literal size.
+    Static,
+    /// A dimension variable that is an input of its own (the extent must
+    /// agree with that argument).
+    DimArg(usize),
+    /// A symbolic dimension: another size may be valid.
+    Free,
+}
+
+/// Per input: its extents' kinds, and whether it is a dimension argument.
+fn signature(case: &Path) -> Vec<(Vec<Extent>, bool)> {
+    let text = std::fs::read_to_string(case.with_extension("jaxpr")).unwrap();
+    let parse = jaxpr::syntax::parse(&text);
+    let a = jaxpr::check::check(&parse.file);
+    let info = a.jaxpr(a.main().unwrap());
+    let inputs: Vec<_> = info.constvars.iter().chain(&info.invars).copied().collect();
+    let extents: Vec<Vec<Extent>> = inputs
+        .iter()
+        .map(|&v| {
+            a.var(v)
+                .ty
+                .shape
+                .iter()
+                .map(|d| match d {
+                    jaxpr::types::Dim::Const(_) => Extent::Static,
+                    jaxpr::types::Dim::Var(w) => match inputs.iter().position(|x| x == w) {
+                        Some(k) => Extent::DimArg(k),
+                        None => Extent::Free,
+                    },
+                    _ => Extent::Free,
+                })
+                .collect()
+        })
+        .collect();
+    (0..inputs.len())
+        .map(|k| {
+            let is_dim = extents.iter().flatten().any(|e| *e == Extent::DimArg(k));
+            (extents[k].clone(), is_dim)
+        })
+        .collect()
+}
+
+/// Every kind of wrong input for a library whose first example is
+/// `valid`: counts, NULL arrays, each input's dtype, rank, extents
+/// (negative, huge, one more), NULL data and each dimension argument's
+/// value; and the valid examples, each twice (the second call runs on
+/// reused memory).
+fn wrong_calls(case: &Path, n_out: i64) -> Vec<Call> {
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(case.with_extension("json")).unwrap())
+            .unwrap();
+    let sig = signature(case);
+    let examples: Vec<Vec<Input>> = v["examples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|ex| ex["inputs"].as_array().unwrap().iter().map(input).collect())
+        .collect();
+    let valid = &examples[0];
+    let n_in = valid.len() as i64;
+    let call = |why: String, expect: Expect, arrays: Vec<Input>| Call {
+        why,
+        expect,
+        n_in: arrays.len() as i64,
+        n_out,
+        in_null: false,
+        out_null: false,
+        arrays,
+    };
+    let mut calls = Vec::new();
+    for (k, ex) in examples.iter().enumerate() {
+        for round in ["", " again"] {
+            calls.push(call(format!("example {k}{round}"), Expect::Success, ex.clone()));
+        }
+    }
+    if n_in > 0 {
+        calls.push(call("one input less".into(), Expect::Error, valid[..valid.len() - 1].to_vec()));
+        let mut more = valid.clone();
+        more.push(valid[0].clone());
+        calls.push(call("one input more".into(), Expect::Error, more));
+        let mut c = call("inputs NULL".into(), Expect::Error, valid.clone());
+        c.in_null = true;
+        calls.push(c);
+    }
+    let mut c = call("one output more".into(), Expect::Error, valid.clone());
+    c.n_out = n_out + 1;
+    calls.push(c);
+    if n_out > 0 {
+        let mut c = call("one output less".into(), Expect::Error, valid.clone());
+        c.n_out = n_out - 1;
+        calls.push(c);
+        let mut c = call("outputs NULL".into(), Expect::Error, valid.clone());
+        c.out_null = true;
+        calls.push(c);
+    }
+    for (k, x) in valid.iter().enumerate() {
+        let (extents, is_dim) = &sig[k];
+        let with = |why: &str, expect: Expect, f: &dyn Fn(&mut Input)| {
+            let mut arrays = valid.clone();
+            f(&mut arrays[k]);
+            call(format!("input {k}: {why}"), expect, arrays)
+        };
+        let other = if x.dtype == 11 { 12 } else { 11 };
+        calls.push(with("another dtype", Expect::Error, &|a| a.dtype = other));
+        calls.push(with("dtype code 99", Expect::Error, &|a| a.dtype = 99));
+        calls.push(with("rank 9", Expect::Error, &|a| a.rank = 9));
+        calls.push(with("rank -1", Expect::Error, &|a| a.rank = -1));
+        if x.rank < 8 {
+            calls.push(with("one more dimension", Expect::Error, &|a| {
+                a.shape[a.rank as usize] = 1;
+                a.rank += 1;
+            }));
+        }
+        if x.rank > 0 {
+            calls.push(with("one dimension less", Expect::Error, &|a| a.rank -= 1));
+        }
+        let shape = x.shape[..x.rank as usize].to_vec();
+        for j in 0..shape.len() {
+            calls.push(with(&format!("extent {j} is -1"), Expect::Error, &|a| a.shape[j] = -1));
+            calls.push(with(&format!("extent {j} is 2^40"), Expect::Error, &|a| a.shape[j] = 1 << 40));
+            let expect = match extents[j] {
+                Extent::Static | Extent::DimArg(_) => Expect::Error,
+                Extent::Free => Expect::Either,
+            };
+            let mut grown = shape.clone();
+            grown[j] += 1;
+            let mut arrays = valid.clone();
+            arrays[k] = resized(x, &grown);
+            calls.push(call(format!("input {k}: extent {j} one more"), expect, arrays));
+        }
+        if !x.bytes.is_empty() {
+            calls.push(with("data NULL", Expect::Error, &|a| a.data_null = true));
+        }
+        if *is_dim {
+            // A dimension argument that disagrees with the arrays it sizes.
+            for (why, delta) in [("one more", 1i64), ("minus one", -1 - 2 * i64::from_le_bytes(x.bytes[..8].try_into().unwrap()))] {
+                calls.push(with(&format!("dimension argument {why}"), Expect::Error, &|a| {
+                    let d = i64::from_le_bytes(a.bytes[..8].try_into().unwrap()) + delta;
+                    a.bytes[..8].copy_from_slice(&d.to_le_bytes());
+                }));
+            }
+        }
+    }
+    calls.extend(large_calls(case, valid, &sig, n_out));
+    calls
+}
+
+/// For a Catalyst program of vectors and sizes: the valid example at size
+/// 10,000 (arrays of 80 KB go through the library's block cache), twice.
+fn large_calls(case: &Path, valid: &[Input], sig: &[(Vec<Extent>, bool)], n_out: i64) -> Vec<Call> {
+    const N: i64 = 10_000;
+    let catalyst = case.parent().unwrap().ends_with("catalyst");
+    let vectors = valid.iter().zip(sig).all(|(x, (e, _))| {
+        x.rank == 0 || (x.rank == 1 && matches!(e[0], Extent::DimArg(_)))
+    });
+    if !catalyst || !vectors {
+        return Vec::new();
+    }
+    let arrays: Vec<Input> = valid
+        .iter()
+        .map(|x| match (x.rank, x.dtype) {
+            (0, 4) => {
+                let mut s = x.clone();
+                s.bytes = N.to_le_bytes().to_vec();
+                s
+            }
+            (1, _) => resized(x, &[N]),
+            _ => x.clone(),
+        })
+        .collect();
+    ["size 10000", "size 10000 again"]
+        .into_iter()
+        .map(|why| Call {
+            why: why.into(),
+            expect: Expect::Success,
+            n_in: arrays.len() as i64,
+            n_out,
+            in_null: false,
+            out_null: false,
+            arrays: arrays.clone(),
+        })
+        .collect()
+}
+
+/// The driver, compiled once per test run.
+fn driver() -> PathBuf {
+    let exe = out_dir().join("driver");
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/native/driver.c");
+    let out = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+        .args(["-O1", "-g", "-Wall", "-Werror", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .arg("-ldl")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "driver.c: {}", String::from_utf8_lossy(&out.stderr));
+    exe
+}
+
+/// Runs the driver on `calls` under valgrind; the failures, if any.
+fn under_valgrind(driver: &Path, lib: &Path, name: &str, calls: &[Call], label: &str) -> Option<String> {
+    let file = out_dir().join(format!("{}.calls", label.replace('/', "_")));
+    write_calls(&file, calls);
+    let out = Command::new("valgrind")
+        .args([
+            "-q",
+            "--error-exitcode=99",
+            "--leak-check=full",
+            "--show-leak-kinds=definite,indirect,possible",
+            "--errors-for-leak-kinds=definite,indirect,possible",
+        ])
+        .arg(driver)
+        .arg(lib)
+        .arg(name)
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if out.status.success() && stdout.contains(&format!("{} calls", calls.len())) {
+        return None;
+    }
+    // Name the calls the driver reported by what they test.
+    let mut report = format!("{label}: exit {:?}\n", out.status.code());
+    for line in stdout.lines() {
+        let why = line
+            .strip_prefix("call ")
+            .and_then(|r| r.split(':').next())
+            .and_then(|n| n.parse::<usize>().ok())
+            .map(|n| format!(" [{}]", calls[n].why))
+            .unwrap_or_default();
+        report.push_str(&format!("  {line}{why}\n"));
+    }
+    report.push_str(&String::from_utf8_lossy(&out.stderr));
+    Some(report)
+}
+
+fn valgrind_present() {
+    let ok = Command::new("valgrind").arg("--version").output().is_ok_and(|o| o.status.success());
+    assert!(
+        ok,
+        "valgrind is required by this test (Debian: apt-get install valgrind; .ci/run installs it)"
+    );
+}
+
+/// Every build-set library, called from C under valgrind with its valid
+/// examples and every kind of wrong input: each call gets the expected
+/// outcome (an error for a wrong input, never a crash), and valgrind finds
+/// no invalid read or write, no use of an unwritten output byte, and no
+/// leak (failed calls give back what they took; unloading the library
+/// frees its cached blocks).
+#[test]
+fn wrong_inputs_under_valgrind_are_errors_without_memory_errors() {
+    valgrind_present();
+    let drv = driver();
+    let cases = build_cases();
+    let failures = std::sync::Mutex::new(Vec::new());
+    let next = std::sync::Mutex::new(cases.iter());
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                loop {
+                    let Some(case) = next.lock().unwrap().next() else { break };
+                    let so = built(case);
+                    let lib = Lib::open(&so, &lib_name(case));
+                    let n_out: CountFn = lib.sym("_num_outputs");
+                    let calls = wrong_calls(case, unsafe { n_out() });
+                    if let Some(f) = under_valgrind(&drv, &so, &lib_name(case), &calls, &case_name(case)) {
+                        failures.lock().unwrap().push(f);
+                    }
+                }
+            });
+        }
+    });
+    // A check that fails after the library allocated (the slice needs 2
+    // elements of an array computed first): the error path gives the
+    // array back.
+    let src = out_dir().join("late_failure.jaxpr");
+    std::fs::write(
+        &src,
+        "{ lambda ; a:i64[] b:f64[a]. let\n    c:f64[a] = exp b\n    \
+         d:f64[2] = slice[limit_indices=(2,) start_indices=(0,) strides=None] c\n  in (d,) }\n",
+    )
+    .unwrap();
+    let so = out_dir().join("liblate_failure.so");
+    assert!(build(&src, &so, &["--emit", "native"]).status.success());
+    let f64s = |n: usize| Input {
+        dtype: 12,
+        rank: 1,
+        shape: [n as i64, 0, 0, 0, 0, 0, 0, 0],
+        data_null: false,
+        bytes: (0..n).flat_map(|i| (i as f64 * 1e-3).to_le_bytes()).collect(),
+    };
+    let size = |n: i64| Input {
+        dtype: 4,
+        rank: 0,
+        shape: [0; 8],
+        data_null: false,
+        bytes: n.to_le_bytes().to_vec(),
+    };
+    let late = |why: &str, expect, n: usize| Call {
+        why: why.into(),
+        expect,
+        n_in: 2,
+        n_out: 1,
+        in_null: false,
+        out_null: false,
+        arrays: vec![size(n as i64), f64s(n)],
+    };
+    let calls = [
+        late("large enough", Expect::Success, 20_000),
+        late("too small after exp", Expect::Error, 1),
+        late("large enough again", Expect::Success, 20_000),
+        late("too small again", Expect::Error, 1),
+    ];
+    let mut failures = failures.into_inner().unwrap();
+    if let Some(f) = under_valgrind(&drv, &so, "late_failure", &calls, "late_failure") {
+        failures.push(f);
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

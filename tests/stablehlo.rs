@@ -120,16 +120,14 @@ fn every_build_case_runs_on_xla_with_the_corpus_results() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// The text is written by our printer and the bytecode by MLIR's writer:
+/// read back by `mlir-opt`, both must be the same module. The cases cover
+/// what the printer prints: regions with and without block arguments
+/// (`case`, `while`, reductions, sort comparators), operations with several
+/// results (`sort`, `top_k`, loops), attributes of every kind.
 #[test]
 fn bytecode_reads_back_as_the_same_module() {
-    let case = corpus().join("catalyst/dyn_cond.jaxpr");
     let dir = out_dir("bytecode");
-    let (text, bc) = (dir.join("m.mlir"), dir.join("m.mlirbc"));
-    assert!(build(&case, &text, &[]).status.success());
-    assert!(build(&case, &bc, &["--bytecode"]).status.success());
-    let bytes = std::fs::read(&bc).unwrap();
-    assert_eq!(&bytes[..4], b"ML\xefR", "MLIR bytecode magic");
-    // mlir-opt (LLVM 22) reads both back; they must print the same module.
     let print = |p: &Path| {
         let out = Command::new("/usr/lib/llvm-22/bin/mlir-opt")
             .arg("--allow-unregistered-dialect")
@@ -138,14 +136,33 @@ fn bytecode_reads_back_as_the_same_module() {
             .expect("mlir-opt from mlir-22-tools");
         assert!(
             out.status.success(),
-            "{}",
+            "{}: {}",
+            p.display(),
             String::from_utf8_lossy(&out.stderr)
         );
         String::from_utf8(out.stdout).unwrap()
     };
-    let (a, b) = (print(&text), print(&bc));
-    assert!(a.contains("stablehlo.case"), "{a}");
-    assert_eq!(a, b);
+    for (case, has) in [
+        ("catalyst/dyn_cond", "stablehlo.case"),
+        ("jax/control", "stablehlo.while"),
+        ("jax/sort_topk", "stablehlo.sort"),
+        ("jax/indexing", "stablehlo.scatter"),
+    ] {
+        let name = case.replace('/', "_");
+        let (text, bc) = (
+            dir.join(format!("{name}.mlir")),
+            dir.join(format!("{name}.mlirbc")),
+        );
+        let src = corpus().join(format!("{case}.jaxpr"));
+        assert!(build(&src, &text, &[]).status.success(), "{case}");
+        assert!(build(&src, &bc, &["--bytecode"]).status.success(), "{case}");
+        let bytes = std::fs::read(&bc).unwrap();
+        assert_eq!(&bytes[..4], b"ML\xefR", "MLIR bytecode magic");
+        // mlir-opt (LLVM 22) reads both back; they must print the same module.
+        let (a, b) = (print(&text), print(&bc));
+        assert!(a.contains(has), "{case}: {a}");
+        assert_eq!(a, b, "{case}");
+    }
 }
 
 #[test]
@@ -168,6 +185,17 @@ fn symbolic_dimensions_come_from_the_input_shapes() {
     assert!(m.contains("stablehlo.dynamic_gather"));
 }
 
+/// A build that fails leaves nothing behind, not even its temporary file.
+fn assert_no_temporary_files(dir: &Path) {
+    let left: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
 #[test]
 fn a_rejected_jaxpr_is_not_built() {
     let dir = out_dir("rejected");
@@ -179,6 +207,7 @@ fn a_rejected_jaxpr_is_not_built() {
     assert!(err.contains("J0002"), "{err}");
     assert!(err.contains("not built"), "{err}");
     assert!(!out.exists());
+    assert_no_temporary_files(&dir);
 }
 
 #[test]
@@ -202,6 +231,7 @@ fn a_primitive_without_lowering_is_a_diagnostic_at_its_line() {
     );
     assert!(err.contains("u.jaxpr:3:16"), "{err}");
     assert!(!out.exists());
+    assert_no_temporary_files(&dir);
 }
 
 #[test]

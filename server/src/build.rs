@@ -41,26 +41,37 @@ pub(crate) async fn progress(client: &Client, token: &NumberOrString, value: Wor
 /// work does not wait on the client for long: a client that never answers
 /// (or whose answer was lost in a broken frame) gets no progress, but the
 /// command still runs and answers.
+///
+/// The request is owned by a task of its own that waits as long as it takes,
+/// never by the command: tower-lsp 0.20 panics on the serving task (taking
+/// the whole server down) when a client's response arrives for a request
+/// whose waiting future was dropped, as a timeout or a `$/cancelRequest` of
+/// the command would drop it. Each token is unique, so two builds of one
+/// file report progress separately.
 pub(crate) async fn progress_token(
     client: &Client,
     given: Option<NumberOrString>,
     name: String,
 ) -> Option<NumberOrString> {
     const PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
-    match given {
-        Some(t) => Some(t),
-        None => {
-            let t = NumberOrString::String(name);
-            let created = tokio::time::timeout(
-                PATIENCE,
-                client.send_request::<WorkDoneProgressCreate>(WorkDoneProgressCreateParams {
-                    token: t.clone(),
-                }),
-            )
-            .await;
-            matches!(created, Ok(Ok(()))).then_some(t)
-        }
+    static SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    if given.is_some() {
+        return given;
     }
+    let serial = SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let token = NumberOrString::String(format!("{name}#{serial}"));
+    let (created_tx, created) = tokio::sync::oneshot::channel();
+    let (client, params) = (
+        client.clone(),
+        WorkDoneProgressCreateParams {
+            token: token.clone(),
+        },
+    );
+    tokio::spawn(async move {
+        let answer = client.send_request::<WorkDoneProgressCreate>(params).await;
+        let _ = created_tx.send(answer.is_ok());
+    });
+    matches!(tokio::time::timeout(PATIENCE, created).await, Ok(Ok(true))).then_some(token)
 }
 
 pub async fn execute(
@@ -158,7 +169,8 @@ async fn build(backend: &Backend, args: &BuildArgs) -> Result<String> {
     .map_err(|_| failure("the file changed during the build; run the command again".into()))?;
     match built {
         Ok(bytes) => {
-            jaxpr::build::write_output(&out, &bytes).map_err(|e| failure(format!("{}: {e}", out.display())))?;
+            jaxpr::build::write_output(&out, &bytes)
+                .map_err(|e| failure(format!("{}: {e}", out.display())))?;
             if native {
                 jaxpr::build::native::write_header(&out, &c_name)
                     .map_err(|e| failure(format!("{}: {e}", out.display())))?;

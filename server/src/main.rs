@@ -23,22 +23,28 @@ fn main() {
         .enable_all()
         .build()
         .expect("tokio runtime");
-    let code = runtime.block_on(async {
-        let (stdin, life) = framing::guard(tokio::io::stdin());
-        let (service, socket) = LspService::build(Backend::new)
-            .custom_method(framing::INVALID_REQUEST, Backend::invalid_request)
-            .custom_method(framing::INVALID_MESSAGE, Backend::invalid_notification)
-            .finish();
-        Server::new(stdin, tokio::io::stdout(), socket)
-            .serve(service)
-            .await;
-        // LSP: exit code 0 after `shutdown`, 1 when the client went away without it.
-        if life.shutdown.load(std::sync::atomic::Ordering::SeqCst) {
-            0
-        } else {
-            1
-        }
-    });
+    // A panic on the serving task (in tower-lsp itself, say) must end the
+    // process, never leave it hanging: unwinding out of `block_on` would drop
+    // the runtime, which waits forever for the thread blocked reading stdin.
+    let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        runtime.block_on(async {
+            let (stdin, life) = framing::guard(tokio::io::stdin());
+            let (service, socket) = LspService::build(Backend::new)
+                .custom_method(framing::INVALID_REQUEST, Backend::invalid_request)
+                .custom_method(framing::INVALID_MESSAGE, Backend::invalid_notification)
+                .finish();
+            Server::new(stdin, tokio::io::stdout(), socket)
+                .serve(service)
+                .await;
+            // LSP: exit code 0 after `shutdown`, 1 when the client went away without it.
+            if life.shutdown.load(std::sync::atomic::Ordering::SeqCst) {
+                0
+            } else {
+                1
+            }
+        })
+    }));
+    let code = served.unwrap_or(101);
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
     std::process::exit(code);
 }

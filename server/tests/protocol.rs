@@ -510,6 +510,33 @@ fn build_command_reports_progress_and_answers() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A client that answers the server's `window/workDoneProgress/create` after
+/// the server stopped waiting for it (2 s) must not take the server down:
+/// tower-lsp panicked on such a late answer once the waiting future was
+/// dropped (found by the fuzzer), and the server hung without answering.
+#[test]
+fn a_late_answer_to_a_progress_request_is_harmless() {
+    let mut s = Lsp::initialized(&["utf-16"]);
+    s.answer_server_requests = false;
+    let (u, text) = read("invalid/broadcast_dims.jaxpr");
+    s.open(&u, &text);
+    let r = s.request("workspace/executeCommand", json!({ "command": "jaxpr.server.build", "arguments": [{ "uri": u, "emit": "stablehlo" }] }));
+    assert!(r["error"]["message"].as_str().unwrap().contains("not built"), "{r}");
+    let create = s
+        .wait_for(|m| m["method"] == "window/workDoneProgress/create")
+        .expect("the server asks for a progress token");
+    // Without a token the build reported no progress...
+    assert!(!s.pending.iter().any(|m| m["method"] == "$/progress"));
+    // ...and the answer that comes now finds nobody waiting.
+    s.send(&json!({ "jsonrpc": "2.0", "id": create["id"], "result": null }));
+    s.answer_server_requests = true;
+    let h = s.request("textDocument/hover", doc_pos(&u, json!({ "line": 0, "character": 11 })));
+    assert!(h.get("result").is_some(), "{h}");
+    assert!(s.shutdown().success());
+    let stderr = s.stderr();
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
 #[test]
 fn survives_what_a_client_can_send() {
     let mut s = Lsp::initialized(&["utf-8", "utf-16"]);

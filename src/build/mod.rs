@@ -30,6 +30,14 @@ pub enum Emit {
 /// The result of a build: the bytes to write, or the diagnostics that stop it.
 pub type BuildResult = Result<Vec<u8>, Vec<Diagnostic>>;
 
+/// Why a build that writes its output did not: the diagnostics that stop
+/// it, or the error writing the output.
+#[derive(Debug)]
+pub enum Failure {
+    Diagnostics(Vec<Diagnostic>),
+    Io(std::io::Error),
+}
+
 /// Builds a checked file. Errors of the checker (or of the parser) stop the
 /// build before lowering; a primitive without a lowering is a diagnostic at
 /// its equation.
@@ -45,9 +53,40 @@ pub fn build_timed(
     timings: &mut stablehlo::Timings,
 ) -> BuildResult {
     checked(parse, analysis)?;
-    match emit {
-        Emit::Stablehlo => stablehlo::lower_timed(&parse.file, analysis, false, timings),
-        Emit::StablehloBytecode => stablehlo::lower_timed(&parse.file, analysis, true, timings),
+    let bytecode = emit == Emit::StablehloBytecode;
+    stablehlo::lower_into(&parse.file, analysis, bytecode, timings, || Ok(Vec::new())).map_err(
+        |f| match f {
+            Failure::Diagnostics(d) => d,
+            // Writing into memory does not fail; should it, it is a diagnostic.
+            Failure::Io(e) => vec![Diagnostic::error(
+                crate::diagnostics::DiagKind::Unsupported,
+                crate::syntax::TextRange::new(0, 0),
+                format!("internal error: {e}"),
+            )],
+        },
+    )
+}
+
+/// Builds a checked file to StableHLO and writes the module to `path` as it
+/// is printed (a large module is never held in memory as text), replacing
+/// the file as [`write_output`] does. Nothing is written when the build
+/// fails.
+pub fn build_to_file(
+    parse: &Parse,
+    analysis: &Analysis,
+    emit: Emit,
+    path: &std::path::Path,
+    timings: &mut stablehlo::Timings,
+) -> Result<(), Failure> {
+    checked(parse, analysis).map_err(Failure::Diagnostics)?;
+    let bytecode = emit == Emit::StablehloBytecode;
+    let mut out = None;
+    stablehlo::lower_into(&parse.file, analysis, bytecode, timings, || {
+        Ok(&mut out.insert(Replacement::create(path)?).file)
+    })?;
+    match out {
+        Some(r) => r.commit(path).map_err(Failure::Io),
+        None => Ok(()),
     }
 }
 
@@ -90,22 +129,54 @@ pub fn jaxpr_stem(path: &std::path::Path) -> &str {
 /// Writes a build output by replacing the file, never by overwriting it in
 /// place: a program that has the old library loaded keeps its mapping
 /// intact (rewriting a mapped `.so` crashes that program), and a failed or
-/// interrupted write leaves the old file, never a partial one. The bytes go
-/// to a temporary file in the same folder, which is then renamed over `path`.
+/// interrupted write leaves the old file, never a partial one.
 pub fn write_output(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("out");
-    let tmp = path.with_file_name(format!(
-        ".{name}.{}-{}.tmp",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let result = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+    use std::io::Write;
+    let mut r = Replacement::create(path)?;
+    r.file.write_all(bytes)?;
+    r.commit(path)
+}
+
+/// An output being written: a temporary file in the folder of its path,
+/// renamed over the path once complete ([`write_output`]); removed if it
+/// is dropped before.
+struct Replacement {
+    tmp: std::path::PathBuf,
+    file: std::fs::File,
+    done: bool,
+}
+
+impl Replacement {
+    fn create(path: &std::path::Path) -> std::io::Result<Replacement> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("out");
+        let tmp = path.with_file_name(format!(
+            ".{name}.{}-{}.tmp",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        let file = std::fs::File::create(&tmp)?;
+        Ok(Replacement {
+            tmp,
+            file,
+            done: false,
+        })
     }
-    result
+
+    fn commit(mut self, path: &std::path::Path) -> std::io::Result<()> {
+        std::fs::rename(&self.tmp, path)?;
+        self.done = true;
+        Ok(())
+    }
+}
+
+impl Drop for Replacement {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
 }
 
 /// Where a build writes by default: `model.jaxpr` -> `model.EXT` in the same

@@ -10,6 +10,7 @@ use crate::syntax::ast::{self, BinOp, Expr, ExprKind};
 use crate::types::poly::{Factor, Symbol};
 use crate::types::{AType, DType, Dim, Poly, VarId};
 use rustc_hash::FxHashMap as HashMap;
+use std::borrow::{Borrow, Cow};
 
 /// Why an equation could not be lowered.
 pub(crate) struct LowerError {
@@ -38,19 +39,21 @@ impl LowerError {
     }
 }
 
-/// A lowered operand: its value and its jaxpr type.
+/// A lowered operand: its value and its jaxpr type (owned, or borrowed
+/// from the analysis by a back end that does not change types: `T` is
+/// `AType` or `Cow<AType>`).
 #[derive(Clone)]
-pub(crate) struct Operand<X> {
+pub(crate) struct Operand<X, T = AType> {
     pub v: X,
-    pub ty: AType,
+    pub ty: T,
 }
 
 /// One equation being lowered: its syntax, operands and result types.
-pub(crate) struct EqnCx<'e, X> {
+pub(crate) struct EqnCx<'e, X, T = AType> {
     pub e: &'e ast::Eqn,
     pub id: EqnId,
-    pub args: Vec<Operand<X>>,
-    pub outs: Vec<AType>,
+    pub args: Vec<Operand<X, T>>,
+    pub outs: Vec<T>,
 }
 
 /// The parts of a `while` / `while_loop`: operands `cond_consts ++
@@ -78,7 +81,7 @@ impl ForLayout {
     }
 }
 
-impl<X> EqnCx<'_, X> {
+impl<X, T: Borrow<AType>> EqnCx<'_, X, T> {
     /// The jaxprs a parameter of this equation holds, in order.
     pub fn callees(&self, a: &Analysis, param: &str) -> Vec<JaxprId> {
         a.eqn(self.id)
@@ -189,13 +192,13 @@ impl<X> EqnCx<'_, X> {
         Ok(out)
     }
     pub fn out_dtype(&self, i: usize) -> R<DType> {
-        match self.outs.get(i).and_then(|t| t.dtype.clone()) {
+        match self.outs.get(i).and_then(|t| t.borrow().dtype.clone()) {
             Some(d) => Ok(d),
             None => err(self.at(), "the result has no dtype"),
         }
     }
     pub fn arg_dtype(&self, i: usize) -> R<DType> {
-        match self.args.get(i).and_then(|t| t.ty.dtype.clone()) {
+        match self.args.get(i).and_then(|t| t.ty.borrow().dtype.clone()) {
             Some(d) => Ok(d),
             None => err(self.at(), "the operand has no dtype"),
         }
@@ -231,18 +234,53 @@ pub(crate) const CALLS: &[(&str, &[&str])] = &[
 /// The syntax of a checked file, indexed for lowering: every jaxpr by the
 /// start of its range, every variable use by the start of its name.
 pub(crate) struct Syntax<'f> {
-    pub uses: HashMap<u32, VarId>,
+    pub uses: VarUses,
     jaxprs: HashMap<u32, &'f ast::Jaxpr>,
 }
 
-impl<'f> Syntax<'f> {
-    pub fn new(file: &'f ast::SourceFile, a: &Analysis) -> Self {
-        let uses = a
+/// The variable each use refers to, by the start of its name, sorted by
+/// position. Lowering asks in text order, most often for the use right
+/// after the previous one, so a lookup first tries the entries after the
+/// last one found (a hash map of every use of a large file misses the
+/// cache at each lookup).
+pub(crate) struct VarUses {
+    uses: Vec<(u32, VarId)>,
+    next: std::cell::Cell<usize>,
+}
+
+impl VarUses {
+    fn new(a: &Analysis) -> Self {
+        let mut uses: Vec<(u32, VarId)> = a
             .refs
             .iter()
             .filter(|r| r.kind == crate::check::RefKind::Use)
             .map(|r| (r.range.start, r.var))
             .collect();
+        uses.sort_unstable_by_key(|&(at, _)| at);
+        VarUses {
+            uses,
+            next: Default::default(),
+        }
+    }
+
+    /// The variable used at `start`.
+    pub fn get(&self, start: &u32) -> Option<&VarId> {
+        /// How far past the last lookup to look before searching.
+        const NEAR: usize = 4;
+        let from = self.next.get().min(self.uses.len());
+        let near = &self.uses[from..(from + NEAR).min(self.uses.len())];
+        let k = match near.iter().position(|(at, _)| at == start) {
+            Some(k) => from + k,
+            None => self.uses.binary_search_by_key(start, |&(at, _)| at).ok()?,
+        };
+        self.next.set(k + 1);
+        Some(&self.uses[k].1)
+    }
+}
+
+impl<'f> Syntax<'f> {
+    pub fn new(file: &'f ast::SourceFile, a: &Analysis) -> Self {
+        let uses = VarUses::new(a);
         let mut jaxpr_syntax = HashMap::default();
         fn walk<'f>(j: &'f ast::Jaxpr, out: &mut HashMap<u32, &'f ast::Jaxpr>) {
             out.insert(j.range.start, j);
@@ -275,36 +313,47 @@ impl<'f> Syntax<'f> {
 
     /// A checked jaxpr's equations, each with its id, and its outputs: what
     /// a back end walks to lower its body.
-    pub fn body(
+    pub fn body<'a>(
         &self,
-        a: &Analysis,
+        a: &'a Analysis,
         j: JaxprId,
-    ) -> R<(Vec<(&'f ast::Eqn, EqnId)>, &'f [ast::Atom])> {
+    ) -> R<(
+        impl Iterator<Item = (&'f ast::Eqn, EqnId)> + use<'a, 'f>,
+        &'f [ast::Atom],
+    )> {
         let info = a.jaxpr(j);
         let Some(syn) = self.jaxpr(info.range) else {
             return err(info.range, "internal error: no syntax for this jaxpr");
         };
-        let mut eqns = Vec::with_capacity(syn.eqns.len());
-        for (k, e) in syn.eqns.iter().enumerate() {
-            let Some(&id) = info.eqns.get(k) else {
-                return err(e.range, "internal error: equation not checked");
-            };
-            eqns.push((e, id));
+        if let Some(e) = syn.eqns.get(info.eqns.len()) {
+            return err(e.range, "internal error: equation not checked");
         }
-        Ok((eqns, &syn.outvars))
+        Ok((syn.eqns.iter().zip(info.eqns.iter().copied()), &syn.outvars))
     }
 }
 
 /// The result types of an equation: its variables' types, or the printed
 /// type of a dropped binder.
 pub(crate) fn result_types(a: &Analysis, e: &ast::Eqn, id: EqnId) -> Vec<AType> {
+    result_type_refs(a, e, id)
+        .into_iter()
+        .map(Cow::into_owned)
+        .collect()
+}
+
+/// [`result_types`], borrowing the variables' types from the analysis.
+pub(crate) fn result_type_refs<'a>(
+    a: &'a Analysis,
+    e: &ast::Eqn,
+    id: EqnId,
+) -> Vec<Cow<'a, AType>> {
     let info = a.eqn(id);
     e.outs
         .iter()
         .enumerate()
         .map(|(i, bnd)| match info.outs.get(i).copied().flatten() {
-            Some(v) => a.var(v).ty.clone(),
-            None => binder_type(bnd),
+            Some(v) => Cow::Borrowed(&a.var(v).ty),
+            None => Cow::Owned(binder_type(bnd)),
         })
         .collect()
 }

@@ -359,7 +359,7 @@ fn exec_build_binary() -> i32 {
     cmd.args(args);
     let failed = |e: std::io::Error| {
         eprintln!(
-            "error: {}: {e} (`jaxpr build` runs `jaxpr-build`, which is installed beside `jaxpr`)",
+            "error: {}: {e} (`jaxpr build` runs `jaxpr-build`, which is installed beside `jaxpr`: `cargo install --path .` installs both; in a checkout, `cargo build --release` builds both)",
             build.display()
         );
         2

@@ -49,7 +49,7 @@ pub enum NavTarget {
 
 /// The innermost thing at `offset` and its range.
 pub fn target_at(a: &Analysis, offset: u32) -> Option<(TextRange, Target)> {
-    if let Some(r) = a.refs.iter().find(|r| r.range.touches(offset)) {
+    if let Some(r) = a.refs_touching(offset).next() {
         return Some((r.range, Target::Var(r.var)));
     }
     for (name, info) in &a.symbols {
@@ -81,11 +81,8 @@ pub fn target_at(a: &Analysis, offset: u32) -> Option<(TextRange, Target)> {
     {
         return Some((name_range.0, Target::Jaxpr(JaxprId(name_range.1 as u32))));
     }
-    a.eqns
-        .iter()
-        .enumerate()
-        .find(|(_, e)| e.primitive_range.touches(offset))
-        .map(|(i, e)| (e.primitive_range, Target::Primitive(EqnId(i as u32))))
+    a.eqn_with_primitive_at(offset)
+        .map(|e| (a.eqn(e).primitive_range, Target::Primitive(e)))
 }
 
 /// Where the thing at `offset` is defined. On a variable use: its binder.
@@ -98,9 +95,8 @@ pub fn definition(a: &Analysis, offset: u32) -> Option<NavTarget> {
     match target_at(a, offset)?.1 {
         Target::Var(v) => {
             let is_binder = a
-                .refs
-                .iter()
-                .any(|r| r.kind == RefKind::Def && r.var == v && r.range.touches(offset));
+                .refs_touching(offset)
+                .any(|r| r.kind == RefKind::Def && r.var == v);
             match a.origins.get(&v) {
                 Some(o) if is_binder => here(o.operand),
                 _ => here(a.var(v).range),
@@ -132,11 +128,7 @@ pub fn parse_source_info(s: &str) -> Option<NavTarget> {
 /// From a call-site operand, the binders of inline nested jaxprs it feeds
 /// (the inward direction of [`definition`] on a binder).
 pub fn implementation(a: &Analysis, offset: u32) -> Vec<TextRange> {
-    let Some(r) = a
-        .refs
-        .iter()
-        .find(|r| r.kind == RefKind::Use && r.range.touches(offset))
-    else {
+    let Some(r) = a.refs_touching(offset).find(|r| r.kind == RefKind::Use) else {
         return Vec::new();
     };
     let mut out: Vec<TextRange> = a
@@ -221,7 +213,7 @@ fn describe_jaxpr(a: &Analysis, j: JaxprId, idx: &LineIndex) -> String {
 
 /// The variable whose occurrence is at exactly `range`.
 fn var_at(a: &Analysis, range: TextRange) -> Option<VarId> {
-    a.refs.iter().find(|r| r.range == range).map(|r| r.var)
+    a.ref_at(range).map(|r| r.var)
 }
 
 /// The syntax of the equation at `range` (descending only into nodes that contain it).
@@ -317,15 +309,22 @@ pub fn hover(f: &FileView, offset: u32) -> Option<(TextRange, String)> {
                 );
             }
             // Dimension variables: which binder defines them, what they size,
-            // and where their value comes from.
-            let sized: Vec<&str> = a
-                .vars
-                .iter()
-                .filter(|w| {
-                    w.jaxpr == info.jaxpr && w.ty.shape.contains(&crate::types::Dim::Var(v))
-                })
-                .map(|w| w.name.as_str())
-                .collect();
+            // and where their value comes from. Only an integer scalar can
+            // be one, and only its own jaxpr's binders can use it (this
+            // stays off the 100k binders of a large model's main jaxpr).
+            let j = a.jaxpr(info.jaxpr);
+            let sized: Vec<&str> = if info.ty.is_int_scalar() {
+                let binders = j.constvars.iter().chain(&j.invars).copied().chain(
+                    j.eqns.iter().flat_map(|e| a.eqn(*e).outs.iter().flatten().copied()),
+                );
+                binders
+                    .map(|w| a.var(w))
+                    .filter(|w| w.ty.shape.contains(&crate::types::Dim::Var(v)))
+                    .map(|w| w.name.as_str())
+                    .collect()
+            } else {
+                Vec::new()
+            };
             if !sized.is_empty() {
                 let lc = idx.line_col(info.range.start);
                 let _ = writeln!(

@@ -191,7 +191,10 @@ pub fn session(rng: &mut Rng, seeds: &[Vec<u8>], n: usize, stats: &mut Stats) {
                     );
                 }
             }
-            panic!("request {id} was never answered (server exited: {exited:?}): {what:?}");
+            panic!(
+                "request {id} was never answered (server exited: {exited:?}): {what:?}\nserver stderr:\n{}",
+                s.stderr()
+            );
         }
     }
     // ...the server still works...
@@ -207,7 +210,13 @@ pub fn session(rng: &mut Rng, seeds: &[Vec<u8>], n: usize, stats: &mut Stats) {
         h["result"]["contents"].to_string().contains("f32[3]"),
         "{h}"
     );
-    // ...and exits cleanly.
+    // ...and exits cleanly, having never panicked (tower-lsp and tokio
+    // catch some panics and carry on, so the exit alone does not show them).
     assert!(s.shutdown().success());
+    let stderr = s.stderr();
+    assert!(
+        !stderr.contains("panicked"),
+        "the server panicked:\n{stderr}"
+    );
     stats.sessions += 1;
 }

@@ -20,6 +20,11 @@ pub struct Lsp {
     next_id: i64,
     /// Messages from the server not consumed yet (notifications, server requests).
     pub pending: Vec<Value>,
+    /// Whether reading a server-to-client request answers it at once (with
+    /// `null`); a test that answers late turns this off.
+    pub answer_server_requests: bool,
+    /// Where the server's stderr goes (panics and logs), read by [`Lsp::stderr`].
+    stderr_log: PathBuf,
 }
 
 pub fn corpus() -> PathBuf {
@@ -63,10 +68,16 @@ impl Lsp {
     }
 
     pub fn start_with_env(env: &[(&str, &str)]) -> Lsp {
+        static SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let stderr_log = std::env::temp_dir().join(format!(
+            "jaxpr-lsp-test-{}-{}.stderr",
+            std::process::id(),
+            SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_jaxpr-lsp"));
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null());
+            .stderr(std::fs::File::create(&stderr_log).expect("server stderr log"));
         for (k, v) in env {
             cmd.env(k, v);
         }
@@ -88,7 +99,16 @@ impl Lsp {
             rx,
             next_id: 1,
             pending: Vec::new(),
+            answer_server_requests: true,
+            stderr_log,
         }
+    }
+
+    /// What the server wrote to stderr so far (a panic's message, for one).
+    pub fn stderr(&self) -> String {
+        std::fs::read(&self.stderr_log)
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default()
     }
 
     /// Starts the server and runs the initialize handshake.
@@ -149,7 +169,9 @@ impl Lsp {
             match self.rx.recv_timeout(left) {
                 Ok(m) => {
                     // Answer the server's requests (progress tokens, ...).
-                    if let (Some(id), Some(_)) = (m.get("id"), m.get("method")) {
+                    if let (Some(id), Some(_), true) =
+                        (m.get("id"), m.get("method"), self.answer_server_requests)
+                    {
                         let id = id.clone();
                         self.send(&json!({ "jsonrpc": "2.0", "id": id, "result": null }));
                     }
@@ -215,7 +237,7 @@ impl Lsp {
         (begin["value"].clone(), end["value"].clone())
     }
 
-    pub fn shutdown(mut self) -> std::process::ExitStatus {
+    pub fn shutdown(&mut self) -> std::process::ExitStatus {
         let _ = self.request("shutdown", Value::Null);
         self.notify("exit", Value::Null);
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -233,6 +255,7 @@ impl Drop for Lsp {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.stderr_log);
     }
 }
 

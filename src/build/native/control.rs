@@ -188,6 +188,7 @@ impl<'c> G<'c, '_> {
                 })
                 .collect(),
         );
+        self.loop_state_begin(state.1.iter().map(|x| x.v.p).collect());
         self.scope_begin();
         let go = cond(&state)?;
         self.scope_end(&[])?;
@@ -205,8 +206,9 @@ impl<'c> G<'c, '_> {
         }
         let kept = self.scope_end(&na)?;
         for x in &state.1 {
-            self.free(x.v.p);
+            self.give(x.v.p)?;
         }
+        self.loop_state_end();
         let latch = self.here();
         for (p, c) in cphis.iter().zip(&nc) {
             p.add_incoming(&[(c, latch)]);
@@ -289,7 +291,7 @@ impl<'c> G<'c, '_> {
             },
             &mut |s| {
                 let i = s.0[0];
-                let index = self.alloc(&idt, &[]);
+                let index = self.alloc(&idt, &[])?;
                 let t = self.elem(&idt, cx.at())?.into_int_type();
                 let iv = self
                     .b
@@ -338,7 +340,7 @@ impl<'c> G<'c, '_> {
         let mut ys = Vec::new();
         for t in &cx.outs[ncarry..] {
             let dims = self.dims(env, t, cx.at())?;
-            ys.push((dtype(t)?, self.alloc(&dtype(t)?, &dims)));
+            ys.push((dtype(t)?, self.alloc(&dtype(t)?, &dims)?));
         }
         let n = self.i64(length);
         let (_, carry) = self.state_loop(

@@ -30,7 +30,12 @@
 //! run time) returns an error as well, without writing outputs.
 
 mod control;
+mod fusion;
+mod gemm;
+mod memory;
 mod ops;
+mod reduce;
+mod vmath;
 
 use super::{EqnCx, LowerError, Operand, R, Syntax, err};
 use crate::check::{Analysis, EqnId, JaxprId};
@@ -234,6 +239,7 @@ fn link(obj: &[u8]) -> Result<Vec<u8>, String> {
             .arg(&so)
             .arg(&o)
             .args(compiler_rt())
+            .args(vmath::available().then_some("-lmvec"))
             .arg("-lm")
             .output()
             .map_err(|e| format!("could not run the linker `{cc}`: {e}"))?;
@@ -304,6 +310,15 @@ pub(crate) struct G<'c, 'f> {
     err_buf: Cell<Option<GlobalValue<'c>>>,
     /// Buffers allocated in each open scope, innermost last.
     scopes: RefCell<Vec<Vec<PointerValue<'c>>>>,
+    /// Equations deferred into their user (see [`fusion`]): the result
+    /// variable, the computation, its extents and dtype.
+    deferred: RefCell<HashMap<VarId, (fusion::Node<'f, 'c>, Vec<IntValue<'c>>, DType)>>,
+    /// libmvec functions declared for the vectorizer ([`vmath`]).
+    vector_functions: RefCell<Vec<FunctionValue<'c>>>,
+    /// Failure exits by the buffers they give back ([`G::unwind_block`]).
+    unwinds: RefCell<HashMap<Vec<PointerValue<'c>>, BasicBlock<'c>>>,
+    /// State arrays of the loops being built, innermost last.
+    loop_states: RefCell<Vec<Vec<PointerValue<'c>>>>,
     strings: RefCell<HashMap<String, PointerValue<'c>>>,
 }
 
@@ -319,6 +334,10 @@ impl<'c, 'f> G<'c, 'f> {
             func: Cell::new(None),
             err_buf: Cell::new(None),
             scopes: RefCell::default(),
+            loop_states: RefCell::default(),
+            unwinds: RefCell::default(),
+            deferred: RefCell::default(),
+            vector_functions: RefCell::default(),
             strings: RefCell::default(),
         }
     }
@@ -400,6 +419,30 @@ impl<'c, 'f> G<'c, 'f> {
         self.b.get_insert_block().expect("positioned")
     }
 
+    /// Builds (once) a private function `name` with `body`; the insertion
+    /// point of the current function is kept. Its body must not fail at run
+    /// time ([`G::fail_if`] returns from the entry function only).
+    pub fn internal_fn(
+        &self,
+        name: &str,
+        ty: inkwell::types::FunctionType<'c>,
+        body: &mut dyn FnMut(FunctionValue<'c>) -> R<()>,
+    ) -> R<FunctionValue<'c>> {
+        if let Some(f) = self.m.get_function(name) {
+            return Ok(f);
+        }
+        let f = self.m.add_function(name, ty, Some(Linkage::Private));
+        let here = self.b.get_insert_block();
+        let outer = self.func.replace(Some(f));
+        self.b.position_at_end(self.cx.append_basic_block(f, "entry"));
+        let r = body(f);
+        self.func.set(outer);
+        if let Some(bb) = here {
+            self.b.position_at_end(bb);
+        }
+        r.map(|()| f)
+    }
+
     /// A constant C string.
     fn cstr(&self, s: &str) -> PointerValue<'c> {
         if let Some(&p) = self.strings.borrow().get(s) {
@@ -450,7 +493,8 @@ impl<'c, 'f> G<'c, 'f> {
         ];
         all.extend_from_slice(args);
         self.call(snprintf, &all);
-        self.b.build_return(Some(&self.i32(1))).expect("return");
+        let unwind = self.unwind_block();
+        self.b.build_unconditional_branch(unwind).expect("br");
         self.b.position_at_end(ok);
     }
 
@@ -482,6 +526,19 @@ impl<'c, 'f> G<'c, 'f> {
     pub fn clamp_i64(&self, x: IntValue<'c>, lo: IntValue<'c>, hi: IntValue<'c>) -> IntValue<'c> {
         let x = self.select_int(self.icmp(IntPredicate::SLT, x, lo), lo, x);
         self.select_int(self.icmp(IntPredicate::SGT, x, hi), hi, x)
+    }
+
+    pub fn min_i64(&self, x: IntValue<'c>, y: IntValue<'c>) -> IntValue<'c> {
+        self.select_int(self.icmp(IntPredicate::SLT, x, y), x, y)
+    }
+    /// `ceil(n / k)` for `n >= 0`, `k >= 1`.
+    pub fn ceil_div_by(&self, n: IntValue<'c>, k: IntValue<'c>) -> IntValue<'c> {
+        let n1 = self.sub(self.add(n, k), self.i64(1));
+        self.b.build_int_signed_div(n1, k, "").expect("div")
+    }
+    /// `ceil(n / k)` for `n >= 0`.
+    pub fn ceil_div(&self, n: IntValue<'c>, k: i64) -> IntValue<'c> {
+        self.ceil_div_by(n, self.i64(k))
     }
 
     // ---- arrays and memory ---------------------------------------------------
@@ -557,97 +614,24 @@ impl<'c, 'f> G<'c, 'f> {
         }
     }
 
-    /// malloc'ed bytes for `n` elements of `dt` (checked), not registered.
-    fn malloc(&self, dt: &DType, n: IntValue<'c>) -> PointerValue<'c> {
-        let size = Self::size_of(dt);
-        let bad = self.or(
-            self.icmp(IntPredicate::SLT, n, self.i64(0)),
-            self.icmp(IntPredicate::SGT, n, self.i64(MAX_BYTES / size)),
-        );
-        self.fail_if(
-            bad,
-            "an array of %lld elements cannot be allocated",
-            &[n.into()],
-        );
-        let bytes = self.mul(n, self.i64(size));
-        let bytes = self.select_int(
-            self.icmp(IntPredicate::EQ, bytes, self.i64(0)),
-            self.i64(1),
-            bytes,
-        );
-        let malloc = self.extern_fn(
-            "malloc",
-            Some(self.ptr_ty().into()),
-            &[self.cx.i64_type().into()],
-            false,
-        );
-        let p = self
-            .call(malloc, &[bytes.into()])
-            .expect("malloc")
-            .into_pointer_value();
-        let null = self.b.build_is_null(p, "").expect("null");
-        self.fail_if(null, "out of memory (%lld bytes)", &[bytes.into()]);
-        p
-    }
-
-    /// A new array owned by the current scope.
-    pub fn alloc(&self, dt: &DType, dims: &[IntValue<'c>]) -> Arr<'c> {
-        let p = self.malloc(dt, self.numel(dims));
-        if let Some(s) = self.scopes.borrow_mut().last_mut() {
-            s.push(p);
-        }
-        Arr {
-            p,
-            dims: dims.to_vec(),
-        }
-    }
-
-    /// A fresh copy that no scope owns.
-    pub fn copy_fresh(&self, x: &Op<'c>) -> R<Arr<'c>> {
-        let dt = dtype(&x.ty)?;
-        let n = self.numel(&x.v.dims);
-        let p = self.malloc(&dt, n);
-        let bytes = self.mul(n, self.i64(Self::size_of(&dt)));
-        self.b.build_memcpy(p, 1, x.v.p, 1, bytes).expect("memcpy");
-        Ok(Arr {
-            p,
-            dims: x.v.dims.clone(),
-        })
-    }
-
-    pub fn free(&self, p: PointerValue<'c>) {
-        let free = self.extern_fn("free", None, &[self.ptr_ty().into()], false);
-        self.call(free, &[p.into()]);
-    }
-
-    pub fn scope_begin(&self) {
-        self.scopes.borrow_mut().push(Vec::new());
-    }
-
-    /// Ends a scope: copies `keep` out, frees what the scope allocated.
-    pub fn scope_end(&self, keep: &[Op<'c>]) -> R<Vec<Arr<'c>>> {
-        let kept = keep
-            .iter()
-            .map(|x| self.copy_fresh(x))
-            .collect::<R<Vec<_>>>()?;
-        let owned = self.scopes.borrow_mut().pop().unwrap_or_default();
-        for p in owned {
-            self.free(p);
-        }
-        Ok(kept)
-    }
-
-    /// Gives a buffer to the current scope.
-    pub fn adopt(&self, p: PointerValue<'c>) {
-        if let Some(s) = self.scopes.borrow_mut().last_mut() {
-            s.push(p);
-        }
-    }
-
     // ---- loops -----------------------------------------------------------------
 
     /// `for i in 0..n { f(i) }`.
     pub fn for_range(&self, n: IntValue<'c>, f: &mut dyn FnMut(IntValue<'c>) -> R<()>) -> R<()> {
+        self.for_carry(n, &[], &mut |i, _| f(i).map(|()| Vec::new()))?;
+        Ok(())
+    }
+
+    /// `for i in 0..n` with values carried from one iteration to the next
+    /// in phi nodes (accumulators that stay in registers): `f` gets the
+    /// index and the current values and returns the next ones; the result
+    /// is the values after the last iteration (`init` when `n <= 0`).
+    pub fn for_carry(
+        &self,
+        n: IntValue<'c>,
+        init: &[BasicValueEnum<'c>],
+        f: &mut dyn FnMut(IntValue<'c>, &[BasicValueEnum<'c>]) -> R<Vec<BasicValueEnum<'c>>>,
+    ) -> R<Vec<BasicValueEnum<'c>>> {
         let pre = self.here();
         let head = self.block("head");
         let body = self.block("body");
@@ -656,15 +640,52 @@ impl<'c, 'f> G<'c, 'f> {
         self.b.position_at_end(head);
         let phi = self.b.build_phi(self.cx.i64_type(), "i").expect("phi");
         phi.add_incoming(&[(&self.i64(0), pre)]);
+        let carried: Vec<_> = init
+            .iter()
+            .map(|v| {
+                let p = self.b.build_phi(v.get_type(), "carry").expect("phi");
+                p.add_incoming(&[(v, pre)]);
+                p
+            })
+            .collect();
+        let values: Vec<BasicValueEnum> = carried.iter().map(|p| p.as_basic_value()).collect();
         let i = phi.as_basic_value().into_int_value();
         let c = self.icmp(IntPredicate::SLT, i, n);
         self.b.build_conditional_branch(c, body, exit).expect("br");
         self.b.position_at_end(body);
-        f(i)?;
-        let next = self.add(i, self.i64(1));
-        phi.add_incoming(&[(&next, self.here())]);
+        let next = f(i, &values)?;
+        if next.len() != carried.len() {
+            return err(
+                TextRange::new(0, 0),
+                "internal error: a loop body returns another number of values",
+            );
+        }
+        let latch = self.here();
+        phi.add_incoming(&[(&self.add(i, self.i64(1)), latch)]);
+        for (p, v) in carried.iter().zip(&next) {
+            p.add_incoming(&[(v, latch)]);
+        }
         self.b.build_unconditional_branch(head).expect("br");
         self.b.position_at_end(exit);
+        Ok(values)
+    }
+
+    /// `if c { then() } else { other() }`.
+    pub fn if_else(
+        &self,
+        c: IntValue<'c>,
+        then: &mut dyn FnMut() -> R<()>,
+        other: &mut dyn FnMut() -> R<()>,
+    ) -> R<()> {
+        let (t, e, done) = (self.block("then"), self.block("else"), self.block("endif"));
+        self.b.build_conditional_branch(c, t, e).expect("br");
+        self.b.position_at_end(t);
+        then()?;
+        self.b.build_unconditional_branch(done).expect("br");
+        self.b.position_at_end(e);
+        other()?;
+        self.b.build_unconditional_branch(done).expect("br");
+        self.b.position_at_end(done);
         Ok(())
     }
 
@@ -826,6 +847,7 @@ impl<'c, 'f> G<'c, 'f> {
             p(2).into_pointer_value(),
             p(3).into_int_value(),
         );
+        self.cache_destructor()?;
         self.scope_begin();
         let mut env = self.validate(&inputs, in_p, n_in)?;
         let bad = self.icmp(IntPredicate::NE, n_out_v, self.i64(n_out as i64));
@@ -856,7 +878,11 @@ impl<'c, 'f> G<'c, 'f> {
                 );
             }
         }
-        let fresh = self.scope_end(&outs)?;
+        let fresh = outs
+            .iter()
+            .map(|o| self.copy_out(o))
+            .collect::<R<Vec<_>>>()?;
+        self.scope_end(&[])?;
         for (k, (o, x)) in outs.iter().zip(&fresh).enumerate() {
             let dt = dtype(&o.ty)?;
             let Some(code) = dtype_code(&dt) else {
@@ -879,6 +905,7 @@ impl<'c, 'f> G<'c, 'f> {
             }
         }
         self.b.build_return(Some(&self.i32(0))).expect("ret");
+        self.keep_vector_functions();
         Ok(())
     }
 
@@ -1088,8 +1115,11 @@ impl<'c, 'f> G<'c, 'f> {
 
     pub(crate) fn body(&self, env: &mut Env<'c>, j: JaxprId) -> R<Vec<Op<'c>>> {
         let (eqns, outvars) = self.syntax.body(self.a, j)?;
+        // Fusion looks at every equation's uses before any is lowered.
+        let eqns: Vec<_> = eqns.collect();
+        let deferrable = self.deferrable(&eqns, outvars);
         for (e, id) in eqns {
-            self.eqn(env, e, id)?;
+            self.eqn(env, e, id, &deferrable)?;
         }
         outvars.iter().map(|o| self.atom(env, o)).collect()
     }
@@ -1119,16 +1149,41 @@ impl<'c, 'f> G<'c, 'f> {
         self.body(&mut env, j)
     }
 
-    fn eqn(&self, env: &mut Env<'c>, e: &ast::Eqn, id: EqnId) -> R<()> {
+    fn eqn(
+        &self,
+        env: &mut Env<'c>,
+        e: &'f ast::Eqn,
+        id: EqnId,
+        deferrable: &rustc_hash::FxHashSet<VarId>,
+    ) -> R<()> {
         let info = self.a.eqn(id);
-        let args = e
+        let mut args = e
             .args
             .iter()
             .map(|x| self.atom(env, x))
             .collect::<R<Vec<_>>>()?;
+        let vars: Vec<Option<VarId>> = e.args.iter().map(|x| self.var_of(x)).collect();
         let outs = super::walk::result_types(self.a, e, id);
-        let cx = EqnCx { e, id, args, outs };
-        let results = self.lower_eqn(env, &cx)?;
+        let name = e.primitive.text.as_str();
+        let lazy = info
+            .outs
+            .first()
+            .copied()
+            .flatten()
+            .filter(|v| deferrable.contains(v));
+        let results = if fusion::is_elementwise(name)
+            || name == "transpose"
+            || (lazy.is_some() && fusion::is_deferrable(e))
+        {
+            if !fusion::is_elementwise(name) && name != "transpose" {
+                self.materialize_args(env, &mut args, &vars)?;
+            }
+            let cx = EqnCx { e, id, args, outs: outs.clone() };
+            vec![self.fused(env, cx, &vars, lazy)?]
+        } else {
+            self.materialize_args(env, &mut args, &vars)?;
+            self.lower_eqn(env, &EqnCx { e, id, args, outs: outs.clone() })?
+        };
         super::walk::expect_results(e, results.len())?;
         for (i, r) in results.into_iter().enumerate() {
             if let Some(v) = info.outs.get(i).copied().flatten() {
@@ -1136,7 +1191,7 @@ impl<'c, 'f> G<'c, 'f> {
                     v,
                     Operand {
                         v: r,
-                        ty: cx.outs[i].clone(),
+                        ty: outs[i].clone(),
                     },
                 );
             }

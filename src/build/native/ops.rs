@@ -10,7 +10,7 @@ use crate::syntax::TextRange;
 use crate::syntax::ast::Expr;
 use crate::types::{DType, Dim, FloatKind};
 use inkwell::types::BasicTypeEnum;
-use inkwell::values::{BasicValueEnum, FloatValue, IntValue};
+use inkwell::values::{BasicMetadataValueEnum, BasicValueEnum, FloatValue, IntValue};
 use inkwell::{FloatPredicate, IntPredicate};
 
 /// Reductions: primitive and the binary primitive that combines.
@@ -39,7 +39,7 @@ const REDUCE_WINDOW: &[(&str, &str)] = &[
 ];
 
 /// Elementwise primitives with one operand, computed by [`G::scalar`].
-const UNARY: &[&str] = &[
+pub(crate) const UNARY: &[&str] = &[
     "neg",
     "sin",
     "cos",
@@ -80,7 +80,7 @@ const UNARY: &[&str] = &[
 ];
 
 /// Elementwise primitives with two operands.
-const BINARY: &[&str] = &[
+pub(crate) const BINARY: &[&str] = &[
     "add",
     "add_any",
     "sub",
@@ -108,14 +108,14 @@ const BINARY: &[&str] = &[
 
 /// The identity element of a combining primitive.
 #[derive(Clone, Copy)]
-enum Init {
+pub(crate) enum Init {
     Zero,
     One,
     Lowest,
     Highest,
 }
 
-fn init_of(op: &str) -> Init {
+pub(crate) fn init_of(op: &str) -> Init {
     match op {
         "mul" => Init::One,
         "max" => Init::Lowest,
@@ -128,15 +128,11 @@ impl<'c> G<'c, '_> {
     pub(crate) fn lower_eqn(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> R<Vec<Arr<'c>>> {
         let name = cx.name();
         let one = |v: R<Arr<'c>>| v.map(|v| vec![v]);
-        if UNARY.contains(&name) || BINARY.contains(&name) || name == "select_n" || name == "clamp"
-        {
-            return one(self.elementwise(env, cx));
-        }
         if let Some((_, op)) = REDUCE.iter().find(|(p, _)| *p == name) {
-            return one(self.reduce(env, cx, op));
+            return one(self.reduce(cx, op));
         }
         if let Some((_, op)) = CUMULATIVE.iter().find(|(p, _)| *p == name) {
-            return one(self.cumulative(env, cx, op));
+            return one(self.cumulative(cx, op));
         }
         if let Some((_, op)) = REDUCE_WINDOW.iter().find(|(p, _)| *p == name) {
             return one(self.reduce_window(env, cx, op));
@@ -269,7 +265,7 @@ impl<'c> G<'c, '_> {
                 if d >= out.len() {
                     return err(cx.at(), "`dimension` out of range");
                 }
-                let r = self.alloc(&dt, &out);
+                let r = self.alloc(&dt, &out)?;
                 self.nest(&out, &mut |idx| {
                     let v = self.from_i64(idx[d], &dt)?;
                     self.store(&dt, r.p, self.offset(idx, &out), v)
@@ -337,7 +333,7 @@ impl<'c> G<'c, '_> {
                 };
                 let v = self.dim(env, &Dim::from_poly(poly), p.range)?;
                 let dt = dtype(&cx.outs[0])?;
-                let r = self.alloc(&dt, &[]);
+                let r = self.alloc(&dt, &[])?;
                 let v = self.from_i64(v, &dt)?;
                 self.store(&dt, r.p, self.i64(0), v)?;
                 Ok(r)
@@ -382,7 +378,7 @@ impl<'c> G<'c, '_> {
     }
 
     /// Fails at run time unless `got == want` (or `got == 1` when `bcast`).
-    fn check_extent(
+    pub(crate) fn check_extent(
         &self,
         got: IntValue<'c>,
         want: IntValue<'c>,
@@ -422,7 +418,7 @@ impl<'c> G<'c, '_> {
         fill: Option<BasicValueEnum<'c>>,
         f: &mut dyn FnMut(&[IntValue<'c>]) -> R<(IntValue<'c>, Option<IntValue<'c>>)>,
     ) -> R<Arr<'c>> {
-        let r = self.alloc(dt, dims);
+        let r = self.alloc(dt, dims)?;
         self.nest(dims, &mut |idx| {
             let (off, valid) = f(idx)?;
             let v = match (valid, fill) {
@@ -481,7 +477,7 @@ impl<'c> G<'c, '_> {
     }
 
     /// The identity of a combining primitive for `dt`.
-    fn identity(&self, dt: &DType, init: Init) -> R<BasicValueEnum<'c>> {
+    pub(crate) fn identity(&self, dt: &DType, init: Init) -> R<BasicValueEnum<'c>> {
         let text = match (init, dt) {
             (Init::Zero, DType::Bool) | (Init::Lowest, DType::Bool) => "False".to_string(),
             (Init::One, DType::Bool) | (Init::Highest, DType::Bool) => "True".to_string(),
@@ -500,80 +496,78 @@ impl<'c> G<'c, '_> {
 
     // ---- elementwise ---------------------------------------------------------------
 
-    fn elementwise(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> R<Arr<'c>> {
-        let out_t = &cx.outs[0];
-        let out = self.dims(env, out_t, cx.at())?;
-        let odt = dtype(out_t)?;
-        let r = out.len();
-        for a in &cx.args {
-            if a.v.dims.is_empty() {
-                continue;
-            }
-            if a.v.dims.len() != r {
-                return err(cx.at(), "operands of different ranks");
-            }
-            for (&g, &w) in a.v.dims.iter().zip(&out) {
-                self.check_extent(g, w, true, cx)?;
-            }
-        }
-        let res = self.alloc(&odt, &out);
-        let dts = cx
-            .args
-            .iter()
-            .map(|a| dtype(&a.ty))
-            .collect::<R<Vec<_>>>()?;
-        self.nest(&out, &mut |idx| {
-            let off = self.offset(idx, &out);
-            let mut xs = Vec::new();
-            for (a, dt) in cx.args.iter().zip(&dts) {
-                let o = if a.v.dims.is_empty() {
-                    self.i64(0)
-                } else if a.ty.shape == out_t.shape {
-                    off
-                } else {
-                    let at: Vec<IntValue> = idx
-                        .iter()
-                        .zip(&a.v.dims)
-                        .map(|(&i, &n)| {
-                            self.select_int(
-                                self.icmp(IntPredicate::EQ, n, self.i64(1)),
-                                self.i64(0),
-                                i,
-                            )
-                        })
-                        .collect();
-                    self.offset(&at, &a.v.dims)
-                };
-                xs.push(self.load(dt, a.v.p, o)?);
-            }
-            let v = self.scalar(cx, &dts, &odt, &xs)?;
-            self.store(&odt, res.p, off, v)
-        })?;
-        Ok(res)
-    }
-
-    /// A libm function of floats (f16/bf16 through f32).
+    /// A libm function of floats (f16/bf16 through f32). The calls are
+    /// marked pure (errno is never read), so LLVM may hoist them or
+    /// vectorize the loop around them: with the vector variants of glibc's
+    /// vector math library where it has them ([`super::vmath`]), otherwise
+    /// by calling the scalar function once per lane.
     fn libm(&self, name: &str, dt: &DType, xs: &[BasicValueEnum<'c>]) -> R<BasicValueEnum<'c>> {
-        let (fname, t) = match dt {
-            DType::Float(FloatKind::F64) => (name.to_string(), self.cx.f64_type()),
-            _ => (format!("{name}f"), self.cx.f32_type()),
+        let t = match dt {
+            DType::Float(FloatKind::F64) => self.cx.f64_type(),
+            _ => self.cx.f32_type(),
+        };
+        let fname = if t == self.cx.f64_type() {
+            name.to_string()
+        } else {
+            format!("{name}f")
         };
         let f = self.extern_fn(&fname, Some(t.into()), &vec![t.into(); xs.len()], false);
-        let args: Vec<_> = xs
+        for attr in ["nounwind", "willreturn", "nosync"] {
+            let k = inkwell::attributes::Attribute::get_named_enum_kind_id(attr);
+            f.add_attribute(
+                inkwell::attributes::AttributeLoc::Function,
+                self.cx.create_enum_attribute(k, 0),
+            );
+        }
+        // memory(none)
+        let memory = inkwell::attributes::Attribute::get_named_enum_kind_id("memory");
+        f.add_attribute(
+            inkwell::attributes::AttributeLoc::Function,
+            self.cx.create_enum_attribute(memory, 0),
+        );
+        let mut args: Vec<FloatValue> = xs
             .iter()
-            .map(|x| {
-                self.b
-                    .build_float_cast(x.into_float_value(), t, "")
-                    .expect("cast")
-                    .into()
-            })
+            .map(|x| self.b.build_float_cast(x.into_float_value(), t, "").expect("cast"))
             .collect();
-        let r = self.call(f, &args).expect("libm").into_float_value();
+        // exp of an argument below the log of the smallest normal number
+        // is flushed to 0 (as XLA's flush-to-zero CPU code gives), from an
+        // argument clamped into the fast range: libm's (and libmvec's)
+        // underflow path sets errno, one element at a time, and masked
+        // attention scores (-1e9) sent every other element there.
+        let underflow = (name == "exp").then(|| {
+            let lowest = t.const_float(if t == self.cx.f64_type() { -708.0 } else { -87.0 });
+            let below = self
+                .b
+                .build_float_compare(FloatPredicate::OLT, args[0], lowest, "")
+                .expect("fcmp");
+            args[0] = self
+                .b
+                .build_select(below, lowest, args[0], "")
+                .expect("select")
+                .into_float_value();
+            below
+        });
+        let margs: Vec<BasicMetadataValueEnum> = args.iter().map(|&a| a.into()).collect();
+        let call = self.b.build_call(f, &margs, "").expect("call");
+        if let Some(variants) = self.vector_variants(&fname, name, t, xs.len()) {
+            call.add_attribute(
+                inkwell::attributes::AttributeLoc::Function,
+                self.cx.create_string_attribute("vector-function-abi-variant", &variants),
+            );
+        }
+        let mut r = call.try_as_basic_value().basic().expect("libm").into_float_value();
+        if let Some(below) = underflow {
+            r = self
+                .b
+                .build_select(below, t.const_zero(), r, "")
+                .expect("select")
+                .into_float_value();
+        }
         let want = self.elem(dt, TextRange::new(0, 0))?.into_float_type();
         Ok(self.b.build_float_cast(r, want, "").expect("cast").into())
     }
 
-    fn intrinsic(
+    pub(crate) fn intrinsic(
         &self,
         name: &str,
         ty: BasicTypeEnum<'c>,
@@ -595,7 +589,7 @@ impl<'c> G<'c, '_> {
         Ok(self.call(f, &args).expect("intrinsic"))
     }
 
-    fn fconst(&self, dt: &DType, x: f64) -> R<FloatValue<'c>> {
+    pub(crate) fn fconst(&self, dt: &DType, x: f64) -> R<FloatValue<'c>> {
         Ok(self
             .elem(dt, TextRange::new(0, 0))?
             .into_float_type()
@@ -610,7 +604,7 @@ impl<'c> G<'c, '_> {
     }
 
     /// One element of an elementwise primitive.
-    fn scalar(
+    pub(crate) fn scalar(
         &self,
         cx: &Cx<'_, 'c>,
         dts: &[DType],
@@ -792,7 +786,7 @@ impl<'c> G<'c, '_> {
     }
 
     /// A binary elementwise primitive on two scalars of `dt`.
-    fn binop(
+    pub(crate) fn binop(
         &self,
         name: &str,
         dt: &DType,
@@ -1008,82 +1002,6 @@ impl<'c> G<'c, '_> {
         Ok(s)
     }
 
-    fn reduce(&self, env: &Env<'c>, cx: &Cx<'_, 'c>, op: &str) -> R<Arr<'c>> {
-        let axes = cx.ints("axes")?;
-        let x = &cx.args[0];
-        let dt = dtype(&x.ty)?;
-        let r = x.v.dims.len();
-        if axes.iter().any(|&a| a < 0 || a as usize >= r) {
-            return err(cx.at(), "`axes` out of range");
-        }
-        let kept: Vec<usize> = (0..r).filter(|k| !axes.contains(&(*k as i64))).collect();
-        let red: Vec<usize> = (0..r).filter(|k| axes.contains(&(*k as i64))).collect();
-        let out: Vec<IntValue> = kept.iter().map(|&k| x.v.dims[k]).collect();
-        let _ = env;
-        let res = self.alloc(&dt, &out);
-        let t = self.elem(&dt, cx.at())?;
-        let rdims: Vec<IntValue> = red.iter().map(|&k| x.v.dims[k]).collect();
-        self.nest(&out, &mut |oi| {
-            let s = self.acc(&dt, self.identity(&dt, init_of(op))?)?;
-            self.nest(&rdims, &mut |ri| {
-                let mut at = vec![self.i64(0); r];
-                for (n, &k) in kept.iter().enumerate() {
-                    at[k] = oi[n];
-                }
-                for (n, &k) in red.iter().enumerate() {
-                    at[k] = ri[n];
-                }
-                let v = self.load(&dt, x.v.p, self.offset(&at, &x.v.dims))?;
-                let a = self.b.build_load(t, s, "").expect("load");
-                let n = self.binop(op, &dt, a, v, cx)?;
-                self.b.build_store(s, n).expect("store");
-                Ok(())
-            })?;
-            let a = self.b.build_load(t, s, "").expect("load");
-            self.store(&dt, res.p, self.offset(oi, &out), a)
-        })?;
-        Ok(res)
-    }
-
-    fn cumulative(&self, env: &Env<'c>, cx: &Cx<'_, 'c>, op: &str) -> R<Arr<'c>> {
-        if op.is_empty() {
-            return err(cx.at(), format!("`{}` has no native lowering", cx.name()));
-        }
-        let axis = cx.int("axis")? as usize;
-        let reverse = cx.bool_or("reverse", false);
-        let x = &cx.args[0];
-        let dt = dtype(&x.ty)?;
-        let dims = x.v.dims.clone();
-        if axis >= dims.len() {
-            return err(cx.at(), "`axis` out of range");
-        }
-        let _ = env;
-        let t = self.elem(&dt, cx.at())?;
-        let res = self.alloc(&dt, &dims);
-        let n = dims[axis];
-        self.nest(&dims, &mut |idx| {
-            let s = self.acc(&dt, self.identity(&dt, init_of(op))?)?;
-            // Elements from the start (or end) up to this index.
-            let count = if reverse {
-                self.sub(n, idx[axis])
-            } else {
-                self.add(idx[axis], self.i64(1))
-            };
-            self.for_range(count, &mut |j| {
-                let mut at = idx.to_vec();
-                at[axis] = if reverse { self.add(idx[axis], j) } else { j };
-                let v = self.load(&dt, x.v.p, self.offset(&at, &dims))?;
-                let a = self.b.build_load(t, s, "").expect("load");
-                let nv = self.binop(op, &dt, a, v, cx)?;
-                self.b.build_store(s, nv).expect("store");
-                Ok(())
-            })?;
-            let a = self.b.build_load(t, s, "").expect("load");
-            self.store(&dt, res.p, self.offset(idx, &dims), a)
-        })?;
-        Ok(res)
-    }
-
     fn reduce_window(&self, env: &Env<'c>, cx: &Cx<'_, 'c>, op: &str) -> R<Arr<'c>> {
         let x = &cx.args[0];
         let dt = dtype(&x.ty)?;
@@ -1102,7 +1020,7 @@ impl<'c> G<'c, '_> {
         }
         let out = self.dims(env, &cx.outs[0], cx.at())?;
         let t = self.elem(&dt, cx.at())?;
-        let res = self.alloc(&dt, &out);
+        let res = self.alloc(&dt, &out)?;
         let wdims: Vec<IntValue> = win.iter().map(|&w| self.i64(w)).collect();
         self.nest(&out, &mut |oi| {
             let s = self.acc(&dt, self.identity(&dt, init_of(op))?)?;
@@ -1180,7 +1098,7 @@ impl<'c> G<'c, '_> {
         }
         let _ = env;
         let out: Vec<IntValue> = (0..r).filter(|&k| k != axis).map(|k| x.v.dims[k]).collect();
-        let res = self.alloc(&idt, &out);
+        let res = self.alloc(&idt, &out)?;
         let t = self.elem(&dt, cx.at())?;
         let is_max = cx.name() == "argmax";
         self.nest(&out, &mut |oi| {
@@ -1293,8 +1211,19 @@ impl<'c> G<'c, '_> {
         out.extend(lfree.iter().map(|&d| l.v.dims[d]));
         out.extend(rfree.iter().map(|&d| r.v.dims[d]));
         let _ = env;
+        let res = self.alloc(&odt, &out)?;
+        if super::gemm::supported(&odt) && ldt == odt && rdt == odt {
+            let us = |v: &[i64]| v.iter().map(|&d| d as usize).collect::<Vec<_>>();
+            let (lb_, lc_, rb_, rc_) = (us(lb), us(lc), us(rb), us(rc));
+            self.dot_by_gemm(
+                &odt,
+                (&l.v, [&lb_, &lc_, &lfree]),
+                (&r.v, [&rb_, &rc_, &rfree]),
+                res.p,
+            )?;
+            return Ok(res);
+        }
         let kdims: Vec<IntValue> = lc.iter().map(|&d| l.v.dims[d as usize]).collect();
-        let res = self.alloc(&odt, &out);
         let t = self.elem(&odt, cx.at())?;
         let nb = lb.len();
         self.nest(&out, &mut |oi| {
@@ -1372,7 +1301,68 @@ impl<'c> G<'c, '_> {
         let odt = dtype(&cx.outs[0])?;
         let (ldt, rdt) = (dtype(&l.ty)?, dtype(&r.ty)?);
         let out = self.dims(env, &cx.outs[0], cx.at())?;
-        let res = self.alloc(&odt, &out);
+        let res = self.alloc(&odt, &out)?;
+        if super::gemm::supported(&odt) && ldt == odt && rdt == odt {
+            let feature = |a: &[IntValue<'c>], k: i64| a[k as usize];
+            let og = self
+                .b
+                .build_int_signed_div(feature(&out, os[1]), self.i64(groups), "")
+                .expect("div");
+            let cg = feature(&r.v.dims, rs[1]);
+            let checks = [
+                (feature(&l.v.dims, ls[0]), feature(&out, os[0])),
+                (feature(&l.v.dims, ls[1]), self.mul(cg, self.i64(groups))),
+                (feature(&r.v.dims, rs[0]), feature(&out, os[1])),
+                (self.mul(og, self.i64(groups)), feature(&out, os[1])),
+            ];
+            for (got, want) in checks {
+                self.check_extent(got, want, false, cx)?;
+            }
+            // Padding and input dilation made explicit, so that each
+            // element under a window is at (row offset + window offset).
+            let mut cfg = vec![[0i64; 3]; n];
+            for d in 0..ns {
+                cfg[ls[2 + d] as usize] = [pad[d].0, pad[d].1, ldil[d] - 1];
+            }
+            let lhs = if cfg.iter().any(|c| *c != [0; 3]) {
+                let dims: Vec<IntValue> = (0..n).map(|k| self.padded_extent(l.v.dims[k], cfg[k])).collect();
+                self.padded(l, &dims, &cfg, self.fconst(&odt, 0.0)?.into())?
+            } else {
+                l.v.clone()
+            };
+            // Every window lies inside the padded input.
+            for d in 0..ns {
+                let (o, w) = (out[os[2 + d] as usize], r.v.dims[rs[2 + d] as usize]);
+                let last = self.add(
+                    self.mul(self.sub(o, self.i64(1)), self.i64(strides[d])),
+                    self.mul(self.sub(w, self.i64(1)), self.i64(rdil[d])),
+                );
+                let some = self.and(
+                    self.icmp(IntPredicate::SGT, o, self.i64(0)),
+                    self.icmp(IntPredicate::SGT, w, self.i64(0)),
+                );
+                let past = self.icmp(IntPredicate::SGE, last, lhs.dims[ls[2 + d] as usize]);
+                self.fail_if(
+                    self.and(some, past),
+                    &format!(
+                        "`conv_general_dilated` at byte {}: the output is larger than the windows allow",
+                        cx.at().start
+                    ),
+                    &[],
+                );
+            }
+            self.conv_by_gemm(&super::gemm::Conv {
+                dt: odt.clone(),
+                lhs: &lhs,
+                rhs: &r.v,
+                out: &res,
+                specs: [&ls, &rs, &os],
+                strides: &strides,
+                rhs_dilation: &rdil,
+                groups,
+            })?;
+            return Ok(res);
+        }
         let t = self.elem(&odt, cx.at())?;
         let cg = r.v.dims[rs[1] as usize];
         let og = self
@@ -1453,7 +1443,22 @@ impl<'c> G<'c, '_> {
         let dt = dtype(&x.ty)?;
         let out = self.dims(env, &cx.outs[0], cx.at())?;
         let fill = self.load(&dt, cx.args[1].v.p, self.i64(0))?;
-        self.remap(&dt, &out, x, Some(fill), &mut |idx| {
+        let cfg: Vec<[i64; 3]> = cfg.iter().map(|t| [t[0], t[1], t[2]]).collect();
+        self.padded(x, &out, &cfg, fill)
+    }
+
+    /// `x` padded as `pad` does: dimension `k` gets `cfg[k][0]` elements
+    /// of `fill` before, `cfg[k][1]` after and `cfg[k][2]` between its
+    /// elements (negative edges drop elements); `out` are the extents.
+    pub(crate) fn padded(
+        &self,
+        x: &Op<'c>,
+        out: &[IntValue<'c>],
+        cfg: &[[i64; 3]],
+        fill: BasicValueEnum<'c>,
+    ) -> R<Arr<'c>> {
+        let dt = dtype(&x.ty)?;
+        self.remap(&dt, out, x, Some(fill), &mut |idx| {
             let mut ok = self.cx.bool_type().const_int(1, false);
             let mut at = Vec::new();
             for (k, c) in cfg.iter().enumerate() {
@@ -1482,6 +1487,16 @@ impl<'c> G<'c, '_> {
         })
     }
 
+    /// The extent of `n` elements padded by `[low, high, interior]`.
+    pub(crate) fn padded_extent(&self, n: IntValue<'c>, c: [i64; 3]) -> IntValue<'c> {
+        // (n - 1) * (interior + 1) + 1 + low + high, or low + high when n == 0.
+        let spread = self.add(self.mul(self.sub(n, self.i64(1)), self.i64(c[2] + 1)), self.i64(1));
+        let empty = self.icmp(IntPredicate::EQ, n, self.i64(0));
+        let inner = self.select_int(empty, self.i64(0), spread);
+        let e = self.add(inner, self.i64(c[0] + c[1]));
+        self.select_int(self.icmp(IntPredicate::SLT, e, self.i64(0)), self.i64(0), e)
+    }
+
     fn concatenate(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> R<Arr<'c>> {
         let axis = cx.int("dimension")? as usize;
         let dt = dtype(&cx.outs[0])?;
@@ -1502,7 +1517,7 @@ impl<'c> G<'c, '_> {
             total = self.add(total, a.v.dims[axis]);
         }
         self.check_extent(total, out[axis], false, cx)?;
-        let res = self.alloc(&dt, &out);
+        let res = self.alloc(&dt, &out)?;
         let mut start = self.i64(0);
         for a in &cx.args {
             self.nest(&a.v.dims, &mut |idx| {
@@ -1809,61 +1824,102 @@ impl<'c> G<'c, '_> {
     }
 
     /// Sorts rows of `cols` (arrays of one shape) along `axis` in place,
-    /// stably, by the first `keys` of them (insertion sort).
+    /// stably, by the first `keys` of them: a bottom-up merge sort of the
+    /// row's positions (runs of 1, 2, 4... merged, the left one first on
+    /// ties), then every column gathered in that order.
     fn sort_rows(&self, cols: &[(DType, Arr<'c>)], keys: usize, axis: usize, desc: bool) -> R<()> {
         let dims = cols[0].1.dims.clone();
         let n = dims[axis];
         let stride = self.numel(&dims[axis + 1..]);
         let mut outer = dims.clone();
         outer[axis] = self.i64(1);
-        let j_slot = self.slot(self.cx.i64_type().into());
+        let i64t = DType::Int(64);
+        let (perm, spare) = (self.scratch(&i64t, n)?, self.scratch(&i64t, n)?);
+        let rows = cols
+            .iter()
+            .map(|(dt, _)| self.scratch(dt, n))
+            .collect::<R<Vec<_>>>()?;
         self.nest(&outer, &mut |oi| {
             let base = self.offset(oi, &dims);
             let at = |j: IntValue<'c>| self.add(base, self.mul(j, stride));
-            self.for_range(self.sub(n, self.i64(1)), &mut |i0| {
-                let i = self.add(i0, self.i64(1));
-                self.b.build_store(j_slot, i).expect("store");
-                let head = self.block("sort");
-                let body = self.block("swap");
-                let exit = self.block("sorted");
-                self.b.build_unconditional_branch(head).expect("br");
-                self.b.position_at_end(head);
-                let j = self
-                    .b
-                    .build_load(self.cx.i64_type(), j_slot, "")
-                    .expect("load")
-                    .into_int_value();
-                let pos = self.icmp(IntPredicate::SGT, j, self.i64(0));
-                let jm = self.sub(j, self.i64(1));
-                let jj = self.select_int(pos, j, self.i64(0));
-                let jmm = self.select_int(pos, jm, self.i64(0));
-                // Lexicographic: key k decides when the previous keys tie.
+            // Whether position `a` sorts before position `b`: key by key,
+            // a later key deciding when the earlier ones tie.
+            let before = |a: IntValue<'c>, b: IntValue<'c>| -> R<IntValue<'c>> {
                 let mut lt = self.cx.bool_type().const_zero();
                 let mut eq = self.cx.bool_type().const_int(1, false);
-                for (dt, a) in &cols[..keys] {
-                    let x = self.load(dt, a.p, at(jj))?;
-                    let y = self.load(dt, a.p, at(jmm))?;
+                for (dt, col) in &cols[..keys] {
+                    let x = self.load(dt, col.p, at(a))?;
+                    let y = self.load(dt, col.p, at(b))?;
                     let l = self.less(dt, x, y, desc);
                     let g = self.less(dt, y, x, desc);
                     lt = self.or(lt, self.and(eq, l));
-                    let ne = self.or(l, g);
-                    eq = self.and(eq, self.b.build_not(ne, "").expect("not"));
+                    eq = self.and(eq, self.b.build_not(self.or(l, g), "").expect("not"));
                 }
-                let go = self.and(pos, lt);
-                self.b.build_conditional_branch(go, body, exit).expect("br");
-                self.b.position_at_end(body);
-                for (dt, a) in cols {
-                    let x = self.load(dt, a.p, at(jj))?;
-                    let y = self.load(dt, a.p, at(jmm))?;
-                    self.store(dt, a.p, at(jj), y)?;
-                    self.store(dt, a.p, at(jmm), x)?;
-                }
-                self.b.build_store(j_slot, jm).expect("store");
-                self.b.build_unconditional_branch(head).expect("br");
-                self.b.position_at_end(exit);
-                Ok(())
-            })
-        })
+                Ok(lt)
+            };
+            self.for_range(n, &mut |j| self.store(&i64t, perm, j, j.into()))?;
+            let ptr = |v: &BasicValueEnum<'c>| v.into_pointer_value();
+            // Passes while the run width is below n (64 bound every width).
+            let last = self.for_carry(
+                self.i64(64),
+                &[self.i64(1).into(), perm.into(), spare.into()],
+                &mut |_, st| {
+                    let width = st[0].into_int_value();
+                    let (src, dst) = (ptr(&st[1]), ptr(&st[2]));
+                    let go = self.icmp(IntPredicate::SLT, width, n);
+                    self.if_else(
+                        go,
+                        &mut || {
+                            let pair = self.mul(width, self.i64(2));
+                            self.for_range(self.ceil_div_by(n, pair), &mut |r| {
+                                let lo = self.mul(r, pair);
+                                let mid = self.min_i64(self.add(lo, width), n);
+                                let hi = self.min_i64(self.add(lo, pair), n);
+                                let count = self.sub(hi, lo);
+                                self.for_carry(count, &[lo.into(), mid.into()], &mut |k, ij| {
+                                    let (i, j) = (ij[0].into_int_value(), ij[1].into_int_value());
+                                    let left_ok = self.icmp(IntPredicate::SLT, i, mid);
+                                    let right_ok = self.icmp(IntPredicate::SLT, j, hi);
+                                    let pi = self.load(&i64t, src, self.select_int(left_ok, i, lo))?.into_int_value();
+                                    let pj = self.load(&i64t, src, self.select_int(right_ok, j, lo))?.into_int_value();
+                                    let right_first = self.and(right_ok, before(pj, pi)?);
+                                    let take_left = self.and(left_ok, self.b.build_not(right_first, "").expect("not"));
+                                    let v = self.select_int(take_left, pi, pj);
+                                    self.store(&i64t, dst, self.add(lo, k), v.into())?;
+                                    let one = |c| self.b.build_int_z_extend(c, self.cx.i64_type(), "").expect("zext");
+                                    let nt = self.b.build_not(take_left, "").expect("not");
+                                    Ok(vec![self.add(i, one(take_left)).into(), self.add(j, one(nt)).into()])
+                                })?;
+                                Ok(())
+                            })
+                        },
+                        &mut || Ok(()),
+                    )?;
+                    // After a pass the runs are in `dst`: swap.
+                    let w2 = self.select_int(go, self.mul(width, self.i64(2)), width);
+                    let s2 = self.b.build_select(go, dst, src, "").expect("select");
+                    let d2 = self.b.build_select(go, src, dst, "").expect("select");
+                    Ok(vec![w2.into(), s2, d2])
+                },
+            )?;
+            let sorted = ptr(&last[1]);
+            for ((dt, col), row) in cols.iter().zip(&rows) {
+                self.for_range(n, &mut |j| {
+                    let p = self.load(&i64t, sorted, j)?.into_int_value();
+                    let v = self.load(dt, col.p, at(p))?;
+                    self.store(dt, *row, j, v)
+                })?;
+                self.for_range(n, &mut |j| {
+                    let v = self.load(dt, *row, j)?;
+                    self.store(dt, col.p, at(j), v)
+                })?;
+            }
+            Ok(())
+        })?;
+        for p in [perm, spare].into_iter().chain(rows) {
+            self.release(p)?;
+        }
+        Ok(())
     }
 
     fn sort(&self, cx: &Cx<'_, 'c>) -> R<Vec<Arr<'c>>> {
@@ -1908,7 +1964,7 @@ impl<'c> G<'c, '_> {
         let dt = dtype(&x.ty)?;
         let idt = dtype(&cx.outs[1])?;
         let vals = self.copy_owned(x)?;
-        let idx = self.alloc(&idt, &x.v.dims);
+        let idx = self.alloc(&idt, &x.v.dims)?;
         self.nest(&x.v.dims, &mut |i| {
             let v = self.from_i64(i[axis], &idt)?;
             self.store(&idt, idx.p, self.offset(i, &x.v.dims), v)

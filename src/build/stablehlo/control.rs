@@ -324,17 +324,12 @@ impl<'c> Lower<'c, '_> {
         let mut idx = vec![x.v, at];
         idx.extend(std::iter::repeat_n(zero, sizes.len() - 1));
         let st = self.ty(&AType::new(dt.clone(), dims(&sizes)), cx.at())?;
-        let list = sizes
-            .iter()
-            .map(i64::to_string)
-            .collect::<Vec<_>>()
-            .join(", ");
         let slice = self.op1(
             b,
             "stablehlo.dynamic_slice",
             &idx,
             st,
-            &[("slice_sizes", format!("array<i64: {list}>"))],
+            &[("slice_sizes", super::ops::arr(&sizes))],
         )?;
         let it = self.ty(&AType::new(dt, dims(&sizes[1..])), cx.at())?;
         self.op1(b, "stablehlo.reshape", &[slice], it, &[])

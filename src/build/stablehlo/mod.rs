@@ -21,8 +21,9 @@
 
 mod control;
 mod ops;
+mod print;
 
-use super::{BuildResult, LowerError, R, Syntax, err, solvable};
+use super::{Failure, LowerError, R, Syntax, err, solvable};
 use crate::check::{Analysis, EqnId, JaxprId};
 use crate::diagnostics::{DiagKind, Diagnostic};
 use crate::syntax::TextRange;
@@ -30,7 +31,6 @@ use crate::syntax::ast::{self, Atom};
 use crate::types::poly::{Factor, Symbol};
 use crate::types::{AType, DType, Dim, FloatKind, Poly, VarId};
 use melior::Context;
-use melior::dialect::DialectRegistry;
 use melior::ir::attribute::{StringAttribute, TypeAttribute};
 use melior::ir::operation::{OperationBuilder, OperationLike};
 use melior::ir::r#type::FunctionType;
@@ -40,7 +40,11 @@ use melior::ir::{
     Value, ValueLike,
 };
 use rustc_hash::FxHashMap as HashMap;
+use smallvec::SmallVec;
+use std::borrow::Cow;
 use std::cell::RefCell;
+use std::fmt::Write as _;
+use std::io::Write;
 use std::rc::Rc;
 
 /// A value of the module being built. The module owns every operation until
@@ -49,14 +53,14 @@ use std::rc::Rc;
 pub(crate) type V<'c> = Value<'c, 'c>;
 pub(crate) type B<'c> = BlockRef<'c, 'c>;
 
-/// A lowered operand: its value and its jaxpr type.
-pub(crate) type Operand<'c> = super::Operand<V<'c>>;
+/// A lowered operand: its value and its jaxpr type, borrowed from the
+/// analysis (which outlives the module) unless the lowering made it.
+pub(crate) type Operand<'c> = super::Operand<V<'c>, Cow<'c, AType>>;
 
-/// Values in scope while lowering one jaxpr: its variables, and the values
-/// of the symbolic dimensions (shared by every jaxpr of the file).
+/// The values of the symbolic dimensions where a jaxpr is lowered (shared
+/// by every jaxpr of the file, computed once in the entry block).
 #[derive(Clone, Default)]
 pub(crate) struct Env<'c> {
-    vals: HashMap<VarId, V<'c>>,
     syms: HashMap<Symbol, V<'c>>,
 }
 
@@ -67,21 +71,21 @@ pub struct Timings {
     pub context: std::time::Duration,
     pub lower: std::time::Duration,
     pub verify: std::time::Duration,
+    /// Printing the module and writing it out.
     pub print: std::time::Duration,
     pub teardown: std::time::Duration,
 }
 
-/// Lowers a checked file to a StableHLO module (text or bytecode).
-pub fn lower(file: &ast::SourceFile, a: &Analysis, bytecode: bool) -> BuildResult {
-    lower_timed(file, a, bytecode, &mut Timings::default())
-}
-
-pub fn lower_timed(
+/// Lowers a checked file to a StableHLO module, has MLIR verify it, and
+/// writes it (text, or bytecode) to the writer `open` gives, which is asked
+/// for only once the module verified; returns that writer.
+pub fn lower_into<W: Write>(
     file: &ast::SourceFile,
     a: &Analysis,
     bytecode: bool,
     t: &mut Timings,
-) -> BuildResult {
+    open: impl FnOnce() -> std::io::Result<W>,
+) -> Result<W, Failure> {
     let clock = std::time::Instant::now();
     let mut lap = {
         let mut last = clock;
@@ -92,12 +96,7 @@ pub fn lower_timed(
             d
         }
     };
-    let registry = DialectRegistry::new();
-    melior::utility::register_all_dialects(&registry);
-    let cx = Context::new();
-    cx.append_dialect_registry(&registry);
-    cx.load_all_available_dialects();
-    cx.set_allow_unregistered_dialects(true);
+    let cx = context();
     let messages: Rc<RefCell<Vec<String>>> = Rc::default();
     let sink = messages.clone();
     let handler = cx.attach_diagnostic_handler(move |d| {
@@ -112,13 +111,14 @@ pub fn lower_timed(
     let result = (|| {
         let lw = Lower::new(&cx, file, a);
         let module = Module::new(Location::unknown(&cx));
-        lw.main(&module).map_err(|e| vec![e.into_diagnostic()])?;
+        lw.main(&module)
+            .map_err(|e| Failure::Diagnostics(vec![e.into_diagnostic()]))?;
         t.lower = lap();
         let verified = module.as_operation().verify();
         t.verify = lap();
         if !verified {
             let msgs = messages.borrow().join("; ");
-            return Err(vec![
+            return Err(Failure::Diagnostics(vec![
                 Diagnostic::error(
                     DiagKind::Unsupported,
                     whole,
@@ -127,15 +127,15 @@ pub fn lower_timed(
                 .with_help(
                     "this is a bug of the StableHLO lowering; please report it with the jaxpr",
                 ),
-            ]);
+            ]));
         }
-        let out = if bytecode {
-            module.as_operation().write_bytecode()
+        let mut out = open().map_err(Failure::Io)?;
+        if bytecode {
+            out.write_all(&module.as_operation().write_bytecode())
         } else {
-            let mut text = print(&module);
-            text.push(b'\n');
-            text
-        };
+            print::write_module(&module, lw.ops.get(), &mut out)
+        }
+        .map_err(Failure::Io)?;
         t.print = lap();
         Ok(out)
     })();
@@ -145,40 +145,40 @@ pub fn lower_timed(
     result
 }
 
-/// The module as MLIR text, written straight into bytes (melior's
-/// `Display` goes through `fmt::Write` chunk by chunk, which costs as much
-/// as MLIR's printer itself on large modules).
-fn print(module: &Module) -> Vec<u8> {
-    unsafe extern "C" fn append(s: mlir_sys::MlirStringRef, data: *mut std::ffi::c_void) {
-        // SAFETY: `data` is the `Vec<u8>` below; MLIR passes valid slices.
-        unsafe {
-            let out = &mut *(data as *mut Vec<u8>);
-            out.extend_from_slice(std::slice::from_raw_parts(s.data as *const u8, s.length));
-        }
-    }
-    let mut out: Vec<u8> = Vec::new();
-    // SAFETY: the operation is alive for the call; the callback only appends.
-    unsafe {
-        mlir_sys::mlirOperationPrint(
-            module.as_operation().to_raw(),
-            Some(append),
-            &mut out as *mut Vec<u8> as *mut std::ffi::c_void,
-        );
-    }
-    out
+/// An MLIR context for the lowering: the `func` dialect is the only one
+/// the module uses that MLIR knows (StableHLO and CHLO are unregistered),
+/// so only it is loaded. Without threads: nothing of the build runs in
+/// parallel (the module has one function to verify), and a threaded
+/// context takes locks for every type, attribute and name it uniques.
+fn context() -> Context {
+    let cx = Context::new_with_threading(false);
+    melior::dialect::DialectHandle::func().load_dialect(&cx);
+    cx.set_allow_unregistered_dialects(true);
+    cx
 }
 
-pub(crate) struct Lower<'c, 'f> {
+pub(crate) struct Lower<'c, 'f: 'c> {
     pub cx: &'c Context,
     pub a: &'f Analysis,
     loc: Location<'c>,
     /// Where every jaxpr's syntax and every variable use is.
     syntax: Syntax<'f>,
+    /// The value of each variable, by `VarId`, once its binder is lowered.
+    /// One table for the whole file: a variable belongs to one jaxpr, and a
+    /// jaxpr lowered again (a second call site, a loop body) binds its
+    /// variables again before it reads them.
+    vals: RefCell<Vec<Option<V<'c>>>>,
+    /// Types and attributes already made, by their text or (tensors) their
+    /// element type and dimensions, and attribute names.
     types: RefCell<HashMap<String, Type<'c>>>,
+    tensors: RefCell<HashMap<TensorKey, Type<'c>>>,
     attrs: RefCell<HashMap<String, Attribute<'c>>>,
+    idents: RefCell<HashMap<&'static str, Identifier<'c>>>,
     /// Scalar constants already made in a block (by block, type and text):
     /// a constant dominates the rest of its block and the regions in it.
     consts: RefCell<HashMap<(usize, usize, Box<str>), V<'c>>>,
+    /// Operations made so far (the printer sizes its buffer from it).
+    ops: std::cell::Cell<usize>,
 }
 
 impl<'c, 'f> Lower<'c, 'f> {
@@ -189,9 +189,13 @@ impl<'c, 'f> Lower<'c, 'f> {
             a,
             loc: Location::unknown(cx),
             syntax,
+            vals: RefCell::new(vec![None; a.vars.len()]),
             types: RefCell::default(),
+            tensors: RefCell::default(),
             attrs: RefCell::default(),
+            idents: RefCell::default(),
             consts: RefCell::default(),
+            ops: std::cell::Cell::new(0),
         }
     }
 
@@ -222,10 +226,10 @@ impl<'c, 'f> Lower<'c, 'f> {
         let (block, b, args) = self.new_block(&in_tys);
         let mut env = Env::default();
         for (&v, &x) in inputs.iter().zip(&args) {
-            env.vals.insert(v, x);
+            self.bind(v, x);
         }
         self.bind_symbols(b, &mut env, &inputs)?;
-        let outs = self.body(b, &mut env, main)?;
+        let outs = self.body(b, &env, main)?;
         let outs = outs
             .into_iter()
             .zip(explicit)
@@ -269,8 +273,8 @@ impl<'c, 'f> Lower<'c, 'f> {
                     let size = self.op1(
                         b,
                         "stablehlo.get_dimension_size",
-                        &[env.vals[&v]],
-                        self.parse_ty("tensor<i32>")?,
+                        &[self.value(v, var.range)?],
+                        self.tensor_of("i32", &[])?,
                         &[("dimension", format!("{k} : i64"))],
                     )?;
                     let size = self.convert(b, size, &DType::Int(64))?;
@@ -292,12 +296,12 @@ impl<'c, 'f> Lower<'c, 'f> {
 
     /// Lowers the equations of a jaxpr whose inputs are bound in `env`;
     /// returns its outputs.
-    pub(crate) fn body(&self, b: B<'c>, env: &mut Env<'c>, j: JaxprId) -> R<Vec<Operand<'c>>> {
+    pub(crate) fn body(&self, b: B<'c>, env: &Env<'c>, j: JaxprId) -> R<Vec<Operand<'c>>> {
         let (eqns, outvars) = self.syntax.body(self.a, j)?;
         for (e, id) in eqns {
             self.eqn(b, env, e, id)?;
         }
-        outvars.iter().map(|o| self.atom(b, env, o)).collect()
+        outvars.iter().map(|o| self.atom(b, o)).collect()
     }
 
     /// Lowers a nested jaxpr with the given inputs (constvars first, then
@@ -311,38 +315,49 @@ impl<'c, 'f> Lower<'c, 'f> {
         at: TextRange,
     ) -> R<Vec<Operand<'c>>> {
         let binders = super::walk::nested_binders(self.a, j, inputs.len(), at)?;
-        let mut env = Env {
-            vals: HashMap::default(),
-            syms: outer.syms.clone(),
-        };
         for (&v, &x) in binders.iter().zip(inputs) {
             let want = self.ty(&self.a.var(v).ty, self.a.var(v).range)?;
-            env.vals.insert(v, self.fit(b, x, want)?);
+            self.bind(v, self.fit(b, x, want)?);
         }
-        self.body(b, &mut env, j)
+        self.body(b, outer, j)
     }
 
-    fn eqn(&self, b: B<'c>, env: &mut Env<'c>, e: &ast::Eqn, id: EqnId) -> R<()> {
+    fn eqn(&self, b: B<'c>, env: &Env<'c>, e: &ast::Eqn, id: EqnId) -> R<()> {
         let info = self.a.eqn(id);
         let args = e
             .args
             .iter()
-            .map(|x| self.atom(b, env, x))
+            .map(|x| self.atom(b, x))
             .collect::<R<Vec<_>>>()?;
-        let outs = super::walk::result_types(self.a, e, id);
+        let outs = super::walk::result_type_refs(self.a, e, id);
         let cx = ops::EqnCx { e, id, args, outs };
         let results = self.lower_eqn(b, env, &cx)?;
         super::walk::expect_results(e, results.len())?;
         for (i, r) in results.into_iter().enumerate() {
             if let Some(v) = info.outs.get(i).copied().flatten() {
                 let want = self.ty(&cx.outs[i], e.outs[i].range)?;
-                env.vals.insert(v, self.fit(b, r, want)?);
+                self.bind(v, self.fit(b, r, want)?);
             }
         }
         Ok(())
     }
 
-    fn atom(&self, b: B<'c>, env: &Env<'c>, x: &Atom) -> R<Operand<'c>> {
+    fn bind(&self, v: VarId, x: V<'c>) {
+        self.vals.borrow_mut()[v.0 as usize] = Some(x);
+    }
+
+    /// The value of a variable (`at`: where it is used).
+    fn value(&self, v: VarId, at: TextRange) -> R<V<'c>> {
+        match self.vals.borrow().get(v.0 as usize).copied().flatten() {
+            Some(x) => Ok(x),
+            None => err(
+                at,
+                format!("internal error: `{}` has no value here", self.a.var(v).name),
+            ),
+        }
+    }
+
+    fn atom(&self, b: B<'c>, x: &Atom) -> R<Operand<'c>> {
         match x {
             Atom::Var(n) => {
                 let Some(&v) = self.syntax.uses.get(&n.range.start) else {
@@ -351,15 +366,9 @@ impl<'c, 'f> Lower<'c, 'f> {
                         format!("internal error: `{}` is not resolved", n.text),
                     );
                 };
-                let Some(&val) = env.vals.get(&v) else {
-                    return err(
-                        n.range,
-                        format!("internal error: `{}` has no value", n.text),
-                    );
-                };
                 Ok(Operand {
-                    v: val,
-                    ty: self.a.var(v).ty.clone(),
+                    v: self.value(v, n.range)?,
+                    ty: Cow::Borrowed(&self.a.var(v).ty),
                 })
             }
             Atom::Lit(l) => {
@@ -378,7 +387,7 @@ impl<'c, 'f> Lower<'c, 'f> {
                 };
                 Ok(Operand {
                     v: self.constant(b, &dt, &l.value, l.range)?,
-                    ty: AType::scalar(dt),
+                    ty: Cow::Owned(AType::scalar(dt)),
                 })
             }
         }
@@ -386,18 +395,14 @@ impl<'c, 'f> Lower<'c, 'f> {
 
     // ---- types ---------------------------------------------------------------
 
+    /// A type from its text, parsed once.
     pub(crate) fn parse_ty(&self, s: &str) -> R<Type<'c>> {
-        if let Some(t) = self.types.borrow().get(s) {
-            return Ok(*t);
-        }
-        let Some(t) = Type::parse(self.cx, s) else {
-            return err(
-                TextRange::new(0, 0),
-                format!("internal error: MLIR rejects type {s}"),
-            );
-        };
-        self.types.borrow_mut().insert(s.to_string(), t);
-        Ok(t)
+        parsed(
+            &self.types,
+            s,
+            |s| Type::parse(self.cx, s),
+            || format!("type {s}"),
+        )
     }
 
     /// The tensor type of a jaxpr type (`?` for every non-constant dimension).
@@ -412,17 +417,48 @@ impl<'c, 'f> Lower<'c, 'f> {
         let Some(elem) = elem_type(dt) else {
             return err(at, format!("dtype {dt} has no StableHLO lowering here"));
         };
-        let mut s = String::from("tensor<");
-        for d in dims {
-            match d {
-                Dim::Const(c) => s.push_str(&c.to_string()),
-                _ => s.push('?'),
-            }
-            s.push('x');
+        let sizes: SmallVec<[i64; 6]> = dims
+            .iter()
+            .map(|d| d.as_const().unwrap_or(DYNAMIC))
+            .collect();
+        self.tensor_of(elem, &sizes)
+    }
+
+    /// `tensor<d0 x d1 x ... x elem>` (`DYNAMIC` for `?`), made through
+    /// MLIR's C API once per distinct type: lowering asks for a type at
+    /// nearly every operation.
+    pub(crate) fn tensor_of(&self, elem: &'static str, sizes: &[i64]) -> R<Type<'c>> {
+        let key: TensorKey = (elem, SmallVec::from_slice(sizes));
+        if let Some(&t) = self.tensors.borrow().get(&key) {
+            return Ok(t);
         }
-        s.push_str(elem);
-        s.push('>');
-        self.parse_ty(&s)
+        let e = self.parse_ty(elem)?;
+        // SAFETY: the element type belongs to this context; a null encoding
+        // is "no encoding"; MLIR copies the sizes.
+        let t = unsafe {
+            Type::from_raw(mlir_sys::mlirRankedTensorTypeGet(
+                sizes.len() as isize,
+                sizes.as_ptr(),
+                e.to_raw(),
+                mlir_sys::MlirAttribute {
+                    ptr: std::ptr::null(),
+                },
+            ))
+        };
+        self.tensors.borrow_mut().insert(key, t);
+        Ok(t)
+    }
+
+    /// The type of `v` with element type `elem` (same dimensions).
+    pub(crate) fn with_elem(&self, v: V<'c>, elem: &'static str) -> R<Type<'c>> {
+        let t = v.r#type().to_raw();
+        // SAFETY: every value the lowering makes is a ranked tensor.
+        let sizes: SmallVec<[i64; 6]> = unsafe {
+            (0..mlir_sys::mlirShapedTypeGetRank(t))
+                .map(|i| mlir_sys::mlirShapedTypeGetDimSize(t, i as isize))
+                .collect()
+        };
+        self.tensor_of(elem, &sizes)
     }
 
     pub(crate) fn scalar_ty(&self, dt: &DType) -> R<Type<'c>> {
@@ -464,28 +500,40 @@ impl<'c, 'f> Lower<'c, 'f> {
         name: &str,
         operands: &[V<'c>],
         results: &[Type<'c>],
-        attrs: &[(&str, String)],
+        attrs: &[(&'static str, String)],
         regions: Vec<Region<'c>>,
     ) -> R<Vec<V<'c>>> {
-        let mut named = Vec::with_capacity(attrs.len());
+        let op = self.append(b, name, operands, results, attrs, regions)?;
+        Ok((0..results.len()).map(|i| result(op, i)).collect())
+    }
+
+    /// An operation with one result.
+    pub(crate) fn op1(
+        &self,
+        b: B<'c>,
+        name: &str,
+        operands: &[V<'c>],
+        result_type: Type<'c>,
+        attrs: &[(&'static str, String)],
+    ) -> R<V<'c>> {
+        let op = self.append(b, name, operands, &[result_type], attrs, Vec::new())?;
+        Ok(result(op, 0))
+    }
+
+    /// [`Self::op`] and [`Self::op1`]: makes the operation and appends it
+    /// to `b`.
+    fn append(
+        &self,
+        b: B<'c>,
+        name: &str,
+        operands: &[V<'c>],
+        results: &[Type<'c>],
+        attrs: &[(&'static str, String)],
+        regions: Vec<Region<'c>>,
+    ) -> R<mlir_sys::MlirOperation> {
+        let mut named: SmallVec<[(Identifier<'c>, Attribute<'c>); 4]> = SmallVec::new();
         for (k, text) in attrs {
-            let cached = self.attrs.borrow().get(text.as_str()).copied();
-            let at = match cached {
-                Some(at) => at,
-                None => {
-                    let Some(at) = Attribute::parse(self.cx, text) else {
-                        return err(
-                            TextRange::new(0, 0),
-                            format!(
-                                "internal error: MLIR rejects attribute {k} = {text} of {name}"
-                            ),
-                        );
-                    };
-                    self.attrs.borrow_mut().insert(text.clone(), at);
-                    at
-                }
-            };
-            named.push((Identifier::new(self.cx, k), at));
+            named.push((self.ident(k), self.attr(name, k, text)?));
         }
         let op = OperationBuilder::new(name, self.loc)
             .add_operands(operands)
@@ -499,22 +547,28 @@ impl<'c, 'f> Lower<'c, 'f> {
                 format!("internal error: MLIR could not build {name}"),
             );
         };
-        let op = b.append_operation(op);
-        Ok((0..results.len())
-            .map(|i| unsafe { V::from_raw(op.result(i).expect("result").to_raw()) })
-            .collect())
+        self.ops.set(self.ops.get() + 1);
+        Ok(b.append_operation(op).to_raw())
     }
 
-    /// An operation with one result.
-    pub(crate) fn op1(
-        &self,
-        b: B<'c>,
-        name: &str,
-        operands: &[V<'c>],
-        result: Type<'c>,
-        attrs: &[(&str, String)],
-    ) -> R<V<'c>> {
-        Ok(self.op(b, name, operands, &[result], attrs, vec![])?[0])
+    /// An attribute name, made once.
+    fn ident(&self, name: &'static str) -> Identifier<'c> {
+        *self
+            .idents
+            .borrow_mut()
+            .entry(name)
+            .or_insert_with(|| Identifier::new(self.cx, name))
+    }
+
+    /// An attribute from its text, parsed once (`key` and `op` say where it
+    /// goes, for the error).
+    fn attr(&self, op: &str, key: &str, text: &str) -> R<Attribute<'c>> {
+        parsed(
+            &self.attrs,
+            text,
+            |t| Attribute::parse(self.cx, t),
+            || format!("attribute {key} = {text} of {op}"),
+        )
     }
 
     /// An elementwise operation whose result has the type of its first operand.
@@ -534,15 +588,10 @@ impl<'c, 'f> Lower<'c, 'f> {
 
     /// Converts the element type, keeping the shape.
     pub(crate) fn convert(&self, b: B<'c>, v: V<'c>, to: &DType) -> R<V<'c>> {
-        let t = v.r#type().to_string();
         let Some(elem) = elem_type(to) else {
             return err(TextRange::new(0, 0), format!("dtype {to} has no lowering"));
         };
-        let shape = match t.rfind('x') {
-            Some(i) if t.starts_with("tensor<") && t[..i].len() > 7 => &t[7..=i],
-            _ => "",
-        };
-        let want = self.parse_ty(&format!("tensor<{shape}{elem}>"))?;
+        let want = self.with_elem(v, elem)?;
         self.fit(b, v, want)
     }
 
@@ -617,15 +666,11 @@ impl<'c, 'f> Lower<'c, 'f> {
 
     /// A 1-d `tensor<Nxi64>` constant (shapes, indices).
     pub(crate) fn const_vec_i64(&self, b: B<'c>, xs: &[i64]) -> R<V<'c>> {
-        let t = self.parse_ty(&format!("tensor<{}xi64>", xs.len()))?;
-        let body = xs.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
-        self.op1(
-            b,
-            "stablehlo.constant",
-            &[],
-            t,
-            &[("value", format!("dense<[{body}]> : {t}"))],
-        )
+        let t = self.tensor_of("i64", &[xs.len() as i64])?;
+        let mut value = String::from("dense<[");
+        ops::push_joined(&mut value, xs);
+        let _ = write!(value, "]> : {t}");
+        self.op1(b, "stablehlo.constant", &[], t, &[("value", value)])
     }
 
     // ---- dimensions ------------------------------------------------------------
@@ -635,15 +680,7 @@ impl<'c, 'f> Lower<'c, 'f> {
         match d {
             Dim::Const(c) => self.const_i64(b, *c),
             Dim::Var(v) => {
-                let Some(&x) = env.vals.get(v) else {
-                    return err(
-                        at,
-                        format!(
-                            "the dimension variable `{}` has no value here",
-                            self.a.var(*v).name
-                        ),
-                    );
-                };
+                let x = self.value(*v, at)?;
                 self.convert(b, x, &DType::Int(64))
             }
             Dim::Sym(p) => self.poly(b, env, p, at),
@@ -707,7 +744,7 @@ impl<'c, 'f> Lower<'c, 'f> {
         if let Some(cs) = dims.iter().map(Dim::as_const).collect::<Option<Vec<_>>>() {
             return self.const_vec_i64(b, &cs);
         }
-        let t1 = self.parse_ty("tensor<1xi64>")?;
+        let t1 = self.tensor_of("i64", &[1])?;
         let parts = dims
             .iter()
             .map(|d| {
@@ -715,7 +752,7 @@ impl<'c, 'f> Lower<'c, 'f> {
                 self.op1(b, "stablehlo.reshape", &[x], t1, &[])
             })
             .collect::<R<Vec<_>>>()?;
-        let t = self.parse_ty(&format!("tensor<{}xi64>", dims.len()))?;
+        let t = self.tensor_of("i64", &[dims.len() as i64])?;
         self.op1(
             b,
             "stablehlo.concatenate",
@@ -725,6 +762,40 @@ impl<'c, 'f> Lower<'c, 'f> {
         )
     }
 }
+
+/// `text` parsed by MLIR, once per distinct text (`what` describes it
+/// for the error).
+fn parsed<T: Copy>(
+    cache: &RefCell<HashMap<String, T>>,
+    text: &str,
+    parse: impl FnOnce(&str) -> Option<T>,
+    what: impl FnOnce() -> String,
+) -> R<T> {
+    if let Some(&x) = cache.borrow().get(text) {
+        return Ok(x);
+    }
+    let Some(x) = parse(text) else {
+        return err(
+            TextRange::new(0, 0),
+            format!("internal error: MLIR rejects {}", what()),
+        );
+    };
+    cache.borrow_mut().insert(text.to_string(), x);
+    Ok(x)
+}
+
+/// Result `i` of an operation of the module.
+fn result<'c>(op: mlir_sys::MlirOperation, i: usize) -> V<'c> {
+    // SAFETY: the operation is in the module, which outlives the lowering;
+    // callers ask for results it has.
+    unsafe { V::from_raw(mlir_sys::mlirOperationGetResult(op, i as isize)) }
+}
+
+/// MLIR's size of a dynamic dimension (`?`).
+const DYNAMIC: i64 = i64::MIN;
+
+/// A tensor type: element type and dimension sizes.
+type TensorKey = (&'static str, SmallVec<[i64; 6]>);
 
 /// The StableHLO element type of a dtype.
 pub(crate) fn elem_type(dt: &DType) -> Option<&'static str> {

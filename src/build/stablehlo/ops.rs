@@ -6,12 +6,12 @@ use super::{B, Env, Lower, Operand, V};
 use crate::build::{IDENTITY, LowerError, R, err, expr_poly, expr_text};
 
 /// One equation being lowered.
-pub(crate) type EqnCx<'e, 'c> = crate::build::EqnCx<'e, V<'c>>;
+pub(crate) type EqnCx<'e, 'c> = crate::build::EqnCx<'e, V<'c>, std::borrow::Cow<'c, AType>>;
 
 use crate::syntax::TextRange;
 use crate::syntax::ast::{Expr, ExprKind};
 use crate::types::{AType, DType, Dim};
-use melior::ir::{Type, ValueLike};
+use melior::ir::Type;
 
 /// `neg` is `stablehlo.negate`, ...: same shape in and out.
 const UNARY: &[(&str, &str)] = &[
@@ -119,20 +119,34 @@ const CUMULATIVE: &[(&str, &str, Init)] = &[
     ("cummin", "stablehlo.minimum", Init::Highest),
 ];
 
-fn arr(xs: &[i64]) -> String {
-    let body = xs.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
+/// `array<i64: 1, 2>`: an array attribute of integers.
+pub(crate) fn arr(xs: &[i64]) -> String {
     if xs.is_empty() {
-        "array<i64>".into()
-    } else {
-        format!("array<i64: {body}>")
+        return "array<i64>".into();
     }
+    let mut s = String::from("array<i64: ");
+    push_joined(&mut s, xs);
+    s.push('>');
+    s
 }
 
+/// `[1, 2]`: integers in a dialect attribute.
 fn list(xs: &[i64]) -> String {
-    format!(
-        "[{}]",
-        xs.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")
-    )
+    let mut s = String::from("[");
+    push_joined(&mut s, xs);
+    s.push(']');
+    s
+}
+
+/// Appends `1, 2, 3`.
+pub(crate) fn push_joined(s: &mut String, xs: &[i64]) {
+    use std::fmt::Write;
+    for (i, x) in xs.iter().enumerate() {
+        if i > 0 {
+            s.push_str(", ");
+        }
+        let _ = write!(s, "{x}");
+    }
 }
 
 /// `dense<[[lo, hi], ...]> : tensor<Nx2xi64>`.
@@ -385,7 +399,7 @@ impl<'c> Lower<'c, '_> {
         env: &Env<'c>,
         cx: &EqnCx<'_, 'c>,
         op: &str,
-        attrs: &[(&str, String)],
+        attrs: &[(&'static str, String)],
     ) -> R<V<'c>> {
         let out = &cx.outs[0];
         let vs = cx
@@ -408,9 +422,7 @@ impl<'c> Lower<'c, '_> {
     }
 
     pub(crate) fn compare(&self, b: B<'c>, x: V<'c>, y: V<'c>, dir: &str, ct: &str) -> R<V<'c>> {
-        let t = x.r#type().to_string();
-        let shape = &t[7..=t.rfind('x').filter(|&i| i > 7).unwrap_or(6)];
-        let rt = self.parse_ty(&format!("tensor<{shape}i1>"))?;
+        let rt = self.with_elem(x, "i1")?;
         self.op1(b, "stablehlo.compare", &[x, y], rt, &compare_attrs(dir, ct))
     }
 
