@@ -13,7 +13,7 @@ use crate::diagnostics::{DiagKind, Diagnostic};
 use crate::signature::{self, Signature};
 use crate::syntax::TextRange;
 use crate::syntax::ast::{self, Atom, Expr, ExprKind, Jaxpr};
-use crate::types::{AType, DType, Dim, DimNames, Poly, VarId};
+use crate::types::{AType, DType, Dim, DimNames, Poly, Shape, VarId};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet};
 use smol_str::SmolStr;
 
@@ -903,7 +903,7 @@ impl Checker {
             binder_range: cx.range(info.binder_range),
             ty: AType {
                 dtype: info.ty.dtype.clone(),
-                shape: Vec::new(),
+                shape: Shape::new(),
             },
             jaxpr: JaxprId(self.a.jaxprs.len() as u32 - 1),
             role: info.role.clone(),
@@ -1028,7 +1028,7 @@ impl Checker {
                 outs.push(OutInfo {
                     ty: AType {
                         dtype: None,
-                        shape: Vec::new(),
+                        shape: Shape::new(),
                     },
                     var: None,
                     range: n.range,
@@ -1096,7 +1096,7 @@ impl Checker {
                 Some(t) => self.resolve_type(t, None),
                 None => AType {
                     dtype: None,
-                    shape: Vec::new(),
+                    shape: Shape::new(),
                 },
             },
         };
@@ -1170,7 +1170,7 @@ impl Checker {
                     Operand {
                         ty: AType {
                             dtype: None,
-                            shape: Vec::new(),
+                            shape: Shape::new(),
                         },
                         var: None,
                         int_value: None,
@@ -1184,7 +1184,7 @@ impl Checker {
                     Some(t) => self.resolve_type(t, None),
                     None => AType {
                         dtype: None,
-                        shape: Vec::new(),
+                        shape: Shape::new(),
                     },
                 };
                 let int_value = l.value.parse::<i64>().ok();
@@ -1463,7 +1463,7 @@ impl Checker {
                 binder_range: b.range,
                 ty: AType {
                     dtype: None,
-                    shape: Vec::new(),
+                    shape: Shape::new(),
                 },
                 jaxpr,
                 role: VarRole::Result { eqn: id, index: i },
@@ -1476,7 +1476,7 @@ impl Checker {
                 Some(t) => self.resolve_type(t, Some((&operands, &out_vars))),
                 None => AType {
                     dtype: None,
-                    shape: Vec::new(),
+                    shape: Shape::new(),
                 },
             };
             if let Some(v) = v {
@@ -1486,11 +1486,6 @@ impl Checker {
             declared.push(t);
         }
         self.pending_results.clear();
-        for (v, t) in out_vars.iter().zip(&declared) {
-            if let Some(v) = v {
-                self.a.vars[v.0 as usize].ty = t.clone();
-            }
-        }
 
         let inferred = {
             let mut cx = rules::EqnCx::new(self, e, id, &operands, &declared, &out_vars);

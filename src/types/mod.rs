@@ -51,16 +51,22 @@ impl Dim {
     }
 }
 
+/// The dimensions of an array type. Inline up to rank 4 (nearly every shape
+/// of a real program): a type is cloned for every operand and result an
+/// equation reads, and a heap allocation for each was a large part of a
+/// check's time.
+pub type Shape = smallvec::SmallVec<[Dim; 4]>;
+
 /// The type of an array value: dtype and shape. `dtype: None` stands for an
 /// untyped (weakly typed) literal of older printers, which adapts to its context.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct AType {
     pub dtype: Option<DType>,
-    pub shape: Vec<Dim>,
+    pub shape: Shape,
 }
 
 impl AType {
-    pub fn new(dtype: DType, shape: Vec<Dim>) -> Self {
+    pub fn new(dtype: DType, shape: Shape) -> Self {
         AType {
             dtype: Some(dtype),
             shape,
@@ -69,7 +75,7 @@ impl AType {
     pub fn scalar(dtype: DType) -> Self {
         AType {
             dtype: Some(dtype),
-            shape: Vec::new(),
+            shape: Shape::new(),
         }
     }
     pub fn rank(&self) -> usize {
@@ -88,7 +94,7 @@ impl AType {
             shape: self.shape.clone(),
         }
     }
-    pub fn with_shape(&self, shape: Vec<Dim>) -> AType {
+    pub fn with_shape(&self, shape: Shape) -> AType {
         AType {
             dtype: self.dtype.clone(),
             shape,

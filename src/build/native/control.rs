@@ -367,7 +367,7 @@ impl<'c> G<'c, '_> {
                             p,
                             dims: x.v.dims[1..].to_vec(),
                         },
-                        ty: x.ty.with_shape(x.ty.shape[1..].to_vec()),
+                        ty: x.ty.with_shape(x.ty.shape[1..].into()),
                     });
                 }
                 let r = self.call_jaxpr(env, body, &inputs, cx.at())?;
