@@ -424,7 +424,8 @@ impl<'a, 's> Parser<'a, 's> {
         {
             return chain.result;
         }
-        let mut starts = Vec::new();
+        // Most lines bind one or two results: no allocation for them.
+        let mut starts = SmallVec::<[usize; 4]>::new();
         let mut saw_binder = false;
         let result = loop {
             if self.kind_at(i) == T::Ident && self.kind_at(i + 1) == T::Colon {
@@ -441,7 +442,10 @@ impl<'a, 's> Parser<'a, 's> {
             }
         };
         if starts.len() > 1 {
-            self.last_chain = Some(Chain { starts, result });
+            self.last_chain = Some(Chain {
+                starts: starts.into_vec(),
+                result,
+            });
         }
         result
     }
