@@ -15,6 +15,7 @@ use crate::syntax::TextRange;
 use crate::syntax::ast::{self, Atom, Expr, ExprKind, Jaxpr};
 use crate::types::{AType, DType, Dim, DimNames, Poly, Shape, VarId};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet};
+use smallvec::SmallVec;
 use smol_str::SmolStr;
 
 pub use dims::DimEq;
@@ -1432,7 +1433,9 @@ impl Checker {
 
     fn check_eqn(&mut self, e: &ast::Eqn, jaxpr: JaxprId) -> EqnId {
         let id = EqnId(self.a.eqns.len() as u32);
-        let operands: Vec<Operand> = e.args.iter().map(|a| self.operand(a)).collect();
+        // Operands and results on the stack for the usual few (one heap
+        // allocation each per equation was a noticeable part of a check).
+        let operands: SmallVec<[Operand; 4]> = e.args.iter().map(|a| self.operand(a)).collect();
         let source_info = e
             .comments
             .iter()
@@ -1470,7 +1473,7 @@ impl Checker {
             });
             out_vars.push(Some(v));
         }
-        let mut declared: Vec<AType> = Vec::with_capacity(e.outs.len());
+        let mut declared: SmallVec<[AType; 2]> = SmallVec::with_capacity(e.outs.len());
         for (b, v) in e.outs.iter().zip(&out_vars) {
             let t = match &b.ty {
                 Some(t) => self.resolve_type(t, Some((&operands, &out_vars))),
@@ -1495,10 +1498,6 @@ impl Checker {
         if let Some(types) = &inferred {
             self.compare_declared(e, &declared, types);
         }
-        let info = &mut self.a.eqns[id.0 as usize];
-        info.inferred = inferred;
-        info.outs = out_vars.clone();
-
         // Now bind the results.
         for (b, v) in e.outs.iter().zip(&out_vars) {
             if let Some(v) = v {
@@ -1506,6 +1505,9 @@ impl Checker {
                 self.enter_scope(&b.name.text, *v);
             }
         }
+        let info = &mut self.a.eqns[id.0 as usize];
+        info.inferred = inferred;
+        info.outs = out_vars;
         id
     }
 

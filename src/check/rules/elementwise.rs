@@ -507,7 +507,7 @@ fn apply(cx: &mut EqnCx, e: &Elementwise) -> Infer {
             _ => {}
         }
     }
-    let idx: Vec<usize> = (0..e.arity).collect();
+    let idx: smallvec::SmallVec<[usize; 4]> = (0..e.arity).collect();
     let shape = broadcast_shape(cx, &idx)?;
     let Some(dtype) = dtype.or_else(|| cx.declared.first().and_then(|t| t.dtype.clone())) else {
         return None;
