@@ -12,7 +12,8 @@ use std::fmt::{self, Write};
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum SigDim {
     Const(i64),
-    Sym(Box<Poly>),
+    /// Interned, as in [`Dim::Sym`].
+    Sym(&'static Poly),
     DBIdx(usize),
     InDBIdx(usize),
     OutDBIdx(usize),
@@ -75,7 +76,7 @@ fn first_positions(vars: impl Iterator<Item = Option<VarId>>) -> FxHashMap<VarId
 fn static_dim(d: &Dim) -> SigDim {
     match d {
         Dim::Const(c) => SigDim::Const(*c),
-        Dim::Sym(p) => SigDim::Sym(p.clone()),
+        Dim::Sym(p) => SigDim::Sym(p),
         _ => SigDim::Unknown,
     }
 }

@@ -1298,7 +1298,7 @@ impl Checker {
                     }
                 }
                 self.symbol_use(name, e.range);
-                Dim::Sym(Box::new(Poly::symbol(name)))
+                Dim::Sym(crate::types::intern_poly(Poly::symbol(name)))
             }
             ExprKind::Call(c) if matches!(c.callee.as_ref(), "InDBIdx" | "OutDBIdx" | "DBIdx") => {
                 let callee = &c.callee;
