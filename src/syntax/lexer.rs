@@ -98,10 +98,12 @@ impl<'a> Lexer<'a> {
                 b' ' | b'\t' | b'\r' | b'\x0c' | b'\n' => {
                     // A run of blanks (a line break and the next line's
                     // indentation) in one loop rather than one dispatch a byte.
+                    let mut line_break = false;
                     while i < bytes.len() && is_blank(bytes[i]) {
-                        self.newline |= bytes[i] == b'\n';
+                        line_break |= bytes[i] == b'\n';
                         i += 1;
                     }
+                    self.newline |= line_break;
                     continue;
                 }
                 b'#' => {
