@@ -11,7 +11,7 @@ use std::sync::{Mutex, OnceLock};
 
 // As in the `jaxpr` and `jaxpr-lsp` binaries.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: jaxpr::allocator::Mimalloc = jaxpr::allocator::Mimalloc;
 
 const FILES: [&str; 2] = ["transformer150_grad", "transformer600_grad"];
 

@@ -13,7 +13,7 @@ use salsa::plumbing::AsId;
 use std::time::{Duration, Instant};
 
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: jaxpr::allocator::Mimalloc = jaxpr::allocator::Mimalloc;
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
