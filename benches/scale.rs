@@ -11,7 +11,7 @@ use std::sync::{Mutex, OnceLock};
 
 // As in the `jaxpr` and `jaxpr-lsp` binaries.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: jaxpr::allocator::Mimalloc = jaxpr::allocator::Mimalloc;
 
 const FILES: [&str; 2] = ["transformer150_grad", "transformer600_grad"];
 
@@ -51,7 +51,24 @@ fn full_check(bencher: divan::Bencher, name: &str) {
 /// equation in the middle of the file: set the text, get the diagnostics.
 #[divan::bench(args = FILES, sample_count = 40, sample_size = 1)]
 fn edit_equation(bencher: divan::Bencher, name: &str) {
-    edit(bencher, text(name), jaxpr::scale::operand_edit(text(name)), "x");
+    edit(
+        bencher,
+        text(name),
+        jaxpr::scale::operand_edit(text(name)),
+        "x",
+    );
+}
+
+/// A character added to the first result's name of that equation: it and
+/// the equations using the name are re-checked.
+#[divan::bench(args = FILES, sample_count = 40, sample_size = 1)]
+fn edit_binder(bencher: divan::Bencher, name: &str) {
+    edit(
+        bencher,
+        text(name),
+        jaxpr::scale::binder_edit(text(name)),
+        "x",
+    );
 }
 
 /// The same in an equation of a nested jaxpr held inline by one equation
@@ -72,14 +89,24 @@ fn edit_let_jaxpr(bencher: divan::Bencher, name: &str) {
 /// re-checked as a whole, its signature stays.
 #[divan::bench(args = FILES, sample_count = 40, sample_size = 1)]
 fn edit_let_binder(bencher: divan::Bencher, name: &str) {
-    edit(bencher, text(name), jaxpr::scale::let_binder_edit(text(name)), "x");
+    edit(
+        bencher,
+        text(name),
+        jaxpr::scale::let_binder_edit(text(name)),
+        "x",
+    );
 }
 
 /// A dimension added to a `let` jaxpr's input: its signature changes, and
 /// every call site is re-checked.
 #[divan::bench(args = FILES, sample_count = 40, sample_size = 1)]
 fn edit_let_signature(bencher: divan::Bencher, name: &str) {
-    edit(bencher, text(name), jaxpr::scale::let_signature_edit(text(name)), "1,");
+    edit(
+        bencher,
+        text(name),
+        jaxpr::scale::let_signature_edit(text(name)),
+        "1,",
+    );
 }
 
 fn edit(bencher: divan::Bencher, text: &str, at: usize, insert: &str) {

@@ -7,7 +7,7 @@
 use jaxpr::db::{self, Db, RootDatabase, SourceFile};
 // As in the `jaxpr` and `jaxpr-lsp` binaries.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: jaxpr::allocator::Mimalloc = jaxpr::allocator::Mimalloc;
 use salsa::Setter;
 use salsa::plumbing::AsId;
 use std::time::Instant;

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: jaxpr::allocator::Mimalloc = jaxpr::allocator::Mimalloc;
 
 fn main() {
     let opt = fuzz::option;

@@ -6,7 +6,7 @@
 use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
-/// mimalloc (as in the `jaxpr` binary), counting live and peak bytes.
+/// The `jaxpr` binary's allocator, counting live and peak bytes.
 struct Counting;
 
 static LIVE: AtomicUsize = AtomicUsize::new(0);
@@ -16,11 +16,11 @@ unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
         let live = LIVE.fetch_add(l.size(), Relaxed) + l.size();
         PEAK.fetch_max(live, Relaxed);
-        unsafe { mimalloc::MiMalloc.alloc(l) }
+        unsafe { jaxpr::allocator::Mimalloc.alloc(l) }
     }
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
         LIVE.fetch_sub(l.size(), Relaxed);
-        unsafe { mimalloc::MiMalloc.dealloc(p, l) }
+        unsafe { jaxpr::allocator::Mimalloc.dealloc(p, l) }
     }
     unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
         if new >= l.size() {
@@ -29,7 +29,7 @@ unsafe impl GlobalAlloc for Counting {
         } else {
             LIVE.fetch_sub(l.size() - new, Relaxed);
         }
-        unsafe { mimalloc::MiMalloc.realloc(p, l, new) }
+        unsafe { jaxpr::allocator::Mimalloc.realloc(p, l, new) }
     }
 }
 

@@ -1,19 +1,19 @@
 //! The Rust columns of the README's scale table for one file: size,
 //! equations, parse throughput, whole-file check, and edits through the
-//! salsa database (median of repeated runs): in a top-level equation, in an
-//! inline nested jaxpr, and in a `let` jaxpr (in one of its equations, in a
+//! salsa database (median of repeated runs): in a top-level equation (in
+//! its operands, in a binder), in an inline nested jaxpr, and in a `let` jaxpr (in one of its equations, in a
 //! binder, in its signature). `scripts/scale_table.sh` adds peak memory and
 //! JAX's own checker.
 //!
 //!     cargo run --release --example scale FILE[.gz]
 
 use jaxpr::db::{self, Db, Path, RootDatabase, SourceFile};
-use salsa::plumbing::AsId;
 use salsa::Setter;
+use salsa::plumbing::AsId;
 use std::time::{Duration, Instant};
 
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: jaxpr::allocator::Mimalloc = jaxpr::allocator::Mimalloc;
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
@@ -74,11 +74,12 @@ fn main() {
     assert!(db::diagnostics_from_scratch(&inlined).is_empty());
     let scale = |at: usize, insert: &str, path: Path| ms(edits(&text, at, insert, path, 40));
     println!(
-        "| {mb:.1} MB | {eqns} | {:.0} MB/s ({}) | {} | {} | {} | {} | {} | {} |",
+        "| {mb:.1} MB | {eqns} | {:.0} MB/s ({}) | {} | {} | {} | {} | {} | {} | {} |",
         mb / parse.as_secs_f64(),
         ms(parse),
         ms(median(check)),
         scale(jaxpr::scale::operand_edit(&text), "x", Path::Equation),
+        scale(jaxpr::scale::binder_edit(&text), "x", Path::Binders),
         ms(edits(&inlined, nested_at, "x", Path::Equation, 40)),
         scale(jaxpr::scale::let_edit(&text), "x", Path::Equation),
         scale(jaxpr::scale::let_binder_edit(&text), "x", Path::Let),

@@ -14,8 +14,8 @@ cargo build --release -q --bin jaxpr --example scale
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-echo "| file | size | equations | parse | full check (parse + resolve + types + diagnostics) | edit one equation | edit an inline nested jaxpr | edit a \`let\`: an equation | a binder | its signature | peak memory, \`jaxpr check\` | JAX \`check_jaxpr\` |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| file | size | equations | parse | full check (parse + resolve + types + diagnostics) | edit one equation | edit a binder | edit an inline nested jaxpr | edit a \`let\`: an equation | a binder | its signature | peak memory, \`jaxpr check\` | JAX \`check_jaxpr\` |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for spec in transformer150_grad:150 transformer600_grad:600; do
     name=${spec%%:*}
     blocks=${spec##*:}

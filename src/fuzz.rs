@@ -13,9 +13,9 @@
 //! bounded number of inputs and every regression input found so far.
 
 use crate::db::{self, Db, RootDatabase, SourceFile};
-use salsa::plumbing::AsId;
 use crate::diagnostics::Diagnostic;
 use salsa::Setter;
+use salsa::plumbing::AsId;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
 

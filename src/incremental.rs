@@ -43,11 +43,14 @@
 //! whole-file diagnostics of the current text (`tests/incremental.rs`
 //! compares them after random edits, the fuzzer after each of its inputs).
 
-use crate::check::{self, Analysis, Context, Extras, JaxprId, JaxprOrigin, Prelude};
+use crate::check::{
+    self, Analysis, Context, Extras, JaxprId, JaxprOrigin, Prelude, Resolved, VarInfo,
+};
 use crate::diagnostics::Diagnostic;
-use crate::syntax::ast::SmolStr;
 use crate::syntax::ast::LetJaxpr;
+use crate::syntax::ast::SmolStr;
 use crate::syntax::{self, Parse, TextRange, parse_equation};
+use crate::types::Dim;
 use crate::types::VarId;
 use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
@@ -76,6 +79,9 @@ pub enum Path {
     Let,
     /// One `let` jaxpr and its call sites re-checked.
     LetAndCallSites,
+    /// One equation of the main jaxpr whose binders changed, and the
+    /// equations that name what it bound or binds now.
+    Binders,
     /// The text did not change.
     Unchanged,
 }
@@ -195,6 +201,17 @@ struct Segments {
     /// (`jaxpr=NAME`), and what re-checked segments refer to now.
     base_calls: FxHashMap<SmolStr, Vec<u32>>,
     calls: FxHashMap<u32, Vec<SmolStr>>,
+    /// The segment of the main jaxpr's line (its equations follow).
+    main_head: u32,
+    /// Equations of the main jaxpr whose binders were re-checked: the
+    /// variables they bind now (ranges tagged as positions of the base),
+    /// which name resolution prefers to the base's.
+    rebound: FxHashMap<u32, Vec<VarInfo>>,
+    /// The segments of the main jaxpr that name each identifier, built at
+    /// the first edit of a binder there; and the identifiers of the
+    /// segments re-checked since, which replace theirs.
+    mentions: Option<FxHashMap<SmolStr, Vec<u32>>>,
+    words_now: FxHashMap<u32, Vec<SmolStr>>,
     /// Checker state after the first `n` `let` jaxprs (as they are now), by
     /// `n`, and the names bound at the top level of each jaxpr of the base;
     /// built at the first incremental edit of an equation there.
@@ -230,6 +247,15 @@ struct LetRegion {
     /// moved or gone, so results that refer to them are not kept once the
     /// `let` is re-checked as a whole.
     unchanged: u32,
+}
+
+/// What an incremental update reads: the current text, and the base's
+/// parse and analysis.
+#[derive(Clone, Copy)]
+struct Inputs<'a> {
+    text: &'a str,
+    parse: &'a Parse,
+    base: &'a Analysis,
 }
 
 /// One change between two texts: bytes `start..old_end` of the old text
@@ -282,11 +308,22 @@ impl FileState {
             delta: (new.len() - q) as i64 - (old.len() - q) as i64,
         };
         let k = segs.starts.partition_point(|&s| s as usize <= p) - 1;
-        let path = if segs.update_equation(k, change, text, &self.parse, &self.analysis) {
+        let now = Inputs {
+            text,
+            parse: &self.parse,
+            base: &self.analysis,
+        };
+        let path = if segs.update_equation(k, change, now) {
             Path::Equation
+        } else if k > segs.main_head as usize {
+            segs.update_binders(k, change, now)?;
+            Path::Binders
         } else {
-            let j = segs.lets.partition_point(|l| l.first as usize <= k).checked_sub(1)?;
-            if !segs.update_let(j, change, text, &self.parse, &self.analysis)? {
+            let j = segs
+                .lets
+                .partition_point(|l| l.first as usize <= k)
+                .checked_sub(1)?;
+            if !segs.update_let(j, change, now)? {
                 Path::Let
             } else {
                 Path::LetAndCallSites
@@ -309,19 +346,19 @@ struct Recheck {
     diagnostics: Vec<Diagnostic>,
     unknown_uses: Vec<(SmolStr, TextRange)>,
     lets_used: Vec<SmolStr>,
+    /// For an equation: its identifiers, the variables it binds (ranges
+    /// relative to it), and the names its binders' types use.
+    words: Vec<SmolStr>,
+    bound: Vec<VarInfo>,
+    type_names: Vec<SmolStr>,
+    /// False for an equation the parser skipped (a syntax error in it).
+    parsed: bool,
 }
 
 impl Segments {
     /// An edit inside equation segment `k`, after its binders: that
     /// equation alone is re-checked.
-    fn update_equation(
-        &mut self,
-        k: usize,
-        change: Change,
-        text: &str,
-        parse: &Parse,
-        base: &Analysis,
-    ) -> bool {
+    fn update_equation(&mut self, k: usize, change: Change, now: Inputs) -> bool {
         if self.owner[k].is_none() {
             return false;
         }
@@ -332,9 +369,19 @@ impl Segments {
         }
         let moved = self.starts_moved(k + 1, change.delta);
         let (start, next) = (moved[k] as usize, moved[k + 1] as usize);
-        let Some(r) = self.recheck_equation(k, start..next, text, parse, base) else {
+        let Some(r) = self.recheck_equation(k, start..next, now) else {
             return false;
         };
+        // A skipped equation binds nothing any more, and one skipped until
+        // now binds again: the binders path.
+        if !r.parsed {
+            return false;
+        }
+        if let Some(was) = self.rebound.get(&(k as u32))
+            && self.as_rebound(k, r.bound.clone()).as_ref() != Some(was)
+        {
+            return false;
+        }
         if let Some(j) = self.let_of(k) {
             let start = self.starts[self.lets[j].first as usize] as usize;
             self.lets[j].unchanged = self.lets[j].unchanged.min((change.start - start) as u32);
@@ -344,9 +391,164 @@ impl Segments {
         true
     }
 
+    /// An edit inside equation segment `k` of the main jaxpr that may change
+    /// its binders: it is re-checked, then the later equations that name a
+    /// variable it bound or binds now, unless a binding changed in a way
+    /// this cannot follow (a type with a dimension variable, another
+    /// equation's binder type naming it, the outputs naming it).
+    fn update_binders(&mut self, k: usize, change: Change, now: Inputs) -> Option<()> {
+        let owner = self.owner[k]?;
+        let next = self.starts[k + 1] as usize;
+        if change.old_end >= next {
+            return None;
+        }
+        let before = self.bindings(k, owner.jaxpr, now.base)?;
+        self.starts = self.starts_moved(k + 1, change.delta);
+        let at = self.starts[k] as usize..self.starts[k + 1] as usize;
+        let mut r = self.recheck_equation(k, at, now)?;
+        let bound = self.as_rebound(k, std::mem::take(&mut r.bound))?;
+        let dim_var = |v: &VarInfo| v.ty.shape.iter().any(|d| matches!(d, Dim::Var(_)));
+        if before.iter().chain(&bound).any(dim_var) {
+            return None;
+        }
+        // The names whose binding changed (name, type or position).
+        let same = |v: &VarInfo, w: &VarInfo| {
+            (&v.name, &v.ty, v.range, v.binder_range) == (&w.name, &w.ty, w.range, w.binder_range)
+        };
+        let mut changed: Vec<SmolStr> =
+            (before.iter().filter(|v| !bound.iter().any(|w| same(v, w))))
+                .chain(bound.iter().filter(|w| !before.iter().any(|v| same(v, w))))
+                .map(|v| v.name.clone())
+                .collect();
+        changed.sort_unstable();
+        changed.dedup();
+        self.rebound.insert(k as u32, bound);
+        self.commit(k as u32, r);
+        if changed.is_empty() {
+            return Some(());
+        }
+        for m in self.dependents(k, &changed, now.text) {
+            let m = m as usize;
+            if self.owner[m].is_none() {
+                return None; // the outputs
+            }
+            let at = self.starts[m] as usize..self.starts[m + 1] as usize;
+            let r = self.recheck_equation(m, at, now)?;
+            if r.type_names.iter().any(|n| changed.contains(n)) {
+                return None;
+            }
+            self.commit(m as u32, r);
+        }
+        Some(())
+    }
+
+    /// The variables re-checked equation segment `k` binds (ranges relative
+    /// to it) with their ranges as positions of the base, where the segment
+    /// was (None past its length there: no position of the base maps to
+    /// them).
+    fn as_rebound(&self, k: usize, bound: Vec<VarInfo>) -> Option<Vec<VarInfo>> {
+        let len = self.base_starts[k + 1] - self.base_starts[k];
+        let start = self.base_starts[k];
+        let to_base = |r: TextRange| (r.end < len).then(|| tag(r.shifted(start)));
+        bound
+            .into_iter()
+            .map(|v| {
+                Some(VarInfo {
+                    range: to_base(v.range)?,
+                    binder_range: to_base(v.binder_range)?,
+                    ..v
+                })
+            })
+            .collect()
+    }
+
+    /// The variables equation segment `k` of jaxpr `j` binds now (ranges
+    /// tagged as positions of the base).
+    fn bindings(&self, k: usize, j: JaxprId, base: &Analysis) -> Option<Vec<VarInfo>> {
+        if let Some(now) = self.rebound.get(&(k as u32)) {
+            return Some(now.clone());
+        }
+        let eqn = *base.jaxpr(j).eqns.get(k - self.main_head as usize - 1)?;
+        let outs = base.eqn(eqn).outs.iter().flatten();
+        Some(
+            outs.map(|v| {
+                let v = base.var(*v);
+                VarInfo {
+                    range: tag(v.range),
+                    binder_range: tag(v.binder_range),
+                    ..v.clone()
+                }
+            })
+            .collect(),
+        )
+    }
+
+    /// The segments of the main jaxpr after `k` whose results may change
+    /// with the bindings of `names`: those that name one, and those with an
+    /// undefined name one edit away from one (its similar-name hint).
+    fn dependents(&mut self, k: usize, names: &[SmolStr], text: &str) -> Vec<u32> {
+        let after = |m: &u32| *m as usize > k;
+        if self.mentions.is_none() {
+            let mut index: FxHashMap<SmolStr, Vec<u32>> = FxHashMap::default();
+            for m in self.main_head as usize + 1..self.starts.len() {
+                let end = self.starts.get(m + 1).map_or(text.len(), |&e| e as usize);
+                for w in words(&text[self.starts[m] as usize..end]) {
+                    index.entry(SmolStr::new(w)).or_default().push(m as u32);
+                }
+            }
+            self.mentions = Some(index);
+            // The index is of the current text: it replaces what the
+            // segments re-checked so far said.
+            self.words_now.clear();
+        }
+        let index = self.mentions.as_ref().expect("built above");
+        let mut out: Vec<u32> = names
+            .iter()
+            .filter_map(|n| index.get(n))
+            .flatten()
+            .copied()
+            .filter(|m| after(m) && !self.words_now.contains_key(m))
+            .collect();
+        for (m, words) in &self.words_now {
+            if after(m) && words.iter().any(|w| names.contains(w)) {
+                out.push(*m);
+            }
+        }
+        // Kept diagnostics for undefined names near a changed one.
+        let near = |name: &str| names.iter().any(|n| check::within_one_edit(name, n));
+        let undefined = |d: &Diagnostic| d.kind == crate::diagnostics::DiagKind::UndefinedVariable;
+        for (m, d) in &self.base_diags {
+            if after(m) && !self.overrides.contains_key(m) && undefined(d) {
+                let r = d.range;
+                let at = self.map_base(r.start) as usize..self.map_base(r.end) as usize;
+                if text.get(at).is_some_and(near) {
+                    out.push(*m);
+                }
+            }
+        }
+        for (m, ds) in &self.overrides {
+            for d in ds
+                .iter()
+                .filter(|d| after(m) && undefined(d) && d.range.start & TAG == 0)
+            {
+                let at = self.map_rel(*m, d.range.start) as usize
+                    ..self.map_rel(*m, d.range.end) as usize;
+                if text.get(at).is_some_and(near) {
+                    out.push(*m);
+                }
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
     /// The `let` jaxpr whose segments hold segment `k`.
     fn let_of(&self, k: usize) -> Option<usize> {
-        let j = self.lets.partition_point(|l| l.first as usize <= k).checked_sub(1)?;
+        let j = self
+            .lets
+            .partition_point(|l| l.first as usize <= k)
+            .checked_sub(1)?;
         (k <= self.lets[j].last as usize).then_some(j)
     }
 
@@ -354,14 +556,7 @@ impl Segments {
     /// as a whole; its call sites too when what they read of it changed.
     /// None when it must be a whole-file check, else whether call sites
     /// were re-checked.
-    fn update_let(
-        &mut self,
-        j: usize,
-        change: Change,
-        text: &str,
-        parse: &Parse,
-        base: &Analysis,
-    ) -> Option<bool> {
+    fn update_let(&mut self, j: usize, change: Change, now: Inputs) -> Option<bool> {
         let (first, last) = (self.lets[j].first as usize, self.lets[j].last as usize);
         let (start, next) = (self.starts[first] as usize, self.starts[last + 1] as usize);
         if change.start <= start + self.lets[j].open as usize || change.old_end >= next {
@@ -369,14 +564,14 @@ impl Segments {
         }
         let mut moved = self.starts_moved(last + 1, change.delta);
         let new_next = moved[last + 1] as usize;
-        let (syntax, errors) = syntax::parse_let(&text[start..], (new_next - start) as u32)?;
-        let (r, interface) = check::check_let_alone(self.prelude(j as u32, parse), &syntax);
+        let (syntax, errors) = syntax::parse_let(&now.text[start..], (new_next - start) as u32)?;
+        let (r, interface) = check::check_let_alone(self.prelude(j as u32, now.parse), &syntax);
         if r.used_symbols || r.bad_dims {
             return None;
         }
         let before = match &self.lets[j].current {
             Some((_, i)) => i.clone(),
-            None => check::Interface::of(base, self.lets[j].jaxpr),
+            None => check::Interface::of(now.base, self.lets[j].jaxpr),
         };
         let changed = interface != before;
         // One override for the whole `let`; its other segments are empty.
@@ -392,6 +587,7 @@ impl Segments {
                 diagnostics,
                 unknown_uses: r.unknown_uses,
                 lets_used: r.lets_used,
+                ..Recheck::default()
             },
         );
         for k in first + 1..=last {
@@ -414,7 +610,7 @@ impl Segments {
             }
             let m = m as usize;
             let at = self.starts[m] as usize..self.starts[m + 1] as usize;
-            let r = self.recheck_equation(m, at, text, parse, base)?;
+            let r = self.recheck_equation(m, at, now)?;
             self.commit(m as u32, r);
         }
         Some(true)
@@ -433,33 +629,43 @@ impl Segments {
     fn recheck_equation(
         &mut self,
         k: usize,
-        at: std::ops::Range<usize>,
-        text: &str,
-        parse: &Parse,
-        base: &Analysis,
+        seg: std::ops::Range<usize>,
+        now: Inputs,
     ) -> Option<Recheck> {
         let owner = self.owner[k]?;
-        let start = at.start;
-        let seg_text = &text[at];
+        let start = seg.start;
+        let seg_text = &now.text[seg];
+        let after_equation = self.owner[k - 1].is_some();
+        let (eqn, errors) =
+            parse_equation(&now.text[start..], seg_text.len() as u32, after_equation)?;
+        let mut words = words(seg_text);
+        let Some(eqn) = eqn else {
+            // Skipped by the parser: nothing bound, nothing checked.
+            return Some(Recheck {
+                diagnostics: errors,
+                words: words.iter().map(|w| SmolStr::new(w)).collect(),
+                ..Recheck::default()
+            });
+        };
         // A result type with `InDBIdx` depends on the operands.
-        if seg_text[..(self.prefix[k] as usize).min(seg_text.len())].contains("DBIdx") {
+        if seg_text[..eqn.primitive.range.start as usize].contains("DBIdx") {
             return None;
         }
-        let (eqn, errors) = parse_equation(&text[start..], seg_text.len() as u32)?;
-        self.prelude(owner.lets_before, parse);
+        self.prelude(owner.lets_before, now.parse);
         let prelude = self.preludes.get_mut(&owner.lets_before)?;
         let names = self
             .names
             .entry(owner.jaxpr)
-            .or_insert_with(|| top_level_names(base, owner.jaxpr));
+            .or_insert_with(|| top_level_names(now.base, owner.jaxpr));
         let mut cx = Cx {
             names,
-            base,
-            before: self.base_starts[k],
+            base: now.base,
+            base_starts: &self.base_starts,
+            seg: k as u32,
+            rebound: &self.rebound,
         };
-        let mut words = words(seg_text);
         let mut check = |words: &[&str], cx: &mut Cx| {
-            check::check_eqn_alone(prelude, base, owner.jaxpr, &eqn, words, cx)
+            check::check_eqn_alone(prelude, now.base, owner.jaxpr, &eqn, words, cx)
         };
         let mut r = check(&words, &mut cx);
         // An undefined name's hint names a similar variable in scope: add
@@ -487,10 +693,24 @@ impl Segments {
         }
         let mut diagnostics = errors;
         diagnostics.extend(r.diagnostics);
+        let mut type_names = Vec::new();
+        for b in eqn.outs.iter() {
+            for d in b.ty.iter().flat_map(|t| t.dims.iter()) {
+                type_names.extend(
+                    syntax::identifiers(&seg_text[d.range.as_usize()])
+                        .into_iter()
+                        .map(SmolStr::new),
+                );
+            }
+        }
         Some(Recheck {
             diagnostics,
             unknown_uses: r.unknown_uses,
             lets_used: r.lets_used,
+            words: words.iter().map(|w| SmolStr::new(w)).collect(),
+            bound: r.bound,
+            type_names,
+            parsed: true,
         })
     }
 
@@ -498,6 +718,7 @@ impl Segments {
     fn commit(&mut self, k: u32, r: Recheck) {
         self.set_unknown(k, r.unknown_uses);
         self.calls.insert(k, r.lets_used);
+        self.words_now.insert(k, r.words);
         self.overrides.insert(k, r.diagnostics);
     }
 
@@ -513,17 +734,25 @@ impl Segments {
                 .map(|l| {
                     let (at, unchanged) = (base_starts[l.first as usize], l.unchanged);
                     Box::new(move |r: TextRange| {
-                        let r = if r.end <= unchanged { r } else { TextRange::empty(unchanged) };
+                        let r = if r.end <= unchanged {
+                            r
+                        } else {
+                            TextRange::empty(unchanged)
+                        };
                         tag(r.shifted(at))
                     }) as Box<dyn Fn(TextRange) -> TextRange>
                 })
                 .collect();
-            Prelude::new(parse.file.lets[..n as usize].iter().zip(lets).zip(&to_base).map(
-                |((syntax, l), to_base)| match &l.current {
-                    Some((now, _)) => (now, to_base.as_ref() as check::Mover),
-                    None => (syntax, &tag as check::Mover),
-                },
-            ))
+            Prelude::new(
+                parse.file.lets[..n as usize]
+                    .iter()
+                    .zip(lets)
+                    .zip(&to_base)
+                    .map(|((syntax, l), to_base)| match &l.current {
+                        Some((now, _)) => (now, to_base.as_ref() as check::Mover),
+                        None => (syntax, &tag as check::Mover),
+                    }),
+            )
         })
     }
 
@@ -559,7 +788,9 @@ impl Segments {
         }
         let is_stale = |pos: u32| stale.iter().any(|&(a, b)| a <= pos && pos < b);
         let ranges = |d: &Diagnostic| -> Vec<TextRange> {
-            std::iter::once(d.range).chain(d.related.iter().map(|r| r.range)).collect()
+            std::iter::once(d.range)
+                .chain(d.related.iter().map(|r| r.range))
+                .collect()
         };
         let base = (self.base_diags.iter())
             .filter(|(k, _)| !self.overrides.contains_key(k))
@@ -624,14 +855,23 @@ impl Segments {
             Some(())
         };
         let mut lets = Vec::new();
-        let jaxprs = (parse.file.lets.iter().map(|l| (&l.jaxpr, l.range.start, Some(l))))
-            .zip(let_ids.iter().copied())
-            .chain([((main, main.range.start, None), main_id)]);
+        let mut main_head = 0;
+        let jaxprs = (parse
+            .file
+            .lets
+            .iter()
+            .map(|l| (&l.jaxpr, l.range.start, Some(l))))
+        .zip(let_ids.iter().copied())
+        .chain([((main, main.range.start, None), main_id)]);
         let mut count = 0u32;
         let mut eqns = 0usize;
         for (lets_before, ((j, item_start, l), id)) in jaxprs.enumerate() {
             let first = count;
-            let head = if first == 0 { 0 } else { line_start(item_start)? };
+            let head = if first == 0 {
+                0
+            } else {
+                line_start(item_start)?
+            };
             push(head, 0, None)?;
             count += 1;
             let mut prev_end = j.lambda_range.end;
@@ -656,6 +896,9 @@ impl Segments {
                 }
                 push(tail, 0, None)?;
                 count += 1;
+            }
+            if l.is_none() {
+                main_head = first;
             }
             if let Some(l) = l {
                 lets.push(LetRegion {
@@ -682,7 +925,10 @@ impl Segments {
         let mut base_calls: FxHashMap<SmolStr, Vec<u32>> = FxHashMap::default();
         for (r, j) in &analysis.let_refs {
             if let JaxprOrigin::Let { name, .. } = &analysis.jaxpr(*j).origin {
-                base_calls.entry(name.clone()).or_default().push(seg_of(r.start));
+                base_calls
+                    .entry(name.clone())
+                    .or_default()
+                    .push(seg_of(r.start));
             }
         }
         for sites in base_calls.values_mut() {
@@ -712,6 +958,10 @@ impl Segments {
             seg_unknown: FxHashMap::default(),
             base_calls,
             calls: FxHashMap::default(),
+            main_head,
+            rebound: FxHashMap::default(),
+            mentions: None,
+            words_now: FxHashMap::default(),
             preludes: FxHashMap::default(),
             names: FxHashMap::default(),
         };
@@ -804,21 +1054,42 @@ fn sorted(all: impl Iterator<Item = Diagnostic>) -> Vec<Diagnostic> {
     all
 }
 
-/// Name resolution before one segment, from the base analysis.
+/// Name resolution before one segment: the base analysis' variables of
+/// its jaxpr, but those of re-checked binders where they were.
 struct Cx<'a> {
     names: &'a FxHashMap<SmolStr, SmallVec<[VarId; 1]>>,
     base: &'a Analysis,
-    /// Base offset of the segment: the names bound before it are visible.
-    before: u32,
+    base_starts: &'a [u32],
+    /// The segment: the names bound before it are visible.
+    seg: u32,
+    rebound: &'a FxHashMap<u32, Vec<VarInfo>>,
 }
 
 impl Context for Cx<'_> {
-    fn lookup(&mut self, name: &str) -> Option<VarId> {
-        let defs = self.names.get(name)?;
+    fn lookup(&mut self, name: &str) -> Option<Resolved> {
         // The last binding before the segment wins, as in a scope (the
         // bindings are in text order; a name may be bound many times).
-        let n = defs.partition_point(|v| self.base.var(*v).range.start < self.before);
-        n.checked_sub(1).map(|i| defs[i])
+        let seg_of = |v: &VarId| {
+            let at = self.base.var(*v).range.start;
+            (self.base_starts.partition_point(|&s| s <= at) - 1) as u32
+        };
+        let before = self.base_starts[self.seg as usize];
+        let base = self.names.get(name).and_then(|defs| {
+            let n = defs.partition_point(|v| self.base.var(*v).range.start < before);
+            let mut defs = defs[..n].iter().rev();
+            defs.find(|v| !self.rebound.contains_key(&seg_of(v)))
+                .copied()
+        });
+        let bound = (self.rebound.iter())
+            .filter(|(k, _)| **k < self.seg)
+            .filter_map(|(k, vars)| Some((*k, vars.iter().rev().find(|v| v.name == name)?)))
+            .max_by_key(|(k, _)| *k);
+        match (base, bound) {
+            (Some(v), Some((k, _))) if seg_of(&v) > k => Some(Resolved::Base(v)),
+            (_, Some((_, info))) => Some(Resolved::Bound(info.clone())),
+            (Some(v), None) => Some(Resolved::Base(v)),
+            (None, None) => None,
+        }
     }
     fn range(&self, r: TextRange) -> TextRange {
         tag(r)

@@ -2,6 +2,7 @@
 //! the build back ends (those are the `build` module of the `jaxpr` crate,
 //! which re-exports every module of this one).
 
+pub mod allocator;
 pub mod check;
 pub mod cli;
 pub mod db;

@@ -1,5 +1,5 @@
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: jaxpr_core::allocator::Mimalloc = jaxpr_core::allocator::Mimalloc;
 
 /// `mi_option_purge_delay` of mimalloc.h, which `libmimalloc-sys` does not name.
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;

@@ -1,5 +1,5 @@
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: jaxpr::allocator::Mimalloc = jaxpr::allocator::Mimalloc;
 
 // The `jaxpr` command line with the build back ends linked in.
 fn main() {

@@ -24,6 +24,15 @@ pub fn operand_edit(text: &str) -> usize {
     text[eq..].find('\n').map_or(text.len(), |i| eq + i)
 }
 
+/// The end of the first result's name of the equation `operand_edit`
+/// edits: a character there renames a variable, so that the equations
+/// using it are checked again.
+pub fn binder_edit(text: &str) -> usize {
+    let at = operand_edit(text);
+    let line = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    text[line..].find(':').map_or(text.len(), |i| line + i)
+}
+
 /// The start of the first `let` jaxpr's first equation.
 fn let_body(text: &str) -> usize {
     text.find(". let\n").map_or(0, |i| i + ". let\n".len())

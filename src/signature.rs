@@ -6,12 +6,14 @@
 //! later binder of the same list.
 
 use crate::types::{AType, DType, Dim, Poly, VarId};
+use rustc_hash::FxHashMap;
 use std::fmt::{self, Write};
 
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum SigDim {
     Const(i64),
-    Sym(Box<Poly>),
+    /// Interned, as in [`Dim::Sym`].
+    Sym(&'static Poly),
     DBIdx(usize),
     InDBIdx(usize),
     OutDBIdx(usize),
@@ -40,26 +42,41 @@ pub struct ScopeEscape {
 }
 
 /// Explicitness of each binder of a list: implicit when it is an integer
-/// scalar used as a dimension by a later member of the list.
+/// scalar used as a dimension by a later member of the list. (From the last
+/// member using each variable: scanning the later members for each binder
+/// was quadratic in the list's length, found by the fuzzer.)
 fn explicitness(vars: &[Option<VarId>], types: &[&AType]) -> Vec<bool> {
+    let mut last_use: FxHashMap<VarId, usize> = FxHashMap::default();
+    for (i, t) in types.iter().enumerate() {
+        for d in &t.shape {
+            if let Dim::Var(v) = d {
+                last_use.insert(*v, i);
+            }
+        }
+    }
     (0..vars.len())
         .map(|i| {
             let Some(v) = vars[i] else { return true };
-            if !types[i].is_int_scalar() {
-                return true;
-            }
-            let used_later = types[i + 1..]
-                .iter()
-                .any(|t| t.shape.iter().any(|d| *d == Dim::Var(v)));
-            !used_later
+            !(types[i].is_int_scalar() && last_use.get(&v).is_some_and(|&j| j > i))
         })
         .collect()
+}
+
+/// The first position of each variable of a list.
+fn first_positions(vars: impl Iterator<Item = Option<VarId>>) -> FxHashMap<VarId, usize> {
+    let mut out = FxHashMap::default();
+    for (i, v) in vars.enumerate() {
+        if let Some(v) = v {
+            out.entry(v).or_insert(i);
+        }
+    }
+    out
 }
 
 fn static_dim(d: &Dim) -> SigDim {
     match d {
         Dim::Const(c) => SigDim::Const(*c),
-        Dim::Sym(p) => SigDim::Sym(p.clone()),
+        Dim::Sym(p) => SigDim::Sym(p),
         _ => SigDim::Unknown,
     }
 }
@@ -73,7 +90,8 @@ pub fn compute(
     let in_vars: Vec<Option<VarId>> = invars.iter().map(|(v, _)| Some(*v)).collect();
     let in_tys: Vec<&AType> = invars.iter().map(|(_, t)| *t).collect();
     let in_explicit = explicitness(&in_vars, &in_tys);
-    let in_pos = |v: VarId| invars.iter().position(|(w, _)| *w == v);
+    let in_positions = first_positions(in_vars.iter().copied());
+    let in_pos = |v: VarId| in_positions.get(&v).copied();
     let in_type = invars
         .iter()
         .zip(&in_explicit)
@@ -94,6 +112,7 @@ pub fn compute(
     let out_vars: Vec<Option<VarId>> = outs.iter().map(|(v, _)| *v).collect();
     let out_tys: Vec<&AType> = outs.iter().map(|(_, t)| *t).collect();
     let out_explicit = explicitness(&out_vars, &out_tys);
+    let out_positions = first_positions(out_vars.iter().copied());
     let mut escapes = Vec::new();
     let mut out_type = Vec::with_capacity(outs.len());
     for (j, ((_, t), &explicit)) in outs.iter().zip(&out_explicit).enumerate() {
@@ -105,7 +124,7 @@ pub fn compute(
                 // (`OutDBIdx`), as Catalyst does for loop outputs; otherwise
                 // an input (`InDBIdx`).
                 Dim::Var(v) => {
-                    if let Some(k) = out_vars.iter().position(|w| *w == Some(*v)) {
+                    if let Some(&k) = out_positions.get(v) {
                         SigDim::OutDBIdx(k)
                     } else if let Some(i) = in_pos(*v) {
                         SigDim::InDBIdx(i)

@@ -299,7 +299,10 @@ fn streamed_check_equals_the_whole_tree_check() {
     let mut texts: Vec<(String, String)> = Vec::new();
     for dir in ["jax", "catalyst", "invalid"] {
         for p in files(dir, ".jaxpr") {
-            texts.push((p.display().to_string(), std::fs::read_to_string(&p).unwrap()));
+            texts.push((
+                p.display().to_string(),
+                std::fs::read_to_string(&p).unwrap(),
+            ));
         }
     }
     for p in files("large", ".jaxpr.gz") {
@@ -325,7 +328,10 @@ fn streamed_check_equals_the_whole_tree_check() {
     // The made inputs do exercise the cases above.
     let bad_dims = jaxpr::fuzz::whole_tree_diagnostics(&texts[texts.len() - 6].1);
     assert_eq!(
-        bad_dims.iter().filter(|d| d.kind == DiagKind::DimensionScope).count(),
+        bad_dims
+            .iter()
+            .filter(|d| d.kind == DiagKind::DimensionScope)
+            .count(),
         2,
         "{bad_dims:#?}"
     );

@@ -60,7 +60,12 @@ fn a_bounded_fuzz_run_finds_nothing() {
         }
     }
     // The equivalence covers every incremental path, not only full checks.
-    for path in [Path::Equation, Path::Let, Path::LetAndCallSites] {
+    for path in [
+        Path::Equation,
+        Path::Binders,
+        Path::Let,
+        Path::LetAndCallSites,
+    ] {
         let key = format!("{:?}", Some(path));
         assert!(paths.contains_key(&key), "no edit took {key}: {paths:?}");
     }
@@ -175,6 +180,38 @@ fn one_undefined_name_on_lines_that_each_bind_a_name_is_linear() {
     assert!(d[..n / 2].iter().all(|d| d.help.is_none()));
     let near = Some("a variable with a similar name exists: `ww`");
     assert!(d[n / 2..].iter().all(|d| d.help.as_deref() == near));
+}
+
+/// Found as slow: an equation with thousands of results, each typed with
+/// a dimension named by an earlier one, looked each name up among all the
+/// earlier results.
+#[test]
+fn many_results_naming_earlier_ones_are_linear() {
+    let n = 100_000;
+    let results: String = (0..n).map(|i| format!("b{i}:f32[a] ")).collect();
+    let s = format!("{{ lambda ; x:f32[]. let\n    a:i32[] {results}= prim x\n  in (x,) }}\n");
+    let d = db::diagnostics_from_scratch(&s);
+    // The unknown primitive is trusted: nothing else to report.
+    assert_eq!(d.len(), 1, "{:?}", &d[..d.len().min(3)]);
+    assert_eq!(d[0].kind, DiagKind::UnknownPrimitive);
+}
+
+/// Found as slow: a jaxpr with thousands of integer scalar inputs, each
+/// compared with every later input to know whether it is implicit.
+#[test]
+fn many_integer_inputs_are_linear() {
+    let n = 100_000;
+    let inputs: String = (0..n).map(|i| format!("i{i}:i32[] ")).collect();
+    let s = format!("{{ lambda ; {inputs}x:f32[i5]. let  in (x,) }}\n");
+    let p = jaxpr::syntax::parse(&s);
+    let a = jaxpr::check::check(&p.file);
+    assert!(p.errors.is_empty() && a.diagnostics.is_empty());
+    let main = a.jaxpr(a.main().unwrap());
+    let explicit: Vec<bool> = main.signature.in_type.iter().map(|e| e.explicit).collect();
+    assert_eq!(explicit.len(), n + 1);
+    // `i5` sizes `x`: implicit; every other input is explicit.
+    assert!(!explicit[5]);
+    assert_eq!(explicit.iter().filter(|e| !**e).count(), 1);
 }
 
 /// Found as slow: a binder with an unclosed `[` on every line, where the

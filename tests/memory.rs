@@ -18,7 +18,10 @@ fn corpus() -> PathBuf {
 /// The largest peak resident memory of the children waited for, in bytes.
 fn children_peak() -> u64 {
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    assert_eq!(unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) }, 0);
+    assert_eq!(
+        unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) },
+        0
+    );
     usage.ru_maxrss as u64 * 1024 // kilobytes on Linux
 }
 

@@ -9,9 +9,10 @@ mod state;
 
 use backend::Backend;
 
-// The analysis of a large file allocates millions of small objects per edit.
+// The analysis of a large file allocates millions of small objects per edit
+// (mimalloc, built without transparent huge pages: see the root Cargo.toml).
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: jaxpr::allocator::Mimalloc = jaxpr::allocator::Mimalloc;
 use tower_lsp::{LspService, Server};
 
 fn main() {

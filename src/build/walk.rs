@@ -8,7 +8,7 @@ use crate::diagnostics::{DiagKind, Diagnostic};
 use crate::syntax::TextRange;
 use crate::syntax::ast::{self, BinOp, Expr, ExprKind};
 use crate::types::poly::{Factor, Symbol};
-use crate::types::{AType, DType, Dim, Poly, VarId};
+use crate::types::{AType, DType, Dim, Poly, Shape, VarId};
 use rustc_hash::FxHashMap as HashMap;
 use std::borrow::{Borrow, Cow};
 
@@ -403,7 +403,7 @@ fn binder_type(b: &ast::Binder) -> AType {
     let Some(t) = &b.ty else {
         return AType {
             dtype: None,
-            shape: Vec::new(),
+            shape: Shape::new(),
         };
     };
     AType {

@@ -13,8 +13,9 @@ use crate::diagnostics::{DiagKind, Diagnostic};
 use crate::signature::{self, Signature};
 use crate::syntax::TextRange;
 use crate::syntax::ast::{self, Atom, Expr, ExprKind, Jaxpr};
-use crate::types::{AType, DType, Dim, DimNames, Poly, VarId};
+use crate::types::{AType, DType, Dim, DimNames, Poly, Shape, VarId};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet};
+use smallvec::SmallVec;
 use smol_str::SmolStr;
 
 pub use dims::DimEq;
@@ -234,7 +235,11 @@ pub fn diagnostics_streaming(text: &str) -> Vec<Diagnostic> {
         c: Checker::new(Analysis::default()),
         main: None,
     };
-    let parse = crate::syntax::parse_streaming(text, &mut sink);
+    let parse = if text.len() < PIPELINE_BYTES {
+        crate::syntax::parse_streaming(text, &mut sink)
+    } else {
+        pipelined(text, &mut sink)
+    };
     let file = parse.file;
     // The `let` jaxprs are checked before the main one, wherever they are:
     // one after it was not seen by `begin`. Rare; checked whole instead.
@@ -258,6 +263,77 @@ pub fn diagnostics_streaming(text: &str) -> Vec<Diagnostic> {
     all
 }
 
+/// Texts from this size on are parsed on a thread of their own while the
+/// equations read so far are checked (the parse is about 40% of a check).
+const PIPELINE_BYTES: usize = 1 << 20;
+
+/// Equations handed from the parsing thread to the checking one at a time,
+/// and how many such batches may wait: what bounds the syntax in memory.
+const BATCH: usize = 256;
+const BATCHES_WAITING: usize = 4;
+
+/// What the parsing thread hands over.
+enum Piece {
+    Begin(Vec<ast::LetJaxpr>, Jaxpr),
+    Eqns(Vec<ast::Eqn>),
+}
+
+/// [`crate::syntax::parse_streaming`] on a thread of its own, `sink` fed on
+/// this one.
+fn pipelined(text: &str, sink: &mut Streaming) -> crate::syntax::Parse {
+    use crate::syntax::MainSink;
+    let (tx, rx) = std::sync::mpsc::sync_channel(BATCHES_WAITING);
+    std::thread::scope(|s| {
+        let parser = s.spawn(move || {
+            let mut handoff = Handoff {
+                tx,
+                batch: Vec::with_capacity(BATCH),
+            };
+            let parse = crate::syntax::parse_streaming(text, &mut handoff);
+            handoff.send_batch();
+            parse
+        });
+        for piece in rx {
+            match piece {
+                Piece::Begin(lets, main) => sink.begin(&lets, &main),
+                Piece::Eqns(eqns) => eqns.into_iter().for_each(|e| sink.eqn(e)),
+            }
+        }
+        parser
+            .join()
+            .unwrap_or_else(|e| std::panic::resume_unwind(e))
+    })
+}
+
+/// The parsing thread's sink: batches of equations to the checking thread.
+/// (A send fails only once the checking thread is gone, unwinding.)
+struct Handoff {
+    tx: std::sync::mpsc::SyncSender<Piece>,
+    batch: Vec<ast::Eqn>,
+}
+
+impl Handoff {
+    fn send_batch(&mut self) {
+        let eqns = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
+        if !eqns.is_empty() {
+            let _ = self.tx.send(Piece::Eqns(eqns));
+        }
+    }
+}
+
+impl crate::syntax::MainSink for Handoff {
+    fn begin(&mut self, lets: &[ast::LetJaxpr], main: &Jaxpr) {
+        let _ = self.tx.send(Piece::Begin(lets.to_vec(), main.clone()));
+    }
+
+    fn eqn(&mut self, eqn: ast::Eqn) {
+        self.batch.push(eqn);
+        if self.batch.len() == BATCH {
+            self.send_batch();
+        }
+    }
+}
+
 /// The checker fed by the parser (`diagnostics_streaming`).
 struct Streaming {
     c: Checker,
@@ -279,7 +355,13 @@ impl crate::syntax::MainSink for Streaming {
         let a = &mut self.c.a;
         let vars = mark.vars;
         let results = a.eqn(id).outs.iter().flatten().count();
-        debug_assert!(a.eqn(id).outs.iter().flatten().all(|v| (v.0 as usize) < vars + results));
+        debug_assert!(
+            a.eqn(id)
+                .outs
+                .iter()
+                .flatten()
+                .all(|v| (v.0 as usize) < vars + results)
+        );
         a.vars.truncate(vars + results);
         a.eqns.truncate(mark.eqns);
         a.jaxprs.truncate(mark.jaxprs);
@@ -342,7 +424,9 @@ pub(crate) type Mover<'m> = &'m dyn Fn(TextRange) -> TextRange;
 impl Prelude {
     /// The state after checking `lets` in order, each with the positions
     /// its mover gives.
-    pub(crate) fn new<'l>(lets: impl IntoIterator<Item = (&'l ast::LetJaxpr, Mover<'l>)>) -> Prelude {
+    pub(crate) fn new<'l>(
+        lets: impl IntoIterator<Item = (&'l ast::LetJaxpr, Mover<'l>)>,
+    ) -> Prelude {
         let mut c = Checker::new(Analysis::default());
         for (l, moved) in lets {
             let mark = Mark::of(&c.a);
@@ -500,12 +584,20 @@ impl Interface {
 
 /// A variable of the main jaxpr bound before the equation being re-checked.
 pub(crate) trait Context {
-    /// The variable `name` refers to before the equation (in the whole-file
-    /// analysis `base`), if any.
-    fn lookup(&mut self, name: &str) -> Option<VarId>;
+    /// The variable `name` refers to before the equation, if any.
+    fn lookup(&mut self, name: &str) -> Option<Resolved>;
     /// The range to report for a variable of `base`: the incremental path
     /// tags ranges outside the equation so that it can move them later.
     fn range(&self, r: TextRange) -> TextRange;
+}
+
+/// A variable a name refers to before a re-checked equation.
+pub(crate) enum Resolved {
+    /// One of the whole-file analysis `base`.
+    Base(VarId),
+    /// One bound by an equation re-checked since (its ranges as they are to
+    /// be reported; no dimension variables in its type).
+    Bound(VarInfo),
 }
 
 /// What re-checking one piece of a file on its own (a top-level equation,
@@ -520,6 +612,8 @@ pub(crate) struct Rechecked {
     pub bad_dims: bool,
     /// The `let` jaxprs it refers to by name (`jaxpr=NAME`).
     pub lets_used: Vec<SmolStr>,
+    /// The variables a re-checked equation binds, in order.
+    pub bound: Vec<VarInfo>,
 }
 
 impl Checker {
@@ -544,6 +638,7 @@ impl Checker {
             used_symbols: !self.a.symbols.is_empty(),
             bad_dims: !self.bad_dims.is_empty(),
             lets_used,
+            bound: Vec::new(),
         }
     }
 }
@@ -551,10 +646,7 @@ impl Checker {
 /// Re-checks the `let` jaxpr `l` (ranges relative to its own text) after
 /// the `let`s of `prelude`, as the whole-file check would; and what its call
 /// sites read of it.
-pub(crate) fn check_let_alone(
-    prelude: &mut Prelude,
-    l: &ast::LetJaxpr,
-) -> (Rechecked, Interface) {
+pub(crate) fn check_let_alone(prelude: &mut Prelude, l: &ast::LetJaxpr) -> (Rechecked, Interface) {
     prelude.check_alone(|c, mark| {
         let lets = c.lets.clone();
         c.check_lets([l]);
@@ -603,13 +695,30 @@ pub(crate) fn check_eqn_alone(
         c.env.outer.push(HashMap::default());
         let mut copied: HashMap<VarId, VarId> = HashMap::default();
         for name in names {
-            if let Some(v) = cx.lookup(name) {
-                let local = c.copy_var(base, v, &mut copied, cx);
-                c.env.names.insert(SmolStr::new(name), local);
-            }
+            let local = match cx.lookup(name) {
+                Some(Resolved::Base(v)) => c.copy_var(base, v, &mut copied, cx),
+                Some(Resolved::Bound(info)) => {
+                    let v = VarId(c.a.vars.len() as u32);
+                    c.a.vars.push(VarInfo {
+                        jaxpr: here,
+                        ..info
+                    });
+                    v
+                }
+                None => continue,
+            };
+            c.env.names.insert(SmolStr::new(name), local);
         }
-        c.check_eqn(e, here);
-        c.rechecked(mark)
+        let id = c.check_eqn(e, here);
+        let mut r = c.rechecked(mark);
+        r.bound =
+            c.a.eqn(id)
+                .outs
+                .iter()
+                .flatten()
+                .map(|v| c.a.var(*v).clone())
+                .collect();
+        r
     })
 }
 
@@ -661,7 +770,10 @@ pub(crate) struct Checker {
     main_inputs: bool,
     /// Results of the equation being checked whose types are already read:
     /// later results of the same equation may use them as dimensions.
-    pending_results: Vec<(SmolStr, VarId)>,
+    /// (The last of each name: an equation may bind thousands, each type
+    /// naming one; a list scanned for each name was quadratic, found by the
+    /// fuzzer.)
+    pending_results: HashMap<SmolStr, VarId>,
     /// Variables already reported as unusable dimensions (one report each).
     bad_dims: FxHashSet<VarId>,
     /// Unknown primitives met so far (each is warned about once).
@@ -680,7 +792,7 @@ const HINTS_KEPT: usize = 64;
 
 /// Whether `a` and `b` are equal or one insertion, deletion or substitution
 /// apart (what `near_names` finds, and more: any bytes).
-fn within_one_edit(a: &str, b: &str) -> bool {
+pub(crate) fn within_one_edit(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
     let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
     if long.len() - short.len() > 1 {
@@ -720,7 +832,7 @@ impl Checker {
             lets: HashMap::default(),
             env: Scope::default(),
             main_inputs: false,
-            pending_results: Vec::new(),
+            pending_results: HashMap::default(),
             bad_dims: Default::default(),
             unknown_seen: Default::default(),
             unknown_uses: Vec::new(),
@@ -792,7 +904,7 @@ impl Checker {
             binder_range: cx.range(info.binder_range),
             ty: AType {
                 dtype: info.ty.dtype.clone(),
-                shape: Vec::new(),
+                shape: Shape::new(),
             },
             jaxpr: JaxprId(self.a.jaxprs.len() as u32 - 1),
             role: info.role.clone(),
@@ -918,7 +1030,7 @@ impl Checker {
                 outs.push(OutInfo {
                     ty: AType {
                         dtype: None,
-                        shape: Vec::new(),
+                        shape: Shape::new(),
                     },
                     var: None,
                     range: n.range,
@@ -986,7 +1098,7 @@ impl Checker {
                 Some(t) => self.resolve_type(t, None),
                 None => AType {
                     dtype: None,
-                    shape: Vec::new(),
+                    shape: Shape::new(),
                 },
             },
         };
@@ -1060,7 +1172,7 @@ impl Checker {
                     Operand {
                         ty: AType {
                             dtype: None,
-                            shape: Vec::new(),
+                            shape: Shape::new(),
                         },
                         var: None,
                         int_value: None,
@@ -1074,7 +1186,7 @@ impl Checker {
                     Some(t) => self.resolve_type(t, None),
                     None => AType {
                         dtype: None,
-                        shape: Vec::new(),
+                        shape: Shape::new(),
                     },
                 };
                 let int_value = l.value.parse::<i64>().ok();
@@ -1158,12 +1270,7 @@ impl Checker {
             ExprKind::Int(i) => Dim::Const(*i),
             ExprKind::Path(p) if p.as_ref() == "None" => Dim::Unknown,
             ExprKind::Path(name) if !name.contains('.') => {
-                let pending = self
-                    .pending_results
-                    .iter()
-                    .rev()
-                    .find(|(n, _)| n.as_str() == name.as_ref())
-                    .map(|(_, v)| *v);
+                let pending = self.pending_results.get(name.as_ref()).copied();
                 if let Some(v) = pending.or_else(|| self.env.names.get(name.as_ref()).copied()) {
                     let info = self.a.var(v);
                     if info.ty.is_int_scalar() {
@@ -1192,7 +1299,7 @@ impl Checker {
                     }
                 }
                 self.symbol_use(name, e.range);
-                Dim::Sym(Box::new(Poly::symbol(name)))
+                Dim::Sym(crate::types::intern_poly(Poly::symbol(name)))
             }
             ExprKind::Call(c) if matches!(c.callee.as_ref(), "InDBIdx" | "OutDBIdx" | "DBIdx") => {
                 let callee = &c.callee;
@@ -1327,7 +1434,9 @@ impl Checker {
 
     fn check_eqn(&mut self, e: &ast::Eqn, jaxpr: JaxprId) -> EqnId {
         let id = EqnId(self.a.eqns.len() as u32);
-        let operands: Vec<Operand> = e.args.iter().map(|a| self.operand(a)).collect();
+        // Operands and results on the stack for the usual few (one heap
+        // allocation each per equation was a noticeable part of a check).
+        let operands: SmallVec<[Operand; 4]> = e.args.iter().map(|a| self.operand(a)).collect();
         let source_info = e
             .comments
             .iter()
@@ -1358,34 +1467,29 @@ impl Checker {
                 binder_range: b.range,
                 ty: AType {
                     dtype: None,
-                    shape: Vec::new(),
+                    shape: Shape::new(),
                 },
                 jaxpr,
                 role: VarRole::Result { eqn: id, index: i },
             });
             out_vars.push(Some(v));
         }
-        let mut declared: Vec<AType> = Vec::with_capacity(e.outs.len());
+        let mut declared: SmallVec<[AType; 2]> = SmallVec::with_capacity(e.outs.len());
         for (b, v) in e.outs.iter().zip(&out_vars) {
             let t = match &b.ty {
                 Some(t) => self.resolve_type(t, Some((&operands, &out_vars))),
                 None => AType {
                     dtype: None,
-                    shape: Vec::new(),
+                    shape: Shape::new(),
                 },
             };
             if let Some(v) = v {
                 self.a.vars[v.0 as usize].ty = t.clone();
-                self.pending_results.push((b.name.text.clone(), *v));
+                self.pending_results.insert(b.name.text.clone(), *v);
             }
             declared.push(t);
         }
         self.pending_results.clear();
-        for (v, t) in out_vars.iter().zip(&declared) {
-            if let Some(v) = v {
-                self.a.vars[v.0 as usize].ty = t.clone();
-            }
-        }
 
         let inferred = {
             let mut cx = rules::EqnCx::new(self, e, id, &operands, &declared, &out_vars);
@@ -1395,10 +1499,6 @@ impl Checker {
         if let Some(types) = &inferred {
             self.compare_declared(e, &declared, types);
         }
-        let info = &mut self.a.eqns[id.0 as usize];
-        info.inferred = inferred;
-        info.outs = out_vars.clone();
-
         // Now bind the results.
         for (b, v) in e.outs.iter().zip(&out_vars) {
             if let Some(v) = v {
@@ -1406,6 +1506,9 @@ impl Checker {
                 self.enter_scope(&b.name.text, *v);
             }
         }
+        let info = &mut self.a.eqns[id.0 as usize];
+        info.inferred = inferred;
+        info.outs = out_vars;
         id
     }
 
@@ -1647,10 +1750,23 @@ mod tests {
 
     #[test]
     fn within_one_edit_is_equal_or_one_insertion_deletion_or_substitution() {
-        for (a, b) in [("w", "w"), ("w", "ww"), ("ww", "w"), ("abc", "abd"), ("abc", "ac"), ("", "x")] {
+        for (a, b) in [
+            ("w", "w"),
+            ("w", "ww"),
+            ("ww", "w"),
+            ("abc", "abd"),
+            ("abc", "ac"),
+            ("", "x"),
+        ] {
             assert!(within_one_edit(a, b), "{a} {b}");
         }
-        for (a, b) in [("w", "v0"), ("abc", "acb"), ("abc", "a"), ("ab", "ba"), ("abcd", "abdc")] {
+        for (a, b) in [
+            ("w", "v0"),
+            ("abc", "acb"),
+            ("abc", "a"),
+            ("ab", "ba"),
+            ("abcd", "abdc"),
+        ] {
             assert!(!within_one_edit(a, b), "{a} {b}");
         }
         // The same relation as `near_names` on identifiers.

@@ -49,7 +49,9 @@ pub fn human(files: &[Checked], colored: bool, stream: Stream) {
         Stream::Stderr => termcolor::StandardStream::stderr(choice),
     };
     let config = term::Config::default();
-    for c in files {
+    // A file without diagnostics is not indexed (`SimpleFile` finds every
+    // line start of the text: 2% of the check of a large file).
+    for c in files.iter().filter(|c| !c.diagnostics.is_empty()) {
         let file = SimpleFile::new(c.loaded.path.as_str(), c.loaded.text.as_str());
         for d in &c.diagnostics {
             let mut lock = writer.lock();

@@ -95,13 +95,15 @@ impl<'a> Lexer<'a> {
             let b = bytes[i];
             let start = i;
             let kind = match b {
-                b'\n' => {
-                    self.newline = true;
-                    i += 1;
-                    continue;
-                }
-                b' ' | b'\t' | b'\r' | b'\x0c' => {
-                    i += 1;
+                b' ' | b'\t' | b'\r' | b'\x0c' | b'\n' => {
+                    // A run of blanks (a line break and the next line's
+                    // indentation) in one loop rather than one dispatch a byte.
+                    let mut line_break = false;
+                    while i < bytes.len() && is_blank(bytes[i]) {
+                        line_break |= bytes[i] == b'\n';
+                        i += 1;
+                    }
+                    self.newline |= line_break;
                     continue;
                 }
                 b'#' => {
@@ -183,6 +185,10 @@ impl<'a> Lexer<'a> {
             newline_before: true,
         }
     }
+}
+
+fn is_blank(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\r' | b'\x0c' | b'\n')
 }
 
 /// The index of the next line break at or after `i` (or the end).

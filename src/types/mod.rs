@@ -13,15 +13,18 @@ use std::fmt;
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
 pub struct VarId(pub u32);
 
-/// One dimension of a shape.
-#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+/// One dimension of a shape. `Copy`: shapes are cloned and dropped for
+/// every operand and result the checker reads, and per-dimension clone and
+/// drop code was a large part of a check.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum Dim {
     Const(i64),
     /// A dimension variable: an integer scalar jaxpr variable (Catalyst style).
     Var(VarId),
     /// A symbolic dimension (jax.export style), never a constant polynomial.
-    /// Boxed: shapes are everywhere and symbolic dimensions are rare.
-    Sym(Box<Poly>),
+    /// Interned ([`intern_poly`]): shapes are everywhere and symbolic
+    /// dimensions are rare.
+    Sym(&'static Poly),
     /// Not known: `None` in parameters, or a dimension that failed to resolve
     /// (already reported). Compares equal to everything to avoid cascades.
     Unknown,
@@ -32,7 +35,7 @@ impl Dim {
     pub fn from_poly(p: Poly) -> Dim {
         match p.as_constant() {
             Some(c) => Dim::Const(c),
-            None => Dim::Sym(Box::new(p)),
+            None => Dim::Sym(intern_poly(p)),
         }
     }
     pub fn as_const(&self) -> Option<i64> {
@@ -45,22 +48,48 @@ impl Dim {
     pub fn as_poly(&self) -> Option<Poly> {
         match self {
             Dim::Const(c) => Some(Poly::constant(*c)),
-            Dim::Sym(p) => Some((**p).clone()),
+            Dim::Sym(p) => Some((*p).clone()),
             _ => None,
         }
     }
 }
+
+/// The one copy of polynomial `p`, kept for the rest of the process: what a
+/// symbolic dimension refers to. Distinct polynomials are few (those a
+/// file's types write, and what shape rules derive from them), so keeping
+/// each for good costs little, even in the language server.
+pub fn intern_poly(p: Poly) -> &'static Poly {
+    use std::collections::HashSet;
+    use std::sync::{Mutex, OnceLock};
+    static POLYS: OnceLock<Mutex<HashSet<&'static Poly>>> = OnceLock::new();
+    let mut polys = POLYS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some(&interned) = polys.get(&p) {
+        return interned;
+    }
+    let interned: &'static Poly = Box::leak(Box::new(p));
+    polys.insert(interned);
+    interned
+}
+
+/// The dimensions of an array type. Inline up to rank 4 (nearly every shape
+/// of a real program): a type is cloned for every operand and result an
+/// equation reads, and a heap allocation for each was a large part of a
+/// check's time.
+pub type Shape = smallvec::SmallVec<[Dim; 4]>;
 
 /// The type of an array value: dtype and shape. `dtype: None` stands for an
 /// untyped (weakly typed) literal of older printers, which adapts to its context.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct AType {
     pub dtype: Option<DType>,
-    pub shape: Vec<Dim>,
+    pub shape: Shape,
 }
 
 impl AType {
-    pub fn new(dtype: DType, shape: Vec<Dim>) -> Self {
+    pub fn new(dtype: DType, shape: Shape) -> Self {
         AType {
             dtype: Some(dtype),
             shape,
@@ -69,7 +98,7 @@ impl AType {
     pub fn scalar(dtype: DType) -> Self {
         AType {
             dtype: Some(dtype),
-            shape: Vec::new(),
+            shape: Shape::new(),
         }
     }
     pub fn rank(&self) -> usize {
@@ -88,7 +117,7 @@ impl AType {
             shape: self.shape.clone(),
         }
     }
-    pub fn with_shape(&self, shape: Vec<Dim>) -> AType {
+    pub fn with_shape(&self, shape: Shape) -> AType {
         AType {
             dtype: self.dtype.clone(),
             shape,

@@ -414,7 +414,7 @@ impl<'c> G<'c, '_> {
                     let p = self.gep(&dt, x.v.p, self.mul(at, inner))?;
                     inputs.push(Operand {
                         v: Arr::new(p, x.v.dims[1..].to_vec()),
-                        ty: x.ty.with_shape(x.ty.shape[1..].to_vec()),
+                        ty: x.ty.with_shape(x.ty.shape[1..].into()),
                     });
                 }
                 let r = self.call_jaxpr(env, body, &inputs, cx.at())?;

@@ -11,7 +11,7 @@ use super::ops::EqnCx;
 use super::{B, Env, Lower, Operand, V};
 use crate::build::{CALLS, R, err};
 use crate::check::JaxprId;
-use crate::types::{AType, DType, Dim};
+use crate::types::{AType, DType, Dim, Shape};
 use melior::ir::{Type, ValueLike};
 
 impl<'c> Lower<'c, '_> {
@@ -276,7 +276,7 @@ impl<'c> Lower<'c, '_> {
                 next.extend(r[..ncarry].iter().map(|o| o.v));
                 for (k, y) in r[ncarry..].iter().enumerate() {
                     let acc = a[1 + ncarry + k];
-                    let mut one_shape = vec![Dim::Const(1)];
+                    let mut one_shape = Shape::from_elem(Dim::Const(1), 1);
                     one_shape.extend(y.ty.shape.iter().cloned());
                     let yt = self.ty(&y.ty.with_shape(one_shape), cx.at())?;
                     let y1 = self.op1(rb, "stablehlo.reshape", &[y.v], yt, &[])?;
@@ -320,7 +320,7 @@ impl<'c> Lower<'c, '_> {
                 }
             }
         }
-        let dims = |s: &[i64]| s.iter().map(|&c| Dim::Const(c)).collect::<Vec<_>>();
+        let dims = |s: &[i64]| s.iter().map(|&c| Dim::Const(c)).collect::<Shape>();
         let mut idx = vec![x.v, at];
         idx.extend(std::iter::repeat_n(zero, sizes.len() - 1));
         let st = self.ty(&AType::new(dt.clone(), dims(&sizes)), cx.at())?;

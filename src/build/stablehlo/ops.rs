@@ -10,7 +10,7 @@ pub(crate) type EqnCx<'e, 'c> = crate::build::EqnCx<'e, V<'c>, std::borrow::Cow<
 
 use crate::syntax::TextRange;
 use crate::syntax::ast::{Expr, ExprKind};
-use crate::types::{AType, DType, Dim};
+use crate::types::{AType, DType, Dim, Shape};
 use melior::ir::r#type::TypeLike;
 use melior::ir::{Type, ValueLike};
 use smallvec::SmallVec;
@@ -703,7 +703,7 @@ impl<'c> Lower<'c, '_> {
         let x = &cx.args[0];
         let dt = cx.arg_dtype(0)?;
         let n = x.ty.shape[axis].clone();
-        let sq = AType::new(DType::Int(64), vec![n.clone(), n.clone()]);
+        let sq = AType::new(DType::Int(64), Shape::from_elem(n.clone(), 2));
         let s = self.shape_value(b, env, &sq.shape, cx.at())?;
         let it = self.ty(&sq, cx.at())?;
         let rows = self.op1(
@@ -724,7 +724,7 @@ impl<'c> Lower<'c, '_> {
         let mask = self.compare(b, rows, cols, if reverse { "GE" } else { "LE" }, "SIGNED")?;
         let m = self.convert(b, mask, &dt)?;
         let rank = x.ty.rank() as i64;
-        let mut moved: Vec<Dim> = x.ty.shape.clone();
+        let mut moved: Shape = x.ty.shape.clone();
         moved.remove(axis);
         moved.push(n);
         let dot_ty = self.ty(&AType::new(dt.clone(), moved), cx.at())?;
@@ -1355,7 +1355,7 @@ impl<'c> Lower<'c, '_> {
             shape.insert(0, 1);
         }
         let lead = shape.len() - x.ty.rank();
-        let mut wide = Vec::new();
+        let mut wide = Shape::new();
         let mut dims = Vec::new();
         for (i, (&r, &d)) in reps.iter().zip(&shape).enumerate() {
             wide.push(Dim::Const(r));

@@ -10,7 +10,7 @@
 use super::{EqnCx, Infer, Related, numpy_name};
 use crate::diagnostics::DiagKind;
 use crate::syntax::ast::{Expr, ExprKind};
-use crate::types::{AType, DType, Dim, FloatKind};
+use crate::types::{AType, DType, Dim, FloatKind, Shape};
 
 // ---- tables -------------------------------------------------------------------
 
@@ -259,7 +259,7 @@ fn guarded(cx: &mut EqnCx, rule: impl FnOnce(&mut EqnCx) -> Infer) -> Infer {
 
 // ---- small helpers --------------------------------------------------------------
 
-fn shape(cx: &EqnCx, i: usize) -> Vec<Dim> {
+fn shape(cx: &EqnCx, i: usize) -> Shape {
     cx.args[i].ty.shape.clone()
 }
 
@@ -328,7 +328,7 @@ fn require_key(cx: &mut EqnCx, i: usize) -> Option<DType> {
 }
 
 /// `shape` without the listed axes.
-fn drop_axes(shape: &[Dim], axes: &[usize]) -> Vec<Dim> {
+fn drop_axes(shape: &[Dim], axes: &[usize]) -> Shape {
     shape
         .iter()
         .enumerate()
@@ -578,7 +578,7 @@ fn cumulative(cx: &mut EqnCx) -> Infer {
 /// The operands of the generic `reduce`/`reduce_window`: `xs... inits...`,
 /// the xs of one shape and one scalar initial value per x. Returns the
 /// number of xs and their shape.
-fn operands_and_inits(cx: &mut EqnCx, prim: &str) -> Option<(usize, Vec<Dim>)> {
+fn operands_and_inits(cx: &mut EqnCx, prim: &str) -> Option<(usize, Shape)> {
     let n = cx.args.len() / 2;
     if !cx.args.len().is_multiple_of(2) || n == 0 {
         let msg = format!(
@@ -670,8 +670,8 @@ fn window_params(cx: &mut EqnCx, rank: usize) -> Option<Window> {
     })
 }
 
-fn window_shape(cx: &mut EqnCx, s: &[Dim], w: &Window) -> Option<Vec<Dim>> {
-    let mut out = Vec::with_capacity(s.len());
+fn window_shape(cx: &mut EqnCx, s: &[Dim], w: &Window) -> Option<Shape> {
+    let mut out = Shape::with_capacity(s.len());
     for (k, d) in s.iter().enumerate() {
         let (lo, hi) = w.padding[k];
         let padded = add(cx, &dilate(cx, d, w.base_dilation[k]), lo + hi);
@@ -851,7 +851,7 @@ fn dot_general(cx: &mut EqnCx) -> Infer {
             }
         }
     }
-    let mut out: Vec<Dim> = lb.iter().map(|&a| ls[a].clone()).collect();
+    let mut out: Shape = lb.iter().map(|&a| ls[a].clone()).collect();
     out.extend(
         ls.iter()
             .enumerate()
@@ -1108,7 +1108,7 @@ fn conv(cx: &mut EqnCx) -> Infer {
         }
         trans.push(window_out(cx, &padded, &rd, strides[k]));
     }
-    let mut out = vec![Dim::Unknown; trans.len()];
+    let mut out = Shape::from_elem(Dim::Unknown, trans.len());
     for (k, d) in trans.into_iter().enumerate() {
         out[ospec[k]] = d;
     }
@@ -1270,7 +1270,7 @@ fn bitcast_convert_type(cx: &mut EqnCx) -> Infer {
             cx.report_on_args(DiagKind::ShapeMismatch, msg, &[0], Some(help));
             return None;
         }
-        s[..s.len() - 1].to_vec()
+        Shape::from(&s[..s.len() - 1])
     };
     Some(vec![AType::new(new, out)])
 }
@@ -1357,7 +1357,7 @@ fn random_split(cx: &mut EqnCx) -> Infer {
 
 /// Broadcasting of two equal-rank shapes (dimensions equal or 1), as
 /// `broadcasting_shape_rule`; scalars broadcast too.
-fn broadcast_pair(cx: &mut EqnCx, i: usize, j: usize) -> Option<Vec<Dim>> {
+fn broadcast_pair(cx: &mut EqnCx, i: usize, j: usize) -> Option<Shape> {
     let (a, b) = (shape(cx, i), shape(cx, j));
     if a.is_empty() {
         return Some(b);
@@ -1375,7 +1375,7 @@ fn broadcast_pair(cx: &mut EqnCx, i: usize, j: usize) -> Option<Vec<Dim>> {
         cx.report_on_args(DiagKind::ShapeMismatch, msg, &[i, j], None);
         return None;
     }
-    let mut out = Vec::with_capacity(a.len());
+    let mut out = Shape::with_capacity(a.len());
     for (k, (x, y)) in a.iter().zip(&b).enumerate() {
         if x.as_const() == Some(1) {
             out.push(y.clone());
@@ -1422,7 +1422,7 @@ fn random_wrap(cx: &mut EqnCx) -> Infer {
         // Unknown implementation: its key shape is not known here; trust the result's rank.
         let s = shape(cx, 0);
         let r = cx.declared.first()?.rank();
-        return (r <= s.len()).then(|| vec![AType::new(key.clone(), s[..r].to_vec())]);
+        return (r <= s.len()).then(|| vec![AType::new(key.clone(), Shape::from(&s[..r]))]);
     };
     let s = shape(cx, 0);
     let ok = s.last().is_some_and(|d| cx.same_dim(d, &Dim::Const(size)));
@@ -1434,7 +1434,7 @@ fn random_wrap(cx: &mut EqnCx) -> Infer {
         cx.report_on_args(DiagKind::ShapeMismatch, msg, &[0], None);
         return None;
     }
-    Some(vec![AType::new(key, s[..s.len() - 1].to_vec())])
+    Some(vec![AType::new(key, Shape::from(&s[..s.len() - 1]))])
 }
 
 /// `random_unwrap keys` → `u32[*keys.shape, 2]` (for `fry`).

@@ -294,7 +294,7 @@ fn read_out_type(
                 .iter()
                 .map(|d| match d {
                     SigDim::Const(c) => Dim::Const(*c),
-                    SigDim::Sym(p) => Dim::Sym(p.clone()),
+                    SigDim::Sym(p) => Dim::Sym(p),
                     SigDim::InDBIdx(i) => acts.get(*i).map_or(Dim::Unknown, |a| a.value.clone()),
                     SigDim::OutDBIdx(j) => results
                         .get(*j)

@@ -4,7 +4,7 @@
 
 use super::{EqnCx, Index, Infer, Related};
 use crate::diagnostics::DiagKind;
-use crate::types::{AType, DType, Dim};
+use crate::types::{AType, DType, Dim, Shape};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Operands {
@@ -440,13 +440,13 @@ pub(super) fn infer(cx: &mut EqnCx, name: &str) -> Option<Infer> {
 /// The common shape of operands: rank-0 operands broadcast, and so do
 /// size-1 dimensions between operands of equal rank (JAX 0.10 prints
 /// `mul a b` with `a:f32[2,6,8]` and `b:f32[2,6,1]`).
-fn broadcast_shape(cx: &mut EqnCx, idx: &[usize]) -> Option<Vec<Dim>> {
+fn broadcast_shape(cx: &mut EqnCx, idx: &[usize]) -> Option<Shape> {
     let first = idx
         .iter()
         .copied()
         .find(|&i| !cx.args[i].ty.is_scalar() && cx.args[i].known);
     let Some(f) = first else {
-        return Some(Vec::new());
+        return Some(Shape::new());
     };
     let mut shape = cx.args[f].ty.shape.clone();
     for &i in idx {
@@ -507,7 +507,7 @@ fn apply(cx: &mut EqnCx, e: &Elementwise) -> Infer {
             _ => {}
         }
     }
-    let idx: Vec<usize> = (0..e.arity).collect();
+    let idx: smallvec::SmallVec<[usize; 4]> = (0..e.arity).collect();
     let shape = broadcast_shape(cx, &idx)?;
     let Some(dtype) = dtype.or_else(|| cx.declared.first().and_then(|t| t.dtype.clone())) else {
         return None;

@@ -17,7 +17,7 @@ use super::{Checker, DimEq, EqnId, Operand};
 use crate::diagnostics::{DiagKind, Diagnostic};
 use crate::syntax::TextRange;
 use crate::syntax::ast::{self, Expr};
-use crate::types::{AType, DType, Dim, DimNames, VarId};
+use crate::types::{AType, DType, Dim, DimNames, Shape, VarId};
 
 /// A rule table's entries by primitive name (the first entry of a name
 /// wins, as in a linear search), built on first use: every equation looks
@@ -350,7 +350,7 @@ impl<'c> EqnCx<'c> {
     }
     /// A tuple of dimensions (`shape=(3, 4)`, `slice_sizes=(a, 1)`,
     /// `new_sizes=(4*b,)`); `None` entries become `Dim::Unknown`.
-    pub fn dims_param(&mut self, name: &str) -> Option<Vec<Dim>> {
+    pub fn dims_param(&mut self, name: &str) -> Option<Shape> {
         let e = self.param(name)?;
         if e.is_none() {
             return None;

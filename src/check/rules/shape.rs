@@ -15,7 +15,7 @@ use crate::check::DimEq;
 use crate::check::dims::{Why, operand_value};
 use crate::diagnostics::{DiagKind, Diagnostic};
 use crate::syntax::ast::Expr;
-use crate::types::{AType, Cmp, DType, Dim};
+use crate::types::{AType, Cmp, DType, Dim, Shape};
 
 type Rule = fn(&mut EqnCx) -> Infer;
 
@@ -323,7 +323,7 @@ fn dim_of(cx: &mut EqnCx, e: &Expr) -> Dim {
 }
 
 /// A tuple of dimensions; `None` when absent or `None`, reported when malformed.
-fn dims_list(cx: &mut EqnCx, name: &str) -> Option<Vec<Dim>> {
+fn dims_list(cx: &mut EqnCx, name: &str) -> Option<Shape> {
     let e = cx.param(name)?;
     if e.is_none() {
         return None;
@@ -347,7 +347,7 @@ fn count_none(cx: &EqnCx, name: &str) -> usize {
 
 /// A shape-like parameter whose `None` entries are given, in order, by the
 /// operands from `first_dyn` on (which the caller has counted already).
-fn dyn_shape(cx: &mut EqnCx, name: &str, first_dyn: usize) -> Option<Vec<Dim>> {
+fn dyn_shape(cx: &mut EqnCx, name: &str, first_dyn: usize) -> Option<Shape> {
     let e = cx.param(name)?;
     let Some(items) = e.as_seq() else {
         if !e.is_none() {
@@ -358,7 +358,7 @@ fn dyn_shape(cx: &mut EqnCx, name: &str, first_dyn: usize) -> Option<Vec<Dim>> {
         }
         return None;
     };
-    let mut out = Vec::with_capacity(items.len());
+    let mut out = Shape::with_capacity(items.len());
     let mut k = first_dyn;
     for x in items {
         if x.is_none() {
@@ -570,7 +570,7 @@ fn stride_dim(cx: &EqnCx, d: &Dim, window: &Dim, stride: &Dim) -> Dim {
 /// The target shape of `broadcast_in_dim`/`reshape`: the parameter (its
 /// `None` entries filled from the trailing size operands), or, when JAX
 /// omitted the parameter, the printed result type. Checks the operand count.
-fn target_shape(cx: &mut EqnCx, param: &str) -> Option<Vec<Dim>> {
+fn target_shape(cx: &mut EqnCx, param: &str) -> Option<Shape> {
     let has = cx.has_param(param);
     let n_dyn = if has { count_none(cx, param) } else { 0 };
     if !cx.expect_args(1 + n_dyn) {
@@ -760,7 +760,7 @@ fn element_counts_differ(cx: &mut EqnCx, a: &[Dim], b: &[Dim]) -> Option<(Dim, D
     if a.iter().chain(b).any(|d| *d == Dim::Unknown) {
         return None;
     }
-    let split = |s: &[Dim]| -> (Vec<Dim>, Vec<Dim>) {
+    let split = |s: &[Dim]| -> (Shape, Shape) {
         s.iter().cloned().partition(|d| matches!(d, Dim::Var(_)))
     };
     let (mut va, ra) = split(a);
@@ -1006,7 +1006,7 @@ fn pad(cx: &mut EqnCx) -> Infer {
             None,
         );
     }
-    let mut shape = Vec::with_capacity(op.rank());
+    let mut shape = Shape::with_capacity(op.rank());
     for (k, ((lo, hi, int), d)) in triples.iter().zip(&op.shape).enumerate() {
         if is_negative(int) {
             let msg = format!(
@@ -1125,7 +1125,7 @@ fn slice(cx: &mut EqnCx) -> Infer {
             return fail(cx, DiagKind::InvalidParameter, msg, &[0], &[name], None);
         }
     }
-    let mut shape = Vec::with_capacity(rank);
+    let mut shape = Shape::with_capacity(rank);
     for k in 0..rank {
         let (s, l, d) = (&start[k], &limit[k], &op.shape[k]);
         if is_negative(s) {
@@ -1988,7 +1988,7 @@ fn unstack(cx: &mut EqnCx) -> Infer {
 // ---- windowed selections ----------------------------------------------------------
 
 /// The `reduce_window` result shape of `shape` under the window parameters.
-fn window_shape(cx: &mut EqnCx, shape: &[Dim], with_dilation: bool) -> Option<Vec<Dim>> {
+fn window_shape(cx: &mut EqnCx, shape: &[Dim], with_dilation: bool) -> Option<Shape> {
     let rank = shape.len();
     let wd = dims_list(cx, "window_dimensions")?;
     let ws = dims_list(cx, "window_strides")?;
@@ -2021,7 +2021,7 @@ fn window_shape(cx: &mut EqnCx, shape: &[Dim], with_dilation: bool) -> Option<Ve
     } else {
         (None, None)
     };
-    let ones = vec![Dim::Const(1); rank];
+    let ones = Shape::from_elem(Dim::Const(1), rank);
     let (bd, wdl) = (bd.unwrap_or_else(|| ones.clone()), wdl.unwrap_or(ones));
     for (name, len) in [
         ("window_dimensions", wd.len()),
@@ -2039,7 +2039,7 @@ fn window_shape(cx: &mut EqnCx, shape: &[Dim], with_dilation: bool) -> Option<Ve
             return None;
         }
     }
-    let mut out = Vec::with_capacity(rank);
+    let mut out = Shape::with_capacity(rank);
     for k in 0..rank {
         let base = dilate(cx, &shape[k], &cx.dim_sub(&bd[k], &Dim::Const(1)));
         let padded = cx.dim_add(&cx.dim_add(&base, &padding[k].0), &padding[k].1);
