@@ -963,26 +963,26 @@ impl<'c, 'f> G<'c, 'f> {
                 );
             }
             let k = k as i64;
-            let got = self
-                .b
-                .build_load(i32t, self.field(in_p, k, 8), "")
-                .expect("load")
-                .into_int_value();
-            self.fail_if(
-                self.icmp(IntPredicate::NE, got, self.i32(code as i64)),
+            // An i32 field of the descriptor that must hold `want`; the
+            // message prints what it holds (`%d`).
+            let expect_i32 = |field: i64, want: i64, wrong: &str| {
+                let got = self
+                    .b
+                    .build_load(i32t, self.field(in_p, k, field), "")
+                    .expect("load")
+                    .into_int_value();
+                self.fail_if(
+                    self.icmp(IntPredicate::NE, got, self.i32(want)),
+                    wrong,
+                    &[got.into()],
+                );
+            };
+            expect_i32(
+                8,
+                code as i64,
                 &format!("{what}: dtype code %d, expected {code} ({dt})"),
-                &[got.into()],
             );
-            let got = self
-                .b
-                .build_load(i32t, self.field(in_p, k, 12), "")
-                .expect("load")
-                .into_int_value();
-            self.fail_if(
-                self.icmp(IntPredicate::NE, got, self.i32(rank as i64)),
-                &format!("{what}: rank %d, expected {rank}"),
-                &[got.into()],
-            );
+            expect_i32(12, rank as i64, &format!("{what}: rank %d, expected {rank}"));
             let mut dims = Vec::new();
             let mut total = self.i64(1);
             for j in 0..rank {
