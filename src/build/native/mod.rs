@@ -54,7 +54,8 @@ use inkwell::targets::{
 };
 use inkwell::types::{BasicMetadataTypeEnum, BasicType, BasicTypeEnum};
 use inkwell::values::{
-    BasicMetadataValueEnum, BasicValueEnum, FunctionValue, GlobalValue, IntValue, PointerValue,
+    BasicMetadataValueEnum, BasicValueEnum, FunctionValue, GlobalValue, IntValue, PhiValue,
+    PointerValue,
 };
 use inkwell::{AddressSpace, IntPredicate, OptimizationLevel};
 use rustc_hash::FxHashMap as HashMap;
@@ -637,28 +638,34 @@ impl<'c, 'f> G<'c, 'f> {
     /// in phi nodes (accumulators that stay in registers): `f` gets the
     /// index and the current values and returns the next ones; the result
     /// is the values after the last iteration (`init` when `n <= 0`).
+    /// Enters a loop: a branch from the current block to a new block
+    /// `names[0]` (the head, where the builder continues) and new blocks
+    /// `names[1]` (body) and `names[2]` (exit); the block left, which is the
+    /// entry edge of the head's phi nodes, and the three blocks.
+    pub fn loop_enter(&self, names: [&str; 3]) -> (BasicBlock<'c>, [BasicBlock<'c>; 3]) {
+        let pre = self.here();
+        let blocks = names.map(|name| self.block(name));
+        self.b.build_unconditional_branch(blocks[0]).expect("br");
+        self.b.position_at_end(blocks[0]);
+        (pre, blocks)
+    }
+
+    /// A phi node of `v`'s type that holds `v` on entry from `pre`.
+    pub fn phi_from(&self, v: BasicValueEnum<'c>, pre: BasicBlock<'c>, name: &str) -> PhiValue<'c> {
+        let p = self.b.build_phi(v.get_type(), name).expect("phi");
+        p.add_incoming(&[(&v, pre)]);
+        p
+    }
+
     pub fn for_carry(
         &self,
         n: IntValue<'c>,
         init: &[BasicValueEnum<'c>],
         f: &mut dyn FnMut(IntValue<'c>, &[BasicValueEnum<'c>]) -> R<Vec<BasicValueEnum<'c>>>,
     ) -> R<Vec<BasicValueEnum<'c>>> {
-        let pre = self.here();
-        let head = self.block("head");
-        let body = self.block("body");
-        let exit = self.block("exit");
-        self.b.build_unconditional_branch(head).expect("br");
-        self.b.position_at_end(head);
-        let phi = self.b.build_phi(self.cx.i64_type(), "i").expect("phi");
-        phi.add_incoming(&[(&self.i64(0), pre)]);
-        let carried: Vec<_> = init
-            .iter()
-            .map(|v| {
-                let p = self.b.build_phi(v.get_type(), "carry").expect("phi");
-                p.add_incoming(&[(v, pre)]);
-                p
-            })
-            .collect();
+        let (pre, [head, body, exit]) = self.loop_enter(["head", "body", "exit"]);
+        let phi = self.phi_from(self.i64(0).into(), pre, "i");
+        let carried: Vec<_> = init.iter().map(|&v| self.phi_from(v, pre, "carry")).collect();
         let values: Vec<BasicValueEnum> = carried.iter().map(|p| p.as_basic_value()).collect();
         let i = phi.as_basic_value().into_int_value();
         let c = self.icmp(IntPredicate::SLT, i, n);
