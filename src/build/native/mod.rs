@@ -868,16 +868,7 @@ impl<'c, 'f> G<'c, 'f> {
         self.cache_destructor()?;
         self.scope_begin();
         let mut env = self.validate(&inputs, in_p, n_in)?;
-        let bad = self.icmp(IntPredicate::NE, n_out_v, self.i64(n_out as i64));
-        self.fail_if(
-            bad,
-            &format!("expected {n_out} outputs, got %lld"),
-            &[n_out_v.into()],
-        );
-        if n_out > 0 {
-            let null = self.b.build_is_null(out_p, "").expect("null");
-            self.fail_if(null, "outputs is NULL", &[]);
-        }
+        self.check_arrays_arg("outputs", out_p, n_out_v, n_out as i64);
         let outs = self.body(&mut env, main, false)?;
         let outs: Vec<Op> = outs
             .into_iter()
@@ -934,19 +925,25 @@ impl<'c, 'f> G<'c, 'f> {
         unsafe { self.b.build_gep(i8t, arrays, &[off], "").expect("gep") }
     }
 
-    /// Checks the inputs against the main jaxpr's signature; binds them.
-    fn validate(&self, inputs: &[VarId], in_p: PointerValue<'c>, n_in: IntValue<'c>) -> R<Env<'c>> {
-        let n = inputs.len() as i64;
-        let bad = self.icmp(IntPredicate::NE, n_in, self.i64(n));
+    /// Checks an array argument of the entry point (`inputs` or
+    /// `outputs`): the caller's count `got` must be `want`, and the
+    /// pointer must not be NULL when there are arrays behind it.
+    fn check_arrays_arg(&self, name: &str, arrays: PointerValue<'c>, got: IntValue<'c>, want: i64) {
+        let bad = self.icmp(IntPredicate::NE, got, self.i64(want));
         self.fail_if(
             bad,
-            &format!("expected {n} inputs, got %lld"),
-            &[n_in.into()],
+            &format!("expected {want} {name}, got %lld"),
+            &[got.into()],
         );
-        if n > 0 {
-            let null = self.b.build_is_null(in_p, "").expect("null");
-            self.fail_if(null, "inputs is NULL", &[]);
+        if want > 0 {
+            let null = self.b.build_is_null(arrays, "").expect("null");
+            self.fail_if(null, &format!("{name} is NULL"), &[]);
         }
+    }
+
+    /// Checks the inputs against the main jaxpr's signature; binds them.
+    fn validate(&self, inputs: &[VarId], in_p: PointerValue<'c>, n_in: IntValue<'c>) -> R<Env<'c>> {
+        self.check_arrays_arg("inputs", in_p, n_in, inputs.len() as i64);
         let i32t = self.cx.i32_type();
         let i64t = self.cx.i64_type();
         let mut env = Env::default();
