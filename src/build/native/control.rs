@@ -144,33 +144,18 @@ impl<'c> G<'c, '_> {
             .iter()
             .map(|x| self.copy_fresh(x))
             .collect::<R<Vec<_>>>()?;
-        let pre = self.here();
-        let head = self.block("loop");
-        let body_bb = self.block("iter");
-        let exit = self.block("done");
-        self.b.build_unconditional_branch(head).expect("br");
-        self.b.position_at_end(head);
-        let i64t = self.cx.i64_type();
+        let (pre, [head, body_bb, exit]) = self.loop_enter(["loop", "iter", "done"]);
         let cphis: Vec<PhiValue> = counters
             .iter()
-            .map(|c| {
-                let p = self.b.build_phi(i64t, "c").expect("phi");
-                p.add_incoming(&[(c, pre)]);
-                p
-            })
+            .map(|&c| self.phi_from(c.into(), pre, "c"))
             .collect();
         let mut aphis = Vec::new();
         for a in &fresh {
-            let p = self.b.build_phi(self.ptr_ty(), "s").expect("phi");
-            p.add_incoming(&[(&a.p, pre)]);
+            let p = self.phi_from(a.p.into(), pre, "s");
             let ds: Vec<PhiValue> = a
                 .dims
                 .iter()
-                .map(|d| {
-                    let q = self.b.build_phi(i64t, "sd").expect("phi");
-                    q.add_incoming(&[(d, pre)]);
-                    q
-                })
+                .map(|&d| self.phi_from(d.into(), pre, "sd"))
                 .collect();
             aphis.push((p, ds));
         }

@@ -20,6 +20,7 @@
 
 use super::{Arr, G, MAX_BYTES, Op, R, dtype};
 use crate::types::DType;
+use inkwell::basic_block::BasicBlock;
 use inkwell::module::Linkage;
 use inkwell::values::{FunctionValue, GlobalValue, IntValue, PointerValue};
 use inkwell::{AtomicOrdering, AtomicRMWBinOp, IntPredicate};
@@ -118,6 +119,30 @@ impl<'c> G<'c, '_> {
             .into_int_value()
     }
 
+    /// The capacity a block's header records (at its base).
+    fn capacity(&self, base: PointerValue<'c>) -> IntValue<'c> {
+        self.b
+            .build_load(self.cx.i64_type(), base, "")
+            .expect("load")
+            .into_int_value()
+    }
+
+    /// Branches to a new block `cached` when a block of `bytes` goes
+    /// through the cache and to a new block `direct` when it is smaller
+    /// than `CACHE_MIN_BYTES` (left to malloc and free); the two blocks.
+    fn branch_on_size(
+        &self,
+        bytes: IntValue<'c>,
+        cached: &str,
+        direct: &str,
+    ) -> (BasicBlock<'c>, BasicBlock<'c>) {
+        let yes = self.block(cached);
+        let no = self.block(direct);
+        let big = self.icmp(IntPredicate::SGE, bytes, self.i64(CACHE_MIN_BYTES));
+        self.b.build_conditional_branch(big, yes, no).expect("br");
+        (yes, no)
+    }
+
     /// `jx_take(bytes)`: a block's data from the cache (one of at least
     /// `bytes` and at most twice that) or from malloc; NULL when out of memory.
     fn take_fn(&self) -> R<FunctionValue<'c>> {
@@ -125,10 +150,7 @@ impl<'c> G<'c, '_> {
         let ty = ptr.fn_type(&[self.cx.i64_type().into()], false);
         self.internal_fn("jx_take", ty, &mut |f| {
             let bytes = f.get_first_param().expect("param").into_int_value();
-            let search = self.block("search");
-            let miss = self.block("miss");
-            let big = self.icmp(IntPredicate::SGE, bytes, self.i64(CACHE_MIN_BYTES));
-            self.b.build_conditional_branch(big, search, miss).expect("br");
+            let (search, miss) = self.branch_on_size(bytes, "search", "miss");
             self.b.position_at_end(search);
             self.for_range(self.i64(CACHE_SLOTS as i64), &mut |s| {
                 let slot = self.slot_at(s);
@@ -138,11 +160,7 @@ impl<'c> G<'c, '_> {
                 let empty = self.b.build_is_null(p, "").expect("null");
                 self.b.build_conditional_branch(empty, next, found).expect("br");
                 self.b.position_at_end(found);
-                let cap = self
-                    .b
-                    .build_load(self.cx.i64_type(), p, "")
-                    .expect("load")
-                    .into_int_value();
+                let cap = self.capacity(p);
                 let fits = self.and(
                     self.icmp(IntPredicate::SGE, cap, bytes),
                     self.icmp(IntPredicate::SLE, cap, self.mul(bytes, self.i64(2))),
@@ -193,15 +211,7 @@ impl<'c> G<'c, '_> {
         self.internal_fn("jx_give", ty, &mut |f| {
             let data = f.get_first_param().expect("param").into_pointer_value();
             let base = self.byte_offset(data, -HEADER);
-            let cap = self
-                .b
-                .build_load(self.cx.i64_type(), base, "")
-                .expect("load")
-                .into_int_value();
-            let keep = self.block("keep");
-            let drop = self.block("drop");
-            let big = self.icmp(IntPredicate::SGE, cap, self.i64(CACHE_MIN_BYTES));
-            self.b.build_conditional_branch(big, keep, drop).expect("br");
+            let (keep, drop) = self.branch_on_size(self.capacity(base), "keep", "drop");
             self.b.position_at_end(keep);
             self.for_range(self.i64(CACHE_SLOTS as i64), &mut |s| {
                 let put = self.cache_put(self.slot_at(s), base);

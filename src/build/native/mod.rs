@@ -54,7 +54,8 @@ use inkwell::targets::{
 };
 use inkwell::types::{BasicMetadataTypeEnum, BasicType, BasicTypeEnum};
 use inkwell::values::{
-    BasicMetadataValueEnum, BasicValueEnum, FunctionValue, GlobalValue, IntValue, PointerValue,
+    BasicMetadataValueEnum, BasicValueEnum, FunctionValue, GlobalValue, IntValue, PhiValue,
+    PointerValue,
 };
 use inkwell::{AddressSpace, IntPredicate, OptimizationLevel};
 use rustc_hash::FxHashMap as HashMap;
@@ -637,28 +638,34 @@ impl<'c, 'f> G<'c, 'f> {
     /// in phi nodes (accumulators that stay in registers): `f` gets the
     /// index and the current values and returns the next ones; the result
     /// is the values after the last iteration (`init` when `n <= 0`).
+    /// Enters a loop: a branch from the current block to a new block
+    /// `names[0]` (the head, where the builder continues) and new blocks
+    /// `names[1]` (body) and `names[2]` (exit); the block left, which is the
+    /// entry edge of the head's phi nodes, and the three blocks.
+    pub fn loop_enter(&self, names: [&str; 3]) -> (BasicBlock<'c>, [BasicBlock<'c>; 3]) {
+        let pre = self.here();
+        let blocks = names.map(|name| self.block(name));
+        self.b.build_unconditional_branch(blocks[0]).expect("br");
+        self.b.position_at_end(blocks[0]);
+        (pre, blocks)
+    }
+
+    /// A phi node of `v`'s type that holds `v` on entry from `pre`.
+    pub fn phi_from(&self, v: BasicValueEnum<'c>, pre: BasicBlock<'c>, name: &str) -> PhiValue<'c> {
+        let p = self.b.build_phi(v.get_type(), name).expect("phi");
+        p.add_incoming(&[(&v, pre)]);
+        p
+    }
+
     pub fn for_carry(
         &self,
         n: IntValue<'c>,
         init: &[BasicValueEnum<'c>],
         f: &mut dyn FnMut(IntValue<'c>, &[BasicValueEnum<'c>]) -> R<Vec<BasicValueEnum<'c>>>,
     ) -> R<Vec<BasicValueEnum<'c>>> {
-        let pre = self.here();
-        let head = self.block("head");
-        let body = self.block("body");
-        let exit = self.block("exit");
-        self.b.build_unconditional_branch(head).expect("br");
-        self.b.position_at_end(head);
-        let phi = self.b.build_phi(self.cx.i64_type(), "i").expect("phi");
-        phi.add_incoming(&[(&self.i64(0), pre)]);
-        let carried: Vec<_> = init
-            .iter()
-            .map(|v| {
-                let p = self.b.build_phi(v.get_type(), "carry").expect("phi");
-                p.add_incoming(&[(v, pre)]);
-                p
-            })
-            .collect();
+        let (pre, [head, body, exit]) = self.loop_enter(["head", "body", "exit"]);
+        let phi = self.phi_from(self.i64(0).into(), pre, "i");
+        let carried: Vec<_> = init.iter().map(|&v| self.phi_from(v, pre, "carry")).collect();
         let values: Vec<BasicValueEnum> = carried.iter().map(|p| p.as_basic_value()).collect();
         let i = phi.as_basic_value().into_int_value();
         let c = self.icmp(IntPredicate::SLT, i, n);
@@ -861,16 +868,7 @@ impl<'c, 'f> G<'c, 'f> {
         self.cache_destructor()?;
         self.scope_begin();
         let mut env = self.validate(&inputs, in_p, n_in)?;
-        let bad = self.icmp(IntPredicate::NE, n_out_v, self.i64(n_out as i64));
-        self.fail_if(
-            bad,
-            &format!("expected {n_out} outputs, got %lld"),
-            &[n_out_v.into()],
-        );
-        if n_out > 0 {
-            let null = self.b.build_is_null(out_p, "").expect("null");
-            self.fail_if(null, "outputs is NULL", &[]);
-        }
+        self.check_arrays_arg("outputs", out_p, n_out_v, n_out as i64);
         let outs = self.body(&mut env, main, false)?;
         let outs: Vec<Op> = outs
             .into_iter()
@@ -927,19 +925,25 @@ impl<'c, 'f> G<'c, 'f> {
         unsafe { self.b.build_gep(i8t, arrays, &[off], "").expect("gep") }
     }
 
-    /// Checks the inputs against the main jaxpr's signature; binds them.
-    fn validate(&self, inputs: &[VarId], in_p: PointerValue<'c>, n_in: IntValue<'c>) -> R<Env<'c>> {
-        let n = inputs.len() as i64;
-        let bad = self.icmp(IntPredicate::NE, n_in, self.i64(n));
+    /// Checks an array argument of the entry point (`inputs` or
+    /// `outputs`): the caller's count `got` must be `want`, and the
+    /// pointer must not be NULL when there are arrays behind it.
+    fn check_arrays_arg(&self, name: &str, arrays: PointerValue<'c>, got: IntValue<'c>, want: i64) {
+        let bad = self.icmp(IntPredicate::NE, got, self.i64(want));
         self.fail_if(
             bad,
-            &format!("expected {n} inputs, got %lld"),
-            &[n_in.into()],
+            &format!("expected {want} {name}, got %lld"),
+            &[got.into()],
         );
-        if n > 0 {
-            let null = self.b.build_is_null(in_p, "").expect("null");
-            self.fail_if(null, "inputs is NULL", &[]);
+        if want > 0 {
+            let null = self.b.build_is_null(arrays, "").expect("null");
+            self.fail_if(null, &format!("{name} is NULL"), &[]);
         }
+    }
+
+    /// Checks the inputs against the main jaxpr's signature; binds them.
+    fn validate(&self, inputs: &[VarId], in_p: PointerValue<'c>, n_in: IntValue<'c>) -> R<Env<'c>> {
+        self.check_arrays_arg("inputs", in_p, n_in, inputs.len() as i64);
         let i32t = self.cx.i32_type();
         let i64t = self.cx.i64_type();
         let mut env = Env::default();
@@ -963,26 +967,26 @@ impl<'c, 'f> G<'c, 'f> {
                 );
             }
             let k = k as i64;
-            let got = self
-                .b
-                .build_load(i32t, self.field(in_p, k, 8), "")
-                .expect("load")
-                .into_int_value();
-            self.fail_if(
-                self.icmp(IntPredicate::NE, got, self.i32(code as i64)),
+            // An i32 field of the descriptor that must hold `want`; the
+            // message prints what it holds (`%d`).
+            let expect_i32 = |field: i64, want: i64, wrong: &str| {
+                let got = self
+                    .b
+                    .build_load(i32t, self.field(in_p, k, field), "")
+                    .expect("load")
+                    .into_int_value();
+                self.fail_if(
+                    self.icmp(IntPredicate::NE, got, self.i32(want)),
+                    wrong,
+                    &[got.into()],
+                );
+            };
+            expect_i32(
+                8,
+                code as i64,
                 &format!("{what}: dtype code %d, expected {code} ({dt})"),
-                &[got.into()],
             );
-            let got = self
-                .b
-                .build_load(i32t, self.field(in_p, k, 12), "")
-                .expect("load")
-                .into_int_value();
-            self.fail_if(
-                self.icmp(IntPredicate::NE, got, self.i32(rank as i64)),
-                &format!("{what}: rank %d, expected {rank}"),
-                &[got.into()],
-            );
+            expect_i32(12, rank as i64, &format!("{what}: rank %d, expected {rank}"));
             let mut dims = Vec::new();
             let mut total = self.i64(1);
             for j in 0..rank {

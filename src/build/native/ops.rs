@@ -999,6 +999,34 @@ impl<'c> G<'c, '_> {
         Ok(s)
     }
 
+    /// `op` folded over the loop nest `inner`, starting at the identity
+    /// `init`: `term` gives each step's value and, where some steps do not
+    /// count (padding or dilation holes under a window), whether this one
+    /// does; a step that does not count leaves the accumulator as it was.
+    fn fold_nest(
+        &self,
+        dt: &DType,
+        init: Init,
+        op: &str,
+        inner: &[IntValue<'c>],
+        term: &mut dyn FnMut(&[IntValue<'c>]) -> R<(BasicValueEnum<'c>, Option<IntValue<'c>>)>,
+        cx: &Cx<'_, 'c>,
+    ) -> R<BasicValueEnum<'c>> {
+        let t = self.elem(dt, cx.at())?;
+        let s = self.acc(dt, self.identity(dt, init)?)?;
+        self.nest(inner, &mut |ki| {
+            let (v, counts) = term(ki)?;
+            let a = self.b.build_load(t, s, "").expect("load");
+            let mut nv = self.binop(op, dt, a, v, cx)?;
+            if let Some(counts) = counts {
+                nv = self.b.build_select(counts, nv, a, "").expect("select");
+            }
+            self.b.build_store(s, nv).expect("store");
+            Ok(())
+        })?;
+        Ok(self.b.build_load(t, s, "").expect("load"))
+    }
+
     fn reduce_window(&self, env: &Env<'c>, cx: &Cx<'_, 'c>, op: &str) -> R<Arr<'c>> {
         let x = &cx.args[0];
         let dt = dtype(&x.ty)?;
@@ -1016,21 +1044,14 @@ impl<'c> G<'c, '_> {
             return err(cx.at(), "window parameters do not match the operand");
         }
         let out = self.dims(env, &cx.outs[0], cx.at())?;
-        let t = self.elem(&dt, cx.at())?;
         let res = self.alloc(&dt, &out)?;
         let wdims: Vec<IntValue> = win.iter().map(|&w| self.i64(w)).collect();
         self.nest(&out, &mut |oi| {
-            let s = self.acc(&dt, self.identity(&dt, init_of(op))?)?;
-            self.nest(&wdims, &mut |wi| {
+            let a = self.fold_nest(&dt, init_of(op), op, &wdims, &mut |wi| {
                 let (at, ok) = self.window_pos(oi, wi, &strides, &pad, &based, &wdil, &x.v.dims);
                 let v = self.load(&dt, x.v.p, self.offset(&at, &x.v.dims))?;
-                let a = self.b.build_load(t, s, "").expect("load");
-                let nv = self.binop(op, &dt, a, v, cx)?;
-                let nv = self.b.build_select(ok, nv, a, "").expect("select");
-                self.b.build_store(s, nv).expect("store");
-                Ok(())
-            })?;
-            let a = self.b.build_load(t, s, "").expect("load");
+                Ok((v, Some(ok)))
+            }, cx)?;
             self.store(&dt, res.p, self.offset(oi, &out), a)
         })?;
         Ok(res)
@@ -1221,10 +1242,8 @@ impl<'c> G<'c, '_> {
             return Ok(res);
         }
         let kdims: Vec<IntValue> = lc.iter().map(|&d| l.v.dims[d as usize]).collect();
-        let t = self.elem(&odt, cx.at())?;
         let nb = lb.len();
         self.nest(&out, &mut |oi| {
-            let s = self.acc(&odt, self.identity(&odt, Init::Zero)?)?;
             let mut li = vec![self.i64(0); lr];
             let mut ri = vec![self.i64(0); rr];
             for k in 0..nb {
@@ -1237,7 +1256,7 @@ impl<'c> G<'c, '_> {
             for (n, &d) in rfree.iter().enumerate() {
                 ri[d] = oi[nb + lfree.len() + n];
             }
-            self.nest(&kdims, &mut |ki| {
+            let acc = self.fold_nest(&odt, Init::Zero, "add", &kdims, &mut |ki| {
                 let (mut li, mut ri) = (li.clone(), ri.clone());
                 for k in 0..ki.len() {
                     li[lc[k] as usize] = ki[k];
@@ -1247,13 +1266,8 @@ impl<'c> G<'c, '_> {
                 let b2 = self.load(&rdt, r.v.p, self.offset(&ri, &r.v.dims))?;
                 let a = self.convert(a, &ldt, &odt)?;
                 let b2 = self.convert(b2, &rdt, &odt)?;
-                let p = self.binop("mul", &odt, a, b2, cx)?;
-                let acc = self.b.build_load(t, s, "").expect("load");
-                let n = self.binop("add", &odt, acc, p, cx)?;
-                self.b.build_store(s, n).expect("store");
-                Ok(())
-            })?;
-            let acc = self.b.build_load(t, s, "").expect("load");
+                Ok((self.binop("mul", &odt, a, b2, cx)?, None))
+            }, cx)?;
             self.store(&odt, res.p, self.offset(oi, &out), acc)
         })?;
         Ok(res)
@@ -1360,7 +1374,6 @@ impl<'c> G<'c, '_> {
             })?;
             return Ok(res);
         }
-        let t = self.elem(&odt, cx.at())?;
         let cg = r.v.dims[rs[1] as usize];
         let og = self
             .b
@@ -1375,12 +1388,11 @@ impl<'c> G<'c, '_> {
         inner.extend((0..ns).map(|k| r.v.dims[rs[2 + k] as usize]));
         let lsp: Vec<IntValue> = (0..ns).map(|k| l.v.dims[ls[2 + k] as usize]).collect();
         self.nest(&out, &mut |oi| {
-            let s = self.acc(&odt, self.identity(&odt, Init::Zero)?)?;
             let b = oi[os[0] as usize];
             let o = oi[os[1] as usize];
             let g = self.b.build_int_signed_div(o, og, "").expect("div");
             let osp: Vec<IntValue> = (0..ns).map(|k| oi[os[2 + k] as usize]).collect();
-            self.nest(&inner, &mut |ki| {
+            let acc = self.fold_nest(&odt, Init::Zero, "add", &inner, &mut |ki| {
                 let c = ki[0];
                 let (sp, valid) =
                     self.window_pos(&osp, &ki[1..], &strides, &pad, &ldil, &rdil, &lsp);
@@ -1410,14 +1422,8 @@ impl<'c> G<'c, '_> {
                     &rdt,
                     &odt,
                 )?;
-                let p = self.binop("mul", &odt, a, w, cx)?;
-                let acc = self.b.build_load(t, s, "").expect("load");
-                let nv = self.binop("add", &odt, acc, p, cx)?;
-                let nv = self.b.build_select(valid, nv, acc, "").expect("select");
-                self.b.build_store(s, nv).expect("store");
-                Ok(())
-            })?;
-            let acc = self.b.build_load(t, s, "").expect("load");
+                Ok((self.binop("mul", &odt, a, w, cx)?, Some(valid)))
+            }, cx)?;
             self.store(&odt, res.p, self.offset(oi, &out), acc)
         })?;
         Ok(res)
