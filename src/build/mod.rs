@@ -11,7 +11,8 @@ pub mod stablehlo;
 mod walk;
 
 pub(crate) use walk::{
-    CALLS, EqnCx, IDENTITY, LowerError, Operand, R, Syntax, err, expr_poly, expr_text, solvable,
+    CALLS, EqnCx, IDENTITY, LowerError, Operand, R, ScanLayout, Syntax, err, symbol_value, expr_poly, expr_text,
+    solvable,
 };
 
 use crate::check::Analysis;

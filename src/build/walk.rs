@@ -21,6 +21,18 @@ pub(crate) struct LowerError {
 
 pub(crate) type R<T> = Result<T, LowerError>;
 
+/// The value a back end computed for the symbolic dimension `s` from the
+/// input shapes (`syms`); an error at `at` when no input shape determines it.
+pub(crate) fn symbol_value<V: Copy>(syms: &HashMap<Symbol, V>, s: &Symbol, at: TextRange) -> R<V> {
+    match syms.get(s) {
+        Some(&v) => Ok(v),
+        None => err(
+            at,
+            format!("the symbolic dimension `{s}` is not determined by the input shapes"),
+        ),
+    }
+}
+
 pub(crate) fn err<T>(range: TextRange, message: impl Into<String>) -> R<T> {
     Err(LowerError {
         range,
@@ -72,6 +84,17 @@ pub(crate) struct ForLayout {
     pub body: JaxprId,
     pub nconsts: usize,
     pub nimplicit: usize,
+}
+
+/// The parts of a `scan`: operands `consts ++ carry ++ xs`; the body sees
+/// `consts ++ carry ++ x[i]` and returns `carry ++ y[i]`; results `carry ++
+/// ys`.
+pub(crate) struct ScanLayout {
+    pub body: JaxprId,
+    pub nconsts: usize,
+    pub ncarry: usize,
+    pub length: i64,
+    pub reverse: bool,
 }
 
 impl ForLayout {
@@ -128,6 +151,49 @@ impl<X, T: Borrow<AType>> EqnCx<'_, X, T> {
             return err(self.at(), "`for_loop` has too few operands");
         }
         Ok(l)
+    }
+
+    pub fn scan_layout(&self, a: &Analysis) -> R<ScanLayout> {
+        let Some(&body) = self.callees(a, "jaxpr").first() else {
+            return err(self.at(), "`scan` needs `jaxpr`");
+        };
+        let l = ScanLayout {
+            body,
+            nconsts: self.int("num_consts")? as usize,
+            ncarry: self.int("num_carry")? as usize,
+            length: self.int("length")?,
+            reverse: self.bool_or("reverse", false),
+        };
+        if self.args.len() < l.nconsts + l.ncarry || self.outs.len() < l.ncarry {
+            return err(
+                self.at(),
+                "`scan` has fewer operands than constants and carry",
+            );
+        }
+        Ok(l)
+    }
+
+    /// `conv_general_dilated`'s `dimension_numbers`: the `lhs_spec`,
+    /// `rhs_spec` and `out_spec` permutations (batch or output feature,
+    /// feature or input feature, then the spatial dimensions), each checked
+    /// against the operands' rank.
+    pub fn conv_specs(&self) -> R<[Vec<i64>; 3]> {
+        let dn = self.param("dimension_numbers")?;
+        let spec = |k: &str| dn.field(k).and_then(Expr::as_int_seq);
+        let (Some(ls), Some(rs), Some(os)) = (spec("lhs_spec"), spec("rhs_spec"), spec("out_spec"))
+        else {
+            return err(
+                dn.range,
+                "`dimension_numbers` must be ConvDimensionNumbers(lhs_spec, rhs_spec, out_spec)",
+            );
+        };
+        let rank = |i: usize| self.args.get(i).map(|a| a.ty.borrow().rank());
+        let n = rank(0).unwrap_or(0);
+        let ok = |s: &[i64]| s.len() == n && s.iter().all(|&d| d >= 0 && (d as usize) < n);
+        if n < 2 || rank(1) != Some(n) || !ok(&ls) || !ok(&rs) || !ok(&os) {
+            return err(dn.range, "convolution specs do not match the operands");
+        }
+        Ok([ls, rs, os])
     }
 
     pub fn at(&self) -> TextRange {

@@ -6,7 +6,7 @@
 //! each iteration is a memory scope (see the module documentation).
 
 use super::{Arr, Cx, Env, G, Op, dtype};
-use crate::build::{CALLS, Operand, R, err};
+use crate::build::{CALLS, Operand, R, ScanLayout, err};
 use crate::check::JaxprId;
 use crate::syntax::ast;
 use crate::types::AType;
@@ -352,19 +352,7 @@ impl<'c> G<'c, '_> {
     /// `x[i]` is a view into `xs`; `y[i]` is copied into `ys`, allocated
     /// before the loop.
     fn scan(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> R<Vec<Arr<'c>>> {
-        let Some(&body) = cx.callees(self.a, "jaxpr").first() else {
-            return err(cx.at(), "`scan` needs `jaxpr`");
-        };
-        let nconsts = cx.int("num_consts")? as usize;
-        let ncarry = cx.int("num_carry")? as usize;
-        let length = cx.int("length")?;
-        let reverse = cx.bool_or("reverse", false);
-        if cx.args.len() < nconsts + ncarry || cx.outs.len() < ncarry {
-            return err(
-                cx.at(),
-                "`scan` has fewer operands than constants and carry",
-            );
-        }
+        let ScanLayout { body, nconsts, ncarry, length, reverse } = cx.scan_layout(self.a)?;
         let consts = &cx.args[..nconsts];
         let xs = &cx.args[nconsts + ncarry..];
         for x in xs {

@@ -37,7 +37,7 @@ mod ops;
 mod reduce;
 mod vmath;
 
-use super::{EqnCx, LowerError, Operand, R, Syntax, err};
+use super::{EqnCx, LowerError, Operand, R, Syntax, err, symbol_value};
 use crate::check::{Analysis, EqnId, JaxprId};
 use crate::diagnostics::Diagnostic;
 use crate::syntax::TextRange;
@@ -774,13 +774,7 @@ impl<'c, 'f> G<'c, 'f> {
 
     fn factor(&self, env: &Env<'c>, f: &Factor, at: TextRange) -> R<IntValue<'c>> {
         if let Factor::Sym(s) = f {
-            return match env.syms.get(s) {
-                Some(&v) => Ok(v),
-                None => err(
-                    at,
-                    format!("the symbolic dimension `{s}` is not determined by the input shapes"),
-                ),
-            };
+            return symbol_value(&env.syms, s, at);
         }
         let (x, y) = f.operands().expect("operation factor");
         let (x, y) = (self.poly(env, x, at)?, self.poly(env, y, at)?);

@@ -1274,22 +1274,10 @@ impl<'c> G<'c, '_> {
     }
 
     fn conv(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> R<Arr<'c>> {
-        let dn = cx.param("dimension_numbers")?;
-        let spec = |k: &str| dn.field(k).and_then(Expr::as_int_seq);
-        let (Some(ls), Some(rs), Some(os)) = (spec("lhs_spec"), spec("rhs_spec"), spec("out_spec"))
-        else {
-            return err(
-                dn.range,
-                "`dimension_numbers` must be ConvDimensionNumbers(lhs_spec, rhs_spec, out_spec)",
-            );
-        };
+        let [ls, rs, os] = cx.conv_specs()?;
         let (l, r) = (&cx.args[0], &cx.args[1]);
         let n = l.v.dims.len();
-        let ns = n.saturating_sub(2);
-        let ok = |s: &[i64]| s.len() == n && s.iter().all(|&d| d >= 0 && (d as usize) < n);
-        if n < 2 || r.v.dims.len() != n || !ok(&ls) || !ok(&rs) || !ok(&os) {
-            return err(dn.range, "convolution specs do not match the operands");
-        }
+        let ns = n - 2;
         let strides = cx.ints_or("window_strides", vec![1; ns])?;
         let pad = cx.pairs("padding")?;
         let ldil = cx.ints_or("lhs_dilation", vec![1; ns])?;

@@ -9,7 +9,7 @@
 
 use super::ops::EqnCx;
 use super::{B, Env, Lower, Operand, V};
-use crate::build::{CALLS, R, err};
+use crate::build::{CALLS, R, ScanLayout, err};
 use crate::check::JaxprId;
 use crate::types::{AType, DType, Dim, Shape};
 use melior::ir::{Type, ValueLike};
@@ -217,19 +217,7 @@ impl<'c> Lower<'c, '_> {
     /// enclosing block, each `x[i]` a `dynamic_slice` and each `y[i]` a
     /// `dynamic_update_slice` at `i` (`length - 1 - i` when `reverse`).
     fn scan(&self, b: B<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c>) -> R<Vec<V<'c>>> {
-        let Some(&body) = cx.callees(self.a, "jaxpr").first() else {
-            return err(cx.at(), "`scan` needs `jaxpr`");
-        };
-        let nconsts = cx.int("num_consts")? as usize;
-        let ncarry = cx.int("num_carry")? as usize;
-        let length = cx.int("length")?;
-        let reverse = cx.bool_or("reverse", false);
-        if cx.args.len() < nconsts + ncarry || cx.outs.len() < ncarry {
-            return err(
-                cx.at(),
-                "`scan` has fewer operands than constants and carry",
-            );
-        }
+        let ScanLayout { body, nconsts, ncarry, length, reverse } = cx.scan_layout(self.a)?;
         let ny = cx.outs.len() - ncarry;
         let body_tys = self.binder_types(body)?;
         let out_tys = self.out_types(cx)?;

@@ -23,7 +23,7 @@ mod control;
 mod ops;
 mod print;
 
-use super::{Failure, LowerError, R, Syntax, err, solvable};
+use super::{Failure, LowerError, R, Syntax, err, solvable, symbol_value};
 use crate::check::{Analysis, EqnId, JaxprId};
 use crate::diagnostics::{DiagKind, Diagnostic};
 use crate::syntax::TextRange;
@@ -862,13 +862,7 @@ impl<'c, 'f> Lower<'c, 'f> {
 
     fn factor(&self, b: B<'c>, env: &Env<'c>, f: &Factor, at: TextRange) -> R<V<'c>> {
         if let Factor::Sym(s) = f {
-            return match env.syms.get(s) {
-                Some(&v) => Ok(v),
-                None => err(
-                    at,
-                    format!("the symbolic dimension `{s}` is not determined by the input shapes"),
-                ),
-            };
+            return symbol_value(&env.syms, s, at);
         }
         let (x, y) = f.operands().expect("operation factor");
         let (x, y) = (self.poly(b, env, x, at)?, self.poly(b, env, y, at)?);

@@ -859,18 +859,7 @@ impl<'c> Lower<'c, '_> {
     }
 
     fn conv(&self, b: B<'c>, cx: &EqnCx<'_, 'c>) -> R<V<'c>> {
-        let dn = cx.param("dimension_numbers")?;
-        let spec = |k: &str| dn.field(k).and_then(Expr::as_int_seq);
-        let (Some(ls), Some(rs), Some(os)) = (spec("lhs_spec"), spec("rhs_spec"), spec("out_spec"))
-        else {
-            return err(
-                dn.range,
-                "`dimension_numbers` must be ConvDimensionNumbers(lhs_spec, rhs_spec, out_spec)",
-            );
-        };
-        if ls.len() < 2 || rs.len() < 2 || os.len() < 2 {
-            return err(dn.range, "convolution specs need at least two dimensions");
-        }
+        let [ls, rs, os] = cx.conv_specs()?;
         let dims = format!(
             "#stablehlo.conv<raw input_batch_dimension = {}, input_feature_dimension = {}, input_spatial_dimensions = {}, \
              kernel_input_feature_dimension = {}, kernel_output_feature_dimension = {}, kernel_spatial_dimensions = {}, \
