@@ -1,6 +1,8 @@
 //! The `jaxpr` binary: exit codes, JSON output, folders, `types`.
 
-use std::path::{Path, PathBuf};
+mod common;
+use common::corpus;
+use std::path::Path;
 use std::process::{Command, Output};
 
 fn bin() -> Command {
@@ -20,11 +22,6 @@ fn check_json(path: &Path) -> (Option<i32>, serde_json::Value) {
     (out.status.code(), report)
 }
 
-fn corpus() -> PathBuf {
-    std::env::var("JAXPR_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"))
-}
 
 #[test]
 fn json_output_has_the_documented_shape() {

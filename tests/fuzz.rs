@@ -3,17 +3,13 @@
 //! inputs are generated here, at a size where the old behaviour (quadratic
 //! or worse) would not finish, rather than committed.
 
+mod common;
+use common::corpus;
 use jaxpr::db::{self, Path, RootDatabase, SourceFile};
 use jaxpr::diagnostics::DiagKind;
 use jaxpr::fuzz::{self, Finding, Rng};
 use salsa::Setter;
-use std::path::PathBuf;
 
-fn corpus() -> PathBuf {
-    std::env::var("JAXPR_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"))
-}
 
 /// The diagnostics of `after` as an edit of `before`, which must equal a
 /// from-scratch check's.

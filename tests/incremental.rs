@@ -3,17 +3,14 @@
 //! random edit sequences on corpus files, compared after every edit, all
 //! over the file and inside `let` jaxprs.
 
+mod common;
+use common::corpus;
 use jaxpr::db::{self, Db, Path, RootDatabase, SourceFile};
 use jaxpr::fuzz::Rng;
 use salsa::Setter;
 use salsa::plumbing::AsId;
 use std::path::PathBuf;
 
-fn corpus() -> PathBuf {
-    std::env::var("JAXPR_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"))
-}
 
 fn read(rel: &str) -> String {
     jaxpr::scale::read_gz(&corpus().join(rel).to_string_lossy())

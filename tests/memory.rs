@@ -6,14 +6,10 @@
 
 #![cfg(target_os = "linux")]
 
-use std::path::PathBuf;
+mod common;
+use common::corpus;
 use std::process::{Command, Stdio};
 
-fn corpus() -> PathBuf {
-    std::env::var("JAXPR_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"))
-}
 
 /// The largest peak resident memory of the children waited for, in bytes.
 fn children_peak() -> u64 {

@@ -7,7 +7,7 @@
 //! crash.
 
 mod common;
-use common::{build_cases, corpus};
+use common::{build_cases, case_name, corpus};
 use std::ffi::CStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -278,17 +278,6 @@ fn run_examples(lib: &Lib, case: &Path) -> Vec<String> {
         lib.free(outs);
     }
     bad
-}
-
-fn case_name(case: &Path) -> String {
-    let dir = case
-        .parent()
-        .unwrap()
-        .file_name()
-        .unwrap()
-        .to_str()
-        .unwrap();
-    format!("{dir}/{}", case.file_name().unwrap().to_str().unwrap())
 }
 
 fn lib_name(case: &Path) -> String {

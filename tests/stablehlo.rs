@@ -5,7 +5,7 @@
 //! `../shared/oracle/setup.sh`), which compares with the corpus outputs.
 
 mod common;
-use common::{build_cases, corpus};
+use common::{build_cases, case_name, corpus};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
@@ -44,17 +44,6 @@ fn oracle_python() -> PathBuf {
 /// shapes stay dynamic after refinement), so the module must only parse and
 /// verify (xla_run.py exit status 1, not 2). The native build runs them.
 const XLA_CANNOT_RUN: &[&str] = &["catalyst/resize_loop", "catalyst/while_grow"];
-
-fn case_name(case: &Path) -> String {
-    let dir = case
-        .parent()
-        .unwrap()
-        .file_name()
-        .unwrap()
-        .to_str()
-        .unwrap();
-    format!("{dir}/{}", case.file_name().unwrap().to_str().unwrap())
-}
 
 fn build(jaxpr: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
     bin()

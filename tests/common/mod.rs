@@ -1,6 +1,8 @@
-//! What the build tests share: the corpus and its build set.
+//! What the tests share: the corpus and its build set.
+// Each test crate uses part of it.
+#![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub fn corpus() -> PathBuf {
     std::env::var("JAXPR_CORPUS")
@@ -27,4 +29,16 @@ pub fn build_cases() -> Vec<PathBuf> {
     }
     cases.sort();
     cases
+}
+
+/// `DIR/NAME` of a corpus case path (`.../corpus/DIR/NAME`).
+pub fn case_name(case: &Path) -> String {
+    let dir = case
+        .parent()
+        .unwrap()
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap();
+    format!("{dir}/{}", case.file_name().unwrap().to_str().unwrap())
 }
