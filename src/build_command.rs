@@ -2,8 +2,8 @@
 //! `jaxpr` binary, which links no back end, hands the command to it).
 
 use crate::build::{self, native};
+use crate::check;
 use crate::cli::{self, BuildArgs, Checked, EmitKind};
-use crate::{check, syntax};
 use std::path::Path;
 
 /// Checks, lowers and writes `path`; diagnostics and exit 1 when the file
@@ -42,12 +42,12 @@ pub fn run(path: &Path, args: BuildArgs) -> i32 {
     };
     let timings = std::env::var_os("JAXPR_BUILD_TIMINGS").is_some();
     let clock = std::time::Instant::now();
-    // A whole-file parse and check, as `db::analysis` makes them, without
-    // the database: a build is one check of one text, so nothing of the
-    // incremental engine's state (a copy of the text, its segments and
-    // sorted diagnostics for later edits) would ever be used.
-    let parse = syntax::parse(&loaded.text);
-    let analysis = check::check(&parse.file);
+    // A whole-file parse and check without the database: a build is one
+    // check of one text, so nothing of the incremental engine's state (a
+    // copy of the text, its segments and sorted diagnostics for later
+    // edits) would ever be used. A large file is parsed on a second thread
+    // while it is checked.
+    let (parse, analysis) = check::parse_and_check_without_comments(&loaded.text);
     let checked = clock.elapsed();
     let mut t = build::stablehlo::Timings::default();
     use build::Failure;

@@ -108,6 +108,36 @@ fn large_corpus_is_valid() {
     }
 }
 
+/// `jaxpr build`'s parse and check (the parse on a second thread for a
+/// large file) finds what the whole-tree parse and check find, on the large
+/// files as they are and with an error in the middle.
+#[test]
+fn pipelined_parse_and_check_equals_the_whole_one() {
+    let text = jaxpr::scale::read_gz(
+        &corpus()
+            .join("large/transformer150_grad.jaxpr.gz")
+            .to_string_lossy(),
+    );
+    let middle = text[text.len() / 2..].find(" = mul ").unwrap() + text.len() / 2;
+    let broken = format!(
+        "{} = mul undefined_x{}",
+        &text[..middle],
+        &text[middle + 6..]
+    );
+    for (text, broken) in [(text, false), (broken, true)] {
+        assert!(text.len() > 1 << 20, "large enough to be pipelined");
+        let (parse, analysis) = jaxpr::check::parse_and_check_without_comments(&text);
+        let whole = jaxpr::syntax::parse(&text);
+        assert_eq!(parse.errors, whole.errors);
+        assert_eq!(
+            parse.file.main.as_ref().map(|m| m.eqns.len()),
+            whole.file.main.as_ref().map(|m| m.eqns.len())
+        );
+        assert_eq!(analysis, jaxpr::check::check(&whole.file));
+        assert_eq!(analysis.diagnostics.is_empty(), !broken);
+    }
+}
+
 #[derive(serde::Deserialize)]
 struct Expected {
     errors: Vec<ExpectedError>,
@@ -264,7 +294,11 @@ fn position_lookups_agree_with_a_linear_scan() {
         let p = jaxpr::syntax::parse(&text);
         let a = jaxpr::check::check(&p.file);
         let starts: Vec<u32> = a.refs.iter().map(|r| r.range.start).collect();
-        assert!(starts.is_sorted(), "{}: occurrences out of order", path.display());
+        assert!(
+            starts.is_sorted(),
+            "{}: occurrences out of order",
+            path.display()
+        );
         for offset in 0..=text.len() as u32 {
             let linear = a.refs.iter().find(|r| r.range.touches(offset));
             assert_eq!(
@@ -273,7 +307,10 @@ fn position_lookups_agree_with_a_linear_scan() {
                 "{} at {offset}",
                 path.display()
             );
-            let linear = a.eqns.iter().position(|e| e.primitive_range.touches(offset));
+            let linear = a
+                .eqns
+                .iter()
+                .position(|e| e.primitive_range.touches(offset));
             assert_eq!(
                 a.eqn_with_primitive_at(offset).map(|e| e.0 as usize),
                 linear,

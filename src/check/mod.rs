@@ -176,7 +176,10 @@ impl Analysis {
     pub fn eqn_with_primitive_at(&self, offset: u32) -> Option<EqnId> {
         let order = &self.eqns_in_text_order;
         if order.len() != self.eqns.len() {
-            let i = self.eqns.iter().position(|e| e.primitive_range.touches(offset))?;
+            let i = self
+                .eqns
+                .iter()
+                .position(|e| e.primitive_range.touches(offset))?;
             return Some(EqnId(i as u32));
         }
         let i = order.partition_point(|&e| self.eqn(e).primitive_range.end < offset);
@@ -241,11 +244,7 @@ pub fn diagnostics_streaming(text: &str) -> Vec<Diagnostic> {
         pipelined(text, &mut sink)
     };
     let file = parse.file;
-    // The `let` jaxprs are checked before the main one, wherever they are:
-    // one after it was not seen by `begin`. Rare; checked whole instead.
-    if let Some(m) = &file.main
-        && file.lets.iter().any(|l| l.range.start > m.range.start)
-    {
+    if let_after_main(&file) {
         let p = crate::syntax::parse(text);
         let mut all = p.errors;
         all.extend(check_full(&p.file).0.diagnostics);
@@ -261,6 +260,74 @@ pub fn diagnostics_streaming(text: &str) -> Vec<Diagnostic> {
     let mut all = parse.errors;
     all.append(&mut c.a.diagnostics);
     all
+}
+
+/// A whole-file parse and check of `text`, as [`crate::syntax::parse`] then
+/// [`check`], with a large text parsed on a thread of its own while the
+/// main jaxpr's equations read so far are checked (as `jaxpr check` does),
+/// for one-shot work on a whole file (`jaxpr build`). The tree carries no
+/// comments (as [`crate::syntax::parse_streaming`]'s), so the analysis has
+/// no equation source info: the build reads neither.
+pub fn parse_and_check_without_comments(text: &str) -> (crate::syntax::Parse, Analysis) {
+    let whole = || {
+        let p = crate::syntax::parse(text);
+        let a = check(&p.file);
+        (p, a)
+    };
+    if text.len() < PIPELINE_BYTES {
+        return whole();
+    }
+    let mut sink = Retaining {
+        c: Checker::new(Analysis::default()),
+        main: None,
+        eqns: Vec::new(),
+    };
+    let mut parse = pipelined(text, &mut sink);
+    let file = &mut parse.file;
+    if let_after_main(file) {
+        return whole();
+    }
+    let mut c = sink.c;
+    match (sink.main, &mut file.main) {
+        (Some(id), Some(m)) => {
+            m.eqns = sink.eqns.into_boxed_slice();
+            c.end_jaxpr(id, m);
+        }
+        _ => c.check_lets(&file.lets),
+    }
+    c.check_symbol_scope(file);
+    c.a.index_positions();
+    (parse, c.a)
+}
+
+/// Whether a `let` jaxpr follows the main one. A check fed by the parser
+/// checks the `let`s it has read when the main jaxpr begins, but `let`s are
+/// checked before the main jaxpr wherever they are: such a (rare) file is
+/// parsed and checked whole instead.
+fn let_after_main(file: &ast::SourceFile) -> bool {
+    file.main
+        .as_ref()
+        .is_some_and(|m| file.lets.iter().any(|l| l.range.start > m.range.start))
+}
+
+/// The checker fed by the parser that keeps the equations it checked.
+struct Retaining {
+    c: Checker,
+    main: Option<JaxprId>,
+    eqns: Vec<ast::Eqn>,
+}
+
+impl crate::syntax::MainSink for Retaining {
+    fn begin(&mut self, lets: &[ast::LetJaxpr], main: &Jaxpr) {
+        self.main = Some(self.c.begin_main(lets, main));
+    }
+
+    fn eqn(&mut self, e: ast::Eqn) {
+        let Some(main) = self.main else { return };
+        let id = self.c.check_eqn(&e, main);
+        self.c.a.jaxprs[main.0 as usize].eqns.push(id);
+        self.eqns.push(e);
+    }
 }
 
 /// Texts from this size on are parsed on a thread of their own while the
@@ -280,8 +347,7 @@ enum Piece {
 
 /// [`crate::syntax::parse_streaming`] on a thread of its own, `sink` fed on
 /// this one.
-fn pipelined(text: &str, sink: &mut Streaming) -> crate::syntax::Parse {
-    use crate::syntax::MainSink;
+fn pipelined(text: &str, sink: &mut dyn crate::syntax::MainSink) -> crate::syntax::Parse {
     let (tx, rx) = std::sync::mpsc::sync_channel(BATCHES_WAITING);
     std::thread::scope(|s| {
         let parser = s.spawn(move || {
@@ -342,9 +408,7 @@ struct Streaming {
 
 impl crate::syntax::MainSink for Streaming {
     fn begin(&mut self, lets: &[ast::LetJaxpr], main: &Jaxpr) {
-        self.c.check_lets(lets);
-        self.c.main_inputs = true;
-        self.main = Some(self.c.begin_jaxpr(main, JaxprOrigin::Main, None, None));
+        self.main = Some(self.c.begin_main(lets, main));
     }
 
     fn eqn(&mut self, e: ast::Eqn) {
@@ -853,6 +917,14 @@ impl Checker {
             refs: Vec::with_capacity(counts.vars + counts.uses),
             ..Analysis::default()
         })
+    }
+
+    /// Checks the `let` jaxprs, then begins the main jaxpr (its equations
+    /// come one by one: a check fed by the parser).
+    fn begin_main(&mut self, lets: &[ast::LetJaxpr], main: &Jaxpr) -> JaxprId {
+        self.check_lets(lets);
+        self.main_inputs = true;
+        self.begin_jaxpr(main, JaxprOrigin::Main, None, None)
     }
 
     fn check_lets<'l>(&mut self, lets: impl IntoIterator<Item = &'l ast::LetJaxpr>) {
