@@ -21,6 +21,20 @@ fn ms(d: Duration) -> String {
     format!("{:.1} ms", d.as_secs_f64() * 1e3)
 }
 
+/// Inserts `x` at `col` of `line` (or deletes it again) as version `version`.
+fn one_char_edit(s: &mut Lsp, uri: &str, line: usize, col: usize, version: i64, insert: bool) {
+    let start = json!({ "line": line, "character": col });
+    let end = json!({ "line": line, "character": if insert { col } else { col + 1 } });
+    let change = json!({ "range": { "start": start, "end": end }, "text": if insert { "x" } else { "" } });
+    s.notify("textDocument/didChange", json!({ "textDocument": { "uri": uri, "version": version }, "contentChanges": [change] }));
+}
+
+/// Position parameters on the last operand of `line` (a variable).
+fn last_operand(uri: &str, lines: &[&str], line: usize) -> serde_json::Value {
+    let col = lines[line].rfind(' ').unwrap() + 1;
+    json!({ "textDocument": { "uri": uri }, "position": { "line": line, "character": col } })
+}
+
 /// One row of the table: the p50 of `times`, and their p99 or, for a
 /// handful of runs (`max`), their maximum.
 fn row(measure: &str, unit: &str, times: &mut [Duration], max: bool, target: &str) {
@@ -95,11 +109,8 @@ fn main() {
         let col = lines[line].rfind(' ').unwrap() + 2;
         for insert in [true, false] {
             version += 1;
-            let start = json!({ "line": line, "character": col });
-            let end = json!({ "line": line, "character": if insert { col } else { col + 1 } });
-            let change = json!({ "range": { "start": start, "end": end }, "text": if insert { "x" } else { "" } });
             let t = Instant::now();
-            s.notify("textDocument/didChange", json!({ "textDocument": { "uri": uri, "version": version }, "contentChanges": [change] }));
+            one_char_edit(&mut s, uri, line, col, version, insert);
             s.diagnostics(uri, Some(version));
             edits.push(t.elapsed());
         }
@@ -109,16 +120,15 @@ fn main() {
     let (mut hovers, mut defs) = (Vec::new(), Vec::new());
     for i in 0..300 {
         let line = eqn_lines[(i * 104729) % eqn_lines.len()];
-        let col = lines[line].rfind(' ').unwrap() + 1;
-        let p = json!({ "textDocument": { "uri": uri }, "position": { "line": line, "character": col } });
+        let p = last_operand(uri, &lines, line);
         let t = Instant::now();
         let h = s.call("textDocument/hover", p.clone());
         hovers.push(t.elapsed());
-        assert!(!h.is_null(), "hover at {line}:{col}");
+        assert!(!h.is_null(), "hover at {p}");
         let t = Instant::now();
-        let d = s.call("textDocument/definition", p);
+        let d = s.call("textDocument/definition", p.clone());
         defs.push(t.elapsed());
-        assert!(!d.is_null(), "definition at {line}:{col}");
+        assert!(!d.is_null(), "definition at {p}");
     }
 
     // 4. An edit while a whole-file request (semantic tokens, which needs
@@ -131,10 +141,7 @@ fn main() {
         let line = eqn_lines[(i * 7919) % eqn_lines.len()];
         let col = lines[line].rfind(' ').unwrap() + 2;
         let edit = |s: &mut Lsp, version: i64, insert: bool| {
-            let start = json!({ "line": line, "character": col });
-            let end = json!({ "line": line, "character": if insert { col } else { col + 1 } });
-            let change = json!({ "range": { "start": start, "end": end }, "text": if insert { "x" } else { "" } });
-            s.notify("textDocument/didChange", json!({ "textDocument": { "uri": uri, "version": version }, "contentChanges": [change] }));
+            one_char_edit(s, uri, line, col, version, insert)
         };
         version += 1;
         edit(&mut s, version, true);
@@ -146,13 +153,11 @@ fn main() {
         edit(&mut s, version, false);
         s.diagnostics(uri, Some(version));
         interrupting.push(t.elapsed());
-        let hover_line = eqn_lines[(i * 104729) % eqn_lines.len()];
-        let hover_col = lines[hover_line].rfind(' ').unwrap() + 1;
-        let p = json!({ "textDocument": { "uri": uri }, "position": { "line": hover_line, "character": hover_col } });
+        let p = last_operand(uri, &lines, eqn_lines[(i * 104729) % eqn_lines.len()]);
         let t = Instant::now();
         let h = s.call("textDocument/hover", p.clone());
         first_hovers.push(t.elapsed());
-        assert!(!h.is_null(), "hover at {hover_line}:{hover_col}");
+        assert!(!h.is_null(), "hover at {p}");
         // The same after a pause in typing, which the server spends on the
         // whole-file analysis.
         version += 1;
