@@ -41,6 +41,29 @@ pub fn run(path: &Path, args: BuildArgs) -> i32 {
         None => native::c_name(build::jaxpr_stem(path)),
     };
     let timings = std::env::var_os("JAXPR_BUILD_TIMINGS").is_some();
+    let mut t = build::stablehlo::Timings::default();
+    use build::Failure;
+    // StableHLO: the text is parsed, checked and lowered at once, on three
+    // threads, and written as it is printed. The process exits next: the
+    // module is left to the exit to free, as compilers leave theirs.
+    if artifact.is_none() {
+        match build::build_text_to_file(&loaded.text, kind, &out, &mut t) {
+            Ok(Some(module)) => {
+                std::mem::forget(module);
+                if timings {
+                    eprintln!(
+                        "parse+check+lower {:.2?}, context {:.2?}, verify {:.2?}, print+write {:.2?}",
+                        t.lower, t.context, t.verify, t.print
+                    );
+                }
+                eprintln!("wrote {}", out.display());
+                return 0;
+            }
+            // Built whole below.
+            Ok(None) => {}
+            Err(e) => return failed(e, loaded, &out, args.color),
+        }
+    }
     let clock = std::time::Instant::now();
     // A whole-file parse and check without the database: a build is one
     // check of one text, so nothing of the incremental engine's state (a
@@ -49,11 +72,7 @@ pub fn run(path: &Path, args: BuildArgs) -> i32 {
     // while it is checked.
     let (parse, analysis) = check::parse_and_check_without_comments(&loaded.text);
     let checked = clock.elapsed();
-    let mut t = build::stablehlo::Timings::default();
-    use build::Failure;
     let result = match artifact {
-        // StableHLO is written as it is printed. The process exits next:
-        // the module is left to the exit to free, as compilers leave theirs.
         None => build::build_to_file(&parse, &analysis, kind, &out, &mut t).map(std::mem::forget),
         Some((a, _)) => {
             let opts = native::Options {
@@ -89,18 +108,30 @@ pub fn run(path: &Path, args: BuildArgs) -> i32 {
             }
             0
         }
-        Err(Failure::Io(e)) => {
+        Err(e) => failed(e, loaded, &out, args.color),
+    }
+}
+
+/// Reports a build that failed; the exit status.
+fn failed(
+    e: build::Failure,
+    loaded: cli::Loaded,
+    out: &Path,
+    color: cli::ColorMode,
+) -> i32 {
+    match e {
+        build::Failure::Io(e) => {
             eprintln!("error: {}: {e}", out.display());
             2
         }
-        Err(Failure::Diagnostics(diagnostics)) => {
+        build::Failure::Diagnostics(diagnostics) => {
             let n = diagnostics.iter().filter(|d| d.is_error()).count();
             cli::print_to_stderr(
                 &[Checked {
                     loaded,
                     diagnostics,
                 }],
-                args.color,
+                color,
             );
             eprintln!(
                 "error: not built: {n} error{}",

@@ -3,6 +3,8 @@
 //! `invalid/` case yields exactly its expected errors, and the Catalyst
 //! signatures are those of the dynamic-shapes reference.
 
+mod common;
+
 use jaxpr::db::{self, RootDatabase, SourceFile};
 use jaxpr::diagnostics::{DiagKind, Diagnostic};
 use jaxpr::syntax::LineIndex;
@@ -113,17 +115,7 @@ fn large_corpus_is_valid() {
 /// files as they are and with an error in the middle.
 #[test]
 fn pipelined_parse_and_check_equals_the_whole_one() {
-    let text = jaxpr::scale::read_gz(
-        &corpus()
-            .join("large/transformer150_grad.jaxpr.gz")
-            .to_string_lossy(),
-    );
-    let middle = text[text.len() / 2..].find(" = mul ").unwrap() + text.len() / 2;
-    let broken = format!(
-        "{} = mul undefined_x{}",
-        &text[..middle],
-        &text[middle + 6..]
-    );
+    let (text, broken) = common::transformer150_and_broken();
     for (text, broken) in [(text, false), (broken, true)] {
         assert!(text.len() > 1 << 20, "large enough to be pipelined");
         let (parse, analysis) = jaxpr::check::parse_and_check_without_comments(&text);

@@ -236,3 +236,52 @@ fn implicit_outputs_are_not_results_of_main() {
     // `in (b, c)` with `c:f64[b]`: only `c` is returned, as Catalyst does.
     assert!(m.contains("-> tensor<?xf64>"), "{m}");
 }
+
+/// The command lowers each equation right after its check
+/// (`build::build_text_to_file`): what it writes is byte for byte what the
+/// build of the whole checked file gives (`build::build`), on every build
+/// case and on transformer150 (parsed on a second thread); with an error in
+/// the middle of transformer150 both refuse it with the same errors.
+#[test]
+fn lowering_each_equation_as_checked_equals_lowering_the_checked_file() {
+    use jaxpr::build::{self, Emit, Failure, stablehlo::Timings};
+    let dir = out_dir("as_checked");
+    let mut texts: Vec<(String, String)> = build_cases()
+        .iter()
+        .map(|c| {
+            let text = std::fs::read_to_string(c.with_extension("jaxpr")).unwrap();
+            (case_name(c).replace('/', "_"), text)
+        })
+        .collect();
+    let (large, broken) = common::transformer150_and_broken();
+    texts.push(("transformer150".into(), large));
+    texts.push(("transformer150_broken".into(), broken));
+    let sorted = |mut d: Vec<jaxpr::diagnostics::Diagnostic>| {
+        d.sort_by(|a, b| (a.range.start, &a.message).cmp(&(b.range.start, &b.message)));
+        d
+    };
+    for (name, text) in texts {
+        let parse = jaxpr::syntax::parse(&text);
+        let analysis = jaxpr::check::check(&parse.file);
+        let whole = build::build(&parse, &analysis, Emit::Stablehlo);
+        let out = dir.join(format!("{name}.mlir"));
+        let _ = std::fs::remove_file(&out);
+        let as_checked =
+            build::build_text_to_file(&text, Emit::Stablehlo, &out, &mut Timings::default());
+        match (whole, as_checked) {
+            (Ok(bytes), Ok(Some(_))) => {
+                assert!(std::fs::read(&out).unwrap() == bytes, "{name}: modules differ")
+            }
+            (Err(expected), Err(Failure::Diagnostics(found))) => {
+                assert!(name.ends_with("broken"), "{name}: {found:?}");
+                assert!(!out.exists(), "{name}: written");
+                assert_eq!(sorted(found), sorted(expected), "{name}");
+            }
+            (whole, as_checked) => panic!(
+                "{name}: whole build {:?}, as checked {:?}",
+                whole.map(|b| b.len()),
+                as_checked.map(|m| m.is_some())
+            ),
+        }
+    }
+}

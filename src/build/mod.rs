@@ -98,6 +98,29 @@ pub fn build_to_file(
     Ok(module)
 }
 
+/// [`build_to_file`] from the text itself, checked while it is lowered
+/// ([`stablehlo::lower_text_into`]): `jaxpr build --emit stablehlo`.
+/// `Ok(None)` when the file is to be built whole instead (nothing written).
+pub fn build_text_to_file(
+    text: &str,
+    emit: Emit,
+    path: &std::path::Path,
+    timings: &mut stablehlo::Timings,
+) -> Result<Option<stablehlo::Lowered>, Failure> {
+    let bytecode = emit == Emit::StablehloBytecode;
+    let mut out = None;
+    let built = stablehlo::lower_text_into(text, bytecode, timings, || {
+        Ok(&mut out.insert(Replacement::create(path)?).file)
+    })?;
+    let Some((_, module)) = built else {
+        return Ok(None);
+    };
+    if let Some(r) = out {
+        r.commit(path).map_err(Failure::Io)?;
+    }
+    Ok(Some(module))
+}
+
 /// Builds a checked file to native code (LLVM IR, object or shared library).
 pub fn build_native(
     parse: &Parse,

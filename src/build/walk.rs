@@ -300,8 +300,10 @@ pub(crate) const CALLS: &[(&str, &[&str])] = &[
 /// The syntax of a checked file, indexed for lowering: every jaxpr by the
 /// start of its range, every variable use by the start of its name.
 pub(crate) struct Syntax<'f> {
-    pub uses: VarUses,
+    uses: VarUses,
     jaxprs: HashMap<u32, &'f ast::Jaxpr>,
+    /// What a view of one equation falls back to: the `let` jaxprs' syntax.
+    base: Option<&'f Syntax<'f>>,
 }
 
 /// The variable each use refers to, by the start of its name, sorted by
@@ -316,13 +318,11 @@ pub(crate) struct VarUses {
 
 impl VarUses {
     fn new(a: &Analysis) -> Self {
-        let mut uses: Vec<(u32, VarId)> = a
-            .refs
-            .iter()
-            .filter(|r| r.kind == crate::check::RefKind::Use)
-            .map(|r| (r.range.start, r.var))
-            .collect();
-        uses.sort_unstable_by_key(|&(at, _)| at);
+        VarUses::sorted(crate::check::uses_of(&a.refs))
+    }
+
+    /// Uses already sorted by position.
+    fn sorted(uses: Vec<(u32, VarId)>) -> Self {
         VarUses {
             uses,
             next: Default::default(),
@@ -346,35 +346,59 @@ impl VarUses {
 
 impl<'f> Syntax<'f> {
     pub fn new(file: &'f ast::SourceFile, a: &Analysis) -> Self {
-        let uses = VarUses::new(a);
-        let mut jaxpr_syntax = HashMap::default();
-        fn walk<'f>(j: &'f ast::Jaxpr, out: &mut HashMap<u32, &'f ast::Jaxpr>) {
-            out.insert(j.range.start, j);
-            for e in &j.eqns {
-                for p in &e.params {
-                    expr(&p.value, out);
-                }
-            }
-        }
-        fn expr<'f>(x: &'f ast::Expr, out: &mut HashMap<u32, &'f ast::Jaxpr>) {
-            match &x.kind {
-                ExprKind::Jaxpr(j) => walk(j, out),
-                ExprKind::Tuple(xs) | ExprKind::List(xs) => xs.iter().for_each(|x| expr(x, out)),
-                _ => {}
-            }
-        }
+        let mut jaxprs = HashMap::default();
         for j in file.lets.iter().map(|l| &l.jaxpr).chain(&file.main) {
-            walk(j, &mut jaxpr_syntax);
+            index_jaxpr(j, &mut jaxprs);
         }
         Syntax {
-            uses,
-            jaxprs: jaxpr_syntax,
+            uses: VarUses::new(a),
+            jaxprs,
+            base: None,
+        }
+    }
+
+    /// The syntax of the `let` jaxprs alone, with the uses in them (sorted
+    /// by position): what [`Syntax::of_eqn`] views fall back to.
+    pub fn of_lets(lets: &'f [ast::LetJaxpr], uses: Vec<(u32, VarId)>) -> Self {
+        let mut jaxprs = HashMap::default();
+        for l in lets {
+            index_jaxpr(&l.jaxpr, &mut jaxprs);
+        }
+        Syntax {
+            uses: VarUses::sorted(uses),
+            jaxprs,
+            base: None,
+        }
+    }
+
+    /// The syntax of one top-level equation of the main jaxpr (its
+    /// parameters, and the uses in it sorted by position), over `lets`.
+    pub fn of_eqn(lets: &'f Syntax<'f>, params: &'f [ast::Param], uses: Vec<(u32, VarId)>) -> Self {
+        let mut jaxprs = HashMap::default();
+        for p in params {
+            index_expr(&p.value, &mut jaxprs);
+        }
+        Syntax {
+            uses: VarUses::sorted(uses),
+            jaxprs,
+            base: Some(lets),
         }
     }
 
     /// The syntax of the jaxpr whose range is `range`.
     pub fn jaxpr(&self, range: TextRange) -> Option<&'f ast::Jaxpr> {
-        self.jaxprs.get(&range.start).copied()
+        match self.jaxprs.get(&range.start) {
+            Some(&j) => Some(j),
+            None => self.base?.jaxpr(range),
+        }
+    }
+
+    /// The variable used at `start`.
+    pub fn use_at(&self, start: u32) -> Option<VarId> {
+        match self.uses.get(&start) {
+            Some(&v) => Some(v),
+            None => self.base?.use_at(start),
+        }
     }
 
     /// A checked jaxpr's equations, each with its id, and its outputs: what
@@ -395,6 +419,24 @@ impl<'f> Syntax<'f> {
             return err(e.range, "internal error: equation not checked");
         }
         Ok((syn.eqns.iter().zip(info.eqns.iter().copied()), &syn.outvars))
+    }
+}
+
+/// Indexes jaxpr `j` and the jaxprs nested in it by the start of their range.
+fn index_jaxpr<'f>(j: &'f ast::Jaxpr, out: &mut HashMap<u32, &'f ast::Jaxpr>) {
+    out.insert(j.range.start, j);
+    for e in &j.eqns {
+        for p in &e.params {
+            index_expr(&p.value, out);
+        }
+    }
+}
+
+fn index_expr<'f>(x: &'f ast::Expr, out: &mut HashMap<u32, &'f ast::Jaxpr>) {
+    match &x.kind {
+        ExprKind::Jaxpr(j) => index_jaxpr(j, out),
+        ExprKind::Tuple(xs) | ExprKind::List(xs) => xs.iter().for_each(|x| index_expr(x, out)),
+        _ => {}
     }
 }
 

@@ -7,6 +7,7 @@
 //! questions without re-deriving semantics.
 
 mod dims;
+mod showing;
 pub mod rules;
 
 use crate::diagnostics::{DiagKind, Diagnostic};
@@ -19,6 +20,7 @@ use smallvec::SmallVec;
 use smol_str::SmolStr;
 
 pub use dims::DimEq;
+pub use showing::{Checked, parse_and_check_showing, uses_of};
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
 pub struct JaxprId(pub u32);
@@ -234,32 +236,7 @@ pub fn check(file: &ast::SourceFile) -> Analysis {
 /// variables, so the memory is about their size, not the syntax tree's
 /// plus the whole analysis'.
 pub fn diagnostics_streaming(text: &str) -> Vec<Diagnostic> {
-    let mut sink = Streaming {
-        c: Checker::new(Analysis::default()),
-        main: None,
-    };
-    let parse = if text.len() < PIPELINE_BYTES {
-        crate::syntax::parse_streaming(text, &mut sink)
-    } else {
-        pipelined(text, &mut sink)
-    };
-    let file = parse.file;
-    if let_after_main(&file) {
-        let p = crate::syntax::parse(text);
-        let mut all = p.errors;
-        all.extend(check_full(&p.file).0.diagnostics);
-        return all;
-    }
-    let mut c = sink.c;
-    match (sink.main, &file.main) {
-        (Some(id), Some(m)) => c.end_jaxpr(id, m),
-        // No main jaxpr was begun: its header did not parse.
-        _ => c.check_lets(&file.lets),
-    }
-    c.check_symbol_scope(&file);
-    let mut all = parse.errors;
-    all.append(&mut c.a.diagnostics);
-    all
+    parse_and_check_showing(text, &mut showing::Unseen)
 }
 
 /// A whole-file parse and check of `text`, as [`crate::syntax::parse`] then
@@ -400,32 +377,27 @@ impl crate::syntax::MainSink for Handoff {
     }
 }
 
-/// The checker fed by the parser (`diagnostics_streaming`).
-struct Streaming {
-    c: Checker,
-    main: Option<JaxprId>,
-}
-
-impl crate::syntax::MainSink for Streaming {
-    fn begin(&mut self, lets: &[ast::LetJaxpr], main: &Jaxpr) {
-        self.main = Some(self.c.begin_main(lets, main));
+impl Checker {
+    /// How many result variables top-level equation `id`, checked from
+    /// `mark` on, has: the first variables it added.
+    fn results_of(&self, mark: &Mark, id: EqnId) -> usize {
+        let outs = &self.a.eqn(id).outs;
+        let results = outs.iter().flatten().count();
+        debug_assert!(
+            outs.iter()
+                .flatten()
+                .all(|v| (v.0 as usize) < mark.vars + results)
+        );
+        results
     }
 
-    fn eqn(&mut self, e: ast::Eqn) {
-        let Some(main) = self.main else { return };
-        let mark = Mark::of(&self.c.a);
-        let id = self.c.check_eqn(&e, main);
-        // Later equations read the results' variables, nothing else of it.
-        let a = &mut self.c.a;
+    /// Forgets what checking a top-level equation (from `mark` on, with
+    /// `results` result variables) added that no later equation reads: all
+    /// but its results' variables. Ids of what is forgotten are given again
+    /// to the next equation's.
+    fn forget_eqn(&mut self, mark: &Mark, results: usize) {
+        let a = &mut self.a;
         let vars = mark.vars;
-        let results = a.eqn(id).outs.iter().flatten().count();
-        debug_assert!(
-            a.eqn(id)
-                .outs
-                .iter()
-                .flatten()
-                .all(|v| (v.0 as usize) < vars + results)
-        );
         a.vars.truncate(vars + results);
         a.eqns.truncate(mark.eqns);
         a.jaxprs.truncate(mark.jaxprs);
@@ -436,8 +408,8 @@ impl crate::syntax::MainSink for Streaming {
         if !a.origins.is_empty() {
             a.origins.retain(|v, _| kept(v));
         }
-        if !self.c.bad_dims.is_empty() {
-            self.c.bad_dims.retain(kept);
+        if !self.bad_dims.is_empty() {
+            self.bad_dims.retain(kept);
         }
     }
 }

@@ -42,3 +42,20 @@ pub fn case_name(case: &Path) -> String {
         .unwrap();
     format!("{dir}/{}", case.file_name().unwrap().to_str().unwrap())
 }
+
+/// `large/transformer150_grad`, and the same with an undefined variable as
+/// an operand of an equation in the middle.
+pub fn transformer150_and_broken() -> (String, String) {
+    let text = jaxpr::scale::read_gz(
+        &corpus()
+            .join("large/transformer150_grad.jaxpr.gz")
+            .to_string_lossy(),
+    );
+    let middle = text[text.len() / 2..].find(" = mul ").unwrap() + text.len() / 2;
+    let broken = format!(
+        "{} = mul undefined_x{}",
+        &text[..middle],
+        &text[middle + 6..]
+    );
+    (text, broken)
+}

@@ -223,7 +223,7 @@ impl<'c, 'f> G<'c, 'f> {
     /// The variable an atom names.
     pub(crate) fn var_of(&self, a: &Atom) -> Option<VarId> {
         match a {
-            Atom::Var(n) => self.syntax.uses.get(&n.range.start).copied(),
+            Atom::Var(n) => self.syntax.use_at(n.range.start),
             Atom::Lit(_) => None,
         }
     }

@@ -1233,7 +1233,7 @@ impl<'c, 'f> G<'c, 'f> {
     fn atom(&self, env: &Env<'c>, x: &Atom) -> R<Op<'c>> {
         match x {
             Atom::Var(n) => {
-                let Some(&v) = self.syntax.uses.get(&n.range.start) else {
+                let Some(v) = self.syntax.use_at(n.range.start) else {
                     return err(
                         n.range,
                         format!("internal error: `{}` is not resolved", n.text),

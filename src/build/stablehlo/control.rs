@@ -14,13 +14,13 @@ use crate::check::JaxprId;
 use crate::types::{AType, DType, Dim, Shape};
 use melior::ir::{Type, ValueLike};
 
-impl<'c> Lower<'c, '_> {
+impl<'c, 'f> Lower<'c, 'f> {
     /// Lowers control flow and calls; `None` for other primitives.
     pub(crate) fn lower_control(
         &self,
         b: B<'c>,
         env: &Env<'c>,
-        cx: &EqnCx<'_, 'c>,
+        cx: &EqnCx<'_, 'c, 'f>,
     ) -> R<Option<Vec<V<'c>>>> {
         let name = cx.name();
         if let Some((_, params)) = CALLS.iter().find(|(p, _)| *p == name) {
@@ -44,7 +44,7 @@ impl<'c> Lower<'c, '_> {
         }))
     }
 
-    fn out_types(&self, cx: &EqnCx<'_, 'c>) -> R<Vec<Type<'c>>> {
+    fn out_types(&self, cx: &EqnCx<'_, 'c, 'f>) -> R<Vec<Type<'c>>> {
         (0..cx.outs.len()).map(|i| self.out_ty(cx, i)).collect()
     }
 
@@ -64,7 +64,7 @@ impl<'c> Lower<'c, '_> {
         &self,
         b: B<'c>,
         env: &Env<'c>,
-        cx: &EqnCx<'_, 'c>,
+        cx: &EqnCx<'_, 'c, 'f>,
         index: V<'c>,
         branches: &[JaxprId],
         inputs: &[V<'c>],
@@ -86,7 +86,7 @@ impl<'c> Lower<'c, '_> {
     }
 
     /// JAX `cond[branches=(...)] index *operands`.
-    fn jax_cond(&self, b: B<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c>) -> R<Vec<V<'c>>> {
+    fn jax_cond(&self, b: B<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> R<Vec<V<'c>>> {
         let branches = cx.callees(self.a, "branches");
         let index = self.convert(b, cx.args[0].v, &DType::Int(32))?;
         let inputs: Vec<V> = cx.args[1..].iter().map(|a| a.v).collect();
@@ -95,7 +95,7 @@ impl<'c> Lower<'c, '_> {
 
     /// Catalyst `cond[branch_jaxprs=[...]] preds... operands...`: the first
     /// branch whose predicate holds, else the last.
-    fn catalyst_cond(&self, b: B<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c>) -> R<Vec<V<'c>>> {
+    fn catalyst_cond(&self, b: B<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> R<Vec<V<'c>>> {
         let branches = cx.callees(self.a, "branch_jaxprs");
         let npreds = branches.len().saturating_sub(1);
         if cx.args.len() < npreds {
@@ -144,7 +144,7 @@ impl<'c> Lower<'c, '_> {
     /// refinement sees that the dimensions they hold do not change. Carried
     /// arrays take the types of the body's binders, so an array whose size
     /// changes between iterations is `?` throughout.
-    fn while_loop(&self, b: B<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c>) -> R<Vec<V<'c>>> {
+    fn while_loop(&self, b: B<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> R<Vec<V<'c>>> {
         let l = cx.while_layout(self.a)?;
         let (body, cond, cn, bn) = (l.body, l.cond, l.cond_nconsts, l.body_nconsts);
         let vals: Vec<V> = cx.args.iter().map(|a| a.v).collect();
@@ -172,7 +172,7 @@ impl<'c> Lower<'c, '_> {
     /// [index] ++ explicit` and returns `implicits ++ explicit`.
     /// State: `[index] ++ implicits ++ explicit`; constants, the upper bound
     /// and the step are read from the enclosing block.
-    fn for_loop(&self, b: B<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c>) -> R<Vec<V<'c>>> {
+    fn for_loop(&self, b: B<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> R<Vec<V<'c>>> {
         let l = cx.for_layout(self.a)?;
         let (body, nc, ni, h) = (l.body, l.nconsts, l.nimplicit, l.header());
         let body_tys = self.binder_types(body)?;
@@ -216,7 +216,7 @@ impl<'c> Lower<'c, '_> {
     /// State: `[i] ++ carry ++ ys`; constants and `xs` are read from the
     /// enclosing block, each `x[i]` a `dynamic_slice` and each `y[i]` a
     /// `dynamic_update_slice` at `i` (`length - 1 - i` when `reverse`).
-    fn scan(&self, b: B<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c>) -> R<Vec<V<'c>>> {
+    fn scan(&self, b: B<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> R<Vec<V<'c>>> {
         let ScanLayout { body, nconsts, ncarry, length, reverse } = cx.scan_layout(self.a)?;
         let ny = cx.outs.len() - ncarry;
         let body_tys = self.binder_types(body)?;
@@ -288,7 +288,7 @@ impl<'c> Lower<'c, '_> {
     fn index_leading(
         &self,
         b: B<'c>,
-        x: &Operand<'c>,
+        x: &Operand<'c, 'f>,
         at: V<'c>,
         zero: V<'c>,
         cx: &EqnCx,

@@ -24,7 +24,7 @@ mod ops;
 mod print;
 
 use super::{Failure, LowerError, R, Syntax, err, solvable, symbol_value};
-use crate::check::{Analysis, EqnId, JaxprId};
+use crate::check::{self, Analysis, EqnId, JaxprId, VarRef};
 use crate::diagnostics::{DiagKind, Diagnostic};
 use crate::syntax::TextRange;
 use crate::syntax::ast::{self, Atom};
@@ -55,7 +55,7 @@ pub(crate) type B<'c> = BlockRef<'c, 'c>;
 
 /// A lowered operand: its value and its jaxpr type, borrowed from the
 /// analysis (which outlives the module) unless the lowering made it.
-pub(crate) type Operand<'c> = super::Operand<V<'c>, Cow<'c, AType>>;
+pub(crate) type Operand<'c, 'f> = super::Operand<V<'c>, Cow<'f, AType>>;
 
 /// The values of the symbolic dimensions where a jaxpr is lowered (shared
 /// by every jaxpr of the file, computed once in the entry block).
@@ -108,6 +108,42 @@ pub fn lower_into<W: Write>(
     t: &mut Timings,
     open: impl FnOnce() -> std::io::Result<W>,
 ) -> Result<(W, Lowered), Failure> {
+    let source = Source::Checked { file, a };
+    lower_source_into(source, bytecode, t, open).map(|built| {
+        built.expect("a checked file is lowered whole")
+    })
+}
+
+/// [`lower_into`] from the text itself: each top-level equation of the main
+/// jaxpr is lowered right after its check ([`check::parse_and_check_showing`]),
+/// while a large text is parsed on a second thread, and then forgotten. A text with errors is not built: its errors
+/// are the diagnostics, as [`super::build`] gives them. `Ok(None)` when the
+/// file is to be built whole instead (a `let` jaxpr after the main one).
+/// [`Timings::lower`] is then the time of the parse, check and lowering.
+pub fn lower_text_into<W: Write>(
+    text: &str,
+    bytecode: bool,
+    t: &mut Timings,
+    open: impl FnOnce() -> std::io::Result<W>,
+) -> Result<Option<(W, Lowered)>, Failure> {
+    lower_source_into(Source::Text(text), bytecode, t, open)
+}
+
+/// What a lowering starts from.
+enum Source<'f> {
+    Checked {
+        file: &'f ast::SourceFile,
+        a: &'f Analysis,
+    },
+    Text(&'f str),
+}
+
+fn lower_source_into<W: Write>(
+    source: Source,
+    bytecode: bool,
+    t: &mut Timings,
+    open: impl FnOnce() -> std::io::Result<W>,
+) -> Result<Option<(W, Lowered)>, Failure> {
     let clock = std::time::Instant::now();
     let mut lap = {
         let mut last = clock;
@@ -128,19 +164,30 @@ pub fn lower_into<W: Write>(
         }
         true
     });
-    let whole = file
-        .main
-        .as_ref()
-        .map_or(TextRange::new(0, 0), |m| m.lambda_range);
+    let whole = match &source {
+        Source::Checked { file, .. } => file
+            .main
+            .as_ref()
+            .map_or(TextRange::new(0, 0), |m| m.lambda_range),
+        Source::Text(_) => TextRange::new(0, 0),
+    };
     t.context = lap();
     let result = (|| {
-        let lw = Lower::new(&cx, file, a);
+        let st = LowerState::default();
         let module = Module::new(Location::unknown(&cx));
-        lw.main(&module)
-            .map_err(|e| Failure::Diagnostics(vec![e.into_diagnostic()]))?;
+        let lowered = match source {
+            Source::Checked { file, a } => {
+                let syntax = Syntax::new(file, a);
+                Lower::new(&cx, a, &syntax, &st).main(&module).map(|()| true)
+            }
+            Source::Text(text) => lower_text(&cx, &st, &module, text)?,
+        };
+        if !lowered.map_err(|e| Failure::Diagnostics(vec![e.into_diagnostic()]))? {
+            return Ok(None);
+        }
         t.lower = lap();
-        match write_verified(&module, lw.ops.get(), bytecode, t, open) {
-            Ok(out) => Ok((out, keep(module))),
+        match write_verified(&module, st.ops.get(), bytecode, t, open) {
+            Ok(out) => Ok(Some((out, keep(module)))),
             Err(Unwritten::Io(e)) => Err(Failure::Io(e)),
             Err(Unwritten::NotVerified) => {
                 let msgs = messages.lock().map(|m| m.join("; ")).unwrap_or_default();
@@ -158,8 +205,86 @@ pub fn lower_into<W: Write>(
         }
     })();
     cx.detach_diagnostic_handler(handler);
-    let (out, module) = result?;
-    Ok((out, Lowered { module, _cx: cx }))
+    Ok(result?.map(|(out, module)| (out, Lowered { module, _cx: cx })))
+}
+
+/// Lowers `@main` of `text` into `module` while the text is checked, each
+/// top-level equation right after its check, with the parser reading ahead
+/// on its own thread. Errors of the check come first (`Err` with them);
+/// then whether `@main` was lowered (`Ok(Ok(false))`: the file is to be
+/// built whole), or why not.
+fn lower_text<'c>(
+    cx: &'c Context,
+    st: &LowerState<'c>,
+    module: &Module<'c>,
+    text: &str,
+) -> Result<R<bool>, Failure> {
+    let lets = std::cell::OnceCell::new();
+    let mut lowering = LowerAsChecked {
+        cx,
+        st,
+        module,
+        lets: &lets,
+        syntax: None,
+        head: None,
+        outcome: Ok(false),
+    };
+    let diagnostics = check::parse_and_check_showing(text, &mut lowering);
+    let errors: Vec<Diagnostic> = diagnostics.into_iter().filter(|d| d.is_error()).collect();
+    if !errors.is_empty() {
+        return Err(Failure::Diagnostics(errors));
+    }
+    Ok(lowering.outcome)
+}
+
+/// Lowers `@main` as the check shows it: each equation through a view of
+/// the analysis as the checker has it right after checking it.
+struct LowerAsChecked<'c, 'a> {
+    cx: &'c Context,
+    st: &'a LowerState<'c>,
+    module: &'a Module<'c>,
+    /// The `let` jaxprs, kept from `begin` on (their bodies are lowered at
+    /// every call).
+    lets: &'a std::cell::OnceCell<Vec<ast::LetJaxpr>>,
+    /// Their syntax, which the views of the equations fall back to.
+    syntax: Option<Syntax<'a>>,
+    head: Option<MainHead<'c>>,
+    /// Whether `@main` was lowered, or the first error (no later equation
+    /// is lowered).
+    outcome: R<bool>,
+}
+
+impl<'c> check::Checked for LowerAsChecked<'c, '_> {
+    fn begin(&mut self, a: &Analysis, lets: &[ast::LetJaxpr], main: JaxprId, refs: &[VarRef]) {
+        let lets = self.lets.get_or_init(|| lets.to_vec());
+        let syntax = self.syntax.insert(Syntax::of_lets(lets, check::uses_of(refs)));
+        match Lower::new(self.cx, a, syntax, self.st).begin_main(main) {
+            Ok(head) => self.head = Some(head),
+            Err(e) => self.outcome = Err(e),
+        }
+    }
+
+    fn eqn(&mut self, a: &Analysis, e: &ast::Eqn, id: EqnId, reused: usize, refs: &[VarRef]) {
+        let (Ok(_), Some(head), Some(lets)) = (&self.outcome, &self.head, &self.syntax) else {
+            return;
+        };
+        self.st.fit_vars(reused, a.vars.len());
+        let syntax = Syntax::of_eqn(lets, &e.params, check::uses_of(refs));
+        if let Err(e) = Lower::new(self.cx, a, &syntax, self.st).eqn(head.b, &head.env, e, id) {
+            self.outcome = Err(e);
+        }
+    }
+
+    fn end(&mut self, a: &Analysis, main: JaxprId, outvars: &[Atom], refs: &[VarRef]) {
+        let (Ok(_), Some(lets)) = (&self.outcome, &self.syntax) else {
+            return;
+        };
+        let Some(head) = self.head.take() else { return };
+        let syntax = Syntax::of_eqn(lets, &[], check::uses_of(refs));
+        self.outcome = Lower::new(self.cx, a, &syntax, self.st)
+            .end_main(self.module, head, main, outvars)
+            .map(|()| true);
+    }
 }
 
 /// Why a module was not written.
@@ -275,12 +400,29 @@ fn context() -> Context {
     cx
 }
 
-pub(crate) struct Lower<'c, 'f: 'c> {
+/// A view of the lowering: the analysis and syntax it reads, and the state
+/// it keeps ([`LowerState`], which it derefs to). A whole-file lowering has
+/// one view; a lowering fed equation by equation ([`lower_handed`]) makes
+/// one per equation, over the analysis as the checker had it then.
+pub(crate) struct Lower<'c, 'f> {
     pub cx: &'c Context,
     pub a: &'f Analysis,
     loc: Location<'c>,
     /// Where every jaxpr's syntax and every variable use is.
-    syntax: Syntax<'f>,
+    syntax: &'f Syntax<'f>,
+    st: &'f LowerState<'c>,
+}
+
+impl<'c> std::ops::Deref for Lower<'c, '_> {
+    type Target = LowerState<'c>;
+    fn deref(&self) -> &LowerState<'c> {
+        self.st
+    }
+}
+
+/// What a lowering keeps from one equation to the next.
+#[derive(Default)]
+pub(crate) struct LowerState<'c> {
     /// The value of each variable, by `VarId`, once its binder is lowered.
     /// One table for the whole file: a variable belongs to one jaxpr, and a
     /// jaxpr lowered again (a second call site, a loop body) binds its
@@ -307,23 +449,36 @@ pub(crate) struct Lower<'c, 'f: 'c> {
     ops: std::cell::Cell<usize>,
 }
 
+impl LowerState<'_> {
+    /// Makes room for `vars` variables, forgetting what it knew of those
+    /// from `reused` on (variable ids the checker gives again).
+    fn fit_vars(&self, reused: usize, vars: usize) {
+        fn refit<T>(table: &mut Vec<Option<T>>, reused: usize, len: usize) {
+            table.truncate(reused.min(len));
+            table.resize_with(len, || None);
+        }
+        refit(&mut self.vals.borrow_mut(), reused, vars);
+        refit(&mut self.var_tys.borrow_mut(), reused, vars);
+    }
+}
+
+/// The entry block of `@main` while its equations are lowered.
+struct MainHead<'c> {
+    block: Block<'c>,
+    b: B<'c>,
+    env: Env<'c>,
+    in_tys: Vec<Type<'c>>,
+}
+
 impl<'c, 'f> Lower<'c, 'f> {
-    fn new(cx: &'c Context, file: &'f ast::SourceFile, a: &'f Analysis) -> Self {
-        let syntax = Syntax::new(file, a);
+    fn new(cx: &'c Context, a: &'f Analysis, syntax: &'f Syntax<'f>, st: &'f LowerState<'c>) -> Self {
+        st.fit_vars(usize::MAX, a.vars.len());
         Lower {
             cx,
             a,
             loc: Location::unknown(cx),
             syntax,
-            vals: RefCell::new(vec![None; a.vars.len()]),
-            var_tys: RefCell::new(vec![None; a.vars.len()]),
-            types: RefCell::default(),
-            tensors: RefCell::default(),
-            attrs: RefCell::default(),
-            idents: RefCell::default(),
-            consts: RefCell::default(),
-            broadcasts: RefCell::default(),
-            ops: std::cell::Cell::new(0),
+            st,
         }
     }
 
@@ -333,12 +488,46 @@ impl<'c, 'f> Lower<'c, 'f> {
         let Some(main) = self.a.main() else {
             return err(TextRange::new(0, 0), "the file has no main jaxpr to build");
         };
+        let head = self.begin_main(main)?;
+        let (eqns, outvars) = self.syntax.body(self.a, main)?;
+        for (e, id) in eqns {
+            self.eqn(head.b, &head.env, e, id)?;
+        }
+        self.end_main(module, head, main, outvars)
+    }
+
+    /// The entry block, with the inputs (constvars first, then invars) and
+    /// the symbolic dimensions bound.
+    fn begin_main(&self, main: JaxprId) -> R<MainHead<'c>> {
         let info = self.a.jaxpr(main);
         let inputs: Vec<VarId> = info.constvars.iter().chain(&info.invars).copied().collect();
         let in_tys = inputs
             .iter()
             .map(|&v| self.var_ty(v))
             .collect::<R<Vec<_>>>()?;
+        let (block, b, args) = self.new_block(&in_tys);
+        let mut env = Env::default();
+        for (&v, &x) in inputs.iter().zip(&args) {
+            self.bind(v, x);
+        }
+        self.bind_symbols(b, &mut env, &inputs)?;
+        Ok(MainHead {
+            block,
+            b,
+            env,
+            in_tys,
+        })
+    }
+
+    /// Returns the outputs and appends `@main` to the module.
+    fn end_main(
+        &self,
+        module: &Module<'c>,
+        head: MainHead<'c>,
+        main: JaxprId,
+        outvars: &[Atom],
+    ) -> R<()> {
+        let info = self.a.jaxpr(main);
         // Implicit outputs (dimensions of later outputs) are not results of
         // the program: Catalyst returns only the explicit ones.
         let explicit: Vec<bool> = (0..info.outs.len())
@@ -351,13 +540,16 @@ impl<'c, 'f> Lower<'c, 'f> {
             .filter(|(_, e)| **e)
             .map(|(o, _)| self.ty(&o.ty, o.range))
             .collect::<R<Vec<_>>>()?;
-        let (block, b, args) = self.new_block(&in_tys);
-        let mut env = Env::default();
-        for (&v, &x) in inputs.iter().zip(&args) {
-            self.bind(v, x);
-        }
-        self.bind_symbols(b, &mut env, &inputs)?;
-        let outs = self.body(b, &env, main)?;
+        let MainHead {
+            block,
+            b,
+            in_tys,
+            ..
+        } = head;
+        let outs = outvars
+            .iter()
+            .map(|o| self.atom(b, o))
+            .collect::<R<Vec<_>>>()?;
         let outs = outs
             .into_iter()
             .zip(explicit)
@@ -424,7 +616,7 @@ impl<'c, 'f> Lower<'c, 'f> {
 
     /// Lowers the equations of a jaxpr whose inputs are bound in `env`;
     /// returns its outputs.
-    pub(crate) fn body(&self, b: B<'c>, env: &Env<'c>, j: JaxprId) -> R<Vec<Operand<'c>>> {
+    pub(crate) fn body(&self, b: B<'c>, env: &Env<'c>, j: JaxprId) -> R<Vec<Operand<'c, 'f>>> {
         let (eqns, outvars) = self.syntax.body(self.a, j)?;
         for (e, id) in eqns {
             self.eqn(b, env, e, id)?;
@@ -441,7 +633,7 @@ impl<'c, 'f> Lower<'c, 'f> {
         j: JaxprId,
         inputs: &[V<'c>],
         at: TextRange,
-    ) -> R<Vec<Operand<'c>>> {
+    ) -> R<Vec<Operand<'c, 'f>>> {
         let binders = super::walk::nested_binders(self.a, j, inputs.len(), at)?;
         for (&v, &x) in binders.iter().zip(inputs) {
             self.bind(v, self.fit(b, x, self.var_ty(v)?)?);
@@ -483,10 +675,10 @@ impl<'c, 'f> Lower<'c, 'f> {
         }
     }
 
-    fn atom(&self, b: B<'c>, x: &Atom) -> R<Operand<'c>> {
+    fn atom(&self, b: B<'c>, x: &Atom) -> R<Operand<'c, 'f>> {
         match x {
             Atom::Var(n) => {
-                let Some(&v) = self.syntax.uses.get(&n.range.start) else {
+                let Some(v) = self.syntax.use_at(n.range.start) else {
                     return err(
                         n.range,
                         format!("internal error: `{}` is not resolved", n.text),
@@ -543,7 +735,7 @@ impl<'c, 'f> Lower<'c, 'f> {
     }
 
     /// The tensor type of result `i` of an equation.
-    pub(crate) fn out_ty(&self, cx: &ops::EqnCx<'_, 'c>, i: usize) -> R<Type<'c>> {
+    pub(crate) fn out_ty(&self, cx: &ops::EqnCx<'_, 'c, 'f>, i: usize) -> R<Type<'c>> {
         match self.a.eqn(cx.id).outs.get(i).copied().flatten() {
             Some(v) => self.var_ty(v),
             None => self.ty(&cx.outs[i], cx.at()),

@@ -6,7 +6,7 @@ use super::{B, Env, Lower, Operand, V};
 use crate::build::{IDENTITY, LowerError, R, err, expr_poly, expr_text};
 
 /// One equation being lowered.
-pub(crate) type EqnCx<'e, 'c> = crate::build::EqnCx<'e, V<'c>, std::borrow::Cow<'c, AType>>;
+pub(crate) type EqnCx<'e, 'c, 'f> = crate::build::EqnCx<'e, V<'c>, std::borrow::Cow<'f, AType>>;
 
 use crate::syntax::TextRange;
 use crate::syntax::ast::{Expr, ExprKind};
@@ -223,8 +223,8 @@ fn compare_type(dt: &DType) -> &'static str {
     }
 }
 
-impl<'c> Lower<'c, '_> {
-    pub(crate) fn lower_eqn(&self, b: B<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c>) -> R<Vec<V<'c>>> {
+impl<'c, 'f> Lower<'c, 'f> {
+    pub(crate) fn lower_eqn(&self, b: B<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> R<Vec<V<'c>>> {
         let name = cx.name();
         let one = |v: R<V<'c>>| v.map(|v| vec![v]);
         match row(name) {
@@ -422,7 +422,7 @@ impl<'c> Lower<'c, '_> {
         &self,
         b: B<'c>,
         env: &Env<'c>,
-        x: &Operand<'c>,
+        x: &Operand<'c, 'f>,
         like: &AType,
         at: TextRange,
     ) -> R<V<'c>> {
@@ -447,7 +447,7 @@ impl<'c> Lower<'c, '_> {
         &self,
         b: B<'c>,
         env: &Env<'c>,
-        cx: &EqnCx<'_, 'c>,
+        cx: &EqnCx<'_, 'c, 'f>,
         op: &str,
         attrs: &[(&'static str, String)],
     ) -> R<V<'c>> {
@@ -464,7 +464,7 @@ impl<'c> Lower<'c, '_> {
         &self,
         b: B<'c>,
         env: &Env<'c>,
-        cx: &EqnCx<'_, 'c>,
+        cx: &EqnCx<'_, 'c, 'f>,
         dir: &str,
         ct: &str,
     ) -> R<V<'c>> {
@@ -542,7 +542,7 @@ impl<'c> Lower<'c, '_> {
     }
 
     /// Scalar start indices of one integer type (StableHLO wants them alike).
-    fn indices(&self, b: B<'c>, idx: &[Operand<'c>]) -> R<Vec<V<'c>>> {
+    fn indices(&self, b: B<'c>, idx: &[Operand<'c, 'f>]) -> R<Vec<V<'c>>> {
         idx.iter()
             .map(|i| self.convert(b, i.v, &DType::Int(64)))
             .collect()
@@ -578,7 +578,7 @@ impl<'c> Lower<'c, '_> {
         self.region(&[s, s], |rb, a| Ok(vec![self.binary(rb, op, a[0], a[1])?]))
     }
 
-    fn reduce_eqn(&self, b: B<'c>, cx: &EqnCx<'_, 'c>, op: &str, init: Init) -> R<V<'c>> {
+    fn reduce_eqn(&self, b: B<'c>, cx: &EqnCx<'_, 'c, 'f>, op: &str, init: Init) -> R<V<'c>> {
         let dt = cx.arg_dtype(0)?;
         let axes = cx.ints("axes")?;
         let i = self.init(b, &dt, init)?;
@@ -626,7 +626,7 @@ impl<'c> Lower<'c, '_> {
         )?[0])
     }
 
-    fn reduce_window_eqn(&self, b: B<'c>, cx: &EqnCx<'_, 'c>, op: &str, init: Init) -> R<V<'c>> {
+    fn reduce_window_eqn(&self, b: B<'c>, cx: &EqnCx<'_, 'c, 'f>, op: &str, init: Init) -> R<V<'c>> {
         let dt = cx.arg_dtype(0)?;
         let window = cx.ints("window_dimensions")?;
         let ones = vec![1; window.len()];
@@ -651,7 +651,7 @@ impl<'c> Lower<'c, '_> {
         &self,
         b: B<'c>,
         env: &Env<'c>,
-        cx: &EqnCx<'_, 'c>,
+        cx: &EqnCx<'_, 'c, 'f>,
         op: &str,
         init: Init,
     ) -> R<V<'c>> {
@@ -696,7 +696,7 @@ impl<'c> Lower<'c, '_> {
         &self,
         b: B<'c>,
         env: &Env<'c>,
-        cx: &EqnCx<'_, 'c>,
+        cx: &EqnCx<'_, 'c, 'f>,
         axis: usize,
         reverse: bool,
     ) -> R<V<'c>> {
@@ -753,7 +753,7 @@ impl<'c> Lower<'c, '_> {
     }
 
     /// `integer_pow[y]`: square-and-multiply, as JAX lowers it.
-    fn integer_pow(&self, b: B<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c>) -> R<V<'c>> {
+    fn integer_pow(&self, b: B<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> R<V<'c>> {
         let y = cx.int("y")?;
         let x = &cx.args[0];
         let ones = || {
@@ -781,7 +781,7 @@ impl<'c> Lower<'c, '_> {
     }
 
     /// `select_n pred *cases`: case `pred` (bool: False -> 0, True -> 1).
-    fn select_n(&self, b: B<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c>) -> R<V<'c>> {
+    fn select_n(&self, b: B<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> R<V<'c>> {
         let out = &cx.outs[0];
         let t = self.ty(out, cx.at())?;
         let cases = cx.args[1..]
@@ -811,7 +811,7 @@ impl<'c> Lower<'c, '_> {
         Ok(acc)
     }
 
-    fn dot_general(&self, b: B<'c>, cx: &EqnCx<'_, 'c>) -> R<V<'c>> {
+    fn dot_general(&self, b: B<'c>, cx: &EqnCx<'_, 'c, 'f>) -> R<V<'c>> {
         let p = cx.param("dimension_numbers")?;
         let parts: Option<Vec<Vec<i64>>> = p.as_seq().and_then(|s| {
             s.iter()
@@ -858,7 +858,7 @@ impl<'c> Lower<'c, '_> {
         )
     }
 
-    fn conv(&self, b: B<'c>, cx: &EqnCx<'_, 'c>) -> R<V<'c>> {
+    fn conv(&self, b: B<'c>, cx: &EqnCx<'_, 'c, 'f>) -> R<V<'c>> {
         let [ls, rs, os] = cx.conv_specs()?;
         let dims = format!(
             "#stablehlo.conv<raw input_batch_dimension = {}, input_feature_dimension = {}, input_spatial_dimensions = {}, \
@@ -911,7 +911,7 @@ impl<'c> Lower<'c, '_> {
 
     /// `argmax`/`argmin`: a two-operand reduction over (value, index) that
     /// keeps the first extreme, NaN winning, as JAX computes it.
-    fn argminmax(&self, b: B<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c>) -> R<V<'c>> {
+    fn argminmax(&self, b: B<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> R<V<'c>> {
         let x = &cx.args[0];
         let dt = cx.arg_dtype(0)?;
         let axes = cx.ints("axes")?;
@@ -969,7 +969,7 @@ impl<'c> Lower<'c, '_> {
         Ok(r[1])
     }
 
-    fn gather(&self, b: B<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c>) -> R<V<'c>> {
+    fn gather(&self, b: B<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> R<V<'c>> {
         let dn = cx.param("dimension_numbers")?;
         let f = |k: &str| dn.field(k).and_then(Expr::as_int_seq).unwrap_or_default();
         let (offset, collapsed, start_map) = (
@@ -1144,7 +1144,7 @@ impl<'c> Lower<'c, '_> {
         self.op1(b, "stablehlo.select", &[mask, gathered, fill_b], out_t, &[])
     }
 
-    fn scatter(&self, b: B<'c>, cx: &EqnCx<'_, 'c>) -> R<V<'c>> {
+    fn scatter(&self, b: B<'c>, cx: &EqnCx<'_, 'c, 'f>) -> R<V<'c>> {
         let dn = cx.param("dimension_numbers")?;
         let f = |k: &str| dn.field(k).and_then(Expr::as_int_seq).unwrap_or_default();
         let mode =
@@ -1248,7 +1248,7 @@ impl<'c> Lower<'c, '_> {
         })
     }
 
-    fn sort(&self, b: B<'c>, cx: &EqnCx<'_, 'c>) -> R<Vec<V<'c>>> {
+    fn sort(&self, b: B<'c>, cx: &EqnCx<'_, 'c, 'f>) -> R<Vec<V<'c>>> {
         let dts = (0..cx.args.len())
             .map(|i| cx.arg_dtype(i))
             .collect::<R<Vec<_>>>()?;
@@ -1273,7 +1273,7 @@ impl<'c> Lower<'c, '_> {
 
     /// `top_k`: a stable descending sort of (values, indices) along the
     /// axis, then the first `k`.
-    fn top_k(&self, b: B<'c>, _env: &Env<'c>, cx: &EqnCx<'_, 'c>) -> R<Vec<V<'c>>> {
+    fn top_k(&self, b: B<'c>, _env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> R<Vec<V<'c>>> {
         let x = &cx.args[0];
         let shape = static_shape(cx, &x.ty, "`top_k` of a dynamic operand")?;
         let rank = shape.len() as i64;
@@ -1336,7 +1336,7 @@ impl<'c> Lower<'c, '_> {
     }
 
     /// `tile[reps]`: broadcast to `[r0, d0, r1, d1, ...]`, then merge pairs.
-    fn tile(&self, b: B<'c>, cx: &EqnCx<'_, 'c>) -> R<V<'c>> {
+    fn tile(&self, b: B<'c>, cx: &EqnCx<'_, 'c, 'f>) -> R<V<'c>> {
         let x = &cx.args[0];
         let reps = cx.ints("reps")?;
         let mut shape = static_shape(cx, &x.ty, "`tile` of a dynamic operand")?;
