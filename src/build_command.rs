@@ -43,9 +43,10 @@ pub fn run(path: &Path, args: BuildArgs) -> i32 {
     let timings = std::env::var_os("JAXPR_BUILD_TIMINGS").is_some();
     let mut t = build::stablehlo::Timings::default();
     use build::Failure;
-    // StableHLO: the text is parsed, checked and lowered at once, on three
-    // threads, and written as it is printed. The process exits next: the
-    // module is left to the exit to free, as compilers leave theirs.
+    // StableHLO: each equation is lowered right after its check, while a
+    // large text is parsed ahead on a second thread, and the module is
+    // written as it is printed. The process exits next: the module is left
+    // to the exit to free, as compilers leave theirs.
     if artifact.is_none() {
         match build::build_text_to_file(&loaded.text, kind, &out, &mut t) {
             Ok(Some(module)) => {
@@ -59,7 +60,7 @@ pub fn run(path: &Path, args: BuildArgs) -> i32 {
                 eprintln!("wrote {}", out.display());
                 return 0;
             }
-            // Built whole below.
+            // A `let` jaxpr after the main one: built whole below.
             Ok(None) => {}
             Err(e) => return failed(e, loaded, &out, args.color),
         }
