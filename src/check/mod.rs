@@ -299,11 +299,14 @@ impl crate::syntax::MainSink for Retaining {
         self.main = Some(self.c.begin_main(lets, main));
     }
 
-    fn eqn(&mut self, e: ast::Eqn) {
-        let Some(main) = self.main else { return };
+    fn eqn(&mut self, e: ast::Eqn) -> Option<ast::Eqn> {
+        let Some(main) = self.main else {
+            return Some(e);
+        };
         let id = self.c.check_eqn(&e, main);
         self.c.a.jaxprs[main.0 as usize].eqns.push(id);
         self.eqns.push(e);
+        None
     }
 }
 
@@ -323,25 +326,38 @@ enum Piece {
 }
 
 /// [`crate::syntax::parse_streaming`] on a thread of its own, `sink` fed on
-/// this one.
+/// this one. The equations the sink gives back go back to the parsing
+/// thread to be freed: it allocated them (a free from another thread costs
+/// more in the allocator), and it is the less busy thread.
 fn pipelined(text: &str, sink: &mut dyn crate::syntax::MainSink) -> crate::syntax::Parse {
     let (tx, rx) = std::sync::mpsc::sync_channel(BATCHES_WAITING);
+    let (back, returned) = std::sync::mpsc::channel();
     std::thread::scope(|s| {
         let parser = s.spawn(move || {
             let mut handoff = Handoff {
                 tx,
                 batch: Vec::with_capacity(BATCH),
+                returned,
             };
             let parse = crate::syntax::parse_streaming(text, &mut handoff);
             handoff.send_batch();
+            let Handoff { tx, returned, .. } = handoff;
+            drop(tx);
+            // What the checker gives back from now on, until it is done.
+            returned.into_iter().for_each(drop);
             parse
         });
         for piece in rx {
             match piece {
                 Piece::Begin(lets, main) => sink.begin(&lets, &main),
-                Piece::Eqns(eqns) => eqns.into_iter().for_each(|e| sink.eqn(e)),
+                Piece::Eqns(eqns) => {
+                    let done: Vec<ast::Eqn> = eqns.into_iter().filter_map(|e| sink.eqn(e)).collect();
+                    // Fails only once the parsing thread is gone (unwinding).
+                    let _ = back.send(done);
+                }
             }
         }
+        drop(back);
         parser
             .join()
             .unwrap_or_else(|e| std::panic::resume_unwind(e))
@@ -353,11 +369,20 @@ fn pipelined(text: &str, sink: &mut dyn crate::syntax::MainSink) -> crate::synta
 struct Handoff {
     tx: std::sync::mpsc::SyncSender<Piece>,
     batch: Vec<ast::Eqn>,
+    /// Batches the checking thread is done with, to free here; a batch's
+    /// vector is used again for the next one.
+    returned: std::sync::mpsc::Receiver<Vec<ast::Eqn>>,
 }
 
 impl Handoff {
     fn send_batch(&mut self) {
-        let eqns = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
+        let mut next = None;
+        while let Ok(mut done) = self.returned.try_recv() {
+            done.clear();
+            next = Some(done);
+        }
+        let next = next.unwrap_or_else(|| Vec::with_capacity(BATCH));
+        let eqns = std::mem::replace(&mut self.batch, next);
         if !eqns.is_empty() {
             let _ = self.tx.send(Piece::Eqns(eqns));
         }
@@ -369,15 +394,28 @@ impl crate::syntax::MainSink for Handoff {
         let _ = self.tx.send(Piece::Begin(lets.to_vec(), main.clone()));
     }
 
-    fn eqn(&mut self, eqn: ast::Eqn) {
+    fn eqn(&mut self, eqn: ast::Eqn) -> Option<ast::Eqn> {
         self.batch.push(eqn);
         if self.batch.len() == BATCH {
             self.send_batch();
         }
+        None
     }
 }
 
 impl Checker {
+    /// Room for `vars` variables kept by a streamed check (of each
+    /// top-level equation, its results), made before the main jaxpr is
+    /// begun. Growing the table of variables copies it into fresh memory
+    /// each time, and on this machine a fresh page costs about as much as
+    /// 8,000 instructions: on transformer150 that growth was a third of the
+    /// build's page faults. Room that is never used is never touched, so
+    /// costs nothing. (Not the main jaxpr's names: a hash table touches
+    /// all of its room, so a generous one costs more than its growth.)
+    fn reserve_kept(&mut self, vars: usize) {
+        self.a.vars.reserve(vars);
+    }
+
     /// How many result variables top-level equation `id`, checked from
     /// `mark` on, has: the first variables it added.
     fn results_of(&self, mark: &Mark, id: EqnId) -> usize {

@@ -24,6 +24,10 @@ use crate::types::VarId;
 /// about the outputs). `refs`: the references to variables in the piece
 /// (in check order; [`uses_of`] sorts its uses).
 pub trait Checked {
+    /// About how many variables the check will keep (see
+    /// [`Checker::reserve_kept`]), before `begin`: room for tables by
+    /// variable, made once.
+    fn reserve(&mut self, _vars: usize) {}
     /// The `let` jaxprs are checked and the main jaxpr's binders bound.
     fn begin(&mut self, a: &Analysis, lets: &[ast::LetJaxpr], main: JaxprId, refs: &[VarRef]);
     /// Top-level equation `e` of the main jaxpr is checked, as `id`. Ids of
@@ -45,6 +49,9 @@ pub fn parse_and_check_showing(text: &str, to: &mut dyn Checked) -> Vec<Diagnost
         to,
         live: true,
         seen: 0,
+        // At most one kept variable per line, but for the rare equation
+        // with several results (a hint: tables still grow past it).
+        lines: memchr::memchr_iter(b'\n', text.as_bytes()).count() + 1,
     };
     let parse = if text.len() < PIPELINE_BYTES {
         crate::syntax::parse_streaming(text, &mut sink)
@@ -99,6 +106,8 @@ struct Showing<'t> {
     live: bool,
     /// How many diagnostics were looked at for errors.
     seen: usize,
+    /// Lines of the text: how many variables the check may keep.
+    lines: usize,
 }
 
 impl Showing<'_> {
@@ -116,6 +125,8 @@ impl Showing<'_> {
 
 impl crate::syntax::MainSink for Showing<'_> {
     fn begin(&mut self, lets: &[ast::LetJaxpr], main: &Jaxpr) {
+        self.c.reserve_kept(self.lines);
+        self.to.reserve(self.lines);
         let id = self.c.begin_main(lets, main);
         self.main = Some(id);
         if self.clean() {
@@ -123,8 +134,10 @@ impl crate::syntax::MainSink for Showing<'_> {
         }
     }
 
-    fn eqn(&mut self, e: ast::Eqn) {
-        let Some(main) = self.main else { return };
+    fn eqn(&mut self, e: ast::Eqn) -> Option<ast::Eqn> {
+        let Some(main) = self.main else {
+            return Some(e);
+        };
         let mark = Mark::of(&self.c.a);
         let id = self.c.check_eqn(&e, main);
         if self.clean() {
@@ -133,6 +146,7 @@ impl crate::syntax::MainSink for Showing<'_> {
         }
         let results = self.c.results_of(&mark, id);
         self.c.forget_eqn(&mark, results);
+        Some(e)
     }
 }
 

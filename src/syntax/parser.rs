@@ -53,8 +53,10 @@ pub trait MainSink {
     /// The `let` jaxprs read so far and the main jaxpr's signature (no
     /// equations or outputs yet), before its first equation.
     fn begin(&mut self, lets: &[LetJaxpr], main: &Jaxpr);
-    /// Each top-level equation of the main jaxpr, in order.
-    fn eqn(&mut self, eqn: Eqn);
+    /// Each top-level equation of the main jaxpr, in order. The equation
+    /// comes back when the sink did not keep it, for its caller to free
+    /// (a parser on another thread frees its own allocations faster).
+    fn eqn(&mut self, eqn: Eqn) -> Option<Eqn>;
 }
 
 /// [`parse`], handing the main jaxpr's top-level equations to `sink` as they
@@ -638,7 +640,7 @@ impl<'a, 's> Parser<'a, 's> {
             }
         };
         self.equations(&mut |e| match sink.as_mut() {
-            Some(s) => s.eqn(e),
+            Some(s) => drop(s.eqn(e)),
             None => eqns.push(e),
         });
         jaxpr.eqns = eqns.into_boxed_slice();

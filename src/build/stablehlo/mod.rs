@@ -255,6 +255,10 @@ struct LowerAsChecked<'c, 'a> {
 }
 
 impl<'c> check::Checked for LowerAsChecked<'c, '_> {
+    fn reserve(&mut self, vars: usize) {
+        self.st.reserve_vars(vars);
+    }
+
     fn begin(&mut self, a: &Analysis, lets: &[ast::LetJaxpr], main: JaxprId, refs: &[VarRef]) {
         let lets = self.lets.get_or_init(|| lets.to_vec());
         let syntax = self.syntax.insert(Syntax::of_lets(lets, check::uses_of(refs)));
@@ -308,8 +312,10 @@ enum Unwritten {
 ///   separate fields of the same words);
 /// - the printer never asks the context's uniquer for a type, attribute or
 ///   name: the function's attributes (properties, whose reading looks them
-///   up) are read by `Printable::check` before the verifier starts; types
-///   and attributes are printed from their storage;
+///   up) are read by `Printable::check` before the verifier starts, the
+///   other operations' attributes as they are stored (MLIR's discardable
+///   attributes: see `print::generic_op_fits`); types and attributes are
+///   printed from their storage;
 /// - so what the verifier looks up or adds there (names of symbols; when it
 ///   fails, its diagnostics print operations, making attributes) never
 ///   meets the printer; the printer's output is discarded when it fails.
@@ -452,6 +458,13 @@ pub(crate) struct LowerState<'c> {
 impl LowerState<'_> {
     /// Makes room for `vars` variables, forgetting what it knew of those
     /// from `reused` on (variable ids the checker gives again).
+    /// Room for `vars` variables in the tables by variable (see
+    /// `Checker::reserve_kept`: growing them copies into fresh memory).
+    fn reserve_vars(&self, vars: usize) {
+        self.vals.borrow_mut().reserve(vars);
+        self.var_tys.borrow_mut().reserve(vars);
+    }
+
     fn fit_vars(&self, reused: usize, vars: usize) {
         fn refit<T>(table: &mut Vec<Option<T>>, reused: usize, len: usize) {
             table.truncate(reused.min(len));

@@ -23,7 +23,8 @@ use mlir_sys::{
     mlirAttributePrint, mlirBlockGetArgument, mlirBlockGetFirstOperation, mlirBlockGetNextInRegion,
     mlirBlockGetNumArguments, mlirFunctionTypeGetNumResults, mlirFunctionTypeGetResult,
     mlirIdentifierStr, mlirOperationGetAttribute, mlirOperationGetName,
-    mlirOperationGetNextInBlock, mlirOperationGetNumAttributes, mlirOperationGetNumOperands,
+    mlirOperationGetDiscardableAttribute, mlirOperationGetNextInBlock, mlirOperationGetNumAttributes,
+    mlirOperationGetNumDiscardableAttributes, mlirOperationGetNumOperands,
     mlirOperationGetNumRegions, mlirOperationGetNumResults, mlirOperationGetNumSuccessors,
     mlirOperationGetOperand, mlirOperationGetRegion, mlirOperationGetResult,
     mlirRegionGetFirstBlock, mlirStringAttrGetValue, mlirTypeAttrGetValue, mlirTypePrint,
@@ -129,6 +130,16 @@ unsafe fn main_function(module: MlirOperation) -> Option<Printable> {
 
 /// A StableHLO or CHLO operation without successors, whose regions have
 /// one block each and whose attribute names need no quotes.
+///
+/// Its attributes are read as MLIR's "discardable" ones, which are all it
+/// has: the dialects are unregistered, and an unregistered operation keeps
+/// in its properties only what it was created with there, which the
+/// lowering never gives (its operations are built from attributes alone).
+/// `mlirOperationGetAttribute` would give the same list, but for an
+/// operation that has room for properties (every unregistered one) it
+/// merges them into a new dictionary on each call, through the context's
+/// uniquer: about a fifth of the printer's time, and a lookup in a table
+/// the verifier, running at the same time, may be adding to.
 unsafe fn generic_op_fits(op: MlirOperation) -> bool {
     unsafe {
         let name = op_name(op);
@@ -137,9 +148,9 @@ unsafe fn generic_op_fits(op: MlirOperation) -> bool {
         {
             return false;
         }
-        let bare_names = (0..mlirOperationGetNumAttributes(op)).all(|i| {
+        let bare_names = (0..mlirOperationGetNumDiscardableAttributes(op)).all(|i| {
             is_bare_identifier(str_of(mlirIdentifierStr(
-                mlirOperationGetAttribute(op, i).name,
+                mlirOperationGetDiscardableAttribute(op, i).name,
             )))
         });
         bare_names
@@ -322,12 +333,12 @@ impl Printer<'_> {
                 }
                 self.out.push(b')');
             }
-            let nattrs = mlirOperationGetNumAttributes(op);
+            let nattrs = mlirOperationGetNumDiscardableAttributes(op);
             if nattrs > 0 {
                 self.out.extend_from_slice(b" {");
                 for i in 0..nattrs {
                     self.comma(i as usize);
-                    let a = mlirOperationGetAttribute(op, i);
+                    let a = mlirOperationGetDiscardableAttribute(op, i);
                     self.out
                         .extend_from_slice(str_of(mlirIdentifierStr(a.name)));
                     self.out.extend_from_slice(b" = ");
