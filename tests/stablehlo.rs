@@ -199,6 +199,26 @@ fn a_rejected_jaxpr_is_not_built() {
     assert_no_temporary_files(&dir);
 }
 
+/// An existing output is replaced by a build that succeeds (it unlinks the
+/// old file, then renames the new one into place) and kept, byte for byte,
+/// by one that fails; neither leaves a temporary file.
+#[test]
+fn a_build_replaces_an_existing_output_and_a_failed_one_keeps_it() {
+    let dir = out_dir("replace");
+    let out = dir.join("m.mlir");
+    std::fs::write(&out, "old contents\n").unwrap();
+    let bad = build(&corpus().join("invalid/undefined_var.jaxpr"), &out, &[]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "old contents\n");
+    assert_no_temporary_files(&dir);
+    let good = build(&corpus().join("catalyst/implicit_result.jaxpr"), &out, &[]);
+    assert!(good.status.success(), "{}", String::from_utf8_lossy(&good.stderr));
+    let m = std::fs::read_to_string(&out).unwrap();
+    assert!(m.starts_with("module"), "{m}");
+    assert!(m.contains("func.func public @main"), "{m}");
+    assert_no_temporary_files(&dir);
+}
+
 #[test]
 fn a_primitive_without_lowering_is_a_diagnostic_at_its_line() {
     let dir = out_dir("unsupported");
