@@ -1,7 +1,10 @@
 """Times JAX's own lowering of the large corpus programs: `jax.jit(f).lower(...)`
 of `value_and_grad` of N unrolled transformer blocks (the programs of
 `../shared/corpus/large/transformer{150,600}_grad.jaxpr.gz`, made by
-`gen_large.py` there). Prints one line per size: `N seconds`.
+`gen_large.py` there). Prints one line per size: `N SECONDS LOWERING_SECONDS`,
+the whole `lower(...)` (tracing the Python function, then lowering its jaxpr to
+StableHLO) and, from a second fresh `jit`, the lowering step alone (`.trace(...)`
+first, then `.lower()` timed): the step `jaxpr build` does, from a jaxpr.
 
 usage: python bench/jax_lower.py CORPUS_DIR [N ...]   (default N: 150 600)
 """
@@ -29,4 +32,9 @@ for n in sizes:
     f = jax.jit(jax.value_and_grad(deep))
     t = time.perf_counter()
     f.lower(f32(2, 6, 8), params)
-    print(n, f"{time.perf_counter() - t:.3f}", flush=True)
+    whole = time.perf_counter() - t
+    traced = jax.jit(jax.value_and_grad(deep)).trace(f32(2, 6, 8), params)
+    t = time.perf_counter()
+    traced.lower()
+    lowering = time.perf_counter() - t
+    print(n, f"{whole:.3f}", f"{lowering:.3f}", flush=True)
