@@ -406,12 +406,11 @@ impl crate::syntax::MainSink for Handoff {
 impl Checker {
     /// Room for `vars` variables kept by a streamed check (of each
     /// top-level equation, its results), made before the main jaxpr is
-    /// begun. Growing the table of variables copies it into fresh memory
-    /// each time, and on this machine a fresh page costs about as much as
-    /// 8,000 instructions: on transformer150 that growth was a third of the
-    /// build's page faults. Room that is never used is never touched, so
-    /// costs nothing. (Not the main jaxpr's names: a hash table touches
-    /// all of its room, so a generous one costs more than its growth.)
+    /// begun: growing the table of variables copied it each time (about
+    /// 4 MB in all on transformer150). Room that is never used is never
+    /// touched, so costs nothing. (Not the main jaxpr's names: a hash table
+    /// touches all of its room, and a generous one took more page faults
+    /// than its growth.)
     fn reserve_kept(&mut self, vars: usize) {
         self.a.vars.reserve(vars);
     }

@@ -456,15 +456,15 @@ pub(crate) struct LowerState<'c> {
 }
 
 impl LowerState<'_> {
-    /// Makes room for `vars` variables, forgetting what it knew of those
-    /// from `reused` on (variable ids the checker gives again).
     /// Room for `vars` variables in the tables by variable (see
-    /// `Checker::reserve_kept`: growing them copies into fresh memory).
+    /// `Checker::reserve_kept`).
     fn reserve_vars(&self, vars: usize) {
         self.vals.borrow_mut().reserve(vars);
         self.var_tys.borrow_mut().reserve(vars);
     }
 
+    /// Makes room for `vars` variables, forgetting what it knew of those
+    /// from `reused` on (variable ids the checker gives again).
     fn fit_vars(&self, reused: usize, vars: usize) {
         fn refit<T>(table: &mut Vec<Option<T>>, reused: usize, len: usize) {
             table.truncate(reused.min(len));
