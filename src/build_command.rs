@@ -3,7 +3,7 @@
 
 use crate::build::{self, native};
 use crate::check;
-use crate::cli::{self, BuildArgs, Checked, EmitKind};
+use crate::cli::{self, BuildArgs, Checked, CpuKind, EmitKind};
 use std::path::Path;
 
 /// Checks, lowers and writes `path`; diagnostics and exit 1 when the file
@@ -79,6 +79,13 @@ pub fn run(path: &Path, args: BuildArgs) -> i32 {
             let opts = native::Options {
                 name: c_name.clone(),
                 opt: args.opt,
+                cpu: match args.cpu {
+                    CpuKind::Native => native::Cpu::Native,
+                    CpuKind::X86_64 => native::Cpu::X86_64,
+                    CpuKind::X86_64V2 => native::Cpu::X86_64V2,
+                    CpuKind::X86_64V3 => native::Cpu::X86_64V3,
+                    CpuKind::X86_64V4 => native::Cpu::X86_64V4,
+                },
             };
             build::build_native(&parse, &analysis, &opts, a)
                 .map_err(Failure::Diagnostics)

@@ -142,7 +142,11 @@ async fn build(backend: &Backend, args: &BuildArgs) -> Result<String> {
     let built = tokio::task::spawn_blocking(move || {
         snap.with_view(|v| {
             let result = if native {
-                let opts = jaxpr::build::native::Options { name, opt: 2 };
+                let opts = jaxpr::build::native::Options {
+                    name,
+                    opt: 2,
+                    cpu: jaxpr::build::native::Cpu::Native,
+                };
                 jaxpr::build::build_native(
                     v.parse,
                     v.analysis,

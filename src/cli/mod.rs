@@ -78,12 +78,35 @@ pub struct BuildArgs {
     /// Native builds: LLVM optimisation level 0-3 (`-O3`).
     #[arg(short = 'O', default_value_t = 2, value_parser = clap::value_parser!(u8).range(0..=3))]
     pub opt: u8,
+    /// Native builds: the processor to build for (`native`: this one, with
+    /// all its features; an x86-64 level for a library that runs on other
+    /// machines).
+    #[arg(long, value_enum, default_value_t = CpuKind::Native)]
+    pub cpu: CpuKind,
     /// Output file (default: beside the input, `.mlir` / `.mlirbc`).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
     /// Colour the diagnostics: auto, always, never.
     #[arg(long, value_enum, default_value_t = ColorMode::Auto)]
     pub color: ColorMode,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq, Debug)]
+pub enum CpuKind {
+    /// This machine's processor.
+    Native,
+    /// Any x86-64 processor (SSE2).
+    #[value(name = "x86-64")]
+    X86_64,
+    /// SSE4.2, POPCNT.
+    #[value(name = "x86-64-v2")]
+    X86_64V2,
+    /// AVX2, FMA, BMI2.
+    #[value(name = "x86-64-v3")]
+    X86_64V3,
+    /// AVX-512.
+    #[value(name = "x86-64-v4")]
+    X86_64V4,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]

@@ -79,6 +79,61 @@ pub struct Options {
     pub name: String,
     /// LLVM optimisation level, 0 to 3.
     pub opt: u8,
+    /// The processor the library is for.
+    pub cpu: Cpu,
+}
+
+/// The processor a native library is built for: this machine's, or one of
+/// the x86-64 micro-architecture levels, for a library that runs on other
+/// machines (or under tools that do not know every instruction of this
+/// one: valgrind 3.19 stops at AVX-512).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub enum Cpu {
+    /// This machine's processor and all its features.
+    #[default]
+    Native,
+    /// x86-64 with SSE2 only: every 64-bit x86 processor.
+    X86_64,
+    /// SSE4.2 and POPCNT (2009 on).
+    X86_64V2,
+    /// AVX2, FMA, BMI2 (2015 on).
+    X86_64V3,
+    /// AVX-512 (F, BW, CD, DQ, VL).
+    X86_64V4,
+}
+
+impl Cpu {
+    /// LLVM's name of the processor and its feature string.
+    fn llvm(self) -> (String, String) {
+        let level = match self {
+            Cpu::Native => {
+                let name = TargetMachine::get_host_cpu_name();
+                let features = TargetMachine::get_host_cpu_features();
+                return (
+                    name.to_str().unwrap_or("generic").to_string(),
+                    features.to_str().unwrap_or("").to_string(),
+                );
+            }
+            Cpu::X86_64 => "x86-64",
+            Cpu::X86_64V2 => "x86-64-v2",
+            Cpu::X86_64V3 => "x86-64-v3",
+            Cpu::X86_64V4 => "x86-64-v4",
+        };
+        // The level's features come with its name.
+        (level.to_string(), String::new())
+    }
+
+    /// Whether the processor has AVX2 (libmvec's 256-bit functions).
+    pub(crate) fn has_avx2(self) -> bool {
+        match self {
+            Cpu::Native => TargetMachine::get_host_cpu_features()
+                .to_string_lossy()
+                .split(',')
+                .any(|f| f == "+avx2"),
+            Cpu::X86_64 | Cpu::X86_64V2 => false,
+            Cpu::X86_64V3 | Cpu::X86_64V4 => true,
+        }
+    }
 }
 
 /// The largest rank the C ABI carries (`int64_t shape[8]`).
@@ -176,7 +231,7 @@ pub fn compile(
         )]
     };
     let cx = Context::create();
-    let g = G::new(&cx, file, a, &opts.name);
+    let g = G::new(&cx, file, a, &opts.name, opts.cpu);
     g.library().map_err(|e| vec![e.into_diagnostic()])?;
     if let Err(e) = g.m.verify() {
         return Err(internal(format!(
@@ -192,12 +247,18 @@ pub fn compile(
         2 => OptimizationLevel::Default,
         _ => OptimizationLevel::Aggressive,
     };
-    let cpu = TargetMachine::get_host_cpu_name();
-    let features = TargetMachine::get_host_cpu_features();
+    if opts.cpu != Cpu::Native && !triple.as_str().to_string_lossy().starts_with("x86_64") {
+        return Err(internal(format!(
+            "the processor {:?} is an x86-64 level; this machine builds for {}",
+            opts.cpu,
+            triple.as_str().to_string_lossy()
+        )));
+    }
+    let (cpu, features) = opts.cpu.llvm();
     let Some(tm) = target.create_target_machine(
         &triple,
-        cpu.to_str().unwrap_or("generic"),
-        features.to_str().unwrap_or(""),
+        &cpu,
+        &features,
         level,
         RelocMode::PIC,
         CodeModel::Default,
@@ -324,6 +385,8 @@ pub(crate) struct G<'c, 'f> {
     /// variable, the computation, its extents and dtype.
     deferred: RefCell<HashMap<usize, (fusion::Node<'f, 'c>, Vec<IntValue<'c>>, DType)>>,
     deferred_ids: Cell<usize>,
+    /// The processor the library is for.
+    cpu: Cpu,
     /// libmvec functions declared for the vectorizer ([`vmath`]).
     vector_functions: RefCell<Vec<FunctionValue<'c>>>,
     /// Failure exits by the buffers they give back ([`G::unwind_block`]).
@@ -334,8 +397,9 @@ pub(crate) struct G<'c, 'f> {
 }
 
 impl<'c, 'f> G<'c, 'f> {
-    fn new(cx: &'c Context, file: &'f ast::SourceFile, a: &'f Analysis, name: &str) -> Self {
+    fn new(cx: &'c Context, file: &'f ast::SourceFile, a: &'f Analysis, name: &str, cpu: Cpu) -> Self {
         G {
+            cpu,
             cx,
             m: cx.create_module(name),
             b: cx.create_builder(),

@@ -9,7 +9,6 @@
 
 use super::G;
 use inkwell::module::Linkage;
-use inkwell::targets::TargetMachine;
 use inkwell::types::FloatType;
 use std::sync::OnceLock;
 
@@ -45,9 +44,16 @@ const FUNCTIONS: &[(&str, u32)] = &[
 struct Libmvec {
     /// glibc's minor version (2.x).
     minor: u32,
-    /// Vector ISAs of the host with their register bytes: `b` (SSE) always,
-    /// `d` (AVX2) when the CPU has it.
-    isas: Vec<(char, u32)>,
+}
+
+/// libmvec's vector ISAs for a processor, with their register bytes: `b`
+/// (SSE) always, `d` (AVX2) when the processor has it.
+fn isas(cpu: super::Cpu) -> &'static [(char, u32)] {
+    if cpu.has_avx2() {
+        &[('b', 16), ('d', 32)]
+    } else {
+        &[('b', 16)]
+    }
 }
 
 fn libmvec() -> Option<&'static Libmvec> {
@@ -66,12 +72,7 @@ fn libmvec() -> Option<&'static Libmvec> {
         if minor < 22 {
             return None;
         }
-        let features = TargetMachine::get_host_cpu_features();
-        let mut isas = vec![('b', 16)];
-        if features.to_string_lossy().split(',').any(|f| f == "+avx2") {
-            isas.push(('d', 32));
-        }
-        Some(Libmvec { minor, isas })
+        Some(Libmvec { minor })
     })
     .as_ref()
 }
@@ -99,7 +100,7 @@ impl<'c> G<'c, '_> {
         }
         let elem = if t == self.cx.f64_type() { 8 } else { 4 };
         let mut variants = Vec::new();
-        for &(isa, bytes) in &lib.isas {
+        for &(isa, bytes) in isas(self.cpu) {
             let lanes = bytes / elem;
             let vname = format!("_ZGV{isa}N{lanes}{}_{fname}", "v".repeat(nargs));
             let vt = t.vec_type(lanes);
