@@ -445,7 +445,7 @@ pub(crate) struct LowerState<'c> {
     /// Scalar constants already made in a block (by block and type, then
     /// text): a constant dominates the rest of its block and the regions in
     /// it.
-    consts: RefCell<HashMap<(usize, usize), HashMap<Box<str>, V<'c>>>>,
+    consts: RefCell<HashMap<(usize, usize), BlockConstants<'c>>>,
     /// Static broadcasts already made in a block (by block, value, result
     /// type and dimensions packed by [`ops::packed_dims`]), for the same
     /// reason: elementwise operations broadcast their scalar operands at
@@ -778,7 +778,7 @@ impl<'c, 'f> Lower<'c, 'f> {
     /// MLIR's C API once per distinct type: lowering asks for a type at
     /// nearly every operation.
     pub(crate) fn tensor_of(&self, elem: &'static str, sizes: &[i64]) -> R<Type<'c>> {
-        let key: TensorKey = (elem, SmallVec::from_slice(sizes));
+        let key: TensorKey = (elem.as_ptr() as usize, elem.len(), SmallVec::from_slice(sizes));
         if let Some(&t) = self.tensors.borrow().get(&key) {
             return Ok(t);
         }
@@ -955,63 +955,50 @@ impl<'c, 'f> Lower<'c, 'f> {
                 format!("the literal `{text}` is not a valid {dt} for building"),
             )
         };
-        let lit = match dt {
-            DType::Bool => match text {
-                "True" | "true" | "1" => "true".to_string(),
-                "False" | "false" | "0" => "false".to_string(),
-                _ => return bad(),
-            },
-            DType::Int(_) | DType::UInt(_) => match text.parse::<i128>() {
-                Ok(i) => i.to_string(),
-                Err(_) => match text.parse::<f64>() {
-                    Ok(f) if f.fract() == 0.0 => (f as i128).to_string(),
-                    _ => return bad(),
-                },
-            },
-            DType::Float(k) => {
-                let x = match text {
-                    "inf" => f64::INFINITY,
-                    "-inf" => f64::NEG_INFINITY,
-                    "nan" | "-nan" => f64::NAN,
-                    _ => match text.parse::<f64>() {
-                        Ok(x) => x,
-                        Err(_) => return bad(),
-                    },
-                };
-                match k {
-                    FloatKind::F64 => format!("0x{:016X}", x.to_bits()),
-                    FloatKind::F32 => format!("0x{:08X}", (x as f32).to_bits()),
-                    _ => {
-                        // Narrow floats: through f32, rounded by the conversion.
-                        let f = self.constant(b, &DType::Float(FloatKind::F32), text, at)?;
-                        return self.convert(b, f, dt);
-                    }
+        match dt {
+            DType::Float(FloatKind::F64 | FloatKind::F32) => {}
+            DType::Float(_) => {
+                // Narrow floats: through f32, rounded by the conversion
+                // (made at each use).
+                if literal(&DType::Float(FloatKind::F64), text).is_none() {
+                    return bad();
                 }
+                let f = self.constant(b, &DType::Float(FloatKind::F32), text, at)?;
+                return self.convert(b, f, dt);
             }
+            DType::Bool | DType::Int(_) | DType::UInt(_) => {}
             _ => return err(at, format!("constants of dtype {dt} have no lowering")),
-        };
+        }
         let t = self.tensor(dt, &[], at)?;
         let place = (b.to_raw().ptr as usize, t.to_raw().ptr as usize);
+        // The same text in the same block and type: the same constant (most
+        // literals of a program are a few texts used again and again).
+        if let Some(&v) = self.consts.borrow().get(&place).and_then(|m| m.by_text.get(text)) {
+            return Ok(v);
+        }
+        let Some(lit) = literal(dt, text) else {
+            return bad();
+        };
+        // Texts that denote the same value (`1.0`, `1.`) share one constant.
         let made = self
             .consts
             .borrow()
             .get(&place)
-            .and_then(|m| m.get(lit.as_str()).copied());
-        if let Some(v) = made {
-            return Ok(v);
-        }
-        let v = self.op1(
-            b,
-            "stablehlo.constant",
-            &[],
-            t,
-            &[("value", format!("dense<{lit}> : {t}"))],
-        )?;
-        self.consts
-            .borrow_mut()
-            .entry(place)
-            .or_default()
-            .insert(lit.into_boxed_str(), v);
+            .and_then(|m| m.by_value.get(lit.as_str()).copied());
+        let v = match made {
+            Some(v) => v,
+            None => self.op1(
+                b,
+                "stablehlo.constant",
+                &[],
+                t,
+                &[("value", format!("dense<{lit}> : {t}"))],
+            )?,
+        };
+        let mut consts = self.consts.borrow_mut();
+        let m = consts.entry(place).or_default();
+        m.by_value.entry(lit.into_boxed_str()).or_insert(v);
+        m.by_text.insert(text.into(), v);
         Ok(v)
     }
 
@@ -1133,6 +1120,49 @@ fn parsed<T: Copy>(
     Ok(x)
 }
 
+/// The scalar constants of one type made in one block.
+#[derive(Default)]
+pub(crate) struct BlockConstants<'c> {
+    /// By the literal's text as the jaxpr has it.
+    by_text: HashMap<Box<str>, V<'c>>,
+    /// By the text of its MLIR value ([`literal`]).
+    by_value: HashMap<Box<str>, V<'c>>,
+}
+
+/// A literal's value as MLIR's `dense<...>` takes it for a scalar of `dt`
+/// (floats as their bits, exactly), or None when the text is not one.
+/// Not for floats narrower than f32, which are made from an f32.
+fn literal(dt: &DType, text: &str) -> Option<String> {
+    Some(match dt {
+        DType::Bool => match text {
+            "True" | "true" | "1" => "true".to_string(),
+            "False" | "false" | "0" => "false".to_string(),
+            _ => return None,
+        },
+        DType::Int(_) | DType::UInt(_) => match text.parse::<i128>() {
+            Ok(i) => i.to_string(),
+            Err(_) => match text.parse::<f64>() {
+                Ok(f) if f.fract() == 0.0 => (f as i128).to_string(),
+                _ => return None,
+            },
+        },
+        DType::Float(k) => {
+            let x = match text {
+                "inf" => f64::INFINITY,
+                "-inf" => f64::NEG_INFINITY,
+                "nan" | "-nan" => f64::NAN,
+                _ => text.parse::<f64>().ok()?,
+            };
+            match k {
+                FloatKind::F64 => format!("0x{:016X}", x.to_bits()),
+                FloatKind::F32 => format!("0x{:08X}", (x as f32).to_bits()),
+                _ => return None,
+            }
+        }
+        _ => return None,
+    })
+}
+
 /// Result `i` of an operation of the module.
 fn result<'c>(op: mlir_sys::MlirOperation, i: usize) -> V<'c> {
     // SAFETY: the operation is in the module, which outlives the lowering;
@@ -1143,8 +1173,12 @@ fn result<'c>(op: mlir_sys::MlirOperation, i: usize) -> V<'c> {
 /// MLIR's size of a dynamic dimension (`?`).
 const DYNAMIC: i64 = i64::MIN;
 
-/// A tensor type: element type and dimension sizes.
-type TensorKey = (&'static str, SmallVec<[i64; 6]>);
+/// A tensor type: element type and dimension sizes. The element type is
+/// the address and length of its static name, not the name: hashing and
+/// comparing the name cost more than the rest at each of the lowering's
+/// many lookups, and two copies of one name at two addresses only make two
+/// keys for the same MLIR type (which MLIR uniques).
+type TensorKey = (usize, usize, SmallVec<[i64; 6]>);
 
 /// The StableHLO element type of a dtype.
 pub(crate) fn elem_type(dt: &DType) -> Option<&'static str> {

@@ -182,14 +182,15 @@ fn list(xs: &[i64]) -> String {
     s
 }
 
-/// Appends `1, 2, 3`.
+/// Appends `1, 2, 3` (without the formatting machinery: attributes
+/// of integer lists are made for most operations).
 pub(crate) fn push_joined(s: &mut String, xs: &[i64]) {
-    use std::fmt::Write;
-    for (i, x) in xs.iter().enumerate() {
+    let mut digits = itoa::Buffer::new();
+    for (i, &x) in xs.iter().enumerate() {
         if i > 0 {
             s.push_str(", ");
         }
-        let _ = write!(s, "{x}");
+        s.push_str(digits.format(x));
     }
 }
 
@@ -549,19 +550,20 @@ impl<'c, 'f> Lower<'c, 'f> {
     }
 
     pub(crate) fn init(&self, b: B<'c>, dt: &DType, init: Init) -> R<V<'c>> {
-        let text = match (init, dt) {
-            (Init::Zero, DType::Bool) => "False".to_string(),
-            (Init::One, DType::Bool) => "True".to_string(),
-            (Init::Zero, _) => "0".to_string(),
-            (Init::One, _) => "1".to_string(),
+        use std::borrow::Cow;
+        let text: Cow<'static, str> = match (init, dt) {
+            (Init::Zero, DType::Bool) => "False".into(),
+            (Init::One, DType::Bool) => "True".into(),
+            (Init::Zero, _) => "0".into(),
+            (Init::One, _) => "1".into(),
             (Init::Lowest, DType::Bool) => "False".into(),
             (Init::Highest, DType::Bool) => "True".into(),
             (Init::Lowest, d) if d.is_float() => "-inf".into(),
             (Init::Highest, d) if d.is_float() => "inf".into(),
-            (Init::Lowest, DType::Int(n)) => (-(1i128 << (n - 1))).to_string(),
-            (Init::Highest, DType::Int(n)) => ((1i128 << (n - 1)) - 1).to_string(),
+            (Init::Lowest, DType::Int(n)) => (-(1i128 << (n - 1))).to_string().into(),
+            (Init::Highest, DType::Int(n)) => ((1i128 << (n - 1)) - 1).to_string().into(),
             (Init::Lowest, DType::UInt(_)) => "0".into(),
-            (Init::Highest, DType::UInt(n)) => ((1u128 << n) - 1).to_string(),
+            (Init::Highest, DType::UInt(n)) => ((1u128 << n) - 1).to_string().into(),
             _ => {
                 return err(
                     TextRange::new(0, 0),
