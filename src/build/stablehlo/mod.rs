@@ -20,6 +20,7 @@
 //! the regions.
 
 mod control;
+mod create;
 mod ops;
 mod print;
 
@@ -36,7 +37,7 @@ use melior::ir::operation::{OperationBuilder, OperationLike};
 use melior::ir::r#type::FunctionType;
 use melior::ir::r#type::TypeLike;
 use melior::ir::{
-    Attribute, Block, BlockLike, BlockRef, Identifier, Location, Module, Region, RegionLike, Type,
+    Attribute, AttributeLike, Block, BlockLike, BlockRef, Identifier, Location, Module, Region, RegionLike, Type,
     Value, ValueLike,
 };
 use rustc_hash::FxHashMap as HashMap;
@@ -453,7 +454,14 @@ pub(crate) struct LowerState<'c> {
     broadcasts: RefCell<HashMap<(usize, usize, usize, u64), V<'c>>>,
     /// Operations made so far (the printer sizes its buffer from it).
     ops: std::cell::Cell<usize>,
+    /// Operation names (None: registered), and attribute dictionaries by
+    /// their names and attributes, for [`create`].
+    op_names: RefCell<HashMap<Box<str>, Option<*const std::ffi::c_void>>>,
+    dictionaries: RefCell<HashMap<DictionaryKey, mlir_sys::MlirAttribute>>,
 }
+
+/// An attribute list: its names and attributes, as MLIR's handles.
+type DictionaryKey = SmallVec<[(usize, usize); 2]>;
 
 impl LowerState<'_> {
     /// Room for `vars` variables in the tables by variable (see
@@ -885,6 +893,32 @@ impl<'c, 'f> Lower<'c, 'f> {
         for (k, text) in attrs {
             named.push((self.ident(k), self.attr(name, k, text)?));
         }
+        self.ops.set(self.ops.get() + 1);
+        if let Some(op_name) = self.unregistered_name(name) {
+            let dictionary = self.dictionary(&named);
+            let regions: SmallVec<[mlir_sys::MlirRegion; 2]> =
+                regions.into_iter().map(Region::into_raw).collect();
+            let results: SmallVec<[mlir_sys::MlirType; 4]> =
+                results.iter().map(|t| t.to_raw()).collect();
+            // SAFETY: every handle belongs to this context and is alive; the
+            // regions are the operation's from here on; a `V` is its C handle
+            // (melior's `Value` is `repr(transparent)`).
+            let op = unsafe {
+                create::jaxpr_operation_append(
+                    op_name,
+                    self.loc.to_raw(),
+                    results.len() as isize,
+                    results.as_ptr(),
+                    operands.len() as isize,
+                    operands.as_ptr().cast(),
+                    dictionary,
+                    regions.len() as isize,
+                    regions.as_ptr(),
+                    b.to_raw(),
+                )
+            };
+            return Ok(op);
+        }
         let op = OperationBuilder::new(name, self.loc)
             .add_operands(operands)
             .add_results(results)
@@ -897,8 +931,53 @@ impl<'c, 'f> Lower<'c, 'f> {
                 format!("internal error: MLIR could not build {name}"),
             );
         };
-        self.ops.set(self.ops.get() + 1);
         Ok(b.append_operation(op).to_raw())
+    }
+
+    /// The name of an operation MLIR does not know (StableHLO, CHLO), made
+    /// once; None for a registered one.
+    fn unregistered_name(&self, name: &str) -> Option<*const std::ffi::c_void> {
+        if let Some(&n) = self.op_names.borrow().get(name) {
+            return n;
+        }
+        let raw = mlir_sys::MlirStringRef {
+            data: name.as_ptr().cast(),
+            length: name.len(),
+        };
+        // SAFETY: the context is alive; MLIR copies the name.
+        let n = unsafe { create::jaxpr_operation_name(self.cx.to_raw(), raw) };
+        let n = (!n.is_null()).then_some(n);
+        self.op_names.borrow_mut().insert(name.into(), n);
+        n
+    }
+
+    /// The attribute dictionary of `named`, made once per distinct list.
+    fn dictionary(&self, named: &[(Identifier<'c>, Attribute<'c>)]) -> mlir_sys::MlirAttribute {
+        let key: DictionaryKey = named
+            .iter()
+            .map(|(k, v)| (k.to_raw().ptr as usize, v.to_raw().ptr as usize))
+            .collect();
+        if let Some(&d) = self.dictionaries.borrow().get(&key) {
+            return d;
+        }
+        let elements: SmallVec<[mlir_sys::MlirNamedAttribute; 4]> = named
+            .iter()
+            .map(|(k, v)| mlir_sys::MlirNamedAttribute {
+                name: k.to_raw(),
+                attribute: v.to_raw(),
+            })
+            .collect();
+        // SAFETY: the names and attributes belong to this context; MLIR
+        // sorts and copies the list.
+        let d = unsafe {
+            mlir_sys::mlirDictionaryAttrGet(
+                self.cx.to_raw(),
+                elements.len() as isize,
+                elements.as_ptr(),
+            )
+        };
+        self.dictionaries.borrow_mut().insert(key, d);
+        d
     }
 
     /// An attribute name, made once.
