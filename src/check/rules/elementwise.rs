@@ -424,17 +424,20 @@ fn class_name(class: Operands) -> &'static str {
 }
 
 pub(super) fn infer(cx: &mut EqnCx, name: &str) -> Option<Infer> {
-    if describe(name).is_some() && cx.args.iter().any(|a| !a.known) {
+    // One lookup: this is the first family every equation is tried against.
+    let e = match name {
+        "select_n" | "clamp" => None,
+        _ => Some(find(name)?),
+    };
+    if cx.args.iter().any(|a| !a.known) {
         // An operand failed to resolve (already reported): nothing to infer.
         return Some(None);
     }
-    match name {
-        "select_n" => return Some(select_n(cx)),
-        "clamp" => return Some(clamp(cx)),
-        _ => {}
+    match (name, e) {
+        (_, Some(e)) => Some(apply(cx, e)),
+        ("select_n", None) => Some(select_n(cx)),
+        _ => Some(clamp(cx)),
     }
-    let e = find(name)?;
-    Some(apply(cx, e))
 }
 
 /// The common shape of operands: rank-0 operands broadcast, and so do
