@@ -385,8 +385,9 @@ pub(crate) struct G<'c, 'f> {
     /// variable, the computation, its extents and dtype.
     deferred: RefCell<HashMap<usize, (fusion::Node<'f, 'c>, Vec<IntValue<'c>>, DType)>>,
     deferred_ids: Cell<usize>,
-    /// The processor the library is for.
-    cpu: Cpu,
+    /// libmvec's vector ISAs for the processor the library is for
+    /// ([`vmath`]), found once per build.
+    vector_isas: &'static [(char, u32)],
     /// libmvec functions declared for the vectorizer ([`vmath`]).
     vector_functions: RefCell<Vec<FunctionValue<'c>>>,
     /// Failure exits by the buffers they give back ([`G::unwind_block`]).
@@ -399,7 +400,7 @@ pub(crate) struct G<'c, 'f> {
 impl<'c, 'f> G<'c, 'f> {
     fn new(cx: &'c Context, file: &'f ast::SourceFile, a: &'f Analysis, name: &str, cpu: Cpu) -> Self {
         G {
-            cpu,
+            vector_isas: vmath::isas(cpu),
             cx,
             m: cx.create_module(name),
             b: cx.create_builder(),

@@ -48,7 +48,7 @@ struct Libmvec {
 
 /// libmvec's vector ISAs for a processor, with their register bytes: `b`
 /// (SSE) always, `d` (AVX2) when the processor has it.
-fn isas(cpu: super::Cpu) -> &'static [(char, u32)] {
+pub(crate) fn isas(cpu: super::Cpu) -> &'static [(char, u32)] {
     if cpu.has_avx2() {
         &[('b', 16), ('d', 32)]
     } else {
@@ -100,7 +100,7 @@ impl<'c> G<'c, '_> {
         }
         let elem = if t == self.cx.f64_type() { 8 } else { 4 };
         let mut variants = Vec::new();
-        for &(isa, bytes) in isas(self.cpu) {
+        for &(isa, bytes) in self.vector_isas {
             let lanes = bytes / elem;
             let vname = format!("_ZGV{isa}N{lanes}{}_{fname}", "v".repeat(nargs));
             let vt = t.vec_type(lanes);
