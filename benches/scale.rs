@@ -4,14 +4,14 @@
 //! `scripts/scale_table.sh` prints the README's table from the same measures.
 
 use divan::counter::BytesCount;
-use jaxpr::db::{self, RootDatabase, SourceFile};
+use jaxpr_db::{self as db, RootDatabase, SourceFile};
 use salsa::Setter;
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
 // As in the `jaxpr` and `jaxpr-lsp` binaries.
 #[global_allocator]
-static GLOBAL: jaxpr::allocator::Mimalloc = jaxpr::allocator::Mimalloc;
+static GLOBAL: jaxpr_alloc::Mimalloc = jaxpr_alloc::Mimalloc;
 
 const FILES: [&str; 2] = ["transformer150_grad", "transformer600_grad"];
 
@@ -27,7 +27,7 @@ fn text(name: &str) -> &'static str {
         let corpus = std::env::var("JAXPR_CORPUS")
             .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus").into());
         Box::leak(
-            jaxpr::scale::read_gz(&format!("{corpus}/large/{name}.jaxpr.gz")).into_boxed_str(),
+            jaxpr_test_support::scale::read_gz(&format!("{corpus}/large/{name}.jaxpr.gz")).into_boxed_str(),
         )
     })
 }
@@ -37,7 +37,7 @@ fn parse(bencher: divan::Bencher, name: &str) {
     let t = text(name);
     bencher
         .counter(BytesCount::of_str(t))
-        .bench(|| jaxpr::syntax::parse(t));
+        .bench(|| jaxpr_syntax::parse(t));
 }
 
 /// Parse, resolve, types and the sorted diagnostics, from scratch.
@@ -54,7 +54,7 @@ fn edit_equation(bencher: divan::Bencher, name: &str) {
     edit(
         bencher,
         text(name),
-        jaxpr::scale::operand_edit(text(name)),
+        jaxpr_test_support::scale::operand_edit(text(name)),
         "x",
     );
 }
@@ -66,7 +66,7 @@ fn edit_binder(bencher: divan::Bencher, name: &str) {
     edit(
         bencher,
         text(name),
-        jaxpr::scale::binder_edit(text(name)),
+        jaxpr_test_support::scale::binder_edit(text(name)),
         "x",
     );
 }
@@ -75,14 +75,14 @@ fn edit_binder(bencher: divan::Bencher, name: &str) {
 /// (the file with one call site of `_where` inlined).
 #[divan::bench(args = FILES, sample_count = 40, sample_size = 1)]
 fn edit_nested_jaxpr(bencher: divan::Bencher, name: &str) {
-    let (inlined, at) = jaxpr::scale::inline_nested(text(name), "_where").expect("_where");
+    let (inlined, at) = jaxpr_test_support::scale::inline_nested(text(name), "_where").expect("_where");
     edit(bencher, &inlined, at, "x");
 }
 
 /// The same in an equation of a `let` jaxpr (called from many equations).
 #[divan::bench(args = FILES, sample_count = 40, sample_size = 1)]
 fn edit_let_jaxpr(bencher: divan::Bencher, name: &str) {
-    edit(bencher, text(name), jaxpr::scale::let_edit(text(name)), "x");
+    edit(bencher, text(name), jaxpr_test_support::scale::let_edit(text(name)), "x");
 }
 
 /// A character added to a result's name in a `let` jaxpr: the `let` is
@@ -92,7 +92,7 @@ fn edit_let_binder(bencher: divan::Bencher, name: &str) {
     edit(
         bencher,
         text(name),
-        jaxpr::scale::let_binder_edit(text(name)),
+        jaxpr_test_support::scale::let_binder_edit(text(name)),
         "x",
     );
 }
@@ -104,7 +104,7 @@ fn edit_let_signature(bencher: divan::Bencher, name: &str) {
     edit(
         bencher,
         text(name),
-        jaxpr::scale::let_signature_edit(text(name)),
+        jaxpr_test_support::scale::let_signature_edit(text(name)),
         "1,",
     );
 }

@@ -4,10 +4,10 @@
 //!
 //!     cargo run --release --example edit_cycle FILE
 
-use jaxpr::db::{self, Db, RootDatabase, SourceFile};
+use jaxpr_db::{self as db, Db, RootDatabase, SourceFile};
 // As in the `jaxpr` and `jaxpr-lsp` binaries.
 #[global_allocator]
-static GLOBAL: jaxpr::allocator::Mimalloc = jaxpr::allocator::Mimalloc;
+static GLOBAL: jaxpr_alloc::Mimalloc = jaxpr_alloc::Mimalloc;
 use salsa::Setter;
 use salsa::plumbing::AsId;
 use std::time::Instant;

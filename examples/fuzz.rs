@@ -1,16 +1,16 @@
-//! Runs the mutation fuzzer (`jaxpr::fuzz`) for a time budget and prints
+//! Runs the mutation fuzzer (`jaxpr_test_support::fuzz`) for a time budget and prints
 //! executions, rate and findings; saves each finding under OUT.
 //!
 //!     cargo run --release --example fuzz -- [--secs 600] [--seed 1] [--out target/fuzz-findings]
 //!     cargo run --release --example fuzz -- --replay FILE.jaxpr   # with FILE.before if saved
 
-use jaxpr::fuzz::{self, Finding, Rng};
+use jaxpr_test_support::fuzz::{self, Finding, Rng};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 #[global_allocator]
-static GLOBAL: jaxpr::allocator::Mimalloc = jaxpr::allocator::Mimalloc;
+static GLOBAL: jaxpr_alloc::Mimalloc = jaxpr_alloc::Mimalloc;
 
 fn main() {
     let opt = fuzz::option;

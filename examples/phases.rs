@@ -16,11 +16,11 @@ unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
         let live = LIVE.fetch_add(l.size(), Relaxed) + l.size();
         PEAK.fetch_max(live, Relaxed);
-        unsafe { jaxpr::allocator::Mimalloc.alloc(l) }
+        unsafe { jaxpr_alloc::Mimalloc.alloc(l) }
     }
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
         LIVE.fetch_sub(l.size(), Relaxed);
-        unsafe { jaxpr::allocator::Mimalloc.dealloc(p, l) }
+        unsafe { jaxpr_alloc::Mimalloc.dealloc(p, l) }
     }
     unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
         if new >= l.size() {
@@ -29,7 +29,7 @@ unsafe impl GlobalAlloc for Counting {
         } else {
             LIVE.fetch_sub(l.size() - new, Relaxed);
         }
-        unsafe { jaxpr::allocator::Mimalloc.realloc(p, l, new) }
+        unsafe { jaxpr_alloc::Mimalloc.realloc(p, l, new) }
     }
 }
 
@@ -48,10 +48,10 @@ fn main() {
         let base = LIVE.load(Relaxed);
         PEAK.store(base, Relaxed);
         let t0 = std::time::Instant::now();
-        let p = jaxpr::syntax::parse(&text);
+        let p = jaxpr_syntax::parse(&text);
         let t1 = std::time::Instant::now();
         let (after_parse, peak_parse) = (LIVE.load(Relaxed) - base, PEAK.load(Relaxed) - base);
-        let a = jaxpr::check::check(&p.file);
+        let a = jaxpr_check::check(&p.file);
         let t2 = std::time::Instant::now();
         let (after_check, peak) = (LIVE.load(Relaxed) - base, PEAK.load(Relaxed) - base);
         drop(a);
@@ -60,7 +60,7 @@ fn main() {
         // What `jaxpr check` runs: parse and check streamed, keeping only
         // the diagnostics.
         PEAK.store(base, Relaxed);
-        let d = jaxpr::check::diagnostics_streaming(&text);
+        let d = jaxpr_check::diagnostics_streaming(&text);
         let t4 = std::time::Instant::now();
         let peak_streaming = PEAK.load(Relaxed) - base;
         drop(d);
@@ -81,7 +81,7 @@ fn main() {
 }
 
 fn sizes() {
-    use jaxpr::syntax::ast::*;
+    use jaxpr_syntax::ast::*;
     println!(
         "Expr {} Binder {} Eqn {} Atom {} TypeExpr {} Name {} | VarInfo {} EqnInfo {} AType {} Dim {} Diag {}",
         size_of::<Expr>(),
@@ -90,10 +90,10 @@ fn sizes() {
         size_of::<Atom>(),
         size_of::<TypeExpr>(),
         size_of::<Name>(),
-        size_of::<jaxpr::check::VarInfo>(),
-        size_of::<jaxpr::check::EqnInfo>(),
-        size_of::<jaxpr::types::AType>(),
-        size_of::<jaxpr::types::Dim>(),
-        size_of::<jaxpr::diagnostics::Diagnostic>()
+        size_of::<jaxpr_check::VarInfo>(),
+        size_of::<jaxpr_check::EqnInfo>(),
+        size_of::<jaxpr_types::AType>(),
+        size_of::<jaxpr_types::Dim>(),
+        size_of::<jaxpr_syntax::diagnostics::Diagnostic>()
     );
 }

@@ -7,13 +7,13 @@
 //!
 //!     cargo run --release --example scale FILE[.gz]
 
-use jaxpr::db::{self, Db, Path, RootDatabase, SourceFile};
+use jaxpr_db::{self as db, Db, Path, RootDatabase, SourceFile};
 use salsa::Setter;
 use salsa::plumbing::AsId;
 use std::time::{Duration, Instant};
 
 #[global_allocator]
-static GLOBAL: jaxpr::allocator::Mimalloc = jaxpr::allocator::Mimalloc;
+static GLOBAL: jaxpr_alloc::Mimalloc = jaxpr_alloc::Mimalloc;
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
@@ -52,25 +52,25 @@ fn edits(text: &str, at: usize, insert: &str, path: Path, n: usize) -> Duration 
 
 fn main() {
     let path = std::env::args().nth(1).expect("usage: scale FILE[.gz]");
-    let text = jaxpr::scale::read_gz(&path);
+    let text = jaxpr_test_support::scale::read_gz(&path);
     let mb = text.len() as f64 / 1e6;
     let mut parse = Vec::new();
     let mut check = Vec::new();
     let mut eqns = 0;
     for _ in 0..5 {
         let t = Instant::now();
-        let p = jaxpr::syntax::parse(&text);
+        let p = jaxpr_syntax::parse(&text);
         parse.push(t.elapsed());
         drop(p);
         let t = Instant::now();
         let d = db::diagnostics_from_scratch(&text);
         check.push(t.elapsed());
         assert!(d.is_empty());
-        eqns = jaxpr::syntax::ast::each_eqn(&jaxpr::syntax::parse(&text).file).count();
+        eqns = jaxpr_syntax::ast::each_eqn(&jaxpr_syntax::parse(&text).file).count();
     }
     let parse = median(parse);
     let (inlined, nested_at) =
-        jaxpr::scale::inline_nested(&text, "_where").expect("a `_where` let");
+        jaxpr_test_support::scale::inline_nested(&text, "_where").expect("a `_where` let");
     assert!(db::diagnostics_from_scratch(&inlined).is_empty());
     let scale = |at: usize, insert: &str, path: Path| ms(edits(&text, at, insert, path, 40));
     println!(
@@ -78,13 +78,13 @@ fn main() {
         mb / parse.as_secs_f64(),
         ms(parse),
         ms(median(check)),
-        scale(jaxpr::scale::operand_edit(&text), "x", Path::Equation),
-        scale(jaxpr::scale::binder_edit(&text), "x", Path::Binders),
+        scale(jaxpr_test_support::scale::operand_edit(&text), "x", Path::Equation),
+        scale(jaxpr_test_support::scale::binder_edit(&text), "x", Path::Binders),
         ms(edits(&inlined, nested_at, "x", Path::Equation, 40)),
-        scale(jaxpr::scale::let_edit(&text), "x", Path::Equation),
-        scale(jaxpr::scale::let_binder_edit(&text), "x", Path::Let),
+        scale(jaxpr_test_support::scale::let_edit(&text), "x", Path::Equation),
+        scale(jaxpr_test_support::scale::let_binder_edit(&text), "x", Path::Let),
         scale(
-            jaxpr::scale::let_signature_edit(&text),
+            jaxpr_test_support::scale::let_signature_edit(&text),
             "1,",
             Path::LetAndCallSites
         ),

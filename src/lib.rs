@@ -1,18 +1,5 @@
-//! `jaxpr-core`: a compiler core for JAX's intermediate language, without
-//! the build back ends (those are the `build` module of the `jaxpr` crate,
-//! which re-exports every module of this one).
+//! `jaxpr`: the command line (`check`, `types`, `trace`; `build` runs
+//! `jaxpr-build`, the back ends' binary). The layers it drives are crates of
+//! their own under `crates/` (see `docs/architecture.md`).
 
-pub mod allocator;
-pub mod check;
 pub mod cli;
-pub mod db;
-pub mod diagnostics;
-pub mod fuzz;
-pub mod ide;
-pub mod incremental;
-pub mod interrupt;
-pub mod scale;
-pub mod session;
-pub mod signature;
-pub mod syntax;
-pub mod types;

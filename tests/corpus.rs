@@ -5,9 +5,9 @@
 
 mod common;
 
-use jaxpr::db::{self, RootDatabase, SourceFile};
-use jaxpr::diagnostics::{DiagKind, Diagnostic};
-use jaxpr::syntax::LineIndex;
+use jaxpr_db::{self as db, RootDatabase, SourceFile};
+use jaxpr_syntax::diagnostics::{DiagKind, Diagnostic};
+use jaxpr_syntax::LineIndex;
 use std::path::{Path, PathBuf};
 
 fn corpus() -> PathBuf {
@@ -118,14 +118,14 @@ fn pipelined_parse_and_check_equals_the_whole_one() {
     let (text, broken) = common::transformer150_and_broken();
     for (text, broken) in [(text, false), (broken, true)] {
         assert!(text.len() > 1 << 20, "large enough to be pipelined");
-        let (parse, analysis) = jaxpr::check::parse_and_check_without_comments(&text);
-        let whole = jaxpr::syntax::parse(&text);
+        let (parse, analysis) = jaxpr_check::parse_and_check_without_comments(&text);
+        let whole = jaxpr_syntax::parse(&text);
         assert_eq!(parse.errors, whole.errors);
         assert_eq!(
             parse.file.main.as_ref().map(|m| m.eqns.len()),
             whole.file.main.as_ref().map(|m| m.eqns.len())
         );
-        assert_eq!(analysis, jaxpr::check::check(&whole.file));
+        assert_eq!(analysis, jaxpr_check::check(&whole.file));
         assert_eq!(analysis.diagnostics.is_empty(), !broken);
     }
 }
@@ -190,7 +190,7 @@ fn signatures(text: &str) -> Vec<(String, String)> {
     let db = RootDatabase::default();
     let file = SourceFile::new(&db, "t.jaxpr".into(), text.to_string());
     let a = db::analysis(&db, file);
-    let mut js: Vec<&jaxpr::check::JaxprInfo> = a.jaxprs.iter().collect();
+    let mut js: Vec<&jaxpr_check::JaxprInfo> = a.jaxprs.iter().collect();
     js.sort_by_key(|j| j.range.start);
     js.iter()
         .map(|j| (j.signature.render_in(), j.signature.render_out()))
@@ -283,8 +283,8 @@ fn position_lookups_agree_with_a_linear_scan() {
         .flat_map(|d| files(d, ".jaxpr"));
     for path in paths {
         let text = std::fs::read_to_string(&path).unwrap();
-        let p = jaxpr::syntax::parse(&text);
-        let a = jaxpr::check::check(&p.file);
+        let p = jaxpr_syntax::parse(&text);
+        let a = jaxpr_check::check(&p.file);
         let starts: Vec<u32> = a.refs.iter().map(|r| r.range.start).collect();
         assert!(
             starts.is_sorted(),
@@ -336,7 +336,7 @@ fn streamed_check_equals_the_whole_tree_check() {
     }
     for p in files("large", ".jaxpr.gz") {
         let name = p.display().to_string();
-        texts.push((name.clone(), jaxpr::scale::read_gz(&name)));
+        texts.push((name.clone(), jaxpr_test_support::scale::read_gz(&name)));
     }
     let nested = "pjit[name=g jaxpr={ lambda ; c:f32[]. let d:f32[c] = sin c in (c,) }]";
     let made = [
@@ -351,11 +351,11 @@ fn streamed_check_equals_the_whole_tree_check() {
         texts.push((format!("made input {i}"), t));
     }
     for (name, text) in &texts {
-        let want = jaxpr::fuzz::whole_tree_diagnostics(text);
+        let want = jaxpr_test_support::fuzz::whole_tree_diagnostics(text);
         assert_eq!(db::diagnostics_from_scratch(text), want, "{name}");
     }
     // The made inputs do exercise the cases above.
-    let bad_dims = jaxpr::fuzz::whole_tree_diagnostics(&texts[texts.len() - 6].1);
+    let bad_dims = jaxpr_test_support::fuzz::whole_tree_diagnostics(&texts[texts.len() - 6].1);
     assert_eq!(
         bad_dims
             .iter()

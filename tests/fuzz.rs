@@ -1,19 +1,19 @@
-//! A bounded run of the mutation fuzzer (`jaxpr::fuzz`; `examples/fuzz.rs`
+//! A bounded run of the mutation fuzzer (`jaxpr_test_support::fuzz`; `examples/fuzz.rs`
 //! runs it for longer), and the inputs it found, as regression tests. The
 //! inputs are generated here, at a size where the old behaviour (quadratic
 //! or worse) would not finish, rather than committed.
 
 mod common;
 use common::corpus;
-use jaxpr::db::{self, Path, RootDatabase, SourceFile};
-use jaxpr::diagnostics::DiagKind;
-use jaxpr::fuzz::{self, Finding, Rng};
+use jaxpr_db::{self as db, Path, RootDatabase, SourceFile};
+use jaxpr_syntax::diagnostics::DiagKind;
+use jaxpr_test_support::fuzz::{self, Finding, Rng};
 use salsa::Setter;
 
 
 /// The diagnostics of `after` as an edit of `before`, which must equal a
 /// from-scratch check's.
-fn edited(before: &str, after: &str) -> Vec<jaxpr::diagnostics::Diagnostic> {
+fn edited(before: &str, after: &str) -> Vec<jaxpr_syntax::diagnostics::Diagnostic> {
     let mut database = RootDatabase::default();
     let file = SourceFile::new(&database, "f.jaxpr".into(), before.to_string());
     db::diagnostics(&database, file);
@@ -25,7 +25,7 @@ fn edited(before: &str, after: &str) -> Vec<jaxpr::diagnostics::Diagnostic> {
 
 /// The diagnostics of a jaxpr whose body is `line` 100,000 times: syntax
 /// errors only, at least one.
-fn syntax_errors_of_lines(line: &str) -> Vec<jaxpr::diagnostics::Diagnostic> {
+fn syntax_errors_of_lines(line: &str) -> Vec<jaxpr_syntax::diagnostics::Diagnostic> {
     let s = format!(
         "{{ lambda ; a:f32[4]. let\n{}  in (a,) }}\n",
         line.repeat(100_000)
@@ -199,8 +199,8 @@ fn many_integer_inputs_are_linear() {
     let n = 100_000;
     let inputs: String = (0..n).map(|i| format!("i{i}:i32[] ")).collect();
     let s = format!("{{ lambda ; {inputs}x:f32[i5]. let  in (x,) }}\n");
-    let p = jaxpr::syntax::parse(&s);
-    let a = jaxpr::check::check(&p.file);
+    let p = jaxpr_syntax::parse(&s);
+    let a = jaxpr_check::check(&p.file);
     assert!(p.errors.is_empty() && a.diagnostics.is_empty());
     let main = a.jaxpr(a.main().unwrap());
     let explicit: Vec<bool> = main.signature.in_type.iter().map(|e| e.explicit).collect();

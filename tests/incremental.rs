@@ -5,15 +5,15 @@
 
 mod common;
 use common::corpus;
-use jaxpr::db::{self, Db, Path, RootDatabase, SourceFile};
-use jaxpr::fuzz::Rng;
+use jaxpr_db::{self as db, Db, Path, RootDatabase, SourceFile};
+use jaxpr_test_support::fuzz::Rng;
 use salsa::Setter;
 use salsa::plumbing::AsId;
 use std::path::PathBuf;
 
 
 fn read(rel: &str) -> String {
-    jaxpr::scale::read_gz(&corpus().join(rel).to_string_lossy())
+    jaxpr_test_support::scale::read_gz(&corpus().join(rel).to_string_lossy())
 }
 
 fn floor_char(s: &str, mut i: usize) -> usize {
@@ -200,7 +200,7 @@ fn analysis_after_incremental_edits_is_the_current_texts() {
     assert_eq!(db.engine().last_path(file.as_id()), Some(Path::Equation));
     // The editor features see the edited text's analysis, not the base's.
     let a = db::analysis(&db, file);
-    let want = jaxpr::check::check(&jaxpr::syntax::parse(&edited).file);
+    let want = jaxpr_check::check(&jaxpr_syntax::parse(&edited).file);
     assert_eq!(*a, want);
     // And later edits start from it.
     file.set_text(&mut db).to(text);

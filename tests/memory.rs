@@ -28,7 +28,7 @@ fn jaxpr_check_peaks_under_ten_times_the_file() {
     // Smallest first: the peak read after each run is the largest so far.
     for name in ["transformer150_grad", "transformer600_grad"] {
         let gz = corpus().join(format!("large/{name}.jaxpr.gz"));
-        let text = jaxpr::scale::read_gz(&gz.to_string_lossy());
+        let text = jaxpr_test_support::scale::read_gz(&gz.to_string_lossy());
         let path = dir.join(format!("{name}.jaxpr"));
         std::fs::write(&path, &text).unwrap();
         let status = Command::new(env!("CARGO_BIN_EXE_jaxpr"))

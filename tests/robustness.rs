@@ -2,8 +2,8 @@
 //! arbitrary text, mutated corpus files, and pathological shapes (deep
 //! nesting, huge lines, many operands, long polynomials, binary garbage).
 
-use jaxpr::db::{self, RootDatabase, SourceFile};
-use jaxpr::diagnostics::DiagKind;
+use jaxpr_db::{self as db, RootDatabase, SourceFile};
+use jaxpr_syntax::diagnostics::DiagKind;
 use proptest::prelude::*;
 use std::path::PathBuf;
 

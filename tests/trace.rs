@@ -4,7 +4,7 @@
 //! known equations, tracing errors, and what happens when the program
 //! fails, hangs, or has no Python or no JAX.
 
-use jaxpr::session::{self, SessionIndex, Status};
+use jaxpr_session::{self as session, SessionIndex, Status};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -8,7 +8,7 @@ mod common;
 
 use common::corpus;
 use common::lsp_fuzz::{Stats, session};
-use jaxpr::fuzz::{self, Rng};
+use jaxpr_test_support::fuzz::{self, Rng};
 use std::time::{Duration, Instant};
 
 fn main() {

@@ -3,8 +3,8 @@
 
 use crate::convert::{self, Encoding};
 use crate::state::{Snapshot, Workspace};
-use jaxpr::diagnostics::{Diagnostic as CoreDiagnostic, Severity};
-use jaxpr::ide::{self, FileView, NavTarget};
+use jaxpr_syntax::diagnostics::{Diagnostic as CoreDiagnostic, Severity};
+use jaxpr_ide::{self as ide, FileView, NavTarget};
 use ropey::Rope;
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -157,7 +157,7 @@ impl Backend {
             // analysis, which takes about a full check of a large file: it
             // is computed now, in the background, so that it is ready when
             // the user stops typing. The next edit cancels it (at its next
-            // equation; see `jaxpr::interrupt`).
+            // equation; see `jaxpr_syntax::interrupt`).
             let Some(snap) = lock(&ws).snapshot(&uri).filter(|s| s.version == version) else {
                 return;
             };
@@ -749,7 +749,7 @@ fn encode_tokens(
     v: &FileView,
     rope: &Rope,
     enc: Encoding,
-    within: Option<jaxpr::syntax::TextRange>,
+    within: Option<jaxpr_syntax::TextRange>,
 ) -> Vec<SemanticToken> {
     let mut out = Vec::new();
     let (mut last_line, mut last_col) = (0u32, 0u32);

@@ -130,70 +130,130 @@ async fn build(backend: &Backend, args: &BuildArgs) -> Result<String> {
         return Err(Error::invalid_params(format!("{} is not open", args.uri)));
     };
     let native = args.emit == "native";
-    // Documents that are not files (`untitled:`) build into the temporary folder.
-    let source = args
-        .uri
-        .to_file_path()
-        .unwrap_or_else(|()| std::env::temp_dir().join("jaxpr-build.jaxpr"));
-    let out = output_path(&source, native);
-    // The C name of a native library: the file stem made an identifier.
-    let name = jaxpr::build::native::c_name(jaxpr::build::jaxpr_stem(&source));
-    let c_name = name.clone();
-    let built = tokio::task::spawn_blocking(move || {
-        snap.with_view(|v| {
-            let result = if native {
-                let opts = jaxpr::build::native::Options {
-                    name,
-                    opt: 2,
-                    cpu: jaxpr::build::native::Cpu::Native,
-                };
-                jaxpr::build::build_native(
-                    v.parse,
-                    v.analysis,
-                    &opts,
-                    jaxpr::build::native::Artifact::Shared,
-                )
-            } else {
-                jaxpr::build::build(v.parse, v.analysis, jaxpr::build::Emit::Stablehlo)
-            };
-            // Messages of the diagnostics that stop the build, with their lines.
-            result.map_err(|ds| {
-                ds.iter()
-                    .filter(|d| d.is_error())
-                    .map(|d| {
-                        let line = v.lines.line_col(d.range.start).line + 1;
-                        format!("line {line}: {} [{}]", d.message, d.kind.code())
-                    })
-                    .collect::<Vec<_>>()
-            })
-        })
-    })
-    .await
-    .map_err(|_| Error::internal_error())?
-    .map_err(|_| failure("the file changed during the build; run the command again".into()))?;
-    match built {
-        Ok(bytes) => {
-            jaxpr::build::write_output(&out, &bytes)
-                .map_err(|e| failure(format!("{}: {e}", out.display())))?;
-            if native {
-                jaxpr::build::native::write_header(&out, &c_name)
-                    .map_err(|e| failure(format!("{}: {e}", out.display())))?;
-            }
-            Ok(out.display().to_string())
-        }
-        Err(msgs) => Err(failure(format!(
-            "not built: {} error(s): {}",
-            msgs.len(),
-            msgs.iter().take(3).cloned().collect::<Vec<_>>().join("; ")
+    // The text as the editor has it (unsaved edits included) goes to
+    // `jaxpr-build` through a private folder of its own: the build is the
+    // same process, with the same checks, as `jaxpr build` on the command
+    // line, and the server links no back end.
+    let text = snap
+        .with_view(|v| v.text.to_string())
+        .map_err(|_| failure("the file changed during the build; run the command again".into()))?;
+    let scratch = Scratch::new().map_err(|e| failure(format!("cannot make a build folder: {e}")))?;
+    let source = match args.uri.to_file_path() {
+        Ok(path) => path,
+        // Documents that are not files (`untitled:`) build into the private
+        // folder, whose path the answer gives.
+        Err(()) => scratch.path.join("untitled.jaxpr"),
+    };
+    let stem = source
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("model")
+        .trim_end_matches(".jaxpr")
+        .to_string();
+    let out = if native {
+        source.with_file_name(format!("lib{stem}.so"))
+    } else {
+        source.with_file_name(format!("{stem}.mlir"))
+    };
+    // Named as the document, so the library's C name is the one `jaxpr
+    // build` gives that file.
+    let input = scratch.path.join(format!("{stem}.jaxpr"));
+    std::fs::write(&input, text).map_err(|e| failure(format!("{}: {e}", input.display())))?;
+    let exe = build_binary().map_err(failure)?;
+    let mut cmd = tokio::process::Command::new(&exe);
+    cmd.arg("build")
+        .arg(&input)
+        .args(["--emit", &args.emit, "--format", "json", "--color", "never"])
+        .arg("-o")
+        .arg(&out)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true);
+    let output = cmd
+        .output()
+        .await
+        .map_err(|e| failure(format!("{}: {e}", exe.display())))?;
+    scratch.remove(&input);
+    match output.status.code() {
+        Some(0) => Ok(out.display().to_string()),
+        Some(1) => Err(failure(not_built(&output.stdout, &output.stderr))),
+        _ => Err(failure(format!(
+            "jaxpr-build failed: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
         ))),
     }
 }
 
-/// `model.jaxpr` -> `model.mlir` (or `libmodel.so`) beside it.
-fn output_path(source: &std::path::Path, native: bool) -> std::path::PathBuf {
-    if native {
-        source.with_file_name(format!("lib{}.so", jaxpr::build::jaxpr_stem(source)))
+/// `jaxpr-build` beside this executable, as the `jaxpr` CLI finds it.
+fn build_binary() -> std::result::Result<std::path::PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find jaxpr-lsp's folder: {e}"))?;
+    let build = exe.with_file_name(format!("jaxpr-build{}", std::env::consts::EXE_SUFFIX));
+    if build.is_file() {
+        Ok(build)
     } else {
-        jaxpr::build::output_beside(source, "mlir")
+        Err(format!(
+            "{} not found: builds run `jaxpr-build`, which is installed beside `jaxpr-lsp`",
+            build.display()
+        ))
     }
 }
+
+/// "not built: N error(s): line L: message [code]; ..." from the JSON
+/// diagnostics `jaxpr-build --format json` prints on stdout.
+fn not_built(stdout: &[u8], stderr: &[u8]) -> String {
+    let errors: Vec<String> = serde_json::from_slice::<Value>(stdout)
+        .ok()
+        .and_then(|v| v["files"][0]["diagnostics"].as_array().cloned())
+        .unwrap_or_default()
+        .iter()
+        .filter(|d| d["severity"] == "error")
+        .map(|d| {
+            format!(
+                "line {}: {} [{}]",
+                d["range"]["start"]["line"],
+                d["message"].as_str().unwrap_or(""),
+                d["code"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    if errors.is_empty() {
+        return format!("not built: {}", String::from_utf8_lossy(stderr).trim());
+    }
+    format!(
+        "not built: {} error(s): {}",
+        errors.len(),
+        errors.iter().take(3).cloned().collect::<Vec<_>>().join("; ")
+    )
+}
+
+/// A folder only this process can write, made fresh for one build (so no
+/// other user can plant a file or link where the text is written), and
+/// removed with what it holds unless a build of an untitled document left
+/// its output there.
+struct Scratch {
+    path: std::path::PathBuf,
+}
+
+impl Scratch {
+    fn new() -> std::io::Result<Scratch> {
+        use std::os::unix::fs::DirBuilderExt;
+        static SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let serial = SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!(
+            "jaxpr-lsp-{}-{serial}-{nanos:x}",
+            std::process::id()
+        ));
+        std::fs::DirBuilder::new().mode(0o700).create(&path)?;
+        Ok(Scratch { path })
+    }
+
+    /// Removes the copy of the text, and the folder unless an untitled
+    /// document's output is in it.
+    fn remove(&self, input: &std::path::Path) {
+        let _ = std::fs::remove_file(input);
+        let _ = std::fs::remove_dir(&self.path);
+    }
+}
+

@@ -3,7 +3,7 @@
 //! past a line's end or past the file clamp; nothing here can panic on a
 //! position a client sends.
 
-use jaxpr::syntax::TextRange;
+use jaxpr_syntax::TextRange;
 use ropey::Rope;
 use tower_lsp::lsp_types::{Position, Range};
 

@@ -12,7 +12,7 @@ use backend::Backend;
 // The analysis of a large file allocates millions of small objects per edit
 // (mimalloc, built without transparent huge pages: see the root Cargo.toml).
 #[global_allocator]
-static GLOBAL: jaxpr::allocator::Mimalloc = jaxpr::allocator::Mimalloc;
+static GLOBAL: jaxpr_alloc::Mimalloc = jaxpr_alloc::Mimalloc;
 use tower_lsp::{LspService, Server};
 
 fn main() {

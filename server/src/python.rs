@@ -7,7 +7,7 @@
 
 use crate::build::{progress, progress_token};
 use crate::convert::{self, Encoding};
-use jaxpr::session::{self, SessionIndex, Status, trace};
+use jaxpr_session::{self as session, SessionIndex, Status, trace};
 use ropey::Rope;
 use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};

@@ -4,8 +4,8 @@
 //! every derived fact; the server has no second copy of semantics.
 
 use crate::convert::{self, Encoding};
-use jaxpr::db::{self, RootDatabase, SourceFile};
-use jaxpr::ide::FileView;
+use jaxpr_db::{self as db, RootDatabase, SourceFile};
+use jaxpr_ide::FileView;
 use ropey::Rope;
 use salsa::Setter;
 use std::collections::HashMap;
@@ -127,7 +127,7 @@ impl Snapshot {
 
     pub fn diagnostics(
         &self,
-    ) -> Result<std::sync::Arc<Vec<jaxpr::diagnostics::Diagnostic>>, salsa::Cancelled> {
+    ) -> Result<std::sync::Arc<Vec<jaxpr_syntax::diagnostics::Diagnostic>>, salsa::Cancelled> {
         salsa::Cancelled::catch(AssertUnwindSafe(|| db::diagnostics(&self.db, self.file)))
     }
 }

@@ -5,7 +5,7 @@ mod common;
 
 use common::corpus;
 use common::lsp_fuzz::{Stats, session};
-use jaxpr::fuzz::{self, Rng};
+use jaxpr_test_support::fuzz::{self, Rng};
 
 #[test]
 fn random_sessions_are_answered_and_the_server_survives() {

@@ -5,8 +5,8 @@
 mod render;
 mod trace;
 
-use crate::db::{self, RootDatabase, SourceFile};
-use crate::diagnostics::{Diagnostic, Severity};
+use jaxpr_db::{self as db, RootDatabase, SourceFile};
+use jaxpr_syntax::diagnostics::{Diagnostic, Severity};
 use clap::{Parser, Subcommand, ValueEnum};
 use rayon::prelude::*;
 use std::io::IsTerminal;
@@ -89,6 +89,10 @@ pub struct BuildArgs {
     /// Colour the diagnostics: auto, always, never.
     #[arg(long, value_enum, default_value_t = ColorMode::Auto)]
     pub color: ColorMode,
+    /// How diagnostics that stop the build are printed: `human` on stderr,
+    /// or `json` on stdout (as `jaxpr check --format json`).
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq, Debug)]
@@ -121,7 +125,7 @@ pub enum EmitKind {
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
-enum Format {
+pub enum Format {
     Human,
     Json,
 }
@@ -239,6 +243,20 @@ fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
 
 /// Prints diagnostics rustc-style on stderr (where `build` reports them:
 /// its output is a file).
+/// Prints `files`' diagnostics as `jaxpr check --format json` does.
+pub fn print_json(files: &[Checked]) {
+    let count = |keep: fn(&Diagnostic) -> bool| {
+        files
+            .iter()
+            .flat_map(|f| &f.diagnostics)
+            .filter(|d| keep(d))
+            .count()
+    };
+    let errors = count(|d| d.is_error());
+    let warnings = count(|d| d.severity == Severity::Warning);
+    println!("{}", render::json(files, errors, warnings));
+}
+
 pub fn print_to_stderr(files: &[Checked], color: ColorMode) {
     let colored = match color {
         ColorMode::Always => true,
@@ -259,11 +277,11 @@ pub fn check_text(loaded: Loaded) -> Checked {
     let mut diagnostics = db::diagnostics_from_scratch(&loaded.text);
     if let Some(at) = loaded.invalid_utf8_at {
         let r =
-            crate::syntax::TextRange::new(at as u32, (at as u32 + 1).min(loaded.text.len() as u32));
+            jaxpr_syntax::TextRange::new(at as u32, (at as u32 + 1).min(loaded.text.len() as u32));
         diagnostics.insert(
             0,
             Diagnostic::error(
-                crate::diagnostics::DiagKind::Syntax,
+                jaxpr_syntax::diagnostics::DiagKind::Syntax,
                 r,
                 format!("the file is not valid UTF-8 (first bad byte at offset {at})"),
             )
@@ -353,7 +371,7 @@ fn check(paths: &[PathBuf], format: Format, color: ColorMode) -> i32 {
 /// session folder.
 fn resolve_build_input(path: &Path, function: Option<&str>) -> Result<PathBuf, String> {
     match (path.is_dir(), function) {
-        (true, Some(f)) => crate::session::resolve_function(path, f).map_err(|e| e.to_string()),
+        (true, Some(f)) => jaxpr_session::resolve_function(path, f).map_err(|e| e.to_string()),
         (true, None) => Err(format!(
             "{} is a folder: name the traced function to build with --function",
             path.display()

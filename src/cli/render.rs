@@ -2,9 +2,9 @@
 //! JSON for CI) and of signatures.
 
 use super::Checked;
-use crate::check::{Analysis, JaxprOrigin};
-use crate::diagnostics::{Diagnostic, Severity};
-use crate::syntax::{LineIndex, TextRange};
+use jaxpr_check::{Analysis, JaxprOrigin};
+use jaxpr_syntax::diagnostics::{Diagnostic, Severity};
+use jaxpr_syntax::{LineIndex, TextRange};
 use codespan_reporting::diagnostic::{Diagnostic as CsDiagnostic, Label};
 use codespan_reporting::files::SimpleFile;
 use codespan_reporting::term::{self, termcolor};
@@ -152,7 +152,7 @@ pub fn types(a: &Analysis, idx: &LineIndex, path: &str) -> String {
                     format!(
                         "{}:{}",
                         a.var(*v).name,
-                        crate::types::DimNames::ty(a, &a.var(*v).ty)
+                        jaxpr_types::DimNames::ty(a, &a.var(*v).ty)
                     )
                 })
                 .collect();

@@ -1,7 +1,7 @@
 //! `jaxpr trace [--out DIR] [--timeout SECS] -- python SCRIPT ARGS...`
 
-use crate::session::Status;
-use crate::session::trace::{TraceOptions, run};
+use jaxpr_session::Status;
+use jaxpr_session::trace::{TraceOptions, run};
 use std::path::PathBuf;
 use std::time::Duration;
 

@@ -4,10 +4,22 @@
 
 use std::path::{Path, PathBuf};
 
+/// The checkout's root: the nearest folder above the test's package that
+/// holds `Cargo.lock` (tests of `crates/build` include this module too).
+pub fn workspace_root() -> PathBuf {
+    let mut dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    while !dir.join("Cargo.lock").exists() {
+        if !dir.pop() {
+            return PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        }
+    }
+    dir
+}
+
 pub fn corpus() -> PathBuf {
     std::env::var("JAXPR_CORPUS")
         .map(PathBuf::from)
-        .unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"))
+        .unwrap_or_else(|_| workspace_root().join("../shared/corpus"))
 }
 
 /// Build-set cases (`build: true` in `NAME.json`), as paths without extension.
@@ -46,7 +58,7 @@ pub fn case_name(case: &Path) -> String {
 /// `large/transformer150_grad`, and the same with an undefined variable as
 /// an operand of an equation in the middle.
 pub fn transformer150_and_broken() -> (String, String) {
-    let text = jaxpr::scale::read_gz(
+    let text = jaxpr_test_support::scale::read_gz(
         &corpus()
             .join("large/transformer150_grad.jaxpr.gz")
             .to_string_lossy(),

@@ -5,7 +5,7 @@
 //! be answered, the server must keep answering, and it must exit cleanly.
 
 use super::Lsp;
-use jaxpr::fuzz::{self, Rng};
+use jaxpr_test_support::fuzz::{self, Rng};
 use serde_json::{Value, json};
 use std::time::Duration;
 

@@ -1,0 +1,153 @@
+//! `jaxpr build` in process: what the `jaxpr-build` binary runs (the
+//! `jaxpr` binary, which links no back end, hands the command to it).
+
+use crate::{self as build, native};
+use jaxpr_check as check;
+use jaxpr::cli::{self, BuildArgs, Checked, CpuKind, EmitKind};
+use std::path::Path;
+
+/// Checks, lowers and writes `path`; diagnostics and exit 1 when the file
+/// has errors or a primitive has no lowering.
+pub fn run(path: &Path, args: BuildArgs) -> i32 {
+    let loaded = match cli::load(path) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("error: {}: {e}", path.display());
+            return 2;
+        }
+    };
+    use native::Artifact;
+    let (kind, ext) = if args.bytecode {
+        (build::Emit::StablehloBytecode, "mlirbc")
+    } else {
+        (build::Emit::Stablehlo, "mlir")
+    };
+    let artifact = match args.emit {
+        EmitKind::Stablehlo => None,
+        EmitKind::Native => Some((Artifact::Shared, "so")),
+        EmitKind::LlvmIr => Some((Artifact::LlvmIr, "ll")),
+        EmitKind::Object => Some((Artifact::Object, "o")),
+    };
+    let ext = artifact.map_or(ext, |(_, e)| e);
+    let out = args
+        .output
+        .unwrap_or_else(|| build::output_beside(path, ext));
+    let c_name = match args.name {
+        Some(n) if native::c_name(&n) == n => n,
+        Some(n) => {
+            eprintln!("error: --name {n:?} is not a C identifier");
+            return 2;
+        }
+        None => native::c_name(build::jaxpr_stem(path)),
+    };
+    let timings = std::env::var_os("JAXPR_BUILD_TIMINGS").is_some();
+    let mut t = build::stablehlo::Timings::default();
+    use build::Failure;
+    // StableHLO: each equation is lowered right after its check, while a
+    // large text is parsed ahead on a second thread, and the module is
+    // written as it is printed. The process exits next: the module is left
+    // to the exit to free, as compilers leave theirs.
+    if artifact.is_none() {
+        match build::build_text_to_file(&loaded.text, kind, &out, &mut t) {
+            Ok(Some(module)) => {
+                std::mem::forget(module);
+                if timings {
+                    eprintln!(
+                        "parse+check+lower {:.2?}, context {:.2?}, verify {:.2?}, print+write {:.2?}",
+                        t.lower, t.context, t.verify, t.print
+                    );
+                }
+                eprintln!("wrote {}", out.display());
+                return 0;
+            }
+            // A `let` jaxpr after the main one: built whole below.
+            Ok(None) => {}
+            Err(e) => return failed(e, loaded, &out, args.color, args.format),
+        }
+    }
+    let clock = std::time::Instant::now();
+    // A whole-file parse and check without the database: a build is one
+    // check of one text, so nothing of the incremental engine's state (a
+    // copy of the text, its segments and sorted diagnostics for later
+    // edits) would ever be used. A large file is parsed on a second thread
+    // while it is checked.
+    let (parse, analysis) = check::parse_and_check_without_comments(&loaded.text);
+    let checked = clock.elapsed();
+    let result = match artifact {
+        None => build::build_to_file(&parse, &analysis, kind, &out, &mut t).map(std::mem::forget),
+        Some((a, _)) => {
+            let opts = native::Options {
+                name: c_name.clone(),
+                opt: args.opt,
+                cpu: match args.cpu {
+                    CpuKind::Native => native::Cpu::Native,
+                    CpuKind::X86_64 => native::Cpu::X86_64,
+                    CpuKind::X86_64V2 => native::Cpu::X86_64V2,
+                    CpuKind::X86_64V3 => native::Cpu::X86_64V3,
+                    CpuKind::X86_64V4 => native::Cpu::X86_64V4,
+                },
+            };
+            build::build_native(&parse, &analysis, &opts, a)
+                .map_err(Failure::Diagnostics)
+                .and_then(|bytes| build::write_output(&out, &bytes).map_err(Failure::Io))
+        }
+    };
+    // The process exits next: the syntax tree and the analysis (hundreds
+    // of thousands of allocations for a large file) are left to the exit.
+    std::mem::forget(parse);
+    std::mem::forget(analysis);
+    if timings {
+        eprintln!(
+            "parse+check {checked:.2?}, context {:.2?}, lower {:.2?}, verify {:.2?}, print+write {:.2?}, teardown {:.2?}",
+            t.context, t.lower, t.verify, t.print, t.teardown
+        );
+    }
+    match result {
+        Ok(()) => {
+            eprintln!("wrote {}", out.display());
+            if args.emit == EmitKind::Native {
+                match native::write_header(&out, &c_name) {
+                    Ok(h) => eprintln!("wrote {}", h.display()),
+                    Err(e) => {
+                        eprintln!("error: {e}");
+                        return 2;
+                    }
+                }
+            }
+            0
+        }
+        Err(e) => failed(e, loaded, &out, args.color, args.format),
+    }
+}
+
+/// Reports a build that failed; the exit status.
+fn failed(
+    e: build::Failure,
+    loaded: cli::Loaded,
+    out: &Path,
+    color: cli::ColorMode,
+    format: cli::Format,
+) -> i32 {
+    match e {
+        build::Failure::Io(e) => {
+            eprintln!("error: {}: {e}", out.display());
+            2
+        }
+        build::Failure::Diagnostics(diagnostics) => {
+            let n = diagnostics.iter().filter(|d| d.is_error()).count();
+            let files = [Checked {
+                loaded,
+                diagnostics,
+            }];
+            match format {
+                cli::Format::Json => cli::print_json(&files),
+                cli::Format::Human => cli::print_to_stderr(&files, color),
+            }
+            eprintln!(
+                "error: not built: {n} error{}",
+                if n == 1 { "" } else { "s" }
+            );
+            1
+        }
+    }
+}

@@ -1,0 +1,1400 @@
+//! Native code: a checked jaxpr compiled to a shared library with a C ABI,
+//! by emitting LLVM IR directly with inkwell (LLVM 22).
+//!
+//! Why LLVM IR and not MLIR's linalg/bufferization path: shapes here change
+//! at run time in ways MLIR's tensor passes do not model well (Catalyst loops
+//! whose carried arrays change size every iteration, dimension variables
+//! passed as values), and the C ABI needs exact control over input checks
+//! and over which buffer is freed when. So every run-time array is a data
+//! pointer plus its extents as `i64` SSA values; every primitive is a loop
+//! nest over run-time extents with explicit index arithmetic ([`G::nest`]);
+//! loops and conditionals are basic blocks with phi nodes over (pointer,
+//! extents); dimension variables are loaded from their scalar arrays and
+//! symbolic dimensions are computed from the input shapes at entry.
+//!
+//! Memory: every result is a fresh `malloc` buffer registered in the
+//! current *scope* (the main body, one loop iteration, one branch); at the
+//! end of a scope the values that leave it are copied into fresh buffers
+//! and everything the scope allocated is freed. So a loop frees each
+//! iteration's temporaries and its previous state, whatever sizes they have.
+//! Views (reshapes, scan slices, identities) alias their operand and are
+//! never freed themselves. Outputs are fresh `malloc` buffers the caller
+//! frees with `NAME_free`.
+//!
+//! Safety: every call validates count, dtype, rank, every extent (static
+//! sizes, dimension variables, symbolic dimensions with their constraints),
+//! element counts and non-null data before reading anything; index
+//! arithmetic of gathers and dynamic slices is clamped as XLA does; integer
+//! division by zero and over-wide shifts have XLA's results. A failure after
+//! validation (malloc returning NULL, an inconsistent size that only shows at
+//! run time) returns an error as well, without writing outputs.
+
+mod control;
+mod fusion;
+mod gemm;
+mod memory;
+mod ops;
+mod reduce;
+mod vmath;
+
+use super::{EqnCx, LowerError, Operand, R, Syntax, err, symbol_value};
+use jaxpr_check::{Analysis, EqnId, JaxprId};
+use jaxpr_syntax::diagnostics::Diagnostic;
+use jaxpr_syntax::TextRange;
+use jaxpr_syntax::ast::{self, Atom};
+use jaxpr_types::poly::{Factor, Symbol};
+use jaxpr_types::{AType, DType, Dim, DimNames, FloatKind, Poly, VarId};
+use inkwell::basic_block::BasicBlock;
+use inkwell::builder::Builder;
+use inkwell::context::Context;
+use inkwell::module::{Linkage, Module};
+use inkwell::passes::PassBuilderOptions;
+use inkwell::targets::{
+    CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine,
+};
+use inkwell::types::{BasicMetadataTypeEnum, BasicType, BasicTypeEnum};
+use inkwell::values::{
+    BasicMetadataValueEnum, BasicValueEnum, FunctionValue, GlobalValue, IntValue, PhiValue,
+    PointerValue,
+};
+use inkwell::{AddressSpace, IntPredicate, OptimizationLevel};
+use rustc_hash::FxHashMap as HashMap;
+use std::cell::{Cell, RefCell};
+use std::path::Path;
+
+/// What a native build writes.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Artifact {
+    /// LLVM IR text (`.ll`), after optimisation.
+    LlvmIr,
+    /// An object file (`.o`).
+    Object,
+    /// A shared library (`.so`), linked with `cc -shared`.
+    Shared,
+}
+
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The C name of the entry point (`NAME`, `NAME_error`, ...).
+    pub name: String,
+    /// LLVM optimisation level, 0 to 3.
+    pub opt: u8,
+    /// The processor the library is for.
+    pub cpu: Cpu,
+}
+
+/// The processor a native library is built for: this machine's, or one of
+/// the x86-64 micro-architecture levels, for a library that runs on other
+/// machines (or under tools that do not know every instruction of this
+/// one: valgrind 3.19 stops at AVX-512).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub enum Cpu {
+    /// This machine's processor and all its features.
+    #[default]
+    Native,
+    /// x86-64 with SSE2 only: every 64-bit x86 processor.
+    X86_64,
+    /// SSE4.2 and POPCNT (2009 on).
+    X86_64V2,
+    /// AVX2, FMA, BMI2 (2015 on).
+    X86_64V3,
+    /// AVX-512 (F, BW, CD, DQ, VL).
+    X86_64V4,
+}
+
+impl Cpu {
+    /// LLVM's name of the processor and its feature string.
+    fn llvm(self) -> (String, String) {
+        let level = match self {
+            Cpu::Native => {
+                let name = TargetMachine::get_host_cpu_name();
+                let features = TargetMachine::get_host_cpu_features();
+                return (
+                    name.to_str().unwrap_or("generic").to_string(),
+                    features.to_str().unwrap_or("").to_string(),
+                );
+            }
+            Cpu::X86_64 => "x86-64",
+            Cpu::X86_64V2 => "x86-64-v2",
+            Cpu::X86_64V3 => "x86-64-v3",
+            Cpu::X86_64V4 => "x86-64-v4",
+        };
+        // The level's features come with its name.
+        (level.to_string(), String::new())
+    }
+
+    /// Whether the processor has AVX2 (libmvec's 256-bit functions).
+    pub(crate) fn has_avx2(self) -> bool {
+        match self {
+            Cpu::Native => TargetMachine::get_host_cpu_features()
+                .to_string_lossy()
+                .split(',')
+                .any(|f| f == "+avx2"),
+            Cpu::X86_64 | Cpu::X86_64V2 => false,
+            Cpu::X86_64V3 | Cpu::X86_64V4 => true,
+        }
+    }
+}
+
+/// The largest rank the C ABI carries (`int64_t shape[8]`).
+pub const MAX_RANK: usize = 8;
+/// No array may hold more bytes than this (checked before every allocation
+/// and on inputs, so extent products cannot overflow).
+const MAX_BYTES: i64 = 1 << 40;
+const ERR_LEN: u64 = 1024;
+
+/// A C identifier from a file stem (`my-model.v2` -> `my_model_v2`).
+pub fn c_name(stem: &str) -> String {
+    let mut s: String = stem
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    if s.is_empty() || s.starts_with(|c: char| c.is_ascii_digit()) {
+        s.insert(0, '_');
+    }
+    s
+}
+
+/// The ABI dtype code of a dtype.
+pub fn dtype_code(dt: &DType) -> Option<i32> {
+    Some(match dt {
+        DType::Bool => 0,
+        DType::Int(8) => 1,
+        DType::Int(16) => 2,
+        DType::Int(32) => 3,
+        DType::Int(64) => 4,
+        DType::UInt(8) => 5,
+        DType::UInt(16) => 6,
+        DType::UInt(32) => 7,
+        DType::UInt(64) => 8,
+        DType::Float(FloatKind::F16) => 9,
+        DType::Float(FloatKind::BF16) => 10,
+        DType::Float(FloatKind::F32) => 11,
+        DType::Float(FloatKind::F64) => 12,
+        _ => return None,
+    })
+}
+
+/// The C header of a library built with `name`.
+pub fn header(name: &str) -> String {
+    let guard = name.to_uppercase();
+    format!(
+        r#"/* Generated by `jaxpr build --emit native`. */
+#ifndef JX_{guard}_H
+#define JX_{guard}_H
+#include <stdint.h>
+#ifdef __cplusplus
+extern "C" {{
+#endif
+#ifndef JX_ARRAY_DEFINED
+#define JX_ARRAY_DEFINED
+typedef struct {{
+  void    *data;      /* densely packed, row-major */
+  int32_t  dtype;     /* 0 bool(1 byte), 1 i8, 2 i16, 3 i32, 4 i64, 5 u8, 6 u16, 7 u32, 8 u64, 9 f16, 10 bf16, 11 f32, 12 f64 */
+  int32_t  rank;
+  int64_t  shape[8];  /* first `rank` entries used */
+}} jx_array;
+#endif
+/* Inputs: the jaxpr's inputs in order (constvars first, then invars, implicit
+   dimension arguments included). Outputs: filled by the library; data
+   allocated with malloc. Returns 0 on success; otherwise nothing is written
+   to outputs and {name}_error() says why. */
+int32_t     {name}(const jx_array *inputs, int64_t num_inputs, jx_array *outputs, int64_t num_outputs);
+const char *{name}_error(void);      /* message of the last failure on this thread */
+void        {name}_free(void *data); /* frees output data */
+int64_t     {name}_num_inputs(void);
+int64_t     {name}_num_outputs(void);
+#ifdef __cplusplus
+}}
+#endif
+#endif
+"#
+    )
+}
+
+/// Compiles a checked file (free of errors) to `artifact`.
+pub fn compile(
+    file: &ast::SourceFile,
+    a: &Analysis,
+    opts: &Options,
+    artifact: Artifact,
+) -> Result<Vec<u8>, Vec<Diagnostic>> {
+    let whole = file
+        .main
+        .as_ref()
+        .map_or(TextRange::new(0, 0), |m| m.lambda_range);
+    let internal = |msg: String| {
+        vec![Diagnostic::error(
+            jaxpr_syntax::diagnostics::DiagKind::Unsupported,
+            whole,
+            msg,
+        )]
+    };
+    let cx = Context::create();
+    let g = G::new(&cx, file, a, &opts.name, opts.cpu);
+    g.library().map_err(|e| vec![e.into_diagnostic()])?;
+    if let Err(e) = g.m.verify() {
+        return Err(internal(format!(
+            "internal error: the generated LLVM IR does not verify: {e}"
+        )));
+    }
+    Target::initialize_native(&InitializationConfig::default()).map_err(internal)?;
+    let triple = TargetMachine::get_default_triple();
+    let target = Target::from_triple(&triple).map_err(|e| internal(e.to_string()))?;
+    let level = match opts.opt {
+        0 => OptimizationLevel::None,
+        1 => OptimizationLevel::Less,
+        2 => OptimizationLevel::Default,
+        _ => OptimizationLevel::Aggressive,
+    };
+    if opts.cpu != Cpu::Native && !triple.as_str().to_string_lossy().starts_with("x86_64") {
+        return Err(internal(format!(
+            "the processor {:?} is an x86-64 level; this machine builds for {}",
+            opts.cpu,
+            triple.as_str().to_string_lossy()
+        )));
+    }
+    let (cpu, features) = opts.cpu.llvm();
+    let Some(tm) = target.create_target_machine(
+        &triple,
+        &cpu,
+        &features,
+        level,
+        RelocMode::PIC,
+        CodeModel::Default,
+    ) else {
+        return Err(internal("LLVM has no target machine for this host".into()));
+    };
+    g.m.set_triple(&triple);
+    g.m.set_data_layout(&tm.get_target_data().get_data_layout());
+    let passes = format!("default<O{}>", opts.opt.min(3));
+    g.m.run_passes(&passes, &tm, PassBuilderOptions::create())
+        .map_err(|e| internal(format!("LLVM's pass pipeline failed: {e}")))?;
+    match artifact {
+        Artifact::LlvmIr => Ok(g.m.print_to_string().to_bytes().to_vec()),
+        Artifact::Object => tm
+            .write_to_memory_buffer(&g.m, FileType::Object)
+            .map(|b| b.as_slice().to_vec())
+            .map_err(|e| internal(format!("LLVM could not emit the object: {e}"))),
+        Artifact::Shared => {
+            let obj = tm
+                .write_to_memory_buffer(&g.m, FileType::Object)
+                .map_err(|e| internal(format!("LLVM could not emit the object: {e}")))?;
+            link(obj.as_slice()).map_err(internal)
+        }
+    }
+}
+
+/// Links an object into a shared library with the system C compiler.
+fn link(obj: &[u8]) -> Result<Vec<u8>, String> {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("jaxpr-native-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let result = (|| {
+        let o = dir.join("lib.o");
+        let so = dir.join("lib.so");
+        std::fs::write(&o, obj).map_err(|e| format!("{}: {e}", o.display()))?;
+        let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+        let out = std::process::Command::new(&cc)
+            .args(["-shared", "-o"])
+            .arg(&so)
+            .arg(&o)
+            .args(compiler_rt())
+            .args(vmath::available().then_some("-lmvec"))
+            .arg("-lm")
+            .output()
+            .map_err(|e| format!("could not run the linker `{cc}`: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "the linker `{cc} -shared` failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        std::fs::read(&so).map_err(|e| format!("{}: {e}", so.display()))
+    })();
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+/// LLVM's compiler-rt builtins archive, when installed: code that uses
+/// bf16 calls `__truncsfbf2`, which GCC's libgcc (before GCC 13) lacks.
+fn compiler_rt() -> Option<std::path::PathBuf> {
+    let prefix = option_env!("LLVM_SYS_221_PREFIX").unwrap_or("/usr/lib/llvm-22");
+    let arch = std::env::consts::ARCH;
+    let dir = Path::new(prefix).join("lib/clang");
+    let mut versions: Vec<_> = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    versions.sort();
+    versions
+        .into_iter()
+        .rev()
+        .map(|v| v.join(format!("lib/linux/libclang_rt.builtins-{arch}.a")))
+        .find(|p| p.exists())
+}
+
+/// Writes the header beside a library: `libm.so` -> `libm.h`.
+pub fn write_header(lib: &Path, name: &str) -> std::io::Result<std::path::PathBuf> {
+    let h = lib.with_extension("h");
+    super::write_output(&h, header(name).as_bytes())?;
+    Ok(h)
+}
+
+/// A run-time array: its data and its extents.
+#[derive(Clone, Debug)]
+pub(crate) struct Arr<'c> {
+    pub p: PointerValue<'c>,
+    pub dims: Vec<IntValue<'c>>,
+    /// A deferred computation standing for the array (see [`fusion`]):
+    /// its key in [`G`]'s `deferred`; `p` is then not data.
+    pub lazy: Option<usize>,
+}
+
+impl<'c> Arr<'c> {
+    pub fn new(p: PointerValue<'c>, dims: Vec<IntValue<'c>>) -> Self {
+        Arr { p, dims, lazy: None }
+    }
+}
+
+pub(crate) type Op<'c> = Operand<Arr<'c>>;
+pub(crate) type Cx<'e, 'c> = EqnCx<'e, Arr<'c>>;
+
+/// Values in scope: the jaxpr's variables and the symbolic dimensions.
+#[derive(Clone, Default)]
+pub(crate) struct Env<'c> {
+    vals: HashMap<VarId, Op<'c>>,
+    syms: HashMap<Symbol, IntValue<'c>>,
+}
+
+/// The code generator of one library.
+pub(crate) struct G<'c, 'f> {
+    pub cx: &'c Context,
+    pub m: Module<'c>,
+    pub b: Builder<'c>,
+    pub a: &'f Analysis,
+    syntax: Syntax<'f>,
+    name: String,
+    func: Cell<Option<FunctionValue<'c>>>,
+    err_buf: Cell<Option<GlobalValue<'c>>>,
+    /// Buffers allocated in each open scope, innermost last.
+    scopes: RefCell<Vec<Vec<PointerValue<'c>>>>,
+    /// Equations deferred into their user (see [`fusion`]): the result
+    /// variable, the computation, its extents and dtype.
+    deferred: RefCell<HashMap<usize, (fusion::Node<'f, 'c>, Vec<IntValue<'c>>, DType)>>,
+    deferred_ids: Cell<usize>,
+    /// libmvec's vector ISAs for the processor the library is for
+    /// ([`vmath`]), found once per build.
+    vector_isas: &'static [(char, u32)],
+    /// libmvec functions declared for the vectorizer ([`vmath`]).
+    vector_functions: RefCell<Vec<FunctionValue<'c>>>,
+    /// Failure exits by the buffers they give back ([`G::unwind_block`]).
+    unwinds: RefCell<HashMap<Vec<PointerValue<'c>>, BasicBlock<'c>>>,
+    /// State arrays of the loops being built, innermost last.
+    loop_states: RefCell<Vec<Vec<PointerValue<'c>>>>,
+    strings: RefCell<HashMap<String, PointerValue<'c>>>,
+}
+
+impl<'c, 'f> G<'c, 'f> {
+    fn new(cx: &'c Context, file: &'f ast::SourceFile, a: &'f Analysis, name: &str, cpu: Cpu) -> Self {
+        G {
+            vector_isas: vmath::isas(cpu),
+            cx,
+            m: cx.create_module(name),
+            b: cx.create_builder(),
+            a,
+            syntax: Syntax::new(file, a),
+            name: name.to_string(),
+            func: Cell::new(None),
+            err_buf: Cell::new(None),
+            scopes: RefCell::default(),
+            loop_states: RefCell::default(),
+            unwinds: RefCell::default(),
+            deferred: RefCell::default(),
+            deferred_ids: Cell::new(0),
+            vector_functions: RefCell::default(),
+            strings: RefCell::default(),
+        }
+    }
+
+    // ---- LLVM basics ---------------------------------------------------------
+
+    pub fn i64(&self, x: i64) -> IntValue<'c> {
+        self.cx.i64_type().const_int(x as u64, true)
+    }
+    pub fn i32(&self, x: i64) -> IntValue<'c> {
+        self.cx.i32_type().const_int(x as u64, true)
+    }
+    pub fn ptr_ty(&self) -> inkwell::types::PointerType<'c> {
+        self.cx.ptr_type(AddressSpace::default())
+    }
+
+    /// The storage type of a dtype (bool is one byte, 0 or 1).
+    pub fn elem(&self, dt: &DType, at: TextRange) -> R<BasicTypeEnum<'c>> {
+        Ok(match dt {
+            DType::Bool => self.cx.i8_type().into(),
+            DType::Int(8) | DType::UInt(8) => self.cx.i8_type().into(),
+            DType::Int(16) | DType::UInt(16) => self.cx.i16_type().into(),
+            DType::Int(32) | DType::UInt(32) => self.cx.i32_type().into(),
+            DType::Int(64) | DType::UInt(64) => self.cx.i64_type().into(),
+            DType::Float(FloatKind::F16) => self.cx.f16_type().into(),
+            DType::Float(FloatKind::BF16) => self.cx.bf16_type().into(),
+            DType::Float(FloatKind::F32) => self.cx.f32_type().into(),
+            DType::Float(FloatKind::F64) => self.cx.f64_type().into(),
+            _ => return err(at, format!("dtype {dt} has no native lowering")),
+        })
+    }
+
+    pub fn size_of(dt: &DType) -> i64 {
+        match dt {
+            DType::Bool => 1,
+            d => d.bits().map_or(8, |b| (b as i64 / 8).max(1)),
+        }
+    }
+
+    fn func(&self) -> FunctionValue<'c> {
+        self.func.get().expect("inside the entry function")
+    }
+
+    /// Declares (once) an external C function.
+    pub fn extern_fn(
+        &self,
+        name: &str,
+        ret: Option<BasicTypeEnum<'c>>,
+        params: &[BasicMetadataTypeEnum<'c>],
+        variadic: bool,
+    ) -> FunctionValue<'c> {
+        if let Some(f) = self.m.get_function(name) {
+            return f;
+        }
+        let t = match ret {
+            Some(r) => r.fn_type(params, variadic),
+            None => self.cx.void_type().fn_type(params, variadic),
+        };
+        self.m.add_function(name, t, Some(Linkage::External))
+    }
+
+    pub fn call(
+        &self,
+        f: FunctionValue<'c>,
+        args: &[BasicMetadataValueEnum<'c>],
+    ) -> Option<BasicValueEnum<'c>> {
+        self.b
+            .build_call(f, args, "")
+            .expect("call")
+            .try_as_basic_value()
+            .basic()
+    }
+
+    pub fn block(&self, name: &str) -> BasicBlock<'c> {
+        self.cx.append_basic_block(self.func(), name)
+    }
+
+    pub fn here(&self) -> BasicBlock<'c> {
+        self.b.get_insert_block().expect("positioned")
+    }
+
+    /// Builds (once) a private function `name` with `body`; the insertion
+    /// point of the current function is kept. Its body must not fail at run
+    /// time ([`G::fail_if`] returns from the entry function only).
+    pub fn internal_fn(
+        &self,
+        name: &str,
+        ty: inkwell::types::FunctionType<'c>,
+        body: &mut dyn FnMut(FunctionValue<'c>) -> R<()>,
+    ) -> R<FunctionValue<'c>> {
+        if let Some(f) = self.m.get_function(name) {
+            return Ok(f);
+        }
+        let f = self.m.add_function(name, ty, Some(Linkage::Private));
+        let here = self.b.get_insert_block();
+        let outer = self.func.replace(Some(f));
+        self.b.position_at_end(self.cx.append_basic_block(f, "entry"));
+        let r = body(f);
+        self.func.set(outer);
+        if let Some(bb) = here {
+            self.b.position_at_end(bb);
+        }
+        r.map(|()| f)
+    }
+
+    /// A constant C string.
+    fn cstr(&self, s: &str) -> PointerValue<'c> {
+        if let Some(&p) = self.strings.borrow().get(s) {
+            return p;
+        }
+        let g = self
+            .b
+            .build_global_string_ptr(s, "msg")
+            .expect("string")
+            .as_pointer_value();
+        self.strings.borrow_mut().insert(s.to_string(), g);
+        g
+    }
+
+    /// A stack slot in the entry block (promoted to registers by LLVM).
+    pub fn slot(&self, t: BasicTypeEnum<'c>) -> PointerValue<'c> {
+        let entry = self.func().get_first_basic_block().expect("entry");
+        let tmp = self.cx.create_builder();
+        match entry.get_first_instruction() {
+            Some(i) => tmp.position_before(&i),
+            None => tmp.position_at_end(entry),
+        }
+        tmp.build_alloca(t, "slot").expect("alloca")
+    }
+
+    /// If `bad` holds: the error message (printf format and arguments) is
+    /// stored for `NAME_error` and the call returns 1.
+    pub fn fail_if(&self, bad: IntValue<'c>, fmt: &str, args: &[BasicMetadataValueEnum<'c>]) {
+        let fail = self.block("fail");
+        let ok = self.block("ok");
+        self.b.build_conditional_branch(bad, fail, ok).expect("br");
+        self.b.position_at_end(fail);
+        let snprintf = self.extern_fn(
+            "snprintf",
+            Some(self.cx.i32_type().into()),
+            &[
+                self.ptr_ty().into(),
+                self.cx.i64_type().into(),
+                self.ptr_ty().into(),
+            ],
+            true,
+        );
+        let buf = self.err_buf.get().expect("error buffer").as_pointer_value();
+        let mut all: Vec<BasicMetadataValueEnum> = vec![
+            buf.into(),
+            self.i64(ERR_LEN as i64).into(),
+            self.cstr(fmt).into(),
+        ];
+        all.extend_from_slice(args);
+        self.call(snprintf, &all);
+        let unwind = self.unwind_block();
+        self.b.build_unconditional_branch(unwind).expect("br");
+        self.b.position_at_end(ok);
+    }
+
+    pub fn icmp(&self, p: IntPredicate, x: IntValue<'c>, y: IntValue<'c>) -> IntValue<'c> {
+        self.b.build_int_compare(p, x, y, "").expect("icmp")
+    }
+    pub fn add(&self, x: IntValue<'c>, y: IntValue<'c>) -> IntValue<'c> {
+        self.b.build_int_add(x, y, "").expect("add")
+    }
+    pub fn sub(&self, x: IntValue<'c>, y: IntValue<'c>) -> IntValue<'c> {
+        self.b.build_int_sub(x, y, "").expect("sub")
+    }
+    pub fn mul(&self, x: IntValue<'c>, y: IntValue<'c>) -> IntValue<'c> {
+        self.b.build_int_mul(x, y, "").expect("mul")
+    }
+    pub fn or(&self, x: IntValue<'c>, y: IntValue<'c>) -> IntValue<'c> {
+        self.b.build_or(x, y, "").expect("or")
+    }
+    pub fn and(&self, x: IntValue<'c>, y: IntValue<'c>) -> IntValue<'c> {
+        self.b.build_and(x, y, "").expect("and")
+    }
+    pub fn select_int(&self, c: IntValue<'c>, x: IntValue<'c>, y: IntValue<'c>) -> IntValue<'c> {
+        self.b
+            .build_select(c, x, y, "")
+            .expect("select")
+            .into_int_value()
+    }
+    /// `min(max(x, lo), hi)` on signed i64.
+    pub fn clamp_i64(&self, x: IntValue<'c>, lo: IntValue<'c>, hi: IntValue<'c>) -> IntValue<'c> {
+        let x = self.select_int(self.icmp(IntPredicate::SLT, x, lo), lo, x);
+        self.select_int(self.icmp(IntPredicate::SGT, x, hi), hi, x)
+    }
+
+    pub fn min_i64(&self, x: IntValue<'c>, y: IntValue<'c>) -> IntValue<'c> {
+        self.select_int(self.icmp(IntPredicate::SLT, x, y), x, y)
+    }
+    /// `ceil(n / k)` for `n >= 0`, `k >= 1`.
+    pub fn ceil_div_by(&self, n: IntValue<'c>, k: IntValue<'c>) -> IntValue<'c> {
+        let n1 = self.sub(self.add(n, k), self.i64(1));
+        self.b.build_int_signed_div(n1, k, "").expect("div")
+    }
+    /// `ceil(n / k)` for `n >= 0`.
+    pub fn ceil_div(&self, n: IntValue<'c>, k: i64) -> IntValue<'c> {
+        self.ceil_div_by(n, self.i64(k))
+    }
+
+    // ---- arrays and memory ---------------------------------------------------
+
+    pub fn numel(&self, dims: &[IntValue<'c>]) -> IntValue<'c> {
+        dims.iter().fold(self.i64(1), |acc, &d| self.mul(acc, d))
+    }
+
+    /// Row-major offset of an index.
+    pub fn offset(&self, idx: &[IntValue<'c>], dims: &[IntValue<'c>]) -> IntValue<'c> {
+        let mut off = self.i64(0);
+        for (k, (&i, &d)) in idx.iter().zip(dims).enumerate() {
+            off = if k == 0 {
+                i
+            } else {
+                self.add(self.mul(off, d), i)
+            };
+        }
+        off
+    }
+
+    pub fn gep(&self, dt: &DType, p: PointerValue<'c>, off: IntValue<'c>) -> R<PointerValue<'c>> {
+        let t = self.elem(dt, TextRange::new(0, 0))?;
+        // SAFETY (of the generated code): offsets are within the extents
+        // the inputs were validated against.
+        Ok(unsafe { self.b.build_gep(t, p, &[off], "").expect("gep") })
+    }
+
+    pub fn load(
+        &self,
+        dt: &DType,
+        p: PointerValue<'c>,
+        off: IntValue<'c>,
+    ) -> R<BasicValueEnum<'c>> {
+        let t = self.elem(dt, TextRange::new(0, 0))?;
+        let q = self.gep(dt, p, off)?;
+        Ok(self.b.build_load(t, q, "").expect("load"))
+    }
+
+    pub fn store(
+        &self,
+        dt: &DType,
+        p: PointerValue<'c>,
+        off: IntValue<'c>,
+        v: BasicValueEnum<'c>,
+    ) -> R<()> {
+        let q = self.gep(dt, p, off)?;
+        self.b.build_store(q, v).expect("store");
+        Ok(())
+    }
+
+    /// A scalar array's value as i64 (dimension variables, indices).
+    pub fn scalar_i64(&self, x: &Op<'c>, at: TextRange) -> R<IntValue<'c>> {
+        let Some(dt) = &x.ty.dtype else {
+            return err(at, "a value without dtype");
+        };
+        let v = self.load(dt, x.v.p, self.i64(0))?;
+        self.to_i64(v, dt, at)
+    }
+
+    pub fn to_i64(&self, v: BasicValueEnum<'c>, dt: &DType, at: TextRange) -> R<IntValue<'c>> {
+        let i64t = self.cx.i64_type();
+        match dt {
+            DType::Int(_) => Ok(self
+                .b
+                .build_int_s_extend_or_bit_cast(v.into_int_value(), i64t, "")
+                .expect("sext")),
+            DType::UInt(_) | DType::Bool => Ok(self
+                .b
+                .build_int_z_extend_or_bit_cast(v.into_int_value(), i64t, "")
+                .expect("zext")),
+            _ => err(at, format!("a {dt} value used as an integer")),
+        }
+    }
+
+    // ---- loops -----------------------------------------------------------------
+
+    /// `for i in 0..n { f(i) }`.
+    pub fn for_range(&self, n: IntValue<'c>, f: &mut dyn FnMut(IntValue<'c>) -> R<()>) -> R<()> {
+        self.for_carry(n, &[], &mut |i, _| f(i).map(|()| Vec::new()))?;
+        Ok(())
+    }
+
+    /// `for i in 0..n` with values carried from one iteration to the next
+    /// in phi nodes (accumulators that stay in registers): `f` gets the
+    /// index and the current values and returns the next ones; the result
+    /// is the values after the last iteration (`init` when `n <= 0`).
+    /// Enters a loop: a branch from the current block to a new block
+    /// `names[0]` (the head, where the builder continues) and new blocks
+    /// `names[1]` (body) and `names[2]` (exit); the block left, which is the
+    /// entry edge of the head's phi nodes, and the three blocks.
+    pub fn loop_enter(&self, names: [&str; 3]) -> (BasicBlock<'c>, [BasicBlock<'c>; 3]) {
+        let pre = self.here();
+        let blocks = names.map(|name| self.block(name));
+        self.b.build_unconditional_branch(blocks[0]).expect("br");
+        self.b.position_at_end(blocks[0]);
+        (pre, blocks)
+    }
+
+    /// A phi node of `v`'s type that holds `v` on entry from `pre`.
+    pub fn phi_from(&self, v: BasicValueEnum<'c>, pre: BasicBlock<'c>, name: &str) -> PhiValue<'c> {
+        let p = self.b.build_phi(v.get_type(), name).expect("phi");
+        p.add_incoming(&[(&v, pre)]);
+        p
+    }
+
+    pub fn for_carry(
+        &self,
+        n: IntValue<'c>,
+        init: &[BasicValueEnum<'c>],
+        f: &mut dyn FnMut(IntValue<'c>, &[BasicValueEnum<'c>]) -> R<Vec<BasicValueEnum<'c>>>,
+    ) -> R<Vec<BasicValueEnum<'c>>> {
+        let (pre, [head, body, exit]) = self.loop_enter(["head", "body", "exit"]);
+        let phi = self.phi_from(self.i64(0).into(), pre, "i");
+        let carried: Vec<_> = init.iter().map(|&v| self.phi_from(v, pre, "carry")).collect();
+        let values: Vec<BasicValueEnum> = carried.iter().map(|p| p.as_basic_value()).collect();
+        let i = phi.as_basic_value().into_int_value();
+        let c = self.icmp(IntPredicate::SLT, i, n);
+        self.b.build_conditional_branch(c, body, exit).expect("br");
+        self.b.position_at_end(body);
+        let next = f(i, &values)?;
+        if next.len() != carried.len() {
+            return err(
+                TextRange::new(0, 0),
+                "internal error: a loop body returns another number of values",
+            );
+        }
+        let latch = self.here();
+        phi.add_incoming(&[(&self.add(i, self.i64(1)), latch)]);
+        for (p, v) in carried.iter().zip(&next) {
+            p.add_incoming(&[(v, latch)]);
+        }
+        self.b.build_unconditional_branch(head).expect("br");
+        self.b.position_at_end(exit);
+        Ok(values)
+    }
+
+    /// `if c { then() } else { other() }`.
+    pub fn if_else(
+        &self,
+        c: IntValue<'c>,
+        then: &mut dyn FnMut() -> R<()>,
+        other: &mut dyn FnMut() -> R<()>,
+    ) -> R<()> {
+        let (t, e, done) = (self.block("then"), self.block("else"), self.block("endif"));
+        self.b.build_conditional_branch(c, t, e).expect("br");
+        self.b.position_at_end(t);
+        then()?;
+        self.b.build_unconditional_branch(done).expect("br");
+        self.b.position_at_end(e);
+        other()?;
+        self.b.build_unconditional_branch(done).expect("br");
+        self.b.position_at_end(done);
+        Ok(())
+    }
+
+    /// A loop nest over `dims` (row-major order); `f` gets the index.
+    pub fn nest(
+        &self,
+        dims: &[IntValue<'c>],
+        f: &mut dyn FnMut(&[IntValue<'c>]) -> R<()>,
+    ) -> R<()> {
+        fn go<'c>(
+            g: &G<'c, '_>,
+            dims: &[IntValue<'c>],
+            idx: &mut Vec<IntValue<'c>>,
+            f: &mut dyn FnMut(&[IntValue<'c>]) -> R<()>,
+        ) -> R<()> {
+            if idx.len() == dims.len() {
+                return f(idx);
+            }
+            let n = dims[idx.len()];
+            g.for_range(n, &mut |i| {
+                idx.push(i);
+                let r = go(g, dims, idx, f);
+                idx.pop();
+                r
+            })
+        }
+        go(self, dims, &mut Vec::new(), f)
+    }
+
+    // ---- dimensions ------------------------------------------------------------
+
+    pub fn dim(&self, env: &Env<'c>, d: &Dim, at: TextRange) -> R<IntValue<'c>> {
+        match d {
+            Dim::Const(c) => Ok(self.i64(*c)),
+            Dim::Var(v) => match env.vals.get(v) {
+                Some(x) => self.scalar_i64(x, at),
+                None => err(
+                    at,
+                    format!(
+                        "the dimension variable `{}` has no value here",
+                        self.a.var(*v).name
+                    ),
+                ),
+            },
+            Dim::Sym(p) => self.poly(env, p, at),
+            Dim::Unknown => err(at, "a dimension that is not known cannot be built"),
+        }
+    }
+
+    pub fn dims(&self, env: &Env<'c>, t: &AType, at: TextRange) -> R<Vec<IntValue<'c>>> {
+        t.shape.iter().map(|d| self.dim(env, d, at)).collect()
+    }
+
+    fn poly(&self, env: &Env<'c>, p: &Poly, at: TextRange) -> R<IntValue<'c>> {
+        let mut sum = self.i64(0);
+        for (mono, coef) in p.terms() {
+            let mut prod = self.i64(coef);
+            for (f, exp) in mono {
+                let x = self.factor(env, f, at)?;
+                for _ in 0..*exp {
+                    prod = self.mul(prod, x);
+                }
+            }
+            sum = self.add(sum, prod);
+        }
+        Ok(sum)
+    }
+
+    fn factor(&self, env: &Env<'c>, f: &Factor, at: TextRange) -> R<IntValue<'c>> {
+        if let Factor::Sym(s) = f {
+            return symbol_value(&env.syms, s, at);
+        }
+        let (x, y) = f.operands().expect("operation factor");
+        let (x, y) = (self.poly(env, x, at)?, self.poly(env, y, at)?);
+        // Divisors of dimension expressions are positive; guard anyway.
+        let y1 = self.select_int(self.icmp(IntPredicate::SLE, y, self.i64(0)), self.i64(1), y);
+        Ok(match f {
+            Factor::FloorDiv(..) => self.b.build_int_signed_div(x, y1, "").expect("div"),
+            Factor::Mod(..) => self.b.build_int_signed_rem(x, y1, "").expect("rem"),
+            Factor::Max(..) => self.select_int(self.icmp(IntPredicate::SGT, x, y), x, y),
+            _ => self.select_int(self.icmp(IntPredicate::SLT, x, y), x, y),
+        })
+    }
+
+    // ---- the library -------------------------------------------------------------
+
+    fn library(&self) -> R<()> {
+        let Some(main) = self.a.main() else {
+            return err(TextRange::new(0, 0), "the file has no main jaxpr to build");
+        };
+        let info = self.a.jaxpr(main);
+        let inputs: Vec<VarId> = info.constvars.iter().chain(&info.invars).copied().collect();
+        let explicit: Vec<bool> = (0..info.outs.len())
+            .map(|k| info.signature.out_type.get(k).is_none_or(|e| e.explicit))
+            .collect();
+        let n_out = explicit.iter().filter(|e| **e).count();
+        let i64t = self.cx.i64_type();
+        let ptr = self.ptr_ty();
+        let buf_ty = self.cx.i8_type().array_type(ERR_LEN as u32);
+        let buf = self
+            .m
+            .add_global(buf_ty, None, &format!("{}_error_buf", self.name));
+        buf.set_initializer(&buf_ty.const_zero());
+        buf.set_thread_local(true);
+        buf.set_linkage(Linkage::Internal);
+        self.err_buf.set(Some(buf));
+        // NAME_error, NAME_free, NAME_num_inputs, NAME_num_outputs.
+        let simple = |name: &str, t: inkwell::types::FunctionType<'c>| {
+            let f = self.m.add_function(name, t, None);
+            self.b
+                .position_at_end(self.cx.append_basic_block(f, "entry"));
+            f
+        };
+        simple(&format!("{}_error", self.name), ptr.fn_type(&[], false));
+        self.b
+            .build_return(Some(&buf.as_pointer_value()))
+            .expect("ret");
+        let f = simple(
+            &format!("{}_free", self.name),
+            self.cx.void_type().fn_type(&[ptr.into()], false),
+        );
+        let free = self.extern_fn("free", None, &[ptr.into()], false);
+        let arg = f.get_first_param().expect("param");
+        self.b.build_call(free, &[arg.into()], "").expect("call");
+        self.b.build_return(None).expect("ret");
+        simple(
+            &format!("{}_num_inputs", self.name),
+            i64t.fn_type(&[], false),
+        );
+        self.b
+            .build_return(Some(&self.i64(inputs.len() as i64)))
+            .expect("ret");
+        simple(
+            &format!("{}_num_outputs", self.name),
+            i64t.fn_type(&[], false),
+        );
+        self.b
+            .build_return(Some(&self.i64(n_out as i64)))
+            .expect("ret");
+
+        let t = self
+            .cx
+            .i32_type()
+            .fn_type(&[ptr.into(), i64t.into(), ptr.into(), i64t.into()], false);
+        let f = self.m.add_function(&self.name, t, None);
+        self.func.set(Some(f));
+        self.b
+            .position_at_end(self.cx.append_basic_block(f, "entry"));
+        let p = |k: u32| f.get_nth_param(k).expect("param");
+        let (in_p, n_in, out_p, n_out_v) = (
+            p(0).into_pointer_value(),
+            p(1).into_int_value(),
+            p(2).into_pointer_value(),
+            p(3).into_int_value(),
+        );
+        self.cache_destructor()?;
+        self.scope_begin();
+        let mut env = self.validate(&inputs, in_p, n_in)?;
+        self.check_arrays_arg("outputs", out_p, n_out_v, n_out as i64);
+        let outs = self.body(&mut env, main, false)?;
+        let outs: Vec<Op> = outs
+            .into_iter()
+            .zip(&explicit)
+            .filter(|(_, e)| **e)
+            .map(|(o, _)| o)
+            .collect();
+        for o in &outs {
+            if o.ty.rank() > MAX_RANK {
+                return err(
+                    info.range,
+                    format!(
+                        "an output of rank {} exceeds the C ABI's {MAX_RANK}",
+                        o.ty.rank()
+                    ),
+                );
+            }
+        }
+        let fresh = outs
+            .iter()
+            .map(|o| self.copy_out(o))
+            .collect::<R<Vec<_>>>()?;
+        self.scope_end(&[])?;
+        for (k, (o, x)) in outs.iter().zip(&fresh).enumerate() {
+            let dt = dtype(&o.ty)?;
+            let Some(code) = dtype_code(&dt) else {
+                return err(
+                    info.range,
+                    format!("outputs of dtype {dt} are not in the C ABI"),
+                );
+            };
+            let at = |field: i64| self.field(out_p, k as i64, field);
+            self.b.build_store(at(0), x.p).expect("store");
+            self.b
+                .build_store(at(8), self.i32(code as i64))
+                .expect("store");
+            self.b
+                .build_store(at(12), self.i32(x.dims.len() as i64))
+                .expect("store");
+            for j in 0..MAX_RANK {
+                let d = x.dims.get(j).copied().unwrap_or(self.i64(0));
+                self.b.build_store(at(16 + 8 * j as i64), d).expect("store");
+            }
+        }
+        self.b.build_return(Some(&self.i32(0))).expect("ret");
+        self.keep_vector_functions();
+        Ok(())
+    }
+
+    /// The address of byte `field` of `arrays[k]` (a `jx_array`, 80 bytes).
+    fn field(&self, arrays: PointerValue<'c>, k: i64, field: i64) -> PointerValue<'c> {
+        let i8t = self.cx.i8_type();
+        let off = self.i64(k * 80 + field);
+        unsafe { self.b.build_gep(i8t, arrays, &[off], "").expect("gep") }
+    }
+
+    /// Checks an array argument of the entry point (`inputs` or
+    /// `outputs`): the caller's count `got` must be `want`, and the
+    /// pointer must not be NULL when there are arrays behind it.
+    fn check_arrays_arg(&self, name: &str, arrays: PointerValue<'c>, got: IntValue<'c>, want: i64) {
+        let bad = self.icmp(IntPredicate::NE, got, self.i64(want));
+        self.fail_if(
+            bad,
+            &format!("expected {want} {name}, got %lld"),
+            &[got.into()],
+        );
+        if want > 0 {
+            let null = self.b.build_is_null(arrays, "").expect("null");
+            self.fail_if(null, &format!("{name} is NULL"), &[]);
+        }
+    }
+
+    /// Checks the inputs against the main jaxpr's signature; binds them.
+    fn validate(&self, inputs: &[VarId], in_p: PointerValue<'c>, n_in: IntValue<'c>) -> R<Env<'c>> {
+        self.check_arrays_arg("inputs", in_p, n_in, inputs.len() as i64);
+        let i32t = self.cx.i32_type();
+        let i64t = self.cx.i64_type();
+        let mut env = Env::default();
+        let mut shapes: Vec<Vec<IntValue>> = Vec::new();
+        // Dtype, rank, extents >= 0, sizes in bounds, data not NULL.
+        for (k, &v) in inputs.iter().enumerate() {
+            let var = self.a.var(v);
+            let what = format!("input {k} (`{}`: {})", var.name, self.a.ty(&var.ty));
+            let dt = dtype(&var.ty).or_else(|_| err(var.range, "an input without dtype"))?;
+            let Some(code) = dtype_code(&dt) else {
+                return err(
+                    var.range,
+                    format!("inputs of dtype {dt} are not in the C ABI"),
+                );
+            };
+            let rank = var.ty.rank();
+            if rank > MAX_RANK {
+                return err(
+                    var.range,
+                    format!("an input of rank {rank} exceeds the C ABI's {MAX_RANK}"),
+                );
+            }
+            let k = k as i64;
+            // An i32 field of the descriptor that must hold `want`; the
+            // message prints what it holds (`%d`).
+            let expect_i32 = |field: i64, want: i64, wrong: &str| {
+                let got = self
+                    .b
+                    .build_load(i32t, self.field(in_p, k, field), "")
+                    .expect("load")
+                    .into_int_value();
+                self.fail_if(
+                    self.icmp(IntPredicate::NE, got, self.i32(want)),
+                    wrong,
+                    &[got.into()],
+                );
+            };
+            expect_i32(
+                8,
+                code as i64,
+                &format!("{what}: dtype code %d, expected {code} ({dt})"),
+            );
+            expect_i32(12, rank as i64, &format!("{what}: rank %d, expected {rank}"));
+            let mut dims = Vec::new();
+            let mut total = self.i64(1);
+            for j in 0..rank {
+                let d = self
+                    .b
+                    .build_load(i64t, self.field(in_p, k, 16 + 8 * j as i64), "")
+                    .expect("load")
+                    .into_int_value();
+                let limit = MAX_BYTES / G::size_of(&dt);
+                self.fail_if(
+                    self.or(
+                        self.icmp(IntPredicate::SLT, d, self.i64(0)),
+                        self.icmp(IntPredicate::SGT, d, self.i64(limit)),
+                    ),
+                    &format!("{what}: extent %lld of dimension {j} is out of range"),
+                    &[d.into()],
+                );
+                // total * d <= limit, checked before multiplying.
+                let nz =
+                    self.select_int(self.icmp(IntPredicate::EQ, d, self.i64(0)), self.i64(1), d);
+                let room = self
+                    .b
+                    .build_int_signed_div(self.i64(limit), nz, "")
+                    .expect("div");
+                self.fail_if(
+                    self.icmp(IntPredicate::SGT, total, room),
+                    &format!("{what}: too many elements"),
+                    &[],
+                );
+                total = self.mul(total, d);
+                if let Dim::Const(c) = var.ty.shape[j] {
+                    self.fail_if(
+                        self.icmp(IntPredicate::NE, d, self.i64(c)),
+                        &format!("{what}: dimension {j} is %lld, expected {c}"),
+                        &[d.into()],
+                    );
+                }
+                dims.push(d);
+            }
+            let data = self
+                .b
+                .build_load(self.ptr_ty(), self.field(in_p, k, 0), "")
+                .expect("load")
+                .into_pointer_value();
+            let null = self.b.build_is_null(data, "").expect("null");
+            let nonempty = self.icmp(IntPredicate::SGT, total, self.i64(0));
+            self.fail_if(
+                self.and(null, nonempty),
+                &format!("{what}: data is NULL"),
+                &[],
+            );
+            env.vals.insert(
+                v,
+                Operand {
+                    v: Arr::new(data, dims.clone()),
+                    ty: var.ty.clone(),
+                },
+            );
+            shapes.push(dims);
+        }
+        // Dimension variables: each use equals the argument's value.
+        for (k, &v) in inputs.iter().enumerate() {
+            let var = self.a.var(v);
+            for (j, d) in var.ty.shape.iter().enumerate() {
+                let Dim::Var(w) = d else { continue };
+                if !env.vals.contains_key(w) {
+                    return err(var.range, "a dimension variable that is not an input");
+                }
+                let want = self.dim(&env, d, var.range)?;
+                let got = shapes[k][j];
+                self.fail_if(
+                    self.icmp(IntPredicate::NE, got, want),
+                    &format!(
+                        "input {k} (`{}`: {}): dimension {j} is %lld, but `{}` is %lld",
+                        var.name,
+                        self.a.ty(&var.ty),
+                        self.a.var(*w).name
+                    ),
+                    &[got.into(), want.into()],
+                );
+            }
+        }
+        // Symbolic dimensions: solved from the shapes, then every extent
+        // must agree and every symbol be at least 1.
+        loop {
+            let mut learnt = false;
+            for (k, &v) in inputs.iter().enumerate() {
+                let var = self.a.var(v);
+                for (j, d) in var.ty.shape.iter().enumerate() {
+                    let Dim::Sym(p) = d else { continue };
+                    let Some((s, coef, rest)) = super::solvable(p, &env.syms) else {
+                        continue;
+                    };
+                    let rest = self.poly(&env, &rest, var.range)?;
+                    let diff = self.sub(shapes[k][j], rest);
+                    let val = self
+                        .b
+                        .build_int_signed_div(diff, self.i64(coef), "")
+                        .expect("div");
+                    self.fail_if(
+                        self.icmp(IntPredicate::SLT, val, self.i64(1)),
+                        &format!(
+                            "input {k} (`{}`: {}): dimension {j} is %lld, but `{p}` needs `{s}` >= 1, so at least {}",
+                            var.name,
+                            self.a.ty(&var.ty),
+                            p.bounds().0.unwrap_or(1)
+                        ),
+                        &[shapes[k][j].into()],
+                    );
+                    env.syms.insert(s, val);
+                    learnt = true;
+                }
+            }
+            if !learnt {
+                break;
+            }
+        }
+        for (k, &v) in inputs.iter().enumerate() {
+            let var = self.a.var(v);
+            for (j, d) in var.ty.shape.iter().enumerate() {
+                let Dim::Sym(p) = d else { continue };
+                let want = self.poly(&env, p, var.range)?;
+                self.fail_if(
+                    self.icmp(IntPredicate::NE, shapes[k][j], want),
+                    &format!(
+                        "input {k} (`{}`: {}): dimension {j} is %lld, but `{p}` is %lld here",
+                        var.name,
+                        self.a.ty(&var.ty)
+                    ),
+                    &[shapes[k][j].into(), want.into()],
+                );
+            }
+        }
+        Ok(env)
+    }
+
+    // ---- walking jaxprs ------------------------------------------------------------
+
+    /// Lowers a jaxpr body; its outputs. With `lazy_outs`, outputs may be
+    /// deferred computations (an unrolled loop's state, inlined by the
+    /// next iteration).
+    pub(crate) fn body(&self, env: &mut Env<'c>, j: JaxprId, lazy_outs: bool) -> R<Vec<Op<'c>>> {
+        let (eqns, outvars) = self.syntax.body(self.a, j)?;
+        // Fusion looks at every equation's uses before any is lowered.
+        let eqns: Vec<_> = eqns.collect();
+        let deferrable = self.deferrable(&eqns, outvars, lazy_outs);
+        for (e, id) in eqns {
+            self.eqn(env, e, id, &deferrable)?;
+        }
+        outvars.iter().map(|o| self.atom(env, o)).collect()
+    }
+
+    /// Runs a nested jaxpr on `inputs` (constvars, then invars).
+    pub(crate) fn call_jaxpr(
+        &self,
+        outer: &Env<'c>,
+        j: JaxprId,
+        inputs: &[Op<'c>],
+        at: TextRange,
+    ) -> R<Vec<Op<'c>>> {
+        self.call_with(outer, j, inputs, at, false)
+    }
+
+    /// [`G::call_jaxpr`]; with `lazy`, inputs and outputs may be deferred
+    /// computations: an input stays deferred when its binder's one use
+    /// inlines it (else it is computed now), outputs may stay deferred.
+    pub(crate) fn call_with(
+        &self,
+        outer: &Env<'c>,
+        j: JaxprId,
+        inputs: &[Op<'c>],
+        at: TextRange,
+        lazy: bool,
+    ) -> R<Vec<Op<'c>>> {
+        let binders = super::walk::nested_binders(self.a, j, inputs.len(), at)?;
+        let keep = if lazy {
+            self.fusible_binders(j, &binders)?
+        } else {
+            vec![false; binders.len()]
+        };
+        let mut env = Env {
+            vals: HashMap::default(),
+            syms: outer.syms.clone(),
+        };
+        for ((&v, x), keep) in binders.iter().zip(inputs).zip(keep) {
+            let value = if keep { x.v.clone() } else { self.materialized(&x.v)? };
+            env.vals.insert(
+                v,
+                Operand {
+                    v: value,
+                    ty: self.a.var(v).ty.clone(),
+                },
+            );
+        }
+        self.body(&mut env, j, lazy)
+    }
+
+    fn eqn(
+        &self,
+        env: &mut Env<'c>,
+        e: &'f ast::Eqn,
+        id: EqnId,
+        deferrable: &rustc_hash::FxHashSet<VarId>,
+    ) -> R<()> {
+        let info = self.a.eqn(id);
+        let mut args = e
+            .args
+            .iter()
+            .map(|x| self.atom(env, x))
+            .collect::<R<Vec<_>>>()?;
+        let vars: Vec<Option<VarId>> = e.args.iter().map(|x| self.var_of(x)).collect();
+        let outs = super::walk::result_types(self.a, e, id);
+        let name = e.primitive.text.as_str();
+        // The result is deferred into its one user.
+        let defer = info
+            .outs
+            .first()
+            .copied()
+            .flatten()
+            .is_some_and(|v| deferrable.contains(&v));
+        let inlines = fusion::is_elementwise(name) || name == "transpose";
+        let results = if inlines || (defer && fusion::is_fused(e)) {
+            if !inlines {
+                self.materialize_args(env, &mut args, &vars)?;
+            }
+            let cx = EqnCx { e, id, args, outs: outs.clone() };
+            vec![self.fused(env, cx, defer)?]
+        } else {
+            // An unrolled loop hands deferred state to its body itself.
+            if control::unrolled_trips(e).is_none() {
+                self.materialize_args(env, &mut args, &vars)?;
+            }
+            self.lower_eqn(env, &EqnCx { e, id, args, outs: outs.clone() }, defer)?
+        };
+        super::walk::expect_results(e, results.len())?;
+        for (i, r) in results.into_iter().enumerate() {
+            if let Some(v) = info.outs.get(i).copied().flatten() {
+                env.vals.insert(
+                    v,
+                    Operand {
+                        v: r,
+                        ty: outs[i].clone(),
+                    },
+                );
+            }
+        }
+        Ok(())
+    }
+
+    fn atom(&self, env: &Env<'c>, x: &Atom) -> R<Op<'c>> {
+        match x {
+            Atom::Var(n) => {
+                let Some(v) = self.syntax.use_at(n.range.start) else {
+                    return err(
+                        n.range,
+                        format!("internal error: `{}` is not resolved", n.text),
+                    );
+                };
+                match env.vals.get(&v) {
+                    Some(x) => Ok(x.clone()),
+                    None => err(
+                        n.range,
+                        format!("internal error: `{}` has no value", n.text),
+                    ),
+                }
+            }
+            Atom::Lit(l) => {
+                let Some(dt) = l.ty.as_ref().and_then(|t| DType::from_short(&t.dtype.text)) else {
+                    return Err(LowerError {
+                        range: l.range,
+                        message: format!("the literal `{}` has no dtype to build with", l.value),
+                        help: Some(
+                            "print the jaxpr with a JAX that types its literals (`1.0:f32[]`)"
+                                .into(),
+                        ),
+                    });
+                };
+                let v = self.literal(&dt, &l.value, l.range)?;
+                Ok(Operand {
+                    v: self.constant_array(&dt, v)?,
+                    ty: AType::scalar(dt),
+                })
+            }
+        }
+    }
+
+    /// A scalar constant as a read-only global array.
+    pub fn constant_array(&self, dt: &DType, v: BasicValueEnum<'c>) -> R<Arr<'c>> {
+        let t = self.elem(dt, TextRange::new(0, 0))?;
+        let g = self.m.add_global(t, None, "lit");
+        g.set_initializer(&v);
+        g.set_constant(true);
+        g.set_linkage(Linkage::Private);
+        Ok(Arr::new(g.as_pointer_value(), Vec::new()))
+    }
+
+    /// A scalar constant of `dt` written as JAX prints it.
+    pub fn literal(&self, dt: &DType, text: &str, at: TextRange) -> R<BasicValueEnum<'c>> {
+        let bad = || {
+            err(
+                at,
+                format!("the literal `{text}` is not a valid {dt} for building"),
+            )
+        };
+        let t = self.elem(dt, at)?;
+        Ok(match dt {
+            DType::Bool => match text {
+                "True" | "true" | "1" => self.cx.i8_type().const_int(1, false).into(),
+                "False" | "false" | "0" => self.cx.i8_type().const_int(0, false).into(),
+                _ => return bad(),
+            },
+            DType::Int(_) | DType::UInt(_) => {
+                let i = match text.parse::<i128>() {
+                    Ok(i) => i,
+                    Err(_) => match text.parse::<f64>() {
+                        Ok(f) if f.fract() == 0.0 => f as i128,
+                        _ => return bad(),
+                    },
+                };
+                t.into_int_type().const_int(i as u64, false).into()
+            }
+            DType::Float(_) => {
+                let x = match text {
+                    "inf" => f64::INFINITY,
+                    "-inf" => f64::NEG_INFINITY,
+                    "nan" | "-nan" => f64::NAN,
+                    _ => match text.parse::<f64>() {
+                        Ok(x) => x,
+                        Err(_) => return bad(),
+                    },
+                };
+                t.into_float_type().const_float(x).into()
+            }
+            _ => {
+                return err(
+                    at,
+                    format!("constants of dtype {dt} have no native lowering"),
+                );
+            }
+        })
+    }
+}
+
+pub(crate) fn dtype(t: &AType) -> R<DType> {
+    match &t.dtype {
+        Some(d) => Ok(d.clone()),
+        None => err(
+            TextRange::new(0, 0),
+            "a value without dtype cannot be built",
+        ),
+    }
+}

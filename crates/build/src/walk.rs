@@ -1,0 +1,605 @@
+//! What every back end shares: the walk over a checked file's jaxprs
+//! (their syntax and resolved variable uses), one equation with its
+//! operands and parameter helpers, lowering errors, and the table of
+//! call-like primitives.
+
+use jaxpr_check::{Analysis, EqnId, JaxprId};
+use jaxpr_syntax::diagnostics::{DiagKind, Diagnostic};
+use jaxpr_syntax::TextRange;
+use jaxpr_syntax::ast::{self, BinOp, Expr, ExprKind};
+use jaxpr_types::poly::{Factor, Symbol};
+use jaxpr_types::{AType, DType, Dim, Poly, Shape, VarId};
+use rustc_hash::FxHashMap as HashMap;
+use std::borrow::{Borrow, Cow};
+
+/// Why an equation could not be lowered.
+pub(crate) struct LowerError {
+    pub range: TextRange,
+    pub message: String,
+    pub help: Option<String>,
+}
+
+pub(crate) type R<T> = Result<T, LowerError>;
+
+/// The value a back end computed for the symbolic dimension `s` from the
+/// input shapes (`syms`); an error at `at` when no input shape determines it.
+pub(crate) fn symbol_value<V: Copy>(syms: &HashMap<Symbol, V>, s: &Symbol, at: TextRange) -> R<V> {
+    match syms.get(s) {
+        Some(&v) => Ok(v),
+        None => err(
+            at,
+            format!("the symbolic dimension `{s}` is not determined by the input shapes"),
+        ),
+    }
+}
+
+pub(crate) fn err<T>(range: TextRange, message: impl Into<String>) -> R<T> {
+    Err(LowerError {
+        range,
+        message: message.into(),
+        help: None,
+    })
+}
+
+impl LowerError {
+    pub fn into_diagnostic(self) -> Diagnostic {
+        let d = Diagnostic::error(DiagKind::Unsupported, self.range, self.message);
+        match self.help {
+            Some(h) => d.with_help(h),
+            None => d,
+        }
+    }
+}
+
+/// A lowered operand: its value and its jaxpr type (owned, or borrowed
+/// from the analysis by a back end that does not change types: `T` is
+/// `AType` or `Cow<AType>`).
+#[derive(Clone)]
+pub(crate) struct Operand<X, T = AType> {
+    pub v: X,
+    pub ty: T,
+}
+
+/// One equation being lowered: its syntax, operands and result types.
+pub(crate) struct EqnCx<'e, X, T = AType> {
+    pub e: &'e ast::Eqn,
+    pub id: EqnId,
+    pub args: Vec<Operand<X, T>>,
+    pub outs: Vec<T>,
+}
+
+/// The parts of a `while` / `while_loop`: operands `cond_consts ++
+/// body_consts ++ carried`.
+pub(crate) struct WhileLayout {
+    pub body: JaxprId,
+    pub cond: JaxprId,
+    pub cond_nconsts: usize,
+    pub body_nconsts: usize,
+}
+
+/// The parts of a Catalyst `for_loop`: operands `consts ++ implicits ++
+/// [lower, upper, step, start] ++ explicit`; the body sees `consts ++
+/// implicits ++ [index] ++ explicit` and returns `implicits ++ explicit`.
+pub(crate) struct ForLayout {
+    pub body: JaxprId,
+    pub nconsts: usize,
+    pub nimplicit: usize,
+}
+
+/// The parts of a `scan`: operands `consts ++ carry ++ xs`; the body sees
+/// `consts ++ carry ++ x[i]` and returns `carry ++ y[i]`; results `carry ++
+/// ys`.
+pub(crate) struct ScanLayout {
+    pub body: JaxprId,
+    pub nconsts: usize,
+    pub ncarry: usize,
+    pub length: i64,
+    pub reverse: bool,
+}
+
+impl ForLayout {
+    /// Operands before the loop bounds (constants and implicit arguments).
+    pub fn header(&self) -> usize {
+        self.nconsts + self.nimplicit
+    }
+}
+
+impl<X, T: Borrow<AType>> EqnCx<'_, X, T> {
+    /// The jaxprs a parameter of this equation holds, in order.
+    pub fn callees(&self, a: &Analysis, param: &str) -> Vec<JaxprId> {
+        a.eqn(self.id)
+            .callees
+            .iter()
+            .filter(|(p, _)| p.as_str() == param)
+            .map(|(_, j)| *j)
+            .collect()
+    }
+
+    pub fn while_layout(&self, a: &Analysis) -> R<WhileLayout> {
+        let (Some(&body), Some(&cond)) = (
+            self.callees(a, "body_jaxpr").first(),
+            self.callees(a, "cond_jaxpr").first(),
+        ) else {
+            return err(self.at(), "the loop needs `body_jaxpr` and `cond_jaxpr`");
+        };
+        let cond_nconsts = self.int("cond_nconsts").unwrap_or(0) as usize;
+        let body_nconsts = self.int("body_nconsts").unwrap_or(0) as usize;
+        if self.args.len() < cond_nconsts + body_nconsts {
+            return err(self.at(), "the loop has fewer operands than constants");
+        }
+        Ok(WhileLayout {
+            body,
+            cond,
+            cond_nconsts,
+            body_nconsts,
+        })
+    }
+
+    pub fn for_layout(&self, a: &Analysis) -> R<ForLayout> {
+        let Some(&body) = self.callees(a, "body_jaxpr").first() else {
+            return err(self.at(), "`for_loop` needs `body_jaxpr`");
+        };
+        let l = ForLayout {
+            body,
+            nconsts: self.int("body_nconsts").unwrap_or(0) as usize,
+            nimplicit: self
+                .int("num_implicit_inputs")
+                .or_else(|_| self.int("nimplicit"))
+                .unwrap_or(0) as usize,
+        };
+        if self.args.len() < l.header() + 4 {
+            return err(self.at(), "`for_loop` has too few operands");
+        }
+        Ok(l)
+    }
+
+    pub fn scan_layout(&self, a: &Analysis) -> R<ScanLayout> {
+        let Some(&body) = self.callees(a, "jaxpr").first() else {
+            return err(self.at(), "`scan` needs `jaxpr`");
+        };
+        let l = ScanLayout {
+            body,
+            nconsts: self.int("num_consts")? as usize,
+            ncarry: self.int("num_carry")? as usize,
+            length: self.int("length")?,
+            reverse: self.bool_or("reverse", false),
+        };
+        if self.args.len() < l.nconsts + l.ncarry || self.outs.len() < l.ncarry {
+            return err(
+                self.at(),
+                "`scan` has fewer operands than constants and carry",
+            );
+        }
+        Ok(l)
+    }
+
+    /// `conv_general_dilated`'s `dimension_numbers`: the `lhs_spec`,
+    /// `rhs_spec` and `out_spec` permutations (batch or output feature,
+    /// feature or input feature, then the spatial dimensions), each checked
+    /// against the operands' rank.
+    pub fn conv_specs(&self) -> R<[Vec<i64>; 3]> {
+        let dn = self.param("dimension_numbers")?;
+        let spec = |k: &str| dn.field(k).and_then(Expr::as_int_seq);
+        let (Some(ls), Some(rs), Some(os)) = (spec("lhs_spec"), spec("rhs_spec"), spec("out_spec"))
+        else {
+            return err(
+                dn.range,
+                "`dimension_numbers` must be ConvDimensionNumbers(lhs_spec, rhs_spec, out_spec)",
+            );
+        };
+        let rank = |i: usize| self.args.get(i).map(|a| a.ty.borrow().rank());
+        let n = rank(0).unwrap_or(0);
+        let ok = |s: &[i64]| s.len() == n && s.iter().all(|&d| d >= 0 && (d as usize) < n);
+        if n < 2 || rank(1) != Some(n) || !ok(&ls) || !ok(&rs) || !ok(&os) {
+            return err(dn.range, "convolution specs do not match the operands");
+        }
+        Ok([ls, rs, os])
+    }
+
+    pub fn at(&self) -> TextRange {
+        self.e.primitive.range
+    }
+    pub fn name(&self) -> &str {
+        &self.e.primitive.text
+    }
+    pub fn param(&self, name: &str) -> R<&Expr> {
+        match self.e.param(name) {
+            Some(p) => Ok(&p.value),
+            None => err(
+                self.at(),
+                format!("`{}` needs the parameter `{name}` to be built", self.name()),
+            ),
+        }
+    }
+    pub fn ints(&self, name: &str) -> R<Vec<i64>> {
+        let p = self.param(name)?;
+        match p.as_int_seq() {
+            Some(v) => Ok(v),
+            None => err(
+                p.range,
+                format!("`{name}` must be a tuple of integers to be built"),
+            ),
+        }
+    }
+    /// An integer tuple parameter that may be `None` (then `default`).
+    pub fn ints_or(&self, name: &str, default: Vec<i64>) -> R<Vec<i64>> {
+        match self.e.param(name) {
+            Some(p) if !p.value.is_none() => self.ints(name),
+            _ => Ok(default),
+        }
+    }
+    pub fn int(&self, name: &str) -> R<i64> {
+        let p = self.param(name)?;
+        match p.as_int() {
+            Some(v) => Ok(v),
+            None => err(p.range, format!("`{name}` must be an integer to be built")),
+        }
+    }
+    pub fn bool_or(&self, name: &str, default: bool) -> bool {
+        self.e
+            .param(name)
+            .and_then(|p| p.value.as_bool())
+            .unwrap_or(default)
+    }
+    /// Pairs `((lo, hi), ...)` (paddings).
+    pub fn pairs(&self, name: &str) -> R<Vec<(i64, i64)>> {
+        let p = self.param(name)?;
+        let bad = || err(p.range, format!("`{name}` must be pairs of integers"));
+        let Some(items) = p.as_seq() else {
+            return bad();
+        };
+        let mut out = Vec::new();
+        for it in items {
+            match it.as_int_seq().as_deref() {
+                Some([lo, hi]) => out.push((*lo, *hi)),
+                _ => return bad(),
+            }
+        }
+        Ok(out)
+    }
+    pub fn out_dtype(&self, i: usize) -> R<DType> {
+        match self.outs.get(i).and_then(|t| t.borrow().dtype.clone()) {
+            Some(d) => Ok(d),
+            None => err(self.at(), "the result has no dtype"),
+        }
+    }
+    pub fn arg_dtype(&self, i: usize) -> R<DType> {
+        match self.args.get(i).and_then(|t| t.ty.borrow().dtype.clone()) {
+            Some(d) => Ok(d),
+            None => err(self.at(), "the operand has no dtype"),
+        }
+    }
+}
+
+/// Call-like primitives and the parameter that holds the called jaxpr.
+/// Identities on their operands (every back end passes them through).
+pub(crate) const IDENTITY: &[&str] = &[
+    "stop_gradient",
+    "copy",
+    "copy_p",
+    "optimization_barrier",
+    "device_put",
+    "sharding_constraint",
+    "reduce_precision",
+];
+
+pub(crate) const CALLS: &[(&str, &[&str])] = &[
+    ("jit", &["jaxpr"]),
+    ("pjit", &["jaxpr"]),
+    ("closed_call", &["call_jaxpr"]),
+    ("core_call", &["call_jaxpr"]),
+    ("remat", &["jaxpr"]),
+    ("remat2", &["jaxpr"]),
+    ("checkpoint", &["jaxpr"]),
+    ("custom_jvp_call", &["call_jaxpr", "fun_jaxpr"]),
+    ("custom_vjp_call", &["call_jaxpr", "fun_jaxpr"]),
+    ("custom_vjp_call_jaxpr", &["fun_jaxpr", "call_jaxpr"]),
+    ("custom_lin", &["jaxpr"]),
+];
+
+/// The syntax of a checked file, indexed for lowering: every jaxpr by the
+/// start of its range, every variable use by the start of its name.
+pub(crate) struct Syntax<'f> {
+    uses: VarUses,
+    jaxprs: HashMap<u32, &'f ast::Jaxpr>,
+    /// What a view of one equation falls back to: the `let` jaxprs' syntax.
+    base: Option<&'f Syntax<'f>>,
+}
+
+/// The variable each use refers to, by the start of its name, sorted by
+/// position. Lowering asks in text order, most often for the use right
+/// after the previous one, so a lookup first tries the entries after the
+/// last one found (a hash map of every use of a large file misses the
+/// cache at each lookup).
+pub(crate) struct VarUses {
+    uses: Vec<(u32, VarId)>,
+    next: std::cell::Cell<usize>,
+}
+
+impl VarUses {
+    fn new(a: &Analysis) -> Self {
+        VarUses::sorted(jaxpr_check::uses_of(&a.refs))
+    }
+
+    /// Uses already sorted by position.
+    fn sorted(uses: Vec<(u32, VarId)>) -> Self {
+        VarUses {
+            uses,
+            next: Default::default(),
+        }
+    }
+
+    /// The variable used at `start`.
+    pub fn get(&self, start: &u32) -> Option<&VarId> {
+        /// How far past the last lookup to look before searching.
+        const NEAR: usize = 4;
+        let from = self.next.get().min(self.uses.len());
+        let near = &self.uses[from..(from + NEAR).min(self.uses.len())];
+        let k = match near.iter().position(|(at, _)| at == start) {
+            Some(k) => from + k,
+            None => self.uses.binary_search_by_key(start, |&(at, _)| at).ok()?,
+        };
+        self.next.set(k + 1);
+        Some(&self.uses[k].1)
+    }
+}
+
+impl<'f> Syntax<'f> {
+    pub fn new(file: &'f ast::SourceFile, a: &Analysis) -> Self {
+        let mut jaxprs = HashMap::default();
+        for j in file.lets.iter().map(|l| &l.jaxpr).chain(&file.main) {
+            index_jaxpr(j, &mut jaxprs);
+        }
+        Syntax {
+            uses: VarUses::new(a),
+            jaxprs,
+            base: None,
+        }
+    }
+
+    /// The syntax of the `let` jaxprs alone, with the uses in them (sorted
+    /// by position): what [`Syntax::of_eqn`] views fall back to.
+    pub fn of_lets(lets: &'f [ast::LetJaxpr], uses: Vec<(u32, VarId)>) -> Self {
+        let mut jaxprs = HashMap::default();
+        for l in lets {
+            index_jaxpr(&l.jaxpr, &mut jaxprs);
+        }
+        Syntax {
+            uses: VarUses::sorted(uses),
+            jaxprs,
+            base: None,
+        }
+    }
+
+    /// The syntax of one top-level equation of the main jaxpr (its
+    /// parameters, and the uses in it sorted by position), over `lets`.
+    pub fn of_eqn(lets: &'f Syntax<'f>, params: &'f [ast::Param], uses: Vec<(u32, VarId)>) -> Self {
+        let mut jaxprs = HashMap::default();
+        for p in params {
+            index_expr(&p.value, &mut jaxprs);
+        }
+        Syntax {
+            uses: VarUses::sorted(uses),
+            jaxprs,
+            base: Some(lets),
+        }
+    }
+
+    /// The syntax of the jaxpr whose range is `range`.
+    pub fn jaxpr(&self, range: TextRange) -> Option<&'f ast::Jaxpr> {
+        match self.jaxprs.get(&range.start) {
+            Some(&j) => Some(j),
+            None => self.base?.jaxpr(range),
+        }
+    }
+
+    /// The variable used at `start`.
+    pub fn use_at(&self, start: u32) -> Option<VarId> {
+        match self.uses.get(&start) {
+            Some(&v) => Some(v),
+            None => self.base?.use_at(start),
+        }
+    }
+
+    /// A checked jaxpr's equations, each with its id, and its outputs: what
+    /// a back end walks to lower its body.
+    pub fn body<'a>(
+        &self,
+        a: &'a Analysis,
+        j: JaxprId,
+    ) -> R<(
+        impl Iterator<Item = (&'f ast::Eqn, EqnId)> + use<'a, 'f>,
+        &'f [ast::Atom],
+    )> {
+        let info = a.jaxpr(j);
+        let Some(syn) = self.jaxpr(info.range) else {
+            return err(info.range, "internal error: no syntax for this jaxpr");
+        };
+        if let Some(e) = syn.eqns.get(info.eqns.len()) {
+            return err(e.range, "internal error: equation not checked");
+        }
+        Ok((syn.eqns.iter().zip(info.eqns.iter().copied()), &syn.outvars))
+    }
+}
+
+/// Indexes jaxpr `j` and the jaxprs nested in it by the start of their range.
+fn index_jaxpr<'f>(j: &'f ast::Jaxpr, out: &mut HashMap<u32, &'f ast::Jaxpr>) {
+    out.insert(j.range.start, j);
+    for e in &j.eqns {
+        for p in &e.params {
+            index_expr(&p.value, out);
+        }
+    }
+}
+
+fn index_expr<'f>(x: &'f ast::Expr, out: &mut HashMap<u32, &'f ast::Jaxpr>) {
+    match &x.kind {
+        ExprKind::Jaxpr(j) => index_jaxpr(j, out),
+        ExprKind::Tuple(xs) | ExprKind::List(xs) => xs.iter().for_each(|x| index_expr(x, out)),
+        _ => {}
+    }
+}
+
+/// The result types of an equation: its variables' types, or the printed
+/// type of a dropped binder.
+pub(crate) fn result_types(a: &Analysis, e: &ast::Eqn, id: EqnId) -> Vec<AType> {
+    result_type_refs(a, e, id)
+        .into_iter()
+        .map(Cow::into_owned)
+        .collect()
+}
+
+/// [`result_types`], borrowing the variables' types from the analysis.
+pub(crate) fn result_type_refs<'a>(
+    a: &'a Analysis,
+    e: &ast::Eqn,
+    id: EqnId,
+) -> Vec<Cow<'a, AType>> {
+    let info = a.eqn(id);
+    e.outs
+        .iter()
+        .enumerate()
+        .map(|(i, bnd)| match info.outs.get(i).copied().flatten() {
+            Some(v) => Cow::Borrowed(&a.var(v).ty),
+            None => Cow::Owned(binder_type(bnd)),
+        })
+        .collect()
+}
+
+/// A lowering gives one value per binder of its equation.
+pub(crate) fn expect_results(e: &ast::Eqn, results: usize) -> R<()> {
+    if results == e.outs.len() {
+        return Ok(());
+    }
+    err(
+        e.primitive.range,
+        format!(
+            "internal error: the lowering of `{}` gave {} results for {} binders",
+            e.primitive.text,
+            results,
+            e.outs.len()
+        ),
+    )
+}
+
+/// The binders (constvars, then invars) of a nested jaxpr that a back end
+/// calls with `inputs` values.
+pub(crate) fn nested_binders(
+    a: &Analysis,
+    j: JaxprId,
+    inputs: usize,
+    at: TextRange,
+) -> R<Vec<VarId>> {
+    let info = a.jaxpr(j);
+    let binders: Vec<VarId> = info.constvars.iter().chain(&info.invars).copied().collect();
+    if binders.len() != inputs {
+        return err(
+            at,
+            format!(
+                "internal error: nested jaxpr has {} inputs, the lowering passes {}",
+                binders.len(),
+                inputs
+            ),
+        );
+    }
+    Ok(binders)
+}
+
+/// The type of a dropped binder (`_:f32[3]`): it has no variable, and only
+/// its tensor type matters.
+fn binder_type(b: &ast::Binder) -> AType {
+    let Some(t) = &b.ty else {
+        return AType {
+            dtype: None,
+            shape: Shape::new(),
+        };
+    };
+    AType {
+        dtype: DType::from_short(&t.dtype.text),
+        shape: t
+            .dims
+            .iter()
+            .map(|d| d.as_int().map_or(Dim::Unknown, Dim::Const))
+            .collect(),
+    }
+}
+
+/// A literal parameter as text (`fill_value=0.0`).
+pub(crate) fn expr_text(e: &Expr) -> String {
+    match &e.kind {
+        ExprKind::Int(i) => i.to_string(),
+        ExprKind::Number(n) => n.to_string(),
+        ExprKind::Path(p) => p.to_string(),
+        ExprKind::Neg(x) => format!("-{}", expr_text(x)),
+        ExprKind::Call(c) if c.args.len() == 1 => expr_text(&c.args[0].value),
+        _ => String::new(),
+    }
+}
+
+/// A dimension expression of a parameter (`dim=2*b`) as a polynomial in
+/// its symbols (parameters of jax.export jaxprs name symbols only).
+pub(crate) fn expr_poly(e: &Expr) -> Option<Poly> {
+    Some(match &e.kind {
+        ExprKind::Int(i) => Poly::constant(*i),
+        ExprKind::Path(p) if !p.contains('.') => Poly::symbol(p),
+        ExprKind::Neg(x) => expr_poly(x)?.neg().ok()?,
+        ExprKind::Binary(op, x, y) => {
+            let (x, y) = (expr_poly(x)?, expr_poly(y)?);
+            match op {
+                BinOp::Add => x.add(&y).ok()?,
+                BinOp::Sub => x.sub(&y).ok()?,
+                BinOp::Mul => x.mul(&y).ok()?,
+                BinOp::FloorDiv => x.floordiv(&y).ok()?,
+                BinOp::Mod => x.modulo(&y).ok()?,
+            }
+        }
+        ExprKind::Call(c) if c.args.len() == 2 => {
+            let (x, y) = (expr_poly(&c.args[0].value)?, expr_poly(&c.args[1].value)?);
+            match c.callee.as_ref() {
+                "floordiv" => x.floordiv(&y).ok()?,
+                "mod" => x.modulo(&y).ok()?,
+                "max" => Poly::max(&x, &y).ok()?,
+                "min" => Poly::min(&x, &y).ok()?,
+                _ => return None,
+            }
+        }
+        _ => return None,
+    })
+}
+
+/// `p = coef * s + rest` with `s` the only unknown symbol of `p`, appearing
+/// in one linear term: the symbol, its coefficient and `rest`.
+pub(crate) fn solvable<T>(p: &Poly, known: &HashMap<Symbol, T>) -> Option<(Symbol, i64, Poly)> {
+    let unknown: Vec<Symbol> = p
+        .symbols()
+        .into_iter()
+        .filter(|s| !known.contains_key(s))
+        .collect();
+    let [s] = unknown.as_slice() else {
+        return None;
+    };
+    let mut found = None;
+    for (mono, coef) in p.terms() {
+        let mentions = mono.iter().any(|(f, _)| factor_mentions(f, s));
+        if !mentions {
+            continue;
+        }
+        match mono {
+            [(Factor::Sym(x), 1)] if x == s && found.is_none() => found = Some(coef),
+            _ => return None,
+        }
+    }
+    let coef = found?;
+    let rest = p.sub(&Poly::symbol(s).scale(coef).ok()?).ok()?;
+    Some((s.clone(), coef, rest))
+}
+
+fn factor_mentions(f: &Factor, s: &Symbol) -> bool {
+    match f {
+        Factor::Sym(x) => x == s,
+        _ => {
+            let (a, b) = f.operands().expect("operation factor");
+            a.symbols().contains(s) || b.symbols().contains(s)
+        }
+    }
+}

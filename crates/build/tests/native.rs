@@ -1,0 +1,986 @@
+//! `jaxpr build --emit native`: every build-set case of the corpus is built
+//! into a shared library by the real binary (LLVM through inkwell, linked by
+//! `cc -shared`), loaded with `libloading` and run on every example, and
+//! also run from Python through `ctypes` (`tests/native/run.py`, standard
+//! library only); results must match the corpus within rtol 1e-5 (f32) /
+//! 1e-12 (f64), integers exactly. Wrong inputs must give an error, never a
+//! crash.
+
+#[path = "../../../tests/common/mod.rs"]
+mod common;
+use common::{build_cases, case_name, corpus};
+use std::ffi::CStr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct JxArray {
+    data: *mut u8,
+    dtype: i32,
+    rank: i32,
+    shape: [i64; 8],
+}
+
+type Entry = unsafe extern "C" fn(*const JxArray, i64, *mut JxArray, i64) -> i32;
+type ErrorFn = unsafe extern "C" fn() -> *const std::ffi::c_char;
+type FreeFn = unsafe extern "C" fn(*mut u8);
+type CountFn = unsafe extern "C" fn() -> i64;
+
+fn out_dir() -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("native");
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn build(jaxpr: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_jaxpr-build"))
+        .arg("build")
+        .arg(jaxpr)
+        .args(["--color", "never", "-o"])
+        .arg(out)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn code(dtype: &str) -> (i32, usize) {
+    match dtype {
+        "bool" => (0, 1),
+        "int8" => (1, 1),
+        "int16" => (2, 2),
+        "int32" => (3, 4),
+        "int64" => (4, 8),
+        "uint8" => (5, 1),
+        "uint16" => (6, 2),
+        "uint32" => (7, 4),
+        "uint64" => (8, 8),
+        "float16" => (9, 2),
+        "bfloat16" => (10, 2),
+        "float32" => (11, 4),
+        "float64" => (12, 8),
+        d => panic!("dtype {d}"),
+    }
+}
+
+fn num(x: &serde_json::Value) -> f64 {
+    match x {
+        serde_json::Value::String(s) => match s.as_str() {
+            "nan" => f64::NAN,
+            "inf" => f64::INFINITY,
+            "-inf" => f64::NEG_INFINITY,
+            s => s.parse().unwrap(),
+        },
+        serde_json::Value::Bool(b) => *b as i64 as f64,
+        x => x.as_f64().unwrap(),
+    }
+}
+
+fn items(v: &serde_json::Value) -> Vec<serde_json::Value> {
+    match &v["data"] {
+        serde_json::Value::Array(a) => a.clone(),
+        x => vec![x.clone()],
+    }
+}
+
+/// Packs a corpus value into bytes (row-major, the ABI's element types).
+fn pack(v: &serde_json::Value) -> (i32, Vec<i64>, Vec<u8>) {
+    let (c, _) = code(v["dtype"].as_str().unwrap());
+    let shape: Vec<i64> = v["shape"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d.as_i64().unwrap())
+        .collect();
+    let mut bytes = Vec::new();
+    for x in items(v) {
+        let int = || match &x {
+            serde_json::Value::Bool(b) => *b as i64,
+            x => x.as_i64().unwrap_or_else(|| num(x) as i64),
+        };
+        let uint = || x.as_u64().unwrap_or_else(|| int() as u64);
+        match c {
+            0 | 1 | 5 => bytes.push(int() as u8),
+            2 | 6 => bytes.extend((int() as u16).to_le_bytes()),
+            3 | 7 => bytes.extend((int() as u32).to_le_bytes()),
+            4 => bytes.extend(int().to_le_bytes()),
+            8 => bytes.extend(uint().to_le_bytes()),
+            10 => bytes.extend(&(num(&x) as f32).to_le_bytes()[2..]),
+            11 => bytes.extend((num(&x) as f32).to_le_bytes()),
+            12 => bytes.extend(num(&x).to_le_bytes()),
+            _ => panic!("dtype code {c} in a test input"),
+        }
+    }
+    (c, shape, bytes)
+}
+
+/// Element `i` of an output as f64.
+fn element(a: &JxArray, i: usize) -> f64 {
+    unsafe {
+        let p = a.data;
+        match a.dtype {
+            0 | 5 => *p.add(i) as f64,
+            1 => *(p.add(i) as *const i8) as f64,
+            2 => (p.add(2 * i) as *const i16).read_unaligned() as f64,
+            6 => (p.add(2 * i) as *const u16).read_unaligned() as f64,
+            3 => (p.add(4 * i) as *const i32).read_unaligned() as f64,
+            7 => (p.add(4 * i) as *const u32).read_unaligned() as f64,
+            4 => (p.add(8 * i) as *const i64).read_unaligned() as f64,
+            8 => (p.add(8 * i) as *const u64).read_unaligned() as f64,
+            10 => {
+                let h = (p.add(2 * i) as *const u16).read_unaligned();
+                f32::from_bits((h as u32) << 16) as f64
+            }
+            11 => (p.add(4 * i) as *const f32).read_unaligned() as f64,
+            12 => (p.add(8 * i) as *const f64).read_unaligned(),
+            c => panic!("dtype code {c}"),
+        }
+    }
+}
+
+struct Lib {
+    lib: libloading::Library,
+    name: String,
+}
+
+impl Lib {
+    fn open(path: &Path, name: &str) -> Lib {
+        Lib {
+            lib: unsafe { libloading::Library::new(path) }.unwrap(),
+            name: name.to_string(),
+        }
+    }
+    fn sym<T: Copy>(&self, suffix: &str) -> T {
+        let n = format!("{}{suffix}", self.name);
+        unsafe { *self.lib.get::<T>(n.as_bytes()).unwrap() }
+    }
+    /// Calls the library: Ok(outputs) or Err(message).
+    fn call(&self, inputs: &[JxArray], n_out: i64) -> Result<Vec<JxArray>, String> {
+        let f: Entry = self.sym("");
+        let mut outs = vec![
+            JxArray {
+                data: std::ptr::null_mut(),
+                dtype: -1,
+                rank: -1,
+                shape: [0; 8],
+            };
+            n_out.max(1) as usize
+        ];
+        let rc = unsafe {
+            f(
+                inputs.as_ptr(),
+                inputs.len() as i64,
+                outs.as_mut_ptr(),
+                n_out,
+            )
+        };
+        if rc == 0 {
+            outs.truncate(n_out as usize);
+            return Ok(outs);
+        }
+        // Nothing is written to the outputs on failure.
+        assert!(outs.iter().all(|o| o.data.is_null() && o.rank == -1));
+        let e: ErrorFn = self.sym("_error");
+        Err(unsafe { CStr::from_ptr(e()) }
+            .to_string_lossy()
+            .into_owned())
+    }
+    fn free(&self, outs: Vec<JxArray>) {
+        let free: FreeFn = self.sym("_free");
+        for o in outs {
+            unsafe { free(o.data) };
+        }
+    }
+}
+
+fn arrays(bufs: &mut [(i32, Vec<i64>, Vec<u8>)]) -> Vec<JxArray> {
+    bufs.iter_mut()
+        .map(|(c, shape, bytes)| {
+            let mut s = [0i64; 8];
+            s[..shape.len()].copy_from_slice(shape);
+            JxArray {
+                data: bytes.as_mut_ptr(),
+                dtype: *c,
+                rank: shape.len() as i32,
+                shape: s,
+            }
+        })
+        .collect()
+}
+
+fn close(got: f64, want: f64, dtype: &str) -> bool {
+    match dtype {
+        "float32" | "float64" | "float16" | "bfloat16" => {
+            if want.is_nan() {
+                return got.is_nan();
+            }
+            if want.is_infinite() {
+                return got == want;
+            }
+            let rtol = match dtype {
+                "float64" => 1e-12,
+                "float32" => 1e-5,
+                _ => 1e-2,
+            };
+            (got - want).abs() <= rtol * want.abs() + rtol * 1e-3
+        }
+        _ => got == want,
+    }
+}
+
+/// Runs every example of a case; returns the mismatches.
+fn run_examples(lib: &Lib, case: &Path) -> Vec<String> {
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(case.with_extension("json")).unwrap())
+            .unwrap();
+    let n_in: CountFn = lib.sym("_num_inputs");
+    let n_out: CountFn = lib.sym("_num_outputs");
+    let (n_in, n_out) = unsafe { (n_in(), n_out()) };
+    let mut bad = Vec::new();
+    for (k, ex) in v["examples"].as_array().unwrap().iter().enumerate() {
+        let ins = ex["inputs"].as_array().unwrap();
+        let wants = ex["outputs"].as_array().unwrap();
+        assert_eq!(ins.len() as i64, n_in, "{}", case.display());
+        assert_eq!(wants.len() as i64, n_out, "{}", case.display());
+        let mut bufs: Vec<_> = ins.iter().map(pack).collect();
+        let outs = match lib.call(&arrays(&mut bufs), n_out) {
+            Ok(o) => o,
+            Err(e) => {
+                bad.push(format!("example {k}: {e}"));
+                continue;
+            }
+        };
+        for (j, (o, w)) in outs.iter().zip(wants).enumerate() {
+            let dtype = w["dtype"].as_str().unwrap();
+            let shape: Vec<i64> = o.shape[..o.rank as usize].to_vec();
+            let wshape: Vec<i64> = w["shape"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| d.as_i64().unwrap())
+                .collect();
+            if o.dtype != code(dtype).0 || shape != wshape {
+                bad.push(format!(
+                    "example {k} output {j}: code {} {shape:?}, expected {dtype} {wshape:?}",
+                    o.dtype
+                ));
+                continue;
+            }
+            for (i, x) in items(w).iter().enumerate() {
+                let (got, want) = (element(o, i), num(x));
+                if !close(got, want, dtype) {
+                    bad.push(format!(
+                        "example {k} output {j}[{i}]: {got}, expected {want}"
+                    ));
+                    break;
+                }
+            }
+        }
+        lib.free(outs);
+    }
+    bad
+}
+
+fn lib_name(case: &Path) -> String {
+    case.file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .replace('-', "_")
+}
+
+fn built(case: &Path) -> PathBuf {
+    built_for(case, "native")
+}
+
+/// [`built`] for the processor `cpu` (`--cpu`).
+fn built_for(case: &Path, cpu: &str) -> PathBuf {
+    let so = out_dir().join(format!("lib{}-{cpu}.so", case_name(case).replace('/', "_")));
+    let b = build(&case.with_extension("jaxpr"), &so, &["--emit", "native", "--cpu", cpu]);
+    assert!(
+        b.status.success(),
+        "{}: build failed: {}",
+        case_name(case),
+        String::from_utf8_lossy(&b.stderr)
+    );
+    so
+}
+
+#[test]
+fn every_build_case_runs_natively_from_rust_and_python() {
+    let cases = build_cases();
+    assert!(cases.len() >= 33, "build set has {} cases", cases.len());
+    let runner = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/native/run.py");
+    let mut failures = Vec::new();
+    for case in &cases {
+        let so = built(case);
+        let h = so.with_extension("h");
+        let header = std::fs::read_to_string(&h).unwrap();
+        assert!(header.contains(&format!("int32_t     {}(const jx_array", lib_name(case))));
+        let lib = Lib::open(&so, &lib_name(case));
+        for m in run_examples(&lib, case) {
+            failures.push(format!("{} (Rust): {m}", case_name(case)));
+        }
+        let py = Command::new("python3")
+            .arg(&runner)
+            .arg(&so)
+            .arg(lib_name(case))
+            .arg(case.with_extension("json"))
+            .output()
+            .unwrap();
+        if !py.status.success() {
+            failures.push(format!(
+                "{} (ctypes): {}{}",
+                case_name(case),
+                String::from_utf8_lossy(&py.stdout),
+                String::from_utf8_lossy(&py.stderr)
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// `--cpu` with an x86-64 level: the library computes the same results and
+/// its code uses no register wider than the level has (`x86-64`: SSE's
+/// xmm only; `x86-64-v3`: AVX2's ymm, no AVX-512 zmm), with libm calls
+/// vectorized through libmvec (`elementwise`) and matrix products
+/// (`transformer_block`).
+#[test]
+fn a_library_for_an_x86_64_level_uses_only_its_instructions() {
+    for name in ["jax/elementwise", "jax/transformer_block"] {
+        let case = corpus().join(name);
+        for (cpu, wider) in [("x86-64", &["%ymm", "%zmm"][..]), ("x86-64-v3", &["%zmm"][..])] {
+            let so = built_for(&case, cpu);
+            let lib = Lib::open(&so, &lib_name(&case));
+            let failures = run_examples(&lib, &case);
+            assert!(failures.is_empty(), "{name} --cpu {cpu}: {failures:?}");
+            let dis = Command::new("objdump").arg("-d").arg(&so).output().unwrap();
+            assert!(dis.status.success(), "objdump -d {}", so.display());
+            let dis = String::from_utf8_lossy(&dis.stdout);
+            assert!(dis.contains("%xmm"), "{name} --cpu {cpu}: no vector code at all");
+            for w in wider {
+                let line = dis.lines().find(|l| l.contains(w));
+                assert!(line.is_none(), "{name} --cpu {cpu} uses {w}: {line:?}");
+            }
+        }
+    }
+}
+
+/// Calls with one input changed; expects an error mentioning `expect`.
+fn rejects(
+    lib: &Lib,
+    inputs: &[serde_json::Value],
+    change: impl Fn(&mut Vec<JxArray>),
+    n_out: i64,
+    expect: &str,
+) {
+    let mut bufs: Vec<_> = inputs.iter().map(pack).collect();
+    let mut arr = arrays(&mut bufs);
+    change(&mut arr);
+    match lib.call(&arr, n_out) {
+        Ok(_) => panic!("accepted inputs that should fail ({expect})"),
+        Err(e) => assert!(
+            e.contains(expect),
+            "error {e:?} does not mention {expect:?}"
+        ),
+    }
+}
+
+fn first_inputs(case: &Path) -> Vec<serde_json::Value> {
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(case.with_extension("json")).unwrap())
+            .unwrap();
+    v["examples"][0]["inputs"].as_array().unwrap().clone()
+}
+
+#[test]
+fn wrong_inputs_are_errors_not_crashes() {
+    // catalyst/dyn_matmul: a b c:i64[] d:f64[a,b] e:f64[c,b] -> (i:f64[a], a): two explicit outputs
+    let case = corpus().join("catalyst/dyn_matmul");
+    let lib = Lib::open(&built(&case), "dyn_matmul");
+    let ins = first_inputs(&case);
+    assert_eq!(run_examples(&lib, &case), Vec::<String>::new());
+    rejects(&lib, &ins, |a| a.truncate(4), 2, "expected 5 inputs, got 4");
+    rejects(&lib, &ins, |_| {}, 1, "expected 2 outputs, got 1");
+    rejects(
+        &lib,
+        &ins,
+        |a| a[3].dtype = 11,
+        2,
+        "dtype code 11, expected 12",
+    );
+    rejects(&lib, &ins, |a| a[3].rank = 1, 2, "rank 1, expected 2");
+    rejects(&lib, &ins, |a| a[3].rank = 9, 2, "rank 9, expected 2");
+    rejects(&lib, &ins, |a| a[0].dtype = 3, 2, "expected 4");
+    // The dimension argument `a` disagrees with d's extent.
+    rejects(&lib, &ins, |a| a[3].shape[0] += 1, 2, "but `a` is");
+    // b is used by d and e: e's extent must agree.
+    rejects(&lib, &ins, |a| a[4].shape[1] += 1, 2, "but `b` is");
+    rejects(&lib, &ins, |a| a[4].shape[0] = -1, 2, "out of range");
+    rejects(&lib, &ins, |a| a[4].shape[0] = i64::MAX, 2, "out of range");
+    rejects(
+        &lib,
+        &ins,
+        |a| a[3].data = std::ptr::null_mut(),
+        2,
+        "data is NULL",
+    );
+    rejects(
+        &lib,
+        &ins,
+        |a| a[0].data = std::ptr::null_mut(),
+        2,
+        "data is NULL",
+    );
+    // Huge consistent sizes are refused before any allocation.
+    let mut bufs: Vec<_> = ins.iter().map(pack).collect();
+    let mut a = arrays(&mut bufs);
+    let big = 1i64 << 30;
+    let mut dims = [big.to_le_bytes(), big.to_le_bytes(), big.to_le_bytes()];
+    for (k, d) in dims.iter_mut().enumerate() {
+        a[k].data = d.as_mut_ptr();
+    }
+    a[3].shape[..2].copy_from_slice(&[big, big]);
+    a[4].shape[..2].copy_from_slice(&[big, big]);
+    assert!(lib.call(&a, 2).unwrap_err().contains("too many elements"));
+    // Null arrays of arrays.
+    let f: Entry = lib.sym("");
+    assert_eq!(
+        unsafe { f(std::ptr::null(), 5, std::ptr::null_mut(), 2) },
+        1
+    );
+
+    // Static sizes (jax/mlp) and symbolic constraints (jax/poly_slice: `b + 15`).
+    let case = corpus().join("jax/mlp");
+    let lib = Lib::open(&built(&case), "mlp");
+    let ins = first_inputs(&case);
+    rejects(&lib, &ins, |a| a[0].shape[0] += 1, 1, "expected");
+    let case = corpus().join("jax/poly_slice");
+    let lib = Lib::open(&built(&case), "poly_slice");
+    let n_out: CountFn = lib.sym("_num_outputs");
+    let n_out = unsafe { n_out() };
+    let ins = first_inputs(&case);
+    rejects(&lib, &ins, |a| a[0].shape[0] = 15, n_out, "at least 16");
+    let case = corpus().join("jax/poly_concat");
+    let lib = Lib::open(&built(&case), "poly_concat");
+    let ins = first_inputs(&case);
+    rejects(&lib, &ins, |a| a[0].dtype = 12, 1, "expected 11");
+}
+
+#[test]
+fn emits_llvm_ir_and_objects_names_and_levels() {
+    let case = corpus().join("catalyst/resize_loop.jaxpr");
+    let d = out_dir();
+    let ll = d.join("resize.ll");
+    assert!(
+        build(
+            &case,
+            &ll,
+            &["--emit", "llvm-ir", "--name", "predict", "-O3"]
+        )
+        .status
+        .success()
+    );
+    let text = std::fs::read_to_string(&ll).unwrap();
+    assert!(text.contains("i32 @predict(ptr"), "{text}");
+    assert!(text.contains("@predict_error"));
+    let o = d.join("resize.o");
+    assert!(
+        build(&case, &o, &["--emit", "object", "-O0"])
+            .status
+            .success()
+    );
+    assert_eq!(&std::fs::read(&o).unwrap()[..4], b"\x7fELF");
+    let so = d.join("libpredict.so");
+    assert!(
+        build(
+            &case,
+            &so,
+            &["--emit", "native", "--name", "predict", "-O0"]
+        )
+        .status
+        .success()
+    );
+    let lib = Lib::open(&so, "predict");
+    assert_eq!(
+        run_examples(&lib, &case.with_extension("")),
+        Vec::<String>::new()
+    );
+    let bad = build(&case, &so, &["--emit", "native", "--name", "1x"]);
+    assert_eq!(bad.status.code(), Some(2));
+}
+
+#[test]
+fn unsupported_primitives_stop_the_build() {
+    let d = out_dir();
+    let src = d.join("fft.jaxpr");
+    std::fs::write(
+        &src,
+        "{ lambda ; a:f32[4]. let b:f32[4] = cumlogsumexp[axis=0 reverse=False] a in (b,) }\n",
+    )
+    .unwrap();
+    let so = d.join("libfft.so");
+    let _ = std::fs::remove_file(&so);
+    let b = build(&src, &so, &["--emit", "native"]);
+    let stderr = String::from_utf8_lossy(&b.stderr);
+    assert_eq!(b.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("J0012"), "{stderr}");
+    assert!(stderr.contains("cumlogsumexp"), "{stderr}");
+    assert!(!so.exists(), "a partial library was written");
+}
+
+/// Rebuilding a library that a running program has loaded must replace the
+/// file, not rewrite it in place: rewriting a mapped `.so` crashes the
+/// program that uses it (this test binary crashed so once, when two tests
+/// built the same case).
+#[test]
+fn rebuilding_a_loaded_library_replaces_the_file() {
+    use std::os::unix::fs::MetadataExt;
+    let case = corpus().join("jax/mlp");
+    let so = out_dir().join("librebuilt_mlp.so");
+    let args = ["--emit", "native", "--name", "mlp"];
+    assert!(build(&case.with_extension("jaxpr"), &so, &args).status.success());
+    let lib = Lib::open(&so, "mlp");
+    let before = std::fs::metadata(&so).unwrap().ino();
+    assert!(build(&case.with_extension("jaxpr"), &so, &args).status.success());
+    assert_ne!(std::fs::metadata(&so).unwrap().ino(), before, "rewritten in place");
+    // The loaded copy still runs, and no temporary file is left behind.
+    assert_eq!(run_examples(&lib, &case), Vec::<String>::new());
+    let leftovers: Vec<_> = std::fs::read_dir(out_dir())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".librebuilt_mlp.so"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+// ---- under valgrind ---------------------------------------------------------
+
+/// What a call of `tests/native/driver.c` expects.
+#[derive(Clone, Copy, PartialEq)]
+enum Expect {
+    Success = 0,
+    Error = 1,
+    /// Either, but memory-safe: a changed extent of a shape-polymorphic
+    /// input may be a valid new size.
+    Either = 2,
+}
+
+/// An input as the driver passes it (its data a malloc block of exactly
+/// `bytes`).
+#[derive(Clone)]
+struct Input {
+    dtype: i32,
+    rank: i32,
+    shape: [i64; 8],
+    data_null: bool,
+    bytes: Vec<u8>,
+}
+
+#[derive(Clone)]
+struct Call {
+    why: String,
+    expect: Expect,
+    n_in: i64,
+    n_out: i64,
+    in_null: bool,
+    out_null: bool,
+    arrays: Vec<Input>,
+}
+
+fn input(v: &serde_json::Value) -> Input {
+    let (dtype, shape, bytes) = pack(v);
+    let mut s = [0i64; 8];
+    s[..shape.len()].copy_from_slice(&shape);
+    Input {
+        dtype,
+        rank: shape.len() as i32,
+        shape: s,
+        data_null: false,
+        bytes,
+    }
+}
+
+/// `x` with extents `shape`, its data the old elements repeated (so every
+/// float is a value the program already saw).
+fn resized(x: &Input, shape: &[i64]) -> Input {
+    let size = code_size(x.dtype);
+    let n: i64 = shape.iter().product();
+    let old = x.bytes.len() / size.max(1);
+    let mut bytes = Vec::with_capacity(n.max(0) as usize * size);
+    for i in 0..n.max(0) as usize {
+        let k = if old == 0 { None } else { Some(i % old) };
+        match k {
+            Some(k) => bytes.extend_from_slice(&x.bytes[k * size..(k + 1) * size]),
+            None => bytes.extend(std::iter::repeat_n(0u8, size)),
+        }
+    }
+    let mut s = [0i64; 8];
+    s[..shape.len()].copy_from_slice(shape);
+    Input {
+        dtype: x.dtype,
+        rank: shape.len() as i32,
+        shape: s,
+        data_null: false,
+        bytes,
+    }
+}
+
+fn code_size(dtype: i32) -> usize {
+    [1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8][dtype as usize]
+}
+
+fn write_calls(path: &Path, calls: &[Call]) {
+    let mut f = Vec::new();
+    f.extend_from_slice(b"JXCALLS1");
+    f.extend((calls.len() as u32).to_le_bytes());
+    for c in calls {
+        f.push(c.expect as u8);
+        f.extend(c.n_in.to_le_bytes());
+        f.extend(c.n_out.to_le_bytes());
+        f.push(c.in_null as u8);
+        f.push(c.out_null as u8);
+        f.extend((c.arrays.len() as u32).to_le_bytes());
+        for a in &c.arrays {
+            f.extend(a.dtype.to_le_bytes());
+            f.extend(a.rank.to_le_bytes());
+            for d in a.shape {
+                f.extend(d.to_le_bytes());
+            }
+            f.push(a.data_null as u8);
+            f.extend((a.bytes.len() as u64).to_le_bytes());
+            f.extend_from_slice(&a.bytes);
+        }
+    }
+    std::fs::write(path, f).unwrap();
+}
+
+/// How an input's dimension is sized, from the jaxpr's signature.
+#[derive(Clone, Copy, PartialEq)]
+enum Extent {
+    /// A literal size.
+    Static,
+    /// A dimension variable that is an input of its own (the extent must
+    /// agree with that argument).
+    DimArg(usize),
+    /// A symbolic dimension: another size may be valid.
+    Free,
+}
+
+/// Per input: its extents' kinds, and whether it is a dimension argument.
+fn signature(case: &Path) -> Vec<(Vec<Extent>, bool)> {
+    let text = std::fs::read_to_string(case.with_extension("jaxpr")).unwrap();
+    let parse = jaxpr_syntax::parse(&text);
+    let a = jaxpr_check::check(&parse.file);
+    let info = a.jaxpr(a.main().unwrap());
+    let inputs: Vec<_> = info.constvars.iter().chain(&info.invars).copied().collect();
+    let extents: Vec<Vec<Extent>> = inputs
+        .iter()
+        .map(|&v| {
+            a.var(v)
+                .ty
+                .shape
+                .iter()
+                .map(|d| match d {
+                    jaxpr_types::Dim::Const(_) => Extent::Static,
+                    jaxpr_types::Dim::Var(w) => match inputs.iter().position(|x| x == w) {
+                        Some(k) => Extent::DimArg(k),
+                        None => Extent::Free,
+                    },
+                    _ => Extent::Free,
+                })
+                .collect()
+        })
+        .collect();
+    (0..inputs.len())
+        .map(|k| {
+            let is_dim = extents.iter().flatten().any(|e| *e == Extent::DimArg(k));
+            (extents[k].clone(), is_dim)
+        })
+        .collect()
+}
+
+/// Every kind of wrong input for a library whose first example is
+/// `valid`: counts, NULL arrays, each input's dtype, rank, extents
+/// (negative, huge, one more), NULL data and each dimension argument's
+/// value; and the valid examples, each twice (the second call runs on
+/// reused memory).
+fn wrong_calls(case: &Path, n_out: i64) -> Vec<Call> {
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(case.with_extension("json")).unwrap())
+            .unwrap();
+    let sig = signature(case);
+    let examples: Vec<Vec<Input>> = v["examples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|ex| ex["inputs"].as_array().unwrap().iter().map(input).collect())
+        .collect();
+    let valid = &examples[0];
+    let n_in = valid.len() as i64;
+    let call = |why: String, expect: Expect, arrays: Vec<Input>| Call {
+        why,
+        expect,
+        n_in: arrays.len() as i64,
+        n_out,
+        in_null: false,
+        out_null: false,
+        arrays,
+    };
+    let mut calls = Vec::new();
+    for (k, ex) in examples.iter().enumerate() {
+        for round in ["", " again"] {
+            calls.push(call(format!("example {k}{round}"), Expect::Success, ex.clone()));
+        }
+    }
+    if n_in > 0 {
+        calls.push(call("one input less".into(), Expect::Error, valid[..valid.len() - 1].to_vec()));
+        let mut more = valid.clone();
+        more.push(valid[0].clone());
+        calls.push(call("one input more".into(), Expect::Error, more));
+        let mut c = call("inputs NULL".into(), Expect::Error, valid.clone());
+        c.in_null = true;
+        calls.push(c);
+    }
+    let mut c = call("one output more".into(), Expect::Error, valid.clone());
+    c.n_out = n_out + 1;
+    calls.push(c);
+    if n_out > 0 {
+        let mut c = call("one output less".into(), Expect::Error, valid.clone());
+        c.n_out = n_out - 1;
+        calls.push(c);
+        let mut c = call("outputs NULL".into(), Expect::Error, valid.clone());
+        c.out_null = true;
+        calls.push(c);
+    }
+    for (k, x) in valid.iter().enumerate() {
+        let (extents, is_dim) = &sig[k];
+        let with = |why: &str, expect: Expect, f: &dyn Fn(&mut Input)| {
+            let mut arrays = valid.clone();
+            f(&mut arrays[k]);
+            call(format!("input {k}: {why}"), expect, arrays)
+        };
+        let other = if x.dtype == 11 { 12 } else { 11 };
+        calls.push(with("another dtype", Expect::Error, &|a| a.dtype = other));
+        calls.push(with("dtype code 99", Expect::Error, &|a| a.dtype = 99));
+        calls.push(with("rank 9", Expect::Error, &|a| a.rank = 9));
+        calls.push(with("rank -1", Expect::Error, &|a| a.rank = -1));
+        if x.rank < 8 {
+            calls.push(with("one more dimension", Expect::Error, &|a| {
+                a.shape[a.rank as usize] = 1;
+                a.rank += 1;
+            }));
+        }
+        if x.rank > 0 {
+            calls.push(with("one dimension less", Expect::Error, &|a| a.rank -= 1));
+        }
+        let shape = x.shape[..x.rank as usize].to_vec();
+        for j in 0..shape.len() {
+            calls.push(with(&format!("extent {j} is -1"), Expect::Error, &|a| a.shape[j] = -1));
+            calls.push(with(&format!("extent {j} is 2^40"), Expect::Error, &|a| a.shape[j] = 1 << 40));
+            let expect = match extents[j] {
+                Extent::Static | Extent::DimArg(_) => Expect::Error,
+                Extent::Free => Expect::Either,
+            };
+            let mut grown = shape.clone();
+            grown[j] += 1;
+            let mut arrays = valid.clone();
+            arrays[k] = resized(x, &grown);
+            calls.push(call(format!("input {k}: extent {j} one more"), expect, arrays));
+        }
+        if !x.bytes.is_empty() {
+            calls.push(with("data NULL", Expect::Error, &|a| a.data_null = true));
+        }
+        if *is_dim {
+            // A dimension argument that disagrees with the arrays it sizes.
+            for (why, delta) in [("one more", 1i64), ("minus one", -1 - 2 * i64::from_le_bytes(x.bytes[..8].try_into().unwrap()))] {
+                calls.push(with(&format!("dimension argument {why}"), Expect::Error, &|a| {
+                    let d = i64::from_le_bytes(a.bytes[..8].try_into().unwrap()) + delta;
+                    a.bytes[..8].copy_from_slice(&d.to_le_bytes());
+                }));
+            }
+        }
+    }
+    calls.extend(large_calls(case, valid, &sig, n_out));
+    calls
+}
+
+/// For a Catalyst program of vectors and sizes: the valid example at size
+/// 10,000 (arrays of 80 KB go through the library's block cache), twice.
+fn large_calls(case: &Path, valid: &[Input], sig: &[(Vec<Extent>, bool)], n_out: i64) -> Vec<Call> {
+    const N: i64 = 10_000;
+    let catalyst = case.parent().unwrap().ends_with("catalyst");
+    let vectors = valid.iter().zip(sig).all(|(x, (e, _))| {
+        x.rank == 0 || (x.rank == 1 && matches!(e[0], Extent::DimArg(_)))
+    });
+    if !catalyst || !vectors {
+        return Vec::new();
+    }
+    let arrays: Vec<Input> = valid
+        .iter()
+        .map(|x| match (x.rank, x.dtype) {
+            (0, 4) => {
+                let mut s = x.clone();
+                s.bytes = N.to_le_bytes().to_vec();
+                s
+            }
+            (1, _) => resized(x, &[N]),
+            _ => x.clone(),
+        })
+        .collect();
+    ["size 10000", "size 10000 again"]
+        .into_iter()
+        .map(|why| Call {
+            why: why.into(),
+            expect: Expect::Success,
+            n_in: arrays.len() as i64,
+            n_out,
+            in_null: false,
+            out_null: false,
+            arrays: arrays.clone(),
+        })
+        .collect()
+}
+
+/// The driver, compiled once per test run.
+fn driver() -> PathBuf {
+    let exe = out_dir().join("driver");
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/native/driver.c");
+    let out = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+        .args(["-O1", "-g", "-Wall", "-Werror", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .arg("-ldl")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "driver.c: {}", String::from_utf8_lossy(&out.stderr));
+    exe
+}
+
+/// The processor the libraries run under valgrind are built for: AVX2 and
+/// no AVX-512, which valgrind 3.19 (Debian 12's) cannot run.
+const VALGRIND_CPU: &str = "x86-64-v3";
+
+/// Runs the driver on `calls` under valgrind; the failures, if any.
+fn under_valgrind(driver: &Path, lib: &Path, name: &str, calls: &[Call], label: &str) -> Option<String> {
+    let file = out_dir().join(format!("{}.calls", label.replace('/', "_")));
+    write_calls(&file, calls);
+    let out = Command::new("valgrind")
+        .args([
+            "-q",
+            "--error-exitcode=99",
+            "--leak-check=full",
+            "--show-leak-kinds=definite,indirect,possible",
+            "--errors-for-leak-kinds=definite,indirect,possible",
+        ])
+        .arg(driver)
+        .arg(lib)
+        .arg(name)
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if out.status.success() && stdout.contains(&format!("{} calls", calls.len())) {
+        return None;
+    }
+    // Name the calls the driver reported by what they test.
+    let mut report = format!("{label}: exit {:?}\n", out.status.code());
+    for line in stdout.lines() {
+        let why = line
+            .strip_prefix("call ")
+            .and_then(|r| r.split(':').next())
+            .and_then(|n| n.parse::<usize>().ok())
+            .map(|n| format!(" [{}]", calls[n].why))
+            .unwrap_or_default();
+        report.push_str(&format!("  {line}{why}\n"));
+    }
+    report.push_str(&String::from_utf8_lossy(&out.stderr));
+    Some(report)
+}
+
+fn valgrind_present() {
+    let ok = Command::new("valgrind").arg("--version").output().is_ok_and(|o| o.status.success());
+    assert!(
+        ok,
+        "valgrind is required by this test (Debian: apt-get install valgrind; .ci/run installs it)"
+    );
+}
+
+/// Every build-set library, called from C under valgrind with its valid
+/// examples and every kind of wrong input: each call gets the expected
+/// outcome (an error for a wrong input, never a crash), and valgrind finds
+/// no invalid read or write, no use of an unwritten output byte, and no
+/// leak (failed calls give back what they took; unloading the library
+/// frees its cached blocks).
+#[test]
+fn wrong_inputs_under_valgrind_are_errors_without_memory_errors() {
+    valgrind_present();
+    let drv = driver();
+    let cases = build_cases();
+    let failures = std::sync::Mutex::new(Vec::new());
+    let next = std::sync::Mutex::new(cases.iter());
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                loop {
+                    let Some(case) = next.lock().unwrap().next() else { break };
+                    // For a processor valgrind knows every instruction of
+                    // (valgrind 3.19 stops at AVX-512's).
+                    let so = built_for(case, VALGRIND_CPU);
+                    let lib = Lib::open(&so, &lib_name(case));
+                    let n_out: CountFn = lib.sym("_num_outputs");
+                    let calls = wrong_calls(case, unsafe { n_out() });
+                    if let Some(f) = under_valgrind(&drv, &so, &lib_name(case), &calls, &case_name(case)) {
+                        failures.lock().unwrap().push(f);
+                    }
+                }
+            });
+        }
+    });
+    // A check that fails after the library allocated (the slice needs 2
+    // elements of an array computed first): the error path gives the
+    // array back.
+    let src = out_dir().join("late_failure.jaxpr");
+    std::fs::write(
+        &src,
+        "{ lambda ; a:i64[] b:f64[a]. let\n    c:f64[a] = exp b\n    \
+         d:f64[2] = slice[limit_indices=(2,) start_indices=(0,) strides=None] c\n  in (d,) }\n",
+    )
+    .unwrap();
+    let so = out_dir().join("liblate_failure.so");
+    assert!(build(&src, &so, &["--emit", "native", "--cpu", VALGRIND_CPU]).status.success());
+    let f64s = |n: usize| Input {
+        dtype: 12,
+        rank: 1,
+        shape: [n as i64, 0, 0, 0, 0, 0, 0, 0],
+        data_null: false,
+        bytes: (0..n).flat_map(|i| (i as f64 * 1e-3).to_le_bytes()).collect(),
+    };
+    let size = |n: i64| Input {
+        dtype: 4,
+        rank: 0,
+        shape: [0; 8],
+        data_null: false,
+        bytes: n.to_le_bytes().to_vec(),
+    };
+    let late = |why: &str, expect, n: usize| Call {
+        why: why.into(),
+        expect,
+        n_in: 2,
+        n_out: 1,
+        in_null: false,
+        out_null: false,
+        arrays: vec![size(n as i64), f64s(n)],
+    };
+    let calls = [
+        late("large enough", Expect::Success, 20_000),
+        late("too small after exp", Expect::Error, 1),
+        late("large enough again", Expect::Success, 20_000),
+        late("too small again", Expect::Error, 1),
+    ];
+    let mut failures = failures.into_inner().unwrap();
+    if let Some(f) = under_valgrind(&drv, &so, "late_failure", &calls, "late_failure") {
+        failures.push(f);
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -1,0 +1,680 @@
+//! Editor questions answered in editor-neutral terms (byte ranges and
+//! markdown): what is at an offset, where it is defined, where it is used,
+//! and what to show on hover. The language server only converts these.
+
+mod complete;
+mod hints;
+mod outline;
+mod rename;
+mod tokens;
+
+pub use complete::{Completion, CompletionKind, completions};
+pub use hints::{InlayHint, inlay_hints};
+pub use outline::{Fold, FoldKind, Symbol, SymbolKind, document_symbols, folding_ranges};
+pub use rename::{RenameError, prepare_rename, rename};
+pub use tokens::{SemanticToken, TokenKind, semantic_tokens};
+
+use jaxpr_check::{Analysis, EqnId, JaxprId, JaxprOrigin, RefKind, VarRole};
+use jaxpr_syntax::{LineIndex, Parse, TextRange, ast};
+use jaxpr_types::{DimNames, VarId};
+use std::fmt::Write;
+
+/// What the IDE functions look at: one file's text and what the core
+/// derived from it (all of one revision).
+#[derive(Clone, Copy)]
+pub struct FileView<'a> {
+    pub text: &'a str,
+    pub parse: &'a Parse,
+    pub analysis: &'a Analysis,
+    pub lines: &'a LineIndex,
+}
+
+/// What a position in the text designates.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    Var(VarId),
+    Symbol(String),
+    /// A `jaxpr=NAME` reference or the `lambda` of a jaxpr.
+    Jaxpr(JaxprId),
+    Primitive(EqnId),
+}
+
+/// A place to navigate to: in this file, or in another file (a Python
+/// source named by a source-info comment; 1-based line and column as printed).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NavTarget {
+    Here(TextRange),
+    Source { path: String, line: u32, col: u32 },
+}
+
+/// The innermost thing at `offset` and its range.
+pub fn target_at(a: &Analysis, offset: u32) -> Option<(TextRange, Target)> {
+    if let Some(r) = a.refs_touching(offset).next() {
+        return Some((r.range, Target::Var(r.var)));
+    }
+    for (name, info) in &a.symbols {
+        if let Some(r) = info.uses.iter().find(|r| r.touches(offset)) {
+            return Some((*r, Target::Symbol(name.to_string())));
+        }
+    }
+    if let Some((r, j)) = a.let_refs.iter().find(|(r, _)| r.touches(offset)) {
+        return Some((*r, Target::Jaxpr(*j)));
+    }
+    if let Some((i, j)) = a
+        .jaxprs
+        .iter()
+        .enumerate()
+        .find(|(_, j)| j.lambda_range.touches(offset))
+    {
+        return Some((j.lambda_range, Target::Jaxpr(JaxprId(i as u32))));
+    }
+    if let Some(name_range) = a
+        .jaxprs
+        .iter()
+        .enumerate()
+        .find_map(|(i, j)| match &j.origin {
+            JaxprOrigin::Let { name_range, .. } if name_range.touches(offset) => {
+                Some((*name_range, i))
+            }
+            _ => None,
+        })
+    {
+        return Some((name_range.0, Target::Jaxpr(JaxprId(name_range.1 as u32))));
+    }
+    a.eqn_with_primitive_at(offset)
+        .map(|e| (a.eqn(e).primitive_range, Target::Primitive(e)))
+}
+
+/// Where the thing at `offset` is defined. On a variable use: its binder.
+/// On the binder of an inline nested jaxpr: the call-site operand that feeds
+/// it (so one can walk outwards). On a symbolic dimension: its first
+/// introduction in the top-level signature. On `jaxpr=NAME`: the `let`. On a
+/// primitive with a source-info comment: the Python that produced it.
+pub fn definition(a: &Analysis, offset: u32) -> Option<NavTarget> {
+    let here = |r| Some(NavTarget::Here(r));
+    match target_at(a, offset)?.1 {
+        Target::Var(v) => {
+            let is_binder = a
+                .refs_touching(offset)
+                .any(|r| r.kind == RefKind::Def && r.var == v);
+            match a.origins.get(&v) {
+                Some(o) if is_binder => here(o.operand),
+                _ => here(a.var(v).range),
+            }
+        }
+        Target::Symbol(s) => a
+            .symbols
+            .get(s.as_str())
+            .and_then(|i| i.first)
+            .map(NavTarget::Here),
+        Target::Jaxpr(j) => match &a.jaxpr(j).origin {
+            JaxprOrigin::Let { name_range, .. } => here(*name_range),
+            _ => here(a.jaxpr(j).lambda_range),
+        },
+        Target::Primitive(e) => a.eqn(e).source_info.as_deref().and_then(parse_source_info),
+    }
+}
+
+/// Parses `file.py:LINE:COL (function)` as printed by `source_info=True`.
+pub fn parse_source_info(s: &str) -> Option<NavTarget> {
+    let loc = s.split(" (").next()?.trim();
+    let mut parts = loc.rsplitn(3, ':');
+    let col: u32 = parts.next()?.parse().ok()?;
+    let line: u32 = parts.next()?.parse().ok()?;
+    let path = parts.next()?.to_string();
+    (!path.is_empty()).then_some(NavTarget::Source { path, line, col })
+}
+
+/// From a call-site operand, the binders of inline nested jaxprs it feeds
+/// (the inward direction of [`definition`] on a binder).
+pub fn implementation(a: &Analysis, offset: u32) -> Vec<TextRange> {
+    let Some(r) = a.refs_touching(offset).find(|r| r.kind == RefKind::Use) else {
+        return Vec::new();
+    };
+    let mut out: Vec<TextRange> = a
+        .origins
+        .iter()
+        .filter(|(_, o)| o.operand == r.range)
+        .map(|(v, _)| a.var(*v).range)
+        .collect();
+    out.sort();
+    out
+}
+
+/// Every occurrence of the thing at `offset` (the definition first when asked).
+pub fn references(a: &Analysis, offset: u32, include_declaration: bool) -> Vec<TextRange> {
+    highlights(a, offset)
+        .into_iter()
+        .filter(|(_, is_def)| include_declaration || !is_def)
+        .map(|(r, _)| r)
+        .collect()
+}
+
+/// Occurrences of the thing at `offset` in this file, each marked whether it
+/// is a definition (binder, `let NAME`, a symbol's introduction).
+pub fn highlights(a: &Analysis, offset: u32) -> Vec<(TextRange, bool)> {
+    let Some((_, t)) = target_at(a, offset) else {
+        return Vec::new();
+    };
+    let mut out: Vec<(TextRange, bool)> = match t {
+        Target::Var(v) => a
+            .refs
+            .iter()
+            .filter(|r| r.var == v)
+            .map(|r| (r.range, r.kind == RefKind::Def))
+            .collect(),
+        Target::Symbol(s) => a
+            .symbols
+            .get(s.as_str())
+            .map(|i| i.uses.iter().map(|r| (*r, Some(*r) == i.first)).collect())
+            .unwrap_or_default(),
+        Target::Jaxpr(j) => {
+            let mut v: Vec<(TextRange, bool)> = a
+                .let_refs
+                .iter()
+                .filter(|(_, x)| *x == j)
+                .map(|(r, _)| (*r, false))
+                .collect();
+            if let JaxprOrigin::Let { name_range, .. } = &a.jaxpr(j).origin {
+                v.push((*name_range, true));
+            }
+            v
+        }
+        Target::Primitive(_) => Vec::new(),
+    };
+    out.sort();
+    out.dedup();
+    out
+}
+
+fn line_of(idx: &LineIndex, offset: u32) -> u32 {
+    idx.line_col(offset).line + 1
+}
+
+fn describe_jaxpr(a: &Analysis, j: JaxprId, idx: &LineIndex) -> String {
+    match &a.jaxpr(j).origin {
+        JaxprOrigin::Main => "the main jaxpr".to_string(),
+        JaxprOrigin::Let { name, .. } => format!("the jaxpr `{name}`"),
+        JaxprOrigin::Param { eqn, param, index } => {
+            let e = a.eqn(*eqn);
+            let which = if param == "branches" || param == "branch_jaxprs" {
+                format!("{param}[{index}]")
+            } else {
+                param.to_string()
+            };
+            format!(
+                "`{which}` of `{}` (line {})",
+                e.primitive,
+                line_of(idx, e.primitive_range.start)
+            )
+        }
+    }
+}
+
+/// The variable whose occurrence is at exactly `range`.
+fn var_at(a: &Analysis, range: TextRange) -> Option<VarId> {
+    a.ref_at(range).map(|r| r.var)
+}
+
+/// The syntax of the equation at `range` (descending only into nodes that contain it).
+fn find_eqn(file: &ast::SourceFile, range: TextRange) -> Option<&ast::Eqn> {
+    fn in_jaxpr(j: &ast::Jaxpr, range: TextRange) -> Option<&ast::Eqn> {
+        let i = j.eqns.partition_point(|e| e.range.end < range.start);
+        let e = j
+            .eqns
+            .get(i)
+            .filter(|e| e.range.start <= range.start && range.end <= e.range.end)?;
+        if e.range == range {
+            return Some(e);
+        }
+        e.params.iter().find_map(|p| in_expr(&p.value, range))
+    }
+    fn in_expr(x: &ast::Expr, range: TextRange) -> Option<&ast::Eqn> {
+        if !(x.range.start <= range.start && range.end <= x.range.end) {
+            return None;
+        }
+        match &x.kind {
+            ast::ExprKind::Jaxpr(j) => in_jaxpr(j, range),
+            ast::ExprKind::Tuple(xs) | ast::ExprKind::List(xs) => {
+                xs.iter().find_map(|x| in_expr(x, range))
+            }
+            _ => None,
+        }
+    }
+    file.lets
+        .iter()
+        .map(|l| &l.jaxpr)
+        .chain(file.main.as_ref())
+        .find_map(|j| in_jaxpr(j, range))
+}
+
+/// Shortens a parameter's text for display.
+fn param_summary(text: &str, p: &ast::Param) -> String {
+    let name = &p.name.text;
+    if matches!(p.value.kind, ast::ExprKind::Jaxpr(_)) {
+        return format!("{name}={{ lambda ... }}");
+    }
+    let v = text[p.value.range.as_usize()]
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    if v.chars().count() > 60 {
+        format!("{name}={}...", v.chars().take(57).collect::<String>())
+    } else {
+        format!("{name}={v}")
+    }
+}
+
+/// Markdown for the hover at `offset`.
+pub fn hover(f: &FileView, offset: u32) -> Option<(TextRange, String)> {
+    let (a, idx) = (f.analysis, f.lines);
+    let mut s = String::new();
+    let Some((range, t)) = target_at(a, offset) else {
+        // A jaxpr-valued parameter's name: the jaxprs it holds.
+        let (range, jaxprs) = jaxpr_param_at(f, offset)?;
+        for j in jaxprs {
+            jaxpr_hover(f, j, &mut s);
+            s.push('\n');
+        }
+        return Some((range, s));
+    };
+    match t {
+        Target::Var(v) => {
+            let info = a.var(v);
+            let _ = writeln!(s, "```jaxpr\n{}:{}\n```", info.name, a.ty(&info.ty));
+            let role = match &info.role {
+                VarRole::Const(i) => format!("constant {i}"),
+                VarRole::Arg(i) => format!("argument {i}"),
+                VarRole::Result { eqn, index } => {
+                    let e = a.eqn(*eqn);
+                    format!(
+                        "result {index} of `{}` (line {})",
+                        e.primitive,
+                        line_of(idx, e.primitive_range.start)
+                    )
+                }
+            };
+            let _ = writeln!(s, "{role} of {}", describe_jaxpr(a, info.jaxpr, idx));
+            if let VarRole::Arg(i) = info.role
+                && let Some(e) = a.jaxpr(info.jaxpr).signature.in_type.get(i)
+            {
+                let _ = writeln!(
+                    s,
+                    "\nin_type entry {i}: `{e}`{}",
+                    if e.explicit {
+                        ""
+                    } else {
+                        " (implicit argument)"
+                    }
+                );
+            }
+            // Dimension variables: which binder defines them, what they size,
+            // and where their value comes from. Only an integer scalar can
+            // be one, and only its own jaxpr's binders can use it (this
+            // stays off the 100k binders of a large model's main jaxpr).
+            let j = a.jaxpr(info.jaxpr);
+            let sized: Vec<&str> = if info.ty.is_int_scalar() {
+                let binders = j.constvars.iter().chain(&j.invars).copied().chain(
+                    j.eqns.iter().flat_map(|e| a.eqn(*e).outs.iter().flatten().copied()),
+                );
+                binders
+                    .map(|w| a.var(w))
+                    .filter(|w| w.ty.shape.contains(&jaxpr_types::Dim::Var(v)))
+                    .map(|w| w.name.as_str())
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            if !sized.is_empty() {
+                let lc = idx.line_col(info.range.start);
+                let _ = writeln!(
+                    s,
+                    "\ndimension variable, bound at line {}:{}; sizes {}",
+                    lc.line + 1,
+                    lc.col + 1,
+                    sized
+                        .iter()
+                        .map(|n| format!("`{n}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
+            if let Some(o) = a.origins.get(&v) {
+                let lc = idx.line_col(o.operand.start);
+                let _ = writeln!(
+                    s,
+                    "\nreceives the call-site operand `{}` at line {}:{}{}",
+                    &f.text[o.operand.as_usize()],
+                    lc.line + 1,
+                    lc.col + 1,
+                    if o.carried {
+                        " (loop-carried: may change between iterations)"
+                    } else {
+                        ""
+                    }
+                );
+            }
+        }
+        Target::Symbol(name) => {
+            let _ = writeln!(
+                s,
+                "symbolic dimension `{name}` (jax.export): an unknown size >= 1, fixed per call"
+            );
+            if let Some(first) = a.symbols.get(name.as_str()).and_then(|i| i.first) {
+                let lc = idx.line_col(first.start);
+                let _ = writeln!(s, "\nintroduced at line {}:{}", lc.line + 1, lc.col + 1);
+            }
+        }
+        Target::Jaxpr(j) => jaxpr_hover(f, j, &mut s),
+        Target::Primitive(e) => {
+            let eqn = a.eqn(e);
+            let doc = jaxpr_check::rules::describe(&eqn.primitive)
+                .unwrap_or("(no type rule: results are taken as printed)");
+            let _ = writeln!(s, "**{}**: {doc}\n", eqn.primitive);
+            let outs: Vec<String> = match &eqn.inferred {
+                Some(tys) => tys.iter().map(|t| a.ty(t)).collect(),
+                None => eqn
+                    .outs
+                    .iter()
+                    .flatten()
+                    .map(|v| a.ty(&a.var(*v).ty))
+                    .collect(),
+            };
+            let mut sig = String::new();
+            if let Some(syn) = find_eqn(&f.parse.file, eqn.range) {
+                let ins: Vec<String> = syn
+                    .args
+                    .iter()
+                    .map(|arg| match arg {
+                        ast::Atom::Var(n) => match var_at(a, n.range) {
+                            Some(v) => format!("{}:{}", n.text, a.ty(&a.var(v).ty)),
+                            None => n.text.to_string(),
+                        },
+                        ast::Atom::Lit(l) => f.text[l.range.as_usize()].to_string(),
+                    })
+                    .collect();
+                let params: Vec<String> = syn
+                    .params
+                    .iter()
+                    .map(|p| param_summary(f.text, p))
+                    .collect();
+                let _ = write!(sig, "{}", eqn.primitive);
+                if !params.is_empty() {
+                    let _ = write!(sig, "[{}]", params.join(" "));
+                }
+                let _ = write!(sig, " ({})", ins.join(", "));
+            }
+            let _ = writeln!(s, "```jaxpr\n{sig} -> ({})\n```", outs.join(", "));
+            if eqn.inferred.is_none() {
+                let _ = writeln!(s, "result types as printed (no rule inferred them)");
+            }
+            if let Some(src) = &eqn.source_info {
+                let _ = writeln!(s, "\nsource: `{src}`");
+            }
+        }
+    }
+    Some((range, s))
+}
+
+/// Signature, implicit arguments, constants and call-site mapping of a jaxpr.
+fn jaxpr_hover(f: &FileView, j: JaxprId, s: &mut String) {
+    let (a, idx) = (f.analysis, f.lines);
+    let info = a.jaxpr(j);
+    let _ = writeln!(s, "{}\n", describe_jaxpr(a, j, idx));
+    let _ = writeln!(
+        s,
+        "```\nin_type:  {}\nout_type: {}\n```",
+        info.signature.render_in(),
+        info.signature.render_out()
+    );
+    let implicit: Vec<&str> = info
+        .invars
+        .iter()
+        .zip(&info.signature.in_type)
+        .filter(|(_, e)| !e.explicit)
+        .map(|(v, _)| a.var(*v).name.as_str())
+        .collect();
+    if !implicit.is_empty() {
+        let _ = writeln!(
+            s,
+            "implicit arguments: {}",
+            implicit
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    if !info.constvars.is_empty() {
+        let _ = writeln!(s, "{} constvar(s)", info.constvars.len());
+    }
+    call_site_mapping(f, j, s);
+}
+
+/// The name of a jaxpr-valued parameter (`body_jaxpr=`, `branches=`,
+/// `jaxpr=`) at `offset`, with the jaxprs it holds.
+fn jaxpr_param_at(f: &FileView, offset: u32) -> Option<(TextRange, Vec<JaxprId>)> {
+    let a = f.analysis;
+    let e = a
+        .eqns
+        .iter()
+        .filter(|e| !e.callees.is_empty() && e.range.touches(offset))
+        .min_by_key(|e| e.range.len())?;
+    let p = find_eqn(&f.parse.file, e.range)?
+        .params
+        .iter()
+        .find(|p| p.name.range.touches(offset))?;
+    let jaxprs: Vec<JaxprId> = e
+        .callees
+        .iter()
+        .filter(|(n, _)| *n == p.name.text)
+        .map(|(_, j)| *j)
+        .collect();
+    (!jaxprs.is_empty()).then_some((p.name.range, jaxprs))
+}
+
+/// For an inline nested jaxpr, which call-site operand each binder receives.
+fn call_site_mapping(f: &FileView, j: JaxprId, s: &mut String) {
+    let a = f.analysis;
+    let info = a.jaxpr(j);
+    let rows: Vec<String> = info
+        .constvars
+        .iter()
+        .chain(&info.invars)
+        .filter_map(|v| {
+            let o = a.origins.get(v)?;
+            let carried = if o.carried { " (loop-carried)" } else { "" };
+            Some(format!(
+                "`{}` <- `{}`{carried}",
+                a.var(*v).name,
+                &f.text[o.operand.as_usize()]
+            ))
+        })
+        .collect();
+    if !rows.is_empty() {
+        let _ = writeln!(s, "\ncall site: {}", rows.join(", "));
+    }
+    if let JaxprOrigin::Param { eqn, .. } = info.origin
+        && let Some(syn) = find_eqn(&f.parse.file, a.eqn(eqn).range)
+        && let Some(n) = syn
+            .param("body_nconsts")
+            .or_else(|| syn.param("num_consts"))
+        && let Some(k) = n.value.as_int().filter(|k| *k > 0)
+    {
+        let _ = writeln!(
+            s,
+            "\n{}={k}: the first {k} operand(s) are constants of the body, passed unchanged to every iteration",
+            n.name.text
+        );
+    }
+}
+
+/// One line for an equation as printed, without its comments:
+/// `c:f32[8,3] = mul a b` (nested jaxprs shown as `{ lambda ... }`). For
+/// tools that show equations away from the jaxpr (the Python file's hover).
+pub fn equation_summary(f: &FileView, e: EqnId) -> String {
+    let eqn = f.analysis.eqn(e);
+    let Some(syn) = find_eqn(&f.parse.file, eqn.range) else {
+        return eqn.primitive.to_string();
+    };
+    let squash = |r: TextRange| {
+        f.text[r.as_usize()]
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let mut s = syn
+        .outs
+        .iter()
+        .map(|b| squash(b.range))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let _ = write!(s, " = {}", eqn.primitive);
+    if !syn.params.is_empty() {
+        let params: Vec<String> = syn
+            .params
+            .iter()
+            .map(|p| param_summary(f.text, p))
+            .collect();
+        let _ = write!(s, "[{}]", params.join(" "));
+    }
+    for arg in syn.args.iter() {
+        let r = match arg {
+            ast::Atom::Var(n) => n.range,
+            ast::Atom::Lit(l) => l.range,
+        };
+        let _ = write!(s, " {}", squash(r));
+    }
+    s
+}
+
+/// The jaxprs an equation calls, each with where it sits and its
+/// `in_type`/`out_type`: `(description, in_type, out_type)`.
+pub fn callee_signatures(f: &FileView, e: EqnId) -> Vec<(String, String, String)> {
+    f.analysis
+        .eqn(e)
+        .callees
+        .iter()
+        .map(|(_, j)| {
+            let sig = &f.analysis.jaxpr(*j).signature;
+            (
+                describe_jaxpr(f.analysis, *j, f.lines),
+                sig.render_in(),
+                sig.render_out(),
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn analyse(text: &str) -> (Analysis, LineIndex) {
+        let p = jaxpr_syntax::parse(text);
+        (jaxpr_check::check(&p.file), LineIndex::new(text))
+    }
+
+    fn view<'a>(text: &'a str, p: &'a Parse, a: &'a Analysis, idx: &'a LineIndex) -> FileView<'a> {
+        FileView {
+            text,
+            parse: p,
+            analysis: a,
+            lines: idx,
+        }
+    }
+
+    fn offset_of(text: &str, needle: &str, nth: usize) -> u32 {
+        text.match_indices(needle)
+            .nth(nth)
+            .map(|(i, _)| i as u32)
+            .expect("needle")
+    }
+
+    const CAPTURE: &str = "{ lambda ; a:i64[]. let
+    b:f64[a] = broadcast_in_dim[broadcast_dimensions=() shape=(None,) sharding=None] 1.0:f64[] a
+    c:f64[a] = for_loop[
+      apply_reverse_transform=False
+      body_jaxpr={ lambda ; d:i64[] e:f64[d] f:i64[] g:f64[d]. let
+          h:f64[d] = add g e
+        in (h,) }
+      body_nconsts=2
+      num_implicit_inputs=0
+      preserve_dimensions=True
+    ] a b 0:i64[] 10:i64[] 1:i64[] 0:i64[] b
+    i:f64[a] = add b c
+  in (i,) }";
+
+    #[test]
+    fn definition_of_a_dimension_variable_is_its_binder_in_the_same_jaxpr() {
+        let (a, _) = analyse(CAPTURE);
+        // `d` in `h:f64[d]` -> the binder `d:i64[]` of the body lambda.
+        let use_at = offset_of(CAPTURE, "h:f64[d]", 0) + 6;
+        let def = definition(&a, use_at).unwrap();
+        assert_eq!(
+            def,
+            NavTarget::Here(TextRange::new(
+                offset_of(CAPTURE, "d:i64[]", 0),
+                offset_of(CAPTURE, "d:i64[]", 0) + 1
+            ))
+        );
+        // The outer `a` in `b:f64[a]` -> the main binder, not anything inner.
+        let def = definition(&a, offset_of(CAPTURE, "b:f64[a]", 0) + 6).unwrap();
+        assert_eq!(
+            def,
+            NavTarget::Here(TextRange::new(
+                offset_of(CAPTURE, "a:i64[]", 0),
+                offset_of(CAPTURE, "a:i64[]", 0) + 1
+            ))
+        );
+        // The body's binder `g` -> the call-site operand `b` that feeds it, and back.
+        let g = offset_of(CAPTURE, "g:f64[d]", 0);
+        let b_operand = offset_of(CAPTURE, " b\n", 0) + 1;
+        assert_eq!(
+            definition(&a, g),
+            Some(NavTarget::Here(TextRange::new(b_operand, b_operand + 1)))
+        );
+        assert_eq!(
+            implementation(&a, b_operand),
+            vec![TextRange::new(g, g + 1)]
+        );
+    }
+
+    #[test]
+    fn references_stay_in_their_jaxpr() {
+        let text = "{ lambda ; p:f32[2,3]. let
+    q:f32[2,3] = jit[name=f jaxpr={ lambda ; p:f32[2,3]. let r:f32[2,3] = sin p in (r,) }] p
+    s:f32[2,3] = add p q
+  in (s,) }";
+        let (a, _) = analyse(text);
+        let outer = references(&a, offset_of(text, "p:f32", 0), true);
+        let inner = references(&a, offset_of(text, "p:f32", 1), true);
+        assert_eq!(outer.len(), 3, "{outer:?}"); // binder, jit operand, add operand
+        assert_eq!(inner.len(), 2, "{inner:?}"); // inner binder, sin operand
+        assert!(outer.iter().all(|r| !inner.contains(r)));
+    }
+
+    #[test]
+    fn hover_on_a_loop_body_lambda_shows_its_dbidx_signature() {
+        // This crate's manifest is `core/Cargo.toml`; the corpus sits beside
+        // the checkout.
+        let corpus = std::env::var("JAXPR_CORPUS").unwrap_or_else(|_| {
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/corpus").to_string()
+        });
+        let text = std::fs::read_to_string(format!("{corpus}/catalyst/resize_loop.jaxpr"))
+            .expect("the shared corpus beside the checkout");
+        let (a, idx) = analyse(&text);
+        let p = jaxpr_syntax::parse(&text);
+        let f = view(&text, &p, &a, &idx);
+        let (_, md) = hover(&f, offset_of(&text, "lambda", 1) + 1).unwrap();
+        assert!(
+            md.contains("((i64[], False), (i64[], True), (f64[DBIdx(0)], True))"),
+            "{md}"
+        );
+        assert!(md.contains("body_jaxpr"), "{md}");
+        // A dimension variable: its type and what it sizes.
+        let (_, md) = hover(&f, offset_of(&text, "f:i64[]", 0)).unwrap();
+        assert!(md.contains("f:i64[]") && md.contains("sizes `h`"), "{md}");
+        assert!(md.contains("loop-carried"), "{md}");
+    }
+}
