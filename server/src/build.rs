@@ -133,9 +133,11 @@ async fn build(backend: &Backend, args: &BuildArgs) -> Result<String> {
     // The text as the editor has it (unsaved edits included) goes to
     // `jaxpr-build` through a private folder of its own: the build is the
     // same process, with the same checks, as `jaxpr build` on the command
-    // line, and the server links no back end.
-    let text = snap
-        .with_view(|v| v.text.to_string())
+    // line, and the server links no back end. The snapshot is dropped before
+    // the build runs: an edit's `set_text` waits for every snapshot to go.
+    let text = tokio::task::spawn_blocking(move || snap.with_view(|v| v.text.to_string()))
+        .await
+        .map_err(|_| Error::internal_error())?
         .map_err(|_| failure("the file changed during the build; run the command again".into()))?;
     let scratch = Scratch::new().map_err(|e| failure(format!("cannot make a build folder: {e}")))?;
     let source = match args.uri.to_file_path() {
