@@ -3,6 +3,7 @@
 //! operands and parameter helpers, lowering errors, and the table of
 //! call-like primitives.
 
+use jaxpr_check::registry::{self, Family, Lowering, Primitive};
 use jaxpr_check::{Analysis, EqnId, JaxprId};
 use jaxpr_syntax::diagnostics::{DiagKind, Diagnostic};
 use jaxpr_syntax::TextRange;
@@ -271,31 +272,75 @@ impl<X, T: Borrow<AType>> EqnCx<'_, X, T> {
     }
 }
 
-/// Call-like primitives and the parameter that holds the called jaxpr.
-/// Identities on their operands (every back end passes them through).
-pub(crate) const IDENTITY: &[&str] = &[
-    "stop_gradient",
-    "copy",
-    "copy_p",
-    "optimization_barrier",
-    "device_put",
-    "sharding_constraint",
-    "reduce_precision",
-];
+/// A back end, as the primitive registry names its support.
+#[derive(Clone, Copy)]
+pub(crate) enum Backend {
+    Stablehlo,
+    Native,
+}
 
-pub(crate) const CALLS: &[(&str, &[&str])] = &[
-    ("jit", &["jaxpr"]),
-    ("pjit", &["jaxpr"]),
-    ("closed_call", &["call_jaxpr"]),
-    ("core_call", &["call_jaxpr"]),
-    ("remat", &["jaxpr"]),
-    ("remat2", &["jaxpr"]),
-    ("checkpoint", &["jaxpr"]),
-    ("custom_jvp_call", &["call_jaxpr", "fun_jaxpr"]),
-    ("custom_vjp_call", &["call_jaxpr", "fun_jaxpr"]),
-    ("custom_vjp_call_jaxpr", &["fun_jaxpr", "call_jaxpr"]),
-    ("custom_lin", &["jaxpr"]),
-];
+impl Backend {
+    fn support(self, p: &Primitive) -> Lowering {
+        match self {
+            Backend::Stablehlo => p.stablehlo,
+            Backend::Native => p.native,
+        }
+    }
+    fn title(self) -> &'static str {
+        match self {
+            Backend::Stablehlo => "StableHLO",
+            Backend::Native => "native",
+        }
+    }
+}
+
+/// J0012 at the primitive unless the registry says `backend` lowers it.
+pub(crate) fn check_lowered(name: &str, at: TextRange, backend: Backend) -> R<()> {
+    let title = backend.title();
+    match registry::lookup(name) {
+        Some(p) => match backend.support(p) {
+            Lowering::Lowered => Ok(()),
+            Lowering::Refused(why) => Err(LowerError {
+                range: at,
+                message: format!("`{name}` has no {title} lowering: {why}"),
+                help: Some("`jaxpr check` still checks this equation; docs/primitives.md lists what each back end lowers".into()),
+            }),
+        },
+        None => Err(LowerError {
+            range: at,
+            message: format!("`{name}` has no {title} lowering"),
+            help: Some(
+                "it is not a primitive the checker knows (docs/primitives.md lists them); \
+                 `jaxpr check` still resolves its operands"
+                    .into(),
+            ),
+        }),
+    }
+}
+
+/// The registry's row of a primitive it marks as lowered but the back end
+/// has no arm for: a bug in one of the two, said as such.
+pub(crate) fn missing_lowering<T>(name: &str, at: TextRange, backend: Backend) -> R<T> {
+    err(
+        at,
+        format!(
+            "internal error: the primitive registry marks `{name}` as lowered by the {} back end, but it has no lowering",
+            backend.title()
+        ),
+    )
+}
+
+/// Primitives whose result is their operand on one device.
+pub(crate) fn is_identity(name: &str) -> bool {
+    registry::lookup(name).is_some_and(|p| p.family == Family::Identity)
+}
+
+/// The parameters that may hold a call-like primitive's callee.
+pub(crate) fn call_params(name: &str) -> Option<&'static [&'static str]> {
+    registry::lookup(name)
+        .filter(|p| p.family == Family::Call)
+        .map(|p| p.jaxpr_params)
+}
 
 /// The syntax of a checked file, indexed for lowering: every jaxpr by the
 /// start of its range, every variable use by the start of its name.

@@ -6,6 +6,7 @@
 //! equations, every resolved name occurrence) so the IDE layer can answer
 //! questions without re-deriving semantics.
 
+pub mod registry;
 pub mod signature;
 mod dims;
 mod showing;

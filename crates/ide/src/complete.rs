@@ -27,18 +27,8 @@ pub struct Completion {
     pub insert: String,
 }
 
-/// Parameter names each primitive takes, as JAX 0.10.2 and Catalyst 0.15
-/// print them (collected from the corpus).
-const PARAMS: &str = include_str!("params.txt");
-
 fn known_params(primitive: &str) -> Vec<&'static str> {
-    PARAMS
-        .lines()
-        .find_map(|l| {
-            let mut it = l.split_whitespace();
-            (it.next() == Some(primitive)).then(|| it.collect())
-        })
-        .unwrap_or_default()
+    jaxpr_check::registry::lookup(primitive).map_or_else(Vec::new, |p| p.params.to_vec())
 }
 
 enum Context<'t> {

@@ -2,5 +2,6 @@
 //! (edits of the large corpus files). The product's libraries and
 //! binaries never link this crate.
 
+pub mod fixture;
 pub mod fuzz;
 pub mod scale;

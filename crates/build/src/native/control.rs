@@ -6,7 +6,7 @@
 //! each iteration is a memory scope (see the module documentation).
 
 use super::{Arr, Cx, Env, G, Op, dtype};
-use crate::{CALLS, Operand, R, ScanLayout, err};
+use crate::{call_params, Operand, R, ScanLayout, err};
 use jaxpr_check::JaxprId;
 use jaxpr_syntax::ast;
 use jaxpr_types::AType;
@@ -24,7 +24,7 @@ impl<'c> G<'c, '_> {
         defer: bool,
     ) -> R<Option<Vec<Arr<'c>>>> {
         let name = cx.name();
-        if let Some((_, params)) = CALLS.iter().find(|(p, _)| *p == name) {
+        if let Some(params) = call_params(name) {
             let Some(callee) = params
                 .iter()
                 .find_map(|p| cx.callees(self.a, p).first().copied())

@@ -23,10 +23,14 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 /// Primitives computed element by element, which inline the deferred
 /// equations among their operands.
 pub(crate) fn is_elementwise(name: &str) -> bool {
-    super::ops::UNARY.contains(&name)
-        || super::ops::BINARY.contains(&name)
-        || name == "select_n"
-        || name == "clamp"
+    use jaxpr_check::registry::{Family, Lowering, lookup};
+    lookup(name).is_some_and(|p| {
+        p.native == Lowering::Lowered
+            && matches!(
+                p.family,
+                Family::Unary | Family::Binary | Family::Comparison | Family::Selection | Family::Conversion
+            )
+    })
 }
 
 /// Equations computed by the fused loops of their users: elementwise

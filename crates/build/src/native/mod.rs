@@ -1250,6 +1250,7 @@ impl<'c, 'f> G<'c, 'f> {
         id: EqnId,
         deferrable: &rustc_hash::FxHashSet<VarId>,
     ) -> R<()> {
+        super::walk::check_lowered(&e.primitive.text, e.primitive.range, super::walk::Backend::Native)?;
         let info = self.a.eqn(id);
         let mut args = e
             .args

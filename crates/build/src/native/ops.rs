@@ -5,7 +5,7 @@
 //! contractions and windows are loop nests with an accumulator.
 
 use super::{Arr, Cx, Env, G, Op, dtype};
-use crate::{IDENTITY, LowerError, R, err, expr_poly, expr_text};
+use crate::{Backend, R, err, expr_poly, expr_text, is_identity, missing_lowering};
 use jaxpr_syntax::TextRange;
 use jaxpr_syntax::ast::Expr;
 use jaxpr_types::{DType, Dim, FloatKind};
@@ -36,74 +36,6 @@ const REDUCE_WINDOW: &[(&str, &str)] = &[
     ("reduce_window_sum", "add"),
     ("reduce_window_max", "max"),
     ("reduce_window_min", "min"),
-];
-
-/// Elementwise primitives with one operand, computed by [`G::scalar`].
-pub(crate) const UNARY: &[&str] = &[
-    "neg",
-    "sin",
-    "cos",
-    "tan",
-    "tanh",
-    "exp",
-    "exp2",
-    "expm1",
-    "log",
-    "log1p",
-    "sqrt",
-    "rsqrt",
-    "cbrt",
-    "abs",
-    "sign",
-    "floor",
-    "ceil",
-    "not",
-    "logistic",
-    "is_finite",
-    "erf",
-    "erfc",
-    "asin",
-    "acos",
-    "atan",
-    "sinh",
-    "cosh",
-    "asinh",
-    "acosh",
-    "atanh",
-    "lgamma",
-    "square",
-    "round",
-    "integer_pow",
-    "population_count",
-    "clz",
-    "convert_element_type",
-];
-
-/// Elementwise primitives with two operands.
-pub(crate) const BINARY: &[&str] = &[
-    "add",
-    "add_any",
-    "sub",
-    "mul",
-    "div",
-    "rem",
-    "max",
-    "min",
-    "pow",
-    "atan2",
-    "and",
-    "or",
-    "xor",
-    "shift_left",
-    "shift_right_arithmetic",
-    "shift_right_logical",
-    "nextafter",
-    "eq",
-    "ne",
-    "lt",
-    "le",
-    "gt",
-    "ge",
 ];
 
 /// The identity element of a combining primitive.
@@ -137,7 +69,7 @@ impl<'c> G<'c, '_> {
         if let Some((_, op)) = REDUCE_WINDOW.iter().find(|(p, _)| *p == name) {
             return one(self.reduce_window(env, cx, op));
         }
-        if IDENTITY.contains(&name) {
+        if is_identity(name) {
             return Ok(cx.args.iter().map(|a| a.v.clone()).collect());
         }
         if let Some(r) = self.lower_control(env, cx, defer)? {
@@ -343,17 +275,7 @@ impl<'c> G<'c, '_> {
             | "scatter-min" | "scatter_min" | "scatter-max" | "scatter_max" => self.scatter(cx),
             "sort" => return self.sort(cx),
             "top_k" => return self.top_k(env, cx),
-            _ => {
-                return Err(LowerError {
-                    range: cx.at(),
-                    message: format!("`{name}` has no native lowering"),
-                    help: Some(
-                        "the native build supports the primitives of the corpus build set; \
-                         `jaxpr check` still checks this equation"
-                            .into(),
-                    ),
-                });
-            }
+            _ => return missing_lowering(name, cx.at(), Backend::Native),
         })
     }
 

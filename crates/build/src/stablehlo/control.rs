@@ -9,7 +9,7 @@
 
 use super::ops::EqnCx;
 use super::{B, Env, Lower, Operand, V};
-use crate::{CALLS, R, ScanLayout, err};
+use crate::{call_params, R, ScanLayout, err};
 use jaxpr_check::JaxprId;
 use jaxpr_types::{AType, DType, Dim, Shape};
 use melior::ir::{Type, ValueLike};
@@ -23,7 +23,7 @@ impl<'c, 'f> Lower<'c, 'f> {
         cx: &EqnCx<'_, 'c, 'f>,
     ) -> R<Option<Vec<V<'c>>>> {
         let name = cx.name();
-        if let Some((_, params)) = CALLS.iter().find(|(p, _)| *p == name) {
+        if let Some(params) = call_params(name) {
             let Some(callee) = params
                 .iter()
                 .find_map(|p| cx.callees(self.a, p).first().copied())

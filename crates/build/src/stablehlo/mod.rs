@@ -663,6 +663,7 @@ impl<'c, 'f> Lower<'c, 'f> {
     }
 
     fn eqn(&self, b: B<'c>, env: &Env<'c>, e: &ast::Eqn, id: EqnId) -> R<()> {
+        super::walk::check_lowered(&e.primitive.text, e.primitive.range, super::walk::Backend::Stablehlo)?;
         let info = self.a.eqn(id);
         let args = e
             .args

@@ -3,7 +3,7 @@
 //! cumulative reductions): adding one is one line.
 
 use super::{B, Env, Lower, Operand, V};
-use crate::{IDENTITY, LowerError, R, err, expr_poly, expr_text};
+use crate::{Backend, R, err, expr_poly, expr_text, is_identity, missing_lowering};
 
 /// One equation being lowered.
 pub(crate) type EqnCx<'e, 'c, 'f> = crate::EqnCx<'e, V<'c>, std::borrow::Cow<'f, AType>>;
@@ -243,7 +243,7 @@ impl<'c, 'f> Lower<'c, 'f> {
             Some(Row::Cumulative(op, init)) => return one(self.cumulative(b, env, cx, op, init)),
             None => {}
         }
-        if IDENTITY.contains(&name) {
+        if is_identity(name) {
             return Ok(cx.args.iter().map(|a| a.v).collect());
         }
         if let Some(r) = self.lower_control(b, env, cx)? {
@@ -402,17 +402,7 @@ impl<'c, 'f> Lower<'c, 'f> {
                 let v = self.dim(b, env, &Dim::from_poly(poly), p.range)?;
                 self.convert(b, v, &cx.out_dtype(0)?)
             }
-            _ => {
-                return Err(LowerError {
-                    range: cx.at(),
-                    message: format!("`{name}` has no StableHLO lowering"),
-                    help: Some(
-                        "the build supports the primitives of the corpus build set; \
-                         `jaxpr check` still checks this equation"
-                            .into(),
-                    ),
-                });
-            }
+            _ => return missing_lowering(name, cx.at(), Backend::Stablehlo),
         })
     }
 

@@ -40,183 +40,77 @@ impl Class {
 }
 
 /// `reduce_*[axes=...]`: the result drops the reduced axes and keeps the dtype.
-const REDUCTIONS: &[(&str, Class, &str)] = &[
-    ("reduce_sum", Class::Numeric, "Sum over `axes`."),
-    ("reduce_prod", Class::Numeric, "Product over `axes`."),
-    ("reduce_max", Class::Any, "Maximum over `axes`."),
-    ("reduce_min", Class::Any, "Minimum over `axes`."),
-    (
-        "reduce_and",
-        Class::IntOrBool,
-        "Logical/bitwise and over `axes`.",
-    ),
-    (
-        "reduce_or",
-        Class::IntOrBool,
-        "Logical/bitwise or over `axes`.",
-    ),
-    (
-        "reduce_xor",
-        Class::IntOrBool,
-        "Logical/bitwise xor over `axes`.",
-    ),
+const REDUCTIONS: &[(&str, Class)] = &[
+    ("reduce_sum", Class::Numeric),
+    ("reduce_prod", Class::Numeric),
+    ("reduce_max", Class::Any),
+    ("reduce_min", Class::Any),
+    ("reduce_and", Class::IntOrBool),
+    ("reduce_or", Class::IntOrBool),
+    ("reduce_xor", Class::IntOrBool),
 ];
 
 /// `cum*[axis=... reverse=...]`: same type as the operand.
-const CUMULATIVE: &[(&str, &str)] = &[
-    (
-        "cumsum",
-        "Cumulative sum along `axis` (`reverse` from the end).",
-    ),
-    (
-        "cumprod",
-        "Cumulative product along `axis` (`reverse` from the end).",
-    ),
-    (
-        "cummax",
-        "Cumulative maximum along `axis` (`reverse` from the end).",
-    ),
-    (
-        "cummin",
-        "Cumulative minimum along `axis` (`reverse` from the end).",
-    ),
-    (
-        "cumlogsumexp",
-        "Cumulative log-sum-exp along `axis` (`reverse` from the end).",
-    ),
+const CUMULATIVE: &[&str] = &[
+    "cumsum",
+    "cumprod",
+    "cummax",
+    "cummin",
+    "cumlogsumexp",
 ];
 
 /// `reduce_window_*`: one operand, a window per dimension.
-const WINDOW_REDUCTIONS: &[(&str, Class, &str)] = &[
-    (
-        "reduce_window_sum",
-        Class::Numeric,
-        "Sum over sliding windows (`window_dimensions`, `window_strides`, `padding`, dilations).",
-    ),
-    (
-        "reduce_window_max",
-        Class::Any,
-        "Maximum over sliding windows (`window_dimensions`, `window_strides`, `padding`, dilations).",
-    ),
-    (
-        "reduce_window_min",
-        Class::Any,
-        "Minimum over sliding windows (`window_dimensions`, `window_strides`, `padding`, dilations).",
-    ),
+const WINDOW_REDUCTIONS: &[(&str, Class)] = &[
+    ("reduce_window_sum", Class::Numeric),
+    ("reduce_window_max", Class::Any),
+    ("reduce_window_min", Class::Any),
 ];
 
 /// The primitives with a rule of their own.
-const OTHERS: &[(&str, &str)] = &[
-    (
-        "dot_general",
-        "Generalised matrix product: contracts `dimension_numbers`; result is batch ++ lhs free ++ rhs free dimensions.",
-    ),
-    (
-        "conv_general_dilated",
-        "General N-d convolution with strides, padding, dilations and feature/batch groups.",
-    ),
-    (
-        "argmax",
-        "Index of the maximum along the axis in `axes`, as `index_dtype`.",
-    ),
-    (
-        "argmin",
-        "Index of the minimum along the axis in `axes`, as `index_dtype`.",
-    ),
-    (
-        "reduce",
-        "Reduces operands over `dimensions` with the monoid `jaxpr` and initial values.",
-    ),
-    (
-        "reduce_window",
-        "Reduces operands over sliding windows with the monoid `jaxpr` and initial values.",
-    ),
-    (
-        "sort",
-        "Sorts operands of one shape along `dimension`, by the first `num_keys` of them.",
-    ),
-    (
-        "top_k",
-        "The `k` largest values along `axis` (default last) and their int32 indices.",
-    ),
-    (
-        "convert_element_type",
-        "Converts the elements to `new_dtype`.",
-    ),
-    (
-        "bitcast_convert_type",
-        "Reinterprets the bits as `new_dtype`; a width change adds or removes a trailing dimension.",
-    ),
-    (
-        "random_seed",
-        "Makes PRNG keys of implementation `impl` from integer seeds.",
-    ),
-    (
-        "random_bits",
-        "Random `bit_width`-bit unsigned integers of shape keys.shape ++ `shape`.",
-    ),
-    (
-        "random_split",
-        "Splits PRNG keys into keys of shape keys.shape ++ `shape`.",
-    ),
-    ("random_fold_in", "Folds 32-bit integers into PRNG keys."),
-    (
-        "random_wrap",
-        "Wraps raw uint32 key data (trailing key dimension) as PRNG keys of `impl`.",
-    ),
-    (
-        "random_unwrap",
-        "Raw uint32 key data of PRNG keys (adds the trailing key dimension).",
-    ),
-    ("random_clone", "A copy of PRNG keys."),
-    (
-        "threefry2x32",
-        "The Threefry-2x32 hash: two uint32 key words and two uint32 counts to two uint32 arrays.",
-    ),
-    (
-        "rng_bit_generator",
-        "Random bits of `shape` and `dtype` from a raw key; also returns the new key.",
-    ),
-    (
-        "rng_uniform",
-        "Uniform random numbers in [a, b) of `shape`.",
-    ),
+#[cfg(test)]
+const OTHERS: &[&str] = &[
+    "dot_general",
+    "conv_general_dilated",
+    "argmax",
+    "argmin",
+    "reduce",
+    "reduce_window",
+    "sort",
+    "top_k",
+    "convert_element_type",
+    "bitcast_convert_type",
+    "random_seed",
+    "random_bits",
+    "random_split",
+    "random_fold_in",
+    "random_wrap",
+    "random_unwrap",
+    "random_clone",
+    "threefry2x32",
+    "rng_bit_generator",
+    "rng_uniform",
 ];
 
-pub(super) fn describe(name: &str) -> Option<&'static str> {
-    REDUCTIONS
-        .iter()
-        .chain(WINDOW_REDUCTIONS)
-        .find(|(n, _, _)| *n == name)
-        .map(|(_, _, d)| *d)
-        .or_else(|| {
-            CUMULATIVE
-                .iter()
-                .chain(OTHERS)
-                .find(|(n, _)| *n == name)
-                .map(|(_, d)| *d)
-        })
-}
-
+#[cfg(test)]
 pub(super) fn names() -> Vec<&'static str> {
     let mut v: Vec<&'static str> = REDUCTIONS
         .iter()
         .chain(WINDOW_REDUCTIONS)
-        .map(|(n, _, _)| *n)
+        .map(|(n, _)| *n)
         .collect();
-    v.extend(CUMULATIVE.iter().chain(OTHERS).map(|(n, _)| *n));
+    v.extend(CUMULATIVE.iter().chain(OTHERS).copied());
     v
 }
 
 /// Rules of this family: `Some(result)` when `name` belongs here.
 pub(super) fn infer(cx: &mut EqnCx, name: &str) -> Option<Infer> {
-    if let Some(&(_, class, _)) = REDUCTIONS.iter().find(|(n, _, _)| *n == name) {
+    if let Some(&(_, class)) = REDUCTIONS.iter().find(|(n, _)| *n == name) {
         return Some(guarded(cx, |cx| reduction(cx, class)));
     }
-    if let Some(&(_, class, _)) = WINDOW_REDUCTIONS.iter().find(|(n, _, _)| *n == name) {
+    if let Some(&(_, class)) = WINDOW_REDUCTIONS.iter().find(|(n, _)| *n == name) {
         return Some(guarded(cx, |cx| window_reduction(cx, class)));
     }
-    if CUMULATIVE.iter().any(|(n, _)| *n == name) {
+    if CUMULATIVE.contains(&name) {
         return Some(guarded(cx, cumulative));
     }
     if matches!(name, "reduce" | "reduce_window") {

@@ -17,83 +17,38 @@ use jaxpr_syntax::TextRange;
 use jaxpr_syntax::ast::{Expr, ExprKind};
 use jaxpr_types::{AType, Dim};
 
-const CALLS: &[(&str, &str)] = &[
-    ("jit", "Calls a jaxpr (a `jax.jit`-compiled function)."),
-    (
-        "pjit",
-        "Calls a jaxpr (a `jax.jit`-compiled function, older name).",
-    ),
-    ("closed_call", "Calls a closed jaxpr."),
-    ("core_call", "Calls a jaxpr."),
-    (
-        "remat",
-        "Calls a jaxpr whose residuals are rematerialised (jax.checkpoint).",
-    ),
-    (
-        "remat2",
-        "Calls a jaxpr whose residuals are rematerialised (jax.checkpoint).",
-    ),
-    (
-        "checkpoint",
-        "Calls a jaxpr whose residuals are rematerialised (jax.checkpoint).",
-    ),
-    (
-        "custom_jvp_call",
-        "Calls a function with a custom JVP rule.",
-    ),
-    (
-        "custom_vjp_call",
-        "Calls a function with a custom VJP rule.",
-    ),
-    (
-        "custom_vjp_call_jaxpr",
-        "Calls a function with a custom VJP rule.",
-    ),
-    (
-        "custom_lin",
-        "Linearised custom-VJP call (autodiff internal).",
-    ),
-    ("xla_call", "Calls a jaxpr (older jit)."),
-    ("xla_pmap", "Maps a jaxpr over devices."),
-    ("shard_map", "Maps a jaxpr over shards of a mesh."),
+const CALLS: &[&str] = &[
+    "jit",
+    "pjit",
+    "closed_call",
+    "core_call",
+    "remat",
+    "remat2",
+    "checkpoint",
+    "custom_jvp_call",
+    "custom_vjp_call",
+    "custom_vjp_call_jaxpr",
+    "custom_lin",
+    "xla_call",
+    "xla_pmap",
+    "shard_map",
 ];
 
-const LOOPS: &[(&str, &str)] = &[
-    (
-        "cond",
-        "Calls one of the `branches` chosen by an index (JAX) or predicates (Catalyst).",
-    ),
-    (
-        "while",
-        "Loops `body_jaxpr` while `cond_jaxpr` holds; carries values between iterations.",
-    ),
-    (
-        "scan",
-        "Loops `jaxpr` over the leading axis of `xs`, carrying a state and stacking outputs.",
-    ),
-    (
-        "for_loop",
-        "Catalyst counted loop: `body_jaxpr` runs for an index from lower to upper by step.",
-    ),
-    (
-        "while_loop",
-        "Catalyst while loop: `body_jaxpr` runs while `cond_jaxpr` holds.",
-    ),
+#[cfg(test)]
+const LOOPS: &[&str] = &[
+    "cond",
+    "while",
+    "scan",
+    "for_loop",
+    "while_loop",
 ];
 
 /// Parameters that hold the callee of a call-like primitive.
 const CALLEE_PARAMS: &[&str] = &["jaxpr", "call_jaxpr", "fun_jaxpr"];
 
-pub(super) fn describe(name: &str) -> Option<&'static str> {
-    CALLS
-        .iter()
-        .chain(LOOPS)
-        .find(|(n, _)| *n == name)
-        .map(|(_, d)| *d)
-}
-
+#[cfg(test)]
 pub(super) fn names() -> Vec<&'static str> {
-    CALLS.iter().chain(LOOPS).map(|(n, _)| *n).collect()
+    CALLS.iter().chain(LOOPS).copied().collect()
 }
 
 pub(super) fn infer(cx: &mut EqnCx, name: &str) -> Option<Infer> {
@@ -103,7 +58,7 @@ pub(super) fn infer(cx: &mut EqnCx, name: &str) -> Option<Infer> {
         "while" | "while_loop" => while_like(cx),
         "scan" => scan(cx),
         "for_loop" => for_loop(cx),
-        _ if CALLS.iter().any(|(n, _)| *n == name) => call(cx),
+        _ if CALLS.contains(&name) => call(cx),
         _ => return None,
     })
 }

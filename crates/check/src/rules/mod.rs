@@ -71,14 +71,18 @@ pub struct EqnCx<'c> {
 
 /// One-line descriptions of primitives, for hover and completion.
 pub fn describe(name: &str) -> Option<&'static str> {
-    elementwise::describe(name)
-        .or_else(|| shape::describe(name))
-        .or_else(|| compute::describe(name))
-        .or_else(|| control::describe(name))
+    crate::registry::lookup(name).map(|p| p.doc)
 }
 
-/// Every primitive with a type rule.
+/// Every primitive with a type rule (names and aliases).
 pub fn known_primitives() -> Vec<&'static str> {
+    crate::registry::all_names()
+}
+
+/// The names the rule tables answer for; the registry's rows must be
+/// exactly these.
+#[cfg(test)]
+fn rule_names() -> Vec<&'static str> {
     let mut v: Vec<&'static str> = Vec::new();
     v.extend(elementwise::names());
     v.extend(shape::names());
@@ -91,6 +95,9 @@ pub fn known_primitives() -> Vec<&'static str> {
 
 pub(crate) fn infer(cx: &mut EqnCx) -> Infer {
     let name = cx.eqn.primitive.text.clone();
+    if crate::registry::lookup(&name).is_none() {
+        return unknown(cx, name);
+    }
     if let Some(r) = elementwise::infer(cx, &name) {
         return r;
     }
@@ -103,6 +110,10 @@ pub(crate) fn infer(cx: &mut EqnCx) -> Infer {
     if let Some(r) = compute::infer(cx, &name) {
         return r;
     }
+    unknown(cx, name)
+}
+
+fn unknown(cx: &mut EqnCx, name: ast::SmolStr) -> Infer {
     // Unknown primitive: trust the printed result types, but still check the
     // jaxprs it carries, on their own.
     // A set rather than a scan of the earlier equations: a file of many
@@ -514,5 +525,56 @@ pub fn numpy_name(d: &DType) -> String {
         DType::Float(FloatKind::F64) => "float64".into(),
         DType::Complex(b) => format!("complex{b}"),
         other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod registry_tests {
+    use crate::registry::{self, PRIMITIVES};
+
+    #[test]
+    fn every_rule_has_a_registry_row_and_every_row_a_rule() {
+        let rules = super::rule_names();
+        let rows = registry::all_names();
+        let missing_rows: Vec<_> = rules.iter().filter(|n| !rows.contains(n)).collect();
+        let missing_rules: Vec<_> = rows.iter().filter(|n| !rules.contains(n)).collect();
+        assert!(
+            missing_rows.is_empty() && missing_rules.is_empty(),
+            "rules without a registry row: {missing_rows:?}; rows without a rule: {missing_rules:?}"
+        );
+    }
+
+    #[test]
+    fn registry_rows_are_well_formed() {
+        let mut seen = std::collections::HashSet::new();
+        for p in PRIMITIVES {
+            for n in std::iter::once(&p.name).chain(p.aliases) {
+                assert!(seen.insert(*n), "`{n}` is named by two rows");
+            }
+            assert!(!p.doc.is_empty(), "`{}` has no doc line", p.name);
+            for j in p.jaxpr_params {
+                assert!(
+                    p.params.contains(j),
+                    "`{}`: jaxpr parameter `{j}` is not among its parameters",
+                    p.name
+                );
+            }
+            assert_eq!(registry::lookup(p.name).map(|r| r.name), Some(p.name));
+        }
+    }
+
+    /// `docs/primitives.md` is the registry's table; `UPDATE_DOCS=1` rewrites it.
+    #[test]
+    fn docs_support_table_is_generated_from_the_registry() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/primitives.md");
+        let table = registry::support_table();
+        if std::env::var_os("UPDATE_DOCS").is_some() {
+            std::fs::write(path, &table).unwrap();
+        }
+        let on_disk = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            on_disk == table,
+            "docs/primitives.md differs from the registry: run `UPDATE_DOCS=1 cargo test -p jaxpr-check registry`"
+        );
     }
 }

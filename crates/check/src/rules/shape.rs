@@ -23,199 +23,50 @@ type Rule = fn(&mut EqnCx) -> Infer;
 struct Prim {
     name: &'static str,
     rule: Rule,
-    doc: &'static str,
 }
 
-const fn p(name: &'static str, rule: Rule, doc: &'static str) -> Prim {
-    Prim { name, rule, doc }
+const fn p(name: &'static str, rule: Rule) -> Prim {
+    Prim { name, rule }
 }
 
 const PRIMS: &[Prim] = &[
-    p(
-        "broadcast_in_dim",
-        broadcast_in_dim,
-        "Broadcasts an array to `shape`; operand dimension i becomes result dimension `broadcast_dimensions[i]`.",
-    ),
-    p(
-        "reshape",
-        reshape,
-        "Reshapes an array to `new_sizes` (same number of elements).",
-    ),
-    p(
-        "squeeze",
-        squeeze,
-        "Removes the size-1 axes listed in `dimensions`.",
-    ),
-    p(
-        "expand_dims",
-        expand_dims,
-        "Inserts size-1 axes at the positions listed in `dimensions`.",
-    ),
-    p(
-        "transpose",
-        transpose,
-        "Permutes the axes: result axis i is operand axis `permutation[i]`.",
-    ),
-    p(
-        "rev",
-        rev,
-        "Reverses the order of the elements along the axes in `dimensions`.",
-    ),
-    p(
-        "pad",
-        pad,
-        "Pads an array with a scalar value: (low, high, interior) per axis in `padding_config`; negative padding removes elements.",
-    ),
-    p(
-        "concatenate",
-        concatenate,
-        "Joins arrays along axis `dimension`; all other dimensions must agree.",
-    ),
-    p(
-        "slice",
-        slice,
-        "Static slice `start_indices:limit_indices:strides` along every axis.",
-    ),
-    p(
-        "dynamic_slice",
-        dynamic_slice,
-        "Slice of size `slice_sizes` starting at run-time indices (one scalar per axis).",
-    ),
-    p(
-        "dynamic_update_slice",
-        dynamic_update_slice,
-        "Writes `update` into the operand at run-time start indices (one scalar per axis).",
-    ),
-    p(
-        "gather",
-        gather,
-        "Gathers slices of size `slice_sizes` at the positions in `indices` (XLA Gather, `GatherDimensionNumbers`).",
-    ),
-    p(
-        "scatter",
-        scatter,
-        "Writes `updates` at the positions in `indices` (XLA Scatter, `ScatterDimensionNumbers`).",
-    ),
-    p(
-        "scatter-add",
-        scatter,
-        "Adds `updates` at the positions in `indices` (XLA Scatter, `ScatterDimensionNumbers`).",
-    ),
-    p(
-        "scatter_add",
-        scatter,
-        "Adds `updates` at the positions in `indices` (XLA Scatter, `ScatterDimensionNumbers`).",
-    ),
-    p(
-        "scatter-sub",
-        scatter,
-        "Subtracts `updates` at the positions in `indices` (XLA Scatter, `ScatterDimensionNumbers`).",
-    ),
-    p(
-        "scatter-mul",
-        scatter,
-        "Multiplies by `updates` at the positions in `indices` (XLA Scatter, `ScatterDimensionNumbers`).",
-    ),
-    p(
-        "scatter_mul",
-        scatter,
-        "Multiplies by `updates` at the positions in `indices` (XLA Scatter, `ScatterDimensionNumbers`).",
-    ),
-    p(
-        "scatter-min",
-        scatter,
-        "Minimum with `updates` at the positions in `indices` (XLA Scatter, `ScatterDimensionNumbers`).",
-    ),
-    p(
-        "scatter_min",
-        scatter,
-        "Minimum with `updates` at the positions in `indices` (XLA Scatter, `ScatterDimensionNumbers`).",
-    ),
-    p(
-        "scatter-max",
-        scatter,
-        "Maximum with `updates` at the positions in `indices` (XLA Scatter, `ScatterDimensionNumbers`).",
-    ),
-    p(
-        "scatter_max",
-        scatter,
-        "Maximum with `updates` at the positions in `indices` (XLA Scatter, `ScatterDimensionNumbers`).",
-    ),
-    p(
-        "scatter-apply",
-        scatter,
-        "Applies a function at the positions in `indices` (XLA Scatter, `ScatterDimensionNumbers`).",
-    ),
-    p(
-        "iota",
-        iota,
-        "0, 1, 2... along axis `dimension` of an array of `shape` and `dtype`.",
-    ),
-    p(
-        "split",
-        split,
-        "Splits an array along `axis` into pieces of the given `sizes` (one result each).",
-    ),
-    p(
-        "tile",
-        tile,
-        "Repeats an array `reps[i]` times along each axis i.",
-    ),
-    p(
-        "stack",
-        stack,
-        "Stacks arrays of one shape along a new axis `axis`.",
-    ),
-    p(
-        "unstack",
-        unstack,
-        "Splits an array into its slices along `axis` (one result each, the axis removed).",
-    ),
-    p(
-        "select_and_gather_add",
-        select_and_gather_add,
-        "Autodiff of max/min pooling: per window, the tangent at the selected element (`select_prim`).",
-    ),
-    p(
-        "select_and_scatter_add",
-        select_and_scatter_add,
-        "Autodiff of max/min pooling: adds each source value at the element selected in its window.",
-    ),
-    p(
-        "dim_as_value",
-        dim_as_value,
-        "The value of the symbolic dimension `dim` as an integer scalar.",
-    ),
-    p(
-        "optimization_barrier",
-        identity,
-        "Identity on its operands that blocks optimisations across it.",
-    ),
-    p(
-        "device_put",
-        identity,
-        "Places its operands on devices; identity on types.",
-    ),
-    p(
-        "sharding_constraint",
-        identity,
-        "Constrains the sharding of its operand; identity on types.",
-    ),
-    p(
-        "mesh_cast",
-        identity,
-        "Changes the mesh axis types of its operand; identity on types.",
-    ),
-    p(
-        "reshard",
-        identity,
-        "Reshards its operand; identity on types.",
-    ),
-    p(
-        "pvary",
-        identity,
-        "Marks its operands as varying over mesh axes; identity on types.",
-    ),
+    p("broadcast_in_dim", broadcast_in_dim),
+    p("reshape", reshape),
+    p("squeeze", squeeze),
+    p("expand_dims", expand_dims),
+    p("transpose", transpose),
+    p("rev", rev),
+    p("pad", pad),
+    p("concatenate", concatenate),
+    p("slice", slice),
+    p("dynamic_slice", dynamic_slice),
+    p("dynamic_update_slice", dynamic_update_slice),
+    p("gather", gather),
+    p("scatter", scatter),
+    p("scatter-add", scatter),
+    p("scatter_add", scatter),
+    p("scatter-sub", scatter),
+    p("scatter-mul", scatter),
+    p("scatter_mul", scatter),
+    p("scatter-min", scatter),
+    p("scatter_min", scatter),
+    p("scatter-max", scatter),
+    p("scatter_max", scatter),
+    p("scatter-apply", scatter),
+    p("iota", iota),
+    p("split", split),
+    p("tile", tile),
+    p("stack", stack),
+    p("unstack", unstack),
+    p("select_and_gather_add", select_and_gather_add),
+    p("select_and_scatter_add", select_and_scatter_add),
+    p("dim_as_value", dim_as_value),
+    p("optimization_barrier", identity),
+    p("device_put", identity),
+    p("sharding_constraint", identity),
+    p("mesh_cast", identity),
+    p("reshard", identity),
+    p("pvary", identity),
 ];
 
 fn find(name: &str) -> Option<&'static Prim> {
@@ -233,10 +84,7 @@ pub(super) fn infer(cx: &mut EqnCx, name: &str) -> Option<Infer> {
     Some((prim.rule)(cx))
 }
 
-pub(super) fn describe(name: &str) -> Option<&'static str> {
-    find(name).map(|p| p.doc)
-}
-
+#[cfg(test)]
 pub(super) fn names() -> Vec<&'static str> {
     PRIMS.iter().map(|p| p.name).collect()
 }

@@ -1,0 +1,1247 @@
+//! The primitive registry: one row per primitive the checker has a typing
+//! rule for. Every part of the product that needs to know a primitive reads
+//! its row here: the checker (which names are known, which parameters hold
+//! nested jaxprs), hover and completion (the doc line, the parameter names),
+//! both back ends (whether they lower it, and why not) and the generated
+//! support table (`docs/primitives.md`). The typing rules themselves live in
+//! `rules/`, one family per file; a test holds the two to the same set of
+//! names.
+
+use std::sync::OnceLock;
+
+/// How a back end treats a primitive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lowering {
+    Lowered,
+    /// Refused with J0012 at the equation, saying why: a program the back
+    /// end cannot compile exactly is refused, never approximated.
+    Refused(&'static str),
+}
+
+/// What kind of computation a primitive is; the typing rules and the back
+/// ends are organised by family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    /// One operand, elementwise.
+    Unary,
+    /// Several operands of one shape (after scalar broadcasting), elementwise.
+    Binary,
+    /// Elementwise comparison with a boolean result.
+    Comparison,
+    /// Elementwise choice among operands (`select_n`, `clamp`).
+    Selection,
+    Conversion,
+    Reduction,
+    WindowReduction,
+    Cumulative,
+    /// Contractions over axes (`dot_general`, convolutions).
+    Contraction,
+    Shape,
+    Indexing,
+    /// The value passes through unchanged (autodiff and placement markers
+    /// on one device).
+    Identity,
+    /// Sharding annotations of multi-device programs.
+    Placement,
+    Random,
+    /// Calls a nested jaxpr once.
+    Call,
+    /// Runs nested jaxprs a data-dependent number of times.
+    Loop,
+    Other,
+}
+
+#[derive(Debug)]
+pub struct Primitive {
+    /// The name as JAX or Catalyst prints it.
+    pub name: &'static str,
+    /// Other printed names of the same primitive (older JAX versions).
+    pub aliases: &'static [&'static str],
+    pub family: Family,
+    /// The parameters it takes, as printed.
+    pub params: &'static [&'static str],
+    /// Which of `params` hold nested jaxprs.
+    pub jaxpr_params: &'static [&'static str],
+    /// One line for hover and completion.
+    pub doc: &'static str,
+    pub stablehlo: Lowering,
+    pub native: Lowering,
+}
+
+impl Primitive {
+    /// Whether `name` is this primitive's name or one of its aliases.
+    pub fn is_named(&self, name: &str) -> bool {
+        self.name == name || self.aliases.contains(&name)
+    }
+}
+
+/// The fields most rows share; each row names only what differs.
+const ROW: Primitive = Primitive {
+    name: "",
+    aliases: &[],
+    family: Family::Other,
+    params: &[],
+    jaxpr_params: &[],
+    doc: "",
+    stablehlo: Lowering::Lowered,
+    native: Lowering::Lowered,
+};
+
+/// The row of `name` (a name or an alias).
+pub fn lookup(name: &str) -> Option<&'static Primitive> {
+    static BY_NAME: OnceLock<rustc_hash::FxHashMap<&'static str, usize>> = OnceLock::new();
+    let map = BY_NAME.get_or_init(|| {
+        let mut m = rustc_hash::FxHashMap::default();
+        for (i, p) in PRIMITIVES.iter().enumerate() {
+            for n in std::iter::once(&p.name).chain(p.aliases) {
+                m.entry(*n).or_insert(i);
+            }
+        }
+        m
+    });
+    map.get(name).map(|&i| &PRIMITIVES[i])
+}
+
+/// Every printed name (names and aliases), sorted.
+pub fn all_names() -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = PRIMITIVES
+        .iter()
+        .flat_map(|p| std::iter::once(p.name).chain(p.aliases.iter().copied()))
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+/// The support table of `docs/primitives.md`, generated from the rows.
+pub fn support_table() -> String {
+    let mut out = String::from(
+        "# Primitives\n\nGenerated from the primitive registry (`crates/check/src/registry.rs`) by \
+         `UPDATE_DOCS=1 cargo test -p jaxpr-check registry`; do not edit by hand.\n\n\
+         | primitive | family | check | StableHLO | native | |\n|---|---|---|---|---|---|\n",
+    );
+    let cell = |l: Lowering| match l {
+        Lowering::Lowered => "yes".to_string(),
+        Lowering::Refused(why) => format!("no: {why}"),
+    };
+    let mut rows: Vec<&Primitive> = PRIMITIVES.iter().collect();
+    rows.sort_by_key(|p| p.name);
+    for p in rows {
+        let name = std::iter::once(p.name)
+            .chain(p.aliases.iter().copied())
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        out.push_str(&format!(
+            "| {name} | {:?} | yes | {} | {} | {} |\n",
+            p.family,
+            cell(p.stablehlo),
+            cell(p.native),
+            p.doc.replace('|', "\\|")
+        ));
+    }
+    out
+}
+
+use Family::*;
+use Lowering::Refused;
+
+pub static PRIMITIVES: &[Primitive] = &[
+    Primitive {
+        name: "abs",
+        family: Unary,
+        doc: "Absolute value (modulus for complex), elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "acos",
+        family: Unary,
+        doc: "Arccosine, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "acosh",
+        family: Unary,
+        doc: "Inverse hyperbolic cosine, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "add",
+        family: Binary,
+        doc: "Addition, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "add_any",
+        family: Binary,
+        doc: "Addition of tangents (from autodiff), elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "and",
+        family: Binary,
+        doc: "Bitwise/logical and, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "argmax",
+        family: Other,
+        params: &["axes", "index_dtype"],
+        doc: "Index of the maximum along the axis in `axes`, as `index_dtype`.",
+        ..ROW
+    },
+    Primitive {
+        name: "argmin",
+        family: Other,
+        params: &["axes", "index_dtype"],
+        doc: "Index of the minimum along the axis in `axes`, as `index_dtype`.",
+        ..ROW
+    },
+    Primitive {
+        name: "asin",
+        family: Unary,
+        doc: "Arcsine, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "asinh",
+        family: Unary,
+        doc: "Inverse hyperbolic sine, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "atan",
+        family: Unary,
+        doc: "Arctangent, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "atan2",
+        family: Binary,
+        doc: "Two-argument arctangent, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "atanh",
+        family: Unary,
+        doc: "Inverse hyperbolic tangent, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "bitcast_convert_type",
+        family: Conversion,
+        params: &["new_dtype"],
+        doc: "Reinterprets the bits as `new_dtype`; a width change adds or removes a trailing dimension.",
+        native: Refused("no lowering yet"),
+        ..ROW
+    },
+    Primitive {
+        name: "broadcast_in_dim",
+        family: Shape,
+        params: &["broadcast_dimensions", "shape", "sharding"],
+        doc: "Broadcasts an array to `shape`; operand dimension i becomes result dimension `broadcast_dimensions[i]`.",
+        ..ROW
+    },
+    Primitive {
+        name: "cbrt",
+        family: Unary,
+        doc: "Cube root, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "ceil",
+        family: Unary,
+        doc: "Round up, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "checkpoint",
+        family: Call,
+        aliases: &["remat", "remat2"],
+        params: &["differentiated", "jaxpr", "policy", "prevent_cse"],
+        jaxpr_params: &["jaxpr"],
+        doc: "Calls a jaxpr whose residuals are rematerialised (jax.checkpoint).",
+        ..ROW
+    },
+    Primitive {
+        name: "clamp",
+        family: Selection,
+        doc: "clamp(lo, x, hi): x limited to [lo, hi], elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "closed_call",
+        family: Call,
+        params: &["call_jaxpr"],
+        jaxpr_params: &["call_jaxpr"],
+        doc: "Calls a closed jaxpr.",
+        ..ROW
+    },
+    Primitive {
+        name: "clz",
+        family: Unary,
+        doc: "Count leading zeros, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "complex",
+        family: Binary,
+        doc: "Complex number from real and imaginary parts, elementwise.",
+        stablehlo: Refused("complex dtypes have no lowering yet"),
+        native: Refused("complex dtypes have no lowering yet"),
+        ..ROW
+    },
+    Primitive {
+        name: "concatenate",
+        family: Shape,
+        params: &["dimension"],
+        doc: "Joins arrays along axis `dimension`; all other dimensions must agree.",
+        ..ROW
+    },
+    Primitive {
+        name: "cond",
+        family: Loop,
+        params: &["branch_jaxprs", "branches", "num_implicit_outputs"],
+        jaxpr_params: &["branches"],
+        doc: "Calls one of the `branches` chosen by an index (JAX) or predicates (Catalyst).",
+        ..ROW
+    },
+    Primitive {
+        name: "conj",
+        family: Unary,
+        doc: "Complex conjugate, elementwise.",
+        stablehlo: Refused("complex dtypes have no lowering yet"),
+        native: Refused("complex dtypes have no lowering yet"),
+        ..ROW
+    },
+    Primitive {
+        name: "conv_general_dilated",
+        family: Contraction,
+        params: &["batch_group_count", "dimension_numbers", "feature_group_count", "lhs_dilation", "out_sharding", "padding", "precision", "preferred_element_type", "rhs_dilation", "window_strides"],
+        doc: "General N-d convolution with strides, padding, dilations and feature/batch groups.",
+        ..ROW
+    },
+    Primitive {
+        name: "convert_element_type",
+        family: Conversion,
+        params: &["new_dtype", "weak_type"],
+        doc: "Converts the elements to `new_dtype`.",
+        ..ROW
+    },
+    Primitive {
+        name: "copy",
+        family: Identity,
+        aliases: &["copy_p"],
+        doc: "Copy of the operand.",
+        ..ROW
+    },
+    Primitive {
+        name: "core_call",
+        family: Call,
+        params: &["call_jaxpr"],
+        jaxpr_params: &["call_jaxpr"],
+        doc: "Calls a jaxpr.",
+        ..ROW
+    },
+    Primitive {
+        name: "cos",
+        family: Unary,
+        doc: "Cosine, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "cosh",
+        family: Unary,
+        doc: "Hyperbolic cosine, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "cumlogsumexp",
+        family: Cumulative,
+        doc: "Cumulative log-sum-exp along `axis` (`reverse` from the end).",
+        stablehlo: Refused("no lowering yet"),
+        ..ROW
+    },
+    Primitive {
+        name: "cummax",
+        family: Cumulative,
+        params: &["axis", "reverse"],
+        doc: "Cumulative maximum along `axis` (`reverse` from the end).",
+        ..ROW
+    },
+    Primitive {
+        name: "cummin",
+        family: Cumulative,
+        doc: "Cumulative minimum along `axis` (`reverse` from the end).",
+        ..ROW
+    },
+    Primitive {
+        name: "cumprod",
+        family: Cumulative,
+        params: &["axis", "reverse"],
+        doc: "Cumulative product along `axis` (`reverse` from the end).",
+        ..ROW
+    },
+    Primitive {
+        name: "cumsum",
+        family: Cumulative,
+        params: &["axis", "reverse"],
+        doc: "Cumulative sum along `axis` (`reverse` from the end).",
+        ..ROW
+    },
+    Primitive {
+        name: "custom_jvp_call",
+        family: Call,
+        params: &["call_jaxpr", "fun_jaxpr", "jvp", "name", "symbolic_zeros"],
+        jaxpr_params: &["call_jaxpr", "fun_jaxpr"],
+        doc: "Calls a function with a custom JVP rule.",
+        ..ROW
+    },
+    Primitive {
+        name: "custom_lin",
+        family: Call,
+        params: &["jaxpr"],
+        jaxpr_params: &["jaxpr"],
+        doc: "Linearised custom-VJP call (autodiff internal).",
+        ..ROW
+    },
+    Primitive {
+        name: "custom_vjp_call",
+        family: Call,
+        params: &["call_jaxpr", "fun_jaxpr", "fwd_jaxpr_thunk", "bwd", "num_consts", "out_trees", "symbolic_zeros"],
+        jaxpr_params: &["call_jaxpr", "fun_jaxpr"],
+        doc: "Calls a function with a custom VJP rule.",
+        ..ROW
+    },
+    Primitive {
+        name: "custom_vjp_call_jaxpr",
+        family: Call,
+        params: &["fun_jaxpr", "call_jaxpr", "fwd_jaxpr_thunk", "bwd", "num_consts", "out_trees", "symbolic_zeros"],
+        jaxpr_params: &["fun_jaxpr", "call_jaxpr"],
+        doc: "Calls a function with a custom VJP rule.",
+        ..ROW
+    },
+    Primitive {
+        name: "device_put",
+        family: Identity,
+        doc: "Places its operands on devices; identity on types.",
+        ..ROW
+    },
+    Primitive {
+        name: "digamma",
+        family: Unary,
+        doc: "Digamma function, elementwise.",
+        native: Refused("no lowering yet"),
+        ..ROW
+    },
+    Primitive {
+        name: "dim_as_value",
+        family: Shape,
+        params: &["dim"],
+        doc: "The value of the symbolic dimension `dim` as an integer scalar.",
+        ..ROW
+    },
+    Primitive {
+        name: "div",
+        family: Binary,
+        doc: "Division (rounds toward zero for integers), elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "dot_general",
+        family: Contraction,
+        params: &["dimension_numbers", "preferred_element_type"],
+        doc: "Generalised matrix product: contracts `dimension_numbers`; result is batch ++ lhs free ++ rhs free dimensions.",
+        ..ROW
+    },
+    Primitive {
+        name: "dynamic_slice",
+        family: Indexing,
+        params: &["slice_sizes"],
+        doc: "Slice of size `slice_sizes` starting at run-time indices (one scalar per axis).",
+        ..ROW
+    },
+    Primitive {
+        name: "dynamic_update_slice",
+        family: Indexing,
+        doc: "Writes `update` into the operand at run-time start indices (one scalar per axis).",
+        ..ROW
+    },
+    Primitive {
+        name: "eq",
+        family: Comparison,
+        doc: "Equality, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "erf",
+        family: Unary,
+        doc: "Error function, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "erf_inv",
+        family: Unary,
+        doc: "Inverse error function, elementwise.",
+        native: Refused("no lowering yet"),
+        ..ROW
+    },
+    Primitive {
+        name: "erfc",
+        family: Unary,
+        doc: "Complementary error function, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "exp",
+        family: Unary,
+        doc: "e**x, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "exp2",
+        family: Unary,
+        doc: "2**x, elementwise.",
+        stablehlo: Refused("no lowering yet"),
+        ..ROW
+    },
+    Primitive {
+        name: "expand_dims",
+        family: Shape,
+        doc: "Inserts size-1 axes at the positions listed in `dimensions`.",
+        ..ROW
+    },
+    Primitive {
+        name: "expm1",
+        family: Unary,
+        doc: "exp(x) - 1, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "floor",
+        family: Unary,
+        doc: "Round down, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "for_loop",
+        family: Loop,
+        params: &["apply_reverse_transform", "body_jaxpr", "body_nconsts", "num_implicit_inputs", "preserve_dimensions"],
+        jaxpr_params: &["body_jaxpr"],
+        doc: "Catalyst counted loop: `body_jaxpr` runs for an index from lower to upper by step.",
+        ..ROW
+    },
+    Primitive {
+        name: "gather",
+        family: Indexing,
+        params: &["dimension_numbers", "fill_value", "indices_are_sorted", "mode", "slice_sizes", "unique_indices"],
+        doc: "Gathers slices of size `slice_sizes` at the positions in `indices` (XLA Gather, `GatherDimensionNumbers`).",
+        ..ROW
+    },
+    Primitive {
+        name: "ge",
+        family: Comparison,
+        doc: "Greater than or equal, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "gt",
+        family: Comparison,
+        doc: "Greater than, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "igamma",
+        family: Binary,
+        doc: "Regularized incomplete gamma function, elementwise.",
+        stablehlo: Refused("no lowering yet"),
+        native: Refused("no lowering yet"),
+        ..ROW
+    },
+    Primitive {
+        name: "igammac",
+        family: Binary,
+        doc: "Complementary regularized incomplete gamma function, elementwise.",
+        stablehlo: Refused("no lowering yet"),
+        native: Refused("no lowering yet"),
+        ..ROW
+    },
+    Primitive {
+        name: "imag",
+        family: Unary,
+        doc: "Imaginary part, elementwise.",
+        stablehlo: Refused("complex dtypes have no lowering yet"),
+        native: Refused("complex dtypes have no lowering yet"),
+        ..ROW
+    },
+    Primitive {
+        name: "integer_pow",
+        family: Unary,
+        params: &["y"],
+        doc: "x**y for a static integer `y`, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "iota",
+        family: Shape,
+        params: &["dimension", "dtype", "shape", "sharding"],
+        doc: "0, 1, 2... along axis `dimension` of an array of `shape` and `dtype`.",
+        ..ROW
+    },
+    Primitive {
+        name: "is_finite",
+        family: Unary,
+        doc: "Whether each element is finite.",
+        ..ROW
+    },
+    Primitive {
+        name: "jit",
+        family: Call,
+        aliases: &["pjit"],
+        params: &["jaxpr", "name"],
+        jaxpr_params: &["jaxpr"],
+        doc: "Calls a jaxpr (a `jax.jit`-compiled function).",
+        ..ROW
+    },
+    Primitive {
+        name: "le",
+        family: Comparison,
+        doc: "Less than or equal, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "lgamma",
+        family: Unary,
+        doc: "log|Gamma(x)|, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "log",
+        family: Unary,
+        doc: "Natural logarithm, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "log1p",
+        family: Unary,
+        doc: "log(1 + x), elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "logistic",
+        family: Unary,
+        doc: "Logistic sigmoid 1/(1+exp(-x)), elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "lt",
+        family: Comparison,
+        doc: "Less than, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "max",
+        family: Binary,
+        doc: "Maximum, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "mesh_cast",
+        family: Placement,
+        doc: "Changes the mesh axis types of its operand; identity on types.",
+        stablehlo: Refused("sharding primitives of multi-device programs have no lowering"),
+        native: Refused("sharding primitives of multi-device programs have no lowering"),
+        ..ROW
+    },
+    Primitive {
+        name: "min",
+        family: Binary,
+        doc: "Minimum, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "mul",
+        family: Binary,
+        doc: "Multiplication, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "ne",
+        family: Comparison,
+        doc: "Inequality, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "neg",
+        family: Unary,
+        doc: "Negation, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "nextafter",
+        family: Binary,
+        doc: "Next representable float towards y, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "not",
+        family: Binary,
+        doc: "Bitwise/logical not, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "optimization_barrier",
+        family: Identity,
+        doc: "Identity on its operands that blocks optimisations across it.",
+        ..ROW
+    },
+    Primitive {
+        name: "or",
+        family: Binary,
+        doc: "Bitwise/logical or, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "pad",
+        family: Shape,
+        params: &["padding_config"],
+        doc: "Pads an array with a scalar value: (low, high, interior) per axis in `padding_config`; negative padding removes elements.",
+        ..ROW
+    },
+    Primitive {
+        name: "population_count",
+        family: Unary,
+        doc: "Number of set bits, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "pow",
+        family: Binary,
+        doc: "x**y, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "pvary",
+        family: Placement,
+        doc: "Marks its operands as varying over mesh axes; identity on types.",
+        stablehlo: Refused("sharding primitives of multi-device programs have no lowering"),
+        native: Refused("sharding primitives of multi-device programs have no lowering"),
+        ..ROW
+    },
+    Primitive {
+        name: "random_bits",
+        family: Random,
+        params: &["bit_width", "shape"],
+        doc: "Random `bit_width`-bit unsigned integers of shape keys.shape ++ `shape`.",
+        stablehlo: Refused("random keys and bits have no lowering yet"),
+        native: Refused("random keys and bits have no lowering yet"),
+        ..ROW
+    },
+    Primitive {
+        name: "random_clone",
+        family: Random,
+        doc: "A copy of PRNG keys.",
+        stablehlo: Refused("random keys and bits have no lowering yet"),
+        native: Refused("random keys and bits have no lowering yet"),
+        ..ROW
+    },
+    Primitive {
+        name: "random_fold_in",
+        family: Random,
+        doc: "Folds 32-bit integers into PRNG keys.",
+        stablehlo: Refused("random keys and bits have no lowering yet"),
+        native: Refused("random keys and bits have no lowering yet"),
+        ..ROW
+    },
+    Primitive {
+        name: "random_seed",
+        family: Random,
+        doc: "Makes PRNG keys of implementation `impl` from integer seeds.",
+        stablehlo: Refused("random keys and bits have no lowering yet"),
+        native: Refused("random keys and bits have no lowering yet"),
+        ..ROW
+    },
+    Primitive {
+        name: "random_split",
+        family: Random,
+        params: &["shape"],
+        doc: "Splits PRNG keys into keys of shape keys.shape ++ `shape`.",
+        stablehlo: Refused("random keys and bits have no lowering yet"),
+        native: Refused("random keys and bits have no lowering yet"),
+        ..ROW
+    },
+    Primitive {
+        name: "random_unwrap",
+        family: Random,
+        doc: "Raw uint32 key data of PRNG keys (adds the trailing key dimension).",
+        stablehlo: Refused("random keys and bits have no lowering yet"),
+        native: Refused("random keys and bits have no lowering yet"),
+        ..ROW
+    },
+    Primitive {
+        name: "random_wrap",
+        family: Random,
+        doc: "Wraps raw uint32 key data (trailing key dimension) as PRNG keys of `impl`.",
+        stablehlo: Refused("random keys and bits have no lowering yet"),
+        native: Refused("random keys and bits have no lowering yet"),
+        ..ROW
+    },
+    Primitive {
+        name: "real",
+        family: Unary,
+        doc: "Real part, elementwise.",
+        stablehlo: Refused("complex dtypes have no lowering yet"),
+        native: Refused("complex dtypes have no lowering yet"),
+        ..ROW
+    },
+    Primitive {
+        name: "reduce",
+        family: Reduction,
+        params: &["jaxpr"],
+        jaxpr_params: &["jaxpr"],
+        doc: "Reduces operands over `dimensions` with the monoid `jaxpr` and initial values.",
+        stablehlo: Refused("a reduction with a general `jaxpr` has no lowering yet"),
+        native: Refused("a reduction with a general `jaxpr` has no lowering yet"),
+        ..ROW
+    },
+    Primitive {
+        name: "reduce_and",
+        family: Reduction,
+        params: &["axes"],
+        doc: "Logical/bitwise and over `axes`.",
+        ..ROW
+    },
+    Primitive {
+        name: "reduce_max",
+        family: Reduction,
+        params: &["axes"],
+        doc: "Maximum over `axes`.",
+        ..ROW
+    },
+    Primitive {
+        name: "reduce_min",
+        family: Reduction,
+        params: &["axes"],
+        doc: "Minimum over `axes`.",
+        ..ROW
+    },
+    Primitive {
+        name: "reduce_or",
+        family: Reduction,
+        params: &["axes"],
+        doc: "Logical/bitwise or over `axes`.",
+        ..ROW
+    },
+    Primitive {
+        name: "reduce_precision",
+        family: Unary,
+        params: &["exponent_bits", "mantissa_bits"],
+        doc: "Rounds to a narrower float format (`exponent_bits`, `mantissa_bits`).",
+        stablehlo: Refused("rounding to a narrower exponent and mantissa has no exact lowering yet"),
+        native: Refused("rounding to a narrower exponent and mantissa has no exact lowering yet"),
+        ..ROW
+    },
+    Primitive {
+        name: "reduce_prod",
+        family: Reduction,
+        params: &["axes"],
+        doc: "Product over `axes`.",
+        ..ROW
+    },
+    Primitive {
+        name: "reduce_sum",
+        family: Reduction,
+        params: &["axes", "out_sharding"],
+        doc: "Sum over `axes`.",
+        ..ROW
+    },
+    Primitive {
+        name: "reduce_window",
+        family: WindowReduction,
+        params: &["jaxpr"],
+        jaxpr_params: &["jaxpr"],
+        doc: "Reduces operands over sliding windows with the monoid `jaxpr` and initial values.",
+        stablehlo: Refused("a reduction with a general `jaxpr` has no lowering yet"),
+        native: Refused("a reduction with a general `jaxpr` has no lowering yet"),
+        ..ROW
+    },
+    Primitive {
+        name: "reduce_window_max",
+        family: WindowReduction,
+        params: &["base_dilation", "padding", "window_dilation", "window_dimensions", "window_strides"],
+        doc: "Maximum over sliding windows (`window_dimensions`, `window_strides`, `padding`, dilations).",
+        ..ROW
+    },
+    Primitive {
+        name: "reduce_window_min",
+        family: WindowReduction,
+        doc: "Minimum over sliding windows (`window_dimensions`, `window_strides`, `padding`, dilations).",
+        ..ROW
+    },
+    Primitive {
+        name: "reduce_window_sum",
+        family: WindowReduction,
+        doc: "Sum over sliding windows (`window_dimensions`, `window_strides`, `padding`, dilations).",
+        ..ROW
+    },
+    Primitive {
+        name: "reduce_xor",
+        family: Reduction,
+        doc: "Logical/bitwise xor over `axes`.",
+        ..ROW
+    },
+    Primitive {
+        name: "rem",
+        family: Binary,
+        doc: "Remainder with the sign of the dividend, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "reshape",
+        family: Shape,
+        params: &["dimensions", "new_sizes", "sharding"],
+        doc: "Reshapes an array to `new_sizes` (same number of elements).",
+        ..ROW
+    },
+    Primitive {
+        name: "reshard",
+        family: Placement,
+        doc: "Reshards its operand; identity on types.",
+        stablehlo: Refused("sharding primitives of multi-device programs have no lowering"),
+        native: Refused("sharding primitives of multi-device programs have no lowering"),
+        ..ROW
+    },
+    Primitive {
+        name: "rev",
+        family: Shape,
+        params: &["dimensions"],
+        doc: "Reverses the order of the elements along the axes in `dimensions`.",
+        ..ROW
+    },
+    Primitive {
+        name: "rng_bit_generator",
+        family: Random,
+        doc: "Random bits of `shape` and `dtype` from a raw key; also returns the new key.",
+        stablehlo: Refused("random keys and bits have no lowering yet"),
+        native: Refused("random keys and bits have no lowering yet"),
+        ..ROW
+    },
+    Primitive {
+        name: "rng_uniform",
+        family: Random,
+        doc: "Uniform random numbers in [a, b) of `shape`.",
+        stablehlo: Refused("random keys and bits have no lowering yet"),
+        native: Refused("random keys and bits have no lowering yet"),
+        ..ROW
+    },
+    Primitive {
+        name: "round",
+        family: Unary,
+        params: &["rounding_method"],
+        doc: "Round to nearest (`rounding_method`), elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "rsqrt",
+        family: Unary,
+        doc: "Reciprocal square root, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "scan",
+        family: Loop,
+        params: &["jaxpr", "length", "num_carry", "num_consts", "reverse", "unroll"],
+        jaxpr_params: &["jaxpr"],
+        doc: "Loops `jaxpr` over the leading axis of `xs`, carrying a state and stacking outputs.",
+        ..ROW
+    },
+    Primitive {
+        name: "scatter",
+        family: Indexing,
+        params: &["dimension_numbers", "indices_are_sorted", "mode", "unique_indices", "update_consts", "update_jaxpr"],
+        jaxpr_params: &["update_jaxpr"],
+        doc: "Writes `updates` at the positions in `indices` (XLA Scatter, `ScatterDimensionNumbers`).",
+        ..ROW
+    },
+    Primitive {
+        name: "scatter-add",
+        family: Indexing,
+        aliases: &["scatter_add"],
+        params: &["dimension_numbers", "indices_are_sorted", "mode", "unique_indices", "update_consts", "update_jaxpr"],
+        jaxpr_params: &["update_jaxpr"],
+        doc: "Adds `updates` at the positions in `indices` (XLA Scatter, `ScatterDimensionNumbers`).",
+        ..ROW
+    },
+    Primitive {
+        name: "scatter-apply",
+        family: Indexing,
+        params: &["dimension_numbers", "indices_are_sorted", "mode", "unique_indices", "update_consts", "update_jaxpr"],
+        jaxpr_params: &["update_jaxpr"],
+        doc: "Applies a function at the positions in `indices` (XLA Scatter, `ScatterDimensionNumbers`).",
+        stablehlo: Refused("no lowering yet"),
+        native: Refused("no lowering yet"),
+        ..ROW
+    },
+    Primitive {
+        name: "scatter-max",
+        family: Indexing,
+        aliases: &["scatter_max"],
+        params: &["dimension_numbers", "indices_are_sorted", "mode", "unique_indices", "update_consts", "update_jaxpr"],
+        jaxpr_params: &["update_jaxpr"],
+        doc: "Maximum with `updates` at the positions in `indices` (XLA Scatter, `ScatterDimensionNumbers`).",
+        ..ROW
+    },
+    Primitive {
+        name: "scatter-min",
+        family: Indexing,
+        aliases: &["scatter_min"],
+        params: &["dimension_numbers", "indices_are_sorted", "mode", "unique_indices", "update_consts", "update_jaxpr"],
+        jaxpr_params: &["update_jaxpr"],
+        doc: "Minimum with `updates` at the positions in `indices` (XLA Scatter, `ScatterDimensionNumbers`).",
+        ..ROW
+    },
+    Primitive {
+        name: "scatter-mul",
+        family: Indexing,
+        aliases: &["scatter_mul"],
+        params: &["dimension_numbers", "indices_are_sorted", "mode", "unique_indices", "update_consts", "update_jaxpr"],
+        jaxpr_params: &["update_jaxpr"],
+        doc: "Multiplies by `updates` at the positions in `indices` (XLA Scatter, `ScatterDimensionNumbers`).",
+        ..ROW
+    },
+    Primitive {
+        name: "scatter-sub",
+        family: Indexing,
+        params: &["dimension_numbers", "indices_are_sorted", "mode", "unique_indices", "update_consts", "update_jaxpr"],
+        jaxpr_params: &["update_jaxpr"],
+        doc: "Subtracts `updates` at the positions in `indices` (XLA Scatter, `ScatterDimensionNumbers`).",
+        stablehlo: Refused("no lowering yet"),
+        native: Refused("no lowering yet"),
+        ..ROW
+    },
+    Primitive {
+        name: "select_and_gather_add",
+        family: Indexing,
+        doc: "Autodiff of max/min pooling: per window, the tangent at the selected element (`select_prim`).",
+        stablehlo: Refused("windowed select-and-scatter/gather has no lowering yet"),
+        native: Refused("windowed select-and-scatter/gather has no lowering yet"),
+        ..ROW
+    },
+    Primitive {
+        name: "select_and_scatter_add",
+        family: Indexing,
+        doc: "Autodiff of max/min pooling: adds each source value at the element selected in its window.",
+        stablehlo: Refused("windowed select-and-scatter/gather has no lowering yet"),
+        native: Refused("windowed select-and-scatter/gather has no lowering yet"),
+        ..ROW
+    },
+    Primitive {
+        name: "select_n",
+        family: Selection,
+        doc: "Selects, elementwise, among the cases by an integer or boolean predicate.",
+        ..ROW
+    },
+    Primitive {
+        name: "shard_map",
+        family: Call,
+        params: &["jaxpr"],
+        jaxpr_params: &["jaxpr"],
+        doc: "Maps a jaxpr over shards of a mesh.",
+        stablehlo: Refused("device-parallel maps have no single-device lowering"),
+        native: Refused("device-parallel maps have no single-device lowering"),
+        ..ROW
+    },
+    Primitive {
+        name: "sharding_constraint",
+        family: Identity,
+        doc: "Constrains the sharding of its operand; identity on types.",
+        ..ROW
+    },
+    Primitive {
+        name: "shift_left",
+        family: Binary,
+        doc: "Left shift, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "shift_right_arithmetic",
+        family: Binary,
+        doc: "Arithmetic right shift, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "shift_right_logical",
+        family: Binary,
+        doc: "Logical right shift, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "sign",
+        family: Unary,
+        doc: "Sign (-1, 0 or 1), elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "sin",
+        family: Unary,
+        doc: "Sine, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "sinh",
+        family: Unary,
+        doc: "Hyperbolic sine, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "slice",
+        family: Indexing,
+        params: &["limit_indices", "start_indices", "strides"],
+        doc: "Static slice `start_indices:limit_indices:strides` along every axis.",
+        ..ROW
+    },
+    Primitive {
+        name: "sort",
+        family: Other,
+        params: &["dimension", "is_stable", "num_keys"],
+        doc: "Sorts operands of one shape along `dimension`, by the first `num_keys` of them.",
+        ..ROW
+    },
+    Primitive {
+        name: "split",
+        family: Shape,
+        doc: "Splits an array along `axis` into pieces of the given `sizes` (one result each).",
+        stablehlo: Refused("no lowering yet"),
+        native: Refused("no lowering yet"),
+        ..ROW
+    },
+    Primitive {
+        name: "sqrt",
+        family: Unary,
+        doc: "Square root, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "square",
+        family: Unary,
+        doc: "x*x, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "squeeze",
+        family: Shape,
+        params: &["dimensions"],
+        doc: "Removes the size-1 axes listed in `dimensions`.",
+        ..ROW
+    },
+    Primitive {
+        name: "stack",
+        family: Shape,
+        doc: "Stacks arrays of one shape along a new axis `axis`.",
+        stablehlo: Refused("no lowering yet"),
+        native: Refused("no lowering yet"),
+        ..ROW
+    },
+    Primitive {
+        name: "stop_gradient",
+        family: Identity,
+        doc: "Identity that blocks differentiation.",
+        ..ROW
+    },
+    Primitive {
+        name: "sub",
+        family: Binary,
+        doc: "Subtraction, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "tan",
+        family: Unary,
+        doc: "Tangent, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "tanh",
+        family: Unary,
+        doc: "Hyperbolic tangent, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "threefry2x32",
+        family: Random,
+        doc: "The Threefry-2x32 hash: two uint32 key words and two uint32 counts to two uint32 arrays.",
+        stablehlo: Refused("random keys and bits have no lowering yet"),
+        native: Refused("random keys and bits have no lowering yet"),
+        ..ROW
+    },
+    Primitive {
+        name: "tile",
+        family: Shape,
+        params: &["reps"],
+        doc: "Repeats an array `reps[i]` times along each axis i.",
+        ..ROW
+    },
+    Primitive {
+        name: "top_k",
+        family: Other,
+        params: &["axis", "k"],
+        doc: "The `k` largest values along `axis` (default last) and their int32 indices.",
+        ..ROW
+    },
+    Primitive {
+        name: "transpose",
+        family: Shape,
+        params: &["permutation"],
+        doc: "Permutes the axes: result axis i is operand axis `permutation[i]`.",
+        ..ROW
+    },
+    Primitive {
+        name: "unstack",
+        family: Shape,
+        doc: "Splits an array into its slices along `axis` (one result each, the axis removed).",
+        stablehlo: Refused("no lowering yet"),
+        native: Refused("no lowering yet"),
+        ..ROW
+    },
+    Primitive {
+        name: "while",
+        family: Loop,
+        params: &["body_jaxpr", "body_nconsts", "cond_jaxpr", "cond_nconsts"],
+        jaxpr_params: &["cond_jaxpr", "body_jaxpr"],
+        doc: "Loops `body_jaxpr` while `cond_jaxpr` holds; carries values between iterations.",
+        ..ROW
+    },
+    Primitive {
+        name: "while_loop",
+        family: Loop,
+        params: &["body_jaxpr", "body_nconsts", "cond_jaxpr", "cond_nconsts", "num_implicit_inputs", "preserve_dimensions"],
+        jaxpr_params: &["cond_jaxpr", "body_jaxpr"],
+        doc: "Catalyst while loop: `body_jaxpr` runs while `cond_jaxpr` holds.",
+        ..ROW
+    },
+    Primitive {
+        name: "xla_call",
+        family: Call,
+        params: &["call_jaxpr"],
+        jaxpr_params: &["call_jaxpr"],
+        doc: "Calls a jaxpr (older jit).",
+        stablehlo: Refused("no lowering yet"),
+        native: Refused("no lowering yet"),
+        ..ROW
+    },
+    Primitive {
+        name: "xla_pmap",
+        family: Call,
+        params: &["call_jaxpr"],
+        jaxpr_params: &["call_jaxpr"],
+        doc: "Maps a jaxpr over devices.",
+        stablehlo: Refused("device-parallel maps have no single-device lowering"),
+        native: Refused("device-parallel maps have no single-device lowering"),
+        ..ROW
+    },
+    Primitive {
+        name: "xor",
+        family: Binary,
+        doc: "Bitwise/logical xor, elementwise.",
+        ..ROW
+    },
+];

@@ -1,0 +1,262 @@
+//! IDE features as fixtures: `$0` marks the cursor, and annotation lines
+//! (`#   ^^^ def`, `#   ^ ref`) mark the ranges a feature must answer with
+//! (see `jaxpr_test_support::fixture`).
+
+use jaxpr_ide::{FileView, NavTarget};
+use jaxpr_syntax::{LineIndex, TextRange};
+use jaxpr_test_support::fixture::Fixture;
+
+/// `catalyst/resize_loop.jaxpr`: a loop whose carried array changes size.
+const RESIZE_LOOP: &str = r#"{ lambda ; a:i64[] b:f64[a] c:f64[a]. let
+    d:i64[] e:f64[d] = for_loop[
+      apply_reverse_transform=False
+      body_jaxpr={ lambda ; f:i64[] g:i64[] h:f64[f]. let
+          i:i64[] = add f 1:i64[]
+          j:f64[i] = broadcast_in_dim[broadcast_dimensions=() shape=(None,) sharding=None] 1.0:f64[] i
+        in (i, j) }
+      body_nconsts=0
+      num_implicit_inputs=1
+      preserve_dimensions=False
+    ] a 0:i64[] 10:i64[] 1:i64[] 0:i64[] c
+    k:f64[] = reduce_sum[axes=(0,)] e
+  in (k,) }
+"#;
+
+/// [`RESIZE_LOOP`] with the body's binder line replaced by `binders` (which
+/// carries the cursor) followed by the annotation line `mark`.
+fn resize_loop(binders: &str, mark: &str) -> String {
+    let line = "      body_jaxpr={ lambda ; f:i64[] g:i64[] h:f64[f]. let";
+    let with = if mark.is_empty() { binders.to_string() } else { format!("{binders}\n{mark}") };
+    RESIZE_LOOP.replace(line, &with)
+}
+
+/// Runs `f` on the analysed fixture and its cursor.
+fn with_view<R>(fixture: &str, f: impl FnOnce(&Fixture, &FileView, u32) -> R) -> R {
+    let fx = Fixture::parse(fixture);
+    let parse = jaxpr_syntax::parse(&fx.text);
+    let analysis = jaxpr_check::check(&parse.file);
+    let lines = LineIndex::new(&fx.text);
+    let view = FileView {
+        text: &fx.text,
+        parse: &parse,
+        analysis: &analysis,
+        lines: &lines,
+    };
+    let cursor = fx.cursor.expect("the fixture has a `$0` cursor");
+    f(&fx, &view, cursor)
+}
+
+/// The references of the name at the cursor, its binder included, are the
+/// ranges annotated `ref`.
+fn assert_references(fixture: &str) {
+    with_view(fixture, |fx, view, cursor| {
+        let mut found = jaxpr_ide::references(view.analysis, cursor, true);
+        found.sort_by_key(|r| r.start);
+        assert_eq!(found, ranges(fx, "ref"));
+    });
+}
+
+fn ranges(fx: &Fixture, label: &str) -> Vec<TextRange> {
+    fx.labelled(label)
+        .iter()
+        .map(|a| TextRange::new(a.start, a.end))
+        .collect()
+}
+
+#[test]
+fn definition_of_a_dimension_variable_in_a_type_is_its_binder() {
+    with_view(
+        &resize_loop(
+            "      body_jaxpr={ lambda ; f:i64[] g:i64[] h:f64[$0f]. let",
+            "#                           ^ def",
+        ),
+        |fx, view, cursor| {
+            let Some(NavTarget::Here(at)) = jaxpr_ide::definition(view.analysis, cursor) else {
+                panic!("no definition in this file");
+            };
+            assert_eq!(vec![at], ranges(fx, "def"));
+        },
+    );
+}
+
+#[test]
+fn references_of_a_variable_stay_inside_its_jaxpr() {
+    assert_references(
+        r#"{ lambda ; a:f32[3] p:f32[3]. let
+#                   ^ ref
+    b:f32[3] = jit[
+      jaxpr={ lambda ; p:f32[3]. let q:f32[3] = sin p in (q,) }
+      name=f
+    ] $0p
+#     ^ ref
+    c:f32[3] = add p b
+#                  ^ ref
+  in (c,) }
+"#,
+    );
+}
+
+#[test]
+fn hover_on_a_loop_body_lambda_shows_its_signature_with_de_bruijn_indices() {
+    with_view(
+        &resize_loop(
+            "      body_jaxpr={ $0lambda ; f:i64[] g:i64[] h:f64[f]. let",
+            "#                  ^^^^^^ hover",
+        ),
+        |fx, view, cursor| {
+            let (range, markdown) = jaxpr_ide::hover(view, cursor).expect("a hover");
+            assert_eq!(vec![range], ranges(fx, "hover"));
+            assert!(
+                markdown.contains("in_type:  ((i64[], False), (i64[], True), (f64[DBIdx(0)], True))"),
+                "{markdown}"
+            );
+            assert!(
+                markdown.contains("out_type: ((i64[], False), (f64[OutDBIdx(0)], True))"),
+                "{markdown}"
+            );
+            assert!(markdown.contains("body_jaxpr"), "{markdown}");
+        },
+    );
+}
+
+#[test]
+fn hover_on_a_primitive_shows_its_registry_doc_line() {
+    with_view(
+        r#"{ lambda ; a:f32[3]. let
+    b:f32[3] = $0tanh a
+  in (b,) }
+"#,
+        |_, view, cursor| {
+            let (_, markdown) = jaxpr_ide::hover(view, cursor).expect("a hover");
+            let doc = jaxpr_check::registry::lookup("tanh").unwrap().doc;
+            assert!(markdown.contains(doc), "{markdown}");
+        },
+    );
+}
+
+#[test]
+fn parameter_completion_offers_the_registry_parameters_of_the_primitive() {
+    with_view(
+        r#"{ lambda ; a:f32[3]. let
+    b:f32[3,4] = broadcast_in_dim[$0] a
+  in (b,) }
+"#,
+        |_, view, cursor| {
+            let labels: Vec<String> = jaxpr_ide::completions(view, cursor)
+                .into_iter()
+                .map(|c| c.label)
+                .collect();
+            for p in jaxpr_check::registry::lookup("broadcast_in_dim").unwrap().params {
+                assert!(labels.iter().any(|l| l == p), "`{p}` not offered: {labels:?}");
+            }
+        },
+    );
+}
+
+/// A Catalyst loop whose body binds a dimension variable `d` and receives
+/// the outer `b` as `g`. Each test puts its cursor and annotation lines in:
+/// `marks` goes under the body's binders, `operand_mark` under the call
+/// site's operands.
+fn capture(body_binders: &str, marks: &str, b_type: &str, last_operand: &str, operand_mark: &str) -> String {
+    format!(
+        "{{ lambda ; a:i64[]. let
+    b:{b_type} = broadcast_in_dim[broadcast_dimensions=() shape=(None,) sharding=None] 1.0:f64[] a
+    c:f64[a] = for_loop[
+      apply_reverse_transform=False
+      body_jaxpr={{ lambda ; {body_binders}. let
+{marks}
+          h:f64[d] = add g e
+        in (h,) }}
+      body_nconsts=2
+      num_implicit_inputs=0
+      preserve_dimensions=True
+    ] a b 0:i64[] 10:i64[] 1:i64[] 0:i64[] {last_operand}
+{operand_mark}
+    i:f64[a] = add b c
+  in (i,) }}"
+    )
+}
+
+fn definition_at(fixture: &str) -> (Vec<TextRange>, TextRange) {
+    with_view(fixture, |fx, view, cursor| {
+        let Some(NavTarget::Here(at)) = jaxpr_ide::definition(view.analysis, cursor) else {
+            panic!("no definition in this file");
+        };
+        (ranges(fx, "def"), at)
+    })
+}
+
+#[test]
+fn definition_of_a_dimension_variable_is_its_binder_in_the_same_jaxpr() {
+    let fixture = capture(
+        "d:i64[] e:f64[d] f:i64[] g:f64[d]",
+        "#                           ^ def",
+        "f64[a]",
+        "b",
+        "",
+    )
+    .replace("h:f64[d]", "h:f64[$0d]");
+    let (expected, found) = definition_at(&fixture);
+    assert_eq!(expected, vec![found]);
+}
+
+#[test]
+fn definition_of_an_outer_dimension_variable_is_the_main_binder() {
+    let fixture = capture("d:i64[] e:f64[d] f:i64[] g:f64[d]", "", "f64[$0a]", "b", "")
+        .replace("{ lambda ; a:i64[]. let", "{ lambda ; a:i64[]. let\n#          ^ def");
+    let (expected, found) = definition_at(&fixture);
+    assert_eq!(expected, vec![found]);
+}
+
+#[test]
+fn a_nested_binder_and_its_call_site_operand_lead_to_each_other() {
+    // From the body's binder `g` to the operand `b` that feeds it...
+    let fixture = capture(
+        "d:i64[] e:f64[d] f:i64[] $0g:f64[d]",
+        "",
+        "f64[a]",
+        "b",
+        "#                                          ^ def",
+    );
+    let (expected, found) = definition_at(&fixture);
+    assert_eq!(expected, vec![found]);
+    // ...and back.
+    let fixture = capture(
+        "d:i64[] e:f64[d] f:i64[] g:f64[d]",
+        "#                                                    ^ impl",
+        "f64[a]",
+        "$0b",
+        "",
+    );
+    with_view(&fixture, |fx, view, cursor| {
+        assert_eq!(jaxpr_ide::implementation(view.analysis, cursor), ranges(fx, "impl"));
+    });
+}
+
+#[test]
+fn references_of_an_inner_binder_are_only_its_own() {
+    assert_references(
+        r#"{ lambda ; p:f32[2,3]. let
+    q:f32[2,3] = jit[name=f jaxpr={ lambda ; $0p:f32[2,3]. let r:f32[2,3] = sin p in (r,) }] p
+#                                              ^ ref
+#                                                                               ^ ref
+    s:f32[2,3] = add p q
+  in (s,) }
+"#,
+    );
+}
+
+#[test]
+fn hover_on_a_dimension_variable_binder_says_what_it_sizes_and_that_it_is_loop_carried() {
+    with_view(
+        &resize_loop(
+            "      body_jaxpr={ lambda ; $0f:i64[] g:i64[] h:f64[f]. let",
+            "",
+        ),
+        |_, view, cursor| {
+            let (_, markdown) = jaxpr_ide::hover(view, cursor).expect("a hover");
+            assert!(markdown.contains("f:i64[]") && markdown.contains("sizes `h`"), "{markdown}");
+            assert!(markdown.contains("loop-carried"), "{markdown}");
+        },
+    );
+}
