@@ -78,10 +78,30 @@ async function stopClient(): Promise<void> {
   }
 }
 
+/**
+ * The interpreter selected in the Python extension (`ms-python.python`), when
+ * it is installed: `pip install jaxpr` puts the server beside it.
+ */
+async function selectedPythonInterpreter(resource: vscode.Uri | undefined): Promise<string | undefined> {
+  const python = vscode.extensions.getExtension('ms-python.python');
+  if (!python) {
+    return undefined;
+  }
+  try {
+    const api = python.isActive ? python.exports : await python.activate();
+    const env = api?.environments?.getActiveEnvironmentPath?.(resource);
+    return typeof env?.path === 'string' ? env.path : undefined;
+  } catch (err) {
+    log(`The Python extension did not say which interpreter is selected: ${describeError(err)}`);
+    return undefined;
+  }
+}
+
 async function startClient(): Promise<boolean> {
   const configured = vscode.workspace.getConfiguration('jaxpr').get<string>('server.path');
   const workspaceFolder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
-  const resolved = resolveServerCommand(configured, { workspaceFolder });
+  const pythonInterpreter = await selectedPythonInterpreter(vscode.workspace.workspaceFolders?.[0]?.uri);
+  const resolved = resolveServerCommand(configured, { workspaceFolder, pythonInterpreter });
   if (!resolved.ok) {
     const message = missingServerMessage(resolved.reason);
     log(message);

@@ -93,6 +93,10 @@ const fakeVscode = {
     },
     openTextDocument: async (uri: FakeUri) => ({ uri }),
   },
+  // No Python extension installed.
+  extensions: {
+    getExtension: (_id: string) => undefined,
+  },
   commands: {
     registerCommand: (id: string, fn: (...args: any[]) => any) => {
       assert.ok(!commands.has(id), `command ${id} registered twice`);
