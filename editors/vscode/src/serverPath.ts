@@ -134,3 +134,16 @@ export function missingServerMessage(reason: string): string {
     `or set "${SERVER_PATH_SETTING}" to the path of the jaxpr-lsp binary.`
   );
 }
+
+/**
+ * The message shown in Restricted Mode (an untrusted folder), where VS Code
+ * ignores the folder's own value of the setting: saying only "not found on
+ * PATH" would be wrong when the folder does set it.
+ */
+export function restrictedModeMessage(reason: string): string {
+  return (
+    `Restricted Mode: this folder's "${SERVER_PATH_SETTING}" is not used until you trust the folder, ` +
+    `and the language server cannot start without it: ${reason}. ` +
+    `Trust the folder, put jaxpr-lsp on PATH, or set "${SERVER_PATH_SETTING}" in your user settings.`
+  );
+}
