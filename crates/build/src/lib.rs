@@ -270,3 +270,27 @@ pub fn check_output(input: &std::path::Path, out: &std::path::Path) -> Result<()
 pub fn output_beside(path: &std::path::Path, ext: &str) -> std::path::PathBuf {
     path.with_file_name(format!("{}.{ext}", jaxpr_stem(path)))
 }
+
+#[cfg(test)]
+mod tests {
+    /// A symbolic link planted at the temporary file's name (which is
+    /// predictable: the process id and a counter) is not followed: the
+    /// file it points to stays as it was, and the output is written.
+    #[test]
+    fn planted_links_at_temporary_names_are_not_followed() {
+        let d = std::env::temp_dir().join(format!("jaxpr-build-planted-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        let victim = d.join("victim");
+        std::fs::write(&victim, b"keep").unwrap();
+        for n in 0..16 {
+            let name = format!(".out.{}-{n}.tmp", std::process::id());
+            std::os::unix::fs::symlink(&victim, d.join(name)).unwrap();
+        }
+        let out = d.join("out");
+        super::write_output(&out, b"built").unwrap();
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+        assert_eq!(std::fs::read(&out).unwrap(), b"built");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}

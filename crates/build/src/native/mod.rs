@@ -29,6 +29,7 @@
 //! validation (malloc returning NULL, an inconsistent size that only shows at
 //! run time) returns an error as well, without writing outputs.
 
+mod calls;
 mod control;
 mod fusion;
 mod gemm;
@@ -441,6 +442,9 @@ pub(crate) struct Env<'c> {
     syms: HashMap<Symbol, IntValue<'c>>,
 }
 
+/// Failure exits of a function by the buffers they give back.
+pub(crate) type Unwinds<'c> = HashMap<Vec<PointerValue<'c>>, BasicBlock<'c>>;
+
 /// The code generator of one library.
 pub(crate) struct G<'c, 'f> {
     pub cx: &'c Context,
@@ -463,7 +467,11 @@ pub(crate) struct G<'c, 'f> {
     /// libmvec functions declared for the vectorizer ([`vmath`]).
     vector_functions: RefCell<Vec<FunctionValue<'c>>>,
     /// Failure exits by the buffers they give back ([`G::unwind_block`]).
-    unwinds: RefCell<HashMap<Vec<PointerValue<'c>>, BasicBlock<'c>>>,
+    unwinds: RefCell<Unwinds<'c>>,
+    /// The let functions declared, by jaxpr and the symbols passed
+    /// ([`calls`]), and those whose bodies are still to be built.
+    let_functions: RefCell<HashMap<(JaxprId, Vec<Symbol>), FunctionValue<'c>>>,
+    pending: RefCell<Vec<calls::Pending<'c>>>,
     /// State arrays of the loops being built, innermost last.
     loop_states: RefCell<Vec<Vec<PointerValue<'c>>>>,
     strings: RefCell<HashMap<String, PointerValue<'c>>>,
@@ -487,6 +495,8 @@ impl<'c, 'f> G<'c, 'f> {
             scopes: RefCell::default(),
             loop_states: RefCell::default(),
             unwinds: RefCell::default(),
+            let_functions: RefCell::default(),
+            pending: RefCell::default(),
             deferred: RefCell::default(),
             deferred_ids: Cell::new(0),
             vector_functions: RefCell::default(),
@@ -624,10 +634,7 @@ impl<'c, 'f> G<'c, 'f> {
     /// If `bad` holds: the error message (printf format and arguments) is
     /// stored for `NAME_error` and the call returns 1.
     pub fn fail_if(&self, bad: IntValue<'c>, fmt: &str, args: &[BasicMetadataValueEnum<'c>]) {
-        let fail = self.block("fail");
-        let ok = self.block("ok");
-        self.b.build_conditional_branch(bad, fail, ok).expect("br");
-        self.b.position_at_end(fail);
+        let ok = self.branch_to_fail(bad);
         let snprintf = self.extern_fn(
             "snprintf",
             Some(self.cx.i32_type().into()),
@@ -646,6 +653,28 @@ impl<'c, 'f> G<'c, 'f> {
         ];
         all.extend_from_slice(args);
         self.call(snprintf, &all);
+        self.unwind_to(ok);
+    }
+
+    /// If `bad` holds the call returns 1 with the message already stored
+    /// (by a let function that failed).
+    pub fn fail_if_reported(&self, bad: IntValue<'c>) {
+        let ok = self.branch_to_fail(bad);
+        self.unwind_to(ok);
+    }
+
+    /// Branches to a new failure block if `bad` holds, positioned there;
+    /// the block where the code goes on otherwise.
+    fn branch_to_fail(&self, bad: IntValue<'c>) -> BasicBlock<'c> {
+        let fail = self.block("fail");
+        let ok = self.block("ok");
+        self.b.build_conditional_branch(bad, fail, ok).expect("br");
+        self.b.position_at_end(fail);
+        ok
+    }
+
+    /// Ends a failure block by unwinding; continues in `ok`.
+    fn unwind_to(&self, ok: BasicBlock<'c>) {
         let unwind = self.unwind_block();
         self.b.build_unconditional_branch(unwind).expect("br");
         self.b.position_at_end(ok);
@@ -1140,6 +1169,7 @@ impl<'c, 'f> G<'c, 'f> {
             }
         }
         self.b.build_return(Some(&self.i32(0))).expect("ret");
+        self.build_let_functions()?;
         self.keep_vector_functions();
         Ok(())
     }
