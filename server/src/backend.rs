@@ -371,7 +371,11 @@ impl LanguageServer for Backend {
     async fn did_close(&self, p: DidCloseTextDocumentParams) {
         let uri = p.text_document.uri;
         self.python.close(&uri);
-        lock(&self.ws).close(&uri);
+        // Emptying the document waits for queries on it to notice their
+        // cancellation, as an edit does.
+        let ws = self.ws.clone();
+        let u = uri.clone();
+        tokio::task::block_in_place(move || lock(&ws).close(&u));
         self.client.publish_diagnostics(uri, Vec::new(), None).await;
     }
 

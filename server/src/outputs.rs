@@ -49,6 +49,7 @@ pub fn destination(raw: &str) -> Result<Destination, String> {
     let name = path
         .file_name()
         .and_then(|n| n.to_str())
+        .filter(|_| !uri.path().ends_with('/'))
         .ok_or_else(|| format!("`{raw}` names a folder, not a file"))?;
     let stem = name
         .strip_suffix(".jaxpr.txt")
@@ -171,6 +172,7 @@ mod tests {
         assert_eq!(destination("untitled:Untitled-1"), Ok(Destination::Private));
         for (raw, why) in [
             ("file:///", "names a folder"),
+            ("file:///etc/", "names a folder"),
             ("file:///etc/passwd", "only `.jaxpr` files"),
             ("https://example.com/a.jaxpr", "not `https:`"),
             ("file:///no/such/folder/a.jaxpr", "save the document"),
