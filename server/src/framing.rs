@@ -259,8 +259,23 @@ async fn next_frames<R: AsyncRead + Unpin>(input: &mut Input<R>) -> Option<Vec<V
             }
             break;
         }
+        // A header block ends at its blank line; what breaks it off ends it
+        // at once, so that the next message's header starts a block of its own.
+        if text.trim_start().starts_with(['{', '[']) {
+            // A body where a header was expected.
+            if saw_any {
+                input.unread(&line);
+                return broken("a message header without the blank line that ends it".into());
+            }
+            return Some(vec![junk(&line)]);
+        }
         match text.split_once(':') {
             Some((name, value)) if name.trim().eq_ignore_ascii_case("content-length") => {
+                if length.is_some() || bad_header.is_some() {
+                    // The next message's header: this one had no body.
+                    input.unread(&line);
+                    return broken("a message header without a body".into());
+                }
                 match value.trim().parse::<usize>() {
                     Ok(n) => length = Some(n),
                     Err(_) => {
@@ -272,45 +287,27 @@ async fn next_frames<R: AsyncRead + Unpin>(input: &mut Input<R>) -> Option<Vec<V
                 }
             }
             // Content-Type and others: the body is read as UTF-8 whatever they say.
-            Some(_) if saw_any || !text.trim_start().starts_with(['{', '[']) => {}
-            // Not a header line: a body without a header, or junk.
-            _ if !saw_any => return Some(vec![junk(&line)]),
-            _ => bad_header = Some(format!("malformed header line `{}`", truncate(text))),
+            Some(_) => {}
+            None if !saw_any => return Some(vec![junk(&line)]),
+            None => return broken(format!("malformed header line `{}`", truncate(text))),
         }
         saw_any = true;
     }
     if let Some(e) = bad_header {
-        return Some(vec![unanswerable(INVALID, &e)]);
+        return broken(e);
     }
     let Some(length) = length else {
-        return Some(vec![unanswerable(
-            INVALID,
-            "message without Content-Length",
-        )]);
+        return broken("message without Content-Length".into());
     };
     if length > MAX_BODY {
-        skip(input, length).await;
-        return Some(vec![unanswerable(
-            INVALID,
-            &format!(
-                "a message of {length} bytes is larger than the limit of {} MiB; skipped",
-                MAX_BODY >> 20
-            ),
-        )]);
+        // Not skipped: a false length would take the messages after it
+        // along; the body is junk to the next header.
+        return broken(format!(
+            "a message of {length} bytes is larger than the limit of {} MiB",
+            MAX_BODY >> 20
+        ));
     }
     Some(read_body(input, length).await)
-}
-
-/// Skips `n` bytes of the input without keeping them.
-async fn skip<R: AsyncRead + Unpin>(input: &mut Input<R>, mut n: usize) {
-    while n > 0 {
-        if input.unread_len() == 0 && matches!(input.fill(None).await, Fill::Ended) {
-            return;
-        }
-        let k = n.min(input.unread_len());
-        input.pos += k;
-        n -= k;
-    }
 }
 
 /// The body of `length` bytes, or less when it turns out shorter (see the
@@ -356,7 +353,19 @@ async fn read_body<R: AsyncRead + Unpin>(input: &mut Input<R>, length: usize) ->
     }
     match message_end(&body, false).filter(|&end| end < body.len()) {
         Some(end) => cut(input, body, end, length),
-        None => check_body(&body),
+        None => match header_tail(&body) {
+            // Too short a length: the body ends in the next message's header.
+            Some(at) if serde_json::from_slice::<IgnoredAny>(&body).is_err() => {
+                input.unread(&body[at..]);
+                let note = format!(
+                    "Content-Length {length} is shorter than its message: the next header began inside it"
+                );
+                let mut frames = vec![notice(&note)];
+                frames.extend(check_body(&body[..at]));
+                frames
+            }
+            _ => check_body(&body),
+        },
     }
 }
 
@@ -416,7 +425,25 @@ fn message_end(body: &[u8], stalled: bool) -> Option<usize> {
             return Some(end);
         }
     }
-    header_start(body).filter(|&at| at > 0)
+    header_start(body)
+}
+
+/// A header block that is not one: answered with the reason.
+fn broken(why: String) -> Option<Vec<Vec<u8>>> {
+    Some(vec![unanswerable(INVALID, &why)])
+}
+
+/// Where the start of a header (`Content-Le`..., up to its value) ends `body`.
+fn header_tail(body: &[u8]) -> Option<usize> {
+    let from = body.len().saturating_sub(HEADER.len() + 24);
+    (from..body.len()).find(|&p| {
+        let tail = &body[p..];
+        let n = tail.len().min(HEADER.len());
+        tail[..n].eq_ignore_ascii_case(&HEADER[..n])
+            && tail[n..]
+                .iter()
+                .all(|b| b.is_ascii_digit() || matches!(b, b' ' | b'\t' | b'\r'))
+    })
 }
 
 fn truncate(s: &str) -> String {
@@ -738,11 +765,37 @@ mod tests {
         let mut input = b"Content-Length: 999999999999\r\n\r\n".to_vec();
         input.extend(frame("", EXIT));
         let f = frames(input).await;
-        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f.len(), 2, "{f:?}");
         assert!(
             error_of(&f[0]).contains("larger than the limit"),
             "{}",
             f[0]
         );
+        assert_eq!(f[1]["method"], "exit");
+    }
+
+    /// Headers cut short or run together: each message after them is read.
+    #[tokio::test]
+    async fn broken_headers_end_where_the_next_header_starts() {
+        let good = br#"{"jsonrpc":"2.0","id":9,"method":"x"}"#;
+        let mut input = Vec::new();
+        // A header without its blank line, a header without a body, a
+        // length that ends inside the next header, and a bad line in a header.
+        input.extend(b"Content-Length: 52\r\n");
+        input.extend(frame("", good));
+        input.extend(b"Content-Length: 52\r\n\r\n");
+        input.extend(frame("", good));
+        input.extend(b"Content-Length: 3\r\n\r\n");
+        input.extend(frame("", good));
+        input.extend(b"Content-Length: 52\r\nnonsense\r\n");
+        input.extend(frame("", good));
+        input.extend(frame("", EXIT));
+        let f = frames(input).await;
+        let answered = f
+            .iter()
+            .filter(|m| m["id"] == 9 && m["method"] == "x")
+            .count();
+        assert_eq!(answered, 4, "{f:#?}");
+        assert_eq!(f.last().unwrap()["method"], "exit");
     }
 }
