@@ -1,13 +1,14 @@
-//! Inlay hints: which binders of a jaxpr with dimension variables are
-//! implicit (and their position, the number a `DBIdx` names), the
-//! `InDBIdx`/`OutDBIdx` form of its outputs, and the inferred type of a
-//! dropped result `_` printed without one.
+//! Inlay hints: which binders and outputs of a jaxpr are implicit, the
+//! `InDBIdx`/`OutDBIdx` type of an output, and the inferred type of a
+//! dropped result `_` printed without one. Positions (the numbers a
+//! `DBIdx`/`OutDBIdx` names) are in the tooltips.
 //!
 //! Hints go only where they add to the text. An explicit binder's written
-//! type already names its dimension variables, so it gets no hint: a label
-//! after every binder pushed the later binders of a `lambda` line (the ones
-//! go-to-definition lands on) past the editor's right edge. Its `DBIdx` type
-//! is in the implicit binders' tooltips and in the hover.
+//! type already names its dimension variables, so it gets no hint, nor does
+//! an explicit output whose type has no de Bruijn index: a label after every
+//! binder and output pushed the later binders of a `lambda` line (the ones
+//! go-to-definition lands on) past the editor's right edge. The full
+//! `in_type` is in the implicit binders' tooltips and in the hover.
 
 use super::FileView;
 use jaxpr_check::signature::{SigDim, SigEntry};
@@ -48,7 +49,7 @@ pub fn inlay_hints(f: &FileView, range: TextRange) -> Vec<InlayHint> {
             }
             out.push(InlayHint {
                 offset: r.end,
-                label: format!("#{i} implicit"),
+                label: "implicit".into(),
                 tooltip: format!(
                     "in_type entry {i}: {e}. An implicit argument: a dimension that later binders refer to as DBIdx({i}); the caller passes the size. in_type: {}",
                     sig.in_type
@@ -59,22 +60,27 @@ pub fn inlay_hints(f: &FileView, range: TextRange) -> Vec<InlayHint> {
                 ),
             });
         }
-        if sig.out_type.iter().any(|e| !e.explicit || has_dbidx(e)) {
-            for (k, (o, e)) in j.outs.iter().zip(&sig.out_type).enumerate() {
-                if !visible(o.range) {
-                    continue;
-                }
-                let label = format!(
-                    "#{k} {}{}",
-                    if e.explicit { "" } else { "implicit " },
-                    e.render_type()
-                );
-                out.push(InlayHint {
-                    offset: o.range.end,
-                    label,
-                    tooltip: format!("out_type entry {k}: {e}"),
-                });
+        // An output's type is its atom's, written where that is bound: only
+        // being implicit or a type in de Bruijn form says more.
+        for (k, (o, e)) in j.outs.iter().zip(&sig.out_type).enumerate() {
+            if (e.explicit && !has_dbidx(e)) || !visible(o.range) {
+                continue;
             }
+            let (label, tooltip) = if e.explicit {
+                (e.render_type(), format!("out_type entry {k}: {e}"))
+            } else {
+                (
+                    "implicit".into(),
+                    format!(
+                        "out_type entry {k}: {e}. An implicit output: a dimension that later outputs refer to as OutDBIdx({k})."
+                    ),
+                )
+            };
+            out.push(InlayHint {
+                offset: o.range.end,
+                label,
+                tooltip,
+            });
         }
     }
     // Dropped results printed without a type.
