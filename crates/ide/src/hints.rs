@@ -1,17 +1,16 @@
-//! Inlay hints: which binders and outputs of a jaxpr are implicit, the
-//! `InDBIdx`/`OutDBIdx` type of an output, and the inferred type of a
-//! dropped result `_` printed without one. Positions (the numbers a
-//! `DBIdx`/`OutDBIdx` names) are in the tooltips.
+//! Inlay hints: what the text of a jaxpr cannot show. Which binders and
+//! outputs are implicit (the tooltip gives the position a `DBIdx` or
+//! `OutDBIdx` names, and the whole `in_type`/`out_type`), and the inferred
+//! type of a dropped result `_` printed without one.
 //!
-//! Hints go only where they add to the text. An explicit binder's written
-//! type already names its dimension variables, so it gets no hint, nor does
-//! an explicit output whose type has no de Bruijn index: a label after every
-//! binder and output pushed the later binders of a `lambda` line (the ones
-//! go-to-definition lands on) past the editor's right edge. The full
-//! `in_type` is in the implicit binders' tooltips and in the hover.
+//! The de Bruijn form of a written type (`b:f64[a]` is `f64[DBIdx(0)]`) is
+//! not repeated after every binder and output: the names in the text already
+//! say it, the hover on `lambda` shows it, and such labels pushed the later
+//! binders of a `lambda` line (where go-to-definition lands) to the editor's
+//! right edge.
 
 use super::FileView;
-use jaxpr_check::signature::{SigDim, SigEntry};
+use jaxpr_check::signature::SigEntry;
 use jaxpr_syntax::TextRange;
 use jaxpr_types::DimNames;
 
@@ -23,13 +22,11 @@ pub struct InlayHint {
     pub tooltip: String,
 }
 
-fn has_dbidx(e: &SigEntry) -> bool {
-    e.shape.iter().any(|d| {
-        matches!(
-            d,
-            SigDim::DBIdx(_) | SigDim::InDBIdx(_) | SigDim::OutDBIdx(_)
-        )
-    })
+fn entries(sig: &[SigEntry]) -> String {
+    sig.iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Hints whose offset lies in `range`.
@@ -52,34 +49,21 @@ pub fn inlay_hints(f: &FileView, range: TextRange) -> Vec<InlayHint> {
                 label: "implicit".into(),
                 tooltip: format!(
                     "in_type entry {i}: {e}. An implicit argument: a dimension that later binders refer to as DBIdx({i}); the caller passes the size. in_type: {}",
-                    sig.in_type
-                        .iter()
-                        .map(ToString::to_string)
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    entries(&sig.in_type)
                 ),
             });
         }
-        // An output's type is its atom's, written where that is bound: only
-        // being implicit or a type in de Bruijn form says more.
         for (k, (o, e)) in j.outs.iter().zip(&sig.out_type).enumerate() {
-            if (e.explicit && !has_dbidx(e)) || !visible(o.range) {
+            if e.explicit || !visible(o.range) {
                 continue;
             }
-            let (label, tooltip) = if e.explicit {
-                (e.render_type(), format!("out_type entry {k}: {e}"))
-            } else {
-                (
-                    "implicit".into(),
-                    format!(
-                        "out_type entry {k}: {e}. An implicit output: a dimension that later outputs refer to as OutDBIdx({k})."
-                    ),
-                )
-            };
             out.push(InlayHint {
                 offset: o.range.end,
-                label,
-                tooltip,
+                label: "implicit".into(),
+                tooltip: format!(
+                    "out_type entry {k}: {e}. An implicit output: a dimension that later outputs refer to as OutDBIdx({k}). out_type: {}",
+                    entries(&sig.out_type)
+                ),
             });
         }
     }

@@ -263,21 +263,33 @@ async function runCommand(title) {
 }
 
 async function openFile(name) {
-  await page.keyboard.press('Escape');
-  await page.keyboard.press('Control+P');
-  const input = page.locator('.quick-input-widget input.input');
-  await input.waitFor({ state: 'visible', timeout: STEP_TIMEOUT_MS });
-  await input.fill(name);
-  // Recently opened files come first ("invalid.jaxpr" for "valid.jaxpr").
-  const rows = page.locator('.quick-input-widget .monaco-list-row');
-  const index = await waitFor(`${name} in Quick Open`, async () => {
-    const labels = await rows.evaluateAll((els) => els.map((e) => e.getAttribute('aria-label') || ''));
-    return labels.findIndex((l) => l.startsWith(name)) + 1;
-  });
-  await rows.nth(index - 1).click();
+  // The list re-renders while results come in (after a reload, for one):
+  // a click can miss, so the whole pick is retried until the tab shows.
   await waitFor(`the editor of ${name}`, async () => {
-    const tab = await page.locator('.tabs-container .tab.active').getAttribute('aria-label');
-    return tab && tab.startsWith(name) && (await page.locator('.monaco-editor.focused').count()) > 0;
+    await page.keyboard.press('Escape');
+    await page.keyboard.press('Control+P');
+    const input = page.locator('.quick-input-widget input.input');
+    await input.waitFor({ state: 'visible', timeout: 5000 });
+    await input.fill(name);
+    // Recently opened files come first ("invalid.jaxpr" for "valid.jaxpr").
+    const rows = page.locator('.quick-input-widget .monaco-list-row');
+    const index = await waitFor(
+      `${name} in Quick Open`,
+      async () => {
+        const labels = await rows.evaluateAll((els) => els.map((e) => e.getAttribute('aria-label') || ''));
+        return labels.findIndex((l) => l.startsWith(name)) + 1;
+      },
+      5000,
+    );
+    await rows.nth(index - 1).click({ timeout: 2000 });
+    return waitFor(
+      `the tab of ${name}`,
+      async () => {
+        const tab = await page.locator('.tabs-container .tab.active').getAttribute('aria-label', { timeout: 1000 });
+        return tab && tab.startsWith(name) && (await page.locator('.monaco-editor.focused').count()) > 0;
+      },
+      5000,
+    );
   });
 }
 
@@ -398,8 +410,8 @@ async function main() {
       executablePath: chromiumBin,
       headless: true,
       chromiumSandbox: false,
-      // The most common laptop screen: the layout checks of step 4 are for it.
-      viewport: { width: 1366, height: 768 },
+      // A laptop's window: step 4's layout check is for this width.
+      viewport: { width: 1280, height: 800 },
       args: [
         '--no-sandbox',
         '--disable-gpu',
