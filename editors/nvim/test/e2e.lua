@@ -578,12 +578,39 @@ do
 end
 
 ---------------------------------------------------------------------------
+-- (h) A missing server binary gives a clear message; *.jaxpr.txt is detected
+---------------------------------------------------------------------------
+
+do
+  jaxpr.setup({ cmd = { '/nonexistent/jaxpr-lsp-e2e' } })
+  local dir = vim.fn.tempname()
+  vim.fn.mkdir(dir, 'p')
+  local path = dir .. '/dump.jaxpr.txt'
+  vim.fn.writefile({ '{ lambda ; a:f32[]. let b:f32[] = sin a in (b,) }' }, path)
+  vim.cmd('edit ' .. vim.fn.fnameescape(path))
+  local buf = vim.api.nvim_get_current_buf()
+  check(vim.bo[buf].filetype == 'jaxpr', 'dump.jaxpr.txt: filetype is %q, expected "jaxpr"', vim.bo[buf].filetype)
+  wait_for('the missing-server message', function()
+    return find_note('/nonexistent/jaxpr-lsp-e2e', vim.log.levels.ERROR) ~= nil
+  end)
+  check(find_note('/nonexistent/jaxpr-lsp-e2e').msg:find('not found', 1, true), 'unclear message: %s',
+    find_note('/nonexistent/jaxpr-lsp-e2e').msg)
+  check(#jaxpr.get_clients() >= 1 and jaxpr.get_client(buf) == nil, 'no client may attach without a server')
+  out('(h) missing server: ' .. find_note('/nonexistent/jaxpr-lsp-e2e').msg)
+  vim.fn.delete(dir, 'rf')
+end
+
+---------------------------------------------------------------------------
 -- (j) Reload: :edit! reads an invalid file again from disk; the client stays
 -- attached and the diagnostics come back. Then every client is stopped (as
 -- when Neovim quits), and the LSP log must hold no error.
 ---------------------------------------------------------------------------
 
 do
+  -- (h) named a missing binary, in a folder it removed: back to the real
+  -- binary, without (h)'s buffers.
+  vim.cmd('silent! %bwipeout!')
+  jaxpr.setup({ cmd = { server } })
   local rel = 'invalid/dtype_mix.jaxpr'
   local buf, uri = open(rel)
   wait_for(rel .. ': its error', function()
@@ -622,29 +649,6 @@ do
   end
   check(#errors == 0, 'the LSP log (%s) has errors:\n%s', log, table.concat(errors, '\n'))
   out(('(j) %d client(s) stopped; no error in %s'):format(#ids, log))
-end
-
----------------------------------------------------------------------------
--- (h) A missing server binary gives a clear message; *.jaxpr.txt is detected
----------------------------------------------------------------------------
-
-do
-  jaxpr.setup({ cmd = { '/nonexistent/jaxpr-lsp-e2e' } })
-  local dir = vim.fn.tempname()
-  vim.fn.mkdir(dir, 'p')
-  local path = dir .. '/dump.jaxpr.txt'
-  vim.fn.writefile({ '{ lambda ; a:f32[]. let b:f32[] = sin a in (b,) }' }, path)
-  vim.cmd('edit ' .. vim.fn.fnameescape(path))
-  local buf = vim.api.nvim_get_current_buf()
-  check(vim.bo[buf].filetype == 'jaxpr', 'dump.jaxpr.txt: filetype is %q, expected "jaxpr"', vim.bo[buf].filetype)
-  wait_for('the missing-server message', function()
-    return find_note('/nonexistent/jaxpr-lsp-e2e', vim.log.levels.ERROR) ~= nil
-  end)
-  check(find_note('/nonexistent/jaxpr-lsp-e2e').msg:find('not found', 1, true), 'unclear message: %s',
-    find_note('/nonexistent/jaxpr-lsp-e2e').msg)
-  check(#jaxpr.get_clients() >= 1 and jaxpr.get_client(buf) == nil, 'no client may attach without a server')
-  out('(h) missing server: ' .. find_note('/nonexistent/jaxpr-lsp-e2e').msg)
-  vim.fn.delete(dir, 'rf')
 end
 
 guard:stop()
