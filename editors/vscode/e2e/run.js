@@ -624,6 +624,8 @@ async function main() {
   say(`logs read: ${logs.map((f) => path.relative(out, f)).join(', ')}`);
 
   clearTimeout(guard);
+  // The browser profile is only of use to look at a failure.
+  fs.rmSync(dirs.browser, { recursive: true, force: true });
   say('all VS Code end-to-end checks passed');
 }
 
