@@ -29,6 +29,13 @@ command -v objdump >/dev/null || need+=(binutils)
 command -v g++ >/dev/null || need+=(g++)
 command -v node >/dev/null || need+=(nodejs)
 command -v npm >/dev/null || need+=(npm)
+# The VS Code end-to-end test (server/tests/vscode.rs): Chromium drives
+# code-server, whose npm install builds native modules (make, libkrb5-dev
+# for kerberos) and takes ripgrep from Debian instead of downloading it.
+command -v chromium >/dev/null || need+=(chromium)
+command -v rg >/dev/null || need+=(ripgrep)
+command -v make >/dev/null || need+=(make)
+dpkg -s libkrb5-dev >/dev/null 2>&1 || need+=(libkrb5-dev)
 # LLVM and MLIR 22 (melior builds StableHLO; mlir-opt reads bytecode back in
 # the tests), with the libraries their static archives link against.
 for pkg in llvm-22-dev libmlir-22-dev mlir-22-tools libclang-22-dev libpolly-22-dev \

@@ -392,15 +392,24 @@ fn outline_folding_tokens_hints_and_completion() {
     let first = &data["data"].as_array().unwrap()[..10];
     assert_eq!(first[3], 6); // `lambda`
     assert_eq!(first[8], 1); // `a` (sizes b and c): typeParameter
-    // Inlay hints: the implicit binders with their position (explicit ones
-    // get none: their written type says it), the outputs' OutDBIdx form.
+    // Inlay hints mark what the text cannot show: the implicit binders (`a`
+    // of main, `f` of the body) and the body's implicit output `i`. Written
+    // types are not repeated in de Bruijn form.
     let hints = s.call("textDocument/inlayHint", json!({ "textDocument": { "uri": u2 }, "range": { "start": { "line": 0, "character": 0 }, "end": { "line": 99, "character": 0 } } }));
     let labels: Vec<&str> = field_of_each(&hints, "label");
-    assert!(labels.contains(&"#0 implicit"), "{labels:?}");
-    assert!(!labels.iter().any(|l| l.contains("explicit")), "{labels:?}");
+    assert_eq!(labels, ["implicit", "implicit", "implicit"], "{hints}");
+    let lines: Vec<u64> = hints
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["position"]["line"].as_u64().unwrap())
+        .collect();
+    assert_eq!(lines, [0, 3, 10], "{hints}");
     assert!(
-        labels.iter().any(|l| l.contains("OutDBIdx(0)")),
-        "{labels:?}"
+        hints[2]["tooltip"]
+            .as_str()
+            .is_some_and(|t| t.contains("OutDBIdx(0)")),
+        "{hints}"
     );
     // Completion: primitives after `binders = `, parameters inside `prim[`.
     let edit_line = text.matches('\n').count();

@@ -1,16 +1,16 @@
-//! Inlay hints: which binders of a jaxpr with dimension variables are
-//! implicit (and their position, the number a `DBIdx` names), the
-//! `InDBIdx`/`OutDBIdx` form of its outputs, and the inferred type of a
-//! dropped result `_` printed without one.
+//! Inlay hints: what the text of a jaxpr cannot show. Which binders and
+//! outputs are implicit (the tooltip gives the position a `DBIdx` or
+//! `OutDBIdx` names, and the whole `in_type`/`out_type`), and the inferred
+//! type of a dropped result `_` printed without one.
 //!
-//! Hints go only where they add to the text. An explicit binder's written
-//! type already names its dimension variables, so it gets no hint: a label
-//! after every binder pushed the later binders of a `lambda` line (the ones
-//! go-to-definition lands on) past the editor's right edge. Its `DBIdx` type
-//! is in the implicit binders' tooltips and in the hover.
+//! The de Bruijn form of a written type (`b:f64[a]` is `f64[DBIdx(0)]`) is
+//! not repeated after every binder and output: the names in the text already
+//! say it, the hover on `lambda` shows it, and such labels pushed the later
+//! binders of a `lambda` line (where go-to-definition lands) to the editor's
+//! right edge.
 
 use super::FileView;
-use jaxpr_check::signature::{SigDim, SigEntry};
+use jaxpr_check::signature::SigEntry;
 use jaxpr_syntax::TextRange;
 use jaxpr_types::DimNames;
 
@@ -22,13 +22,11 @@ pub struct InlayHint {
     pub tooltip: String,
 }
 
-fn has_dbidx(e: &SigEntry) -> bool {
-    e.shape.iter().any(|d| {
-        matches!(
-            d,
-            SigDim::DBIdx(_) | SigDim::InDBIdx(_) | SigDim::OutDBIdx(_)
-        )
-    })
+fn entries(sig: &[SigEntry]) -> String {
+    sig.iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Hints whose offset lies in `range`.
@@ -48,33 +46,25 @@ pub fn inlay_hints(f: &FileView, range: TextRange) -> Vec<InlayHint> {
             }
             out.push(InlayHint {
                 offset: r.end,
-                label: format!("#{i} implicit"),
+                label: "implicit".into(),
                 tooltip: format!(
                     "in_type entry {i}: {e}. An implicit argument: a dimension that later binders refer to as DBIdx({i}); the caller passes the size. in_type: {}",
-                    sig.in_type
-                        .iter()
-                        .map(ToString::to_string)
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    entries(&sig.in_type)
                 ),
             });
         }
-        if sig.out_type.iter().any(|e| !e.explicit || has_dbidx(e)) {
-            for (k, (o, e)) in j.outs.iter().zip(&sig.out_type).enumerate() {
-                if !visible(o.range) {
-                    continue;
-                }
-                let label = format!(
-                    "#{k} {}{}",
-                    if e.explicit { "" } else { "implicit " },
-                    e.render_type()
-                );
-                out.push(InlayHint {
-                    offset: o.range.end,
-                    label,
-                    tooltip: format!("out_type entry {k}: {e}"),
-                });
+        for (k, (o, e)) in j.outs.iter().zip(&sig.out_type).enumerate() {
+            if e.explicit || !visible(o.range) {
+                continue;
             }
+            out.push(InlayHint {
+                offset: o.range.end,
+                label: "implicit".into(),
+                tooltip: format!(
+                    "out_type entry {k}: {e}. An implicit output: a dimension that later outputs refer to as OutDBIdx({k}). out_type: {}",
+                    entries(&sig.out_type)
+                ),
+            });
         }
     }
     // Dropped results printed without a type.

@@ -600,6 +600,57 @@ do
   vim.fn.delete(dir, 'rf')
 end
 
+---------------------------------------------------------------------------
+-- (j) Reload: :edit! reads an invalid file again from disk; the client stays
+-- attached and the diagnostics come back. Then every client is stopped (as
+-- when Neovim quits), and the LSP log must hold no error.
+---------------------------------------------------------------------------
+
+do
+  -- (h) named a missing binary, in a folder it removed: back to the real
+  -- binary, without (h)'s buffers.
+  vim.cmd('silent! %bwipeout!')
+  jaxpr.setup({ cmd = { server } })
+  local rel = 'invalid/dtype_mix.jaxpr'
+  local buf, uri = open(rel)
+  wait_for(rel .. ': its error', function()
+    return #errors_of(buf) > 0
+  end)
+  local id = client_of(buf).id
+  local before = published[uri] or 0
+  vim.cmd('edit!')
+  wait_for(rel .. ': diagnostics published again after :edit!', function()
+    return (published[uri] or 0) > before and #errors_of(buf) > 0
+  end)
+  check(client_of(buf) and client_of(buf).id == id, ':edit! changed the client of %s', rel)
+  out(('(j) :edit! %s: still client %d, %d error(s) again'):format(rel, id, #errors_of(buf)))
+
+  local ids = {}
+  for _, c in ipairs(vim.lsp.get_active_clients()) do
+    ids[#ids + 1] = c.id
+    vim.lsp.stop_client(c.id)
+  end
+  wait_for('every client to shut down', function()
+    for _, i in ipairs(ids) do
+      if vim.lsp.get_client_by_id(i) ~= nil then
+        return false
+      end
+    end
+    return true
+  end)
+  local log = vim.lsp.get_log_path()
+  local errors = {}
+  if vim.fn.filereadable(log) == 1 then
+    for _, line in ipairs(vim.fn.readfile(log)) do
+      if line:find('[ERROR]', 1, true) then
+        errors[#errors + 1] = line
+      end
+    end
+  end
+  check(#errors == 0, 'the LSP log (%s) has errors:\n%s', log, table.concat(errors, '\n'))
+  out(('(j) %d client(s) stopped; no error in %s'):format(#ids, log))
+end
+
 guard:stop()
 finished = true
 out('all Neovim end-to-end checks passed')
