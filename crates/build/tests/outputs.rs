@@ -9,12 +9,14 @@ use std::process::{Command, Output};
 
 const PROGRAM: &str = "{ lambda ; a:f32[3]. let b:f32[3] = neg a in (b,) }\n";
 
-/// A fresh folder for one test.
-fn folder(name: &str) -> PathBuf {
+/// A fresh folder for one test, and `model.jaxpr` in it.
+fn folder(name: &str) -> (PathBuf, PathBuf) {
     let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("outputs").join(name);
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
-    d
+    let input = d.join("model.jaxpr");
+    std::fs::write(&input, PROGRAM).unwrap();
+    (d, input)
 }
 
 fn build(input: &Path, args: &[&str]) -> Output {
@@ -39,9 +41,7 @@ const EMITS: [&str; 4] = ["stablehlo", "native", "llvm-ir", "object"];
 
 #[test]
 fn the_input_is_never_the_output() {
-    let d = folder("input");
-    let input = d.join("model.jaxpr");
-    std::fs::write(&input, PROGRAM).unwrap();
+    let (d, input) = folder("input");
     let link = d.join("link.out");
     std::os::unix::fs::symlink(&input, &link).unwrap();
     for emit in EMITS {
@@ -55,9 +55,7 @@ fn the_input_is_never_the_output() {
 
 #[test]
 fn a_library_and_its_header_are_two_files() {
-    let d = folder("header");
-    let input = d.join("model.jaxpr");
-    std::fs::write(&input, PROGRAM).unwrap();
+    let (d, input) = folder("header");
     let h = d.join("libx.h");
     refused(&build(&input, &["--emit", "native", "-o", h.to_str().unwrap()]), "header would be written over the library");
     assert!(!h.exists());
@@ -71,9 +69,7 @@ fn a_library_and_its_header_are_two_files() {
 
 #[test]
 fn special_files_are_not_replaced() {
-    let d = folder("special");
-    let input = d.join("model.jaxpr");
-    std::fs::write(&input, PROGRAM).unwrap();
+    let (d, input) = folder("special");
     let fifo = d.join("fifo");
     let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
@@ -104,9 +100,7 @@ fn special_files_are_not_replaced() {
 
 #[test]
 fn c_names_the_library_uses_itself_are_refused() {
-    let d = folder("names");
-    let input = d.join("model.jaxpr");
-    std::fs::write(&input, PROGRAM).unwrap();
+    let (d, input) = folder("names");
     let so = d.join("libm_out.so");
     let out = ["-o", so.to_str().unwrap()];
     for (name, why) in [

@@ -93,9 +93,9 @@ impl<'c> G<'c, '_> {
         };
         let f = self.m.add_function(&name, ty, Some(Linkage::Private));
         // Not inlined: LLVM's inliner, run on a chain of `let`s each calling
-        // the previous one, copies ever larger bodies (superlinear: a chain
-        // of 1,000 took 48 s to optimize, 0.6 s without), and a diamond's
-        // would grow exponentially again.
+        // the previous one, copies ever larger bodies (its time grows
+        // faster than the chain), and a diamond's would grow exponentially
+        // again.
         let noinline = inkwell::attributes::Attribute::get_named_enum_kind_id("noinline");
         f.add_attribute(
             inkwell::attributes::AttributeLoc::Function,

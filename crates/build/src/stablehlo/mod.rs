@@ -19,6 +19,7 @@
 //! `stablehlo.while` and `stablehlo.case` with the nested jaxpr lowered into
 //! the regions.
 
+mod calls;
 mod control;
 mod create;
 mod ops;
@@ -458,6 +459,8 @@ pub(crate) struct LowerState<'c> {
     /// their names and attributes, for [`create`].
     op_names: RefCell<HashMap<Box<str>, Option<*const std::ffi::c_void>>>,
     dictionaries: RefCell<HashMap<DictionaryKey, mlir_sys::MlirAttribute>>,
+    /// The functions of the `let` jaxprs called ([`calls`]).
+    let_functions: RefCell<calls::LetFunctions>,
 }
 
 /// An attribute list: its names and attributes, as MLIR's handles.
@@ -579,22 +582,38 @@ impl<'c, 'f> Lower<'c, 'f> {
             .zip(&out_tys)
             .map(|(o, &t)| self.fit(b, o.v, t))
             .collect::<R<Vec<_>>>()?;
-        b.append_operation(melior::dialect::func::r#return(&outs, self.loc));
+        self.append_function(module, "main", "public", (block, b), &outs, &in_tys, &out_tys);
+        self.lower_let_functions(module)
+    }
+
+    /// Ends the body `block` (`b`) returning `outs`, and appends it to
+    /// `module` as the function `name` of `visibility`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn append_function(
+        &self,
+        module: &Module<'c>,
+        name: &str,
+        visibility: &str,
+        (block, b): (Block<'c>, B<'c>),
+        outs: &[V<'c>],
+        in_tys: &[Type<'c>],
+        out_tys: &[Type<'c>],
+    ) {
+        b.append_operation(melior::dialect::func::r#return(outs, self.loc));
         let region = Region::new();
         region.append_block(block);
         let func = melior::dialect::func::func(
             self.cx,
-            StringAttribute::new(self.cx, "main"),
-            TypeAttribute::new(FunctionType::new(self.cx, &in_tys, &out_tys).into()),
+            StringAttribute::new(self.cx, name),
+            TypeAttribute::new(FunctionType::new(self.cx, in_tys, out_tys).into()),
             region,
             &[(
                 Identifier::new(self.cx, "sym_visibility"),
-                StringAttribute::new(self.cx, "public").into(),
+                StringAttribute::new(self.cx, visibility).into(),
             )],
             self.loc,
         );
         module.body().append_operation(func);
-        Ok(())
     }
 
     /// Values of the symbolic dimensions, from the shapes of the inputs where
@@ -646,7 +665,8 @@ impl<'c, 'f> Lower<'c, 'f> {
     }
 
     /// Lowers a nested jaxpr with the given inputs (constvars first, then
-    /// invars) into block `b`, in a scope of its own.
+    /// invars) into block `b`, in a scope of its own; a `let` jaxpr is
+    /// called through its function instead ([`calls`]).
     pub(crate) fn call(
         &self,
         b: B<'c>,
@@ -655,6 +675,15 @@ impl<'c, 'f> Lower<'c, 'f> {
         inputs: &[V<'c>],
         at: TextRange,
     ) -> R<Vec<Operand<'c, 'f>>> {
+        let info = self.a.jaxpr(j);
+        if matches!(info.origin, check::JaxprOrigin::Let { .. }) {
+            let outs = self.call_let(b, outer, j, inputs, at)?;
+            return Ok(outs
+                .into_iter()
+                .zip(&info.outs)
+                .map(|(v, o)| Operand { v, ty: Cow::Borrowed(&o.ty) })
+                .collect());
+        }
         let binders = super::walk::nested_binders(self.a, j, inputs.len(), at)?;
         for (&v, &x) in binders.iter().zip(inputs) {
             self.bind(v, self.fit(b, x, self.var_ty(v)?)?);

@@ -1,0 +1,99 @@
+//! `let` jaxprs that call each other: a build emits each one once (a
+//! "diamond", each `let` calling the previous twice, used to be inlined
+//! 2^n times) and never recurses on how deep the calls go (a chain of
+//! thousands of `let`s overflowed the stack), in both back ends.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn out_dir() -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("lets");
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A program of `n` lets over `a:i64[]`: `f0` adds 1, each later one calls
+/// the previous once (`chain`, then adding 1 itself) or twice in a row
+/// (`diamond`); main calls the last. It returns `a + n` or `a + 2^(n-1)`.
+fn lets(n: usize, diamond: bool) -> String {
+    let mut s = String::from("let f0 = { lambda ; a:i64[]. let b:i64[] = add a 1:i64[] in (b,) } in\n");
+    for i in 1..n {
+        let p = i - 1;
+        if diamond {
+            s += &format!(
+                "let f{i} = {{ lambda ; a:i64[]. let\n    b:i64[] = pjit[name=f{i} jaxpr=f{p}] a\n    \
+                 c:i64[] = pjit[name=f{i} jaxpr=f{p}] b\n  in (c,) }} in\n"
+            );
+        } else {
+            s += &format!(
+                "let f{i} = {{ lambda ; a:i64[]. let\n    b:i64[] = pjit[name=f{i} jaxpr=f{p}] a\n    \
+                 c:i64[] = add b 1:i64[]\n  in (c,) }} in\n"
+            );
+        }
+    }
+    s += &format!("{{ lambda ; a:i64[]. let b:i64[] = pjit[name=main jaxpr=f{}] a in (b,) }}\n", n - 1);
+    s
+}
+
+fn build(name: &str, text: &str, emit: &str, out: &str) -> PathBuf {
+    let src = out_dir().join(format!("{name}.jaxpr"));
+    std::fs::write(&src, text).unwrap();
+    let out = out_dir().join(out);
+    let b = Command::new(env!("CARGO_BIN_EXE_jaxpr-build"))
+        .arg("build")
+        .arg(&src)
+        .args(["--color", "never", "--emit", emit, "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(b.status.success(), "{name} ({emit}): {:?} {}", b.status, String::from_utf8_lossy(&b.stderr));
+    out
+}
+
+#[repr(C)]
+struct JxArray {
+    data: *mut u8,
+    dtype: i32,
+    rank: i32,
+    shape: [i64; 8],
+}
+
+/// Calls a library of one `i64[]` input and output on `x`.
+fn run(lib: &Path, name: &str, x: i64) -> i64 {
+    type Entry = unsafe extern "C" fn(*const JxArray, i64, *mut JxArray, i64) -> i32;
+    let lib = unsafe { libloading::Library::new(lib) }.unwrap();
+    let f: Entry = unsafe { *lib.get::<Entry>(name.as_bytes()).unwrap() };
+    let free: unsafe extern "C" fn(*mut u8) = unsafe { *lib.get(format!("{name}_free").as_bytes()).unwrap() };
+    let mut x = x;
+    let input = JxArray { data: (&raw mut x).cast(), dtype: 4, rank: 0, shape: [0; 8] };
+    let mut out = JxArray { data: std::ptr::null_mut(), dtype: 0, rank: 0, shape: [0; 8] };
+    assert_eq!(unsafe { f(&input, 1, &mut out, 1) }, 0);
+    let y = unsafe { out.data.cast::<i64>().read() };
+    unsafe { free(out.data) };
+    y
+}
+
+#[test]
+fn a_chain_of_thousands_of_lets_builds() {
+    let so = build("chain3000", &lets(3000, false), "native", "libchain3000.so");
+    assert_eq!(run(&so, "chain3000", 5), 5 + 3000);
+    let mlir = build("chain10000", &lets(10_000, false), "stablehlo", "chain10000.mlir");
+    let text = std::fs::read_to_string(mlir).unwrap();
+    assert_eq!(text.matches("func.func private").count(), 10_000);
+}
+
+#[test]
+fn each_let_is_emitted_once() {
+    // 2^27 calls at run time: built, and counted, not run.
+    let ll = build("diamond28", &lets(28, true), "llvm-ir", "diamond28.ll");
+    let text = std::fs::read_to_string(ll).unwrap();
+    let defined = text.lines().filter(|l| l.starts_with("define") && l.contains(" @jx_let_f")).count();
+    assert_eq!(defined, 28);
+    let mlir = build("diamond28", &lets(28, true), "stablehlo", "diamond28.mlir");
+    let text = std::fs::read_to_string(mlir).unwrap();
+    assert_eq!(text.matches("func.func private").count(), 28);
+    assert_eq!(text.matches("call @").count(), 2 * 27 + 1);
+    // A smaller diamond runs: 2^15 calls of f0.
+    let so = build("diamond16", &lets(16, true), "native", "libdiamond16.so");
+    assert_eq!(run(&so, "diamond16", 7), 7 + (1 << 15));
+}
