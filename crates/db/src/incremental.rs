@@ -194,10 +194,13 @@ impl Engine {
         parse: Arc<Parse>,
         analysis: Arc<Analysis>,
         extras: Extras,
+        lines: Arc<LineIndex>,
     ) {
         let slot = self.slot(file);
         let mut state = slot.lock().unwrap_or_else(|e| e.into_inner());
-        *state = Some(FileState::new(text, parse, analysis, extras));
+        let s = FileState::new(text, parse, analysis, extras);
+        let _ = s.base_lines.set(lines);
+        *state = Some(s);
     }
 }
 
@@ -247,25 +250,29 @@ fn changed_since_base(state: &mut Option<FileState>, text: &str) -> Option<(Text
     if !s.equations_only {
         return None;
     }
-    let (old, new) = (s.base_text.as_bytes(), text.as_bytes());
-    let p = common_prefix(old, new);
-    let q = common_suffix(&old[p..], &new[p..]);
-    let delta = (new.len() - q) as i64 - (old.len() - q) as i64;
-    let dirty = match &s.segs {
-        // Nothing changed since the base.
-        _ if p == old.len() && q == 0 && delta == 0 => TextRange::new(p as u32, p as u32),
-        None => return None,
-        // The segments (whole top-level items) the change touches.
-        Some(segs) => {
-            let first = segs.base_starts.partition_point(|&b| b as usize <= p) - 1;
-            let last = segs.base_starts.partition_point(|&b| (b as usize) <= old.len() - q);
-            let end = segs.base_starts.get(last).map_or(old.len(), |&e| e as usize);
-            TextRange::new(segs.base_starts[first], end as u32)
-        }
+    // Without segments every edit was a whole-file check: the text is the base's.
+    let Some(segs) = &s.segs else {
+        return Some((TextRange::default(), 0));
     };
-    let now = dirty.start as usize..(dirty.end as i64 + delta) as usize;
+    // The equation segments re-checked since the base whose text differs
+    // from the base's now, from the first to the last.
+    let (base, now) = (s.base_text.as_bytes(), text.as_bytes());
+    let differs = |&&k: &&u32| {
+        let k = k as usize;
+        let was = segs.base_starts[k] as usize..segs.base_starts[k + 1] as usize;
+        base[was] != now[segs.starts[k] as usize..segs.starts[k + 1] as usize]
+    };
+    let changed: Vec<u32> = segs.overrides.keys().filter(differs).copied().collect();
+    let (Some(first), Some(last)) = (changed.iter().min(), changed.iter().max()) else {
+        return Some((TextRange::default(), 0));
+    };
+    let (first, after) = (*first as usize, *last as usize + 1);
+    let dirty = TextRange::new(segs.base_starts[first], segs.base_starts[after]);
+    let at_now = segs.starts[first] as usize..segs.starts[after] as usize;
+    let delta = at_now.len() as i64 - dirty.len() as i64;
     let lines = |b: &[u8]| b.iter().filter(|&&c| c == b'\n').count();
-    (lines(&old[dirty.as_usize()]) == lines(&new[now])).then_some((dirty, delta))
+    let same_lines = lines(&base[dirty.as_usize()]) == lines(&now[at_now]);
+    same_lines.then_some((dirty, delta))
 }
 
 struct FileState {
