@@ -195,11 +195,14 @@ impl Engine {
         analysis: Arc<Analysis>,
         extras: Extras,
         lines: Arc<LineIndex>,
+        revision: salsa::Revision,
     ) {
         let slot = self.slot(file);
         let mut state = slot.lock().unwrap_or_else(|e| e.into_inner());
-        let s = FileState::new(text, parse, analysis, extras);
+        let mut s = FileState::new(text, parse, analysis, extras);
         let _ = s.base_lines.set(lines);
+        // `text` is the file's text in `revision`: nothing differs from the base.
+        s.changed_since_base = Some((revision, Some((TextRange::default(), 0))));
         *state = Some(s);
     }
 }

@@ -79,7 +79,8 @@ pub fn analysis(db: &dyn Db, file: SourceFile) -> Arc<Analysis> {
     let p = parse(db, file);
     let (a, extras) = interruptible(db, || check::check_full(&p.file));
     let a = Arc::new(a);
-    db.engine().offer(file.as_id(), text, p, a.clone(), extras, line_index(db, file));
+    let (lines, revision) = (line_index(db, file), salsa::plumbing::current_revision(db));
+    db.engine().offer(file.as_id(), text, p, a.clone(), extras, lines, revision);
     a
 }
 
