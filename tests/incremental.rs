@@ -207,3 +207,68 @@ fn analysis_after_incremental_edits_is_the_current_texts() {
     assert!(db::diagnostics(&db, file).is_empty());
     assert_eq!(db.engine().last_path(file.as_id()), Some(Path::Equation));
 }
+
+/// Hover and definition answered from the last whole-file analysis after
+/// edits re-checked one equation alone (what the language server does for
+/// the first requests after an edit) equal the answers of a whole-file
+/// analysis of the current text, wherever they answer.
+#[test]
+fn answers_from_the_earlier_analysis_are_the_current_texts() {
+    let mut files: Vec<String> = ["transformer_block", "control", "elementwise", "remat"]
+        .iter()
+        .map(|n| read(&format!("jax/{n}.jaxpr")))
+        .collect();
+    files.push(read("large/transformer150_grad.jaxpr.gz"));
+    let (mut reused, mut compared) = (0, 0);
+    for (i, original) in files.iter().enumerate() {
+        let mut db = RootDatabase::default();
+        let file = SourceFile::new(&db, "t.jaxpr".into(), original.clone());
+        // The base: the whole-file check of the opened text.
+        db::diagnostics(&db, file);
+        let mut rng = Rng::new(0xE4 + i as u64);
+        let mut text = original.clone();
+        for _ in 0..40 {
+            if rng.below(8) == 0 {
+                text = original.clone();
+            } else {
+                let end = text.len();
+                edit(&mut text, &mut rng, end);
+            }
+            file.set_text(&mut db).to(text.clone());
+            // Requests come before or after the edit's diagnostics.
+            if rng.below(2) == 0 {
+                db::diagnostics(&db, file);
+            }
+            let Some(e) = db::earlier(&db, file) else {
+                continue;
+            };
+            let earlier = jaxpr_ide::EarlierView::of(&e);
+            let parse = jaxpr_syntax::parse(&text);
+            let analysis = jaxpr_check::check(&parse.file);
+            let lines = jaxpr_syntax::LineIndex::new(&text);
+            let now = jaxpr_ide::FileView {
+                text: &text,
+                parse: &parse,
+                analysis: &analysis,
+                lines: &lines,
+            };
+            // Every variable occurrence of small files, a sample of large ones.
+            let step = analysis.refs.len() / 400 + 1;
+            for r in analysis.refs.iter().step_by(step) {
+                for offset in [r.range.start, r.range.end] {
+                    compared += 1;
+                    if let Some(h) = earlier.hover(offset) {
+                        reused += 1;
+                        assert_eq!(h, jaxpr_ide::hover(&now, offset), "hover at {offset}");
+                    }
+                    if let Some(d) = earlier.definition(offset) {
+                        let want = jaxpr_ide::definition(&analysis, offset);
+                        assert_eq!(d, want, "definition at {offset}");
+                    }
+                }
+            }
+        }
+    }
+    // Most answers after such edits come from the earlier analysis.
+    assert!(reused * 2 > compared, "{reused} of {compared} hovers reused");
+}

@@ -3,8 +3,8 @@
 
 use crate::convert::{self, Encoding};
 use crate::state::{Snapshot, Workspace};
-use jaxpr_ide::{self as ide, FileView, NavTarget};
 use jaxpr_syntax::diagnostics::{Diagnostic as CoreDiagnostic, Severity};
+use jaxpr_ide::{self as ide, EarlierView, FileView, NavTarget};
 use ropey::Rope;
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -90,15 +90,42 @@ impl Backend {
         R: Send + 'static,
         F: FnOnce(&FileView, &Rope, Encoding) -> R + Send + 'static,
     {
+        self.on_snapshot(uri, move |snap, enc| {
+            snap.with_view(|v| f(v, &snap.rope, enc))
+        })
+        .await
+    }
+
+    /// [`Self::query`], answered from the last whole-file analysis when
+    /// `earlier` can (it cannot when its answer reads an item edited
+    /// since): the first request after an edit then needs no whole-file
+    /// analysis of the new text.
+    async fn query_reusing<R, E, F>(&self, uri: &Url, earlier: E, f: F) -> Result<Option<R>>
+    where
+        R: Send + 'static,
+        E: FnOnce(&EarlierView, &Rope, Encoding) -> Option<R> + Send + 'static,
+        F: FnOnce(&FileView, &Rope, Encoding) -> R + Send + 'static,
+    {
+        self.on_snapshot(uri, move |snap, enc| {
+            match snap.with_earlier(|e| earlier(e, &snap.rope, enc)) {
+                Ok(None) => snap.with_view(|v| f(v, &snap.rope, enc)),
+                reused => reused.map(|r| r.expect("matched above")),
+            }
+        })
+        .await
+    }
+
+    /// Runs `job` on a snapshot of the document, off the async threads.
+    async fn on_snapshot<R, J>(&self, uri: &Url, job: J) -> Result<Option<R>>
+    where
+        R: Send + 'static,
+        J: FnOnce(&Snapshot, Encoding) -> std::result::Result<R, salsa::Cancelled> + Send + 'static,
+    {
         let Some(snap) = lock(&self.ws).snapshot(uri) else {
             return Ok(None);
         };
         let enc = self.enc();
-        let res = tokio::task::spawn_blocking(move || {
-            let rope = snap.rope.clone();
-            snap.with_view(|v| f(v, &rope, enc))
-        })
-        .await;
+        let res = tokio::task::spawn_blocking(move || job(&snap, enc)).await;
         match res {
             Ok(Ok(r)) => Ok(Some(r)),
             Ok(Err(_cancelled)) => Err(content_modified()),
@@ -414,14 +441,22 @@ impl LanguageServer for Backend {
             let uri = &tp.text_document.uri;
             return Ok(self.python.hover(uri, pos, &self.roots(), self.enc()).await);
         }
+        let to_lsp = move |rope: &Rope, enc, (range, md)| Hover {
+            contents: markdown(md),
+            range: Some(convert::range(rope, range, enc)),
+        };
         let r = self
-            .query(&tp.text_document.uri, move |v, rope, enc| {
-                let (range, md) = ide::hover(v, convert::offset(rope, pos, enc))?;
-                Some(Hover {
-                    contents: markdown(md),
-                    range: Some(convert::range(rope, range, enc)),
-                })
-            })
+            .query_reusing(
+                &tp.text_document.uri,
+                move |e, rope, enc| {
+                    let h = e.hover(convert::offset(rope, pos, enc))?;
+                    Some(h.map(|h| to_lsp(rope, enc, h)))
+                },
+                move |v, rope, enc| {
+                    let h = ide::hover(v, convert::offset(rope, pos, enc))?;
+                    Some(to_lsp(rope, enc, h))
+                },
+            )
             .await?;
         Ok(r.flatten())
     }
@@ -438,17 +473,25 @@ impl LanguageServer for Backend {
             return Ok(loc.map(GotoDefinitionResponse::Scalar));
         }
         let u = uri.clone();
+        let to_lsp = move |rope: &Rope, enc, target| match target {
+            NavTarget::Here(range) => Some(Location::new(u, convert::range(rope, range, enc))),
+            NavTarget::Source { path, line, col } => {
+                source_location(&u, &roots, &path, line, col)
+            }
+        };
+        let to_lsp2 = to_lsp.clone();
         let r = self
-            .query(&uri, move |v, rope, enc| {
-                match ide::definition(v.analysis, convert::offset(rope, pos, enc))? {
-                    NavTarget::Here(range) => {
-                        Some(Location::new(u, convert::range(rope, range, enc)))
-                    }
-                    NavTarget::Source { path, line, col } => {
-                        source_location(&u, &roots, &path, line, col)
-                    }
-                }
-            })
+            .query_reusing(
+                &uri,
+                move |e, rope, enc| {
+                    let d = e.definition(convert::offset(rope, pos, enc))?;
+                    Some(d.and_then(|d| to_lsp(rope, enc, d)))
+                },
+                move |v, rope, enc| {
+                    let d = ide::definition(v.analysis, convert::offset(rope, pos, enc))?;
+                    to_lsp2(rope, enc, d)
+                },
+            )
             .await?;
         Ok(r.flatten().map(GotoDefinitionResponse::Scalar))
     }

@@ -5,7 +5,7 @@
 
 use crate::convert::{self, Encoding};
 use jaxpr_db::{self as db, RootDatabase, SourceFile};
-use jaxpr_ide::FileView;
+use jaxpr_ide::{EarlierView, FileView};
 use ropey::Rope;
 use salsa::Setter;
 use std::collections::HashMap;
@@ -150,6 +150,20 @@ impl Snapshot {
                 analysis: &analysis,
                 lines: &lines,
             })
+        }))
+    }
+
+    /// Runs `f` on the file's last whole-file analysis, when the text
+    /// changed since only inside equations re-checked alone (see
+    /// [`db::earlier`]); `Ok(None)` when there is none or `f` cannot answer
+    /// from it. `Err` when an edit cancelled the query.
+    pub fn with_earlier<R>(
+        &self,
+        f: impl FnOnce(&EarlierView) -> Option<R>,
+    ) -> Result<Option<R>, salsa::Cancelled> {
+        salsa::Cancelled::catch(AssertUnwindSafe(|| {
+            let e = db::earlier(&self.db, self.file)?;
+            f(&EarlierView::of(&e))
         }))
     }
 

@@ -49,13 +49,13 @@ use jaxpr_check::{
 use jaxpr_syntax::diagnostics::Diagnostic;
 use jaxpr_syntax::ast::LetJaxpr;
 use jaxpr_syntax::ast::SmolStr;
-use jaxpr_syntax::{self as syntax, Parse, TextRange, parse_equation};
+use jaxpr_syntax::{self as syntax, LineIndex, Parse, TextRange, parse_equation};
 use jaxpr_types::Dim;
 use jaxpr_types::VarId;
 use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// Ranges of base variables inside a re-checked segment's results carry
 /// this bit: they are positions in the base text, moved when reported.
@@ -105,15 +105,14 @@ impl Engine {
     ) -> Arc<Vec<Diagnostic>> {
         let slot = self.slot(file);
         let mut state = slot.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(s) = state.as_mut() {
-            if s.text == text {
-                s.last = Path::Unchanged;
-                return s.diags.clone();
-            }
-            if let Some(path) = s.update(text) {
-                s.last = path;
-                return s.diags.clone();
-            }
+        if let Some(s) = state.as_mut()
+            && s.text == text
+        {
+            s.last = Path::Unchanged;
+            return s.diags.clone();
+        }
+        if let Some(s) = advance(&mut *state, text) {
+            return s.diags.clone();
         }
         let (parse, analysis, extras) = jaxpr_syntax::interrupt::with_checkpoint(checkpoint, || {
             let parse = syntax::parse(text);
@@ -142,6 +141,50 @@ impl Engine {
         (s.is_base() && s.text == text).then(|| (s.parse.clone(), s.analysis.clone()))
     }
 
+    /// The base (the last whole-file parse and analysis, and the text they
+    /// describe) when `text`, the current text of `file`, differs from it
+    /// only inside top-level equations after their binders: every other
+    /// top-level item reads the same and means the same as in the base.
+    /// That holds after edits that each re-checked one equation alone
+    /// ([`Path::Equation`]) and changed no line count, so editor answers
+    /// that read only such items can come from the base.
+    ///
+    /// `revision` is the database's revision `text` is read in: the answer
+    /// is kept for it, so that the requests after an edit compare the texts
+    /// once.
+    pub fn earlier(
+        &self,
+        file: salsa::Id,
+        text: &str,
+        revision: salsa::Revision,
+    ) -> Option<Earlier> {
+        let slot = self.slot(file);
+        let mut state = slot.lock().unwrap_or_else(|e| e.into_inner());
+        let (dirty, delta) = match state.as_ref().and_then(|s| s.changed_since_base) {
+            Some((r, changed)) if r == revision => changed?,
+            _ => {
+                let changed = changed_since_base(&mut *state, text);
+                if let Some(s) = state.as_mut() {
+                    s.changed_since_base = Some((revision, changed));
+                }
+                changed?
+            }
+        };
+        let s = state.as_ref()?;
+        let base_lines = s
+            .base_lines
+            .get_or_init(|| Arc::new(LineIndex::new(&s.base_text)))
+            .clone();
+        Some(Earlier {
+            text: s.base_text.clone(),
+            parse: s.parse.clone(),
+            analysis: s.analysis.clone(),
+            lines: base_lines,
+            dirty,
+            delta,
+        })
+    }
+
     /// A whole-file parse and check of `text` done elsewhere becomes the
     /// base, so that later edits start from it.
     pub(crate) fn offer(
@@ -151,16 +194,102 @@ impl Engine {
         parse: Arc<Parse>,
         analysis: Arc<Analysis>,
         extras: Extras,
+        lines: Arc<LineIndex>,
+        revision: salsa::Revision,
     ) {
         let slot = self.slot(file);
         let mut state = slot.lock().unwrap_or_else(|e| e.into_inner());
-        *state = Some(FileState::new(text, parse, analysis, extras));
+        let mut s = FileState::new(text, parse, analysis, extras);
+        let _ = s.base_lines.set(lines);
+        // `text` is the file's text in `revision`: nothing differs from the base.
+        s.changed_since_base = Some((revision, Some((TextRange::default(), 0))));
+        *state = Some(s);
     }
+}
+
+/// An earlier text of a file, its whole-file parse and analysis, and how
+/// the current text differs from it (see [`Engine::earlier`]).
+pub struct Earlier {
+    pub text: Arc<str>,
+    pub parse: Arc<Parse>,
+    pub analysis: Arc<Analysis>,
+    pub lines: Arc<LineIndex>,
+    /// Whole top-level items of the earlier text that the current text
+    /// changes (empty when it is the same text).
+    pub dirty: TextRange,
+    /// How many bytes longer those items are now.
+    pub delta: i64,
+}
+
+/// Brings `state` to `text` by reuse alone; None (and no state) when that
+/// takes a whole-file check.
+fn advance<'s>(state: &'s mut Option<FileState>, text: &str) -> Option<&'s mut FileState> {
+    let s = state.as_mut()?;
+    if s.text != text {
+        match s.update(text) {
+            Some(path) => {
+                s.last = path;
+                s.equations_only &= path == Path::Equation;
+                s.changed_since_base = None;
+            }
+            None => {
+                // A failed update may leave the state half updated.
+                *state = None;
+                return None;
+            }
+        }
+    }
+    state.as_mut()
+}
+
+/// Where `text` differs from the base of `state` (whole top-level items of
+/// the base, and how many bytes longer they are now), brought up to `text`
+/// first; None unless every update since the base re-checked one equation
+/// alone and the changed items have as many lines as before.
+fn changed_since_base(state: &mut Option<FileState>, text: &str) -> Option<(TextRange, i64)> {
+    // Before the edit's diagnostics were asked for, the edit is applied
+    // here (when it can be without a whole-file check).
+    let s = advance(state, text)?;
+    if !s.equations_only {
+        return None;
+    }
+    // Without segments every edit was a whole-file check: the text is the base's.
+    let Some(segs) = &s.segs else {
+        return Some((TextRange::default(), 0));
+    };
+    // The equation segments re-checked since the base whose text differs
+    // from the base's now, from the first to the last.
+    let (base, now) = (s.base_text.as_bytes(), text.as_bytes());
+    let differs = |&&k: &&u32| {
+        let k = k as usize;
+        let was = segs.base_starts[k] as usize..segs.base_starts[k + 1] as usize;
+        base[was] != now[segs.starts[k] as usize..segs.starts[k + 1] as usize]
+    };
+    let changed: Vec<u32> = segs.overrides.keys().filter(differs).copied().collect();
+    let (Some(first), Some(last)) = (changed.iter().min(), changed.iter().max()) else {
+        return Some((TextRange::default(), 0));
+    };
+    let (first, after) = (*first as usize, *last as usize + 1);
+    let dirty = TextRange::new(segs.base_starts[first], segs.base_starts[after]);
+    let at_now = segs.starts[first] as usize..segs.starts[after] as usize;
+    let delta = at_now.len() as i64 - dirty.len() as i64;
+    let lines = |b: &[u8]| b.iter().filter(|&&c| c == b'\n').count();
+    let same_lines = lines(&base[dirty.as_usize()]) == lines(&now[at_now]);
+    same_lines.then_some((dirty, delta))
 }
 
 struct FileState {
     /// The text the diagnostics describe.
     text: String,
+    /// The text the parse and analysis describe, and its lines (built
+    /// when first asked for).
+    base_text: Arc<str>,
+    base_lines: OnceLock<Arc<LineIndex>>,
+    /// Every update since the base re-checked one equation alone.
+    equations_only: bool,
+    /// [`changed_since_base`] of the text of a database revision (reset
+    /// whenever the text or the base changes).
+    changed_since_base: Option<(salsa::Revision, Option<(TextRange, i64)>)>,
     parse: Arc<Parse>,
     analysis: Arc<Analysis>,
     diags: Arc<Vec<Diagnostic>>,
@@ -276,6 +405,10 @@ impl FileState {
         });
         FileState {
             text: text.to_string(),
+            base_text: Arc::from(text),
+            base_lines: OnceLock::new(),
+            equations_only: true,
+            changed_since_base: None,
             parse,
             analysis,
             diags,

@@ -15,7 +15,7 @@
 pub mod incremental;
 use jaxpr_check::{self as check, Analysis};
 use jaxpr_syntax::diagnostics::Diagnostic;
-pub use crate::incremental::{Engine, Path};
+pub use crate::incremental::{Earlier, Engine, Path};
 use jaxpr_syntax::{self as syntax, LineIndex, Parse};
 use salsa::plumbing::AsId;
 use std::sync::Arc;
@@ -79,7 +79,8 @@ pub fn analysis(db: &dyn Db, file: SourceFile) -> Arc<Analysis> {
     let p = parse(db, file);
     let (a, extras) = interruptible(db, || check::check_full(&p.file));
     let a = Arc::new(a);
-    db.engine().offer(file.as_id(), text, p, a.clone(), extras);
+    let (lines, revision) = (line_index(db, file), salsa::plumbing::current_revision(db));
+    db.engine().offer(file.as_id(), text, p, a.clone(), extras, lines, revision);
     a
 }
 
@@ -89,6 +90,16 @@ pub fn analysis(db: &dyn Db, file: SourceFile) -> Arc<Analysis> {
 pub fn diagnostics(db: &dyn Db, file: SourceFile) -> Arc<Vec<Diagnostic>> {
     let cancelled = || db.unwind_if_revision_cancelled();
     db.engine().diagnostics(file.as_id(), file.text(db), &cancelled)
+}
+
+/// The last whole-file parse and analysis of `file` and how its current
+/// text differs from theirs, when it differs only inside top-level
+/// equations that were re-checked alone (see [`Engine::earlier`]): editor
+/// questions about the other items can be answered from them without a
+/// whole-file analysis of the current text.
+pub fn earlier(db: &dyn Db, file: SourceFile) -> Option<Earlier> {
+    let revision = salsa::plumbing::current_revision(db);
+    db.engine().earlier(file.as_id(), file.text(db), revision)
 }
 
 /// Runs a whole-file parse or check so that an edit can cancel it while it

@@ -3,12 +3,14 @@
 //! and what to show on hover. The language server only converts these.
 
 mod complete;
+mod earlier;
 mod hints;
 mod outline;
 mod rename;
 mod tokens;
 
 pub use complete::{Completion, CompletionKind, completions};
+pub use earlier::EarlierView;
 pub use hints::{InlayHint, inlay_hints};
 pub use outline::{Fold, FoldKind, Symbol, SymbolKind, document_symbols, folding_ranges};
 pub use rename::{RenameError, prepare_rename, rename};

@@ -74,7 +74,9 @@ impl Lsp {
             std::process::id(),
             SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         ));
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_jaxpr-lsp"));
+        // JAXPR_LSP_BIN: another build of the server (the latency bench's anchor).
+        let bin = std::env::var_os("JAXPR_LSP_BIN");
+        let mut cmd = Command::new(bin.as_deref().unwrap_or(env!("CARGO_BIN_EXE_jaxpr-lsp").as_ref()));
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&stderr_log).expect("server stderr log"));
