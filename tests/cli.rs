@@ -22,7 +22,6 @@ fn check_json(path: &Path) -> (Option<i32>, serde_json::Value) {
     (out.status.code(), report)
 }
 
-
 #[test]
 fn json_output_has_the_documented_shape() {
     let (code, v) = check_json(&corpus().join("invalid/undefined_var.jaxpr"));
@@ -76,7 +75,10 @@ fn io_and_usage_errors_exit_2() {
 
 #[test]
 fn human_output_names_the_file_line_and_code() {
-    let out = run(&["check", "--color", "never"], &corpus().join("invalid/dtype_mix.jaxpr"));
+    let out = run(
+        &["check", "--color", "never"],
+        &corpus().join("invalid/dtype_mix.jaxpr"),
+    );
     let s = String::from_utf8(out.stdout).unwrap();
     assert!(s.contains("error[J0005]"), "{s}");
     assert!(s.contains("dtype_mix.jaxpr:3:"), "{s}");
@@ -200,8 +202,18 @@ fn run_within(args: &[&str], secs: u64) -> Option<Output> {
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
     let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
-    child.stdout.take().unwrap().read_to_end(&mut stdout).unwrap();
-    child.stderr.take().unwrap().read_to_end(&mut stderr).unwrap();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_end(&mut stdout)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_end(&mut stderr)
+        .unwrap();
     Some(Output {
         status,
         stdout,
@@ -210,7 +222,9 @@ fn run_within(args: &[&str], secs: u64) -> Option<Output> {
 }
 
 fn fresh_dir(name: &str) -> std::path::PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli").join(name);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("cli")
+        .join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -232,7 +246,10 @@ fn a_fifo_in_a_checked_folder_is_skipped_with_a_note() {
         .expect("check returns instead of waiting on the FIFO");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(stderr.contains("skipping") && stderr.contains("a FIFO"), "{stderr}");
+    assert!(
+        stderr.contains("skipping") && stderr.contains("a FIFO"),
+        "{stderr}"
+    );
     assert!(String::from_utf8_lossy(&out.stdout).contains("checked 1 file: 0 errors"));
     // Named on the command line: refused, unopened.
     let out = run_within(&["check", fifo.to_str().unwrap()], 20).expect("no hang");
@@ -246,7 +263,10 @@ fn unbounded_and_huge_inputs_fail_fast_with_a_clear_error() {
     let out = run_within(&["check", "/dev/zero"], 20).expect("check /dev/zero returns");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("a character device, not a regular file"), "{stderr}");
+    assert!(
+        stderr.contains("a character device, not a regular file"),
+        "{stderr}"
+    );
     let big = fresh_dir("big").join("big.jaxpr");
     // Sparse: 1 GiB and a byte, no disk used.
     std::fs::File::create(&big)
@@ -274,11 +294,18 @@ fn invalid_utf8_in_a_comment_fails_check_and_build_alike() {
     let (code, v) = check_json(&p);
     assert_eq!(code, Some(1), "{v}");
     let message = v["files"][0]["diagnostics"][0]["message"].as_str().unwrap();
-    assert!(message.contains("not valid UTF-8 (first bad byte at offset 5)"), "{message}");
+    assert!(
+        message.contains("not valid UTF-8 (first bad byte at offset 5)"),
+        "{message}"
+    );
     // What `jaxpr build` loads its input with.
     let err = jaxpr::cli::load(&p).err().expect("build refuses the file");
     assert_eq!(err.to_string(), message);
-    std::fs::write(&p, "# café\n{ lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) }\n").unwrap();
+    std::fs::write(
+        &p,
+        "# café\n{ lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) }\n",
+    )
+    .unwrap();
     assert!(jaxpr::cli::load(&p).is_ok());
 }
 

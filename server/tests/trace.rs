@@ -282,7 +282,10 @@ fn a_session_planted_in_a_repository_runs_nothing_and_reads_nothing_outside() {
     let u = uri(&py);
     open_python(&mut s, &u, text);
     // Hover reads the session's jaxpr only inside its folder: not stdin.
-    let r = s.call("textDocument/hover", at(&u, json!({ "line": 1, "character": 0 })));
+    let r = s.call(
+        "textDocument/hover",
+        at(&u, json!({ "line": 1, "character": 0 })),
+    );
     assert!(r.is_null(), "{r}");
     // The command is not run, on request or on save; the reason is shown.
     let r = s.request(
@@ -301,10 +304,16 @@ fn a_session_planted_in_a_repository_runs_nothing_and_reads_nothing_outside() {
                 .is_some_and(|t| t.contains("not running the command"))
     };
     s.wait_for(refusal).expect("the refusal is shown");
-    s.notify("textDocument/didSave", json!({ "textDocument": { "uri": u } }));
+    s.notify(
+        "textDocument/didSave",
+        json!({ "textDocument": { "uri": u } }),
+    );
     s.wait_for(refusal).expect("the refusal on save is shown");
     // The server still answers, and nothing ran.
-    let r = s.call("textDocument/hover", at(&u, json!({ "line": 0, "character": 0 })));
+    let r = s.call(
+        "textDocument/hover",
+        at(&u, json!({ "line": 0, "character": 0 })),
+    );
     assert!(r.is_null(), "{r}");
     assert!(s.shutdown().success());
     assert!(!marker.exists(), "the planted command ran");

@@ -317,12 +317,8 @@ pub fn check_text(loaded: Loaded) -> Checked {
             jaxpr_syntax::TextRange::new(at as u32, (at as u32 + 1).min(loaded.text.len() as u32));
         diagnostics.insert(
             0,
-            Diagnostic::error(
-                jaxpr_syntax::diagnostics::DiagKind::Syntax,
-                r,
-                problem,
-            )
-            .with_help("jaxprs are UTF-8 text; invalid bytes were replaced by U+FFFD"),
+            Diagnostic::error(jaxpr_syntax::diagnostics::DiagKind::Syntax, r, problem)
+                .with_help("jaxprs are UTF-8 text; invalid bytes were replaced by U+FFFD"),
         );
     }
     Checked {

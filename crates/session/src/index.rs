@@ -77,8 +77,7 @@ impl SessionIndex {
             let Some(path) = f.jaxpr_path(dir) else {
                 continue;
             };
-            let Ok(text) =
-                crate::files::read_regular_text(&path, crate::files::MAX_FILE_BYTES)
+            let Ok(text) = crate::files::read_regular_text(&path, crate::files::MAX_FILE_BYTES)
             else {
                 continue;
             };

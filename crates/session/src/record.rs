@@ -27,7 +27,11 @@ pub struct Record {
 
 /// The folder holding the records.
 pub fn state_dir() -> Option<PathBuf> {
-    let nonempty = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let nonempty = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
     let base = nonempty("XDG_STATE_HOME")
         .filter(|p| p.is_absolute())
         .or_else(|| nonempty("HOME").map(|h| h.join(".local/state")))?;
@@ -52,7 +56,8 @@ fn record_path(dir: &Path) -> Option<PathBuf> {
 
 /// SHA-256 of a session folder's session.json as it is now.
 pub fn session_sha256(dir: &Path) -> std::io::Result<String> {
-    let bytes = crate::files::read_regular(&dir.join(crate::SESSION_FILE), crate::files::MAX_FILE_BYTES)?;
+    let bytes =
+        crate::files::read_regular(&dir.join(crate::SESSION_FILE), crate::files::MAX_FILE_BYTES)?;
     Ok(hex_sha256(&bytes))
 }
 

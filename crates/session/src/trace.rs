@@ -181,7 +181,9 @@ fn prepare(out: &Path) -> Result<BTreeSet<String>, String> {
     let shown = out.display();
     match std::fs::symlink_metadata(out) {
         Ok(m) if !m.is_dir() && !std::fs::metadata(out).is_ok_and(|m| m.is_dir()) => {
-            return Err(format!("{shown} exists and is not a folder; choose another --out"));
+            return Err(format!(
+                "{shown} exists and is not a folder; choose another --out"
+            ));
         }
         Ok(_) => {
             let nonempty = std::fs::read_dir(out)

@@ -76,7 +76,11 @@ fn the_session_search_stops_at_the_workspace_root() {
     let other = fresh("search-other");
     assert_eq!(session::find_for(&py, std::slice::from_ref(&other)), None);
     assert_eq!(session::find_for(&py, &[]), None);
-    plant(&py.parent().unwrap().join(session::DEFAULT_DIR), "f.jaxpr", &py);
+    plant(
+        &py.parent().unwrap().join(session::DEFAULT_DIR),
+        "f.jaxpr",
+        &py,
+    );
     assert_eq!(
         session::find_for(&py, &[]),
         Some(py.parent().unwrap().join(session::DEFAULT_DIR))
@@ -98,14 +102,21 @@ fn jaxpr_paths_outside_the_session_folder_are_not_read() {
         let ix = build_within(&dir).expect("the index is built");
         assert_eq!(ix.hover(&py, 1), None, "{name} was read");
         let err = session::resolve_function(&dir, "f").unwrap_err();
-        assert!(err.to_string().contains("not a file inside the session folder"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("not a file inside the session folder"),
+            "{err}"
+        );
     }
     // The same file inside the folder is read.
     std::fs::write(dir.join("f.jaxpr"), JAXPR).unwrap();
     plant(&dir, "f.jaxpr", &py);
     let ix = build_within(&dir).unwrap();
     assert!(ix.hover(&py, 1).unwrap().contains("traced `f` (f.jaxpr)"));
-    assert_eq!(session::resolve_function(&dir, "f").unwrap(), dir.join("f.jaxpr"));
+    assert_eq!(
+        session::resolve_function(&dir, "f").unwrap(),
+        dir.join("f.jaxpr")
+    );
     // A symbolic link out of the folder is outside too.
     std::os::unix::fs::symlink(top.join("secret.jaxpr"), dir.join("link.jaxpr")).unwrap();
     plant(&dir, "link.jaxpr", &py);
@@ -127,12 +138,20 @@ fn special_files_are_never_opened_as_jaxprs() {
     let ix = build_within(&dir).expect("a FIFO in a session does not block its index");
     assert_eq!(ix.hover(&py, 1), None);
     let err = files::read_regular(&fifo, files::MAX_FILE_BYTES).unwrap_err();
-    assert!(err.to_string().contains("a FIFO, not a regular file"), "{err}");
+    assert!(
+        err.to_string().contains("a FIFO, not a regular file"),
+        "{err}"
+    );
     let err = files::read_regular(Path::new("/dev/zero"), files::MAX_FILE_BYTES).unwrap_err();
     assert!(err.to_string().contains("a character device"), "{err}");
     // A session.json that is a FIFO is refused too, without blocking.
     std::fs::remove_file(dir.join(session::SESSION_FILE)).unwrap();
-    let c = std::ffi::CString::new(dir.join(session::SESSION_FILE).as_os_str().as_encoded_bytes()).unwrap();
+    let c = std::ffi::CString::new(
+        dir.join(session::SESSION_FILE)
+            .as_os_str()
+            .as_encoded_bytes(),
+    )
+    .unwrap();
     // SAFETY: as above.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
     let err = session::load(&dir).unwrap_err();
@@ -149,7 +168,10 @@ fn a_file_over_the_size_limit_is_refused_before_it_is_read() {
     let err = files::read_regular(&p, files::MAX_FILE_BYTES).unwrap_err();
     assert!(err.to_string().contains("larger than 1024 MiB"), "{err}");
     std::fs::write(&p, JAXPR).unwrap();
-    assert_eq!(files::read_regular(&p, 10).unwrap_err().kind(), std::io::ErrorKind::InvalidData);
+    assert_eq!(
+        files::read_regular(&p, 10).unwrap_err().kind(),
+        std::io::ErrorKind::InvalidData
+    );
     assert_eq!(files::read_regular(&p, 1000).unwrap(), JAXPR.as_bytes());
 }
 
@@ -165,7 +187,10 @@ fn only_a_recorded_unchanged_session_counts_as_written_here() {
     plant(&dir, "f.jaxpr", &py);
     // Planted: no record.
     let why = record::verify(&dir).unwrap_err();
-    assert!(why.contains("not written by `jaxpr trace` on this machine"), "{why}");
+    assert!(
+        why.contains("not written by `jaxpr trace` on this machine"),
+        "{why}"
+    );
     // Recorded as written: trusted, and the record lies outside the repository.
     record::store(&record::Record {
         dir: dir.clone(),
