@@ -124,8 +124,10 @@ pub fn default_out(command: &[String], cwd: &Path) -> Result<PathBuf, String> {
 }
 
 /// The paths below `dir` (relative, `/`-separated), symbolic links not
-/// followed; at most `LIMIT` of them (a session holds a few dozen).
-fn walk(dir: &Path) -> BTreeSet<String> {
+/// followed. A session holds a few dozen; a folder of more than `LIMIT` is
+/// refused rather than half listed (what is not listed before a run would
+/// count as written by it).
+fn walk(dir: &Path) -> Result<BTreeSet<String>, String> {
     const LIMIT: usize = 100_000;
     let mut out = BTreeSet::new();
     let mut stack = vec![(dir.to_path_buf(), String::new())];
@@ -135,7 +137,10 @@ fn walk(dir: &Path) -> BTreeSet<String> {
         };
         for e in entries.flatten() {
             if out.len() >= LIMIT {
-                return out;
+                return Err(format!(
+                    "{} holds more than {LIMIT} files; choose another --out",
+                    dir.display()
+                ));
             }
             let rel = format!("{prefix}{}", e.file_name().to_string_lossy());
             if e.file_type().is_ok_and(|t| t.is_dir()) {
@@ -144,7 +149,7 @@ fn walk(dir: &Path) -> BTreeSet<String> {
             out.insert(rel);
         }
     }
-    out
+    Ok(out)
 }
 
 /// Removes what an earlier run listed in its record: files first, then the
@@ -212,42 +217,39 @@ fn prepare(out: &Path) -> Result<BTreeSet<String>, String> {
         Err(_) => {}
     }
     std::fs::create_dir_all(out).map_err(|e| format!("{shown}: {e}"))?;
-    let before = walk(out);
-    let write = |rel: &str, text: &str| -> Result<(), String> {
+    let before = walk(out)?;
+    let capture: Vec<(String, &str)> = CAPTURE
+        .iter()
+        .map(|(rel, text)| (format!("capture/{rel}"), *text))
+        .collect();
+    // What this run writes must not be there already (a file of unknown
+    // origin is never overwritten).
+    let names = [SESSION_FILE, EVENTS_FILE, OUTPUT_FILE].into_iter();
+    if let Some(taken) = names
+        .chain(capture.iter().map(|(rel, _)| rel.as_str()))
+        .find(|rel| before.contains(*rel))
+    {
+        return Err(format!(
+            "{}/{taken} exists and `jaxpr trace` did not write it; choose another --out",
+            out.display()
+        ));
+    }
+    // A session is a local artefact (absolute paths, this machine's
+    // Python); a .gitignore of the user's is left as it is.
+    let gitignore = (!before.contains(".gitignore")).then(|| (".gitignore".to_string(), "*\n"));
+    for (rel, text) in gitignore.iter().chain(&capture) {
         let p = out.join(rel);
-        if before.contains(rel) {
-            return Err(format!(
-                "{} exists and `jaxpr trace` did not write it; choose another --out",
-                p.display()
-            ));
-        }
         if let Some(d) = p.parent() {
             std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
         }
-        std::fs::write(&p, text).map_err(|e| format!("{}: {e}", p.display()))
-    };
-    // A session is a local artefact (absolute paths, this machine's Python).
-    // A .gitignore of the user's is left as it is.
-    if !before.contains(".gitignore") {
-        write(".gitignore", "*\n")?;
-    }
-    for name in [SESSION_FILE, EVENTS_FILE, OUTPUT_FILE] {
-        if before.contains(name) {
-            return Err(format!(
-                "{}/{name} exists and `jaxpr trace` did not write it; choose another --out",
-                out.display()
-            ));
-        }
-    }
-    for (rel, text) in CAPTURE {
-        write(&format!("capture/{rel}"), text)?;
+        std::fs::write(&p, text).map_err(|e| format!("{}: {e}", p.display()))?;
     }
     // Recorded before the run, so a run that is killed outright can still
     // be replaced by the next one.
     record::store(&Record {
         dir: std::fs::canonicalize(out).map_err(|e| format!("{shown}: {e}"))?,
         session_sha256: None,
-        files: walk(out).difference(&before).cloned().collect(),
+        files: walk(out)?.difference(&before).cloned().collect(),
     })?;
     Ok(before)
 }
@@ -442,7 +444,7 @@ pub fn run(opts: &TraceOptions) -> Result<(PathBuf, Session), String> {
     record::store(&Record {
         dir: abs_out.clone(),
         session_sha256: Some(record::session_sha256(&abs_out).map_err(|e| e.to_string())?),
-        files: walk(&abs_out).difference(&before).cloned().collect(),
+        files: walk(&abs_out)?.difference(&before).cloned().collect(),
     })?;
     Ok((abs_out, session))
 }
