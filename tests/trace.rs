@@ -2,7 +2,8 @@
 //! environments that tests/trace/venv.sh makes once (jax 0.10.2; Catalyst
 //! 0.15.0 with its jax 0.7.1): the functions captured, the Python lines of
 //! known equations, tracing errors, and what happens when the program
-//! fails, hangs, or has no Python or no JAX.
+//! fails, hangs, starts children, is interrupted, or has no Python or no
+//! JAX; and that `--out` never deletes what `trace` did not write.
 
 use jaxpr_session::{self as session, SessionIndex, Status};
 use serde_json::Value;

@@ -1,7 +1,9 @@
 //! Python files in the language server: `jaxpr.traceAgain` runs the real
 //! `jaxpr trace` code on a program (in the venv tests/trace/venv.sh makes),
 //! then hover, diagnostics and definition answer from the session; a
-//! program that hangs is stopped and reported without harm to the server.
+//! program that hangs is stopped and reported without harm to the server;
+//! a session planted in a repository runs nothing and reads nothing
+//! outside its folder.
 
 mod common;
 
