@@ -22,7 +22,6 @@ fn check_json(path: &Path) -> (Option<i32>, serde_json::Value) {
     (out.status.code(), report)
 }
 
-
 #[test]
 fn json_output_has_the_documented_shape() {
     let (code, v) = check_json(&corpus().join("invalid/undefined_var.jaxpr"));
@@ -76,7 +75,10 @@ fn io_and_usage_errors_exit_2() {
 
 #[test]
 fn human_output_names_the_file_line_and_code() {
-    let out = run(&["check", "--color", "never"], &corpus().join("invalid/dtype_mix.jaxpr"));
+    let out = run(
+        &["check", "--color", "never"],
+        &corpus().join("invalid/dtype_mix.jaxpr"),
+    );
     let s = String::from_utf8(out.stdout).unwrap();
     assert!(s.contains("error[J0005]"), "{s}");
     assert!(s.contains("dtype_mix.jaxpr:3:"), "{s}");
@@ -174,4 +176,149 @@ fn a_dropped_output_is_not_an_undefined_variable() {
         "{v}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Runs `jaxpr ARGS...` and waits at most `secs` for it (killed after:
+/// `None`), so a blocking read fails the test instead of hanging it.
+fn run_within(args: &[&str], secs: u64) -> Option<Output> {
+    use std::io::Read;
+    let mut child = bin()
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed().as_secs() >= secs {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_end(&mut stdout)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_end(&mut stderr)
+        .unwrap();
+    Some(Output {
+        status,
+        stdout,
+        stderr,
+    })
+}
+
+fn fresh_dir(name: &str) -> std::path::PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("cli")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn a_fifo_in_a_checked_folder_is_skipped_with_a_note() {
+    let dir = fresh_dir("fifo");
+    std::fs::write(
+        dir.join("good.jaxpr"),
+        "{ lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) }\n",
+    )
+    .unwrap();
+    let fifo = dir.join("x.jaxpr");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let out = run_within(&["check", "--color", "never", dir.to_str().unwrap()], 20)
+        .expect("check returns instead of waiting on the FIFO");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("skipping") && stderr.contains("a FIFO"),
+        "{stderr}"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("checked 1 file: 0 errors"));
+    // Named on the command line: refused, unopened.
+    let out = run_within(&["check", fifo.to_str().unwrap()], 20).expect("no hang");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a regular file"));
+}
+
+#[test]
+fn unbounded_and_huge_inputs_fail_fast_with_a_clear_error() {
+    let start = std::time::Instant::now();
+    let out = run_within(&["check", "/dev/zero"], 20).expect("check /dev/zero returns");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("a character device, not a regular file"),
+        "{stderr}"
+    );
+    let big = fresh_dir("big").join("big.jaxpr");
+    // Sparse: 1 GiB and a byte, no disk used.
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len((1 << 30) + 1)
+        .unwrap();
+    for cmd in ["check", "types"] {
+        let out = run_within(&[cmd, big.to_str().unwrap()], 20).expect("returns");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains("larger than 1024 MiB"), "{stderr}");
+    }
+    assert!(start.elapsed().as_secs() < 10, "{:?}", start.elapsed());
+}
+
+#[test]
+fn invalid_utf8_in_a_comment_fails_check_and_build_alike() {
+    let dir = fresh_dir("utf8");
+    let p = dir.join("comment.jaxpr");
+    std::fs::write(
+        &p,
+        b"# caf\xe9\n{ lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) }\n",
+    )
+    .unwrap();
+    let (code, v) = check_json(&p);
+    assert_eq!(code, Some(1), "{v}");
+    let message = v["files"][0]["diagnostics"][0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("not valid UTF-8 (first bad byte at offset 5)"),
+        "{message}"
+    );
+    // What `jaxpr build` loads its input with.
+    let err = jaxpr::cli::load(&p).err().expect("build refuses the file");
+    assert_eq!(err.to_string(), message);
+    std::fs::write(
+        &p,
+        "# café\n{ lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) }\n",
+    )
+    .unwrap();
+    assert!(jaxpr::cli::load(&p).is_ok());
+}
+
+#[test]
+fn trace_timeout_must_be_a_sane_number_of_seconds() {
+    for bad in ["-1", "nan", "NaN", "1e308", "inf", "0", "ten"] {
+        let out = bin()
+            .args(["trace", "--timeout", bad, "--", "python3", "x.py"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "--timeout {bad}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        assert!(stderr.contains("--timeout"), "{stderr}");
+    }
 }

@@ -2,7 +2,8 @@
 //! environments that tests/trace/venv.sh makes once (jax 0.10.2; Catalyst
 //! 0.15.0 with its jax 0.7.1): the functions captured, the Python lines of
 //! known equations, tracing errors, and what happens when the program
-//! fails, hangs, or has no Python or no JAX.
+//! fails, hangs, starts children, is interrupted, or has no Python or no
+//! JAX; and that `--out` never deletes what `trace` did not write.
 
 use jaxpr_session::{self as session, SessionIndex, Status};
 use serde_json::Value;
@@ -55,12 +56,21 @@ fn workdir(test: &str, programs: &[&str]) -> PathBuf {
     dir
 }
 
-fn jaxpr(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_jaxpr"))
-        .args(args)
+/// Where these tests' `jaxpr trace` keeps its record of written sessions.
+fn state_home() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("trace-state")
+}
+
+fn jaxpr_command(dir: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_jaxpr"));
+    c.args(args)
         .current_dir(dir)
-        .output()
-        .expect("run jaxpr")
+        .env("XDG_STATE_HOME", state_home());
+    c
+}
+
+fn jaxpr(dir: &Path, args: &[&str]) -> Output {
+    jaxpr_command(dir, args).output().expect("run jaxpr")
 }
 
 fn trace(dir: &Path, python: &Path, script_and_args: &[&str]) -> Output {
@@ -442,4 +452,194 @@ fn checker_errors_are_reported_on_the_python_line() {
     std::fs::write(sdir.join("session.json"), r#"{"version": 99}"#).unwrap();
     let e = session::load(&sdir).unwrap_err().to_string();
     assert!(e.contains("format version 99"), "{e}");
+}
+
+/// Whether process `pid` is gone (or a zombie nobody reaped yet).
+fn is_dead(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}
+
+fn wait_until(secs: u64, what: &str, mut done: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !done() {
+        assert!(start.elapsed().as_secs() < secs, "{what} after {secs} s");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn trace_out_never_deletes_or_rewrites_files_it_did_not_write() {
+    let dir = workdir("out_dot", &["train.py"]);
+    // A folder of the user's that happens to hold a session.json.
+    let mine = [
+        ("session.json", "{\"mine\": true}\n"),
+        (".gitignore", "target/\n"),
+        ("notes.jaxpr", "{ lambda ; . let  in () }\n"),
+        ("output.txt", "my output\n"),
+        ("capture/keep.txt", "kept\n"),
+    ];
+    std::fs::create_dir_all(dir.join("capture")).unwrap();
+    for (name, text) in mine {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    let out = jaxpr(&dir, &["trace", "--out", ".", "--", "python3", "train.py"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("is not empty and is not a session to replace"),
+        "{stderr}"
+    );
+    for (name, text) in mine {
+        assert_eq!(
+            std::fs::read_to_string(dir.join(name)).unwrap(),
+            text,
+            "{name}"
+        );
+    }
+    assert!(dir.join("train.py").exists());
+
+    // A session this machine wrote is replaced, but only what it wrote.
+    let py = venv("jax");
+    let dir = workdir("retrace", &["shape_bug.py"]);
+    let session = dir.join(".jaxpr-session");
+    let first = trace(&dir, &py, &["shape_bug.py"]);
+    assert_eq!(
+        first.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    std::fs::write(session.join("my-notes.txt"), "mine\n").unwrap();
+    let again = trace(&dir, &py, &["shape_bug.py"]);
+    assert_eq!(
+        again.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(session.join("my-notes.txt")).unwrap(),
+        "mine\n"
+    );
+    assert!(session.join("double.jaxpr").exists());
+    // Its session.json edited by hand (a command planted): no longer replaced.
+    let edited = std::fs::read_to_string(session.join("session.json"))
+        .unwrap()
+        .replacen("\"command\": [", "\"command\": [\"/bin/sh\", ", 1);
+    std::fs::write(session.join("session.json"), &edited).unwrap();
+    let refused = trace(&dir, &py, &["shape_bug.py"]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("was changed or removed since"), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(session.join("session.json")).unwrap(),
+        edited
+    );
+    assert!(session.join("double.jaxpr").exists());
+}
+
+#[test]
+fn a_signal_to_trace_stops_the_whole_program_group_and_finalises_the_session() {
+    let py = venv("jax");
+    for (signal, name) in [(libc::SIGTERM, "sigterm"), (libc::SIGINT, "sigint")] {
+        let dir = workdir(&format!("signal_{name}"), &["spawner.py"]);
+        let pid_file = dir.join("child.pid");
+        let mut trace = jaxpr_command(
+            &dir,
+            &[
+                "trace",
+                "--",
+                py.to_str().unwrap(),
+                "spawner.py",
+                pid_file.to_str().unwrap(),
+                "hang",
+            ],
+        )
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+        wait_until(60, "no child pid written", || {
+            std::fs::read_to_string(&pid_file).is_ok_and(|s| !s.is_empty())
+        });
+        let child: u32 = std::fs::read_to_string(&pid_file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(!is_dead(child));
+        // SAFETY: a signal to the process this test started.
+        assert_eq!(unsafe { libc::kill(trace.id() as libc::pid_t, signal) }, 0);
+        let mut status = None;
+        wait_until(20, "jaxpr trace still running", || {
+            status = trace.try_wait().unwrap();
+            status.is_some()
+        });
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut trace.stderr.take().unwrap(), &mut stderr).unwrap();
+        assert_eq!(status.unwrap().code(), Some(130), "{name}: {stderr}");
+        assert!(stderr.contains("interrupted"), "{stderr}");
+        wait_until(10, "the program's child outlived the trace", || {
+            is_dead(child)
+        });
+        let v = session_json(&dir);
+        assert_eq!(v["status"], "interrupted", "{v}");
+        assert_eq!(v["versions"]["jax"], "0.10.2", "what was traced until then");
+    }
+}
+
+#[test]
+fn on_time_out_and_at_the_end_the_program_group_is_killed_without_a_kill_from_path() {
+    let py = venv("jax");
+    // A `kill` on PATH that only leaves a mark: it must not be what stops the program.
+    let dir = workdir("no_path_kill", &["spawner.py"]);
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let marker = dir.join("path-kill-ran");
+    std::fs::write(
+        bin.join("kill"),
+        format!("#!/bin/sh\ntouch '{}'\n", marker.display()),
+    )
+    .unwrap();
+    let mut perms = std::fs::metadata(bin.join("kill")).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(bin.join("kill"), perms).unwrap();
+    let pid_file = dir.join("child.pid");
+    // The time limit of the program that ends is only a bound on the test.
+    for (how, timeout, code) in [("hang", "15", 4), ("exit", "300", 0)] {
+        let _ = std::fs::remove_file(&pid_file);
+        let out = jaxpr_command(
+            &dir,
+            &[
+                "trace",
+                "--timeout",
+                timeout,
+                "--",
+                py.to_str().unwrap(),
+                "spawner.py",
+                pid_file.to_str().unwrap(),
+                how,
+            ],
+        )
+        .env("PATH", &bin)
+        .output()
+        .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{how}: {stderr}");
+        let child: u32 = std::fs::read_to_string(&pid_file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        wait_until(10, "the program's child outlived the trace", || {
+            is_dead(child)
+        });
+    }
+    assert!(!marker.exists(), "a `kill` found on PATH was run");
 }

@@ -279,6 +279,20 @@ impl Python {
         let existing = session::find_for(file, roots)
             .and_then(|d| session::load(&d).ok().map(|s| (d, s)))
             .filter(|(_, s)| s.mentions(file));
+        // A session.json is data anyone can commit to a repository: its
+        // command runs only if this machine's `jaxpr trace` wrote it.
+        if let Some((dir, _)) = &existing
+            && let Err(why) = session::record::verify(dir)
+        {
+            let e = failure(format!(
+                "not running the command recorded in {}: {why}. Run `jaxpr trace -- python ...` in a terminal to trace with a command of your own",
+                dir.join(session::SESSION_FILE).display()
+            ));
+            client
+                .show_message(MessageType::ERROR, format!("jaxpr trace: {}", e.message))
+                .await;
+            return Err(e);
+        }
         let opts = match existing {
             Some((dir, s)) if !s.command.is_empty() => trace::TraceOptions {
                 command: s.command,
@@ -286,6 +300,7 @@ impl Python {
                 timeout: Some(settings.timeout),
                 cwd: s.cwd,
                 capture_output: true,
+                stop: None,
             },
             _ => trace::TraceOptions {
                 command: vec![settings.python.clone(), file.display().to_string()],
@@ -293,6 +308,7 @@ impl Python {
                 timeout: Some(settings.timeout),
                 cwd: file.parent().map(Path::to_path_buf).unwrap_or_default(),
                 capture_output: true,
+                stop: None,
             },
         };
         let key = opts

@@ -1,7 +1,9 @@
 //! Python files in the language server: `jaxpr.traceAgain` runs the real
 //! `jaxpr trace` code on a program (in the venv tests/trace/venv.sh makes),
 //! then hover, diagnostics and definition answer from the session; a
-//! program that hangs is stopped and reported without harm to the server.
+//! program that hangs is stopped and reported without harm to the server;
+//! a session planted in a repository runs nothing and reads nothing
+//! outside its folder.
 
 mod common;
 
@@ -48,6 +50,11 @@ fn workdir(programs: &[&str]) -> PathBuf {
     dir.canonicalize().unwrap()
 }
 
+/// Where the server under test keeps its record of written sessions.
+fn state_home() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("lsp-trace-state")
+}
+
 fn open_python(s: &mut Lsp, uri: &str, text: &str) {
     s.notify(
         "textDocument/didOpen",
@@ -67,7 +74,8 @@ fn python_file_gets_hover_diagnostics_and_definition_from_its_trace() {
     let text = std::fs::read_to_string(&file).unwrap();
     let u = uri(&file);
 
-    let mut s = Lsp::start();
+    let state = state_home();
+    let mut s = Lsp::start_with_env(&[("XDG_STATE_HOME", state.to_str().unwrap())]);
     let init = s.request(
         "initialize",
         json!({
@@ -218,4 +226,102 @@ fn python_file_gets_hover_diagnostics_and_definition_from_its_trace() {
     );
     assert_eq!(r["error"]["code"], -32602, "{r}");
     assert!(s.shutdown().success());
+}
+
+/// A repository as cloned: an executable that leaves a mark if run, and a
+/// `.jaxpr-session/session.json` whose command names it and whose jaxpr is
+/// `/dev/stdin` (the server's protocol stream).
+#[test]
+fn a_session_planted_in_a_repository_runs_nothing_and_reads_nothing_outside() {
+    let repo = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("lsp-planted");
+    let _ = std::fs::remove_dir_all(&repo);
+    std::fs::create_dir_all(repo.join(".jaxpr-session")).unwrap();
+    let repo = repo.canonicalize().unwrap();
+    let marker = repo.join("evil-ran");
+    let evil = repo.join("evil");
+    std::fs::write(&evil, format!("#!/bin/sh\ntouch '{}'\n", marker.display())).unwrap();
+    let mut perms = std::fs::metadata(&evil).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&evil, perms).unwrap();
+    let py = repo.join("prog.py");
+    let text = "x = 1\ny = x + 1\n";
+    std::fs::write(&py, text).unwrap();
+    let session = json!({
+        "version": 1,
+        "status": "ok",
+        "command": [evil, "prog.py"],
+        "cwd": repo,
+        "functions": [{
+            "name": "f", "kind": "jit", "file": py, "line": 1,
+            "jaxpr": "/dev/stdin", "in_avals": [], "out_avals": [],
+            "in_type": "", "out_type": "", "check_errors": 0,
+            "source_map": [{
+                "jaxpr_line": 1, "jaxpr_col": 1, "primitive": "add",
+                "equation": "b = add a 1", "file": py, "line": 2, "col": 0,
+                "function": "f"
+            }]
+        }],
+        "errors": []
+    });
+    std::fs::write(
+        repo.join(".jaxpr-session/session.json"),
+        session.to_string(),
+    )
+    .unwrap();
+
+    let state = state_home();
+    let mut s = Lsp::start_with_env(&[("XDG_STATE_HOME", state.to_str().unwrap())]);
+    s.request(
+        "initialize",
+        json!({
+            "processId": null,
+            "rootUri": uri(&repo),
+            "capabilities": {},
+            "initializationOptions": { "trace": { "onSave": true } }
+        }),
+    );
+    s.notify("initialized", json!({}));
+    let u = uri(&py);
+    open_python(&mut s, &u, text);
+    // Hover reads the session's jaxpr only inside its folder: not stdin.
+    let r = s.call(
+        "textDocument/hover",
+        at(&u, json!({ "line": 1, "character": 0 })),
+    );
+    assert!(r.is_null(), "{r}");
+    // The command is not run, on request or on save; the reason is shown.
+    let r = s.request(
+        "workspace/executeCommand",
+        json!({ "command": "jaxpr.server.traceAgain", "arguments": [{ "uri": u }] }),
+    );
+    let message = r["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("not written by `jaxpr trace` on this machine"),
+        "{r}"
+    );
+    let refusal = |m: &Value| {
+        m["method"] == "window/showMessage"
+            && m["params"]["message"]
+                .as_str()
+                .is_some_and(|t| t.contains("not running the command"))
+    };
+    s.wait_for(refusal).expect("the refusal is shown");
+    s.notify(
+        "textDocument/didSave",
+        json!({ "textDocument": { "uri": u } }),
+    );
+    s.wait_for(refusal).expect("the refusal on save is shown");
+    // The server still answers, and nothing ran.
+    let r = s.call(
+        "textDocument/hover",
+        at(&u, json!({ "line": 0, "character": 0 })),
+    );
+    assert!(r.is_null(), "{r}");
+    assert!(s.shutdown().success());
+    assert!(!marker.exists(), "the planted command ran");
+    assert_eq!(
+        std::fs::read_to_string(repo.join(".jaxpr-session/session.json")).unwrap(),
+        session.to_string(),
+        "the planted session was left as it was"
+    );
 }

@@ -47,8 +47,9 @@ enum Command {
         /// Session folder (default: `.jaxpr-session` beside the script).
         #[arg(long)]
         out: Option<PathBuf>,
-        /// Stop the program after this many seconds.
-        #[arg(long)]
+        /// Stop the program after this many seconds (more than 0, at most
+        /// a week).
+        #[arg(long, value_parser = trace::parse_timeout)]
         timeout: Option<f64>,
         /// The program: `python SCRIPT ARGS...` or `python -m MODULE ARGS...`.
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
@@ -192,8 +193,21 @@ pub struct Loaded {
     pub invalid_utf8_at: Option<usize>,
 }
 
-pub fn load(path: &Path) -> std::io::Result<Loaded> {
-    let bytes = std::fs::read(path)?;
+impl Loaded {
+    /// What is wrong with the file's bytes, if anything (one sentence, as
+    /// `check` reports it in a diagnostic and `build` as its error).
+    pub fn utf8_problem(&self) -> Option<String> {
+        self.invalid_utf8_at
+            .map(|at| format!("the file is not valid UTF-8 (first bad byte at offset {at})"))
+    }
+}
+
+/// Reads a jaxpr file for `check` and `types`: a regular file of at most
+/// [`MAX_FILE_BYTES`](jaxpr_session::files::MAX_FILE_BYTES) (FIFOs and
+/// devices are refused unopened), invalid UTF-8 replaced and noted.
+pub fn read_jaxpr(path: &Path) -> std::io::Result<Loaded> {
+    use jaxpr_session::files;
+    let bytes = files::read_regular(path, files::MAX_FILE_BYTES)?;
     let (text, bad) = match String::from_utf8(bytes) {
         Ok(s) => (s, None),
         Err(e) => {
@@ -206,6 +220,17 @@ pub fn load(path: &Path) -> std::io::Result<Loaded> {
         text,
         invalid_utf8_at: bad,
     })
+}
+
+/// Reads a jaxpr file to build: as [`read_jaxpr`], and invalid UTF-8 is an
+/// error, as it is an error diagnostic in `check` (a file that fails
+/// `check` does not build).
+pub fn load(path: &Path) -> std::io::Result<Loaded> {
+    let loaded = read_jaxpr(path)?;
+    match loaded.utf8_problem() {
+        Some(p) => Err(std::io::Error::new(std::io::ErrorKind::InvalidData, p)),
+        None => Ok(loaded),
+    }
 }
 
 fn is_jaxpr_file(p: &Path) -> bool {
@@ -227,7 +252,19 @@ fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
                     let path = entry.path();
                     match entry.file_type() {
                         Ok(t) if t.is_dir() => stack.push(path),
-                        Ok(_) if is_jaxpr_file(&path) => out.push(path),
+                        Ok(_) if is_jaxpr_file(&path) => {
+                            // Through a symbolic link: what it points at.
+                            let special = std::fs::metadata(&path)
+                                .ok()
+                                .and_then(|m| jaxpr_session::files::special_kind(m.file_type()));
+                            match special {
+                                Some(what) => eprintln!(
+                                    "note: skipping {}: {what}, not a regular file",
+                                    path.display()
+                                ),
+                                None => out.push(path),
+                            }
+                        }
                         _ => {}
                     }
                 }
@@ -275,17 +312,13 @@ pub struct Checked {
 /// for, so it skips the database (and the incremental state it would keep).
 pub fn check_text(loaded: Loaded) -> Checked {
     let mut diagnostics = db::diagnostics_from_scratch(&loaded.text);
-    if let Some(at) = loaded.invalid_utf8_at {
+    if let (Some(at), Some(problem)) = (loaded.invalid_utf8_at, loaded.utf8_problem()) {
         let r =
             jaxpr_syntax::TextRange::new(at as u32, (at as u32 + 1).min(loaded.text.len() as u32));
         diagnostics.insert(
             0,
-            Diagnostic::error(
-                jaxpr_syntax::diagnostics::DiagKind::Syntax,
-                r,
-                format!("the file is not valid UTF-8 (first bad byte at offset {at})"),
-            )
-            .with_help("jaxprs are UTF-8 text; invalid bytes were replaced by U+FFFD"),
+            Diagnostic::error(jaxpr_syntax::diagnostics::DiagKind::Syntax, r, problem)
+                .with_help("jaxprs are UTF-8 text; invalid bytes were replaced by U+FFFD"),
         );
     }
     Checked {
@@ -307,7 +340,7 @@ fn check(paths: &[PathBuf], format: Format, color: ColorMode) -> i32 {
     let results: Vec<Result<Checked, String>> = files
         .par_iter()
         .map(|p| {
-            let r = load(p)
+            let r = read_jaxpr(p)
                 .map(check_text)
                 .map_err(|e| format!("{}: {e}", p.display()));
             progress.tick();
@@ -473,7 +506,7 @@ impl Progress {
 }
 
 fn types(path: &Path) -> i32 {
-    let loaded = match load(path) {
+    let loaded = match read_jaxpr(path) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("error: {}: {e}", path.display());

@@ -1,12 +1,33 @@
 //! `jaxpr trace [--out DIR] [--timeout SECS] -- python SCRIPT ARGS...`
 
 use jaxpr_session::Status;
-use jaxpr_session::trace::{TraceOptions, run};
+use jaxpr_session::trace::{TraceOptions, run, stop_on_signals};
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// The longest `--timeout`: a week.
+const MAX_TIMEOUT_SECS: f64 = 7.0 * 24.0 * 3600.0;
+
+/// `--timeout SECS`: a number of seconds above 0 and at most a week (a
+/// negative, NaN or astronomically large limit is a usage error, exit 2).
+pub fn parse_timeout(s: &str) -> Result<f64, String> {
+    let secs: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    if secs.is_finite() && secs > 0.0 && secs <= MAX_TIMEOUT_SECS {
+        Ok(secs)
+    } else {
+        Err(format!(
+            "the time limit must be more than 0 and at most {MAX_TIMEOUT_SECS} seconds (a week); got `{s}`"
+        ))
+    }
+}
+
 /// Exit codes: 0 the program ran to the end, 1 it failed (raised or exited
-/// non-zero), 2 usage or IO error, 3 no Python or no JAX, 4 time limit.
+/// non-zero), 2 usage or IO error, 3 no Python or no JAX, 4 time limit,
+/// 130 interrupted (Ctrl-C, SIGTERM, SIGHUP: the program's process group is
+/// stopped and the session written).
 pub fn trace(command: Vec<String>, out: Option<PathBuf>, timeout: Option<f64>) -> i32 {
     let cwd = match std::env::current_dir() {
         Ok(d) => d,
@@ -21,6 +42,7 @@ pub fn trace(command: Vec<String>, out: Option<PathBuf>, timeout: Option<f64>) -
         timeout: timeout.map(Duration::from_secs_f64),
         cwd,
         capture_output: false,
+        stop: Some(stop_on_signals()),
     };
     let (dir, session) = match run(&opts) {
         Ok(r) => r,
@@ -67,5 +89,6 @@ pub fn trace(command: Vec<String>, out: Option<PathBuf>, timeout: Option<f64>) -
         Status::ScriptFailed => 1,
         Status::NoPython | Status::NoJax => 3,
         Status::Timeout => 4,
+        Status::Interrupted => 130,
     }
 }

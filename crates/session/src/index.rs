@@ -74,8 +74,11 @@ impl SessionIndex {
             ..Default::default()
         };
         for f in &session.functions {
-            let path = dir.join(&f.jaxpr);
-            let Ok(text) = std::fs::read_to_string(&path) else {
+            let Some(path) = f.jaxpr_path(dir) else {
+                continue;
+            };
+            let Ok(text) = crate::files::read_regular_text(&path, crate::files::MAX_FILE_BYTES)
+            else {
                 continue;
             };
             let jf = JaxprFile::new(&path, text);

@@ -8,7 +8,9 @@
 //! README), the jaxpr files it names, `events.jsonl` (what the capture code
 //! reported, in order) and `capture/` (the Python capture code that ran).
 
+pub mod files;
 mod index;
+pub mod record;
 pub mod source_map;
 pub mod trace;
 
@@ -34,6 +36,9 @@ pub enum Status {
     ScriptFailed,
     /// The program was still running at the time limit and was killed.
     Timeout,
+    /// `jaxpr trace` was interrupted (Ctrl-C, SIGTERM, SIGHUP) and stopped
+    /// the program.
+    Interrupted,
     /// The Python interpreter could not be started.
     NoPython,
     /// The interpreter could not import JAX.
@@ -127,6 +132,14 @@ pub struct TraceError {
     pub during: String,
 }
 
+impl Function {
+    /// The function's jaxpr file in the session folder `dir`; `None` when
+    /// the session names anything but a file inside its own folder.
+    pub fn jaxpr_path(&self, dir: &Path) -> Option<PathBuf> {
+        files::inside(dir, &self.jaxpr)
+    }
+}
+
 impl Session {
     /// Whether the run involved the Python file `py`: it is the script, or
     /// a traced function, an equation or an error comes from it.
@@ -153,6 +166,7 @@ pub enum SessionError {
     Format(PathBuf, String),
     UnknownFunction { name: String, known: Vec<String> },
     Ambiguous { name: String, files: Vec<String> },
+    OutsideSession { name: String, jaxpr: String },
 }
 
 impl std::fmt::Display for SessionError {
@@ -175,6 +189,10 @@ impl std::fmt::Display for SessionError {
                 files.len(),
                 files.join(", ")
             ),
+            SessionError::OutsideSession { name, jaxpr } => write!(
+                f,
+                "the session names `{jaxpr}` as the jaxpr of `{name}`: not a file inside the session folder"
+            ),
         }
     }
 }
@@ -193,7 +211,8 @@ fn session_file(dir: &Path) -> PathBuf {
 /// Reads `session.json` of a session folder.
 pub fn load(dir: &Path) -> Result<Session, SessionError> {
     let path = session_file(dir);
-    let text = std::fs::read_to_string(&path).map_err(|e| SessionError::Io(path.clone(), e))?;
+    let text = files::read_regular_text(&path, files::MAX_FILE_BYTES)
+        .map_err(|e| SessionError::Io(path.clone(), e))?;
     let v: serde_json::Value = serde_json::from_str(&text)
         .map_err(|e| SessionError::Format(path.clone(), e.to_string()))?;
     match v.get("version").and_then(|v| v.as_u64()) {
@@ -219,8 +238,15 @@ pub fn resolve_function(dir: &Path, name: &str) -> Result<PathBuf, SessionError>
     } else {
         dir.parent().unwrap_or(Path::new(".")).to_path_buf()
     };
+    let path_of = |f: &Function| {
+        f.jaxpr_path(&base)
+            .ok_or_else(|| SessionError::OutsideSession {
+                name: f.name.clone(),
+                jaxpr: f.jaxpr.clone(),
+            })
+    };
     if let Some(f) = session.functions.iter().find(|f| f.jaxpr == name) {
-        return Ok(base.join(&f.jaxpr));
+        return path_of(f);
     }
     let matches: Vec<&Function> = session
         .functions
@@ -228,7 +254,7 @@ pub fn resolve_function(dir: &Path, name: &str) -> Result<PathBuf, SessionError>
         .filter(|f| f.name == name)
         .collect();
     match matches.as_slice() {
-        [f] => Ok(base.join(&f.jaxpr)),
+        [f] => path_of(f),
         [] => {
             let mut known: Vec<String> = session.functions.iter().map(|f| f.name.clone()).collect();
             known.dedup();
@@ -245,16 +271,19 @@ pub fn resolve_function(dir: &Path, name: &str) -> Result<PathBuf, SessionError>
 }
 
 /// The session folder that covers the Python file `py`: a `.jaxpr-session`
-/// beside it or in a folder above it (up to and including `stop`, when it
-/// is an ancestor).
-pub fn find_for(py: &Path, stop: &[PathBuf]) -> Option<PathBuf> {
+/// beside it or in a folder above it, up to and including the first of the
+/// workspace roots `roots` the search reaches. A file outside every root
+/// gets only the session beside it: the search never climbs into folders
+/// nobody opened (a session planted in a parent folder covers nothing).
+pub fn find_for(py: &Path, roots: &[PathBuf]) -> Option<PathBuf> {
+    let under_a_root = roots.iter().any(|r| py.starts_with(r));
     let mut dir = py.parent();
     while let Some(d) = dir {
         let candidate = d.join(DEFAULT_DIR);
         if candidate.join(SESSION_FILE).is_file() {
             return Some(candidate);
         }
-        if stop.iter().any(|s| s == d) {
+        if !under_a_root || roots.iter().any(|s| s == d) {
             return None;
         }
         dir = d.parent();

@@ -3,11 +3,16 @@
 //! and assembles the session from what the capture code reported. Used by
 //! the command line and by the language server's `jaxpr.traceAgain`.
 
+use super::record::{self, Record};
 use super::source_map::JaxprFile;
-use super::{DEFAULT_DIR, FORMAT_VERSION, Function, SESSION_FILE, Session, Status, TraceError};
+use super::{
+    DEFAULT_DIR, FORMAT_VERSION, Function, SESSION_FILE, Session, Status, TraceError, files,
+};
 use serde_json::Value;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// The capture code, written into the session folder at each run (so a
@@ -43,6 +48,9 @@ pub struct TraceOptions {
     /// this process's stdout/stderr (the language server's stdout is the
     /// protocol).
     pub capture_output: bool,
+    /// When set, the run stops the program and ends as `interrupted`
+    /// (see [`stop_on_signals`]).
+    pub stop: Option<&'static AtomicBool>,
 }
 
 /// The parts of a `python ...` command line.
@@ -115,96 +123,237 @@ pub fn default_out(command: &[String], cwd: &Path) -> Result<PathBuf, String> {
     Ok(base.join(DEFAULT_DIR))
 }
 
-/// Empties a session folder of what an earlier run wrote; refuses a folder
-/// that holds other things (a mistyped `--out`).
-fn prepare(out: &Path) -> Result<(), String> {
-    if out.exists() {
-        let entries: Vec<_> = std::fs::read_dir(out)
-            .map_err(|e| format!("{}: {e}", out.display()))?
-            .flatten()
-            .collect();
-        let ours = |name: &str| {
-            name == SESSION_FILE
-                || name == EVENTS_FILE
-                || name == OUTPUT_FILE
-                || name == "capture"
-                || name == ".gitignore"
-                || name.ends_with(".jaxpr")
+/// The paths below `dir` (relative, `/`-separated), symbolic links not
+/// followed. A session holds a few dozen; a folder of more than `LIMIT` is
+/// refused rather than half listed (what is not listed before a run would
+/// count as written by it).
+fn walk(dir: &Path) -> Result<BTreeSet<String>, String> {
+    const LIMIT: usize = 100_000;
+    let mut out = BTreeSet::new();
+    let mut stack = vec![(dir.to_path_buf(), String::new())];
+    while let Some((d, prefix)) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
         };
-        let is_session = entries
-            .iter()
-            .any(|e| e.file_name() == SESSION_FILE || e.file_name() == EVENTS_FILE);
-        if !entries.is_empty() && !is_session {
-            return Err(format!(
-                "{} exists and is not a jaxpr session; choose another --out",
-                out.display()
-            ));
-        }
-        for e in entries {
-            let name = e.file_name().to_string_lossy().to_string();
-            if ours(&name) {
-                let p = e.path();
-                let _ = if p.is_dir() {
-                    std::fs::remove_dir_all(&p)
-                } else {
-                    std::fs::remove_file(&p)
-                };
+        for e in entries.flatten() {
+            if out.len() >= LIMIT {
+                return Err(format!(
+                    "{} holds more than {LIMIT} files; choose another --out",
+                    dir.display()
+                ));
             }
+            let rel = format!("{prefix}{}", e.file_name().to_string_lossy());
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push((e.path(), format!("{rel}/")));
+            }
+            out.insert(rel);
         }
     }
-    // A session is a local artefact (absolute paths, this machine's Python).
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    std::fs::write(out.join(".gitignore"), "*\n").map_err(|e| format!("{}: {e}", out.display()))?;
-    for (rel, text) in CAPTURE {
-        let p = out.join("capture").join(rel);
+    Ok(out)
+}
+
+/// Removes what an earlier run listed in its record: files first, then the
+/// folders it made, deepest first and only when empty (a file someone else
+/// put there stays).
+fn remove_listed(dir: &Path, listed: &BTreeSet<String>) {
+    let mut folders = Vec::new();
+    for rel in listed {
+        let Some(p) = files::inside(dir, rel) else {
+            continue;
+        };
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.is_dir() => folders.push(p),
+            Ok(_) => {
+                let _ = std::fs::remove_file(&p);
+            }
+            Err(_) => {}
+        }
+    }
+    folders.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
+    for f in folders {
+        let _ = std::fs::remove_dir(&f);
+    }
+}
+
+/// Makes the session folder ready for a run and returns what it holds
+/// before the run writes anything. A folder that exists and is not empty
+/// must be a session this machine's `jaxpr trace` wrote (its record says
+/// so, and its session.json is unchanged): only the files of that record
+/// are removed. Anything else is refused (a mistyped `--out`, a folder of
+/// the user's, a session.json planted in a repository): nothing is deleted
+/// or rewritten that an earlier run did not write.
+fn prepare(out: &Path) -> Result<BTreeSet<String>, String> {
+    let shown = out.display();
+    match std::fs::symlink_metadata(out) {
+        Ok(m) if !m.is_dir() && !std::fs::metadata(out).is_ok_and(|m| m.is_dir()) => {
+            return Err(format!(
+                "{shown} exists and is not a folder; choose another --out"
+            ));
+        }
+        Ok(_) => {
+            let nonempty = std::fs::read_dir(out)
+                .map_err(|e| format!("{shown}: {e}"))?
+                .next()
+                .is_some();
+            if nonempty {
+                let refuse = |why: String| {
+                    format!(
+                        "{shown} is not empty and is not a session to replace: {why}; choose another --out (or empty the folder yourself)"
+                    )
+                };
+                let r = record::lookup(out).ok_or_else(|| {
+                    refuse("`jaxpr trace` on this machine did not write it".into())
+                })?;
+                if let Some(h) = &r.session_sha256
+                    && record::session_sha256(out).ok().as_ref() != Some(h)
+                {
+                    return Err(refuse(format!(
+                        "its {SESSION_FILE} was changed or removed since `jaxpr trace` wrote it"
+                    )));
+                }
+                remove_listed(out, &r.files);
+            }
+        }
+        Err(_) => {}
+    }
+    std::fs::create_dir_all(out).map_err(|e| format!("{shown}: {e}"))?;
+    let before = walk(out)?;
+    let capture: Vec<(String, &str)> = CAPTURE
+        .iter()
+        .map(|(rel, text)| (format!("capture/{rel}"), *text))
+        .collect();
+    // What this run writes must not be there already (a file of unknown
+    // origin is never overwritten).
+    let names = [SESSION_FILE, EVENTS_FILE, OUTPUT_FILE].into_iter();
+    if let Some(taken) = names
+        .chain(capture.iter().map(|(rel, _)| rel.as_str()))
+        .find(|rel| before.contains(*rel))
+    {
+        return Err(format!(
+            "{}/{taken} exists and `jaxpr trace` did not write it; choose another --out",
+            out.display()
+        ));
+    }
+    // A session is a local artefact (absolute paths, this machine's
+    // Python); a .gitignore of the user's is left as it is.
+    let gitignore = (!before.contains(".gitignore")).then(|| (".gitignore".to_string(), "*\n"));
+    for (rel, text) in gitignore.iter().chain(&capture) {
+        let p = out.join(rel);
         if let Some(d) = p.parent() {
             std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
         }
         std::fs::write(&p, text).map_err(|e| format!("{}: {e}", p.display()))?;
     }
-    Ok(())
+    // Recorded before the run, so a run that is killed outright can still
+    // be replaced by the next one.
+    record::store(&Record {
+        dir: std::fs::canonicalize(out).map_err(|e| format!("{shown}: {e}"))?,
+        session_sha256: None,
+        files: walk(out)?.difference(&before).cloned().collect(),
+    })?;
+    Ok(before)
 }
 
 /// How the program process ended.
 enum Ended {
     Exited(Option<i32>),
     TimedOut,
+    Interrupted,
     NotStarted(std::io::Error),
 }
 
-fn run_process(mut cmd: Command, timeout: Option<Duration>) -> Ended {
+/// Sends `signal` to the process group `pgid` (the program and whatever it
+/// started), through the system call.
+#[cfg(unix)]
+fn signal_group(pgid: u32, signal: i32) {
+    // SAFETY: killpg has no memory effects; a group that is gone is ESRCH.
+    unsafe {
+        libc::killpg(pgid as libc::pid_t, signal);
+    }
+}
+
+/// Set by a signal that asks `jaxpr trace` to stop (see [`stop_on_signals`]).
+static STOP_REQUESTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn request_stop(_: libc::c_int) {
+    STOP_REQUESTED.store(true, Ordering::SeqCst);
+}
+
+/// Makes SIGINT, SIGTERM and SIGHUP ask the running trace to stop (the
+/// command line's handlers; the program runs in a process group of its
+/// own, which a Ctrl-C at the terminal does not reach): the trace then
+/// stops the program's whole group and writes the session as
+/// `interrupted`. Returns the flag to pass as [`TraceOptions::stop`].
+pub fn stop_on_signals() -> &'static AtomicBool {
+    #[cfg(unix)]
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: the handler only stores to an atomic (async-signal-safe).
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = request_stop as *const () as libc::sighandler_t;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(sig, &action, std::ptr::null_mut());
+        }
+    }
+    &STOP_REQUESTED
+}
+
+/// Seconds a stopped program gets to end (its `KeyboardInterrupt`
+/// reported) before its group is killed.
+const GRACE: Duration = Duration::from_secs(2);
+
+fn run_process(mut cmd: Command, timeout: Option<Duration>, stop: Option<&AtomicBool>) -> Ended {
     #[cfg(unix)]
     {
         use std::os::unix::process::CommandExt;
-        // Its own process group, so a time-out also stops what it started.
+        // Its own process group, so a time-out or an interrupt also stops
+        // what it started.
         cmd.process_group(0);
     }
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => return Ended::NotStarted(e),
     };
+    let pgid = child.id();
     let start = Instant::now();
-    loop {
+    let mut stopping: Option<(Instant, Ended)> = None;
+    let ended = loop {
         match child.try_wait() {
-            Ok(Some(status)) => return Ended::Exited(status.code()),
-            Ok(None) => {}
-            Err(_) => return Ended::Exited(None),
-        }
-        if timeout.is_some_and(|t| start.elapsed() >= t) {
-            #[cfg(unix)]
-            {
-                let _ = Command::new("kill")
-                    .args(["-KILL", "--", &format!("-{}", child.id())])
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .status();
+            Ok(Some(status)) => {
+                break match stopping {
+                    Some((_, why)) => why,
+                    None => Ended::Exited(status.code()),
+                };
             }
-            let _ = child.kill();
-            let _ = child.wait();
-            return Ended::TimedOut;
+            Ok(None) => {}
+            Err(_) => break Ended::Exited(None),
+        }
+        match &stopping {
+            None if timeout.is_some_and(|t| start.elapsed() >= t) => {
+                #[cfg(unix)]
+                signal_group(pgid, libc::SIGKILL);
+                let _ = child.kill();
+                stopping = Some((Instant::now(), Ended::TimedOut));
+            }
+            None if stop.is_some_and(|s| s.load(Ordering::SeqCst)) => {
+                // As a Ctrl-C would: the program may report where it was.
+                #[cfg(unix)]
+                signal_group(pgid, libc::SIGINT);
+                stopping = Some((Instant::now(), Ended::Interrupted));
+            }
+            Some((since, _)) if since.elapsed() >= GRACE => {
+                #[cfg(unix)]
+                signal_group(pgid, libc::SIGKILL);
+                let _ = child.kill();
+            }
+            _ => {}
         }
         std::thread::sleep(Duration::from_millis(20));
-    }
+    };
+    // What the program started and left running goes with it.
+    #[cfg(unix)]
+    signal_group(pgid, libc::SIGKILL);
+    ended
 }
 
 /// Runs the program and writes the session. Returns the session folder and
@@ -216,7 +365,7 @@ pub fn run(opts: &TraceOptions) -> Result<(PathBuf, Session), String> {
         Some(o) => opts.cwd.join(o),
         None => default_out(&opts.command, &opts.cwd)?,
     };
-    prepare(&out)?;
+    let before = prepare(&out)?;
     let abs_out = std::fs::canonicalize(&out).unwrap_or(out.clone());
     let mut cmd = Command::new(&c.python);
     cmd.args(&c.flags)
@@ -232,7 +381,7 @@ pub fn run(opts: &TraceOptions) -> Result<(PathBuf, Session), String> {
         cmd.stdout(f).stderr(g);
     }
     let started = Instant::now();
-    let ended = run_process(cmd, opts.timeout);
+    let ended = run_process(cmd, opts.timeout, opts.stop);
     let elapsed = started.elapsed().as_secs_f64();
     let (mut session, uncaught) = assemble(&abs_out, &opts.cwd, &opts.command);
     session.elapsed = elapsed;
@@ -241,6 +390,14 @@ pub fn run(opts: &TraceOptions) -> Result<(PathBuf, Session), String> {
             Status::NoPython,
             None,
             Some(format!("cannot run `{}`: {e}", c.python)),
+        ),
+        Ended::Interrupted => (
+            Status::Interrupted,
+            None,
+            Some(
+                "`jaxpr trace` was interrupted and stopped the program; the session holds what it traced until then"
+                    .to_string(),
+            ),
         ),
         Ended::TimedOut => (
             Status::Timeout,
@@ -284,6 +441,11 @@ pub fn run(opts: &TraceOptions) -> Result<(PathBuf, Session), String> {
     let json = serde_json::to_string_pretty(&session).map_err(|e| e.to_string())?;
     let path = abs_out.join(SESSION_FILE);
     std::fs::write(&path, json + "\n").map_err(|e| format!("{}: {e}", path.display()))?;
+    record::store(&Record {
+        dir: abs_out.clone(),
+        session_sha256: Some(record::session_sha256(&abs_out).map_err(|e| e.to_string())?),
+        files: walk(&abs_out)?.difference(&before).cloned().collect(),
+    })?;
     Ok((abs_out, session))
 }
 
@@ -359,8 +521,8 @@ fn assemble(out: &Path, cwd: &Path, command: &[String]) -> (Session, Option<Valu
 
 fn function(out: &Path, cwd: &Path, ev: &Value) -> Option<Function> {
     let jaxpr = str_field(ev, "jaxpr")?;
-    let path = out.join(&jaxpr);
-    let text = std::fs::read_to_string(&path).ok()?;
+    let path = files::inside(out, &jaxpr)?;
+    let text = files::read_regular_text(&path, files::MAX_FILE_BYTES).ok()?;
     let jf = JaxprFile::new(&path, text);
     let sig = jf.main_signature();
     let strings = |k: &str| -> Vec<String> {
