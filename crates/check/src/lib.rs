@@ -15,7 +15,7 @@ pub mod rules;
 use jaxpr_syntax::diagnostics::{DiagKind, Diagnostic};
 use crate::signature::Signature;
 use jaxpr_syntax::TextRange;
-use jaxpr_syntax::ast::{self, Atom, Expr, ExprKind, Jaxpr};
+use jaxpr_syntax::ast::{self, Atom, DbIdxKind, Expr, ExprKind, Jaxpr};
 use jaxpr_types::{AType, DType, Dim, DimNames, Poly, Shape, VarId};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet};
 use smallvec::SmallVec;
@@ -1384,31 +1384,20 @@ impl Checker {
                 self.symbol_use(name, e.range);
                 Dim::Sym(jaxpr_types::intern_poly(Poly::symbol(name)))
             }
-            ExprKind::Call(c) if matches!(c.callee.as_ref(), "InDBIdx" | "OutDBIdx" | "DBIdx") => {
-                let callee = &c.callee;
-                let k = c
-                    .args
-                    .first()
-                    .and_then(|a| a.value.as_int())
-                    .and_then(|k| usize::try_from(k).ok());
-                match (callee.as_ref(), call, k) {
-                    ("InDBIdx", Some((ops, _)), Some(k)) if k < ops.len() => {
+            ExprKind::DbIdx(kind, k) => {
+                let k = *k as usize;
+                match (kind, call) {
+                    (DbIdxKind::InOfCall, Some((ops, _))) if k < ops.len() => {
                         dims::operand_value(&ops[k])
                     }
-                    ("OutDBIdx", Some((_, outs)), Some(k)) if k < outs.len() => {
+                    (DbIdxKind::Out, Some((_, outs))) if k < outs.len() => {
                         outs[k].map_or(Dim::Unknown, Dim::Var)
                     }
-                    _ => {
-                        self.push_diag(Diagnostic::error(
-                            DiagKind::DimensionScope,
-                            e.range,
-                            format!(
-                                "`{callee}` does not refer to an operand or result of this equation"
-                            ),
-                        ));
-                        Dim::Unknown
-                    }
+                    _ => self.misplaced_db_idx(kind.name(), e.range),
                 }
+            }
+            ExprKind::Call(c) if DbIdxKind::from_name(&c.callee).is_some() => {
+                self.misplaced_db_idx(&c.callee, e.range)
             }
             _ => match self.dim_poly(e) {
                 Ok(p) => Dim::from_poly(p),
@@ -1418,6 +1407,17 @@ impl Checker {
                 }
             },
         }
+    }
+
+    /// A de Bruijn index where none can be resolved: outside an equation's
+    /// result types, past its operands or results, or not `NAME(val=K)`.
+    fn misplaced_db_idx(&mut self, callee: &str, range: TextRange) -> Dim {
+        self.push_diag(Diagnostic::error(
+            DiagKind::DimensionScope,
+            range,
+            format!("`{callee}` does not refer to an operand or result of this equation"),
+        ));
+        Dim::Unknown
     }
 
     /// Arithmetic dimension expressions (`2*b`, `b + 15`, `floordiv(a, 2)`).

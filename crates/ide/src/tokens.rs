@@ -262,6 +262,7 @@ impl Walker<'_, '_> {
                 xs.iter().for_each(|x| self.expr(x))
             }
             ast::ExprKind::Jaxpr(j) => self.jaxpr(j),
+            ast::ExprKind::DbIdx(..) => self.push(x.range, TokenKind::Literal, false),
             ast::ExprKind::Error => {}
         }
     }

@@ -56,12 +56,24 @@ impl Binder {
     }
 }
 
-/// `f32[a,2*b]`, `key<fry>[]`, `bool[]`.
+/// `f32[a,2*b]`, `key<fry>[]`, `bool[]`; or a non-array abstract value
+/// written as a call, `AbstractQreg()`, `AbstractObs(num_qubits=2, ...)`
+/// (Catalyst), whose name is then in `dtype` and whose keyword arguments
+/// are in `args`.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct TypeExpr {
     pub dtype: Name,
     pub dims: Box<[Expr]>,
+    /// `Some` for the call form (no dimensions then).
+    pub args: Option<Box<[CallArg]>>,
     pub range: TextRange,
+}
+
+impl TypeExpr {
+    /// An array type `dtype[dims]`, rather than a non-array abstract value.
+    pub fn is_array(&self) -> bool {
+        self.args.is_none()
+    }
 }
 
 /// `outs = prim[params] args   # comments`
@@ -150,8 +162,40 @@ pub enum ExprKind {
     Tuple(Box<[Expr]>),
     List(Box<[Expr]>),
     Jaxpr(Box<Jaxpr>),
+    /// A de Bruijn index into a signature, `DBIdx(val=0)`, `InDBIdx(val=1)`,
+    /// `OutDBIdx(0)` (Catalyst's dynamic shapes): a dimension that refers to
+    /// an input or an output by position.
+    DbIdx(DbIdxKind, u32),
     /// Text the parser could not read (already reported).
     Error,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum DbIdxKind {
+    /// `DBIdx`: an input of the same signature.
+    In,
+    /// `InDBIdx`: an input (an operand, at an equation).
+    InOfCall,
+    /// `OutDBIdx`: an output (a result, at an equation).
+    Out,
+}
+
+impl DbIdxKind {
+    pub fn from_name(name: &str) -> Option<DbIdxKind> {
+        match name {
+            "DBIdx" => Some(DbIdxKind::In),
+            "InDBIdx" => Some(DbIdxKind::InOfCall),
+            "OutDBIdx" => Some(DbIdxKind::Out),
+            _ => None,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            DbIdxKind::In => "DBIdx",
+            DbIdxKind::InOfCall => "InDBIdx",
+            DbIdxKind::Out => "OutDBIdx",
+        }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]

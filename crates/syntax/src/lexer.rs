@@ -225,5 +225,13 @@ fn lex_number(bytes: &[u8], i: &mut usize) -> TokenKind {
             kind = TokenKind::Float;
         }
     }
+    // An imaginary number, Python's `1j` (in complex literals `(1+0j)`).
+    if *i < bytes.len()
+        && matches!(bytes[*i], b'j' | b'J')
+        && !bytes.get(*i + 1).is_some_and(|&b| IDENT_CONT[b as usize])
+    {
+        *i += 1;
+        kind = TokenKind::Float;
+    }
     kind
 }

@@ -301,6 +301,20 @@ impl<'a, 's> Parser<'a, 's> {
             self.tokens.get(self.pos - 1, self.pos).range.end
         }
     }
+    /// The column (in bytes) of `offset` on its line.
+    fn column(&self, offset: u32) -> u32 {
+        let before = &self.text.as_bytes()[..offset as usize];
+        let line_start = before
+            .iter()
+            .rposition(|&b| b == b'\n' || b == b'\r')
+            .map_or(0, |i| i + 1);
+        offset - line_start as u32
+    }
+    /// Does `t` lie at or left of the column of `start` (kept in `column`)?
+    fn dedented(&self, t: Token, start: u32, column: &mut Option<u32>) -> bool {
+        let c = *column.get_or_insert_with(|| self.column(start));
+        self.column(t.range.start) <= c
+    }
     fn name(&mut self) -> Name {
         let t = self.bump();
         Name {
@@ -461,25 +475,41 @@ impl<'a, 's> Parser<'a, 's> {
             return None;
         }
         i += 1;
-        let close = |p: &mut Self, mut i: usize, closer: T| -> Option<usize> {
+        // From the token after the opener `i` to after its closer.
+        let close = |p: &mut Self, mut i: usize| -> Option<usize> {
+            let opener = p.kind_at(i);
+            let closer = match opener {
+                T::LAngle => T::RAngle,
+                T::LParen => T::RParen,
+                _ => T::RBracket,
+            };
+            let mut depth = 0usize;
             loop {
+                i += 1;
                 let t = p.tokens.get(i, p.pos);
-                if t.kind == closer {
-                    return Some(i + 1);
-                }
                 if t.kind == T::Eof || t.newline_before {
                     return None;
                 }
-                i += 1;
+                if t.kind == opener {
+                    depth += 1;
+                } else if t.kind == closer {
+                    if depth == 0 {
+                        return Some(i + 1);
+                    }
+                    depth -= 1;
+                }
             }
         };
+        if self.kind_at(i) == T::LParen {
+            return close(self, i);
+        }
         if self.kind_at(i) == T::LAngle {
-            i = close(self, i + 1, T::RAngle)?;
+            i = close(self, i)?;
         }
         if self.kind_at(i) != T::LBracket {
             return None;
         }
-        close(self, i + 1, T::RBracket)
+        close(self, i)
     }
 
     /// Is the `in` here the keyword that ends a jaxpr's equations (rather than a
@@ -720,6 +750,16 @@ impl<'a, 's> Parser<'a, 's> {
             dtype.range = TextRange::new(dtype.range.start, self.prev_end());
             dtype.text = self.slice(dtype.range).into();
         }
+        // `AbstractQreg()`: a non-array abstract value.
+        if self.at(T::LParen) && self.nth(0).range.start == dtype.range.end {
+            let args = self.call_args()?;
+            return Ok(TypeExpr {
+                range: TextRange::new(dtype.range.start, self.prev_end()),
+                dtype,
+                dims: Box::default(),
+                args: Some(boxed(args)),
+            });
+        }
         self.expect(T::LBracket, "`[` and the shape")?;
         let mut dims = List::new();
         while !self.at(T::RBracket) {
@@ -736,6 +776,7 @@ impl<'a, 's> Parser<'a, 's> {
             range: dtype.range.cover(close.range),
             dtype,
             dims: boxed(dims),
+            args: None,
         })
     }
 
@@ -753,19 +794,30 @@ impl<'a, 's> Parser<'a, 's> {
                 Ok(e) => eqns(e),
                 Err(Reported) => self.recover_to_eqn_boundary(),
             }
+            // One-line jaxprs separate equations with `;`.
+            self.eat(T::Semi);
         }
     }
 
     fn equation(&mut self) -> Result<Eqn, Reported> {
         let start = self.nth(0).range.start;
+        // Operands continue on lines indented deeper than the equation's
+        // start (computed at the first line break: one-line jaxprs never
+        // scan back over their line).
+        let mut column = None;
         let mut outs = List::new();
-        while !self.at(T::Eq) {
-            if !(self.at(T::Ident) && self.kind_at(self.pos + 1) == T::Colon) {
-                return Err(self.error_here("an equation `results = primitive operands`"));
+        // An equation without results (Catalyst's `qdealloc r`,
+        // `device_release`) starts with its primitive.
+        let no_results = self.at(T::Ident) && self.kind_at(self.pos + 1) != T::Colon;
+        if !no_results {
+            while !self.at(T::Eq) {
+                if !(self.at(T::Ident) && self.kind_at(self.pos + 1) == T::Colon) {
+                    return Err(self.error_here("an equation `results = primitive operands`"));
+                }
+                outs.push(self.binder()?);
             }
-            outs.push(self.binder()?);
+            self.bump(); // =
         }
-        self.bump(); // =
         if !self.at(T::Ident) {
             return Err(self.error_here("a primitive name"));
         }
@@ -793,19 +845,21 @@ impl<'a, 's> Parser<'a, 's> {
         loop {
             let t = self.nth(0);
             let ends = match t.kind {
-                T::Eof | T::RBrace => true,
+                T::Eof | T::RBrace | T::Semi => true,
                 T::Ident => {
-                    self.at_in_keyword() || (t.newline_before && self.is_eqn_start(self.pos))
+                    self.at_in_keyword()
+                        || (t.newline_before
+                            && (self.dedented(t, start, &mut column)
+                                || self.is_eqn_start(self.pos)))
                 }
-                T::Eq => t.newline_before,
-                T::LParen => t.newline_before,
-                _ => false,
+                T::Eq | T::LParen => t.newline_before,
+                _ => t.newline_before && self.dedented(t, start, &mut column),
             };
             if ends {
                 break;
             }
             match t.kind {
-                T::Ident | T::Int | T::Float | T::Minus => args.push(self.atom()?),
+                T::Ident | T::Int | T::Float | T::Minus | T::LParen => args.push(self.atom()?),
                 _ => return Err(self.error_here("an operand (a variable or a literal)")),
             }
         }
@@ -824,7 +878,7 @@ impl<'a, 's> Parser<'a, 's> {
     fn atom(&mut self) -> Result<Atom, Reported> {
         let t = self.nth(0);
         let is_literal = match t.kind {
-            T::Int | T::Float | T::Minus => true,
+            T::Int | T::Float | T::Minus | T::LParen => true,
             T::Ident => {
                 let s = self.slice(t.range);
                 matches!(s, "True" | "False")
@@ -839,7 +893,9 @@ impl<'a, 's> Parser<'a, 's> {
             return Ok(Atom::Var(self.name()));
         }
         let start = t.range.start;
-        if t.kind == T::Minus {
+        if t.kind == T::LParen {
+            self.complex_value()?;
+        } else if t.kind == T::Minus {
             self.bump();
             let n = self.nth(0);
             let ok = matches!(n.kind, T::Int | T::Float)
@@ -848,7 +904,9 @@ impl<'a, 's> Parser<'a, 's> {
                 return Err(self.error_here("a number after `-`"));
             }
         }
-        self.bump();
+        if t.kind != T::LParen {
+            self.bump();
+        }
         let value_range = TextRange::new(start, self.prev_end());
         let value: Box<str> = self.slice(value_range).into();
         let ty = if self.at(T::Colon) && self.nth(0).range.start == value_range.end {
@@ -859,6 +917,26 @@ impl<'a, 's> Parser<'a, 's> {
         };
         let range = TextRange::new(start, self.prev_end());
         Ok(Atom::Lit(Box::new(Literal { value, ty, range })))
+    }
+
+    /// A complex number as Python prints it, `(1+0j)`, `(-0-1j)`,
+    /// `(nan+infj)`, at `(`: signed real and imaginary parts.
+    fn complex_value(&mut self) -> Result<(), Reported> {
+        self.bump();
+        loop {
+            let t = self.nth(0);
+            let part = match t.kind {
+                T::Int | T::Float | T::Plus | T::Minus => true,
+                T::Ident => matches!(self.slice(t.range), "inf" | "nan" | "infj" | "nanj"),
+                _ => false,
+            };
+            if !part || t.newline_before {
+                break;
+            }
+            self.bump();
+        }
+        self.expect(T::RParen, "`)` closing a complex number such as `(1+0j)`")?;
+        Ok(())
     }
 
     fn outvars(&mut self, out: &mut List<Atom>) -> Result<(), Reported> {
@@ -1023,7 +1101,42 @@ impl<'a, 's> Parser<'a, 's> {
                 })
             }
             T::Ident => self.path_or_call(),
+            // A leaf of a tree structure, `PyTreeDef(([*], [], [*]))`.
+            T::Star => {
+                self.bump();
+                Ok(Expr {
+                    kind: ExprKind::Path("*".into()),
+                    range: t.range,
+                })
+            }
             T::LParen | T::LBracket => self.sequence(),
+            // A dict, `rtd_kwargs={'mcmc': False, 'num_burnin': 0}`: kept as
+            // its text, like the opaque reprs below.
+            T::LBrace if !self.ident_at(self.pos + 1, "lambda") => {
+                self.bump();
+                self.skip_balanced_rest();
+                self.expect(T::RBrace, "`}` closing the dict")?;
+                let range = TextRange::new(t.range.start, self.prev_end());
+                Ok(Expr {
+                    kind: ExprKind::Str(self.slice(range).into()),
+                    range,
+                })
+            }
+            // An unquoted file path, `rtd_lib=/site-packages/lib.so`: the
+            // tokens up to the next blank.
+            T::Unknown if self.slice(t.range) == "/" => {
+                self.bump();
+                while !matches!(self.nth(0).kind, T::Eof | T::RBracket)
+                    && self.nth(0).range.start == self.prev_end()
+                {
+                    self.bump();
+                }
+                let range = TextRange::new(t.range.start, self.prev_end());
+                Ok(Expr {
+                    kind: ExprKind::Str(self.slice(range).into()),
+                    range,
+                })
+            }
             T::LBrace => {
                 let j = self.jaxpr()?;
                 let range = j.range;
@@ -1080,24 +1193,19 @@ impl<'a, 's> Parser<'a, 's> {
         let path_range = TextRange::new(start, self.prev_end());
         let path: Box<str> = self.slice(path_range).into();
         if self.at(T::LParen) && self.nth(0).range.start == path_range.end {
-            self.bump();
-            let mut args = List::new();
-            while !self.at(T::RParen) {
-                let name = if self.at(T::Ident) && self.kind_at(self.pos + 1) == T::Eq {
-                    let n = self.name();
-                    self.bump();
-                    Some(n)
-                } else {
-                    None
-                };
-                let value = self.expr()?;
-                args.push(CallArg { name, value });
-                if self.eat(T::Comma).is_none() && !self.at(T::RParen) {
-                    return Err(self.error_here("`,` or `)`"));
-                }
-            }
-            self.bump();
+            let args = self.call_args()?;
             let range = TextRange::new(start, self.prev_end());
+            // `OutDBIdx(val=0)`, `DBIdx(0)`: one integer argument.
+            if let Some(kind) = DbIdxKind::from_name(&path)
+                && let [arg] = &args[..]
+                && arg.name.as_ref().is_none_or(|n| &*n.text == "val")
+                && let Some(index) = arg.value.as_int().and_then(|i| u32::try_from(i).ok())
+            {
+                return Ok(Expr {
+                    kind: ExprKind::DbIdx(kind, index),
+                    range,
+                });
+            }
             let call = Call {
                 callee: path,
                 callee_range: path_range,
@@ -1112,6 +1220,28 @@ impl<'a, 's> Parser<'a, 's> {
             kind: ExprKind::Path(path),
             range: path_range,
         })
+    }
+
+    /// `(args)` of a call, at `(`: positional and `name=value` arguments.
+    fn call_args(&mut self) -> Result<List<CallArg>, Reported> {
+        self.bump();
+        let mut args = List::new();
+        while !self.at(T::RParen) {
+            let name = if self.at(T::Ident) && self.kind_at(self.pos + 1) == T::Eq {
+                let n = self.name();
+                self.bump();
+                Some(n)
+            } else {
+                None
+            };
+            let value = self.expr()?;
+            args.push(CallArg { name, value });
+            if self.eat(T::Comma).is_none() && !self.at(T::RParen) {
+                return Err(self.error_here("`,` or `)`"));
+            }
+        }
+        self.bump();
+        Ok(args)
     }
 
     /// `( ... )` or `[ ... ]`. Commas between elements are optional because
