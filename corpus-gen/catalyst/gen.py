@@ -10,7 +10,8 @@ Signatures are recorded from Catalyst, never from this project's tool:
 - body_jaxpr of for_loop / while_loop, branch_jaxprs of cond: out_type is what the primitive's own
   abstract evaluation returns (catalyst.jax_primitives._for_loop_abstract_eval,
   _while_loop_abstract_eval, _cond_abstract_eval: infer_output_type_jaxpr with the primitive's
-  expansion strategy). In a cond branch, InDBIdx counts the cond's operands, predicate first.
+  expansion strategy; cond's types its first branch, so each branch is put first in turn). In a
+  cond branch, InDBIdx counts the predicate first.
 - any other nested jaxpr (quantum_kernel's call_jaxpr, grad's jaxpr, ...): out_type is jax's
   _add_implicit_outputs, which typed the jaxpr's explicit results when it was traced.
 - nested in_type: jax's _jaxpr_type_to_callable_annotation (a dimension is the DBIdx of its binder's
@@ -102,9 +103,10 @@ def nested_in_type(jaxpr):
 def traced_out_type(jaxpr):
     """The OutputType jax gave `jaxpr` when it was traced (a call primitive's staging runs
     _add_implicit_outputs on the traced explicit results): the printed outvars start with the
-    implicit results it added, so find the shortest explicit tail it extends back to them."""
+    implicit results it added, so find the shortest explicit tail it extends back to them
+    (the most implicit results)."""
     outvars = list(jaxpr.outvars)
-    for n in range(len(outvars) + 1):
+    for n in reversed(range(len(outvars) + 1)):
         expanded, out_type = pe._add_implicit_outputs(jaxpr.replace(outvars=outvars[n:]))
         if list(expanded.outvars) == outvars:
             return out_type
@@ -132,7 +134,12 @@ def nested_signatures(jaxpr, out):
                 inner = cj.jaxpr if isinstance(cj, core.ClosedJaxpr) else cj
                 rule = ABSTRACT_EVAL.get(name)
                 if rule and rule[0] == key:
-                    out_type = rule[1](*[v.aval for v in eqn.invars], **eqn.params)
+                    params = dict(eqn.params)
+                    if name == "cond":
+                        # cond's abstract evaluation types branch 0; each branch is typed
+                        # by the same rule with it in front.
+                        params["branch_jaxprs"] = [val[k]] + [b for i, b in enumerate(val) if i != k]
+                    out_type = rule[1](*[v.aval for v in eqn.invars], **params)
                     source = f"{name} abstract evaluation"
                 else:
                     out_type = traced_out_type(inner)
