@@ -186,3 +186,11 @@ fn jaxpr_types_exits_1_on_a_file_with_errors() {
     std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(code, 1);
 }
+
+#[test]
+fn complex_parts_are_real_and_conj_of_a_real_is_complex() {
+    let text = "{ lambda ; a:c128[3] b:f64[] z:c64[2]. let\n    c:f64[3] = real a\n    d:f64[3] = imag a\n    e:c128[] = conj[input_dtype=float64] b\n    f:c64[2] = conj[input_dtype=complex64] z\n    g:f32[2] = abs z\n    h:c128[3] = real a\n  in (c, d, e, f, g, h) }\n";
+    let errors = errors(text);
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].starts_with("`h` is declared c128[3], but `real` produces f64[3]"), "{errors:?}");
+}

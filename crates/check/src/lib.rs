@@ -1563,21 +1563,11 @@ impl Checker {
         // `OutDBIdx` in their types can refer to them; they enter the scope
         // only after the equation has been checked.
         let mut out_vars: Vec<Option<VarId>> = Vec::with_capacity(e.outs.len());
-        // Catalyst prints a dimension that is a result it dropped as a leaked
-        // `OutDBIdx(k)` (`_:i64[] b:f64[OutDBIdx(val=0)] = quantum_kernel`):
-        // then dropped results get a variable (never in scope) to refer to.
-        let leaks_results = e.outs.iter().any(|b| {
-            b.ty.as_ref().is_some_and(|t| {
-                t.dims
-                    .iter()
-                    .any(|d| matches!(d.kind, ExprKind::DbIdx(DbIdxKind::Out, _)))
-            })
-        });
+        // A dropped result (`_`) gets a variable too, never in scope: its
+        // type is resolved like any other (the back ends build its value),
+        // and Catalyst may name it in a later type as a leaked `OutDBIdx(k)`
+        // (`_:i64[] b:f64[OutDBIdx(val=0)] = quantum_kernel[...]`).
         for (i, b) in e.outs.iter().enumerate() {
-            if b.is_dropped() && !leaks_results {
-                out_vars.push(None);
-                continue;
-            }
             let v = self.new_var(VarInfo {
                 name: b.name.text.clone(),
                 range: b.name.range,
