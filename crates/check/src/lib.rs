@@ -1600,8 +1600,16 @@ impl Checker {
         }
         self.pending_results.clear();
 
+        // The rules see dropped results as nothing to refer to: a body's
+        // `OutDBIdx` to one is a size the caller cannot name (unknown).
+        let named_outs: SmallVec<[Option<VarId>; 2]> = e
+            .outs
+            .iter()
+            .zip(&out_vars)
+            .map(|(b, v)| if b.is_dropped() { None } else { *v })
+            .collect();
         let inferred = {
-            let mut cx = rules::EqnCx::new(self, e, id, &operands, &declared, &out_vars);
+            let mut cx = rules::EqnCx::new(self, e, id, &operands, &declared, &named_outs);
             let r = rules::infer(&mut cx);
             r
         };

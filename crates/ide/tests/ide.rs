@@ -277,7 +277,7 @@ const CIRCUIT: &str = r#"{ lambda ; a:f64[]. let
 
 #[test]
 fn hover_on_a_qubit_shows_the_wire_it_came_from_through_gates_and_measurements() {
-    let at = |name: &str| CIRCUIT.replacen(&format!("    {name}:"), &format!("    $0{name}:"), 1);
+    let at = |name: &str| CIRCUIT.replacen(&format!("{name}:AbstractQbit()"), &format!("$0{name}:AbstractQbit()"), 1);
     for (qubit, wire) in [("d", "1"), ("e", "1"), ("f", "0"), ("g", "1"), ("h", "1")] {
         with_view(&at(qubit), |_, view, cursor| {
             let (_, markdown) = jaxpr_ide::hover(view, cursor).expect("a hover");
