@@ -25,8 +25,12 @@ fn ms(d: Duration) -> String {
 fn one_char_edit(s: &mut Lsp, uri: &str, line: usize, col: usize, version: i64, insert: bool) {
     let start = json!({ "line": line, "character": col });
     let end = json!({ "line": line, "character": if insert { col } else { col + 1 } });
-    let change = json!({ "range": { "start": start, "end": end }, "text": if insert { "x" } else { "" } });
-    s.notify("textDocument/didChange", json!({ "textDocument": { "uri": uri, "version": version }, "contentChanges": [change] }));
+    let change =
+        json!({ "range": { "start": start, "end": end }, "text": if insert { "x" } else { "" } });
+    s.notify(
+        "textDocument/didChange",
+        json!({ "textDocument": { "uri": uri, "version": version }, "contentChanges": [change] }),
+    );
 }
 
 /// Position parameters on the last operand of `line` (a variable).

@@ -3,8 +3,8 @@
 
 use crate::convert::{self, Encoding};
 use crate::state::{Snapshot, Workspace};
-use jaxpr_syntax::diagnostics::{Diagnostic as CoreDiagnostic, Severity};
 use jaxpr_ide::{self as ide, FileView, NavTarget};
+use jaxpr_syntax::diagnostics::{Diagnostic as CoreDiagnostic, Severity};
 use ropey::Rope;
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -30,13 +30,6 @@ const TOKEN_TYPES: [SemanticTokenType; 10] = [
     SemanticTokenType::STRING,
     SemanticTokenType::NAMESPACE,
 ];
-
-fn token_type(k: ide::TokenKind) -> u32 {
-    ide::TokenKind::ALL
-        .iter()
-        .position(|x| *x == k)
-        .unwrap_or(0) as u32
-}
 
 pub struct Backend {
     client: Client,
@@ -378,7 +371,11 @@ impl LanguageServer for Backend {
     async fn did_close(&self, p: DidCloseTextDocumentParams) {
         let uri = p.text_document.uri;
         self.python.close(&uri);
-        lock(&self.ws).close(&uri);
+        // Emptying the document waits for queries on it to notice their
+        // cancellation, as an edit does.
+        let ws = self.ws.clone();
+        let u = uri.clone();
+        tokio::task::block_in_place(move || lock(&ws).close(&u));
         self.client.publish_diagnostics(uri, Vec::new(), None).await;
     }
 
@@ -617,9 +614,10 @@ impl LanguageServer for Backend {
     ) -> Result<Option<SemanticTokensResult>> {
         let r = self
             .query(&p.text_document.uri, |v, rope, enc| {
-                encode_tokens(v, rope, enc, None)
+                crate::tokens::encode(v, rope, enc, None)
             })
             .await?;
+        let r = self.log_capped(&p.text_document.uri, r).await;
         Ok(r.map(|data| {
             SemanticTokensResult::Tokens(SemanticTokens {
                 result_id: None,
@@ -635,9 +633,10 @@ impl LanguageServer for Backend {
         let range = p.range;
         let r = self
             .query(&p.text_document.uri, move |v, rope, enc| {
-                encode_tokens(v, rope, enc, Some(convert::text_range(rope, range, enc)))
+                crate::tokens::encode(v, rope, enc, Some(convert::text_range(rope, range, enc)))
             })
             .await?;
+        let r = self.log_capped(&p.text_document.uri, r).await;
         Ok(r.map(|data| {
             SemanticTokensRangeResult::Tokens(SemanticTokens {
                 result_id: None,
@@ -719,10 +718,20 @@ impl LanguageServer for Backend {
 }
 
 impl Backend {
-    /// Answers the guard's replacement for an undecodable message.
+    /// Answers the guard's replacement for an undecodable message with the
+    /// error it carries.
     pub async fn invalid_request(&self, params: Value) -> Result<()> {
-        self.invalid_notification(params).await;
-        Err(Error::invalid_request())
+        self.invalid_notification(params.clone()).await;
+        let code = params.get("code").and_then(Value::as_i64).unwrap_or(-32600);
+        let message = params
+            .get("error")
+            .and_then(Value::as_str)
+            .unwrap_or("Invalid request");
+        Err(Error {
+            code: ErrorCode::from(code),
+            message: message.to_string().into(),
+            data: None,
+        })
     }
 
     /// Logs the guard's replacement for an undecodable notification.
@@ -739,45 +748,21 @@ impl Backend {
         .await;
     }
 
+    /// The tokens of an answer, saying in the log when they were capped.
+    async fn log_capped(
+        &self,
+        uri: &Url,
+        r: Option<crate::tokens::Encoded>,
+    ) -> Option<Vec<SemanticToken>> {
+        let r = r?;
+        if let Some(total) = r.capped_from {
+            let msg = crate::tokens::capped_message(uri, r.tokens.len(), total);
+            self.log(MessageType::WARNING, msg).await;
+        }
+        Some(r.tokens)
+    }
+
     pub fn snapshot(&self, uri: &Url) -> Option<Snapshot> {
         lock(&self.ws).snapshot(uri)
     }
-}
-
-/// Semantic tokens in the protocol's relative encoding; tokens never span lines.
-fn encode_tokens(
-    v: &FileView,
-    rope: &Rope,
-    enc: Encoding,
-    within: Option<jaxpr_syntax::TextRange>,
-) -> Vec<SemanticToken> {
-    let mut out = Vec::new();
-    let (mut last_line, mut last_col) = (0u32, 0u32);
-    for t in ide::semantic_tokens(v) {
-        if let Some(w) = within
-            && (t.range.end < w.start || t.range.start > w.end)
-        {
-            continue;
-        }
-        let start = convert::position(rope, t.range.start, enc);
-        let end = convert::position(rope, t.range.end, enc);
-        if end.line != start.line || end.character <= start.character {
-            continue;
-        }
-        let delta_line = start.line - last_line;
-        let delta_start = if delta_line == 0 {
-            start.character - last_col
-        } else {
-            start.character
-        };
-        out.push(SemanticToken {
-            delta_line,
-            delta_start,
-            length: end.character - start.character,
-            token_type: token_type(t.kind),
-            token_modifiers_bitset: t.declaration as u32,
-        });
-        (last_line, last_col) = (start.line, start.character);
-    }
-    out
 }

@@ -6,6 +6,7 @@
 //! file's errors, or the back end that is missing).
 
 use crate::backend::Backend;
+use crate::outputs::Destination;
 use serde::Deserialize;
 use serde_json::Value;
 use tower_lsp::Client;
@@ -16,7 +17,8 @@ use tower_lsp::lsp_types::*;
 
 #[derive(Deserialize)]
 struct BuildArgs {
-    uri: Url,
+    /// As sent: the URL parser resolves `%2e%2e` (see [`crate::outputs`]).
+    uri: String,
     emit: String,
 }
 
@@ -93,6 +95,8 @@ pub async fn execute(
             args.emit
         )));
     }
+    let destination = crate::outputs::destination(&args.uri).map_err(failure)?;
+    let uri = Url::parse(&args.uri).map_err(|e| Error::invalid_params(e.to_string()))?;
     let token = progress_token(client, token, format!("jaxpr-build-{}", args.uri)).await;
     if let Some(t) = &token {
         let title = format!("jaxpr build --emit {}", args.emit);
@@ -107,7 +111,7 @@ pub async fn execute(
         )
         .await;
     }
-    let result = build(backend, &args).await;
+    let result = build(backend, &uri, &args.emit, destination).await;
     if let Some(t) = &token {
         let message = match &result {
             Ok(p) => format!("built {p}"),
@@ -125,11 +129,16 @@ pub async fn execute(
     result.map(|p| Some(serde_json::json!({ "path": p })))
 }
 
-async fn build(backend: &Backend, args: &BuildArgs) -> Result<String> {
-    let Some(snap) = backend.snapshot(&args.uri) else {
-        return Err(Error::invalid_params(format!("{} is not open", args.uri)));
+async fn build(
+    backend: &Backend,
+    uri: &Url,
+    emit: &str,
+    destination: Destination,
+) -> Result<String> {
+    let Some(snap) = backend.snapshot(uri) else {
+        return Err(Error::invalid_params(format!("{uri} is not open")));
     };
-    let native = args.emit == "native";
+    let native = emit == "native";
     // The text as the editor has it (unsaved edits included) goes to
     // `jaxpr-build` through a private folder of its own: the build is the
     // same process, with the same checks, as `jaxpr build` on the command
@@ -139,24 +148,23 @@ async fn build(backend: &Backend, args: &BuildArgs) -> Result<String> {
         .await
         .map_err(|_| Error::internal_error())?
         .map_err(|_| failure("the file changed during the build; run the command again".into()))?;
-    let scratch = Scratch::new().map_err(|e| failure(format!("cannot make a build folder: {e}")))?;
-    let source = match args.uri.to_file_path() {
-        Ok(path) => path,
-        // Documents that are not files (`untitled:`) build into the private
-        // folder, whose path the answer gives.
-        Err(()) => scratch.path.join("untitled.jaxpr"),
+    let scratch =
+        Scratch::new().map_err(|e| failure(format!("cannot make a build folder: {e}")))?;
+    let (folder, stem) = match destination {
+        Destination::Beside { folder, stem } => (folder, stem),
+        // Untitled documents build into the private folder, whose path the
+        // answer gives.
+        Destination::Private => (scratch.path.clone(), "untitled".to_string()),
     };
-    let stem = source
-        .file_stem()
-        .and_then(|s| s.to_str())
-        .unwrap_or("model")
-        .trim_end_matches(".jaxpr")
-        .to_string();
-    let out = if native {
-        source.with_file_name(format!("lib{stem}.so"))
+    let outputs = if native {
+        vec![format!("lib{stem}.so"), format!("lib{stem}.h")]
     } else {
-        source.with_file_name(format!("{stem}.mlir"))
+        vec![format!("{stem}.mlir")]
     };
+    for name in &outputs {
+        crate::outputs::check_output(&folder.join(name)).map_err(failure)?;
+    }
+    let out = folder.join(&outputs[0]);
     // Named as the document, so the library's C name is the one `jaxpr
     // build` gives that file.
     let input = scratch.path.join(format!("{stem}.jaxpr"));
@@ -165,7 +173,7 @@ async fn build(backend: &Backend, args: &BuildArgs) -> Result<String> {
     let mut cmd = tokio::process::Command::new(&exe);
     cmd.arg("build")
         .arg(&input)
-        .args(["--emit", &args.emit, "--format", "json", "--color", "never"])
+        .args(["--emit", emit, "--format", "json", "--color", "never"])
         .arg("-o")
         .arg(&out)
         .stdin(std::process::Stdio::null())
@@ -174,7 +182,7 @@ async fn build(backend: &Backend, args: &BuildArgs) -> Result<String> {
         .output()
         .await
         .map_err(|e| failure(format!("{}: {e}", exe.display())))?;
-    scratch.remove(&input);
+    drop(scratch);
     match output.status.code() {
         Some(0) => Ok(out.display().to_string()),
         Some(1) => Err(failure(not_built(&output.stdout, &output.stderr))),
@@ -187,7 +195,8 @@ async fn build(backend: &Backend, args: &BuildArgs) -> Result<String> {
 
 /// `jaxpr-build` beside this executable, as the `jaxpr` CLI finds it.
 fn build_binary() -> std::result::Result<std::path::PathBuf, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find jaxpr-lsp's folder: {e}"))?;
+    let exe =
+        std::env::current_exe().map_err(|e| format!("cannot find jaxpr-lsp's folder: {e}"))?;
     let build = exe.with_file_name(format!("jaxpr-build{}", std::env::consts::EXE_SUFFIX));
     if build.is_file() {
         Ok(build)
@@ -223,7 +232,12 @@ fn not_built(stdout: &[u8], stderr: &[u8]) -> String {
     format!(
         "not built: {} error(s): {}",
         errors.len(),
-        errors.iter().take(3).cloned().collect::<Vec<_>>().join("; ")
+        errors
+            .iter()
+            .take(3)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("; ")
     )
 }
 
@@ -250,12 +264,20 @@ impl Scratch {
         std::fs::DirBuilder::new().mode(0o700).create(&path)?;
         Ok(Scratch { path })
     }
+}
 
-    /// Removes the copy of the text, and the folder unless an untitled
-    /// document's output is in it.
-    fn remove(&self, input: &std::path::Path) {
-        let _ = std::fs::remove_file(input);
+impl Drop for Scratch {
+    /// Removes the copy of the text (the only `.jaxpr` file in it), and the
+    /// folder unless an untitled document's output is in it, however the
+    /// build ended.
+    fn drop(&mut self) {
+        if let Ok(entries) = std::fs::read_dir(&self.path) {
+            for e in entries.flatten() {
+                if e.path().extension().is_some_and(|x| x == "jaxpr") {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
         let _ = std::fs::remove_dir(&self.path);
     }
 }
-

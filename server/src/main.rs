@@ -4,8 +4,10 @@ mod backend;
 mod build;
 mod convert;
 mod framing;
+mod outputs;
 mod python;
 mod state;
+mod tokens;
 
 use backend::Backend;
 

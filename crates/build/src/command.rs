@@ -32,14 +32,33 @@ pub fn run(path: &Path, args: BuildArgs) -> i32 {
     let out = args
         .output
         .unwrap_or_else(|| build::output_beside(path, ext));
-    let c_name = match args.name {
-        Some(n) if native::c_name(&n) == n => n,
-        Some(n) => {
-            eprintln!("error: --name {n:?} is not a C identifier");
-            return 2;
-        }
-        None => native::c_name(build::jaxpr_stem(path)),
+    let (c_name, from) = match args.name {
+        Some(n) => (n, "--name"),
+        None => (native::c_name(build::jaxpr_stem(path)), "the file's name"),
     };
+    if artifact.is_some()
+        && let Err(why) = native::check_c_name(&c_name)
+    {
+        eprintln!("error: {why}: the library cannot be named `{c_name}` (from {from}); choose another with --name");
+        return 2;
+    }
+    // Nothing is written over the input, a special file, or (for a
+    // library) its own header.
+    let header = (args.emit == EmitKind::Native).then(|| native::header_path(&out));
+    let refused = if header.as_deref() == Some(out.as_path()) {
+        Err(format!(
+            "{}: the library's header would be written over the library (choose an output not ending in `.h`)",
+            out.display()
+        ))
+    } else {
+        std::iter::once(&out)
+            .chain(&header)
+            .try_for_each(|o| build::check_output(path, o))
+    };
+    if let Err(why) = refused {
+        eprintln!("error: {why}");
+        return 2;
+    }
     let timings = std::env::var_os("JAXPR_BUILD_TIMINGS").is_some();
     let mut t = build::stablehlo::Timings::default();
     use build::Failure;

@@ -34,6 +34,15 @@ pub(crate) fn symbol_value<V: Copy>(syms: &HashMap<Symbol, V>, s: &Symbol, at: T
     }
 }
 
+/// A static extent as written in a type; a negative one (`f32[-1]`) has
+/// no array and is refused, so no back end emits it.
+pub(crate) fn static_extent(c: i64, at: TextRange) -> R<i64> {
+    if c < 0 {
+        return err(at, format!("the extent {c} is negative: no array has it"));
+    }
+    Ok(c)
+}
+
 pub(crate) fn err<T>(range: TextRange, message: impl Into<String>) -> R<T> {
     Err(LowerError {
         range,

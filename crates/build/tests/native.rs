@@ -984,3 +984,227 @@ fn wrong_inputs_under_valgrind_are_errors_without_memory_errors() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+// ---- sizes from run-time values -------------------------------------------
+
+/// Programs whose sizes are values: each array's extents come from scalar
+/// inputs (dimension variables) or symbolic dimensions, so a call may ask
+/// for any size; `dyn_matmul` is the corpus's.
+const BROADCAST: &str = "{ lambda ; a:i64[] b:i64[]. let\n    \
+    c:f32[a,b] = broadcast_in_dim[broadcast_dimensions=() shape=(None, None) sharding=None] 1.0:f32[] a b\n  \
+    in (c,) }\n";
+const POWER: &str = "{ lambda ; x:i8[a] y:i8[a*a*a*a]. let\n    z:i8[a*a*a*a] = neg y\n  in (z,) }\n";
+const HUGE_IOTA: &str = "{ lambda ; . let\n    \
+    h:i32[4294967296,4294967296] = iota[dimension=0 dtype=int32 shape=(4294967296, 4294967296) sharding=None] \n  \
+    in (h,) }\n";
+
+/// Builds `text` as `NAME.jaxpr` into `libNAME.so` for valgrind's processor.
+fn built_text(name: &str, text: &str) -> PathBuf {
+    let src = out_dir().join(format!("{name}.jaxpr"));
+    std::fs::write(&src, text).unwrap();
+    let so = out_dir().join(format!("lib{name}.so"));
+    let b = build(&src, &so, &["--emit", "native", "--cpu", VALGRIND_CPU]);
+    assert!(b.status.success(), "{name}: {}", String::from_utf8_lossy(&b.stderr));
+    so
+}
+
+/// The size limits of the ABI (`MAX_BYTES` in `src/native/mod.rs`): no
+/// extent above 2^40, and the product of an array's nonzero extents at most
+/// 2^40 bytes' worth of elements.
+const MAX_BYTES: i128 = 1 << 40;
+/// Arrays of more elements than this are not made by the test (a valid
+/// call of that size would fill gigabytes under valgrind).
+const TEST_ELEMENTS: i128 = 1 << 20;
+
+fn extent_ok(d: i64) -> bool {
+    (0..=MAX_BYTES).contains(&(d as i128))
+}
+
+/// Whether an array of `shape` and elements of `size` bytes may exist.
+fn array_ok(shape: &[i64], size: i128) -> bool {
+    shape.iter().all(|&d| (0..=MAX_BYTES / size).contains(&(d as i128)))
+        && shape.iter().map(|&d| (d as i128).max(1)).product::<i128>() <= MAX_BYTES / size
+}
+
+fn elements(shape: &[i64]) -> i128 {
+    shape.iter().map(|&d| d as i128).product()
+}
+
+fn scalar(v: i64) -> Input {
+    Input { dtype: 4, rank: 0, shape: [0; 8], data_null: false, bytes: v.to_le_bytes().to_vec() }
+}
+
+/// An input of `shape`: zeros when the library may read it (it passes the
+/// input checks), else no bytes (the call fails before reading); `None`
+/// when it would be too large to make.
+fn sized(dtype: i32, shape: &[i64], readable: bool) -> Option<Input> {
+    let size = code_size(dtype);
+    let n = if readable { elements(shape) } else { 0 };
+    if n > TEST_ELEMENTS {
+        return None;
+    }
+    let mut s = [0i64; 8];
+    s[..shape.len()].copy_from_slice(shape);
+    Some(Input { dtype, rank: shape.len() as i32, shape: s, data_null: false, bytes: vec![0; n as usize * size] })
+}
+
+/// One call of a size program and the outcome the ABI's rules give it;
+/// `None` when a valid call would make arrays too large for the test.
+fn size_call(program: &str, x: &[i64]) -> Option<Call> {
+    let (arrays, valid, made) = match (program, x) {
+        ("broadcast", &[a, b]) => {
+            let valid = extent_ok(a) && extent_ok(b) && array_ok(&[a, b], 4);
+            (vec![scalar(a), scalar(b)], valid, elements(&[a, b]))
+        }
+        ("dyn_matmul", &[a, b, c]) => {
+            let inputs_ok = array_ok(&[a, b], 8) && array_ok(&[c, b], 8);
+            let valid = inputs_ok && array_ok(&[a, c], 8);
+            let arrays = vec![
+                scalar(a),
+                scalar(b),
+                scalar(c),
+                sized(12, &[a, b], inputs_ok)?,
+                sized(12, &[c, b], inputs_ok)?,
+            ];
+            (arrays, valid, elements(&[a, c]).max(a as i128))
+        }
+        ("power", &[a]) => {
+            let a4 = (a as i128).checked_pow(4);
+            let x_ok = (1..=MAX_BYTES).contains(&(a as i128));
+            let valid = x_ok && a4.is_some_and(|n| n <= MAX_BYTES);
+            let y = a.wrapping_mul(a).wrapping_mul(a).wrapping_mul(a);
+            (vec![sized(1, &[a], x_ok)?, sized(1, &[y], valid)?], valid, a4.unwrap_or(0))
+        }
+        _ => panic!("sizes.corpus: no program {program} of {} extents", x.len()),
+    };
+    if valid && made > TEST_ELEMENTS {
+        return None;
+    }
+    Some(Call {
+        why: format!("{program} {x:?}"),
+        expect: if valid { Expect::Success } else { Expect::Error },
+        n_in: arrays.len() as i64,
+        n_out: if program == "dyn_matmul" { 2 } else { 1 },
+        in_null: false,
+        out_null: false,
+        arrays,
+    })
+}
+
+/// Extents where size arithmetic breaks: near 2^31, 2^32, 2^40 (the
+/// ABI's limit), 2^62 and 2^63 (wrapping to negative), negative ones, and
+/// small ones.
+fn edge_extent() -> impl proptest::strategy::Strategy<Value = i64> {
+    use proptest::prelude::*;
+    prop_oneof![
+        0i64..4,
+        2i64..70_000,
+        (prop::sample::select(vec![31u32, 32, 37, 38, 40, 62, 63]), -2i128..=2)
+            .prop_map(|(p, d)| ((1i128 << p) + d) as i64),
+        prop::sample::select(vec![-1i64, -2, -3, i64::MIN, i64::MAX, 6148914691236517206]),
+    ]
+}
+
+/// Every size program called with the extents of `tests/native/sizes.corpus`
+/// and random ones near the limits of 32- and 64-bit arithmetic, under
+/// valgrind: a call whose sizes the ABI allows succeeds, every other one
+/// returns an error, and no call reads or writes out of bounds or leaks.
+#[test]
+fn extents_from_values_under_valgrind_are_checked() {
+    use proptest::strategy::{Strategy, ValueTree};
+    valgrind_present();
+    let drv = driver();
+    let corpus_text = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/native/sizes.corpus"),
+    )
+    .unwrap();
+    let mut calls: std::collections::BTreeMap<&str, Vec<Call>> = Default::default();
+    for line in corpus_text.lines().filter(|l| !l.trim().is_empty() && !l.starts_with('#')) {
+        let mut words = line.split_whitespace();
+        let program = words.next().unwrap();
+        let x: Vec<i64> = words.map(|w| w.parse().unwrap()).collect();
+        let call = size_call(program, &x);
+        let call = call.unwrap_or_else(|| panic!("sizes.corpus: `{line}` is too large to run"));
+        calls.entry(program).or_default().push(call);
+    }
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    let programs = [("broadcast", 2), ("dyn_matmul", 3), ("power", 1)];
+    for (program, n) in programs {
+        let strategy = proptest::collection::vec(edge_extent(), n);
+        let mut made = 0;
+        while made < 120 {
+            let x = strategy.new_tree(&mut runner).unwrap().current();
+            if let Some(c) = size_call(program, &x) {
+                calls.get_mut(program).unwrap().push(c);
+                made += 1;
+            }
+        }
+    }
+    let mut failures = Vec::new();
+    for (program, calls) in &calls {
+        let (so, name) = match *program {
+            "dyn_matmul" => (built_for(&corpus().join("catalyst/dyn_matmul"), VALGRIND_CPU), "dyn_matmul".to_string()),
+            "broadcast" => (built_text("sizes_broadcast", BROADCAST), "sizes_broadcast".into()),
+            _ => (built_text("sizes_power", POWER), "sizes_power".into()),
+        };
+        let errors = calls.iter().filter(|c| c.expect == Expect::Error).count();
+        assert!(errors > 10 && errors < calls.len(), "{program}: {errors} of {} calls fail", calls.len());
+        failures.extend(under_valgrind(&drv, &so, &name, calls, &format!("sizes_{program}")));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The reports of issue 17 (out-of-bounds writes from sizes that wrapped,
+/// outputs of negative shape): each is an error naming what is wrong.
+#[test]
+fn sizes_that_overflow_or_are_negative_are_errors_naming_the_dimension() {
+    let call = |so: &Path, name: &str, inputs: Vec<Input>| {
+        let lib = Lib::open(so, name);
+        let mut bufs: Vec<_> = inputs
+            .iter()
+            .map(|x| (x.dtype, x.shape[..x.rank as usize].to_vec(), x.bytes.clone()))
+            .collect();
+        let arrays = arrays(&mut bufs);
+        match lib.call(&arrays, unsafe { lib.sym::<CountFn>("_num_outputs")() }) {
+            Ok(outs) => {
+                let shapes: Vec<_> = outs.iter().map(|o| o.shape[..o.rank as usize].to_vec()).collect();
+                lib.free(outs);
+                panic!("{name}: succeeded with output shapes {shapes:?}");
+            }
+            Err(e) => e,
+        }
+    };
+    let contains = |e: String, want: &str| assert!(e.contains(want), "{e:?} does not mention {want:?}");
+    // a=2^37, b=0, c=2^27: empty inputs, a*c wraps to 0 in 64 bits.
+    let dm = built_for(&corpus().join("catalyst/dyn_matmul"), VALGRIND_CPU);
+    let (a, c) = (1i64 << 37, 1i64 << 27);
+    let e = call(&dm, "dyn_matmul", vec![
+        scalar(a), scalar(0), scalar(c),
+        sized(12, &[a, 0], true).unwrap(), sized(12, &[c, 0], true).unwrap(),
+    ]);
+    contains(e, "`dot_general` at byte");
+    let bc = built_text("sizes_broadcast", BROADCAST);
+    contains(call(&bc, "sizes_broadcast", vec![scalar(3), scalar(6148914691236517206)]), "variable `b` is 6148914691236517206");
+    contains(call(&bc, "sizes_broadcast", vec![scalar(-2), scalar(-3)]), "variable `a` is -2");
+    let power = built_text("sizes_power", POWER);
+    let x = sized(1, &[65536], true).unwrap();
+    contains(call(&power, "sizes_power", vec![x, sized(1, &[0], true).unwrap()]), "`a^4`, overflows");
+    let iota = built_text("sizes_iota", HUGE_IOTA);
+    contains(call(&iota, "sizes_iota", vec![]), "`iota` at byte");
+}
+
+/// `f32[-1]` has no array: neither back end builds it.
+#[test]
+fn negative_static_extents_are_not_built() {
+    let src = out_dir().join("negative_extent.jaxpr");
+    std::fs::write(&src, "{ lambda ; a:f32[-1]. let\n    b:f32[-1] = neg a\n  in (b,) }\n").unwrap();
+    for (emit, out) in [("native", "libnegative_extent.so"), ("stablehlo", "negative_extent.mlir")] {
+        let out = out_dir().join(out);
+        let _ = std::fs::remove_file(&out);
+        let b = build(&src, &out, &["--emit", emit]);
+        let stderr = String::from_utf8_lossy(&b.stderr);
+        assert_eq!(b.status.code(), Some(1), "{emit}: {stderr}");
+        assert!(stderr.contains("the extent -1 is negative"), "{emit}: {stderr}");
+        assert!(!out.exists(), "{emit}: written");
+    }
+}

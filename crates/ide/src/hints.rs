@@ -1,7 +1,13 @@
-//! Inlay hints: the de Bruijn view of binders (position, implicit or
-//! explicit, type with `DBIdx`) on jaxprs that have dimension variables, the
-//! `InDBIdx`/`OutDBIdx` form of their outputs, and the inferred type of a
+//! Inlay hints: which binders of a jaxpr with dimension variables are
+//! implicit (and their position, the number a `DBIdx` names), the
+//! `InDBIdx`/`OutDBIdx` form of its outputs, and the inferred type of a
 //! dropped result `_` printed without one.
+//!
+//! Hints go only where they add to the text. An explicit binder's written
+//! type already names its dimension variables, so it gets no hint: a label
+//! after every binder pushed the later binders of a `lambda` line (the ones
+//! go-to-definition lands on) past the editor's right edge. Its `DBIdx` type
+//! is in the implicit binders' tooltips and in the hover.
 
 use super::FileView;
 use jaxpr_check::signature::{SigDim, SigEntry};
@@ -35,31 +41,23 @@ pub fn inlay_hints(f: &FileView, range: TextRange) -> Vec<InlayHint> {
             continue;
         }
         let sig = &j.signature;
-        if sig.in_type.iter().any(|e| !e.explicit || has_dbidx(e)) {
-            for (i, (v, e)) in j.invars.iter().zip(&sig.in_type).enumerate() {
-                let r = a.var(*v).binder_range;
-                if !visible(r) {
-                    continue;
-                }
-                let label = if e.explicit {
-                    format!("#{i} explicit {}", e.render_type())
-                } else {
-                    format!("#{i} implicit")
-                };
-                let tooltip = format!(
-                    "in_type entry {i}: {e}. {}",
-                    if e.explicit {
-                        "An explicit argument: the caller passes it."
-                    } else {
-                        "An implicit argument: a dimension that later binders refer to as DBIdx; the caller passes the size."
-                    }
-                );
-                out.push(InlayHint {
-                    offset: r.end,
-                    label,
-                    tooltip,
-                });
+        for (i, (v, e)) in j.invars.iter().zip(&sig.in_type).enumerate() {
+            let r = a.var(*v).binder_range;
+            if e.explicit || !visible(r) {
+                continue;
             }
+            out.push(InlayHint {
+                offset: r.end,
+                label: format!("#{i} implicit"),
+                tooltip: format!(
+                    "in_type entry {i}: {e}. An implicit argument: a dimension that later binders refer to as DBIdx({i}); the caller passes the size. in_type: {}",
+                    sig.in_type
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            });
         }
         if sig.out_type.iter().any(|e| !e.explicit || has_dbidx(e)) {
             for (k, (o, e)) in j.outs.iter().zip(&sig.out_type).enumerate() {

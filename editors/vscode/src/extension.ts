@@ -13,36 +13,51 @@ import {
   TransportKind,
 } from 'vscode-languageclient/node';
 import { EMIT_LABEL, Emit, buildParams, describeError, isUriString, parseBuildResult } from './build';
-import { SERVER_PATH_SETTING, missingServerMessage, resolveServerCommand } from './serverPath';
+import { SERVER_PATH_SETTING, missingServerMessage, resolveServerCommand, restrictedModeMessage } from './serverPath';
 import { parseTraceResult, traceParams, traceSettings } from './trace';
 
 const CLIENT_ID = 'jaxpr';
 const CLIENT_NAME = 'Jaxpr Language Server';
 
 let client: LanguageClient | undefined;
+/** The binary the running client was started from. */
+let clientCommand: string | undefined;
 let outputChannel: vscode.OutputChannel | undefined;
+/** Closes the Restricted Mode notice, once the server starts or the folder is trusted. */
+let closeRestrictedNotice: (() => void) | undefined;
 /** Serialises start/stop/restart so that two quick restarts do not race. */
 let lifecycle: Promise<unknown> = Promise.resolve();
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  // The channel is not among context.subscriptions: VS Code disposes those
+  // right after calling deactivate() without waiting for it, while the
+  // client's shutdown still writes its trace there. deactivate() disposes it.
   outputChannel = vscode.window.createOutputChannel(CLIENT_NAME);
   context.subscriptions.push(
-    outputChannel,
     vscode.commands.registerCommand('jaxpr.restartServer', () => restartServer()),
     vscode.commands.registerCommand('jaxpr.traceAgain', (resource?: unknown) => traceCommand(resource)),
     vscode.commands.registerCommand('jaxpr.buildStablehlo', (resource?: unknown) => buildCommand('stablehlo', resource)),
     vscode.commands.registerCommand('jaxpr.buildNative', (resource?: unknown) => buildCommand('native', resource)),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration(SERVER_PATH_SETTING)) {
-        void restartServer();
+        void ensureServer();
       }
+    }),
+    // Trusting the folder makes its `jaxpr.server.path` count.
+    vscode.workspace.onDidGrantWorkspaceTrust(() => {
+      closeRestrictedNotice?.();
+      void ensureServer();
     }),
   );
   await startServer();
 }
 
 export async function deactivate(): Promise<void> {
+  closeRestrictedNotice?.();
   await serialised(stopClient);
+  const channel = outputChannel;
+  outputChannel = undefined;
+  channel?.dispose();
 }
 
 function serialised<T>(task: () => Promise<T>): Promise<T> {
@@ -52,7 +67,11 @@ function serialised<T>(task: () => Promise<T>): Promise<T> {
 }
 
 function log(message: string): void {
-  outputChannel?.appendLine(`[${new Date().toISOString()}] ${message}`);
+  try {
+    outputChannel?.appendLine(`[${new Date().toISOString()}] ${message}`);
+  } catch {
+    // A closed channel (the window is going away): nowhere left to log to.
+  }
 }
 
 function startServer(): Promise<boolean> {
@@ -66,9 +85,30 @@ async function restartServer(): Promise<boolean> {
   });
 }
 
+/** Starts the server, or restarts it when the setting now names another binary. */
+async function ensureServer(): Promise<boolean> {
+  return serialised(async () => {
+    const resolved = await resolveConfiguredServer();
+    if (client?.isRunning() && resolved.ok && resolved.command === clientCommand) {
+      return true;
+    }
+    await stopClient();
+    return startClient();
+  });
+}
+
+async function resolveConfiguredServer(): Promise<ReturnType<typeof resolveServerCommand>> {
+  // In Restricted Mode VS Code hides the workspace's value of this setting.
+  const configured = vscode.workspace.getConfiguration('jaxpr').get<string>('server.path');
+  const workspaceFolder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+  const pythonInterpreter = await selectedPythonInterpreter(vscode.workspace.workspaceFolders?.[0]?.uri);
+  return resolveServerCommand(configured, { workspaceFolder, pythonInterpreter });
+}
+
 async function stopClient(): Promise<void> {
   const c = client;
   client = undefined;
+  clientCommand = undefined;
   if (c) {
     try {
       await c.dispose(2000);
@@ -78,11 +118,34 @@ async function stopClient(): Promise<void> {
   }
 }
 
+/**
+ * The interpreter selected in the Python extension (`ms-python.python`), when
+ * it is installed: `pip install jaxpr` puts the server beside it.
+ */
+async function selectedPythonInterpreter(resource: vscode.Uri | undefined): Promise<string | undefined> {
+  const python = vscode.extensions.getExtension('ms-python.python');
+  if (!python) {
+    return undefined;
+  }
+  try {
+    const api = python.isActive ? python.exports : await python.activate();
+    const env = api?.environments?.getActiveEnvironmentPath?.(resource);
+    return typeof env?.path === 'string' ? env.path : undefined;
+  } catch (err) {
+    log(`The Python extension did not say which interpreter is selected: ${describeError(err)}`);
+    return undefined;
+  }
+}
+
 async function startClient(): Promise<boolean> {
-  const configured = vscode.workspace.getConfiguration('jaxpr').get<string>('server.path');
-  const workspaceFolder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
-  const resolved = resolveServerCommand(configured, { workspaceFolder });
+  const resolved = await resolveConfiguredServer();
   if (!resolved.ok) {
+    if (!vscode.workspace.isTrusted) {
+      const message = restrictedModeMessage(resolved.reason);
+      log(message);
+      showRestrictedNotice(message);
+      return false;
+    }
     const message = missingServerMessage(resolved.reason);
     log(message);
     void showMissingServer(message);
@@ -109,8 +172,10 @@ async function startClient(): Promise<boolean> {
   // The id 'jaxpr' makes the client honour the `jaxpr.trace.server` setting.
   const c = new LanguageClient(CLIENT_ID, CLIENT_NAME, serverOptions, clientOptions);
   client = c;
+  clientCommand = resolved.command;
   try {
     await c.start();
+    closeRestrictedNotice?.();
     return true;
   } catch (err) {
     const message =
@@ -119,6 +184,7 @@ async function startClient(): Promise<boolean> {
     log(message);
     if (client === c) {
       client = undefined;
+      clientCommand = undefined;
     }
     try {
       await c.dispose(2000);
@@ -128,6 +194,33 @@ async function startClient(): Promise<boolean> {
     void showMissingServer(message);
     return false;
   }
+}
+
+/**
+ * Shows why the server did not start in Restricted Mode as a notification
+ * that closes itself when the folder is trusted or the server starts: an
+ * error message cannot be taken back, and would stay on screen after the
+ * server came up.
+ */
+function showRestrictedNotice(message: string): void {
+  if (closeRestrictedNotice) {
+    return;
+  }
+  void vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Notification, title: 'Jaxpr', cancellable: true },
+    (progress, token) =>
+      new Promise<void>((resolve) => {
+        progress.report({ message });
+        const close = () => {
+          if (closeRestrictedNotice === close) {
+            closeRestrictedNotice = undefined;
+          }
+          resolve();
+        };
+        closeRestrictedNotice = close;
+        token.onCancellationRequested(close);
+      }),
+  );
 }
 
 async function showMissingServer(message: string): Promise<void> {

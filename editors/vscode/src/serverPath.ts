@@ -14,6 +14,12 @@ export interface ResolveOptions {
   env?: NodeJS.ProcessEnv;
   platform?: NodeJS.Platform;
   homeDir?: string;
+  /**
+   * The interpreter of the Python environment selected in the Python
+   * extension, if any: `pip install jaxpr` puts `jaxpr-lsp` beside it, where
+   * a bare name is looked for before PATH.
+   */
+  pythonInterpreter?: string;
 }
 
 export type Resolution =
@@ -82,27 +88,62 @@ export function resolveServerCommand(raw: string | undefined, opts: ResolveOptio
     return { ok: true, command: full };
   }
 
-  const pathVar = env.PATH ?? env.Path ?? '';
-  const dirs = pathVar.split(platform === 'win32' ? ';' : path.delimiter).filter((d) => d !== '');
   const exts =
     platform === 'win32'
       ? ['', ...(env.PATHEXT ?? '.COM;.EXE;.BAT;.CMD').split(';').filter((e) => e !== '')]
       : [''];
-  for (const dir of dirs) {
-    for (const ext of exts) {
-      const candidate = path.join(dir, expanded + ext);
-      if (isExecutableFile(candidate, platform)) {
-        return { ok: true, command: candidate };
+  const findIn = (dirs: string[]): string | undefined => {
+    for (const dir of dirs) {
+      for (const ext of exts) {
+        const candidate = path.join(dir, expanded + ext);
+        if (isExecutableFile(candidate, platform)) {
+          return candidate;
+        }
       }
     }
+    return undefined;
+  };
+  const looked: string[] = [];
+  if (opts.pythonInterpreter) {
+    // The interpreter's own folder (`bin/` of a venv, the prefix of a conda
+    // environment on Windows) and, on Windows, its `Scripts/`.
+    const envDir = path.dirname(opts.pythonInterpreter);
+    const envDirs = platform === 'win32' ? [envDir, path.join(envDir, 'Scripts')] : [envDir];
+    const found = findIn(envDirs);
+    if (found) {
+      return { ok: true, command: found };
+    }
+    looked.push(`the selected Python environment (${envDirs.join(', ')})`);
   }
-  return { ok: false, reason: `"${expanded}" was not found on PATH` };
+  const pathVar = env.PATH ?? env.Path ?? '';
+  const dirs = pathVar.split(platform === 'win32' ? ';' : path.delimiter).filter((d) => d !== '');
+  const found = findIn(dirs);
+  if (found) {
+    return { ok: true, command: found };
+  }
+  const onPath = `on PATH (${dirs.join(path.delimiter) || 'empty'})`;
+  const where = looked.length > 0 ? `in ${looked[0]} nor ${onPath}` : onPath;
+  return { ok: false, reason: `"${expanded}" was not found ${where}` };
 }
 
 /** The message shown when the server binary cannot be used. */
 export function missingServerMessage(reason: string): string {
   return (
     `Jaxpr: cannot start the language server: ${reason}. ` +
-    `Put jaxpr-lsp on PATH or set "${SERVER_PATH_SETTING}" to the path of the jaxpr-lsp binary.`
+    `Install it with \`pip install jaxpr\` in the selected Python environment, put jaxpr-lsp on PATH, ` +
+    `or set "${SERVER_PATH_SETTING}" to the path of the jaxpr-lsp binary.`
+  );
+}
+
+/**
+ * The message shown in Restricted Mode (an untrusted folder), where VS Code
+ * ignores the folder's own value of the setting: saying only "not found on
+ * PATH" would be wrong when the folder does set it.
+ */
+export function restrictedModeMessage(reason: string): string {
+  return (
+    `Restricted Mode: this folder's "${SERVER_PATH_SETTING}" is not used until you trust the folder, ` +
+    `and the language server cannot start without it: ${reason}. ` +
+    `Trust the folder, put jaxpr-lsp on PATH, or set "${SERVER_PATH_SETTING}" in your user settings.`
   );
 }

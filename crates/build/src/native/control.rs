@@ -31,6 +31,9 @@ impl<'c> G<'c, '_> {
             else {
                 return err(cx.at(), format!("`{name}` has no jaxpr to call"));
             };
+            if matches!(self.a.jaxpr(callee).origin, jaxpr_check::JaxprOrigin::Let { .. }) {
+                return Ok(Some(self.call_let(env, callee, &cx.args, cx.at())?));
+            }
             let outs = self.call_jaxpr(env, callee, &cx.args, cx.at())?;
             return Ok(Some(outs.into_iter().map(|o| o.v).collect()));
         }

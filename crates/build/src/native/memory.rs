@@ -292,7 +292,12 @@ impl<'c> G<'c, '_> {
 
     /// A new array owned by the current scope.
     pub fn alloc(&self, dt: &DType, dims: &[IntValue<'c>]) -> R<Arr<'c>> {
-        let p = self.scratch(dt, self.numel(dims))?;
+        let what = match self.current.get() {
+            Some((name, at)) => format!("`{name}` at byte {}", at.start),
+            None => "an array".to_string(),
+        };
+        let n = self.checked_count(dims, Self::size_of(dt), &what);
+        let p = self.scratch(dt, n)?;
         Ok(Arr::new(p, dims.to_vec()))
     }
 

@@ -29,6 +29,7 @@
 //! validation (malloc returning NULL, an inconsistent size that only shows at
 //! run time) returns an error as well, without writing outputs.
 
+mod calls;
 mod control;
 mod fusion;
 mod gemm;
@@ -153,6 +154,73 @@ pub fn c_name(stem: &str) -> String {
         s.insert(0, '_');
     }
     s
+}
+
+/// Why `name` cannot name a library's entry points, if it cannot: it must
+/// be a C identifier and not a keyword, and neither it nor the names made
+/// from it (`NAME_error`, `NAME_free`, ...) may be a name the library's own
+/// code uses: the C and math libraries' (on this machine, looked up in
+/// them), C's reserved ones (`_X`, `__x`), or the library's internal `jx_`
+/// ones. Such a name would make the library call itself instead (`free`)
+/// or clash inside the module.
+pub fn check_c_name(name: &str) -> Result<(), String> {
+    let identifier = !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !identifier {
+        return Err(format!("`{name}` is not a C identifier"));
+    }
+    if C_KEYWORDS.contains(&name) {
+        return Err(format!("`{name}` is a C keyword"));
+    }
+    let reserved = name.starts_with("__")
+        || (name.starts_with('_') && name[1..].starts_with(|c: char| c.is_ascii_uppercase()));
+    if reserved {
+        return Err(format!("`{name}` is reserved by C (names starting with `__` or `_` and a capital)"));
+    }
+    if name == "jx" || name.starts_with("jx_") {
+        return Err(format!("`{name}` is in the `jx_` names the library uses itself"));
+    }
+    for n in exported_names(name) {
+        if let Some(lib) = system_library_defining(&n) {
+            return Err(format!("`{n}` is a name of {lib}, which the library links against"));
+        }
+    }
+    Ok(())
+}
+
+/// The names a library built with `name` exports.
+fn exported_names(name: &str) -> [String; 5] {
+    ["", "_error", "_free", "_num_inputs", "_num_outputs"].map(|s| format!("{name}{s}"))
+}
+
+/// C's keywords (C23 included), which the header cannot declare.
+const C_KEYWORDS: &[&str] = &[
+    "alignas", "alignof", "auto", "bool", "break", "case", "char", "const", "constexpr",
+    "continue", "default", "do", "double", "else", "enum", "extern", "false", "float", "for",
+    "goto", "if", "inline", "int", "long", "nullptr", "register", "restrict", "return", "short",
+    "signed", "sizeof", "static", "static_assert", "struct", "switch", "thread_local", "true",
+    "typedef", "typeof", "typeof_unqual", "union", "unsigned", "void", "volatile", "while",
+];
+
+/// Which of the system libraries a native library links against
+/// (`-lmvec -lm`, and the C library) defines `symbol`, if one does.
+fn system_library_defining(symbol: &str) -> Option<&'static str> {
+    const LIBRARIES: [(&str, &std::ffi::CStr); 3] = [
+        ("the C library", c"libc.so.6"),
+        ("the math library", c"libm.so.6"),
+        ("the vector math library", c"libmvec.so.1"),
+    ];
+    let sym = std::ffi::CString::new(symbol).ok()?;
+    LIBRARIES.into_iter().find_map(|(what, lib)| {
+        // SAFETY: dlopen of a system library already in the process (or
+        // loaded now and kept), and dlsym of a NUL-terminated name.
+        let found = unsafe {
+            let h = libc::dlopen(lib.as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL);
+            !h.is_null() && !libc::dlsym(h, sym.as_ptr()).is_null()
+        };
+        found.then_some(what)
+    })
 }
 
 /// The ABI dtype code of a dtype.
@@ -336,9 +404,14 @@ fn compiler_rt() -> Option<std::path::PathBuf> {
         .find(|p| p.exists())
 }
 
-/// Writes the header beside a library: `libm.so` -> `libm.h`.
+/// Where the header of a library goes: `libm.so` -> `libm.h`.
+pub fn header_path(lib: &Path) -> std::path::PathBuf {
+    lib.with_extension("h")
+}
+
+/// Writes the header beside a library ([`header_path`]).
 pub fn write_header(lib: &Path, name: &str) -> std::io::Result<std::path::PathBuf> {
-    let h = lib.with_extension("h");
+    let h = header_path(lib);
     super::write_output(&h, header(name).as_bytes())?;
     Ok(h)
 }
@@ -369,6 +442,9 @@ pub(crate) struct Env<'c> {
     syms: HashMap<Symbol, IntValue<'c>>,
 }
 
+/// Failure exits of a function by the buffers they give back.
+pub(crate) type Unwinds<'c> = HashMap<Vec<PointerValue<'c>>, BasicBlock<'c>>;
+
 /// The code generator of one library.
 pub(crate) struct G<'c, 'f> {
     pub cx: &'c Context,
@@ -391,10 +467,17 @@ pub(crate) struct G<'c, 'f> {
     /// libmvec functions declared for the vectorizer ([`vmath`]).
     vector_functions: RefCell<Vec<FunctionValue<'c>>>,
     /// Failure exits by the buffers they give back ([`G::unwind_block`]).
-    unwinds: RefCell<HashMap<Vec<PointerValue<'c>>, BasicBlock<'c>>>,
+    unwinds: RefCell<Unwinds<'c>>,
+    /// The let functions declared, by jaxpr and the symbols passed
+    /// ([`calls`]), and those whose bodies are still to be built.
+    let_functions: RefCell<HashMap<(JaxprId, Vec<Symbol>), FunctionValue<'c>>>,
+    pending: RefCell<Vec<calls::Pending<'c>>>,
     /// State arrays of the loops being built, innermost last.
     loop_states: RefCell<Vec<Vec<PointerValue<'c>>>>,
     strings: RefCell<HashMap<String, PointerValue<'c>>>,
+    /// The primitive and place of the equation being lowered, which run-time
+    /// errors of its allocations name.
+    current: Cell<Option<(&'f str, TextRange)>>,
 }
 
 impl<'c, 'f> G<'c, 'f> {
@@ -412,10 +495,13 @@ impl<'c, 'f> G<'c, 'f> {
             scopes: RefCell::default(),
             loop_states: RefCell::default(),
             unwinds: RefCell::default(),
+            let_functions: RefCell::default(),
+            pending: RefCell::default(),
             deferred: RefCell::default(),
             deferred_ids: Cell::new(0),
             vector_functions: RefCell::default(),
             strings: RefCell::default(),
+            current: Cell::new(None),
         }
     }
 
@@ -548,10 +634,7 @@ impl<'c, 'f> G<'c, 'f> {
     /// If `bad` holds: the error message (printf format and arguments) is
     /// stored for `NAME_error` and the call returns 1.
     pub fn fail_if(&self, bad: IntValue<'c>, fmt: &str, args: &[BasicMetadataValueEnum<'c>]) {
-        let fail = self.block("fail");
-        let ok = self.block("ok");
-        self.b.build_conditional_branch(bad, fail, ok).expect("br");
-        self.b.position_at_end(fail);
+        let ok = self.branch_to_fail(bad);
         let snprintf = self.extern_fn(
             "snprintf",
             Some(self.cx.i32_type().into()),
@@ -570,6 +653,28 @@ impl<'c, 'f> G<'c, 'f> {
         ];
         all.extend_from_slice(args);
         self.call(snprintf, &all);
+        self.unwind_to(ok);
+    }
+
+    /// If `bad` holds the call returns 1 with the message already stored
+    /// (by a let function that failed).
+    pub fn fail_if_reported(&self, bad: IntValue<'c>) {
+        let ok = self.branch_to_fail(bad);
+        self.unwind_to(ok);
+    }
+
+    /// Branches to a new failure block if `bad` holds, positioned there;
+    /// the block where the code goes on otherwise.
+    fn branch_to_fail(&self, bad: IntValue<'c>) -> BasicBlock<'c> {
+        let fail = self.block("fail");
+        let ok = self.block("ok");
+        self.b.build_conditional_branch(bad, fail, ok).expect("br");
+        self.b.position_at_end(fail);
+        ok
+    }
+
+    /// Ends a failure block by unwinding; continues in `ok`.
+    fn unwind_to(&self, ok: BasicBlock<'c>) {
         let unwind = self.unwind_block();
         self.b.build_unconditional_branch(unwind).expect("br");
         self.b.position_at_end(ok);
@@ -800,11 +905,20 @@ impl<'c, 'f> G<'c, 'f> {
 
     // ---- dimensions ------------------------------------------------------------
 
+    /// A dimension's run-time extent. Extents computed from run-time values
+    /// (dimension variables, symbolic dimensions) are checked before
+    /// anything is sized by them: the call fails, naming the dimension,
+    /// when one is negative, above [`MAX_BYTES`] or overflows on the way.
     pub fn dim(&self, env: &Env<'c>, d: &Dim, at: TextRange) -> R<IntValue<'c>> {
         match d {
-            Dim::Const(c) => Ok(self.i64(*c)),
+            Dim::Const(c) => Ok(self.i64(super::walk::static_extent(*c, at)?)),
             Dim::Var(v) => match env.vals.get(v) {
-                Some(x) => self.scalar_i64(x, at),
+                Some(x) => {
+                    let value = self.scalar_i64(x, at)?;
+                    let name = &self.a.var(*v).name;
+                    self.fail_unless_extent(value, &format!("the dimension variable `{name}`"));
+                    Ok(value)
+                }
                 None => err(
                     at,
                     format!(
@@ -813,7 +927,7 @@ impl<'c, 'f> G<'c, 'f> {
                     ),
                 ),
             },
-            Dim::Sym(p) => self.poly(env, p, at),
+            Dim::Sym(p) => self.sym_extent(env, p, at, &format!("the dimension `{p}`")),
             Dim::Unknown => err(at, "a dimension that is not known cannot be built"),
         }
     }
@@ -822,27 +936,77 @@ impl<'c, 'f> G<'c, 'f> {
         t.shape.iter().map(|d| self.dim(env, d, at)).collect()
     }
 
-    fn poly(&self, env: &Env<'c>, p: &Poly, at: TextRange) -> R<IntValue<'c>> {
+    /// Fails the call unless `0 <= value <= MAX_BYTES`; `what` names the
+    /// extent in the message.
+    fn fail_unless_extent(&self, value: IntValue<'c>, what: &str) {
+        let bad = self.or(
+            self.icmp(IntPredicate::SLT, value, self.i64(0)),
+            self.icmp(IntPredicate::SGT, value, self.i64(MAX_BYTES)),
+        );
+        self.fail_if(
+            bad,
+            &format!("{what} is %lld: an extent must be between 0 and {MAX_BYTES}"),
+            &[value.into()],
+        );
+    }
+
+    /// A symbolic dimension's value, checked as [`G::dim`] checks extents.
+    fn sym_extent(&self, env: &Env<'c>, p: &Poly, at: TextRange, what: &str) -> R<IntValue<'c>> {
+        let (value, overflow) = self.poly(env, p, at)?;
+        self.fail_if(overflow, &format!("{what} overflows 64 bits"), &[]);
+        self.fail_unless_extent(value, what);
+        Ok(value)
+    }
+
+    /// A polynomial's value in checked arithmetic: the value and whether
+    /// any step overflowed (then the value is meaningless).
+    fn poly(&self, env: &Env<'c>, p: &Poly, at: TextRange) -> R<(IntValue<'c>, IntValue<'c>)> {
+        let mut over = self.cx.bool_type().const_zero();
         let mut sum = self.i64(0);
         for (mono, coef) in p.terms() {
             let mut prod = self.i64(coef);
             for (f, exp) in mono {
-                let x = self.factor(env, f, at)?;
+                let x = self.factor(env, f, at, &mut over)?;
                 for _ in 0..*exp {
-                    prod = self.mul(prod, x);
+                    prod = self.checked("llvm.smul.with.overflow", prod, x, &mut over)?;
                 }
             }
-            sum = self.add(sum, prod);
+            sum = self.checked("llvm.sadd.with.overflow", sum, prod, &mut over)?;
         }
-        Ok(sum)
+        Ok((sum, over))
     }
 
-    fn factor(&self, env: &Env<'c>, f: &Factor, at: TextRange) -> R<IntValue<'c>> {
+    /// `x OP y` by an LLVM `*.with.overflow` intrinsic; its overflow bit is
+    /// or-ed into `over`.
+    fn checked(
+        &self,
+        intrinsic: &str,
+        x: IntValue<'c>,
+        y: IntValue<'c>,
+        over: &mut IntValue<'c>,
+    ) -> R<IntValue<'c>> {
+        let r = self
+            .intrinsic(intrinsic, self.cx.i64_type().into(), &[x.into(), y.into()])?
+            .into_struct_value();
+        let value = self.b.build_extract_value(r, 0, "").expect("extract");
+        let bit = self.b.build_extract_value(r, 1, "").expect("extract");
+        *over = self.or(*over, bit.into_int_value());
+        Ok(value.into_int_value())
+    }
+
+    fn factor(
+        &self,
+        env: &Env<'c>,
+        f: &Factor,
+        at: TextRange,
+        over: &mut IntValue<'c>,
+    ) -> R<IntValue<'c>> {
         if let Factor::Sym(s) = f {
             return symbol_value(&env.syms, s, at);
         }
         let (x, y) = f.operands().expect("operation factor");
-        let (x, y) = (self.poly(env, x, at)?, self.poly(env, y, at)?);
+        let ((x, ox), (y, oy)) = (self.poly(env, x, at)?, self.poly(env, y, at)?);
+        *over = self.or(*over, self.or(ox, oy));
         // Divisors of dimension expressions are positive; guard anyway.
         let y1 = self.select_int(self.icmp(IntPredicate::SLE, y, self.i64(0)), self.i64(1), y);
         Ok(match f {
@@ -851,6 +1015,38 @@ impl<'c, 'f> G<'c, 'f> {
             Factor::Max(..) => self.select_int(self.icmp(IntPredicate::SGT, x, y), x, y),
             _ => self.select_int(self.icmp(IntPredicate::SLT, x, y), x, y),
         })
+    }
+
+    /// The element count of an array of extents `dims` about to be
+    /// allocated, checked: every extent is at least 0 and the product of
+    /// the nonzero ones at most `MAX_BYTES / size` (so no product of some
+    /// of the extents, which loops and offsets compute, overflows either).
+    /// `what` names the array in the message.
+    pub(crate) fn checked_count(&self, dims: &[IntValue<'c>], size: i64, what: &str) -> IntValue<'c> {
+        let limit = MAX_BYTES / size;
+        let mut nonzero = self.i64(1);
+        let mut count = self.i64(1);
+        for (j, &d) in dims.iter().enumerate() {
+            let nz = self.select_int(self.icmp(IntPredicate::EQ, d, self.i64(0)), self.i64(1), d);
+            let room = self
+                .b
+                .build_int_signed_div(self.i64(limit), nonzero, "")
+                .expect("div");
+            let bad = self.or(
+                self.icmp(IntPredicate::SLT, d, self.i64(0)),
+                self.icmp(IntPredicate::SGT, nz, room),
+            );
+            self.fail_if(
+                bad,
+                &format!(
+                    "{what}: extent %lld of dimension {j} is negative or makes more than {limit} elements"
+                ),
+                &[d.into()],
+            );
+            nonzero = self.mul(nonzero, nz);
+            count = self.mul(count, d);
+        }
+        count
     }
 
     // ---- the library -------------------------------------------------------------
@@ -973,6 +1169,7 @@ impl<'c, 'f> G<'c, 'f> {
             }
         }
         self.b.build_return(Some(&self.i32(0))).expect("ret");
+        self.build_let_functions()?;
         self.keep_vector_functions();
         Ok(())
     }
@@ -1048,6 +1245,9 @@ impl<'c, 'f> G<'c, 'f> {
             expect_i32(12, rank as i64, &format!("{what}: rank %d, expected {rank}"));
             let mut dims = Vec::new();
             let mut total = self.i64(1);
+            // The product of the nonzero extents is bounded too, as in
+            // `checked_count`: no product of some of them overflows.
+            let mut nonzero = self.i64(1);
             for j in 0..rank {
                 let d = self
                     .b
@@ -1063,7 +1263,7 @@ impl<'c, 'f> G<'c, 'f> {
                     &format!("{what}: extent %lld of dimension {j} is out of range"),
                     &[d.into()],
                 );
-                // total * d <= limit, checked before multiplying.
+                // nonzero * d <= limit, checked before multiplying.
                 let nz =
                     self.select_int(self.icmp(IntPredicate::EQ, d, self.i64(0)), self.i64(1), d);
                 let room = self
@@ -1071,12 +1271,14 @@ impl<'c, 'f> G<'c, 'f> {
                     .build_int_signed_div(self.i64(limit), nz, "")
                     .expect("div");
                 self.fail_if(
-                    self.icmp(IntPredicate::SGT, total, room),
+                    self.icmp(IntPredicate::SGT, nonzero, room),
                     &format!("{what}: too many elements"),
                     &[],
                 );
+                nonzero = self.mul(nonzero, nz);
                 total = self.mul(total, d);
                 if let Dim::Const(c) = var.ty.shape[j] {
+                    let c = super::walk::static_extent(c, var.range)?;
                     self.fail_if(
                         self.icmp(IntPredicate::NE, d, self.i64(c)),
                         &format!("{what}: dimension {j} is %lld, expected {c}"),
@@ -1139,7 +1341,12 @@ impl<'c, 'f> G<'c, 'f> {
                     let Some((s, coef, rest)) = super::solvable(p, &env.syms) else {
                         continue;
                     };
-                    let rest = self.poly(&env, &rest, var.range)?;
+                    let (rest, overflow) = self.poly(&env, &rest, var.range)?;
+                    self.fail_if(
+                        overflow,
+                        &format!("input {k} (`{}`): solving `{p}` for `{s}` overflows 64 bits", var.name),
+                        &[],
+                    );
                     let diff = self.sub(shapes[k][j], rest);
                     let val = self
                         .b
@@ -1167,7 +1374,12 @@ impl<'c, 'f> G<'c, 'f> {
             let var = self.a.var(v);
             for (j, d) in var.ty.shape.iter().enumerate() {
                 let Dim::Sym(p) = d else { continue };
-                let want = self.poly(&env, p, var.range)?;
+                let want = self.sym_extent(
+                    &env,
+                    p,
+                    var.range,
+                    &format!("input {k} (`{}`): dimension {j}, `{p}`,", var.name),
+                )?;
                 self.fail_if(
                     self.icmp(IntPredicate::NE, shapes[k][j], want),
                     &format!(
@@ -1193,7 +1405,10 @@ impl<'c, 'f> G<'c, 'f> {
         let eqns: Vec<_> = eqns.collect();
         let deferrable = self.deferrable(&eqns, outvars, lazy_outs);
         for (e, id) in eqns {
-            self.eqn(env, e, id, &deferrable)?;
+            let outer = self.current.replace(Some((e.primitive.text.as_str(), e.primitive.range)));
+            let lowered = self.eqn(env, e, id, &deferrable);
+            self.current.set(outer);
+            lowered?;
         }
         outvars.iter().map(|o| self.atom(env, o)).collect()
     }

@@ -778,8 +778,8 @@ impl<'c, 'f> Lower<'c, 'f> {
         };
         let sizes: SmallVec<[i64; 6]> = dims
             .iter()
-            .map(|d| d.as_const().unwrap_or(DYNAMIC))
-            .collect();
+            .map(|d| d.as_const().map_or(Ok(DYNAMIC), |c| crate::walk::static_extent(c, at)))
+            .collect::<R<_>>()?;
         self.tensor_of(elem, &sizes)
     }
 
@@ -787,6 +787,10 @@ impl<'c, 'f> Lower<'c, 'f> {
     /// MLIR's C API once per distinct type: lowering asks for a type at
     /// nearly every operation.
     pub(crate) fn tensor_of(&self, elem: &'static str, sizes: &[i64]) -> R<Type<'c>> {
+        // Types made from sizes of parameters come here without `tensor`.
+        for &c in sizes.iter().filter(|&&c| c != DYNAMIC) {
+            crate::walk::static_extent(c, TextRange::new(0, 0))?;
+        }
         let key: TensorKey = (elem.as_ptr() as usize, elem.len(), SmallVec::from_slice(sizes));
         if let Some(&t) = self.tensors.borrow().get(&key) {
             return Ok(t);

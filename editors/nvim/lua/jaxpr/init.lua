@@ -18,8 +18,8 @@ local EMIT_LABEL = { stablehlo = 'StableHLO', native = 'native library' }
 local uv = vim.loop
 local levels = vim.log.levels
 
---- The defaults of `setup`. `cmd = nil` means `{ $JAXPR_LSP }` when that
---- variable is set, else `{ 'jaxpr-lsp' }` (looked up on $PATH).
+--- The defaults of `setup`. `cmd = nil` means the server `M.find_server`
+--- finds: $JAXPR_LSP, the active Python environment's, or the one on $PATH.
 M.defaults = {
   cmd = nil,
   cmd_env = nil,
@@ -63,13 +63,40 @@ local function has(feature)
   return vim.fn.has(feature) == 1
 end
 
-local function default_cmd()
+--- Where the server is looked for when `setup` names no `cmd`, in order:
+--- $JAXPR_LSP, the active Python environment (`pip install jaxpr` puts the
+--- server in its bin folder: $VIRTUAL_ENV, then $CONDA_PREFIX), then $PATH.
+--- Returns the command and the places looked at, for the message when none
+--- has it.
+local function find_server()
+  local looked = {}
   local env = vim.env.JAXPR_LSP
   if env and env ~= '' then
-    return { env }
+    return { env }, { '$JAXPR_LSP = ' .. env }
   end
-  return { 'jaxpr-lsp' }
+  for _, var in ipairs({ 'VIRTUAL_ENV', 'CONDA_PREFIX' }) do
+    local prefix = vim.env[var]
+    if prefix and prefix ~= '' then
+      local candidate = prefix .. '/bin/' .. NAME
+      if vim.fn.executable(candidate) == 1 then
+        return { candidate }, looked
+      end
+      table.insert(looked, ('%s (from $%s)'):format(candidate, var))
+    end
+  end
+  local on_path = vim.fn.exepath(NAME)
+  if on_path ~= '' then
+    return { on_path }, looked
+  end
+  table.insert(looked, '$PATH')
+  return { NAME }, looked
 end
+
+local function default_cmd()
+  return (find_server())
+end
+
+M.find_server = find_server
 
 local function normalize_cmd(cmd)
   if type(cmd) == 'string' then
@@ -244,10 +271,16 @@ local function server_available()
   local key = tostring(exe)
   if not warned[key] then
     warned[key] = true
+    local where = ''
+    if exe == NAME then
+      local _, looked = find_server()
+      where = ' Looked in: ' .. table.concat(looked, ', ') .. '.'
+    end
     notify(
-      ('the language server `%s` was not found or is not executable. Install it '
-        .. '(`cargo install --path server` in the jaxpr repository) and put it on $PATH, '
-        .. 'or point $JAXPR_LSP or `setup{ cmd = { "/path/to/jaxpr-lsp" } }` at it.'):format(key),
+      ('the language server `%s` was not found or is not executable.%s Install it '
+        .. '(`pip install jaxpr` in the active Python environment, or `cargo install --path server` '
+        .. 'in the jaxpr repository) and put it on $PATH, '
+        .. 'or point $JAXPR_LSP or `setup{ cmd = { "/path/to/jaxpr-lsp" } }` at it.'):format(key, where),
       levels.ERROR
     )
   end

@@ -40,6 +40,8 @@ interface Recorded {
   opened: string[];
   clipboard: string[];
   progressTitles: string[];
+  progressMessages: string[];
+  progressClosed: string[];
   output: string[];
 }
 
@@ -48,6 +50,9 @@ let config: Record<string, unknown>;
 let choices: { error?: string; info?: string };
 let commands: Map<string, (...args: any[]) => any>;
 let configListeners: ((e: { affectsConfiguration(s: string): boolean }) => void)[];
+let trusted: boolean;
+let trustListeners: (() => void)[];
+let channelDisposed: boolean;
 let activeEditor: any;
 let textDocuments: any[];
 
@@ -56,9 +61,17 @@ const fakeVscode = {
   ProgressLocation: { Notification: 15 },
   window: {
     createOutputChannel: (_name: string) => ({
-      appendLine: (l: string) => rec.output.push(l),
+      appendLine: (l: string) => {
+        // VS Code's channel throws once disposed ("Channel has been closed").
+        if (channelDisposed) {
+          throw new Error('Channel has been closed');
+        }
+        rec.output.push(l);
+      },
       show: () => undefined,
-      dispose: () => undefined,
+      dispose: () => {
+        channelDisposed = true;
+      },
     }),
     showErrorMessage: async (m: string, ..._items: string[]) => {
       rec.errors.push(m);
@@ -68,9 +81,16 @@ const fakeVscode = {
       rec.infos.push(`${m} [${items.join('|')}]`);
       return choices.info;
     },
-    withProgress: async (opts: { title: string }, task: () => Promise<unknown>) => {
+    withProgress: async (opts: { title: string }, task: (progress: any, token: any) => Promise<unknown>) => {
       rec.progressTitles.push(opts.title);
-      return task();
+      const progress = { report: (p: { message?: string }) => rec.progressMessages.push(p.message ?? '') };
+      const token = { onCancellationRequested: () => ({ dispose: () => undefined }) };
+      const done = task(progress, token);
+      done.then(
+        () => rec.progressClosed.push(opts.title),
+        () => undefined,
+      );
+      return done;
     },
     showTextDocument: async (doc: any) => {
       rec.opened.push(doc.uri.toString());
@@ -84,6 +104,13 @@ const fakeVscode = {
       get: (key: string) => config[`${section}.${key}`],
     }),
     workspaceFolders: undefined,
+    get isTrusted() {
+      return trusted;
+    },
+    onDidGrantWorkspaceTrust: (l: () => void) => {
+      trustListeners.push(l);
+      return { dispose: () => undefined };
+    },
     get textDocuments() {
       return textDocuments;
     },
@@ -92,6 +119,10 @@ const fakeVscode = {
       return { dispose: () => undefined };
     },
     openTextDocument: async (uri: FakeUri) => ({ uri }),
+  },
+  // No Python extension installed.
+  extensions: {
+    getExtension: (_id: string) => undefined,
   },
   commands: {
     registerCommand: (id: string, fn: (...args: any[]) => any) => {
@@ -177,7 +208,20 @@ async function activate(): Promise<void> {
 }
 
 beforeEach(() => {
-  rec = { errors: [], infos: [], executed: [], opened: [], clipboard: [], progressTitles: [], output: [] };
+  rec = {
+    errors: [],
+    infos: [],
+    executed: [],
+    opened: [],
+    clipboard: [],
+    progressTitles: [],
+    progressMessages: [],
+    progressClosed: [],
+    output: [],
+  };
+  trusted = true;
+  trustListeners = [];
+  channelDisposed = false;
   choices = {};
   commands = new Map();
   configListeners = [];
@@ -339,7 +383,7 @@ test('a server that fails to start is reported with the setting name', async () 
   assert.match(rec.errors[0], /jaxpr\.server\.path/);
 });
 
-test('restart re-reads the setting; changing jaxpr.server.path restarts too', async () => {
+test('restart re-reads the setting; pointing jaxpr.server.path at another binary restarts too', async () => {
   config['jaxpr.server.path'] = '/nonexistent/jaxpr-lsp';
   await activate();
   assert.equal(FakeLanguageClient.instances.length, 0);
@@ -353,6 +397,14 @@ test('restart re-reads the setting; changing jaxpr.server.path restarts too', as
   assert.equal(FakeLanguageClient.instances.length, 2);
   assert.equal(FakeLanguageClient.instances[0].disposed, true);
 
+  // A change that leaves the same binary keeps the running server.
+  for (const l of configListeners) {
+    l({ affectsConfiguration: (s: string) => s === 'jaxpr.server.path' });
+  }
+  const other = path.join(path.dirname(serverBinary), 'jaxpr-lsp-other');
+  fs.copyFileSync(serverBinary, other);
+  fs.chmodSync(other, 0o755);
+  config['jaxpr.server.path'] = other;
   for (const l of configListeners) {
     l({ affectsConfiguration: (s: string) => s === 'jaxpr.server.path' });
   }
@@ -391,4 +443,58 @@ test('Trace again sends jaxpr.server.traceAgain for the active Python file, save
   await commands.get('jaxpr.traceAgain')!();
   assert.match(rec.errors.at(-1)!, /open a Python file/);
   assert.equal(c.requests.length, 2);
+});
+
+test('in Restricted Mode the notice says the folder setting is ignored, and closes once the folder is trusted', async () => {
+  // VS Code hides the folder's value of the restricted setting: the default applies.
+  config['jaxpr.server.path'] = undefined;
+  trusted = false;
+  const savedPath = process.env.PATH;
+  process.env.PATH = path.dirname(serverBinary) + '-not-there';
+  try {
+    await activate();
+  } finally {
+    process.env.PATH = savedPath;
+  }
+  assert.equal(FakeLanguageClient.instances.length, 0);
+  assert.deepEqual(rec.errors, [], 'no error toast that would outlive the trust');
+  assert.equal(rec.progressMessages.length, 1);
+  assert.match(rec.progressMessages[0], /Restricted Mode: this folder's "jaxpr\.server\.path" is not used until you trust the folder/);
+  assert.match(rec.progressMessages[0], /"jaxpr-lsp" was not found on PATH/);
+  assert.deepEqual(rec.progressClosed, []);
+
+  // Trusting makes the folder's value visible; the server starts and the notice goes.
+  trusted = true;
+  config['jaxpr.server.path'] = serverBinary;
+  for (const l of trustListeners) {
+    l();
+  }
+  for (const l of configListeners) {
+    l({ affectsConfiguration: (s: string) => s === 'jaxpr.server.path' });
+  }
+  activeEditor = { document: jaxprDoc('/w/model.jaxpr') };
+  await commands.get('jaxpr.buildStablehlo')!();
+  assert.equal(FakeLanguageClient.instances.length, 1, 'one start for the trust and the configuration change together');
+  assert.equal(FakeLanguageClient.instances[0].isRunning(), true);
+  assert.equal(rec.progressClosed[0], 'Jaxpr');
+  assert.deepEqual(rec.errors, []);
+});
+
+test('deactivate stops the client before it closes the output channel, and a failing stop is logged', async () => {
+  await activate();
+  const c = FakeLanguageClient.instances[0];
+  let channelOpenAtStop: boolean | undefined;
+  c.dispose = async () => {
+    channelOpenAtStop = !channelDisposed;
+    throw new Error('stop failed');
+  };
+  // VS Code disposes the subscriptions without waiting for deactivate().
+  const done = extension.deactivate();
+  for (const s of subscriptions) {
+    s.dispose();
+  }
+  await done;
+  assert.equal(channelOpenAtStop, true);
+  assert.equal(channelDisposed, true);
+  assert.match(rec.output.at(-1)!, /Stopping the language server failed: stop failed/);
 });

@@ -80,3 +80,28 @@ test('the error message names the setting', () => {
   assert.match(m, /"jaxpr-lsp" was not found on PATH/);
   assert.match(m, /"jaxpr\.server\.path"/);
 });
+
+test('an empty setting looks in the selected Python environment before PATH', { skip: process.platform === 'win32' }, () => {
+  const venvBin = tempDir();
+  const onPath = tempDir();
+  const inVenv = makeExecutable(venvBin, 'jaxpr-lsp');
+  makeExecutable(onPath, 'jaxpr-lsp');
+  const python = path.join(venvBin, 'python');
+  assert.deepEqual(resolveServerCommand('', { env: { PATH: onPath }, pythonInterpreter: python }), { ok: true, command: inVenv });
+  // Not in the environment: PATH.
+  const emptyVenv = tempDir();
+  const r = resolveServerCommand('', { env: { PATH: onPath }, pythonInterpreter: path.join(emptyVenv, 'python') });
+  assert.deepEqual(r, { ok: true, command: path.join(onPath, 'jaxpr-lsp') });
+});
+
+test('when the server is nowhere, the reason names every place looked at', { skip: process.platform === 'win32' }, () => {
+  const venvBin = tempDir();
+  const a = tempDir();
+  const b = tempDir();
+  const r = resolveServerCommand('', { env: { PATH: [a, b].join(path.delimiter) }, pythonInterpreter: path.join(venvBin, 'python') });
+  assert.equal(r.ok, false);
+  const reason = !r.ok ? r.reason : '';
+  assert.ok(reason.includes(`the selected Python environment (${venvBin})`), reason);
+  assert.ok(reason.includes(`on PATH (${a}${path.delimiter}${b})`), reason);
+  assert.match(missingServerMessage(reason), /pip install jaxpr/);
+});

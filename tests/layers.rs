@@ -1,0 +1,103 @@
+//! The architecture's invariants (docs/architecture.md), read from the
+//! dependency graph that `cargo metadata` resolves: only `jaxpr-build`
+//! links LLVM and MLIR, only the server knows LSP, and the layers depend
+//! on each other in the pipeline's order only.
+
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::Command;
+
+/// Each workspace package with every package it depends on, transitively,
+/// through normal and build dependencies (what its binaries link).
+fn closure() -> BTreeMap<String, BTreeSet<String>> {
+    let out = Command::new(env!("CARGO"))
+        .args(["metadata", "--format-version", "1", "--locked", "--manifest-path"])
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"))
+        .output()
+        .expect("cargo metadata");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let meta: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let name_of: BTreeMap<&str, &str> = meta["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["id"].as_str().unwrap(), p["name"].as_str().unwrap()))
+        .collect();
+    let mut direct: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for node in meta["resolve"]["nodes"].as_array().unwrap() {
+        let deps = node["deps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| {
+                d["dep_kinds"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|k| k["kind"].is_null() || k["kind"] == "build")
+            })
+            .map(|d| d["pkg"].as_str().unwrap())
+            .collect();
+        direct.insert(node["id"].as_str().unwrap(), deps);
+    }
+    let mut all = BTreeMap::new();
+    for member in meta["workspace_members"].as_array().unwrap() {
+        let mut seen = BTreeSet::new();
+        let mut stack = vec![member.as_str().unwrap()];
+        while let Some(id) = stack.pop() {
+            for &d in direct.get(id).into_iter().flatten() {
+                if seen.insert(name_of[d].to_string()) {
+                    stack.push(d);
+                }
+            }
+        }
+        all.insert(name_of[member.as_str().unwrap()].to_string(), seen);
+    }
+    all
+}
+
+fn offenders(forbidden: &[&str], allowed: &[&str]) -> Vec<String> {
+    closure()
+        .into_iter()
+        .filter(|(package, _)| !allowed.contains(&package.as_str()))
+        .flat_map(|(package, deps)| {
+            deps.into_iter()
+                .filter(|d| forbidden.contains(&d.as_str()))
+                .map(move |d| format!("{package} -> {d}"))
+        })
+        .collect()
+}
+
+#[test]
+fn only_the_build_back_ends_link_llvm_and_mlir() {
+    let found = offenders(&["llvm-sys", "mlir-sys", "melior", "inkwell"], &["jaxpr-build"]);
+    assert!(found.is_empty(), "{found:?}");
+}
+
+#[test]
+fn only_the_server_knows_lsp() {
+    let found = offenders(&["tower-lsp", "lsp-types", "ropey"], &["jaxpr-lsp"]);
+    assert!(found.is_empty(), "{found:?}");
+}
+
+#[test]
+fn the_layers_depend_on_each_other_in_the_pipelines_order() {
+    // syntax -> types -> check -> db -> ide -> session; each may use only
+    // the layers before it.
+    let order = ["jaxpr-syntax", "jaxpr-types", "jaxpr-check", "jaxpr-db", "jaxpr-ide", "jaxpr-session"];
+    let graph = closure();
+    for (i, layer) in order.iter().enumerate() {
+        let later: Vec<&&str> = order[i + 1..]
+            .iter()
+            .filter(|l| graph[*layer].contains(**l))
+            .collect();
+        assert!(later.is_empty(), "{layer} depends on later layers {later:?}");
+        for tooling in ["jaxpr", "jaxpr-lsp", "jaxpr-build", "jaxpr-test-support"] {
+            assert!(!graph[*layer].contains(tooling), "{layer} depends on {tooling}");
+        }
+    }
+    // The test helpers reach no product binary.
+    for product in ["jaxpr", "jaxpr-lsp", "jaxpr-build"] {
+        assert!(!graph[product].contains("jaxpr-test-support"), "{product} links the test helpers");
+    }
+}
