@@ -522,11 +522,14 @@ fn types(path: &Path) -> i32 {
         .iter()
         .filter(|d| d.is_error())
         .count();
+    // Signatures of a file with errors are printed (they show how far the
+    // check got) but are not to be relied on: the status says so.
     if errors > 0 {
         eprintln!(
-            "note: {errors} error(s) in this file; run `jaxpr check {}`",
+            "error: {errors} error(s) in this file; run `jaxpr check {}`",
             loaded.path
         );
+        return 1;
     }
     0
 }

@@ -306,3 +306,34 @@ fn lowering_each_equation_as_checked_equals_lowering_the_checked_file() {
         }
     }
 }
+
+/// A Catalyst quantum program is refused with one J0012 naming its first
+/// quantum primitive and why (issue 18).
+#[test]
+fn a_quantum_program_is_refused_at_its_first_quantum_primitive() {
+    let dir = out_dir("quantum");
+    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/catalyst-suite/expval_rx.jaxpr");
+    let out = dir.join("q.mlir");
+    let b = build(Path::new(src), &out, &[]);
+    assert_eq!(b.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&b.stderr);
+    assert_eq!(err.matches("error[J0012]").count(), 1, "{err}");
+    assert!(err.contains("`quantum_kernel` has no StableHLO lowering: a quantum instruction runs on Catalyst's quantum runtime"), "{err}");
+    assert!(!out.exists());
+}
+
+/// A dynamic result the program drops (`_:f64[a]`) has its printed size.
+#[test]
+fn an_unnamed_dynamic_result_builds() {
+    let dir = out_dir("unnamed");
+    let src = dir.join("u.jaxpr");
+    std::fs::write(
+        &src,
+        "{ lambda ; a:i64[]. let\n    _:f64[a] = broadcast_in_dim[broadcast_dimensions=() shape=(None,) sharding=None] 1.0:f64[] a\n    b:f64[a] = broadcast_in_dim[broadcast_dimensions=() shape=(None,) sharding=None] 2.0:f64[] a\n  in (b,) }\n",
+    )
+    .unwrap();
+    let out = dir.join("u.mlir");
+    let b = build(&src, &out, &[]);
+    assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
+    assert!(std::fs::read_to_string(&out).unwrap().contains("tensor<?xf64>"));
+}

@@ -155,6 +155,9 @@ pub struct Analysis {
     pub origins: HashMap<VarId, Origin>,
     /// References `jaxpr=NAME` to let-bound jaxprs: (range of NAME, the jaxpr).
     pub let_refs: Vec<(TextRange, JaxprId)>,
+    /// The wire each qubit value holds (Catalyst): a qubit extracted from a
+    /// register keeps its wire through the gates and measurements it passes.
+    pub qubit_wires: HashMap<VarId, rules::Wire>,
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -859,6 +862,10 @@ pub(crate) struct Checker {
     /// bound since could change it (an equation may use one undefined name
     /// thousands of times).
     hints: HashMap<SmolStr, Hint>,
+    /// How the primitive about to check a nested jaxpr types its outputs
+    /// (taken by the next jaxpr begun), and the convention of each jaxpr.
+    pub(crate) next_convention: Option<signature::Convention>,
+    conventions: HashMap<JaxprId, signature::Convention>,
 }
 
 /// How many hints are kept apart for the names bound later; past that, a
@@ -912,6 +919,8 @@ impl Checker {
             unknown_seen: Default::default(),
             unknown_uses: Vec::new(),
             hints: HashMap::default(),
+            next_convention: None,
+            conventions: HashMap::default(),
         }
     }
 
@@ -1058,6 +1067,9 @@ impl Checker {
         origins: Option<&[Origin]>,
     ) -> JaxprId {
         let id = JaxprId(self.a.jaxprs.len() as u32);
+        if let Some(c) = self.next_convention.take() {
+            self.conventions.insert(id, c);
+        }
         self.a.jaxprs.push(JaxprInfo {
             range: j.range,
             lambda_range: j.lambda_range,
@@ -1134,7 +1146,13 @@ impl Checker {
             .map(|v| (*v, &self.a.vars[v.0 as usize].ty))
             .collect();
         let out_pairs: Vec<(Option<VarId>, &AType)> = outs.iter().map(|o| (o.var, &o.ty)).collect();
-        let (sig, escapes) = signature::compute(&in_pairs, &out_pairs);
+        let convention = self.conventions.get(&id).copied().unwrap_or_default();
+        let vars = &self.a.vars;
+        let leaked = |v: VarId| match vars[v.0 as usize].role {
+            VarRole::Result { index, .. } if vars[v.0 as usize].name == "_" => Some(index),
+            _ => None,
+        };
+        let (sig, escapes) = signature::compute(&in_pairs, &out_pairs, convention, leaked);
         for esc in escapes {
             let var = self.a.var(esc.var).clone();
             let out = &outs[esc.output];
@@ -1326,6 +1344,12 @@ impl Checker {
         t: &ast::TypeExpr,
         call: Option<(&[Operand], &[Option<VarId>])>,
     ) -> AType {
+        if let Some(args) = &t.args {
+            return AType {
+                dtype: Some(rules::abstract_value(&t.dtype.text, args)),
+                shape: Shape::new(),
+            };
+        }
         let dtype = match DType::from_short(&t.dtype.text) {
             Some(d) => Some(d),
             None => {
@@ -1539,11 +1563,11 @@ impl Checker {
         // `OutDBIdx` in their types can refer to them; they enter the scope
         // only after the equation has been checked.
         let mut out_vars: Vec<Option<VarId>> = Vec::with_capacity(e.outs.len());
+        // A dropped result (`_`) gets a variable too, never in scope: its
+        // type is resolved like any other (the back ends build its value),
+        // and Catalyst may name it in a later type as a leaked `OutDBIdx(k)`
+        // (`_:i64[] b:f64[OutDBIdx(val=0)] = quantum_kernel[...]`).
         for (i, b) in e.outs.iter().enumerate() {
-            if b.is_dropped() {
-                out_vars.push(None);
-                continue;
-            }
             let v = self.new_var(VarInfo {
                 name: b.name.text.clone(),
                 range: b.name.range,
@@ -1568,14 +1592,24 @@ impl Checker {
             };
             if let Some(v) = v {
                 self.a.vars[v.0 as usize].ty = t.clone();
-                self.pending_results.insert(b.name.text.clone(), *v);
+                if !b.is_dropped() {
+                    self.pending_results.insert(b.name.text.clone(), *v);
+                }
             }
             declared.push(t);
         }
         self.pending_results.clear();
 
+        // The rules see dropped results as nothing to refer to: a body's
+        // `OutDBIdx` to one is a size the caller cannot name (unknown).
+        let named_outs: SmallVec<[Option<VarId>; 2]> = e
+            .outs
+            .iter()
+            .zip(&out_vars)
+            .map(|(b, v)| if b.is_dropped() { None } else { *v })
+            .collect();
         let inferred = {
-            let mut cx = rules::EqnCx::new(self, e, id, &operands, &declared, &out_vars);
+            let mut cx = rules::EqnCx::new(self, e, id, &operands, &declared, &named_outs);
             let r = rules::infer(&mut cx);
             r
         };
@@ -1584,7 +1618,9 @@ impl Checker {
         }
         // Now bind the results.
         for (b, v) in e.outs.iter().zip(&out_vars) {
-            if let Some(v) = v {
+            if let Some(v) = v
+                && !b.is_dropped()
+            {
                 self.report_if_bound(&b.name);
                 self.enter_scope(&b.name.text, *v);
             }

@@ -48,6 +48,9 @@ pub enum Family {
     Call,
     /// Runs nested jaxprs a data-dependent number of times.
     Loop,
+    /// Catalyst's quantum instructions: devices, registers, qubits, gates,
+    /// observables and measurements, and the primitives that carry circuits.
+    Quantum,
     Other,
 }
 
@@ -85,6 +88,20 @@ const ROW: Primitive = Primitive {
     doc: "",
     stablehlo: Lowering::Lowered,
     native: Lowering::Lowered,
+};
+
+/// Why neither back end builds a quantum program: its instructions run on
+/// Catalyst's quantum runtime (a device such as lightning.qubit).
+const QUANTUM: Lowering = Lowering::Refused(
+    "a quantum instruction runs on Catalyst's quantum runtime (a device), which neither back end links; compile the program with Catalyst's `qjit`",
+);
+
+/// Catalyst's quantum primitives (pennylane-catalyst 0.15.0), the rules of `rules/quantum.rs`.
+const QUANTUM_ROW: Primitive = Primitive {
+    family: Family::Quantum,
+    stablehlo: QUANTUM,
+    native: QUANTUM,
+    ..ROW
 };
 
 /// The row of `name` (a name or an alias).
@@ -1243,5 +1260,208 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Binary,
         doc: "Bitwise/logical xor, elementwise.",
         ..ROW
+    },
+    Primitive {
+        name: "adjoint",
+        params: &["args_tree", "jaxpr"],
+        jaxpr_params: &["jaxpr"],
+        doc: "Applies the adjoint (inverse) of the gates of `jaxpr` to the register it is passed; returns the register.",
+        ..QUANTUM_ROW
+    },
+    Primitive {
+        name: "compbasis",
+        params: &["qreg_available"],
+        jaxpr_params: &[],
+        doc: "The computational-basis observable of the qubits given, or of the whole register (`qreg_available=True`).",
+        ..QUANTUM_ROW
+    },
+    Primitive {
+        name: "counts",
+        params: &["static_shape"],
+        jaxpr_params: &[],
+        doc: "Counts of each basis state over the shots: the basis states (f64) and their counts (i64), 2^n each.",
+        ..QUANTUM_ROW
+    },
+    Primitive {
+        name: "device_init",
+        params: &["auto_qubit_management", "rtd_kwargs", "rtd_lib", "rtd_name"],
+        jaxpr_params: &[],
+        doc: "Starts the quantum device (its runtime library and name) with the number of shots given.",
+        ..QUANTUM_ROW
+    },
+    Primitive {
+        name: "device_release",
+        params: &[],
+        jaxpr_params: &[],
+        doc: "Releases the quantum device.",
+        ..QUANTUM_ROW
+    },
+    Primitive {
+        name: "expval",
+        params: &["shape"],
+        jaxpr_params: &[],
+        doc: "Expectation value of an observable: f64[].",
+        ..QUANTUM_ROW
+    },
+    Primitive {
+        name: "func",
+        params: &["call_jaxpr", "fn"],
+        jaxpr_params: &["call_jaxpr"],
+        doc: "Calls a jaxpr as a function of its own (Catalyst).",
+        ..QUANTUM_ROW
+    },
+    Primitive {
+        name: "gphase",
+        params: &["adjoint", "ctrl_len"],
+        jaxpr_params: &[],
+        doc: "Global phase, optionally controlled: returns the control qubits.",
+        ..QUANTUM_ROW
+    },
+    Primitive {
+        name: "grad",
+        params: &["fn", "grad_params", "jaxpr"],
+        jaxpr_params: &["jaxpr"],
+        doc: "Gradient of `jaxpr` with respect to the operands `grad_params.expanded_argnums`.",
+        ..QUANTUM_ROW
+    },
+    Primitive {
+        name: "hamiltonian",
+        params: &[],
+        jaxpr_params: &[],
+        doc: "A Hamiltonian: one coefficient (a 1-D array) per observable term.",
+        ..QUANTUM_ROW
+    },
+    Primitive {
+        name: "hermitian",
+        params: &[],
+        jaxpr_params: &[],
+        doc: "A Hermitian-matrix observable on the qubits given.",
+        ..QUANTUM_ROW
+    },
+    Primitive {
+        name: "mcmobs",
+        params: &[],
+        jaxpr_params: &[],
+        doc: "The observable of mid-circuit measurement results.",
+        ..QUANTUM_ROW
+    },
+    Primitive {
+        name: "measure",
+        params: &["postselect"],
+        jaxpr_params: &[],
+        doc: "Measures a qubit: the outcome (bool[]) and the qubit after the measurement.",
+        ..QUANTUM_ROW
+    },
+    Primitive {
+        name: "namedobs",
+        params: &["kind"],
+        jaxpr_params: &[],
+        doc: "A named observable (PauliX, PauliY, PauliZ, Hadamard, Identity) on one qubit.",
+        ..QUANTUM_ROW
+    },
+    Primitive {
+        name: "num_qubits",
+        params: &[],
+        jaxpr_params: &[],
+        doc: "The number of qubits of the device: i64[].",
+        ..QUANTUM_ROW
+    },
+    Primitive {
+        name: "probs",
+        params: &["static_shape"],
+        jaxpr_params: &[],
+        doc: "Probabilities of the basis states: f64[2^n] for n qubits (a dynamic size is an operand).",
+        ..QUANTUM_ROW
+    },
+    Primitive {
+        name: "qalloc",
+        params: &[],
+        jaxpr_params: &[],
+        doc: "Allocates a register of the given number of qubits.",
+        ..QUANTUM_ROW
+    },
+    Primitive {
+        name: "qdealloc",
+        params: &[],
+        jaxpr_params: &[],
+        doc: "Frees a register.",
+        ..QUANTUM_ROW
+    },
+    Primitive {
+        name: "qdealloc_qb",
+        params: &[],
+        jaxpr_params: &[],
+        doc: "Frees a qubit.",
+        ..QUANTUM_ROW
+    },
+    Primitive {
+        name: "qextract",
+        params: &[],
+        jaxpr_params: &[],
+        doc: "Takes the qubit at a wire index out of a register.",
+        ..QUANTUM_ROW
+    },
+    Primitive {
+        name: "qinsert",
+        params: &[],
+        jaxpr_params: &[],
+        doc: "Puts a qubit back into a register at a wire index; returns the register.",
+        ..QUANTUM_ROW
+    },
+    Primitive {
+        name: "qinst",
+        params: &["adjoint", "ctrl_len", "op", "params_len", "qubits_len"],
+        jaxpr_params: &[],
+        doc: "A gate `op`: qubits, parameters, control qubits and control values in; the qubits and control qubits out.",
+        ..QUANTUM_ROW
+    },
+    Primitive {
+        name: "quantum_kernel",
+        params: &["call_jaxpr", "pipelines", "qnode"],
+        jaxpr_params: &["call_jaxpr"],
+        doc: "Runs a quantum circuit (a QNode) on its device.",
+        ..QUANTUM_ROW
+    },
+    Primitive {
+        name: "sample",
+        params: &["static_shape"],
+        jaxpr_params: &[],
+        doc: "Samples of the qubits over the shots: f64[shots, n] (dynamic shots or wires are operands).",
+        ..QUANTUM_ROW
+    },
+    Primitive {
+        name: "state",
+        params: &["static_shape"],
+        jaxpr_params: &[],
+        doc: "The state vector: c128[2^n] (a dynamic size is an operand).",
+        ..QUANTUM_ROW
+    },
+    Primitive {
+        name: "tensorobs",
+        params: &[],
+        jaxpr_params: &[],
+        doc: "The tensor product of observables.",
+        ..QUANTUM_ROW
+    },
+    Primitive {
+        name: "unitary",
+        params: &["adjoint", "ctrl_len", "qubits_len"],
+        jaxpr_params: &[],
+        doc: "Applies a 2^n x 2^n unitary matrix to n qubits, optionally controlled.",
+        ..QUANTUM_ROW
+    },
+    Primitive {
+        name: "value_and_grad",
+        params: &["fn", "grad_params", "jaxpr"],
+        jaxpr_params: &["jaxpr"],
+        doc: "The value of `jaxpr` and its gradient with respect to `grad_params.expanded_argnums`.",
+        ..QUANTUM_ROW
+    },
+    Primitive {
+        name: "var",
+        params: &["shape"],
+        jaxpr_params: &[],
+        doc: "Variance of an observable: f64[].",
+        ..QUANTUM_ROW
     },
 ];

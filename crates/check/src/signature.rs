@@ -1,9 +1,15 @@
-//! `in_type` / `out_type` of a jaxpr with de Bruijn indices, as JAX defines
-//! them (`dynamic-shapes-catalyst-a.md`, sections DBIdx and InDBIdx/OutDBIdx):
-//! input shapes refer to input positions with `DBIdx(i)`; output shapes refer
-//! to outputs with `OutDBIdx(j)` and to other inputs with `InDBIdx(i)`. A binder is
-//! implicit (`False`) when it is an integer scalar used as a dimension by a
-//! later binder of the same list.
+//! `in_type` / `out_type` of a jaxpr with de Bruijn indices, as JAX and
+//! Catalyst compute them (`dynamic-shapes-catalyst-a.md`, sections DBIdx and
+//! InDBIdx/OutDBIdx; JAX's `_add_implicit_outputs`, Catalyst's
+//! `infer_output_type`): input shapes refer to input positions with
+//! `DBIdx(i)`; an output dimension that is an input is `InDBIdx(i)` (even when
+//! it is also returned), one computed inside is `OutDBIdx(j)`, the last output
+//! it is returned as. A binder is implicit (`False`) when it is an integer
+//! scalar used as a dimension by a later binder of the same list.
+//!
+//! Two primitives of Catalyst type their bodies with a twist ([`Convention`]):
+//! a `for_loop` body refers to its loop index as an output, never as an input,
+//! and a `cond` branch counts its inputs after the predicate.
 
 use jaxpr_types::{AType, DType, Dim, Poly, VarId};
 use rustc_hash::FxHashMap;
@@ -73,6 +79,33 @@ fn first_positions(vars: impl Iterator<Item = Option<VarId>>) -> FxHashMap<VarId
     out
 }
 
+/// The last position of each variable of a list (JAX and Catalyst build
+/// their output maps with a dict comprehension: a later position wins).
+fn last_positions(vars: impl Iterator<Item = Option<VarId>>) -> FxHashMap<VarId, usize> {
+    let mut out = FxHashMap::default();
+    for (i, v) in vars.enumerate() {
+        if let Some(v) = v {
+            out.insert(v, i);
+        }
+    }
+    out
+}
+
+/// How the primitive that calls a jaxpr types its outputs (Catalyst's
+/// abstract evaluations of `for_loop` and `cond`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub enum Convention {
+    #[default]
+    Plain,
+    /// A `for_loop` body: its loop index (the input at this position) is
+    /// referred to as the output that returns it (`OutDBIdx`), never as an
+    /// input (`out_type_force_outdbidx`).
+    ForBody { index: usize },
+    /// A `cond` branch: `InDBIdx(i)` counts the `cond`'s predicate first, so
+    /// input `i` of the branch is `InDBIdx(i + 1)`.
+    CondBranch,
+}
+
 fn static_dim(d: &Dim) -> SigDim {
     match d {
         Dim::Const(c) => SigDim::Const(*c),
@@ -83,9 +116,15 @@ fn static_dim(d: &Dim) -> SigDim {
 
 /// Computes the signature of a jaxpr from its input binders and its outputs
 /// (type, and the variable when the output is a variable).
+///
+/// `leaked` gives, for a dimension variable that is a result the jaxpr drops
+/// (`_`), its position among its equation's results: Catalyst prints such a
+/// dimension as the leaked index `OutDBIdx(k)` and keeps it so in `out_type`.
 pub fn compute(
     invars: &[(VarId, &AType)],
     outs: &[(Option<VarId>, &AType)],
+    convention: Convention,
+    leaked: impl Fn(VarId) -> Option<usize>,
 ) -> (Signature, Vec<ScopeEscape>) {
     let in_vars: Vec<Option<VarId>> = invars.iter().map(|(v, _)| Some(*v)).collect();
     let in_tys: Vec<&AType> = invars.iter().map(|(_, t)| *t).collect();
@@ -112,7 +151,12 @@ pub fn compute(
     let out_vars: Vec<Option<VarId>> = outs.iter().map(|(v, _)| *v).collect();
     let out_tys: Vec<&AType> = outs.iter().map(|(_, t)| *t).collect();
     let out_explicit = explicitness(&out_vars, &out_tys);
-    let out_positions = first_positions(out_vars.iter().copied());
+    let out_positions = last_positions(out_vars.iter().copied());
+    let forced_index = match convention {
+        Convention::ForBody { index } => invars.get(index).map(|(v, _)| *v),
+        _ => None,
+    };
+    let in_offset = usize::from(convention == Convention::CondBranch);
     let mut escapes = Vec::new();
     let mut out_type = Vec::with_capacity(outs.len());
     for (j, ((_, t), &explicit)) in outs.iter().zip(&out_explicit).enumerate() {
@@ -120,14 +164,20 @@ pub fn compute(
             .shape
             .iter()
             .map(|d| match d {
-                // An output that is itself returned is referred to as such
-                // (`OutDBIdx`), as Catalyst does for loop outputs; otherwise
-                // an input (`InDBIdx`).
+                // An input first (`InDBIdx`), even when it is also returned;
+                // else the output that returns it (`OutDBIdx`).
                 Dim::Var(v) => {
-                    if let Some(&k) = out_positions.get(v) {
+                    let as_output = out_positions.get(v).copied();
+                    if forced_index == Some(*v)
+                        && let Some(k) = as_output
+                    {
                         SigDim::OutDBIdx(k)
                     } else if let Some(i) = in_pos(*v) {
-                        SigDim::InDBIdx(i)
+                        SigDim::InDBIdx(i + in_offset)
+                    } else if let Some(k) = as_output {
+                        SigDim::OutDBIdx(k)
+                    } else if let Some(k) = leaked(*v) {
+                        SigDim::OutDBIdx(k)
                     } else {
                         escapes.push(ScopeEscape { output: j, var: *v });
                         SigDim::Unknown
@@ -159,12 +209,16 @@ impl fmt::Display for SigDim {
 }
 
 impl SigEntry {
-    /// The type alone, `f64[DBIdx(0)]`.
+    /// The type alone, `f64[DBIdx(0)]` (a dtype the file does not name is
+    /// `?`; a non-array value, `AbstractQreg()`, as Catalyst prints it).
     pub fn render_type(&self) -> String {
         let dt = self
             .dtype
             .as_ref()
-            .map_or_else(|| "weak".to_string(), |d| d.to_string());
+            .map_or_else(|| "?".to_string(), |d| d.to_string());
+        if crate::rules::is_abstract_value(self.dtype.as_ref()) {
+            return dt;
+        }
         let dims: Vec<String> = self.shape.iter().map(|d| d.to_string()).collect();
         format!("{dt}[{}]", dims.join(","))
     }

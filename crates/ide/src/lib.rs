@@ -297,6 +297,15 @@ pub fn hover(f: &FileView, offset: u32) -> Option<(TextRange, String)> {
                 }
             };
             let _ = writeln!(s, "{role} of {}", describe_jaxpr(a, info.jaxpr, idx));
+            if let Some(w) = a.qubit_wires.get(&v) {
+                let _ = writeln!(
+                    s,
+                    "\nqubit on wire `{}` of register `{}` (extracted on line {})",
+                    w.index,
+                    w.register,
+                    line_of(idx, w.extracted.start)
+                );
+            }
             if let VarRole::Arg(i) = info.role
                 && let Some(e) = a.jaxpr(info.jaxpr).signature.in_type.get(i)
             {

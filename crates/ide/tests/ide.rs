@@ -260,3 +260,45 @@ fn hover_on_a_dimension_variable_binder_says_what_it_sizes_and_that_it_is_loop_c
         },
     );
 }
+
+/// A Catalyst circuit: a qubit taken out of a register at wire 1, through an
+/// RX gate and a CNOT (as its second qubit), then measured.
+const CIRCUIT: &str = r#"{ lambda ; a:f64[]. let
+    b:AbstractQreg() = qalloc 2:i64[]
+    c:AbstractQbit() = qextract b 0:i64[]
+    d:AbstractQbit() = qextract b 1:i64[]
+    e:AbstractQbit() = qinst[adjoint=False ctrl_len=0 op=RX params_len=1 qubits_len=1] d a
+    f:AbstractQbit() g:AbstractQbit() = qinst[adjoint=False ctrl_len=0 op=CNOT params_len=0 qubits_len=2] c e
+    _:bool[] h:AbstractQbit() = measure[postselect=None] g
+    i:AbstractObs(num_qubits=None,qreg=None,primitive=None) = namedobs[kind=PauliZ] h
+    j:f64[] = expval i
+  in (j,) }
+"#;
+
+#[test]
+fn hover_on_a_qubit_shows_the_wire_it_came_from_through_gates_and_measurements() {
+    let at = |name: &str| CIRCUIT.replacen(&format!("{name}:AbstractQbit()"), &format!("$0{name}:AbstractQbit()"), 1);
+    for (qubit, wire) in [("d", "1"), ("e", "1"), ("f", "0"), ("g", "1"), ("h", "1")] {
+        with_view(&at(qubit), |_, view, cursor| {
+            let (_, markdown) = jaxpr_ide::hover(view, cursor).expect("a hover");
+            assert!(markdown.contains(&format!("{qubit}:AbstractQbit()")), "{markdown}");
+            assert!(
+                markdown.contains(&format!("qubit on wire `{wire}` of register `b` (extracted on line")),
+                "{qubit}: {markdown}"
+            );
+        });
+    }
+}
+
+#[test]
+fn hover_and_definition_work_on_quantum_primitives_and_values() {
+    let fixture = CIRCUIT.replace("namedobs[kind=PauliZ] h", "namedobs[kind=PauliZ] $0h");
+    let (_, at) = definition_at(&fixture);
+    let binder = CIRCUIT.find("h:AbstractQbit()").unwrap() as u32;
+    assert_eq!((at.start, at.end), (binder, binder + 1));
+    with_view(&CIRCUIT.replace("= expval", "= $0expval"), |_, view, cursor| {
+        let (_, markdown) = jaxpr_ide::hover(view, cursor).expect("a hover");
+        let doc = jaxpr_check::registry::lookup("expval").unwrap().doc;
+        assert!(markdown.contains(doc), "{markdown}");
+    });
+}

@@ -146,6 +146,10 @@ pub trait DimNames {
             .dtype
             .as_ref()
             .map_or_else(|| "weak".to_string(), |d| d.to_string());
+        // A non-array value (Catalyst's `AbstractQbit()`) has no shape to show.
+        if matches!(&t.dtype, Some(DType::Other(s)) if s.ends_with(')')) {
+            return dt;
+        }
         format!("{dt}{}", self.shape(&t.shape))
     }
 }

@@ -12,7 +12,7 @@ use super::{EqnCx, Infer, Related};
 use crate::dims::operand_value;
 use crate::{JaxprId, Origin};
 use jaxpr_syntax::diagnostics::DiagKind;
-use crate::signature::{SigDim, SigEntry};
+use crate::signature::{Convention, SigDim, SigEntry};
 use jaxpr_syntax::TextRange;
 use jaxpr_syntax::ast::{Expr, ExprKind};
 use jaxpr_types::{AType, Dim};
@@ -265,7 +265,7 @@ fn read_out_type(
 
 // ---- calls ----------------------------------------------------------------
 
-fn call(cx: &mut EqnCx) -> Infer {
+pub(super) fn call(cx: &mut EqnCx) -> Infer {
     let Some((param, value)) = CALLEE_PARAMS
         .iter()
         .find_map(|p| cx.param(p).map(|v| (*p, v)))
@@ -330,18 +330,37 @@ fn jaxpr_list<'a>(cx: &mut EqnCx<'a>, param: &str) -> Option<Vec<&'a Expr>> {
 }
 
 /// Checks every branch against the same actuals and that all branches
-/// produce the same types; returns the first branch's results.
-fn branches(cx: &mut EqnCx, param: &str, list: &[&Expr], acts: &[Actual]) -> Infer {
+/// produce the same types; returns the first branch's results. A Catalyst
+/// `cond`'s branches count their inputs after the predicate
+/// ([`Convention::CondBranch`]).
+fn branches(cx: &mut EqnCx, param: &str, list: &[&Expr], acts: &[Actual], catalyst: bool) -> Infer {
     let mut first: Option<(JaxprId, Vec<AType>)> = None;
     let mut ok = true;
+    // What the branches' `InDBIdx` count: the predicate's place, then the actuals.
+    let read_acts: Vec<Actual> = if catalyst {
+        let predicate = Actual {
+            ty: AType::scalar(jaxpr_types::DType::Bool),
+            value: Dim::Unknown,
+            range: cx.prim_range(),
+            carried: false,
+        };
+        std::iter::once(predicate).chain(acts.iter().cloned()).collect()
+    } else {
+        acts.to_vec()
+    };
     for (i, b) in list.iter().enumerate() {
         let role = format!("branch {i} of `{}`", cx.name());
-        let Some(id) = bind(cx, b, param, i, acts, &role) else {
+        if catalyst {
+            cx.ck.next_convention = Some(Convention::CondBranch);
+        }
+        let bound = bind(cx, b, param, i, acts, &role);
+        cx.ck.next_convention = None;
+        let Some(id) = bound else {
             ok = false;
             continue;
         };
         let out = cx.ck.a.jaxpr(id).signature.out_type.clone();
-        let tys = read_out_type(&out, acts, cx.out_vars);
+        let tys = read_out_type(&out, &read_acts, cx.out_vars);
         match &first {
             None => first = Some((id, tys)),
             Some((fid, ftys)) => {
@@ -432,7 +451,7 @@ fn jax_cond(cx: &mut EqnCx) -> Infer {
         cx.report_on_args(DiagKind::DtypeMismatch, msg, &[0], None);
     }
     let acts = actuals(cx, 1..cx.args.len(), |_| false);
-    branches(cx, "branches", &list, &acts)
+    branches(cx, "branches", &list, &acts, false)
 }
 
 /// Catalyst `cond[branch_jaxprs=[...] num_implicit_outputs=N] preds... args...`:
@@ -456,7 +475,7 @@ fn catalyst_cond(cx: &mut EqnCx) -> Infer {
         }
     }
     let acts = actuals(cx, npreds..cx.args.len(), |_| false);
-    branches(cx, "branch_jaxprs", &list, &acts)
+    branches(cx, "branch_jaxprs", &list, &acts, true)
 }
 
 // ---- loops ------------------------------------------------------------------
@@ -737,14 +756,17 @@ fn for_loop(cx: &mut EqnCx) -> Infer {
         .chain(header + 4..n)
         .collect();
     let acts = actuals(cx, order.iter().copied(), |i| i >= nc);
-    let id = bind(
+    cx.ck.next_convention = Some(Convention::ForBody { index: header });
+    let bound = bind(
         cx,
         body,
         "body_jaxpr",
         0,
         &acts,
         "the `body_jaxpr` of `for_loop`",
-    )?;
+    );
+    cx.ck.next_convention = None;
+    let id = bound?;
     // Carried: implicits and explicit (the index is not returned).
     let carried: Vec<usize> = (nc..nc + ni).chain(nc + ni + 1..acts.len()).collect();
     let outputs = cx.ck.a.jaxpr(id).signature.out_type.clone();

@@ -23,7 +23,9 @@ enum ResultDtype {
     Bool,
     /// Real part type of a complex operand (`abs`, `real`, `imag`).
     Real,
-    /// Complex type from a real pair (`complex`).
+    /// The complex type of a real operand's precision, or the complex
+    /// operand's own (`complex` of a real pair; `conj`, which makes a real
+    /// operand complex).
     ToComplex,
 }
 
@@ -92,7 +94,7 @@ const TABLE: &[Elementwise] = &[
     ew("abs", 1, O::Numeric, R::Real),
     ew("real", 1, O::Complex, R::Real),
     ew("imag", 1, O::Complex, R::Real),
-    ew("conj", 1, O::Inexact, R::Same),
+    ew("conj", 1, O::Inexact, R::ToComplex),
     ew("not", 1, O::IntOrBool, R::Same),
     ew("population_count", 1, O::Int, R::Same),
     ew("clz", 1, O::Int, R::Same),
@@ -267,6 +269,7 @@ fn apply(cx: &mut EqnCx, e: &Elementwise) -> Infer {
         R::Bool => DType::Bool,
         R::Real => dtype.real_part(),
         R::ToComplex => match dtype {
+            DType::Complex(bits) => DType::Complex(bits),
             DType::Float(jaxpr_types::FloatKind::F64) => DType::Complex(128),
             _ => DType::Complex(64),
         },

@@ -11,7 +11,10 @@
 mod compute;
 mod control;
 mod elementwise;
+mod quantum;
 mod shape;
+
+pub use quantum::{abstract_value, is_abstract_value, Wire};
 
 use super::{Checker, DimEq, EqnId, Operand};
 use jaxpr_syntax::diagnostics::{DiagKind, Diagnostic};
@@ -88,6 +91,7 @@ fn rule_names() -> Vec<&'static str> {
     v.extend(shape::names());
     v.extend(compute::names());
     v.extend(control::names());
+    v.extend(quantum::names());
     v.sort_unstable();
     v.dedup();
     v
@@ -108,6 +112,9 @@ pub(crate) fn infer(cx: &mut EqnCx) -> Infer {
         return r;
     }
     if let Some(r) = compute::infer(cx, &name) {
+        return r;
+    }
+    if let Some(r) = quantum::infer(cx, &name) {
         return r;
     }
     unknown(cx, name)

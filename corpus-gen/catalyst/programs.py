@@ -1,0 +1,524 @@
+"""Catalyst programs written the way Catalyst's own test suite and documentation write them
+(pennylane-catalyst 0.15.0: test_jax_dynamic_api.py, test_measurement_dynamic_shapes.py,
+test_mid_circuit_measurement.py, test_adjoint.py, test_gradient.py, test_vmap.py).
+
+PROGRAMS maps a case name to (qjit function, list of example argument tuples).
+QUANTUM names the cases that run a circuit."""
+from functools import partial
+
+import jax
+import numpy as np
+import pennylane as qml
+from jax import numpy as jnp
+
+from catalyst import adjoint, cond, ctrl, for_loop, grad, measure, qjit, value_and_grad, vmap, while_loop
+
+PROGRAMS = {}
+QUANTUM = set()
+
+
+def case(*examples, quantum=False):
+    def register(fn):
+        PROGRAMS[fn.__name__] = (fn, list(examples))
+        if quantum:
+            QUANTUM.add(fn.__name__)
+        return fn
+
+    return register
+
+
+# ---------------------------------------------------------------- classical, dynamic shapes
+
+
+@case((3,), (5,))
+@qjit
+def ones_of_size(sz: int):
+    return jnp.ones([sz], dtype=float)
+
+
+@case((2,), (4,))
+@qjit
+def array_and_its_size(sz: int):
+    # the returned size is also the array's dimension: out_type must point at the input
+    return jnp.ones((sz, 2), dtype=float), sz
+
+
+@case((np.arange(3.0),), (np.ones(6),))
+@qjit(abstracted_axes={0: "n"})
+def abstracted_sum(x):
+    return jnp.sum(x * 2.0)
+
+
+@case((np.ones((2, 3)),), (np.arange(12.0).reshape(3, 4),))
+@qjit(abstracted_axes={0: "a", 1: "b"})
+def two_abstracted_axes(x):
+    return jnp.sin(x) + 1.0
+
+
+@case((np.ones((2, 3)), np.arange(2.0)), (np.ones((4, 1)), np.ones(4)))
+@qjit(abstracted_axes=({0: "a", 1: "b"}, {0: "a"}))
+def matching_abstracted_axes(x, y):
+    return jnp.sum(x, axis=1) + y
+
+
+@case((3,), (4,))
+@qjit
+def zeros_plus_arange(sz: int):
+    return jnp.zeros([sz], dtype=float) + jnp.arange(sz, dtype=float)
+
+
+@case((3,), (6,))
+@qjit
+def forloop_identity(sz: int):
+    a = jnp.ones([sz], dtype=float)
+
+    @for_loop(0, 10, 2)
+    def loop(_, a):
+        return a
+
+    return loop(a)
+
+
+@case((3,), (2,))
+@qjit
+def forloop_shared_size(sz: int):
+    a = jnp.ones([sz], dtype=float)
+    b = jnp.ones([sz], dtype=float)
+
+    @for_loop(0, 10, 2)
+    def loop(_, a, b):
+        return (a, b)
+
+    a2, b2 = loop(a, b)
+    return a2 + b2
+
+
+@case((3,), (1,))
+@qjit
+def forloop_keep_and_grow(sz: int):
+    a = jnp.ones([sz, 3], dtype=float)
+    b = jnp.ones([sz, 3], dtype=float)
+
+    @for_loop(0, 10, 2, allow_array_resizing=True)
+    def loop(_i, a, _b):
+        b = jnp.ones([sz + 1, 3], dtype=float)
+        return (a, b)
+
+    return loop(a, b)
+
+
+@case((3,), (5,))
+@qjit
+def forloop_size_from_index(sz: int):
+    a0 = jnp.ones([sz], dtype=float)
+
+    @for_loop(0, 10, 1, allow_array_resizing=True)
+    def loop(i, _):
+        return jnp.ones([i], dtype=float)
+
+    return loop(a0)
+
+
+@case((3,), (2,))
+@qjit
+def forloop_scale_by_size(sz: int):
+    a0 = jnp.ones([sz], dtype=float)
+
+    @for_loop(0, 3, 1)
+    def loop(_i, a):
+        return a * sz
+
+    return loop(a0)
+
+
+@case((3,), (4,))
+@qjit
+def forloop_shared_result(sz: int):
+    input_a = jnp.ones([sz + 1], dtype=float)
+    input_b = jnp.ones([sz + 2], dtype=float)
+
+    @for_loop(0, 10, 1, allow_array_resizing=True)
+    def loop(_i, _a, _b):
+        return (input_a, input_a)
+
+    return loop(input_b, input_b)
+
+
+@case((3,), (5,))
+@qjit
+def whileloop_count(sz: int):
+    a = jnp.ones([sz], dtype=float)
+
+    @while_loop(lambda i, _: i < 3)
+    def loop(i, a):
+        return i + 1, a * 2.0
+
+    _, r = loop(0, a)
+    return r
+
+
+@case((2,), (3,))
+@qjit
+def whileloop_grow(sz: int):
+    a = jnp.zeros([sz], dtype=float)
+
+    @while_loop(lambda a, i: a.shape[0] < 6, allow_array_resizing=True)
+    def loop(a, i):
+        return jnp.ones([a.shape[0] + 1], dtype=float) * i, i + 1
+
+    r, _ = loop(a, 1)
+    return r
+
+
+@case((3,), (4,))
+@qjit
+def whileloop_capture(sz: int):
+    x = jnp.ones([sz], dtype=float)
+
+    @while_loop(lambda a, i: i < 3)
+    def loop(a, i):
+        return a + x, i + 1
+
+    r, _ = loop(x, 0)
+    return r
+
+
+@case((3, True), (4, False))
+@qjit
+def cond_keep_size(sz: int, flag: bool):
+    a = jnp.ones([sz], dtype=float)
+
+    @cond(flag)
+    def branch():
+        return a * 3.0
+
+    @branch.otherwise
+    def branch():
+        return a + 1.0
+
+    return branch()
+
+
+@case((3,), (1,))
+@qjit
+def cond_new_size(sz: int):
+    @cond(sz > 2)
+    def branch():
+        return jnp.ones([sz + 1], dtype=float)
+
+    @branch.otherwise
+    def branch():
+        return jnp.zeros([sz + 1], dtype=float)
+
+    return branch()
+
+
+@case((np.arange(4.0), 2), (np.ones(3), 7))
+@qjit(abstracted_axes=({0: "n"}, {}))
+def dynamic_index_update(x, i: int):
+    return x.at[i % x.shape[0]].set(10.0)
+
+
+@case((np.arange(6.0).reshape(2, 3),), (np.ones((4, 2)),))
+@qjit(abstracted_axes={0: "n", 1: "m"})
+def reduce_rows(x):
+    return jnp.sum(x * x, axis=1), jnp.sum(x, axis=0)
+
+
+@case((np.array([1.0 + 2.0j, -0.5j, 3.0]),), (np.array([2.0 - 1.0j]),))
+@qjit(abstracted_axes={0: "n"})
+def complex_parts(z):
+    return jnp.real(z) * 2.0, jnp.imag(jnp.conj(z)), jnp.abs(z)
+
+
+# ---------------------------------------------------------------- quantum
+
+dev2 = qml.device("lightning.qubit", wires=2)
+dev3 = qml.device("lightning.qubit", wires=3)
+
+
+@case((0.3,), (1.2,), quantum=True)
+@qjit
+@qml.qnode(dev2)
+def expval_rx(x: float):
+    qml.RX(x, wires=0)
+    qml.CNOT(wires=[0, 1])
+    return qml.expval(qml.PauliZ(1))
+
+
+@case((0.3, 0.7), (1.0, -0.4), quantum=True)
+@qjit
+@qml.qnode(dev2)
+def expval_tensor(x: float, y: float):
+    qml.RX(x, wires=0)
+    qml.RY(y, wires=1)
+    qml.CNOT(wires=[0, 1])
+    return qml.expval(qml.PauliZ(0) @ qml.PauliX(1))
+
+
+@case((0.5,), (2.0,), quantum=True)
+@qjit
+@qml.qnode(dev2)
+def var_and_expval_hamiltonian(x: float):
+    qml.RX(x, wires=0)
+    qml.Hadamard(wires=1)
+    h = qml.Hamiltonian([0.5, -0.2], [qml.PauliZ(0), qml.PauliX(0) @ qml.PauliX(1)])
+    return qml.var(qml.PauliZ(0)), qml.expval(h)
+
+
+@case((0.4,), (1.5,), quantum=True)
+@qjit
+@qml.qnode(dev3)
+def probs_two_wires(x: float):
+    qml.RX(x, wires=0)
+    qml.CNOT(wires=[0, 2])
+    return qml.probs(wires=[0, 2])
+
+
+@case((0.4,), (2.5,), quantum=True)
+@qjit
+@qml.qnode(dev2)
+def state_vector(x: float):
+    qml.Hadamard(wires=0)
+    qml.RY(x, wires=1)
+    qml.CZ(wires=[0, 1])
+    return qml.state()
+
+
+@case((0.3,), (3.0,), quantum=True)
+@qjit(seed=37)
+@partial(qml.set_shots, shots=8)
+@qml.qnode(dev2)
+def sample_fixed_shots(x: float):
+    qml.RX(x, wires=0)
+    qml.CNOT(wires=[0, 1])
+    return qml.sample()
+
+
+@case((0.9,), (2.0,), quantum=True)
+@qjit(seed=11)
+@partial(qml.set_shots, shots=50)
+@qml.qnode(dev2)
+def counts_fixed_shots(x: float):
+    qml.RX(x, wires=0)
+    return qml.counts(all_outcomes=True)
+
+
+@case((5,), (9,), quantum=True)
+@qjit(seed=5)
+def sample_dynamic_shots(shots: int):
+    device = qml.device("lightning.qubit", wires=1)
+
+    @partial(qml.set_shots, shots=shots)
+    @qml.qnode(device)
+    def circuit():
+        qml.RX(1.5, 0)
+        return qml.sample()
+
+    return circuit()
+
+
+@case((20,), (7,), quantum=True)
+@qjit(seed=3)
+def counts_dynamic_shots(shots: int):
+    device = qml.device("lightning.qubit", wires=1)
+
+    @partial(qml.set_shots, shots=shots)
+    @qml.qnode(device)
+    def circuit():
+        qml.RX(1.5, 0)
+        return qml.counts(all_outcomes=True)
+
+    return circuit()
+
+
+@case((3,), (5,), quantum=True)
+@qjit
+def expval_dynamic_wires(num_qubits: int):
+    dev = qml.device("lightning.qubit", wires=num_qubits)
+
+    @qml.qnode(dev)
+    def circ():
+        @for_loop(0, num_qubits, 1)
+        def loop_0(i):
+            qml.RY(2.2, wires=i)
+
+        loop_0()
+        qml.RX(1.23, wires=num_qubits - 1)
+        return qml.expval(qml.Z(wires=num_qubits - 1))
+
+    return circ()
+
+
+@case((2,), (3,), quantum=True)
+@qjit
+def probs_dynamic_wires(num_qubits: int):
+    dev = qml.device("lightning.qubit", wires=num_qubits)
+
+    @qml.qnode(dev)
+    def circ():
+        @for_loop(0, num_qubits, 1)
+        def loop_0(i):
+            qml.RY(0.7, wires=i)
+
+        loop_0()
+        return qml.probs()
+
+    return circ()
+
+
+@case((2,), (3,), quantum=True)
+@qjit
+def state_dynamic_wires(num_qubits: int):
+    dev = qml.device("lightning.qubit", wires=num_qubits)
+
+    @qml.qnode(dev)
+    def circ():
+        @for_loop(0, num_qubits, 1)
+        def loop_0(i):
+            qml.Hadamard(wires=i)
+
+        loop_0()
+        qml.RZ(0.5, wires=0)
+        return qml.state()
+
+    return circ()
+
+
+@case((2,), (4,), quantum=True)
+@qjit(seed=17)
+def sample_dynamic_wires(num_qubits: int):
+    dev = qml.device("lightning.qubit", wires=num_qubits)
+
+    @qml.set_shots(3)
+    @qml.qnode(dev)
+    def circ():
+        @for_loop(0, num_qubits, 1)
+        def loop_0(i):
+            qml.RY(0.0, wires=i)
+
+        loop_0()
+        qml.PauliX(wires=num_qubits - 1)
+        return qml.sample()
+
+    return circ()
+
+
+@case((0.0,), (np.pi,), quantum=True)
+@qjit
+@qml.qnode(dev2)
+def measure_then_cond(x: float):
+    qml.RX(x, wires=0)
+    m = measure(wires=0)
+
+    @cond(m)
+    def flip():
+        qml.PauliX(wires=1)
+
+    flip()
+    return qml.expval(qml.PauliZ(1))
+
+
+@case((np.pi,), (0.0,), quantum=True)
+@qjit
+@qml.qnode(dev2)
+def measure_and_reset(x: float):
+    qml.RX(x, wires=0)
+    m = measure(wires=0, reset=True)
+    return m, qml.expval(qml.PauliZ(0))
+
+
+@case((0.8,), (2.1,), quantum=True)
+@qjit
+@qml.qnode(dev3)
+def mid_circuit_loop(x: float):
+    qml.Hadamard(wires=0)
+
+    @for_loop(1, 3, 1)
+    def entangle(i):
+        qml.RY(x, wires=i)
+        m = measure(wires=i)
+        qml.cond(m, qml.PauliX)(wires=0)
+
+    entangle()
+    return qml.probs(wires=[0])
+
+
+@case((0.6,), (1.9,), quantum=True)
+@qjit
+@qml.qnode(dev2)
+def adjoint_rotations(x: float):
+    def rotations(theta):
+        qml.RX(theta, wires=0)
+        qml.RY(theta / 2, wires=1)
+        qml.CNOT(wires=[0, 1])
+
+    qml.Hadamard(wires=0)
+    adjoint(rotations)(x)
+    return qml.state()
+
+
+@case((0.6,), (1.1,), quantum=True)
+@qjit
+@qml.qnode(dev3)
+def ctrl_rotation(x: float):
+    qml.Hadamard(wires=0)
+    qml.PauliX(wires=1)
+    ctrl(qml.RX, control=[0, 1])(x, wires=2)
+    return qml.expval(qml.PauliZ(2))
+
+
+@case((0.6,), (1.3,), quantum=True)
+@qjit
+def grad_of_circuit(x: float):
+    @qml.qnode(dev2)
+    def circuit(x):
+        qml.RX(x, wires=0)
+        qml.CNOT(wires=[0, 1])
+        return qml.expval(qml.PauliZ(1))
+
+    return grad(circuit)(x)
+
+
+@case((0.6,), (1.3,), quantum=True)
+@qjit
+def value_and_grad_of_circuit(x: float):
+    @qml.qnode(dev2, diff_method="parameter-shift")
+    def circuit(x):
+        qml.RY(x, wires=0)
+        return qml.expval(qml.PauliZ(0))
+
+    return value_and_grad(circuit)(x)
+
+
+@case((np.array([0.1, 0.5, 1.0]),), (np.array([2.0, 0.0]),), quantum=True)
+@qjit
+def vmap_of_circuit(xs):
+    @qml.qnode(dev2)
+    def circuit(x):
+        qml.RX(x, wires=0)
+        return qml.expval(qml.PauliZ(0))
+
+    return vmap(circuit)(xs)
+
+
+@case((0.3,), (0.9,), quantum=True)
+@qjit
+@qml.qnode(dev2)
+def unitary_gate(x: float):
+    u = jnp.array([[jnp.cos(x), -jnp.sin(x)], [jnp.sin(x), jnp.cos(x)]], dtype=complex)
+    qml.QubitUnitary(u, wires=0)
+    return qml.expval(qml.PauliZ(0)), qml.state()
+
+
+@case((4,), (2,), quantum=True)
+@qjit
+@qml.qnode(dev2)
+def qubits_in_while(n: int):
+    @while_loop(lambda i: i < n)
+    def loop(i):
+        qml.RX(0.25, wires=0)
+        return i + 1
+
+    loop(0)
+    return qml.probs(wires=[0, 1])

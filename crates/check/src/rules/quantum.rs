@@ -1,0 +1,440 @@
+//! Catalyst's quantum primitives (pennylane-catalyst 0.15.0,
+//! `catalyst/jax_primitives.py`): devices, registers and qubits, gates,
+//! observables and measurements, and the higher-order ones that carry a
+//! circuit (`quantum_kernel`, `adjoint`, `grad`...).
+//!
+//! Quantum values are not arrays: a register (`AbstractQreg()`), a qubit
+//! (`AbstractQbit()`) and an observable (`AbstractObs(num_qubits=...,
+//! qreg=..., primitive=...)`) are kept as the dtype Catalyst prints, with an
+//! empty shape. The rules follow Catalyst's abstract evaluations: a gate
+//! returns one qubit per qubit it takes, `probs` and `state` of n qubits have
+//! 2^n entries, `sample` is `[shots, n]`, and a dimension the measurement
+//! cannot know statically (`static_shape=(None, ...)`) is an operand of the
+//! equation, in order (dynamic shots and wires).
+
+use super::{control, EqnCx, Infer};
+use crate::dims::operand_value;
+use jaxpr_syntax::ast::{CallArg, Expr, ExprKind};
+use jaxpr_syntax::diagnostics::DiagKind;
+use jaxpr_syntax::TextRange;
+use jaxpr_types::{AType, DType, Dim, FloatKind, Shape};
+use smol_str::SmolStr;
+
+const QBIT: &str = "AbstractQbit()";
+const QREG: &str = "AbstractQreg()";
+
+#[cfg(test)]
+pub(super) fn names() -> Vec<&'static str> {
+    NAMES.to_vec()
+}
+
+#[cfg(test)]
+const NAMES: &[&str] = &[
+    "adjoint", "compbasis", "counts", "device_init", "device_release", "expval", "func",
+    "gphase", "grad", "hamiltonian", "hermitian", "mcmobs", "measure", "namedobs",
+    "num_qubits", "probs", "qalloc", "qdealloc", "qdealloc_qb", "qextract", "qinsert", "qinst",
+    "quantum_kernel", "sample", "state", "tensorobs", "unitary", "value_and_grad", "var",
+];
+
+/// The wire a qubit value holds: where it was extracted, and from which
+/// register at which index (as written: a literal or a variable's name).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Wire {
+    pub index: SmolStr,
+    pub register: SmolStr,
+    pub extracted: TextRange,
+}
+
+/// The dtype of a non-array abstract value written as a call
+/// (`AbstractQreg()`, `AbstractObs(num_qubits=2,qreg=None,primitive=compbasis)`),
+/// in Catalyst's own spelling so that signatures read as Catalyst prints them.
+pub fn abstract_value(name: &str, args: &[CallArg]) -> DType {
+    let mut s = String::from(name);
+    s.push('(');
+    for (i, a) in args.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        if let Some(n) = &a.name {
+            s.push_str(&n.text);
+            s.push('=');
+        }
+        s.push_str(&value_text(&a.value));
+    }
+    s.push(')');
+    DType::Other(s.into())
+}
+
+fn value_text(e: &Expr) -> String {
+    match &e.kind {
+        ExprKind::Int(i) => i.to_string(),
+        ExprKind::Path(p) => p.to_string(),
+        ExprKind::Str(s) => format!("'{s}'"),
+        ExprKind::Call(c) => match abstract_value(&c.callee, &c.args) {
+            DType::Other(s) => s.to_string(),
+            d => d.to_string(),
+        },
+        _ => "?".into(),
+    }
+}
+
+/// Whether a dtype is a non-array abstract value (a register, a qubit, an
+/// observable): it is printed without a shape.
+pub fn is_abstract_value(d: Option<&DType>) -> bool {
+    matches!(d, Some(DType::Other(s)) if s.ends_with(')'))
+}
+
+fn value(text: &str) -> AType {
+    AType {
+        dtype: Some(DType::Other(text.into())),
+        shape: Shape::new(),
+    }
+}
+
+fn observable(num_qubits: Option<usize>, qreg: bool, primitive: &str) -> AType {
+    let n = num_qubits.map_or("None".to_string(), |n| n.to_string());
+    let q = if qreg { QREG } else { "None" };
+    value(&format!("AbstractObs(num_qubits={n},qreg={q},primitive={primitive})"))
+}
+
+/// The qubit count an observable type records (`num_qubits=2`).
+fn observable_qubits(t: &AType) -> Option<u32> {
+    let Some(DType::Other(s)) = &t.dtype else { return None };
+    let rest = s.strip_prefix("AbstractObs(num_qubits=")?;
+    rest[..rest.find(',')?].parse().ok()
+}
+
+fn f64_scalar() -> AType {
+    AType::scalar(DType::Float(FloatKind::F64))
+}
+
+pub(super) fn infer(cx: &mut EqnCx, name: &str) -> Option<Infer> {
+    Some(match name {
+        "device_init" => device_init(cx),
+        "device_release" => cx.expect_args(0).then(Vec::new),
+        "num_qubits" => cx.expect_args(0).then(|| vec![AType::scalar(DType::Int(64))]),
+        "qalloc" => (cx.expect_args(1) && size_operand(cx, 0, "register size")).then(|| vec![value(QREG)]),
+        "qdealloc" => (cx.expect_args(1) && kind(cx, 0, QREG)).then(Vec::new),
+        "qdealloc_qb" => (cx.expect_args(1) && kind(cx, 0, QBIT)).then(Vec::new),
+        "qextract" => qextract(cx),
+        "qinsert" => (cx.expect_args(3)
+            && kind(cx, 0, QREG)
+            && size_operand(cx, 1, "wire index")
+            && kind(cx, 2, QBIT))
+        .then(|| vec![value(QREG)]),
+        "qinst" => gate(cx, Gate::Named),
+        "unitary" => gate(cx, Gate::Unitary),
+        "gphase" => gate(cx, Gate::GlobalPhase),
+        "measure" => measure(cx),
+        "namedobs" => (cx.expect_args(1) && kind(cx, 0, QBIT)).then(|| vec![observable(None, false, "None")]),
+        "hermitian" => hermitian(cx),
+        "tensorobs" => (cx.expect_args_at_least(1)
+            && (0..cx.args.len()).all(|i| kind(cx, i, "AbstractObs(")))
+        .then(|| vec![observable(None, false, "None")]),
+        "hamiltonian" => hamiltonian(cx),
+        "compbasis" => compbasis(cx),
+        "mcmobs" => mcmobs(cx),
+        "expval" | "var" => (cx.expect_args(1) && kind(cx, 0, "AbstractObs(")).then(|| vec![f64_scalar()]),
+        "probs" => measurement(cx, Measurement::Probs),
+        "state" => measurement(cx, Measurement::State),
+        "sample" => measurement(cx, Measurement::Sample),
+        "counts" => measurement(cx, Measurement::Counts),
+        "quantum_kernel" | "func" | "adjoint" => control::call(cx),
+        "grad" => gradient(cx, false),
+        "value_and_grad" => gradient(cx, true),
+        _ => return None,
+    })
+}
+
+/// Checks that operand `i` is a quantum value of the kind `want` (a prefix of
+/// its printed type); reports a dtype mismatch otherwise.
+fn kind(cx: &mut EqnCx, i: usize, want: &str) -> bool {
+    let t = &cx.args[i].ty;
+    let ok = match &t.dtype {
+        Some(DType::Other(s)) => s.starts_with(want),
+        // A literal without a dtype cannot be a quantum value either.
+        _ => false,
+    };
+    if !ok {
+        let what = match want {
+            QBIT => "a qubit (AbstractQbit())",
+            QREG => "a register (AbstractQreg())",
+            _ => "an observable (AbstractObs(...))",
+        };
+        let msg = format!("operand {i} of `{}` must be {what}, but it is {}", cx.name(), cx.ty(t));
+        cx.report_on_args(DiagKind::DtypeMismatch, msg, &[i], None);
+    }
+    ok
+}
+
+/// Checks that operand `i` is an integer scalar (a size, an index, shots).
+fn size_operand(cx: &mut EqnCx, i: usize, what: &str) -> bool {
+    let t = &cx.args[i].ty;
+    let ok = t.is_scalar() && t.dtype.as_ref().is_none_or(DType::is_int);
+    if !ok {
+        let msg = format!("the {what} of `{}` must be an integer scalar, but it is {}", cx.name(), cx.ty(t));
+        cx.report_on_args(DiagKind::DtypeMismatch, msg, &[i], None);
+    }
+    ok
+}
+
+fn device_init(cx: &mut EqnCx) -> Infer {
+    (cx.expect_args(1) && size_operand(cx, 0, "number of shots")).then(Vec::new)
+}
+
+fn qextract(cx: &mut EqnCx) -> Infer {
+    if !(cx.expect_args(2) && kind(cx, 0, QREG) && size_operand(cx, 1, "wire index")) {
+        return None;
+    }
+    if let Some(Some(q)) = cx.out_vars.first() {
+        let text = |cx: &EqnCx, i: usize| -> SmolStr {
+            let a = &cx.args[i];
+            match (a.var, a.int_value) {
+                (Some(v), _) => cx.ck.a.var(v).name.clone(),
+                (None, Some(k)) => SmolStr::new(k.to_string()),
+                (None, None) => SmolStr::new("?"),
+            }
+        };
+        let wire = Wire {
+            index: text(cx, 1),
+            register: text(cx, 0),
+            extracted: cx.eqn.range,
+        };
+        cx.ck.a.qubit_wires.insert(*q, wire);
+    }
+    Some(vec![value(QBIT)])
+}
+
+/// Result `result` holds the wire of operand `operand` (a gate or a
+/// measurement passes its qubits through).
+fn pass_wire(cx: &mut EqnCx, operand: usize, result: usize) {
+    let (Some(v), Some(Some(r))) = (cx.args[operand].var, cx.out_vars.get(result)) else {
+        return;
+    };
+    if let Some(w) = cx.ck.a.qubit_wires.get(&v).cloned() {
+        cx.ck.a.qubit_wires.insert(*r, w);
+    }
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Gate {
+    /// `qinst[op, qubits_len, params_len, ctrl_len]`: qubits, parameters,
+    /// control qubits, control values.
+    Named,
+    /// `unitary[qubits_len, ctrl_len]`: the matrix, qubits, control qubits,
+    /// control values.
+    Unitary,
+    /// `gphase[ctrl_len]`: the phase, control qubits, control values.
+    GlobalPhase,
+}
+
+fn gate(cx: &mut EqnCx, g: Gate) -> Infer {
+    let count = |cx: &mut EqnCx, p: &str| cx.int_param(p).unwrap_or(0).max(0) as usize;
+    let qubits = if g == Gate::GlobalPhase { 0 } else { count(cx, "qubits_len") };
+    let params = match g {
+        Gate::Named => count(cx, "params_len"),
+        Gate::Unitary | Gate::GlobalPhase => 1,
+    };
+    let ctrl = count(cx, "ctrl_len");
+    if !cx.expect_args(qubits + params + 2 * ctrl) {
+        return None;
+    }
+    // Operand positions of the qubits (targets, then controls), the
+    // parameters and the control values.
+    let (param_at, qubit_at): (Vec<usize>, Vec<usize>) = match g {
+        Gate::Named => ((qubits..qubits + params).collect(), (0..qubits).chain(qubits + params..qubits + params + ctrl).collect()),
+        Gate::Unitary | Gate::GlobalPhase => (vec![0], (1..1 + qubits + ctrl).collect()),
+    };
+    for &i in &qubit_at {
+        if !kind(cx, i, QBIT) {
+            return None;
+        }
+    }
+    for &i in &param_at {
+        if is_abstract_value(cx.args[i].ty.dtype.as_ref()) || (g == Gate::Named && !cx.args[i].ty.is_scalar()) {
+            let msg = format!("parameter operand {i} of `{}` must be a number, but it is {}", cx.name(), cx.ty(&cx.args[i].ty));
+            cx.report_on_args(DiagKind::DtypeMismatch, msg, &[i], None);
+            return None;
+        }
+    }
+    for i in qubits + params + ctrl..cx.args.len() {
+        let t = &cx.args[i].ty;
+        if !(t.is_scalar() && t.dtype.as_ref().is_none_or(DType::is_bool)) {
+            let msg = format!("control value operand {i} of `{}` must be bool[], but it is {}", cx.name(), cx.ty(t));
+            cx.report_on_args(DiagKind::DtypeMismatch, msg, &[i], None);
+            return None;
+        }
+    }
+    if g == Gate::Unitary && !unitary_matrix(cx, qubits) {
+        return None;
+    }
+    for (r, &i) in qubit_at.iter().enumerate() {
+        pass_wire(cx, i, r);
+    }
+    Some(vec![value(QBIT); qubits + ctrl])
+}
+
+/// A unitary on n qubits is a 2^n x 2^n matrix.
+fn unitary_matrix(cx: &mut EqnCx, qubits: usize) -> bool {
+    let side = Dim::Const(1i64.checked_shl(qubits as u32).unwrap_or(0));
+    let t = cx.args[0].ty.clone();
+    if t.rank() != 2 {
+        let msg = format!("the matrix of `unitary` on {qubits} qubit(s) must be 2-D, but it is {}", cx.ty(&t));
+        cx.report_on_args(DiagKind::ShapeMismatch, msg, &[0], None);
+        return false;
+    }
+    let what = format!("the matrix of `unitary` on {qubits} qubit(s)");
+    cx.require_dim(&what, &t.shape[0], &side, &[0]) && cx.require_dim(&what, &t.shape[1], &side, &[0])
+}
+
+fn measure(cx: &mut EqnCx) -> Infer {
+    if !(cx.expect_args(1) && kind(cx, 0, QBIT)) {
+        return None;
+    }
+    pass_wire(cx, 0, 1);
+    Some(vec![AType::scalar(DType::Bool), value(QBIT)])
+}
+
+fn hermitian(cx: &mut EqnCx) -> Infer {
+    if !cx.expect_args_at_least(2) {
+        return None;
+    }
+    for i in 1..cx.args.len() {
+        if !kind(cx, i, QBIT) {
+            return None;
+        }
+    }
+    Some(vec![observable(None, false, "None")])
+}
+
+fn hamiltonian(cx: &mut EqnCx) -> Infer {
+    if !cx.expect_args_at_least(2) {
+        return None;
+    }
+    for i in 1..cx.args.len() {
+        if !kind(cx, i, "AbstractObs(") {
+            return None;
+        }
+    }
+    let coeffs = cx.args[0].ty.clone();
+    let terms = Dim::Const((cx.args.len() - 1) as i64);
+    if coeffs.rank() != 1 {
+        let msg = format!("the coefficients of `hamiltonian` must be 1-D, but they are {}", cx.ty(&coeffs));
+        cx.report_on_args(DiagKind::ShapeMismatch, msg, &[0], None);
+        return None;
+    }
+    if !cx.require_dim("`hamiltonian` takes one coefficient per term", &coeffs.shape[0], &terms, &[0]) {
+        return None;
+    }
+    Some(vec![observable(None, false, "None")])
+}
+
+fn compbasis(cx: &mut EqnCx) -> Infer {
+    if cx.bool_param("qreg_available") == Some(true) {
+        return (cx.expect_args(1) && kind(cx, 0, QREG)).then(|| vec![observable(None, true, "compbasis")]);
+    }
+    for i in 0..cx.args.len() {
+        if !kind(cx, i, QBIT) {
+            return None;
+        }
+    }
+    Some(vec![observable(Some(cx.args.len()), false, "compbasis")])
+}
+
+fn mcmobs(cx: &mut EqnCx) -> Infer {
+    for i in 0..cx.args.len() {
+        let t = &cx.args[i].ty;
+        if !(t.is_scalar() && t.dtype.as_ref().is_none_or(DType::is_bool)) {
+            let msg = format!("operand {i} of `mcmobs` must be a measurement result (bool[]), but it is {}", cx.ty(t));
+            cx.report_on_args(DiagKind::DtypeMismatch, msg, &[i], None);
+            return None;
+        }
+    }
+    Some(vec![observable(Some(cx.args.len()), false, "mcmobs")])
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Measurement {
+    Probs,
+    State,
+    Sample,
+    Counts,
+}
+
+/// `probs`/`state`/`counts` of n qubits have 2^n entries, `sample` is
+/// `[shots, n]`; each `None` of `static_shape` is the next operand after the
+/// observable.
+fn measurement(cx: &mut EqnCx, m: Measurement) -> Infer {
+    if !(cx.expect_args_at_least(1) && kind(cx, 0, "AbstractObs(")) {
+        return None;
+    }
+    let Some(mut shape) = cx.dims_param("static_shape") else {
+        cx.param_error("static_shape", format!("`{}` needs `static_shape`", cx.name()));
+        return None;
+    };
+    let rank = if m == Measurement::Sample { 2 } else { 1 };
+    if shape.len() != rank {
+        cx.param_error("static_shape", format!("`static_shape` of `{}` must have {rank} entries", cx.name()));
+        return None;
+    }
+    let dynamic = shape.iter().filter(|d| **d == Dim::Unknown).count();
+    if !cx.expect_args(1 + dynamic) {
+        return None;
+    }
+    let mut next = 1;
+    for d in shape.iter_mut() {
+        if *d == Dim::Unknown {
+            if !size_operand(cx, next, "dynamic dimension") {
+                return None;
+            }
+            *d = operand_value(&cx.args[next]);
+            next += 1;
+        }
+    }
+    if let Some(n) = observable_qubits(&cx.args[0].ty) {
+        let (k, expected, what) = match m {
+            Measurement::Sample => (1, n as i64, format!("`sample` of {n} qubit(s) has one column per qubit")),
+            _ => (0, 1i64.checked_shl(n).unwrap_or(0), format!("`{}` of {n} qubit(s) has 2^{n} entries", cx.name())),
+        };
+        let got = shape[k].clone();
+        if !cx.require_dim(&what, &got, &Dim::Const(expected), &[0]) {
+            return None;
+        }
+    }
+    let f64_ = DType::Float(FloatKind::F64);
+    Some(match m {
+        Measurement::Probs | Measurement::Sample => vec![AType::new(f64_, shape)],
+        Measurement::State => vec![AType::new(DType::Complex(128), shape)],
+        Measurement::Counts => vec![AType::new(f64_, shape.clone()), AType::new(DType::Int(64), shape)],
+    })
+}
+
+/// `grad` and `value_and_grad`: the differentiated jaxpr is checked as a call;
+/// the gradient with respect to each differentiated operand of a function
+/// with one output has the shape of that output followed by the operand's.
+fn gradient(cx: &mut EqnCx, with_value: bool) -> Infer {
+    let outs = control::call(cx)?;
+    let argnums = grad_argnums(cx.param("grad_params"))?;
+    let [out] = outs.as_slice() else {
+        // Jacobians of several outputs: Catalyst orders them by output, then
+        // operand; the printed types are trusted.
+        return None;
+    };
+    let mut results = if with_value { outs.clone() } else { Vec::new() };
+    for a in argnums {
+        let arg = cx.args.get(a)?.ty.clone();
+        let mut shape = out.shape.clone();
+        shape.extend(arg.shape.iter().cloned());
+        results.push(AType { dtype: arg.dtype, shape });
+    }
+    Some(results)
+}
+
+/// The operands differentiated, from `grad_params=GradParams(...,
+/// expanded_argnums=[0], ...)`.
+fn grad_argnums(params: Option<&Expr>) -> Option<Vec<usize>> {
+    let ExprKind::Call(c) = &params?.kind else { return None };
+    let arg = c.args.iter().find(|a| a.name.as_ref().is_some_and(|n| n.text == "expanded_argnums"))?;
+    let v = arg.value.as_int_seq()?;
+    v.into_iter().map(|k| usize::try_from(k).ok()).collect()
+}
