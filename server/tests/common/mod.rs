@@ -132,8 +132,17 @@ impl Lsp {
     }
 
     pub fn write_raw(&mut self, bytes: &[u8]) {
-        self.stdin.write_all(bytes).unwrap();
-        self.stdin.flush().unwrap();
+        if let Err(e) = self
+            .stdin
+            .write_all(bytes)
+            .and_then(|()| self.stdin.flush())
+        {
+            let status = self.child.try_wait().ok().flatten();
+            panic!(
+                "writing to the server failed ({e}); its exit: {status:?}; its stderr:\n{}",
+                self.stderr()
+            );
+        }
     }
 
     pub fn send(&mut self, v: &Value) {
