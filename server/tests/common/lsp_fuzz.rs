@@ -281,13 +281,16 @@ pub fn noise(rng: &mut Rng, frames: &[Vec<u8>]) -> Vec<u8> {
             }
             4 => {
                 // Another length: a little off, or anything.
-                let text = String::from_utf8_lossy(&b).into_owned();
-                if let Some(i) = text.find("Length: ") {
-                    let start = i + "Length: ".len();
-                    let digits = text[start..].bytes().take_while(u8::is_ascii_digit).count();
-                    let old: usize = text[start..start + digits].parse().unwrap_or(0);
+                const KEY: &[u8] = b"Length: ";
+                if let Some(i) = b.windows(KEY.len()).position(|w| w == KEY) {
+                    let start = i + KEY.len();
+                    let digits = b[start..].iter().take_while(|c| c.is_ascii_digit()).count();
+                    let old: usize = std::str::from_utf8(&b[start..start + digits])
+                        .ok()
+                        .and_then(|d| d.parse().ok())
+                        .unwrap_or(0);
                     let new = match rng.below(3) {
-                        0 => old + rng.below(20),
+                        0 => old.saturating_add(rng.below(20)),
                         1 => old.saturating_sub(rng.below(20)),
                         _ => {
                             let bits = rng.below(30);
