@@ -418,7 +418,7 @@ fn message_end(body: &[u8], stalled: bool) -> Option<usize> {
     if let Some(Ok(_)) = values.next() {
         let end = values.byte_offset();
         let rest = body[end..].trim_ascii_start();
-        let header_like = rest.len() >= 1
+        let header_like = !rest.is_empty()
             && rest[..rest.len().min(HEADER.len())]
                 .eq_ignore_ascii_case(&HEADER[..rest.len().min(HEADER.len())]);
         if (rest.is_empty() && stalled) || header_like {

@@ -335,7 +335,7 @@ fn hover_after_a_burst_of_edits_costs_one_check_of_the_file() {
     let hover =
         json!({ "textDocument": { "uri": u }, "position": { "line": line, "character": 4 } });
     let edit = |s: &mut Lsp, v: usize| {
-        let (end, new) = if v % 2 == 0 {
+        let (end, new) = if v.is_multiple_of(2) {
             (col, " ")
         } else {
             (col + 1, "")
