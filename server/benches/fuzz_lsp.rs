@@ -7,7 +7,7 @@
 mod common;
 
 use common::corpus;
-use common::lsp_fuzz::{Stats, session};
+use common::lsp_fuzz::{Stats, frame_seeds, frames_session, session};
 use jaxpr_test_support::fuzz::{self, Rng};
 use std::time::{Duration, Instant};
 
@@ -16,11 +16,13 @@ fn main() {
     let secs = opt("--secs").unwrap_or(60);
     let seed = opt("--seed").unwrap_or(1);
     let seeds = fuzz::corpus_seeds(&corpus());
+    let frames = frame_seeds();
     let mut rng = Rng::new(seed);
     let mut stats = Stats::default();
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(secs) {
-        session(&mut rng, &seeds, 300, &mut stats);
+        session(&mut rng, &seeds, &frames, 300, &mut stats);
+        frames_session(&mut rng, &frames, 100, &mut stats);
     }
     println!(
         "fuzz_lsp: {} sessions, {} messages ({} requests, all answered) in {:.0} s, seed {seed}: no failures",

@@ -48,6 +48,17 @@ fn lock(ws: &Mutex<Workspace>) -> std::sync::MutexGuard<'_, Workspace> {
     ws.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// A snapshot of the document if it is still at `version` (checked before
+/// the text of a later edit is given to the database).
+fn current(ws: &Mutex<Workspace>, uri: &Url, version: i32) -> Option<Snapshot> {
+    tokio::task::block_in_place(|| {
+        let mut ws = lock(ws);
+        (ws.version(uri) == Some(version))
+            .then(|| ws.snapshot(uri))
+            .flatten()
+    })
+}
+
 fn content_modified() -> Error {
     Error {
         code: ErrorCode::ServerError(-32801),
@@ -121,7 +132,7 @@ impl Backend {
         R: Send + 'static,
         J: FnOnce(&Snapshot, Encoding) -> std::result::Result<R, salsa::Cancelled> + Send + 'static,
     {
-        let Some(snap) = lock(&self.ws).snapshot(uri) else {
+        let Some(snap) = self.snapshot(uri) else {
             return Ok(None);
         };
         let enc = self.enc();
@@ -149,7 +160,7 @@ impl Backend {
                 tokio::time::sleep(delay).await;
             }
             // A newer edit has its own run; this one would be stale.
-            let Some(snap) = lock(&ws).snapshot(&uri).filter(|s| s.version == version) else {
+            let Some(snap) = current(&ws, &uri, version) else {
                 return;
             };
             let res = tokio::task::spawn_blocking(move || {
@@ -178,7 +189,7 @@ impl Backend {
             // is computed now, in the background, so that it is ready when
             // the user stops typing. The next edit cancels it (at its next
             // equation; see `jaxpr_syntax::interrupt`).
-            let Some(snap) = lock(&ws).snapshot(&uri).filter(|s| s.version == version) else {
+            let Some(snap) = current(&ws, &uri, version) else {
                 return;
             };
             let _ = tokio::task::spawn_blocking(move || snap.with_view(|_| ())).await;
@@ -380,8 +391,9 @@ impl LanguageServer for Backend {
         let ws = self.ws.clone();
         let changes = p.content_changes;
         let uri2 = uri.clone();
-        // Setting the text waits for queries running on older snapshots to
-        // notice their cancellation, so it is done off the async threads.
+        // The workspace lock can be held while a snapshot gives the database
+        // new text (waiting for queries on the old text to notice their
+        // cancellation), so this is done off the async threads.
         let applied =
             tokio::task::block_in_place(move || lock(&ws).change(&uri2, version, changes, enc));
         if applied {
@@ -806,6 +818,6 @@ impl Backend {
     }
 
     pub fn snapshot(&self, uri: &Url) -> Option<Snapshot> {
-        lock(&self.ws).snapshot(uri)
+        tokio::task::block_in_place(|| lock(&self.ws).snapshot(uri))
     }
 }

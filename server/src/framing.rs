@@ -126,10 +126,10 @@ impl<R: AsyncRead + Unpin> Input<R> {
         if self.ended {
             return Fill::Ended;
         }
-        if self.pos > 0 && self.pos == self.buf.len() {
-            self.buf.clear();
-            self.pos = 0;
-        }
+        // What was consumed goes (what is left unread is at most a header
+        // line's worth), so a long run of junk is not kept.
+        self.buf.drain(..self.pos);
+        self.pos = 0;
         let mut chunk = [0u8; CHUNK];
         let read = self.inner.read(&mut chunk);
         let n = match patience {
@@ -418,7 +418,7 @@ fn message_end(body: &[u8], stalled: bool) -> Option<usize> {
     if let Some(Ok(_)) = values.next() {
         let end = values.byte_offset();
         let rest = body[end..].trim_ascii_start();
-        let header_like = rest.len() >= 1
+        let header_like = !rest.is_empty()
             && rest[..rest.len().min(HEADER.len())]
                 .eq_ignore_ascii_case(&HEADER[..rest.len().min(HEADER.len())]);
         if (rest.is_empty() && stalled) || header_like {
@@ -505,7 +505,7 @@ fn check_body(body: &[u8]) -> Vec<Vec<u8>> {
     if let Value::Array(items) = &value {
         return batch(items);
     }
-    match validate(&value) {
+    match validate(&value).and_then(|()| decodable(body)) {
         Ok(()) => vec![body.to_vec()],
         Err(e) => vec![match value.get("id").filter(|id| valid_id(id)) {
             Some(id) => request(id.clone(), INVALID, &e),
@@ -513,6 +513,24 @@ fn check_body(body: &[u8]) -> Vec<Vec<u8>> {
             None => unanswerable(INVALID, &e),
         }],
     }
+}
+
+/// Whether tower-lsp decodes the message: its reader ends the session at
+/// the first message it cannot (a key given twice is enough), so the guard
+/// decodes each one as tower-lsp does first.
+fn decodable(body: &[u8]) -> Result<(), String> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    #[allow(dead_code)] // only whether it decodes matters
+    enum Message {
+        Response(tower_lsp::jsonrpc::Response),
+        Request(tower_lsp::jsonrpc::Request),
+    }
+    serde_json::from_slice::<Message>(body)
+        .map(|_| ())
+        .map_err(|_| {
+            "not a JSON-RPC message (a key given twice, or a field of the wrong type)".into()
+        })
 }
 
 /// The answers to a batch: an error for each request in it.
@@ -643,10 +661,14 @@ mod tests {
         input.extend(frame("", b"\xff\xfe"));
         input.extend(frame("", br#"{"jsonrpc":"2.0","id":7,"method":false}"#));
         input.extend(frame("", br#"{"jsonrpc":"1.0","method":"x"}"#));
+        input.extend(frame(
+            "",
+            br#"{"jsonrpc":"2.0","id":8,"id":8,"method":"x"}"#,
+        ));
         input.extend(b"X-Garbage\r\n\r\n");
         input.extend(frame("Content-Type: text/plain; charset=latin1\r\n", EXIT));
         let f = frames(input).await;
-        assert_eq!(f.len(), 6, "{f:?}");
+        assert_eq!(f.len(), 7, "{f:?}");
         // What cannot be read is answered under id null with a Parse error.
         assert_eq!(f[0]["method"], INVALID_REQUEST);
         assert_eq!(f[0]["id"], Value::Null);
@@ -659,9 +681,12 @@ mod tests {
         assert_eq!(f[2]["params"]["code"], INVALID);
         // A bad notification is only logged.
         assert_eq!(f[3]["method"], INVALID_MESSAGE);
-        assert!(error_of(&f[4]).contains("X-Garbage"), "{}", f[4]);
+        // What tower-lsp would stop reading at (a key twice) is answered.
+        assert_eq!(f[4]["id"], 8);
+        assert_eq!(f[4]["method"], INVALID_REQUEST);
+        assert!(error_of(&f[5]).contains("X-Garbage"), "{}", f[5]);
         // A good message after all that passes through unchanged.
-        assert_eq!(f[5]["method"], "exit");
+        assert_eq!(f[6]["method"], "exit");
     }
 
     #[tokio::test]

@@ -16,6 +16,11 @@ pub struct Document {
     pub rope: Rope,
     pub version: i32,
     pub file: SourceFile,
+    /// The rope has edits the database has not seen: the text goes to the
+    /// database when something asks about it, not at every edit (a burst
+    /// of edits to a 6.8 MB file copied the whole text, and cancelled the
+    /// queries running on it, a thousand times).
+    pub unsynced: bool,
 }
 
 #[derive(Default)]
@@ -35,7 +40,6 @@ pub struct Snapshot {
     pub db: RootDatabase,
     pub file: SourceFile,
     pub rope: Rope,
-    pub version: i32,
     pub uri: Url,
 }
 
@@ -47,6 +51,7 @@ impl Workspace {
                 doc.file.set_text(&mut self.db).to(text);
                 doc.rope = rope;
                 doc.version = version;
+                doc.unsynced = false;
             }
             None => {
                 let file = match self.retired.pop() {
@@ -63,6 +68,7 @@ impl Workspace {
                         rope,
                         version,
                         file,
+                        unsynced: false,
                     },
                 );
             }
@@ -96,7 +102,7 @@ impl Workspace {
             }
         }
         doc.version = version;
-        doc.file.set_text(&mut self.db).to(doc.rope.to_string());
+        doc.unsynced = true;
         true
     }
 
@@ -120,13 +126,19 @@ impl Workspace {
         self.retired.push(file);
     }
 
-    pub fn snapshot(&self, uri: &Url) -> Option<Snapshot> {
-        let doc = self.docs.get(uri)?;
+    /// The document as it is now. Giving the database edits it has not
+    /// seen waits for queries running on the old text to notice their
+    /// cancellation: call it off the async threads.
+    pub fn snapshot(&mut self, uri: &Url) -> Option<Snapshot> {
+        let doc = self.docs.get_mut(uri)?;
+        if doc.unsynced {
+            doc.file.set_text(&mut self.db).to(doc.rope.to_string());
+            doc.unsynced = false;
+        }
         Some(Snapshot {
             db: self.db.clone(),
             file: doc.file,
             rope: doc.rope.clone(),
-            version: doc.version,
             uri: uri.clone(),
         })
     }

@@ -3,6 +3,12 @@
 //! positions, documents that are not open, malformed frames and params)
 //! over the real binary's stdio, on mutated corpus texts. Every request must
 //! be answered, the server must keep answering, and it must exit cleanly.
+//!
+//! Framing is fuzzed from the seeds in `tests/fuzz-frames/` (lengths too long
+//! and too short, headers cut, doubled or without their blank line, junk,
+//! batches, JSON nested past the limit, bad UTF-8...), mutated byte by byte
+//! and sent whole or in two writes with a pause between: a broken frame may
+//! cost itself, never a well-formed message after it.
 
 use super::Lsp;
 use jaxpr_test_support::fuzz::{self, Rng};
@@ -97,7 +103,7 @@ fn params(rng: &mut Rng, method: &str, uri: &str) -> Value {
 }
 
 /// One session of `n` random messages on documents made from `seeds`.
-pub fn session(rng: &mut Rng, seeds: &[Vec<u8>], n: usize, stats: &mut Stats) {
+pub fn session(rng: &mut Rng, seeds: &[Vec<u8>], frames: &[Vec<u8>], n: usize, stats: &mut Stats) {
     let enc: &[&str] = if rng.below(2) == 0 {
         &["utf-8"]
     } else {
@@ -145,9 +151,8 @@ pub fn session(rng: &mut Rng, seeds: &[Vec<u8>], n: usize, stats: &mut Stats) {
                 ids.push(id);
                 s.send(&msg);
             }
-            8 => match rng.below(5) {
-                // Frames are well delimited (a wrong Content-Length would
-                // swallow the next message, which nothing can answer).
+            8 => match rng.below(6) {
+                5 => send_noise(&mut s, rng, frames),
                 0 => s.write_raw(b"Content-Length: 5\r\n\r\n\xff\xfe{}]"),
                 1 => s.write_raw(b"Content-Length: 2\r\n\r\n[]"),
                 2 => {
@@ -175,7 +180,13 @@ pub fn session(rng: &mut Rng, seeds: &[Vec<u8>], n: usize, stats: &mut Stats) {
             }
         }
     }
-    // Every request is answered (with a result or an error)...
+    expect_answers(&mut s, ids, &sent);
+    stats.sessions += 1;
+}
+
+/// Every request is answered (with a result or an error), the server still
+/// works and exits cleanly, having never panicked.
+fn expect_answers(s: &mut Lsp, ids: Vec<i64>, sent: &[String]) {
     for id in ids {
         let r = s.wait_for_within(Duration::from_secs(120), |m| {
             m.get("id") == Some(&json!(id)) && m.get("method").is_none()
@@ -218,5 +229,118 @@ pub fn session(rng: &mut Rng, seeds: &[Vec<u8>], n: usize, stats: &mut Stats) {
         !stderr.contains("panicked"),
         "the server panicked:\n{stderr}"
     );
+}
+
+/// The framing seeds kept in the repository (`tests/fuzz-frames/`).
+pub fn frame_seeds() -> Vec<Vec<u8>> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz-frames");
+    let mut paths: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    paths.sort();
+    paths.iter().map(|p| std::fs::read(p).unwrap()).collect()
+}
+
+const NOISE_PIECES: &[&[u8]] = &[
+    b"\r\n",
+    b"\n",
+    b"\r\n\r\n",
+    b"Content-Length: ",
+    b"Content-Length: 7\r\n\r\n",
+    b"{",
+    b"}",
+    b"[",
+    b"\"",
+    b":",
+    b"\xff",
+    b"\x00",
+    b"0",
+    b"9999",
+];
+
+/// A framing seed mutated byte by byte: what a broken client or pipe sends.
+pub fn noise(rng: &mut Rng, frames: &[Vec<u8>]) -> Vec<u8> {
+    let mut b = frames[rng.below(frames.len())].clone();
+    for _ in 0..rng.below(4) {
+        let at = rng.below(b.len() + 1);
+        match rng.below(6) {
+            0 if at < b.len() => b[at] = rng.below(256) as u8,
+            1 => {
+                let end = (at + rng.below(16)).min(b.len());
+                b.drain(at..end);
+            }
+            2 => {
+                let end = (at + rng.below(64)).min(b.len());
+                let copy = b[at..end].to_vec();
+                b.splice(at..at, copy);
+            }
+            3 => {
+                let piece = NOISE_PIECES[rng.below(NOISE_PIECES.len())];
+                b.splice(at..at, piece.iter().copied());
+            }
+            4 => {
+                // Another length: a little off, or anything.
+                const KEY: &[u8] = b"Length: ";
+                if let Some(i) = b.windows(KEY.len()).position(|w| w == KEY) {
+                    let start = i + KEY.len();
+                    let digits = b[start..].iter().take_while(|c| c.is_ascii_digit()).count();
+                    let old: usize = std::str::from_utf8(&b[start..start + digits])
+                        .ok()
+                        .and_then(|d| d.parse().ok())
+                        .unwrap_or(0);
+                    let new = match rng.below(3) {
+                        0 => old.saturating_add(rng.below(20)),
+                        1 => old.saturating_sub(rng.below(20)),
+                        _ => {
+                            let bits = rng.below(30);
+                            rng.below(1 << bits)
+                        }
+                    };
+                    b.splice(start..start + digits, new.to_string().into_bytes());
+                }
+            }
+            _ => b.truncate(at),
+        }
+    }
+    b
+}
+
+/// Sends [`noise`] whole, or in two writes with a pause between (longer
+/// than the server waits for a stalled body, now and then).
+fn send_noise(s: &mut Lsp, rng: &mut Rng, frames: &[Vec<u8>]) {
+    let b = noise(rng, frames);
+    if rng.below(4) == 0 {
+        let at = rng.below(b.len() + 1);
+        s.write_raw(&b[..at]);
+        let pause = if rng.below(5) == 0 { 400 } else { 20 };
+        std::thread::sleep(Duration::from_millis(pause));
+        s.write_raw(&b[at..]);
+    } else {
+        s.write_raw(&b);
+    }
+}
+
+/// A session of broken frames, each followed by a well-formed request that
+/// must be answered: the framing guard's resynchronisation, on its own.
+pub fn frames_session(rng: &mut Rng, frames: &[Vec<u8>], n: usize, stats: &mut Stats) {
+    let mut s = Lsp::initialized(&["utf-16"]);
+    s.open(
+        "file:///fuzz/a.jaxpr",
+        "{ lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) }",
+    );
+    let (mut ids, mut sent) = (Vec::new(), Vec::new());
+    for _ in 0..n {
+        stats.messages += 2;
+        send_noise(&mut s, rng, frames);
+        let id = 20_000 + stats.requests as i64;
+        stats.requests += 1;
+        let msg = json!({ "jsonrpc": "2.0", "id": id, "method": "textDocument/hover",
+            "params": { "textDocument": { "uri": "file:///fuzz/a.jaxpr" }, "position": position(rng) } });
+        sent.push(msg.to_string());
+        ids.push(id);
+        s.send(&msg);
+    }
+    expect_answers(&mut s, ids, &sent);
     stats.sessions += 1;
 }

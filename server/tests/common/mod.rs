@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
 pub const TIMEOUT: Duration = Duration::from_secs(60);
@@ -134,8 +134,17 @@ impl Lsp {
     }
 
     pub fn write_raw(&mut self, bytes: &[u8]) {
-        self.stdin.write_all(bytes).unwrap();
-        self.stdin.flush().unwrap();
+        if let Err(e) = self
+            .stdin
+            .write_all(bytes)
+            .and_then(|()| self.stdin.flush())
+        {
+            let status = self.child.try_wait().ok().flatten();
+            panic!(
+                "writing to the server failed ({e}); its exit: {status:?}; its stderr:\n{}",
+                self.stderr()
+            );
+        }
     }
 
     pub fn send(&mut self, v: &Value) {
@@ -166,23 +175,16 @@ impl Lsp {
     }
 
     fn next_message(&mut self, deadline: Instant) -> Option<Value> {
-        loop {
-            let left = deadline.checked_duration_since(Instant::now())?;
-            match self.rx.recv_timeout(left) {
-                Ok(m) => {
-                    // Answer the server's requests (progress tokens, ...).
-                    if let (Some(id), Some(_), true) =
-                        (m.get("id"), m.get("method"), self.answer_server_requests)
-                    {
-                        let id = id.clone();
-                        self.send(&json!({ "jsonrpc": "2.0", "id": id, "result": null }));
-                    }
-                    return Some(m);
-                }
-                Err(RecvTimeoutError::Timeout) => return None,
-                Err(RecvTimeoutError::Disconnected) => return None,
-            }
+        let left = deadline.checked_duration_since(Instant::now())?;
+        let m = self.rx.recv_timeout(left).ok()?;
+        // Answer the server's requests (progress tokens, ...).
+        if let (Some(id), Some(_), true) =
+            (m.get("id"), m.get("method"), self.answer_server_requests)
+        {
+            let id = id.clone();
+            self.send(&json!({ "jsonrpc": "2.0", "id": id, "result": null }));
         }
+        Some(m)
     }
 
     /// The first message (pending or new) matching `pred`, within the timeout.
