@@ -25,7 +25,8 @@ def nested_while(x):
     return lax.while_loop(lambda c: c[0] < 2, outer, (0, x))[1]
 
 def while_value_dependent(x):
-    return lax.while_loop(lambda v: jnp.max(v) < 50, lambda v: v * 2 + 1, x)
+    # Doubling from at least 1 reaches the bound whatever the inputs' signs.
+    return lax.while_loop(lambda v: jnp.max(jnp.abs(v)) < 50, lambda v: v * 2 + 1, jnp.abs(x) + 1)
 
 def while_dynamic_update(x):
     def body(c):
