@@ -127,7 +127,9 @@ def platform_dependent(x):
     return lax.platform_dependent(x, cpu=jnp.sin, default=jnp.cos)
 
 def while_vmap_batched_pred(x):
-    return jax.vmap(lambda v: lax.while_loop(lambda c: c < 10, lambda c: c * 2 + 1, v))(x[:, 0])
+    # From at least 1, doubling ends every element's loop (a batched predicate).
+    start = jnp.abs(x[:, 0]) + 1
+    return jax.vmap(lambda v: lax.while_loop(lambda c: jnp.abs(c) < 10, lambda c: c * 2 + 1, v))(start)
 
 def cond_vmap(x):
     return jax.vmap(cond_basic)(x)
