@@ -216,10 +216,14 @@ fn defects_of_line(lines: &[&str], at: usize) -> Vec<Defect> {
             what: format!("result dtype {dtype} -> {}", other_dtype(dtype)),
         });
     }
-    // The first dimension that is a plain number.
-    let dims = &ty[bracket + 1..ty.len() - 1];
+    // The first dimension that is a plain number. Not where the printed type
+    // is all that gives the result's shape: JAX prints `broadcast_in_dim`
+    // without `shape=` then, and another size is another valid program.
+    let rhs_text = &line[te..];
+    let shape_elided = rhs_text.contains("= broadcast_in_dim") && !rhs_text.contains("shape=");
+    let dims = if shape_elided { "" } else { &ty[bracket + 1..ty.len() - 1] };
     let mut offset = ts + bracket + 1;
-    for dim in dims.split(',') {
+    for dim in dims.split(',').filter(|d| !d.is_empty()) {
         if let Ok(n) = dim.parse::<u64>() {
             let changed = format!("{}{}{}", &line[..offset], n + 1, &line[offset + dim.len()..]);
             out.push(Defect {
