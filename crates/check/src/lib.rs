@@ -471,6 +471,9 @@ pub struct Extras {
 
 pub fn check_full(file: &ast::SourceFile) -> (Analysis, Extras) {
     let mut c = Checker::for_jaxprs(file.lets.iter().map(|l| &l.jaxpr).chain(&file.main));
+    if let Some(m) = &file.main {
+        c.input_symbols = symbols_of_inputs(m);
+    }
     c.check_lets(&file.lets);
     if let Some(m) = &file.main {
         c.main_inputs = true;
@@ -846,6 +849,13 @@ pub(crate) struct Checker {
     env: Scope,
     /// True while binding the main jaxpr's inputs (symbolic dimensions are introduced there).
     main_inputs: bool,
+    /// The symbolic dimensions of the file: the names the main jaxpr's input
+    /// types use before (or without) binding them. In every type of the file
+    /// such a name is the symbol, even where a variable of that name is in
+    /// scope: JAX names variables `a, b, c, ...` whatever the user named the
+    /// symbols (`a:f32[b]. let b:i32[] = dim_as_value[dim=b] ...`), while the
+    /// dimension variables of dynamic shapes are always bound before use.
+    input_symbols: FxHashSet<SmolStr>,
     /// Results of the equation being checked whose types are already read:
     /// later results of the same equation may use them as dimensions.
     /// (The last of each name: an equation may bind thousands, each type
@@ -866,6 +876,36 @@ pub(crate) struct Checker {
     /// (taken by the next jaxpr begun), and the convention of each jaxpr.
     pub(crate) next_convention: Option<signature::Convention>,
     conventions: HashMap<JaxprId, signature::Convention>,
+}
+
+/// The names `main`'s constvar and invar types use where no earlier binder
+/// of `main` has that name: its symbolic dimensions.
+fn symbols_of_inputs(main: &Jaxpr) -> FxHashSet<SmolStr> {
+    fn names(e: &Expr, bound: &FxHashSet<&str>, out: &mut FxHashSet<SmolStr>) {
+        match &e.kind {
+            ExprKind::Path(n) if !n.contains('.') && &**n != "None" => {
+                if !bound.contains(&**n) {
+                    out.insert(SmolStr::new(n));
+                }
+            }
+            ExprKind::Neg(x) => names(x, bound, out),
+            ExprKind::Binary(_, l, r) => {
+                names(l, bound, out);
+                names(r, bound, out);
+            }
+            ExprKind::Call(c) => c.args.iter().for_each(|a| names(&a.value, bound, out)),
+            _ => {}
+        }
+    }
+    let mut bound = FxHashSet::default();
+    let mut out = FxHashSet::default();
+    for b in main.constvars.iter().chain(main.invars.iter()) {
+        for d in b.ty.iter().flat_map(|t| t.dims.iter()) {
+            names(d, &bound, &mut out);
+        }
+        bound.insert(&*b.name.text);
+    }
+    out
 }
 
 /// How many hints are kept apart for the names bound later; past that, a
@@ -914,6 +954,7 @@ impl Checker {
             lets: HashMap::default(),
             env: Scope::default(),
             main_inputs: false,
+            input_symbols: Default::default(),
             pending_results: HashMap::default(),
             bad_dims: Default::default(),
             unknown_seen: Default::default(),
@@ -942,6 +983,7 @@ impl Checker {
     /// Checks the `let` jaxprs, then begins the main jaxpr (its equations
     /// come one by one: a check fed by the parser).
     fn begin_main(&mut self, lets: &[ast::LetJaxpr], main: &Jaxpr) -> JaxprId {
+        self.input_symbols = symbols_of_inputs(main);
         self.check_lets(lets);
         self.main_inputs = true;
         self.begin_jaxpr(main, JaxprOrigin::Main, None, None)
@@ -1378,7 +1420,8 @@ impl Checker {
             ExprKind::Path(p) if p.as_ref() == "None" => Dim::Unknown,
             ExprKind::Path(name) if !name.contains('.') => {
                 let pending = self.pending_results.get(name.as_ref()).copied();
-                if let Some(v) = pending.or_else(|| self.env.names.get(name.as_ref()).copied()) {
+                let var = pending.or_else(|| self.env.names.get(name.as_ref()).copied());
+                if let Some(v) = var.filter(|_| !self.input_symbols.contains(name.as_ref())) {
                     let info = self.a.var(v);
                     if info.ty.is_int_scalar() {
                         self.a.refs.push(VarRef {
@@ -1452,6 +1495,7 @@ impl Checker {
             ExprKind::Int(i) => Poly::constant(*i),
             ExprKind::Path(name) if !name.contains('.') => {
                 if let Some(&v) = self.env.names.get(name.as_ref())
+                    && !self.input_symbols.contains(name.as_ref())
                     && self.a.var(v).ty.is_int_scalar()
                 {
                     return Err(format!(
@@ -1748,6 +1792,22 @@ impl Checker {
                     });
                 }
                 d = d.with_related(info.range, msg);
+            }
+            // A symbol that a variable in scope is also named (JAX's `a, b, c`
+            // naming meets the user's symbols): say which `b` the type means.
+            if let Dim::Sym(p) = dim {
+                for sym in p.symbols() {
+                    if let Some(&v) = self.env.names.get(&*sym)
+                        && self.input_symbols.contains(&*sym)
+                        && !seen.contains(&v)
+                    {
+                        seen.push(v);
+                        let msg = format!(
+                            "`{sym}` in these types is the symbolic dimension `{sym}` of the inputs, not the variable `{sym}` bound here"
+                        );
+                        d = d.with_related(self.a.var(v).range, msg);
+                    }
+                }
             }
         }
         if let Some(help) = why.help(self) {

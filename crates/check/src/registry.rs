@@ -200,6 +200,15 @@ pub static PRIMITIVES: &[Primitive] = &[
         ..ROW
     },
     Primitive {
+        name: "approx_top_k",
+        family: Other,
+        params: &["aggregate_to_topk", "is_max_k", "k", "recall_target", "reduction_dimension", "reduction_input_size_override"],
+        doc: "The approximate `k` largest (or smallest) values along `reduction_dimension` and their int32 indices.",
+        stablehlo: Refused("no lowering yet"),
+        native: Refused("no lowering yet"),
+        ..ROW
+    },
+    Primitive {
         name: "argmax",
         family: Other,
         params: &["axes", "index_dtype"],
@@ -244,6 +253,22 @@ pub static PRIMITIVES: &[Primitive] = &[
         ..ROW
     },
     Primitive {
+        name: "bessel_i0e",
+        family: Unary,
+        doc: "Exponentially scaled modified Bessel function of order 0, elementwise.",
+        stablehlo: Refused("no lowering yet"),
+        native: Refused("no lowering yet"),
+        ..ROW
+    },
+    Primitive {
+        name: "bessel_i1e",
+        family: Unary,
+        doc: "Exponentially scaled modified Bessel function of order 1, elementwise.",
+        stablehlo: Refused("no lowering yet"),
+        native: Refused("no lowering yet"),
+        ..ROW
+    },
+    Primitive {
         name: "bitcast_convert_type",
         family: Conversion,
         params: &["new_dtype"],
@@ -280,6 +305,15 @@ pub static PRIMITIVES: &[Primitive] = &[
         ..ROW
     },
     Primitive {
+        name: "cholesky",
+        family: Other,
+        params: &["symmetrize_input"],
+        doc: "Cholesky factor of (batches of) positive-definite matrices.",
+        stablehlo: Refused("linear algebra decompositions have no lowering yet"),
+        native: Refused("linear algebra decompositions have no lowering yet"),
+        ..ROW
+    },
+    Primitive {
         name: "clamp",
         family: Selection,
         doc: "clamp(lo, x, hi): x limited to [lo, hi], elementwise.",
@@ -305,6 +339,16 @@ pub static PRIMITIVES: &[Primitive] = &[
         doc: "Complex number from real and imaginary parts, elementwise.",
         stablehlo: Refused("complex dtypes have no lowering yet"),
         native: Refused("complex dtypes have no lowering yet"),
+        ..ROW
+    },
+    Primitive {
+        name: "composite",
+        family: Call,
+        params: &["attributes", "jaxpr", "name", "version"],
+        jaxpr_params: &["jaxpr"],
+        doc: "Calls `jaxpr`, marked as a named composite op for the compiler.",
+        stablehlo: Refused("no lowering yet"),
+        native: Refused("no lowering yet"),
         ..ROW
     },
     Primitive {
@@ -422,6 +466,16 @@ pub static PRIMITIVES: &[Primitive] = &[
         ..ROW
     },
     Primitive {
+        name: "custom_linear_solve",
+        family: Call,
+        params: &["const_lengths", "jaxprs"],
+        jaxpr_params: &["jaxprs"],
+        doc: "Solves a linear system with user `matvec`/`solve` jaxprs; the solution has the right-hand side's types.",
+        stablehlo: Refused("no lowering yet"),
+        native: Refused("no lowering yet"),
+        ..ROW
+    },
+    Primitive {
         name: "custom_vjp_call",
         family: Call,
         params: &["call_jaxpr", "fun_jaxpr", "fwd_jaxpr_thunk", "bwd", "num_consts", "out_trees", "symbolic_zeros"],
@@ -484,6 +538,33 @@ pub static PRIMITIVES: &[Primitive] = &[
         ..ROW
     },
     Primitive {
+        name: "eig",
+        family: Other,
+        params: &["compute_left_eigenvectors", "compute_right_eigenvectors", "use_magma"],
+        doc: "Eigenvalues (complex) and the left/right eigenvectors asked for, of square matrices.",
+        stablehlo: Refused("linear algebra decompositions have no lowering yet"),
+        native: Refused("linear algebra decompositions have no lowering yet"),
+        ..ROW
+    },
+    Primitive {
+        name: "eigh",
+        family: Other,
+        params: &["algorithm", "lower", "sort_eigenvalues", "subset_by_index"],
+        doc: "Eigenvectors and real eigenvalues of Hermitian matrices.",
+        stablehlo: Refused("linear algebra decompositions have no lowering yet"),
+        native: Refused("linear algebra decompositions have no lowering yet"),
+        ..ROW
+    },
+    Primitive {
+        name: "empty2",
+        family: Other,
+        params: &["dtype", "memory_space"],
+        doc: "An uninitialised scalar of `dtype`.",
+        stablehlo: Refused("no lowering yet"),
+        native: Refused("no lowering yet"),
+        ..ROW
+    },
+    Primitive {
         name: "eq",
         family: Comparison,
         doc: "Equality, elementwise.",
@@ -534,6 +615,15 @@ pub static PRIMITIVES: &[Primitive] = &[
         ..ROW
     },
     Primitive {
+        name: "fft",
+        family: Other,
+        params: &["fft_lengths", "fft_type"],
+        doc: "FFT, IFFT, RFFT or IRFFT over the trailing `len(fft_lengths)` axes.",
+        stablehlo: Refused("complex dtypes have no lowering yet"),
+        native: Refused("complex dtypes have no lowering yet"),
+        ..ROW
+    },
+    Primitive {
         name: "floor",
         family: Unary,
         doc: "Round down, elementwise.",
@@ -564,6 +654,14 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "gt",
         family: Comparison,
         doc: "Greater than, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "hessenberg",
+        family: Other,
+        doc: "Hessenberg reduction of square matrices: the packed result and the Householder scalars.",
+        stablehlo: Refused("linear algebra decompositions have no lowering yet"),
+        native: Refused("linear algebra decompositions have no lowering yet"),
         ..ROW
     },
     Primitive {
@@ -605,6 +703,15 @@ pub static PRIMITIVES: &[Primitive] = &[
         ..ROW
     },
     Primitive {
+        name: "iota_2x32_shape",
+        family: Random,
+        params: &["shape"],
+        doc: "The high and low uint32 halves of a 64-bit iota of `shape` (threefry counters).",
+        stablehlo: Refused("random keys and bits have no lowering yet"),
+        native: Refused("random keys and bits have no lowering yet"),
+        ..ROW
+    },
+    Primitive {
         name: "is_finite",
         family: Unary,
         doc: "Whether each element is finite.",
@@ -623,6 +730,14 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "le",
         family: Comparison,
         doc: "Less than or equal, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "le_to",
+        family: Comparison,
+        doc: "`<=` in the total order of floats (NaNs and signed zeros ordered), elementwise.",
+        stablehlo: Refused("no lowering yet"),
+        native: Refused("no lowering yet"),
         ..ROW
     },
     Primitive {
@@ -656,6 +771,31 @@ pub static PRIMITIVES: &[Primitive] = &[
         ..ROW
     },
     Primitive {
+        name: "lt_to",
+        family: Comparison,
+        doc: "`<` in the total order of floats (NaNs and signed zeros ordered), elementwise.",
+        stablehlo: Refused("no lowering yet"),
+        native: Refused("no lowering yet"),
+        ..ROW
+    },
+    Primitive {
+        name: "lu",
+        family: Other,
+        doc: "LU decomposition with partial pivoting: packed factors, int32 pivots and permutation.",
+        stablehlo: Refused("linear algebra decompositions have no lowering yet"),
+        native: Refused("linear algebra decompositions have no lowering yet"),
+        ..ROW
+    },
+    Primitive {
+        name: "lu_pivots_to_permutation",
+        family: Other,
+        params: &["permutation_size"],
+        doc: "The permutation of `permutation_size` rows that LU pivots describe.",
+        stablehlo: Refused("linear algebra decompositions have no lowering yet"),
+        native: Refused("linear algebra decompositions have no lowering yet"),
+        ..ROW
+    },
+    Primitive {
         name: "max",
         family: Binary,
         doc: "Maximum, elementwise.",
@@ -679,6 +819,14 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "mul",
         family: Binary,
         doc: "Multiplication, elementwise.",
+        ..ROW
+    },
+    Primitive {
+        name: "mulhi",
+        family: Binary,
+        doc: "The high half of the double-width integer product, elementwise.",
+        stablehlo: Refused("no lowering yet"),
+        native: Refused("no lowering yet"),
         ..ROW
     },
     Primitive {
@@ -725,6 +873,15 @@ pub static PRIMITIVES: &[Primitive] = &[
         ..ROW
     },
     Primitive {
+        name: "platform_index",
+        family: Other,
+        params: &["has_default", "platforms"],
+        doc: "The int32 index of the platform the program runs on among `platforms`.",
+        stablehlo: Refused("no lowering yet"),
+        native: Refused("no lowering yet"),
+        ..ROW
+    },
+    Primitive {
         name: "population_count",
         family: Unary,
         doc: "Number of set bits, elementwise.",
@@ -737,11 +894,38 @@ pub static PRIMITIVES: &[Primitive] = &[
         ..ROW
     },
     Primitive {
+        name: "psum",
+        family: Reduction,
+        params: &["axes", "axis_index_groups"],
+        doc: "Sums over named (mapped) axes and positional axes.",
+        stablehlo: Refused("collectives of multi-device programs have no lowering"),
+        native: Refused("collectives of multi-device programs have no lowering"),
+        ..ROW
+    },
+    Primitive {
         name: "pvary",
         family: Placement,
         doc: "Marks its operands as varying over mesh axes; identity on types.",
         stablehlo: Refused("sharding primitives of multi-device programs have no lowering"),
         native: Refused("sharding primitives of multi-device programs have no lowering"),
+        ..ROW
+    },
+    Primitive {
+        name: "qr",
+        family: Other,
+        params: &["full_matrices", "pivoting", "use_magma"],
+        doc: "QR decomposition: `q`, `r` (and int32 column pivots with `pivoting`).",
+        stablehlo: Refused("linear algebra decompositions have no lowering yet"),
+        native: Refused("linear algebra decompositions have no lowering yet"),
+        ..ROW
+    },
+    Primitive {
+        name: "ragged_dot_general",
+        family: Contraction,
+        params: &["group_offset", "precision", "preferred_element_type", "ragged_dot_dimension_numbers"],
+        doc: "Dot product whose ragged axis is split into groups of `group_sizes`.",
+        stablehlo: Refused("no lowering yet"),
+        native: Refused("no lowering yet"),
         ..ROW
     },
     Primitive {
@@ -765,6 +949,15 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "random_fold_in",
         family: Random,
         doc: "Folds 32-bit integers into PRNG keys.",
+        stablehlo: Refused("random keys and bits have no lowering yet"),
+        native: Refused("random keys and bits have no lowering yet"),
+        ..ROW
+    },
+    Primitive {
+        name: "random_gamma",
+        family: Random,
+        params: &["log_space"],
+        doc: "One Gamma(alpha) sample per key (its log with `log_space`).",
         stablehlo: Refused("random keys and bits have no lowering yet"),
         native: Refused("random keys and bits have no lowering yet"),
         ..ROW
@@ -907,6 +1100,14 @@ pub static PRIMITIVES: &[Primitive] = &[
         ..ROW
     },
     Primitive {
+        name: "regularized_incomplete_beta",
+        family: Other,
+        doc: "Regularized incomplete beta function I_x(a, b), elementwise.",
+        stablehlo: Refused("no lowering yet"),
+        native: Refused("no lowering yet"),
+        ..ROW
+    },
+    Primitive {
         name: "rem",
         family: Binary,
         doc: "Remainder with the sign of the dividend, elementwise.",
@@ -1033,6 +1234,15 @@ pub static PRIMITIVES: &[Primitive] = &[
         doc: "Subtracts `updates` at the positions in `indices` (XLA Scatter, `ScatterDimensionNumbers`).",
         stablehlo: Refused("no lowering yet"),
         native: Refused("no lowering yet"),
+        ..ROW
+    },
+    Primitive {
+        name: "schur",
+        family: Other,
+        params: &["compute_schur_vectors", "select_callable", "sort_eig_vals"],
+        doc: "Schur decomposition of square matrices (and the Schur vectors).",
+        stablehlo: Refused("linear algebra decompositions have no lowering yet"),
+        native: Refused("linear algebra decompositions have no lowering yet"),
         ..ROW
     },
     Primitive {
@@ -1171,6 +1381,15 @@ pub static PRIMITIVES: &[Primitive] = &[
         ..ROW
     },
     Primitive {
+        name: "svd",
+        family: Other,
+        params: &["algorithm", "compute_uv", "full_matrices", "subset_by_index"],
+        doc: "Singular values (real) and, with `compute_uv`, `u` and `vt`.",
+        stablehlo: Refused("linear algebra decompositions have no lowering yet"),
+        native: Refused("linear algebra decompositions have no lowering yet"),
+        ..ROW
+    },
+    Primitive {
         name: "tan",
         family: Unary,
         doc: "Tangent, elementwise.",
@@ -1209,6 +1428,23 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Shape,
         params: &["permutation"],
         doc: "Permutes the axes: result axis i is operand axis `permutation[i]`.",
+        ..ROW
+    },
+    Primitive {
+        name: "triangular_solve",
+        family: Other,
+        params: &["conjugate_a", "left_side", "lower", "transpose_a", "unit_diagonal"],
+        doc: "Solves a triangular system `a x = b` (or `x a = b`); the result has `b`'s type.",
+        stablehlo: Refused("linear algebra decompositions have no lowering yet"),
+        native: Refused("linear algebra decompositions have no lowering yet"),
+        ..ROW
+    },
+    Primitive {
+        name: "tridiagonal_solve",
+        family: Other,
+        doc: "Solves tridiagonal systems given the three diagonals; the result has `b`'s type.",
+        stablehlo: Refused("linear algebra decompositions have no lowering yet"),
+        native: Refused("linear algebra decompositions have no lowering yet"),
         ..ROW
     },
     Primitive {

@@ -239,3 +239,51 @@ fn while_carry() {
 "#,
     );
 }
+
+/// JAX names variables `a, b, c, ...` whatever the symbols are called: in a
+/// shape-polymorphic program every `b` in a type is the symbol `b` of the
+/// inputs, also after a variable `b` is bound.
+#[test]
+fn symbol_named_like_a_variable() {
+    check(
+        r#"{ lambda ; a:f32[b]. let
+    b:i32[] = dim_as_value[dim=b] 
+    c:f32[b] = sin a
+    d:f32[b,2] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(b, 2) sharding=None] c
+    e:f32[3] = cos a
+#         ^ error[J0004]: `e` is declared f32[3], but `cos` produces f32[b]: dimension 0 is 3 here but b by inference
+  in (d, b, e) }
+"#,
+    );
+}
+
+/// Typing rules JAX's own test programs showed wrong: `conj` of a real
+/// operand is complex, `pow` takes an integer exponent, `mul[out_dtype=...]`,
+/// a batched `while` predicate, a symbolic `scan` length.
+#[test]
+fn rules_from_jax_test_suite() {
+    check(
+        r#"{ lambda ; a:f32[3] b:i32[3] c:i8[3] d:f32[t,2] s:f32[2]. let
+    e:c64[3] = conj a
+    f:f32[3] = pow a b
+    g:i32[3] = mul[out_dtype=int32] c c
+    h:f32[3] = while[
+      body_jaxpr={ lambda ; i:f32[3]. let j:f32[3] = mul i 2.0:f32[] in (j,) }
+      body_nconsts=0
+      cond_jaxpr={ lambda ; k:f32[3]. let l:bool[3] = lt k 10.0:f32[] in (l,) }
+      cond_nconsts=0
+    ] a
+    m:f32[2] n:f32[t,2] = scan[
+      jaxpr={ lambda ; o:f32[2] p:f32[2]. let q:f32[2] = add o p in (q, q) }
+      length=t
+      num_carry=1
+      num_consts=0
+      reverse=False
+      unroll=1
+    ] s d
+    r:f32[3] = conj a
+#     ^^^^^^ error[J0005]: `r` is declared f32[3], but `conj` produces c64[3]
+  in (e, f, g, h, m, n, r) }
+"#,
+    );
+}

@@ -20,6 +20,8 @@ enum Class {
     Any,
     Numeric,
     IntOrBool,
+    Int,
+    Float,
 }
 
 impl Class {
@@ -28,6 +30,8 @@ impl Class {
             Class::Any => !d.is_key(),
             Class::Numeric => d.is_numeric(),
             Class::IntOrBool => d.is_int() || d.is_bool(),
+            Class::Int => d.is_int(),
+            Class::Float => d.is_float(),
         }
     }
     fn describe(self) -> &'static str {
@@ -35,6 +39,8 @@ impl Class {
             Class::Any => "an array dtype (not a PRNG key)",
             Class::Numeric => "a numeric dtype",
             Class::IntOrBool => "an integer or boolean dtype",
+            Class::Int => "an integer dtype",
+            Class::Float => "a floating-point dtype",
         }
     }
 }
@@ -89,6 +95,13 @@ const OTHERS: &[&str] = &[
     "threefry2x32",
     "rng_bit_generator",
     "rng_uniform",
+    "random_gamma",
+    "iota_2x32_shape",
+    "psum",
+    "approx_top_k",
+    "ragged_dot_general",
+    "platform_index",
+    "empty2",
 ];
 
 #[cfg(test)]
@@ -137,6 +150,13 @@ pub(super) fn infer(cx: &mut EqnCx, name: &str) -> Option<Infer> {
         "threefry2x32" => threefry2x32,
         "rng_bit_generator" => rng_bit_generator,
         "rng_uniform" => rng_uniform,
+        "random_gamma" => random_gamma,
+        "iota_2x32_shape" => iota_2x32_shape,
+        "psum" => psum,
+        "approx_top_k" => approx_top_k,
+        "ragged_dot_general" => ragged_dot_general,
+        "platform_index" => platform_index,
+        "empty2" => empty2,
         _ => return None,
     };
     Some(guarded(cx, rule))
@@ -308,21 +328,28 @@ fn dim_word(cx: &EqnCx) -> &'static str {
 }
 
 /// `padding=((lo, hi), ...)`: `len` pairs of integers.
-fn padding_param(cx: &mut EqnCx, len: usize) -> Option<Vec<(i64, i64)>> {
+/// `padding=((low, high), ...)`: integers, or symbolic expressions in
+/// shape-polymorphic programs (`((0, b - 1),)`).
+fn padding_param(cx: &mut EqnCx, len: usize) -> Option<Vec<(Dim, Dim)>> {
     let e = cx.param("padding")?;
-    let pairs: Option<Vec<(i64, i64)>> = e.as_seq().and_then(|items| {
+    let pairs: Option<Vec<(&Expr, &Expr)>> = e.as_seq().and_then(|items| {
         items
             .iter()
-            .map(|p| match p.as_int_seq().as_deref() {
-                Some([lo, hi]) => Some((*lo, *hi)),
+            .map(|p| match p.as_seq() {
+                Some([lo, hi]) => Some((lo, hi)),
                 _ => None,
             })
             .collect()
     });
-    let Some(pairs) = pairs else {
+    let pairs: Option<Vec<(Dim, Dim)>> = pairs.map(|v| {
+        v.into_iter()
+            .map(|(lo, hi)| (cx.ck.resolve_dim(lo, None), cx.ck.resolve_dim(hi, None)))
+            .collect()
+    });
+    let Some(pairs) = pairs.filter(|v| v.iter().all(|(l, h)| *l != Dim::Unknown && *h != Dim::Unknown)) else {
         cx.param_error(
             "padding",
-            "`padding` must be a tuple of `(low, high)` integer pairs",
+            "`padding` must be a tuple of `(low, high)` pairs of dimensions",
         );
         return None;
     };
@@ -386,7 +413,12 @@ fn window_out(cx: &EqnCx, padded: &Dim, window: &Dim, stride: i64) -> Dim {
     };
     match add(cx, &floordiv(cx, &diff, stride), 1) {
         Dim::Const(c) if c < 0 => Dim::Const(0),
-        d => d,
+        // JAX keeps `max(..., 0)` where the size is not provably non-negative
+        // (a window larger than a symbolic operand gives an empty result).
+        d => match d.as_poly() {
+            Some(p) => jaxpr_types::Poly::max(&p, &jaxpr_types::Poly::constant(0)).map_or(d, Dim::from_poly),
+            None => d,
+        },
     }
 }
 
@@ -547,16 +579,17 @@ fn scalar_inits(cx: &mut EqnCx, n: usize) -> bool {
 // ---- windows ----------------------------------------------------------------------
 
 struct Window {
-    dims: Vec<i64>,
+    /// Constants, or symbolic in shape-polymorphic programs.
+    dims: Vec<Dim>,
     strides: Vec<i64>,
-    padding: Vec<(i64, i64)>,
+    padding: Vec<(Dim, Dim)>,
     base_dilation: Vec<i64>,
     window_dilation: Vec<i64>,
 }
 
 fn window_params(cx: &mut EqnCx, rank: usize) -> Option<Window> {
     Some(Window {
-        dims: per_dim_ints(cx, "window_dimensions", rank, None, 0)?,
+        dims: window_dimensions(cx, rank)?,
         strides: per_dim_ints(cx, "window_strides", rank, Some(1), 1)?,
         padding: padding_param(cx, rank)?,
         base_dilation: per_dim_ints(cx, "base_dilation", rank, Some(1), 1)?,
@@ -564,14 +597,32 @@ fn window_params(cx: &mut EqnCx, rank: usize) -> Option<Window> {
     })
 }
 
+/// `window_dimensions`: integers checked as `per_dim_ints` does, or, in
+/// shape-polymorphic programs, dimension expressions (`(b, 1)`).
+fn window_dimensions(cx: &mut EqnCx, rank: usize) -> Option<Vec<Dim>> {
+    const NAME: &str = "window_dimensions";
+    if cx.param(NAME)?.as_int_seq().is_some() {
+        let v = per_dim_ints(cx, NAME, rank, None, 0)?;
+        return Some(v.into_iter().map(Dim::Const).collect());
+    }
+    let v = cx.dims_param(NAME)?;
+    if v.len() != rank {
+        let msg = format!("`{NAME}` has {} entries, but {rank} are needed (one per {})", v.len(), dim_word(cx));
+        cx.param_error(NAME, msg);
+        return None;
+    }
+    Some(v.to_vec())
+}
+
 fn window_shape(cx: &mut EqnCx, s: &[Dim], w: &Window) -> Option<Shape> {
     let mut out = Shape::with_capacity(s.len());
     for (k, d) in s.iter().enumerate() {
-        let (lo, hi) = w.padding[k];
-        let padded = add(cx, &dilate(cx, d, w.base_dilation[k]), lo + hi);
+        let (lo, hi) = &w.padding[k];
+        let padded = cx.dim_add(&dilate(cx, d, w.base_dilation[k]), &cx.dim_add(lo, hi));
         if let Some(p) = padded.as_const()
             && p < 0
         {
+            let (lo, hi) = (cx.dim_str(lo), cx.dim_str(hi));
             cx.param_error(
                 "padding",
                 format!(
@@ -581,7 +632,7 @@ fn window_shape(cx: &mut EqnCx, s: &[Dim], w: &Window) -> Option<Shape> {
             );
             return None;
         }
-        let win = dilate(cx, &Dim::Const(w.dims[k]), w.window_dilation[k]);
+        let win = dilate(cx, &w.dims[k], w.window_dilation[k]);
         out.push(window_out(cx, &padded, &win, w.strides[k]));
     }
     Some(out)
@@ -988,11 +1039,12 @@ fn conv(cx: &mut EqnCx) -> Infer {
     for k in 0..n {
         let ld = dilate(cx, &ls[lspec[2 + k]], lhs_dil[k]);
         let rd = dilate(cx, &rs[rspec[2 + k]], rhs_dil[k]);
-        let (lo, hi) = padding[k];
-        let padded = add(cx, &ld, lo + hi);
+        let (lo, hi) = &padding[k];
+        let padded = cx.dim_add(&ld, &cx.dim_add(lo, hi));
         if let Some(p) = padded.as_const()
             && p < 0
         {
+            let (lo, hi) = (cx.dim_str(lo), cx.dim_str(hi));
             let msg = format!(
                 "the padding ({lo}, {hi}) of spatial dimension {k} removes more than the lhs size {}",
                 cx.dim_str(&ld)
@@ -1062,12 +1114,14 @@ fn top_k(cx: &mut EqnCx) -> Infer {
     } else {
         s.len() - 1
     };
-    let k = cx.int_param("k")?;
-    if k < 0 {
+    let k_dim = cx.dim_param("k")?;
+    if let Some(k) = k_dim.as_const()
+        && k < 0
+    {
         cx.param_error("k", format!("`k` must be non-negative, found {k}"));
         return None;
     }
-    if let Some(size) = s[axis].as_const()
+    if let (Some(size), Some(k)) = (s[axis].as_const(), k_dim.as_const())
         && size < k
     {
         let msg = format!(
@@ -1081,7 +1135,7 @@ fn top_k(cx: &mut EqnCx) -> Infer {
         );
         return None;
     }
-    s[axis] = Dim::Const(k);
+    s[axis] = k_dim;
     let dtype = dtype_or_declared(cx, 0, 0)?;
     Some(vec![
         AType::new(dtype, s.clone()),
@@ -1231,6 +1285,123 @@ fn random_bits(cx: &mut EqnCx) -> Infer {
     let mut s = shape(cx, 0);
     s.extend(cx.dims_param("shape")?);
     Some(vec![AType::new(DType::UInt(bits as u8), s)])
+}
+
+/// `random_gamma[log_space=...] keys alpha`: samples of alpha's type; the
+/// keys' shape is a leading part of alpha's (one key per batch of alphas).
+fn random_gamma(cx: &mut EqnCx) -> Infer {
+    if !cx.expect_args(2) || !require_class(cx, 1, Class::Float) {
+        return None;
+    }
+    require_key(cx, 0)?;
+    let (k, a) = (shape(cx, 0), shape(cx, 1));
+    if k.len() > a.len() {
+        let msg = format!(
+            "the keys of `random_gamma` ({}) must have a leading part of `alpha`'s shape ({})",
+            cx.shape_str(&k),
+            cx.shape_str(&a)
+        );
+        cx.report_on_args(DiagKind::ShapeMismatch, msg, &[0, 1], None);
+        return None;
+    }
+    let what = "the keys of `random_gamma` must have a leading part of `alpha`'s shape";
+    if !cx.require_same_shape(what, &k, &a[..k.len()], Related::Operands(&[0, 1])) {
+        return None;
+    }
+    Some(vec![cx.args[1].ty.clone()])
+}
+
+/// `iota_2x32_shape[shape=...]`: the two uint32 halves of a 64-bit iota.
+fn iota_2x32_shape(cx: &mut EqnCx) -> Infer {
+    if !cx.expect_args(0) {
+        return None;
+    }
+    let t = AType::new(DType::UInt(32), cx.dims_param("shape")?);
+    Some(vec![t.clone(), t])
+}
+
+/// `psum[axes=... axis_index_groups=...] xs...`: each operand summed over
+/// the positional axes in `axes` (named axes keep the shape).
+fn psum(cx: &mut EqnCx) -> Infer {
+    let Some(axes) = cx.param("axes").and_then(|e| e.as_seq()) else {
+        cx.param_error("axes", "`psum` needs `axes`, a tuple of axis names or positions");
+        return None;
+    };
+    let positional: Vec<i64> = axes.iter().filter_map(|a| a.as_int()).collect();
+    let mut out = Vec::with_capacity(cx.args.len());
+    for i in 0..cx.args.len() {
+        let t = cx.args[i].ty.clone();
+        let rank = t.shape.len();
+        if let Some(bad) = positional.iter().find(|&&a| a < 0 || a as usize >= rank) {
+            cx.param_error("axes", format!("axis {bad} in `axes` is out of range for operand {i} of rank {rank}"));
+            return None;
+        }
+        let drop: Vec<usize> = positional.iter().map(|&a| a as usize).collect();
+        out.push(AType {
+            dtype: t.dtype.clone().or_else(|| cx.declared.get(i)?.dtype.clone()),
+            shape: drop_axes(&t.shape, &drop),
+        });
+    }
+    Some(out)
+}
+
+/// `approx_top_k[k reduction_dimension aggregate_to_topk ...] x`: values and
+/// int32 indices. With `aggregate_to_topk` the reduced axis has `k`
+/// elements; without, an implementation-chosen size at least `k` (as printed).
+fn approx_top_k(cx: &mut EqnCx) -> Infer {
+    if !cx.expect_args(1) {
+        return None;
+    }
+    let mut s = shape(cx, 0);
+    let rank = s.len() as i64;
+    let d = cx.int_param("reduction_dimension").unwrap_or(-1);
+    let axis = if d < 0 { d + rank } else { d };
+    if axis < 0 || axis >= rank {
+        cx.param_error("reduction_dimension", format!("`reduction_dimension`={d} is out of range for an operand of rank {rank}"));
+        return None;
+    }
+    let axis = axis as usize;
+    let k = cx.dim_param("k")?;
+    s[axis] = if cx.bool_param("aggregate_to_topk").unwrap_or(true) {
+        k
+    } else {
+        cx.declared.first().and_then(|t| t.shape.get(axis).cloned()).unwrap_or(Dim::Unknown)
+    };
+    let dtype = dtype_or_declared(cx, 0, 0)?;
+    Some(vec![AType::new(dtype, s.clone()), AType::new(DType::Int(32), s)])
+}
+
+/// `ragged_dot_general[ragged_dot_dimension_numbers=... preferred_element_type=...] lhs rhs group_sizes`:
+/// the operands' dtypes agree, the group sizes are integers and the result
+/// has the preferred dtype; its shape (which the dimension numbers' ragged
+/// mode decides) is read as printed.
+fn ragged_dot_general(cx: &mut EqnCx) -> Infer {
+    if !cx.expect_args(3) || !cx.require_same_dtype(0, 1) || !require_class(cx, 2, Class::Int) {
+        return None;
+    }
+    let dtype = match cx.param("preferred_element_type").filter(|e| !e.is_none()) {
+        Some(_) => cx.dtype_param("preferred_element_type")?,
+        None => dtype_or_declared(cx, 0, 0)?,
+    };
+    let shape = cx.declared.first()?.shape.clone();
+    Some(vec![AType::new(dtype, shape)])
+}
+
+/// `platform_index[platforms=... has_default=...]`: the index of the
+/// platform the program runs on, an int32 scalar.
+fn platform_index(cx: &mut EqnCx) -> Infer {
+    if !cx.expect_args(0) {
+        return None;
+    }
+    Some(vec![AType::new(DType::Int(32), Shape::new())])
+}
+
+/// `empty2[dtype=... memory_space=...]`: an uninitialised scalar of `dtype`.
+fn empty2(cx: &mut EqnCx) -> Infer {
+    if !cx.expect_args(0) {
+        return None;
+    }
+    Some(vec![AType::new(cx.dtype_param("dtype")?, Shape::new())])
 }
 
 /// `random_split[shape=(2,)] keys` → keys of shape `keys.shape ++ shape`.

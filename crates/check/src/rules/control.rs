@@ -32,6 +32,7 @@ const CALLS: &[&str] = &[
     "xla_call",
     "xla_pmap",
     "shard_map",
+    "composite",
 ];
 
 #[cfg(test)]
@@ -41,6 +42,7 @@ const LOOPS: &[&str] = &[
     "scan",
     "for_loop",
     "while_loop",
+    "custom_linear_solve",
 ];
 
 /// Parameters that hold the callee of a call-like primitive.
@@ -58,6 +60,7 @@ pub(super) fn infer(cx: &mut EqnCx, name: &str) -> Option<Infer> {
         "while" | "while_loop" => while_like(cx),
         "scan" => scan(cx),
         "for_loop" => for_loop(cx),
+        "custom_linear_solve" => custom_linear_solve(cx),
         _ if CALLS.contains(&name) => call(cx),
         _ => return None,
     })
@@ -311,6 +314,57 @@ fn check_other_params(cx: &mut EqnCx, skip: &[&str]) {
             _ => {}
         }
     }
+}
+
+// ---- custom_linear_solve ----------------------------------------------------
+
+/// The fields of `custom_linear_solve`'s `_LinearSolveTuple` parameters, in
+/// the order their constants come among the operands.
+const LINEAR_SOLVE_FIELDS: [&str; 4] = ["matvec", "vecmat", "solve", "transpose_solve"];
+
+/// `custom_linear_solve[const_lengths=_LinearSolveTuple(matvec=1, ...) jaxprs=_LinearSolveTuple(matvec={...}, ...)] consts... b...`:
+/// each jaxpr given takes its constants and a value of `b`'s types; the
+/// solution has `b`'s types.
+fn custom_linear_solve(cx: &mut EqnCx) -> Infer {
+    let field = |e: Option<&'_ Expr>, name: &str| -> Option<Expr> {
+        match &e?.kind {
+            ExprKind::Call(c) => c
+                .args
+                .iter()
+                .find(|a| a.name.as_ref().is_some_and(|n| &*n.text == name))
+                .map(|a| a.value.clone()),
+            _ => None,
+        }
+    };
+    let lengths = cx.param("const_lengths");
+    let mut counts = [0usize; 4];
+    for (k, f) in LINEAR_SOLVE_FIELDS.iter().enumerate() {
+        match field(lengths, f).and_then(|e| e.as_int()) {
+            Some(n) if n >= 0 => counts[k] = n as usize,
+            _ => {
+                cx.param_error("const_lengths", format!("`const_lengths` must give `{f}` a non-negative count of constants"));
+                return None;
+            }
+        }
+    }
+    let n_consts: usize = counts.iter().sum();
+    if !cx.expect_args_at_least(n_consts) {
+        return None;
+    }
+    let b: Vec<usize> = (n_consts..cx.args.len()).collect();
+    let jaxprs = cx.param("jaxprs");
+    let mut start = 0;
+    for (k, f) in LINEAR_SOLVE_FIELDS.iter().enumerate() {
+        let consts = start..start + counts[k];
+        start += counts[k];
+        let Some(j) = field(jaxprs, f).filter(|e| !e.is_none()) else {
+            continue;
+        };
+        let acts = actuals(cx, consts.chain(b.iter().copied()), |_| false);
+        let role = format!("the `{f}` jaxpr of `custom_linear_solve`");
+        bind(cx, &j, "jaxprs", k, &acts, &role)?;
+    }
+    Some(b.iter().map(|&i| cx.args[i].ty.clone()).collect())
 }
 
 // ---- cond -------------------------------------------------------------------
@@ -626,18 +680,19 @@ fn while_like(cx: &mut EqnCx) -> Infer {
     loop_results(cx, id, &carried, &body_acts)
 }
 
+/// The predicate is one bool value: a scalar, or batched (`bool[4]` from a
+/// `vmap` whose predicate differs per element; JAX's `while` typecheck
+/// accepts it and its lowering stops when no element holds).
 fn check_predicate(cx: &mut EqnCx, id: JaxprId, param: &str) {
     let info = cx.ck.a.jaxpr(id).clone();
-    let ok = info.outs.len() == 1
-        && info.outs[0].ty.is_scalar()
-        && info.outs[0].ty.dtype.as_ref().is_none_or(|d| d.is_bool());
+    let ok = info.outs.len() == 1 && info.outs[0].ty.dtype.as_ref().is_none_or(|d| d.is_bool());
     if !ok {
         let got: Vec<String> = info.outs.iter().map(|o| cx.ty(&o.ty)).collect();
         let d = cx
             .error(
                 DiagKind::ShapeMismatch,
                 format!(
-                    "`{param}` must return one bool[] value, but it returns ({})",
+                    "`{param}` must return one bool value, but it returns ({})",
                     got.join(", ")
                 ),
             )
@@ -657,7 +712,7 @@ fn scan(cx: &mut EqnCx) -> Infer {
     };
     let nc = cx.int_param("num_consts").unwrap_or(0).max(0) as usize;
     let ncarry = cx.int_param("num_carry").unwrap_or(0).max(0) as usize;
-    let length = cx.int_param("length");
+    let length = cx.dim_param("length");
     if !cx.expect_args_at_least(nc + ncarry) {
         return None;
     }
@@ -673,12 +728,12 @@ fn scan(cx: &mut EqnCx) -> Infer {
             cx.report_on_args(DiagKind::ShapeMismatch, msg, &[i], None);
             return None;
         }
-        if let Some(len) = length {
+        if let Some(len) = &length {
             let lead = a.ty.shape[0].clone();
             if !cx.require_dim(
                 &format!("the leading axis of scanned operand {i} must be `length`"),
                 &lead,
-                &Dim::Const(len),
+                len,
                 &[i],
             ) {
                 return None;
@@ -714,7 +769,7 @@ fn scan(cx: &mut EqnCx) -> Infer {
     }
     let out = info.signature.out_type.clone();
     let mut tys = read_out_type(&out, &acts, &[]);
-    let len_dim = length.map_or(Dim::Unknown, Dim::Const);
+    let len_dim = length.unwrap_or(Dim::Unknown);
     for t in tys.iter_mut().skip(ncarry) {
         t.shape.insert(0, len_dim.clone());
     }

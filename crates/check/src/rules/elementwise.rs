@@ -34,7 +34,8 @@ struct Elementwise {
     arity: usize,
     operands: Operands,
     result: ResultDtype,
-    /// The operand dtypes may differ (`pow` takes an integer exponent).
+    /// The operand dtypes may differ: operands after the first may also be
+    /// integers (`pow` of f32 by i32).
     mixed: bool,
 }
 
@@ -91,6 +92,8 @@ const TABLE: &[Elementwise] = &[
     ew("erf_inv", 1, O::Float, R::Same),
     ew("lgamma", 1, O::Float, R::Same),
     ew("digamma", 1, O::Float, R::Same),
+    ew("bessel_i0e", 1, O::Float, R::Same),
+    ew("bessel_i1e", 1, O::Float, R::Same),
     ew("abs", 1, O::Numeric, R::Real),
     ew("real", 1, O::Complex, R::Real),
     ew("imag", 1, O::Complex, R::Real),
@@ -128,12 +131,17 @@ const TABLE: &[Elementwise] = &[
     ew("complex", 2, O::Float, R::ToComplex),
     ew("igamma", 2, O::Float, R::Same),
     ew("igammac", 2, O::Float, R::Same),
+    ew("regularized_incomplete_beta", 3, O::Float, R::Same),
+    ew("mulhi", 2, O::Int, R::Same),
     ew("eq", 2, O::Any, R::Bool),
     ew("ne", 2, O::Any, R::Bool),
     ew("lt", 2, O::Any, R::Bool),
     ew("le", 2, O::Any, R::Bool),
     ew("gt", 2, O::Any, R::Bool),
     ew("ge", 2, O::Any, R::Bool),
+    // Comparisons in the total order of floats (`-0.0 < 0.0`, NaNs ordered).
+    ew("lt_to", 2, O::Any, R::Bool),
+    ew("le_to", 2, O::Any, R::Bool),
 ];
 
 fn find(name: &str) -> Option<&'static Elementwise> {
@@ -240,7 +248,7 @@ fn apply(cx: &mut EqnCx, e: &Elementwise) -> Infer {
         let Some(d) = cx.args[i].ty.dtype.clone() else {
             continue;
         };
-        if !allowed(e.operands, &d) {
+        if !allowed(e.operands, &d) && !(e.mixed && i > 0 && d.is_int()) {
             let msg = format!(
                 "`{}` needs {}, but operand {i} is {d}",
                 e.name,
@@ -264,6 +272,10 @@ fn apply(cx: &mut EqnCx, e: &Elementwise) -> Infer {
     let Some(dtype) = dtype.or_else(|| cx.declared.first().and_then(|t| t.dtype.clone())) else {
         return None;
     };
+    // `mul[out_dtype=...]` and the like: the result has the dtype asked for.
+    if let Some(out) = cx.has_param("out_dtype").then(|| cx.dtype_param("out_dtype")).flatten() {
+        return Some(vec![AType::new(out, shape)]);
+    }
     let out = match e.result {
         R::Same => dtype,
         R::Bool => DType::Bool,

@@ -11,6 +11,7 @@
 mod compute;
 mod control;
 mod elementwise;
+mod linalg;
 mod quantum;
 mod shape;
 
@@ -92,6 +93,7 @@ fn rule_names() -> Vec<&'static str> {
     v.extend(compute::names());
     v.extend(control::names());
     v.extend(quantum::names());
+    v.extend(linalg::names());
     v.sort_unstable();
     v.dedup();
     v
@@ -115,6 +117,9 @@ pub(crate) fn infer(cx: &mut EqnCx) -> Infer {
         return r;
     }
     if let Some(r) = quantum::infer(cx, &name) {
+        return r;
+    }
+    if let Some(r) = linalg::infer(cx, &name) {
         return r;
     }
     unknown(cx, name)
@@ -311,6 +316,18 @@ impl<'c> EqnCx<'c> {
             }
         }
     }
+    /// A parameter that is one dimension: an integer or, in shape-polymorphic
+    /// programs, a symbolic expression (`scan[length=t]`, `top_k[k=b]`).
+    pub fn dim_param(&mut self, name: &str) -> Option<Dim> {
+        let e = self.param(name)?;
+        if e.is_none() {
+            return None;
+        }
+        match self.ck.resolve_dim(e, None) {
+            Dim::Unknown => None,
+            d => Some(d),
+        }
+    }
     pub fn bool_param(&self, name: &str) -> Option<bool> {
         self.param(name)?.as_bool()
     }
@@ -358,6 +375,11 @@ impl<'c> EqnCx<'c> {
         if text == "None" {
             return None;
         }
+        // `<class 'jax.numpy.float32'>`: a dtype given as its numpy scalar type.
+        let text = match text.strip_prefix("<class '").and_then(|t| t.strip_suffix("'>")) {
+            Some(class) => class.rsplit('.').next().unwrap_or(class).to_string(),
+            None => text,
+        };
         match DType::from_numpy(&text).or_else(|| DType::from_short(&text)) {
             Some(d) => Some(d),
             None => {
