@@ -505,7 +505,7 @@ impl Prelude {
         let mut c = Checker::new(Analysis::default());
         for (l, moved) in lets {
             let mark = Mark::of(&c.a);
-            c.check_lets([l]);
+            c.check_lets(std::slice::from_ref(l));
             mark.move_since(&mut c.a, moved);
         }
         c.a.diagnostics.clear();
@@ -724,7 +724,7 @@ impl Checker {
 pub fn check_let_alone(prelude: &mut Prelude, l: &ast::LetJaxpr) -> (Rechecked, Interface) {
     prelude.check_alone(|c, mark| {
         let lets = c.lets.clone();
-        c.check_lets([l]);
+        c.check_lets(std::slice::from_ref(l));
         let interface = Interface::of(&c.a, JaxprId(mark.jaxprs as u32));
         c.lets = lets;
         (c.rechecked(mark), interface)
@@ -840,6 +840,9 @@ struct Scope {
 pub(crate) struct Checker {
     pub(crate) a: Analysis,
     lets: HashMap<SmolStr, JaxprId>,
+    /// The `let` jaxprs of the group being checked that are not checked yet:
+    /// a reference to one of them closes a cycle.
+    lets_pending: FxHashSet<SmolStr>,
     env: Scope,
     /// True while binding the main jaxpr's inputs (symbolic dimensions are introduced there).
     main_inputs: bool,
@@ -905,6 +908,7 @@ impl Checker {
         Checker {
             a,
             lets: HashMap::default(),
+            lets_pending: Default::default(),
             env: Scope::default(),
             main_inputs: false,
             pending_results: HashMap::default(),
@@ -938,8 +942,13 @@ impl Checker {
         self.begin_jaxpr(main, JaxprOrigin::Main, None, None)
     }
 
-    fn check_lets<'l>(&mut self, lets: impl IntoIterator<Item = &'l ast::LetJaxpr>) {
-        for l in lets {
+    /// Checks a group of `let` jaxprs, each after the ones it names (JAX
+    /// prints the group in no particular order).
+    fn check_lets(&mut self, lets: &[ast::LetJaxpr]) {
+        self.lets_pending = lets.iter().map(|l| l.name.text.clone()).collect();
+        for k in let_order(lets) {
+            let l = &lets[k];
+            self.lets_pending.remove(&l.name.text);
             let id = self.check_jaxpr(
                 &l.jaxpr,
                 JaxprOrigin::Let {
@@ -1017,8 +1026,8 @@ impl Checker {
         self.a.diagnostics.push(d);
     }
 
-    /// Checks one jaxpr; `origins` are the call-site origins of its binders
-    /// (constvars then invars) when it is an inline nested jaxpr.
+    /// Checks one jaxpr; `origins` are the call-site origins of its invars
+    /// when it is an inline nested jaxpr.
     pub(crate) fn check_jaxpr(
         &mut self,
         j: &Jaxpr,
@@ -1088,7 +1097,7 @@ impl Checker {
         }
         self.main_inputs = false;
         if let Some(origins) = origins {
-            for (v, o) in constvars.iter().chain(&invars).zip(origins) {
+            for (v, o) in invars.iter().zip(origins) {
                 self.a.origins.insert(*v, o.clone());
             }
         }
@@ -1351,6 +1360,8 @@ impl Checker {
         match &e.kind {
             // What `dim_poly` makes of an integer, without building a polynomial.
             ExprKind::Int(i) => Dim::Const(*i),
+            // The size, whatever mesh axis it is sharded over.
+            ExprKind::Sharded(size, _) => self.resolve_dim(size, call),
             ExprKind::Path(p) if p.as_ref() == "None" => Dim::Unknown,
             ExprKind::Path(name) if !name.contains('.') => {
                 let pending = self.pending_results.get(name.as_ref()).copied();
@@ -1438,6 +1449,18 @@ impl Checker {
                 Poly::symbol(name)
             }
             ExprKind::Neg(x) => self.dim_poly(x)?.neg().map_err(err)?,
+            ExprKind::Pow(x, n) => {
+                // Far beyond any printed shape; bounds the multiplications.
+                if *n > 64 {
+                    return Err(format!("the exponent {n} is too large for a dimension"));
+                }
+                let x = self.dim_poly(x)?;
+                let mut p = Poly::constant(1);
+                for _ in 0..*n {
+                    p = p.mul(&x).map_err(err)?;
+                }
+                p
+            }
             ExprKind::Binary(op, l, r) => {
                 let (l, r) = (self.dim_poly(l)?, self.dim_poly(r)?);
                 match op {
@@ -1739,12 +1762,34 @@ impl Checker {
                     param: param.into(),
                     index,
                 };
-                Some(self.check_jaxpr(j, origin, Some(parent), origins))
+                if j.lets.is_empty() {
+                    Some(self.check_jaxpr(j, origin, Some(parent), origins))
+                } else {
+                    // Its own `let` group, whose names only it sees.
+                    let lets = std::mem::take(&mut self.lets);
+                    let pending = std::mem::take(&mut self.lets_pending);
+                    self.check_lets(&j.lets);
+                    let id = self.check_jaxpr(j, origin, Some(parent), origins);
+                    self.lets = lets;
+                    self.lets_pending = pending;
+                    Some(id)
+                }
             }
             ExprKind::Path(name) => match self.lets.get(name.as_ref()) {
                 Some(&id) => {
                     self.a.let_refs.push((value.range, id));
                     Some(id)
+                }
+                None if self.lets_pending.contains(name.as_ref()) => {
+                    self.push_diag(
+                        Diagnostic::error(
+                            DiagKind::InvalidParameter,
+                            value.range,
+                            format!("the jaxpr `{name}` calls itself (through the `let` jaxprs it calls)"),
+                        )
+                        .with_help("a jaxpr cannot call itself: jaxprs have no recursion"),
+                    );
+                    None
                 }
                 None => {
                     self.push_diag(
@@ -1771,6 +1816,80 @@ impl Checker {
             self.a.eqns[eqn.0 as usize].callees.push((param.into(), id));
         }
         id
+    }
+}
+
+/// The order in which to check a group of `let` jaxprs: each after the
+/// ones its equations name (`jaxpr=NAME`), otherwise in text order. A
+/// cycle is broken where it closes (the checker reports it there).
+fn let_order(lets: &[ast::LetJaxpr]) -> Vec<usize> {
+    let index: HashMap<&str, usize> = lets
+        .iter()
+        .enumerate()
+        .map(|(k, l)| (&*l.name.text, k))
+        .collect();
+    let callees: Vec<Vec<usize>> = lets
+        .iter()
+        .map(|l| {
+            let mut out = Vec::new();
+            let_refs(&l.jaxpr, &mut |name| out.extend(index.get(name).copied()));
+            out
+        })
+        .collect();
+    // Depth-first, iteratively (a group may be long): a `let` is placed
+    // after all its callees.
+    #[derive(Clone, Copy, PartialEq)]
+    enum State {
+        New,
+        Open,
+        Done,
+    }
+    let mut state = vec![State::New; lets.len()];
+    let mut order = Vec::with_capacity(lets.len());
+    for root in 0..lets.len() {
+        if state[root] != State::New {
+            continue;
+        }
+        let mut stack = vec![(root, 0usize)];
+        state[root] = State::Open;
+        while let Some((k, next)) = stack.last_mut() {
+            let k = *k;
+            if let Some(&c) = callees[k].get(*next) {
+                *next += 1;
+                if state[c] == State::New {
+                    state[c] = State::Open;
+                    stack.push((c, 0));
+                }
+            } else {
+                state[k] = State::Done;
+                order.push(k);
+                stack.pop();
+            }
+        }
+    }
+    order
+}
+
+/// Calls `f` with each name that a jaxpr-valued parameter of `j` gives
+/// (`jaxpr=NAME`), nested jaxprs included.
+fn let_refs(j: &Jaxpr, f: &mut dyn FnMut(&str)) {
+    fn value(v: &Expr, jaxpr_param: bool, f: &mut dyn FnMut(&str)) {
+        match &v.kind {
+            ExprKind::Path(name) if jaxpr_param => f(name),
+            ExprKind::Jaxpr(j) => let_refs(j, f),
+            ExprKind::Tuple(xs) | ExprKind::List(xs) => {
+                xs.iter().for_each(|x| value(x, jaxpr_param, f))
+            }
+            _ => {}
+        }
+    }
+    for e in &j.eqns {
+        let jaxpr_params = crate::registry::lookup(&e.primitive.text).map(|p| p.jaxpr_params);
+        for p in &e.params {
+            let name = &*p.name.text;
+            let jaxpr_param = jaxpr_params.map_or(name.contains("jaxpr"), |ps| ps.contains(&name));
+            value(&p.value, jaxpr_param, f);
+        }
     }
 }
 

@@ -825,7 +825,12 @@ impl Segments {
             .filter(|&j| matches!(analysis.jaxpr(j).origin, JaxprOrigin::Let { .. }))
             .collect();
         let main_id = analysis.main()?;
-        if let_ids.len() != parse.file.lets.len() {
+        // Checked in text order (a `let` naming a later one is checked after
+        // it, and the per-`let` re-check does not reorder).
+        let in_text_order = let_ids.iter().zip(&parse.file.lets).all(|(&j, l)| {
+            matches!(&analysis.jaxpr(j).origin, JaxprOrigin::Let { name, .. } if *name == l.name.text)
+        });
+        if let_ids.len() != parse.file.lets.len() || !in_text_order {
             return None;
         }
         let bytes = text.as_bytes();

@@ -28,6 +28,8 @@ pub enum TokenKind {
     Minus,
     SlashSlash,
     Percent,
+    Caret,
+    At,
     /// A character that has no place in a jaxpr (reported by the parser).
     Unknown,
     Eof,
@@ -159,6 +161,8 @@ impl<'a> Lexer<'a> {
                         b'+' => TokenKind::Plus,
                         b'-' => TokenKind::Minus,
                         b'%' => TokenKind::Percent,
+                        b'^' => TokenKind::Caret,
+                        b'@' => TokenKind::At,
                         _ => {
                             // Swallow a whole UTF-8 sequence as one unknown token.
                             while i < bytes.len() && (bytes[i] & 0xC0) == 0x80 {

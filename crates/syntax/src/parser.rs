@@ -125,6 +125,7 @@ pub fn parse_equation(
             eqns: Box::new([eqn]),
             outvars: Box::default(),
             in_range: None,
+            lets: Box::default(),
         }),
     };
     // Comments past `end` belong to the next equations.
@@ -640,6 +641,7 @@ impl<'a, 's> Parser<'a, 's> {
             eqns: Box::default(),
             outvars: Box::default(),
             in_range: None,
+            lets: Box::default(),
         };
         // Signature: `CONSTS ; ARGS .` (the `;` may be missing in old printouts).
         let header = (|| -> Result<(), Reported> {
@@ -766,7 +768,15 @@ impl<'a, 's> Parser<'a, 's> {
             if self.at(T::Eof) {
                 return Err(self.error_here("`]`"));
             }
-            dims.push(self.expr()?);
+            let mut dim = self.expr()?;
+            if self.eat(T::At).is_some() {
+                let axes = self.primary()?;
+                dim = Expr {
+                    range: dim.range.cover(axes.range),
+                    kind: ExprKind::Sharded(Box::new(dim), Box::new(axes)),
+                };
+            }
+            dims.push(dim);
             if self.eat(T::Comma).is_none() && !self.at(T::RBracket) {
                 return Err(self.error_here("`,` or `]` in the shape"));
             }
@@ -1000,7 +1010,7 @@ impl<'a, 's> Parser<'a, 's> {
         let r = if self.at(T::Int)
             && !matches!(
                 self.kind_at(self.pos + 1),
-                T::Plus | T::Minus | T::Star | T::SlashSlash | T::Percent
+                T::Plus | T::Minus | T::Star | T::SlashSlash | T::Percent | T::Caret | T::At
             ) {
             Ok(self.int())
         } else {
@@ -1078,7 +1088,24 @@ impl<'a, 's> Parser<'a, 's> {
                 range,
             });
         }
-        self.primary()
+        let base = self.primary()?;
+        if !self.at(T::Caret) {
+            return Ok(base);
+        }
+        self.bump();
+        let t = self.nth(0);
+        let exponent = match t.kind {
+            T::Int => self.slice(t.range).parse::<u32>().ok(),
+            _ => None,
+        };
+        let Some(exponent) = exponent else {
+            return Err(self.error_here("an integer exponent after `^`"));
+        };
+        self.bump();
+        Ok(Expr {
+            range: base.range.cover(t.range),
+            kind: ExprKind::Pow(Box::new(base), exponent),
+        })
     }
 
     fn primary(&mut self) -> Result<Expr, Reported> {
@@ -1100,6 +1127,7 @@ impl<'a, 's> Parser<'a, 's> {
                     range: t.range,
                 })
             }
+            T::Ident if self.at_let_item() => self.jaxpr_with_lets(),
             T::Ident => self.path_or_call(),
             // A leaf of a tree structure, `PyTreeDef(([*], [], [*]))`.
             T::Star => {
@@ -1222,6 +1250,26 @@ impl<'a, 's> Parser<'a, 's> {
         })
     }
 
+    /// `let NAME = { ... } in ... { lambda ... }` in a parameter value, at
+    /// `let`: a jaxpr with its own `let` jaxprs.
+    fn jaxpr_with_lets(&mut self) -> Result<Expr, Reported> {
+        let start = self.nth(0).range.start;
+        let mut lets = Vec::new();
+        while self.at_let_item() {
+            let (item, complete) = self.let_item();
+            match item {
+                Some(l) if complete => lets.push(l),
+                _ => return Err(Reported),
+            }
+        }
+        let mut j = self.jaxpr()?;
+        j.lets = lets.into_boxed_slice();
+        Ok(Expr {
+            kind: ExprKind::Jaxpr(Box::new(j)),
+            range: TextRange::new(start, self.prev_end()),
+        })
+    }
+
     /// `(args)` of a call, at `(`: positional and `name=value` arguments.
     fn call_args(&mut self) -> Result<List<CallArg>, Reported> {
         self.bump();
@@ -1339,6 +1387,9 @@ fn attach_comments(text: &str, comments: &[TextRange], file: &mut SourceFile) {
 /// Visits every equation of the file, inner equations before their holder.
 fn for_each_eqn(file: &mut SourceFile, f: &mut dyn FnMut(&mut Eqn)) {
     fn walk(j: &mut Jaxpr, f: &mut dyn FnMut(&mut Eqn)) {
+        for l in &mut j.lets {
+            walk(&mut l.jaxpr, f);
+        }
         for e in &mut j.eqns {
             for p in &mut e.params {
                 visit_expr_jaxprs(&mut p.value, &mut |inner| walk(inner, f));

@@ -1,0 +1,96 @@
+//! Printed jaxprs that once failed to parse or check (issues 17, 18, 22),
+//! as fixtures: the text exactly as JAX 0.10.2 printed it, with every
+//! diagnostic the check must report annotated under its line (none for
+//! valid programs).
+
+use jaxpr_test_support::fixture::Fixture;
+
+fn check(fixture: &str) {
+    let f = Fixture::parse(fixture);
+    let parse = jaxpr_syntax::parse(&f.text);
+    let mut diagnostics = parse.errors.clone();
+    diagnostics.extend(jaxpr_check::check(&parse.file).diagnostics);
+    f.assert_diagnostics(&diagnostics);
+}
+
+#[test]
+fn one_line_jaxpr() {
+    check("{ lambda ; a:f32[3]. let b:f32[3] = neg a; c:f32[3] = neg b in (c,) }\n");
+}
+
+#[test]
+fn nested_jaxpr_with_its_own_constants() {
+    // The operand binds the invar `a`; `c` is the closed jaxpr's constant.
+    check(
+        r#"{ lambda ; a:i32[2]. let
+    b:i32[2] = jit[
+      name=inner
+      jaxpr={ lambda c:i32[2]; a:i32[2]. let b:i32[2] = add a c in (b,) }
+    ] a
+    d:i32[2] = mul b 2:i32[]
+  in (d,) }
+"#,
+    );
+}
+
+#[test]
+fn let_group_in_any_order() {
+    // `floor_divide` names `_where`, printed after it.
+    check(
+        r#"let floor_divide = { lambda ; a:i32[3] b:i32[3]. let
+    c:i32[3] = div a b
+    d:i32[3] = sign a
+    e:i32[3] = sign b
+    f:bool[3] = ne d e
+    g:i32[3] = rem a b
+    h:bool[3] = ne g 0:i32[]
+    i:bool[3] = and f h
+    j:i32[3] = sub c 1:i32[]
+    k:i32[3] = jit[name=_where jaxpr=_where] i j c
+  in (k,) } in
+let _where = { lambda ; l:bool[3] m:i32[3] n:i32[3]. let
+    o:i32[3] = select_n l n m
+  in (o,) } in
+{ lambda ; p:i32[3] q:i32[3]. let
+    r:i32[3] = jit[name=floor_divide jaxpr=floor_divide] p q
+    s:i32[3] = jit[name=floor_divide jaxpr=floor_divide] q p
+  in (r, s) }
+"#,
+    );
+}
+
+#[test]
+fn let_group_cycle_is_an_error() {
+    check(
+        r#"let f = { lambda ; a:i32[3]. let
+    b:i32[3] = jit[name=g jaxpr=g] a
+  in (b,) } in
+let g = { lambda ; c:i32[3]. let
+    d:i32[3] = jit[name=f jaxpr=f] c
+#                               ^ error[J0007]: the jaxpr `f` calls itself (through the `let` jaxprs it calls)
+  in (d,) } in
+{ lambda ; p:i32[3]. let
+    r:i32[3] = jit[name=f jaxpr=f] p
+  in (r,) }
+"#,
+    );
+}
+
+#[test]
+fn symbolic_power_and_sharding() {
+    check(
+        r#"{ lambda ; a:f32[b,b]. let
+    b:f32[b^2] = reshape[dimensions=None new_sizes=(b^2,) sharding=None] a
+  in (b,) }
+"#,
+    );
+    check("{ lambda ; a:f32[16@x,3]. let b:f32[16@x,3] = mul a 2.0:f32[] in (b,) }\n");
+    // The power is a polynomial: `b*b` is the same dimension.
+    check(
+        r#"{ lambda ; a:f32[b,b] c:f32[b^2]. let
+    d:f32[b*b] = reshape[dimensions=None new_sizes=(b^2,) sharding=None] a
+    e:f32[b^2] = add d c
+  in (e,) }
+"#,
+    );
+}
