@@ -6,11 +6,7 @@
 use jaxpr_test_support::fixture::Fixture;
 
 fn check(fixture: &str) {
-    let f = Fixture::parse(fixture);
-    let parse = jaxpr_syntax::parse(&f.text);
-    let mut diagnostics = parse.errors.clone();
-    diagnostics.extend(jaxpr_check::check(&parse.file).diagnostics);
-    f.assert_diagnostics(&diagnostics);
+    Fixture::assert_check(fixture);
 }
 
 #[test]
@@ -93,4 +89,55 @@ fn symbolic_power_and_sharding() {
   in (e,) }
 "#,
     );
+}
+
+#[test]
+fn out_of_range_integer_literals_are_errors() {
+    check(
+        r#"{ lambda ; a:i8[] b:u8[] c:i64[] d:i32[]. let
+    e:i8[] = add a 128:i8[]
+#                  ^^^^^^^^ error[J0005]: the literal `128` does not fit in i8: its range is -128 to 127
+    f:i8[] = add a -128:i8[]
+    g:u8[] = add b 256:u8[]
+#                  ^^^^^^^^ error[J0005]: the literal `256` does not fit in u8: its range is 0 to 255
+    h:i64[] = add c 9223372036854775808:i64[]
+#                   ^^^^^^^^^^^^^^^^^^^^^^^^^ error[J0005]: the literal `9223372036854775808` does not fit in i64: its range is -9223372036854775808 to 9223372036854775807
+    i:i64[] = add c -9223372036854775808:i64[]
+    j:i32[] = add d 12345678901234567890123456789012345678:i32[]
+#                   ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^ error[J0005]: the literal `12345678901234567890123456789012345678` does not fit in i32: its range is -2147483648 to 2147483647
+  in (e, f, g, h, i, j) }
+"#,
+    );
+}
+
+#[test]
+fn negative_extents_are_errors() {
+    check(
+        r#"{ lambda ; a:f32[-1]. let
+#                ^^ error[J0004]: a dimension cannot be negative: -1
+    b:f32[-1] = neg a
+#         ^^ error[J0004]: a dimension cannot be negative: -1
+  in (b,) }
+"#,
+    );
+}
+
+#[test]
+fn byte_order_mark_and_lone_carriage_returns() {
+    let text = "\u{FEFF}{ lambda ; a:f32[3]. let\r    b:f32[3] = neg a\r    c:f32[3] = neg b\r  in (c,) }\r";
+    let parse = jaxpr_syntax::parse(text);
+    assert!(parse.errors.is_empty(), "{:?}", parse.errors);
+    let main = parse.file.main.as_ref().expect("main");
+    assert_eq!(main.eqns.len(), 2);
+    assert!(jaxpr_check::check(&parse.file).diagnostics.is_empty());
+    // Line numbers from the line index are the lexer's lines.
+    let index = jaxpr_syntax::LineIndex::new(text);
+    let lines: Vec<u32> = main.eqns.iter().map(|e| index.line_col(e.range.start).line).collect();
+    assert_eq!(lines, [1, 2]);
+    // An undefined name on the third line is reported there.
+    let text = text.replace("neg b", "neg x");
+    let parse = jaxpr_syntax::parse(&text);
+    let d = jaxpr_check::check(&parse.file).diagnostics;
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!(jaxpr_syntax::LineIndex::new(&text).line_col(d[0].range.start).line, 2);
 }

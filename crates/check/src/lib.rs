@@ -1282,6 +1282,9 @@ impl Checker {
                     },
                 };
                 let int_value = l.value.parse::<i64>().ok();
+                if let Some(d) = &ty.dtype {
+                    self.check_int_literal(&l.value, d, l.range);
+                }
                 Operand {
                     ty,
                     var: None,
@@ -1290,6 +1293,31 @@ impl Checker {
                     known: true,
                 }
             }
+        }
+    }
+
+    /// An integer literal must fit its dtype (`128:i8[]` would wrap).
+    fn check_int_literal(&mut self, value: &str, dtype: &DType, range: TextRange) {
+        let (lo, hi): (i128, i128) = match *dtype {
+            DType::Int(b) if (1..=64).contains(&b) => (-(1 << (b - 1)), (1 << (b - 1)) - 1),
+            DType::UInt(b) if (1..=64).contains(&b) => (0, (1 << b) - 1),
+            _ => return,
+        };
+        let digits = value.strip_prefix('-').unwrap_or(value);
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return;
+        }
+        // Too many digits for an i128 is out of every range.
+        let fits = value.parse::<i128>().is_ok_and(|v| (lo..=hi).contains(&v));
+        if !fits {
+            self.push_diag(
+                Diagnostic::error(
+                    DiagKind::DtypeMismatch,
+                    range,
+                    format!("the literal `{value}` does not fit in {dtype}: its range is {lo} to {hi}"),
+                )
+                .with_help("JAX would wrap it around; write the value the program means, or a wider dtype"),
+            );
         }
     }
 
@@ -1346,7 +1374,20 @@ impl Checker {
                 None
             }
         };
-        let shape = t.dims.iter().map(|e| self.resolve_dim(e, call)).collect();
+        let mut shape: Shape = t.dims.iter().map(|e| self.resolve_dim(e, call)).collect();
+        for (d, e) in shape.iter_mut().zip(&t.dims) {
+            if let Dim::Const(c) = *d
+                && c < 0
+            {
+                self.push_diag(Diagnostic::error(
+                    DiagKind::ShapeMismatch,
+                    e.range,
+                    format!("a dimension cannot be negative: {c}"),
+                ));
+                // Reported once, here: not again where the type is compared.
+                *d = Dim::Unknown;
+            }
+        }
         AType { dtype, shape }
     }
 
