@@ -141,3 +141,104 @@ fn byte_order_mark_and_lone_carriage_returns() {
     assert_eq!(d.len(), 1, "{d:?}");
     assert_eq!(jaxpr_syntax::LineIndex::new(&text).line_col(d[0].range.start).line, 2);
 }
+
+mod common;
+
+/// The byte ranges of the tokens of `line`: words (`[A-Za-z0-9_.]` runs)
+/// and single other characters.
+fn tokens(line: &str) -> Vec<(usize, usize)> {
+    let bytes = line.as_bytes();
+    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'.';
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b' ' {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        i += 1;
+        if word(bytes[start]) {
+            while i < bytes.len() && word(bytes[i]) {
+                i += 1;
+            }
+        }
+        out.push((start, i));
+    }
+    out
+}
+
+/// One syntax error gives one root cause: after deleting a punctuation
+/// token of an equation's line, inserting a stray token into it, or
+/// cutting it short after its `=`, in every valid corpus file, the check
+/// reports the syntax error and no variable of the file as undefined (the
+/// names are all still bound in the text).
+#[test]
+fn a_syntax_error_causes_no_undefined_variables() {
+    let mut files = Vec::new();
+    for dir in ["jax", "catalyst"] {
+        for e in std::fs::read_dir(common::corpus().join(dir)).expect("corpus").flatten() {
+            let p = e.path();
+            if p.extension().is_some_and(|x| x == "jaxpr") {
+                files.push(std::fs::read_to_string(&p).expect("case"));
+            }
+        }
+    }
+    assert!(files.len() > 20);
+    let (mut mutants, mut failures) = (0usize, Vec::new());
+    for text in &files {
+        let mut line_start = 0;
+        for line in text.split_inclusive('\n') {
+            let at = line_start;
+            line_start += line.len();
+            // Equation lines (a `let NAME = {` line that breaks loses the
+            // whole `let`: see the report of issue 22).
+            let Some(eq) = line.find(" = ") else { continue };
+            if line.trim_start().starts_with("let ") {
+                continue;
+            }
+            let body = line.trim_end_matches('\n');
+            for (k, &(s, e)) in tokens(body).iter().enumerate() {
+                let piece = &body[s..e];
+                let mut edits: Vec<(usize, usize, String)> = Vec::new();
+                // Delete a punctuation token (replaced by a blank, so that
+                // its neighbours do not merge).
+                if !piece.as_bytes()[0].is_ascii_alphanumeric() && piece != "_" {
+                    edits.push((at + s, at + e, " ".into()));
+                }
+                // A stray token after it.
+                edits.push((at + e, at + e, " )".into()));
+                // The line cut short after it, past the `=`.
+                if s > eq && k + 1 < tokens(body).len() {
+                    edits.push((at + e, at + body.len(), String::new()));
+                }
+                for (from, to, with) in edits {
+                    let mut mutant = text.clone();
+                    mutant.replace_range(from..to, &with);
+                    mutants += 1;
+                    let parse = jaxpr_syntax::parse(&mutant);
+                    if parse.errors.is_empty() {
+                        continue;
+                    }
+                    let analysis = jaxpr_check::check(&parse.file);
+                    let undefined: Vec<&str> = analysis
+                        .diagnostics
+                        .iter()
+                        .filter(|d| d.kind == jaxpr_syntax::diagnostics::DiagKind::UndefinedVariable)
+                        .map(|d| &mutant[d.range.as_usize()])
+                        .collect();
+                    if !undefined.is_empty() && failures.len() < 10 {
+                        failures.push(format!(
+                            "line {body:?} edited at {}..{} to {with:?}: syntax error {:?}, then undefined {undefined:?}",
+                            from - at,
+                            to - at,
+                            parse.errors[0].message
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(mutants > 1000, "only {mutants} mutants");
+    assert!(failures.is_empty(), "{} cascades, e.g.:\n{}", failures.len(), failures.join("\n"));
+}

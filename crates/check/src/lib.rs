@@ -1251,12 +1251,15 @@ impl Checker {
                         var: v,
                         kind: RefKind::Use,
                     });
+                    let ty = self.a.var(v).ty.clone();
                     Operand {
-                        ty: self.a.var(v).ty.clone(),
+                        // A variable without a type (its binder's type did
+                        // not parse: already reported) is not checked again.
+                        known: ty.dtype.is_some(),
+                        ty,
                         var: Some(v),
                         int_value: None,
                         range: n.range,
-                        known: true,
                     }
                 }
                 None => {
@@ -1638,10 +1641,12 @@ impl Checker {
         }
         self.pending_results.clear();
 
-        let inferred = {
+        // An equation cut short by a syntax error only binds its results.
+        let inferred = if e.incomplete {
+            None
+        } else {
             let mut cx = rules::EqnCx::new(self, e, id, &operands, &declared, &out_vars);
-            let r = rules::infer(&mut cx);
-            r
+            rules::infer(&mut cx)
         };
         if let Some(types) = &inferred {
             self.compare_declared(e, &declared, types);

@@ -351,7 +351,8 @@ struct Recheck {
     words: Vec<SmolStr>,
     bound: Vec<VarInfo>,
     type_names: Vec<SmolStr>,
-    /// False for an equation the parser skipped (a syntax error in it).
+    /// False for an equation the parser skipped or cut short (a syntax
+    /// error in it): its binders may differ from the base's.
     parsed: bool,
 }
 
@@ -635,9 +636,7 @@ impl Segments {
         let owner = self.owner[k]?;
         let start = seg.start;
         let seg_text = &now.text[seg];
-        let after_equation = self.owner[k - 1].is_some();
-        let (eqn, errors) =
-            parse_equation(&now.text[start..], seg_text.len() as u32, after_equation)?;
+        let (eqn, errors) = parse_equation(&now.text[start..], seg_text.len() as u32)?;
         let mut words = words(seg_text);
         let Some(eqn) = eqn else {
             // Skipped by the parser: nothing bound, nothing checked.
@@ -710,7 +709,7 @@ impl Segments {
             words: words.iter().map(|w| SmolStr::new(w)).collect(),
             bound: r.bound,
             type_names,
-            parsed: true,
+            parsed: !eqn.incomplete,
         })
     }
 

@@ -93,6 +93,12 @@ pub struct Eqn {
     /// Comments after the equation: source info (`# file:line:col (fn)`) and name stack (`# [...]`).
     pub comments: Box<[Comment]>,
     pub range: TextRange,
+    /// A syntax error (reported) cut the equation short: `outs` holds the
+    /// binders read before it (some without types), the primitive name is
+    /// empty, and there are no parameters or operands. Its results are
+    /// still bound, so that one error does not make every later use of
+    /// them undefined too.
+    pub incomplete: bool,
 }
 
 impl Eqn {
