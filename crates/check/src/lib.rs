@@ -511,7 +511,7 @@ impl Prelude {
         let mut c = Checker::new(Analysis::default());
         for (l, moved) in lets {
             let mark = Mark::of(&c.a);
-            c.check_lets([l]);
+            c.check_lets(std::slice::from_ref(l));
             mark.move_since(&mut c.a, moved);
         }
         c.a.diagnostics.clear();
@@ -730,7 +730,7 @@ impl Checker {
 pub fn check_let_alone(prelude: &mut Prelude, l: &ast::LetJaxpr) -> (Rechecked, Interface) {
     prelude.check_alone(|c, mark| {
         let lets = c.lets.clone();
-        c.check_lets([l]);
+        c.check_lets(std::slice::from_ref(l));
         let interface = Interface::of(&c.a, JaxprId(mark.jaxprs as u32));
         c.lets = lets;
         (c.rechecked(mark), interface)
@@ -846,6 +846,9 @@ struct Scope {
 pub(crate) struct Checker {
     pub(crate) a: Analysis,
     lets: HashMap<SmolStr, JaxprId>,
+    /// The `let` jaxprs of the group being checked that are not checked yet:
+    /// a reference to one of them closes a cycle.
+    lets_pending: FxHashSet<SmolStr>,
     env: Scope,
     /// True while binding the main jaxpr's inputs (symbolic dimensions are introduced there).
     main_inputs: bool,
@@ -952,6 +955,7 @@ impl Checker {
         Checker {
             a,
             lets: HashMap::default(),
+            lets_pending: Default::default(),
             env: Scope::default(),
             main_inputs: false,
             input_symbols: Default::default(),
@@ -989,8 +993,13 @@ impl Checker {
         self.begin_jaxpr(main, JaxprOrigin::Main, None, None)
     }
 
-    fn check_lets<'l>(&mut self, lets: impl IntoIterator<Item = &'l ast::LetJaxpr>) {
-        for l in lets {
+    /// Checks a group of `let` jaxprs, each after the ones it names (JAX
+    /// prints the group in no particular order).
+    fn check_lets(&mut self, lets: &[ast::LetJaxpr]) {
+        self.lets_pending = lets.iter().map(|l| l.name.text.clone()).collect();
+        for k in let_order(lets) {
+            let l = &lets[k];
+            self.lets_pending.remove(&l.name.text);
             let id = self.check_jaxpr(
                 &l.jaxpr,
                 JaxprOrigin::Let {
@@ -1068,8 +1077,8 @@ impl Checker {
         self.a.diagnostics.push(d);
     }
 
-    /// Checks one jaxpr; `origins` are the call-site origins of its binders
-    /// (constvars then invars) when it is an inline nested jaxpr.
+    /// Checks one jaxpr; `origins` are the call-site origins of its invars
+    /// when it is an inline nested jaxpr.
     pub(crate) fn check_jaxpr(
         &mut self,
         j: &Jaxpr,
@@ -1142,7 +1151,7 @@ impl Checker {
         }
         self.main_inputs = false;
         if let Some(origins) = origins {
-            for (v, o) in constvars.iter().chain(&invars).zip(origins) {
+            for (v, o) in invars.iter().zip(origins) {
                 self.a.origins.insert(*v, o.clone());
             }
         }
@@ -1302,12 +1311,15 @@ impl Checker {
                         var: v,
                         kind: RefKind::Use,
                     });
+                    let ty = self.a.var(v).ty.clone();
                     Operand {
-                        ty: self.a.var(v).ty.clone(),
+                        // A variable without a type (its binder's type did
+                        // not parse: already reported) is not checked again.
+                        known: ty.dtype.is_some(),
+                        ty,
                         var: Some(v),
                         int_value: None,
                         range: n.range,
-                        known: true,
                     }
                 }
                 None => {
@@ -1333,6 +1345,9 @@ impl Checker {
                     },
                 };
                 let int_value = l.value.parse::<i64>().ok();
+                if let Some(d) = &ty.dtype {
+                    self.check_int_literal(&l.value, d, l.range);
+                }
                 Operand {
                     ty,
                     var: None,
@@ -1341,6 +1356,31 @@ impl Checker {
                     known: true,
                 }
             }
+        }
+    }
+
+    /// An integer literal must fit its dtype (`128:i8[]` would wrap).
+    fn check_int_literal(&mut self, value: &str, dtype: &DType, range: TextRange) {
+        let (lo, hi): (i128, i128) = match *dtype {
+            DType::Int(b) if (1..=64).contains(&b) => (-(1 << (b - 1)), (1 << (b - 1)) - 1),
+            DType::UInt(b) if (1..=64).contains(&b) => (0, (1 << b) - 1),
+            _ => return,
+        };
+        let digits = value.strip_prefix('-').unwrap_or(value);
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return;
+        }
+        // Too many digits for an i128 is out of every range.
+        let fits = value.parse::<i128>().is_ok_and(|v| (lo..=hi).contains(&v));
+        if !fits {
+            self.push_diag(
+                Diagnostic::error(
+                    DiagKind::DtypeMismatch,
+                    range,
+                    format!("the literal `{value}` does not fit in {dtype}: its range is {lo} to {hi}"),
+                )
+                .with_help("JAX would wrap it around; write the value the program means, or a wider dtype"),
+            );
         }
     }
 
@@ -1403,7 +1443,20 @@ impl Checker {
                 None
             }
         };
-        let shape = t.dims.iter().map(|e| self.resolve_dim(e, call)).collect();
+        let mut shape: Shape = t.dims.iter().map(|e| self.resolve_dim(e, call)).collect();
+        for (d, e) in shape.iter_mut().zip(&t.dims) {
+            if let Dim::Const(c) = *d
+                && c < 0
+            {
+                self.push_diag(Diagnostic::error(
+                    DiagKind::ShapeMismatch,
+                    e.range,
+                    format!("a dimension cannot be negative: {c}"),
+                ));
+                // Reported once, here: not again where the type is compared.
+                *d = Dim::Unknown;
+            }
+        }
         AType { dtype, shape }
     }
 
@@ -1417,6 +1470,8 @@ impl Checker {
         match &e.kind {
             // What `dim_poly` makes of an integer, without building a polynomial.
             ExprKind::Int(i) => Dim::Const(*i),
+            // The size, whatever mesh axis it is sharded over.
+            ExprKind::Sharded(size, _) => self.resolve_dim(size, call),
             ExprKind::Path(p) if p.as_ref() == "None" => Dim::Unknown,
             ExprKind::Path(name) if !name.contains('.') => {
                 let pending = self.pending_results.get(name.as_ref()).copied();
@@ -1506,6 +1561,18 @@ impl Checker {
                 Poly::symbol(name)
             }
             ExprKind::Neg(x) => self.dim_poly(x)?.neg().map_err(err)?,
+            ExprKind::Pow(x, n) => {
+                // Far beyond any printed shape; bounds the multiplications.
+                if *n > 64 {
+                    return Err(format!("the exponent {n} is too large for a dimension"));
+                }
+                let x = self.dim_poly(x)?;
+                let mut p = Poly::constant(1);
+                for _ in 0..*n {
+                    p = p.mul(&x).map_err(err)?;
+                }
+                p
+            }
             ExprKind::Binary(op, l, r) => {
                 let (l, r) = (self.dim_poly(l)?, self.dim_poly(r)?);
                 match op {
@@ -1652,10 +1719,12 @@ impl Checker {
             .zip(&out_vars)
             .map(|(b, v)| if b.is_dropped() { None } else { *v })
             .collect();
-        let inferred = {
+        // An equation cut short by a syntax error only binds its results.
+        let inferred = if e.incomplete {
+            None
+        } else {
             let mut cx = rules::EqnCx::new(self, e, id, &operands, &declared, &named_outs);
-            let r = rules::infer(&mut cx);
-            r
+            rules::infer(&mut cx)
         };
         if let Some(types) = &inferred {
             self.compare_declared(e, &declared, types);
@@ -1835,12 +1904,34 @@ impl Checker {
                     param: param.into(),
                     index,
                 };
-                Some(self.check_jaxpr(j, origin, Some(parent), origins))
+                if j.lets.is_empty() {
+                    Some(self.check_jaxpr(j, origin, Some(parent), origins))
+                } else {
+                    // Its own `let` group, whose names only it sees.
+                    let lets = std::mem::take(&mut self.lets);
+                    let pending = std::mem::take(&mut self.lets_pending);
+                    self.check_lets(&j.lets);
+                    let id = self.check_jaxpr(j, origin, Some(parent), origins);
+                    self.lets = lets;
+                    self.lets_pending = pending;
+                    Some(id)
+                }
             }
             ExprKind::Path(name) => match self.lets.get(name.as_ref()) {
                 Some(&id) => {
                     self.a.let_refs.push((value.range, id));
                     Some(id)
+                }
+                None if self.lets_pending.contains(name.as_ref()) => {
+                    self.push_diag(
+                        Diagnostic::error(
+                            DiagKind::InvalidParameter,
+                            value.range,
+                            format!("the jaxpr `{name}` calls itself (through the `let` jaxprs it calls)"),
+                        )
+                        .with_help("a jaxpr cannot call itself: jaxprs have no recursion"),
+                    );
+                    None
                 }
                 None => {
                     self.push_diag(
@@ -1867,6 +1958,80 @@ impl Checker {
             self.a.eqns[eqn.0 as usize].callees.push((param.into(), id));
         }
         id
+    }
+}
+
+/// The order in which to check a group of `let` jaxprs: each after the
+/// ones its equations name (`jaxpr=NAME`), otherwise in text order. A
+/// cycle is broken where it closes (the checker reports it there).
+fn let_order(lets: &[ast::LetJaxpr]) -> Vec<usize> {
+    let index: HashMap<&str, usize> = lets
+        .iter()
+        .enumerate()
+        .map(|(k, l)| (&*l.name.text, k))
+        .collect();
+    let callees: Vec<Vec<usize>> = lets
+        .iter()
+        .map(|l| {
+            let mut out = Vec::new();
+            let_refs(&l.jaxpr, &mut |name| out.extend(index.get(name).copied()));
+            out
+        })
+        .collect();
+    // Depth-first, iteratively (a group may be long): a `let` is placed
+    // after all its callees.
+    #[derive(Clone, Copy, PartialEq)]
+    enum State {
+        New,
+        Open,
+        Done,
+    }
+    let mut state = vec![State::New; lets.len()];
+    let mut order = Vec::with_capacity(lets.len());
+    for root in 0..lets.len() {
+        if state[root] != State::New {
+            continue;
+        }
+        let mut stack = vec![(root, 0usize)];
+        state[root] = State::Open;
+        while let Some((k, next)) = stack.last_mut() {
+            let k = *k;
+            if let Some(&c) = callees[k].get(*next) {
+                *next += 1;
+                if state[c] == State::New {
+                    state[c] = State::Open;
+                    stack.push((c, 0));
+                }
+            } else {
+                state[k] = State::Done;
+                order.push(k);
+                stack.pop();
+            }
+        }
+    }
+    order
+}
+
+/// Calls `f` with each name that a jaxpr-valued parameter of `j` gives
+/// (`jaxpr=NAME`), nested jaxprs included.
+fn let_refs(j: &Jaxpr, f: &mut dyn FnMut(&str)) {
+    fn value(v: &Expr, jaxpr_param: bool, f: &mut dyn FnMut(&str)) {
+        match &v.kind {
+            ExprKind::Path(name) if jaxpr_param => f(name),
+            ExprKind::Jaxpr(j) => let_refs(j, f),
+            ExprKind::Tuple(xs) | ExprKind::List(xs) => {
+                xs.iter().for_each(|x| value(x, jaxpr_param, f))
+            }
+            _ => {}
+        }
+    }
+    for e in &j.eqns {
+        let jaxpr_params = crate::registry::lookup(&e.primitive.text).map(|p| p.jaxpr_params);
+        for p in &e.params {
+            let name = &*p.name.text;
+            let jaxpr_param = jaxpr_params.map_or(name.contains("jaxpr"), |ps| ps.contains(&name));
+            value(&p.value, jaxpr_param, f);
+        }
     }
 }
 

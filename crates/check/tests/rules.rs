@@ -6,11 +6,7 @@
 use jaxpr_test_support::fixture::Fixture;
 
 fn check(fixture: &str) {
-    let f = Fixture::parse(fixture);
-    let parse = jaxpr_syntax::parse(&f.text);
-    let mut diagnostics = parse.errors.clone();
-    diagnostics.extend(jaxpr_check::check(&parse.file).diagnostics);
-    f.assert_diagnostics(&diagnostics);
+    Fixture::assert_check(fixture);
 }
 
 #[test]

@@ -484,7 +484,8 @@ struct Recheck {
     words: Vec<SmolStr>,
     bound: Vec<VarInfo>,
     type_names: Vec<SmolStr>,
-    /// False for an equation the parser skipped (a syntax error in it).
+    /// False for an equation the parser skipped or cut short (a syntax
+    /// error in it): its binders may differ from the base's.
     parsed: bool,
 }
 
@@ -768,9 +769,7 @@ impl Segments {
         let owner = self.owner[k]?;
         let start = seg.start;
         let seg_text = &now.text[seg];
-        let after_equation = self.owner[k - 1].is_some();
-        let (eqn, errors) =
-            parse_equation(&now.text[start..], seg_text.len() as u32, after_equation)?;
+        let (eqn, errors) = parse_equation(&now.text[start..], seg_text.len() as u32)?;
         let mut words = words(seg_text);
         let Some(eqn) = eqn else {
             // Skipped by the parser: nothing bound, nothing checked.
@@ -843,7 +842,7 @@ impl Segments {
             words: words.iter().map(|w| SmolStr::new(w)).collect(),
             bound: r.bound,
             type_names,
-            parsed: true,
+            parsed: !eqn.incomplete,
         })
     }
 
@@ -958,7 +957,12 @@ impl Segments {
             .filter(|&j| matches!(analysis.jaxpr(j).origin, JaxprOrigin::Let { .. }))
             .collect();
         let main_id = analysis.main()?;
-        if let_ids.len() != parse.file.lets.len() {
+        // Checked in text order (a `let` naming a later one is checked after
+        // it, and the per-`let` re-check does not reorder).
+        let in_text_order = let_ids.iter().zip(&parse.file.lets).all(|(&j, l)| {
+            matches!(&analysis.jaxpr(j).origin, JaxprOrigin::Let { name, .. } if *name == l.name.text)
+        });
+        if let_ids.len() != parse.file.lets.len() || !in_text_order {
             return None;
         }
         let bytes = text.as_bytes();

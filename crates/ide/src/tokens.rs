@@ -245,7 +245,9 @@ impl Walker<'_, '_> {
                 };
                 self.push(x.range, kind, false);
             }
-            ast::ExprKind::Neg(e) => self.expr(e),
+            ast::ExprKind::Neg(e) | ast::ExprKind::Pow(e, _) | ast::ExprKind::Sharded(e, _) => {
+                self.expr(e)
+            }
             ast::ExprKind::Binary(_, l, r) => {
                 self.expr(l);
                 self.expr(r);

@@ -40,6 +40,11 @@ pub struct Jaxpr {
     pub outvars: Box<[Atom]>,
     /// The `in` keyword before the outputs, when present.
     pub in_range: Option<TextRange>,
+    /// A parameter value's own `let` jaxprs, printed before it
+    /// (`transpose_solve=let _lu_solve = { ... } in { ... }`); its
+    /// equations name them. Always empty for a file's main jaxpr (the
+    /// file's `let`s are in [`SourceFile::lets`]).
+    pub lets: Box<[LetJaxpr]>,
 }
 
 /// `name:type`, or `_:type` for a dropped result.
@@ -88,6 +93,12 @@ pub struct Eqn {
     /// Comments after the equation: source info (`# file:line:col (fn)`) and name stack (`# [...]`).
     pub comments: Box<[Comment]>,
     pub range: TextRange,
+    /// A syntax error (reported) cut the equation short: `outs` holds the
+    /// binders read before it (some without types), the primitive name is
+    /// empty, and there are no parameters or operands. Its results are
+    /// still bound, so that one error does not make every later use of
+    /// them undefined too.
+    pub incomplete: bool,
 }
 
 impl Eqn {
@@ -156,6 +167,10 @@ pub enum ExprKind {
     Path(Box<str>),
     Neg(Box<Expr>),
     Binary(BinOp, Box<Expr>, Box<Expr>),
+    /// `b^2`: a symbolic dimension to a constant power.
+    Pow(Box<Expr>, u32),
+    /// `16@x` in a type: a dimension sharded over mesh axis `x`.
+    Sharded(Box<Expr>, Box<Expr>),
     /// `f(args, key=value)`: named tuples, `np.int64(0)`, `floordiv(a, 2)`, `InDBIdx(val=0)`.
     /// Boxed: calls are rare, and expressions (every dimension of every type) are many.
     Call(Box<Call>),
@@ -276,6 +291,9 @@ impl Expr {
 /// Every equation of the file, nested ones included, in text order of their jaxprs.
 pub fn each_eqn(file: &SourceFile) -> impl Iterator<Item = &Eqn> {
     fn jaxpr<'a>(j: &'a Jaxpr, out: &mut Vec<&'a Eqn>) {
+        for l in &j.lets {
+            jaxpr(&l.jaxpr, out);
+        }
         for e in &j.eqns {
             out.push(e);
             for p in &e.params {

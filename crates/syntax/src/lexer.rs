@@ -3,6 +3,7 @@
 //! everything else becomes a stream of tokens that the parser pulls.
 
 use super::TextRange;
+use crate::text::is_line_break;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum TokenKind {
@@ -28,6 +29,8 @@ pub enum TokenKind {
     Minus,
     SlashSlash,
     Percent,
+    Caret,
+    At,
     /// A character that has no place in a jaxpr (reported by the parser).
     Unknown,
     Eof,
@@ -64,9 +67,11 @@ static IDENT_CONT: [bool; 256] = {
 
 impl<'a> Lexer<'a> {
     pub fn new(text: &'a str) -> Self {
+        // A UTF-8 byte-order mark (editors on Windows write one) is not text.
+        let start = if text.starts_with('\u{FEFF}') { 3 } else { 0 };
         Lexer {
             bytes: text.as_bytes(),
-            i: 0,
+            i: start,
             newline: true,
             comments: Vec::new(),
         }
@@ -100,7 +105,7 @@ impl<'a> Lexer<'a> {
                     // indentation) in one loop rather than one dispatch a byte.
                     let mut line_break = false;
                     while i < bytes.len() && is_blank(bytes[i]) {
-                        line_break |= bytes[i] == b'\n';
+                        line_break |= is_line_break(bytes, i);
                         i += 1;
                     }
                     self.newline |= line_break;
@@ -121,7 +126,7 @@ impl<'a> Lexer<'a> {
                 b'0'..=b'9' => lex_number(bytes, &mut i),
                 b'\'' | b'"' => {
                     i += 1;
-                    while i < bytes.len() && bytes[i] != b && bytes[i] != b'\n' {
+                    while i < bytes.len() && bytes[i] != b && bytes[i] != b'\n' && bytes[i] != b'\r' {
                         if bytes[i] == b'\\' {
                             i += 1;
                         }
@@ -159,6 +164,8 @@ impl<'a> Lexer<'a> {
                         b'+' => TokenKind::Plus,
                         b'-' => TokenKind::Minus,
                         b'%' => TokenKind::Percent,
+                        b'^' => TokenKind::Caret,
+                        b'@' => TokenKind::At,
                         _ => {
                             // Swallow a whole UTF-8 sequence as one unknown token.
                             while i < bytes.len() && (bytes[i] & 0xC0) == 0x80 {
@@ -191,11 +198,11 @@ fn is_blank(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\r' | b'\x0c' | b'\n')
 }
 
-/// The index of the next line break at or after `i` (or the end).
+/// The index of the next line break (`\n` or `\r`) at or after `i` (or the end).
 fn memchr_newline(bytes: &[u8], i: usize) -> usize {
     bytes[i..]
         .iter()
-        .position(|&c| c == b'\n')
+        .position(|&c| c == b'\n' || c == b'\r')
         .map_or(bytes.len(), |k| i + k)
 }
 

@@ -76,21 +76,18 @@ pub fn parse_streaming(text: &str, sink: &mut dyn MainSink) -> Parse {
 
 /// Parses the equation at the start of `text` (a line of a jaxpr where the
 /// whole-file parser starts an equation), with ranges relative to `text`,
-/// and its syntax errors. The equation is `None` when it fails to parse:
-/// the whole-file parser then reports the error and skips to the next
-/// equation, and keeps no equation there. `None` unless the equation (or
+/// and its syntax errors. An equation that fails to parse is kept
+/// incomplete (`Eqn::incomplete`, its binders only) when binders were
+/// read, else `None`: the whole-file parser reports the error, skips to
+/// the next equation and keeps the same there. `None` unless the equation (or
 /// that skipping) ends exactly where the next equation starts, at `end` (a
 /// line start): the whole-file parser, which reads each equation from its
 /// line on with the same lookahead, then reads the same there. The text
 /// after `end` is only looked at, as the whole-file parser looks at it.
-/// After another equation (`after_equation`), the line must also look like
-/// an equation's start, which is where the whole-file parser ends that
-/// one.
-pub fn parse_equation(
-    text: &str,
-    end: u32,
-    after_equation: bool,
-) -> Option<(Option<Eqn>, Vec<Diagnostic>)> {
+/// The line must also look like an equation's start (`binders =`), which
+/// is where the whole-file parser ends the equation before it and where it
+/// resumes after a signature with an error.
+pub fn parse_equation(text: &str, end: u32) -> Option<(Option<Eqn>, Vec<Diagnostic>)> {
     // The equation sits inside a top-level jaxpr (depth 1).
     let mut p = Parser::new(text, 1);
     // Where `equations` reads an equation, and (after one) where the
@@ -99,14 +96,19 @@ pub fn parse_equation(
     if matches!(t.kind, T::Eof | T::RBrace | T::LParen) || p.at_in_keyword() {
         return None;
     }
-    if after_equation && !p.is_eqn_start(0) {
+    // The line must look like an equation's start: where the whole-file
+    // parser ends the equation before, and where it resumes after a
+    // signature that failed.
+    if !p.is_eqn_start(0) {
         return None;
     }
+    let start = t.range.start;
     let eqn = match p.equation() {
         Ok(e) => Some(e),
         Err(Reported) => {
+            let outs = std::mem::take(&mut p.broken_outs);
             p.recover_to_eqn_boundary();
-            None
+            p.incomplete_eqn(start, outs)
         }
     };
     if p.prev_end() > end || p.nth(0).range.start < end {
@@ -125,6 +127,7 @@ pub fn parse_equation(
             eqns: Box::new([eqn]),
             outvars: Box::default(),
             in_range: None,
+            lets: Box::default(),
         }),
     };
     // Comments past `end` belong to the next equations.
@@ -218,6 +221,8 @@ struct Parser<'a, 's> {
     depth: u32,
     /// The binders `is_eqn_start` followed last (when more than one).
     last_chain: Option<Chain>,
+    /// The binders of the equation that failed last (see `equation`).
+    broken_outs: List<Binder>,
 }
 
 /// Token indices of a chain of binders `a:T b:U ...` and whether `=` follows it.
@@ -245,6 +250,7 @@ impl<'a, 's> Parser<'a, 's> {
             errors: Vec::new(),
             depth,
             last_chain: None,
+            broken_outs: List::new(),
         }
     }
 
@@ -640,19 +646,32 @@ impl<'a, 's> Parser<'a, 's> {
             eqns: Box::default(),
             outvars: Box::default(),
             in_range: None,
+            lets: Box::default(),
         };
         // Signature: `CONSTS ; ARGS .` (the `;` may be missing in old printouts).
+        // The binders read are kept even after an error, so that the
+        // equations using them do not report them undefined.
         let header = (|| -> Result<(), Reported> {
-            let first = self.binders_until(&[T::Semi, T::Dot])?;
-            if self.eat(T::Semi).is_some() {
-                jaxpr.constvars = first;
-                jaxpr.invars = self.binders_until(&[T::Dot])?;
+            let mut first = List::new();
+            let read = self.binders_until(&[T::Semi, T::Dot], &mut first);
+            let read = if self.eat(T::Semi).is_some() {
+                jaxpr.constvars = boxed(first);
+                let mut invars = List::new();
+                let more = self.binders_until(&[T::Dot], &mut invars);
+                jaxpr.invars = boxed(invars);
+                read.and(more)
             } else {
-                jaxpr.invars = first;
+                jaxpr.invars = boxed(first);
+                read
+            };
+            // After an error among the binders, `.` and `let` are expected
+            // only where reading stopped at the `.` (one error a cause).
+            if read.is_err() && !self.at(T::Dot) {
+                return read;
             }
             self.expect(T::Dot, "`.` after the arguments")?;
             self.expect_ident("let")?;
-            Ok(())
+            read
         })();
         if header.is_err() {
             // Resynchronise at the first equation or `in` of this jaxpr.
@@ -711,32 +730,78 @@ impl<'a, 's> Parser<'a, 's> {
         Ok(jaxpr)
     }
 
-    fn binders_until(&mut self, stops: &[T]) -> Result<Box<[Binder]>, Reported> {
-        let mut out = List::new();
+    /// The binders of a signature up to one of `stops`, into `out`. After
+    /// a binder whose type does not parse (kept without its type), reading
+    /// goes on at the next `name:` before the stop; an error is returned
+    /// when there was one.
+    fn binders_until(&mut self, stops: &[T], out: &mut List<Binder>) -> Result<(), Reported> {
+        let mut result = Ok(());
         while !stops.contains(&self.nth(0).kind) {
-            if !self.at(T::Ident) {
-                return Err(self.error_here("a binder `name:type`"));
+            let error = if self.at(T::Ident) {
+                let (b, read) = self.binder();
+                out.push(b);
+                read.err()
+            } else {
+                Some(self.error_here("a binder `name:type`"))
+            };
+            if let Some(e) = error {
+                result = Err(e);
+                if !self.resync_to_binder(stops) {
+                    return result;
+                }
             }
-            out.push(self.binder()?);
         }
-        Ok(boxed(out))
+        result
     }
 
-    fn binder(&mut self) -> Result<Binder, Reported> {
+    /// After an error in a signature: skips to the next `name:` or stop,
+    /// short of `let`, `}` or an equation's line; whether one was found.
+    fn resync_to_binder(&mut self, stops: &[T]) -> bool {
+        loop {
+            let t = self.nth(0);
+            if stops.contains(&t.kind) {
+                return true;
+            }
+            if matches!(t.kind, T::Eof | T::RBrace | T::LBrace)
+                || self.at_ident("let")
+                || (t.newline_before && self.is_eqn_start(self.pos))
+            {
+                return false;
+            }
+            if t.kind == T::Ident && self.kind_at(self.pos + 1) == T::Colon {
+                return true;
+            }
+            self.bump();
+        }
+    }
+
+    /// `name:type`, at the name. A type that does not parse leaves the
+    /// binder without one (the error is returned beside it).
+    fn binder(&mut self) -> (Binder, Result<(), Reported>) {
         let name = self.name();
         let mut range = name.range;
+        let mut read = Ok(());
         let ty = if self.eat(T::Colon).is_some() {
-            let ty = self.type_expr()?;
-            range = range.cover(ty.range);
-            Some(ty)
+            match self.type_expr() {
+                Ok(ty) => {
+                    range = range.cover(ty.range);
+                    Some(ty)
+                }
+                Err(e) => {
+                    read = Err(e);
+                    None
+                }
+            }
         } else {
             None
         };
-        Ok(Binder { name, ty, range })
+        (Binder { name, ty, range }, read)
     }
 
+    /// A type. Types never span lines: a line break inside one is an
+    /// error there (the next line is left for the next equation).
     fn type_expr(&mut self) -> Result<TypeExpr, Reported> {
-        if !self.at(T::Ident) {
+        if !self.at(T::Ident) || self.nth(0).newline_before {
             return Err(self.error_here("a type such as `f32[3]`"));
         }
         let mut dtype = self.name();
@@ -763,10 +828,18 @@ impl<'a, 's> Parser<'a, 's> {
         self.expect(T::LBracket, "`[` and the shape")?;
         let mut dims = List::new();
         while !self.at(T::RBracket) {
-            if self.at(T::Eof) {
+            if self.at(T::Eof) || self.nth(0).newline_before {
                 return Err(self.error_here("`]`"));
             }
-            dims.push(self.expr()?);
+            let mut dim = self.expr()?;
+            if self.eat(T::At).is_some() {
+                let axes = self.primary()?;
+                dim = Expr {
+                    range: dim.range.cover(axes.range),
+                    kind: ExprKind::Sharded(Box::new(dim), Box::new(axes)),
+                };
+            }
+            dims.push(dim);
             if self.eat(T::Comma).is_none() && !self.at(T::RBracket) {
                 return Err(self.error_here("`,` or `]` in the shape"));
             }
@@ -790,35 +863,153 @@ impl<'a, 's> Parser<'a, 's> {
                 return; // outputs without `in`: reported by the caller
             }
             crate::interrupt::checkpoint();
+            let start = t.range.start;
             match self.equation() {
                 Ok(e) => eqns(e),
-                Err(Reported) => self.recover_to_eqn_boundary(),
+                Err(Reported) => {
+                    let outs = std::mem::take(&mut self.broken_outs);
+                    self.recover_to_eqn_boundary();
+                    if let Some(e) = self.incomplete_eqn(start, outs) {
+                        eqns(e);
+                    }
+                }
             }
             // One-line jaxprs separate equations with `;`.
             self.eat(T::Semi);
         }
     }
 
+    /// An equation; after a syntax error in it, the binders read (and
+    /// the names that look like binders before its `=`) are left in
+    /// `broken_outs`.
     fn equation(&mut self) -> Result<Eqn, Reported> {
+        let mut outs = List::new();
+        let r = self.equation_into(&mut outs);
+        if r.is_err() {
+            self.broken_outs = outs;
+        }
+        r
+    }
+
+    /// A syntax error cut the equation at `start` short (reported): the
+    /// binders it read, so that later equations using them do not report
+    /// them undefined; none when it read no binders.
+    fn incomplete_eqn(&mut self, start: u32, outs: List<Binder>) -> Option<Eqn> {
+        if outs.is_empty() {
+            return None;
+        }
+        let end = self.prev_end().max(start);
+        Some(Eqn {
+            outs: boxed(outs),
+            // No primitive was read: an empty name at the end, so that every
+            // position of the equation lies before it (with its binders).
+            primitive: Name {
+                text: SmolStr::default(),
+                range: TextRange::empty(end),
+            },
+            params: Box::default(),
+            params_range: None,
+            args: Box::default(),
+            comments: Box::default(),
+            range: TextRange::new(start, end),
+            incomplete: true,
+        })
+    }
+
+    /// The index of the `=` of an equation's binders on this line, from
+    /// token `from` on, outside brackets (or the first `=` at all, with
+    /// `any_depth`: after an unclosed `[` of a broken type).
+    fn eq_on_line(&mut self, from: usize, any_depth: bool) -> Option<usize> {
+        let mut depth = 0usize;
+        let mut i = from;
+        loop {
+            let t = self.tokens.get(i, self.pos);
+            if t.kind == T::Eof || (i > from && t.newline_before) {
+                return None;
+            }
+            match t.kind {
+                T::Eq if depth == 0 || any_depth => return Some(i),
+                T::LBrace | T::LBracket | T::LParen | T::LAngle => depth += 1,
+                T::RBrace | T::RBracket | T::RParen | T::RAngle => {
+                    depth = depth.saturating_sub(1);
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+    }
+
+    /// After an error among an equation's binders: the names from token
+    /// `from` to its `=` that look like binders (`name:`, or a name outside
+    /// brackets that is no dtype), kept without types.
+    fn salvage_binders(&mut self, from: usize, outs: &mut List<Binder>) {
+        let Some(eq) = self.eq_on_line(from, true) else {
+            return;
+        };
+        let mut depth = 0usize;
+        for i in from..eq {
+            let t = self.tokens.get(i, self.pos);
+            match t.kind {
+                T::LBrace | T::LBracket | T::LParen | T::LAngle => depth += 1,
+                T::RBrace | T::RBracket | T::RParen | T::RAngle => depth = depth.saturating_sub(1),
+                T::Ident => {
+                    let next = self.tokens.get(i + 1, self.pos);
+                    let is_type = matches!(next.kind, T::LBracket | T::LAngle | T::LParen)
+                        && next.range.start == t.range.end;
+                    let after_colon = i > 0 && self.kind_at(i - 1) == T::Colon;
+                    if next.kind == T::Colon || (depth == 0 && !is_type && !after_colon) {
+                        outs.push(Binder {
+                            name: Name {
+                                text: self.slice(t.range).into(),
+                                range: t.range,
+                            },
+                            ty: None,
+                            range: t.range,
+                        });
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn equation_into(&mut self, outs: &mut List<Binder>) -> Result<Eqn, Reported> {
         let start = self.nth(0).range.start;
         // Operands continue on lines indented deeper than the equation's
         // start (computed at the first line break: one-line jaxprs never
         // scan back over their line).
         let mut column = None;
-        let mut outs = List::new();
         // An equation without results (Catalyst's `qdealloc r`,
-        // `device_release`) starts with its primitive.
-        let no_results = self.at(T::Ident) && self.kind_at(self.pos + 1) != T::Colon;
+        // `device_release`) starts with its primitive, and has no `=`
+        // outside brackets on its line.
+        let no_results = self.at(T::Ident)
+            && self.kind_at(self.pos + 1) != T::Colon
+            && self.eq_on_line(self.pos, false).is_none();
         if !no_results {
             while !self.at(T::Eq) {
                 if !(self.at(T::Ident) && self.kind_at(self.pos + 1) == T::Colon) {
-                    return Err(self.error_here("an equation `results = primitive operands`"));
+                    let r = self.error_here("an equation `results = primitive operands`");
+                    self.salvage_binders(self.pos, outs);
+                    return Err(r);
                 }
-                outs.push(self.binder()?);
+                let name_at = self.pos;
+                let (b, read) = self.binder();
+                outs.push(b);
+                if let Err(r) = read {
+                    // From its type on: a broken type may have swallowed
+                    // the next binder's name.
+                    self.salvage_binders(name_at + 2, outs);
+                    return Err(r);
+                }
             }
             self.bump(); // =
         }
-        if !self.at(T::Ident) {
+        let t = self.nth(0);
+        // The primitive follows `=` on its line: a line at or left of the
+        // equation's column is the next equation.
+        if t.kind != T::Ident
+            || (!no_results && t.newline_before && self.dedented(t, start, &mut column))
+        {
             return Err(self.error_here("a primitive name"));
         }
         let mut primitive = self.name();
@@ -865,13 +1056,14 @@ impl<'a, 's> Parser<'a, 's> {
         }
         let range = TextRange::new(start, self.prev_end());
         Ok(Eqn {
-            outs: boxed(outs),
+            outs: boxed(std::mem::take(outs)),
             primitive,
             params: boxed(params),
             params_range,
             args: boxed(args),
             comments: Box::default(),
             range,
+            incomplete: false,
         })
     }
 
@@ -1000,7 +1192,7 @@ impl<'a, 's> Parser<'a, 's> {
         let r = if self.at(T::Int)
             && !matches!(
                 self.kind_at(self.pos + 1),
-                T::Plus | T::Minus | T::Star | T::SlashSlash | T::Percent
+                T::Plus | T::Minus | T::Star | T::SlashSlash | T::Percent | T::Caret | T::At
             ) {
             Ok(self.int())
         } else {
@@ -1078,7 +1270,24 @@ impl<'a, 's> Parser<'a, 's> {
                 range,
             });
         }
-        self.primary()
+        let base = self.primary()?;
+        if !self.at(T::Caret) {
+            return Ok(base);
+        }
+        self.bump();
+        let t = self.nth(0);
+        let exponent = match t.kind {
+            T::Int => self.slice(t.range).parse::<u32>().ok(),
+            _ => None,
+        };
+        let Some(exponent) = exponent else {
+            return Err(self.error_here("an integer exponent after `^`"));
+        };
+        self.bump();
+        Ok(Expr {
+            range: base.range.cover(t.range),
+            kind: ExprKind::Pow(Box::new(base), exponent),
+        })
     }
 
     fn primary(&mut self) -> Result<Expr, Reported> {
@@ -1100,6 +1309,7 @@ impl<'a, 's> Parser<'a, 's> {
                     range: t.range,
                 })
             }
+            T::Ident if self.at_let_item() => self.jaxpr_with_lets(),
             T::Ident => self.path_or_call(),
             // A leaf of a tree structure, `PyTreeDef(([*], [], [*]))`.
             T::Star => {
@@ -1222,6 +1432,26 @@ impl<'a, 's> Parser<'a, 's> {
         })
     }
 
+    /// `let NAME = { ... } in ... { lambda ... }` in a parameter value, at
+    /// `let`: a jaxpr with its own `let` jaxprs.
+    fn jaxpr_with_lets(&mut self) -> Result<Expr, Reported> {
+        let start = self.nth(0).range.start;
+        let mut lets = Vec::new();
+        while self.at_let_item() {
+            let (item, complete) = self.let_item();
+            match item {
+                Some(l) if complete => lets.push(l),
+                _ => return Err(Reported),
+            }
+        }
+        let mut j = self.jaxpr()?;
+        j.lets = lets.into_boxed_slice();
+        Ok(Expr {
+            kind: ExprKind::Jaxpr(Box::new(j)),
+            range: TextRange::new(start, self.prev_end()),
+        })
+    }
+
     /// `(args)` of a call, at `(`: positional and `name=value` arguments.
     fn call_args(&mut self) -> Result<List<CallArg>, Reported> {
         self.bump();
@@ -1339,6 +1569,9 @@ fn attach_comments(text: &str, comments: &[TextRange], file: &mut SourceFile) {
 /// Visits every equation of the file, inner equations before their holder.
 fn for_each_eqn(file: &mut SourceFile, f: &mut dyn FnMut(&mut Eqn)) {
     fn walk(j: &mut Jaxpr, f: &mut dyn FnMut(&mut Eqn)) {
+        for l in &mut j.lets {
+            walk(&mut l.jaxpr, f);
+        }
         for e in &mut j.eqns {
             for p in &mut e.params {
                 visit_expr_jaxprs(&mut p.value, &mut |inner| walk(inner, f));

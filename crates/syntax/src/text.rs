@@ -74,8 +74,9 @@ pub struct LineIndex {
 impl LineIndex {
     pub fn new(text: &str) -> Self {
         let mut line_starts = vec![0];
-        for (i, b) in text.bytes().enumerate() {
-            if b == b'\n' {
+        let bytes = text.as_bytes();
+        for i in 0..bytes.len() {
+            if is_line_break(bytes, i) {
                 line_starts.push(i as u32 + 1);
             }
         }
@@ -124,9 +125,29 @@ impl LineIndex {
     }
 }
 
+/// Does a line break end at byte `i` (inclusive)? `\n`, `\r\n` (at its
+/// `\n`) and a lone `\r` (old Mac line ends) each end a line. The lexer
+/// and the line index share this, so lines agree everywhere.
+pub(crate) fn is_line_break(bytes: &[u8], i: usize) -> bool {
+    match bytes[i] {
+        b'\n' => true,
+        b'\r' => bytes.get(i + 1) != Some(&b'\n'),
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lone_carriage_return_breaks_a_line() {
+        let idx = LineIndex::new("a\rb\r\nc\nd");
+        assert_eq!(idx.line_count(), 4);
+        assert_eq!(idx.line_col(2), LineCol { line: 1, col: 0 });
+        assert_eq!(idx.line_col(5), LineCol { line: 2, col: 0 });
+        assert_eq!(idx.line_col(7), LineCol { line: 3, col: 0 });
+    }
 
     #[test]
     fn line_col_round_trip() {

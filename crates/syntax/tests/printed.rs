@@ -211,3 +211,58 @@ fn de_bruijn_indices_are_a_dimension_form() {
     let dim = &only(&file, "foo").outs[0].ty.as_ref().unwrap().dims[0];
     assert!(matches!(&dim.kind, ExprKind::Call(c) if &*c.callee == "OutDBIdx"));
 }
+
+#[test]
+fn one_line_jaxprs_separate_equations_with_semicolons() {
+    let file = parse_clean(&printed("jax_one_line.jaxpr"));
+    let main = file.main.as_ref().expect("main");
+    let names: Vec<(&str, Vec<&str>)> = main
+        .eqns
+        .iter()
+        .map(|e| (&*e.primitive.text, arg_names(e)))
+        .collect();
+    assert_eq!(names, [("neg", vec!["a"]), ("neg", vec!["b"])]);
+    assert_eq!(main.outvars.len(), 1);
+    // Operands wrapped onto a deeper-indented line stay operands.
+    let file = parse_clean(&printed("jax_wrapped_operands.jaxpr"));
+    assert_eq!(only(&file, "concatenate").args.len(), 30);
+}
+
+#[test]
+fn nested_jaxprs_with_constants_and_let_groups() {
+    let file = parse_clean(&printed("jax_nested_constants.jaxpr"));
+    let jit = only(&file, "jit");
+    let ExprKind::Jaxpr(inner) = &jit.param("jaxpr").unwrap().value.kind else {
+        panic!("jaxpr parameter")
+    };
+    assert_eq!(inner.constvars.len(), 1);
+    assert_eq!(inner.invars.len(), 1);
+    // `transpose_solve=let _lu_solve = { ... } in { ... }`
+    let file = parse_clean(&printed("jax_let_in_parameter.jaxpr"));
+    let solve = only(&file, "custom_linear_solve");
+    let jaxprs = solve.param("jaxprs").expect("jaxprs").value.field("transpose_solve");
+    let Some(ExprKind::Jaxpr(j)) = jaxprs.map(|e| &e.kind) else {
+        panic!("transpose_solve is {jaxprs:?}")
+    };
+    let lets: Vec<&str> = j.lets.iter().map(|l| &*l.name.text).collect();
+    assert_eq!(lets, ["_lu_solve"]);
+    assert_eq!(j.invars.len(), 3);
+    // The file's own `let` group is separate.
+    assert_eq!(file.lets.len(), 1);
+}
+
+#[test]
+fn symbolic_powers_and_sharded_dimensions() {
+    let file = parse_clean(&printed("jax_symbolic_power.jaxpr"));
+    let reshape = only(&file, "reshape");
+    let dim = &reshape.outs[0].ty.as_ref().unwrap().dims[0];
+    assert!(matches!(&dim.kind, ExprKind::Pow(b, 2) if b.as_path() == Some("b")));
+    let sizes = reshape.param("new_sizes").unwrap().value.as_seq().unwrap();
+    assert!(matches!(sizes[0].kind, ExprKind::Pow(_, 2)));
+    let file = parse_clean(&printed("jax_sharded_type.jaxpr"));
+    let main = file.main.as_ref().unwrap();
+    let dims = &main.invars[0].ty.as_ref().unwrap().dims;
+    assert!(matches!(&dims[0].kind, ExprKind::Sharded(size, axis)
+        if size.as_int() == Some(16) && axis.as_path() == Some("x")));
+    assert_eq!(dims[1].as_int(), Some(3));
+}

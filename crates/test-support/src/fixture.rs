@@ -84,6 +84,16 @@ impl Fixture {
             .collect()
     }
 
+    /// Parses and checks the fixture's text and compares every syntax and
+    /// check diagnostic with its annotations ([`Fixture::assert_diagnostics`]).
+    pub fn assert_check(fixture: &str) {
+        let f = Fixture::parse(fixture);
+        let parse = jaxpr_syntax::parse(&f.text);
+        let mut diagnostics = parse.errors.clone();
+        diagnostics.extend(jaxpr_check::check(&parse.file).diagnostics);
+        f.assert_diagnostics(&diagnostics);
+    }
+
     /// Compares `diagnostics` with the fixture's `error[...]`/`warning[...]`
     /// annotations: the same ranges, severities, codes and messages, no
     /// more and no fewer. On a mismatch the panic shows both lists in

@@ -116,8 +116,10 @@ fn bind(
     role: &str,
 ) -> Option<JaxprId> {
     // Arity before anything else: with a wrong count, positions mean nothing.
+    // The operands bind the invars: constvars are the closed jaxpr's own
+    // constants (`jit[jaxpr={ lambda c:i32[2]; a:i32[2]. ... }] a`).
     if let ExprKind::Jaxpr(j) = &value.kind {
-        let n = j.constvars.len() + j.invars.len();
+        let n = j.invars.len();
         if n != acts.len() {
             arity_error(cx, role, n, acts.len(), j.lambda_range);
             cx.ck.nested(value, cx.id, param, index, None);
@@ -128,7 +130,7 @@ fn bind(
         .ck
         .nested(value, cx.id, param, index, Some(&origins(acts)))?;
     let info = cx.ck.a.jaxpr(id).clone();
-    let binders: Vec<_> = info.constvars.iter().chain(&info.invars).copied().collect();
+    let binders = &info.invars;
     if binders.len() != acts.len() {
         arity_error(cx, role, binders.len(), acts.len(), info.lambda_range);
         return None;
@@ -282,10 +284,6 @@ pub(super) fn call(cx: &mut EqnCx) -> Infer {
     let id = bind(cx, value, param, 0, &acts, &role)?;
     // Other jaxpr-valued parameters (e.g. `jvp_jaxpr_fun` when printed) on their own.
     check_other_params(cx, &[param]);
-    if !cx.ck.a.jaxpr(id).constvars.is_empty() {
-        // A closed jaxpr with constvars: its signature covers invars only.
-        return None;
-    }
     let out = cx.ck.a.jaxpr(id).signature.out_type.clone();
     Some(read_out_type(&out, &acts, cx.out_vars))
 }
@@ -566,7 +564,7 @@ fn check_carried(
         cx.report(d);
         return false;
     }
-    let binders: Vec<_> = info.constvars.iter().chain(&info.invars).copied().collect();
+    let binders = &info.invars;
     for (k, &bi) in carried_binders.iter().enumerate() {
         let Some(inp) = in_type.get(bi) else { continue };
         let out = &outputs[k];
