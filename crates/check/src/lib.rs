@@ -2057,7 +2057,8 @@ pub fn near_names(name: &str, mut defined: impl FnMut(&str) -> bool) -> Vec<Stri
     // Only identifier bytes (ASCII): the candidates are built as strings.
     let mut cand = String::with_capacity(b.len() + 1);
     let mut try_it = |cand: &str, out: &mut Vec<String>| {
-        if !cand.is_empty() && cand != name && defined(cand) {
+        // `_` binds nothing that can be named, so it is never a suggestion.
+        if !cand.is_empty() && cand != "_" && cand != name && defined(cand) {
             out.push(cand.to_string());
         }
     };
