@@ -5,10 +5,11 @@
 //! The test fails (it does not skip) when `nvim` cannot be run: CI installs it.
 //! `$JAXPR_NVIM` names another Neovim binary; `$JAXPR_CORPUS` the corpus.
 
-use std::io::Read;
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Longer than the script's own global timeout (120 s), so that it reports
 /// first; `$JAXPR_NVIM_TIMEOUT_SECS` overrides it.
@@ -36,7 +37,7 @@ fn neovim_client_end_to_end() {
     let home = std::env::temp_dir().join(format!("jaxpr-nvim-e2e-{}", std::process::id()));
     std::fs::create_dir_all(&home).unwrap();
 
-    let mut child = Command::new(&nvim)
+    let child = Command::new(&nvim)
         .args(["--headless", "--noplugin", "-u", "NONE", "-i", "NONE", "-n"])
         // The paths travel in the environment, so no Ex escaping is needed.
         .args(["--cmd", "lua vim.opt.rtp:prepend(vim.env.JAXPR_NVIM_PLUGIN)"])
@@ -61,34 +62,12 @@ fn neovim_client_end_to_end() {
             panic!("cannot run {nvim:?} ({e}): this test needs Neovim 0.7 or later on PATH (or $JAXPR_NVIM); CI installs it")
         });
 
-    let drain = |mut r: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = r.read_to_end(&mut buf);
-            String::from_utf8_lossy(&buf).into_owned()
-        })
-    };
-    let stdout = drain(Box::new(child.stdout.take().unwrap()));
-    let stderr = drain(Box::new(child.stderr.take().unwrap()));
-
     let timeout = std::env::var("JAXPR_NVIM_TIMEOUT_SECS")
         .ok()
         .and_then(|s| s.parse().ok())
         .map(Duration::from_secs)
         .unwrap_or(TIMEOUT);
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break Some(status);
-        }
-        if start.elapsed() > timeout {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let (stdout, stderr) = (stdout.join().unwrap(), stderr.join().unwrap());
+    let (status, stdout, stderr) = common::wait_with_timeout(child, timeout);
     let _ = std::fs::remove_dir_all(&home);
     let report = format!("--- Neovim stdout ---\n{stdout}\n--- Neovim stderr ---\n{stderr}");
     match status {

@@ -7,11 +7,12 @@
 //! (`npm ci` in editors/vscode) and the Debian packages the browser test
 //! needs (chromium, ripgrep, libkrb5-dev).
 
-use std::io::Read;
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Both tests write `jaxpr-0.1.0.vsix`: the packaging test builds it, the
 /// end-to-end test installs it, so they take turns.
@@ -112,7 +113,7 @@ fn vscode_extension_end_to_end_in_code_server() {
     );
 
     let out = scratch.join("run");
-    let mut child = Command::new("node")
+    let child = Command::new("node")
         .arg(dir.join("e2e/run.js"))
         .env("JAXPR_LSP", &server)
         .env("JAXPR_CORPUS", corpus())
@@ -125,31 +126,11 @@ fn vscode_extension_end_to_end_in_code_server() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("run node");
-    let drain = |mut r: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = r.read_to_end(&mut buf);
-            String::from_utf8_lossy(&buf).into_owned()
-        })
-    };
-    let stdout = drain(Box::new(child.stdout.take().unwrap()));
-    let stderr = drain(Box::new(child.stderr.take().unwrap()));
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break Some(status);
-        }
-        if start.elapsed() > E2E_TIMEOUT {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let (status, stdout, stderr) = common::wait_with_timeout(child, E2E_TIMEOUT);
     let report = format!(
         "--- e2e/run.js stdout ---\n{}\n--- stderr ---\n{}\n(screenshots and logs: {})",
-        stdout.join().unwrap(),
-        stderr.join().unwrap(),
+        stdout,
+        stderr,
         out.display()
     );
     match status {

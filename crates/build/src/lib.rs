@@ -12,7 +12,7 @@ pub mod stablehlo;
 mod walk;
 
 pub(crate) use walk::{
-    Backend, EqnCx, LowerError, call_params, is_identity, missing_lowering, Operand, R, ScanLayout, Syntax, err, symbol_value, expr_poly, expr_text,
+    Backend, EqnCx, LowerError, is_identity, missing_lowering, Operand, R, ScanLayout, Syntax, err, symbol_value, expr_poly, expr_text,
     solvable,
 };
 

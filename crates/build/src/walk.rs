@@ -125,6 +125,18 @@ impl<X, T: Borrow<AType>> EqnCx<'_, X, T> {
             .collect()
     }
 
+    /// The jaxpr a call-like primitive calls (the first of the registry's
+    /// callee parameters this equation has); `None` for other primitives.
+    pub fn call_target(&self, a: &Analysis) -> R<Option<JaxprId>> {
+        let Some(params) = call_params(&self.e.primitive.text) else {
+            return Ok(None);
+        };
+        match params.iter().find_map(|p| self.callees(a, p).first().copied()) {
+            Some(callee) => Ok(Some(callee)),
+            None => err(self.at(), format!("`{}` has no jaxpr to call", self.e.primitive.text)),
+        }
+    }
+
     pub fn while_layout(&self, a: &Analysis) -> R<WhileLayout> {
         let (Some(&body), Some(&cond)) = (
             self.callees(a, "body_jaxpr").first(),
@@ -345,7 +357,7 @@ pub(crate) fn is_identity(name: &str) -> bool {
 }
 
 /// The parameters that may hold a call-like primitive's callee.
-pub(crate) fn call_params(name: &str) -> Option<&'static [&'static str]> {
+fn call_params(name: &str) -> Option<&'static [&'static str]> {
     registry::lookup(name)
         .filter(|p| p.family == Family::Call)
         .map(|p| p.jaxpr_params)

@@ -291,3 +291,34 @@ pub fn field_of_each<'a>(items: &'a Value, key: &str) -> Vec<&'a str> {
         })
         .collect()
 }
+
+/// Waits for `child` (its stdout and stderr piped) at most `timeout`,
+/// killing it then; its exit status (`None` when killed) and what it wrote
+/// to stdout and stderr.
+pub fn wait_with_timeout(
+    mut child: Child,
+    timeout: Duration,
+) -> (Option<std::process::ExitStatus>, String, String) {
+    let drain = |mut r: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = r.read_to_end(&mut buf);
+            String::from_utf8_lossy(&buf).into_owned()
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().unwrap()));
+    let stderr = drain(Box::new(child.stderr.take().unwrap()));
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if start.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (status, stdout.join().unwrap(), stderr.join().unwrap())
+}

@@ -6,7 +6,7 @@
 //! each iteration is a memory scope (see the module documentation).
 
 use super::{Arr, Cx, Env, G, Op, dtype};
-use crate::{call_params, Operand, R, ScanLayout, err};
+use crate::{Operand, R, ScanLayout, err};
 use jaxpr_check::JaxprId;
 use jaxpr_syntax::ast;
 use jaxpr_types::AType;
@@ -24,13 +24,7 @@ impl<'c> G<'c, '_> {
         defer: bool,
     ) -> R<Option<Vec<Arr<'c>>>> {
         let name = cx.name();
-        if let Some(params) = call_params(name) {
-            let Some(callee) = params
-                .iter()
-                .find_map(|p| cx.callees(self.a, p).first().copied())
-            else {
-                return err(cx.at(), format!("`{name}` has no jaxpr to call"));
-            };
+        if let Some(callee) = cx.call_target(self.a)? {
             if matches!(self.a.jaxpr(callee).origin, jaxpr_check::JaxprOrigin::Let { .. }) {
                 return Ok(Some(self.call_let(env, callee, &cx.args, cx.at())?));
             }

@@ -9,7 +9,7 @@
 
 use super::ops::EqnCx;
 use super::{B, Env, Lower, Operand, V};
-use crate::{call_params, R, ScanLayout, err};
+use crate::{R, ScanLayout, err};
 use jaxpr_check::JaxprId;
 use jaxpr_types::{AType, DType, Dim, Shape};
 use melior::ir::{Type, ValueLike};
@@ -23,13 +23,7 @@ impl<'c, 'f> Lower<'c, 'f> {
         cx: &EqnCx<'_, 'c, 'f>,
     ) -> R<Option<Vec<V<'c>>>> {
         let name = cx.name();
-        if let Some(params) = call_params(name) {
-            let Some(callee) = params
-                .iter()
-                .find_map(|p| cx.callees(self.a, p).first().copied())
-            else {
-                return err(cx.at(), format!("`{name}` has no jaxpr to call"));
-            };
+        if let Some(callee) = cx.call_target(self.a)? {
             let inputs: Vec<V> = cx.args.iter().map(|a| a.v).collect();
             let outs = self.call(b, env, callee, &inputs, cx.at())?;
             return Ok(Some(outs.into_iter().map(|o| o.v).collect()));
