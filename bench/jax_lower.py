@@ -21,19 +21,11 @@ sizes = [int(a) for a in sys.argv[2:]] or [150, 600]
 sys.path.insert(0, f"{corpus}/jax")
 
 import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-from programs_jax import transformer_block, f32  # noqa: E402
-
-
-def deep(x, params):
-    for p in params:
-        x = transformer_block(x, *p)
-    return jnp.sum(x)
-
+from programs_jax import f32  # noqa: E402
+from transformer_blocks import deep, arguments  # noqa: E402
 
 for n in sizes:
-    params = [(f32(8, 8), f32(8, 8), f32(8, 8), f32(8, 8), f32(8, 16), f32(16, 8), f32(8), f32(8), f32(8), f32(8))
-              for _ in range(n)]
+    _, params = arguments(n)
     f = jax.jit(jax.value_and_grad(deep))
     t = time.perf_counter()
     f.lower(f32(2, 6, 8), params)

@@ -85,6 +85,8 @@ pub fn run(path: &Path, args: BuildArgs) -> i32 {
         }
     }
     let clock = std::time::Instant::now();
+    let progress = Progress::new(args.format);
+    progress.phase("check");
     // A whole-file parse and check without the database: a build is one
     // check of one text, so nothing of the incremental engine's state (a
     // copy of the text, its segments and sorted diagnostics for later
@@ -106,7 +108,23 @@ pub fn run(path: &Path, args: BuildArgs) -> i32 {
                     CpuKind::X86_64V4 => native::Cpu::X86_64V4,
                 },
             };
-            build::build_native(&parse, &analysis, &opts, a)
+            let mut phases = std::collections::BTreeMap::new();
+            let mut last = (None, std::time::Instant::now());
+            let built = build::build_native_with(&parse, &analysis, &opts, a, &mut |p| {
+                progress.phase(p.name());
+                let now = std::time::Instant::now();
+                if let (Some(q), at) = std::mem::replace(&mut last, (Some(p), now)) {
+                    phases.insert(q.name(), now - at);
+                }
+            });
+            if let (Some(q), at) = last {
+                phases.insert(q.name(), at.elapsed());
+            }
+            progress.finish();
+            if timings {
+                eprintln!("parse+check {checked:.2?}, native phases {phases:.2?}");
+            }
+            built
                 .map_err(Failure::Diagnostics)
                 .and_then(|bytes| build::write_output(&out, &bytes).map_err(Failure::Io))
         }
@@ -167,6 +185,52 @@ fn failed(
                 if n == 1 { "" } else { "s" }
             );
             1
+        }
+    }
+}
+
+/// The phase a long native build is in, on stderr: only when stderr is a
+/// terminal and the format is for people, and only once the build has
+/// taken long enough to be worth it (short builds print nothing extra), as
+/// `jaxpr check` shows its progress.
+struct Progress {
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl Progress {
+    const DELAY: std::time::Duration = std::time::Duration::from_millis(300);
+
+    fn new(format: cli::Format) -> Progress {
+        use std::io::IsTerminal;
+        let wanted = format == cli::Format::Human && std::io::stderr().is_terminal();
+        let bar = wanted.then(|| {
+            let bar = indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::hidden());
+            if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} building: {msg} ({elapsed})") {
+                bar.set_style(style);
+            }
+            bar.enable_steady_tick(std::time::Duration::from_millis(100));
+            // Shown after the delay unless the build has finished.
+            let shown = bar.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Self::DELAY);
+                if !shown.is_finished() {
+                    shown.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+                }
+            });
+            bar
+        });
+        Progress { bar }
+    }
+
+    fn phase(&self, name: &'static str) {
+        if let Some(bar) = &self.bar {
+            bar.set_message(name);
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
         }
     }
 }

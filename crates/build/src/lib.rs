@@ -129,8 +129,19 @@ pub fn build_native(
     opts: &native::Options,
     artifact: native::Artifact,
 ) -> BuildResult {
+    build_native_with(parse, analysis, opts, artifact, &mut |_| {})
+}
+
+/// [`build_native`], calling `progress` as each phase starts.
+pub fn build_native_with(
+    parse: &Parse,
+    analysis: &Analysis,
+    opts: &native::Options,
+    artifact: native::Artifact,
+    progress: &mut dyn FnMut(native::Phase),
+) -> BuildResult {
     checked(parse, analysis)?;
-    native::compile(&parse.file, analysis, opts, artifact)
+    native::compile_with(&parse.file, analysis, opts, artifact, progress)
 }
 
 /// The errors of the parser and the checker, which stop any build.

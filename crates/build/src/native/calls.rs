@@ -32,11 +32,12 @@ pub(crate) struct Pending<'c> {
 
 /// What the generator holds for the function being built, which another
 /// function's body replaces while it is built.
-struct Frame<'c> {
-    func: Option<FunctionValue<'c>>,
-    scopes: Vec<Vec<PointerValue<'c>>>,
-    loop_states: Vec<Vec<PointerValue<'c>>>,
-    unwinds: super::Unwinds<'c>,
+#[derive(Default)]
+pub(crate) struct Frame<'c> {
+    pub func: Option<FunctionValue<'c>>,
+    pub scopes: Vec<Vec<PointerValue<'c>>>,
+    pub loop_states: Vec<Vec<PointerValue<'c>>>,
+    pub unwinds: super::Unwinds<'c>,
 }
 
 impl<'c> G<'c, '_> {
@@ -165,7 +166,7 @@ impl<'c> G<'c, '_> {
 
     /// Swaps the generator's per-function state for `frame`'s; the state
     /// it had.
-    fn enter_frame(&self, frame: Frame<'c>) -> Frame<'c> {
+    pub(crate) fn enter_frame(&self, frame: Frame<'c>) -> Frame<'c> {
         Frame {
             func: self.func.replace(frame.func),
             scopes: self.scopes.replace(frame.scopes),
@@ -175,11 +176,11 @@ impl<'c> G<'c, '_> {
     }
 
     /// `n` words of the entry block's stack frame.
-    fn words(&self, n: usize) -> PointerValue<'c> {
+    pub(crate) fn words(&self, n: usize) -> PointerValue<'c> {
         self.slot(self.cx.i64_type().array_type(n.max(1) as u32).into())
     }
 
-    fn word(&self, base: PointerValue<'c>, w: usize) -> PointerValue<'c> {
+    pub(crate) fn word(&self, base: PointerValue<'c>, w: usize) -> PointerValue<'c> {
         // SAFETY (of the generated code): `w` is within the words the
         // caller laid out for this function's arguments or results.
         unsafe {

@@ -118,11 +118,14 @@ impl<'c> G<'c, '_> {
                 }
             }
             let p = p.as_basic_value().into_pointer_value();
-            self.adopt(p);
             results.push(Arr::new(p, dims
                     .iter()
                     .map(|d| d.as_basic_value().into_int_value())
                     .collect()));
+        }
+        // After the phi nodes: adopting may store into the buffer table.
+        for r in &results {
+            self.adopt(r.p);
         }
         Ok(results)
     }

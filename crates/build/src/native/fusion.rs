@@ -86,6 +86,15 @@ pub(crate) enum Node<'f, 'c> {
 }
 
 impl Node<'_, '_> {
+    /// The primitive at the root (names the loop's kernel).
+    pub(crate) fn name(&self) -> &str {
+        match self {
+            Node::Leaf { .. } => "copy",
+            Node::Eqn { cx, .. } => cx.name(),
+            Node::Product(..) => "outer_product",
+        }
+    }
+
     /// Whether one flat loop over the elements computes it.
     fn flat(&self) -> bool {
         match self {
@@ -458,7 +467,29 @@ impl<'c, 'f> G<'c, 'f> {
     }
 
     /// An array of `dims` computed by `node`, one element at a time.
+    /// Through the loop's kernel ([`super::kernels`]) when its extents are
+    /// static.
     pub(crate) fn materialize(&self, node: &Node<'f, 'c>, dims: &[IntValue<'c>], dt: &DType) -> R<Arr<'c>> {
+        let Some(key) = self.node_key(node, dims, dt) else {
+            return self.materialize_here(node, dims, dt);
+        };
+        let inputs = key.inputs.clone();
+        let built = self.kernel(node.name(), key, &mut |params| {
+            let outer = self
+                .leaf_params
+                .replace(inputs.iter().copied().zip(params.iter().copied()).collect());
+            let res = self.materialize_here(node, dims, dt);
+            self.leaf_params.replace(outer);
+            Ok(vec![res?.p])
+        })?;
+        match built {
+            Some(outs) => Ok(Arr::new(outs[0], dims.to_vec())),
+            None => self.materialize_here(node, dims, dt),
+        }
+    }
+
+    /// [`G::materialize`] in the function being built.
+    fn materialize_here(&self, node: &Node<'f, 'c>, dims: &[IntValue<'c>], dt: &DType) -> R<Arr<'c>> {
         let res = self.alloc(dt, dims)?;
         if node.flat() {
             self.for_range(self.numel(dims), &mut |i| {
@@ -490,7 +521,8 @@ impl<'c, 'f> G<'c, 'f> {
                         off
                     }
                 };
-                self.load(dt, *p, off)
+                let p = self.leaf_params.borrow().get(p).copied().unwrap_or(*p);
+                self.load(dt, p, off)
             }
             Node::Eqn { cx, kids } => {
                 let xs = kids

@@ -33,7 +33,158 @@ const CACHE_SLOTS: u32 = 32;
 /// as malloc aligns it).
 const HEADER: i64 = 64;
 
+/// The buffer table of the entry function's own scope: a stack array of
+/// the data pointers of the buffers that scope owns (NULL once given back
+/// or handed over), which its end and every failure exit give back in one
+/// loop. A large program's entry function calls thousands of kernels; with
+/// each buffer an SSA value, each given back at the end and in a chain of
+/// failure exits (one block per buffer), that function was most of the IR
+/// LLVM had to read and its buffers' live ranges most of register
+/// allocation. Kernels write their results into the table directly.
+#[derive(Clone, Copy)]
+pub(crate) struct Table<'c> {
+    func: FunctionValue<'c>,
+    /// A stack word holding the table's address, read again at each use
+    /// (volatile): as one value used by thousands of instructions, the
+    /// address made LLVM's machine passes quadratic (every change to one
+    /// use walked all of them).
+    base: PointerValue<'c>,
+    /// The table's length, known when the function is complete.
+    len: GlobalValue<'c>,
+}
+
 impl<'c> G<'c, '_> {
+    /// Starts the table of the function being built, whose own scope is
+    /// open; before anything can fail.
+    pub(crate) fn table_begin(&self) -> R<()> {
+        let i64t = self.cx.i64_type();
+        let len = self.m.add_global(i64t, None, "jx_table_len");
+        len.set_linkage(Linkage::Private);
+        len.set_constant(true);
+        len.set_initializer(&self.i64(1));
+        let n = self
+            .b
+            .build_load(i64t, len.as_pointer_value(), "")
+            .expect("load")
+            .into_int_value();
+        // On the heap, from a function LLVM does not know allocates: its
+        // instcombine walks every use of a stack array, or of a `calloc`,
+        // each time it revisits it, which for a table of thousands of
+        // words took longer than the rest of the build.
+        let base = self
+            .call(self.table_new_fn()?, &[n.into()])
+            .expect("table")
+            .into_pointer_value();
+        // Nothing is held yet: a failure here only returns.
+        let oom = self.block("oom");
+        let ok = self.block("ok");
+        let null = self.b.build_is_null(base, "").expect("null");
+        self.b.build_conditional_branch(null, oom, ok).expect("br");
+        self.b.position_at_end(oom);
+        self.report("out of memory (%lld bytes)", &[self.mul(n, self.i64(8)).into()]);
+        self.b.build_return(Some(&self.i32(1))).expect("ret");
+        self.b.position_at_end(ok);
+        let home = self.slot(self.ptr_ty().into());
+        self.b.build_store(home, base).expect("store");
+        self.table.set(Some(Table { func: self.func(), base: home, len }));
+        Ok(())
+    }
+
+    /// `jx_table_new(n)`: `n` zeroed words from `calloc`, or NULL.
+    fn table_new_fn(&self) -> R<FunctionValue<'c>> {
+        let i64t = self.cx.i64_type();
+        let ty = self.ptr_ty().fn_type(&[i64t.into()], false);
+        let f = self.internal_fn("jx_table_new", ty, &mut |f| {
+            let calloc = self.extern_fn("calloc", Some(self.ptr_ty().into()), &[i64t.into(), i64t.into()], false);
+            let n = f.get_first_param().expect("param");
+            let p = self.call(calloc, &[n.into(), self.i64(8).into()]).expect("calloc");
+            self.b.build_return(Some(&p)).expect("ret");
+            Ok(())
+        })?;
+        let noinline = inkwell::attributes::Attribute::get_named_enum_kind_id("noinline");
+        f.add_attribute(
+            inkwell::attributes::AttributeLoc::Function,
+            self.cx.create_enum_attribute(noinline, 0),
+        );
+        Ok(f)
+    }
+
+    /// Sets the table's length once its function is complete.
+    pub(crate) fn table_end(&self) {
+        if let Some(t) = self.table.get() {
+            t.len.set_initializer(&self.i64(self.table_used.get().max(1) as i64));
+        }
+    }
+
+    /// The table, when buffers adopted now go into it: in its function's
+    /// own scope (not in a loop's or a branch's).
+    fn open_table(&self) -> Option<Table<'c>> {
+        self.table
+            .get()
+            .filter(|t| self.func.get() == Some(t.func) && self.scopes.borrow().len() == 1)
+    }
+
+    /// `n` new words of the table, when it is open ([`G::open_table`]):
+    /// the address of the first and its index.
+    pub(crate) fn table_words(&self, n: usize) -> Option<(PointerValue<'c>, u64)> {
+        self.open_table()?;
+        let at = self.table_used.get();
+        self.table_used.set(at + n as u64);
+        Some((self.table_word(at), at))
+    }
+
+    /// The address of word `at` of the table, computed afresh (an address
+    /// kept from one use to the next would be a long live range again).
+    pub(crate) fn table_word(&self, at: u64) -> PointerValue<'c> {
+        let t = self.table.get().expect("a buffer table");
+        let base = self.volatile_load(t.base);
+        // SAFETY (of the generated code): the table's length is set to
+        // every word handed out.
+        unsafe {
+            self.b
+                .build_gep(self.ptr_ty(), base, &[self.i64(at as i64)], "")
+                .expect("gep")
+        }
+    }
+
+    /// Records that `p` lives in word `at` of the table.
+    pub(crate) fn tabled_at(&self, p: PointerValue<'c>, at: u64) {
+        self.homes.borrow_mut().insert(p, super::Home::Table(at));
+        self.tabled.borrow_mut().insert(p);
+    }
+
+    /// Gives back every buffer the table holds.
+    fn give_table(&self, t: Table<'c>) -> R<()> {
+        let n = self
+            .b
+            .build_load(self.cx.i64_type(), t.len.as_pointer_value(), "")
+            .expect("load")
+            .into_int_value();
+        let base = self.volatile_load(t.base);
+        self.for_range(n, &mut |i| {
+            let at = unsafe { self.b.build_gep(self.ptr_ty(), base, &[i], "").expect("gep") };
+            let p = self.b.build_load(self.ptr_ty(), at, "").expect("load").into_pointer_value();
+            let null = self.b.build_is_null(p, "").expect("null");
+            self.if_else(null, &mut || Ok(()), &mut || self.give(p))
+        })?;
+        self.libc_free(base);
+        Ok(())
+    }
+
+    /// Takes a buffer out of the table (given back or handed over);
+    /// whether it was there.
+    fn untable(&self, p: PointerValue<'c>) -> bool {
+        if !self.tabled.borrow_mut().remove(&p) {
+            return false;
+        }
+        if let Some(&super::Home::Table(at)) = self.homes.borrow().get(&p) {
+            self.b
+                .build_store(self.table_word(at), self.ptr_ty().const_null())
+                .expect("store");
+        }
+        true
+    }
+
     fn cache(&self) -> GlobalValue<'c> {
         if let Some(g) = self.m.get_global("jx_cache") {
             return g;
@@ -286,7 +437,7 @@ impl<'c> G<'c, '_> {
 
     /// Gives a buffer from [`G::take`] back.
     pub(crate) fn give(&self, p: PointerValue<'c>) -> R<()> {
-        self.call(self.give_fn()?, &[p.into()]);
+        self.call(self.give_fn()?, &[self.reloaded(p).into()]);
         Ok(())
     }
 
@@ -311,6 +462,11 @@ impl<'c> G<'c, '_> {
 
     /// Gives a buffer of the current scope back before the scope ends.
     pub(crate) fn release(&self, p: PointerValue<'c>) -> R<()> {
+        if self.tabled.borrow().contains(&p) {
+            self.give(p)?;
+            self.untable(p);
+            return Ok(());
+        }
         if let Some(s) = self.scopes.borrow_mut().last_mut() {
             s.retain(|q| *q != p);
         }
@@ -320,7 +476,7 @@ impl<'c> G<'c, '_> {
     fn copy_into(&self, x: &Op<'c>, p: PointerValue<'c>) -> R<Arr<'c>> {
         let dt = dtype(&x.ty)?;
         let bytes = self.mul(self.numel(&x.v.dims), self.i64(Self::size_of(&dt)));
-        self.b.build_memcpy(p, 1, x.v.p, 1, bytes).expect("memcpy");
+        self.b.build_memcpy(p, 1, self.reloaded(x.v.p), 1, bytes).expect("memcpy");
         Ok(Arr::new(p, x.v.dims.clone()))
     }
 
@@ -350,6 +506,19 @@ impl<'c> G<'c, '_> {
     /// over when the scope owns them, copied otherwise), the rest of what
     /// the scope owns is given back.
     pub fn scope_end(&self, keep: &[Op<'c>]) -> R<Vec<Arr<'c>>> {
+        if let Some(t) = self.open_table() {
+            let mut kept = Vec::new();
+            for x in keep {
+                if self.untable(x.v.p) {
+                    kept.push(x.v.clone());
+                } else {
+                    kept.push(self.copy_fresh(x)?);
+                }
+            }
+            self.give_table(t)?;
+            self.scopes.borrow_mut().pop();
+            return Ok(kept);
+        }
         let mut owned = self.scopes.borrow().last().cloned().unwrap_or_default();
         let mut kept = Vec::new();
         for x in keep {
@@ -370,6 +539,14 @@ impl<'c> G<'c, '_> {
 
     /// Gives a buffer to the current scope.
     pub fn adopt(&self, p: PointerValue<'c>) {
+        if self.tabled.borrow().contains(&p) {
+            return;
+        }
+        if let Some((home, at)) = self.table_words(1) {
+            self.b.build_store(home, p).expect("store");
+            self.tabled_at(p, at);
+            return;
+        }
         if let Some(s) = self.scopes.borrow_mut().last_mut() {
             s.push(p);
         }
@@ -410,12 +587,16 @@ impl<'c> G<'c, '_> {
         self.b.position_at_end(bb);
         match held.split_last() {
             None => {
+                if let Some(t) = self.table.get().filter(|t| self.func.get() == Some(t.func)) {
+                    // give_table only fails on internal errors of its own IR.
+                    let _ = self.give_table(t);
+                }
                 self.b.build_return(Some(&self.i32(1))).expect("ret");
             }
             Some((&last, rest)) => {
                 // give_fn only fails on internal errors of its own IR.
                 if let Ok(give) = self.give_fn() {
-                    self.call(give, &[last.into()]);
+                    self.call(give, &[self.reloaded(last).into()]);
                 }
                 let next = self.unwind_for(rest);
                 self.b.position_at_end(bb);

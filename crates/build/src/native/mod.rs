@@ -33,6 +33,7 @@ mod calls;
 mod control;
 mod fusion;
 mod gemm;
+mod kernels;
 mod memory;
 mod ops;
 mod reduce;
@@ -280,6 +281,28 @@ int64_t     {name}_num_outputs(void);
     )
 }
 
+/// The phases of a native build after the check, which [`compile_with`]
+/// reports as it enters them.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Phase {
+    /// Generating LLVM IR.
+    Lower,
+    /// LLVM's optimisation and code generation.
+    Optimise,
+    /// Linking the shared library.
+    Link,
+}
+
+impl Phase {
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Lower => "lower",
+            Phase::Optimise => "optimise",
+            Phase::Link => "link",
+        }
+    }
+}
+
 /// Compiles a checked file (free of errors) to `artifact`.
 pub fn compile(
     file: &ast::SourceFile,
@@ -287,6 +310,18 @@ pub fn compile(
     opts: &Options,
     artifact: Artifact,
 ) -> Result<Vec<u8>, Vec<Diagnostic>> {
+    compile_with(file, a, opts, artifact, &mut |_| {})
+}
+
+/// [`compile`], calling `progress` as each phase starts.
+pub fn compile_with(
+    file: &ast::SourceFile,
+    a: &Analysis,
+    opts: &Options,
+    artifact: Artifact,
+    progress: &mut dyn FnMut(Phase),
+) -> Result<Vec<u8>, Vec<Diagnostic>> {
+    progress(Phase::Lower);
     let whole = file
         .main
         .as_ref()
@@ -335,6 +370,7 @@ pub fn compile(
     };
     g.m.set_triple(&triple);
     g.m.set_data_layout(&tm.get_target_data().get_data_layout());
+    progress(Phase::Optimise);
     let passes = format!("default<O{}>", opts.opt.min(3));
     g.m.run_passes(&passes, &tm, PassBuilderOptions::create())
         .map_err(|e| internal(format!("LLVM's pass pipeline failed: {e}")))?;
@@ -348,6 +384,7 @@ pub fn compile(
             let obj = tm
                 .write_to_memory_buffer(&g.m, FileType::Object)
                 .map_err(|e| internal(format!("LLVM could not emit the object: {e}")))?;
+            progress(Phase::Link);
             link(obj.as_slice()).map_err(internal)
         }
     }
@@ -442,6 +479,15 @@ pub(crate) struct Env<'c> {
     syms: HashMap<Symbol, IntValue<'c>>,
 }
 
+/// Where a buffer's pointer is kept between its uses ([`G::reloaded`]).
+#[derive(Clone, Copy)]
+pub(crate) enum Home<'c> {
+    /// A stack word of its own.
+    Slot(PointerValue<'c>),
+    /// A word of the buffer table, by index ([`memory`]).
+    Table(u64),
+}
+
 /// Failure exits of a function by the buffers they give back.
 pub(crate) type Unwinds<'c> = HashMap<Vec<PointerValue<'c>>, BasicBlock<'c>>;
 
@@ -478,6 +524,23 @@ pub(crate) struct G<'c, 'f> {
     /// The primitive and place of the equation being lowered, which run-time
     /// errors of its allocations name.
     current: Cell<Option<(&'f str, TextRange)>>,
+    /// The kernels built, by key ([`kernels`]): the function and its number
+    /// of results, or `None` for a computation that is not a kernel.
+    kernels: RefCell<HashMap<String, Option<(FunctionValue<'c>, usize)>>>,
+    /// While a fused loop's kernel is built: the kernel's parameter for
+    /// each pointer of the caller its leaves read.
+    leaf_params: RefCell<HashMap<PointerValue<'c>, PointerValue<'c>>>,
+    /// Literals' read-only globals, by dtype and text: one per distinct
+    /// literal, so that kernels reading equal literals are equal.
+    literals: RefCell<HashMap<(String, String), PointerValue<'c>>>,
+    /// The stack word each kernel result's pointer was returned in
+    /// ([`G::reloaded`]).
+    homes: RefCell<HashMap<PointerValue<'c>, Home<'c>>>,
+    /// The buffer table of the entry function's own scope ([`memory`]).
+    table: Cell<Option<memory::Table<'c>>>,
+    table_used: Cell<u64>,
+    /// The buffers whose pointers live in the table.
+    tabled: RefCell<rustc_hash::FxHashSet<PointerValue<'c>>>,
 }
 
 impl<'c, 'f> G<'c, 'f> {
@@ -502,6 +565,13 @@ impl<'c, 'f> G<'c, 'f> {
             vector_functions: RefCell::default(),
             strings: RefCell::default(),
             current: Cell::new(None),
+            kernels: RefCell::default(),
+            leaf_params: RefCell::default(),
+            literals: RefCell::default(),
+            homes: RefCell::default(),
+            table: Cell::new(None),
+            table_used: Cell::new(0),
+            tabled: RefCell::default(),
         }
     }
 
@@ -634,7 +704,17 @@ impl<'c, 'f> G<'c, 'f> {
     /// If `bad` holds: the error message (printf format and arguments) is
     /// stored for `NAME_error` and the call returns 1.
     pub fn fail_if(&self, bad: IntValue<'c>, fmt: &str, args: &[BasicMetadataValueEnum<'c>]) {
+        if never(bad) {
+            return;
+        }
         let ok = self.branch_to_fail(bad);
+        self.report(fmt, args);
+        self.unwind_to(ok);
+    }
+
+    /// Stores the error message (printf format and arguments) for
+    /// `NAME_error`.
+    pub(crate) fn report(&self, fmt: &str, args: &[BasicMetadataValueEnum<'c>]) {
         let snprintf = self.extern_fn(
             "snprintf",
             Some(self.cx.i32_type().into()),
@@ -653,14 +733,18 @@ impl<'c, 'f> G<'c, 'f> {
         ];
         all.extend_from_slice(args);
         self.call(snprintf, &all);
-        self.unwind_to(ok);
     }
 
     /// If `bad` holds the call returns 1 with the message already stored
     /// (by a let function that failed).
     pub fn fail_if_reported(&self, bad: IntValue<'c>) {
-        let ok = self.branch_to_fail(bad);
-        self.unwind_to(ok);
+        if never(bad) {
+            return;
+        }
+        // Straight to the unwinding: there is nothing to store.
+        let ok = self.block("ok");
+        self.b.build_conditional_branch(bad, self.unwind_block(), ok).expect("br");
+        self.b.position_at_end(ok);
     }
 
     /// Branches to a new failure block if `bad` holds, positioned there;
@@ -1122,6 +1206,7 @@ impl<'c, 'f> G<'c, 'f> {
         );
         self.cache_destructor()?;
         self.scope_begin();
+        self.table_begin()?;
         let mut env = self.validate(&inputs, in_p, n_in)?;
         self.check_arrays_arg("outputs", out_p, n_out_v, n_out as i64);
         let outs = self.body(&mut env, main, false)?;
@@ -1169,9 +1254,95 @@ impl<'c, 'f> G<'c, 'f> {
             }
         }
         self.b.build_return(Some(&self.i32(0))).expect("ret");
+        self.table_end();
         self.build_let_functions()?;
         self.keep_vector_functions();
         Ok(())
+    }
+
+    /// A read-only global array of i64 constants.
+    fn constant_i64s(&self, xs: &[i64]) -> PointerValue<'c> {
+        let i64t = self.cx.i64_type();
+        let values: Vec<IntValue<'c>> = xs.iter().map(|&x| self.i64(x)).collect();
+        let g = self.m.add_global(i64t.array_type(xs.len() as u32), None, "extents");
+        g.set_initializer(&i64t.const_array(&values));
+        g.set_constant(true);
+        g.set_linkage(Linkage::Private);
+        g.as_pointer_value()
+    }
+
+    /// `i32 jx_check_input(jx_array *x, char *what, i32 code, char *dtype,
+    /// i32 rank, i64 limit, i64 *expected)`: checks an input's dtype code,
+    /// rank, extents (each at most `limit`, the product of the nonzero
+    /// ones too, and `expected[j]` unless it is -1) and that its data is
+    /// not NULL when it has elements; 0, or 1 with the message stored.
+    fn check_input_fn(&self) -> R<FunctionValue<'c>> {
+        if let Some(f) = self.m.get_function("jx_check_input") {
+            return Ok(f);
+        }
+        let (ptr, i32t, i64t) = (self.ptr_ty(), self.cx.i32_type(), self.cx.i64_type());
+        let ty = i32t.fn_type(
+            &[ptr.into(), ptr.into(), i32t.into(), ptr.into(), i32t.into(), i64t.into(), ptr.into()],
+            false,
+        );
+        let f = self.m.add_function("jx_check_input", ty, Some(Linkage::Private));
+        let here = self.b.get_insert_block();
+        let outer = self.enter_frame(calls::Frame { func: Some(f), ..Default::default() });
+        self.b.position_at_end(self.cx.append_basic_block(f, "entry"));
+        let param = |k: u32| f.get_nth_param(k).expect("param");
+        let x = param(0).into_pointer_value();
+        let what: BasicMetadataValueEnum = param(1).into_pointer_value().into();
+        let code = param(2).into_int_value();
+        let dt: BasicMetadataValueEnum = param(3).into_pointer_value().into();
+        let rank = param(4).into_int_value();
+        let limit = param(5).into_int_value();
+        let expected = param(6).into_pointer_value();
+        let load = |t: BasicTypeEnum<'c>, at: PointerValue<'c>| self.b.build_load(t, at, "").expect("load");
+        let byte = |off: IntValue<'c>| unsafe { self.b.build_gep(self.cx.i8_type(), x, &[off], "").expect("gep") };
+        let got = load(i32t.into(), byte(self.i64(8))).into_int_value();
+        self.fail_if(
+            self.icmp(IntPredicate::NE, got, code),
+            "%s: dtype code %d, expected %d (%s)",
+            &[what, got.into(), code.into(), dt],
+        );
+        let got = load(i32t.into(), byte(self.i64(12))).into_int_value();
+        self.fail_if(self.icmp(IntPredicate::NE, got, rank), "%s: rank %d, expected %d", &[what, got.into(), rank.into()]);
+        let rank64 = self.b.build_int_s_extend(rank, i64t, "").expect("sext");
+        // The product of the nonzero extents is bounded too, as in
+        // `checked_count`: no product of some of them overflows.
+        let built = self.for_carry(rank64, &[self.i64(1).into(), self.i64(1).into()], &mut |j, acc| {
+            let (nonzero, total) = (acc[0].into_int_value(), acc[1].into_int_value());
+            let d = load(i64t.into(), byte(self.add(self.i64(16), self.mul(j, self.i64(8))))).into_int_value();
+            self.fail_if(
+                self.or(self.icmp(IntPredicate::SLT, d, self.i64(0)), self.icmp(IntPredicate::SGT, d, limit)),
+                "%s: extent %lld of dimension %lld is out of range",
+                &[what, d.into(), j.into()],
+            );
+            // nonzero * d <= limit, checked before multiplying.
+            let nz = self.select_int(self.icmp(IntPredicate::EQ, d, self.i64(0)), self.i64(1), d);
+            let room = self.b.build_int_signed_div(limit, nz, "").expect("div");
+            self.fail_if(self.icmp(IntPredicate::SGT, nonzero, room), "%s: too many elements", &[what]);
+            let want = load(i64t.into(), unsafe { self.b.build_gep(i64t, expected, &[j], "").expect("gep") })
+                .into_int_value();
+            self.fail_if(
+                self.and(self.icmp(IntPredicate::SGE, want, self.i64(0)), self.icmp(IntPredicate::NE, d, want)),
+                "%s: dimension %lld is %lld, expected %lld",
+                &[what, j.into(), d.into(), want.into()],
+            );
+            Ok(vec![self.mul(nonzero, nz).into(), self.mul(total, d).into()])
+        });
+        let built = built.map(|acc| {
+            let data = load(ptr.into(), x).into_pointer_value();
+            let null = self.b.build_is_null(data, "").expect("null");
+            let nonempty = self.icmp(IntPredicate::SGT, acc[1].into_int_value(), self.i64(0));
+            self.fail_if(self.and(null, nonempty), "%s: data is NULL", &[what]);
+            self.b.build_return(Some(&self.i32(0))).expect("ret");
+        });
+        self.enter_frame(outer);
+        if let Some(bb) = here {
+            self.b.position_at_end(bb);
+        }
+        built.map(|()| f)
     }
 
     /// The address of byte `field` of `arrays[k]` (a `jx_array`, 80 bytes).
@@ -1200,7 +1371,6 @@ impl<'c, 'f> G<'c, 'f> {
     /// Checks the inputs against the main jaxpr's signature; binds them.
     fn validate(&self, inputs: &[VarId], in_p: PointerValue<'c>, n_in: IntValue<'c>) -> R<Env<'c>> {
         self.check_arrays_arg("inputs", in_p, n_in, inputs.len() as i64);
-        let i32t = self.cx.i32_type();
         let i64t = self.cx.i64_type();
         let mut env = Env::default();
         let mut shapes: Vec<Vec<IntValue>> = Vec::new();
@@ -1223,82 +1393,55 @@ impl<'c, 'f> G<'c, 'f> {
                 );
             }
             let k = k as i64;
-            // An i32 field of the descriptor that must hold `want`; the
-            // message prints what it holds (`%d`).
-            let expect_i32 = |field: i64, want: i64, wrong: &str| {
-                let got = self
-                    .b
-                    .build_load(i32t, self.field(in_p, k, field), "")
-                    .expect("load")
-                    .into_int_value();
-                self.fail_if(
-                    self.icmp(IntPredicate::NE, got, self.i32(want)),
-                    wrong,
-                    &[got.into()],
-                );
-            };
-            expect_i32(
-                8,
-                code as i64,
-                &format!("{what}: dtype code %d, expected {code} ({dt})"),
-            );
-            expect_i32(12, rank as i64, &format!("{what}: rank %d, expected {rank}"));
+            // The checks of one input are one function for every input
+            // (its IR would otherwise grow with the number of inputs).
+            let mut expected = Vec::with_capacity(rank);
+            for d in &var.ty.shape {
+                expected.push(match d {
+                    Dim::Const(c) => super::walk::static_extent(*c, var.range)?,
+                    _ => -1,
+                });
+            }
+            let expected_g = self.constant_i64s(&expected);
+            let rc = self
+                .call(
+                    self.check_input_fn()?,
+                    &[
+                        self.field(in_p, k, 0).into(),
+                        self.cstr(&what).into(),
+                        self.i32(code as i64).into(),
+                        self.cstr(&dt.to_string()).into(),
+                        self.i32(rank as i64).into(),
+                        self.i64(MAX_BYTES / G::size_of(&dt)).into(),
+                        expected_g.into(),
+                    ],
+                )
+                .expect("status")
+                .into_int_value();
+            self.fail_if_reported(self.icmp(IntPredicate::NE, rc, self.i32(0)));
             let mut dims = Vec::new();
-            let mut total = self.i64(1);
-            // The product of the nonzero extents is bounded too, as in
-            // `checked_count`: no product of some of them overflows.
-            let mut nonzero = self.i64(1);
-            for j in 0..rank {
-                let d = self
-                    .b
-                    .build_load(i64t, self.field(in_p, k, 16 + 8 * j as i64), "")
-                    .expect("load")
-                    .into_int_value();
-                let limit = MAX_BYTES / G::size_of(&dt);
-                self.fail_if(
-                    self.or(
-                        self.icmp(IntPredicate::SLT, d, self.i64(0)),
-                        self.icmp(IntPredicate::SGT, d, self.i64(limit)),
-                    ),
-                    &format!("{what}: extent %lld of dimension {j} is out of range"),
-                    &[d.into()],
-                );
-                // nonzero * d <= limit, checked before multiplying.
-                let nz =
-                    self.select_int(self.icmp(IntPredicate::EQ, d, self.i64(0)), self.i64(1), d);
-                let room = self
-                    .b
-                    .build_int_signed_div(self.i64(limit), nz, "")
-                    .expect("div");
-                self.fail_if(
-                    self.icmp(IntPredicate::SGT, nonzero, room),
-                    &format!("{what}: too many elements"),
-                    &[],
-                );
-                nonzero = self.mul(nonzero, nz);
-                total = self.mul(total, d);
-                if let Dim::Const(c) = var.ty.shape[j] {
-                    let c = super::walk::static_extent(c, var.range)?;
-                    self.fail_if(
-                        self.icmp(IntPredicate::NE, d, self.i64(c)),
-                        &format!("{what}: dimension {j} is %lld, expected {c}"),
-                        &[d.into()],
-                    );
-                }
-                dims.push(d);
+            for (j, &want) in expected.iter().enumerate() {
+                // Checked: a static extent is the constant from here on
+                // (static extents fold, and kernels take constants).
+                dims.push(if want >= 0 {
+                    self.i64(want)
+                } else {
+                    self.b
+                        .build_load(i64t, self.field(in_p, k, 16 + 8 * j as i64), "")
+                        .expect("load")
+                        .into_int_value()
+                });
             }
             let data = self
                 .b
                 .build_load(self.ptr_ty(), self.field(in_p, k, 0), "")
                 .expect("load")
                 .into_pointer_value();
-            let null = self.b.build_is_null(data, "").expect("null");
-            let nonempty = self.icmp(IntPredicate::SGT, total, self.i64(0));
-            self.fail_if(
-                self.and(null, nonempty),
-                &format!("{what}: data is NULL"),
-                &[],
-            );
+            // Kept in a stack word of its own, which kernels read again
+            // ([`G::reloaded`]).
+            let home = self.slot(self.ptr_ty().into());
+            self.b.build_store(home, data).expect("store");
+            self.homes.borrow_mut().insert(data, Home::Slot(home));
             env.vals.insert(
                 v,
                 Operand {
@@ -1494,7 +1637,11 @@ impl<'c, 'f> G<'c, 'f> {
             if control::unrolled_trips(e).is_none() {
                 self.materialize_args(env, &mut args, &vars)?;
             }
-            self.lower_eqn(env, &EqnCx { e, id, args, outs: outs.clone() }, defer)?
+            let cx = EqnCx { e, id, args, outs: outs.clone() };
+            match self.eqn_kernel(env, &cx)? {
+                Some(results) => results,
+                None => self.lower_eqn(env, &cx, defer)?,
+            }
         };
         super::walk::expect_results(e, results.len())?;
         for (i, r) in results.into_iter().enumerate() {
@@ -1539,9 +1686,19 @@ impl<'c, 'f> G<'c, 'f> {
                         ),
                     });
                 };
-                let v = self.literal(&dt, &l.value, l.range)?;
+                let key = (dt.to_string(), l.value.to_string());
+                let known = self.literals.borrow().get(&key).copied();
+                let p = match known {
+                    Some(p) => p,
+                    None => {
+                        let v = self.literal(&dt, &l.value, l.range)?;
+                        let p = self.constant_array(&dt, v)?.p;
+                        self.literals.borrow_mut().insert(key, p);
+                        p
+                    }
+                };
                 Ok(Operand {
-                    v: self.constant_array(&dt, v)?,
+                    v: Arr::new(p, Vec::new()),
                     ty: AType::scalar(dt),
                 })
             }
@@ -1603,6 +1760,13 @@ impl<'c, 'f> G<'c, 'f> {
             }
         })
     }
+}
+
+/// Whether a condition is the constant false (a check of static extents
+/// that holds): no failure branch is emitted for it, which keeps the IR
+/// LLVM must read small.
+fn never(c: IntValue<'_>) -> bool {
+    c.get_zero_extended_constant() == Some(0)
 }
 
 pub(crate) fn dtype(t: &AType) -> R<DType> {

@@ -1,0 +1,165 @@
+//! Compile time of `jaxpr build --emit native` (at its default `-O2`)
+//! against XLA compiling the same programs, in the same run: `value_and_grad`
+//! of N unrolled transformer blocks (the programs of the corpus's `large/`,
+//! made by `gen_large.py` there), N = 2, 8, 32 and 150.
+//!
+//! `cargo bench -p jaxpr-build --bench compile` prints one table: per N, the
+//! equations, our build as a user runs it (`jaxpr-build build FILE --emit
+//! native -o OUT`, a process from its start to its exit: median wall time
+//! and peak memory), XLA's `jax.jit(f).lower(...).compile()` (the compile
+//! step alone, and with tracing and lowering), the ratio of ours to XLA's
+//! compile, and our time per thousand equations (which stays flat when
+//! build time grows with the program and not faster).
+//!
+//! XLA is timed by `bench/xla_compile.py` in jax 0.10.2's Python: the
+//! tracing venv (`target/venv-trace`, or `JAXPR_BENCH_PYTHON`). It also
+//! writes the programs' jaxprs, so both sides build the same programs.
+//! Options: `-- --sizes 2,8 --runs 3 --with-600` (600 blocks, the corpus's
+//! 108k-equation file: ours only, XLA's compile of it takes minutes).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+fn root() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+}
+
+fn corpus() -> PathBuf {
+    std::env::var("JAXPR_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| root().join("../shared/corpus"))
+}
+
+/// jax 0.10.2's Python: `JAXPR_BENCH_PYTHON`, or the tracing venv in the
+/// target folder.
+fn python() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("JAXPR_BENCH_PYTHON") {
+        return Some(PathBuf::from(p));
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), PathBuf::from);
+    ["venv-trace", "oracle-venv"]
+        .iter()
+        .map(|v| target.join(v).join("bin/python"))
+        .find(|p| p.exists())
+}
+
+/// One XLA measurement: N, equations, compile seconds, lower+compile
+/// seconds, and the program's jaxpr.
+struct Xla {
+    n: u32,
+    eqns: usize,
+    compile: f64,
+    whole: f64,
+    jaxpr: PathBuf,
+}
+
+fn xla(python: &Path, dir: &Path, runs: usize, sizes: &[u32]) -> Vec<Xla> {
+    let out = std::process::Command::new(python)
+        .arg(root().join("bench/xla_compile.py"))
+        .arg(corpus())
+        .arg(dir)
+        .arg(runs.to_string())
+        .args(sizes.iter().map(|n| n.to_string()))
+        .output()
+        .expect("python runs");
+    assert!(
+        out.status.success(),
+        "bench/xla_compile.py failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            Some(Xla {
+                n: f.first()?.parse().ok()?,
+                eqns: f.get(1)?.parse().ok()?,
+                compile: f.get(2)?.parse().ok()?,
+                whole: f.get(3)?.parse().ok()?,
+                jaxpr: PathBuf::from(f.get(4)?),
+            })
+        })
+        .collect()
+}
+
+/// `jaxpr-build build FILE --emit native -o OUT` as a process: its wall
+/// time and peak resident memory (bytes).
+fn build_once(file: &Path, out: &Path) -> (Duration, u64) {
+    let clock = Instant::now();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_jaxpr-build"))
+        .arg("build")
+        .arg(file)
+        .args(["--emit", "native", "-o"])
+        .arg(out)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("jaxpr-build runs");
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is valid; wait4 fills it for our child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    let elapsed = clock.elapsed();
+    assert_eq!(waited, pid, "wait4");
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "jaxpr build {} failed",
+        file.display()
+    );
+    (elapsed, usage.ru_maxrss as u64 * 1024)
+}
+
+fn median(mut xs: Vec<Duration>) -> Duration {
+    xs.sort();
+    xs[xs.len() / 2]
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let opt = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1));
+    let sizes: Vec<u32> = opt("--sizes").map_or(vec![2, 8, 32, 150], |s| {
+        s.split(',').map(|x| x.parse().expect("--sizes N,N,...")).collect()
+    });
+    let runs: usize = opt("--runs").map_or(3, |r| r.parse().expect("--runs N"));
+    let with_600 = args.iter().any(|a| a == "--with-600");
+    let Some(python) = python() else {
+        eprintln!("no jax 0.10.2 Python (target/venv-trace, or set JAXPR_BENCH_PYTHON): nothing measured");
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("jaxpr-compile-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp folder");
+    let measured = xla(&python, &dir, runs, &sizes);
+    println!(
+        "| N | equations | `jaxpr build --emit native` (median of {runs}) | peak memory | XLA `compile()` | XLA lower+compile | ours / XLA compile | ours per 1k equations |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    let row = |n: u32, eqns: usize, file: &Path, runs: usize, xla: Option<(f64, f64)>| {
+        let out = dir.join(format!("lib{n}.so"));
+        let results: Vec<(Duration, u64)> = (0..runs).map(|_| build_once(file, &out)).collect();
+        let peak = results.iter().map(|r| r.1).max().unwrap_or(0);
+        let ours = median(results.iter().map(|r| r.0).collect()).as_secs_f64();
+        let (compile, whole, ratio) = match xla {
+            Some((c, w)) => (format!("{c:.2} s"), format!("{w:.2} s"), format!("{:.2}", ours / c)),
+            None => ("-".into(), "-".into(), "-".into()),
+        };
+        println!(
+            "| {n} | {eqns} | {ours:.2} s | {} MB | {compile} | {whole} | {ratio} | {:.0} ms |",
+            peak / (1 << 20),
+            ours * 1e3 / (eqns as f64 / 1e3)
+        );
+    };
+    for x in &measured {
+        // The largest programs once: their builds take tens of seconds.
+        let runs = if x.eqns > 10_000 { 1 } else { runs };
+        row(x.n, x.eqns, &x.jaxpr, runs, Some((x.compile, x.whole)));
+    }
+    if with_600 {
+        let gz = corpus().join("large/transformer600_grad.jaxpr.gz");
+        let file = dir.join("transformer600_grad.jaxpr");
+        let text = std::process::Command::new("gzip").arg("-dc").arg(&gz).output().expect("gzip");
+        std::fs::write(&file, &text.stdout).expect("write");
+        let eqns = String::from_utf8_lossy(&text.stdout).lines().filter(|l| l.contains(" = ")).count();
+        row(600, eqns, &file, 1, None);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
