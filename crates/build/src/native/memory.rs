@@ -486,16 +486,43 @@ impl<'c> G<'c, '_> {
         self.copy_into(x, p)
     }
 
-    /// A copy in plain `malloc` memory: an output of the library.
-    pub(crate) fn copy_out(&self, x: &Op<'c>) -> R<Arr<'c>> {
-        let dt = dtype(&x.ty)?;
-        let bytes = self.mul(self.numel(&x.v.dims), self.i64(Self::size_of(&dt)));
-        // malloc(0) may return NULL: ask for at least one byte.
-        let zero = self.icmp(IntPredicate::EQ, bytes, self.i64(0));
-        let p = self.libc_malloc(self.select_int(zero, self.i64(1), bytes));
-        let null = self.b.build_is_null(p, "").expect("null");
-        self.fail_if(null, "out of memory (%lld bytes)", &[bytes.into()]);
-        self.copy_into(x, p)
+    /// The library's outputs, handed to the caller, who gives them back
+    /// with `NAME_free`: a buffer of the entry function's table is handed
+    /// over as it is (the output is computed in place; copying a large
+    /// result out of it cost as much as computing it), any other value (a
+    /// view, an input, a constant, a buffer already handed over) is copied
+    /// into a new block first. The copies come first, into the table, and
+    /// only then is anything handed over, so that a failure gives back
+    /// everything.
+    pub(crate) fn outputs(&self, outs: &[Op<'c>]) -> R<Vec<Arr<'c>>> {
+        let mut handed: Vec<PointerValue<'c>> = Vec::new();
+        let mut arrays = Vec::new();
+        for o in outs {
+            let own = self.tabled.borrow().contains(&o.v.p) && !handed.contains(&o.v.p);
+            let x = if own {
+                o.v.clone()
+            } else {
+                let c = self.copy_fresh(o)?;
+                self.adopt(c.p);
+                c
+            };
+            handed.push(x.p);
+            arrays.push(x);
+        }
+        Ok(arrays
+            .into_iter()
+            .map(|x| {
+                let data = self.reloaded(x.p);
+                self.untable(x.p);
+                Arr::new(data, x.dims)
+            })
+            .collect())
+    }
+
+    /// `NAME_free(data)`: an output back to the block cache (NULL: nothing).
+    pub(crate) fn free_output(&self, data: PointerValue<'c>) -> R<()> {
+        let null = self.b.build_is_null(data, "").expect("null");
+        self.if_else(null, &mut || Ok(()), &mut || self.give(data))
     }
 
     pub fn scope_begin(&self) {

@@ -18,8 +18,8 @@
 //! and everything the scope allocated is freed. So a loop frees each
 //! iteration's temporaries and its previous state, whatever sizes they have.
 //! Views (reshapes, scan slices, identities) alias their operand and are
-//! never freed themselves. Outputs are fresh `malloc` buffers the caller
-//! frees with `NAME_free`.
+//! never freed themselves. Outputs are the buffers that computed them,
+//! handed to the caller, who gives them back with `NAME_free`.
 //!
 //! Safety: every call validates count, dtype, rank, every extent (static
 //! sizes, dimension variables, symbolic dimensions with their constraints),
@@ -265,12 +265,13 @@ typedef struct {{
 }} jx_array;
 #endif
 /* Inputs: the jaxpr's inputs in order (constvars first, then invars, implicit
-   dimension arguments included). Outputs: filled by the library; data
-   allocated with malloc. Returns 0 on success; otherwise nothing is written
-   to outputs and {name}_error() says why. */
+   dimension arguments included). Outputs: filled by the library; give each
+   output's data back with {name}_free (not free: it is the library's
+   memory). Returns 0 on success; otherwise nothing is written to outputs
+   and {name}_error() says why. */
 int32_t     {name}(const jx_array *inputs, int64_t num_inputs, jx_array *outputs, int64_t num_outputs);
 const char *{name}_error(void);      /* message of the last failure on this thread */
-void        {name}_free(void *data); /* frees output data */
+void        {name}_free(void *data); /* gives output data back (NULL: nothing) */
 int64_t     {name}_num_inputs(void);
 int64_t     {name}_num_outputs(void);
 #ifdef __cplusplus
@@ -1170,10 +1171,11 @@ impl<'c, 'f> G<'c, 'f> {
             &format!("{}_free", self.name),
             self.cx.void_type().fn_type(&[ptr.into()], false),
         );
-        let free = self.extern_fn("free", None, &[ptr.into()], false);
+        self.func.set(Some(f));
         let arg = f.get_first_param().expect("param");
-        self.b.build_call(free, &[arg.into()], "").expect("call");
+        self.free_output(arg.into_pointer_value())?;
         self.b.build_return(None).expect("ret");
+        self.func.set(None);
         simple(
             &format!("{}_num_inputs", self.name),
             i64t.fn_type(&[], false),
@@ -1227,10 +1229,7 @@ impl<'c, 'f> G<'c, 'f> {
                 );
             }
         }
-        let fresh = outs
-            .iter()
-            .map(|o| self.copy_out(o))
-            .collect::<R<Vec<_>>>()?;
+        let fresh = self.outputs(&outs)?;
         self.scope_end(&[])?;
         for (k, (o, x)) in outs.iter().zip(&fresh).enumerate() {
             let dt = dtype(&o.ty)?;
