@@ -213,6 +213,59 @@ fn builds_write_only_beside_plain_jaxpr_files_and_never_through_special_files() 
     std::fs::remove_dir_all(&shared).unwrap();
 }
 
+/// `depth` jaxprs nested inside `pjit` parameters, innermost a `sin`.
+fn nested(depth: usize) -> String {
+    let mut j = "{ lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) }".to_string();
+    for _ in 0..depth {
+        j = format!("{{ lambda ; a:f32[3]. let b:f32[3] = pjit[name=f jaxpr={j}] a in (b,) }}");
+    }
+    j + "\n"
+}
+
+/// Deep nesting in parameters: the parser's bound (66 jaxprs, 200 levels
+/// of brackets) is the deepest any feature recurses, and past it the
+/// document gets J0001; the server answers every feature on both, and
+/// builds the deepest accepted one with both back ends.
+#[test]
+fn documents_nested_as_deep_as_accepted_and_deeper_are_answered_and_built() {
+    let mut s = Lsp::initialized(&["utf-16"]);
+    let dir = private_dir("nested");
+    for (depth, errors) in [(66, 0), (10_000, 1)] {
+        let path = dir.join(format!("nested{depth}.jaxpr"));
+        std::fs::write(&path, nested(depth)).unwrap();
+        let u = uri(&path);
+        s.open(&u, &nested(depth));
+        let d = s.diagnostics(&u, Some(1));
+        let diags = d["diagnostics"].as_array().unwrap();
+        assert_eq!(diags.len(), errors, "{d}");
+        if errors > 0 {
+            assert_eq!(diags[0]["code"], "J0001", "{d}");
+        }
+        let tokens = s.call(
+            "textDocument/semanticTokens/full",
+            json!({ "textDocument": { "uri": u } }),
+        );
+        assert!(!tokens["data"].as_array().unwrap().is_empty());
+        let hover = s.call(
+            "textDocument/hover",
+            json!({ "textDocument": { "uri": u }, "position": { "line": 0, "character": 2000 } }),
+        );
+        assert!(hover.is_object() || hover.is_null(), "{hover}");
+        for emit in ["stablehlo", "native"] {
+            let r = build(&mut s, &u, emit);
+            if errors == 0 {
+                assert!(r["result"]["path"].is_string(), "{emit}: {r}");
+            } else {
+                let msg = r["error"]["message"].as_str().unwrap_or_default();
+                assert!(msg.contains("nesting deeper than 200 levels"), "{emit}: {r}");
+            }
+        }
+    }
+    assert!(s.shutdown().success());
+    assert!(!s.stderr().contains("panicked"), "{}", s.stderr());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 fn gunzip(rel: &str) -> String {
     let out = std::process::Command::new("gzip")
         .arg("-dc")
