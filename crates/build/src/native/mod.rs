@@ -1474,6 +1474,12 @@ impl<'c, 'f> G<'c, 'f> {
             .collect::<R<Vec<_>>>()?;
         let vars: Vec<Option<VarId>> = e.args.iter().map(|x| self.var_of(x)).collect();
         let outs = super::walk::result_types(self.a, e, id);
+        super::walk::check_lowered_complex(
+            &e.primitive.text,
+            e.primitive.range,
+            args.iter().map(|a| &a.ty).chain(&outs),
+            super::walk::Backend::Native,
+        )?;
         let name = e.primitive.text.as_str();
         // The result is deferred into its one user.
         let defer = info

@@ -30,6 +30,8 @@ const UNARY: &[(&str, &str)] = &[
     ("rsqrt", "stablehlo.rsqrt"),
     ("cbrt", "stablehlo.cbrt"),
     ("abs", "stablehlo.abs"),
+    ("real", "stablehlo.real"),
+    ("imag", "stablehlo.imag"),
     ("sign", "stablehlo.sign"),
     ("floor", "stablehlo.floor"),
     ("ceil", "stablehlo.ceil"),
@@ -73,6 +75,7 @@ const BINARY: &[(&str, &str)] = &[
     ("shift_right_arithmetic", "stablehlo.shift_right_arithmetic"),
     ("shift_right_logical", "stablehlo.shift_right_logical"),
     ("nextafter", "chlo.next_after"),
+    ("complex", "stablehlo.complex"),
 ];
 
 const COMPARE: &[(&str, &str)] = &[
@@ -215,7 +218,7 @@ pub(crate) fn packed_dims(dims: &[i64]) -> Option<u64> {
 }
 
 fn compare_type(dt: &DType) -> &'static str {
-    if dt.is_float() {
+    if dt.is_float() || dt.is_complex() {
         "FLOAT"
     } else if dt.is_signed_int() {
         "SIGNED"
@@ -270,6 +273,7 @@ impl<'c, 'f> Lower<'c, 'f> {
                 self.op1(b, op, &[x()], out(0)?, &[])
             }
             "select_n" => self.select_n(b, env, cx),
+            "conj" => self.conj(b, cx),
             "clamp" => {
                 let t = out(0)?;
                 self.op1(
@@ -770,6 +774,19 @@ impl<'c, 'f> Lower<'c, 'f> {
             return self.binary(b, "stablehlo.divide", ones()?, acc);
         }
         Ok(acc)
+    }
+
+    /// The complex conjugate; of a real operand, that operand made complex.
+    fn conj(&self, b: B<'c>, cx: &EqnCx<'_, 'c, 'f>) -> R<V<'c>> {
+        let x = cx.args[0].v;
+        let Some(part) = super::complex_part(x) else {
+            return self.convert(b, x, &cx.out_dtype(0)?);
+        };
+        let pt = self.with_elem(x, part)?;
+        let re = self.op1(b, "stablehlo.real", &[x], pt, &[])?;
+        let im = self.op1(b, "stablehlo.imag", &[x], pt, &[])?;
+        let neg = self.op1(b, "stablehlo.negate", &[im], pt, &[])?;
+        self.op1(b, "stablehlo.complex", &[re, neg], x.r#type(), &[])
     }
 
     /// `select_n pred *cases`: case `pred` (bool: False -> 0, True -> 1).
