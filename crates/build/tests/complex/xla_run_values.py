@@ -2,15 +2,16 @@
 """Runs a StableHLO module on XLA and compares its results with examples whose
 values may be complex: the shared oracle (`xla_run.py`) with complex dtypes.
 
-usage: xla_run_values.py XLA_RUN.py MODULE.mlir CASE.json [--rtol R] [--atol A]
+usage: xla_run_values.py XLA_RUN.py [--rtol R] [--atol A] MODULE.mlir CASE.json [MODULE CASE ...]
 
 XLA_RUN.py is the shared oracle, imported by path: its module loading and shape
 specialisation are used as they are. CASE.json is a corpus case
 (`examples[K].inputs`, `examples[K].outputs`), complex values as `[re, im]`,
 NaN and infinities as the strings "nan", "inf", "-inf". Inexact results
 compare with numpy's allclose (for complex values: on the modulus of the
-difference), others exactly. Exit status as the oracle's: 0 all match, 1 a
-mismatch or a run-time error, 2 the module does not parse or verify.
+difference), others exactly. Each module gets one verdict line, `PASS
+MODULE: ...`, `FAIL MODULE: ...` or `INVALID MODULE: ...`, after the lines of
+its failures. Exit status: 0 every module passed, 1 some did not.
 """
 import argparse, importlib.util, json, sys
 
@@ -40,26 +41,19 @@ def decode(oracle, v):
     return np.asarray(data, dtype=dt).reshape(v["shape"])
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("oracle")
-    ap.add_argument("module")
-    ap.add_argument("case")
-    ap.add_argument("--rtol", type=float, default=1e-5)
-    ap.add_argument("--atol", type=float, default=1e-6)
-    a = ap.parse_args()
-    oracle = load_oracle(a.oracle)
+def run(oracle, module, case_path, rtol, atol):
+    """Runs one module on every example of its case; prints its verdict."""
     jax, xc, jmlir, ir = oracle.jax, oracle.xc, oracle.jmlir, oracle.ir
-    case = json.load(open(a.case))
-    text = open(a.module).read()
+    case = json.load(open(case_path))
+    text = open(module).read()
     ctx = jmlir.make_ir_context()
     try:
         with ctx:
             if not ir.Module.parse(text).operation.verify():
                 raise ValueError("module does not verify")
     except Exception as e:  # noqa: BLE001
-        print(f"INVALID {a.module}: {str(e)[:2000]}")
-        return 2
+        print(f"INVALID {module}: {str(e)[:2000]}")
+        return False
     backend = jax.extend.backend.get_backend("cpu")
     devs = xc.DeviceList(tuple(backend.devices()[:1]))
     failed = 0
@@ -73,11 +67,11 @@ def main():
             res = exe.execute_sharded([jax.device_put(x) for x in inputs])
             got = [np.asarray(r[0]) for r in res.disassemble_into_single_device_arrays()]
         except Exception as e:  # noqa: BLE001
-            print(f"ERROR example {k}: {str(e)[:2000]}")
+            print(f"ERROR {module} example {k}: {str(e)[:2000]}")
             failed += 1
             continue
         if len(got) != len(expected):
-            print(f"FAIL example {k}: {len(got)} results, expected {len(expected)}")
+            print(f"ERROR {module} example {k}: {len(got)} results, expected {len(expected)}")
             failed += 1
             continue
         for j, (g, e) in enumerate(zip(got, expected)):
@@ -86,13 +80,31 @@ def main():
             else:
                 wide = np.complex128 if e.dtype.kind == "c" else np.float64
                 ok = g.dtype == e.dtype and g.shape == e.shape and np.allclose(
-                    g.astype(wide), e.astype(wide), rtol=a.rtol, atol=a.atol, equal_nan=True)
+                    g.astype(wide), e.astype(wide), rtol=rtol, atol=atol, equal_nan=True)
             if not ok:
-                print(f"FAIL example {k} result {j}: got {g.dtype}{list(g.shape)} {np.array2string(g.ravel()[:8])}, "
-                      f"expected {e.dtype}{list(e.shape)} {np.array2string(e.ravel()[:8])}")
+                print(f"ERROR {module} example {k} result {j}: got {g.dtype}{list(g.shape)} "
+                      f"{np.array2string(g.ravel()[:8])}, expected {e.dtype}{list(e.shape)} "
+                      f"{np.array2string(e.ravel()[:8])}")
                 failed += 1
-    print(f"{'PASS' if not failed else 'FAIL'} {a.module}: {len(case['examples'])} example(s), {failed} failure(s)")
-    return 0 if not failed else 1
+    verdict = "PASS" if not failed else "FAIL"
+    print(f"{verdict} {module}: {len(case['examples'])} example(s), {failed} failure(s)")
+    return not failed
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("oracle")
+    ap.add_argument("--rtol", type=float, default=1e-5)
+    ap.add_argument("--atol", type=float, default=1e-6)
+    ap.add_argument("pairs", nargs="+", help="MODULE CASE, repeated")
+    a = ap.parse_args()
+    if len(a.pairs) % 2:
+        ap.error("modules and cases come in pairs")
+    oracle = load_oracle(a.oracle)
+    ok = True
+    for module, case in zip(a.pairs[::2], a.pairs[1::2]):
+        ok = run(oracle, module, case, a.rtol, a.atol) and ok
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
