@@ -32,6 +32,13 @@ use std::process::Command;
 use std::sync::Mutex;
 use valgrind::{Call, Expect, VALGRIND_CPU, driver, input, under_valgrind, valgrind_present};
 
+/// How many of the programs each back end builds at least (what it built
+/// when this test was written): most refusals are of primitives neither
+/// back end lowers for any dtype (linear algebra, FFT), and a drop is a
+/// primitive that stopped building.
+const STABLEHLO_BUILT: usize = 436;
+const NATIVE_BUILT: usize = 430;
+
 fn out_dir() -> PathBuf {
     let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("complex");
     std::fs::create_dir_all(&d).unwrap();
@@ -69,6 +76,34 @@ fn plain_values(examples: &[Value]) -> bool {
     })
 }
 
+/// The dtypes of a jaxpr's inputs (constvars, then invars) as the corpus
+/// names them.
+fn input_dtypes(text: &str) -> Vec<Option<String>> {
+    let parse = jaxpr_syntax::parse(text);
+    let a = jaxpr_check::check(&parse.file);
+    let info = a.jaxpr(a.main().unwrap());
+    info.constvars
+        .iter()
+        .chain(&info.invars)
+        .map(|&v| a.var(v).ty.dtype.as_ref().map(jaxpr_check::rules::numpy_name))
+        .collect()
+}
+
+/// The examples with each input in its jaxpr's dtype: JAX records a
+/// Python scalar argument at double width (`complex128`) where the program
+/// takes it weakly typed at its other operand's (`c64[]`).
+fn in_declared_dtypes(text: &str, mut examples: Vec<Value>) -> Vec<Value> {
+    let declared = input_dtypes(text);
+    for ex in &mut examples {
+        for (v, d) in ex["inputs"].as_array_mut().unwrap().iter_mut().zip(&declared) {
+            if let Some(d) = d {
+                v["dtype"] = Value::from(d.as_str());
+            }
+        }
+    }
+    examples
+}
+
 fn programs() -> Vec<Program> {
     let data = common::workspace_root().join("tests/data");
     let mut out = Vec::new();
@@ -94,7 +129,9 @@ fn programs() -> Vec<Program> {
             }
             let jaxpr = g.join(format!("{name}.jaxpr"));
             let examples = examples.as_array().unwrap().clone();
-            if has_complex(&std::fs::read_to_string(&jaxpr).unwrap()) && plain_values(&examples) {
+            let text = std::fs::read_to_string(&jaxpr).unwrap();
+            if has_complex(&text) && plain_values(&examples) {
+                let examples = in_declared_dtypes(&text, examples);
                 out.push(Program { name: format!("jax/{group}/{name}"), jaxpr, examples });
             }
         }
@@ -170,7 +207,8 @@ fn each(programs: &[Program], f: impl Fn(usize, &Program) -> Result<(), String> 
     failures.into_iter().map(|(_, e)| e).collect()
 }
 
-/// Counts of refusals by their message's primitive and dtype part.
+/// Prints how many programs were built and refused, and the refusals by
+/// their reason; returns how many were built.
 fn report(backend: &str, total: usize, refused: &Mutex<Vec<String>>) -> usize {
     let refused = refused.lock().unwrap();
     let mut why: BTreeMap<String, usize> = BTreeMap::new();
@@ -178,7 +216,12 @@ fn report(backend: &str, total: usize, refused: &Mutex<Vec<String>>) -> usize {
         let key = r.split(": ").nth(1).unwrap_or(r).to_string();
         *why.entry(key).or_default() += 1;
     }
-    println!("{backend}: {} of {total} complex programs built, {} refused (J0012)", total - refused.len(), refused.len());
+    let on_complex = refused.iter().filter(|r| r.contains(" on c64 ") || r.contains(" on c128 ")).count();
+    println!(
+        "{backend}: {} of {total} complex programs built; {} refused (J0012), {on_complex} of them for a primitive on a complex dtype",
+        total - refused.len(),
+        refused.len()
+    );
     for (w, n) in why {
         println!("  {n:4}  {w}");
     }
@@ -257,7 +300,7 @@ fn complex_programs_run_on_xla_with_the_recorded_values() {
     });
     let n = report("StableHLO", programs.len(), &refused);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    assert!(n * 10 >= programs.len() * 8, "only {n} of {} built", programs.len());
+    assert!(n >= STABLEHLO_BUILT, "only {n} of {} built", programs.len());
 }
 
 #[test]
@@ -338,7 +381,7 @@ fn complex_programs_run_natively_with_the_recorded_values() {
         }
     }));
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    assert!(n * 10 >= programs.len() * 8, "only {n} of {} built", programs.len());
+    assert!(n >= NATIVE_BUILT, "only {n} of {} built", programs.len());
 }
 
 /// The primitives of the equations of `text` that have a complex operand

@@ -102,6 +102,12 @@ const COMPLEX_STABLEHLO_ONLY: ComplexLowering = ComplexLowering {
     native: Lowering::Refused("no native complex formula yet"),
 };
 
+/// Lowered for complex dtypes by the native back end only.
+const COMPLEX_NATIVE_ONLY: ComplexLowering = ComplexLowering {
+    stablehlo: Lowering::Refused("no StableHLO complex lowering yet"),
+    native: Lowering::Lowered,
+};
+
 impl Primitive {
     /// Whether `name` is this primitive's name or one of its aliases.
     pub fn is_named(&self, name: &str) -> bool {
@@ -210,12 +216,14 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "acos",
         family: Unary,
         doc: "Arccosine, elementwise.",
+        complex: COMPLEX_STABLEHLO_ONLY,
         ..ROW
     },
     Primitive {
         name: "acosh",
         family: Unary,
         doc: "Inverse hyperbolic cosine, elementwise.",
+        complex: COMPLEX_STABLEHLO_ONLY,
         ..ROW
     },
     Primitive {
@@ -265,18 +273,21 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "asin",
         family: Unary,
         doc: "Arcsine, elementwise.",
+        complex: COMPLEX_STABLEHLO_ONLY,
         ..ROW
     },
     Primitive {
         name: "asinh",
         family: Unary,
         doc: "Inverse hyperbolic sine, elementwise.",
+        complex: COMPLEX_STABLEHLO_ONLY,
         ..ROW
     },
     Primitive {
         name: "atan",
         family: Unary,
         doc: "Arctangent, elementwise.",
+        complex: COMPLEX_STABLEHLO_ONLY,
         ..ROW
     },
     Primitive {
@@ -289,6 +300,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "atanh",
         family: Unary,
         doc: "Inverse hyperbolic tangent, elementwise.",
+        complex: COMPLEX_STABLEHLO_ONLY,
         ..ROW
     },
     Primitive {
@@ -460,6 +472,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "cosh",
         family: Unary,
         doc: "Hyperbolic cosine, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -474,12 +487,14 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Cumulative,
         params: &["axis", "reverse"],
         doc: "Cumulative maximum along `axis` (`reverse` from the end).",
+        complex: COMPLEX_NATIVE_ONLY,
         ..ROW
     },
     Primitive {
         name: "cummin",
         family: Cumulative,
         doc: "Cumulative minimum along `axis` (`reverse` from the end).",
+        complex: COMPLEX_NATIVE_ONLY,
         ..ROW
     },
     Primitive {
@@ -661,6 +676,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "2**x, elementwise.",
         stablehlo: Refused("no lowering yet"),
+        complex: COMPLEX_NATIVE_ONLY,
         ..ROW
     },
     Primitive {
@@ -674,7 +690,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "expm1",
         family: Unary,
         doc: "exp(x) - 1, elementwise.",
-        complex: COMPLEX_STABLEHLO_ONLY,
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -765,6 +781,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Shape,
         params: &["dimension", "dtype", "shape", "sharding"],
         doc: "0, 1, 2... along axis `dimension` of an array of `shape` and `dtype`.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -823,14 +840,14 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "log1p",
         family: Unary,
         doc: "log(1 + x), elementwise.",
-        complex: COMPLEX_STABLEHLO_ONLY,
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "logistic",
         family: Unary,
         doc: "Logistic sigmoid 1/(1+exp(-x)), elementwise.",
-        complex: COMPLEX_STABLEHLO_ONLY,
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -868,6 +885,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "max",
         family: Binary,
         doc: "Maximum, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -883,6 +901,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "min",
         family: Binary,
         doc: "Minimum, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -1101,6 +1120,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Reduction,
         params: &["axes"],
         doc: "Maximum over `axes`.",
+        complex: COMPLEX_NATIVE_ONLY,
         ..ROW
     },
     Primitive {
@@ -1108,6 +1128,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Reduction,
         params: &["axes"],
         doc: "Minimum over `axes`.",
+        complex: COMPLEX_NATIVE_ONLY,
         ..ROW
     },
     Primitive {
@@ -1405,6 +1426,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "sinh",
         family: Unary,
         doc: "Hyperbolic sine, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -1487,7 +1509,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "tan",
         family: Unary,
         doc: "Tangent, elementwise.",
-        complex: COMPLEX_STABLEHLO_ONLY,
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {

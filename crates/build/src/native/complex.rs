@@ -156,6 +156,40 @@ impl<'c> G<'c, '_> {
         })
     }
 
+    /// sinh, cosh (`cosh` true) of a + bi: (sinh a cos b, cosh a sin b)
+    /// and (cosh a cos b, sinh a sin b).
+    fn csinhcosh(&self, pdt: &DType, (a, b): Parts<'c>, cosh: bool) -> R<Parts<'c>> {
+        let (sha, cha) = (self.real_fn("sinh", pdt, &[a])?, self.real_fn("cosh", pdt, &[a])?);
+        let (sb, cb) = (self.real_fn("sin", pdt, &[b])?, self.real_fn("cos", pdt, &[b])?);
+        Ok(if cosh {
+            (self.fmul(cha, cb), self.fmul(sha, sb))
+        } else {
+            (self.fmul(sha, cb), self.fmul(cha, sb))
+        })
+    }
+
+    /// exp(z) - 1 without cancellation near 0: real part
+    /// expm1(a) cos b - 2 sin^2(b / 2), imaginary part exp(a) sin b.
+    fn cexpm1(&self, pdt: &DType, (a, b): Parts<'c>) -> R<Parts<'c>> {
+        let t0 = a.get_type();
+        let em1 = self.real_fn("expm1", pdt, &[a])?;
+        let (cb, sb) = (self.real_fn("cos", pdt, &[b])?, self.real_fn("sin", pdt, &[b])?);
+        let s2 = self.real_fn("sin", pdt, &[self.fmul(t0.const_float(0.5), b)])?;
+        let re = self.fsub(self.fmul(em1, cb), self.fmul(t0.const_float(2.0), self.fmul(s2, s2)));
+        let e = self.real_fn("exp", pdt, &[a])?;
+        Ok((re, self.fmul(e, sb)))
+    }
+
+    /// log(1 + z) without cancellation near 0: real part
+    /// log1p(a (2 + a) + b^2) / 2, imaginary part atan2(b, 1 + a).
+    fn clog1p(&self, pdt: &DType, (a, b): Parts<'c>) -> R<Parts<'c>> {
+        let t0 = a.get_type();
+        let one = t0.const_float(1.0);
+        let u = self.fadd(self.fmul(a, self.fadd(t0.const_float(2.0), a)), self.fmul(b, b));
+        let re = self.fmul(t0.const_float(0.5), self.real_fn("log1p", pdt, &[u])?);
+        Ok((re, self.real_fn("atan2", pdt, &[b, self.fadd(one, a)])?))
+    }
+
     /// tanh(a + bi) = (sinh 2a + i sin 2b) / (cosh 2a + cos 2b); for |a| > 20,
     /// where cosh overflows and tanh a is ±1 to the last bit,
     /// (±1, 4 sin b cos b e^(-2|a|)).
@@ -263,6 +297,26 @@ impl<'c> G<'c, '_> {
             "sin" => self.complex_of(self.csincos(&pdt, x, false)?),
             "cos" => self.complex_of(self.csincos(&pdt, x, true)?),
             "tanh" => self.complex_of(self.ctanh(&pdt, x)?),
+            "sinh" => self.complex_of(self.csinhcosh(&pdt, x, false)?),
+            "cosh" => self.complex_of(self.csinhcosh(&pdt, x, true)?),
+            // tan z = -i tanh(iz).
+            "tan" => {
+                let (p, q) = self.ctanh(&pdt, (self.fneg(x.1), x.0))?;
+                self.complex_of((q, self.fneg(p)))
+            }
+            "expm1" => self.complex_of(self.cexpm1(&pdt, x)?),
+            "log1p" => self.complex_of(self.clog1p(&pdt, x)?),
+            "exp2" => {
+                let ln2 = x.0.get_type().const_float(std::f64::consts::LN_2);
+                self.complex_of(self.cexp(&pdt, (self.fmul(x.0, ln2), self.fmul(x.1, ln2)))?)
+            }
+            // 1 / (1 + exp(-z)).
+            "logistic" => {
+                let t0 = x.0.get_type();
+                let (one, zero) = (t0.const_float(1.0), t0.const_zero());
+                let (re, im) = self.cexp(&pdt, (self.fneg(x.0), self.fneg(x.1)))?;
+                self.complex_of(self.cdiv((one, zero), (self.fadd(one, re), im))?)
+            }
             _ => return err(cx.at(), format!("`{name}` on {dt} has no native lowering")),
         })
     }
@@ -284,6 +338,17 @@ impl<'c> G<'c, '_> {
             "mul" => self.complex_of(self.cmul(x, y)),
             "div" => self.complex_of(self.cdiv(x, y)?),
             "pow" => self.complex_of(self.cpow(&pdt, x, y)?),
+            // Lexicographic, on the real parts and then the imaginary ones
+            // (as JAX's lowering of `max` and `min` for complex operands).
+            "max" | "min" => {
+                let p = if name == "max" { FloatPredicate::OGT } else { FloatPredicate::OLT };
+                let by_re = self.fcmp(p, x.0, y.0);
+                let tie = self.fcmp(FloatPredicate::OEQ, x.0, y.0);
+                let by_im = self.and(tie, self.fcmp(p, x.1, y.1));
+                let pick = self.or(by_re, by_im);
+                let (xv, yv) = (self.complex_of(x), self.complex_of(y));
+                self.b.build_select(pick, xv, yv, "").expect("select")
+            }
             "eq" => {
                 let re = self.fcmp(FloatPredicate::OEQ, x.0, y.0);
                 let im = self.fcmp(FloatPredicate::OEQ, x.1, y.1);

@@ -391,6 +391,10 @@ impl<'c> G<'c, '_> {
                 .build_signed_int_to_float(v, ft, "")
                 .expect("sitofp")
                 .into(),
+            _ if dt.is_complex() => {
+                let re = self.from_i64(v, &dt.real_part())?;
+                return self.complex_convert(re, &dt.real_part(), dt);
+            }
             _ => return err(TextRange::new(0, 0), "unexpected element type"),
         })
     }
@@ -404,6 +408,9 @@ impl<'c> G<'c, '_> {
             (Init::One, _) => "1".into(),
             (Init::Lowest, d) if d.is_float() => "-inf".into(),
             (Init::Highest, d) if d.is_float() => "inf".into(),
+            // Lexicographic order (complex `max` and `min`).
+            (Init::Lowest, d) if d.is_complex() => "(-inf-infj)".into(),
+            (Init::Highest, d) if d.is_complex() => "(inf+infj)".into(),
             (Init::Lowest, DType::Int(n)) => (-(1i128 << (n - 1))).to_string(),
             (Init::Highest, DType::Int(n)) => ((1i128 << (n - 1)) - 1).to_string(),
             (Init::Lowest, DType::UInt(_)) => "0".into(),
