@@ -43,6 +43,27 @@ pub(crate) fn static_extent(c: i64, at: TextRange) -> R<i64> {
     Ok(c)
 }
 
+/// A complex literal as JAX prints it (Python's repr: `(1+0j)`, `-2j`,
+/// `(nan+infj)`, `(1e-05-0j)`, or a real number): its real and imaginary
+/// parts, or None when the text is not one.
+pub(crate) fn complex_literal(text: &str) -> Option<(f64, f64)> {
+    let t = text.trim();
+    let inner = t.strip_prefix('(').and_then(|s| s.strip_suffix(')')).unwrap_or(t);
+    let part = |s: &str| -> Option<f64> { s.parse::<f64>().ok() };
+    let Some(body) = inner.strip_suffix(['j', 'J']) else {
+        return Some((part(inner)?, 0.0));
+    };
+    // The imaginary part starts at the last sign that is not an exponent's.
+    let bytes = body.as_bytes();
+    let split = (1..bytes.len())
+        .rev()
+        .find(|&i| matches!(bytes[i], b'+' | b'-') && !matches!(bytes[i - 1], b'e' | b'E'));
+    match split {
+        Some(i) => Some((part(&body[..i])?, part(&body[i..])?)),
+        None => Some((0.0, part(body)?)),
+    }
+}
+
 pub(crate) fn err<T>(range: TextRange, message: impl Into<String>) -> R<T> {
     Err(LowerError {
         range,
@@ -307,6 +328,12 @@ impl Backend {
             Backend::Native => p.native,
         }
     }
+    fn complex_support(self, p: &Primitive) -> Lowering {
+        match self {
+            Backend::Stablehlo => p.complex.stablehlo,
+            Backend::Native => p.complex.native,
+        }
+    }
     fn title(self) -> &'static str {
         match self {
             Backend::Stablehlo => "StableHLO",
@@ -335,6 +362,32 @@ pub(crate) fn check_lowered(name: &str, at: TextRange, backend: Backend) -> R<()
                  `jaxpr check` still resolves its operands"
                     .into(),
             ),
+        }),
+    }
+}
+
+/// J0012 at the primitive when an operand or result of the equation is
+/// complex and the registry's row says `backend` does not lower it for
+/// complex dtypes (checked after [`check_lowered`], with the operands'
+/// types known).
+pub(crate) fn check_lowered_complex<'t>(
+    name: &str,
+    at: TextRange,
+    types: impl IntoIterator<Item = &'t AType>,
+    backend: Backend,
+) -> R<()> {
+    let complex = types
+        .into_iter()
+        .find_map(|t| t.dtype.as_ref().filter(|d| d.is_complex()));
+    let (Some(dt), Some(p)) = (complex, registry::lookup(name)) else {
+        return Ok(());
+    };
+    match backend.complex_support(p) {
+        Lowering::Lowered => Ok(()),
+        Lowering::Refused(why) => Err(LowerError {
+            range: at,
+            message: format!("`{name}` on {dt} has no {} lowering: {why}", backend.title()),
+            help: Some("docs/primitives.md lists what each back end lowers for complex dtypes".into()),
         }),
     }
 }
@@ -690,8 +743,23 @@ fn factor_mentions(f: &Factor, s: &Symbol) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::complex_literal;
     use crate::native::{self, Artifact, Options};
     use crate::stablehlo;
+
+    #[test]
+    fn python_reprs_of_complex_numbers_are_read() {
+        assert_eq!(complex_literal("(1+0j)"), Some((1.0, 0.0)));
+        assert_eq!(complex_literal("0j"), Some((0.0, 0.0)));
+        assert_eq!(complex_literal("-2.5j"), Some((0.0, -2.5)));
+        assert_eq!(complex_literal("(1e-05-3e+02j)"), Some((1e-5, -300.0)));
+        assert_eq!(complex_literal("(-inf+0j)"), Some((f64::NEG_INFINITY, 0.0)));
+        assert_eq!(complex_literal("3"), Some((3.0, 0.0)));
+        let (re, im) = complex_literal("(nan-infj)").unwrap();
+        assert!(re.is_nan() && im == f64::NEG_INFINITY);
+        assert!(complex_literal("(1+j)").is_none());
+        assert!(complex_literal("(1+2)").is_none());
+    }
 
     /// The back ends refuse a negative static extent themselves
     /// ([`super::static_extent`]), not only through the checker's J0004:

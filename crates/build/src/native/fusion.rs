@@ -516,7 +516,9 @@ impl<'c, 'f> G<'c, 'f> {
             }
             Node::Product(a, b, dt) => {
                 let (x, y) = (self.element(a, flat, idx)?, self.element(b, flat, idx)?);
-                Ok(if dt.is_float() {
+                Ok(if dt.is_complex() {
+                    self.complex_binop("mul", dt, x, y, jaxpr_syntax::TextRange::new(0, 0))?
+                } else if dt.is_float() {
                     self.b
                         .build_float_mul(x.into_float_value(), y.into_float_value(), "")
                         .expect("fmul")
