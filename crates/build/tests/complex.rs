@@ -390,7 +390,7 @@ fn complex_primitives(text: &str) -> Vec<String> {
     text.lines()
         .filter(|l| has_complex(l))
         .filter_map(|l| l.split_once(" = ").map(|(_, r)| r))
-        .filter_map(|r| r.split(|c: char| c == '[' || c == ' ').next())
+        .filter_map(|r| r.split(['[', ' ']).next())
         .filter(|p| !p.is_empty())
         .map(str::to_string)
         .collect()

@@ -634,18 +634,10 @@ impl<'c> G<'c, '_> {
                 }
                 "integer_pow" => {
                     let y = cx.int("y")?;
-                    let mut acc = self.fconst(dt, 1.0)?;
-                    let mut base = f;
-                    let mut e = y.unsigned_abs();
-                    while e > 0 {
-                        if e & 1 == 1 {
-                            acc = b.build_float_mul(acc, base, "").expect("mul");
-                        }
-                        e >>= 1;
-                        if e > 0 {
-                            base = b.build_float_mul(base, base, "").expect("mul");
-                        }
-                    }
+                    let mut acc = crate::walk::power_by_squaring(f, y.unsigned_abs(), |p, q| {
+                        Ok(b.build_float_mul(p, q, "").expect("mul"))
+                    })?
+                    .map_or(self.fconst(dt, 1.0), Ok)?;
                     if y < 0 {
                         acc = b
                             .build_float_div(self.fconst(dt, 1.0)?, acc, "")

@@ -759,19 +759,9 @@ impl<'c, 'f> Lower<'c, 'f> {
             let one = self.constant(b, &cx.arg_dtype(0)?, "1", cx.at())?;
             self.broadcast(b, env, one, &x.ty, &[], cx.at())
         };
-        let (mut acc, mut base, mut e) = (None, x.v, y.unsigned_abs());
-        while e > 0 {
-            if e & 1 == 1 {
-                acc = Some(match acc {
-                    None => base,
-                    Some(a) => self.binary(b, "stablehlo.multiply", a, base)?,
-                });
-            }
-            e >>= 1;
-            if e > 0 {
-                base = self.binary(b, "stablehlo.multiply", base, base)?;
-            }
-        }
+        let acc = crate::walk::power_by_squaring(x.v, y.unsigned_abs(), |p, q| {
+            self.binary(b, "stablehlo.multiply", p, q)
+        })?;
         let Some(acc) = acc else { return ones() };
         if y < 0 {
             return self.binary(b, "stablehlo.divide", ones()?, acc);
