@@ -7,7 +7,7 @@ module (`.compile()` alone: the step `jaxpr build --emit native` does from
 a jaxpr) and whole (tracing and lowering too). Prints one line per size:
 `N EQUATIONS COMPILE_SECONDS LOWER_AND_COMPILE_SECONDS JAXPR_PATH`, the
 compile time the median of RUNS compiles (each of a fresh `jit`, so no
-cache is hit).
+cache is hit); with RUNS 0 only the jaxpr is written (times `nan`).
 
 usage: python bench/xla_compile.py CORPUS_DIR OUT_DIR RUNS N [N ...]
 """
@@ -40,5 +40,5 @@ for n in sizes:
         t2 = time.perf_counter()
         compiles.append(t2 - t1)
         wholes.append(t2 - t)
-    print(n, len(closed.jaxpr.eqns), f"{statistics.median(compiles):.3f}", f"{statistics.median(wholes):.3f}", path,
-          flush=True)
+    median = (lambda xs: f"{statistics.median(xs):.3f}") if runs else (lambda xs: "nan")
+    print(n, len(closed.jaxpr.eqns), median(compiles), median(wholes), path, flush=True)
