@@ -110,12 +110,28 @@ pub fn run(path: &Path, args: BuildArgs) -> i32 {
             };
             let mut phases = std::collections::BTreeMap::new();
             let mut last = (None, std::time::Instant::now());
-            let built = build::build_native_with(&parse, &analysis, &opts, a, &mut |p| {
-                progress.phase(p.name());
-                let now = std::time::Instant::now();
-                if let (Some(q), at) = std::mem::replace(&mut last, (Some(p), now)) {
-                    phases.insert(q.name(), now - at);
-                }
+            // On a thread with a large stack: LLVM recurses over the entry
+            // function's chain of blocks, which overflowed the main thread's
+            // 8 MB at 108k equations. The stack is only reserved.
+            let built = std::thread::scope(|scope| {
+                std::thread::Builder::new()
+                    .stack_size(BUILD_STACK)
+                    .spawn_scoped(scope, || {
+                        build::build_native_with(&parse, &analysis, &opts, a, &mut |p| {
+                            progress.phase(p.name());
+                            let now = std::time::Instant::now();
+                            if let (Some(q), at) = std::mem::replace(&mut last, (Some(p), now)) {
+                                phases.insert(q.name(), now - at);
+                            }
+                        })
+                    })
+                    .map_err(|e| vec![jaxpr_syntax::diagnostics::Diagnostic::error(
+                        jaxpr_syntax::diagnostics::DiagKind::Unsupported,
+                        jaxpr_syntax::TextRange::new(0, 0),
+                        format!("could not start the build thread: {e}"),
+                    )])?
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
             });
             if let (Some(q), at) = last {
                 phases.insert(q.name(), at.elapsed());
@@ -156,6 +172,9 @@ pub fn run(path: &Path, args: BuildArgs) -> i32 {
         Err(e) => failed(e, loaded, &out, args.color, args.format),
     }
 }
+
+/// The stack of the thread that builds a native library.
+const BUILD_STACK: usize = 1 << 30;
 
 /// Reports a build that failed; the exit status.
 fn failed(
