@@ -436,3 +436,59 @@ fn complex_primitives(text: &str) -> Vec<String> {
         .map(str::to_string)
         .collect()
 }
+
+/// `pow` with an integer exponent (the checker accepts it, as JAX does):
+/// the exponent is converted to the base's dtype, in both back ends (the
+/// native build crashed on it, for floats as well).
+#[test]
+fn an_integer_exponent_is_converted_to_the_base_dtype() {
+    let dir = out_dir().join("pow");
+    std::fs::create_dir_all(&dir).unwrap();
+    let value = |dtype: &str, data: Value| serde_json::json!({"dtype": dtype, "shape": [3], "data": data});
+    let exponents = value("int32", serde_json::json!([3, -2, 0]));
+    let cases = [
+        (
+            "c64",
+            value("complex64", serde_json::json!([[1.5, -0.5], [0.0, 2.0], [-1.0, 0.25]])),
+            // (1.5 - 0.5i)^3, (2i)^-2, z^0.
+            value("complex64", serde_json::json!([[2.25, -3.25], [-0.25, 0.0], [1.0, 0.0]])),
+        ),
+        (
+            "f32",
+            value("float32", serde_json::json!([1.5, 2.0, -1.0])),
+            value("float32", serde_json::json!([3.375, 0.25, 1.0])),
+        ),
+    ];
+    let python = oracle_python();
+    let runner = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/complex/xla_run_values.py");
+    let mut failures = Vec::new();
+    for (dt, base, want) in cases {
+        let jaxpr = dir.join(format!("pow_{dt}.jaxpr"));
+        std::fs::write(&jaxpr, format!("{{ lambda ; a:{dt}[3] b:i32[3]. let c:{dt}[3] = pow a b in (c,) }}\n")).unwrap();
+        let p = Program {
+            name: format!("pow_{dt}"),
+            jaxpr,
+            examples: vec![serde_json::json!({"inputs": [base, exponents.clone()], "outputs": [want]})],
+            widened: false,
+        };
+        let module = dir.join(format!("pow_{dt}.mlir"));
+        assert!(matches!(build(&p, &module, &["--emit", "stablehlo"]), Ok(Built::Yes)), "{dt}");
+        let case = dir.join(format!("pow_{dt}.json"));
+        std::fs::write(&case, serde_json::json!({"examples": p.examples}).to_string()).unwrap();
+        let run = Command::new(&python)
+            .arg(&runner)
+            .arg(common::corpus().join("../oracle/xla_run.py"))
+            .arg(&module)
+            .arg(&case)
+            .output()
+            .unwrap();
+        if !run.status.success() {
+            failures.push(format!("{dt} on XLA: {}", String::from_utf8_lossy(&run.stdout)));
+        }
+        let so = dir.join(format!("libpow_{dt}.so"));
+        assert!(matches!(build(&p, &so, &["--emit", "native", "--name", "pw"]), Ok(Built::Yes)), "{dt}");
+        let lib = Lib::open(&so, "pw");
+        failures.extend(run_values(&lib, &p.examples, &p.name, false).into_iter().map(|m| format!("{dt} native: {m}")));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
