@@ -561,19 +561,37 @@ impl<'f> Syntax<'f> {
 
 /// Indexes jaxpr `j` and the jaxprs nested in it by the start of their range.
 fn index_jaxpr<'f>(j: &'f ast::Jaxpr, out: &mut HashMap<u32, &'f ast::Jaxpr>) {
-    out.insert(j.range.start, j);
-    for e in &j.eqns {
-        for p in &e.params {
-            index_expr(&p.value, out);
-        }
-    }
+    index_nested(vec![j], Vec::new(), out);
 }
 
-fn index_expr<'f>(x: &'f ast::Expr, out: &mut HashMap<u32, &'f ast::Jaxpr>) {
-    match &x.kind {
-        ExprKind::Jaxpr(j) => index_jaxpr(j, out),
-        ExprKind::Tuple(xs) | ExprKind::List(xs) => xs.iter().for_each(|x| index_expr(x, out)),
-        _ => {}
+/// Indexes the jaxprs in parameter value `x` (and those nested in them).
+fn index_expr<'f>(x: &'f Expr, out: &mut HashMap<u32, &'f ast::Jaxpr>) {
+    index_nested(Vec::new(), vec![x], out);
+}
+
+/// Indexes `jaxprs`, the jaxprs in the parameter values `values`, and every
+/// jaxpr nested in them (in parameters, and the `let`s a parameter value
+/// holds). Iterative: a program's nesting depth is not bounded by this
+/// walk's stack.
+fn index_nested<'f>(
+    mut jaxprs: Vec<&'f ast::Jaxpr>,
+    mut values: Vec<&'f Expr>,
+    out: &mut HashMap<u32, &'f ast::Jaxpr>,
+) {
+    loop {
+        while let Some(j) = jaxprs.pop() {
+            out.insert(j.range.start, j);
+            jaxprs.extend(j.lets.iter().map(|l| &l.jaxpr));
+            values.extend(j.eqns.iter().flat_map(|e| e.params.iter().map(|p| &p.value)));
+        }
+        let Some(x) = values.pop() else {
+            return;
+        };
+        match &x.kind {
+            ExprKind::Jaxpr(j) => jaxprs.push(j),
+            ExprKind::Tuple(xs) | ExprKind::List(xs) => values.extend(xs.iter()),
+            _ => {}
+        }
     }
 }
 
@@ -744,6 +762,8 @@ fn factor_mentions(f: &Factor, s: &Symbol) -> bool {
 #[cfg(test)]
 mod tests {
     use super::complex_literal;
+    use crate::native::{self, Artifact, Options};
+    use crate::stablehlo;
 
     #[test]
     fn python_reprs_of_complex_numbers_are_read() {
@@ -757,5 +777,53 @@ mod tests {
         assert!(re.is_nan() && im == f64::NEG_INFINITY);
         assert!(complex_literal("(1+j)").is_none());
         assert!(complex_literal("(1+2)").is_none());
+    }
+
+    /// The back ends refuse a negative static extent themselves
+    /// ([`super::static_extent`]), not only through the checker's J0004:
+    /// lowered here from an analysis whose types hold the extent the
+    /// checker refused (it records the dimension as unknown, and
+    /// [`crate::build`] stops at its diagnostic).
+    #[test]
+    fn back_ends_refuse_negative_static_extents_past_the_checker() {
+        let text = "{ lambda ; a:f32[-1]. let\n    b:f32[-1] = neg a\n  in (b,) }\n";
+        let parse = jaxpr_syntax::parse(text);
+        let mut analysis = jaxpr_check::check(&parse.file);
+        assert!(
+            analysis.diagnostics.iter().any(|d| d.message.contains("-1")),
+            "the checker refuses it: {:?}",
+            analysis.diagnostics
+        );
+        for v in &mut analysis.vars {
+            for d in v.ty.shape.iter_mut() {
+                assert_eq!(*d, jaxpr_types::Dim::Unknown);
+                *d = jaxpr_types::Dim::Const(-1);
+            }
+        }
+        let said = |d: &[jaxpr_syntax::diagnostics::Diagnostic]| {
+            d.iter()
+                .any(|d| d.kind.code() == "J0012" && d.message.contains("the extent -1 is negative: no array has it"))
+        };
+        let hlo = stablehlo::lower_into(
+            &parse.file,
+            &analysis,
+            false,
+            &mut stablehlo::Timings::default(),
+            || Ok(Vec::new()),
+        );
+        match hlo {
+            Err(crate::Failure::Diagnostics(d)) => assert!(said(&d), "StableHLO: {d:?}"),
+            Err(crate::Failure::Io(e)) => panic!("StableHLO: {e}"),
+            Ok(_) => panic!("StableHLO built f32[-1]"),
+        }
+        let opts = Options {
+            name: "negative".into(),
+            opt: 0,
+            cpu: Default::default(),
+        };
+        match native::compile(&parse.file, &analysis, &opts, Artifact::LlvmIr) {
+            Err(d) => assert!(said(&d), "native: {d:?}"),
+            Ok(_) => panic!("native built f32[-1]"),
+        }
     }
 }
