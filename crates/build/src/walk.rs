@@ -64,6 +64,24 @@ pub(crate) fn complex_literal(text: &str) -> Option<(f64, f64)> {
     }
 }
 
+/// `x^e` by repeated squaring with `mul` (`integer_pow`), None for `e = 0`.
+pub(crate) fn power_by_squaring<T: Copy>(x: T, e: u64, mut mul: impl FnMut(T, T) -> R<T>) -> R<Option<T>> {
+    let (mut acc, mut base, mut e) = (None, x, e);
+    while e > 0 {
+        if e & 1 == 1 {
+            acc = Some(match acc {
+                None => base,
+                Some(a) => mul(a, base)?,
+            });
+        }
+        e >>= 1;
+        if e > 0 {
+            base = mul(base, base)?;
+        }
+    }
+    Ok(acc)
+}
+
 pub(crate) fn err<T>(range: TextRange, message: impl Into<String>) -> R<T> {
     Err(LowerError {
         range,

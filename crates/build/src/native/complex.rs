@@ -235,16 +235,8 @@ impl<'c> G<'c, '_> {
     fn integer_power(&self, x: Parts<'c>, y: i64) -> R<Parts<'c>> {
         let t0 = x.0.get_type();
         let one = (t0.const_float(1.0), t0.const_zero());
-        let (mut acc, mut base, mut e) = (one, x, y.unsigned_abs());
-        while e > 0 {
-            if e & 1 == 1 {
-                acc = self.cmul(acc, base);
-            }
-            e >>= 1;
-            if e > 0 {
-                base = self.cmul(base, base);
-            }
-        }
+        let acc = crate::walk::power_by_squaring(x, y.unsigned_abs(), |p, q| Ok(self.cmul(p, q)))?
+            .unwrap_or(one);
         if y < 0 {
             return self.cdiv(one, acc);
         }

@@ -558,6 +558,12 @@ impl<'c> G<'c, '_> {
                 return self.binop("min", &dts[1], lo, xs[2], cx);
             }
             "convert_element_type" => return self.convert(xs[0], dt, odt),
+            // An integer exponent is converted to the base's dtype first
+            // (as JAX lowers `pow`).
+            "pow" if dts[1] != *dt => {
+                let y = self.convert(xs[1], &dts[1], dt)?;
+                return self.scalar(cx, &[dt.clone(), dt.clone()], odt, &[xs[0], y]);
+            }
             _ => {}
         }
         if dt.is_complex() || odt.is_complex() {
@@ -634,18 +640,10 @@ impl<'c> G<'c, '_> {
                 }
                 "integer_pow" => {
                     let y = cx.int("y")?;
-                    let mut acc = self.fconst(dt, 1.0)?;
-                    let mut base = f;
-                    let mut e = y.unsigned_abs();
-                    while e > 0 {
-                        if e & 1 == 1 {
-                            acc = b.build_float_mul(acc, base, "").expect("mul");
-                        }
-                        e >>= 1;
-                        if e > 0 {
-                            base = b.build_float_mul(base, base, "").expect("mul");
-                        }
-                    }
+                    let mut acc = crate::walk::power_by_squaring(f, y.unsigned_abs(), |p, q| {
+                        Ok(b.build_float_mul(p, q, "").expect("mul"))
+                    })?
+                    .map_or(self.fconst(dt, 1.0), Ok)?;
                     if y < 0 {
                         acc = b
                             .build_float_div(self.fconst(dt, 1.0)?, acc, "")

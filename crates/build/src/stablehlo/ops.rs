@@ -231,6 +231,15 @@ impl<'c, 'f> Lower<'c, 'f> {
     pub(crate) fn lower_eqn(&self, b: B<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> R<Vec<V<'c>>> {
         let name = cx.name();
         let one = |v: R<V<'c>>| v.map(|v| vec![v]);
+        if name == "pow" && cx.arg_dtype(0)? != cx.arg_dtype(1)? {
+            // An integer exponent is converted to the base's dtype first
+            // (as JAX lowers `pow`).
+            let out = &cx.outs[0];
+            let x = self.to_shape(b, env, &cx.args[0], out, cx.at())?;
+            let y = self.to_shape(b, env, &cx.args[1], out, cx.at())?;
+            let y = self.convert(b, y, &cx.arg_dtype(0)?)?;
+            return one(self.op1(b, "stablehlo.power", &[x, y], self.out_ty(cx, 0)?, &[]));
+        }
         if matches!(name, "max" | "min") && cx.arg_dtype(0)?.is_complex() {
             return one(self.complex_max_min(b, env, cx, name == "max"));
         }
@@ -759,19 +768,9 @@ impl<'c, 'f> Lower<'c, 'f> {
             let one = self.constant(b, &cx.arg_dtype(0)?, "1", cx.at())?;
             self.broadcast(b, env, one, &x.ty, &[], cx.at())
         };
-        let (mut acc, mut base, mut e) = (None, x.v, y.unsigned_abs());
-        while e > 0 {
-            if e & 1 == 1 {
-                acc = Some(match acc {
-                    None => base,
-                    Some(a) => self.binary(b, "stablehlo.multiply", a, base)?,
-                });
-            }
-            e >>= 1;
-            if e > 0 {
-                base = self.binary(b, "stablehlo.multiply", base, base)?;
-            }
-        }
+        let acc = crate::walk::power_by_squaring(x.v, y.unsigned_abs(), |p, q| {
+            self.binary(b, "stablehlo.multiply", p, q)
+        })?;
         let Some(acc) = acc else { return ones() };
         if y < 0 {
             return self.binary(b, "stablehlo.divide", ones()?, acc);
