@@ -272,3 +272,66 @@ fn answers_from_the_earlier_analysis_are_the_current_texts() {
     // Most answers after such edits come from the earlier analysis.
     assert!(reused * 2 > compared, "{reused} of {compared} hovers reused");
 }
+
+/// The salsa items of a file (`db::items`): after random edits, wherever
+/// the split is valid, the equations its items parse alone are the main
+/// jaxpr's equations of a whole-file parse, with the same syntax errors.
+#[test]
+fn item_parses_after_random_edits_are_the_whole_file_parse() {
+    let mut texts = vec![read("large/transformer150_grad.jaxpr.gz")];
+    for name in ["control", "elementwise", "transformer_block"] {
+        texts.push(read(&format!("jax/{name}.jaxpr")));
+    }
+    let (mut valid, mut edits) = (0, 0);
+    for (i, original) in texts.iter().enumerate() {
+        let mut db = RootDatabase::default();
+        let file = SourceFile::new(&db, "t.jaxpr".into(), original.clone());
+        let mut rng = Rng::new(0xC0FFEE + i as u64);
+        let mut text = original.clone();
+        for _ in 0..60 {
+            if rng.below(6) == 0 {
+                text = original.clone();
+            } else {
+                let end = anywhere(&text);
+                edit(&mut text, &mut rng, end);
+            }
+            edits += 1;
+            file.set_text(&mut db).to(text.clone());
+            let Some(split) = db::items::split(&db, file) else {
+                continue;
+            };
+            let mut eqns = Vec::new();
+            let mut errors = Vec::new();
+            let mut all_valid = true;
+            for (&item, &start) in split.items.iter().zip(&split.starts) {
+                let syntax = db::items::item_parse(&db, item);
+                all_valid &= syntax.valid;
+                for (at, eqn, errs) in &syntax.eqns {
+                    let base = start + at;
+                    errors.extend(errs.iter().map(|d| (d.range.shifted(base), d.message.clone())));
+                    if let Some(e) = eqn {
+                        eqns.push((e.range.shifted(base), e.primitive.text.clone()));
+                    }
+                }
+            }
+            if !all_valid {
+                assert!(text != *original, "file {i}: its unedited text does not split");
+                continue;
+            }
+            valid += 1;
+            let whole = jaxpr_syntax::parse(&text);
+            let main = whole.file.main.as_ref().expect("a valid split has a main jaxpr");
+            let want: Vec<_> = main.eqns.iter().map(|e| (e.range, e.primitive.text.clone())).collect();
+            assert_eq!(eqns, want, "file {i}: equations differ\n{text}");
+            let (from, to) = (split.starts[1], *split.starts.last().unwrap());
+            let want_errors: Vec<_> = (whole.errors.iter())
+                .filter(|d| d.range.start >= from && d.range.start < to)
+                .map(|d| (d.range, d.message.clone()))
+                .collect();
+            assert_eq!(errors, want_errors, "file {i}: syntax errors differ");
+        }
+    }
+    // Edits accumulate until a reset, and one that cuts an equation short
+    // leaves the split invalid until then; a fair share stay splittable.
+    assert!(valid > edits / 3, "{valid} of {edits} edits kept a valid split");
+}
