@@ -78,6 +78,7 @@ fn random_edits(
     let mut rng = Rng::new(seed);
     let mut text = original.to_string();
     let mut paths = Paths::default();
+    let engine = db::Engine::default();
     for i in 0..n {
         if rng.below(reset_one_in) == 0 {
             text = original.to_string();
@@ -86,9 +87,11 @@ fn random_edits(
             edit(&mut text, &mut rng, end);
         }
         file.set_text(&mut db).to(text.clone());
-        let got = db::diagnostics(&db, file);
         let want = db::diagnostics_from_scratch(&text);
-        match db.engine().last_path(file.as_id()) {
+        // The engine (which the earlier view of hover still reads) is
+        // driven apart, on its own, and held to the same.
+        let got = engine.diagnostics(file.as_id(), &text, &|| {});
+        match engine.last_path(file.as_id()) {
             Some(Path::Equation) => paths.equation += 1,
             Some(Path::Let) => paths.let_kept_call_sites += 1,
             Some(Path::LetAndCallSites) => paths.let_and_call_sites += 1,
@@ -105,6 +108,17 @@ fn random_edits(
             *got == want,
             "edit {i} (seed {seed}): incremental and from-scratch diagnostics differ\nincremental: {got:#?}\nfrom scratch: {want:#?}"
         );
+        let got = db::diagnostics(&db, file);
+        if db::item_check::item_diagnostics(&db, file).is_some() {
+            paths.items += 1;
+        }
+        if *got != want {
+            let _ = std::fs::write(std::env::temp_dir().join("items_failure.jaxpr"), &text);
+        }
+        assert!(
+            *got == want,
+            "edit {i} (seed {seed}): database and from-scratch diagnostics differ\ndatabase: {got:#?}\nfrom scratch: {want:#?}"
+        );
     }
     paths
 }
@@ -116,11 +130,14 @@ struct Paths {
     let_kept_call_sites: usize,
     let_and_call_sites: usize,
     binders: usize,
+    /// Edits whose diagnostics the salsa items gave (`db::item_check`).
+    items: usize,
 }
 
 #[test]
 fn random_edits_on_every_corpus_file_match_a_full_check() {
     let mut total = 0;
+    let mut items = 0;
     let mut files = 0;
     for dir in ["jax", "catalyst", "invalid"] {
         let mut paths: Vec<PathBuf> = std::fs::read_dir(corpus().join(dir))
@@ -131,13 +148,18 @@ fn random_edits_on_every_corpus_file_match_a_full_check() {
         paths.sort();
         for p in paths {
             let text = std::fs::read_to_string(&p).unwrap();
-            total += random_edits(&text, 0x9E37_79B9 + files, 80, 10, anywhere).equation;
+            let paths = random_edits(&text, 0x9E37_79B9 + files, 80, 10, anywhere);
+            total += paths.equation;
+            items += paths.items;
             files += 1;
         }
     }
     assert!(files > 40, "{files} corpus files");
     // The edits must exercise the per-equation path, not only full checks.
     assert!(total > 200, "only {total} edits went through one equation");
+    // The salsa items give a share of the diagnostics (the rest: files
+    // they cannot split or check apart, and edits that break the split).
+    assert!(items > files as usize * 80 / 8, "only {items} edits had diagnostics from the salsa items");
 }
 
 #[test]
@@ -145,6 +167,7 @@ fn random_edits_on_a_large_file_match_a_full_check() {
     let text = read("large/transformer150_grad.jaxpr.gz");
     let n = 120;
     let paths = random_edits(&text, 7, n, 3, anywhere);
+    assert!(paths.items > n / 3, "{paths:?} of {n} edits");
     // Edits that change which lines start equations (a binder's type left
     // unclosed, two lines joined), and the next ones while the file stays
     // broken that way, take the whole-file path; a fair share of the rest
@@ -175,8 +198,10 @@ fn random_edits_inside_let_jaxprs_match_a_full_check() {
         paths.equation += p.equation;
         paths.let_kept_call_sites += p.let_kept_call_sites;
         paths.let_and_call_sites += p.let_and_call_sites;
+        paths.items += p.items;
     }
     let total = 100 * files.len();
+    assert!(paths.items > total / 3, "{paths:?} of {total} edits");
     // Every path is taken, and most edits take one of them.
     assert!(
         paths.equation > 0 && paths.let_kept_call_sites > 0 && paths.let_and_call_sites > 0,
@@ -192,19 +217,23 @@ fn analysis_after_incremental_edits_is_the_current_texts() {
     let mut db = RootDatabase::default();
     let file = SourceFile::new(&db, "t.jaxpr".into(), text.clone());
     assert!(db::diagnostics(&db, file).is_empty());
+    db.engine().diagnostics(file.as_id(), &text, &|| {});
     let at = text.find(" = ").unwrap() + 3;
     let mut edited = text.clone();
     edited.insert(at, 'q');
     file.set_text(&mut db).to(edited.clone());
     assert_eq!(db::diagnostics(&db, file).len(), 1);
+    assert!(db::item_check::item_diagnostics(&db, file).is_some());
+    db.engine().diagnostics(file.as_id(), &edited, &|| {});
     assert_eq!(db.engine().last_path(file.as_id()), Some(Path::Equation));
     // The editor features see the edited text's analysis, not the base's.
     let a = db::analysis(&db, file);
     let want = jaxpr_check::check(&jaxpr_syntax::parse(&edited).file);
     assert_eq!(*a, want);
     // And later edits start from it.
-    file.set_text(&mut db).to(text);
+    file.set_text(&mut db).to(text.clone());
     assert!(db::diagnostics(&db, file).is_empty());
+    db.engine().diagnostics(file.as_id(), &text, &|| {});
     assert_eq!(db.engine().last_path(file.as_id()), Some(Path::Equation));
 }
 
@@ -306,10 +335,10 @@ fn item_parses_after_random_edits_are_the_whole_file_parse() {
             for (&item, &start) in split.items.iter().zip(&split.starts) {
                 let syntax = db::items::item_parse(&db, item);
                 all_valid &= syntax.valid;
-                for (at, eqn, errs) in &syntax.eqns {
+                for (at, es) in item.eqn_starts(&db).iter().zip(&syntax.eqns) {
                     let base = start + at;
-                    errors.extend(errs.iter().map(|d| (d.range.shifted(base), d.message.clone())));
-                    if let Some(e) = eqn {
+                    errors.extend(es.errors.iter().map(|d| (d.range.shifted(base), d.message.clone())));
+                    if let Some(e) = &es.eqn {
                         eqns.push((e.range.shifted(base), e.primitive.text.clone()));
                     }
                 }

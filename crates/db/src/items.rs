@@ -12,8 +12,8 @@
 //! runs again. The item's text is its one tracked field; an edit inside a
 //! chunk changes that field only, and re-runs what read it.
 //!
-//! Chunks are cut where the binders of an equation hash to a multiple of
-//! [`CHUNK`] (content-defined, as rsync cuts blocks): the cuts depend on the
+//! Chunks are cut where the first binder of an equation hashes to a
+//! multiple of [`CHUNK`] (content-defined, as rsync cuts blocks): the cuts depend on the
 //! equations around them only, so an edit moves no cut but its own
 //! equation's, and 108k equations are about 108k / [`CHUNK`] salsa entities.
 //! Blank lines between chunks belong to no item.
@@ -29,7 +29,7 @@ use jaxpr_syntax::parse_equation;
 use std::sync::Arc;
 
 /// About how many equations a chunk holds (see the module comment).
-pub const CHUNK: u64 = 64;
+pub const CHUNK: u64 = 256;
 
 /// What kind of piece of the file an item is.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -48,6 +48,8 @@ pub enum ItemKind {
 /// is its tracked content.
 #[salsa::tracked(debug)]
 pub struct Item<'db> {
+    /// The file it is an item of.
+    pub file: SourceFile,
     pub kind: ItemKind,
     /// For a chunk, the binders of its first equation (`b:f32[3] c:i32[]`).
     #[returns(ref)]
@@ -80,7 +82,7 @@ pub fn split(db: &dyn Db, file: SourceFile) -> Option<Split<'_>> {
         starts: Vec::with_capacity(lines.eqns.len() / CHUNK as usize + 2),
     };
     let mut add = |kind, name: &str, range: std::ops::Range<usize>, eqns: Vec<u32>| {
-        let item = Item::new(db, kind, SmolStr::new(name), Arc::from(&text[range.clone()]), eqns);
+        let item = Item::new(db, file, kind, SmolStr::new(name), Arc::from(&text[range.clone()]), eqns);
         split.items.push(item);
         split.starts.push(range.start as u32);
     };
@@ -91,7 +93,7 @@ pub fn split(db: &dyn Db, file: SourceFile) -> Option<Split<'_>> {
         let at_cut = lines
             .eqns
             .get(k)
-            .is_none_or(|&e| hash(binders(&text[e as usize..])) % CHUNK == 0);
+            .is_none_or(|&e| cuts_before(&text.as_bytes()[e as usize..]));
         if !at_cut {
             continue;
         }
@@ -109,12 +111,12 @@ pub fn split(db: &dyn Db, file: SourceFile) -> Option<Split<'_>> {
     Some(split)
 }
 
-/// A chunk's equations parsed on their own, ranges relative to the chunk.
-#[derive(Debug)]
+/// A chunk's equations parsed on their own. No positions in the chunk:
+/// a blank line inserted between two of its equations leaves it equal, so
+/// nothing that reads it runs again (the starts are [`Item::eqn_starts`]).
+#[derive(Debug, PartialEq, Eq)]
 pub struct ItemSyntax {
-    /// Each equation: its start in the chunk, its syntax (None: skipped by
-    /// the parser) and its syntax errors, with ranges relative to that start.
-    pub eqns: Vec<(u32, Option<Eqn>, Vec<Diagnostic>)>,
+    pub eqns: Vec<EqnSyntax>,
     /// The item was read as the whole-file parser reads it (else the line
     /// scan cut the file where the parser does not): each equation of a
     /// chunk; the head opens the main jaxpr, whose first equation starts
@@ -122,8 +124,18 @@ pub struct ItemSyntax {
     pub valid: bool,
 }
 
+/// One equation of a chunk, with ranges relative to its start.
+#[derive(Debug, PartialEq, Eq)]
+pub struct EqnSyntax {
+    /// Its text, without the blank lines after it.
+    pub text: String,
+    /// None: skipped by the parser.
+    pub eqn: Option<Eqn>,
+    pub errors: Vec<Diagnostic>,
+}
+
 /// The syntax of a chunk's equations (nothing for the head and the tail).
-#[salsa::tracked(returns(clone), no_eq)]
+#[salsa::tracked(returns(clone))]
 pub fn item_parse<'db>(db: &'db dyn Db, item: Item<'db>) -> Arc<ItemSyntax> {
     let mut out = ItemSyntax {
         eqns: Vec::new(),
@@ -151,7 +163,14 @@ pub fn item_parse<'db>(db: &'db dyn Db, item: Item<'db>) -> Arc<ItemSyntax> {
     for (k, &start) in starts.iter().enumerate() {
         let end = starts.get(k + 1).copied().unwrap_or(end_of_text);
         match parse_equation(&text[start as usize..], end - start) {
-            Some((eqn, errors)) => out.eqns.push((start, eqn, errors)),
+            Some((eqn, errors)) => {
+                let text = &chunk[start as usize..end as usize];
+                out.eqns.push(EqnSyntax {
+                    text: text[..trim_blank_lines(text)].to_string(),
+                    eqn,
+                    errors,
+                });
+            }
             None => {
                 out.valid = false;
                 break;
@@ -186,7 +205,7 @@ fn tail_is_valid(tail: &str) -> bool {
 /// What follows a chunk's text when it is parsed alone (indented as the
 /// chunk's equations): a line that starts an equation, as the next chunk's
 /// first line or the `in` line do.
-const FOLLOWER: &str = "    _:f32[] = follower\n";
+pub(crate) const FOLLOWER: &str = "    _:f32[] = follower\n";
 
 /// The lines a file splits at: the main jaxpr's top-level equation lines
 /// and its `in` line.
@@ -195,8 +214,9 @@ struct Lines {
     tail: u32,
 }
 
-/// Finds the main jaxpr (the last line that opens a jaxpr at the first
-/// column: `let`s come first), its first equation line (the line after
+/// Finds the main jaxpr (the first line that opens a jaxpr at the first
+/// column: a `let` line starts with `let`; the head's parse checks the
+/// guess), its first equation line (the line after
 /// its signature's `. let`), and every later line indented as that one
 /// that starts with a name (an equation's line; other lines belong to the
 /// equation above), up to the first line indented less that starts with `in`.
@@ -207,7 +227,11 @@ fn scan(text: &str) -> Option<Lines> {
             .chain(memchr::memchr_iter(b'\n', bytes).map(|i| i + 1))
             .filter(move |&i| i < bytes.len())
     };
-    let main = line_starts().filter(|&i| bytes[i] == b'{').last()?;
+    let main = if bytes.first() == Some(&b'{') {
+        0
+    } else {
+        memchr::memmem::find(bytes, b"\n{")? + 1
+    };
     let mut lines = line_starts().skip_while(|&i| i < main).peekable();
     // The signature ends with `. let` at the end of its last line.
     let mut first = None;
@@ -245,7 +269,7 @@ fn scan(text: &str) -> Option<Lines> {
     None
 }
 
-fn indent_of(line: &[u8]) -> usize {
+pub(crate) fn indent_of(line: &[u8]) -> usize {
     line.iter().take_while(|&&c| c == b' ').count()
 }
 
@@ -274,13 +298,20 @@ fn binders(text: &str) -> &str {
     line.split('=').next().unwrap_or("").trim()
 }
 
-fn hash(s: &str) -> u64 {
-    use std::hash::{BuildHasher, Hash, Hasher};
-    let mut h = rustc_hash::FxBuildHasher.build_hasher();
-    s.hash(&mut h);
-    // Fx's low bits are weak for short keys: mix them down.
-    let x = h.finish();
-    x ^ (x >> 29) ^ (x >> 47)
+/// Whether a chunk starts at the equation at the start of `line`: its first
+/// binder's name (FNV-1a) is a multiple of [`CHUNK`]. One name is enough to
+/// spread the cuts, and hashing the whole binders of 108k equations cost
+/// as much as the rest of the split.
+fn cuts_before(line: &[u8]) -> bool {
+    let indent = indent_of(line);
+    let name = line[indent..]
+        .iter()
+        .take_while(|&&c| c.is_ascii_alphanumeric() || c == b'_');
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &c in name {
+        h = (h ^ c as u64).wrapping_mul(0x0100_0000_01b3);
+    }
+    (h ^ (h >> 32)) % CHUNK == 0
 }
 
 #[cfg(test)]
@@ -290,14 +321,17 @@ mod tests {
     use salsa::Setter;
 
     /// A main jaxpr of `n` equations after a `let`, each equation on its
-    /// own line, with a nested jaxpr in the tenth.
+    /// own line, with a nested jaxpr in the tenth and a call of the `let`
+    /// in the twentieth.
     fn text(n: usize) -> String {
         let mut t = String::from(
             "let f = { lambda ; a:f32[3]. let\n    b:f32[3] = sin a\n  in (b,) } in\n\
              { lambda ; x:f32[3]. let\n",
         );
         for i in 0..n {
-            if i == 10 {
+            if i == 20 {
+                t.push_str(&format!("    v{i}:f32[3] = pjit[name=f jaxpr=f] x\n"));
+            } else if i == 10 {
                 t.push_str(&format!(
                     "    v{i}:f32[3] = pjit[\n      name=g\n      jaxpr={{ lambda ; c:f32[3]. let\n          d:f32[3] = cos c\n        in (d,) }}\n    ] x\n"
                 ));
@@ -309,10 +343,16 @@ mod tests {
     }
 
     /// Parses every item; the items and their starts.
-    fn parse_all(db: &RootDatabase, file: SourceFile) -> Vec<(ItemKind, u32, Arc<ItemSyntax>)> {
+    fn parse_all(
+        db: &RootDatabase,
+        file: SourceFile,
+    ) -> Vec<(ItemKind, u32, Vec<u32>, Arc<ItemSyntax>)> {
         let split = split(db, file).as_ref().expect("the file splits");
         (split.items.iter().zip(&split.starts))
-            .map(|(&item, &start)| (*item.kind(db), start, item_parse(db, item)))
+            .map(|(&item, &start)| {
+                let starts = item.eqn_starts(db).clone();
+                (*item.kind(db), start, starts, item_parse(db, item))
+            })
             .collect()
     }
 
@@ -335,11 +375,11 @@ mod tests {
         let whole = jaxpr_syntax::parse(&t);
         let main = whole.file.main.as_ref().expect("a main jaxpr");
         let mut seen = 0;
-        for (_, start, syntax) in &items {
+        for (_, start, eqn_starts, syntax) in &items {
             assert!(syntax.valid);
-            for (at, eqn, errors) in &syntax.eqns {
-                assert!(errors.is_empty());
-                let eqn = eqn.as_ref().expect("parsed");
+            for (at, e) in eqn_starts.iter().zip(&syntax.eqns) {
+                assert!(e.errors.is_empty());
+                let eqn = e.eqn.as_ref().expect("parsed");
                 let base = start + at;
                 let w = &main.eqns[seen];
                 assert_eq!(&t[eqn.range.shifted(base).as_usize()], &t[w.range.as_usize()]);
@@ -402,6 +442,79 @@ mod tests {
             (2..=3).contains(&ran.len()),
             "the new equation's chunk (and a new one if it cut one): {ran:?}"
         );
+    }
+
+    /// The check queries (not the split and parses) that ran since the
+    /// last call, by name; and the file's diagnostics are the whole-file
+    /// check's.
+    fn checks_run(db: &RootDatabase, file: SourceFile) -> Vec<String> {
+        let d = crate::diagnostics(db, file);
+        assert_eq!(*d, crate::diagnostics_from_scratch(file.text(db)));
+        let mut ran: Vec<String> = executed_names(db)
+            .into_iter()
+            .filter(|q| q.ends_with("_check") || q.ends_with("_outline") || q == "scope")
+            .collect();
+        ran.sort();
+        ran
+    }
+
+    /// An edit inside one equation re-checks that equation's item only.
+    #[test]
+    fn an_edit_inside_one_equation_rechecks_only_its_item() {
+        let mut db = RootDatabase::with_event_log();
+        let t = text(500);
+        let file = SourceFile::new(&db, "t.jaxpr".into(), t.clone());
+        checks_run(&db, file);
+        file.set_text(&mut db).to(t.replace("v300:f32[3] = sin x", "v300:f32[3] = cos x"));
+        assert_eq!(checks_run(&db, file), ["chunk_check"]);
+        // An error is found, and goes when the edit is undone.
+        file.set_text(&mut db).to(t.replace("v300:f32[3] = sin x", "v300:f32[3] = sin y"));
+        assert_eq!(checks_run(&db, file), ["chunk_check"]);
+        assert_eq!(crate::diagnostics(&db, file).len(), 1);
+        file.set_text(&mut db).to(t.clone());
+        assert_eq!(checks_run(&db, file), ["chunk_check"]);
+        assert!(crate::diagnostics(&db, file).is_empty());
+    }
+
+    /// An edit to a `let`'s body that leaves what its call sites read of
+    /// it (its interface) re-checks the head, not the equations that call
+    /// it; one that changes its interface re-checks them.
+    #[test]
+    fn a_let_body_edit_that_keeps_its_interface_rechecks_no_caller() {
+        let mut db = RootDatabase::with_event_log();
+        let t = text(500);
+        let file = SourceFile::new(&db, "t.jaxpr".into(), t.clone());
+        checks_run(&db, file);
+        let body = "    b:f32[3] = sin a\n";
+        file.set_text(&mut db).to(t.replacen(body, "    b:f32[3] = tanh a\n", 1));
+        assert_eq!(checks_run(&db, file), ["head_check", "head_outline"]);
+        let changed = "    b:f32[4] = tanh a\n  in (b,) } in";
+        file.set_text(&mut db).to(t.replacen(&format!("{body}  in (b,) }} in"), changed, 1));
+        let ran = checks_run(&db, file);
+        assert!(ran.contains(&"head_outline".to_string()));
+        assert!(ran.iter().filter(|q| *q == "chunk_check").count() > 1, "{ran:?}");
+    }
+
+    /// An inserted blank line re-checks nothing.
+    #[test]
+    fn an_inserted_blank_line_rechecks_nothing() {
+        let mut db = RootDatabase::with_event_log();
+        let t = text(500);
+        let file = SourceFile::new(&db, "t.jaxpr".into(), t.clone());
+        checks_run(&db, file);
+        for line in ["    v123:", "    v400:", "  in (x,)"] {
+            let at = t.find(line).unwrap();
+            file.set_text(&mut db).to(format!("{}\n{}", &t[..at], &t[at..]));
+            assert_eq!(checks_run(&db, file), Vec::<String>::new(), "before {line}");
+        }
+    }
+
+    #[test]
+    fn a_valid_file_has_its_diagnostics_from_its_items() {
+        let db = RootDatabase::default();
+        let file = SourceFile::new(&db, "t.jaxpr".into(), text(500));
+        let d = crate::item_check::item_diagnostics(&db, file);
+        assert_eq!(d.as_deref().map(Vec::len), Some(0));
     }
 
     #[test]

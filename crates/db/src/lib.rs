@@ -13,6 +13,7 @@
 //! computed for the editor features becomes its new base.
 
 pub mod incremental;
+pub mod item_check;
 pub mod items;
 use jaxpr_check::{self as check, Analysis};
 use jaxpr_syntax::diagnostics::Diagnostic;
@@ -118,11 +119,18 @@ pub fn analysis(db: &dyn Db, file: SourceFile) -> Arc<Analysis> {
 }
 
 /// Every diagnostic of the file: syntax errors and the checker's, sorted by
-/// position (syntax errors first among equals).
+/// position (syntax errors first among equals). From the file's items
+/// ([`item_check::item_diagnostics`]) when it splits into them, else from
+/// a whole-file parse and check.
 #[salsa::tracked(returns(clone))]
 pub fn diagnostics(db: &dyn Db, file: SourceFile) -> Arc<Vec<Diagnostic>> {
-    let cancelled = || db.unwind_if_revision_cancelled();
-    db.engine().diagnostics(file.as_id(), file.text(db), &cancelled)
+    if let Some(d) = item_check::item_diagnostics(db, file) {
+        return d;
+    }
+    let (p, a) = (parse(db, file), analysis(db, file));
+    let mut all: Vec<Diagnostic> = p.errors.iter().chain(&a.diagnostics).cloned().collect();
+    all.sort_by_key(|d| (d.range.start, d.severity, d.kind));
+    Arc::new(all)
 }
 
 /// The last whole-file parse and analysis of `file` and how its current
