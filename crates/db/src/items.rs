@@ -318,6 +318,7 @@ fn cuts_before(line: &[u8]) -> bool {
 mod tests {
     use super::*;
     use crate::RootDatabase;
+    use crate::item_check::item_diagnostics;
     use salsa::Setter;
 
     /// A main jaxpr of `n` equations after a `let`, each equation on its
@@ -448,7 +449,7 @@ mod tests {
     /// last call, by name; and the file's diagnostics are the whole-file
     /// check's.
     fn checks_run(db: &RootDatabase, file: SourceFile) -> Vec<String> {
-        let d = crate::diagnostics(db, file);
+        let d = item_diagnostics(db, file).expect("the items check the file");
         assert_eq!(*d, crate::diagnostics_from_scratch(file.text(db)));
         let mut ran: Vec<String> = executed_names(db)
             .into_iter()
@@ -470,10 +471,10 @@ mod tests {
         // An error is found, and goes when the edit is undone.
         file.set_text(&mut db).to(t.replace("v300:f32[3] = sin x", "v300:f32[3] = sin y"));
         assert_eq!(checks_run(&db, file), ["chunk_check"]);
-        assert_eq!(crate::diagnostics(&db, file).len(), 1);
+        assert_eq!(item_diagnostics(&db, file).map(|d| d.len()), Some(1));
         file.set_text(&mut db).to(t.clone());
         assert_eq!(checks_run(&db, file), ["chunk_check"]);
-        assert!(crate::diagnostics(&db, file).is_empty());
+        assert_eq!(item_diagnostics(&db, file).map(|d| d.len()), Some(0));
     }
 
     /// An edit to a `let`'s body that leaves what its call sites read of
@@ -513,7 +514,7 @@ mod tests {
     fn a_valid_file_has_its_diagnostics_from_its_items() {
         let db = RootDatabase::default();
         let file = SourceFile::new(&db, "t.jaxpr".into(), text(500));
-        let d = crate::item_check::item_diagnostics(&db, file);
+        let d = item_diagnostics(&db, file);
         assert_eq!(d.as_deref().map(Vec::len), Some(0));
     }
 

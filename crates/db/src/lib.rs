@@ -119,18 +119,13 @@ pub fn analysis(db: &dyn Db, file: SourceFile) -> Arc<Analysis> {
 }
 
 /// Every diagnostic of the file: syntax errors and the checker's, sorted by
-/// position (syntax errors first among equals). From the file's items
-/// ([`item_check::item_diagnostics`]) when it splits into them, else from
-/// a whole-file parse and check.
+/// position (syntax errors first among equals). Through the engine: the
+/// salsa items ([`item_check::item_diagnostics`]) give the same where they
+/// can, but are not yet as fast (docs/incremental.md).
 #[salsa::tracked(returns(clone))]
 pub fn diagnostics(db: &dyn Db, file: SourceFile) -> Arc<Vec<Diagnostic>> {
-    if let Some(d) = item_check::item_diagnostics(db, file) {
-        return d;
-    }
-    let (p, a) = (parse(db, file), analysis(db, file));
-    let mut all: Vec<Diagnostic> = p.errors.iter().chain(&a.diagnostics).cloned().collect();
-    all.sort_by_key(|d| (d.range.start, d.severity, d.kind));
-    Arc::new(all)
+    let cancelled = || db.unwind_if_revision_cancelled();
+    db.engine().diagnostics(file.as_id(), file.text(db), &cancelled)
 }
 
 /// The last whole-file parse and analysis of `file` and how its current
