@@ -69,7 +69,44 @@ pub struct Primitive {
     pub doc: &'static str,
     pub stablehlo: Lowering,
     pub native: Lowering,
+    /// Whether each back end lowers it when an operand or a result is
+    /// complex (`c64`, `c128`); read only where `stablehlo`/`native` is
+    /// `Lowered`.
+    pub complex: ComplexLowering,
 }
+
+/// How the back ends treat a primitive on complex operands or results.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ComplexLowering {
+    pub stablehlo: Lowering,
+    pub native: Lowering,
+}
+
+/// Most primitives: no complex lowering in either back end.
+const NO_COMPLEX: ComplexLowering = ComplexLowering {
+    stablehlo: Lowering::Refused("not lowered for complex dtypes"),
+    native: Lowering::Refused("not lowered for complex dtypes"),
+};
+
+/// Lowered for complex dtypes by both back ends (arithmetic, and data
+/// movement, calls and loops, which only move 8- or 16-byte elements).
+const COMPLEX: ComplexLowering = ComplexLowering {
+    stablehlo: Lowering::Lowered,
+    native: Lowering::Lowered,
+};
+
+/// Lowered for complex dtypes by StableHLO only (XLA computes it; the
+/// native back end has no complex formula for it).
+const COMPLEX_STABLEHLO_ONLY: ComplexLowering = ComplexLowering {
+    stablehlo: Lowering::Lowered,
+    native: Lowering::Refused("no native complex formula yet"),
+};
+
+/// Lowered for complex dtypes by the native back end only.
+const COMPLEX_NATIVE_ONLY: ComplexLowering = ComplexLowering {
+    stablehlo: Lowering::Refused("no StableHLO complex lowering yet"),
+    native: Lowering::Lowered,
+};
 
 impl Primitive {
     /// Whether `name` is this primitive's name or one of its aliases.
@@ -88,6 +125,7 @@ const ROW: Primitive = Primitive {
     doc: "",
     stablehlo: Lowering::Lowered,
     native: Lowering::Lowered,
+    complex: NO_COMPLEX,
 };
 
 /// Why neither back end builds a quantum program: its instructions run on
@@ -134,7 +172,9 @@ pub fn support_table() -> String {
     let mut out = String::from(
         "# Primitives\n\nGenerated from the primitive registry (`crates/check/src/registry.rs`) by \
          `UPDATE_DOCS=1 cargo test -p jaxpr-check registry`; do not edit by hand.\n\n\
-         | primitive | family | check | StableHLO | native | |\n|---|---|---|---|---|---|\n",
+         A complex operand or result (`c64`, `c128`) needs the complex columns' yes as well.\n\n\
+         | primitive | family | check | StableHLO | native | complex: StableHLO | complex: native | |\n\
+         |---|---|---|---|---|---|---|---|\n",
     );
     let cell = |l: Lowering| match l {
         Lowering::Lowered => "yes".to_string(),
@@ -149,10 +189,12 @@ pub fn support_table() -> String {
             .collect::<Vec<_>>()
             .join(", ");
         out.push_str(&format!(
-            "| {name} | {:?} | yes | {} | {} | {} |\n",
+            "| {name} | {:?} | yes | {} | {} | {} | {} | {} |\n",
             p.family,
             cell(p.stablehlo),
             cell(p.native),
+            cell(p.complex.stablehlo),
+            cell(p.complex.native),
             p.doc.replace('|', "\\|")
         ));
     }
@@ -167,30 +209,35 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "abs",
         family: Unary,
         doc: "Absolute value (modulus for complex), elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "acos",
         family: Unary,
         doc: "Arccosine, elementwise.",
+        complex: COMPLEX_STABLEHLO_ONLY,
         ..ROW
     },
     Primitive {
         name: "acosh",
         family: Unary,
         doc: "Inverse hyperbolic cosine, elementwise.",
+        complex: COMPLEX_STABLEHLO_ONLY,
         ..ROW
     },
     Primitive {
         name: "add",
         family: Binary,
         doc: "Addition, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "add_any",
         family: Binary,
         doc: "Addition of tangents (from autodiff), elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -226,18 +273,21 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "asin",
         family: Unary,
         doc: "Arcsine, elementwise.",
+        complex: COMPLEX_STABLEHLO_ONLY,
         ..ROW
     },
     Primitive {
         name: "asinh",
         family: Unary,
         doc: "Inverse hyperbolic sine, elementwise.",
+        complex: COMPLEX_STABLEHLO_ONLY,
         ..ROW
     },
     Primitive {
         name: "atan",
         family: Unary,
         doc: "Arctangent, elementwise.",
+        complex: COMPLEX_STABLEHLO_ONLY,
         ..ROW
     },
     Primitive {
@@ -250,6 +300,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "atanh",
         family: Unary,
         doc: "Inverse hyperbolic tangent, elementwise.",
+        complex: COMPLEX_STABLEHLO_ONLY,
         ..ROW
     },
     Primitive {
@@ -281,6 +332,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Shape,
         params: &["broadcast_dimensions", "shape", "sharding"],
         doc: "Broadcasts an array to `shape`; operand dimension i becomes result dimension `broadcast_dimensions[i]`.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -302,6 +354,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["differentiated", "jaxpr", "policy", "prevent_cse"],
         jaxpr_params: &["jaxpr"],
         doc: "Calls a jaxpr whose residuals are rematerialised (jax.checkpoint).",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -325,6 +378,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["call_jaxpr"],
         jaxpr_params: &["call_jaxpr"],
         doc: "Calls a closed jaxpr.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -337,8 +391,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "complex",
         family: Binary,
         doc: "Complex number from real and imaginary parts, elementwise.",
-        stablehlo: Refused("complex dtypes have no lowering yet"),
-        native: Refused("complex dtypes have no lowering yet"),
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -349,6 +402,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         doc: "Calls `jaxpr`, marked as a named composite op for the compiler.",
         stablehlo: Refused("no lowering yet"),
         native: Refused("no lowering yet"),
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -356,6 +410,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Shape,
         params: &["dimension"],
         doc: "Joins arrays along axis `dimension`; all other dimensions must agree.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -364,14 +419,14 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["branch_jaxprs", "branches", "num_implicit_outputs"],
         jaxpr_params: &["branches"],
         doc: "Calls one of the `branches` chosen by an index (JAX) or predicates (Catalyst).",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "conj",
         family: Unary,
         doc: "Complex conjugate, elementwise.",
-        stablehlo: Refused("complex dtypes have no lowering yet"),
-        native: Refused("complex dtypes have no lowering yet"),
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -386,6 +441,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Conversion,
         params: &["new_dtype", "weak_type"],
         doc: "Converts the elements to `new_dtype`.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -393,6 +449,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Identity,
         aliases: &["copy_p"],
         doc: "Copy of the operand.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -401,18 +458,21 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["call_jaxpr"],
         jaxpr_params: &["call_jaxpr"],
         doc: "Calls a jaxpr.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "cos",
         family: Unary,
         doc: "Cosine, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "cosh",
         family: Unary,
         doc: "Hyperbolic cosine, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -427,12 +487,14 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Cumulative,
         params: &["axis", "reverse"],
         doc: "Cumulative maximum along `axis` (`reverse` from the end).",
+        complex: COMPLEX_NATIVE_ONLY,
         ..ROW
     },
     Primitive {
         name: "cummin",
         family: Cumulative,
         doc: "Cumulative minimum along `axis` (`reverse` from the end).",
+        complex: COMPLEX_NATIVE_ONLY,
         ..ROW
     },
     Primitive {
@@ -440,6 +502,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Cumulative,
         params: &["axis", "reverse"],
         doc: "Cumulative product along `axis` (`reverse` from the end).",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -447,6 +510,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Cumulative,
         params: &["axis", "reverse"],
         doc: "Cumulative sum along `axis` (`reverse` from the end).",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -455,6 +519,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["call_jaxpr", "fun_jaxpr", "jvp", "name", "symbolic_zeros"],
         jaxpr_params: &["call_jaxpr", "fun_jaxpr"],
         doc: "Calls a function with a custom JVP rule.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -463,6 +528,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["jaxpr"],
         jaxpr_params: &["jaxpr"],
         doc: "Linearised custom-VJP call (autodiff internal).",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -473,6 +539,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         doc: "Solves a linear system with user `matvec`/`solve` jaxprs; the solution has the right-hand side's types.",
         stablehlo: Refused("no lowering yet"),
         native: Refused("no lowering yet"),
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -481,6 +548,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["call_jaxpr", "fun_jaxpr", "fwd_jaxpr_thunk", "bwd", "num_consts", "out_trees", "symbolic_zeros"],
         jaxpr_params: &["call_jaxpr", "fun_jaxpr"],
         doc: "Calls a function with a custom VJP rule.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -489,12 +557,14 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["fun_jaxpr", "call_jaxpr", "fwd_jaxpr_thunk", "bwd", "num_consts", "out_trees", "symbolic_zeros"],
         jaxpr_params: &["fun_jaxpr", "call_jaxpr"],
         doc: "Calls a function with a custom VJP rule.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "device_put",
         family: Identity,
         doc: "Places its operands on devices; identity on types.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -515,6 +585,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "div",
         family: Binary,
         doc: "Division (rounds toward zero for integers), elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -522,6 +593,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Contraction,
         params: &["dimension_numbers", "preferred_element_type"],
         doc: "Generalised matrix product: contracts `dimension_numbers`; result is batch ++ lhs free ++ rhs free dimensions.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -529,12 +601,14 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Indexing,
         params: &["slice_sizes"],
         doc: "Slice of size `slice_sizes` starting at run-time indices (one scalar per axis).",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "dynamic_update_slice",
         family: Indexing,
         doc: "Writes `update` into the operand at run-time start indices (one scalar per axis).",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -568,6 +642,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "eq",
         family: Comparison,
         doc: "Equality, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -593,6 +668,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "exp",
         family: Unary,
         doc: "e**x, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -600,18 +676,21 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "2**x, elementwise.",
         stablehlo: Refused("no lowering yet"),
+        complex: COMPLEX_NATIVE_ONLY,
         ..ROW
     },
     Primitive {
         name: "expand_dims",
         family: Shape,
         doc: "Inserts size-1 axes at the positions listed in `dimensions`.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "expm1",
         family: Unary,
         doc: "exp(x) - 1, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -635,6 +714,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["apply_reverse_transform", "body_jaxpr", "body_nconsts", "num_implicit_inputs", "preserve_dimensions"],
         jaxpr_params: &["body_jaxpr"],
         doc: "Catalyst counted loop: `body_jaxpr` runs for an index from lower to upper by step.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -642,6 +722,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Indexing,
         params: &["dimension_numbers", "fill_value", "indices_are_sorted", "mode", "slice_sizes", "unique_indices"],
         doc: "Gathers slices of size `slice_sizes` at the positions in `indices` (XLA Gather, `GatherDimensionNumbers`).",
+        complex: COMPLEX_STABLEHLO_ONLY,
         ..ROW
     },
     Primitive {
@@ -684,8 +765,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "imag",
         family: Unary,
         doc: "Imaginary part, elementwise.",
-        stablehlo: Refused("complex dtypes have no lowering yet"),
-        native: Refused("complex dtypes have no lowering yet"),
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -693,6 +773,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         params: &["y"],
         doc: "x**y for a static integer `y`, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -700,6 +781,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Shape,
         params: &["dimension", "dtype", "shape", "sharding"],
         doc: "0, 1, 2... along axis `dimension` of an array of `shape` and `dtype`.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -724,6 +806,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["jaxpr", "name"],
         jaxpr_params: &["jaxpr"],
         doc: "Calls a jaxpr (a `jax.jit`-compiled function).",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -750,18 +833,21 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "log",
         family: Unary,
         doc: "Natural logarithm, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "log1p",
         family: Unary,
         doc: "log(1 + x), elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "logistic",
         family: Unary,
         doc: "Logistic sigmoid 1/(1+exp(-x)), elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -799,6 +885,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "max",
         family: Binary,
         doc: "Maximum, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -807,18 +894,21 @@ pub static PRIMITIVES: &[Primitive] = &[
         doc: "Changes the mesh axis types of its operand; identity on types.",
         stablehlo: Refused("sharding primitives of multi-device programs have no lowering"),
         native: Refused("sharding primitives of multi-device programs have no lowering"),
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "min",
         family: Binary,
         doc: "Minimum, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "mul",
         family: Binary,
         doc: "Multiplication, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -833,12 +923,14 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "ne",
         family: Comparison,
         doc: "Inequality, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "neg",
         family: Unary,
         doc: "Negation, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -857,6 +949,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "optimization_barrier",
         family: Identity,
         doc: "Identity on its operands that blocks optimisations across it.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -870,6 +963,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Shape,
         params: &["padding_config"],
         doc: "Pads an array with a scalar value: (low, high, interior) per axis in `padding_config`; negative padding removes elements.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -891,6 +985,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "pow",
         family: Binary,
         doc: "x**y, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -908,6 +1003,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         doc: "Marks its operands as varying over mesh axes; identity on types.",
         stablehlo: Refused("sharding primitives of multi-device programs have no lowering"),
         native: Refused("sharding primitives of multi-device programs have no lowering"),
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -999,8 +1095,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "real",
         family: Unary,
         doc: "Real part, elementwise.",
-        stablehlo: Refused("complex dtypes have no lowering yet"),
-        native: Refused("complex dtypes have no lowering yet"),
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -1025,6 +1120,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Reduction,
         params: &["axes"],
         doc: "Maximum over `axes`.",
+        complex: COMPLEX_NATIVE_ONLY,
         ..ROW
     },
     Primitive {
@@ -1032,6 +1128,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Reduction,
         params: &["axes"],
         doc: "Minimum over `axes`.",
+        complex: COMPLEX_NATIVE_ONLY,
         ..ROW
     },
     Primitive {
@@ -1055,6 +1152,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Reduction,
         params: &["axes"],
         doc: "Product over `axes`.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -1062,6 +1160,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Reduction,
         params: &["axes", "out_sharding"],
         doc: "Sum over `axes`.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -1118,6 +1217,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Shape,
         params: &["dimensions", "new_sizes", "sharding"],
         doc: "Reshapes an array to `new_sizes` (same number of elements).",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -1126,6 +1226,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         doc: "Reshards its operand; identity on types.",
         stablehlo: Refused("sharding primitives of multi-device programs have no lowering"),
         native: Refused("sharding primitives of multi-device programs have no lowering"),
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -1133,6 +1234,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Shape,
         params: &["dimensions"],
         doc: "Reverses the order of the elements along the axes in `dimensions`.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -1162,6 +1264,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "rsqrt",
         family: Unary,
         doc: "Reciprocal square root, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -1170,6 +1273,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["jaxpr", "length", "num_carry", "num_consts", "reverse", "unroll"],
         jaxpr_params: &["jaxpr"],
         doc: "Loops `jaxpr` over the leading axis of `xs`, carrying a state and stacking outputs.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -1265,6 +1369,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "select_n",
         family: Selection,
         doc: "Selects, elementwise, among the cases by an integer or boolean predicate.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -1275,12 +1380,14 @@ pub static PRIMITIVES: &[Primitive] = &[
         doc: "Maps a jaxpr over shards of a mesh.",
         stablehlo: Refused("device-parallel maps have no single-device lowering"),
         native: Refused("device-parallel maps have no single-device lowering"),
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "sharding_constraint",
         family: Identity,
         doc: "Constrains the sharding of its operand; identity on types.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -1305,18 +1412,21 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "sign",
         family: Unary,
         doc: "Sign (-1, 0 or 1), elementwise.",
+        complex: COMPLEX_STABLEHLO_ONLY,
         ..ROW
     },
     Primitive {
         name: "sin",
         family: Unary,
         doc: "Sine, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "sinh",
         family: Unary,
         doc: "Hyperbolic sine, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -1324,6 +1434,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Indexing,
         params: &["limit_indices", "start_indices", "strides"],
         doc: "Static slice `start_indices:limit_indices:strides` along every axis.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -1345,12 +1456,14 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "sqrt",
         family: Unary,
         doc: "Square root, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "square",
         family: Unary,
         doc: "x*x, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -1358,6 +1471,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Shape,
         params: &["dimensions"],
         doc: "Removes the size-1 axes listed in `dimensions`.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -1372,12 +1486,14 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "stop_gradient",
         family: Identity,
         doc: "Identity that blocks differentiation.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "sub",
         family: Binary,
         doc: "Subtraction, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -1393,12 +1509,14 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "tan",
         family: Unary,
         doc: "Tangent, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "tanh",
         family: Unary,
         doc: "Hyperbolic tangent, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -1428,6 +1546,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Shape,
         params: &["permutation"],
         doc: "Permutes the axes: result axis i is operand axis `permutation[i]`.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -1461,6 +1580,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["body_jaxpr", "body_nconsts", "cond_jaxpr", "cond_nconsts"],
         jaxpr_params: &["cond_jaxpr", "body_jaxpr"],
         doc: "Loops `body_jaxpr` while `cond_jaxpr` holds; carries values between iterations.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -1469,6 +1589,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["body_jaxpr", "body_nconsts", "cond_jaxpr", "cond_nconsts", "num_implicit_inputs", "preserve_dimensions"],
         jaxpr_params: &["cond_jaxpr", "body_jaxpr"],
         doc: "Catalyst while loop: `body_jaxpr` runs while `cond_jaxpr` holds.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -1479,6 +1600,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         doc: "Calls a jaxpr (older jit).",
         stablehlo: Refused("no lowering yet"),
         native: Refused("no lowering yet"),
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -1489,6 +1611,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         doc: "Maps a jaxpr over devices.",
         stablehlo: Refused("device-parallel maps have no single-device lowering"),
         native: Refused("device-parallel maps have no single-device lowering"),
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
