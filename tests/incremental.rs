@@ -105,6 +105,11 @@ fn random_edits(
             *got == want,
             "edit {i} (seed {seed}): incremental and from-scratch diagnostics differ\nincremental: {got:#?}\nfrom scratch: {want:#?}"
         );
+        // The editor features ask for the whole-file analysis between
+        // edits (hover does), which becomes the engine's next base.
+        if rng.below(3) == 0 {
+            let _ = db::analysis(&db, file);
+        }
         // The salsa items, where they check the file, give the same.
         if let Some(items) = db::item_check::item_diagnostics(&db, file) {
             if *items != want {
@@ -357,4 +362,20 @@ fn item_parses_after_random_edits_are_the_whole_file_parse() {
     // Edits accumulate until a reset, and one that cuts an equation short
     // leaves the split invalid until then; a fair share stay splittable.
     assert!(valid > edits / 3, "{valid} of {edits} edits kept a valid split");
+}
+
+/// A syntax error at an equation's first token can be the signature's (a
+/// binder list cut short by a comment: "expected a type, found `d`"); an
+/// edit inside that equation re-checked it alone and dropped the error.
+#[test]
+fn an_error_of_the_signature_at_an_equations_first_token_survives_an_edit_of_it() {
+    let before = "{ lambda ; a:i64[] b:#f64[a]. let\n    d:f64[] = sin 1.0:f64[]\n    e:f64[] = cos d\n  in (e,) }\n";
+    let after = before.replace("sin 1.0", "cos 1.0");
+    let mut db = RootDatabase::default();
+    let file = SourceFile::new(&db, "t.jaxpr".into(), before.to_string());
+    assert_eq!(*db::diagnostics(&db, file), db::diagnostics_from_scratch(before));
+    file.set_text(&mut db).to(after.clone());
+    let want = db::diagnostics_from_scratch(&after);
+    assert!(want.iter().any(|d| d.message.contains("found `d`")), "{want:#?}");
+    assert_eq!(*db::diagnostics(&db, file), want);
 }
