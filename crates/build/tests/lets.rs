@@ -170,3 +170,26 @@ fn a_chain_of_lets_inside_a_parameter_builds_natively() {
     let so = build("param_lets", &lets_in_a_parameter(2000), "native", "libparam_lets.so");
     assert_eq!(run(&so, "param_lets", 5), 5 + 2000);
 }
+
+/// Two equations whose parameter values each hold a `let f`: the checker
+/// gives the second equation's jaxprs the ids the first one's had, and
+/// StableHLO lowered the let functions after `@main` with the last
+/// equation's analysis (an index out of bounds, exit 101). Each equation's
+/// lets are now lowered with it, under a name of their own.
+#[test]
+fn lets_inside_parameters_of_two_equations_build_in_both_back_ends() {
+    let text = "{ lambda ; a:i64[]. let\n  \
+        b:i64[] = pjit[name=g jaxpr=let f = { lambda ; a:i64[]. let b:i64[] = add a 1:i64[] in (b,) } in\n\
+        { lambda ; a:i64[]. let b:i64[] = pjit[name=f jaxpr=f] a in (b,) }] a\n  \
+        c:i64[] = pjit[name=h jaxpr=let f = { lambda ; a:i64[]. let b:i64[] = mul a 10:i64[] in (b,) } in\n\
+        { lambda ; a:i64[]. let b:i64[] = pjit[name=f jaxpr=f] a in (b,) }] b\n in (c,) }\n";
+    let so = build("param_lets_two", text, "native", "libparam_lets_two.so");
+    assert_eq!(run(&so, "param_lets_two", 4), 50);
+    let mlir = build("param_lets_two", text, "stablehlo", "param_lets_two.mlir");
+    let module = std::fs::read_to_string(mlir).unwrap();
+    let functions: Vec<&str> = module.split("func.func private").skip(1).collect();
+    assert_eq!(functions.len(), 2, "{module}");
+    let adds = functions.iter().filter(|f| f.contains("stablehlo.add")).count();
+    let muls = functions.iter().filter(|f| f.contains("stablehlo.multiply")).count();
+    assert_eq!((adds, muls), (1, 1), "{module}");
+}

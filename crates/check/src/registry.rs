@@ -216,14 +216,14 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "acos",
         family: Unary,
         doc: "Arccosine, elementwise.",
-        complex: COMPLEX_STABLEHLO_ONLY,
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "acosh",
         family: Unary,
         doc: "Inverse hyperbolic cosine, elementwise.",
-        complex: COMPLEX_STABLEHLO_ONLY,
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -273,21 +273,21 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "asin",
         family: Unary,
         doc: "Arcsine, elementwise.",
-        complex: COMPLEX_STABLEHLO_ONLY,
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "asinh",
         family: Unary,
         doc: "Inverse hyperbolic sine, elementwise.",
-        complex: COMPLEX_STABLEHLO_ONLY,
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "atan",
         family: Unary,
         doc: "Arctangent, elementwise.",
-        complex: COMPLEX_STABLEHLO_ONLY,
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -300,7 +300,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "atanh",
         family: Unary,
         doc: "Inverse hyperbolic tangent, elementwise.",
-        complex: COMPLEX_STABLEHLO_ONLY,
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {

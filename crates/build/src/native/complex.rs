@@ -190,6 +190,52 @@ impl<'c> G<'c, '_> {
         Ok((re, self.real_fn("atan2", pdt, &[b, self.fadd(one, a)])?))
     }
 
+    /// `f` of `x` computed in double precision (the inverse functions'
+    /// formulas lose bits to cancellation that `c64`'s parts cannot spare).
+    fn in_double(
+        &self,
+        x: Parts<'c>,
+        f: impl FnOnce(&DType, Parts<'c>) -> R<Parts<'c>>,
+    ) -> R<Parts<'c>> {
+        let (t, f64t) = (x.0.get_type(), self.cx.f64_type());
+        let wide = |v: FloatValue<'c>| self.b.build_float_ext(v, f64t, "").expect("fpext");
+        let narrow = |v: FloatValue<'c>| self.b.build_float_trunc(v, t, "").expect("fptrunc");
+        if t == f64t {
+            return f(&DType::Float(jaxpr_types::FloatKind::F64), x);
+        }
+        let (re, im) = f(&DType::Float(jaxpr_types::FloatKind::F64), (wide(x.0), wide(x.1)))?;
+        Ok((narrow(re), narrow(im)))
+    }
+
+    /// asinh z = log(z + sqrt(z^2 + 1)), from the half plane re >= 0
+    /// (asinh is odd), where the sum does not cancel.
+    fn casinh(&self, pdt: &DType, (a, b): Parts<'c>) -> R<Parts<'c>> {
+        let t0 = a.get_type();
+        let neg = self.fcmp(FloatPredicate::OLT, a, t0.const_zero());
+        let (a, b) = (self.fselect(neg, self.fneg(a), a), self.fselect(neg, self.fneg(b), b));
+        let sq = self.cmul((a, b), (a, b));
+        let s = self.csqrt(pdt, (self.fadd(sq.0, t0.const_float(1.0)), sq.1))?;
+        let (re, im) = self.clog(pdt, (self.fadd(a, s.0), self.fadd(b, s.1)))?;
+        Ok((self.fselect(neg, self.fneg(re), re), self.fselect(neg, self.fneg(im), im)))
+    }
+
+    /// acosh z = log(z + sqrt(z + 1) sqrt(z - 1)) (the principal branch).
+    fn cacosh(&self, pdt: &DType, (a, b): Parts<'c>) -> R<Parts<'c>> {
+        let one = a.get_type().const_float(1.0);
+        let p = self.csqrt(pdt, (self.fadd(a, one), b))?;
+        let m = self.csqrt(pdt, (self.fsub(a, one), b))?;
+        let pm = self.cmul(p, m);
+        self.clog(pdt, (self.fadd(a, pm.0), self.fadd(b, pm.1)))
+    }
+
+    /// atanh z = (log1p(z) - log1p(-z)) / 2.
+    fn catanh(&self, pdt: &DType, (a, b): Parts<'c>) -> R<Parts<'c>> {
+        let half = a.get_type().const_float(0.5);
+        let p = self.clog1p(pdt, (a, b))?;
+        let m = self.clog1p(pdt, (self.fneg(a), self.fneg(b)))?;
+        Ok((self.fmul(half, self.fsub(p.0, m.0)), self.fmul(half, self.fsub(p.1, m.1))))
+    }
+
     /// tanh(a + bi) = (sinh 2a + i sin 2b) / (cosh 2a + cos 2b); for |a| > 20,
     /// where cosh overflows and tanh a is ±1 to the last bit,
     /// (±1, 4 sin b cos b e^(-2|a|)).
@@ -295,6 +341,22 @@ impl<'c> G<'c, '_> {
             "tan" => {
                 let (p, q) = self.ctanh(&pdt, (self.fneg(x.1), x.0))?;
                 self.complex_of((q, self.fneg(p)))
+            }
+            "asinh" => self.complex_of(self.in_double(x, |d, z| self.casinh(d, z))?),
+            "acosh" => self.complex_of(self.in_double(x, |d, z| self.cacosh(d, z))?),
+            "atanh" => self.complex_of(self.in_double(x, |d, z| self.catanh(d, z))?),
+            // asin z = -i asinh(iz), atan z = -i atanh(iz), acos z = pi/2 - asin z.
+            "asin" | "atan" | "acos" => {
+                let (p, q) = self.in_double(x, |d, (a, b)| {
+                    let iz = (self.fneg(b), a);
+                    let (p, q) = if name == "atan" { self.catanh(d, iz)? } else { self.casinh(d, iz)? };
+                    if name != "acos" {
+                        return Ok((q, self.fneg(p)));
+                    }
+                    let half_pi = a.get_type().const_float(std::f64::consts::FRAC_PI_2);
+                    Ok((self.fsub(half_pi, q), p))
+                })?;
+                self.complex_of((p, q))
             }
             "expm1" => self.complex_of(self.cexpm1(&pdt, x)?),
             "log1p" => self.complex_of(self.clog1p(&pdt, x)?),

@@ -558,6 +558,12 @@ impl<'c> G<'c, '_> {
                 return self.binop("min", &dts[1], lo, xs[2], cx);
             }
             "convert_element_type" => return self.convert(xs[0], dt, odt),
+            // An integer exponent is converted to the base's dtype first
+            // (as JAX lowers `pow`).
+            "pow" if dts[1] != *dt => {
+                let y = self.convert(xs[1], &dts[1], dt)?;
+                return self.scalar(cx, &[dt.clone(), dt.clone()], odt, &[xs[0], y]);
+            }
             _ => {}
         }
         if dt.is_complex() || odt.is_complex() {

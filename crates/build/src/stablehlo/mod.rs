@@ -229,6 +229,7 @@ fn lower_text<'c>(
         lets: &lets,
         syntax: None,
         head: None,
+        top_jaxprs: 0,
         outcome: Ok(false),
     };
     let diagnostics = check::parse_and_check_showing(text, &mut lowering);
@@ -251,6 +252,10 @@ struct LowerAsChecked<'c, 'a> {
     /// Their syntax, which the views of the equations fall back to.
     syntax: Option<Syntax<'a>>,
     head: Option<MainHead<'c>>,
+    /// How many jaxprs the top-level `let`s and `@main` are: the ids from
+    /// there on belong to the equation being checked, and the checker
+    /// gives them again to the next one.
+    top_jaxprs: usize,
     /// Whether `@main` was lowered, or the first error (no later equation
     /// is lowered).
     outcome: R<bool>,
@@ -263,6 +268,7 @@ impl<'c> check::Checked for LowerAsChecked<'c, '_> {
 
     fn begin(&mut self, a: &Analysis, lets: &[ast::LetJaxpr], main: JaxprId, refs: &[VarRef]) {
         let lets = self.lets.get_or_init(|| lets.to_vec());
+        self.top_jaxprs = a.jaxprs.len();
         let syntax = self.syntax.insert(Syntax::of_lets(lets, check::uses_of(refs)));
         match Lower::new(self.cx, a, syntax, self.st).begin_main(main) {
             Ok(head) => self.head = Some(head),
@@ -276,7 +282,13 @@ impl<'c> check::Checked for LowerAsChecked<'c, '_> {
         };
         self.st.fit_vars(reused, a.vars.len());
         let syntax = Syntax::of_eqn(lets, &e.params, check::uses_of(refs));
-        if let Err(e) = Lower::new(self.cx, a, &syntax, self.st).eqn(head.b, &head.env, e, id) {
+        let lower = Lower::new(self.cx, a, &syntax, self.st);
+        // The `let`s a parameter value holds are lowered now, while the
+        // analysis still has them: their ids go to the next equation's.
+        let lowered = lower
+            .eqn(head.b, &head.env, e, id)
+            .and_then(|()| lower.lower_let_functions_from(self.module, self.top_jaxprs));
+        if let Err(e) = lowered {
             self.outcome = Err(e);
         }
     }

@@ -231,6 +231,15 @@ impl<'c, 'f> Lower<'c, 'f> {
     pub(crate) fn lower_eqn(&self, b: B<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> R<Vec<V<'c>>> {
         let name = cx.name();
         let one = |v: R<V<'c>>| v.map(|v| vec![v]);
+        if name == "pow" && cx.arg_dtype(0)? != cx.arg_dtype(1)? {
+            // An integer exponent is converted to the base's dtype first
+            // (as JAX lowers `pow`).
+            let out = &cx.outs[0];
+            let x = self.to_shape(b, env, &cx.args[0], out, cx.at())?;
+            let y = self.to_shape(b, env, &cx.args[1], out, cx.at())?;
+            let y = self.convert(b, y, &cx.arg_dtype(0)?)?;
+            return one(self.op1(b, "stablehlo.power", &[x, y], self.out_ty(cx, 0)?, &[]));
+        }
         if matches!(name, "max" | "min") && cx.arg_dtype(0)?.is_complex() {
             return one(self.complex_max_min(b, env, cx, name == "max"));
         }

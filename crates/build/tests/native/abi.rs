@@ -267,12 +267,14 @@ pub fn run_examples(lib: &Lib, case: &Path) -> Vec<String> {
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(case.with_extension("json")).unwrap())
             .unwrap();
-    run_values(lib, v["examples"].as_array().unwrap(), &case.display().to_string())
+    run_values(lib, v["examples"].as_array().unwrap(), &case.display().to_string(), false)
 }
 
 /// Runs the library on `examples` (`inputs`, `outputs`) of the program
-/// `what`; returns the mismatches.
-pub fn run_values(lib: &Lib, examples: &[serde_json::Value], what: &str) -> Vec<String> {
+/// `what`; returns the mismatches. With `single`, double-width results
+/// compare at single precision's tolerance (values computed in single
+/// precision, for a program widened from it).
+pub fn run_values(lib: &Lib, examples: &[serde_json::Value], what: &str, single: bool) -> Vec<String> {
     let n_in: CountFn = lib.sym("_num_inputs");
     let n_out: CountFn = lib.sym("_num_outputs");
     let (n_in, n_out) = unsafe { (n_in(), n_out()) };
@@ -306,6 +308,11 @@ pub fn run_values(lib: &Lib, examples: &[serde_json::Value], what: &str) -> Vec<
                 ));
                 continue;
             }
+            let dtype = match (single, dtype) {
+                (true, "float64") => "float32",
+                (true, "complex128") => "complex64",
+                _ => dtype,
+            };
             for (i, x) in items(w).iter().enumerate() {
                 if matches!(dtype, "complex64" | "complex128") {
                     let (got, want) = (complex_element(o, i), complex(x));
