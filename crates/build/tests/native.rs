@@ -8,24 +8,13 @@
 
 #[path = "../../../tests/common/mod.rs"]
 mod common;
+mod abi;
+use abi::{CountFn, Entry, ErrorFn, FreeFn, JxArray, element, items, num};
 use common::{build_cases, case_name, corpus};
 use std::ffi::CStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-struct JxArray {
-    data: *mut u8,
-    dtype: i32,
-    rank: i32,
-    shape: [i64; 8],
-}
-
-type Entry = unsafe extern "C" fn(*const JxArray, i64, *mut JxArray, i64) -> i32;
-type ErrorFn = unsafe extern "C" fn() -> *const std::ffi::c_char;
-type FreeFn = unsafe extern "C" fn(*mut u8);
-type CountFn = unsafe extern "C" fn() -> i64;
 
 fn out_dir() -> PathBuf {
     let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("native");
@@ -42,100 +31,6 @@ fn build(jaxpr: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
         .args(extra)
         .output()
         .unwrap()
-}
-
-fn code(dtype: &str) -> (i32, usize) {
-    match dtype {
-        "bool" => (0, 1),
-        "int8" => (1, 1),
-        "int16" => (2, 2),
-        "int32" => (3, 4),
-        "int64" => (4, 8),
-        "uint8" => (5, 1),
-        "uint16" => (6, 2),
-        "uint32" => (7, 4),
-        "uint64" => (8, 8),
-        "float16" => (9, 2),
-        "bfloat16" => (10, 2),
-        "float32" => (11, 4),
-        "float64" => (12, 8),
-        d => panic!("dtype {d}"),
-    }
-}
-
-fn num(x: &serde_json::Value) -> f64 {
-    match x {
-        serde_json::Value::String(s) => match s.as_str() {
-            "nan" => f64::NAN,
-            "inf" => f64::INFINITY,
-            "-inf" => f64::NEG_INFINITY,
-            s => s.parse().unwrap(),
-        },
-        serde_json::Value::Bool(b) => *b as i64 as f64,
-        x => x.as_f64().unwrap(),
-    }
-}
-
-fn items(v: &serde_json::Value) -> Vec<serde_json::Value> {
-    match &v["data"] {
-        serde_json::Value::Array(a) => a.clone(),
-        x => vec![x.clone()],
-    }
-}
-
-/// Packs a corpus value into bytes (row-major, the ABI's element types).
-fn pack(v: &serde_json::Value) -> (i32, Vec<i64>, Vec<u8>) {
-    let (c, _) = code(v["dtype"].as_str().unwrap());
-    let shape: Vec<i64> = v["shape"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d.as_i64().unwrap())
-        .collect();
-    let mut bytes = Vec::new();
-    for x in items(v) {
-        let int = || match &x {
-            serde_json::Value::Bool(b) => *b as i64,
-            x => x.as_i64().unwrap_or_else(|| num(x) as i64),
-        };
-        let uint = || x.as_u64().unwrap_or_else(|| int() as u64);
-        match c {
-            0 | 1 | 5 => bytes.push(int() as u8),
-            2 | 6 => bytes.extend((int() as u16).to_le_bytes()),
-            3 | 7 => bytes.extend((int() as u32).to_le_bytes()),
-            4 => bytes.extend(int().to_le_bytes()),
-            8 => bytes.extend(uint().to_le_bytes()),
-            10 => bytes.extend(&(num(&x) as f32).to_le_bytes()[2..]),
-            11 => bytes.extend((num(&x) as f32).to_le_bytes()),
-            12 => bytes.extend(num(&x).to_le_bytes()),
-            _ => panic!("dtype code {c} in a test input"),
-        }
-    }
-    (c, shape, bytes)
-}
-
-/// Element `i` of an output as f64.
-fn element(a: &JxArray, i: usize) -> f64 {
-    unsafe {
-        let p = a.data;
-        match a.dtype {
-            0 | 5 => *p.add(i) as f64,
-            1 => *(p.add(i) as *const i8) as f64,
-            2 => (p.add(2 * i) as *const i16).read_unaligned() as f64,
-            6 => (p.add(2 * i) as *const u16).read_unaligned() as f64,
-            3 => (p.add(4 * i) as *const i32).read_unaligned() as f64,
-            7 => (p.add(4 * i) as *const u32).read_unaligned() as f64,
-            4 => (p.add(8 * i) as *const i64).read_unaligned() as f64,
-            8 => (p.add(8 * i) as *const u64).read_unaligned() as f64,
-            10 => {
-                let h = (p.add(2 * i) as *const u16).read_unaligned();
-                f32::from_bits((h as u32) << 16) as f64
-            }
-            11 => (p.add(4 * i) as *const f32).read_unaligned() as f64,
-            12 => (p.add(8 * i) as *const f64).read_unaligned(),
-            c => panic!("dtype code {c}"),
-        }
-    }
 }
 
 struct Lib {
@@ -191,6 +86,15 @@ impl Lib {
             unsafe { free(o.data) };
         }
     }
+}
+
+/// A corpus value in the ABI's bytes (every dtype of the build set has a code).
+fn pack(v: &serde_json::Value) -> (i32, Vec<i64>, Vec<u8>) {
+    abi::pack(v).expect("a dtype of the C ABI")
+}
+
+fn code(dtype: &str) -> (i32, usize) {
+    abi::code(dtype).expect("a dtype of the C ABI")
 }
 
 fn arrays(bufs: &mut [(i32, Vec<i64>, Vec<u8>)]) -> Vec<JxArray> {

@@ -273,7 +273,6 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Conversion,
         params: &["new_dtype"],
         doc: "Reinterprets the bits as `new_dtype`; a width change adds or removes a trailing dimension.",
-        native: Refused("no lowering yet"),
         ..ROW
     },
     Primitive {
@@ -599,7 +598,6 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "exp2",
         family: Unary,
         doc: "2**x, elementwise.",
-        stablehlo: Refused("no lowering yet"),
         ..ROW
     },
     Primitive {
@@ -736,8 +734,6 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "le_to",
         family: Comparison,
         doc: "`<=` in the total order of floats (NaNs and signed zeros ordered), elementwise.",
-        stablehlo: Refused("no lowering yet"),
-        native: Refused("no lowering yet"),
         ..ROW
     },
     Primitive {
@@ -774,8 +770,6 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "lt_to",
         family: Comparison,
         doc: "`<` in the total order of floats (NaNs and signed zeros ordered), elementwise.",
-        stablehlo: Refused("no lowering yet"),
-        native: Refused("no lowering yet"),
         ..ROW
     },
     Primitive {
@@ -825,8 +819,6 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "mulhi",
         family: Binary,
         doc: "The high half of the double-width integer product, elementwise.",
-        stablehlo: Refused("no lowering yet"),
-        native: Refused("no lowering yet"),
         ..ROW
     },
     Primitive {
@@ -877,8 +869,6 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Other,
         params: &["has_default", "platforms"],
         doc: "The int32 index of the platform the program runs on among `platforms`.",
-        stablehlo: Refused("no lowering yet"),
-        native: Refused("no lowering yet"),
         ..ROW
     },
     Primitive {
@@ -1009,7 +999,6 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["jaxpr"],
         jaxpr_params: &["jaxpr"],
         doc: "Reduces operands over `dimensions` with the monoid `jaxpr` and initial values.",
-        stablehlo: Refused("a reduction with a general `jaxpr` has no lowering yet"),
         native: Refused("a reduction with a general `jaxpr` has no lowering yet"),
         ..ROW
     },
@@ -1070,7 +1059,6 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["jaxpr"],
         jaxpr_params: &["jaxpr"],
         doc: "Reduces operands over sliding windows with the monoid `jaxpr` and initial values.",
-        stablehlo: Refused("a reduction with a general `jaxpr` has no lowering yet"),
         native: Refused("a reduction with a general `jaxpr` has no lowering yet"),
         ..ROW
     },
@@ -1337,8 +1325,6 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "split",
         family: Shape,
         doc: "Splits an array along `axis` into pieces of the given `sizes` (one result each).",
-        stablehlo: Refused("no lowering yet"),
-        native: Refused("no lowering yet"),
         ..ROW
     },
     Primitive {

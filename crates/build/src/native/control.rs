@@ -229,6 +229,12 @@ impl<'c> G<'c, '_> {
     fn while_loop(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> R<Vec<Arr<'c>>> {
         let l = cx.while_layout(self.a)?;
         let (body, cond, cn, bn) = (l.body, l.cond, l.cond_nconsts, l.body_nconsts);
+        if self.a.jaxpr(cond).outs.first().is_some_and(|o| o.ty.rank() > 0) {
+            return err(
+                cx.at(),
+                "`while` with a batched predicate (a `cond_jaxpr` returning an array) has no native lowering",
+            );
+        }
         let (cc, bc) = (&cx.args[..cn], &cx.args[cn..cn + bn]);
         let init = (Vec::new(), cx.args[cn + bn..].to_vec());
         let (_, out) = self.state_loop(

@@ -144,19 +144,57 @@ impl<'c, 'f> Lower<'c, 'f> {
         let vals: Vec<V> = cx.args.iter().map(|a| a.v).collect();
         let (cond_consts, body_consts) = (&vals[..cn], &vals[cn..cn + bn]);
         let tys = self.binder_types(body)?[bn..].to_vec();
+        // A batched predicate (`vmap` of a loop whose condition depends on
+        // the mapped values), as JAX lowers it: the loop runs while any
+        // element's condition holds, and an element whose condition no
+        // longer holds keeps its value (the predicate is broadcast along
+        // the carried arrays' leading axes).
+        let pred_rank = self.a.jaxpr(cond).outs.first().map_or(0, |o| o.ty.rank());
+        let predicate = |rb: B<'c>, a: &[V<'c>]| {
+            let inputs: Vec<V> = cond_consts.iter().copied().chain(a.iter().copied()).collect();
+            let r = self.call(rb, env, cond, &inputs, cx.at())?;
+            match r.into_iter().next() {
+                Some(p) => Ok(p),
+                None => err(cx.at(), "`cond_jaxpr` returns nothing"),
+            }
+        };
         self.while_op(
             b,
             &vals[cn + bn..],
             &tys,
             |rb, a| {
-                let inputs: Vec<V> = cond_consts.iter().copied().chain(a).collect();
-                let r = self.call(rb, env, cond, &inputs, cx.at())?;
-                Ok(r[0].v)
+                let p = predicate(rb, &a)?;
+                if pred_rank == 0 {
+                    return Ok(p.v);
+                }
+                let none = self.init(rb, &DType::Bool, super::ops::Init::Lowest)?;
+                let any = self.combiner(&DType::Bool, "stablehlo.or")?;
+                let axes: Vec<i64> = (0..pred_rank as i64).collect();
+                Ok(self.op(
+                    rb,
+                    "stablehlo.reduce",
+                    &[p.v, none],
+                    &[self.scalar_ty(&DType::Bool)?],
+                    &[("dimensions", super::ops::arr(&axes))],
+                    vec![any],
+                )?[0])
             },
             |rb, a| {
-                let inputs: Vec<V> = body_consts.iter().copied().chain(a).collect();
+                let inputs: Vec<V> = body_consts.iter().copied().chain(a.iter().copied()).collect();
                 let r = self.call(rb, env, body, &inputs, cx.at())?;
-                Ok(r.iter().map(|o| o.v).collect())
+                if pred_rank == 0 {
+                    return Ok(r.iter().map(|o| o.v).collect());
+                }
+                let p = predicate(rb, &a)?;
+                let leading: Vec<i64> = (0..pred_rank as i64).collect();
+                r.iter()
+                    .zip(a.iter().copied())
+                    .map(|(new, old)| {
+                        let mask_ty = AType::new(DType::Bool, new.ty.shape.clone());
+                        let mask = self.broadcast(rb, env, p.v, &mask_ty, &leading, cx.at())?;
+                        self.op1(rb, "stablehlo.select", &[mask, new.v, old], old.r#type(), &[])
+                    })
+                    .collect()
             },
         )
     }
@@ -229,6 +267,12 @@ impl<'c, 'f> Lower<'c, 'f> {
             let zero = self.init(b, dt, super::ops::Init::Zero)?;
             state.push(self.broadcast(b, env, zero, t, &[], cx.at())?);
             tys.push(out_tys[ncarry + k]);
+        }
+        if length == 0 {
+            // No iteration: the carry as given and empty `ys`. (The loop
+            // would still be verified with a size-1 slice of an empty `x`,
+            // which XLA rejects.)
+            return Ok(state[1..].to_vec());
         }
         let outs = self.while_op(
             b,
