@@ -105,6 +105,22 @@ fn random_edits(
             *got == want,
             "edit {i} (seed {seed}): incremental and from-scratch diagnostics differ\nincremental: {got:#?}\nfrom scratch: {want:#?}"
         );
+        // The editor features ask for the whole-file analysis between
+        // edits (hover does), which becomes the engine's next base.
+        if rng.below(3) == 0 {
+            let _ = db::analysis(&db, file);
+        }
+        // The salsa items, where they check the file, give the same.
+        if let Some(items) = db::item_check::item_diagnostics(&db, file) {
+            if *items != want {
+                let _ = std::fs::write(std::env::temp_dir().join("items_failure.jaxpr"), &text);
+            }
+            assert!(
+                *items == want,
+                "edit {i} (seed {seed}): item and from-scratch diagnostics differ\nitems: {items:#?}\nfrom scratch: {want:#?}"
+            );
+            paths.items += 1;
+        }
     }
     paths
 }
@@ -116,11 +132,14 @@ struct Paths {
     let_kept_call_sites: usize,
     let_and_call_sites: usize,
     binders: usize,
+    /// Edits whose diagnostics the salsa items gave (`db::item_check`).
+    items: usize,
 }
 
 #[test]
 fn random_edits_on_every_corpus_file_match_a_full_check() {
     let mut total = 0;
+    let mut items = 0;
     let mut files = 0;
     for dir in ["jax", "catalyst", "invalid"] {
         let mut paths: Vec<PathBuf> = std::fs::read_dir(corpus().join(dir))
@@ -131,13 +150,18 @@ fn random_edits_on_every_corpus_file_match_a_full_check() {
         paths.sort();
         for p in paths {
             let text = std::fs::read_to_string(&p).unwrap();
-            total += random_edits(&text, 0x9E37_79B9 + files, 80, 10, anywhere).equation;
+            let paths = random_edits(&text, 0x9E37_79B9 + files, 80, 10, anywhere);
+            total += paths.equation;
+            items += paths.items;
             files += 1;
         }
     }
     assert!(files > 40, "{files} corpus files");
     // The edits must exercise the per-equation path, not only full checks.
     assert!(total > 200, "only {total} edits went through one equation");
+    // The salsa items give a share of the diagnostics (the rest: files
+    // they cannot split or check apart, and edits that break the split).
+    assert!(items > files as usize * 80 / 8, "only {items} edits had diagnostics from the salsa items");
 }
 
 #[test]
@@ -145,6 +169,7 @@ fn random_edits_on_a_large_file_match_a_full_check() {
     let text = read("large/transformer150_grad.jaxpr.gz");
     let n = 120;
     let paths = random_edits(&text, 7, n, 3, anywhere);
+    assert!(paths.items > n / 3, "{paths:?} of {n} edits");
     // Edits that change which lines start equations (a binder's type left
     // unclosed, two lines joined), and the next ones while the file stays
     // broken that way, take the whole-file path; a fair share of the rest
@@ -175,8 +200,10 @@ fn random_edits_inside_let_jaxprs_match_a_full_check() {
         paths.equation += p.equation;
         paths.let_kept_call_sites += p.let_kept_call_sites;
         paths.let_and_call_sites += p.let_and_call_sites;
+        paths.items += p.items;
     }
     let total = 100 * files.len();
+    assert!(paths.items > total / 3, "{paths:?} of {total} edits");
     // Every path is taken, and most edits take one of them.
     assert!(
         paths.equation > 0 && paths.let_kept_call_sites > 0 && paths.let_and_call_sites > 0,
@@ -197,13 +224,14 @@ fn analysis_after_incremental_edits_is_the_current_texts() {
     edited.insert(at, 'q');
     file.set_text(&mut db).to(edited.clone());
     assert_eq!(db::diagnostics(&db, file).len(), 1);
+    assert!(db::item_check::item_diagnostics(&db, file).is_some());
     assert_eq!(db.engine().last_path(file.as_id()), Some(Path::Equation));
     // The editor features see the edited text's analysis, not the base's.
     let a = db::analysis(&db, file);
     let want = jaxpr_check::check(&jaxpr_syntax::parse(&edited).file);
     assert_eq!(*a, want);
     // And later edits start from it.
-    file.set_text(&mut db).to(text);
+    file.set_text(&mut db).to(text.clone());
     assert!(db::diagnostics(&db, file).is_empty());
     assert_eq!(db.engine().last_path(file.as_id()), Some(Path::Equation));
 }
@@ -271,4 +299,83 @@ fn answers_from_the_earlier_analysis_are_the_current_texts() {
     }
     // Most answers after such edits come from the earlier analysis.
     assert!(reused * 2 > compared, "{reused} of {compared} hovers reused");
+}
+
+/// The salsa items of a file (`db::items`): after random edits, wherever
+/// the split is valid, the equations its items parse alone are the main
+/// jaxpr's equations of a whole-file parse, with the same syntax errors.
+#[test]
+fn item_parses_after_random_edits_are_the_whole_file_parse() {
+    let mut texts = vec![read("large/transformer150_grad.jaxpr.gz")];
+    for name in ["control", "elementwise", "transformer_block"] {
+        texts.push(read(&format!("jax/{name}.jaxpr")));
+    }
+    let (mut valid, mut edits) = (0, 0);
+    for (i, original) in texts.iter().enumerate() {
+        let mut db = RootDatabase::default();
+        let file = SourceFile::new(&db, "t.jaxpr".into(), original.clone());
+        let mut rng = Rng::new(0xC0FFEE + i as u64);
+        let mut text = original.clone();
+        for _ in 0..60 {
+            if rng.below(6) == 0 {
+                text = original.clone();
+            } else {
+                let end = anywhere(&text);
+                edit(&mut text, &mut rng, end);
+            }
+            edits += 1;
+            file.set_text(&mut db).to(text.clone());
+            let Some(split) = db::items::split(&db, file) else {
+                continue;
+            };
+            let mut eqns = Vec::new();
+            let mut errors = Vec::new();
+            let mut all_valid = true;
+            for (&item, &start) in split.items.iter().zip(&split.starts) {
+                let syntax = db::items::item_parse(&db, item);
+                all_valid &= syntax.valid;
+                for (at, es) in item.eqn_starts(&db).iter().zip(&syntax.eqns) {
+                    let base = start + at;
+                    errors.extend(es.errors.iter().map(|d| (d.range.shifted(base), d.message.clone())));
+                    if let Some(e) = &es.eqn {
+                        eqns.push((e.range.shifted(base), e.primitive.text.clone()));
+                    }
+                }
+            }
+            if !all_valid {
+                assert!(text != *original, "file {i}: its unedited text does not split");
+                continue;
+            }
+            valid += 1;
+            let whole = jaxpr_syntax::parse(&text);
+            let main = whole.file.main.as_ref().expect("a valid split has a main jaxpr");
+            let want: Vec<_> = main.eqns.iter().map(|e| (e.range, e.primitive.text.clone())).collect();
+            assert_eq!(eqns, want, "file {i}: equations differ\n{text}");
+            let (from, to) = (split.starts[1], *split.starts.last().unwrap());
+            let want_errors: Vec<_> = (whole.errors.iter())
+                .filter(|d| d.range.start >= from && d.range.start < to)
+                .map(|d| (d.range, d.message.clone()))
+                .collect();
+            assert_eq!(errors, want_errors, "file {i}: syntax errors differ");
+        }
+    }
+    // Edits accumulate until a reset, and one that cuts an equation short
+    // leaves the split invalid until then; a fair share stay splittable.
+    assert!(valid > edits / 3, "{valid} of {edits} edits kept a valid split");
+}
+
+/// A syntax error at an equation's first token can be the signature's (a
+/// binder list cut short by a comment: "expected a type, found `d`"); an
+/// edit inside that equation re-checked it alone and dropped the error.
+#[test]
+fn an_error_of_the_signature_at_an_equations_first_token_survives_an_edit_of_it() {
+    let before = "{ lambda ; a:i64[] b:#f64[a]. let\n    d:f64[] = sin 1.0:f64[]\n    e:f64[] = cos d\n  in (e,) }\n";
+    let after = before.replace("sin 1.0", "cos 1.0");
+    let mut db = RootDatabase::default();
+    let file = SourceFile::new(&db, "t.jaxpr".into(), before.to_string());
+    assert_eq!(*db::diagnostics(&db, file), db::diagnostics_from_scratch(before));
+    file.set_text(&mut db).to(after.clone());
+    let want = db::diagnostics_from_scratch(&after);
+    assert!(want.iter().any(|d| d.message.contains("found `d`")), "{want:#?}");
+    assert_eq!(*db::diagnostics(&db, file), want);
 }

@@ -594,6 +594,57 @@ fn a_signal_to_trace_stops_the_whole_program_group_and_finalises_the_session() {
     }
 }
 
+/// The parent of process `pid`, from /proc.
+fn parent_of(pid: u32) -> u32 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("PPid:"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("PPid in /proc/PID/status")
+}
+
+#[test]
+fn trace_killed_with_sigkill_takes_the_program_and_its_children_along() {
+    let py = venv("jax");
+    let dir = workdir("sigkill", &["spawner.py"]);
+    let pid_file = dir.join("child.pid");
+    let mut trace = jaxpr_command(
+        &dir,
+        &[
+            "trace",
+            "--",
+            py.to_str().unwrap(),
+            "spawner.py",
+            pid_file.to_str().unwrap(),
+            "hang",
+        ],
+    )
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    wait_until(60, "no child pid written", || {
+        std::fs::read_to_string(&pid_file).is_ok_and(|s| !s.is_empty())
+    });
+    let child: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let program = parent_of(child);
+    assert!(!is_dead(program) && !is_dead(child));
+    // SIGKILL: `trace` runs no code of its own to stop anything.
+    trace.kill().unwrap();
+    trace.wait().unwrap();
+    wait_until(5, "the program outlived the killed trace", || {
+        is_dead(program)
+    });
+    wait_until(5, "the program's child outlived the killed trace", || {
+        is_dead(child)
+    });
+}
+
 #[test]
 fn on_time_out_and_at_the_end_the_program_group_is_killed_without_a_kill_from_path() {
     let py = venv("jax");

@@ -32,6 +32,10 @@ import catalyst.jit
 import catalyst.jax_extras.tracing as tracing
 from catalyst import jax_primitives as cp
 
+# The encoder both corpus generators share (they run in different venvs).
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import encode  # noqa: E402
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 # record the InputType make_jaxpr2 traces the main jaxpr with
@@ -151,18 +155,7 @@ def nested_signatures(jaxpr, out):
     return out
 
 
-def enc(x):
-    x = np.asarray(x)
-    flat = x.reshape(-1)
-    if x.dtype == np.bool_:
-        data = [bool(v) for v in flat]
-    elif np.issubdtype(x.dtype, np.integer):
-        data = [int(v) for v in flat]
-    elif np.issubdtype(x.dtype, np.complexfloating):
-        data = [[float(v.real), float(v.imag)] for v in flat]
-    else:
-        data = [float(v) for v in flat.astype(np.float64)]
-    return {"dtype": str(x.dtype), "shape": list(x.shape), "data": data}
+enc = encode.array
 
 
 def jaxpr_inputs(fn, args):

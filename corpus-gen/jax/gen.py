@@ -14,6 +14,10 @@ provenance, JAX's own verdict (`check_jaxpr`) and the values it computes.
 import gzip, importlib, json, os, re, signal, subprocess, sys, tempfile, time
 import numpy as np
 
+# The encoder both corpus generators share (they run in different venvs).
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import encode  # noqa: E402
+
 TAG = "jax-v0.10.2"
 TEST_FILES = ["lax_test", "lax_numpy_test", "lax_numpy_operators_test",
               "lax_control_flow_test", "lax_autodiff_test", "random_test",
@@ -36,26 +40,13 @@ def import_test_files(git_dir):
 
 
 def enc(x):
+    """A value as the corpus writes it; a PRNG key as `key<impl>` with its key data."""
     import jax
     if jax.dtypes.issubdtype(getattr(x, "dtype", np.float32), jax.dtypes.prng_key):
         impl = str(jax.random.key_impl(x))
         return {"dtype": f"key<{impl}>", "shape": list(x.shape),
                 "data": [int(v) for v in np.asarray(jax.random.key_data(x)).reshape(-1)]}
-    x = np.asarray(x)
-    flat = x.reshape(-1)
-    if x.dtype == np.bool_:
-        data = [bool(v) for v in flat]
-    elif np.issubdtype(x.dtype, np.integer):
-        data = [int(v) for v in flat]
-    elif np.issubdtype(x.dtype, np.complexfloating):
-        data = [[num(v.real), num(v.imag)] for v in flat.astype(np.complex128)]
-    else:
-        data = [num(v) for v in flat.astype(np.float64)]
-    return {"dtype": str(x.dtype), "shape": list(x.shape), "data": data}
-
-
-def num(v):
-    return "nan" if np.isnan(v) else "inf" if v == np.inf else "-inf" if v == -np.inf else float(v)
+    return encode.array(x)
 
 
 def safe_name(name, taken):

@@ -810,8 +810,8 @@ impl Backend {
         r: Option<crate::tokens::Encoded>,
     ) -> Option<Vec<SemanticToken>> {
         let r = r?;
-        if let Some(total) = r.capped_from {
-            let msg = crate::tokens::capped_message(uri, r.tokens.len(), total);
+        if r.capped {
+            let msg = crate::tokens::capped_message(uri, r.tokens.len());
             self.log(MessageType::WARNING, msg).await;
         }
         Some(r.tokens)

@@ -3,10 +3,13 @@
 //!
 //! A document is built only when its URI is a plain `file:` path (no `.` or
 //! `..` segments, in any spelling, and no encoded separators) to an existing
-//! regular `.jaxpr` (or `.jaxpr.txt`) file whose folder is a real, writable folder not
-//! writable by every user; the outputs go into that folder, named after
-//! the document, and an output path that exists as anything other than a
-//! regular file (a link, a folder, a device, a pipe) is never written. An
+//! regular `.jaxpr` (or `.jaxpr.txt`) file, itself not a symbolic link,
+//! whose folder is a real folder (not a symbolic link to another), writable
+//! and not writable by every user; the outputs go into that folder, named
+//! after the document, and an output path that exists as anything other
+//! than a regular file (a link, a folder, a device, a pipe) is never
+//! written. To root every folder is writable, so for root the checks that
+//! hold are the others: the document's own folder, no links. An
 //! `untitled:` document builds into a private folder of its own.
 
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
@@ -61,8 +64,14 @@ pub fn destination(raw: &str) -> Result<Destination, String> {
                 path.display()
             )
         })?;
-    match std::fs::metadata(&path) {
+    match std::fs::symlink_metadata(&path) {
         Ok(m) if m.is_file() => {}
+        Ok(m) if m.file_type().is_symlink() => {
+            return Err(format!(
+                "{}: the document is a symbolic link; its outputs are written only beside the file itself, so open the file it names",
+                path.display()
+            ));
+        }
         Ok(_) => return Err(format!("{}: not a regular file", path.display())),
         Err(e) => {
             return Err(format!(
@@ -72,6 +81,13 @@ pub fn destination(raw: &str) -> Result<Destination, String> {
         }
     }
     let parent = path.parent().unwrap_or(Path::new("/"));
+    if std::fs::symlink_metadata(parent).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(format!(
+            "{}: the document's folder is a symbolic link to {}; outputs are written only into the document's own folder",
+            parent.display(),
+            std::fs::read_link(parent).unwrap_or_default().display()
+        ));
+    }
     let folder = parent
         .canonicalize()
         .map_err(|e| format!("{}: {e}", parent.display()))?;
@@ -206,6 +222,31 @@ mod tests {
         assert!(check_output(&dir).unwrap_err().contains("a folder"));
         assert_eq!(check_output(&doc), Ok(()));
         assert_eq!(check_output(&dir.join("absent.mlir")), Ok(()));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// What holds for root too, to whom the kernel grants every folder:
+    /// a folder that is a link to another and a document that is a link
+    /// are refused.
+    #[test]
+    fn outputs_only_into_the_documents_own_folder_never_through_links() {
+        let dir = std::env::temp_dir().join(format!("jaxpr-outputs-own-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let real = dir.join("real");
+        std::fs::create_dir_all(&real).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::fs::write(real.join("m.jaxpr"), "").unwrap();
+        let raw = |p: &Path| Url::from_file_path(p).unwrap().to_string();
+        let linked_folder = dir.join("linked");
+        std::os::unix::fs::symlink(&real, &linked_folder).unwrap();
+        let e = destination(&raw(&linked_folder.join("m.jaxpr"))).unwrap_err();
+        assert!(e.contains("folder is a symbolic link"), "{e}");
+        let linked_doc = real.join("n.jaxpr");
+        std::os::unix::fs::symlink(real.join("m.jaxpr"), &linked_doc).unwrap();
+        let e = destination(&raw(&linked_doc)).unwrap_err();
+        assert!(e.contains("document is a symbolic link"), "{e}");
+        assert!(destination(&raw(&real.join("m.jaxpr"))).is_ok());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -122,6 +122,13 @@ pub fn build_text_to_file(
     Ok(Some(module))
 }
 
+/// The most equations a native build lowers. LLVM compiles a jaxpr's body
+/// as one function, and past this size its time and memory grow out of
+/// bounds (a million equations: still compiling after half an hour at
+/// -O2, 18 GB at -O0; see docs/robustness.md), so a larger program is
+/// refused before lowering, in the memory of its check.
+pub const MAX_NATIVE_EQUATIONS: usize = 200_000;
+
 /// Builds a checked file to native code (LLVM IR, object or shared library).
 pub fn build_native(
     parse: &Parse,
@@ -130,6 +137,23 @@ pub fn build_native(
     artifact: native::Artifact,
 ) -> BuildResult {
     checked(parse, analysis)?;
+    if analysis.eqns.len() > MAX_NATIVE_EQUATIONS {
+        let at = parse
+            .file
+            .main
+            .as_ref()
+            .map_or(jaxpr_syntax::TextRange::new(0, 0), |m| m.lambda_range);
+        return Err(vec![Diagnostic::error(
+            jaxpr_syntax::diagnostics::DiagKind::Unsupported,
+            at,
+            format!(
+                "the program has {} equations; native builds lower at most {MAX_NATIVE_EQUATIONS} \
+                 (LLVM's time and memory grow faster than the program past that)",
+                analysis.eqns.len()
+            ),
+        )
+        .with_help("`--emit stablehlo` builds it")]);
+    }
     native::compile(&parse.file, analysis, opts, artifact)
 }
 

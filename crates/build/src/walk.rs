@@ -43,6 +43,45 @@ pub(crate) fn static_extent(c: i64, at: TextRange) -> R<i64> {
     Ok(c)
 }
 
+/// A complex literal as JAX prints it (Python's repr: `(1+0j)`, `-2j`,
+/// `(nan+infj)`, `(1e-05-0j)`, or a real number): its real and imaginary
+/// parts, or None when the text is not one.
+pub(crate) fn complex_literal(text: &str) -> Option<(f64, f64)> {
+    let t = text.trim();
+    let inner = t.strip_prefix('(').and_then(|s| s.strip_suffix(')')).unwrap_or(t);
+    let part = |s: &str| -> Option<f64> { s.parse::<f64>().ok() };
+    let Some(body) = inner.strip_suffix(['j', 'J']) else {
+        return Some((part(inner)?, 0.0));
+    };
+    // The imaginary part starts at the last sign that is not an exponent's.
+    let bytes = body.as_bytes();
+    let split = (1..bytes.len())
+        .rev()
+        .find(|&i| matches!(bytes[i], b'+' | b'-') && !matches!(bytes[i - 1], b'e' | b'E'));
+    match split {
+        Some(i) => Some((part(&body[..i])?, part(&body[i..])?)),
+        None => Some((0.0, part(body)?)),
+    }
+}
+
+/// `x^e` by repeated squaring with `mul` (`integer_pow`), None for `e = 0`.
+pub(crate) fn power_by_squaring<T: Copy>(x: T, e: u64, mut mul: impl FnMut(T, T) -> R<T>) -> R<Option<T>> {
+    let (mut acc, mut base, mut e) = (None, x, e);
+    while e > 0 {
+        if e & 1 == 1 {
+            acc = Some(match acc {
+                None => base,
+                Some(a) => mul(a, base)?,
+            });
+        }
+        e >>= 1;
+        if e > 0 {
+            base = mul(base, base)?;
+        }
+    }
+    Ok(acc)
+}
+
 pub(crate) fn err<T>(range: TextRange, message: impl Into<String>) -> R<T> {
     Err(LowerError {
         range,
@@ -359,6 +398,12 @@ impl Backend {
             Backend::Native => p.native,
         }
     }
+    fn complex_support(self, p: &Primitive) -> Lowering {
+        match self {
+            Backend::Stablehlo => p.complex.stablehlo,
+            Backend::Native => p.complex.native,
+        }
+    }
     fn title(self) -> &'static str {
         match self {
             Backend::Stablehlo => "StableHLO",
@@ -387,6 +432,32 @@ pub(crate) fn check_lowered(name: &str, at: TextRange, backend: Backend) -> R<()
                  `jaxpr check` still resolves its operands"
                     .into(),
             ),
+        }),
+    }
+}
+
+/// J0012 at the primitive when an operand or result of the equation is
+/// complex and the registry's row says `backend` does not lower it for
+/// complex dtypes (checked after [`check_lowered`], with the operands'
+/// types known).
+pub(crate) fn check_lowered_complex<'t>(
+    name: &str,
+    at: TextRange,
+    types: impl IntoIterator<Item = &'t AType>,
+    backend: Backend,
+) -> R<()> {
+    let complex = types
+        .into_iter()
+        .find_map(|t| t.dtype.as_ref().filter(|d| d.is_complex()));
+    let (Some(dt), Some(p)) = (complex, registry::lookup(name)) else {
+        return Ok(());
+    };
+    match backend.complex_support(p) {
+        Lowering::Lowered => Ok(()),
+        Lowering::Refused(why) => Err(LowerError {
+            range: at,
+            message: format!("`{name}` on {dt} has no {} lowering: {why}", backend.title()),
+            help: Some("docs/primitives.md lists what each back end lowers for complex dtypes".into()),
         }),
     }
 }
@@ -542,19 +613,37 @@ impl<'f> Syntax<'f> {
 
 /// Indexes jaxpr `j` and the jaxprs nested in it by the start of their range.
 fn index_jaxpr<'f>(j: &'f ast::Jaxpr, out: &mut HashMap<u32, &'f ast::Jaxpr>) {
-    out.insert(j.range.start, j);
-    for e in &j.eqns {
-        for p in &e.params {
-            index_expr(&p.value, out);
-        }
-    }
+    index_nested(vec![j], Vec::new(), out);
 }
 
-fn index_expr<'f>(x: &'f ast::Expr, out: &mut HashMap<u32, &'f ast::Jaxpr>) {
-    match &x.kind {
-        ExprKind::Jaxpr(j) => index_jaxpr(j, out),
-        ExprKind::Tuple(xs) | ExprKind::List(xs) => xs.iter().for_each(|x| index_expr(x, out)),
-        _ => {}
+/// Indexes the jaxprs in parameter value `x` (and those nested in them).
+fn index_expr<'f>(x: &'f Expr, out: &mut HashMap<u32, &'f ast::Jaxpr>) {
+    index_nested(Vec::new(), vec![x], out);
+}
+
+/// Indexes `jaxprs`, the jaxprs in the parameter values `values`, and every
+/// jaxpr nested in them (in parameters, and the `let`s a parameter value
+/// holds). Iterative: a program's nesting depth is not bounded by this
+/// walk's stack.
+fn index_nested<'f>(
+    mut jaxprs: Vec<&'f ast::Jaxpr>,
+    mut values: Vec<&'f Expr>,
+    out: &mut HashMap<u32, &'f ast::Jaxpr>,
+) {
+    loop {
+        while let Some(j) = jaxprs.pop() {
+            out.insert(j.range.start, j);
+            jaxprs.extend(j.lets.iter().map(|l| &l.jaxpr));
+            values.extend(j.eqns.iter().flat_map(|e| e.params.iter().map(|p| &p.value)));
+        }
+        let Some(x) = values.pop() else {
+            return;
+        };
+        match &x.kind {
+            ExprKind::Jaxpr(j) => jaxprs.push(j),
+            ExprKind::Tuple(xs) | ExprKind::List(xs) => values.extend(xs.iter()),
+            _ => {}
+        }
     }
 }
 
@@ -718,6 +807,75 @@ fn factor_mentions(f: &Factor, s: &Symbol) -> bool {
         _ => {
             let (a, b) = f.operands().expect("operation factor");
             a.symbols().contains(s) || b.symbols().contains(s)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::complex_literal;
+    use crate::native::{self, Artifact, Options};
+    use crate::stablehlo;
+
+    #[test]
+    fn python_reprs_of_complex_numbers_are_read() {
+        assert_eq!(complex_literal("(1+0j)"), Some((1.0, 0.0)));
+        assert_eq!(complex_literal("0j"), Some((0.0, 0.0)));
+        assert_eq!(complex_literal("-2.5j"), Some((0.0, -2.5)));
+        assert_eq!(complex_literal("(1e-05-3e+02j)"), Some((1e-5, -300.0)));
+        assert_eq!(complex_literal("(-inf+0j)"), Some((f64::NEG_INFINITY, 0.0)));
+        assert_eq!(complex_literal("3"), Some((3.0, 0.0)));
+        let (re, im) = complex_literal("(nan-infj)").unwrap();
+        assert!(re.is_nan() && im == f64::NEG_INFINITY);
+        assert!(complex_literal("(1+j)").is_none());
+        assert!(complex_literal("(1+2)").is_none());
+    }
+
+    /// The back ends refuse a negative static extent themselves
+    /// ([`super::static_extent`]), not only through the checker's J0004:
+    /// lowered here from an analysis whose types hold the extent the
+    /// checker refused (it records the dimension as unknown, and
+    /// [`crate::build`] stops at its diagnostic).
+    #[test]
+    fn back_ends_refuse_negative_static_extents_past_the_checker() {
+        let text = "{ lambda ; a:f32[-1]. let\n    b:f32[-1] = neg a\n  in (b,) }\n";
+        let parse = jaxpr_syntax::parse(text);
+        let mut analysis = jaxpr_check::check(&parse.file);
+        assert!(
+            analysis.diagnostics.iter().any(|d| d.message.contains("-1")),
+            "the checker refuses it: {:?}",
+            analysis.diagnostics
+        );
+        for v in &mut analysis.vars {
+            for d in v.ty.shape.iter_mut() {
+                assert_eq!(*d, jaxpr_types::Dim::Unknown);
+                *d = jaxpr_types::Dim::Const(-1);
+            }
+        }
+        let said = |d: &[jaxpr_syntax::diagnostics::Diagnostic]| {
+            d.iter()
+                .any(|d| d.kind.code() == "J0012" && d.message.contains("the extent -1 is negative: no array has it"))
+        };
+        let hlo = stablehlo::lower_into(
+            &parse.file,
+            &analysis,
+            false,
+            &mut stablehlo::Timings::default(),
+            || Ok(Vec::new()),
+        );
+        match hlo {
+            Err(crate::Failure::Diagnostics(d)) => assert!(said(&d), "StableHLO: {d:?}"),
+            Err(crate::Failure::Io(e)) => panic!("StableHLO: {e}"),
+            Ok(_) => panic!("StableHLO built f32[-1]"),
+        }
+        let opts = Options {
+            name: "negative".into(),
+            opt: 0,
+            cpu: Default::default(),
+        };
+        match native::compile(&parse.file, &analysis, &opts, Artifact::LlvmIr) {
+            Err(d) => assert!(said(&d), "native: {d:?}"),
+            Ok(_) => panic!("native built f32[-1]"),
         }
     }
 }

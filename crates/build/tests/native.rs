@@ -8,12 +8,15 @@
 
 #[path = "../../../tests/common/mod.rs"]
 mod common;
-mod abi;
-use abi::{CountFn, Entry, ErrorFn, FreeFn, JxArray, element, items, num};
 use common::{build_cases, case_name, corpus};
-use std::ffi::CStr;
+#[path = "native/abi.rs"]
+mod abi;
+#[path = "native/valgrind.rs"]
+mod valgrind;
+use abi::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use valgrind::*;
 
 
 fn out_dir() -> PathBuf {
@@ -33,157 +36,6 @@ fn build(jaxpr: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
-struct Lib {
-    lib: libloading::Library,
-    name: String,
-}
-
-impl Lib {
-    fn open(path: &Path, name: &str) -> Lib {
-        Lib {
-            lib: unsafe { libloading::Library::new(path) }.unwrap(),
-            name: name.to_string(),
-        }
-    }
-    fn sym<T: Copy>(&self, suffix: &str) -> T {
-        let n = format!("{}{suffix}", self.name);
-        unsafe { *self.lib.get::<T>(n.as_bytes()).unwrap() }
-    }
-    /// Calls the library: Ok(outputs) or Err(message).
-    fn call(&self, inputs: &[JxArray], n_out: i64) -> Result<Vec<JxArray>, String> {
-        let f: Entry = self.sym("");
-        let mut outs = vec![
-            JxArray {
-                data: std::ptr::null_mut(),
-                dtype: -1,
-                rank: -1,
-                shape: [0; 8],
-            };
-            n_out.max(1) as usize
-        ];
-        let rc = unsafe {
-            f(
-                inputs.as_ptr(),
-                inputs.len() as i64,
-                outs.as_mut_ptr(),
-                n_out,
-            )
-        };
-        if rc == 0 {
-            outs.truncate(n_out as usize);
-            return Ok(outs);
-        }
-        // Nothing is written to the outputs on failure.
-        assert!(outs.iter().all(|o| o.data.is_null() && o.rank == -1));
-        let e: ErrorFn = self.sym("_error");
-        Err(unsafe { CStr::from_ptr(e()) }
-            .to_string_lossy()
-            .into_owned())
-    }
-    fn free(&self, outs: Vec<JxArray>) {
-        let free: FreeFn = self.sym("_free");
-        for o in outs {
-            unsafe { free(o.data) };
-        }
-    }
-}
-
-/// A corpus value in the ABI's bytes (every dtype of the build set has a code).
-fn pack(v: &serde_json::Value) -> (i32, Vec<i64>, Vec<u8>) {
-    abi::pack(v).expect("a dtype of the C ABI")
-}
-
-fn code(dtype: &str) -> (i32, usize) {
-    abi::code(dtype).expect("a dtype of the C ABI")
-}
-
-fn arrays(bufs: &mut [(i32, Vec<i64>, Vec<u8>)]) -> Vec<JxArray> {
-    bufs.iter_mut()
-        .map(|(c, shape, bytes)| {
-            let mut s = [0i64; 8];
-            s[..shape.len()].copy_from_slice(shape);
-            JxArray {
-                data: bytes.as_mut_ptr(),
-                dtype: *c,
-                rank: shape.len() as i32,
-                shape: s,
-            }
-        })
-        .collect()
-}
-
-fn close(got: f64, want: f64, dtype: &str) -> bool {
-    match dtype {
-        "float32" | "float64" | "float16" | "bfloat16" => {
-            if want.is_nan() {
-                return got.is_nan();
-            }
-            if want.is_infinite() {
-                return got == want;
-            }
-            let rtol = match dtype {
-                "float64" => 1e-12,
-                "float32" => 1e-5,
-                _ => 1e-2,
-            };
-            (got - want).abs() <= rtol * want.abs() + rtol * 1e-3
-        }
-        _ => got == want,
-    }
-}
-
-/// Runs every example of a case; returns the mismatches.
-fn run_examples(lib: &Lib, case: &Path) -> Vec<String> {
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(case.with_extension("json")).unwrap())
-            .unwrap();
-    let n_in: CountFn = lib.sym("_num_inputs");
-    let n_out: CountFn = lib.sym("_num_outputs");
-    let (n_in, n_out) = unsafe { (n_in(), n_out()) };
-    let mut bad = Vec::new();
-    for (k, ex) in v["examples"].as_array().unwrap().iter().enumerate() {
-        let ins = ex["inputs"].as_array().unwrap();
-        let wants = ex["outputs"].as_array().unwrap();
-        assert_eq!(ins.len() as i64, n_in, "{}", case.display());
-        assert_eq!(wants.len() as i64, n_out, "{}", case.display());
-        let mut bufs: Vec<_> = ins.iter().map(pack).collect();
-        let outs = match lib.call(&arrays(&mut bufs), n_out) {
-            Ok(o) => o,
-            Err(e) => {
-                bad.push(format!("example {k}: {e}"));
-                continue;
-            }
-        };
-        for (j, (o, w)) in outs.iter().zip(wants).enumerate() {
-            let dtype = w["dtype"].as_str().unwrap();
-            let shape: Vec<i64> = o.shape[..o.rank as usize].to_vec();
-            let wshape: Vec<i64> = w["shape"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|d| d.as_i64().unwrap())
-                .collect();
-            if o.dtype != code(dtype).0 || shape != wshape {
-                bad.push(format!(
-                    "example {k} output {j}: code {} {shape:?}, expected {dtype} {wshape:?}",
-                    o.dtype
-                ));
-                continue;
-            }
-            for (i, x) in items(w).iter().enumerate() {
-                let (got, want) = (element(o, i), num(x));
-                if !close(got, want, dtype) {
-                    bad.push(format!(
-                        "example {k} output {j}[{i}]: {got}, expected {want}"
-                    ));
-                    break;
-                }
-            }
-        }
-        lib.free(outs);
-    }
-    bad
-}
 
 fn lib_name(case: &Path) -> String {
     case.file_name()
@@ -460,50 +312,6 @@ fn rebuilding_a_loaded_library_replaces_the_file() {
 
 // ---- under valgrind ---------------------------------------------------------
 
-/// What a call of `tests/native/driver.c` expects.
-#[derive(Clone, Copy, PartialEq)]
-enum Expect {
-    Success = 0,
-    Error = 1,
-    /// Either, but memory-safe: a changed extent of a shape-polymorphic
-    /// input may be a valid new size.
-    Either = 2,
-}
-
-/// An input as the driver passes it (its data a malloc block of exactly
-/// `bytes`).
-#[derive(Clone)]
-struct Input {
-    dtype: i32,
-    rank: i32,
-    shape: [i64; 8],
-    data_null: bool,
-    bytes: Vec<u8>,
-}
-
-#[derive(Clone)]
-struct Call {
-    why: String,
-    expect: Expect,
-    n_in: i64,
-    n_out: i64,
-    in_null: bool,
-    out_null: bool,
-    arrays: Vec<Input>,
-}
-
-fn input(v: &serde_json::Value) -> Input {
-    let (dtype, shape, bytes) = pack(v);
-    let mut s = [0i64; 8];
-    s[..shape.len()].copy_from_slice(&shape);
-    Input {
-        dtype,
-        rank: shape.len() as i32,
-        shape: s,
-        data_null: false,
-        bytes,
-    }
-}
 
 /// `x` with extents `shape`, its data the old elements repeated (so every
 /// float is a value the program already saw).
@@ -530,34 +338,7 @@ fn resized(x: &Input, shape: &[i64]) -> Input {
     }
 }
 
-fn code_size(dtype: i32) -> usize {
-    [1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8][dtype as usize]
-}
 
-fn write_calls(path: &Path, calls: &[Call]) {
-    let mut f = Vec::new();
-    f.extend_from_slice(b"JXCALLS1");
-    f.extend((calls.len() as u32).to_le_bytes());
-    for c in calls {
-        f.push(c.expect as u8);
-        f.extend(c.n_in.to_le_bytes());
-        f.extend(c.n_out.to_le_bytes());
-        f.push(c.in_null as u8);
-        f.push(c.out_null as u8);
-        f.extend((c.arrays.len() as u32).to_le_bytes());
-        for a in &c.arrays {
-            f.extend(a.dtype.to_le_bytes());
-            f.extend(a.rank.to_le_bytes());
-            for d in a.shape {
-                f.extend(d.to_le_bytes());
-            }
-            f.push(a.data_null as u8);
-            f.extend((a.bytes.len() as u64).to_le_bytes());
-            f.extend_from_slice(&a.bytes);
-        }
-    }
-    std::fs::write(path, f).unwrap();
-}
 
 /// How an input's dimension is sized, from the jaxpr's signature.
 #[derive(Clone, Copy, PartialEq)]
@@ -746,69 +527,6 @@ fn large_calls(case: &Path, valid: &[Input], sig: &[(Vec<Extent>, bool)], n_out:
         .collect()
 }
 
-/// The driver, compiled once per test run.
-fn driver() -> PathBuf {
-    let exe = out_dir().join("driver");
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/native/driver.c");
-    let out = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
-        .args(["-O1", "-g", "-Wall", "-Werror", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .arg("-ldl")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "driver.c: {}", String::from_utf8_lossy(&out.stderr));
-    exe
-}
-
-/// The processor the libraries run under valgrind are built for: AVX2 and
-/// no AVX-512, which valgrind 3.19 (Debian 12's) cannot run.
-const VALGRIND_CPU: &str = "x86-64-v3";
-
-/// Runs the driver on `calls` under valgrind; the failures, if any.
-fn under_valgrind(driver: &Path, lib: &Path, name: &str, calls: &[Call], label: &str) -> Option<String> {
-    let file = out_dir().join(format!("{}.calls", label.replace('/', "_")));
-    write_calls(&file, calls);
-    let out = Command::new("valgrind")
-        .args([
-            "-q",
-            "--error-exitcode=99",
-            "--leak-check=full",
-            "--show-leak-kinds=definite,indirect,possible",
-            "--errors-for-leak-kinds=definite,indirect,possible",
-        ])
-        .arg(driver)
-        .arg(lib)
-        .arg(name)
-        .arg(&file)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    if out.status.success() && stdout.contains(&format!("{} calls", calls.len())) {
-        return None;
-    }
-    // Name the calls the driver reported by what they test.
-    let mut report = format!("{label}: exit {:?}\n", out.status.code());
-    for line in stdout.lines() {
-        let why = line
-            .strip_prefix("call ")
-            .and_then(|r| r.split(':').next())
-            .and_then(|n| n.parse::<usize>().ok())
-            .map(|n| format!(" [{}]", calls[n].why))
-            .unwrap_or_default();
-        report.push_str(&format!("  {line}{why}\n"));
-    }
-    report.push_str(&String::from_utf8_lossy(&out.stderr));
-    Some(report)
-}
-
-fn valgrind_present() {
-    let ok = Command::new("valgrind").arg("--version").output().is_ok_and(|o| o.status.success());
-    assert!(
-        ok,
-        "valgrind is required by this test (Debian: apt-get install valgrind; .ci/run installs it)"
-    );
-}
 
 /// Every build-set library, called from C under valgrind with its valid
 /// examples and every kind of wrong input: each call gets the expected

@@ -69,7 +69,44 @@ pub struct Primitive {
     pub doc: &'static str,
     pub stablehlo: Lowering,
     pub native: Lowering,
+    /// Whether each back end lowers it when an operand or a result is
+    /// complex (`c64`, `c128`); read only where `stablehlo`/`native` is
+    /// `Lowered`.
+    pub complex: ComplexLowering,
 }
+
+/// How the back ends treat a primitive on complex operands or results.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ComplexLowering {
+    pub stablehlo: Lowering,
+    pub native: Lowering,
+}
+
+/// Most primitives: no complex lowering in either back end.
+const NO_COMPLEX: ComplexLowering = ComplexLowering {
+    stablehlo: Lowering::Refused("not lowered for complex dtypes"),
+    native: Lowering::Refused("not lowered for complex dtypes"),
+};
+
+/// Lowered for complex dtypes by both back ends (arithmetic, and data
+/// movement, calls and loops, which only move 8- or 16-byte elements).
+const COMPLEX: ComplexLowering = ComplexLowering {
+    stablehlo: Lowering::Lowered,
+    native: Lowering::Lowered,
+};
+
+/// Lowered for complex dtypes by StableHLO only (XLA computes it; the
+/// native back end has no complex formula for it).
+const COMPLEX_STABLEHLO_ONLY: ComplexLowering = ComplexLowering {
+    stablehlo: Lowering::Lowered,
+    native: Lowering::Refused("no native complex formula yet"),
+};
+
+/// Lowered for complex dtypes by the native back end only.
+const COMPLEX_NATIVE_ONLY: ComplexLowering = ComplexLowering {
+    stablehlo: Lowering::Refused("no StableHLO complex lowering yet"),
+    native: Lowering::Lowered,
+};
 
 impl Primitive {
     /// Whether `name` is this primitive's name or one of its aliases.
@@ -88,6 +125,7 @@ const ROW: Primitive = Primitive {
     doc: "",
     stablehlo: Lowering::Lowered,
     native: Lowering::Lowered,
+    complex: NO_COMPLEX,
 };
 
 /// Why neither back end builds a quantum program: its instructions run on
@@ -134,7 +172,9 @@ pub fn support_table() -> String {
     let mut out = String::from(
         "# Primitives\n\nGenerated from the primitive registry (`crates/check/src/registry.rs`) by \
          `UPDATE_DOCS=1 cargo test -p jaxpr-check registry`; do not edit by hand.\n\n\
-         | primitive | family | check | StableHLO | native | |\n|---|---|---|---|---|---|\n",
+         A complex operand or result (`c64`, `c128`) needs the complex columns' yes as well.\n\n\
+         | primitive | family | check | StableHLO | native | complex: StableHLO | complex: native | |\n\
+         |---|---|---|---|---|---|---|---|\n",
     );
     let cell = |l: Lowering| match l {
         Lowering::Lowered => "yes".to_string(),
@@ -149,10 +189,12 @@ pub fn support_table() -> String {
             .collect::<Vec<_>>()
             .join(", ");
         out.push_str(&format!(
-            "| {name} | {:?} | yes | {} | {} | {} |\n",
+            "| {name} | {:?} | yes | {} | {} | {} | {} | {} |\n",
             p.family,
             cell(p.stablehlo),
             cell(p.native),
+            cell(p.complex.stablehlo),
+            cell(p.complex.native),
             p.doc.replace('|', "\\|")
         ));
     }
@@ -167,30 +209,35 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "abs",
         family: Unary,
         doc: "Absolute value (modulus for complex), elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "acos",
         family: Unary,
         doc: "Arccosine, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "acosh",
         family: Unary,
         doc: "Inverse hyperbolic cosine, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "add",
         family: Binary,
         doc: "Addition, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "add_any",
         family: Binary,
         doc: "Addition of tangents (from autodiff), elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -226,18 +273,21 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "asin",
         family: Unary,
         doc: "Arcsine, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "asinh",
         family: Unary,
         doc: "Inverse hyperbolic sine, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "atan",
         family: Unary,
         doc: "Arctangent, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -250,6 +300,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "atanh",
         family: Unary,
         doc: "Inverse hyperbolic tangent, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -280,6 +331,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Shape,
         params: &["broadcast_dimensions", "shape", "sharding"],
         doc: "Broadcasts an array to `shape`; operand dimension i becomes result dimension `broadcast_dimensions[i]`.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -301,6 +353,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["differentiated", "jaxpr", "policy", "prevent_cse"],
         jaxpr_params: &["jaxpr"],
         doc: "Calls a jaxpr whose residuals are rematerialised (jax.checkpoint).",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -324,6 +377,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["call_jaxpr"],
         jaxpr_params: &["call_jaxpr"],
         doc: "Calls a closed jaxpr.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -336,8 +390,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "complex",
         family: Binary,
         doc: "Complex number from real and imaginary parts, elementwise.",
-        stablehlo: Refused("complex dtypes have no lowering yet"),
-        native: Refused("complex dtypes have no lowering yet"),
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -348,6 +401,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         doc: "Calls `jaxpr`, marked as a named composite op for the compiler.",
         stablehlo: Refused("no lowering yet"),
         native: Refused("no lowering yet"),
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -355,6 +409,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Shape,
         params: &["dimension"],
         doc: "Joins arrays along axis `dimension`; all other dimensions must agree.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -363,14 +418,14 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["branch_jaxprs", "branches", "num_implicit_outputs"],
         jaxpr_params: &["branches"],
         doc: "Calls one of the `branches` chosen by an index (JAX) or predicates (Catalyst).",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "conj",
         family: Unary,
         doc: "Complex conjugate, elementwise.",
-        stablehlo: Refused("complex dtypes have no lowering yet"),
-        native: Refused("complex dtypes have no lowering yet"),
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -385,6 +440,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Conversion,
         params: &["new_dtype", "weak_type"],
         doc: "Converts the elements to `new_dtype`.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -392,6 +448,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Identity,
         aliases: &["copy_p"],
         doc: "Copy of the operand.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -400,18 +457,21 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["call_jaxpr"],
         jaxpr_params: &["call_jaxpr"],
         doc: "Calls a jaxpr.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "cos",
         family: Unary,
         doc: "Cosine, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "cosh",
         family: Unary,
         doc: "Hyperbolic cosine, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -426,12 +486,14 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Cumulative,
         params: &["axis", "reverse"],
         doc: "Cumulative maximum along `axis` (`reverse` from the end).",
+        complex: COMPLEX_NATIVE_ONLY,
         ..ROW
     },
     Primitive {
         name: "cummin",
         family: Cumulative,
         doc: "Cumulative minimum along `axis` (`reverse` from the end).",
+        complex: COMPLEX_NATIVE_ONLY,
         ..ROW
     },
     Primitive {
@@ -439,6 +501,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Cumulative,
         params: &["axis", "reverse"],
         doc: "Cumulative product along `axis` (`reverse` from the end).",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -446,6 +509,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Cumulative,
         params: &["axis", "reverse"],
         doc: "Cumulative sum along `axis` (`reverse` from the end).",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -454,6 +518,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["call_jaxpr", "fun_jaxpr", "jvp", "name", "symbolic_zeros"],
         jaxpr_params: &["call_jaxpr", "fun_jaxpr"],
         doc: "Calls a function with a custom JVP rule.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -462,6 +527,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["jaxpr"],
         jaxpr_params: &["jaxpr"],
         doc: "Linearised custom-VJP call (autodiff internal).",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -472,6 +538,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         doc: "Solves a linear system with user `matvec`/`solve` jaxprs; the solution has the right-hand side's types.",
         stablehlo: Refused("no lowering yet"),
         native: Refused("no lowering yet"),
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -480,6 +547,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["call_jaxpr", "fun_jaxpr", "fwd_jaxpr_thunk", "bwd", "num_consts", "out_trees", "symbolic_zeros"],
         jaxpr_params: &["call_jaxpr", "fun_jaxpr"],
         doc: "Calls a function with a custom VJP rule.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -488,12 +556,14 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["fun_jaxpr", "call_jaxpr", "fwd_jaxpr_thunk", "bwd", "num_consts", "out_trees", "symbolic_zeros"],
         jaxpr_params: &["fun_jaxpr", "call_jaxpr"],
         doc: "Calls a function with a custom VJP rule.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "device_put",
         family: Identity,
         doc: "Places its operands on devices; identity on types.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -514,6 +584,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "div",
         family: Binary,
         doc: "Division (rounds toward zero for integers), elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -521,6 +592,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Contraction,
         params: &["dimension_numbers", "preferred_element_type"],
         doc: "Generalised matrix product: contracts `dimension_numbers`; result is batch ++ lhs free ++ rhs free dimensions.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -528,12 +600,14 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Indexing,
         params: &["slice_sizes"],
         doc: "Slice of size `slice_sizes` starting at run-time indices (one scalar per axis).",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "dynamic_update_slice",
         family: Indexing,
         doc: "Writes `update` into the operand at run-time start indices (one scalar per axis).",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -567,6 +641,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "eq",
         family: Comparison,
         doc: "Equality, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -592,24 +667,28 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "exp",
         family: Unary,
         doc: "e**x, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "exp2",
         family: Unary,
         doc: "2**x, elementwise.",
+        complex: COMPLEX_NATIVE_ONLY,
         ..ROW
     },
     Primitive {
         name: "expand_dims",
         family: Shape,
         doc: "Inserts size-1 axes at the positions listed in `dimensions`.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "expm1",
         family: Unary,
         doc: "exp(x) - 1, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -633,6 +712,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["apply_reverse_transform", "body_jaxpr", "body_nconsts", "num_implicit_inputs", "preserve_dimensions"],
         jaxpr_params: &["body_jaxpr"],
         doc: "Catalyst counted loop: `body_jaxpr` runs for an index from lower to upper by step.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -640,6 +720,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Indexing,
         params: &["dimension_numbers", "fill_value", "indices_are_sorted", "mode", "slice_sizes", "unique_indices"],
         doc: "Gathers slices of size `slice_sizes` at the positions in `indices` (XLA Gather, `GatherDimensionNumbers`).",
+        complex: COMPLEX_STABLEHLO_ONLY,
         ..ROW
     },
     Primitive {
@@ -682,8 +763,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "imag",
         family: Unary,
         doc: "Imaginary part, elementwise.",
-        stablehlo: Refused("complex dtypes have no lowering yet"),
-        native: Refused("complex dtypes have no lowering yet"),
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -691,6 +771,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         params: &["y"],
         doc: "x**y for a static integer `y`, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -698,6 +779,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Shape,
         params: &["dimension", "dtype", "shape", "sharding"],
         doc: "0, 1, 2... along axis `dimension` of an array of `shape` and `dtype`.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -722,6 +804,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["jaxpr", "name"],
         jaxpr_params: &["jaxpr"],
         doc: "Calls a jaxpr (a `jax.jit`-compiled function).",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -746,18 +829,21 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "log",
         family: Unary,
         doc: "Natural logarithm, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "log1p",
         family: Unary,
         doc: "log(1 + x), elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "logistic",
         family: Unary,
         doc: "Logistic sigmoid 1/(1+exp(-x)), elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -793,6 +879,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "max",
         family: Binary,
         doc: "Maximum, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -801,18 +888,21 @@ pub static PRIMITIVES: &[Primitive] = &[
         doc: "Changes the mesh axis types of its operand; identity on types.",
         stablehlo: Refused("sharding primitives of multi-device programs have no lowering"),
         native: Refused("sharding primitives of multi-device programs have no lowering"),
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "min",
         family: Binary,
         doc: "Minimum, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "mul",
         family: Binary,
         doc: "Multiplication, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -825,12 +915,14 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "ne",
         family: Comparison,
         doc: "Inequality, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "neg",
         family: Unary,
         doc: "Negation, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -849,6 +941,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "optimization_barrier",
         family: Identity,
         doc: "Identity on its operands that blocks optimisations across it.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -862,6 +955,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Shape,
         params: &["padding_config"],
         doc: "Pads an array with a scalar value: (low, high, interior) per axis in `padding_config`; negative padding removes elements.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -881,6 +975,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "pow",
         family: Binary,
         doc: "x**y, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -898,6 +993,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         doc: "Marks its operands as varying over mesh axes; identity on types.",
         stablehlo: Refused("sharding primitives of multi-device programs have no lowering"),
         native: Refused("sharding primitives of multi-device programs have no lowering"),
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -989,8 +1085,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "real",
         family: Unary,
         doc: "Real part, elementwise.",
-        stablehlo: Refused("complex dtypes have no lowering yet"),
-        native: Refused("complex dtypes have no lowering yet"),
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -1014,6 +1109,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Reduction,
         params: &["axes"],
         doc: "Maximum over `axes`.",
+        complex: COMPLEX_NATIVE_ONLY,
         ..ROW
     },
     Primitive {
@@ -1021,6 +1117,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Reduction,
         params: &["axes"],
         doc: "Minimum over `axes`.",
+        complex: COMPLEX_NATIVE_ONLY,
         ..ROW
     },
     Primitive {
@@ -1044,6 +1141,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Reduction,
         params: &["axes"],
         doc: "Product over `axes`.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -1051,6 +1149,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Reduction,
         params: &["axes", "out_sharding"],
         doc: "Sum over `axes`.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -1106,6 +1205,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Shape,
         params: &["dimensions", "new_sizes", "sharding"],
         doc: "Reshapes an array to `new_sizes` (same number of elements).",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -1114,6 +1214,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         doc: "Reshards its operand; identity on types.",
         stablehlo: Refused("sharding primitives of multi-device programs have no lowering"),
         native: Refused("sharding primitives of multi-device programs have no lowering"),
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -1121,6 +1222,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Shape,
         params: &["dimensions"],
         doc: "Reverses the order of the elements along the axes in `dimensions`.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -1150,6 +1252,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "rsqrt",
         family: Unary,
         doc: "Reciprocal square root, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -1158,6 +1261,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["jaxpr", "length", "num_carry", "num_consts", "reverse", "unroll"],
         jaxpr_params: &["jaxpr"],
         doc: "Loops `jaxpr` over the leading axis of `xs`, carrying a state and stacking outputs.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -1253,6 +1357,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "select_n",
         family: Selection,
         doc: "Selects, elementwise, among the cases by an integer or boolean predicate.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -1263,12 +1368,14 @@ pub static PRIMITIVES: &[Primitive] = &[
         doc: "Maps a jaxpr over shards of a mesh.",
         stablehlo: Refused("device-parallel maps have no single-device lowering"),
         native: Refused("device-parallel maps have no single-device lowering"),
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "sharding_constraint",
         family: Identity,
         doc: "Constrains the sharding of its operand; identity on types.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -1293,18 +1400,21 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "sign",
         family: Unary,
         doc: "Sign (-1, 0 or 1), elementwise.",
+        complex: COMPLEX_STABLEHLO_ONLY,
         ..ROW
     },
     Primitive {
         name: "sin",
         family: Unary,
         doc: "Sine, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "sinh",
         family: Unary,
         doc: "Hyperbolic sine, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -1312,6 +1422,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Indexing,
         params: &["limit_indices", "start_indices", "strides"],
         doc: "Static slice `start_indices:limit_indices:strides` along every axis.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -1331,12 +1442,14 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "sqrt",
         family: Unary,
         doc: "Square root, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "square",
         family: Unary,
         doc: "x*x, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -1344,6 +1457,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Shape,
         params: &["dimensions"],
         doc: "Removes the size-1 axes listed in `dimensions`.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -1358,12 +1472,14 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "stop_gradient",
         family: Identity,
         doc: "Identity that blocks differentiation.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "sub",
         family: Binary,
         doc: "Subtraction, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -1379,12 +1495,14 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "tan",
         family: Unary,
         doc: "Tangent, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
         name: "tanh",
         family: Unary,
         doc: "Hyperbolic tangent, elementwise.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -1414,6 +1532,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Shape,
         params: &["permutation"],
         doc: "Permutes the axes: result axis i is operand axis `permutation[i]`.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -1447,6 +1566,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["body_jaxpr", "body_nconsts", "cond_jaxpr", "cond_nconsts"],
         jaxpr_params: &["cond_jaxpr", "body_jaxpr"],
         doc: "Loops `body_jaxpr` while `cond_jaxpr` holds; carries values between iterations.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -1455,6 +1575,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["body_jaxpr", "body_nconsts", "cond_jaxpr", "cond_nconsts", "num_implicit_inputs", "preserve_dimensions"],
         jaxpr_params: &["cond_jaxpr", "body_jaxpr"],
         doc: "Catalyst while loop: `body_jaxpr` runs while `cond_jaxpr` holds.",
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -1465,6 +1586,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         doc: "Calls a jaxpr (older jit).",
         stablehlo: Refused("no lowering yet"),
         native: Refused("no lowering yet"),
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {
@@ -1475,6 +1597,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         doc: "Maps a jaxpr over devices.",
         stablehlo: Refused("device-parallel maps have no single-device lowering"),
         native: Refused("device-parallel maps have no single-device lowering"),
+        complex: COMPLEX,
         ..ROW
     },
     Primitive {

@@ -1002,6 +1002,8 @@ impl Segments {
         .chain([((main, main.range.start, None), main_id)]);
         let mut count = 0u32;
         let mut eqns = 0usize;
+        // Where each equation and each `in` begins (in text order).
+        let mut first_tokens: Vec<u32> = Vec::new();
         for (lets_before, ((j, item_start, l), id)) in jaxprs.enumerate() {
             let first = count;
             let head = if first == 0 {
@@ -1022,6 +1024,7 @@ impl Segments {
                     lets_before: lets_before as u32,
                 };
                 push(ls, e.primitive.range.start - ls, Some(o))?;
+                first_tokens.push(e.range.start);
                 count += 1;
                 prev_end = e.range.end;
             }
@@ -1031,6 +1034,7 @@ impl Segments {
                 if tail < prev_end {
                     return None;
                 }
+                first_tokens.push(j.in_range?.start);
                 push(tail, 0, None)?;
                 count += 1;
             }
@@ -1050,6 +1054,17 @@ impl Segments {
             }
         }
         if eqns == 0 {
+            return None;
+        }
+        // A syntax error at the first token of an equation or of an `in`
+        // may be the previous item's ("expected a type, found `d`" after a
+        // binder list cut short): re-checking one of the two alone would
+        // drop it or keep it when it is gone.
+        if parse
+            .errors
+            .iter()
+            .any(|d| first_tokens.binary_search(&d.range.start).is_ok())
+        {
             return None;
         }
         let seg_of = |pos: u32| (base_starts.partition_point(|&s| s <= pos) - 1) as u32;

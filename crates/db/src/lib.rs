@@ -13,6 +13,8 @@
 //! computed for the editor features becomes its new base.
 
 pub mod incremental;
+pub mod item_check;
+pub mod items;
 use jaxpr_check::{self as check, Analysis};
 use jaxpr_syntax::diagnostics::Diagnostic;
 pub use crate::incremental::{Earlier, Engine, Path};
@@ -31,6 +33,38 @@ pub trait Db: salsa::Database {
 pub struct RootDatabase {
     storage: salsa::Storage<Self>,
     engine: Arc<Engine>,
+    /// The queries executed since the log was last taken, when the
+    /// database was made with [`RootDatabase::with_event_log`].
+    executed: Option<Arc<std::sync::Mutex<Vec<String>>>>,
+}
+
+impl RootDatabase {
+    /// A database that records every query execution (salsa's
+    /// `WillExecute` event, as `name(Id(..))`), for tests that assert which
+    /// queries an edit re-ran, as rust-analyzer's do.
+    pub fn with_event_log() -> RootDatabase {
+        let log: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
+        let sink = log.clone();
+        let callback = move |event: salsa::Event| {
+            if let salsa::EventKind::WillExecute { database_key } = event.kind {
+                let mut log = sink.lock().unwrap_or_else(|e| e.into_inner());
+                log.push(format!("{database_key:?}"));
+            }
+        };
+        RootDatabase {
+            storage: salsa::Storage::new(Some(Box::new(callback))),
+            engine: Arc::default(),
+            executed: Some(log),
+        }
+    }
+
+    /// The queries executed since the last call (oldest first), each as
+    /// `name(Id(..))`; empty for a database without an event log.
+    pub fn take_executed(&self) -> Vec<String> {
+        self.executed.as_ref().map_or_else(Vec::new, |log| {
+            std::mem::take(&mut *log.lock().unwrap_or_else(|e| e.into_inner()))
+        })
+    }
 }
 
 #[salsa::db]
@@ -85,7 +119,9 @@ pub fn analysis(db: &dyn Db, file: SourceFile) -> Arc<Analysis> {
 }
 
 /// Every diagnostic of the file: syntax errors and the checker's, sorted by
-/// position (syntax errors first among equals).
+/// position (syntax errors first among equals). Through the engine: the
+/// salsa items ([`item_check::item_diagnostics`]) give the same where they
+/// can, but are not yet as fast (docs/incremental.md).
 #[salsa::tracked(returns(clone))]
 pub fn diagnostics(db: &dyn Db, file: SourceFile) -> Arc<Vec<Diagnostic>> {
     let cancelled = || db.unwind_if_revision_cancelled();

@@ -47,9 +47,13 @@ pub struct SemanticToken {
     pub declaration: bool,
 }
 
-/// Tokens of the whole file, sorted and non-overlapping.
-pub fn semantic_tokens(f: &FileView) -> Vec<SemanticToken> {
+/// Tokens of the file that intersect `within` (touching its ends counts),
+/// or of the whole file; sorted and non-overlapping. Only the equations,
+/// references and lines that intersect `within` are visited, so the cost
+/// of a range is that of the range, not of the file.
+pub fn semantic_tokens(f: &FileView, within: Option<TextRange>) -> Vec<SemanticToken> {
     let a = f.analysis;
+    let w = within.unwrap_or(TextRange::new(0, f.text.len() as u32));
     let dims: HashSet<VarId> = a
         .vars
         .iter()
@@ -59,8 +63,13 @@ pub fn semantic_tokens(f: &FileView) -> Vec<SemanticToken> {
             _ => None,
         })
         .collect();
-    let mut out: Vec<SemanticToken> = Vec::with_capacity(a.refs.len() * 2);
-    for r in &a.refs {
+    let mut out: Vec<SemanticToken> = Vec::new();
+    // A whole-file analysis keeps its references in text order.
+    let first_ref = a.refs.partition_point(|r| r.range.end < w.start);
+    for r in a.refs[first_ref..]
+        .iter()
+        .take_while(|r| r.range.start <= w.end)
+    {
         let kind = if dims.contains(&r.var) {
             TokenKind::DimensionVariable
         } else {
@@ -73,7 +82,7 @@ pub fn semantic_tokens(f: &FileView) -> Vec<SemanticToken> {
         });
     }
     for info in a.symbols.values() {
-        for r in &info.uses {
+        for r in info.uses.iter().filter(|r| touches(w, **r)) {
             out.push(SemanticToken {
                 range: *r,
                 kind: TokenKind::DimensionVariable,
@@ -81,26 +90,34 @@ pub fn semantic_tokens(f: &FileView) -> Vec<SemanticToken> {
             });
         }
     }
-    for (r, _) in &a.let_refs {
+    for (r, _) in a.let_refs.iter().filter(|(r, _)| touches(w, *r)) {
         out.push(SemanticToken {
             range: *r,
             kind: TokenKind::JaxprName,
             declaration: false,
         });
     }
-    let mut w = Walker {
+    let mut walker = Walker {
         text: f.text,
+        within: w,
         out: &mut out,
     };
-    for l in &f.parse.file.lets {
-        w.push(l.name.range, TokenKind::JaxprName, true);
-        w.jaxpr(&l.jaxpr);
+    for l in f.parse.file.lets.iter().filter(|l| touches(w, l.range)) {
+        walker.push(l.name.range, TokenKind::JaxprName, true);
+        walker.jaxpr(&l.jaxpr);
     }
     if let Some(m) = &f.parse.file.main {
-        w.jaxpr(m);
+        walker.jaxpr(m);
     }
-    // Comments: whole-line and trailing ones.
-    for (start, line) in line_starts(f.text) {
+    // Comments: whole-line and trailing ones, on the lines `within` touches.
+    let from = f.text[..(w.start as usize).min(f.text.len())]
+        .rfind('\n')
+        .map_or(0, |i| i + 1);
+    for (start, line) in line_starts(&f.text[from..]) {
+        let start = from + start;
+        if start > w.end as usize {
+            break;
+        }
         if let Some(i) = comment_start(line) {
             let r = TextRange::new((start + i) as u32, (start + line.len()) as u32);
             out.push(SemanticToken {
@@ -110,6 +127,7 @@ pub fn semantic_tokens(f: &FileView) -> Vec<SemanticToken> {
             });
         }
     }
+    out.retain(|t| touches(w, t.range));
     out.sort_by_key(|t| (t.range.start, std::cmp::Reverse(t.range.end)));
     // Keep the first of overlapping tokens (resolved names come before syntax guesses
     // at equal starts because `sort_by_key` is stable).
@@ -122,6 +140,11 @@ pub fn semantic_tokens(f: &FileView) -> Vec<SemanticToken> {
         true
     });
     out
+}
+
+/// Whether `r` intersects `w` or touches one of its ends.
+fn touches(w: TextRange, r: TextRange) -> bool {
+    r.end >= w.start && r.start <= w.end
 }
 
 fn line_starts(text: &str) -> impl Iterator<Item = (usize, &str)> {
@@ -149,6 +172,8 @@ fn comment_start(line: &str) -> Option<usize> {
 
 struct Walker<'a, 'o> {
     text: &'a str,
+    /// Equations and jaxprs outside it are not visited.
+    within: TextRange,
     out: &'o mut Vec<SemanticToken>,
 }
 
@@ -162,6 +187,9 @@ impl Walker<'_, '_> {
     }
 
     fn jaxpr(&mut self, j: &ast::Jaxpr) {
+        if !touches(self.within, j.range) {
+            return;
+        }
         self.push(j.lambda_range, TokenKind::Keyword, false);
         for b in j.constvars.iter().chain(&j.invars) {
             self.binder(b);
@@ -180,7 +208,11 @@ impl Walker<'_, '_> {
             let s = after + i as u32;
             self.push(TextRange::new(s, s + 3), TokenKind::Keyword, false);
         }
-        for e in &j.eqns {
+        // Equations are in text order and do not overlap.
+        let w = self.within;
+        let first = j.eqns.partition_point(|e| e.range.end < w.start);
+        for e in j.eqns[first..].iter().take_while(|e| e.range.start <= w.end)
+        {
             for b in &e.outs {
                 self.binder(b);
             }
@@ -266,6 +298,49 @@ impl Walker<'_, '_> {
             ast::ExprKind::Jaxpr(j) => self.jaxpr(j),
             ast::ExprKind::DbIdx(..) => self.push(x.range, TokenKind::Literal, false),
             ast::ExprKind::Error => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEXT: &str = "\
+let double = { lambda ; a:f32[3]. let b:f32[3] = add a a in (b,) } in
+# a comment line
+{ lambda ; n:i32[] x:f32[n] y:f32[3]. let
+    z:f32[n] = sin x  # trailing
+    w:f32[3] = pjit[name=double jaxpr=double] y
+    _:i32[] v:f32[n] = cond[
+      branches=[{ lambda ; m:i32[] p:f32[m]. let q:f32[m] = cos p in (m, q) }]
+    ] 0:i32[] n z
+  in (v, w) }
+";
+
+    /// The tokens of a range are the whole file's tokens that touch it.
+    #[test]
+    fn a_range_has_the_tokens_of_the_whole_file_that_touch_it() {
+        let parse = jaxpr_syntax::parse(TEXT);
+        let analysis = jaxpr_check::check(&parse.file);
+        assert!(analysis.diagnostics.is_empty(), "{:?}", analysis.diagnostics);
+        let lines = jaxpr_syntax::LineIndex::new(TEXT);
+        let f = FileView {
+            text: TEXT,
+            parse: &parse,
+            analysis: &analysis,
+            lines: &lines,
+        };
+        let whole = semantic_tokens(&f, None);
+        let kinds: HashSet<TokenKind> = whole.iter().map(|t| t.kind).collect();
+        assert_eq!(kinds.len(), TokenKind::ALL.len() - 1, "every kind but strings: {kinds:?}");
+        let n = TEXT.len() as u32;
+        for start in (0..n).step_by(7) {
+            for len in [0, 1, 13, 80, 400] {
+                let w = TextRange::new(start, (start + len).min(n));
+                let expected: Vec<_> = whole.iter().copied().filter(|t| touches(w, t.range)).collect();
+                assert_eq!(semantic_tokens(&f, Some(w)), expected, "in {w:?}");
+            }
         }
     }
 }

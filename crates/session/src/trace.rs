@@ -298,6 +298,80 @@ pub fn stop_on_signals() -> &'static AtomicBool {
     &STOP_REQUESTED
 }
 
+/// Set in the guard (see [`guard_group`]) when `jaxpr trace` is gone.
+#[cfg(target_os = "linux")]
+extern "C" fn kill_own_group(_: libc::c_int) {
+    // SAFETY: killpg is async-signal-safe; the guard's group is the
+    // program's.
+    unsafe {
+        libc::killpg(0, libc::SIGKILL);
+    }
+}
+
+/// Makes the program's process group die with `jaxpr trace`, even when
+/// `trace` is killed with SIGKILL and runs no code of its own: the process
+/// `trace` starts (the group's leader) forks the program and stays as its
+/// guard. The kernel signals the guard when `trace` ends
+/// (`PR_SET_PDEATHSIG`), and the guard then kills the whole group, the
+/// program's own children included (a death signal is not inherited by
+/// them). The program in turn dies with its guard. Otherwise the guard
+/// waits for the program and ends as it ended, so `trace` sees the
+/// program's status.
+///
+/// Runs in the child of `fork`, before `exec`: only async-signal-safe calls.
+#[cfg(target_os = "linux")]
+fn guard_group() -> std::io::Result<()> {
+    // SAFETY: system calls on this process only, with valid arguments.
+    unsafe {
+        let trace = libc::getppid();
+        let guard = libc::getpid();
+        let program = libc::fork();
+        if program < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if program == 0 {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
+            if libc::getppid() != guard {
+                libc::_exit(127);
+            }
+            // On to exec the program.
+            return Ok(());
+        }
+        // The guard. `trace` stops the program with SIGINT to the group: the
+        // guard stays to report how the program ended.
+        libc::signal(libc::SIGINT, libc::SIG_IGN);
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = kill_own_group as *const () as libc::sighandler_t;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(libc::SIGUSR1, &action, std::ptr::null_mut());
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGUSR1 as libc::c_ulong);
+        if libc::getppid() != trace {
+            // `trace` ended before the death signal was set.
+            libc::killpg(0, libc::SIGKILL);
+        }
+        // The descriptors `trace` left open, among them the pipe on which
+        // its `spawn` waits for the exec: it must see the program's exec.
+        if libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) != 0 {
+            for fd in 3..1024 {
+                libc::close(fd);
+            }
+        }
+        let mut status = 0;
+        while libc::waitpid(program, &mut status, 0) < 0 {
+            if *libc::__errno_location() != libc::EINTR {
+                libc::_exit(127);
+            }
+        }
+        if libc::WIFSIGNALED(status) {
+            let sig = libc::WTERMSIG(status);
+            libc::signal(sig, libc::SIG_DFL);
+            libc::kill(guard, sig);
+            libc::_exit(128 + sig);
+        }
+        libc::_exit(libc::WEXITSTATUS(status));
+    }
+}
+
 /// Seconds a stopped program gets to end (its `KeyboardInterrupt`
 /// reported) before its group is killed.
 const GRACE: Duration = Duration::from_secs(2);
@@ -309,6 +383,12 @@ fn run_process(mut cmd: Command, timeout: Option<Duration>, stop: Option<&Atomic
         // Its own process group, so a time-out or an interrupt also stops
         // what it started.
         cmd.process_group(0);
+        #[cfg(target_os = "linux")]
+        // SAFETY: `guard_group` runs between fork and exec and makes only
+        // async-signal-safe calls.
+        unsafe {
+            cmd.pre_exec(guard_group);
+        }
     }
     let mut child = match cmd.spawn() {
         Ok(c) => c,

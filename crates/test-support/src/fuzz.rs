@@ -291,6 +291,10 @@ pub fn run_one(before: &str, input: &[u8]) -> Result<Run, Finding> {
         if *db::diagnostics(&database, file) != want {
             return Err(Finding::Mismatch);
         }
+        // The salsa items, where they check the file, give the same.
+        if db::item_check::item_diagnostics(&database, file).is_some_and(|d| *d != want) {
+            return Err(Finding::Mismatch);
+        }
         let path = database.engine().last_path(file.as_id());
         let a = db::analysis(&database, file);
         for j in &a.jaxprs {

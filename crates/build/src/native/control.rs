@@ -225,34 +225,83 @@ impl<'c> G<'c, '_> {
     }
 
     /// JAX `while` and Catalyst `while_loop`: operands `cond_consts ++
-    /// body_consts ++ carried`.
+    /// body_consts ++ carried`. A batched predicate (of a `vmap`ped loop,
+    /// `bool[n]`) runs the loop while any element holds, and an iteration
+    /// changes only the carried rows whose element holds, as JAX's lowering
+    /// does.
     fn while_loop(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> R<Vec<Arr<'c>>> {
         let l = cx.while_layout(self.a)?;
         let (body, cond, cn, bn) = (l.body, l.cond, l.cond_nconsts, l.body_nconsts);
-        if self.a.jaxpr(cond).outs.first().is_some_and(|o| o.ty.rank() > 0) {
-            return err(
-                cx.at(),
-                "`while` with a batched predicate (a `cond_jaxpr` returning an array) has no native lowering",
-            );
-        }
         let (cc, bc) = (&cx.args[..cn], &cx.args[cn..cn + bn]);
+        let batched = self.a.jaxpr(cond).outs.first().is_some_and(|o| o.ty.rank() > 0);
         let init = (Vec::new(), cx.args[cn + bn..].to_vec());
+        let predicate = |s: &State<'c>| -> R<Op<'c>> {
+            let inputs: Vec<Op> = cc.iter().chain(&s.1).cloned().collect();
+            let r = self.call_jaxpr(env, cond, &inputs, cx.at())?;
+            match r.into_iter().next() {
+                Some(c) => Ok(c),
+                None => err(cx.at(), "`cond_jaxpr` returns nothing"),
+            }
+        };
         let (_, out) = self.state_loop(
             init,
             &mut |s| {
-                let inputs: Vec<Op> = cc.iter().chain(&s.1).cloned().collect();
-                let r = self.call_jaxpr(env, cond, &inputs, cx.at())?;
-                match r.first() {
-                    Some(c) => self.truth(c, cx.at()),
-                    None => err(cx.at(), "`cond_jaxpr` returns nothing"),
-                }
+                let c = predicate(s)?;
+                if batched { self.any_true(&c) } else { self.truth(&c, cx.at()) }
             },
             &mut |s| {
                 let inputs: Vec<Op> = bc.iter().chain(&s.1).cloned().collect();
-                Ok((Vec::new(), self.call_jaxpr(env, body, &inputs, cx.at())?))
+                let next = self.call_jaxpr(env, body, &inputs, cx.at())?;
+                if !batched {
+                    return Ok((Vec::new(), next));
+                }
+                let c = predicate(s)?;
+                let kept = next
+                    .iter()
+                    .zip(&s.1)
+                    .map(|(n, o)| self.select_rows(&c, n, o))
+                    .collect::<R<Vec<_>>>()?;
+                Ok((Vec::new(), kept))
             },
         )?;
         Ok(out.into_iter().map(|o| o.v).collect())
+    }
+
+    /// Whether any element of a boolean array is true.
+    fn any_true(&self, x: &Op<'c>) -> R<IntValue<'c>> {
+        let a = self.materialized(&x.v)?;
+        let zero = self.cx.i8_type().const_zero();
+        let any = self.for_carry(self.numel(&a.dims), &[zero.into()], &mut |i, acc| {
+            let v = self.load(&jaxpr_types::DType::Bool, a.p, i)?.into_int_value();
+            Ok(vec![self.or(acc[0].into_int_value(), v).into()])
+        })?;
+        Ok(self.icmp(IntPredicate::NE, any[0].into_int_value(), zero))
+    }
+
+    /// `new` where the predicate `pred` (over the leading dimensions) holds,
+    /// `old` elsewhere, as a fresh array.
+    fn select_rows(&self, pred: &Op<'c>, new: &Op<'c>, old: &Op<'c>) -> R<Op<'c>> {
+        let (p, n, o) = (
+            self.materialized(&pred.v)?,
+            self.materialized(&new.v)?,
+            self.materialized(&old.v)?,
+        );
+        let dt = dtype(&new.ty)?;
+        let res = self.alloc(&dt, &n.dims)?;
+        let inner = self.numel(&n.dims[p.dims.len().min(n.dims.len())..]);
+        let one = self.i64(1);
+        let inner = self.select_int(self.icmp(IntPredicate::SGT, inner, one), inner, one);
+        self.for_range(self.numel(&n.dims), &mut |i| {
+            let row = self.b.build_int_signed_div(i, inner, "").expect("sdiv");
+            let c = self.load(&jaxpr_types::DType::Bool, p.p, row)?.into_int_value();
+            let c = self.icmp(IntPredicate::NE, c, c.get_type().const_zero());
+            let v = self
+                .b
+                .build_select(c, self.load(&dt, n.p, i)?, self.load(&dt, o.p, i)?, "")
+                .expect("select");
+            self.store(&dt, res.p, i, v)
+        })?;
+        Ok(Operand { v: res, ty: new.ty.clone() })
     }
 
     /// Catalyst `for_loop`: operands `consts ++ implicits ++ [lower, upper,

@@ -85,7 +85,21 @@ pub(crate) enum Node<'f, 'c> {
     Product(Box<Node<'f, 'c>>, Box<Node<'f, 'c>>, DType),
 }
 
+/// The most equations one fused loop nests: a longer chain is computed
+/// into an array every this many equations, so that building a loop (which
+/// recurses over its tree) never recurses on the program's length.
+const MAX_FUSED_DEPTH: usize = 128;
+
 impl Node<'_, '_> {
+    /// How many equations deep the tree is.
+    fn depth(&self) -> usize {
+        match self {
+            Node::Leaf { .. } => 0,
+            Node::Eqn { kids, .. } => 1 + kids.iter().map(Node::depth).max().unwrap_or(0),
+            Node::Product(a, b, _) => 1 + a.depth().max(b.depth()),
+        }
+    }
+
     /// Whether one flat loop over the elements computes it.
     fn flat(&self) -> bool {
         match self {
@@ -275,7 +289,7 @@ impl<'c, 'f> G<'c, 'f> {
             "dot_general" => self.outer_product_node(&cx)?,
             _ => self.eqn_node(cx, &out)?,
         };
-        if lazy {
+        if lazy && node.depth() < MAX_FUSED_DEPTH {
             Ok(self.defer(node, out, odt))
         } else {
             self.materialize(&node, &out, &odt)
@@ -502,7 +516,9 @@ impl<'c, 'f> G<'c, 'f> {
             }
             Node::Product(a, b, dt) => {
                 let (x, y) = (self.element(a, flat, idx)?, self.element(b, flat, idx)?);
-                Ok(if dt.is_float() {
+                Ok(if dt.is_complex() {
+                    self.complex_binop("mul", dt, x, y, jaxpr_syntax::TextRange::new(0, 0))?
+                } else if dt.is_float() {
                     self.b
                         .build_float_mul(x.into_float_value(), y.into_float_value(), "")
                         .expect("fmul")

@@ -30,6 +30,7 @@
 //! run time) returns an error as well, without writing outputs.
 
 mod calls;
+mod complex;
 mod control;
 mod fusion;
 mod gemm;
@@ -239,6 +240,8 @@ pub fn dtype_code(dt: &DType) -> Option<i32> {
         DType::Float(FloatKind::BF16) => 10,
         DType::Float(FloatKind::F32) => 11,
         DType::Float(FloatKind::F64) => 12,
+        DType::Complex(64) => 13,
+        DType::Complex(128) => 14,
         _ => return None,
     })
 }
@@ -258,7 +261,8 @@ extern "C" {{
 #define JX_ARRAY_DEFINED
 typedef struct {{
   void    *data;      /* densely packed, row-major */
-  int32_t  dtype;     /* 0 bool(1 byte), 1 i8, 2 i16, 3 i32, 4 i64, 5 u8, 6 u16, 7 u32, 8 u64, 9 f16, 10 bf16, 11 f32, 12 f64 */
+  int32_t  dtype;     /* 0 bool(1 byte), 1 i8, 2 i16, 3 i32, 4 i64, 5 u8, 6 u16, 7 u32, 8 u64, 9 f16, 10 bf16, 11 f32, 12 f64,
+                         13 c64, 14 c128 (real and imaginary parts interleaved, as C's float/double _Complex) */
   int32_t  rank;
   int64_t  shape[8];  /* first `rank` entries used */
 }} jx_array;
@@ -529,6 +533,8 @@ impl<'c, 'f> G<'c, 'f> {
             DType::Float(FloatKind::BF16) => self.cx.bf16_type().into(),
             DType::Float(FloatKind::F32) => self.cx.f32_type().into(),
             DType::Float(FloatKind::F64) => self.cx.f64_type().into(),
+            DType::Complex(64) => self.complex_type(self.cx.f32_type()),
+            DType::Complex(128) => self.complex_type(self.cx.f64_type()),
             _ => return err(at, format!("dtype {dt} has no native lowering")),
         })
     }
@@ -1474,6 +1480,12 @@ impl<'c, 'f> G<'c, 'f> {
             .collect::<R<Vec<_>>>()?;
         let vars: Vec<Option<VarId>> = e.args.iter().map(|x| self.var_of(x)).collect();
         let outs = super::walk::result_types(self.a, e, id);
+        super::walk::check_lowered_complex(
+            &e.primitive.text,
+            e.primitive.range,
+            args.iter().map(|a| &a.ty).chain(&outs),
+            super::walk::Backend::Native,
+        )?;
         let name = e.primitive.text.as_str();
         // The result is deferred into its one user.
         let defer = info
@@ -1595,6 +1607,10 @@ impl<'c, 'f> G<'c, 'f> {
                 };
                 t.into_float_type().const_float(x).into()
             }
+            DType::Complex(_) => match super::walk::complex_literal(text) {
+                Some((re, im)) => self.complex_const(dt, re, im)?,
+                None => return bad(),
+            },
             _ => {
                 return err(
                     at,

@@ -426,6 +426,10 @@ impl<'c> G<'c, '_> {
                 .build_signed_int_to_float(v, ft, "")
                 .expect("sitofp")
                 .into(),
+            _ if dt.is_complex() => {
+                let re = self.from_i64(v, &dt.real_part())?;
+                return self.complex_convert(re, &dt.real_part(), dt);
+            }
             _ => return err(TextRange::new(0, 0), "unexpected element type"),
         })
     }
@@ -439,6 +443,9 @@ impl<'c> G<'c, '_> {
             (Init::One, _) => "1".into(),
             (Init::Lowest, d) if d.is_float() => "-inf".into(),
             (Init::Highest, d) if d.is_float() => "inf".into(),
+            // Lexicographic order (complex `max` and `min`).
+            (Init::Lowest, d) if d.is_complex() => "(-inf-infj)".into(),
+            (Init::Highest, d) if d.is_complex() => "(inf+infj)".into(),
             (Init::Lowest, DType::Int(n)) => (-(1i128 << (n - 1))).to_string(),
             (Init::Highest, DType::Int(n)) => ((1i128 << (n - 1)) - 1).to_string(),
             (Init::Lowest, DType::UInt(_)) => "0".into(),
@@ -455,7 +462,7 @@ impl<'c> G<'c, '_> {
     /// vectorize the loop around them: with the vector variants of glibc's
     /// vector math library where it has them ([`super::vmath`]), otherwise
     /// by calling the scalar function once per lane.
-    fn libm(&self, name: &str, dt: &DType, xs: &[BasicValueEnum<'c>]) -> R<BasicValueEnum<'c>> {
+    pub(crate) fn libm(&self, name: &str, dt: &DType, xs: &[BasicValueEnum<'c>]) -> R<BasicValueEnum<'c>> {
         let t = match dt {
             DType::Float(FloatKind::F64) => self.cx.f64_type(),
             _ => self.cx.f32_type(),
@@ -550,7 +557,7 @@ impl<'c> G<'c, '_> {
             .const_float(x))
     }
 
-    fn bool8(&self, c: IntValue<'c>) -> BasicValueEnum<'c> {
+    pub(crate) fn bool8(&self, c: IntValue<'c>) -> BasicValueEnum<'c> {
         self.b
             .build_int_z_extend(c, self.cx.i8_type(), "")
             .expect("zext")
@@ -599,7 +606,16 @@ impl<'c> G<'c, '_> {
                 let t = self.elem(odt, cx.at())?;
                 return Ok(b.build_bit_cast(xs[0], t, "").expect("bitcast"));
             }
+            // An integer exponent is converted to the base's dtype first
+            // (as JAX lowers `pow`).
+            "pow" if dts[1] != *dt => {
+                let y = self.convert(xs[1], &dts[1], dt)?;
+                return self.scalar(cx, &[dt.clone(), dt.clone()], odt, &[xs[0], y]);
+            }
             _ => {}
+        }
+        if dt.is_complex() || odt.is_complex() {
+            return self.complex_scalar(cx, dts, odt, xs);
         }
         if xs.len() == 2 && odt != dt && cx.e.param("out_dtype").is_some_and(|p| !p.value.is_none()) {
             // `mul[out_dtype=f32] x:bf16 y:bf16`: the operands are cast to
@@ -679,18 +695,10 @@ impl<'c> G<'c, '_> {
                 }
                 "integer_pow" => {
                     let y = cx.int("y")?;
-                    let mut acc = self.fconst(dt, 1.0)?;
-                    let mut base = f;
-                    let mut e = y.unsigned_abs();
-                    while e > 0 {
-                        if e & 1 == 1 {
-                            acc = b.build_float_mul(acc, base, "").expect("mul");
-                        }
-                        e >>= 1;
-                        if e > 0 {
-                            base = b.build_float_mul(base, base, "").expect("mul");
-                        }
-                    }
+                    let mut acc = crate::walk::power_by_squaring(f, y.unsigned_abs(), |p, q| {
+                        Ok(b.build_float_mul(p, q, "").expect("mul"))
+                    })?
+                    .map_or(self.fconst(dt, 1.0), Ok)?;
                     if y < 0 {
                         acc = b
                             .build_float_div(self.fconst(dt, 1.0)?, acc, "")
@@ -797,6 +805,9 @@ impl<'c> G<'c, '_> {
         y: BasicValueEnum<'c>,
         cx: &Cx<'_, 'c>,
     ) -> R<BasicValueEnum<'c>> {
+        if dt.is_complex() {
+            return self.complex_binop(name, dt, x, y, cx.at());
+        }
         let b = &self.b;
         let unsupported = || err(cx.at(), format!("`{name}` on {dt} has no native lowering"));
         if dt.is_float() {
@@ -973,7 +984,10 @@ impl<'c> G<'c, '_> {
     }
 
     /// `convert_element_type` of one element.
-    fn convert(&self, x: BasicValueEnum<'c>, from: &DType, to: &DType) -> R<BasicValueEnum<'c>> {
+    pub(crate) fn convert(&self, x: BasicValueEnum<'c>, from: &DType, to: &DType) -> R<BasicValueEnum<'c>> {
+        if from.is_complex() || to.is_complex() {
+            return self.complex_convert(x, from, to);
+        }
         let b = &self.b;
         let t = self.elem(to, TextRange::new(0, 0))?;
         if matches!(to, DType::Bool) {

@@ -53,7 +53,8 @@ impl<'c> G<'c, '_> {
         };
         // Dimensions t.. are the trailing reduced run.
         let t = (0..=r).rev().take_while(|&t| t == r || reduced(t)).last().unwrap_or(r);
-        if t < r {
+        // Complex elements have no vector fold: they fold one by one.
+        if t < r && !dt.is_complex() {
             let outer = &dims[..t];
             let len = self.numel(&dims[t..]);
             self.nest(outer, &mut |o| {

@@ -33,6 +33,9 @@ pub(crate) struct Pending {
 pub(crate) struct LetFunctions {
     names: std::collections::HashMap<(JaxprId, Vec<Symbol>), String>,
     pending: Vec<Pending>,
+    /// How many functions were declared: their names' suffixes (names are
+    /// forgotten, numbers never given twice).
+    declared: usize,
 }
 
 impl<'c> Lower<'c, '_> {
@@ -83,7 +86,6 @@ impl<'c> Lower<'c, '_> {
     /// queued to be lowered) on first use.
     fn let_function(&self, j: JaxprId, syms: Vec<Symbol>) -> String {
         let mut fns = self.let_functions.borrow_mut();
-        let n = fns.names.len();
         let key = (j, syms);
         if let Some(name) = fns.names.get(&key) {
             return name.clone();
@@ -95,7 +97,8 @@ impl<'c> Lower<'c, '_> {
                 .collect(),
             _ => String::from("let"),
         };
-        let name = format!("{base}_{n}");
+        let name = format!("{base}_{}", fns.declared);
+        fns.declared += 1;
         fns.names.insert(key.clone(), name.clone());
         fns.pending.push(Pending { name: name.clone(), j: key.0, syms: key.1 });
         name
@@ -104,12 +107,29 @@ impl<'c> Lower<'c, '_> {
     /// Lowers the bodies of the let functions declared so far, and of those
     /// their bodies declare, one after another, into `module`.
     pub(crate) fn lower_let_functions(&self, module: &Module<'c>) -> R<()> {
+        self.lower_let_functions_from(module, 0)
+    }
+
+    /// Lowers the pending let functions of jaxprs `first` and later (and
+    /// those their bodies declare), then forgets their names: a lowering
+    /// fed equation by equation calls it after each equation with the
+    /// first id the equation's own jaxprs have, which the next equation's
+    /// jaxprs get again.
+    pub(crate) fn lower_let_functions_from(&self, module: &Module<'c>, first: usize) -> R<()> {
+        let nested = |j: JaxprId| j.0 as usize >= first;
         loop {
-            let Some(p) = self.let_functions.borrow_mut().pending.pop() else {
-                return Ok(());
+            let next = {
+                let mut fns = self.let_functions.borrow_mut();
+                let at = fns.pending.iter().rposition(|p| nested(p.j));
+                at.map(|i| fns.pending.remove(i))
             };
+            let Some(p) = next else { break };
             self.let_body(module, &p)?;
         }
+        if first > 0 {
+            self.let_functions.borrow_mut().names.retain(|(j, _), _| !nested(*j));
+        }
+        Ok(())
     }
 
     fn let_body(&self, module: &Module<'c>, p: &Pending) -> R<()> {

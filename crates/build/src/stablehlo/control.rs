@@ -7,7 +7,7 @@
 //! JAX lowers loops; `case` branches read the operands from the enclosing
 //! block, as JAX's `cond` lowering does.
 
-use super::ops::EqnCx;
+use super::ops::{EqnCx, Init, arr};
 use super::{B, Env, Lower, Operand, V};
 use crate::{R, ScanLayout, err};
 use jaxpr_check::JaxprId;
@@ -137,26 +137,21 @@ impl<'c, 'f> Lower<'c, 'f> {
     /// loop state. Constants are read from the enclosing block, so shape
     /// refinement sees that the dimensions they hold do not change. Carried
     /// arrays take the types of the body's binders, so an array whose size
-    /// changes between iterations is `?` throughout.
+    /// changes between iterations is `?` throughout. A batched predicate
+    /// (of a `vmap`ped loop, `bool[n]`) runs the loop while any element
+    /// holds, and an iteration changes only the carried rows whose element
+    /// holds, as JAX's lowering does.
     fn while_loop(&self, b: B<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> R<Vec<V<'c>>> {
         let l = cx.while_layout(self.a)?;
         let (body, cond, cn, bn) = (l.body, l.cond, l.cond_nconsts, l.body_nconsts);
         let vals: Vec<V> = cx.args.iter().map(|a| a.v).collect();
         let (cond_consts, body_consts) = (&vals[..cn], &vals[cn..cn + bn]);
         let tys = self.binder_types(body)?[bn..].to_vec();
-        // A batched predicate (`vmap` of a loop whose condition depends on
-        // the mapped values), as JAX lowers it: the loop runs while any
-        // element's condition holds, and an element whose condition no
-        // longer holds keeps its value (the predicate is broadcast along
-        // the carried arrays' leading axes).
         let pred_rank = self.a.jaxpr(cond).outs.first().map_or(0, |o| o.ty.rank());
-        let predicate = |rb: B<'c>, a: &[V<'c>]| {
-            let inputs: Vec<V> = cond_consts.iter().copied().chain(a.iter().copied()).collect();
+        let predicate = |rb: B<'c>, state: &[V<'c>]| -> R<V<'c>> {
+            let inputs: Vec<V> = cond_consts.iter().chain(state).copied().collect();
             let r = self.call(rb, env, cond, &inputs, cx.at())?;
-            match r.into_iter().next() {
-                Some(p) => Ok(p),
-                None => err(cx.at(), "`cond_jaxpr` returns nothing"),
-            }
+            Ok(r[0].v)
         };
         self.while_op(
             b,
@@ -165,34 +160,32 @@ impl<'c, 'f> Lower<'c, 'f> {
             |rb, a| {
                 let p = predicate(rb, &a)?;
                 if pred_rank == 0 {
-                    return Ok(p.v);
+                    return Ok(p);
                 }
-                let none = self.init(rb, &DType::Bool, super::ops::Init::Lowest)?;
+                let init = self.init(rb, &DType::Bool, Init::Lowest)?;
                 let any = self.combiner(&DType::Bool, "stablehlo.or")?;
-                let axes: Vec<i64> = (0..pred_rank as i64).collect();
-                Ok(self.op(
-                    rb,
-                    "stablehlo.reduce",
-                    &[p.v, none],
-                    &[self.scalar_ty(&DType::Bool)?],
-                    &[("dimensions", super::ops::arr(&axes))],
-                    vec![any],
-                )?[0])
+                let dims: Vec<i64> = (0..pred_rank as i64).collect();
+                let t = self.scalar_ty(&DType::Bool)?;
+                Ok(self.op(rb, "stablehlo.reduce", &[p, init], &[t], &[("dimensions", arr(&dims))], vec![any])?[0])
             },
             |rb, a| {
                 let inputs: Vec<V> = body_consts.iter().copied().chain(a.iter().copied()).collect();
                 let r = self.call(rb, env, body, &inputs, cx.at())?;
+                let next: Vec<V> = r.iter().map(|o| o.v).collect();
                 if pred_rank == 0 {
-                    return Ok(r.iter().map(|o| o.v).collect());
+                    return Ok(next);
                 }
                 let p = predicate(rb, &a)?;
-                let leading: Vec<i64> = (0..pred_rank as i64).collect();
-                r.iter()
-                    .zip(a.iter().copied())
-                    .map(|(new, old)| {
-                        let mask_ty = AType::new(DType::Bool, new.ty.shape.clone());
-                        let mask = self.broadcast(rb, env, p.v, &mask_ty, &leading, cx.at())?;
-                        self.op1(rb, "stablehlo.select", &[mask, new.v, old], old.r#type(), &[])
+                let dims: Vec<i64> = (0..pred_rank as i64).collect();
+                let carried = &self.a.jaxpr(body).invars[bn..];
+                next.iter()
+                    .zip(&a)
+                    .zip(carried)
+                    .map(|((&n, &o), &v)| {
+                        let ty = &self.a.var(v).ty;
+                        let n = self.fit(rb, n, self.var_ty(v)?)?;
+                        let p = self.broadcast(rb, env, p, &AType::new(DType::Bool, ty.shape.clone()), &dims, cx.at())?;
+                        self.op1(rb, "stablehlo.select", &[p, n, o], n.r#type(), &[])
                     })
                     .collect()
             },

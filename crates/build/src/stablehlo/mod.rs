@@ -229,6 +229,7 @@ fn lower_text<'c>(
         lets: &lets,
         syntax: None,
         head: None,
+        top_jaxprs: 0,
         outcome: Ok(false),
     };
     let diagnostics = check::parse_and_check_showing(text, &mut lowering);
@@ -251,6 +252,10 @@ struct LowerAsChecked<'c, 'a> {
     /// Their syntax, which the views of the equations fall back to.
     syntax: Option<Syntax<'a>>,
     head: Option<MainHead<'c>>,
+    /// How many jaxprs the top-level `let`s and `@main` are: the ids from
+    /// there on belong to the equation being checked, and the checker
+    /// gives them again to the next one.
+    top_jaxprs: usize,
     /// Whether `@main` was lowered, or the first error (no later equation
     /// is lowered).
     outcome: R<bool>,
@@ -263,6 +268,7 @@ impl<'c> check::Checked for LowerAsChecked<'c, '_> {
 
     fn begin(&mut self, a: &Analysis, lets: &[ast::LetJaxpr], main: JaxprId, refs: &[VarRef]) {
         let lets = self.lets.get_or_init(|| lets.to_vec());
+        self.top_jaxprs = a.jaxprs.len();
         let syntax = self.syntax.insert(Syntax::of_lets(lets, check::uses_of(refs)));
         match Lower::new(self.cx, a, syntax, self.st).begin_main(main) {
             Ok(head) => self.head = Some(head),
@@ -276,7 +282,13 @@ impl<'c> check::Checked for LowerAsChecked<'c, '_> {
         };
         self.st.fit_vars(reused, a.vars.len());
         let syntax = Syntax::of_eqn(lets, &e.params, check::uses_of(refs));
-        if let Err(e) = Lower::new(self.cx, a, &syntax, self.st).eqn(head.b, &head.env, e, id) {
+        let lower = Lower::new(self.cx, a, &syntax, self.st);
+        // The `let`s a parameter value holds are lowered now, while the
+        // analysis still has them: their ids go to the next equation's.
+        let lowered = lower
+            .eqn(head.b, &head.env, e, id)
+            .and_then(|()| lower.lower_let_functions_from(self.module, self.top_jaxprs));
+        if let Err(e) = lowered {
             self.outcome = Err(e);
         }
     }
@@ -701,6 +713,12 @@ impl<'c, 'f> Lower<'c, 'f> {
             .collect::<R<Vec<_>>>()?;
         let outs = super::walk::result_type_refs(self.a, e, id);
         let cx = ops::EqnCx { e, id, args, outs };
+        super::walk::check_lowered_complex(
+            cx.name(),
+            cx.at(),
+            cx.args.iter().map(|a| &*a.ty).chain(cx.outs.iter().map(|t| &**t)),
+            super::walk::Backend::Stablehlo,
+        )?;
         let results = self.lower_eqn(b, env, &cx)?;
         super::walk::expect_results(e, results.len())?;
         for (i, r) in results.into_iter().enumerate() {
@@ -1054,6 +1072,12 @@ impl<'c, 'f> Lower<'c, 'f> {
         let Some(elem) = elem_type(to) else {
             return err(TextRange::new(0, 0), format!("dtype {to} has no lowering"));
         };
+        // Complex to real keeps the real part (as JAX's lowering does):
+        // `stablehlo.convert` does not take complex to real.
+        if let (false, Some(part)) = (to.is_complex(), complex_part(v)) {
+            let re = self.op1(b, "stablehlo.real", &[v], self.with_elem(v, part)?, &[])?;
+            return self.convert(b, re, to);
+        }
         let want = self.with_elem(v, elem)?;
         self.fit(b, v, want)
     }
@@ -1079,7 +1103,7 @@ impl<'c, 'f> Lower<'c, 'f> {
                 let f = self.constant(b, &DType::Float(FloatKind::F32), text, at)?;
                 return self.convert(b, f, dt);
             }
-            DType::Bool | DType::Int(_) | DType::UInt(_) => {}
+            DType::Bool | DType::Int(_) | DType::UInt(_) | DType::Complex(64 | 128) => {}
             _ => return err(at, format!("constants of dtype {dt} have no lowering")),
         }
         let t = self.tensor(dt, &[], at)?;
@@ -1272,8 +1296,27 @@ fn literal(dt: &DType, text: &str) -> Option<String> {
                 _ => return None,
             }
         }
+        DType::Complex(bits) => {
+            let (re, im) = crate::walk::complex_literal(text)?;
+            let part = DType::Float(if *bits == 64 { FloatKind::F32 } else { FloatKind::F64 });
+            let bits_of = |x: f64| literal(&part, &format!("{x:e}"));
+            format!("({}, {})", bits_of(re)?, bits_of(im)?)
+        }
         _ => return None,
     })
+}
+
+/// The type of the parts (`f32`, `f64`) of a value with complex elements.
+pub(crate) fn complex_part(v: V<'_>) -> Option<&'static str> {
+    // SAFETY: every value the lowering makes is a ranked tensor.
+    unsafe {
+        let e = mlir_sys::mlirShapedTypeGetElementType(v.r#type().to_raw());
+        if !mlir_sys::mlirTypeIsAComplex(e) {
+            return None;
+        }
+        let part = mlir_sys::mlirComplexTypeGetElementType(e);
+        Some(if mlir_sys::mlirTypeIsAF32(part) { "f32" } else { "f64" })
+    }
 }
 
 /// Result `i` of an operation of the module.
@@ -1309,6 +1352,8 @@ pub(crate) fn elem_type(dt: &DType) -> Option<&'static str> {
         DType::Float(FloatKind::BF16) => "bf16",
         DType::Float(FloatKind::F32) => "f32",
         DType::Float(FloatKind::F64) => "f64",
+        DType::Complex(64) => "complex<f32>",
+        DType::Complex(128) => "complex<f64>",
         _ => return None,
     })
 }

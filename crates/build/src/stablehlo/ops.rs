@@ -30,6 +30,8 @@ const UNARY: &[(&str, &str)] = &[
     ("rsqrt", "stablehlo.rsqrt"),
     ("cbrt", "stablehlo.cbrt"),
     ("abs", "stablehlo.abs"),
+    ("real", "stablehlo.real"),
+    ("imag", "stablehlo.imag"),
     ("sign", "stablehlo.sign"),
     ("floor", "stablehlo.floor"),
     ("ceil", "stablehlo.ceil"),
@@ -73,6 +75,7 @@ const BINARY: &[(&str, &str)] = &[
     ("shift_right_arithmetic", "stablehlo.shift_right_arithmetic"),
     ("shift_right_logical", "stablehlo.shift_right_logical"),
     ("nextafter", "chlo.next_after"),
+    ("complex", "stablehlo.complex"),
 ];
 
 const COMPARE: &[(&str, &str)] = &[
@@ -217,7 +220,7 @@ pub(crate) fn packed_dims(dims: &[i64]) -> Option<u64> {
 }
 
 fn compare_type(dt: &DType) -> &'static str {
-    if dt.is_float() {
+    if dt.is_float() || dt.is_complex() {
         "FLOAT"
     } else if dt.is_signed_int() {
         "SIGNED"
@@ -230,6 +233,18 @@ impl<'c, 'f> Lower<'c, 'f> {
     pub(crate) fn lower_eqn(&self, b: B<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> R<Vec<V<'c>>> {
         let name = cx.name();
         let one = |v: R<V<'c>>| v.map(|v| vec![v]);
+        if name == "pow" && cx.arg_dtype(0)? != cx.arg_dtype(1)? {
+            // An integer exponent is converted to the base's dtype first
+            // (as JAX lowers `pow`).
+            let out = &cx.outs[0];
+            let x = self.to_shape(b, env, &cx.args[0], out, cx.at())?;
+            let y = self.to_shape(b, env, &cx.args[1], out, cx.at())?;
+            let y = self.convert(b, y, &cx.arg_dtype(0)?)?;
+            return one(self.op1(b, "stablehlo.power", &[x, y], self.out_ty(cx, 0)?, &[]));
+        }
+        if matches!(name, "max" | "min") && cx.arg_dtype(0)?.is_complex() {
+            return one(self.complex_max_min(b, env, cx, name == "max"));
+        }
         match row(name) {
             Some(Row::Unary(_)) if name == "sign" && matches!(cx.arg_dtype(0)?, DType::UInt(_)) => {
                 // `stablehlo.sign` takes no unsigned integers: min(x, 1).
@@ -319,6 +334,7 @@ impl<'c, 'f> Lower<'c, 'f> {
                 self.op1(b, op, &[x()], out(0)?, &[])
             }
             "select_n" => self.select_n(b, env, cx),
+            "conj" => self.conj(b, cx),
             "clamp" => {
                 let t = out(0)?;
                 self.op1(
@@ -878,24 +894,54 @@ impl<'c, 'f> Lower<'c, 'f> {
             let one = self.constant(b, &cx.arg_dtype(0)?, "1", cx.at())?;
             self.broadcast(b, env, one, &x.ty, &[], cx.at())
         };
-        let (mut acc, mut base, mut e) = (None, x.v, y.unsigned_abs());
-        while e > 0 {
-            if e & 1 == 1 {
-                acc = Some(match acc {
-                    None => base,
-                    Some(a) => self.binary(b, "stablehlo.multiply", a, base)?,
-                });
-            }
-            e >>= 1;
-            if e > 0 {
-                base = self.binary(b, "stablehlo.multiply", base, base)?;
-            }
-        }
+        let acc = crate::walk::power_by_squaring(x.v, y.unsigned_abs(), |p, q| {
+            self.binary(b, "stablehlo.multiply", p, q)
+        })?;
         let Some(acc) = acc else { return ones() };
         if y < 0 {
             return self.binary(b, "stablehlo.divide", ones()?, acc);
         }
         Ok(acc)
+    }
+
+    /// `max`/`min` of complex operands: lexicographic, on the real parts
+    /// and then the imaginary ones (as JAX lowers them; StableHLO compares
+    /// complex numbers only for equality).
+    fn complex_max_min(&self, b: B<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>, max: bool) -> R<V<'c>> {
+        let out = &cx.outs[0];
+        let x = self.to_shape(b, env, &cx.args[0], out, cx.at())?;
+        let y = self.to_shape(b, env, &cx.args[1], out, cx.at())?;
+        let Some(part) = super::complex_part(x) else {
+            return err(cx.at(), "internal error: a complex operand without complex elements");
+        };
+        let pt = self.with_elem(x, part)?;
+        let parts = |v| -> R<(V<'c>, V<'c>)> {
+            Ok((
+                self.op1(b, "stablehlo.real", &[v], pt, &[])?,
+                self.op1(b, "stablehlo.imag", &[v], pt, &[])?,
+            ))
+        };
+        let ((xr, xi), (yr, yi)) = (parts(x)?, parts(y)?);
+        let dir = if max { "GT" } else { "LT" };
+        let by_re = self.compare(b, xr, yr, dir, "FLOAT")?;
+        let tie = self.compare(b, xr, yr, "EQ", "FLOAT")?;
+        let by_im = self.compare(b, xi, yi, dir, "FLOAT")?;
+        let by_im = self.binary(b, "stablehlo.and", tie, by_im)?;
+        let pick = self.binary(b, "stablehlo.or", by_re, by_im)?;
+        self.op1(b, "stablehlo.select", &[pick, x, y], x.r#type(), &[])
+    }
+
+    /// The complex conjugate; of a real operand, that operand made complex.
+    fn conj(&self, b: B<'c>, cx: &EqnCx<'_, 'c, 'f>) -> R<V<'c>> {
+        let x = cx.args[0].v;
+        let Some(part) = super::complex_part(x) else {
+            return self.convert(b, x, &cx.out_dtype(0)?);
+        };
+        let pt = self.with_elem(x, part)?;
+        let re = self.op1(b, "stablehlo.real", &[x], pt, &[])?;
+        let im = self.op1(b, "stablehlo.imag", &[x], pt, &[])?;
+        let neg = self.op1(b, "stablehlo.negate", &[im], pt, &[])?;
+        self.op1(b, "stablehlo.complex", &[re, neg], x.r#type(), &[])
     }
 
     /// `select_n pred *cases`: case `pred` (bool: False -> 0, True -> 1).

@@ -37,7 +37,7 @@ static void need(void *dst, size_t n) {
   }
 }
 
-static const int elem_size[] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8};
+static const int elem_size[] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8, 8, 16};
 
 int main(int argc, char **argv) {
   if (argc != 4) {
@@ -117,7 +117,7 @@ int main(int argc, char **argv) {
         bad = 1;
       }
       for (int64_t j = 0; j < n_out; j++) {
-        if (outs[j].dtype < 0 || outs[j].dtype > 12 || outs[j].rank < 0 || outs[j].rank > 8 || !outs[j].data) {
+        if (outs[j].dtype < 0 || outs[j].dtype > 14 || outs[j].rank < 0 || outs[j].rank > 8 || !outs[j].data) {
           printf("call %u: output %lld not written\n", c, (long long)j);
           bad = 1;
           continue;

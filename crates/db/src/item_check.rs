@@ -1,0 +1,698 @@
+//! The items of a file ([`crate::items`]) checked one by one in salsa, and
+//! the file's diagnostics assembled from them.
+//!
+//! - [`head_check`] checks the head (the `let` jaxprs and the main jaxpr's
+//!   binders) as a file of its own; [`head_outline`] is what the rest of
+//!   the file reads of it (each `let`'s [`check::Interface`] and the main
+//!   binders' names and types). The outline compares equal when an edit
+//!   in the head leaves those as they were, so that nothing below runs
+//!   again: that is the invalidation barrier.
+//! - [`chunk_bindings`] is what each chunk binds (names and types) and
+//!   [`scope`] the names bound by all chunks, with the chunks' order; an
+//!   edit after an equation's binders leaves both equal.
+//! - [`chunk_check`] checks a chunk's equations one by one
+//!   ([`check::check_eqn_alone`]) against the head, the scope and the
+//!   chunk's earlier equations, with ranges relative to each equation.
+//! - [`unknown_primitives`] is the one file-wide fact: an unknown primitive
+//!   is warned about at its first use in the file.
+//! - [`item_diagnostics`] puts it all together with absolute offsets.
+//!
+//! An equation's results hold no position of another item. A variable
+//! bound elsewhere (an earlier equation, the main jaxpr's binders) is given
+//! a placeholder range, one per variable and per name or binder, that
+//! stands for a [`Ref`]: where it is bound, by item and equation, or by
+//! name among the main binders; the diagnostics query puts the current
+//! offsets in. Anything else from elsewhere (positions inside a `let`) is
+//! [`outside`] every item, and a result that mentions it makes the file
+//! fall back to the whole-file check, as do symbolic dimensions, dimension
+//! variables and names bound twice.
+
+use crate::items::{FOLLOWER, Item, ItemKind, indent_of, item_parse, split};
+use crate::{Db, SourceFile};
+use jaxpr_check::{
+    self as check, Analysis, Context, EqnId, Interface, JaxprId, Prelude, Resolved, VarInfo,
+    VarRole,
+};
+use jaxpr_syntax::TextRange;
+use jaxpr_syntax::ast::SmolStr;
+use jaxpr_syntax::diagnostics::{DiagKind, Diagnostic};
+use jaxpr_types::{AType, Dim, VarId};
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::sync::{Arc, Mutex};
+
+/// The range every variable from outside the item being checked gets.
+fn outside() -> TextRange {
+    TextRange::empty(u32::MAX - 1)
+}
+
+/// Whether every range of `d` lies within the first `len` bytes.
+fn inside(d: &Diagnostic, len: u32) -> bool {
+    d.range.end <= len && d.related.iter().all(|r| r.range.end <= len)
+}
+
+/// Where a placeholder range in an equation's results points.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Ref {
+    /// A range of equation `eqn` of chunk `chunk`, relative to it.
+    Eqn {
+        chunk: salsa::Id,
+        eqn: u32,
+        range: TextRange,
+    },
+    /// The name (or whole binder) of the main jaxpr's binder `name`.
+    MainBinder { name: SmolStr, whole: bool },
+}
+
+/// Placeholder ranges start here: far past any item's length (a file is
+/// at most 1 GiB), each two bytes wide.
+const PLACEHOLDERS: u32 = 1 << 31;
+
+/// The table of an equation's placeholders while it is checked.
+#[derive(Default)]
+struct Refs {
+    refs: std::cell::RefCell<Vec<Ref>>,
+}
+
+impl Refs {
+    fn placeholder(&self, r: Ref) -> TextRange {
+        let mut refs = self.refs.borrow_mut();
+        let i = refs.iter().position(|x| *x == r).unwrap_or_else(|| {
+            refs.push(r);
+            refs.len() - 1
+        });
+        let at = PLACEHOLDERS + 2 * i as u32;
+        TextRange::new(at, at + 1)
+    }
+    /// Whether `r` is a position of the equation (`len` long) or one of
+    /// its placeholders.
+    fn known(&self, r: TextRange, len: u32) -> bool {
+        r.end <= len || (r.start >= PLACEHOLDERS && placeholder_index(r).is_some_and(|i| i < self.refs.borrow().len()))
+    }
+}
+
+fn placeholder_index(r: TextRange) -> Option<usize> {
+    let i = r.start.checked_sub(PLACEHOLDERS)?;
+    (i % 2 == 0 && r.end == r.start + 1).then_some((i / 2) as usize)
+}
+
+fn has_dim_var(t: &AType) -> bool {
+    t.shape.iter().any(|d| matches!(d, Dim::Var(_)))
+}
+
+/// The head checked as a file of its own (the head, an equation, empty
+/// outputs), with ranges of the file (the head starts it).
+pub struct HeadCheck {
+    analysis: Analysis,
+    main: JaxprId,
+    /// The checker after the `let`s, from which equations are checked.
+    prelude: Mutex<Prelude>,
+    /// The main jaxpr's binders by name (the last of each name).
+    names: FxHashMap<SmolStr, VarId>,
+    /// The ranges of the main binders' names and whole binders: what an
+    /// equation's results may point at in the head.
+    binder_ranges: FxHashMap<TextRange, Ref>,
+    /// Syntax errors, then the checker's, without unknown-primitive warnings.
+    errors: Vec<Diagnostic>,
+    diagnostics: Vec<Diagnostic>,
+    unknown_uses: Vec<(SmolStr, TextRange)>,
+    /// False when the file must be checked whole.
+    usable: bool,
+}
+
+#[salsa::tracked(returns(clone), no_eq)]
+pub fn head_check<'db>(db: &'db dyn Db, head: Item<'db>) -> Arc<HeadCheck> {
+    let text = head.text(db);
+    let len = text.len() as u32;
+    let synthetic = format!("{text}{FOLLOWER}  in () }}\n");
+    let p = jaxpr_syntax::parse(&synthetic);
+    let (analysis, extras) = check::check_full(&p.file);
+    let main = analysis.main().unwrap_or(JaxprId(0));
+    let mut usable = analysis.main().is_some() && analysis.symbols.is_empty() && !extras.bad_dims;
+    let mut names = FxHashMap::default();
+    let mut binder_ranges = FxHashMap::default();
+    if let Some(info) = analysis.jaxprs.get(main.0 as usize) {
+        for &v in info.constvars.iter().chain(&info.invars) {
+            let var = analysis.var(v);
+            usable &= !has_dim_var(&var.ty);
+            names.insert(var.name.clone(), v);
+            for (r, whole) in [(var.range, false), (var.binder_range, true)] {
+                let name = var.name.clone();
+                binder_ranges.insert(r, Ref::MainBinder { name, whole });
+            }
+        }
+    }
+    let mut keep = |d: &Diagnostic| {
+        let here = inside(d, len);
+        // Past the head: the follower's (its unknown primitive); pointing
+        // past it: something the whole file may say otherwise.
+        usable &= here || d.range.start >= len;
+        here && d.kind != DiagKind::UnknownPrimitive
+    };
+    let errors: Vec<Diagnostic> = p.errors.iter().filter(|d| keep(d)).cloned().collect();
+    let diagnostics: Vec<Diagnostic> =
+        analysis.diagnostics.iter().filter(|d| keep(d)).cloned().collect();
+    let unknown_uses = (extras.unknown_uses.into_iter())
+        .filter(|(_, r)| r.end <= len)
+        .collect();
+    // The `let`s are elsewhere for the equations checked after them.
+    let elsewhere = |_: TextRange| outside();
+    let prelude = Prelude::new(p.file.lets.iter().map(|l| (l, &elsewhere as check::Mover)));
+    Arc::new(HeadCheck {
+        analysis,
+        main,
+        prelude: Mutex::new(prelude),
+        names,
+        binder_ranges,
+        errors,
+        diagnostics,
+        unknown_uses,
+        usable,
+    })
+}
+
+/// What the equations read of the head: each `let`'s interface and the
+/// main binders' names and types. Equal outlines compare equal whatever
+/// the positions, so an edit in the head that keeps them re-checks no
+/// equation (the check it carries is the newest; the equations' results
+/// do not depend on the head's positions: see [`outside`]).
+pub struct HeadOutline {
+    key: OutlineKey,
+    check: Arc<HeadCheck>,
+}
+
+#[derive(PartialEq)]
+struct OutlineKey {
+    interfaces: Vec<(SmolStr, Interface)>,
+    /// The main jaxpr's binders: name, type, text (`a:f32[3]`).
+    binders: Vec<(SmolStr, AType, String)>,
+    usable: bool,
+}
+
+impl PartialEq for HeadOutline {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key
+    }
+}
+
+#[salsa::tracked(returns(clone))]
+pub fn head_outline<'db>(db: &'db dyn Db, head: Item<'db>) -> Arc<HeadOutline> {
+    let check = head_check(db, head);
+    let a = &check.analysis;
+    let interfaces = (a.jaxprs.iter().enumerate())
+        .filter_map(|(j, info)| match &info.origin {
+            check::JaxprOrigin::Let { name, .. } => {
+                Some((name.clone(), Interface::of(a, JaxprId(j as u32))))
+            }
+            _ => None,
+        })
+        .collect();
+    let text = head.text(db);
+    let binders = (a.jaxprs.get(check.main.0 as usize).into_iter())
+        .flat_map(|info| info.constvars.iter().chain(&info.invars))
+        .map(|&v| {
+            let v = a.var(v);
+            let binder = text.get(v.binder_range.as_usize()).unwrap_or("");
+            (v.name.clone(), v.ty.clone(), binder.to_string())
+        })
+        .collect();
+    let usable = check.usable && item_parse(db, head).valid;
+    Arc::new(HeadOutline {
+        key: OutlineKey {
+            interfaces,
+            binders,
+            usable,
+        },
+        check,
+    })
+}
+
+/// The head item of `file` (its id only: the same item across edits).
+#[salsa::tracked(returns(copy))]
+pub fn head_of(db: &dyn Db, file: SourceFile) -> Option<Item<'_>> {
+    split(db, file).as_ref()?.items.first().copied()
+}
+
+/// The chunks of `file` in order (ids only).
+#[salsa::tracked(returns(ref))]
+pub fn chunks_of(db: &dyn Db, file: SourceFile) -> Vec<Item<'_>> {
+    let Some(split) = split(db, file) else {
+        return Vec::new();
+    };
+    (split.items.iter())
+        .filter(|i| *i.kind(db) == ItemKind::Eqns)
+        .copied()
+        .collect()
+}
+
+/// What a chunk's equations bind: names and types (from the binders'
+/// printed types), and each binder's text.
+#[derive(PartialEq, Debug)]
+pub struct Bindings {
+    vars: Vec<Binding>,
+    usable: bool,
+}
+
+/// A variable a chunk binds.
+#[derive(Clone, PartialEq, Debug)]
+pub struct Binding {
+    name: SmolStr,
+    ty: AType,
+    /// The binder's text (`b:f32[3]`).
+    text: String,
+    /// Its equation in the chunk, and its name's and whole binder's ranges
+    /// relative to that equation.
+    eqn: u32,
+    range: TextRange,
+    binder_range: TextRange,
+}
+
+#[salsa::tracked(returns(clone))]
+pub fn chunk_bindings<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<Bindings> {
+    let syntax = item_parse(db, chunk);
+    let mut binders = Vec::new();
+    let mut at = Vec::new();
+    let mut usable = syntax.valid;
+    for (k, es) in syntax.eqns.iter().enumerate() {
+        let Some(e) = &es.eqn else { continue };
+        usable &= !e.incomplete;
+        for b in e.outs.iter() {
+            usable &= b.ty.is_some();
+            // `_` binds nothing a name can reach.
+            if !b.is_dropped() {
+                binders.push(&es.text[b.range.as_usize()]);
+                at.push((k as u32, b.name.range, b.range));
+            }
+        }
+    }
+    // The binders' types as the checker reads them: as a jaxpr's inputs.
+    let synthetic = format!("{{ lambda ; {}. let\n  in () }}\n", binders.join(" "));
+    let p = jaxpr_syntax::parse(&synthetic);
+    let a = check::check(&p.file);
+    usable &= p.errors.is_empty() && a.diagnostics.is_empty() && a.symbols.is_empty();
+    let vars = (a.main().map(|m| a.jaxpr(m).invars.clone()).unwrap_or_default().iter())
+        .zip(&binders)
+        .zip(&at)
+        .map(|((&v, b), &(eqn, range, binder_range))| Binding {
+            name: a.var(v).name.clone(),
+            ty: a.var(v).ty.clone(),
+            text: b.to_string(),
+            eqn,
+            range,
+            binder_range,
+        })
+        .collect::<Vec<_>>();
+    usable &= vars.len() == binders.len() && vars.iter().all(|v| !has_dim_var(&v.ty));
+    Arc::new(Bindings { vars, usable })
+}
+
+/// The names the chunks bind (each with its chunk's place, its type and
+/// its binder's text) and the chunks' order.
+#[derive(PartialEq, Debug, Default)]
+pub struct Scope {
+    /// Each name: its chunk's place and id, and the binding.
+    names: FxHashMap<SmolStr, (u32, salsa::Id, Binding)>,
+    order: FxHashMap<salsa::Id, u32>,
+    usable: bool,
+}
+
+#[salsa::tracked(returns(clone))]
+pub fn scope(db: &dyn Db, file: SourceFile) -> Arc<Scope> {
+    use salsa::plumbing::AsId;
+    let mut s = Scope {
+        usable: true,
+        ..Scope::default()
+    };
+    for (k, &chunk) in chunks_of(db, file).iter().enumerate() {
+        s.order.insert(chunk.as_id(), k as u32);
+        let b = chunk_bindings(db, chunk);
+        s.usable &= b.usable;
+        for v in &b.vars {
+            // A name bound twice: the second's error points at the first.
+            let bound = (k as u32, chunk.as_id(), v.clone());
+            s.usable &= s.names.insert(v.name.clone(), bound).is_none();
+        }
+    }
+    Arc::new(s)
+}
+
+/// A chunk checked: per equation, its syntax errors and the checker's
+/// diagnostics, relative to the equation.
+#[derive(PartialEq, Debug, Default)]
+pub struct ChunkCheck {
+    /// Per equation: syntax errors, the checker's diagnostics, and what
+    /// their placeholder ranges stand for.
+    eqns: Vec<(Vec<Diagnostic>, Vec<Diagnostic>, Vec<Ref>)>,
+    /// Every equation with an unknown primitive: (its index, name, range
+    /// of the primitive relative to the equation).
+    unknown_uses: Vec<(u32, SmolStr, TextRange)>,
+    usable: bool,
+}
+
+/// Name resolution for an equation of a chunk: the chunk's earlier
+/// equations, then earlier chunks, then the main jaxpr's binders.
+struct ChunkCx<'a> {
+    /// The chunk's earlier equations' variables: (equation, variable with
+    /// ranges relative to it).
+    local: &'a FxHashMap<SmolStr, (u32, VarInfo)>,
+    chunk: salsa::Id,
+    scope: &'a Scope,
+    ordinal: u32,
+    head: &'a HeadCheck,
+    refs: &'a Refs,
+}
+
+impl ChunkCx<'_> {
+    /// A variable bound by equation `eqn` of `chunk` (ranges relative to
+    /// it), as seen from another equation.
+    fn bound_in(&self, chunk: salsa::Id, eqn: u32, v: &VarInfo) -> VarInfo {
+        let at = |range| self.refs.placeholder(Ref::Eqn { chunk, eqn, range });
+        VarInfo {
+            range: at(v.range),
+            binder_range: at(v.binder_range),
+            ..bound_elsewhere(&v.name, &v.ty)
+        }
+    }
+}
+
+fn bound_elsewhere(name: &SmolStr, ty: &AType) -> VarInfo {
+    VarInfo {
+        name: name.clone(),
+        range: outside(),
+        binder_range: outside(),
+        ty: ty.clone(),
+        jaxpr: JaxprId(0),
+        role: VarRole::Result {
+            eqn: EqnId(0),
+            index: 0,
+        },
+    }
+}
+
+impl Context for ChunkCx<'_> {
+    fn lookup(&mut self, name: &str) -> Option<Resolved> {
+        if let Some((eqn, v)) = self.local.get(name) {
+            return Some(Resolved::Bound(self.bound_in(self.chunk, *eqn, v)));
+        }
+        if let Some((k, chunk, b)) = self.scope.names.get(name)
+            && *k < self.ordinal
+        {
+            let v = VarInfo {
+                range: b.range,
+                binder_range: b.binder_range,
+                ..bound_elsewhere(&b.name, &b.ty)
+            };
+            return Some(Resolved::Bound(self.bound_in(*chunk, b.eqn, &v)));
+        }
+        self.head.names.get(name).map(|&v| Resolved::Base(v))
+    }
+    fn range(&self, r: TextRange) -> TextRange {
+        match self.head.binder_ranges.get(&r) {
+            Some(to) => self.refs.placeholder(to.clone()),
+            None => outside(),
+        }
+    }
+}
+
+#[salsa::tracked(returns(clone))]
+pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
+    use salsa::plumbing::AsId;
+    let file = *chunk.file(db);
+    let syntax = item_parse(db, chunk);
+    let scope = scope(db, file);
+    let Some(head) = head_of(db, file) else {
+        return Arc::default();
+    };
+    let outline = head_outline(db, head);
+    let Some(&ordinal) = scope.order.get(&chunk.as_id()) else {
+        return Arc::default();
+    };
+    let mut out = ChunkCheck {
+        usable: syntax.valid && outline.key.usable && scope.usable,
+        ..ChunkCheck::default()
+    };
+    if !out.usable {
+        return Arc::new(out);
+    }
+    let head = &*outline.check;
+    let mut prelude = head.prelude.lock().unwrap_or_else(|e| e.into_inner());
+    let mut local: FxHashMap<SmolStr, (u32, VarInfo)> = FxHashMap::default();
+    for (k, es) in syntax.eqns.iter().enumerate() {
+        let eqn_text = &*es.text;
+        let Some(e) = &es.eqn else {
+            out.eqns.push((es.errors.clone(), Vec::new(), Vec::new()));
+            continue;
+        };
+        // A result type with `InDBIdx` depends on the operands.
+        if eqn_text[..e.primitive.range.start as usize].contains("DBIdx") {
+            out.usable = false;
+            break;
+        }
+        let mut seen = FxHashSet::default();
+        let mut words: Vec<&str> = jaxpr_syntax::identifiers(eqn_text)
+            .into_iter()
+            .filter(|w| seen.insert(*w))
+            .collect();
+        let refs = Refs::default();
+        let mut cx = ChunkCx {
+            local: &local,
+            chunk: chunk.as_id(),
+            scope: &scope,
+            ordinal,
+            head,
+            refs: &refs,
+        };
+        let mut r = check::check_eqn_alone(&mut prelude, &head.analysis, head.main, e, &words, &mut cx);
+        // An undefined name's hint names a similar variable in scope: add
+        // the names one edit away and check again.
+        let mut more = Vec::new();
+        for d in &r.diagnostics {
+            if d.kind == DiagKind::UndefinedVariable && d.range.end as usize <= eqn_text.len() {
+                let name = &eqn_text[d.range.as_usize()];
+                let near = check::near_names(name, |n| cx.lookup(n).is_some());
+                more.extend(near.into_iter().filter(|n| !words.contains(&n.as_str())));
+            }
+        }
+        if !more.is_empty() {
+            more.sort_unstable();
+            more.dedup();
+            words.extend(more.iter().map(String::as_str));
+            r = check::check_eqn_alone(&mut prelude, &head.analysis, head.main, e, &words, &mut cx);
+        }
+        let len = eqn_text.len() as u32;
+        let known = |d: &Diagnostic| {
+            refs.known(d.range, len) && d.related.iter().all(|r| refs.known(r.range, len))
+        };
+        out.usable &= !r.used_symbols
+            && !r.bad_dims
+            && r.diagnostics.iter().all(known)
+            && r.unknown_uses.iter().all(|(_, u)| u.end <= len)
+            && r.bound.iter().all(|v| !has_dim_var(&v.ty));
+        if !out.usable {
+            break;
+        }
+        for v in r.bound {
+            local.insert(v.name.clone(), (k as u32, v));
+        }
+        out.unknown_uses
+            .extend(r.unknown_uses.into_iter().map(|(n, u)| (k as u32, n, u)));
+        out.eqns.push((es.errors.clone(), r.diagnostics, refs.refs.into_inner()));
+    }
+    Arc::new(out)
+}
+
+/// The tail checked: its syntax errors and the checker's diagnostics,
+/// relative to it.
+#[derive(PartialEq, Debug, Default)]
+pub struct TailCheck {
+    errors: Vec<Diagnostic>,
+    diagnostics: Vec<Diagnostic>,
+    usable: bool,
+}
+
+/// The outputs are checked in a file of the head, an equation binding each
+/// name the tail mentions (or one edit away from one it mentions that is
+/// not bound: the hint), typed as its binder is, and the tail.
+#[salsa::tracked(returns(clone))]
+pub fn tail_check<'db>(db: &'db dyn Db, tail: Item<'db>) -> Arc<TailCheck> {
+    let file = *tail.file(db);
+    let Some(head) = head_of(db, file) else {
+        return Arc::default();
+    };
+    let scope = scope(db, file);
+    let text = tail.text(db);
+    let indent = " ".repeat(indent_of(FOLLOWER.as_bytes()));
+    let mut body = String::new();
+    let add = |name: &str, body: &mut String| {
+        if let Some((_, _, b)) = scope.names.get(name) {
+            body.push_str(&format!("{indent}{} = tail_output\n", b.text));
+        }
+    };
+    let outline = head_outline(db, head);
+    let bound = |n: &str| scope.names.contains_key(n) || outline.check.names.contains_key(n);
+    let mut seen = FxHashSet::default();
+    for w in jaxpr_syntax::identifiers(text) {
+        if !seen.insert(w) {
+            continue;
+        }
+        if bound(w) {
+            add(w, &mut body);
+        } else {
+            for n in check::near_names(w, bound) {
+                add(&n, &mut body);
+            }
+        }
+    }
+    if body.is_empty() {
+        body = FOLLOWER.to_string();
+    }
+    // The main jaxpr's line from its binders alone: the tail reads nothing
+    // else of the head, and is not checked again when the rest changes.
+    let inputs: Vec<&str> = outline.key.binders.iter().map(|b| b.2.as_str()).collect();
+    let head_text = format!("{{ lambda ; {}. let\n", inputs.join(" "));
+    let at = (head_text.len() + body.len()) as u32;
+    let synthetic = format!("{head_text}{body}{text}");
+    let p = jaxpr_syntax::parse(&synthetic);
+    let a = check::check(&p.file);
+    let mut usable = outline.key.usable && scope.usable && a.symbols.is_empty();
+    let mut keep = |d: &Diagnostic| {
+        let here = d.range.start >= at;
+        usable &= !here || (d.range.start >= at && d.related.iter().all(|r| r.range.start >= at));
+        here
+    };
+    let rel = |d: &Diagnostic| {
+        let mut d = d.clone();
+        d.range = TextRange::new(d.range.start - at, d.range.end - at);
+        for r in &mut d.related {
+            r.range = TextRange::new(r.range.start - at, r.range.end - at);
+        }
+        d
+    };
+    let errors = p.errors.iter().filter(|d| keep(d)).map(rel).collect();
+    let diagnostics = a.diagnostics.iter().filter(|d| keep(d)).map(rel).collect();
+    Arc::new(TailCheck {
+        errors,
+        diagnostics,
+        usable,
+    })
+}
+
+/// The file-wide fact: each unknown primitive's first use in check order
+/// (the head's `let`s, then the chunks'), as (name, item, index of the
+/// equation in a chunk, range in the head or the equation).
+#[salsa::tracked(returns(clone))]
+pub fn unknown_primitives(
+    db: &dyn Db,
+    file: SourceFile,
+) -> Arc<Vec<(SmolStr, salsa::Id, u32, TextRange)>> {
+    use salsa::plumbing::AsId;
+    let mut seen = FxHashSet::default();
+    let mut out = Vec::new();
+    if let Some(head) = head_of(db, file) {
+        for (name, r) in &head_check(db, head).unknown_uses {
+            if seen.insert(name.clone()) {
+                out.push((name.clone(), head.as_id(), 0, *r));
+            }
+        }
+    }
+    for &chunk in chunks_of(db, file) {
+        for (k, name, r) in &chunk_check(db, chunk).unknown_uses {
+            if seen.insert(name.clone()) {
+                out.push((name.clone(), chunk.as_id(), *k, *r));
+            }
+        }
+    }
+    Arc::new(out)
+}
+
+/// The current range of what `r` points at.
+fn resolve(db: &dyn Db, file: SourceFile, r: &Ref) -> Option<TextRange> {
+    use salsa::plumbing::AsId;
+    let split = split(db, file).as_ref()?;
+    match r {
+        Ref::Eqn { chunk, eqn, range } => {
+            let k = split.items.iter().position(|i| i.as_id() == *chunk)?;
+            let at = split.starts[k] + split.items[k].eqn_starts(db).get(*eqn as usize)?;
+            Some(range.shifted(at))
+        }
+        Ref::MainBinder { name, whole } => {
+            let check = head_check(db, *split.items.first()?);
+            let v = check.analysis.var(*check.names.get(name)?);
+            Some(if *whole { v.binder_range } else { v.range })
+        }
+    }
+}
+
+/// The diagnostics of `file` from its items, sorted as the whole-file
+/// check's; None when the file must be checked whole (see the module
+/// comment).
+#[salsa::tracked(returns(clone))]
+pub fn item_diagnostics(db: &dyn Db, file: SourceFile) -> Option<Arc<Vec<Diagnostic>>> {
+    use salsa::plumbing::AsId;
+    let split = split(db, file).as_ref()?;
+    // Where each item and each equation of a chunk start.
+    let mut starts: FxHashMap<salsa::Id, (u32, &[u32])> = FxHashMap::default();
+    let (mut errors, mut diagnostics) = (Vec::new(), Vec::new());
+    let moved = |d: &Diagnostic, by: u32| {
+        let mut d = d.clone();
+        d.range = d.range.shifted(by);
+        for r in &mut d.related {
+            r.range = r.range.shifted(by);
+        }
+        d
+    };
+    for (&item, &start) in split.items.iter().zip(&split.starts) {
+        if !item_parse(db, item).valid {
+            return None;
+        }
+        let eqn_starts = item.eqn_starts(db);
+        starts.insert(item.as_id(), (start, eqn_starts));
+        match item.kind(db) {
+            ItemKind::Head => {
+                let outline = head_outline(db, item);
+                if !outline.key.usable {
+                    return None;
+                }
+                errors.extend(outline.check.errors.iter().cloned());
+                diagnostics.extend(outline.check.diagnostics.iter().cloned());
+            }
+            ItemKind::Eqns => {
+                let c = chunk_check(db, item);
+                if !c.usable {
+                    return None;
+                }
+                for ((errs, diags, refs), at) in c.eqns.iter().zip(eqn_starts) {
+                    errors.extend(errs.iter().map(|d| moved(d, start + at)));
+                    let here = start + at;
+                    let resolve = |r: TextRange| match placeholder_index(r) {
+                        Some(i) if r.start >= PLACEHOLDERS => resolve(db, file, &refs[i]),
+                        _ => Some(r.shifted(here)),
+                    };
+                    for d in diags {
+                        let mut d = d.clone();
+                        d.range = resolve(d.range)?;
+                        for r in &mut d.related {
+                            r.range = resolve(r.range)?;
+                        }
+                        diagnostics.push(d);
+                    }
+                }
+            }
+            ItemKind::Tail => {
+                let t = tail_check(db, item);
+                if !t.usable {
+                    return None;
+                }
+                errors.extend(t.errors.iter().map(|d| moved(d, start)));
+                diagnostics.extend(t.diagnostics.iter().map(|d| moved(d, start)));
+            }
+        }
+    }
+    for (name, item, k, r) in unknown_primitives(db, file).iter() {
+        let (start, eqns) = starts[item];
+        let at = start + eqns.get(*k as usize).copied().unwrap_or(0);
+        diagnostics.push(check::rules::unknown_primitive(name, r.shifted(at)));
+    }
+    errors.append(&mut diagnostics);
+    errors.sort_by_key(|d| (d.range.start, d.severity, d.kind));
+    Some(Arc::new(errors))
+}

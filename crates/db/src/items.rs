@@ -1,0 +1,529 @@
+//! The file as salsa items: the first step of moving the per-equation reuse
+//! of [`crate::incremental`] into salsa (issue 16).
+//!
+//! [`split`] cuts the text of a file into items without parsing it: the
+//! head (the `let` jaxprs and the main jaxpr's line up to its first
+//! equation), the main jaxpr's top-level equations grouped into chunks, and
+//! the tail (its outputs, from its `in` line on). Each item is a salsa
+//! tracked struct whose identity is what names it (for a chunk, the binders
+//! of its first equation, as rust-analyzer names items by their name), not
+//! its position: an edit elsewhere, or a line inserted before it, leaves
+//! its id and its text as they were, so nothing computed from its text
+//! runs again. The item's text is its one tracked field; an edit inside a
+//! chunk changes that field only, and re-runs what read it.
+//!
+//! Chunks are cut where the first binder of an equation hashes to a
+//! multiple of [`CHUNK`] (content-defined, as rsync cuts blocks): the cuts depend on the
+//! equations around them only, so an edit moves no cut but its own
+//! equation's, and 108k equations are about 108k / [`CHUNK`] salsa entities.
+//! Blank lines between chunks belong to no item.
+//!
+//! [`item_parse`] parses a chunk's equations, each with ranges relative to
+//! its own start ([`jaxpr_syntax::parse_equation`], which also checks that the
+//! whole-file parser reads the same equation there).
+
+use crate::{Db, SourceFile};
+use jaxpr_syntax::ast::{Eqn, SmolStr};
+use jaxpr_syntax::diagnostics::Diagnostic;
+use jaxpr_syntax::parse_equation;
+use std::sync::Arc;
+
+/// About how many equations a chunk holds (see the module comment).
+pub const CHUNK: u64 = 256;
+
+/// What kind of piece of the file an item is.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum ItemKind {
+    /// The `let` jaxprs and the main jaxpr's line up to its first equation.
+    Head,
+    /// Top-level equations of the main jaxpr, each from its line to the
+    /// next one's (nested jaxprs and comments included).
+    Eqns,
+    /// The main jaxpr's outputs, from its `in` line to the end of the file.
+    Tail,
+}
+
+/// One item of a file. `kind` and `name` are its identity (salsa tells
+/// apart items with the same ones by the order they are made in); `text`
+/// is its tracked content.
+#[salsa::tracked(debug)]
+pub struct Item<'db> {
+    /// The file it is an item of.
+    pub file: SourceFile,
+    pub kind: ItemKind,
+    /// For a chunk, the binders of its first equation (`b:f32[3] c:i32[]`).
+    #[returns(ref)]
+    pub name: SmolStr,
+    /// The item's text: its lines, without the blank lines after it.
+    #[tracked]
+    #[returns(ref)]
+    pub text: Arc<str>,
+    /// Where each equation of a chunk starts in `text` (the first is 0).
+    #[tracked]
+    #[returns(ref)]
+    pub eqn_starts: Vec<u32>,
+}
+
+/// The items of a file in text order, and where each starts in the text.
+#[derive(Debug, PartialEq, Eq, salsa::SalsaValue)]
+pub struct Split<'db> {
+    pub items: Vec<Item<'db>>,
+    pub starts: Vec<u32>,
+}
+
+/// The items of `file`; None when the text has no main jaxpr with
+/// equations the line scan recognises (a file is then one whole).
+#[salsa::tracked(returns(ref), no_eq)]
+pub fn split(db: &dyn Db, file: SourceFile) -> Option<Split<'_>> {
+    let text = file.text(db);
+    let lines = scan(text)?;
+    let mut split = Split {
+        items: Vec::with_capacity(lines.eqns.len() / CHUNK as usize + 2),
+        starts: Vec::with_capacity(lines.eqns.len() / CHUNK as usize + 2),
+    };
+    let mut add = |kind, name: &str, range: std::ops::Range<usize>, eqns: Vec<u32>| {
+        let item = Item::new(db, file, kind, SmolStr::new(name), Arc::from(&text[range.clone()]), eqns);
+        split.items.push(item);
+        split.starts.push(range.start as u32);
+    };
+    let first = lines.eqns[0] as usize;
+    add(ItemKind::Head, "", 0..first, Vec::new());
+    let mut chunk_start = 0;
+    for k in 1..=lines.eqns.len() {
+        let at_cut = lines
+            .eqns
+            .get(k)
+            .is_none_or(|&e| cuts_before(&text.as_bytes()[e as usize..]));
+        if !at_cut {
+            continue;
+        }
+        let start = lines.eqns[chunk_start] as usize;
+        let end = lines.eqns.get(k).map_or(lines.tail as usize, |&e| e as usize);
+        let end = start + trim_blank_lines(&text[start..end]);
+        let starts = lines.eqns[chunk_start..k]
+            .iter()
+            .map(|&e| e - start as u32)
+            .collect();
+        add(ItemKind::Eqns, binders(&text[start..]), start..end, starts);
+        chunk_start = k;
+    }
+    add(ItemKind::Tail, "", lines.tail as usize..text.len(), Vec::new());
+    Some(split)
+}
+
+/// A chunk's equations parsed on their own. No positions in the chunk:
+/// a blank line inserted between two of its equations leaves it equal, so
+/// nothing that reads it runs again (the starts are [`Item::eqn_starts`]).
+#[derive(Debug, PartialEq, Eq)]
+pub struct ItemSyntax {
+    pub eqns: Vec<EqnSyntax>,
+    /// The item was read as the whole-file parser reads it (else the line
+    /// scan cut the file where the parser does not): each equation of a
+    /// chunk; the head opens the main jaxpr, whose first equation starts
+    /// where the head ends; the tail ends the main jaxpr and the file.
+    pub valid: bool,
+}
+
+/// One equation of a chunk, with ranges relative to its start.
+#[derive(Debug, PartialEq, Eq)]
+pub struct EqnSyntax {
+    /// Its text, without the blank lines after it.
+    pub text: String,
+    /// None: skipped by the parser.
+    pub eqn: Option<Eqn>,
+    pub errors: Vec<Diagnostic>,
+}
+
+/// The syntax of a chunk's equations (nothing for the head and the tail).
+#[salsa::tracked(returns(clone))]
+pub fn item_parse<'db>(db: &'db dyn Db, item: Item<'db>) -> Arc<ItemSyntax> {
+    let mut out = ItemSyntax {
+        eqns: Vec::new(),
+        valid: true,
+    };
+    match item.kind(db) {
+        ItemKind::Eqns => {}
+        ItemKind::Head => {
+            out.valid = head_is_valid(item.text(db));
+            return Arc::new(out);
+        }
+        ItemKind::Tail => {
+            out.valid = tail_is_valid(item.text(db));
+            return Arc::new(out);
+        }
+    }
+    // The parser looks one line past an equation to see it ends there: it
+    // sees the next equation's line (or the outputs' `in`), which the
+    // next item's own parse checks is one.
+    let chunk = item.text(db);
+    let indent = &chunk[..indent_of(chunk.as_bytes())];
+    let text = format!("{chunk}{indent}{}", FOLLOWER.trim_start());
+    let starts = item.eqn_starts(db);
+    let end_of_text = item.text(db).len() as u32;
+    for (k, &start) in starts.iter().enumerate() {
+        let end = starts.get(k + 1).copied().unwrap_or(end_of_text);
+        match parse_equation(&text[start as usize..], end - start) {
+            Some((eqn, errors)) => {
+                let text = &chunk[start as usize..end as usize];
+                out.eqns.push(EqnSyntax {
+                    text: text[..trim_blank_lines(text)].to_string(),
+                    eqn,
+                    errors,
+                });
+            }
+            None => {
+                out.valid = false;
+                break;
+            }
+        }
+    }
+    Arc::new(out)
+}
+
+/// Whether the whole-file parser, reading `head` and then an equation,
+/// reads `let`s and then the main jaxpr up to that equation (the parser
+/// looks one line ahead: the first chunk's parse checks its line starts an
+/// equation).
+fn head_is_valid(head: &str) -> bool {
+    let text = format!("{head}{FOLLOWER}  in () }}\n");
+    let p = jaxpr_syntax::parse(&text);
+    p.file.main.as_ref().is_some_and(|m| {
+        let at = head.len() + indent_of(FOLLOWER.as_bytes());
+        m.eqns.first().is_some_and(|e| e.range.start == at as u32)
+            && p.file.lets.iter().all(|l| l.range.start < m.range.start)
+    })
+}
+
+/// Whether the whole-file parser, reading `tail` after a main jaxpr's
+/// equation, ends the main jaxpr there and reads no other item.
+fn tail_is_valid(tail: &str) -> bool {
+    let text = format!("{{ lambda ; . let\n{FOLLOWER}{tail}");
+    let p = jaxpr_syntax::parse(&text);
+    p.file.lets.is_empty() && p.file.main.as_ref().is_some_and(|m| m.eqns.len() == 1)
+}
+
+/// What follows a chunk's text when it is parsed alone (indented as the
+/// chunk's equations): a line that starts an equation, as the next chunk's
+/// first line or the `in` line do.
+pub(crate) const FOLLOWER: &str = "    _:f32[] = follower\n";
+
+/// The lines a file splits at: the main jaxpr's top-level equation lines
+/// and its `in` line.
+struct Lines {
+    eqns: Vec<u32>,
+    tail: u32,
+}
+
+/// Finds the main jaxpr (the first line that opens a jaxpr at the first
+/// column: a `let` line starts with `let`; the head's parse checks the
+/// guess), its first equation line (the line after
+/// its signature's `. let`), and every later line indented as that one
+/// that starts with a name (an equation's line; other lines belong to the
+/// equation above), up to the first line indented less that starts with `in`.
+fn scan(text: &str) -> Option<Lines> {
+    let bytes = text.as_bytes();
+    let line_starts = || {
+        std::iter::once(0)
+            .chain(memchr::memchr_iter(b'\n', bytes).map(|i| i + 1))
+            .filter(move |&i| i < bytes.len())
+    };
+    let main = if bytes.first() == Some(&b'{') {
+        0
+    } else {
+        memchr::memmem::find(bytes, b"\n{")? + 1
+    };
+    let mut lines = line_starts().skip_while(|&i| i < main).peekable();
+    // The signature ends with `. let` at the end of its last line.
+    let mut first = None;
+    for i in lines.by_ref() {
+        let end = memchr::memchr(b'\n', &bytes[i..]).map_or(bytes.len(), |n| i + n);
+        if text[i..end].trim_end().ends_with(". let") {
+            first = lines.next();
+            break;
+        }
+    }
+    let first = first?;
+    let indent = indent_of(&bytes[first..]);
+    if indent == 0 || is_blank_or_comment(&bytes[first + indent..]) {
+        return None;
+    }
+    let mut eqns = vec![first as u32];
+    for i in lines {
+        let n = indent_of(&bytes[i..]);
+        let rest = &bytes[i + n..];
+        if is_blank_or_comment(rest) {
+            continue;
+        }
+        if n < indent {
+            return (rest.starts_with(b"in ") || rest.starts_with(b"in(")).then_some(Lines {
+                eqns,
+                tail: i as u32,
+            });
+        }
+        // A name starts an equation's binders; `] x` closes the parameters
+        // of the equation above (JAX prints it at the equation's indent).
+        if n == indent && (rest[0].is_ascii_alphabetic() || rest[0] == b'_') {
+            eqns.push(i as u32);
+        }
+    }
+    None
+}
+
+pub(crate) fn indent_of(line: &[u8]) -> usize {
+    line.iter().take_while(|&&c| c == b' ').count()
+}
+
+fn is_blank_or_comment(rest: &[u8]) -> bool {
+    matches!(rest.first(), None | Some(b'\n' | b'\r' | b'#'))
+        || rest.iter().take_while(|&&c| c != b'\n').all(|c| c.is_ascii_whitespace())
+}
+
+/// The length of `text` without its trailing blank lines.
+fn trim_blank_lines(text: &str) -> usize {
+    let mut end = text.len();
+    while let Some(prev) = text[..end.saturating_sub(1)].rfind('\n') {
+        if text[prev + 1..end].trim().is_empty() {
+            end = prev + 1;
+        } else {
+            break;
+        }
+    }
+    end
+}
+
+/// The binders of the equation at the start of `text`: its first line up
+/// to its `=` (trimmed).
+fn binders(text: &str) -> &str {
+    let line = text.split('\n').next().unwrap_or("");
+    line.split('=').next().unwrap_or("").trim()
+}
+
+/// Whether a chunk starts at the equation at the start of `line`: its first
+/// binder's name (FNV-1a) is a multiple of [`CHUNK`]. One name is enough to
+/// spread the cuts, and hashing the whole binders of 108k equations cost
+/// as much as the rest of the split.
+fn cuts_before(line: &[u8]) -> bool {
+    let indent = indent_of(line);
+    let name = line[indent..]
+        .iter()
+        .take_while(|&&c| c.is_ascii_alphanumeric() || c == b'_');
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &c in name {
+        h = (h ^ c as u64).wrapping_mul(0x0100_0000_01b3);
+    }
+    (h ^ (h >> 32)) % CHUNK == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::RootDatabase;
+    use crate::item_check::item_diagnostics;
+    use salsa::Setter;
+
+    /// A main jaxpr of `n` equations after a `let`, each equation on its
+    /// own line, with a nested jaxpr in the tenth and a call of the `let`
+    /// in the twentieth.
+    fn text(n: usize) -> String {
+        let mut t = String::from(
+            "let f = { lambda ; a:f32[3]. let\n    b:f32[3] = sin a\n  in (b,) } in\n\
+             { lambda ; x:f32[3]. let\n",
+        );
+        for i in 0..n {
+            if i == 20 {
+                t.push_str(&format!("    v{i}:f32[3] = pjit[name=f jaxpr=f] x\n"));
+            } else if i == 10 {
+                t.push_str(&format!(
+                    "    v{i}:f32[3] = pjit[\n      name=g\n      jaxpr={{ lambda ; c:f32[3]. let\n          d:f32[3] = cos c\n        in (d,) }}\n    ] x\n"
+                ));
+            } else {
+                t.push_str(&format!("    v{i}:f32[3] = sin x\n"));
+            }
+        }
+        t + "  in (x,) }\n"
+    }
+
+    /// Parses every item; the items and their starts.
+    fn parse_all(
+        db: &RootDatabase,
+        file: SourceFile,
+    ) -> Vec<(ItemKind, u32, Vec<u32>, Arc<ItemSyntax>)> {
+        let split = split(db, file).as_ref().expect("the file splits");
+        (split.items.iter().zip(&split.starts))
+            .map(|(&item, &start)| {
+                let starts = item.eqn_starts(db).clone();
+                (*item.kind(db), start, starts, item_parse(db, item))
+            })
+            .collect()
+    }
+
+    fn executed_names(db: &RootDatabase) -> Vec<String> {
+        db.take_executed()
+            .into_iter()
+            .map(|e| e.split('(').next().unwrap_or("").to_string())
+            .collect()
+    }
+
+    #[test]
+    fn items_cover_the_main_jaxpr_and_parse_as_the_whole_file_does() {
+        let db = RootDatabase::default();
+        let t = text(500);
+        let file = SourceFile::new(&db, "t.jaxpr".into(), t.clone());
+        let items = parse_all(&db, file);
+        assert_eq!(items.first().map(|i| i.0), Some(ItemKind::Head));
+        assert_eq!(items.last().map(|i| i.0), Some(ItemKind::Tail));
+        assert!(items.len() > 3, "500 equations are more than one chunk");
+        let whole = jaxpr_syntax::parse(&t);
+        let main = whole.file.main.as_ref().expect("a main jaxpr");
+        let mut seen = 0;
+        for (_, start, eqn_starts, syntax) in &items {
+            assert!(syntax.valid);
+            for (at, e) in eqn_starts.iter().zip(&syntax.eqns) {
+                assert!(e.errors.is_empty());
+                let eqn = e.eqn.as_ref().expect("parsed");
+                let base = start + at;
+                let w = &main.eqns[seen];
+                assert_eq!(&t[eqn.range.shifted(base).as_usize()], &t[w.range.as_usize()]);
+                assert_eq!(eqn.primitive.text, w.primitive.text);
+                seen += 1;
+            }
+        }
+        assert_eq!(seen, 500);
+    }
+
+    /// An edit after an equation's binders changes its chunk's text only:
+    /// the split runs again, and of the item parses only that chunk's.
+    #[test]
+    fn an_edit_inside_one_equation_reparses_only_its_item() {
+        let mut db = RootDatabase::with_event_log();
+        let t = text(500);
+        let file = SourceFile::new(&db, "t.jaxpr".into(), t.clone());
+        let before = parse_all(&db, file);
+        db.take_executed();
+        let at = t.find("v300:f32[3] = sin x").unwrap() + "v300:f32[3] = sin".len();
+        file.set_text(&mut db).to(format!("{} {}", &t[..at], &t[at..]));
+        let after = parse_all(&db, file);
+        assert_eq!(executed_names(&db), ["split", "item_parse"]);
+        assert_eq!(before.len(), after.len());
+    }
+
+    /// Blank lines between chunks belong to no item, and lines inserted
+    /// before an item leave its id: nothing is parsed again.
+    #[test]
+    fn an_inserted_blank_line_reparses_nothing() {
+        let mut db = RootDatabase::with_event_log();
+        let t = text(500);
+        let file = SourceFile::new(&db, "t.jaxpr".into(), t.clone());
+        let items = parse_all(&db, file);
+        db.take_executed();
+        // The line where the third item starts.
+        let at = items[2].1 as usize;
+        file.set_text(&mut db).to(format!("{}\n{}", &t[..at], &t[at..]));
+        let again = parse_all(&db, file);
+        assert_eq!(executed_names(&db), ["split"]);
+        assert_eq!(again[3].1, items[3].1 + 1, "later items moved");
+    }
+
+    /// A new equation (binders never seen) is a new item or changes its
+    /// chunk; the chunks after it keep their ids and are not parsed again.
+    #[test]
+    fn an_inserted_equation_reparses_one_item() {
+        let mut db = RootDatabase::with_event_log();
+        let t = text(500);
+        let file = SourceFile::new(&db, "t.jaxpr".into(), t.clone());
+        parse_all(&db, file);
+        db.take_executed();
+        let at = t.find("    v200:").unwrap();
+        file.set_text(&mut db)
+            .to(format!("{}    w:f32[3] = cos x\n{}", &t[..at], &t[at..]));
+        parse_all(&db, file);
+        let ran = executed_names(&db);
+        assert_eq!(ran[0], "split");
+        assert!(
+            (2..=3).contains(&ran.len()),
+            "the new equation's chunk (and a new one if it cut one): {ran:?}"
+        );
+    }
+
+    /// The check queries (not the split and parses) that ran since the
+    /// last call, by name; and the file's diagnostics are the whole-file
+    /// check's.
+    fn checks_run(db: &RootDatabase, file: SourceFile) -> Vec<String> {
+        let d = item_diagnostics(db, file).expect("the items check the file");
+        assert_eq!(*d, crate::diagnostics_from_scratch(file.text(db)));
+        let mut ran: Vec<String> = executed_names(db)
+            .into_iter()
+            .filter(|q| q.ends_with("_check") || q.ends_with("_outline") || q == "scope")
+            .collect();
+        ran.sort();
+        ran
+    }
+
+    /// An edit inside one equation re-checks that equation's item only.
+    #[test]
+    fn an_edit_inside_one_equation_rechecks_only_its_item() {
+        let mut db = RootDatabase::with_event_log();
+        let t = text(500);
+        let file = SourceFile::new(&db, "t.jaxpr".into(), t.clone());
+        checks_run(&db, file);
+        file.set_text(&mut db).to(t.replace("v300:f32[3] = sin x", "v300:f32[3] = cos x"));
+        assert_eq!(checks_run(&db, file), ["chunk_check"]);
+        // An error is found, and goes when the edit is undone.
+        file.set_text(&mut db).to(t.replace("v300:f32[3] = sin x", "v300:f32[3] = sin y"));
+        assert_eq!(checks_run(&db, file), ["chunk_check"]);
+        assert_eq!(item_diagnostics(&db, file).map(|d| d.len()), Some(1));
+        file.set_text(&mut db).to(t.clone());
+        assert_eq!(checks_run(&db, file), ["chunk_check"]);
+        assert_eq!(item_diagnostics(&db, file).map(|d| d.len()), Some(0));
+    }
+
+    /// An edit to a `let`'s body that leaves what its call sites read of
+    /// it (its interface) re-checks the head, not the equations that call
+    /// it; one that changes its interface re-checks them.
+    #[test]
+    fn a_let_body_edit_that_keeps_its_interface_rechecks_no_caller() {
+        let mut db = RootDatabase::with_event_log();
+        let t = text(500);
+        let file = SourceFile::new(&db, "t.jaxpr".into(), t.clone());
+        checks_run(&db, file);
+        let body = "    b:f32[3] = sin a\n";
+        file.set_text(&mut db).to(t.replacen(body, "    b:f32[3] = tanh a\n", 1));
+        assert_eq!(checks_run(&db, file), ["head_check", "head_outline"]);
+        let changed = "    b:f32[4] = tanh a\n  in (b,) } in";
+        file.set_text(&mut db).to(t.replacen(&format!("{body}  in (b,) }} in"), changed, 1));
+        let ran = checks_run(&db, file);
+        assert!(ran.contains(&"head_outline".to_string()));
+        assert!(ran.iter().filter(|q| *q == "chunk_check").count() > 1, "{ran:?}");
+    }
+
+    /// An inserted blank line re-checks nothing.
+    #[test]
+    fn an_inserted_blank_line_rechecks_nothing() {
+        let mut db = RootDatabase::with_event_log();
+        let t = text(500);
+        let file = SourceFile::new(&db, "t.jaxpr".into(), t.clone());
+        checks_run(&db, file);
+        for line in ["    v123:", "    v400:", "  in (x,)"] {
+            let at = t.find(line).unwrap();
+            file.set_text(&mut db).to(format!("{}\n{}", &t[..at], &t[at..]));
+            assert_eq!(checks_run(&db, file), Vec::<String>::new(), "before {line}");
+        }
+    }
+
+    #[test]
+    fn a_valid_file_has_its_diagnostics_from_its_items() {
+        let db = RootDatabase::default();
+        let file = SourceFile::new(&db, "t.jaxpr".into(), text(500));
+        let d = item_diagnostics(&db, file);
+        assert_eq!(d.as_deref().map(Vec::len), Some(0));
+    }
+
+    #[test]
+    fn a_text_without_equations_does_not_split() {
+        let db = RootDatabase::default();
+        for t in ["", "{ lambda ; a:f32[]. let  in (a,) }", "let", "{ lambda ; . let\n"] {
+            let file = SourceFile::new(&db, "t.jaxpr".into(), t.into());
+            assert!(split(&db, file).is_none(), "{t:?}");
+        }
+    }
+}
