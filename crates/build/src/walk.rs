@@ -257,6 +257,58 @@ impl<X, T: Borrow<AType>> EqnCx<'_, X, T> {
         Ok([ls, rs, os])
     }
 
+    /// What a `scatter` does with an update: the combining primitive of
+    /// its name (`scatter-add` -> `add`), or `replace` for `scatter`, whose
+    /// `update_jaxpr` must then be `None` or return its second operand
+    /// (any other update function has no lowering: it is refused rather
+    /// than replaced by a store).
+    pub fn scatter_combiner(&self) -> R<&str> {
+        let op = self.name().trim_start_matches("scatter").trim_start_matches(['-', '_']);
+        if !op.is_empty() {
+            return Ok(op);
+        }
+        let replaces = match self.e.param("update_jaxpr").map(|p| &p.value.kind) {
+            None => true,
+            Some(ExprKind::Path(p)) => &**p == "None",
+            Some(ExprKind::Jaxpr(j)) => {
+                j.eqns.is_empty()
+                    && j.invars.len() == 2
+                    && matches!(&j.outvars[..], [jaxpr_syntax::ast::Atom::Var(v)] if v.text == j.invars[1].name.text)
+            }
+            Some(_) => false,
+        };
+        if replaces {
+            Ok("replace")
+        } else {
+            err(
+                self.at(),
+                "`scatter` with an `update_jaxpr` other than replacing has no lowering (scatter-add, -mul, -min and -max are lowered)",
+            )
+        }
+    }
+
+    /// `platform_index[platforms=(('cpu',), None)]` on the CPU both back
+    /// ends build for: the position of the first entry naming `cpu`, else
+    /// of the default entry (`None`).
+    pub fn cpu_platform_index(&self) -> R<i64> {
+        let p = self.param("platforms")?;
+        let Some(entries) = p.as_seq() else {
+            return err(p.range, "`platforms` must be a tuple of platform tuples");
+        };
+        let names_cpu = |e: &Expr| {
+            e.as_seq().is_some_and(|names| {
+                names
+                    .iter()
+                    .any(|n| matches!(&n.kind, ExprKind::Str(t) if t.trim_matches(['\'', '"']) == "cpu"))
+            })
+        };
+        let is_default = |e: &Expr| matches!(&e.kind, ExprKind::Path(t) if &**t == "None");
+        match entries.iter().position(names_cpu).or_else(|| entries.iter().position(is_default)) {
+            Some(i) => Ok(i as i64),
+            None => err(self.at(), "`platform_index` names no CPU platform and has no default: the program has no CPU lowering"),
+        }
+    }
+
     pub fn at(&self) -> TextRange {
         self.e.primitive.range
     }

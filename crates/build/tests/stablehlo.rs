@@ -6,6 +6,7 @@
 
 #[path = "../../../tests/common/mod.rs"]
 mod common;
+mod oracle;
 use common::{build_cases, case_name, corpus};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -15,30 +16,10 @@ fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_jaxpr-build"))
 }
 
-fn oracle_dir() -> PathBuf {
-    corpus().join("../oracle")
-}
-
 fn out_dir(name: &str) -> PathBuf {
     let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
     std::fs::create_dir_all(&d).unwrap();
     d
-}
-
-/// The oracle's Python (made once, reused across runs: setup.sh is idempotent).
-fn oracle_python() -> PathBuf {
-    let venv = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("target/oracle-venv");
-    let out = Command::new("bash")
-        .arg(oracle_dir().join("setup.sh"))
-        .arg(&venv)
-        .output()
-        .expect("bash runs");
-    assert!(
-        out.status.success(),
-        "oracle setup failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    venv.join("bin/python")
 }
 
 /// Programs whose arrays grow inside a loop: XLA cannot run them (their
@@ -59,7 +40,7 @@ fn build(jaxpr: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
 
 #[test]
 fn every_build_case_runs_on_xla_with_the_corpus_results() {
-    let python = oracle_python();
+    let python = oracle::python();
     let cases = build_cases();
     assert!(cases.len() >= 30, "build set has {} cases", cases.len());
     let dir = out_dir("stablehlo");
@@ -84,7 +65,7 @@ fn every_build_case_runs_on_xla_with_the_corpus_results() {
                         continue;
                     }
                     let run = Command::new(&python)
-                        .arg(oracle_dir().join("xla_run.py"))
+                        .arg(oracle::dir().join("xla_run.py"))
                         .arg(&module)
                         .arg(case.with_extension("json"))
                         .output()

@@ -324,7 +324,6 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Conversion,
         params: &["new_dtype"],
         doc: "Reinterprets the bits as `new_dtype`; a width change adds or removes a trailing dimension.",
-        native: Refused("no lowering yet"),
         ..ROW
     },
     Primitive {
@@ -675,7 +674,6 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "exp2",
         family: Unary,
         doc: "2**x, elementwise.",
-        stablehlo: Refused("no lowering yet"),
         complex: COMPLEX_NATIVE_ONLY,
         ..ROW
     },
@@ -819,8 +817,6 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "le_to",
         family: Comparison,
         doc: "`<=` in the total order of floats (NaNs and signed zeros ordered), elementwise.",
-        stablehlo: Refused("no lowering yet"),
-        native: Refused("no lowering yet"),
         ..ROW
     },
     Primitive {
@@ -860,8 +856,6 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "lt_to",
         family: Comparison,
         doc: "`<` in the total order of floats (NaNs and signed zeros ordered), elementwise.",
-        stablehlo: Refused("no lowering yet"),
-        native: Refused("no lowering yet"),
         ..ROW
     },
     Primitive {
@@ -915,8 +909,6 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "mulhi",
         family: Binary,
         doc: "The high half of the double-width integer product, elementwise.",
-        stablehlo: Refused("no lowering yet"),
-        native: Refused("no lowering yet"),
         ..ROW
     },
     Primitive {
@@ -971,8 +963,6 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Other,
         params: &["has_default", "platforms"],
         doc: "The int32 index of the platform the program runs on among `platforms`.",
-        stablehlo: Refused("no lowering yet"),
-        native: Refused("no lowering yet"),
         ..ROW
     },
     Primitive {
@@ -1104,7 +1094,6 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["jaxpr"],
         jaxpr_params: &["jaxpr"],
         doc: "Reduces operands over `dimensions` with the monoid `jaxpr` and initial values.",
-        stablehlo: Refused("a reduction with a general `jaxpr` has no lowering yet"),
         native: Refused("a reduction with a general `jaxpr` has no lowering yet"),
         ..ROW
     },
@@ -1169,7 +1158,6 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["jaxpr"],
         jaxpr_params: &["jaxpr"],
         doc: "Reduces operands over sliding windows with the monoid `jaxpr` and initial values.",
-        stablehlo: Refused("a reduction with a general `jaxpr` has no lowering yet"),
         native: Refused("a reduction with a general `jaxpr` has no lowering yet"),
         ..ROW
     },
@@ -1448,8 +1436,6 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "split",
         family: Shape,
         doc: "Splits an array along `axis` into pieces of the given `sizes` (one result each).",
-        stablehlo: Refused("no lowering yet"),
-        native: Refused("no lowering yet"),
         ..ROW
     },
     Primitive {

@@ -56,6 +56,16 @@ pub(crate) fn init_of(op: &str) -> Init {
     }
 }
 
+/// The dtype a product's sums accumulate in: f32 for the half-width
+/// floats (as XLA does: summing in f16 loses the low bits of every term),
+/// the result's own dtype otherwise.
+fn accumulator(dt: &DType) -> DType {
+    match dt {
+        DType::Float(FloatKind::F16 | FloatKind::BF16) => DType::Float(FloatKind::F32),
+        d => d.clone(),
+    }
+}
+
 impl<'c> G<'c, '_> {
     pub(crate) fn lower_eqn(&self, env: &Env<'c>, cx: &Cx<'_, 'c>, defer: bool) -> R<Vec<Arr<'c>>> {
         let name = cx.name();
@@ -103,7 +113,20 @@ impl<'c> G<'c, '_> {
             }
             "reshape" | "squeeze" | "expand_dims" => {
                 let out = self.dims(env, &cx.outs[0], cx.at())?;
-                let (n, m) = (self.numel(&out), self.numel(&x().v.dims));
+                // `reshape`'s `dimensions` orders the operand's axes before
+                // the elements are read row-major: a transpose first.
+                let perm = match name {
+                    "reshape" => cx.ints_or("dimensions", Vec::new())?,
+                    _ => Vec::new(),
+                };
+                let moved;
+                let src = if perm.iter().enumerate().any(|(i, &p)| p != i as i64) {
+                    moved = self.transpose(cx, x(), &perm, "dimensions")?;
+                    &moved
+                } else {
+                    &x().v
+                };
+                let (n, m) = (self.numel(&out), self.numel(&src.dims));
                 self.fail_if(
                     self.icmp(IntPredicate::NE, n, m),
                     &format!(
@@ -112,24 +135,9 @@ impl<'c> G<'c, '_> {
                     ),
                     &[m.into(), n.into()],
                 );
-                Ok(Arr::new(x().v.p, out))
+                Ok(Arr::new(src.p, out))
             }
-            "transpose" => {
-                let perm = cx.ints("permutation")?;
-                let src = x();
-                if perm.len() != src.v.dims.len() || perm.iter().any(|&p| p as usize >= perm.len())
-                {
-                    return err(cx.at(), "`permutation` does not match the operand");
-                }
-                let out: Vec<IntValue> = perm.iter().map(|&p| src.v.dims[p as usize]).collect();
-                self.remap(&dtype(&cx.outs[0])?, &out, src, None, &mut |idx| {
-                    let mut at = vec![self.i64(0); perm.len()];
-                    for (k, &p) in perm.iter().enumerate() {
-                        at[p as usize] = idx[k];
-                    }
-                    Ok((self.offset(&at, &src.v.dims), None))
-                })
-            }
+            "transpose" => self.transpose(cx, x(), &cx.ints("permutation")?, "permutation"),
             "rev" => {
                 let rdims = cx.ints("dimensions")?;
                 let src = x();
@@ -255,12 +263,22 @@ impl<'c> G<'c, '_> {
                     Ok((self.offset(&at, &src.v.dims), None))
                 })
             }
+            "platform_index" => {
+                let i = cx.cpu_platform_index()?;
+                let dt = dtype(&cx.outs[0])?;
+                let r = self.alloc(&dt, &[])?;
+                let v = self.from_i64(self.i64(i), &dt)?;
+                self.store(&dt, r.p, self.i64(0), v)?;
+                Ok(r)
+            }
             "dim_as_value" => {
                 let p = cx.param("dim")?;
                 let Some(poly) = expr_poly(p) else {
                     return err(p.range, "`dim` must be a dimension expression");
                 };
-                let v = self.dim(env, &Dim::from_poly(poly), p.range)?;
+                // A value, not an extent: it may be negative (`dim=- b`).
+                let (v, overflow) = self.poly(env, &poly, p.range)?;
+                self.fail_if(overflow, &format!("`dim_as_value` at byte {}: `{poly}` overflows 64 bits", cx.at().start), &[]);
                 let dt = dtype(&cx.outs[0])?;
                 let r = self.alloc(&dt, &[])?;
                 let v = self.from_i64(v, &dt)?;
@@ -275,6 +293,7 @@ impl<'c> G<'c, '_> {
             | "scatter-min" | "scatter_min" | "scatter-max" | "scatter_max" => self.scatter(cx),
             "sort" => return self.sort(cx),
             "top_k" => return self.top_k(env, cx),
+            "split" => return self.split(env, cx),
             _ => return missing_lowering(name, cx.at(), Backend::Native),
         })
     }
@@ -329,6 +348,22 @@ impl<'c> G<'c, '_> {
 
     /// A new array of `dims` whose element at each index is read from
     /// `src` at the offset `f` returns, or `fill` where `f` says invalid.
+    /// `src` with its axes in the order `perm` (`transpose`); `param`
+    /// names the parameter that gave `perm`.
+    fn transpose(&self, cx: &Cx<'_, 'c>, src: &Op<'c>, perm: &[i64], param: &str) -> R<Arr<'c>> {
+        if perm.len() != src.v.dims.len() || perm.iter().any(|&p| p as usize >= perm.len()) {
+            return err(cx.at(), format!("`{param}` does not match the operand"));
+        }
+        let out: Vec<IntValue> = perm.iter().map(|&p| src.v.dims[p as usize]).collect();
+        self.remap(&dtype(&cx.outs[0])?, &out, src, None, &mut |idx| {
+            let mut at = vec![self.i64(0); perm.len()];
+            for (k, &p) in perm.iter().enumerate() {
+                at[p as usize] = idx[k];
+            }
+            Ok((self.offset(&at, &src.v.dims), None))
+        })
+    }
+
     pub fn remap(
         &self,
         dt: &DType,
@@ -558,6 +593,19 @@ impl<'c> G<'c, '_> {
                 return self.binop("min", &dts[1], lo, xs[2], cx);
             }
             "convert_element_type" => return self.convert(xs[0], dt, odt),
+            "bitcast_convert_type" => {
+                // Same width: each element's bits. Another width splits or
+                // joins elements along a trailing axis, which an
+                // element-by-element lowering cannot do.
+                if dt.bits().is_none() || dt.bits() != odt.bits() || dt.is_bool() != odt.is_bool() {
+                    return err(
+                        cx.at(),
+                        format!("`bitcast_convert_type` from {dt} to {odt} has no native lowering (only the same width)"),
+                    );
+                }
+                let t = self.elem(odt, cx.at())?;
+                return Ok(b.build_bit_cast(xs[0], t, "").expect("bitcast"));
+            }
             // An integer exponent is converted to the base's dtype first
             // (as JAX lowers `pow`).
             "pow" if dts[1] != *dt => {
@@ -568,6 +616,13 @@ impl<'c> G<'c, '_> {
         }
         if dt.is_complex() || odt.is_complex() {
             return self.complex_scalar(cx, dts, odt, xs);
+        }
+        if xs.len() == 2 && odt != dt && cx.e.param("out_dtype").is_some_and(|p| !p.value.is_none()) {
+            // `mul[out_dtype=f32] x:bf16 y:bf16`: the operands are cast to
+            // the result's dtype first, as JAX lowers it.
+            let x = self.convert(xs[0], &dts[0], odt)?;
+            let y = self.convert(xs[1], &dts[1], odt)?;
+            return self.binop(name, odt, x, y, cx);
         }
         if xs.len() == 2 {
             return self.binop(name, dt, xs[0], xs[1], cx);
@@ -713,6 +768,35 @@ impl<'c> G<'c, '_> {
     }
 
     /// A binary elementwise primitive on two scalars of `dt`.
+    /// `nextafter` on the bits of a half-width float (`f16`, `bf16`): the
+    /// float next to `x` towards `y` in that format (libm's works in f32,
+    /// whose neighbour rounds back to `x`).
+    fn nextafter_bits(&self, x: FloatValue<'c>, y: FloatValue<'c>) -> FloatValue<'c> {
+        let b = &self.b;
+        let ft = x.get_type();
+        let it = self.cx.i16_type();
+        let bits = |v: FloatValue<'c>| b.build_bit_cast(v, it, "").expect("bits").into_int_value();
+        let (xb, yb) = (bits(x), bits(y));
+        let fcmp = |p, l, r| b.build_float_compare(p, l, r, "").expect("fcmp");
+        let sign = it.const_int(0x8000, false);
+        // From zero: the smallest subnormal with y's sign.
+        let tiny = b.build_or(b.build_and(yb, sign, "").expect("and"), it.const_int(1, false), "").expect("or");
+        // Away from zero (one more unit) when x and the step have one sign.
+        let zero = ft.const_zero();
+        let up = self.icmp(
+            IntPredicate::EQ,
+            b.build_int_z_extend(fcmp(FloatPredicate::OLT, x, y), it, "").expect("zext"),
+            b.build_int_z_extend(fcmp(FloatPredicate::OGT, x, zero), it, "").expect("zext"),
+        );
+        let step = self.select_int(up, it.const_int(1, false), it.const_all_ones());
+        let moved = b.build_int_add(xb, step, "").expect("add");
+        let moved = self.select_int(fcmp(FloatPredicate::OEQ, x, zero), tiny, moved);
+        let moved = self.select_int(fcmp(FloatPredicate::OEQ, x, y), yb, moved);
+        let r = b.build_bit_cast(moved, ft, "").expect("float").into_float_value();
+        let nan = b.build_float_add(x, y, "").expect("nan");
+        b.build_select(fcmp(FloatPredicate::UNO, x, y), nan, r, "").expect("select").into_float_value()
+    }
+
     pub(crate) fn binop(
         &self,
         name: &str,
@@ -740,10 +824,28 @@ impl<'c> G<'c, '_> {
                 "min" => self.intrinsic("llvm.minimum", t.into(), &[x, y])?,
                 "pow" => self.libm("pow", dt, &[x, y])?,
                 "atan2" => self.libm("atan2", dt, &[x, y])?,
+                "nextafter" if t.get_bit_width() == 16 => self.nextafter_bits(f, g).into(),
                 "nextafter" => self.libm("nextafter", dt, &[x, y])?,
                 "eq" => return cmp(FloatPredicate::OEQ),
                 "ne" => return cmp(FloatPredicate::UNE),
                 "lt" => return cmp(FloatPredicate::OLT),
+                "lt_to" | "le_to" => {
+                    // Total order: the bits as a signed integer, the
+                    // magnitude bits flipped for negative numbers.
+                    let it = match t.get_bit_width() {
+                        16 => self.cx.i16_type(),
+                        32 => self.cx.i32_type(),
+                        _ => self.cx.i64_type(),
+                    };
+                    let key = |v: FloatValue<'c>| {
+                        let i = b.build_bit_cast(v, it, "").expect("bits").into_int_value();
+                        let sign = b.build_right_shift(i, it.const_int(u64::from(t.get_bit_width() - 1), false), true, "").expect("ashr");
+                        let flip = b.build_right_shift(sign, it.const_int(1, false), false, "").expect("lshr");
+                        b.build_xor(i, flip, "").expect("xor")
+                    };
+                    let p = if name == "lt_to" { IntPredicate::SLT } else { IntPredicate::SLE };
+                    return Ok(self.bool8(self.icmp(p, key(f), key(g))));
+                }
                 "le" => return cmp(FloatPredicate::OLE),
                 "gt" => return cmp(FloatPredicate::OGT),
                 "ge" => return cmp(FloatPredicate::OGE),
@@ -764,6 +866,26 @@ impl<'c> G<'c, '_> {
             "add" | "add_any" => b.build_int_add(i, j, "").expect("add").into(),
             "sub" => b.build_int_sub(i, j, "").expect("sub").into(),
             "mul" => b.build_int_mul(i, j, "").expect("mul").into(),
+            "mulhi" => {
+                // The high half of the exact double-width product.
+                let wide = match 2 * bits {
+                    16 => self.cx.i16_type(),
+                    32 => self.cx.i32_type(),
+                    64 => self.cx.i64_type(),
+                    _ => self.cx.i128_type(),
+                };
+                let extend = |v: IntValue<'c>| {
+                    if signed {
+                        b.build_int_s_extend(v, wide, "").expect("sext")
+                    } else {
+                        b.build_int_z_extend(v, wide, "").expect("zext")
+                    }
+                };
+                let p = b.build_int_mul(extend(i), extend(j), "").expect("mul");
+                let by = wide.const_int(bits, false);
+                let high = b.build_right_shift(p, by, signed, "").expect("shr");
+                b.build_int_truncate(high, t, "").expect("trunc").into()
+            }
             "div" | "rem" => {
                 // XLA: x / 0 = -1 (all ones), x % 0 = x; MIN / -1 = MIN, MIN % -1 = 0.
                 let j0 = self.icmp(IntPredicate::EQ, j, zero);
@@ -853,8 +975,8 @@ impl<'c> G<'c, '_> {
             }
             "eq" => return cmp(IntPredicate::EQ),
             "ne" => return cmp(IntPredicate::NE),
-            "lt" => return cmp(pred(IntPredicate::SLT, IntPredicate::ULT)),
-            "le" => return cmp(pred(IntPredicate::SLE, IntPredicate::ULE)),
+            "lt" | "lt_to" => return cmp(pred(IntPredicate::SLT, IntPredicate::ULT)),
+            "le" | "le_to" => return cmp(pred(IntPredicate::SLE, IntPredicate::ULE)),
             "gt" => return cmp(pred(IntPredicate::SGT, IntPredicate::UGT)),
             "ge" => return cmp(pred(IntPredicate::SGE, IntPredicate::UGE)),
             _ => return unsupported(),
@@ -1192,7 +1314,8 @@ impl<'c> G<'c, '_> {
             for (n, &d) in rfree.iter().enumerate() {
                 ri[d] = oi[nb + lfree.len() + n];
             }
-            let acc = self.fold_nest(&odt, Init::Zero, "add", &kdims, &mut |ki| {
+            let adt = accumulator(&odt);
+            let acc = self.fold_nest(&adt, Init::Zero, "add", &kdims, &mut |ki| {
                 let (mut li, mut ri) = (li.clone(), ri.clone());
                 for k in 0..ki.len() {
                     li[lc[k] as usize] = ki[k];
@@ -1200,10 +1323,11 @@ impl<'c> G<'c, '_> {
                 }
                 let a = self.load(&ldt, l.v.p, self.offset(&li, &l.v.dims))?;
                 let b2 = self.load(&rdt, r.v.p, self.offset(&ri, &r.v.dims))?;
-                let a = self.convert(a, &ldt, &odt)?;
-                let b2 = self.convert(b2, &rdt, &odt)?;
-                Ok((self.binop("mul", &odt, a, b2, cx)?, None))
+                let a = self.convert(a, &ldt, &adt)?;
+                let b2 = self.convert(b2, &rdt, &adt)?;
+                Ok((self.binop("mul", &adt, a, b2, cx)?, None))
             }, cx)?;
+            let acc = self.convert(acc, &adt, &odt)?;
             self.store(&odt, res.p, self.offset(oi, &out), acc)
         })?;
         Ok(res)
@@ -1316,7 +1440,8 @@ impl<'c> G<'c, '_> {
             let o = oi[os[1] as usize];
             let g = self.b.build_int_signed_div(o, og, "").expect("div");
             let osp: Vec<IntValue> = (0..ns).map(|k| oi[os[2 + k] as usize]).collect();
-            let acc = self.fold_nest(&odt, Init::Zero, "add", &inner, &mut |ki| {
+            let adt = accumulator(&odt);
+            let acc = self.fold_nest(&adt, Init::Zero, "add", &inner, &mut |ki| {
                 let c = ki[0];
                 let (sp, valid) =
                     self.window_pos(&osp, &ki[1..], &strides, &pad, &ldil, &rdil, &lsp);
@@ -1339,15 +1464,16 @@ impl<'c> G<'c, '_> {
                 let a = self.convert(
                     self.load(&ldt, l.v.p, self.offset(&li, &l.v.dims))?,
                     &ldt,
-                    &odt,
+                    &adt,
                 )?;
                 let w = self.convert(
                     self.load(&rdt, r.v.p, self.offset(&ri, &r.v.dims))?,
                     &rdt,
-                    &odt,
+                    &adt,
                 )?;
-                Ok((self.binop("mul", &odt, a, w, cx)?, Some(valid)))
+                Ok((self.binop("mul", &adt, a, w, cx)?, Some(valid)))
             }, cx)?;
+            let acc = self.convert(acc, &adt, &odt)?;
             self.store(&odt, res.p, self.offset(oi, &out), acc)
         })?;
         Ok(res)
@@ -1645,11 +1771,7 @@ impl<'c> G<'c, '_> {
             );
         }
         self.check_extent(ind.v.dims[ir - 1], self.i64(smap.len() as i64), false, cx)?;
-        let comb = cx
-            .name()
-            .trim_start_matches("scatter")
-            .trim_start_matches(['-', '_'])
-            .to_string();
+        let comb = cx.scatter_combiner()?.to_string();
         let res = self.copy_owned(x)?;
         let batch_upd: Vec<usize> = (0..ur).filter(|d| !uwin.contains(&(*d as i64))).collect();
         // The extent of each window dimension of the operand.
@@ -1692,7 +1814,7 @@ impl<'c> G<'c, '_> {
             let off = self.select_int(ok, self.offset(&at, &x.v.dims), self.i64(0));
             let old = self.load(&dt, res.p, off)?;
             let u = self.load(&dt, upd.v.p, self.offset(ui, &upd.v.dims))?;
-            let nv = if comb.is_empty() {
+            let nv = if comb == "replace" {
                 u
             } else {
                 self.binop(&comb, &dt, old, u, cx)?
@@ -1728,16 +1850,13 @@ impl<'c> G<'c, '_> {
                 .expect("cmp");
             let nan_last = self.and(xn, yn);
             if desc {
-                // NaN first in descending order (largest), as top_k.
-                let xnan = self
+                // NaN first in descending order (largest), as top_k: `a`
+                // (here `y`) goes first when it is NaN and `b` is not.
+                let ynan = self
                     .b
-                    .build_float_compare(FloatPredicate::UNO, x, x, "")
+                    .build_float_compare(FloatPredicate::UNO, y, y, "")
                     .expect("cmp");
-                let yok = self
-                    .b
-                    .build_float_compare(FloatPredicate::ORD, y, y, "")
-                    .expect("cmp");
-                return self.or(lt, self.and(xnan, yok));
+                return self.or(lt, self.and(ynan, xn));
             }
             self.or(lt, nan_last)
         } else {
@@ -1872,6 +1991,34 @@ impl<'c> G<'c, '_> {
 
     /// `top_k`: a stable descending sort of (values, indices) along the
     /// last axis, then the first `k`.
+    /// `split`: each piece copied from its running offset along `axis`.
+    fn split(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> R<Vec<Arr<'c>>> {
+        let src = &cx.args[0];
+        let sizes = cx.ints("sizes")?;
+        let rank = src.v.dims.len() as i64;
+        let axis = cx.int("axis")?;
+        let axis = if axis < 0 { axis + rank } else { axis };
+        if axis < 0 || axis >= rank || sizes.len() != cx.outs.len() {
+            return err(cx.at(), "`axis` and `sizes` do not match the operand");
+        }
+        let axis = axis as usize;
+        let total = self.i64(sizes.iter().sum());
+        self.check_extent(src.v.dims[axis], total, false, cx)?;
+        let mut start = 0;
+        let mut pieces = Vec::with_capacity(sizes.len());
+        for (k, &n) in sizes.iter().enumerate() {
+            let out = self.dims(env, &cx.outs[k], cx.at())?;
+            let from = self.i64(start);
+            pieces.push(self.remap(&dtype(&cx.outs[k])?, &out, src, None, &mut |idx| {
+                let mut at = idx.to_vec();
+                at[axis] = self.add(idx[axis], from);
+                Ok((self.offset(&at, &src.v.dims), None))
+            })?);
+            start += n;
+        }
+        Ok(pieces)
+    }
+
     fn top_k(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> R<Vec<Arr<'c>>> {
         let x = &cx.args[0];
         let rank = x.v.dims.len();

@@ -261,6 +261,12 @@ impl<'c, 'f> Lower<'c, 'f> {
             state.push(self.broadcast(b, env, zero, t, &[], cx.at())?);
             tys.push(out_tys[ncarry + k]);
         }
+        if length == 0 {
+            // No iteration: the carry as given and empty `ys`. (The loop
+            // would still be verified with a size-1 slice of an empty `x`,
+            // which XLA rejects.)
+            return Ok(state[1..].to_vec());
+        }
         let outs = self.while_op(
             b,
             &state,

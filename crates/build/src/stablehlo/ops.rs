@@ -85,6 +85,8 @@ const COMPARE: &[(&str, &str)] = &[
     ("le", "LE"),
     ("gt", "GT"),
     ("ge", "GE"),
+    ("lt_to", "LT"),
+    ("le_to", "LE"),
 ];
 
 /// The identity element a reduction starts from.
@@ -244,13 +246,23 @@ impl<'c, 'f> Lower<'c, 'f> {
             return one(self.complex_max_min(b, env, cx, name == "max"));
         }
         match row(name) {
+            Some(Row::Unary(_)) if name == "sign" && matches!(cx.arg_dtype(0)?, DType::UInt(_)) => {
+                // `stablehlo.sign` takes no unsigned integers: min(x, 1).
+                let x = &cx.args[0];
+                let unit = self.constant(b, &cx.arg_dtype(0)?, "1", cx.at())?;
+                let ones = self.broadcast(b, env, unit, &x.ty, &[], cx.at())?;
+                return one(self.binary(b, "stablehlo.minimum", x.v, ones));
+            }
             Some(Row::Unary(op)) => {
                 let t = self.out_ty(cx, 0)?;
                 return one(self.op1(b, op, &[cx.args[0].v], t, &[]));
             }
             Some(Row::Binary(op)) => return one(self.elementwise(b, env, cx, op, &[])),
             Some(Row::Compare(dir)) => {
-                let ct = compare_type(&cx.arg_dtype(0)?);
+                let dt = cx.arg_dtype(0)?;
+                // `lt_to`, `le_to`: floats in total order (-NaN < -inf <
+                // -0.0 < 0.0 < inf < NaN).
+                let ct = if name.ends_with("_to") && dt.is_float() { "TOTALORDER" } else { compare_type(&dt) };
                 return one(self.compare_eqn(b, env, cx, dir, ct));
             }
             Some(Row::Reduce(op, init)) => return one(self.reduce_eqn(b, cx, op, init)),
@@ -268,6 +280,43 @@ impl<'c, 'f> Lower<'c, 'f> {
         let x = || cx.args[0].v;
         one(match name {
             "square" => self.binary(b, "stablehlo.multiply", x(), x()),
+            "mulhi" => {
+                // The high half of the exact double-width product.
+                let dt = cx.arg_dtype(0)?;
+                let (wide, bits, shift) = match dt {
+                    DType::Int(n) if n <= 32 => (DType::Int(2 * n), n, "stablehlo.shift_right_arithmetic"),
+                    DType::UInt(n) if n <= 32 => (DType::UInt(2 * n), n, "stablehlo.shift_right_logical"),
+                    _ => {
+                        return err(
+                            cx.at(),
+                            format!("`mulhi` on {dt} has no StableHLO lowering (its product needs a wider integer)"),
+                        );
+                    }
+                };
+                let out = &cx.outs[0];
+                let mut wide_args = SmallVec::<[V<'c>; 2]>::new();
+                for a in &cx.args {
+                    let v = self.to_shape(b, env, a, out, cx.at())?;
+                    wide_args.push(self.convert(b, v, &wide)?);
+                }
+                let p = self.binary(b, "stablehlo.multiply", wide_args[0], wide_args[1])?;
+                let by = self.constant(b, &wide, &bits.to_string(), cx.at())?;
+                let by = self.broadcast(b, env, by, &out.with_dtype(wide.clone()), &[], cx.at())?;
+                let high = self.binary(b, shift, p, by)?;
+                self.convert(b, high, &dt)
+            }
+            "platform_index" => {
+                let i = cx.cpu_platform_index()?;
+                self.constant(b, &cx.out_dtype(0)?, &i.to_string(), cx.at())
+            }
+            "exp2" => {
+                // As JAX lowers it: exp(log(2) * x), log(2) in x's dtype.
+                let a = &cx.args[0];
+                let ln2 = self.constant(b, &cx.arg_dtype(0)?, "0.6931471805599453", cx.at())?;
+                let ln2 = self.broadcast(b, env, ln2, &a.ty, &[], cx.at())?;
+                let y = self.binary(b, "stablehlo.multiply", ln2, a.v)?;
+                self.op1(b, "stablehlo.exponential", &[y], out(0)?, &[])
+            }
             "integer_pow" => self.integer_pow(b, env, cx),
             "round" => {
                 // rounding_method: 0 / AWAY_FROM_ZERO, 1 / TO_NEAREST_EVEN
@@ -305,7 +354,24 @@ impl<'c, 'f> Lower<'c, 'f> {
                 let dims = cx.ints_or("broadcast_dimensions", Vec::new())?;
                 self.broadcast(b, env, x(), &cx.outs[0], &dims, cx.at())
             }
-            "reshape" | "squeeze" | "expand_dims" => {
+            "reshape" => {
+                // `dimensions` orders the operand's axes before the
+                // elements are read row-major: a transpose first.
+                let src = match cx.ints_or("dimensions", Vec::new())? {
+                    perm if perm.iter().enumerate().any(|(i, &p)| p != i as i64) => {
+                        let ty = &cx.args[0].ty;
+                        if perm.len() != ty.shape.len() || perm.iter().any(|&p| p as usize >= perm.len()) {
+                            return err(cx.at(), "`dimensions` does not match the operand");
+                        }
+                        let moved = ty.with_shape(perm.iter().map(|&p| ty.shape[p as usize].clone()).collect());
+                        let t = self.ty(&moved, cx.at())?;
+                        self.op1(b, "stablehlo.transpose", &[x()], t, &[("permutation", arr(&perm))])?
+                    }
+                    _ => x(),
+                };
+                self.reshape(b, env, src, &cx.outs[0], cx.at())
+            }
+            "squeeze" | "expand_dims" => {
                 self.reshape(b, env, x(), &cx.outs[0], cx.at())
             }
             "transpose" => self.op1(
@@ -409,6 +475,8 @@ impl<'c, 'f> Lower<'c, 'f> {
             | "scatter-min" | "scatter_min" | "scatter-max" | "scatter_max" => self.scatter(b, cx),
             "sort" => return self.sort(b, cx),
             "top_k" => return self.top_k(b, env, cx),
+            "split" => return self.split(b, cx),
+            "reduce" | "reduce_window" => return self.reduce_with_jaxpr(b, env, cx),
             "tile" => self.tile(b, cx),
             "dim_as_value" => {
                 let p = cx.param("dim")?;
@@ -459,10 +527,22 @@ impl<'c, 'f> Lower<'c, 'f> {
         attrs: &[(&'static str, String)],
     ) -> R<V<'c>> {
         let out = &cx.outs[0];
+        // `mul[out_dtype=f32] x:bf16 y:bf16`: the operands are cast to
+        // the result's dtype first, as JAX lowers it.
+        let cast = match cx.e.param("out_dtype") {
+            Some(p) if !p.value.is_none() && attrs.is_empty() => out.dtype.clone(),
+            _ => None,
+        };
         let vs = cx
             .args
             .iter()
-            .map(|a| self.to_shape(b, env, a, out, cx.at()))
+            .map(|a| {
+                let v = self.to_shape(b, env, a, out, cx.at())?;
+                match &cast {
+                    Some(dt) if a.ty.dtype.as_ref() != Some(dt) => self.convert(b, v, dt),
+                    _ => Ok(v),
+                }
+            })
             .collect::<R<SmallVec<[V<'c>; 4]>>>()?;
         self.op1(b, op, &vs, self.out_ty(cx, 0)?, attrs)
     }
@@ -634,6 +714,47 @@ impl<'c, 'f> Lower<'c, 'f> {
         )?[0])
     }
 
+    /// `reduce` and `reduce_window` with a general reducer: operands
+    /// `xs ++ inits`; the reducer `jaxpr` is the operation's body (it takes
+    /// the accumulators, then the elements, as StableHLO's body does).
+    fn reduce_with_jaxpr(&self, b: B<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> R<Vec<V<'c>>> {
+        let Some(&reducer) = cx.callees(self.a, "jaxpr").first() else {
+            return err(cx.at(), format!("`{}` needs `jaxpr` to be built", cx.name()));
+        };
+        if cx.e.param("consts").is_some_and(|c| c.value.as_seq().is_none_or(|s| !s.is_empty())) {
+            return err(cx.at(), "`reduce_window` with `consts` has no lowering");
+        }
+        let n = cx.args.len() / 2;
+        if n == 0 || cx.args.len() != 2 * n || cx.outs.len() != n {
+            return err(cx.at(), "a reduction needs as many initial values as operands");
+        }
+        let scalars = (0..n)
+            .map(|i| self.scalar_ty(&cx.arg_dtype(i)?))
+            .collect::<R<Vec<_>>>()?;
+        let args: Vec<Type<'c>> = scalars.iter().chain(&scalars).copied().collect();
+        let body = self.region(&args, |rb, a| {
+            let r = self.call(rb, env, reducer, &a, cx.at())?;
+            Ok(r.iter().map(|o| o.v).collect())
+        })?;
+        let tys = (0..n).map(|i| self.out_ty(cx, i)).collect::<R<Vec<_>>>()?;
+        let operands: Vec<V<'c>> = cx.args.iter().map(|a| a.v).collect();
+        let attrs = if cx.name() == "reduce" {
+            vec![("dimensions", arr(&cx.ints("dimensions")?))]
+        } else {
+            let window = cx.ints("window_dimensions")?;
+            let ones = vec![1; window.len()];
+            vec![
+                ("window_dimensions", arr(&window)),
+                ("window_strides", arr(&cx.ints_or("window_strides", ones.clone())?)),
+                ("base_dilations", arr(&cx.ints_or("base_dilation", ones.clone())?)),
+                ("window_dilations", arr(&cx.ints_or("window_dilation", ones)?)),
+                ("padding", padding_attr(&cx.pairs("padding")?)),
+            ]
+        };
+        let name = if cx.name() == "reduce" { "stablehlo.reduce" } else { "stablehlo.reduce_window" };
+        self.op(b, name, &operands, &tys, &attrs, vec![body])
+    }
+
     fn reduce_window_eqn(&self, b: B<'c>, cx: &EqnCx<'_, 'c, 'f>, op: &str, init: Init) -> R<V<'c>> {
         let dt = cx.arg_dtype(0)?;
         let window = cx.ints("window_dimensions")?;
@@ -676,6 +797,11 @@ impl<'c, 'f> Lower<'c, 'f> {
                 format!("`{}` along a dynamic axis has no lowering", cx.name()),
             );
         };
+        if n == 0 {
+            // Along an empty axis there is nothing to accumulate (and no
+            // window of size 0).
+            return Ok(x.v);
+        }
         let rank = x.ty.rank();
         let mut window = vec![1; rank];
         window[axis] = n;
@@ -1216,11 +1342,7 @@ impl<'c, 'f> Lower<'c, 'f> {
         ));
         fields.push(format!("index_vector_dim = {ivd}"));
         let dt = cx.out_dtype(0)?;
-        let body = match cx
-            .name()
-            .trim_start_matches("scatter")
-            .trim_start_matches(['-', '_'])
-        {
+        let body = match cx.scatter_combiner()? {
             "add" => self.combiner(&dt, "stablehlo.add")?,
             "mul" => self.combiner(&dt, "stablehlo.multiply")?,
             "min" => self.combiner(&dt, "stablehlo.minimum")?,
@@ -1269,9 +1391,22 @@ impl<'c, 'f> Lower<'c, 'f> {
                     compare_type(d)
                 }
             };
+            // As JAX's comparator: -0.0 and 0.0 are one key, and so are all
+            // NaNs (total order alone puts -0.0 first and -NaN lowest).
+            let canonical = |x: V<'c>, d: &DType| -> R<V<'c>> {
+                if !d.is_float() {
+                    return Ok(x);
+                }
+                let zero = self.init(rb, d, Init::Zero)?;
+                let nan = self.constant(rb, d, "nan", TextRange::new(0, 0))?;
+                let is_zero = self.compare(rb, x, zero, "EQ", "FLOAT")?;
+                let unsigned = self.op1(rb, "stablehlo.select", &[is_zero, zero, x], x.r#type(), &[])?;
+                let is_nan = self.compare(rb, x, x, "NE", "FLOAT")?;
+                self.op1(rb, "stablehlo.select", &[is_nan, nan, unsigned], x.r#type(), &[])
+            };
             let mut acc: Option<V<'c>> = None;
             for k in (0..keys).rev() {
-                let (x, y) = (a[2 * k], a[2 * k + 1]);
+                let (x, y) = (canonical(a[2 * k], &dts[k])?, canonical(a[2 * k + 1], &dts[k])?);
                 let strict = self.compare(rb, x, y, dir, ct(&dts[k]))?;
                 acc = Some(match acc {
                     None => strict,
@@ -1307,6 +1442,35 @@ impl<'c, 'f> Lower<'c, 'f> {
             ],
             vec![body],
         )
+    }
+
+    /// `split`: one static slice per piece, at the running offset along
+    /// `axis`.
+    fn split(&self, b: B<'c>, cx: &EqnCx<'_, 'c, 'f>) -> R<Vec<V<'c>>> {
+        let shape = static_shape(cx, &cx.args[0].ty, "`split` of a dynamic operand")?;
+        let sizes = cx.ints("sizes")?;
+        let rank = shape.len() as i64;
+        let axis = cx.int("axis")?;
+        let axis = if axis < 0 { axis + rank } else { axis };
+        if axis < 0 || axis >= rank || sizes.len() != cx.outs.len() {
+            return err(cx.at(), "`axis` and `sizes` do not match the operand");
+        }
+        let mut start = 0;
+        let mut pieces = Vec::with_capacity(sizes.len());
+        for (k, &n) in sizes.iter().enumerate() {
+            let mut from = vec![0; shape.len()];
+            from[axis as usize] = start;
+            let mut to = shape.clone();
+            to[axis as usize] = start + n;
+            let attrs = [
+                ("start_indices", arr(&from)),
+                ("limit_indices", arr(&to)),
+                ("strides", arr(&vec![1; shape.len()])),
+            ];
+            pieces.push(self.op1(b, "stablehlo.slice", &[cx.args[0].v], self.out_ty(cx, k)?, &attrs)?);
+            start += n;
+        }
+        Ok(pieces)
     }
 
     /// `top_k`: a stable descending sort of (values, indices) along the

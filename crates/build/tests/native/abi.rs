@@ -3,7 +3,7 @@
 //! of arrays, and running a library on examples with the corpus's
 //! tolerances (rtol 1e-5 for f32 and c64, 1e-12 for f64 and c128, complex
 //! values compared by the modulus of the difference). Shared by
-//! `native.rs` and `complex.rs`.
+//! `native.rs`, `complex.rs` and `jax_suite.rs`.
 // Each test crate uses part of it.
 #![allow(dead_code)]
 
@@ -42,12 +42,67 @@ pub fn code_of(dtype: &str) -> Option<(i32, usize)> {
         "float64" => (12, 8),
         "complex64" => (13, 8),
         "complex128" => (14, 16),
+        // A typed PRNG key is its key data, uint32 words.
+        d if d.starts_with("key<") => (7, 4),
         _ => return None,
     })
 }
 
 pub fn code(dtype: &str) -> (i32, usize) {
     code_of(dtype).unwrap_or_else(|| panic!("dtype {dtype}"))
+}
+
+pub fn dtype_of_code(c: i32) -> Option<&'static str> {
+    const NAMES: [&str; 13] = [
+        "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
+        "bfloat16", "float32", "float64",
+    ];
+    NAMES.get(usize::try_from(c).ok()?).copied()
+}
+
+/// `i`, `u`, `f` or `b`: values of one kind compare across widths.
+pub fn kind(dtype: &str) -> char {
+    dtype.chars().next().map_or('?', |c| if c == 'b' && dtype != "bool" { 'f' } else { c })
+}
+
+/// IEEE binary16 bits of `x`, rounded to nearest even.
+pub fn f16_bits(x: f64) -> u16 {
+    let f = x as f32;
+    let b = f.to_bits();
+    let sign = ((b >> 16) & 0x8000) as u16;
+    if f.is_nan() {
+        return sign | 0x7e00;
+    }
+    let a = f.abs();
+    if a >= 65520.0 {
+        return sign | 0x7c00;
+    }
+    if a < 6.103_515_6e-5 {
+        // subnormal: units of 2^-24, rounded to nearest even
+        let q = (a as f64) * 16_777_216.0;
+        let r = q.round_ties_even();
+        return sign | r as u16;
+    }
+    let exp = ((b >> 23) & 0xff) as i32 - 127 + 15;
+    let mant = b & 0x7f_ffff;
+    let mut h = ((exp as u32) << 10) | (mant >> 13);
+    let rest = mant & 0x1fff;
+    if rest > 0x1000 || (rest == 0x1000 && h & 1 == 1) {
+        h += 1;
+    }
+    sign | h as u16
+}
+
+pub fn f16_value(h: u16) -> f64 {
+    let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
+    let exp = ((h >> 10) & 0x1f) as i32;
+    let mant = (h & 0x3ff) as f64;
+    sign * match exp {
+        0 => mant * 2f64.powi(-24),
+        31 if mant == 0.0 => f64::INFINITY,
+        31 => f64::NAN,
+        e => (1.0 + mant / 1024.0) * 2f64.powi(e - 15),
+    }
 }
 
 pub fn num(x: &serde_json::Value) -> f64 {
@@ -75,15 +130,27 @@ pub fn items(v: &serde_json::Value) -> Vec<serde_json::Value> {
     }
 }
 
-/// Packs a corpus value into bytes (row-major, the ABI's element types).
+/// [`pack`] when the ABI has the value's dtype.
+pub fn try_pack(v: &serde_json::Value) -> Option<(i32, Vec<i64>, Vec<u8>)> {
+    code_of(v["dtype"].as_str()?)?;
+    Some(pack(v))
+}
+
+/// Packs a corpus value into bytes (row-major, the ABI's element types); a
+/// key array gets a trailing axis of its key data.
 pub fn pack(v: &serde_json::Value) -> (i32, Vec<i64>, Vec<u8>) {
-    let (c, _) = code(v["dtype"].as_str().unwrap());
-    let shape: Vec<i64> = v["shape"]
+    let dtype = v["dtype"].as_str().unwrap();
+    let (c, _) = code(dtype);
+    let mut shape: Vec<i64> = v["shape"]
         .as_array()
         .unwrap()
         .iter()
         .map(|d| d.as_i64().unwrap())
         .collect();
+    if dtype.starts_with("key<") {
+        let count: i64 = shape.iter().product();
+        shape.push(items(v).len() as i64 / count.max(1));
+    }
     let mut bytes = Vec::new();
     for x in items(v) {
         let int = || match &x {
@@ -97,6 +164,7 @@ pub fn pack(v: &serde_json::Value) -> (i32, Vec<i64>, Vec<u8>) {
             3 | 7 => bytes.extend((int() as u32).to_le_bytes()),
             4 => bytes.extend(int().to_le_bytes()),
             8 => bytes.extend(uint().to_le_bytes()),
+            9 => bytes.extend(f16_bits(num(&x)).to_le_bytes()),
             10 => bytes.extend(&(num(&x) as f32).to_le_bytes()[2..]),
             11 => bytes.extend((num(&x) as f32).to_le_bytes()),
             12 => bytes.extend(num(&x).to_le_bytes()),
@@ -129,6 +197,7 @@ pub fn element(a: &JxArray, i: usize) -> f64 {
             7 => (p.add(4 * i) as *const u32).read_unaligned() as f64,
             4 => (p.add(8 * i) as *const i64).read_unaligned() as f64,
             8 => (p.add(8 * i) as *const u64).read_unaligned() as f64,
+            9 => f16_value((p.add(2 * i) as *const u16).read_unaligned()),
             10 => {
                 let h = (p.add(2 * i) as *const u16).read_unaligned();
                 f32::from_bits((h as u32) << 16) as f64
