@@ -82,10 +82,13 @@ impl<'c> G<'c, '_> {
     fn fabs(&self, x: FloatValue<'c>) -> R<FloatValue<'c>> {
         Ok(self.intrinsic("llvm.fabs", x.get_type().into(), &[x.into()])?.into_float_value())
     }
-    /// A libm function of the parts' dtype `pdt`.
+    /// A libm function of the parts' dtype `pdt`, never libmvec's: the
+    /// complex formulas combine several calls, and jvp's
+    /// (1 + tanh z)(1 - tanh z) near tanh z = 1 turns libmvec's few ulp
+    /// into errors past c64's tolerance.
     fn real_fn(&self, name: &str, pdt: &DType, xs: &[FloatValue<'c>]) -> R<FloatValue<'c>> {
         let xs: Vec<BasicValueEnum<'c>> = xs.iter().map(|&x| x.into()).collect();
-        Ok(self.libm(name, pdt, &xs)?.into_float_value())
+        Ok(self.libm_call(name, pdt, &xs, false)?.into_float_value())
     }
 
     fn cmul(&self, (a, b): Parts<'c>, (c, d): Parts<'c>) -> Parts<'c> {

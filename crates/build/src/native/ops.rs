@@ -463,6 +463,18 @@ impl<'c> G<'c, '_> {
     /// vector math library where it has them ([`super::vmath`]), otherwise
     /// by calling the scalar function once per lane.
     pub(crate) fn libm(&self, name: &str, dt: &DType, xs: &[BasicValueEnum<'c>]) -> R<BasicValueEnum<'c>> {
+        self.libm_call(name, dt, xs, true)
+    }
+
+    /// [`Self::libm`], with `vectorise` saying whether a loop may call
+    /// libmvec's variant instead (a few ulp less accurate).
+    pub(crate) fn libm_call(
+        &self,
+        name: &str,
+        dt: &DType,
+        xs: &[BasicValueEnum<'c>],
+        vectorise: bool,
+    ) -> R<BasicValueEnum<'c>> {
         let t = match dt {
             DType::Float(FloatKind::F64) => self.cx.f64_type(),
             _ => self.cx.f32_type(),
@@ -510,7 +522,7 @@ impl<'c> G<'c, '_> {
         });
         let margs: Vec<BasicMetadataValueEnum> = args.iter().map(|&a| a.into()).collect();
         let call = self.b.build_call(f, &margs, "").expect("call");
-        if let Some(variants) = self.vector_variants(&fname, name, t, xs.len()) {
+        if let Some(variants) = vectorise.then(|| self.vector_variants(&fname, name, t, xs.len())).flatten() {
             call.add_attribute(
                 inkwell::attributes::AttributeLoc::Function,
                 self.cx.create_string_attribute("vector-function-abi-variant", &variants),
