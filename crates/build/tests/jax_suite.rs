@@ -23,7 +23,10 @@ mod common;
 mod abi;
 mod oracle;
 
-use abi::{Entry, ErrorFn, FreeFn, JxArray, code_of, dtype_of_code, element, items, kind, num, try_pack as pack};
+use abi::{
+    Entry, ErrorFn, FreeFn, JxArray, code_of, complex, complex_element, dtype_of_code, element, items, kind, num,
+    try_pack as pack,
+};
 
 use jaxpr_build::native;
 use serde_json::Value;
@@ -381,6 +384,16 @@ fn run_native(lib: &libloading::Library, name: &str, examples: &[Value]) -> Opti
                 break;
             }
             for (i, x) in items(w).iter().enumerate() {
+                if dtype.starts_with("complex") {
+                    // Counted apart (the `complex` branch's part), but still
+                    // read as complex: each part within the dtype's tolerance.
+                    let ((gr, gi), (wr, wi)) = (complex_element(o, i), complex(x));
+                    if !(close(gr, wr, dtype) && close(gi, wi, dtype)) {
+                        wrong = Some(format!("example {k} output {j}[{i}]: ({gr}, {gi}), expected ({wr}, {wi}) ({dtype})"));
+                        break;
+                    }
+                    continue;
+                }
                 let (got, want) = (element(o, i), num(x));
                 if !close(got, want, dtype) && !close(got, want, got_dtype.unwrap_or(dtype)) {
                     wrong = Some(format!("example {k} output {j}[{i}]: {got}, expected {want} ({dtype})"));
