@@ -544,35 +544,41 @@ fn trace_out_never_deletes_or_rewrites_files_it_did_not_write() {
     assert!(session.join("double.jaxpr").exists());
 }
 
+/// Starts `jaxpr trace` in a fresh folder `name` on `spawner.py`, which
+/// forks a child that hangs; returns the folder, the trace and the child's
+/// pid once it is written.
+fn trace_spawner(
+    py: &Path,
+    name: &str,
+    stderr: std::process::Stdio,
+) -> (PathBuf, std::process::Child, u32) {
+    let dir = workdir(name, &["spawner.py"]);
+    let pid_file = dir.join("child.pid");
+    let trace = jaxpr_command(
+        &dir,
+        &["trace", "--", py.to_str().unwrap(), "spawner.py", pid_file.to_str().unwrap(), "hang"],
+    )
+    .stdout(std::process::Stdio::null())
+    .stderr(stderr)
+    .spawn()
+    .unwrap();
+    wait_until(60, "no child pid written", || {
+        std::fs::read_to_string(&pid_file).is_ok_and(|s| !s.is_empty())
+    });
+    let child: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    (dir, trace, child)
+}
+
 #[test]
 fn a_signal_to_trace_stops_the_whole_program_group_and_finalises_the_session() {
     let py = venv("jax");
     for (signal, name) in [(libc::SIGTERM, "sigterm"), (libc::SIGINT, "sigint")] {
-        let dir = workdir(&format!("signal_{name}"), &["spawner.py"]);
-        let pid_file = dir.join("child.pid");
-        let mut trace = jaxpr_command(
-            &dir,
-            &[
-                "trace",
-                "--",
-                py.to_str().unwrap(),
-                "spawner.py",
-                pid_file.to_str().unwrap(),
-                "hang",
-            ],
-        )
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-        wait_until(60, "no child pid written", || {
-            std::fs::read_to_string(&pid_file).is_ok_and(|s| !s.is_empty())
-        });
-        let child: u32 = std::fs::read_to_string(&pid_file)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
+        let (dir, mut trace, child) =
+            trace_spawner(&py, &format!("signal_{name}"), std::process::Stdio::piped());
         assert!(!is_dead(child));
         // SAFETY: a signal to the process this test started.
         assert_eq!(unsafe { libc::kill(trace.id() as libc::pid_t, signal) }, 0);
@@ -607,31 +613,7 @@ fn parent_of(pid: u32) -> u32 {
 #[test]
 fn trace_killed_with_sigkill_takes_the_program_and_its_children_along() {
     let py = venv("jax");
-    let dir = workdir("sigkill", &["spawner.py"]);
-    let pid_file = dir.join("child.pid");
-    let mut trace = jaxpr_command(
-        &dir,
-        &[
-            "trace",
-            "--",
-            py.to_str().unwrap(),
-            "spawner.py",
-            pid_file.to_str().unwrap(),
-            "hang",
-        ],
-    )
-    .stdout(std::process::Stdio::null())
-    .stderr(std::process::Stdio::null())
-    .spawn()
-    .unwrap();
-    wait_until(60, "no child pid written", || {
-        std::fs::read_to_string(&pid_file).is_ok_and(|s| !s.is_empty())
-    });
-    let child: u32 = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let (_, mut trace, child) = trace_spawner(&py, "sigkill", std::process::Stdio::null());
     let program = parent_of(child);
     assert!(!is_dead(program) && !is_dead(child));
     // SIGKILL: `trace` runs no code of its own to stop anything.
