@@ -3,6 +3,9 @@
 //! 2^n times) and never recurses on how deep the calls go (a chain of
 //! thousands of `let`s overflowed the stack), in both back ends.
 
+#[path = "native/abi.rs"]
+mod abi;
+use abi::JxArray;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -54,14 +57,6 @@ fn build(name: &str, text: &str, emit: &str, out: &str) -> PathBuf {
     let (out, b) = run_build(name, text, emit, out);
     assert!(b.status.success(), "{name} ({emit}): {:?} {}", b.status, String::from_utf8_lossy(&b.stderr));
     out
-}
-
-#[repr(C)]
-struct JxArray {
-    data: *mut u8,
-    dtype: i32,
-    rank: i32,
-    shape: [i64; 8],
 }
 
 /// Calls a library of one `i64[]` input and output on `x`.

@@ -6,6 +6,9 @@
 //! hour (or took 18 GB) and are now refused before lowering. The measured
 //! figures are in docs/robustness.md.
 
+#[path = "native/abi.rs"]
+mod abi;
+use abi::JxArray;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
@@ -18,14 +21,6 @@ fn chain(n: usize) -> String {
         prev = format!("v{i}");
     }
     s + &format!("  in ({prev},) }}\n")
-}
-
-#[repr(C)]
-struct JxArray {
-    data: *mut u8,
-    dtype: i32,
-    rank: i32,
-    shape: [i64; 8],
 }
 
 /// Builds `text` natively; returns the library, the build's exit status
