@@ -13,17 +13,19 @@ difference), others exactly. Each module gets one verdict line, `PASS
 MODULE: ...`, `FAIL MODULE: ...` or `INVALID MODULE: ...`, after the lines of
 its failures. Exit status: 0 every module passed, 1 some did not.
 """
-import argparse, importlib.util, json, sys
+import argparse, importlib.util, json, os, sys
 
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "oracle"))
+import xla_values  # noqa: E402
 
 
 def load_oracle(path):
     spec = importlib.util.spec_from_file_location("xla_run", path)
     oracle = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(oracle)
-    oracle.DT.update(complex64=np.complex64, complex128=np.complex128)
-    oracle.MLIR_T.update({np.complex64: "complex<f32>", np.complex128: "complex<f64>"})
+    xla_values.add_complex_types(oracle)
     return oracle
 
 
@@ -61,11 +63,7 @@ def run(oracle, module, case_path, rtol, atol):
         inputs = [decode(oracle, v) for v in ex["inputs"]]
         expected = [decode(oracle, v) for v in ex["outputs"]]
         try:
-            with ctx:
-                m = oracle.specialise(ir.Module.parse(text), inputs, expected)
-                exe = backend.compile_and_load(str(m), devs, xc.CompileOptions())
-            res = exe.execute_sharded([jax.device_put(x) for x in inputs])
-            got = [np.asarray(r[0]) for r in res.disassemble_into_single_device_arrays()]
+            got = xla_values.execute(oracle, ctx, backend, devs, text, inputs, expected)
         except Exception as e:  # noqa: BLE001
             print(f"ERROR {module} example {k}: {str(e)[:2000]}")
             failed += 1

@@ -11,10 +11,11 @@ RESULTS.jsonl gets one line per job: {"name", "verdict": "right" | "wrong" | "er
 "invalid", "detail"}, flushed as it goes, so a crash still leaves the verdicts before it.
 A typed PRNG key (`key<impl>`) is its key data, uint32 words, as the back ends lower it.
 """
-import json, sys
+import json, os, sys
 
 jobs = json.load(open(sys.argv[1]))
 sys.path.insert(0, jobs["oracle"])
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "oracle"))
 import numpy as np  # noqa: E402
 import xla_run  # noqa: E402  (configures jax: x64 on)
 import jax  # noqa: E402
@@ -23,11 +24,11 @@ from jax._src.interpreters import mlir as jmlir  # noqa: E402
 from jax._src.lib.mlir import ir  # noqa: E402
 
 TOL = jobs["tolerance"]
+import xla_values  # noqa: E402
 import ml_dtypes  # noqa: E402  (comes with jax)
 xla_run.DT["bfloat16"] = ml_dtypes.bfloat16
 xla_run.MLIR_T[ml_dtypes.bfloat16] = "bf16"
-for _c, _t in ((np.complex64, "complex<f32>"), (np.complex128, "complex<f64>")):
-    xla_run.MLIR_T[_c] = _t
+xla_values.add_complex_types(xla_run)
 
 
 def decode(v):
@@ -70,11 +71,7 @@ def run(job, ctx, backend, devs):
         inputs = [decode(v) for v in ex["inputs"]]
         expected = [decode(v) for v in ex["outputs"]]
         try:
-            with ctx:
-                m = xla_run.specialise(ir.Module.parse(text), inputs, expected)
-                exe = backend.compile_and_load(str(m), devs, xc.CompileOptions())
-            res = exe.execute_sharded([jax.device_put(x) for x in inputs])
-            got = [np.asarray(r[0]) for r in res.disassemble_into_single_device_arrays()]
+            got = xla_values.execute(xla_run, ctx, backend, devs, text, inputs, expected)
         except Exception as e:  # noqa: BLE001
             return "error", f"example {k}: {str(e)[:600]}"
         if len(got) != len(expected):
