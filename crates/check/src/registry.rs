@@ -361,8 +361,8 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Other,
         params: &["symmetrize_input"],
         doc: "Cholesky factor of (batches of) positive-definite matrices.",
-        stablehlo: Refused("linear algebra decompositions have no lowering yet"),
-        native: Refused("linear algebra decompositions have no lowering yet"),
+        stablehlo: Lowering::Lowered,
+        native: Lowering::Lowered,
         ..ROW
     },
     Primitive {
@@ -624,8 +624,8 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Other,
         params: &["algorithm", "lower", "sort_eigenvalues", "subset_by_index"],
         doc: "Eigenvectors and real eigenvalues of Hermitian matrices.",
-        stablehlo: Refused("linear algebra decompositions have no lowering yet"),
-        native: Refused("linear algebra decompositions have no lowering yet"),
+        stablehlo: Lowering::Lowered,
+        native: Refused("the signs and order of its vectors come out of LAPACK's iterations, which are not reproduced"),
         ..ROW
     },
     Primitive {
@@ -862,8 +862,8 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "lu",
         family: Other,
         doc: "LU decomposition with partial pivoting: packed factors, int32 pivots and permutation.",
-        stablehlo: Refused("linear algebra decompositions have no lowering yet"),
-        native: Refused("linear algebra decompositions have no lowering yet"),
+        stablehlo: Lowering::Lowered,
+        native: Lowering::Lowered,
         ..ROW
     },
     Primitive {
@@ -871,8 +871,8 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Other,
         params: &["permutation_size"],
         doc: "The permutation of `permutation_size` rows that LU pivots describe.",
-        stablehlo: Refused("linear algebra decompositions have no lowering yet"),
-        native: Refused("linear algebra decompositions have no lowering yet"),
+        stablehlo: Lowering::Lowered,
+        native: Lowering::Lowered,
         ..ROW
     },
     Primitive {
@@ -1001,8 +1001,8 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Other,
         params: &["full_matrices", "pivoting", "use_magma"],
         doc: "QR decomposition: `q`, `r` (and int32 column pivots with `pivoting`).",
-        stablehlo: Refused("linear algebra decompositions have no lowering yet"),
-        native: Refused("linear algebra decompositions have no lowering yet"),
+        stablehlo: Lowering::Lowered,
+        native: Lowering::Lowered,
         ..ROW
     },
     Primitive {
@@ -1333,8 +1333,8 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Other,
         params: &["compute_schur_vectors", "select_callable", "sort_eig_vals"],
         doc: "Schur decomposition of square matrices (and the Schur vectors).",
-        stablehlo: Refused("linear algebra decompositions have no lowering yet"),
-        native: Refused("linear algebra decompositions have no lowering yet"),
+        stablehlo: Lowering::Lowered,
+        native: Refused("the signs and order of its vectors come out of LAPACK's iterations, which are not reproduced"),
         ..ROW
     },
     Primitive {
@@ -1487,8 +1487,8 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Other,
         params: &["algorithm", "compute_uv", "full_matrices", "subset_by_index"],
         doc: "Singular values (real) and, with `compute_uv`, `u` and `vt`.",
-        stablehlo: Refused("linear algebra decompositions have no lowering yet"),
-        native: Refused("linear algebra decompositions have no lowering yet"),
+        stablehlo: Lowering::Lowered,
+        native: Refused("the signs and order of its vectors come out of LAPACK's iterations, which are not reproduced"),
         ..ROW
     },
     Primitive {
@@ -1540,16 +1540,16 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Other,
         params: &["conjugate_a", "left_side", "lower", "transpose_a", "unit_diagonal"],
         doc: "Solves a triangular system `a x = b` (or `x a = b`); the result has `b`'s type.",
-        stablehlo: Refused("linear algebra decompositions have no lowering yet"),
-        native: Refused("linear algebra decompositions have no lowering yet"),
+        stablehlo: Lowering::Lowered,
+        native: Lowering::Lowered,
         ..ROW
     },
     Primitive {
         name: "tridiagonal_solve",
         family: Other,
         doc: "Solves tridiagonal systems given the three diagonals; the result has `b`'s type.",
-        stablehlo: Refused("linear algebra decompositions have no lowering yet"),
-        native: Refused("linear algebra decompositions have no lowering yet"),
+        stablehlo: Lowering::Lowered,
+        native: Lowering::Lowered,
         ..ROW
     },
     Primitive {

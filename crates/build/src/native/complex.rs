@@ -58,28 +58,28 @@ impl<'c> G<'c, '_> {
             .into()
     }
 
-    fn fadd(&self, x: FloatValue<'c>, y: FloatValue<'c>) -> FloatValue<'c> {
+    pub(crate) fn fadd(&self, x: FloatValue<'c>, y: FloatValue<'c>) -> FloatValue<'c> {
         self.b.build_float_add(x, y, "").expect("fadd")
     }
-    fn fsub(&self, x: FloatValue<'c>, y: FloatValue<'c>) -> FloatValue<'c> {
+    pub(crate) fn fsub(&self, x: FloatValue<'c>, y: FloatValue<'c>) -> FloatValue<'c> {
         self.b.build_float_sub(x, y, "").expect("fsub")
     }
-    fn fmul(&self, x: FloatValue<'c>, y: FloatValue<'c>) -> FloatValue<'c> {
+    pub(crate) fn fmul(&self, x: FloatValue<'c>, y: FloatValue<'c>) -> FloatValue<'c> {
         self.b.build_float_mul(x, y, "").expect("fmul")
     }
-    fn fdiv(&self, x: FloatValue<'c>, y: FloatValue<'c>) -> FloatValue<'c> {
+    pub(crate) fn fdiv(&self, x: FloatValue<'c>, y: FloatValue<'c>) -> FloatValue<'c> {
         self.b.build_float_div(x, y, "").expect("fdiv")
     }
-    fn fneg(&self, x: FloatValue<'c>) -> FloatValue<'c> {
+    pub(crate) fn fneg(&self, x: FloatValue<'c>) -> FloatValue<'c> {
         self.b.build_float_neg(x, "").expect("fneg")
     }
-    fn fcmp(&self, p: FloatPredicate, x: FloatValue<'c>, y: FloatValue<'c>) -> IntValue<'c> {
+    pub(crate) fn fcmp(&self, p: FloatPredicate, x: FloatValue<'c>, y: FloatValue<'c>) -> IntValue<'c> {
         self.b.build_float_compare(p, x, y, "").expect("fcmp")
     }
-    fn fselect(&self, c: IntValue<'c>, x: FloatValue<'c>, y: FloatValue<'c>) -> FloatValue<'c> {
+    pub(crate) fn fselect(&self, c: IntValue<'c>, x: FloatValue<'c>, y: FloatValue<'c>) -> FloatValue<'c> {
         self.b.build_select(c, x, y, "").expect("select").into_float_value()
     }
-    fn fabs(&self, x: FloatValue<'c>) -> R<FloatValue<'c>> {
+    pub(crate) fn fabs(&self, x: FloatValue<'c>) -> R<FloatValue<'c>> {
         Ok(self.intrinsic("llvm.fabs", x.get_type().into(), &[x.into()])?.into_float_value())
     }
     /// A libm function of the parts' dtype `pdt`, never libmvec's: the

@@ -35,6 +35,7 @@ mod control;
 mod fusion;
 mod gemm;
 mod kernels;
+mod linalg;
 mod memory;
 mod ops;
 mod reduce;

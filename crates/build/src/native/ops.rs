@@ -85,6 +85,9 @@ impl<'c> G<'c, '_> {
         if let Some(r) = self.lower_control(env, cx, defer)? {
             return Ok(r);
         }
+        if let Some(r) = self.lower_linalg(env, cx)? {
+            return Ok(r);
+        }
         let x = || &cx.args[0];
         one(match name {
             "broadcast_in_dim" => {

@@ -108,7 +108,7 @@ impl<'c, 'f> Lower<'c, 'f> {
 
     /// `stablehlo.while` over `state`; `cond` and `body` see the region
     /// arguments and return the predicate and the next state.
-    fn while_op(
+    pub(crate) fn while_op(
         &self,
         b: B<'c>,
         state: &[V<'c>],

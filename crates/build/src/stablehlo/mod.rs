@@ -22,6 +22,7 @@
 mod calls;
 mod control;
 mod create;
+mod linalg;
 mod ops;
 mod print;
 

@@ -276,6 +276,9 @@ impl<'c, 'f> Lower<'c, 'f> {
         if let Some(r) = self.lower_control(b, env, cx)? {
             return Ok(r);
         }
+        if let Some(r) = self.lower_linalg(b, env, cx)? {
+            return Ok(r);
+        }
         let out = |i: usize| self.out_ty(cx, i);
         let x = || cx.args[0].v;
         one(match name {

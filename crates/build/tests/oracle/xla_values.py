@@ -2,6 +2,13 @@
 `jax_suite/xla_batch.py`) add to the shared oracle (`xla_run.py`, passed in as
 a module): complex dtypes, and running a module on one example's inputs."""
 import numpy as np
+from jax._src.lax import linalg
+
+# The LAPACK handlers jaxlib registers with XLA (`lapack_sgetrf_ffi`, ...)
+# find their LAPACK only once initialised: JAX does it when it lowers a
+# decomposition, and jax.export before it runs a module made elsewhere
+# (`_ensure_backends_initialized`), as these modules are.
+linalg.initialize_lapack()
 
 
 def add_complex_types(oracle):
