@@ -34,11 +34,15 @@ mod complex;
 mod control;
 mod fusion;
 mod gemm;
+mod general_reduce;
 mod kernels;
 mod memory;
 mod ops;
 mod reduce;
+mod special;
+mod symbolic;
 mod vmath;
+mod windows;
 
 use super::{EqnCx, LowerError, Operand, R, Syntax, err, symbol_value};
 use jaxpr_check::{Analysis, EqnId, JaxprId};

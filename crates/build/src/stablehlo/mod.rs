@@ -24,6 +24,9 @@ mod control;
 mod create;
 mod ops;
 mod print;
+mod special;
+mod symbolic;
+mod windows;
 
 use super::{Failure, LowerError, R, Syntax, err, solvable, symbol_value};
 use jaxpr_check::{self as check, Analysis, EqnId, JaxprId, VarRef};
