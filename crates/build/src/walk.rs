@@ -334,6 +334,39 @@ impl<X, T: Borrow<AType>> EqnCx<'_, X, T> {
             ),
         }
     }
+    /// A tuple parameter of dimensions, which may be symbolic
+    /// (`limit_indices=(b, 5)` in a shape-polymorphic program): each entry
+    /// a constant or a polynomial of the program's symbols.
+    pub fn dims_param(&self, name: &str) -> R<Vec<Dim>> {
+        let p = self.param(name)?;
+        let bad = || format!("`{name}` must be a tuple of dimensions to be built");
+        let Some(items) = p.as_seq() else { return err(p.range, bad()) };
+        items
+            .iter()
+            .map(|e| match expr_poly(e) {
+                Some(poly) => Ok(Dim::from_poly(poly)),
+                None => err(e.range, bad()),
+            })
+            .collect()
+    }
+    /// [`Self::dims_param`] that may be `None` (then `default`).
+    pub fn dims_param_or(&self, name: &str, default: Vec<Dim>) -> R<Vec<Dim>> {
+        match self.e.param(name) {
+            Some(p) if !p.value.is_none() => self.dims_param(name),
+            _ => Ok(default),
+        }
+    }
+    /// `select_prim` of `select_and_gather_add` and `select_and_scatter_add`:
+    /// true for `ge` (a window selects its largest element, the first of
+    /// equal ones), false for `le` (its smallest).
+    pub fn select_ge(&self) -> R<bool> {
+        let p = self.param("select_prim")?;
+        match p.as_path().map(|s| s.rsplit('.').next().unwrap_or(s).trim_end_matches("_p")) {
+            Some("ge") => Ok(true),
+            Some("le") => Ok(false),
+            _ => err(p.range, "`select_prim` must be `ge` or `le` to be built"),
+        }
+    }
     /// An integer tuple parameter that may be `None` (then `default`).
     pub fn ints_or(&self, name: &str, default: Vec<i64>) -> R<Vec<i64>> {
         match self.e.param(name) {
@@ -750,6 +783,7 @@ pub(crate) fn expr_poly(e: &Expr) -> Option<Poly> {
         ExprKind::Int(i) => Poly::constant(*i),
         ExprKind::Path(p) if !p.contains('.') => Poly::symbol(p),
         ExprKind::Neg(x) => expr_poly(x)?.neg().ok()?,
+        ExprKind::Pow(x, e) => expr_poly(x)?.pow(*e).ok()?,
         ExprKind::Binary(op, x, y) => {
             let (x, y) = (expr_poly(x)?, expr_poly(y)?);
             match op {

@@ -307,16 +307,12 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "bessel_i0e",
         family: Unary,
         doc: "Exponentially scaled modified Bessel function of order 0, elementwise.",
-        stablehlo: Refused("no lowering yet"),
-        native: Refused("no lowering yet"),
         ..ROW
     },
     Primitive {
         name: "bessel_i1e",
         family: Unary,
         doc: "Exponentially scaled modified Bessel function of order 1, elementwise.",
-        stablehlo: Refused("no lowering yet"),
-        native: Refused("no lowering yet"),
         ..ROW
     },
     Primitive {
@@ -478,7 +474,6 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "cumlogsumexp",
         family: Cumulative,
         doc: "Cumulative log-sum-exp along `axis` (`reverse` from the end).",
-        stablehlo: Refused("no lowering yet"),
         ..ROW
     },
     Primitive {
@@ -570,7 +565,6 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "digamma",
         family: Unary,
         doc: "Digamma function, elementwise.",
-        native: Refused("no lowering yet"),
         ..ROW
     },
     Primitive {
@@ -654,7 +648,6 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "erf_inv",
         family: Unary,
         doc: "Inverse error function, elementwise.",
-        native: Refused("no lowering yet"),
         ..ROW
     },
     Primitive {
@@ -1094,7 +1087,6 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["jaxpr"],
         jaxpr_params: &["jaxpr"],
         doc: "Reduces operands over `dimensions` with the monoid `jaxpr` and initial values.",
-        native: Refused("a reduction with a general `jaxpr` has no lowering yet"),
         ..ROW
     },
     Primitive {
@@ -1132,8 +1124,6 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         params: &["exponent_bits", "mantissa_bits"],
         doc: "Rounds to a narrower float format (`exponent_bits`, `mantissa_bits`).",
-        stablehlo: Refused("rounding to a narrower exponent and mantissa has no exact lowering yet"),
-        native: Refused("rounding to a narrower exponent and mantissa has no exact lowering yet"),
         ..ROW
     },
     Primitive {
@@ -1158,7 +1148,6 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["jaxpr"],
         jaxpr_params: &["jaxpr"],
         doc: "Reduces operands over sliding windows with the monoid `jaxpr` and initial values.",
-        native: Refused("a reduction with a general `jaxpr` has no lowering yet"),
         ..ROW
     },
     Primitive {
@@ -1341,16 +1330,12 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "select_and_gather_add",
         family: Indexing,
         doc: "Autodiff of max/min pooling: per window, the tangent at the selected element (`select_prim`).",
-        stablehlo: Refused("windowed select-and-scatter/gather has no lowering yet"),
-        native: Refused("windowed select-and-scatter/gather has no lowering yet"),
         ..ROW
     },
     Primitive {
         name: "select_and_scatter_add",
         family: Indexing,
         doc: "Autodiff of max/min pooling: adds each source value at the element selected in its window.",
-        stablehlo: Refused("windowed select-and-scatter/gather has no lowering yet"),
-        native: Refused("windowed select-and-scatter/gather has no lowering yet"),
         ..ROW
     },
     Primitive {

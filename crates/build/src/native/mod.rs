@@ -34,12 +34,16 @@ mod complex;
 mod control;
 mod fusion;
 mod gemm;
+mod general_reduce;
 mod kernels;
 mod linalg;
 mod memory;
 mod ops;
 mod reduce;
+mod special;
+mod symbolic;
 mod vmath;
+mod windows;
 
 use super::{EqnCx, LowerError, Operand, R, Syntax, err, symbol_value};
 use jaxpr_check::{Analysis, EqnId, JaxprId};

@@ -29,7 +29,7 @@ const CUMULATIVE: &[(&str, &str)] = &[
     ("cumprod", "mul"),
     ("cummax", "max"),
     ("cummin", "min"),
-    ("cumlogsumexp", ""),
+    ("cumlogsumexp", "logaddexp"),
 ];
 
 const REDUCE_WINDOW: &[(&str, &str)] = &[
@@ -50,7 +50,7 @@ pub(crate) enum Init {
 pub(crate) fn init_of(op: &str) -> Init {
     match op {
         "mul" => Init::One,
-        "max" => Init::Lowest,
+        "max" | "logaddexp" => Init::Lowest,
         "min" | "and" => Init::Highest,
         _ => Init::Zero,
     }
@@ -87,6 +87,15 @@ impl<'c> G<'c, '_> {
         }
         if let Some(r) = self.lower_linalg(env, cx)? {
             return Ok(r);
+        }
+        if let Some(r) = self.lower_symbolic(env, cx)? {
+            return Ok(vec![r]);
+        }
+        if let Some(r) = self.lower_general_reduce(env, cx)? {
+            return Ok(vec![r]);
+        }
+        if let Some(r) = self.lower_window_selection(env, cx)? {
+            return Ok(vec![r]);
         }
         let x = || &cx.args[0];
         one(match name {
@@ -724,6 +733,10 @@ impl<'c> G<'c, '_> {
                 "sin" | "cos" | "tan" | "tanh" | "exp" | "exp2" | "expm1" | "log" | "log1p"
                 | "cbrt" | "erf" | "erfc" | "asin" | "acos" | "atan" | "sinh" | "cosh"
                 | "asinh" | "acosh" | "atanh" | "lgamma" => self.libm(name, dt, &[x])?,
+                n if crate::special::UNARY.contains(&n) => self.special_unary(n, dt, f)?,
+                "reduce_precision" => {
+                    self.reduce_precision(dt, f, cx.int("exponent_bits")?, cx.int("mantissa_bits")?, cx.at())?
+                }
                 _ => return unsupported(),
             });
         }
@@ -839,6 +852,7 @@ impl<'c> G<'c, '_> {
                 "min" => self.intrinsic("llvm.minimum", t.into(), &[x, y])?,
                 "pow" => self.libm("pow", dt, &[x, y])?,
                 "atan2" => self.libm("atan2", dt, &[x, y])?,
+                "logaddexp" => self.special_binary(name, dt, f, g)?,
                 "nextafter" if t.get_bit_width() == 16 => self.nextafter_bits(f, g).into(),
                 "nextafter" => self.libm("nextafter", dt, &[x, y])?,
                 "eq" => return cmp(FloatPredicate::OEQ),
@@ -1066,7 +1080,7 @@ impl<'c> G<'c, '_> {
     // ---- reductions -----------------------------------------------------------------
 
     /// An accumulator slot initialised to `v`.
-    fn acc(&self, dt: &DType, v: BasicValueEnum<'c>) -> R<inkwell::values::PointerValue<'c>> {
+    pub(crate) fn acc(&self, dt: &DType, v: BasicValueEnum<'c>) -> R<inkwell::values::PointerValue<'c>> {
         let s = self.slot(self.elem(dt, TextRange::new(0, 0))?);
         self.b.build_store(s, v).expect("store");
         Ok(s)
@@ -1133,7 +1147,7 @@ impl<'c> G<'c, '_> {
     /// The operand index a window element reads, clamped in range, and
     /// whether it is a real (not padding, not dilation hole) element.
     #[allow(clippy::too_many_arguments)]
-    fn window_pos(
+    pub(crate) fn window_pos(
         &self,
         oi: &[IntValue<'c>],
         wi: &[IntValue<'c>],

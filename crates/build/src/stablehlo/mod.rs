@@ -25,6 +25,9 @@ mod create;
 mod linalg;
 mod ops;
 mod print;
+mod special;
+mod symbolic;
+mod windows;
 
 use super::{Failure, LowerError, R, Syntax, err, solvable, symbol_value};
 use jaxpr_check::{self as check, Analysis, EqnId, JaxprId, VarRef};

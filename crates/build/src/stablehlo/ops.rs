@@ -46,6 +46,7 @@ const UNARY: &[(&str, &str)] = &[
     ("erfc", "chlo.erfc"),
     ("lgamma", "chlo.lgamma"),
     ("digamma", "chlo.digamma"),
+    ("bessel_i1e", "chlo.bessel_i1e"),
     ("asin", "chlo.asin"),
     ("acos", "chlo.acos"),
     ("atan", "chlo.atan"),
@@ -124,6 +125,8 @@ const CUMULATIVE: &[(&str, &str, Init)] = &[
     ("cumprod", "stablehlo.multiply", Init::One),
     ("cummax", "stablehlo.maximum", Init::Lowest),
     ("cummin", "stablehlo.minimum", Init::Highest),
+    // JAX's `reduce_window` of `logaddexp` from -inf (`ops.rs`'s `combiner`).
+    ("cumlogsumexp", "logaddexp", Init::Lowest),
 ];
 
 /// The row of the tables above that a primitive is.
@@ -200,7 +203,7 @@ pub(crate) fn push_joined(s: &mut String, xs: &[i64]) {
 }
 
 /// `dense<[[lo, hi], ...]> : tensor<Nx2xi64>`.
-fn padding_attr(p: &[(i64, i64)]) -> String {
+pub(crate) fn padding_attr(p: &[(i64, i64)]) -> String {
     if p.is_empty() {
         return "dense<> : tensor<0x2xi64>".into();
     }
@@ -219,7 +222,7 @@ pub(crate) fn packed_dims(dims: &[i64]) -> Option<u64> {
     })
 }
 
-fn compare_type(dt: &DType) -> &'static str {
+pub(crate) fn compare_type(dt: &DType) -> &'static str {
     if dt.is_float() || dt.is_complex() {
         "FLOAT"
     } else if dt.is_signed_int() {
@@ -278,6 +281,15 @@ impl<'c, 'f> Lower<'c, 'f> {
         }
         if let Some(r) = self.lower_linalg(b, env, cx)? {
             return Ok(r);
+        }
+        if let Some(r) = self.lower_symbolic(b, env, cx)? {
+            return Ok(vec![r]);
+        }
+        if let Some(r) = self.lower_special(b, env, cx)? {
+            return Ok(vec![r]);
+        }
+        if let Some(r) = self.lower_window_selection(b, cx)? {
+            return Ok(vec![r]);
         }
         let out = |i: usize| self.out_ty(cx, i);
         let x = || cx.args[0].v;
@@ -384,6 +396,13 @@ impl<'c, 'f> Lower<'c, 'f> {
                 out(0)?,
                 &[("permutation", arr(&cx.ints("permutation")?))],
             ),
+            "reduce_precision" => {
+                let attrs = [
+                    ("exponent_bits", format!("{} : i32", cx.int("exponent_bits")?)),
+                    ("mantissa_bits", format!("{} : i32", cx.int("mantissa_bits")?)),
+                ];
+                self.op1(b, "stablehlo.reduce_precision", &[x()], out(0)?, &attrs)
+            }
             "rev" => self.op1(
                 b,
                 "stablehlo.reverse",
@@ -665,6 +684,9 @@ impl<'c, 'f> Lower<'c, 'f> {
 
     /// The body of a reduction: `op` on two scalars of `dt`.
     pub(crate) fn combiner(&self, dt: &DType, op: &str) -> R<melior::ir::Region<'c>> {
+        if op == "logaddexp" {
+            return self.logaddexp_region(dt);
+        }
         let s = self.scalar_ty(dt)?;
         self.region(&[s, s], |rb, a| Ok(vec![self.binary(rb, op, a[0], a[1])?]))
     }

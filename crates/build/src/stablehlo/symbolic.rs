@@ -1,0 +1,114 @@
+//! Primitives whose parameters are symbolic dimensions (jax.export's
+//! shape-polymorphic programs: `slice[limit_indices=(b, 5)]`,
+//! `dynamic_slice[slice_sizes=(a, 1)]`, `pad` with a symbolic padding).
+//! They become StableHLO's dynamic operations with the parameters computed
+//! from the input shapes at run time, as jax.export lowers them
+//! (`real_dynamic_slice`, `dynamic_pad`); shape refinement makes them
+//! static once the module is specialised to its inputs' shapes.
+
+use super::ops::EqnCx;
+use super::{B, Env, Lower, V};
+use crate::{R, err};
+use jaxpr_syntax::ast::Expr;
+use jaxpr_types::{DType, Dim};
+use melior::ir::ValueLike;
+
+/// Whether the tuple parameter `name` is present and not all integers.
+fn symbolic(cx: &EqnCx, name: &str) -> bool {
+    cx.e.param(name)
+        .is_some_and(|p| !p.value.is_none() && p.value.as_int_seq().is_none())
+}
+
+impl<'c, 'f> Lower<'c, 'f> {
+    /// The lowering of an equation with symbolic parameters, or None when
+    /// its parameters are integers (the static lowerings of `ops.rs`).
+    pub(crate) fn lower_symbolic(&self, b: B<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> R<Option<V<'c>>> {
+        Ok(Some(match cx.name() {
+            "slice" if ["start_indices", "limit_indices", "strides"].iter().any(|n| symbolic(cx, n)) => {
+                let start = cx.dims_param("start_indices")?;
+                let limit = cx.dims_param("limit_indices")?;
+                let strides = cx.dims_param_or("strides", vec![Dim::Const(1); start.len()])?;
+                if limit.len() != start.len() || strides.len() != start.len() {
+                    return err(cx.at(), "`slice` parameters do not match the operand");
+                }
+                let [s, l, k] = [&start, &limit, &strides].map(|d| self.shape_value(b, env, d, cx.at()));
+                self.op1(
+                    b,
+                    "stablehlo.real_dynamic_slice",
+                    &[cx.args[0].v, s?, l?, k?],
+                    self.out_ty(cx, 0)?,
+                    &[],
+                )?
+            }
+            "dynamic_slice" if symbolic(cx, "slice_sizes") => {
+                // As jax.export: `real_dynamic_slice` does not clamp its
+                // start indices as `dynamic_slice` does, so they are clamped
+                // to [0, operand size - slice size] first.
+                let sizes = cx.dims_param("slice_sizes")?;
+                let x = &cx.args[0];
+                if sizes.len() != x.ty.rank() || cx.args.len() != sizes.len() + 1 {
+                    return err(cx.at(), "`dynamic_slice` operands do not match");
+                }
+                let sizes = self.shape_value(b, env, &sizes, cx.at())?;
+                let shape = self.shape_value(b, env, &x.ty.shape, cx.at())?;
+                let t1 = self.tensor_of("i64", &[1])?;
+                let starts = cx.args[1..]
+                    .iter()
+                    .map(|i| {
+                        let i = self.convert(b, i.v, &DType::Int(64))?;
+                        self.op1(b, "stablehlo.reshape", &[i], t1, &[])
+                    })
+                    .collect::<R<Vec<_>>>()?;
+                let starts = self.op1(
+                    b,
+                    "stablehlo.concatenate",
+                    &starts,
+                    sizes.r#type(),
+                    &[("dimension", "0 : i64".into())],
+                )?;
+                let zeros = self.const_vec_i64(b, &vec![0; x.ty.rank()])?;
+                let ones = self.const_vec_i64(b, &vec![1; x.ty.rank()])?;
+                let upper = self.binary(b, "stablehlo.subtract", shape, sizes)?;
+                let start = self.op1(b, "stablehlo.clamp", &[zeros, starts, upper], sizes.r#type(), &[])?;
+                let limit = self.binary(b, "stablehlo.add", start, sizes)?;
+                self.op1(
+                    b,
+                    "stablehlo.real_dynamic_slice",
+                    &[x.v, start, limit, ones],
+                    self.out_ty(cx, 0)?,
+                    &[],
+                )?
+            }
+            "pad" if !padding_is_static(cx) => {
+                let p = cx.param("padding_config")?;
+                let bad = || err(p.range, "`padding_config` must be triples (low, high, interior)");
+                let Some(triples) = p.as_seq() else { return bad() };
+                let mut cols: [Vec<Dim>; 3] = Default::default();
+                for t in triples {
+                    let Some(t) = t.as_seq().filter(|t| t.len() == 3) else { return bad() };
+                    for (col, e) in cols.iter_mut().zip(t) {
+                        let Some(poly) = crate::expr_poly(e) else { return bad() };
+                        col.push(Dim::from_poly(poly));
+                    }
+                }
+                let [lo, hi, interior] = &cols;
+                let [lo, hi, interior] = [lo, hi, interior].map(|d| self.shape_value(b, env, d, cx.at()));
+                self.op1(
+                    b,
+                    "stablehlo.dynamic_pad",
+                    &[cx.args[0].v, cx.args[1].v, lo?, hi?, interior?],
+                    self.out_ty(cx, 0)?,
+                    &[],
+                )?
+            }
+            _ => return Ok(None),
+        }))
+    }
+}
+
+/// Whether `pad`'s `padding_config` is integer triples.
+fn padding_is_static(cx: &EqnCx) -> bool {
+    cx.e.param("padding_config")
+        .and_then(|p| p.value.as_seq())
+        .is_none_or(|s| s.iter().all(|t| Expr::as_int_seq(t).is_some()))
+}
