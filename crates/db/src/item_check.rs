@@ -339,9 +339,9 @@ pub fn scope(db: &dyn Db, file: SourceFile) -> Arc<Scope> {
 /// diagnostics, relative to the equation.
 #[derive(PartialEq, Debug, Default)]
 pub struct ChunkCheck {
-    /// Per equation: syntax errors, the checker's diagnostics, and what
-    /// their placeholder ranges stand for.
-    eqns: Vec<(Vec<Diagnostic>, Vec<Diagnostic>, Vec<Ref>)>,
+    /// The equations with diagnostics: their index, syntax errors, the
+    /// checker's diagnostics, and what their placeholder ranges stand for.
+    eqns: Vec<(u32, Vec<Diagnostic>, Vec<Diagnostic>, Vec<Ref>)>,
     /// Every equation with an unknown primitive: (its index, name, range
     /// of the primitive relative to the equation).
     unknown_uses: Vec<(u32, SmolStr, TextRange)>,
@@ -439,7 +439,9 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
     for (k, es) in syntax.eqns.iter().enumerate() {
         let eqn_text = &*es.text;
         let Some(e) = &es.eqn else {
-            out.eqns.push((es.errors.clone(), Vec::new(), Vec::new()));
+            if !es.errors.is_empty() {
+                out.eqns.push((k as u32, es.errors.clone(), Vec::new(), Vec::new()));
+            }
             continue;
         };
         // A result type with `InDBIdx` depends on the operands.
@@ -495,7 +497,10 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
         }
         out.unknown_uses
             .extend(r.unknown_uses.into_iter().map(|(n, u)| (k as u32, n, u)));
-        out.eqns.push((es.errors.clone(), r.diagnostics, refs.refs.into_inner()));
+        if !es.errors.is_empty() || !r.diagnostics.is_empty() {
+            let refs = refs.refs.into_inner();
+            out.eqns.push((k as u32, es.errors.clone(), r.diagnostics, refs));
+        }
     }
     Arc::new(out)
 }
@@ -660,7 +665,8 @@ pub fn item_diagnostics(db: &dyn Db, file: SourceFile) -> Option<Arc<Vec<Diagnos
                 if !c.usable {
                     return None;
                 }
-                for ((errs, diags, refs), at) in c.eqns.iter().zip(eqn_starts) {
+                for (k, errs, diags, refs) in &c.eqns {
+                    let at = eqn_starts[*k as usize];
                     errors.extend(errs.iter().map(|d| moved(d, start + at)));
                     let here = start + at;
                     let resolve = |r: TextRange| match placeholder_index(r) {

@@ -26,6 +26,8 @@ use std::sync::Arc;
 pub trait Db: salsa::Database {
     /// Per-equation reuse across revisions (shared by clones).
     fn engine(&self) -> &Engine;
+    /// The last split of each file into items (shared by clones).
+    fn splits(&self) -> &items::Splits;
 }
 
 #[salsa::db]
@@ -33,6 +35,7 @@ pub trait Db: salsa::Database {
 pub struct RootDatabase {
     storage: salsa::Storage<Self>,
     engine: Arc<Engine>,
+    splits: Arc<items::Splits>,
     /// The queries executed since the log was last taken, when the
     /// database was made with [`RootDatabase::with_event_log`].
     executed: Option<Arc<std::sync::Mutex<Vec<String>>>>,
@@ -54,6 +57,7 @@ impl RootDatabase {
         RootDatabase {
             storage: salsa::Storage::new(Some(Box::new(callback))),
             engine: Arc::default(),
+            splits: Arc::default(),
             executed: Some(log),
         }
     }
@@ -74,6 +78,9 @@ impl salsa::Database for RootDatabase {}
 impl Db for RootDatabase {
     fn engine(&self) -> &Engine {
         &self.engine
+    }
+    fn splits(&self) -> &items::Splits {
+        &self.splits
     }
 }
 
