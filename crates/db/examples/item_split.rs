@@ -93,20 +93,6 @@ fn main() {
         blanks.push(t.elapsed());
     }
     println!("CPU per edit (both kinds): {:?}", (cpu() - cpu_before) / (2 * n as u32));
-    // The same edits through the hand-written engine, for comparison.
-    use jaxpr_db::Db;
-    use salsa::plumbing::AsId;
-    let none = || {};
-    db.engine().diagnostics(file.as_id(), &text, &none);
-    let cpu_before = cpu();
-    for i in 0..20 {
-        let edited = format!("{}{}{}", &text[..at], " ".repeat(i % 2 + 1), &text[at..]);
-        db.engine().diagnostics(file.as_id(), &edited, &none);
-        let line = mid + text[mid..].find('\n').expect("a line") + 1;
-        let blank = format!("{}{}{}", &text[..line], "\n".repeat(i % 2 + 1), &text[line..]);
-        db.engine().diagnostics(file.as_id(), &blank, &none);
-    }
-    println!("engine: CPU per edit (both kinds): {:?}", (cpu() - cpu_before) / 40);
     println!("edit inside one equation: median {:?}", median(edits));
     println!("blank line inserted: median {:?}", median(blanks));
 }
