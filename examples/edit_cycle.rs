@@ -1,21 +1,20 @@
 //! Times edit cycles through the salsa database on a file: set the text
 //! (a one-character change), then recompute diagnostics; prints each part
-//! and whether the edit was re-checked per equation or as a whole file.
+//! and what the edit re-checked (salsa's event log: `db::Path`).
 //!
 //!     cargo run --release --example edit_cycle FILE
 
-use jaxpr_db::{self as db, Db, RootDatabase, SourceFile};
+use jaxpr_db::{self as db, RootDatabase, SourceFile};
 // As in the `jaxpr` and `jaxpr-lsp` binaries.
 #[global_allocator]
 static GLOBAL: jaxpr_alloc::Mimalloc = jaxpr_alloc::Mimalloc;
 use salsa::Setter;
-use salsa::plumbing::AsId;
 use std::time::Instant;
 
 fn main() {
     let path = std::env::args().nth(1).expect("FILE");
     let text = std::fs::read_to_string(&path).expect("read");
-    let mut db = RootDatabase::default();
+    let mut db = RootDatabase::with_event_log();
     let file = SourceFile::new(&db, path.clone(), text.clone());
     let t = Instant::now();
     let n = db::diagnostics(&db, file).len();
@@ -37,11 +36,12 @@ fn main() {
             }
             let t = Instant::now();
             file.set_text(&mut db).to(new);
+            db.take_executed();
             let set = t.elapsed();
             let t = Instant::now();
             let n = db::diagnostics(&db, file).len();
             let diags = t.elapsed();
-            let how = db.engine().last_path(file.as_id());
+            let how = db.take_path();
             println!("{what} edit {round}: set_text {set:?} diagnostics {diags:?} ({n}, {how:?})");
         }
     }

@@ -7,9 +7,8 @@
 //!
 //!     cargo run --release --example scale FILE[.gz]
 
-use jaxpr_db::{self as db, Db, Path, RootDatabase, SourceFile};
+use jaxpr_db::{self as db, Path, RootDatabase, SourceFile};
 use salsa::Setter;
-use salsa::plumbing::AsId;
 use std::time::{Duration, Instant};
 
 #[global_allocator]
@@ -29,7 +28,7 @@ fn ms(d: Duration) -> String {
 fn edits(text: &str, at: usize, insert: &str, path: Path, n: usize) -> Duration {
     let mut edited = text.to_string();
     edited.insert_str(at, insert);
-    let mut db = RootDatabase::default();
+    let mut db = RootDatabase::with_event_log();
     let file = SourceFile::new(&db, "f.jaxpr".into(), text.to_string());
     db::diagnostics(&db, file);
     let mut times = Vec::new();
@@ -39,12 +38,13 @@ fn edits(text: &str, at: usize, insert: &str, path: Path, n: usize) -> Duration 
         } else {
             text.to_string()
         };
+        db.take_executed();
         let t = Instant::now();
         file.set_text(&mut db).to(next);
         let d = db::diagnostics(&db, file);
         times.push(t.elapsed());
         assert_eq!(d.is_empty(), i % 2 == 1, "edit {i}");
-        let took = db.engine().last_path(file.as_id());
+        let took = db.take_path();
         assert!(i % 2 == 1 || took == Some(path), "edit {i} took {took:?}");
     }
     median(times)
@@ -81,7 +81,7 @@ fn main() {
         scale(jaxpr_test_support::scale::operand_edit(&text), "x", Path::Equation),
         scale(jaxpr_test_support::scale::binder_edit(&text), "x", Path::Binders),
         ms(edits(&inlined, nested_at, "x", Path::Equation, 40)),
-        scale(jaxpr_test_support::scale::let_edit(&text), "x", Path::Equation),
+        scale(jaxpr_test_support::scale::let_edit(&text), "x", Path::Let),
         scale(jaxpr_test_support::scale::let_binder_edit(&text), "x", Path::Let),
         scale(
             jaxpr_test_support::scale::let_signature_edit(&text),

@@ -1,16 +1,15 @@
-//! The incremental path (one equation re-parsed and re-checked after an
-//! edit) must give exactly the diagnostics of a whole-file parse and check:
-//! random edit sequences on corpus files, compared after every edit, all
-//! over the file and inside `let` jaxprs.
+//! The incremental path (the salsa items an edit changed re-parsed and
+//! re-checked) must give exactly the diagnostics of a whole-file parse and
+//! check: random edit sequences on corpus files, compared after every
+//! edit, all over the file and inside `let` jaxprs. Which items were
+//! checked again is read from salsa's event log (`db::Path`).
 
 mod common;
 use common::corpus;
-use jaxpr_db::{self as db, Db, Path, RootDatabase, SourceFile};
+use jaxpr_db::{self as db, Path, RootDatabase, SourceFile};
 use jaxpr_test_support::fuzz::Rng;
 use salsa::Setter;
-use salsa::plumbing::AsId;
 use std::path::PathBuf;
-
 
 fn read(rel: &str) -> String {
     jaxpr_test_support::scale::read_gz(&corpus().join(rel).to_string_lossy())
@@ -73,7 +72,7 @@ fn random_edits(
     reset_one_in: usize,
     region: fn(&str) -> usize,
 ) -> Paths {
-    let mut db = RootDatabase::default();
+    let mut db = RootDatabase::with_event_log();
     let file = SourceFile::new(&db, "t.jaxpr".into(), original.to_string());
     let mut rng = Rng::new(seed);
     let mut text = original.to_string();
@@ -86,9 +85,10 @@ fn random_edits(
             edit(&mut text, &mut rng, end);
         }
         file.set_text(&mut db).to(text.clone());
+        db.take_executed();
         let got = db::diagnostics(&db, file);
         let want = db::diagnostics_from_scratch(&text);
-        match db.engine().last_path(file.as_id()) {
+        match db.take_path() {
             Some(Path::Equation) => paths.equation += 1,
             Some(Path::Let) => paths.let_kept_call_sites += 1,
             Some(Path::LetAndCallSites) => paths.let_and_call_sites += 1,
@@ -106,7 +106,7 @@ fn random_edits(
             "edit {i} (seed {seed}): incremental and from-scratch diagnostics differ\nincremental: {got:#?}\nfrom scratch: {want:#?}"
         );
         // The editor features ask for the whole-file analysis between
-        // edits (hover does), which becomes the engine's next base.
+        // edits (hover does).
         if rng.below(3) == 0 {
             let _ = db::analysis(&db, file);
         }
@@ -181,9 +181,8 @@ fn random_edits_on_a_large_file_match_a_full_check() {
     );
 }
 
-/// Edits inside `let` jaxprs: one after the binders of one of their
-/// equations re-checks that equation alone; others re-check the `let` as a
-/// whole, and its call sites when what they read of it changed.
+/// Edits inside `let` jaxprs re-check the head (the `let`s and the main
+/// jaxpr's binders), and the call sites when what they read of it changed.
 #[test]
 fn random_edits_inside_let_jaxprs_match_a_full_check() {
     let mut files = vec![read("large/transformer150_grad.jaxpr.gz")];
@@ -204,9 +203,11 @@ fn random_edits_inside_let_jaxprs_match_a_full_check() {
     }
     let total = 100 * files.len();
     assert!(paths.items > total / 3, "{paths:?} of {total} edits");
-    // Every path is taken, and most edits take one of them.
+    // Both paths are taken, and most edits take one of them. (The `let`
+    // jaxprs are one item, the head: an edit inside one re-checks it whole,
+    // never one of its equations alone.)
     assert!(
-        paths.equation > 0 && paths.let_kept_call_sites > 0 && paths.let_and_call_sites > 0,
+        paths.let_kept_call_sites > 0 && paths.let_and_call_sites > 0,
         "{paths:?}"
     );
     let incremental = paths.equation + paths.let_kept_call_sites + paths.let_and_call_sites;
@@ -216,24 +217,26 @@ fn random_edits_inside_let_jaxprs_match_a_full_check() {
 #[test]
 fn analysis_after_incremental_edits_is_the_current_texts() {
     let text = read("jax/transformer_block.jaxpr");
-    let mut db = RootDatabase::default();
+    let mut db = RootDatabase::with_event_log();
     let file = SourceFile::new(&db, "t.jaxpr".into(), text.clone());
     assert!(db::diagnostics(&db, file).is_empty());
     let at = text.find(" = ").unwrap() + 3;
     let mut edited = text.clone();
     edited.insert(at, 'q');
     file.set_text(&mut db).to(edited.clone());
+    db.take_executed();
     assert_eq!(db::diagnostics(&db, file).len(), 1);
+    assert_eq!(db.take_path(), Some(Path::Equation));
     assert!(db::item_check::item_diagnostics(&db, file).is_some());
-    assert_eq!(db.engine().last_path(file.as_id()), Some(Path::Equation));
     // The editor features see the edited text's analysis, not the base's.
     let a = db::analysis(&db, file);
     let want = jaxpr_check::check(&jaxpr_syntax::parse(&edited).file);
     assert_eq!(*a, want);
-    // And later edits start from it.
+    // And later edits are checked per item again.
     file.set_text(&mut db).to(text.clone());
+    db.take_executed();
     assert!(db::diagnostics(&db, file).is_empty());
-    assert_eq!(db.engine().last_path(file.as_id()), Some(Path::Equation));
+    assert_eq!(db.take_path(), Some(Path::Equation));
 }
 
 /// Hover and definition answered from the last whole-file analysis after
@@ -251,8 +254,9 @@ fn answers_from_the_earlier_analysis_are_the_current_texts() {
     for (i, original) in files.iter().enumerate() {
         let mut db = RootDatabase::default();
         let file = SourceFile::new(&db, "t.jaxpr".into(), original.clone());
-        // The base: the whole-file check of the opened text.
-        db::diagnostics(&db, file);
+        // The base: the whole-file analysis of the opened text (the
+        // first hover asks for it).
+        db::analysis(&db, file);
         let mut rng = Rng::new(0xE4 + i as u64);
         let mut text = original.clone();
         for _ in 0..40 {

@@ -4,6 +4,9 @@
 //! lines, each up to the file's diagnostics.
 //! `cargo run --release -p jaxpr-db --example item_split FILE` (plain text).
 
+#[global_allocator]
+static GLOBAL: jaxpr_alloc::Mimalloc = jaxpr_alloc::Mimalloc;
+
 use jaxpr_db::items::{item_parse, split};
 use jaxpr_db::{RootDatabase, SourceFile};
 use salsa::Setter;
@@ -35,6 +38,32 @@ fn main() {
     let mut db = RootDatabase::with_event_log();
     let file = SourceFile::new(&db, path, text.clone());
     let t = Instant::now();
+    {
+        use jaxpr_db::item_check as ic;
+        let lap = |what: &str, t: &mut Instant| {
+            println!("  cold {what}: {:?}", t.elapsed());
+            *t = Instant::now();
+        };
+        let mut t = Instant::now();
+        let split = split(&db, file).as_ref().expect("the file splits");
+        lap("split", &mut t);
+        for &i in &split.items {
+            item_parse(&db, i);
+        }
+        lap("item parses", &mut t);
+        ic::head_outline(&db, split.items[0]);
+        lap("head", &mut t);
+        for &i in ic::chunks_of(&db, file) {
+            ic::chunk_bindings(&db, i);
+        }
+        lap("chunk bindings", &mut t);
+        ic::scope(&db, file);
+        lap("scope", &mut t);
+        for &i in ic::chunks_of(&db, file) {
+            ic::chunk_check(&db, i);
+        }
+        lap("chunk checks", &mut t);
+    }
     let eqns = parse_all(&db, file);
     let items = split(&db, file).as_ref().map_or(0, |s| s.items.len());
     println!("cold: {eqns} equations in {items} items, {:?}", t.elapsed());
@@ -45,7 +74,9 @@ fn main() {
     let at = mid + text[mid..].find(" = ").expect("an equation") + 3;
     let (mut edits, mut blanks) = (Vec::new(), Vec::new());
     let cpu_before = cpu();
-    for i in 0..20 {
+    // `ITEM_SPLIT_EDITS=N`: N edits of each kind (for a profile of them).
+    let n: usize = std::env::var("ITEM_SPLIT_EDITS").ok().and_then(|n| n.parse().ok()).unwrap_or(20);
+    for i in 0..n {
         db.take_executed();
         let edited = format!("{}{}{}", &text[..at], " ".repeat(i % 2 + 1), &text[at..]);
         file.set_text(&mut db).to(edited);
@@ -61,21 +92,7 @@ fn main() {
         parse_all(&db, file);
         blanks.push(t.elapsed());
     }
-    println!("CPU per edit (both kinds): {:?}", (cpu() - cpu_before) / 40);
-    // The same edits through the hand-written engine, for comparison.
-    use jaxpr_db::Db;
-    use salsa::plumbing::AsId;
-    let none = || {};
-    db.engine().diagnostics(file.as_id(), &text, &none);
-    let cpu_before = cpu();
-    for i in 0..20 {
-        let edited = format!("{}{}{}", &text[..at], " ".repeat(i % 2 + 1), &text[at..]);
-        db.engine().diagnostics(file.as_id(), &edited, &none);
-        let line = mid + text[mid..].find('\n').expect("a line") + 1;
-        let blank = format!("{}{}{}", &text[..line], "\n".repeat(i % 2 + 1), &text[line..]);
-        db.engine().diagnostics(file.as_id(), &blank, &none);
-    }
-    println!("engine: CPU per edit (both kinds): {:?}", (cpu() - cpu_before) / 40);
+    println!("CPU per edit (both kinds): {:?}", (cpu() - cpu_before) / (2 * n as u32));
     println!("edit inside one equation: median {:?}", median(edits));
     println!("blank line inserted: median {:?}", median(blanks));
 }

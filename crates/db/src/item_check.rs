@@ -143,9 +143,10 @@ pub fn head_check<'db>(db: &'db dyn Db, head: Item<'db>) -> Arc<HeadCheck> {
     }
     let mut keep = |d: &Diagnostic| {
         let here = inside(d, len);
-        // Past the head: the follower's (its unknown primitive); pointing
-        // past it: something the whole file may say otherwise.
-        usable &= here || d.range.start >= len;
+        // Past the head: the follower's unknown primitive; anything else
+        // there (a signature that reads into the first equation), or
+        // pointing past the head: something the whole file says otherwise.
+        usable &= here || (d.range.start >= len && d.kind == DiagKind::UnknownPrimitive);
         here && d.kind != DiagKind::UnknownPrimitive
     };
     let errors: Vec<Diagnostic> = p.errors.iter().filter(|d| keep(d)).cloned().collect();
@@ -249,6 +250,10 @@ pub fn chunks_of(db: &dyn Db, file: SourceFile) -> Vec<Item<'_>> {
 #[derive(PartialEq, Debug)]
 pub struct Bindings {
     vars: Vec<Binding>,
+    /// The names bound, when their types cannot be read apart from the
+    /// file (a binder without a type, or with one the checker reports on):
+    /// a chunk or the outputs reading one are checked with the whole file.
+    opaque: Vec<SmolStr>,
     usable: bool,
 }
 
@@ -270,16 +275,18 @@ pub struct Binding {
 pub fn chunk_bindings<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<Bindings> {
     let syntax = item_parse(db, chunk);
     let mut binders = Vec::new();
+    let mut names = Vec::new();
     let mut at = Vec::new();
-    let mut usable = syntax.valid;
+    let mut typed = true;
     for (k, es) in syntax.eqns.iter().enumerate() {
         let Some(e) = &es.eqn else { continue };
-        usable &= !e.incomplete;
+        // An equation cut short by a syntax error binds its results too.
         for b in e.outs.iter() {
-            usable &= b.ty.is_some();
             // `_` binds nothing a name can reach.
             if !b.is_dropped() {
+                typed &= b.ty.is_some();
                 binders.push(&es.text[b.range.as_usize()]);
+                names.push(b.name.text.clone());
                 at.push((k as u32, b.name.range, b.range));
             }
         }
@@ -288,7 +295,7 @@ pub fn chunk_bindings<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<Bindings> {
     let synthetic = format!("{{ lambda ; {}. let\n  in () }}\n", binders.join(" "));
     let p = jaxpr_syntax::parse(&synthetic);
     let a = check::check(&p.file);
-    usable &= p.errors.is_empty() && a.diagnostics.is_empty() && a.symbols.is_empty();
+    typed &= p.errors.is_empty() && a.diagnostics.is_empty() && a.symbols.is_empty();
     let vars = (a.main().map(|m| a.jaxpr(m).invars.clone()).unwrap_or_default().iter())
         .zip(&binders)
         .zip(&at)
@@ -301,16 +308,22 @@ pub fn chunk_bindings<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<Bindings> {
             binder_range,
         })
         .collect::<Vec<_>>();
-    usable &= vars.len() == binders.len() && vars.iter().all(|v| !has_dim_var(&v.ty));
-    Arc::new(Bindings { vars, usable })
+    typed &= vars.len() == binders.len() && vars.iter().all(|v| !has_dim_var(&v.ty));
+    let (vars, opaque) = if typed { (vars, Vec::new()) } else { (Vec::new(), names) };
+    Arc::new(Bindings {
+        vars,
+        opaque,
+        usable: syntax.valid,
+    })
 }
 
 /// The names the chunks bind (each with its chunk's place, its type and
 /// its binder's text) and the chunks' order.
 #[derive(PartialEq, Debug, Default)]
 pub struct Scope {
-    /// Each name: its chunk's place and id, and the binding.
-    names: FxHashMap<SmolStr, (u32, salsa::Id, Binding)>,
+    /// Each name: its chunk's place and id, and the binding (None: the
+    /// chunk's bindings are opaque, see [`Bindings::opaque`]).
+    names: FxHashMap<SmolStr, (u32, salsa::Id, Option<Binding>)>,
     order: FxHashMap<salsa::Id, u32>,
     usable: bool,
 }
@@ -326,22 +339,55 @@ pub fn scope(db: &dyn Db, file: SourceFile) -> Arc<Scope> {
         s.order.insert(chunk.as_id(), k as u32);
         let b = chunk_bindings(db, chunk);
         s.usable &= b.usable;
-        for v in &b.vars {
+        let vars = b.vars.iter().map(|v| (&v.name, Some(v.clone())));
+        for (name, v) in vars.chain(b.opaque.iter().map(|n| (n, None))) {
             // A name bound twice: the second's error points at the first.
-            let bound = (k as u32, chunk.as_id(), v.clone());
-            s.usable &= s.names.insert(v.name.clone(), bound).is_none();
+            let bound = (k as u32, chunk.as_id(), v);
+            s.usable &= s.names.insert(name.clone(), bound).is_none();
         }
     }
     Arc::new(s)
+}
+
+/// What a chunk reads of the chunks before it: the binding of each name
+/// its text mentions that one of them binds (with that chunk's id). An
+/// edit to a binder changes the scope; the chunks whose imports stay equal
+/// are not checked again.
+#[derive(PartialEq, Debug, Default)]
+pub struct Imports {
+    names: FxHashMap<SmolStr, (salsa::Id, Option<Binding>)>,
+    usable: bool,
+}
+
+#[salsa::tracked(returns(clone))]
+pub fn chunk_imports<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<Imports> {
+    use salsa::plumbing::AsId;
+    let scope = scope(db, *chunk.file(db));
+    let Some(&ordinal) = scope.order.get(&chunk.as_id()) else {
+        return Arc::default();
+    };
+    let mut names = FxHashMap::default();
+    for w in jaxpr_syntax::identifiers(chunk.text(db)) {
+        if let Some((k, id, b)) = scope.names.get(w)
+            && *k < ordinal
+            && !names.contains_key(w)
+        {
+            names.insert(SmolStr::new(w), (*id, b.clone()));
+        }
+    }
+    Arc::new(Imports {
+        names,
+        usable: scope.usable,
+    })
 }
 
 /// A chunk checked: per equation, its syntax errors and the checker's
 /// diagnostics, relative to the equation.
 #[derive(PartialEq, Debug, Default)]
 pub struct ChunkCheck {
-    /// Per equation: syntax errors, the checker's diagnostics, and what
-    /// their placeholder ranges stand for.
-    eqns: Vec<(Vec<Diagnostic>, Vec<Diagnostic>, Vec<Ref>)>,
+    /// The equations with diagnostics: their index, syntax errors, the
+    /// checker's diagnostics, and what their placeholder ranges stand for.
+    eqns: Vec<(u32, Vec<Diagnostic>, Vec<Diagnostic>, Vec<Ref>)>,
     /// Every equation with an unknown primitive: (its index, name, range
     /// of the primitive relative to the equation).
     unknown_uses: Vec<(u32, SmolStr, TextRange)>,
@@ -355,10 +401,14 @@ struct ChunkCx<'a> {
     /// ranges relative to it).
     local: &'a FxHashMap<SmolStr, (u32, VarInfo)>,
     chunk: salsa::Id,
-    scope: &'a Scope,
-    ordinal: u32,
+    imports: &'a Imports,
+    /// Every earlier chunk's names (the scope, and the chunk's place in
+    /// it), read only for an undefined name's hint.
+    wider: Option<(&'a Scope, u32)>,
     head: &'a HeadCheck,
     refs: &'a Refs,
+    /// A name of an opaque binding was looked up.
+    read_opaque: &'a std::cell::Cell<bool>,
 }
 
 impl ChunkCx<'_> {
@@ -393,9 +443,16 @@ impl Context for ChunkCx<'_> {
         if let Some((eqn, v)) = self.local.get(name) {
             return Some(Resolved::Bound(self.bound_in(self.chunk, *eqn, v)));
         }
-        if let Some((k, chunk, b)) = self.scope.names.get(name)
-            && *k < self.ordinal
-        {
+        let imported = self.imports.names.get(name).map(|(chunk, b)| (chunk, b));
+        let wider = self.wider.and_then(|(scope, ordinal)| {
+            let (k, chunk, b) = scope.names.get(name)?;
+            (*k < ordinal).then_some((chunk, b))
+        });
+        if let Some((chunk, b)) = imported.or(wider) {
+            let Some(b) = b else {
+                self.read_opaque.set(true);
+                return None;
+            };
             let v = VarInfo {
                 range: b.range,
                 binder_range: b.binder_range,
@@ -418,18 +475,18 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
     use salsa::plumbing::AsId;
     let file = *chunk.file(db);
     let syntax = item_parse(db, chunk);
-    let scope = scope(db, file);
+    let imports = chunk_imports(db, chunk);
     let Some(head) = head_of(db, file) else {
         return Arc::default();
     };
     let outline = head_outline(db, head);
-    let Some(&ordinal) = scope.order.get(&chunk.as_id()) else {
-        return Arc::default();
-    };
     let mut out = ChunkCheck {
-        usable: syntax.valid && outline.key.usable && scope.usable,
+        usable: syntax.valid && outline.key.usable && imports.usable,
         ..ChunkCheck::default()
     };
+    // Read only for an undefined name's hint (which names nearby names
+    // bound anywhere before): most chunks do not depend on it.
+    let mut wider: Option<Arc<Scope>> = None;
     if !out.usable {
         return Arc::new(out);
     }
@@ -439,7 +496,9 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
     for (k, es) in syntax.eqns.iter().enumerate() {
         let eqn_text = &*es.text;
         let Some(e) = &es.eqn else {
-            out.eqns.push((es.errors.clone(), Vec::new(), Vec::new()));
+            if !es.errors.is_empty() {
+                out.eqns.push((k as u32, es.errors.clone(), Vec::new(), Vec::new()));
+            }
             continue;
         };
         // A result type with `InDBIdx` depends on the operands.
@@ -453,18 +512,29 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
             .filter(|w| seen.insert(*w))
             .collect();
         let refs = Refs::default();
+        let read_opaque = std::cell::Cell::new(false);
         let mut cx = ChunkCx {
             local: &local,
             chunk: chunk.as_id(),
-            scope: &scope,
-            ordinal,
+            imports: &imports,
+            wider: None,
             head,
             refs: &refs,
+            read_opaque: &read_opaque,
         };
         let mut r = check::check_eqn_alone(&mut prelude, &head.analysis, head.main, e, &words, &mut cx);
         // An undefined name's hint names a similar variable in scope: add
         // the names one edit away and check again.
         let mut more = Vec::new();
+        let undefined = |d: &Diagnostic| d.kind == DiagKind::UndefinedVariable;
+        if r.diagnostics.iter().any(undefined) {
+            let scope = wider.get_or_insert_with(|| scope(db, file));
+            let Some(&ordinal) = scope.order.get(&chunk.as_id()) else {
+                out.usable = false;
+                break;
+            };
+            cx.wider = Some((scope, ordinal));
+        }
         for d in &r.diagnostics {
             if d.kind == DiagKind::UndefinedVariable && d.range.end as usize <= eqn_text.len() {
                 let name = &eqn_text[d.range.as_usize()];
@@ -482,7 +552,8 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
         let known = |d: &Diagnostic| {
             refs.known(d.range, len) && d.related.iter().all(|r| refs.known(r.range, len))
         };
-        out.usable &= !r.used_symbols
+        out.usable &= !read_opaque.get()
+            && !r.used_symbols
             && !r.bad_dims
             && r.diagnostics.iter().all(known)
             && r.unknown_uses.iter().all(|(_, u)| u.end <= len)
@@ -495,7 +566,10 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
         }
         out.unknown_uses
             .extend(r.unknown_uses.into_iter().map(|(n, u)| (k as u32, n, u)));
-        out.eqns.push((es.errors.clone(), r.diagnostics, refs.refs.into_inner()));
+        if !es.errors.is_empty() || !r.diagnostics.is_empty() {
+            let refs = refs.refs.into_inner();
+            out.eqns.push((k as u32, es.errors.clone(), r.diagnostics, refs));
+        }
     }
     Arc::new(out)
 }
@@ -522,10 +596,11 @@ pub fn tail_check<'db>(db: &'db dyn Db, tail: Item<'db>) -> Arc<TailCheck> {
     let text = tail.text(db);
     let indent = " ".repeat(indent_of(FOLLOWER.as_bytes()));
     let mut body = String::new();
-    let add = |name: &str, body: &mut String| {
-        if let Some((_, _, b)) = scope.names.get(name) {
-            body.push_str(&format!("{indent}{} = tail_output\n", b.text));
-        }
+    let mut read_opaque = false;
+    let mut add = |name: &str, body: &mut String| match scope.names.get(name) {
+        Some((_, _, Some(b))) => body.push_str(&format!("{indent}{} = tail_output\n", b.text)),
+        Some((_, _, None)) => read_opaque = true,
+        None => {}
     };
     let outline = head_outline(db, head);
     let bound = |n: &str| scope.names.contains_key(n) || outline.check.names.contains_key(n);
@@ -553,7 +628,7 @@ pub fn tail_check<'db>(db: &'db dyn Db, tail: Item<'db>) -> Arc<TailCheck> {
     let synthetic = format!("{head_text}{body}{text}");
     let p = jaxpr_syntax::parse(&synthetic);
     let a = check::check(&p.file);
-    let mut usable = outline.key.usable && scope.usable && a.symbols.is_empty();
+    let mut usable = outline.key.usable && scope.usable && !read_opaque && a.symbols.is_empty();
     let mut keep = |d: &Diagnostic| {
         let here = d.range.start >= at;
         usable &= !here || (d.range.start >= at && d.related.iter().all(|r| r.range.start >= at));
@@ -660,7 +735,8 @@ pub fn item_diagnostics(db: &dyn Db, file: SourceFile) -> Option<Arc<Vec<Diagnos
                 if !c.usable {
                     return None;
                 }
-                for ((errs, diags, refs), at) in c.eqns.iter().zip(eqn_starts) {
+                for (k, errs, diags, refs) in &c.eqns {
+                    let at = eqn_starts[*k as usize];
                     errors.extend(errs.iter().map(|d| moved(d, start + at)));
                     let here = start + at;
                     let resolve = |r: TextRange| match placeholder_index(r) {

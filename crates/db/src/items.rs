@@ -26,7 +26,8 @@ use crate::{Db, SourceFile};
 use jaxpr_syntax::ast::{Eqn, SmolStr};
 use jaxpr_syntax::diagnostics::Diagnostic;
 use jaxpr_syntax::parse_equation;
-use std::sync::Arc;
+use rustc_hash::FxHashMap;
+use std::sync::{Arc, Mutex};
 
 /// About how many equations a chunk holds (see the module comment).
 pub const CHUNK: u64 = 256;
@@ -61,7 +62,7 @@ pub struct Item<'db> {
     /// Where each equation of a chunk starts in `text` (the first is 0).
     #[tracked]
     #[returns(ref)]
-    pub eqn_starts: Vec<u32>,
+    pub eqn_starts: Arc<[u32]>,
 }
 
 /// The items of a file in text order, and where each starts in the text.
@@ -73,42 +74,176 @@ pub struct Split<'db> {
 
 /// The items of `file`; None when the text has no main jaxpr with
 /// equations the line scan recognises (a file is then one whole).
+///
+/// The split of the previous text is kept ([`Splits`]): the pieces before
+/// and after an edit are compared with the new text (no copy) and keep
+/// their texts, and only the lines between them are scanned again, from
+/// the chunk before the edit (whose first line may have stopped being a
+/// cut) to the chunk or outputs after it. An edit to the head or the tail
+/// splits the whole text again.
 #[salsa::tracked(returns(ref), no_eq)]
 pub fn split(db: &dyn Db, file: SourceFile) -> Option<Split<'_>> {
+    use salsa::plumbing::AsId;
     let text = file.text(db);
-    let lines = scan(text)?;
+    let pieces = {
+        let mut cache = db.splits().files.lock().unwrap_or_else(|e| e.into_inner());
+        let known = cache.get(&file.as_id()).and_then(|(indent, old)| resplit(old, *indent, text));
+        // A text that does not split forgets the last split (a closed
+        // file's text is emptied to free what it held).
+        let Some((indent, pieces)) = known.or_else(|| split_whole(text)) else {
+            cache.remove(&file.as_id());
+            return None;
+        };
+        cache.insert(file.as_id(), (indent, pieces.clone()));
+        pieces
+    };
     let mut split = Split {
-        items: Vec::with_capacity(lines.eqns.len() / CHUNK as usize + 2),
-        starts: Vec::with_capacity(lines.eqns.len() / CHUNK as usize + 2),
+        items: Vec::with_capacity(pieces.len()),
+        starts: Vec::with_capacity(pieces.len()),
     };
-    let mut add = |kind, name: &str, range: std::ops::Range<usize>, eqns: Vec<u32>| {
-        let item = Item::new(db, file, kind, SmolStr::new(name), Arc::from(&text[range.clone()]), eqns);
-        split.items.push(item);
-        split.starts.push(range.start as u32);
-    };
+    for p in pieces.iter() {
+        if let Some(kind) = p.kind {
+            let eqns = p.eqn_starts.clone();
+            split.items.push(Item::new(db, file, kind, p.name.clone(), p.text.clone(), eqns));
+            split.starts.push(p.start);
+        }
+    }
+    Some(split)
+}
+
+/// The last split of each file, shared by all clones of a database: what
+/// [`split`] starts from. Whatever it holds, the split of a text is the
+/// same (each piece is compared with the text before it is kept).
+#[derive(Default)]
+pub struct Splits {
+    files: Mutex<FxHashMap<salsa::Id, (usize, Arc<[Piece]>)>>,
+}
+
+/// A piece of a split text: an item, or the blank lines between two.
+#[derive(Clone)]
+pub struct Piece {
+    start: u32,
+    /// None for blank lines.
+    kind: Option<ItemKind>,
+    name: SmolStr,
+    text: Arc<str>,
+    eqn_starts: Arc<[u32]>,
+}
+
+impl Piece {
+    fn end(&self) -> usize {
+        self.start as usize + self.text.len()
+    }
+    /// Whether `text` holds this piece's text at `at`.
+    fn is_at(&self, text: &str, at: i64) -> bool {
+        let Ok(at) = usize::try_from(at) else {
+            return false;
+        };
+        text.as_bytes().get(at..at + self.text.len()) == Some(self.text.as_bytes())
+    }
+}
+
+/// The pieces of the whole text, and the indent of its equations.
+fn split_whole(text: &str) -> Option<(usize, Arc<[Piece]>)> {
+    let lines = scan(text)?;
     let first = lines.eqns[0] as usize;
-    add(ItemKind::Head, "", 0..first, Vec::new());
+    let mut pieces = vec![piece(text, Some(ItemKind::Head), 0..first, Vec::new())];
+    chunk_pieces(text, &lines.eqns, lines.tail as usize, &mut pieces);
+    let tail = lines.tail as usize..text.len();
+    pieces.push(piece(text, Some(ItemKind::Tail), tail, Vec::new()));
+    Some((indent_of(&text.as_bytes()[first..]), pieces.into()))
+}
+
+fn piece(text: &str, kind: Option<ItemKind>, range: std::ops::Range<usize>, eqns: Vec<u32>) -> Piece {
+    let name = match kind {
+        Some(ItemKind::Eqns) => SmolStr::new(binders(&text[range.start..])),
+        _ => SmolStr::default(),
+    };
+    Piece {
+        start: range.start as u32,
+        kind,
+        name,
+        text: Arc::from(&text[range]),
+        eqn_starts: eqns.into(),
+    }
+}
+
+/// The chunks (and the blank lines after each) of the equations starting
+/// at `eqns` (the first starts a chunk), up to `end`.
+fn chunk_pieces(text: &str, eqns: &[u32], end: usize, out: &mut Vec<Piece>) {
     let mut chunk_start = 0;
-    for k in 1..=lines.eqns.len() {
-        let at_cut = lines
-            .eqns
+    for k in 1..=eqns.len() {
+        let at_cut = eqns
             .get(k)
             .is_none_or(|&e| cuts_before(&text.as_bytes()[e as usize..]));
         if !at_cut {
             continue;
         }
-        let start = lines.eqns[chunk_start] as usize;
-        let end = lines.eqns.get(k).map_or(lines.tail as usize, |&e| e as usize);
-        let end = start + trim_blank_lines(&text[start..end]);
-        let starts = lines.eqns[chunk_start..k]
-            .iter()
-            .map(|&e| e - start as u32)
-            .collect();
-        add(ItemKind::Eqns, binders(&text[start..]), start..end, starts);
+        let start = eqns[chunk_start] as usize;
+        let next = eqns.get(k).map_or(end, |&e| e as usize);
+        let end = start + trim_blank_lines(&text[start..next]);
+        let starts = eqns[chunk_start..k].iter().map(|&e| e - start as u32).collect();
+        out.push(piece(text, Some(ItemKind::Eqns), start..end, starts));
+        if end < next {
+            out.push(piece(text, None, end..next, Vec::new()));
+        }
         chunk_start = k;
     }
-    add(ItemKind::Tail, "", lines.tail as usize..text.len(), Vec::new());
-    Some(split)
+}
+
+/// The pieces of `text` from those of an earlier text (`old`, equations
+/// indented by `indent`); None when the head or the tail changed, or the
+/// lines between the unchanged pieces do not scan as equations.
+fn resplit(old: &[Piece], indent: usize, text: &str) -> Option<(usize, Arc<[Piece]>)> {
+    let old_len = old.last()?.end();
+    let delta = text.len() as i64 - old_len as i64;
+    let Some(first) = (0..old.len()).find(|&i| !old[i].is_at(text, old[i].start as i64)) else {
+        return (delta == 0).then(|| (indent, old.into()));
+    };
+    let mut last = (first..old.len())
+        .rev()
+        .find(|&j| !old[j].is_at(text, old[j].start as i64 + delta))
+        .unwrap_or(first);
+    // The changed lines of the new text must not run backwards.
+    while old[last].end() as i64 + delta < old[first].start as i64 {
+        last += 1;
+    }
+    // From the chunk before (its first line is unchanged), to the chunk or
+    // the outputs after the change.
+    let from = (0..first).rev().find(|&i| old[i].kind == Some(ItemKind::Eqns))?;
+    while old.get(last + 1).is_some_and(|p| p.kind.is_none()) {
+        last += 1;
+    }
+    if last + 1 >= old.len() {
+        return None;
+    }
+    let (a, b) = (old[from].start as usize, (old[last].end() as i64 + delta) as usize);
+    let bytes = text.as_bytes();
+    let mut eqns = Vec::new();
+    let mut line = a;
+    while line < b {
+        let n = indent_of(&bytes[line..]);
+        let rest = &bytes[line + n..];
+        if !is_blank_or_comment(rest) {
+            if n < indent {
+                return None;
+            }
+            if n == indent && (rest[0].is_ascii_alphabetic() || rest[0] == b'_') {
+                eqns.push(line as u32);
+            }
+        }
+        line = memchr::memchr(b'\n', &bytes[line..]).map_or(bytes.len(), |i| line + i + 1);
+    }
+    if eqns.first() != Some(&(a as u32)) || line != b {
+        return None;
+    }
+    let mut pieces = old[..from].to_vec();
+    chunk_pieces(text, &eqns, b, &mut pieces);
+    pieces.extend(old[last + 1..].iter().map(|p| Piece {
+        start: (p.start as i64 + delta) as u32,
+        ..p.clone()
+    }));
+    Some((indent, pieces.into()))
 }
 
 /// A chunk's equations parsed on their own. No positions in the chunk:
@@ -293,7 +428,7 @@ fn trim_blank_lines(text: &str) -> usize {
 
 /// The binders of the equation at the start of `text`: its first line up
 /// to its `=` (trimmed).
-fn binders(text: &str) -> &str {
+pub(crate) fn binders(text: &str) -> &str {
     let line = text.split('\n').next().unwrap_or("");
     line.split('=').next().unwrap_or("").trim()
 }
@@ -351,7 +486,7 @@ mod tests {
         let split = split(db, file).as_ref().expect("the file splits");
         (split.items.iter().zip(&split.starts))
             .map(|(&item, &start)| {
-                let starts = item.eqn_starts(db).clone();
+                let starts = item.eqn_starts(db).to_vec();
                 (*item.kind(db), start, starts, item_parse(db, item))
             })
             .collect()

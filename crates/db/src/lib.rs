@@ -3,36 +3,38 @@
 //! tracked queries. No IO happens inside queries: callers read files and set
 //! the text.
 //!
-//! Salsa's queries are per file; finer reuse lives in [`Engine`]
-//! (`crate::incremental`), which the diagnostics query goes through: an edit
-//! inside one equation re-parses and re-checks that equation only, one
-//! elsewhere in a `let` jaxpr that `let` (and its call sites if what they
-//! read of it changed). Its
-//! whole-file parse and analysis are shared with the `parse` and `analysis`
-//! queries when they describe the current text, and a whole-file analysis
-//! computed for the editor features becomes its new base.
+//! The diagnostics come from the file's salsa items ([`items`],
+//! [`item_check`]): an edit re-parses and re-checks the items whose text it
+//! changed and those that read what changed of them. A whole-file parse and
+//! check answers where the items cannot ([`item_check::item_diagnostics`]
+//! is None). The editor features read the whole-file [`analysis`], and,
+//! right after an edit, the last one and where the text changed since
+//! ([`earlier()`]).
 
-pub mod incremental;
+pub mod earlier;
 pub mod item_check;
 pub mod items;
+pub use crate::earlier::{Bases, Earlier, earlier};
 use jaxpr_check::{self as check, Analysis};
 use jaxpr_syntax::diagnostics::Diagnostic;
-pub use crate::incremental::{Earlier, Engine, Path};
 use jaxpr_syntax::{self as syntax, LineIndex, Parse};
 use salsa::plumbing::AsId;
 use std::sync::Arc;
 
 #[salsa::db]
 pub trait Db: salsa::Database {
-    /// Per-equation reuse across revisions (shared by clones).
-    fn engine(&self) -> &Engine;
+    /// The last split of each file into items (shared by clones).
+    fn splits(&self) -> &items::Splits;
+    /// The last whole-file parse and analysis of each file (shared by clones).
+    fn bases(&self) -> &Bases;
 }
 
 #[salsa::db]
 #[derive(Clone, Default)]
 pub struct RootDatabase {
     storage: salsa::Storage<Self>,
-    engine: Arc<Engine>,
+    splits: Arc<items::Splits>,
+    bases: Arc<Bases>,
     /// The queries executed since the log was last taken, when the
     /// database was made with [`RootDatabase::with_event_log`].
     executed: Option<Arc<std::sync::Mutex<Vec<String>>>>,
@@ -53,7 +55,8 @@ impl RootDatabase {
         };
         RootDatabase {
             storage: salsa::Storage::new(Some(Box::new(callback))),
-            engine: Arc::default(),
+            splits: Arc::default(),
+            bases: Arc::default(),
             executed: Some(log),
         }
     }
@@ -65,6 +68,59 @@ impl RootDatabase {
             std::mem::take(&mut *log.lock().unwrap_or_else(|e| e.into_inner()))
         })
     }
+
+    /// What the queries executed since the event log was last taken
+    /// re-checked (see [`Path`]); None for a database without an event log.
+    pub fn take_path(&self) -> Option<Path> {
+        self.executed.as_ref()?;
+        Some(Path::of(&self.take_executed()))
+    }
+}
+
+/// What an edit re-checked, read from salsa's event log (for tests and
+/// benchmarks).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Path {
+    /// Whole-file parse and check.
+    Full,
+    /// The items that hold the edited equations, and nothing that reads
+    /// them (their binders did not change).
+    Equation,
+    /// The head (the `let` jaxprs and the main jaxpr's binders); what the
+    /// equations read of it did not change.
+    Let,
+    /// The head, and the equations that read what changed of it.
+    LetAndCallSites,
+    /// An item whose binders changed, and the items that read them.
+    Binders,
+    /// The outputs.
+    Outputs,
+    /// No check ran again (the text did not change, or only where no item
+    /// reads it: blank lines).
+    Unchanged,
+}
+
+impl Path {
+    /// The path of the queries `executed` (as [`RootDatabase::take_executed`]
+    /// names them).
+    pub fn of(executed: &[String]) -> Path {
+        let ran = |query: &str| {
+            executed.iter().any(|e| e.split('(').next() == Some(query))
+        };
+        if ran("analysis") {
+            Path::Full
+        } else if ran("head_check") {
+            if ran("chunk_check") { Path::LetAndCallSites } else { Path::Let }
+        } else if ran("scope") {
+            Path::Binders
+        } else if ran("chunk_check") {
+            Path::Equation
+        } else if ran("tail_check") {
+            Path::Outputs
+        } else {
+            Path::Unchanged
+        }
+    }
 }
 
 #[salsa::db]
@@ -72,8 +128,11 @@ impl salsa::Database for RootDatabase {}
 
 #[salsa::db]
 impl Db for RootDatabase {
-    fn engine(&self) -> &Engine {
-        &self.engine
+    fn splits(&self) -> &items::Splits {
+        &self.splits
+    }
+    fn bases(&self) -> &Bases {
+        &self.bases
     }
 }
 
@@ -91,11 +150,7 @@ pub struct SourceFile {
 // almost never succeeds and costs a full deep comparison.
 #[salsa::tracked(returns(clone), no_eq)]
 pub fn parse(db: &dyn Db, file: SourceFile) -> Arc<Parse> {
-    let text = file.text(db);
-    match db.engine().base(file.as_id(), text) {
-        Some((p, _)) => p,
-        None => Arc::new(interruptible(db, || syntax::parse(text))),
-    }
+    Arc::new(interruptible(db, || syntax::parse(file.text(db))))
 }
 
 #[salsa::tracked(returns(clone))]
@@ -103,39 +158,30 @@ pub fn line_index(db: &dyn Db, file: SourceFile) -> Arc<LineIndex> {
     Arc::new(LineIndex::new(file.text(db)))
 }
 
-/// Names, types, nested bindings and signatures of every jaxpr in the file.
+/// Names, types, nested bindings and signatures of every jaxpr in the
+/// file. It becomes the file's base for [`earlier()`].
 #[salsa::tracked(returns(clone), no_eq)]
 pub fn analysis(db: &dyn Db, file: SourceFile) -> Arc<Analysis> {
-    let text = file.text(db);
-    if let Some((_, a)) = db.engine().base(file.as_id(), text) {
-        return a;
-    }
     let p = parse(db, file);
-    let (a, extras) = interruptible(db, || check::check_full(&p.file));
-    let a = Arc::new(a);
-    let (lines, revision) = (line_index(db, file), salsa::plumbing::current_revision(db));
-    db.engine().offer(file.as_id(), text, p, a.clone(), extras, lines, revision);
+    let a = Arc::new(interruptible(db, || check::check(&p.file)));
+    let lines = line_index(db, file);
+    db.bases().offer(file.as_id(), file.text(db), p, a.clone(), lines);
     a
 }
 
 /// Every diagnostic of the file: syntax errors and the checker's, sorted by
-/// position (syntax errors first among equals). Through the engine: the
-/// salsa items ([`item_check::item_diagnostics`]) give the same where they
-/// can, but are not yet as fast (docs/incremental.md).
+/// position (syntax errors first among equals). From the salsa items
+/// ([`item_check::item_diagnostics`]), or a whole-file check where they
+/// cannot give them.
 #[salsa::tracked(returns(clone))]
 pub fn diagnostics(db: &dyn Db, file: SourceFile) -> Arc<Vec<Diagnostic>> {
-    let cancelled = || db.unwind_if_revision_cancelled();
-    db.engine().diagnostics(file.as_id(), file.text(db), &cancelled)
-}
-
-/// The last whole-file parse and analysis of `file` and how its current
-/// text differs from theirs, when it differs only inside top-level
-/// equations that were re-checked alone (see [`Engine::earlier`]): editor
-/// questions about the other items can be answered from them without a
-/// whole-file analysis of the current text.
-pub fn earlier(db: &dyn Db, file: SourceFile) -> Option<Earlier> {
-    let revision = salsa::plumbing::current_revision(db);
-    db.engine().earlier(file.as_id(), file.text(db), revision)
+    if let Some(d) = item_check::item_diagnostics(db, file) {
+        return d;
+    }
+    let (p, a) = (parse(db, file), analysis(db, file));
+    let mut all: Vec<Diagnostic> = p.errors.iter().chain(&a.diagnostics).cloned().collect();
+    all.sort_by_key(|d| (d.range.start, d.severity, d.kind));
+    Arc::new(all)
 }
 
 /// Runs a whole-file parse or check so that an edit can cancel it while it
@@ -152,7 +198,6 @@ pub fn diagnostics_from_scratch(text: &str) -> Vec<Diagnostic> {
     all.sort_by_key(|d| (d.range.start, d.severity, d.kind));
     all
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;

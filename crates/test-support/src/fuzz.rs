@@ -12,10 +12,9 @@
 //! `examples/fuzz.rs` runs it for a time budget; `tests/fuzz.rs` runs a
 //! bounded number of inputs and every regression input found so far.
 
-use jaxpr_db::{self as db, Db, RootDatabase, SourceFile};
+use jaxpr_db::{self as db, RootDatabase, SourceFile};
 use jaxpr_syntax::diagnostics::Diagnostic;
 use salsa::Setter;
-use salsa::plumbing::AsId;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
 
@@ -284,18 +283,19 @@ pub fn run_one(before: &str, input: &[u8]) -> Result<Run, Finding> {
                 return Err(Finding::BadRange);
             }
         }
-        let mut database = RootDatabase::default();
+        let mut database = RootDatabase::with_event_log();
         let file = SourceFile::new(&database, "fuzz.jaxpr".into(), before.to_string());
         db::diagnostics(&database, file);
         file.set_text(&mut database).to(text.clone());
+        database.take_executed();
         if *db::diagnostics(&database, file) != want {
             return Err(Finding::Mismatch);
         }
+        let path = database.take_path();
         // The salsa items, where they check the file, give the same.
         if db::item_check::item_diagnostics(&database, file).is_some_and(|d| *d != want) {
             return Err(Finding::Mismatch);
         }
-        let path = database.engine().last_path(file.as_id());
         let a = db::analysis(&database, file);
         for j in &a.jaxprs {
             let _ = (j.signature.render_in(), j.signature.render_out());
