@@ -3,17 +3,20 @@
 //! checker errors in those equations and for errors JAX raised while
 //! tracing, definition into the session's jaxpr), and re-tracing on
 //! request (`jaxpr.traceAgain`) or on save (setting `trace.onSave`). The
-//! answers come from the core's `session::SessionIndex`.
+//! answers come from the query `session::python_view` on the session's
+//! files as database inputs, set again when they change on disk.
 
 use crate::build::{progress, progress_token};
 use crate::convert::{self, Encoding};
 use jaxpr_session::{self as session, SessionIndex, Status, trace};
 use ropey::Rope;
 use serde_json::{Value, json};
+use jaxpr_db::RootDatabase;
 use std::collections::{HashMap, HashSet};
+use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 use tower_lsp::Client;
 use tower_lsp::jsonrpc::{Error, ErrorCode, Result};
 use tower_lsp::lsp_types::*;
@@ -74,15 +77,20 @@ impl Settings {
     }
 }
 
-struct Cached {
-    stamp: Option<SystemTime>,
-    index: Arc<SessionIndex>,
+/// The tracing sessions as inputs of a database of their own (the jaxpr
+/// documents' database is the workspace's): `sessions` reads their files
+/// into it when they change on disk, and the Python view of a session is
+/// the query [`session::python_view`] on it.
+#[derive(Default)]
+struct SessionDb {
+    db: RootDatabase,
+    sessions: session::Sessions,
 }
 
 #[derive(Default)]
 pub struct Python {
     docs: Mutex<HashMap<Url, Rope>>,
-    sessions: Mutex<HashMap<PathBuf, Cached>>,
+    sessions: Arc<Mutex<SessionDb>>,
     pub settings: Mutex<Settings>,
     /// Session folders being traced (one run per folder at a time).
     running: Mutex<HashSet<PathBuf>>,
@@ -94,12 +102,6 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 pub fn is_python(uri: &Url, language_id: Option<&str>) -> bool {
     language_id == Some("python") || uri.path().ends_with(".py")
-}
-
-fn stamp(dir: &Path) -> Option<SystemTime> {
-    std::fs::metadata(dir.join(session::SESSION_FILE))
-        .and_then(|m| m.modified())
-        .ok()
 }
 
 impl Python {
@@ -135,29 +137,26 @@ impl Python {
         lock(&self.docs).get(uri).cloned()
     }
 
-    /// The session covering a file, loaded (again when session.json changed).
+    /// The Python view of the session covering a file, its files read
+    /// again where they changed on disk. `None` when there is no session,
+    /// or it cannot be read, or a change to it cancelled the query.
     async fn index(&self, file: &Path, roots: &[PathBuf]) -> Option<Arc<SessionIndex>> {
         let dir = session::find_for(file, roots)?;
-        let now = stamp(&dir);
-        if let Some(c) = lock(&self.sessions).get(&dir)
-            && c.stamp == now
-        {
-            return Some(c.index.clone());
-        }
-        let d = dir.clone();
-        let built = tokio::task::spawn_blocking(move || SessionIndex::build(&d))
-            .await
-            .ok()?
-            .ok()?;
-        let index = Arc::new(built);
-        lock(&self.sessions).insert(
-            dir,
-            Cached {
-                stamp: now,
-                index: index.clone(),
-            },
-        );
-        Some(index)
+        let sessions = self.sessions.clone();
+        tokio::task::spawn_blocking(move || {
+            // Setting inputs waits for the queries running on other handles
+            // to notice their cancellation; the query runs on a handle of
+            // its own, outside the lock.
+            let (db, input) = {
+                let mut s = lock(&sessions);
+                let SessionDb { db, sessions } = &mut *s;
+                let input = sessions.sync(db, &dir).ok()?;
+                (db.clone(), input)
+            };
+            salsa::Cancelled::catch(AssertUnwindSafe(|| session::python_view(&db, input))).ok()
+        })
+        .await
+        .ok()?
     }
 
     pub async fn hover(
@@ -381,7 +380,7 @@ impl Python {
                 .show_message(MessageType::ERROR, format!("jaxpr trace: {summary}"))
                 .await;
         }
-        lock(&self.sessions).remove(&dir);
+        lock(&self.sessions).sessions.reread(&dir);
         self.publish_all(client, roots, enc).await;
         Ok(Some(json!({
             "session": dir,

@@ -4,13 +4,14 @@
 //! only converts.
 
 use super::source_map::JaxprFile;
-use super::{Session, SessionError, load};
-use std::collections::HashMap;
+use super::{Session, SessionError};
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// An equation produced by a Python line.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EqnAt {
     /// The traced function and its jaxpr file (absolute).
     pub function: String,
@@ -41,8 +42,8 @@ pub struct PyDiagnostic {
 }
 
 /// A traced function's `def` line.
-#[derive(Clone, Debug)]
-struct FnAt {
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct FnAt {
     name: String,
     jaxpr_path: PathBuf,
     in_avals: Vec<String>,
@@ -50,13 +51,16 @@ struct FnAt {
     out_type: String,
 }
 
-#[derive(Default, Debug)]
+/// What a session says about each Python file and line: the answer of the
+/// query [`python_view`](crate::python_view). Keys are the Python paths
+/// with symbolic links resolved (as [`key`] gives them).
+#[derive(Clone, Default, Debug, PartialEq)]
 pub struct SessionIndex {
     pub dir: PathBuf,
     pub session: Option<Session>,
-    eqns: HashMap<(PathBuf, u32), Vec<EqnAt>>,
-    defs: HashMap<(PathBuf, u32), Vec<FnAt>>,
-    diagnostics: HashMap<PathBuf, Vec<PyDiagnostic>>,
+    pub(crate) eqns: HashMap<(PathBuf, u32), Vec<EqnAt>>,
+    pub(crate) defs: HashMap<(PathBuf, u32), Vec<FnAt>>,
+    pub(crate) diagnostics: HashMap<PathBuf, Vec<PyDiagnostic>>,
 }
 
 /// A path in the form used as a key (symbolic links and `..` resolved when
@@ -66,30 +70,40 @@ pub fn key(p: &Path) -> PathBuf {
 }
 
 impl SessionIndex {
-    /// Loads the session at `dir` and analyses each of its jaxpr files.
+    /// Loads the session at `dir` into a database of its own and answers
+    /// [`python_view`](crate::python_view) on it: for one-shot use (a
+    /// language server keeps the database, see [`crate::Sessions`]).
     pub fn build(dir: &Path) -> Result<SessionIndex, SessionError> {
-        let session = load(dir)?;
+        let mut db = jaxpr_db::RootDatabase::default();
+        let input = crate::Sessions::default().sync(&mut db, dir)?;
+        Ok(Arc::unwrap_or_clone(crate::python_view(&db, input)))
+    }
+
+    /// The index of `session` (at `dir`), its functions' jaxprs `jaxprs`
+    /// (by the name the session gives them), with `keys` (the key of each
+    /// Python path it names; a path not there is its own key).
+    pub(crate) fn new(
+        dir: &Path,
+        session: &Session,
+        jaxprs: &HashMap<&str, (&Path, JaxprFile)>,
+        keys: &BTreeMap<PathBuf, PathBuf>,
+    ) -> SessionIndex {
         let mut ix = SessionIndex {
             dir: dir.to_path_buf(),
             ..Default::default()
         };
+        let key_of = |p: &Path| keys.get(p).cloned().unwrap_or_else(|| p.to_path_buf());
         for f in &session.functions {
-            let Some(path) = f.jaxpr_path(dir) else {
-                continue;
-            };
-            let Ok(text) = crate::files::read_regular_text(&path, crate::files::MAX_FILE_BYTES)
-            else {
-                continue;
-            };
-            let jf = JaxprFile::new(&path, text);
-            ix.add_function(&session, f, &path, &jf);
+            if let Some((path, jf)) = jaxprs.get(f.jaxpr.as_str()) {
+                ix.add_function(session, f, path, jf, &key_of);
+            }
         }
         for e in &session.errors {
             let (Some(file), Some(line)) = (&e.file, e.line) else {
                 continue;
             };
             ix.diagnostics
-                .entry(key(file))
+                .entry(key_of(file))
                 .or_default()
                 .push(PyDiagnostic {
                     line,
@@ -99,8 +113,8 @@ impl SessionIndex {
                     jaxpr: None,
                 });
         }
-        ix.session = Some(session);
-        Ok(ix)
+        ix.session = Some(session.clone());
+        ix
     }
 
     fn add_function(
@@ -109,16 +123,10 @@ impl SessionIndex {
         f: &super::Function,
         path: &Path,
         jf: &JaxprFile,
+        key_of: &dyn Fn(&Path) -> PathBuf,
     ) {
         let view = jf.view();
         let a = &jf.analysis;
-        let mut files: HashMap<PathBuf, PathBuf> = HashMap::new();
-        let mut key_of = |p: &Path| {
-            files
-                .entry(p.to_path_buf())
-                .or_insert_with(|| key(p))
-                .clone()
-        };
         for (i, e) in a.eqns.iter().enumerate() {
             let id = jaxpr_check::EqnId(i as u32);
             let Some(src) = e

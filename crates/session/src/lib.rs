@@ -10,11 +10,15 @@
 
 pub mod files;
 mod index;
+mod input;
 pub mod record;
 pub mod source_map;
 pub mod trace;
 
 pub use index::{EqnAt, PyDiagnostic, SessionIndex};
+pub use input::{
+    SessionInput, SessionJaxpr, Sessions, python_files, python_view, session_record,
+};
 
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -211,9 +215,20 @@ fn session_file(dir: &Path) -> PathBuf {
 /// Reads `session.json` of a session folder.
 pub fn load(dir: &Path) -> Result<Session, SessionError> {
     let path = session_file(dir);
-    let text = files::read_regular_text(&path, files::MAX_FILE_BYTES)
-        .map_err(|e| SessionError::Io(path.clone(), e))?;
-    let v: serde_json::Value = serde_json::from_str(&text)
+    parse(&path, &read_session_text(&path)?)
+}
+
+/// The text of the session file `path` (a regular file within the size limit).
+fn read_session_text(path: &Path) -> Result<String, SessionError> {
+    files::read_regular_text(path, files::MAX_FILE_BYTES)
+        .map_err(|e| SessionError::Io(path.to_path_buf(), e))
+}
+
+/// A session from the text of its session file `path`, in the format
+/// version this reader reads.
+pub fn parse(path: &Path, text: &str) -> Result<Session, SessionError> {
+    let path = path.to_path_buf();
+    let v: serde_json::Value = serde_json::from_str(text)
         .map_err(|e| SessionError::Format(path.clone(), e.to_string()))?;
     match v.get("version").and_then(|v| v.as_u64()) {
         Some(n) if n == FORMAT_VERSION as u64 => {}

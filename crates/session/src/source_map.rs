@@ -5,7 +5,7 @@
 
 use super::SourceMapEntry;
 use jaxpr_check::{Analysis, EqnId};
-use jaxpr_db::{self as db, RootDatabase, SourceFile};
+use jaxpr_db::{self as db, Db, SourceFile};
 use jaxpr_syntax::diagnostics::Diagnostic;
 use jaxpr_ide::{self as ide, FileView, NavTarget};
 use jaxpr_syntax::{LineIndex, Parse, TextRange};
@@ -13,31 +13,30 @@ use jaxpr_types::DimNames;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// A jaxpr file with what the core derived from it.
-pub struct JaxprFile {
-    pub text: String,
+/// A jaxpr file with what the core derived from it: the database's
+/// queries on its input.
+pub struct JaxprFile<'t> {
+    pub text: &'t str,
     pub parse: Arc<Parse>,
     pub analysis: Arc<Analysis>,
     pub lines: Arc<LineIndex>,
     pub diagnostics: Arc<Vec<Diagnostic>>,
 }
 
-impl JaxprFile {
-    pub fn new(path: &Path, text: String) -> JaxprFile {
-        let db = RootDatabase::default();
-        let file = SourceFile::new(&db, path.display().to_string(), text.clone());
+impl<'t> JaxprFile<'t> {
+    pub fn of(db: &'t dyn Db, file: SourceFile) -> JaxprFile<'t> {
         JaxprFile {
-            parse: db::parse(&db, file),
-            analysis: db::analysis(&db, file),
-            lines: db::line_index(&db, file),
-            diagnostics: db::diagnostics(&db, file),
-            text,
+            parse: db::parse(db, file),
+            analysis: db::analysis(db, file),
+            lines: db::line_index(db, file),
+            diagnostics: db::diagnostics(db, file),
+            text: file.text(db),
         }
     }
 
     pub fn view(&self) -> FileView<'_> {
         FileView {
-            text: &self.text,
+            text: self.text,
             parse: &self.parse,
             analysis: &self.analysis,
             lines: &self.lines,

@@ -603,7 +603,9 @@ fn function(out: &Path, cwd: &Path, ev: &Value) -> Option<Function> {
     let jaxpr = str_field(ev, "jaxpr")?;
     let path = files::inside(out, &jaxpr)?;
     let text = files::read_regular_text(&path, files::MAX_FILE_BYTES).ok()?;
-    let jf = JaxprFile::new(&path, text);
+    let db = jaxpr_db::RootDatabase::default();
+    let file = jaxpr_db::SourceFile::new(&db, path.display().to_string(), text);
+    let jf = JaxprFile::of(&db, file);
     let sig = jf.main_signature();
     let strings = |k: &str| -> Vec<String> {
         ev.get(k)

@@ -10,15 +10,11 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
 
-fn fresh(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join("session-safety")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.canonicalize().unwrap()
-}
+mod common;
 
+fn fresh(name: &str) -> PathBuf {
+    common::fresh("session-safety", name)
+}
 const JAXPR: &str = "{ lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) }\n";
 
 /// A session.json (as a repository could carry one) whose one function's
