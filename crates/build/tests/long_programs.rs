@@ -93,3 +93,106 @@ fn a_million_equations_are_refused_natively_with_a_message_in_bounded_memory() {
     // The check of the 38 MB text, and no lowering (which reached 4 GB).
     assert!(peak_mb < 2048.0, "{peak_mb:.0} MB");
 }
+
+/// `steps` steps over `a:i64[4]` that each add 1 through a value used
+/// twice (so each step is a kernel call of the entry point, not one fused
+/// loop): `y = x + 1; t = y + y; x = t - y`. Outputs: the last `x`
+/// (`a + steps`), `a`, and the first `y` (`a + 1`) twice, which every part
+/// of the entry point after the first must read from the table; with
+/// `huge`, also an `iota` of 2^40 bytes, whose allocation fails at the end.
+fn steps(steps: usize, huge: bool) -> String {
+    let mut s = String::from("{ lambda ; a:i64[4]. let\n");
+    let mut x = "a".to_string();
+    for i in 0..steps {
+        s += &format!("    y{i}:i64[4] = add {x} 1:i64[]\n    t{i}:i64[4] = add y{i} y{i}\n    x{i}:i64[4] = sub t{i} y{i}\n");
+        x = format!("x{i}");
+    }
+    if huge {
+        s += &format!(
+            "    big:f32[{n}] = iota[dimension=0 dtype=float32 shape=({n},) sharding=None]\n  in ({x}, a, y0, y0, big) }}\n",
+            n = (1u64 << 38) - 16
+        );
+        return s;
+    }
+    s + &format!("  in ({x}, a, y0, y0) }}\n")
+}
+
+#[test]
+fn a_long_program_split_into_functions_gives_its_outputs_and_failures() {
+    // 4,500 equations: the entry point is split into functions of at most
+    // about 1,000 ([`jaxpr_build::native`]'s segments) built on threads.
+    let n = 1500;
+    type Entry = unsafe extern "C" fn(*const JxArray, i64, *mut JxArray, i64) -> i32;
+    let empty = JxArray { data: std::ptr::null_mut(), dtype: 0, rank: 0, shape: [0; 8] };
+    let mut x: [i64; 4] = [1, 2, 3, 4];
+    let input = JxArray { data: x.as_mut_ptr().cast(), dtype: 4, rank: 1, shape: [4, 0, 0, 0, 0, 0, 0, 0] };
+
+    let (lib, code, said, _) = build_measured("steps", &steps(n, false));
+    assert_eq!(code, Some(0), "{said}");
+    let ir = build_ir("steps_ir", &steps(n, false));
+    assert!(ir.contains("@jx_part3("), "the entry point is not split in four");
+    // SAFETY: the library just built, with the C ABI of docs/native.md.
+    let lib = unsafe { libloading::Library::new(&lib) }.unwrap();
+    let f: Entry = unsafe { *lib.get::<Entry>(b"steps").unwrap() };
+    let free: unsafe extern "C" fn(*mut u8) = unsafe { *lib.get(b"steps_free").unwrap() };
+    for _ in 0..2 {
+        let mut outs = [empty; 4];
+        assert_eq!(unsafe { f(&input, 1, outs.as_mut_ptr(), 4) }, 0);
+        let values: Vec<Vec<i64>> = outs
+            .iter()
+            // SAFETY: four i64 values each, as the outputs' shapes say.
+            .map(|o| unsafe { std::slice::from_raw_parts(o.data.cast::<i64>(), 4) }.to_vec())
+            .collect();
+        assert_eq!(values[0], [1, 2, 3, 4].map(|v| v + n as i64));
+        assert_eq!(values[1], [1, 2, 3, 4]);
+        assert_eq!(values[2], [2, 3, 4, 5]);
+        assert_eq!(values[3], [2, 3, 4, 5]);
+        // An input and an output given twice are copies of their own.
+        assert_ne!(outs[1].data, input.data);
+        assert_ne!(outs[2].data, outs[3].data);
+        for o in outs {
+            unsafe { free(o.data) };
+        }
+    }
+
+    // A failure in the last function: the call returns 1 with the message
+    // and writes no output.
+    let (lib, code, said, _) = build_measured("steps_huge", &steps(n, true));
+    assert_eq!(code, Some(0), "{said}");
+    // SAFETY: the library just built.
+    let lib = unsafe { libloading::Library::new(&lib) }.unwrap();
+    let f: Entry = unsafe { *lib.get::<Entry>(b"steps_huge").unwrap() };
+    let error: unsafe extern "C" fn() -> *const std::ffi::c_char = unsafe { *lib.get(b"steps_huge_error").unwrap() };
+    // SAFETY: malloc and free of a block this test owns.
+    let probe = unsafe { libc::malloc(1 << 40) };
+    if !probe.is_null() {
+        unsafe { libc::free(probe) };
+        eprintln!("this machine lends 1 TiB (overcommit): the failing call is not made");
+        return;
+    }
+    let mut outs = [empty; 5];
+    assert_eq!(unsafe { f(&input, 1, outs.as_mut_ptr(), 5) }, 1);
+    // SAFETY: the library's NUL-terminated message.
+    let message = unsafe { std::ffi::CStr::from_ptr(error()) }.to_string_lossy().into_owned();
+    assert!(message.contains("out of memory"), "{message}");
+    assert!(outs.iter().all(|o| o.data.is_null()), "an output was written");
+}
+
+/// The optimised LLVM IR of `text`.
+fn build_ir(name: &str, text: &str) -> String {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("long_programs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join(format!("{name}.jaxpr"));
+    std::fs::write(&src, text).unwrap();
+    let ll = dir.join(format!("{name}.ll"));
+    let status = Command::new(env!("CARGO_BIN_EXE_jaxpr-build"))
+        .arg("build")
+        .arg(&src)
+        .args(["--emit", "llvm-ir", "-o"])
+        .arg(&ll)
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::fs::read_to_string(&ll).unwrap()
+}

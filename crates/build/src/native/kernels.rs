@@ -272,6 +272,10 @@ impl<'c, 'f> G<'c, 'f> {
         match home {
             super::Home::Slot(at) => self.volatile_load(at),
             super::Home::Table(at) => self.volatile_load(self.table_word(at)),
+            super::Home::Input(k) => {
+                let inputs = self.io.get().expect("inside the entry point").0;
+                self.volatile_load(self.field(inputs, k, 0))
+            }
         }
     }
 

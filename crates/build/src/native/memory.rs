@@ -43,14 +43,26 @@ const HEADER: i64 = 64;
 /// allocation. Kernels write their results into the table directly.
 #[derive(Clone, Copy)]
 pub(crate) struct Table<'c> {
-    func: FunctionValue<'c>,
+    /// The function whose words are being built: the entry function or
+    /// the part of it being built ([`super::segments`]).
+    pub func: FunctionValue<'c>,
+    /// The entry function, which gives the table back on failure.
+    owner: FunctionValue<'c>,
     /// A stack word holding the table's address, read again at each use
     /// (volatile): as one value used by thousands of instructions, the
     /// address made LLVM's machine passes quadratic (every change to one
     /// use walked all of them).
-    base: PointerValue<'c>,
+    pub base: PointerValue<'c>,
     /// The table's length, known when the function is complete.
     len: GlobalValue<'c>,
+}
+
+impl<'c> Table<'c> {
+    /// The table as a part of the entry function built in `func` sees it,
+    /// its address held in `base` there ([`super::segments`]).
+    pub(crate) fn in_part(self, func: FunctionValue<'c>, base: PointerValue<'c>) -> Self {
+        Table { func, base, ..self }
+    }
 }
 
 impl<'c> G<'c, '_> {
@@ -86,7 +98,7 @@ impl<'c> G<'c, '_> {
         self.b.position_at_end(ok);
         let home = self.slot(self.ptr_ty().into());
         self.b.build_store(home, base).expect("store");
-        self.table.set(Some(Table { func: self.func(), base: home, len }));
+        self.table.set(Some(Table { func: self.func(), owner: self.func(), base: home, len }));
         Ok(())
     }
 
@@ -153,7 +165,7 @@ impl<'c> G<'c, '_> {
         self.tabled.borrow_mut().insert(p);
     }
 
-    /// Gives back every buffer the table holds.
+    /// Gives back every buffer the table holds, and the table.
     fn give_table(&self, t: Table<'c>) -> R<()> {
         let n = self
             .b
@@ -161,14 +173,32 @@ impl<'c> G<'c, '_> {
             .expect("load")
             .into_int_value();
         let base = self.volatile_load(t.base);
-        self.for_range(n, &mut |i| {
-            let at = unsafe { self.b.build_gep(self.ptr_ty(), base, &[i], "").expect("gep") };
-            let p = self.b.build_load(self.ptr_ty(), at, "").expect("load").into_pointer_value();
-            let null = self.b.build_is_null(p, "").expect("null");
-            self.if_else(null, &mut || Ok(()), &mut || self.give(p))
-        })?;
-        self.libc_free(base);
+        self.call(self.give_all_fn()?, &[base.into(), n.into()]);
         Ok(())
+    }
+
+    /// `jx_give_all(table, n)`: gives back the buffers of the `n` words of
+    /// a table that are not NULL, then the table. A function of its own,
+    /// so that the entry function has no loop of its own when it only
+    /// calls kernels ([`super::parts::straight`]).
+    fn give_all_fn(&self) -> R<FunctionValue<'c>> {
+        let ty = self
+            .cx
+            .void_type()
+            .fn_type(&[self.ptr_ty().into(), self.cx.i64_type().into()], false);
+        self.internal_fn("jx_give_all", ty, &mut |f| {
+            let base = f.get_nth_param(0).expect("param").into_pointer_value();
+            let n = f.get_nth_param(1).expect("param").into_int_value();
+            self.for_range(n, &mut |i| {
+                let at = unsafe { self.b.build_gep(self.ptr_ty(), base, &[i], "").expect("gep") };
+                let p = self.b.build_load(self.ptr_ty(), at, "").expect("load").into_pointer_value();
+                let null = self.b.build_is_null(p, "").expect("null");
+                self.if_else(null, &mut || Ok(()), &mut || self.give(p))
+            })?;
+            self.libc_free(base);
+            self.b.build_return(None).expect("ret");
+            Ok(())
+        })
     }
 
     /// Takes a buffer out of the table (given back or handed over);
@@ -614,7 +644,7 @@ impl<'c> G<'c, '_> {
         self.b.position_at_end(bb);
         match held.split_last() {
             None => {
-                if let Some(t) = self.table.get().filter(|t| self.func.get() == Some(t.func)) {
+                if let Some(t) = self.table.get().filter(|t| self.func.get() == Some(t.owner)) {
                     // give_table only fails on internal errors of its own IR.
                     let _ = self.give_table(t);
                 }

@@ -39,7 +39,9 @@ mod kernels;
 mod linalg;
 mod memory;
 mod ops;
+mod parts;
 mod reduce;
+mod segments;
 mod special;
 mod symbolic;
 mod vmath;
@@ -58,7 +60,7 @@ use inkwell::context::Context;
 use inkwell::module::{Linkage, Module};
 use inkwell::passes::PassBuilderOptions;
 use inkwell::targets::{
-    CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine,
+    FileType, InitializationConfig, Target, TargetMachine,
 };
 use inkwell::types::{BasicMetadataTypeEnum, BasicType, BasicTypeEnum};
 use inkwell::values::{
@@ -353,7 +355,6 @@ pub fn compile_with(
     }
     Target::initialize_native(&InitializationConfig::default()).map_err(internal)?;
     let triple = TargetMachine::get_default_triple();
-    let target = Target::from_triple(&triple).map_err(|e| internal(e.to_string()))?;
     let level = match opts.opt {
         0 => OptimizationLevel::None,
         1 => OptimizationLevel::Less,
@@ -368,53 +369,67 @@ pub fn compile_with(
         )));
     }
     let (cpu, features) = opts.cpu.llvm();
-    let Some(tm) = target.create_target_machine(
-        &triple,
-        &cpu,
-        &features,
+    let machine = parts::Machine {
+        triple: triple.as_str().to_string_lossy().into_owned(),
+        cpu,
+        features,
         level,
-        RelocMode::PIC,
-        CodeModel::Default,
-    ) else {
+    };
+    let Some(tm) = machine.create() else {
         return Err(internal("LLVM has no target machine for this host".into()));
     };
     g.m.set_triple(&triple);
     g.m.set_data_layout(&tm.get_target_data().get_data_layout());
     progress(Phase::Optimise);
     let passes = format!("default<O{}>", opts.opt.min(3));
+    if artifact == Artifact::Shared {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        for f in g.entry_functions() {
+            if parts::straight(f) {
+                parts::without_optimisation(g.cx, f);
+            }
+        }
+        let split = parts::Split::new(&g.built_once(), &g.entry_point(), threads);
+        split.expose(&g.m);
+        let bitcode = g.m.write_bitcode_to_memory();
+        // The parts are read from the bitcode; the module is done with.
+        drop(g);
+        let objects = split
+            .objects(bitcode.as_slice(), &passes, &machine)
+            .map_err(internal)?;
+        progress(Phase::Link);
+        return link(&objects).map_err(internal);
+    }
     g.m.run_passes(&passes, &tm, PassBuilderOptions::create())
         .map_err(|e| internal(format!("LLVM's pass pipeline failed: {e}")))?;
     match artifact {
         Artifact::LlvmIr => Ok(g.m.print_to_string().to_bytes().to_vec()),
-        Artifact::Object => tm
+        _ => tm
             .write_to_memory_buffer(&g.m, FileType::Object)
             .map(|b| b.as_slice().to_vec())
             .map_err(|e| internal(format!("LLVM could not emit the object: {e}"))),
-        Artifact::Shared => {
-            let obj = tm
-                .write_to_memory_buffer(&g.m, FileType::Object)
-                .map_err(|e| internal(format!("LLVM could not emit the object: {e}")))?;
-            progress(Phase::Link);
-            link(obj.as_slice()).map_err(internal)
-        }
     }
 }
 
-/// Links an object into a shared library with the system C compiler.
-fn link(obj: &[u8]) -> Result<Vec<u8>, String> {
+/// Links objects into a shared library with the system C compiler.
+fn link(objects: &[Vec<u8>]) -> Result<Vec<u8>, String> {
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = std::env::temp_dir().join(format!("jaxpr-native-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let result = (|| {
-        let o = dir.join("lib.o");
         let so = dir.join("lib.so");
-        std::fs::write(&o, obj).map_err(|e| format!("{}: {e}", o.display()))?;
+        let mut files = Vec::new();
+        for (k, obj) in objects.iter().enumerate() {
+            let o = dir.join(format!("lib{k}.o"));
+            std::fs::write(&o, obj).map_err(|e| format!("{}: {e}", o.display()))?;
+            files.push(o);
+        }
         let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
         let out = std::process::Command::new(&cc)
             .args(["-shared", "-o"])
             .arg(&so)
-            .arg(&o)
+            .args(&files)
             .args(compiler_rt())
             .args(vmath::available().then_some("-lmvec"))
             .arg("-lm")
@@ -494,6 +509,8 @@ pub(crate) struct Env<'c> {
 pub(crate) enum Home<'c> {
     /// A stack word of its own.
     Slot(PointerValue<'c>),
+    /// The caller's `inputs[k].data` (an input's data).
+    Input(i64),
     /// A word of the buffer table, by index ([`memory`]).
     Table(u64),
 }
@@ -551,6 +568,10 @@ pub(crate) struct G<'c, 'f> {
     table_used: Cell<u64>,
     /// The buffers whose pointers live in the table.
     tabled: RefCell<rustc_hash::FxHashSet<PointerValue<'c>>>,
+    /// The entry point's `inputs` and `outputs` parameters, in the
+    /// function being built of those it is split into ([`segments`]).
+    io: Cell<Option<(PointerValue<'c>, PointerValue<'c>)>>,
+    segments: RefCell<Option<segments::Segments<'c>>>,
 }
 
 impl<'c, 'f> G<'c, 'f> {
@@ -582,6 +603,8 @@ impl<'c, 'f> G<'c, 'f> {
             table: Cell::new(None),
             table_used: Cell::new(0),
             tabled: RefCell::default(),
+            io: Cell::new(None),
+            segments: RefCell::default(),
         }
     }
 
@@ -1220,9 +1243,13 @@ impl<'c, 'f> G<'c, 'f> {
         self.cache_destructor()?;
         self.scope_begin();
         self.table_begin()?;
+        self.io.set(Some((in_p, out_p)));
         let mut env = self.validate(&inputs, in_p, n_in)?;
         self.check_arrays_arg("outputs", out_p, n_out_v, n_out as i64);
+        self.segments_begin(main, (in_p, out_p));
         let outs = self.body(&mut env, main, false)?;
+        // The rest is in the last function the equations went to.
+        let out_p = self.io.get().map_or(out_p, |io| io.1);
         let outs: Vec<Op> = outs
             .into_iter()
             .zip(&explicit)
@@ -1264,10 +1291,37 @@ impl<'c, 'f> G<'c, 'f> {
             }
         }
         self.b.build_return(Some(&self.i32(0))).expect("ret");
+        self.segments_end();
         self.table_end();
         self.build_let_functions()?;
         self.keep_vector_functions();
         Ok(())
+    }
+
+    /// The entry point and the functions exported beside it.
+    fn entry_point(&self) -> Vec<FunctionValue<'c>> {
+        exported_names(&self.name)
+            .iter()
+            .filter_map(|n| self.m.get_function(n))
+            .collect()
+    }
+
+    /// The entry function and the parts it is split into ([`segments`]).
+    fn entry_functions(&self) -> Vec<FunctionValue<'c>> {
+        let mut fs: Vec<_> = self.m.get_function(&self.name).into_iter().collect();
+        fs.extend(self.segment_functions());
+        fs
+    }
+
+    /// The functions that are built once and called (kernels, let
+    /// functions), and the entry point: each is defined in one part of
+    /// the module ([`parts`]).
+    fn built_once(&self) -> Vec<FunctionValue<'c>> {
+        let mut fs = self.entry_point();
+        fs.extend(self.kernels.borrow().values().flatten().map(|&(f, _)| f));
+        fs.extend(self.let_functions.borrow().values().copied());
+        fs.extend(self.segment_functions());
+        fs
     }
 
     /// A read-only global array of i64 constants.
@@ -1447,11 +1501,8 @@ impl<'c, 'f> G<'c, 'f> {
                 .build_load(self.ptr_ty(), self.field(in_p, k, 0), "")
                 .expect("load")
                 .into_pointer_value();
-            // Kept in a stack word of its own, which kernels read again
-            // ([`G::reloaded`]).
-            let home = self.slot(self.ptr_ty().into());
-            self.b.build_store(home, data).expect("store");
-            self.homes.borrow_mut().insert(data, Home::Slot(home));
+            // Read again from the caller's array at each use ([`G::reloaded`]).
+            self.homes.borrow_mut().insert(data, Home::Input(k));
             env.vals.insert(
                 v,
                 Operand {
@@ -1557,11 +1608,18 @@ impl<'c, 'f> G<'c, 'f> {
         // Fusion looks at every equation's uses before any is lowered.
         let eqns: Vec<_> = eqns.collect();
         let deferrable = self.deferrable(&eqns, outvars, lazy_outs);
-        for (e, id) in eqns {
+        let mut splitter = self.splitter(j, &eqns, outvars);
+        for (i, (e, id)) in eqns.into_iter().enumerate() {
+            if let Some(s) = &mut splitter {
+                self.split_before(s, env, i)?;
+            }
             let outer = self.current.replace(Some((e.primitive.text.as_str(), e.primitive.range)));
             let lowered = self.eqn(env, e, id, &deferrable);
             self.current.set(outer);
             lowered?;
+            if let Some(s) = &mut splitter {
+                self.split_after(s, env, id);
+            }
         }
         outvars.iter().map(|o| self.atom(env, o)).collect()
     }
@@ -1684,7 +1742,7 @@ impl<'c, 'f> G<'c, 'f> {
                     );
                 };
                 match env.vals.get(&v) {
-                    Some(x) => Ok(x.clone()),
+                    Some(x) => Ok(self.in_this_function(x.clone())),
                     None => err(
                         n.range,
                         format!("internal error: `{}` has no value", n.text),
