@@ -523,10 +523,10 @@ impl Prelude {
 
     /// Runs `f` on the checker, then puts it back in this state: the tables
     /// lose what `f` added (pieces checked on their own only add).
-    fn check_alone<T>(&mut self, f: impl FnOnce(&mut Checker, &Mark) -> T) -> T {
+    fn check_alone<T>(&mut self, f: impl FnOnce(&mut Checker) -> T) -> T {
         let c = &mut self.c;
         let mark = Mark::of(&c.a);
-        let out = f(c, &mark);
+        let out = f(c);
         let a = &mut c.a;
         a.vars.truncate(mark.vars);
         a.eqns.truncate(mark.eqns);
@@ -681,8 +681,7 @@ pub enum Resolved {
     Bound(VarInfo),
 }
 
-/// What re-checking one piece of a file on its own (a top-level equation,
-/// a `let` jaxpr) found.
+/// What re-checking one top-level equation on its own found.
 #[derive(Debug)]
 pub struct Rechecked {
     /// Without unknown-primitive warnings (those depend on earlier equations;
@@ -691,50 +690,25 @@ pub struct Rechecked {
     pub unknown_uses: Vec<(SmolStr, TextRange)>,
     pub used_symbols: bool,
     pub bad_dims: bool,
-    /// The `let` jaxprs it refers to by name (`jaxpr=NAME`).
-    pub lets_used: Vec<SmolStr>,
     /// The variables a re-checked equation binds, in order.
     pub bound: Vec<VarInfo>,
 }
 
 impl Checker {
-    /// What this checker found since `mark` (a piece checked on its own).
-    fn rechecked(&mut self, mark: &Mark) -> Rechecked {
+    /// What this checker found in the piece it checked on its own.
+    fn rechecked(&mut self) -> Rechecked {
         let unknown: FxHashSet<TextRange> = self.unknown_uses.iter().map(|u| u.1).collect();
         let mut diagnostics = std::mem::take(&mut self.a.diagnostics);
         diagnostics
             .retain(|d| !(d.kind == DiagKind::UnknownPrimitive && unknown.contains(&d.range)));
-        let mut lets_used: Vec<SmolStr> = self.a.let_refs[mark.let_refs..]
-            .iter()
-            .filter_map(|(_, j)| match &self.a.jaxpr(*j).origin {
-                JaxprOrigin::Let { name, .. } => Some(name.clone()),
-                _ => None,
-            })
-            .collect();
-        lets_used.sort_unstable();
-        lets_used.dedup();
         Rechecked {
             diagnostics,
             unknown_uses: std::mem::take(&mut self.unknown_uses),
             used_symbols: !self.a.symbols.is_empty(),
             bad_dims: !self.bad_dims.is_empty(),
-            lets_used,
             bound: Vec::new(),
         }
     }
-}
-
-/// Re-checks the `let` jaxpr `l` (ranges relative to its own text) after
-/// the `let`s of `prelude`, as the whole-file check would; and what its call
-/// sites read of it.
-pub fn check_let_alone(prelude: &mut Prelude, l: &ast::LetJaxpr) -> (Rechecked, Interface) {
-    prelude.check_alone(|c, mark| {
-        let lets = c.lets.clone();
-        c.check_lets(std::slice::from_ref(l));
-        let interface = Interface::of(&c.a, JaxprId(mark.jaxprs as u32));
-        c.lets = lets;
-        (c.rechecked(mark), interface)
-    })
 }
 
 /// Re-checks one top-level equation `e` of jaxpr `jaxpr` of `base` (the
@@ -751,7 +725,7 @@ pub fn check_eqn_alone(
     names: &[&str],
     cx: &mut dyn Context,
 ) -> Rechecked {
-    prelude.check_alone(|c, mark| {
+    prelude.check_alone(|c| {
         let here = JaxprId(c.a.jaxprs.len() as u32);
         let info = base.jaxpr(jaxpr);
         let origin = match &info.origin {
@@ -791,7 +765,7 @@ pub fn check_eqn_alone(
             c.env.names.insert(SmolStr::new(name), local);
         }
         let id = c.check_eqn(e, here);
-        let mut r = c.rechecked(mark);
+        let mut r = c.rechecked();
         r.bound =
             c.a.eqn(id)
                 .outs

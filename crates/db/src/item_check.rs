@@ -22,10 +22,13 @@
 //! a placeholder range, one per variable and per name or binder, that
 //! stands for a [`Ref`]: where it is bound, by item and equation, or by
 //! name among the main binders; the diagnostics query puts the current
-//! offsets in. Anything else from elsewhere (positions inside a `let`) is
-//! [`outside`] every item, and a result that mentions it makes the file
-//! fall back to the whole-file check, as do symbolic dimensions, dimension
-//! variables and names bound twice.
+//! offsets in. A position in the head (a `let`'s binder named at a call
+//! site) is moved to [`IN_HEAD`] and back: the head starts the file, and a
+//! chunk's result that names one is used while the head's text is the one
+//! it was checked with. Anything else from elsewhere is [`outside`] every
+//! item, and a result that mentions it makes the file fall back to the
+//! whole-file check, as do symbolic dimensions, dimension variables and
+//! names bound twice.
 
 use crate::items::{FOLLOWER, Item, ItemKind, indent_of, item_parse, split};
 use crate::{Db, SourceFile};
@@ -63,6 +66,19 @@ pub enum Ref {
     MainBinder { name: SmolStr, whole: bool },
 }
 
+/// Positions in the head are moved this far while an equation is checked
+/// (below the placeholders; a head is shorter than 1 GiB).
+const IN_HEAD: u32 = 1 << 30;
+
+fn in_head(r: TextRange) -> TextRange {
+    TextRange::new(IN_HEAD + r.start, IN_HEAD + r.end)
+}
+
+/// Whether `r` is a position in the head moved by [`in_head`].
+fn is_in_head(r: TextRange) -> bool {
+    r.start >= IN_HEAD && r.end < PLACEHOLDERS
+}
+
 /// Placeholder ranges start here: far past any item's length (a file is
 /// at most 1 GiB), each two bytes wide.
 const PLACEHOLDERS: u32 = 1 << 31;
@@ -86,7 +102,9 @@ impl Refs {
     /// Whether `r` is a position of the equation (`len` long) or one of
     /// its placeholders.
     fn known(&self, r: TextRange, len: u32) -> bool {
-        r.end <= len || (r.start >= PLACEHOLDERS && placeholder_index(r).is_some_and(|i| i < self.refs.borrow().len()))
+        r.end <= len
+            || is_in_head(r)
+            || (r.start >= PLACEHOLDERS && placeholder_index(r).is_some_and(|i| i < self.refs.borrow().len()))
     }
 }
 
@@ -102,6 +120,8 @@ fn has_dim_var(t: &AType) -> bool {
 /// The head checked as a file of its own (the head, an equation, empty
 /// outputs), with ranges of the file (the head starts it).
 pub struct HeadCheck {
+    /// The head's text (what positions moved by [`in_head`] are in).
+    text: Arc<str>,
     analysis: Analysis,
     main: JaxprId,
     /// The checker after the `let`s, from which equations are checked.
@@ -155,10 +175,11 @@ pub fn head_check<'db>(db: &'db dyn Db, head: Item<'db>) -> Arc<HeadCheck> {
     let unknown_uses = (extras.unknown_uses.into_iter())
         .filter(|(_, r)| r.end <= len)
         .collect();
-    // The `let`s are elsewhere for the equations checked after them.
-    let elsewhere = |_: TextRange| outside();
-    let prelude = Prelude::new(p.file.lets.iter().map(|l| (l, &elsewhere as check::Mover)));
+    // The `let`s are in the head for the equations checked after them.
+    let moved = |r: TextRange| in_head(r);
+    let prelude = Prelude::new(p.file.lets.iter().map(|l| (l, &moved as check::Mover)));
     Arc::new(HeadCheck {
+        text: text.clone(),
         analysis,
         main,
         prelude: Mutex::new(prelude),
@@ -391,6 +412,8 @@ pub struct ChunkCheck {
     /// Every equation with an unknown primitive: (its index, name, range
     /// of the primitive relative to the equation).
     unknown_uses: Vec<(u32, SmolStr, TextRange)>,
+    /// The head's text, when a diagnostic names a position in it.
+    head: Option<Arc<str>>,
     usable: bool,
 }
 
@@ -465,6 +488,7 @@ impl Context for ChunkCx<'_> {
     fn range(&self, r: TextRange) -> TextRange {
         match self.head.binder_ranges.get(&r) {
             Some(to) => self.refs.placeholder(to.clone()),
+            None if r.end as usize <= self.head.text.len() => in_head(r),
             None => outside(),
         }
     }
@@ -566,6 +590,12 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
         }
         out.unknown_uses
             .extend(r.unknown_uses.into_iter().map(|(n, u)| (k as u32, n, u)));
+        let names_head = |d: &Diagnostic| {
+            is_in_head(d.range) || d.related.iter().any(|r| is_in_head(r.range))
+        };
+        if r.diagnostics.iter().any(names_head) {
+            out.head = Some(head.text.clone());
+        }
         if !es.errors.is_empty() || !r.diagnostics.is_empty() {
             let refs = refs.refs.into_inner();
             out.eqns.push((k as u32, es.errors.clone(), r.diagnostics, refs));
@@ -735,12 +765,20 @@ pub fn item_diagnostics(db: &dyn Db, file: SourceFile) -> Option<Arc<Vec<Diagnos
                 if !c.usable {
                     return None;
                 }
+                // Positions in the head are those of the text it was checked with.
+                if let Some(was) = &c.head {
+                    let now = split.items.first()?.text(db);
+                    if !Arc::ptr_eq(was, now) && was != now {
+                        return None;
+                    }
+                }
                 for (k, errs, diags, refs) in &c.eqns {
                     let at = eqn_starts[*k as usize];
                     errors.extend(errs.iter().map(|d| moved(d, start + at)));
                     let here = start + at;
                     let resolve = |r: TextRange| match placeholder_index(r) {
                         Some(i) if r.start >= PLACEHOLDERS => resolve(db, file, &refs[i]),
+                        _ if is_in_head(r) => Some(TextRange::new(r.start - IN_HEAD, r.end - IN_HEAD)),
                         _ => Some(r.shifted(here)),
                     };
                     for d in diags {

@@ -7,7 +7,7 @@ mod lexer;
 mod parser;
 mod text;
 
-pub use parser::{MainSink, Parse, parse, parse_equation, parse_let, parse_streaming};
+pub use parser::{MainSink, Parse, parse, parse_equation, parse_streaming};
 pub use text::{LineCol, LineIndex, TextRange};
 
 /// The identifiers of `text` as the lexer reads them (`1bd` holds `bd`).

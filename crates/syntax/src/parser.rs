@@ -136,29 +136,6 @@ pub fn parse_equation(text: &str, end: u32) -> Option<(Option<Eqn>, Vec<Diagnost
     Some((Some(eqn), p.errors))
 }
 
-/// Parses the `let` item at the start of `text` (a line where the
-/// whole-file parser reads the next top-level item, after trivia), with
-/// ranges relative to `text`, and its syntax errors. `None` unless it is
-/// read completely and ends exactly where the next item starts, at `end`
-/// (as [`parse_equation`] for an equation).
-pub fn parse_let(text: &str, end: u32) -> Option<(LetJaxpr, Vec<Diagnostic>)> {
-    let mut p = Parser::new(text, 0);
-    if !p.at_let_item() {
-        return None;
-    }
-    let (item, complete) = p.let_item();
-    let item = item.filter(|_| complete)?;
-    if p.prev_end() > end || p.nth(0).range.start < end {
-        return None;
-    }
-    let mut file = SourceFile {
-        lets: vec![item],
-        main: None,
-    };
-    attach_comments(&text[..end as usize], &p.comments_before(end), &mut file);
-    Some((file.lets.pop()?, p.errors))
-}
-
 /// How many tokens are lexed at a time at most (and how many consumed ones
 /// pile up before they are dropped).
 const WINDOW: usize = 512;
