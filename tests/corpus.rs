@@ -118,7 +118,11 @@ fn pipelined_parse_and_check_equals_the_whole_one() {
     let (text, broken) = common::transformer150_and_broken();
     for (text, broken) in [(text, false), (broken, true)] {
         assert!(text.len() > 1 << 20, "large enough to be pipelined");
-        let (parse, analysis) = jaxpr_check::parse_and_check_without_comments(&text);
+        let (parse, analysis) = jaxpr_check::check_source(
+            jaxpr_check::Source::Text(&text),
+            jaxpr_check::Keep::Everything,
+        )
+        .parsed();
         let whole = jaxpr_syntax::parse(&text);
         assert_eq!(parse.errors, whole.errors);
         assert_eq!(
@@ -317,7 +321,7 @@ fn position_lookups_agree_with_a_linear_scan() {
 }
 
 /// `jaxpr check` streams the main jaxpr's equations through the checker
-/// and forgets each one once checked (`check::diagnostics_streaming`,
+/// and forgets each one once checked (`check::Keep::Diagnostics`,
 /// behind `db::diagnostics_from_scratch`); it finds what the whole-tree
 /// check finds, on every corpus file and on inputs made for what it
 /// forgets: variables of inline nested jaxprs whose ids are reused (a bad

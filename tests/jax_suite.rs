@@ -111,7 +111,7 @@ fn programs_jax_accepts_check_without_errors_or_unknown_primitives() {
     let (mut errors, mut parse_errors, mut unknown) = (Vec::new(), Vec::new(), Vec::new());
     for p in &programs {
         let idx = LineIndex::new(&p.text);
-        let diags = jaxpr_check::diagnostics_streaming(&p.text);
+        let diags = jaxpr_check::check_source(jaxpr_check::Source::Text(&p.text), jaxpr_check::Keep::Diagnostics).diagnostics();
         for d in &diags {
             if d.kind == DiagKind::UnknownPrimitive {
                 unknown.push(describe(&p.path, &idx, d));
@@ -309,7 +309,7 @@ fn injected_defects_are_flagged_on_their_line() {
     for p in accepted_programs() {
         // Defects in a program the checker cannot read whole are not the
         // rules' to find.
-        if jaxpr_check::diagnostics_streaming(&p.text)
+        if jaxpr_check::check_source(jaxpr_check::Source::Text(&p.text), jaxpr_check::Keep::Diagnostics).diagnostics()
             .iter()
             .any(|d| d.is_error())
         {
@@ -329,7 +329,7 @@ fn injected_defects_are_flagged_on_their_line() {
             for defect in defects_of_line(&lines, at) {
                 made += 1;
                 let idx = LineIndex::new(&defect.text);
-                let diags = jaxpr_check::diagnostics_streaming(&defect.text);
+                let diags = jaxpr_check::check_source(jaxpr_check::Source::Text(&defect.text), jaxpr_check::Keep::Diagnostics).diagnostics();
                 if diags
                     .iter()
                     .any(|d| d.is_error() && line_of(&idx, d) == defect.line)

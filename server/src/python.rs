@@ -380,7 +380,8 @@ impl Python {
                 .show_message(MessageType::ERROR, format!("jaxpr trace: {summary}"))
                 .await;
         }
-        lock(&self.sessions).sessions.reread(&dir);
+        // The lock may be held while a session is read and checked.
+        tokio::task::block_in_place(|| lock(&self.sessions).sessions.reread(&dir));
         self.publish_all(client, roots, enc).await;
         Ok(Some(json!({
             "session": dir,

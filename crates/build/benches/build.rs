@@ -81,7 +81,11 @@ fn main() {
             // The whole-file build, phase by phase (the parse on a second
             // thread). `jaxpr build --emit stablehlo` lowers each equation
             // right after its check instead: the same work, with less memory.
-            let (parse, analysis) = jaxpr_check::parse_and_check_without_comments(&text);
+            let (parse, analysis) = jaxpr_check::check_source(
+                jaxpr_check::Source::Text(&text),
+                jaxpr_check::Keep::Everything,
+            )
+            .parsed();
             let checked = clock.elapsed();
             let mut t = Timings::default();
             let out = build::build_timed(&parse, &analysis, Emit::Stablehlo, &mut t)

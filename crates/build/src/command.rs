@@ -92,7 +92,8 @@ pub fn run(path: &Path, args: BuildArgs) -> i32 {
     // copy of the text, its segments and sorted diagnostics for later
     // edits) would ever be used. A large file is parsed on a second thread
     // while it is checked.
-    let (parse, analysis) = check::parse_and_check_without_comments(&loaded.text);
+    let (parse, analysis) =
+        check::check_source(check::Source::Text(&loaded.text), check::Keep::Everything).parsed();
     let checked = clock.elapsed();
     let result = match artifact {
         None => build::build_to_file(&parse, &analysis, kind, &out, &mut t).map(std::mem::forget),

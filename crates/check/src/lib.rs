@@ -9,7 +9,7 @@
 pub mod registry;
 pub mod signature;
 mod dims;
-mod showing;
+mod run;
 pub mod rules;
 
 use jaxpr_syntax::diagnostics::{DiagKind, Diagnostic};
@@ -22,7 +22,7 @@ use smallvec::SmallVec;
 use smol_str::SmolStr;
 
 pub use dims::DimEq;
-pub use showing::{Checked, parse_and_check_showing, uses_of};
+pub use run::{Checked, Keep, Outcome, PIPELINE_BYTES, Source, check_source, uses_of};
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
 pub struct JaxprId(pub u32);
@@ -146,7 +146,7 @@ pub struct Analysis {
     /// position (whole-file analyses only; empty otherwise).
     pub eqns_in_text_order: Vec<EqnId>,
     /// Every occurrence of a variable. In text order in a whole-file analysis
-    /// ([`check`], [`check_owned`]), so that editor queries at a position
+    /// ([`check_source`] keeping everything), so that editor queries at a position
     /// are binary searches (on a 108k-equation file a linear scan costs
     /// milliseconds per query).
     pub refs: Vec<VarRef>,
@@ -226,186 +226,16 @@ impl DimNames for Analysis {
     }
 }
 
-/// Checks a parsed file.
+/// Checks a parsed file, keeping everything ([`check_source`]).
 pub fn check(file: &ast::SourceFile) -> Analysis {
     check_full(file).0
 }
 
-/// The diagnostics of a whole-file check of `text`: its syntax errors, then
-/// the checker's (unsorted), as [`check_full`] finds them. For `jaxpr check`,
-/// which needs nothing else: each top-level equation of the main jaxpr is
-/// checked as soon as it is parsed and then dropped, with what the check
-/// learnt about it that no later equation reads (its equation info, its
-/// inline nested jaxprs and their variables, the references the editor
-/// features use). What stays is the `let` jaxprs and the main jaxpr's
-/// variables, so the memory is about their size, not the syntax tree's
-/// plus the whole analysis'.
-pub fn diagnostics_streaming(text: &str) -> Vec<Diagnostic> {
-    parse_and_check_showing(text, &mut showing::Unseen)
-}
-
-/// A whole-file parse and check of `text`, as [`jaxpr_syntax::parse`] then
-/// [`check`], with a large text parsed on a thread of its own while the
-/// main jaxpr's equations read so far are checked (as `jaxpr check` does),
-/// for one-shot work on a whole file (`jaxpr build`). The tree carries no
-/// comments (as [`jaxpr_syntax::parse_streaming`]'s), so the analysis has
-/// no equation source info: the build reads neither.
-pub fn parse_and_check_without_comments(text: &str) -> (jaxpr_syntax::Parse, Analysis) {
-    let whole = || {
-        let p = jaxpr_syntax::parse(text);
-        let a = check(&p.file);
-        (p, a)
-    };
-    if text.len() < PIPELINE_BYTES {
-        return whole();
-    }
-    let mut sink = Retaining {
-        c: Checker::new(Analysis::default()),
-        main: None,
-        eqns: Vec::new(),
-    };
-    let mut parse = pipelined(text, &mut sink);
-    let file = &mut parse.file;
-    if let_after_main(file) {
-        return whole();
-    }
-    let mut c = sink.c;
-    match (sink.main, &mut file.main) {
-        (Some(id), Some(m)) => {
-            m.eqns = sink.eqns.into_boxed_slice();
-            c.end_jaxpr(id, m);
-        }
-        _ => c.check_lets(&file.lets),
-    }
-    c.check_symbol_scope(file);
-    c.a.index_positions();
-    (parse, c.a)
-}
-
-/// Whether a `let` jaxpr follows the main one. A check fed by the parser
-/// checks the `let`s it has read when the main jaxpr begins, but `let`s are
-/// checked before the main jaxpr wherever they are: such a (rare) file is
-/// parsed and checked whole instead.
-fn let_after_main(file: &ast::SourceFile) -> bool {
-    file.main
-        .as_ref()
-        .is_some_and(|m| file.lets.iter().any(|l| l.range.start > m.range.start))
-}
-
-/// The checker fed by the parser that keeps the equations it checked.
-struct Retaining {
-    c: Checker,
-    main: Option<JaxprId>,
-    eqns: Vec<ast::Eqn>,
-}
-
-impl jaxpr_syntax::MainSink for Retaining {
-    fn begin(&mut self, lets: &[ast::LetJaxpr], main: &Jaxpr) {
-        self.main = Some(self.c.begin_main(lets, main));
-    }
-
-    fn eqn(&mut self, e: ast::Eqn) -> Option<ast::Eqn> {
-        let Some(main) = self.main else {
-            return Some(e);
-        };
-        let id = self.c.check_eqn(&e, main);
-        self.c.a.jaxprs[main.0 as usize].eqns.push(id);
-        self.eqns.push(e);
-        None
-    }
-}
-
-/// Texts from this size on are parsed on a thread of their own while the
-/// equations read so far are checked (the parse is about 40% of a check).
-const PIPELINE_BYTES: usize = 1 << 20;
-
-/// Equations handed from the parsing thread to the checking one at a time,
-/// and how many such batches may wait: what bounds the syntax in memory.
-const BATCH: usize = 256;
-const BATCHES_WAITING: usize = 4;
-
-/// What the parsing thread hands over.
-enum Piece {
-    Begin(Vec<ast::LetJaxpr>, Jaxpr),
-    Eqns(Vec<ast::Eqn>),
-}
-
-/// [`jaxpr_syntax::parse_streaming`] on a thread of its own, `sink` fed on
-/// this one. The equations the sink gives back go back to the parsing
-/// thread to be freed: it allocated them (a free from another thread costs
-/// more in the allocator), and it is the less busy thread.
-fn pipelined(text: &str, sink: &mut dyn jaxpr_syntax::MainSink) -> jaxpr_syntax::Parse {
-    let (tx, rx) = std::sync::mpsc::sync_channel(BATCHES_WAITING);
-    let (back, returned) = std::sync::mpsc::channel();
-    std::thread::scope(|s| {
-        let parser = s.spawn(move || {
-            let mut handoff = Handoff {
-                tx,
-                batch: Vec::with_capacity(BATCH),
-                returned,
-            };
-            let parse = jaxpr_syntax::parse_streaming(text, &mut handoff);
-            handoff.send_batch();
-            let Handoff { tx, returned, .. } = handoff;
-            drop(tx);
-            // What the checker gives back from now on, until it is done.
-            returned.into_iter().for_each(drop);
-            parse
-        });
-        for piece in rx {
-            match piece {
-                Piece::Begin(lets, main) => sink.begin(&lets, &main),
-                Piece::Eqns(eqns) => {
-                    let done: Vec<ast::Eqn> = eqns.into_iter().filter_map(|e| sink.eqn(e)).collect();
-                    // Fails only once the parsing thread is gone (unwinding).
-                    let _ = back.send(done);
-                }
-            }
-        }
-        drop(back);
-        parser
-            .join()
-            .unwrap_or_else(|e| std::panic::resume_unwind(e))
-    })
-}
-
-/// The parsing thread's sink: batches of equations to the checking thread.
-/// (A send fails only once the checking thread is gone, unwinding.)
-struct Handoff {
-    tx: std::sync::mpsc::SyncSender<Piece>,
-    batch: Vec<ast::Eqn>,
-    /// Batches the checking thread is done with, to free here; a batch's
-    /// vector is used again for the next one.
-    returned: std::sync::mpsc::Receiver<Vec<ast::Eqn>>,
-}
-
-impl Handoff {
-    fn send_batch(&mut self) {
-        let mut next = None;
-        while let Ok(mut done) = self.returned.try_recv() {
-            done.clear();
-            next = Some(done);
-        }
-        let next = next.unwrap_or_else(|| Vec::with_capacity(BATCH));
-        let eqns = std::mem::replace(&mut self.batch, next);
-        if !eqns.is_empty() {
-            let _ = self.tx.send(Piece::Eqns(eqns));
-        }
-    }
-}
-
-impl jaxpr_syntax::MainSink for Handoff {
-    fn begin(&mut self, lets: &[ast::LetJaxpr], main: &Jaxpr) {
-        let _ = self.tx.send(Piece::Begin(lets.to_vec(), main.clone()));
-    }
-
-    fn eqn(&mut self, eqn: ast::Eqn) -> Option<ast::Eqn> {
-        self.batch.push(eqn);
-        if self.batch.len() == BATCH {
-            self.send_batch();
-        }
-        None
-    }
+/// Checks a parsed file, keeping everything ([`check_source`]), and what
+/// the check learnt beyond the analysis.
+pub fn check_full(file: &ast::SourceFile) -> (Analysis, Extras) {
+    let out = check_source(Source::Tree(file), Keep::Everything);
+    (out.analysis, out.extras)
 }
 
 impl Checker {
@@ -467,25 +297,6 @@ pub struct Extras {
     /// Some variable was reported as an unusable dimension (reported once per
     /// variable, file-wide).
     pub bad_dims: bool,
-}
-
-pub fn check_full(file: &ast::SourceFile) -> (Analysis, Extras) {
-    let mut c = Checker::for_jaxprs(file.lets.iter().map(|l| &l.jaxpr).chain(&file.main));
-    if let Some(m) = &file.main {
-        c.input_symbols = symbols_of_inputs(m);
-    }
-    c.check_lets(&file.lets);
-    if let Some(m) = &file.main {
-        c.main_inputs = true;
-        c.check_jaxpr(m, JaxprOrigin::Main, None, None);
-    }
-    c.check_symbol_scope(file);
-    let extras = Extras {
-        unknown_uses: std::mem::take(&mut c.unknown_uses),
-        bad_dims: !c.bad_dims.is_empty(),
-    };
-    c.a.index_positions();
-    (c.a, extras)
 }
 
 /// The checker's state after some `let` jaxprs (all of them for the main

@@ -191,10 +191,11 @@ fn interruptible<R>(db: &dyn Db, f: impl FnOnce() -> R) -> R {
 }
 
 /// The diagnostics of the file from scratch (a whole-file parse and check,
-/// no reuse, streamed: `check::diagnostics_streaming`): what the
+/// no reuse, each equation forgotten once checked: `check::Keep::Diagnostics`): what the
 /// incremental path must always agree with.
 pub fn diagnostics_from_scratch(text: &str) -> Vec<Diagnostic> {
-    let mut all = check::diagnostics_streaming(text);
+    let mut all =
+        check::check_source(check::Source::Text(text), check::Keep::Diagnostics).diagnostics();
     all.sort_by_key(|d| (d.range.start, d.severity, d.kind));
     all
 }

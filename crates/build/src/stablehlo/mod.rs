@@ -121,7 +121,7 @@ pub fn lower_into<W: Write>(
 }
 
 /// [`lower_into`] from the text itself: each top-level equation of the main
-/// jaxpr is lowered right after its check ([`check::parse_and_check_showing`]),
+/// jaxpr is lowered right after its check ([`check::check_source`], [`check::Keep::Shown`]),
 /// while a large text is parsed on a second thread, and then forgotten. A text with errors is not built: its errors
 /// are the diagnostics, as [`super::build`] gives them. `Ok(None)` when the
 /// file is to be built whole instead (a `let` jaxpr after the main one).
@@ -236,7 +236,9 @@ fn lower_text<'c>(
         top_jaxprs: 0,
         outcome: Ok(false),
     };
-    let diagnostics = check::parse_and_check_showing(text, &mut lowering);
+    let diagnostics =
+        check::check_source(check::Source::Text(text), check::Keep::Shown(&mut lowering))
+            .diagnostics();
     let errors: Vec<Diagnostic> = diagnostics.into_iter().filter(|d| d.is_error()).collect();
     if !errors.is_empty() {
         return Err(Failure::Diagnostics(errors));
