@@ -164,6 +164,39 @@ impl<X, T: Borrow<AType>> EqnCx<'_, X, T> {
             .collect()
     }
 
+    /// `custom_linear_solve`, as JAX computes it (`_custom_linear_solve_impl`):
+    /// a call of its `solve` jaxpr on the solve's constants and the
+    /// right-hand sides. Gives that jaxpr and the operands it takes (the
+    /// operands are the constants of `matvec`, `vecmat`, `solve` and
+    /// `transpose_solve`, by `const_lengths`, then the right-hand sides).
+    pub fn linear_solve(&self, a: &Analysis) -> R<(JaxprId, Vec<usize>)> {
+        const FIELDS: [&str; 4] = ["matvec", "vecmat", "solve", "transpose_solve"];
+        let lengths = self.param("const_lengths")?;
+        let jaxprs = self.param("jaxprs")?;
+        let bad = |what: &str| err(self.at(), format!("`custom_linear_solve` {what} to be built"));
+        let mut counts = [0usize; 4];
+        for (c, f) in counts.iter_mut().zip(FIELDS) {
+            match lengths.field(f).and_then(Expr::as_int) {
+                Some(n) if n >= 0 => *c = n as usize,
+                _ => return bad("needs `const_lengths` with four lengths"),
+            }
+        }
+        // The equation's callees are the jaxpr-valued fields, in order.
+        let has: Vec<bool> =
+            FIELDS.iter().map(|f| matches!(jaxprs.field(f).map(|e| &e.kind), Some(ExprKind::Jaxpr(_)))).collect();
+        let callees = self.callees(a, "jaxprs");
+        if !has[2] || callees.len() != has.iter().filter(|h| **h).count() {
+            return bad("needs its `solve` jaxpr");
+        }
+        let solve = callees[has[..2].iter().filter(|h| **h).count()];
+        let consts: usize = counts.iter().sum();
+        let first = counts[0] + counts[1];
+        if self.e.args.len() < consts {
+            return bad("needs its constants");
+        }
+        Ok((solve, (first..first + counts[2]).chain(consts..self.e.args.len()).collect()))
+    }
+
     /// The jaxpr a call-like primitive calls (the first of the registry's
     /// callee parameters this equation has); `None` for other primitives.
     pub fn call_target(&self, a: &Analysis) -> R<Option<JaxprId>> {
@@ -675,6 +708,8 @@ fn index_nested<'f>(
         match &x.kind {
             ExprKind::Jaxpr(j) => jaxprs.push(j),
             ExprKind::Tuple(xs) | ExprKind::List(xs) => values.extend(xs.iter()),
+            // Named tuples of jaxprs (`custom_linear_solve`'s `jaxprs`).
+            ExprKind::Call(c) => values.extend(c.args.iter().map(|a| &a.value)),
             _ => {}
         }
     }

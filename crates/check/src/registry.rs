@@ -531,8 +531,6 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["const_lengths", "jaxprs"],
         jaxpr_params: &["jaxprs"],
         doc: "Solves a linear system with user `matvec`/`solve` jaxprs; the solution has the right-hand side's types.",
-        stablehlo: Refused("no lowering yet"),
-        native: Refused("no lowering yet"),
         complex: COMPLEX,
         ..ROW
     },
@@ -627,8 +625,6 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Other,
         params: &["dtype", "memory_space"],
         doc: "An uninitialised scalar of `dtype`.",
-        stablehlo: Refused("no lowering yet"),
-        native: Refused("no lowering yet"),
         ..ROW
     },
     Primitive {
@@ -1449,8 +1445,6 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "stack",
         family: Shape,
         doc: "Stacks arrays of one shape along a new axis `axis`.",
-        stablehlo: Refused("no lowering yet"),
-        native: Refused("no lowering yet"),
         ..ROW
     },
     Primitive {

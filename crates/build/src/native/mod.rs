@@ -29,6 +29,7 @@
 //! validation (malloc returning NULL, an inconsistent size that only shows at
 //! run time) returns an error as well, without writing outputs.
 
+mod assembly;
 mod calls;
 mod complex;
 mod control;
@@ -1128,9 +1129,16 @@ impl<'c, 'f> G<'c, 'f> {
         *over = self.or(*over, self.or(ox, oy));
         // Divisors of dimension expressions are positive; guard anyway.
         let y1 = self.select_int(self.icmp(IntPredicate::SLE, y, self.i64(0)), self.i64(1), y);
+        // Floor division and modulo: a dividend may be negative
+        // (`mod(- 2, b)`), where truncation rounds the other way.
+        let r = self.b.build_int_signed_rem(x, y1, "").expect("rem");
+        let below = self.icmp(IntPredicate::SLT, r, self.i64(0));
         Ok(match f {
-            Factor::FloorDiv(..) => self.b.build_int_signed_div(x, y1, "").expect("div"),
-            Factor::Mod(..) => self.b.build_int_signed_rem(x, y1, "").expect("rem"),
+            Factor::FloorDiv(..) => {
+                let q = self.b.build_int_signed_div(x, y1, "").expect("div");
+                self.select_int(below, self.sub(q, self.i64(1)), q)
+            }
+            Factor::Mod(..) => self.select_int(below, self.add(r, y1), r),
             Factor::Max(..) => self.select_int(self.icmp(IntPredicate::SGT, x, y), x, y),
             _ => self.select_int(self.icmp(IntPredicate::SLT, x, y), x, y),
         })

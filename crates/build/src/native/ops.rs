@@ -97,6 +97,9 @@ impl<'c> G<'c, '_> {
         if let Some(r) = self.lower_window_selection(env, cx)? {
             return Ok(vec![r]);
         }
+        if let Some(r) = self.lower_assembly(env, cx)? {
+            return Ok(vec![r]);
+        }
         let x = || &cx.args[0];
         one(match name {
             "broadcast_in_dim" => {
@@ -1510,23 +1513,32 @@ impl<'c> G<'c, '_> {
 
     fn pad(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> R<Arr<'c>> {
         let p = cx.param("padding_config")?;
-        let cfg: Option<Vec<Vec<i64>>> = p
-            .as_seq()
-            .and_then(|s| s.iter().map(Expr::as_int_seq).collect());
         let x = &cx.args[0];
-        let Some(cfg) = cfg
-            .filter(|c| c.len() == x.v.dims.len() && c.iter().all(|t| t.len() == 3 && t[2] >= 0))
-        else {
-            return err(
-                p.range,
-                "`padding_config` must be triples (low, high, interior)",
-            );
+        let bad = || err(p.range, "`padding_config` must be triples (low, high, interior)");
+        let Some(triples) = p.as_seq().filter(|s| s.len() == x.v.dims.len()) else {
+            return bad();
         };
+        // Each entry an integer or (shape-polymorphic programs) a symbolic
+        // dimension, evaluated at run time.
+        let mut cfg = Vec::with_capacity(triples.len());
+        for t in triples {
+            let Some(t) = t.as_seq().filter(|t| t.len() == 3) else {
+                return bad();
+            };
+            let mut row = [self.i64(0); 3];
+            for (k, e) in t.iter().enumerate() {
+                row[k] = match (e.as_int(), crate::expr_poly(e)) {
+                    (Some(c), _) if k < 2 || c >= 0 => self.i64(c),
+                    (None, Some(poly)) => self.dim(env, &Dim::from_poly(poly), e.range)?,
+                    _ => return bad(),
+                };
+            }
+            cfg.push(row);
+        }
         let dt = dtype(&x.ty)?;
         let out = self.dims(env, &cx.outs[0], cx.at())?;
         let fill = self.load(&dt, cx.args[1].v.p, self.i64(0))?;
-        let cfg: Vec<[i64; 3]> = cfg.iter().map(|t| [t[0], t[1], t[2]]).collect();
-        self.padded(x, &out, &cfg, fill)
+        self.padded_by(x, &out, &cfg, fill)
     }
 
     /// `x` padded as `pad` does: dimension `k` gets `cfg[k][0]` elements
@@ -1539,21 +1551,33 @@ impl<'c> G<'c, '_> {
         cfg: &[[i64; 3]],
         fill: BasicValueEnum<'c>,
     ) -> R<Arr<'c>> {
+        let cfg: Vec<[IntValue<'c>; 3]> = cfg.iter().map(|c| c.map(|v| self.i64(v))).collect();
+        self.padded_by(x, out, &cfg, fill)
+    }
+
+    /// [`Self::padded`] with the padding as run-time values.
+    pub(crate) fn padded_by(
+        &self,
+        x: &Op<'c>,
+        out: &[IntValue<'c>],
+        cfg: &[[IntValue<'c>; 3]],
+        fill: BasicValueEnum<'c>,
+    ) -> R<Arr<'c>> {
         let dt = dtype(&x.ty)?;
         self.remap(&dt, out, x, Some(fill), &mut |idx| {
             let mut ok = self.cx.bool_type().const_int(1, false);
             let mut at = Vec::new();
             for (k, c) in cfg.iter().enumerate() {
-                let pos = self.sub(idx[k], self.i64(c[0]));
+                let pos = self.sub(idx[k], c[0]);
                 let nonneg = self.icmp(IntPredicate::SGE, pos, self.i64(0));
                 let p0 = self.select_int(nonneg, pos, self.i64(0));
                 let q = self
                     .b
-                    .build_int_signed_div(p0, self.i64(c[2] + 1), "")
+                    .build_int_signed_div(p0, self.add(c[2], self.i64(1)), "")
                     .expect("div");
                 let rm = self
                     .b
-                    .build_int_signed_rem(p0, self.i64(c[2] + 1), "")
+                    .build_int_signed_rem(p0, self.add(c[2], self.i64(1)), "")
                     .expect("rem");
                 let inb = self.icmp(IntPredicate::SLT, q, x.v.dims[k]);
                 ok = self.and(
@@ -2023,7 +2047,11 @@ impl<'c> G<'c, '_> {
     /// `split`: each piece copied from its running offset along `axis`.
     fn split(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> R<Vec<Arr<'c>>> {
         let src = &cx.args[0];
-        let sizes = cx.ints("sizes")?;
+        // Sizes may be symbolic (`sizes=(b0, b0)`): their run-time values.
+        let sizes: Vec<IntValue> = match cx.ints("sizes") {
+            Ok(sizes) => sizes.iter().map(|&n| self.i64(n)).collect(),
+            Err(_) => cx.dims_param("sizes")?.iter().map(|d| self.dim(env, d, cx.at())).collect::<R<_>>()?,
+        };
         let rank = src.v.dims.len() as i64;
         let axis = cx.int("axis")?;
         let axis = if axis < 0 { axis + rank } else { axis };
@@ -2031,19 +2059,19 @@ impl<'c> G<'c, '_> {
             return err(cx.at(), "`axis` and `sizes` do not match the operand");
         }
         let axis = axis as usize;
-        let total = self.i64(sizes.iter().sum());
+        let total = sizes.iter().fold(self.i64(0), |t, &n| self.add(t, n));
         self.check_extent(src.v.dims[axis], total, false, cx)?;
-        let mut start = 0;
+        let mut start = self.i64(0);
         let mut pieces = Vec::with_capacity(sizes.len());
         for (k, &n) in sizes.iter().enumerate() {
             let out = self.dims(env, &cx.outs[k], cx.at())?;
-            let from = self.i64(start);
+            let from = start;
             pieces.push(self.remap(&dtype(&cx.outs[k])?, &out, src, None, &mut |idx| {
                 let mut at = idx.to_vec();
                 at[axis] = self.add(idx[axis], from);
                 Ok((self.offset(&at, &src.v.dims), None))
             })?);
-            start += n;
+            start = self.add(start, n);
         }
         Ok(pieces)
     }
@@ -2063,7 +2091,14 @@ impl<'c> G<'c, '_> {
             );
         }
         let axis = axis as usize;
-        let k = cx.int("k")?;
+        // `k` may be symbolic (`k=b - 1`): its run-time value.
+        let k = match cx.int("k") {
+            Ok(k) => self.i64(k),
+            Err(_) => match crate::expr_poly(cx.param("k")?) {
+                Some(p) => self.dim(env, &Dim::from_poly(p), cx.at())?,
+                None => return err(cx.param("k")?.range, "`k` must be an integer or a dimension to be built"),
+            },
+        };
         let dt = dtype(&x.ty)?;
         let idt = dtype(&cx.outs[1])?;
         let vals = self.copy_owned(x)?;
@@ -2075,12 +2110,12 @@ impl<'c> G<'c, '_> {
         let cols = vec![(dt.clone(), vals), (idt.clone(), idx)];
         self.sort_rows(&cols, 1, axis, true)?;
         self.fail_if(
-            self.icmp(IntPredicate::SGT, self.i64(k), x.v.dims[axis]),
+            self.icmp(IntPredicate::SGT, k, x.v.dims[axis]),
             &format!(
-                "`top_k` at byte {}: k = {k} exceeds the axis (%lld)",
+                "`top_k` at byte {}: k = %lld exceeds the axis (%lld)",
                 cx.at().start
             ),
-            &[x.v.dims[axis].into()],
+            &[k.into(), x.v.dims[axis].into()],
         );
         let out = self.dims(env, &cx.outs[0], cx.at())?;
         let mut res = Vec::new();

@@ -19,6 +19,7 @@
 //! `stablehlo.while` and `stablehlo.case` with the nested jaxpr lowered into
 //! the regions.
 
+mod assembly;
 mod calls;
 mod control;
 mod create;
@@ -1201,11 +1202,22 @@ impl<'c, 'f> Lower<'c, 'f> {
         }
         let (x, y) = f.operands().expect("operation factor");
         let (x, y) = (self.poly(b, env, x, at)?, self.poly(b, env, y, at)?);
-        // Dimensions are non-negative and divisors positive, so truncating
-        // division and remainder are floor division and modulo here.
         let op = match f {
-            Factor::FloorDiv(..) => "stablehlo.divide",
-            Factor::Mod(..) => "stablehlo.remainder",
+            Factor::FloorDiv(..) | Factor::Mod(..) => {
+                // Floor division and modulo (divisors are positive): a
+                // dividend may be negative (`mod(- 2, b)`), where StableHLO's
+                // truncating division rounds the other way.
+                let r = self.binary(b, "stablehlo.remainder", x, y)?;
+                let zero = self.const_i64(b, 0)?;
+                let below = self.compare(b, r, zero, "LT", "SIGNED")?;
+                let (fixed, plain) = if matches!(f, Factor::Mod(..)) {
+                    (self.binary(b, "stablehlo.add", r, y)?, r)
+                } else {
+                    let q = self.binary(b, "stablehlo.divide", x, y)?;
+                    (self.binary(b, "stablehlo.subtract", q, self.const_i64(b, 1)?)?, q)
+                };
+                return self.op1(b, "stablehlo.select", &[below, fixed, plain], plain.r#type(), &[]);
+            }
             Factor::Max(..) => "stablehlo.maximum",
             _ => "stablehlo.minimum",
         };

@@ -283,12 +283,15 @@ impl<'c, 'f> Lower<'c, 'f> {
             return Ok(r);
         }
         if let Some(r) = self.lower_symbolic(b, env, cx)? {
-            return Ok(vec![r]);
+            return Ok(r);
         }
         if let Some(r) = self.lower_special(b, env, cx)? {
             return Ok(vec![r]);
         }
-        if let Some(r) = self.lower_window_selection(b, cx)? {
+        if let Some(r) = self.lower_window_selection(b, env, cx)? {
+            return Ok(vec![r]);
+        }
+        if let Some(r) = self.lower_assembly(b, env, cx)? {
             return Ok(vec![r]);
         }
         let out = |i: usize| self.out_ty(cx, i);
@@ -494,12 +497,12 @@ impl<'c, 'f> Lower<'c, 'f> {
             "argmax" | "argmin" => self.argminmax(b, env, cx),
             "gather" => self.gather(b, env, cx),
             "scatter-add" | "scatter_add" | "scatter" | "scatter-mul" | "scatter_mul"
-            | "scatter-min" | "scatter_min" | "scatter-max" | "scatter_max" => self.scatter(b, cx),
+            | "scatter-min" | "scatter_min" | "scatter-max" | "scatter_max" => self.scatter(b, env, cx),
             "sort" => return self.sort(b, cx),
             "top_k" => return self.top_k(b, env, cx),
             "split" => return self.split(b, cx),
             "reduce" | "reduce_window" => return self.reduce_with_jaxpr(b, env, cx),
-            "tile" => self.tile(b, cx),
+            "tile" => self.tile(b, env, cx),
             "dim_as_value" => {
                 let p = cx.param("dim")?;
                 let Some(poly) = expr_poly(p) else {
@@ -1333,16 +1336,18 @@ impl<'c, 'f> Lower<'c, 'f> {
         self.op1(b, "stablehlo.select", &[mask, gathered, fill_b], out_t, &[])
     }
 
-    fn scatter(&self, b: B<'c>, cx: &EqnCx<'_, 'c, 'f>) -> R<V<'c>> {
+    fn scatter(&self, b: B<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> R<V<'c>> {
         let dn = cx.param("dimension_numbers")?;
         let f = |k: &str| dn.field(k).and_then(Expr::as_int_seq).unwrap_or_default();
         let mode =
             cx.e.param("mode")
                 .and_then(|m| m.value.as_path())
                 .unwrap_or("");
-        if mode.ends_with("CLIP") {
-            return err(cx.at(), "scatter with mode CLIP has no lowering");
-        }
+        let indices = if mode.ends_with("CLIP") {
+            self.clamp_scatter_indices(b, env, cx, &f)?
+        } else {
+            cx.args[1].v
+        };
         let ivd = cx.args[1].ty.rank().saturating_sub(1);
         let mut fields = vec![format!(
             "update_window_dims = {}",
@@ -1380,7 +1385,7 @@ impl<'c, 'f> Lower<'c, 'f> {
         Ok(self.op(
             b,
             "stablehlo.scatter",
-            &[cx.args[0].v, cx.args[1].v, cx.args[2].v],
+            &[cx.args[0].v, indices, cx.args[2].v],
             &[self.out_ty(cx, 0)?],
             &[
                 (
@@ -1398,6 +1403,48 @@ impl<'c, 'f> Lower<'c, 'f> {
             ],
             vec![body],
         )?[0])
+    }
+
+    /// CLIP scatter's indices, as JAX's `_clamp_scatter_indices`: in i64,
+    /// each start clamped to [0, operand size - slice size] along the
+    /// operand dimension it indexes (the index vector is the last axis).
+    fn clamp_scatter_indices(
+        &self,
+        b: B<'c>,
+        env: &Env<'c>,
+        cx: &EqnCx<'_, 'c, 'f>,
+        field: &dyn Fn(&str) -> Vec<i64>,
+    ) -> R<V<'c>> {
+        let (operand, indices, updates) = (&cx.args[0].ty, &cx.args[1].ty, &cx.args[2].ty);
+        let (inserted, obatch, uwin) = (field("inserted_window_dims"), field("operand_batching_dims"), field("update_window_dims"));
+        let mut window = uwin.iter();
+        let mut sizes = Vec::with_capacity(operand.rank());
+        for d in 0..operand.rank() as i64 {
+            if inserted.contains(&d) || obatch.contains(&d) {
+                sizes.push(Dim::Const(1));
+            } else {
+                let Some(size) = window.next().and_then(|&u| updates.shape.get(u as usize)) else {
+                    return err(cx.at(), "scatter dimension numbers do not match the operands");
+                };
+                sizes.push(size.clone());
+            }
+        }
+        let smap = field("scatter_dims_to_operand_dims");
+        if smap.iter().any(|&d| d < 0 || d as usize >= operand.rank()) || indices.rank() == 0 {
+            return err(cx.at(), "scatter dimension numbers do not match the operands");
+        }
+        let pick = |dims: &[Dim]| smap.iter().map(|&d| dims[d as usize].clone()).collect::<Vec<_>>();
+        let upper = self.binary(
+            b,
+            "stablehlo.subtract",
+            self.shape_value(b, env, &pick(&operand.shape), cx.at())?,
+            self.shape_value(b, env, &pick(&sizes), cx.at())?,
+        )?;
+        let wide = indices.with_dtype(DType::Int(64));
+        let upper = self.broadcast(b, env, upper, &wide, &[indices.rank() as i64 - 1], cx.at())?;
+        let idx = self.convert(b, cx.args[1].v, &DType::Int(64))?;
+        let zero = self.const_i64(b, 0)?;
+        self.op1(b, "stablehlo.clamp", &[zero, idx, upper], idx.r#type(), &[])
     }
 
     /// A sort comparator: lexicographic "less than" (`dir` LT) or "greater
@@ -1500,31 +1547,35 @@ impl<'c, 'f> Lower<'c, 'f> {
 
     /// `top_k`: a stable descending sort of (values, indices) along the
     /// axis, then the first `k`.
-    fn top_k(&self, b: B<'c>, _env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> R<Vec<V<'c>>> {
+    fn top_k(&self, b: B<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> R<Vec<V<'c>>> {
         let x = &cx.args[0];
-        let shape = static_shape(cx, &x.ty, "`top_k` of a dynamic operand")?;
-        let rank = shape.len() as i64;
+        let rank = x.ty.rank() as i64;
         let axis =
             cx.e.param("axis")
                 .and_then(|p| p.value.as_int())
                 .unwrap_or(-1);
         let axis = if axis < 0 { axis + rank } else { axis };
-        let k = cx.int("k")?;
+        if axis < 0 || axis >= rank {
+            return err(cx.at(), "`axis` out of range");
+        }
+        // `k` may be symbolic (`k=b - 1`) in a shape-polymorphic program.
+        let k = match cx.int("k") {
+            Ok(k) => Dim::Const(k),
+            Err(_) => match expr_poly(cx.param("k")?) {
+                Some(p) => Dim::from_poly(p),
+                None => return err(cx.param("k")?.range, "`k` must be an integer or a dimension to be built"),
+            },
+        };
         let dt = cx.arg_dtype(0)?;
         let idt = cx.out_dtype(1)?;
-        let full = |d: &DType| {
-            self.ty(
-                &AType::new(d.clone(), shape.iter().map(|&c| Dim::Const(c)).collect()),
-                cx.at(),
-            )
+        let full = |d: &DType| self.ty(&x.ty.with_dtype(d.clone()), cx.at());
+        let iota_attrs = [("iota_dimension", format!("{axis} : i64"))];
+        let iota = if is_static(&x.ty) {
+            self.op1(b, "stablehlo.iota", &[], full(&idt)?, &iota_attrs)?
+        } else {
+            let s = self.shape_value(b, env, &x.ty.shape, cx.at())?;
+            self.op1(b, "stablehlo.dynamic_iota", &[s], full(&idt)?, &iota_attrs)?
         };
-        let iota = self.op1(
-            b,
-            "stablehlo.iota",
-            &[],
-            full(&idt)?,
-            &[("iota_dimension", format!("{axis} : i64"))],
-        )?;
         let body = self.comparator(&[dt.clone(), idt.clone()], 1, "GT")?;
         let sorted = self.op(
             b,
@@ -1537,59 +1588,54 @@ impl<'c, 'f> Lower<'c, 'f> {
             ],
             vec![body],
         )?;
-        let mut limit = shape.clone();
+        let mut limit: Vec<Dim> = x.ty.shape.to_vec();
         limit[axis as usize] = k;
-        let attrs = [
-            ("start_indices", arr(&vec![0; shape.len()])),
-            ("limit_indices", arr(&limit)),
-            ("strides", arr(&vec![1; shape.len()])),
-        ];
-        Ok(vec![
-            self.op1(
-                b,
-                "stablehlo.slice",
-                &[sorted[0]],
-                self.out_ty(cx, 0)?,
-                &attrs,
-            )?,
-            self.op1(
-                b,
-                "stablehlo.slice",
-                &[sorted[1]],
-                self.out_ty(cx, 1)?,
-                &attrs,
-            )?,
-        ])
+        let n = limit.len();
+        let slice = |v: V<'c>, i: usize| -> R<V<'c>> {
+            match limit.iter().map(Dim::as_const).collect::<Option<Vec<i64>>>() {
+                Some(limit) => {
+                    let attrs = [
+                        ("start_indices", arr(&vec![0; n])),
+                        ("limit_indices", arr(&limit)),
+                        ("strides", arr(&vec![1; n])),
+                    ];
+                    self.op1(b, "stablehlo.slice", &[v], self.out_ty(cx, i)?, &attrs)
+                }
+                None => {
+                    let start = self.const_vec_i64(b, &vec![0; n])?;
+                    let end = self.shape_value(b, env, &limit, cx.at())?;
+                    let ones = self.const_vec_i64(b, &vec![1; n])?;
+                    self.op1(b, "stablehlo.real_dynamic_slice", &[v, start, end, ones], self.out_ty(cx, i)?, &[])
+                }
+            }
+        };
+        Ok(vec![slice(sorted[0], 0)?, slice(sorted[1], 1)?])
     }
 
-    /// `tile[reps]`: broadcast to `[r0, d0, r1, d1, ...]`, then merge pairs.
-    fn tile(&self, b: B<'c>, cx: &EqnCx<'_, 'c, 'f>) -> R<V<'c>> {
+    /// `tile[reps]`: broadcast to `[r0, d0, r1, d1, ...]`, then merge pairs
+    /// (dynamically when an extent or a repetition is symbolic).
+    fn tile(&self, b: B<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> R<V<'c>> {
         let x = &cx.args[0];
-        let reps = cx.ints("reps")?;
-        let mut shape = static_shape(cx, &x.ty, "`tile` of a dynamic operand")?;
+        let reps: Vec<Dim> = match cx.ints("reps") {
+            Ok(reps) => reps.into_iter().map(Dim::Const).collect(),
+            Err(_) => cx.dims_param("reps")?,
+        };
+        let mut shape: Vec<Dim> = x.ty.shape.to_vec();
         while shape.len() < reps.len() {
-            shape.insert(0, 1);
+            shape.insert(0, Dim::Const(1));
         }
         let lead = shape.len() - x.ty.rank();
         let mut wide = Shape::new();
         let mut dims = Vec::new();
-        for (i, (&r, &d)) in reps.iter().zip(&shape).enumerate() {
-            wide.push(Dim::Const(r));
-            wide.push(Dim::Const(d));
+        for (i, (r, d)) in reps.iter().zip(&shape).enumerate() {
+            wide.push(r.clone());
+            wide.push(d.clone());
             if i >= lead {
                 dims.push(2 * i as i64 + 1);
             }
         }
-        let dt = cx.arg_dtype(0)?;
-        let wt = self.ty(&AType::new(dt, wide), cx.at())?;
-        let w = self.op1(
-            b,
-            "stablehlo.broadcast_in_dim",
-            &[x.v],
-            wt,
-            &[("broadcast_dimensions", arr(&dims))],
-        )?;
-        self.op1(b, "stablehlo.reshape", &[w], self.out_ty(cx, 0)?, &[])
+        let w = self.broadcast(b, env, x.v, &AType::new(cx.arg_dtype(0)?, wide), &dims, cx.at())?;
+        self.reshape(b, env, w, &cx.outs[0], cx.at())
     }
 }
 

@@ -22,8 +22,11 @@ fn symbolic(cx: &EqnCx, name: &str) -> bool {
 impl<'c, 'f> Lower<'c, 'f> {
     /// The lowering of an equation with symbolic parameters, or None when
     /// its parameters are integers (the static lowerings of `ops.rs`).
-    pub(crate) fn lower_symbolic(&self, b: B<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> R<Option<V<'c>>> {
-        Ok(Some(match cx.name() {
+    pub(crate) fn lower_symbolic(&self, b: B<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> R<Option<Vec<V<'c>>>> {
+        Ok(Some(vec![match cx.name() {
+            "split" if symbolic(cx, "sizes") || cx.args[0].ty.shape.iter().any(|d| d.as_const().is_none()) => {
+                return self.split_dynamic(b, env, cx).map(Some);
+            }
             "slice" if ["start_indices", "limit_indices", "strides"].iter().any(|n| symbolic(cx, n)) => {
                 let start = cx.dims_param("start_indices")?;
                 let limit = cx.dims_param("limit_indices")?;
@@ -51,21 +54,11 @@ impl<'c, 'f> Lower<'c, 'f> {
                 }
                 let sizes = self.shape_value(b, env, &sizes, cx.at())?;
                 let shape = self.shape_value(b, env, &x.ty.shape, cx.at())?;
-                let t1 = self.tensor_of("i64", &[1])?;
                 let starts = cx.args[1..]
                     .iter()
-                    .map(|i| {
-                        let i = self.convert(b, i.v, &DType::Int(64))?;
-                        self.op1(b, "stablehlo.reshape", &[i], t1, &[])
-                    })
+                    .map(|i| self.convert(b, i.v, &DType::Int(64)))
                     .collect::<R<Vec<_>>>()?;
-                let starts = self.op1(
-                    b,
-                    "stablehlo.concatenate",
-                    &starts,
-                    sizes.r#type(),
-                    &[("dimension", "0 : i64".into())],
-                )?;
+                let starts = self.vector(b, &starts)?;
                 let zeros = self.const_vec_i64(b, &vec![0; x.ty.rank()])?;
                 let ones = self.const_vec_i64(b, &vec![1; x.ty.rank()])?;
                 let upper = self.binary(b, "stablehlo.subtract", shape, sizes)?;
@@ -102,7 +95,51 @@ impl<'c, 'f> Lower<'c, 'f> {
                 )?
             }
             _ => return Ok(None),
-        }))
+        }]))
+    }
+
+    /// `split` of an operand or into sizes known at run time: each piece a
+    /// `real_dynamic_slice` from the running sum of the sizes before it.
+    fn split_dynamic(&self, b: B<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> R<Vec<V<'c>>> {
+        let x = &cx.args[0];
+        let rank = x.ty.rank() as i64;
+        let axis = cx.int("axis")?;
+        let axis = if axis < 0 { axis + rank } else { axis };
+        let sizes: Vec<Dim> = match cx.ints("sizes") {
+            Ok(sizes) => sizes.into_iter().map(Dim::Const).collect(),
+            Err(_) => cx.dims_param("sizes")?,
+        };
+        if axis < 0 || axis >= rank || sizes.len() != cx.outs.len() {
+            return err(cx.at(), "`axis` and `sizes` do not match the operand");
+        }
+        let axis = axis as usize;
+        let extents = x.ty.shape.iter().map(|d| self.dim(b, env, d, cx.at())).collect::<R<Vec<_>>>()?;
+        let zero = self.const_i64(b, 0)?;
+        let ones = self.const_vec_i64(b, &vec![1; extents.len()])?;
+        let mut start = zero;
+        let mut pieces = Vec::with_capacity(sizes.len());
+        for (k, n) in sizes.iter().enumerate() {
+            let end = self.binary(b, "stablehlo.add", start, self.dim(b, env, n, cx.at())?)?;
+            let mut from = vec![zero; extents.len()];
+            from[axis] = start;
+            let mut to = extents.clone();
+            to[axis] = end;
+            let (from, to) = (self.vector(b, &from)?, self.vector(b, &to)?);
+            pieces.push(self.op1(b, "stablehlo.real_dynamic_slice", &[x.v, from, to, ones], self.out_ty(cx, k)?, &[])?);
+            start = end;
+        }
+        Ok(pieces)
+    }
+
+    /// A `tensor<Nxi64>` of `tensor<i64>` scalars.
+    fn vector(&self, b: B<'c>, scalars: &[V<'c>]) -> R<V<'c>> {
+        let t1 = self.tensor_of("i64", &[1])?;
+        let parts = scalars
+            .iter()
+            .map(|&s| self.op1(b, "stablehlo.reshape", &[s], t1, &[]))
+            .collect::<R<Vec<_>>>()?;
+        let t = self.tensor_of("i64", &[scalars.len() as i64])?;
+        self.op1(b, "stablehlo.concatenate", &parts, t, &[("dimension", "0 : i64".into())])
     }
 }
 

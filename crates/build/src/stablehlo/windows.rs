@@ -9,13 +9,13 @@
 //!   the element its window selects, and the padding sliced off again.
 
 use super::ops::{EqnCx, Init, arr, compare_type, padding_attr};
-use super::{B, Lower, V};
+use super::{B, Env, Lower, V};
 use crate::{R, err};
 use jaxpr_types::{DType, Dim};
 
 impl<'c, 'f> Lower<'c, 'f> {
     /// `select_and_gather_add` or `select_and_scatter_add`, or None.
-    pub(crate) fn lower_window_selection(&self, b: B<'c>, cx: &EqnCx<'_, 'c, 'f>) -> R<Option<V<'c>>> {
+    pub(crate) fn lower_window_selection(&self, b: B<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> R<Option<V<'c>>> {
         let name = cx.name();
         if !matches!(name, "select_and_gather_add" | "select_and_scatter_add") {
             return Ok(None);
@@ -61,12 +61,16 @@ impl<'c, 'f> Lower<'c, 'f> {
             )?;
             return Ok(Some(res[1]));
         }
-        // The padded operand, static as CPU's `select_and_scatter` needs.
-        let Some(dims) = x.ty.shape.iter().map(Dim::as_const).collect::<Option<Vec<i64>>>() else {
-            return err(cx.at(), "`select_and_scatter_add` of a dynamic operand has no lowering");
-        };
-        let padded: Vec<i64> = dims.iter().zip(&pad).map(|(d, (lo, hi))| d + lo + hi).collect();
-        let padded_ty = self.tensor(&dt, &padded.iter().map(|&d| Dim::Const(d)).collect::<Vec<_>>(), cx.at())?;
+        // The padded operand (`?` where the operand's extent is dynamic:
+        // refinement makes it static).
+        let padded: Vec<Dim> = x
+            .ty
+            .shape
+            .iter()
+            .zip(&pad)
+            .map(|(d, (lo, hi))| d.as_const().map_or(Dim::Unknown, |d| Dim::Const(d + lo + hi)))
+            .collect();
+        let padded_ty = self.tensor(&dt, &padded, cx.at())?;
         let lo: Vec<i64> = pad.iter().map(|p| p.0).collect();
         let hi: Vec<i64> = pad.iter().map(|p| p.1).collect();
         let xp = self.op1(
@@ -95,14 +99,31 @@ impl<'c, 'f> Lower<'c, 'f> {
             ],
             vec![select_region, scatter_region],
         )?[0];
-        let limit: Vec<i64> = lo.iter().zip(&dims).map(|(l, d)| l + d).collect();
-        let out = self.op1(
-            b,
-            "stablehlo.slice",
-            &[scattered],
-            self.out_ty(cx, 0)?,
-            &[("start_indices", arr(&lo)), ("limit_indices", arr(&limit)), ("strides", arr(&vec![1; r]))],
-        )?;
+        let out = match x.ty.shape.iter().map(Dim::as_const).collect::<Option<Vec<i64>>>() {
+            Some(dims) => {
+                let limit: Vec<i64> = lo.iter().zip(&dims).map(|(l, d)| l + d).collect();
+                self.op1(
+                    b,
+                    "stablehlo.slice",
+                    &[scattered],
+                    self.out_ty(cx, 0)?,
+                    &[("start_indices", arr(&lo)), ("limit_indices", arr(&limit)), ("strides", arr(&vec![1; r]))],
+                )?
+            }
+            None => {
+                let start = self.const_vec_i64(b, &lo)?;
+                let extent = self.shape_value(b, env, &x.ty.shape, cx.at())?;
+                let limit = self.binary(b, "stablehlo.add", start, extent)?;
+                let ones = self.const_vec_i64(b, &vec![1; r])?;
+                self.op1(
+                    b,
+                    "stablehlo.real_dynamic_slice",
+                    &[scattered, start, limit, ones],
+                    self.out_ty(cx, 0)?,
+                    &[],
+                )?
+            }
+        };
         Ok(Some(out))
     }
 }
