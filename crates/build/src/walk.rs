@@ -214,6 +214,50 @@ impl<X, T: Borrow<AType>> EqnCx<'_, X, T> {
         Ok(l)
     }
 
+    /// `custom_linear_solve`'s `solve` jaxpr and the operands JAX's
+    /// implementation calls it on: its constants, then the right-hand side
+    /// (`const_lengths=_LinearSolveTuple(matvec=1, vecmat=0, solve=1, ...)`
+    /// counts each jaxpr's constants, in the order they come among the
+    /// operands; the jaxprs given are bound in that order).
+    pub fn linear_solve(&self, a: &Analysis) -> R<(JaxprId, Vec<usize>)> {
+        let fields = |name: &str| -> R<Vec<(String, &Expr)>> {
+            match &self.param(name)?.kind {
+                ExprKind::Call(c) => Ok(c
+                    .args
+                    .iter()
+                    .filter_map(|x| Some((x.name.as_ref()?.text.to_string(), &x.value)))
+                    .collect()),
+                _ => err(self.at(), format!("`{name}` must be a `_LinearSolveTuple`")),
+            }
+        };
+        let (lengths, jaxprs) = (fields("const_lengths")?, fields("jaxprs")?);
+        let mut start = 0usize;
+        let mut count = None;
+        for (f, n) in &lengths {
+            let Some(n) = n.as_int().filter(|&n| n >= 0) else {
+                return err(self.at(), "`const_lengths` must be counts of constants");
+            };
+            if f == "solve" {
+                count = Some(n as usize);
+                break;
+            }
+            start += n as usize;
+        }
+        let before = jaxprs.iter().take_while(|(f, _)| f != "solve").filter(|(_, j)| !j.is_none()).count();
+        let solve = jaxprs.iter().find(|(f, _)| f == "solve").filter(|(_, j)| !j.is_none());
+        let (Some(count), Some(_)) = (count, solve) else {
+            return err(self.at(), "`custom_linear_solve` has no `solve` jaxpr");
+        };
+        let total: usize = lengths.iter().filter_map(|(_, n)| n.as_int()).map(|n| n.max(0) as usize).sum();
+        let Some(&j) = self.callees(a, "jaxprs").get(before) else {
+            return err(self.at(), "`custom_linear_solve` has no `solve` jaxpr");
+        };
+        if self.args.len() < total {
+            return err(self.at(), "`custom_linear_solve` has fewer operands than constants");
+        }
+        Ok((j, (start..start + count).chain(total..self.args.len()).collect()))
+    }
+
     pub fn scan_layout(&self, a: &Analysis) -> R<ScanLayout> {
         let Some(&body) = self.callees(a, "jaxpr").first() else {
             return err(self.at(), "`scan` needs `jaxpr`");
@@ -642,6 +686,8 @@ fn index_nested<'f>(
         match &x.kind {
             ExprKind::Jaxpr(j) => jaxprs.push(j),
             ExprKind::Tuple(xs) | ExprKind::List(xs) => values.extend(xs.iter()),
+            // `custom_linear_solve`'s `jaxprs=_LinearSolveTuple(matvec={...}, ...)`.
+            ExprKind::Call(c) => values.extend(c.args.iter().map(|a| &a.value)),
             _ => {}
         }
     }

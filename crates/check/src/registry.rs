@@ -536,8 +536,8 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["const_lengths", "jaxprs"],
         jaxpr_params: &["jaxprs"],
         doc: "Solves a linear system with user `matvec`/`solve` jaxprs; the solution has the right-hand side's types.",
-        stablehlo: Refused("no lowering yet"),
-        native: Refused("no lowering yet"),
+        stablehlo: Lowering::Lowered,
+        native: Lowering::Lowered,
         complex: COMPLEX,
         ..ROW
     },
@@ -1488,7 +1488,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["algorithm", "compute_uv", "full_matrices", "subset_by_index"],
         doc: "Singular values (real) and, with `compute_uv`, `u` and `vt`.",
         stablehlo: Lowering::Lowered,
-        native: Refused("the signs and order of its vectors come out of LAPACK's iterations, which are not reproduced"),
+        native: Lowering::Lowered,
         ..ROW
     },
     Primitive {

@@ -6,7 +6,8 @@
 //! 0-based and a permutation, QR is `geqrf` then `orgqr` and a triangle.
 //! LAPACK takes `f32` and `f64` only: `triangular_solve` on narrower floats
 //! is XLA's own `stablehlo.triangular_solve`, as JAX lowers it; any other
-//! decomposition of them is refused.
+//! decomposition of them is refused. `custom_linear_solve` is its `solve`
+//! jaxpr called on its constants and the right-hand side, as JAX lowers it.
 
 use super::ops::{EqnCx, arr, push_joined};
 use super::{B, Env, Lower, V};
@@ -90,6 +91,11 @@ impl<'c, 'f> Lower<'c, 'f> {
             "svd" => self.svd(b, env, cx)?,
             "schur" => self.schur(b, env, cx)?,
             "tridiagonal_solve" => vec![self.tridiagonal_solve(b, env, cx)?],
+            "custom_linear_solve" => {
+                let (solve, operands) = cx.linear_solve(self.a)?;
+                let inputs: Vec<V<'c>> = operands.iter().map(|&i| cx.args[i].v).collect();
+                self.call(b, env, solve, &inputs, cx.at())?.into_iter().map(|o| o.v).collect()
+            }
             _ => return Ok(None),
         }))
     }
