@@ -1467,7 +1467,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["algorithm", "compute_uv", "full_matrices", "subset_by_index"],
         doc: "Singular values (real) and, with `compute_uv`, `u` and `vt`.",
         stablehlo: Lowering::Lowered,
-        native: Refused("the signs and order of its vectors come out of LAPACK's iterations, which are not reproduced"),
+        native: Lowering::Lowered,
         ..ROW
     },
     Primitive {

@@ -29,6 +29,9 @@ impl<'c> G<'c, '_> {
         if name == "custom_linear_solve" {
             let (solve, operands) = cx.linear_solve(self.a)?;
             let args: Vec<_> = operands.iter().map(|&i| cx.args[i].clone()).collect();
+            if matches!(self.a.jaxpr(solve).origin, jaxpr_check::JaxprOrigin::Let { .. }) {
+                return Ok(Some(self.call_let(env, solve, &args, cx.at())?));
+            }
             let outs = self.call_jaxpr(env, solve, &args, cx.at())?;
             return Ok(Some(outs.into_iter().map(|o| o.v).collect()));
         }

@@ -6,9 +6,11 @@
 //! zero below the diagonal, the triangle a routine does not read kept as
 //! it was, a failed factorisation (`info != 0`) NaN as JAX makes it. Each
 //! matrix of a batch is copied into double precision, factorised, and
-//! rounded once to the result's dtype. The eigen-, singular-value and Schur
-//! decompositions are not here (the registry refuses them): the signs and
-//! order of their vectors come out of LAPACK's iterations.
+//! rounded once to the result's dtype. Singular values (not vectors) are
+//! here too, by another exact algorithm: they are unique. The eigen- and
+//! Schur decompositions and singular vectors are not (the registry and
+//! `svd` refuse them): the signs and order of their vectors come out of
+//! LAPACK's iterations, which are not reproduced.
 
 use super::{Arr, Cx, Env, G, dtype};
 use crate::{R, err};
@@ -31,7 +33,7 @@ impl<'c> G<'c, '_> {
     /// primitive.
     pub(crate) fn lower_linalg(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> R<Option<Vec<Arr<'c>>>> {
         let name = cx.name();
-        if !matches!(name, "cholesky" | "lu" | "lu_pivots_to_permutation" | "qr" | "triangular_solve" | "tridiagonal_solve") {
+        if !matches!(name, "cholesky" | "lu" | "lu_pivots_to_permutation" | "qr" | "svd" | "triangular_solve" | "tridiagonal_solve") {
             return Ok(None);
         }
         if name != "lu_pivots_to_permutation" {
@@ -48,6 +50,7 @@ impl<'c> G<'c, '_> {
             "lu" => self.lu(env, cx)?,
             "lu_pivots_to_permutation" => vec![self.lu_pivots_to_permutation(env, cx)?],
             "qr" => self.qr(env, cx)?,
+            "svd" => self.svd(env, cx)?,
             "triangular_solve" => vec![self.triangular_solve(cx)?],
             _ => vec![self.tridiagonal_solve(cx)?],
         }))
@@ -472,6 +475,124 @@ impl<'c> G<'c, '_> {
             self.release(p)?;
         }
         Ok(vec![q, r])
+    }
+
+    /// `gesdd`'s singular values: one-sided Jacobi rotations of the
+    /// columns (of the transpose when the matrix is wider than tall) until
+    /// every pair is orthogonal to double precision; the values are the
+    /// columns' norms, largest first. With `compute_uv`, only an empty
+    /// matrix (JAX's identity or zeros as U and V^T).
+    fn svd(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> R<Vec<Arr<'c>>> {
+        self.rank_at_least(cx, 0, 2)?;
+        for p in ["subset_by_index", "algorithm"] {
+            if let Some(v) = cx.e.param(p)
+                && !v.value.is_none()
+                && !matches!(&v.value.kind, jaxpr_syntax::ast::ExprKind::Path(t) if t.ends_with("DEFAULT"))
+            {
+                return err(v.range, format!("`svd` with `{p}` other than the default has no native lowering"));
+            }
+        }
+        let a = &cx.args[0];
+        let dt = dtype(&a.ty)?;
+        let uv = cx.bool_or("compute_uv", true);
+        let full = cx.bool_or("full_matrices", true);
+        let rank = a.ty.rank();
+        let empty = a.ty.shape[rank - 2..].iter().any(|d| d.as_const() == Some(0));
+        if uv && !empty {
+            let at = cx.e.param("compute_uv").map_or(cx.at(), |p| p.range);
+            return err(at, "`svd` with `compute_uv` has no native lowering: the signs of singular vectors come out of LAPACK's iterations, which are not reproduced");
+        }
+        let (batch, m, n) = self.batched(&a.v);
+        let s = self.alloc(&dt, &self.dims(env, &cx.outs[0], cx.at())?)?;
+        let mut outs = vec![s.clone()];
+        if uv {
+            // Empty: U or V^T is square with full matrices (the identity),
+            // the other has no elements.
+            for t in &cx.outs[1..] {
+                let dims = self.dims(env, t, cx.at())?;
+                let r = self.alloc(&dt, &dims)?;
+                let (one, zero) = (self.convert(self.w(1.0)?.into(), &WORK, &dt)?, self.convert(self.w(0.0)?.into(), &WORK, &dt)?);
+                self.nest(&dims, &mut |idx| {
+                    let diag = self.icmp(IntPredicate::EQ, idx[rank - 2], idx[rank - 1]);
+                    let diag = if full { diag } else { self.cx.bool_type().const_zero() };
+                    let v = self.b.build_select(diag, one, zero, "").expect("select");
+                    self.store(&dt, r.p, self.offset(idx, &dims), v)
+                })?;
+                outs.push(r);
+            }
+            return Ok(outs);
+        }
+        let tall = self.icmp(IntPredicate::SGE, m, n);
+        let (rows, k) = (self.select_int(tall, m, n), self.min_i64(m, n));
+        let w = self.work(self.mul(rows, k))?;
+        let mw = Mat { p: w, cols: k };
+        let mn = self.mul(m, n);
+        self.for_range(batch, &mut |t| {
+            let base = self.mul(t, mn);
+            self.for_range(rows, &mut |i| {
+                self.for_range(k, &mut |c| {
+                    let (r, col) = (self.select_int(tall, i, c), self.select_int(tall, c, i));
+                    let v = self.load(&dt, a.v.p, self.add(base, self.add(self.mul(r, n), col)))?;
+                    self.set(mw, i, c, self.convert(v, &dt, &WORK)?.into_float_value())
+                })
+            })?;
+            let column_dot = |p: IntValue<'c>, q: IntValue<'c>| self.sum(self.i64(0), rows, &mut |i| Ok(self.fmul(self.get(mw, i, p)?, self.get(mw, i, q)?)));
+            // Sweeps over every pair while the last one rotated (60 at most).
+            self.for_carry(self.i64(60), &[self.cx.bool_type().const_int(1, false).into()], &mut |_, st| {
+                let again = st[0].into_int_value();
+                let rotated = self.slot(self.cx.bool_type().into());
+                self.b.build_store(rotated, self.cx.bool_type().const_zero()).expect("store");
+                self.if_else(
+                    again,
+                    &mut || {
+                        self.for_range(k, &mut |p| {
+                            self.range(self.add(p, self.i64(1)), k, &mut |q| {
+                                let (alpha, beta, gamma) = (column_dot(p, p)?, column_dot(q, q)?, column_dot(p, q)?);
+                                let bound = self.fmul(self.w(1e-15)?, self.fsqrt(self.fmul(alpha, beta))?);
+                                let rotate = self.fcmp(FloatPredicate::OGT, self.fabs(gamma)?, bound);
+                                self.if_else(
+                                    rotate,
+                                    &mut || {
+                                        self.b.build_store(rotated, self.cx.bool_type().const_int(1, false)).expect("store");
+                                        let zeta = self.fdiv(self.fsub(beta, alpha), self.fmul(self.w(2.0)?, gamma));
+                                        let root = self.fsqrt(self.fadd(self.w(1.0)?, self.fmul(zeta, zeta)))?;
+                                        let one = self.intrinsic("llvm.copysign", zeta.get_type().into(), &[self.w(1.0)?.into(), zeta.into()])?.into_float_value();
+                                        let tan = self.fdiv(one, self.fadd(self.fabs(zeta)?, root));
+                                        let cos = self.fdiv(self.w(1.0)?, self.fsqrt(self.fadd(self.w(1.0)?, self.fmul(tan, tan)))?);
+                                        let sin = self.fmul(cos, tan);
+                                        self.for_range(rows, &mut |i| {
+                                            let (x, y) = (self.get(mw, i, p)?, self.get(mw, i, q)?);
+                                            self.set(mw, i, p, self.fsub(self.fmul(cos, x), self.fmul(sin, y)))?;
+                                            self.set(mw, i, q, self.fadd(self.fmul(sin, x), self.fmul(cos, y)))
+                                        })
+                                    },
+                                    &mut || Ok(()),
+                                )
+                            })
+                        })
+                    },
+                    &mut || Ok(()),
+                )?;
+                Ok(vec![self.b.build_load(self.cx.bool_type(), rotated, "").expect("load")])
+            })?;
+            // The norms into row 0, then sorted largest first (selection).
+            self.for_range(k, &mut |c| self.set(mw, self.i64(0), c, self.fsqrt(column_dot(c, c)?)?))?;
+            self.for_range(k, &mut |c| {
+                let best = self.for_carry(self.sub(self.sub(k, c), self.i64(1)), &[c.into(), self.get(mw, self.i64(0), c)?.into()], &mut |u, st| {
+                    let j = self.add(self.add(c, self.i64(1)), u);
+                    let v = self.get(mw, self.i64(0), j)?;
+                    let more = self.fcmp(FloatPredicate::OGT, v, st[1].into_float_value());
+                    Ok(vec![self.select_int(more, j, st[0].into_int_value()).into(), self.fselect(more, v, st[1].into_float_value()).into()])
+                })?;
+                let j = best[0].into_int_value();
+                let (x, y) = (self.get(mw, self.i64(0), c)?, self.get(mw, self.i64(0), j)?);
+                self.set(mw, self.i64(0), j, x)?;
+                self.set(mw, self.i64(0), c, y)
+            })?;
+            self.narrow(w, k, &dt, s.p, self.mul(t, k), self.cx.bool_type().const_zero())
+        })?;
+        self.release(w)?;
+        Ok(outs)
     }
 
     /// `gtsv`: Gaussian elimination of a tridiagonal system with partial

@@ -82,10 +82,11 @@ impl<'c> G<'c, '_> {
         if is_identity(name) {
             return Ok(cx.args.iter().map(|a| a.v.clone()).collect());
         }
-        if let Some(r) = self.lower_control(env, cx, defer)? {
+        // Before the calls: `custom_linear_solve` calls one of its jaxprs.
+        if let Some(r) = self.lower_linalg(env, cx)? {
             return Ok(r);
         }
-        if let Some(r) = self.lower_linalg(env, cx)? {
+        if let Some(r) = self.lower_control(env, cx, defer)? {
             return Ok(r);
         }
         if let Some(r) = self.lower_symbolic(env, cx)? {

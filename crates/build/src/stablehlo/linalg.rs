@@ -6,7 +6,8 @@
 //! 0-based and a permutation, QR is `geqrf` then `orgqr` and a triangle.
 //! LAPACK takes `f32` and `f64` only: `triangular_solve` on narrower floats
 //! is XLA's own `stablehlo.triangular_solve`, as JAX lowers it; any other
-//! decomposition of them is refused.
+//! decomposition of them is refused. `custom_linear_solve` is its `solve`
+//! jaxpr called on its constants and the right-hand side, as JAX lowers it.
 
 use super::ops::{EqnCx, arr, push_joined};
 use super::{B, Env, Lower, V};

@@ -276,10 +276,11 @@ impl<'c, 'f> Lower<'c, 'f> {
         if is_identity(name) {
             return Ok(cx.args.iter().map(|a| a.v).collect());
         }
-        if let Some(r) = self.lower_control(b, env, cx)? {
+        // Before the calls: `custom_linear_solve` calls one of its jaxprs.
+        if let Some(r) = self.lower_linalg(b, env, cx)? {
             return Ok(r);
         }
-        if let Some(r) = self.lower_linalg(b, env, cx)? {
+        if let Some(r) = self.lower_control(b, env, cx)? {
             return Ok(r);
         }
         if let Some(r) = self.lower_symbolic(b, env, cx)? {
