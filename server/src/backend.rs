@@ -435,6 +435,13 @@ impl LanguageServer for Backend {
                 .python
                 .trace_file(&self.client, &file, None, &self.roots(), self.enc())
                 .await;
+        } else if !self.python.is_open(&uri) {
+            // A saved jaxpr may be a session's: the open Python documents'
+            // diagnostics follow it (their sessions are read again where
+            // they changed).
+            self.python
+                .publish_all(&self.client, &self.roots(), self.enc())
+                .await;
         }
     }
 

@@ -325,3 +325,73 @@ fn a_session_planted_in_a_repository_runs_nothing_and_reads_nothing_outside() {
         "the planted session was left as it was"
     );
 }
+
+/// A session's jaxpr edited and saved: the open Python document's
+/// diagnostics and hover follow it (the session's files are database
+/// inputs, read again when they change).
+#[test]
+fn an_edited_session_jaxpr_updates_the_python_document() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("lsp-edited-session");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join(".jaxpr-session")).unwrap();
+    let dir = dir.canonicalize().unwrap();
+    let py = dir.join("prog.py");
+    let text = "def f(x):\n    return jnp.sin(x)\n";
+    std::fs::write(&py, text).unwrap();
+    let jaxpr = |body: &str| {
+        format!(
+            "{{ lambda ; a:f32[3]. let\n    {body}  # {}:2:11 (f)\n  in (b,) }}\n",
+            py.display()
+        )
+    };
+    let jpath = dir.join(".jaxpr-session/f.jaxpr");
+    std::fs::write(&jpath, jaxpr("b:f32[3] = sin a")).unwrap();
+    let session = json!({
+        "version": 1, "status": "ok", "command": ["python3", "prog.py"], "cwd": dir,
+        "functions": [{
+            "name": "f", "kind": "jit", "file": py, "line": 1, "jaxpr": "f.jaxpr",
+            "in_avals": ["f32[3]"], "out_avals": ["f32[3]"],
+            "in_type": "", "out_type": "", "check_errors": 0, "source_map": []
+        }],
+        "errors": []
+    });
+    std::fs::write(dir.join(".jaxpr-session/session.json"), session.to_string()).unwrap();
+
+    let state = state_home();
+    let mut s = Lsp::start_with_env(&[("XDG_STATE_HOME", state.to_str().unwrap())]);
+    s.request(
+        "initialize",
+        json!({ "processId": null, "rootUri": uri(&dir), "capabilities": {} }),
+    );
+    s.notify("initialized", json!({}));
+    let u = uri(&py);
+    open_python(&mut s, &u, text);
+    let d = s.diagnostics(&u, None);
+    assert_eq!(d["diagnostics"], json!([]), "{d}");
+    let hover = |s: &mut Lsp| {
+        s.call("textDocument/hover", at(&u, json!({ "line": 1, "character": 4 })))["contents"]
+            ["value"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(hover(&mut s).contains("b:f32[3] = sin a"));
+
+    // The jaxpr edited (a result type that is wrong now) and saved.
+    std::fs::write(&jpath, jaxpr("b:f32[4] = cos a")).unwrap();
+    s.notify(
+        "textDocument/didSave",
+        json!({ "textDocument": { "uri": uri(&jpath) } }),
+    );
+    let d = s.diagnostics(&u, None);
+    let ds = d["diagnostics"].as_array().unwrap();
+    assert_eq!(ds.len(), 1, "{d}");
+    assert_eq!(ds[0]["range"]["start"]["line"], 1, "{d}");
+    assert_eq!(ds[0]["source"], "jaxpr", "{d}");
+    assert!(
+        ds[0]["message"].as_str().unwrap().contains("in the jaxpr of `f`, f.jaxpr:2:"),
+        "{d}"
+    );
+    assert!(hover(&mut s).contains("b:f32[4] = cos a"));
+    assert!(s.shutdown().success());
+}

@@ -104,6 +104,11 @@ pub fn python_view(db: &dyn Db, s: SessionInput) -> Arc<SessionIndex> {
 }
 
 /// What a file was when it was last read: read again when any differs.
+/// A file's time moves in steps of the kernel's clock tick, so a file
+/// written again within the step after it was read, to the same size,
+/// keeps its stamp: a stamp taken that close to the file's time is not
+/// trusted (the file is read again until it is older, as git does with its
+/// index), and reading it again sets nothing when its text is the same.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Stamp {
     modified: Option<SystemTime>,
@@ -134,8 +139,9 @@ pub struct Sessions {
 struct Loaded {
     input: SessionInput,
     /// Each file as it was when its text was given to the database
-    /// (`session.json` and the jaxprs, by path).
-    read: HashMap<PathBuf, Option<Stamp>>,
+    /// (`session.json` and the jaxprs, by path), and whether that stamp
+    /// was taken long enough after the file's time to be trusted.
+    read: HashMap<PathBuf, (Option<Stamp>, bool)>,
 }
 
 impl Sessions {
@@ -246,10 +252,23 @@ impl Sessions {
 }
 
 impl Loaded {
-    /// Whether `path` changed since it was last read (or was never read);
-    /// records it as read now.
+    /// Whether `path` changed since it was last read (or was never read, or
+    /// was read too soon after it was written to tell); records it as read
+    /// now.
     fn changed(&mut self, path: &Path) -> bool {
         let now = stamp(path);
-        self.read.insert(path.to_path_buf(), now) != Some(now) || now.is_none()
+        let trusted = now.is_some_and(|s| {
+            s.modified
+                .and_then(|m| SystemTime::now().duration_since(m).ok())
+                .is_some_and(|age| age >= UNTRUSTED_AGE)
+        });
+        match self.read.insert(path.to_path_buf(), (now, trusted)) {
+            Some((before, true)) => before != now || now.is_none(),
+            _ => true,
+        }
     }
 }
+
+/// How recent a file's time may be for its stamp not to be trusted: well
+/// above a clock tick (1 to 10 ms) and the skew of a network file system.
+const UNTRUSTED_AGE: std::time::Duration = std::time::Duration::from_secs(2);

@@ -14,6 +14,16 @@ mod common;
 fn fresh(name: &str) -> PathBuf {
     common::fresh("session-view", name)
 }
+/// A folder `name` with a program `prog.py` and an empty session folder.
+fn program_and_session(name: &str) -> (PathBuf, PathBuf) {
+    let top = fresh(name);
+    let py = top.join("prog.py");
+    std::fs::write(&py, "def f(x):\n    return jnp.sin(x)\n").unwrap();
+    let dir = top.join(session::DEFAULT_DIR);
+    std::fs::create_dir_all(&dir).unwrap();
+    (py, dir)
+}
+
 /// A jaxpr whose one equation came from line 2 of `py`, with `body` as
 /// that equation.
 fn jaxpr(py: &Path, body: &str) -> String {
@@ -55,11 +65,7 @@ fn session_queries(executed: &[String]) -> Vec<&String> {
 
 #[test]
 fn a_changed_session_changes_the_python_view_and_nothing_else_reruns_it() {
-    let top = fresh("change");
-    let py = top.join("prog.py");
-    std::fs::write(&py, "def f(x):\n    return jnp.sin(x)\n").unwrap();
-    let dir = top.join(session::DEFAULT_DIR);
-    std::fs::create_dir_all(&dir).unwrap();
+    let (py, dir) = program_and_session("change");
     std::fs::write(dir.join("f.jaxpr"), jaxpr(&py, "b:f32[3] = sin a")).unwrap();
     write_session(&dir, &py, json!([]));
 
@@ -163,10 +169,7 @@ fn a_python_path_through_a_symbolic_link_finds_the_same_lines() {
 
 #[test]
 fn an_unreadable_or_malformed_session_file_is_an_error_and_an_empty_view() {
-    let top = fresh("bad");
-    let py = top.join("prog.py");
-    let dir = top.join(session::DEFAULT_DIR);
-    std::fs::create_dir_all(&dir).unwrap();
+    let (py, dir) = program_and_session("bad");
     let mut db = RootDatabase::default();
     let mut sessions = Sessions::default();
     let e = sessions.sync(&mut db, &dir).unwrap_err().to_string();
@@ -182,4 +185,25 @@ fn an_unreadable_or_malformed_session_file_is_an_error_and_an_empty_view() {
     std::fs::write(dir.join(session::SESSION_FILE), "{ not json").unwrap();
     assert!(sessions.sync(&mut db, &dir).is_err());
     assert!(python_view(&db, s).hover(&py, 2).is_none());
+}
+
+/// A jaxpr written again right after it was read, to the same size and
+/// within the same tick of the file system's clock, keeps its stamp: it is
+/// read again all the same.
+#[test]
+fn a_jaxpr_rewritten_with_the_same_size_and_time_is_read_again() {
+    let (py, dir) = program_and_session("racy");
+    let path = dir.join("f.jaxpr");
+    std::fs::write(&path, jaxpr(&py, "b:f32[3] = sin a")).unwrap();
+    write_session(&dir, &py, json!([]));
+    let mut db = RootDatabase::default();
+    let mut sessions = Sessions::default();
+    let s = sessions.sync(&mut db, &dir).unwrap();
+    assert!(python_view(&db, s).hover(&py, 2).unwrap().contains("sin a"));
+    let time = std::fs::metadata(&path).unwrap().modified().unwrap();
+    std::fs::write(&path, jaxpr(&py, "b:f32[3] = cos a")).unwrap();
+    let f = std::fs::File::options().write(true).open(&path).unwrap();
+    f.set_modified(time).unwrap();
+    sessions.sync(&mut db, &dir).unwrap();
+    assert!(python_view(&db, s).hover(&py, 2).unwrap().contains("cos a"));
 }
