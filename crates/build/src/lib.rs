@@ -8,6 +8,7 @@
 
 pub mod command;
 pub mod native;
+mod random;
 pub mod stablehlo;
 mod walk;
 

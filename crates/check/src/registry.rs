@@ -787,8 +787,6 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Random,
         params: &["shape"],
         doc: "The high and low uint32 halves of a 64-bit iota of `shape` (threefry counters).",
-        stablehlo: Refused("random keys and bits have no lowering yet"),
-        native: Refused("random keys and bits have no lowering yet"),
         ..ROW
     },
     Primitive {
@@ -1019,24 +1017,18 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Random,
         params: &["bit_width", "shape"],
         doc: "Random `bit_width`-bit unsigned integers of shape keys.shape ++ `shape`.",
-        stablehlo: Refused("random keys and bits have no lowering yet"),
-        native: Refused("random keys and bits have no lowering yet"),
         ..ROW
     },
     Primitive {
         name: "random_clone",
         family: Random,
         doc: "A copy of PRNG keys.",
-        stablehlo: Refused("random keys and bits have no lowering yet"),
-        native: Refused("random keys and bits have no lowering yet"),
         ..ROW
     },
     Primitive {
         name: "random_fold_in",
         family: Random,
         doc: "Folds 32-bit integers into PRNG keys.",
-        stablehlo: Refused("random keys and bits have no lowering yet"),
-        native: Refused("random keys and bits have no lowering yet"),
         ..ROW
     },
     Primitive {
@@ -1052,8 +1044,6 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "random_seed",
         family: Random,
         doc: "Makes PRNG keys of implementation `impl` from integer seeds.",
-        stablehlo: Refused("random keys and bits have no lowering yet"),
-        native: Refused("random keys and bits have no lowering yet"),
         ..ROW
     },
     Primitive {
@@ -1061,24 +1051,18 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Random,
         params: &["shape"],
         doc: "Splits PRNG keys into keys of shape keys.shape ++ `shape`.",
-        stablehlo: Refused("random keys and bits have no lowering yet"),
-        native: Refused("random keys and bits have no lowering yet"),
         ..ROW
     },
     Primitive {
         name: "random_unwrap",
         family: Random,
         doc: "Raw uint32 key data of PRNG keys (adds the trailing key dimension).",
-        stablehlo: Refused("random keys and bits have no lowering yet"),
-        native: Refused("random keys and bits have no lowering yet"),
         ..ROW
     },
     Primitive {
         name: "random_wrap",
         family: Random,
         doc: "Wraps raw uint32 key data (trailing key dimension) as PRNG keys of `impl`.",
-        stablehlo: Refused("random keys and bits have no lowering yet"),
-        native: Refused("random keys and bits have no lowering yet"),
         ..ROW
     },
     Primitive {
@@ -1229,8 +1213,6 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "rng_bit_generator",
         family: Random,
         doc: "Random bits of `shape` and `dtype` from a raw key; also returns the new key.",
-        stablehlo: Refused("random keys and bits have no lowering yet"),
-        native: Refused("random keys and bits have no lowering yet"),
         ..ROW
     },
     Primitive {
@@ -1509,8 +1491,6 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "threefry2x32",
         family: Random,
         doc: "The Threefry-2x32 hash: two uint32 key words and two uint32 counts to two uint32 arrays.",
-        stablehlo: Refused("random keys and bits have no lowering yet"),
-        native: Refused("random keys and bits have no lowering yet"),
         ..ROW
     },
     Primitive {
