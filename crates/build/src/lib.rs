@@ -9,6 +9,7 @@
 pub mod command;
 pub mod native;
 mod special;
+mod random;
 pub mod stablehlo;
 mod walk;
 

@@ -776,8 +776,6 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Random,
         params: &["shape"],
         doc: "The high and low uint32 halves of a 64-bit iota of `shape` (threefry counters).",
-        stablehlo: Refused("random keys and bits have no lowering yet"),
-        native: Refused("random keys and bits have no lowering yet"),
         ..ROW
     },
     Primitive {
@@ -1008,24 +1006,18 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Random,
         params: &["bit_width", "shape"],
         doc: "Random `bit_width`-bit unsigned integers of shape keys.shape ++ `shape`.",
-        stablehlo: Refused("random keys and bits have no lowering yet"),
-        native: Refused("random keys and bits have no lowering yet"),
         ..ROW
     },
     Primitive {
         name: "random_clone",
         family: Random,
         doc: "A copy of PRNG keys.",
-        stablehlo: Refused("random keys and bits have no lowering yet"),
-        native: Refused("random keys and bits have no lowering yet"),
         ..ROW
     },
     Primitive {
         name: "random_fold_in",
         family: Random,
         doc: "Folds 32-bit integers into PRNG keys.",
-        stablehlo: Refused("random keys and bits have no lowering yet"),
-        native: Refused("random keys and bits have no lowering yet"),
         ..ROW
     },
     Primitive {
@@ -1041,8 +1033,6 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "random_seed",
         family: Random,
         doc: "Makes PRNG keys of implementation `impl` from integer seeds.",
-        stablehlo: Refused("random keys and bits have no lowering yet"),
-        native: Refused("random keys and bits have no lowering yet"),
         ..ROW
     },
     Primitive {
@@ -1050,24 +1040,18 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Random,
         params: &["shape"],
         doc: "Splits PRNG keys into keys of shape keys.shape ++ `shape`.",
-        stablehlo: Refused("random keys and bits have no lowering yet"),
-        native: Refused("random keys and bits have no lowering yet"),
         ..ROW
     },
     Primitive {
         name: "random_unwrap",
         family: Random,
         doc: "Raw uint32 key data of PRNG keys (adds the trailing key dimension).",
-        stablehlo: Refused("random keys and bits have no lowering yet"),
-        native: Refused("random keys and bits have no lowering yet"),
         ..ROW
     },
     Primitive {
         name: "random_wrap",
         family: Random,
         doc: "Wraps raw uint32 key data (trailing key dimension) as PRNG keys of `impl`.",
-        stablehlo: Refused("random keys and bits have no lowering yet"),
-        native: Refused("random keys and bits have no lowering yet"),
         ..ROW
     },
     Primitive {
@@ -1214,8 +1198,6 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "rng_bit_generator",
         family: Random,
         doc: "Random bits of `shape` and `dtype` from a raw key; also returns the new key.",
-        stablehlo: Refused("random keys and bits have no lowering yet"),
-        native: Refused("random keys and bits have no lowering yet"),
         ..ROW
     },
     Primitive {
@@ -1488,8 +1470,6 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "threefry2x32",
         family: Random,
         doc: "The Threefry-2x32 hash: two uint32 key words and two uint32 counts to two uint32 arrays.",
-        stablehlo: Refused("random keys and bits have no lowering yet"),
-        native: Refused("random keys and bits have no lowering yet"),
         ..ROW
     },
     Primitive {

@@ -14,6 +14,7 @@
 //! given back everything it took and written no result. Outputs are buffers
 //! of the block cache ([`G::take`]) that the caller's scope adopts.
 
+use super::random::physical_rank;
 use super::{Arr, Env, G, Op};
 use crate::{Operand, R};
 use jaxpr_check::JaxprId;
@@ -48,15 +49,15 @@ impl<'c> G<'c, '_> {
         let mut syms: Vec<Symbol> = env.syms.keys().cloned().collect();
         syms.sort();
         let f = self.let_function(j, syms.clone());
-        let arg_words: usize = binders.iter().map(|&v| 1 + self.a.var(v).ty.rank()).sum::<usize>() + syms.len();
+        let arg_words: usize = binders.iter().map(|&v| 1 + physical_rank(&self.a.var(v).ty)).sum::<usize>() + syms.len();
         let info = self.a.jaxpr(j);
-        let out_ranks: Vec<usize> = info.outs.iter().map(|o| o.ty.rank()).collect();
+        let out_ranks: Vec<usize> = info.outs.iter().map(|o| physical_rank(&o.ty)).collect();
         let result_words: usize = out_ranks.iter().map(|r| 1 + r).sum();
         let args = self.words(arg_words);
         let results = self.words(result_words);
         let mut w = 0;
         for (x, &v) in inputs.iter().zip(&binders) {
-            if x.v.dims.len() != self.a.var(v).ty.rank() {
+            if x.v.dims.len() != physical_rank(&self.a.var(v).ty) {
                 return crate::err(at, "internal error: a call passes an array of another rank than its binder's");
             }
             self.put_array(args, &mut w, &self.materialized(&x.v)?);
@@ -145,7 +146,7 @@ impl<'c> G<'c, '_> {
         let mut w = 0;
         for &v in &binders {
             let ty = self.a.var(v).ty.clone();
-            let x = self.get_array(args, &mut w, ty.rank());
+            let x = self.get_array(args, &mut w, physical_rank(&ty));
             env.vals.insert(v, Operand { v: x, ty });
         }
         for s in &p.syms {

@@ -140,6 +140,10 @@ impl<'c, 'f> G<'c, 'f> {
             let [Some(v)] = self.a.eqn(*id).outs.as_slice() else {
                 continue;
             };
+            // Key arrays are moved by their own lowering ([`super::random`]).
+            if self.a.var(*v).ty.dtype.as_ref().is_some_and(DType::is_key) {
+                continue;
+            }
             let only_output = lazy_outs && uses.get(v) == Some(&Uses::Output);
             if self.fusible_use(&uses, eqns, *v) || (only_output && self.a.var(*v).ty.rank() > 0) {
                 out.insert(*v);

@@ -41,6 +41,7 @@ mod linalg;
 mod memory;
 mod ops;
 mod parts;
+mod random;
 mod reduce;
 mod segments;
 mod special;
@@ -271,7 +272,9 @@ extern "C" {{
 typedef struct {{
   void    *data;      /* densely packed, row-major */
   int32_t  dtype;     /* 0 bool(1 byte), 1 i8, 2 i16, 3 i32, 4 i64, 5 u8, 6 u16, 7 u32, 8 u64, 9 f16, 10 bf16, 11 f32, 12 f64,
-                         13 c64, 14 c128 (real and imaginary parts interleaved, as C's float/double _Complex) */
+                         13 c64, 14 c128 (real and imaginary parts interleaved, as C's float/double _Complex);
+                         a PRNG key array key<impl>[shape] is its key data, u32 (7) of shape [shape..., words],
+                         2 words for fry, 4 for rbg and urbg */
   int32_t  rank;
   int64_t  shape[8];  /* first `rank` entries used */
 }} jx_array;
@@ -1053,7 +1056,7 @@ impl<'c, 'f> G<'c, 'f> {
     }
 
     pub fn dims(&self, env: &Env<'c>, t: &AType, at: TextRange) -> R<Vec<IntValue<'c>>> {
-        t.shape.iter().map(|d| self.dim(env, d, at)).collect()
+        random::physical(t).shape.iter().map(|d| self.dim(env, d, at)).collect()
     }
 
     /// Fails the call unless `0 <= value <= MAX_BYTES`; `what` names the
@@ -1450,14 +1453,15 @@ impl<'c, 'f> G<'c, 'f> {
         for (k, &v) in inputs.iter().enumerate() {
             let var = self.a.var(v);
             let what = format!("input {k} (`{}`: {})", var.name, self.a.ty(&var.ty));
-            let dt = dtype(&var.ty).or_else(|_| err(var.range, "an input without dtype"))?;
+            let ty = random::physical(&var.ty);
+            let dt = dtype(&ty).or_else(|_| err(var.range, "an input without dtype"))?;
             let Some(code) = dtype_code(&dt) else {
                 return err(
                     var.range,
                     format!("inputs of dtype {dt} are not in the C ABI"),
                 );
             };
-            let rank = var.ty.rank();
+            let rank = ty.rank();
             if rank > MAX_RANK {
                 return err(
                     var.range,
@@ -1468,7 +1472,7 @@ impl<'c, 'f> G<'c, 'f> {
             // The checks of one input are one function for every input
             // (its IR would otherwise grow with the number of inputs).
             let mut expected = Vec::with_capacity(rank);
-            for d in &var.ty.shape {
+            for d in &ty.shape {
                 expected.push(match d {
                     Dim::Const(c) => super::walk::static_extent(*c, var.range)?,
                     _ => -1,
@@ -1857,6 +1861,8 @@ fn never(c: IntValue<'_>) -> bool {
 
 pub(crate) fn dtype(t: &AType) -> R<DType> {
     match &t.dtype {
+        // A PRNG key array is its key data ([`random::physical`]).
+        Some(d) if crate::random::key_words(d).is_some() => Ok(DType::UInt(32)),
         Some(d) => Ok(d.clone()),
         None => err(
             TextRange::new(0, 0),

@@ -69,6 +69,9 @@ fn accumulator(dt: &DType) -> DType {
 impl<'c> G<'c, '_> {
     pub(crate) fn lower_eqn(&self, env: &Env<'c>, cx: &Cx<'_, 'c>, defer: bool) -> R<Vec<Arr<'c>>> {
         let name = cx.name();
+        if let Some(r) = self.lower_random(env, cx)? {
+            return Ok(r);
+        }
         let one = |v: R<Arr<'c>>| v.map(|v| vec![v]);
         if let Some((_, op)) = REDUCE.iter().find(|(p, _)| *p == name) {
             return one(self.reduce(cx, op));

@@ -29,6 +29,7 @@ mod print;
 mod special;
 mod symbolic;
 mod windows;
+mod random;
 
 use super::{Failure, LowerError, R, Syntax, err, solvable, symbol_value};
 use jaxpr_check::{self as check, Analysis, EqnId, JaxprId, VarRef};
@@ -827,13 +828,16 @@ impl<'c, 'f> Lower<'c, 'f> {
     }
 
     pub(crate) fn tensor(&self, dt: &DType, dims: &[Dim], at: TextRange) -> R<Type<'c>> {
-        let Some(elem) = elem_type(dt) else {
+        // A PRNG key array is its key data: uint32 words on a last axis.
+        let key_words = crate::random::key_words(dt);
+        let Some(elem) = key_words.map_or_else(|| elem_type(dt), |_| Some("ui32")) else {
             return err(at, format!("dtype {dt} has no StableHLO lowering here"));
         };
-        let sizes: SmallVec<[i64; 6]> = dims
+        let mut sizes: SmallVec<[i64; 6]> = dims
             .iter()
             .map(|d| d.as_const().map_or(Ok(DYNAMIC), |c| crate::walk::static_extent(c, at)))
             .collect::<R<_>>()?;
+        sizes.extend(key_words);
         self.tensor_of(elem, &sizes)
     }
 

@@ -235,6 +235,9 @@ pub(crate) fn compare_type(dt: &DType) -> &'static str {
 impl<'c, 'f> Lower<'c, 'f> {
     pub(crate) fn lower_eqn(&self, b: B<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> R<Vec<V<'c>>> {
         let name = cx.name();
+        if let Some(r) = self.lower_random(b, env, cx)? {
+            return Ok(r);
+        }
         let one = |v: R<V<'c>>| v.map(|v| vec![v]);
         if name == "pow" && cx.arg_dtype(0)? != cx.arg_dtype(1)? {
             // An integer exponent is converted to the base's dtype first

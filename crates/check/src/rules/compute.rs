@@ -1225,8 +1225,9 @@ fn bitcast_convert_type(cx: &mut EqnCx) -> Infer {
 
 // ---- random -----------------------------------------------------------------------------
 
-/// The trailing key-data dimension of a PRNG implementation.
-fn key_data_size(imp: &str) -> Option<i64> {
+/// The trailing key-data dimension of a PRNG implementation (the back ends
+/// lay a `key<impl>[shape]` array out as its key data, `u32[*shape, size]`).
+pub fn key_data_size(imp: &str) -> Option<i64> {
     match imp {
         "fry" | "threefry2x32" => Some(2),
         "rbg" | "unsafe_rbg" => Some(4),

@@ -15,6 +15,7 @@ mod linalg;
 mod quantum;
 mod shape;
 
+pub use compute::key_data_size;
 pub use quantum::{abstract_value, is_abstract_value, Wire};
 
 use super::{Checker, DimEq, EqnId, Operand};
