@@ -4,8 +4,9 @@ writes each program's jaxpr for `jaxpr build` to build.
 
 For each N: `jax.jit(f).lower(...).compile()`, timed from the lowered
 module (`.compile()` alone: the step `jaxpr build --emit native` does from
-a jaxpr) and whole (tracing and lowering too). Prints one line per size:
-`N EQUATIONS COMPILE_SECONDS LOWER_AND_COMPILE_SECONDS JAXPR_PATH`, the
+a jaxpr) and whole (tracing and lowering too), and the process's CPU time
+during `.compile()`. Prints one line per size: `N EQUATIONS
+COMPILE_SECONDS LOWER_AND_COMPILE_SECONDS JAXPR_PATH COMPILE_CPU_SECONDS`, the
 compile time the median of RUNS compiles (each of a fresh `jit`, so no
 cache is hit); with RUNS 0 only the jaxpr is written (times `nan`).
 
@@ -31,14 +32,16 @@ for n in sizes:
     path = f"{out_dir}/transformer{n}_grad.jaxpr"
     with open(path, "w") as f:
         f.write(str(closed) + "\n")
-    compiles, wholes = [], []
+    compiles, wholes, cpus = [], [], []
     for _ in range(runs):
         t = time.perf_counter()
         lowered = jax.jit(jax.value_and_grad(deep)).lower(x, params)
         t1 = time.perf_counter()
+        c1 = time.process_time()
         lowered.compile()
         t2 = time.perf_counter()
+        cpus.append(time.process_time() - c1)
         compiles.append(t2 - t1)
         wholes.append(t2 - t)
     median = (lambda xs: f"{statistics.median(xs):.3f}") if runs else (lambda xs: "nan")
-    print(n, len(closed.jaxpr.eqns), median(compiles), median(wholes), path, flush=True)
+    print(n, len(closed.jaxpr.eqns), median(compiles), median(wholes), path, median(cpus), flush=True)

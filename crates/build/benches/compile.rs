@@ -8,8 +8,11 @@
 //! native -o OUT`, a process from its start to its exit: median wall time
 //! and peak memory), XLA's `jax.jit(f).lower(...).compile()` (the compile
 //! step alone, and with tracing and lowering), the ratio of ours to XLA's
-//! compile, and our time per thousand equations (which stays flat when
-//! build time grows with the program and not faster).
+//! compile, our time per thousand equations (which stays flat when build
+//! time grows with the program and not faster), and the CPU time of both
+//! (ours: the process, its threads and the linker; XLA's: its process
+//! during `compile()`), which other processes' load inflates far less than
+//! wall time.
 //!
 //! XLA is timed by `bench/xla_compile.py` in jax 0.10.2's Python: the
 //! tracing venv (`target/venv-trace`, or `JAXPR_BENCH_PYTHON`). It also
@@ -47,13 +50,14 @@ fn python() -> Option<PathBuf> {
 }
 
 /// One XLA measurement: N, equations, compile seconds, lower+compile
-/// seconds, and the program's jaxpr.
+/// seconds, the program's jaxpr, and the CPU seconds of the compile.
 struct Xla {
     n: u32,
     eqns: usize,
     compile: f64,
     whole: f64,
     jaxpr: PathBuf,
+    cpu: f64,
 }
 
 fn xla(python: &Path, dir: &Path, runs: usize, sizes: &[u32]) -> Vec<Xla> {
@@ -83,14 +87,16 @@ fn xla(python: &Path, dir: &Path, runs: usize, sizes: &[u32]) -> Vec<Xla> {
                 compile: f.get(2)?.parse().ok()?,
                 whole: f.get(3)?.parse().ok()?,
                 jaxpr: PathBuf::from(f.get(4)?),
+                cpu: f.get(5)?.parse().ok()?,
             })
         })
         .collect()
 }
 
 /// `jaxpr-build build FILE --emit native -o OUT` as a process: its wall
-/// time and peak resident memory (bytes).
-fn build_once(file: &Path, out: &Path) -> (Duration, u64) {
+/// time, peak resident memory (bytes) and CPU time (user and system, all
+/// its threads and children).
+fn build_once(file: &Path, out: &Path) -> (Duration, u64, Duration) {
     let clock = Instant::now();
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_jaxpr-build"))
         .arg("build")
@@ -112,7 +118,8 @@ fn build_once(file: &Path, out: &Path) -> (Duration, u64) {
         "jaxpr build {} failed",
         file.display()
     );
-    (elapsed, usage.ru_maxrss as u64 * 1024)
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    (elapsed, usage.ru_maxrss as u64 * 1024, tv(usage.ru_utime) + tv(usage.ru_stime))
 }
 
 fn median(mut xs: Vec<Duration>) -> Duration {
@@ -139,20 +146,27 @@ fn main() {
     let mut measured = xla(&python, &dir, runs, &small);
     measured.extend(xla(&python, &dir, 0, &large));
     println!(
-        "| N | equations | `jaxpr build --emit native` (median of {runs}) | peak memory | XLA `compile()` | XLA lower+compile | ours / XLA compile | ours per 1k equations |"
+        "| N | equations | `jaxpr build --emit native` (median of {runs}) | peak memory | XLA `compile()` | XLA lower+compile | ours / XLA compile | ours per 1k equations | CPU: ours | CPU: XLA `compile()` | CPU ratio |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
-    let row = |n: u32, eqns: usize, file: &Path, runs: usize, xla: Option<(f64, f64)>| {
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    let row = |n: u32, eqns: usize, file: &Path, runs: usize, xla: Option<(f64, f64, f64)>| {
         let out = dir.join(format!("lib{n}.so"));
-        let results: Vec<(Duration, u64)> = (0..runs).map(|_| build_once(file, &out)).collect();
+        let results: Vec<(Duration, u64, Duration)> = (0..runs).map(|_| build_once(file, &out)).collect();
         let peak = results.iter().map(|r| r.1).max().unwrap_or(0);
         let ours = median(results.iter().map(|r| r.0).collect()).as_secs_f64();
-        let (compile, whole, ratio) = match xla {
-            Some((c, w)) => (format!("{c:.2} s"), format!("{w:.2} s"), format!("{:.2}", ours / c)),
-            None => ("not run".into(), "not run".into(), "-".into()),
+        let cpu = median(results.iter().map(|r| r.2).collect()).as_secs_f64();
+        let (compile, whole, ratio, xla_cpu, cpu_ratio) = match xla {
+            Some((c, w, x)) => (
+                format!("{c:.2} s"),
+                format!("{w:.2} s"),
+                format!("{:.2}", ours / c),
+                format!("{x:.2} s"),
+                format!("{:.2}", cpu / x),
+            ),
+            None => ("not run".into(), "not run".into(), "-".into(), "not run".into(), "-".into()),
         };
         println!(
-            "| {n} | {eqns} | {ours:.2} s | {} MB | {compile} | {whole} | {ratio} | {:.0} ms |",
+            "| {n} | {eqns} | {ours:.2} s | {} MB | {compile} | {whole} | {ratio} | {:.0} ms | {cpu:.2} s | {xla_cpu} | {cpu_ratio} |",
             peak / (1 << 20),
             ours * 1e3 / (eqns as f64 / 1e3)
         );
@@ -160,7 +174,7 @@ fn main() {
     for x in &measured {
         // The largest programs once: their builds take tens of seconds.
         let runs = if x.eqns > 10_000 { 1 } else { runs };
-        let timed = (!x.compile.is_nan()).then_some((x.compile, x.whole));
+        let timed = (!x.compile.is_nan()).then_some((x.compile, x.whole, x.cpu));
         row(x.n, x.eqns, &x.jaxpr, runs, timed);
     }
     if with_600 {

@@ -9,7 +9,7 @@
 //! on 64x64 images that cost more time than the arithmetic). The cache is
 //! emptied when the library is unloaded (a destructor). Each block carries
 //! its capacity in a header before the data. The library's outputs are
-//! plain `malloc` memory, as the C ABI promises.
+//! such blocks too, which the caller gives back with `NAME_free`.
 //!
 //! Scopes (the main body, a loop iteration, a branch) own the buffers
 //! allocated in them and give them back at their end, except those whose
