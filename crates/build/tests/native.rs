@@ -122,6 +122,53 @@ fn a_library_for_an_x86_64_level_uses_only_its_instructions() {
     }
 }
 
+/// A PRNG key array is its key data in the C ABI (docs/native.md):
+/// `key<fry>[3]` passes and returns as u32 (code 7) of shape [3, 2], the key
+/// data `random_unwrap` gives; an input without the key-data axis is an
+/// error. The threefry hash gives Random123's published answers (the ones
+/// JAX's own tests hold it to), and so does folding 0 into the key (0, 0).
+#[test]
+fn key_arrays_are_their_key_data_and_threefry_gives_random123s_answers() {
+    let so = built_text(
+        "keys",
+        "{ lambda ; a:key<fry>[3] b:u32[3] c:u32[3] d:u32[3] e:u32[3]. let\n    \
+         f:key<fry>[3] = random_fold_in a 0:u32[]\n    \
+         g:u32[3,2] = random_unwrap f\n    \
+         h:u32[3] i:u32[3] = threefry2x32 b c d e\n  \
+         in (f, g, h, i) }\n",
+    );
+    let lib = Lib::open(&so, "keys");
+    let u32s = |shape: Vec<i64>, xs: &[u32]| (7, shape, xs.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>());
+    // Random123's cases: key words, counts, and the hash of the counts.
+    let cases: [([u32; 2], [u32; 2], [u32; 2]); 3] = [
+        ([0, 0], [0, 0], [0x6b20_0159, 0x99ba_4efe]),
+        ([!0, !0], [!0, !0], [0x1cb9_96fc, 0xbb00_2be7]),
+        ([0x1319_8a2e, 0x0370_7344], [0x243f_6a88, 0x85a3_08d3], [0xc492_3a9c, 0x483d_f7a0]),
+    ];
+    let col = |f: &dyn Fn(&([u32; 2], [u32; 2], [u32; 2])) -> u32| cases.iter().map(f).collect::<Vec<u32>>();
+    let mut bufs = vec![
+        u32s(vec![3, 2], &[0, 0, 0, 0, 1, 2]),
+        u32s(vec![3], &col(&|c| c.0[0])),
+        u32s(vec![3], &col(&|c| c.0[1])),
+        u32s(vec![3], &col(&|c| c.1[0])),
+        u32s(vec![3], &col(&|c| c.1[1])),
+    ];
+    let outs = lib.call(&arrays(&mut bufs), 4).unwrap();
+    let values = |o: &JxArray, n: usize| (0..n).map(|i| element(o, i) as u32).collect::<Vec<u32>>();
+    for o in &outs[..2] {
+        assert_eq!((o.dtype, &o.shape[..o.rank as usize]), (7, &[3i64, 2][..]));
+    }
+    assert_eq!(values(&outs[0], 6), values(&outs[1], 6), "a key output is its key data");
+    assert_eq!(values(&outs[0], 4), [0x6b20_0159, 0x99ba_4efe, 0x6b20_0159, 0x99ba_4efe]);
+    assert_ne!(values(&outs[0], 6)[4..], [1, 2], "folding in changes the key");
+    assert_eq!(values(&outs[2], 3), col(&|c| c.2[0]));
+    assert_eq!(values(&outs[3], 3), col(&|c| c.2[1]));
+    lib.free(outs);
+    bufs[0] = u32s(vec![6], &[0; 6]);
+    let e = lib.call(&arrays(&mut bufs), 4).unwrap_err();
+    assert!(e.contains("input 0"), "{e}");
+}
+
 /// Calls with one input changed; expects an error mentioning `expect`.
 fn rejects(
     lib: &Lib,
