@@ -523,7 +523,7 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
     // its hint read the whole scope.
     let bindings = chunk_bindings(db, chunk);
     let typed = bindings.opaque.is_empty();
-    let last = db.eqn_results().take(chunk.as_id()).filter(|last| {
+    let last = db.eqn_results().take(file.as_id(), chunk.as_id()).filter(|last| {
         typed
             && Arc::ptr_eq(&last.head, &outline.check)
             && (Arc::ptr_eq(&last.imports, &imports) || last.imports == imports)
@@ -664,7 +664,7 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
             bindings,
             results,
         };
-        db.eqn_results().keep(chunk.as_id(), last);
+        db.eqn_results().keep(file.as_id(), chunk.as_id(), last);
     }
     Arc::new(out)
 }
@@ -676,15 +676,33 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
 /// what it read then).
 #[derive(Default)]
 pub struct EqnResults {
-    chunks: Mutex<FxHashMap<salsa::Id, LastCheck>>,
+    /// Per file, per chunk.
+    files: Mutex<FxHashMap<salsa::Id, FxHashMap<salsa::Id, LastCheck>>>,
 }
 
 impl EqnResults {
-    fn take(&self, chunk: salsa::Id) -> Option<LastCheck> {
-        self.chunks.lock().unwrap_or_else(|e| e.into_inner()).remove(&chunk)
+    fn take(&self, file: salsa::Id, chunk: salsa::Id) -> Option<LastCheck> {
+        let mut files = self.files.lock().unwrap_or_else(|e| e.into_inner());
+        files.get_mut(&file)?.remove(&chunk)
     }
-    fn keep(&self, chunk: salsa::Id, last: LastCheck) {
-        self.chunks.lock().unwrap_or_else(|e| e.into_inner()).insert(chunk, last);
+    fn keep(&self, file: salsa::Id, chunk: salsa::Id, last: LastCheck) {
+        let mut files = self.files.lock().unwrap_or_else(|e| e.into_inner());
+        files.entry(file).or_default().insert(chunk, last);
+    }
+    /// Forgets the chunks of `file` not among `chunks` (all of them for
+    /// None): they are gone from its split, and what they held (their
+    /// syntax, the head they read) would stay alive with them.
+    pub(crate) fn retain(&self, file: salsa::Id, chunks: Option<&[salsa::Id]>) {
+        let mut files = self.files.lock().unwrap_or_else(|e| e.into_inner());
+        match chunks {
+            None => drop(files.remove(&file)),
+            Some(ids) => {
+                if let Some(kept) = files.get_mut(&file) {
+                    let live: FxHashSet<&salsa::Id> = ids.iter().collect();
+                    kept.retain(|id, _| live.contains(id));
+                }
+            }
+        }
     }
 }
 
