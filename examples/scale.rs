@@ -80,7 +80,10 @@ fn main() {
         ms(median(check)),
         scale(jaxpr_test_support::scale::operand_edit(&text), "x", Path::Equation),
         scale(jaxpr_test_support::scale::binder_edit(&text), "x", Path::Binders),
-        ms(edits(&inlined, nested_at, "x", Path::Equation, 40)),
+        // The inlined jaxpr keeps the `let`'s indentation: its lines read as
+        // the main jaxpr's equations and outputs to the items' line scan, so
+        // the items answer None and the file is checked whole.
+        ms(edits(&inlined, nested_at, "x", Path::Full, 40)),
         scale(jaxpr_test_support::scale::let_edit(&text), "x", Path::Let),
         scale(jaxpr_test_support::scale::let_binder_edit(&text), "x", Path::Let),
         scale(

@@ -151,7 +151,12 @@ impl Backend {
         }
     }
 
-    fn schedule_diagnostics(&self, uri: Url, version: i32, delay: Duration) {
+    /// Publishes the diagnostics of `version` after `delay`. With
+    /// `analysis_first` (an open) the whole-file analysis is computed first:
+    /// the diagnostics come from the salsa items, which do not compute it,
+    /// and what the editor asks for first (hover, semantic tokens) reads it;
+    /// so the document holds after its open what it holds for the session.
+    fn schedule_diagnostics(&self, uri: Url, version: i32, delay: Duration, analysis_first: bool) {
         let enc = self.enc();
         let ws = self.ws.clone();
         let client = self.client.clone();
@@ -164,6 +169,9 @@ impl Backend {
                 return;
             };
             let res = tokio::task::spawn_blocking(move || {
+                if analysis_first {
+                    let _ = snap.with_view(|_| ());
+                }
                 let out = snap.diagnostics();
                 let Snapshot { rope, uri, .. } = snap; // the database handle is dropped here
                 (out, rope, uri)
@@ -378,7 +386,7 @@ impl LanguageServer for Backend {
             return;
         }
         lock(&self.ws).open(uri.clone(), p.text_document.text, version);
-        self.schedule_diagnostics(uri, version, Duration::ZERO);
+        self.schedule_diagnostics(uri, version, Duration::ZERO, true);
     }
 
     async fn did_change(&self, p: DidChangeTextDocumentParams) {
@@ -397,7 +405,7 @@ impl LanguageServer for Backend {
         let applied =
             tokio::task::block_in_place(move || lock(&ws).change(&uri2, version, changes, enc));
         if applied {
-            self.schedule_diagnostics(uri, version, self.debounce);
+            self.schedule_diagnostics(uri, version, self.debounce, false);
         } else {
             self.log(
                 MessageType::WARNING,

@@ -30,7 +30,7 @@
 //! whole-file check, as do symbolic dimensions, dimension variables and
 //! names bound twice.
 
-use crate::items::{FOLLOWER, Item, ItemKind, indent_of, item_parse, split};
+use crate::items::{FOLLOWER, Item, ItemKind, ItemSyntax, indent_of, item_parse, split};
 use crate::{Db, SourceFile};
 use jaxpr_check::{
     self as check, Analysis, Context, EqnId, Interface, JaxprId, Prelude, Resolved, VarInfo,
@@ -517,9 +517,54 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
     let head = &*outline.check;
     let mut prelude = head.prelude.lock().unwrap_or_else(|e| e.into_inner());
     let mut local: FxHashMap<SmolStr, (u32, VarInfo)> = FxHashMap::default();
+    // The last check of this chunk, when it read the same head and imports
+    // and the chunk binds what it bound then: an equation whose text is as
+    // it was then has the same result (what it reads is the same), unless
+    // its hint read the whole scope.
+    let bindings = chunk_bindings(db, chunk);
+    let typed = bindings.opaque.is_empty();
+    let last = db.eqn_results().take(file.as_id(), chunk.as_id()).filter(|last| {
+        typed
+            && Arc::ptr_eq(&last.head, &outline.check)
+            && (Arc::ptr_eq(&last.imports, &imports) || last.imports == imports)
+            && (Arc::ptr_eq(&last.bindings, &bindings) || last.bindings == bindings)
+    });
+    let mut results = Vec::with_capacity(syntax.eqns.len());
+    let mut next_binding = 0;
     for (k, es) in syntax.eqns.iter().enumerate() {
         let eqn_text = &*es.text;
+        // The chunk's bindings of the equations before this one.
+        let mut bind_before = |local: &mut FxHashMap<SmolStr, (u32, VarInfo)>| {
+            while let Some(b) = bindings.vars.get(next_binding).filter(|b| (b.eqn as usize) < k) {
+                let v = VarInfo {
+                    range: b.range,
+                    binder_range: b.binder_range,
+                    ..bound_elsewhere(&b.name, &b.ty)
+                };
+                local.insert(b.name.clone(), (b.eqn, v));
+                next_binding += 1;
+            }
+        };
+        if typed {
+            bind_before(&mut local);
+        }
+        let reused = last.as_ref().and_then(|last| {
+            let same = last.syntax.eqns.get(k).is_some_and(|was| was.text == es.text);
+            same.then(|| last.results.get(k).cloned().flatten()).flatten()
+        });
+        if let Some(r) = reused {
+            if r.names_head {
+                out.head = Some(head.text.clone());
+            }
+            out.unknown_uses.extend(r.unknown_uses.iter().map(|(n, u)| (k as u32, n.clone(), *u)));
+            if !es.errors.is_empty() || !r.diagnostics.is_empty() {
+                out.eqns.push((k as u32, es.errors.clone(), r.diagnostics.clone(), r.refs.clone()));
+            }
+            results.push(Some(r));
+            continue;
+        }
         let Some(e) = &es.eqn else {
+            results.push(None);
             if !es.errors.is_empty() {
                 out.eqns.push((k as u32, es.errors.clone(), Vec::new(), Vec::new()));
             }
@@ -551,7 +596,8 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
         // the names one edit away and check again.
         let mut more = Vec::new();
         let undefined = |d: &Diagnostic| d.kind == DiagKind::UndefinedVariable;
-        if r.diagnostics.iter().any(undefined) {
+        let read_scope = r.diagnostics.iter().any(undefined);
+        if read_scope {
             let scope = wider.get_or_insert_with(|| scope(db, file));
             let Some(&ordinal) = scope.order.get(&chunk.as_id()) else {
                 out.usable = false;
@@ -585,23 +631,97 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
         if !out.usable {
             break;
         }
-        for v in r.bound {
-            local.insert(v.name.clone(), (k as u32, v));
+        if !typed {
+            for v in r.bound {
+                local.insert(v.name.clone(), (k as u32, v));
+            }
         }
-        out.unknown_uses
-            .extend(r.unknown_uses.into_iter().map(|(n, u)| (k as u32, n, u)));
         let names_head = |d: &Diagnostic| {
             is_in_head(d.range) || d.related.iter().any(|r| is_in_head(r.range))
         };
-        if r.diagnostics.iter().any(names_head) {
+        let names_head = r.diagnostics.iter().any(names_head);
+        if names_head {
             out.head = Some(head.text.clone());
         }
+        out.unknown_uses
+            .extend(r.unknown_uses.iter().map(|(n, u)| (k as u32, n.clone(), *u)));
+        let refs = refs.refs.into_inner();
         if !es.errors.is_empty() || !r.diagnostics.is_empty() {
-            let refs = refs.refs.into_inner();
-            out.eqns.push((k as u32, es.errors.clone(), r.diagnostics, refs));
+            out.eqns.push((k as u32, es.errors.clone(), r.diagnostics.clone(), refs.clone()));
         }
+        results.push((!read_scope).then(|| EqnResult {
+            diagnostics: r.diagnostics,
+            refs,
+            unknown_uses: r.unknown_uses,
+            names_head,
+        }));
+    }
+    if out.usable && typed {
+        let last = LastCheck {
+            syntax,
+            head: outline.check.clone(),
+            imports,
+            bindings,
+            results,
+        };
+        db.eqn_results().keep(file.as_id(), chunk.as_id(), last);
     }
     Arc::new(out)
+}
+
+/// The last check of each chunk, per equation, shared by the database's
+/// clones: what [`chunk_check`] re-checks a chunk from, so that an edit to
+/// one equation re-checks that equation only. Whatever it holds, a chunk's
+/// check is the same (an equation's result is reused only where it reads
+/// what it read then).
+#[derive(Default)]
+pub struct EqnResults {
+    /// Per file, per chunk.
+    files: Mutex<FxHashMap<salsa::Id, FxHashMap<salsa::Id, LastCheck>>>,
+}
+
+impl EqnResults {
+    fn take(&self, file: salsa::Id, chunk: salsa::Id) -> Option<LastCheck> {
+        let mut files = self.files.lock().unwrap_or_else(|e| e.into_inner());
+        files.get_mut(&file)?.remove(&chunk)
+    }
+    fn keep(&self, file: salsa::Id, chunk: salsa::Id, last: LastCheck) {
+        let mut files = self.files.lock().unwrap_or_else(|e| e.into_inner());
+        files.entry(file).or_default().insert(chunk, last);
+    }
+    /// Forgets the chunks of `file` not among `chunks` (all of them for
+    /// None): they are gone from its split, and what they held (their
+    /// syntax, the head they read) would stay alive with them.
+    pub(crate) fn retain(&self, file: salsa::Id, chunks: Option<&[salsa::Id]>) {
+        let mut files = self.files.lock().unwrap_or_else(|e| e.into_inner());
+        match chunks {
+            None => drop(files.remove(&file)),
+            Some(ids) => {
+                if let Some(kept) = files.get_mut(&file) {
+                    let live: FxHashSet<&salsa::Id> = ids.iter().collect();
+                    kept.retain(|id, _| live.contains(id));
+                }
+            }
+        }
+    }
+}
+
+struct LastCheck {
+    syntax: Arc<ItemSyntax>,
+    head: Arc<HeadCheck>,
+    imports: Arc<Imports>,
+    bindings: Arc<Bindings>,
+    /// Per equation (None: not checked, or its hint read the whole scope).
+    results: Vec<Option<EqnResult>>,
+}
+
+/// What checking one equation of a chunk found (relative to it).
+#[derive(Clone)]
+struct EqnResult {
+    diagnostics: Vec<Diagnostic>,
+    refs: Vec<Ref>,
+    unknown_uses: Vec<(SmolStr, TextRange)>,
+    names_head: bool,
 }
 
 /// The tail checked: its syntax errors and the checker's diagnostics,

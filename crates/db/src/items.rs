@@ -92,6 +92,7 @@ pub fn split(db: &dyn Db, file: SourceFile) -> Option<Split<'_>> {
         // file's text is emptied to free what it held).
         let Some((indent, pieces)) = known.or_else(|| split_whole(text)) else {
             cache.remove(&file.as_id());
+            db.eqn_results().retain(file.as_id(), None);
             return None;
         };
         cache.insert(file.as_id(), (indent, pieces.clone()));
@@ -108,6 +109,8 @@ pub fn split(db: &dyn Db, file: SourceFile) -> Option<Split<'_>> {
             split.starts.push(p.start);
         }
     }
+    let ids: Vec<salsa::Id> = split.items.iter().map(|i| i.as_id()).collect();
+    db.eqn_results().retain(file.as_id(), Some(&ids));
     Some(split)
 }
 

@@ -25,6 +25,8 @@ use std::sync::Arc;
 pub trait Db: salsa::Database {
     /// The last split of each file into items (shared by clones).
     fn splits(&self) -> &items::Splits;
+    /// The last check of each chunk, per equation (shared by clones).
+    fn eqn_results(&self) -> &item_check::EqnResults;
     /// The last whole-file parse and analysis of each file (shared by clones).
     fn bases(&self) -> &Bases;
 }
@@ -34,6 +36,7 @@ pub trait Db: salsa::Database {
 pub struct RootDatabase {
     storage: salsa::Storage<Self>,
     splits: Arc<items::Splits>,
+    eqn_results: Arc<item_check::EqnResults>,
     bases: Arc<Bases>,
     /// The queries executed since the log was last taken, when the
     /// database was made with [`RootDatabase::with_event_log`].
@@ -56,6 +59,7 @@ impl RootDatabase {
         RootDatabase {
             storage: salsa::Storage::new(Some(Box::new(callback))),
             splits: Arc::default(),
+            eqn_results: Arc::default(),
             bases: Arc::default(),
             executed: Some(log),
         }
@@ -130,6 +134,9 @@ impl salsa::Database for RootDatabase {}
 impl Db for RootDatabase {
     fn splits(&self) -> &items::Splits {
         &self.splits
+    }
+    fn eqn_results(&self) -> &item_check::EqnResults {
+        &self.eqn_results
     }
     fn bases(&self) -> &Bases {
         &self.bases
