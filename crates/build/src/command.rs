@@ -88,10 +88,9 @@ pub fn run(path: &Path, args: BuildArgs) -> i32 {
     let progress = Progress::new(args.format);
     progress.phase("check");
     // A whole-file parse and check without the database: a build is one
-    // check of one text, so nothing of the incremental engine's state (a
-    // copy of the text, its segments and sorted diagnostics for later
-    // edits) would ever be used. A large file is parsed on a second thread
-    // while it is checked.
+    // check of one text, so nothing the database keeps for later edits
+    // (items, per-equation results) would ever be used. A large file is
+    // parsed on a second thread while it is checked.
     let (parse, analysis) =
         check::check_source(check::Source::Text(&loaded.text), check::Keep::Everything).parsed();
     let checked = clock.elapsed();
