@@ -22,6 +22,7 @@ fn main() {
         println!("jaxpr-lsp {}", env!("CARGO_PKG_VERSION"));
         return;
     }
+    jaxpr_alloc::return_freed_memory_at_once();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

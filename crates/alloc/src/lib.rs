@@ -53,3 +53,15 @@ unsafe impl GlobalAlloc for Mimalloc {
         }
     }
 }
+
+/// `mi_option_purge_delay` of mimalloc.h, which `libmimalloc-sys` does not name.
+const MI_OPTION_PURGE_DELAY: mi::mi_option_t = 15;
+
+/// Memory the process frees goes back to the system at once instead of
+/// staying resident for mimalloc's default delay: for a one-shot process
+/// (tables outgrown while a large file is checked), and for the language
+/// server, whose closed documents' memory would otherwise stay counted
+/// against it.
+pub fn return_freed_memory_at_once() {
+    unsafe { mi::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
+}
