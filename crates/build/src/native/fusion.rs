@@ -11,7 +11,7 @@
 //! loop is one flat loop over the elements (what LLVM vectorizes best);
 //! otherwise a loop nest, broadcast dimensions having stride 0.
 
-use super::{Arr, Cx, Env, G, Op, dtype};
+use super::{Arr, Cx, Env, G, Op, Unroll, dtype};
 use crate::{R, err};
 use jaxpr_check::EqnId;
 use jaxpr_syntax::ast::{self, Atom};
@@ -509,19 +509,66 @@ impl<'c, 'f> G<'c, 'f> {
     /// [`G::materialize`] in the function being built.
     fn materialize_here(&self, node: &Node<'f, 'c>, dims: &[IntValue<'c>], dt: &DType) -> R<Arr<'c>> {
         let res = self.alloc(dt, dims)?;
-        if node.flat() {
-            self.for_range(self.numel(dims), &mut |i| {
+        if let Some(along) = transposed_read(node) {
+            self.transposed_copy(node, dims, along, dt, res.p)?;
+        } else if node.flat() {
+            self.for_carry_as(self.numel(dims), &[], Unroll::Never, &mut |i, _| {
                 let v = self.element(node, i, &[])?;
-                self.store(dt, res.p, i, v)
+                self.store(dt, res.p, i, v).map(|()| Vec::new())
             })?;
         } else {
-            self.nest(dims, &mut |idx| {
+            self.nest_as(dims, Unroll::Never, &mut |idx| {
                 let off = self.offset(idx, dims);
                 let v = self.element(node, off, idx)?;
                 self.store(dt, res.p, off, v)
             })?;
         }
         Ok(res)
+    }
+
+    /// A copy that reads its source contiguously along output dimension
+    /// `along` (not the last), in square tiles of the last dimension and
+    /// `along`: row by row, each element read would be a cache line of its
+    /// own, and with a power-of-two row length all of them fall into a few
+    /// of the cache's sets and evict each other.
+    fn transposed_copy(
+        &self,
+        node: &Node<'f, 'c>,
+        dims: &[IntValue<'c>],
+        along: usize,
+        dt: &DType,
+        res: PointerValue<'c>,
+    ) -> R<()> {
+        let last = dims.len() - 1;
+        let outer: Vec<IntValue<'c>> = (0..last).filter(|&k| k != along).map(|k| dims[k]).collect();
+        let tile = self.i64(TRANSPOSE_TILE);
+        self.nest_as(&outer, Unroll::Never, &mut |oi| {
+            self.for_carry_as(self.ceil_div(dims[along], TRANSPOSE_TILE), &[], Unroll::Never, &mut |bi, _| {
+                self.for_carry_as(self.ceil_div(dims[last], TRANSPOSE_TILE), &[], Unroll::Never, &mut |bj, _| {
+                    let (i0, j0) = (self.mul(bi, tile), self.mul(bj, tile));
+                    let ni = self.min_i64(tile, self.sub(dims[along], i0));
+                    let nj = self.min_i64(tile, self.sub(dims[last], j0));
+                    self.for_range(ni, &mut |i| {
+                        self.for_range(nj, &mut |j| {
+                            let mut rest = oi.iter();
+                            let idx: Vec<IntValue<'c>> = (0..=last)
+                                .map(|k| match k {
+                                    k if k == along => self.add(i0, i),
+                                    k if k == last => self.add(j0, j),
+                                    _ => *rest.next().expect("an outer index"),
+                                })
+                                .collect();
+                            let off = self.offset(&idx, dims);
+                            let v = self.element(node, off, &idx)?;
+                            self.store(dt, res, off, v)
+                        })
+                    })?;
+                    Ok(Vec::new())
+                })?;
+                Ok(Vec::new())
+            })
+            .map(drop)
+        })
     }
 
     /// The element at flat offset `flat` (multi-index `idx` in a nest).
@@ -582,6 +629,25 @@ impl<'c, 'f> G<'c, 'f> {
         }
         Ok(())
     }
+}
+
+/// Elements on a side of a tile of [`G::transposed_copy`]: a cache line of
+/// f64 (and half of one of f32, whose tiles then still fit the cache).
+const TRANSPOSE_TILE: i64 = 8;
+
+/// The output dimension along which a strided copy (a leaf alone: a
+/// transpose) reads its source contiguously, when that is not the last
+/// one, whose reads are then strided.
+fn transposed_read(node: &Node<'_, '_>) -> Option<usize> {
+    let Node::Leaf { access: Access::Strided(s), .. } = node else {
+        return None;
+    };
+    let unit = |d: &IntValue<'_>| d.get_zero_extended_constant() == Some(1);
+    let last = s.len().checked_sub(1)?;
+    if unit(&s[last]) {
+        return None;
+    }
+    (0..last).rev().find(|&d| unit(&s[d]))
 }
 
 /// How a body uses a variable.

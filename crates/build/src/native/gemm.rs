@@ -51,6 +51,13 @@ pub(crate) enum Direct {
     ColumnsOfB { a_contiguous: bool },
 }
 
+/// The most multiply-adds (`m * n * k`, extents known while building) of
+/// a product computed one element of C at a time, whatever its layout:
+/// packing and tiles cost more code than such a product costs time. Each
+/// element sums in increasing `k`, as the tiles do, so the result is the
+/// same bit for bit.
+const SMALL_PRODUCT: u64 = 4096;
+
 /// Vector registers of C (or partial sums) a direct product keeps: 8
 /// independent multiply-add chains cover the latency of two FMA units.
 const DIRECT_VECTORS: i64 = 8;
@@ -262,6 +269,15 @@ impl<'c> G<'c, '_> {
         b_at: At<'_, 'c>,
         c_at: At<'_, 'c>,
     ) -> R<()> {
+        let small = [p.m, p.n, p.k]
+            .iter()
+            .try_fold(1u64, |w, d| w.checked_mul(d.get_zero_extended_constant()?))
+            .is_some_and(|work| work <= SMALL_PRODUCT);
+        if small {
+            return self.nest(&[p.groups, p.m, p.n], &mut |gmn| {
+                self.dot_one(p, a_at, b_at, c_at, [gmn[0], gmn[1], gmn[2]])
+            });
+        }
         let Some(form) = direct else {
             return self.gemm_tiled(p, a_at, b_at, c_at);
         };
@@ -271,6 +287,25 @@ impl<'c> G<'c, '_> {
             &mut || self.gemm_direct(p, form, a_at, b_at, c_at),
             &mut || self.gemm_tiled(p, a_at, b_at, c_at),
         )
+    }
+
+    /// One element of C, `C[g, m, n]`, summed in increasing `k`.
+    fn dot_one(
+        &self,
+        p: &Gemm<'c>,
+        a_at: At<'_, 'c>,
+        b_at: At<'_, 'c>,
+        c_at: At<'_, 'c>,
+        [g, m, n]: [IntValue<'c>; 3],
+    ) -> R<()> {
+        let dt = &p.dt;
+        let zero: BasicValueEnum = self.fconst(dt, 0.0)?.into();
+        let s = self.for_carry(p.k, &[zero], &mut |k, s| {
+            let a = self.load(dt, p.a, a_at(g, m, k)?.0)?;
+            let b = self.load(dt, p.b, b_at(g, k, n)?.0)?;
+            Ok(vec![self.fmuladd(a, b, s[0])?])
+        })?;
+        self.store(dt, p.c, c_at(g, m, n)?.0, s[0])
     }
 
     /// A product with fewer rows than a tile (a vector times a matrix,
@@ -291,15 +326,7 @@ impl<'c> G<'c, '_> {
         let (vt, w) = self.vector_of(dt)?;
         let zv: BasicValueEnum = self.splat(vt, zero).into();
         let vectors = DIRECT_VECTORS as usize;
-        // One element of C at a time, in increasing k.
-        let single = |g, m, n| -> R<()> {
-            let s = self.for_carry(p.k, &[zero], &mut |k, s| {
-                let a = self.load(dt, p.a, at(a_at, g, m, k)?)?;
-                let b = self.load(dt, p.b, at(b_at, g, k, n)?)?;
-                Ok(vec![self.fmuladd(a, b, s[0])?])
-            })?;
-            self.store(dt, p.c, at(c_at, g, m, n)?, s[0])
-        };
+        let single = |g, m, n| self.dot_one(p, a_at, b_at, c_at, [g, m, n]);
         self.nest(&[p.groups, p.m], &mut |gm| {
             let (g, m) = (gm[0], gm[1]);
             match form {

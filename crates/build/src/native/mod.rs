@@ -60,7 +60,6 @@ use inkwell::basic_block::BasicBlock;
 use inkwell::builder::Builder;
 use inkwell::context::Context;
 use inkwell::module::{Linkage, Module};
-use inkwell::passes::PassBuilderOptions;
 use inkwell::targets::{
     FileType, InitializationConfig, Target, TargetMachine,
 };
@@ -404,7 +403,7 @@ pub fn compile_with(
         progress(Phase::Link);
         return link(&objects).map_err(internal);
     }
-    g.m.run_passes(&passes, &tm, PassBuilderOptions::create())
+    g.m.run_passes(&passes, &tm, parts::pass_options())
         .map_err(|e| internal(format!("LLVM's pass pipeline failed: {e}")))?;
     match artifact {
         Artifact::LlvmIr => Ok(g.m.print_to_string().to_bytes().to_vec()),
@@ -523,6 +522,19 @@ pub(crate) enum Home<'c> {
 pub(crate) type Unwinds<'c> = HashMap<Vec<PointerValue<'c>>, BasicBlock<'c>>;
 
 /// The code generator of one library.
+/// What LLVM may do to unroll a loop the back end builds.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Unroll {
+    /// LLVM's own heuristics: loops over windows and tiles, whose small
+    /// constant trip counts unroll into straight code worth having.
+    AsLlvmChooses,
+    /// No unrolling: loops over an array's elements, whose speed comes
+    /// from the vectorizer (which still interleaves them). Fully
+    /// unrolled, a kernel over a small array grows to hundreds of
+    /// instructions that every later pass and the code generator pay for.
+    Never,
+}
+
 pub(crate) struct G<'c, 'f> {
     pub cx: &'c Context,
     pub m: Module<'c>,
@@ -921,6 +933,7 @@ impl<'c, 'f> G<'c, 'f> {
 
     // ---- loops -----------------------------------------------------------------
 
+
     /// `for i in 0..n { f(i) }`.
     pub fn for_range(&self, n: IntValue<'c>, f: &mut dyn FnMut(IntValue<'c>) -> R<()>) -> R<()> {
         self.for_carry(n, &[], &mut |i, _| f(i).map(|()| Vec::new()))?;
@@ -956,6 +969,20 @@ impl<'c, 'f> G<'c, 'f> {
         init: &[BasicValueEnum<'c>],
         f: &mut dyn FnMut(IntValue<'c>, &[BasicValueEnum<'c>]) -> R<Vec<BasicValueEnum<'c>>>,
     ) -> R<Vec<BasicValueEnum<'c>>> {
+        self.for_carry_as(n, init, Unroll::AsLlvmChooses, f)
+    }
+
+    /// [`G::for_carry`], with what LLVM may do to unroll the loop.
+    pub fn for_carry_as(
+        &self,
+        n: IntValue<'c>,
+        init: &[BasicValueEnum<'c>],
+        unroll: Unroll,
+        f: &mut dyn FnMut(IntValue<'c>, &[BasicValueEnum<'c>]) -> R<Vec<BasicValueEnum<'c>>>,
+    ) -> R<Vec<BasicValueEnum<'c>>> {
+        if n.get_sign_extended_constant().is_some_and(|n| n <= 0) {
+            return Ok(init.to_vec());
+        }
         let (pre, [head, body, exit]) = self.loop_enter(["head", "body", "exit"]);
         let phi = self.phi_from(self.i64(0).into(), pre, "i");
         let carried: Vec<_> = init.iter().map(|&v| self.phi_from(v, pre, "carry")).collect();
@@ -976,9 +1003,36 @@ impl<'c, 'f> G<'c, 'f> {
         for (p, v) in carried.iter().zip(&next) {
             p.add_incoming(&[(v, latch)]);
         }
-        self.b.build_unconditional_branch(head).expect("br");
+        let back = self.b.build_unconditional_branch(head).expect("br");
+        if unroll == Unroll::Never {
+            self.never_unroll(back);
+        }
         self.b.position_at_end(exit);
         Ok(values)
+    }
+
+    /// Marks the loop whose back edge is `back` as one LLVM must not
+    /// unroll (`llvm.loop.unroll.disable`). The loop's id is a metadata
+    /// node whose first operand is itself, which inkwell cannot make.
+    fn never_unroll(&self, back: inkwell::values::InstructionValue<'c>) {
+        use inkwell::values::AsValueRef;
+        use llvm_sys::core::{LLVMGetMDKindIDInContext, LLVMMDNodeInContext2, LLVMMDStringInContext2, LLVMMetadataAsValue, LLVMSetMetadata};
+        use llvm_sys::debuginfo::{LLVMMetadataReplaceAllUsesWith, LLVMTemporaryMDNode};
+        const DISABLE: &str = "llvm.loop.unroll.disable";
+        const LOOP: &str = "llvm.loop";
+        let cx = self.cx.raw();
+        // SAFETY: every reference is of this context, alive while `self`
+        // is; the temporary node is replaced (and so freed) before return.
+        unsafe {
+            let mut disable = LLVMMDStringInContext2(cx, DISABLE.as_ptr().cast(), DISABLE.len());
+            let disable = LLVMMDNodeInContext2(cx, &mut disable, 1);
+            let placeholder = LLVMTemporaryMDNode(cx, std::ptr::null_mut(), 0);
+            let mut ops = [placeholder, disable];
+            let id = LLVMMDNodeInContext2(cx, ops.as_mut_ptr(), ops.len());
+            LLVMMetadataReplaceAllUsesWith(placeholder, id);
+            let kind = LLVMGetMDKindIDInContext(cx, LOOP.as_ptr().cast(), LOOP.len() as u32);
+            LLVMSetMetadata(back.as_value_ref(), kind, LLVMMetadataAsValue(cx, id));
+        }
     }
 
     /// `if c { then() } else { other() }`.
@@ -988,6 +1042,13 @@ impl<'c, 'f> G<'c, 'f> {
         then: &mut dyn FnMut() -> R<()>,
         other: &mut dyn FnMut() -> R<()>,
     ) -> R<()> {
+        // A condition known while building (static extents) builds one
+        // side: LLVM would delete the other, after reading it.
+        match c.get_zero_extended_constant() {
+            Some(0) => return other(),
+            Some(_) => return then(),
+            None => {}
+        }
         let (t, e, done) = (self.block("then"), self.block("else"), self.block("endif"));
         self.b.build_conditional_branch(c, t, e).expect("br");
         self.b.position_at_end(t);
@@ -1006,9 +1067,20 @@ impl<'c, 'f> G<'c, 'f> {
         dims: &[IntValue<'c>],
         f: &mut dyn FnMut(&[IntValue<'c>]) -> R<()>,
     ) -> R<()> {
+        self.nest_as(dims, Unroll::AsLlvmChooses, f)
+    }
+
+    /// [`G::nest`], with what LLVM may do to unroll its loops.
+    pub fn nest_as(
+        &self,
+        dims: &[IntValue<'c>],
+        unroll: Unroll,
+        f: &mut dyn FnMut(&[IntValue<'c>]) -> R<()>,
+    ) -> R<()> {
         fn go<'c>(
             g: &G<'c, '_>,
             dims: &[IntValue<'c>],
+            unroll: Unroll,
             idx: &mut Vec<IntValue<'c>>,
             f: &mut dyn FnMut(&[IntValue<'c>]) -> R<()>,
         ) -> R<()> {
@@ -1016,14 +1088,15 @@ impl<'c, 'f> G<'c, 'f> {
                 return f(idx);
             }
             let n = dims[idx.len()];
-            g.for_range(n, &mut |i| {
+            g.for_carry_as(n, &[], unroll, &mut |i, _| {
                 idx.push(i);
-                let r = go(g, dims, idx, f);
+                let r = go(g, dims, unroll, idx, f);
                 idx.pop();
-                r
+                r.map(|()| Vec::new())
             })
+            .map(drop)
         }
-        go(self, dims, &mut Vec::new(), f)
+        go(self, dims, unroll, &mut Vec::new(), f)
     }
 
     // ---- dimensions ------------------------------------------------------------
