@@ -17,7 +17,10 @@
 //! XLA is timed by `bench/xla_compile.py` in jax 0.10.2's Python: the
 //! tracing venv (`target/venv-trace`, or `JAXPR_BENCH_PYTHON`). It also
 //! writes the programs' jaxprs, so both sides build the same programs.
-//! Options: `-- --sizes 2,8 --runs 3 --xla-max-n 32 --with-600`. XLA
+//! The sides take turns a round at a time (XLA compiles every size in
+//! a process of its own, then we build them), so the load of other
+//! processes falls on both alike; the load average before and after is
+//! printed. Options: `-- --sizes 2,8 --runs 3 --xla-max-n 32 --with-600`. XLA
 //! compiles the sizes up to `--xla-max-n` (default 32): on this machine its
 //! compile of N = 150 had not finished after 25 minutes and held 16 GB of
 //! the machine's 23, so larger sizes are ours only. `--with-600` adds the
@@ -49,16 +52,28 @@ fn python() -> Option<PathBuf> {
         .find(|p| p.exists())
 }
 
-/// One XLA measurement: N, equations, compile seconds, lower+compile
-/// seconds, the program's jaxpr, and the CPU seconds of the compile.
+/// XLA's measurements of one program: N, equations, the program's jaxpr,
+/// and each run's compile seconds, lower+compile seconds and CPU seconds
+/// of the compile (none when XLA was not run on it).
 struct Xla {
     n: u32,
     eqns: usize,
-    compile: f64,
-    whole: f64,
     jaxpr: PathBuf,
-    cpu: f64,
+    timings: Vec<(f64, f64, f64)>,
 }
+
+impl Xla {
+    fn medians(&self) -> Option<(f64, f64, f64)> {
+        if self.timings.is_empty() {
+            return None;
+        }
+        let pick = |f: fn(&(f64, f64, f64)) -> f64| median_f64(self.timings.iter().map(f).collect());
+        Some((pick(|t| t.0), pick(|t| t.1), pick(|t| t.2)))
+    }
+}
+
+/// One build: wall time, peak resident memory (bytes), CPU time.
+type Build = (Duration, u64, Duration);
 
 fn xla(python: &Path, dir: &Path, runs: usize, sizes: &[u32]) -> Vec<Xla> {
     if sizes.is_empty() {
@@ -81,13 +96,13 @@ fn xla(python: &Path, dir: &Path, runs: usize, sizes: &[u32]) -> Vec<Xla> {
         .lines()
         .filter_map(|l| {
             let f: Vec<&str> = l.split(' ').collect();
+            let compile: f64 = f.get(2)?.parse().ok()?;
+            let timing = (compile, f.get(3)?.parse().ok()?, f.get(5)?.parse().ok()?);
             Some(Xla {
                 n: f.first()?.parse().ok()?,
                 eqns: f.get(1)?.parse().ok()?,
-                compile: f.get(2)?.parse().ok()?,
-                whole: f.get(3)?.parse().ok()?,
                 jaxpr: PathBuf::from(f.get(4)?),
-                cpu: f.get(5)?.parse().ok()?,
+                timings: if compile.is_nan() { Vec::new() } else { vec![timing] },
             })
         })
         .collect()
@@ -96,7 +111,7 @@ fn xla(python: &Path, dir: &Path, runs: usize, sizes: &[u32]) -> Vec<Xla> {
 /// `jaxpr-build build FILE --emit native -o OUT` as a process: its wall
 /// time, peak resident memory (bytes) and CPU time (user and system, all
 /// its threads and children).
-fn build_once(file: &Path, out: &Path) -> (Duration, u64, Duration) {
+fn build_once(file: &Path, out: &Path) -> Build {
     let clock = Instant::now();
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_jaxpr-build"))
         .arg("build")
@@ -127,6 +142,41 @@ fn median(mut xs: Vec<Duration>) -> Duration {
     xs[xs.len() / 2]
 }
 
+fn median_f64(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs[xs.len() / 2]
+}
+
+/// `/proc/loadavg`'s three averages.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split(' ').take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// One table row: our builds of N's program, and XLA's medians (compile,
+/// lower+compile, CPU of the compile) when XLA compiled it.
+fn row(n: u32, eqns: usize, builds: &[Build], xla: Option<(f64, f64, f64)>) {
+    let peak = builds.iter().map(|r| r.1).max().unwrap_or(0);
+    let ours = median(builds.iter().map(|r| r.0).collect()).as_secs_f64();
+    let cpu = median(builds.iter().map(|r| r.2).collect()).as_secs_f64();
+    let (compile, whole, ratio, xla_cpu, cpu_ratio) = match xla {
+        Some((c, w, x)) => (
+            format!("{c:.2} s"),
+            format!("{w:.2} s"),
+            format!("{:.2}", ours / c),
+            format!("{x:.2} s"),
+            format!("{:.2}", cpu / x),
+        ),
+        None => ("not run".into(), "not run".into(), "-".into(), "not run".into(), "-".into()),
+    };
+    println!(
+        "| {n} | {eqns} | {ours:.2} s | {} MB | {compile} | {whole} | {ratio} | {:.0} ms | {cpu:.2} s | {xla_cpu} | {cpu_ratio} |",
+        peak / (1 << 20),
+        ours * 1e3 / (eqns as f64 / 1e3)
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let opt = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1));
@@ -143,39 +193,33 @@ fn main() {
     std::fs::create_dir_all(&dir).expect("temp folder");
     let xla_max: u32 = opt("--xla-max-n").map_or(32, |n| n.parse().expect("--xla-max-n N"));
     let (small, large): (Vec<u32>, Vec<u32>) = sizes.iter().partition(|&&n| n <= xla_max);
-    let mut measured = xla(&python, &dir, runs, &small);
-    measured.extend(xla(&python, &dir, 0, &large));
+    println!("load average before: {}", load_average());
+    // The sides take turns, a round at a time (XLA's compile of every
+    // size, then ours), so the load of other processes falls on both.
+    let mut rounds: Vec<(Xla, Vec<Build>)> = Vec::new();
+    for _ in 0..runs {
+        for x in xla(&python, &dir, 1, &small) {
+            let ours = build_once(&x.jaxpr, &dir.join(format!("lib{}.so", x.n)));
+            match rounds.iter_mut().find(|(r, _)| r.n == x.n) {
+                Some((first, builds)) => {
+                    first.timings.extend(x.timings);
+                    builds.push(ours);
+                }
+                None => rounds.push((x, vec![ours])),
+            }
+        }
+    }
+    for x in xla(&python, &dir, 0, &large) {
+        // The largest programs once: their builds take tens of seconds.
+        let ours = build_once(&x.jaxpr, &dir.join(format!("lib{}.so", x.n)));
+        rounds.push((x, vec![ours]));
+    }
     println!(
         "| N | equations | `jaxpr build --emit native` (median of {runs}) | peak memory | XLA `compile()` | XLA lower+compile | ours / XLA compile | ours per 1k equations | CPU: ours | CPU: XLA `compile()` | CPU ratio |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
-    let row = |n: u32, eqns: usize, file: &Path, runs: usize, xla: Option<(f64, f64, f64)>| {
-        let out = dir.join(format!("lib{n}.so"));
-        let results: Vec<(Duration, u64, Duration)> = (0..runs).map(|_| build_once(file, &out)).collect();
-        let peak = results.iter().map(|r| r.1).max().unwrap_or(0);
-        let ours = median(results.iter().map(|r| r.0).collect()).as_secs_f64();
-        let cpu = median(results.iter().map(|r| r.2).collect()).as_secs_f64();
-        let (compile, whole, ratio, xla_cpu, cpu_ratio) = match xla {
-            Some((c, w, x)) => (
-                format!("{c:.2} s"),
-                format!("{w:.2} s"),
-                format!("{:.2}", ours / c),
-                format!("{x:.2} s"),
-                format!("{:.2}", cpu / x),
-            ),
-            None => ("not run".into(), "not run".into(), "-".into(), "not run".into(), "-".into()),
-        };
-        println!(
-            "| {n} | {eqns} | {ours:.2} s | {} MB | {compile} | {whole} | {ratio} | {:.0} ms | {cpu:.2} s | {xla_cpu} | {cpu_ratio} |",
-            peak / (1 << 20),
-            ours * 1e3 / (eqns as f64 / 1e3)
-        );
-    };
-    for x in &measured {
-        // The largest programs once: their builds take tens of seconds.
-        let runs = if x.eqns > 10_000 { 1 } else { runs };
-        let timed = (!x.compile.is_nan()).then_some((x.compile, x.whole, x.cpu));
-        row(x.n, x.eqns, &x.jaxpr, runs, timed);
+    for (x, builds) in &rounds {
+        row(x.n, x.eqns, builds, x.medians());
     }
     if with_600 {
         let gz = corpus().join("large/transformer600_grad.jaxpr.gz");
@@ -183,7 +227,8 @@ fn main() {
         let text = std::process::Command::new("gzip").arg("-dc").arg(&gz).output().expect("gzip");
         std::fs::write(&file, &text.stdout).expect("write");
         let eqns = String::from_utf8_lossy(&text.stdout).lines().filter(|l| l.contains(" = ")).count();
-        row(600, eqns, &file, 1, None);
+        row(600, eqns, &[build_once(&file, &dir.join("lib600.so"))], None);
     }
+    println!("load average after: {}", load_average());
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -58,6 +58,11 @@ pub(crate) enum Direct {
 /// same bit for bit.
 const SMALL_PRODUCT: u64 = 4096;
 
+/// The longest contraction such a product may have: each element's sum is
+/// one chain of dependent multiply-adds, and a long chain waits on their
+/// latency, where the direct forms and the tiles keep many sums in flight.
+const SHORT_SUM: u64 = 16;
+
 /// Vector registers of C (or partial sums) a direct product keeps: 8
 /// independent multiply-add chains cover the latency of two FMA units.
 const DIRECT_VECTORS: i64 = 8;
@@ -269,10 +274,11 @@ impl<'c> G<'c, '_> {
         b_at: At<'_, 'c>,
         c_at: At<'_, 'c>,
     ) -> R<()> {
-        let small = [p.m, p.n, p.k]
-            .iter()
-            .try_fold(1u64, |w, d| w.checked_mul(d.get_zero_extended_constant()?))
-            .is_some_and(|work| work <= SMALL_PRODUCT);
+        let small = p.k.get_zero_extended_constant().is_some_and(|k| k <= SHORT_SUM)
+            && [p.m, p.n, p.k]
+                .iter()
+                .try_fold(1u64, |w, d| w.checked_mul(d.get_zero_extended_constant()?))
+                .is_some_and(|work| work <= SMALL_PRODUCT);
         if small {
             return self.nest(&[p.groups, p.m, p.n], &mut |gmn| {
                 self.dot_one(p, a_at, b_at, c_at, [gmn[0], gmn[1], gmn[2]])
