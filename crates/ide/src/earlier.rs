@@ -1,8 +1,8 @@
 //! Answers read from an earlier whole-file analysis while the current text
-//! differs from it only inside some top-level items ([`jaxpr_db::earlier`]):
-//! every other item reads
-//! and means the same, so an answer that depends only on those is the
-//! current answer with its ranges moved. Anything else returns `None`,
+//! differs from it only inside some top-level equations, of the main jaxpr
+//! or of `let` jaxprs ([`jaxpr_db::earlier`]): everything else reads and
+//! means the same, so an answer that depends only on that is the current
+//! answer with its ranges moved. Anything else returns `None`,
 //! and the caller asks the current analysis.
 
 use crate::{FileView, NavTarget, Target, definition, hover, target_at};
@@ -13,10 +13,9 @@ use jaxpr_syntax::TextRange;
 #[derive(Clone, Copy)]
 pub struct EarlierView<'a> {
     pub view: FileView<'a>,
-    /// The bytes of the earlier text that changed (whole top-level items).
-    pub dirty: TextRange,
-    /// How many bytes longer they are now.
-    pub delta: i64,
+    /// The bytes of the earlier text that changed (whole top-level
+    /// equations), in text order, each with how many bytes longer it is now.
+    pub changes: &'a [jaxpr_db::earlier::Change],
 }
 
 impl<'a> EarlierView<'a> {
@@ -28,37 +27,39 @@ impl<'a> EarlierView<'a> {
                 analysis: &e.analysis,
                 lines: &e.lines,
             },
-            dirty: e.dirty,
-            delta: e.delta,
+            changes: &e.changes,
         }
     }
 
-    fn unchanged(&self) -> bool {
-        self.dirty.is_empty() && self.delta == 0
-    }
-
-    /// The earlier offset of current offset `now`, outside the changed items.
+    /// The earlier offset of current offset `now`, outside the changes.
     fn to_earlier(&self, now: u32) -> Option<u32> {
-        let end_now = self.dirty.end as i64 + self.delta;
-        if self.unchanged() || now < self.dirty.start {
-            Some(now)
-        } else if now as i64 > end_now {
-            Some((now as i64 - self.delta) as u32)
-        } else {
-            None
+        let mut moved = 0;
+        for &(old, grew) in self.changes {
+            if (now as i64) < old.start as i64 + moved {
+                break;
+            }
+            if now as i64 <= old.end as i64 + moved + grew {
+                return None;
+            }
+            moved += grew;
         }
+        Some((now as i64 - moved) as u32)
     }
 
-    /// Where earlier range `r` is now, if it lies outside the changed items.
+    /// Where earlier range `r` is now, if it lies outside the changes.
     fn to_now(&self, r: TextRange) -> Option<TextRange> {
-        if self.unchanged() || r.end < self.dirty.start {
-            Some(r)
-        } else if r.start > self.dirty.end {
-            let d = |o: u32| (o as i64 + self.delta) as u32;
-            Some(TextRange::new(d(r.start), d(r.end)))
-        } else {
-            None
+        let mut moved = 0;
+        for &(old, grew) in self.changes {
+            if r.end < old.start {
+                break;
+            }
+            if r.start <= old.end {
+                return None;
+            }
+            moved += grew;
         }
+        let d = |o: u32| (o as i64 + moved) as u32;
+        Some(TextRange::new(d(r.start), d(r.end)))
     }
 
     /// The earlier ranges a variable's hover and definition read (its
