@@ -249,6 +249,8 @@ struct Reuse {
     /// Reused while the text differed from the earlier one in two places
     /// or more.
     beside_several_changes: usize,
+    /// Reused on an operand of a changed equation.
+    in_changes: usize,
 }
 
 /// Random edits where `region` says on each file, the whole-file analysis
@@ -281,7 +283,12 @@ fn earlier_answers(files: &[String], seed: u64, region: fn(&str) -> usize) -> Re
                 db::diagnostics(&db, file);
             }
             if let Some(e) = db::earlier(&db, file) {
-                compare_earlier_answers(&e, &text, in_lets(original), &mut reuse);
+                let operand = |at| db::earlier::edited_operand(&db, file, &e, at);
+                let earlier = jaxpr_ide::EarlierView {
+                    edited_operand: Some(&operand),
+                    ..jaxpr_ide::EarlierView::of(&e)
+                };
+                compare_earlier_answers(&earlier, &text, in_lets(original), &mut reuse);
             }
             // A pause: the next edits are read against this text.
             if rng.below(4) == 0 {
@@ -292,10 +299,15 @@ fn earlier_answers(files: &[String], seed: u64, region: fn(&str) -> usize) -> Re
     reuse
 }
 
-/// Hover and definition from `e` equal those of a whole-file analysis of
-/// `text` on a sample of its variable occurrences, where `e` answers.
-fn compare_earlier_answers(e: &db::Earlier, text: &str, main_start: usize, reuse: &mut Reuse) {
-    let earlier = jaxpr_ide::EarlierView::of(e);
+/// Hover and definition from `earlier` equal those of a whole-file
+/// analysis of `text` on a sample of its variable occurrences (and every
+/// one inside a change), where `earlier` answers.
+fn compare_earlier_answers(
+    earlier: &jaxpr_ide::EarlierView,
+    text: &str,
+    main_start: usize,
+    reuse: &mut Reuse,
+) {
     let parse = jaxpr_syntax::parse(text);
     let analysis = jaxpr_check::check(&parse.file);
     let lines = jaxpr_syntax::LineIndex::new(text);
@@ -305,16 +317,31 @@ fn compare_earlier_answers(e: &db::Earlier, text: &str, main_start: usize, reuse
         analysis: &analysis,
         lines: &lines,
     };
-    let in_let = e.changes.iter().any(|(r, _)| (r.start as usize) < main_start);
-    // Every variable occurrence of small files, a sample of large ones.
+    let changes = earlier.changes;
+    let in_let = changes.iter().any(|(r, _)| (r.start as usize) < main_start);
+    // The changes where they are now.
+    let mut moved = 0;
+    let now_changes: Vec<(i64, i64)> = (changes.iter())
+        .map(|&(r, grew)| {
+            let c = (r.start as i64 + moved, r.end as i64 + moved + grew);
+            moved += grew;
+            c
+        })
+        .collect();
+    let in_change = |at: u32| now_changes.iter().any(|&(a, b)| a <= at as i64 && at as i64 <= b);
+    // Every variable occurrence of small files and of the changes, a
+    // sample of the rest of large ones.
     let step = analysis.refs.len() / 400 + 1;
-    for r in analysis.refs.iter().step_by(step) {
+    let refs = (analysis.refs.iter().enumerate())
+        .filter(|(i, r)| i % step == 0 || in_change(r.range.start));
+    for (_, r) in refs {
         for offset in [r.range.start, r.range.end] {
             reuse.compared += 1;
             if let Some(h) = earlier.hover(offset) {
                 reuse.reused += 1;
                 reuse.beside_let_changes += in_let as usize;
-                reuse.beside_several_changes += (e.changes.len() > 1) as usize;
+                reuse.beside_several_changes += (changes.len() > 1) as usize;
+                reuse.in_changes += in_change(offset) as usize;
                 assert_eq!(h, jaxpr_ide::hover(&now, offset), "hover at {offset}");
             }
             if let Some(d) = earlier.definition(offset) {
@@ -341,6 +368,7 @@ fn answers_from_the_earlier_analysis_are_the_current_texts() {
     let reuse = earlier_answers(&earlier_answer_files(), 0xE4, anywhere);
     assert!(reuse.reused * 2 > reuse.compared, "{reuse:?}");
     assert!(reuse.beside_several_changes > 0, "{reuse:?}");
+    assert!(reuse.in_changes > 0, "{reuse:?}");
 }
 
 /// Edits inside `let` jaxprs: answers outside the edited equations come

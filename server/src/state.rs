@@ -166,8 +166,9 @@ impl Snapshot {
     }
 
     /// Runs `f` on the file's last whole-file analysis, when the text
-    /// changed since only inside equations re-checked alone (see
-    /// [`db::earlier`]); `Ok(None)` when there is none or `f` cannot answer
+    /// changed since only inside equations that bind what they bound (see
+    /// [`db::earlier`]; operands of those equations are looked up in it by
+    /// name); `Ok(None)` when there is none or `f` cannot answer
     /// from it. `Err` when an edit cancelled the query.
     pub fn with_earlier<R>(
         &self,
@@ -175,7 +176,11 @@ impl Snapshot {
     ) -> Result<Option<R>, salsa::Cancelled> {
         salsa::Cancelled::catch(AssertUnwindSafe(|| {
             let e = db::earlier(&self.db, self.file)?;
-            f(&EarlierView::of(&e))
+            let edited_operand = |at| db::earlier::edited_operand(&self.db, self.file, &e, at);
+            f(&EarlierView {
+                edited_operand: Some(&edited_operand),
+                ..EarlierView::of(&e)
+            })
         }))
     }
 

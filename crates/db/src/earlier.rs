@@ -154,6 +154,71 @@ pub fn earlier(db: &dyn Db, file: SourceFile) -> Option<Earlier> {
     })
 }
 
+/// The operand at current offset `offset` of a changed top-level equation
+/// of the main jaxpr ([`Earlier::changes`]), and the variable of the base
+/// it names: the only one of the main jaxpr with that name, bound before
+/// that equation (the equations of the main jaxpr are the base's, one for
+/// one, and bind what they bound, so the current text's name means it).
+/// None anywhere else, or for an equation with a syntax error.
+pub fn edited_operand(
+    db: &dyn Db,
+    file: SourceFile,
+    e: &Earlier,
+    offset: u32,
+) -> Option<(TextRange, jaxpr_types::VarId)> {
+    let main = e.parse.file.main.as_ref()?;
+    let first_eqn = main.eqns.first()?.range.start;
+    // The change holding `offset`, which must be in the main jaxpr.
+    let mut moved = 0;
+    let inside = e.changes.iter().any(|&(old, grew)| {
+        let (start, end) = (old.start as i64 + moved, old.end as i64 + moved + grew);
+        moved += grew;
+        start <= offset as i64 && (offset as i64) < end && old.start >= first_eqn
+    });
+    if !inside {
+        return None;
+    }
+    // The current equation there, as its chunk parses it, and its index.
+    let split = split(db, file).as_ref()?;
+    let mut index = 0;
+    for (&item, &at) in split.items.iter().zip(&split.starts) {
+        if *item.kind(db) != ItemKind::Eqns {
+            continue;
+        }
+        let starts = item.eqn_starts(db);
+        if offset >= at + item.text(db).len() as u32 {
+            index += starts.len();
+            continue;
+        }
+        let j = starts
+            .partition_point(|&s| at + s <= offset)
+            .checked_sub(1)?;
+        let syntax = item_parse(db, item);
+        let eqn = syntax.eqns.get(j)?;
+        let (Some(parsed), true) = (&eqn.eqn, eqn.errors.is_empty()) else {
+            return None;
+        };
+        let eqn_start = at + starts[j];
+        let name = parsed.args.iter().find_map(|a| match a {
+            jaxpr_syntax::ast::Atom::Var(n) if n.range.shifted(eqn_start).touches(offset) => {
+                Some(n)
+            }
+            _ => None,
+        })?;
+        let base_eqn = main.eqns.get(index + j)?.range.start;
+        let a = &e.analysis;
+        let main_id = a.main()?;
+        let mut named = (a.vars.iter().enumerate())
+            .filter(|(_, v)| v.jaxpr == main_id && v.name == name.text)
+            .map(|(i, v)| (jaxpr_types::VarId(i as u32), v.binder_range.end <= base_eqn));
+        return match (named.next(), named.next()) {
+            (Some((v, true)), None) => Some((name.range.shifted(eqn_start), v)),
+            _ => None,
+        };
+    }
+    None
+}
+
 /// What [`changed_since`] reads of a base (shared, not copied).
 struct BaseText {
     text: Arc<str>,
@@ -422,12 +487,18 @@ mod tests {
         t + "  in (x,) }\n"
     }
 
-    /// The changes `db::earlier` reads from the analysis of `base` to `now`.
-    fn changes(base: &str, now: &str) -> Option<Vec<(String, i64)>> {
+    /// A file whose text is `now`, after the whole-file analysis of `base`.
+    fn edited(base: &str, now: &str) -> (RootDatabase, SourceFile) {
         let mut db = RootDatabase::default();
         let file = SourceFile::new(&db, "t.jaxpr".into(), base.to_string());
         crate::analysis(&db, file);
         file.set_text(&mut db).to(now.to_string());
+        (db, file)
+    }
+
+    /// The changes `db::earlier` reads from the analysis of `base` to `now`.
+    fn changes(base: &str, now: &str) -> Option<Vec<(String, i64)>> {
+        let (db, file) = edited(base, now);
         let e = earlier(&db, file)?;
         Some(
             e.changes
@@ -452,6 +523,32 @@ mod tests {
         let want: Vec<(String, i64)> = want.iter().map(|(s, d)| (s.to_string(), *d)).collect();
         assert_eq!(changes(&t, &now), Some(want));
         assert_eq!(changes(&t, &t), Some(Vec::new()));
+    }
+
+    /// An operand of a changed equation names the base's variable bound
+    /// before it; a name bound after it, or nowhere, names none.
+    #[test]
+    fn operands_of_changed_equations_name_the_variables_bound_before() {
+        let t = text();
+        let now = t
+            .replace("v100:f32[3] = sin x", "v100:f32[3] = cos v99")
+            .replace("v101:f32[3] = sin x", "v101:f32[3] = cos v300")
+            .replace("v102:f32[3] = sin x", "v102:f32[3] = cos zz");
+        let (db, file) = edited(&t, &now);
+        let e = earlier(&db, file).expect("the changes are read");
+        let named = |operand: &str| {
+            let at = now.find(operand).unwrap() as u32 + 1;
+            edited_operand(&db, file, &e, at).map(|(r, v)| {
+                assert_eq!(&now[r.as_usize()], operand.trim());
+                e.analysis.var(v).name.to_string()
+            })
+        };
+        assert_eq!(named(" v99\n").as_deref(), Some("v99"));
+        assert_eq!(named(" v300\n"), None);
+        assert_eq!(named(" zz\n"), None);
+        // Not in a change.
+        let at = now.find("v103:f32[3] = sin x").unwrap() as u32 + 18;
+        assert_eq!(edited_operand(&db, file, &e, at), None);
     }
 
     /// A changed binder, an inserted equation or line, or a change to a

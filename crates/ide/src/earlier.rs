@@ -5,9 +5,10 @@
 //! answer with its ranges moved. Anything else returns `None`,
 //! and the caller asks the current analysis.
 
-use crate::{FileView, NavTarget, Target, definition, hover, target_at};
+use crate::{FileView, NavTarget, Target, definition, hover, target_at, var_hover};
 use jaxpr_check::{JaxprOrigin, VarRole};
 use jaxpr_syntax::TextRange;
+use jaxpr_types::VarId;
 
 /// A view of an earlier text and how the current one differs from it.
 #[derive(Clone, Copy)]
@@ -16,6 +17,10 @@ pub struct EarlierView<'a> {
     /// The bytes of the earlier text that changed (whole top-level
     /// equations), in text order, each with how many bytes longer it is now.
     pub changes: &'a [jaxpr_db::earlier::Change],
+    /// The operand at a current offset inside a changed equation and the
+    /// earlier variable it names, where that is known
+    /// ([`jaxpr_db::earlier::edited_operand`]).
+    pub edited_operand: Option<&'a dyn Fn(u32) -> Option<(TextRange, VarId)>>,
 }
 
 impl<'a> EarlierView<'a> {
@@ -28,6 +33,7 @@ impl<'a> EarlierView<'a> {
                 lines: &e.lines,
             },
             changes: &e.changes,
+            edited_operand: None,
         }
     }
 
@@ -62,18 +68,13 @@ impl<'a> EarlierView<'a> {
         Some(TextRange::new(d(r.start), d(r.end)))
     }
 
-    /// The earlier ranges a variable's hover and definition read (its
+    /// The earlier ranges variable `v`'s hover and definition read (its
     /// binder, the equation or call site that binds it, its jaxpr's
-    /// origin), or None for a target whose answer reads more (symbols are
-    /// file-wide, jaxprs and primitives read their whole item).
-    fn var_answer_reads(&self, offset: u32) -> Option<(Vec<TextRange>, u32)> {
+    /// origin) lie outside the changes.
+    fn var_answer_unchanged(&self, v: VarId) -> bool {
         let a = self.view.analysis;
-        let offset = self.to_earlier(offset)?;
-        let (range, Target::Var(v)) = target_at(a, offset)? else {
-            return None;
-        };
         let info = a.var(v);
-        let mut reads = vec![range, info.range, info.binder_range];
+        let mut reads = vec![info.range, info.binder_range];
         if let VarRole::Result { eqn, .. } = info.role {
             reads.push(a.eqn(eqn).primitive_range);
         }
@@ -83,31 +84,49 @@ impl<'a> EarlierView<'a> {
         if let Some(o) = a.origins.get(&v) {
             reads.push(o.operand);
         }
-        Some((reads, offset))
+        reads.iter().all(|r| self.to_now(*r).is_some())
     }
 
-    fn answerable(&self, offset: u32) -> Option<u32> {
-        let (reads, offset) = self.var_answer_reads(offset)?;
-        reads
-            .iter()
-            .all(|r| self.to_now(*r).is_some())
-            .then_some(offset)
+    /// The variable at current offset `offset` whose answers the earlier
+    /// analysis gives: the occurrence's current range and the variable,
+    /// and the earlier offset to ask at (None for an operand of a changed
+    /// equation, answered from the variable alone). Other targets read
+    /// more (symbols are file-wide, jaxprs and primitives their whole item).
+    fn answerable(&self, offset: u32) -> Option<(TextRange, VarId, Option<u32>)> {
+        let (now, v, at) = match self.to_earlier(offset) {
+            Some(at) => {
+                let (range, Target::Var(v)) = target_at(self.view.analysis, at)? else {
+                    return None;
+                };
+                (self.to_now(range)?, v, Some(at))
+            }
+            None => {
+                let (now, v) = (self.edited_operand?)(offset)?;
+                (now, v, None)
+            }
+        };
+        self.var_answer_unchanged(v).then_some((now, v, at))
     }
 
     /// [`hover`] at current offset `offset` from the earlier analysis;
     /// None when it cannot answer for the current text.
     pub fn hover(&self, offset: u32) -> Option<Option<(TextRange, String)>> {
-        let offset = self.answerable(offset)?;
-        Some(hover(&self.view, offset).map(|(r, md)| (self.to_now(r).expect("read above"), md)))
+        let (now, v, at) = self.answerable(offset)?;
+        Some(match at {
+            Some(at) => hover(&self.view, at).map(|(_, md)| (now, md)),
+            None => Some((now, var_hover(&self.view, v))),
+        })
     }
 
     /// [`definition`] at current offset `offset` from the earlier analysis;
     /// None when it cannot answer for the current text.
     pub fn definition(&self, offset: u32) -> Option<Option<NavTarget>> {
-        let offset = self.answerable(offset)?;
-        Some(match definition(self.view.analysis, offset) {
-            Some(NavTarget::Here(r)) => Some(NavTarget::Here(self.to_now(r)?)),
-            other => other,
+        let (_, v, at) = self.answerable(offset)?;
+        let here = |r| self.to_now(r).map(NavTarget::Here);
+        Some(match at.map(|at| definition(self.view.analysis, at)) {
+            Some(Some(NavTarget::Here(r))) => Some(here(r)?),
+            Some(other) => other,
+            None => Some(here(self.view.analysis.var(v).range)?),
         })
     }
 }
