@@ -283,9 +283,9 @@ fn earlier_answers(files: &[String], seed: u64, region: fn(&str) -> usize) -> Re
                 db::diagnostics(&db, file);
             }
             if let Some(e) = db::earlier(&db, file) {
-                let operand = |at| db::earlier::edited_operand(&db, file, &e, at);
+                let edited = |at| db::earlier::edited_variable(&db, file, &e, at);
                 let earlier = jaxpr_ide::EarlierView {
-                    edited_operand: Some(&operand),
+                    edited_variable: Some(&edited),
                     ..jaxpr_ide::EarlierView::of(&e)
                 };
                 compare_earlier_answers(&earlier, &text, in_lets(original), &mut reuse);

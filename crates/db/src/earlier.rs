@@ -17,6 +17,7 @@ use crate::item_check::head_check;
 use crate::items::{ItemKind, binders, indent_of, item_parse, split};
 use crate::{Db, SourceFile};
 use jaxpr_check::Analysis;
+use jaxpr_syntax::ast::SmolStr;
 use jaxpr_syntax::{LineIndex, Parse, TextRange};
 use jaxpr_types::Dim;
 use rustc_hash::FxHashMap;
@@ -154,18 +155,34 @@ pub fn earlier(db: &dyn Db, file: SourceFile) -> Option<Earlier> {
     })
 }
 
-/// The operand at current offset `offset` of a changed top-level equation
-/// of the main jaxpr ([`Earlier::changes`]), and the variable of the base
-/// it names: the only one of the main jaxpr with that name, bound before
-/// that equation (the equations of the main jaxpr are the base's, one for
-/// one, and bind what they bound, so the current text's name means it).
-/// None anywhere else, or for an equation with a syntax error.
-pub fn edited_operand(
+/// A variable's occurrence in a changed top-level equation of the main
+/// jaxpr ([`Earlier::changes`]), read against the base (see
+/// [`edited_variable`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EditedVar {
+    /// The occurrence, in the current text.
+    pub range: TextRange,
+    /// The base's variable it is.
+    pub var: jaxpr_types::VarId,
+    /// For a binder: the primitive of its equation now, and the line
+    /// (from 0) the primitive is on.
+    pub bound_by: Option<(SmolStr, u32)>,
+}
+
+/// The variable at current offset `offset` in a changed top-level equation
+/// of the main jaxpr, as its chunk parses it (without syntax errors). The
+/// equations of the main jaxpr are the base's one for one and bind what
+/// they bound, so an operand names the base's variable of that name (when
+/// it is the only one of the main jaxpr with it and is bound before the
+/// equation), and a binder is the base's binder of the same equation and
+/// place (the same name and type; its equation's primitive may have
+/// changed). None anywhere else.
+pub fn edited_variable(
     db: &dyn Db,
     file: SourceFile,
     e: &Earlier,
     offset: u32,
-) -> Option<(TextRange, jaxpr_types::VarId)> {
+) -> Option<EditedVar> {
     let main = e.parse.file.main.as_ref()?;
     let first_eqn = main.eqns.first()?.range.start;
     // The change holding `offset`, which must be in the main jaxpr.
@@ -199,20 +216,42 @@ pub fn edited_operand(
             return None;
         };
         let eqn_start = at + starts[j];
-        let name = parsed.args.iter().find_map(|a| match a {
-            jaxpr_syntax::ast::Atom::Var(n) if n.range.shifted(eqn_start).touches(offset) => {
-                Some(n)
-            }
-            _ => None,
-        })?;
-        let base_eqn = main.eqns.get(index + j)?.range.start;
+        let touches = |r: TextRange| r.shifted(eqn_start).touches(offset);
         let a = &e.analysis;
         let main_id = a.main()?;
+        let base_eqn = main.eqns.get(index + j)?;
+        if let Some(i) = parsed.outs.iter().position(|b| touches(b.name.range)) {
+            let b = &parsed.outs[i];
+            let eqn_id = *a.jaxpr(main_id).eqns.get(index + j)?;
+            let var = (*a.eqn(eqn_id).outs.get(i)?).filter(|_| !b.is_dropped())?;
+            let primitive = &parsed.primitive;
+            let before =
+                &file.text(db)[eqn_start as usize..(eqn_start + primitive.range.start) as usize];
+            let line = e.lines.line_col(base_eqn.range.start).line + line_count(before) as u32;
+            return (a.eqn(eqn_id).range == base_eqn.range).then(|| EditedVar {
+                range: b.name.range.shifted(eqn_start),
+                var,
+                bound_by: Some((primitive.text.clone(), line)),
+            });
+        }
+        let name = parsed.args.iter().find_map(|a| match a {
+            jaxpr_syntax::ast::Atom::Var(n) if touches(n.range) => Some(n),
+            _ => None,
+        })?;
         let mut named = (a.vars.iter().enumerate())
             .filter(|(_, v)| v.jaxpr == main_id && v.name == name.text)
-            .map(|(i, v)| (jaxpr_types::VarId(i as u32), v.binder_range.end <= base_eqn));
+            .map(|(i, v)| {
+                (
+                    jaxpr_types::VarId(i as u32),
+                    v.binder_range.end <= base_eqn.range.start,
+                )
+            });
         return match (named.next(), named.next()) {
-            (Some((v, true)), None) => Some((name.range.shifted(eqn_start), v)),
+            (Some((var, true)), None) => Some(EditedVar {
+                range: name.range.shifted(eqn_start),
+                var,
+                bound_by: None,
+            }),
             _ => None,
         };
     }
@@ -526,9 +565,10 @@ mod tests {
     }
 
     /// An operand of a changed equation names the base's variable bound
-    /// before it; a name bound after it, or nowhere, names none.
+    /// before it; a name bound after it, or nowhere, names none. A binder
+    /// is the base's, with the primitive of now.
     #[test]
-    fn operands_of_changed_equations_name_the_variables_bound_before() {
+    fn variables_of_changed_equations_are_the_bases() {
         let t = text();
         let now = t
             .replace("v100:f32[3] = sin x", "v100:f32[3] = cos v99")
@@ -538,9 +578,10 @@ mod tests {
         let e = earlier(&db, file).expect("the changes are read");
         let named = |operand: &str| {
             let at = now.find(operand).unwrap() as u32 + 1;
-            edited_operand(&db, file, &e, at).map(|(r, v)| {
-                assert_eq!(&now[r.as_usize()], operand.trim());
-                e.analysis.var(v).name.to_string()
+            edited_variable(&db, file, &e, at).map(|v| {
+                assert_eq!(&now[v.range.as_usize()], operand.trim());
+                assert_eq!(v.bound_by, None);
+                e.analysis.var(v.var).name.to_string()
             })
         };
         assert_eq!(named(" v99\n").as_deref(), Some("v99"));
@@ -548,7 +589,13 @@ mod tests {
         assert_eq!(named(" zz\n"), None);
         // Not in a change.
         let at = now.find("v103:f32[3] = sin x").unwrap() as u32 + 18;
-        assert_eq!(edited_operand(&db, file, &e, at), None);
+        assert_eq!(edited_variable(&db, file, &e, at), None);
+        // A binder: the base's, with the primitive and line of now.
+        let at = now.find("v100:").unwrap() as u32;
+        let v = edited_variable(&db, file, &e, at).expect("a binder");
+        assert_eq!(e.analysis.var(v.var).name, "v100");
+        let line = now[..at as usize].matches('\n').count() as u32;
+        assert_eq!(v.bound_by, Some(("cos".into(), line)));
     }
 
     /// A changed binder, an inserted equation or line, or a change to a

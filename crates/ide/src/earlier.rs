@@ -17,10 +17,10 @@ pub struct EarlierView<'a> {
     /// The bytes of the earlier text that changed (whole top-level
     /// equations), in text order, each with how many bytes longer it is now.
     pub changes: &'a [jaxpr_db::earlier::Change],
-    /// The operand at a current offset inside a changed equation and the
-    /// earlier variable it names, where that is known
-    /// ([`jaxpr_db::earlier::edited_operand`]).
-    pub edited_operand: Option<&'a dyn Fn(u32) -> Option<(TextRange, VarId)>>,
+    /// The variable at a current offset inside a changed equation, read
+    /// against the earlier analysis, where that is known
+    /// ([`jaxpr_db::earlier::edited_variable`]).
+    pub edited_variable: Option<&'a dyn Fn(u32) -> Option<jaxpr_db::earlier::EditedVar>>,
 }
 
 impl<'a> EarlierView<'a> {
@@ -33,7 +33,7 @@ impl<'a> EarlierView<'a> {
                 lines: &e.lines,
             },
             changes: &e.changes,
-            edited_operand: None,
+            edited_variable: None,
         }
     }
 
@@ -88,45 +88,72 @@ impl<'a> EarlierView<'a> {
     }
 
     /// The variable at current offset `offset` whose answers the earlier
-    /// analysis gives: the occurrence's current range and the variable,
-    /// and the earlier offset to ask at (None for an operand of a changed
-    /// equation, answered from the variable alone). Other targets read
-    /// more (symbols are file-wide, jaxprs and primitives their whole item).
-    fn answerable(&self, offset: u32) -> Option<(TextRange, VarId, Option<u32>)> {
-        let (now, v, at) = match self.to_earlier(offset) {
+    /// analysis gives: the occurrence's current range, the variable, and
+    /// where its answers come from. Other targets read more (symbols are
+    /// file-wide, jaxprs and primitives their whole item).
+    fn answerable(&self, offset: u32) -> Option<(TextRange, VarId, Source)> {
+        match self.to_earlier(offset) {
             Some(at) => {
                 let (range, Target::Var(v)) = target_at(self.view.analysis, at)? else {
                     return None;
                 };
-                (self.to_now(range)?, v, Some(at))
+                let now = self.to_now(range)?;
+                self.var_answer_unchanged(v)
+                    .then_some((now, v, Source::At(at)))
             }
             None => {
-                let (now, v) = (self.edited_operand?)(offset)?;
-                (now, v, None)
+                let e = (self.edited_variable?)(offset)?;
+                match e.bound_by {
+                    // A binder of a changed equation: its answers read its
+                    // name, type and jaxpr (the main one), as they were.
+                    Some(bound_by) => Some((e.range, e.var, Source::Binder(bound_by))),
+                    None => (self.var_answer_unchanged(e.var)).then_some((
+                        e.range,
+                        e.var,
+                        Source::Operand,
+                    )),
+                }
             }
-        };
-        self.var_answer_unchanged(v).then_some((now, v, at))
+        }
     }
 
     /// [`hover`] at current offset `offset` from the earlier analysis;
     /// None when it cannot answer for the current text.
     pub fn hover(&self, offset: u32) -> Option<Option<(TextRange, String)>> {
-        let (now, v, at) = self.answerable(offset)?;
-        Some(match at {
-            Some(at) => hover(&self.view, at).map(|(_, md)| (now, md)),
-            None => Some((now, var_hover(&self.view, v))),
+        let (now, v, source) = self.answerable(offset)?;
+        Some(match source {
+            Source::At(at) => hover(&self.view, at).map(|(_, md)| (now, md)),
+            Source::Operand => Some((now, var_hover(&self.view, v, None))),
+            Source::Binder((primitive, line)) => {
+                Some((now, var_hover(&self.view, v, Some((&primitive, line)))))
+            }
         })
     }
 
     /// [`definition`] at current offset `offset` from the earlier analysis;
     /// None when it cannot answer for the current text.
     pub fn definition(&self, offset: u32) -> Option<Option<NavTarget>> {
-        let (_, v, at) = self.answerable(offset)?;
+        let (now, v, source) = self.answerable(offset)?;
         let here = |r| self.to_now(r).map(NavTarget::Here);
-        Some(match at.map(|at| definition(self.view.analysis, at)) {
-            Some(Some(NavTarget::Here(r))) => Some(here(r)?),
-            Some(other) => other,
-            None => Some(here(self.view.analysis.var(v).range)?),
+        Some(match source {
+            Source::At(at) => match definition(self.view.analysis, at) {
+                Some(NavTarget::Here(r)) => Some(here(r)?),
+                other => other,
+            },
+            Source::Operand => Some(here(self.view.analysis.var(v).range)?),
+            // A binder of the main jaxpr (which receives no call-site operand).
+            Source::Binder(_) => Some(NavTarget::Here(now)),
         })
     }
+}
+
+/// Where the answers on a variable come from.
+enum Source {
+    /// The earlier analysis at this earlier offset.
+    At(u32),
+    /// The variable an operand of a changed equation names.
+    Operand,
+    /// A binder of a changed equation, whose primitive is now this one, on
+    /// this line (from 0).
+    Binder((jaxpr_syntax::ast::SmolStr, u32)),
 }

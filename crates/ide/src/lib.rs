@@ -281,7 +281,7 @@ pub fn hover(f: &FileView, offset: u32) -> Option<(TextRange, String)> {
         return Some((range, s));
     };
     match t {
-        Target::Var(v) => s = var_hover(f, v),
+        Target::Var(v) => s = var_hover(f, v, None),
         Target::Symbol(name) => {
             let _ = writeln!(
                 s,
@@ -344,8 +344,9 @@ pub fn hover(f: &FileView, offset: u32) -> Option<(TextRange, String)> {
 }
 
 /// The hover of variable `v`: its type, what binds it, and what it sizes
-/// or receives.
-fn var_hover(f: &FileView, v: VarId) -> String {
+/// or receives. `bound_by`: for a result, the primitive of its equation and
+/// the line (from 0) it is on, when they are not the analysis's.
+fn var_hover(f: &FileView, v: VarId, bound_by: Option<(&str, u32)>) -> String {
     let (a, idx) = (f.analysis, f.lines);
     let mut s = String::new();
     let info = a.var(v);
@@ -355,11 +356,10 @@ fn var_hover(f: &FileView, v: VarId) -> String {
         VarRole::Arg(i) => format!("argument {i}"),
         VarRole::Result { eqn, index } => {
             let e = a.eqn(*eqn);
-            format!(
-                "result {index} of `{}` (line {})",
-                e.primitive,
-                line_of(idx, e.primitive_range.start)
-            )
+            let (primitive, line) = bound_by.unwrap_or_else(|| {
+                (e.primitive.as_str(), idx.line_col(e.primitive_range.start).line)
+            });
+            format!("result {index} of `{primitive}` (line {})", line + 1)
         }
     };
     let _ = writeln!(s, "{role} of {}", describe_jaxpr(a, info.jaxpr, idx));
