@@ -184,13 +184,14 @@ pub fn edited_variable(
     offset: u32,
 ) -> Option<EditedVar> {
     let main = e.parse.file.main.as_ref()?;
-    let first_eqn = main.eqns.first()?.range.start;
+    // Changes from the first equation's line on are the main jaxpr's.
+    let main_start = line_start(&e.text, main.eqns.first()?.range.start) as u32;
     // The change holding `offset`, which must be in the main jaxpr.
     let mut moved = 0;
     let inside = e.changes.iter().any(|&(old, grew)| {
         let (start, end) = (old.start as i64 + moved, old.end as i64 + moved + grew);
         moved += grew;
-        start <= offset as i64 && (offset as i64) < end && old.start >= first_eqn
+        start <= offset as i64 && (offset as i64) < end && old.start >= main_start
     });
     if !inside {
         return None;
@@ -571,6 +572,7 @@ mod tests {
     fn variables_of_changed_equations_are_the_bases() {
         let t = text();
         let now = t
+            .replace("v0:f32[3] = sin x", "v0:f32[3] = cos x")
             .replace("v100:f32[3] = sin x", "v100:f32[3] = cos v99")
             .replace("v101:f32[3] = sin x", "v101:f32[3] = cos v300")
             .replace("v102:f32[3] = sin x", "v102:f32[3] = cos zz");
@@ -585,6 +587,8 @@ mod tests {
             })
         };
         assert_eq!(named(" v99\n").as_deref(), Some("v99"));
+        // In the main jaxpr's first equation.
+        assert_eq!(named(" x\n").as_deref(), Some("x"));
         assert_eq!(named(" v300\n"), None);
         assert_eq!(named(" zz\n"), None);
         // Not in a change.
