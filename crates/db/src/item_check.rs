@@ -104,8 +104,7 @@ impl Refs {
     fn known(&self, r: TextRange, len: u32) -> bool {
         r.end <= len
             || is_in_head(r)
-            || (r.start >= PLACEHOLDERS
-                && placeholder_index(r).is_some_and(|i| i < self.refs.borrow().len()))
+            || (r.start >= PLACEHOLDERS && placeholder_index(r).is_some_and(|i| i < self.refs.borrow().len()))
     }
 }
 
@@ -179,12 +178,8 @@ pub fn head_check<'db>(db: &'db dyn Db, head: Item<'db>) -> Arc<HeadCheck> {
         here && d.kind != DiagKind::UnknownPrimitive
     };
     let errors: Vec<Diagnostic> = p.errors.iter().filter(|d| keep(d)).cloned().collect();
-    let diagnostics: Vec<Diagnostic> = analysis
-        .diagnostics
-        .iter()
-        .filter(|d| keep(d))
-        .cloned()
-        .collect();
+    let diagnostics: Vec<Diagnostic> =
+        analysis.diagnostics.iter().filter(|d| keep(d)).cloned().collect();
     let unknown_uses = (extras.unknown_uses.into_iter())
         .filter(|(_, r)| r.end <= len)
         .collect();
@@ -330,28 +325,20 @@ pub fn chunk_bindings<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<Bindings> {
     let p = jaxpr_syntax::parse(&synthetic);
     let a = check::check(&p.file);
     typed &= p.errors.is_empty() && a.diagnostics.is_empty() && a.symbols.is_empty();
-    let vars = (a
-        .main()
-        .map(|m| a.jaxpr(m).invars.clone())
-        .unwrap_or_default()
-        .iter())
-    .zip(&binders)
-    .zip(&at)
-    .map(|((&v, b), &(eqn, range, binder_range))| Binding {
-        name: a.var(v).name.clone(),
-        ty: a.var(v).ty.clone(),
-        text: b.to_string(),
-        eqn,
-        range,
-        binder_range,
-    })
-    .collect::<Vec<_>>();
+    let vars = (a.main().map(|m| a.jaxpr(m).invars.clone()).unwrap_or_default().iter())
+        .zip(&binders)
+        .zip(&at)
+        .map(|((&v, b), &(eqn, range, binder_range))| Binding {
+            name: a.var(v).name.clone(),
+            ty: a.var(v).ty.clone(),
+            text: b.to_string(),
+            eqn,
+            range,
+            binder_range,
+        })
+        .collect::<Vec<_>>();
     typed &= vars.len() == binders.len() && vars.iter().all(|v| !has_dim_var(&v.ty));
-    let (vars, opaque) = if typed {
-        (vars, Vec::new())
-    } else {
-        (Vec::new(), names)
-    };
+    let (vars, opaque) = if typed { (vars, Vec::new()) } else { (Vec::new(), names) };
     Arc::new(Bindings {
         vars,
         opaque,
@@ -544,26 +531,19 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
     // its hint read the whole scope.
     let bindings = chunk_bindings(db, chunk);
     let typed = bindings.opaque.is_empty();
-    let last = db
-        .eqn_results()
-        .take(file.as_id(), chunk.as_id())
-        .filter(|last| {
-            typed
-                && Arc::ptr_eq(&last.head, &outline.check)
-                && (Arc::ptr_eq(&last.imports, &imports) || last.imports == imports)
-                && (Arc::ptr_eq(&last.bindings, &bindings) || last.bindings == bindings)
-        });
+    let last = db.eqn_results().take(file.as_id(), chunk.as_id()).filter(|last| {
+        typed
+            && Arc::ptr_eq(&last.head, &outline.check)
+            && (Arc::ptr_eq(&last.imports, &imports) || last.imports == imports)
+            && (Arc::ptr_eq(&last.bindings, &bindings) || last.bindings == bindings)
+    });
     let mut results = Vec::with_capacity(syntax.eqns.len());
     let mut next_binding = 0;
     for (k, es) in syntax.eqns.iter().enumerate() {
         let eqn_text = &*es.text;
         // The chunk's bindings of the equations before this one.
         let mut bind_before = |local: &mut FxHashMap<SmolStr, (u32, VarInfo)>| {
-            while let Some(b) = bindings
-                .vars
-                .get(next_binding)
-                .filter(|b| (b.eqn as usize) < k)
-            {
+            while let Some(b) = bindings.vars.get(next_binding).filter(|b| (b.eqn as usize) < k) {
                 let v = VarInfo {
                     range: b.range,
                     binder_range: b.binder_range,
@@ -577,30 +557,16 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
             bind_before(&mut local);
         }
         let reused = last.as_ref().and_then(|last| {
-            let same = last
-                .syntax
-                .eqns
-                .get(k)
-                .is_some_and(|was| was.text == es.text);
-            same.then(|| last.results.get(k).cloned().flatten())
-                .flatten()
+            let same = last.syntax.eqns.get(k).is_some_and(|was| was.text == es.text);
+            same.then(|| last.results.get(k).cloned().flatten()).flatten()
         });
         if let Some(r) = reused {
             if r.names_head {
                 out.head = Some(head.text.clone());
             }
-            out.unknown_uses.extend(
-                r.unknown_uses
-                    .iter()
-                    .map(|(n, u)| (k as u32, n.clone(), *u)),
-            );
+            out.unknown_uses.extend(r.unknown_uses.iter().map(|(n, u)| (k as u32, n.clone(), *u)));
             if !es.errors.is_empty() || !r.diagnostics.is_empty() {
-                out.eqns.push((
-                    k as u32,
-                    es.errors.clone(),
-                    r.diagnostics.clone(),
-                    r.refs.clone(),
-                ));
+                out.eqns.push((k as u32, es.errors.clone(), r.diagnostics.clone(), r.refs.clone()));
             }
             results.push(Some(r));
             continue;
@@ -608,8 +574,7 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
         let Some(e) = &es.eqn else {
             results.push(None);
             if !es.errors.is_empty() {
-                out.eqns
-                    .push((k as u32, es.errors.clone(), Vec::new(), Vec::new()));
+                out.eqns.push((k as u32, es.errors.clone(), Vec::new(), Vec::new()));
             }
             continue;
         };
@@ -634,8 +599,7 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
             refs: &refs,
             read_opaque: &read_opaque,
         };
-        let mut r =
-            check::check_eqn_alone(&mut prelude, &head.analysis, head.main, e, &words, &mut cx);
+        let mut r = check::check_eqn_alone(&mut prelude, &head.analysis, head.main, e, &words, &mut cx);
         // An undefined name's hint names a similar variable in scope: add
         // the names one edit away and check again.
         let mut more = Vec::new();
@@ -680,25 +644,18 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
                 local.insert(v.name.clone(), (k as u32, v));
             }
         }
-        let names_head =
-            |d: &Diagnostic| is_in_head(d.range) || d.related.iter().any(|r| is_in_head(r.range));
+        let names_head = |d: &Diagnostic| {
+            is_in_head(d.range) || d.related.iter().any(|r| is_in_head(r.range))
+        };
         let names_head = r.diagnostics.iter().any(names_head);
         if names_head {
             out.head = Some(head.text.clone());
         }
-        out.unknown_uses.extend(
-            r.unknown_uses
-                .iter()
-                .map(|(n, u)| (k as u32, n.clone(), *u)),
-        );
+        out.unknown_uses
+            .extend(r.unknown_uses.iter().map(|(n, u)| (k as u32, n.clone(), *u)));
         let refs = refs.refs.into_inner();
         if !es.errors.is_empty() || !r.diagnostics.is_empty() {
-            out.eqns.push((
-                k as u32,
-                es.errors.clone(),
-                r.diagnostics.clone(),
-                refs.clone(),
-            ));
+            out.eqns.push((k as u32, es.errors.clone(), r.diagnostics.clone(), refs.clone()));
         }
         results.push((!read_scope).then(|| EqnResult {
             diagnostics: r.diagnostics,
@@ -949,9 +906,7 @@ pub fn item_diagnostics(db: &dyn Db, file: SourceFile) -> Option<Arc<Vec<Diagnos
                     let here = start + at;
                     let resolve = |r: TextRange| match placeholder_index(r) {
                         Some(i) if r.start >= PLACEHOLDERS => resolve(db, file, &refs[i]),
-                        _ if is_in_head(r) => {
-                            Some(TextRange::new(r.start - IN_HEAD, r.end - IN_HEAD))
-                        }
+                        _ if is_in_head(r) => Some(TextRange::new(r.start - IN_HEAD, r.end - IN_HEAD)),
                         _ => Some(r.shifted(here)),
                     };
                     for d in diags {
