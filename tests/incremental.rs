@@ -239,31 +239,42 @@ fn analysis_after_incremental_edits_is_the_current_texts() {
     assert_eq!(db.take_path(), Some(Path::Equation));
 }
 
-/// Hover and definition answered from the last whole-file analysis after
-/// edits re-checked one equation alone (what the language server does for
-/// the first requests after an edit) equal the answers of a whole-file
-/// analysis of the current text, wherever they answer.
-#[test]
-fn answers_from_the_earlier_analysis_are_the_current_texts() {
-    let mut files: Vec<String> = ["transformer_block", "control", "elementwise", "remat"]
-        .iter()
-        .map(|n| read(&format!("jax/{n}.jaxpr")))
-        .collect();
-    files.push(read("large/transformer150_grad.jaxpr.gz"));
-    let (mut reused, mut compared) = (0, 0);
+/// How often hover and definition were answered from an earlier analysis.
+#[derive(Default, Debug)]
+struct Reuse {
+    compared: usize,
+    reused: usize,
+    /// Reused while the text differed from the earlier one inside a `let`.
+    beside_let_changes: usize,
+    /// Reused while the text differed from the earlier one in two places
+    /// or more.
+    beside_several_changes: usize,
+    /// Reused on an operand of a changed equation.
+    in_changes: usize,
+}
+
+/// Random edits where `region` says on each file, the whole-file analysis
+/// computed now and then (the base the next requests read, as the
+/// language server computes it when typing pauses); after each edit,
+/// hover and definition answered from the earlier analysis
+/// (`db::earlier`, what the language server does for the first requests
+/// after an edit) must equal the answers of a whole-file analysis of the
+/// current text, wherever they answer.
+fn earlier_answers(files: &[String], seed: u64, region: fn(&str) -> usize) -> Reuse {
+    let mut reuse = Reuse::default();
     for (i, original) in files.iter().enumerate() {
         let mut db = RootDatabase::default();
         let file = SourceFile::new(&db, "t.jaxpr".into(), original.clone());
         // The base: the whole-file analysis of the opened text (the
-        // first hover asks for it).
+        // server computes it at the open).
         db::analysis(&db, file);
-        let mut rng = Rng::new(0xE4 + i as u64);
+        let mut rng = Rng::new(seed + i as u64);
         let mut text = original.clone();
         for _ in 0..40 {
             if rng.below(8) == 0 {
                 text = original.clone();
             } else {
-                let end = text.len();
+                let end = region(&text);
                 edit(&mut text, &mut rng, end);
             }
             file.set_text(&mut db).to(text.clone());
@@ -271,38 +282,104 @@ fn answers_from_the_earlier_analysis_are_the_current_texts() {
             if rng.below(2) == 0 {
                 db::diagnostics(&db, file);
             }
-            let Some(e) = db::earlier(&db, file) else {
-                continue;
-            };
-            let earlier = jaxpr_ide::EarlierView::of(&e);
-            let parse = jaxpr_syntax::parse(&text);
-            let analysis = jaxpr_check::check(&parse.file);
-            let lines = jaxpr_syntax::LineIndex::new(&text);
-            let now = jaxpr_ide::FileView {
-                text: &text,
-                parse: &parse,
-                analysis: &analysis,
-                lines: &lines,
-            };
-            // Every variable occurrence of small files, a sample of large ones.
-            let step = analysis.refs.len() / 400 + 1;
-            for r in analysis.refs.iter().step_by(step) {
-                for offset in [r.range.start, r.range.end] {
-                    compared += 1;
-                    if let Some(h) = earlier.hover(offset) {
-                        reused += 1;
-                        assert_eq!(h, jaxpr_ide::hover(&now, offset), "hover at {offset}");
-                    }
-                    if let Some(d) = earlier.definition(offset) {
-                        let want = jaxpr_ide::definition(&analysis, offset);
-                        assert_eq!(d, want, "definition at {offset}");
-                    }
-                }
+            if let Some(e) = db::earlier(&db, file) {
+                let edited = |at| db::earlier::edited_variable(&db, file, &e, at);
+                let earlier = jaxpr_ide::EarlierView {
+                    edited_variable: Some(&edited),
+                    ..jaxpr_ide::EarlierView::of(&e)
+                };
+                compare_earlier_answers(&earlier, &text, in_lets(original), &mut reuse);
+            }
+            // A pause: the next edits are read against this text.
+            if rng.below(4) == 0 {
+                db::analysis(&db, file);
             }
         }
     }
-    // Most answers after such edits come from the earlier analysis.
-    assert!(reused * 2 > compared, "{reused} of {compared} hovers reused");
+    reuse
+}
+
+/// Hover and definition from `earlier` equal those of a whole-file
+/// analysis of `text` on a sample of its variable occurrences (and every
+/// one inside a change), where `earlier` answers.
+fn compare_earlier_answers(
+    earlier: &jaxpr_ide::EarlierView,
+    text: &str,
+    main_start: usize,
+    reuse: &mut Reuse,
+) {
+    let parse = jaxpr_syntax::parse(text);
+    let analysis = jaxpr_check::check(&parse.file);
+    let lines = jaxpr_syntax::LineIndex::new(text);
+    let now = jaxpr_ide::FileView {
+        text,
+        parse: &parse,
+        analysis: &analysis,
+        lines: &lines,
+    };
+    let changes = earlier.changes;
+    let in_let = changes.iter().any(|(r, _)| (r.start as usize) < main_start);
+    // The changes where they are now.
+    let mut moved = 0;
+    let now_changes: Vec<(i64, i64)> = (changes.iter())
+        .map(|&(r, grew)| {
+            let c = (r.start as i64 + moved, r.end as i64 + moved + grew);
+            moved += grew;
+            c
+        })
+        .collect();
+    let in_change = |at: u32| now_changes.iter().any(|&(a, b)| a <= at as i64 && at as i64 <= b);
+    // Every variable occurrence of small files and of the changes, a
+    // sample of the rest of large ones.
+    let step = analysis.refs.len() / 400 + 1;
+    let refs = (analysis.refs.iter().enumerate())
+        .filter(|(i, r)| i % step == 0 || in_change(r.range.start));
+    for (_, r) in refs {
+        for offset in [r.range.start, r.range.end] {
+            reuse.compared += 1;
+            if let Some(h) = earlier.hover(offset) {
+                reuse.reused += 1;
+                reuse.beside_let_changes += in_let as usize;
+                reuse.beside_several_changes += (changes.len() > 1) as usize;
+                reuse.in_changes += in_change(offset) as usize;
+                assert_eq!(h, jaxpr_ide::hover(&now, offset), "hover at {offset}");
+            }
+            if let Some(d) = earlier.definition(offset) {
+                let want = jaxpr_ide::definition(&analysis, offset);
+                assert_eq!(d, want, "definition at {offset}");
+            }
+        }
+    }
+}
+
+fn earlier_answer_files() -> Vec<String> {
+    let mut files: Vec<String> = ["transformer_block", "control", "elementwise", "remat"]
+        .iter()
+        .map(|n| read(&format!("jax/{n}.jaxpr")))
+        .collect();
+    files.push(read("large/transformer150_grad.jaxpr.gz"));
+    files
+}
+
+/// Edits anywhere: most answers come from the earlier analysis, some
+/// while the text differs from it in several places.
+#[test]
+fn answers_from_the_earlier_analysis_are_the_current_texts() {
+    let reuse = earlier_answers(&earlier_answer_files(), 0xE4, anywhere);
+    assert!(reuse.reused * 2 > reuse.compared, "{reuse:?}");
+    assert!(reuse.beside_several_changes > 0, "{reuse:?}");
+    assert!(reuse.in_changes > 0, "{reuse:?}");
+}
+
+/// Edits inside `let` jaxprs: answers outside the edited equations come
+/// from the earlier analysis too.
+#[test]
+fn answers_from_the_earlier_analysis_after_edits_inside_lets_are_the_current_texts() {
+    let files = earlier_answer_files();
+    let with_lets: Vec<String> = files.into_iter().filter(|t| in_lets(t) < t.len()).collect();
+    assert!(with_lets.len() >= 3, "files with `let` jaxprs");
+    let reuse = earlier_answers(&with_lets, 0x1E75, in_lets);
+    assert!(reuse.beside_let_changes * 4 > reuse.compared, "{reuse:?}");
 }
 
 /// The salsa items of a file (`db::items`): after random edits, wherever

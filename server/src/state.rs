@@ -166,16 +166,21 @@ impl Snapshot {
     }
 
     /// Runs `f` on the file's last whole-file analysis, when the text
-    /// changed since only inside equations re-checked alone (see
-    /// [`db::earlier`]); `Ok(None)` when there is none or `f` cannot answer
-    /// from it. `Err` when an edit cancelled the query.
+    /// changed since only inside equations that bind what they bound (see
+    /// [`db::earlier`]; the variables of those equations are read against
+    /// it); `Ok(None)` when there is none or `f` cannot answer from it.
+    /// `Err` when an edit cancelled the query.
     pub fn with_earlier<R>(
         &self,
         f: impl FnOnce(&EarlierView) -> Option<R>,
     ) -> Result<Option<R>, salsa::Cancelled> {
         salsa::Cancelled::catch(AssertUnwindSafe(|| {
             let e = db::earlier(&self.db, self.file)?;
-            f(&EarlierView::of(&e))
+            let edited_variable = |at| db::earlier::edited_variable(&self.db, self.file, &e, at);
+            f(&EarlierView {
+                edited_variable: Some(&edited_variable),
+                ..EarlierView::of(&e)
+            })
         }))
     }
 

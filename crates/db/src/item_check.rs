@@ -139,6 +139,14 @@ pub struct HeadCheck {
     usable: bool,
 }
 
+impl HeadCheck {
+    /// The head's analysis (the `let` jaxprs as the whole-file check reads
+    /// them when the head's parse is valid), with ranges of the file.
+    pub(crate) fn analysis(&self) -> &Analysis {
+        &self.analysis
+    }
+}
+
 #[salsa::tracked(returns(clone), no_eq)]
 pub fn head_check<'db>(db: &'db dyn Db, head: Item<'db>) -> Arc<HeadCheck> {
     let text = head.text(db);

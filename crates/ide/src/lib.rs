@@ -281,91 +281,7 @@ pub fn hover(f: &FileView, offset: u32) -> Option<(TextRange, String)> {
         return Some((range, s));
     };
     match t {
-        Target::Var(v) => {
-            let info = a.var(v);
-            let _ = writeln!(s, "```jaxpr\n{}:{}\n```", info.name, a.ty(&info.ty));
-            let role = match &info.role {
-                VarRole::Const(i) => format!("constant {i}"),
-                VarRole::Arg(i) => format!("argument {i}"),
-                VarRole::Result { eqn, index } => {
-                    let e = a.eqn(*eqn);
-                    format!(
-                        "result {index} of `{}` (line {})",
-                        e.primitive,
-                        line_of(idx, e.primitive_range.start)
-                    )
-                }
-            };
-            let _ = writeln!(s, "{role} of {}", describe_jaxpr(a, info.jaxpr, idx));
-            if let Some(w) = a.qubit_wires.get(&v) {
-                let _ = writeln!(
-                    s,
-                    "\nqubit on wire `{}` of register `{}` (extracted on line {})",
-                    w.index,
-                    w.register,
-                    line_of(idx, w.extracted.start)
-                );
-            }
-            if let VarRole::Arg(i) = info.role
-                && let Some(e) = a.jaxpr(info.jaxpr).signature.in_type.get(i)
-            {
-                let _ = writeln!(
-                    s,
-                    "\nin_type entry {i}: `{e}`{}",
-                    if e.explicit {
-                        ""
-                    } else {
-                        " (implicit argument)"
-                    }
-                );
-            }
-            // Dimension variables: which binder defines them, what they size,
-            // and where their value comes from. Only an integer scalar can
-            // be one, and only its own jaxpr's binders can use it (this
-            // stays off the 100k binders of a large model's main jaxpr).
-            let j = a.jaxpr(info.jaxpr);
-            let sized: Vec<&str> = if info.ty.is_int_scalar() {
-                let binders = j.constvars.iter().chain(&j.invars).copied().chain(
-                    j.eqns.iter().flat_map(|e| a.eqn(*e).outs.iter().flatten().copied()),
-                );
-                binders
-                    .map(|w| a.var(w))
-                    .filter(|w| w.ty.shape.contains(&jaxpr_types::Dim::Var(v)))
-                    .map(|w| w.name.as_str())
-                    .collect()
-            } else {
-                Vec::new()
-            };
-            if !sized.is_empty() {
-                let lc = idx.line_col(info.range.start);
-                let _ = writeln!(
-                    s,
-                    "\ndimension variable, bound at line {}:{}; sizes {}",
-                    lc.line + 1,
-                    lc.col + 1,
-                    sized
-                        .iter()
-                        .map(|n| format!("`{n}`"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                );
-            }
-            if let Some(o) = a.origins.get(&v) {
-                let lc = idx.line_col(o.operand.start);
-                let _ = writeln!(
-                    s,
-                    "\nreceives the call-site operand `{}` at line {}:{}{}",
-                    &f.text[o.operand.as_usize()],
-                    lc.line + 1,
-                    lc.col + 1,
-                    if o.carried {
-                        " (loop-carried: may change between iterations)"
-                    } else {
-                        ""
-                    }
-                );
-            }
-        }
+        Target::Var(v) => s = var_hover(f, v, None),
         Target::Symbol(name) => {
             let _ = writeln!(
                 s,
@@ -425,6 +341,97 @@ pub fn hover(f: &FileView, offset: u32) -> Option<(TextRange, String)> {
         }
     }
     Some((range, s))
+}
+
+/// The hover of variable `v`: its type, what binds it, and what it sizes
+/// or receives. `bound_by`: for a result, the primitive of its equation and
+/// the line (from 0) it is on, when they are not the analysis's.
+fn var_hover(f: &FileView, v: VarId, bound_by: Option<(&str, u32)>) -> String {
+    let (a, idx) = (f.analysis, f.lines);
+    let mut s = String::new();
+    let info = a.var(v);
+    let _ = writeln!(s, "```jaxpr\n{}:{}\n```", info.name, a.ty(&info.ty));
+    let role = match &info.role {
+        VarRole::Const(i) => format!("constant {i}"),
+        VarRole::Arg(i) => format!("argument {i}"),
+        VarRole::Result { eqn, index } => {
+            let e = a.eqn(*eqn);
+            let (primitive, line) = bound_by.unwrap_or_else(|| {
+                (e.primitive.as_str(), idx.line_col(e.primitive_range.start).line)
+            });
+            format!("result {index} of `{primitive}` (line {})", line + 1)
+        }
+    };
+    let _ = writeln!(s, "{role} of {}", describe_jaxpr(a, info.jaxpr, idx));
+    if let Some(w) = a.qubit_wires.get(&v) {
+        let _ = writeln!(
+            s,
+            "\nqubit on wire `{}` of register `{}` (extracted on line {})",
+            w.index,
+            w.register,
+            line_of(idx, w.extracted.start)
+        );
+    }
+    if let VarRole::Arg(i) = info.role
+        && let Some(e) = a.jaxpr(info.jaxpr).signature.in_type.get(i)
+    {
+        let _ = writeln!(
+            s,
+            "\nin_type entry {i}: `{e}`{}",
+            if e.explicit {
+                ""
+            } else {
+                " (implicit argument)"
+            }
+        );
+    }
+    // Dimension variables: which binder defines them, what they size,
+    // and where their value comes from. Only an integer scalar can
+    // be one, and only its own jaxpr's binders can use it (this
+    // stays off the 100k binders of a large model's main jaxpr).
+    let j = a.jaxpr(info.jaxpr);
+    let sized: Vec<&str> = if info.ty.is_int_scalar() {
+        let binders = j.constvars.iter().chain(&j.invars).copied().chain(
+            j.eqns.iter().flat_map(|e| a.eqn(*e).outs.iter().flatten().copied()),
+        );
+        binders
+            .map(|w| a.var(w))
+            .filter(|w| w.ty.shape.contains(&jaxpr_types::Dim::Var(v)))
+            .map(|w| w.name.as_str())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    if !sized.is_empty() {
+        let lc = idx.line_col(info.range.start);
+        let _ = writeln!(
+            s,
+            "\ndimension variable, bound at line {}:{}; sizes {}",
+            lc.line + 1,
+            lc.col + 1,
+            sized
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    if let Some(o) = a.origins.get(&v) {
+        let lc = idx.line_col(o.operand.start);
+        let _ = writeln!(
+            s,
+            "\nreceives the call-site operand `{}` at line {}:{}{}",
+            &f.text[o.operand.as_usize()],
+            lc.line + 1,
+            lc.col + 1,
+            if o.carried {
+                " (loop-carried: may change between iterations)"
+            } else {
+                ""
+            }
+        );
+    }
+    s
 }
 
 /// Signature, implicit arguments, constants and call-site mapping of a jaxpr.
