@@ -40,6 +40,9 @@ pub struct Backend {
     roots: Mutex<Vec<PathBuf>>,
     /// Python documents and the tracing sessions that cover them.
     python: crate::python::Python,
+    /// Whether the client watches files for us (`workspace/didChangeWatchedFiles`
+    /// with dynamic registration).
+    watches_files: OnceLock<bool>,
 }
 
 /// The workspace lock, even if a thread panicked while holding it (the
@@ -80,6 +83,7 @@ impl Backend {
             debounce: Duration::from_millis(debounce),
             roots: Mutex::new(Vec::new()),
             python: Default::default(),
+            watches_files: OnceLock::new(),
         }
     }
 
@@ -288,6 +292,15 @@ impl LanguageServer for Backend {
             Encoding::Utf16
         };
         let _ = self.encoding.set(enc);
+        let _ = self.watches_files.set(
+            params
+                .capabilities
+                .workspace
+                .as_ref()
+                .and_then(|w| w.did_change_watched_files.as_ref())
+                .and_then(|w| w.dynamic_registration)
+                .unwrap_or(false),
+        );
         let mut roots: Vec<PathBuf> = params
             .workspace_folders
             .unwrap_or_default()
@@ -369,6 +382,33 @@ impl LanguageServer for Backend {
             format!("jaxpr-lsp {} ready", env!("CARGO_PKG_VERSION")),
         )
         .await;
+        // A trace run outside the editor (`jaxpr trace` in a terminal, a
+        // script) rewrites a session: the client tells us, and the open
+        // Python documents follow it.
+        if self.watches_files.get() == Some(&true) {
+            let watch = |glob: &str| FileSystemWatcher {
+                glob_pattern: GlobPattern::String(glob.into()),
+                kind: None,
+            };
+            let options = DidChangeWatchedFilesRegistrationOptions {
+                watchers: vec![watch("**/session.json"), watch("**/*.jaxpr")],
+            };
+            let registration = Registration {
+                id: "jaxpr-sessions".into(),
+                method: "workspace/didChangeWatchedFiles".into(),
+                register_options: serde_json::to_value(options).ok(),
+            };
+            let client = self.client.clone();
+            // Not awaited here: the client answers when it will, and no
+            // other message waits for it.
+            tokio::spawn(async move {
+                if let Err(e) = client.register_capability(vec![registration]).await {
+                    client
+                        .log_message(MessageType::WARNING, format!("file watching not registered: {e}"))
+                        .await;
+                }
+            });
+        }
     }
 
     async fn shutdown(&self) -> Result<()> {
@@ -447,6 +487,22 @@ impl LanguageServer for Backend {
             // A saved jaxpr may be a session's: the open Python documents'
             // diagnostics follow it (their sessions are read again where
             // they changed).
+            self.python
+                .publish_all(&self.client, &self.roots(), self.enc())
+                .await;
+        }
+    }
+
+    async fn did_change_watched_files(&self, p: DidChangeWatchedFilesParams) {
+        // Sessions are read again where their files changed (the database
+        // compares them), so any change is one call.
+        let sessions = p.changes.iter().any(|c| {
+            c.uri.to_file_path().is_ok_and(|f| {
+                f.file_name().is_some_and(|n| n == "session.json")
+                    || f.extension().is_some_and(|e| e == "jaxpr")
+            })
+        });
+        if sessions {
             self.python
                 .publish_all(&self.client, &self.roots(), self.enc())
                 .await;

@@ -326,26 +326,17 @@ fn a_session_planted_in_a_repository_runs_nothing_and_reads_nothing_outside() {
     );
 }
 
-/// A session's jaxpr edited and saved: the open Python document's
-/// diagnostics and hover follow it (the session's files are database
-/// inputs, read again when they change).
-#[test]
-fn an_edited_session_jaxpr_updates_the_python_document() {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("lsp-edited-session");
+/// A folder `name` with a Python program and a session of it whose one
+/// jaxpr computes `sin`: the folder, the program and the jaxpr's path.
+fn planted_session(name: &str) -> (PathBuf, PathBuf, PathBuf) {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join(".jaxpr-session")).unwrap();
     let dir = dir.canonicalize().unwrap();
     let py = dir.join("prog.py");
-    let text = "def f(x):\n    return jnp.sin(x)\n";
-    std::fs::write(&py, text).unwrap();
-    let jaxpr = |body: &str| {
-        format!(
-            "{{ lambda ; a:f32[3]. let\n    {body}  # {}:2:11 (f)\n  in (b,) }}\n",
-            py.display()
-        )
-    };
+    std::fs::write(&py, PLANTED_PROGRAM).unwrap();
     let jpath = dir.join(".jaxpr-session/f.jaxpr");
-    std::fs::write(&jpath, jaxpr("b:f32[3] = sin a")).unwrap();
+    write_planted_jaxpr(&py, &jpath, "b:f32[3] = sin a");
     let session = json!({
         "version": 1, "status": "ok", "command": ["python3", "prog.py"], "cwd": dir,
         "functions": [{
@@ -356,34 +347,49 @@ fn an_edited_session_jaxpr_updates_the_python_document() {
         "errors": []
     });
     std::fs::write(dir.join(".jaxpr-session/session.json"), session.to_string()).unwrap();
+    (dir, py, jpath)
+}
 
+const PLANTED_PROGRAM: &str = "def f(x):\n    return jnp.sin(x)\n";
+
+/// The planted session's jaxpr with the equation `body`, traced from line
+/// 2 of `py`.
+fn write_planted_jaxpr(py: &Path, jpath: &Path, body: &str) {
+    let text = format!(
+        "{{ lambda ; a:f32[3]. let\n    {body}  # {}:2:11 (f)\n  in (b,) }}\n",
+        py.display()
+    );
+    std::fs::write(jpath, text).unwrap();
+}
+
+/// The server on the planted session's folder, with `prog.py` open and
+/// its first diagnostics (none) read.
+fn serve_planted(dir: &Path, py: &Path, capabilities: Value) -> (Lsp, String) {
     let state = state_home();
     let mut s = Lsp::start_with_env(&[("XDG_STATE_HOME", state.to_str().unwrap())]);
     s.request(
         "initialize",
-        json!({ "processId": null, "rootUri": uri(&dir), "capabilities": {} }),
+        json!({ "processId": null, "rootUri": uri(dir), "capabilities": capabilities }),
     );
     s.notify("initialized", json!({}));
-    let u = uri(&py);
-    open_python(&mut s, &u, text);
+    let u = uri(py);
+    open_python(&mut s, &u, PLANTED_PROGRAM);
     let d = s.diagnostics(&u, None);
     assert_eq!(d["diagnostics"], json!([]), "{d}");
-    let hover = |s: &mut Lsp| {
-        s.call("textDocument/hover", at(&u, json!({ "line": 1, "character": 4 })))["contents"]
-            ["value"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string()
-    };
-    assert!(hover(&mut s).contains("b:f32[3] = sin a"));
+    (s, u)
+}
 
-    // The jaxpr edited (a result type that is wrong now) and saved.
-    std::fs::write(&jpath, jaxpr("b:f32[4] = cos a")).unwrap();
-    s.notify(
-        "textDocument/didSave",
-        json!({ "textDocument": { "uri": uri(&jpath) } }),
-    );
-    let d = s.diagnostics(&u, None);
+fn planted_hover(s: &mut Lsp, u: &str) -> String {
+    s.call("textDocument/hover", at(u, json!({ "line": 1, "character": 4 })))["contents"]["value"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// After the planted jaxpr became `b:f32[4] = cos a`: one error at the
+/// call in the Python document, and the hover shows the new equation.
+fn assert_follows_the_new_jaxpr(s: &mut Lsp, u: &str) {
+    let d = s.diagnostics(u, None);
     let ds = d["diagnostics"].as_array().unwrap();
     assert_eq!(ds.len(), 1, "{d}");
     assert_eq!(ds[0]["range"]["start"]["line"], 1, "{d}");
@@ -392,6 +398,63 @@ fn an_edited_session_jaxpr_updates_the_python_document() {
         ds[0]["message"].as_str().unwrap().contains("in the jaxpr of `f`, f.jaxpr:2:"),
         "{d}"
     );
-    assert!(hover(&mut s).contains("b:f32[4] = cos a"));
+    assert!(planted_hover(s, u).contains("b:f32[4] = cos a"));
+}
+
+/// A session's jaxpr edited and saved: the open Python document's
+/// diagnostics and hover follow it (the session's files are database
+/// inputs, read again when they change).
+#[test]
+fn an_edited_session_jaxpr_updates_the_python_document() {
+    let (dir, py, jpath) = planted_session("lsp-edited-session");
+    let (mut s, u) = serve_planted(&dir, &py, json!({}));
+    assert!(planted_hover(&mut s, &u).contains("b:f32[3] = sin a"));
+
+    // The jaxpr edited (a result type that is wrong now) and saved.
+    write_planted_jaxpr(&py, &jpath, "b:f32[4] = cos a");
+    s.notify(
+        "textDocument/didSave",
+        json!({ "textDocument": { "uri": uri(&jpath) } }),
+    );
+    assert_follows_the_new_jaxpr(&mut s, &u);
+    assert!(s.shutdown().success());
+}
+
+/// A session rewritten outside the editor (a trace run in a terminal):
+/// the server asks the client to watch sessions, and when the client
+/// reports the change the open Python document follows it.
+#[test]
+fn a_session_rewritten_outside_the_editor_updates_the_python_document() {
+    let (dir, py, jpath) = planted_session("lsp-rewritten-session");
+    let watching = json!({ "workspace": { "didChangeWatchedFiles": { "dynamicRegistration": true } } });
+    let (mut s, u) = serve_planted(&dir, &py, watching);
+    let registration = s
+        .wait_for(|m| m["method"] == "client/registerCapability")
+        .expect("the server registers file watching");
+    let reg = &registration["params"]["registrations"][0];
+    assert_eq!(reg["method"], "workspace/didChangeWatchedFiles", "{registration}");
+    let globs: Vec<&str> = reg["registerOptions"]["watchers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w["globPattern"].as_str())
+        .collect();
+    assert_eq!(globs, ["**/session.json", "**/*.jaxpr"], "{registration}");
+
+    // An unrelated file changes: nothing is published again.
+    s.notify(
+        "workspace/didChangeWatchedFiles",
+        json!({ "changes": [{ "uri": uri(&dir.join("notes.txt")), "type": 2 }] }),
+    );
+    let published = s.wait_for_within(Duration::from_millis(500), |m| {
+        m["method"] == "textDocument/publishDiagnostics"
+    });
+    assert!(published.is_none(), "{published:?}");
+    write_planted_jaxpr(&py, &jpath, "b:f32[4] = cos a");
+    s.notify(
+        "workspace/didChangeWatchedFiles",
+        json!({ "changes": [{ "uri": uri(&jpath), "type": 2 }] }),
+    );
+    assert_follows_the_new_jaxpr(&mut s, &u);
     assert!(s.shutdown().success());
 }
