@@ -131,9 +131,11 @@ fn main() {
     let uri = "file:///bench/model.jaxpr";
     s.open(uri, &text);
     s.diagnostics(uri, Some(1));
-    // The memory after the open, with the whole-file analysis (a hover) too.
+    // The memory after the open, with the whole-file analysis (a hover)
+    // and what the server computes after publishing (the items) too.
     let p = last_operand(uri, &lines, eqn_lines[0]);
     assert!(!s.call("textDocument/hover", p).is_null());
+    s.wait_idle();
     let rss_open = rss_mb(&s);
     let mut edits = Vec::new();
     let mut version = 1;

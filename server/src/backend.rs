@@ -156,10 +156,11 @@ impl Backend {
     }
 
     /// Publishes the diagnostics of `version` after `delay`. With
-    /// `analysis_first` (an open) the whole-file analysis is computed first:
-    /// the diagnostics come from the salsa items, which do not compute it,
-    /// and what the editor asks for first (hover, semantic tokens) reads it;
-    /// so the document holds after its open what it holds for the session.
+    /// `analysis_first` (an open) they come from the whole-file analysis,
+    /// which what the editor asks for first (hover, semantic tokens) reads
+    /// anyway, and the salsa items that answer later edits are checked
+    /// after publishing; so the document holds after its open what it
+    /// holds for the session, and the open waits for one check, not two.
     fn schedule_diagnostics(&self, uri: Url, version: i32, delay: Duration, analysis_first: bool) {
         let enc = self.enc();
         let ws = self.ws.clone();
@@ -173,10 +174,15 @@ impl Backend {
                 return;
             };
             let res = tokio::task::spawn_blocking(move || {
-                if analysis_first {
-                    let _ = snap.with_view(|_| ());
-                }
-                let out = snap.diagnostics();
+                // A document just opened: the whole-file analysis, which
+                // every position query needs, answers the diagnostics too;
+                // the items (for the edits to come) are checked after they
+                // are published.
+                let out = if analysis_first {
+                    snap.analysis_diagnostics()
+                } else {
+                    snap.diagnostics()
+                };
                 let Snapshot { rope, uri, .. } = snap; // the database handle is dropped here
                 (out, rope, uri)
             })
@@ -199,12 +205,20 @@ impl Backend {
             // definition and the other position queries read the whole-file
             // analysis, which takes about a full check of a large file: it
             // is computed now, in the background, so that it is ready when
-            // the user stops typing. The next edit cancels it (at its next
-            // equation; see `jaxpr_syntax::interrupt`).
+            // the user stops typing; after an open, the items instead. The
+            // next edit cancels it (at its next equation; see
+            // `jaxpr_syntax::interrupt`).
             let Some(snap) = current(&ws, &uri, version) else {
                 return;
             };
-            let _ = tokio::task::spawn_blocking(move || snap.with_view(|_| ())).await;
+            let _ = tokio::task::spawn_blocking(move || {
+                if analysis_first {
+                    let _ = snap.diagnostics();
+                } else {
+                    let _ = snap.with_view(|_| ());
+                }
+            })
+            .await;
         });
     }
 }

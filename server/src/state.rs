@@ -189,4 +189,13 @@ impl Snapshot {
     ) -> Result<std::sync::Arc<Vec<jaxpr_syntax::diagnostics::Diagnostic>>, salsa::Cancelled> {
         salsa::Cancelled::catch(AssertUnwindSafe(|| db::diagnostics(&self.db, self.file)))
     }
+
+    /// The diagnostics from the whole-file analysis ([`db::analysis_diagnostics`]).
+    pub fn analysis_diagnostics(
+        &self,
+    ) -> Result<std::sync::Arc<Vec<jaxpr_syntax::diagnostics::Diagnostic>>, salsa::Cancelled> {
+        salsa::Cancelled::catch(AssertUnwindSafe(|| {
+            std::sync::Arc::new(db::analysis_diagnostics(&self.db, self.file))
+        }))
+    }
 }

@@ -185,10 +185,18 @@ pub fn diagnostics(db: &dyn Db, file: SourceFile) -> Arc<Vec<Diagnostic>> {
     if let Some(d) = item_check::item_diagnostics(db, file) {
         return d;
     }
+    Arc::new(analysis_diagnostics(db, file))
+}
+
+/// The diagnostics of the whole-file parse and analysis, sorted: equal to
+/// [`diagnostics`] (the items' answer), and what a client gets first when
+/// the analysis is already there and the items are not (a document just
+/// opened).
+pub fn analysis_diagnostics(db: &dyn Db, file: SourceFile) -> Vec<Diagnostic> {
     let (p, a) = (parse(db, file), analysis(db, file));
     let mut all: Vec<Diagnostic> = p.errors.iter().chain(&a.diagnostics).cloned().collect();
     all.sort_by_key(|d| (d.range.start, d.severity, d.kind));
-    Arc::new(all)
+    all
 }
 
 /// Runs a whole-file parse or check so that an edit can cancel it while it

@@ -241,6 +241,36 @@ impl Lsp {
         (begin["value"].clone(), end["value"].clone())
     }
 
+    /// The server's CPU time so far (utime + stime of /proc/PID/stat), in
+    /// clock ticks.
+    fn cpu_ticks(&self) -> u64 {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
+        // The fields after the command name (which may hold spaces): the
+        // state is the first, utime the 12th and stime the 13th.
+        let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+        rest.split_whitespace()
+            .skip(11)
+            .take(2)
+            .filter_map(|f| f.parse::<u64>().ok())
+            .sum()
+    }
+
+    /// Waits until the server has used no CPU for 300 ms (at most 30 s):
+    /// what it computes in the background after publishing (the items
+    /// after an open, the analysis after an edit) is done.
+    pub fn wait_idle(&self) {
+        let start = Instant::now();
+        let mut last = self.cpu_ticks();
+        while start.elapsed() < Duration::from_secs(30) {
+            std::thread::sleep(Duration::from_millis(300));
+            let now = self.cpu_ticks();
+            if now == last {
+                return;
+            }
+            last = now;
+        }
+    }
+
     pub fn shutdown(&mut self) -> std::process::ExitStatus {
         let _ = self.request("shutdown", Value::Null);
         self.notify("exit", Value::Null);
