@@ -13,11 +13,14 @@
 //!   is the invalidation barrier. ([`head_check`], the whole head checked
 //!   at once, is read by the earlier view only.)
 //! - [`chunk_bindings`] is what each chunk binds (names and types) and
-//!   [`scope`] the names bound by all chunks, with the chunks' order; an
-//!   edit after an equation's binders leaves both equal.
+//!   [`name_index`] which chunk binds each name, with the chunks' order;
+//!   an edit after an equation's binders leaves both equal, and one to a
+//!   binder's type leaves the index equal. [`chunk_imports`] is what a
+//!   chunk reads of the chunks before it: the index, and the bindings of
+//!   the chunks that bind the names it mentions.
 //! - [`chunk_check`] checks a chunk's equations one by one
 //!   ([`check::check_eqn_alone`]) against the `let`s' interfaces, the main
-//!   binders, the scope and the chunk's earlier equations, with ranges
+//!   binders, the imports and the chunk's earlier equations, with ranges
 //!   relative to each equation.
 //! - [`unknown_primitives`] is the one file-wide fact: an unknown primitive
 //!   is warned about at its first use in the file.
@@ -538,42 +541,107 @@ pub fn chunk_bindings<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<Bindings> {
     })
 }
 
-/// The names the chunks bind (each with its chunk's place, its type and
-/// its binder's text) and the chunks' order.
+/// Which chunk binds each name (its place among the chunks), and the
+/// chunks' order: what the chunks and the outputs read to find the names
+/// they mention. Names only: an edit to a binder's type leaves it equal,
+/// and re-runs only the imports of the chunks that read that chunk's
+/// bindings.
 #[derive(PartialEq, Debug, Default)]
-pub struct Scope {
-    /// Each name: its chunk's place and id, and the binding (None: the
-    /// chunk's bindings are opaque, see [`Bindings::opaque`]).
-    names: FxHashMap<SmolStr, (u32, salsa::Id, Option<Binding>)>,
+pub struct NameIndex {
+    names: FxHashMap<SmolStr, u32>,
     order: FxHashMap<salsa::Id, u32>,
+    /// Every chunk parses as the whole file does, and no name is bound twice.
     usable: bool,
 }
 
 #[salsa::tracked(returns(clone))]
-pub fn scope(db: &dyn Db, file: SourceFile) -> Arc<Scope> {
+pub fn name_index(db: &dyn Db, file: SourceFile) -> Arc<NameIndex> {
     use salsa::plumbing::AsId;
-    let mut s = Scope {
+    let mut index = NameIndex {
         usable: true,
-        ..Scope::default()
+        ..NameIndex::default()
     };
     for (k, &chunk) in chunks_of(db, file).iter().enumerate() {
-        s.order.insert(chunk.as_id(), k as u32);
+        index.order.insert(chunk.as_id(), k as u32);
         let b = chunk_bindings(db, chunk);
-        s.usable &= b.usable;
-        let vars = b.vars.iter().map(|v| (&v.name, Some(v.clone())));
-        for (name, v) in vars.chain(b.opaque.iter().map(|n| (n, None))) {
-            // A name bound twice: the second's error points at the first.
-            let bound = (k as u32, chunk.as_id(), v);
-            s.usable &= s.names.insert(name.clone(), bound).is_none();
+        index.usable &= b.usable;
+        for name in b.vars.iter().map(|v| &v.name).chain(&b.opaque) {
+            index.usable &= index.names.insert(name.clone(), k as u32).is_none();
         }
     }
-    Arc::new(s)
+    Arc::new(index)
+}
+
+/// The place of `chunk` among the chunks.
+#[salsa::tracked(returns(copy))]
+pub fn chunk_place<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Option<u32> {
+    use salsa::plumbing::AsId;
+    name_index(db, *chunk.file(db)).order.get(&chunk.as_id()).copied()
+}
+
+/// Reads the name index when first asked (a chunk's check reads it only
+/// for an undefined name's hint), and the bindings of the chunks it names.
+struct Names<'a> {
+    db: &'a dyn Db,
+    file: SourceFile,
+    index: std::cell::OnceCell<Arc<NameIndex>>,
+}
+
+impl<'a> Names<'a> {
+    fn new(db: &'a dyn Db, file: SourceFile) -> Self {
+        Names {
+            db,
+            file,
+            index: std::cell::OnceCell::new(),
+        }
+    }
+
+    fn index(&self) -> &NameIndex {
+        self.index.get_or_init(|| name_index(self.db, self.file))
+    }
+
+    /// The place of the chunk that binds `name`.
+    fn place(&self, name: &str) -> Option<u32> {
+        self.index().names.get(name).copied()
+    }
+
+    /// The bindings of `names` that a chunk before place `before` binds
+    /// (any chunk for None), with its id (None: opaque). Reads the
+    /// bindings of those chunks only.
+    fn bindings<'w>(
+        &self,
+        names: impl IntoIterator<Item = &'w str>,
+        before: Option<u32>,
+    ) -> FxHashMap<SmolStr, (salsa::Id, Option<Binding>)> {
+        use salsa::plumbing::AsId;
+        let mut wanted: FxHashMap<u32, FxHashSet<&str>> = FxHashMap::default();
+        for w in names {
+            if let Some(k) = self.place(w).filter(|&k| before.is_none_or(|b| k < b)) {
+                wanted.entry(k).or_default().insert(w);
+            }
+        }
+        let chunks = chunks_of(self.db, self.file);
+        let mut out = FxHashMap::default();
+        for (k, names) in wanted {
+            let Some(&chunk) = chunks.get(k as usize) else { continue };
+            let b = chunk_bindings(self.db, chunk);
+            for v in b.vars.iter().filter(|v| names.contains(v.name.as_str())) {
+                out.insert(v.name.clone(), (chunk.as_id(), Some(v.clone())));
+            }
+            for n in b.opaque.iter().filter(|n| names.contains(n.as_str())) {
+                out.insert(n.clone(), (chunk.as_id(), None));
+            }
+        }
+        out
+    }
 }
 
 /// What a chunk reads of the chunks before it: the binding of each name
-/// its text mentions that one of them binds (with that chunk's id). An
-/// edit to a binder changes the scope; the chunks whose imports stay equal
-/// are not checked again.
+/// its text mentions that one of them binds (with that chunk's id). It
+/// reads the name index and the bindings of the chunks that bind those
+/// names: an edit to a binder's name re-runs every chunk's imports, one to
+/// its type only those of the chunks that read its chunk's bindings; the
+/// chunks whose imports stay equal are not checked again.
 #[derive(PartialEq, Debug, Default)]
 pub struct Imports {
     names: FxHashMap<SmolStr, (salsa::Id, Option<Binding>)>,
@@ -582,23 +650,21 @@ pub struct Imports {
 
 #[salsa::tracked(returns(clone))]
 pub fn chunk_imports<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<Imports> {
-    use salsa::plumbing::AsId;
-    let scope = scope(db, *chunk.file(db));
-    let Some(&ordinal) = scope.order.get(&chunk.as_id()) else {
+    let file = *chunk.file(db);
+    let Some(ordinal) = chunk_place(db, chunk) else {
         return Arc::default();
     };
-    let mut names = FxHashMap::default();
-    for w in jaxpr_syntax::identifiers(chunk.text(db)) {
-        if let Some((k, id, b)) = scope.names.get(w)
-            && *k < ordinal
-            && !names.contains_key(w)
-        {
-            names.insert(SmolStr::new(w), (*id, b.clone()));
-        }
-    }
+    // A name the chunk binds is not looked up (bound before too, it is
+    // bound twice: the index is not usable).
+    let own = chunk_bindings(db, chunk);
+    let mut seen: FxHashSet<&str> = (own.vars.iter().map(|v| v.name.as_str()))
+        .chain(own.opaque.iter().map(SmolStr::as_str))
+        .collect();
+    let words = jaxpr_syntax::identifiers(chunk.text(db)).into_iter().filter(|w| seen.insert(*w));
+    let names = Names::new(db, file);
     Arc::new(Imports {
-        names,
-        usable: scope.usable,
+        names: names.bindings(words, Some(ordinal)),
+        usable: names.index().usable,
     })
 }
 
@@ -623,9 +689,9 @@ struct ChunkCx<'a> {
     local: &'a FxHashMap<SmolStr, (u32, VarInfo)>,
     chunk: salsa::Id,
     imports: &'a Imports,
-    /// Every earlier chunk's names (the scope, and the chunk's place in
-    /// it), read only for an undefined name's hint.
-    wider: Option<(&'a Scope, u32)>,
+    /// Every earlier chunk's names (the name index, and the chunk's place
+    /// in it), read only for an undefined name's hint.
+    wider: Option<(&'a Names<'a>, u32)>,
     /// The main jaxpr's line, checked.
     head: &'a HeadCheck,
     refs: &'a Refs,
@@ -665,12 +731,17 @@ impl Context for ChunkCx<'_> {
         if let Some((eqn, v)) = self.local.get(name) {
             return Some(Resolved::Bound(self.bound_in(self.chunk, *eqn, v)));
         }
-        let imported = self.imports.names.get(name).map(|(chunk, b)| (chunk, b));
-        let wider = self.wider.and_then(|(scope, ordinal)| {
-            let (k, chunk, b) = scope.names.get(name)?;
-            (*k < ordinal).then_some((chunk, b))
-        });
-        if let Some((chunk, b)) = imported.or(wider) {
+        let wider;
+        let found = match self.imports.names.get(name) {
+            Some((chunk, b)) => Some((*chunk, b.as_ref())),
+            None => {
+                wider = self.wider.and_then(|(names, ordinal)| {
+                    names.bindings([name], Some(ordinal)).remove(name)
+                });
+                wider.as_ref().map(|(chunk, b)| (*chunk, b.as_ref()))
+            }
+        };
+        if let Some((chunk, b)) = found {
             let Some(b) = b else {
                 self.read_opaque.set(true);
                 return None;
@@ -680,7 +751,7 @@ impl Context for ChunkCx<'_> {
                 binder_range: b.binder_range,
                 ..bound_elsewhere(&b.name, &b.ty)
             };
-            return Some(Resolved::Bound(self.bound_in(*chunk, b.eqn, &v)));
+            return Some(Resolved::Bound(self.bound_in(chunk, b.eqn, &v)));
         }
         self.head.names.get(name).map(|&v| Resolved::Base(v))
     }
@@ -708,7 +779,7 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
     };
     // Read only for an undefined name's hint (which names nearby names
     // bound anywhere before): most chunks do not depend on it.
-    let mut wider: Option<Arc<Scope>> = None;
+    let names = Names::new(db, file);
     if !out.usable {
         return Arc::new(out);
     }
@@ -718,7 +789,7 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
     // The last check of this chunk, when it read the same head and imports
     // and the chunk binds what it bound then: an equation whose text is as
     // it was then has the same result (what it reads is the same), unless
-    // its hint read the whole scope.
+    // its hint read the whole name index.
     let bindings = chunk_bindings(db, chunk);
     let typed = bindings.opaque.is_empty();
     let last = db.eqn_results().take(file.as_id(), chunk.as_id()).filter(|last| {
@@ -794,12 +865,11 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
         let undefined = |d: &Diagnostic| d.kind == DiagKind::UndefinedVariable;
         let read_scope = r.diagnostics.iter().any(undefined);
         if read_scope {
-            let scope = wider.get_or_insert_with(|| scope(db, file));
-            let Some(&ordinal) = scope.order.get(&chunk.as_id()) else {
+            let Some(ordinal) = chunk_place(db, chunk) else {
                 out.usable = false;
                 break;
             };
-            cx.wider = Some((scope, ordinal));
+            cx.wider = Some((&names, ordinal));
         }
         for d in &r.diagnostics {
             if d.kind == DiagKind::UndefinedVariable && d.range.end as usize <= eqn_text.len() {
@@ -900,7 +970,7 @@ struct LastCheck {
     head: Arc<HeadOutline>,
     imports: Arc<Imports>,
     bindings: Arc<Bindings>,
-    /// Per equation (None: not checked, or its hint read the whole scope).
+    /// Per equation (None: not checked, or its hint read the whole name index).
     results: Vec<Option<EqnResult>>,
 }
 
@@ -930,29 +1000,32 @@ pub fn tail_check<'db>(db: &'db dyn Db, tail: Item<'db>) -> Arc<TailCheck> {
     let Some(head) = head_of(db, file) else {
         return Arc::default();
     };
-    let scope = scope(db, file);
+    let names = Names::new(db, file);
     let text = tail.text(db);
     let indent = " ".repeat(indent_of(FOLLOWER.as_bytes()));
-    let mut body = String::new();
-    let mut read_opaque = false;
-    let mut add = |name: &str, body: &mut String| match scope.names.get(name) {
-        Some((_, _, Some(b))) => body.push_str(&format!("{indent}{} = tail_output\n", b.text)),
-        Some((_, _, None)) => read_opaque = true,
-        None => {}
-    };
     let outline = head_outline(db, head);
-    let bound = |n: &str| scope.names.contains_key(n) || outline.main.names.contains_key(n);
+    let bound = |n: &str| names.place(n).is_some() || outline.main.names.contains_key(n);
+    // The names to bind, in the order they are bound.
+    let mut wanted: Vec<String> = Vec::new();
     let mut seen = FxHashSet::default();
     for w in jaxpr_syntax::identifiers(text) {
         if !seen.insert(w) {
             continue;
         }
         if bound(w) {
-            add(w, &mut body);
+            wanted.push(w.to_string());
         } else {
-            for n in check::near_names(w, bound) {
-                add(&n, &mut body);
-            }
+            wanted.extend(check::near_names(w, bound));
+        }
+    }
+    let bindings = names.bindings(wanted.iter().map(String::as_str), None);
+    let mut body = String::new();
+    let mut read_opaque = false;
+    for name in &wanted {
+        match bindings.get(name.as_str()) {
+            Some((_, Some(b))) => body.push_str(&format!("{indent}{} = tail_output\n", b.text)),
+            Some((_, None)) => read_opaque = true,
+            None => {}
         }
     }
     if body.is_empty() {
@@ -966,7 +1039,7 @@ pub fn tail_check<'db>(db: &'db dyn Db, tail: Item<'db>) -> Arc<TailCheck> {
     let synthetic = format!("{head_text}{body}{text}");
     let p = jaxpr_syntax::parse(&synthetic);
     let a = check::check(&p.file);
-    let mut usable = outline.key.usable && scope.usable && !read_opaque && a.symbols.is_empty();
+    let mut usable = outline.key.usable && names.index().usable && !read_opaque && a.symbols.is_empty();
     let mut keep = |d: &Diagnostic| {
         let here = d.range.start >= at;
         usable &= !here || (d.range.start >= at && d.related.iter().all(|r| r.range.start >= at));

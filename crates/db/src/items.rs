@@ -732,7 +732,7 @@ mod tests {
         assert_eq!(*d, crate::diagnostics_from_scratch(file.text(db)));
         let mut ran: Vec<String> = executed_names(db)
             .into_iter()
-            .filter(|q| q.ends_with("_check") || q.ends_with("_outline") || q == "scope")
+            .filter(|q| q.ends_with("_check") || q.ends_with("_outline") || q == "name_index")
             .collect();
         ran.sort();
         ran
@@ -862,6 +862,38 @@ mod tests {
         file.set_text(&mut db).to(edited.clone());
         let ran = checks_run(&db, file);
         assert!(ran.contains(&"main_check".to_string()) && !ran.contains(&"let_check".to_string()), "{ran:?}");
+    }
+
+    /// An edit to a binder's name re-runs the name index, every chunk's
+    /// imports and the checks of the chunks whose imports changed; one to
+    /// its type leaves the index equal, and re-runs only the imports of the
+    /// chunks that read the edited chunk's bindings.
+    #[test]
+    fn a_binder_edit_rechecks_the_chunks_that_read_it() {
+        let mut db = RootDatabase::with_event_log();
+        let t = text(2000).replace("v1500:f32[3] = sin x", "v1500:f32[3] = sin v300");
+        let file = SourceFile::new(&db, "t.jaxpr".into(), t.clone());
+        checks_run(&db, file);
+        let chunks = crate::item_check::chunks_of(&db, file).len();
+        assert!(chunks > 4, "{chunks} chunks");
+        let count = |ran: &[String], q: &str| ran.iter().filter(|r| *r == q).count();
+        for (what, edited, imports) in [
+            // Renamed: the equation that reads it reads an undefined name.
+            ("renamed", t.replace("v300:f32[3] = sin x", "v300q:f32[3] = sin x"), chunks),
+            ("back", t.clone(), chunks),
+            // Retyped: both equations have an error; the chunks that import
+            // nothing of the edited chunk do not look again.
+            ("retyped", t.replace("v300:f32[3] = sin x", "v300:f32[4] = sin x"), 2),
+        ] {
+            file.set_text(&mut db).to(edited.clone());
+            let d = item_diagnostics(&db, file).expect("the items check the file");
+            assert_eq!(*d, crate::diagnostics_from_scratch(&edited), "{what}");
+            assert!(!d.is_empty() || what == "back", "{what}");
+            let ran = executed_names(&db);
+            assert_eq!(count(&ran, "name_index"), 1, "{what}: {ran:?}");
+            assert_eq!(count(&ran, "chunk_imports"), imports, "{what}: {ran:?}");
+            assert_eq!(count(&ran, "chunk_check"), 2, "{what}: {ran:?}");
+        }
     }
 
     /// An inserted blank line re-checks nothing.

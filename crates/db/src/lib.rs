@@ -115,7 +115,7 @@ impl Path {
             Path::Full
         } else if ran("let_check") || ran("main_check") {
             if ran("chunk_check") { Path::LetAndCallSites } else { Path::Let }
-        } else if ran("scope") {
+        } else if ran("name_index") {
             Path::Binders
         } else if ran("chunk_check") {
             Path::Equation
