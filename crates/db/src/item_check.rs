@@ -548,7 +548,8 @@ pub fn chunk_bindings<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<Bindings> {
 /// bindings.
 #[derive(PartialEq, Debug, Default)]
 pub struct NameIndex {
-    names: FxHashMap<SmolStr, u32>,
+    /// Each name: its chunk's place, and where the chunk's bindings hold it.
+    names: FxHashMap<SmolStr, (u32, Slot)>,
     order: FxHashMap<salsa::Id, u32>,
     /// Every chunk parses as the whole file does, and no name is bound twice.
     usable: bool,
@@ -565,11 +566,21 @@ pub fn name_index(db: &dyn Db, file: SourceFile) -> Arc<NameIndex> {
         index.order.insert(chunk.as_id(), k as u32);
         let b = chunk_bindings(db, chunk);
         index.usable &= b.usable;
-        for name in b.vars.iter().map(|v| &v.name).chain(&b.opaque) {
-            index.usable &= index.names.insert(name.clone(), k as u32).is_none();
+        let vars = b.vars.iter().enumerate().map(|(i, v)| (&v.name, Slot::Var(i as u32)));
+        let opaque = b.opaque.iter().map(|n| (n, Slot::Opaque));
+        for (name, slot) in vars.chain(opaque) {
+            index.usable &= index.names.insert(name.clone(), (k as u32, slot)).is_none();
         }
     }
     Arc::new(index)
+}
+
+/// Where a chunk's [`Bindings`] hold a name: the index of its binding, or
+/// among the opaque names.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Slot {
+    Var(u32),
+    Opaque,
 }
 
 /// The place of `chunk` among the chunks.
@@ -600,37 +611,35 @@ impl<'a> Names<'a> {
         self.index.get_or_init(|| name_index(self.db, self.file))
     }
 
-    /// The place of the chunk that binds `name`.
-    fn place(&self, name: &str) -> Option<u32> {
-        self.index().names.get(name).copied()
+    /// Whether a chunk binds `name`.
+    fn binds(&self, name: &str) -> bool {
+        self.index().names.contains_key(name)
     }
 
     /// The bindings of `names` that a chunk before place `before` binds
     /// (any chunk for None), with its id (None: opaque). Reads the
-    /// bindings of those chunks only.
+    /// bindings of those chunks only, each binding at its place there.
     fn bindings<'w>(
         &self,
         names: impl IntoIterator<Item = &'w str>,
         before: Option<u32>,
     ) -> FxHashMap<SmolStr, (salsa::Id, Option<Binding>)> {
         use salsa::plumbing::AsId;
-        let mut wanted: FxHashMap<u32, FxHashSet<&str>> = FxHashMap::default();
-        for w in names {
-            if let Some(k) = self.place(w).filter(|&k| before.is_none_or(|b| k < b)) {
-                wanted.entry(k).or_default().insert(w);
-            }
-        }
         let chunks = chunks_of(self.db, self.file);
         let mut out = FxHashMap::default();
-        for (k, names) in wanted {
-            let Some(&chunk) = chunks.get(k as usize) else { continue };
-            let b = chunk_bindings(self.db, chunk);
-            for v in b.vars.iter().filter(|v| names.contains(v.name.as_str())) {
-                out.insert(v.name.clone(), (chunk.as_id(), Some(v.clone())));
-            }
-            for n in b.opaque.iter().filter(|n| names.contains(n.as_str())) {
-                out.insert(n.clone(), (chunk.as_id(), None));
-            }
+        for w in names {
+            let Some(&(k, slot)) = self.index().names.get(w) else { continue };
+            let Some(&chunk) = chunks.get(k as usize).filter(|_| before.is_none_or(|b| k < b)) else {
+                continue;
+            };
+            let binding = match slot {
+                Slot::Var(i) => match chunk_bindings(self.db, chunk).vars.get(i as usize) {
+                    Some(b) => Some(b.clone()),
+                    None => continue,
+                },
+                Slot::Opaque => None,
+            };
+            out.insert(SmolStr::new(w), (chunk.as_id(), binding));
         }
         out
     }
@@ -1004,7 +1013,7 @@ pub fn tail_check<'db>(db: &'db dyn Db, tail: Item<'db>) -> Arc<TailCheck> {
     let text = tail.text(db);
     let indent = " ".repeat(indent_of(FOLLOWER.as_bytes()));
     let outline = head_outline(db, head);
-    let bound = |n: &str| names.place(n).is_some() || outline.main.names.contains_key(n);
+    let bound = |n: &str| names.binds(n) || outline.main.names.contains_key(n);
     // The names to bind, in the order they are bound.
     let mut wanted: Vec<String> = Vec::new();
     let mut seen = FxHashSet::default();
