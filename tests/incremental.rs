@@ -88,12 +88,19 @@ fn random_edits(
         db.take_executed();
         let got = db::diagnostics(&db, file);
         let want = db::diagnostics_from_scratch(&text);
-        match db.take_path() {
-            Some(Path::Equation) => paths.equation += 1,
-            Some(Path::Let) => paths.let_kept_call_sites += 1,
-            Some(Path::LetAndCallSites) => paths.let_and_call_sites += 1,
-            Some(Path::Binders) => paths.binders += 1,
+        let ran = db.take_executed();
+        let lets_checked = ran.iter().filter(|q| q.starts_with("let_check(")).count();
+        match Path::of(&ran) {
+            Path::Equation => paths.equation += 1,
+            Path::Let => paths.let_kept_call_sites += 1,
+            Path::LetAndCallSites => paths.let_and_call_sites += 1,
+            Path::Binders => paths.binders += 1,
             _ => {}
+        }
+        match lets_checked {
+            0 => {}
+            1 => paths.one_let += 1,
+            _ => paths.several_lets += 1,
         }
         if *got != want {
             let _ = std::fs::write(
@@ -132,6 +139,9 @@ struct Paths {
     let_kept_call_sites: usize,
     let_and_call_sites: usize,
     binders: usize,
+    /// Edits that re-checked one `let` jaxpr (`let_check`), several.
+    one_let: usize,
+    several_lets: usize,
     /// Edits whose diagnostics the salsa items gave (`db::item_check`).
     items: usize,
 }
@@ -181,8 +191,9 @@ fn random_edits_on_a_large_file_match_a_full_check() {
     );
 }
 
-/// Edits inside `let` jaxprs re-check the head (the `let`s and the main
-/// jaxpr's binders), and the call sites when what they read of it changed.
+/// Edits inside `let` jaxprs re-check the `let` edited (each `let` is an
+/// item of its own), the `let`s that call it and the call sites when what
+/// they read of it changed.
 #[test]
 fn random_edits_inside_let_jaxprs_match_a_full_check() {
     let mut files = vec![read("large/transformer150_grad.jaxpr.gz")];
@@ -190,6 +201,8 @@ fn random_edits_inside_let_jaxprs_match_a_full_check() {
         files.push(read(&format!("jax/{name}.jaxpr")));
     }
     let mut paths = Paths::default();
+    // Edits that re-checked one `let` of a file with several.
+    let mut one_of_several = 0;
     for (i, text) in files.iter().enumerate() {
         assert!(
             in_lets(text) < text.len(),
@@ -199,19 +212,28 @@ fn random_edits_inside_let_jaxprs_match_a_full_check() {
         paths.equation += p.equation;
         paths.let_kept_call_sites += p.let_kept_call_sites;
         paths.let_and_call_sites += p.let_and_call_sites;
+        paths.one_let += p.one_let;
+        paths.several_lets += p.several_lets;
         paths.items += p.items;
+        if text.matches("\nlet ").count() + usize::from(text.starts_with("let ")) > 1 {
+            one_of_several += p.one_let;
+        }
     }
     let total = 100 * files.len();
     assert!(paths.items > total / 3, "{paths:?} of {total} edits");
-    // Both paths are taken, and most edits take one of them. (The `let`
-    // jaxprs are one item, the head: an edit inside one re-checks it whole,
-    // never one of its equations alone.)
+    // Both paths are taken, and most edits take one of them.
     assert!(
         paths.let_kept_call_sites > 0 && paths.let_and_call_sites > 0,
         "{paths:?}"
     );
     let incremental = paths.equation + paths.let_kept_call_sites + paths.let_and_call_sites;
     assert!(incremental > total / 3, "{paths:?} of {total} edits");
+    // An edit inside a `let` re-checks that `let` alone, but for those
+    // that change what the `let`s calling it read (and re-check those).
+    assert!(
+        one_of_several > 50 && paths.one_let > 3 * paths.several_lets,
+        "{paths:?}, one `let` of several re-checked {one_of_several} times"
+    );
 }
 
 #[test]

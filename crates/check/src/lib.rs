@@ -358,6 +358,147 @@ impl Prelude {
     }
 }
 
+/// A position of a `let` jaxpr known only by its [`Interface`] (see
+/// [`Prelude::of_interfaces`]).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum InterfacePos {
+    /// The whole jaxpr, its `lambda`, its name after `let`.
+    Jaxpr,
+    Lambda,
+    Name,
+    /// Binder `k` (constants first): its name, the whole binder.
+    BinderName(usize),
+    Binder(usize),
+    /// Output `k`.
+    Out(usize),
+}
+
+impl InterfacePos {
+    /// Where this position is in `a`'s jaxpr `j` (a `let` checked in full).
+    pub fn in_analysis(self, a: &Analysis, j: JaxprId) -> Option<TextRange> {
+        let info = a.jaxpr(j);
+        let binder = |k: usize| info.constvars.iter().chain(&info.invars).nth(k).map(|&v| a.var(v));
+        Some(match self {
+            InterfacePos::Jaxpr => info.range,
+            InterfacePos::Lambda => info.lambda_range,
+            InterfacePos::Name => match &info.origin {
+                JaxprOrigin::Let { name_range, .. } => *name_range,
+                _ => return None,
+            },
+            InterfacePos::BinderName(k) => binder(k)?.range,
+            InterfacePos::Binder(k) => binder(k)?.binder_range,
+            InterfacePos::Out(k) => info.outs.get(k)?.range,
+        })
+    }
+}
+
+impl Prelude {
+    /// The state with `lets` known by their interfaces only (what a call
+    /// site reads of them), each position of the `k`-th at `at(k, pos)`;
+    /// None when an interface names a dimension variable bound inside its
+    /// jaxpr (it has no binder to stand for it).
+    pub fn of_interfaces<'i>(
+        lets: impl IntoIterator<Item = (&'i SmolStr, &'i Interface)>,
+        at: &dyn Fn(usize, InterfacePos) -> TextRange,
+    ) -> Option<Prelude> {
+        let mut c = Checker::new(Analysis::default());
+        for (k, (name, i)) in lets.into_iter().enumerate() {
+            let j = JaxprId(c.a.jaxprs.len() as u32);
+            let first = c.a.vars.len() as u32;
+            let var = |v: &InterfaceVar| match v {
+                InterfaceVar::Binder(b) => Some(VarId(first + *b as u32)),
+                InterfaceVar::Inner(_) => None,
+            };
+            let ty = |t: &InterfaceType| -> Option<AType> {
+                let mut shape = Shape::new();
+                for d in &t.shape {
+                    shape.push(match d {
+                        InterfaceDim::Dim(d) => d.clone(),
+                        InterfaceDim::Var(v) => Dim::Var(var(v)?),
+                    });
+                }
+                Some(AType {
+                    dtype: t.dtype.clone(),
+                    shape,
+                })
+            };
+            for (b, (n, t)) in i.binders.iter().enumerate() {
+                let role = if b < i.consts { VarRole::Const(b) } else { VarRole::Arg(b - i.consts) };
+                let v = VarInfo {
+                    name: n.clone(),
+                    range: at(k, InterfacePos::BinderName(b)),
+                    binder_range: at(k, InterfacePos::Binder(b)),
+                    ty: ty(t)?,
+                    jaxpr: j,
+                    role,
+                };
+                c.a.vars.push(v);
+            }
+            let outs = (i.outs.iter().enumerate())
+                .map(|(o, (t, v))| {
+                    // The rules read an output's type and position; its
+                    // variable only went into the signature (given).
+                    let var = v.as_ref().and_then(var);
+                    Some(OutInfo {
+                        ty: ty(t)?,
+                        var,
+                        range: at(k, InterfacePos::Out(o)),
+                    })
+                })
+                .collect::<Option<Vec<_>>>()?;
+            let ids: Vec<VarId> = (0..i.binders.len()).map(|b| VarId(first + b as u32)).collect();
+            c.a.jaxprs.push(JaxprInfo {
+                range: at(k, InterfacePos::Jaxpr),
+                lambda_range: at(k, InterfacePos::Lambda),
+                origin: JaxprOrigin::Let {
+                    name: name.clone(),
+                    name_range: at(k, InterfacePos::Name),
+                },
+                parent: None,
+                constvars: ids[..i.consts].to_vec(),
+                invars: ids[i.consts..].to_vec(),
+                outs,
+                eqns: Vec::new(),
+                signature: i.signature.clone(),
+            });
+            c.lets.insert(name.clone(), j);
+        }
+        Some(Prelude { c })
+    }
+
+    /// Checks the `let` jaxpr `l` after this state's `let`s (the ones it
+    /// calls), as the whole-file check would once those are checked: the
+    /// analysis (with this state's jaxprs in it), `l`'s jaxpr, and what the
+    /// check learnt beyond it.
+    pub fn check_let(self, l: &ast::LetJaxpr) -> (Analysis, JaxprId, Extras) {
+        let mut c = self.c;
+        c.check_lets(std::slice::from_ref(l));
+        let id = c.lets.get(&l.name.text).copied().unwrap_or(JaxprId(0));
+        let extras = Extras {
+            unknown_uses: std::mem::take(&mut c.unknown_uses),
+            bad_dims: !c.bad_dims.is_empty(),
+        };
+        (c.a, id, extras)
+    }
+}
+
+/// The order the whole-file check checks a group of `let`s in (each after
+/// the ones it calls), and the `let`s each calls (by index).
+pub fn let_calls(lets: &[ast::LetJaxpr]) -> (Vec<usize>, Vec<Vec<usize>>) {
+    let index: HashMap<&str, usize> =
+        lets.iter().enumerate().map(|(k, l)| (&*l.name.text, k)).collect();
+    let callees = (lets.iter())
+        .map(|l| {
+            let mut out = Vec::new();
+            let_refs(&l.jaxpr, &mut |name| out.extend(index.get(name).copied()));
+            out.sort_unstable();
+            out.dedup();
+            out
+        })
+        .collect();
+    (let_order(lets), callees)
+}
+
 /// The lengths of the analysis' tables at one point of a check: what was
 /// added after it can be told apart.
 struct Mark {

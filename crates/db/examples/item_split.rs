@@ -57,8 +57,8 @@ fn main() {
             ic::chunk_bindings(&db, i);
         }
         lap("chunk bindings", &mut t);
-        ic::scope(&db, file);
-        lap("scope", &mut t);
+        ic::name_index(&db, file);
+        lap("name index", &mut t);
         for &i in ic::chunks_of(&db, file) {
             ic::chunk_check(&db, i);
         }

@@ -1,40 +1,52 @@
 //! The items of a file ([`crate::items`]) checked one by one in salsa, and
 //! the file's diagnostics assembled from them.
 //!
-//! - [`head_check`] checks the head (the `let` jaxprs and the main jaxpr's
-//!   binders) as a file of its own; [`head_outline`] is what the rest of
-//!   the file reads of it (each `let`'s [`check::Interface`] and the main
-//!   binders' names and types). The outline compares equal when an edit
-//!   in the head leaves those as they were, so that nothing below runs
-//!   again: that is the invalidation barrier.
+//! - The head is checked part by part ([`crate::items::head_parts`]):
+//!   [`let_check`] checks one `let` jaxpr after the interfaces
+//!   ([`check::Interface`], [`let_interface`]) of the `let`s it calls
+//!   ([`let_graph`]), as the whole-file check checks it after them;
+//!   [`main_check`] the main jaxpr's line. An edit inside a `let` that
+//!   keeps its interface re-checks that `let` alone. [`head_outline`] is
+//!   what the equations read of the head (each `let`'s interface and the
+//!   main binders' names and types); it compares equal when an edit in the
+//!   head leaves those as they were, so that no equation runs again: that
+//!   is the invalidation barrier. ([`head_check`], the whole head checked
+//!   at once, is read by the earlier view only.)
 //! - [`chunk_bindings`] is what each chunk binds (names and types) and
-//!   [`scope`] the names bound by all chunks, with the chunks' order; an
-//!   edit after an equation's binders leaves both equal.
+//!   [`name_index`] which chunk binds each name, with the chunks' order;
+//!   an edit after an equation's binders leaves both equal, and one to a
+//!   binder's type leaves the index equal. [`chunk_imports`] is what a
+//!   chunk reads of the chunks before it: the index, and the bindings of
+//!   the chunks that bind the names it mentions.
 //! - [`chunk_check`] checks a chunk's equations one by one
-//!   ([`check::check_eqn_alone`]) against the head, the scope and the
-//!   chunk's earlier equations, with ranges relative to each equation.
+//!   ([`check::check_eqn_alone`]) against the `let`s' interfaces, the main
+//!   binders, the imports and the chunk's earlier equations, with ranges
+//!   relative to each equation.
 //! - [`unknown_primitives`] is the one file-wide fact: an unknown primitive
 //!   is warned about at its first use in the file.
 //! - [`item_diagnostics`] puts it all together with absolute offsets.
 //!
-//! An equation's results hold no position of another item. A variable
-//! bound elsewhere (an earlier equation, the main jaxpr's binders) is given
-//! a placeholder range, one per variable and per name or binder, that
-//! stands for a [`Ref`]: where it is bound, by item and equation, or by
-//! name among the main binders; the diagnostics query puts the current
-//! offsets in. A position in the head (a `let`'s binder named at a call
-//! site) is moved to [`IN_HEAD`] and back: the head starts the file, and a
-//! chunk's result that names one is used while the head's text is the one
-//! it was checked with. Anything else from elsewhere is [`outside`] every
-//! item, and a result that mentions it makes the file fall back to the
-//! whole-file check, as do symbolic dimensions, dimension variables and
-//! names bound twice.
+//! A piece's results hold no position of another piece. A variable bound
+//! elsewhere (an earlier equation, the main jaxpr's binders) is given a
+//! placeholder range, one per variable and per name or binder, that stands
+//! for a [`Ref`]: where it is bound, by item and equation, or by name among
+//! the main binders; a position of a `let` known by its interface (a
+//! binder named at a call site) is a tag ([`TAGS`]) that becomes a
+//! placeholder for the `let`'s name and the position in it. The
+//! diagnostics query puts the current offsets in. Anything else from
+//! elsewhere is [`outside`] every item, and a result that mentions it
+//! makes the file fall back to the whole-file check, as do symbolic
+//! dimensions, dimension variables, names bound twice (`let`s too) and
+//! `let`s that call themselves.
 
-use crate::items::{FOLLOWER, Item, ItemKind, ItemSyntax, indent_of, item_parse, split};
+use crate::items::{
+    FOLLOWER, HeadPart, Item, ItemKind, ItemSyntax, PartKind, head_parts, indent_of, item_parse,
+    let_parse, split,
+};
 use crate::{Db, SourceFile};
 use jaxpr_check::{
-    self as check, Analysis, Context, EqnId, Interface, JaxprId, Prelude, Resolved, VarInfo,
-    VarRole,
+    self as check, Analysis, Context, EqnId, Interface, InterfacePos, JaxprId, Prelude, Resolved,
+    VarInfo, VarRole,
 };
 use jaxpr_syntax::TextRange;
 use jaxpr_syntax::ast::SmolStr;
@@ -64,19 +76,24 @@ pub enum Ref {
     },
     /// The name (or whole binder) of the main jaxpr's binder `name`.
     MainBinder { name: SmolStr, whole: bool },
+    /// A position of the `let` jaxpr `name`.
+    Let { name: SmolStr, pos: InterfacePos },
 }
 
-/// Positions in the head are moved this far while an equation is checked
-/// (below the placeholders; a head is shorter than 1 GiB).
-const IN_HEAD: u32 = 1 << 30;
+/// Positions of a `let` known by its interface only (in the state the
+/// equations and the other `let`s are checked in: [`Prelude::of_interfaces`])
+/// are tags from here on, one byte wide, each an index of the table of
+/// what they stand for (a `let` and a position in it: [`Ref::Let`]).
+const TAGS: u32 = 1 << 30;
 
-fn in_head(r: TextRange) -> TextRange {
-    TextRange::new(IN_HEAD + r.start, IN_HEAD + r.end)
+/// The tag range of entry `i` of a table of `let` positions.
+fn tag(i: usize) -> TextRange {
+    TextRange::new(TAGS + i as u32, TAGS + i as u32 + 1)
 }
 
-/// Whether `r` is a position in the head moved by [`in_head`].
-fn is_in_head(r: TextRange) -> bool {
-    r.start >= IN_HEAD && r.end < PLACEHOLDERS
+fn tag_index(r: TextRange) -> Option<usize> {
+    (r.start >= TAGS && r.start < PLACEHOLDERS && r.end == r.start + 1)
+        .then(|| (r.start - TAGS) as usize)
 }
 
 /// Placeholder ranges start here: far past any item's length (a file is
@@ -99,12 +116,24 @@ impl Refs {
         let at = PLACEHOLDERS + 2 * i as u32;
         TextRange::new(at, at + 1)
     }
-    /// Whether `r` is a position of the equation (`len` long) or one of
-    /// its placeholders.
+    /// Whether `r` is a position of the piece checked (`len` long) or one
+    /// of its placeholders.
     fn known(&self, r: TextRange, len: u32) -> bool {
         r.end <= len
-            || is_in_head(r)
             || (r.start >= PLACEHOLDERS && placeholder_index(r).is_some_and(|i| i < self.refs.borrow().len()))
+    }
+    /// Puts a placeholder for each tagged position of a `let` (`tags`) in `d`.
+    fn untag(&self, d: &mut Diagnostic, tags: &[(SmolStr, InterfacePos)]) {
+        let untag = |r: &mut TextRange| {
+            if let Some((name, pos)) = tag_index(*r).and_then(|i| tags.get(i)) {
+                *r = self.placeholder(Ref::Let {
+                    name: name.clone(),
+                    pos: *pos,
+                });
+            }
+        };
+        untag(&mut d.range);
+        d.related.iter_mut().for_each(|r| untag(&mut r.range));
     }
 }
 
@@ -117,15 +146,29 @@ fn has_dim_var(t: &AType) -> bool {
     t.shape.iter().any(|d| matches!(d, Dim::Var(_)))
 }
 
-/// The head checked as a file of its own (the head, an equation, empty
-/// outputs), with ranges of the file (the head starts it).
+/// The checker's state with `lets` known by their interfaces, and what
+/// each tag among its positions stands for.
+fn prelude_of<'i>(
+    lets: impl IntoIterator<Item = (&'i SmolStr, &'i Interface)> + Clone,
+) -> Option<(Prelude, Vec<(SmolStr, InterfacePos)>)> {
+    let names: Vec<&SmolStr> = lets.clone().into_iter().map(|(n, _)| n).collect();
+    let tags = std::cell::RefCell::new(Vec::new());
+    let at = |k: usize, pos: InterfacePos| {
+        let mut tags = tags.borrow_mut();
+        tags.push((names[k].clone(), pos));
+        tag(tags.len() - 1)
+    };
+    let prelude = Prelude::of_interfaces(lets, &at)?;
+    Some((prelude, tags.into_inner()))
+}
+
+/// A piece of the head checked as a file of its own (the piece, an
+/// equation, empty outputs), with ranges relative to the piece: the whole
+/// head ([`head_check`], read by [`crate::earlier`]), or the main jaxpr's
+/// line ([`main_check`], what the equations read of it).
 pub struct HeadCheck {
-    /// The head's text (what positions moved by [`in_head`] are in).
-    text: Arc<str>,
     analysis: Analysis,
     main: JaxprId,
-    /// The checker after the `let`s, from which equations are checked.
-    prelude: Mutex<Prelude>,
     /// The main jaxpr's binders by name (the last of each name).
     names: FxHashMap<SmolStr, VarId>,
     /// The ranges of the main binders' names and whole binders: what an
@@ -134,7 +177,6 @@ pub struct HeadCheck {
     /// Syntax errors, then the checker's, without unknown-primitive warnings.
     errors: Vec<Diagnostic>,
     diagnostics: Vec<Diagnostic>,
-    unknown_uses: Vec<(SmolStr, TextRange)>,
     /// False when the file must be checked whole.
     usable: bool,
 }
@@ -145,69 +187,210 @@ impl HeadCheck {
     pub(crate) fn analysis(&self) -> &Analysis {
         &self.analysis
     }
+
+    fn of(text: &str) -> HeadCheck {
+        let len = text.len() as u32;
+        let synthetic = format!("{text}{FOLLOWER}  in () }}\n");
+        let p = jaxpr_syntax::parse(&synthetic);
+        let (analysis, extras) = check::check_full(&p.file);
+        let main = analysis.main().unwrap_or(JaxprId(0));
+        let mut usable = analysis.main().is_some() && analysis.symbols.is_empty() && !extras.bad_dims;
+        let mut names = FxHashMap::default();
+        let mut binder_ranges = FxHashMap::default();
+        if let Some(info) = analysis.jaxprs.get(main.0 as usize) {
+            for &v in info.constvars.iter().chain(&info.invars) {
+                let var = analysis.var(v);
+                usable &= !has_dim_var(&var.ty);
+                names.insert(var.name.clone(), v);
+                for (r, whole) in [(var.range, false), (var.binder_range, true)] {
+                    let name = var.name.clone();
+                    binder_ranges.insert(r, Ref::MainBinder { name, whole });
+                }
+            }
+        }
+        let mut keep = |d: &Diagnostic| {
+            let here = inside(d, len);
+            // Past the head: the follower's unknown primitive; anything else
+            // there (a signature that reads into the first equation), or
+            // pointing past the head: something the whole file says otherwise.
+            usable &= here || (d.range.start >= len && d.kind == DiagKind::UnknownPrimitive);
+            here && d.kind != DiagKind::UnknownPrimitive
+        };
+        let errors: Vec<Diagnostic> = p.errors.iter().filter(|d| keep(d)).cloned().collect();
+        let diagnostics: Vec<Diagnostic> =
+            analysis.diagnostics.iter().filter(|d| keep(d)).cloned().collect();
+        usable &= extras.unknown_uses.iter().all(|(_, r)| r.end > len);
+        HeadCheck {
+            analysis,
+            main,
+            names,
+            binder_ranges,
+            errors,
+            diagnostics,
+            usable,
+        }
+    }
+}
+
+/// The whole head checked as a file of its own (positions of the file:
+/// the head starts it). Not read by the diagnostics (they read each part
+/// of the head apart); the earlier view reads `let` edits against it.
+#[salsa::tracked(returns(clone), no_eq)]
+pub fn head_check<'db>(db: &'db dyn Db, head: Item<'db>) -> Arc<HeadCheck> {
+    Arc::new(HeadCheck::of(head.text(db)))
+}
+
+/// The main jaxpr's line checked alone (no `let`s: its binders' types read
+/// none), positions relative to it.
+#[salsa::tracked(returns(clone))]
+pub fn main_check<'db>(db: &'db dyn Db, part: HeadPart<'db>) -> Arc<HeadCheck> {
+    Arc::new(HeadCheck::of(part.text(db)))
+}
+
+impl PartialEq for HeadCheck {
+    fn eq(&self, other: &Self) -> bool {
+        self.analysis == other.analysis
+            && self.errors == other.errors
+            && self.diagnostics == other.diagnostics
+            && self.usable == other.usable
+    }
+}
+
+/// The `let`s of a head: in text order, the order the whole-file check
+/// checks them in, and what each calls. Equal while no `let` is added,
+/// renamed or removed and no call between them changes.
+#[derive(PartialEq, Eq, Debug, salsa::SalsaValue)]
+pub struct LetGraph<'db> {
+    lets: Vec<HeadPart<'db>>,
+    names: Vec<SmolStr>,
+    order: Vec<usize>,
+    callees: Vec<Vec<usize>>,
+    /// Each part parses as it should, no name is defined twice, and no
+    /// `let` calls itself (else the file is checked whole).
+    usable: bool,
+}
+
+#[salsa::tracked(returns(ref))]
+pub fn let_graph<'db>(db: &'db dyn Db, head: Item<'db>) -> LetGraph<'db> {
+    let mut g = LetGraph {
+        lets: Vec::new(),
+        names: Vec::new(),
+        order: Vec::new(),
+        callees: Vec::new(),
+        usable: false,
+    };
+    let Some(parts) = head_parts(db, head) else {
+        return g;
+    };
+    let mut usable = true;
+    let mut lets = Vec::new();
+    for &part in &parts.parts {
+        let syntax = let_parse(db, part);
+        usable &= syntax.valid;
+        if *part.kind(db) == PartKind::Let {
+            g.lets.push(part);
+            g.names.push(part.name(db).clone());
+            lets.extend(syntax.let_jaxpr.clone());
+        }
+    }
+    if !usable || lets.len() != g.lets.len() {
+        return g;
+    }
+    (g.order, g.callees) = check::let_calls(&lets);
+    let mut place = vec![usize::MAX; lets.len()];
+    for (at, &k) in g.order.iter().enumerate() {
+        place[k] = at;
+    }
+    let names: FxHashSet<&SmolStr> = g.names.iter().collect();
+    g.usable = names.len() == g.names.len()
+        && (g.callees.iter().enumerate()).all(|(k, cs)| cs.iter().all(|&c| place[c] < place[k]));
+    g
+}
+
+/// A `let` jaxpr checked on its own, after the interfaces of the `let`s it
+/// calls (as the whole-file check checks it after them), positions
+/// relative to its part; a position of a callee is a placeholder.
+pub struct LetCheck {
+    analysis: Analysis,
+    jaxpr: JaxprId,
+    diagnostics: Vec<Diagnostic>,
+    refs: Vec<Ref>,
+    unknown_uses: Vec<(SmolStr, TextRange)>,
+    interface: Option<Interface>,
 }
 
 #[salsa::tracked(returns(clone), no_eq)]
-pub fn head_check<'db>(db: &'db dyn Db, head: Item<'db>) -> Arc<HeadCheck> {
-    let text = head.text(db);
-    let len = text.len() as u32;
-    let synthetic = format!("{text}{FOLLOWER}  in () }}\n");
-    let p = jaxpr_syntax::parse(&synthetic);
-    let (analysis, extras) = check::check_full(&p.file);
-    let main = analysis.main().unwrap_or(JaxprId(0));
-    let mut usable = analysis.main().is_some() && analysis.symbols.is_empty() && !extras.bad_dims;
-    let mut names = FxHashMap::default();
-    let mut binder_ranges = FxHashMap::default();
-    if let Some(info) = analysis.jaxprs.get(main.0 as usize) {
-        for &v in info.constvars.iter().chain(&info.invars) {
-            let var = analysis.var(v);
-            usable &= !has_dim_var(&var.ty);
-            names.insert(var.name.clone(), v);
-            for (r, whole) in [(var.range, false), (var.binder_range, true)] {
-                let name = var.name.clone();
-                binder_ranges.insert(r, Ref::MainBinder { name, whole });
-            }
+pub fn let_check<'db>(db: &'db dyn Db, part: HeadPart<'db>) -> Arc<LetCheck> {
+    let unusable = || {
+        Arc::new(LetCheck {
+            analysis: Analysis::default(),
+            jaxpr: JaxprId(0),
+            diagnostics: Vec::new(),
+            refs: Vec::new(),
+            unknown_uses: Vec::new(),
+            interface: None,
+        })
+    };
+    let graph = let_graph(db, *part.head(db));
+    let syntax = let_parse(db, part);
+    let (Some(k), Some(l)) = (graph.lets.iter().position(|&p| p == part), &syntax.let_jaxpr) else {
+        return unusable();
+    };
+    if !graph.usable {
+        return unusable();
+    }
+    let mut callees = Vec::new();
+    for &c in &graph.callees[k] {
+        match let_interface(db, graph.lets[c]) {
+            Some(i) => callees.push((graph.names[c].clone(), i)),
+            None => return unusable(),
         }
     }
-    let mut keep = |d: &Diagnostic| {
-        let here = inside(d, len);
-        // Past the head: the follower's unknown primitive; anything else
-        // there (a signature that reads into the first equation), or
-        // pointing past the head: something the whole file says otherwise.
-        usable &= here || (d.range.start >= len && d.kind == DiagKind::UnknownPrimitive);
-        here && d.kind != DiagKind::UnknownPrimitive
+    let Some((prelude, tags)) = prelude_of(callees.iter().map(|(n, i)| (n, i))) else {
+        return unusable();
     };
-    let errors: Vec<Diagnostic> = p.errors.iter().filter(|d| keep(d)).cloned().collect();
-    let diagnostics: Vec<Diagnostic> =
-        analysis.diagnostics.iter().filter(|d| keep(d)).cloned().collect();
-    let unknown_uses = (extras.unknown_uses.into_iter())
-        .filter(|(_, r)| r.end <= len)
-        .collect();
-    // The `let`s are in the head for the equations checked after them.
-    let moved = |r: TextRange| in_head(r);
-    let prelude = Prelude::new(p.file.lets.iter().map(|l| (l, &moved as check::Mover)));
-    Arc::new(HeadCheck {
-        text: text.clone(),
+    let (analysis, jaxpr, extras) = prelude.check_let(l);
+    let len = part.text(db).len() as u32;
+    let refs = Refs::default();
+    let mut diagnostics = analysis.diagnostics.clone();
+    diagnostics.iter_mut().for_each(|d| refs.untag(d, &tags));
+    let known = |d: &Diagnostic| refs.known(d.range, len) && d.related.iter().all(|r| refs.known(r.range, len));
+    let usable = analysis.symbols.is_empty()
+        && !extras.bad_dims
+        && diagnostics.iter().all(known)
+        && extras.unknown_uses.iter().all(|(_, r)| r.end <= len);
+    diagnostics.retain(|d| d.kind != DiagKind::UnknownPrimitive);
+    let interface = usable.then(|| Interface::of(&analysis, jaxpr));
+    Arc::new(LetCheck {
         analysis,
-        main,
-        prelude: Mutex::new(prelude),
-        names,
-        binder_ranges,
-        errors,
+        jaxpr,
         diagnostics,
-        unknown_uses,
-        usable,
+        refs: refs.refs.into_inner(),
+        unknown_uses: extras.unknown_uses,
+        interface,
     })
+}
+
+/// What a call site reads of a `let` (None: the file is checked whole):
+/// equal while an edit inside the `let` keeps it, so that nothing that
+/// calls it runs again.
+#[salsa::tracked(returns(clone))]
+pub fn let_interface<'db>(db: &'db dyn Db, part: HeadPart<'db>) -> Option<Interface> {
+    let_check(db, part).interface.clone()
 }
 
 /// What the equations read of the head: each `let`'s interface and the
 /// main binders' names and types. Equal outlines compare equal whatever
 /// the positions, so an edit in the head that keeps them re-checks no
-/// equation (the check it carries is the newest; the equations' results
-/// do not depend on the head's positions: see [`outside`]).
+/// equation (the state it carries is the newest; the equations' results
+/// hold no position of the head: they name it by [`Ref`]).
 pub struct HeadOutline {
     key: OutlineKey,
-    check: Arc<HeadCheck>,
+    main: Arc<HeadCheck>,
+    /// The checker after the `let`s (by their interfaces), from which the
+    /// equations are checked, and what its tags stand for.
+    prelude: Mutex<Prelude>,
+    tags: Vec<(SmolStr, InterfacePos)>,
 }
 
 #[derive(PartialEq)]
@@ -226,18 +409,23 @@ impl PartialEq for HeadOutline {
 
 #[salsa::tracked(returns(clone))]
 pub fn head_outline<'db>(db: &'db dyn Db, head: Item<'db>) -> Arc<HeadOutline> {
-    let check = head_check(db, head);
-    let a = &check.analysis;
-    let interfaces = (a.jaxprs.iter().enumerate())
-        .filter_map(|(j, info)| match &info.origin {
-            check::JaxprOrigin::Let { name, .. } => {
-                Some((name.clone(), Interface::of(a, JaxprId(j as u32))))
-            }
-            _ => None,
-        })
-        .collect();
-    let text = head.text(db);
-    let binders = (a.jaxprs.get(check.main.0 as usize).into_iter())
+    let graph = let_graph(db, head);
+    let main_part = head_parts(db, head).as_ref().and_then(|p| p.parts.last().copied());
+    let main = match main_part {
+        Some(part) => main_check(db, part),
+        None => Arc::new(HeadCheck::of("")),
+    };
+    let mut usable = graph.usable && main.usable && main_part.is_some() && item_parse(db, head).valid;
+    let mut interfaces = Vec::new();
+    for (&part, name) in graph.lets.iter().zip(&graph.names) {
+        match let_interface(db, part) {
+            Some(i) => interfaces.push((name.clone(), i)),
+            None => usable = false,
+        }
+    }
+    let a = &main.analysis;
+    let text = main_part.map_or("", |p| &**p.text(db));
+    let binders = (a.jaxprs.get(main.main.0 as usize).into_iter())
         .flat_map(|info| info.constvars.iter().chain(&info.invars))
         .map(|&v| {
             let v = a.var(v);
@@ -245,17 +433,24 @@ pub fn head_outline<'db>(db: &'db dyn Db, head: Item<'db>) -> Arc<HeadOutline> {
             (v.name.clone(), v.ty.clone(), binder.to_string())
         })
         .collect();
-    let usable = check.usable && item_parse(db, head).valid;
+    let (prelude, tags) = match prelude_of(interfaces.iter().map(|(n, i)| (n, i))) {
+        Some(p) => p,
+        None => {
+            usable = false;
+            (Prelude::new(std::iter::empty()), Vec::new())
+        }
+    };
     Arc::new(HeadOutline {
         key: OutlineKey {
             interfaces,
             binders,
             usable,
         },
-        check,
+        main,
+        prelude: Mutex::new(prelude),
+        tags,
     })
 }
-
 /// The head item of `file` (its id only: the same item across edits).
 #[salsa::tracked(returns(copy))]
 pub fn head_of(db: &dyn Db, file: SourceFile) -> Option<Item<'_>> {
@@ -346,42 +541,116 @@ pub fn chunk_bindings<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<Bindings> {
     })
 }
 
-/// The names the chunks bind (each with its chunk's place, its type and
-/// its binder's text) and the chunks' order.
+/// Which chunk binds each name (its place among the chunks), and the
+/// chunks' order: what the chunks and the outputs read to find the names
+/// they mention. Names only: an edit to a binder's type leaves it equal,
+/// and re-runs only the imports of the chunks that read that chunk's
+/// bindings.
 #[derive(PartialEq, Debug, Default)]
-pub struct Scope {
-    /// Each name: its chunk's place and id, and the binding (None: the
-    /// chunk's bindings are opaque, see [`Bindings::opaque`]).
-    names: FxHashMap<SmolStr, (u32, salsa::Id, Option<Binding>)>,
+pub struct NameIndex {
+    /// Each name: its chunk's place, and where the chunk's bindings hold it.
+    names: FxHashMap<SmolStr, (u32, Slot)>,
     order: FxHashMap<salsa::Id, u32>,
+    /// Every chunk parses as the whole file does, and no name is bound twice.
     usable: bool,
 }
 
 #[salsa::tracked(returns(clone))]
-pub fn scope(db: &dyn Db, file: SourceFile) -> Arc<Scope> {
+pub fn name_index(db: &dyn Db, file: SourceFile) -> Arc<NameIndex> {
     use salsa::plumbing::AsId;
-    let mut s = Scope {
+    let mut index = NameIndex {
         usable: true,
-        ..Scope::default()
+        ..NameIndex::default()
     };
     for (k, &chunk) in chunks_of(db, file).iter().enumerate() {
-        s.order.insert(chunk.as_id(), k as u32);
+        index.order.insert(chunk.as_id(), k as u32);
         let b = chunk_bindings(db, chunk);
-        s.usable &= b.usable;
-        let vars = b.vars.iter().map(|v| (&v.name, Some(v.clone())));
-        for (name, v) in vars.chain(b.opaque.iter().map(|n| (n, None))) {
-            // A name bound twice: the second's error points at the first.
-            let bound = (k as u32, chunk.as_id(), v);
-            s.usable &= s.names.insert(name.clone(), bound).is_none();
+        index.usable &= b.usable;
+        let vars = b.vars.iter().enumerate().map(|(i, v)| (&v.name, Slot::Var(i as u32)));
+        let opaque = b.opaque.iter().map(|n| (n, Slot::Opaque));
+        for (name, slot) in vars.chain(opaque) {
+            index.usable &= index.names.insert(name.clone(), (k as u32, slot)).is_none();
         }
     }
-    Arc::new(s)
+    Arc::new(index)
+}
+
+/// Where a chunk's [`Bindings`] hold a name: the index of its binding, or
+/// among the opaque names.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Slot {
+    Var(u32),
+    Opaque,
+}
+
+/// The place of `chunk` among the chunks.
+#[salsa::tracked(returns(copy))]
+pub fn chunk_place<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Option<u32> {
+    use salsa::plumbing::AsId;
+    name_index(db, *chunk.file(db)).order.get(&chunk.as_id()).copied()
+}
+
+/// Reads the name index when first asked (a chunk's check reads it only
+/// for an undefined name's hint), and the bindings of the chunks it names.
+struct Names<'a> {
+    db: &'a dyn Db,
+    file: SourceFile,
+    index: std::cell::OnceCell<Arc<NameIndex>>,
+}
+
+impl<'a> Names<'a> {
+    fn new(db: &'a dyn Db, file: SourceFile) -> Self {
+        Names {
+            db,
+            file,
+            index: std::cell::OnceCell::new(),
+        }
+    }
+
+    fn index(&self) -> &NameIndex {
+        self.index.get_or_init(|| name_index(self.db, self.file))
+    }
+
+    /// Whether a chunk binds `name`.
+    fn binds(&self, name: &str) -> bool {
+        self.index().names.contains_key(name)
+    }
+
+    /// The bindings of `names` that a chunk before place `before` binds
+    /// (any chunk for None), with its id (None: opaque). Reads the
+    /// bindings of those chunks only, each binding at its place there.
+    fn bindings<'w>(
+        &self,
+        names: impl IntoIterator<Item = &'w str>,
+        before: Option<u32>,
+    ) -> FxHashMap<SmolStr, (salsa::Id, Option<Binding>)> {
+        use salsa::plumbing::AsId;
+        let chunks = chunks_of(self.db, self.file);
+        let mut out = FxHashMap::default();
+        for w in names {
+            let Some(&(k, slot)) = self.index().names.get(w) else { continue };
+            let Some(&chunk) = chunks.get(k as usize).filter(|_| before.is_none_or(|b| k < b)) else {
+                continue;
+            };
+            let binding = match slot {
+                Slot::Var(i) => match chunk_bindings(self.db, chunk).vars.get(i as usize) {
+                    Some(b) => Some(b.clone()),
+                    None => continue,
+                },
+                Slot::Opaque => None,
+            };
+            out.insert(SmolStr::new(w), (chunk.as_id(), binding));
+        }
+        out
+    }
 }
 
 /// What a chunk reads of the chunks before it: the binding of each name
-/// its text mentions that one of them binds (with that chunk's id). An
-/// edit to a binder changes the scope; the chunks whose imports stay equal
-/// are not checked again.
+/// its text mentions that one of them binds (with that chunk's id). It
+/// reads the name index and the bindings of the chunks that bind those
+/// names: an edit to a binder's name re-runs every chunk's imports, one to
+/// its type only those of the chunks that read its chunk's bindings; the
+/// chunks whose imports stay equal are not checked again.
 #[derive(PartialEq, Debug, Default)]
 pub struct Imports {
     names: FxHashMap<SmolStr, (salsa::Id, Option<Binding>)>,
@@ -390,23 +659,21 @@ pub struct Imports {
 
 #[salsa::tracked(returns(clone))]
 pub fn chunk_imports<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<Imports> {
-    use salsa::plumbing::AsId;
-    let scope = scope(db, *chunk.file(db));
-    let Some(&ordinal) = scope.order.get(&chunk.as_id()) else {
+    let file = *chunk.file(db);
+    let Some(ordinal) = chunk_place(db, chunk) else {
         return Arc::default();
     };
-    let mut names = FxHashMap::default();
-    for w in jaxpr_syntax::identifiers(chunk.text(db)) {
-        if let Some((k, id, b)) = scope.names.get(w)
-            && *k < ordinal
-            && !names.contains_key(w)
-        {
-            names.insert(SmolStr::new(w), (*id, b.clone()));
-        }
-    }
+    // A name the chunk binds is not looked up (bound before too, it is
+    // bound twice: the index is not usable).
+    let own = chunk_bindings(db, chunk);
+    let mut seen: FxHashSet<&str> = (own.vars.iter().map(|v| v.name.as_str()))
+        .chain(own.opaque.iter().map(SmolStr::as_str))
+        .collect();
+    let words = jaxpr_syntax::identifiers(chunk.text(db)).into_iter().filter(|w| seen.insert(*w));
+    let names = Names::new(db, file);
     Arc::new(Imports {
-        names,
-        usable: scope.usable,
+        names: names.bindings(words, Some(ordinal)),
+        usable: names.index().usable,
     })
 }
 
@@ -420,8 +687,6 @@ pub struct ChunkCheck {
     /// Every equation with an unknown primitive: (its index, name, range
     /// of the primitive relative to the equation).
     unknown_uses: Vec<(u32, SmolStr, TextRange)>,
-    /// The head's text, when a diagnostic names a position in it.
-    head: Option<Arc<str>>,
     usable: bool,
 }
 
@@ -433,9 +698,10 @@ struct ChunkCx<'a> {
     local: &'a FxHashMap<SmolStr, (u32, VarInfo)>,
     chunk: salsa::Id,
     imports: &'a Imports,
-    /// Every earlier chunk's names (the scope, and the chunk's place in
-    /// it), read only for an undefined name's hint.
-    wider: Option<(&'a Scope, u32)>,
+    /// Every earlier chunk's names (the name index, and the chunk's place
+    /// in it), read only for an undefined name's hint.
+    wider: Option<(&'a Names<'a>, u32)>,
+    /// The main jaxpr's line, checked.
     head: &'a HeadCheck,
     refs: &'a Refs,
     /// A name of an opaque binding was looked up.
@@ -474,12 +740,17 @@ impl Context for ChunkCx<'_> {
         if let Some((eqn, v)) = self.local.get(name) {
             return Some(Resolved::Bound(self.bound_in(self.chunk, *eqn, v)));
         }
-        let imported = self.imports.names.get(name).map(|(chunk, b)| (chunk, b));
-        let wider = self.wider.and_then(|(scope, ordinal)| {
-            let (k, chunk, b) = scope.names.get(name)?;
-            (*k < ordinal).then_some((chunk, b))
-        });
-        if let Some((chunk, b)) = imported.or(wider) {
+        let wider;
+        let found = match self.imports.names.get(name) {
+            Some((chunk, b)) => Some((*chunk, b.as_ref())),
+            None => {
+                wider = self.wider.and_then(|(names, ordinal)| {
+                    names.bindings([name], Some(ordinal)).remove(name)
+                });
+                wider.as_ref().map(|(chunk, b)| (*chunk, b.as_ref()))
+            }
+        };
+        if let Some((chunk, b)) = found {
             let Some(b) = b else {
                 self.read_opaque.set(true);
                 return None;
@@ -489,14 +760,13 @@ impl Context for ChunkCx<'_> {
                 binder_range: b.binder_range,
                 ..bound_elsewhere(&b.name, &b.ty)
             };
-            return Some(Resolved::Bound(self.bound_in(*chunk, b.eqn, &v)));
+            return Some(Resolved::Bound(self.bound_in(chunk, b.eqn, &v)));
         }
         self.head.names.get(name).map(|&v| Resolved::Base(v))
     }
     fn range(&self, r: TextRange) -> TextRange {
         match self.head.binder_ranges.get(&r) {
             Some(to) => self.refs.placeholder(to.clone()),
-            None if r.end as usize <= self.head.text.len() => in_head(r),
             None => outside(),
         }
     }
@@ -518,22 +788,22 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
     };
     // Read only for an undefined name's hint (which names nearby names
     // bound anywhere before): most chunks do not depend on it.
-    let mut wider: Option<Arc<Scope>> = None;
+    let names = Names::new(db, file);
     if !out.usable {
         return Arc::new(out);
     }
-    let head = &*outline.check;
-    let mut prelude = head.prelude.lock().unwrap_or_else(|e| e.into_inner());
+    let head = &*outline.main;
+    let mut prelude = outline.prelude.lock().unwrap_or_else(|e| e.into_inner());
     let mut local: FxHashMap<SmolStr, (u32, VarInfo)> = FxHashMap::default();
     // The last check of this chunk, when it read the same head and imports
     // and the chunk binds what it bound then: an equation whose text is as
     // it was then has the same result (what it reads is the same), unless
-    // its hint read the whole scope.
+    // its hint read the whole name index.
     let bindings = chunk_bindings(db, chunk);
     let typed = bindings.opaque.is_empty();
     let last = db.eqn_results().take(file.as_id(), chunk.as_id()).filter(|last| {
         typed
-            && Arc::ptr_eq(&last.head, &outline.check)
+            && (Arc::ptr_eq(&last.head, &outline) || last.head.key == outline.key)
             && (Arc::ptr_eq(&last.imports, &imports) || last.imports == imports)
             && (Arc::ptr_eq(&last.bindings, &bindings) || last.bindings == bindings)
     });
@@ -561,9 +831,6 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
             same.then(|| last.results.get(k).cloned().flatten()).flatten()
         });
         if let Some(r) = reused {
-            if r.names_head {
-                out.head = Some(head.text.clone());
-            }
             out.unknown_uses.extend(r.unknown_uses.iter().map(|(n, u)| (k as u32, n.clone(), *u)));
             if !es.errors.is_empty() || !r.diagnostics.is_empty() {
                 out.eqns.push((k as u32, es.errors.clone(), r.diagnostics.clone(), r.refs.clone()));
@@ -600,18 +867,18 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
             read_opaque: &read_opaque,
         };
         let mut r = check::check_eqn_alone(&mut prelude, &head.analysis, head.main, e, &words, &mut cx);
+        r.diagnostics.iter_mut().for_each(|d| refs.untag(d, &outline.tags));
         // An undefined name's hint names a similar variable in scope: add
         // the names one edit away and check again.
         let mut more = Vec::new();
         let undefined = |d: &Diagnostic| d.kind == DiagKind::UndefinedVariable;
         let read_scope = r.diagnostics.iter().any(undefined);
         if read_scope {
-            let scope = wider.get_or_insert_with(|| scope(db, file));
-            let Some(&ordinal) = scope.order.get(&chunk.as_id()) else {
+            let Some(ordinal) = chunk_place(db, chunk) else {
                 out.usable = false;
                 break;
             };
-            cx.wider = Some((scope, ordinal));
+            cx.wider = Some((&names, ordinal));
         }
         for d in &r.diagnostics {
             if d.kind == DiagKind::UndefinedVariable && d.range.end as usize <= eqn_text.len() {
@@ -625,6 +892,7 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
             more.dedup();
             words.extend(more.iter().map(String::as_str));
             r = check::check_eqn_alone(&mut prelude, &head.analysis, head.main, e, &words, &mut cx);
+            r.diagnostics.iter_mut().for_each(|d| refs.untag(d, &outline.tags));
         }
         let len = eqn_text.len() as u32;
         let known = |d: &Diagnostic| {
@@ -644,13 +912,6 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
                 local.insert(v.name.clone(), (k as u32, v));
             }
         }
-        let names_head = |d: &Diagnostic| {
-            is_in_head(d.range) || d.related.iter().any(|r| is_in_head(r.range))
-        };
-        let names_head = r.diagnostics.iter().any(names_head);
-        if names_head {
-            out.head = Some(head.text.clone());
-        }
         out.unknown_uses
             .extend(r.unknown_uses.iter().map(|(n, u)| (k as u32, n.clone(), *u)));
         let refs = refs.refs.into_inner();
@@ -661,13 +922,12 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
             diagnostics: r.diagnostics,
             refs,
             unknown_uses: r.unknown_uses,
-            names_head,
         }));
     }
     if out.usable && typed {
         let last = LastCheck {
             syntax,
-            head: outline.check.clone(),
+            head: outline.clone(),
             imports,
             bindings,
             results,
@@ -716,10 +976,10 @@ impl EqnResults {
 
 struct LastCheck {
     syntax: Arc<ItemSyntax>,
-    head: Arc<HeadCheck>,
+    head: Arc<HeadOutline>,
     imports: Arc<Imports>,
     bindings: Arc<Bindings>,
-    /// Per equation (None: not checked, or its hint read the whole scope).
+    /// Per equation (None: not checked, or its hint read the whole name index).
     results: Vec<Option<EqnResult>>,
 }
 
@@ -729,7 +989,6 @@ struct EqnResult {
     diagnostics: Vec<Diagnostic>,
     refs: Vec<Ref>,
     unknown_uses: Vec<(SmolStr, TextRange)>,
-    names_head: bool,
 }
 
 /// The tail checked: its syntax errors and the checker's diagnostics,
@@ -750,29 +1009,32 @@ pub fn tail_check<'db>(db: &'db dyn Db, tail: Item<'db>) -> Arc<TailCheck> {
     let Some(head) = head_of(db, file) else {
         return Arc::default();
     };
-    let scope = scope(db, file);
+    let names = Names::new(db, file);
     let text = tail.text(db);
     let indent = " ".repeat(indent_of(FOLLOWER.as_bytes()));
-    let mut body = String::new();
-    let mut read_opaque = false;
-    let mut add = |name: &str, body: &mut String| match scope.names.get(name) {
-        Some((_, _, Some(b))) => body.push_str(&format!("{indent}{} = tail_output\n", b.text)),
-        Some((_, _, None)) => read_opaque = true,
-        None => {}
-    };
     let outline = head_outline(db, head);
-    let bound = |n: &str| scope.names.contains_key(n) || outline.check.names.contains_key(n);
+    let bound = |n: &str| names.binds(n) || outline.main.names.contains_key(n);
+    // The names to bind, in the order they are bound.
+    let mut wanted: Vec<String> = Vec::new();
     let mut seen = FxHashSet::default();
     for w in jaxpr_syntax::identifiers(text) {
         if !seen.insert(w) {
             continue;
         }
         if bound(w) {
-            add(w, &mut body);
+            wanted.push(w.to_string());
         } else {
-            for n in check::near_names(w, bound) {
-                add(&n, &mut body);
-            }
+            wanted.extend(check::near_names(w, bound));
+        }
+    }
+    let bindings = names.bindings(wanted.iter().map(String::as_str), None);
+    let mut body = String::new();
+    let mut read_opaque = false;
+    for name in &wanted {
+        match bindings.get(name.as_str()) {
+            Some((_, Some(b))) => body.push_str(&format!("{indent}{} = tail_output\n", b.text)),
+            Some((_, None)) => read_opaque = true,
+            None => {}
         }
     }
     if body.is_empty() {
@@ -786,7 +1048,7 @@ pub fn tail_check<'db>(db: &'db dyn Db, tail: Item<'db>) -> Arc<TailCheck> {
     let synthetic = format!("{head_text}{body}{text}");
     let p = jaxpr_syntax::parse(&synthetic);
     let a = check::check(&p.file);
-    let mut usable = outline.key.usable && scope.usable && !read_opaque && a.symbols.is_empty();
+    let mut usable = outline.key.usable && names.index().usable && !read_opaque && a.symbols.is_empty();
     let mut keep = |d: &Diagnostic| {
         let here = d.range.start >= at;
         usable &= !here || (d.range.start >= at && d.related.iter().all(|r| r.range.start >= at));
@@ -821,9 +1083,14 @@ pub fn unknown_primitives(
     let mut seen = FxHashSet::default();
     let mut out = Vec::new();
     if let Some(head) = head_of(db, file) {
-        for (name, r) in &head_check(db, head).unknown_uses {
-            if seen.insert(name.clone()) {
-                out.push((name.clone(), head.as_id(), 0, *r));
+        // The `let`s in the order the whole-file check checks them.
+        let graph = let_graph(db, head);
+        for &k in &graph.order {
+            let part = graph.lets[k];
+            for (name, r) in &let_check(db, part).unknown_uses {
+                if seen.insert(name.clone()) {
+                    out.push((name.clone(), part.as_id(), 0, *r));
+                }
             }
         }
     }
@@ -848,9 +1115,20 @@ fn resolve(db: &dyn Db, file: SourceFile, r: &Ref) -> Option<TextRange> {
             Some(range.shifted(at))
         }
         Ref::MainBinder { name, whole } => {
-            let check = head_check(db, *split.items.first()?);
+            let parts = head_parts(db, *split.items.first()?).as_ref()?;
+            let check = main_check(db, *parts.parts.last()?);
             let v = check.analysis.var(*check.names.get(name)?);
-            Some(if *whole { v.binder_range } else { v.range })
+            let r = if *whole { v.binder_range } else { v.range };
+            Some(r.shifted(split.starts[0] + parts.starts.last()?))
+        }
+        Ref::Let { name, pos } => {
+            let head = *split.items.first()?;
+            let graph = let_graph(db, head);
+            let k = graph.names.iter().position(|n| n == name)?;
+            let parts = head_parts(db, head).as_ref()?;
+            let at = parts.starts[parts.parts.iter().position(|&p| p == graph.lets[k])?];
+            let check = let_check(db, graph.lets[k]);
+            Some(pos.in_analysis(&check.analysis, check.jaxpr)?.shifted(split.starts[0] + at))
         }
     }
 }
@@ -873,6 +1151,19 @@ pub fn item_diagnostics(db: &dyn Db, file: SourceFile) -> Option<Arc<Vec<Diagnos
         }
         d
     };
+    // A diagnostic of a piece at `here`, its placeholders (`refs`) resolved.
+    let resolved = |d: &Diagnostic, here: u32, refs: &[Ref]| {
+        let at = |r: TextRange| match placeholder_index(r) {
+            Some(i) if r.start >= PLACEHOLDERS => resolve(db, file, refs.get(i)?),
+            _ => Some(r.shifted(here)),
+        };
+        let mut d = d.clone();
+        d.range = at(d.range)?;
+        for r in &mut d.related {
+            r.range = at(r.range)?;
+        }
+        Some(d)
+    };
     for (&item, &start) in split.items.iter().zip(&split.starts) {
         if !item_parse(db, item).valid {
             return None;
@@ -885,37 +1176,46 @@ pub fn item_diagnostics(db: &dyn Db, file: SourceFile) -> Option<Arc<Vec<Diagnos
                 if !outline.key.usable {
                     return None;
                 }
-                errors.extend(outline.check.errors.iter().cloned());
-                diagnostics.extend(outline.check.diagnostics.iter().cloned());
+                let parts = head_parts(db, item).as_ref()?;
+                let mut head_errors = Vec::new();
+                for (&part, &at) in parts.parts.iter().zip(&parts.starts) {
+                    let here = start + at;
+                    starts.insert(part.as_id(), (here, &[]));
+                    head_errors.extend(let_parse(db, part).errors.iter().map(|d| moved(d, here)));
+                    match part.kind(db) {
+                        PartKind::Let => {
+                            let c = let_check(db, part);
+                            for d in &c.diagnostics {
+                                diagnostics.push(resolved(d, here, &c.refs)?);
+                            }
+                        }
+                        PartKind::Main => {
+                            let c = main_check(db, part);
+                            diagnostics.extend(c.diagnostics.iter().map(|d| moved(d, here)));
+                        }
+                    }
+                }
+                // The parts' syntax errors are the whole head's.
+                let key = |d: &Diagnostic| (d.range.start, d.range.end, d.kind);
+                let mut whole = item_parse(db, item).errors.clone();
+                whole.iter_mut().for_each(|d| *d = moved(d, start));
+                whole.sort_by_key(key);
+                head_errors.sort_by_key(key);
+                if whole != head_errors {
+                    return None;
+                }
+                errors.extend(head_errors);
             }
             ItemKind::Eqns => {
                 let c = chunk_check(db, item);
                 if !c.usable {
                     return None;
                 }
-                // Positions in the head are those of the text it was checked with.
-                if let Some(was) = &c.head {
-                    let now = split.items.first()?.text(db);
-                    if !Arc::ptr_eq(was, now) && was != now {
-                        return None;
-                    }
-                }
                 for (k, errs, diags, refs) in &c.eqns {
-                    let at = eqn_starts[*k as usize];
-                    errors.extend(errs.iter().map(|d| moved(d, start + at)));
-                    let here = start + at;
-                    let resolve = |r: TextRange| match placeholder_index(r) {
-                        Some(i) if r.start >= PLACEHOLDERS => resolve(db, file, &refs[i]),
-                        _ if is_in_head(r) => Some(TextRange::new(r.start - IN_HEAD, r.end - IN_HEAD)),
-                        _ => Some(r.shifted(here)),
-                    };
+                    let here = start + eqn_starts[*k as usize];
+                    errors.extend(errs.iter().map(|d| moved(d, here)));
                     for d in diags {
-                        let mut d = d.clone();
-                        d.range = resolve(d.range)?;
-                        for r in &mut d.related {
-                            r.range = resolve(r.range)?;
-                        }
-                        diagnostics.push(d);
+                        diagnostics.push(resolved(d, here, refs)?);
                     }
                 }
             }
@@ -938,3 +1238,4 @@ pub fn item_diagnostics(db: &dyn Db, file: SourceFile) -> Option<Arc<Vec<Diagnos
     errors.sort_by_key(|d| (d.range.start, d.severity, d.kind));
     Some(Arc::new(errors))
 }
+

@@ -18,6 +18,10 @@
 //! equation's, and 108k equations are about 108k / [`CHUNK`] salsa entities.
 //! Blank lines between chunks belong to no item.
 //!
+//! The head is cut again into parts ([`head_parts`]): each `let` jaxpr, and
+//! the main jaxpr's opening line, tracked structs named by the `let`'s
+//! name, so that an edit inside one `let` changes that part's text only.
+//!
 //! [`item_parse`] parses a chunk's equations, each with ranges relative to
 //! its own start ([`jaxpr_syntax::parse_equation`], which also checks that the
 //! whole-file parser reads the same equation there).
@@ -260,6 +264,9 @@ pub struct ItemSyntax {
     /// chunk; the head opens the main jaxpr, whose first equation starts
     /// where the head ends; the tail ends the main jaxpr and the file.
     pub valid: bool,
+    /// The head's syntax errors as the whole-file parser reads it (what the
+    /// parses of its parts must agree with; nothing for the other items).
+    pub errors: Vec<Diagnostic>,
 }
 
 /// One equation of a chunk, with ranges relative to its start.
@@ -278,11 +285,12 @@ pub fn item_parse<'db>(db: &'db dyn Db, item: Item<'db>) -> Arc<ItemSyntax> {
     let mut out = ItemSyntax {
         eqns: Vec::new(),
         valid: true,
+        errors: Vec::new(),
     };
     match item.kind(db) {
         ItemKind::Eqns => {}
         ItemKind::Head => {
-            out.valid = head_is_valid(item.text(db));
+            (out.valid, out.errors) = head_is_valid(item.text(db));
             return Arc::new(out);
         }
         ItemKind::Tail => {
@@ -321,14 +329,147 @@ pub fn item_parse<'db>(db: &'db dyn Db, item: Item<'db>) -> Arc<ItemSyntax> {
 /// Whether the whole-file parser, reading `head` and then an equation,
 /// reads `let`s and then the main jaxpr up to that equation (the parser
 /// looks one line ahead: the first chunk's parse checks its line starts an
-/// equation).
-fn head_is_valid(head: &str) -> bool {
+/// equation), and its syntax errors in the head.
+fn head_is_valid(head: &str) -> (bool, Vec<Diagnostic>) {
     let text = format!("{head}{FOLLOWER}  in () }}\n");
     let p = jaxpr_syntax::parse(&text);
-    p.file.main.as_ref().is_some_and(|m| {
+    let valid = p.file.main.as_ref().is_some_and(|m| {
         let at = head.len() + indent_of(FOLLOWER.as_bytes());
         m.eqns.first().is_some_and(|e| e.range.start == at as u32)
             && p.file.lets.iter().all(|l| l.range.start < m.range.start)
+    });
+    let len = head.len() as u32;
+    let errors = p.errors.into_iter().filter(|d| d.range.start < len).collect();
+    (valid, errors)
+}
+
+/// What a part of the head is.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum PartKind {
+    /// A `let` jaxpr (from its `let` line to the next part).
+    Let,
+    /// The main jaxpr's line up to its first equation.
+    Main,
+}
+
+/// One part of the head: a `let` jaxpr, or the main jaxpr's opening line.
+/// Its identity is its kind and name (the `let`'s name), so an edit to
+/// another part, or lines inserted before it, leave its id and text: only
+/// what reads its text runs again.
+#[salsa::tracked(debug)]
+pub struct HeadPart<'db> {
+    pub head: Item<'db>,
+    pub kind: PartKind,
+    #[returns(ref)]
+    pub name: SmolStr,
+    #[tracked]
+    #[returns(ref)]
+    pub text: Arc<str>,
+}
+
+/// The parts of a head in text order, and where each starts in it.
+#[derive(Debug, PartialEq, Eq, salsa::SalsaValue)]
+pub struct HeadParts<'db> {
+    pub parts: Vec<HeadPart<'db>>,
+    pub starts: Vec<u32>,
+}
+
+/// The parts of `head`: a part starts at each line that starts (at the
+/// first column) with `let ` or `{`; the last is the main jaxpr's. None when the head does not cut so (the
+/// parses of the parts check the cut: [`let_parse`]).
+#[salsa::tracked(returns(ref))]
+pub fn head_parts<'db>(db: &'db dyn Db, head: Item<'db>) -> Option<HeadParts<'db>> {
+    let text = head.text(db);
+    let bytes = text.as_bytes();
+    let mut cuts: Vec<(usize, PartKind)> = Vec::new();
+    let line_starts = std::iter::once(0).chain(memchr::memchr_iter(b'\n', bytes).map(|i| i + 1));
+    for at in line_starts.filter(|&i| i < bytes.len()) {
+        let rest = &bytes[at..];
+        let kind = if rest.starts_with(b"let ") {
+            PartKind::Let
+        } else if rest.starts_with(b"{") {
+            PartKind::Main
+        } else {
+            continue;
+        };
+        if cuts.last().is_some_and(|c| c.1 == PartKind::Main) {
+            return None;
+        }
+        cuts.push((at, kind));
+    }
+    if cuts.last()?.1 != PartKind::Main {
+        return None;
+    }
+    let names: Vec<SmolStr> = (cuts.iter())
+        .map(|&(at, kind)| match kind {
+            PartKind::Let => {
+                let name = text[at + "let ".len()..].trim_start();
+                let end = name.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(name.len());
+                SmolStr::new(&name[..end])
+            }
+            PartKind::Main => SmolStr::default(),
+        })
+        .collect();
+    // Lines before the first part belong to none (blank lines or comments:
+    // anything else is a syntax error of the whole head's parse that no
+    // part's parse has, and the file is checked whole).
+    let mut out = HeadParts {
+        parts: Vec::with_capacity(cuts.len()),
+        starts: Vec::with_capacity(cuts.len()),
+    };
+    for (k, &(at, kind)) in cuts.iter().enumerate() {
+        let end = cuts.get(k + 1).map_or(text.len(), |c| c.0);
+        // Blank lines after a part belong to none (as between chunks).
+        let part = &text[at..end];
+        let part = &part[..trim_blank_lines(part)];
+        out.parts.push(HeadPart::new(db, head, kind, names[k].clone(), Arc::from(part)));
+        out.starts.push(at as u32);
+    }
+    Some(out)
+}
+
+/// A part of the head parsed alone (a `let`: with an empty main jaxpr
+/// after it), ranges relative to the part.
+#[derive(Debug, PartialEq, Eq)]
+pub struct LetSyntax {
+    /// The `let` jaxpr (None for the main jaxpr's part).
+    pub let_jaxpr: Option<jaxpr_syntax::ast::LetJaxpr>,
+    pub errors: Vec<Diagnostic>,
+    /// The part is one `let` named as the part is, and nothing after it.
+    pub valid: bool,
+}
+
+#[salsa::tracked(returns(clone))]
+pub fn let_parse<'db>(db: &'db dyn Db, part: HeadPart<'db>) -> Arc<LetSyntax> {
+    let text = part.text(db);
+    let len = text.len() as u32;
+    let synthetic = match part.kind(db) {
+        PartKind::Let => format!("{text}{{ lambda ; . let\n{FOLLOWER}  in () }}\n"),
+        PartKind::Main => format!("{text}{FOLLOWER}  in () }}\n"),
+    };
+    let mut p = jaxpr_syntax::parse(&synthetic);
+    let errors: Vec<Diagnostic> = p.errors.iter().filter(|d| d.range.start < len).cloned().collect();
+    let main_after = p.file.main.as_ref().is_some_and(|m| match part.kind(db) {
+        PartKind::Let => m.range.start >= len,
+        PartKind::Main => m.range.start < len && m.eqns.len() == 1 && m.eqns[0].range.start > len,
+    });
+    let mut valid = main_after && errors.len() == p.errors.len();
+    let let_jaxpr = match part.kind(db) {
+        PartKind::Let => {
+            valid &= p.file.lets.len() == 1
+                && p.file.lets[0].range.end <= len
+                && p.file.lets[0].name.text == *part.name(db);
+            p.file.lets.pop()
+        }
+        PartKind::Main => {
+            valid &= p.file.lets.is_empty();
+            None
+        }
+    };
+    Arc::new(LetSyntax {
+        let_jaxpr,
+        errors,
+        valid,
     })
 }
 
@@ -591,7 +732,7 @@ mod tests {
         assert_eq!(*d, crate::diagnostics_from_scratch(file.text(db)));
         let mut ran: Vec<String> = executed_names(db)
             .into_iter()
-            .filter(|q| q.ends_with("_check") || q.ends_with("_outline") || q == "scope")
+            .filter(|q| q.ends_with("_check") || q.ends_with("_outline") || q == "name_index")
             .collect();
         ran.sort();
         ran
@@ -616,7 +757,7 @@ mod tests {
     }
 
     /// An edit to a `let`'s body that leaves what its call sites read of
-    /// it (its interface) re-checks the head, not the equations that call
+    /// it (its interface) re-checks that `let`, not the equations that call
     /// it; one that changes its interface re-checks them.
     #[test]
     fn a_let_body_edit_that_keeps_its_interface_rechecks_no_caller() {
@@ -626,12 +767,133 @@ mod tests {
         checks_run(&db, file);
         let body = "    b:f32[3] = sin a\n";
         file.set_text(&mut db).to(t.replacen(body, "    b:f32[3] = tanh a\n", 1));
-        assert_eq!(checks_run(&db, file), ["head_check", "head_outline"]);
+        assert_eq!(checks_run(&db, file), ["head_outline", "let_check"]);
         let changed = "    b:f32[4] = tanh a\n  in (b,) } in";
         file.set_text(&mut db).to(t.replacen(&format!("{body}  in (b,) }} in"), changed, 1));
         let ran = checks_run(&db, file);
         assert!(ran.contains(&"head_outline".to_string()));
         assert!(ran.iter().filter(|q| *q == "chunk_check").count() > 1, "{ran:?}");
+    }
+
+    /// Three `let`s (`g` calls `f`) before a main jaxpr of `n` equations
+    /// that calls each of them.
+    fn three_lets(n: usize) -> String {
+        let mut t = String::from(
+            "let f = { lambda ; a:f32[3]. let\n    b:f32[3] = sin a\n  in (b,) } in\n\
+             let g = { lambda ; c:f32[3]. let\n    d:f32[3] = pjit[name=f jaxpr=f] c\n    e:f32[3] = cos d\n  in (e,) } in\n\
+             let h = { lambda ; k:f32[3]. let\n    m:f32[3] = exp k\n  in (m,) } in\n\
+             { lambda ; x:f32[3]. let\n",
+        );
+        for i in 0..n {
+            match i % 100 {
+                20 => t.push_str(&format!("    v{i}:f32[3] = pjit[name=f jaxpr=f] x\n")),
+                40 => t.push_str(&format!("    v{i}:f32[3] = pjit[name=g jaxpr=g] x\n")),
+                60 => t.push_str(&format!("    v{i}:f32[3] = pjit[name=h jaxpr=h] x\n")),
+                _ => t.push_str(&format!("    v{i}:f32[3] = sin x\n")),
+            }
+        }
+        t + "  in (x,) }\n"
+    }
+
+    /// Each `let` is an item of its own: an edit inside one that keeps its
+    /// interface re-checks that `let` alone (not the others, not the one
+    /// that calls it, no equation); an edit that changes it re-checks the
+    /// `let`s that call it and the equations.
+    #[test]
+    fn an_edit_inside_one_let_rechecks_that_let_only() {
+        let mut db = RootDatabase::with_event_log();
+        let t = three_lets(500);
+        let file = SourceFile::new(&db, "t.jaxpr".into(), t.clone());
+        checks_run(&db, file);
+        let parts = |db: &RootDatabase| -> Vec<salsa::Id> {
+            let head = split(db, file).as_ref().unwrap().items[0];
+            let parts = &head_parts(db, head).as_ref().unwrap().parts;
+            parts.iter().map(salsa::plumbing::AsId::as_id).collect()
+        };
+        let before = parts(&db);
+        assert_eq!(before.len(), 4, "three `let`s and the main jaxpr's line");
+        let let_checks = |db: &RootDatabase| {
+            let ran = db.take_executed();
+            let ids: Vec<String> = ran
+                .iter()
+                .filter(|q| q.starts_with("let_check("))
+                .map(|q| q["let_check".len()..].to_string())
+                .collect();
+            (ran, ids)
+        };
+        let id = |p: &salsa::Id| format!("({p:?})");
+        // Inside the second: only its check.
+        let edited = t.replacen("    e:f32[3] = cos d\n", "    e:f32[3] = tanh d\n", 1);
+        file.set_text(&mut db).to(edited.clone());
+        let d = item_diagnostics(&db, file).expect("the items check the file");
+        assert_eq!(*d, crate::diagnostics_from_scratch(&edited));
+        let (ran, ids) = let_checks(&db);
+        assert_eq!(ids, [id(&before[1])], "{ran:?}");
+        assert!(!ran.iter().any(|q| q.starts_with("chunk_check") || q.starts_with("main_check")), "{ran:?}");
+        assert_eq!(parts(&db), before, "the parts keep their ids");
+        // Inside the first, called by the second, its interface kept: the
+        // first alone (the parts did not move: not even the outline).
+        let edited = edited.replacen("    b:f32[3] = sin a\n", "    b:f32[3] = exp a\n", 1);
+        file.set_text(&mut db).to(edited.clone());
+        assert_eq!(checks_run(&db, file), ["let_check"]);
+        // Lines inserted before the second move it: no `let` or equation
+        // is checked again.
+        let edited = edited.replacen("let g =", "\n\nlet g =", 1);
+        file.set_text(&mut db).to(edited.clone());
+        assert_eq!(checks_run(&db, file), ["head_outline"]);
+        // The first's interface changed: it, the second (which calls it) and
+        // the equations are checked again; errors at the call sites name
+        // the first's binder, wherever it is now.
+        let edited = edited.replacen("a:f32[3]. let\n    b:f32[3] = exp a", "a:f32[4]. let\n    b:f32[4] = exp a", 1);
+        file.set_text(&mut db).to(edited.clone());
+        let d = item_diagnostics(&db, file).expect("the items check the file");
+        assert_eq!(*d, crate::diagnostics_from_scratch(&edited));
+        assert!(d.iter().any(|d| !d.related.is_empty()), "{d:?}");
+        let (ran, ids) = let_checks(&db);
+        assert_eq!(ids, [id(&before[0]), id(&before[1])], "{ran:?}");
+        assert!(ran.iter().any(|q| q.starts_with("chunk_check")), "{ran:?}");
+        // Lines inserted before the first: the errors move with it, and
+        // nothing is checked again.
+        let edited = format!("\n{edited}");
+        file.set_text(&mut db).to(edited.clone());
+        assert_eq!(checks_run(&db, file), ["head_outline"]);
+        // The main jaxpr's binders: its line's check, and the equations.
+        let edited = edited.replacen("{ lambda ; x:f32[3]. let", "{ lambda ; x:f32[4]. let", 1);
+        file.set_text(&mut db).to(edited.clone());
+        let ran = checks_run(&db, file);
+        assert!(ran.contains(&"main_check".to_string()) && !ran.contains(&"let_check".to_string()), "{ran:?}");
+    }
+
+    /// An edit to a binder's name re-runs the name index, every chunk's
+    /// imports and the checks of the chunks whose imports changed; one to
+    /// its type leaves the index equal, and re-runs only the imports of the
+    /// chunks that read the edited chunk's bindings.
+    #[test]
+    fn a_binder_edit_rechecks_the_chunks_that_read_it() {
+        let mut db = RootDatabase::with_event_log();
+        let t = text(2000).replace("v1500:f32[3] = sin x", "v1500:f32[3] = sin v300");
+        let file = SourceFile::new(&db, "t.jaxpr".into(), t.clone());
+        checks_run(&db, file);
+        let chunks = crate::item_check::chunks_of(&db, file).len();
+        assert!(chunks > 4, "{chunks} chunks");
+        let count = |ran: &[String], q: &str| ran.iter().filter(|r| *r == q).count();
+        for (what, edited, imports) in [
+            // Renamed: the equation that reads it reads an undefined name.
+            ("renamed", t.replace("v300:f32[3] = sin x", "v300q:f32[3] = sin x"), chunks),
+            ("back", t.clone(), chunks),
+            // Retyped: both equations have an error; the chunks that import
+            // nothing of the edited chunk do not look again.
+            ("retyped", t.replace("v300:f32[3] = sin x", "v300:f32[4] = sin x"), 2),
+        ] {
+            file.set_text(&mut db).to(edited.clone());
+            let d = item_diagnostics(&db, file).expect("the items check the file");
+            assert_eq!(*d, crate::diagnostics_from_scratch(&edited), "{what}");
+            assert!(!d.is_empty() || what == "back", "{what}");
+            let ran = executed_names(&db);
+            assert_eq!(count(&ran, "name_index"), 1, "{what}: {ran:?}");
+            assert_eq!(count(&ran, "chunk_imports"), imports, "{what}: {ran:?}");
+            assert_eq!(count(&ran, "chunk_check"), 2, "{what}: {ran:?}");
+        }
     }
 
     /// An inserted blank line re-checks nothing.

@@ -90,10 +90,10 @@ pub enum Path {
     /// The items that hold the edited equations, and nothing that reads
     /// them (their binders did not change).
     Equation,
-    /// The head (the `let` jaxprs and the main jaxpr's binders); what the
-    /// equations read of it did not change.
+    /// Parts of the head (`let` jaxprs, the main jaxpr's binders); what
+    /// the equations read of them did not change.
     Let,
-    /// The head, and the equations that read what changed of it.
+    /// Parts of the head, and the equations that read what changed of them.
     LetAndCallSites,
     /// An item whose binders changed, and the items that read them.
     Binders,
@@ -113,9 +113,9 @@ impl Path {
         };
         if ran("analysis") {
             Path::Full
-        } else if ran("head_check") {
+        } else if ran("let_check") || ran("main_check") {
             if ran("chunk_check") { Path::LetAndCallSites } else { Path::Let }
-        } else if ran("scope") {
+        } else if ran("name_index") {
             Path::Binders
         } else if ran("chunk_check") {
             Path::Equation
