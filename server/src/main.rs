@@ -22,7 +22,10 @@ fn main() {
         println!("jaxpr-lsp {}", env!("CARGO_PKG_VERSION"));
         return;
     }
-    jaxpr_alloc::return_freed_memory_at_once();
+    // A closed document's memory goes back to the system, but not every
+    // block an edit frees at once: returning each at once made an edit's
+    // diagnostics wait on the system calls (docs/incremental.md).
+    jaxpr_alloc::return_freed_memory_after(std::time::Duration::from_millis(500));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

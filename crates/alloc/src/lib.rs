@@ -59,9 +59,15 @@ const MI_OPTION_PURGE_DELAY: mi::mi_option_t = 15;
 
 /// Memory the process frees goes back to the system at once instead of
 /// staying resident for mimalloc's default delay: for a one-shot process
-/// (tables outgrown while a large file is checked), and for the language
-/// server, whose closed documents' memory would otherwise stay counted
-/// against it.
+/// (tables outgrown while a large file is checked).
 pub fn return_freed_memory_at_once() {
-    unsafe { mi::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
+    return_freed_memory_after(std::time::Duration::ZERO);
+}
+
+/// Memory the process frees goes back to the system once it has stayed
+/// free for `delay` (mimalloc's purge delay).
+pub fn return_freed_memory_after(delay: std::time::Duration) {
+    let ms = i64::try_from(delay.as_millis()).unwrap_or(i64::MAX);
+    // SAFETY: mimalloc reads and sets its options atomically, from any thread.
+    unsafe { mi::mi_option_set(MI_OPTION_PURGE_DELAY, ms as _) };
 }
