@@ -512,9 +512,9 @@ impl<'c, 'f> G<'c, 'f> {
         if let Some(along) = transposed_read(node) {
             self.transposed_copy(node, dims, along, dt, res.p)?;
         } else if node.flat() {
-            self.for_carry_as(self.numel(dims), &[], Unroll::Never, &mut |i, _| {
+            self.for_range_as(self.numel(dims), Unroll::Never, &mut |i| {
                 let v = self.element(node, i, &[])?;
-                self.store(dt, res.p, i, v).map(|()| Vec::new())
+                self.store(dt, res.p, i, v)
             })?;
         } else {
             self.nest_as(dims, Unroll::Never, &mut |idx| {
@@ -543,8 +543,8 @@ impl<'c, 'f> G<'c, 'f> {
         let outer: Vec<IntValue<'c>> = (0..last).filter(|&k| k != along).map(|k| dims[k]).collect();
         let tile = self.i64(TRANSPOSE_TILE);
         self.nest_as(&outer, Unroll::Never, &mut |oi| {
-            self.for_carry_as(self.ceil_div(dims[along], TRANSPOSE_TILE), &[], Unroll::Never, &mut |bi, _| {
-                self.for_carry_as(self.ceil_div(dims[last], TRANSPOSE_TILE), &[], Unroll::Never, &mut |bj, _| {
+            self.for_range_as(self.ceil_div(dims[along], TRANSPOSE_TILE), Unroll::Never, &mut |bi| {
+                self.for_range_as(self.ceil_div(dims[last], TRANSPOSE_TILE), Unroll::Never, &mut |bj| {
                     let (i0, j0) = (self.mul(bi, tile), self.mul(bj, tile));
                     let ni = self.min_i64(tile, self.sub(dims[along], i0));
                     let nj = self.min_i64(tile, self.sub(dims[last], j0));
@@ -562,12 +562,9 @@ impl<'c, 'f> G<'c, 'f> {
                             let v = self.element(node, off, &idx)?;
                             self.store(dt, res, off, v)
                         })
-                    })?;
-                    Ok(Vec::new())
-                })?;
-                Ok(Vec::new())
+                    })
+                })
             })
-            .map(drop)
         })
     }
 

@@ -60,6 +60,7 @@ use inkwell::basic_block::BasicBlock;
 use inkwell::builder::Builder;
 use inkwell::context::Context;
 use inkwell::module::{Linkage, Module};
+use inkwell::passes::PassBuilderOptions;
 use inkwell::targets::{
     FileType, InitializationConfig, Target, TargetMachine,
 };
@@ -403,7 +404,7 @@ pub fn compile_with(
         progress(Phase::Link);
         return link(&objects).map_err(internal);
     }
-    g.m.run_passes(&passes, &tm, parts::pass_options())
+    g.m.run_passes(&passes, &tm, PassBuilderOptions::create())
         .map_err(|e| internal(format!("LLVM's pass pipeline failed: {e}")))?;
     match artifact {
         Artifact::LlvmIr => Ok(g.m.print_to_string().to_bytes().to_vec()),
@@ -521,7 +522,6 @@ pub(crate) enum Home<'c> {
 /// Failure exits of a function by the buffers they give back.
 pub(crate) type Unwinds<'c> = HashMap<Vec<PointerValue<'c>>, BasicBlock<'c>>;
 
-/// The code generator of one library.
 /// What LLVM may do to unroll a loop the back end builds.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Unroll {
@@ -535,6 +535,7 @@ pub(crate) enum Unroll {
     Never,
 }
 
+/// The code generator of one library.
 pub(crate) struct G<'c, 'f> {
     pub cx: &'c Context,
     pub m: Module<'c>,
@@ -933,10 +934,14 @@ impl<'c, 'f> G<'c, 'f> {
 
     // ---- loops -----------------------------------------------------------------
 
-
     /// `for i in 0..n { f(i) }`.
     pub fn for_range(&self, n: IntValue<'c>, f: &mut dyn FnMut(IntValue<'c>) -> R<()>) -> R<()> {
-        self.for_carry(n, &[], &mut |i, _| f(i).map(|()| Vec::new()))?;
+        self.for_range_as(n, Unroll::AsLlvmChooses, f)
+    }
+
+    /// [`G::for_range`], with what LLVM may do to unroll the loop.
+    pub fn for_range_as(&self, n: IntValue<'c>, unroll: Unroll, f: &mut dyn FnMut(IntValue<'c>) -> R<()>) -> R<()> {
+        self.for_carry_as(n, &[], unroll, &mut |i, _| f(i).map(|()| Vec::new()))?;
         Ok(())
     }
 
@@ -1088,13 +1093,12 @@ impl<'c, 'f> G<'c, 'f> {
                 return f(idx);
             }
             let n = dims[idx.len()];
-            g.for_carry_as(n, &[], unroll, &mut |i, _| {
+            g.for_range_as(n, unroll, &mut |i| {
                 idx.push(i);
                 let r = go(g, dims, unroll, idx, f);
                 idx.pop();
-                r.map(|()| Vec::new())
+                r
             })
-            .map(drop)
         }
         go(self, dims, unroll, &mut Vec::new(), f)
     }

@@ -57,13 +57,6 @@ impl Machine {
     }
 }
 
-/// The options of LLVM's pass pipeline, for a whole module and for each
-/// part: LLVM's defaults (which loops it may unroll is said loop by loop,
-/// [`super::Unroll`]).
-pub(super) fn pass_options() -> PassBuilderOptions {
-    PassBuilderOptions::create()
-}
-
 /// Which part defines each function that is built once.
 pub(super) struct Split {
     /// By name: the part that defines it.
@@ -161,7 +154,7 @@ impl Split {
             .create()
             .ok_or_else(|| "LLVM has no target machine for this host".to_string())?;
         let read = thread_cpu();
-        m.run_passes(passes, &tm, pass_options())
+        m.run_passes(passes, &tm, PassBuilderOptions::create())
             .map_err(|e| format!("LLVM's pass pipeline failed: {e}"))?;
         let optimised = thread_cpu();
         let obj = tm
