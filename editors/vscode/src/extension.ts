@@ -13,6 +13,7 @@ import {
   TransportKind,
 } from 'vscode-languageclient/node';
 import { EMIT_LABEL, Emit, buildParams, describeError, isUriString, parseBuildResult } from './build';
+import { quietWhenStopped } from './requests';
 import { SERVER_PATH_SETTING, missingServerMessage, resolveServerCommand, restrictedModeMessage } from './serverPath';
 import { parseTraceResult, traceParams, traceSettings } from './trace';
 
@@ -168,6 +169,7 @@ async function startClient(): Promise<boolean> {
     // Later changes of `jaxpr.*` reach the server as workspace/didChangeConfiguration.
     synchronize: { configurationSection: 'jaxpr' },
     outputChannel,
+    middleware: quietWhenStopped(() => client === c && c.isRunning()),
   };
   // The id 'jaxpr' makes the client honour the `jaxpr.trace.server` setting.
   const c = new LanguageClient(CLIENT_ID, CLIENT_NAME, serverOptions, clientOptions);
