@@ -53,6 +53,10 @@ fn lock(ws: &Mutex<Workspace>) -> std::sync::MutexGuard<'_, Workspace> {
 
 /// A snapshot of the document if it is still at `version` (checked before
 /// the text of a later edit is given to the database).
+/// How long typing pauses before the whole-file analysis of the edited
+/// text starts in the background.
+const ANALYSIS_AFTER_PAUSE: Duration = Duration::from_millis(250);
+
 fn current(ws: &Mutex<Workspace>, uri: &Url, version: i32) -> Option<Snapshot> {
     tokio::task::block_in_place(|| {
         let mut ws = lock(ws);
@@ -204,10 +208,16 @@ impl Backend {
             // The diagnostics of an edit are found incrementally, but hover,
             // definition and the other position queries read the whole-file
             // analysis, which takes about a full check of a large file: it
-            // is computed now, in the background, so that it is ready when
-            // the user stops typing; after an open, the items instead. The
+            // is computed in the background once typing pauses, so that it
+            // is ready when the user stops (while they type, the earlier
+            // view answers; a core kept busy with analyses that the next
+            // keystroke cancels only slows that keystroke's diagnostics).
+            // After an open, the items are computed at once instead. The
             // next edit cancels it (at its next equation; see
             // `jaxpr_syntax::interrupt`).
+            if !analysis_first {
+                tokio::time::sleep(ANALYSIS_AFTER_PAUSE).await;
+            }
             let Some(snap) = current(&ws, &uri, version) else {
                 return;
             };

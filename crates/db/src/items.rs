@@ -48,6 +48,49 @@ pub enum ItemKind {
     Tail,
 }
 
+/// A value shared by the splits of successive texts of a file (an item's
+/// text, its equations' starts). Two are equal at once when they are the
+/// same allocation: `Arc`'s own `==` compares the contents every time for
+/// unsized values (std's same-pointer shortcut is for sized ones), and
+/// salsa compares each item's fields with the last ones at every split, so
+/// every edit read the whole file again.
+#[derive(Debug, Eq)]
+pub struct Shared<T: ?Sized>(Arc<T>);
+
+/// An item's text.
+pub type ItemText = Shared<str>;
+
+impl<T: ?Sized> Clone for Shared<T> {
+    fn clone(&self) -> Self {
+        Shared(self.0.clone())
+    }
+}
+
+impl<T: ?Sized + PartialEq> PartialEq for Shared<T> {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0 == other.0
+    }
+}
+
+impl<T: ?Sized> std::ops::Deref for Shared<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for ItemText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl<T: ?Sized, U: Into<Arc<T>>> From<U> for Shared<T> {
+    fn from(value: U) -> Self {
+        Shared(value.into())
+    }
+}
+
 /// One item of a file. `kind` and `name` are its identity (salsa tells
 /// apart items with the same ones by the order they are made in); `text`
 /// is its tracked content.
@@ -62,11 +105,11 @@ pub struct Item<'db> {
     /// The item's text: its lines, without the blank lines after it.
     #[tracked]
     #[returns(ref)]
-    pub text: Arc<str>,
+    pub text: ItemText,
     /// Where each equation of a chunk starts in `text` (the first is 0).
     #[tracked]
     #[returns(ref)]
-    pub eqn_starts: Arc<[u32]>,
+    pub eqn_starts: Shared<[u32]>,
 }
 
 /// The items of a file in text order, and where each starts in the text.
@@ -89,30 +132,39 @@ pub struct Split<'db> {
 pub fn split(db: &dyn Db, file: SourceFile) -> Option<Split<'_>> {
     use salsa::plumbing::AsId;
     let text = file.text(db);
-    let pieces = {
-        let mut cache = db.splits().files.lock().unwrap_or_else(|e| e.into_inner());
+    let (indent, pieces) = {
+        let cache = db.splits().files.lock().unwrap_or_else(|e| e.into_inner());
         let known = cache.get(&file.as_id()).and_then(|(indent, old)| resplit(old, *indent, text));
+        drop(cache);
         // A text that does not split forgets the last split (a closed
         // file's text is emptied to free what it held).
-        let Some((indent, pieces)) = known.or_else(|| split_whole(text)) else {
-            cache.remove(&file.as_id());
+        let Some(found) = known.or_else(|| split_whole(text)) else {
+            db.splits().files.lock().unwrap_or_else(|e| e.into_inner()).remove(&file.as_id());
             db.eqn_results().retain(file.as_id(), None);
             return None;
         };
-        cache.insert(file.as_id(), (indent, pieces.clone()));
-        pieces
+        found
     };
+    let mut pieces = pieces.to_vec();
     let mut split = Split {
         items: Vec::with_capacity(pieces.len()),
         starts: Vec::with_capacity(pieces.len()),
     };
-    for p in pieces.iter() {
+    for p in &mut pieces {
         if let Some(kind) = p.kind {
-            let eqns = p.eqn_starts.clone();
-            split.items.push(Item::new(db, file, kind, p.name.clone(), p.text.clone(), eqns));
+            let item = Item::new(db, file, kind, p.name.clone(), p.text.clone(), p.eqn_starts.clone());
+            // Salsa keeps an item's old field when the new one is equal:
+            // the next split starts from what it kept, so that the fields
+            // compare as the same allocation then.
+            p.text = item.text(db).clone();
+            p.eqn_starts = item.eqn_starts(db).clone();
+            split.items.push(item);
             split.starts.push(p.start);
         }
     }
+    let mut cache = db.splits().files.lock().unwrap_or_else(|e| e.into_inner());
+    cache.insert(file.as_id(), (indent, pieces.into()));
+    drop(cache);
     let ids: Vec<salsa::Id> = split.items.iter().map(|i| i.as_id()).collect();
     db.eqn_results().retain(file.as_id(), Some(&ids));
     Some(split)
@@ -133,8 +185,8 @@ pub struct Piece {
     /// None for blank lines.
     kind: Option<ItemKind>,
     name: SmolStr,
-    text: Arc<str>,
-    eqn_starts: Arc<[u32]>,
+    text: ItemText,
+    eqn_starts: Shared<[u32]>,
 }
 
 impl Piece {
@@ -170,7 +222,7 @@ fn piece(text: &str, kind: Option<ItemKind>, range: std::ops::Range<usize>, eqns
         start: range.start as u32,
         kind,
         name,
-        text: Arc::from(&text[range]),
+        text: ItemText::from(&text[range]),
         eqn_starts: eqns.into(),
     }
 }
@@ -684,6 +736,41 @@ mod tests {
         let after = parse_all(&db, file);
         assert_eq!(executed_names(&db), ["split", "item_parse"]);
         assert_eq!(before.len(), after.len());
+    }
+
+    /// After an edit to the head (the whole text split again, every piece
+    /// a new copy of the same text), the split keeps what salsa kept: the
+    /// texts and starts of the items are the same allocations as the
+    /// cache's, so that the next split compares them without reading them.
+    #[test]
+    fn the_last_split_holds_the_fields_salsa_kept() {
+        use salsa::plumbing::AsId;
+        let mut db = RootDatabase::default();
+        let t = text(500);
+        let file = SourceFile::new(&db, "t.jaxpr".into(), t.clone());
+        parse_all(&db, file);
+        let head_edit = t.replacen("sin a", "cos a", 1);
+        file.set_text(&mut db).to(head_edit.clone());
+        let items = split(&db, file).as_ref().expect("the file splits").items.clone();
+        let texts: Vec<ItemText> = items.iter().map(|i| i.text(&db).clone()).collect();
+        let cache = db.splits().files.lock().unwrap();
+        let (_, pieces) = &cache[&file.as_id()];
+        let kept: Vec<&Piece> = pieces.iter().filter(|p| p.kind.is_some()).collect();
+        assert_eq!(kept.len(), items.len());
+        for (piece, item) in kept.iter().zip(&items) {
+            assert!(Arc::ptr_eq(&piece.text.0, &item.text(&db).0));
+            assert!(Arc::ptr_eq(&piece.eqn_starts.0, &item.eqn_starts(&db).0));
+        }
+        drop(cache);
+        // And an edit inside an equation then keeps the other items' texts.
+        let at = head_edit.find("v300:f32[3] = sin x").unwrap() + "v300:f32[3] = sin".len();
+        file.set_text(&mut db).to(format!("{} {}", &head_edit[..at], &head_edit[at..]));
+        let after = split(&db, file).as_ref().expect("the file splits").items.clone();
+        assert_eq!(after.len(), texts.len());
+        let shared = (texts.iter().zip(&after))
+            .filter(|(a, b)| Arc::ptr_eq(&a.0, &b.text(&db).0))
+            .count();
+        assert_eq!(shared, texts.len() - 1, "every item but the edited one keeps its text");
     }
 
     /// Blank lines between chunks belong to no item, and lines inserted
