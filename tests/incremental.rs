@@ -482,3 +482,55 @@ fn an_error_of_the_signature_at_an_equations_first_token_survives_an_edit_of_it(
     assert!(want.iter().any(|d| d.message.contains("found `d`")), "{want:#?}");
     assert_eq!(*db::diagnostics(&db, file), want);
 }
+
+/// A chunk whose head, imports or bindings changed keeps the results of
+/// its equations that mention none of the changed names, and re-checks
+/// those that do: a `let`'s signature (its call sites), a main binder's
+/// type (its readers), a binder's type inside a chain of equations (the
+/// next one), then back. Each time the diagnostics are a full check's.
+#[test]
+fn equations_that_read_a_changed_name_are_checked_again_and_only_they_change() {
+    let mut text = String::from(
+        "let f = { lambda ; a:f32[3]. let\n    b:f32[3] = sin a\n  in (b,) } in\n\
+         { lambda ; x:f32[3] y:f32[3]. let\n    v0:f32[3] = sin x\n",
+    );
+    for i in 1..1500 {
+        if i % 50 == 0 {
+            text.push_str(&format!("    v{i}:f32[3] = pjit[name=f jaxpr=f] v{}\n", i - 1));
+        } else if i == 725 {
+            text.push_str(&format!("    v{i}:f32[3] = add v{} y\n", i - 1));
+        } else {
+            text.push_str(&format!("    v{i}:f32[3] = sin v{}\n", i - 1));
+        }
+    }
+    text.push_str("  in (v1499,) }\n");
+    let edits = [
+        // The `let`'s signature: every call site.
+        ("a:f32[3]. let", "a:f32[4]. let"),
+        ("a:f32[4]. let", "a:f32[3]. let"),
+        // A main binder read by one equation.
+        ("y:f32[3]. let", "y:f32[2]. let"),
+        ("y:f32[2]. let", "y:f32[3]. let"),
+        // A binder in the middle of the chain: the equation after it.
+        ("v910:f32[3] = sin", "v910:f32[5] = sin"),
+        ("v910:f32[5] = sin", "v910:f32[3] = sin"),
+    ];
+    let mut db = RootDatabase::with_event_log();
+    let file = SourceFile::new(&db, "t.jaxpr".into(), text.clone());
+    assert_eq!(*db::diagnostics(&db, file), db::diagnostics_from_scratch(&text));
+    db.take_executed();
+    for (from, to) in edits {
+        assert!(text.contains(from), "{from}");
+        text = text.replacen(from, to, 1);
+        file.set_text(&mut db).to(text.clone());
+        let want = db::diagnostics_from_scratch(&text);
+        let got = db::diagnostics(&db, file);
+        assert_eq!(*got, want, "after {from} -> {to}");
+        if to.contains("f32[3]") {
+            assert!(want.is_empty(), "{want:#?}");
+        } else {
+            assert!(!want.is_empty(), "{to} is an error somewhere");
+        }
+        assert_ne!(db.take_path(), Some(db::Path::Full), "after {from} -> {to}: the items answered");
+    }
+}

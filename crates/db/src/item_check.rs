@@ -666,15 +666,25 @@ pub fn chunk_imports<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<Imports> {
     // A name the chunk binds is not looked up (bound before too, it is
     // bound twice: the index is not usable).
     let own = chunk_bindings(db, chunk);
-    let mut seen: FxHashSet<&str> = (own.vars.iter().map(|v| v.name.as_str()))
+    let own: FxHashSet<&str> = (own.vars.iter().map(|v| v.name.as_str()))
         .chain(own.opaque.iter().map(SmolStr::as_str))
         .collect();
-    let words = jaxpr_syntax::identifiers(chunk.text(db)).into_iter().filter(|w| seen.insert(*w));
+    let words = chunk_words(db, chunk);
+    let words = words.iter().map(SmolStr::as_str).filter(|w| !own.contains(w));
     let names = Names::new(db, file);
     Arc::new(Imports {
         names: names.bindings(words, Some(ordinal)),
         usable: names.index().usable,
     })
+}
+
+/// The names a chunk's text mentions, each once. Its own query: a renamed
+/// binder re-runs every chunk's imports, which would lex every chunk again.
+#[salsa::tracked(returns(clone))]
+pub fn chunk_words<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<[SmolStr]> {
+    let mut seen = FxHashSet::default();
+    let words = jaxpr_syntax::identifiers(chunk.text(db)).into_iter().filter(|w| seen.insert(*w));
+    words.map(SmolStr::new).collect()
 }
 
 /// A chunk checked: per equation, its syntax errors and the checker's
@@ -795,17 +805,17 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
     let head = &*outline.main;
     let mut prelude = outline.prelude.lock().unwrap_or_else(|e| e.into_inner());
     let mut local: FxHashMap<SmolStr, (u32, VarInfo)> = FxHashMap::default();
-    // The last check of this chunk, when it read the same head and imports
-    // and the chunk binds what it bound then: an equation whose text is as
-    // it was then has the same result (what it reads is the same), unless
-    // its hint read the whole name index.
+    // The last check of this chunk, and the names that mean something else
+    // now (a `let`'s interface, a main binder, an import or a binding of
+    // the chunk that differs): an equation whose text is as it was then and
+    // mentions none of them reads what it read then, so its result is the
+    // same, unless its hint read the whole name index. (An equation reads
+    // nothing but what the names in its text resolve to.)
     let bindings = chunk_bindings(db, chunk);
     let typed = bindings.opaque.is_empty();
-    let last = db.eqn_results().take(file.as_id(), chunk.as_id()).filter(|last| {
-        typed
-            && (Arc::ptr_eq(&last.head, &outline) || last.head.key == outline.key)
-            && (Arc::ptr_eq(&last.imports, &imports) || last.imports == imports)
-            && (Arc::ptr_eq(&last.bindings, &bindings) || last.bindings == bindings)
+    let mut last = db.eqn_results().take(file.as_id(), chunk.as_id()).filter(|_| typed).map(|last| {
+        let changed = ChangedNames::between(db, &last, &outline, &imports, &bindings);
+        (last, changed)
     });
     let mut results = Vec::with_capacity(syntax.eqns.len());
     let mut next_binding = 0;
@@ -823,12 +833,11 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
                 next_binding += 1;
             }
         };
-        if typed {
-            bind_before(&mut local);
-        }
-        let reused = last.as_ref().and_then(|last| {
-            let same = last.syntax.eqns.get(k).is_some_and(|was| was.text == es.text);
-            same.then(|| last.results.get(k).cloned().flatten()).flatten()
+        let reused = last.as_mut().and_then(|(last, changed)| {
+            let same_text = Arc::ptr_eq(&last.syntax, &syntax)
+                || last.syntax.eqns.get(k).is_some_and(|was| was.text == es.text);
+            let same = same_text && !changed.mentioned_in(eqn_text);
+            same.then(|| last.results.get_mut(k).and_then(Option::take)).flatten()
         });
         if let Some(r) = reused {
             out.unknown_uses.extend(r.unknown_uses.iter().map(|(n, u)| (k as u32, n.clone(), *u)));
@@ -845,6 +854,10 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
             }
             continue;
         };
+        // Only an equation checked again reads them.
+        if typed {
+            bind_before(&mut local);
+        }
         // A result type with `InDBIdx` depends on the operands.
         if eqn_text[..e.primitive.range.start as usize].contains("DBIdx") {
             out.usable = false;
@@ -937,6 +950,99 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
     Arc::new(out)
 }
 
+/// The names whose meaning differs between a chunk's last check and this
+/// one: what its equations must not mention to keep their results; with a
+/// searcher for each when they are few (an equation that holds none of
+/// them as text is not lexed).
+struct ChangedNames {
+    names: FxHashSet<SmolStr>,
+    finders: Option<Vec<memchr::memmem::Finder<'static>>>,
+}
+
+impl ChangedNames {
+    fn between(
+        db: &dyn Db,
+        last: &LastCheck,
+        outline: &Arc<HeadOutline>,
+        imports: &Imports,
+        bindings: &Bindings,
+    ) -> Self {
+        fn interfaces(key: &OutlineKey) -> FxHashMap<&str, &Interface> {
+            key.interfaces.iter().map(|(n, i)| (n.as_str(), i)).collect()
+        }
+        fn binders(key: &OutlineKey) -> FxHashMap<&str, (&AType, &String)> {
+            key.binders.iter().map(|(n, ty, text)| (n.as_str(), (ty, text))).collect()
+        }
+        fn imported(i: &Imports) -> FxHashMap<&str, &(salsa::Id, Option<Binding>)> {
+            i.names.iter().map(|(n, b)| (n.as_str(), b)).collect()
+        }
+        fn bound(b: &Bindings) -> FxHashMap<&str, &Binding> {
+            b.vars.iter().map(|v| (v.name.as_str(), v)).collect()
+        }
+        let mut changed = FxHashSet::default();
+        if !Arc::ptr_eq(&last.head, outline) {
+            // The same two outlines for every chunk checked after an edit
+            // to the head: compared once (a large main jaxpr has thousands
+            // of binders).
+            let head = db.eqn_results().outline_changes(&last.head, outline, |was, now| {
+                let mut changed = FxHashSet::default();
+                if was.key != now.key {
+                    differ_by_name(&interfaces(&was.key), &interfaces(&now.key), &mut changed);
+                    differ_by_name(&binders(&was.key), &binders(&now.key), &mut changed);
+                }
+                changed
+            });
+            changed.extend(head.iter().cloned());
+        }
+        if !std::ptr::eq(&*last.imports, imports) && *last.imports != *imports {
+            differ_by_name(&imported(&last.imports), &imported(imports), &mut changed);
+        }
+        if !std::ptr::eq(&*last.bindings, bindings) && *last.bindings != *bindings {
+            differ_by_name(&bound(&last.bindings), &bound(bindings), &mut changed);
+        }
+        let finders = (changed.len() <= 8).then(|| {
+            let finder = |n: &SmolStr| memchr::memmem::Finder::new(n.as_bytes()).into_owned();
+            changed.iter().map(finder).collect()
+        });
+        ChangedNames {
+            names: changed,
+            finders,
+        }
+    }
+
+    /// Whether `text` (an equation's) names one of them.
+    fn mentioned_in(&self, text: &str) -> bool {
+        if self.names.is_empty() {
+            return false;
+        }
+        if let Some(finders) = &self.finders
+            && !finders.iter().any(|f| f.find(text.as_bytes()).is_some())
+        {
+            return false;
+        }
+        jaxpr_syntax::identifiers(text).iter().any(|w| self.names.contains(*w))
+    }
+}
+
+/// Adds to `changed` each name whose entry differs between `old` and
+/// `new`, or is in one only.
+fn differ_by_name<V: PartialEq>(
+    old: &FxHashMap<&str, V>,
+    new: &FxHashMap<&str, V>,
+    changed: &mut FxHashSet<SmolStr>,
+) {
+    for (&name, entry) in old {
+        if new.get(name) != Some(entry) {
+            changed.insert(SmolStr::new(name));
+        }
+    }
+    for &name in new.keys() {
+        if !old.contains_key(name) {
+            changed.insert(SmolStr::new(name));
+        }
+    }
+}
+
 /// The last check of each chunk, per equation, shared by the database's
 /// clones: what [`chunk_check`] re-checks a chunk from, so that an edit to
 /// one equation re-checks that equation only. Whatever it holds, a chunk's
@@ -946,9 +1052,39 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
 pub struct EqnResults {
     /// Per file, per chunk.
     files: Mutex<FxHashMap<salsa::Id, FxHashMap<salsa::Id, LastCheck>>>,
+    /// The names that differ between two head outlines, the last two
+    /// compared.
+    outline_changes: Mutex<Option<OutlineChanges>>,
+}
+
+struct OutlineChanges {
+    was: Arc<HeadOutline>,
+    now: Arc<HeadOutline>,
+    changed: Arc<FxHashSet<SmolStr>>,
 }
 
 impl EqnResults {
+    /// The names whose entries differ between the outlines `was` and
+    /// `now` (by `differ`), computed once for the last pair asked about.
+    fn outline_changes(
+        &self,
+        was: &Arc<HeadOutline>,
+        now: &Arc<HeadOutline>,
+        differ: impl FnOnce(&HeadOutline, &HeadOutline) -> FxHashSet<SmolStr>,
+    ) -> Arc<FxHashSet<SmolStr>> {
+        let mut last = self.outline_changes.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = last.as_ref().filter(|c| Arc::ptr_eq(&c.was, was) && Arc::ptr_eq(&c.now, now)) {
+            return c.changed.clone();
+        }
+        let changed = Arc::new(differ(was, now));
+        *last = Some(OutlineChanges {
+            was: was.clone(),
+            now: now.clone(),
+            changed: changed.clone(),
+        });
+        changed
+    }
+
     fn take(&self, file: salsa::Id, chunk: salsa::Id) -> Option<LastCheck> {
         let mut files = self.files.lock().unwrap_or_else(|e| e.into_inner());
         files.get_mut(&file)?.remove(&chunk)

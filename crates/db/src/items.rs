@@ -267,6 +267,9 @@ fn resplit(old: &[Piece], indent: usize, text: &str) -> Option<(usize, Arc<[Piec
     while old[last].end() as i64 + delta < old[first].start as i64 {
         last += 1;
     }
+    if first == 0 {
+        return (last == 0).then(|| resplit_head(old, indent, text, delta)).flatten();
+    }
     // From the chunk before (its first line is unchanged), to the chunk or
     // the outputs after the change.
     let from = (0..first).rev().find(|&i| old[i].kind == Some(ItemKind::Eqns))?;
@@ -299,6 +302,24 @@ fn resplit(old: &[Piece], indent: usize, text: &str) -> Option<(usize, Arc<[Piec
     let mut pieces = old[..from].to_vec();
     chunk_pieces(text, &eqns, b, &mut pieces);
     pieces.extend(old[last + 1..].iter().map(|p| Piece {
+        start: (p.start as i64 + delta) as u32,
+        ..p.clone()
+    }));
+    Some((indent, pieces.into()))
+}
+
+/// The pieces of `text` when only the head changed (the pieces after it
+/// are at their old places moved by `delta`): the head is cut again where
+/// the whole text's scan would end it, which must be where the first chunk
+/// now starts, at the same indent.
+fn resplit_head(old: &[Piece], indent: usize, text: &str, delta: i64) -> Option<(usize, Arc<[Piece]>)> {
+    let next = old.get(1)?;
+    let (first, first_indent) = first_equation(text)?;
+    if first as i64 != next.start as i64 + delta || first_indent != indent {
+        return None;
+    }
+    let mut pieces = vec![piece(text, Some(ItemKind::Head), 0..first, Vec::new())];
+    pieces.extend(old[1..].iter().map(|p| Piece {
         start: (p.start as i64 + delta) as u32,
         ..p.clone()
     }));
@@ -553,31 +574,11 @@ struct Lines {
 /// equation above), up to the first line indented less that starts with `in`.
 fn scan(text: &str) -> Option<Lines> {
     let bytes = text.as_bytes();
-    let line_starts = || {
-        std::iter::once(0)
-            .chain(memchr::memchr_iter(b'\n', bytes).map(|i| i + 1))
-            .filter(move |&i| i < bytes.len())
-    };
-    let main = if bytes.first() == Some(&b'{') {
-        0
-    } else {
-        memchr::memmem::find(bytes, b"\n{")? + 1
-    };
-    let mut lines = line_starts().skip_while(|&i| i < main).peekable();
-    // The signature ends with `. let` at the end of its last line.
-    let mut first = None;
-    for i in lines.by_ref() {
-        let end = memchr::memchr(b'\n', &bytes[i..]).map_or(bytes.len(), |n| i + n);
-        if text[i..end].trim_end().ends_with(". let") {
-            first = lines.next();
-            break;
-        }
-    }
-    let first = first?;
-    let indent = indent_of(&bytes[first..]);
-    if indent == 0 || is_blank_or_comment(&bytes[first + indent..]) {
-        return None;
-    }
+    let (first, indent) = first_equation(text)?;
+    let lines = std::iter::once(first)
+        .chain(memchr::memchr_iter(b'\n', &bytes[first..]).map(|i| first + i + 1))
+        .filter(|&i| i < bytes.len())
+        .skip(1);
     let mut eqns = vec![first as u32];
     for i in lines {
         let n = indent_of(&bytes[i..]);
@@ -598,6 +599,37 @@ fn scan(text: &str) -> Option<Lines> {
         }
     }
     None
+}
+
+/// Where the main jaxpr's first equation line starts (the line after its
+/// signature's `. let`), and its indent; reads the head only.
+fn first_equation(text: &str) -> Option<(usize, usize)> {
+    let bytes = text.as_bytes();
+    let main = if bytes.first() == Some(&b'{') {
+        0
+    } else {
+        memchr::memmem::find(bytes, b"\n{")? + 1
+    };
+    let mut line = main;
+    // The signature ends with `. let` at the end of its last line.
+    let first = loop {
+        if line >= bytes.len() {
+            return None;
+        }
+        let end = memchr::memchr(b'\n', &bytes[line..]).map_or(bytes.len(), |n| line + n);
+        if text[line..end].trim_end().ends_with(". let") {
+            break end + 1;
+        }
+        line = end + 1;
+    };
+    if first >= bytes.len() {
+        return None;
+    }
+    let indent = indent_of(&bytes[first..]);
+    if indent == 0 || is_blank_or_comment(&bytes[first + indent..]) {
+        return None;
+    }
+    Some((first, indent))
 }
 
 pub(crate) fn indent_of(line: &[u8]) -> usize {
@@ -771,6 +803,59 @@ mod tests {
             .filter(|(a, b)| Arc::ptr_eq(&a.0, &b.text(&db).0))
             .count();
         assert_eq!(shared, texts.len() - 1, "every item but the edited one keeps its text");
+    }
+
+    /// Whatever the last split, the split of a text is the same: after
+    /// random edits all over a file (its head too), a split started from
+    /// the last one is the whole text's.
+    #[test]
+    fn a_split_from_the_last_one_is_the_whole_texts() {
+        let pieces = |p: &[Piece]| -> Vec<(u32, Option<ItemKind>, SmolStr, String, Vec<u32>)> {
+            p.iter()
+                .map(|p| (p.start, p.kind, p.name.clone(), p.text.to_string(), p.eqn_starts.to_vec()))
+                .collect()
+        };
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        let inserts = ["x", " ", "\n", "\n    ", "1,", ". let\n", ". let\n    y:f32[] = sin x\n", "\n{ ", "in ", "let g = ", "#"];
+        let (mut resplits, mut heads) = (0, 0);
+        let mut text = text(700);
+        let (mut indent, mut last) = split_whole(&text).expect("the file splits");
+        for round in 0..400 {
+            // Half the edits land in the head.
+            let head_end = last[1].start as usize;
+            let mut at = if round % 2 == 0 { next(head_end) } else { next(text.len()) };
+            while !text.is_char_boundary(at) {
+                at -= 1;
+            }
+            if next(3) == 0 && at < text.len() {
+                text.remove(at);
+            } else {
+                text.insert_str(at, inserts[next(inserts.len())]);
+            }
+            let whole = split_whole(&text);
+            if let Some((i, again)) = resplit(&last, indent, &text) {
+                let (wi, want) = whole.as_ref().expect("a text that resplits splits whole");
+                assert_eq!(i, *wi);
+                assert_eq!(pieces(&again), pieces(want), "round {round}");
+                resplits += 1;
+                heads += usize::from(at < head_end);
+            }
+            match whole {
+                Some((i, p)) => (indent, last) = (i, p),
+                None => {
+                    text = super::tests::text(700);
+                    (indent, last) = split_whole(&text).expect("the file splits");
+                }
+            }
+        }
+        assert!(resplits > 100, "{resplits} of 400 edits resplit");
+        assert!(heads > 20, "{heads} head edits resplit");
     }
 
     /// Blank lines between chunks belong to no item, and lines inserted
