@@ -541,29 +541,27 @@ pub fn chunk_bindings<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<Bindings> {
     })
 }
 
-/// Which chunk binds each name (its place among the chunks), and the
-/// chunks' order: what the chunks and the outputs read to find the names
-/// they mention. Names only: an edit to a binder's type leaves it equal,
+/// Which chunk binds each name (its place among the chunks): what the
+/// chunks and the outputs read to find the names they mention. Names only: an edit to a binder's type leaves it equal,
 /// and re-runs only the imports of the chunks that read that chunk's
 /// bindings.
 #[derive(PartialEq, Debug, Default)]
 pub struct NameIndex {
     /// Each name: its chunk's place, and where the chunk's bindings hold it.
     names: FxHashMap<SmolStr, (u32, Slot)>,
-    order: FxHashMap<salsa::Id, u32>,
     /// Every chunk parses as the whole file does, and no name is bound twice.
     usable: bool,
 }
 
 #[salsa::tracked(returns(clone))]
 pub fn name_index(db: &dyn Db, file: SourceFile) -> Arc<NameIndex> {
-    use salsa::plumbing::AsId;
+    let chunks = chunks_of(db, file);
+    let count = chunks.iter().map(|&c| chunk_bindings(db, c)).map(|b| b.vars.len() + b.opaque.len()).sum();
     let mut index = NameIndex {
+        names: FxHashMap::with_capacity_and_hasher(count, Default::default()),
         usable: true,
-        ..NameIndex::default()
     };
-    for (k, &chunk) in chunks_of(db, file).iter().enumerate() {
-        index.order.insert(chunk.as_id(), k as u32);
+    for (k, &chunk) in chunks.iter().enumerate() {
         let b = chunk_bindings(db, chunk);
         index.usable &= b.usable;
         let vars = b.vars.iter().enumerate().map(|(i, v)| (&v.name, Slot::Var(i as u32)));
@@ -587,7 +585,16 @@ enum Slot {
 #[salsa::tracked(returns(copy))]
 pub fn chunk_place<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Option<u32> {
     use salsa::plumbing::AsId;
-    name_index(db, *chunk.file(db)).order.get(&chunk.as_id()).copied()
+    chunk_order(db, *chunk.file(db)).get(&chunk.as_id()).copied()
+}
+
+/// Each chunk's place among the chunks: equal while no chunk is added or
+/// removed (a renamed binder leaves it, and so every chunk's place).
+#[salsa::tracked(returns(clone))]
+pub fn chunk_order(db: &dyn Db, file: SourceFile) -> Arc<FxHashMap<salsa::Id, u32>> {
+    use salsa::plumbing::AsId;
+    let chunks = chunks_of(db, file).iter().enumerate();
+    Arc::new(chunks.map(|(k, c)| (c.as_id(), k as u32)).collect())
 }
 
 /// Reads the name index when first asked (a chunk's check reads it only
@@ -626,7 +633,9 @@ impl<'a> Names<'a> {
     ) -> FxHashMap<SmolStr, (salsa::Id, Option<Binding>)> {
         use salsa::plumbing::AsId;
         let chunks = chunks_of(self.db, self.file);
-        let mut out = FxHashMap::default();
+        let names = names.into_iter();
+        let (fewest, most) = names.size_hint();
+        let mut out = FxHashMap::with_capacity_and_hasher(most.unwrap_or(fewest), Default::default());
         for w in names {
             let Some(&(k, slot)) = self.index().names.get(w) else { continue };
             let Some(&chunk) = chunks.get(k as usize).filter(|_| before.is_none_or(|b| k < b)) else {
@@ -814,7 +823,8 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
     let bindings = chunk_bindings(db, chunk);
     let typed = bindings.opaque.is_empty();
     let mut last = db.eqn_results().take(file.as_id(), chunk.as_id()).filter(|_| typed).map(|last| {
-        let changed = ChangedNames::between(db, &last, &outline, &imports, &bindings);
+        let mut changed = ChangedNames::between(db, &last, &outline, &imports, &bindings);
+        changed.search(chunk.text(db), chunk.eqn_starts(db));
         (last, changed)
     });
     let mut results = Vec::with_capacity(syntax.eqns.len());
@@ -836,7 +846,7 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
         let reused = last.as_mut().and_then(|(last, changed)| {
             let same_text = Arc::ptr_eq(&last.syntax, &syntax)
                 || last.syntax.eqns.get(k).is_some_and(|was| was.text == es.text);
-            let same = same_text && !changed.mentioned_in(eqn_text);
+            let same = same_text && !changed.mentioned_in(k, eqn_text);
             same.then(|| last.results.get_mut(k).and_then(Option::take)).flatten()
         });
         if let Some(r) = reused {
@@ -957,6 +967,9 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
 struct ChangedNames {
     names: FxHashSet<SmolStr>,
     finders: Option<Vec<memchr::memmem::Finder<'static>>>,
+    /// The equations of the chunk whose lines hold one of the names as
+    /// text (by [`ChangedNames::search`]); the others mention none.
+    holding: Option<FxHashSet<u32>>,
 }
 
 impl ChangedNames {
@@ -1007,15 +1020,36 @@ impl ChangedNames {
         ChangedNames {
             names: changed,
             finders,
+            holding: None,
         }
     }
 
-    /// Whether `text` (an equation's) names one of them.
-    fn mentioned_in(&self, text: &str) -> bool {
+    /// Finds the names in a chunk's text at once (equations start at
+    /// `starts`), rather than in each equation's.
+    fn search(&mut self, text: &str, starts: &[u32]) {
+        let Some(finders) = self.finders.as_ref().filter(|_| !self.names.is_empty()) else {
+            return;
+        };
+        let mut holding = FxHashSet::default();
+        for finder in finders {
+            for at in finder.find_iter(text.as_bytes()) {
+                let eqn = starts.partition_point(|&s| s as usize <= at).saturating_sub(1);
+                holding.insert(eqn as u32);
+            }
+        }
+        self.holding = Some(holding);
+    }
+
+    /// Whether equation `k` (its text) names one of them.
+    fn mentioned_in(&self, k: usize, text: &str) -> bool {
         if self.names.is_empty() {
             return false;
         }
-        if let Some(finders) = &self.finders
+        if let Some(holding) = &self.holding {
+            if !holding.contains(&(k as u32)) {
+                return false;
+            }
+        } else if let Some(finders) = &self.finders
             && !finders.iter().any(|f| f.find(text.as_bytes()).is_some())
         {
             return false;
