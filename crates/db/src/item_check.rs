@@ -633,9 +633,7 @@ impl<'a> Names<'a> {
     ) -> FxHashMap<SmolStr, (salsa::Id, Option<Binding>)> {
         use salsa::plumbing::AsId;
         let chunks = chunks_of(self.db, self.file);
-        let names = names.into_iter();
-        let (fewest, most) = names.size_hint();
-        let mut out = FxHashMap::with_capacity_and_hasher(most.unwrap_or(fewest), Default::default());
+        let mut out = FxHashMap::default();
         for w in names {
             let Some(&(k, slot)) = self.index().names.get(w) else { continue };
             let Some(&chunk) = chunks.get(k as usize).filter(|_| before.is_none_or(|b| k < b)) else {
