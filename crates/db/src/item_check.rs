@@ -471,7 +471,7 @@ pub fn chunks_of(db: &dyn Db, file: SourceFile) -> Vec<Item<'_>> {
 
 /// What a chunk's equations bind: names and types (from the binders'
 /// printed types), and each binder's text.
-#[derive(PartialEq, Debug)]
+#[derive(PartialEq, Debug, Default)]
 pub struct Bindings {
     vars: Vec<Binding>,
     /// The names bound, when their types cannot be read apart from the
@@ -542,15 +542,24 @@ pub fn chunk_bindings<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<Bindings> {
 }
 
 /// Which chunk binds each name (its place among the chunks): what the
-/// chunks and the outputs read to find the names they mention. Names only: an edit to a binder's type leaves it equal,
-/// and re-runs only the imports of the chunks that read that chunk's
-/// bindings.
-#[derive(PartialEq, Debug, Default)]
+/// chunks and the outputs read to find the names they mention. Names only
+/// (equal while they are): an edit to a binder's type leaves it equal, and
+/// re-runs only the imports of the chunks that read that chunk's bindings.
+#[derive(Debug, Default)]
 pub struct NameIndex {
     /// Each name: its chunk's place, and where the chunk's bindings hold it.
     names: FxHashMap<SmolStr, (u32, Slot)>,
     /// Every chunk parses as the whole file does, and no name is bound twice.
     usable: bool,
+    /// The chunks in order with the bindings the index was built from: what
+    /// two indexes are told apart by ([`IndexChanges`]).
+    built_from: Vec<(salsa::Id, Arc<Bindings>)>,
+}
+
+impl PartialEq for NameIndex {
+    fn eq(&self, other: &Self) -> bool {
+        self.usable == other.usable && self.names == other.names
+    }
 }
 
 #[salsa::tracked(returns(clone))]
@@ -560,9 +569,12 @@ pub fn name_index(db: &dyn Db, file: SourceFile) -> Arc<NameIndex> {
     let mut index = NameIndex {
         names: FxHashMap::with_capacity_and_hasher(count, Default::default()),
         usable: true,
+        built_from: Vec::with_capacity(chunks.len()),
     };
     for (k, &chunk) in chunks.iter().enumerate() {
+        use salsa::plumbing::AsId;
         let b = chunk_bindings(db, chunk);
+        index.built_from.push((chunk.as_id(), b.clone()));
         index.usable &= b.usable;
         let vars = b.vars.iter().enumerate().map(|(i, v)| (&v.name, Slot::Var(i as u32)));
         let opaque = b.opaque.iter().map(|n| (n, Slot::Opaque));
@@ -666,23 +678,114 @@ pub struct Imports {
 
 #[salsa::tracked(returns(clone))]
 pub fn chunk_imports<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<Imports> {
+    use salsa::plumbing::AsId;
     let file = *chunk.file(db);
     let Some(ordinal) = chunk_place(db, chunk) else {
         return Arc::default();
     };
+    let own = chunk_bindings(db, chunk);
+    let words = chunk_words(db, chunk);
+    let index = name_index(db, file);
+    // A renamed or retyped binder elsewhere changes the index, which re-runs
+    // every chunk's imports: the last ones are kept when the chunk mentions
+    // no name whose entry differs between the index they were read from
+    // and this one (the chunks they name are read again, as below).
+    let last = db.eqn_results().last_imports(file.as_id(), chunk.as_id());
+    // (With the same index, what re-ran this is a chunk the imports read.)
+    if let Some(last) = last.filter(|l| {
+        Arc::ptr_eq(&l.own, &own)
+            && Arc::ptr_eq(&l.words, &words)
+            && !Arc::ptr_eq(&l.index, &index)
+    }) && let Some(changed) = db.eqn_results().index_changes(&last.index, &index)
+        && !words.iter().any(|w| changed.contains(w))
+    {
+        let chunks = chunks_of(db, file);
+        let order = chunk_order(db, file);
+        let read: FxHashSet<salsa::Id> = last.imports.names.values().map(|(c, _)| *c).collect();
+        for id in read {
+            if let Some(&c) = order.get(&id).and_then(|&k| chunks.get(k as usize)) {
+                chunk_bindings(db, c);
+            }
+        }
+        let imports = last.imports.clone();
+        db.eqn_results().keep_imports(file.as_id(), chunk.as_id(), LastImports { index, ..last });
+        return imports;
+    }
     // A name the chunk binds is not looked up (bound before too, it is
     // bound twice: the index is not usable).
-    let own = chunk_bindings(db, chunk);
-    let own: FxHashSet<&str> = (own.vars.iter().map(|v| v.name.as_str()))
+    let own_names: FxHashSet<&str> = (own.vars.iter().map(|v| v.name.as_str()))
         .chain(own.opaque.iter().map(SmolStr::as_str))
         .collect();
-    let words = chunk_words(db, chunk);
-    let words = words.iter().map(SmolStr::as_str).filter(|w| !own.contains(w));
+    let mentioned = words.iter().map(SmolStr::as_str).filter(|w| !own_names.contains(w));
     let names = Names::new(db, file);
-    Arc::new(Imports {
-        names: names.bindings(words, Some(ordinal)),
+    let imports = Arc::new(Imports {
+        names: names.bindings(mentioned, Some(ordinal)),
         usable: names.index().usable,
-    })
+    });
+    let last = LastImports {
+        index,
+        own,
+        words,
+        imports: imports.clone(),
+    };
+    db.eqn_results().keep_imports(file.as_id(), chunk.as_id(), last);
+    imports
+}
+
+/// A chunk's imports, with what they were read from.
+#[derive(Clone)]
+struct LastImports {
+    index: Arc<NameIndex>,
+    own: Arc<Bindings>,
+    words: Arc<[SmolStr]>,
+    imports: Arc<Imports>,
+}
+
+/// The names whose entries differ between two name indexes: None when
+/// they cannot be told apart by their chunks' bindings (an index that is
+/// not usable, or chunks in another order).
+struct IndexChanges {
+    was: Arc<NameIndex>,
+    now: Arc<NameIndex>,
+    changed: Option<Arc<FxHashSet<SmolStr>>>,
+}
+
+impl IndexChanges {
+    /// The names of the chunks in one index only (a renamed first binder
+    /// can add or remove a cut), and those whose binding differs in the
+    /// chunks in both.
+    fn between(was: &NameIndex, now: &NameIndex) -> Option<FxHashSet<SmolStr>> {
+        fn entries(b: &Bindings) -> FxHashMap<&str, Option<&Binding>> {
+            let vars = b.vars.iter().map(|v| (v.name.as_str(), Some(v)));
+            vars.chain(b.opaque.iter().map(|n| (n.as_str(), None))).collect()
+        }
+        if !(was.usable && now.usable) {
+            return None;
+        }
+        let old: FxHashMap<salsa::Id, &Arc<Bindings>> = was.built_from.iter().map(|(c, b)| (*c, b)).collect();
+        let new: FxHashMap<salsa::Id, &Arc<Bindings>> = now.built_from.iter().map(|(c, b)| (*c, b)).collect();
+        // The chunks in both keep their order (a chunk before another stays
+        // before it: what a chunk's imports read is the chunks before it).
+        let kept_was = was.built_from.iter().map(|(c, _)| c).filter(|c| new.contains_key(c));
+        let kept_now = now.built_from.iter().map(|(c, _)| c).filter(|c| old.contains_key(c));
+        if !kept_was.eq(kept_now) {
+            return None;
+        }
+        let mut changed = FxHashSet::default();
+        let none = Bindings::default();
+        for (id, a) in &old {
+            let b = new.get(id).map_or(&none, |b| &***b);
+            if !std::ptr::eq(&***a, b) && ***a != *b {
+                differ_by_name(&entries(a), &entries(b), &mut changed);
+            }
+        }
+        for (id, b) in &new {
+            if !old.contains_key(id) {
+                differ_by_name(&entries(&none), &entries(b), &mut changed);
+            }
+        }
+        Some(changed)
+    }
 }
 
 /// The names a chunk's text mentions, each once. Its own query: a renamed
@@ -1087,6 +1190,11 @@ pub struct EqnResults {
     /// The names that differ between two head outlines, the last two
     /// compared.
     outline_changes: Mutex<Option<OutlineChanges>>,
+    /// Per file, per chunk: its last imports ([`chunk_imports`]).
+    imports: Mutex<FxHashMap<salsa::Id, FxHashMap<salsa::Id, LastImports>>>,
+    /// The names that differ between two name indexes, the last two
+    /// compared.
+    index_changes: Mutex<Option<IndexChanges>>,
 }
 
 struct OutlineChanges {
@@ -1117,6 +1225,33 @@ impl EqnResults {
         changed
     }
 
+    fn last_imports(&self, file: salsa::Id, chunk: salsa::Id) -> Option<LastImports> {
+        let files = self.imports.lock().unwrap_or_else(|e| e.into_inner());
+        files.get(&file)?.get(&chunk).cloned()
+    }
+
+    fn keep_imports(&self, file: salsa::Id, chunk: salsa::Id, last: LastImports) {
+        let mut files = self.imports.lock().unwrap_or_else(|e| e.into_inner());
+        files.entry(file).or_default().insert(chunk, last);
+    }
+
+    /// The names whose entries differ between the indexes `was` and `now`
+    /// ([`IndexChanges::between`]), computed once for the last pair asked
+    /// about.
+    fn index_changes(&self, was: &Arc<NameIndex>, now: &Arc<NameIndex>) -> Option<Arc<FxHashSet<SmolStr>>> {
+        let mut last = self.index_changes.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = last.as_ref().filter(|c| Arc::ptr_eq(&c.was, was) && Arc::ptr_eq(&c.now, now)) {
+            return c.changed.clone();
+        }
+        let changed = IndexChanges::between(was, now).map(Arc::new);
+        *last = Some(IndexChanges {
+            was: was.clone(),
+            now: now.clone(),
+            changed: changed.clone(),
+        });
+        changed
+    }
+
     fn take(&self, file: salsa::Id, chunk: salsa::Id) -> Option<LastCheck> {
         let mut files = self.files.lock().unwrap_or_else(|e| e.into_inner());
         files.get_mut(&file)?.remove(&chunk)
@@ -1129,12 +1264,19 @@ impl EqnResults {
     /// None): they are gone from its split, and what they held (their
     /// syntax, the head they read) would stay alive with them.
     pub(crate) fn retain(&self, file: salsa::Id, chunks: Option<&[salsa::Id]>) {
+        let live: Option<FxHashSet<&salsa::Id>> = chunks.map(|ids| ids.iter().collect());
         let mut files = self.files.lock().unwrap_or_else(|e| e.into_inner());
-        match chunks {
-            None => drop(files.remove(&file)),
-            Some(ids) => {
+        let mut imports = self.imports.lock().unwrap_or_else(|e| e.into_inner());
+        match &live {
+            None => {
+                files.remove(&file);
+                imports.remove(&file);
+            }
+            Some(live) => {
                 if let Some(kept) = files.get_mut(&file) {
-                    let live: FxHashSet<&salsa::Id> = ids.iter().collect();
+                    kept.retain(|id, _| live.contains(id));
+                }
+                if let Some(kept) = imports.get_mut(&file) {
                     kept.retain(|id, _| live.contains(id));
                 }
             }
