@@ -548,3 +548,4 @@ fn equations_that_read_a_changed_name_are_checked_again_and_only_they_change() {
         previous = want;
     }
 }
+

@@ -552,7 +552,7 @@ pub struct NameIndex {
     /// Every chunk parses as the whole file does, and no name is bound twice.
     usable: bool,
     /// The chunks in order with the bindings the index was built from: what
-    /// two indexes are told apart by ([`IndexChanges`]).
+    /// two indexes are told apart by ([`index_changes`]).
     built_from: Vec<(salsa::Id, Arc<Bindings>)>,
 }
 
@@ -696,7 +696,7 @@ pub fn chunk_imports<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<Imports> {
         Arc::ptr_eq(&l.own, &own)
             && Arc::ptr_eq(&l.words, &words)
             && !Arc::ptr_eq(&l.index, &index)
-    }) && let Some(changed) = db.eqn_results().index_changes(&last.index, &index)
+    }) && let Some(changed) = db.eqn_results().index_changes.get(&last.index, &index, |was, now| index_changes(was, now).map(Arc::new))
         && !words.iter().any(|w| changed.contains(w))
     {
         let chunks = chunks_of(db, file);
@@ -741,51 +741,42 @@ struct LastImports {
     imports: Arc<Imports>,
 }
 
-/// The names whose entries differ between two name indexes: None when
+/// The names whose entries differ between two name indexes: the names of
+/// the chunks in one index only (a renamed first binder can add or remove a
+/// cut), and those whose binding differs in the chunks in both. None when
 /// they cannot be told apart by their chunks' bindings (an index that is
 /// not usable, or chunks in another order).
-struct IndexChanges {
-    was: Arc<NameIndex>,
-    now: Arc<NameIndex>,
-    changed: Option<Arc<FxHashSet<SmolStr>>>,
-}
-
-impl IndexChanges {
-    /// The names of the chunks in one index only (a renamed first binder
-    /// can add or remove a cut), and those whose binding differs in the
-    /// chunks in both.
-    fn between(was: &NameIndex, now: &NameIndex) -> Option<FxHashSet<SmolStr>> {
-        fn entries(b: &Bindings) -> FxHashMap<&str, Option<&Binding>> {
-            let vars = b.vars.iter().map(|v| (v.name.as_str(), Some(v)));
-            vars.chain(b.opaque.iter().map(|n| (n.as_str(), None))).collect()
-        }
-        if !(was.usable && now.usable) {
-            return None;
-        }
-        let old: FxHashMap<salsa::Id, &Arc<Bindings>> = was.built_from.iter().map(|(c, b)| (*c, b)).collect();
-        let new: FxHashMap<salsa::Id, &Arc<Bindings>> = now.built_from.iter().map(|(c, b)| (*c, b)).collect();
-        // The chunks in both keep their order (a chunk before another stays
-        // before it: what a chunk's imports read is the chunks before it).
-        let kept_was = was.built_from.iter().map(|(c, _)| c).filter(|c| new.contains_key(c));
-        let kept_now = now.built_from.iter().map(|(c, _)| c).filter(|c| old.contains_key(c));
-        if !kept_was.eq(kept_now) {
-            return None;
-        }
-        let mut changed = FxHashSet::default();
-        let none = Bindings::default();
-        for (id, a) in &old {
-            let b = new.get(id).map_or(&none, |b| &***b);
-            if !std::ptr::eq(&***a, b) && ***a != *b {
-                differ_by_name(&entries(a), &entries(b), &mut changed);
-            }
-        }
-        for (id, b) in &new {
-            if !old.contains_key(id) {
-                differ_by_name(&entries(&none), &entries(b), &mut changed);
-            }
-        }
-        Some(changed)
+fn index_changes(was: &NameIndex, now: &NameIndex) -> Option<FxHashSet<SmolStr>> {
+    fn entries(b: &Bindings) -> FxHashMap<&str, Option<&Binding>> {
+        let vars = b.vars.iter().map(|v| (v.name.as_str(), Some(v)));
+        vars.chain(b.opaque.iter().map(|n| (n.as_str(), None))).collect()
     }
+    if !(was.usable && now.usable) {
+        return None;
+    }
+    let old: FxHashMap<salsa::Id, &Arc<Bindings>> = was.built_from.iter().map(|(c, b)| (*c, b)).collect();
+    let new: FxHashMap<salsa::Id, &Arc<Bindings>> = now.built_from.iter().map(|(c, b)| (*c, b)).collect();
+    // The chunks in both keep their order (a chunk before another stays
+    // before it: what a chunk's imports read is the chunks before it).
+    let kept_was = was.built_from.iter().map(|(c, _)| c).filter(|c| new.contains_key(c));
+    let kept_now = now.built_from.iter().map(|(c, _)| c).filter(|c| old.contains_key(c));
+    if !kept_was.eq(kept_now) {
+        return None;
+    }
+    let mut changed = FxHashSet::default();
+    let none = Bindings::default();
+    for (id, a) in &old {
+        let b = new.get(id).map_or(&none, |b| &***b);
+        if !std::ptr::eq(&***a, b) && ***a != *b {
+            differ_by_name(&entries(a), &entries(b), &mut changed);
+        }
+    }
+    for (id, b) in &new {
+        if !old.contains_key(id) {
+            differ_by_name(&entries(&none), &entries(b), &mut changed);
+        }
+    }
+    Some(changed)
 }
 
 /// The names a chunk's text mentions, each once. Its own query: a renamed
@@ -924,8 +915,8 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
     let bindings = chunk_bindings(db, chunk);
     let typed = bindings.opaque.is_empty();
     let mut last = db.eqn_results().take(file.as_id(), chunk.as_id()).filter(|_| typed).map(|last| {
-        let mut changed = ChangedNames::between(db, &last, &outline, &imports, &bindings);
-        changed.search(chunk.text(db), chunk.eqn_starts(db));
+        let text = (&**chunk.text(db), &**chunk.eqn_starts(db));
+        let changed = ChangedNames::between(db, &last, &outline, &imports, &bindings, text);
         (last, changed)
     });
     let mut results = Vec::with_capacity(syntax.eqns.len());
@@ -1062,24 +1053,25 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
 }
 
 /// The names whose meaning differs between a chunk's last check and this
-/// one: what its equations must not mention to keep their results; with a
-/// searcher for each when they are few (an equation that holds none of
-/// them as text is not lexed).
+/// one: what its equations must not mention to keep their results.
 struct ChangedNames {
     names: FxHashSet<SmolStr>,
-    finders: Option<Vec<memchr::memmem::Finder<'static>>>,
-    /// The equations of the chunk whose lines hold one of the names as
-    /// text (by [`ChangedNames::search`]); the others mention none.
+    /// When the names are few, the equations of the chunk whose lines hold
+    /// one of them as text (found in the chunk's text at once); the others
+    /// mention none and are not lexed.
     holding: Option<FxHashSet<u32>>,
 }
 
 impl ChangedNames {
+    /// The names, and where the chunk (its text and its equations'
+    /// starts) holds them.
     fn between(
         db: &dyn Db,
         last: &LastCheck,
         outline: &Arc<HeadOutline>,
         imports: &Imports,
         bindings: &Bindings,
+        chunk: (&str, &[u32]),
     ) -> Self {
         fn interfaces(key: &OutlineKey) -> FxHashMap<&str, &Interface> {
             key.interfaces.iter().map(|(n, i)| (n.as_str(), i)).collect()
@@ -1098,13 +1090,13 @@ impl ChangedNames {
             // The same two outlines for every chunk checked after an edit
             // to the head: compared once (a large main jaxpr has thousands
             // of binders).
-            let head = db.eqn_results().outline_changes(&last.head, outline, |was, now| {
+            let head = db.eqn_results().outline_changes.get(&last.head, outline, |was, now| {
                 let mut changed = FxHashSet::default();
                 if was.key != now.key {
                     differ_by_name(&interfaces(&was.key), &interfaces(&now.key), &mut changed);
                     differ_by_name(&binders(&was.key), &binders(&now.key), &mut changed);
                 }
-                changed
+                Arc::new(changed)
             });
             changed.extend(head.iter().cloned());
         }
@@ -1114,45 +1106,26 @@ impl ChangedNames {
         if !std::ptr::eq(&*last.bindings, bindings) && *last.bindings != *bindings {
             differ_by_name(&bound(&last.bindings), &bound(bindings), &mut changed);
         }
-        let finders = (changed.len() <= 8).then(|| {
-            let finder = |n: &SmolStr| memchr::memmem::Finder::new(n.as_bytes()).into_owned();
-            changed.iter().map(finder).collect()
+        let holding = (changed.len() <= 8).then(|| {
+            let (text, starts) = chunk;
+            let mut holding = FxHashSet::default();
+            for name in &changed {
+                for at in memchr::memmem::find_iter(text.as_bytes(), name.as_bytes()) {
+                    let eqn = starts.partition_point(|&s| s as usize <= at).saturating_sub(1);
+                    holding.insert(eqn as u32);
+                }
+            }
+            holding
         });
         ChangedNames {
             names: changed,
-            finders,
-            holding: None,
+            holding,
         }
-    }
-
-    /// Finds the names in a chunk's text at once (equations start at
-    /// `starts`), rather than in each equation's.
-    fn search(&mut self, text: &str, starts: &[u32]) {
-        let Some(finders) = self.finders.as_ref().filter(|_| !self.names.is_empty()) else {
-            return;
-        };
-        let mut holding = FxHashSet::default();
-        for finder in finders {
-            for at in finder.find_iter(text.as_bytes()) {
-                let eqn = starts.partition_point(|&s| s as usize <= at).saturating_sub(1);
-                holding.insert(eqn as u32);
-            }
-        }
-        self.holding = Some(holding);
     }
 
     /// Whether equation `k` (its text) names one of them.
     fn mentioned_in(&self, k: usize, text: &str) -> bool {
-        if self.names.is_empty() {
-            return false;
-        }
-        if let Some(holding) = &self.holding {
-            if !holding.contains(&(k as u32)) {
-                return false;
-            }
-        } else if let Some(finders) = &self.finders
-            && !finders.iter().any(|f| f.find(text.as_bytes()).is_some())
-        {
+        if self.names.is_empty() || self.holding.as_ref().is_some_and(|h| !h.contains(&(k as u32))) {
             return false;
         }
         jaxpr_syntax::identifiers(text).iter().any(|w| self.names.contains(*w))
@@ -1187,44 +1160,39 @@ fn differ_by_name<V: PartialEq>(
 pub struct EqnResults {
     /// Per file, per chunk.
     files: Mutex<FxHashMap<salsa::Id, FxHashMap<salsa::Id, LastCheck>>>,
-    /// The names that differ between two head outlines, the last two
-    /// compared.
-    outline_changes: Mutex<Option<OutlineChanges>>,
+    /// The names that differ between two head outlines.
+    outline_changes: LastPair<HeadOutline, Arc<FxHashSet<SmolStr>>>,
     /// Per file, per chunk: its last imports ([`chunk_imports`]).
     imports: Mutex<FxHashMap<salsa::Id, FxHashMap<salsa::Id, LastImports>>>,
-    /// The names that differ between two name indexes, the last two
-    /// compared.
-    index_changes: Mutex<Option<IndexChanges>>,
+    /// The names that differ between two name indexes ([`index_changes`]).
+    index_changes: LastPair<NameIndex, Option<Arc<FxHashSet<SmolStr>>>>,
 }
 
-struct OutlineChanges {
-    was: Arc<HeadOutline>,
-    now: Arc<HeadOutline>,
-    changed: Arc<FxHashSet<SmolStr>>,
+/// What was computed from two values, kept for the last pair asked about:
+/// after an edit every chunk checked asks about the same two.
+struct LastPair<T, V> {
+    last: Mutex<Option<(Arc<T>, Arc<T>, V)>>,
+}
+
+impl<T, V> Default for LastPair<T, V> {
+    fn default() -> Self {
+        LastPair { last: Mutex::new(None) }
+    }
+}
+
+impl<T, V: Clone> LastPair<T, V> {
+    fn get(&self, was: &Arc<T>, now: &Arc<T>, compute: impl FnOnce(&T, &T) -> V) -> V {
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, _, value)) = last.as_ref().filter(|(w, n, _)| Arc::ptr_eq(w, was) && Arc::ptr_eq(n, now)) {
+            return value.clone();
+        }
+        let value = compute(was, now);
+        *last = Some((was.clone(), now.clone(), value.clone()));
+        value
+    }
 }
 
 impl EqnResults {
-    /// The names whose entries differ between the outlines `was` and
-    /// `now` (by `differ`), computed once for the last pair asked about.
-    fn outline_changes(
-        &self,
-        was: &Arc<HeadOutline>,
-        now: &Arc<HeadOutline>,
-        differ: impl FnOnce(&HeadOutline, &HeadOutline) -> FxHashSet<SmolStr>,
-    ) -> Arc<FxHashSet<SmolStr>> {
-        let mut last = self.outline_changes.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(c) = last.as_ref().filter(|c| Arc::ptr_eq(&c.was, was) && Arc::ptr_eq(&c.now, now)) {
-            return c.changed.clone();
-        }
-        let changed = Arc::new(differ(was, now));
-        *last = Some(OutlineChanges {
-            was: was.clone(),
-            now: now.clone(),
-            changed: changed.clone(),
-        });
-        changed
-    }
-
     fn last_imports(&self, file: salsa::Id, chunk: salsa::Id) -> Option<LastImports> {
         let files = self.imports.lock().unwrap_or_else(|e| e.into_inner());
         files.get(&file)?.get(&chunk).cloned()
@@ -1233,23 +1201,6 @@ impl EqnResults {
     fn keep_imports(&self, file: salsa::Id, chunk: salsa::Id, last: LastImports) {
         let mut files = self.imports.lock().unwrap_or_else(|e| e.into_inner());
         files.entry(file).or_default().insert(chunk, last);
-    }
-
-    /// The names whose entries differ between the indexes `was` and `now`
-    /// ([`IndexChanges::between`]), computed once for the last pair asked
-    /// about.
-    fn index_changes(&self, was: &Arc<NameIndex>, now: &Arc<NameIndex>) -> Option<Arc<FxHashSet<SmolStr>>> {
-        let mut last = self.index_changes.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(c) = last.as_ref().filter(|c| Arc::ptr_eq(&c.was, was) && Arc::ptr_eq(&c.now, now)) {
-            return c.changed.clone();
-        }
-        let changed = IndexChanges::between(was, now).map(Arc::new);
-        *last = Some(IndexChanges {
-            was: was.clone(),
-            now: now.clone(),
-            changed: changed.clone(),
-        });
-        changed
     }
 
     fn take(&self, file: salsa::Id, chunk: salsa::Id) -> Option<LastCheck> {

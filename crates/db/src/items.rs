@@ -190,6 +190,13 @@ pub struct Piece {
 }
 
 impl Piece {
+    /// The same piece `delta` bytes later in the text.
+    fn moved(&self, delta: i64) -> Piece {
+        Piece {
+            start: (self.start as i64 + delta) as u32,
+            ..self.clone()
+        }
+    }
     fn end(&self) -> usize {
         self.start as usize + self.text.len()
     }
@@ -301,10 +308,7 @@ fn resplit(old: &[Piece], indent: usize, text: &str) -> Option<(usize, Arc<[Piec
     }
     let mut pieces = old[..from].to_vec();
     chunk_pieces(text, &eqns, b, &mut pieces);
-    pieces.extend(old[last + 1..].iter().map(|p| Piece {
-        start: (p.start as i64 + delta) as u32,
-        ..p.clone()
-    }));
+    pieces.extend(old[last + 1..].iter().map(|p| p.moved(delta)));
     Some((indent, pieces.into()))
 }
 
@@ -319,10 +323,7 @@ fn resplit_head(old: &[Piece], indent: usize, text: &str, delta: i64) -> Option<
         return None;
     }
     let mut pieces = vec![piece(text, Some(ItemKind::Head), 0..first, Vec::new())];
-    pieces.extend(old[1..].iter().map(|p| Piece {
-        start: (p.start as i64 + delta) as u32,
-        ..p.clone()
-    }));
+    pieces.extend(old[1..].iter().map(|p| p.moved(delta)));
     Some((indent, pieces.into()))
 }
 
@@ -575,10 +576,10 @@ struct Lines {
 fn scan(text: &str) -> Option<Lines> {
     let bytes = text.as_bytes();
     let (first, indent) = first_equation(text)?;
-    let lines = std::iter::once(first)
-        .chain(memchr::memchr_iter(b'\n', &bytes[first..]).map(|i| first + i + 1))
-        .filter(|&i| i < bytes.len())
-        .skip(1);
+    // The lines after the first equation's.
+    let lines = memchr::memchr_iter(b'\n', &bytes[first..])
+        .map(|i| first + i + 1)
+        .filter(|&i| i < bytes.len());
     let mut eqns = vec![first as u32];
     for i in lines {
         let n = indent_of(&bytes[i..]);
