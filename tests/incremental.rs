@@ -549,3 +549,35 @@ fn equations_that_read_a_changed_name_are_checked_again_and_only_they_change() {
     }
 }
 
+/// The same on programs nobody on the team wrote: every program generated
+/// from Catalyst's test suite and every 40th from JAX's (`tests/data`).
+#[test]
+fn random_edits_on_jax_and_catalyst_suite_programs_match_a_full_check() {
+    let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let mut programs = Vec::new();
+    let mut dirs = vec![data.join("catalyst-suite"), data.join("jax-suite")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "jaxpr") {
+                programs.push(path);
+            }
+        }
+    }
+    programs.sort();
+    let (catalyst, jax): (Vec<_>, Vec<_>) =
+        programs.into_iter().partition(|p| p.starts_with(data.join("catalyst-suite")));
+    let chosen: Vec<PathBuf> = catalyst.into_iter().chain(jax.into_iter().step_by(40)).collect();
+    assert!(chosen.len() > 200, "{} programs", chosen.len());
+    let (mut equation, mut items) = (0, 0);
+    for (k, p) in chosen.iter().enumerate() {
+        let text = std::fs::read_to_string(p).unwrap();
+        let paths = random_edits(&text, 0x51_7E + k as u64, 40, 10, anywhere);
+        equation += paths.equation;
+        items += paths.items;
+    }
+    assert!(equation > 100, "only {equation} edits went through one equation");
+    assert!(items > chosen.len() * 40 / 8, "only {items} edits had diagnostics from the salsa items");
+}

@@ -382,7 +382,11 @@ pub fn item_parse<'db>(db: &'db dyn Db, item: Item<'db>) -> Arc<ItemSyntax> {
     let end_of_text = item.text(db).len() as u32;
     for (k, &start) in starts.iter().enumerate() {
         let end = starts.get(k + 1).copied().unwrap_or(end_of_text);
-        match parse_equation(&text[start as usize..], end - start) {
+        // An error past the equation names what follows it, which for the
+        // last one is a stand-in here: the whole file must say it.
+        let last = k + 1 == starts.len();
+        let reaches_past = |errors: &[Diagnostic]| errors.iter().any(|d| d.range.end > end - start);
+        match parse_equation(&text[start as usize..], end - start).filter(|(_, e)| !(last && reaches_past(e))) {
             Some((eqn, errors)) => {
                 let text = &chunk[start as usize..end as usize];
                 out.eqns.push(EqnSyntax {
@@ -550,9 +554,16 @@ pub fn let_parse<'db>(db: &'db dyn Db, part: HeadPart<'db>) -> Arc<LetSyntax> {
 /// Whether the whole-file parser, reading `tail` after a main jaxpr's
 /// equation, ends the main jaxpr there and reads no other item.
 fn tail_is_valid(tail: &str) -> bool {
-    let text = format!("{{ lambda ; . let\n{FOLLOWER}{tail}");
-    let p = jaxpr_syntax::parse(&text);
-    p.file.lets.is_empty() && p.file.main.as_ref().is_some_and(|m| m.eqns.len() == 1)
+    let opening = format!("{{ lambda ; . let\n{FOLLOWER}");
+    let p = jaxpr_syntax::parse(&format!("{opening}{tail}"));
+    // The parser reads the tail's first word as the outputs' `in` (the line
+    // scan takes any line indented less that starts with `in`; after an
+    // equation with an error, the whole-file parser reads `in ] a` as more
+    // of it).
+    let outputs_at = (opening.len() + indent_of(tail.as_bytes())) as u32;
+    p.file.lets.is_empty()
+        && (p.file.main.as_ref())
+            .is_some_and(|m| m.eqns.len() == 1 && m.in_range.is_some_and(|r| r.start == outputs_at))
 }
 
 /// What follows a chunk's text when it is parsed alone (indented as the
