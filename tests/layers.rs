@@ -1,7 +1,8 @@
 //! The architecture's invariants (docs/architecture.md), read from the
-//! dependency graph that `cargo metadata` resolves: only `jaxpr-build`
-//! links LLVM and MLIR, only the server knows LSP, and the layers depend
-//! on each other in the pipeline's order only.
+//! dependency graph that `cargo metadata` resolves: only `jaxpr-stablehlo`
+//! reaches MLIR and only `jaxpr-native` reaches LLVM, only the `jaxpr-build`
+//! binary links the back ends, only the server knows LSP, and the layers
+//! depend on each other in the pipeline's order only.
 
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -10,6 +11,13 @@ use std::process::Command;
 /// Each workspace package with every package it depends on, transitively,
 /// through normal and build dependencies (what its binaries link).
 fn closure() -> BTreeMap<String, BTreeSet<String>> {
+    closure_stopping_at(&[])
+}
+
+/// [`closure`], without what the packages named in `stop` bring in (they
+/// are listed themselves): what a package reaches on its own, not through
+/// one of them.
+fn closure_stopping_at(stop: &[&str]) -> BTreeMap<String, BTreeSet<String>> {
     let out = Command::new(env!("CARGO"))
         .args(["metadata", "--format-version", "1", "--locked", "--manifest-path"])
         .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"))
@@ -46,7 +54,7 @@ fn closure() -> BTreeMap<String, BTreeSet<String>> {
         let mut stack = vec![member.as_str().unwrap()];
         while let Some(id) = stack.pop() {
             for &d in direct.get(id).into_iter().flatten() {
-                if seen.insert(name_of[d].to_string()) {
+                if seen.insert(name_of[d].to_string()) && !stop.contains(&name_of[d]) {
                     stack.push(d);
                 }
             }
@@ -57,7 +65,11 @@ fn closure() -> BTreeMap<String, BTreeSet<String>> {
 }
 
 fn offenders(forbidden: &[&str], allowed: &[&str]) -> Vec<String> {
-    closure()
+    offenders_in(closure(), forbidden, allowed)
+}
+
+fn offenders_in(graph: BTreeMap<String, BTreeSet<String>>, forbidden: &[&str], allowed: &[&str]) -> Vec<String> {
+    graph
         .into_iter()
         .filter(|(package, _)| !allowed.contains(&package.as_str()))
         .flat_map(|(package, deps)| {
@@ -69,9 +81,27 @@ fn offenders(forbidden: &[&str], allowed: &[&str]) -> Vec<String> {
 }
 
 #[test]
-fn only_the_build_back_ends_link_llvm_and_mlir() {
-    let found = offenders(&["llvm-sys", "mlir-sys", "melior", "inkwell"], &["jaxpr-build"]);
+fn only_the_stablehlo_back_end_reaches_mlir() {
+    let graph = closure_stopping_at(&["jaxpr-stablehlo"]);
+    let found = offenders_in(graph, &["mlir-sys", "melior"], &["jaxpr-stablehlo"]);
     assert!(found.is_empty(), "{found:?}");
+}
+
+#[test]
+fn only_the_native_back_end_reaches_llvm() {
+    let graph = closure_stopping_at(&["jaxpr-native"]);
+    let found = offenders_in(graph, &["llvm-sys", "inkwell"], &["jaxpr-native"]);
+    assert!(found.is_empty(), "{found:?}");
+}
+
+#[test]
+fn only_the_jaxpr_build_binary_links_the_back_ends() {
+    // The back ends share `jaxpr-lower`, never each other; the `jaxpr`
+    // command line and the server run `jaxpr-build` instead of linking them.
+    let found = offenders(&["jaxpr-stablehlo", "jaxpr-native"], &["jaxpr-build"]);
+    assert!(found.is_empty(), "{found:?}");
+    let graph = closure();
+    assert!(graph["jaxpr-build"].contains("jaxpr-stablehlo") && graph["jaxpr-build"].contains("jaxpr-native"));
 }
 
 #[test]
@@ -92,7 +122,7 @@ fn the_layers_depend_on_each_other_in_the_pipelines_order() {
             .filter(|l| graph[*layer].contains(**l))
             .collect();
         assert!(later.is_empty(), "{layer} depends on later layers {later:?}");
-        for tooling in ["jaxpr", "jaxpr-lsp", "jaxpr-build", "jaxpr-test-support"] {
+        for tooling in ["jaxpr", "jaxpr-lsp", "jaxpr-build", "jaxpr-lower", "jaxpr-test-support"] {
             assert!(!graph[*layer].contains(tooling), "{layer} depends on {tooling}");
         }
     }

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 /// The checkout's root: the nearest folder above the test's package that
-/// holds `Cargo.lock` (tests of `crates/build` include this module too).
+/// holds `Cargo.lock` (tests of `crates/jaxpr-build` include this module too).
 pub fn workspace_root() -> PathBuf {
     let mut dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     while !dir.join("Cargo.lock").exists() {

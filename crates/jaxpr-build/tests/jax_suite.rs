@@ -1,0 +1,601 @@
+//! Builds: every program of JAX's own test suite
+//! (`tests/data/jax-suite`) that has recorded values is built through both
+//! back ends and run, and its results are compared with JAX's.
+//!
+//! - StableHLO: built in this process through the `jaxpr-build` library; all
+//!   modules then run in one Python process on XLA's CPU backend
+//!   (`jax_suite/xla_batch.py`, which specialises and compares exactly as the
+//!   oracle's `xla_run.py` does).
+//! - Native: built in this process at `-O1`, linked, loaded and called
+//!   through the C ABI, on the other core while XLA runs.
+//!
+//! A program is *right* (every output within its dtype's tolerance),
+//! *refused* (J0012 naming the primitive and what has no lowering),
+//! *wrong* (a value differs: the test fails and names the primitive), or
+//! *failed* (any other build error, an invalid module, a run-time error:
+//! the test fails). The refusals are written to `docs/build-refusals.md`
+//! (`UPDATE_DOCS=1` regenerates it; otherwise the test checks it is current).
+
+#[path = "../../../tests/common/mod.rs"]
+#[allow(dead_code)]
+mod common;
+#[path = "native/abi.rs"]
+mod abi;
+mod oracle;
+
+use abi::{
+    Entry, ErrorFn, FreeFn, JxArray, code_of, complex, complex_element, dtype_of_code, element, items, kind, num,
+    try_pack as pack,
+};
+
+use jaxpr_native as native;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+const GROUPS: &[&str] = &["lax", "numpy", "control_flow", "autodiff", "random", "shape_poly"];
+
+/// The share of the corpus's non-complex programs with values that each back
+/// end must build and compute right (the target the build set was held to), so that losing
+/// lowerings below it fails (docs/build-refusals.md has today's rates).
+const TARGET: f64 = 0.95;
+
+/// Relative and absolute tolerance per dtype: a few units in the last place
+/// of the dtype, as JAX's own tests allow between back ends (transcendental
+/// functions are libm's natively, XLA's own approximations on XLA).
+fn tolerance(dtype: &str) -> (f64, f64) {
+    match dtype {
+        "bfloat16" => (2e-2, 2e-2),
+        "float16" | "complex32" => (4e-3, 4e-3),
+        "float32" | "complex64" => (2e-5, 1e-5),
+        "float64" | "complex128" => (1e-11, 1e-12),
+        _ => (0.0, 0.0),
+    }
+}
+
+struct Program {
+    /// `group/name`.
+    name: String,
+    text: String,
+    examples: Vec<Value>,
+    /// Has a complex dtype: the `complex` branch's part, counted apart.
+    complex: bool,
+}
+
+fn suite_dir() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/jax-suite"))
+}
+
+/// Every program JAX accepts (`check_jaxpr`) that has recorded values.
+fn programs() -> Vec<Program> {
+    // `JAX_SUITE_ONLY=text,text`: only the programs whose `group/name`
+    // holds one of them (while working on a primitive; the refusal table is
+    // then not checked).
+    let only = std::env::var("JAX_SUITE_ONLY").unwrap_or_default();
+    let only: Vec<&str> = only.split(',').collect();
+    let mut out = Vec::new();
+    for g in GROUPS {
+        let dir = suite_dir().join(g);
+        let manifest: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+        let gz = std::process::Command::new("gzip")
+            .arg("-dc")
+            .arg(dir.join("values.json.gz"))
+            .output()
+            .expect("gzip runs");
+        assert!(gz.status.success(), "gzip -dc {g}/values.json.gz");
+        let values: BTreeMap<String, Value> = serde_json::from_slice(&gz.stdout).unwrap();
+        for (name, examples) in values {
+            if manifest["programs"][&name]["check_jaxpr"] != Value::Bool(true)
+                || !only.iter().any(|o| format!("{g}/{name}").contains(o))
+            {
+                continue;
+            }
+            let text = std::fs::read_to_string(dir.join(format!("{name}.jaxpr"))).unwrap();
+            let complex = text.contains("c64[") || text.contains("c128[");
+            let mut examples = examples.as_array().unwrap().clone();
+            as_declared(&text, &mut examples);
+            out.push(Program {
+                name: format!("{g}/{name}"),
+                text,
+                examples,
+                complex,
+            });
+        }
+    }
+    out
+}
+
+/// The corpus's name of a jaxpr dtype (`f32` -> `float32`).
+fn corpus_dtype(jaxpr: &str) -> Option<&'static str> {
+    Some(match jaxpr {
+        "bool" => "bool",
+        "i8" => "int8",
+        "i16" => "int16",
+        "i32" => "int32",
+        "i64" => "int64",
+        "u8" => "uint8",
+        "u16" => "uint16",
+        "u32" => "uint32",
+        "u64" => "uint64",
+        "f16" => "float16",
+        "bf16" => "bfloat16",
+        "f32" => "float32",
+        "f64" => "float64",
+        _ => return None,
+    })
+}
+
+/// Gives each input the dtype its binder declares. The generator ran with
+/// 64-bit types on, so an argument of a program traced at `i32` may be
+/// recorded as `int64` (about 250 programs); JAX casts it on the call, as
+/// this does (the values are the same numbers).
+fn as_declared(text: &str, examples: &mut [Value]) {
+    let parse = jaxpr_syntax::parse(text);
+    let Some(main) = &parse.file.main else { return };
+    let declared: Vec<Option<&str>> = main
+        .constvars
+        .iter()
+        .chain(main.invars.iter())
+        .map(|b| b.ty.as_ref().and_then(|t| corpus_dtype(&t.dtype.text)))
+        .collect();
+    for ex in examples {
+        let Some(inputs) = ex["inputs"].as_array_mut() else { continue };
+        if inputs.len() != declared.len() {
+            continue;
+        }
+        for (v, d) in inputs.iter_mut().zip(&declared) {
+            let recorded = v["dtype"].as_str().unwrap_or("");
+            if let Some(d) = d
+                && corpus_dtype_is_real(recorded)
+            {
+                v["dtype"] = Value::from(*d);
+            }
+        }
+    }
+}
+
+/// A dtype of real numbers or booleans (not complex, not a key).
+fn corpus_dtype_is_real(d: &str) -> bool {
+    code_of(d).is_some() && !d.starts_with("key<") && !d.starts_with("complex")
+}
+
+/// Programs whose recorded values cannot be reproduced from what the corpus
+/// holds, with the reason: they are counted apart, neither right nor wrong.
+const UNVERIFIABLE: &[(&str, &str)] = &[(
+    "lax/top_k_sort_inf_nan_inshape_float32_5_k_5",
+    "its input held NaN and -NaN, which the corpus records alike as \"nan\"; top_k puts NaN first and -NaN last",
+)];
+
+#[derive(Debug)]
+enum Outcome {
+    Right,
+    /// J0012: the refusal's key (primitive and what has no lowering).
+    Refused(String),
+    /// A value differs from JAX's: the primitives of the program and the detail.
+    Wrong(String),
+    /// A build error other than a refusal, an invalid module, a run-time error.
+    Failed(String),
+}
+
+/// The primitive of the equation that byte `at` of `text` is in (its first
+/// line is the nearest one at or above `at` with `= primitive`), or
+/// `inputs` for the signature of a jaxpr.
+fn primitive_at(text: &str, at: usize) -> String {
+    let end = text[at.min(text.len())..].find('\n').map_or(text.len(), |i| at + i);
+    for line in text[..end].lines().rev() {
+        if let Some((_, rest)) = line.split_once(" = ") {
+            let prim: String = rest
+                .trim_start()
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || matches!(c, '_' | '-'))
+                .collect();
+            if !prim.is_empty() {
+                return prim;
+            }
+        }
+        if line.contains("lambda") {
+            break;
+        }
+    }
+    "inputs".into()
+}
+
+/// The refusal key of a J0012: "`prim`: message" with the message's first
+/// line (numbers kept: they are parameters such as an axis or a dtype).
+fn refusal_key(text: &str, d: &jaxpr_syntax::diagnostics::Diagnostic) -> String {
+    let prim = primitive_at(text, d.range.start as usize);
+    let msg = d.message.lines().next().unwrap_or("");
+    if msg.starts_with(&format!("`{prim}`")) {
+        msg.to_string()
+    } else {
+        format!("`{prim}`: {msg}")
+    }
+}
+
+/// The outcome of a build that did not succeed.
+fn not_built(text: &str, diags: &[jaxpr_syntax::diagnostics::Diagnostic]) -> Outcome {
+    let first = diags.iter().find(|d| d.is_error());
+    match first {
+        Some(d) if d.kind.code() == "J0012" && !d.message.starts_with("internal error") => {
+            Outcome::Refused(refusal_key(text, d))
+        }
+        // A program valid only under `symbolic_constraints` it does not
+        // print (corpus-gen/jax/README.md): its shapes cannot be proven, so
+        // it is not built.
+        Some(d) if d.kind.code() == "J0009" => Outcome::Refused(format!(
+            "`{}`: J0009 a dimension holds only under the program's symbolic constraints, which the jaxpr does not carry",
+            primitive_at(text, d.range.start as usize)
+        )),
+        Some(d) => Outcome::Failed(format!(
+            "build error at `{}`: {} {}",
+            primitive_at(text, d.range.start as usize),
+            d.kind.code(),
+            d.message
+        )),
+        None => Outcome::Failed("build failed without an error".into()),
+    }
+}
+
+/// The primitives a program uses (for naming a wrong result).
+fn primitives_of(text: &str) -> String {
+    let mut ps: Vec<String> = text
+        .lines()
+        .filter(|l| l.contains(" = "))
+        .map(|l| primitive_at(l, 0))
+        .filter(|p| p != "inputs")
+        .collect();
+    ps.sort();
+    ps.dedup();
+    ps.join(" ")
+}
+
+fn work_dir() -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("jax_suite");
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Builds every program to StableHLO (in this process), then runs the built
+/// modules on XLA in one Python process.
+fn stablehlo(programs: &[Program], dir: &Path) -> Vec<Outcome> {
+    let mut outcomes: Vec<Option<Outcome>> = Vec::new();
+    let mut jobs = Vec::new();
+    for (i, p) in programs.iter().enumerate() {
+        let parse = jaxpr_syntax::parse(&p.text);
+        let analysis = jaxpr_check::check(&parse.file);
+        match jaxpr_stablehlo::build(&parse, &analysis, jaxpr_stablehlo::Emit::Stablehlo) {
+            Ok(bytes) => {
+                let module = dir.join(format!("{i}.mlir"));
+                std::fs::write(&module, bytes).unwrap();
+                jobs.push(serde_json::json!({
+                    "name": i.to_string(),
+                    "module": module,
+                    "examples": p.examples,
+                }));
+                outcomes.push(None);
+            }
+            Err(d) => outcomes.push(Some(not_built(&p.text, &d))),
+        }
+    }
+    let tol: serde_json::Map<String, Value> = [
+        "bfloat16", "float16", "float32", "float64", "complex64", "complex128",
+    ]
+    .iter()
+    .map(|d| (d.to_string(), serde_json::json!([tolerance(d).0, tolerance(d).1])))
+    .collect();
+    let jobs_file = dir.join("jobs.json");
+    std::fs::write(
+        &jobs_file,
+        serde_json::to_vec(&serde_json::json!({
+            "oracle": oracle::dir(),
+            "tolerance": tol,
+            "jobs": jobs,
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    let results = dir.join("results.jsonl");
+    let run = std::process::Command::new(oracle::python())
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/jax_suite/xla_batch.py"))
+        .arg(&jobs_file)
+        .arg(&results)
+        .output()
+        .unwrap();
+    let text = std::fs::read_to_string(&results).unwrap_or_default();
+    for line in text.lines() {
+        let r: Value = serde_json::from_str(line).unwrap();
+        let i: usize = r["name"].as_str().unwrap().parse().unwrap();
+        let detail = r["detail"].as_str().unwrap_or("").to_string();
+        outcomes[i] = Some(match r["verdict"].as_str().unwrap() {
+            "right" => Outcome::Right,
+            "wrong" => Outcome::Wrong(format!("[{}] {detail}", primitives_of(&programs[i].text))),
+            v => Outcome::Failed(format!("XLA {v}: {detail}")),
+        });
+    }
+    let crash = format!(
+        "xla_batch.py stopped before this program: exit {:?}: {}",
+        run.status.code(),
+        String::from_utf8_lossy(&run.stderr).lines().last().unwrap_or("")
+    );
+    outcomes
+        .into_iter()
+        .map(|o| o.unwrap_or_else(|| Outcome::Failed(crash.clone())))
+        .collect()
+}
+
+fn close(got: f64, want: f64, dtype: &str) -> bool {
+    if want.is_nan() {
+        return got.is_nan();
+    }
+    if want.is_infinite() {
+        return got == want;
+    }
+    let (rtol, atol) = tolerance(dtype);
+    (got - want).abs() <= atol + rtol * want.abs()
+}
+
+/// Calls a loaded library on every example; `None` when all are right.
+fn run_native(lib: &libloading::Library, name: &str, examples: &[Value]) -> Option<Outcome> {
+    let sym = |suffix: &str| format!("{name}{suffix}");
+    let f: Entry = unsafe { *lib.get::<Entry>(sym("").as_bytes()).unwrap() };
+    let error: ErrorFn = unsafe { *lib.get::<ErrorFn>(sym("_error").as_bytes()).unwrap() };
+    let free: FreeFn = unsafe { *lib.get::<FreeFn>(sym("_free").as_bytes()).unwrap() };
+    for (k, ex) in examples.iter().enumerate() {
+        let Some(mut bufs) = ex["inputs"].as_array().unwrap().iter().map(pack).collect::<Option<Vec<_>>>()
+        else {
+            return Some(Outcome::Failed(format!("example {k}: an input dtype the ABI has no code for")));
+        };
+        let ins: Vec<JxArray> = bufs
+            .iter_mut()
+            .map(|(c, shape, bytes)| {
+                let mut s = [0i64; 8];
+                s[..shape.len()].copy_from_slice(shape);
+                JxArray { data: bytes.as_mut_ptr(), dtype: *c, rank: shape.len() as i32, shape: s }
+            })
+            .collect();
+        let wants = ex["outputs"].as_array().unwrap();
+        let empty = JxArray { data: std::ptr::null_mut(), dtype: -1, rank: -1, shape: [0; 8] };
+        let mut outs = vec![empty; wants.len().max(1)];
+        let rc = unsafe { f(ins.as_ptr(), ins.len() as i64, outs.as_mut_ptr(), wants.len() as i64) };
+        if rc != 0 {
+            let e = unsafe { std::ffi::CStr::from_ptr(error()) }.to_string_lossy().into_owned();
+            return Some(Outcome::Failed(format!("example {k}: native error: {e}")));
+        }
+        let mut wrong = None;
+        for (j, (o, w)) in outs.iter().zip(wants).enumerate() {
+            let dtype = w["dtype"].as_str().unwrap();
+            let Some((wc, wshape, _)) = pack(w) else {
+                wrong = Some(format!("example {k} output {j}: dtype {dtype}"));
+                break;
+            };
+            let shape = &o.shape[..o.rank.clamp(0, 8) as usize];
+            // A result the program declares `i32` may be recorded as int64
+            // (the generator ran with 64-bit types on): the same kind of
+            // number compares by value, at the coarser tolerance.
+            let got_dtype = dtype_of_code(o.dtype);
+            let same_kind = got_dtype.is_some_and(|g| kind(g) == kind(dtype));
+            if !(o.dtype == wc || same_kind) || shape != wshape.as_slice() {
+                wrong = Some(format!(
+                    "example {k} output {j}: dtype code {} shape {shape:?}, expected {wc} {wshape:?}",
+                    o.dtype
+                ));
+                break;
+            }
+            for (i, x) in items(w).iter().enumerate() {
+                if dtype.starts_with("complex") {
+                    // Counted apart (the `complex` branch's part), but still
+                    // read as complex: each part within the dtype's tolerance.
+                    let ((gr, gi), (wr, wi)) = (complex_element(o, i), complex(x));
+                    if !(close(gr, wr, dtype) && close(gi, wi, dtype)) {
+                        wrong = Some(format!("example {k} output {j}[{i}]: ({gr}, {gi}), expected ({wr}, {wi}) ({dtype})"));
+                        break;
+                    }
+                    continue;
+                }
+                let (got, want) = (element(o, i), num(x));
+                if !close(got, want, dtype) && !close(got, want, got_dtype.unwrap_or(dtype)) {
+                    wrong = Some(format!("example {k} output {j}[{i}]: {got}, expected {want} ({dtype})"));
+                    break;
+                }
+            }
+            if wrong.is_some() {
+                break;
+            }
+        }
+        for o in &outs[..wants.len()] {
+            unsafe { free(o.data) };
+        }
+        if let Some(w) = wrong {
+            return Some(Outcome::Wrong(w));
+        }
+    }
+    None
+}
+
+/// Builds one program natively (`-O1`), loads it and runs its examples.
+fn native_one(p: &Program, i: usize, dir: &Path) -> Outcome {
+    let parse = jaxpr_syntax::parse(&p.text);
+    let analysis = jaxpr_check::check(&parse.file);
+    let name = format!("jx_suite_{i}");
+    let opts = native::Options { name: name.clone(), opt: 1, cpu: native::Cpu::Native };
+    let so = match jaxpr_native::build_native(&parse, &analysis, &opts, native::Artifact::Shared) {
+        Ok(bytes) => bytes,
+        Err(d) => return not_built(&p.text, &d),
+    };
+    let path = dir.join(format!("lib{name}.so"));
+    std::fs::write(&path, so).unwrap();
+    let lib = match unsafe { libloading::Library::new(&path) } {
+        Ok(l) => l,
+        Err(e) => return Outcome::Failed(format!("dlopen: {e}")),
+    };
+    let outcome = match run_native(&lib, &name, &p.examples) {
+        None => Outcome::Right,
+        Some(Outcome::Wrong(w)) => Outcome::Wrong(format!("[{}] {w}", primitives_of(&p.text))),
+        Some(o) => o,
+    };
+    drop(lib);
+    let _ = std::fs::remove_file(&path);
+    outcome
+}
+
+fn native_all(programs: &[Program], dir: &Path, workers: usize) -> Vec<Outcome> {
+    let next = Mutex::new(0usize);
+    let results: Mutex<Vec<Option<Outcome>>> = Mutex::new((0..programs.len()).map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| {
+                loop {
+                    let i = {
+                        let mut n = next.lock().unwrap();
+                        *n += 1;
+                        *n - 1
+                    };
+                    let Some(p) = programs.get(i) else { return };
+                    let o = native_one(p, i, dir);
+                    results.lock().unwrap()[i] = Some(o);
+                }
+            });
+        }
+    });
+    results.into_inner().unwrap().into_iter().map(|o| o.unwrap()).collect()
+}
+
+// ---- report ----
+
+#[derive(Default)]
+struct Tally {
+    programs: usize,
+    complex: usize,
+    unverifiable: usize,
+    right: usize,
+    refused: BTreeMap<String, Vec<String>>,
+    wrong: Vec<String>,
+    failed: Vec<String>,
+}
+
+impl Tally {
+    fn of(programs: &[Program], outcomes: &[Outcome]) -> Tally {
+        let mut t = Tally::default();
+        for (p, o) in programs.iter().zip(outcomes) {
+            if p.complex {
+                t.complex += 1;
+                continue;
+            }
+            if UNVERIFIABLE.iter().any(|(n, _)| *n == p.name) {
+                t.unverifiable += 1;
+                continue;
+            }
+            t.programs += 1;
+            match o {
+                Outcome::Right => t.right += 1,
+                Outcome::Refused(k) => t.refused.entry(k.clone()).or_default().push(p.name.clone()),
+                Outcome::Wrong(w) => t.wrong.push(format!("{}: {w}", p.name)),
+                Outcome::Failed(f) => t.failed.push(format!("{}: {f}", p.name)),
+            }
+        }
+        t
+    }
+    fn refused_count(&self) -> usize {
+        self.refused.values().map(Vec::len).sum()
+    }
+    fn rate(&self) -> f64 {
+        self.right as f64 / self.programs.max(1) as f64
+    }
+    fn print(&self, title: &str) {
+        let built = self.programs - self.refused_count();
+        eprintln!(
+            "{title}: {} programs (and {} complex and {} unverifiable, not counted), {built} built, {} right ({:.1}%), {} refused, {} wrong, {} failed",
+            self.programs,
+            self.complex,
+            self.unverifiable,
+            self.right,
+            100.0 * self.rate(),
+            self.refused_count(),
+            self.wrong.len(),
+            self.failed.len()
+        );
+        let mut by_count: Vec<_> = self.refused.iter().collect();
+        by_count.sort_by_key(|(k, v)| (std::cmp::Reverse(v.len()), k.to_string()));
+        for (k, v) in by_count {
+            eprintln!("  refused {:5}  {k}  (e.g. {})", v.len(), v[0]);
+        }
+        for w in &self.wrong {
+            eprintln!("  WRONG {w}");
+        }
+        for f in &self.failed {
+            eprintln!("  FAILED {f}");
+        }
+    }
+}
+
+/// The refusal table: each refusal of each back end with the number of
+/// corpus programs it blocks.
+fn refusal_table(stablehlo: &Tally, native: &Tally) -> String {
+    let mut s = String::from(
+        "# Build refusals on JAX's test suite\n\n\
+         Generated by `crates/jaxpr-build/tests/jax_suite.rs` (`UPDATE_DOCS=1 cargo test --release -p jaxpr-build --test jax_suite`);\n\
+         do not edit. Each row is a J0012 refusal (the primitive and what has no lowering) and the number of\n\
+         programs of `tests/data/jax-suite` with recorded values that it blocks (the first refusal of a\n\
+         program counts). Programs with complex dtypes are counted apart.\n\n",
+    );
+    for (title, t) in [("StableHLO", stablehlo), ("Native", native)] {
+        s.push_str(&format!(
+            "## {title}\n\n{} of {} programs built and right ({:.1}%), {} refused; {} complex programs not counted.\n\n\
+             | programs | refusal | example |\n|---:|---|---|\n",
+            t.right,
+            t.programs,
+            100.0 * t.rate(),
+            t.refused_count(),
+            t.complex
+        ));
+        let mut rows: Vec<_> = t.refused.iter().collect();
+        rows.sort_by_key(|(k, v)| (std::cmp::Reverse(v.len()), k.to_string()));
+        for (k, v) in rows {
+            s.push_str(&format!("| {} | {} | `{}` |\n", v.len(), k.replace('|', "\\|"), v[0]));
+        }
+        s.push('\n');
+    }
+    s
+}
+
+#[test]
+fn every_jax_suite_program_builds_with_jaxs_values_or_is_refused() {
+    let programs = programs();
+    let whole = std::env::var_os("JAX_SUITE_ONLY").is_none();
+    assert!(!whole || programs.len() > 3000, "{} programs with values", programs.len());
+    let dir = work_dir();
+    let started = std::time::Instant::now();
+    // XLA runs in its own process on one core while the native libraries
+    // are built on the other.
+    let (shlo, nat) = std::thread::scope(|s| {
+        let shlo = s.spawn(|| stablehlo(&programs, &dir));
+        let nat = native_all(&programs, &dir, 2);
+        (shlo.join().unwrap(), nat)
+    });
+    let (shlo, nat) = (Tally::of(&programs, &shlo), Tally::of(&programs, &nat));
+    shlo.print("StableHLO");
+    nat.print("Native");
+    eprintln!("whole corpus in {:.0} s", started.elapsed().as_secs_f64());
+
+    let table = refusal_table(&shlo, &nat);
+    let doc = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/build-refusals.md"));
+    if !whole {
+        eprintln!("JAX_SUITE_ONLY is set: docs/build-refusals.md is neither written nor checked");
+    } else if std::env::var_os("UPDATE_DOCS").is_some() {
+        std::fs::write(&doc, &table).unwrap();
+    } else {
+        let current = std::fs::read_to_string(&doc).unwrap_or_default();
+        assert!(
+            current == table,
+            "docs/build-refusals.md is not current: run UPDATE_DOCS=1 cargo test --release -p jaxpr-build --test jax_suite"
+        );
+    }
+    for (title, t) in [("StableHLO", &shlo), ("native", &nat)] {
+        assert!(t.wrong.is_empty(), "{title}: {} programs give values other than JAX's:\n{}", t.wrong.len(), t.wrong.join("\n"));
+        assert!(t.failed.is_empty(), "{title}: {} programs neither build right nor are refused:\n{}", t.failed.len(), t.failed.join("\n"));
+        assert!(t.rate() >= TARGET, "{title}: {:.1}% built and right", 100.0 * t.rate());
+    }
+}

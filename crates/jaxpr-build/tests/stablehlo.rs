@@ -1,0 +1,321 @@
+//! `jaxpr build --emit stablehlo`, checked against XLA: every build-set case
+//! of the corpus is built by the real binary and run by
+//! `../shared/oracle/xla_run.py` on XLA's CPU backend (in a virtual
+//! environment with jax 0.10.2 that this test makes with
+//! `../shared/oracle/setup.sh`), which compares with the corpus outputs.
+
+#[path = "../../../tests/common/mod.rs"]
+mod common;
+mod oracle;
+use common::{build_cases, case_name, corpus};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_jaxpr-build"))
+}
+
+fn out_dir(name: &str) -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Programs whose arrays grow inside a loop: XLA cannot run them (their
+/// shapes stay dynamic after refinement), so the module must only parse and
+/// verify (xla_run.py exit status 1, not 2). The native build runs them.
+const XLA_CANNOT_RUN: &[&str] = &["catalyst/resize_loop", "catalyst/while_grow"];
+
+fn build(jaxpr: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    bin()
+        .arg("build")
+        .arg(jaxpr)
+        .args(["--emit", "stablehlo", "--color", "never", "-o"])
+        .arg(out)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn every_build_case_runs_on_xla_with_the_corpus_results() {
+    let python = oracle::python();
+    let cases = build_cases();
+    assert!(cases.len() >= 30, "build set has {} cases", cases.len());
+    let dir = out_dir("stablehlo");
+    let failures = Mutex::new(Vec::new());
+    let next = Mutex::new(cases.iter());
+    // Two workers: each XLA run is a second of Python start-up and compile.
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                loop {
+                    let Some(case) = next.lock().unwrap().next() else {
+                        return;
+                    };
+                    let name = case_name(case);
+                    let module = dir.join(format!("{}.mlir", name.replace('/', "_")));
+                    let b = build(&case.with_extension("jaxpr"), &module, &[]);
+                    if !b.status.success() {
+                        failures.lock().unwrap().push(format!(
+                            "{name}: build failed: {}",
+                            String::from_utf8_lossy(&b.stderr)
+                        ));
+                        continue;
+                    }
+                    let run = Command::new(&python)
+                        .arg(oracle::dir().join("xla_run.py"))
+                        .arg(&module)
+                        .arg(case.with_extension("json"))
+                        .output()
+                        .unwrap();
+                    let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
+                    let code = run.status.code();
+                    let ok = if XLA_CANNOT_RUN.contains(&name.as_str()) {
+                        code == Some(1)
+                    } else {
+                        code == Some(0)
+                    };
+                    if !ok {
+                        failures.lock().unwrap().push(format!(
+                            "{name}: xla_run.py exit {code:?}: {stdout}{}",
+                            String::from_utf8_lossy(&run.stderr)
+                        ));
+                    }
+                }
+            });
+        }
+    });
+    let failures = failures.into_inner().unwrap();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The text is written by our printer and the bytecode by MLIR's writer:
+/// read back by `mlir-opt`, both must be the same module. The cases cover
+/// what the printer prints: regions with and without block arguments
+/// (`case`, `while`, reductions, sort comparators), operations with several
+/// results (`sort`, `top_k`, loops), attributes of every kind.
+#[test]
+fn bytecode_reads_back_as_the_same_module() {
+    let dir = out_dir("bytecode");
+    let print = |p: &Path| {
+        let out = Command::new("/usr/lib/llvm-22/bin/mlir-opt")
+            .arg("--allow-unregistered-dialect")
+            .arg(p)
+            .output()
+            .expect("mlir-opt from mlir-22-tools");
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            p.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    for (case, has) in [
+        ("catalyst/dyn_cond", "stablehlo.case"),
+        ("jax/control", "stablehlo.while"),
+        ("jax/sort_topk", "stablehlo.sort"),
+        ("jax/indexing", "stablehlo.scatter"),
+    ] {
+        let name = case.replace('/', "_");
+        let (text, bc) = (
+            dir.join(format!("{name}.mlir")),
+            dir.join(format!("{name}.mlirbc")),
+        );
+        let src = corpus().join(format!("{case}.jaxpr"));
+        assert!(build(&src, &text, &[]).status.success(), "{case}");
+        assert!(build(&src, &bc, &["--bytecode"]).status.success(), "{case}");
+        let bytes = std::fs::read(&bc).unwrap();
+        assert_eq!(&bytes[..4], b"ML\xefR", "MLIR bytecode magic");
+        // mlir-opt (LLVM 22) reads both back; they must print the same module.
+        let (a, b) = (print(&text), print(&bc));
+        assert!(a.contains(has), "{case}: {a}");
+        assert_eq!(a, b, "{case}");
+    }
+}
+
+#[test]
+fn symbolic_dimensions_come_from_the_input_shapes() {
+    let dir = out_dir("symbolic");
+    let out = dir.join("poly_slice.mlir");
+    assert!(
+        build(&corpus().join("jax/poly_slice.jaxpr"), &out, &[])
+            .status
+            .success()
+    );
+    let m = std::fs::read_to_string(&out).unwrap();
+    // `a:f32[b + 15]`: main takes a dynamic tensor; `b` is its size minus 15.
+    assert!(
+        m.contains("@main(%arg0: tensor<?xf32>)"),
+        "{}",
+        &m[..m.len().min(600)]
+    );
+    assert!(m.contains("stablehlo.get_dimension_size"));
+    assert!(m.contains("stablehlo.dynamic_gather"));
+}
+
+/// A build that fails leaves nothing behind, not even its temporary file.
+fn assert_no_temporary_files(dir: &Path) {
+    let left: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn a_rejected_jaxpr_is_not_built() {
+    let dir = out_dir("rejected");
+    let out = dir.join("bad.mlir");
+    let _ = std::fs::remove_file(&out);
+    let b = build(&corpus().join("invalid/undefined_var.jaxpr"), &out, &[]);
+    assert_eq!(b.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&b.stderr);
+    assert!(err.contains("J0002"), "{err}");
+    assert!(err.contains("not built"), "{err}");
+    assert!(!out.exists());
+    assert_no_temporary_files(&dir);
+}
+
+/// An existing output is replaced by a build that succeeds (it unlinks the
+/// old file, then renames the new one into place) and kept, byte for byte,
+/// by one that fails; neither leaves a temporary file.
+#[test]
+fn a_build_replaces_an_existing_output_and_a_failed_one_keeps_it() {
+    let dir = out_dir("replace");
+    let out = dir.join("m.mlir");
+    std::fs::write(&out, "old contents\n").unwrap();
+    let bad = build(&corpus().join("invalid/undefined_var.jaxpr"), &out, &[]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "old contents\n");
+    assert_no_temporary_files(&dir);
+    let good = build(&corpus().join("catalyst/implicit_result.jaxpr"), &out, &[]);
+    assert!(good.status.success(), "{}", String::from_utf8_lossy(&good.stderr));
+    let m = std::fs::read_to_string(&out).unwrap();
+    assert!(m.starts_with("module"), "{m}");
+    assert!(m.contains("func.func public @main"), "{m}");
+    assert_no_temporary_files(&dir);
+}
+
+#[test]
+fn a_primitive_without_lowering_is_a_diagnostic_at_its_line() {
+    let dir = out_dir("unsupported");
+    let src = dir.join("u.jaxpr");
+    std::fs::write(
+        &src,
+        "{ lambda ; a:f32[3]. let\n    b:f32[3] = sin a\n    c:f32[3] = my_custom_op[k=1] b\n  in (c,) }\n",
+    )
+    .unwrap();
+    let out = dir.join("u.mlir");
+    let _ = std::fs::remove_file(&out);
+    let b = build(&src, &out, &[]);
+    assert_eq!(b.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&b.stderr);
+    assert!(err.contains("error[J0012]"), "{err}");
+    assert!(
+        err.contains("`my_custom_op` has no StableHLO lowering"),
+        "{err}"
+    );
+    assert!(err.contains("u.jaxpr:3:16"), "{err}");
+    assert!(!out.exists());
+    assert_no_temporary_files(&dir);
+}
+
+#[test]
+fn implicit_outputs_are_not_results_of_main() {
+    let dir = out_dir("implicit");
+    let out = dir.join("implicit_result.mlir");
+    assert!(
+        build(&corpus().join("catalyst/implicit_result.jaxpr"), &out, &[])
+            .status
+            .success()
+    );
+    let m = std::fs::read_to_string(&out).unwrap();
+    // `in (b, c)` with `c:f64[b]`: only `c` is returned, as Catalyst does.
+    assert!(m.contains("-> tensor<?xf64>"), "{m}");
+}
+
+/// The command lowers each equation right after its check
+/// (`build::build_text_to_file`): what it writes is byte for byte what the
+/// build of the whole checked file gives (`build::build`), on every build
+/// case and on transformer150 (parsed on a second thread); with an error in
+/// the middle of transformer150 both refuse it with the same errors.
+#[test]
+fn lowering_each_equation_as_checked_equals_lowering_the_checked_file() {
+    use jaxpr_lower::Failure;
+    use jaxpr_stablehlo::{self as build, Emit, Timings};
+    let dir = out_dir("as_checked");
+    let mut texts: Vec<(String, String)> = build_cases()
+        .iter()
+        .map(|c| {
+            let text = std::fs::read_to_string(c.with_extension("jaxpr")).unwrap();
+            (case_name(c).replace('/', "_"), text)
+        })
+        .collect();
+    let (large, broken) = common::transformer150_and_broken();
+    texts.push(("transformer150".into(), large));
+    texts.push(("transformer150_broken".into(), broken));
+    let sorted = |mut d: Vec<jaxpr_syntax::diagnostics::Diagnostic>| {
+        d.sort_by(|a, b| (a.range.start, &a.message).cmp(&(b.range.start, &b.message)));
+        d
+    };
+    for (name, text) in texts {
+        let parse = jaxpr_syntax::parse(&text);
+        let analysis = jaxpr_check::check(&parse.file);
+        let whole = build::build(&parse, &analysis, Emit::Stablehlo);
+        let out = dir.join(format!("{name}.mlir"));
+        let _ = std::fs::remove_file(&out);
+        let as_checked =
+            build::build_text_to_file(&text, Emit::Stablehlo, &out, &mut Timings::default());
+        match (whole, as_checked) {
+            (Ok(bytes), Ok(Some(_))) => {
+                assert!(std::fs::read(&out).unwrap() == bytes, "{name}: modules differ")
+            }
+            (Err(expected), Err(Failure::Diagnostics(found))) => {
+                assert!(name.ends_with("broken"), "{name}: {found:?}");
+                assert!(!out.exists(), "{name}: written");
+                assert_eq!(sorted(found), sorted(expected), "{name}");
+            }
+            (whole, as_checked) => panic!(
+                "{name}: whole build {:?}, as checked {:?}",
+                whole.map(|b| b.len()),
+                as_checked.map(|m| m.is_some())
+            ),
+        }
+    }
+}
+
+/// A Catalyst quantum program is refused with one J0012 naming its first
+/// quantum primitive and why.
+#[test]
+fn a_quantum_program_is_refused_at_its_first_quantum_primitive() {
+    let dir = out_dir("quantum");
+    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/catalyst-suite/expval_rx.jaxpr");
+    let out = dir.join("q.mlir");
+    let b = build(Path::new(src), &out, &[]);
+    assert_eq!(b.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&b.stderr);
+    assert_eq!(err.matches("error[J0012]").count(), 1, "{err}");
+    assert!(err.contains("`quantum_kernel` has no StableHLO lowering: a quantum instruction runs on Catalyst's quantum runtime"), "{err}");
+    assert!(!out.exists());
+}
+
+/// A dynamic result the program drops (`_:f64[a]`) has its printed size.
+#[test]
+fn an_unnamed_dynamic_result_builds() {
+    let dir = out_dir("unnamed");
+    let src = dir.join("u.jaxpr");
+    std::fs::write(
+        &src,
+        "{ lambda ; a:i64[]. let\n    _:f64[a] = broadcast_in_dim[broadcast_dimensions=() shape=(None,) sharding=None] 1.0:f64[] a\n    b:f64[a] = broadcast_in_dim[broadcast_dimensions=() shape=(None,) sharding=None] 2.0:f64[] a\n  in (b,) }\n",
+    )
+    .unwrap();
+    let out = dir.join("u.mlir");
+    let b = build(&src, &out, &[]);
+    assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
+    assert!(std::fs::read_to_string(&out).unwrap().contains("tensor<?xf64>"));
+}

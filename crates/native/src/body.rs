@@ -1,0 +1,255 @@
+//! Jaxpr bodies: equations lowered in order, nested jaxprs called with
+//! their operands, atoms and literals.
+
+use crate::control;
+use jaxpr_lower::{EqnCx, LowerError, LowerResult, Operand, err};
+use jaxpr_check::{EqnId, JaxprId};
+use jaxpr_syntax::TextRange;
+use jaxpr_syntax::ast::{self, Atom};
+use jaxpr_types::{AType, DType, VarId};
+use inkwell::module::Linkage;
+use inkwell::values::BasicValueEnum;
+use rustc_hash::FxHashMap as HashMap;
+use super::{Arr, Codegen, Env, Op};
+use super::fusion;
+
+impl<'c, 'f> Codegen<'c, 'f> {
+    /// Lowers a jaxpr body; its outputs. With `lazy_outs`, outputs may be
+    /// deferred computations (an unrolled loop's state, inlined by the
+    /// next iteration).
+    pub(crate) fn body(&self, env: &mut Env<'c>, j: JaxprId, lazy_outs: bool) -> LowerResult<Vec<Op<'c>>> {
+        let (eqns, outvars) = self.syntax.body(self.a, j)?;
+        // Fusion looks at every equation's uses before any is lowered.
+        let eqns: Vec<_> = eqns.collect();
+        let deferrable = self.deferrable(&eqns, outvars, lazy_outs);
+        let mut splitter = self.splitter(j, &eqns, outvars);
+        for (i, (e, id)) in eqns.into_iter().enumerate() {
+            if let Some(s) = &mut splitter {
+                self.split_before(s, env, i)?;
+            }
+            let outer = self.current.replace(Some((e.primitive.text.as_str(), e.primitive.range)));
+            let lowered = self.eqn(env, e, id, &deferrable);
+            self.current.set(outer);
+            lowered?;
+            if let Some(s) = &mut splitter {
+                self.split_after(s, env, id);
+            }
+        }
+        outvars.iter().map(|o| self.atom(env, o)).collect()
+    }
+
+    /// Runs a nested jaxpr on `inputs` (constvars, then invars).
+    pub(crate) fn call_jaxpr(
+        &self,
+        outer: &Env<'c>,
+        j: JaxprId,
+        inputs: &[Op<'c>],
+        at: TextRange,
+    ) -> LowerResult<Vec<Op<'c>>> {
+        self.call_with(outer, j, inputs, at, false)
+    }
+
+    /// [`Codegen::call_jaxpr`]; with `lazy`, inputs and outputs may be deferred
+    /// computations: an input stays deferred when its binder's one use
+    /// inlines it (else it is computed now), outputs may stay deferred.
+    pub(crate) fn call_with(
+        &self,
+        outer: &Env<'c>,
+        j: JaxprId,
+        inputs: &[Op<'c>],
+        at: TextRange,
+        lazy: bool,
+    ) -> LowerResult<Vec<Op<'c>>> {
+        let binders = jaxpr_lower::walk::nested_binders(self.a, j, inputs.len(), at)?;
+        let keep = if lazy {
+            self.fusible_binders(j, &binders)?
+        } else {
+            vec![false; binders.len()]
+        };
+        let mut env = Env {
+            vals: HashMap::default(),
+            syms: outer.syms.clone(),
+        };
+        for ((&v, x), keep) in binders.iter().zip(inputs).zip(keep) {
+            let value = if keep { x.v.clone() } else { self.materialized(&x.v)? };
+            env.vals.insert(
+                v,
+                Operand {
+                    v: value,
+                    ty: self.a.var(v).ty.clone(),
+                },
+            );
+        }
+        self.body(&mut env, j, lazy)
+    }
+
+    pub(crate) fn eqn(
+        &self,
+        env: &mut Env<'c>,
+        e: &'f ast::Eqn,
+        id: EqnId,
+        deferrable: &rustc_hash::FxHashSet<VarId>,
+    ) -> LowerResult<()> {
+        jaxpr_lower::walk::check_lowered(&e.primitive.text, e.primitive.range, jaxpr_lower::walk::Backend::Native)?;
+        let info = self.a.eqn(id);
+        let mut args = e
+            .args
+            .iter()
+            .map(|x| self.atom(env, x))
+            .collect::<LowerResult<Vec<_>>>()?;
+        let vars: Vec<Option<VarId>> = e.args.iter().map(|x| self.var_of(x)).collect();
+        let outs = jaxpr_lower::walk::result_types(self.a, e, id);
+        jaxpr_lower::walk::check_lowered_complex(
+            &e.primitive.text,
+            e.primitive.range,
+            args.iter().map(|a| &a.ty).chain(&outs),
+            jaxpr_lower::walk::Backend::Native,
+        )?;
+        let name = e.primitive.text.as_str();
+        // The result is deferred into its one user.
+        let defer = info
+            .outs
+            .first()
+            .copied()
+            .flatten()
+            .is_some_and(|v| deferrable.contains(&v));
+        let inlines = fusion::is_elementwise(name) || name == "transpose";
+        let results = if inlines || (defer && fusion::is_fused(e)) {
+            if !inlines {
+                self.materialize_args(env, &mut args, &vars)?;
+            }
+            let cx = EqnCx { e, id, args, outs: outs.clone() };
+            vec![self.fused(env, cx, defer)?]
+        } else {
+            // An unrolled loop hands deferred state to its body itself.
+            if control::unrolled_trips(e).is_none() {
+                self.materialize_args(env, &mut args, &vars)?;
+            }
+            let cx = EqnCx { e, id, args, outs: outs.clone() };
+            match self.eqn_kernel(env, &cx)? {
+                Some(results) => results,
+                None => self.lower_eqn(env, &cx, defer)?,
+            }
+        };
+        jaxpr_lower::walk::expect_results(e, results.len())?;
+        for (i, r) in results.into_iter().enumerate() {
+            if let Some(v) = info.outs.get(i).copied().flatten() {
+                env.vals.insert(
+                    v,
+                    Operand {
+                        v: r,
+                        ty: outs[i].clone(),
+                    },
+                );
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn atom(&self, env: &Env<'c>, x: &Atom) -> LowerResult<Op<'c>> {
+        match x {
+            Atom::Var(n) => {
+                let Some(v) = self.syntax.use_at(n.range.start) else {
+                    return err(
+                        n.range,
+                        format!("internal error: `{}` is not resolved", n.text),
+                    );
+                };
+                match env.vals.get(&v) {
+                    Some(x) => Ok(self.in_this_function(x.clone())),
+                    None => err(
+                        n.range,
+                        format!("internal error: `{}` has no value", n.text),
+                    ),
+                }
+            }
+            Atom::Lit(l) => {
+                let Some(dt) = l.ty.as_ref().and_then(|t| DType::from_short(&t.dtype.text)) else {
+                    return Err(LowerError {
+                        range: l.range,
+                        message: format!("the literal `{}` has no dtype to build with", l.value),
+                        help: Some(
+                            "print the jaxpr with a JAX that types its literals (`1.0:f32[]`)"
+                                .into(),
+                        ),
+                    });
+                };
+                let key = (dt.to_string(), l.value.to_string());
+                let known = self.literals.borrow().get(&key).copied();
+                let p = match known {
+                    Some(p) => p,
+                    None => {
+                        let v = self.literal(&dt, &l.value, l.range)?;
+                        let p = self.constant_array(&dt, v)?.p;
+                        self.literals.borrow_mut().insert(key, p);
+                        p
+                    }
+                };
+                Ok(Operand {
+                    v: Arr::new(p, Vec::new()),
+                    ty: AType::scalar(dt),
+                })
+            }
+        }
+    }
+
+    /// A scalar constant as a read-only global array.
+    pub fn constant_array(&self, dt: &DType, v: BasicValueEnum<'c>) -> LowerResult<Arr<'c>> {
+        let t = self.elem(dt, TextRange::new(0, 0))?;
+        let g = self.m.add_global(t, None, "lit");
+        g.set_initializer(&v);
+        g.set_constant(true);
+        g.set_linkage(Linkage::Private);
+        Ok(Arr::new(g.as_pointer_value(), Vec::new()))
+    }
+
+    /// A scalar constant of `dt` written as JAX prints it.
+    pub fn literal(&self, dt: &DType, text: &str, at: TextRange) -> LowerResult<BasicValueEnum<'c>> {
+        let bad = || {
+            err(
+                at,
+                format!("the literal `{text}` is not a valid {dt} for building"),
+            )
+        };
+        let t = self.elem(dt, at)?;
+        Ok(match dt {
+            DType::Bool => match text {
+                "True" | "true" | "1" => self.cx.i8_type().const_int(1, false).into(),
+                "False" | "false" | "0" => self.cx.i8_type().const_int(0, false).into(),
+                _ => return bad(),
+            },
+            DType::Int(_) | DType::UInt(_) => {
+                let i = match text.parse::<i128>() {
+                    Ok(i) => i,
+                    Err(_) => match text.parse::<f64>() {
+                        Ok(f) if f.fract() == 0.0 => f as i128,
+                        _ => return bad(),
+                    },
+                };
+                t.into_int_type().const_int(i as u64, false).into()
+            }
+            DType::Float(_) => {
+                let x = match text {
+                    "inf" => f64::INFINITY,
+                    "-inf" => f64::NEG_INFINITY,
+                    "nan" | "-nan" => f64::NAN,
+                    _ => match text.parse::<f64>() {
+                        Ok(x) => x,
+                        Err(_) => return bad(),
+                    },
+                };
+                t.into_float_type().const_float(x).into()
+            }
+            DType::Complex(_) => match jaxpr_lower::walk::complex_literal(text) {
+                Some((re, im)) => self.complex_const(dt, re, im)?,
+                None => return bad(),
+            },
+            _ => {
+                return err(
+                    at,
+                    format!("constants of dtype {dt} have no native lowering"),
+                );
+            }
+        })
+    }
+}

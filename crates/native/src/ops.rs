@@ -1,0 +1,358 @@
+//! Primitives in native code. Elementwise primitives are scalar functions
+//! ([`Codegen::scalar`]) mapped over a loop nest with broadcasting; data movement
+//! (broadcast, transpose, slices, padding, gathers...) is one helper that
+//! maps each output index to a source offset ([`Codegen::remap`]); reductions,
+//! contractions and windows are loop nests with an accumulator.
+
+use super::{Arr, Cx, Env, Codegen, dtype};
+use jaxpr_lower::{Backend, LowerResult, err, expr_poly, is_identity, missing_lowering};
+use jaxpr_types::{DType, Dim, FloatKind};
+use inkwell::values::IntValue;
+use inkwell::IntPredicate;
+
+/// Reductions: primitive and the binary primitive that combines.
+pub(crate) const REDUCE: &[(&str, &str)] = &[
+    ("reduce_sum", "add"),
+    ("reduce_prod", "mul"),
+    ("reduce_max", "max"),
+    ("reduce_min", "min"),
+    ("reduce_and", "and"),
+    ("reduce_or", "or"),
+    ("reduce_xor", "xor"),
+];
+
+pub(crate) const CUMULATIVE: &[(&str, &str)] = &[
+    ("cumsum", "add"),
+    ("cumprod", "mul"),
+    ("cummax", "max"),
+    ("cummin", "min"),
+    ("cumlogsumexp", "logaddexp"),
+];
+
+pub(crate) const REDUCE_WINDOW: &[(&str, &str)] = &[
+    ("reduce_window_sum", "add"),
+    ("reduce_window_max", "max"),
+    ("reduce_window_min", "min"),
+];
+
+/// The identity element of a combining primitive.
+#[derive(Clone, Copy)]
+pub(crate) enum Init {
+    Zero,
+    One,
+    Lowest,
+    Highest,
+}
+
+pub(crate) fn init_of(op: &str) -> Init {
+    match op {
+        "mul" => Init::One,
+        "max" | "logaddexp" => Init::Lowest,
+        "min" | "and" => Init::Highest,
+        _ => Init::Zero,
+    }
+}
+
+/// The dtype a product's sums accumulate in: f32 for the half-width
+/// floats (as XLA does: summing in f16 loses the low bits of every term),
+/// the result's own dtype otherwise.
+pub(crate) fn accumulator(dt: &DType) -> DType {
+    match dt {
+        DType::Float(FloatKind::F16 | FloatKind::BF16) => DType::Float(FloatKind::F32),
+        d => d.clone(),
+    }
+}
+
+impl<'c> Codegen<'c, '_> {
+    pub(crate) fn lower_eqn(&self, env: &Env<'c>, cx: &Cx<'_, 'c>, defer: bool) -> LowerResult<Vec<Arr<'c>>> {
+        let name = cx.name();
+        if let Some(r) = self.lower_random(env, cx)? {
+            return Ok(r);
+        }
+        let one = |v: LowerResult<Arr<'c>>| v.map(|v| vec![v]);
+        if let Some((_, op)) = REDUCE.iter().find(|(p, _)| *p == name) {
+            return one(self.reduce(cx, op));
+        }
+        if let Some((_, op)) = CUMULATIVE.iter().find(|(p, _)| *p == name) {
+            return one(self.cumulative(cx, op));
+        }
+        if let Some((_, op)) = REDUCE_WINDOW.iter().find(|(p, _)| *p == name) {
+            return one(self.reduce_window(env, cx, op));
+        }
+        if is_identity(name) {
+            return Ok(cx.args.iter().map(|a| a.v.clone()).collect());
+        }
+        // Before the calls: `custom_linear_solve` calls one of its jaxprs.
+        if let Some(r) = self.lower_linalg(env, cx)? {
+            return Ok(r);
+        }
+        if let Some(r) = self.lower_control(env, cx, defer)? {
+            return Ok(r);
+        }
+        if let Some(r) = self.lower_symbolic(env, cx)? {
+            return Ok(vec![r]);
+        }
+        if let Some(r) = self.lower_general_reduce(env, cx)? {
+            return Ok(vec![r]);
+        }
+        if let Some(r) = self.lower_window_selection(env, cx)? {
+            return Ok(vec![r]);
+        }
+        if let Some(r) = self.lower_assembly(env, cx)? {
+            return Ok(vec![r]);
+        }
+        let x = || &cx.args[0];
+        one(match name {
+            "broadcast_in_dim" => {
+                let dims = cx.ints_or("broadcast_dimensions", Vec::new())?;
+                let out = self.dims(env, &cx.outs[0], cx.at())?;
+                let src = x();
+                if dims.len() != src.v.dims.len() || dims.iter().any(|&d| d as usize >= out.len()) {
+                    return err(cx.at(), "`broadcast_dimensions` does not match the operand");
+                }
+                for (j, &d) in dims.iter().enumerate() {
+                    self.check_extent(src.v.dims[j], out[d as usize], true, cx)?;
+                }
+                self.remap(&dtype(&cx.outs[0])?, &out, src, None, &mut |idx| {
+                    let mut off = self.i64(0);
+                    for (j, &d) in dims.iter().enumerate() {
+                        let n = src.v.dims[j];
+                        let i = self.select_int(
+                            self.icmp(IntPredicate::EQ, n, self.i64(1)),
+                            self.i64(0),
+                            idx[d as usize],
+                        );
+                        off = self.add(self.mul(off, n), i);
+                    }
+                    Ok((off, None))
+                })
+            }
+            "reshape" | "squeeze" | "expand_dims" => {
+                let out = self.dims(env, &cx.outs[0], cx.at())?;
+                // `reshape`'s `dimensions` orders the operand's axes before
+                // the elements are read row-major: a transpose first.
+                let perm = match name {
+                    "reshape" => cx.ints_or("dimensions", Vec::new())?,
+                    _ => Vec::new(),
+                };
+                let moved;
+                let src = if perm.iter().enumerate().any(|(i, &p)| p != i as i64) {
+                    moved = self.transpose(cx, x(), &perm, "dimensions")?;
+                    &moved
+                } else {
+                    &x().v
+                };
+                let (n, m) = (self.numel(&out), self.numel(&src.dims));
+                self.fail_if(
+                    self.icmp(IntPredicate::NE, n, m),
+                    &format!(
+                        "`{name}` at byte {}: %lld elements cannot become %lld",
+                        cx.at().start
+                    ),
+                    &[m.into(), n.into()],
+                );
+                Ok(Arr::new(src.p, out))
+            }
+            "transpose" => self.transpose(cx, x(), &cx.ints("permutation")?, "permutation"),
+            "rev" => {
+                let rdims = cx.ints("dimensions")?;
+                let src = x();
+                let out = src.v.dims.clone();
+                self.remap(&dtype(&cx.outs[0])?, &out, src, None, &mut |idx| {
+                    let at: Vec<IntValue> = idx
+                        .iter()
+                        .enumerate()
+                        .map(|(k, &i)| {
+                            if rdims.contains(&(k as i64)) {
+                                self.sub(self.sub(out[k], self.i64(1)), i)
+                            } else {
+                                i
+                            }
+                        })
+                        .collect();
+                    Ok((self.offset(&at, &src.v.dims), None))
+                })
+            }
+            "slice" => {
+                let start = cx.ints("start_indices")?;
+                let limit = cx.ints("limit_indices")?;
+                let strides = cx.ints_or("strides", vec![1; start.len()])?;
+                let src = x();
+                let r = src.v.dims.len();
+                if start.len() != r || limit.len() != r || strides.len() != r {
+                    return err(cx.at(), "`slice` parameters do not match the operand");
+                }
+                for k in 0..r {
+                    let ok = start[k] >= 0 && strides[k] >= 1 && limit[k] >= start[k];
+                    if !ok {
+                        return err(cx.at(), "`slice` has invalid bounds");
+                    }
+                    let bad = self.icmp(IntPredicate::SLT, src.v.dims[k], self.i64(limit[k]));
+                    self.fail_if(
+                        bad,
+                        &format!(
+                            "`slice` at byte {}: the operand is too small",
+                            cx.at().start
+                        ),
+                        &[],
+                    );
+                }
+                let out: Vec<IntValue> = (0..r)
+                    .map(|k| self.i64((limit[k] - start[k] + strides[k] - 1) / strides[k]))
+                    .collect();
+                self.remap(&dtype(&cx.outs[0])?, &out, src, None, &mut |idx| {
+                    let at: Vec<IntValue> = (0..r)
+                        .map(|k| {
+                            self.add(self.i64(start[k]), self.mul(idx[k], self.i64(strides[k])))
+                        })
+                        .collect();
+                    Ok((self.offset(&at, &src.v.dims), None))
+                })
+            }
+            "pad" => self.pad(env, cx),
+            "concatenate" => self.concatenate(env, cx),
+            "iota" => {
+                let d = cx.int("dimension")? as usize;
+                let dt = dtype(&cx.outs[0])?;
+                let out = self.dims(env, &cx.outs[0], cx.at())?;
+                if d >= out.len() {
+                    return err(cx.at(), "`dimension` out of range");
+                }
+                let r = self.alloc(&dt, &out)?;
+                self.nest(&out, &mut |idx| {
+                    let v = self.from_i64(idx[d], &dt)?;
+                    self.store(&dt, r.p, self.offset(idx, &out), v)
+                })?;
+                Ok(r)
+            }
+            "dynamic_slice" => {
+                let out = self.sizes(env, cx, "slice_sizes")?;
+                let src = x();
+                let r = src.v.dims.len();
+                if out.len() != r || cx.args.len() != r + 1 {
+                    return err(cx.at(), "`dynamic_slice` operands do not match");
+                }
+                let starts = self.starts(&cx.args[1..], &src.v.dims, &out, cx)?;
+                self.remap(&dtype(&cx.outs[0])?, &out, src, None, &mut |idx| {
+                    let at: Vec<IntValue> = (0..r).map(|k| self.add(starts[k], idx[k])).collect();
+                    Ok((self.offset(&at, &src.v.dims), None))
+                })
+            }
+            "dynamic_update_slice" => {
+                let (op, upd) = (&cx.args[0], &cx.args[1]);
+                let r = op.v.dims.len();
+                if upd.v.dims.len() != r || cx.args.len() != r + 2 {
+                    return err(cx.at(), "`dynamic_update_slice` operands do not match");
+                }
+                let dt = dtype(&op.ty)?;
+                let res = self.copy_owned(op)?;
+                let starts = self.starts(&cx.args[2..], &op.v.dims, &upd.v.dims, cx)?;
+                self.nest(&upd.v.dims.clone(), &mut |idx| {
+                    let at: Vec<IntValue> = (0..r).map(|k| self.add(starts[k], idx[k])).collect();
+                    let v = self.load(&dt, upd.v.p, self.offset(idx, &upd.v.dims))?;
+                    self.store(&dt, res.p, self.offset(&at, &op.v.dims), v)
+                })?;
+                Ok(res)
+            }
+            "tile" => {
+                let src = x();
+                let out = self.dims(env, &cx.outs[0], cx.at())?;
+                if out.len() != src.v.dims.len() {
+                    return err(
+                        cx.at(),
+                        "`tile` that adds dimensions has no native lowering",
+                    );
+                }
+                self.remap(&dtype(&cx.outs[0])?, &out, src, None, &mut |idx| {
+                    let at: Vec<IntValue> = idx
+                        .iter()
+                        .zip(&src.v.dims)
+                        .map(|(&i, &n)| {
+                            let n1 = self.select_int(
+                                self.icmp(IntPredicate::EQ, n, self.i64(0)),
+                                self.i64(1),
+                                n,
+                            );
+                            self.b.build_int_signed_rem(i, n1, "").expect("rem")
+                        })
+                        .collect();
+                    Ok((self.offset(&at, &src.v.dims), None))
+                })
+            }
+            "platform_index" => {
+                let i = cx.cpu_platform_index()?;
+                let dt = dtype(&cx.outs[0])?;
+                let r = self.alloc(&dt, &[])?;
+                let v = self.from_i64(self.i64(i), &dt)?;
+                self.store(&dt, r.p, self.i64(0), v)?;
+                Ok(r)
+            }
+            "dim_as_value" => {
+                let p = cx.param("dim")?;
+                let Some(poly) = expr_poly(p) else {
+                    return err(p.range, "`dim` must be a dimension expression");
+                };
+                // A value, not an extent: it may be negative (`dim=- b`).
+                let (v, overflow) = self.poly(env, &poly, p.range)?;
+                self.fail_if(overflow, &format!("`dim_as_value` at byte {}: `{poly}` overflows 64 bits", cx.at().start), &[]);
+                let dt = dtype(&cx.outs[0])?;
+                let r = self.alloc(&dt, &[])?;
+                let v = self.from_i64(v, &dt)?;
+                self.store(&dt, r.p, self.i64(0), v)?;
+                Ok(r)
+            }
+            "dot_general" => self.dot_general(env, cx),
+            "conv_general_dilated" => self.conv(env, cx),
+            "argmax" | "argmin" => self.argminmax(env, cx),
+            "gather" => self.gather(env, cx),
+            "scatter-add" | "scatter_add" | "scatter" | "scatter-mul" | "scatter_mul"
+            | "scatter-min" | "scatter_min" | "scatter-max" | "scatter_max" => self.scatter(cx),
+            "sort" => return self.sort(cx),
+            "top_k" => return self.top_k(env, cx),
+            "split" => return self.split(env, cx),
+            _ => return missing_lowering(name, cx.at(), Backend::Native),
+        })
+    }
+
+    // ---- helpers ---------------------------------------------------------------
+
+    /// A tuple of sizes that may be symbolic (`slice_sizes=(a, 1)`).
+    pub(crate) fn sizes(&self, env: &Env<'c>, cx: &Cx<'_, 'c>, name: &str) -> LowerResult<Vec<IntValue<'c>>> {
+        let p = cx.param(name)?;
+        let Some(items) = p.as_seq() else {
+            return err(p.range, format!("`{name}` must be a tuple of sizes"));
+        };
+        items
+            .iter()
+            .map(|e| match expr_poly(e) {
+                Some(poly) => self.dim(env, &Dim::from_poly(poly), e.range),
+                None => err(e.range, format!("`{name}` must be sizes")),
+            })
+            .collect()
+    }
+
+    /// Fails at run time unless `got == want` (or `got == 1` when `bcast`).
+    pub(crate) fn check_extent(
+        &self,
+        got: IntValue<'c>,
+        want: IntValue<'c>,
+        bcast: bool,
+        cx: &Cx<'_, 'c>,
+    ) -> LowerResult<()> {
+        let mut bad = self.icmp(IntPredicate::NE, got, want);
+        if bcast {
+            bad = self.and(bad, self.icmp(IntPredicate::NE, got, self.i64(1)));
+        }
+        self.fail_if(
+            bad,
+            &format!(
+                "`{}` at byte {}: an operand has extent %lld where %lld is expected",
+                cx.name(),
+                cx.at().start
+            ),
+            &[got.into(), want.into()],
+        );
+        Ok(())
+    }
+
+}

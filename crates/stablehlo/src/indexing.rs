@@ -1,0 +1,305 @@
+//! Gathers and scatters, with JAX's index modes.
+
+use super::{ModuleBlock, Env, Lower, Operand, ModuleValue};
+use jaxpr_lower::{LowerResult, err, expr_text};
+
+
+use jaxpr_syntax::ast::{Expr, ExprKind};
+use jaxpr_types::{AType, DType, Dim};
+use melior::ir::ValueLike;
+use super::ops::*;
+
+impl<'c, 'f> Lower<'c, 'f> {
+    /// Scalar start indices of one integer type (StableHLO wants them alike).
+    pub(crate) fn indices(&self, b: ModuleBlock<'c>, idx: &[Operand<'c, 'f>]) -> LowerResult<Vec<ModuleValue<'c>>> {
+        idx.iter()
+            .map(|i| self.convert(b, i.v, &DType::Int(64)))
+            .collect()
+    }
+
+    pub(crate) fn gather(&self, b: ModuleBlock<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> LowerResult<ModuleValue<'c>> {
+        let dn = cx.param("dimension_numbers")?;
+        let f = |k: &str| dn.field(k).and_then(Expr::as_int_seq).unwrap_or_default();
+        let (offset, collapsed, start_map) = (
+            f("offset_dims"),
+            f("collapsed_slice_dims"),
+            f("start_index_map"),
+        );
+        let (obatch, ibatch) = (f("operand_batching_dims"), f("start_indices_batching_dims"));
+        let (operand, indices) = (&cx.args[0], &cx.args[1]);
+        let ivd = indices.ty.rank().saturating_sub(1);
+        let mut fields = vec![format!("offset_dims = {}", list(&offset))];
+        for (k, v) in [
+            ("collapsed_slice_dims", &collapsed),
+            ("operand_batching_dims", &obatch),
+            ("start_indices_batching_dims", &ibatch),
+        ] {
+            if !v.is_empty() {
+                fields.push(format!("{k} = {}", list(v)));
+            }
+        }
+        fields.push(format!("start_index_map = {}", list(&start_map)));
+        fields.push(format!("index_vector_dim = {ivd}"));
+        let dnums = format!("#stablehlo.gather<{}>", fields.join(", "));
+        let sorted = cx.bool_or("indices_are_sorted", false);
+        let out_t = self.out_ty(cx, 0)?;
+        // Slice sizes: from the parameter, or (symbolic sizes) from the
+        // result type, whose offset dimensions are the non-collapsed sizes.
+        let sizes_expr = cx.param("slice_sizes")?;
+        let static_sizes = sizes_expr.as_int_seq();
+        let gathered = match &static_sizes {
+            Some(sizes) => self.op1(
+                b,
+                "stablehlo.gather",
+                &[operand.v, indices.v],
+                out_t,
+                &[
+                    ("dimension_numbers", dnums),
+                    ("slice_sizes", arr(sizes)),
+                    ("indices_are_sorted", sorted.to_string()),
+                ],
+            )?,
+            None => {
+                let mut dims = Vec::new();
+                let mut k = 0;
+                for d in 0..operand.ty.rank() as i64 {
+                    if collapsed.contains(&d) || obatch.contains(&d) {
+                        dims.push(Dim::Const(1));
+                    } else {
+                        let Some(&od) = offset.get(k) else {
+                            return err(
+                                sizes_expr.range,
+                                "`slice_sizes` does not match `offset_dims`",
+                            );
+                        };
+                        dims.push(cx.outs[0].shape[od as usize].clone());
+                        k += 1;
+                    }
+                }
+                let s = self.shape_value(b, env, &dims, cx.at())?;
+                self.op1(
+                    b,
+                    "stablehlo.dynamic_gather",
+                    &[operand.v, indices.v, s],
+                    out_t,
+                    &[
+                        ("dimension_numbers", dnums),
+                        ("indices_are_sorted", sorted.to_string()),
+                    ],
+                )?
+            }
+        };
+        let fill =
+            cx.e.param("mode")
+                .and_then(|m| m.value.as_path())
+                .is_some_and(|m| m.ends_with("FILL_OR_DROP"));
+        if !fill {
+            return Ok(gathered);
+        }
+        // FILL_OR_DROP: where a start index is out of bounds, the fill value.
+        let Some(sizes) = static_sizes else {
+            return err(
+                cx.at(),
+                "FILL_OR_DROP gather with symbolic slice sizes has no lowering",
+            );
+        };
+        let odims = static_shape(cx, &operand.ty, "FILL_OR_DROP gather of a dynamic operand")?;
+        let ishape = static_shape(cx, &indices.ty, "FILL_OR_DROP gather with dynamic indices")?;
+        let upper: Vec<i64> = start_map
+            .iter()
+            .map(|&d| odims[d as usize] - sizes[d as usize])
+            .collect();
+        let i64s = |shape: &[i64]| {
+            AType::new(
+                DType::Int(64),
+                shape.iter().map(|&c| Dim::Const(c)).collect(),
+            )
+        };
+        let idx = self.convert(b, indices.v, &DType::Int(64))?;
+        let ity = self.ty(&i64s(&ishape), cx.at())?;
+        let up = self.const_vec_i64(b, &upper)?;
+        let up = self.op1(
+            b,
+            "stablehlo.broadcast_in_dim",
+            &[up],
+            ity,
+            &[("broadcast_dimensions", arr(&[ivd as i64]))],
+        )?;
+        let zero = self.const_i64(b, 0)?;
+        let zero = self.op1(
+            b,
+            "stablehlo.broadcast_in_dim",
+            &[zero],
+            ity,
+            &[("broadcast_dimensions", arr(&[]))],
+        )?;
+        let ge = self.compare(b, idx, zero, "GE", "SIGNED")?;
+        let le = self.compare(b, idx, up, "LE", "SIGNED")?;
+        let ok = self.binary(b, "stablehlo.and", ge, le)?;
+        let t = self.init(b, &DType::Bool, Init::Highest)?;
+        let body = self.combiner(&DType::Bool, "stablehlo.and")?;
+        let batch_shape = &ishape[..ivd];
+        let mt = self.ty(
+            &AType::new(
+                DType::Bool,
+                batch_shape.iter().map(|&c| Dim::Const(c)).collect(),
+            ),
+            cx.at(),
+        )?;
+        let mask = self.op(
+            b,
+            "stablehlo.reduce",
+            &[ok, t],
+            &[mt],
+            &[("dimensions", arr(&[ivd as i64]))],
+            vec![body],
+        )?[0];
+        let out_rank = cx.outs[0].rank() as i64;
+        let batch_in_out: Vec<i64> = (0..out_rank).filter(|d| !offset.contains(d)).collect();
+        let bool_out = self.ty(&cx.outs[0].with_dtype(DType::Bool), cx.at())?;
+        let mask = self.op1(
+            b,
+            "stablehlo.broadcast_in_dim",
+            &[mask],
+            bool_out,
+            &[("broadcast_dimensions", arr(&batch_in_out))],
+        )?;
+        let dt = cx.out_dtype(0)?;
+        let fill_v = match cx.e.param("fill_value").map(|p| &p.value) {
+            Some(v) if !v.is_none() => {
+                let text = match &v.kind {
+                    ExprKind::Int(i) => i.to_string(),
+                    ExprKind::Number(n) => n.to_string(),
+                    ExprKind::Neg(x) => format!("-{}", expr_text(x)),
+                    _ => expr_text(v),
+                };
+                self.constant(b, &dt, &text, v.range)?
+            }
+            _ => match &dt {
+                d if d.is_float() => self.constant(b, d, "nan", cx.at())?,
+                DType::UInt(_) => self.init(b, &dt, Init::Highest)?,
+                DType::Bool => self.init(b, &dt, Init::Highest)?,
+                _ => self.init(b, &dt, Init::Lowest)?,
+            },
+        };
+        let fill_b = self.op1(
+            b,
+            "stablehlo.broadcast_in_dim",
+            &[fill_v],
+            out_t,
+            &[("broadcast_dimensions", arr(&[]))],
+        )?;
+        self.op1(b, "stablehlo.select", &[mask, gathered, fill_b], out_t, &[])
+    }
+
+    pub(crate) fn scatter(&self, b: ModuleBlock<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> LowerResult<ModuleValue<'c>> {
+        let dn = cx.param("dimension_numbers")?;
+        let f = |k: &str| dn.field(k).and_then(Expr::as_int_seq).unwrap_or_default();
+        let mode =
+            cx.e.param("mode")
+                .and_then(|m| m.value.as_path())
+                .unwrap_or("");
+        let indices = if mode.ends_with("CLIP") {
+            self.clamp_scatter_indices(b, env, cx, &f)?
+        } else {
+            cx.args[1].v
+        };
+        let ivd = cx.args[1].ty.rank().saturating_sub(1);
+        let mut fields = vec![format!(
+            "update_window_dims = {}",
+            list(&f("update_window_dims"))
+        )];
+        for (k, src) in [
+            ("inserted_window_dims", "inserted_window_dims"),
+            ("input_batching_dims", "operand_batching_dims"),
+            (
+                "scatter_indices_batching_dims",
+                "scatter_indices_batching_dims",
+            ),
+        ] {
+            let v = f(src);
+            if !v.is_empty() {
+                fields.push(format!("{k} = {}", list(&v)));
+            }
+        }
+        fields.push(format!(
+            "scatter_dims_to_operand_dims = {}",
+            list(&f("scatter_dims_to_operand_dims"))
+        ));
+        fields.push(format!("index_vector_dim = {ivd}"));
+        let dt = cx.out_dtype(0)?;
+        let body = match cx.scatter_combiner()? {
+            "add" => self.combiner(&dt, "stablehlo.add")?,
+            "mul" => self.combiner(&dt, "stablehlo.multiply")?,
+            "min" => self.combiner(&dt, "stablehlo.minimum")?,
+            "max" => self.combiner(&dt, "stablehlo.maximum")?,
+            _ => {
+                let s = self.scalar_ty(&dt)?;
+                self.region(&[s, s], |_, a| Ok(vec![a[1]]))?
+            }
+        };
+        Ok(self.op(
+            b,
+            "stablehlo.scatter",
+            &[cx.args[0].v, indices, cx.args[2].v],
+            &[self.out_ty(cx, 0)?],
+            &[
+                (
+                    "scatter_dimension_numbers",
+                    format!("#stablehlo.scatter<{}>", fields.join(", ")),
+                ),
+                (
+                    "indices_are_sorted",
+                    cx.bool_or("indices_are_sorted", false).to_string(),
+                ),
+                (
+                    "unique_indices",
+                    cx.bool_or("unique_indices", false).to_string(),
+                ),
+            ],
+            vec![body],
+        )?[0])
+    }
+
+    /// CLIP scatter's indices, as JAX's `_clamp_scatter_indices`: in i64,
+    /// each start clamped to [0, operand size - slice size] along the
+    /// operand dimension it indexes (the index vector is the last axis).
+    pub(crate) fn clamp_scatter_indices(
+        &self,
+        b: ModuleBlock<'c>,
+        env: &Env<'c>,
+        cx: &EqnCx<'_, 'c, 'f>,
+        field: &dyn Fn(&str) -> Vec<i64>,
+    ) -> LowerResult<ModuleValue<'c>> {
+        let (operand, indices, updates) = (&cx.args[0].ty, &cx.args[1].ty, &cx.args[2].ty);
+        let (inserted, obatch, uwin) = (field("inserted_window_dims"), field("operand_batching_dims"), field("update_window_dims"));
+        let mut window = uwin.iter();
+        let mut sizes = Vec::with_capacity(operand.rank());
+        for d in 0..operand.rank() as i64 {
+            if inserted.contains(&d) || obatch.contains(&d) {
+                sizes.push(Dim::Const(1));
+            } else {
+                let Some(size) = window.next().and_then(|&u| updates.shape.get(u as usize)) else {
+                    return err(cx.at(), "scatter dimension numbers do not match the operands");
+                };
+                sizes.push(size.clone());
+            }
+        }
+        let smap = field("scatter_dims_to_operand_dims");
+        if smap.iter().any(|&d| d < 0 || d as usize >= operand.rank()) || indices.rank() == 0 {
+            return err(cx.at(), "scatter dimension numbers do not match the operands");
+        }
+        let pick = |dims: &[Dim]| smap.iter().map(|&d| dims[d as usize].clone()).collect::<Vec<_>>();
+        let upper = self.binary(
+            b,
+            "stablehlo.subtract",
+            self.shape_value(b, env, &pick(&operand.shape), cx.at())?,
+            self.shape_value(b, env, &pick(&sizes), cx.at())?,
+        )?;
+        let wide = indices.with_dtype(DType::Int(64));
+        let upper = self.broadcast(b, env, upper, &wide, &[indices.rank() as i64 - 1], cx.at())?;
+        let idx = self.convert(b, cx.args[1].v, &DType::Int(64))?;
+        let zero = self.const_i64(b, 0)?;
+        self.op1(b, "stablehlo.clamp", &[zero, idx, upper], idx.r#type(), &[])
+    }
+}

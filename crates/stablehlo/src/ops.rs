@@ -1,0 +1,565 @@
+//! Lowerings of the primitives that are not control flow. Alike primitives
+//! are rows of tables (elementwise, comparisons, reductions, windowed and
+//! cumulative reductions): adding one is one line.
+
+use super::{ModuleBlock, Env, Lower, ModuleValue};
+use jaxpr_lower::{Backend, LowerResult, err, expr_poly, is_identity, missing_lowering};
+
+/// One equation being lowered.
+pub(crate) type EqnCx<'e, 'c, 'f> = jaxpr_lower::EqnCx<'e, ModuleValue<'c>, std::borrow::Cow<'f, AType>>;
+
+use jaxpr_syntax::ast::Expr;
+use jaxpr_types::{AType, DType, Dim};
+use smallvec::SmallVec;
+
+/// `neg` is `stablehlo.negate`, ...: same shape in and out.
+pub(crate) const UNARY: &[(&str, &str)] = &[
+    ("neg", "stablehlo.negate"),
+    ("sin", "stablehlo.sine"),
+    ("cos", "stablehlo.cosine"),
+    ("tan", "stablehlo.tan"),
+    ("tanh", "stablehlo.tanh"),
+    ("exp", "stablehlo.exponential"),
+    ("expm1", "stablehlo.exponential_minus_one"),
+    ("log", "stablehlo.log"),
+    ("log1p", "stablehlo.log_plus_one"),
+    ("sqrt", "stablehlo.sqrt"),
+    ("rsqrt", "stablehlo.rsqrt"),
+    ("cbrt", "stablehlo.cbrt"),
+    ("abs", "stablehlo.abs"),
+    ("real", "stablehlo.real"),
+    ("imag", "stablehlo.imag"),
+    ("sign", "stablehlo.sign"),
+    ("floor", "stablehlo.floor"),
+    ("ceil", "stablehlo.ceil"),
+    ("not", "stablehlo.not"),
+    ("logistic", "stablehlo.logistic"),
+    ("is_finite", "stablehlo.is_finite"),
+    ("population_count", "stablehlo.popcnt"),
+    ("clz", "stablehlo.count_leading_zeros"),
+    // CHLO: decomposed by XLA's StableHLO pipeline, as JAX emits them.
+    ("erf", "chlo.erf"),
+    ("erf_inv", "chlo.erf_inv"),
+    ("erfc", "chlo.erfc"),
+    ("lgamma", "chlo.lgamma"),
+    ("digamma", "chlo.digamma"),
+    ("bessel_i1e", "chlo.bessel_i1e"),
+    ("asin", "chlo.asin"),
+    ("acos", "chlo.acos"),
+    ("atan", "chlo.atan"),
+    ("sinh", "chlo.sinh"),
+    ("cosh", "chlo.cosh"),
+    ("asinh", "chlo.asinh"),
+    ("acosh", "chlo.acosh"),
+    ("atanh", "chlo.atanh"),
+];
+
+/// Elementwise binary operations (scalar operands are broadcast).
+pub(crate) const BINARY: &[(&str, &str)] = &[
+    ("add", "stablehlo.add"),
+    ("add_any", "stablehlo.add"),
+    ("sub", "stablehlo.subtract"),
+    ("mul", "stablehlo.multiply"),
+    ("div", "stablehlo.divide"),
+    ("rem", "stablehlo.remainder"),
+    ("max", "stablehlo.maximum"),
+    ("min", "stablehlo.minimum"),
+    ("pow", "stablehlo.power"),
+    ("atan2", "stablehlo.atan2"),
+    ("and", "stablehlo.and"),
+    ("or", "stablehlo.or"),
+    ("xor", "stablehlo.xor"),
+    ("shift_left", "stablehlo.shift_left"),
+    ("shift_right_arithmetic", "stablehlo.shift_right_arithmetic"),
+    ("shift_right_logical", "stablehlo.shift_right_logical"),
+    ("nextafter", "chlo.next_after"),
+    ("complex", "stablehlo.complex"),
+];
+
+pub(crate) const COMPARE: &[(&str, &str)] = &[
+    ("eq", "EQ"),
+    ("ne", "NE"),
+    ("lt", "LT"),
+    ("le", "LE"),
+    ("gt", "GT"),
+    ("ge", "GE"),
+    ("lt_to", "LT"),
+    ("le_to", "LE"),
+];
+
+/// The identity element a reduction starts from.
+#[derive(Clone, Copy)]
+pub(crate) enum Init {
+    Zero,
+    One,
+    /// The lowest value (`-inf`, the minimum integer, `False`).
+    Lowest,
+    /// The highest value (`inf`, the maximum integer, `True`).
+    Highest,
+}
+
+/// Reductions over `axes`: (primitive, combining operation, identity).
+pub(crate) const REDUCE: &[(&str, &str, Init)] = &[
+    ("reduce_sum", "stablehlo.add", Init::Zero),
+    ("reduce_prod", "stablehlo.multiply", Init::One),
+    ("reduce_max", "stablehlo.maximum", Init::Lowest),
+    ("reduce_min", "stablehlo.minimum", Init::Highest),
+    ("reduce_and", "stablehlo.and", Init::Highest),
+    ("reduce_or", "stablehlo.or", Init::Lowest),
+    ("reduce_xor", "stablehlo.xor", Init::Zero),
+];
+
+/// Windowed reductions (`reduce_window_*`, with window parameters).
+pub(crate) const REDUCE_WINDOW: &[(&str, &str, Init)] = &[
+    ("reduce_window_sum", "stablehlo.add", Init::Zero),
+    ("reduce_window_max", "stablehlo.maximum", Init::Lowest),
+    ("reduce_window_min", "stablehlo.minimum", Init::Highest),
+];
+
+/// Cumulative reductions along `axis` (a window the size of the axis).
+pub(crate) const CUMULATIVE: &[(&str, &str, Init)] = &[
+    ("cumsum", "stablehlo.add", Init::Zero),
+    ("cumprod", "stablehlo.multiply", Init::One),
+    ("cummax", "stablehlo.maximum", Init::Lowest),
+    ("cummin", "stablehlo.minimum", Init::Highest),
+    // JAX's `reduce_window` of `logaddexp` from -inf (`ops.rs`'s `combiner`).
+    ("cumlogsumexp", "logaddexp", Init::Lowest),
+];
+
+/// The row of the tables above that a primitive is.
+#[derive(Clone, Copy)]
+pub(crate) enum Row {
+    Unary(&'static str),
+    Binary(&'static str),
+    Compare(&'static str),
+    Reduce(&'static str, Init),
+    Window(&'static str, Init),
+    Cumulative(&'static str, Init),
+}
+
+/// The tables by primitive, gathered once (every equation looks its
+/// primitive up).
+pub(crate) fn row(primitive: &str) -> Option<Row> {
+    static ROWS: std::sync::OnceLock<rustc_hash::FxHashMap<&'static str, Row>> =
+        std::sync::OnceLock::new();
+    let rows = ROWS.get_or_init(|| {
+        let unary = UNARY.iter().map(|&(p, op)| (p, Row::Unary(op)));
+        let binary = BINARY.iter().map(|&(p, op)| (p, Row::Binary(op)));
+        let compare = COMPARE.iter().map(|&(p, dir)| (p, Row::Compare(dir)));
+        let reduce = REDUCE.iter().map(|&(p, op, i)| (p, Row::Reduce(op, i)));
+        let window = REDUCE_WINDOW
+            .iter()
+            .map(|&(p, op, i)| (p, Row::Window(op, i)));
+        let cumulative = CUMULATIVE
+            .iter()
+            .map(|&(p, op, i)| (p, Row::Cumulative(op, i)));
+        let mut rows = rustc_hash::FxHashMap::default();
+        for (p, r) in unary
+            .chain(binary)
+            .chain(compare)
+            .chain(reduce)
+            .chain(window)
+            .chain(cumulative)
+        {
+            rows.entry(p).or_insert(r);
+        }
+        rows
+    });
+    rows.get(primitive).copied()
+}
+
+/// `array<i64: 1, 2>`: an array attribute of integers.
+pub(crate) fn arr(xs: &[i64]) -> String {
+    if xs.is_empty() {
+        return "array<i64>".into();
+    }
+    let mut s = String::from("array<i64: ");
+    push_joined(&mut s, xs);
+    s.push('>');
+    s
+}
+
+/// `[1, 2]`: integers in a dialect attribute.
+pub(crate) fn list(xs: &[i64]) -> String {
+    let mut s = String::from("[");
+    push_joined(&mut s, xs);
+    s.push(']');
+    s
+}
+
+/// Appends `1, 2, 3` (without the formatting machinery: attributes
+/// of integer lists are made for most operations).
+pub(crate) fn push_joined(s: &mut String, xs: &[i64]) {
+    let mut digits = itoa::Buffer::new();
+    for (i, &x) in xs.iter().enumerate() {
+        if i > 0 {
+            s.push_str(", ");
+        }
+        s.push_str(digits.format(x));
+    }
+}
+
+/// `dense<[[lo, hi], ...]> : tensor<Nx2xi64>`.
+pub(crate) fn padding_attr(p: &[(i64, i64)]) -> String {
+    if p.is_empty() {
+        return "dense<> : tensor<0x2xi64>".into();
+    }
+    let rows: Vec<String> = p.iter().map(|(l, h)| format!("[{l}, {h}]")).collect();
+    format!("dense<[{}]> : tensor<{}x2xi64>", rows.join(", "), p.len())
+}
+
+/// Dimension numbers (at most 7, each below 256, as every broadcast of the
+/// corpus has) packed into one integer with their count, for a cache key.
+pub(crate) fn packed_dims(dims: &[i64]) -> Option<u64> {
+    if dims.len() > 7 {
+        return None;
+    }
+    dims.iter().try_fold(dims.len() as u64, |k, &d| {
+        u8::try_from(d).ok().map(|d| k << 8 | u64::from(d))
+    })
+}
+
+pub(crate) fn compare_type(dt: &DType) -> &'static str {
+    if dt.is_float() || dt.is_complex() {
+        "FLOAT"
+    } else if dt.is_signed_int() {
+        "SIGNED"
+    } else {
+        "UNSIGNED"
+    }
+}
+
+impl<'c, 'f> Lower<'c, 'f> {
+    pub(crate) fn lower_eqn(&self, b: ModuleBlock<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> LowerResult<Vec<ModuleValue<'c>>> {
+        let name = cx.name();
+        if let Some(r) = self.lower_random(b, env, cx)? {
+            return Ok(r);
+        }
+        let one = |v: LowerResult<ModuleValue<'c>>| v.map(|v| vec![v]);
+        if name == "pow" && cx.arg_dtype(0)? != cx.arg_dtype(1)? {
+            // An integer exponent is converted to the base's dtype first
+            // (as JAX lowers `pow`).
+            let out = &cx.outs[0];
+            let x = self.to_shape(b, env, &cx.args[0], out, cx.at())?;
+            let y = self.to_shape(b, env, &cx.args[1], out, cx.at())?;
+            let y = self.convert(b, y, &cx.arg_dtype(0)?)?;
+            return one(self.op1(b, "stablehlo.power", &[x, y], self.out_ty(cx, 0)?, &[]));
+        }
+        if matches!(name, "max" | "min") && cx.arg_dtype(0)?.is_complex() {
+            return one(self.complex_max_min(b, env, cx, name == "max"));
+        }
+        match row(name) {
+            Some(Row::Unary(_)) if name == "sign" && matches!(cx.arg_dtype(0)?, DType::UInt(_)) => {
+                // `stablehlo.sign` takes no unsigned integers: min(x, 1).
+                let x = &cx.args[0];
+                let unit = self.constant(b, &cx.arg_dtype(0)?, "1", cx.at())?;
+                let ones = self.broadcast(b, env, unit, &x.ty, &[], cx.at())?;
+                return one(self.binary(b, "stablehlo.minimum", x.v, ones));
+            }
+            Some(Row::Unary(op)) => {
+                let t = self.out_ty(cx, 0)?;
+                return one(self.op1(b, op, &[cx.args[0].v], t, &[]));
+            }
+            Some(Row::Binary(op)) => return one(self.elementwise(b, env, cx, op, &[])),
+            Some(Row::Compare(dir)) => {
+                let dt = cx.arg_dtype(0)?;
+                // `lt_to`, `le_to`: floats in total order (-NaN < -inf <
+                // -0.0 < 0.0 < inf < NaN).
+                let ct = if name.ends_with("_to") && dt.is_float() { "TOTALORDER" } else { compare_type(&dt) };
+                return one(self.compare_eqn(b, env, cx, dir, ct));
+            }
+            Some(Row::Reduce(op, init)) => return one(self.reduce_eqn(b, cx, op, init)),
+            Some(Row::Window(op, init)) => return one(self.reduce_window_eqn(b, cx, op, init)),
+            Some(Row::Cumulative(op, init)) => return one(self.cumulative(b, env, cx, op, init)),
+            None => {}
+        }
+        if is_identity(name) {
+            return Ok(cx.args.iter().map(|a| a.v).collect());
+        }
+        // Before the calls: `custom_linear_solve` calls one of its jaxprs.
+        if let Some(r) = self.lower_linalg(b, env, cx)? {
+            return Ok(r);
+        }
+        if let Some(r) = self.lower_control(b, env, cx)? {
+            return Ok(r);
+        }
+        if let Some(r) = self.lower_symbolic(b, env, cx)? {
+            return Ok(r);
+        }
+        if let Some(r) = self.lower_special(b, env, cx)? {
+            return Ok(vec![r]);
+        }
+        if let Some(r) = self.lower_window_selection(b, env, cx)? {
+            return Ok(vec![r]);
+        }
+        if let Some(r) = self.lower_assembly(b, env, cx)? {
+            return Ok(vec![r]);
+        }
+        let out = |i: usize| self.out_ty(cx, i);
+        let x = || cx.args[0].v;
+        one(match name {
+            "square" => self.binary(b, "stablehlo.multiply", x(), x()),
+            "mulhi" => {
+                // The high half of the exact double-width product.
+                let dt = cx.arg_dtype(0)?;
+                let (wide, bits, shift) = match dt {
+                    DType::Int(n) if n <= 32 => (DType::Int(2 * n), n, "stablehlo.shift_right_arithmetic"),
+                    DType::UInt(n) if n <= 32 => (DType::UInt(2 * n), n, "stablehlo.shift_right_logical"),
+                    _ => {
+                        return err(
+                            cx.at(),
+                            format!("`mulhi` on {dt} has no StableHLO lowering (its product needs a wider integer)"),
+                        );
+                    }
+                };
+                let out = &cx.outs[0];
+                let mut wide_args = SmallVec::<[ModuleValue<'c>; 2]>::new();
+                for a in &cx.args {
+                    let v = self.to_shape(b, env, a, out, cx.at())?;
+                    wide_args.push(self.convert(b, v, &wide)?);
+                }
+                let p = self.binary(b, "stablehlo.multiply", wide_args[0], wide_args[1])?;
+                let by = self.constant(b, &wide, &bits.to_string(), cx.at())?;
+                let by = self.broadcast(b, env, by, &out.with_dtype(wide.clone()), &[], cx.at())?;
+                let high = self.binary(b, shift, p, by)?;
+                self.convert(b, high, &dt)
+            }
+            "platform_index" => {
+                let i = cx.cpu_platform_index()?;
+                self.constant(b, &cx.out_dtype(0)?, &i.to_string(), cx.at())
+            }
+            "exp2" => {
+                // As JAX lowers it: exp(log(2) * x), log(2) in x's dtype.
+                let a = &cx.args[0];
+                let ln2 = self.constant(b, &cx.arg_dtype(0)?, "0.6931471805599453", cx.at())?;
+                let ln2 = self.broadcast(b, env, ln2, &a.ty, &[], cx.at())?;
+                let y = self.binary(b, "stablehlo.multiply", ln2, a.v)?;
+                self.op1(b, "stablehlo.exponential", &[y], out(0)?, &[])
+            }
+            "integer_pow" => self.integer_pow(b, env, cx),
+            "round" => {
+                // rounding_method: 0 / AWAY_FROM_ZERO, 1 / TO_NEAREST_EVEN
+                let even = cx.e.param("rounding_method").is_some_and(|p| {
+                    p.value.as_int() == Some(1)
+                        || p.value
+                            .as_path()
+                            .is_some_and(|s| s.ends_with("TO_NEAREST_EVEN"))
+                });
+                let op = if even {
+                    "stablehlo.round_nearest_even"
+                } else {
+                    "stablehlo.round_nearest_afz"
+                };
+                self.op1(b, op, &[x()], out(0)?, &[])
+            }
+            "select_n" => self.select_n(b, env, cx),
+            "conj" => self.conj(b, cx),
+            "clamp" => {
+                let t = out(0)?;
+                self.op1(
+                    b,
+                    "stablehlo.clamp",
+                    &[cx.args[0].v, cx.args[1].v, cx.args[2].v],
+                    t,
+                    &[],
+                )
+            }
+            "convert_element_type" => self.convert(b, x(), &cx.out_dtype(0)?),
+            "bitcast_convert_type" => {
+                self.op1(b, "stablehlo.bitcast_convert", &[x()], out(0)?, &[])
+            }
+            "broadcast_in_dim" => {
+                // JAX prints a scalar broadcast without parameters.
+                let dims = cx.ints_or("broadcast_dimensions", Vec::new())?;
+                self.broadcast(b, env, x(), &cx.outs[0], &dims, cx.at())
+            }
+            "reshape" => {
+                // `dimensions` orders the operand's axes before the
+                // elements are read row-major: a transpose first.
+                let src = match cx.ints_or("dimensions", Vec::new())? {
+                    perm if perm.iter().enumerate().any(|(i, &p)| p != i as i64) => {
+                        let ty = &cx.args[0].ty;
+                        if perm.len() != ty.shape.len() || perm.iter().any(|&p| p as usize >= perm.len()) {
+                            return err(cx.at(), "`dimensions` does not match the operand");
+                        }
+                        let moved = ty.with_shape(perm.iter().map(|&p| ty.shape[p as usize].clone()).collect());
+                        let t = self.ty(&moved, cx.at())?;
+                        self.op1(b, "stablehlo.transpose", &[x()], t, &[("permutation", arr(&perm))])?
+                    }
+                    _ => x(),
+                };
+                self.reshape(b, env, src, &cx.outs[0], cx.at())
+            }
+            "squeeze" | "expand_dims" => {
+                self.reshape(b, env, x(), &cx.outs[0], cx.at())
+            }
+            "transpose" => self.op1(
+                b,
+                "stablehlo.transpose",
+                &[x()],
+                out(0)?,
+                &[("permutation", arr(&cx.ints("permutation")?))],
+            ),
+            "reduce_precision" => {
+                let attrs = [
+                    ("exponent_bits", format!("{} : i32", cx.int("exponent_bits")?)),
+                    ("mantissa_bits", format!("{} : i32", cx.int("mantissa_bits")?)),
+                ];
+                self.op1(b, "stablehlo.reduce_precision", &[x()], out(0)?, &attrs)
+            }
+            "rev" => self.op1(
+                b,
+                "stablehlo.reverse",
+                &[x()],
+                out(0)?,
+                &[("dimensions", arr(&cx.ints("dimensions")?))],
+            ),
+            "pad" => {
+                let p = cx.param("padding_config")?;
+                let cfg: Option<Vec<Vec<i64>>> = p
+                    .as_seq()
+                    .and_then(|s| s.iter().map(Expr::as_int_seq).collect());
+                let Some(cfg) = cfg.filter(|c| c.iter().all(|t| t.len() == 3)) else {
+                    return err(
+                        p.range,
+                        "`padding_config` must be triples (low, high, interior)",
+                    );
+                };
+                let col = |k: usize| cfg.iter().map(|t| t[k]).collect::<Vec<_>>();
+                self.op1(
+                    b,
+                    "stablehlo.pad",
+                    &[cx.args[0].v, cx.args[1].v],
+                    out(0)?,
+                    &[
+                        ("edge_padding_low", arr(&col(0))),
+                        ("edge_padding_high", arr(&col(1))),
+                        ("interior_padding", arr(&col(2))),
+                    ],
+                )
+            }
+            "concatenate" => {
+                let vs: Vec<ModuleValue> = cx.args.iter().map(|a| a.v).collect();
+                self.op1(
+                    b,
+                    "stablehlo.concatenate",
+                    &vs,
+                    out(0)?,
+                    &[("dimension", format!("{} : i64", cx.int("dimension")?))],
+                )
+            }
+            "slice" => {
+                let start = cx.ints("start_indices")?;
+                let strides = cx.ints_or("strides", vec![1; start.len()])?;
+                self.op1(
+                    b,
+                    "stablehlo.slice",
+                    &[x()],
+                    out(0)?,
+                    &[
+                        ("start_indices", arr(&start)),
+                        ("limit_indices", arr(&cx.ints("limit_indices")?)),
+                        ("strides", arr(&strides)),
+                    ],
+                )
+            }
+            "dynamic_slice" => {
+                let idx = self.indices(b, &cx.args[1..])?;
+                let sizes = static_sizes(cx, "slice_sizes")?;
+                let mut ops = vec![x()];
+                ops.extend(idx);
+                self.op1(
+                    b,
+                    "stablehlo.dynamic_slice",
+                    &ops,
+                    out(0)?,
+                    &[("slice_sizes", arr(&sizes))],
+                )
+            }
+            "dynamic_update_slice" => {
+                let idx = self.indices(b, &cx.args[2..])?;
+                let mut ops = vec![x(), cx.args[1].v];
+                ops.extend(idx);
+                self.op1(b, "stablehlo.dynamic_update_slice", &ops, out(0)?, &[])
+            }
+            "iota" => {
+                let dim = cx.int("dimension")?;
+                let attrs = [("iota_dimension", format!("{dim} : i64"))];
+                let t = out(0)?;
+                if is_static(&cx.outs[0]) {
+                    self.op1(b, "stablehlo.iota", &[], t, &attrs)
+                } else {
+                    let s = self.shape_value(b, env, &cx.outs[0].shape, cx.at())?;
+                    self.op1(b, "stablehlo.dynamic_iota", &[s], t, &attrs)
+                }
+            }
+            "dot_general" => self.dot_general(b, cx),
+            "conv_general_dilated" => self.conv(b, cx),
+            "argmax" | "argmin" => self.argminmax(b, env, cx),
+            "gather" => self.gather(b, env, cx),
+            "scatter-add" | "scatter_add" | "scatter" | "scatter-mul" | "scatter_mul"
+            | "scatter-min" | "scatter_min" | "scatter-max" | "scatter_max" => self.scatter(b, env, cx),
+            "sort" => return self.sort(b, cx),
+            "top_k" => return self.top_k(b, env, cx),
+            "split" => return self.split(b, cx),
+            "reduce" | "reduce_window" => return self.reduce_with_jaxpr(b, env, cx),
+            "tile" => self.tile(b, env, cx),
+            "dim_as_value" => {
+                let p = cx.param("dim")?;
+                let Some(poly) = expr_poly(p) else {
+                    return err(p.range, "`dim` must be a dimension expression");
+                };
+                let v = self.dim(b, env, &Dim::from_poly(poly), p.range)?;
+                self.convert(b, v, &cx.out_dtype(0)?)
+            }
+            _ => return missing_lowering(name, cx.at(), Backend::Stablehlo),
+        })
+    }
+
+}
+
+pub(crate) fn compare_attrs(dir: &str, ct: &str) -> Vec<(&'static str, String)> {
+    vec![
+        (
+            "comparison_direction",
+            format!("#stablehlo<comparison_direction {dir}>"),
+        ),
+        ("compare_type", format!("#stablehlo<comparison_type {ct}>")),
+    ]
+}
+
+/// `precision=(Precision.HIGHEST, Precision.HIGHEST)` -> `precision_config`.
+pub(crate) fn precision_config(cx: &EqnCx) -> Option<String> {
+    let p = cx.e.param("precision")?;
+    let items: Vec<&str> = match p.value.as_seq() {
+        Some(s) => s.iter().filter_map(Expr::as_path).collect(),
+        None => vec![p.value.as_path()?; 2],
+    };
+    let names: Vec<String> = items
+        .iter()
+        .map(|s| s.rsplit('.').next().unwrap_or(s))
+        .filter(|s| matches!(*s, "DEFAULT" | "HIGH" | "HIGHEST"))
+        .map(|s| format!("#stablehlo<precision {s}>"))
+        .collect();
+    (names.len() == 2).then(|| format!("[{}]", names.join(", ")))
+}
+
+/// The sizes of a static shape; `what` has no lowering otherwise.
+pub(crate) fn static_shape(cx: &EqnCx, t: &AType, what: &str) -> LowerResult<Vec<i64>> {
+    match t.shape.iter().map(Dim::as_const).collect() {
+        Some(s) => Ok(s),
+        None => err(cx.at(), format!("{what} has no lowering")),
+    }
+}
+
+pub(crate) fn is_static(t: &AType) -> bool {
+    t.shape.iter().all(|d| d.as_const().is_some())
+}
+
+pub(crate) fn static_sizes(cx: &EqnCx, name: &str) -> LowerResult<Vec<i64>> {
+    let p = cx.param(name)?;
+    match p.as_int_seq() {
+        Some(v) => Ok(v),
+        None => err(p.range, format!("symbolic `{name}` have no lowering here")),
+    }
+}
