@@ -4,7 +4,8 @@
 //! through the call site of the jaxpr that binds them (two loop constants
 //! bound to the same outer value are provably equal: the Caveats case).
 
-use super::{Checker, Operand};
+use crate::Operand;
+use crate::checker::Checker;
 use jaxpr_syntax::diagnostics::{DiagKind, Diagnostic};
 use jaxpr_syntax::TextRange;
 use jaxpr_types::{Cmp, Dim, DimNames, VarId};

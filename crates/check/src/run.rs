@@ -16,7 +16,9 @@
 //! `let` jaxprs and the main jaxpr's variables, not the syntax tree's plus
 //! the whole analysis'.
 
-use super::{Analysis, Checker, EqnId, Extras, JaxprId, Mark, RefKind, VarRef};
+use crate::checker::Checker;
+use crate::mark::Mark;
+use crate::{Analysis, EqnId, Extras, JaxprId, RefKind, VarRef};
 use jaxpr_syntax::Parse;
 use jaxpr_syntax::ast::{self, Jaxpr};
 use jaxpr_syntax::diagnostics::Diagnostic;

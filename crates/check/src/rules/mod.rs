@@ -18,7 +18,8 @@ mod shape;
 pub use compute::key_data_size;
 pub use quantum::{abstract_value, is_abstract_value, Wire};
 
-use super::{Checker, DimEq, EqnId, Operand};
+use crate::checker::Checker;
+use crate::{DimEq, EqnId, Operand};
 use jaxpr_syntax::diagnostics::{DiagKind, Diagnostic};
 use jaxpr_syntax::TextRange;
 use jaxpr_syntax::ast::{self, Expr};
