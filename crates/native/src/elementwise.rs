@@ -619,6 +619,12 @@ impl<'c> Codegen<'c, '_> {
             return Ok(self.bool8(nz));
         }
         Ok(match (from.is_float(), to.is_float()) {
+            // `bf16` and `f16` have the same width and neither holds the
+            // other: through `f32` (exact from either), as XLA converts.
+            (true, true) if matches!((from, to), (DType::Float(FloatKind::BF16), DType::Float(FloatKind::F16)) | (DType::Float(FloatKind::F16), DType::Float(FloatKind::BF16))) => {
+                let wide = b.build_float_ext(x.into_float_value(), self.cx.f32_type(), "").expect("fpext");
+                b.build_float_trunc(wide, t.into_float_type(), "").expect("fptrunc").into()
+            }
             (true, true) => b
                 .build_float_cast(x.into_float_value(), t.into_float_type(), "")
                 .expect("cast")
