@@ -880,6 +880,134 @@ fn factor_mentions(f: &Factor, s: &Symbol) -> bool {
     }
 }
 
+// ---- untyped literals ----
+
+/// Primitives whose operands all have one dtype (`select_n`: its cases),
+/// so that an untyped literal among them has its peers' dtype, as JAX's
+/// weak-type promotion gave it (`mul b 2.0` with `b:f32[]` multiplies by an
+/// f32 `2.0`; `add c 1` with `c:i32[]` adds an i32 `1`).
+const PEER_DTYPE: &[&str] = &[
+    "add", "add_any", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", "nextafter", "and", "or",
+    "xor", "eq", "ne", "lt", "le", "gt", "ge", "select_n", "clamp", "shift_left", "shift_right_logical",
+    "shift_right_arithmetic", "igamma", "igammac", "igamma_grad_a", "random_gamma_grad", "polygamma", "zeta",
+    "complex", "regularized_incomplete_beta",
+];
+
+/// The dtype of an untyped literal (`2.0`, `1`, `True`: JAX ≤ 0.5 prints
+/// literals without `:f32[]`) that nothing around it types: a Python
+/// scalar's default dtype with 64-bit types off (`bool`, `i32`, `f32`).
+pub fn literal_dtype_of_text(text: &str) -> DType {
+    use jaxpr_types::FloatKind;
+    match text {
+        "True" | "False" => DType::Bool,
+        t if t.parse::<i64>().is_ok() => DType::Int(32),
+        _ => DType::Float(FloatKind::F32),
+    }
+}
+
+/// The dtype of each operand of equation `e` that is an untyped literal
+/// (None for the other operands), as JAX gave the literal's aval when it
+/// traced the program: the dtype of its peers for elementwise primitives
+/// (weak-type promotion: a Python `2.0` beside an `f16` is `f16`), the
+/// dtype of the binder a call, `cond`, `while` or `scan` passes it to, and
+/// otherwise the dtype of the equation's result (`broadcast_in_dim 1.0`,
+/// `pad x 0.0`), or [`literal_dtype_of_text`].
+pub fn untyped_literal_dtypes<T: Borrow<AType>>(
+    a: &Analysis,
+    syntax: &Syntax<'_>,
+    e: &ast::Eqn,
+    id: EqnId,
+    outs: &[T],
+) -> Vec<Option<DType>> {
+    let untyped = |x: &ast::Atom| matches!(x, ast::Atom::Lit(l) if l.ty.is_none());
+    if !e.args.iter().any(untyped) {
+        return vec![None; e.args.len()];
+    }
+    let known: Vec<Option<DType>> = e
+        .args
+        .iter()
+        .map(|x| match x {
+            ast::Atom::Var(n) => syntax.use_at(n.range.start).and_then(|v| a.var(v).ty.dtype.clone()),
+            ast::Atom::Lit(l) => l.ty.as_ref().and_then(|t| DType::from_short(&t.dtype.text)),
+        })
+        .collect();
+    let name = e.primitive.text.as_str();
+    let callee = |param: &str| a.eqn(id).callees.iter().find(|(p, _)| p.as_str() == param).map(|(_, j)| *j);
+    let binder_dtype = |j: JaxprId, k: usize| {
+        let info = a.jaxpr(j);
+        info.constvars.iter().chain(&info.invars).nth(k).and_then(|&v| a.var(v).ty.dtype.clone())
+    };
+    let int = |p: &str| {
+        e.params
+            .iter()
+            .find(|q| q.name.text == p)
+            .and_then(|q| q.value.as_int())
+            .unwrap_or(0)
+            .max(0) as usize
+    };
+    let nested = |i: usize| -> Option<DType> {
+        if let Some(params) = call_params(name) {
+            let j = params.iter().find_map(|p| callee(p))?;
+            return binder_dtype(j, i);
+        }
+        match name {
+            "cond" => (i > 0).then(|| callee("branches")).flatten().and_then(|j| binder_dtype(j, i - 1)),
+            "while" => {
+                let cn = int("cond_nconsts");
+                if i < cn {
+                    binder_dtype(callee("cond_jaxpr")?, i)
+                } else {
+                    binder_dtype(callee("body_jaxpr")?, i - cn)
+                }
+            }
+            "scan" => binder_dtype(callee("jaxpr")?, i),
+            _ => None,
+        }
+    };
+    e.args
+        .iter()
+        .enumerate()
+        .map(|(i, x)| {
+            let ast::Atom::Lit(l) = x else { return None };
+            if l.ty.is_some() {
+                return None;
+            }
+            if name == "cond" && i == 0 {
+                return Some(literal_dtype_of_text(&l.value));
+            }
+            if name == "select_n" && i == 0 {
+                return Some(if matches!(&*l.value, "True" | "False") { DType::Bool } else { DType::Int(32) });
+            }
+            let peers = || {
+                let first = usize::from(name == "select_n");
+                (first..known.len()).filter(|&j| j != i).find_map(|j| known[j].clone())
+            };
+            if PEER_DTYPE.contains(&name) {
+                if let Some(d) = peers() {
+                    return Some(d);
+                }
+            }
+            nested(i)
+                .or_else(|| {
+                    // A comparison's result is bool whatever its operands.
+                    if matches!(name, "eq" | "ne" | "lt" | "le" | "gt" | "ge") {
+                        return None;
+                    }
+                    // Only a result of the literal's kind: an index
+                    // (`dynamic_slice x 0`) is an integer whatever it slices.
+                    let d = outs.first().and_then(|o| o.borrow().dtype.clone())?;
+                    let text = literal_dtype_of_text(&l.value);
+                    let kind = |d: &DType| (d.is_float(), matches!(d, DType::Bool), d.is_complex());
+                    let same = kind(&d) == kind(&text)
+                        || (d.is_complex() && text.is_float())
+                        || (matches!(text, DType::Int(_)) && matches!(d, DType::UInt(_)));
+                    same.then_some(d)
+                })
+                .or_else(|| Some(literal_dtype_of_text(&l.value)))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::complex_literal;

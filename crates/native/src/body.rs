@@ -92,13 +92,15 @@ impl<'c, 'f> Codegen<'c, 'f> {
     ) -> LowerResult<()> {
         jaxpr_lower::walk::check_lowered(&e.primitive.text, e.primitive.range, jaxpr_lower::walk::Backend::Native)?;
         let info = self.a.eqn(id);
+        let outs = jaxpr_lower::walk::result_types(self.a, e, id);
+        let untyped = jaxpr_lower::walk::untyped_literal_dtypes(self.a, &self.syntax, e, id, &outs);
         let mut args = e
             .args
             .iter()
-            .map(|x| self.atom(env, x))
+            .zip(&untyped)
+            .map(|(x, d)| self.atom_as(env, x, d.as_ref()))
             .collect::<LowerResult<Vec<_>>>()?;
         let vars: Vec<Option<VarId>> = e.args.iter().map(|x| self.var_of(x)).collect();
-        let outs = jaxpr_lower::walk::result_types(self.a, e, id);
         jaxpr_lower::walk::check_lowered_complex(
             &e.primitive.text,
             e.primitive.range,
@@ -147,6 +149,13 @@ impl<'c, 'f> Codegen<'c, 'f> {
     }
 
     pub(crate) fn atom(&self, env: &Env<'c>, x: &Atom) -> LowerResult<Op<'c>> {
+        self.atom_as(env, x, None)
+    }
+
+    /// [`Self::atom`], an untyped literal (JAX ≤ 0.5) having dtype
+    /// `untyped` (`jaxpr_lower::walk::untyped_literal_dtypes`), or else its
+    /// text's (`jaxpr_lower::walk::literal_dtype_of_text`).
+    pub(crate) fn atom_as(&self, env: &Env<'c>, x: &Atom, untyped: Option<&DType>) -> LowerResult<Op<'c>> {
         match x {
             Atom::Var(n) => {
                 let Some(v) = self.syntax.use_at(n.range.start) else {
@@ -164,15 +173,20 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 }
             }
             Atom::Lit(l) => {
-                let Some(dt) = l.ty.as_ref().and_then(|t| DType::from_short(&t.dtype.text)) else {
-                    return Err(LowerError {
-                        range: l.range,
-                        message: format!("the literal `{}` has no dtype to build with", l.value),
-                        help: Some(
-                            "print the jaxpr with a JAX that types its literals (`1.0:f32[]`)"
-                                .into(),
-                        ),
-                    });
+                let dt = match &l.ty {
+                    Some(t) => match DType::from_short(&t.dtype.text) {
+                        Some(d) => d,
+                        None => {
+                            return Err(LowerError {
+                                range: l.range,
+                                message: format!("the literal `{}` has no dtype to build with", l.value),
+                                help: None,
+                            });
+                        }
+                    },
+                    None => untyped
+                        .cloned()
+                        .unwrap_or_else(|| jaxpr_lower::walk::literal_dtype_of_text(&l.value)),
                 };
                 let key = (dt.to_string(), l.value.to_string());
                 let known = self.literals.borrow().get(&key).copied();

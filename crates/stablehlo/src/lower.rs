@@ -3,7 +3,7 @@
 
 use crate::builder::TensorKey;
 use crate::calls;
-use jaxpr_lower::{LowerError, LowerResult, Syntax, err, solvable};
+use jaxpr_lower::{LowerResult, Syntax, err, solvable};
 use jaxpr_check::{self as check, Analysis, EqnId, JaxprId};
 use jaxpr_syntax::TextRange;
 use jaxpr_syntax::ast::{self, Atom};
@@ -325,12 +325,14 @@ impl<'c, 'f> Lower<'c, 'f> {
     pub(crate) fn eqn(&self, b: ModuleBlock<'c>, env: &Env<'c>, e: &ast::Eqn, id: EqnId) -> LowerResult<()> {
         jaxpr_lower::walk::check_lowered(&e.primitive.text, e.primitive.range, jaxpr_lower::walk::Backend::Stablehlo)?;
         let info = self.a.eqn(id);
+        let outs = jaxpr_lower::walk::result_type_refs(self.a, e, id);
+        let untyped = jaxpr_lower::walk::untyped_literal_dtypes(self.a, &self.syntax, e, id, &outs);
         let args = e
             .args
             .iter()
-            .map(|x| self.atom(b, x))
+            .zip(&untyped)
+            .map(|(x, d)| self.atom_as(b, x, d.as_ref()))
             .collect::<LowerResult<Vec<_>>>()?;
-        let outs = jaxpr_lower::walk::result_type_refs(self.a, e, id);
         let cx = ops::EqnCx { e, id, args, outs };
         jaxpr_lower::walk::check_lowered_complex(
             cx.name(),
@@ -364,6 +366,13 @@ impl<'c, 'f> Lower<'c, 'f> {
     }
 
     pub(crate) fn atom(&self, b: ModuleBlock<'c>, x: &Atom) -> LowerResult<Operand<'c, 'f>> {
+        self.atom_as(b, x, None)
+    }
+
+    /// [`Self::atom`], an untyped literal (JAX ≤ 0.5) having dtype
+    /// `untyped` (`jaxpr_lower::walk::untyped_literal_dtypes`), or else its
+    /// text's (`jaxpr_lower::walk::literal_dtype_of_text`).
+    pub(crate) fn atom_as(&self, b: ModuleBlock<'c>, x: &Atom, untyped: Option<&DType>) -> LowerResult<Operand<'c, 'f>> {
         match x {
             Atom::Var(n) => {
                 let Some(v) = self.syntax.use_at(n.range.start) else {
@@ -378,18 +387,16 @@ impl<'c, 'f> Lower<'c, 'f> {
                 })
             }
             Atom::Lit(l) => {
-                let Some(dt) = l.ty.as_ref().and_then(|t| DType::from_short(&t.dtype.text)) else {
-                    return err(
-                        l.range,
-                        format!("the literal `{}` has no dtype to build with", l.value),
-                    )
-                    .map_err(|e| LowerError {
-                        help: Some(
-                            "print the jaxpr with a JAX that types its literals (`1.0:f32[]`)"
-                                .into(),
-                        ),
-                        ..e
-                    });
+                let dt = match &l.ty {
+                    Some(t) => match DType::from_short(&t.dtype.text) {
+                        Some(d) => d,
+                        None => {
+                            return err(l.range, format!("the literal `{}` has no dtype to build with", l.value));
+                        }
+                    },
+                    None => untyped
+                        .cloned()
+                        .unwrap_or_else(|| jaxpr_lower::walk::literal_dtype_of_text(&l.value)),
                 };
                 Ok(Operand {
                     v: self.constant(b, &dt, &l.value, l.range)?,
