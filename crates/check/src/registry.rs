@@ -1515,8 +1515,6 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "unstack",
         family: Shape,
         doc: "Splits an array into its slices along `axis` (one result each, the axis removed).",
-        stablehlo: Refused("no lowering yet"),
-        native: Refused("no lowering yet"),
         ..ROW
     },
     Primitive {

@@ -241,4 +241,31 @@ impl<'c> Codegen<'c, '_> {
         }
         Ok(pieces)
     }
+
+    /// `unstack[axis]`: result `k` is the operand at index `k` of `axis`,
+    /// the axis removed.
+    pub(crate) fn unstack(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> LowerResult<Vec<Arr<'c>>> {
+        let src = &cx.args[0];
+        let rank = src.v.dims.len() as i64;
+        let axis = cx.int("axis")?;
+        let axis = if axis < 0 { axis + rank } else { axis };
+        if axis < 0 || axis >= rank {
+            return err(cx.at(), "`axis` does not match the operand");
+        }
+        let axis = axis as usize;
+        self.check_extent(src.v.dims[axis], self.i64(cx.outs.len() as i64), false, cx)?;
+        let mut pieces = Vec::with_capacity(cx.outs.len());
+        for k in 0..cx.outs.len() {
+            let out = self.dims(env, &cx.outs[k], cx.at())?;
+            if out.len() + 1 != src.v.dims.len() {
+                return err(cx.at(), "`unstack` results do not match the operand");
+            }
+            pieces.push(self.remap(&dtype(&cx.outs[k])?, &out, src, None, &mut |idx| {
+                let mut at = idx.to_vec();
+                at.insert(axis, self.i64(k as i64));
+                Ok((self.offset(&at, &src.v.dims), None))
+            })?);
+        }
+        Ok(pieces)
+    }
 }

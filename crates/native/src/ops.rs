@@ -310,6 +310,7 @@ impl<'c> Codegen<'c, '_> {
             "sort" => return self.sort(cx),
             "top_k" => return self.top_k(env, cx),
             "split" => return self.split(env, cx),
+            "unstack" => return self.unstack(env, cx),
             _ => return missing_lowering(name, cx.at(), Backend::Native),
         })
     }

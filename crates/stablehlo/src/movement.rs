@@ -134,6 +134,38 @@ impl<'c, 'f> Lower<'c, 'f> {
         Ok(pieces)
     }
 
+    /// `unstack[axis]`: each index of `axis` a slice of extent 1 there,
+    /// reshaped without the axis, as JAX lowers it (`_unstack_lower`).
+    pub(crate) fn unstack(&self, b: ModuleBlock<'c>, cx: &EqnCx<'_, 'c, 'f>) -> LowerResult<Vec<ModuleValue<'c>>> {
+        let x = &cx.args[0];
+        let shape = static_shape(cx, &x.ty, "`unstack` of a dynamic operand")?;
+        let axis = cx.int("axis")?;
+        let rank = shape.len() as i64;
+        let axis = if axis < 0 { axis + rank } else { axis };
+        if axis < 0 || axis >= rank || shape[axis as usize] != cx.outs.len() as i64 {
+            return err(cx.at(), "`axis` does not match the operand and the results");
+        }
+        let axis = axis as usize;
+        let mut one: Vec<Dim> = shape.iter().map(|&n| Dim::Const(n)).collect();
+        one[axis] = Dim::Const(1);
+        let slice_ty = self.ty(&x.ty.with_shape(one.into_iter().collect()), cx.at())?;
+        let mut pieces = Vec::with_capacity(cx.outs.len());
+        for k in 0..cx.outs.len() {
+            let mut from = vec![0; shape.len()];
+            from[axis] = k as i64;
+            let mut to = shape.clone();
+            to[axis] = k as i64 + 1;
+            let attrs = [
+                ("start_indices", arr(&from)),
+                ("limit_indices", arr(&to)),
+                ("strides", arr(&vec![1; shape.len()])),
+            ];
+            let s = self.op1(b, "stablehlo.slice", &[x.v], slice_ty, &attrs)?;
+            pieces.push(self.op1(b, "stablehlo.reshape", &[s], self.out_ty(cx, k)?, &[])?);
+        }
+        Ok(pieces)
+    }
+
     /// `tile[reps]`: broadcast to `[r0, d0, r1, d1, ...]`, then merge pairs
     /// (dynamically when an extent or a repetition is symbolic).
     pub(crate) fn tile(&self, b: ModuleBlock<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> LowerResult<ModuleValue<'c>> {

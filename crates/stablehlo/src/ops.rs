@@ -502,6 +502,7 @@ impl<'c, 'f> Lower<'c, 'f> {
             "sort" => return self.sort(b, cx),
             "top_k" => return self.top_k(b, env, cx),
             "split" => return self.split(b, cx),
+            "unstack" => return self.unstack(b, cx),
             "reduce" | "reduce_window" => return self.reduce_with_jaxpr(b, env, cx),
             "tile" => self.tile(b, env, cx),
             "dim_as_value" => {
