@@ -142,7 +142,8 @@ pub struct ScanLayout {
     pub body: JaxprId,
     pub nconsts: usize,
     pub ncarry: usize,
-    pub length: i64,
+    /// A constant, or symbolic in a shape-polymorphic program (`length=b`).
+    pub length: Dim,
     pub reverse: bool,
 }
 
@@ -255,7 +256,16 @@ impl<X, T: Borrow<AType>> EqnCx<'_, X, T> {
             body,
             nconsts: self.int("num_consts")? as usize,
             ncarry: self.int("num_carry")? as usize,
-            length: self.int("length")?,
+            length: match self.int("length") {
+                Ok(n) => Dim::Const(n),
+                Err(_) => {
+                    let p = self.param("length")?;
+                    match expr_poly(p) {
+                        Some(poly) => Dim::from_poly(poly),
+                        None => return err(p.range, "`length` must be a dimension to be built"),
+                    }
+                }
+            },
             reverse: self.bool_or("reverse", false),
         };
         if self.args.len() < l.nconsts + l.ncarry || self.outs.len() < l.ncarry {

@@ -431,7 +431,8 @@ impl<'c> Codegen<'c, '_> {
             let dims = self.dims(env, t, cx.at())?;
             ys.push((dtype(t)?, self.alloc(&dtype(t)?, &dims)?));
         }
-        let n = self.i64(length);
+        let n = self.dim(env, &length, cx.at())?;
+        let last = self.sub(n, self.i64(1));
         let (_, carry) = self.state_loop(
             (
                 vec![self.i64(0)],
@@ -441,7 +442,7 @@ impl<'c> Codegen<'c, '_> {
             &mut |s| {
                 let i = s.0[0];
                 let at = if reverse {
-                    self.sub(self.i64(length - 1), i)
+                    self.sub(last, i)
                 } else {
                     i
                 };

@@ -269,24 +269,25 @@ impl<'c, 'f> Lower<'c, 'f> {
             state.push(self.broadcast(b, env, zero, t, &[], cx.at())?);
             tys.push(out_tys[ncarry + k]);
         }
-        if length == 0 {
+        if length == Dim::Const(0) {
             // No iteration: the carry as given and empty `ys`. (The loop
             // would still be verified with a size-1 slice of an empty `x`,
             // which XLA rejects.)
             return Ok(state[1..].to_vec());
         }
+        // The trip count, symbolic in a shape-polymorphic program: computed
+        // here and read by the loop's regions.
+        let len = self.dim(b, env, &length, cx.at())?;
+        let one = self.const_i64(b, 1)?;
+        let last = self.binary(b, "stablehlo.subtract", len, one)?;
         let outs = self.while_op(
             b,
             &state,
             &tys,
-            |rb, a| {
-                let len = self.const_i64(rb, length)?;
-                self.compare(rb, a[0], len, "LT", "SIGNED")
-            },
+            |rb, a| self.compare(rb, a[0], len, "LT", "SIGNED"),
             |rb, a| {
                 let i = a[0];
                 let at = if reverse {
-                    let last = self.const_i64(rb, length - 1)?;
                     self.binary(rb, "stablehlo.subtract", last, i)?
                 } else {
                     i
