@@ -74,9 +74,15 @@ fn programs() -> Vec<Program> {
     // then not checked).
     let only = std::env::var("JAX_SUITE_ONLY").unwrap_or_default();
     let only: Vec<&str> = only.split(',').collect();
+    programs_of(&suite_dir(), GROUPS, &only)
+}
+
+/// The programs of `groups` under `root` (folders in the jax-suite format)
+/// whose `group/name` holds one of `only`.
+fn programs_of(root: &Path, groups: &[&str], only: &[&str]) -> Vec<Program> {
     let mut out = Vec::new();
-    for g in GROUPS {
-        let dir = suite_dir().join(g);
+    for g in groups {
+        let dir = root.join(g);
         let manifest: Value =
             serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
         let gz = std::process::Command::new("gzip")
@@ -598,4 +604,42 @@ fn every_jax_suite_program_builds_with_jaxs_values_or_is_refused() {
         assert!(t.failed.is_empty(), "{title}: {} programs neither build right nor are refused:\n{}", t.failed.len(), t.failed.join("\n"));
         assert!(t.rate() >= TARGET, "{title}: {:.1}% built and right", 100.0 * t.rate());
     }
+}
+
+/// The builds corpus (`tests/data/builds`, `corpus-gen/builds`): programs
+/// whose builds once went wrong or were refused (scatter and gather with
+/// operand batching dims, bf16 <-> f16 conversions, the untyped literals of
+/// JAX <= 0.5), printed by each JAX of its folders. Every one is built by
+/// both back ends and gives JAX's values: none refused.
+#[test]
+fn every_builds_corpus_program_builds_with_jaxs_values() {
+    let root = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/builds"));
+    let mut groups: Vec<String> = std::fs::read_dir(&root)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().join("manifest.json").exists())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    groups.sort();
+    assert!(groups.iter().any(|g| g.starts_with("jax-0.4.")), "groups: {groups:?}");
+    let groups: Vec<&str> = groups.iter().map(String::as_str).collect();
+    let programs = programs_of(&root, &groups, &[""]);
+    assert!(programs.len() >= 40, "{} programs", programs.len());
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("builds_corpus");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (shlo, nat) = std::thread::scope(|s| {
+        let shlo = s.spawn(|| stablehlo(&programs, &dir));
+        let nat = native_all(&programs, &dir, 1);
+        (shlo.join().unwrap(), nat)
+    });
+    let mut bad = Vec::new();
+    for (title, outcomes) in [("StableHLO", &shlo), ("native", &nat)] {
+        for (p, o) in programs.iter().zip(outcomes) {
+            if !matches!(o, Outcome::Right) {
+                bad.push(format!("{title}: {}: {o:?}", p.name));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "{} builds not right:\n{}", bad.len(), bad.join("\n"));
 }
