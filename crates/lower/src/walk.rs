@@ -992,10 +992,10 @@ pub fn untyped_literal_dtypes<T: Borrow<AType>>(
                 let first = usize::from(name == "select_n");
                 (first..known.len()).filter(|&j| j != i).find_map(|j| known[j].clone())
             };
-            if PEER_DTYPE.contains(&name) {
-                if let Some(d) = peers() {
-                    return Some(d);
-                }
+            if PEER_DTYPE.contains(&name)
+                && let Some(d) = peers()
+            {
+                return Some(d);
             }
             nested(i)
                 .or_else(|| {

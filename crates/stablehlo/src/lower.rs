@@ -326,7 +326,7 @@ impl<'c, 'f> Lower<'c, 'f> {
         jaxpr_lower::walk::check_lowered(&e.primitive.text, e.primitive.range, jaxpr_lower::walk::Backend::Stablehlo)?;
         let info = self.a.eqn(id);
         let outs = jaxpr_lower::walk::result_type_refs(self.a, e, id);
-        let untyped = jaxpr_lower::walk::untyped_literal_dtypes(self.a, &self.syntax, e, id, &outs);
+        let untyped = jaxpr_lower::walk::untyped_literal_dtypes(self.a, self.syntax, e, id, &outs);
         let args = e
             .args
             .iter()
