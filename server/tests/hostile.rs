@@ -1,4 +1,4 @@
-//! What a hostile or broken client can do to the server (issue 17), over
+//! What a hostile or broken client can do to the server, over
 //! the real binary's stdio: frames with wrong lengths, batches, deeply
 //! nested JSON, build commands on URIs that name places a build must not
 //! write, and documents opened and closed until memory runs out.
