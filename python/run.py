@@ -3,7 +3,8 @@
 Installs the capture hooks, then runs the program the way `python SCRIPT
 ARGS` would (as `__main__`, with its own sys.argv and sys.path[0]), records
 an uncaught exception with its location, and exits with the program's
-status. Exit status 97 means JAX could not be imported.
+status. Exit status 97 means JAX could not be imported, 96 that the session
+folder could not be written.
 """
 
 import os
@@ -11,6 +12,7 @@ import runpy
 import sys
 
 NO_JAX = 97
+NO_SESSION = 96
 
 
 def _run_script(path):
@@ -35,6 +37,11 @@ def main():
     except ImportError as e:
         print(f"jaxpr trace: JAX cannot be imported by {sys.executable}: {e}", file=sys.stderr)
         return NO_JAX
+    except OSError as e:
+        # The session folder or events.jsonl was replaced (by a link, say)
+        # after `jaxpr trace` checked it: nothing is written through it.
+        print(f"jaxpr trace: cannot write the session in {out}: {e}", file=sys.stderr)
+        return NO_SESSION
     # From here on the program sees what `python SCRIPT ARGS` would show it.
     if sys.path and os.path.abspath(sys.path[0]) == here:
         del sys.path[0]

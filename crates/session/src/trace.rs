@@ -3,13 +3,14 @@
 //! and assembles the session from what the capture code reported. Used by
 //! the command line and by the language server's `jaxpr.traceAgain`.
 
+use super::folder::{Kind, SessionDir};
 use super::record::{self, Record};
 use super::source_map::JaxprFile;
 use super::{
     DEFAULT_DIR, FORMAT_VERSION, Function, SESSION_FILE, Session, Status, TraceError, files,
 };
 use serde_json::Value;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -32,6 +33,9 @@ const CAPTURE: [(&str, &str); 3] = [
 
 /// Exit status of run.py when the interpreter cannot import JAX.
 const NO_JAX_EXIT: i32 = 97;
+/// Exit status of run.py when it cannot create its files in the session
+/// folder (replaced by a link, or given a file, after `prepare` checked it).
+const NO_SESSION_EXIT: i32 = 96;
 /// What the capture code reports, one JSON object a line.
 pub const EVENTS_FILE: &str = "events.jsonl";
 /// The program's stdout and stderr when they are not shown (server runs).
@@ -123,101 +127,100 @@ pub fn default_out(command: &[String], cwd: &Path) -> Result<PathBuf, String> {
     Ok(base.join(DEFAULT_DIR))
 }
 
-/// The paths below `dir` (relative, `/`-separated), symbolic links not
-/// followed. A session holds a few dozen; a folder of more than `LIMIT` is
-/// refused rather than half listed (what is not listed before a run would
-/// count as written by it).
-fn walk(dir: &Path) -> Result<BTreeSet<String>, String> {
-    const LIMIT: usize = 100_000;
-    let mut out = BTreeSet::new();
-    let mut stack = vec![(dir.to_path_buf(), String::new())];
-    while let Some((d, prefix)) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            if out.len() >= LIMIT {
-                return Err(format!(
-                    "{} holds more than {LIMIT} files; choose another --out",
-                    dir.display()
-                ));
-            }
-            let rel = format!("{prefix}{}", e.file_name().to_string_lossy());
-            if e.file_type().is_ok_and(|t| t.is_dir()) {
-                stack.push((e.path(), format!("{rel}/")));
-            }
-            out.insert(rel);
-        }
-    }
-    Ok(out)
+/// A session holds a few dozen files; a folder of more than this is refused
+/// rather than half listed (what is not listed before a run would count as
+/// written by it).
+const MAX_ENTRIES: usize = 100_000;
+
+/// The paths below the folder (relative, `/`-separated), symbolic links not
+/// followed.
+fn walk(dir: &SessionDir) -> Result<BTreeSet<String>, String> {
+    Ok(entries(dir)?.into_keys().collect())
+}
+
+fn entries(dir: &SessionDir) -> Result<BTreeMap<String, Kind>, String> {
+    dir.entries(MAX_ENTRIES)
+        .map_err(|e| format!("{e}; choose another --out"))
 }
 
 /// Removes what an earlier run listed in its record: files first, then the
 /// folders it made, deepest first and only when empty (a file someone else
-/// put there stays).
-fn remove_listed(dir: &Path, listed: &BTreeSet<String>) {
+/// put there stays). Paths are followed through no link (see
+/// [`SessionDir`]), so nothing outside the folder can be removed.
+fn remove_listed(dir: &SessionDir, listed: &BTreeSet<String>, now: &BTreeMap<String, Kind>) {
     let mut folders = Vec::new();
     for rel in listed {
-        let Some(p) = files::inside(dir, rel) else {
-            continue;
-        };
-        match std::fs::symlink_metadata(&p) {
-            Ok(m) if m.is_dir() => folders.push(p),
-            Ok(_) => {
-                let _ = std::fs::remove_file(&p);
+        match now.get(rel) {
+            Some(Kind::Dir) => folders.push(rel.as_str()),
+            Some(_) => {
+                let _ = dir.remove(rel);
             }
-            Err(_) => {}
+            None => {}
         }
     }
-    folders.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
+    folders.sort_by_key(|p| std::cmp::Reverse(p.matches('/').count()));
     for f in folders {
-        let _ = std::fs::remove_dir(&f);
+        let _ = dir.remove(f);
     }
 }
 
-/// Makes the session folder ready for a run and returns what it holds
-/// before the run writes anything. A folder that exists and is not empty
-/// must be a session this machine's `jaxpr trace` wrote (its record says
-/// so, and its session.json is unchanged): only the files of that record
-/// are removed. Anything else is refused (a mistyped `--out`, a folder of
-/// the user's, a session.json planted in a repository): nothing is deleted
-/// or rewritten that an earlier run did not write.
-fn prepare(out: &Path) -> Result<BTreeSet<String>, String> {
+/// Makes the session folder ready for a run and returns it, opened, with
+/// what it holds before the run writes anything. A folder that exists and
+/// is not empty must be a session this machine's `jaxpr trace` wrote (its
+/// record says so, and its session.json is unchanged): only the files of
+/// that record are removed. Anything else is refused (a mistyped `--out`, a
+/// folder of the user's, a session.json planted in a repository): nothing
+/// is deleted or rewritten that an earlier run did not write. A folder that
+/// is itself a symbolic link, or that holds one anywhere, is refused before
+/// anything in it is touched: a session `trace` wrote holds no link, so one
+/// there was put by someone else, and writing or removing through it could
+/// reach files outside the folder.
+fn prepare(out: &Path) -> Result<(SessionDir, BTreeSet<String>), String> {
     let shown = out.display();
     match std::fs::symlink_metadata(out) {
-        Ok(m) if !m.is_dir() && !std::fs::metadata(out).is_ok_and(|m| m.is_dir()) => {
+        Ok(m) if m.file_type().is_symlink() => {
+            return Err(format!(
+                "{shown} is a symbolic link: `jaxpr trace` does not write a session through a link; give the folder it names as --out, or choose another"
+            ));
+        }
+        Ok(m) if !m.is_dir() => {
             return Err(format!(
                 "{shown} exists and is not a folder; choose another --out"
             ));
         }
-        Ok(_) => {
-            let nonempty = std::fs::read_dir(out)
-                .map_err(|e| format!("{shown}: {e}"))?
-                .next()
-                .is_some();
-            if nonempty {
-                let refuse = |why: String| {
-                    format!(
-                        "{shown} is not empty and is not a session to replace: {why}; choose another --out (or empty the folder yourself)"
-                    )
-                };
-                let r = record::lookup(out).ok_or_else(|| {
-                    refuse("`jaxpr trace` on this machine did not write it".into())
-                })?;
-                if let Some(h) = &r.session_sha256
-                    && record::session_sha256(out).ok().as_ref() != Some(h)
-                {
-                    return Err(refuse(format!(
-                        "its {SESSION_FILE} was changed or removed since `jaxpr trace` wrote it"
-                    )));
-                }
-                remove_listed(out, &r.files);
+        Ok(_) => {}
+        Err(_) => std::fs::create_dir_all(out).map_err(|e| format!("{shown}: {e}"))?,
+    }
+    let dir = SessionDir::open(out).map_err(|e| e.to_string())?;
+    if !dir.is_empty().map_err(|e| e.to_string())? {
+        let refuse = |why: String| {
+            format!(
+                "{shown} is not empty and is not a session to replace: {why}; choose another --out (or empty the folder yourself)"
+            )
+        };
+        let r = record::lookup(out)
+            .ok_or_else(|| refuse("`jaxpr trace` on this machine did not write it".into()))?;
+        let found = entries(&dir)?;
+        if let Some((link, _)) = found.iter().find(|(_, k)| **k == Kind::Link) {
+            return Err(format!(
+                "{shown}/{link} is a symbolic link, which `jaxpr trace` never writes: a session it wrote holds none, so the folder was changed by someone else; nothing in it was touched. Remove the link (or the folder) yourself, or choose another --out"
+            ));
+        }
+        if let Some(h) = &r.session_sha256 {
+            let now = dir
+                .read(SESSION_FILE, files::MAX_FILE_BYTES)
+                .ok()
+                .flatten()
+                .map(|b| record::hex_sha256(&b));
+            if now.as_ref() != Some(h) {
+                return Err(refuse(format!(
+                    "its {SESSION_FILE} was changed or removed since `jaxpr trace` wrote it"
+                )));
             }
         }
-        Err(_) => {}
+        remove_listed(&dir, &r.files, &found);
     }
-    std::fs::create_dir_all(out).map_err(|e| format!("{shown}: {e}"))?;
-    let before = walk(out)?;
+    let before = walk(&dir)?;
     let capture: Vec<(String, &str)> = CAPTURE
         .iter()
         .map(|(rel, text)| (format!("capture/{rel}"), *text))
@@ -238,20 +241,17 @@ fn prepare(out: &Path) -> Result<BTreeSet<String>, String> {
     // Python); a .gitignore of the user's is left as it is.
     let gitignore = (!before.contains(".gitignore")).then(|| (".gitignore".to_string(), "*\n"));
     for (rel, text) in gitignore.iter().chain(&capture) {
-        let p = out.join(rel);
-        if let Some(d) = p.parent() {
-            std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
-        }
-        std::fs::write(&p, text).map_err(|e| format!("{}: {e}", p.display()))?;
+        dir.write_new(rel, text.as_bytes())
+            .map_err(|e| e.to_string())?;
     }
     // Recorded before the run, so a run that is killed outright can still
     // be replaced by the next one.
     record::store(&Record {
         dir: std::fs::canonicalize(out).map_err(|e| format!("{shown}: {e}"))?,
         session_sha256: None,
-        files: walk(out)?.difference(&before).cloned().collect(),
+        files: walk(&dir)?.difference(&before).cloned().collect(),
     })?;
-    Ok(before)
+    Ok((dir, before))
 }
 
 /// How the program process ended.
@@ -445,7 +445,7 @@ pub fn run(opts: &TraceOptions) -> Result<(PathBuf, Session), String> {
         Some(o) => opts.cwd.join(o),
         None => default_out(&opts.command, &opts.cwd)?,
     };
-    let before = prepare(&out)?;
+    let (dir, before) = prepare(&out)?;
     let abs_out = std::fs::canonicalize(&out).unwrap_or(out.clone());
     let mut cmd = Command::new(&c.python);
     cmd.args(&c.flags)
@@ -456,15 +456,21 @@ pub fn run(opts: &TraceOptions) -> Result<(PathBuf, Session), String> {
     if opts.capture_output {
         // Nothing to read from: the server's stdin is the protocol.
         cmd.stdin(Stdio::null());
-        let f = std::fs::File::create(abs_out.join(OUTPUT_FILE)).map_err(|e| e.to_string())?;
+        let f = dir.create_new(OUTPUT_FILE).map_err(|e| e.to_string())?;
         let g = f.try_clone().map_err(|e| e.to_string())?;
         cmd.stdout(f).stderr(g);
     }
     let started = Instant::now();
     let ended = run_process(cmd, opts.timeout, opts.stop);
     let elapsed = started.elapsed().as_secs_f64();
-    let (mut session, uncaught) = assemble(&abs_out, &opts.cwd, &opts.command);
+    let (mut session, uncaught) = assemble(&dir, &abs_out, &opts.cwd, &opts.command);
     session.elapsed = elapsed;
+    if matches!(ended, Ended::Exited(Some(NO_SESSION_EXIT))) && session.versions.is_empty() {
+        return Err(format!(
+            "the capture code could not create its files in {} (it says why in the program's output): something in the folder changed after `jaxpr trace` checked it; nothing was written through it",
+            abs_out.display()
+        ));
+    }
     let (status, exit_code, message) = match ended {
         Ended::NotStarted(e) => (
             Status::NoPython,
@@ -518,13 +524,15 @@ pub fn run(opts: &TraceOptions) -> Result<(PathBuf, Session), String> {
     session.status = status;
     session.exit_code = exit_code;
     session.message = message;
-    let json = serde_json::to_string_pretty(&session).map_err(|e| e.to_string())?;
-    let path = abs_out.join(SESSION_FILE);
-    std::fs::write(&path, json + "\n").map_err(|e| format!("{}: {e}", path.display()))?;
+    let json = serde_json::to_string_pretty(&session).map_err(|e| e.to_string())? + "\n";
+    // Created, never written over: a session.json (or a link) that appeared
+    // during the run is left as it is and the run fails.
+    dir.write_new(SESSION_FILE, json.as_bytes())
+        .map_err(|e| format!("{e}; the session was not written, choose another --out"))?;
     record::store(&Record {
         dir: abs_out.clone(),
-        session_sha256: Some(record::session_sha256(&abs_out).map_err(|e| e.to_string())?),
-        files: walk(&abs_out)?.difference(&before).cloned().collect(),
+        session_sha256: Some(record::hex_sha256(json.as_bytes())),
+        files: walk(&dir)?.difference(&before).cloned().collect(),
     })?;
     Ok((abs_out, session))
 }
@@ -540,7 +548,12 @@ fn u32_field(v: &Value, k: &str) -> Option<u32> {
 /// Builds the session from `events.jsonl` and the jaxpr files (status
 /// fields are filled in by the caller), with the exception that ended the
 /// program if one did.
-fn assemble(out: &Path, cwd: &Path, command: &[String]) -> (Session, Option<Value>) {
+fn assemble(
+    dir: &SessionDir,
+    out: &Path,
+    cwd: &Path,
+    command: &[String],
+) -> (Session, Option<Value>) {
     let cwd = std::fs::canonicalize(cwd).unwrap_or(cwd.to_path_buf());
     let mut s = Session {
         version: FORMAT_VERSION,
@@ -556,7 +569,11 @@ fn assemble(out: &Path, cwd: &Path, command: &[String]) -> (Session, Option<Valu
         errors: Vec::new(),
     };
     let mut uncaught = None;
-    let text = std::fs::read_to_string(out.join(EVENTS_FILE)).unwrap_or_default();
+    let text = dir
+        .read_text(EVENTS_FILE, files::MAX_FILE_BYTES)
+        .ok()
+        .flatten()
+        .unwrap_or_default();
     // A killed program may leave a half-written last line: skipped.
     for ev in text
         .lines()
@@ -579,7 +596,7 @@ fn assemble(out: &Path, cwd: &Path, command: &[String]) -> (Session, Option<Valu
                 }
             }
             Some("function") => {
-                if let Some(f) = function(out, &cwd, &ev) {
+                if let Some(f) = function(dir, out, &cwd, &ev) {
                     s.functions.push(f);
                 }
             }
@@ -599,10 +616,10 @@ fn assemble(out: &Path, cwd: &Path, command: &[String]) -> (Session, Option<Valu
     (s, uncaught)
 }
 
-fn function(out: &Path, cwd: &Path, ev: &Value) -> Option<Function> {
+fn function(dir: &SessionDir, out: &Path, cwd: &Path, ev: &Value) -> Option<Function> {
     let jaxpr = str_field(ev, "jaxpr")?;
-    let path = files::inside(out, &jaxpr)?;
-    let text = files::read_regular_text(&path, files::MAX_FILE_BYTES).ok()?;
+    let text = dir.read_text(&jaxpr, files::MAX_FILE_BYTES).ok()??;
+    let path = out.join(&jaxpr);
     let db = jaxpr_db::RootDatabase::default();
     let file = jaxpr_db::SourceFile::new(&db, path.display().to_string(), text);
     let jf = JaxprFile::of(&db, file);
