@@ -696,6 +696,104 @@ fn on_time_out_and_at_the_end_the_program_group_is_killed_without_a_kill_from_pa
     assert!(!marker.exists(), "a `kill` found on PATH was run");
 }
 
+/// The pids `daemon.py` wrote, once it wrote them.
+fn daemon_pids(pid_file: &Path) -> Vec<u32> {
+    wait_until(60, "no daemon pids written", || pid_file.exists());
+    std::fs::read_to_string(pid_file)
+        .unwrap()
+        .lines()
+        .map(|l| l.trim().parse().unwrap())
+        .collect()
+}
+
+/// Kills whichever of `pids` still run (so a failing test leaves no
+/// daemon behind) and returns them.
+fn kill_survivors(pids: &[u32]) -> Vec<u32> {
+    let alive: Vec<u32> = pids.iter().copied().filter(|&p| !is_dead(p)).collect();
+    for &p in &alive {
+        // SAFETY: a signal to a process this test's program started.
+        unsafe {
+            libc::kill(p as libc::pid_t, libc::SIGKILL);
+        }
+    }
+    alive
+}
+
+/// Daemons that call `setsid()` (one forked twice, so that its parent is
+/// gone while the program still runs) leave the program's process group:
+/// killing the group missed them, and they outlived the trace. They are
+/// gone when `trace` returns — at the program's end, at the time limit —
+/// and soon after `trace` is killed with SIGKILL; the program's exit status,
+/// output and clean-up are its own.
+#[test]
+fn daemons_that_leave_the_program_group_do_not_outlive_the_trace() {
+    let py = venv("jax");
+    let dir = workdir("daemons", &["daemon.py"]);
+    let pid_file = dir.join("daemons.pid");
+    let args = |how: &str| {
+        vec![
+            "trace".to_string(),
+            "--timeout".into(),
+            if how == "hang" { "15" } else { "300" }.into(),
+            "--".into(),
+            py.display().to_string(),
+            "daemon.py".into(),
+            pid_file.display().to_string(),
+            how.into(),
+        ]
+    };
+    for (how, code) in [("exit", 1), ("hang", 4)] {
+        let _ = std::fs::remove_file(&pid_file);
+        let a = args(how);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        let out = jaxpr(&dir, &a);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let pids = daemon_pids(&pid_file);
+        assert_eq!(pids.len(), 2, "{how}: {stderr}");
+        let survivors = kill_survivors(&pids);
+        assert!(
+            survivors.is_empty(),
+            "{how}: daemons {survivors:?} of {pids:?} outlived `jaxpr trace`"
+        );
+        assert_eq!(out.status.code(), Some(code), "{how}: {stderr}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.starts_with("started 2 daemons\n"), "{how}: {stdout}");
+        let v = session_json(&dir);
+        if how == "exit" {
+            // As `python daemon.py` ends: its status, its clean-up.
+            assert_eq!(stdout, "started 2 daemons\nclean-up ran\n");
+            assert_eq!(v["status"], "script-failed", "{v}");
+            assert_eq!(v["exit_code"], 3, "{v}");
+            assert_eq!(v["message"], "the program exited with status 3", "{v}");
+        } else {
+            assert_eq!(v["status"], "timeout", "{v}");
+        }
+    }
+
+    // `trace` killed outright: the guard it leaves kills the daemons too.
+    let _ = std::fs::remove_file(&pid_file);
+    let a = args("hang");
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    let mut trace = jaxpr_command(&dir, &a)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pids = daemon_pids(&pid_file);
+    assert!(pids.iter().all(|&p| !is_dead(p)));
+    trace.kill().unwrap();
+    trace.wait().unwrap();
+    let start = std::time::Instant::now();
+    while start.elapsed().as_secs() < 10 && !pids.iter().all(|&p| is_dead(p)) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let survivors = kill_survivors(&pids);
+    assert!(
+        survivors.is_empty(),
+        "daemons {survivors:?} outlived the killed trace by 10 s"
+    );
+}
+
 fn is_link(p: &Path) -> bool {
     std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink())
 }

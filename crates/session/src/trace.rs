@@ -298,25 +298,211 @@ pub fn stop_on_signals() -> &'static AtomicBool {
     &STOP_REQUESTED
 }
 
-/// Set in the guard (see [`guard_group`]) when `jaxpr trace` is gone.
+/// How long the guard goes on killing and reaping what is below it before
+/// it gives up on what will not end (a process in uninterruptible sleep
+/// that SIGKILL does not end at once).
+const CLEANUP_LIMIT: Duration = Duration::from_secs(5);
+
+/// This process's parent, as /proc/PID/stat says (`None` when `pid` is gone
+/// or its line cannot be read). Async-signal-safe: no allocation, plain
+/// system calls on stack buffers.
 #[cfg(target_os = "linux")]
-extern "C" fn kill_own_group(_: libc::c_int) {
-    // SAFETY: killpg is async-signal-safe; the guard's group is the
-    // program's.
+fn parent_pid(pid: libc::pid_t) -> Option<libc::pid_t> {
+    // "/proc/" + up to 10 digits + "/stat" + NUL.
+    let mut path = [0u8; 32];
+    let mut n = 0;
+    for &b in b"/proc/" {
+        path[n] = b;
+        n += 1;
+    }
+    let mut digits = [0u8; 10];
+    let (mut d, mut v) = (0, pid as u32);
+    loop {
+        digits[d] = b'0' + (v % 10) as u8;
+        d += 1;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    while d > 0 {
+        d -= 1;
+        path[n] = digits[d];
+        n += 1;
+    }
+    for &b in b"/stat" {
+        path[n] = b;
+        n += 1;
+    }
+    // SAFETY: `path` is NUL-terminated (zeroed past `n`); `buf` is ours.
     unsafe {
-        libc::killpg(0, libc::SIGKILL);
+        let fd = libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return None;
+        }
+        let mut buf = [0u8; 256];
+        let len = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
+        libc::close(fd);
+        if len <= 0 {
+            return None;
+        }
+        // "PID (COMM) STATE PPID ...": COMM may hold ')' but is at most 64
+        // bytes, and nothing after it does, so the last ')' in the first
+        // 256 bytes closes it.
+        let line = &buf[..len as usize];
+        let close = line.iter().rposition(|&b| b == b')')?;
+        let mut fields = line[close + 1..]
+            .split(|&b| b == b' ')
+            .filter(|f| !f.is_empty());
+        let _state = fields.next()?;
+        let mut ppid: libc::pid_t = 0;
+        for &b in fields.next()? {
+            if !b.is_ascii_digit() {
+                return None;
+            }
+            ppid = ppid
+                .checked_mul(10)?
+                .checked_add(libc::pid_t::from(b - b'0'))?;
+        }
+        Some(ppid)
     }
 }
 
-/// Makes the program's process group die with `jaxpr trace`, even when
-/// `trace` is killed with SIGKILL and runs no code of its own: the process
-/// `trace` starts (the group's leader) forks the program and stays as its
-/// guard. The kernel signals the guard when `trace` ends
-/// (`PR_SET_PDEATHSIG`), and the guard then kills the whole group, the
-/// program's own children included (a death signal is not inherited by
-/// them). The program in turn dies with its guard. Otherwise the guard
-/// waits for the program and ends as it ended, so `trace` sees the
-/// program's status.
+/// Sends SIGKILL to every child of this process (its own and the orphans
+/// it adopted as a subreaper) found in /proc; returns how many it could
+/// signal (a child running a set-user-ID program may refuse: EPERM).
+/// Async-signal-safe, as [`parent_pid`].
+#[cfg(target_os = "linux")]
+fn kill_children() -> usize {
+    // SAFETY: system calls on stack buffers; `dirent64` records are read
+    // within the length getdents64 returned.
+    unsafe {
+        let me = libc::getpid();
+        let proc_fd = libc::open(
+            c"/proc".as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        );
+        if proc_fd < 0 {
+            return 0;
+        }
+        let mut signalled = 0;
+        // Aligned for the records' 8-byte fields.
+        let mut buf = [0u64; 512];
+        loop {
+            let len = libc::syscall(
+                libc::SYS_getdents64,
+                proc_fd,
+                buf.as_mut_ptr(),
+                std::mem::size_of_val(&buf),
+            );
+            if len <= 0 {
+                break;
+            }
+            let bytes = std::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), len as usize);
+            let mut at = 0;
+            while at + 19 < bytes.len() {
+                // struct linux_dirent64 { u64 ino; i64 off; u16 reclen; u8 type; char name[]; }
+                let reclen = u16::from_ne_bytes([bytes[at + 16], bytes[at + 17]]) as usize;
+                if reclen == 0 {
+                    break;
+                }
+                let name = &bytes[at + 19..(at + reclen).min(bytes.len())];
+                let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
+                at += reclen;
+                let mut pid: libc::pid_t = 0;
+                let mut numeric = !name.is_empty();
+                for &b in name {
+                    match pid.checked_mul(10).and_then(|p| {
+                        b.is_ascii_digit()
+                            .then(|| p.checked_add(libc::pid_t::from(b - b'0')))
+                            .flatten()
+                    }) {
+                        Some(p) => pid = p,
+                        None => {
+                            numeric = false;
+                            break;
+                        }
+                    }
+                }
+                if numeric && parent_pid(pid) == Some(me) && libc::kill(pid, libc::SIGKILL) == 0 {
+                    signalled += 1;
+                }
+            }
+        }
+        libc::close(proc_fd);
+        signalled
+    }
+}
+
+/// Kills everything below the guard and reaps it: the guard is a child
+/// subreaper, so a process whose parent dies (a daemon that forked twice
+/// and called `setsid`, the children of a killed child) becomes the
+/// guard's child instead of init's, and killing the children round after
+/// round, each round reaping the dead, reaches every descendant. Returns
+/// when no child is left, when none left can be signalled, or after
+/// [`CLEANUP_LIMIT`]. A dead child stays a zombie until reaped here, so its
+/// pid is not reused by an unrelated process while a round signals it.
+/// Async-signal-safe.
+#[cfg(target_os = "linux")]
+fn kill_descendants() {
+    // SAFETY: system calls only.
+    unsafe {
+        let now = || {
+            let mut t: libc::timespec = std::mem::zeroed();
+            libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t);
+            Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+        };
+        let start = now();
+        loop {
+            loop {
+                let r = libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG);
+                if r > 0 || (r < 0 && *libc::__errno_location() == libc::EINTR) {
+                    continue;
+                }
+                if r < 0 {
+                    // ECHILD: nothing is left below the guard.
+                    return;
+                }
+                break;
+            }
+            if kill_children() == 0 || now().saturating_sub(start) >= CLEANUP_LIMIT {
+                return;
+            }
+            // What was killed needs a moment to end before it is reaped
+            // (and its own children are handed to the guard).
+            let pause = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 1_000_000,
+            };
+            libc::nanosleep(&pause, std::ptr::null_mut());
+        }
+    }
+}
+
+/// The guard's handler of SIGUSR1: `jaxpr trace` ended (the death signal)
+/// or asks the program to be stopped (time-out, an interrupt's grace
+/// over). Everything below the guard is killed, then the guard ends.
+#[cfg(target_os = "linux")]
+extern "C" fn guard_stop(_: libc::c_int) {
+    // SAFETY: kill_descendants and _exit are async-signal-safe.
+    unsafe {
+        kill_descendants();
+        libc::_exit(128 + libc::SIGKILL);
+    }
+}
+
+/// Makes everything the program starts end with it and with `jaxpr trace`,
+/// even when `trace` is killed with SIGKILL and runs no code of its own:
+/// the process `trace` starts (the leader of the program's process group)
+/// makes itself a child subreaper (`PR_SET_CHILD_SUBREAPER`), forks the
+/// program and stays as its guard. Every process the program starts stays
+/// below the guard — one that calls `setsid` or leaves the group too, and
+/// one whose parent ends is handed to the guard — until the guard kills
+/// them all ([`kill_descendants`]): when the program ends, when `trace`
+/// asks (SIGUSR1), and when `trace` ends (the kernel sends the guard
+/// SIGUSR1, `PR_SET_PDEATHSIG`). The program in turn dies with its guard.
+/// The guard ends as the program ended, so `trace` sees the program's
+/// status.
 ///
 /// Runs in the child of `fork`, before `exec`: only async-signal-safe calls.
 #[cfg(target_os = "linux")]
@@ -325,6 +511,9 @@ fn guard_group() -> std::io::Result<()> {
     unsafe {
         let trace = libc::getppid();
         let guard = libc::getpid();
+        // Without it (a kernel before 3.4) orphans go to init, as before,
+        // and only the process group is killed.
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong);
         let program = libc::fork();
         if program < 0 {
             return Err(std::io::Error::last_os_error());
@@ -337,17 +526,34 @@ fn guard_group() -> std::io::Result<()> {
             // On to exec the program.
             return Ok(());
         }
-        // The guard. `trace` stops the program with SIGINT to the group: the
-        // guard stays to report how the program ended.
-        libc::signal(libc::SIGINT, libc::SIG_IGN);
+        // The guard. `trace` stops the program with SIGINT to the group, and
+        // a program may signal its own group (`killpg(0, SIGTERM)` to end
+        // its workers): the guard stays to clean up and report how the
+        // program ended, so it ignores the signals that would end it but
+        // SIGKILL and its own SIGUSR1.
+        for sig in [
+            libc::SIGINT,
+            libc::SIGTERM,
+            libc::SIGHUP,
+            libc::SIGQUIT,
+            libc::SIGUSR2,
+            libc::SIGALRM,
+            libc::SIGPIPE,
+        ] {
+            libc::signal(sig, libc::SIG_IGN);
+        }
+        // The guard reaps its children itself: a SIGCHLD handler or
+        // SIG_IGN inherited from `trace` (the language server's runtime
+        // has one) must not run here or reap them first.
+        libc::signal(libc::SIGCHLD, libc::SIG_DFL);
         let mut action: libc::sigaction = std::mem::zeroed();
-        action.sa_sigaction = kill_own_group as *const () as libc::sighandler_t;
+        action.sa_sigaction = guard_stop as *const () as libc::sighandler_t;
         libc::sigemptyset(&mut action.sa_mask);
         libc::sigaction(libc::SIGUSR1, &action, std::ptr::null_mut());
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGUSR1 as libc::c_ulong);
         if libc::getppid() != trace {
             // `trace` ended before the death signal was set.
-            libc::killpg(0, libc::SIGKILL);
+            guard_stop(libc::SIGUSR1);
         }
         // The descriptors `trace` left open, among them the pipe on which
         // its `spawn` waits for the exec: it must see the program's exec.
@@ -356,12 +562,20 @@ fn guard_group() -> std::io::Result<()> {
                 libc::close(fd);
             }
         }
+        // Orphans handed to the guard while the program runs are reaped as
+        // they end (no zombies pile up under a long run).
         let mut status = 0;
-        while libc::waitpid(program, &mut status, 0) < 0 {
-            if *libc::__errno_location() != libc::EINTR {
+        loop {
+            let r = libc::waitpid(-1, &mut status, 0);
+            if r == program {
+                break;
+            }
+            if r < 0 && *libc::__errno_location() != libc::EINTR {
                 libc::_exit(127);
             }
         }
+        // What the program started and left running goes with it.
+        kill_descendants();
         if libc::WIFSIGNALED(status) {
             let sig = libc::WTERMSIG(status);
             libc::signal(sig, libc::SIG_DFL);
@@ -373,8 +587,25 @@ fn guard_group() -> std::io::Result<()> {
 }
 
 /// Seconds a stopped program gets to end (its `KeyboardInterrupt`
-/// reported) before its group is killed.
+/// reported) before it and everything it started are killed.
 const GRACE: Duration = Duration::from_secs(2);
+
+/// Kills the program and everything it started: on Linux the guard does
+/// it ([`guard_group`]), which reaches the processes outside the group;
+/// elsewhere the group is killed.
+fn stop_everything(child: &mut std::process::Child) {
+    #[cfg(target_os = "linux")]
+    // SAFETY: a signal to our own child, which has not been reaped.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGUSR1);
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        #[cfg(unix)]
+        signal_group(child.id(), libc::SIGKILL);
+        let _ = child.kill();
+    }
+}
 
 fn run_process(mut cmd: Command, timeout: Option<Duration>, stop: Option<&AtomicBool>) -> Ended {
     #[cfg(unix)]
@@ -396,32 +627,39 @@ fn run_process(mut cmd: Command, timeout: Option<Duration>, stop: Option<&Atomic
     };
     let pgid = child.id();
     let start = Instant::now();
-    let mut stopping: Option<(Instant, Ended)> = None;
+    // Since when the program is being stopped, why, and whether it was
+    // told to be killed (rather than interrupted).
+    let mut stopping: Option<(Instant, Ended, bool)> = None;
     let ended = loop {
         match child.try_wait() {
             Ok(Some(status)) => {
                 break match stopping {
-                    Some((_, why)) => why,
+                    Some((_, why, _)) => why,
                     None => Ended::Exited(status.code()),
                 };
             }
             Ok(None) => {}
             Err(_) => break Ended::Exited(None),
         }
-        match &stopping {
+        match &mut stopping {
             None if timeout.is_some_and(|t| start.elapsed() >= t) => {
-                #[cfg(unix)]
-                signal_group(pgid, libc::SIGKILL);
-                let _ = child.kill();
-                stopping = Some((Instant::now(), Ended::TimedOut));
+                stop_everything(&mut child);
+                stopping = Some((Instant::now(), Ended::TimedOut, true));
             }
             None if stop.is_some_and(|s| s.load(Ordering::SeqCst)) => {
                 // As a Ctrl-C would: the program may report where it was.
                 #[cfg(unix)]
                 signal_group(pgid, libc::SIGINT);
-                stopping = Some((Instant::now(), Ended::Interrupted));
+                stopping = Some((Instant::now(), Ended::Interrupted, false));
             }
-            Some((since, _)) if since.elapsed() >= GRACE => {
+            Some((since, _, killed @ false)) if since.elapsed() >= GRACE => {
+                stop_everything(&mut child);
+                *since = Instant::now();
+                *killed = true;
+            }
+            // The guard did not end after its clean-up: it and the group
+            // are killed outright (what it adopted may then survive).
+            Some((since, _, true)) if since.elapsed() >= CLEANUP_LIMIT + GRACE => {
                 #[cfg(unix)]
                 signal_group(pgid, libc::SIGKILL);
                 let _ = child.kill();
