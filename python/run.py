@@ -30,7 +30,16 @@ def _run_script(path):
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     out, target = sys.argv[1], sys.argv[2:]
+    # The capture code is compiled without a __pycache__ in the session
+    # folder: the interpreter would write it by path (through a link swapped
+    # in for it), and the folder is to hold only what `jaxpr trace` created.
+    # The program's own setting is back before it runs.
+    dont_write = sys.dont_write_bytecode
+    sys.dont_write_bytecode = True
     import jaxpr_trace
+    import jaxpr_trace.catalyst_hook  # noqa: F401 - imported here for the same reason
+
+    sys.dont_write_bytecode = dont_write
 
     try:
         jaxpr_trace.install(out)
