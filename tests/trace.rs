@@ -473,6 +473,43 @@ fn wait_until(secs: u64, what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
+/// Writes each `(path, text)` below `dir`, making the folders.
+fn write_files(dir: &Path, files: &[(&str, &str)]) {
+    for (name, text) in files {
+        let p = dir.join(name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+}
+
+/// Each `(path, text)` below `dir` still holds its text (`trace` said
+/// `stderr`).
+fn assert_files(dir: &Path, files: &[(&str, &str)], stderr: &str) {
+    for (name, text) in files {
+        assert_eq!(
+            std::fs::read_to_string(dir.join(name)).unwrap(),
+            *text,
+            "{name} was written: {stderr}"
+        );
+    }
+}
+
+/// A fresh folder `test` where `shape_bug.py` was traced (exit 0): the
+/// Python of the traces, the folder and its session folder.
+fn shape_bug_session(test: &str) -> (PathBuf, PathBuf, PathBuf) {
+    let py = venv("jax");
+    let dir = workdir(test, &["shape_bug.py"]);
+    let first = trace(&dir, &py, &["shape_bug.py"]);
+    assert_eq!(
+        first.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let session = dir.join(".jaxpr-session");
+    (py, dir, session)
+}
+
 #[test]
 fn trace_out_never_deletes_or_rewrites_files_it_did_not_write() {
     let dir = workdir("out_dot", &["train.py"]);
@@ -484,10 +521,7 @@ fn trace_out_never_deletes_or_rewrites_files_it_did_not_write() {
         ("output.txt", "my output\n"),
         ("capture/keep.txt", "kept\n"),
     ];
-    std::fs::create_dir_all(dir.join("capture")).unwrap();
-    for (name, text) in mine {
-        std::fs::write(dir.join(name), text).unwrap();
-    }
+    write_files(&dir, &mine);
     let out = jaxpr(&dir, &["trace", "--out", ".", "--", "python3", "train.py"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
@@ -495,26 +529,11 @@ fn trace_out_never_deletes_or_rewrites_files_it_did_not_write() {
         stderr.contains("is not empty and is not a session to replace"),
         "{stderr}"
     );
-    for (name, text) in mine {
-        assert_eq!(
-            std::fs::read_to_string(dir.join(name)).unwrap(),
-            text,
-            "{name}"
-        );
-    }
+    assert_files(&dir, &mine, &stderr);
     assert!(dir.join("train.py").exists());
 
     // A session this machine wrote is replaced, but only what it wrote.
-    let py = venv("jax");
-    let dir = workdir("retrace", &["shape_bug.py"]);
-    let session = dir.join(".jaxpr-session");
-    let first = trace(&dir, &py, &["shape_bug.py"]);
-    assert_eq!(
-        first.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&first.stderr)
-    );
+    let (py, dir, session) = shape_bug_session("retrace");
     std::fs::write(session.join("my-notes.txt"), "mine\n").unwrap();
     let again = trace(&dir, &py, &["shape_bug.py"]);
     assert_eq!(
@@ -675,4 +694,218 @@ fn on_time_out_and_at_the_end_the_program_group_is_killed_without_a_kill_from_pa
         });
     }
     assert!(!marker.exists(), "a `kill` found on PATH was run");
+}
+
+/// The pids `daemon.py` wrote, once it wrote them.
+fn daemon_pids(pid_file: &Path) -> Vec<u32> {
+    wait_until(60, "no daemon pids written", || pid_file.exists());
+    std::fs::read_to_string(pid_file)
+        .unwrap()
+        .lines()
+        .map(|l| l.trim().parse().unwrap())
+        .collect()
+}
+
+/// Kills whichever of `pids` still run (so a failing test leaves no
+/// daemon behind) and returns them.
+fn kill_survivors(pids: &[u32]) -> Vec<u32> {
+    let alive: Vec<u32> = pids.iter().copied().filter(|&p| !is_dead(p)).collect();
+    for &p in &alive {
+        // SAFETY: a signal to a process this test's program started.
+        unsafe {
+            libc::kill(p as libc::pid_t, libc::SIGKILL);
+        }
+    }
+    alive
+}
+
+/// Daemons that call `setsid()` (one forked twice, so that its parent is
+/// gone while the program still runs) leave the program's process group:
+/// killing the group missed them, and they outlived the trace. They are
+/// gone when `trace` returns — at the program's end, at the time limit —
+/// and soon after `trace` is killed with SIGKILL; the program's exit status,
+/// output and clean-up are its own.
+#[test]
+fn daemons_that_leave_the_program_group_do_not_outlive_the_trace() {
+    let py = venv("jax");
+    let dir = workdir("daemons", &["daemon.py"]);
+    let pid_file = dir.join("daemons.pid");
+    let args = |how: &str| {
+        vec![
+            "trace".to_string(),
+            "--timeout".into(),
+            if how == "hang" { "15" } else { "300" }.into(),
+            "--".into(),
+            py.display().to_string(),
+            "daemon.py".into(),
+            pid_file.display().to_string(),
+            how.into(),
+        ]
+    };
+    for (how, code) in [("exit", 1), ("hang", 4)] {
+        let _ = std::fs::remove_file(&pid_file);
+        let a = args(how);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        let out = jaxpr(&dir, &a);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let pids = daemon_pids(&pid_file);
+        assert_eq!(pids.len(), 2, "{how}: {stderr}");
+        let survivors = kill_survivors(&pids);
+        assert!(
+            survivors.is_empty(),
+            "{how}: daemons {survivors:?} of {pids:?} outlived `jaxpr trace`"
+        );
+        assert_eq!(out.status.code(), Some(code), "{how}: {stderr}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.starts_with("started 2 daemons\n"), "{how}: {stdout}");
+        let v = session_json(&dir);
+        if how == "exit" {
+            // As `python daemon.py` ends: its status, its clean-up.
+            assert_eq!(stdout, "started 2 daemons\nclean-up ran\n");
+            assert_eq!(v["status"], "script-failed", "{v}");
+            assert_eq!(v["exit_code"], 3, "{v}");
+            assert_eq!(v["message"], "the program exited with status 3", "{v}");
+        } else {
+            assert_eq!(v["status"], "timeout", "{v}");
+        }
+    }
+
+    // `trace` killed outright: the guard it leaves kills the daemons too.
+    let _ = std::fs::remove_file(&pid_file);
+    let a = args("hang");
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    let mut trace = jaxpr_command(&dir, &a)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pids = daemon_pids(&pid_file);
+    assert!(pids.iter().all(|&p| !is_dead(p)));
+    trace.kill().unwrap();
+    trace.wait().unwrap();
+    let start = std::time::Instant::now();
+    while start.elapsed().as_secs() < 10 && !pids.iter().all(|&p| is_dead(p)) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let survivors = kill_survivors(&pids);
+    assert!(
+        survivors.is_empty(),
+        "daemons {survivors:?} outlived the killed trace by 10 s"
+    );
+}
+
+fn is_link(p: &Path) -> bool {
+    std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink())
+}
+
+/// A session folder written here, its session.json untouched, but its
+/// `capture/` and a jaxpr replaced by links out of it: a re-trace wrote the
+/// capture code and the jaxpr through them, over files outside the folder.
+/// It now refuses the folder, naming the link, and touches nothing.
+#[test]
+fn a_retrace_refuses_a_session_folder_holding_symbolic_links() {
+    use std::os::unix::fs::symlink;
+    let (py, dir, session) = shape_bug_session("planted_links");
+    let session_json = std::fs::read(session.join("session.json")).unwrap();
+    let victims = [
+        ("victim/run.py", "the victim's run.py\n"),
+        ("victim/jaxpr_trace/__init__.py", "the victim's package\n"),
+        ("victim.jaxpr", "the victim's jaxpr\n"),
+    ];
+    write_files(&dir, &victims);
+    std::fs::remove_dir_all(session.join("capture")).unwrap();
+    symlink("../victim", session.join("capture")).unwrap();
+    std::fs::remove_file(session.join("double.jaxpr")).unwrap();
+    symlink("../victim.jaxpr", session.join("double.jaxpr")).unwrap();
+
+    let py_arg = py.display().to_string();
+    let again = jaxpr(
+        &dir,
+        &[
+            "trace",
+            "--out",
+            ".jaxpr-session",
+            "--",
+            &py_arg,
+            "shape_bug.py",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert_files(&dir, &victims, &stderr);
+    assert_eq!(again.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(
+            ".jaxpr-session/capture is a symbolic link, which `jaxpr trace` never writes"
+        ) && stderr.contains("nothing in it was touched"),
+        "{stderr}"
+    );
+    // Nothing in the folder was removed or rewritten either.
+    assert!(is_link(&session.join("capture")) && is_link(&session.join("double.jaxpr")));
+    assert_eq!(
+        std::fs::read(session.join("session.json")).unwrap(),
+        session_json
+    );
+    assert!(session.join("events.jsonl").is_file());
+
+    // The session folder itself a link to a folder elsewhere: refused too,
+    // and nothing is written there.
+    let dir = workdir("linked_folder", &["shape_bug.py"]);
+    std::fs::create_dir(dir.join("elsewhere")).unwrap();
+    symlink("elsewhere", dir.join(".jaxpr-session")).unwrap();
+    let out = trace(&dir, &py, &["shape_bug.py"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        std::fs::read_dir(dir.join("elsewhere")).unwrap().count(),
+        0,
+        "written through the linked folder: {stderr}"
+    );
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(".jaxpr-session is a symbolic link: `jaxpr trace` does not write a session through a link"),
+        "{stderr}"
+    );
+}
+
+/// Links that appear in the session folder during the run, where the
+/// capture writes next (planted by the program itself, `plant_links.py`):
+/// the Python capture code created the jaxpr through the link, and `trace`
+/// wrote session.json through it. Now the jaxpr goes to the next free name
+/// and the session names it; a session.json that is there is left as it
+/// is and the run fails with an error naming it.
+#[test]
+fn links_planted_during_the_run_are_not_written_through() {
+    let py = venv("jax");
+    for what in ["jaxpr", "session"] {
+        let dir = workdir(&format!("planted_{what}"), &["plant_links.py"]);
+        let victim = dir.join("victim.txt");
+        std::fs::write(&victim, "the victim\n").unwrap();
+        let out = trace(
+            &dir,
+            &py,
+            &["plant_links.py", victim.to_str().unwrap(), what],
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            std::fs::read_to_string(&victim).unwrap(),
+            "the victim\n",
+            "{what}: written through the link: {stderr}"
+        );
+        let session = dir.join(".jaxpr-session");
+        if what == "jaxpr" {
+            assert_eq!(out.status.code(), Some(0), "{stderr}");
+            assert!(is_link(&session.join("scale.jaxpr")));
+            let s = session::load(&session).unwrap();
+            let f = function(&s, "scale");
+            assert_eq!(f.jaxpr, "scale.1.jaxpr");
+            assert_eq!(f.in_avals, ["f32[2]"]);
+            assert_eq!(lines_of(f, "mul"), [19]);
+        } else {
+            assert_eq!(out.status.code(), Some(2), "{stderr}");
+            assert!(is_link(&session.join("session.json")));
+            assert!(
+                stderr.contains(".jaxpr-session/session.json is a symbolic link that `jaxpr trace` did not write (it appeared during the run)"),
+                "{stderr}"
+            );
+        }
+    }
 }

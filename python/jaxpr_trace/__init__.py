@@ -43,11 +43,22 @@ def is_user_file(path):
     return not real.startswith(_LIB_DIRS) and "site-packages" not in real.split(os.sep)
 
 
+# Files are created in the session folder, never opened when something is
+# there already: a file or a symbolic link put in the folder by someone else
+# (before the run or during it) is never written through or over.
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
 class _State:
     def __init__(self, out):
         self.out = out
-        os.makedirs(out, exist_ok=True)
-        self.events = open(os.path.join(out, "events.jsonl"), "a", encoding="utf-8")
+        # The folder (which `jaxpr trace` made and checked) is opened once,
+        # not through a link, and every file is created relative to it, so a
+        # link swapped in for the folder later is not followed either.
+        self.dir_fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        # O_APPEND: a child the program forks shares the file, and its
+        # lines must not write over the parent's.
+        self.events = self.create("events.jsonl", os.O_APPEND)
         self.names = {}
         # Exceptions already recorded (a tracing error crosses every
         # enclosing trace and the runner on its way out).
@@ -57,6 +68,21 @@ class _State:
     def emit(self, event):
         self.events.write(json.dumps(event) + "\n")
         self.events.flush()
+
+    def create(self, fname, flags=0):
+        fd = os.open(fname, _CREATE | flags, 0o666, dir_fd=self.dir_fd)
+        return os.fdopen(fd, "w", encoding="utf-8")
+
+    def create_jaxpr_file(self, name):
+        """A new file for a jaxpr of `name`: (file name, open file). A name
+        that is taken (by a file or a link that `jaxpr trace` did not write)
+        is skipped for the next one."""
+        while True:
+            fname = self.jaxpr_file(name)
+            try:
+                return fname, self.create(fname)
+            except FileExistsError:
+                continue
 
     def jaxpr_file(self, name):
         """A file name for the n-th jaxpr of `name` (loss.jaxpr, loss.1.jaxpr...)."""
@@ -158,8 +184,8 @@ def record_function(kind, name, file, line, closed_jaxpr, in_avals=None, arg_nam
     if st is None:
         return
     text = _print(closed_jaxpr.jaxpr)
-    fname = st.jaxpr_file(name)
-    with open(os.path.join(st.out, fname), "w", encoding="utf-8") as f:
+    fname, f = st.create_jaxpr_file(name)
+    with f:
         f.write(text + "\n")
     avals = in_avals if in_avals is not None else closed_jaxpr.in_avals
     st.emit(
