@@ -80,13 +80,14 @@ impl Backend {
             .ok()
             .and_then(|s| s.parse().ok())
             .unwrap_or(20);
+        let ws = Arc::new(Mutex::new(Workspace::default()));
         Backend {
             client,
-            ws: Arc::new(Mutex::new(Workspace::default())),
+            python: crate::python::Python::new(ws.clone()),
+            ws,
             encoding: OnceLock::new(),
             debounce: Duration::from_millis(debounce),
             roots: Mutex::new(Vec::new()),
-            python: Default::default(),
             watches_files: OnceLock::new(),
         }
     }
@@ -173,26 +174,35 @@ impl Backend {
             if !delay.is_zero() {
                 tokio::time::sleep(delay).await;
             }
-            // A newer edit has its own run; this one would be stale.
-            let Some(snap) = current(&ws, &uri, version) else {
-                return;
-            };
-            let res = tokio::task::spawn_blocking(move || {
-                // A document just opened: the whole-file analysis, which
-                // every position query needs, answers the diagnostics too;
-                // the items (for the edits to come) are checked after they
-                // are published.
-                let out = if analysis_first {
-                    snap.analysis_diagnostics()
-                } else {
-                    snap.diagnostics()
+            // A write to the database cancels the check. After an edit of
+            // this document, the edit's own run publishes (and `current`
+            // ends this one); after a write elsewhere (another document, a
+            // tracing session read again), this version still needs its
+            // diagnostics, so they are asked again.
+            let (diags, rope) = loop {
+                // A newer edit has its own run; this one would be stale.
+                let Some(snap) = current(&ws, &uri, version) else {
+                    return;
                 };
-                let Snapshot { rope, uri, .. } = snap; // the database handle is dropped here
-                (out, rope, uri)
-            })
-            .await;
-            let Ok((Ok(diags), rope, uri)) = res else {
-                return;
+                let res = tokio::task::spawn_blocking(move || {
+                    // A document just opened: the whole-file analysis, which
+                    // every position query needs, answers the diagnostics
+                    // too; the items (for the edits to come) are checked
+                    // after they are published.
+                    let out = if analysis_first {
+                        snap.analysis_diagnostics()
+                    } else {
+                        snap.diagnostics()
+                    };
+                    let Snapshot { rope, .. } = snap; // the database handle is dropped here
+                    (out, rope)
+                })
+                .await;
+                match res {
+                    Ok((Ok(diags), rope)) => break (diags, rope),
+                    Ok((Err(_cancelled), _)) => continue,
+                    Err(_) => return,
+                }
             };
             // Publish only if the text is still the one that was checked.
             if lock(&ws).version(&uri) != Some(version) {

@@ -4,16 +4,16 @@
 //! tracing, definition into the session's jaxpr), and re-tracing on
 //! request (`jaxpr.traceAgain`) or on save (setting `trace.onSave`). The
 //! answers come from the query `session::python_view` on the session's
-//! files as database inputs, set again when they change on disk.
+//! files as inputs of the workspace's database, set again when they change
+//! on disk.
 
 use crate::build::{progress, progress_token};
 use crate::convert::{self, Encoding};
+use crate::state::Workspace;
 use jaxpr_session::{self as session, SessionIndex, Status, trace};
 use ropey::Rope;
 use serde_json::{Value, json};
-use jaxpr_db::RootDatabase;
 use std::collections::{HashMap, HashSet};
-use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -77,20 +77,11 @@ impl Settings {
     }
 }
 
-/// The tracing sessions as inputs of a database of their own (the jaxpr
-/// documents' database is the workspace's): `sessions` reads their files
-/// into it when they change on disk, and the Python view of a session is
-/// the query [`session::python_view`] on it.
-#[derive(Default)]
-struct SessionDb {
-    db: RootDatabase,
-    sessions: session::Sessions,
-}
-
-#[derive(Default)]
 pub struct Python {
     docs: Mutex<HashMap<Url, Rope>>,
-    sessions: Arc<Mutex<SessionDb>>,
+    /// The workspace, whose database holds the tracing sessions' files as
+    /// inputs beside the documents ([`Workspace::session`]).
+    ws: Arc<Mutex<Workspace>>,
     pub settings: Mutex<Settings>,
     /// Session folders being traced (one run per folder at a time).
     running: Mutex<HashSet<PathBuf>>,
@@ -105,6 +96,15 @@ pub fn is_python(uri: &Url, language_id: Option<&str>) -> bool {
 }
 
 impl Python {
+    pub fn new(ws: Arc<Mutex<Workspace>>) -> Python {
+        Python {
+            docs: Mutex::default(),
+            ws,
+            settings: Mutex::default(),
+            running: Mutex::default(),
+        }
+    }
+
     pub fn is_open(&self, uri: &Url) -> bool {
         lock(&self.docs).contains_key(uri)
     }
@@ -139,21 +139,25 @@ impl Python {
 
     /// The Python view of the session covering a file, its files read
     /// again where they changed on disk. `None` when there is no session,
-    /// or it cannot be read, or a change to it cancelled the query.
+    /// or it cannot be read.
     async fn index(&self, file: &Path, roots: &[PathBuf]) -> Option<Arc<SessionIndex>> {
         let dir = session::find_for(file, roots)?;
-        let sessions = self.sessions.clone();
+        let ws = self.ws.clone();
         tokio::task::spawn_blocking(move || {
             // Setting inputs waits for the queries running on other handles
             // to notice their cancellation; the query runs on a handle of
-            // its own, outside the lock.
-            let (db, input) = {
-                let mut s = lock(&sessions);
-                let SessionDb { db, sessions } = &mut *s;
-                let input = sessions.sync(db, &dir).ok()?;
-                (db.clone(), input)
-            };
-            salsa::Cancelled::catch(AssertUnwindSafe(|| session::python_view(&db, input))).ok()
+            // its own, outside the lock. The database is the documents'
+            // too, so an edit of any document cancels the query: it is
+            // asked again, on the revision with the edit (what it computed
+            // before is kept where the edit changed nothing it read). The
+            // handle is dropped before the lock is taken again, or the
+            // edit holding the lock would wait for it forever.
+            loop {
+                let snapshot = lock(&ws).session(&dir)?;
+                if let Ok(view) = snapshot.python_view() {
+                    return Some(view);
+                }
+            }
         })
         .await
         .ok()?
@@ -380,8 +384,9 @@ impl Python {
                 .show_message(MessageType::ERROR, format!("jaxpr trace: {summary}"))
                 .await;
         }
-        // The lock may be held while a session is read and checked.
-        tokio::task::block_in_place(|| lock(&self.sessions).sessions.reread(&dir));
+        // The lock may be held while a document's or a session's new text
+        // waits for the queries on the old one to stop.
+        tokio::task::block_in_place(|| lock(&self.ws).reread_session(&dir));
         self.publish_all(client, roots, enc).await;
         Ok(Some(json!({
             "session": dir,

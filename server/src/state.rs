@@ -1,15 +1,20 @@
-//! Open documents and the core's database. The server keeps the text of
-//! each document in a rope (cheap incremental edits and position
-//! conversion) and hands the same text to the salsa database, which holds
-//! every derived fact; the server has no second copy of semantics.
+//! Open documents, tracing sessions and the core's database. The server
+//! keeps the text of each document in a rope (cheap incremental edits and
+//! position conversion) and hands the same text to the salsa database,
+//! which holds every derived fact; the server has no second copy of
+//! semantics. The tracing sessions' files are inputs of the same database
+//! (the server has one), read from the disk when a Python document asks.
 
 use crate::convert::{self, Encoding};
 use jaxpr_db::{self as db, RootDatabase, SourceFile};
 use jaxpr_ide::{EarlierView, FileView};
+use jaxpr_session::{self as session, SessionIndex, SessionInput, Sessions};
 use ropey::Rope;
 use salsa::Setter;
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
+use std::path::Path;
+use std::sync::Arc;
 use tower_lsp::lsp_types::{TextDocumentContentChangeEvent, Url};
 
 pub struct Document {
@@ -37,6 +42,9 @@ pub struct Workspace {
     /// document closed for good would keep its text, syntax tree and
     /// analysis (about 125 MB for a 6.8 MB file) for the life of the server.
     retired: Vec<SourceFile>,
+    /// The tracing sessions read into `db`, by folder, with what was read
+    /// of each of their files.
+    sessions: Sessions,
 }
 
 /// One document at one version, with a database handle to query it from
@@ -45,7 +53,14 @@ pub struct Snapshot {
     pub db: RootDatabase,
     pub file: SourceFile,
     pub rope: Rope,
-    pub uri: Url,
+}
+
+/// One tracing session as the disk held it when asked, with a database
+/// handle to query it from another thread. A later edit (of a document or
+/// of a session) cancels queries running on it.
+pub struct SessionSnapshot {
+    db: RootDatabase,
+    input: SessionInput,
 }
 
 impl Workspace {
@@ -151,12 +166,42 @@ impl Workspace {
             db: self.db.clone(),
             file: doc.file,
             rope: doc.rope.clone(),
-            uri: uri.clone(),
         })
     }
 
     pub fn version(&self, uri: &Url) -> Option<i32> {
         self.docs.get(uri).map(|d| d.version)
+    }
+
+    /// The session at `dir`, its files read into the database again where
+    /// they changed on disk; `None` when its `session.json` cannot be read
+    /// or is not a session. Setting what changed waits for queries running
+    /// on the old inputs to notice their cancellation, as a snapshot of an
+    /// edited document does: call it off the async threads.
+    pub fn session(&mut self, dir: &Path) -> Option<SessionSnapshot> {
+        let input = self.sessions.sync(&mut self.db, dir).ok()?;
+        Some(SessionSnapshot {
+            db: self.db.clone(),
+            input,
+        })
+    }
+
+    /// Forgets what was read of the session at `dir`, so that its next
+    /// [`Workspace::session`] reads every file again (a trace just wrote
+    /// them, maybe within the file system's time resolution of the last
+    /// read).
+    pub fn reread_session(&mut self, dir: &Path) {
+        self.sessions.reread(dir);
+    }
+}
+
+impl SessionSnapshot {
+    /// What the session says about its Python files. `Err` when an edit
+    /// cancelled the query.
+    pub fn python_view(&self) -> Result<Arc<SessionIndex>, salsa::Cancelled> {
+        salsa::Cancelled::catch(AssertUnwindSafe(|| {
+            session::python_view(&self.db, self.input)
+        }))
     }
 }
 

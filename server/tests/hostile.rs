@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Lsp, corpus, uri};
+use common::{Lsp, corpus, gunzip, uri};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -264,15 +264,6 @@ fn documents_nested_as_deep_as_accepted_and_deeper_are_answered_and_built() {
     assert!(s.shutdown().success());
     assert!(!s.stderr().contains("panicked"), "{}", s.stderr());
     std::fs::remove_dir_all(&dir).unwrap();
-}
-
-fn gunzip(rel: &str) -> String {
-    let out = std::process::Command::new("gzip")
-        .arg("-dc")
-        .arg(corpus().join(rel))
-        .output()
-        .expect("gzip");
-    String::from_utf8(out.stdout).unwrap()
 }
 
 /// A memory figure of the server's /proc status (`VmRSS`, `VmHWM`), in MB.
