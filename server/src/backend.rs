@@ -508,14 +508,11 @@ impl LanguageServer for Backend {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .on_save;
-        if on_save
-            && self.python.is_open(&uri)
-            && let Ok(file) = uri.to_file_path()
-        {
+        if on_save && self.python.is_open(&uri) {
             // Failures are shown to the user by the trace itself.
             let _ = self
                 .python
-                .trace_file(&self.client, &file, None, &self.roots(), self.enc())
+                .trace_file(&self.client, uri.as_str(), None, &self.roots(), self.enc())
                 .await;
         } else if !self.python.is_open(&uri) {
             // A saved jaxpr may be a session's: the open Python documents'

@@ -7,8 +7,9 @@
 //! files as inputs of the workspace's database, set again when they change
 //! on disk.
 
-use crate::build::{progress, progress_token};
+use crate::build::{failure, progress, progress_token};
 use crate::convert::{self, Encoding};
+use crate::outputs;
 use crate::state::Workspace;
 use jaxpr_session::{self as session, SessionIndex, Status, trace};
 use ropey::Rope;
@@ -18,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tower_lsp::Client;
-use tower_lsp::jsonrpc::{Error, ErrorCode, Result};
+use tower_lsp::jsonrpc::{Error, Result};
 use tower_lsp::lsp_types::*;
 
 /// The command that re-runs the trace of a Python file: `[{"uri": ...}]`.
@@ -257,25 +258,31 @@ impl Python {
         roots: &[PathBuf],
         enc: Encoding,
     ) -> Result<Option<Value>> {
-        let uri: Url = args
+        // As sent: the URL parser resolves `%2e%2e` (see `crate::outputs`).
+        let uri = args
             .first()
             .and_then(|a| a.get("uri"))
-            .and_then(|u| serde_json::from_value(u.clone()).ok())
+            .and_then(Value::as_str)
             .ok_or_else(|| Error::invalid_params("expected [{\"uri\": \"file:///...py\"}]"))?;
-        let file = uri
-            .to_file_path()
-            .map_err(|_| Error::invalid_params(format!("{uri} is not a file")))?;
-        self.trace_file(client, &file, token, roots, enc).await
+        self.trace_file(client, uri, token, roots, enc).await
     }
 
+    /// Traces the document at `uri` (as the client sent it): on request or
+    /// on save. A failure, a refusal included, is shown to the user too (a
+    /// save has no answer to carry it).
     pub async fn trace_file(
         &self,
         client: &Client,
-        file: &Path,
+        uri: &str,
         token: Option<NumberOrString>,
         roots: &[PathBuf],
         enc: Encoding,
     ) -> Result<Option<Value>> {
+        let file = match traceable(uri, roots) {
+            Ok(file) => file,
+            Err(why) => return Err(shown(client, failure(why)).await),
+        };
+        let file = file.as_path();
         let settings = lock(&self.settings).clone();
         // The run that covers this file is run again (a module is traced by
         // running the script that imports it); otherwise the file itself.
@@ -291,10 +298,7 @@ impl Python {
                 "not running the command recorded in {}: {why}. Run `jaxpr trace -- python ...` in a terminal to trace with a command of your own",
                 dir.join(session::SESSION_FILE).display()
             ));
-            client
-                .show_message(MessageType::ERROR, format!("jaxpr trace: {}", e.message))
-                .await;
-            return Err(e);
+            return Err(shown(client, e).await);
         }
         let opts = match existing {
             Some((dir, s)) if !s.command.is_empty() => trace::TraceOptions {
@@ -372,12 +376,7 @@ impl Python {
         }
         let (dir, s) = match result {
             Ok(r) => r,
-            Err(e) => {
-                client
-                    .show_message(MessageType::ERROR, format!("jaxpr trace: {}", e.message))
-                    .await;
-                return Err(e);
-            }
+            Err(e) => return Err(shown(client, e).await),
         };
         if s.status != Status::Ok {
             client
@@ -398,10 +397,35 @@ impl Python {
     }
 }
 
-fn failure(message: String) -> Error {
-    Error {
-        code: ErrorCode::ServerError(-32000),
-        message: message.into(),
-        data: None,
+/// The file of the document at `uri` when it may be traced: a `.py` file
+/// that a command may write beside ([`outputs::document`], the rules of the
+/// build command: the trace writes its session folder there), inside a
+/// workspace folder (a trace runs the file, and a file outside the project
+/// the user opened is no program of theirs to run); otherwise why not.
+fn traceable(uri: &str, roots: &[PathBuf]) -> std::result::Result<PathBuf, String> {
+    let doc = outputs::document(uri, outputs::Kind::Python)?;
+    let inside = roots
+        .iter()
+        .filter_map(|r| r.canonicalize().ok())
+        .any(|r| doc.folder.starts_with(r));
+    if !inside {
+        let given = if roots.is_empty() {
+            "the editor gave the server none"
+        } else {
+            "open its folder in the editor to trace it"
+        };
+        return Err(format!(
+            "{}: not inside a workspace folder ({given}); only programs inside the workspace are traced",
+            doc.path.display()
+        ));
     }
+    Ok(doc.path)
+}
+
+/// `e`, shown to the user.
+async fn shown(client: &Client, e: Error) -> Error {
+    client
+        .show_message(MessageType::ERROR, format!("jaxpr trace: {}", e.message))
+        .await;
+    e
 }
