@@ -483,7 +483,7 @@ impl LanguageServer for Backend {
         } else {
             self.log(
                 MessageType::WARNING,
-                format!("ignored a change to {uri} (not open, or older than version held)"),
+                format!("ignored a change to {uri} (not open, or edits of ranges older than the version held)"),
             )
             .await;
         }

@@ -97,7 +97,11 @@ impl Workspace {
     }
 
     /// Applies edits in order. Returns false (and changes nothing) for an
-    /// unknown document or a version older than the one held.
+    /// unknown document, or for edits of ranges with a version older than
+    /// the one held (the ranges may be of text the document no longer
+    /// has). A change that replaces the whole text is applied whatever its
+    /// version: the text it gives is the editor's, so the client's version
+    /// becomes the document's.
     pub fn change(
         &mut self,
         uri: &Url,
@@ -108,10 +112,12 @@ impl Workspace {
         let Some(doc) = self.docs.get_mut(uri) else {
             return false;
         };
-        if version < doc.version {
+        // What comes before the last whole text is replaced by it.
+        let whole = changes.iter().rposition(|c| c.range.is_none());
+        if version < doc.version && whole.is_none() {
             return false;
         }
-        for c in changes {
+        for c in changes.into_iter().skip(whole.unwrap_or(0)) {
             match c.range {
                 Some(r) => {
                     let start = convert::char_index(&doc.rope, r.start, enc);
