@@ -878,3 +878,51 @@ fn negative_static_extents_are_not_built() {
         assert!(!out.exists(), "{emit}: written");
     }
 }
+
+/// The back ends refuse a negative static extent themselves
+/// (`jaxpr_lower::walk::static_extent`), not only through the checker's J0004:
+/// lowered here from an analysis whose types hold the extent the
+/// checker refused (it records the dimension as unknown, and
+/// `jaxpr_stablehlo::build` stops at its diagnostic).
+#[test]
+fn back_ends_refuse_negative_static_extents_past_the_checker() {
+    let text = "{ lambda ; a:f32[-1]. let\n    b:f32[-1] = neg a\n  in (b,) }\n";
+    let parse = jaxpr_syntax::parse(text);
+    let mut analysis = jaxpr_check::check(&parse.file);
+    assert!(
+        analysis.diagnostics.iter().any(|d| d.message.contains("-1")),
+        "the checker refuses it: {:?}",
+        analysis.diagnostics
+    );
+    for v in &mut analysis.vars {
+        for d in v.ty.shape.iter_mut() {
+            assert_eq!(*d, jaxpr_types::Dim::Unknown);
+            *d = jaxpr_types::Dim::Const(-1);
+        }
+    }
+    let said = |d: &[jaxpr_syntax::diagnostics::Diagnostic]| {
+        d.iter()
+            .any(|d| d.kind.code() == "J0012" && d.message.contains("the extent -1 is negative: no array has it"))
+    };
+    let hlo = jaxpr_stablehlo::lower_into(
+        &parse.file,
+        &analysis,
+        false,
+        &mut jaxpr_stablehlo::Timings::default(),
+        || Ok(Vec::new()),
+    );
+    match hlo {
+        Err(jaxpr_lower::Failure::Diagnostics(d)) => assert!(said(&d), "StableHLO: {d:?}"),
+        Err(jaxpr_lower::Failure::Io(e)) => panic!("StableHLO: {e}"),
+        Ok(_) => panic!("StableHLO built f32[-1]"),
+    }
+    let opts = jaxpr_native::Options {
+        name: "negative".into(),
+        opt: 0,
+        cpu: Default::default(),
+    };
+    match jaxpr_native::compile(&parse.file, &analysis, &opts, jaxpr_native::Artifact::LlvmIr) {
+        Err(d) => assert!(said(&d), "native: {d:?}"),
+        Ok(_) => panic!("native built f32[-1]"),
+    }
+}
