@@ -242,10 +242,14 @@ typedef struct {{
    dimension arguments included). Outputs: filled by the library; give each
    output's data back with {name}_free (not free: it is the library's
    memory). Returns 0 on success; otherwise nothing is written to outputs
-   and {name}_error() says why. */
+   and {name}_error() says why. {name}_free takes only the data pointer of
+   an output not yet given back, from any thread; any other pointer (given
+   back already, an input, the caller's memory, a pointer inside an output)
+   is refused: nothing is freed or read, and {name}_error() on that thread
+   says so. */
 int32_t     {name}(const jx_array *inputs, int64_t num_inputs, jx_array *outputs, int64_t num_outputs);
 const char *{name}_error(void);      /* message of the last failure on this thread */
-void        {name}_free(void *data); /* gives output data back (NULL: nothing) */
+void        {name}_free(void *data); /* gives output data back (NULL: nothing; not an output: refused, see above) */
 int64_t     {name}_num_inputs(void);
 int64_t     {name}_num_outputs(void);
 #ifdef __cplusplus
