@@ -105,7 +105,7 @@ fn reserved(n: &str) -> Option<&'static str> {
 /// stdatomic.h and threads.h. (The lowercase function prefixes `is`, `to`,
 /// `str`, `mem`, `wcs` are not refused: C23 made them only potentially
 /// reserved, and they would take too many ordinary words.)
-const RESERVED_PREFIXES: &[(&str, fn(char) -> bool)] = &[
+const RESERVED_PREFIXES: &[(&str, CharTest)] = &[
     ("E", |c| c.is_ascii_digit() || c.is_ascii_uppercase()),
     ("FE_", |c| c.is_ascii_uppercase()),
     ("PRI", |c| c.is_ascii_lowercase() || c == 'X'),
@@ -122,6 +122,9 @@ const RESERVED_PREFIXES: &[(&str, fn(char) -> bool)] = &[
     ("thrd_", |c| c.is_ascii_lowercase()),
     ("tss_", |c| c.is_ascii_lowercase()),
 ];
+
+/// What the character after a reserved prefix must be.
+type CharTest = fn(char) -> bool;
 
 /// stdint.h's macro names for the future: `INT` or `UINT`, then anything,
 /// then `_MAX`, `_MIN`, `_WIDTH` or `_C` (`INT32_MAX`, `UINTMAX_C`).
