@@ -42,6 +42,31 @@ impl Checker {
                         range: n.range,
                     }
                 }
+                // `_` names no binding (JAX prints a dropped or unused
+                // value so, [`Atom::is_dropped`]): a value of unknown type.
+                None if atom.is_dropped() => Operand {
+                    ty: AType {
+                        dtype: None,
+                        shape: Shape::new(),
+                    },
+                    var: None,
+                    int_value: None,
+                    range: n.range,
+                    known: false,
+                },
+                // A bare `inf` or `nan` that no binder defines is the
+                // literal JAX up to 0.5 printed without a type, read as the
+                // other untyped literals are.
+                None if atom.is_bare_inf_or_nan() => Operand {
+                    ty: AType {
+                        dtype: None,
+                        shape: Shape::new(),
+                    },
+                    var: None,
+                    int_value: None,
+                    range: n.range,
+                    known: true,
+                },
                 None => {
                     self.undefined(n);
                     Operand {
