@@ -924,6 +924,8 @@ fn back_ends_refuse_negative_static_extents_past_the_checker() {
     match jaxpr_native::compile(&parse.file, &analysis, &opts, jaxpr_native::Artifact::LlvmIr) {
         Err(d) => assert!(said(&d), "native: {d:?}"),
         Ok(_) => panic!("native built f32[-1]"),
+    }
+}
 
 /// `NAME_free` misused, from C (`tests/native/misuse.c`), natively and
 /// under valgrind: an output freed twice, the caller's memory (with a
