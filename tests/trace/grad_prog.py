@@ -1,5 +1,6 @@
 """The three-line `jit(grad(loss))` program `jaxpr trace` is run on with
-every JAX minor (tests/trace.rs, `trace_versions_*`)."""
+every JAX minor (tests/trace.rs, `trace_versions_*`), with the caches
+cleared and the function traced again."""
 import jax
 import jax.numpy as jnp
 
@@ -8,4 +9,8 @@ def loss(w, x):
     return jnp.sum(jnp.tanh(x @ w) ** 2)
 
 
-print(jax.jit(jax.grad(loss))(jnp.ones(3), jnp.arange(6.0).reshape(2, 3)))
+step = jax.jit(jax.grad(loss))
+print(step(jnp.ones(3), jnp.arange(6.0).reshape(2, 3)))
+step.clear_cache()
+jax.clear_caches()
+print(step(jnp.ones(3), jnp.arange(6.0).reshape(2, 3)))

@@ -29,6 +29,11 @@ case "$kind:$version" in
     pl=$(pennylane_minor "$version")
     dir=$target/venv-trace-catalyst-$version
     pkgs=("pennylane-catalyst==$version" "pennylane~=$pl.0" "pennylane-lightning~=$pl.0")
+    # Catalyst < 0.14 imports gast without requiring it: diastatic-malt
+    # 2.15.2 (the one of its time) brought it, 2.15.3 no longer does.
+    case "$version" in 0.1[0-3].*) pkgs+=('diastatic-malt==2.15.2') ;; esac
+    # PennyLane 0.40 (Catalyst 0.10) needs autoray's NumpyMimic, gone in 0.7.
+    case "$pl" in 0.40) pkgs+=('autoray~=0.6.12') ;; esac
     probe='import catalyst, jax, pennylane' ;;
   *) echo "usage: venv.sh jax|catalyst [VERSION]" >&2; exit 2 ;;
 esac
@@ -40,5 +45,9 @@ if [ ! -x "$dir/bin/python" ] || ! "$dir/bin/python" -c "$probe" 2>/dev/null; th
   start=$(date +%s)
   "$dir/bin/python" -m pip install -q --disable-pip-version-check "${pkgs[@]}" >&2
   echo "venv.sh: installed ${pkgs[*]} in $(( $(date +%s) - start )) s" >&2
+  if ! "$dir/bin/python" -c "$probe"; then
+    echo "venv.sh: $dir cannot run: $probe" >&2
+    exit 1
+  fi
 fi
 echo "$dir/bin/python"
