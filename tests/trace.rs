@@ -3,13 +3,16 @@
 //! 0.15.0 with its jax 0.7.1): the functions captured, the Python lines of
 //! known equations, tracing errors, and what happens when the program
 //! fails, hangs, starts children, is interrupted, or has no Python or no
-//! JAX; and that `--out` never deletes what `trace` did not write.
+//! JAX; and that `--out` never deletes what `trace` did not write. The
+//! `trace_versions_*` tests run one program per JAX minor and per Catalyst
+//! release (`venv.sh jax|catalyst VERSION`) with and without `trace`.
 
 use jaxpr_session::{self as session, SessionIndex, Status};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, OnceLock};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -17,18 +20,29 @@ fn root() -> PathBuf {
 
 /// The interpreter of a test environment, made on first use.
 fn venv(kind: &'static str) -> PathBuf {
-    static JAX: OnceLock<PathBuf> = OnceLock::new();
-    static CATALYST: OnceLock<PathBuf> = OnceLock::new();
-    let cell = if kind == "jax" { &JAX } else { &CATALYST };
+    venv_of(kind, "")
+}
+
+/// The interpreter of the environment `tests/trace/venv.sh KIND [VERSION]`
+/// makes (once; an empty version is the default one of `kind`).
+fn venv_of(kind: &str, version: &str) -> PathBuf {
+    static CELLS: Mutex<BTreeMap<String, Arc<OnceLock<PathBuf>>>> = Mutex::new(BTreeMap::new());
+    let cell = CELLS
+        .lock()
+        .unwrap()
+        .entry(format!("{kind} {version}"))
+        .or_default()
+        .clone();
     cell.get_or_init(|| {
         let out = Command::new("bash")
             .arg(root().join("tests/trace/venv.sh"))
             .arg(kind)
+            .args((!version.is_empty()).then_some(version))
             .output()
             .expect("bash");
         assert!(
             out.status.success(),
-            "venv.sh {kind} failed:\n{}",
+            "venv.sh {kind} {version} failed:\n{}",
             String::from_utf8_lossy(&out.stderr)
         );
         let path = String::from_utf8_lossy(&out.stdout);
@@ -910,4 +924,108 @@ fn links_planted_during_the_run_are_not_written_through() {
             );
         }
     }
+}
+
+// `jaxpr trace` across versions: one program per JAX minor and per Catalyst
+// release, run by that version with and without `trace`. Versions outside
+// the default set (their environments cost CI minutes and disk) run when
+// JAXPR_TRACE_MATRIX=1 (scripts/trace-matrix.sh).
+
+/// Whether the test of a version outside the default set runs.
+fn in_matrix_run(kind: &str, version: &str) -> bool {
+    let on = std::env::var("JAXPR_TRACE_MATRIX").is_ok_and(|v| v == "1");
+    if !on {
+        eprintln!("{kind} {version}: only with JAXPR_TRACE_MATRIX=1 (scripts/trace-matrix.sh)");
+    }
+    on
+}
+
+/// `program`, run by the `kind version` environment with and without
+/// `jaxpr trace`, prints the same, writes the same to stderr (`trace` only
+/// adds its summary after it: no traceback from a clean-up, no warning) and
+/// ends with the same status; and the session holds every function it traced.
+fn same_with_and_without_trace(kind: &str, version: &str, program: &str, functions: &[&str]) {
+    let py = venv_of(kind, version);
+    let dir = workdir(&format!("versions-{kind}-{version}"), &[program]);
+    let plain = Command::new(&py)
+        .arg(program)
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let plain_err = String::from_utf8_lossy(&plain.stderr).into_owned();
+    assert_eq!(plain.status.code(), Some(0), "{plain_err}");
+    let out = trace(&dir, &py, &[program]);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), plain.status.code(), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&plain.stdout)
+    );
+    let summary = stderr
+        .rfind("jaxpr trace: ")
+        .unwrap_or_else(|| panic!("no summary in {stderr}"));
+    assert_eq!(&stderr[..summary], plain_err);
+    let s = session::load(&dir.join(".jaxpr-session")).unwrap();
+    let pinned = if version.is_empty() { None } else { Some(version) };
+    if let Some(v) = pinned {
+        assert_eq!(s.versions.get(kind).map(String::as_str), Some(v));
+    }
+    let mut n = names(&s);
+    n.sort();
+    assert_eq!(n, functions, "{stderr}");
+    for f in &s.functions {
+        assert!(
+            f.file.as_ref().is_some_and(|p| p.ends_with(program)),
+            "{}: {:?}",
+            f.name,
+            f.file
+        );
+        assert!(!f.source_map.is_empty(), "{}: no source lines", f.name);
+    }
+}
+
+/// One version's test: `jit(grad(loss))` traced, its caches cleared
+/// (`clear_cache()`, `jax.clear_caches()`: the hook keeps what JAX calls)
+/// and traced again; for Catalyst, a QNode and a classical function under
+/// `qjit`. An empty version is the default environment of `kind`; `default`
+/// says whether the test is in the default run.
+fn version_test(kind: &str, version: &str, default: bool) {
+    if !default && !in_matrix_run(kind, version) {
+        return;
+    }
+    if kind == "jax" {
+        same_with_and_without_trace(kind, version, "grad_prog.py", &["loss", "loss"]);
+    } else {
+        same_with_and_without_trace(kind, version, "qnode_prog.py", &["circuit", "classical"]);
+    }
+}
+
+macro_rules! version_tests {
+    ($($name:ident: $kind:literal $version:literal $default:literal;)*) => {
+        $(
+            #[test]
+            fn $name() {
+                version_test($kind, $version, $default);
+            }
+        )*
+    };
+}
+
+// Every JAX minor from 0.4.30 to 0.10.2 and every Catalyst release from 0.10
+// (its jax 0.4.28) to 0.15; "" is the default environment (jax 0.10.2,
+// Catalyst 0.15.0), which the other tests use too.
+version_tests! {
+    trace_versions_jax_0_4_30: "jax" "0.4.30" true;
+    trace_versions_jax_0_4_38: "jax" "0.4.38" false;
+    trace_versions_jax_0_5_3: "jax" "0.5.3" true;
+    trace_versions_jax_0_6_2: "jax" "0.6.2" true;
+    trace_versions_jax_0_7_2: "jax" "0.7.2" false;
+    trace_versions_jax_0_8_3: "jax" "0.8.3" false;
+    trace_versions_jax_0_9_2: "jax" "0.9.2" false;
+    trace_versions_jax_0_10_2: "jax" "" true;
+    trace_versions_catalyst_0_10_0: "catalyst" "0.10.0" false;
+    trace_versions_catalyst_0_12_0: "catalyst" "0.12.0" false;
+    trace_versions_catalyst_0_13_0: "catalyst" "0.13.0" false;
+    trace_versions_catalyst_0_14_1: "catalyst" "0.14.1" false;
+    trace_versions_catalyst_0_15_0: "catalyst" "" true;
 }
