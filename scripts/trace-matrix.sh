@@ -10,5 +10,5 @@
 #   scripts/trace-matrix.sh catalyst   # the tests whose name contains "catalyst"
 set -euo pipefail
 cd "$(dirname "$0")/.."
-JAXPR_TRACE_MATRIX=1 exec cargo test --release -p jaxpr --test trace -- \
+exec cargo test --release -p jaxpr --test trace --features trace-matrix -- \
   --test-threads 2 "trace_versions_${1:-}"

@@ -929,16 +929,8 @@ fn links_planted_during_the_run_are_not_written_through() {
 // `jaxpr trace` across versions: one program per JAX minor and per Catalyst
 // release, run by that version with and without `trace`. Versions outside
 // the default set (their environments cost CI minutes and disk) run when
-// JAXPR_TRACE_MATRIX=1 (scripts/trace-matrix.sh).
-
-/// Whether the test of a version outside the default set runs.
-fn in_matrix_run(kind: &str, version: &str) -> bool {
-    let on = std::env::var("JAXPR_TRACE_MATRIX").is_ok_and(|v| v == "1");
-    if !on {
-        eprintln!("{kind} {version}: only with JAXPR_TRACE_MATRIX=1 (scripts/trace-matrix.sh)");
-    }
-    on
-}
+// with the `trace-matrix` feature (scripts/trace-matrix.sh); without it
+// they are not compiled, so no test passes without running.
 
 /// `program`, run by the `kind version` environment with and without
 /// `jaxpr trace`, prints the same, writes the same to stderr (`trace` only
@@ -987,12 +979,8 @@ fn same_with_and_without_trace(kind: &str, version: &str, program: &str, functio
 /// One version's test: `jit(grad(loss))` traced, its caches cleared
 /// (`clear_cache()`, `jax.clear_caches()`: the hook keeps what JAX calls)
 /// and traced again; for Catalyst, a QNode and a classical function under
-/// `qjit`. An empty version is the default environment of `kind`; `default`
-/// says whether the test is in the default run.
-fn version_test(kind: &str, version: &str, default: bool) {
-    if !default && !in_matrix_run(kind, version) {
-        return;
-    }
+/// `qjit`. An empty version is the default environment of `kind`.
+fn version_test(kind: &str, version: &str) {
     if kind == "jax" {
         same_with_and_without_trace(kind, version, "grad_prog.py", &["loss", "loss"]);
     } else {
@@ -1001,11 +989,12 @@ fn version_test(kind: &str, version: &str, default: bool) {
 }
 
 macro_rules! version_tests {
-    ($($name:ident: $kind:literal $version:literal $default:literal;)*) => {
+    ($($(#[$attr:meta])* $name:ident: $kind:literal $version:literal;)*) => {
         $(
             #[test]
+            $(#[$attr])*
             fn $name() {
-                version_test($kind, $version, $default);
+                version_test($kind, $version);
             }
         )*
     };
@@ -1015,17 +1004,25 @@ macro_rules! version_tests {
 // (its jax 0.4.28) to 0.15; "" is the default environment (jax 0.10.2,
 // Catalyst 0.15.0), which the other tests use too.
 version_tests! {
-    trace_versions_jax_0_4_30: "jax" "0.4.30" true;
-    trace_versions_jax_0_4_38: "jax" "0.4.38" false;
-    trace_versions_jax_0_5_3: "jax" "0.5.3" true;
-    trace_versions_jax_0_6_2: "jax" "0.6.2" true;
-    trace_versions_jax_0_7_2: "jax" "0.7.2" false;
-    trace_versions_jax_0_8_3: "jax" "0.8.3" false;
-    trace_versions_jax_0_9_2: "jax" "0.9.2" false;
-    trace_versions_jax_0_10_2: "jax" "" true;
-    trace_versions_catalyst_0_10_0: "catalyst" "0.10.0" false;
-    trace_versions_catalyst_0_12_0: "catalyst" "0.12.0" false;
-    trace_versions_catalyst_0_13_0: "catalyst" "0.13.0" false;
-    trace_versions_catalyst_0_14_1: "catalyst" "0.14.1" false;
-    trace_versions_catalyst_0_15_0: "catalyst" "" true;
+    trace_versions_jax_0_4_30: "jax" "0.4.30";
+    #[cfg(feature = "trace-matrix")]
+    trace_versions_jax_0_4_38: "jax" "0.4.38";
+    trace_versions_jax_0_5_3: "jax" "0.5.3";
+    trace_versions_jax_0_6_2: "jax" "0.6.2";
+    #[cfg(feature = "trace-matrix")]
+    trace_versions_jax_0_7_2: "jax" "0.7.2";
+    #[cfg(feature = "trace-matrix")]
+    trace_versions_jax_0_8_3: "jax" "0.8.3";
+    #[cfg(feature = "trace-matrix")]
+    trace_versions_jax_0_9_2: "jax" "0.9.2";
+    trace_versions_jax_0_10_2: "jax" "";
+    #[cfg(feature = "trace-matrix")]
+    trace_versions_catalyst_0_10_0: "catalyst" "0.10.0";
+    #[cfg(feature = "trace-matrix")]
+    trace_versions_catalyst_0_12_0: "catalyst" "0.12.0";
+    #[cfg(feature = "trace-matrix")]
+    trace_versions_catalyst_0_13_0: "catalyst" "0.13.0";
+    #[cfg(feature = "trace-matrix")]
+    trace_versions_catalyst_0_14_1: "catalyst" "0.14.1";
+    trace_versions_catalyst_0_15_0: "catalyst" "";
 }
