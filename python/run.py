@@ -3,7 +3,8 @@
 Installs the capture hooks, then runs the program the way `python SCRIPT
 ARGS` would (as `__main__`, with its own sys.argv and sys.path[0]), records
 an uncaught exception with its location, and exits with the program's
-status. Exit status 97 means JAX could not be imported.
+status. Exit status 97 means JAX could not be imported, 96 that the session
+folder could not be written.
 """
 
 import os
@@ -11,6 +12,7 @@ import runpy
 import sys
 
 NO_JAX = 97
+NO_SESSION = 96
 
 
 def _run_script(path):
@@ -28,13 +30,27 @@ def _run_script(path):
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     out, target = sys.argv[1], sys.argv[2:]
+    # The capture code is compiled without a __pycache__ in the session
+    # folder: the interpreter would write it by path (through a link swapped
+    # in for it), and the folder is to hold only what `jaxpr trace` created.
+    # The program's own setting is back before it runs.
+    dont_write = sys.dont_write_bytecode
+    sys.dont_write_bytecode = True
     import jaxpr_trace
+    import jaxpr_trace.catalyst_hook  # noqa: F401 - imported here for the same reason
+
+    sys.dont_write_bytecode = dont_write
 
     try:
         jaxpr_trace.install(out)
     except ImportError as e:
         print(f"jaxpr trace: JAX cannot be imported by {sys.executable}: {e}", file=sys.stderr)
         return NO_JAX
+    except OSError as e:
+        # The session folder or events.jsonl was replaced (by a link, say)
+        # after `jaxpr trace` checked it: nothing is written through it.
+        print(f"jaxpr trace: cannot write the session in {out}: {e}", file=sys.stderr)
+        return NO_SESSION
     # From here on the program sees what `python SCRIPT ARGS` would show it.
     if sys.path and os.path.abspath(sys.path[0]) == here:
         del sys.path[0]

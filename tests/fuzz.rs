@@ -216,3 +216,60 @@ fn many_integer_inputs_are_linear() {
 fn unclosed_brackets_on_many_lines_are_linear() {
     syntax_errors_of_lines("    u:f32[4, = sin a\n");
 }
+
+/// Parameter values that open a dict or a repr and never close it, on
+/// every line: each is text of its line (a value JAX printed with `str()`),
+/// not a scan from each line to the end of the file.
+#[test]
+fn unclosed_parameter_values_on_many_lines_are_linear() {
+    syntax_errors_of_lines("    b:f32[4] = foo[x={ a\n");
+    syntax_errors_of_lines("    b:f32[4] = foo[x=<a\n");
+    syntax_errors_of_lines("    b:f32[4] = foo[\n      x={ a y=(\n");
+}
+
+/// Found as a mismatch: a value that opens a dict on each of many
+/// parameter lines (`cond_jaxpr={ lambnsts=0`, a mutation of
+/// `cond_jaxpr={ lambda`) read the dict on to a `}` several equations
+/// later, which the equation's item, parsed without them, did not see.
+#[test]
+fn unclosed_dicts_in_parameters_end_with_their_line() {
+    let before = "{ lambda ; p:i32[] a:f32[5]. let
+    b:f32[5] = while[
+      body_jaxpr={ lambda ; c:f32[5]. let
+          d:f32[5] = add c 1.0:f32[]
+        in (d,) }
+      cond_jaxpr={ lambda ; e:f32[5]. let f:bool[] = lt p 3:i32[] in (f,) }
+      cond_nconsts=0
+    ] a
+    g:f32[5] = sin b
+  in (g,) }
+";
+    let after = before.replacen(
+        "      cond_jaxpr={ lambda",
+        &"      cond_jaxpr={ lambnsts=0\n".repeat(3),
+        1,
+    );
+    let after = after.replacen("nsts=0\n ; e:f32[5]", "nsts=0\n      cond_jaxpr={ lambda ; e:f32[5]", 1);
+    let d = edited(before, &after);
+    assert!(d.iter().all(|d| d.kind != DiagKind::Syntax), "{d:?}");
+}
+
+/// Found as a mismatch by the random edits of `tests/incremental.rs`: a
+/// `#` typed into a parameter value (`new_dtype=int3#2`) makes the rest of
+/// the line a comment to the lexer, but text of the value to the parser,
+/// whose operand the equation's item must still see.
+#[test]
+fn a_hash_inside_a_parameter_value_hides_no_operand() {
+    let before = "{ lambda ; a:f32[4]. let
+    b:f32[4] = sin a
+    c:i32[4] = convert_element_type[new_dtype=int32 weak_type=False] b
+    d:i32[4] = neg c
+  in (d,) }
+";
+    let after = before.replacen("int32 weak", "int3#2 weak", 1);
+    let d = edited(before, &after);
+    assert!(d.iter().all(|d| d.kind != DiagKind::Syntax && d.kind != DiagKind::UndefinedVariable), "{d:?}");
+    let after = before.replacen("int32 weak", "it's weak", 1);
+    let d = edited(before, &after);
+    assert!(d.iter().all(|d| d.kind != DiagKind::Syntax && d.kind != DiagKind::UndefinedVariable), "{d:?}");
+}

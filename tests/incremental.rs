@@ -581,3 +581,30 @@ fn random_edits_on_jax_and_catalyst_suite_programs_match_a_full_check() {
     assert!(equation > 100, "only {equation} edits went through one equation");
     assert!(items > chosen.len() * 40 / 8, "only {items} edits had diagnostics from the salsa items");
 }
+
+/// Programs as each JAX and Catalyst version prints them
+/// (`crates/syntax/tests/printed`, written by `corpus-gen/printed/gen.py`):
+/// parameter values that are Python objects' text, `_` as an operand and
+/// an output, untyped `inf`/`nan`, `float0` literals. None has an error,
+/// and edits to them give the full check's diagnostics.
+#[test]
+fn programs_printed_by_every_version_check_clean_and_edits_match() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("crates/syntax/tests/printed");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jaxpr"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 20, "{} files", files.len());
+    for (k, p) in files.iter().enumerate() {
+        let text = std::fs::read_to_string(p).unwrap();
+        let errors: Vec<_> = db::diagnostics_from_scratch(&text)
+            .iter()
+            .filter(|d| d.is_error())
+            .cloned()
+            .collect();
+        assert!(errors.is_empty(), "{}: {errors:#?}", p.display());
+        random_edits(&text, 0x9_1E7 + k as u64, 20, 5, anywhere);
+    }
+}

@@ -80,7 +80,7 @@ fn describe(path: &Path, idx: &LineIndex, d: &Diagnostic) -> String {
     )
 }
 
-/// Whether the parser's part of issue 22 explains an error of this file:
+/// Whether a parse error explains an error of this file:
 /// the file has a parse error (whatever else is reported follows from the
 /// tree it recovered), or the error names a `let` jaxpr that the file defines
 /// after its use (`let` order).
@@ -139,7 +139,7 @@ fn programs_jax_accepts_check_without_errors_or_unknown_primitives() {
         programs.len(),
         section("false errors", &errors),
         section(
-            "errors from parse errors and `let` order (the parser's part of issue 22)",
+            "errors from parse errors and `let` order",
             &parse_errors
         ),
         section("primitives without a typing rule", &unknown),

@@ -1,4 +1,4 @@
-//! Issue 7's memory target: `jaxpr check` on each large corpus file peaks
+//! The memory target of a cold check: `jaxpr check` on each large corpus file peaks
 //! under 10× the file's size (maximum resident set size, as
 //! `/usr/bin/time -v` reports it). Alone in its test binary: the peak is
 //! read with `getrusage(RUSAGE_CHILDREN)`, the largest of this process'

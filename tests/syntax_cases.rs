@@ -192,7 +192,7 @@ fn a_syntax_error_causes_no_undefined_variables() {
             let at = line_start;
             line_start += line.len();
             // Equation lines (a `let NAME = {` line that breaks loses the
-            // whole `let`: see the report of issue 22).
+            // whole `let`).
             let Some(eq) = line.find(" = ") else { continue };
             if line.trim_start().starts_with("let ") {
                 continue;

@@ -4,7 +4,8 @@ one Markdown table. Every run also compares both sides' outputs, so the
 benchmark guards correctness too.
 
 usage: python bench/runtime/run.py --jaxpr BIN --corpus DIR [--out DIR]
-                                   [--cases a,b] [--quick]
+                                   [--cases a,b] [--budget S] [--no-single-thread]
+                                   [--baseline BIN]
 (in the oracle's Python, jax 0.10.2; `cargo bench --bench runtime` runs it.)
 
 Our library is called through ctypes with its inputs prepared once; a call
@@ -293,6 +294,8 @@ def main():
     ap.add_argument("--budget", type=float, default=0.5, help="seconds of calls per measurement")
     ap.add_argument("--xla-server", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--no-single-thread", action="store_true", help="skip XLA pinned to one core")
+    ap.add_argument("--baseline", help="another jaxpr-build binary: its library of each case is timed too, "
+                    "batch by batch with the others, and compared with ours (wall and CPU)")
     a = ap.parse_args()
     only = set(filter(None, a.cases.split(",")))
     rows = plan(a.corpus, only)
@@ -303,9 +306,11 @@ def main():
     child = None if a.no_single_thread else Child(a.corpus, a.cases, a.budget)
     built = {}
     failures = []
+    base_built = {}
+    extra = " baseline | ours / baseline | CPU: baseline | CPU: ours / baseline |" if a.baseline else ""
     print("| case | size | ours | XLA (default threads) | ratio | XLA (1 core) | ratio "
-          "| CPU: ours | CPU: XLA (1 core) | CPU ratio | outputs |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "| CPU: ours | CPU: XLA (1 core) | CPU ratio | outputs |" + extra)
+    print("|---|---|---|---|---|---|---|---|---|---|---|" + "---|" * (4 if a.baseline else 0))
     for i, row in enumerate(rows):
         lib = build(a.jaxpr, row, a.out, built)
         args = args_of(row)
@@ -320,8 +325,16 @@ def main():
                 sides.append(child)
         else:
             want = [np.asarray(w) for w in row["reference"](*args)]
+        base = None
+        if a.baseline:
+            base_out = os.path.join(a.out, "baseline")
+            os.makedirs(base_out, exist_ok=True)
+            base_run, base_fetch = build(a.baseline, row, base_out, base_built).prepare(row["inputs"](args))
+            if any(mismatch(g, w) for g, w in zip(base_fetch(), ours)):
+                failures.append(f"{row['case']} {row['size']}: the baseline's outputs differ from ours")
+            base = Timer(base_run, a.budget)
         for _ in range(REPEATS):
-            for side in sides:
+            for side in sides + ([base] if base else []):
                 side.batch()
         t, xla, one = (sides[k].median() if k < len(sides) else None for k in range(3))
         cpu, one_cpu = sides[0].median_cpu(), (sides[2].median_cpu() if len(sides) > 2 else None)
@@ -333,7 +346,9 @@ def main():
             failures.append(f"{row['case']} {row['size']}: " + "; ".join(hard))
         check = "; ".join(bad) if bad else ("match" if xla is not None else "match (numpy; XLA cannot compile)")
         print(f"| {row['case']} | {row['size']} | {fmt(t)} | {fmt(xla)} | {ratio(t, xla)} | {fmt(one)} | "
-              f"{ratio(t, one)} | {fmt(cpu)} | {fmt(one_cpu)} | {ratio(cpu, one_cpu)} | {check} |", flush=True)
+              f"{ratio(t, one)} | {fmt(cpu)} | {fmt(one_cpu)} | {ratio(cpu, one_cpu)} | {check} |"
+              + (f" {fmt(base.median())} | {t / base.median():.3f} | {fmt(base.median_cpu())} | "
+                 f"{cpu / base.median_cpu():.3f} |" if base else ""), flush=True)
     load1 = open("/proc/loadavg").read().split()[:3]
     print(f"\nload average before: {' '.join(load0)}, after: {' '.join(load1)} ({os.cpu_count()} cores)")
     if failures:

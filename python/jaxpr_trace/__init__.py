@@ -43,11 +43,22 @@ def is_user_file(path):
     return not real.startswith(_LIB_DIRS) and "site-packages" not in real.split(os.sep)
 
 
+# Files are created in the session folder, never opened when something is
+# there already: a file or a symbolic link put in the folder by someone else
+# (before the run or during it) is never written through or over.
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
 class _State:
     def __init__(self, out):
         self.out = out
-        os.makedirs(out, exist_ok=True)
-        self.events = open(os.path.join(out, "events.jsonl"), "a", encoding="utf-8")
+        # The folder (which `jaxpr trace` made and checked) is opened once,
+        # not through a link, and every file is created relative to it, so a
+        # link swapped in for the folder later is not followed either.
+        self.dir_fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        # O_APPEND: a child the program forks shares the file, and its
+        # lines must not write over the parent's.
+        self.events = self.create("events.jsonl", os.O_APPEND)
         self.names = {}
         # Exceptions already recorded (a tracing error crosses every
         # enclosing trace and the runner on its way out).
@@ -58,6 +69,21 @@ class _State:
         self.events.write(json.dumps(event) + "\n")
         self.events.flush()
 
+    def create(self, fname, flags=0):
+        fd = os.open(fname, _CREATE | flags, 0o666, dir_fd=self.dir_fd)
+        return os.fdopen(fd, "w", encoding="utf-8")
+
+    def create_jaxpr_file(self, name):
+        """A new file for a jaxpr of `name`: (file name, open file). A name
+        that is taken (by a file or a link that `jaxpr trace` did not write)
+        is skipped for the next one."""
+        while True:
+            fname = self.jaxpr_file(name)
+            try:
+                return fname, self.create(fname)
+            except FileExistsError:
+                continue
+
     def jaxpr_file(self, name):
         """A file name for the n-th jaxpr of `name` (loss.jaxpr, loss.1.jaxpr...)."""
         safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name) or "fn"
@@ -66,12 +92,48 @@ class _State:
         return f"{safe}.jaxpr" if n == 0 else f"{safe}.{n}.jaxpr"
 
 
+def user_function(fn):
+    """The Python function under wrappers, as JAX finds it (`inspect.unwrap`
+    and `functools.partial`), and under objects without code of their own: a
+    bound method's `__func__`, a PennyLane QNode's `func`, Catalyst's
+    `original_function`. None when there is no function with code under `fn`."""
+    import functools
+
+    seen = set()
+    while fn is not None and id(fn) not in seen:
+        seen.add(id(fn))
+        try:
+            if isinstance(fn, functools.partial):
+                fn = fn.func
+                continue
+            inner = getattr(fn, "__wrapped__", None)
+            if inner is not None:
+                fn = inner
+                continue
+            if getattr(fn, "__code__", None) is not None:
+                return fn
+            for attr in ("__func__", "func", "original_function"):
+                inner = getattr(fn, attr, None)
+                if inner is not None:
+                    break
+            fn = inner
+        except Exception:  # noqa: BLE001 - a property of the program's object that raises
+            return None
+    return None
+
+
+def code_file(fn):
+    """The file the function under `fn`'s wrappers was defined in."""
+    fn = user_function(fn)
+    return fn.__code__.co_filename if fn is not None else None
+
+
 def def_line(fn):
     """The line of `def` of a function (its code starts at the first decorator)."""
-    fn = getattr(fn, "__wrapped__", fn)
-    code = getattr(fn, "__code__", None)
-    if code is None:
+    fn = user_function(fn)
+    if fn is None:
         return None
+    code = fn.__code__
     try:
         import inspect
 
@@ -158,8 +220,8 @@ def record_function(kind, name, file, line, closed_jaxpr, in_avals=None, arg_nam
     if st is None:
         return
     text = _print(closed_jaxpr.jaxpr)
-    fname = st.jaxpr_file(name)
-    with open(os.path.join(st.out, fname), "w", encoding="utf-8") as f:
+    fname, f = st.create_jaxpr_file(name)
+    with f:
         f.write(text + "\n")
     avals = in_avals if in_avals is not None else closed_jaxpr.in_avals
     st.emit(
@@ -177,13 +239,36 @@ def record_function(kind, name, file, line, closed_jaxpr, in_avals=None, arg_nam
     )
 
 
+_SRC_INFO = re.compile(r"([^ ]+)( at (.+):(\d+))?$")
+
+
+def _debug_fields(dbg, fn):
+    """(name, file, line) of a traced function, from JAX's debug info: a
+    `DebugInfo` with `func_filename`/`func_lineno` (jax >= 0.6), or one with
+    only `func_src_info`, "loss at /w/prog.py:3" (`TracingDebugInfo` of jax
+    0.4, `DebugInfo` of 0.5); else from the function itself."""
+    src = getattr(dbg, "func_src_info", None)
+    m = _SRC_INFO.match(src) if isinstance(src, str) else None
+    name = getattr(dbg, "func_name", None) or (m.group(1) if m else None)
+    file = getattr(dbg, "func_filename", None) or (m.group(3) if m else None)
+    line = getattr(dbg, "func_lineno", None) or (int(m.group(4)) if m and m.group(4) else None)
+    if file is None:
+        file = code_file(fn)
+    if name is None:
+        name = getattr(user_function(fn), "__name__", None)
+    return name or "fn", file, def_line(fn) or line
+
+
 def _observe(dbg, fn, run, jaxpr_of, in_avals=None):
     """Runs one jit trace (`run()`), recording its jaxpr (`jaxpr_of(result)`,
     None when already recorded), or its error, when the traced function is
     the program's own. Returns what `run` returns."""
-    file = getattr(dbg, "func_filename", None)
-    user = is_user_file(file)
-    name = getattr(dbg, "func_name", None) or "fn"
+    try:
+        name, file, line = _debug_fields(dbg, fn)
+        user = is_user_file(file)
+    except Exception as e:  # noqa: BLE001 - recording must never break the program
+        _internal_error(e)
+        name, file, line, user = "fn", None, None, False
     try:
         result = run()
     except Exception as e:
@@ -195,20 +280,32 @@ def _observe(dbg, fn, run, jaxpr_of, in_avals=None):
             jaxpr = jaxpr_of(result)
             if jaxpr is not None:
                 record_function(
-                    "jit", name, file, def_line(fn) or dbg.func_lineno, jaxpr,
-                    in_avals=in_avals, arg_names=dbg.arg_names,
+                    "jit", name, file, line, jaxpr,
+                    in_avals=in_avals, arg_names=getattr(dbg, "arg_names", None),
                 )
         except Exception as e:  # noqa: BLE001 - recording must never break the program
             _internal_error(e)
     return result
 
 
+def wraps(original, wrapper):
+    """`wrapper` in `original`'s place, with everything JAX reads on it:
+    its name and, through `__dict__`, the attributes a cache decorator
+    hangs on it (`lu.cache`'s `cache_clear`, which JAX's `atexit` clean-up
+    calls, and `evict_function`; `cache_info`)."""
+    import functools
+
+    functools.update_wrapper(wrapper, original)
+    return wrapper
+
+
 def _hook_jax():
     """Hooks the one place every `jit` trace goes through (jax.jit calls,
-    `.trace()`/`.lower()`, `jax.make_jaxpr`, `jax.export`): a cache miss
-    of the jit cache, so each trace is recorded once and nothing is traced
-    twice. `_trace_for_jit` in jax 0.10; `_create_pjit_jaxpr` in older ones
-    (Catalyst 0.15's jax 0.7.1)."""
+    `.trace()`/`.lower()`, jits nested in other traces): a cache miss of the
+    jit cache, so each trace is recorded once and nothing is traced twice.
+    `_trace_for_jit` in jax >= 0.9; `_create_pjit_jaxpr` in 0.4.28 to 0.8
+    (Catalyst's jax), whose debug info is the function's own from 0.5 on
+    (`fun.debug_info`) and an argument of its own before."""
     from jax._src import pjit, source_info_util, traceback_util
 
     # Frames of this package never become an equation's source location,
@@ -226,7 +323,7 @@ def _hook_jax():
                 lambda p: p.params["jaxpr"], in_avals=avals,
             )
 
-        pjit._trace_for_jit = _trace_for_jit
+        pjit._trace_for_jit = wraps(trace_for_jit, _trace_for_jit)
         return True
 
     create_pjit_jaxpr = getattr(pjit, "_create_pjit_jaxpr", None)
@@ -243,12 +340,17 @@ def _hook_jax():
         return result[0]
 
     def _create_pjit_jaxpr(fun, *rest, **kw):
+        dbg = getattr(fun, "debug_info", None)
+        if dbg is None:
+            # jax 0.4: `_create_pjit_jaxpr(fun, in_type, attr_data, debug_info, ...)`
+            dbg = kw.get("debug_info") or next(
+                (a for a in rest if hasattr(a, "func_src_info")), None)
         return _observe(
-            getattr(fun, "debug_info", None), getattr(fun, "f", None),
+            dbg, getattr(fun, "f", None),
             lambda: create_pjit_jaxpr(fun, *rest, **kw), first_time,
         )
 
-    pjit._create_pjit_jaxpr = _create_pjit_jaxpr
+    pjit._create_pjit_jaxpr = wraps(create_pjit_jaxpr, _create_pjit_jaxpr)
     return True
 
 

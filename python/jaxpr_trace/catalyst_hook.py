@@ -37,8 +37,8 @@ def _patch(module):
     def capture(self, *args, **kwargs):
         fn = getattr(self, "original_function", None)
         name = getattr(self, "__name__", None) or getattr(fn, "__name__", "qjit")
-        code = getattr(fn, "__code__", None)
-        file = code.co_filename if code else None
+        # A QNode has no code of its own: the function is its `func`.
+        file = _t.code_file(fn)
         try:
             result = original(self, *args, **kwargs)
         except Exception as e:
@@ -53,6 +53,7 @@ def _patch(module):
                 _t._internal_error(e)
         return result
 
+    _t.wraps(original, capture)
     capture._jaxpr_trace = True
     qjit_cls.capture = capture
 

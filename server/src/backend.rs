@@ -80,13 +80,14 @@ impl Backend {
             .ok()
             .and_then(|s| s.parse().ok())
             .unwrap_or(20);
+        let ws = Arc::new(Mutex::new(Workspace::default()));
         Backend {
             client,
-            ws: Arc::new(Mutex::new(Workspace::default())),
+            python: crate::python::Python::new(ws.clone()),
+            ws,
             encoding: OnceLock::new(),
             debounce: Duration::from_millis(debounce),
             roots: Mutex::new(Vec::new()),
-            python: Default::default(),
             watches_files: OnceLock::new(),
         }
     }
@@ -173,26 +174,35 @@ impl Backend {
             if !delay.is_zero() {
                 tokio::time::sleep(delay).await;
             }
-            // A newer edit has its own run; this one would be stale.
-            let Some(snap) = current(&ws, &uri, version) else {
-                return;
-            };
-            let res = tokio::task::spawn_blocking(move || {
-                // A document just opened: the whole-file analysis, which
-                // every position query needs, answers the diagnostics too;
-                // the items (for the edits to come) are checked after they
-                // are published.
-                let out = if analysis_first {
-                    snap.analysis_diagnostics()
-                } else {
-                    snap.diagnostics()
+            // A write to the database cancels the check. After an edit of
+            // this document, the edit's own run publishes (and `current`
+            // ends this one); after a write elsewhere (another document, a
+            // tracing session read again), this version still needs its
+            // diagnostics, so they are asked again.
+            let (diags, rope) = loop {
+                // A newer edit has its own run; this one would be stale.
+                let Some(snap) = current(&ws, &uri, version) else {
+                    return;
                 };
-                let Snapshot { rope, uri, .. } = snap; // the database handle is dropped here
-                (out, rope, uri)
-            })
-            .await;
-            let Ok((Ok(diags), rope, uri)) = res else {
-                return;
+                let res = tokio::task::spawn_blocking(move || {
+                    // A document just opened: the whole-file analysis, which
+                    // every position query needs, answers the diagnostics
+                    // too; the items (for the edits to come) are checked
+                    // after they are published.
+                    let out = if analysis_first {
+                        snap.analysis_diagnostics()
+                    } else {
+                        snap.diagnostics()
+                    };
+                    let Snapshot { rope, .. } = snap; // the database handle is dropped here
+                    (out, rope)
+                })
+                .await;
+                match res {
+                    Ok((Ok(diags), rope)) => break (diags, rope),
+                    Ok((Err(_cancelled), _)) => continue,
+                    Err(_) => return,
+                }
             };
             // Publish only if the text is still the one that was checked.
             if lock(&ws).version(&uri) != Some(version) {
@@ -473,7 +483,7 @@ impl LanguageServer for Backend {
         } else {
             self.log(
                 MessageType::WARNING,
-                format!("ignored a change to {uri} (not open, or older than version held)"),
+                format!("ignored a change to {uri} (not open, or edits of ranges older than the version held)"),
             )
             .await;
         }
@@ -498,14 +508,11 @@ impl LanguageServer for Backend {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .on_save;
-        if on_save
-            && self.python.is_open(&uri)
-            && let Ok(file) = uri.to_file_path()
-        {
+        if on_save && self.python.is_open(&uri) {
             // Failures are shown to the user by the trace itself.
             let _ = self
                 .python
-                .trace_file(&self.client, &file, None, &self.roots(), self.enc())
+                .trace_file(&self.client, uri.as_str(), None, &self.roots(), self.enc())
                 .await;
         } else if !self.python.is_open(&uri) {
             // A saved jaxpr may be a session's: the open Python documents'

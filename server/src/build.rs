@@ -22,7 +22,8 @@ struct BuildArgs {
     emit: String,
 }
 
-fn failure(message: String) -> Error {
+/// A command's failure, with its message for the user.
+pub(crate) fn failure(message: String) -> Error {
     Error {
         code: ErrorCode::ServerError(-32000),
         message: message.into(),

@@ -24,7 +24,7 @@ fn main() {
     }
     // A closed document's memory goes back to the system, but not every
     // block an edit frees at once: returning each at once made an edit's
-    // diagnostics wait on the system calls (docs/incremental.md).
+    // diagnostics wait on the system calls (docs/editors.md).
     jaxpr_alloc::return_freed_memory_after(std::time::Duration::from_millis(500));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -1,16 +1,18 @@
-//! Where a build of a document may write: the rules that keep the build
-//! command from writing anywhere a URI can name.
+//! Where a command on a document may write: the rules that keep the build
+//! and trace commands from writing anywhere a URI can name.
 //!
-//! A document is built only when its URI is a plain `file:` path (no `.` or
-//! `..` segments, in any spelling, and no encoded separators) to an existing
-//! regular `.jaxpr` (or `.jaxpr.txt`) file, itself not a symbolic link,
-//! whose folder is a real folder (not a symbolic link to another), writable
-//! and not writable by every user; the outputs go into that folder, named
-//! after the document, and an output path that exists as anything other
-//! than a regular file (a link, a folder, a device, a pipe) is never
-//! written. To root every folder is writable, so for root the checks that
-//! hold are the others: the document's own folder, no links. An
-//! `untitled:` document builds into a private folder of its own.
+//! A document is built (or traced) only when its URI is a plain `file:`
+//! path (no `.` or `..` segments, in any spelling, and no encoded
+//! separators) to an existing regular file of the command's kind (`.jaxpr`
+//! or `.jaxpr.txt` for a build, `.py` for a trace), itself not a symbolic
+//! link, whose folder is a real folder (not a symbolic link to another),
+//! writable and not writable by every user; the outputs go into that
+//! folder (a build's named after the document, a trace's session folder),
+//! and a build's output path that exists as anything other than a regular
+//! file (a link, a folder, a device, a pipe) is never written. To root
+//! every folder is writable, so for root the checks that hold are the
+//! others: the document's own folder, no links. An `untitled:` document
+//! builds into a private folder of its own.
 
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -25,18 +27,86 @@ pub enum Destination {
     Private,
 }
 
+/// The documents a command takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A `.jaxpr` (or `.jaxpr.txt`) file, built.
+    Jaxpr,
+    /// A `.py` file, traced.
+    Python,
+}
+
+impl Kind {
+    /// The name of a document of this kind without its extension, when it
+    /// has one.
+    fn stem(self, name: &str) -> Option<&str> {
+        let stem = match self {
+            Kind::Jaxpr => name
+                .strip_suffix(".jaxpr.txt")
+                .or_else(|| name.strip_suffix(".jaxpr")),
+            Kind::Python => name.strip_suffix(".py"),
+        };
+        stem.filter(|s| !s.is_empty())
+    }
+
+    /// Which files the command takes, and why only those.
+    fn only(self) -> &'static str {
+        match self {
+            Kind::Jaxpr => "only `.jaxpr` files are built (their outputs are named after them)",
+            Kind::Python => "only `.py` files are traced (a trace runs the file with Python)",
+        }
+    }
+
+    fn done(self) -> &'static str {
+        match self {
+            Kind::Jaxpr => "built",
+            Kind::Python => "traced",
+        }
+    }
+
+    fn doing(self) -> &'static str {
+        match self {
+            Kind::Jaxpr => "building",
+            Kind::Python => "tracing",
+        }
+    }
+}
+
+/// A document a command may run on, with its outputs beside it.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Document {
+    /// As the URI names it.
+    pub path: PathBuf,
+    /// Its folder, where the outputs go (links resolved).
+    pub folder: PathBuf,
+    /// Its name without the extension of its kind.
+    pub stem: String,
+}
+
 /// The destination of a build of the document at `raw` (the URI as the
 /// client sent it), or why there is none.
 pub fn destination(raw: &str) -> Result<Destination, String> {
+    if Url::parse(raw).is_ok_and(|u| u.scheme() == "untitled") {
+        return Ok(Destination::Private);
+    }
+    let Document { folder, stem, .. } = document(raw, Kind::Jaxpr)?;
+    Ok(Destination::Beside { folder, stem })
+}
+
+/// The document of `kind` at `raw` (the URI as the client sent it), when
+/// a command may run on it and write beside it; otherwise why not.
+pub fn document(raw: &str, kind: Kind) -> Result<Document, String> {
     let uri = Url::parse(raw).map_err(|e| format!("`{raw}` is not a URI: {e}"))?;
-    match uri.scheme() {
-        "untitled" => return Ok(Destination::Private),
-        "file" => {}
-        other => {
-            return Err(format!(
-                "`{raw}`: only `file:` and `untitled:` documents are built, not `{other}:`"
-            ));
-        }
+    if uri.scheme() != "file" {
+        let also = match kind {
+            Kind::Jaxpr => " and `untitled:`",
+            Kind::Python => "",
+        };
+        return Err(format!(
+            "`{raw}`: only `file:`{also} documents are {}, not `{}:`",
+            kind.done(),
+            uri.scheme()
+        ));
     }
     if !matches!(uri.host_str(), None | Some("") | Some("localhost")) {
         return Err(format!("`{raw}` names a file on another host"));
@@ -54,16 +124,10 @@ pub fn destination(raw: &str) -> Result<Destination, String> {
         .and_then(|n| n.to_str())
         .filter(|_| !uri.path().ends_with('/'))
         .ok_or_else(|| format!("`{raw}` names a folder, not a file"))?;
-    let stem = name
-        .strip_suffix(".jaxpr.txt")
-        .or_else(|| name.strip_suffix(".jaxpr"))
-        .filter(|s| !s.is_empty())
-        .ok_or_else(|| {
-            format!(
-                "{}: only `.jaxpr` files are built (their outputs are named after them)",
-                path.display()
-            )
-        })?;
+    let stem = kind
+        .stem(name)
+        .ok_or_else(|| format!("{}: {}", path.display(), kind.only()))?
+        .to_string();
     match std::fs::symlink_metadata(&path) {
         Ok(m) if m.is_file() => {}
         Ok(m) if m.file_type().is_symlink() => {
@@ -75,8 +139,9 @@ pub fn destination(raw: &str) -> Result<Destination, String> {
         Ok(_) => return Err(format!("{}: not a regular file", path.display())),
         Err(e) => {
             return Err(format!(
-                "{}: {e} (save the document before building it)",
-                path.display()
+                "{}: {e} (save the document before {} it)",
+                path.display(),
+                kind.doing()
             ));
         }
     }
@@ -105,10 +170,7 @@ pub fn destination(raw: &str) -> Result<Destination, String> {
     if !writable(&folder) {
         return Err(format!("{}: the folder is not writable", folder.display()));
     }
-    Ok(Destination::Beside {
-        folder,
-        stem: stem.to_string(),
-    })
+    Ok(Document { path, folder, stem })
 }
 
 /// `..`, `.`, or a segment that decodes to one of them or holds an encoded

@@ -4,21 +4,22 @@
 //! tracing, definition into the session's jaxpr), and re-tracing on
 //! request (`jaxpr.traceAgain`) or on save (setting `trace.onSave`). The
 //! answers come from the query `session::python_view` on the session's
-//! files as database inputs, set again when they change on disk.
+//! files as inputs of the workspace's database, set again when they change
+//! on disk.
 
-use crate::build::{progress, progress_token};
+use crate::build::{failure, progress, progress_token};
 use crate::convert::{self, Encoding};
+use crate::outputs;
+use crate::state::Workspace;
 use jaxpr_session::{self as session, SessionIndex, Status, trace};
 use ropey::Rope;
 use serde_json::{Value, json};
-use jaxpr_db::RootDatabase;
 use std::collections::{HashMap, HashSet};
-use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tower_lsp::Client;
-use tower_lsp::jsonrpc::{Error, ErrorCode, Result};
+use tower_lsp::jsonrpc::{Error, Result};
 use tower_lsp::lsp_types::*;
 
 /// The command that re-runs the trace of a Python file: `[{"uri": ...}]`.
@@ -77,20 +78,11 @@ impl Settings {
     }
 }
 
-/// The tracing sessions as inputs of a database of their own (the jaxpr
-/// documents' database is the workspace's): `sessions` reads their files
-/// into it when they change on disk, and the Python view of a session is
-/// the query [`session::python_view`] on it.
-#[derive(Default)]
-struct SessionDb {
-    db: RootDatabase,
-    sessions: session::Sessions,
-}
-
-#[derive(Default)]
 pub struct Python {
     docs: Mutex<HashMap<Url, Rope>>,
-    sessions: Arc<Mutex<SessionDb>>,
+    /// The workspace, whose database holds the tracing sessions' files as
+    /// inputs beside the documents ([`Workspace::session`]).
+    ws: Arc<Mutex<Workspace>>,
     pub settings: Mutex<Settings>,
     /// Session folders being traced (one run per folder at a time).
     running: Mutex<HashSet<PathBuf>>,
@@ -105,6 +97,15 @@ pub fn is_python(uri: &Url, language_id: Option<&str>) -> bool {
 }
 
 impl Python {
+    pub fn new(ws: Arc<Mutex<Workspace>>) -> Python {
+        Python {
+            docs: Mutex::default(),
+            ws,
+            settings: Mutex::default(),
+            running: Mutex::default(),
+        }
+    }
+
     pub fn is_open(&self, uri: &Url) -> bool {
         lock(&self.docs).contains_key(uri)
     }
@@ -139,21 +140,25 @@ impl Python {
 
     /// The Python view of the session covering a file, its files read
     /// again where they changed on disk. `None` when there is no session,
-    /// or it cannot be read, or a change to it cancelled the query.
+    /// or it cannot be read.
     async fn index(&self, file: &Path, roots: &[PathBuf]) -> Option<Arc<SessionIndex>> {
         let dir = session::find_for(file, roots)?;
-        let sessions = self.sessions.clone();
+        let ws = self.ws.clone();
         tokio::task::spawn_blocking(move || {
             // Setting inputs waits for the queries running on other handles
             // to notice their cancellation; the query runs on a handle of
-            // its own, outside the lock.
-            let (db, input) = {
-                let mut s = lock(&sessions);
-                let SessionDb { db, sessions } = &mut *s;
-                let input = sessions.sync(db, &dir).ok()?;
-                (db.clone(), input)
-            };
-            salsa::Cancelled::catch(AssertUnwindSafe(|| session::python_view(&db, input))).ok()
+            // its own, outside the lock. The database is the documents'
+            // too, so an edit of any document cancels the query: it is
+            // asked again, on the revision with the edit (what it computed
+            // before is kept where the edit changed nothing it read). The
+            // handle is dropped before the lock is taken again, or the
+            // edit holding the lock would wait for it forever.
+            loop {
+                let snapshot = lock(&ws).session(&dir)?;
+                if let Ok(view) = snapshot.python_view() {
+                    return Some(view);
+                }
+            }
         })
         .await
         .ok()?
@@ -253,25 +258,31 @@ impl Python {
         roots: &[PathBuf],
         enc: Encoding,
     ) -> Result<Option<Value>> {
-        let uri: Url = args
+        // As sent: the URL parser resolves `%2e%2e` (see `crate::outputs`).
+        let uri = args
             .first()
             .and_then(|a| a.get("uri"))
-            .and_then(|u| serde_json::from_value(u.clone()).ok())
+            .and_then(Value::as_str)
             .ok_or_else(|| Error::invalid_params("expected [{\"uri\": \"file:///...py\"}]"))?;
-        let file = uri
-            .to_file_path()
-            .map_err(|_| Error::invalid_params(format!("{uri} is not a file")))?;
-        self.trace_file(client, &file, token, roots, enc).await
+        self.trace_file(client, uri, token, roots, enc).await
     }
 
+    /// Traces the document at `uri` (as the client sent it): on request or
+    /// on save. A failure, a refusal included, is shown to the user too (a
+    /// save has no answer to carry it).
     pub async fn trace_file(
         &self,
         client: &Client,
-        file: &Path,
+        uri: &str,
         token: Option<NumberOrString>,
         roots: &[PathBuf],
         enc: Encoding,
     ) -> Result<Option<Value>> {
+        let file = match traceable(uri, roots) {
+            Ok(file) => file,
+            Err(why) => return Err(shown(client, failure(why)).await),
+        };
+        let file = file.as_path();
         let settings = lock(&self.settings).clone();
         // The run that covers this file is run again (a module is traced by
         // running the script that imports it); otherwise the file itself.
@@ -287,10 +298,7 @@ impl Python {
                 "not running the command recorded in {}: {why}. Run `jaxpr trace -- python ...` in a terminal to trace with a command of your own",
                 dir.join(session::SESSION_FILE).display()
             ));
-            client
-                .show_message(MessageType::ERROR, format!("jaxpr trace: {}", e.message))
-                .await;
-            return Err(e);
+            return Err(shown(client, e).await);
         }
         let opts = match existing {
             Some((dir, s)) if !s.command.is_empty() => trace::TraceOptions {
@@ -368,20 +376,16 @@ impl Python {
         }
         let (dir, s) = match result {
             Ok(r) => r,
-            Err(e) => {
-                client
-                    .show_message(MessageType::ERROR, format!("jaxpr trace: {}", e.message))
-                    .await;
-                return Err(e);
-            }
+            Err(e) => return Err(shown(client, e).await),
         };
         if s.status != Status::Ok {
             client
                 .show_message(MessageType::ERROR, format!("jaxpr trace: {summary}"))
                 .await;
         }
-        // The lock may be held while a session is read and checked.
-        tokio::task::block_in_place(|| lock(&self.sessions).sessions.reread(&dir));
+        // The lock may be held while a document's or a session's new text
+        // waits for the queries on the old one to stop.
+        tokio::task::block_in_place(|| lock(&self.ws).reread_session(&dir));
         self.publish_all(client, roots, enc).await;
         Ok(Some(json!({
             "session": dir,
@@ -393,10 +397,35 @@ impl Python {
     }
 }
 
-fn failure(message: String) -> Error {
-    Error {
-        code: ErrorCode::ServerError(-32000),
-        message: message.into(),
-        data: None,
+/// The file of the document at `uri` when it may be traced: a `.py` file
+/// that a command may write beside ([`outputs::document`], the rules of the
+/// build command: the trace writes its session folder there), inside a
+/// workspace folder (a trace runs the file, and a file outside the project
+/// the user opened is no program of theirs to run); otherwise why not.
+fn traceable(uri: &str, roots: &[PathBuf]) -> std::result::Result<PathBuf, String> {
+    let doc = outputs::document(uri, outputs::Kind::Python)?;
+    let inside = roots
+        .iter()
+        .filter_map(|r| r.canonicalize().ok())
+        .any(|r| doc.folder.starts_with(r));
+    if !inside {
+        let given = if roots.is_empty() {
+            "the editor gave the server none"
+        } else {
+            "open its folder in the editor to trace it"
+        };
+        return Err(format!(
+            "{}: not inside a workspace folder ({given}); only programs inside the workspace are traced",
+            doc.path.display()
+        ));
     }
+    Ok(doc.path)
+}
+
+/// `e`, shown to the user.
+async fn shown(client: &Client, e: Error) -> Error {
+    client
+        .show_message(MessageType::ERROR, format!("jaxpr trace: {}", e.message))
+        .await;
+    e
 }

@@ -1,15 +1,20 @@
-//! Open documents and the core's database. The server keeps the text of
-//! each document in a rope (cheap incremental edits and position
-//! conversion) and hands the same text to the salsa database, which holds
-//! every derived fact; the server has no second copy of semantics.
+//! Open documents, tracing sessions and the core's database. The server
+//! keeps the text of each document in a rope (cheap incremental edits and
+//! position conversion) and hands the same text to the salsa database,
+//! which holds every derived fact; the server has no second copy of
+//! semantics. The tracing sessions' files are inputs of the same database
+//! (the server has one), read from the disk when a Python document asks.
 
 use crate::convert::{self, Encoding};
 use jaxpr_db::{self as db, RootDatabase, SourceFile};
 use jaxpr_ide::{EarlierView, FileView};
+use jaxpr_session::{self as session, SessionIndex, SessionInput, Sessions};
 use ropey::Rope;
 use salsa::Setter;
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
+use std::path::Path;
+use std::sync::Arc;
 use tower_lsp::lsp_types::{TextDocumentContentChangeEvent, Url};
 
 pub struct Document {
@@ -37,6 +42,9 @@ pub struct Workspace {
     /// document closed for good would keep its text, syntax tree and
     /// analysis (about 125 MB for a 6.8 MB file) for the life of the server.
     retired: Vec<SourceFile>,
+    /// The tracing sessions read into `db`, by folder, with what was read
+    /// of each of their files.
+    sessions: Sessions,
 }
 
 /// One document at one version, with a database handle to query it from
@@ -45,7 +53,14 @@ pub struct Snapshot {
     pub db: RootDatabase,
     pub file: SourceFile,
     pub rope: Rope,
-    pub uri: Url,
+}
+
+/// One tracing session as the disk held it when asked, with a database
+/// handle to query it from another thread. A later edit (of a document or
+/// of a session) cancels queries running on it.
+pub struct SessionSnapshot {
+    db: RootDatabase,
+    input: SessionInput,
 }
 
 impl Workspace {
@@ -82,7 +97,11 @@ impl Workspace {
     }
 
     /// Applies edits in order. Returns false (and changes nothing) for an
-    /// unknown document or a version older than the one held.
+    /// unknown document, or for edits of ranges with a version older than
+    /// the one held (the ranges may be of text the document no longer
+    /// has). A change that replaces the whole text is applied whatever its
+    /// version: the text it gives is the editor's, so the client's version
+    /// becomes the document's.
     pub fn change(
         &mut self,
         uri: &Url,
@@ -93,10 +112,12 @@ impl Workspace {
         let Some(doc) = self.docs.get_mut(uri) else {
             return false;
         };
-        if version < doc.version {
+        // What comes before the last whole text is replaced by it.
+        let whole = changes.iter().rposition(|c| c.range.is_none());
+        if version < doc.version && whole.is_none() {
             return false;
         }
-        for c in changes {
+        for c in changes.into_iter().skip(whole.unwrap_or(0)) {
             match c.range {
                 Some(r) => {
                     let start = convert::char_index(&doc.rope, r.start, enc);
@@ -151,12 +172,42 @@ impl Workspace {
             db: self.db.clone(),
             file: doc.file,
             rope: doc.rope.clone(),
-            uri: uri.clone(),
         })
     }
 
     pub fn version(&self, uri: &Url) -> Option<i32> {
         self.docs.get(uri).map(|d| d.version)
+    }
+
+    /// The session at `dir`, its files read into the database again where
+    /// they changed on disk; `None` when its `session.json` cannot be read
+    /// or is not a session. Setting what changed waits for queries running
+    /// on the old inputs to notice their cancellation, as a snapshot of an
+    /// edited document does: call it off the async threads.
+    pub fn session(&mut self, dir: &Path) -> Option<SessionSnapshot> {
+        let input = self.sessions.sync(&mut self.db, dir).ok()?;
+        Some(SessionSnapshot {
+            db: self.db.clone(),
+            input,
+        })
+    }
+
+    /// Forgets what was read of the session at `dir`, so that its next
+    /// [`Workspace::session`] reads every file again (a trace just wrote
+    /// them, maybe within the file system's time resolution of the last
+    /// read).
+    pub fn reread_session(&mut self, dir: &Path) {
+        self.sessions.reread(dir);
+    }
+}
+
+impl SessionSnapshot {
+    /// What the session says about its Python files. `Err` when an edit
+    /// cancelled the query.
+    pub fn python_view(&self) -> Result<Arc<SessionIndex>, salsa::Cancelled> {
+        salsa::Cancelled::catch(AssertUnwindSafe(|| {
+            session::python_view(&self.db, self.input)
+        }))
     }
 }
 

@@ -1,11 +1,12 @@
-//! What a hostile or broken client can do to the server (issue 17), over
+//! What a hostile or broken client can do to the server, over
 //! the real binary's stdio: frames with wrong lengths, batches, deeply
 //! nested JSON, build commands on URIs that name places a build must not
-//! write, and documents opened and closed until memory runs out.
+//! write, trace commands on files that are no program of the workspace,
+//! and documents opened and closed until memory runs out.
 
 mod common;
 
-use common::{Lsp, corpus, uri};
+use common::{Lsp, corpus, gunzip, uri};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -213,6 +214,84 @@ fn builds_write_only_beside_plain_jaxpr_files_and_never_through_special_files() 
     std::fs::remove_dir_all(&shared).unwrap();
 }
 
+/// `jaxpr.server.traceAgain` runs a program, so only a `.py` document
+/// inside a workspace folder, checked as a build's document is: a file of
+/// another kind, a program outside the workspace folders (whether asked for
+/// by the command or by a save with `trace.onSave`) and a URI that reaches
+/// outside through `%2e%2e` are refused with the reason, and nothing runs
+/// or is written.
+#[test]
+fn traces_run_only_python_files_inside_a_workspace_folder() {
+    let top = private_dir("trace");
+    let (project, elsewhere) = (top.join("project"), top.join("elsewhere"));
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    // Each file, if run by Python, leaves a mark.
+    let marker = top.join("ran");
+    let program = format!("open('{}', 'w').write('ran')\n", marker.display());
+    let notes = project.join("notes.txt");
+    let (outside, saved) = (elsewhere.join("prog.py"), elsewhere.join("saved.py"));
+    for f in [&notes, &outside, &saved] {
+        std::fs::write(f, &program).unwrap();
+    }
+    let state = top.join("state");
+    let mut s = Lsp::start_with_env(&[("XDG_STATE_HOME", state.to_str().unwrap())]);
+    s.request(
+        "initialize",
+        json!({
+            "processId": null,
+            "rootUri": uri(&project),
+            "workspaceFolders": [{ "uri": uri(&project), "name": "project" }],
+            "capabilities": {},
+            "initializationOptions": { "trace": { "onSave": true } }
+        }),
+    );
+    s.notify("initialized", json!({}));
+    let dotted = format!("{}/%2e%2e/elsewhere/prog.py", uri(&project));
+    for (u, why) in [
+        (uri(&notes), "only `.py` files are traced"),
+        (uri(&outside), "not inside a workspace folder"),
+        (dotted, "%2e%2e"),
+    ] {
+        let r = s.request(
+            "workspace/executeCommand",
+            json!({ "command": "jaxpr.server.traceAgain", "arguments": [{ "uri": u }] }),
+        );
+        let msg = r["error"]["message"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{u} was traced: {r}"));
+        assert!(msg.contains(why), "{u}: {msg}");
+    }
+    let u = uri(&saved);
+    s.notify(
+        "textDocument/didOpen",
+        json!({ "textDocument": { "uri": u, "languageId": "python", "version": 1, "text": program } }),
+    );
+    s.notify(
+        "textDocument/didSave",
+        json!({ "textDocument": { "uri": u } }),
+    );
+    let shown = s
+        .wait_for(|m| {
+            m["method"] == "window/showMessage"
+                && m["params"]["message"].as_str().is_some_and(|t| {
+                    t.contains("saved.py") && t.contains("not inside a workspace folder")
+                })
+        })
+        .expect("the refusal on save is shown");
+    assert_eq!(shown["params"]["type"], 1, "{shown}");
+    assert!(s.shutdown().success());
+    assert!(!marker.exists(), "a refused file ran");
+    for dir in [&top, &project, &elsewhere] {
+        assert!(
+            !dir.join(".jaxpr-session").exists(),
+            "a session was written in {}",
+            dir.display()
+        );
+    }
+    std::fs::remove_dir_all(&top).unwrap();
+}
+
 /// `depth` jaxprs nested inside `pjit` parameters, innermost a `sin`.
 fn nested(depth: usize) -> String {
     let mut j = "{ lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) }".to_string();
@@ -264,15 +343,6 @@ fn documents_nested_as_deep_as_accepted_and_deeper_are_answered_and_built() {
     assert!(s.shutdown().success());
     assert!(!s.stderr().contains("panicked"), "{}", s.stderr());
     std::fs::remove_dir_all(&dir).unwrap();
-}
-
-fn gunzip(rel: &str) -> String {
-    let out = std::process::Command::new("gzip")
-        .arg("-dc")
-        .arg(corpus().join(rel))
-        .output()
-        .expect("gzip");
-    String::from_utf8(out.stdout).unwrap()
 }
 
 /// A memory figure of the server's /proc status (`VmRSS`, `VmHWM`), in MB.

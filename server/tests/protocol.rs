@@ -93,12 +93,19 @@ fn diagnostics_on_open_match_the_corpus_expectations() {
     s.shutdown();
 }
 
-#[test]
-fn edits_republish_and_stale_results_are_never_published() {
+/// A server with `jax/control.jaxpr` open and its diagnostics (none) read:
+/// the server, the document's URI and its text.
+fn control_open() -> (Lsp, String, String) {
     let mut s = Lsp::initialized(&["utf-16"]);
     let (u, text) = read("jax/control.jaxpr");
     s.open(&u, &text);
     assert_eq!(s.diagnostics(&u, Some(1))["diagnostics"], json!([]));
+    (s, u, text)
+}
+
+#[test]
+fn edits_republish_and_stale_results_are_never_published() {
+    let (mut s, u, text) = control_open();
     // Ten quick edits: rename the operand `q` of `gt` to `zz` one keystroke at a time, then fix it.
     let at = pos_of(&text, "gt q", 0, 3);
     let mut version = 1;
@@ -130,10 +137,11 @@ fn edits_republish_and_stale_results_are_never_published() {
         json!({ "textDocument": { "uri": u, "version": version }, "contentChanges": [{ "range": { "start": at, "end": end }, "text": "" }] }),
     );
     assert_eq!(s.diagnostics(&u, Some(version))["diagnostics"], json!([]));
-    // An out-of-date change is ignored (and logged), not applied.
+    // An out-of-date edit of a range is ignored (and logged), not applied:
+    // the range may be of text the document no longer has.
     s.notify(
         "textDocument/didChange",
-        json!({ "textDocument": { "uri": u, "version": 2 }, "contentChanges": [{ "text": "garbage" }] }),
+        json!({ "textDocument": { "uri": u, "version": 2 }, "contentChanges": [{ "range": { "start": at, "end": at }, "text": "garbage" }] }),
     );
     let log = s
         .wait_for(|m| {
@@ -148,6 +156,50 @@ fn edits_republish_and_stale_results_are_never_published() {
     let h = hover_text(&mut s, &u, pos_of(&text, "gt q", 0, 3));
     assert!(h.contains("q:f32[]"), "{h}");
     s.shutdown();
+}
+
+/// A change that replaces the whole text is the editor's text, whatever
+/// version the client gives it (a client that numbers its versions wrongly
+/// breaks the protocol, but the text is unambiguous): it is applied, and
+/// the diagnostics published are of that text, at that version. Edits of
+/// ranges then follow that version.
+#[test]
+fn a_whole_text_change_with_an_older_version_is_applied() {
+    let (mut s, u, text) = control_open();
+    let at = pos_of(&text, "gt q", 0, 3);
+    let insert = |s: &mut Lsp, version: i64, ch: &str| {
+        s.notify(
+            "textDocument/didChange",
+            json!({ "textDocument": { "uri": u, "version": version }, "contentChanges": [{ "range": { "start": at, "end": at }, "text": ch }] }),
+        );
+    };
+    // Version 7: `gt zq`, undefined.
+    insert(&mut s, 7, "z");
+    let d = s.diagnostics(&u, Some(7));
+    assert_eq!(d["diagnostics"][0]["data"]["kind"], "undefined-variable", "{d}");
+    // The whole text again, at version 3: clean, at version 3.
+    s.notify(
+        "textDocument/didChange",
+        json!({ "textDocument": { "uri": u, "version": 3 }, "contentChanges": [{ "text": text }] }),
+    );
+    assert_eq!(s.diagnostics(&u, Some(3))["diagnostics"], json!([]));
+    let h = hover_text(&mut s, &u, at.clone());
+    assert!(h.contains("q:f32[]"), "{h}");
+    // An edit of a range older than that is still ignored; a newer one is
+    // applied to the whole text given.
+    insert(&mut s, 2, "y");
+    s.wait_for(|m| {
+        m["method"] == "window/logMessage"
+            && m["params"]["message"].as_str().unwrap().contains("ignored a change")
+    })
+    .expect("the older edit is logged");
+    insert(&mut s, 4, "w");
+    let d = s.diagnostics(&u, Some(4));
+    let diags = d["diagnostics"].as_array().unwrap();
+    assert_eq!(diags.len(), 1, "{d}");
+    assert_eq!(diags[0]["data"]["kind"], "undefined-variable", "{d}");
+    assert!(diags[0]["message"].as_str().unwrap().contains("wq"), "{d}");
+    assert!(s.shutdown().success());
 }
 
 #[test]

@@ -3,11 +3,12 @@
 //! then hover, diagnostics and definition answer from the session; a
 //! program that hangs is stopped and reported without harm to the server;
 //! a session planted in a repository runs nothing and reads nothing
-//! outside its folder.
+//! outside its folder; a session read into the database the documents
+//! share costs an open document none of its answers.
 
 mod common;
 
-use common::{Lsp, pos_of, uri};
+use common::{Lsp, gunzip, pos_of, uri};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -456,5 +457,31 @@ fn a_session_rewritten_outside_the_editor_updates_the_python_document() {
         json!({ "changes": [{ "uri": uri(&jpath), "type": 2 }] }),
     );
     assert_follows_the_new_jaxpr(&mut s, &u);
+    assert!(s.shutdown().success());
+}
+
+/// The sessions' files and the open documents are inputs of one database,
+/// where a write cancels the queries running on it: a session read into
+/// it while a large document is checked on its open cancels that check,
+/// and the document's diagnostics are published all the same.
+#[test]
+fn a_session_read_while_a_document_is_checked_costs_it_no_diagnostics() {
+    let (dir, py, _) = planted_session("lsp-one-database");
+    let state = state_home();
+    let mut s = Lsp::start_with_env(&[("XDG_STATE_HOME", state.to_str().unwrap())]);
+    s.request(
+        "initialize",
+        json!({ "processId": null, "rootUri": uri(&dir), "capabilities": {} }),
+    );
+    s.notify("initialized", json!({}));
+    // Its check on open takes seconds: the session is read while it runs.
+    let big = "file:///large/transformer600_grad.jaxpr";
+    s.open(big, &gunzip("large/transformer600_grad.jaxpr.gz"));
+    std::thread::sleep(Duration::from_millis(300));
+    let u = uri(&py);
+    open_python(&mut s, &u, PLANTED_PROGRAM);
+    assert_eq!(s.diagnostics(&u, None)["diagnostics"], json!([]));
+    assert!(planted_hover(&mut s, &u).contains("b:f32[3] = sin a"));
+    assert_eq!(s.diagnostics(big, Some(1))["diagnostics"], json!([]));
     assert!(s.shutdown().success());
 }

@@ -1,17 +1,41 @@
 #!/usr/bin/env bash
 # Makes the Python environments the tracing tests run programs in, once:
-#   venv.sh jax       -> target/venv-trace           (jax==0.10.2, the recipe of shared/oracle/setup.sh)
-#   venv.sh catalyst  -> target/venv-trace-catalyst  (pennylane-catalyst==0.15.0, which pins jax 0.7.1)
+#   venv.sh jax               -> target/venv-trace           (jax==0.10.2, the recipe of shared/oracle/setup.sh)
+#   venv.sh catalyst          -> target/venv-trace-catalyst  (pennylane-catalyst==0.15.0, which pins jax 0.7.1)
+#   venv.sh jax VERSION       -> target/venv-trace-jax-VERSION       (jax==VERSION, jaxlib==VERSION)
+#   venv.sh catalyst VERSION  -> target/venv-trace-catalyst-VERSION  (pennylane-catalyst==VERSION, its
+#                                pinned jax, and the pennylane / pennylane-lightning minor of its release)
 # Prints the interpreter's path last. Idempotent; concurrent callers wait on a lock.
 set -euo pipefail
 kind=${1:-jax}
+version=${2:-}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 target=${CARGO_TARGET_DIR:-$root/target}
 mkdir -p "$target"
-case "$kind" in
-  jax) dir=$target/venv-trace; pkgs=('jax==0.10.2' 'jaxlib==0.10.2' 'numpy>=2,<3'); probe='import jax, numpy' ;;
-  catalyst) dir=$target/venv-trace-catalyst; pkgs=('pennylane-catalyst==0.15.0'); probe='import catalyst, jax' ;;
-  *) echo "usage: venv.sh jax|catalyst" >&2; exit 2 ;;
+# The pennylane minor each Catalyst release was made with (its Requires-Dist
+# says only `pennylane>=0.N`, and a later PennyLane breaks an older Catalyst).
+pennylane_minor() {
+  case "$1" in
+    0.10.*) echo 0.40 ;; 0.11.*) echo 0.41 ;; 0.12.*) echo 0.42 ;; 0.13.*) echo 0.43 ;;
+    0.14.*) echo 0.44 ;; 0.15.*) echo 0.45 ;;
+    *) echo "venv.sh: no known pennylane minor for catalyst $1" >&2; exit 2 ;;
+  esac
+}
+case "$kind:$version" in
+  jax:|jax:0.10.2) dir=$target/venv-trace; pkgs=('jax==0.10.2' 'jaxlib==0.10.2' 'numpy>=2,<3'); probe='import jax, numpy' ;;
+  catalyst:|catalyst:0.15.0) dir=$target/venv-trace-catalyst; pkgs=('pennylane-catalyst==0.15.0'); probe='import catalyst, jax' ;;
+  jax:*) dir=$target/venv-trace-jax-$version; pkgs=("jax==$version" "jaxlib==$version"); probe='import jax, numpy' ;;
+  catalyst:*)
+    pl=$(pennylane_minor "$version")
+    dir=$target/venv-trace-catalyst-$version
+    pkgs=("pennylane-catalyst==$version" "pennylane~=$pl.0" "pennylane-lightning~=$pl.0")
+    # Catalyst < 0.14 imports gast without requiring it: diastatic-malt
+    # 2.15.2 (the one of its time) brought it, 2.15.3 no longer does.
+    case "$version" in 0.1[0-3].*) pkgs+=('diastatic-malt==2.15.2') ;; esac
+    # PennyLane 0.40 (Catalyst 0.10) needs autoray's NumpyMimic, gone in 0.7.
+    case "$pl" in 0.40) pkgs+=('autoray~=0.6.12') ;; esac
+    probe='import catalyst, jax, pennylane' ;;
+  *) echo "usage: venv.sh jax|catalyst [VERSION]" >&2; exit 2 ;;
 esac
 exec 9>"$dir.lock"
 flock 9
@@ -19,7 +43,11 @@ if [ ! -x "$dir/bin/python" ] || ! "$dir/bin/python" -c "$probe" 2>/dev/null; th
   rm -rf "$dir"
   python3 -m venv "$dir"
   start=$(date +%s)
-  "$dir/bin/pip" install -q --disable-pip-version-check "${pkgs[@]}" >&2
+  "$dir/bin/python" -m pip install -q --disable-pip-version-check "${pkgs[@]}" >&2
   echo "venv.sh: installed ${pkgs[*]} in $(( $(date +%s) - start )) s" >&2
+  if ! "$dir/bin/python" -c "$probe"; then
+    echo "venv.sh: $dir cannot run: $probe" >&2
+    exit 1
+  fi
 fi
 echo "$dir/bin/python"

@@ -20,6 +20,23 @@ pub struct Operand {
     pub known: bool,
 }
 
+impl Operand {
+    /// An operand with no type: `known` says whether it is a value (an
+    /// untyped literal) or a name that did not resolve.
+    fn untyped(range: TextRange, known: bool) -> Operand {
+        Operand {
+            ty: AType {
+                dtype: None,
+                shape: Shape::new(),
+            },
+            var: None,
+            int_value: None,
+            range,
+            known,
+        }
+    }
+}
+
 impl Checker {
     /// Resolves an operand (or output) atom.
     pub(crate) fn operand(&mut self, atom: &Atom) -> Operand {
@@ -42,18 +59,16 @@ impl Checker {
                         range: n.range,
                     }
                 }
+                // `_` names no binding (JAX prints a dropped or unused
+                // value so, [`Atom::is_dropped`]): a value of unknown type.
+                None if atom.is_dropped() => Operand::untyped(n.range, false),
+                // A bare `inf` or `nan` that no binder defines is the
+                // literal JAX up to 0.5 printed without a type, read as the
+                // other untyped literals are.
+                None if atom.is_bare_inf_or_nan() => Operand::untyped(n.range, true),
                 None => {
                     self.undefined(n);
-                    Operand {
-                        ty: AType {
-                            dtype: None,
-                            shape: Shape::new(),
-                        },
-                        var: None,
-                        int_value: None,
-                        range: n.range,
-                        known: false,
-                    }
+                    Operand::untyped(n.range, false)
                 }
             },
             Atom::Lit(l) => {

@@ -1,5 +1,5 @@
 //! The file as salsa items: what the diagnostics are checked from, item
-//! by item (issue 16; see `item_check`).
+//! by item (see `item_check`).
 //!
 //! [`split`] cuts the text of a file into items without parsing it: the
 //! head (the `let` jaxprs and the main jaxpr's line up to its first

@@ -46,17 +46,17 @@ pub fn run(path: &Path, args: BuildArgs) -> i32 {
     }
     // Nothing is written over the input, a special file, or (for a
     // library) its own header.
+    // The output first: a folder (`.`, `..`, `dir/`) has no header path
+    // of its own, and is refused as a folder.
     let header = (args.emit == EmitKind::Native).then(|| native::header_path(&out));
-    let refused = if header.as_deref() == Some(out.as_path()) {
-        Err(format!(
+    let refused = lower::check_output(path, &out).and_then(|()| match &header {
+        Some(h) if *h == out => Err(format!(
             "{}: the library's header would be written over the library (choose an output not ending in `.h`)",
             out.display()
-        ))
-    } else {
-        std::iter::once(&out)
-            .chain(&header)
-            .try_for_each(|o| lower::check_output(path, o))
-    };
+        )),
+        Some(h) => lower::check_output(path, h),
+        None => Ok(()),
+    });
     if let Err(why) = refused {
         eprintln!("error: {why}");
         return 2;

@@ -878,3 +878,93 @@ fn negative_static_extents_are_not_built() {
         assert!(!out.exists(), "{emit}: written");
     }
 }
+
+/// The back ends refuse a negative static extent themselves
+/// (`jaxpr_lower::walk::static_extent`), not only through the checker's J0004:
+/// lowered here from an analysis whose types hold the extent the
+/// checker refused (it records the dimension as unknown, and
+/// `jaxpr_stablehlo::build` stops at its diagnostic).
+#[test]
+fn back_ends_refuse_negative_static_extents_past_the_checker() {
+    let text = "{ lambda ; a:f32[-1]. let\n    b:f32[-1] = neg a\n  in (b,) }\n";
+    let parse = jaxpr_syntax::parse(text);
+    let mut analysis = jaxpr_check::check(&parse.file);
+    assert!(
+        analysis.diagnostics.iter().any(|d| d.message.contains("-1")),
+        "the checker refuses it: {:?}",
+        analysis.diagnostics
+    );
+    for v in &mut analysis.vars {
+        for d in v.ty.shape.iter_mut() {
+            assert_eq!(*d, jaxpr_types::Dim::Unknown);
+            *d = jaxpr_types::Dim::Const(-1);
+        }
+    }
+    let said = |d: &[jaxpr_syntax::diagnostics::Diagnostic]| {
+        d.iter()
+            .any(|d| d.kind.code() == "J0012" && d.message.contains("the extent -1 is negative: no array has it"))
+    };
+    let hlo = jaxpr_stablehlo::lower_into(
+        &parse.file,
+        &analysis,
+        false,
+        &mut jaxpr_stablehlo::Timings::default(),
+        || Ok(Vec::new()),
+    );
+    match hlo {
+        Err(jaxpr_lower::Failure::Diagnostics(d)) => assert!(said(&d), "StableHLO: {d:?}"),
+        Err(jaxpr_lower::Failure::Io(e)) => panic!("StableHLO: {e}"),
+        Ok(_) => panic!("StableHLO built f32[-1]"),
+    }
+    let opts = jaxpr_native::Options {
+        name: "negative".into(),
+        opt: 0,
+        cpu: Default::default(),
+    };
+    match jaxpr_native::compile(&parse.file, &analysis, &opts, jaxpr_native::Artifact::LlvmIr) {
+        Err(d) => assert!(said(&d), "native: {d:?}"),
+        Ok(_) => panic!("native built f32[-1]"),
+    }
+}
+
+/// `NAME_free` misused, from C (`tests/native/misuse.c`), natively and
+/// under valgrind: an output freed twice, the caller's memory (with a
+/// word before it that reads as a block's capacity, or not), an input, a
+/// pointer inside an output, on the stack or just after an unmapped page
+/// are each refused with a message for `NAME_error`, and nothing is
+/// corrupted, adopted or aborted; threads free each other's outputs and
+/// race to free the same ones (one free of each is taken). The output is
+/// 128 KiB, so it goes through the block cache.
+#[test]
+fn misused_free_is_refused() {
+    valgrind_present();
+    let dir = out_dir().join("misused-free");
+    std::fs::create_dir_all(&dir).unwrap();
+    let jaxpr = dir.join("twice.jaxpr");
+    std::fs::write(
+        &jaxpr,
+        "{ lambda ; a:f32[32768] x:f32[4]. let\n    b:f32[32768] = mul a 2.0:f32[]\n    c:f32[4] = neg x\n  in (b, c) }\n",
+    )
+    .unwrap();
+    let so = dir.join("libtwice.so");
+    let b = build(&jaxpr, &so, &["--emit", "native", "--name", "twice", "--cpu", VALGRIND_CPU]);
+    assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
+    let exe = compile_c("misuse", &["-pthread"]);
+    let native = Command::new(&exe).arg(&so).arg("twice").output().unwrap();
+    let grind = Command::new("valgrind")
+        .args(VALGRIND)
+        .arg(&exe)
+        .arg(&so)
+        .arg("twice")
+        .output()
+        .unwrap();
+    for (how, out) in [("natively", native), ("under valgrind", grind)] {
+        assert!(
+            out.status.success() && String::from_utf8_lossy(&out.stdout).contains("all held"),
+            "{how}: {:?}\n{}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

@@ -95,11 +95,17 @@ impl Drop for Replacement {
 /// socket or folder: `-o /dev/null` must not replace the device).
 pub fn check_output(input: &std::path::Path, out: &std::path::Path) -> Result<(), String> {
     use std::os::unix::fs::MetadataExt;
+    if names_a_folder(out) {
+        return Err(folder_message(out));
+    }
     let existing = match std::fs::metadata(out) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(format!("{}: {e}", out.display())),
     };
+    if existing.file_type().is_dir() {
+        return Err(folder_message(out));
+    }
     if !existing.file_type().is_file() {
         return Err(format!(
             "{}: not a regular file (a device, FIFO, socket or folder); a build writes only regular files",
@@ -115,6 +121,22 @@ pub fn check_output(input: &std::path::Path, out: &std::path::Path) -> Result<()
         ));
     }
     Ok(())
+}
+
+/// Whether `out` names a folder by its form, whether or not it exists:
+/// `.`, `..`, `/`, or a path ending in `/` or in one of those.
+pub fn names_a_folder(out: &std::path::Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    out.as_os_str().as_bytes().ends_with(b"/")
+        || !matches!(out.components().next_back(), Some(std::path::Component::Normal(_)))
+}
+
+fn folder_message(out: &std::path::Path) -> String {
+    format!(
+        "{}: is a folder; a build writes a file: name one in it (`-o {}/NAME`)",
+        out.display(),
+        out.display().to_string().trim_end_matches('/')
+    )
 }
 
 /// Where a build writes by default: `model.jaxpr` -> `model.EXT` in the same

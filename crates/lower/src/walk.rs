@@ -1021,8 +1021,6 @@ pub fn untyped_literal_dtypes<T: Borrow<AType>>(
 #[cfg(test)]
 mod tests {
     use super::complex_literal;
-    use crate::native::{self, Artifact, Options};
-    use crate::stablehlo;
 
     #[test]
     fn python_reprs_of_complex_numbers_are_read() {
@@ -1036,53 +1034,5 @@ mod tests {
         assert!(re.is_nan() && im == f64::NEG_INFINITY);
         assert!(complex_literal("(1+j)").is_none());
         assert!(complex_literal("(1+2)").is_none());
-    }
-
-    /// The back ends refuse a negative static extent themselves
-    /// ([`super::static_extent`]), not only through the checker's J0004:
-    /// lowered here from an analysis whose types hold the extent the
-    /// checker refused (it records the dimension as unknown, and
-    /// [`crate::build`] stops at its diagnostic).
-    #[test]
-    fn back_ends_refuse_negative_static_extents_past_the_checker() {
-        let text = "{ lambda ; a:f32[-1]. let\n    b:f32[-1] = neg a\n  in (b,) }\n";
-        let parse = jaxpr_syntax::parse(text);
-        let mut analysis = jaxpr_check::check(&parse.file);
-        assert!(
-            analysis.diagnostics.iter().any(|d| d.message.contains("-1")),
-            "the checker refuses it: {:?}",
-            analysis.diagnostics
-        );
-        for v in &mut analysis.vars {
-            for d in v.ty.shape.iter_mut() {
-                assert_eq!(*d, jaxpr_types::Dim::Unknown);
-                *d = jaxpr_types::Dim::Const(-1);
-            }
-        }
-        let said = |d: &[jaxpr_syntax::diagnostics::Diagnostic]| {
-            d.iter()
-                .any(|d| d.kind.code() == "J0012" && d.message.contains("the extent -1 is negative: no array has it"))
-        };
-        let hlo = stablehlo::lower_into(
-            &parse.file,
-            &analysis,
-            false,
-            &mut stablehlo::Timings::default(),
-            || Ok(Vec::new()),
-        );
-        match hlo {
-            Err(crate::Failure::Diagnostics(d)) => assert!(said(&d), "StableHLO: {d:?}"),
-            Err(crate::Failure::Io(e)) => panic!("StableHLO: {e}"),
-            Ok(_) => panic!("StableHLO built f32[-1]"),
-        }
-        let opts = Options {
-            name: "negative".into(),
-            opt: 0,
-            cpu: Default::default(),
-        };
-        match native::compile(&parse.file, &analysis, &opts, Artifact::LlvmIr) {
-            Err(d) => assert!(said(&d), "native: {d:?}"),
-            Ok(_) => panic!("native built f32[-1]"),
-        }
     }
 }

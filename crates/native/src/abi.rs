@@ -11,25 +11,38 @@ pub const MAX_RANK: usize = 8;
 pub(crate) const MAX_BYTES: i64 = 1 << 40;
 pub(crate) const ERR_LEN: u64 = 1024;
 
-/// A C identifier from a file stem (`my-model.v2` -> `my_model_v2`).
+/// A C identifier from a file stem (`my-model.v2` -> `my_model_v2`; a stem
+/// that would begin with a digit or `_`, which C reserves, gets `model_`
+/// in front: `2d` -> `model_2d`).
 pub fn c_name(stem: &str) -> String {
     let mut s: String = stem
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .collect();
-    if s.is_empty() || s.starts_with(|c: char| c.is_ascii_digit()) {
-        s.insert(0, '_');
+    if s.is_empty() || s.starts_with(|c: char| c.is_ascii_digit() || c == '_') {
+        s.insert_str(0, "model_");
     }
     s
 }
 
-/// Why `name` cannot name a library's entry points, if it cannot: it must
-/// be a C identifier and not a keyword, and neither it nor the names made
-/// from it (`NAME_error`, `NAME_free`, ...) may be a name the library's own
-/// code uses: the C and math libraries' (on this machine, looked up in
-/// them), C's reserved ones (`_X`, `__x`), or the library's internal `jx_`
-/// ones. Such a name would make the library call itself instead (`free`)
-/// or clash inside the module.
+/// Why `name` cannot name a library's entry points, if it cannot. It must
+/// be a C identifier and not a C or C++ keyword (the header is C and C++).
+/// Neither it nor the names made from it (`NAME_error`, `NAME_free`, ...)
+/// may be:
+/// - reserved by C: every name that begins with `_` (file-scope names: the
+///   linker's `_init`, `_fini`, `_end` among them), C's future-library
+///   macro patterns (`INT..._MAX`, `E` and a capital, `PRI`, `SIG`,
+///   `LC_`, `FE_`, `ATOMIC_`, ...), or, by POSIX, a name ending in `_t`;
+/// - an identifier of the C standard headers, which a program includes
+///   beside the library's header (`NULL`, `EOF`, `assert`, `linux`,
+///   `offsetof`: the list `c_header_names.txt`);
+/// - the header's own (`jx_array`, its guards `JX_...`) or the library's
+///   internal `jx_` names, in any case;
+/// - a symbol the linker defines for a program (`main`, `end`, `etext`,
+///   `edata`);
+/// - a name of the C, math or vector math libraries the library links
+///   against (looked up in them on this machine): a library named `free`
+///   would call itself.
 pub fn check_c_name(name: &str) -> Result<(), String> {
     let identifier = !name.is_empty()
         && !name.starts_with(|c: char| c.is_ascii_digit())
@@ -40,20 +53,101 @@ pub fn check_c_name(name: &str) -> Result<(), String> {
     if C_KEYWORDS.contains(&name) {
         return Err(format!("`{name}` is a C keyword"));
     }
-    let reserved = name.starts_with("__")
-        || (name.starts_with('_') && name[1..].starts_with(|c: char| c.is_ascii_uppercase()));
-    if reserved {
-        return Err(format!("`{name}` is reserved by C (names starting with `__` or `_` and a capital)"));
+    if CXX_KEYWORDS.contains(&name) {
+        return Err(format!("`{name}` is a C++ keyword (the header is also C++'s)"));
     }
-    if name == "jx" || name.starts_with("jx_") {
-        return Err(format!("`{name}` is in the `jx_` names the library uses itself"));
+    let lower = name.to_ascii_lowercase();
+    if lower == "jx" || lower.starts_with("jx_") {
+        return Err(format!(
+            "`{name}` is in the `jx_` names the library and its header use themselves (`jx_array`, `JX_ARRAY_DEFINED`)"
+        ));
     }
     for n in exported_names(name) {
         if let Some(lib) = system_library_defining(&n) {
             return Err(format!("`{n}` is a name of {lib}, which the library links against"));
         }
+        if let Some(why) = reserved(&n) {
+            return Err(format!("`{n}` is {why}"));
+        }
     }
     Ok(())
+}
+
+/// Why C, POSIX, the C standard headers or the linker keep `n` for
+/// themselves, if they do.
+fn reserved(n: &str) -> Option<&'static str> {
+    if n.starts_with('_') {
+        return Some("reserved by C (every name starting with `_`: `__x`, `_X`, and `_x` at file scope, as the linker's `_init` and `_fini`)");
+    }
+    if n.ends_with("_t") {
+        return Some("reserved for types (`int64_t`, `size_t`: POSIX reserves every name ending in `_t`)");
+    }
+    if c_header_names().binary_search(&n).is_ok() {
+        return Some("an identifier of the C standard headers (a program that includes them beside the library's header would not compile)");
+    }
+    if RESERVED_PREFIXES.iter().any(|(p, next)| {
+        n.strip_prefix(p)
+            .and_then(|rest| rest.chars().next())
+            .is_some_and(next)
+    }) || stdint_macro(n)
+    {
+        return Some("reserved by C for the standard headers' macros (`INT32_MAX`, `EOVERFLOW`, `PRId64`, `SIGINT`, `FE_ALL_EXCEPT`, ...)");
+    }
+    if LINKER_SYMBOLS.contains(&n) {
+        return Some("a symbol the linker defines for a program");
+    }
+    None
+}
+
+/// C's macro names for the future (C17 7.31): `E` then a digit or capital
+/// (errno.h), `FE_`, `PRI`/`SCN` then a lowercase letter or `X`, `LC_`,
+/// `SIG`/`SIG_`, `ATOMIC_`, `TIME_`, and the lowercase prefixes of
+/// stdatomic.h and threads.h. (The lowercase function prefixes `is`, `to`,
+/// `str`, `mem`, `wcs` are not refused: C23 made them only potentially
+/// reserved, and they would take too many ordinary words.)
+const RESERVED_PREFIXES: &[(&str, CharTest)] = &[
+    ("E", |c| c.is_ascii_digit() || c.is_ascii_uppercase()),
+    ("FE_", |c| c.is_ascii_uppercase()),
+    ("PRI", |c| c.is_ascii_lowercase() || c == 'X'),
+    ("SCN", |c| c.is_ascii_lowercase() || c == 'X'),
+    ("LC_", |c| c.is_ascii_uppercase()),
+    ("SIG", |c| c.is_ascii_uppercase()),
+    ("SIG_", |c| c.is_ascii_uppercase()),
+    ("ATOMIC_", |c| c.is_ascii_uppercase()),
+    ("TIME_", |c| c.is_ascii_uppercase()),
+    ("atomic_", |c| c.is_ascii_lowercase()),
+    ("memory_order_", |c| c.is_ascii_lowercase()),
+    ("cnd_", |c| c.is_ascii_lowercase()),
+    ("mtx_", |c| c.is_ascii_lowercase()),
+    ("thrd_", |c| c.is_ascii_lowercase()),
+    ("tss_", |c| c.is_ascii_lowercase()),
+];
+
+/// What the character after a reserved prefix must be.
+type CharTest = fn(char) -> bool;
+
+/// stdint.h's macro names for the future: `INT` or `UINT`, then anything,
+/// then `_MAX`, `_MIN`, `_WIDTH` or `_C` (`INT32_MAX`, `UINTMAX_C`).
+fn stdint_macro(n: &str) -> bool {
+    (n.starts_with("INT") || n.starts_with("UINT"))
+        && ["_MAX", "_MIN", "_WIDTH", "_C"].iter().any(|s| n.ends_with(s))
+}
+
+/// Symbols the linker defines in a program (GNU ld's `PROVIDE`s) or that
+/// a program defines itself.
+const LINKER_SYMBOLS: &[&str] = &["main", "end", "etext", "edata"];
+
+/// `c_header_names.txt`, sorted (its lines that are not comments).
+fn c_header_names() -> &'static [&'static str] {
+    static NAMES: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+    NAMES.get_or_init(|| {
+        let mut v: Vec<&str> = include_str!("c_header_names.txt")
+            .lines()
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .collect();
+        v.sort_unstable();
+        v
+    })
 }
 
 /// The names a library built with `name` exports.
@@ -68,6 +162,18 @@ const C_KEYWORDS: &[&str] = &[
     "goto", "if", "inline", "int", "long", "nullptr", "register", "restrict", "return", "short",
     "signed", "sizeof", "static", "static_assert", "struct", "switch", "thread_local", "true",
     "typedef", "typeof", "typeof_unqual", "union", "unsigned", "void", "volatile", "while",
+];
+
+/// C++'s keywords and alternative tokens that are not C's: the header
+/// declares its functions in C++ too (`extern "C"`).
+const CXX_KEYWORDS: &[&str] = &[
+    "and", "and_eq", "asm", "bitand", "bitor", "catch", "char8_t", "char16_t", "char32_t",
+    "class", "co_await", "co_return", "co_yield", "compl", "concept", "const_cast", "consteval",
+    "constinit", "decltype", "delete", "dynamic_cast", "explicit", "export", "friend",
+    "mutable", "namespace", "new", "noexcept", "not", "not_eq", "operator", "or", "or_eq",
+    "private", "protected", "public", "reinterpret_cast", "requires", "static_cast",
+    "template", "this", "throw", "try", "typeid", "typename", "using", "virtual", "wchar_t",
+    "xor", "xor_eq",
 ];
 
 /// Which of the system libraries a native library links against
@@ -114,11 +220,11 @@ pub fn dtype_code(dt: &DType) -> Option<i32> {
 
 /// The C header of a library built with `name`.
 pub fn header(name: &str) -> String {
-    let guard = name.to_uppercase();
+    // The guard keeps the name's case: libraries `a` and `A` are two.
     format!(
         r#"/* Generated by `jaxpr build --emit native`. */
-#ifndef JX_{guard}_H
-#define JX_{guard}_H
+#ifndef JX_{name}_H
+#define JX_{name}_H
 #include <stdint.h>
 #ifdef __cplusplus
 extern "C" {{
@@ -139,10 +245,14 @@ typedef struct {{
    dimension arguments included). Outputs: filled by the library; give each
    output's data back with {name}_free (not free: it is the library's
    memory). Returns 0 on success; otherwise nothing is written to outputs
-   and {name}_error() says why. */
+   and {name}_error() says why. {name}_free takes only the data pointer of
+   an output not yet given back, from any thread; any other pointer (given
+   back already, an input, the caller's memory, a pointer inside an output)
+   is refused: nothing is freed or read, and {name}_error() on that thread
+   says so. */
 int32_t     {name}(const jx_array *inputs, int64_t num_inputs, jx_array *outputs, int64_t num_outputs);
 const char *{name}_error(void);      /* message of the last failure on this thread */
-void        {name}_free(void *data); /* gives output data back (NULL: nothing) */
+void        {name}_free(void *data); /* gives output data back (NULL: nothing; not an output: refused, see above) */
 int64_t     {name}_num_inputs(void);
 int64_t     {name}_num_outputs(void);
 #ifdef __cplusplus

@@ -79,18 +79,14 @@ pub(crate) use abi::{ERR_LEN, MAX_BYTES};
 pub(crate) use codegen::{Arr, Codegen, Cx, Env, Home, Op, Unroll, Unwinds, dtype};
 use link::link;
 
-use jaxpr_lower::LowerResult;
-use jaxpr_syntax::Parse;
-use jaxpr_check::Analysis;
-use jaxpr_syntax::diagnostics::Diagnostic;
-use jaxpr_syntax::TextRange;
-use jaxpr_syntax::ast::{self};
+use inkwell::OptimizationLevel;
 use inkwell::context::Context;
 use inkwell::passes::PassBuilderOptions;
-use inkwell::targets::{
-    FileType, InitializationConfig, Target, TargetMachine,
-};
-use inkwell::OptimizationLevel;
+use inkwell::targets::{FileType, InitializationConfig, Target, TargetMachine};
+use jaxpr_check::Analysis;
+use jaxpr_lower::LowerResult;
+use jaxpr_syntax::diagnostics::Diagnostic;
+use jaxpr_syntax::{Parse, TextRange, ast};
 
 /// The most equations a native build lowers. LLVM compiles a jaxpr's body
 /// as one function, and past this size its time and memory grow out of

@@ -11,6 +11,13 @@
 //! its capacity in a header before the data. The library's outputs are
 //! such blocks too, which the caller gives back with `NAME_free`.
 //!
+//! The outputs handed to the caller and not yet given back are recorded in
+//! a registry of live outputs (an open-addressing hash set of their data
+//! pointers behind a lock, grown as needed). `NAME_free` gives a block
+//! back only when it takes its pointer out of the registry: a pointer
+//! freed twice, or one the library never handed out, is refused with a
+//! message for `NAME_error`, without reading the memory it points to.
+//!
 //! Scopes (the main body, a loop iteration, a branch) own the buffers
 //! allocated in them and give them back at their end, except those whose
 //! values leave the scope: those are handed over, not copied (a copy only
@@ -32,6 +39,12 @@ const CACHE_SLOTS: u32 = 32;
 /// Bytes before a block's data: its capacity (64 keeps the data aligned
 /// as malloc aligns it).
 const HEADER: i64 = 64;
+
+/// The smallest capacity of the registry of live outputs (a power of two).
+const REGISTRY_MIN: i64 = 64;
+/// A registry slot whose pointer was taken out (0 is an empty slot; data
+/// pointers are neither).
+const TOMBSTONE: i64 = 1;
 
 /// The buffer table of the entry function's own scope: a stack array of
 /// the data pointers of the buffers that scope owns (NULL once given back
@@ -423,6 +436,12 @@ impl<'c> Codegen<'c, '_> {
                 self.libc_free(p);
                 Ok(())
             })?;
+            // The registry's table (the outputs still live are the
+            // caller's to have given back).
+            let table = self.registry()[1];
+            let t = self.b.build_load(self.ptr_ty(), table, "").expect("load").into_pointer_value();
+            self.libc_free(t);
+            self.b.build_store(table, self.ptr_ty().const_null()).expect("store");
             self.b.build_return(None).expect("ret");
             Ok(())
         })?;
@@ -441,6 +460,237 @@ impl<'c> Codegen<'c, '_> {
         g.set_linkage(Linkage::Appending);
         g.set_initializer(&entry_t.const_array(&[entry]));
         Ok(())
+    }
+
+    /// An internal global of the registry of live outputs, zero at load.
+    fn registry_global(&self, name: &str, t: inkwell::types::BasicTypeEnum<'c>) -> PointerValue<'c> {
+        if let Some(g) = self.m.get_global(name) {
+            return g.as_pointer_value();
+        }
+        let g = self.m.add_global(t, None, name);
+        g.set_initializer(&t.const_zero());
+        g.set_linkage(Linkage::Internal);
+        g.as_pointer_value()
+    }
+
+    /// The registry's lock (0: free), table (NULL until the first output),
+    /// capacity, slots in use (live and tombstones) and live pointers.
+    fn registry(&self) -> [PointerValue<'c>; 5] {
+        let i64t = self.cx.i64_type().into();
+        [
+            self.registry_global("jx_reg_lock", self.cx.i32_type().into()),
+            self.registry_global("jx_reg_table", self.ptr_ty().into()),
+            self.registry_global("jx_reg_cap", i64t),
+            self.registry_global("jx_reg_used", i64t),
+            self.registry_global("jx_reg_live", i64t),
+        ]
+    }
+
+    /// Takes the registry's lock: an atomic exchange, and `sched_yield`
+    /// while another thread holds it (held for a few dozen instructions,
+    /// or a rehash; a thread that waits gives its core to the holder).
+    fn registry_lock(&self) {
+        let lock = self.registry()[0];
+        let (_, [head, wait, locked]) = self.loop_enter(["lock", "wait", "locked"]);
+        let old = self
+            .b
+            .build_atomicrmw(AtomicRMWBinOp::Xchg, lock, self.i32(1), AtomicOrdering::Acquire)
+            .expect("xchg");
+        let free = self.icmp(IntPredicate::EQ, old, self.i32(0));
+        self.b.build_conditional_branch(free, locked, wait).expect("br");
+        self.b.position_at_end(wait);
+        let sched_yield = self.extern_fn("sched_yield", Some(self.cx.i32_type().into()), &[], false);
+        self.call(sched_yield, &[]);
+        self.b.build_unconditional_branch(head).expect("br");
+        self.b.position_at_end(locked);
+    }
+
+    fn registry_unlock(&self) {
+        let store = self.b.build_store(self.registry()[0], self.i32(0)).expect("store");
+        store.set_alignment(4).expect("align");
+        store.set_atomic_ordering(AtomicOrdering::Release).expect("release");
+    }
+
+    fn load_i64(&self, p: PointerValue<'c>) -> IntValue<'c> {
+        self.b.build_load(self.cx.i64_type(), p, "").expect("load").into_int_value()
+    }
+
+    /// The address of slot `i` of a registry table.
+    fn registry_slot(&self, table: PointerValue<'c>, i: IntValue<'c>) -> PointerValue<'c> {
+        unsafe { self.b.build_gep(self.cx.i64_type(), table, &[i], "").expect("gep") }
+    }
+
+    /// The first slot to probe for data pointer `p` (as an integer) in a
+    /// table of `cap` slots: a multiplicative hash of the pointer.
+    fn registry_start(&self, p: IntValue<'c>, cap: IntValue<'c>) -> IntValue<'c> {
+        let x = self.b.build_right_shift(p, self.i64(4), false, "").expect("shr");
+        let h = self.mul(x, self.i64(0x9E37_79B9_7F4A_7C15_u64 as i64));
+        let hi = self.b.build_right_shift(h, self.i64(32), false, "").expect("shr");
+        let h = self.b.build_xor(h, hi, "").expect("xor");
+        self.b.build_and(h, self.sub(cap, self.i64(1)), "").expect("and")
+    }
+
+    /// A loop that probes a table of `cap` slots from the slot of `p`, one
+    /// slot after the other: `stop(word)` is built in the loop's body on
+    /// the word of the slot probed and says whether to stop there. The
+    /// builder continues after the loop; the index it stopped at is the
+    /// result.
+    fn registry_probe(
+        &self,
+        table: PointerValue<'c>,
+        cap: IntValue<'c>,
+        p: IntValue<'c>,
+        stop: &mut dyn FnMut(IntValue<'c>) -> IntValue<'c>,
+    ) -> IntValue<'c> {
+        let i64t = self.cx.i64_type();
+        let at = self.slot(i64t.into());
+        self.b.build_store(at, self.registry_start(p, cap)).expect("store");
+        let (_, [head, next, done]) = self.loop_enter(["probe", "next", "probed"]);
+        let i = self.load_i64(at);
+        let v = self.load_i64(self.registry_slot(table, i));
+        let here = stop(v);
+        self.b.build_conditional_branch(here, done, next).expect("br");
+        self.b.position_at_end(next);
+        let j = self.b.build_and(self.add(i, self.i64(1)), self.sub(cap, self.i64(1)), "").expect("and");
+        self.b.build_store(at, j).expect("store");
+        self.b.build_unconditional_branch(head).expect("br");
+        self.b.position_at_end(done);
+        self.load_i64(at)
+    }
+
+    /// `jx_reg_insert(table, cap, p)`: puts `p` into the first empty or
+    /// tombstone slot from its own (the table has room; `p` is not in
+    /// it); 1 when the slot was empty (one more slot in use), else 0.
+    fn registry_insert_fn(&self) -> LowerResult<FunctionValue<'c>> {
+        let i64t = self.cx.i64_type();
+        let ty = i64t.fn_type(&[self.ptr_ty().into(), i64t.into(), i64t.into()], false);
+        self.internal_fn("jx_reg_insert", ty, &mut |f| {
+            let table = f.get_nth_param(0).expect("param").into_pointer_value();
+            let cap = f.get_nth_param(1).expect("param").into_int_value();
+            let p = f.get_nth_param(2).expect("param").into_int_value();
+            let i = self.registry_probe(table, cap, p, &mut |v| {
+                self.icmp(IntPredicate::ULE, v, self.i64(TOMBSTONE))
+            });
+            let slot = self.registry_slot(table, i);
+            let was = self.load_i64(slot);
+            self.b.build_store(slot, p).expect("store");
+            let empty = self.icmp(IntPredicate::EQ, was, self.i64(0));
+            let r = self.b.build_int_z_extend(empty, i64t, "").expect("zext");
+            self.b.build_return(Some(&r)).expect("ret");
+            Ok(())
+        })
+    }
+
+    /// `jx_reg_add(pointers, n)`: records `n` outputs as live, growing the
+    /// registry first when it would be more than 3/4 full; 0 (nothing
+    /// recorded) when the larger table cannot be allocated, else 1.
+    fn registry_add_fn(&self) -> LowerResult<FunctionValue<'c>> {
+        let i64t = self.cx.i64_type();
+        let ty = self.cx.i32_type().fn_type(&[self.ptr_ty().into(), i64t.into()], false);
+        self.internal_fn("jx_reg_add", ty, &mut |f| {
+            let ptrs = f.get_nth_param(0).expect("param").into_pointer_value();
+            let n = f.get_nth_param(1).expect("param").into_int_value();
+            let [_, table_g, cap_g, used_g, live_g] = self.registry();
+            let insert = self.registry_insert_fn()?;
+            self.registry_lock();
+            let cap = self.load_i64(cap_g);
+            let used = self.load_i64(used_g);
+            let live = self.load_i64(live_g);
+            let full = self.icmp(
+                IntPredicate::UGT,
+                self.mul(self.add(used, n), self.i64(4)),
+                self.mul(cap, self.i64(3)),
+            );
+            let grow = self.block("grow");
+            let room = self.block("room");
+            self.b.build_conditional_branch(full, grow, room).expect("br");
+            self.b.position_at_end(grow);
+            // The new capacity: the least power of two, at least
+            // REGISTRY_MIN, of at least 4 slots a live pointer.
+            let want = self.mul(self.add(live, n), self.i64(4));
+            let new_cap = self.slot(i64t.into());
+            self.b.build_store(new_cap, self.i64(REGISTRY_MIN)).expect("store");
+            let (_, [head, double, sized]) = self.loop_enter(["size", "double", "sized"]);
+            let c = self.load_i64(new_cap);
+            let small = self.icmp(IntPredicate::ULT, c, want);
+            self.b.build_conditional_branch(small, double, sized).expect("br");
+            self.b.position_at_end(double);
+            self.b.build_store(new_cap, self.mul(c, self.i64(2))).expect("store");
+            self.b.build_unconditional_branch(head).expect("br");
+            self.b.position_at_end(sized);
+            let c = self.load_i64(new_cap);
+            let calloc = self.extern_fn("calloc", Some(self.ptr_ty().into()), &[i64t.into(), i64t.into()], false);
+            let new = self.call(calloc, &[c.into(), self.i64(8).into()]).expect("calloc").into_pointer_value();
+            let oom = self.block("oom");
+            let rehash = self.block("rehash");
+            self.b.build_conditional_branch(self.b.build_is_null(new, "").expect("null"), oom, rehash).expect("br");
+            self.b.position_at_end(oom);
+            self.registry_unlock();
+            self.b.build_return(Some(&self.i32(0))).expect("ret");
+            self.b.position_at_end(rehash);
+            let old = self.b.build_load(self.ptr_ty(), table_g, "").expect("load").into_pointer_value();
+            self.for_range(cap, &mut |i| {
+                let v = self.load_i64(self.registry_slot(old, i));
+                let kept = self.icmp(IntPredicate::UGT, v, self.i64(TOMBSTONE));
+                self.if_else(kept, &mut || {
+                    self.call(insert, &[new.into(), c.into(), v.into()]);
+                    Ok(())
+                }, &mut || Ok(()))
+            })?;
+            self.libc_free(old);
+            self.b.build_store(table_g, new).expect("store");
+            self.b.build_store(cap_g, c).expect("store");
+            self.b.build_store(used_g, live).expect("store");
+            self.b.build_unconditional_branch(room).expect("br");
+            self.b.position_at_end(room);
+            let table = self.b.build_load(self.ptr_ty(), table_g, "").expect("load").into_pointer_value();
+            let cap = self.load_i64(cap_g);
+            self.for_range(n, &mut |k| {
+                let at = unsafe { self.b.build_gep(self.ptr_ty(), ptrs, &[k], "").expect("gep") };
+                let p = self.load_i64(at);
+                let took = self.call(insert, &[table.into(), cap.into(), p.into()]).expect("insert").into_int_value();
+                self.b.build_store(used_g, self.add(self.load_i64(used_g), took)).expect("store");
+                Ok(())
+            })?;
+            self.b.build_store(live_g, self.add(self.load_i64(live_g), n)).expect("store");
+            self.registry_unlock();
+            self.b.build_return(Some(&self.i32(1))).expect("ret");
+            Ok(())
+        })
+    }
+
+    /// `jx_reg_remove(data)`: takes `data` out of the registry; 1 when it
+    /// was there (a live output), else 0. Reads only the registry.
+    fn registry_remove_fn(&self) -> LowerResult<FunctionValue<'c>> {
+        let ty = self.cx.i32_type().fn_type(&[self.ptr_ty().into()], false);
+        self.internal_fn("jx_reg_remove", ty, &mut |f| {
+            let data = f.get_first_param().expect("param").into_pointer_value();
+            let p = self.b.build_ptr_to_int(data, self.cx.i64_type(), "").expect("ptrtoint");
+            let [_, table_g, cap_g, _, live_g] = self.registry();
+            self.registry_lock();
+            let table = self.b.build_load(self.ptr_ty(), table_g, "").expect("load").into_pointer_value();
+            let search = self.block("search");
+            let absent = self.block("absent");
+            self.b.build_conditional_branch(self.b.build_is_null(table, "").expect("null"), absent, search).expect("br");
+            self.b.position_at_end(search);
+            let cap = self.load_i64(cap_g);
+            let i = self.registry_probe(table, cap, p, &mut |v| {
+                self.or(self.icmp(IntPredicate::EQ, v, p), self.icmp(IntPredicate::EQ, v, self.i64(0)))
+            });
+            let slot = self.registry_slot(table, i);
+            let found = self.icmp(IntPredicate::EQ, self.load_i64(slot), p);
+            let present = self.block("present");
+            self.b.build_conditional_branch(found, present, absent).expect("br");
+            self.b.position_at_end(present);
+            self.b.build_store(slot, self.i64(TOMBSTONE)).expect("store");
+            self.b.build_store(live_g, self.sub(self.load_i64(live_g), self.i64(1))).expect("store");
+            self.registry_unlock();
+            self.b.build_return(Some(&self.i32(1))).expect("ret");
+            self.b.position_at_end(absent);
+            self.registry_unlock();
+            self.b.build_return(Some(&self.i32(0))).expect("ret");
+            Ok(())
+        })
     }
 
     /// A buffer for `n` elements of `dt` (checked), not registered in a scope.
@@ -539,6 +789,27 @@ impl<'c> Codegen<'c, '_> {
             handed.push(x.p);
             arrays.push(x);
         }
+        // Recorded as live (for `NAME_free`) in one step, before anything
+        // is handed over: when the registry cannot grow, the call fails
+        // with nothing recorded and everything given back.
+        if !arrays.is_empty() {
+            let list = self.slot(self.ptr_ty().array_type(arrays.len() as u32).into());
+            for (k, x) in arrays.iter().enumerate() {
+                let at = unsafe {
+                    self.b.build_gep(self.ptr_ty(), list, &[self.i64(k as i64)], "").expect("gep")
+                };
+                self.b.build_store(at, self.reloaded(x.p)).expect("store");
+            }
+            let ok = self
+                .call(self.registry_add_fn()?, &[list.into(), self.i64(arrays.len() as i64).into()])
+                .expect("add")
+                .into_int_value();
+            self.fail_if(
+                self.icmp(IntPredicate::EQ, ok, self.i32(0)),
+                "out of memory (the registry of live outputs)",
+                &[],
+            );
+        }
         Ok(arrays
             .into_iter()
             .map(|x| {
@@ -549,10 +820,25 @@ impl<'c> Codegen<'c, '_> {
             .collect())
     }
 
-    /// `NAME_free(data)`: an output back to the block cache (NULL: nothing).
+    /// `NAME_free(data)`: an output back to the block cache (NULL:
+    /// nothing). A pointer that is not a live output (freed already, an
+    /// input, the caller's own memory, a pointer into an output) is not
+    /// given back: the message for `NAME_error` says so, and nothing else
+    /// happens (the memory it points to is never read).
     pub(crate) fn free_output(&self, data: PointerValue<'c>) -> LowerResult<()> {
         let null = self.b.build_is_null(data, "").expect("null");
-        self.if_else(null, &mut || Ok(()), &mut || self.give(data))
+        self.if_else(null, &mut || Ok(()), &mut || {
+            let live = self.call(self.registry_remove_fn()?, &[data.into()]).expect("remove").into_int_value();
+            let live = self.icmp(IntPredicate::NE, live, self.i32(0));
+            self.if_else(live, &mut || self.give(data), &mut || {
+                let msg = format!(
+                    "{}_free(%p): not a live output of this library (freed already, or never one of its outputs: an input, the caller's memory, a pointer inside an output); nothing was freed",
+                    self.name
+                );
+                self.report(&msg, &[data.into()]);
+                Ok(())
+            })
+        })
     }
 
     pub fn scope_begin(&self) {

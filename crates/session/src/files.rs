@@ -76,7 +76,13 @@ pub fn read_regular(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
         use std::os::unix::fs::OpenOptionsExt;
         opts.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
     }
-    let file = opts.open(path)?;
+    read_open(opts.open(path)?, max)
+}
+
+/// Reads a file opened without blocking (`O_NONBLOCK`), when it is a
+/// regular file of at most `max` bytes (its own type is checked, so a FIFO
+/// swapped in before the open is seen).
+pub(crate) fn read_open(file: std::fs::File, max: u64) -> std::io::Result<Vec<u8>> {
     let meta = file.metadata()?;
     if let Some(what) = special_kind(meta.file_type()) {
         return Err(refuse(what));

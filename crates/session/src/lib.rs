@@ -9,6 +9,7 @@
 //! reported, in order) and `capture/` (the Python capture code that ran).
 
 pub mod files;
+mod folder;
 mod index;
 mod input;
 pub mod record;

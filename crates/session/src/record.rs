@@ -38,7 +38,9 @@ pub fn state_dir() -> Option<PathBuf> {
     Some(base.join("jaxpr").join("sessions"))
 }
 
-fn hex_sha256(bytes: &[u8]) -> String {
+/// SHA-256 (hex) of `bytes`: of a session.json as it was written, so the
+/// record need not read back a file that could have been replaced since.
+pub fn hex_sha256(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
         .iter()
         .map(|b| format!("{b:02x}"))

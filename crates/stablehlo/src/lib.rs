@@ -58,11 +58,10 @@ pub(crate) use builder::{BlockConstants, complex_part, elem_type};
 pub(crate) use lower::{Env, Lower, LowerState, ModuleBlock, ModuleValue, Operand};
 use pipeline::{Source, lower_source_into};
 
-use jaxpr_lower::Failure;
-use jaxpr_syntax::Parse;
 use jaxpr_check::Analysis;
+use jaxpr_lower::Failure;
 use jaxpr_syntax::diagnostics::Diagnostic;
-use jaxpr_syntax::ast;
+use jaxpr_syntax::{Parse, ast};
 use melior::Context;
 use std::io::Write;
 

@@ -310,7 +310,11 @@ pub(crate) fn context() -> Context {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use melior::ir::attribute::{StringAttribute, TypeAttribute};
+    use crate::ModuleValue;
+    use melior::ir::attribute::{Attribute, StringAttribute, TypeAttribute};
+    use melior::ir::operation::OperationBuilder;
+    use melior::ir::r#type::FunctionType;
+    use melior::ir::{Block, BlockLike, Identifier, Region, RegionLike, Type, ValueLike};
 
     /// `func.func @main() -> tensor<f32>` returning a constant of type
     /// `constant`: a module that verifies when it is `tensor<f32>`.

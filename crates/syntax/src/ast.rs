@@ -118,12 +118,35 @@ pub struct Comment {
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum Atom {
     Var(Name),
-    /// `1.0:f32[]`, `-inf:f32[]`, `True:bool[]`, or untyped `1.0` (older JAX).
+    /// `1.0:f32[]`, `-inf:f32[]`, `True:bool[]`, `(b'',):float0[]`, or
+    /// untyped as JAX up to 0.5 prints them: `1.0`, `-inf`, `(b'',)`
+    /// (bare `inf` and `nan` are names: see [`Atom::is_bare_inf_or_nan`]).
     /// Boxed: operands are mostly variables.
     Lit(Box<Literal>),
 }
 
 impl Atom {
+    /// `_` as an operand or an output. JAX prints `_` for a variable it
+    /// drops (a `DropVar`) and, from 0.6 on, for every result of the
+    /// printed jaxpr's equations that nothing there uses; a nested jaxpr
+    /// of `jit` then takes the names of the call's operands and results,
+    /// `_` included, so its `_` can be used (`b = mul _ _`, `in (_, b, _)`)
+    /// and two uses of `_` may be two different values. It names no
+    /// binding: its value has the type its context gives.
+    pub fn is_dropped(&self) -> bool {
+        matches!(self, Atom::Var(n) if &*n.text == "_")
+    }
+
+    /// `inf` or `nan` without a type. JAX up to 0.5 prints the literals
+    /// infinity and NaN so (`add c nan`, `] b a inf`); it also names its
+    /// 5752nd variable `inf` (and its 8802nd `nan`), printed bare in every
+    /// version. The parser reads both as the name (`Atom::Var`): an `inf`
+    /// or `nan` that no binder in scope defines is the untyped literal,
+    /// which only name resolution can tell.
+    pub fn is_bare_inf_or_nan(&self) -> bool {
+        matches!(self, Atom::Var(n) if matches!(&*n.text, "inf" | "nan"))
+    }
+
     pub fn range(&self) -> TextRange {
         match self {
             Atom::Var(n) => n.range,
@@ -162,6 +185,10 @@ pub enum ExprKind {
     Int(i64),
     /// A float or an integer too large for i64, as written.
     Number(Box<str>),
+    /// A quoted string (without its quotes), or a value kept as its text:
+    /// an opaque repr `<function f at 0x...>`, a dict, a file path, and any
+    /// value JAX printed with `str()` that does not read as an expression
+    /// (`msg=Nonconstant batch. ...`, `ctx_mesh=Mesh('x': 1, ...)`).
     Str(Box<str>),
     /// `a`, `None`, `True`, `float32`, `GatherScatterMode.FILL_OR_DROP` (dotted path).
     Path(Box<str>),

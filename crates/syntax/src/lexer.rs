@@ -77,6 +77,18 @@ impl<'a> Lexer<'a> {
         }
     }
 
+    /// Goes on lexing at byte `offset` (the end of a parameter value the
+    /// parser read as text from the bytes, `from` its start): the comments
+    /// lexed from `from` on are forgotten (a `#` inside the text is text;
+    /// those past it are lexed again).
+    pub fn restart_at(&mut self, offset: usize, from: u32) {
+        self.i = offset.min(self.bytes.len());
+        self.newline = false;
+        while self.comments.last().is_some_and(|c| c.start >= from) {
+            self.comments.pop();
+        }
+    }
+
     /// Appends up to `n` tokens to `out`, the last one `Eof` at the end of the
     /// text; returns whether `Eof` was reached.
     pub fn lex_into(&mut self, out: &mut Vec<Token>, n: usize) -> bool {

@@ -170,6 +170,18 @@ impl Tokens<'_> {
         }
     }
 
+    /// Token `at` becomes `token` (text the parser read from the bytes,
+    /// up to byte `offset`), and the tokens after it are lexed again from
+    /// `offset`; comments lexed from byte `from` on are forgotten.
+    fn restart(&mut self, at: usize, token: Token, offset: u32, from: u32) {
+        self.window.clear();
+        self.window.push(token);
+        self.base = at;
+        self.at_eof = false;
+        self.batch = FIRST_BATCH;
+        self.lexer.restart_at(offset as usize, from);
+    }
+
     #[cold]
     #[inline(never)]
     fn fill(&mut self, i: usize, pos: usize) -> Token {
@@ -200,6 +212,12 @@ struct Parser<'a, 's> {
     last_chain: Option<Chain>,
     /// The binders of the equation that failed last (see `equation`).
     broken_outs: List<Binder>,
+    /// How many jaxprs were read so far (a parameter value that read one
+    /// keeps its structure, and its errors).
+    jaxprs_read: u32,
+    /// The nesting limit was reached (a parameter value that reached it
+    /// keeps the error).
+    too_deep: bool,
 }
 
 /// Token indices of a chain of binders `a:T b:U ...` and whether `=` follows it.
@@ -228,6 +246,8 @@ impl<'a, 's> Parser<'a, 's> {
             depth,
             last_chain: None,
             broken_outs: List::new(),
+            jaxprs_read: 0,
+            too_deep: false,
         }
     }
 
@@ -352,6 +372,7 @@ impl<'a, 's> Parser<'a, 's> {
 
     fn enter(&mut self) -> Result<(), Reported> {
         if self.depth >= MAX_DEPTH {
+            self.too_deep = true;
             let t = self.nth(0);
             let r = self.error_at(t.range, format!("nesting deeper than {MAX_DEPTH} levels"));
             self.skip_balanced_rest();
@@ -366,10 +387,19 @@ impl<'a, 's> Parser<'a, 's> {
 
     /// Skips to the end of the innermost open bracket (leaving the closer), iteratively.
     fn skip_balanced_rest(&mut self) {
+        self.skip_balanced(false);
+    }
+
+    /// Skips to the end of the innermost open bracket (leaving the closer),
+    /// or, with `line`, to the end of the line when that comes first.
+    fn skip_balanced(&mut self, line: bool) {
         let mut depth = 0usize;
         loop {
-            match self.nth(0).kind {
-                T::Eof => return,
+            let t = self.nth(0);
+            if t.kind == T::Eof || (line && t.newline_before) {
+                return;
+            }
+            match t.kind {
                 T::LBrace | T::LBracket | T::LParen => depth += 1,
                 T::RBrace | T::RBracket | T::RParen => {
                     if depth == 0 {
@@ -615,6 +645,7 @@ impl<'a, 's> Parser<'a, 's> {
                 return Err(r);
             }
         };
+        self.jaxprs_read += 1;
         let mut jaxpr = Jaxpr {
             range: open.range,
             lambda_range: lambda,
@@ -1088,15 +1119,34 @@ impl<'a, 's> Parser<'a, 's> {
         Ok(Atom::Lit(Box::new(Literal { value, ty, range })))
     }
 
-    /// A complex number as Python prints it, `(1+0j)`, `(-0-1j)`,
-    /// `(nan+infj)`, at `(`: signed real and imaginary parts.
+    /// A literal value in parentheses, at `(`: a complex number as Python
+    /// prints it, `(1+0j)`, `(-0-1j)`, `(nan+infj)` (signed real and
+    /// imaginary parts), or the value of a `float0` literal, `(b'',)` (a
+    /// tuple of bytes; JAX prints a zero cotangent of an integer so).
     fn complex_value(&mut self) -> Result<(), Reported> {
         self.bump();
+        let mut depth = 0usize;
         loop {
             let t = self.nth(0);
             let part = match t.kind {
-                T::Int | T::Float | T::Plus | T::Minus => true,
-                T::Ident => matches!(self.slice(t.range), "inf" | "nan" | "infj" | "nanj"),
+                T::Int | T::Float | T::Plus | T::Minus | T::Comma | T::Str => true,
+                T::LParen => {
+                    depth += 1;
+                    true
+                }
+                T::RParen if depth > 0 => {
+                    depth -= 1;
+                    true
+                }
+                T::Ident => match self.slice(t.range) {
+                    "inf" | "nan" | "infj" | "nanj" => true,
+                    // `b''`: a bytes value.
+                    "b" => {
+                        let next = self.tokens.get(self.pos + 1, self.pos);
+                        next.kind == T::Str && next.range.start == t.range.end
+                    }
+                    _ => false,
+                },
                 _ => false,
             };
             if !part || t.newline_before {
@@ -1104,7 +1154,7 @@ impl<'a, 's> Parser<'a, 's> {
             }
             self.bump();
         }
-        self.expect(T::RParen, "`)` closing a complex number such as `(1+0j)`")?;
+        self.expect(T::RParen, "`)` closing a literal such as `(1+0j)`")?;
         Ok(())
     }
 
@@ -1128,7 +1178,18 @@ impl<'a, 's> Parser<'a, 's> {
         Ok(())
     }
 
+    /// The parameters inside `prim[...]`, after the `[`. JAX prints them
+    /// as `name=value` joined by breaks in one group (`pp_kv_pairs`): all on
+    /// the bracket's line, one space apart (`prim[a=1 b=2]`), or, when they
+    /// do not fit, each on its own line at one indentation, the `]` on a
+    /// line of its own less indented. A value JAX prints with `str()` can
+    /// be anything (free text, line breaks, unbalanced brackets): one that
+    /// does not read as an expression followed by the next parameter or
+    /// the `]` is text, up to where the layout puts the next parameter
+    /// (see `text_value_end`).
     fn params(&mut self, params: &mut List<Param>) {
+        let first = self.nth(0);
+        let column = first.newline_before.then(|| self.column(first.range.start));
         while !matches!(self.nth(0).kind, T::RBracket | T::Eof) {
             if !(self.at(T::Ident) && self.kind_at(self.pos + 1) == T::Eq) {
                 self.error_here("a parameter `name=value`");
@@ -1136,8 +1197,8 @@ impl<'a, 's> Parser<'a, 's> {
                 return;
             }
             let name = self.name();
-            self.bump(); // =
-            match self.expr() {
+            let eq = self.bump();
+            match self.param_value(eq, column) {
                 Ok(value) => {
                     let range = name.range.cover(value.range);
                     params.push(Param { name, value, range });
@@ -1159,6 +1220,43 @@ impl<'a, 's> Parser<'a, 's> {
                 }
             }
         }
+    }
+
+    /// A parameter's value, after its `=` (`eq`); `column` is the
+    /// parameters' column when they are one a line. An expression when it
+    /// reads as one up to the next parameter or the `]`, or holds a
+    /// jaxpr (whose errors are then the value's); else text.
+    fn param_value(&mut self, eq: Token, column: Option<u32>) -> Result<Expr, Reported> {
+        let at = self.pos;
+        let errors = self.errors.len();
+        let jaxprs = self.jaxprs_read;
+        let too_deep = std::mem::replace(&mut self.too_deep, false);
+        let value = self.expr();
+        let next = self.nth(0);
+        let complete = matches!(next.kind, T::RBracket | T::Eof)
+            || (next.kind == T::Ident && self.kind_at(self.pos + 1) == T::Eq);
+        // Nesting too deep is an error whatever the value is.
+        let keep = self.jaxprs_read != jaxprs || self.too_deep;
+        self.too_deep |= too_deep;
+        if (value.is_ok() && complete) || keep {
+            return value;
+        }
+        self.errors.truncate(errors);
+        let start = eq.range.end;
+        let end = text_value_end(self.text.as_bytes(), start as usize, column) as u32;
+        let range = TextRange::new(start, end);
+        let token = Token {
+            kind: T::Str,
+            range,
+            newline_before: false,
+        };
+        self.tokens.restart(at, token, end, start);
+        self.pos = at + 1;
+        self.last_chain = None;
+        Ok(Expr {
+            kind: ExprKind::Str(self.slice(range).into()),
+            range,
+        })
     }
 
     // ---- expressions --------------------------------------------------
@@ -1301,7 +1399,7 @@ impl<'a, 's> Parser<'a, 's> {
             // its text, like the opaque reprs below.
             T::LBrace if !self.ident_at(self.pos + 1, "lambda") => {
                 self.bump();
-                self.skip_balanced_rest();
+                self.skip_balanced(true);
                 self.expect(T::RBrace, "`}` closing the dict")?;
                 let range = TextRange::new(t.range.start, self.prev_end());
                 Ok(Expr {
@@ -1333,12 +1431,17 @@ impl<'a, 's> Parser<'a, 's> {
                 })
             }
             T::LAngle => {
-                // Opaque Python reprs such as `<function f at 0x7f...>`.
+                // Opaque Python reprs such as `<function f at 0x7f...>`,
+                // on one line (as a dict above): an unclosed one is the
+                // start of text (see `param_value`), not the whole file.
                 self.bump();
                 let mut depth = 1usize;
                 while depth > 0 {
-                    match self.nth(0).kind {
-                        T::Eof => return Err(self.error_here("`>`")),
+                    let t = self.nth(0);
+                    if t.newline_before {
+                        return Err(self.error_here("`>`"));
+                    }
+                    match t.kind {
                         T::LAngle => depth += 1,
                         T::RAngle => depth -= 1,
                         _ => {}
@@ -1369,7 +1472,8 @@ impl<'a, 's> Parser<'a, 's> {
                 self.bump();
             } else if t.kind == T::LAngle {
                 self.bump();
-                while !matches!(self.nth(0).kind, T::RAngle | T::Eof) {
+                while !matches!(self.nth(0).kind, T::RAngle | T::Eof) && !self.nth(0).newline_before
+                {
                     self.bump();
                 }
                 self.expect(T::RAngle, "`>`")?;
@@ -1493,6 +1597,148 @@ impl<'a, 's> Parser<'a, 's> {
             range,
         })
     }
+}
+
+/// Where a parameter value that is text, starting at byte `start`, ends
+/// (before the blanks that follow it), from the layout of JAX's printer
+/// (`pp_kv_pairs`: the parameters are a group of `name=value` joined by
+/// breaks, nested two columns deeper than the equation). The value itself
+/// is `str()` of a Python object: any characters, line breaks included
+/// (printed as they are, not indented).
+///
+/// - One parameter a line (`column`, theirs): the value ends before the
+///   next line that starts at that column with `name=`, or that starts
+///   less indented with the `]` closing them. (A line less indented that
+///   starts an equation, `in (` or `}` ends it too, when the `]` is missing.)
+/// - All on one line: the value ends before ` name=` or the `]` closing
+///   the parameters, outside brackets, reprs (`<...>`) and quotes of the
+///   value; when its brackets do not balance, at the first of those on its
+///   line.
+fn text_value_end(bytes: &[u8], start: usize, column: Option<u32>) -> usize {
+    let end = match column {
+        Some(column) => text_end_by_lines(bytes, start, column as usize),
+        None => text_end_on_line(bytes, start),
+    };
+    let mut end = end.max(start);
+    while end > start && matches!(bytes[end - 1], b' ' | b'\t' | b'\r' | b'\n' | b'\x0c') {
+        end -= 1;
+    }
+    end
+}
+
+fn text_end_by_lines(bytes: &[u8], start: usize, column: usize) -> usize {
+    let mut i = start;
+    loop {
+        let Some(eol) = bytes[i..]
+            .iter()
+            .position(|&b| b == b'\n' || b == b'\r')
+            .map(|k| i + k)
+        else {
+            return bytes.len();
+        };
+        let mut line = eol + 1;
+        if bytes[eol] == b'\r' && bytes.get(line) == Some(&b'\n') {
+            line += 1;
+        }
+        let mut first = line;
+        while first < bytes.len() && matches!(bytes[first], b' ' | b'\t') {
+            first += 1;
+        }
+        let at = first - line;
+        let rest = &bytes[first..];
+        if (at == column && starts_param(rest))
+            || (at < column && (rest.starts_with(b"]") || ends_equations(rest)))
+        {
+            return eol;
+        }
+        i = first;
+    }
+}
+
+fn text_end_on_line(bytes: &[u8], start: usize) -> usize {
+    let mut depth = 0usize;
+    // Of which reprs, `<function f at 0x...>` (a `<` before a letter).
+    let mut angles = 0usize;
+    let mut i = start;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'(' | b'[' | b'{' => depth += 1,
+            b'<' if bytes.get(i + 1).is_some_and(u8::is_ascii_alphabetic) => {
+                depth += 1;
+                angles += 1;
+            }
+            b'>' if angles > 0 => {
+                depth = depth.saturating_sub(1);
+                angles -= 1;
+            }
+            b')' | b'}' => depth = depth.saturating_sub(1),
+            b']' if depth == 0 => return i,
+            b']' => depth -= 1,
+            b' ' if depth == 0 && starts_param(&bytes[i + 1..]) => return i,
+            q @ (b'\'' | b'"') => {
+                // A quoted string closed on its line is skipped whole.
+                let close = bytes[i + 1..]
+                    .iter()
+                    .position(|&b| b == q || b == b'\n' || b == b'\r')
+                    .map(|k| i + 1 + k);
+                if let Some(c) = close
+                    && bytes[c] == q
+                {
+                    i = c;
+                }
+            }
+            // A line break of the value itself (`str()` of some objects
+            // has them), unless the next line ends the equations.
+            b'\n' | b'\r' => {
+                let mut first = i + 1;
+                while first < bytes.len() && matches!(bytes[first], b' ' | b'\t' | b'\n' | b'\r') {
+                    first += 1;
+                }
+                if ends_equations(&bytes[first..]) {
+                    break;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    // Unbalanced brackets: the first end on the value's line.
+    let line_end = bytes[start..]
+        .iter()
+        .position(|&b| b == b'\n' || b == b'\r')
+        .map_or(bytes.len(), |k| start + k);
+    (start..line_end)
+        .find(|&i| bytes[i] == b']' || (bytes[i] == b' ' && starts_param(&bytes[i + 1..])))
+        .unwrap_or(line_end)
+}
+
+/// Does `rest` start with a parameter's `name=` (not `==`)?
+fn starts_param(rest: &[u8]) -> bool {
+    let ident = match rest.first() {
+        Some(b) if b.is_ascii_alphabetic() || *b == b'_' => rest
+            .iter()
+            .position(|b| !(b.is_ascii_alphanumeric() || *b == b'_'))
+            .unwrap_or(rest.len()),
+        _ => return false,
+    };
+    rest.get(ident) == Some(&b'=') && rest.get(ident + 1) != Some(&b'=')
+}
+
+/// Does `rest` (a line's text after its indentation) start what follows
+/// an equation's parameters in any case: the next equation (`name:type`,
+/// no blank after the colon), the outputs' `in (` or a jaxpr's `}`?
+fn ends_equations(rest: &[u8]) -> bool {
+    if rest.starts_with(b"}") || rest.starts_with(b"in (") || rest.starts_with(b"in [") {
+        return true;
+    }
+    let ident = rest
+        .iter()
+        .position(|b| !(b.is_ascii_alphanumeric() || *b == b'_'))
+        .unwrap_or(rest.len());
+    ident > 0
+        && !rest[0].is_ascii_digit()
+        && rest.get(ident) == Some(&b':')
+        && rest.get(ident + 1).is_some_and(|b| b.is_ascii_alphabetic())
 }
 
 /// Attaches `#` comments to equations. A comment on a line with code

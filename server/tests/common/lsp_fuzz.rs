@@ -2,7 +2,9 @@
 //! (edits with arbitrary ranges and versions, requests at arbitrary
 //! positions, documents that are not open, malformed frames and params)
 //! over the real binary's stdio, on mutated corpus texts. Every request must
-//! be answered, the server must keep answering, and it must exit cleanly.
+//! be answered (a trace command with a refusal: the documents are no
+//! programs of a workspace folder), the server must keep answering, and it
+//! must exit cleanly.
 //!
 //! Framing is fuzzed from the seeds in `tests/fuzz-frames/` (lengths too long
 //! and too short, headers cut, doubled or without their blank line, junk,
@@ -38,6 +40,8 @@ const REQUESTS: &[&str] = &[
     "workspace/executeCommand",
     "no/suchMethod",
 ];
+
+const TRACE_COMMAND: &str = "jaxpr.server.traceAgain";
 
 const PIECES: &[&str] = &[
     "x",
@@ -94,6 +98,12 @@ fn params(rng: &mut Rng, method: &str, uri: &str) -> Value {
         "textDocument/inlayHint" => {
             json!({ "textDocument": doc, "range": { "start": position(rng), "end": position(rng) } })
         }
+        "workspace/executeCommand" if rng.below(3) == 0 => {
+            // The sessions have no workspace folder: every trace is refused
+            // (the probe that found traces of any file asked for `/etc/passwd`).
+            let uri = [uri, "file:///fuzz/a.py"][rng.below(2)];
+            json!({ "command": TRACE_COMMAND, "arguments": [{ "uri": uri }] })
+        }
         "workspace/executeCommand" => {
             let emit = ["stablehlo", "native", "x"][rng.below(3)];
             json!({ "command": "jaxpr.server.build", "arguments": [{ "uri": uri, "emit": emit }] })
@@ -123,6 +133,8 @@ pub fn session(rng: &mut Rng, seeds: &[Vec<u8>], frames: &[Vec<u8>], n: usize, s
     let mut ids = Vec::new();
     // What was sent, to report an unanswered request.
     let mut sent: Vec<String> = Vec::new();
+    // The requests that must be answered with an error.
+    let mut refused = Vec::new();
     for _ in 0..n {
         stats.messages += 1;
         let d = rng.below(uris.len());
@@ -146,6 +158,9 @@ pub fn session(rng: &mut Rng, seeds: &[Vec<u8>], frames: &[Vec<u8>], n: usize, s
                 let p = params(rng, method, uri);
                 let id = 10_000 + stats.requests as i64;
                 stats.requests += 1;
+                if p["command"] == TRACE_COMMAND {
+                    refused.push(id);
+                }
                 let msg = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": p });
                 sent.push(msg.to_string());
                 ids.push(id);
@@ -180,17 +195,26 @@ pub fn session(rng: &mut Rng, seeds: &[Vec<u8>], frames: &[Vec<u8>], n: usize, s
             }
         }
     }
-    expect_answers(&mut s, ids, &sent);
+    expect_answers(&mut s, ids, &sent, &refused);
     stats.sessions += 1;
 }
 
-/// Every request is answered (with a result or an error), the server still
-/// works and exits cleanly, having never panicked.
-fn expect_answers(s: &mut Lsp, ids: Vec<i64>, sent: &[String]) {
+/// Every request is answered (with a result or an error; with an error for
+/// those in `refused`), the server still works and exits cleanly, having
+/// never panicked.
+fn expect_answers(s: &mut Lsp, ids: Vec<i64>, sent: &[String], refused: &[i64]) {
     for id in ids {
         let r = s.wait_for_within(Duration::from_secs(120), |m| {
             m.get("id") == Some(&json!(id)) && m.get("method").is_none()
         });
+        if let Some(r) = &r
+            && refused.contains(&id)
+        {
+            assert!(
+                r.get("error").is_some(),
+                "request {id} was not refused: {r}"
+            );
+        }
         if r.is_none() {
             let exited = s.child.try_wait().ok().flatten();
             let what = sent.iter().find(|m| m.contains(&format!("\"id\":{id},")));
@@ -341,6 +365,6 @@ pub fn frames_session(rng: &mut Rng, frames: &[Vec<u8>], n: usize, stats: &mut S
         ids.push(id);
         s.send(&msg);
     }
-    expect_answers(&mut s, ids, &sent);
+    expect_answers(&mut s, ids, &sent, &[]);
     stats.sessions += 1;
 }

@@ -33,6 +33,16 @@ pub fn corpus() -> PathBuf {
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus"))
 }
 
+/// The text of the gzipped corpus file `rel`.
+pub fn gunzip(rel: &str) -> String {
+    let out = Command::new("gzip")
+        .arg("-dc")
+        .arg(corpus().join(rel))
+        .output()
+        .expect("gzip");
+    String::from_utf8(out.stdout).unwrap()
+}
+
 pub fn uri(path: &Path) -> String {
     format!(
         "file://{}",

@@ -81,18 +81,35 @@ pub fn write_calls(path: &Path, calls: &[Call]) {
 
 /// The driver, compiled once per test run.
 pub fn driver() -> PathBuf {
-    let exe = out_dir().join("driver");
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/native/driver.c");
+    compile_c("driver", &[])
+}
+
+/// `tests/native/NAME.c` compiled (with `extra` flags) into the tests'
+/// folder; the program.
+pub fn compile_c(name: &str, extra: &[&str]) -> PathBuf {
+    let exe = out_dir().join(name);
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("tests/native/{name}.c"));
     let out = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
-        .args(["-O1", "-g", "-Wall", "-Werror", "-o"])
+        .args(["-O1", "-g", "-Wall", "-Werror"])
+        .args(extra)
+        .arg("-o")
         .arg(&exe)
         .arg(&src)
         .arg("-ldl")
         .output()
         .unwrap();
-    assert!(out.status.success(), "driver.c: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{name}.c: {}", String::from_utf8_lossy(&out.stderr));
     exe
 }
+
+/// valgrind's options: any error or leak fails the run (exit 99).
+pub const VALGRIND: [&str; 5] = [
+    "-q",
+    "--error-exitcode=99",
+    "--leak-check=full",
+    "--show-leak-kinds=definite,indirect,possible",
+    "--errors-for-leak-kinds=definite,indirect,possible",
+];
 
 /// The processor the libraries run under valgrind are built for: AVX2 and
 /// no AVX-512, which valgrind 3.19 (Debian 12's) cannot run.
@@ -103,13 +120,7 @@ pub fn under_valgrind(driver: &Path, lib: &Path, name: &str, calls: &[Call], lab
     let file = out_dir().join(format!("{}.calls", label.replace('/', "_")));
     write_calls(&file, calls);
     let out = Command::new("valgrind")
-        .args([
-            "-q",
-            "--error-exitcode=99",
-            "--leak-check=full",
-            "--show-leak-kinds=definite,indirect,possible",
-            "--errors-for-leak-kinds=definite,indirect,possible",
-        ])
+        .args(VALGRIND)
         .arg(driver)
         .arg(lib)
         .arg(name)
