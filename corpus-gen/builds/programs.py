@@ -140,11 +140,10 @@ def literals():
                 "lax.fori_loop: int bounds and a float scale"),
         Program("literal_full_pad", lambda x: jnp.pad(x, 1, constant_values=-2.0) + jnp.ones((4, 5)), [x],
                 "jnp.pad and jnp.ones: literals as fill values"),
-    ] + ([
-        # jax 0.4.30 prints a bare `inf` here, which the parser does not read yet.
+        # jax 0.4.30 prints a bare `inf` here: the literal, not a variable.
         Program("literal_softplus_grad", jax.grad(lambda x: jax.nn.softplus(2.0 * x).sum()), [x],
                 "the gradient of a function with Python scalars"),
-    ] if VERSION >= (0, 6) else [])
+    ]
 
 
 def unstacks():

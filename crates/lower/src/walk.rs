@@ -892,6 +892,17 @@ fn factor_mentions(f: &Factor, s: &Symbol) -> bool {
 
 // ---- untyped literals ----
 
+/// The text of an untyped literal operand: a literal printed without a
+/// type (JAX ≤ 0.5: `2.0`), or a bare `inf`/`nan` that names no variable
+/// (the checker reads it as that literal: [`ast::Atom::is_bare_inf_or_nan`]).
+pub fn untyped_literal_text<'a>(syntax: &Syntax<'_>, x: &'a ast::Atom) -> Option<&'a str> {
+    match x {
+        ast::Atom::Lit(l) if l.ty.is_none() => Some(&l.value),
+        ast::Atom::Var(n) if x.is_bare_inf_or_nan() && syntax.use_at(n.range.start).is_none() => Some(&n.text),
+        _ => None,
+    }
+}
+
 /// Primitives whose operands all have one dtype (`select_n`: its cases),
 /// so that an untyped literal among them has its peers' dtype, as JAX's
 /// weak-type promotion gave it (`mul b 2.0` with `b:f32[]` multiplies by an
@@ -929,7 +940,7 @@ pub fn untyped_literal_dtypes<T: Borrow<AType>>(
     id: EqnId,
     outs: &[T],
 ) -> Vec<Option<DType>> {
-    let untyped = |x: &ast::Atom| matches!(x, ast::Atom::Lit(l) if l.ty.is_none());
+    let untyped = |x: &ast::Atom| untyped_literal_text(syntax, x).is_some();
     if !e.args.iter().any(untyped) {
         return vec![None; e.args.len()];
     }
@@ -978,15 +989,12 @@ pub fn untyped_literal_dtypes<T: Borrow<AType>>(
         .iter()
         .enumerate()
         .map(|(i, x)| {
-            let ast::Atom::Lit(l) = x else { return None };
-            if l.ty.is_some() {
-                return None;
-            }
+            let value = untyped_literal_text(syntax, x)?;
             if name == "cond" && i == 0 {
-                return Some(literal_dtype_of_text(&l.value));
+                return Some(literal_dtype_of_text(value));
             }
             if name == "select_n" && i == 0 {
-                return Some(if matches!(&*l.value, "True" | "False") { DType::Bool } else { DType::Int(32) });
+                return Some(if matches!(value, "True" | "False") { DType::Bool } else { DType::Int(32) });
             }
             let peers = || {
                 let first = usize::from(name == "select_n");
@@ -1006,14 +1014,14 @@ pub fn untyped_literal_dtypes<T: Borrow<AType>>(
                     // Only a result of the literal's kind: an index
                     // (`dynamic_slice x 0`) is an integer whatever it slices.
                     let d = outs.first().and_then(|o| o.borrow().dtype.clone())?;
-                    let text = literal_dtype_of_text(&l.value);
+                    let text = literal_dtype_of_text(value);
                     let kind = |d: &DType| (d.is_float(), matches!(d, DType::Bool), d.is_complex());
                     let same = kind(&d) == kind(&text)
                         || (d.is_complex() && text.is_float())
                         || (matches!(text, DType::Int(_)) && matches!(d, DType::UInt(_)));
                     same.then_some(d)
                 })
-                .or_else(|| Some(literal_dtype_of_text(&l.value)))
+                .or_else(|| Some(literal_dtype_of_text(value)))
         })
         .collect()
 }

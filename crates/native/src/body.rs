@@ -157,6 +157,10 @@ impl<'c, 'f> Codegen<'c, 'f> {
     /// text's (`jaxpr_lower::walk::literal_dtype_of_text`).
     pub(crate) fn atom_as(&self, env: &Env<'c>, x: &Atom, untyped: Option<&DType>) -> LowerResult<Op<'c>> {
         match x {
+            Atom::Var(n) if jaxpr_lower::walk::untyped_literal_text(&self.syntax, x).is_some() => {
+                let dt = untyped.cloned().unwrap_or_else(|| jaxpr_lower::walk::literal_dtype_of_text(&n.text));
+                self.literal_operand(&dt, &n.text, n.range)
+            }
             Atom::Var(n) => {
                 let Some(v) = self.syntax.use_at(n.range.start) else {
                     return err(
@@ -188,23 +192,29 @@ impl<'c, 'f> Codegen<'c, 'f> {
                         .cloned()
                         .unwrap_or_else(|| jaxpr_lower::walk::literal_dtype_of_text(&l.value)),
                 };
-                let key = (dt.to_string(), l.value.to_string());
-                let known = self.literals.borrow().get(&key).copied();
-                let p = match known {
-                    Some(p) => p,
-                    None => {
-                        let v = self.literal(&dt, &l.value, l.range)?;
-                        let p = self.constant_array(&dt, v)?.p;
-                        self.literals.borrow_mut().insert(key, p);
-                        p
-                    }
-                };
-                Ok(Operand {
-                    v: Arr::new(p, Vec::new()),
-                    ty: AType::scalar(dt),
-                })
+                self.literal_operand(&dt, &l.value, l.range)
             }
         }
+    }
+
+    /// A literal's value as an operand: one read-only global per dtype and
+    /// text.
+    fn literal_operand(&self, dt: &DType, value: &str, range: TextRange) -> LowerResult<Op<'c>> {
+        let key = (dt.to_string(), value.to_string());
+        let known = self.literals.borrow().get(&key).copied();
+        let p = match known {
+            Some(p) => p,
+            None => {
+                let v = self.literal(dt, value, range)?;
+                let p = self.constant_array(dt, v)?.p;
+                self.literals.borrow_mut().insert(key, p);
+                p
+            }
+        };
+        Ok(Operand {
+            v: Arr::new(p, Vec::new()),
+            ty: AType::scalar(dt.clone()),
+        })
     }
 
     /// A scalar constant as a read-only global array.

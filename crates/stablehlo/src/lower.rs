@@ -374,6 +374,13 @@ impl<'c, 'f> Lower<'c, 'f> {
     /// text's (`jaxpr_lower::walk::literal_dtype_of_text`).
     pub(crate) fn atom_as(&self, b: ModuleBlock<'c>, x: &Atom, untyped: Option<&DType>) -> LowerResult<Operand<'c, 'f>> {
         match x {
+            Atom::Var(n) if jaxpr_lower::walk::untyped_literal_text(self.syntax, x).is_some() => {
+                let dt = untyped.cloned().unwrap_or_else(|| jaxpr_lower::walk::literal_dtype_of_text(&n.text));
+                Ok(Operand {
+                    v: self.constant(b, &dt, &n.text, n.range)?,
+                    ty: Cow::Owned(AType::scalar(dt)),
+                })
+            }
             Atom::Var(n) => {
                 let Some(v) = self.syntax.use_at(n.range.start) else {
                     return err(
