@@ -17,16 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct {
-  void *data;
-  int32_t dtype;
-  int32_t rank;
-  int64_t shape[8];
-} jx_array;
-
-typedef int32_t (*entry_fn)(const jx_array *, int64_t, jx_array *, int64_t);
-typedef const char *(*error_fn)(void);
-typedef void (*free_fn)(void *);
+#include "library.h"
 
 static FILE *in;
 
@@ -44,20 +35,11 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: driver LIB NAME CALLS\n");
     return 2;
   }
-  void *lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+  entry_fn f;
+  error_fn err;
+  free_fn release;
+  void *lib = load_library("driver", argv[1], argv[2], &f, &err, &release);
   if (!lib) {
-    fprintf(stderr, "driver: %s\n", dlerror());
-    return 2;
-  }
-  char sym[512];
-  snprintf(sym, sizeof sym, "%s", argv[2]);
-  entry_fn f = (entry_fn)dlsym(lib, sym);
-  snprintf(sym, sizeof sym, "%s_error", argv[2]);
-  error_fn err = (error_fn)dlsym(lib, sym);
-  snprintf(sym, sizeof sym, "%s_free", argv[2]);
-  free_fn release = (free_fn)dlsym(lib, sym);
-  if (!f || !err || !release) {
-    fprintf(stderr, "driver: %s lacks its entry points\n", argv[1]);
     return 2;
   }
   in = fopen(argv[3], "rb");

@@ -25,16 +25,7 @@
 #define THREADS 8
 #define ROUNDS 40
 
-typedef struct {
-  void *data;
-  int32_t dtype;
-  int32_t rank;
-  int64_t shape[8];
-} jx_array;
-
-typedef int32_t (*entry_fn)(const jx_array *, int64_t, jx_array *, int64_t);
-typedef const char *(*error_fn)(void);
-typedef void (*free_fn)(void *);
+#include "library.h"
 
 static entry_fn f;
 static error_fn err;
@@ -155,19 +146,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: misuse LIB NAME\n");
     return 2;
   }
-  void *lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+  void *lib = load_library("misuse", argv[1], argv[2], &f, &err, &release);
   if (!lib) {
-    fprintf(stderr, "misuse: %s\n", dlerror());
-    return 2;
-  }
-  char sym[512];
-  f = (entry_fn)dlsym(lib, argv[2]);
-  snprintf(sym, sizeof sym, "%s_error", argv[2]);
-  err = (error_fn)dlsym(lib, sym);
-  snprintf(sym, sizeof sym, "%s_free", argv[2]);
-  release = (free_fn)dlsym(lib, sym);
-  if (!f || !err || !release) {
-    fprintf(stderr, "misuse: %s lacks its entry points\n", argv[1]);
     return 2;
   }
 
