@@ -9,7 +9,8 @@ program of `programs.py` that this JAX has, NAME.jaxpr (`str(jax.make_jaxpr(f)(*
 and manifest.json and values.json.gz in the format of tests/data/jax-suite
 (corpus-gen/jax/README.md), which `crates/jaxpr-build/tests/jax_suite.rs` reads.
 Values are JAX's own, computed by `jax.jit(f)(*args)` with 64-bit types off, as
-a user runs the program.
+a user runs the program, with the `jax_threefry_partitionable` the manifest
+records (this JAX's default unless the program sets it).
 """
 import gzip, json, os, sys
 import numpy as np
@@ -29,7 +30,11 @@ def main():
     for f in os.listdir(out):
         os.remove(os.path.join(out, f))
     manifest, values = {}, {}
+    default_partitionable = jax.config.jax_threefry_partitionable
     for p in programs.programs():
+        partitionable = (default_partitionable if p.threefry_partitionable is None
+                         else p.threefry_partitionable)
+        jax.config.update("jax_threefry_partitionable", partitionable)
         if p.poly is not None:
             from jax import export
             cj = jax.make_jaxpr(p.fn)(*export.symbolic_args_specs(p.args, p.poly))
@@ -41,7 +46,8 @@ def main():
         with open(os.path.join(out, p.name + ".jaxpr"), "w") as fh:
             fh.write(str(cj) + "\n")
         manifest[p.name] = {"source": p.source, "check_jaxpr": True, "num_consts": 0,
-                            "symbolic": p.poly, "constraints": None}
+                            "symbolic": p.poly, "constraints": None,
+                            "threefry_partitionable": partitionable}
         values[p.name] = [{"inputs": [encode.array(a) for a in jax.tree_util.tree_leaves(p.args)],
                            "outputs": [encode.array(o) for o in outs]}]
     with open(os.path.join(out, "manifest.json"), "w") as fh:

@@ -12,8 +12,11 @@ VERSION = tuple(int(x) for x in jax.__version__.split(".")[:3])
 class Program:
     """`fn` at `args`; with `poly` (jax.export shape specs, one per argument),
     printed traced at those symbolic shapes and computed at `args`."""
-    def __init__(self, name, fn, args, source, poly=None):
+    def __init__(self, name, fn, args, source, poly=None, threefry_partitionable=None):
         self.name, self.fn, self.args, self.source, self.poly = name, fn, list(args), source, poly
+        # `jax_threefry_partitionable` while tracing and computing (None:
+        # this JAX's default), recorded in the manifest for the build.
+        self.threefry_partitionable = threefry_partitionable
 
 
 def rng(seed):
@@ -178,5 +181,37 @@ def symbolic_scans():
     ]
 
 
+def random_bits():
+    """`random_bits` and `random_split` of threefry keys with
+    `jax_threefry_partitionable` off and on: the same jaxpr, other bits
+    (`jaxpr build --threefry-partitionable false`)."""
+    ps = []
+    seed = np.array(7, np.int32)
+    for on in (False, True):
+        tag = "partitionable" if on else "original"
+
+        def uniform(seed):
+            return jax.random.uniform(jax.random.PRNGKey(seed), (3, 5))
+        ps.append(Program(f"threefry_{tag}_uniform", uniform, [seed], "jax.random.uniform of an odd count", threefry_partitionable=on))
+
+        def split_normal(seed):
+            k1, k2 = jax.random.split(jax.random.PRNGKey(seed))
+            ks = jax.random.split(k2, (2, 3))
+            return jax.random.normal(k1, (4,)), jax.random.key_data(ks) if VERSION >= (0, 4, 16) else ks
+        ps.append(Program(f"threefry_{tag}_split_normal", split_normal, [seed], "jax.random.split (and into a shape) then normal", threefry_partitionable=on))
+
+        def narrow_and_wide(seed):
+            k = jax.random.PRNGKey(seed)
+            return (jax.random.bits(k, (7,), jnp.uint8), jax.random.bits(k, (3, 3), jnp.uint16),
+                    jax.random.randint(k, (5,), 0, 100))
+        ps.append(Program(f"threefry_{tag}_bits_8_16", narrow_and_wide, [seed], "jax.random.bits of 8 and 16 bits, randint", threefry_partitionable=on))
+
+        def typed_keys(seed):
+            keys = jax.random.split(jax.random.key(seed), 3)
+            return jax.vmap(lambda k: jax.random.uniform(k, (5,)))(keys)
+        ps.append(Program(f"threefry_{tag}_typed_key_batch", typed_keys, [seed], "jax.random.key, split, uniform of a batch of keys", threefry_partitionable=on))
+    return ps
+
+
 def programs():
-    return scatter_gather() + converts() + literals() + unstacks() + symbolic_scans()
+    return scatter_gather() + converts() + literals() + unstacks() + symbolic_scans() + random_bits()

@@ -84,6 +84,12 @@ pub struct BuildArgs {
     /// machines).
     #[arg(long, value_enum, default_value_t = CpuKind::Native)]
     pub cpu: CpuKind,
+    /// The `jax_threefry_partitionable` the program ran with: the bits of
+    /// `random_bits` and `random_split` on threefry keys depend on it, and
+    /// the printed program does not say. `true` is JAX's default from jax
+    /// 0.5.0 on; programs traced by jax 0.4.x with its default need `false`.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "true|false")]
+    pub threefry_partitionable: bool,
     /// Output file (default: beside the input, `.mlir` / `.mlirbc`).
     #[arg(short, long)]
     pub output: Option<PathBuf>,

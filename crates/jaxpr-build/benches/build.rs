@@ -89,7 +89,7 @@ fn main() {
             .parsed();
             let checked = clock.elapsed();
             let mut t = Timings::default();
-            let out = build::build_timed(&parse, &analysis, Emit::Stablehlo, &mut t)
+            let out = build::build_timed(&parse, &analysis, build::Options::default(), &mut t)
                 .unwrap_or_else(|d| panic!("{name}: {} diagnostics", d.len()));
             assert!(out.len() > text.len());
             let total = clock.elapsed();

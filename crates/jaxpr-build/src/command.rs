@@ -19,6 +19,11 @@ pub fn run(path: &Path, args: BuildArgs) -> i32 {
         }
     };
     use native::Artifact;
+    let threefry = if args.threefry_partitionable {
+        lower::random::Threefry::Partitionable
+    } else {
+        lower::random::Threefry::Original
+    };
     let (kind, ext) = if args.bytecode {
         (stablehlo::Emit::StablehloBytecode, "mlirbc")
     } else {
@@ -69,7 +74,7 @@ pub fn run(path: &Path, args: BuildArgs) -> i32 {
     // written as it is printed. The process exits next: the module is left
     // to the exit to free, as compilers leave theirs.
     if artifact.is_none() {
-        match stablehlo::build_text_to_file(&loaded.text, kind, &out, &mut t) {
+        match stablehlo::build_text_to_file(&loaded.text, stablehlo::Options { emit: kind, threefry }, &out, &mut t) {
             Ok(Some(module)) => {
                 std::mem::forget(module);
                 if timings {
@@ -97,7 +102,7 @@ pub fn run(path: &Path, args: BuildArgs) -> i32 {
         check::check_source(check::Source::Text(&loaded.text), check::Keep::Everything).parsed();
     let checked = clock.elapsed();
     let result = match artifact {
-        None => stablehlo::build_to_file(&parse, &analysis, kind, &out, &mut t).map(std::mem::forget),
+        None => stablehlo::build_to_file(&parse, &analysis, stablehlo::Options { emit: kind, threefry }, &out, &mut t).map(std::mem::forget),
         Some((a, _)) => {
             let opts = native::Options {
                 name: c_name.clone(),
@@ -109,6 +114,7 @@ pub fn run(path: &Path, args: BuildArgs) -> i32 {
                     CpuKind::X86_64V3 => native::Cpu::X86_64V3,
                     CpuKind::X86_64V4 => native::Cpu::X86_64V4,
                 },
+                threefry,
             };
             let mut phases = std::collections::BTreeMap::new();
             let mut last = (None, std::time::Instant::now());

@@ -61,6 +61,9 @@ struct Program {
     examples: Vec<Value>,
     /// Has a complex dtype: the `complex` branch's part, counted apart.
     complex: bool,
+    /// The `jax_threefry_partitionable` JAX ran it with (the manifest's
+    /// `threefry_partitionable`; JAX's default when it says nothing).
+    threefry: jaxpr_lower::random::Threefry,
 }
 
 fn suite_dir() -> PathBuf {
@@ -102,11 +105,16 @@ fn programs_of(root: &Path, groups: &[&str], only: &[&str]) -> Vec<Program> {
             let complex = text.contains("c64[") || text.contains("c128[");
             let mut examples = examples.as_array().unwrap().clone();
             as_declared(&text, &mut examples);
+            let threefry = match manifest["programs"][&name]["threefry_partitionable"] {
+                Value::Bool(false) => jaxpr_lower::random::Threefry::Original,
+                _ => jaxpr_lower::random::Threefry::Partitionable,
+            };
             out.push(Program {
                 name: format!("{g}/{name}"),
                 text,
                 examples,
                 complex,
+                threefry,
             });
         }
     }
@@ -272,7 +280,8 @@ fn stablehlo(programs: &[Program], dir: &Path) -> Vec<Outcome> {
     for (i, p) in programs.iter().enumerate() {
         let parse = jaxpr_syntax::parse(&p.text);
         let analysis = jaxpr_check::check(&parse.file);
-        match jaxpr_stablehlo::build(&parse, &analysis, jaxpr_stablehlo::Emit::Stablehlo) {
+        let opts = jaxpr_stablehlo::Options { threefry: p.threefry, ..Default::default() };
+        match jaxpr_stablehlo::build_timed(&parse, &analysis, opts, &mut Default::default()) {
             Ok(bytes) => {
                 let module = dir.join(format!("{i}.mlir"));
                 std::fs::write(&module, bytes).unwrap();
@@ -426,7 +435,7 @@ fn native_one(p: &Program, i: usize, dir: &Path) -> Outcome {
     let parse = jaxpr_syntax::parse(&p.text);
     let analysis = jaxpr_check::check(&parse.file);
     let name = format!("jx_suite_{i}");
-    let opts = native::Options { name: name.clone(), opt: 1, cpu: native::Cpu::Native };
+    let opts = native::Options { name: name.clone(), opt: 1, cpu: native::Cpu::Native, threefry: p.threefry };
     let so = match jaxpr_native::build_native(&parse, &analysis, &opts, native::Artifact::Shared) {
         Ok(bytes) => bytes,
         Err(d) => return not_built(&p.text, &d),

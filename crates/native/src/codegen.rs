@@ -1,7 +1,6 @@
 //! The code generator of one library ([`Codegen`]): the run-time arrays it
 //! passes between equations, and the LLVM IR helpers every lowering uses.
 
-use crate::Cpu;
 use crate::ERR_LEN;
 use crate::calls;
 use crate::fusion;
@@ -88,6 +87,8 @@ pub(crate) struct Codegen<'c, 'f> {
     pub a: &'f Analysis,
     pub(crate) syntax: Syntax<'f>,
     pub(crate) name: String,
+    /// The build's `jax_threefry_partitionable` ([`crate::Options`]).
+    pub(crate) threefry: jaxpr_lower::random::Threefry,
     pub(crate) func: Cell<Option<FunctionValue<'c>>>,
     pub(crate) err_buf: Cell<Option<GlobalValue<'c>>>,
     /// Buffers allocated in each open scope, innermost last.
@@ -137,9 +138,11 @@ pub(crate) struct Codegen<'c, 'f> {
 }
 
 impl<'c, 'f> Codegen<'c, 'f> {
-    pub(crate) fn new(cx: &'c Context, file: &'f ast::SourceFile, a: &'f Analysis, name: &str, cpu: Cpu) -> Self {
+    pub(crate) fn new(cx: &'c Context, file: &'f ast::SourceFile, a: &'f Analysis, opts: &crate::Options) -> Self {
+        let name = opts.name.as_str();
         Codegen {
-            vector_isas: vmath::isas(cpu),
+            vector_isas: vmath::isas(opts.cpu),
+            threefry: opts.threefry,
             cx,
             m: cx.create_module(name),
             b: cx.create_builder(),

@@ -153,6 +153,8 @@ pub struct Options {
     pub opt: u8,
     /// The processor the library is for.
     pub cpu: Cpu,
+    /// How threefry keys make bits and split (`jax_threefry_partitionable`).
+    pub threefry: jaxpr_lower::random::Threefry,
 }
 
 /// The processor a native library is built for: this machine's, or one of
@@ -261,7 +263,7 @@ pub fn compile_with(
         )]
     };
     let cx = Context::create();
-    let g = Codegen::new(&cx, file, a, &opts.name, opts.cpu);
+    let g = Codegen::new(&cx, file, a, opts);
     g.library().map_err(|e| vec![e.into_diagnostic()])?;
     if let Err(e) = g.m.verify() {
         return Err(internal(format!(

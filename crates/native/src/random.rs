@@ -11,7 +11,7 @@
 //! (XLA's own threefry layout, which splits the shape in halves) is refused.
 
 use super::{Arr, Cx, Env, Codegen, dtype};
-use jaxpr_lower::random::{Prng, THREEFRY_PARITY, THREEFRY_ROTATIONS, key_words};
+use jaxpr_lower::random::{Prng, THREEFRY_PARITY, THREEFRY_ROTATIONS, Threefry, key_words, original_bits_words, original_counts};
 use jaxpr_lower::{LowerResult, err};
 use inkwell::values::IntValue;
 use jaxpr_check::registry::{self, Family};
@@ -82,6 +82,9 @@ impl<'c> Codegen<'c, '_> {
                 if prng == Prng::UnsafeRbg {
                     return one(self.unsafe_rbg_split(&cx.args[0].v, &shape)?);
                 }
+                if self.threefry == Threefry::Original {
+                    return one(self.threefry_split_original(&cx.args[0].v, &shape, prng.words())?);
+                }
                 return one(self.threefry_split(&cx.args[0].v, &shape, prng.words())?);
             }
             "random_fold_in" => {
@@ -109,6 +112,9 @@ impl<'c> Codegen<'c, '_> {
                     dims.extend(shape.iter().map(|&d| self.i64(d)));
                     let state = self.rbg_state(keys.p, 0)?;
                     return one(self.philox_bits(state, &dims, width)?.1);
+                }
+                if self.threefry == Threefry::Original {
+                    return one(self.threefry_bits_original(&cx.args[0].v, width, &shape, cx)?);
                 }
                 return one(self.threefry_bits(&cx.args[0].v, width, &shape)?);
             }
@@ -334,6 +340,123 @@ impl<'c> Codegen<'c, '_> {
             self.store(&dt, out.p, off, v.into())
         })?;
         Ok(out)
+    }
+
+    /// `threefry_2x32(key, iota(n))` of each pair of words of every key
+    /// (`u32[*batch, words]`), for [`Threefry::Original`]: `u32[*batch,
+    /// pairs, 2 * half]`, the pairs' streams ([`original_counts`]; the last
+    /// word is padding when `n` is odd).
+    fn original_stream(&self, keys: &Arr<'c>, n: u64) -> LowerResult<Arr<'c>> {
+        let u32t = DType::UInt(32);
+        let words = keys.dims.len() - 1;
+        let batch = &keys.dims[..words];
+        let nwords = keys.dims[words];
+        let pairs = nwords.get_zero_extended_constant().unwrap_or(2) / 2;
+        let (half, _) = original_counts(n);
+        let mut dims: Vec<IntValue> = batch.to_vec();
+        dims.push(self.i64(pairs as i64));
+        dims.push(self.i64(2 * half as i64));
+        let out = self.alloc(&u32t, &dims)?;
+        let mut pair_dims: Vec<IntValue> = batch.to_vec();
+        pair_dims.push(self.i64(pairs as i64));
+        pair_dims.push(self.i64(half as i64));
+        let (half_v, n_v) = (self.i64(half as i64), self.i64(n as i64));
+        let i32t = self.cx.i32_type();
+        self.nest(&pair_dims, &mut |idx| {
+            let (i, h) = (idx[batch.len() + 1], idx[batch.len()]);
+            let key = self.add(self.mul(self.offset(&idx[..batch.len()], batch), nwords), self.mul(h, self.i64(2)));
+            let k1 = self.load(&u32t, keys.p, key)?.into_int_value();
+            let k2 = self.load(&u32t, keys.p, self.add(key, self.i64(1)))?.into_int_value();
+            // The second count of pair `i`: `i + half`, or the padding 0.
+            let upper = self.add(i, half_v);
+            let inside = self.icmp(inkwell::IntPredicate::ULT, upper, n_v);
+            let second = self.select_int(inside, upper, self.i64(0));
+            let trunc = |v| self.b.build_int_truncate(v, i32t, "").expect("trunc");
+            let (y1, y2) = self.threefry([k1, k2], [trunc(i), trunc(second)]);
+            let row = self.mul(self.add(self.mul(self.offset(&idx[..batch.len()], batch), self.i64(pairs as i64)), h), self.i64(2 * half as i64));
+            self.store(&u32t, out.p, self.add(row, i), y1.into())?;
+            self.store(&u32t, out.p, self.add(row, upper), y2.into())
+        })?;
+        Ok(out)
+    }
+
+    /// `_threefry_split_original` (and `rbg`'s, on each half of the key):
+    /// new key `s`'s words are words `2s` and `2s + 1` of the stream of
+    /// `2 * size` counts.
+    fn threefry_split_original(&self, keys: &Arr<'c>, shape: &[i64], words: i64) -> LowerResult<Arr<'c>> {
+        let u32t = DType::UInt(32);
+        let size: i64 = shape.iter().product();
+        let stream = self.original_stream(keys, 2 * size as u64)?;
+        let batch = &keys.dims[..keys.dims.len() - 1];
+        let pairs = words / 2;
+        let row = self.i64(2 * size);
+        let mut dims: Vec<IntValue> = batch.to_vec();
+        dims.push(self.i64(size));
+        dims.push(self.i64(words));
+        let out = self.alloc(&u32t, &dims)?;
+        self.nest(&dims, &mut |idx| {
+            let (s, w) = (idx[batch.len()], idx[batch.len() + 1]);
+            let (h, word) = (
+                self.b.build_int_unsigned_div(w, self.i64(2), "").expect("udiv"),
+                self.b.build_int_unsigned_rem(w, self.i64(2), "").expect("urem"),
+            );
+            let key = self.add(self.mul(self.offset(&idx[..batch.len()], batch), self.i64(pairs)), h);
+            let at = self.add(self.mul(key, row), self.add(self.mul(s, self.i64(2)), word));
+            let v = self.load(&u32t, stream.p, at)?;
+            self.store(&u32t, out.p, self.offset(idx, &dims), v)
+        })?;
+        let mut shaped: Vec<IntValue> = batch.to_vec();
+        shaped.extend(shape.iter().map(|&d| self.i64(d)));
+        shaped.push(self.i64(words));
+        Ok(Arr { dims: shaped, ..out })
+    }
+
+    /// `_threefry_random_bits_original`: 32-bit numbers are the stream of
+    /// `size` counts; 64-bit ones the first half of `2 * size` (high words)
+    /// beside the second; 8- and 16-bit ones the successive low-first
+    /// fields of the stream's words.
+    fn threefry_bits_original(&self, keys: &Arr<'c>, width: i64, shape: &[i64], cx: &Cx<'_, 'c>) -> LowerResult<Arr<'c>> {
+        let u32t = DType::UInt(32);
+        let dt = DType::UInt(width as u8);
+        let size: i64 = shape.iter().product();
+        let Some(n) = original_bits_words(width as u64, size as u64) else {
+            return err(cx.at(), format!("`random_bits` of {size} numbers of {width} bits with `jax_threefry_partitionable` off hashes more than 2**32 - 1 words (JAX splits the key into blocks there), which is not lowered"));
+        };
+        let stream = self.original_stream(keys, n)?;
+        let row = self.i64(2 * n.div_ceil(2) as i64);
+        let batch = &keys.dims[..keys.dims.len() - 1];
+        let mut dims: Vec<IntValue> = batch.to_vec();
+        dims.push(self.i64(size));
+        let out = self.alloc(&dt, &dims)?;
+        let t = uint_type(self, width);
+        self.nest(&dims, &mut |idx| {
+            let base = self.mul(self.offset(&idx[..batch.len()], batch), row);
+            let e = idx[batch.len()];
+            let word = |k: IntValue<'c>| -> LowerResult<IntValue<'c>> {
+                Ok(self.load(&u32t, stream.p, self.add(base, k))?.into_int_value())
+            };
+            let v = match width {
+                32 => word(e)?,
+                64 => {
+                    let hi = self.b.build_int_z_extend(word(e)?, t, "").expect("zext");
+                    let lo = self.b.build_int_z_extend(word(self.add(e, self.i64(size)))?, t, "").expect("zext");
+                    let hi = self.b.build_left_shift(hi, t.const_int(32, false), "").expect("shl");
+                    self.b.build_or(hi, lo, "").expect("or")
+                }
+                _ => {
+                    let per = self.i64(32 / width);
+                    let w = word(self.b.build_int_unsigned_div(e, per, "").expect("udiv"))?;
+                    let field = self.b.build_int_unsigned_rem(e, per, "").expect("urem");
+                    let by = self.b.build_int_truncate(self.mul(field, self.i64(width)), self.cx.i32_type(), "").expect("trunc");
+                    let shifted = self.b.build_right_shift(w, by, false, "").expect("lshr");
+                    self.b.build_int_truncate(shifted, t, "").expect("trunc")
+                }
+            };
+            self.store(&dt, out.p, self.offset(idx, &dims), v.into())
+        })?;
+        let mut shaped: Vec<IntValue> = batch.to_vec();
+        shaped.extend(shape.iter().map(|&d| self.i64(d)));
+        Ok(Arr { dims: shaped, ..out })
     }
 
     /// `threefry_fold_in` of every key with every message (broadcast to

@@ -66,31 +66,45 @@ use melior::Context;
 use std::io::Write;
 
 /// What `jaxpr build` writes.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 pub enum Emit {
     /// StableHLO text (`.mlir`).
+    #[default]
     Stablehlo,
     /// StableHLO as MLIR bytecode (`.mlirbc`).
     StablehloBytecode,
+}
+
+/// How a module is built and written.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct Options {
+    pub emit: Emit,
+    /// How threefry keys make bits and split (`jax_threefry_partitionable`).
+    pub threefry: jaxpr_lower::random::Threefry,
+}
+
+impl Options {
+    fn bytecode(self) -> bool {
+        self.emit == Emit::StablehloBytecode
+    }
 }
 
 /// Builds a checked file. Errors of the checker (or of the parser) stop the
 /// build before lowering; a primitive without a lowering is a diagnostic at
 /// its equation.
 pub fn build(parse: &Parse, analysis: &Analysis, emit: Emit) -> jaxpr_lower::BuildResult {
-    build_timed(parse, analysis, emit, &mut Timings::default())
+    build_timed(parse, analysis, Options { emit, ..Options::default() }, &mut Timings::default())
 }
 
 /// [`build`], recording the time of each phase.
 pub fn build_timed(
     parse: &Parse,
     analysis: &Analysis,
-    emit: Emit,
+    opts: Options,
     timings: &mut Timings,
 ) -> jaxpr_lower::BuildResult {
     jaxpr_lower::checked(parse, analysis)?;
-    let bytecode = emit == Emit::StablehloBytecode;
-    let built = lower_into(&parse.file, analysis, bytecode, timings, || Ok(Vec::new()));
+    let built = lower_into(&parse.file, analysis, opts, timings, || Ok(Vec::new()));
     match built {
         Ok((bytes, module)) => {
             let freeing = std::time::Instant::now();
@@ -116,14 +130,13 @@ pub fn build_timed(
 pub fn build_to_file(
     parse: &Parse,
     analysis: &Analysis,
-    emit: Emit,
+    opts: Options,
     path: &std::path::Path,
     timings: &mut Timings,
 ) -> Result<Lowered, Failure> {
     jaxpr_lower::checked(parse, analysis).map_err(Failure::Diagnostics)?;
-    let bytecode = emit == Emit::StablehloBytecode;
     let mut out = None;
-    let module = lower_into(&parse.file, analysis, bytecode, timings, || {
+    let module = lower_into(&parse.file, analysis, opts, timings, || {
         Ok(&mut out.insert(jaxpr_lower::output::Replacement::create(path)?).file)
     })?
     .1;
@@ -138,13 +151,12 @@ pub fn build_to_file(
 /// `Ok(None)` when the file is to be built whole instead (nothing written).
 pub fn build_text_to_file(
     text: &str,
-    emit: Emit,
+    opts: Options,
     path: &std::path::Path,
     timings: &mut Timings,
 ) -> Result<Option<Lowered>, Failure> {
-    let bytecode = emit == Emit::StablehloBytecode;
     let mut out = None;
-    let built = lower_text_into(text, bytecode, timings, || {
+    let built = lower_text_into(text, opts, timings, || {
         Ok(&mut out.insert(jaxpr_lower::output::Replacement::create(path)?).file)
     })?;
     let Some((_, module)) = built else {
@@ -196,12 +208,12 @@ impl Drop for Lowered {
 pub fn lower_into<W: Write>(
     file: &ast::SourceFile,
     a: &Analysis,
-    bytecode: bool,
+    opts: Options,
     t: &mut Timings,
     open: impl FnOnce() -> std::io::Result<W>,
 ) -> Result<(W, Lowered), Failure> {
     let source = Source::Checked { file, a };
-    lower_source_into(source, bytecode, t, open).map(|built| {
+    lower_source_into(source, opts, t, open).map(|built| {
         built.expect("a checked file is lowered whole")
     })
 }
@@ -214,9 +226,9 @@ pub fn lower_into<W: Write>(
 /// [`Timings::lower`] is then the time of the parse, check and lowering.
 pub fn lower_text_into<W: Write>(
     text: &str,
-    bytecode: bool,
+    opts: Options,
     t: &mut Timings,
     open: impl FnOnce() -> std::io::Result<W>,
 ) -> Result<Option<(W, Lowered)>, Failure> {
-    lower_source_into(Source::Text(text), bytecode, t, open)
+    lower_source_into(Source::Text(text), opts, t, open)
 }

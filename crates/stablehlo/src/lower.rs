@@ -62,6 +62,8 @@ impl<'c> std::ops::Deref for Lower<'c, '_> {
 /// What a lowering keeps from one equation to the next.
 #[derive(Default)]
 pub(crate) struct LowerState<'c> {
+    /// The build's `jax_threefry_partitionable` ([`crate::Options`]).
+    pub(crate) threefry: jaxpr_lower::random::Threefry,
     /// The value of each variable, by `VarId`, once its binder is lowered.
     /// One table for the whole file: a variable belongs to one jaxpr, and a
     /// jaxpr lowered again (a second call site, a loop body) binds its

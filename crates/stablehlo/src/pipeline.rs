@@ -27,7 +27,7 @@ pub(crate) enum Source<'f> {
 
 pub(crate) fn lower_source_into<W: Write>(
     source: Source,
-    bytecode: bool,
+    opts: crate::Options,
     t: &mut Timings,
     open: impl FnOnce() -> std::io::Result<W>,
 ) -> Result<Option<(W, Lowered)>, Failure> {
@@ -60,7 +60,7 @@ pub(crate) fn lower_source_into<W: Write>(
     };
     t.context = lap();
     let result = (|| {
-        let st = LowerState::default();
+        let st = LowerState { threefry: opts.threefry, ..LowerState::default() };
         let module = Module::new(Location::unknown(&cx));
         let lowered = match source {
             Source::Checked { file, a } => {
@@ -73,7 +73,7 @@ pub(crate) fn lower_source_into<W: Write>(
             return Ok(None);
         }
         t.lower = lap();
-        match write_verified(&module, st.ops.get(), bytecode, t, open) {
+        match write_verified(&module, st.ops.get(), opts.bytecode(), t, open) {
             Ok(out) => Ok(Some((out, keep(module)))),
             Err(Unwritten::Io(e)) => Err(Failure::Io(e)),
             Err(Unwritten::NotVerified) => {

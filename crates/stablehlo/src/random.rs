@@ -7,7 +7,7 @@
 //! so XLA computes the same bits.
 
 use super::{ModuleBlock, Env, Lower, ModuleValue};
-use jaxpr_lower::random::{Prng, THREEFRY_PARITY, THREEFRY_ROTATIONS, key_words};
+use jaxpr_lower::random::{Prng, THREEFRY_PARITY, THREEFRY_ROTATIONS, Threefry, key_words, original_bits_words, original_counts};
 use jaxpr_lower::{LowerResult, err};
 use jaxpr_check::registry::{self, Family};
 use jaxpr_types::{AType, DType};
@@ -104,6 +104,13 @@ impl<'c, 'f> Lower<'c, 'f> {
                     return err(at, format!("`random_bits` of bit_width {width} has no lowering (8, 16, 32 or 64)"));
                 };
                 return one(match prng {
+                    Prng::Threefry if self.threefry == Threefry::Original => {
+                        let size: i64 = shape.iter().product();
+                        let Some(words) = original_bits_words(width as u64, size as u64) else {
+                            return err(at, format!("`random_bits` of {size} numbers of {width} bits with `jax_threefry_partitionable` off hashes more than 2**32 - 1 words (JAX splits the key into blocks there), which is not lowered"));
+                        };
+                        self.threefry_bits_original(b, keys, width, &shape, words as i64)?
+                    }
                     Prng::Threefry => self.threefry_bits(b, keys, width, &shape)?,
                     Prng::Rbg | Prng::UnsafeRbg => {
                         // Batched keys: XLA's batching rule draws every
@@ -371,6 +378,16 @@ impl<'c, 'f> Lower<'c, 'f> {
     }
 
     fn threefry_split(&self, b: ModuleBlock<'c>, keys: ModuleValue<'c>, shape: &[i64]) -> LowerResult<ModuleValue<'c>> {
+        if self.threefry == Threefry::Original {
+            // `_threefry_split_original`: new key `s` is words `2s`, `2s + 1`
+            // of the stream of `2 * size` counts.
+            let size: i64 = shape.iter().product();
+            let stream = self.original_stream(b, keys, 2 * size)?;
+            let mut sizes = key_batch(keys);
+            sizes.extend_from_slice(shape);
+            sizes.push(2);
+            return self.op1(b, "stablehlo.reshape", &[stream], self.u32_ty(&sizes)?, &[]);
+        }
         let (y1, y2) = self.threefry_pairs(b, keys, shape)?;
         self.stack_words(b, &[y1, y2])
     }
@@ -393,6 +410,100 @@ impl<'c, 'f> Lower<'c, 'f> {
                 self.op1(b, "stablehlo.convert", &[x], self.tensor_of(elem, &sizes)?, &[])
             }
         }
+    }
+
+    /// `threefry_2x32(key, iota(n))` of every key (`u32[*batch, 2]`), for
+    /// [`Threefry::Original`]: `u32[*batch, n]` ([`original_counts`]: pair
+    /// `i` hashes `(i, i + half)`, the count past `n` is 0; the first hash
+    /// words, then the second ones).
+    fn original_stream(&self, b: ModuleBlock<'c>, keys: ModuleValue<'c>, n: i64) -> LowerResult<ModuleValue<'c>> {
+        let (half, _) = original_counts(n as u64);
+        let half = half as i64;
+        let batch = key_batch(keys);
+        let mut sizes = batch.clone();
+        sizes.push(half);
+        let key_dims: Vec<i64> = (0..batch.len() as i64).collect();
+        let k1 = self.broadcast_dims(b, self.key_word(b, keys, 0)?, "ui32", &sizes, &key_dims)?;
+        let k2 = self.broadcast_dims(b, self.key_word(b, keys, 1)?, "ui32", &sizes, &key_dims)?;
+        let first = self.op1(b, "stablehlo.iota", &[], self.u32_ty(&[half])?, &[("iota_dimension", "0 : i64".into())])?;
+        let upper = self.binary(b, "stablehlo.add", first, self.splat(b, half as u64, "ui32", &[half])?)?;
+        let inside = self.op1(
+            b,
+            "stablehlo.compare",
+            &[upper, self.splat(b, n as u64, "ui32", &[half])?],
+            self.tensor_of("i1", &[half])?,
+            &super::ops::compare_attrs("LT", "UNSIGNED"),
+        )?;
+        let second = self.op1(b, "stablehlo.select", &[inside, upper, self.splat(b, 0, "ui32", &[half])?], self.u32_ty(&[half])?, &[])?;
+        let last = [batch.len() as i64];
+        let first = self.broadcast_dims(b, first, "ui32", &sizes, &last)?;
+        let second = self.broadcast_dims(b, second, "ui32", &sizes, &last)?;
+        let (y1, y2) = self.threefry(b, [k1, k2], [first, second])?;
+        let stream = self.concat_last(b, &[y1, y2])?;
+        self.take_last(b, stream, 0, n)
+    }
+
+    /// `x[..., from:to]`, along the last axis.
+    fn take_last(&self, b: ModuleBlock<'c>, x: ModuleValue<'c>, from: i64, to: i64) -> LowerResult<ModuleValue<'c>> {
+        let dims = dims_of(x);
+        let last = dims.len() - 1;
+        if from == 0 && to == dims[last] {
+            return Ok(x);
+        }
+        let mut start = vec![0; dims.len()];
+        let mut limit = dims.to_vec();
+        let mut sizes = dims.clone();
+        start[last] = from;
+        limit[last] = to;
+        sizes[last] = to - from;
+        self.op1(
+            b,
+            "stablehlo.slice",
+            &[x],
+            self.u32_ty(&sizes)?,
+            &[("start_indices", arr(&start)), ("limit_indices", arr(&limit)), ("strides", arr(&vec![1; dims.len()]))],
+        )
+    }
+
+    /// `_threefry_random_bits_original` with its stream of `words` counts:
+    /// 32-bit numbers are the stream; 64-bit ones its first half (high
+    /// words) beside its second; 8- and 16-bit ones the successive
+    /// low-first fields of its words.
+    fn threefry_bits_original(&self, b: ModuleBlock<'c>, keys: ModuleValue<'c>, width: i64, shape: &[i64], words: i64) -> LowerResult<ModuleValue<'c>> {
+        let size: i64 = shape.iter().product();
+        let stream = self.original_stream(b, keys, words)?;
+        let batch = key_batch(keys);
+        let mut flat = batch.clone();
+        flat.push(size);
+        let elem = uint_elem(width).expect("a checked width");
+        let numbers = match width {
+            32 => stream,
+            64 => {
+                let t = self.tensor_of("ui64", &flat)?;
+                let hi = self.op1(b, "stablehlo.convert", &[self.take_last(b, stream, 0, size)?], t, &[])?;
+                let lo = self.op1(b, "stablehlo.convert", &[self.take_last(b, stream, size, 2 * size)?], t, &[])?;
+                let hi = self.binary(b, "stablehlo.shift_left", hi, self.splat(b, 32, "ui64", &flat)?)?;
+                self.binary(b, "stablehlo.or", hi, lo)?
+            }
+            _ => {
+                let per = 32 / width;
+                let mut fields = batch.clone();
+                fields.extend([words, per]);
+                let lead: Vec<i64> = (0..=batch.len() as i64).collect();
+                let spread = self.broadcast_dims(b, stream, "ui32", &fields, &lead)?;
+                let field = self.op1(b, "stablehlo.iota", &[], self.u32_ty(&fields)?, &[("iota_dimension", format!("{} : i64", batch.len() + 1))])?;
+                let by = self.binary(b, "stablehlo.multiply", field, self.splat(b, width as u64, "ui32", &fields)?)?;
+                let shifted = self.binary(b, "stablehlo.shift_right_logical", spread, by)?;
+                let mut all = batch.clone();
+                all.push(words * per);
+                let all = self.op1(b, "stablehlo.reshape", &[shifted], self.u32_ty(&all)?, &[])?;
+                let numbers = self.take_last(b, all, 0, size)?;
+                self.op1(b, "stablehlo.convert", &[numbers], self.tensor_of(elem, &flat)?, &[])?
+            }
+        };
+        let mut sizes = batch;
+        sizes.extend_from_slice(shape);
+        self.op1(b, "stablehlo.reshape", &[numbers], self.tensor_of(elem, &sizes)?, &[])
     }
 
     /// `threefry_seed`: the high and low 32 bits of each integer seed (the
