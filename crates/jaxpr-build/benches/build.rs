@@ -14,7 +14,7 @@
 //! traced function, tracing excluded); and against the reference JAX
 //! figures recorded for this machine ([`REFERENCE_JAX_SECONDS`]).
 
-use jaxpr_stablehlo::{self as build, Emit, Timings};
+use jaxpr_stablehlo::{self as build, Timings};
 use std::io::Read;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
