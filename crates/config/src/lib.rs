@@ -197,9 +197,17 @@ impl Resolver {
         let explicit = config.map(ConfigFile::load_explicit).transpose()?;
         Ok(Resolver {
             explicit,
+            ..Resolver::nearest(overrides)
+        })
+    }
+
+    /// The nearest configuration above each file, `overrides` on top.
+    pub fn nearest(overrides: RuleLayer) -> Resolver {
+        Resolver {
+            explicit: None,
             overrides,
             by_folder: Mutex::new(HashMap::new()),
-        })
+        }
     }
 
     /// The settings of the file at `path`; an error when the configuration
