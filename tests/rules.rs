@@ -202,6 +202,9 @@ fn per_file_ignores_match_paths_below_the_configuration() {
     assert_eq!(codes("a.jaxpr"), vec!["J0010"]);
     assert_eq!(codes("b.jaxpr"), vec!["J0004", "J0010"]);
     assert_eq!(codes("keep.jaxpr"), vec!["J0004"]);
+    // Patterns are relative to a configuration named on the command line too.
+    let (_, files, err) = check_in(&dir, &["--config", "pyproject.toml", "generated/deep/a.jaxpr"]);
+    assert_eq!(files[0].1, vec![pair("J0010", "warning")], "{err}");
 }
 
 /// Syntax errors are shown whatever is selected.

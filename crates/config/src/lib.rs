@@ -157,7 +157,12 @@ impl Settings {
         if self.per_file_ignores.is_empty() {
             return Vec::new();
         }
-        let base = self.source.as_deref().and_then(Path::parent);
+        // A configuration named by a bare file name is in the current folder.
+        let base = self
+            .source
+            .as_deref()
+            .and_then(Path::parent)
+            .map(|b| if b.as_os_str().is_empty() { Path::new(".") } else { b });
         let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         let relative = base
             .and_then(|b| absolute.strip_prefix(std::path::absolute(b).ok()?).ok())
