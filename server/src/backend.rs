@@ -43,6 +43,8 @@ pub struct Backend {
     /// Whether the client watches files for us (`workspace/didChangeWatchedFiles`
     /// with dynamic registration).
     watches_files: OnceLock<bool>,
+    /// Which rules each document shows (`jaxpr.toml`, `[tool.jaxpr]`).
+    rules: Arc<crate::rules::RuleConfig>,
 }
 
 /// The workspace lock, even if a thread panicked while holding it (the
@@ -89,6 +91,7 @@ impl Backend {
             debounce: Duration::from_millis(debounce),
             roots: Mutex::new(Vec::new()),
             watches_files: OnceLock::new(),
+            rules: Arc::default(),
         }
     }
 
@@ -170,6 +173,7 @@ impl Backend {
         let enc = self.enc();
         let ws = self.ws.clone();
         let client = self.client.clone();
+        let rules = self.rules.clone();
         tokio::spawn(async move {
             if !delay.is_zero() {
                 tokio::time::sleep(delay).await;
@@ -204,11 +208,29 @@ impl Backend {
                     Err(_) => return,
                 }
             };
+            // What the configuration shows, as `jaxpr check` filters it
+            // (reading a configuration file is done off the async threads).
+            let uri2 = uri.clone();
+            let Ok((shown, config_error)) = tokio::task::spawn_blocking(move || {
+                let document = rules.for_document(&uri2);
+                let path = uri2.to_file_path().unwrap_or_default();
+                let shown = document.settings.shown(&path, diags.to_vec());
+                (shown, document.new_error)
+            })
+            .await
+            else {
+                return;
+            };
+            if let Some(e) = config_error {
+                client
+                    .show_message(MessageType::ERROR, format!("jaxpr: {e} (every rule is shown until it is fixed)"))
+                    .await;
+            }
             // Publish only if the text is still the one that was checked.
             if lock(&ws).version(&uri) != Some(version) {
                 return;
             }
-            let lsp: Vec<Diagnostic> = diags
+            let lsp: Vec<Diagnostic> = shown
                 .iter()
                 .map(|d| to_lsp_diagnostic(d, &uri, &rope, enc))
                 .collect();
@@ -425,7 +447,12 @@ impl LanguageServer for Backend {
                 kind: None,
             };
             let options = DidChangeWatchedFilesRegistrationOptions {
-                watchers: vec![watch("**/session.json"), watch("**/*.jaxpr")],
+                watchers: vec![
+                    watch("**/session.json"),
+                    watch("**/*.jaxpr"),
+                    watch("**/jaxpr.toml"),
+                    watch("**/pyproject.toml"),
+                ],
             };
             let registration = Registration {
                 id: "jaxpr-sessions".into(),
@@ -502,6 +529,10 @@ impl LanguageServer for Backend {
 
     async fn did_save(&self, p: DidSaveTextDocumentParams) {
         let uri = p.text_document.uri;
+        if crate::rules::is_config_file(&uri) {
+            self.reload_rules();
+            return;
+        }
         let on_save = self
             .python
             .settings
@@ -525,6 +556,9 @@ impl LanguageServer for Backend {
     }
 
     async fn did_change_watched_files(&self, p: DidChangeWatchedFilesParams) {
+        if p.changes.iter().any(|c| crate::rules::is_config_file(&c.uri)) {
+            self.reload_rules();
+        }
         // Sessions are read again where their files changed (the database
         // compares them), so any change is one call.
         let sessions = p.changes.iter().any(|c| {
@@ -917,6 +951,22 @@ impl Backend {
             self.log(MessageType::WARNING, msg).await;
         }
         Some(r.tokens)
+    }
+
+    /// Reads the rule configuration again and publishes every open jaxpr
+    /// document's diagnostics with it.
+    fn reload_rules(&self) {
+        self.rules.reload();
+        let open: Vec<(Url, i32)> = tokio::task::block_in_place(|| {
+            lock(&self.ws)
+                .docs
+                .iter()
+                .map(|(uri, doc)| (uri.clone(), doc.version))
+                .collect()
+        });
+        for (uri, version) in open {
+            self.schedule_diagnostics(uri, version, Duration::ZERO, false);
+        }
     }
 
     pub fn snapshot(&self, uri: &Url) -> Option<Snapshot> {

@@ -6,6 +6,7 @@ mod convert;
 mod framing;
 mod outputs;
 mod python;
+mod rules;
 mod state;
 mod tokens;
 

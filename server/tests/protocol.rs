@@ -701,3 +701,82 @@ fn the_largest_corpus_file_opens_and_answers() {
     let _ = Duration::ZERO;
     s.shutdown();
 }
+
+/// The codes of the diagnostics published next for `uri`, with their
+/// severities (1 error, 2 warning).
+fn published_codes(s: &mut Lsp, uri: &str) -> Vec<(String, i64)> {
+    let d = s.diagnostics(uri, None);
+    d["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["code"].as_str().unwrap().to_string(), d["severity"].as_i64().unwrap()))
+        .collect()
+}
+
+/// The server shows what `jaxpr check` shows: the nearest `jaxpr.toml`
+/// or `[tool.jaxpr]` above the document selects the rules, and when the
+/// client reports that the configuration changed (a watched file, or a
+/// save), every open document is published again under the new one. A
+/// broken configuration is shown to the user, and every rule is shown.
+#[test]
+fn rule_configuration_is_read_per_folder_and_followed_when_it_changes() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("lsp-rule-config");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("project")).unwrap();
+    let config = dir.join("project/pyproject.toml");
+    std::fs::write(&config, "[tool.jaxpr]\nignore = [\"J0010\"]\nwarn = [\"shape-mismatch\"]\n").unwrap();
+    std::fs::write(dir.join("jaxpr.toml"), "select = [\"J0010\"]\n").unwrap();
+    let text = "{ lambda ; a:f32[3] b:f32[4]. let\n    c:f32[3] = add a b\n    d:f32[3] = my_op a\n  in (c, d) }\n";
+    let (inner, outer) = (dir.join("project/a.jaxpr"), dir.join("b.jaxpr"));
+    std::fs::write(&inner, text).unwrap();
+    std::fs::write(&outer, text).unwrap();
+
+    let mut s = Lsp::start();
+    let watching = json!({ "workspace": { "didChangeWatchedFiles": { "dynamicRegistration": true } } });
+    s.request(
+        "initialize",
+        json!({ "processId": null, "rootUri": uri(&dir), "capabilities": watching,
+                "workspaceFolders": [{ "uri": uri(&dir), "name": "rules" }] }),
+    );
+    s.notify("initialized", json!({}));
+    let registration = s
+        .wait_for(|m| m["method"] == "client/registerCapability")
+        .expect("the server registers file watching");
+    let globs = registration["params"]["registrations"][0]["registerOptions"]["watchers"].to_string();
+    assert!(globs.contains("**/pyproject.toml") && globs.contains("**/jaxpr.toml"), "{globs}");
+
+    let (inner_uri, outer_uri) = (uri(&inner), uri(&outer));
+    s.open(&inner_uri, text);
+    assert_eq!(published_codes(&mut s, &inner_uri), vec![("J0004".to_string(), 2)]);
+    s.open(&outer_uri, text);
+    assert_eq!(published_codes(&mut s, &outer_uri), vec![("J0010".to_string(), 2)]);
+
+    // The project's configuration changes on disk; the client reports it.
+    std::fs::write(&config, "[tool.jaxpr]\nerror = [\"J0010\"]\n").unwrap();
+    s.notify(
+        "workspace/didChangeWatchedFiles",
+        json!({ "changes": [{ "uri": uri(&config), "type": 2 }] }),
+    );
+    assert_eq!(
+        published_codes(&mut s, &inner_uri),
+        vec![("J0004".to_string(), 1), ("J0010".to_string(), 1)]
+    );
+    // The other folder's configuration did not change.
+    assert_eq!(published_codes(&mut s, &outer_uri), vec![("J0010".to_string(), 2)]);
+
+    // A broken configuration, saved in the editor: an error message that
+    // names the file and line, and every rule shown meanwhile.
+    std::fs::write(&config, "[tool.jaxpr]\n\nignore = [\"J0404\"]\n").unwrap();
+    s.notify("textDocument/didSave", json!({ "textDocument": { "uri": uri(&config) } }));
+    assert_eq!(
+        published_codes(&mut s, &inner_uri),
+        vec![("J0004".to_string(), 1), ("J0010".to_string(), 2)]
+    );
+    let shown = s
+        .wait_for(|m| m["method"] == "window/showMessage")
+        .expect("the broken configuration is shown");
+    let message = shown["params"]["message"].as_str().unwrap();
+    assert!(message.contains("pyproject.toml:3: `J0404` is not a rule"), "{message}");
+    assert!(s.shutdown().success());
+}

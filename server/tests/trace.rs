@@ -440,7 +440,11 @@ fn a_session_rewritten_outside_the_editor_updates_the_python_document() {
         .iter()
         .filter_map(|w| w["globPattern"].as_str())
         .collect();
-    assert_eq!(globs, ["**/session.json", "**/*.jaxpr"], "{registration}");
+    assert_eq!(
+        globs,
+        ["**/session.json", "**/*.jaxpr", "**/jaxpr.toml", "**/pyproject.toml"],
+        "{registration}"
+    );
 
     // An unrelated file changes: nothing is published again.
     s.notify(

@@ -1,6 +1,7 @@
-//! The `jaxpr` command line: `check` (diagnostics, human or JSON),
-//! `types` (every jaxpr's `in_type`/`out_type`) and `trace` (record what a
-//! Python program traces into a session folder).
+//! The `jaxpr` command line: `check` (diagnostics, human, JSON, SARIF or
+//! GitHub annotations, rules selected by configuration), `rule` (a rule's
+//! page), `types` (every jaxpr's `in_type`/`out_type`) and `trace` (record
+//! what a Python program traces into a session folder).
 
 mod render;
 mod trace;
@@ -31,11 +32,23 @@ enum Command {
         #[arg(required = true)]
         paths: Vec<PathBuf>,
         /// Output format.
-        #[arg(long, value_enum, default_value_t = Format::Human)]
-        format: Format,
+        #[arg(long, value_enum, default_value_t = ReportFormat::Human)]
+        format: ReportFormat,
         /// Colour the human output: auto (when stdout is a terminal), always, never.
         #[arg(long, value_enum, default_value_t = ColorMode::Auto)]
         color: ColorMode,
+        #[command(flatten)]
+        rules: RuleOptions,
+    },
+    /// Print a rule's page (what it means, why it matters, an example, how
+    /// to fix it), or list every rule.
+    Rule {
+        /// A code (`J0004`) or a name (`shape-mismatch`).
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        rule: Option<String>,
+        /// List every rule: code, name, default severity, summary.
+        #[arg(long)]
+        all: bool,
     },
     /// Print the in_type/out_type of every jaxpr in a file, with de Bruijn indices.
     Types { file: PathBuf },
@@ -137,6 +150,66 @@ pub enum Format {
     Json,
 }
 
+/// What `jaxpr check` prints.
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ReportFormat {
+    /// rustc-style text with the source lines.
+    Human,
+    /// The JSON report (`files`, `summary`).
+    Json,
+    /// SARIF 2.1.0 (GitHub code scanning, other CI tools).
+    Sarif,
+    /// GitHub Actions workflow commands (`::error file=...::message`).
+    Github,
+}
+
+/// Which rules `jaxpr check` shows and how loud: on top of the nearest
+/// `jaxpr.toml` or `[tool.jaxpr]` of a `pyproject.toml` above each file.
+/// Each takes codes (`J0004`), names (`shape-mismatch`), code prefixes
+/// (`J00`) or `ALL`, separated by commas.
+#[derive(clap::Args)]
+struct RuleOptions {
+    /// Show only these rules (replaces the configuration's `select`).
+    #[arg(long, value_delimiter = ',', value_name = "RULES")]
+    select: Option<Vec<String>>,
+    /// Do not show these rules.
+    #[arg(long, value_delimiter = ',', value_name = "RULES")]
+    ignore: Vec<String>,
+    /// Show these rules as warnings.
+    #[arg(long, value_delimiter = ',', value_name = "RULES")]
+    warn: Vec<String>,
+    /// Show these rules as errors.
+    #[arg(long, value_delimiter = ',', value_name = "RULES")]
+    error: Vec<String>,
+    /// Read rule selection from this file (a `jaxpr.toml`, or a
+    /// `pyproject.toml` with `[tool.jaxpr]`) for every file, instead of the
+    /// nearest one above each file.
+    #[arg(long, value_name = "PATH")]
+    config: Option<PathBuf>,
+}
+
+impl RuleOptions {
+    /// The command line's layer of rule selection; an unknown rule is an
+    /// error that says what is accepted.
+    fn layer(&self) -> Result<jaxpr_config::RuleLayer, String> {
+        let kinds = |flag: &str, list: &[String]| -> Result<Vec<_>, String> {
+            let mut kinds = Vec::new();
+            for text in list {
+                let named = jaxpr_config::parse_selector(text)
+                    .ok_or_else(|| format!("--{flag}: {}", jaxpr_config::unknown_selector(text)))?;
+                kinds.extend(named);
+            }
+            Ok(kinds)
+        };
+        Ok(jaxpr_config::RuleLayer {
+            select: self.select.as_deref().map(|s| kinds("select", s)).transpose()?,
+            ignore: kinds("ignore", &self.ignore)?,
+            warn: kinds("warn", &self.warn)?,
+            error: kinds("error", &self.error)?,
+        })
+    }
+}
+
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum ColorMode {
     Auto,
@@ -170,7 +243,9 @@ pub fn main(build: Option<BuildCommand>) -> i32 {
             paths,
             format,
             color,
-        } => check(&paths, format, color),
+            rules,
+        } => check(&paths, format, color, &rules),
+        Command::Rule { rule, all } => print_rule(rule.as_deref(), all),
         Command::Types { file } => types(&file),
         Command::Build(args) => {
             let Some(run) = build else {
@@ -333,7 +408,35 @@ pub fn check_text(loaded: Loaded) -> Checked {
     }
 }
 
-fn check(paths: &[PathBuf], format: Format, color: ColorMode) -> i32 {
+/// Checks the file at `path` and keeps what its configuration shows: the
+/// command line's counterpart of the language server's publishing, both
+/// filtering through [`jaxpr_config::Settings::shown`].
+fn check_path(path: &Path, resolver: &jaxpr_config::Resolver) -> Result<Checked, CheckPathError> {
+    let settings = resolver.settings_for(path).map_err(CheckPathError::Config)?;
+    let loaded = read_jaxpr(path).map_err(|e| CheckPathError::Io(format!("{}: {e}", path.display())))?;
+    let checked = check_text(loaded);
+    Ok(Checked {
+        diagnostics: settings.shown(path, checked.diagnostics),
+        loaded: checked.loaded,
+    })
+}
+
+enum CheckPathError {
+    Io(String),
+    Config(jaxpr_config::ConfigError),
+}
+
+fn check(paths: &[PathBuf], format: ReportFormat, color: ColorMode, rules: &RuleOptions) -> i32 {
+    let resolver = match rules
+        .layer()
+        .and_then(|layer| jaxpr_config::Resolver::new(rules.config.as_deref(), layer).map_err(|e| e.to_string()))
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
     let files = match collect_files(paths) {
         Ok(f) => f,
         Err(e) => {
@@ -343,25 +446,33 @@ fn check(paths: &[PathBuf], format: Format, color: ColorMode) -> i32 {
     };
     let progress = Progress::new(files.len(), format);
     // Files are checked in parallel (rayon's pool, one thread per core).
-    let results: Vec<Result<Checked, String>> = files
+    let results: Vec<Result<Checked, CheckPathError>> = files
         .par_iter()
         .map(|p| {
-            let r = read_jaxpr(p)
-                .map(check_text)
-                .map_err(|e| format!("{}: {e}", p.display()));
+            let r = check_path(p, &resolver);
             progress.tick();
             r
         })
         .collect();
     progress.finish();
-    let mut io_error = false;
+    let mut failed = false;
+    let mut config_errors = Vec::new();
     let mut checked = Vec::new();
     for r in results {
         match r {
             Ok(c) => checked.push(c),
-            Err(e) => {
+            Err(CheckPathError::Io(e)) => {
                 eprintln!("error: {e}");
-                io_error = true;
+                failed = true;
+            }
+            Err(CheckPathError::Config(e)) => {
+                // Every file under a broken configuration fails alike: it
+                // is said once.
+                if !config_errors.contains(&e) {
+                    eprintln!("error: {e}");
+                    config_errors.push(e);
+                }
+                failed = true;
             }
         }
     }
@@ -379,8 +490,10 @@ fn check(paths: &[PathBuf], format: Format, color: ColorMode) -> i32 {
         })
         .sum();
     match format {
-        Format::Json => println!("{}", render::json(&checked, errors, warnings)),
-        Format::Human => {
+        ReportFormat::Json => println!("{}", render::json(&checked, errors, warnings)),
+        ReportFormat::Sarif => println!("{}", render::sarif(&checked)),
+        ReportFormat::Github => print!("{}", render::github(&checked)),
+        ReportFormat::Human => {
             let colored = match color {
                 ColorMode::Always => true,
                 ColorMode::Never => false,
@@ -397,12 +510,42 @@ fn check(paths: &[PathBuf], format: Format, color: ColorMode) -> i32 {
             println!("{summary}");
         }
     }
-    if io_error {
+    if failed {
         2
     } else if errors > 0 {
         1
     } else {
         0
+    }
+}
+
+/// `jaxpr rule CODE` prints the rule's page; `jaxpr rule --all` the list.
+fn print_rule(rule: Option<&str>, all: bool) -> i32 {
+    use jaxpr_syntax::diagnostics::{DiagKind, RULES};
+    if all {
+        for r in RULES {
+            println!(
+                "{}  {:<24} {:<8} {}",
+                r.code,
+                r.name,
+                r.default_severity.name(),
+                r.summary
+            );
+        }
+        return 0;
+    }
+    let text = rule.unwrap_or_default();
+    match DiagKind::from_code_or_name(text) {
+        Some(kind) => {
+            print!("{}", kind.rule().page());
+            0
+        }
+        None => {
+            eprintln!(
+                "error: `{text}` is not a rule: expected a code (`J0004`) or a name (`shape-mismatch`); `jaxpr rule --all` lists them"
+            );
+            2
+        }
     }
 }
 
@@ -474,8 +617,8 @@ struct Progress {
 impl Progress {
     const DELAY: std::time::Duration = std::time::Duration::from_millis(300);
 
-    fn new(files: usize, format: Format) -> Progress {
-        let wanted = files > 1 && format == Format::Human && std::io::stderr().is_terminal();
+    fn new(files: usize, format: ReportFormat) -> Progress {
+        let wanted = files > 1 && format == ReportFormat::Human && std::io::stderr().is_terminal();
         let bar = wanted.then(|| {
             let bar = indicatif::ProgressBar::with_draw_target(
                 Some(files as u64),

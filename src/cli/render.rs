@@ -1,5 +1,5 @@
-//! Rendering of diagnostics (rustc-style text via codespan-reporting, and
-//! JSON for CI) and of signatures.
+//! Rendering of diagnostics (rustc-style text via codespan-reporting; JSON,
+//! SARIF 2.1.0 and GitHub workflow commands for CI) and of signatures.
 
 use super::Checked;
 use jaxpr_check::{Analysis, JaxprOrigin};
@@ -60,15 +60,30 @@ pub fn human(files: &[Checked], colored: bool, stream: Stream) {
     }
 }
 
-/// 1-based line and column (in characters).
-fn position(text: &str, idx: &LineIndex, offset: u32) -> Value {
+/// A 1-based line and column (in characters), as every machine format
+/// gives positions.
+#[derive(Clone, Copy)]
+struct LineColumn {
+    line: u32,
+    column: usize,
+}
+
+fn line_column(text: &str, idx: &LineIndex, offset: u32) -> LineColumn {
     let lc = idx.line_col(offset);
     let start = idx.line_start(lc.line).unwrap_or(0) as usize;
     let end = (start + lc.col as usize).min(text.len());
     let col = text
         .get(start..end)
         .map_or(lc.col as usize, |s| s.chars().count());
-    json!({"line": lc.line + 1, "column": col + 1})
+    LineColumn {
+        line: lc.line + 1,
+        column: col + 1,
+    }
+}
+
+fn position(text: &str, idx: &LineIndex, offset: u32) -> Value {
+    let at = line_column(text, idx, offset);
+    json!({"line": at.line, "column": at.column})
 }
 
 fn range_json(text: &str, idx: &LineIndex, r: TextRange) -> Value {
@@ -105,6 +120,170 @@ pub fn json(files: &[Checked], errors: usize, warnings: usize) -> String {
         .collect();
     let v = json!({"files": files_json, "summary": {"files": files.len(), "errors": errors, "warnings": warnings}});
     serde_json::to_string_pretty(&v).unwrap_or_default()
+}
+
+/// The message of a diagnostic with its help line, for the formats that
+/// have no place of their own for it.
+fn message_with_help(d: &Diagnostic) -> String {
+    match &d.help {
+        Some(help) => format!("{}\nhelp: {help}", d.message),
+        None => d.message.clone(),
+    }
+}
+
+/// A path as a SARIF `artifactLocation.uri`: a relative reference for a
+/// relative path, a `file://` URI for an absolute one, characters outside
+/// a URI's unreserved set percent-encoded.
+fn path_uri(path: &str) -> String {
+    let slashed = path.replace('\\', "/");
+    let mut uri = String::from(if slashed.starts_with('/') { "file://" } else { "" });
+    for byte in slashed.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~/".contains(&byte) {
+            uri.push(byte as char);
+        } else {
+            let _ = write!(uri, "%{byte:02X}");
+        }
+    }
+    uri
+}
+
+fn sarif_level(severity: Severity) -> &'static str {
+    match severity {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+    }
+}
+
+/// A SARIF `physicalLocation` of `range` in a file.
+fn sarif_location(uri: &str, text: &str, idx: &LineIndex, range: TextRange) -> Value {
+    let (start, end) = (
+        line_column(text, idx, range.start),
+        line_column(text, idx, range.end),
+    );
+    json!({
+        "artifactLocation": {"uri": uri},
+        "region": {
+            "startLine": start.line,
+            "startColumn": start.column,
+            "endLine": end.line,
+            "endColumn": end.column,
+        }
+    })
+}
+
+/// The report as SARIF 2.1.0: one run whose driver lists every rule of the
+/// rule table (its page as help), and one result per diagnostic, with its
+/// related locations. Columns count characters (`columnKind`).
+pub fn sarif(files: &[Checked]) -> String {
+    use jaxpr_syntax::diagnostics::RULES;
+    let rules: Vec<Value> = RULES
+        .iter()
+        .map(|r| {
+            json!({
+                "id": r.code,
+                "name": r.name,
+                "shortDescription": {"text": r.summary},
+                "fullDescription": {"text": r.summary},
+                "help": {"text": r.page(), "markdown": r.page()},
+                "defaultConfiguration": {"level": sarif_level(r.default_severity)},
+            })
+        })
+        .collect();
+    let mut results = Vec::new();
+    for c in files.iter().filter(|c| !c.diagnostics.is_empty()) {
+        let text = &c.loaded.text;
+        let idx = LineIndex::new(text);
+        let uri = path_uri(&c.loaded.path);
+        for d in &c.diagnostics {
+            let related: Vec<Value> = d
+                .related
+                .iter()
+                .enumerate()
+                .map(|(i, r)| {
+                    json!({
+                        "id": i + 1,
+                        "physicalLocation": sarif_location(&uri, text, &idx, r.range),
+                        "message": {"text": r.message},
+                    })
+                })
+                .collect();
+            let mut result = json!({
+                "ruleId": d.kind.code(),
+                "ruleIndex": d.kind as usize,
+                "level": sarif_level(d.severity),
+                "message": {"text": message_with_help(d)},
+                "locations": [{"physicalLocation": sarif_location(&uri, text, &idx, d.range)}],
+            });
+            if !related.is_empty() {
+                result["relatedLocations"] = Value::Array(related);
+            }
+            results.push(result);
+        }
+    }
+    let report = json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "jaxpr",
+                "version": env!("CARGO_PKG_VERSION"),
+                "rules": rules,
+            }},
+            "columnKind": "unicodeCodePoints",
+            "results": results,
+        }],
+    });
+    serde_json::to_string_pretty(&report).unwrap_or_default()
+}
+
+/// GitHub Actions workflow commands, one line per diagnostic
+/// (`::error file=F,line=L,col=C,endLine=L,endColumn=C,title=J0004 shape-mismatch::message`):
+/// the message carries the help and the related locations on lines of
+/// their own.
+pub fn github(files: &[Checked]) -> String {
+    // Workflow commands' escapes: `%`, CR and LF everywhere, and `:` and
+    // `,` in the properties.
+    fn escape_data(s: &str) -> String {
+        s.replace('%', "%25")
+            .replace('\r', "%0D")
+            .replace('\n', "%0A")
+    }
+    fn escape_property(s: &str) -> String {
+        escape_data(s).replace(':', "%3A").replace(',', "%2C")
+    }
+    let mut out = String::new();
+    for c in files.iter().filter(|c| !c.diagnostics.is_empty()) {
+        let text = &c.loaded.text;
+        let idx = LineIndex::new(text);
+        for d in &c.diagnostics {
+            let (start, end) = (
+                line_column(text, &idx, d.range.start),
+                line_column(text, &idx, d.range.end),
+            );
+            let mut message = message_with_help(d);
+            for r in &d.related {
+                let at = line_column(text, &idx, r.range.start);
+                let _ = write!(
+                    message,
+                    "\n{}:{}:{}: {}",
+                    c.loaded.path, at.line, at.column, r.message
+                );
+            }
+            let _ = writeln!(
+                out,
+                "::{} file={},line={},col={},endLine={},endColumn={},title={}::{}",
+                sarif_level(d.severity),
+                escape_property(&c.loaded.path),
+                start.line,
+                start.column,
+                end.line,
+                end.column,
+                escape_property(&format!("{} {}", d.kind.code(), d.kind.name())),
+                escape_data(&message),
+            );
+        }
+    }
+    out
 }
 
 /// Every jaxpr's signature, the main one first, then let-bound and nested
