@@ -31,10 +31,17 @@ pub enum DiagKind {
     AliasedDimension,
     /// The build has no lowering for this primitive (or this use of it).
     Unsupported,
+    /// A PRNG key consumed twice: both uses draw the same random bits.
+    KeyReuse,
+    /// A constant index out of range of a gather, scatter or dynamic
+    /// slice, which JAX clamps, fills or drops without a word.
+    OutOfBoundsIndex,
+    /// A 64-bit dtype requested where JAX computes in 32 bits (x64 off).
+    DtypeSurprise,
 }
 
 impl DiagKind {
-    pub const ALL: [DiagKind; 12] = [
+    pub const ALL: [DiagKind; 15] = [
         DiagKind::Syntax,
         DiagKind::UndefinedVariable,
         DiagKind::DuplicateDefinition,
@@ -47,6 +54,9 @@ impl DiagKind {
         DiagKind::UnknownPrimitive,
         DiagKind::AliasedDimension,
         DiagKind::Unsupported,
+        DiagKind::KeyReuse,
+        DiagKind::OutOfBoundsIndex,
+        DiagKind::DtypeSurprise,
     ];
 
     pub fn name(self) -> &'static str {
@@ -63,6 +73,9 @@ impl DiagKind {
             DiagKind::UnknownPrimitive => "unknown-primitive",
             DiagKind::AliasedDimension => "aliased-dimension",
             DiagKind::Unsupported => "unsupported",
+            DiagKind::KeyReuse => "key-reuse",
+            DiagKind::OutOfBoundsIndex => "out-of-bounds-index",
+            DiagKind::DtypeSurprise => "dtype-surprise",
         }
     }
 
@@ -80,6 +93,9 @@ impl DiagKind {
             DiagKind::UnknownPrimitive => "J0010",
             DiagKind::AliasedDimension => "J0011",
             DiagKind::Unsupported => "J0012",
+            DiagKind::KeyReuse => "J0013",
+            DiagKind::OutOfBoundsIndex => "J0014",
+            DiagKind::DtypeSurprise => "J0015",
         }
     }
 
