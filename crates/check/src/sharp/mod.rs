@@ -7,8 +7,8 @@
 //! - `bounds` (J0014 `out-of-bounds-index`): a constant index out of range
 //!   of a `gather`, `scatter`, `dynamic_slice` or `dynamic_update_slice`,
 //!   with what JAX does instead (clamp, fill, drop).
-//! - `dtypes` (J0015 `dtype-surprise`): a 64-bit dtype requested where the
-//!   printed result is the 32-bit one JAX computes with x64 off.
+//! - `dtypes` (J0015 `dtype-surprise`): a 64-bit dtype requested in a
+//!   program whose own types show it was traced with x64 off.
 //!
 //! They read the checked program: the syntax of each equation and the
 //! types the checker gave its variables. [`SharpBits`] is fed as the check
@@ -96,6 +96,7 @@ impl Program<'_> {
 pub struct SharpBits {
     keys: keys::KeyRule,
     bounds: bounds::BoundsRule,
+    dtypes: dtypes::DtypeRule,
     diagnostics: Vec<Diagnostic>,
 }
 
@@ -104,6 +105,7 @@ impl SharpBits {
         SharpBits {
             keys: keys::KeyRule::new(config),
             bounds: bounds::BoundsRule::default(),
+            dtypes: dtypes::DtypeRule::default(),
             diagnostics: Vec::new(),
         }
     }
@@ -118,7 +120,7 @@ impl SharpBits {
         self.keys.begin(p, lets, main, &mut self.diagnostics);
         for l in lets {
             self.bounds.jaxpr(p, &l.jaxpr, &mut self.diagnostics);
-            dtypes::jaxpr(p, &l.jaxpr, &mut self.diagnostics);
+            self.dtypes.jaxpr(p, &l.jaxpr);
         }
     }
 
@@ -133,7 +135,7 @@ impl SharpBits {
     fn eqn_with(&mut self, p: &Program, e: &ast::Eqn) {
         self.keys.eqn(p, e, &mut self.diagnostics);
         self.bounds.eqn(p, e, &mut self.diagnostics);
-        dtypes::eqn(p, e, &mut self.diagnostics);
+        self.dtypes.eqn(p, e);
     }
 
     /// The rules over a whole file's analysis (kept whole), with `config`.
@@ -150,7 +152,8 @@ impl SharpBits {
         rules.finish()
     }
 
-    pub fn finish(self) -> Vec<Diagnostic> {
+    pub fn finish(mut self) -> Vec<Diagnostic> {
+        self.diagnostics.extend(self.dtypes.finish());
         self.diagnostics
     }
 }
@@ -165,7 +168,7 @@ fn worth_a_look(e: &ast::Eqn) -> bool {
             d.starts_with("key<") || d.starts_with('i') || d.starts_with('u')
         })
     };
-    !e.params.is_empty() || e.outs.iter().any(interesting)
+    !e.params.is_empty() || e.outs.iter().any(interesting) || e.primitive.text == "dynamic_update_slice"
 }
 
 /// The jaxprs a parameter value holds: inline, or `let` names.
