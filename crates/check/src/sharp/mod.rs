@@ -40,6 +40,16 @@ pub fn may_find(text: &str) -> bool {
     WORDS.iter().any(|w| memchr::memmem::find(text.as_bytes(), w.as_bytes()).is_some())
 }
 
+/// What a sharp-bits finding means at run time, for the hover on it.
+pub fn explain(kind: DiagKind) -> &'static str {
+    match kind {
+        DiagKind::KeyReuse => "A JAX PRNG key is a value, not a generator: every random function given the same key returns the same bits. JAX's key-reuse checker (`jax_debug_key_reuse`) consumes a key at each `random_bits`, `random_split`, sampler or unknown use, and a second use of a consumed key is this. Each use needs its own key from `jax.random.split`.",
+        DiagKind::OutOfBoundsIndex => "JAX cannot raise an error from compiled code: an out-of-bounds index is clamped (`dynamic_slice`, `dynamic_update_slice`, `gather` in clip or promise_in_bounds mode), filled (`gather` in fill_or_drop mode: NaN for floats) or dropped (`scatter`), silently.",
+        DiagKind::DtypeSurprise => "With x64 off (JAX's default, `jax_enable_x64=False`) JAX canonicalizes 64-bit dtypes to 32 bits: a float64 request computes in float32, with no error.",
+        _ => "",
+    }
+}
+
 /// Which of the sharp-bits rules follow what.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SharpConfig {
