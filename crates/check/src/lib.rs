@@ -32,6 +32,7 @@
 
 pub mod registry;
 pub mod rules;
+pub mod sharp;
 pub mod signature;
 
 mod checker;

@@ -18,6 +18,7 @@
 
 use crate::checker::Checker;
 use crate::mark::Mark;
+use crate::sharp::{SharpBits, SharpConfig};
 use crate::{Analysis, EqnId, Extras, JaxprId, RefKind, VarRef};
 use jaxpr_syntax::Parse;
 use jaxpr_syntax::ast::{self, Jaxpr};
@@ -185,6 +186,8 @@ struct Run<'k> {
     keep: Keeping<'k>,
     /// How many variables a forgetting check may keep (0: no hint).
     reserve: usize,
+    /// The sharp-bits rules, fed each checked piece.
+    sharp: SharpBits,
 }
 
 enum Keeping<'k> {
@@ -231,6 +234,7 @@ impl<'k> Run<'k> {
             main: None,
             keep,
             reserve: 0,
+            sharp: SharpBits::new(SharpConfig::default()),
         }
     }
 
@@ -245,6 +249,7 @@ impl<'k> Run<'k> {
         let id = self.c.begin_main(lets, main);
         self.main = Some(id);
         let a = &self.c.a;
+        self.sharp.begin(a, lets, main, &a.refs);
         if let Some(to) = showing(&mut self.keep, a) {
             to.begin(a, lets, id, &a.refs);
         }
@@ -255,6 +260,7 @@ impl<'k> Run<'k> {
         let Some(main) = self.main else { return };
         let mark = Mark::of(&self.c.a);
         let id = self.c.check_eqn(e, main);
+        self.sharp.eqn(&self.c.a, e, &self.c.a.refs[mark.refs..]);
         if let Keeping::Everything(_) = self.keep {
             self.c.a.jaxprs[main.0 as usize].eqns.push(id);
             return;
@@ -291,6 +297,7 @@ impl<'k> Run<'k> {
             }
         }
         let mut c = self.c;
+        c.a.diagnostics.extend(self.sharp.finish());
         let extras = Extras {
             unknown_uses: std::mem::take(&mut c.unknown_uses),
             bad_dims: !c.bad_dims.is_empty(),

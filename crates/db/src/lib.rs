@@ -183,7 +183,22 @@ pub fn analysis(db: &dyn Db, file: SourceFile) -> Arc<Analysis> {
 #[salsa::tracked(returns(clone))]
 pub fn diagnostics(db: &dyn Db, file: SourceFile) -> Arc<Vec<Diagnostic>> {
     if let Some(d) = item_check::item_diagnostics(db, file) {
-        return d;
+        if !check::sharp::may_find(file.text(db)) {
+            return d;
+        }
+        // The sharp-bits rules follow values across the whole file (a key
+        // consumed in one chunk and again in another): they come from the
+        // whole-file analysis, for the files that have what they look at.
+        let mut all = (*d).clone();
+        all.extend(
+            analysis(db, file)
+                .diagnostics
+                .iter()
+                .filter(|d| check::sharp::KINDS.contains(&d.kind))
+                .cloned(),
+        );
+        all.sort_by_key(|d| (d.range.start, d.severity, d.kind));
+        return Arc::new(all);
     }
     Arc::new(analysis_diagnostics(db, file))
 }

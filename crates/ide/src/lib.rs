@@ -269,6 +269,45 @@ fn param_summary(text: &str, p: &ast::Param) -> String {
 
 /// Markdown for the hover at `offset`.
 pub fn hover(f: &FileView, offset: u32) -> Option<(TextRange, String)> {
+    let target = target_hover(f, offset);
+    match (target, sharp_bits_hover(f, offset)) {
+        (Some((range, mut s)), Some((_, sharp))) => {
+            s.push_str("\n---\n\n");
+            s.push_str(&sharp);
+            Some((range, s))
+        }
+        (target, None) => target,
+        (None, sharp) => sharp,
+    }
+}
+
+/// What a sharp-bits rule found at `offset` (a reused key, an index out of
+/// bounds, a 64-bit request under x64 off), explained: what JAX will do,
+/// where the first use or the index came from, and what to do instead.
+fn sharp_bits_hover(f: &FileView, offset: u32) -> Option<(TextRange, String)> {
+    let found: Vec<&jaxpr_syntax::diagnostics::Diagnostic> = f
+        .analysis
+        .diagnostics
+        .iter()
+        .filter(|d| jaxpr_check::sharp::KINDS.contains(&d.kind) && d.range.touches(offset))
+        .collect();
+    let range = found.first()?.range;
+    let mut s = String::new();
+    for d in found {
+        let _ = writeln!(s, "**{} {}**: {}\n", d.kind.code(), d.kind.name(), d.message);
+        let _ = writeln!(s, "{}\n", jaxpr_check::sharp::explain(d.kind));
+        for r in &d.related {
+            let lc = f.lines.line_col(r.range.start);
+            let _ = writeln!(s, "- line {}:{}: {}", lc.line + 1, lc.col + 1, r.message);
+        }
+        if let Some(help) = &d.help {
+            let _ = writeln!(s, "\nhelp: {help}\n");
+        }
+    }
+    Some((range, s))
+}
+
+fn target_hover(f: &FileView, offset: u32) -> Option<(TextRange, String)> {
     let (a, idx) = (f.analysis, f.lines);
     let mut s = String::new();
     let Some((range, t)) = target_at(a, offset) else {

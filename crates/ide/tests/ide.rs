@@ -135,6 +135,38 @@ fn hover_on_a_primitive_shows_its_registry_doc_line() {
 }
 
 #[test]
+fn hover_on_a_reused_key_explains_the_reuse_and_points_at_the_first_use() {
+    with_view(
+        r#"{ lambda ; a:key<fry>[]. let
+    b:key<fry>[2] = random_split[shape=(2,)] a
+    c:u32[3] = random_bits[bit_width=32 shape=(3,)] $0a
+  in (b, c) }
+"#,
+        |_, view, cursor| {
+            let (_, markdown) = jaxpr_ide::hover(view, cursor).expect("a hover");
+            assert!(markdown.contains("J0013 key-reuse"), "{markdown}");
+            assert!(markdown.contains("line 2:46: consumed here by `random_split`"), "{markdown}");
+            assert!(markdown.contains("jax.random.split"), "{markdown}");
+        },
+    );
+}
+
+#[test]
+fn hover_on_an_out_of_bounds_index_says_what_jax_does() {
+    with_view(
+        r#"{ lambda ; a:f32[5]. let
+    b:f32[2] = dynamic_slice[slice_sizes=(2,)] a $07:i32[]
+  in (b,) }
+"#,
+        |_, view, cursor| {
+            let (_, markdown) = jaxpr_ide::hover(view, cursor).expect("a hover");
+            assert!(markdown.contains("J0014 out-of-bounds-index"), "{markdown}");
+            assert!(markdown.contains("clamps the start to 3"), "{markdown}");
+        },
+    );
+}
+
+#[test]
 fn parameter_completion_offers_the_registry_parameters_of_the_primitive() {
     with_view(
         r#"{ lambda ; a:f32[3]. let

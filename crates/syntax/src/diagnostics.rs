@@ -102,6 +102,16 @@ rule_table! {
     /// The build has no lowering for this primitive (or this use of it).
     Unsupported => "J0012", "unsupported", Error,
         "`jaxpr build` only: a primitive, or a use of it, that the back end does not lower.";
+    /// A PRNG key consumed twice: both uses draw the same random bits.
+    KeyReuse => "J0013", "key-reuse", Warning,
+        "A PRNG key is consumed twice: both uses draw the same random bits.";
+    /// A constant index out of range of a gather, scatter or dynamic
+    /// slice, which JAX clamps, fills or drops without a word.
+    OutOfBoundsIndex => "J0014", "out-of-bounds-index", Warning,
+        "A constant index is out of range of a gather, scatter or dynamic slice: JAX clamps, fills or drops without a word.";
+    /// A 64-bit dtype requested where JAX computes in 32 bits (x64 off).
+    DtypeSurprise => "J0015", "dtype-surprise", Warning,
+        "A 64-bit dtype is requested in a program traced with x64 off: JAX computes it in 32 bits.";
 }
 
 impl DiagKind {

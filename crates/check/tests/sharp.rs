@@ -1,0 +1,217 @@
+//! The sharp-bits rules (J0013 key reuse, J0014 out-of-bounds constant
+//! indices, J0015 64-bit dtypes under x64 off): fixtures with their exact
+//! diagnostics, and the key-reuse rule held to JAX's own checker on every
+//! program of `tests/data/key-reuse` (JAX's random tests and programs
+//! written to use keys, with `check_key_reuse_jaxpr`'s verdict recorded by
+//! `corpus-gen/key_reuse/gen.py`).
+
+use jaxpr_check::sharp::{SharpBits, SharpConfig};
+use jaxpr_syntax::diagnostics::DiagKind;
+use jaxpr_test_support::fixture::Fixture;
+use std::path::Path;
+
+fn check(fixture: &str) {
+    Fixture::assert_check(fixture);
+}
+
+#[test]
+fn key_consumed_twice() {
+    check(
+        r#"{ lambda ; a:key<fry>[]. let
+    b:key<fry>[2] = random_split[shape=(2,)] a
+    c:u32[3] = random_bits[bit_width=32 shape=(3,)] a
+#                                                   ^ warning[J0013]: key `a` is consumed again by `random_bits`: both uses draw the same random bits
+  in (b, c) }
+"#,
+    );
+}
+
+#[test]
+fn split_rows_fold_in_and_clone_are_fresh_keys() {
+    check(
+        r#"{ lambda ; a:key<fry>[]. let
+    b:key<fry>[2] = random_split[shape=(2,)] a
+    c:key<fry>[1] = slice[limit_indices=(1,) start_indices=(0,) strides=None] b
+    d:key<fry>[] = squeeze[dimensions=(0,)] c
+    e:key<fry>[1] = slice[limit_indices=(2,) start_indices=(1,) strides=None] b
+    f:key<fry>[] = squeeze[dimensions=(0,)] e
+    g:u32[3] = random_bits[bit_width=32 shape=(3,)] d
+    h:key<fry>[] = random_fold_in f 3:u32[]
+    i:u32[3] = random_bits[bit_width=32 shape=(3,)] h
+    j:key<fry>[] = random_clone f
+    k:u32[3] = random_bits[bit_width=32 shape=(3,)] j
+    l:key<fry>[1] = slice[limit_indices=(1,) start_indices=(0,) strides=None] b
+#                                                                             ^ warning[J0013]: key `b` is consumed again by `slice`: both uses draw the same random bits
+  in (g, i, k, l) }
+"#,
+    );
+}
+
+#[test]
+fn a_branch_consumes_the_key() {
+    check(
+        r#"{ lambda ; a:key<fry>[] p:i32[]. let
+    b:u32[3] = cond[
+      branches=(
+        { lambda ; c:key<fry>[]. let d:u32[3] = random_bits[bit_width=32 shape=(3,)] c in (d,) }
+        { lambda ; e:key<fry>[]. let f:u32[3] = broadcast_in_dim[broadcast_dimensions=() shape=(3,) sharding=None] 0:u32[] in (f,) }
+      )
+    ] p a
+    g:u32[3] = random_bits[bit_width=32 shape=(3,)] a
+#                                                   ^ warning[J0013]: key `a` is consumed again by `random_bits`: both uses draw the same random bits
+  in (b, g) }
+"#,
+    );
+}
+
+#[test]
+fn a_scan_carries_a_key_without_splitting_it() {
+    check(
+        r#"{ lambda ; a:key<fry>[]. let
+    b:key<fry>[] c:u32[4,3] = scan[
+      jaxpr={ lambda ; d:key<fry>[]. let
+          e:u32[3] = random_bits[bit_width=32 shape=(3,)] d
+#                                                         ^ warning[J0013]: key reused across iterations of `scan`: a carried key is consumed in every iteration, but the body does not carry a fresh key to the next one, so every iteration draws the same random bits
+        in (d, e) }
+      length=4
+      num_carry=1
+      num_consts=0
+      reverse=False
+      unroll=1
+    ] a
+  in (b, c) }
+"#,
+    );
+}
+
+#[test]
+fn raw_key_data_wrapped_twice() {
+    check(
+        r#"{ lambda ; a:u32[2]. let
+    b:key<fry>[] = random_wrap[impl=fry] a
+    c:u32[3] = random_bits[bit_width=32 shape=(3,)] b
+    d:key<fry>[] = random_wrap[impl=fry] a
+    e:u32[3] = random_bits[bit_width=32 shape=(3,)] d
+#                                                   ^ warning[J0013]: raw key data `d` (it is `a`) is consumed again by `random_bits`: both uses draw the same random bits
+  in (c, e) }
+"#,
+    );
+}
+
+#[test]
+fn constant_indices_out_of_bounds() {
+    check(
+        r#"{ lambda ; a:f32[5] b:f32[5,3] u:f32[2]. let
+    c:i32[] = add 3:i32[] 4:i32[]
+    d:f32[2] = dynamic_slice[slice_sizes=(2,)] a c
+#                                                ^ warning[J0014]: start index 7 is out of bounds for a window of 2 along axis 0 of size 5: `dynamic_slice` clamps the start to 3 without a word, so the slice reads elements 3..5 of that axis
+    e:f32[5] = dynamic_update_slice a u -1:i32[]
+#                                       ^^^^^^^^ warning[J0014]: start index -1 is out of bounds for a window of 2 along axis 0 of size 5: `dynamic_update_slice` clamps the start to 0 without a word, so the update lands on elements 0..2 of that axis
+    f:f32[5] = dynamic_slice[slice_sizes=(5,)] a 0:i32[]
+    g:i32[2] = iota[dimension=0 dtype=int32 shape=(2,) sharding=None]
+    h:i32[2] = mul g 5:i32[]
+    i:i32[2,1] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(2, 1) sharding=None] h
+    j:f32[2,3] = gather[
+      dimension_numbers=GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,), operand_batching_dims=(), start_indices_batching_dims=())
+      fill_value=None
+      indices_are_sorted=False
+      mode=GatherScatterMode.FILL_OR_DROP
+      slice_sizes=(1, 3)
+      unique_indices=False
+    ] b i
+#       ^ warning[J0014]: index 5 is out of bounds for axis 0 of size 5: `gather` (mode fill_or_drop) returns NaN for that slice instead of raising
+    k:f32[5,3] = scatter-add[
+      dimension_numbers=ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=())
+      indices_are_sorted=False
+      mode=GatherScatterMode.FILL_OR_DROP
+      unique_indices=False
+      update_consts={ lambda ; l:f32[] m:f32[]. let n:f32[] = add l m in (n,) }
+      update_jaxpr=None
+    ] b i j
+#       ^ warning[J0014]: index 5 is out of bounds for axis 0 of size 5: `scatter-add` drops that update without a word
+  in (d, e, f, j, k) }
+"#,
+    );
+}
+
+#[test]
+fn float64_requested_with_x64_off() {
+    check(
+        r#"{ lambda ; a:i32[3]. let
+    b:f32[3] = convert_element_type[new_dtype=float32 weak_type=True] a
+    c:f64[3] = convert_element_type[new_dtype=float64 weak_type=False] b
+#                                             ^^^^^^^ warning[J0015]: `new_dtype=float64` asks for a 64-bit dtype in a program traced with x64 off: JAX computes it in float32 without a word
+  in (b, c) }
+"#,
+    );
+}
+
+#[test]
+fn float64_without_evidence_of_x64_off_is_quiet() {
+    check(
+        r#"{ lambda ; a:i32[3]. let
+    c:f64[3] = convert_element_type[new_dtype=float64 weak_type=False] a
+  in (c,) }
+"#,
+    );
+}
+
+/// Whether the rule finds a reuse in the file at `path`.
+fn finds_reuse(path: &Path, config: SharpConfig) -> bool {
+    let text = std::fs::read_to_string(path).unwrap();
+    let parse = jaxpr_syntax::parse(&text);
+    let analysis = jaxpr_check::check(&parse.file);
+    assert!(
+        analysis.diagnostics.iter().all(|d| !d.is_error()),
+        "{}: {:?}",
+        path.display(),
+        analysis.diagnostics
+    );
+    SharpBits::check_analysis(&analysis, &parse.file, config)
+        .iter()
+        .any(|d| d.kind == DiagKind::KeyReuse)
+}
+
+/// Following typed keys only, the rule's verdict is JAX's on every program;
+/// following raw key data too, it finds more only in programs of raw keys,
+/// and exactly these.
+#[test]
+fn key_reuse_verdicts_are_jaxs() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data");
+    let verdicts: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("key-reuse/verdicts.json")).unwrap(),
+    )
+    .unwrap();
+    let verdicts = verdicts["verdicts"].as_object().unwrap();
+    assert!(verdicts.len() >= 450, "{}", verdicts.len());
+    let (mut reuses, mut beyond) = (0, Vec::new());
+    for (name, v) in verdicts {
+        let path = match name.strip_prefix("programs/") {
+            Some(_) => root.join("key-reuse").join(name),
+            None => root.join(name),
+        };
+        let jax = v["jax_key_reuse"].as_bool().unwrap();
+        reuses += jax as usize;
+        let typed = finds_reuse(&path, SharpConfig { raw_keys: false });
+        assert_eq!(typed, jax, "{name}: JAX says {}", v["jax_message"]);
+        let raw = finds_reuse(&path, SharpConfig { raw_keys: true });
+        assert!(raw || !jax, "{name}");
+        if raw != jax {
+            assert!(v["raw_keys"].as_bool().unwrap(), "{name}: a finding beyond JAX on typed keys");
+            beyond.push(name.as_str());
+        }
+    }
+    assert_eq!(reuses, 54);
+    beyond.sort();
+    let want: Vec<String> = ["bits", "normal", "split", "uniform"]
+        .iter()
+        .flat_map(|u| {
+            ["jit", "scan_nosplit", "seq", "wrapped_twice"]
+                .map(|p| format!("programs/raw_{p}_{u}.jaxpr"))
+        })
+        .chain(["jax-suite/random/scan_keys_threefry2x32_2x3_legacy.jaxpr".to_string()])
+        .collect();
+    let mut want: Vec<&str> = want.iter().map(String::as_str).collect();
+    want.sort();
+    assert_eq!(beyond, want);
+}
