@@ -32,7 +32,9 @@ const TWO_RULES: &str = "{ lambda ; a:f32[3] b:f32[4]. let
 
 /// A fresh folder for one test, holding `files` (path, text).
 fn tree(test: &str, files: &[(&str, &str)]) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("rules").join(test);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("rules")
+        .join(test);
     let _ = std::fs::remove_dir_all(&dir);
     for (path, text) in files {
         let path = dir.join(path);
@@ -44,7 +46,10 @@ fn tree(test: &str, files: &[(&str, &str)]) -> PathBuf {
 
 /// `jaxpr check --format json ARGS...` in `dir`: exit code and, per file
 /// (as given), its diagnostics as `(code, severity)`.
-fn check_in(dir: &Path, args: &[&str]) -> (Option<i32>, Vec<(String, Vec<(String, String)>)>, String) {
+fn check_in(
+    dir: &Path,
+    args: &[&str],
+) -> (Option<i32>, Vec<(String, Vec<(String, String)>)>, String) {
     let out = bin()
         .current_dir(dir)
         .args(["check", "--format", "json"])
@@ -93,11 +98,20 @@ fn every_rule_pages_example_triggers_its_rule() {
             .nth(1)
             .and_then(|rest| rest.split("```").next());
         let Some(example) = example else {
-            assert_eq!(rule.kind, DiagKind::Unsupported, "{} has no ```jaxpr example", rule.name);
+            assert_eq!(
+                rule.kind,
+                DiagKind::Unsupported,
+                "{} has no ```jaxpr example",
+                rule.name
+            );
             continue;
         };
         let found = jaxpr_db::diagnostics_from_scratch(example);
-        assert!(!found.is_empty(), "{}: its example has no diagnostic", rule.name);
+        assert!(
+            !found.is_empty(),
+            "{}: its example has no diagnostic",
+            rule.name
+        );
         for d in &found {
             assert_eq!(d.kind, rule.kind, "{}: {}", rule.name, d.message);
             assert_eq!(d.severity, rule.default_severity, "{}", rule.name);
@@ -119,11 +133,18 @@ fn jaxpr_rule_prints_a_page_by_code_or_name_and_lists_all() {
     let listed = stdout(&all);
     assert_eq!(listed.lines().count(), RULES.len(), "{listed}");
     for rule in RULES {
-        assert!(listed.contains(rule.code) && listed.contains(rule.name), "{listed}");
+        assert!(
+            listed.contains(rule.code) && listed.contains(rule.name),
+            "{listed}"
+        );
     }
     let unknown = bin().args(["rule", "J9999"]).output().unwrap();
     assert_eq!(unknown.status.code(), Some(2));
-    assert!(stderr(&unknown).contains("`J9999` is not a rule"), "{}", stderr(&unknown));
+    assert!(
+        stderr(&unknown).contains("`J9999` is not a rule"),
+        "{}",
+        stderr(&unknown)
+    );
 }
 
 /// The nearest configuration above a file governs it (a `jaxpr.toml`, or a
@@ -136,7 +157,10 @@ fn the_nearest_configuration_selects_rules_and_the_command_line_overrides_it() {
         &[
             ("jaxpr.toml", "ignore = [\"unknown-primitive\"]\n"),
             ("top.jaxpr", TWO_RULES),
-            ("warned/pyproject.toml", "[project]\nname = \"x\"\n\n[tool.jaxpr]\nwarn = [\"J0004\"]\n"),
+            (
+                "warned/pyproject.toml",
+                "[project]\nname = \"x\"\n\n[tool.jaxpr]\nwarn = [\"J0004\"]\n",
+            ),
             ("warned/mid.jaxpr", TWO_RULES),
             ("warned/plain/pyproject.toml", "[project]\nname = \"y\"\n"),
             ("warned/plain/low.jaxpr", TWO_RULES),
@@ -164,7 +188,16 @@ fn the_nearest_configuration_selects_rules_and_the_command_line_overrides_it() {
     let (code, _, err) = check_in(&dir, &["warned"]);
     assert_eq!(code, Some(0), "{err}");
     // The command line: --select starts again, --error promotes.
-    let (code, files, _) = check_in(&dir, &["--select", "J0010", "--error", "unknown-primitive", "top.jaxpr"]);
+    let (code, files, _) = check_in(
+        &dir,
+        &[
+            "--select",
+            "J0010",
+            "--error",
+            "unknown-primitive",
+            "top.jaxpr",
+        ],
+    );
     assert_eq!(code, Some(1));
     assert_eq!(files[0].1, vec![pair("J0010", "error")]);
     let (_, files, _) = check_in(&dir, &["--ignore", "J00", "warned/mid.jaxpr"]);
@@ -203,14 +236,20 @@ fn per_file_ignores_match_paths_below_the_configuration() {
     assert_eq!(codes("b.jaxpr"), vec!["J0004", "J0010"]);
     assert_eq!(codes("keep.jaxpr"), vec!["J0004"]);
     // Patterns are relative to a configuration named on the command line too.
-    let (_, files, err) = check_in(&dir, &["--config", "pyproject.toml", "generated/deep/a.jaxpr"]);
+    let (_, files, err) = check_in(
+        &dir,
+        &["--config", "pyproject.toml", "generated/deep/a.jaxpr"],
+    );
     assert_eq!(files[0].1, vec![pair("J0010", "warning")], "{err}");
 }
 
 /// Syntax errors are shown whatever is selected.
 #[test]
 fn syntax_errors_are_always_shown() {
-    let dir = tree("syntax", &[("bad.jaxpr", "{ lambda ; a:f32[3]. let\n  (a,) }\n")]);
+    let dir = tree(
+        "syntax",
+        &[("bad.jaxpr", "{ lambda ; a:f32[3]. let\n  (a,) }\n")],
+    );
     let (code, files, _) = check_in(&dir, &["--ignore", "ALL", "--warn", "J0001", "bad.jaxpr"]);
     assert_eq!(code, Some(1));
     assert_eq!(files[0].1, vec![pair("J0001", "error")]);
@@ -221,13 +260,19 @@ fn an_unknown_rule_in_configuration_is_an_error_with_file_and_line() {
     let dir = tree(
         "unknown",
         &[
-            ("jaxpr.toml", "select = [\"ALL\"]\nignore = [\n  \"J0010\",\n  \"shape-mismach\",\n]\n"),
+            (
+                "jaxpr.toml",
+                "select = [\"ALL\"]\nignore = [\n  \"J0010\",\n  \"shape-mismach\",\n]\n",
+            ),
             ("a.jaxpr", TWO_RULES),
         ],
     );
     let (code, _, err) = check_in(&dir, &["a.jaxpr"]);
     assert_eq!(code, Some(2));
-    assert!(err.contains("jaxpr.toml:4: `shape-mismach` is not a rule"), "{err}");
+    assert!(
+        err.contains("jaxpr.toml:4: `shape-mismach` is not a rule"),
+        "{err}"
+    );
     let (code, _, err) = check_in(&dir, &["--config", "jaxpr.toml", "a.jaxpr"]);
     assert_eq!(code, Some(2));
     assert!(err.contains("jaxpr.toml:4:"), "{err}");
@@ -244,8 +289,18 @@ fn jsonschema_python() -> PathBuf {
         .arg("jsonschema")
         .output()
         .expect("bash");
-    assert!(out.status.success(), "venv.sh jsonschema failed:\n{}", stderr(&out));
-    PathBuf::from(stdout(&out).lines().last().expect("venv.sh prints the python path").trim())
+    assert!(
+        out.status.success(),
+        "venv.sh jsonschema failed:\n{}",
+        stderr(&out)
+    );
+    PathBuf::from(
+        stdout(&out)
+            .lines()
+            .last()
+            .expect("venv.sh prints the python path")
+            .trim(),
+    )
 }
 
 /// The SARIF 2.1.0 schema's complaints about `report` (empty when valid).
@@ -266,7 +321,12 @@ for e in jsonschema.Draft4Validator(schema).iter_errors(report):
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(report.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(report.as_bytes())
+        .unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     stdout(&out)
@@ -274,7 +334,13 @@ for e in jsonschema.Draft4Validator(schema).iter_errors(report):
 
 #[test]
 fn sarif_output_is_valid_sarif_2_1_0_with_rules_locations_and_help() {
-    let dir = tree("sarif", &[("two rules.jaxpr", TWO_RULES), ("clean.jaxpr", "{ lambda ; a:f32[3]. let\n  in (a,) }\n")]);
+    let dir = tree(
+        "sarif",
+        &[
+            ("two rules.jaxpr", TWO_RULES),
+            ("clean.jaxpr", "{ lambda ; a:f32[3]. let\n  in (a,) }\n"),
+        ],
+    );
     let out = bin()
         .current_dir(&dir)
         .args(["check", "--format", "sarif", "."])
@@ -295,7 +361,12 @@ fn sarif_output_is_valid_sarif_2_1_0_with_rules_locations_and_help() {
     assert_eq!(rules.len(), RULES.len());
     assert_eq!(rules[3]["id"], "J0004");
     assert_eq!(rules[3]["name"], "shape-mismatch");
-    assert!(rules[3]["help"]["markdown"].as_str().unwrap().contains("## How to fix"));
+    assert!(
+        rules[3]["help"]["markdown"]
+            .as_str()
+            .unwrap()
+            .contains("## How to fix")
+    );
     assert_eq!(rules[9]["defaultConfiguration"]["level"], "warning");
     let results = run["results"].as_array().unwrap();
     assert_eq!(results.len(), 2, "{text}");
@@ -311,10 +382,21 @@ fn sarif_output_is_valid_sarif_2_1_0_with_rules_locations_and_help() {
     let related = shape["relatedLocations"].as_array().unwrap();
     assert_eq!(related.len(), 2, "{shape}");
     assert_eq!(related[1]["physicalLocation"]["region"]["startColumn"], 22);
-    assert!(related[1]["message"]["text"].as_str().unwrap().contains("`b`"));
+    assert!(
+        related[1]["message"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("`b`")
+    );
     let unknown = &results[1];
     assert_eq!(unknown["level"], "warning");
-    assert!(unknown["message"]["text"].as_str().unwrap().contains("\nhelp: "), "{unknown}");
+    assert!(
+        unknown["message"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("\nhelp: "),
+        "{unknown}"
+    );
 }
 
 #[test]

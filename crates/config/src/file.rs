@@ -33,6 +33,26 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
+/// The two files configuration is read from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConfigKind {
+    /// `jaxpr.toml`: the keys at the top level.
+    JaxprToml,
+    /// `pyproject.toml`: the keys in `[tool.jaxpr]`, which it may lack.
+    Pyproject,
+}
+
+impl ConfigKind {
+    /// A `pyproject.toml` by its name; any other file is read as a
+    /// `jaxpr.toml`.
+    pub fn of(path: &Path) -> ConfigKind {
+        match path.file_name() {
+            Some(name) if name == PYPROJECT_TOML => ConfigKind::Pyproject,
+            _ => ConfigKind::JaxprToml,
+        }
+    }
+}
+
 /// One configuration file's rule selection.
 #[derive(Clone, Debug)]
 pub struct ConfigFile {
@@ -57,8 +77,7 @@ impl ConfigFile {
     /// `jaxpr.toml`.
     pub fn load_explicit(path: &Path) -> Result<ConfigFile, ConfigError> {
         let text = read(path)?;
-        let is_pyproject = path.file_name().is_some_and(|n| n == PYPROJECT_TOML);
-        match ConfigFile::parse(path, &text, is_pyproject)? {
+        match ConfigFile::parse(path, &text, ConfigKind::of(path))? {
             Some(file) => Ok(file),
             None => Err(ConfigError {
                 path: path.to_path_buf(),
@@ -68,9 +87,13 @@ impl ConfigFile {
         }
     }
 
-    /// `text` read from `path`: its `[tool.jaxpr]` table if `pyproject`
-    /// (`None` when it has none), else the whole file.
-    pub fn parse(path: &Path, text: &str, pyproject: bool) -> Result<Option<ConfigFile>, ConfigError> {
+    /// `text` read from `path`: a `pyproject.toml`'s `[tool.jaxpr]` table
+    /// (`None` when it has none), or a whole `jaxpr.toml`.
+    pub fn parse(
+        path: &Path,
+        text: &str,
+        kind: ConfigKind,
+    ) -> Result<Option<ConfigFile>, ConfigError> {
         let reader = Reader { path, text };
         let doc = toml_edit::Document::parse(text).map_err(|e| {
             reader.error(
@@ -78,7 +101,7 @@ impl ConfigFile {
                 format!("invalid TOML: {}", e.message().trim_end()),
             )
         })?;
-        let table: &dyn TableLike = if pyproject {
+        let table: &dyn TableLike = if kind == ConfigKind::Pyproject {
             let jaxpr = doc
                 .get("tool")
                 .and_then(Item::as_table_like)
@@ -86,7 +109,10 @@ impl ConfigFile {
             match jaxpr {
                 None => return Ok(None),
                 Some(item) => item.as_table_like().ok_or_else(|| {
-                    reader.error(item.span().map(|s| s.start), "`tool.jaxpr` must be a table".into())
+                    reader.error(
+                        item.span().map(|s| s.start),
+                        "`tool.jaxpr` must be a table".into(),
+                    )
                 })?,
             }
         } else {
@@ -103,12 +129,12 @@ pub fn discover(folder: &Path) -> Result<Option<ConfigFile>, ConfigError> {
         let jaxpr = dir.join(JAXPR_TOML);
         if jaxpr.is_file() {
             let text = read(&jaxpr)?;
-            return ConfigFile::parse(&jaxpr, &text, false);
+            return ConfigFile::parse(&jaxpr, &text, ConfigKind::JaxprToml);
         }
         let pyproject = dir.join(PYPROJECT_TOML);
         if pyproject.is_file() {
             let text = read(&pyproject)?;
-            if let Some(file) = ConfigFile::parse(&pyproject, &text, true)? {
+            if let Some(file) = ConfigFile::parse(&pyproject, &text, ConfigKind::Pyproject)? {
                 return Ok(Some(file));
             }
         }
@@ -133,7 +159,11 @@ impl Reader<'_> {
     fn error(&self, offset: Option<usize>, message: String) -> ConfigError {
         let line = offset.map(|at| {
             let at = at.min(self.text.len());
-            self.text.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() + 1
+            self.text.as_bytes()[..at]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count()
+                + 1
         });
         ConfigError {
             path: self.path.to_path_buf(),
@@ -153,7 +183,10 @@ impl Reader<'_> {
             }
         }
         let list = |key: &str| -> Result<Option<Vec<DiagKind>>, ConfigError> {
-            table.get(key).map(|item| self.selectors(key, item)).transpose()
+            table
+                .get(key)
+                .map(|item| self.selectors(key, item))
+                .transpose()
         };
         let layer = RuleLayer {
             select: list("select")?,
@@ -165,7 +198,11 @@ impl Reader<'_> {
             let at = table.get("error").and_then(Item::span);
             return Err(self.error(
                 at.map(|s| s.start),
-                format!("`{}` ({}) is in both `warn` and `error`", both.code(), both.name()),
+                format!(
+                    "`{}` ({}) is in both `warn` and `error`",
+                    both.code(),
+                    both.name()
+                ),
             ));
         }
         let mut per_file_ignores = Vec::new();
@@ -210,7 +247,8 @@ impl Reader<'_> {
         for value in array.iter() {
             let at = value.span().map(|s| s.start);
             let text = value.as_str().ok_or_else(not_a_list)?;
-            let named = parse_selector(text).ok_or_else(|| self.error(at, unknown_selector(text)))?;
+            let named =
+                parse_selector(text).ok_or_else(|| self.error(at, unknown_selector(text)))?;
             kinds.extend(named);
         }
         Ok(kinds)
@@ -222,7 +260,8 @@ mod tests {
     use super::*;
 
     fn parse(text: &str) -> Result<ConfigFile, ConfigError> {
-        ConfigFile::parse(Path::new("jaxpr.toml"), text, false).map(|f| f.expect("a table"))
+        ConfigFile::parse(Path::new("jaxpr.toml"), text, ConfigKind::JaxprToml)
+            .map(|f| f.expect("a table"))
     }
 
     #[test]
@@ -242,10 +281,16 @@ mod tests {
 
     #[test]
     fn mistakes_name_the_line() {
-        let err = parse("# rules\nselect = [\"J0004\"]\nignore = [\n  \"J0010\",\n  \"shape-mismach\",\n]\n")
-            .unwrap_err();
+        let err = parse(
+            "# rules\nselect = [\"J0004\"]\nignore = [\n  \"J0010\",\n  \"shape-mismach\",\n]\n",
+        )
+        .unwrap_err();
         assert_eq!(err.line, Some(5), "{err}");
-        assert!(err.to_string().starts_with("jaxpr.toml:5: `shape-mismach` is not a rule"), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("jaxpr.toml:5: `shape-mismach` is not a rule"),
+            "{err}"
+        );
         let err = parse("\n\nselct = [\"J0004\"]\n").unwrap_err();
         assert_eq!(err.line, Some(3), "{err}");
         assert!(err.message.contains("unknown key `selct`"), "{err}");
@@ -262,18 +307,25 @@ mod tests {
 
     #[test]
     fn pyproject_without_a_table_is_not_a_configuration() {
-        let none = ConfigFile::parse(Path::new("pyproject.toml"), "[project]\nname = \"x\"\n", true);
+        let none = ConfigFile::parse(
+            Path::new("pyproject.toml"),
+            "[project]\nname = \"x\"\n",
+            ConfigKind::Pyproject,
+        );
         assert!(none.unwrap().is_none());
         let some = ConfigFile::parse(
             Path::new("pyproject.toml"),
             "[project]\nname = \"x\"\n\n[tool.jaxpr]\nignore = [\"J0011\"]\n",
-            true,
+            ConfigKind::Pyproject,
         );
-        assert_eq!(some.unwrap().unwrap().layer.ignore, vec![DiagKind::AliasedDimension]);
+        assert_eq!(
+            some.unwrap().unwrap().layer.ignore,
+            vec![DiagKind::AliasedDimension]
+        );
         let err = ConfigFile::parse(
             Path::new("pyproject.toml"),
             "[tool.jaxpr]\nselect = [\"J0004\"]\nwarn = [\"J9999\"]\n",
-            true,
+            ConfigKind::Pyproject,
         )
         .unwrap_err();
         assert_eq!(err.line, Some(3), "{err}");

@@ -11,7 +11,7 @@
 
 mod file;
 
-pub use file::{ConfigError, ConfigFile, discover};
+pub use file::{ConfigError, ConfigFile, ConfigKind, discover};
 
 use jaxpr_syntax::diagnostics::{DiagKind, Diagnostic, RULES, Severity};
 use std::collections::HashMap;
@@ -158,11 +158,13 @@ impl Settings {
             return Vec::new();
         }
         // A configuration named by a bare file name is in the current folder.
-        let base = self
-            .source
-            .as_deref()
-            .and_then(Path::parent)
-            .map(|b| if b.as_os_str().is_empty() { Path::new(".") } else { b });
+        let base = self.source.as_deref().and_then(Path::parent).map(|b| {
+            if b.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                b
+            }
+        });
         let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         let relative = base
             .and_then(|b| absolute.strip_prefix(std::path::absolute(b).ok()?).ok())
