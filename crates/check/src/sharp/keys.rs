@@ -489,7 +489,7 @@ impl Cx<'_, '_> {
             at,
             format!("{what} reused across iterations of `{prim}`: {why}, so every iteration draws the same random bits"),
         )
-        .with_help(format!("split the key in the loop body and carry one half to the next iteration ({HELP})"));
+        .with_help("split the key in the loop body with `jax.random.split`: use one half in this iteration and carry the other to the next");
         if inside.is_some() {
             d = d.with_related(operand_range, format!("the {what} enters the `{prim}` here"));
         }
