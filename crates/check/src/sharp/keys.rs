@@ -322,8 +322,10 @@ impl Cx<'_, '_> {
             "random_wrap" => {
                 // Raw key data a jaxpr takes in: the wrapped key is that data.
                 let raw_binder = self.config.raw_keys
-                    && ids
-                        .atom(&e.args[0])
+                    && e
+                        .args
+                        .first()
+                        .and_then(|a| ids.atom(a))
                         .is_some_and(|v| flow.binders.contains(&v) && is_u32(self.ty(v)));
                 if raw_binder { KeySignature::forward0() } else { source0 }
             }
