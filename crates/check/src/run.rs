@@ -467,6 +467,8 @@ mod tests {
             "let f = { lambda ; x:f32[]. let  in (x,) } in\n",
             "{ lambda ; a:f32[ . let\n    b:f32[] = sin a\n  in (b,) }\n",
             "{ lambda ; a:f32[v]. let\n    b:f32[w] = sin a\n  in (b,) }\n",
+            // Sharp bits span equations: a key consumed twice, a constant index.
+            "let f = { lambda ; k:key<fry>[]. let b:u32[2] = random_bits[bit_width=32 shape=(2,)] k in (b,) } in\n{ lambda ; a:key<fry>[] x:f32[5]. let\n    b:u32[2] = jit[name=f jaxpr=f] a\n    c:i32[] = add 3:i32[] 4:i32[]\n    d:f32[2] = dynamic_slice[slice_sizes=(2,)] x c\n    e:u32[2] = random_bits[bit_width=32 shape=(2,)] a\n  in (b, d, e) }\n",
         ];
         for text in texts {
             let whole = jaxpr_syntax::parse(text);

@@ -1495,6 +1495,7 @@ pub fn item_diagnostics(db: &dyn Db, file: SourceFile) -> Option<Arc<Vec<Diagnos
         let at = start + eqns.get(*k as usize).copied().unwrap_or(0);
         diagnostics.push(check::rules::unknown_primitive(name, r.shifted(at)));
     }
+    diagnostics.extend(crate::sharp_bits(db, file).iter().cloned());
     errors.append(&mut diagnostics);
     errors.sort_by_key(|d| (d.range.start, d.severity, d.kind));
     Some(Arc::new(errors))

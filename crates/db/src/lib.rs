@@ -183,24 +183,29 @@ pub fn analysis(db: &dyn Db, file: SourceFile) -> Arc<Analysis> {
 #[salsa::tracked(returns(clone))]
 pub fn diagnostics(db: &dyn Db, file: SourceFile) -> Arc<Vec<Diagnostic>> {
     if let Some(d) = item_check::item_diagnostics(db, file) {
-        if !check::sharp::may_find(file.text(db)) {
-            return d;
-        }
-        // The sharp-bits rules follow values across the whole file (a key
-        // consumed in one chunk and again in another): they come from the
-        // whole-file analysis, for the files that have what they look at.
-        let mut all = (*d).clone();
-        all.extend(
-            analysis(db, file)
-                .diagnostics
-                .iter()
-                .filter(|d| check::sharp::KINDS.contains(&d.kind))
-                .cloned(),
-        );
-        all.sort_by_key(|d| (d.range.start, d.severity, d.kind));
-        return Arc::new(all);
+        return d;
     }
     Arc::new(analysis_diagnostics(db, file))
+}
+
+/// The sharp-bits findings of the file (`check::sharp`). The rules follow
+/// values across the whole file (a key consumed in one chunk and again in
+/// another), so they come from a whole-file check, run only for a text
+/// that has what they look at ([`check::sharp::may_find`]).
+#[salsa::tracked(returns(clone))]
+pub fn sharp_bits(db: &dyn Db, file: SourceFile) -> Arc<Vec<Diagnostic>> {
+    let text = file.text(db);
+    if !check::sharp::may_find(text) {
+        return Arc::new(Vec::new());
+    }
+    let out = interruptible(db, || check::check_source(check::Source::Text(text), check::Keep::Diagnostics));
+    Arc::new(
+        out.analysis
+            .diagnostics
+            .into_iter()
+            .filter(|d| check::sharp::KINDS.contains(&d.kind))
+            .collect(),
+    )
 }
 
 /// The diagnostics of the whole-file parse and analysis, sorted: equal to

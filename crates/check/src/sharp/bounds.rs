@@ -135,8 +135,8 @@ fn fold(p: &Program, consts: &HashMap<VarId, Const>, e: &ast::Eqn) -> Option<Con
                 }
                 let mut at = 0i64;
                 for (k, &d) in dims.iter().enumerate() {
-                    let i = if c.shape[k] == 1 { 0 } else { index[usize::try_from(d).ok()?] };
-                    at = at * c.shape[k] + i;
+                    let i = if c.shape[k] == 1 { 0 } else { *index.get(usize::try_from(d).ok()?)? };
+                    at = at.checked_mul(c.shape[k])?.checked_add(i)?;
                 }
                 values.push(*c.values.get(at as usize)?);
             }

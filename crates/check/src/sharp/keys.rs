@@ -322,8 +322,10 @@ impl Cx<'_, '_> {
             "random_wrap" => {
                 // Raw key data a jaxpr takes in: the wrapped key is that data.
                 let raw_binder = self.config.raw_keys
-                    && ids
-                        .atom(&e.args[0])
+                    && e
+                        .args
+                        .first()
+                        .and_then(|a| ids.atom(a))
                         .is_some_and(|v| flow.binders.contains(&v) && is_u32(self.ty(v)));
                 if raw_binder { KeySignature::forward0() } else { source0 }
             }
@@ -489,7 +491,7 @@ impl Cx<'_, '_> {
             at,
             format!("{what} reused across iterations of `{prim}`: {why}, so every iteration draws the same random bits"),
         )
-        .with_help(format!("split the key in the loop body and carry one half to the next iteration ({HELP})"));
+        .with_help("split the key in the loop body with `jax.random.split`: use one half in this iteration and carry the other to the next");
         if inside.is_some() {
             d = d.with_related(operand_range, format!("the {what} enters the `{prim}` here"));
         }

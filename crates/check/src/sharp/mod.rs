@@ -33,11 +33,22 @@ pub use keys::KeySignature;
 pub const KINDS: [DiagKind; 3] = [DiagKind::KeyReuse, DiagKind::OutOfBoundsIndex, DiagKind::DtypeSurprise];
 
 /// Whether a text has anything the sharp-bits rules look at (a key type,
-/// an indexing primitive, a 64-bit dtype name): a text without any has no
-/// sharp-bits finding, and an incremental check need not look.
+/// an indexing primitive, or a 64-bit dtype parameter beside a weakly typed
+/// conversion): a text without any has no sharp-bits finding, and an
+/// incremental check need not look.
 pub fn may_find(text: &str) -> bool {
-    const WORDS: [&str; 8] = ["key<", "random_wrap", "gather", "scatter", "dynamic_", "float64", "int64", "complex128"];
-    WORDS.iter().any(|w| memchr::memmem::find(text.as_bytes(), w.as_bytes()).is_some())
+    const INDEXING: [&str; 5] = ["key<", "random_wrap", "gather", "scatter", "dynamic_"];
+    let has = |w: &str| memchr::memmem::find(text.as_bytes(), w.as_bytes()).is_some();
+    // A dtype parameter (`type=` ends every one of their names) whose
+    // value names a 64-bit dtype within its first characters.
+    let wide_dtype = || {
+        memchr::memmem::find_iter(text.as_bytes(), b"type=").any(|at| {
+            let value = &text.as_bytes()[at + 5..(at + 40).min(text.len())];
+            let value = &value[..value.iter().position(|&b| b == b' ' || b == b'\n').unwrap_or(value.len())];
+            memchr::memmem::find(value, b"64").is_some() || memchr::memmem::find(value, b"128").is_some()
+        })
+    };
+    INDEXING.iter().any(|w| has(w)) || (has("weak_type=True") && wide_dtype())
 }
 
 /// What a sharp-bits finding means at run time, for the hover on it.
