@@ -64,6 +64,9 @@ pub fn graph(args: GraphArgs) -> i32 {
 
 fn run(args: &GraphArgs) -> Result<(), String> {
     let to_stdout = args.output.as_os_str() == "-";
+    if !to_stdout {
+        jaxpr_lower::output::check_output(&args.file, &args.output)?;
+    }
     let format = match (args.format, GraphFormat::from_extension(&args.output)) {
         (Some(f), _) | (None, Some(f)) => f,
         (None, None) => {
@@ -73,9 +76,6 @@ fn run(args: &GraphArgs) -> Result<(), String> {
             ));
         }
     };
-    if !to_stdout {
-        jaxpr_lower::output::check_output(&args.file, &args.output)?;
-    }
     let loaded =
         super::read_jaxpr(&args.file).map_err(|e| format!("{}: {e}", args.file.display()))?;
     let parse = jaxpr_syntax::parse(&loaded.text);

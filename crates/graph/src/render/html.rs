@@ -5,10 +5,11 @@
 
 use super::Position;
 use crate::layout::{self, metrics};
-use crate::model::Graph;
+use crate::model::{Graph, NodeId};
 use jaxpr_syntax::LineIndex;
 use rustc_hash::FxHashMap;
-use serde_json::{Value, json};
+use serde::Serialize;
+use std::collections::BTreeMap;
 
 pub struct HtmlOptions<'a> {
     /// The page's title (the file's name).
@@ -28,9 +29,8 @@ const VIEWER_CSS: &str = include_str!("viewer.css");
 
 pub fn html(graph: &Graph, options: &HtmlOptions) -> String {
     let base = layout::layout(graph);
-    let data = viewer_data(graph, &base, options);
     // `</` would end the script element early.
-    let data = data.to_string().replace("</", "<\\/");
+    let data = viewer_data(graph, &base, options).replace("</", "<\\/");
     let nonce = options
         .nonce
         .map(|n| format!(" nonce=\"{n}\""))
@@ -49,7 +49,55 @@ pub fn html(graph: &Graph, options: &HtmlOptions) -> String {
 }
 
 /// The viewer's data, one array per field (`viewer.js` reads it).
-fn viewer_data(graph: &Graph, base: &layout::Layout, options: &HtmlOptions) -> Value {
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ViewerData<'a> {
+    equations: usize,
+    open_depth: u32,
+    metrics: ViewerMetrics,
+    kind: Vec<u8>,
+    label: Vec<&'a str>,
+    lines: Vec<Vec<String>>,
+    text: Vec<&'a str>,
+    block: Vec<u32>,
+    /// Group node (as a string key) -> its blocks.
+    children: BTreeMap<String, Vec<u32>>,
+    /// Per node: start line, start column, end line, end column (UTF-16).
+    range: Vec<u32>,
+    x: Vec<f32>,
+    y: Vec<f32>,
+    w: Vec<f32>,
+    h: Vec<f32>,
+    operands: Vec<u32>,
+    /// Per edge: from, from port, to, to port.
+    edges: Vec<u32>,
+    edge_type: Vec<u32>,
+    types: Vec<&'a str>,
+    blocks: ViewerBlocks<'a>,
+    roots: Vec<u32>,
+}
+
+#[derive(Serialize)]
+#[allow(non_snake_case)]
+struct ViewerMetrics {
+    NODE_HEIGHT: f32,
+    LINE_HEIGHT: f32,
+    BLOCK_PADDING: f32,
+    BLOCK_TITLE: f32,
+    GROUP_HEADER: f32,
+    BLOCK_GAP: f32,
+}
+
+#[derive(Serialize)]
+struct ViewerBlocks<'a> {
+    title: Vec<&'a str>,
+    owner: Vec<i64>,
+    rows: Vec<Vec<Vec<u32>>>,
+    width: Vec<f32>,
+    height: Vec<f32>,
+}
+
+fn viewer_data(graph: &Graph, base: &layout::Layout, options: &HtmlOptions) -> String {
     let lines = LineIndex::new(options.text);
     let n = graph.nodes.len();
     let mut range = Vec::with_capacity(4 * n);
@@ -58,7 +106,7 @@ fn viewer_data(graph: &Graph, base: &layout::Layout, options: &HtmlOptions) -> V
         range.extend([start.line, start.character, end.line, end.character]);
     }
     let mut types: Vec<&str> = Vec::new();
-    let mut type_index: FxHashMap<&str, usize> = FxHashMap::default();
+    let mut type_index: FxHashMap<&str, u32> = FxHashMap::default();
     let mut edge_type = Vec::with_capacity(graph.edges.len());
     let mut edges = Vec::with_capacity(4 * graph.edges.len());
     let mut operands = vec![0u32; n];
@@ -66,53 +114,59 @@ fn viewer_data(graph: &Graph, base: &layout::Layout, options: &HtmlOptions) -> V
         let ty = graph.edge_type(edge);
         let index = *type_index.entry(ty).or_insert_with(|| {
             types.push(ty);
-            types.len() - 1
+            types.len() as u32 - 1
         });
         edge_type.push(index);
         edges.extend([edge.from.0, edge.from_port, edge.to.0, edge.to_port]);
         operands[edge.to.0 as usize] += 1;
     }
-    let mut children = serde_json::Map::new();
-    for (i, node) in graph.nodes.iter().enumerate() {
-        if !node.children.is_empty() {
-            let ids: Vec<u32> = node.children.iter().map(|b| b.0).collect();
-            children.insert(i.to_string(), json!(ids));
-        }
-    }
-    let round = |v: &Vec<f32>| -> Vec<f64> { v.iter().map(|x| (*x as f64 * 10.0).round() / 10.0).collect() };
-    json!({
-        "equations": graph.equation_count(),
-        "openDepth": options.open_depth,
-        "metrics": {
-            "NODE_HEIGHT": metrics::NODE_HEIGHT,
-            "LINE_HEIGHT": metrics::LINE_HEIGHT,
-            "BLOCK_PADDING": metrics::BLOCK_PADDING,
-            "BLOCK_TITLE": metrics::BLOCK_TITLE,
-            "GROUP_HEADER": metrics::GROUP_HEADER,
-            "BLOCK_GAP": metrics::BLOCK_GAP,
+    let children = graph
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, node)| !node.children.is_empty())
+        .map(|(i, node)| (i.to_string(), node.children.iter().map(|b| b.0).collect()))
+        .collect();
+    // Tenths of a pixel are plenty, and keep the page small.
+    let round = |v: &[f32]| -> Vec<f32> { v.iter().map(|x| (x * 10.0).round() / 10.0).collect() };
+    let data = ViewerData {
+        equations: graph.equation_count(),
+        open_depth: options.open_depth,
+        metrics: ViewerMetrics {
+            NODE_HEIGHT: metrics::NODE_HEIGHT,
+            LINE_HEIGHT: metrics::LINE_HEIGHT,
+            BLOCK_PADDING: metrics::BLOCK_PADDING,
+            BLOCK_TITLE: metrics::BLOCK_TITLE,
+            GROUP_HEADER: metrics::GROUP_HEADER,
+            BLOCK_GAP: metrics::BLOCK_GAP,
         },
-        "kind": graph.nodes.iter().map(|n| n.kind as u8).collect::<Vec<_>>(),
-        "label": graph.nodes.iter().map(|n| n.label.as_str()).collect::<Vec<_>>(),
-        "lines": (0..n).map(|i| layout::node_lines(graph, crate::NodeId(i as u32))).collect::<Vec<_>>(),
-        "text": graph.nodes.iter().map(|n| n.text.as_str()).collect::<Vec<_>>(),
-        "block": graph.nodes.iter().map(|n| n.block.0).collect::<Vec<_>>(),
-        "children": children,
-        "range": range,
-        "x": round(&base.x),
-        "y": round(&base.y),
-        "w": round(&base.width),
-        "h": round(&base.height),
-        "operands": operands,
-        "edges": edges,
-        "edgeType": edge_type,
-        "types": types,
-        "blocks": {
-            "title": graph.blocks.iter().map(|b| b.title.as_str()).collect::<Vec<_>>(),
-            "owner": graph.blocks.iter().map(|b| b.owner.map_or(-1, |o| o.0 as i64)).collect::<Vec<_>>(),
-            "rows": base.rows.iter().map(|rows| rows.iter().map(|r| r.iter().map(|n| n.0).collect::<Vec<_>>()).collect::<Vec<_>>()).collect::<Vec<_>>(),
-            "width": round(&base.block_width),
-            "height": round(&base.block_height),
+        kind: graph.nodes.iter().map(|n| n.kind as u8).collect(),
+        label: graph.nodes.iter().map(|n| n.label.as_str()).collect(),
+        lines: (0..n).map(|i| layout::node_lines(graph, NodeId(i as u32))).collect(),
+        text: graph.nodes.iter().map(|n| n.text.as_str()).collect(),
+        block: graph.nodes.iter().map(|n| n.block.0).collect(),
+        children,
+        range,
+        x: round(&base.x),
+        y: round(&base.y),
+        w: round(&base.width),
+        h: round(&base.height),
+        operands,
+        edges,
+        edge_type,
+        types,
+        blocks: ViewerBlocks {
+            title: graph.blocks.iter().map(|b| b.title.as_str()).collect(),
+            owner: graph.blocks.iter().map(|b| b.owner.map_or(-1, |o| o.0 as i64)).collect(),
+            rows: base
+                .rows
+                .iter()
+                .map(|rows| rows.iter().map(|r| r.iter().map(|n| n.0).collect()).collect())
+                .collect(),
+            width: round(&base.block_width),
+            height: round(&base.block_height),
         },
-        "roots": graph.roots.iter().map(|b| b.0).collect::<Vec<_>>(),
-    })
+        roots: graph.roots.iter().map(|b| b.0).collect(),
+    };
+    serde_json::to_string(&data).expect("numbers and strings serialise")
 }

@@ -7,72 +7,115 @@
 //! on edges) and its variable's name as `__tensor_tag`.
 
 use crate::model::Graph;
-use serde_json::{Value, json};
+use serde::Serialize;
+
+#[derive(Serialize)]
+struct GraphCollection<'a> {
+    label: &'a str,
+    graphs: Vec<MeGraph<'a>>,
+}
+
+#[derive(Serialize)]
+struct MeGraph<'a> {
+    id: &'a str,
+    nodes: Vec<GraphNode<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct GraphNode<'a> {
+    id: String,
+    label: &'a str,
+    namespace: &'a str,
+    subgraph_ids: Vec<&'a str>,
+    attrs: Vec<KeyValue<'a>>,
+    incoming_edges: Vec<IncomingEdge>,
+    outputs_metadata: Vec<MetadataItem<'a>>,
+    inputs_metadata: Vec<MetadataItem<'a>>,
+}
+
+#[derive(Serialize)]
+struct KeyValue<'a> {
+    key: &'a str,
+    value: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct IncomingEdge {
+    source_node_id: String,
+    source_node_output_id: String,
+    target_node_input_id: String,
+}
+
+#[derive(Serialize)]
+struct MetadataItem<'a> {
+    id: String,
+    attrs: Vec<KeyValue<'a>>,
+}
 
 pub fn model_explorer_json(graph: &Graph, label: &str) -> String {
     let ids = graph_ids(graph);
-    let mut incoming: Vec<Vec<Value>> = vec![Vec::new(); graph.nodes.len()];
+    let mut incoming: Vec<Vec<IncomingEdge>> = (0..graph.nodes.len()).map(|_| Vec::new()).collect();
     for edge in &graph.edges {
-        incoming[edge.to.0 as usize].push(json!({
-            "sourceNodeId": format!("n{}", edge.from.0),
-            "sourceNodeOutputId": edge.from_port.to_string(),
-            "targetNodeInputId": edge.to_port.to_string(),
-        }));
+        incoming[edge.to.0 as usize].push(IncomingEdge {
+            source_node_id: format!("n{}", edge.from.0),
+            source_node_output_id: edge.from_port.to_string(),
+            target_node_input_id: edge.to_port.to_string(),
+        });
     }
-    let graphs: Vec<Value> = graph
+    let graphs = graph
         .blocks
         .iter()
         .enumerate()
-        .map(|(b, block)| {
-            let nodes: Vec<Value> = block
+        .map(|(b, block)| MeGraph {
+            id: &ids[b],
+            nodes: block
                 .nodes
                 .iter()
                 .map(|&id| {
                     let node = graph.node(id);
                     let mut attrs = vec![
-                        json!({"key": "kind", "value": node.kind.css_class()}),
-                        json!({"key": "text", "value": node.text}),
+                        KeyValue { key: "kind", value: node.kind.css_class() },
+                        KeyValue { key: "text", value: &node.text },
                     ];
                     if !node.sublabel.is_empty() {
-                        attrs.push(json!({"key": "name", "value": node.sublabel}));
+                        attrs.push(KeyValue { key: "name", value: &node.sublabel });
                     }
                     for a in &node.annotations {
-                        attrs.push(json!({"key": a.key, "value": a.value}));
+                        attrs.push(KeyValue { key: &a.key, value: &a.value });
                     }
-                    let subgraphs: Vec<&str> = node
-                        .children
-                        .iter()
-                        .chain(&node.calls)
-                        .map(|c| ids[c.0 as usize].as_str())
-                        .collect();
-                    let outputs: Vec<Value> = node
-                        .values
-                        .iter()
-                        .enumerate()
-                        .map(|(port, v)| {
-                            json!({"id": port.to_string(), "attrs": [
-                                {"key": "tensor_shape", "value": v.ty},
-                                {"key": "__tensor_tag", "value": v.name},
-                            ]})
-                        })
-                        .collect();
-                    json!({
-                        "id": format!("n{}", id.0),
-                        "label": node.label,
-                        "namespace": "",
-                        "subgraphIds": subgraphs,
-                        "attrs": attrs,
-                        "incomingEdges": std::mem::take(&mut incoming[id.0 as usize]),
-                        "outputsMetadata": outputs,
-                        "inputsMetadata": [],
-                    })
+                    GraphNode {
+                        id: format!("n{}", id.0),
+                        label: &node.label,
+                        namespace: "",
+                        subgraph_ids: node
+                            .children
+                            .iter()
+                            .chain(&node.calls)
+                            .map(|c| ids[c.0 as usize].as_str())
+                            .collect(),
+                        attrs,
+                        incoming_edges: std::mem::take(&mut incoming[id.0 as usize]),
+                        outputs_metadata: node
+                            .values
+                            .iter()
+                            .enumerate()
+                            .map(|(port, v)| MetadataItem {
+                                id: port.to_string(),
+                                attrs: vec![
+                                    KeyValue { key: "tensor_shape", value: &v.ty },
+                                    KeyValue { key: "__tensor_tag", value: &v.name },
+                                ],
+                            })
+                            .collect(),
+                        inputs_metadata: Vec::new(),
+                    }
                 })
-                .collect();
-            json!({"id": ids[b], "nodes": nodes})
+                .collect(),
         })
         .collect();
-    let collection = json!({"label": label, "graphs": graphs});
-    collection.to_string()
+    serde_json::to_string(&GraphCollection { label, graphs }).expect("strings and lists serialise")
 }
 
 /// Each block's graph id, unique in the collection: `main`, `let NAME`,
