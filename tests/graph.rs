@@ -3,8 +3,8 @@
 //! DOT checked for the structure Graphviz reads (balanced clusters, every
 //! edge between declared nodes); the HTML page self-contained and drawn by
 //! headless Chromium; the Model Explorer JSON loaded by the real
-//! `ai-edge-model-explorer` package (tests/graph/venv.sh makes its
-//! environment once).
+//! `ai-edge-model-explorer` package (`tests/trace/venv.sh model-explorer`
+//! makes its environment once).
 
 mod common;
 use common::{corpus, workspace_root};
@@ -173,12 +173,13 @@ fn html_is_one_self_contained_page_that_draws_in_chromium() {
 #[test]
 fn model_explorer_export_loads_in_model_explorer() {
     let venv = Command::new("bash")
-        .arg(workspace_root().join("tests/graph/venv.sh"))
+        .arg(workspace_root().join("tests/trace/venv.sh"))
+        .arg("model-explorer")
         .output()
         .unwrap();
     assert!(
         venv.status.success(),
-        "tests/graph/venv.sh failed:\n{}",
+        "tests/trace/venv.sh model-explorer failed:\n{}",
         String::from_utf8_lossy(&venv.stderr)
     );
     let python = String::from_utf8_lossy(&venv.stdout).lines().last().unwrap().to_string();

@@ -287,14 +287,19 @@
     redraw();
   }
 
+  const before = (l, c, L, C) => l < L || (l === L && c <= C);
+  function holds(n, line, character) {
+    const r = data.range;
+    return before(r[4 * n], r[4 * n + 1], line, character) && before(line, character, r[4 * n + 2], r[4 * n + 3]);
+  }
+
   // The innermost equation whose range holds (line, character).
   function equationAt(line, character) {
     const r = data.range;
     let best = -1;
-    const before = (l, c, L, C) => l < L || (l === L && c <= C);
     for (let n = 0; n < N; n++) {
       if (data.kind[n] !== EQN) continue;
-      if (before(r[4 * n], r[4 * n + 1], line, character) && before(line, character, r[4 * n + 2], r[4 * n + 3])) {
+      if (holds(n, line, character)) {
         if (best < 0 || before(r[4 * best], r[4 * best + 1], r[4 * n], r[4 * n + 1])) best = n;
       }
     }
@@ -404,6 +409,7 @@
   window.addEventListener('message', (e) => {
     const m = e.data;
     if (m && m.type === 'reveal') {
+      if (selected >= 0 && holds(selected, m.line, m.character)) return;
       const n = equationAt(m.line, m.character);
       if (n >= 0) select(n, true);
     }
