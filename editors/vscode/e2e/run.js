@@ -627,6 +627,9 @@ async function main() {
     const mul = posOf(validText, mulText);
     const mulNode = nodes.find((n) => n.label === 'mul').id;
     await frame.locator(`#${mulNode} > rect`).click();
+    // The status bar shows the selection of the focused text editor only;
+    // focusing the editor group moves no cursor.
+    await runCommand('View: Focus First Editor Group');
     await waitFor(`the editor selecting ${mulText}`, async () => {
       const c = await cursor();
       return c && c.line === mul.line && c.col === mul.col + mulText.length;
