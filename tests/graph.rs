@@ -13,15 +13,27 @@ use std::process::Command;
 
 /// Programs with every kind of group: `let`s, `jit`, `cond` branches,
 /// `while` and `scan` bodies (control, nested_loops), `custom_jvp_call`
-/// (cnn), and Catalyst's `for_loop` and `while_loop` (capture_loop,
-/// while_grow).
-const FILES: [&str; 5] = [
-    "jax/control.jaxpr",
-    "jax/nested_loops.jaxpr",
-    "jax/cnn.jaxpr",
-    "catalyst/capture_loop.jaxpr",
-    "catalyst/while_grow.jaxpr",
-];
+/// (cnn), Catalyst's `for_loop` and `while_loop` (capture_loop,
+/// while_grow), and a quantum kernel holding an `adjoint` region
+/// (adjoint_rotations, of Catalyst's suite).
+fn files() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = [
+        "jax/control.jaxpr",
+        "jax/nested_loops.jaxpr",
+        "jax/cnn.jaxpr",
+        "catalyst/capture_loop.jaxpr",
+        "catalyst/while_grow.jaxpr",
+    ]
+    .iter()
+    .map(|name| corpus().join(name))
+    .collect();
+    files.push(workspace_root().join("tests/data/catalyst-suite/adjoint_rotations.jaxpr"));
+    files
+}
+
+fn name_of(file: &Path) -> String {
+    file.file_name().unwrap().to_string_lossy().into_owned()
+}
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("jaxpr-graph-test-{}-{name}", std::process::id()));
@@ -59,8 +71,8 @@ fn equations(file: &Path) -> usize {
 #[test]
 fn svg_is_well_formed_xml_with_one_node_per_equation() {
     let dir = scratch("svg");
-    for name in FILES {
-        let file = corpus().join(name);
+    for file in files() {
+        let name = name_of(&file);
         let out = dir.join("out.svg");
         graph(&file, &out, &[]);
         // Python's XML parser rejects anything not well formed.
@@ -107,8 +119,8 @@ fn svg_with_groups_closed_draws_only_the_top_level() {
 #[test]
 fn dot_declares_every_node_and_edge_in_balanced_clusters() {
     let dir = scratch("dot");
-    for name in FILES {
-        let file = corpus().join(name);
+    for file in files() {
+        let name = name_of(&file);
         let dot = graph(&file, &dir.join("out.dot"), &[]);
         assert!(dot.starts_with("digraph jaxpr {"), "{name}");
         // Braces balance outside quoted strings.
@@ -184,8 +196,8 @@ fn model_explorer_export_loads_in_model_explorer() {
     );
     let python = String::from_utf8_lossy(&venv.stdout).lines().last().unwrap().to_string();
     let dir = scratch("model-explorer");
-    for name in FILES {
-        let file = corpus().join(name);
+    for file in files() {
+        let name = name_of(&file);
         let out = dir.join("out.json");
         graph(&file, &out, &[]);
         let load = Command::new(&python)

@@ -234,8 +234,9 @@ pub trait Expansion {
 
 /// Every group open up to a nesting depth (0: every group closed).
 pub struct ExpandToDepth {
-    pub graph_depths: Vec<u32>,
-    pub depth: u32,
+    /// How many groups each node is nested in.
+    node_depths: Vec<u32>,
+    depth: u32,
 }
 
 impl ExpandToDepth {
@@ -244,7 +245,7 @@ impl ExpandToDepth {
             .map(|b| graph.depth(BlockId(b as u32)))
             .collect();
         ExpandToDepth {
-            graph_depths: graph
+            node_depths: graph
                 .nodes
                 .iter()
                 .map(|n| block_depths[n.block.0 as usize])
@@ -256,7 +257,7 @@ impl ExpandToDepth {
 
 impl Expansion for ExpandToDepth {
     fn is_expanded(&self, node: NodeId) -> bool {
-        self.graph_depths[node.0 as usize] < self.depth
+        self.node_depths[node.0 as usize] < self.depth
     }
 }
 
