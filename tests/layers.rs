@@ -131,3 +131,14 @@ fn the_layers_depend_on_each_other_in_the_pipelines_order() {
         assert!(!graph[product].contains("jaxpr-test-support"), "{product} links the test helpers");
     }
 }
+
+#[test]
+fn the_graph_reads_only_the_syntax_tree() {
+    // Whatever needs the checker (an equation's cost) reaches the graph
+    // through its annotator, implemented by the caller.
+    let graph = closure();
+    for layer in ["jaxpr-types", "jaxpr-check", "jaxpr-db", "jaxpr-ide", "jaxpr-session", "jaxpr-lower", "jaxpr", "jaxpr-lsp"] {
+        assert!(!graph["jaxpr-graph"].contains(layer), "jaxpr-graph depends on {layer}");
+    }
+    assert!(graph["jaxpr"].contains("jaxpr-graph") && graph["jaxpr-lsp"].contains("jaxpr-graph"));
+}

@@ -18,6 +18,9 @@ use tower_lsp::{Client, LanguageServer};
 /// The command that builds the current file (StableHLO or a native library).
 pub const BUILD_COMMAND: &str = "jaxpr.server.build";
 
+/// The command that draws the current file's dataflow graph as HTML.
+pub const GRAPH_COMMAND: &str = "jaxpr.server.graph";
+
 const TOKEN_TYPES: [SemanticTokenType; 10] = [
     SemanticTokenType::VARIABLE,
     SemanticTokenType::TYPE_PARAMETER,
@@ -424,7 +427,11 @@ impl LanguageServer for Backend {
                     ..Default::default()
                 }),
                 execute_command_provider: Some(ExecuteCommandOptions {
-                    commands: vec![BUILD_COMMAND.into(), crate::python::TRACE_COMMAND.into()],
+                    commands: vec![
+                        BUILD_COMMAND.into(),
+                        GRAPH_COMMAND.into(),
+                        crate::python::TRACE_COMMAND.into(),
+                    ],
                     work_done_progress_options: Default::default(),
                 }),
                 ..Default::default()
@@ -891,6 +898,9 @@ impl LanguageServer for Backend {
                 .python
                 .trace_again(&self.client, p.arguments, token, &roots, enc)
                 .await;
+        }
+        if p.command == GRAPH_COMMAND {
+            return crate::graph::execute(self, p.arguments).await;
         }
         if p.command != BUILD_COMMAND {
             return Err(Error::invalid_params(format!(

@@ -4,6 +4,7 @@ mod backend;
 mod build;
 mod convert;
 mod framing;
+mod graph;
 mod outputs;
 mod python;
 mod rules;

@@ -1,8 +1,10 @@
 //! The `jaxpr` command line: `check` (diagnostics, human, JSON, SARIF or
 //! GitHub annotations, rules selected by configuration), `rule` (a rule's
-//! page), `types` (every jaxpr's `in_type`/`out_type`) and `trace` (record
-//! what a Python program traces into a session folder).
+//! page), `types` (every jaxpr's `in_type`/`out_type`), `graph` (the
+//! dataflow graph as SVG, HTML, DOT or Model Explorer JSON) and `trace`
+//! (record what a Python program traces into a session folder).
 
+mod graph;
 mod render;
 mod trace;
 
@@ -52,6 +54,10 @@ enum Command {
     },
     /// Print the in_type/out_type of every jaxpr in a file, with de Bruijn indices.
     Types { file: PathBuf },
+    /// Draw a jaxpr file's dataflow graph: SVG, a self-contained HTML page
+    /// (pan, zoom, search, groups to open and close), Graphviz DOT, or Model
+    /// Explorer's graph JSON.
+    Graph(graph::GraphArgs),
     /// Build a jaxpr: StableHLO text or bytecode, or native code (a shared library with a C ABI, LLVM IR, an object).
     Build(BuildArgs),
     /// Run a Python program and record every jaxpr it traces, with source
@@ -247,6 +253,7 @@ pub fn main(build: Option<BuildCommand>) -> i32 {
         } => check(&paths, format, color, &rules),
         Command::Rule { rule, all } => print_rule(rule.as_deref(), all),
         Command::Types { file } => types(&file),
+        Command::Graph(args) => graph::graph(args),
         Command::Build(args) => {
             let Some(run) = build else {
                 return exec_build_binary();

@@ -583,6 +583,69 @@ async function main() {
     check(st.size > 0 && st.mtimeMs >= started - 2000, `${built} is empty or older than the build`);
   });
 
+  // (7b) Show dataflow graph: the webview beside the text draws one node per
+  // equation (all groups open for a small file); a click on a node selects
+  // its equation in the editor, and moving the cursor selects the node. The
+  // screenshot is kept as an artefact (graph-webview.png).
+  await step('dataflow graph', async () => {
+    await openFile('valid.jaxpr');
+    await runCommand('Jaxpr: Show dataflow graph');
+    const frame = await waitFor('the graph webview', async () => {
+      for (const f of page.frames()) {
+        try {
+          if ((await f.locator('body[data-ready="1"]').count()) > 0) {
+            return f;
+          }
+        } catch {
+          // a frame that went away
+        }
+      }
+      return undefined;
+    }, 60000);
+    await frame.evaluate(() => window.jaxprGraph.fit());
+    const equations = validText.split('\n').filter((l) => / = [a-z_]/.test(l)).length;
+    // Each node's id and first text line (its label; its <title> holds the
+    // tooltip).
+    const nodes = await waitFor('the equation nodes', async () => {
+      const found = await frame
+        .locator('#viewport .node.eqn')
+        .evaluateAll((els) => els.map((e) => ({ id: e.id, label: e.querySelector('text').textContent })));
+      return found.length === equations && found;
+    });
+    const ids = nodes.map((n) => n.id);
+    check(ids.every((id) => /^n\d+$/.test(id)) && new Set(ids).size === ids.length, `node ids: ${ids}`);
+    for (const prim of ['broadcast_in_dim', 'cond', 'mul', 'sub']) {
+      check(nodes.some((n) => n.label === prim), `no ${prim} node among ${JSON.stringify(nodes)}`);
+    }
+    const shot = path.join(out, 'graph-webview.png');
+    await page.screenshot({ path: shot });
+    say(`graph webview: ${ids.length} equation nodes (${equations} equations in the file); screenshot ${shot}`);
+
+    // A click on the `mul` node selects its equation in the editor (the
+    // status bar shows the selection's end).
+    const mulText = 'f:f64[a] = mul b e';
+    const mul = posOf(validText, mulText);
+    const mulNode = nodes.find((n) => n.label === 'mul').id;
+    await frame.locator(`#${mulNode} > rect`).click();
+    // The status bar shows the selection of the focused text editor only;
+    // focusing the editor group moves no cursor.
+    await runCommand('View: Focus First Editor Group');
+    await waitFor(`the editor selecting ${mulText}`, async () => {
+      const c = await cursor();
+      return c && c.line === mul.line && c.col === mul.col + mulText.length;
+    });
+
+    // The cursor on the `sub` equation selects its node.
+    const sub = posOf(validText, 'sub d e');
+    await goTo(sub.line, sub.col);
+    await waitFor('the sub node selected in the graph', async () => {
+      const selected = await frame
+        .locator('#viewport .node.selected')
+        .evaluateAll((els) => els.map((e) => e.querySelector('text').textContent));
+      return selected.length === 1 && selected[0] === 'sub';
+    });
+  });
+
   // (8) Reload the window: the extension deactivates and activates again.
   await step('reload the window', async () => {
     const before = pidsOf(server);

@@ -1,7 +1,9 @@
 // VS Code client for jaxpr-lsp: starts the server over stdio (for jaxpr
 // files, and Python files for their tracing sessions) and adds the build
 // commands (which ask the server to compile the current file) and the
-// trace command (which asks it to run the Python program's trace again).
+// trace command (which asks it to run the Python program's trace again),
+// and *Show dataflow graph* (the server draws the file's graph as a page,
+// shown in a webview beside the text, its selection tied to the editor's).
 
 import * as path from 'path';
 import * as vscode from 'vscode';
@@ -13,6 +15,7 @@ import {
   TransportKind,
 } from 'vscode-languageclient/node';
 import { EMIT_LABEL, Emit, buildParams, describeError, isUriString, parseBuildResult } from './build';
+import { graphParams, makeNonce, parseGraphResult, revealMessage, selectedSpan } from './graph';
 import { quietWhenStopped } from './requests';
 import { SERVER_PATH_SETTING, missingServerMessage, resolveServerCommand, restrictedModeMessage } from './serverPath';
 import { parseTraceResult, traceParams, traceSettings } from './trace';
@@ -39,6 +42,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('jaxpr.traceAgain', (resource?: unknown) => traceCommand(resource)),
     vscode.commands.registerCommand('jaxpr.buildStablehlo', (resource?: unknown) => buildCommand('stablehlo', resource)),
     vscode.commands.registerCommand('jaxpr.buildNative', (resource?: unknown) => buildCommand('native', resource)),
+    vscode.commands.registerCommand('jaxpr.showGraph', () => showGraphCommand()),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration(SERVER_PATH_SETTING)) {
         void ensureServer();
@@ -373,4 +377,92 @@ async function openOutput(output: vscode.Uri, emit: Emit): Promise<void> {
 
 function displayName(uri: vscode.Uri): string {
   return path.basename(uri.path) || uri.toString();
+}
+
+/** The open graph panels, by document URI: one per document. */
+const graphPanels = new Map<string, vscode.WebviewPanel>();
+
+/**
+ * *Show dataflow graph*: asks the server for the page of the active jaxpr
+ * document's graph and shows it beside the text. A click on a node selects
+ * its text in the editor; moving the cursor in the editor selects the
+ * innermost equation under it in the graph.
+ */
+async function showGraphCommand(): Promise<void> {
+  const editor = vscode.window.activeTextEditor;
+  if (!editor || editor.document.languageId !== 'jaxpr') {
+    void vscode.window.showErrorMessage('Jaxpr: open a jaxpr file to show its dataflow graph.');
+    return;
+  }
+  const c = client;
+  if (!c || !c.isRunning()) {
+    void vscode.window.showErrorMessage(`Jaxpr: the language server is not running, so the graph cannot be drawn. Check "${SERVER_PATH_SETTING}".`);
+    return;
+  }
+  const document = editor.document;
+  const key = document.uri.toString();
+  const nonce = makeNonce();
+  let result: unknown;
+  try {
+    result = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Window, title: `Jaxpr: drawing the graph of ${displayName(document.uri)}` },
+      () => c.sendRequest(ExecuteCommandRequest.type, graphParams(key, nonce)),
+    );
+  } catch (err) {
+    void vscode.window.showErrorMessage(`Jaxpr: drawing the graph of ${displayName(document.uri)} failed: ${describeError(err)}`);
+    return;
+  }
+  const outcome = parseGraphResult(result);
+  if (!outcome.ok) {
+    void vscode.window.showErrorMessage(`Jaxpr: ${outcome.message}`);
+    return;
+  }
+  let panel = graphPanels.get(key);
+  if (panel) {
+    panel.reveal(vscode.ViewColumn.Beside, true);
+  } else {
+    panel = vscode.window.createWebviewPanel(
+      'jaxpr.graph',
+      `Graph: ${displayName(document.uri)}`,
+      { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true },
+      { enableScripts: true, retainContextWhenHidden: true, localResourceRoots: [] },
+    );
+    const created = panel;
+    graphPanels.set(key, created);
+    const subscriptions: vscode.Disposable[] = [];
+    created.webview.onDidReceiveMessage(
+      (message: unknown) => {
+        const span = selectedSpan(message);
+        if (!span) {
+          return;
+        }
+        const target = vscode.window.visibleTextEditors.find((e) => e.document.uri.toString() === key);
+        if (!target) {
+          return;
+        }
+        const range = new vscode.Range(span.startLine, span.startCharacter, span.endLine, span.endCharacter);
+        target.selection = new vscode.Selection(range.start, range.end);
+        target.revealRange(range, vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+      },
+      undefined,
+      subscriptions,
+    );
+    vscode.window.onDidChangeTextEditorSelection(
+      (e) => {
+        // Selections the graph made come back here too; the page ignores a
+        // reveal of the node it already has selected.
+        if (e.textEditor.document.uri.toString() === key) {
+          const at = e.selections[0].active;
+          void created.webview.postMessage(revealMessage(at.line, at.character));
+        }
+      },
+      undefined,
+      subscriptions,
+    );
+    created.onDidDispose(() => {
+      graphPanels.delete(key);
+      subscriptions.forEach((d) => d.dispose());
+    });
+  }
+  panel.webview.html = outcome.html;
 }

@@ -266,8 +266,9 @@ test('the registered commands are exactly the contributed ones, and differ from 
   await activate();
   const contributed = packageJson.contributes.commands.map((c: { command: string }) => c.command).sort();
   assert.deepEqual([...commands.keys()].sort(), contributed);
-  assert.deepEqual(contributed, ['jaxpr.buildNative', 'jaxpr.buildStablehlo', 'jaxpr.restartServer', 'jaxpr.traceAgain']);
+  assert.deepEqual(contributed, ['jaxpr.buildNative', 'jaxpr.buildStablehlo', 'jaxpr.restartServer', 'jaxpr.showGraph', 'jaxpr.traceAgain']);
   assert.ok(!commands.has('jaxpr.server.build'));
+  assert.ok(!commands.has('jaxpr.server.graph'));
   assert.ok(!commands.has('jaxpr.server.traceAgain'));
 });
 

@@ -66,6 +66,7 @@ test('commands as shown in the palette', () => {
     'jaxpr.buildStablehlo': 'Jaxpr: Build StableHLO for this file',
     'jaxpr.buildNative': 'Jaxpr: Build native library for this file',
     'jaxpr.restartServer': 'Jaxpr: Restart language server',
+    'jaxpr.showGraph': 'Jaxpr: Show dataflow graph',
     'jaxpr.traceAgain': 'Jaxpr: Trace this Python program again',
   });
 });

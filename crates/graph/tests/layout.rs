@@ -1,0 +1,112 @@
+//! The layout's invariants on corpus programs with nested groups, every
+//! group open, one level open and every group closed: no two nodes of a
+//! block overlap, every node lies inside its block, every open group's
+//! blocks lie inside the group and apart, and a block is drawn exactly when
+//! every group around it is open. And the model of a small program, value by
+//! value.
+
+use jaxpr_graph::layout::{self, ExpandToDepth, Rect};
+use jaxpr_graph::{BlockId, Graph, NodeId};
+
+fn corpus_file(name: &str) -> String {
+    let corpus = std::env::var("JAXPR_CORPUS")
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/corpus").into());
+    let path = format!("{corpus}/{name}");
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e} (set JAXPR_CORPUS)"))
+}
+
+fn graph_of(text: &str) -> Graph {
+    let parse = jaxpr_syntax::parse(text);
+    assert!(parse.errors.is_empty(), "{:?}", parse.errors);
+    jaxpr_graph::build(&parse.file, text, &jaxpr_graph::NoAnnotations)
+}
+
+fn overlap(a: &Rect, b: &Rect) -> bool {
+    a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height
+}
+
+fn inside(inner: &Rect, outer: &Rect) -> bool {
+    inner.x >= outer.x - 0.01
+        && inner.y >= outer.y - 0.01
+        && inner.x + inner.width <= outer.x + outer.width + 0.01
+        && inner.y + inner.height <= outer.y + outer.height + 0.01
+}
+
+fn check(graph: &Graph, depth: u32) {
+    let base = layout::layout(graph);
+    let placed = layout::place(graph, &base, &ExpandToDepth::new(graph, depth));
+    for (b, block) in graph.blocks.iter().enumerate() {
+        let drawn = graph.depth(BlockId(b as u32)) <= depth;
+        let Some(rect) = placed.blocks[b] else {
+            assert!(!drawn, "block {b} ({}) is not drawn", block.title);
+            continue;
+        };
+        assert!(drawn, "block {b} is drawn inside a closed group");
+        for (i, &a) in block.nodes.iter().enumerate() {
+            let ra = placed.nodes[a.0 as usize].expect("a drawn block's nodes are drawn");
+            assert!(inside(&ra, &rect), "node {a:?} outside block {}", block.title);
+            for &other in &block.nodes[i + 1..] {
+                let rb = placed.nodes[other.0 as usize].unwrap();
+                assert!(!overlap(&ra, &rb), "{a:?} {ra:?} overlaps {other:?} {rb:?}");
+            }
+        }
+        if let Some(owner) = block.owner {
+            let group = placed.nodes[owner.0 as usize].unwrap();
+            assert!(placed.open[owner.0 as usize]);
+            assert!(inside(&rect, &group), "block {} outside its group", block.title);
+        }
+    }
+    for (node, open) in placed.open.iter().enumerate() {
+        let children = &graph.node(NodeId(node as u32)).children;
+        if *open {
+            for (k, a) in children.iter().enumerate() {
+                for b in &children[k + 1..] {
+                    let ra = placed.blocks[a.0 as usize].unwrap();
+                    let rb = placed.blocks[b.0 as usize].unwrap();
+                    assert!(!overlap(&ra, &rb), "two blocks of one group overlap");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn open_and_closed_layouts_keep_nodes_apart_and_inside_their_groups() {
+    for name in ["jax/control.jaxpr", "jax/nested_loops.jaxpr", "catalyst/capture_loop.jaxpr"] {
+        let graph = graph_of(&corpus_file(name));
+        assert!(graph.blocks.len() > graph.roots.len(), "{name} has groups");
+        for depth in [0, 1, u32::MAX] {
+            check(&graph, depth);
+        }
+    }
+}
+
+#[test]
+fn values_flow_from_their_binders_with_their_types() {
+    let text = "{ lambda ; a:f32[3] b:i32[]. let\n    c:f32[3] = mul a 2.0:f32[]\n    d:f32[3] = pjit[name=inner jaxpr={ lambda ; e:f32[3]. let f:f32[3] = sin e in (f,) }] c\n  in (d, b) }\n";
+    let graph = graph_of(text);
+    let labels: Vec<&str> = graph.nodes.iter().map(|n| n.label.as_str()).collect();
+    assert_eq!(labels, ["a", "b", "2.0", "mul", "pjit", "e", "sin", "f", "d", "b"]);
+    let edges: Vec<(&str, &str, &str)> = graph
+        .edges
+        .iter()
+        .map(|e| (graph.node(e.from).label.as_str(), graph.node(e.to).label.as_str(), graph.edge_type(e)))
+        .collect();
+    assert_eq!(
+        edges,
+        [
+            ("a", "mul", "f32[3]"),
+            ("2.0", "mul", "f32[]"),
+            ("e", "sin", "f32[3]"),
+            ("sin", "f", "f32[3]"),
+            ("mul", "pjit", "f32[3]"),
+            ("pjit", "d", "f32[3]"),
+            ("b", "b", "i32[]"),
+        ]
+    );
+    let pjit = graph.node(NodeId(4));
+    assert_eq!(pjit.sublabel, "inner");
+    assert_eq!(pjit.children.len(), 1);
+    assert_eq!(graph.block(pjit.children[0]).title, "jaxpr");
+    assert_eq!(graph.equation_count(), 3);
+}

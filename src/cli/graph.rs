@@ -1,0 +1,132 @@
+//! `jaxpr graph FILE -o OUT`: the dataflow graph of a jaxpr file as SVG,
+//! one self-contained HTML page, Graphviz DOT, or Model Explorer's graph
+//! JSON, chosen by `--format` or by the output's extension.
+
+use clap::ValueEnum;
+use jaxpr_graph::layout::ExpandToDepth;
+use std::path::{Path, PathBuf};
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq, Debug)]
+pub enum GraphFormat {
+    /// A static drawing.
+    Svg,
+    /// One page, no network: pan, zoom, search, groups to open and close.
+    Html,
+    /// Graphviz's language, for `dot -Tpdf` and friends.
+    Dot,
+    /// Model Explorer's graph JSON (`model-explorer out.json`).
+    #[value(name = "model-explorer")]
+    ModelExplorer,
+}
+
+impl GraphFormat {
+    fn from_extension(path: &Path) -> Option<GraphFormat> {
+        match path.extension()?.to_str()?.to_ascii_lowercase().as_str() {
+            "svg" => Some(GraphFormat::Svg),
+            "html" | "htm" => Some(GraphFormat::Html),
+            "dot" | "gv" => Some(GraphFormat::Dot),
+            "json" => Some(GraphFormat::ModelExplorer),
+            _ => None,
+        }
+    }
+}
+
+#[derive(clap::Args)]
+pub struct GraphArgs {
+    /// A jaxpr file.
+    pub file: PathBuf,
+    /// Output file; its extension (.svg, .html, .dot, .json) gives the
+    /// format unless `--format` does. `-` writes to stdout.
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// Output format (default: from the output's extension).
+    #[arg(long, value_enum)]
+    pub format: Option<GraphFormat>,
+    /// Groups (nested jaxprs) nested less deeply than this are drawn open
+    /// (SVG; where the HTML page starts). Default: all open for a file of at
+    /// most 2,000 equations, else all closed.
+    #[arg(long)]
+    pub open_depth: Option<u32>,
+}
+
+/// Files with more equations start with their groups closed.
+const OPEN_ALL_UP_TO_EQUATIONS: usize = 2000;
+
+pub fn graph(args: GraphArgs) -> i32 {
+    match run(&args) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: {e}");
+            2
+        }
+    }
+}
+
+fn run(args: &GraphArgs) -> Result<(), String> {
+    let to_stdout = args.output.as_os_str() == "-";
+    if !to_stdout {
+        jaxpr_lower::output::check_output(&args.file, &args.output)?;
+    }
+    let format = match (args.format, GraphFormat::from_extension(&args.output)) {
+        (Some(f), _) | (None, Some(f)) => f,
+        (None, None) => {
+            return Err(format!(
+                "{}: cannot tell the format from the extension; name a .svg, .html, .dot or .json file, or pass --format svg|html|dot|model-explorer",
+                args.output.display()
+            ));
+        }
+    };
+    let loaded =
+        super::read_jaxpr(&args.file).map_err(|e| format!("{}: {e}", args.file.display()))?;
+    let parse = jaxpr_syntax::parse(&loaded.text);
+    if parse.file.main.is_none() && parse.file.lets.is_empty() {
+        return Err(format!(
+            "{}: no jaxpr to draw (run `jaxpr check` on it)",
+            loaded.path
+        ));
+    }
+    if !parse.errors.is_empty() {
+        eprintln!(
+            "warning: {}: {} syntax error(s); the graph shows what parses (run `jaxpr check` on it)",
+            loaded.path,
+            parse.errors.len()
+        );
+    }
+    let graph = jaxpr_graph::build(&parse.file, &loaded.text, &jaxpr_graph::NoAnnotations);
+    let open_depth = args.open_depth.unwrap_or(
+        if graph.equation_count() <= OPEN_ALL_UP_TO_EQUATIONS { u32::MAX } else { 0 },
+    );
+    let title = args
+        .file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| loaded.path.clone());
+    let rendered = match format {
+        GraphFormat::Svg => jaxpr_graph::svg(
+            &graph,
+            &jaxpr_graph::SvgOptions {
+                expansion: &ExpandToDepth::new(&graph, open_depth),
+            },
+        ),
+        GraphFormat::Html => jaxpr_graph::html(
+            &graph,
+            &jaxpr_graph::HtmlOptions {
+                title: &title,
+                text: &loaded.text,
+                open_depth,
+                nonce: None,
+            },
+        ),
+        GraphFormat::Dot => jaxpr_graph::dot(&graph),
+        GraphFormat::ModelExplorer => jaxpr_graph::model_explorer_json(&graph, &title),
+    };
+    if to_stdout {
+        use std::io::Write;
+        std::io::stdout()
+            .write_all(rendered.as_bytes())
+            .map_err(|e| format!("stdout: {e}"))
+    } else {
+        jaxpr_lower::output::write_output(&args.output, rendered.as_bytes())
+            .map_err(|e| format!("{}: {e}", args.output.display()))
+    }
+}
