@@ -1579,7 +1579,7 @@ pub static PRIMITIVES: &[Primitive] = &[
     },
     Primitive {
         name: "counts",
-        params: &["static_shape"],
+        params: &["shape", "shots", "static_shape"],
         jaxpr_params: &[],
         doc: "Counts of each basis state over the shots: the basis states (f64) and their counts (i64), 2^n each.",
         ..QUANTUM_ROW
@@ -1670,7 +1670,7 @@ pub static PRIMITIVES: &[Primitive] = &[
     },
     Primitive {
         name: "probs",
-        params: &["static_shape"],
+        params: &["shape", "shots", "static_shape"],
         jaxpr_params: &[],
         doc: "Probabilities of the basis states: f64[2^n] for n qubits (a dynamic size is an operand).",
         ..QUANTUM_ROW
@@ -1697,6 +1697,13 @@ pub static PRIMITIVES: &[Primitive] = &[
         ..QUANTUM_ROW
     },
     Primitive {
+        name: "qdevice",
+        params: &["rtd_kwargs", "rtd_lib", "rtd_name"],
+        jaxpr_params: &[],
+        doc: "Catalyst <= 0.10's `device_init`: starts the quantum device with the number of shots given.",
+        ..QUANTUM_ROW
+    },
+    Primitive {
         name: "qextract",
         params: &[],
         jaxpr_params: &[],
@@ -1712,9 +1719,16 @@ pub static PRIMITIVES: &[Primitive] = &[
     },
     Primitive {
         name: "qinst",
-        params: &["adjoint", "ctrl_len", "op", "params_len", "qubits_len"],
+        params: &["adjoint", "ctrl_len", "ctrl_value_len", "op", "params_len", "qubits_len", "static_params"],
         jaxpr_params: &[],
         doc: "A gate `op`: qubits, parameters, control qubits and control values in; the qubits and control qubits out.",
+        ..QUANTUM_ROW
+    },
+    Primitive {
+        name: "qmeasure",
+        params: &["postselect"],
+        jaxpr_params: &[],
+        doc: "Catalyst <= 0.10's `measure`: the outcome (bool[]) and the qubit after the measurement.",
         ..QUANTUM_ROW
     },
     Primitive {
@@ -1725,15 +1739,22 @@ pub static PRIMITIVES: &[Primitive] = &[
         ..QUANTUM_ROW
     },
     Primitive {
+        name: "qunitary",
+        params: &["adjoint", "ctrl_len", "qubits_len"],
+        jaxpr_params: &[],
+        doc: "Catalyst <= 0.10's `unitary`: a 2^n x 2^n unitary matrix applied to n qubits, optionally controlled.",
+        ..QUANTUM_ROW
+    },
+    Primitive {
         name: "sample",
-        params: &["static_shape"],
+        params: &["num_qubits", "shots", "static_shape"],
         jaxpr_params: &[],
         doc: "Samples of the qubits over the shots: f64[shots, n] (dynamic shots or wires are operands).",
         ..QUANTUM_ROW
     },
     Primitive {
         name: "state",
-        params: &["static_shape"],
+        params: &["shape", "shots", "static_shape"],
         jaxpr_params: &[],
         doc: "The state vector: c128[2^n] (a dynamic size is an operand).",
         ..QUANTUM_ROW

@@ -1,0 +1,51 @@
+//! Typing rules no stricter than JAX's and Catalyst's own abstract
+//! evaluation: each program below is cut from one that a JAX or Catalyst of
+//! the version matrix printed (`tests/data/versions`), and checks clean; the
+//! same rule still reports what JAX or Catalyst would refuse.
+
+use jaxpr_test_support::fixture::Fixture;
+
+fn check(fixture: &str) {
+    Fixture::assert_check(fixture);
+}
+
+/// Catalyst 0.10 (jax 0.4.28) as it prints a circuit: `qdevice`, `qmeasure`,
+/// `qunitary`; `qinst` without `params_len`, whose parameters follow its
+/// control values (`_qinst_abstract_eval`: qubits, control qubits, control
+/// values, parameters); observables without a register; measurements with
+/// `shape=` and `sample[num_qubits shots]`.
+#[test]
+fn catalyst_0_10_circuits_check_as_catalyst_0_10_types_them() {
+    check(
+        r#"{ lambda ; a:f64[] b:c128[2,2]. let
+    qdevice[rtd_kwargs={'shots': 0} rtd_lib=lib.so rtd_name=LightningSimulator] 0
+    c:AbstractQreg() = qalloc 3
+    d:AbstractQbit() = qextract c 0
+    e:AbstractQbit() = qextract c 1
+    f:AbstractQbit() = qextract c 2
+    g:AbstractQbit() = qinst[adjoint=False ctrl_len=0 ctrl_value_len=0 op=Hadamard qubits_len=1] d
+    h:AbstractQbit() i:AbstractQbit() j:AbstractQbit() = qinst[
+      adjoint=False
+      ctrl_len=2
+      ctrl_value_len=2
+      op=RX
+      qubits_len=1
+    ] e g f True True a
+    k:AbstractQbit() = qunitary[adjoint=False ctrl_len=0 qubits_len=1] b h
+    l:bool[] m:AbstractQbit() = qmeasure[postselect=None] k
+    n:AbstractObs(num_qubits=None,primitive=None) = namedobs[kind=PauliZ] m
+    o:f64[] = expval n
+    p:AbstractObs(num_qubits=2,primitive=compbasis) = compbasis i j
+    q:f64[4] = probs[shape=(4,)] p
+    r:c128[4] = state[shape=(4,)] p
+    s:f64[4] t:i64[4] = counts[shape=(4,) shots=50] p
+    u:f64[8,2] = sample[num_qubits=2 shots=8] p
+    v:f64[2] = probs[shape=(2,)] p
+#              ^^^^^ error[J0004]: `probs` of 2 qubit(s) has 2^2 entries...
+    w:AbstractQbit() = qinst[adjoint=False ctrl_len=0 ctrl_value_len=0 op=RY qubits_len=1] a
+#                      ^^^^^ error[J0005]: operand 0 of `qinst` must be a qubit (AbstractQbit()), but it is f64[]
+    qdealloc c
+  in (o, q, r, t, u, l) }
+"#,
+    );
+}
