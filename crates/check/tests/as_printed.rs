@@ -9,6 +9,22 @@ fn check(fixture: &str) {
     Fixture::assert_check(fixture);
 }
 
+/// jax 0.10.2's `_threefry2x32_abstract_eval` broadcasts its four operands
+/// together (`lax.broadcasting_shape_rule`): scalars aside, equal ranks, and
+/// 1s stretch, in any operand.
+#[test]
+fn threefry2x32_broadcasts_its_operands_together() {
+    check(
+        r#"{ lambda ; a:u32[1,4] b:u32[1,4] c:u32[3,1] d:u32[3,4] e:u32[] f:u32[5]. let
+    g:u32[3,4] h:u32[3,4] = threefry2x32 a b c d
+    i:u32[5] j:u32[5] = threefry2x32 e e f f
+    k:u32[3,4] l:u32[3,4] = threefry2x32 a b f d
+#                           ^^^^^^^^^^^^ error[J0004]: `threefry2x32` operands must have the same shape...
+  in (g, i, k) }
+"#,
+    );
+}
+
 /// Catalyst 0.10 (jax 0.4.28) as it prints a circuit: `qdevice`, `qmeasure`,
 /// `qunitary`; `qinst` without `params_len`, whose parameters follow its
 /// control values (`_qinst_abstract_eval`: qubits, control qubits, control

@@ -1523,7 +1523,7 @@ fn random_clone(cx: &mut EqnCx) -> Infer {
     Some(vec![AType::new(key, shape(cx, 0))])
 }
 
-/// `threefry2x32 k1 k2 x1 x2`: four uint32 arrays (broadcasting) → two.
+/// `threefry2x32 k1 k2 x1 x2`: four uint32 arrays (broadcasting together) → two.
 fn threefry2x32(cx: &mut EqnCx) -> Infer {
     if !cx.expect_args(4) {
         return None;
@@ -1533,13 +1533,9 @@ fn threefry2x32(cx: &mut EqnCx) -> Infer {
             return None;
         }
     }
-    let mut s = shape(cx, 0);
-    for i in 1..4 {
-        let b = broadcast_pair(cx, 0, i)?;
-        if b.len() > s.len() {
-            s = b;
-        }
-    }
+    // `_threefry2x32_abstract_eval` broadcasts the four operands together
+    // (`lax.broadcasting_shape_rule`), scalar key words beside arrays included.
+    let s = super::elementwise::broadcast_shape(cx, &[0, 1, 2, 3])?;
     let t = AType::new(DType::UInt(32), s);
     Some(vec![t.clone(), t])
 }

@@ -199,8 +199,9 @@ pub(super) fn infer(cx: &mut EqnCx, name: &str) -> Option<Infer> {
 
 /// The common shape of operands: rank-0 operands broadcast, and so do
 /// size-1 dimensions between operands of equal rank (JAX 0.10 prints
-/// `mul a b` with `a:f32[2,6,8]` and `b:f32[2,6,1]`).
-fn broadcast_shape(cx: &mut EqnCx, idx: &[usize]) -> Option<Shape> {
+/// `mul a b` with `a:f32[2,6,8]` and `b:f32[2,6,1]`): JAX's
+/// `lax.broadcasting_shape_rule`.
+pub(super) fn broadcast_shape(cx: &mut EqnCx, idx: &[usize]) -> Option<Shape> {
     let first = idx
         .iter()
         .copied()
