@@ -25,6 +25,26 @@ fn threefry2x32_broadcasts_its_operands_together() {
     );
 }
 
+/// `random_unwrap` of keys of a user's PRNG implementation
+/// (`PRNGImpl(key_shape=(2, 2), tag='fry2')`, random_test.py): the key data's
+/// trailing dimensions are the implementation's key shape, of any rank.
+#[test]
+fn random_unwrap_takes_the_key_shape_of_any_implementation() {
+    check(
+        r#"{ lambda ; a:u32[]. let
+    b:key<fry2>[] = random_seed[impl=fry2] a
+    c:key<fry2>[3] = random_split[shape=(3,)] b
+    d:u32[3,2,2] = random_unwrap c
+    e:key<urbg>[] = random_seed[impl=urbg] a
+    f:u32[4] = random_unwrap e
+    g:key<fry>[] = random_seed[impl=fry] a
+    h:u32[3] = random_unwrap g
+#         ^ error[J0004]: `h` is declared u32[3], but `random_unwrap` produces u32[2]...
+  in (d, f, h) }
+"#,
+    );
+}
+
 /// Catalyst 0.10 (jax 0.4.28) as it prints a circuit: `qdevice`, `qmeasure`,
 /// `qunitary`; `qinst` without `params_len`, whose parameters follow its
 /// control values (`_qinst_abstract_eval`: qubits, control qubits, control
