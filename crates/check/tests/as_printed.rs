@@ -45,6 +45,23 @@ fn random_unwrap_takes_the_key_shape_of_any_implementation() {
     );
 }
 
+/// `mul[out_dtype=<class 'numpy.float64'>]`: JAX canonicalises the dtype
+/// asked for (64-bit types off: f32), which the text does not say; the
+/// declared result shows which.
+#[test]
+fn out_dtype_is_the_declared_canonical_dtype() {
+    check(
+        r#"{ lambda ; a:f32[3] b:i32[3]. let
+    c:f32[3] = mul[out_dtype=<class 'numpy.float64'>] a a
+    d:f64[3] = mul[out_dtype=<class 'numpy.float64'>] a a
+    e:i32[3] = mul[out_dtype=<class 'numpy.int64'>] b b
+    f:i32[3] = mul[out_dtype=<class 'numpy.float64'>] a a
+#     ^^^^^^ error[J0005]: `f` is declared i32[3], but `mul` produces f64[3]...
+  in (c, d, e, f) }
+"#,
+    );
+}
+
 /// Catalyst 0.10 (jax 0.4.28) as it prints a circuit: `qdevice`, `qmeasure`,
 /// `qunitary`; `qinst` without `params_len`, whose parameters follow its
 /// control values (`_qinst_abstract_eval`: qubits, control qubits, control
