@@ -102,3 +102,22 @@ fn catalyst_0_10_circuits_check_as_catalyst_0_10_types_them() {
 "#,
     );
 }
+
+/// A symbolic comparison that holds only under `jax.export`'s symbolic
+/// constraints (shape_poly_test.py's `jnp.pad` `mode=reflect_odd`, exported
+/// under `b >= 2`): the text does not carry them, and JAX decided the
+/// comparison under them, so it is a warning; one false for every value of
+/// the symbols stays an error.
+#[test]
+fn comparisons_decided_only_under_export_constraints_are_warnings() {
+    check(
+        r#"{ lambda ; a:f32[b,5]. let
+    c:f32[b - 1,5] = slice[limit_indices=(b, 5) start_indices=(1, 0) strides=None] a
+    d:f32[1,5] = slice[limit_indices=(1, 5) start_indices=(0, 0) strides=None] c
+#                ^^^^^ warning[J0009]: the limit 1 of `slice` on axis 0 must be at most the size b - 1 of operand 0, but `1 <= b - 1` cannot be proven for all values of the symbolic dimensions
+    e:f32[1,5] = slice[limit_indices=(b + 1, 5) start_indices=(b, 0) strides=None] a
+#                ^^^^^ error[J0004]: the limit b + 1 of `slice` on axis 0 must be at most the size b of operand 0...
+  in (d, e) }
+"#,
+    );
+}

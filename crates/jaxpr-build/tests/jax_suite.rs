@@ -227,13 +227,6 @@ fn not_built(text: &str, diags: &[jaxpr_syntax::diagnostics::Diagnostic]) -> Out
         Some(d) if d.kind.code() == "J0012" && !d.message.starts_with("internal error") => {
             Outcome::Refused(refusal_key(text, d))
         }
-        // A program valid only under `symbolic_constraints` it does not
-        // print (corpus-gen/jax/README.md): its shapes cannot be proven, so
-        // it is not built.
-        Some(d) if d.kind.code() == "J0009" => Outcome::Refused(format!(
-            "`{}`: J0009 a dimension holds only under the program's symbolic constraints, which the jaxpr does not carry",
-            primitive_at(text, d.range.start as usize)
-        )),
         Some(d) => Outcome::Failed(format!(
             "build error at `{}`: {} {}",
             primitive_at(text, d.range.start as usize),
