@@ -1586,9 +1586,10 @@ pub static PRIMITIVES: &[Primitive] = &[
     },
     Primitive {
         name: "device_init",
+        aliases: &["qdevice"],
         params: &["auto_qubit_management", "rtd_kwargs", "rtd_lib", "rtd_name"],
         jaxpr_params: &[],
-        doc: "Starts the quantum device (its runtime library and name) with the number of shots given.",
+        doc: "Starts the quantum device (its runtime library and name) with the number of shots given. (Catalyst <= 0.10 prints it `qdevice`.)",
         ..QUANTUM_ROW
     },
     Primitive {
@@ -1649,9 +1650,10 @@ pub static PRIMITIVES: &[Primitive] = &[
     },
     Primitive {
         name: "measure",
+        aliases: &["qmeasure"],
         params: &["postselect"],
         jaxpr_params: &[],
-        doc: "Measures a qubit: the outcome (bool[]) and the qubit after the measurement.",
+        doc: "Measures a qubit: the outcome (bool[]) and the qubit after the measurement. (Catalyst <= 0.10 prints it `qmeasure`.)",
         ..QUANTUM_ROW
     },
     Primitive {
@@ -1697,13 +1699,6 @@ pub static PRIMITIVES: &[Primitive] = &[
         ..QUANTUM_ROW
     },
     Primitive {
-        name: "qdevice",
-        params: &["rtd_kwargs", "rtd_lib", "rtd_name"],
-        jaxpr_params: &[],
-        doc: "Catalyst <= 0.10's `device_init`: starts the quantum device with the number of shots given.",
-        ..QUANTUM_ROW
-    },
-    Primitive {
         name: "qextract",
         params: &[],
         jaxpr_params: &[],
@@ -1725,24 +1720,10 @@ pub static PRIMITIVES: &[Primitive] = &[
         ..QUANTUM_ROW
     },
     Primitive {
-        name: "qmeasure",
-        params: &["postselect"],
-        jaxpr_params: &[],
-        doc: "Catalyst <= 0.10's `measure`: the outcome (bool[]) and the qubit after the measurement.",
-        ..QUANTUM_ROW
-    },
-    Primitive {
         name: "quantum_kernel",
         params: &["call_jaxpr", "pipelines", "qnode"],
         jaxpr_params: &["call_jaxpr"],
         doc: "Runs a quantum circuit (a QNode) on its device.",
-        ..QUANTUM_ROW
-    },
-    Primitive {
-        name: "qunitary",
-        params: &["adjoint", "ctrl_len", "qubits_len"],
-        jaxpr_params: &[],
-        doc: "Catalyst <= 0.10's `unitary`: a 2^n x 2^n unitary matrix applied to n qubits, optionally controlled.",
         ..QUANTUM_ROW
     },
     Primitive {
@@ -1768,9 +1749,10 @@ pub static PRIMITIVES: &[Primitive] = &[
     },
     Primitive {
         name: "unitary",
+        aliases: &["qunitary"],
         params: &["adjoint", "ctrl_len", "qubits_len"],
         jaxpr_params: &[],
-        doc: "Applies a 2^n x 2^n unitary matrix to n qubits, optionally controlled.",
+        doc: "Applies a 2^n x 2^n unitary matrix to n qubits, optionally controlled. (Catalyst <= 0.10 prints it `qunitary`.)",
         ..QUANTUM_ROW
     },
     Primitive {
