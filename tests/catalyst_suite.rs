@@ -9,6 +9,9 @@ use jaxpr_syntax::diagnostics::DiagKind;
 use jaxpr_syntax::LineIndex;
 use std::path::{Path, PathBuf};
 
+#[path = "common/catalyst_types.rs"]
+mod catalyst_types;
+
 fn suite() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/catalyst-suite")
 }
@@ -74,57 +77,14 @@ fn every_program_checks_with_no_error_and_no_unknown_primitive() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// Every jaxpr's signature, in `jaxpr types`'s order (main, then by position).
-fn signatures(text: &str) -> Vec<(String, String)> {
-    let db = RootDatabase::default();
-    let file = SourceFile::new(&db, "t.jaxpr".into(), text.to_string());
-    let a = db::analysis(&db, file);
-    let mut js: Vec<&jaxpr_check::JaxprInfo> = a.jaxprs.iter().collect();
-    js.sort_by_key(|j| (j.origin != jaxpr_check::JaxprOrigin::Main, j.range.start));
-    js.iter()
-        .map(|j| (j.signature.render_in(), j.signature.render_out()))
-        .collect()
-}
-
 #[test]
 fn signatures_equal_the_ones_catalyst_computes() {
     let mut failures = Vec::new();
     let mut compared = 0;
     for c in cases() {
-        let ours = signatures(&c.text);
-        let recorded = c.meta["signatures"].as_array().unwrap();
-        if ours.len() != recorded.len() {
-            // JAX prints a jaxpr that several equations share once, as a
-            // `let` (the generator meets it at each equation): then every
-            // signature must be among the recorded ones and the reverse.
-            let want: std::collections::BTreeSet<(String, String)> = recorded
-                .iter()
-                .map(|r| (r["in_type"].as_str().unwrap().into(), r["out_type"].as_str().unwrap().into()))
-                .collect();
-            let got: std::collections::BTreeSet<(String, String)> = ours.iter().cloned().collect();
-            compared += got.len();
-            if want != got || !c.text.starts_with("let ") {
-                failures.push(format!(
-                    "{}: {} jaxprs, Catalyst recorded {}; ours {got:?}, Catalyst's {want:?}",
-                    c.name,
-                    ours.len(),
-                    recorded.len()
-                ));
-            }
-            continue;
-        }
-        for ((in_t, out_t), r) in ours.iter().zip(recorded) {
-            compared += 1;
-            let (want_in, want_out) = (r["in_type"].as_str().unwrap(), r["out_type"].as_str().unwrap());
-            if in_t != want_in || out_t != want_out {
-                failures.push(format!(
-                    "{} ({}):\n  in_type:  {in_t}\n  Catalyst: {want_in}\n  out_type: {out_t}\n  Catalyst: {want_out} (from {})",
-                    c.name,
-                    r["jaxpr"].as_str().unwrap(),
-                    r["out_type_from"].as_str().unwrap()
-                ));
-            }
-        }
+        let (n, f) = catalyst_types::compare(&c.name, &c.text, c.meta["signatures"].as_array().unwrap());
+        compared += n;
+        failures.extend(f);
     }
     assert!(compared >= 60, "only {compared} signatures compared");
     assert!(failures.is_empty(), "{}", failures.join("\n"));

@@ -2,7 +2,11 @@
 Catalyst prints it) and NAME.json (the values Catalyst computes, and the in_type/out_type of every
 jaxpr in it as Catalyst's own type rules compute them).
 
-usage: python gen.py OUTDIR          (pennylane-catalyst 0.15.0, jax 0.7.1)
+usage: python gen.py OUTDIR [--allow-skips] [NAME ...]   (pennylane-catalyst 0.15.0, jax 0.7.1)
+
+Any program Catalyst rejects fails the run, unless `--allow-skips` (an older Catalyst of the
+version matrix, tests/data/versions/catalyst-VERSION): then it is listed, with Catalyst's
+error, in OUTDIR/skipped.json.
 
 Signatures are recorded from Catalyst, never from this project's tool:
 - main jaxpr: in_type is the InputType qjit traced with (the value make_jaxpr2 passes to `annotate`,
@@ -174,19 +178,27 @@ def jaxpr_inputs(fn, args):
 
 def main():
     out = sys.argv[1]
-    only = set(sys.argv[2:])
+    allow_skips = "--allow-skips" in sys.argv[2:]
+    only = set(sys.argv[2:]) - {"--allow-skips"}
     os.makedirs(out, exist_ok=True)
-    failed = []
+    failed = dict(programs.SKIPPED)
+    for name, why in failed.items():
+        print(name, "FAILED:", why, flush=True)
     for name, (fn, examples) in programs.PROGRAMS.items():
         if only and name not in only:
             continue
         try:
             write_case(out, name, fn, examples)
         except Exception as e:  # report every program Catalyst rejects, then fail
-            failed.append(name)
-            print(name, "FAILED:", type(e).__name__, str(e).splitlines()[0][:300], flush=True)
-    if failed:
-        sys.exit(f"Catalyst failed on {failed}")
+            failed[name] = f"{type(e).__name__}: {e}".splitlines()[0][:300]
+            print(name, "FAILED:", failed[name], flush=True)
+    if allow_skips:
+        producer = f"pennylane-catalyst {catalyst.__version__} (jax {jax.__version__})"
+        with open(f"{out}/skipped.json", "w") as f:
+            json.dump({"producer": producer, "skipped": failed}, f, indent=1, sort_keys=True)
+            f.write("\n")
+    elif failed:
+        sys.exit(f"Catalyst failed on {sorted(failed)}")
 
 
 def write_case(out, name, fn, examples):

@@ -1579,16 +1579,17 @@ pub static PRIMITIVES: &[Primitive] = &[
     },
     Primitive {
         name: "counts",
-        params: &["static_shape"],
+        params: &["shape", "shots", "static_shape"],
         jaxpr_params: &[],
         doc: "Counts of each basis state over the shots: the basis states (f64) and their counts (i64), 2^n each.",
         ..QUANTUM_ROW
     },
     Primitive {
         name: "device_init",
+        aliases: &["qdevice"],
         params: &["auto_qubit_management", "rtd_kwargs", "rtd_lib", "rtd_name"],
         jaxpr_params: &[],
-        doc: "Starts the quantum device (its runtime library and name) with the number of shots given.",
+        doc: "Starts the quantum device (its runtime library and name) with the number of shots given. (Catalyst <= 0.10 prints it `qdevice`.)",
         ..QUANTUM_ROW
     },
     Primitive {
@@ -1649,9 +1650,10 @@ pub static PRIMITIVES: &[Primitive] = &[
     },
     Primitive {
         name: "measure",
+        aliases: &["qmeasure"],
         params: &["postselect"],
         jaxpr_params: &[],
-        doc: "Measures a qubit: the outcome (bool[]) and the qubit after the measurement.",
+        doc: "Measures a qubit: the outcome (bool[]) and the qubit after the measurement. (Catalyst <= 0.10 prints it `qmeasure`.)",
         ..QUANTUM_ROW
     },
     Primitive {
@@ -1670,7 +1672,7 @@ pub static PRIMITIVES: &[Primitive] = &[
     },
     Primitive {
         name: "probs",
-        params: &["static_shape"],
+        params: &["shape", "shots", "static_shape"],
         jaxpr_params: &[],
         doc: "Probabilities of the basis states: f64[2^n] for n qubits (a dynamic size is an operand).",
         ..QUANTUM_ROW
@@ -1712,7 +1714,7 @@ pub static PRIMITIVES: &[Primitive] = &[
     },
     Primitive {
         name: "qinst",
-        params: &["adjoint", "ctrl_len", "op", "params_len", "qubits_len"],
+        params: &["adjoint", "ctrl_len", "ctrl_value_len", "op", "params_len", "qubits_len", "static_params"],
         jaxpr_params: &[],
         doc: "A gate `op`: qubits, parameters, control qubits and control values in; the qubits and control qubits out.",
         ..QUANTUM_ROW
@@ -1726,14 +1728,14 @@ pub static PRIMITIVES: &[Primitive] = &[
     },
     Primitive {
         name: "sample",
-        params: &["static_shape"],
+        params: &["num_qubits", "shots", "static_shape"],
         jaxpr_params: &[],
         doc: "Samples of the qubits over the shots: f64[shots, n] (dynamic shots or wires are operands).",
         ..QUANTUM_ROW
     },
     Primitive {
         name: "state",
-        params: &["static_shape"],
+        params: &["shape", "shots", "static_shape"],
         jaxpr_params: &[],
         doc: "The state vector: c128[2^n] (a dynamic size is an operand).",
         ..QUANTUM_ROW
@@ -1747,9 +1749,10 @@ pub static PRIMITIVES: &[Primitive] = &[
     },
     Primitive {
         name: "unitary",
+        aliases: &["qunitary"],
         params: &["adjoint", "ctrl_len", "qubits_len"],
         jaxpr_params: &[],
-        doc: "Applies a 2^n x 2^n unitary matrix to n qubits, optionally controlled.",
+        doc: "Applies a 2^n x 2^n unitary matrix to n qubits, optionally controlled. (Catalyst <= 0.10 prints it `qunitary`.)",
         ..QUANTUM_ROW
     },
     Primitive {

@@ -91,8 +91,8 @@ rule_table! {
         "A parameter is missing, malformed or out of range for its primitive.";
     DimensionScope => "J0008", "dimension-scope", Error,
         "A dimension variable is not an integer scalar in scope where it is used.";
-    InconclusiveDimension => "J0009", "inconclusive-dimension", Error,
-        "A symbolic-dimension comparison cannot be decided assuming every symbol >= 1.";
+    InconclusiveDimension => "J0009", "inconclusive-dimension", Warning,
+        "A symbolic-dimension comparison cannot be decided assuming every symbol >= 1 (it may hold under export constraints).";
     UnknownPrimitive => "J0010", "unknown-primitive", Warning,
         "A primitive without a type rule: its printed result types are trusted.";
     /// Two dimension variables that are provably equal through the call

@@ -178,6 +178,19 @@ impl DType {
             d => d.clone(),
         }
     }
+
+    /// The dtype JAX canonicalises this one to with 64-bit types off
+    /// (`jax_enable_x64=False`, the default): `f64` -> `f32`, `i64` -> `i32`,
+    /// `u64` -> `u32`, `c128` -> `c64`; any other is itself.
+    pub fn without_x64(&self) -> DType {
+        match self {
+            DType::Int(64) => DType::Int(32),
+            DType::UInt(64) => DType::UInt(32),
+            DType::Float(FloatKind::F64) => DType::Float(FloatKind::F32),
+            DType::Complex(128) => DType::Complex(64),
+            d => d.clone(),
+        }
+    }
 }
 
 impl fmt::Display for DType {

@@ -1230,7 +1230,8 @@ fn bitcast_convert_type(cx: &mut EqnCx) -> Infer {
 pub fn key_data_size(imp: &str) -> Option<i64> {
     match imp {
         "fry" | "threefry2x32" => Some(2),
-        "rbg" | "unsafe_rbg" => Some(4),
+        // JAX tags unsafe_rbg keys `urbg`.
+        "rbg" | "unsafe_rbg" | "urbg" => Some(4),
         _ => None,
     }
 }
@@ -1511,7 +1512,18 @@ fn random_unwrap(cx: &mut EqnCx) -> Infer {
     let key = require_key(cx, 0)?;
     let DType::Key(imp) = &key else { return None };
     let mut s = shape(cx, 0);
-    s.push(key_data_size(imp).map_or(Dim::Unknown, Dim::Const));
+    match key_data_size(imp) {
+        Some(size) => s.push(Dim::Const(size)),
+        // A user's implementation (`PRNGImpl(key_shape=(2, 2), tag='fry2')`):
+        // its key shape, any rank, is known only from the declared result.
+        None => {
+            let declared = cx.declared.first()?;
+            if declared.rank() <= s.len() {
+                return None;
+            }
+            s.extend(declared.shape[s.len()..].iter().cloned());
+        }
+    }
     Some(vec![AType::new(DType::UInt(32), s)])
 }
 
@@ -1523,7 +1535,7 @@ fn random_clone(cx: &mut EqnCx) -> Infer {
     Some(vec![AType::new(key, shape(cx, 0))])
 }
 
-/// `threefry2x32 k1 k2 x1 x2`: four uint32 arrays (broadcasting) → two.
+/// `threefry2x32 k1 k2 x1 x2`: four uint32 arrays (broadcasting together) → two.
 fn threefry2x32(cx: &mut EqnCx) -> Infer {
     if !cx.expect_args(4) {
         return None;
@@ -1533,13 +1545,9 @@ fn threefry2x32(cx: &mut EqnCx) -> Infer {
             return None;
         }
     }
-    let mut s = shape(cx, 0);
-    for i in 1..4 {
-        let b = broadcast_pair(cx, 0, i)?;
-        if b.len() > s.len() {
-            s = b;
-        }
-    }
+    // `_threefry2x32_abstract_eval` broadcasts the four operands together
+    // (`lax.broadcasting_shape_rule`), scalar key words beside arrays included.
+    let s = super::elementwise::broadcast_shape(cx, &[0, 1, 2, 3])?;
     let t = AType::new(DType::UInt(32), s);
     Some(vec![t.clone(), t])
 }

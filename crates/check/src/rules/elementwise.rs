@@ -199,8 +199,9 @@ pub(super) fn infer(cx: &mut EqnCx, name: &str) -> Option<Infer> {
 
 /// The common shape of operands: rank-0 operands broadcast, and so do
 /// size-1 dimensions between operands of equal rank (JAX 0.10 prints
-/// `mul a b` with `a:f32[2,6,8]` and `b:f32[2,6,1]`).
-fn broadcast_shape(cx: &mut EqnCx, idx: &[usize]) -> Option<Shape> {
+/// `mul a b` with `a:f32[2,6,8]` and `b:f32[2,6,1]`): JAX's
+/// `lax.broadcasting_shape_rule`.
+pub(super) fn broadcast_shape(cx: &mut EqnCx, idx: &[usize]) -> Option<Shape> {
     let first = idx
         .iter()
         .copied()
@@ -272,8 +273,14 @@ fn apply(cx: &mut EqnCx, e: &Elementwise) -> Infer {
     let Some(dtype) = dtype.or_else(|| cx.declared.first().and_then(|t| t.dtype.clone())) else {
         return None;
     };
-    // `mul[out_dtype=...]` and the like: the result has the dtype asked for.
+    // `mul[out_dtype=...]` and the like: the result has the dtype asked for,
+    // as JAX canonicalises it. The text does not say whether 64-bit types
+    // were on (`out_dtype=<class 'numpy.float64'>` gives f32 when they are
+    // off), so the declared result says which of the two it is.
     if let Some(out) = cx.has_param("out_dtype").then(|| cx.dtype_param("out_dtype")).flatten() {
+        let canonical = out.without_x64();
+        let declared = cx.declared.first().and_then(|t| t.dtype.as_ref());
+        let out = if canonical != out && declared == Some(&canonical) { canonical } else { out };
         return Some(vec![AType::new(out, shape)]);
     }
     let out = match e.result {

@@ -11,6 +11,12 @@
 //! 2^n entries, `sample` is `[shots, n]`, and a dimension the measurement
 //! cannot know statically (`static_shape=(None, ...)`) is an operand of the
 //! equation, in order (dynamic shots and wires).
+//!
+//! Catalyst <= 0.10 (jax 0.4.28) names three of them otherwise (`qdevice`,
+//! `qmeasure`, `qunitary`), prints an observable without its register
+//! (`AbstractObs(num_qubits=2,primitive=compbasis)`), a measurement's shape as
+//! `shape=` (`sample[num_qubits=n shots=s]`) and a gate's parameters after its
+//! control values; the rules read both forms.
 
 use super::{control, EqnCx, Infer};
 use crate::dims::operand_value;
@@ -32,8 +38,9 @@ pub(super) fn names() -> Vec<&'static str> {
 const NAMES: &[&str] = &[
     "adjoint", "compbasis", "counts", "device_init", "device_release", "expval", "func",
     "gphase", "grad", "hamiltonian", "hermitian", "mcmobs", "measure", "namedobs",
-    "num_qubits", "probs", "qalloc", "qdealloc", "qdealloc_qb", "qextract", "qinsert", "qinst",
-    "quantum_kernel", "sample", "state", "tensorobs", "unitary", "value_and_grad", "var",
+    "num_qubits", "probs", "qalloc", "qdealloc", "qdealloc_qb", "qdevice", "qextract", "qinsert",
+    "qinst", "qmeasure", "quantum_kernel", "qunitary", "sample", "state", "tensorobs", "unitary",
+    "value_and_grad", "var",
 ];
 
 /// The wire a qubit value holds: where it was extracted, and from which
@@ -91,8 +98,16 @@ fn value(text: &str) -> AType {
     }
 }
 
-fn observable(num_qubits: Option<usize>, qreg: bool, primitive: &str) -> AType {
+/// An observable's type, spelled as the file's Catalyst spells it: Catalyst
+/// <= 0.10's `AbstractObs` has no register, which the declared result shows.
+fn observable(cx: &EqnCx, num_qubits: Option<usize>, qreg: bool, primitive: &str) -> AType {
     let n = num_qubits.map_or("None".to_string(), |n| n.to_string());
+    let declared = cx.declared.first().and_then(|t| t.dtype.as_ref());
+    let without_register =
+        matches!(declared, Some(DType::Other(s)) if s.starts_with("AbstractObs(") && !s.contains("qreg="));
+    if without_register && !qreg {
+        return value(&format!("AbstractObs(num_qubits={n},primitive={primitive})"));
+    }
     let q = if qreg { QREG } else { "None" };
     value(&format!("AbstractObs(num_qubits={n},qreg={q},primitive={primitive})"))
 }
@@ -110,7 +125,7 @@ fn f64_scalar() -> AType {
 
 pub(super) fn infer(cx: &mut EqnCx, name: &str) -> Option<Infer> {
     Some(match name {
-        "device_init" => device_init(cx),
+        "device_init" | "qdevice" => device_init(cx),
         "device_release" => cx.expect_args(0).then(Vec::new),
         "num_qubits" => cx.expect_args(0).then(|| vec![AType::scalar(DType::Int(64))]),
         "qalloc" => (cx.expect_args(1) && size_operand(cx, 0, "register size")).then(|| vec![value(QREG)]),
@@ -123,14 +138,14 @@ pub(super) fn infer(cx: &mut EqnCx, name: &str) -> Option<Infer> {
             && kind(cx, 2, QBIT))
         .then(|| vec![value(QREG)]),
         "qinst" => gate(cx, Gate::Named),
-        "unitary" => gate(cx, Gate::Unitary),
+        "unitary" | "qunitary" => gate(cx, Gate::Unitary),
         "gphase" => gate(cx, Gate::GlobalPhase),
-        "measure" => measure(cx),
-        "namedobs" => (cx.expect_args(1) && kind(cx, 0, QBIT)).then(|| vec![observable(None, false, "None")]),
+        "measure" | "qmeasure" => measure(cx),
+        "namedobs" => (cx.expect_args(1) && kind(cx, 0, QBIT)).then(|| vec![observable(cx, None, false, "None")]),
         "hermitian" => hermitian(cx),
         "tensorobs" => (cx.expect_args_at_least(1)
             && (0..cx.args.len()).all(|i| kind(cx, i, "AbstractObs(")))
-        .then(|| vec![observable(None, false, "None")]),
+        .then(|| vec![observable(cx, None, false, "None")]),
         "hamiltonian" => hamiltonian(cx),
         "compbasis" => compbasis(cx),
         "mcmobs" => mcmobs(cx),
@@ -219,7 +234,9 @@ fn pass_wire(cx: &mut EqnCx, operand: usize, result: usize) {
 #[derive(Clone, Copy, PartialEq)]
 enum Gate {
     /// `qinst[op, qubits_len, params_len, ctrl_len]`: qubits, parameters,
-    /// control qubits, control values.
+    /// control qubits, control values. Catalyst <= 0.10 prints no
+    /// `params_len` (its `qinst` has `ctrl_value_len`): qubits, control
+    /// qubits, control values, then every remaining operand is a parameter.
     Named,
     /// `unitary[qubits_len, ctrl_len]`: the matrix, qubits, control qubits,
     /// control values.
@@ -228,23 +245,54 @@ enum Gate {
     GlobalPhase,
 }
 
+/// Operand positions of a gate's qubits (targets, then controls), its
+/// parameters and its control values.
+struct GateOperands {
+    qubit_at: Vec<usize>,
+    param_at: Vec<usize>,
+    ctrl_value_at: std::ops::Range<usize>,
+}
+
 fn gate(cx: &mut EqnCx, g: Gate) -> Infer {
     let count = |cx: &mut EqnCx, p: &str| cx.int_param(p).unwrap_or(0).max(0) as usize;
     let qubits = if g == Gate::GlobalPhase { 0 } else { count(cx, "qubits_len") };
-    let params = match g {
-        Gate::Named => count(cx, "params_len"),
-        Gate::Unitary | Gate::GlobalPhase => 1,
-    };
     let ctrl = count(cx, "ctrl_len");
-    if !cx.expect_args(qubits + params + 2 * ctrl) {
-        return None;
-    }
-    // Operand positions of the qubits (targets, then controls), the
-    // parameters and the control values.
-    let (param_at, qubit_at): (Vec<usize>, Vec<usize>) = match g {
-        Gate::Named => ((qubits..qubits + params).collect(), (0..qubits).chain(qubits + params..qubits + params + ctrl).collect()),
-        Gate::Unitary | Gate::GlobalPhase => (vec![0], (1..1 + qubits + ctrl).collect()),
+    let layout = match g {
+        Gate::Named if cx.has_param("params_len") => {
+            let params = count(cx, "params_len");
+            if !cx.expect_args(qubits + params + 2 * ctrl) {
+                return None;
+            }
+            GateOperands {
+                qubit_at: (0..qubits).chain(qubits + params..qubits + params + ctrl).collect(),
+                param_at: (qubits..qubits + params).collect(),
+                ctrl_value_at: qubits + params + ctrl..cx.args.len(),
+            }
+        }
+        Gate::Named => {
+            // Catalyst <= 0.10 (`_qinst_abstract_eval` and its lowering):
+            // `qubits*, ctrl_qubits*, ctrl_values*, params*`.
+            if !cx.expect_args_at_least(qubits + 2 * ctrl) {
+                return None;
+            }
+            GateOperands {
+                qubit_at: (0..qubits + ctrl).collect(),
+                param_at: (qubits + 2 * ctrl..cx.args.len()).collect(),
+                ctrl_value_at: qubits + ctrl..qubits + 2 * ctrl,
+            }
+        }
+        Gate::Unitary | Gate::GlobalPhase => {
+            if !cx.expect_args(1 + qubits + 2 * ctrl) {
+                return None;
+            }
+            GateOperands {
+                qubit_at: (1..1 + qubits + ctrl).collect(),
+                param_at: vec![0],
+                ctrl_value_at: 1 + qubits + ctrl..cx.args.len(),
+            }
+        }
     };
+    let GateOperands { qubit_at, param_at, ctrl_value_at } = layout;
     for &i in &qubit_at {
         if !kind(cx, i, QBIT) {
             return None;
@@ -257,7 +305,7 @@ fn gate(cx: &mut EqnCx, g: Gate) -> Infer {
             return None;
         }
     }
-    for i in qubits + params + ctrl..cx.args.len() {
+    for i in ctrl_value_at {
         let t = &cx.args[i].ty;
         if !(t.is_scalar() && t.dtype.as_ref().is_none_or(DType::is_bool)) {
             let msg = format!("control value operand {i} of `{}` must be bool[], but it is {}", cx.name(), cx.ty(t));
@@ -304,7 +352,7 @@ fn hermitian(cx: &mut EqnCx) -> Infer {
             return None;
         }
     }
-    Some(vec![observable(None, false, "None")])
+    Some(vec![observable(cx, None, false, "None")])
 }
 
 fn hamiltonian(cx: &mut EqnCx) -> Infer {
@@ -326,19 +374,19 @@ fn hamiltonian(cx: &mut EqnCx) -> Infer {
     if !cx.require_dim("`hamiltonian` takes one coefficient per term", &coeffs.shape[0], &terms, &[0]) {
         return None;
     }
-    Some(vec![observable(None, false, "None")])
+    Some(vec![observable(cx, None, false, "None")])
 }
 
 fn compbasis(cx: &mut EqnCx) -> Infer {
     if cx.bool_param("qreg_available") == Some(true) {
-        return (cx.expect_args(1) && kind(cx, 0, QREG)).then(|| vec![observable(None, true, "compbasis")]);
+        return (cx.expect_args(1) && kind(cx, 0, QREG)).then(|| vec![observable(cx, None, true, "compbasis")]);
     }
     for i in 0..cx.args.len() {
         if !kind(cx, i, QBIT) {
             return None;
         }
     }
-    Some(vec![observable(Some(cx.args.len()), false, "compbasis")])
+    Some(vec![observable(cx, Some(cx.args.len()), false, "compbasis")])
 }
 
 fn mcmobs(cx: &mut EqnCx) -> Infer {
@@ -350,7 +398,7 @@ fn mcmobs(cx: &mut EqnCx) -> Infer {
             return None;
         }
     }
-    Some(vec![observable(Some(cx.args.len()), false, "mcmobs")])
+    Some(vec![observable(cx, Some(cx.args.len()), false, "mcmobs")])
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -368,7 +416,21 @@ fn measurement(cx: &mut EqnCx, m: Measurement) -> Infer {
     if !(cx.expect_args_at_least(1) && kind(cx, 0, "AbstractObs(")) {
         return None;
     }
-    let Some(mut shape) = cx.dims_param("static_shape") else {
+    let shape = if cx.has_param("static_shape") {
+        cx.dims_param("static_shape")
+    } else if m == Measurement::Sample && cx.has_param("num_qubits") {
+        // Catalyst <= 0.10: `sample[num_qubits=n shots=s] obs`, or with
+        // dynamic shots `sample[num_qubits=n] obs shots`.
+        let qubits = cx.int_param("num_qubits").map_or(Dim::Unknown, Dim::Const);
+        let shots = cx.int_param("shots").map_or(Dim::Unknown, Dim::Const);
+        Some(Shape::from(&[shots, qubits][..]))
+    } else if cx.has_param("shape") {
+        // Catalyst <= 0.10: `probs[shape=(4,)]`, `counts[shape=(4,) shots=50]`.
+        cx.dims_param("shape")
+    } else {
+        None
+    };
+    let Some(mut shape) = shape else {
         cx.param_error("static_shape", format!("`{}` needs `static_shape`", cx.name()));
         return None;
     };

@@ -1,0 +1,116 @@
+//! The version matrix (`tests/data/versions`, written by `corpus-gen/versions`
+//! for every JAX minor and by `corpus-gen/catalyst` for every Catalyst
+//! release; Catalyst 0.15.0's column is `tests/data/catalyst-suite`): every
+//! file checks with no error and no unknown primitive, and on every Catalyst
+//! `jaxpr types` gives every jaxpr the `in_type`/`out_type` Catalyst's own type
+//! rules computed. The matrix's build sample is built in
+//! `crates/jaxpr-build/tests/jax_suite.rs`.
+
+use jaxpr_db::{self as db, RootDatabase, SourceFile};
+use jaxpr_syntax::diagnostics::DiagKind;
+use jaxpr_syntax::LineIndex;
+use std::path::{Path, PathBuf};
+
+#[path = "common/catalyst_types.rs"]
+mod catalyst_types;
+
+const JAX_VERSIONS: &[&str] = &["0.4.30", "0.4.38", "0.5.3", "0.6.2", "0.7.2", "0.8.3", "0.9.2", "0.10.2"];
+const CATALYST_VERSIONS: &[&str] = &["0.10.0", "0.12.0", "0.13.0", "0.14.1", "0.15.0"];
+
+fn data() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data")
+}
+
+/// The folder of a column: `jax-X.Y.Z` or `catalyst-X.Y.Z`.
+fn column(name: &str) -> PathBuf {
+    if name == "catalyst-0.15.0" {
+        data().join("catalyst-suite")
+    } else {
+        data().join("versions").join(name)
+    }
+}
+
+fn jaxprs(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jaxpr"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn columns() -> Vec<String> {
+    JAX_VERSIONS
+        .iter()
+        .map(|v| format!("jax-{v}"))
+        .chain(CATALYST_VERSIONS.iter().map(|v| format!("catalyst-{v}")))
+        .collect()
+}
+
+/// Errors and unknown-primitive warnings of one file, as `file:line: kind message`.
+fn complaints(path: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let db = RootDatabase::default();
+    let file = SourceFile::new(&db, path.display().to_string(), text.clone());
+    let idx = LineIndex::new(&text);
+    db::diagnostics(&db, file)
+        .iter()
+        .filter(|d| d.is_error() || d.kind == DiagKind::UnknownPrimitive)
+        .map(|d| {
+            format!(
+                "{}:{}: {} {}",
+                path.strip_prefix(data()).unwrap_or(path).display(),
+                idx.line_col(d.range.start).line + 1,
+                d.kind.name(),
+                d.message
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn every_file_of_every_version_checks_with_no_error() {
+    let mut failures = Vec::new();
+    let mut counts = Vec::new();
+    for col in columns() {
+        let files = jaxprs(&column(&col));
+        // Every JAX prints the whole program set but for a few programs of a
+        // later release; every Catalyst compiles most of its suite.
+        let least = if col.starts_with("jax-") { 55 } else { 25 };
+        assert!(files.len() >= least, "{col}: {} files", files.len());
+        counts.push(format!("{col}: {}", files.len()));
+        for f in &files {
+            failures.extend(complaints(f));
+        }
+    }
+    eprintln!("{}", counts.join(", "));
+    assert!(failures.is_empty(), "{} complaints:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn catalyst_types_equal_catalysts_own_on_every_version() {
+    let mut failures = Vec::new();
+    for v in CATALYST_VERSIONS {
+        let col = format!("catalyst-{v}");
+        let mut compared = 0;
+        for path in jaxprs(&column(&col)) {
+            let meta: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(path.with_extension("json")).unwrap()).unwrap();
+            assert!(
+                meta["producer"].as_str().unwrap().starts_with(&format!("pennylane-catalyst {v} ")),
+                "{}: {}",
+                path.display(),
+                meta["producer"]
+            );
+            let name = format!("{col}/{}", path.file_stem().unwrap().to_string_lossy());
+            let text = std::fs::read_to_string(&path).unwrap();
+            let (n, f) = catalyst_types::compare(&name, &text, meta["signatures"].as_array().unwrap());
+            compared += n;
+            failures.extend(f);
+        }
+        assert!(compared >= 40, "{col}: only {compared} signatures compared");
+    }
+    assert!(failures.is_empty(), "{} differ:\n{}", failures.len(), failures.join("\n"));
+}
