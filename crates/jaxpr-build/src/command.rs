@@ -109,6 +109,10 @@ pub fn run(path: &Path, args: BuildArgs) -> i32 {
                     CpuKind::X86_64V3 => native::Cpu::X86_64V3,
                     CpuKind::X86_64V4 => native::Cpu::X86_64V4,
                 },
+                quantum: native::QuantumOptions {
+                    runtime: args.catalyst_runtime.clone(),
+                    seed: args.seed,
+                },
             };
             let mut phases = std::collections::BTreeMap::new();
             let mut last = (None, std::time::Instant::now());

@@ -920,6 +920,7 @@ fn back_ends_refuse_negative_static_extents_past_the_checker() {
         name: "negative".into(),
         opt: 0,
         cpu: Default::default(),
+        quantum: Default::default(),
     };
     match jaxpr_native::compile(&parse.file, &analysis, &opts, jaxpr_native::Artifact::LlvmIr) {
         Err(d) => assert!(said(&d), "native: {d:?}"),
