@@ -31,7 +31,12 @@ sys.path.insert(0, os.path.join(ROOT, "bench", "runtime"))
 import catalyst  # noqa: E402
 import jax  # noqa: E402
 import programs  # noqa: E402
-from run import Library  # noqa: E402  (bench/runtime/run.py: the ctypes caller)
+import run as ctypes_caller  # noqa: E402  (bench/runtime/run.py: the ctypes caller)
+from run import Library  # noqa: E402
+
+# Circuits' states and unitaries are complex (the runtime bench has no complex case).
+ctypes_caller.CODES.update({"complex64": 13, "complex128": 14})
+ctypes_caller.DTYPES.update({13: np.dtype("complex64"), 14: np.dtype("complex128")})
 
 DEFAULT = ["expval_rx", "ctrl_rotation", "var_and_expval_hamiltonian", "multi_qubit_gates",
            "hamiltonian_expval", "adjoint_of_loop", "mid_circuit_loop", "sample_fixed_shots",
@@ -88,9 +93,11 @@ def main():
         subprocess.run(cmd, check=True, capture_output=True)
         build_s = time.perf_counter() - t
         lib = Library(so, name)
-        # the jaxpr's inputs: leading implicit sizes are not in these programs
-        run, fetch = lib.prepare([np.asarray(a, dtype=np.float64 if isinstance(a, float) else None)
-                                  for a in ex])
+        # the jaxpr's inputs: its constants (the closed jaxpr's), then the
+        # arguments (these programs have no leading implicit sizes)
+        consts = [np.asarray(c) for c in fresh.jaxpr.consts]
+        run, fetch = lib.prepare(consts + [np.asarray(a, dtype=np.float64 if isinstance(a, float) else None)
+                                           for a in ex])
         want = [np.asarray(x) for x in jax.tree_util.tree_leaves(fresh(*ex))]
         got = fetch()
         for g, w in zip(got, want):

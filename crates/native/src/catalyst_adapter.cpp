@@ -16,6 +16,8 @@
 //   and sizes checked before the runtime writes into the library's buffers;
 // - what a failed call leaves (registers, an active device) released;
 // - `adjoint` regions: gates recorded, then applied reversed and adjoint.
+#include <dlfcn.h>
+
 #include <complex>
 #include <cstdarg>
 #include <cstdint>
@@ -105,8 +107,7 @@ struct Gate {
     bool adjoint;
 };
 
-// The state of the one call running (calls hold `call_lock`).
-std::mutex call_lock;
+// The state of the one call running (calls hold `runtime_lock`).
 std::vector<void *> registers;
 bool device_active = false;
 int64_t device_shots = 0;
@@ -206,6 +207,30 @@ int64_t device_qubits() { return __catalyst__rt__num_qubits(); }
 } // namespace
 
 extern "C" {
+
+// The lock of Catalyst's runtime, one per process: every quantum library
+// loaded (each with its own copy of this adapter) and its threads share it,
+// since they share the one librt_capi.so and its global execution context.
+// The first library loaded allocates it (never freed: a library unloaded
+// must not take it with it); each library publishes its address here, and
+// puts itself in the global scope so that the next one finds it. Library
+// constructors run one at a time, under the dynamic loader's lock.
+__attribute__((visibility("default"))) std::mutex *jaxpr_catalyst_runtime_lock = nullptr;
+static std::mutex *runtime_lock = nullptr;
+
+__attribute__((constructor)) static void find_runtime_lock(void)
+{
+    auto *published = static_cast<std::mutex **>(dlsym(RTLD_DEFAULT, "jaxpr_catalyst_runtime_lock"));
+    runtime_lock = published && *published ? *published : new std::mutex;
+    jaxpr_catalyst_runtime_lock = runtime_lock;
+    Dl_info self;
+    if (dladdr(reinterpret_cast<void *>(&find_runtime_lock), &self) && self.dli_fname) {
+        // Held once more (RTLD_NOLOAD), released at once: only the scope changes.
+        if (void *h = dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL)) {
+            dlclose(h);
+        }
+    }
+}
 
 const char *jx_q_error(void) { return message; }
 
@@ -545,7 +570,7 @@ typedef int32_t (*Body)(const void *, int64_t, void *, int64_t);
 int32_t jx_q_run(Body body, const uint32_t *seed, const void *inputs, int64_t num_inputs, void *outputs,
                  int64_t num_outputs)
 {
-    std::lock_guard<std::mutex> hold(call_lock);
+    std::lock_guard<std::mutex> hold(*runtime_lock);
     // The runtime keeps the pointer for the whole call.
     static uint32_t seed_value;
     uint32_t *seed_ptr = nullptr;

@@ -27,7 +27,7 @@ pub(crate) fn link(objects: &[Vec<u8>], runtime: Option<&crate::catalyst::Runtim
             let lib = runtime.lib_dir.canonicalize().unwrap_or_else(|_| runtime.lib_dir.clone());
             runtime_args.push(format!("-L{}", lib.display()));
             runtime_args.push(format!("-Wl,-rpath,{}", lib.display()));
-            runtime_args.extend(["-lrt_capi", "-lstdc++", "-lpthread"].map(String::from));
+            runtime_args.extend(["-lrt_capi", "-lstdc++", "-lpthread", "-ldl"].map(String::from));
         }
         let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
         let out = std::process::Command::new(&cc)
