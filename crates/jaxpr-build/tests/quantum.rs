@@ -17,7 +17,7 @@
 #[allow(dead_code)]
 mod abi;
 
-use abi::{JxArray, Lib, arrays, element, pack, run_values};
+use abi::{JxArray, Lib, arrays, element, run_values};
 use jaxpr_native as native;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -376,5 +376,4 @@ fn the_seed_fixes_the_samples() {
     assert!(draws.iter().any(|d| *d != draws[0]), "unseeded calls drew the same samples");
     let ones = first.iter().filter(|&&x| x == 1.0).count();
     assert!((10..=54).contains(&ones), "{ones} ones in 64 shots of p = 0.46");
-    let _ = pack;
 }

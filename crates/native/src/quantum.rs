@@ -484,12 +484,13 @@ impl<'c> Codegen<'c, '_> {
     fn quantum_check(&self, rc: IntValue<'c>, name: &str, byte: u32) {
         let bad = self.icmp(IntPredicate::NE, rc, self.i32(0));
         let ok = self.branch_to_fail(bad);
-        let message = self.adapter_status_ptr();
+        let message = self.adapter_message();
         self.report(&format!("`{name}` at byte {byte}: %s"), &[message.into()]);
         self.unwind_to(ok);
     }
 
-    fn adapter_status_ptr(&self) -> PointerValue<'c> {
+    /// The adapter's message of its last failure on this thread.
+    fn adapter_message(&self) -> PointerValue<'c> {
         let f = self.extern_fn("jx_q_error", Some(self.ptr_ty().into()), &[], false);
         self.call(f, &[]).expect("message").into_pointer_value()
     }
