@@ -220,6 +220,8 @@ def write_case(out, name, fn, examples):
     meta = {"producer": f"pennylane-catalyst {catalyst.__version__} (jax {jax.__version__})",
             "program": f"corpus-gen/catalyst/programs.py:{name}",
             "quantum": name in programs.QUANTUM,
+            "seed": fn.compile_options.seed,
+            "consts": [enc(np.asarray(c)) for c in closed.consts],
             "signatures": sigs, "examples": exs}
     with open(f"{out}/{name}.json", "w") as f:
         json.dump(meta, f, indent=1)

@@ -556,3 +556,338 @@ def qubits_in_while(n: int):
 
     loop(0)
     return qml.probs(wires=[0, 1])
+
+
+# ---------------------------------------------------------------- quantum, native build set
+# More circuits in the manner of Catalyst's tests (test_measurements_results.py,
+# test_mid_circuit_measurement.py, test_adjoint.py, test_ctrl.py, test_dynamic_qubit_allocation.py,
+# test_measurements_shots_results.py, the demos), which `jaxpr build --emit native` is held to.
+
+dev1 = qml.device("lightning.qubit", wires=1)
+dev4 = qml.device("lightning.qubit", wires=4)
+
+
+@case((0.4, 1.1), (2.0, -0.3), quantum=True)
+@qjit
+@qml.qnode(dev2)
+def expval_paulis(x: float, y: float):
+    qml.RX(x, wires=0)
+    qml.RY(y, wires=1)
+    qml.CNOT(wires=[0, 1])
+    return qml.expval(qml.PauliX(0)), qml.expval(qml.PauliY(1)), qml.expval(qml.Hadamard(0))
+
+
+@case((0.7,), (1.9,), quantum=True)
+@qjit
+@qml.qnode(dev2)
+def var_of_tensor(x: float):
+    qml.RX(x, wires=0)
+    qml.Hadamard(wires=1)
+    qml.CZ(wires=[0, 1])
+    return qml.var(qml.PauliZ(0) @ qml.PauliX(1)), qml.var(qml.PauliY(0))
+
+
+@case((0.3, 0.8, 1.4), (2.2, -1.0, 0.5), quantum=True)
+@qjit
+@qml.qnode(dev3)
+def rotations_and_entanglers(a: float, b: float, c: float):
+    qml.Rot(a, b, c, wires=0)
+    qml.PhaseShift(b, wires=1)
+    qml.Hadamard(wires=2)
+    qml.IsingXX(a, wires=[0, 1])
+    qml.IsingYY(b, wires=[1, 2])
+    qml.IsingZZ(c, wires=[0, 2])
+    qml.CRX(a, wires=[2, 0])
+    qml.CRY(b, wires=[0, 1])
+    qml.CRZ(c, wires=[1, 2])
+    qml.CRot(a, b, c, wires=[0, 2])
+    return qml.state()
+
+
+@case((0.5,), (1.7,), quantum=True)
+@qjit
+@qml.qnode(dev4)
+def multi_qubit_gates(x: float):
+    for w in range(4):
+        qml.Hadamard(wires=w)
+    qml.Toffoli(wires=[0, 1, 2])
+    qml.CSWAP(wires=[3, 0, 1])
+    qml.MultiRZ(x, wires=[0, 1, 2, 3])
+    qml.DoubleExcitation(x, wires=[0, 1, 2, 3])
+    qml.SingleExcitation(x / 2, wires=[1, 2])
+    qml.SWAP(wires=[0, 3])
+    qml.ISWAP(wires=[1, 2])
+    qml.S(wires=0)
+    qml.T(wires=1)
+    return qml.probs(wires=[0, 1, 2, 3])
+
+
+@case((0.6,), (2.4,), quantum=True)
+@qjit
+@qml.qnode(dev2)
+def hermitian_observable(x: float):
+    qml.RY(x, wires=0)
+    qml.CNOT(wires=[0, 1])
+    h = np.array([[1.0, 0.5j], [-0.5j, -1.0]])
+    return qml.expval(qml.Hermitian(h, wires=1)), qml.var(qml.Hermitian(h, wires=0))
+
+
+@case((0.2, 0.9), (1.3, 2.6), quantum=True)
+@qjit
+@qml.qnode(dev3)
+def hamiltonian_expval(x: float, y: float):
+    qml.RX(x, wires=0)
+    qml.RY(y, wires=1)
+    qml.CNOT(wires=[1, 2])
+    h = qml.Hamiltonian(
+        [0.3, -1.2, 0.7, 2.0],
+        [qml.PauliZ(0), qml.PauliX(1) @ qml.PauliZ(2), qml.PauliY(0) @ qml.PauliY(1), qml.Identity(2)],
+    )
+    return qml.expval(h)
+
+
+@case((np.array([0.1, -0.4, 0.9]),), (np.array([1.5, 0.0, -2.0]),), quantum=True)
+@qjit
+@qml.qnode(dev3)
+def hamiltonian_with_traced_coeffs(coeffs):
+    qml.Hadamard(wires=0)
+    qml.CNOT(wires=[0, 1])
+    qml.RY(0.4, wires=2)
+    h = qml.Hamiltonian(coeffs, [qml.PauliZ(0) @ qml.PauliZ(1), qml.PauliX(2), qml.PauliZ(2)])
+    return qml.expval(h)
+
+
+@case((0.8,), (2.9,), quantum=True)
+@qjit
+@qml.qnode(dev2)
+def measure_postselect_one(x: float):
+    qml.RX(x, wires=0)
+    qml.CNOT(wires=[0, 1])
+    m = measure(wires=0, postselect=1)
+    return m, qml.expval(qml.PauliZ(1))
+
+
+@case((1.2,), (0.4,), quantum=True)
+@qjit
+@qml.qnode(dev2)
+def measure_postselect_zero_reset(x: float):
+    qml.RY(x, wires=0)
+    qml.CNOT(wires=[0, 1])
+    m = measure(wires=1, postselect=0, reset=True)
+    return m, qml.probs(wires=[0, 1])
+
+
+@case((0.5,), (2.5,), quantum=True)
+@qjit(seed=23)
+@qml.qnode(dev2)
+def measure_seeded(x: float):
+    qml.RX(x, wires=0)
+    m0 = measure(wires=0)
+    qml.Hadamard(wires=1)
+    m1 = measure(wires=1)
+    return m0, m1
+
+
+@case((0.3,), (1.2,), quantum=True)
+@qjit
+@qml.qnode(dev3)
+def adjoint_of_loop(x: float):
+    def layer(theta):
+        @for_loop(0, 3, 1)
+        def body(i):
+            qml.RX(theta * (i + 1), wires=i)
+            qml.CNOT(wires=[i, (i + 1) % 3])
+
+        body()
+
+    qml.Hadamard(wires=0)
+    layer(x)
+    adjoint(layer)(x)
+    return qml.state()
+
+
+@case((0.7,), (1.6,), quantum=True)
+@qjit
+@qml.qnode(dev2)
+def adjoint_nested(x: float):
+    def inner(theta):
+        qml.RY(theta, wires=0)
+        qml.S(wires=1)
+
+    def outer(theta):
+        adjoint(inner)(theta)
+        qml.CRX(theta, wires=[0, 1])
+        qml.T(wires=0)
+
+    qml.Hadamard(wires=1)
+    adjoint(outer)(x)
+    return qml.state()
+
+
+@case((0.9,), (2.3,), quantum=True)
+@qjit
+@qml.qnode(dev3)
+def ctrl_of_function(x: float):
+    def block(theta):
+        qml.RY(theta, wires=1)
+        qml.PauliZ(wires=2)
+        qml.RZ(theta / 3, wires=2)
+
+    qml.Hadamard(wires=0)
+    qml.RX(x, wires=2)
+    ctrl(block, control=0)(x)
+    ctrl(qml.PauliX, control=[0, 1], control_values=[True, False])(wires=2)
+    return qml.probs(wires=[0, 1, 2])
+
+
+@case((0.4,), (1.8,), quantum=True)
+@qjit
+@qml.qnode(dev2)
+def global_phase_controlled(x: float):
+    qml.Hadamard(wires=0)
+    ctrl(qml.GlobalPhase, control=0)(x, wires=1)
+    qml.GlobalPhase(x / 2)
+    return qml.state()
+
+
+@case((0.6,), (1.4,), quantum=True)
+@qjit
+@qml.qnode(dev2)
+def adjoint_unitary(x: float):
+    u = jnp.array([[jnp.cos(x), -1j * jnp.sin(x)], [-1j * jnp.sin(x), jnp.cos(x)]], dtype=complex)
+    qml.Hadamard(wires=1)
+    qml.QubitUnitary(u, wires=0)
+    adjoint(qml.QubitUnitary)(u, wires=1)
+    ctrl(qml.QubitUnitary, control=0)(u, wires=1)
+    return qml.state()
+
+
+@case((3,), (4,), quantum=True)
+@qjit
+def ghz_dynamic_wires(n: int):
+    dev = qml.device("lightning.qubit", wires=n)
+
+    @qml.qnode(dev)
+    def circuit():
+        qml.Hadamard(wires=0)
+
+        @for_loop(1, n, 1)
+        def chain(i):
+            qml.CNOT(wires=[i - 1, i])
+
+        chain()
+        return qml.probs()
+
+    return circuit()
+
+
+@case((0.5,), (1.9,), quantum=True)
+@qjit(seed=5)
+@qml.qnode(dev3)
+def cond_on_measurements(x: float):
+    qml.RY(x, wires=0)
+    qml.RY(2 * x, wires=1)
+    m0 = measure(wires=0, postselect=1)
+    m1 = measure(wires=1)
+
+    @cond(m1)
+    def branch():
+        qml.RX(x, wires=2)
+
+    @branch.otherwise
+    def branch():
+        qml.Hadamard(wires=2)
+
+    branch()
+    return m0, m1, qml.expval(qml.PauliZ(2))
+
+
+@case((0.25, 5), (0.6, 2), quantum=True)
+@qjit
+@qml.qnode(dev2)
+def while_with_measure(x: float, n: int):
+    @while_loop(lambda i, acc: i < n)
+    def loop(i, acc):
+        qml.RX(x, wires=0)
+        qml.CNOT(wires=[0, 1])
+        return i + 1, acc + x
+
+    _, total = loop(0, 0.0)
+    qml.RZ(total, wires=1)
+    return qml.expval(qml.PauliX(1)), total
+
+
+@case((np.array([0.2, 1.1, 2.0]),), (np.array([0.0, 3.0, -0.5]),), quantum=True)
+@qjit
+def classical_around_circuit(xs):
+    @qml.qnode(dev2)
+    def circuit(a, b):
+        qml.RX(a, wires=0)
+        qml.RY(b, wires=1)
+        qml.CNOT(wires=[0, 1])
+        return qml.expval(qml.PauliZ(0) @ qml.PauliZ(1))
+
+    a = jnp.sum(xs) / 2
+    b = jnp.prod(jnp.cos(xs))
+    return circuit(a, b) * 3.0 + jnp.max(xs)
+
+
+@case((np.array([0.3, 1.2, 2.1, -0.7]),), (np.array([0.0, 0.5, 1.5, 3.0]),), quantum=True)
+@qjit
+def vmap_state(xs):
+    @qml.qnode(dev1)
+    def circuit(x):
+        qml.RY(x, wires=0)
+        qml.PhaseShift(x / 2, wires=0)
+        return qml.probs(wires=0)
+
+    return vmap(circuit)(xs)
+
+
+@case((0.9,), (2.2,), quantum=True)
+@qjit(seed=41)
+@partial(qml.set_shots, shots=20)
+@qml.qnode(dev3)
+def sample_subset_seeded(x: float):
+    qml.RX(x, wires=0)
+    qml.Hadamard(wires=1)
+    qml.CNOT(wires=[0, 2])
+    return qml.sample(wires=[0, 2])
+
+
+@case((0.7,), (1.5,), quantum=True)
+@qjit(seed=8)
+@partial(qml.set_shots, shots=100)
+@qml.qnode(dev2)
+def counts_and_expval_shots(x: float):
+    qml.RY(x, wires=0)
+    qml.CNOT(wires=[0, 1])
+    return qml.counts(wires=[0, 1], all_outcomes=True), qml.expval(qml.PauliZ(0))
+
+
+@case((0.4,), (2.0,), quantum=True)
+@qjit(seed=99)
+@partial(qml.set_shots, shots=30)
+@qml.qnode(dev3)
+def sample_after_controlled_gates(x: float):
+    qml.Hadamard(wires=0)
+    ctrl(qml.RY, control=0)(x, wires=1)
+    qml.Toffoli(wires=[0, 1, 2])
+    return qml.sample()
+
+
+@case((2, 0.5), (3, 1.1), quantum=True)
+@qjit
+def dynamic_register_expval(n: int, x: float):
+    dev = qml.device("lightning.qubit", wires=n)
+
+    @qml.qnode(dev)
+    def circuit():
+        @for_loop(0, n, 1)
+        def layer(i):
+            qml.RX(x * (i + 1), wires=i)
+
+        layer()
+        return qml.state()
+
+    return circuit()

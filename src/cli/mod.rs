@@ -109,6 +109,16 @@ pub struct BuildArgs {
     /// 0.5.0 on; programs traced by jax 0.4.x with its default need `false`.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "true|false")]
     pub threefry_partitionable: bool,
+    /// Native builds of quantum (Catalyst) programs: the folder of Catalyst's
+    /// `librt_capi.so` (default: $JAXPR_CATALYST_RUNTIME, else the catalyst
+    /// package of the python3 on PATH; pennylane-catalyst 0.15.0).
+    #[arg(long, value_name = "DIR")]
+    pub catalyst_runtime: Option<PathBuf>,
+    /// Native builds of quantum programs: the seed of every call's random
+    /// measurements (samples, counts, mid-circuit measurements), as
+    /// `qjit(seed=...)`; without it each call draws its own.
+    #[arg(long)]
+    pub seed: Option<u32>,
     /// Output file (default: beside the input, `.mlir` / `.mlirbc`).
     #[arg(short, long)]
     pub output: Option<PathBuf>,

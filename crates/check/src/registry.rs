@@ -128,19 +128,32 @@ const ROW: Primitive = Primitive {
     complex: NO_COMPLEX,
 };
 
-/// Why neither back end builds a quantum program: its instructions run on
-/// Catalyst's quantum runtime (a device such as lightning.qubit).
-const QUANTUM: Lowering = Lowering::Refused(
-    "a quantum instruction runs on Catalyst's quantum runtime (a device), which neither back end links; compile the program with Catalyst's `qjit`",
+/// Why StableHLO does not build a quantum program: XLA has no quantum
+/// instructions; native libraries run them on Catalyst's runtime.
+const QUANTUM_STABLEHLO: Lowering = Lowering::Refused(
+    "a quantum instruction runs on Catalyst's quantum runtime (a device), which XLA has no counterpart of; `--emit native` builds a library that runs it on Catalyst's runtime",
 );
 
-/// Catalyst's quantum primitives (pennylane-catalyst 0.15.0), the rules of `rules/quantum.rs`.
+/// Catalyst's quantum primitives (pennylane-catalyst 0.15.0), the rules of
+/// `rules/quantum.rs`: native libraries call Catalyst's runtime for them
+/// (`crates/native/src/quantum.rs`).
 const QUANTUM_ROW: Primitive = Primitive {
     family: Family::Quantum,
-    stablehlo: QUANTUM,
-    native: QUANTUM,
+    stablehlo: QUANTUM_STABLEHLO,
+    native: Lowering::Lowered,
+    // Complex values of circuits (a `unitary`'s matrix, a `state`) are
+    // c128 arrays the runtime reads or writes.
+    complex: ComplexLowering {
+        stablehlo: QUANTUM_STABLEHLO,
+        native: Lowering::Lowered,
+    },
     ..ROW
 };
+
+/// Catalyst's differentiation of circuits, which native builds do not lower.
+const QUANTUM_GRADIENT: Lowering = Lowering::Refused(
+    "differentiating a circuit takes Catalyst's gradient methods (parameter-shift, adjoint, finite-diff), compiled by Catalyst's MLIR passes from the circuit: no native lowering yet; compile it with Catalyst's `qjit`",
+);
 
 /// The row of `name` (a name or an alias).
 pub fn lookup(name: &str) -> Option<&'static Primitive> {
@@ -1625,6 +1638,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["fn", "grad_params", "jaxpr"],
         jaxpr_params: &["jaxpr"],
         doc: "Gradient of `jaxpr` with respect to the operands `grad_params.expanded_argnums`.",
+        native: QUANTUM_GRADIENT,
         ..QUANTUM_ROW
     },
     Primitive {
@@ -1646,6 +1660,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &[],
         jaxpr_params: &[],
         doc: "The observable of mid-circuit measurement results.",
+        native: Lowering::Refused("statistics of mid-circuit measurement results (`expval`/`probs`/`sample` of `measure` results) have no native lowering yet; the results themselves are bool values a program can return"),
         ..QUANTUM_ROW
     },
     Primitive {
@@ -1760,6 +1775,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["fn", "grad_params", "jaxpr"],
         jaxpr_params: &["jaxpr"],
         doc: "The value of `jaxpr` and its gradient with respect to `grad_params.expanded_argnums`.",
+        native: QUANTUM_GRADIENT,
         ..QUANTUM_ROW
     },
     Primitive {

@@ -115,6 +115,10 @@ pub fn run(path: &Path, args: BuildArgs) -> i32 {
                     CpuKind::X86_64V4 => native::Cpu::X86_64V4,
                 },
                 threefry,
+                quantum: native::QuantumOptions {
+                    runtime: args.catalyst_runtime.clone(),
+                    seed: args.seed,
+                },
             };
             let mut phases = std::collections::BTreeMap::new();
             let mut last = (None, std::time::Instant::now());

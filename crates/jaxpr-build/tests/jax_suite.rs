@@ -428,7 +428,13 @@ fn native_one(p: &Program, i: usize, dir: &Path) -> Outcome {
     let parse = jaxpr_syntax::parse(&p.text);
     let analysis = jaxpr_check::check(&parse.file);
     let name = format!("jx_suite_{i}");
-    let opts = native::Options { name: name.clone(), opt: 1, cpu: native::Cpu::Native, threefry: p.threefry };
+    let opts = native::Options {
+        name: name.clone(),
+        opt: 1,
+        cpu: native::Cpu::Native,
+        threefry: p.threefry,
+        quantum: Default::default(),
+    };
     let so = match jaxpr_native::build_native(&parse, &analysis, &opts, native::Artifact::Shared) {
         Ok(bytes) => bytes,
         Err(d) => return not_built(&p.text, &d),

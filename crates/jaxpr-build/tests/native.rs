@@ -921,6 +921,7 @@ fn back_ends_refuse_negative_static_extents_past_the_checker() {
         opt: 0,
         cpu: Default::default(),
         threefry: Default::default(),
+        quantum: Default::default(),
     };
     match jaxpr_native::compile(&parse.file, &analysis, &opts, jaxpr_native::Artifact::LlvmIr) {
         Err(d) => assert!(said(&d), "native: {d:?}"),

@@ -135,6 +135,10 @@ pub(crate) struct Codegen<'c, 'f> {
     /// function being built of those it is split into ([`segments`]).
     pub(crate) io: Cell<Option<(PointerValue<'c>, PointerValue<'c>)>>,
     pub(crate) segments: RefCell<Option<segments::Segments<'c>>>,
+    /// Catalyst's runtime, for a quantum program ([`crate::quantum`]).
+    pub(crate) catalyst: Option<crate::catalyst::Runtime>,
+    /// The seed of a quantum program's measurements (`qjit(seed=...)`).
+    pub(crate) quantum_seed: Option<u32>,
 }
 
 impl<'c, 'f> Codegen<'c, 'f> {
@@ -170,6 +174,8 @@ impl<'c, 'f> Codegen<'c, 'f> {
             tabled: RefCell::default(),
             io: Cell::new(None),
             segments: RefCell::default(),
+            catalyst: None,
+            quantum_seed: None,
         }
     }
 
@@ -199,6 +205,8 @@ impl<'c, 'f> Codegen<'c, 'f> {
             DType::Float(FloatKind::F64) => self.cx.f64_type().into(),
             DType::Complex(64) => self.complex_type(self.cx.f32_type()),
             DType::Complex(128) => self.complex_type(self.cx.f64_type()),
+            // A register, qubit or observable: the quantum runtime's handle.
+            d if crate::quantum::is_handle(d) => self.cx.i64_type().into(),
             _ => return err(at, format!("dtype {dt} has no native lowering")),
         })
     }

@@ -78,7 +78,11 @@ impl<'c, 'f> Codegen<'c, 'f> {
             .cx
             .i32_type()
             .fn_type(&[ptr.into(), i64t.into(), ptr.into(), i64t.into()], false);
-        let f = self.m.add_function(&self.name, t, None);
+        let f = self.m.add_function(&self.entry_symbol(), t, None);
+        if self.catalyst.is_some() {
+            // Called by the adapter's exported entry point, in the library only.
+            f.as_global_value().set_visibility(inkwell::GlobalVisibility::Hidden);
+        }
         self.func.set(Some(f));
         self.b
             .position_at_end(self.cx.append_basic_block(f, "entry"));
@@ -141,6 +145,10 @@ impl<'c, 'f> Codegen<'c, 'f> {
         }
         self.b.build_return(Some(&self.i32(0))).expect("ret");
         self.segments_end();
+        if self.catalyst.is_some() {
+            let body = self.m.get_function(&self.entry_symbol()).expect("the entry function");
+            self.quantum_entry(body, self.quantum_seed);
+        }
         self.table_end();
         self.build_let_functions()?;
         self.keep_vector_functions();
@@ -149,15 +157,29 @@ impl<'c, 'f> Codegen<'c, 'f> {
 
     /// The entry point and the functions exported beside it.
     pub(crate) fn entry_point(&self) -> Vec<FunctionValue<'c>> {
-        exported_names(&self.name)
+        let mut names = exported_names(&self.name).to_vec();
+        if self.catalyst.is_some() {
+            names.push(self.entry_symbol());
+        }
+        names
             .iter()
             .filter_map(|n| self.m.get_function(n))
             .collect()
     }
 
+    /// The symbol of the generated entry function: the exported name, or
+    /// for a quantum program the function the adapter's exported entry
+    /// point calls inside the runtime's lock ([`crate::quantum`]).
+    pub(crate) fn entry_symbol(&self) -> String {
+        match self.catalyst {
+            Some(_) => format!("{}_circuit", self.name),
+            None => self.name.clone(),
+        }
+    }
+
     /// The entry function and the parts it is split into ([`segments`]).
     pub(crate) fn entry_functions(&self) -> Vec<FunctionValue<'c>> {
-        let mut fs: Vec<_> = self.m.get_function(&self.name).into_iter().collect();
+        let mut fs: Vec<_> = self.m.get_function(&self.entry_symbol()).into_iter().collect();
         fs.extend(self.segment_functions());
         fs
     }

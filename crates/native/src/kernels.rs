@@ -201,6 +201,8 @@ impl<'c, 'f> Codegen<'c, 'f> {
     fn eqn_key(&self, cx: &Cx<'f, 'c>) -> Option<KernelKey<'c>> {
         if !self.a.eqn(cx.id).callees.is_empty()
             || jaxpr_lower::is_identity(cx.name())
+            // A call of the quantum runtime has effects: each runs in place.
+            || jaxpr_check::registry::lookup(cx.name()).is_some_and(|p| p.family == jaxpr_check::registry::Family::Quantum)
             || !cx.outs.iter().all(is_static)
             || !cx.args.iter().all(|a| is_static(&a.ty) && a.v.lazy.is_none())
         {

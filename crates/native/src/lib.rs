@@ -40,13 +40,15 @@
 //! family per file: `ops` (the dispatch), `elementwise`, `movement`,
 //! `indexing`, `contract` and `gemm`, `reduce`, `general_reduce`,
 //! `windows`, `sorting`, `control`, `calls`, `linalg`, `complex`,
-//! `random`, `special` and `vmath`, `assembly`. This is the only crate
-//! that links LLVM.
+//! `random`, `special` and `vmath`, `assembly`; `quantum` lowers
+//! Catalyst's quantum primitives to calls of Catalyst's runtime, which
+//! `catalyst` finds and checks. This is the only crate that links LLVM.
 
 mod abi;
 mod assembly;
 mod body;
 mod calls;
+pub mod catalyst;
 mod codegen;
 mod complex;
 mod contract;
@@ -65,6 +67,7 @@ mod memory;
 mod movement;
 mod ops;
 mod parts;
+mod quantum;
 mod random;
 mod reduce;
 mod segments;
@@ -155,6 +158,20 @@ pub struct Options {
     pub cpu: Cpu,
     /// How threefry keys make bits and split (`jax_threefry_partitionable`).
     pub threefry: jaxpr_lower::random::Threefry,
+    /// How a quantum program runs (ignored for classical ones).
+    pub quantum: QuantumOptions,
+}
+
+/// How a quantum (Catalyst) program is built: the runtime it links and
+/// the seed of its measurements.
+#[derive(Clone, Debug, Default)]
+pub struct QuantumOptions {
+    /// The folder of Catalyst's `librt_capi.so` (else [`catalyst::RUNTIME_ENV`],
+    /// else the `catalyst` package of the `python3` on `PATH`).
+    pub runtime: Option<std::path::PathBuf>,
+    /// The seed of every call's random measurements, as `qjit(seed=...)`
+    /// (none: each call draws its own).
+    pub seed: Option<u32>,
 }
 
 /// The processor a native library is built for: this machine's, or one of
@@ -232,6 +249,28 @@ impl Phase {
     }
 }
 
+/// Catalyst's runtime when the program has quantum equations (found and
+/// checked once, before anything is lowered); one diagnostic at the first
+/// quantum equation when it is missing or another version.
+fn quantum_runtime(a: &Analysis, opts: &QuantumOptions) -> Result<Option<catalyst::Runtime>, Vec<Diagnostic>> {
+    let first = a.eqns.iter().find(|e| {
+        jaxpr_check::registry::lookup(&e.primitive).is_some_and(|p| p.family == jaxpr_check::registry::Family::Quantum)
+    });
+    let Some(first) = first else {
+        return Ok(None);
+    };
+    catalyst::find_runtime(opts.runtime.as_deref()).map(Some).map_err(|why| {
+        vec![
+            Diagnostic::error(
+                jaxpr_syntax::diagnostics::DiagKind::Unsupported,
+                first.primitive_range,
+                format!("`{}` has no native lowering without Catalyst's runtime: {why}", first.primitive),
+            )
+                .with_help("a quantum program's library runs its circuits on Catalyst's runtime (docs/native.md)"),
+        ]
+    })
+}
+
 /// Compiles a checked file (free of errors) to `artifact`.
 pub fn compile(
     file: &ast::SourceFile,
@@ -262,8 +301,11 @@ pub fn compile_with(
             msg,
         )]
     };
+    let runtime = quantum_runtime(a, &opts.quantum)?;
     let cx = Context::create();
-    let g = Codegen::new(&cx, file, a, opts);
+    let mut g = Codegen::new(&cx, file, a, opts);
+    g.catalyst = runtime.clone();
+    g.quantum_seed = opts.quantum.seed;
     g.library().map_err(|e| vec![e.into_diagnostic()])?;
     if let Err(e) = g.m.verify() {
         return Err(internal(format!(
@@ -315,7 +357,7 @@ pub fn compile_with(
             .objects(bitcode.as_slice(), &passes, &machine)
             .map_err(internal)?;
         progress(Phase::Link);
-        return link(&objects).map_err(internal);
+        return link(&objects, runtime.as_ref()).map_err(internal);
     }
     g.m.run_passes(&passes, &tm, PassBuilderOptions::create())
         .map_err(|e| internal(format!("LLVM's pass pipeline failed: {e}")))?;

@@ -4,8 +4,11 @@
 use std::path::Path;
 use super::vmath;
 
-/// Links objects into a shared library with the system C compiler.
-pub(crate) fn link(objects: &[Vec<u8>]) -> Result<Vec<u8>, String> {
+/// Links objects into a shared library with the system C compiler. A
+/// quantum program's library (`runtime`: Catalyst's) also links the
+/// adapter to the runtime (compiled with the system C++ compiler) and the
+/// runtime itself, found again at load time by its folder (`rpath`).
+pub(crate) fn link(objects: &[Vec<u8>], runtime: Option<&crate::catalyst::Runtime>) -> Result<Vec<u8>, String> {
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = std::env::temp_dir().join(format!("jaxpr-native-{}-{n}", std::process::id()));
@@ -18,11 +21,20 @@ pub(crate) fn link(objects: &[Vec<u8>]) -> Result<Vec<u8>, String> {
             std::fs::write(&o, obj).map_err(|e| format!("{}: {e}", o.display()))?;
             files.push(o);
         }
+        let mut runtime_args = Vec::new();
+        if let Some(runtime) = runtime {
+            files.push(adapter_object()?);
+            let lib = runtime.lib_dir.canonicalize().unwrap_or_else(|_| runtime.lib_dir.clone());
+            runtime_args.push(format!("-L{}", lib.display()));
+            runtime_args.push(format!("-Wl,-rpath,{}", lib.display()));
+            runtime_args.extend(["-lrt_capi", "-lstdc++", "-lpthread", "-ldl"].map(String::from));
+        }
         let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
         let out = std::process::Command::new(&cc)
             .args(["-shared", "-o"])
             .arg(&so)
             .args(&files)
+            .args(&runtime_args)
             .args(compiler_rt())
             .args(vmath::available().then_some("-lmvec"))
             .arg("-lm")
@@ -38,6 +50,47 @@ pub(crate) fn link(objects: &[Vec<u8>]) -> Result<Vec<u8>, String> {
     })();
     let _ = std::fs::remove_dir_all(&dir);
     result
+}
+
+/// The adapter to Catalyst's runtime, compiled once: the object is kept in
+/// the temporary folder by the hash of its source and the compiler's name
+/// (every quantum library links the same one; compiling it takes a C++
+/// compiler about 1.5 s of CPU).
+fn adapter_object() -> Result<std::path::PathBuf, String> {
+    use std::hash::{Hash, Hasher};
+    let source = crate::quantum::adapter_source();
+    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    (&source, &cxx).hash(&mut hasher);
+    let object = std::env::temp_dir().join(format!("jaxpr-catalyst-adapter-{:016x}.o", hasher.finish()));
+    if object.is_file() {
+        return Ok(object);
+    }
+    // Built under a name of its own, then renamed into place: concurrent
+    // builds each write their own and the last rename wins.
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = object.with_extension(format!("{}-{n}.tmp", std::process::id()));
+    let source_path = tmp.with_extension("cpp");
+    std::fs::write(&source_path, &source).map_err(|e| format!("{}: {e}", source_path.display()))?;
+    let out = std::process::Command::new(&cxx)
+        .args(["-x", "c++", "-c", "-O2", "-fPIC", "-std=c++17", "-fvisibility=hidden", "-o"])
+        .arg(&tmp)
+        .arg(&source_path)
+        .output();
+    let _ = std::fs::remove_file(&source_path);
+    let out = out.map_err(|e| {
+        format!("could not run the C++ compiler `{cxx}` (a quantum program's library compiles an adapter to Catalyst's runtime): {e}")
+    })?;
+    if !out.status.success() {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(format!(
+            "the C++ compiler `{cxx}` failed on the adapter to Catalyst's runtime: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    std::fs::rename(&tmp, &object).map_err(|e| format!("{}: {e}", object.display()))?;
+    Ok(object)
 }
 
 /// LLVM's compiler-rt builtins archive, when installed: code that uses

@@ -1,0 +1,379 @@
+//! Quantum (Catalyst) programs built natively: every quantum program of
+//! `tests/data/catalyst-suite` is built into a library that runs its circuit
+//! on Catalyst's runtime (pennylane-catalyst 0.15.0, from the venv
+//! `tests/trace/venv.sh catalyst` makes), loaded, called through the C ABI
+//! with the recorded arguments and compared with the values Catalyst
+//! computed: deterministic results within 1e-12 (f64) as `native.rs`;
+//! sampled ones (samples, counts, mid-circuit measurements) exactly, built
+//! with the `seed` the program's `qjit` had (the generator records it), which
+//! makes the runtime draw the same numbers Catalyst's compiled program drew.
+//! Programs that differentiate a circuit are refused with one J0012.
+//!
+//! Also: the library under calls from several threads, many calls with its
+//! resident memory flat, bad inputs, the runtime and device diagnostics of
+//! the build, and StableHLO's refusal.
+
+#[path = "native/abi.rs"]
+#[allow(dead_code)]
+mod abi;
+
+use abi::{JxArray, Lib, arrays, element, run_values};
+use jaxpr_native as native;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Mutex, OnceLock, RwLock};
+
+/// The resident memory is the process's: the test that measures it runs
+/// alone (write), the others together (read).
+static MEMORY: RwLock<()> = RwLock::new(());
+
+fn suite() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/catalyst-suite")
+}
+
+/// The Python venv with pennylane-catalyst 0.15.0 (made once by
+/// `tests/trace/venv.sh`) and the folder of its `librt_capi.so`.
+fn catalyst() -> &'static (PathBuf, PathBuf) {
+    static FOUND: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
+    FOUND.get_or_init(|| {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/trace/venv.sh");
+        let out = Command::new("bash").arg(script).arg("catalyst").output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let python = PathBuf::from(String::from_utf8_lossy(&out.stdout).lines().last().unwrap().trim());
+        let find = "import importlib.util as u; print(u.find_spec('catalyst').submodule_search_locations[0])";
+        let out = Command::new(&python).args(["-c", find]).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let lib = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()).join("lib");
+        (python, lib)
+    })
+}
+
+fn out_dir(name: &str) -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("quantum").join(name);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+struct Case {
+    name: String,
+    text: String,
+    meta: Value,
+}
+
+fn quantum_cases() -> Vec<Case> {
+    let mut v: Vec<Case> = std::fs::read_dir(suite())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .map(|p| Case {
+            name: p.file_stem().unwrap().to_string_lossy().into_owned(),
+            text: std::fs::read_to_string(p.with_extension("jaxpr")).unwrap(),
+            meta: serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap(),
+        })
+        .filter(|c| c.meta["quantum"] == true)
+        .collect();
+    v.sort_by(|a, b| a.name.cmp(&b.name));
+    v
+}
+
+/// Builds `text` into `dir/lib{name}.so` in this process.
+fn build(text: &str, name: &str, seed: Option<u32>, dir: &Path) -> Result<PathBuf, String> {
+    let parse = jaxpr_syntax::parse(text);
+    let analysis = jaxpr_check::check(&parse.file);
+    let opts = native::Options {
+        name: name.to_string(),
+        opt: 1,
+        cpu: native::Cpu::Native,
+        quantum: native::QuantumOptions { runtime: Some(catalyst().1.clone()), seed },
+    };
+    let so = native::build_native(&parse, &analysis, &opts, native::Artifact::Shared)
+        .map_err(|d| d.iter().map(|d| format!("{:?}: {}", d.kind, d.message)).collect::<Vec<_>>().join("; "))?;
+    let path = dir.join(format!("lib{name}.so"));
+    std::fs::write(&path, so).unwrap();
+    Ok(path)
+}
+
+/// The examples of a case as the library takes them: the jaxpr's constants
+/// (Catalyst's closed jaxpr holds them; the text only declares them) before
+/// each example's inputs. Only the examples of the last trace: qjit traces
+/// again for arguments of other shapes, and the jaxpr printed is the last.
+fn examples(meta: &Value) -> Vec<Value> {
+    let consts = meta["consts"].as_array().cloned().unwrap_or_default();
+    let all = meta["examples"].as_array().unwrap();
+    let shapes = |ex: &Value| -> Vec<Value> { ex["inputs"].as_array().unwrap().iter().map(|i| i["shape"].clone()).collect() };
+    let last = shapes(all.last().unwrap());
+    all.iter()
+        .filter(|ex| shapes(ex) == last)
+        .map(|ex| {
+            let mut ex = ex.clone();
+            let inputs: Vec<Value> = consts.iter().chain(ex["inputs"].as_array().unwrap()).cloned().collect();
+            ex["inputs"] = Value::Array(inputs);
+            ex
+        })
+        .collect()
+}
+
+/// Programs that differentiate a circuit: refused, saying which method.
+const GRADIENTS: &[&str] = &["grad_of_circuit", "value_and_grad_of_circuit"];
+
+/// Every quantum program of the suite builds and computes Catalyst's values
+/// (or, differentiating a circuit, is refused with J0012).
+#[test]
+fn quantum_programs_compute_catalysts_values() {
+    let _shared = MEMORY.read().unwrap_or_else(|e| e.into_inner());
+    let cases = quantum_cases();
+    assert!(cases.len() >= 45, "{} quantum programs", cases.len());
+    let dir = out_dir("suite");
+    let failures = Mutex::new(Vec::new());
+    let next = Mutex::new(0usize);
+    let built = Mutex::new(0usize);
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| loop {
+                let k = {
+                    let mut n = next.lock().unwrap();
+                    *n += 1;
+                    *n - 1
+                };
+                let Some(c) = cases.get(k) else { return };
+                let seed = c.meta["seed"].as_u64().map(|s| s as u32);
+                let name = format!("q_{}", c.name);
+                match build(&c.text, &name, seed, &dir) {
+                    Err(e) if GRADIENTS.contains(&c.name.as_str()) => {
+                        if !(e.contains("Unsupported") && e.contains("differentiating a circuit")) {
+                            failures.lock().unwrap().push(format!("{}: refused without saying why: {e}", c.name));
+                        }
+                    }
+                    Err(e) => failures.lock().unwrap().push(format!("{}: not built: {e}", c.name)),
+                    Ok(_) if GRADIENTS.contains(&c.name.as_str()) => {
+                        failures.lock().unwrap().push(format!("{}: built, but gradients are refused", c.name))
+                    }
+                    Ok(path) => {
+                        *built.lock().unwrap() += 1;
+                        let lib = Lib::open(&path, &name);
+                        let examples = examples(&c.meta);
+                        let bad = run_values(&lib, &examples, &c.name, false);
+                        // A second round: each call starts the runtime afresh
+                        // (a seeded call draws the same numbers again).
+                        let again = run_values(&lib, &examples, &c.name, false);
+                        let mut f = failures.lock().unwrap();
+                        f.extend(bad.into_iter().chain(again).map(|b| format!("{}: {b}", c.name)));
+                    }
+                }
+            });
+        }
+    });
+    let failures = failures.into_inner().unwrap();
+    eprintln!(
+        "{} quantum programs: {} built and run, {} refused (gradients)",
+        cases.len(),
+        built.into_inner().unwrap(),
+        GRADIENTS.len()
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+fn case(name: &str) -> Case {
+    quantum_cases().into_iter().find(|c| c.name == name).unwrap()
+}
+
+fn scalar_f64(x: f64) -> (i32, Vec<i64>, Vec<u8>) {
+    (12, vec![], x.to_le_bytes().to_vec())
+}
+
+fn scalar_i64(x: i64) -> (i32, Vec<i64>, Vec<u8>) {
+    (4, vec![], x.to_le_bytes().to_vec())
+}
+
+fn call_one(lib: &Lib, mut input: Vec<(i32, Vec<i64>, Vec<u8>)>, n_out: i64) -> Result<Vec<f64>, String> {
+    let outs = lib.call(&arrays(&mut input), n_out)?;
+    let o: &JxArray = &outs[0];
+    let n: i64 = o.shape[..o.rank as usize].iter().product();
+    let v = (0..n as usize).map(|i| element(o, i)).collect();
+    lib.free(outs);
+    Ok(v)
+}
+
+fn rss_kb() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// Calls from four threads at once get the values of calls made one at a
+/// time (the library runs one call at a time on the runtime), and many
+/// calls leave the resident memory flat: every call releases its qubits
+/// and its device.
+#[test]
+fn calls_from_threads_agree_and_leak_nothing() {
+    let _alone = MEMORY.write().unwrap_or_else(|e| e.into_inner());
+    let dir = out_dir("threads");
+    let c = case("mid_circuit_loop");
+    let path = build(&c.text, "q_threads", None, &dir).unwrap();
+    let lib = Lib::open(&path, "q_threads");
+    let xs = [0.1, 0.8, 1.7, 2.9];
+    let alone: Vec<Vec<f64>> = xs.iter().map(|&x| call_one(&lib, vec![scalar_f64(x)], 1).unwrap()).collect();
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let (lib, alone) = (&lib, &alone);
+            s.spawn(move || {
+                for k in 0..100 {
+                    let j = (t + k) % xs.len();
+                    let got = call_one(lib, vec![scalar_f64(xs[j])], 1).unwrap();
+                    // mid-circuit measurements without a seed: probabilities
+                    // of wire 0 are 0/1 valued but their sum is 1 either way.
+                    assert_eq!(got.len(), alone[j].len());
+                    assert!((got.iter().sum::<f64>() - 1.0).abs() < 1e-12, "{got:?}");
+                }
+            });
+        }
+    });
+    // Deterministic program for the memory: a register of three qubits and
+    // a device per call.
+    let c = case("ctrl_rotation");
+    let path = build(&c.text, "q_rss", None, &dir).unwrap();
+    let lib = Lib::open(&path, "q_rss");
+    for _ in 0..300 {
+        call_one(&lib, vec![scalar_f64(0.6)], 1).unwrap();
+    }
+    let before = rss_kb();
+    for k in 0..2000 {
+        let v = call_one(&lib, vec![scalar_f64(0.6 + k as f64 * 1e-4)], 1).unwrap();
+        assert!(v[0].abs() <= 1.0);
+    }
+    let after = rss_kb();
+    // A device or a register left per call would be far more than 512 bytes.
+    assert!(after < before + 1024, "resident memory grew from {before} kB to {after} kB over 2000 calls");
+}
+
+/// Inputs of the wrong kind are refused before the circuit runs, and what
+/// only the runtime can tell (a register that cannot be allocated) comes
+/// back as a message, with no output written; the next call works.
+#[test]
+fn bad_inputs_are_refused_with_messages() {
+    let _shared = MEMORY.read().unwrap_or_else(|e| e.into_inner());
+    let dir = out_dir("bad");
+    let c = case("ghz_dynamic_wires");
+    let path = build(&c.text, "q_bad", None, &dir).unwrap();
+    let lib = Lib::open(&path, "q_bad");
+    let e = lib.call(&arrays(&mut vec![scalar_f64(3.0)]), 1).unwrap_err();
+    assert!(e.contains("dtype"), "{e}");
+    let e = lib.call(&arrays(&mut vec![scalar_i64(-2)]), 1).unwrap_err();
+    assert!(e.contains("-2") || e.contains("negative"), "{e}");
+    let e = lib.call(&arrays(&mut vec![scalar_i64(5000)]), 1).unwrap_err();
+    assert!(!e.is_empty(), "{e}");
+    let v = call_one(&lib, vec![scalar_i64(3)], 1).unwrap();
+    assert_eq!(v.len(), 8);
+    assert!((v[0] - 0.5).abs() < 1e-12 && (v[7] - 0.5).abs() < 1e-12, "{v:?}");
+    // A wire outside the register, which only shows at run time.
+    let text = case("expval_dynamic_wires").text;
+    let path = build(&text, "q_wires", None, &dir).unwrap();
+    let lib = Lib::open(&path, "q_wires");
+    let e = lib.call(&arrays(&mut vec![scalar_i64(0)]), 1).unwrap_err();
+    assert!(e.contains("outside the register") || e.contains("qubit"), "{e}");
+    assert!(call_one(&lib, vec![scalar_i64(3)], 1).is_ok());
+}
+
+fn jaxpr_build(args: &[&str], path_first: Option<&Path>) -> (i32, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_jaxpr-build"));
+    cmd.arg("build").args(args).args(["--color", "never"]).env_remove("JAXPR_CATALYST_RUNTIME");
+    if let Some(dir) = path_first {
+        let path = std::env::var("PATH").unwrap_or_default();
+        cmd.env("PATH", format!("{}:{path}", dir.display()));
+    }
+    let out = cmd.output().unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// The runtime is found through the python3 on PATH, `--catalyst-runtime`
+/// or `JAXPR_CATALYST_RUNTIME`; a missing one or another version is one
+/// J0012 at build time. A device path that does not exist here is found
+/// by the device's name; an unknown device is one J0012 saying what was
+/// looked for. StableHLO refuses quantum programs with one J0012.
+#[test]
+fn the_runtime_and_the_device_are_found_or_said_missing() {
+    let _shared = MEMORY.read().unwrap_or_else(|e| e.into_inner());
+    let dir = out_dir("discovery");
+    let (python, lib_dir) = catalyst();
+    let src = suite().join("expval_rx.jaxpr");
+    let src = src.to_str().unwrap();
+    let so = dir.join("libexpval.so");
+    let so_s = so.to_str().unwrap();
+    // The python3 on PATH (the venv's).
+    let (code, err) = jaxpr_build(&[src, "--emit", "native", "-o", so_s], Some(python.parent().unwrap()));
+    assert_eq!(code, 0, "{err}");
+    let lib = Lib::open(&so, "expval_rx");
+    let v = call_one(&lib, vec![scalar_f64(0.3)], 1).unwrap();
+    assert!((v[0] - 0.3f64.cos()).abs() < 1e-12, "{v:?}");
+    // A folder without the runtime.
+    let (code, err) = jaxpr_build(&[src, "--emit", "native", "-o", so_s, "--catalyst-runtime", "/nonexistent"], None);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(err.matches("error[J0012]").count(), 1, "{err}");
+    assert!(err.contains("librt_capi.so") && err.contains("/nonexistent"), "{err}");
+    // Another version.
+    let fake = dir.join("site/catalyst/lib");
+    std::fs::create_dir_all(&fake).unwrap();
+    std::fs::write(fake.join("librt_capi.so"), b"").unwrap();
+    std::fs::write(fake.join("../_version.py"), "__version__ = \"0.14.1\"\n").unwrap();
+    let (code, err) = jaxpr_build(&[src, "--emit", "native", "-o", so_s, "--catalyst-runtime", fake.to_str().unwrap()], None);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(err.matches("error[J0012]").count(), 1, "{err}");
+    assert!(err.contains("0.14.1") && err.contains("0.15.0"), "{err}");
+    // A device path from another machine, found by name.
+    let text = std::fs::read_to_string(src).unwrap();
+    let recorded = text.lines().find_map(|l| l.trim().strip_prefix("rtd_lib=")).unwrap().to_string();
+    let moved = text.replace(&recorded, "/elsewhere/site-packages/pennylane_lightning/liblightning_qubit_catalyst.so");
+    let moved_src = dir.join("moved.jaxpr");
+    std::fs::write(&moved_src, &moved).unwrap();
+    let lib_dir_s = lib_dir.to_str().unwrap();
+    let (code, err) = jaxpr_build(
+        &[moved_src.to_str().unwrap(), "--emit", "native", "-o", so_s, "--catalyst-runtime", lib_dir_s],
+        None,
+    );
+    assert_eq!(code, 0, "{err}");
+    // An unknown device.
+    let unknown = moved
+        .replace("/elsewhere/site-packages/pennylane_lightning/liblightning_qubit_catalyst.so", "/elsewhere/libno_such_device.so")
+        .replace("rtd_name=LightningSimulator", "rtd_name=NoSuchDevice");
+    let unknown_src = dir.join("unknown.jaxpr");
+    std::fs::write(&unknown_src, unknown).unwrap();
+    let (code, err) = jaxpr_build(
+        &[unknown_src.to_str().unwrap(), "--emit", "native", "-o", so_s, "--catalyst-runtime", lib_dir_s],
+        None,
+    );
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(err.matches("error[J0012]").count(), 1, "{err}");
+    assert!(err.contains("NoSuchDevice") && err.contains("libno_such_device.so"), "{err}");
+    // StableHLO.
+    let (code, err) = jaxpr_build(&[src, "-o", dir.join("q.mlir").to_str().unwrap()], None);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(err.matches("error[J0012]").count(), 1, "{err}");
+    assert!(err.contains("no StableHLO lowering"), "{err}");
+}
+
+/// The same seed gives the same samples call after call; without one, the
+/// samples of many calls differ (a shot of RX(1.5) is 1 with p = 0.46).
+#[test]
+fn the_seed_fixes_the_samples() {
+    let _shared = MEMORY.read().unwrap_or_else(|e| e.into_inner());
+    let dir = out_dir("seed");
+    let c = case("sample_dynamic_shots");
+    let seeded = build(&c.text, "q_seeded", Some(5), &dir).unwrap();
+    let free = build(&c.text, "q_free", None, &dir).unwrap();
+    let seeded = Lib::open(&seeded, "q_seeded");
+    let free = Lib::open(&free, "q_free");
+    let first = call_one(&seeded, vec![scalar_i64(64)], 1).unwrap();
+    for _ in 0..5 {
+        assert_eq!(call_one(&seeded, vec![scalar_i64(64)], 1).unwrap(), first);
+    }
+    let draws: Vec<Vec<f64>> = (0..5).map(|_| call_one(&free, vec![scalar_i64(64)], 1).unwrap()).collect();
+    // Five draws of 64 shots all equal has probability below 2^-200.
+    assert!(draws.iter().any(|d| *d != draws[0]), "unseeded calls drew the same samples");
+    let ones = first.iter().filter(|&&x| x == 1.0).count();
+    assert!((10..=54).contains(&ones), "{ones} ones in 64 shots of p = 0.46");
+}

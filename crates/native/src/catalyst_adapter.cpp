@@ -1,0 +1,606 @@
+// The adapter between a library built from a quantum program and Catalyst's
+// runtime (librt_capi.so of pennylane-catalyst 0.15.0, whose C API this file
+// declares). The build compiles it once (the same object for every library:
+// crates/native/src/link.rs keeps it by the hash of this text) and links it
+// into each quantum library, with the named gates' declarations and dispatch
+// generated from the lowering's gate table in place of the GATE lines. The
+// library's exported entry point calls `jx_q_run` with its generated body.
+//
+// What it adds to the runtime's functions, each a `jx_q_*` the generated code
+// calls:
+// - one call at a time (the runtime keeps its execution context in a global:
+//   `__catalyst__rt__initialize` replaces it), each call inside
+//   initialize/finalize as Catalyst's own `setup`/`teardown` do, so that a
+//   seeded call samples as qjit's does;
+// - the runtime's errors (C++ exceptions) turned into a status and a message,
+//   and sizes checked before the runtime writes into the library's buffers;
+// - what a failed call leaves (registers, an active device) released;
+// - `adjoint` regions: gates recorded, then applied reversed and adjoint.
+#include <dlfcn.h>
+
+#include <complex>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <vector>
+
+struct QUBIT;
+struct Modifiers {
+    bool adjoint;
+    size_t num_controlled;
+    QUBIT *controlled_wires;
+    bool *controlled_values;
+};
+// The runtime's MemRef descriptors (MemRefT_* in Types.h), by element and rank.
+template <typename T, int R> struct MemRef {
+    T *allocated;
+    T *aligned;
+    size_t offset;
+    size_t sizes[R];
+    size_t strides[R];
+};
+struct CountsPair {
+    MemRef<double, 1> eigvals;
+    MemRef<int64_t, 1> counts;
+};
+extern "C" {
+void __catalyst__rt__initialize(uint32_t *);
+void __catalyst__rt__finalize();
+void __catalyst__rt__device_init(int8_t *, int8_t *, int8_t *, int64_t, bool);
+void __catalyst__rt__device_release();
+int64_t __catalyst__rt__array_get_size_1d(void *);
+int8_t *__catalyst__rt__array_get_element_ptr_1d(void *, int64_t);
+void *__catalyst__rt__qubit_allocate_array(int64_t);
+void __catalyst__rt__qubit_release_array(void *);
+void __catalyst__rt__qubit_release(QUBIT *);
+int64_t __catalyst__rt__num_qubits();
+void __catalyst__qis__GlobalPhase(double, const Modifiers *);
+void __catalyst__qis__QubitUnitary(MemRef<std::complex<double>, 2> *, const Modifiers *, int64_t, ...);
+intptr_t __catalyst__qis__NamedObs(int64_t, QUBIT *);
+intptr_t __catalyst__qis__HermitianObs(MemRef<std::complex<double>, 2> *, int64_t, ...);
+intptr_t __catalyst__qis__TensorObs(int64_t, ...);
+intptr_t __catalyst__qis__HamiltonianObs(MemRef<double, 1> *, int64_t, ...);
+bool *__catalyst__qis__Measure(QUBIT *, int32_t);
+double __catalyst__qis__Expval(intptr_t);
+double __catalyst__qis__Variance(intptr_t);
+void __catalyst__qis__Probs(MemRef<double, 1> *, int64_t, ...);
+void __catalyst__qis__State(MemRef<std::complex<double>, 1> *, int64_t, ...);
+void __catalyst__qis__Sample(MemRef<double, 2> *, int64_t, ...);
+void __catalyst__qis__Counts(CountsPair *, int64_t, ...);
+// GATE DECLARATIONS
+}
+
+namespace {
+
+// The runtime's variadic functions read as many operands as their count says;
+// passing more is allowed (C11 7.16.1.1), so every variadic call passes this
+// many and the count says how many are used.
+constexpr int64_t MAX_OPERANDS = 64;
+#define JX_ARGS(a)                                                                                 \
+    a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14],  \
+        a[15], a[16], a[17], a[18], a[19], a[20], a[21], a[22], a[23], a[24], a[25], a[26], a[27], \
+        a[28], a[29], a[30], a[31], a[32], a[33], a[34], a[35], a[36], a[37], a[38], a[39], a[40], \
+        a[41], a[42], a[43], a[44], a[45], a[46], a[47], a[48], a[49], a[50], a[51], a[52], a[53], \
+        a[54], a[55], a[56], a[57], a[58], a[59], a[60], a[61], a[62], a[63]
+
+thread_local char message[512];
+
+int fail(const char *what)
+{
+    snprintf(message, sizeof message, "%s", what);
+    return 1;
+}
+
+// A gate as an adjoint region records it.
+struct Gate {
+    enum Kind { Named, Unitary, Phase } kind;
+    const char *op; // a constant of the library: lives as long as the call
+    std::vector<double> params;
+    std::vector<QUBIT *> qubits;
+    std::vector<QUBIT *> controls;
+    std::vector<bool> control_values;
+    std::vector<std::complex<double>> matrix;
+    bool adjoint;
+};
+
+// The state of the one call running (calls hold `runtime_lock`).
+std::vector<void *> registers;
+bool device_active = false;
+int64_t device_shots = 0;
+std::vector<std::vector<Gate>> recordings;
+// Computational-basis "observables": the qubits measured, by handle
+// -1, -2, ... (the runtime's observables are 0, 1, ...).
+std::vector<std::vector<QUBIT *>> bases;
+
+bool named_gate(const char *op, const double *p, QUBIT *const *q, int64_t n, const Modifiers *m)
+{
+    // GATES
+    return false;
+}
+
+int execute(const Gate &g)
+{
+    bool values[MAX_OPERANDS];
+    for (size_t k = 0; k < g.controls.size(); k++) {
+        values[k] = g.control_values[k];
+    }
+    Modifiers m{g.adjoint, g.controls.size(),
+                reinterpret_cast<QUBIT *>(const_cast<QUBIT **>(g.controls.data())), values};
+    switch (g.kind) {
+    case Gate::Phase:
+        __catalyst__qis__GlobalPhase(g.params[0], &m);
+        return 0;
+    case Gate::Unitary: {
+        QUBIT *q[MAX_OPERANDS] = {};
+        std::copy(g.qubits.begin(), g.qubits.end(), q);
+        size_t side = size_t(1) << g.qubits.size();
+        auto *data = const_cast<std::complex<double> *>(g.matrix.data());
+        MemRef<std::complex<double>, 2> matrix{data, data, 0, {side, side}, {side, 1}};
+        __catalyst__qis__QubitUnitary(&matrix, &m, int64_t(g.qubits.size()), JX_ARGS(q));
+        return 0;
+    }
+    case Gate::Named: {
+        QUBIT *q[MAX_OPERANDS] = {};
+        std::copy(g.qubits.begin(), g.qubits.end(), q);
+        if (!named_gate(g.op, g.params.data(), q, int64_t(g.qubits.size()), &m)) {
+            snprintf(message, sizeof message, "the gate `%s` on %zu qubit(s) is not in Catalyst's runtime",
+                     g.op, g.qubits.size());
+            return 1;
+        }
+        return 0;
+    }
+    }
+    return 0;
+}
+
+int apply(Gate &&g)
+{
+    if (!recordings.empty()) {
+        recordings.back().push_back(std::move(g));
+        return 0;
+    }
+    return execute(g);
+}
+
+// Runs `body`, turning the runtime's exceptions into a status and a message.
+template <typename F> int guarded(F body)
+{
+    try {
+        return body();
+    }
+    catch (const std::exception &e) {
+        return fail(e.what());
+    }
+    catch (...) {
+        return fail("Catalyst's runtime failed without a message");
+    }
+}
+
+QUBIT *qubit(int64_t handle) { return reinterpret_cast<QUBIT *>(intptr_t(handle)); }
+
+bool known_register(void *r)
+{
+    for (void *x : registers) {
+        if (x == r) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// The qubits of a measurement: none (the whole device) or a basis's.
+const std::vector<QUBIT *> *basis_of(int64_t handle)
+{
+    int64_t k = -handle - 1;
+    if (handle >= 0 || k >= int64_t(bases.size())) {
+        return nullptr;
+    }
+    return &bases[size_t(k)];
+}
+
+int64_t device_qubits() { return __catalyst__rt__num_qubits(); }
+
+} // namespace
+
+extern "C" {
+
+// The lock of Catalyst's runtime, one per process: every quantum library
+// loaded (each with its own copy of this adapter) and its threads share it,
+// since they share the one librt_capi.so and its global execution context.
+// The first library loaded allocates it (never freed: a library unloaded
+// must not take it with it); each library publishes its address here, and
+// puts itself in the global scope so that the next one finds it. Library
+// constructors run one at a time, under the dynamic loader's lock.
+__attribute__((visibility("default"))) std::mutex *jaxpr_catalyst_runtime_lock = nullptr;
+static std::mutex *runtime_lock = nullptr;
+
+__attribute__((constructor)) static void find_runtime_lock(void)
+{
+    auto *published = static_cast<std::mutex **>(dlsym(RTLD_DEFAULT, "jaxpr_catalyst_runtime_lock"));
+    runtime_lock = published && *published ? *published : new std::mutex;
+    jaxpr_catalyst_runtime_lock = runtime_lock;
+    Dl_info self;
+    if (dladdr(reinterpret_cast<void *>(&find_runtime_lock), &self) && self.dli_fname) {
+        // Held once more (RTLD_NOLOAD), released at once: only the scope changes.
+        if (void *h = dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL)) {
+            dlclose(h);
+        }
+    }
+}
+
+const char *jx_q_error(void) { return message; }
+
+int32_t jx_q_device_init(const char *lib, const char *name, const char *kwargs, int64_t shots,
+                         int8_t auto_qubits)
+{
+    if (shots < 0) {
+        snprintf(message, sizeof message, "the number of shots is %lld; it must be at least 0",
+                 (long long)shots);
+        return 1;
+    }
+    if (device_active) {
+        return fail("a device is already active (device_init twice without device_release)");
+    }
+    return guarded([&] {
+        __catalyst__rt__device_init((int8_t *)lib, (int8_t *)name, (int8_t *)kwargs, shots,
+                                    auto_qubits != 0);
+        device_active = true;
+        device_shots = shots;
+        return 0;
+    });
+}
+
+int32_t jx_q_device_release(void)
+{
+    return guarded([&] {
+        if (device_active) {
+            __catalyst__rt__device_release();
+            device_active = false;
+        }
+        return 0;
+    });
+}
+
+int32_t jx_q_alloc(int64_t n, int64_t *out)
+{
+    if (n < 0 || n > 1024) {
+        snprintf(message, sizeof message, "cannot allocate %lld qubits", (long long)n);
+        return 1;
+    }
+    if (!device_active) {
+        return fail("qubits are allocated before a device is initialised");
+    }
+    return guarded([&] {
+        void *r = __catalyst__rt__qubit_allocate_array(n);
+        registers.push_back(r);
+        *out = int64_t(intptr_t(r));
+        return 0;
+    });
+}
+
+int32_t jx_q_dealloc(int64_t reg)
+{
+    void *r = reinterpret_cast<void *>(intptr_t(reg));
+    if (!known_register(r)) {
+        return fail("a register is released twice or was never allocated");
+    }
+    return guarded([&] {
+        for (size_t k = 0; k < registers.size(); k++) {
+            if (registers[k] == r) {
+                registers.erase(registers.begin() + long(k));
+                break;
+            }
+        }
+        __catalyst__rt__qubit_release_array(r);
+        return 0;
+    });
+}
+
+int32_t jx_q_extract(int64_t reg, int64_t index, int64_t *out)
+{
+    void *r = reinterpret_cast<void *>(intptr_t(reg));
+    if (!known_register(r)) {
+        return fail("a qubit is taken from a register that was released");
+    }
+    return guarded([&] {
+        int64_t size = __catalyst__rt__array_get_size_1d(r);
+        if (index < 0 || index >= size) {
+            snprintf(message, sizeof message, "wire %lld is outside the register of %lld qubit(s)",
+                     (long long)index, (long long)size);
+            return 1;
+        }
+        *out = *reinterpret_cast<int64_t *>(__catalyst__rt__array_get_element_ptr_1d(r, index));
+        return 0;
+    });
+}
+
+int32_t jx_q_insert(int64_t reg, int64_t index)
+{
+    void *r = reinterpret_cast<void *>(intptr_t(reg));
+    if (!known_register(r)) {
+        return fail("a qubit is put back into a register that was released");
+    }
+    int64_t size = __catalyst__rt__array_get_size_1d(r);
+    if (index < 0 || index >= size) {
+        snprintf(message, sizeof message, "wire %lld is outside the register of %lld qubit(s)",
+                 (long long)index, (long long)size);
+        return 1;
+    }
+    return 0;
+}
+
+int32_t jx_q_release_qubit(int64_t q)
+{
+    return guarded([&] {
+        __catalyst__rt__qubit_release(qubit(q));
+        return 0;
+    });
+}
+
+int32_t jx_q_num_qubits(int64_t *out)
+{
+    return guarded([&] {
+        *out = device_qubits();
+        return 0;
+    });
+}
+
+// A gate: `kind` 0 named (`op`), 1 unitary (`matrix`, 2^n x 2^n complex),
+// 2 global phase; then its parameters, target qubits, control qubits and
+// control values.
+int32_t jx_q_gate(int32_t kind, const char *op, const double *params, int64_t num_params,
+                  const int64_t *qubits, int64_t num_qubits, const int64_t *controls,
+                  const int8_t *control_values, int64_t num_controls, int8_t adjoint,
+                  const double *matrix)
+{
+    if (num_qubits > MAX_OPERANDS || num_controls > MAX_OPERANDS) {
+        return fail("a gate on more than 64 qubits or with more than 64 controls");
+    }
+    for (int64_t k = 0; k < num_qubits + num_controls; k++) {
+        QUBIT *a = qubit(k < num_qubits ? qubits[k] : controls[k - num_qubits]);
+        for (int64_t j = 0; j < k; j++) {
+            if (a == qubit(j < num_qubits ? qubits[j] : controls[j - num_qubits])) {
+                return fail("a gate is applied to the same qubit twice (target or control)");
+            }
+        }
+    }
+    return guarded([&] {
+        Gate g;
+        g.kind = kind == 0 ? Gate::Named : kind == 1 ? Gate::Unitary : Gate::Phase;
+        g.op = op;
+        g.params.assign(params, params + num_params);
+        for (int64_t k = 0; k < num_qubits; k++) {
+            g.qubits.push_back(qubit(qubits[k]));
+        }
+        for (int64_t k = 0; k < num_controls; k++) {
+            g.controls.push_back(qubit(controls[k]));
+            g.control_values.push_back(control_values[k] != 0);
+        }
+        if (g.kind == Gate::Unitary) {
+            size_t side = size_t(1) << num_qubits;
+            auto *m = reinterpret_cast<const std::complex<double> *>(matrix);
+            g.matrix.assign(m, m + side * side);
+        }
+        g.adjoint = adjoint != 0;
+        return apply(std::move(g));
+    });
+}
+
+void jx_q_adjoint_begin(void) { recordings.emplace_back(); }
+
+int32_t jx_q_adjoint_end(void)
+{
+    if (recordings.empty()) {
+        return fail("an adjoint region ends that did not begin");
+    }
+    std::vector<Gate> gates = std::move(recordings.back());
+    recordings.pop_back();
+    return guarded([&] {
+        for (auto g = gates.rbegin(); g != gates.rend(); ++g) {
+            g->adjoint = !g->adjoint;
+            if (int rc = apply(std::move(*g))) {
+                return rc;
+            }
+        }
+        return 0;
+    });
+}
+
+int32_t jx_q_measure(int64_t q, int32_t postselect, int8_t *out)
+{
+    if (!recordings.empty()) {
+        return fail("a measurement inside an adjoint region has no adjoint");
+    }
+    return guarded([&] {
+        bool *r = __catalyst__qis__Measure(qubit(q), postselect);
+        *out = *r ? 1 : 0;
+        return 0;
+    });
+}
+
+int32_t jx_q_named_obs(int64_t kind, int64_t q, int64_t *out)
+{
+    return guarded([&] {
+        *out = __catalyst__qis__NamedObs(kind, qubit(q));
+        return 0;
+    });
+}
+
+int32_t jx_q_hermitian(const double *matrix, const int64_t *qubits, int64_t n, int64_t *out)
+{
+    if (n > MAX_OPERANDS) {
+        return fail("a Hermitian observable on more than 64 qubits");
+    }
+    return guarded([&] {
+        QUBIT *q[MAX_OPERANDS] = {};
+        for (int64_t k = 0; k < n; k++) {
+            q[k] = qubit(qubits[k]);
+        }
+        size_t side = size_t(1) << n;
+        auto *data = reinterpret_cast<std::complex<double> *>(const_cast<double *>(matrix));
+        MemRef<std::complex<double>, 2> m{data, data, 0, {side, side}, {side, 1}};
+        *out = __catalyst__qis__HermitianObs(&m, n, JX_ARGS(q));
+        return 0;
+    });
+}
+
+int32_t jx_q_tensor(const int64_t *terms, int64_t n, int64_t *out)
+{
+    if (n > MAX_OPERANDS) {
+        return fail("a tensor product of more than 64 observables");
+    }
+    return guarded([&] {
+        intptr_t t[MAX_OPERANDS] = {};
+        for (int64_t k = 0; k < n; k++) {
+            t[k] = intptr_t(terms[k]);
+        }
+        *out = __catalyst__qis__TensorObs(n, JX_ARGS(t));
+        return 0;
+    });
+}
+
+int32_t jx_q_hamiltonian(const double *coeffs, const int64_t *terms, int64_t n, int64_t *out)
+{
+    if (n > MAX_OPERANDS) {
+        return fail("a Hamiltonian of more than 64 terms");
+    }
+    return guarded([&] {
+        intptr_t t[MAX_OPERANDS] = {};
+        for (int64_t k = 0; k < n; k++) {
+            t[k] = intptr_t(terms[k]);
+        }
+        auto *c = const_cast<double *>(coeffs);
+        MemRef<double, 1> m{c, c, 0, {size_t(n)}, {1}};
+        *out = __catalyst__qis__HamiltonianObs(&m, n, JX_ARGS(t));
+        return 0;
+    });
+}
+
+// The computational basis of `n` qubits (none: the whole device).
+int32_t jx_q_basis(const int64_t *qubits, int64_t n, int64_t *out)
+{
+    if (n > MAX_OPERANDS) {
+        return fail("a measurement of more than 64 qubits");
+    }
+    std::vector<QUBIT *> q;
+    for (int64_t k = 0; k < n; k++) {
+        q.push_back(qubit(qubits[k]));
+    }
+    bases.push_back(std::move(q));
+    *out = -int64_t(bases.size());
+    return 0;
+}
+
+int32_t jx_q_expval(int64_t obs, int32_t variance, double *out)
+{
+    return guarded([&] {
+        *out = variance ? __catalyst__qis__Variance(obs) : __catalyst__qis__Expval(obs);
+        return 0;
+    });
+}
+
+// probs (0), state (1), sample (2) or counts (3) of a computational basis,
+// into `out` (`size` elements; a sample is `size` rows of `columns`; counts
+// write their eigenvalues to `out` and their counts to `counts`).
+int32_t jx_q_measurement(int32_t what, int64_t basis, void *out, int64_t size, int64_t columns,
+                         int64_t *counts)
+{
+    const std::vector<QUBIT *> *b = basis_of(basis);
+    if (!b) {
+        return fail("a measurement of something that is not a computational basis");
+    }
+    return guarded([&] {
+        int64_t n = int64_t(b->size());
+        int64_t wires = n ? n : device_qubits();
+        QUBIT *q[MAX_OPERANDS] = {};
+        std::copy(b->begin(), b->end(), q);
+        size_t expected = wires < 63 ? size_t(1) << wires : 0;
+        if (what != 2 && size_t(size) != expected) {
+            snprintf(message, sizeof message,
+                     "the result has %lld elements; the measurement of %lld qubit(s) has %zu",
+                     (long long)size, (long long)wires, expected);
+            return 1;
+        }
+        if (what == 2 && (columns != wires || size != device_shots)) {
+            snprintf(message, sizeof message,
+                     "the sample is %lld x %lld; the device takes %lld shot(s) of %lld qubit(s)",
+                     (long long)size, (long long)columns, (long long)device_shots, (long long)wires);
+            return 1;
+        }
+        size_t s = size_t(size);
+        switch (what) {
+        case 0: {
+            auto *d = static_cast<double *>(out);
+            MemRef<double, 1> m{d, d, 0, {s}, {1}};
+            __catalyst__qis__Probs(&m, n, JX_ARGS(q));
+            break;
+        }
+        case 1: {
+            auto *d = static_cast<std::complex<double> *>(out);
+            MemRef<std::complex<double>, 1> m{d, d, 0, {s}, {1}};
+            __catalyst__qis__State(&m, n, JX_ARGS(q));
+            break;
+        }
+        case 2: {
+            auto *d = static_cast<double *>(out);
+            size_t c = size_t(columns);
+            MemRef<double, 2> m{d, d, 0, {s, c}, {c, 1}};
+            __catalyst__qis__Sample(&m, n, JX_ARGS(q));
+            break;
+        }
+        default: {
+            auto *d = static_cast<double *>(out);
+            CountsPair p{{d, d, 0, {s}, {1}}, {counts, counts, 0, {s}, {1}}};
+            __catalyst__qis__Counts(&p, n, JX_ARGS(q));
+            break;
+        }
+        }
+        return 0;
+    });
+}
+
+// A call of the library: `body` (the generated code of the program) run
+// with the runtime to itself, inside its initialize/finalize, with nothing
+// left behind when the call fails. `seed`: qjit's seed, or null.
+typedef int32_t (*Body)(const void *, int64_t, void *, int64_t);
+int32_t jx_q_run(Body body, const uint32_t *seed, const void *inputs, int64_t num_inputs, void *outputs,
+                 int64_t num_outputs)
+{
+    std::lock_guard<std::mutex> hold(*runtime_lock);
+    // The runtime keeps the pointer for the whole call.
+    static uint32_t seed_value;
+    uint32_t *seed_ptr = nullptr;
+    if (seed) {
+        seed_value = *seed;
+        seed_ptr = &seed_value;
+    }
+    __catalyst__rt__initialize(seed_ptr);
+    int32_t rc = body(inputs, num_inputs, outputs, num_outputs);
+    guarded([&] {
+        while (!registers.empty()) {
+            void *r = registers.back();
+            registers.pop_back();
+            if (device_active) {
+                __catalyst__rt__qubit_release_array(r);
+            }
+        }
+        if (device_active) {
+            __catalyst__rt__device_release();
+        }
+        return 0;
+    });
+    registers.clear();
+    device_active = false;
+    recordings.clear();
+    bases.clear();
+    guarded([&] {
+        __catalyst__rt__finalize();
+        return 0;
+    });
+    return rc;
+}
+}

@@ -1,0 +1,497 @@
+//! Catalyst's quantum primitives, lowered to calls of Catalyst's runtime
+//! through the adapter compiled into the library (`catalyst_adapter.cpp`,
+//! whose `jx_q_*` functions wrap the runtime's C API of
+//! [`crate::catalyst::PINNED_VERSION`]).
+//!
+//! A quantum value (a register, a qubit, an observable) is the runtime's
+//! handle, an `i64` in a scalar buffer like any other scalar: loops,
+//! conditionals and calls carry it as they carry an `i64[]`. `qinsert` and
+//! a gate's qubit results are their operands (the runtime's qubits are
+//! references, as Catalyst's own lowering treats them).
+
+use super::{Arr, Codegen, Cx, Env, dtype};
+use jaxpr_lower::{LowerResult, err};
+use jaxpr_syntax::ast::{Expr, ExprKind};
+use jaxpr_types::{DType, FloatKind};
+use inkwell::IntPredicate;
+use inkwell::types::BasicMetadataTypeEnum;
+use inkwell::values::{BasicMetadataValueEnum, IntValue, PointerValue};
+
+/// The named gates of the runtime's C API: name, parameters, qubits
+/// (`None`: any number, passed as a count and the qubits).
+pub(crate) const GATES: &[(&str, usize, Option<usize>)] = &[
+    ("Identity", 0, None),
+    ("PauliX", 0, Some(1)),
+    ("PauliY", 0, Some(1)),
+    ("PauliZ", 0, Some(1)),
+    ("Hadamard", 0, Some(1)),
+    ("S", 0, Some(1)),
+    ("T", 0, Some(1)),
+    ("PhaseShift", 1, Some(1)),
+    ("RX", 1, Some(1)),
+    ("RY", 1, Some(1)),
+    ("RZ", 1, Some(1)),
+    ("Rot", 3, Some(1)),
+    ("CNOT", 0, Some(2)),
+    ("CY", 0, Some(2)),
+    ("CZ", 0, Some(2)),
+    ("SWAP", 0, Some(2)),
+    ("ISWAP", 0, Some(2)),
+    ("IsingXX", 1, Some(2)),
+    ("IsingYY", 1, Some(2)),
+    ("IsingXY", 1, Some(2)),
+    ("IsingZZ", 1, Some(2)),
+    ("SingleExcitation", 1, Some(2)),
+    ("ControlledPhaseShift", 1, Some(2)),
+    ("CRX", 1, Some(2)),
+    ("CRY", 1, Some(2)),
+    ("CRZ", 1, Some(2)),
+    ("MS", 1, Some(2)),
+    ("PSWAP", 1, Some(2)),
+    ("CRot", 3, Some(2)),
+    ("CSWAP", 0, Some(3)),
+    ("Toffoli", 0, Some(3)),
+    ("DoubleExcitation", 1, Some(4)),
+    ("MultiRZ", 1, None),
+];
+
+/// The observables `namedobs` names, by the runtime's `ObsId`.
+const NAMED_OBSERVABLES: &[&str] = &["Identity", "PauliX", "PauliY", "PauliZ", "Hadamard"];
+
+/// Whether a dtype is a quantum value (Catalyst's `AbstractQreg()`,
+/// `AbstractQbit()`, `AbstractObs(...)`), lowered as the runtime's handle.
+pub(crate) fn is_handle(dt: &DType) -> bool {
+    matches!(dt, DType::Other(s) if s.starts_with("AbstractQ") || s.starts_with("AbstractObs"))
+}
+
+/// The adapter's source with the named gates' declarations and dispatch,
+/// generated from [`GATES`].
+pub(crate) fn adapter_source() -> String {
+    let mut declarations = String::new();
+    let mut dispatch = String::new();
+    for &(name, params, qubits) in GATES {
+        let doubles = "double, ".repeat(params);
+        let args: String = (0..params).map(|k| format!("p[{k}], ")).collect();
+        match qubits {
+            Some(n) => {
+                let qs = "QUBIT *, ".repeat(n);
+                let qargs: String = (0..n).map(|k| format!("q[{k}], ")).collect();
+                declarations.push_str(&format!("void __catalyst__qis__{name}({doubles}{qs}const Modifiers *);\n"));
+                dispatch.push_str(&format!(
+                    "    if (!strcmp(op, \"{name}\") && n == {n}) {{ __catalyst__qis__{name}({args}{qargs}m); return true; }}\n"
+                ));
+            }
+            None => {
+                declarations.push_str(&format!("void __catalyst__qis__{name}({doubles}const Modifiers *, int64_t, ...);\n"));
+                dispatch.push_str(&format!(
+                    "    if (!strcmp(op, \"{name}\")) {{ __catalyst__qis__{name}({args}m, n, JX_ARGS(q)); return true; }}\n"
+                ));
+            }
+        }
+    }
+    include_str!("catalyst_adapter.cpp")
+        .replace("// GATE DECLARATIONS\n", &declarations)
+        .replace("    // GATES\n", &dispatch)
+}
+
+/// A parameter's value as text (a quoted string, a path, a dict kept as
+/// its text, a number).
+fn param_text(e: &Expr) -> String {
+    match &e.kind {
+        ExprKind::Str(s) | ExprKind::Path(s) => s.to_string(),
+        _ => jaxpr_lower::expr_text(e),
+    }
+}
+
+impl<'c> Codegen<'c, '_> {
+    /// The exported entry point of a quantum program's library: the
+    /// adapter's `jx_q_run` with `body` (the generated entry function) and
+    /// the seed, which takes the runtime's lock and starts and ends the
+    /// runtime around the call.
+    pub(crate) fn quantum_entry(&self, body: inkwell::values::FunctionValue<'c>, seed: Option<u32>) {
+        let ptr = self.ptr_ty();
+        let i64t = self.cx.i64_type();
+        let f = self.m.add_function(&self.name, body.get_type(), None);
+        self.b.position_at_end(self.cx.append_basic_block(f, "entry"));
+        let seed = match seed {
+            Some(s) => {
+                let g = self.m.add_global(self.cx.i32_type(), None, "seed");
+                g.set_initializer(&self.cx.i32_type().const_int(s as u64, false));
+                g.set_constant(true);
+                g.set_linkage(inkwell::module::Linkage::Private);
+                g.as_pointer_value()
+            }
+            None => ptr.const_null(),
+        };
+        let run = self.extern_fn(
+            "jx_q_run",
+            Some(self.cx.i32_type().into()),
+            &[ptr.into(), ptr.into(), ptr.into(), i64t.into(), ptr.into(), i64t.into()],
+            false,
+        );
+        let p = |k: u32| f.get_nth_param(k).expect("param");
+        let rc = self
+            .call(
+                run,
+                &[body.as_global_value().as_pointer_value().into(), seed.into(), p(0).into(), p(1).into(), p(2).into(), p(3).into()],
+            )
+            .expect("status");
+        self.b.build_return(Some(&rc)).expect("ret");
+    }
+
+    /// Lowers a quantum primitive; `None` for other primitives.
+    pub(crate) fn lower_quantum(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> LowerResult<Option<Vec<Arr<'c>>>> {
+        let name = cx.name();
+        let at = cx.at();
+        let i64t = self.cx.i64_type();
+        let handle = |k: usize| -> LowerResult<IntValue<'c>> { Ok(self.load(&DType::Int(64), cx.args[k].v.p, self.i64(0))?.into_int_value()) };
+        let out_handle = || self.slot(i64t.into());
+        let check = |rc: IntValue<'c>| self.quantum_check(rc, name, at.start);
+        Ok(Some(match name {
+            "quantum_kernel" | "func" => {
+                let Some(&callee) = cx.callees(self.a, "call_jaxpr").first() else {
+                    return err(at, format!("`{name}` has no `call_jaxpr` to call"));
+                };
+                self.call_jaxpr(env, callee, &cx.args, at)?.into_iter().map(|o| o.v).collect()
+            }
+            "adjoint" => {
+                let Some(&callee) = cx.callees(self.a, "jaxpr").first() else {
+                    return err(at, "`adjoint` has no `jaxpr` to run");
+                };
+                self.adapter("jx_q_adjoint_begin", &[], &[]);
+                let outs = self.call_jaxpr(env, callee, &cx.args, at)?;
+                check(self.adapter_status("jx_q_adjoint_end", &[], &[]));
+                outs.into_iter().map(|o| o.v).collect()
+            }
+            "device_init" => {
+                let Some(runtime) = &self.catalyst else {
+                    return err(at, "internal error: a quantum program is lowered without Catalyst's runtime");
+                };
+                let text = |p: &str| cx.param(p).map(param_text);
+                let (lib, device, kwargs) = (text("rtd_lib")?, text("rtd_name")?, text("rtd_kwargs")?);
+                let path = runtime.device(&lib, &device).map_err(|message| jaxpr_lower::LowerError {
+                    range: at,
+                    message,
+                    help: Some("install the device's Python package beside pennylane-catalyst".into()),
+                })?;
+                let auto = cx.e.param("auto_qubit_management").is_some_and(|p| param_text(&p.value) == "True");
+                let shots = self.scalar_i64(&cx.args[0], at)?;
+                let ptr = self.ptr_ty();
+                check(self.adapter_status(
+                    "jx_q_device_init",
+                    &[ptr.into(), ptr.into(), ptr.into(), i64t.into(), self.cx.i8_type().into()],
+                    &[
+                        self.cstr(&path.to_string_lossy()).into(),
+                        self.cstr(&device).into(),
+                        self.cstr(&kwargs).into(),
+                        shots.into(),
+                        self.cx.i8_type().const_int(auto as u64, false).into(),
+                    ],
+                ));
+                Vec::new()
+            }
+            "device_release" => {
+                check(self.adapter_status("jx_q_device_release", &[], &[]));
+                Vec::new()
+            }
+            "qalloc" => {
+                let n = self.scalar_i64(&cx.args[0], at)?;
+                let out = out_handle();
+                check(self.adapter_status("jx_q_alloc", &[i64t.into(), self.ptr_ty().into()], &[n.into(), out.into()]));
+                vec![self.handle_result(out)?]
+            }
+            "qdealloc" => {
+                check(self.adapter_status("jx_q_dealloc", &[i64t.into()], &[handle(0)?.into()]));
+                Vec::new()
+            }
+            "qdealloc_qb" => {
+                check(self.adapter_status("jx_q_release_qubit", &[i64t.into()], &[handle(0)?.into()]));
+                Vec::new()
+            }
+            "qextract" => {
+                let index = self.scalar_i64(&cx.args[1], at)?;
+                let out = out_handle();
+                check(self.adapter_status(
+                    "jx_q_extract",
+                    &[i64t.into(), i64t.into(), self.ptr_ty().into()],
+                    &[handle(0)?.into(), index.into(), out.into()],
+                ));
+                vec![self.handle_result(out)?]
+            }
+            "qinsert" => {
+                let index = self.scalar_i64(&cx.args[1], at)?;
+                check(self.adapter_status("jx_q_insert", &[i64t.into(), i64t.into()], &[handle(0)?.into(), index.into()]));
+                vec![cx.args[0].v.clone()]
+            }
+            "num_qubits" => {
+                let out = out_handle();
+                check(self.adapter_status("jx_q_num_qubits", &[self.ptr_ty().into()], &[out.into()]));
+                vec![self.handle_result(out)?]
+            }
+            "qinst" | "unitary" | "gphase" => self.gate(cx)?,
+            "measure" => {
+                let postselect = match cx.e.param("postselect").map(|p| param_text(&p.value)) {
+                    None => -1,
+                    Some(t) if t == "None" => -1,
+                    Some(t) => match t.parse::<i64>() {
+                        Ok(v @ (0 | 1)) => v,
+                        _ => return err(at, format!("`measure` postselects on {t}; it must be 0, 1 or None")),
+                    },
+                };
+                let bit = self.alloc(&DType::Bool, &[])?;
+                check(self.adapter_status(
+                    "jx_q_measure",
+                    &[i64t.into(), self.cx.i32_type().into(), self.ptr_ty().into()],
+                    &[handle(0)?.into(), self.i32(postselect).into(), bit.p.into()],
+                ));
+                vec![bit, cx.args[0].v.clone()]
+            }
+            "namedobs" => {
+                let kind = cx.e.param("kind").map(|p| param_text(&p.value)).unwrap_or_default();
+                let Some(id) = NAMED_OBSERVABLES.iter().position(|k| *k == kind) else {
+                    return err(at, format!("the observable `{kind}` is not one of Catalyst's named observables ({})", NAMED_OBSERVABLES.join(", ")));
+                };
+                let out = out_handle();
+                check(self.adapter_status(
+                    "jx_q_named_obs",
+                    &[i64t.into(), i64t.into(), self.ptr_ty().into()],
+                    &[self.i64(id as i64).into(), handle(0)?.into(), out.into()],
+                ));
+                vec![self.handle_result(out)?]
+            }
+            "hermitian" => {
+                self.require_dtype(cx, 0, &DType::Complex(128), "the matrix of `hermitian`")?;
+                let qubits = self.handles(cx, 1..cx.args.len())?;
+                let out = out_handle();
+                let ptr = self.ptr_ty();
+                check(self.adapter_status(
+                    "jx_q_hermitian",
+                    &[ptr.into(), ptr.into(), i64t.into(), ptr.into()],
+                    &[cx.args[0].v.p.into(), qubits.into(), self.i64(cx.args.len() as i64 - 1).into(), out.into()],
+                ));
+                vec![self.handle_result(out)?]
+            }
+            "tensorobs" => {
+                let terms = self.handles(cx, 0..cx.args.len())?;
+                let out = out_handle();
+                let ptr = self.ptr_ty();
+                check(self.adapter_status(
+                    "jx_q_tensor",
+                    &[ptr.into(), i64t.into(), ptr.into()],
+                    &[terms.into(), self.i64(cx.args.len() as i64).into(), out.into()],
+                ));
+                vec![self.handle_result(out)?]
+            }
+            "hamiltonian" => {
+                self.require_dtype(cx, 0, &DType::Float(FloatKind::F64), "the coefficients of `hamiltonian`")?;
+                let terms = self.handles(cx, 1..cx.args.len())?;
+                let n = cx.args.len() as i64 - 1;
+                // The coefficients' extent is checked against the terms by
+                // the checker only when static.
+                if let Some(&extent) = cx.args[0].v.dims.first() {
+                    let bad = self.icmp(IntPredicate::NE, extent, self.i64(n));
+                    self.fail_if(bad, &format!("`hamiltonian` at byte {}: %lld coefficients for {n} terms", at.start), &[extent.into()]);
+                }
+                let out = out_handle();
+                let ptr = self.ptr_ty();
+                check(self.adapter_status(
+                    "jx_q_hamiltonian",
+                    &[ptr.into(), ptr.into(), i64t.into(), ptr.into()],
+                    &[cx.args[0].v.p.into(), terms.into(), self.i64(n).into(), out.into()],
+                ));
+                vec![self.handle_result(out)?]
+            }
+            "compbasis" => {
+                let whole = cx.e.param("qreg_available").is_some_and(|p| param_text(&p.value) == "True");
+                let n = if whole { 0 } else { cx.args.len() };
+                let qubits = self.handles(cx, 0..n)?;
+                let out = out_handle();
+                let ptr = self.ptr_ty();
+                check(self.adapter_status(
+                    "jx_q_basis",
+                    &[ptr.into(), i64t.into(), ptr.into()],
+                    &[qubits.into(), self.i64(n as i64).into(), out.into()],
+                ));
+                vec![self.handle_result(out)?]
+            }
+            "expval" | "var" => {
+                let out = self.alloc(&DType::Float(FloatKind::F64), &[])?;
+                check(self.adapter_status(
+                    "jx_q_expval",
+                    &[i64t.into(), self.cx.i32_type().into(), self.ptr_ty().into()],
+                    &[handle(0)?.into(), self.i32((name == "var") as i64).into(), out.p.into()],
+                ));
+                vec![out]
+            }
+            "probs" | "state" | "sample" | "counts" => {
+                let what = ["probs", "state", "sample", "counts"].iter().position(|m| *m == name).unwrap_or(0);
+                let dims = self.dims(env, &cx.outs[0], at)?;
+                let out = self.alloc(&dtype(&cx.outs[0])?, &dims)?;
+                let counts = match name {
+                    "counts" => Some(self.alloc(&DType::Int(64), &self.dims(env, &cx.outs[1], at)?)?),
+                    _ => None,
+                };
+                let size = dims.first().copied().unwrap_or(self.i64(1));
+                let columns = dims.get(1).copied().unwrap_or(self.i64(0));
+                let ptr = self.ptr_ty();
+                check(self.adapter_status(
+                    "jx_q_measurement",
+                    &[self.cx.i32_type().into(), i64t.into(), ptr.into(), i64t.into(), i64t.into(), ptr.into()],
+                    &[
+                        self.i32(what as i64).into(),
+                        handle(0)?.into(),
+                        out.p.into(),
+                        size.into(),
+                        columns.into(),
+                        counts.as_ref().map_or(ptr.const_null(), |c| c.p).into(),
+                    ],
+                ));
+                std::iter::once(out).chain(counts).collect()
+            }
+            _ => return Ok(None),
+        }))
+    }
+
+    /// `qinst`, `unitary` and `gphase`: the gate applied (or recorded in
+    /// an adjoint region); its qubit results are its qubit operands.
+    fn gate(&self, cx: &Cx<'_, 'c>) -> LowerResult<Vec<Arr<'c>>> {
+        let name = cx.name();
+        let at = cx.at();
+        let count = |p: &str| cx.e.param(p).and_then(|p| p.value.as_int()).unwrap_or(0).max(0) as usize;
+        let adjoint = cx.e.param("adjoint").is_some_and(|p| param_text(&p.value) == "True");
+        let (kind, op, num_params, num_qubits) = match name {
+            "qinst" => {
+                let op = cx.e.param("op").map(|p| param_text(&p.value)).unwrap_or_default();
+                let (params, qubits) = (count("params_len"), count("qubits_len"));
+                if !GATES.iter().any(|&(g, p, q)| g == op && p == params && q.is_none_or(|q| q == qubits)) {
+                    return err(
+                        at,
+                        format!(
+                            "the gate `{op}` with {params} parameter(s) on {qubits} qubit(s) is not in the C API of Catalyst's runtime {}",
+                            crate::catalyst::PINNED_VERSION
+                        ),
+                    );
+                }
+                (0, op, params, qubits)
+            }
+            "unitary" => {
+                self.require_dtype(cx, 0, &DType::Complex(128), "the matrix of `unitary`")?;
+                (1, String::new(), 0, count("qubits_len"))
+            }
+            _ => (2, String::new(), 1, 0),
+        };
+        let ctrl = count("ctrl_len");
+        // Operand positions: `qinst` has its qubits first, the others their
+        // matrix or phase.
+        let (param_at, qubit_at) = match kind {
+            0 => (num_qubits..num_qubits + num_params, 0..num_qubits),
+            1 => (0..0, 1..1 + num_qubits),
+            _ => (0..1, 1..1),
+        };
+        let ctrl_at = qubit_at.end.max(param_at.end)..qubit_at.end.max(param_at.end) + ctrl;
+        let values_at = ctrl_at.end..ctrl_at.end + ctrl;
+        if cx.args.len() != values_at.end {
+            return err(at, format!("`{name}` has {} operands; its parameters say {}", cx.args.len(), values_at.end));
+        }
+        let f64t = self.cx.f64_type();
+        let params = self.slot(f64t.array_type(num_params.max(1) as u32).into());
+        for (k, i) in param_at.enumerate() {
+            let x = &cx.args[i];
+            let dt = dtype(&x.ty)?;
+            if !(dt.is_float() || dt.is_int() || dt.is_bool()) {
+                return err(at, format!("the parameter operand {i} of `{name}` is {dt}; gates take real parameters"));
+            }
+            let v = self.load(&dt, x.v.p, self.i64(0))?;
+            let v = self.convert(v, &dt, &DType::Float(FloatKind::F64))?;
+            self.store(&DType::Float(FloatKind::F64), params, self.i64(k as i64), v)?;
+        }
+        let qubits = self.handles(cx, qubit_at.clone())?;
+        let controls = self.handles(cx, ctrl_at.clone())?;
+        let values = self.slot(self.cx.i8_type().array_type(ctrl.max(1) as u32).into());
+        for (k, i) in values_at.enumerate() {
+            let v = self.scalar_i64(&cx.args[i], at)?;
+            let b = self.b.build_int_truncate(v, self.cx.i8_type(), "").expect("trunc");
+            self.store(&DType::Bool, values, self.i64(k as i64), b.into())?;
+        }
+        let matrix = if kind == 1 { cx.args[0].v.p } else { self.ptr_ty().const_null() };
+        let ptr = self.ptr_ty();
+        let i64t = self.cx.i64_type();
+        let i8t = self.cx.i8_type();
+        let rc = self.adapter_status(
+            "jx_q_gate",
+            &[
+                self.cx.i32_type().into(), ptr.into(), ptr.into(), i64t.into(), ptr.into(), i64t.into(),
+                ptr.into(), ptr.into(), i64t.into(), i8t.into(), ptr.into(),
+            ],
+            &[
+                self.i32(kind).into(),
+                (if kind == 0 { self.cstr(&op) } else { ptr.const_null() }).into(),
+                params.into(),
+                self.i64(num_params as i64).into(),
+                qubits.into(),
+                self.i64(num_qubits as i64).into(),
+                controls.into(),
+                values.into(),
+                self.i64(ctrl as i64).into(),
+                i8t.const_int(adjoint as u64, false).into(),
+                matrix.into(),
+            ],
+        );
+        self.quantum_check(rc, name, at.start);
+        Ok(qubit_at.chain(ctrl_at).map(|i| cx.args[i].v.clone()).collect())
+    }
+
+    /// The handles of operands `range`, in a stack array.
+    fn handles(&self, cx: &Cx<'_, 'c>, range: std::ops::Range<usize>) -> LowerResult<PointerValue<'c>> {
+        let i64t = self.cx.i64_type();
+        let array = self.slot(i64t.array_type(range.len().max(1) as u32).into());
+        for (k, i) in range.enumerate() {
+            let v = self.load(&DType::Int(64), cx.args[i].v.p, self.i64(0))?;
+            self.store(&DType::Int(64), array, self.i64(k as i64), v)?;
+        }
+        Ok(array)
+    }
+
+    /// A handle the adapter wrote to `slot`, as a scalar buffer.
+    fn handle_result(&self, slot: PointerValue<'c>) -> LowerResult<Arr<'c>> {
+        let v = self.b.build_load(self.cx.i64_type(), slot, "").expect("load");
+        let out = self.alloc(&DType::Int(64), &[])?;
+        self.store(&DType::Int(64), out.p, self.i64(0), v)?;
+        Ok(out)
+    }
+
+    fn require_dtype(&self, cx: &Cx<'_, 'c>, i: usize, want: &DType, what: &str) -> LowerResult<()> {
+        let got = dtype(&cx.args[i].ty)?;
+        if &got != want {
+            return err(cx.at(), format!("{what} is {got}; Catalyst's runtime takes {want}"));
+        }
+        Ok(())
+    }
+
+    /// Calls an adapter function returning nothing.
+    fn adapter(&self, f: &str, params: &[BasicMetadataTypeEnum<'c>], args: &[BasicMetadataValueEnum<'c>]) {
+        let f = self.extern_fn(f, None, params, false);
+        self.call(f, args);
+    }
+
+    /// Calls an adapter function returning a status (0: done).
+    fn adapter_status(&self, f: &str, params: &[BasicMetadataTypeEnum<'c>], args: &[BasicMetadataValueEnum<'c>]) -> IntValue<'c> {
+        let f = self.extern_fn(f, Some(self.cx.i32_type().into()), params, false);
+        self.call(f, args).expect("status").into_int_value()
+    }
+
+    /// Fails the call with the adapter's message unless `rc` is 0.
+    fn quantum_check(&self, rc: IntValue<'c>, name: &str, byte: u32) {
+        let bad = self.icmp(IntPredicate::NE, rc, self.i32(0));
+        let ok = self.branch_to_fail(bad);
+        let message = self.adapter_message();
+        self.report(&format!("`{name}` at byte {byte}: %s"), &[message.into()]);
+        self.unwind_to(ok);
+    }
+
+    /// The adapter's message of its last failure on this thread.
+    fn adapter_message(&self) -> PointerValue<'c> {
+        let f = self.extern_fn("jx_q_error", Some(self.ptr_ty().into()), &[], false);
+        self.call(f, &[]).expect("message").into_pointer_value()
+    }
+}
