@@ -91,6 +91,10 @@ pub enum CostRule {
     /// One elementwise instruction: a FLOP per result element; bytes: the
     /// operands and the results.
     Elementwise,
+    /// [`CostRule::Elementwise`], but nothing when an operand is the
+    /// literal identity of the operation (`mul x 1.0`, `add x 0`), which
+    /// StableHLO's canonicalisation folds before XLA sees it.
+    ElementwiseUnlessIdentity(i64),
     /// One transcendental instruction (`exp`, `log`, `sqrt`, `tanh`, ...,
     /// the opcodes XLA counts as transcendental): one per result element.
     Transcendental,
@@ -105,6 +109,11 @@ pub enum CostRule {
     /// and two cases; for an integer predicate or more cases, JAX's tree of
     /// `n - 1` comparisons (each with a broadcast constant) and selects.
     Select,
+    /// `rev`: moves data, unless it reverses no axis (nothing).
+    Reverse,
+    /// `unstack`: a slice and a reshape per result, each reading and
+    /// writing the result's bytes.
+    Unstack,
     /// `iota`: one-dimensional, then broadcast to the result's rank.
     Iota,
     /// `integer_pow` (and `square`, its exponent 2): the multiplies of
@@ -138,6 +147,17 @@ pub enum CostRule {
     /// Not modelled (quantum instructions, opaque calls): counted as zero
     /// and said so.
     Unmodelled,
+}
+
+impl CostRule {
+    /// Whether the primitive only computes its results (no effect, no
+    /// nested jaxpr), so that an unread result means it is dropped.
+    pub const fn is_pure(self) -> bool {
+        !matches!(
+            self,
+            CostRule::Call | CostRule::Scan | CostRule::While | CostRule::Cond | CostRule::Unmodelled | CostRule::Free
+        )
+    }
 }
 
 /// Whether the count of [`CostRule`] is the one XLA's analysis gives for
@@ -387,6 +407,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Binary,
         doc: "Addition, elementwise.",
         complex: COMPLEX,
+        cost: Some(Cost::equal(CostRule::ElementwiseUnlessIdentity(0))),
         ..ROW
     },
     Primitive {
@@ -579,7 +600,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         jaxpr_params: &["branches"],
         doc: "Calls one of the `branches` chosen by an index (JAX) or predicates (Catalyst).",
         complex: COMPLEX,
-        cost: Some(Cost::equal(CostRule::Cond)),
+        cost: Some(Cost::differs(CostRule::Cond, "XLA also counts the conditional's operands and the tuples its branches return")),
         ..ROW
     },
     Primitive {
@@ -703,6 +724,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         jaxpr_params: &["jaxprs"],
         doc: "Solves a linear system with user `matvec`/`solve` jaxprs; the solution has the right-hand side's types.",
         complex: COMPLEX,
+        cost: Some(Cost::differs(CostRule::Call, "JAX lowers only the solve, not the matrix-vector jaxpr beside it")),
         ..ROW
     },
     Primitive {
@@ -1082,6 +1104,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Binary,
         doc: "Multiplication, elementwise.",
         complex: COMPLEX,
+        cost: Some(Cost::equal(CostRule::ElementwiseUnlessIdentity(1))),
         ..ROW
     },
     Primitive {
@@ -1109,7 +1132,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "nextafter",
         family: Binary,
         doc: "Next representable float towards y, elementwise.",
-        cost: Some(Cost::real_elementwise()),
+        cost: EXPANDED_ELEMENTWISE,
         ..ROW
     },
     Primitive {
@@ -1389,6 +1412,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["dimensions"],
         doc: "Reverses the order of the elements along the axes in `dimensions`.",
         complex: COMPLEX,
+        cost: Some(Cost::equal(CostRule::Reverse)),
         ..ROW
     },
     Primitive {
@@ -1514,12 +1538,14 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "select_and_gather_add",
         family: Indexing,
         doc: "Autodiff of max/min pooling: per window, the tangent at the selected element (`select_prim`).",
+        cost: Some(Cost::differs(CostRule::Unmodelled, "not modelled yet")),
         ..ROW
     },
     Primitive {
         name: "select_and_scatter_add",
         family: Indexing,
         doc: "Autodiff of max/min pooling: adds each source value at the element selected in its window.",
+        cost: Some(Cost::differs(CostRule::Unmodelled, "not modelled yet")),
         ..ROW
     },
     Primitive {
@@ -1731,6 +1757,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "unstack",
         family: Shape,
         doc: "Splits an array into its slices along `axis` (one result each, the axis removed).",
+        cost: Some(Cost::equal(CostRule::Unstack)),
         ..ROW
     },
     Primitive {

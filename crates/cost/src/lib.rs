@@ -17,6 +17,7 @@ pub use amount::{Amount, bytes, element_bytes, elements};
 pub use jaxpr_check::registry::{CostRule, XlaCount};
 pub use memory::Peak;
 
+use jaxpr_check::registry;
 use jaxpr_check::{Analysis, EqnId, JaxprId};
 use jaxpr_syntax::ast;
 use rustc_hash::FxHashMap as HashMap;
@@ -94,6 +95,11 @@ pub struct EqnCost {
     /// Whether `total` is what XLA counts for JAX's lowering: the first
     /// reason it is not, from this equation or one it runs.
     pub xla: XlaCount,
+    /// Why JAX's lowering drops the equation before XLA sees it, when it
+    /// does: nothing reads its results, or its operands are constants
+    /// (StableHLO's canonicalisation folds it; a folded array that
+    /// something reads costs the broadcast of its value).
+    pub dropped: Option<&'static str>,
 }
 
 /// One jaxpr's totals.
@@ -142,6 +148,7 @@ pub fn analyse(file: &ast::SourceFile, analysis: &Analysis, options: Options) ->
         eqns: vec![None; analysis.eqns.len()],
         jaxprs: vec![None; analysis.jaxprs.len()],
         visiting: vec![false; analysis.jaxprs.len()],
+        splats: HashMap::default(),
     };
     for j in 0..analysis.jaxprs.len() {
         walk.jaxpr(JaxprId(j as u32));
@@ -154,6 +161,7 @@ pub fn analyse(file: &ast::SourceFile, analysis: &Analysis, options: Options) ->
                 e.unwrap_or(EqnCost {
                     total: Cost::unknown(),
                     xla: XlaCount::Differs("not analysed"),
+                    dropped: None,
                 })
             })
             .collect(),
@@ -209,7 +217,12 @@ struct Walk<'a, 'f> {
     /// Jaxprs being walked (a call cycle, which a checked file cannot
     /// have, is cut instead of recursing).
     visiting: Vec<bool>,
+    /// Values known to be one number broadcast, by variable.
+    splats: HashMap<jaxpr_types::VarId, f64>,
 }
+
+const DEAD: &str = "nothing reads its results: JAX's lowering drops it";
+const FOLDED: &str = "its operands are constants: folded into a constant before XLA sees it";
 
 /// The first reason of two that a count is not XLA's.
 fn first_difference(a: XlaCount, b: XlaCount) -> XlaCount {
@@ -233,6 +246,20 @@ impl Walk<'_, '_> {
         }
         self.visiting[id.0 as usize] = true;
         let info = self.analysis.jaxpr(id);
+        for e in self.dead_eqns(id) {
+            self.eqns[e.0 as usize] = Some(EqnCost {
+                total: Cost::zero(),
+                xla: XlaCount::Equal,
+                dropped: Some(DEAD),
+            });
+        }
+        for (e, total) in rules::folded_eqns(self, id) {
+            self.eqns[e.0 as usize] = Some(EqnCost {
+                total,
+                xla: XlaCount::Equal,
+                dropped: Some(FOLDED),
+            });
+        }
         let mut total = Cost::zero();
         let mut xla = XlaCount::Equal;
         for &e in &info.eqns {
@@ -251,6 +278,36 @@ impl Walk<'_, '_> {
         self.visiting[id.0 as usize] = false;
         self.jaxprs[id.0 as usize] = Some(out.clone());
         out
+    }
+
+    /// The equations whose results nothing reads, directly or through
+    /// other such equations, and which have no effect: JAX's lowering
+    /// drops them (dead-code elimination), so XLA never counts them.
+    fn dead_eqns(&self, id: JaxprId) -> Vec<EqnId> {
+        let analysis = self.analysis;
+        let info = analysis.jaxpr(id);
+        let mut read: rustc_hash::FxHashSet<jaxpr_types::VarId> = info.outs.iter().filter_map(|o| o.var).collect();
+        let mut dead = Vec::new();
+        for &e in info.eqns.iter().rev() {
+            let eqn_info = analysis.eqn(e);
+            let Some(&syntax) = self.syntax.get(&eqn_info.range.start) else {
+                continue;
+            };
+            let pure = registry::lookup(&eqn_info.primitive).is_some_and(|row| row.cost().rule.is_pure());
+            let unread = eqn_info.outs.iter().all(|v| v.is_none_or(|v| !read.contains(&v)));
+            if pure && unread && eqn_info.callees.is_empty() {
+                dead.push(e);
+                continue;
+            }
+            for atom in syntax.args.iter() {
+                if let ast::Atom::Var(name) = atom
+                    && let Some(r) = analysis.ref_at(name.range)
+                {
+                    read.insert(r.var);
+                }
+            }
+        }
+        dead
     }
 
     fn eqn(&mut self, id: EqnId) -> EqnCost {

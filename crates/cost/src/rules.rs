@@ -63,6 +63,8 @@ fn sum_elements<'t>(types: impl IntoIterator<Item = &'t Option<AType>>, analysis
 /// What one equation sees: its row, syntax and types.
 struct EqnView<'a> {
     analysis: &'a Analysis,
+    /// Values known to be one number broadcast (`broadcast_in_dim 1.0`).
+    splats: &'a rustc_hash::FxHashMap<jaxpr_types::VarId, f64>,
     eqn: &'a ast::Eqn,
     operands: Vec<Option<AType>>,
     results: Vec<Option<AType>>,
@@ -122,6 +124,23 @@ impl EqnView<'_> {
         };
         let broadcast = bytes(&result.with_dtype(dtype), None, self.analysis);
         broadcast_bytes(operand.is_scalar(), &own, &broadcast).add(&broadcast)
+    }
+    /// Whether one operand is the literal `identity` and the other has the
+    /// result's type, so that the operation folds away.
+    fn folds_identity(&self, identity: i64) -> bool {
+        let [left, right] = &self.eqn.args[..] else {
+            return false;
+        };
+        let is_identity = |atom: &ast::Atom| match atom {
+            ast::Atom::Lit(lit) => lit.value.parse::<f64>().is_ok_and(|v| v == identity as f64),
+            ast::Atom::Var(name) => self
+                .analysis
+                .ref_at(name.range)
+                .and_then(|r| self.splats.get(&r.var))
+                .is_some_and(|&v| v == identity as f64),
+        };
+        let result = self.results.first().cloned().flatten();
+        (is_identity(left) && self.operands[1] == result) || (is_identity(right) && self.operands[0] == result)
     }
     fn int_param(&self, name: &str) -> Option<i64> {
         int_value(&self.eqn.param(name)?.value)
@@ -192,16 +211,13 @@ fn squaring_multiplies(mut exponent: u64) -> i64 {
 }
 
 /// The equation's own cost under its rule (nested jaxprs apart).
-fn own_cost(rule: CostRule, family: Family, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost {
+fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost {
     let analysis = view.analysis;
     let mut cost = Cost::zero();
     match rule {
         CostRule::Free | CostRule::Unmodelled | CostRule::Call | CostRule::Scan | CostRule::While | CostRule::Cond => {}
-        CostRule::Elementwise | CostRule::Transcendental => {
-            // A conversion to the type it already has lowers to nothing.
-            if family == Family::Conversion && view.operands.len() == 1 && view.operands == view.results {
-                return cost;
-            }
+        CostRule::ElementwiseUnlessIdentity(identity) if view.folds_identity(identity) => {}
+        CostRule::Elementwise | CostRule::ElementwiseUnlessIdentity(_) | CostRule::Transcendental => {
             let count = view.result_elements();
             if rule == CostRule::Transcendental {
                 cost.transcendentals = count;
@@ -262,7 +278,9 @@ fn own_cost(rule: CostRule, family: Family, view: &EqnView<'_>, combiner_flops: 
             } else {
                 let axis = view.int_param("dimension").and_then(|d| usize::try_from(d).ok());
                 let line = axis.and_then(|a| result.shape.get(a)).map(|dim| result.with_shape(Shape::from_slice(&[*dim])));
+                // A line of one element is broadcast without being written first.
                 cost.bytes_accessed = match line {
+                    Some(line) if elements(&line, analysis).as_constant() == Some(1) => bytes(&line, None, analysis).add(&result_bytes),
                     Some(line) => bytes(&line, None, analysis).scale(2).add(&result_bytes),
                     None => Amount::unknown(),
                 };
@@ -285,9 +303,15 @@ fn own_cost(rule: CostRule, family: Family, view: &EqnView<'_>, combiner_flops: 
                 cost.bytes_accessed = cost.bytes_accessed.add(&scalar).add(&result.scale(4));
             }
         }
-        CostRule::Movement => {
-            // A move to the type it already has lowers to nothing.
-            if view.operands.len() == 1 && view.operands == view.results {
+        CostRule::Reverse if view.eqn.param("dimensions").and_then(|p| int_items(&p.value)).is_some_and(|d| d.is_empty()) => {}
+        CostRule::Unstack => cost.bytes_accessed = view.result_bytes().scale(4),
+        CostRule::Movement | CostRule::Reverse => {
+            // A move whose result is its (first) operand, the others scalars
+            // (a `pad` by nothing, a `concatenate` of one), lowers to nothing.
+            let unchanged = view.results.len() == 1
+                && view.operands.first() == view.results.first()
+                && view.operands.iter().skip(1).flatten().all(AType::is_scalar);
+            if unchanged && rule == CostRule::Movement {
                 return cost;
             }
             cost.bytes_accessed = view.operand_bytes().add(&view.result_bytes());
@@ -301,10 +325,14 @@ fn own_cost(rule: CostRule, family: Family, view: &EqnView<'_>, combiner_flops: 
             let explicit_inits = view.operands.len() == 2 * view.results.len();
             let mut folded = Amount::zero();
             let mut inits = Amount::zero();
-            for (operand, result) in view.operands.iter().zip(&view.results) {
+            // XLA folds the operands together: the combiner runs once per
+            // element of one operand folded into a result.
+            for (i, (operand, result)) in view.operands.iter().zip(&view.results).enumerate() {
                 match (operand, result) {
                     (Some(operand), Some(result)) => {
-                        folded = folded.add(&elements(operand, analysis).sub(&elements(result, analysis)));
+                        if i == 0 {
+                            folded = elements(operand, analysis).sub(&elements(result, analysis));
+                        }
                         inits = inits.add(&view.scalar_bytes(operand));
                     }
                     _ => folded = Amount::unknown(),
@@ -368,7 +396,7 @@ fn own_cost(rule: CostRule, family: Family, view: &EqnView<'_>, combiner_flops: 
 
 /// Why XLA's count of this equation differs from the rule's on these
 /// types, beyond its row's reason.
-fn type_difference(cost: registry::Cost, view: &EqnView<'_>) -> XlaCount {
+fn type_difference(cost: registry::Cost, family: Family, view: &EqnView<'_>) -> XlaCount {
     let complex = view
         .operands
         .iter()
@@ -377,6 +405,15 @@ fn type_difference(cost: registry::Cost, view: &EqnView<'_>) -> XlaCount {
         .any(|ty| ty.dtype.as_ref().is_some_and(DType::is_complex));
     if complex && cost.complex_xla != XlaCount::Equal {
         return cost.complex_xla;
+    }
+    // An elementwise operation with operands of another dtype than its
+    // result (`mul[out_dtype=...]`) converts them first.
+    if matches!(family, Family::Unary | Family::Binary)
+        && matches!(cost.rule, CostRule::Elementwise | CostRule::ElementwiseUnlessIdentity(_)) {
+        let result = view.results.first().cloned().flatten().and_then(|t| t.dtype);
+        if view.operands.iter().flatten().any(|t| t.dtype.is_some() && t.dtype != result) {
+            return XlaCount::Differs("its operands are converted to the result's dtype first");
+        }
     }
     let untyped = view.operands.iter().chain(&view.results).any(|ty| ty.is_none());
     if untyped {
@@ -392,22 +429,26 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
         return EqnCost {
             total: Cost::unknown(),
             xla: XlaCount::Differs("an unknown primitive"),
+            dropped: None,
         };
     };
     let Some(&eqn) = walk.syntax.get(&info.range.start) else {
         return EqnCost {
             total: Cost::unknown(),
             xla: XlaCount::Differs("an equation without syntax"),
+            dropped: None,
         };
     };
     let rule = row.cost();
+    let splats = std::mem::take(&mut walk.splats);
     let view = EqnView {
         analysis,
+        splats: &splats,
         eqn,
         operands: operand_types(analysis, eqn),
         results: result_types(analysis, info),
     };
-    let mut xla = first_difference(rule.xla, type_difference(rule, &view));
+    let mut xla = first_difference(rule.xla, type_difference(rule, row.family, &view));
     let callees: Vec<JaxprId> = info.callees.iter().map(|(_, j)| *j).collect();
     let mut nested = Vec::with_capacity(callees.len());
     for callee in callees {
@@ -420,9 +461,13 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
         (CostRule::Reduction, Some(combiner)) => combiner.flops.clone(),
         _ => Amount::constant(1),
     };
-    let mut total = own_cost(rule.rule, row.family, &view, &combiner_flops);
+    let mut total = own_cost(rule.rule, &view, &combiner_flops);
+    let empty_results = !view.results.is_empty()
+        && view.results.iter().all(|ty| ty.as_ref().is_some_and(|ty| elements(ty, analysis).is_zero()));
+    drop(view);
+    walk.splats = splats;
     // An instruction with an empty result is not counted.
-    if view.results.iter().flatten().all(|ty| elements(ty, analysis).is_zero()) && !view.results.is_empty() {
+    if empty_results {
         total = Cost::zero();
     }
     match rule.rule {
@@ -435,7 +480,7 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
             let body = nested.iter().fold(Cost::zero(), |acc, c| acc.add(c));
             let iterations = match walk.options.loops {
                 LoopCount::Xla => Amount::constant(1),
-                LoopCount::Iterations => match view.eqn.param("length") {
+                LoopCount::Iterations => match eqn.param("length") {
                     Some(param) => scan_length(&param.value),
                     None => Amount::unknown(),
                 },
@@ -449,7 +494,7 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
             }
         }
     }
-    EqnCost { total, xla }
+    EqnCost { total, xla, dropped: None }
 }
 
 /// `length=` of a scan: an integer, or a symbolic dimension.
@@ -461,4 +506,74 @@ fn scan_length(expr: &ast::Expr) -> Amount {
         ast::ExprKind::Path(name) => Amount::from_poly(jaxpr_types::Poly::symbol(name)),
         _ => Amount::unknown(),
     }
+}
+
+/// The equations of a jaxpr whose operands are all constants (literals, or
+/// results of such equations) and whose rule StableHLO's canonicalisation
+/// folds (elementwise arithmetic, conversions, broadcasts and reshapes of a
+/// splat), with what each still costs: a folded array that a kept equation
+/// or the jaxpr's outputs read is materialised as a broadcast of its value.
+pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, Cost)> {
+    let analysis = walk.analysis;
+    let info = analysis.jaxpr(id);
+    let mut constant: rustc_hash::FxHashSet<jaxpr_types::VarId> = Default::default();
+    let mut folded = Vec::new();
+    for &e in &info.eqns {
+        let eqn_info = analysis.eqn(e);
+        let Some(&syntax) = walk.syntax.get(&eqn_info.range.start) else {
+            continue;
+        };
+        let foldable = registry::lookup(&eqn_info.primitive).is_some_and(|row| {
+            matches!(row.family, Family::Unary | Family::Binary | Family::Conversion | Family::Shape)
+                && matches!(
+                    row.cost().rule,
+                    CostRule::Elementwise | CostRule::ElementwiseUnlessIdentity(_) | CostRule::Convert | CostRule::Movement | CostRule::Free
+                )
+        });
+        let operands_constant = !syntax.args.is_empty()
+            && syntax.args.iter().all(|atom| match atom {
+                ast::Atom::Lit(_) => true,
+                ast::Atom::Var(name) => analysis.ref_at(name.range).is_some_and(|r| constant.contains(&r.var)),
+            });
+        if foldable && operands_constant {
+            constant.extend(eqn_info.outs.iter().flatten().copied());
+            // A broadcast of a literal is a splat of known value.
+            if let ([ast::Atom::Lit(lit)], [Some(out)]) = (&syntax.args[..], &eqn_info.outs[..])
+                && let Ok(value) = lit.value.parse::<f64>()
+            {
+                walk.splats.insert(*out, value);
+            }
+            folded.push(e);
+        }
+    }
+    // Which folded values a kept equation or the outputs read.
+    let mut read: rustc_hash::FxHashSet<jaxpr_types::VarId> = info.outs.iter().filter_map(|o| o.var).collect();
+    for &e in &info.eqns {
+        if folded.contains(&e) {
+            continue;
+        }
+        if let Some(&syntax) = walk.syntax.get(&analysis.eqn(e).range.start) {
+            for atom in syntax.args.iter() {
+                if let ast::Atom::Var(name) = atom
+                    && let Some(r) = analysis.ref_at(name.range)
+                {
+                    read.insert(r.var);
+                }
+            }
+        }
+    }
+    folded
+        .into_iter()
+        .map(|e| {
+            let mut cost = Cost::zero();
+            for var in analysis.eqn(e).outs.iter().flatten() {
+                let ty = &analysis.var(*var).ty;
+                if read.contains(var) && !ty.is_scalar() {
+                    let scalar = bytes(&AType { dtype: ty.dtype.clone(), shape: Shape::new() }, None, analysis);
+                    cost.bytes_accessed = cost.bytes_accessed.add(&scalar).add(&bytes(ty, None, analysis));
+                }
+            }
+            (e, cost)
+        })
+        .collect()
 }
