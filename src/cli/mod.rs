@@ -1,8 +1,11 @@
 //! The `jaxpr` command line: `check` (diagnostics, human or JSON),
-//! `types` (every jaxpr's `in_type`/`out_type`) and `trace` (record what a
+//! `types` (every jaxpr's `in_type`/`out_type`), `stats` (cost, memory,
+//! equations by primitive and Python line) and `trace` (record what a
 //! Python program traces into a session folder).
 
+mod pprof;
 mod render;
+mod stats;
 mod trace;
 
 use jaxpr_db::{self as db, RootDatabase, SourceFile};
@@ -39,6 +42,25 @@ enum Command {
     },
     /// Print the in_type/out_type of every jaxpr in a file, with de Bruijn indices.
     Types { file: PathBuf },
+    /// What each file costs: equations by primitive, FLOPs, transcendentals,
+    /// bytes accessed and peak live bytes per jaxpr, the most expensive
+    /// equations, and totals per Python line where the file has source
+    /// information.
+    Stats {
+        /// Jaxpr files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Output format (`pprof` writes a gzipped profile.proto to `--output`).
+        #[arg(long, value_enum, default_value_t = stats::StatsFormat::Table)]
+        format: stats::StatsFormat,
+        /// Where `--format pprof` writes its profile.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// Count every loop body once, as XLA's cost analysis does (by
+        /// default a `scan` body counts once per iteration).
+        #[arg(long)]
+        xla_loops: bool,
+    },
     /// Build a jaxpr: StableHLO text or bytecode, or native code (a shared library with a C ABI, LLVM IR, an object).
     Build(BuildArgs),
     /// Run a Python program and record every jaxpr it traces, with source
@@ -166,6 +188,17 @@ pub fn main(build: Option<BuildCommand>) -> i32 {
             color,
         } => check(&paths, format, color),
         Command::Types { file } => types(&file),
+        Command::Stats {
+            files,
+            format,
+            output,
+            xla_loops,
+        } => stats::stats(stats::StatsRequest {
+            files: &files,
+            format,
+            output: output.as_deref(),
+            loops: if xla_loops { jaxpr_cost::LoopCount::Xla } else { jaxpr_cost::LoopCount::Iterations },
+        }),
         Command::Build(args) => {
             let Some(run) = build else {
                 return exec_build_binary();

@@ -3,6 +3,7 @@
 #   venv.sh jax               -> target/venv-trace           (jax==0.10.2, the recipe of shared/oracle/setup.sh)
 #   venv.sh catalyst          -> target/venv-trace-catalyst  (pennylane-catalyst==0.15.0, which pins jax 0.7.1)
 #   venv.sh jax VERSION       -> target/venv-trace-jax-VERSION       (jax==VERSION, jaxlib==VERSION)
+#   venv.sh pprof             -> target/venv-pprof           (protobuf: decodes `jaxpr stats --format pprof`)
 #   venv.sh catalyst VERSION  -> target/venv-trace-catalyst-VERSION  (pennylane-catalyst==VERSION, its
 #                                pinned jax, and the pennylane / pennylane-lightning minor of its release)
 # Prints the interpreter's path last. Idempotent; concurrent callers wait on a lock.
@@ -24,6 +25,7 @@ pennylane_minor() {
 case "$kind:$version" in
   jax:|jax:0.10.2) dir=$target/venv-trace; pkgs=('jax==0.10.2' 'jaxlib==0.10.2' 'numpy>=2,<3'); probe='import jax, numpy' ;;
   catalyst:|catalyst:0.15.0) dir=$target/venv-trace-catalyst; pkgs=('pennylane-catalyst==0.15.0'); probe='import catalyst, jax' ;;
+  pprof:) dir=$target/venv-pprof; pkgs=('protobuf>=5,<8'); probe='import google.protobuf' ;;
   jax:*) dir=$target/venv-trace-jax-$version; pkgs=("jax==$version" "jaxlib==$version"); probe='import jax, numpy' ;;
   catalyst:*)
     pl=$(pennylane_minor "$version")
@@ -35,7 +37,7 @@ case "$kind:$version" in
     # PennyLane 0.40 (Catalyst 0.10) needs autoray's NumpyMimic, gone in 0.7.
     case "$pl" in 0.40) pkgs+=('autoray~=0.6.12') ;; esac
     probe='import catalyst, jax, pennylane' ;;
-  *) echo "usage: venv.sh jax|catalyst [VERSION]" >&2; exit 2 ;;
+  *) echo "usage: venv.sh jax|catalyst [VERSION] | venv.sh pprof" >&2; exit 2 ;;
 esac
 exec 9>"$dir.lock"
 flock 9
