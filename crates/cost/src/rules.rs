@@ -527,7 +527,12 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
             matches!(row.family, Family::Unary | Family::Binary | Family::Conversion | Family::Shape)
                 && matches!(
                     row.cost().rule,
-                    CostRule::Elementwise | CostRule::ElementwiseUnlessIdentity(_) | CostRule::Convert | CostRule::Movement | CostRule::Free
+                    CostRule::Elementwise
+                        | CostRule::ElementwiseUnlessIdentity(_)
+                        | CostRule::Transcendental
+                        | CostRule::Convert
+                        | CostRule::Movement
+                        | CostRule::Free
                 )
         });
         let operands_constant = !syntax.args.is_empty()
