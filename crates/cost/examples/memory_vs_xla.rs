@@ -51,9 +51,10 @@ fn main() {
     }
     let at = |q: f64| ratios[((n - 1) as f64 * q) as usize].0;
     let within = |lo: f64, hi: f64| ratios.iter().filter(|r| r.0 >= lo && r.0 <= hi).count();
-    let geomean = (ratios.iter().map(|r| r.0.ln()).sum::<f64>() / n as f64).exp();
+    let positive: Vec<f64> = ratios.iter().map(|r| r.0).filter(|&r| r > 0.0).collect();
+    let geomean = (positive.iter().map(|r| r.ln()).sum::<f64>() / positive.len().max(1) as f64).exp();
     println!("{n} programs (and {without} without a comparable figure): peak ours / XLA's arguments+outputs+temporaries");
-    println!("  min {:.3}  p10 {:.3}  median {:.3}  p90 {:.3}  max {:.3}  geometric mean {:.3}", at(0.0), at(0.1), at(0.5), at(0.9), at(1.0), geomean);
+    println!("  min {:.3}  p10 {:.3}  median {:.3}  p90 {:.3}  max {:.3}  geometric mean of the {} nonzero {:.3}", at(0.0), at(0.1), at(0.5), at(0.9), at(1.0), positive.len(), geomean);
     println!("  equal: {}   within 0.5x-2x: {}   above 2x: {}", within(1.0, 1.0), within(0.5, 2.0), ratios.iter().filter(|r| r.0 > 2.0).count());
     println!("  largest: {} ({:.2})", ratios[n - 1].1, ratios[n - 1].0);
 }
