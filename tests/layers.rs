@@ -112,9 +112,9 @@ fn only_the_server_knows_lsp() {
 
 #[test]
 fn the_layers_depend_on_each_other_in_the_pipelines_order() {
-    // syntax -> types -> check -> db -> ide -> session; each may use only
-    // the layers before it.
-    let order = ["jaxpr-syntax", "jaxpr-types", "jaxpr-check", "jaxpr-db", "jaxpr-ide", "jaxpr-session"];
+    // syntax -> types -> check -> cost -> db -> ide -> session; each may
+    // use only the layers before it.
+    let order = ["jaxpr-syntax", "jaxpr-types", "jaxpr-check", "jaxpr-cost", "jaxpr-db", "jaxpr-ide", "jaxpr-session"];
     let graph = closure();
     for (i, layer) in order.iter().enumerate() {
         let later: Vec<&&str> = order[i + 1..]

@@ -1,11 +1,14 @@
 //! The `jaxpr` command line: `check` (diagnostics, human, JSON, SARIF or
 //! GitHub annotations, rules selected by configuration), `rule` (a rule's
 //! page), `types` (every jaxpr's `in_type`/`out_type`), `graph` (the
-//! dataflow graph as SVG, HTML, DOT or Model Explorer JSON) and `trace`
-//! (record what a Python program traces into a session folder).
+//! dataflow graph as SVG, HTML, DOT or Model Explorer JSON), `stats` (cost,
+//! memory, equations by primitive and Python line) and `trace` (record what
+//! a Python program traces into a session folder).
 
 mod graph;
+mod pprof;
 mod render;
+mod stats;
 mod trace;
 
 use jaxpr_db::{self as db, RootDatabase, SourceFile};
@@ -58,6 +61,25 @@ enum Command {
     /// (pan, zoom, search, groups to open and close), Graphviz DOT, or Model
     /// Explorer's graph JSON.
     Graph(graph::GraphArgs),
+    /// What each file costs: equations by primitive, FLOPs, transcendentals,
+    /// bytes accessed and peak live bytes per jaxpr, the most expensive
+    /// equations, and totals per Python line where the file has source
+    /// information.
+    Stats {
+        /// Jaxpr files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Output format (`pprof` writes a gzipped profile.proto to `--output`).
+        #[arg(long, value_enum, default_value_t = stats::StatsFormat::Table)]
+        format: stats::StatsFormat,
+        /// Where `--format pprof` writes its profile.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// Count every loop body once, as XLA's cost analysis does (by
+        /// default a `scan` body counts once per iteration).
+        #[arg(long)]
+        xla_loops: bool,
+    },
     /// Build a jaxpr: StableHLO text or bytecode, or native code (a shared library with a C ABI, LLVM IR, an object).
     Build(BuildArgs),
     /// Run a Python program and record every jaxpr it traces, with source
@@ -264,6 +286,17 @@ pub fn main(build: Option<BuildCommand>) -> i32 {
         Command::Rule { rule, all } => print_rule(rule.as_deref(), all),
         Command::Types { file } => types(&file),
         Command::Graph(args) => graph::graph(args),
+        Command::Stats {
+            files,
+            format,
+            output,
+            xla_loops,
+        } => stats::stats(stats::StatsRequest {
+            files: &files,
+            format,
+            output: output.as_deref(),
+            loops: if xla_loops { jaxpr_cost::LoopCount::Xla } else { jaxpr_cost::LoopCount::Iterations },
+        }),
         Command::Build(args) => {
             let Some(run) = build else {
                 return exec_build_binary();

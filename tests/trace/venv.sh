@@ -4,6 +4,7 @@
 #   venv.sh jax               -> target/venv-trace           (jax==0.10.2, the recipe of shared/oracle/setup.sh)
 #   venv.sh catalyst          -> target/venv-trace-catalyst  (pennylane-catalyst==0.15.0, which pins jax 0.7.1)
 #   venv.sh jax VERSION       -> target/venv-trace-jax-VERSION       (jax==VERSION, jaxlib==VERSION)
+#   venv.sh pprof             -> target/venv-pprof           (protobuf: decodes `jaxpr stats --format pprof`)
 #   venv.sh catalyst VERSION  -> target/venv-trace-catalyst-VERSION  (pennylane-catalyst==VERSION, its
 #                                pinned jax, and the pennylane / pennylane-lightning minor of its release)
 #   venv.sh jsonschema        -> target/venv-jsonschema      (jsonschema, which validates the SARIF output)
@@ -29,6 +30,7 @@ case "$kind:$version" in
   catalyst:|catalyst:0.15.0) dir=$target/venv-trace-catalyst; pkgs=('pennylane-catalyst==0.15.0'); probe='import catalyst, jax' ;;
   jsonschema:) dir=$target/venv-jsonschema; pkgs=('jsonschema==4.26.0'); probe='import jsonschema' ;;
   model-explorer:) dir=$target/venv-model-explorer; pkgs=('ai-edge-model-explorer==0.1.34'); probe='import dacite, model_explorer.graph_builder' ;;
+  pprof:) dir=$target/venv-pprof; pkgs=('protobuf>=5,<8'); probe='import google.protobuf' ;;
   jax:*) dir=$target/venv-trace-jax-$version; pkgs=("jax==$version" "jaxlib==$version"); probe='import jax, numpy' ;;
   catalyst:*)
     pl=$(pennylane_minor "$version")
@@ -40,7 +42,7 @@ case "$kind:$version" in
     # PennyLane 0.40 (Catalyst 0.10) needs autoray's NumpyMimic, gone in 0.7.
     case "$pl" in 0.40) pkgs+=('autoray~=0.6.12') ;; esac
     probe='import catalyst, jax, pennylane' ;;
-  *) echo "usage: venv.sh jax|catalyst [VERSION] | jsonschema | model-explorer" >&2; exit 2 ;;
+  *) echo "usage: venv.sh jax|catalyst [VERSION] | jsonschema | model-explorer | pprof" >&2; exit 2 ;;
 esac
 exec 9>"$dir.lock"
 flock 9

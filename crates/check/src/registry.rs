@@ -73,6 +73,175 @@ pub struct Primitive {
     /// complex (`c64`, `c128`); read only where `stablehlo`/`native` is
     /// `Lowered`.
     pub complex: ComplexLowering,
+    /// What it costs (FLOPs, transcendentals, bytes accessed), as XLA's HLO
+    /// cost analysis counts JAX's lowering of it; `None`: its family's
+    /// ([`Family::cost`]). Read by `jaxpr-cost`.
+    pub cost: Option<Cost>,
+}
+
+/// How a primitive's cost is counted, in the terms of XLA's HLO cost
+/// analysis (`HloCostAnalysis`) of the instructions JAX lowers it to. Every
+/// count is derived from the equation's operand and result types (and, for
+/// a few rules, its parameters) by `jaxpr-cost`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CostRule {
+    /// No instruction of its own: a marker the lowering drops, or a value
+    /// passed through. Nothing.
+    Free,
+    /// One elementwise instruction: a FLOP per result element; bytes: the
+    /// operands and the results.
+    Elementwise,
+    /// [`CostRule::Elementwise`], but nothing when an operand is the
+    /// literal identity of the operation (`mul x 1.0`, `add x 0`), which
+    /// StableHLO's canonicalisation folds before XLA sees it.
+    ElementwiseUnlessIdentity(i64),
+    /// One transcendental instruction (`exp`, `log`, `sqrt`, `tanh`, ...,
+    /// the opcodes XLA counts as transcendental): one per result element.
+    Transcendental,
+    /// Moves data (reshape, slice, transpose, pad, gather, ...): no FLOPs;
+    /// bytes: the operands and the results.
+    Movement,
+    /// `convert_element_type`: elementwise, except to its own type
+    /// (nothing) and from a number to `bool` (a comparison with a broadcast
+    /// zero).
+    Convert,
+    /// `select_n`: one select per result element for a boolean predicate
+    /// and two cases; for an integer predicate or more cases, JAX's tree of
+    /// `n - 1` comparisons (each with a broadcast constant) and selects.
+    Select,
+    /// `rev`: moves data, unless it reverses no axis (nothing).
+    Reverse,
+    /// `unstack`: a slice and a reshape per result, each reading and
+    /// writing the result's bytes.
+    Unstack,
+    /// `iota`: one-dimensional, then broadcast to the result's rank.
+    Iota,
+    /// `integer_pow` (and `square`, its exponent 2): the multiplies of
+    /// exponentiation by squaring, one FLOP per element each, and for a
+    /// negative exponent a division of one by the power.
+    Multiplies,
+    /// Reads only what it keeps (`slice`, `dynamic_slice`): no FLOPs; bytes:
+    /// twice the result's.
+    Slice,
+    /// A reduction with a one-FLOP combiner: a FLOP per operand element
+    /// folded into a result (operand elements − result elements, per
+    /// reduced operand).
+    Reduction,
+    /// `dot_general`: two FLOPs (a multiply and an add) per result element
+    /// and contracted element.
+    Dot,
+    /// A convolution: two FLOPs per result element and kernel element of one
+    /// output feature, divided by the feature group count.
+    Convolution,
+    /// Calls its nested jaxprs once: their cost (the call itself is free).
+    Call,
+    /// `scan`: its body's cost, once per iteration (`length`), or once, as
+    /// XLA counts the `while` loop it becomes (`jaxpr_cost::LoopCount`).
+    Scan,
+    /// `while`: its condition's and body's cost, counted once (the trip
+    /// count is data-dependent; XLA's `HandleWhile` counts one iteration).
+    While,
+    /// `cond`: the most expensive branch, each count on its own (XLA's
+    /// `HandleConditional` takes the maximum of each property).
+    Cond,
+    /// Not modelled (quantum instructions, opaque calls): counted as zero
+    /// and said so.
+    Unmodelled,
+}
+
+impl CostRule {
+    /// Whether the primitive only computes its results (no effect, no
+    /// nested jaxpr), so that an unread result means it is dropped.
+    pub const fn is_pure(self) -> bool {
+        !matches!(
+            self,
+            CostRule::Call | CostRule::Scan | CostRule::While | CostRule::Cond | CostRule::Unmodelled | CostRule::Free
+        )
+    }
+}
+
+/// Whether the count of [`CostRule`] is the one XLA's analysis gives for
+/// JAX's lowering, which `tests/cost.rs` holds it to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum XlaCount {
+    /// The same numbers.
+    Equal,
+    /// XLA's differs (JAX or XLA expands the primitive into several
+    /// instructions, or adds some around it), for the reason given; a
+    /// program with such an equation is compared with
+    /// `tests/cost.rs`'s stated tolerance.
+    Differs(&'static str),
+}
+
+/// A primitive's cost: the rule, and whether it is XLA's count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cost {
+    pub rule: CostRule,
+    pub xla: XlaCount,
+    /// Whether it is XLA's count on complex operands or results, where
+    /// XLA lowers comparisons, powers, reductions and transcendentals of
+    /// complex numbers to expansions.
+    pub complex_xla: XlaCount,
+}
+
+/// Why a complex count differs.
+const COMPLEX_EXPANDED: XlaCount =
+    XlaCount::Differs("on complex numbers, lowered to an expansion, which XLA counts one instruction at a time");
+
+impl Cost {
+    pub const fn equal(rule: CostRule) -> Cost {
+        let complex_xla = match rule {
+            CostRule::Transcendental | CostRule::Multiplies | CostRule::Reduction | CostRule::Select => COMPLEX_EXPANDED,
+            _ => XlaCount::Equal,
+        };
+        Cost { rule, xla: XlaCount::Equal, complex_xla }
+    }
+    pub const fn differs(rule: CostRule, why: &'static str) -> Cost {
+        Cost { rule, xla: XlaCount::Differs(why), complex_xla: XlaCount::Differs(why) }
+    }
+    /// Elementwise, and counted as XLA does except on complex numbers.
+    const fn real_elementwise() -> Cost {
+        Cost { complex_xla: COMPLEX_EXPANDED, ..Cost::equal(CostRule::Elementwise) }
+    }
+}
+
+/// A transcendental that XLA expands into a polynomial or a series (from
+/// CHLO), so its FLOP count is the expansion's.
+const EXPANDED_TRANSCENDENTAL: Option<Cost> = Some(Cost::differs(
+    CostRule::Transcendental,
+    "lowered to an expansion of several instructions (CHLO), which XLA counts one by one",
+));
+const EXPANDED_ELEMENTWISE: Option<Cost> = Some(Cost::differs(
+    CostRule::Elementwise,
+    "lowered to several elementwise instructions, which XLA counts one by one",
+));
+/// What XLA counts of a loop beyond its body.
+const LOOP_OVERHEAD: &str = "XLA also counts the loop's counter and its comparison, and the slicing of each iteration's operands and results";
+const TRANSCENDENTAL: Option<Cost> = Some(Cost::equal(CostRule::Transcendental));
+const FREE: Option<Cost> = Some(Cost::equal(CostRule::Free));
+
+impl Family {
+    /// The cost of a primitive of this family whose row names none.
+    pub const fn cost(self) -> Cost {
+        match self {
+            Family::Unary | Family::Binary | Family::Comparison | Family::Selection | Family::Conversion => {
+                Cost::equal(CostRule::Elementwise)
+            }
+            Family::Reduction => Cost::equal(CostRule::Reduction),
+            Family::Shape | Family::Indexing => Cost::equal(CostRule::Movement),
+            Family::Identity | Family::Placement => Cost::equal(CostRule::Free),
+            Family::Call => Cost::equal(CostRule::Call),
+            Family::Contraction => Cost::equal(CostRule::Dot),
+            Family::WindowReduction | Family::Cumulative => Cost::differs(
+                CostRule::Reduction,
+                "counted as one reduction; XLA counts each window's combiner",
+            ),
+            Family::Random | Family::Other | Family::Loop => {
+                Cost::differs(CostRule::Unmodelled, "not modelled yet")
+            }
+            Family::Quantum => Cost::differs(CostRule::Unmodelled, "runs on a quantum device, outside XLA"),
+        }
+    }
 }
 
 /// How the back ends treat a primitive on complex operands or results.
@@ -113,6 +282,10 @@ impl Primitive {
     pub fn is_named(&self, name: &str) -> bool {
         self.name == name || self.aliases.contains(&name)
     }
+    /// Its cost rule: its row's, or its family's.
+    pub fn cost(&self) -> Cost {
+        self.cost.unwrap_or(self.family.cost())
+    }
 }
 
 /// The fields most rows share; each row names only what differs.
@@ -126,6 +299,7 @@ const ROW: Primitive = Primitive {
     stablehlo: Lowering::Lowered,
     native: Lowering::Lowered,
     complex: NO_COMPLEX,
+    cost: None,
 };
 
 /// Why StableHLO does not build a quantum program: XLA has no quantum
@@ -230,6 +404,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "Arccosine, elementwise.",
         complex: COMPLEX,
+        cost: EXPANDED_TRANSCENDENTAL,
         ..ROW
     },
     Primitive {
@@ -237,6 +412,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "Inverse hyperbolic cosine, elementwise.",
         complex: COMPLEX,
+        cost: EXPANDED_TRANSCENDENTAL,
         ..ROW
     },
     Primitive {
@@ -244,6 +420,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Binary,
         doc: "Addition, elementwise.",
         complex: COMPLEX,
+        cost: Some(Cost::equal(CostRule::ElementwiseUnlessIdentity(0))),
         ..ROW
     },
     Primitive {
@@ -287,6 +464,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "Arcsine, elementwise.",
         complex: COMPLEX,
+        cost: EXPANDED_TRANSCENDENTAL,
         ..ROW
     },
     Primitive {
@@ -294,6 +472,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "Inverse hyperbolic sine, elementwise.",
         complex: COMPLEX,
+        cost: EXPANDED_TRANSCENDENTAL,
         ..ROW
     },
     Primitive {
@@ -301,12 +480,14 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "Arctangent, elementwise.",
         complex: COMPLEX,
+        cost: EXPANDED_TRANSCENDENTAL,
         ..ROW
     },
     Primitive {
         name: "atan2",
         family: Binary,
         doc: "Two-argument arctangent, elementwise.",
+        cost: TRANSCENDENTAL,
         ..ROW
     },
     Primitive {
@@ -314,18 +495,21 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "Inverse hyperbolic tangent, elementwise.",
         complex: COMPLEX,
+        cost: EXPANDED_TRANSCENDENTAL,
         ..ROW
     },
     Primitive {
         name: "bessel_i0e",
         family: Unary,
         doc: "Exponentially scaled modified Bessel function of order 0, elementwise.",
+        cost: EXPANDED_TRANSCENDENTAL,
         ..ROW
     },
     Primitive {
         name: "bessel_i1e",
         family: Unary,
         doc: "Exponentially scaled modified Bessel function of order 1, elementwise.",
+        cost: EXPANDED_TRANSCENDENTAL,
         ..ROW
     },
     Primitive {
@@ -347,6 +531,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "cbrt",
         family: Unary,
         doc: "Cube root, elementwise.",
+        cost: TRANSCENDENTAL,
         ..ROW
     },
     Primitive {
@@ -428,6 +613,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         jaxpr_params: &["branches"],
         doc: "Calls one of the `branches` chosen by an index (JAX) or predicates (Catalyst).",
         complex: COMPLEX,
+        cost: Some(Cost::differs(CostRule::Cond, "XLA also counts the conditional's operands and the tuples its branches return")),
         ..ROW
     },
     Primitive {
@@ -435,6 +621,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "Complex conjugate, elementwise.",
         complex: COMPLEX,
+        cost: Some(Cost::differs(CostRule::Elementwise, "lowered to `complex(x, 0)`, or to `real`, `imag`, `neg` and `complex`")),
         ..ROW
     },
     Primitive {
@@ -442,6 +629,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Contraction,
         params: &["batch_group_count", "dimension_numbers", "feature_group_count", "lhs_dilation", "out_sharding", "padding", "precision", "preferred_element_type", "rhs_dilation", "window_strides"],
         doc: "General N-d convolution with strides, padding, dilations and feature/batch groups.",
+        cost: Some(Cost::differs(CostRule::Convolution, "XLA counts only the kernel taps that fall inside the (padded, dilated) input")),
         ..ROW
     },
     Primitive {
@@ -450,6 +638,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["new_dtype", "weak_type"],
         doc: "Converts the elements to `new_dtype`.",
         complex: COMPLEX,
+        cost: Some(Cost::equal(CostRule::Convert)),
         ..ROW
     },
     Primitive {
@@ -458,6 +647,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         aliases: &["copy_p"],
         doc: "Copy of the operand.",
         complex: COMPLEX,
+        cost: FREE,
         ..ROW
     },
     Primitive {
@@ -474,6 +664,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "Cosine, elementwise.",
         complex: COMPLEX,
+        cost: TRANSCENDENTAL,
         ..ROW
     },
     Primitive {
@@ -481,6 +672,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "Hyperbolic cosine, elementwise.",
         complex: COMPLEX,
+        cost: EXPANDED_TRANSCENDENTAL,
         ..ROW
     },
     Primitive {
@@ -545,6 +737,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         jaxpr_params: &["jaxprs"],
         doc: "Solves a linear system with user `matvec`/`solve` jaxprs; the solution has the right-hand side's types.",
         complex: COMPLEX,
+        cost: Some(Cost::differs(CostRule::Call, "JAX lowers only the solve, not the matrix-vector jaxpr beside it")),
         ..ROW
     },
     Primitive {
@@ -576,6 +769,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "digamma",
         family: Unary,
         doc: "Digamma function, elementwise.",
+        cost: EXPANDED_TRANSCENDENTAL,
         ..ROW
     },
     Primitive {
@@ -606,6 +800,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["slice_sizes"],
         doc: "Slice of size `slice_sizes` starting at run-time indices (one scalar per axis).",
         complex: COMPLEX,
+        cost: Some(Cost::differs(CostRule::Slice, "JAX clamps the start indices, which XLA counts")),
         ..ROW
     },
     Primitive {
@@ -613,6 +808,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Indexing,
         doc: "Writes `update` into the operand at run-time start indices (one scalar per axis).",
         complex: COMPLEX,
+        cost: Some(Cost::differs(CostRule::Slice, "JAX clamps the start indices, which XLA counts")),
         ..ROW
     },
     Primitive {
@@ -651,18 +847,21 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "erf",
         family: Unary,
         doc: "Error function, elementwise.",
+        cost: TRANSCENDENTAL,
         ..ROW
     },
     Primitive {
         name: "erf_inv",
         family: Unary,
         doc: "Inverse error function, elementwise.",
+        cost: EXPANDED_TRANSCENDENTAL,
         ..ROW
     },
     Primitive {
         name: "erfc",
         family: Unary,
         doc: "Complementary error function, elementwise.",
+        cost: EXPANDED_TRANSCENDENTAL,
         ..ROW
     },
     Primitive {
@@ -670,6 +869,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "e**x, elementwise.",
         complex: COMPLEX,
+        cost: TRANSCENDENTAL,
         ..ROW
     },
     Primitive {
@@ -677,6 +877,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "2**x, elementwise.",
         complex: COMPLEX_NATIVE_ONLY,
+        cost: EXPANDED_TRANSCENDENTAL,
         ..ROW
     },
     Primitive {
@@ -691,6 +892,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "exp(x) - 1, elementwise.",
         complex: COMPLEX,
+        cost: TRANSCENDENTAL,
         ..ROW
     },
     Primitive {
@@ -715,6 +917,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         jaxpr_params: &["body_jaxpr"],
         doc: "Catalyst counted loop: `body_jaxpr` runs for an index from lower to upper by step.",
         complex: COMPLEX,
+        cost: Some(Cost::differs(CostRule::Scan, LOOP_OVERHEAD)),
         ..ROW
     },
     Primitive {
@@ -723,6 +926,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["dimension_numbers", "fill_value", "indices_are_sorted", "mode", "slice_sizes", "unique_indices"],
         doc: "Gathers slices of size `slice_sizes` at the positions in `indices` (XLA Gather, `GatherDimensionNumbers`).",
         complex: COMPLEX_STABLEHLO_ONLY,
+        cost: Some(Cost::differs(CostRule::Movement, "XLA counts the index arithmetic of a gather")),
         ..ROW
     },
     Primitive {
@@ -751,6 +955,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         doc: "Regularized incomplete gamma function, elementwise.",
         stablehlo: Refused("no lowering yet"),
         native: Refused("no lowering yet"),
+        cost: EXPANDED_TRANSCENDENTAL,
         ..ROW
     },
     Primitive {
@@ -759,6 +964,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         doc: "Complementary regularized incomplete gamma function, elementwise.",
         stablehlo: Refused("no lowering yet"),
         native: Refused("no lowering yet"),
+        cost: EXPANDED_TRANSCENDENTAL,
         ..ROW
     },
     Primitive {
@@ -774,6 +980,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["y"],
         doc: "x**y for a static integer `y`, elementwise.",
         complex: COMPLEX,
+        cost: Some(Cost::equal(CostRule::Multiplies)),
         ..ROW
     },
     Primitive {
@@ -782,6 +989,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["dimension", "dtype", "shape", "sharding"],
         doc: "0, 1, 2... along axis `dimension` of an array of `shape` and `dtype`.",
         complex: COMPLEX,
+        cost: Some(Cost::equal(CostRule::Iota)),
         ..ROW
     },
     Primitive {
@@ -823,6 +1031,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "lgamma",
         family: Unary,
         doc: "log|Gamma(x)|, elementwise.",
+        cost: EXPANDED_TRANSCENDENTAL,
         ..ROW
     },
     Primitive {
@@ -830,6 +1039,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "Natural logarithm, elementwise.",
         complex: COMPLEX,
+        cost: TRANSCENDENTAL,
         ..ROW
     },
     Primitive {
@@ -837,6 +1047,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "log(1 + x), elementwise.",
         complex: COMPLEX,
+        cost: TRANSCENDENTAL,
         ..ROW
     },
     Primitive {
@@ -844,6 +1055,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "Logistic sigmoid 1/(1+exp(-x)), elementwise.",
         complex: COMPLEX,
+        cost: EXPANDED_TRANSCENDENTAL,
         ..ROW
     },
     Primitive {
@@ -880,6 +1092,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Binary,
         doc: "Maximum, elementwise.",
         complex: COMPLEX,
+        cost: Some(Cost::real_elementwise()),
         ..ROW
     },
     Primitive {
@@ -896,6 +1109,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Binary,
         doc: "Minimum, elementwise.",
         complex: COMPLEX,
+        cost: Some(Cost::real_elementwise()),
         ..ROW
     },
     Primitive {
@@ -903,12 +1117,14 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Binary,
         doc: "Multiplication, elementwise.",
         complex: COMPLEX,
+        cost: Some(Cost::equal(CostRule::ElementwiseUnlessIdentity(1))),
         ..ROW
     },
     Primitive {
         name: "mulhi",
         family: Binary,
         doc: "The high half of the double-width integer product, elementwise.",
+        cost: EXPANDED_ELEMENTWISE,
         ..ROW
     },
     Primitive {
@@ -929,6 +1145,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "nextafter",
         family: Binary,
         doc: "Next representable float towards y, elementwise.",
+        cost: EXPANDED_ELEMENTWISE,
         ..ROW
     },
     Primitive {
@@ -976,6 +1193,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Binary,
         doc: "x**y, elementwise.",
         complex: COMPLEX,
+        cost: TRANSCENDENTAL,
         ..ROW
     },
     Primitive {
@@ -1040,6 +1258,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         doc: "One Gamma(alpha) sample per key (its log with `log_space`).",
         stablehlo: Refused("random keys and bits have no lowering yet"),
         native: Refused("random keys and bits have no lowering yet"),
+        cost: EXPANDED_TRANSCENDENTAL,
         ..ROW
     },
     Primitive {
@@ -1174,6 +1393,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         doc: "Regularized incomplete beta function I_x(a, b), elementwise.",
         stablehlo: Refused("no lowering yet"),
         native: Refused("no lowering yet"),
+        cost: EXPANDED_TRANSCENDENTAL,
         ..ROW
     },
     Primitive {
@@ -1205,6 +1425,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["dimensions"],
         doc: "Reverses the order of the elements along the axes in `dimensions`.",
         complex: COMPLEX,
+        cost: Some(Cost::equal(CostRule::Reverse)),
         ..ROW
     },
     Primitive {
@@ -1233,6 +1454,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "Reciprocal square root, elementwise.",
         complex: COMPLEX,
+        cost: TRANSCENDENTAL,
         ..ROW
     },
     Primitive {
@@ -1242,6 +1464,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         jaxpr_params: &["jaxpr"],
         doc: "Loops `jaxpr` over the leading axis of `xs`, carrying a state and stacking outputs.",
         complex: COMPLEX,
+        cost: Some(Cost::differs(CostRule::Scan, LOOP_OVERHEAD)),
         ..ROW
     },
     Primitive {
@@ -1250,6 +1473,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["dimension_numbers", "indices_are_sorted", "mode", "unique_indices", "update_consts", "update_jaxpr"],
         jaxpr_params: &["update_jaxpr"],
         doc: "Writes `updates` at the positions in `indices` (XLA Scatter, `ScatterDimensionNumbers`).",
+        cost: Some(Cost::differs(CostRule::Movement, "XLA counts the combiner and the index arithmetic of a scatter")),
         ..ROW
     },
     Primitive {
@@ -1259,6 +1483,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["dimension_numbers", "indices_are_sorted", "mode", "unique_indices", "update_consts", "update_jaxpr"],
         jaxpr_params: &["update_jaxpr"],
         doc: "Adds `updates` at the positions in `indices` (XLA Scatter, `ScatterDimensionNumbers`).",
+        cost: Some(Cost::differs(CostRule::Movement, "XLA counts the combiner and the index arithmetic of a scatter")),
         ..ROW
     },
     Primitive {
@@ -1269,6 +1494,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         doc: "Applies a function at the positions in `indices` (XLA Scatter, `ScatterDimensionNumbers`).",
         stablehlo: Refused("no lowering yet"),
         native: Refused("no lowering yet"),
+        cost: Some(Cost::differs(CostRule::Movement, "XLA counts the combiner and the index arithmetic of a scatter")),
         ..ROW
     },
     Primitive {
@@ -1278,6 +1504,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["dimension_numbers", "indices_are_sorted", "mode", "unique_indices", "update_consts", "update_jaxpr"],
         jaxpr_params: &["update_jaxpr"],
         doc: "Maximum with `updates` at the positions in `indices` (XLA Scatter, `ScatterDimensionNumbers`).",
+        cost: Some(Cost::differs(CostRule::Movement, "XLA counts the combiner and the index arithmetic of a scatter")),
         ..ROW
     },
     Primitive {
@@ -1287,6 +1514,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["dimension_numbers", "indices_are_sorted", "mode", "unique_indices", "update_consts", "update_jaxpr"],
         jaxpr_params: &["update_jaxpr"],
         doc: "Minimum with `updates` at the positions in `indices` (XLA Scatter, `ScatterDimensionNumbers`).",
+        cost: Some(Cost::differs(CostRule::Movement, "XLA counts the combiner and the index arithmetic of a scatter")),
         ..ROW
     },
     Primitive {
@@ -1296,6 +1524,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["dimension_numbers", "indices_are_sorted", "mode", "unique_indices", "update_consts", "update_jaxpr"],
         jaxpr_params: &["update_jaxpr"],
         doc: "Multiplies by `updates` at the positions in `indices` (XLA Scatter, `ScatterDimensionNumbers`).",
+        cost: Some(Cost::differs(CostRule::Movement, "XLA counts the combiner and the index arithmetic of a scatter")),
         ..ROW
     },
     Primitive {
@@ -1306,6 +1535,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         doc: "Subtracts `updates` at the positions in `indices` (XLA Scatter, `ScatterDimensionNumbers`).",
         stablehlo: Refused("no lowering yet"),
         native: Refused("no lowering yet"),
+        cost: Some(Cost::differs(CostRule::Movement, "XLA counts the combiner and the index arithmetic of a scatter")),
         ..ROW
     },
     Primitive {
@@ -1321,12 +1551,14 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "select_and_gather_add",
         family: Indexing,
         doc: "Autodiff of max/min pooling: per window, the tangent at the selected element (`select_prim`).",
+        cost: Some(Cost::differs(CostRule::Unmodelled, "not modelled yet")),
         ..ROW
     },
     Primitive {
         name: "select_and_scatter_add",
         family: Indexing,
         doc: "Autodiff of max/min pooling: adds each source value at the element selected in its window.",
+        cost: Some(Cost::differs(CostRule::Unmodelled, "not modelled yet")),
         ..ROW
     },
     Primitive {
@@ -1334,6 +1566,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Selection,
         doc: "Selects, elementwise, among the cases by an integer or boolean predicate.",
         complex: COMPLEX,
+        cost: Some(Cost::equal(CostRule::Select)),
         ..ROW
     },
     Primitive {
@@ -1377,6 +1610,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "Sign (-1, 0 or 1), elementwise.",
         complex: COMPLEX_STABLEHLO_ONLY,
+        cost: Some(Cost::differs(CostRule::Elementwise, "of an unsigned integer, lowered to a comparison and a select")),
         ..ROW
     },
     Primitive {
@@ -1384,6 +1618,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "Sine, elementwise.",
         complex: COMPLEX,
+        cost: TRANSCENDENTAL,
         ..ROW
     },
     Primitive {
@@ -1391,6 +1626,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "Hyperbolic sine, elementwise.",
         complex: COMPLEX,
+        cost: EXPANDED_TRANSCENDENTAL,
         ..ROW
     },
     Primitive {
@@ -1399,6 +1635,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["limit_indices", "start_indices", "strides"],
         doc: "Static slice `start_indices:limit_indices:strides` along every axis.",
         complex: COMPLEX,
+        cost: Some(Cost::equal(CostRule::Slice)),
         ..ROW
     },
     Primitive {
@@ -1419,6 +1656,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "Square root, elementwise.",
         complex: COMPLEX,
+        cost: TRANSCENDENTAL,
         ..ROW
     },
     Primitive {
@@ -1426,6 +1664,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "x*x, elementwise.",
         complex: COMPLEX,
+        cost: Some(Cost::equal(CostRule::Multiplies)),
         ..ROW
     },
     Primitive {
@@ -1470,6 +1709,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "Tangent, elementwise.",
         complex: COMPLEX,
+        cost: TRANSCENDENTAL,
         ..ROW
     },
     Primitive {
@@ -1477,6 +1717,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "Hyperbolic tangent, elementwise.",
         complex: COMPLEX,
+        cost: TRANSCENDENTAL,
         ..ROW
     },
     Primitive {
@@ -1505,6 +1746,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["permutation"],
         doc: "Permutes the axes: result axis i is operand axis `permutation[i]`.",
         complex: COMPLEX,
+        cost: FREE,
         ..ROW
     },
     Primitive {
@@ -1528,6 +1770,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "unstack",
         family: Shape,
         doc: "Splits an array into its slices along `axis` (one result each, the axis removed).",
+        cost: Some(Cost::equal(CostRule::Unstack)),
         ..ROW
     },
     Primitive {
@@ -1537,6 +1780,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         jaxpr_params: &["cond_jaxpr", "body_jaxpr"],
         doc: "Loops `body_jaxpr` while `cond_jaxpr` holds; carries values between iterations.",
         complex: COMPLEX,
+        cost: Some(Cost::differs(CostRule::While, LOOP_OVERHEAD)),
         ..ROW
     },
     Primitive {
@@ -1546,6 +1790,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         jaxpr_params: &["cond_jaxpr", "body_jaxpr"],
         doc: "Catalyst while loop: `body_jaxpr` runs while `cond_jaxpr` holds.",
         complex: COMPLEX,
+        cost: Some(Cost::differs(CostRule::While, LOOP_OVERHEAD)),
         ..ROW
     },
     Primitive {

@@ -377,9 +377,31 @@ fn target_hover(f: &FileView, offset: u32) -> Option<(TextRange, String)> {
             if let Some(src) = &eqn.source_info {
                 let _ = writeln!(s, "\nsource: `{src}`");
             }
+            let cost = file_cost(f);
+            let eqn_cost = cost.eqn(e);
+            let _ = writeln!(s, "\ncost: {}", cost_line(&eqn_cost.total));
+            if let Some(why) = eqn_cost.dropped {
+                let _ = writeln!(s, "(not lowered: {why})");
+            } else if let jaxpr_cost::XlaCount::Differs(why) = eqn_cost.xla {
+                let _ = writeln!(s, "(XLA's count differs: {why})");
+            }
         }
     }
     Some((range, s))
+}
+
+/// The costs of the hovered file (`jaxpr-cost`; a `scan` body counted once
+/// per iteration).
+fn file_cost(f: &FileView) -> jaxpr_cost::FileCost {
+    jaxpr_cost::analyse(&f.parse.file, f.analysis, jaxpr_cost::Options::default())
+}
+
+/// `12 FLOPs, 0 transcendentals, 144 bytes accessed`, symbolic where the sizes are.
+pub fn cost_line(cost: &jaxpr_cost::Cost) -> String {
+    format!(
+        "{} FLOPs, {} transcendentals, {} bytes accessed",
+        cost.flops, cost.transcendentals, cost.bytes_accessed
+    )
 }
 
 /// The hover of variable `v`: its type, what binds it, and what it sizes
@@ -505,6 +527,15 @@ fn jaxpr_hover(f: &FileView, j: JaxprId, s: &mut String) {
     if !info.constvars.is_empty() {
         let _ = writeln!(s, "{} constvar(s)", info.constvars.len());
     }
+    let cost = file_cost(f);
+    let totals = cost.jaxpr(j);
+    let _ = writeln!(s, "\ntotal cost: {}", cost_line(&totals.total));
+    let at = totals
+        .peak
+        .at
+        .map(|e| format!(" at `{}` (line {})", a.eqn(e).primitive, line_of(idx, a.eqn(e).range.start)))
+        .unwrap_or_default();
+    let _ = writeln!(s, "peak: {} bytes live{at}", totals.peak.bytes);
     call_site_mapping(f, j, s);
 }
 

@@ -1,0 +1,321 @@
+//! What a checked jaxpr costs, computed from its types: for every equation,
+//! jaxpr and file the FLOPs, transcendentals and bytes accessed as XLA's
+//! HLO cost analysis counts JAX's lowering of it (`jax.jit(f).lower(*args)
+//! .cost_analysis()`), and the peak of the bytes live at once, with the
+//! equation that reaches it. Counts stay symbolic in the file's symbolic
+//! dimensions and dimension variables ([`Amount`]).
+//!
+//! Each primitive's rule is its row of the primitive registry
+//! (`jaxpr_check::registry`, [`CostRule`]); this crate applies the rules to
+//! the types and walks the nested jaxprs. Reference: `docs/cost.md`.
+
+mod amount;
+mod memory;
+mod rules;
+
+pub use amount::{Amount, bytes, element_bytes, elements};
+pub use jaxpr_check::registry::{CostRule, XlaCount};
+pub use memory::Peak;
+
+use jaxpr_check::registry;
+use jaxpr_check::{Analysis, EqnId, JaxprId};
+use jaxpr_syntax::ast;
+use rustc_hash::FxHashMap as HashMap;
+
+/// FLOPs, transcendentals and bytes accessed.
+#[derive(Clone, PartialEq, Eq, Debug, Hash)]
+pub struct Cost {
+    pub flops: Amount,
+    pub transcendentals: Amount,
+    pub bytes_accessed: Amount,
+}
+
+impl Cost {
+    pub fn zero() -> Cost {
+        Cost {
+            flops: Amount::zero(),
+            transcendentals: Amount::zero(),
+            bytes_accessed: Amount::zero(),
+        }
+    }
+    pub fn unknown() -> Cost {
+        Cost {
+            flops: Amount::unknown(),
+            transcendentals: Amount::unknown(),
+            bytes_accessed: Amount::unknown(),
+        }
+    }
+    fn zip(&self, other: &Cost, op: impl Fn(&Amount, &Amount) -> Amount) -> Cost {
+        Cost {
+            flops: op(&self.flops, &other.flops),
+            transcendentals: op(&self.transcendentals, &other.transcendentals),
+            bytes_accessed: op(&self.bytes_accessed, &other.bytes_accessed),
+        }
+    }
+    pub fn add(&self, other: &Cost) -> Cost {
+        self.zip(other, Amount::add)
+    }
+    /// Each count the larger of the two (XLA's rule for a conditional).
+    pub fn max(&self, other: &Cost) -> Cost {
+        self.zip(other, Amount::max)
+    }
+    pub fn times(&self, count: &Amount) -> Cost {
+        Cost {
+            flops: self.flops.mul(count),
+            transcendentals: self.transcendentals.mul(count),
+            bytes_accessed: self.bytes_accessed.mul(count),
+        }
+    }
+}
+
+/// How loops count their body.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub enum LoopCount {
+    /// A `scan` body once per iteration (`length` times); a `while` body
+    /// once, its trip count being unknown.
+    #[default]
+    Iterations,
+    /// Every loop body once, as XLA's cost analysis counts the `while`
+    /// loop JAX lowers a `scan` to (what `tests/cost.rs` compares).
+    Xla,
+}
+
+/// What the analysis is asked.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct Options {
+    pub loops: LoopCount,
+}
+
+/// One equation's cost.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct EqnCost {
+    /// The equation with the jaxprs it runs (a loop's body as
+    /// [`Options::loops`] says).
+    pub total: Cost,
+    /// Whether `total` is what XLA counts for JAX's lowering: the first
+    /// reason it is not, from this equation or one it runs.
+    pub xla: XlaCount,
+    /// Why JAX's lowering drops the equation before XLA sees it, when it
+    /// does: nothing reads its results, or its operands are constants
+    /// (StableHLO's canonicalisation folds it; a folded array that
+    /// something reads costs the broadcast of its value).
+    pub dropped: Option<&'static str>,
+}
+
+/// One jaxpr's totals.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct JaxprCost {
+    /// The sum of its equations' totals.
+    pub total: Cost,
+    pub xla: XlaCount,
+    /// The most bytes live at once while it runs.
+    pub peak: Peak,
+}
+
+/// The costs of a checked file, by equation and jaxpr.
+#[derive(Clone, Debug, Default)]
+pub struct FileCost {
+    /// By [`EqnId`].
+    pub eqns: Vec<EqnCost>,
+    /// By [`JaxprId`].
+    pub jaxprs: Vec<JaxprCost>,
+}
+
+impl FileCost {
+    pub fn eqn(&self, e: EqnId) -> &EqnCost {
+        &self.eqns[e.0 as usize]
+    }
+    pub fn jaxpr(&self, j: JaxprId) -> &JaxprCost {
+        &self.jaxprs[j.0 as usize]
+    }
+}
+
+/// The costs of every equation and jaxpr of a file checked whole
+/// (`Keep::Everything`: the analysis must hold every equation and
+/// occurrence).
+pub fn analyse(file: &ast::SourceFile, analysis: &Analysis, options: Options) -> FileCost {
+    let mut syntax = HashMap::default();
+    for let_jaxpr in &file.lets {
+        index_eqns(&let_jaxpr.jaxpr, &mut syntax);
+    }
+    if let Some(main) = &file.main {
+        index_eqns(main, &mut syntax);
+    }
+    let mut walk = Walk {
+        analysis,
+        syntax,
+        options,
+        eqns: vec![None; analysis.eqns.len()],
+        jaxprs: vec![None; analysis.jaxprs.len()],
+        visiting: vec![false; analysis.jaxprs.len()],
+        splats: HashMap::default(),
+    };
+    for j in 0..analysis.jaxprs.len() {
+        walk.jaxpr(JaxprId(j as u32));
+    }
+    let Walk { eqns, jaxprs, .. } = walk;
+    FileCost {
+        eqns: eqns
+            .into_iter()
+            .map(|e| {
+                e.unwrap_or(EqnCost {
+                    total: Cost::unknown(),
+                    xla: XlaCount::Differs("not analysed"),
+                    dropped: None,
+                })
+            })
+            .collect(),
+        jaxprs: jaxprs
+            .into_iter()
+            .map(|j| {
+                j.unwrap_or(JaxprCost {
+                    total: Cost::unknown(),
+                    xla: XlaCount::Differs("not analysed"),
+                    peak: Peak::unknown(),
+                })
+            })
+            .collect(),
+    }
+}
+
+/// The syntax of every equation, nested ones included, by the start of its range.
+fn index_eqns<'f>(jaxpr: &'f ast::Jaxpr, out: &mut HashMap<u32, &'f ast::Eqn>) {
+    for let_jaxpr in jaxpr.lets.iter() {
+        index_eqns(&let_jaxpr.jaxpr, out);
+    }
+    for eqn in jaxpr.eqns.iter() {
+        out.insert(eqn.range.start, eqn);
+        for param in eqn.params.iter() {
+            index_param_jaxprs(&param.value, out);
+        }
+    }
+}
+
+fn index_param_jaxprs<'f>(expr: &'f ast::Expr, out: &mut HashMap<u32, &'f ast::Eqn>) {
+    match &expr.kind {
+        ast::ExprKind::Jaxpr(j) => index_eqns(j, out),
+        ast::ExprKind::Tuple(items) | ast::ExprKind::List(items) => {
+            for item in items.iter() {
+                index_param_jaxprs(item, out);
+            }
+        }
+        ast::ExprKind::Call(call) => {
+            for arg in call.args.iter() {
+                index_param_jaxprs(&arg.value, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+struct Walk<'a, 'f> {
+    analysis: &'a Analysis,
+    syntax: HashMap<u32, &'f ast::Eqn>,
+    options: Options,
+    eqns: Vec<Option<EqnCost>>,
+    jaxprs: Vec<Option<JaxprCost>>,
+    /// Jaxprs being walked (a call cycle, which a checked file cannot
+    /// have, is cut instead of recursing).
+    visiting: Vec<bool>,
+    /// Values known to be one number broadcast, by variable.
+    splats: HashMap<jaxpr_types::VarId, f64>,
+}
+
+const DEAD: &str = "nothing reads its results: JAX's lowering drops it";
+const FOLDED: &str = "its operands are constants: folded into a constant before XLA sees it";
+
+/// The first reason of two that a count is not XLA's.
+fn first_difference(a: XlaCount, b: XlaCount) -> XlaCount {
+    match a {
+        XlaCount::Equal => b,
+        differs => differs,
+    }
+}
+
+impl Walk<'_, '_> {
+    fn jaxpr(&mut self, id: JaxprId) -> JaxprCost {
+        if let Some(done) = &self.jaxprs[id.0 as usize] {
+            return done.clone();
+        }
+        if self.visiting[id.0 as usize] {
+            return JaxprCost {
+                total: Cost::unknown(),
+                xla: XlaCount::Differs("a jaxpr that calls itself"),
+                peak: Peak::unknown(),
+            };
+        }
+        self.visiting[id.0 as usize] = true;
+        let info = self.analysis.jaxpr(id);
+        for e in self.dead_eqns(id) {
+            self.eqns[e.0 as usize] = Some(EqnCost {
+                total: Cost::zero(),
+                xla: XlaCount::Equal,
+                dropped: Some(DEAD),
+            });
+        }
+        for (e, total) in rules::folded_eqns(self, id) {
+            self.eqns[e.0 as usize] = Some(EqnCost {
+                total,
+                xla: XlaCount::Equal,
+                dropped: Some(FOLDED),
+            });
+        }
+        let mut total = Cost::zero();
+        let mut xla = XlaCount::Equal;
+        for &e in &info.eqns {
+            let cost = self.eqn(e);
+            total = total.add(&cost.total);
+            xla = first_difference(xla, cost.xla);
+        }
+        // A jaxpr lowered to a function of several results returns them as
+        // a tuple, which XLA counts as a table of 8-byte pointers.
+        if info.outs.len() > 1 {
+            let table = Amount::constant(8 * info.outs.len() as i64);
+            total.bytes_accessed = total.bytes_accessed.add(&table);
+        }
+        let peak = memory::peak(self, id);
+        let out = JaxprCost { total, xla, peak };
+        self.visiting[id.0 as usize] = false;
+        self.jaxprs[id.0 as usize] = Some(out.clone());
+        out
+    }
+
+    /// The equations whose results nothing reads, directly or through
+    /// other such equations, and which have no effect: JAX's lowering
+    /// drops them (dead-code elimination), so XLA never counts them.
+    fn dead_eqns(&self, id: JaxprId) -> Vec<EqnId> {
+        let analysis = self.analysis;
+        let info = analysis.jaxpr(id);
+        let mut read: rustc_hash::FxHashSet<jaxpr_types::VarId> = info.outs.iter().filter_map(|o| o.var).collect();
+        let mut dead = Vec::new();
+        for &e in info.eqns.iter().rev() {
+            let eqn_info = analysis.eqn(e);
+            let Some(&syntax) = self.syntax.get(&eqn_info.range.start) else {
+                continue;
+            };
+            let pure = registry::lookup(&eqn_info.primitive).is_some_and(|row| row.cost().rule.is_pure());
+            let unread = eqn_info.outs.iter().all(|v| v.is_none_or(|v| !read.contains(&v)));
+            if pure && unread && eqn_info.callees.is_empty() {
+                dead.push(e);
+                continue;
+            }
+            for atom in syntax.args.iter() {
+                if let ast::Atom::Var(name) = atom
+                    && let Some(r) = analysis.ref_at(name.range)
+                {
+                    read.insert(r.var);
+                }
+            }
+        }
+        dead
+    }
+
+    fn eqn(&mut self, id: EqnId) -> EqnCost {
+        if let Some(done) = &self.eqns[id.0 as usize] {
+            return done.clone();
+        }
+        let out = rules::eqn_cost(self, id);
+        self.eqns[id.0 as usize] = Some(out.clone());
+        out
+    }
+}

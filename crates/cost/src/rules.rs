@@ -1,0 +1,584 @@
+//! One equation's cost: its registry row's [`CostRule`] applied to its
+//! operand and result types, plus the jaxprs it runs.
+
+use crate::amount::{Amount, bytes, element_bytes, elements};
+use crate::{Cost, EqnCost, LoopCount, Walk, first_difference};
+use jaxpr_check::registry::{self, CostRule, Family, XlaCount};
+use jaxpr_check::{Analysis, EqnId, EqnInfo, JaxprId};
+use jaxpr_syntax::ast;
+use jaxpr_types::{AType, DType, Shape};
+
+/// The types of an equation's operands, in order (`None` where one did not
+/// resolve).
+pub(crate) fn operand_types(analysis: &Analysis, eqn: &ast::Eqn) -> Vec<Option<AType>> {
+    eqn.args
+        .iter()
+        .map(|atom| match atom {
+            ast::Atom::Var(name) => analysis
+                .ref_at(name.range)
+                .map(|r| analysis.var(r.var).ty.clone()),
+            ast::Atom::Lit(lit) => Some(match &lit.ty {
+                // A literal is a scalar, typed or (before JAX 0.6) not.
+                Some(ty) if ty.dims.is_empty() => AType {
+                    dtype: DType::from_short(&ty.dtype.text),
+                    shape: Shape::new(),
+                },
+                Some(_) => return None,
+                None => AType {
+                    dtype: None,
+                    shape: Shape::new(),
+                },
+            }),
+        })
+        .collect()
+}
+
+/// The types of an equation's results, in order.
+pub(crate) fn result_types(analysis: &Analysis, info: &EqnInfo) -> Vec<Option<AType>> {
+    info.outs
+        .iter()
+        .enumerate()
+        .map(|(i, var)| match var {
+            Some(v) => Some(analysis.var(*v).ty.clone()),
+            None => info.inferred.as_ref().and_then(|types| types.get(i).cloned()),
+        })
+        .collect()
+}
+
+/// A sum of bytes over types, unknown if one is.
+fn sum_bytes<'t>(types: impl IntoIterator<Item = &'t Option<AType>>, fallback: Option<&DType>, analysis: &Analysis) -> Amount {
+    types.into_iter().fold(Amount::zero(), |acc, ty| match ty {
+        Some(ty) => acc.add(&bytes(ty, fallback, analysis)),
+        None => Amount::unknown(),
+    })
+}
+
+fn sum_elements<'t>(types: impl IntoIterator<Item = &'t Option<AType>>, analysis: &Analysis) -> Amount {
+    types.into_iter().fold(Amount::zero(), |acc, ty| match ty {
+        Some(ty) => acc.add(&elements(ty, analysis)),
+        None => Amount::unknown(),
+    })
+}
+
+/// What one equation sees: its row, syntax and types.
+struct EqnView<'a> {
+    analysis: &'a Analysis,
+    /// Values known to be one number broadcast (`broadcast_in_dim 1.0`).
+    splats: &'a rustc_hash::FxHashMap<jaxpr_types::VarId, f64>,
+    eqn: &'a ast::Eqn,
+    operands: Vec<Option<AType>>,
+    results: Vec<Option<AType>>,
+}
+
+impl EqnView<'_> {
+    /// The dtype an untyped literal takes: the first typed operand's, else
+    /// the first result's.
+    fn fallback(&self) -> Option<&DType> {
+        self.operands
+            .iter()
+            .chain(&self.results)
+            .flatten()
+            .find_map(|ty| ty.dtype.as_ref())
+    }
+    fn result_elements(&self) -> Amount {
+        sum_elements(&self.results, self.analysis)
+    }
+    fn result_bytes(&self) -> Amount {
+        sum_bytes(&self.results, self.fallback(), self.analysis)
+    }
+    fn operand_bytes(&self) -> Amount {
+        sum_bytes(&self.operands, self.fallback(), self.analysis)
+    }
+    fn scalar_bytes(&self, ty: &AType) -> Amount {
+        match ty.dtype.as_ref().or(self.fallback()).and_then(element_bytes) {
+            Some(size) => Amount::constant(size),
+            None => Amount::unknown(),
+        }
+    }
+    /// Bytes of an elementwise instruction: each operand at the result's
+    /// shape, and the results, plus the broadcasts JAX inserts first
+    /// ([`broadcast_bytes`]).
+    fn elementwise_bytes(&self) -> Amount {
+        let Some(Some(result)) = self.results.first() else {
+            return Amount::unknown();
+        };
+        let mut total = self.result_bytes();
+        for operand in &self.operands {
+            let Some(operand) = operand else {
+                return Amount::unknown();
+            };
+            total = total.add(&self.operand_at_result(operand, result));
+        }
+        total
+    }
+    /// The bytes an elementwise instruction reads of `operand`, broadcast
+    /// to `result`'s shape first where its shape differs.
+    fn operand_at_result(&self, operand: &AType, result: &AType) -> Amount {
+        let dtype = operand.dtype.clone().or_else(|| self.fallback().cloned());
+        let own = bytes(operand, self.fallback(), self.analysis);
+        if operand.shape == result.shape {
+            return own;
+        }
+        let Some(dtype) = dtype else {
+            return Amount::unknown();
+        };
+        let broadcast = bytes(&result.with_dtype(dtype), None, self.analysis);
+        broadcast_bytes(operand.is_scalar(), &own, &broadcast).add(&broadcast)
+    }
+    /// Whether one operand is the literal `identity` and the other has the
+    /// result's type, so that the operation folds away.
+    fn folds_identity(&self, identity: i64) -> bool {
+        let [left, right] = &self.eqn.args[..] else {
+            return false;
+        };
+        let is_identity = |atom: &ast::Atom| match atom {
+            ast::Atom::Lit(lit) => lit.value.parse::<f64>().is_ok_and(|v| v == identity as f64),
+            ast::Atom::Var(name) => self
+                .analysis
+                .ref_at(name.range)
+                .and_then(|r| self.splats.get(&r.var))
+                .is_some_and(|&v| v == identity as f64),
+        };
+        let result = self.results.first().cloned().flatten();
+        (is_identity(left) && self.operands[1] == result) || (is_identity(right) && self.operands[0] == result)
+    }
+    fn int_param(&self, name: &str) -> Option<i64> {
+        int_value(&self.eqn.param(name)?.value)
+    }
+}
+
+/// The bytes of the broadcasts JAX's lowering puts before an elementwise
+/// instruction whose operand has another shape than its result: a scalar
+/// is broadcast once; an array of the same rank with size-1 axes goes
+/// through a `broadcast` to its own shape, a `reshape` dropping those axes
+/// and a `broadcast` to the result.
+fn broadcast_bytes(scalar: bool, operand: &Amount, result: &Amount) -> Amount {
+    if scalar {
+        operand.add(result)
+    } else {
+        operand.scale(5).add(result)
+    }
+}
+
+fn int_value(expr: &ast::Expr) -> Option<i64> {
+    match &expr.kind {
+        ast::ExprKind::Int(i) => Some(*i),
+        ast::ExprKind::Neg(inner) => int_value(inner).map(|i| -i),
+        ast::ExprKind::Call(call) => call.args.first().and_then(|a| int_value(&a.value)),
+        _ => None,
+    }
+}
+
+/// The integers of a tuple or list (`(1, 2)`, `[0]`), nested ones flattened in order.
+fn int_items(expr: &ast::Expr) -> Option<Vec<i64>> {
+    match &expr.kind {
+        ast::ExprKind::Tuple(items) | ast::ExprKind::List(items) => {
+            let mut out = Vec::new();
+            for item in items.iter() {
+                out.push(int_value(item)?);
+            }
+            Some(out)
+        }
+        _ => int_value(expr).map(|i| vec![i]),
+    }
+}
+
+fn tuple_items(expr: &ast::Expr) -> Option<&[ast::Expr]> {
+    match &expr.kind {
+        ast::ExprKind::Tuple(items) | ast::ExprKind::List(items) => Some(items),
+        _ => None,
+    }
+}
+
+/// The multiplies of `x^|y|` by squaring, as JAX's `integer_pow` lowering
+/// emits them.
+fn squaring_multiplies(mut exponent: u64) -> i64 {
+    let mut multiplies = 0;
+    let mut have_accumulator = false;
+    while exponent > 0 {
+        if exponent & 1 == 1 {
+            if have_accumulator {
+                multiplies += 1;
+            }
+            have_accumulator = true;
+        }
+        exponent >>= 1;
+        if exponent > 0 {
+            multiplies += 1;
+        }
+    }
+    multiplies
+}
+
+/// The equation's own cost under its rule (nested jaxprs apart).
+fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost {
+    let analysis = view.analysis;
+    let mut cost = Cost::zero();
+    match rule {
+        CostRule::Free | CostRule::Unmodelled | CostRule::Call | CostRule::Scan | CostRule::While | CostRule::Cond => {}
+        CostRule::ElementwiseUnlessIdentity(identity) if view.folds_identity(identity) => {}
+        CostRule::Elementwise | CostRule::ElementwiseUnlessIdentity(_) | CostRule::Transcendental => {
+            let count = view.result_elements();
+            if rule == CostRule::Transcendental {
+                cost.transcendentals = count;
+            } else {
+                cost.flops = count;
+            }
+            cost.bytes_accessed = view.elementwise_bytes();
+        }
+        CostRule::Convert => {
+            let (Some(Some(operand)), Some(Some(result))) = (view.operands.first(), view.results.first()) else {
+                return Cost::unknown();
+            };
+            if operand == result {
+                return cost;
+            }
+            cost.flops = view.result_elements();
+            let to_bool = result.dtype == Some(DType::Bool) && operand.dtype != Some(DType::Bool);
+            let read = bytes(operand, None, analysis);
+            cost.bytes_accessed = if to_bool {
+                // `x != 0`: a zero broadcast to the operand, compared.
+                let zero = view.scalar_bytes(operand);
+                zero.add(&read.scale(3)).add(&view.result_bytes())
+            } else {
+                read.add(&view.result_bytes())
+            };
+        }
+        CostRule::Select => {
+            let (Some(Some(predicate)), Some(Some(result))) = (view.operands.first(), view.results.first()) else {
+                return Cost::unknown();
+            };
+            let cases = view.operands.len().saturating_sub(1) as i64;
+            let count = view.result_elements();
+            let case_bytes = view.result_bytes();
+            let boolean = bytes(&result.with_dtype(DType::Bool), None, analysis);
+            let predicate_bytes = view.operand_at_result(predicate, result);
+            if predicate.dtype == Some(DType::Bool) && cases == 2 {
+                cost.flops = count;
+                cost.bytes_accessed = predicate_bytes.add(&case_bytes.scale(3));
+            } else {
+                // Each level: `which < k` against a broadcast constant, then a select.
+                let integer = predicate_bytes;
+                let constant = view.scalar_bytes(predicate);
+                let level = constant
+                    .add(&integer.scale(3))
+                    .add(&boolean.scale(2))
+                    .add(&case_bytes.scale(3));
+                cost.flops = count.scale(2 * (cases - 1));
+                cost.bytes_accessed = level.scale(cases - 1);
+            }
+        }
+        CostRule::Iota => {
+            let Some(Some(result)) = view.results.first() else {
+                return Cost::unknown();
+            };
+            let result_bytes = view.result_bytes();
+            if result.rank() <= 1 {
+                cost.bytes_accessed = result_bytes;
+            } else {
+                let axis = view.int_param("dimension").and_then(|d| usize::try_from(d).ok());
+                let line = axis.and_then(|a| result.shape.get(a)).map(|dim| result.with_shape(Shape::from_slice(&[*dim])));
+                // A line of one element is broadcast without being written first.
+                cost.bytes_accessed = match line {
+                    Some(line) if elements(&line, analysis).as_constant() == Some(1) => bytes(&line, None, analysis).add(&result_bytes),
+                    Some(line) => bytes(&line, None, analysis).scale(2).add(&result_bytes),
+                    None => Amount::unknown(),
+                };
+            }
+        }
+        CostRule::Multiplies => {
+            let exponent = view.int_param("y").unwrap_or(2);
+            let count = view.result_elements();
+            let result = view.result_bytes();
+            let multiplies = squaring_multiplies(exponent.unsigned_abs());
+            cost.flops = count.scale(multiplies);
+            cost.bytes_accessed = result.scale(3 * multiplies);
+            let scalar = view.results.first().cloned().flatten().map(|ty| view.scalar_bytes(&ty)).unwrap_or_else(Amount::unknown);
+            if exponent == 0 {
+                // `1` broadcast to the result.
+                cost.bytes_accessed = scalar.add(&result);
+            } else if exponent < 0 {
+                // `1 / x^|y|`: a broadcast one and a division.
+                cost.flops = cost.flops.add(&count);
+                cost.bytes_accessed = cost.bytes_accessed.add(&scalar).add(&result.scale(4));
+            }
+        }
+        CostRule::Reverse if view.eqn.param("dimensions").and_then(|p| int_items(&p.value)).is_some_and(|d| d.is_empty()) => {}
+        CostRule::Unstack => cost.bytes_accessed = view.result_bytes().scale(4),
+        CostRule::Movement | CostRule::Reverse => {
+            // A move whose result is its (first) operand, the others scalars
+            // (a `pad` by nothing, a `concatenate` of one), lowers to nothing.
+            let unchanged = view.results.len() == 1
+                && view.operands.first() == view.results.first()
+                && view.operands.iter().skip(1).flatten().all(AType::is_scalar);
+            if unchanged && rule == CostRule::Movement {
+                return cost;
+            }
+            cost.bytes_accessed = view.operand_bytes().add(&view.result_bytes());
+        }
+        CostRule::Slice => {
+            cost.bytes_accessed = view.result_bytes().scale(2);
+        }
+        CostRule::Reduction => {
+            // Variadic `reduce` takes its initial values as operands; the
+            // named reductions (`reduce_sum`, ...) have theirs implicit.
+            let explicit_inits = view.operands.len() == 2 * view.results.len();
+            let mut folded = Amount::zero();
+            let mut inits = Amount::zero();
+            // XLA folds the operands together: the combiner runs once per
+            // element of one operand folded into a result.
+            for (i, (operand, result)) in view.operands.iter().zip(&view.results).enumerate() {
+                match (operand, result) {
+                    (Some(operand), Some(result)) => {
+                        if i == 0 {
+                            folded = elements(operand, analysis).sub(&elements(result, analysis));
+                        }
+                        inits = inits.add(&view.scalar_bytes(operand));
+                    }
+                    _ => folded = Amount::unknown(),
+                }
+            }
+            cost.flops = folded.mul(combiner_flops);
+            cost.bytes_accessed = view.operand_bytes().add(&view.result_bytes());
+            if !explicit_inits {
+                cost.bytes_accessed = cost.bytes_accessed.add(&inits);
+            }
+        }
+        CostRule::Dot => {
+            let contracted = view
+                .eqn
+                .param("dimension_numbers")
+                .and_then(|p| tuple_items(&p.value))
+                .and_then(|groups| tuple_items(groups.first()?))
+                .and_then(|contracting| int_items(contracting.first()?));
+            let lhs = view.operands.first().cloned().flatten();
+            let size = match (contracted, lhs) {
+                (Some(axes), Some(lhs)) => axes.iter().fold(Amount::constant(1), |acc, &axis| {
+                    match usize::try_from(axis).ok().and_then(|a| lhs.shape.get(a)) {
+                        Some(dim) => acc.mul(&elements(&lhs.with_shape(Shape::from_slice(&[*dim])), analysis)),
+                        None => Amount::unknown(),
+                    }
+                }),
+                _ => Amount::unknown(),
+            };
+            cost.flops = view.result_elements().mul(&size).scale(2);
+            cost.bytes_accessed = view.operand_bytes().add(&view.result_bytes());
+        }
+        CostRule::Convolution => {
+            let kernel = view.operands.get(1).cloned().flatten();
+            let out_feature_axis = view.eqn.param("dimension_numbers").and_then(|p| match &p.value.kind {
+                ast::ExprKind::Call(call) => call
+                    .args
+                    .iter()
+                    .find(|a| a.name.as_ref().is_some_and(|n| &*n.text == "rhs_spec"))
+                    .and_then(|a| int_items(&a.value))
+                    .and_then(|spec| spec.first().copied()),
+                _ => None,
+            });
+            let per_output = match (kernel, out_feature_axis) {
+                (Some(kernel), Some(axis)) => {
+                    let mut shape = kernel.shape.clone();
+                    if let Some(i) = usize::try_from(axis).ok().filter(|&i| i < shape.len()) {
+                        shape.remove(i);
+                        elements(&kernel.with_shape(shape), analysis)
+                    } else {
+                        Amount::unknown()
+                    }
+                }
+                _ => Amount::unknown(),
+            };
+            cost.flops = view.result_elements().mul(&per_output).scale(2);
+            cost.bytes_accessed = view.operand_bytes().add(&view.result_bytes());
+        }
+    }
+    cost
+}
+
+/// Why XLA's count of this equation differs from the rule's on these
+/// types, beyond its row's reason.
+fn type_difference(cost: registry::Cost, family: Family, view: &EqnView<'_>) -> XlaCount {
+    let complex = view
+        .operands
+        .iter()
+        .chain(&view.results)
+        .flatten()
+        .any(|ty| ty.dtype.as_ref().is_some_and(DType::is_complex));
+    if complex && cost.complex_xla != XlaCount::Equal {
+        return cost.complex_xla;
+    }
+    // An elementwise operation with operands of another dtype than its
+    // result (`mul[out_dtype=...]`) converts them first.
+    if matches!(family, Family::Unary | Family::Binary)
+        && matches!(cost.rule, CostRule::Elementwise | CostRule::ElementwiseUnlessIdentity(_)) {
+        let result = view.results.first().cloned().flatten().and_then(|t| t.dtype);
+        if view.operands.iter().flatten().any(|t| t.dtype.is_some() && t.dtype != result) {
+            return XlaCount::Differs("its operands are converted to the result's dtype first");
+        }
+    }
+    let untyped = view.operands.iter().chain(&view.results).any(|ty| ty.is_none());
+    if untyped {
+        return XlaCount::Differs("a type did not resolve");
+    }
+    XlaCount::Equal
+}
+
+pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
+    let analysis = walk.analysis;
+    let info = analysis.eqn(id);
+    let Some(row) = registry::lookup(&info.primitive) else {
+        return EqnCost {
+            total: Cost::unknown(),
+            xla: XlaCount::Differs("an unknown primitive"),
+            dropped: None,
+        };
+    };
+    let Some(&eqn) = walk.syntax.get(&info.range.start) else {
+        return EqnCost {
+            total: Cost::unknown(),
+            xla: XlaCount::Differs("an equation without syntax"),
+            dropped: None,
+        };
+    };
+    let rule = row.cost();
+    let splats = std::mem::take(&mut walk.splats);
+    let view = EqnView {
+        analysis,
+        splats: &splats,
+        eqn,
+        operands: operand_types(analysis, eqn),
+        results: result_types(analysis, info),
+    };
+    let mut xla = first_difference(rule.xla, type_difference(rule, row.family, &view));
+    let callees: Vec<JaxprId> = info.callees.iter().map(|(_, j)| *j).collect();
+    let mut nested = Vec::with_capacity(callees.len());
+    for callee in callees {
+        let cost = walk.jaxpr(callee);
+        xla = first_difference(xla, cost.xla);
+        nested.push(cost.total);
+    }
+    // A reduction's nested jaxpr is its combiner, run once per folded element.
+    let combiner_flops = match (rule.rule, nested.first()) {
+        (CostRule::Reduction, Some(combiner)) => combiner.flops.clone(),
+        _ => Amount::constant(1),
+    };
+    let mut total = own_cost(rule.rule, &view, &combiner_flops);
+    let empty_results = !view.results.is_empty()
+        && view.results.iter().all(|ty| ty.as_ref().is_some_and(|ty| elements(ty, analysis).is_zero()));
+    drop(view);
+    walk.splats = splats;
+    // An instruction with an empty result is not counted.
+    if empty_results {
+        total = Cost::zero();
+    }
+    match rule.rule {
+        CostRule::Cond => {
+            if let Some(first) = nested.first() {
+                total = total.add(&nested.iter().skip(1).fold(first.clone(), |acc, c| acc.max(c)));
+            }
+        }
+        CostRule::Scan => {
+            let body = nested.iter().fold(Cost::zero(), |acc, c| acc.add(c));
+            let iterations = match walk.options.loops {
+                LoopCount::Xla => Amount::constant(1),
+                LoopCount::Iterations => match eqn.param("length") {
+                    Some(param) => scan_length(&param.value),
+                    None => Amount::unknown(),
+                },
+            };
+            total = total.add(&body.times(&iterations));
+        }
+        CostRule::Reduction => {}
+        _ => {
+            for cost in &nested {
+                total = total.add(cost);
+            }
+        }
+    }
+    EqnCost { total, xla, dropped: None }
+}
+
+/// `length=` of a scan: an integer, or a symbolic dimension.
+fn scan_length(expr: &ast::Expr) -> Amount {
+    if let Some(i) = int_value(expr) {
+        return Amount::constant(i);
+    }
+    match &expr.kind {
+        ast::ExprKind::Path(name) => Amount::from_poly(jaxpr_types::Poly::symbol(name)),
+        _ => Amount::unknown(),
+    }
+}
+
+/// The equations of a jaxpr whose operands are all constants (literals, or
+/// results of such equations) and whose rule StableHLO's canonicalisation
+/// folds (elementwise arithmetic, conversions, broadcasts and reshapes of a
+/// splat), with what each still costs: a folded array that a kept equation
+/// or the jaxpr's outputs read is materialised as a broadcast of its value.
+pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, Cost)> {
+    let analysis = walk.analysis;
+    let info = analysis.jaxpr(id);
+    let mut constant: rustc_hash::FxHashSet<jaxpr_types::VarId> = Default::default();
+    let mut folded = Vec::new();
+    for &e in &info.eqns {
+        let eqn_info = analysis.eqn(e);
+        let Some(&syntax) = walk.syntax.get(&eqn_info.range.start) else {
+            continue;
+        };
+        let foldable = registry::lookup(&eqn_info.primitive).is_some_and(|row| {
+            matches!(row.family, Family::Unary | Family::Binary | Family::Conversion | Family::Shape)
+                && matches!(
+                    row.cost().rule,
+                    CostRule::Elementwise
+                        | CostRule::ElementwiseUnlessIdentity(_)
+                        | CostRule::Transcendental
+                        | CostRule::Convert
+                        | CostRule::Movement
+                        | CostRule::Free
+                )
+        });
+        let operands_constant = !syntax.args.is_empty()
+            && syntax.args.iter().all(|atom| match atom {
+                ast::Atom::Lit(_) => true,
+                ast::Atom::Var(name) => analysis.ref_at(name.range).is_some_and(|r| constant.contains(&r.var)),
+            });
+        if foldable && operands_constant {
+            constant.extend(eqn_info.outs.iter().flatten().copied());
+            // A broadcast of a literal is a splat of known value.
+            if let ([ast::Atom::Lit(lit)], [Some(out)]) = (&syntax.args[..], &eqn_info.outs[..])
+                && let Ok(value) = lit.value.parse::<f64>()
+            {
+                walk.splats.insert(*out, value);
+            }
+            folded.push(e);
+        }
+    }
+    // Which folded values a kept equation or the outputs read.
+    let mut read: rustc_hash::FxHashSet<jaxpr_types::VarId> = info.outs.iter().filter_map(|o| o.var).collect();
+    for &e in &info.eqns {
+        if folded.contains(&e) {
+            continue;
+        }
+        if let Some(&syntax) = walk.syntax.get(&analysis.eqn(e).range.start) {
+            for atom in syntax.args.iter() {
+                if let ast::Atom::Var(name) = atom
+                    && let Some(r) = analysis.ref_at(name.range)
+                {
+                    read.insert(r.var);
+                }
+            }
+        }
+    }
+    folded
+        .into_iter()
+        .map(|e| {
+            let mut cost = Cost::zero();
+            for var in analysis.eqn(e).outs.iter().flatten() {
+                let ty = &analysis.var(*var).ty;
+                if read.contains(var) && !ty.is_scalar() {
+                    let scalar = bytes(&AType { dtype: ty.dtype.clone(), shape: Shape::new() }, None, analysis);
+                    cost.bytes_accessed = cost.bytes_accessed.add(&scalar).add(&bytes(ty, None, analysis));
+                }
+            }
+            (e, cost)
+        })
+        .collect()
+}
