@@ -48,8 +48,11 @@ def values(p, cj):
     """JAX's values of `p` (`jax.jit(p.fn)(*p.args)`, as a user runs it): one
     example, inputs the jaxpr's constants then the arguments' leaves."""
     import jax
+    import jax.numpy as jnp
     outs = jax.tree_util.tree_leaves(jax.jit(p.fn)(*p.args))
-    inputs = list(cj.consts) + jax.tree_util.tree_leaves(p.args)
+    # A Python scalar among the arguments (a TrainState's `step`) has the
+    # dtype JAX gives it, as the jaxpr declares it.
+    inputs = list(cj.consts) + [jnp.asarray(a) for a in jax.tree_util.tree_leaves(p.args)]
     return [{"inputs": [encode.array(a) for a in inputs],
              "outputs": [encode.array(o) for o in outs]}]
 
