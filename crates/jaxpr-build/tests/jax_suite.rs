@@ -174,10 +174,16 @@ fn corpus_dtype_is_real(d: &str) -> bool {
 
 /// Programs whose recorded values cannot be reproduced from what the corpus
 /// holds, with the reason: they are counted apart, neither right nor wrong.
-const UNVERIFIABLE: &[(&str, &str)] = &[(
-    "lax/top_k_sort_inf_nan_inshape_float32_5_k_5",
-    "its input held NaN and -NaN, which the corpus records alike as \"nan\"; top_k puts NaN first and -NaN last",
-)];
+const UNVERIFIABLE: &[(&str, &str)] = &[
+    (
+        "lax/top_k_sort_inf_nan_inshape_float32_5_k_5",
+        "its input held NaN and -NaN, which the corpus records alike as \"nan\"; top_k puts NaN first and -NaN last",
+    ),
+    (
+        "flax_nnx/mlp_adam_train_step",
+        "its first layer's bias feeds a BatchNorm, which cancels it: the bias's gradient is 0 in exact arithmetic and f32 rounding noise, which adam scales to about its learning rate (corpus-gen/builds/README.md)",
+    ),
+];
 
 #[derive(Debug)]
 enum Outcome {
@@ -703,7 +709,7 @@ const ECOSYSTEM_SAMPLE: &[&str] = &[
     "equinox/mlp_adam_make_step",
     "flax_linen/mlp_trainstate_step",
     "flax_linen/scanned_lstm",
-    "flax_nnx/mlp_adam_train_step",
+    "flax_nnx/cnn_adamw_train_step",
     "haiku/lstm_dynamic_unroll",
     "haiku/mlp_apply_poly",
     "jax_md/lennard_jones_forces",
