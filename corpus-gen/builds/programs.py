@@ -6,17 +6,9 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from folder import Program
+
 VERSION = tuple(int(x) for x in jax.__version__.split(".")[:3])
-
-
-class Program:
-    """`fn` at `args`; with `poly` (jax.export shape specs, one per argument),
-    printed traced at those symbolic shapes and computed at `args`."""
-    def __init__(self, name, fn, args, source, poly=None, threefry_partitionable=None):
-        self.name, self.fn, self.args, self.source, self.poly = name, fn, list(args), source, poly
-        # `jax_threefry_partitionable` while tracing and computing (None:
-        # this JAX's default), recorded in the manifest for the build.
-        self.threefry_partitionable = threefry_partitionable
 
 
 def rng(seed):

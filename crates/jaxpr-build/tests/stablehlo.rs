@@ -319,3 +319,44 @@ fn an_unnamed_dynamic_result_builds() {
     assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
     assert!(std::fs::read_to_string(&out).unwrap().contains("tensor<?xf64>"));
 }
+
+/// What JAX prints without its value is refused by both back ends with a
+/// J0012 saying so, never an internal error: a nested jaxpr's constants
+/// (jax 0.10.2 prints a closed jaxpr's constants by name only: jax-md,
+/// diffrax, optimistix) and a `_` that a nested jaxpr returns (as `eigh`'s
+/// dropped eigenvectors are printed).
+#[test]
+fn what_the_text_does_not_hold_is_refused_with_what_it_lacks() {
+    let dir = out_dir("unprinted");
+    let cases = [
+        (
+            "consts",
+            "{ lambda ; a:f32[3]. let\n    b:f32[3] = jit[\n      name=scaled\n      jaxpr={ lambda c:f32[] d:f32[]; a:f32[3]. let\n          e:f32[3] = mul a c\n          b:f32[3] = add e d\n        in (b,) }\n    ] a\n  in (b,) }\n",
+            "the constants `c`, `d` of this nested jaxpr have no values in the text",
+        ),
+        (
+            "unnamed",
+            "{ lambda ; a:f32[3]. let\n    b:f32[3] _:f32[3] = jit[\n      name=sincos\n      jaxpr={ lambda ; a:f32[3]. let\n          _:f32[3] = sin a\n          b:f32[3] = cos a\n        in (b, _) }\n    ] a\n  in (b,) }\n",
+            "this value is printed as `_`",
+        ),
+    ];
+    for (name, text, expected) in cases {
+        let src = dir.join(format!("{name}.jaxpr"));
+        std::fs::write(&src, text).unwrap();
+        for emit in ["stablehlo", "native"] {
+            let out = dir.join(format!("{name}.{emit}.out"));
+            let b = bin()
+                .arg("build")
+                .arg(&src)
+                .args(["--emit", emit, "--color", "never", "-o"])
+                .arg(&out)
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&b.stderr);
+            assert_eq!(b.status.code(), Some(1), "{name} {emit}: {err}");
+            assert_eq!(err.matches("error[J0012]").count(), 1, "{name} {emit}: {err}");
+            assert!(err.contains(expected) && !err.contains("internal error"), "{name} {emit}: {err}");
+            assert!(!out.exists(), "{name} {emit}: written");
+        }
+    }
+}

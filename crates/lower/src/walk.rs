@@ -777,6 +777,20 @@ pub fn nested_binders(
 ) -> LowerResult<Vec<VarId>> {
     let info = a.jaxpr(j);
     let binders: Vec<VarId> = info.constvars.iter().chain(&info.invars).copied().collect();
+    if !info.constvars.is_empty() && inputs == info.invars.len() {
+        // A closed jaxpr's constants, as JAX prints a nested one
+        // (`{ lambda bo:f32[] bp:f32[]; bm:bool[12,12] ...`): their names
+        // and types are printed, their values are not, and the call site
+        // passes only the jaxpr's arguments.
+        let names: Vec<String> = info.constvars.iter().map(|&v| format!("`{}`", a.var(v).name)).collect();
+        return err(
+            at,
+            format!(
+                "the constants {} of this nested jaxpr have no values in the text (JAX prints a closed jaxpr's constants by name only), so it cannot be built",
+                names.join(", ")
+            ),
+        );
+    }
     if binders.len() != inputs {
         return err(
             at,
@@ -788,6 +802,17 @@ pub fn nested_binders(
         );
     }
     Ok(binders)
+}
+
+/// The refusal of an operand or output that JAX printed as `_`: its
+/// printer names `_` every variable that the outermost jaxpr does not use,
+/// nested jaxprs' variables included, so a nested jaxpr may read or return
+/// a `_` whose value the text does not identify.
+pub fn unnamed_value<T>(at: TextRange) -> LowerResult<T> {
+    err(
+        at,
+        "this value is printed as `_` (JAX's printer names so every variable the outermost jaxpr does not use), so the text does not say which value it is: it cannot be built".to_string(),
+    )
 }
 
 /// The type of a dropped binder (`_:f32[3]`): it has no variable, and only

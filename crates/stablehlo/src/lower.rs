@@ -385,6 +385,9 @@ impl<'c, 'f> Lower<'c, 'f> {
             }
             Atom::Var(n) => {
                 let Some(v) = self.syntax.use_at(n.range.start) else {
+                    if n.text == "_" {
+                        return jaxpr_lower::walk::unnamed_value(n.range);
+                    }
                     return err(
                         n.range,
                         format!("internal error: `{}` is not resolved", n.text),
