@@ -1,7 +1,9 @@
 //! The `jaxpr` command line: `check` (diagnostics, human or JSON),
-//! `types` (every jaxpr's `in_type`/`out_type`) and `trace` (record what a
+//! `types` (every jaxpr's `in_type`/`out_type`), `diff` (two jaxprs
+//! compared up to renaming) and `trace` (record what a
 //! Python program traces into a session folder).
 
+mod diff;
 mod render;
 mod trace;
 
@@ -41,6 +43,21 @@ enum Command {
     Types { file: PathBuf },
     /// Build a jaxpr: StableHLO text or bytecode, or native code (a shared library with a C ABI, LLVM IR, an object).
     Build(BuildArgs),
+    /// Compare two jaxprs up to variable renaming: input types, added,
+    /// removed and changed equations. Exit status 0 when equal, 1 when they
+    /// differ, 2 on a usage or IO error.
+    Diff {
+        /// The first (older) jaxpr file.
+        a: PathBuf,
+        /// The second (newer) jaxpr file.
+        b: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Human)]
+        format: Format,
+        /// Colour the human output: auto (when stdout is a terminal), always, never.
+        #[arg(long, value_enum, default_value_t = ColorMode::Auto)]
+        color: ColorMode,
+    },
     /// Run a Python program and record every jaxpr it traces, with source
     /// locations and tracing errors, into a session folder.
     Trace {
@@ -166,6 +183,12 @@ pub fn main(build: Option<BuildCommand>) -> i32 {
             color,
         } => check(&paths, format, color),
         Command::Types { file } => types(&file),
+        Command::Diff {
+            a,
+            b,
+            format,
+            color,
+        } => diff::run(&a, &b, diff::DiffOptions { format, color }),
         Command::Build(args) => {
             let Some(run) = build else {
                 return exec_build_binary();

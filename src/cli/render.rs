@@ -71,7 +71,7 @@ fn position(text: &str, idx: &LineIndex, offset: u32) -> Value {
     json!({"line": lc.line + 1, "column": col + 1})
 }
 
-fn range_json(text: &str, idx: &LineIndex, r: TextRange) -> Value {
+pub(super) fn range_json(text: &str, idx: &LineIndex, r: TextRange) -> Value {
     json!({"start": position(text, idx, r.start), "end": position(text, idx, r.end)})
 }
 
