@@ -234,7 +234,10 @@ impl<'t> FileFacts<'t> {
         }
     }
     fn eqn_count(&self) -> usize {
-        self.lets.iter().map(|l| count_eqns(&l.facts)).sum::<usize>()
+        self.lets
+            .iter()
+            .map(|l| count_eqns(&l.facts))
+            .sum::<usize>()
             + self.main.as_ref().map_or(0, count_eqns)
     }
     fn slice(&self, r: TextRange) -> &'t str {

@@ -180,9 +180,10 @@ pub fn selection_ranges(file: &ast::SourceFile, text_len: u32, offset: u32) -> V
     let mut out: Vec<TextRange> = Vec::with_capacity(outer_first.len());
     for r in outer_first.into_iter().rev() {
         // Each range inside the next, none repeated.
-        if out.last().is_none_or(|last: &TextRange| {
-            r != *last && r.start <= last.start && last.end <= r.end
-        }) {
+        if out
+            .last()
+            .is_none_or(|last: &TextRange| r != *last && r.start <= last.start && last.end <= r.end)
+        {
             out.push(r);
         }
     }
