@@ -299,6 +299,28 @@ fn to_lsp_diagnostic(d: &CoreDiagnostic, uri: &Url, rope: &Rope, enc: Encoding) 
     }
 }
 
+/// A call hierarchy item. The later requests find its jaxpr again by its
+/// selection range (see [`item_jaxpr`]).
+fn call_item(item: ide::CallItem, uri: &Url, rope: &Rope, enc: Encoding) -> CallHierarchyItem {
+    CallHierarchyItem {
+        name: item.name,
+        kind: SymbolKind::FUNCTION,
+        tags: None,
+        detail: Some(item.detail),
+        uri: uri.clone(),
+        range: convert::range(rope, item.range, enc),
+        selection_range: convert::range(rope, item.selection, enc),
+        data: None,
+    }
+}
+
+/// The jaxpr a call hierarchy item names: by the selection it was given
+/// (the text may have changed since: then by its position now).
+fn item_jaxpr(v: &FileView, item: &CallHierarchyItem, rope: &Rope, enc: Encoding) -> Option<jaxpr_check::JaxprId> {
+    let offset = convert::offset(rope, item.selection_range.start, enc);
+    ide::prepare_call_hierarchy(v.analysis, v.lines, offset).map(|i| i.jaxpr)
+}
+
 fn markdown(value: String) -> HoverContents {
     HoverContents::Markup(MarkupContent {
         kind: MarkupKind::Markdown,
@@ -407,6 +429,9 @@ impl LanguageServer for Backend {
                     work_done_progress_options: Default::default(),
                 })),
                 document_symbol_provider: Some(OneOf::Left(true)),
+                workspace_symbol_provider: Some(OneOf::Left(true)),
+                call_hierarchy_provider: Some(CallHierarchyServerCapability::Simple(true)),
+                selection_range_provider: Some(SelectionRangeProviderCapability::Simple(true)),
                 folding_range_provider: Some(FoldingRangeProviderCapability::Simple(true)),
                 semantic_tokens_provider: Some(
                     SemanticTokensServerCapabilities::SemanticTokensOptions(
@@ -784,6 +809,155 @@ impl LanguageServer for Backend {
             })
             .await?;
         Ok(r.map(DocumentSymbolResponse::Nested))
+    }
+
+    async fn prepare_call_hierarchy(
+        &self,
+        p: CallHierarchyPrepareParams,
+    ) -> Result<Option<Vec<CallHierarchyItem>>> {
+        let tp = p.text_document_position_params;
+        let (uri, pos) = (tp.text_document.uri, tp.position);
+        let u = uri.clone();
+        let r = self
+            .query(&uri, move |v, rope, enc| {
+                ide::prepare_call_hierarchy(v.analysis, v.lines, convert::offset(rope, pos, enc))
+                    .map(|item| vec![call_item(item, &u, rope, enc)])
+            })
+            .await?;
+        Ok(r.flatten())
+    }
+
+    async fn incoming_calls(
+        &self,
+        p: CallHierarchyIncomingCallsParams,
+    ) -> Result<Option<Vec<CallHierarchyIncomingCall>>> {
+        let uri = p.item.uri.clone();
+        let u = uri.clone();
+        let r = self
+            .query(&uri, move |v, rope, enc| {
+                let j = item_jaxpr(v, &p.item, rope, enc)?;
+                Some(
+                    ide::incoming_calls(v.analysis, v.lines, j)
+                        .into_iter()
+                        .map(|c| CallHierarchyIncomingCall {
+                            from_ranges: c.sites.iter().map(|r| convert::range(rope, *r, enc)).collect(),
+                            from: call_item(c.item, &u, rope, enc),
+                        })
+                        .collect(),
+                )
+            })
+            .await?;
+        Ok(r.flatten())
+    }
+
+    async fn outgoing_calls(
+        &self,
+        p: CallHierarchyOutgoingCallsParams,
+    ) -> Result<Option<Vec<CallHierarchyOutgoingCall>>> {
+        let uri = p.item.uri.clone();
+        let u = uri.clone();
+        let r = self
+            .query(&uri, move |v, rope, enc| {
+                let j = item_jaxpr(v, &p.item, rope, enc)?;
+                Some(
+                    ide::outgoing_calls(v.analysis, v.lines, j)
+                        .into_iter()
+                        .map(|c| CallHierarchyOutgoingCall {
+                            from_ranges: c.sites.iter().map(|r| convert::range(rope, *r, enc)).collect(),
+                            to: call_item(c.item, &u, rope, enc),
+                        })
+                        .collect(),
+                )
+            })
+            .await?;
+        Ok(r.flatten())
+    }
+
+    async fn symbol(&self, p: WorkspaceSymbolParams) -> Result<Option<Vec<SymbolInformation>>> {
+        let (ws, roots, enc) = (self.ws.clone(), self.roots(), self.enc());
+        let query = p.query;
+        let job = tokio::task::spawn_blocking(move || {
+            let files = lock(&ws).workspace_files(&roots);
+            let mut out = Vec::new();
+            for f in files {
+                let answer = f.snapshot.with_view(|v| {
+                    ide::named_jaxprs(v.analysis, v.lines)
+                        .into_iter()
+                        .map(|item| {
+                            let name = match (&f.function, item.name.as_str()) {
+                                (Some(function), "main") => function.clone(),
+                                _ => item.name,
+                            };
+                            (name, item.selection)
+                        })
+                        .filter(|(name, _)| ide::matches_query(name, &query))
+                        .map(|(name, selection)| {
+                            #[allow(deprecated)]
+                            SymbolInformation {
+                                name,
+                                kind: SymbolKind::FUNCTION,
+                                tags: None,
+                                deprecated: None,
+                                location: Location::new(
+                                    f.uri.clone(),
+                                    convert::range(&f.snapshot.rope, selection, enc),
+                                ),
+                                container_name: Some(match &f.function {
+                                    Some(_) => "tracing session".to_string(),
+                                    None => f
+                                        .uri
+                                        .path_segments()
+                                        .and_then(|mut s| s.next_back())
+                                        .unwrap_or_default()
+                                        .to_string(),
+                                }),
+                            }
+                        })
+                        .collect::<Vec<_>>()
+                });
+                match answer {
+                    Ok(symbols) => out.extend(symbols),
+                    Err(_cancelled) => return Err(()),
+                }
+            }
+            Ok(out)
+        });
+        match job.await {
+            Ok(Ok(symbols)) => Ok(Some(symbols)),
+            Ok(Err(())) => Err(content_modified()),
+            Err(_) => Err(Error::internal_error()),
+        }
+    }
+
+    async fn selection_range(
+        &self,
+        p: SelectionRangeParams,
+    ) -> Result<Option<Vec<SelectionRange>>> {
+        let positions = p.positions;
+        self.query(&p.text_document.uri, move |v, rope, enc| {
+            positions
+                .iter()
+                .map(|pos| {
+                    let offset = convert::offset(rope, *pos, enc);
+                    let chain = ide::selection_ranges(&v.parse.file, v.text.len() as u32, offset);
+                    let mut parent: Option<Box<SelectionRange>> = None;
+                    for r in chain.iter().rev() {
+                        parent = Some(Box::new(SelectionRange {
+                            range: convert::range(rope, *r, enc),
+                            parent,
+                        }));
+                    }
+                    parent.map_or(
+                        SelectionRange {
+                            range: Range::new(*pos, *pos),
+                            parent: None,
+                        },
+                        |b| *b,
+                    )
+                })
+                .collect()
+        })
+        .await
     }
 
     async fn folding_range(&self, p: FoldingRangeParams) -> Result<Option<Vec<FoldingRange>>> {

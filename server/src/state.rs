@@ -45,6 +45,29 @@ pub struct Workspace {
     /// The tracing sessions read into `db`, by folder, with what was read
     /// of each of their files.
     sessions: Sessions,
+    /// The jaxpr files of the workspace folders that are not open, as
+    /// inputs of `db` (workspace symbols): read from the disk at each
+    /// request, set only when their text changed, so their analyses are
+    /// memoized between requests.
+    disk: HashMap<std::path::PathBuf, SourceFile>,
+}
+
+/// A jaxpr file of the workspace: an open document, a file on disk, or a
+/// traced function of a session.
+pub struct WorkspaceFile {
+    pub uri: Url,
+    /// The traced function's name, for a session's file.
+    pub function: Option<String>,
+    pub snapshot: Snapshot,
+}
+
+/// At most this many jaxpr files are read for workspace symbols (a
+/// workspace folder may be a home directory).
+const MAX_WORKSPACE_FILES: usize = 2000;
+
+/// Folders never searched for jaxpr files.
+fn skipped_folder(name: &str) -> bool {
+    matches!(name, ".git" | "node_modules" | "target" | "__pycache__" | ".venv" | "venv")
 }
 
 /// One document at one version, with a database handle to query it from
@@ -173,6 +196,90 @@ impl Workspace {
             file: doc.file,
             rope: doc.rope.clone(),
         })
+    }
+
+    /// Every jaxpr file of the workspace folders: the open documents, the
+    /// files on disk (`*.jaxpr`, `*.jaxpr.txt`) and the traced functions of
+    /// the sessions found there (folders with a `session.json`). Reads the
+    /// disk: call it off the async threads.
+    pub fn workspace_files(&mut self, roots: &[std::path::PathBuf]) -> Vec<WorkspaceFile> {
+        // Every input is set before any snapshot is taken: setting one
+        // waits for the other handles of the database to be dropped.
+        let mut pending: Vec<(Url, Option<String>, SourceFile, Rope)> = Vec::new();
+        let open: Vec<Url> = self.docs.keys().cloned().collect();
+        let open_paths: std::collections::HashSet<std::path::PathBuf> =
+            open.iter().filter_map(|u| u.to_file_path().ok()).collect();
+        for uri in open {
+            if let Some(snapshot) = self.snapshot(&uri) {
+                pending.push((uri, None, snapshot.file, snapshot.rope));
+            }
+        }
+        let mut stack: Vec<std::path::PathBuf> = roots.to_vec();
+        let mut seen_dirs = std::collections::HashSet::new();
+        let mut files = 0;
+        while let Some(dir) = stack.pop() {
+            if files >= MAX_WORKSPACE_FILES || !seen_dirs.insert(dir.clone()) {
+                continue;
+            }
+            if dir.join(session::SESSION_FILE).is_file() {
+                let Ok(input) = self.sessions.sync(&mut self.db, &dir) else {
+                    continue;
+                };
+                for j in input.jaxprs(&self.db).clone() {
+                    let Ok(uri) = Url::from_file_path(&j.path) else { continue };
+                    if open_paths.contains(&j.path) {
+                        continue;
+                    }
+                    files += 1;
+                    let rope = Rope::from_str(j.file.text(&self.db));
+                    pending.push((uri, Some(j.name.clone()), j.file, rope));
+                }
+                continue;
+            }
+            let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+            let mut entries: Vec<_> = entries.flatten().collect();
+            entries.sort_by_key(|e| e.file_name());
+            for e in entries {
+                let path = e.path();
+                let name = e.file_name().to_string_lossy().into_owned();
+                match e.file_type() {
+                    Ok(t) if t.is_dir() && !skipped_folder(&name) => stack.push(path),
+                    Ok(t) if t.is_file() && (name.ends_with(".jaxpr") || name.ends_with(".jaxpr.txt")) => {
+                        if open_paths.contains(&path) || files >= MAX_WORKSPACE_FILES {
+                            continue;
+                        }
+                        let Ok(text) = session::files::read_regular_text(&path, session::files::MAX_FILE_BYTES) else {
+                            continue;
+                        };
+                        let Ok(uri) = Url::from_file_path(&path) else { continue };
+                        files += 1;
+                        let file = match self.disk.get(&path) {
+                            Some(f) => {
+                                if f.text(&self.db) != &text {
+                                    f.set_text(&mut self.db).to(text.clone());
+                                }
+                                *f
+                            }
+                            None => {
+                                let f = SourceFile::new(&self.db, path.display().to_string(), text.clone());
+                                self.disk.insert(path.clone(), f);
+                                f
+                            }
+                        };
+                        pending.push((uri, None, file, Rope::from_str(&text)));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        pending
+            .into_iter()
+            .map(|(uri, function, file, rope)| WorkspaceFile {
+                uri,
+                function,
+                snapshot: Snapshot { db: self.db.clone(), file, rope },
+            })
+            .collect()
     }
 
     pub fn version(&self, uri: &Url) -> Option<i32> {

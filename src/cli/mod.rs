@@ -2,9 +2,11 @@
 //! GitHub annotations, rules selected by configuration), `rule` (a rule's
 //! page), `types` (every jaxpr's `in_type`/`out_type`), `graph` (the
 //! dataflow graph as SVG, HTML, DOT or Model Explorer JSON), `stats` (cost,
-//! memory, equations by primitive and Python line) and `trace` (record what
-//! a Python program traces into a session folder).
+//! memory, equations by primitive and Python line), `diff` (two jaxprs
+//! compared up to renaming) and `trace` (record what a Python program traces
+//! into a session folder).
 
+mod diff;
 mod graph;
 mod pprof;
 mod render;
@@ -82,6 +84,21 @@ enum Command {
     },
     /// Build a jaxpr: StableHLO text or bytecode, or native code (a shared library with a C ABI, LLVM IR, an object).
     Build(BuildArgs),
+    /// Compare two jaxprs up to variable renaming: input types, added,
+    /// removed and changed equations. Exit status 0 when equal, 1 when they
+    /// differ, 2 on a usage or IO error.
+    Diff {
+        /// The first (older) jaxpr file.
+        a: PathBuf,
+        /// The second (newer) jaxpr file.
+        b: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Human)]
+        format: Format,
+        /// Colour the human output: auto (when stdout is a terminal), always, never.
+        #[arg(long, value_enum, default_value_t = ColorMode::Auto)]
+        color: ColorMode,
+    },
     /// Run a Python program and record every jaxpr it traces, with source
     /// locations and tracing errors, into a session folder.
     Trace {
@@ -297,6 +314,12 @@ pub fn main(build: Option<BuildCommand>) -> i32 {
             output: output.as_deref(),
             loops: if xla_loops { jaxpr_cost::LoopCount::Xla } else { jaxpr_cost::LoopCount::Iterations },
         }),
+        Command::Diff {
+            a,
+            b,
+            format,
+            color,
+        } => diff::run(&a, &b, diff::DiffOptions { format, color }),
         Command::Build(args) => {
             let Some(run) = build else {
                 return exec_build_binary();

@@ -86,7 +86,7 @@ fn position(text: &str, idx: &LineIndex, offset: u32) -> Value {
     json!({"line": at.line, "column": at.column})
 }
 
-fn range_json(text: &str, idx: &LineIndex, r: TextRange) -> Value {
+pub(super) fn range_json(text: &str, idx: &LineIndex, r: TextRange) -> Value {
     json!({"start": position(text, idx, r.start), "end": position(text, idx, r.end)})
 }
 

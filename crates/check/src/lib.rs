@@ -30,6 +30,7 @@
 //! - `dims`: dimension equality; `signature`: a jaxpr's in_type/out_type;
 //!   `rules`: the typing rule of each primitive; `registry`: the primitives.
 
+pub mod diff;
 pub mod registry;
 pub mod rules;
 pub mod sharp;

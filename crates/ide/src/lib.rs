@@ -5,6 +5,7 @@
 mod complete;
 mod earlier;
 mod hints;
+mod navigate;
 mod outline;
 mod rename;
 mod tokens;
@@ -12,6 +13,10 @@ mod tokens;
 pub use complete::{Completion, CompletionKind, completions};
 pub use earlier::EarlierView;
 pub use hints::{InlayHint, inlay_hints};
+pub use navigate::{
+    Call, CallItem, call_item, incoming_calls, matches_query, named_jaxprs, outgoing_calls,
+    prepare_call_hierarchy, selection_ranges,
+};
 pub use outline::{Fold, FoldKind, Symbol, SymbolKind, document_symbols, folding_ranges};
 pub use rename::{RenameError, prepare_rename, rename};
 pub use tokens::{SemanticToken, TokenKind, semantic_tokens};

@@ -3,7 +3,7 @@
 //! (see `jaxpr_test_support::fixture`).
 
 use jaxpr_ide::{FileView, NavTarget};
-use jaxpr_syntax::{LineIndex, TextRange};
+use jaxpr_syntax::{LineIndex, TextRange, ast};
 use jaxpr_test_support::fixture::Fixture;
 
 /// `catalyst/resize_loop.jaxpr`: a loop whose carried array changes size.
@@ -366,4 +366,133 @@ fn hover_on_a_lambda_shows_its_totals_and_symbolic_peak() {
             assert!(markdown.contains("peak: 12*b*n bytes live at `mul`"), "{markdown}");
         },
     );
+}
+
+/// A `let` called twice by the main jaxpr and once by a jaxpr nested in it.
+const CALLS: &str = r#"let _f = { lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) } in
+{ lambda ; c:f32[3]. let
+    d:f32[3] = pjit[name=f jaxpr=_f] c
+    e:f32[3] = pjit[name=f jaxpr=_f] d
+    i:f32[3] = pjit[
+      name=g
+      jaxpr={ lambda ; g:f32[3]. let h:f32[3] = pjit[name=f jaxpr=_f] g in (h,) }
+    ] e
+  in (i,) }
+"#;
+
+fn calls_fixture(line: usize, cursor_line: &str, mark: &str) -> String {
+    let mut lines: Vec<String> = CALLS.lines().map(str::to_string).collect();
+    lines[line] = cursor_line.to_string();
+    if !mark.is_empty() {
+        lines.insert(line + 1, mark.to_string());
+    }
+    lines.join("\n") + "\n"
+}
+
+#[test]
+fn incoming_calls_of_a_let_are_its_callers_with_each_call_site() {
+    let fixture = calls_fixture(
+        0,
+        "let _$0f = { lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) } in",
+        "",
+    )
+    .replace(
+        "    d:f32[3] = pjit[name=f jaxpr=_f] c\n    e:f32[3] = pjit[name=f jaxpr=_f] d\n",
+        "    d:f32[3] = pjit[name=f jaxpr=_f] c\n#                                ^^ main\n    e:f32[3] = pjit[name=f jaxpr=_f] d\n#                                ^^ main\n",
+    )
+    .replace(
+        "      jaxpr={ lambda ; g:f32[3]. let h:f32[3] = pjit[name=f jaxpr=_f] g in (h,) }\n",
+        "      jaxpr={ lambda ; g:f32[3]. let h:f32[3] = pjit[name=f jaxpr=_f] g in (h,) }\n#                                                                 ^^ nested\n",
+    );
+    with_view(&fixture, |fx, view, cursor| {
+        assert!(view.analysis.diagnostics.is_empty(), "{:?}", view.analysis.diagnostics);
+        let item = jaxpr_ide::prepare_call_hierarchy(view.analysis, view.lines, cursor).unwrap();
+        assert_eq!(item.name, "_f");
+        assert_eq!(item.detail, "((f32[3], True),) -> ((f32[3], True),)");
+        let calls = jaxpr_ide::incoming_calls(view.analysis, view.lines, item.jaxpr);
+        let names: Vec<&str> = calls.iter().map(|c| c.item.name.as_str()).collect();
+        assert_eq!(names, ["main", "jaxpr of pjit (line 5)"]);
+        assert_eq!(calls[0].sites, ranges(fx, "main"));
+        assert_eq!(calls[1].sites, ranges(fx, "nested"));
+    });
+}
+
+#[test]
+fn outgoing_calls_of_the_main_jaxpr_are_the_let_and_the_inline_jaxpr() {
+    let fixture = calls_fixture(
+        1,
+        "{ lambda ; $0c:f32[3]. let",
+        "",
+    )
+    .replace(
+        "    i:f32[3] = pjit[\n",
+        "    i:f32[3] = pjit[\n#              ^^^^ inline\n",
+    );
+    with_view(&fixture, |fx, view, cursor| {
+        let item = jaxpr_ide::prepare_call_hierarchy(view.analysis, view.lines, cursor).unwrap();
+        assert_eq!(item.name, "main");
+        let calls = jaxpr_ide::outgoing_calls(view.analysis, view.lines, item.jaxpr);
+        let names: Vec<&str> = calls.iter().map(|c| c.item.name.as_str()).collect();
+        assert_eq!(names, ["_f", "jaxpr of pjit (line 5)"]);
+        assert_eq!(calls[0].sites.len(), 2);
+        assert_eq!(calls[1].sites, ranges(fx, "inline"));
+        // The nested jaxpr calls the `let` in turn.
+        let inner = jaxpr_ide::outgoing_calls(view.analysis, view.lines, calls[1].item.jaxpr);
+        assert_eq!(inner.len(), 1);
+        assert_eq!(inner[0].item.jaxpr, calls[0].item.jaxpr);
+    });
+}
+
+#[test]
+fn selection_grows_from_an_operand_to_the_file() {
+    let fixture = calls_fixture(
+        3,
+        "    e:f32[3] = pjit[name=f jaxpr=_f] $0d",
+        "#                                    ^ token\n#   ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^ eqn",
+    );
+    with_view(&fixture, |fx, view, cursor| {
+        let chain = jaxpr_ide::selection_ranges(&view.parse.file, view.text.len() as u32, cursor);
+        // The token, the operand list (here the same range: listed once), the equation.
+        assert_eq!(chain[0], ranges(fx, "token")[0]);
+        assert_eq!(chain[1], ranges(fx, "eqn")[0]);
+        let main = view.parse.file.main.as_ref().unwrap();
+        let body = main.eqns[0].range.cover(main.eqns[2].range);
+        assert_eq!(chain[2..], [body, main.range, TextRange::new(0, view.text.len() as u32)]);
+    });
+}
+
+#[test]
+fn selection_inside_a_nested_jaxpr_walks_out_through_its_parameter_and_equation() {
+    let fixture = calls_fixture(
+        6,
+        "      jaxpr={ lambda ; g:f32[3]. let h:f32[3] = $0pjit[name=f jaxpr=_f] g in (h,) }",
+        "#                                               ^^^^ primitive",
+    );
+    with_view(&fixture, |fx, view, cursor| {
+        let chain = jaxpr_ide::selection_ranges(&view.parse.file, view.text.len() as u32, cursor);
+        assert_eq!(chain[0], ranges(fx, "primitive")[0]);
+        let main = view.parse.file.main.as_ref().unwrap();
+        let outer = &main.eqns[2];
+        let param = outer.param("jaxpr").unwrap();
+        let ast::ExprKind::Jaxpr(inner) = &param.value.kind else { panic!("a jaxpr") };
+        for expected in [inner.eqns[0].range, inner.range, param.range, outer.params_range.unwrap(), outer.range, main.range] {
+            assert!(chain.contains(&expected), "{expected:?} not in {chain:?}");
+        }
+        // Innermost first: each range inside the next.
+        assert!(chain.windows(2).all(|w| w[1].start <= w[0].start && w[0].end <= w[1].end && w[0] != w[1]));
+    });
+}
+
+#[test]
+fn named_jaxprs_are_every_jaxpr_of_the_file_and_queries_match_in_order() {
+    with_view(&calls_fixture(1, "{ lambda ; $0c:f32[3]. let", ""), |_, view, _| {
+        let names: Vec<String> = jaxpr_ide::named_jaxprs(view.analysis, view.lines)
+            .into_iter()
+            .map(|c| c.name)
+            .collect();
+        assert_eq!(names, ["_f", "main", "jaxpr of pjit (line 5)"]);
+    });
+    assert!(jaxpr_ide::matches_query("jaxpr of pjit (line 5)", "jpjit"));
+    assert!(jaxpr_ide::matches_query("_where", "WHR"));
+    assert!(!jaxpr_ide::matches_query("_where", "wx"));
 }

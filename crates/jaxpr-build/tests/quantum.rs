@@ -86,6 +86,7 @@ fn build(text: &str, name: &str, seed: Option<u32>, dir: &Path) -> Result<PathBu
         name: name.to_string(),
         opt: 1,
         cpu: native::Cpu::Native,
+        threefry: Default::default(),
         quantum: native::QuantumOptions { runtime: Some(catalyst().1.clone()), seed },
     };
     let so = native::build_native(&parse, &analysis, &opts, native::Artifact::Shared)

@@ -270,7 +270,7 @@ fn lowering_each_equation_as_checked_equals_lowering_the_checked_file() {
         let out = dir.join(format!("{name}.mlir"));
         let _ = std::fs::remove_file(&out);
         let as_checked =
-            build::build_text_to_file(&text, Emit::Stablehlo, &out, &mut Timings::default());
+            build::build_text_to_file(&text, build::Options::default(), &out, &mut Timings::default());
         match (whole, as_checked) {
             (Ok(bytes), Ok(Some(_))) => {
                 assert!(std::fs::read(&out).unwrap() == bytes, "{name}: modules differ")

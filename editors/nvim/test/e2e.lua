@@ -434,6 +434,95 @@ do
 end
 
 ---------------------------------------------------------------------------
+-- (k) Navigating large programs: call hierarchy through
+-- vim.lsp.buf.incoming_calls() / outgoing_calls() (the quickfix list),
+-- workspace symbols through vim.lsp.buf.workspace_symbol(), and selection
+-- ranges (Neovim 0.7 has no client command for them: a request).
+---------------------------------------------------------------------------
+
+do
+  -- The later sections work on the buffer and cursor they left.
+  local previous_buf = vim.api.nvim_get_current_buf()
+  local previous_cursor = vim.api.nvim_win_get_cursor(0)
+  local rel = 'jax/remat.jaxpr'
+  local buf, uri = open(rel)
+  wait_for(rel .. ': publishDiagnostics', function()
+    return (published[uri] or 0) > 0
+  end)
+  local let_row, let_col = pos_of(buf, 'let jaxpr', 1, #'let ')
+  local site1 = pos_of(buf, 'jaxpr=jaxpr', 1)
+  local site2 = pos_of(buf, 'jaxpr=jaxpr', 2)
+  set_cursor(let_row, let_col)
+  vim.fn.setqflist({}, 'r')
+  vim.lsp.buf.incoming_calls()
+  wait_for('incoming calls in the quickfix list', function()
+    return #vim.fn.getqflist() > 0
+  end)
+  local rows = vim.tbl_map(function(q)
+    return q.lnum - 1
+  end, vim.fn.getqflist())
+  table.sort(rows)
+  check(#rows == 2 and rows[1] == site1 and rows[2] == site2,
+    'incoming calls of `let jaxpr`: expected the two `jaxpr=jaxpr` at rows %d and %d, got %s', site1, site2, vim.inspect(rows))
+  out(('(k) incoming calls of `jaxpr`: %d call sites in the quickfix list'):format(#rows))
+  vim.cmd('cclose')
+
+  -- Outgoing calls of the main jaxpr: the `let`, called twice.
+  local main_row, main_col = pos_of(buf, '{ lambda ; h:', 1, #'{ ')
+  set_cursor(main_row, main_col)
+  vim.fn.setqflist({}, 'r')
+  vim.lsp.buf.outgoing_calls()
+  wait_for('outgoing calls in the quickfix list', function()
+    return #vim.fn.getqflist() > 0
+  end)
+  local texts = vim.tbl_map(function(q)
+    return q.text
+  end, vim.fn.getqflist())
+  check(#texts == 2 and texts[1]:find('jaxpr', 1, true), 'outgoing calls of main: %s', vim.inspect(vim.fn.getqflist()))
+  out('(k) outgoing calls of main: ' .. texts[1])
+  vim.cmd('cclose')
+
+  -- Workspace symbols: the jaxprs of every file of the folder, open or not.
+  vim.fn.setqflist({}, 'r')
+  vim.lsp.buf.workspace_symbol('remainder')
+  wait_for('workspace symbols in the quickfix list', function()
+    return #vim.fn.getqflist() > 0
+  end)
+  local found = false
+  for _, q in ipairs(vim.fn.getqflist()) do
+    local name = vim.api.nvim_buf_get_name(q.bufnr)
+    if name:find('control.jaxpr', 1, true) and q.text:find('remainder', 1, true) then
+      found = true
+    end
+  end
+  check(found, 'workspace symbol `remainder` of jax/control.jaxpr (not open) not found: %s', vim.inspect(vim.fn.getqflist()))
+  out(('(k) workspace symbols for "remainder": %d, control.jaxpr among them'):format(#vim.fn.getqflist()))
+  vim.cmd('cclose')
+
+  -- Selection ranges from the operand `k` of `o = remat2[...] i k n`.
+  local op_row, op_col = pos_of(buf, '] i k n', 1, #'] i ')
+  local res = vim.lsp.buf_request_sync(buf, 'textDocument/selectionRange', {
+    textDocument = { uri = uri },
+    positions = { { line = op_row, character = op_col } },
+  }, STEP_MS)
+  local chain = {}
+  for _, r in pairs(res or {}) do
+    local at = r.result and r.result[1]
+    while at do
+      table.insert(chain, at.range)
+      at = at.parent
+    end
+  end
+  local eqn_row = pos_of(buf, 'o:f32[3,4] = remat2', 1)
+  check(#chain >= 5 and chain[1].start.line == op_row and chain[1].start.character == op_col
+    and chain[3].start.line == eqn_row and chain[#chain].start.line == 0,
+    'selection ranges from `k`: %s', vim.inspect(chain))
+  out(('(k) selection ranges from the operand: %d levels, the equation at row %d'):format(#chain, eqn_row))
+  vim.api.nvim_set_current_buf(previous_buf)
+  vim.api.nvim_win_set_cursor(0, previous_cursor)
+end
+
+---------------------------------------------------------------------------
 -- (f) :JaxprBuildStablehlo / :JaxprBuildNative show the server's answer
 ---------------------------------------------------------------------------
 
