@@ -384,7 +384,8 @@ fn target_hover(f: &FileView, offset: u32) -> Option<(TextRange, String)> {
             }
             let cost = file_cost(f);
             let eqn_cost = cost.eqn(e);
-            let _ = writeln!(s, "\ncost: {}", cost_line(&eqn_cost.total));
+            // In a code block: symbolic amounts (`2*b*n`) are not markdown.
+            let _ = writeln!(s, "\n```\ncost: {}\n```", cost_line(&eqn_cost.total));
             if let Some(why) = eqn_cost.dropped {
                 let _ = writeln!(s, "(not lowered: {why})");
             } else if let jaxpr_cost::XlaCount::Differs(why) = eqn_cost.xla {
@@ -534,13 +535,18 @@ fn jaxpr_hover(f: &FileView, j: JaxprId, s: &mut String) {
     }
     let cost = file_cost(f);
     let totals = cost.jaxpr(j);
-    let _ = writeln!(s, "\ntotal cost: {}", cost_line(&totals.total));
     let at = totals
         .peak
         .at
-        .map(|e| format!(" at `{}` (line {})", a.eqn(e).primitive, line_of(idx, a.eqn(e).range.start)))
+        .map(|e| format!(" at {} (line {})", a.eqn(e).primitive, line_of(idx, a.eqn(e).range.start)))
         .unwrap_or_default();
-    let _ = writeln!(s, "peak: {} bytes live{at}", totals.peak.bytes);
+    // In a code block, as the types above: symbolic amounts (`2*b*n`) are not markdown.
+    let _ = writeln!(
+        s,
+        "\n```\ntotal cost: {}\npeak:       {} bytes live{at}\n```",
+        cost_line(&totals.total),
+        totals.peak.bytes
+    );
     call_site_mapping(f, j, s);
 }
 

@@ -146,7 +146,7 @@ const invalidExpected = JSON.parse(
 ).errors;
 // The diagnostic code of each kind, from the README's table ("| J0005 | `dtype-mismatch` |").
 const CODE_OF_KIND = Object.fromEntries(
-  [...fs.readFileSync(path.join(__dirname, '..', '..', '..', 'README.md'), 'utf8').matchAll(/^\| (J\d{4}) \| `([a-z-]+)` \|/gm)].map(
+  [...fs.readFileSync(path.join(__dirname, '..', '..', '..', 'README.md'), 'utf8').matchAll(/^\| \[?(J\d{4})\]?(?:\([^)]*\))? \| `([a-z-]+)` \|/gm)].map(
     (m) => [m[2], m[1]],
   ),
 );
