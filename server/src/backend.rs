@@ -831,46 +831,26 @@ impl LanguageServer for Backend {
         &self,
         p: CallHierarchyIncomingCallsParams,
     ) -> Result<Option<Vec<CallHierarchyIncomingCall>>> {
-        let uri = p.item.uri.clone();
-        let u = uri.clone();
-        let r = self
-            .query(&uri, move |v, rope, enc| {
-                let j = item_jaxpr(v, &p.item, rope, enc)?;
-                Some(
-                    ide::incoming_calls(v.analysis, v.lines, j)
-                        .into_iter()
-                        .map(|c| CallHierarchyIncomingCall {
-                            from_ranges: c.sites.iter().map(|r| convert::range(rope, *r, enc)).collect(),
-                            from: call_item(c.item, &u, rope, enc),
-                        })
-                        .collect(),
-                )
-            })
-            .await?;
-        Ok(r.flatten())
+        let calls = self.calls(p.item, ide::incoming_calls).await?;
+        Ok(calls.map(|calls| {
+            calls
+                .into_iter()
+                .map(|(from_ranges, from)| CallHierarchyIncomingCall { from, from_ranges })
+                .collect()
+        }))
     }
 
     async fn outgoing_calls(
         &self,
         p: CallHierarchyOutgoingCallsParams,
     ) -> Result<Option<Vec<CallHierarchyOutgoingCall>>> {
-        let uri = p.item.uri.clone();
-        let u = uri.clone();
-        let r = self
-            .query(&uri, move |v, rope, enc| {
-                let j = item_jaxpr(v, &p.item, rope, enc)?;
-                Some(
-                    ide::outgoing_calls(v.analysis, v.lines, j)
-                        .into_iter()
-                        .map(|c| CallHierarchyOutgoingCall {
-                            from_ranges: c.sites.iter().map(|r| convert::range(rope, *r, enc)).collect(),
-                            to: call_item(c.item, &u, rope, enc),
-                        })
-                        .collect(),
-                )
-            })
-            .await?;
-        Ok(r.flatten())
+        let calls = self.calls(p.item, ide::outgoing_calls).await?;
+        Ok(calls.map(|calls| {
+            calls
+                .into_iter()
+                .map(|(from_ranges, to)| CallHierarchyOutgoingCall { to, from_ranges })
+                .collect()
+        }))
     }
 
     async fn symbol(&self, p: WorkspaceSymbolParams) -> Result<Option<Vec<SymbolInformation>>> {
@@ -1155,5 +1135,33 @@ impl Backend {
 
     pub fn snapshot(&self, uri: &Url) -> Option<Snapshot> {
         tokio::task::block_in_place(|| lock(&self.ws).snapshot(uri))
+    }
+}
+
+impl Backend {
+    /// The calls of a call-hierarchy item in one direction (`ide::incoming_calls`
+    /// or `ide::outgoing_calls`): each as its call sites and the other item.
+    async fn calls(
+        &self,
+        item: CallHierarchyItem,
+        direction: fn(&jaxpr_check::Analysis, &jaxpr_syntax::LineIndex, jaxpr_check::JaxprId) -> Vec<ide::Call>,
+    ) -> Result<Option<Vec<(Vec<Range>, CallHierarchyItem)>>> {
+        let uri = item.uri.clone();
+        let u = uri.clone();
+        let r = self
+            .query(&uri, move |v, rope, enc| {
+                let j = item_jaxpr(v, &item, rope, enc)?;
+                Some(
+                    direction(v.analysis, v.lines, j)
+                        .into_iter()
+                        .map(|c| {
+                            let sites = c.sites.iter().map(|r| convert::range(rope, *r, enc)).collect();
+                            (sites, call_item(c.item, &u, rope, enc))
+                        })
+                        .collect(),
+                )
+            })
+            .await?;
+        Ok(r.flatten())
     }
 }
