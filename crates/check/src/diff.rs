@@ -277,6 +277,15 @@ impl VarScope<'_> {
             .copied()
             .unwrap_or_else(|| Token::Free(hash_of(name)))
     }
+
+    /// What an operand or output stands for: its variable's token, or a
+    /// literal's value and type.
+    fn atom(&self, a: &Atom) -> Token {
+        match a {
+            Atom::Var(n) => self.token(&n.text),
+            Atom::Lit(l) => Token::Lit(hash_of((&*l.value, hash_type(l.ty.as_ref(), self)))),
+        }
+    }
 }
 
 /// A token's contribution to a hash: a result by its equation's hash.
@@ -312,10 +321,7 @@ fn hash_jaxpr<'t>(j: &'t Jaxpr, lets: &mut LetScope<'t>) -> JaxprFacts<'t> {
         let operands: Vec<Token> = e
             .args
             .iter()
-            .map(|a| match a {
-                Atom::Var(n) => scope.token(&n.text),
-                Atom::Lit(l) => Token::Lit(hash_of((&*l.value, hash_type(l.ty.as_ref(), &scope)))),
-            })
+            .map(|a| scope.atom(a))
             .collect();
         let params: Vec<ParamFacts> = e
             .params
@@ -360,10 +366,7 @@ fn hash_jaxpr<'t>(j: &'t Jaxpr, lets: &mut LetScope<'t>) -> JaxprFacts<'t> {
     let outs: Vec<Token> = j
         .outvars
         .iter()
-        .map(|a| match a {
-            Atom::Var(n) => scope.token(&n.text),
-            Atom::Lit(l) => Token::Lit(hash_of((&*l.value, hash_type(l.ty.as_ref(), &scope)))),
-        })
+        .map(|a| scope.atom(a))
         .collect();
     // The equations as a multiset: one computed only for its effect
     // (`debug_callback`) feeds no output and still counts.
