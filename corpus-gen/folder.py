@@ -8,7 +8,7 @@ gives the same bytes).
 Imports JAX lazily: each generator runs in its own venv and imports this file
 by path.
 """
-import gzip, json, os
+import gzip, importlib.util, json, os
 
 import encode
 
@@ -28,6 +28,14 @@ class Program:
 
 
 _DEFAULT_PARTITIONABLE = []
+
+
+def load(path, name):
+    """The Python module at `path` (another generator's), as `name`."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def partitionable(p):

@@ -18,20 +18,14 @@ values.json.gz in the format of tests/data/jax-suite (corpus-gen/jax/README.md)
 plus `build` per program; values (64-bit types off, `jax.jit(f)(*args)`) only
 for programs in the build set.
 """
-import gzip, importlib.util, json, os, sys
+import gzip, json, os, sys
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GEN = os.path.dirname(HERE)
 sys.path.insert(0, GEN)
 import encode  # noqa: E402
-
-
-def load(path, name):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from folder import load  # noqa: E402
 
 
 def program_set(shared_dir):

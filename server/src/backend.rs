@@ -42,7 +42,7 @@ pub struct Backend {
     debounce: Duration,
     roots: Mutex<Vec<PathBuf>>,
     /// Python documents and the tracing sessions that cover them.
-    python: crate::python::Python,
+    python: Arc<crate::python::Python>,
     /// Whether the client watches files for us (`workspace/didChangeWatchedFiles`
     /// with dynamic registration).
     watches_files: OnceLock<bool>,
@@ -81,6 +81,7 @@ fn content_modified() -> Error {
 
 impl Backend {
     pub fn new(client: Client) -> Self {
+        let rules: Arc<crate::rules::RuleConfig> = Arc::default();
         let debounce = std::env::var("JAXPR_LSP_DEBOUNCE_MS")
             .ok()
             .and_then(|s| s.parse().ok())
@@ -88,13 +89,13 @@ impl Backend {
         let ws = Arc::new(Mutex::new(Workspace::default()));
         Backend {
             client,
-            python: crate::python::Python::new(ws.clone()),
+            python: Arc::new(crate::python::Python::new(ws.clone(), rules.clone())),
             ws,
             encoding: OnceLock::new(),
             debounce: Duration::from_millis(debounce),
             roots: Mutex::new(Vec::new()),
             watches_files: OnceLock::new(),
-            rules: Arc::default(),
+            rules,
         }
     }
 
@@ -228,6 +229,18 @@ impl Backend {
                 client
                     .show_message(MessageType::ERROR, format!("jaxpr: {e} (every rule is shown until it is fixed)"))
                     .await;
+                // And on the configuration file itself, at the mistake's line.
+                if let Ok(toml) = Url::from_file_path(&e.path) {
+                    let line = e.line.map_or(0, |l| l.saturating_sub(1)) as u32;
+                    let diagnostic = Diagnostic {
+                        range: Range::new(Position::new(line, 0), Position::new(line, u32::MAX)),
+                        severity: Some(DiagnosticSeverity::ERROR),
+                        source: Some("jaxpr".into()),
+                        message: format!("{} (every rule is shown until it is fixed)", e.message),
+                        ..Default::default()
+                    };
+                    client.publish_diagnostics(toml, vec![diagnostic], None).await;
+                }
             }
             // Publish only if the text is still the one that was checked.
             if lock(&ws).version(&uri) != Some(version) {
@@ -268,11 +281,15 @@ impl Backend {
     }
 }
 
-fn to_lsp_diagnostic(d: &CoreDiagnostic, uri: &Url, rope: &Rope, enc: Encoding) -> Diagnostic {
-    let severity = match d.severity {
+pub(crate) fn lsp_severity(severity: Severity) -> DiagnosticSeverity {
+    match severity {
         Severity::Error => DiagnosticSeverity::ERROR,
         Severity::Warning => DiagnosticSeverity::WARNING,
-    };
+    }
+}
+
+fn to_lsp_diagnostic(d: &CoreDiagnostic, uri: &Url, rope: &Rope, enc: Encoding) -> Diagnostic {
+    let severity = lsp_severity(d.severity);
     let mut message = d.message.clone();
     if let Some(h) = &d.help {
         message.push_str("\nhelp: ");
@@ -562,7 +579,7 @@ impl LanguageServer for Backend {
     async fn did_save(&self, p: DidSaveTextDocumentParams) {
         let uri = p.text_document.uri;
         if crate::rules::is_config_file(&uri) {
-            self.reload_rules();
+            self.reload_rules().await;
             return;
         }
         let on_save = self
@@ -589,7 +606,7 @@ impl LanguageServer for Backend {
 
     async fn did_change_watched_files(&self, p: DidChangeWatchedFilesParams) {
         if p.changes.iter().any(|c| crate::rules::is_config_file(&c.uri)) {
-            self.reload_rules();
+            self.reload_rules().await;
         }
         // Sessions are read again where their files changed (the database
         // compares them), so any change is one call.
@@ -1119,8 +1136,14 @@ impl Backend {
 
     /// Reads the rule configuration again and publishes every open jaxpr
     /// document's diagnostics with it.
-    fn reload_rules(&self) {
-        self.rules.reload();
+    async fn reload_rules(&self) {
+        // The mistakes shown on configuration files are cleared; a file
+        // still broken is reported again by the documents' new check.
+        for path in self.rules.reload() {
+            if let Ok(toml) = Url::from_file_path(&path) {
+                self.client.publish_diagnostics(toml, Vec::new(), None).await;
+            }
+        }
         let open: Vec<(Url, i32)> = tokio::task::block_in_place(|| {
             lock(&self.ws)
                 .docs
@@ -1131,6 +1154,9 @@ impl Backend {
         for (uri, version) in open {
             self.schedule_diagnostics(uri, version, Duration::ZERO, false);
         }
+        // The open Python documents' findings follow the same configuration.
+        let (python, client, roots, enc) = (self.python.clone(), self.client.clone(), self.roots(), self.enc());
+        tokio::spawn(async move { python.publish_all(&client, &roots, enc).await });
     }
 
     pub fn snapshot(&self, uri: &Url) -> Option<Snapshot> {

@@ -12,6 +12,7 @@ use crate::convert::{self, Encoding};
 use crate::outputs;
 use crate::state::Workspace;
 use jaxpr_session::{self as session, SessionIndex, Status, trace};
+use jaxpr_syntax::diagnostics::Severity;
 use ropey::Rope;
 use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};
@@ -86,6 +87,9 @@ pub struct Python {
     pub settings: Mutex<Settings>,
     /// Session folders being traced (one run per folder at a time).
     running: Mutex<HashSet<PathBuf>>,
+    /// The rule configuration, shared with the jaxpr documents': it selects
+    /// the findings shown on a Python file's lines as on a jaxpr's.
+    rules: Arc<crate::rules::RuleConfig>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -97,12 +101,13 @@ pub fn is_python(uri: &Url, language_id: Option<&str>) -> bool {
 }
 
 impl Python {
-    pub fn new(ws: Arc<Mutex<Workspace>>) -> Python {
+    pub fn new(ws: Arc<Mutex<Workspace>>, rules: Arc<crate::rules::RuleConfig>) -> Python {
         Python {
             docs: Mutex::default(),
             ws,
             settings: Mutex::default(),
             running: Mutex::default(),
+            rules,
         }
     }
 
@@ -207,7 +212,22 @@ impl Python {
         };
         let mut out = Vec::new();
         if let Some(ix) = self.index(&file, roots).await {
+            // Reading a configuration file is done off the async threads.
+            let rules = self.rules.clone();
+            let (file2, uri2) = (file.clone(), uri.clone());
+            let Ok(settings) = tokio::task::spawn_blocking(move || rules.for_document(&uri2).settings).await else {
+                return;
+            };
             for d in ix.diagnostics(&file) {
+                // A tracing error is always shown; a checker finding as the
+                // configuration found from the Python file says.
+                let severity = match d.kind {
+                    None => Severity::Error,
+                    Some(kind) => match settings.shown_as(&file2, kind) {
+                        Some(severity) => severity,
+                        None => continue,
+                    },
+                };
                 let Some(range) =
                     convert::line_range(&rope, d.line.saturating_sub(1) as usize, d.col, enc)
                 else {
@@ -222,7 +242,7 @@ impl Python {
                 });
                 out.push(Diagnostic {
                     range,
-                    severity: Some(DiagnosticSeverity::ERROR),
+                    severity: Some(crate::backend::lsp_severity(severity)),
                     code: Some(NumberOrString::String(d.code.clone())),
                     source: Some(
                         if d.jaxpr.is_some() {

@@ -59,13 +59,11 @@ impl RuleConfig {
     }
 
     /// Forgets what was read: the next document reads its configuration
-    /// again.
-    pub fn reload(&self) {
+    /// again. Returns the configuration files whose errors had been reported.
+    pub fn reload(&self) -> Vec<std::path::PathBuf> {
         self.resolver.forget();
-        self.reported
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
+        let reported = std::mem::take(&mut *self.reported.lock().unwrap_or_else(|e| e.into_inner()));
+        reported.into_iter().map(|e| e.path).collect()
     }
 }
 

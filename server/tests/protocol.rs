@@ -778,5 +778,21 @@ fn rule_configuration_is_read_per_folder_and_followed_when_it_changes() {
         .expect("the broken configuration is shown");
     let message = shown["params"]["message"].as_str().unwrap();
     assert!(message.contains("pyproject.toml:3: `J0404` is not a rule"), "{message}");
+    // The mistake is also a diagnostic on the configuration file's line...
+    let config_uri = uri(&config);
+    let on_file = s
+        .wait_for(|m| m["method"] == "textDocument/publishDiagnostics" && m["params"]["uri"] == config_uri.as_str())
+        .expect("the broken configuration is a diagnostic on its file");
+    let diagnostics = on_file["params"]["diagnostics"].as_array().unwrap();
+    assert_eq!(diagnostics.len(), 1, "{on_file}");
+    assert_eq!(diagnostics[0]["range"]["start"]["line"], 2, "{on_file}");
+    assert!(diagnostics[0]["message"].as_str().unwrap().contains("`J0404` is not a rule"), "{on_file}");
+    // ...cleared once the file is fixed.
+    std::fs::write(&config, "[tool.jaxpr]\nerror = [\"J0010\"]\n").unwrap();
+    s.notify("textDocument/didSave", json!({ "textDocument": { "uri": config_uri } }));
+    let cleared = s
+        .wait_for(|m| m["method"] == "textDocument/publishDiagnostics" && m["params"]["uri"] == config_uri.as_str())
+        .expect("the fixed configuration's diagnostic is cleared");
+    assert_eq!(cleared["params"]["diagnostics"], json!([]), "{cleared}");
     assert!(s.shutdown().success());
 }

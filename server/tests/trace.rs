@@ -489,3 +489,45 @@ fn a_session_read_while_a_document_is_checked_costs_it_no_diagnostics() {
     assert_eq!(s.diagnostics(big, Some(1))["diagnostics"], json!([]));
     assert!(s.shutdown().success());
 }
+
+/// A session's jaxpr that draws twice from its key, both at line 2 of `py`.
+fn write_planted_key_reuse(py: &Path, jpath: &Path) {
+    let at = format!("# {}:2:11 (f)", py.display());
+    let text = format!(
+        "{{ lambda ; a:key<fry>[]. let\n    b:u32[3] = random_bits[bit_width=32 shape=(3,)] a  {at}\n    \
+         c:u32[3] = random_bits[bit_width=32 shape=(3,)] a  {at}\n  in (b, c) }}\n"
+    );
+    std::fs::write(jpath, text).unwrap();
+}
+
+/// The Python view shows a session's sharp-bits findings (a reused key) on
+/// the Python line, and the rule configuration found from the Python file
+/// selects them and sets their severity, as it does for a jaxpr file; a
+/// changed `jaxpr.toml` publishes the Python document again.
+#[test]
+fn python_findings_follow_the_rule_configuration() {
+    let (dir, py, jpath) = planted_session("lsp-python-rules");
+    let (mut s, u) = serve_planted(&dir, &py, json!({}));
+    write_planted_key_reuse(&py, &jpath);
+    s.notify("textDocument/didSave", json!({ "textDocument": { "uri": uri(&jpath) } }));
+    let d = s.diagnostics(&u, None);
+    let ds = d["diagnostics"].as_array().unwrap();
+    assert_eq!(ds.len(), 1, "{d}");
+    assert_eq!(ds[0]["code"], "J0013", "{d}");
+    assert_eq!(ds[0]["severity"], 2, "a warning by default: {d}");
+    assert_eq!(ds[0]["range"]["start"]["line"], 1, "{d}");
+
+    let config = dir.join("jaxpr.toml");
+    let changed = json!({ "changes": [{ "uri": uri(&config), "type": 1 }] });
+    std::fs::write(&config, "error = [\"J0013\"]\n").unwrap();
+    s.notify("workspace/didChangeWatchedFiles", changed.clone());
+    let d = s.diagnostics(&u, None);
+    let ds = d["diagnostics"].as_array().unwrap();
+    assert_eq!((ds.len(), &ds[0]["severity"]), (1, &json!(1)), "an error as configured: {d}");
+
+    std::fs::write(&config, "ignore = [\"J0013\"]\n").unwrap();
+    s.notify("workspace/didChangeWatchedFiles", changed);
+    let d = s.diagnostics(&u, None);
+    assert_eq!(d["diagnostics"], json!([]), "ignored as configured: {d}");
+    assert!(s.shutdown().success());
+}

@@ -215,3 +215,88 @@ fn key_reuse_verdicts_are_jaxs() {
     want.sort();
     assert_eq!(beyond, want);
 }
+
+/// Every `.jaxpr` file under `dir`, in a stable order.
+fn jaxpr_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            out.extend(jaxpr_files(&path));
+        } else if path.extension().is_some_and(|e| e == "jaxpr") {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// The sharp-bits findings on the file at `path`, raw keys followed.
+fn sharp_findings(path: &Path) -> Vec<DiagKind> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let parse = jaxpr_syntax::parse(&text);
+    let analysis = jaxpr_check::check(&parse.file);
+    SharpBits::check_analysis(&analysis, &parse.file, SharpConfig::default())
+        .iter()
+        .map(|d| d.kind)
+        .collect()
+}
+
+/// On programs nobody here wrote, the ecosystem's libraries and every
+/// version's printing, a J0013 finding is there exactly when JAX's own
+/// checker finds the reuse, on the program or, for raw key data (which JAX's
+/// checker does not follow), on its typed twin: the same function traced
+/// with `jax.random.wrap_key_data` of the same key. Verdicts recorded by
+/// `corpus-gen/key_reuse/corpora.py`. No J0014 or J0015 finding anywhere.
+#[test]
+fn corpora_findings_are_jaxs() {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data");
+    let mut jax_reuses: std::collections::BTreeMap<std::path::PathBuf, bool> = Default::default();
+    let (mut twins, mut twin_reuses) = (0, 0);
+    for file in std::fs::read_dir(data.join("key-reuse/corpora")).unwrap() {
+        let file = file.unwrap().path();
+        if file.extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        let recorded: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        for (name, v) in recorded["verdicts"].as_object().unwrap() {
+            let mut reuse = v["jax_key_reuse"].as_bool().unwrap();
+            if let Some(twin) = v["typed_twin"].as_str() {
+                let twin_reuse = v["typed_twin_jax_key_reuse"].as_bool().unwrap();
+                let twin_path = data.join("key-reuse").join(twin);
+                assert_eq!(
+                    finds_reuse(&twin_path, SharpConfig { raw_keys: false }),
+                    twin_reuse,
+                    "{twin}: JAX says {}",
+                    v["typed_twin_jax_message"]
+                );
+                twins += 1;
+                twin_reuses += twin_reuse as usize;
+                reuse |= twin_reuse;
+            }
+            jax_reuses.insert(data.join(name), reuse);
+        }
+    }
+    // The ecosystem corpus and every JAX column of the version matrix.
+    assert!(jax_reuses.len() >= 100, "{} programs with verdicts", jax_reuses.len());
+    assert!(twins >= 1 && twin_reuses >= 1, "{twins} typed twins, {twin_reuses} reusing");
+    let mut wrong = Vec::new();
+    let (mut files, mut found) = (0, 0);
+    for dir in ["ecosystem", "versions"] {
+        for path in jaxpr_files(&data.join(dir)) {
+            files += 1;
+            let kinds = sharp_findings(&path);
+            let reuse = kinds.contains(&DiagKind::KeyReuse);
+            found += reuse as usize;
+            let others: Vec<_> = kinds.iter().filter(|k| **k != DiagKind::KeyReuse).collect();
+            let jax = jax_reuses.get(&path).copied();
+            // No verdict: the program uses no key (nor does any Catalyst
+            // column's program).
+            if reuse != jax.unwrap_or(false) || !others.is_empty() {
+                wrong.push(format!("{}: J0013 {reuse}, JAX {jax:?}, others {others:?}", path.display()));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{} of {files} files:\n{}", wrong.len(), wrong.join("\n"));
+    assert!(files >= 900 && found >= 9, "{files} files, {found} with a J0013 finding");
+}

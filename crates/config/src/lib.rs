@@ -142,15 +142,23 @@ impl Settings {
         let ignored_here = self.per_file_ignored(path);
         diagnostics
             .into_iter()
-            .filter(|d| {
-                d.kind == DiagKind::Syntax
-                    || (self.is_enabled(d.kind) && !ignored_here.contains(&d.kind))
-            })
-            .map(|mut d| {
-                d.severity = self.severity(d.kind);
-                d
+            .filter_map(|mut d| {
+                d.severity = self.shown_with(&ignored_here, d.kind)?;
+                Some(d)
             })
             .collect()
+    }
+
+    /// How a finding of `kind` in the file at `path` is shown: None when
+    /// the configuration does not show it there. For findings that are
+    /// not [`Diagnostic`]s (a tracing session's, shown on Python lines).
+    pub fn shown_as(&self, path: &Path, kind: DiagKind) -> Option<Severity> {
+        self.shown_with(&self.per_file_ignored(path), kind)
+    }
+
+    fn shown_with(&self, ignored_here: &[DiagKind], kind: DiagKind) -> Option<Severity> {
+        let shown = kind == DiagKind::Syntax || (self.is_enabled(kind) && !ignored_here.contains(&kind));
+        shown.then(|| self.severity(kind))
     }
 
     fn per_file_ignored(&self, path: &Path) -> Vec<DiagKind> {

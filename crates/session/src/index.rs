@@ -37,6 +37,9 @@ pub struct PyDiagnostic {
     pub message: String,
     /// `J0004` for a checker error, the exception class for a tracing error.
     pub code: String,
+    /// The checker's rule (None for a tracing error), which the
+    /// configuration selects and gives a severity.
+    pub kind: Option<jaxpr_syntax::diagnostics::DiagKind>,
     /// Where the problem is in the session's jaxpr, for checker errors.
     pub jaxpr: Option<(PathBuf, u32, u32)>,
 }
@@ -110,6 +113,7 @@ impl SessionIndex {
                     col: e.col,
                     message: format!("{} while {}: {}", e.kind, e.during, e.message),
                     code: e.kind.clone(),
+                    kind: None,
                     jaxpr: None,
                 });
         }
@@ -163,8 +167,9 @@ impl SessionIndex {
                     out_type: sig.out_type,
                 });
         }
-        // Checker errors, on the Python line of the equation they are in.
-        for d in jf.errors() {
+        // Checker errors and sharp-bits findings, on the Python line of the
+        // equation they are in.
+        for d in jf.python_diagnostics() {
             let Some(src) = jf
                 .innermost_eqn(
                     jaxpr_syntax::TextRange::new(d.range.start, d.range.start),
@@ -188,6 +193,7 @@ impl SessionIndex {
                         path.file_name().unwrap_or_default().to_string_lossy()
                     ),
                     code: d.kind.code().to_string(),
+                    kind: Some(d.kind),
                     jaxpr: Some((path.to_path_buf(), l, c)),
                 });
         }

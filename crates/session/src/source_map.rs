@@ -21,6 +21,9 @@ pub struct JaxprFile<'t> {
     pub analysis: Arc<Analysis>,
     pub lines: Arc<LineIndex>,
     pub diagnostics: Arc<Vec<Diagnostic>>,
+    /// The sharp-bits findings (a reused key, ...), which concern the
+    /// Python program as much as its errors do.
+    pub sharp_bits: Arc<Vec<Diagnostic>>,
 }
 
 impl<'t> JaxprFile<'t> {
@@ -30,6 +33,7 @@ impl<'t> JaxprFile<'t> {
             analysis: db::analysis(db, file),
             lines: db::line_index(db, file),
             diagnostics: db::diagnostics(db, file),
+            sharp_bits: db::sharp_bits(db, file),
             text: file.text(db),
         }
     }
@@ -51,6 +55,12 @@ impl<'t> JaxprFile<'t> {
 
     pub fn errors(&self) -> impl Iterator<Item = &Diagnostic> {
         self.diagnostics.iter().filter(|d| d.is_error())
+    }
+
+    /// What the Python view shows of the file: its errors and its
+    /// sharp-bits findings (the configuration then selects among them).
+    pub fn python_diagnostics(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.errors().chain(self.sharp_bits.iter())
     }
 
     /// The Python location of an equation: its own source-info comment, or
