@@ -102,12 +102,22 @@ fn programs_jax_accepts_check_without_errors_or_unknown_primitives() {
         suite().display()
     );
     let (mut errors, mut parse_errors, mut unknown) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut sharp, mut key_reuses) = (Vec::new(), 0);
+    let jax_finds_reuse = jax_key_reuse_verdicts();
     for p in &programs {
         let idx = LineIndex::new(&p.text);
         let diags = jaxpr_check::check_source(jaxpr_check::Source::Text(&p.text), jaxpr_check::Keep::Diagnostics).diagnostics();
         for d in &diags {
             if d.kind == DiagKind::UnknownPrimitive {
                 unknown.push(describe(&p.path, &idx, d));
+            } else if jaxpr_check::sharp::KINDS.contains(&d.kind) {
+                // A sharp-bits finding is JAX's: a key reuse JAX's own
+                // checker finds on the program (or on its typed twin).
+                if d.kind == DiagKind::KeyReuse && jax_finds_reuse(&p.path) {
+                    key_reuses += 1;
+                } else {
+                    sharp.push(describe(&p.path, &idx, d));
+                }
             } else if !d.is_error() {
                 continue;
             } else if parser_owned(&p.text, &diags, d) {
@@ -128,8 +138,8 @@ fn programs_jax_accepts_check_without_errors_or_unknown_primitives() {
         }
     };
     assert!(
-        errors.is_empty() && parse_errors.is_empty() && unknown.is_empty(),
-        "{} programs JAX accepts:{}{}{}",
+        errors.is_empty() && parse_errors.is_empty() && unknown.is_empty() && sharp.is_empty(),
+        "{} programs JAX accepts:{}{}{}{}",
         programs.len(),
         section("false errors", &errors),
         section(
@@ -137,7 +147,35 @@ fn programs_jax_accepts_check_without_errors_or_unknown_primitives() {
             &parse_errors
         ),
         section("primitives without a typing rule", &unknown),
+        section("sharp-bits findings JAX's checkers do not make", &sharp),
+    );
+    // JAX's `scan_keys` test: its typed-key programs, its raw-data ones,
+    // and its legacy-key one whose typed twin JAX flags.
+    assert_eq!(key_reuses, 7, "key reuses found where JAX finds them");
+}
+
+/// Whether JAX's key-reuse checker rejects the program at a path (as
+/// `tests/data/key-reuse/verdicts.json` records it for `jax-suite/random`),
+/// or, for raw key data, its typed twin (the same test's `_key` program).
+fn jax_key_reuse_verdicts() -> impl Fn(&Path) -> bool {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let recorded: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(data.join("key-reuse/verdicts.json")).unwrap(),
     )
+    .unwrap();
+    let verdicts = recorded["verdicts"].as_object().unwrap().clone();
+    move |path: &Path| {
+        let Ok(name) = path.strip_prefix(&data) else {
+            return false;
+        };
+        let name = name.to_string_lossy();
+        let rejects = |name: &str| verdicts.get(name).is_some_and(|v| v["jax_key_reuse"] == true);
+        let typed_twin = ["_legacy.jaxpr", "_data.jaxpr"]
+            .iter()
+            .find_map(|raw| name.strip_suffix(raw))
+            .map(|stem| format!("{stem}_key.jaxpr"));
+        rejects(&name) || typed_twin.is_some_and(|twin| rejects(&twin))
+    }
 }
 
 /// One injected defect: the text with it, the 1-based line it is on, and what
