@@ -523,6 +523,41 @@ do
 end
 
 ---------------------------------------------------------------------------
+-- (l) Related locations: a reused key's warning shows, in its float, where
+-- the key was consumed first (Neovim itself shows only the message).
+---------------------------------------------------------------------------
+
+do
+  local previous_buf = vim.api.nvim_get_current_buf()
+  local previous_cursor = vim.api.nvim_win_get_cursor(0)
+  local rel = 'jax/random.jaxpr'
+  local buf = open(rel)
+  local reuse
+  wait_for(rel .. ': the key-reuse warning', function()
+    for _, d in ipairs(vim.diagnostic.get(buf)) do
+      if d.code == 'J0013' then
+        reuse = d
+        return true
+      end
+    end
+  end)
+  local related = reuse.user_data and reuse.user_data.lsp and reuse.user_data.lsp.relatedInformation or {}
+  check(#related == 1, '%s: J0013 should have the first use as its one related location: %s', rel, vim.inspect(reuse))
+  local first_row = related[1].location.range.start.line
+  check(first_row < reuse.lnum, 'the first use (row %d) should come before the reuse (row %d)', first_row, reuse.lnum)
+  local float_buf, float_win = vim.diagnostic.open_float(buf, { scope = 'cursor', pos = { reuse.lnum, reuse.col } })
+  check(float_buf ~= nil, 'no diagnostic float at the reuse (row %d, col %d)', reuse.lnum, reuse.col)
+  local text = table.concat(vim.api.nvim_buf_get_lines(float_buf, 0, -1, false), '\n')
+  local where = ('random.jaxpr:%d:'):format(first_row + 1)
+  check(text:find(where, 1, true) and text:find('consumed here by', 1, true) and text:find('help: split the key', 1, true),
+    'the float should show the related location %s and the help line:\n%s', where, text)
+  vim.api.nvim_win_close(float_win, true)
+  out(('(l) the key-reuse float shows its first use at %s'):format(where))
+  vim.api.nvim_set_current_buf(previous_buf)
+  vim.api.nvim_win_set_cursor(0, previous_cursor)
+end
+
+---------------------------------------------------------------------------
 -- (f) :JaxprBuildStablehlo / :JaxprBuildNative show the server's answer
 ---------------------------------------------------------------------------
 

@@ -34,6 +34,9 @@ M.defaults = {
   handlers = nil,
   keymaps = false,
   inlay_hints = false,
+  -- Show each diagnostic's related locations in its float
+  -- (vim.diagnostic.open_float).
+  related_in_float = true,
   save_before_build = false,
   -- Python buffers: hover, diagnostics and definition from their tracing
   -- session (`jaxpr trace`), and :JaxprTraceAgain.
@@ -211,7 +214,38 @@ local function set_keymaps(bufnr)
   end
 end
 
+--- A diagnostic's text in its float: the message (with its help line),
+--- then each related location as `file:line:col: message` (a reused key's
+--- first use, where a dimension variable was bound), which Neovim itself
+--- does not show.
+function M.format_diagnostic(d)
+  local lsp = d.user_data and d.user_data.lsp
+  local related = lsp and lsp.relatedInformation
+  local ours = false
+  for _, client in ipairs(M.get_clients()) do
+    ours = ours or d.namespace == vim.lsp.diagnostic.get_namespace(client.id)
+  end
+  if not ours or type(related) ~= 'table' or #related == 0 then
+    return d.message
+  end
+  local lines = { d.message }
+  for _, r in ipairs(related) do
+    local at = r.location.range.start
+    local file = vim.fn.fnamemodify(vim.uri_to_fname(r.location.uri), ':t')
+    table.insert(lines, ('  %s:%d:%d: %s'):format(file, at.line + 1, at.character + 1, r.message))
+  end
+  return table.concat(lines, '\n')
+end
+
 local function on_attach(client, bufnr)
+  -- The float's format is global (`open_float` reads no namespace's
+  -- configuration on 0.7); one the user set is left alone, and ours
+  -- changes only this server's diagnostics.
+  local float = (vim.diagnostic.config() or {}).float
+  float = type(float) == 'table' and float or {}
+  if config.related_in_float and float.format == nil then
+    vim.diagnostic.config({ float = vim.tbl_extend('force', float, { format = M.format_diagnostic }) })
+  end
   -- Neovim 0.8+ sets these itself; 0.7 leaves them to the user.
   if vim.bo[bufnr].omnifunc == '' then
     vim.bo[bufnr].omnifunc = 'v:lua.vim.lsp.omnifunc'
