@@ -42,7 +42,11 @@ pub fn document_symbols(f: &FileView) -> Vec<Symbol> {
                 JaxprOrigin::Let { name_range, .. } => *name_range,
                 _ => j.lambda_range,
             };
-            jaxpr_symbol(a, JaxprId(i as u32), name, SymbolKind::Function, selection)
+            let mut symbol = jaxpr_symbol(a, JaxprId(i as u32), name, SymbolKind::Function, selection);
+            // A `let`'s symbol spans its name too (a client rejects a
+            // selection outside the symbol's range).
+            symbol.range = symbol.range.cover(selection);
+            symbol
         })
         .collect();
     top.sort_by_key(|s| s.range.start);

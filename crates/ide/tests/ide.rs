@@ -496,3 +496,39 @@ fn named_jaxprs_are_every_jaxpr_of_the_file_and_queries_match_in_order() {
     assert!(jaxpr_ide::matches_query("_where", "WHR"));
     assert!(!jaxpr_ide::matches_query("_where", "wx"));
 }
+
+/// Every outline symbol's selection lies inside its range, and every child
+/// inside its parent, as LSP requires (VS Code rejects the whole outline
+/// otherwise), on real files: `let` definitions, nested jaxprs, loops.
+#[test]
+fn outline_symbols_nest_their_selections_and_children() {
+    fn walk(symbols: &[jaxpr_ide::Symbol], parent: Option<TextRange>, file: &str, seen: &mut usize) {
+        for s in symbols {
+            *seen += 1;
+            let inside = |inner: TextRange, outer: TextRange| outer.start <= inner.start && inner.end <= outer.end;
+            assert!(inside(s.selection, s.range), "{file}: `{}` selects {:?} outside {:?}", s.name, s.selection, s.range);
+            if let Some(p) = parent {
+                assert!(inside(s.range, p), "{file}: `{}` at {:?} outside its parent {:?}", s.name, s.range, p);
+            }
+            walk(&s.children, Some(s.range), file, seen);
+        }
+    }
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data");
+    let files = [
+        "versions/jax-0.10.2/random.jaxpr",
+        "versions/jax-0.10.2/remat.jaxpr",
+        "catalyst-suite/forloop_keep_and_grow.jaxpr",
+        "ecosystem/diffrax/sde_euler_brownian.jaxpr",
+        "ecosystem/flax_nnx/mlp_adam_train_step.jaxpr",
+    ];
+    let mut seen = 0;
+    for path in files.map(|f| data.join(f)) {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let parse = jaxpr_syntax::parse(&text);
+        let analysis = jaxpr_check::check(&parse.file);
+        let lines = LineIndex::new(&text);
+        let view = FileView { text: &text, parse: &parse, analysis: &analysis, lines: &lines };
+        walk(&jaxpr_ide::document_symbols(&view), None, &path.display().to_string(), &mut seen);
+    }
+    assert!(seen >= 50, "{seen} symbols");
+}

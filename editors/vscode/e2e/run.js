@@ -157,6 +157,10 @@ for (const e of invalidExpected) {
 }
 fs.writeFileSync(path.join(dirs.ws, 'valid.jaxpr'), validText);
 fs.writeFileSync(path.join(dirs.ws, 'invalid.jaxpr'), invalidText);
+// A key drawn from twice: a J0013 warning whose related location is the
+// first draw (the shared corpus's random model).
+const KEY_REUSE_SOURCE = 'jax/random.jaxpr';
+fs.writeFileSync(path.join(dirs.ws, 'key_reuse.jaxpr'), fs.readFileSync(path.join(corpus, KEY_REUSE_SOURCE), 'utf8'));
 // The folder names the server; PATH does not have it (below). In Restricted
 // Mode VS Code ignores this value until the folder is trusted.
 fs.mkdirSync(path.join(dirs.ws, '.vscode'));
@@ -470,6 +474,23 @@ async function main() {
         `no Problems row on line ${e.lines} with code ${e.kinds}: ${JSON.stringify(rows)}`,
       );
     }
+  });
+
+  // (2b) A sharp bit: the Problems panel shows the key-reuse warning and,
+  // under it, its related location (where the key was consumed first).
+  await step('a reused key and its first use', async () => {
+    await openFile('key_reuse.jaxpr');
+    const rows = await waitFor('the key-reuse warning and its related location', async () => {
+      const all = (await problems()).filter((r) => r.file.includes('key_reuse.jaxpr'));
+      const warning = all.some((r) => r.text.includes(`jaxpr ${CODE_OF_KIND['key-reuse']} [Ln`));
+      return warning && all.some((r) => r.text.includes('consumed here by')) && all;
+    });
+    say(`problems: ${JSON.stringify(rows)}`);
+    check(
+      rows.some((r) => r.text.includes('consumed here by') && r.text.includes('[Ln 65,')),
+      `the related location should be the first use on line 65: ${JSON.stringify(rows)}`,
+    );
+    await runCommand('View: Close All Editors');
   });
 
   // (3) Hover on a nested jaxpr's `lambda`: its in_type with DBIdx.
