@@ -6,6 +6,8 @@
 //! `unvmap_any`, lineax's `linear_solve`, ...) are J0010 warnings, never
 //! errors. (`crates/jaxpr-build/tests/jax_suite.rs` builds a sample of it.)
 
+mod common;
+
 use jaxpr_syntax::LineIndex;
 use jaxpr_syntax::diagnostics::DiagKind;
 use std::collections::BTreeMap;
@@ -17,17 +19,8 @@ fn corpus() -> PathBuf {
 
 /// Every group's folder, and in each the programs its manifest lists.
 fn programs() -> Vec<(String, PathBuf)> {
-    let mut groups: Vec<PathBuf> = std::fs::read_dir(corpus())
-        .expect("tests/data/ecosystem: run corpus-gen/ecosystem/gen.py")
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_dir())
-        .collect();
-    groups.sort();
     let mut out = Vec::new();
-    for group in groups {
-        let manifest: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(group.join("manifest.json")).unwrap()).unwrap();
-        let listed = manifest["programs"].as_object().expect("manifest has programs");
+    for (group, listed) in common::corpus_groups(&corpus()) {
         let mut files: Vec<String> = std::fs::read_dir(&group)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

@@ -4,6 +4,8 @@
 //! error and no unknown primitive, and defects injected into printed types and
 //! parameters must be flagged at the line they were made on.
 
+mod common;
+
 use jaxpr_syntax::LineIndex;
 use jaxpr_syntax::diagnostics::{DiagKind, Diagnostic};
 use jaxpr_test_support::fuzz::Rng;
@@ -28,21 +30,8 @@ struct Program {
 /// Every program whose printed jaxpr JAX's `check_jaxpr` accepts, in a
 /// stable order.
 fn accepted_programs() -> Vec<Program> {
-    let mut groups: Vec<PathBuf> = std::fs::read_dir(suite())
-        .expect("tests/data/jax-suite: run corpus-gen/jax/gen.py")
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_dir())
-        .collect();
-    groups.sort();
     let mut out = Vec::new();
-    for group in groups {
-        let manifest = group.join("manifest.json");
-        let m: serde_json::Value = serde_json::from_str(
-            &std::fs::read_to_string(&manifest)
-                .unwrap_or_else(|e| panic!("{}: {e}", manifest.display())),
-        )
-        .unwrap_or_else(|e| panic!("{}: {e}", manifest.display()));
-        let programs = m["programs"].as_object().expect("manifest has programs");
+    for (group, programs) in common::corpus_groups(&suite()) {
         let mut names: Vec<&String> = programs
             .iter()
             .filter(|(_, meta)| meta["check_jaxpr"] == true)

@@ -71,3 +71,27 @@ pub fn transformer150_and_broken() -> (String, String) {
     );
     (text, broken)
 }
+
+/// The group folders of a corpus in the format of `tests/data/jax-suite`
+/// (`GROUP/manifest.json` listing `GROUP/NAME.jaxpr`), each with its
+/// manifest's `programs`, in a stable order.
+pub fn corpus_groups(root: &Path) -> Vec<(PathBuf, serde_json::Map<String, serde_json::Value>)> {
+    let mut groups: Vec<PathBuf> = std::fs::read_dir(root)
+        .unwrap_or_else(|e| panic!("{}: {e} (run its generator in corpus-gen/)", root.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    groups.sort();
+    groups
+        .into_iter()
+        .map(|group| {
+            let manifest = group.join("manifest.json");
+            let m: serde_json::Value = serde_json::from_str(
+                &std::fs::read_to_string(&manifest).unwrap_or_else(|e| panic!("{}: {e}", manifest.display())),
+            )
+            .unwrap_or_else(|e| panic!("{}: {e}", manifest.display()));
+            let programs = m["programs"].as_object().expect("manifest has programs").clone();
+            (group, programs)
+        })
+        .collect()
+}
