@@ -146,6 +146,24 @@ fn float64_requested_with_x64_off() {
     );
 }
 
+/// `x_f16 + 70000.0`, `x_f16 * 1e6` as jax 0.10.2 prints them: the scalar
+/// overflowed float16 (weak typing); `inf` meant as a bound is left alone.
+#[test]
+fn a_python_scalar_beyond_float16s_range() {
+    check(
+        r#"{ lambda ; a:f16[3] b:f32[3]. let
+    c:f16[3] = add a inf:f16[]
+#                    ^^^^^^^^^ warning[J0015]: `inf` makes every element of this `add` infinite or NaN: a Python scalar beyond f16's range becomes inf when it takes the array's dtype f16 (weak typing)
+    d:f16[3] = mul -inf:f16[] a
+#                  ^^^^^^^^^^ warning[J0015]: `-inf` makes every element of this `mul` infinite or NaN: a Python scalar beyond f16's range becomes -inf when it takes the array's dtype f16 (weak typing)
+    e:f16[3] = max a -inf:f16[]
+    f:bool[3] = lt a inf:f16[]
+    g:f32[3] = add b inf:f32[]
+  in (c, d, e, f, g) }
+"#,
+    );
+}
+
 #[test]
 fn float64_without_evidence_of_x64_off_is_quiet() {
     check(

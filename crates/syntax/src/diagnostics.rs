@@ -109,9 +109,10 @@ rule_table! {
     /// slice, which JAX clamps, fills or drops without a word.
     OutOfBoundsIndex => "J0014", "out-of-bounds-index", Warning,
         "A constant index is out of range of a gather, scatter or dynamic slice: JAX clamps, fills or drops without a word.";
-    /// A 64-bit dtype requested where JAX computes in 32 bits (x64 off).
+    /// A 64-bit dtype requested where JAX computes in 32 bits (x64 off), or
+    /// a Python scalar that overflowed a narrow float dtype (weak typing).
     DtypeSurprise => "J0015", "dtype-surprise", Warning,
-        "A 64-bit dtype is requested in a program traced with x64 off: JAX computes it in 32 bits.";
+        "A dtype is not what the code asks: a 64-bit one in a program traced with x64 off (computed in 32 bits), or a Python scalar overflowed to inf in a float16 array's dtype.";
 }
 
 impl DiagKind {

@@ -8,6 +8,14 @@
 //! scalar is weakly typed at the default width, 64 bits with x64 on. A
 //! request whose printed result is already the 32-bit dtype is the
 //! checker's dtype mismatch (J0005), not repeated here.
+//!
+//! And a weakly typed Python scalar that overflowed the array's narrow
+//! dtype: in `x_f16 + 70000.0` the scalar takes `x`'s dtype (JAX's weak
+//! typing), 70000 is beyond float16's ±65504, and JAX prints (and computes)
+//! `add a inf:f16[]`. An `inf` operand of `add`/`sub`/`mul`/`div` in
+//! float16 or a float8 dtype makes every element infinite or NaN, which no
+//! program means; `inf` in a comparison, `max`, `select_n` or a reduction's
+//! start is meant and left alone.
 
 use super::{Program, dtype_param, jaxprs_of};
 use jaxpr_syntax::ast;
@@ -27,6 +35,12 @@ fn without_x64(name: &str) -> Option<&'static str> {
     })
 }
 
+/// Float dtypes whose range a Python scalar easily exceeds (float16 tops
+/// out at 65504), as printed.
+pub(crate) fn is_narrow_float(dtype: &str) -> bool {
+    dtype == "f16" || dtype.starts_with("f8")
+}
+
 /// A 64-bit request.
 struct Request {
     param: &'static str,
@@ -39,6 +53,8 @@ pub(crate) struct DtypeRule {
     requests: Vec<Request>,
     /// Where the program shows x64 off.
     x64_off: Option<TextRange>,
+    /// Arithmetic with an overflowed scalar (found wherever x64 stands).
+    overflows: Vec<Diagnostic>,
 }
 
 impl DtypeRule {
@@ -52,6 +68,28 @@ impl DtypeRule {
         for param in e.params.iter() {
             for j in jaxprs_of(&param.value, &|_| None).into_iter().flatten() {
                 self.jaxpr(p, j);
+            }
+        }
+        if matches!(&*e.primitive.text, "add" | "sub" | "mul" | "div") {
+            for a in e.args.iter() {
+                let ast::Atom::Lit(l) = a else { continue };
+                let Some(ty) = l.ty.as_ref().filter(|t| t.dims.is_empty() && is_narrow_float(&t.dtype.text)) else {
+                    continue;
+                };
+                if matches!(&*l.value, "inf" | "-inf") {
+                    let dtype = &ty.dtype.text;
+                    self.overflows.push(
+                        Diagnostic::warning(
+                            DiagKind::DtypeSurprise,
+                            l.range,
+                            format!(
+                                "`{}` makes every element of this `{}` infinite or NaN: a Python scalar beyond {dtype}'s range becomes {} when it takes the array's dtype {dtype} (weak typing)",
+                                l.value, e.primitive.text, l.value
+                            ),
+                        )
+                        .with_help(format!("compute in float32 (`x.astype(jnp.float32)`), or give the scalar a value {dtype} can hold")),
+                    );
+                }
             }
         }
         for param in PARAMS {
@@ -68,8 +106,9 @@ impl DtypeRule {
     }
 
     pub(crate) fn finish(self) -> Vec<Diagnostic> {
-        let Some(evidence) = self.x64_off else { return Vec::new() };
-        self.requests
+        let mut out = self.overflows;
+        let Some(evidence) = self.x64_off else { return out };
+        out.extend(self.requests
             .into_iter()
             .map(|r| {
                 let computed = without_x64(&r.requested).unwrap_or_default();
@@ -80,7 +119,7 @@ impl DtypeRule {
                 )
                 .with_related(evidence, "a Python scalar is weakly typed as 32-bit here: x64 was off when the program was traced")
                 .with_help("enable 64-bit types (`jax.config.update(\"jax_enable_x64\", True)`) or ask for the 32-bit dtype")
-            })
-            .collect()
+            }));
+        out
     }
 }

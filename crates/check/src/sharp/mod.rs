@@ -48,7 +48,9 @@ pub fn may_find(text: &str) -> bool {
             memchr::memmem::find(value, b"64").is_some() || memchr::memmem::find(value, b"128").is_some()
         })
     };
-    INDEXING.iter().any(|w| has(w)) || (has("weak_type=True") && wide_dtype())
+    // An infinite scalar in a narrow float dtype (an overflowed Python scalar).
+    let narrow_inf = || has("inf:f16[]") || has("inf:f8");
+    INDEXING.iter().any(|w| has(w)) || (has("weak_type=True") && wide_dtype()) || narrow_inf()
 }
 
 /// What a sharp-bits finding means at run time, for the hover on it.
@@ -56,7 +58,7 @@ pub fn explain(kind: DiagKind) -> &'static str {
     match kind {
         DiagKind::KeyReuse => "A JAX PRNG key is a value, not a generator: every random function given the same key returns the same bits. JAX's key-reuse checker (`jax_debug_key_reuse`) consumes a key at each `random_bits`, `random_split`, sampler or unknown use, and a second use of a consumed key is this. Each use needs its own key from `jax.random.split`.",
         DiagKind::OutOfBoundsIndex => "JAX cannot raise an error from compiled code: an out-of-bounds index is clamped (`dynamic_slice`, `dynamic_update_slice`, `gather` in clip or promise_in_bounds mode), filled (`gather` in fill_or_drop mode: NaN for floats) or dropped (`scatter`), silently.",
-        DiagKind::DtypeSurprise => "With x64 off (JAX's default, `jax_enable_x64=False`) JAX canonicalizes 64-bit dtypes to 32 bits: a float64 request computes in float32, with no error.",
+        DiagKind::DtypeSurprise => "With x64 off (JAX's default, `jax_enable_x64=False`) JAX canonicalizes 64-bit dtypes to 32 bits: a float64 request computes in float32, with no error. And a Python scalar takes the dtype of the array it meets (weak typing): in float16 one beyond ±65504 becomes infinite.",
         _ => "",
     }
 }
@@ -186,7 +188,7 @@ fn worth_a_look(e: &ast::Eqn) -> bool {
     let interesting = |b: &ast::Binder| {
         b.ty.as_ref().is_none_or(|t| {
             let d = &t.dtype.text;
-            d.starts_with("key<") || d.starts_with('i') || d.starts_with('u')
+            d.starts_with("key<") || d.starts_with('i') || d.starts_with('u') || dtypes::is_narrow_float(d)
         })
     };
     !e.params.is_empty() || e.outs.iter().any(interesting) || e.primitive.text == "dynamic_update_slice"
