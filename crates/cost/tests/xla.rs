@@ -148,9 +148,9 @@ const EXPECTED: Expected = Expected {
     // A count did not resolve (an operand type the checker could not infer
     // in diffrax, lineax and optimistix programs).
     unexplained_unresolved: 37,
-    // Outside the bounds of the rows the program has: `jit` bodies that XLA
-    // counts more of than the model (numpyro, `jnp.ldexp`, `jnp.heaviside`),
-    // empty arrays whose `while` loops and conversions JAX still emits.
+    // Outside the bounds of the rows the program has: inside `jit` bodies
+    // (numpyro's `log` of constants folded, `jnp.ldexp`, `jnp.heaviside`),
+    // `remat` of a conditional, empty arrays.
     unexplained_beyond_bounds: 28,
 };
 
