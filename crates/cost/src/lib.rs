@@ -141,13 +141,7 @@ impl FileCost {
 /// (`Keep::Everything`: the analysis must hold every equation and
 /// occurrence).
 pub fn analyse(file: &ast::SourceFile, analysis: &Analysis, options: Options) -> FileCost {
-    let mut syntax = HashMap::default();
-    for let_jaxpr in &file.lets {
-        index_eqns(&let_jaxpr.jaxpr, &mut syntax);
-    }
-    if let Some(main) = &file.main {
-        index_eqns(main, &mut syntax);
-    }
+    let syntax = eqns_by_start(file);
     let mut walk = Walk {
         analysis,
         syntax,
@@ -187,6 +181,19 @@ pub fn analyse(file: &ast::SourceFile, analysis: &Analysis, options: Options) ->
             })
             .collect(),
     }
+}
+
+/// The syntax of every equation of a file, nested ones included, by the
+/// start of its range (`EqnInfo::range`).
+pub fn eqns_by_start(file: &ast::SourceFile) -> HashMap<u32, &ast::Eqn> {
+    let mut syntax = HashMap::default();
+    for let_jaxpr in &file.lets {
+        index_eqns(&let_jaxpr.jaxpr, &mut syntax);
+    }
+    if let Some(main) = &file.main {
+        index_eqns(main, &mut syntax);
+    }
+    syntax
 }
 
 /// The syntax of every equation, nested ones included, by the start of its range.
