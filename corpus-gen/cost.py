@@ -1,5 +1,5 @@
 """Writes `cost.json` beside a corpus folder's programs: XLA's cost analysis
-of JAX's lowering of each program (`xla_cost.py`), which `tests/cost.rs`
+of JAX's lowering of each program (`xla_cost.py`), which `crates/cost/tests/xla.rs`
 holds `jaxpr stats` to. Re-traces every program, and records a program only
 when the jaxpr it prints is the one already in the folder, byte for byte:
 the corpus' jaxprs are never rewritten.

@@ -78,7 +78,7 @@ pub enum LoopCount {
     #[default]
     Iterations,
     /// Every loop body once, as XLA's cost analysis counts the `while`
-    /// loop JAX lowers a `scan` to (what `tests/cost.rs` compares).
+    /// loop JAX lowers a `scan` to (what `tests/xla.rs` compares).
     Xla,
 }
 

@@ -217,11 +217,11 @@ const CONVERTED: (&str, &str) = (
 );
 const WINDOWS: (&str, &str) = (
     "counted as one reduction; XLA counts each window's combiner",
-    "`HandleReduceWindow` counts the combiner once per window element of every output (window size × outputs), not once per folded element; JAX lowers `cumsum`, `cumprod`, `cummax`, `cumlogsumexp` on CPU to an associative scan of slices, pads and combiners",
+    "`HandleReduceWindow` counts the combiner (window size − 1) times per output, not once per folded element; JAX lowers `cumsum`, `cumprod`, `cummax`, `cumlogsumexp` on CPU to an associative scan of slices, pads and combiners",
 );
 const UNMODELLED: (&str, &str) = (
     "not modelled yet",
-    "the model counts nothing for it; XLA counts JAX's lowering: a variadic `reduce` with a comparator for `argmax`/`argmin`, `HandleSort`'s compares, `HandleFft`'s 5·n·log n, threefry's rounds of adds, shifts and xors for the `random_*` primitives, the LAPACK custom calls' operands for the decompositions",
+    "the model counts nothing for it; XLA counts JAX's lowering: for `argmax`/`argmin` a variadic `reduce` whose comparator `HandleReduce` counts per folded element, `sort`'s comparator, `HandleFft`'s 8 FLOPs × log₂(length) per element, `HandleRngBitGenerator`'s one transcendental per generated element, threefry's rounds of adds, shifts and xors for the `random_*` primitives, and the operands and results of the LAPACK custom calls (`lu`, `svd`, `qr`, `eigh`) and `HandleCholesky`'s and `HandleTriangularSolve`'s estimates",
 );
 const LOOP: (&str, &str) = (
     "XLA also counts the loop's counter and its comparison, and the slicing of each iteration's operands and results",
