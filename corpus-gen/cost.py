@@ -1,5 +1,5 @@
 """Writes `cost.json` beside a corpus folder's programs: XLA's cost analysis
-of JAX's lowering of each program (`xla_cost.py`), which `tests/cost.rs`
+of JAX's lowering of each program (`xla_cost.py`), which `crates/cost/tests/xla.rs`
 holds `jaxpr stats` to. Re-traces every program, and records a program only
 when the jaxpr it prints is the one already in the folder, byte for byte:
 the corpus' jaxprs are never rewritten.
@@ -7,6 +7,7 @@ the corpus' jaxprs are never rewritten.
 usage:
   python cost.py jax-suite JAX_GIT_DIR tests/data/jax-suite [GROUP ...]
   python cost.py builds tests/data/builds
+  python cost.py ecosystem tests/data/ecosystem [GROUP ...]
 
 Shape-polymorphic programs (symbolic shapes) are left out: XLA analyses
 only concrete shapes. `--memory` also compiles each program and records
@@ -111,6 +112,42 @@ def builds(out, memory):
     write(folder, f"jax {jax.__version__}", found, f"{len(missing)} without: {missing}")
 
 
+def ecosystem(out, groups, memory):
+    """The ecosystem corpus (run with the venv that made it,
+    corpus-gen/ecosystem/requirements.lock): each group's programs traced as
+    `corpus-gen/ecosystem/gen.py` traces them."""
+    sys.path.insert(0, os.path.join(HERE, "ecosystem"))
+    import importlib
+    import jax
+    import folder
+    import gen
+    signal.signal(signal.SIGALRM, _alarm)
+    for group in groups or gen.groups():
+        gdir = os.path.join(out, group)
+        if not os.path.isdir(gdir):
+            continue
+        module = importlib.import_module(f"programs_{group}")
+        found, missing, t0 = {}, {}, time.time()
+        for p in module.programs():
+            if p.poly is not None:
+                continue
+            signal.alarm(TIMEOUT_S)
+            try:
+                printed = str(folder.trace(p)) + "\n"
+                figures, why = one(p.fn, p.args, os.path.join(gdir, p.name + ".jaxpr"), printed, memory)
+            except Exception as e:  # skipped by the generator too, or XLA cannot analyse it
+                figures, why = None, f"{type(e).__name__}: {e}"[:200]
+            finally:
+                signal.alarm(0)
+            jax.clear_caches()
+            if figures is None:
+                missing[p.name] = why
+            else:
+                found[p.name] = figures
+        write(gdir, f"jax {jax.__version__}", found,
+              f"{len(missing)} without ({time.time() - t0:.0f}s): {missing}")
+
+
 def main():
     argv = [a for a in sys.argv[1:] if a != "--memory"]
     memory = "--memory" in sys.argv
@@ -118,6 +155,8 @@ def main():
         jax_suite(argv[1], argv[2], argv[3:], memory)
     elif argv[0] == "builds":
         builds(argv[1], memory)
+    elif argv[0] == "ecosystem":
+        ecosystem(argv[1], argv[2:], memory)
     else:
         sys.exit(__doc__)
 

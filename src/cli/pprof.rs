@@ -1,8 +1,9 @@
 //! A pprof profile (`profile.proto`, gzipped) of `jaxpr stats`' figures:
-//! one sample per Python line (or per jaxpr where a file has no source
-//! information), its stack the file, the jaxpr-level Python function and
-//! the line, its values the equations and FLOPs. `pprof` and speedscope
-//! open it. The protobuf and gzip encodings are written here by hand: the
+//! one sample per name stack and Python line (or per jaxpr where a file has
+//! no source information), its stack the file, the name stack's scopes
+//! (`jit(inner)`, `transpose(jvp(dense))`, ...) and the Python line, its
+//! values the equations and FLOPs — as JAX's `eqn_count_pprof` dump counts
+//! equations per traceback. `pprof` and speedscope open it. The protobuf and gzip encodings are written here by hand: the
 //! format is small and stable, and a stored (uncompressed) deflate stream
 //! is valid gzip.
 
@@ -77,18 +78,13 @@ struct Frame {
     line: i64,
 }
 
-/// `file:line:col (function)` read as a frame.
-fn python_frame(source: &str) -> Frame {
-    let (location, function) = match source.split_once(" (") {
-        Some((loc, rest)) => (loc, rest.trim_end_matches(')')),
-        None => (source, ""),
-    };
-    let mut parts = location.rsplitn(3, ':');
-    let _column = parts.next();
-    let line = parts.next().and_then(|l| l.parse().ok()).unwrap_or(0);
-    let file = parts.next().unwrap_or(location).to_string();
-    let name = if function.is_empty() { format!("{file}:{line}") } else { format!("{function} {file}:{line}") };
-    Frame { name, file, line }
+/// A Python line (`{"file", "line", "function"}`) as a frame.
+fn python_frame(line: &Value) -> Frame {
+    let file = line["file"].as_str().unwrap_or("").to_string();
+    let number = line["line"].as_i64().unwrap_or(0);
+    let function = line["function"].as_str().unwrap_or("");
+    let name = if function.is_empty() { format!("{file}:{number}") } else { format!("{function} {file}:{number}") };
+    Frame { name, file, line: number }
 }
 
 /// The profile of the files `jaxpr stats` computed (its JSON objects).
@@ -106,8 +102,8 @@ pub fn profile(files: &[Value]) -> Vec<u8> {
     for file in files {
         let path = file["file"].as_str().unwrap_or("").to_string();
         let root = frame_id(Frame { name: path.clone(), file: path.clone(), line: 0 }, &mut frames);
-        let python = file["python_lines"].as_array().cloned().unwrap_or_default();
-        if python.is_empty() {
+        let scopes = file["scopes"].as_array().cloned().unwrap_or_default();
+        if scopes.is_empty() {
             for j in file["jaxprs"].as_array().into_iter().flatten() {
                 // Nested jaxprs are inside their callers' totals; leaves only.
                 if j["name"] != "main" && !j["name"].as_str().unwrap_or("").starts_with("let ") {
@@ -125,10 +121,19 @@ pub fn profile(files: &[Value]) -> Vec<u8> {
                 samples.push((vec![leaf, root], [j["equations"].as_u64().unwrap_or(0), flops]));
             }
         }
-        for line in python {
-            let leaf = frame_id(python_frame(line["source"].as_str().unwrap_or("")), &mut frames);
-            let flops = line["cost"]["flops"].as_u64().unwrap_or(0);
-            samples.push((vec![leaf, root], [line["equations"].as_u64().unwrap_or(0), flops]));
+        for scope in scopes {
+            // Leaf first: the Python line, the scopes innermost first, the file.
+            let mut stack = Vec::new();
+            if !scope["python_line"].is_null() {
+                stack.push(frame_id(python_frame(&scope["python_line"]), &mut frames));
+            }
+            for name in scope["name_stack"].as_array().into_iter().flatten().rev() {
+                let frame = Frame { name: name.as_str().unwrap_or("").to_string(), file: path.clone(), line: 0 };
+                stack.push(frame_id(frame, &mut frames));
+            }
+            stack.push(root);
+            let flops = scope["cost"]["flops"].as_u64().unwrap_or(0);
+            samples.push((stack, [scope["equations"].as_u64().unwrap_or(0), flops]));
         }
     }
     let mut profile = Message::default();

@@ -5,7 +5,7 @@
 use super::read_jaxpr;
 use jaxpr_check::{Analysis, EqnId, JaxprId, JaxprOrigin};
 use jaxpr_cost::{Amount, Cost, FileCost, LoopCount, Options};
-use jaxpr_syntax::LineIndex;
+use jaxpr_syntax::{LineIndex, ast};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -30,8 +30,61 @@ pub struct StatsRequest<'a> {
 /// How many of the most expensive equations are listed.
 const TOP: usize = 10;
 
+/// A Python line an equation came from.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Debug)]
+struct PythonLine {
+    file: String,
+    line: u32,
+    function: String,
+}
+
+impl PythonLine {
+    /// `file:line:col (function)`, a source-info comment, read (the column
+    /// dropped: totals are per line).
+    fn parse(comment: &str) -> Option<PythonLine> {
+        let (location, function) = match comment.split_once(" (") {
+            Some((location, rest)) => (location, rest.strip_suffix(')').unwrap_or(rest)),
+            None => (comment, ""),
+        };
+        let mut parts = location.rsplitn(3, ':');
+        let _column = parts.next()?;
+        let line = parts.next()?.parse().ok()?;
+        let file = parts.next()?.to_string();
+        Some(PythonLine { file, line, function: function.to_string() })
+    }
+    /// `file:line (function)`.
+    fn label(&self) -> String {
+        if self.function.is_empty() {
+            format!("{}:{}", self.file, self.line)
+        } else {
+            format!("{}:{} ({})", self.file, self.line, self.function)
+        }
+    }
+}
+
+/// Where a file's equations came from besides its comments: a tracing
+/// session's source map, by the (1-based) line and column of each
+/// equation's primitive in the jaxpr file.
+type SessionLines = BTreeMap<(u32, u32), PythonLine>;
+
+/// The Python lines of a session function's equations.
+fn session_lines(function: &jaxpr_session::Function) -> SessionLines {
+    function
+        .source_map
+        .iter()
+        .map(|entry| {
+            let line = PythonLine {
+                file: entry.file.display().to_string(),
+                line: entry.line,
+                function: entry.function.clone().unwrap_or_default(),
+            };
+            ((entry.jaxpr_line, entry.jaxpr_col), line)
+        })
+        .collect()
+}
+
 /// One file's statistics, the JSON object every format is rendered from.
-fn file_stats(path: &str, text: &str, loops: LoopCount) -> Value {
+fn file_stats(path: &str, text: &str, loops: LoopCount, session: Option<&SessionLines>) -> Value {
     let parsed = jaxpr_syntax::parse(text);
     let analysis = jaxpr_check::check(&parsed.file);
     let cost = jaxpr_cost::analyse(&parsed.file, &analysis, Options { loops });
@@ -73,7 +126,9 @@ fn file_stats(path: &str, text: &str, loops: LoopCount) -> Value {
             })
         })
         .collect();
-    let python = python_lines(&analysis, &cost);
+    let origins = EqnOrigins::new(text, &parsed.file, &analysis, &lines, session);
+    let python = python_lines(&analysis, &cost, &origins);
+    let scopes = scopes(&analysis, &cost, &origins);
     let main = analysis.main();
     json!({
         "file": path,
@@ -84,6 +139,7 @@ fn file_stats(path: &str, text: &str, loops: LoopCount) -> Value {
         "jaxprs": jaxprs,
         "most_expensive": top,
         "python_lines": python,
+        "scopes": scopes,
     })
 }
 
@@ -110,45 +166,190 @@ fn cost_json(cost: &Cost) -> Value {
     })
 }
 
-/// Equations and FLOPs by Python line (`file:line (function)` of the
-/// source-info comments), for equations that run no nested jaxpr (whose
-/// own equations are counted instead).
-fn python_lines(analysis: &Analysis, cost: &FileCost) -> Vec<Value> {
-    let mut lines: BTreeMap<&str, (usize, Cost)> = BTreeMap::new();
+/// Where each equation came from: its Python line (its source-info
+/// comment, else the session's source map) and its name stack (its
+/// `# [...]` comment, under the scopes of the equations that run its jaxpr).
+struct EqnOrigins {
+    lines: Vec<Option<PythonLine>>,
+    scopes: Vec<Vec<String>>,
+}
+
+impl EqnOrigins {
+    fn new(text: &str, file: &ast::SourceFile, analysis: &Analysis, index: &LineIndex, session: Option<&SessionLines>) -> EqnOrigins {
+        let syntax = jaxpr_cost::eqns_by_start(file);
+        let mut origins = EqnOrigins { lines: Vec::new(), scopes: Vec::new() };
+        for info in &analysis.eqns {
+            let line = info.source_info.as_deref().and_then(PythonLine::parse).or_else(|| {
+                let at = index.line_col(info.primitive_range.start);
+                session?.get(&(at.line + 1, at.col + 1)).cloned()
+            });
+            origins.lines.push(line);
+            // The jaxpr's caller comes first in `analysis.eqns`, so its scopes are known.
+            let mut scope = match &analysis.jaxpr(info.jaxpr).origin {
+                JaxprOrigin::Param { eqn, .. } => {
+                    let caller = analysis.eqn(*eqn);
+                    let mut outer = origins.scopes.get(eqn.0 as usize).cloned().unwrap_or_default();
+                    let name = syntax
+                        .get(&caller.range.start)
+                        .and_then(|e| e.param("name"))
+                        .and_then(|p| text.get(p.value.range.start as usize..p.value.range.end as usize));
+                    outer.push(match name {
+                        Some(name) => format!("{}({name})", caller.primitive),
+                        None => caller.primitive.to_string(),
+                    });
+                    outer
+                }
+                _ => Vec::new(),
+            };
+            let own = syntax
+                .get(&info.range.start)
+                .and_then(|eqn| eqn.comments.iter().find(|c| c.text.starts_with('[')))
+                .map(|c| c.text.trim_start_matches('[').trim_end_matches(']').to_string());
+            scope.extend(own.iter().flat_map(|stack| stack.split('/')).filter(|s| !s.is_empty()).map(str::to_string));
+            origins.scopes.push(scope);
+        }
+        origins
+    }
+}
+
+/// Equations and cost summed by a key, for equations that run no nested
+/// jaxpr (whose own equations are counted instead).
+fn sum_leaves<K: Ord>(analysis: &Analysis, cost: &FileCost, key: impl Fn(usize) -> Option<K>) -> BTreeMap<K, (usize, Cost)> {
+    let mut sums: BTreeMap<K, (usize, Cost)> = BTreeMap::new();
     for (e, info) in analysis.eqns.iter().enumerate() {
-        let Some(source) = info.source_info.as_deref() else { continue };
         if !info.callees.is_empty() {
             continue;
         }
-        let entry = lines.entry(source).or_insert_with(|| (0, Cost::zero()));
+        let Some(k) = key(e) else { continue };
+        let entry = sums.entry(k).or_insert_with(|| (0, Cost::zero()));
         entry.0 += 1;
         entry.1 = entry.1.add(&cost.eqn(EqnId(e as u32)).total);
     }
-    lines
+    sums
+}
+
+/// Equations and cost by Python line (`file:line (function)`).
+fn python_lines(analysis: &Analysis, cost: &FileCost, origins: &EqnOrigins) -> Vec<Value> {
+    sum_leaves(analysis, cost, |e| origins.lines[e].clone())
         .into_iter()
-        .map(|(source, (count, cost))| json!({"source": source, "equations": count, "cost": cost_json(&cost)}))
+        .map(|(line, (count, cost))| python_line_json(&line, count, &cost))
+        .collect()
+}
+
+fn python_line_json(line: &PythonLine, count: usize, cost: &Cost) -> Value {
+    json!({
+        "source": line.label(),
+        "file": line.file,
+        "line": line.line,
+        "function": line.function,
+        "equations": count,
+        "cost": cost_json(cost),
+    })
+}
+
+/// Equations and cost by name stack and Python line: what `--format pprof`
+/// draws, the name stack's scopes as frames above the line.
+fn scopes(analysis: &Analysis, cost: &FileCost, origins: &EqnOrigins) -> Vec<Value> {
+    if origins.lines.iter().all(Option::is_none) && origins.scopes.iter().all(Vec::is_empty) {
+        return Vec::new();
+    }
+    sum_leaves(analysis, cost, |e| Some((origins.scopes[e].clone(), origins.lines[e].clone())))
+        .into_iter()
+        .map(|((scope, line), (count, cost))| {
+            json!({
+                "name_stack": scope,
+                "python_line": line.map(|l| json!({"file": l.file, "line": l.line, "function": l.function})),
+                "equations": count,
+                "cost": cost_json(&cost),
+            })
+        })
+        .collect()
+}
+
+/// Per Python line over every file: a tracing session's totals.
+fn all_python_lines(files: &[Value]) -> Vec<Value> {
+    let mut sums: BTreeMap<PythonLine, (usize, [i64; 3], bool)> = BTreeMap::new();
+    for line in files.iter().flat_map(|f| f["python_lines"].as_array().cloned().unwrap_or_default()) {
+        let key = PythonLine {
+            file: line["file"].as_str().unwrap_or("").to_string(),
+            line: line["line"].as_u64().unwrap_or(0) as u32,
+            function: line["function"].as_str().unwrap_or("").to_string(),
+        };
+        let entry = sums.entry(key).or_insert((0, [0; 3], true));
+        entry.0 += line["equations"].as_u64().unwrap_or(0) as usize;
+        for (i, count) in ["flops", "transcendentals", "bytes_accessed"].iter().enumerate() {
+            match line["cost"][count].as_i64() {
+                Some(n) => entry.1[i] += n,
+                None => entry.2 = false,
+            }
+        }
+    }
+    sums.into_iter()
+        .map(|(line, (count, totals, known))| {
+            let cost = if known {
+                Cost {
+                    flops: Amount::constant(totals[0]),
+                    transcendentals: Amount::constant(totals[1]),
+                    bytes_accessed: Amount::constant(totals[2]),
+                }
+            } else {
+                Cost::unknown()
+            };
+            python_line_json(&line, count, &cost)
+        })
+        .collect()
+}
+
+/// The jaxpr files to read for `path`: itself, or, for a tracing session's
+/// folder, every function's jaxpr file with the session's source map.
+fn inputs(path: &Path) -> Result<Vec<(PathBuf, Option<SessionLines>)>, String> {
+    if !path.is_dir() {
+        return Ok(vec![(path.to_path_buf(), None)]);
+    }
+    let session = jaxpr_session::load(path).map_err(|e| format!("{}: not a jaxpr file or a tracing session: {e}", path.display()))?;
+    session
+        .functions
+        .iter()
+        .map(|function| match function.jaxpr_path(path) {
+            Some(file) => Ok((file, Some(session_lines(function)))),
+            None => Err(format!("{}: the session names `{}`, outside its folder", path.display(), function.jaxpr)),
+        })
         .collect()
 }
 
 pub fn stats(request: StatsRequest<'_>) -> i32 {
     let mut files = Vec::new();
-    for path in request.files {
-        match read_jaxpr(path) {
-            Ok(loaded) => files.push(file_stats(&loaded.path, &loaded.text, request.loops)),
+    for given in request.files {
+        let paths = match inputs(given) {
+            Ok(paths) => paths,
             Err(e) => {
-                eprintln!("error: {}: {e}", path.display());
+                eprintln!("error: {e}");
                 return 2;
+            }
+        };
+        for (path, session) in paths {
+            match read_jaxpr(&path) {
+                Ok(loaded) => files.push(file_stats(&loaded.path, &loaded.text, request.loops, session.as_ref())),
+                Err(e) => {
+                    eprintln!("error: {}: {e}", path.display());
+                    return 2;
+                }
             }
         }
     }
+    let python_lines = all_python_lines(&files);
     match request.format {
         StatsFormat::Json => {
-            println!("{}", serde_json::to_string_pretty(&json!({ "files": files })).unwrap_or_default());
+            let out = json!({ "files": files, "python_lines": python_lines });
+            println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
             0
         }
         StatsFormat::Table => {
             for file in &files {
                 print!("{}", table(file));
+            }
+            if files.len() > 1 && !python_lines.is_empty() {
+                print!("{}", python_table("all files, by Python line", &python_lines));
             }
             0
         }
@@ -221,16 +422,23 @@ fn table(file: &Value) -> String {
     }
     let python = file["python_lines"].as_array().cloned().unwrap_or_default();
     if !python.is_empty() {
-        out.push_str("\n  by Python line\n");
-        for line in python {
-            out.push_str(&format!(
-                "  {:>5} eqns {:>12} FLOPs  {}\n",
-                text(&line["equations"]),
-                text(&line["cost"]["flops"]),
-                text(&line["source"])
-            ));
-        }
+        out.push_str(&python_table("by Python line", &python));
     }
     out.push('\n');
+    out
+}
+
+fn python_table(title: &str, lines: &[Value]) -> String {
+    let mut out = format!("\n  {title}\n");
+    for line in lines {
+        out.push_str(&format!(
+            "  {:>5} eqns {:>12} FLOPs {:>8} transc. {:>11} bytes  {}\n",
+            text(&line["equations"]),
+            text(&line["cost"]["flops"]),
+            text(&line["cost"]["transcendentals"]),
+            text(&line["cost"]["bytes_accessed"]),
+            text(&line["source"])
+        ));
+    }
     out
 }

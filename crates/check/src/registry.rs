@@ -161,15 +161,16 @@ impl CostRule {
 }
 
 /// Whether the count of [`CostRule`] is the one XLA's analysis gives for
-/// JAX's lowering, which `tests/cost.rs` holds it to.
+/// JAX's lowering, which `crates/cost/tests/xla.rs` holds it to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum XlaCount {
     /// The same numbers.
     Equal,
     /// XLA's differs (JAX or XLA expands the primitive into several
     /// instructions, or adds some around it), for the reason given; a
-    /// program with such an equation is compared with
-    /// `tests/cost.rs`'s stated tolerance.
+    /// program with such an equation is compared with the tolerance table
+    /// (`jaxpr_cost::tolerance`), whose row for the primitive and reason
+    /// bounds the difference.
     Differs(&'static str),
 }
 

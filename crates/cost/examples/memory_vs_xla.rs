@@ -15,7 +15,7 @@ fn main() {
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data");
     let mut ratios: Vec<(f64, String)> = Vec::new();
     let mut without = 0;
-    for corpus in ["jax-suite", "builds"] {
+    for corpus in ["jax-suite", "builds", "ecosystem"] {
         let Ok(entries) = std::fs::read_dir(data.join(corpus)) else { continue };
         let mut folders: Vec<_> = entries.flatten().map(|e| e.path()).collect();
         folders.sort();

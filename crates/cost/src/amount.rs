@@ -102,9 +102,17 @@ pub fn elements(ty: &AType, names: &dyn DimNames) -> Amount {
 }
 
 /// Bytes of one element as XLA stores it: sub-byte types take a byte each
-/// (unpacked, as in unoptimised HLO).
+/// (unpacked, as in unoptimised HLO); a PRNG key is lowered to its `uint32`
+/// words (`key<fry>` two, `key<rbg>` and `key<urbg>` four).
 pub fn element_bytes(dtype: &DType) -> Option<i64> {
-    dtype.bits().map(|bits| i64::from(bits.div_ceil(8)))
+    match dtype {
+        DType::Key(imp) => match imp.as_str() {
+            "fry" => Some(8),
+            "rbg" | "urbg" => Some(16),
+            _ => None,
+        },
+        _ => dtype.bits().map(|bits| i64::from(bits.div_ceil(8))),
+    }
 }
 
 /// The bytes of a value of this type; a type without a dtype (an untyped

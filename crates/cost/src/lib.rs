@@ -12,10 +12,12 @@
 mod amount;
 mod memory;
 mod rules;
+pub mod tolerance;
 
 pub use amount::{Amount, bytes, element_bytes, elements};
 pub use jaxpr_check::registry::{CostRule, XlaCount};
 pub use memory::Peak;
+pub use tolerance::Slack;
 
 use jaxpr_check::registry;
 use jaxpr_check::{Analysis, EqnId, JaxprId};
@@ -45,7 +47,7 @@ impl Cost {
             bytes_accessed: Amount::unknown(),
         }
     }
-    fn zip(&self, other: &Cost, op: impl Fn(&Amount, &Amount) -> Amount) -> Cost {
+    pub(crate) fn zip(&self, other: &Cost, op: impl Fn(&Amount, &Amount) -> Amount) -> Cost {
         Cost {
             flops: op(&self.flops, &other.flops),
             transcendentals: op(&self.transcendentals, &other.transcendentals),
@@ -76,7 +78,7 @@ pub enum LoopCount {
     #[default]
     Iterations,
     /// Every loop body once, as XLA's cost analysis counts the `while`
-    /// loop JAX lowers a `scan` to (what `tests/cost.rs` compares).
+    /// loop JAX lowers a `scan` to (what `tests/xla.rs` compares).
     Xla,
 }
 
@@ -100,6 +102,9 @@ pub struct EqnCost {
     /// (StableHLO's canonicalisation folds it; a folded array that
     /// something reads costs the broadcast of its value).
     pub dropped: Option<&'static str>,
+    /// The equations counted in `total` that XLA counts otherwise (this
+    /// one, the ones it runs), for [`tolerance`]'s bounds.
+    pub slack: Slack,
 }
 
 /// One jaxpr's totals.
@@ -108,6 +113,8 @@ pub struct JaxprCost {
     /// The sum of its equations' totals.
     pub total: Cost,
     pub xla: XlaCount,
+    /// Its equations' [`EqnCost::slack`], summed.
+    pub slack: Slack,
     /// The most bytes live at once while it runs.
     pub peak: Peak,
 }
@@ -134,13 +141,7 @@ impl FileCost {
 /// (`Keep::Everything`: the analysis must hold every equation and
 /// occurrence).
 pub fn analyse(file: &ast::SourceFile, analysis: &Analysis, options: Options) -> FileCost {
-    let mut syntax = HashMap::default();
-    for let_jaxpr in &file.lets {
-        index_eqns(&let_jaxpr.jaxpr, &mut syntax);
-    }
-    if let Some(main) = &file.main {
-        index_eqns(main, &mut syntax);
-    }
+    let syntax = eqns_by_start(file);
     let mut walk = Walk {
         analysis,
         syntax,
@@ -149,6 +150,8 @@ pub fn analyse(file: &ast::SourceFile, analysis: &Analysis, options: Options) ->
         jaxprs: vec![None; analysis.jaxprs.len()],
         visiting: vec![false; analysis.jaxprs.len()],
         splats: HashMap::default(),
+        constants: Default::default(),
+        read: Default::default(),
     };
     for j in 0..analysis.jaxprs.len() {
         walk.jaxpr(JaxprId(j as u32));
@@ -162,6 +165,7 @@ pub fn analyse(file: &ast::SourceFile, analysis: &Analysis, options: Options) ->
                     total: Cost::unknown(),
                     xla: XlaCount::Differs("not analysed"),
                     dropped: None,
+                    slack: Slack::default(),
                 })
             })
             .collect(),
@@ -171,11 +175,25 @@ pub fn analyse(file: &ast::SourceFile, analysis: &Analysis, options: Options) ->
                 j.unwrap_or(JaxprCost {
                     total: Cost::unknown(),
                     xla: XlaCount::Differs("not analysed"),
+                    slack: Slack::default(),
                     peak: Peak::unknown(),
                 })
             })
             .collect(),
     }
+}
+
+/// The syntax of every equation of a file, nested ones included, by the
+/// start of its range (`EqnInfo::range`).
+pub fn eqns_by_start(file: &ast::SourceFile) -> HashMap<u32, &ast::Eqn> {
+    let mut syntax = HashMap::default();
+    for let_jaxpr in &file.lets {
+        index_eqns(&let_jaxpr.jaxpr, &mut syntax);
+    }
+    if let Some(main) = &file.main {
+        index_eqns(main, &mut syntax);
+    }
+    syntax
 }
 
 /// The syntax of every equation, nested ones included, by the start of its range.
@@ -219,6 +237,10 @@ struct Walk<'a, 'f> {
     visiting: Vec<bool>,
     /// Values known to be one number broadcast, by variable.
     splats: HashMap<jaxpr_types::VarId, f64>,
+    /// Values StableHLO's canonicalisation folds to constants, by variable.
+    constants: rustc_hash::FxHashSet<jaxpr_types::VarId>,
+    /// Values some equation or a jaxpr's outputs read.
+    read: rustc_hash::FxHashSet<jaxpr_types::VarId>,
 }
 
 const DEAD: &str = "nothing reads its results: JAX's lowering drops it";
@@ -241,6 +263,7 @@ impl Walk<'_, '_> {
             return JaxprCost {
                 total: Cost::unknown(),
                 xla: XlaCount::Differs("a jaxpr that calls itself"),
+                slack: Slack::default(),
                 peak: Peak::unknown(),
             };
         }
@@ -251,6 +274,7 @@ impl Walk<'_, '_> {
                 total: Cost::zero(),
                 xla: XlaCount::Equal,
                 dropped: Some(DEAD),
+                slack: Slack::default(),
             });
         }
         for (e, total) in rules::folded_eqns(self, id) {
@@ -258,14 +282,17 @@ impl Walk<'_, '_> {
                 total,
                 xla: XlaCount::Equal,
                 dropped: Some(FOLDED),
+                slack: Slack::default(),
             });
         }
         let mut total = Cost::zero();
         let mut xla = XlaCount::Equal;
+        let mut slack = Slack::default();
         for &e in &info.eqns {
             let cost = self.eqn(e);
             total = total.add(&cost.total);
             xla = first_difference(xla, cost.xla);
+            slack.add(&cost.slack);
         }
         // A jaxpr lowered to a function of several results returns them as
         // a tuple, which XLA counts as a table of 8-byte pointers.
@@ -274,7 +301,7 @@ impl Walk<'_, '_> {
             total.bytes_accessed = total.bytes_accessed.add(&table);
         }
         let peak = memory::peak(self, id);
-        let out = JaxprCost { total, xla, peak };
+        let out = JaxprCost { total, xla, slack, peak };
         self.visiting[id.0 as usize] = false;
         self.jaxprs[id.0 as usize] = Some(out.clone());
         out
@@ -283,7 +310,7 @@ impl Walk<'_, '_> {
     /// The equations whose results nothing reads, directly or through
     /// other such equations, and which have no effect: JAX's lowering
     /// drops them (dead-code elimination), so XLA never counts them.
-    fn dead_eqns(&self, id: JaxprId) -> Vec<EqnId> {
+    fn dead_eqns(&mut self, id: JaxprId) -> Vec<EqnId> {
         let analysis = self.analysis;
         let info = analysis.jaxpr(id);
         let mut read: rustc_hash::FxHashSet<jaxpr_types::VarId> = info.outs.iter().filter_map(|o| o.var).collect();
@@ -307,6 +334,7 @@ impl Walk<'_, '_> {
                 }
             }
         }
+        self.read.extend(read);
         dead
     }
 

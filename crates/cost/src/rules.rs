@@ -2,6 +2,7 @@
 //! operand and result types, plus the jaxprs it runs.
 
 use crate::amount::{Amount, bytes, element_bytes, elements};
+use crate::tolerance::{Slack, Units};
 use crate::{Cost, EqnCost, LoopCount, Walk, first_difference};
 use jaxpr_check::registry::{self, CostRule, Family, XlaCount};
 use jaxpr_check::{Analysis, EqnId, EqnInfo, JaxprId};
@@ -332,6 +333,10 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
                     (Some(operand), Some(result)) => {
                         if i == 0 {
                             folded = elements(operand, analysis).sub(&elements(result, analysis));
+                            // An empty operand folds nothing into its initial values.
+                            if folded.as_constant().is_some_and(|c| c < 0) {
+                                folded = Amount::zero();
+                            }
                         }
                         inits = inits.add(&view.scalar_bytes(operand));
                     }
@@ -430,6 +435,7 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
             total: Cost::unknown(),
             xla: XlaCount::Differs("an unknown primitive"),
             dropped: None,
+            slack: Slack::default(),
         };
     };
     let Some(&eqn) = walk.syntax.get(&info.range.start) else {
@@ -437,6 +443,7 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
             total: Cost::unknown(),
             xla: XlaCount::Differs("an equation without syntax"),
             dropped: None,
+            slack: Slack::default(),
         };
     };
     let rule = row.cost();
@@ -448,13 +455,29 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
         operands: operand_types(analysis, eqn),
         results: result_types(analysis, info),
     };
-    let mut xla = first_difference(rule.xla, type_difference(rule, row.family, &view));
+    let own = first_difference(rule.xla, type_difference(rule, row.family, &view));
+    let units = Units {
+        eqns: Amount::constant(1),
+        elements: sum_elements(&view.operands, analysis).add(&view.result_elements()),
+        bytes: view.operand_bytes().add(&view.result_bytes()),
+        body: Cost::zero(),
+    };
+    // A call, loop or conditional given a constant, or whose results are
+    // not all read: JAX's lowering folds and drops code across it.
+    let across_call = matches!(rule.rule, CostRule::Call | CostRule::Scan | CostRule::While | CostRule::Cond)
+        && (eqn.args.iter().any(|atom| match atom {
+            ast::Atom::Lit(_) => true,
+            ast::Atom::Var(name) => analysis.ref_at(name.range).is_some_and(|r| walk.constants.contains(&r.var)),
+        }) || info.outs.iter().any(|out| out.is_none_or(|v| !walk.read.contains(&v))));
+    let mut xla = own;
     let callees: Vec<JaxprId> = info.callees.iter().map(|(_, j)| *j).collect();
     let mut nested = Vec::with_capacity(callees.len());
+    let mut nested_slack = Vec::with_capacity(callees.len());
     for callee in callees {
         let cost = walk.jaxpr(callee);
         xla = first_difference(xla, cost.xla);
         nested.push(cost.total);
+        nested_slack.push(cost.slack);
     }
     // A reduction's nested jaxpr is its combiner, run once per folded element.
     let combiner_flops = match (rule.rule, nested.first()) {
@@ -470,11 +493,21 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
     if empty_results {
         total = Cost::zero();
     }
+    let mut slack = Slack::default();
+    if let XlaCount::Differs(why) = own {
+        slack.record(row.name, why, units.clone());
+    }
+    let own_total = total.clone();
     match rule.rule {
         CostRule::Cond => {
             if let Some(first) = nested.first() {
                 total = total.add(&nested.iter().skip(1).fold(first.clone(), |acc, c| acc.max(c)));
             }
+            let mut branches = Slack::default();
+            for branch in &nested_slack {
+                branches.max(branch);
+            }
+            slack.add(&branches);
         }
         CostRule::Scan => {
             let body = nested.iter().fold(Cost::zero(), |acc, c| acc.add(c));
@@ -486,15 +519,25 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
                 },
             };
             total = total.add(&body.times(&iterations));
+            for body in &nested_slack {
+                slack.add(&body.times(&iterations));
+            }
         }
         CostRule::Reduction => {}
         _ => {
             for cost in &nested {
                 total = total.add(cost);
             }
+            for body in &nested_slack {
+                slack.add(body);
+            }
         }
     }
-    EqnCost { total, xla, dropped: None }
+    if across_call {
+        let body = Units { body: total.zip(&own_total, Amount::sub), ..units };
+        slack.record(row.name, crate::tolerance::ACROSS_CALLS, body);
+    }
+    EqnCost { total, xla, dropped: None, slack }
 }
 
 /// `length=` of a scan: an integer, or a symbolic dimension.
@@ -508,6 +551,31 @@ fn scan_length(expr: &ast::Expr) -> Amount {
     }
 }
 
+/// The one number a folded equation's result holds everywhere, when its
+/// operands are literals or splats and it computes it elementwise.
+fn splat_value(
+    primitive: &str,
+    args: &[ast::Atom],
+    analysis: &Analysis,
+    splats: &rustc_hash::FxHashMap<jaxpr_types::VarId, f64>,
+) -> Option<f64> {
+    let values: Option<Vec<f64>> = args
+        .iter()
+        .map(|atom| match atom {
+            ast::Atom::Lit(lit) => lit.value.parse::<f64>().ok(),
+            ast::Atom::Var(name) => analysis.ref_at(name.range).and_then(|r| splats.get(&r.var).copied()),
+        })
+        .collect();
+    match (primitive, &values?[..]) {
+        ("broadcast_in_dim" | "reshape" | "convert_element_type" | "squeeze" | "expand_dims", [x]) => Some(*x),
+        ("neg", [x]) => Some(-x),
+        ("mul", [x, y]) => Some(x * y),
+        ("add" | "add_any", [x, y]) => Some(x + y),
+        ("sub", [x, y]) => Some(x - y),
+        _ => None,
+    }
+}
+
 /// The equations of a jaxpr whose operands are all constants (literals, or
 /// results of such equations) and whose rule StableHLO's canonicalisation
 /// folds (elementwise arithmetic, conversions, broadcasts and reshapes of a
@@ -518,11 +586,16 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
     let info = analysis.jaxpr(id);
     let mut constant: rustc_hash::FxHashSet<jaxpr_types::VarId> = Default::default();
     let mut folded = Vec::new();
+    // Dead equations are dropped before folding: they neither fold nor read.
+    let dead = |e: EqnId, walk: &Walk<'_, '_>| walk.eqns[e.0 as usize].as_ref().is_some_and(|c| c.dropped.is_some());
     for &e in &info.eqns {
         let eqn_info = analysis.eqn(e);
         let Some(&syntax) = walk.syntax.get(&eqn_info.range.start) else {
             continue;
         };
+        if dead(e, walk) {
+            continue;
+        }
         let foldable = registry::lookup(&eqn_info.primitive).is_some_and(|row| {
             matches!(row.family, Family::Unary | Family::Binary | Family::Conversion | Family::Shape)
                 && matches!(
@@ -542,9 +615,11 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
             });
         if foldable && operands_constant {
             constant.extend(eqn_info.outs.iter().flatten().copied());
-            // A broadcast of a literal is a splat of known value.
-            if let ([ast::Atom::Lit(lit)], [Some(out)]) = (&syntax.args[..], &eqn_info.outs[..])
-                && let Ok(value) = lit.value.parse::<f64>()
+            walk.constants.extend(eqn_info.outs.iter().flatten().copied());
+            // A broadcast of a literal is a splat of known value, and so is
+            // arithmetic on splats (`mul 1.0 1.0`).
+            if let [Some(out)] = &eqn_info.outs[..]
+                && let Some(value) = splat_value(&eqn_info.primitive, &syntax.args, analysis, &walk.splats)
             {
                 walk.splats.insert(*out, value);
             }
@@ -554,13 +629,19 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
     // Which folded values a kept equation or the outputs read.
     let mut read: rustc_hash::FxHashSet<jaxpr_types::VarId> = info.outs.iter().filter_map(|o| o.var).collect();
     for &e in &info.eqns {
-        if folded.contains(&e) {
+        if folded.contains(&e) || dead(e, walk) {
             continue;
         }
         if let Some(&syntax) = walk.syntax.get(&analysis.eqn(e).range.start) {
+            // `mul x 1.0` with a splat one folds to `x`: the splat is not read.
+            let identity = registry::lookup(&analysis.eqn(e).primitive).and_then(|row| match row.cost().rule {
+                CostRule::ElementwiseUnlessIdentity(k) if syntax.args.len() == 2 => Some(k as f64),
+                _ => None,
+            });
             for atom in syntax.args.iter() {
                 if let ast::Atom::Var(name) = atom
                     && let Some(r) = analysis.ref_at(name.range)
+                    && !(identity.is_some() && walk.splats.get(&r.var).copied() == identity)
                 {
                     read.insert(r.var);
                 }
