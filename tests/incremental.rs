@@ -338,6 +338,7 @@ fn compare_earlier_answers(
         parse: &parse,
         analysis: &analysis,
         lines: &lines,
+        costs: None,
     };
     let changes = earlier.changes;
     let in_let = changes.iter().any(|(r, _)| (r.start as usize) < main_start);

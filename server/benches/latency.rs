@@ -167,13 +167,51 @@ fn main() {
         assert!(!d.is_null(), "definition at {p}");
     }
 
+    // 3b. Hover on primitives (each equation's cost) and on the main
+    // jaxpr's `lambda` (its totals and peak), then the same right after an
+    // edit (whose costs are computed again).
+    let primitive = |line: usize| {
+        let col = lines[line].find(" = ").unwrap() + 3;
+        json!({ "textDocument": { "uri": uri }, "position": { "line": line, "character": col } })
+    };
+    let main_line = lines.iter().position(|l| l.starts_with("{ lambda")).expect("a main jaxpr");
+    let main_lambda = json!({ "textDocument": { "uri": uri }, "position": { "line": main_line, "character": 3 } });
+    let (mut cost_hovers, mut total_hovers, mut edited_cost_hovers) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..30 {
+        let p = primitive(eqn_lines[(i * 104729 + 3) % eqn_lines.len()]);
+        let t = Instant::now();
+        let h = s.call("textDocument/hover", p.clone());
+        cost_hovers.push(t.elapsed());
+        assert!(h.to_string().contains("FLOPs"), "cost hover at {p}: {h}");
+        if i % 6 == 0 {
+            let t = Instant::now();
+            let h = s.call("textDocument/hover", main_lambda.clone());
+            total_hovers.push(t.elapsed());
+            assert!(h.to_string().contains("total cost"), "{h}");
+        }
+    }
+    for i in 0..4 {
+        let line = eqn_lines[(i * 7919 + 11) % eqn_lines.len()];
+        let col = lines[line].rfind(' ').unwrap() + 2;
+        for insert in [true, false] {
+            version += 1;
+            one_char_edit(&mut s, uri, line, col, version, insert);
+            s.diagnostics(uri, Some(version));
+        }
+        let p = primitive(eqn_lines[(i * 104729 + 7) % eqn_lines.len()]);
+        let t = Instant::now();
+        let h = s.call("textDocument/hover", p.clone());
+        edited_cost_hovers.push(t.elapsed());
+        assert!(h.to_string().contains("FLOPs"), "cost hover at {p}: {h}");
+    }
+
     // 4. An edit while a whole-file request (semantic tokens, which needs
     // the analysis of the edited text) runs: the edit's diagnostics wait
     // only for the request to notice its cancellation. Then the first
     // hover after an edit, which computes the whole-file analysis again.
     let (mut interrupting, mut first_hovers, mut paused_hovers) =
         (Vec::new(), Vec::new(), Vec::new());
-    // Sections 2 and 4 make 80 + 4 x 10 edits: the memory after 100 of them.
+    // Sections 2, 3b and 4 make 80 + 8 + 4 x 10 edits: the memory after 100 of them.
     let mut rss_100 = f64::NAN;
     for i in 0..10 {
         let line = eqn_lines[(i * 7919) % eqn_lines.len()];
@@ -252,6 +290,21 @@ fn main() {
     );
     row("hover", "requests", &mut hovers, false, "p99 < 10 ms");
     row("definition", "requests", &mut defs, false, "p99 < 10 ms");
+    row("hover on a primitive (its cost)", "requests", &mut cost_hovers, false, "p99 < 10 ms");
+    row(
+        "hover on the main jaxpr's lambda (totals and peak)",
+        "requests",
+        &mut total_hovers,
+        true,
+        "p99 < 10 ms",
+    );
+    row(
+        "hover on a primitive right after an edit (costs computed again)",
+        "requests",
+        &mut edited_cost_hovers,
+        true,
+        "",
+    );
     row(
         "didChange during a semantic-tokens request -> diagnostics",
         "edits",

@@ -48,6 +48,34 @@ pub struct Backend {
     watches_files: OnceLock<bool>,
     /// Which rules each document shows (`jaxpr.toml`, `[tool.jaxpr]`).
     rules: Arc<crate::rules::RuleConfig>,
+    /// How each jaxpr's totals are shown (`jaxpr.costHints`).
+    cost_hints: Mutex<CostHints>,
+}
+
+/// How each jaxpr's totals (FLOPs, transcendentals, bytes accessed, peak)
+/// are shown: the setting `jaxpr.costHints`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub enum CostHints {
+    Off,
+    /// A code lens above each `let` and jaxpr.
+    #[default]
+    Lens,
+    /// An inlay hint at the end of each `lambda` line.
+    Inlay,
+}
+
+impl CostHints {
+    /// The value of `costHints` in `settings` (`{"jaxpr": {"costHints":
+    /// ...}}` or `{"costHints": ...}`), when it names one.
+    fn from_settings(settings: &Value) -> Option<CostHints> {
+        let value = settings.pointer("/jaxpr/costHints").or_else(|| settings.get("costHints"))?;
+        match value.as_str()? {
+            "off" => Some(CostHints::Off),
+            "lens" => Some(CostHints::Lens),
+            "inlay" => Some(CostHints::Inlay),
+            _ => None,
+        }
+    }
 }
 
 /// The workspace lock, even if a thread panicked while holding it (the
@@ -96,7 +124,21 @@ impl Backend {
             roots: Mutex::new(Vec::new()),
             watches_files: OnceLock::new(),
             rules,
+            cost_hints: Mutex::default(),
         }
+    }
+
+    fn cost_hints(&self) -> CostHints {
+        *self.cost_hints.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Applies the `costHints` of `settings`, if any; whether it changed.
+    fn update_cost_hints(&self, settings: &Value) -> bool {
+        let Some(new) = CostHints::from_settings(settings) else {
+            return false;
+        };
+        let mut current = self.cost_hints.lock().unwrap_or_else(|e| e.into_inner());
+        std::mem::replace(&mut *current, new) != new
     }
 
     fn enc(&self) -> Encoding {
@@ -411,6 +453,7 @@ impl LanguageServer for Backend {
         }
         *self.roots.lock().unwrap_or_else(|e| e.into_inner()) = roots;
         if let Some(opts) = &params.initialization_options {
+            self.update_cost_hints(opts);
             self.python
                 .settings
                 .lock()
@@ -464,6 +507,7 @@ impl LanguageServer for Backend {
                     ),
                 ),
                 inlay_hint_provider: Some(OneOf::Left(true)),
+                code_lens_provider: Some(CodeLensOptions { resolve_provider: Some(false) }),
                 completion_provider: Some(CompletionOptions {
                     trigger_characters: Some(vec!["[".into(), " ".into()]),
                     ..Default::default()
@@ -624,6 +668,16 @@ impl LanguageServer for Backend {
     }
 
     async fn did_change_configuration(&self, p: DidChangeConfigurationParams) {
+        if self.update_cost_hints(&p.settings) {
+            // Both kinds: the one shown before goes, the new one comes. Not
+            // awaited here: the client answers while it handles this
+            // notification's successors.
+            let client = self.client.clone();
+            tokio::spawn(async move {
+                let _ = client.code_lens_refresh().await;
+                let _ = client.inlay_hint_refresh().await;
+            });
+        }
         self.python
             .settings
             .lock()
@@ -1016,8 +1070,19 @@ impl LanguageServer for Backend {
 
     async fn inlay_hint(&self, p: InlayHintParams) -> Result<Option<Vec<InlayHint>>> {
         let range = p.range;
+        let costs = self.cost_hints() == CostHints::Inlay;
         self.query(&p.text_document.uri, move |v, rope, enc| {
-            ide::inlay_hints(v, convert::text_range(rope, range, enc))
+            let range = convert::text_range(rope, range, enc);
+            let mut hints: Vec<ide::InlayHint> = ide::inlay_hints(v, range);
+            if costs {
+                hints.extend(ide::cost_summaries(v, range).into_iter().map(|c| ide::InlayHint {
+                    offset: c.line_end,
+                    label: c.label,
+                    tooltip: c.tooltip,
+                }));
+                hints.sort_by_key(|h| h.offset);
+            }
+            hints
                 .into_iter()
                 .map(|h| InlayHint {
                     position: convert::position(rope, h.offset, enc),
@@ -1027,6 +1092,26 @@ impl LanguageServer for Backend {
                     tooltip: Some(InlayHintTooltip::String(h.tooltip)),
                     padding_left: Some(true),
                     padding_right: None,
+                    data: None,
+                })
+                .collect()
+        })
+        .await
+    }
+
+    async fn code_lens(&self, p: CodeLensParams) -> Result<Option<Vec<CodeLens>>> {
+        if self.cost_hints() != CostHints::Lens {
+            return Ok(Some(Vec::new()));
+        }
+        self.query(&p.text_document.uri, move |v, rope, enc| {
+            let whole = jaxpr_syntax::TextRange::new(0, v.text.len() as u32);
+            ide::cost_summaries(v, whole)
+                .into_iter()
+                .map(|c| CodeLens {
+                    range: convert::range(rope, c.anchor, enc),
+                    // No command to run: the lens is a label (VS Code draws
+                    // a lens whose command id is empty as plain text).
+                    command: Some(Command { title: c.label, command: String::new(), arguments: None }),
                     data: None,
                 })
                 .collect()

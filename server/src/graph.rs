@@ -4,7 +4,8 @@
 //!
 //! Arguments: `[{ "uri": "...", "nonce": "..." }]`; the nonce marks the
 //! page's inline script and style for the webview's content security policy.
-//! Answer: `{ "html": "...", "equations": N }`. Groups start open when the
+//! Answer: `{ "html": "...", "equations": N }`. Each equation's node
+//! carries its cost. Groups start open when the
 //! document has at most `OPEN_ALL_UP_TO_EQUATIONS` equations.
 
 use crate::backend::Backend;
@@ -45,9 +46,12 @@ pub async fn execute(backend: &Backend, args: Vec<Value>) -> Result<Option<Value
     let drawn = tokio::task::spawn_blocking(move || {
         salsa::Cancelled::catch(std::panic::AssertUnwindSafe(|| {
             let parse = jaxpr_db::parse(&snap.db, snap.file);
+            let analysis = jaxpr_db::analysis(&snap.db, snap.file);
             let text = snap.file.text(&snap.db);
-            let graph =
-                jaxpr_graph::build(&parse.file, text, &jaxpr_graph::NoAnnotations);
+            // Each equation's cost, from the same per-item query hover reads.
+            let costs = jaxpr_db::Costs { db: &snap.db, file: snap.file };
+            let annotations = jaxpr_ide::CostAnnotations { analysis: &analysis, costs: &costs };
+            let graph = jaxpr_graph::build(&parse.file, text, &annotations);
             let equations = graph.equation_count();
             let html = jaxpr_graph::html(
                 &graph,

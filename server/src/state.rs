@@ -326,11 +326,13 @@ impl Snapshot {
             let analysis = db::analysis(&self.db, self.file);
             let lines = db::line_index(&self.db, self.file);
             let text = self.file.text(&self.db);
+            let costs = db::Costs { db: &self.db, file: self.file };
             f(&FileView {
                 text,
                 parse: &parse,
                 analysis: &analysis,
                 lines: &lines,
+                costs: Some(&costs),
             })
         }))
     }

@@ -796,3 +796,54 @@ fn rule_configuration_is_read_per_folder_and_followed_when_it_changes() {
     assert_eq!(cleared["params"]["diagnostics"], json!([]), "{cleared}");
     assert!(s.shutdown().success());
 }
+
+/// Each jaxpr's totals as code lenses by default; as inlay hints at the end
+/// of each `lambda` line, or not at all, as `costHints` says (initialization
+/// options, then `workspace/didChangeConfiguration`, which asks the client
+/// to refresh both).
+#[test]
+fn cost_hints_are_lenses_inlay_hints_or_nothing_as_configured() {
+    let text = "let _f = { lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) } in\n{ lambda ; c:f32[3]. let\n    d:f32[3] = pjit[name=f jaxpr=_f] c\n  in (d,) }\n";
+    let uri = "file:///costs.jaxpr";
+    let mut s = Lsp::initialized(&["utf-16"]);
+    s.open(uri, text);
+    s.diagnostics(uri, None);
+    let lens = |s: &mut Lsp| s.call("textDocument/codeLens", json!({ "textDocument": { "uri": uri } }));
+    let hints = |s: &mut Lsp| {
+        let all = s.call("textDocument/inlayHint", json!({ "textDocument": { "uri": uri }, "range": { "start": { "line": 0, "character": 0 }, "end": { "line": 9, "character": 0 } } }));
+        all.as_array().unwrap().iter().filter(|h| h["label"].as_str().unwrap().starts_with("cost:")).cloned().collect::<Vec<Value>>()
+    };
+    let lenses = lens(&mut s);
+    let lenses = lenses.as_array().unwrap();
+    assert_eq!(lenses.len(), 2, "{lenses:?}");
+    // On the `let`'s name, then on the main jaxpr's `lambda`.
+    assert_eq!(lenses[0]["range"], json!({ "start": { "line": 0, "character": 4 }, "end": { "line": 0, "character": 6 } }));
+    assert_eq!(lenses[0]["command"]["title"], "cost: 0 FLOPs · 3 transcendentals · 24 B accessed · peak 24 B");
+    assert_eq!(lenses[1]["range"]["start"], json!({ "line": 1, "character": 2 }));
+    assert_eq!(lenses[1]["command"]["title"], "cost: 0 FLOPs · 3 transcendentals · 24 B accessed · peak 36 B");
+    assert!(hints(&mut s).is_empty());
+
+    s.notify("workspace/didChangeConfiguration", json!({ "settings": { "jaxpr": { "costHints": "inlay" } } }));
+    s.wait_for(|m| m["method"] == "workspace/codeLens/refresh").expect("a lens refresh");
+    assert_eq!(lens(&mut s), json!([]));
+    let inlay = hints(&mut s);
+    assert_eq!(inlay.len(), 2, "{inlay:?}");
+    assert_eq!(inlay[0]["position"], json!({ "line": 0, "character": 63 }));
+    assert_eq!(inlay[1]["position"], json!({ "line": 1, "character": 24 }));
+    assert!(inlay[1]["tooltip"].as_str().unwrap().contains("peak: 36 bytes live at pjit (line 3)"), "{}", inlay[1]["tooltip"]);
+
+    s.notify("workspace/didChangeConfiguration", json!({ "settings": { "jaxpr": { "costHints": "off" } } }));
+    s.wait_for(|m| m["method"] == "workspace/inlayHint/refresh").expect("an inlay refresh");
+    assert_eq!(lens(&mut s), json!([]));
+    assert!(hints(&mut s).is_empty());
+    s.shutdown();
+
+    // Chosen at initialization.
+    let mut s = Lsp::start();
+    s.request("initialize", json!({ "processId": null, "rootUri": null, "capabilities": {}, "initializationOptions": { "costHints": "inlay" } }));
+    s.notify("initialized", json!({}));
+    s.open(uri, text);
+    assert_eq!(hints(&mut s).len(), 2);
+    assert_eq!(lens(&mut s), json!([]));
+    s.shutdown();
+}

@@ -92,7 +92,12 @@ fn run(args: &GraphArgs) -> Result<(), String> {
             parse.errors.len()
         );
     }
-    let graph = jaxpr_graph::build(&parse.file, &loaded.text, &jaxpr_graph::NoAnnotations);
+    // Each equation's cost on its node (`jaxpr-cost`, a `scan` body once per
+    // iteration), from the file checked whole.
+    let analysis = jaxpr_check::check(&parse.file);
+    let costs = jaxpr_cost::analyse(&parse.file, &analysis, jaxpr_cost::Options::default());
+    let annotations = jaxpr_ide::CostAnnotations { analysis: &analysis, costs: &costs };
+    let graph = jaxpr_graph::build(&parse.file, &loaded.text, &annotations);
     let open_depth = args.open_depth.unwrap_or(
         if graph.equation_count() <= OPEN_ALL_UP_TO_EQUATIONS { u32::MAX } else { 0 },
     );

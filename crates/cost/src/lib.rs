@@ -141,7 +141,31 @@ impl FileCost {
 /// (`Keep::Everything`: the analysis must hold every equation and
 /// occurrence).
 pub fn analyse(file: &ast::SourceFile, analysis: &Analysis, options: Options) -> FileCost {
-    let syntax = eqns_by_start(file);
+    let every: Vec<JaxprId> = (0..analysis.jaxprs.len() as u32).map(JaxprId).collect();
+    analyse_jaxprs(file, analysis, options, &every)
+}
+
+/// The costs of the jaxprs `roots`, and of every jaxpr they hold or call,
+/// in a file checked whole; the other entries are unknown (`not
+/// analysed`). Only the syntax of the top-level jaxprs (`let`s or main)
+/// holding a root, and of the `let`s (which any jaxpr may call), is read,
+/// so the cost of a small `let` does not read a large main jaxpr.
+pub fn analyse_jaxprs(
+    file: &ast::SourceFile,
+    analysis: &Analysis,
+    options: Options,
+    roots: &[JaxprId],
+) -> FileCost {
+    let top_starts: Vec<u32> =
+        roots.iter().map(|&j| analysis.jaxpr(top_level(analysis, j)).range.start).collect();
+    let holds_root = |jaxpr: &ast::Jaxpr| top_starts.iter().any(|&start| jaxpr.range.contains(start));
+    let mut syntax = HashMap::default();
+    for let_jaxpr in &file.lets {
+        index_eqns(&let_jaxpr.jaxpr, &mut syntax);
+    }
+    if let Some(main) = file.main.as_ref().filter(|main| holds_root(main)) {
+        index_eqns(main, &mut syntax);
+    }
     let mut walk = Walk {
         analysis,
         syntax,
@@ -153,8 +177,13 @@ pub fn analyse(file: &ast::SourceFile, analysis: &Analysis, options: Options) ->
         constants: Default::default(),
         read: Default::default(),
     };
-    for j in 0..analysis.jaxprs.len() {
-        walk.jaxpr(JaxprId(j as u32));
+    for &j in roots {
+        walk.jaxpr(j);
+        // The nested jaxprs of a root, which its totals count but whose own
+        // entries a walk from a `let` that calls nothing may not fill.
+        for nested in nested_jaxprs(analysis, j) {
+            walk.jaxpr(nested);
+        }
     }
     let Walk { eqns, jaxprs, .. } = walk;
     FileCost {
@@ -194,6 +223,32 @@ pub fn eqns_by_start(file: &ast::SourceFile) -> HashMap<u32, &ast::Eqn> {
         index_eqns(main, &mut syntax);
     }
     syntax
+}
+
+/// The top-level jaxpr (a `let` or the main jaxpr) that holds `j`.
+pub fn top_level(analysis: &Analysis, mut j: JaxprId) -> JaxprId {
+    while let Some(parent) = analysis.jaxpr(j).parent {
+        j = parent;
+    }
+    j
+}
+
+/// The jaxprs held by the equations of `j`, at every depth (not the
+/// `let`s they name).
+fn nested_jaxprs(analysis: &Analysis, j: JaxprId) -> Vec<JaxprId> {
+    let mut out = Vec::new();
+    let mut stack = vec![j];
+    while let Some(j) = stack.pop() {
+        for &e in &analysis.jaxpr(j).eqns {
+            for &(_, callee) in &analysis.eqn(e).callees {
+                if analysis.jaxpr(callee).parent == Some(j) {
+                    out.push(callee);
+                    stack.push(callee);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The syntax of every equation, nested ones included, by the start of its range.

@@ -15,7 +15,7 @@ pub mod earlier;
 pub mod item_check;
 pub mod items;
 pub use crate::earlier::{Bases, Earlier, earlier};
-use jaxpr_check::{self as check, Analysis};
+use jaxpr_check::{self as check, Analysis, EqnId, JaxprId};
 use jaxpr_syntax::diagnostics::Diagnostic;
 use jaxpr_syntax::{self as syntax, LineIndex, Parse};
 use salsa::plumbing::AsId;
@@ -176,6 +176,44 @@ pub fn analysis(db: &dyn Db, file: SourceFile) -> Arc<Analysis> {
     a
 }
 
+/// The costs (`jaxpr-cost`, a `scan` body counted once per iteration) of
+/// one top-level jaxpr of the file, a `let` or the main jaxpr, given by its
+/// id in the file's [`analysis`]: its equations, its own totals and those of
+/// the jaxprs nested in it. The other entries are unknown. Computed once per
+/// revision of the text, so hover, hints, lenses and the graph read it
+/// without walking the file again, and the costs of a `let` do not walk the
+/// main jaxpr. Read it through [`Costs`].
+#[salsa::tracked(returns(clone), no_eq)]
+pub fn item_costs(db: &dyn Db, file: SourceFile, item: u32) -> Arc<jaxpr_cost::FileCost> {
+    let (p, a) = (parse(db, file), analysis(db, file));
+    let root = JaxprId(item);
+    Arc::new(interruptible(db, || {
+        jaxpr_cost::analyse_jaxprs(&p.file, &a, jaxpr_cost::Options::default(), &[root])
+    }))
+}
+
+/// The costs of a file's equations and jaxprs, each read from the
+/// [`item_costs`] of the top-level jaxpr that holds it.
+#[derive(Clone, Copy)]
+pub struct Costs<'db> {
+    pub db: &'db dyn Db,
+    pub file: SourceFile,
+}
+
+impl Costs<'_> {
+    fn item(&self, j: JaxprId) -> Arc<jaxpr_cost::FileCost> {
+        let a = analysis(self.db, self.file);
+        item_costs(self.db, self.file, jaxpr_cost::top_level(&a, j).0)
+    }
+    pub fn eqn(&self, e: EqnId) -> jaxpr_cost::EqnCost {
+        let j = analysis(self.db, self.file).eqn(e).jaxpr;
+        self.item(j).eqn(e).clone()
+    }
+    pub fn jaxpr(&self, j: JaxprId) -> jaxpr_cost::JaxprCost {
+        self.item(j).jaxpr(j).clone()
+    }
+}
+
 /// Every diagnostic of the file: syntax errors and the checker's, sorted by
 /// position (syntax errors first among equals). From the salsa items
 /// ([`item_check::item_diagnostics`]), or a whole-file check where they
@@ -270,6 +308,45 @@ mod tests {
             assert!(running.join().unwrap(), "{name}: the query ran to its end");
             assert!(diagnostics(&db, file).is_empty());
         }
+    }
+
+    /// The costs read through [`Costs`] equal a whole-file cost analysis;
+    /// each top-level jaxpr's are computed once per revision, and a
+    /// `let`'s without the main jaxpr's.
+    #[test]
+    fn costs_are_computed_once_per_item_and_equal_the_whole_files() {
+        let mut db = RootDatabase::with_event_log();
+        let mut text = String::from(
+            "let f = { lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) } in\n{ lambda ; x:f32[3]. let\n    y:f32[3] = pjit[name=f jaxpr=f] x\n",
+        );
+        text.push_str("    v0:f32[3] = mul y y\n");
+        for i in 1..50 {
+            text.push_str(&format!("    v{i}:f32[3] = mul v{} y\n", i - 1));
+        }
+        text.push_str("  in (v49,) }\n");
+        let file = SourceFile::new(&db, "t.jaxpr".into(), text.clone());
+        let (p, a) = (parse(&db, file), analysis(&db, file));
+        let whole = jaxpr_cost::analyse(&p.file, &a, jaxpr_cost::Options::default());
+        let main = a.main().unwrap();
+        let let_f = JaxprId(1 - main.0);
+        db.take_executed();
+        let costs = Costs { db: &db, file };
+        assert_eq!(costs.jaxpr(let_f), *whole.jaxpr(let_f));
+        let ran = db.take_executed();
+        assert_eq!(ran.iter().filter(|q| q.starts_with("item_costs")).count(), 1, "{ran:?}");
+        // The `let`'s item leaves the main jaxpr's equations unknown.
+        let let_item = item_costs(&db, file, let_f.0);
+        assert_eq!(let_item.eqn(a.jaxpr(main).eqns[1]).total, jaxpr_cost::Cost::unknown());
+        for (i, _) in a.eqns.iter().enumerate() {
+            assert_eq!(costs.eqn(EqnId(i as u32)), *whole.eqn(EqnId(i as u32)));
+        }
+        assert_eq!(costs.jaxpr(main), *whole.jaxpr(main));
+        let ran = db.take_executed();
+        assert_eq!(ran.iter().filter(|q| q.starts_with("item_costs")).count(), 1, "the main item, once: {ran:?}");
+        // An edit computes them again.
+        file.set_text(&mut db).to(text.replace("v3:f32[3] = mul v2 y", "v3:f32[3] = exp v2"));
+        let costs = Costs { db: &db, file };
+        assert_eq!(costs.jaxpr(main).total.transcendentals, jaxpr_cost::Amount::constant(6));
     }
 
     #[test]

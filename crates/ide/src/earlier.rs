@@ -31,6 +31,7 @@ impl<'a> EarlierView<'a> {
                 parse: &e.parse,
                 analysis: &e.analysis,
                 lines: &e.lines,
+                costs: None,
             },
             changes: &e.changes,
             edited_variable: None,

@@ -3,6 +3,7 @@
 //! and what to show on hover. The language server only converts these.
 
 mod complete;
+mod costs;
 mod earlier;
 mod hints;
 mod navigate;
@@ -11,6 +12,7 @@ mod rename;
 mod tokens;
 
 pub use complete::{Completion, CompletionKind, completions};
+pub use costs::{CostAnnotations, CostSource, CostSummary, cost_summaries, compact_amount};
 pub use earlier::EarlierView;
 pub use hints::{InlayHint, inlay_hints};
 pub use navigate::{
@@ -34,6 +36,31 @@ pub struct FileView<'a> {
     pub parse: &'a Parse,
     pub analysis: &'a Analysis,
     pub lines: &'a LineIndex,
+    /// Where costs are read from (the database's per-item query); None:
+    /// computed from this view's analysis at each request.
+    pub costs: Option<&'a dyn CostSource>,
+}
+
+impl FileView<'_> {
+    /// The cost of equation `e`.
+    pub fn eqn_cost(&self, e: EqnId) -> jaxpr_cost::EqnCost {
+        match self.costs {
+            Some(costs) => costs.eqn(e),
+            None => self.computed_costs(&[self.analysis.eqn(e).jaxpr]).eqn(e).clone(),
+        }
+    }
+    /// The totals and peak of jaxpr `j`.
+    pub fn jaxpr_cost(&self, j: JaxprId) -> jaxpr_cost::JaxprCost {
+        match self.costs {
+            Some(costs) => costs.jaxpr(j),
+            None => self.computed_costs(&[j]).jaxpr(j).clone(),
+        }
+    }
+    /// The costs of `roots` computed now (a `scan` body counted once per
+    /// iteration).
+    pub(crate) fn computed_costs(&self, roots: &[JaxprId]) -> jaxpr_cost::FileCost {
+        jaxpr_cost::analyse_jaxprs(&self.parse.file, self.analysis, jaxpr_cost::Options::default(), roots)
+    }
 }
 
 /// What a position in the text designates.
@@ -382,8 +409,7 @@ fn target_hover(f: &FileView, offset: u32) -> Option<(TextRange, String)> {
             if let Some(src) = &eqn.source_info {
                 let _ = writeln!(s, "\nsource: `{src}`");
             }
-            let cost = file_cost(f);
-            let eqn_cost = cost.eqn(e);
+            let eqn_cost = f.eqn_cost(e);
             // In a code block: symbolic amounts (`2*b*n`) are not markdown.
             let _ = writeln!(s, "\n```\ncost: {}\n```", cost_line(&eqn_cost.total));
             if let Some(why) = eqn_cost.dropped {
@@ -394,12 +420,6 @@ fn target_hover(f: &FileView, offset: u32) -> Option<(TextRange, String)> {
         }
     }
     Some((range, s))
-}
-
-/// The costs of the hovered file (`jaxpr-cost`; a `scan` body counted once
-/// per iteration).
-fn file_cost(f: &FileView) -> jaxpr_cost::FileCost {
-    jaxpr_cost::analyse(&f.parse.file, f.analysis, jaxpr_cost::Options::default())
 }
 
 /// `12 FLOPs, 0 transcendentals, 144 bytes accessed`, symbolic where the sizes are.
@@ -533,8 +553,7 @@ fn jaxpr_hover(f: &FileView, j: JaxprId, s: &mut String) {
     if !info.constvars.is_empty() {
         let _ = writeln!(s, "{} constvar(s)", info.constvars.len());
     }
-    let cost = file_cost(f);
-    let totals = cost.jaxpr(j);
+    let totals = f.jaxpr_cost(j);
     let at = totals
         .peak
         .at

@@ -330,6 +330,7 @@ let double = { lambda ; a:f32[3]. let b:f32[3] = add a a in (b,) } in
             parse: &parse,
             analysis: &analysis,
             lines: &lines,
+            costs: None,
         };
         let whole = semantic_tokens(&f, None);
         let kinds: HashSet<TokenKind> = whole.iter().map(|t| t.kind).collect();

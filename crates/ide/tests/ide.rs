@@ -41,6 +41,7 @@ fn with_view<R>(fixture: &str, f: impl FnOnce(&Fixture, &FileView, u32) -> R) ->
         parse: &parse,
         analysis: &analysis,
         lines: &lines,
+        costs: None,
     };
     let cursor = fx.cursor.expect("the fixture has a `$0` cursor");
     f(&fx, &view, cursor)
@@ -527,8 +528,71 @@ fn outline_symbols_nest_their_selections_and_children() {
         let parse = jaxpr_syntax::parse(&text);
         let analysis = jaxpr_check::check(&parse.file);
         let lines = LineIndex::new(&text);
-        let view = FileView { text: &text, parse: &parse, analysis: &analysis, lines: &lines };
+        let view = FileView { text: &text, parse: &parse, analysis: &analysis, lines: &lines, costs: None };
         walk(&jaxpr_ide::document_symbols(&view), None, &path.display().to_string(), &mut seen);
     }
     assert!(seen >= 50, "{seen} symbols");
+}
+
+/// A `let`, a main jaxpr calling it twice, and a `scan` whose body runs
+/// four times: each jaxpr's summary sits on its `let` name or its `lambda`.
+/// The body: 3 multiplies reading `h` twice (36 B) and 3 `exp` (24 B); the
+/// main jaxpr: `_f` twice and the body four times, its peak `c`, `e`, `g`
+/// and the body's two temporaries of 12 B.
+const COST_SUMMARIES: &str = r#"let _f = { lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) } in
+#   ^^ cost: 0 FLOPs · 3 transcendentals · 24 B accessed · peak 24 B
+{ lambda ; c:f32[3]. let
+# ^^^^^^ cost: 12 FLOPs · 18 transcendentals · 288 B accessed · peak 60 B
+    d:f32[3] = pjit[name=f jaxpr=_f] c
+    e:f32[3] = pjit[name=f jaxpr=_f] d
+    g:f32[3] = scan[
+      _split_transpose=False
+      jaxpr={ lambda ; h:f32[3]. let i:f32[3] = mul h h; j:f32[3] = exp i in (j,) }
+#             ^^^^^^ cost: 3 FLOPs · 3 transcendentals · 60 B accessed · peak 36 B
+      length=4
+      linear=(False,)
+      num_carry=1
+      num_consts=0
+      reverse=False
+      unroll=1
+    ] e
+  in (g,) }
+"#;
+
+#[test]
+fn cost_summaries_give_each_jaxprs_totals_on_its_let_name_or_lambda() {
+    with_view(&format!("{COST_SUMMARIES}$0"), |fx, view, _| {
+        assert!(view.analysis.diagnostics.is_empty(), "{:?}", view.analysis.diagnostics);
+        let whole = TextRange::new(0, view.text.len() as u32);
+        let summaries = jaxpr_ide::cost_summaries(view, whole);
+        let found: Vec<(TextRange, &str)> = summaries.iter().map(|s| (s.anchor, s.label.as_str())).collect();
+        let expected: Vec<(TextRange, &str)> = fx
+            .annotations
+            .iter()
+            .map(|a| (TextRange::new(a.start, a.end), a.label.as_str()))
+            .collect();
+        assert_eq!(found, expected);
+        // The inlay hint goes at the end of the `lambda`'s line; the
+        // tooltip has the exact amounts and where the peak is reached.
+        let first_line = view.text.lines().next().unwrap();
+        assert_eq!(summaries[0].line_end as usize, first_line.len());
+        assert!(summaries[1].tooltip.starts_with("the main jaxpr\nFLOPs: 12\n"), "{}", summaries[1].tooltip);
+        assert!(summaries[1].tooltip.contains("bytes live at "), "{}", summaries[1].tooltip);
+        // A range holding only the scan's line has only the scan body's summary.
+        let scan_body = view.text.find("jaxpr={").unwrap() as u32;
+        let only = jaxpr_ide::cost_summaries(view, TextRange::new(scan_body, scan_body + 20));
+        assert_eq!(only.len(), 1);
+        assert_eq!(only[0].label, summaries[2].label);
+    });
+}
+
+#[test]
+fn large_counts_are_shown_with_si_prefixes_and_symbolic_ones_as_they_are() {
+    use jaxpr_cost::Amount;
+    let shown: Vec<String> = [9_999, 10_000, 123_456, 12_600_000_000, 1_000_000]
+        .into_iter()
+        .map(|n| jaxpr_ide::compact_amount(&Amount::constant(n)))
+        .collect();
+    assert_eq!(shown, ["9999", "10.0k", "123k", "12.6G", "1.00M"]);
+    assert_eq!(jaxpr_ide::compact_amount(&Amount::unknown()), "?");
 }

@@ -44,6 +44,7 @@ impl<'t> JaxprFile<'t> {
             parse: &self.parse,
             analysis: &self.analysis,
             lines: &self.lines,
+            costs: None,
         }
     }
 

@@ -169,7 +169,10 @@ async function startClient(): Promise<boolean> {
       // Python files on disk: hovers, diagnostics and definitions from their tracing session.
       { scheme: 'file', language: 'python' },
     ],
-    initializationOptions: { trace: traceSettings((key) => vscode.workspace.getConfiguration('jaxpr').get(key)) },
+    initializationOptions: {
+      trace: traceSettings((key) => vscode.workspace.getConfiguration('jaxpr').get(key)),
+      costHints: vscode.workspace.getConfiguration('jaxpr').get<string>('costHints', 'lens'),
+    },
     // Later changes of `jaxpr.*` reach the server as workspace/didChangeConfiguration.
     synchronize: { configurationSection: 'jaxpr' },
     outputChannel,

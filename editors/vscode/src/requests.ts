@@ -27,6 +27,7 @@ export const PROVIDER_MIDDLEWARE: readonly (keyof Middleware)[] = [
   'provideDocumentSemanticTokens',
   'provideDocumentRangeSemanticTokens',
   'provideInlayHints',
+  'provideCodeLenses',
   'provideCompletionItem',
 ];
 

@@ -101,7 +101,7 @@ const fakeVscode = {
   },
   workspace: {
     getConfiguration: (section: string) => ({
-      get: (key: string) => config[`${section}.${key}`],
+      get: (key: string, fallback?: unknown) => config[`${section}.${key}`] ?? fallback,
     }),
     workspaceFolders: undefined,
     get isTrusted() {
@@ -255,7 +255,10 @@ test('activation starts jaxpr-lsp over stdio for jaxpr documents', async () => {
     { scheme: 'untitled', language: 'jaxpr' },
     { scheme: 'file', language: 'python' },
   ]);
-  assert.deepEqual(c.clientOptions.initializationOptions, { trace: { onSave: false, python: 'python3', timeout: 120 } });
+  assert.deepEqual(c.clientOptions.initializationOptions, {
+    trace: { onSave: false, python: 'python3', timeout: 120 },
+    costHints: 'lens',
+  });
   assert.deepEqual(c.clientOptions.synchronize, { configurationSection: 'jaxpr' });
   assert.ok(c.clientOptions.outputChannel, 'an output channel is passed to the client');
   assert.equal(c.isRunning(), true);
@@ -419,9 +422,11 @@ test('restart re-reads the setting; pointing jaxpr.server.path at another binary
 test('Trace again sends jaxpr.server.traceAgain for the active Python file, saved first, and reports the answer', async () => {
   config['jaxpr.trace.onSave'] = true;
   config['jaxpr.trace.timeout'] = 30;
+  config['jaxpr.costHints'] = 'inlay';
   await activate();
   assert.deepEqual(FakeLanguageClient.instances[0].clientOptions.initializationOptions, {
     trace: { onSave: true, python: 'python3', timeout: 30 },
+    costHints: 'inlay',
   });
   let saved = 0;
   const py = { ...jaxprDoc('/w/train.py'), languageId: 'python', isDirty: true, save: async () => ++saved > 0 };

@@ -57,6 +57,7 @@ test('the middleware covers every provider capability the server announces', () 
     folding_range_provider: ['provideFoldingRanges'],
     semantic_tokens_provider: ['provideDocumentSemanticTokens', 'provideDocumentRangeSemanticTokens'],
     inlay_hint_provider: ['provideInlayHints'],
+    code_lens_provider: ['provideCodeLenses'],
     completion_provider: ['provideCompletionItem'],
     // Commands the user runs report their own failures (build.ts, trace.ts).
     execute_command_provider: [],
