@@ -11,10 +11,18 @@ Writes OUT_DIR/GROUP/ for each module `programs_GROUP.py` beside this file
 traced at symbolic shapes for the shape-polymorphic ones), manifest.json, and
 values.json.gz with JAX's values (`jax.jit(f)(*args)`, 64-bit types off) for
 the programs of the build set: those whose inputs and outputs are all plain
-arrays. A program the library cannot trace here, or whose jaxpr is larger
-than MAX_CHARS, is listed under `skipped` with the reason.
+arrays and whose printed text holds every value it computes with (see
+`text_lacks`; the others say why in `outside_build_set`). A program the
+library cannot trace here, or whose jaxpr is larger than MAX_CHARS, is
+listed under `skipped` with the reason.
+
+usage: python gen.py --classify OUT_DIR
+
+Re-derives the build-set fields (`build`, `outside_build_set`) of the
+manifests under OUT_DIR from the jaxprs written there, without tracing:
+what `generate` would write for the same texts.
 """
-import importlib, importlib.metadata, os, sys, traceback
+import importlib, importlib.metadata, json, os, re, sys, traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
@@ -28,10 +36,50 @@ MAX_CHARS = 200_000
 # has no values (its jaxpr is kept); the programs' sizes are chosen below it.
 MAX_ELEMENTS = 6_000
 
+# What a printed jaxpr cannot hold, so that no back end can build the program
+# from its text (the build refuses it with a J0012 naming the limit,
+# docs/build-refusals.md): a nested closed jaxpr's constants, which JAX's
+# printer writes as binders before the `;` (`jaxpr={ lambda ez:f32[]; ...`,
+# `let f = { lambda a:bool[]; ...`) with no values, the call site passing
+# only the arguments; and `_` read or returned as a value, which JAX's
+# printer writes for every variable the outermost jaxpr does not use.
+NESTED_CONSTANTS = re.compile(r"(?<!^)\{ lambda ([^;]*);", re.M)
+UNNAMED_VALUE = re.compile(r"(?<=[ (,])_(?=[ ,)]|$)", re.M)
+NOT_ARRAYS = "its inputs or outputs are not all plain arrays (typed PRNG keys, library objects)"
+
 
 def groups():
     return sorted(f[len("programs_"):-3] for f in os.listdir(HERE)
                   if f.startswith("programs_") and f.endswith(".py"))
+
+
+def text_lacks(text):
+    """Why `text` does not hold every value its program computes with, or
+    None."""
+    reasons = []
+    if any(m.group(1).strip() for m in NESTED_CONSTANTS.finditer(text)):
+        reasons.append("a nested jaxpr's constants are printed by name only, without their values")
+    if UNNAMED_VALUE.search(text):
+        reasons.append("a value it reads or returns is printed as `_`, which names no variable")
+    return "; ".join(reasons) or None
+
+
+def classify(entry, text, has_values):
+    """Sets `entry`'s `build` (in the build set: plain arrays, values
+    recorded, a text that holds them all) and `outside_build_set` (why not,
+    when the reason is the program's, not its size: `no_values` says that)."""
+    entry.pop("outside_build_set", None)
+    lacks = text_lacks(text)
+    if "no_values" in entry:
+        entry["build"] = False
+    elif not has_values:
+        entry["build"] = False
+        entry["outside_build_set"] = NOT_ARRAYS
+    elif lacks:
+        entry["build"] = False
+        entry["outside_build_set"] = f"its text cannot be built: {lacks}"
+    else:
+        entry["build"] = True
 
 
 def elements(value):
@@ -51,14 +99,13 @@ def generate(out_root, group):
                 skipped[p.name] = f"its jaxpr has {len(text)} characters (more than {MAX_CHARS})"
                 continue
             entry = folder.entry(p, cj)
-            entry["build"] = False
             if p.build:
                 v = folder.values(p, cj)
                 if elements(v) <= MAX_ELEMENTS:
                     values[p.name] = v
-                    entry["build"] = True
                 else:
                     entry["no_values"] = f"{elements(v)} elements in its inputs and outputs"
+            classify(entry, text, p.name in values)
         except Exception as e:  # the library cannot trace it here: recorded, not fatal
             traceback.print_exc()
             skipped[p.name] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
@@ -72,7 +119,30 @@ def generate(out_root, group):
         print(f"  skipped {name}: {why}")
 
 
+def reclassify(out_root):
+    """`--classify`: the build-set fields of every manifest under
+    `out_root`, from its texts and recorded values."""
+    import gzip
+    for g in sorted(os.listdir(out_root)):
+        path = os.path.join(out_root, g, "manifest.json")
+        if not os.path.exists(path):
+            continue
+        with open(path) as fh:
+            manifest = json.load(fh)
+        with gzip.open(os.path.join(out_root, g, "values.json.gz")) as fh:
+            recorded = json.load(fh)
+        for name, entry in manifest["programs"].items():
+            with open(os.path.join(out_root, g, name + ".jaxpr")) as fh:
+                classify(entry, fh.read().rstrip("\n"), name in recorded)
+        with open(path, "w") as fh:
+            json.dump(manifest, fh, indent=1, sort_keys=True)
+            fh.write("\n")
+
+
 def main():
+    if sys.argv[1] == "--classify":
+        reclassify(sys.argv[2])
+        return
     names = sys.argv[2:] or groups()
     for g in names:
         generate(sys.argv[1], g)

@@ -1,9 +1,11 @@
 """Plain jax.numpy and jax.scipy as users write beside the libraries: linear
 algebra whose results JAX drops (`_` outputs), polynomials, FFTs, a jitted
-helper, and shape-polymorphic exports."""
+helper, shape-polymorphic exports, NumPy's raw QR (`geqrf`) and a batch
+statistic with `vmap`'s named axis (`psum` over a positional axis)."""
 import jax
 import jax.numpy as jnp
 import jax.scipy as jsp
+from jax import lax
 
 from common import Program, f32
 
@@ -33,4 +35,8 @@ def programs():
                       "a dense layer exported with symbolic batch and width", poly=["b, k", "k, 2"]))
     ps.append(Program("cumsum_sort_poly", lambda x: (jnp.cumsum(x), jnp.sort(x), jnp.argmax(x)), [f32(14, 7)],
                       "cumsum, sort, argmax on a vector of symbolic length", poly=["n"]))
+    ps.append(Program("qr_raw", lambda a: jnp.linalg.qr(a, mode="raw"), [a],
+                      "jnp.linalg.qr(mode='raw'), as lineax calls it: LAPACK's Householder form (`geqrf`)"))
+    ps.append(Program("vmap_psum_center", jax.vmap(lambda x: x - lax.psum(x, "batch") / 6.0, axis_name="batch"), [a],
+                      "centering a batch with lax.psum over vmap's axis_name (a `psum` over a positional axis)"))
     return ps

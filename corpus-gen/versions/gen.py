@@ -87,7 +87,10 @@ def main():
         consts = list(cj.consts)
         manifest[name] = {"group": group, "source": source, "check_jaxpr": verdict,
                           "num_consts": len(consts), "symbolic": poly, "constraints": list(constraints) or None,
-                          "build": build}
+                          "build": build,
+                          # This JAX's default (False before 0.5): the random
+                          # bits depend on it and the text does not say it.
+                          "threefry_partitionable": bool(jax.config.jax_threefry_partitionable)}
         if build:
             leaves = jax.tree_util.tree_leaves(args)
             outs = jax.tree_util.tree_leaves(jax.jit(fn)(*args))

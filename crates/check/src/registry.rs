@@ -937,6 +937,14 @@ pub static PRIMITIVES: &[Primitive] = &[
         ..ROW
     },
     Primitive {
+        name: "geqrf",
+        family: Other,
+        doc: "LAPACK's Householder QR: the factored matrix (R on and above the diagonal, the reflectors below it) and the reflectors' scales `taus`.",
+        stablehlo: Lowering::Lowered,
+        native: Lowering::Lowered,
+        ..ROW
+    },
+    Primitive {
         name: "gt",
         family: Comparison,
         doc: "Greater than, elementwise.",
@@ -1201,9 +1209,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "psum",
         family: Reduction,
         params: &["axes", "axis_index_groups"],
-        doc: "Sums over named (mapped) axes and positional axes.",
-        stablehlo: Refused("collectives of multi-device programs have no lowering"),
-        native: Refused("collectives of multi-device programs have no lowering"),
+        doc: "Sums over named (mapped) axes and positional axes. Both back ends build positional axes (what `vmap` with an `axis_name` leaves), a `reduce_sum` of each operand as JAX lowers them; named axes are collectives of multi-device programs, refused.",
         ..ROW
     },
     Primitive {

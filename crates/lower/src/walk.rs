@@ -377,6 +377,28 @@ impl<X, T: Borrow<AType>> EqnCx<'_, X, T> {
             ),
         }
     }
+    /// The axes of a collective (`psum`) when they are all positional, as
+    /// `vmap` with an `axis_name` leaves them: JAX lowers those as a
+    /// reduction of each operand. A named axis is a collective across the
+    /// devices of a multi-device program, which neither back end builds.
+    pub fn positional_axes(&self) -> LowerResult<Vec<i64>> {
+        let p = self.param("axes")?;
+        let Some(items) = p.as_seq() else {
+            return err(p.range, "`axes` must be a tuple of axis names or positions to be built");
+        };
+        let named: Vec<String> = items.iter().filter(|a| a.as_int().is_none()).map(|a| format!("`{}`", expr_text(a))).collect();
+        if !named.is_empty() {
+            return err(
+                p.range,
+                format!(
+                    "`{}` over the named axes {} has no lowering: it is a collective across the devices of a multi-device program (positional axes, what `vmap` leaves, are built)",
+                    self.name(),
+                    named.join(", ")
+                ),
+            );
+        }
+        Ok(items.iter().filter_map(Expr::as_int).collect())
+    }
     /// A tuple parameter of dimensions, which may be symbolic
     /// (`limit_indices=(b, 5)` in a shape-polymorphic program): each entry
     /// a constant or a polynomial of the program's symbols.

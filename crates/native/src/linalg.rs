@@ -33,7 +33,7 @@ impl<'c> Codegen<'c, '_> {
     /// primitive.
     pub(crate) fn lower_linalg(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> LowerResult<Option<Vec<Arr<'c>>>> {
         let name = cx.name();
-        if !matches!(name, "cholesky" | "lu" | "lu_pivots_to_permutation" | "qr" | "svd" | "triangular_solve" | "tridiagonal_solve") {
+        if !matches!(name, "cholesky" | "geqrf" | "lu" | "lu_pivots_to_permutation" | "qr" | "svd" | "triangular_solve" | "tridiagonal_solve") {
             return Ok(None);
         }
         if name != "lu_pivots_to_permutation" {
@@ -50,6 +50,7 @@ impl<'c> Codegen<'c, '_> {
             "lu" => self.lu(env, cx)?,
             "lu_pivots_to_permutation" => vec![self.lu_pivots_to_permutation(env, cx)?],
             "qr" => self.qr(env, cx)?,
+            "geqrf" => self.geqrf(env, cx)?,
             "svd" => self.svd(env, cx)?,
             "triangular_solve" => vec![self.triangular_solve(cx)?],
             _ => vec![self.tridiagonal_solve(cx)?],
@@ -368,11 +369,9 @@ impl<'c> Codegen<'c, '_> {
     }
 
     /// `geqrf` then `orgqr`, as JAX's QR without pivoting: Householder
-    /// reflectors column by column (`dgeqr2`: `beta = -sign(alpha) *
-    /// |(alpha, x)|`, `tau = (beta - alpha) / beta`, `v = x / (alpha -
-    /// beta)`, `tau = 0` when `x` is zero), R the upper triangle of the
-    /// result's leading rows, and Q the reflectors' product accumulated
-    /// backwards (`dorg2r`) over the result's columns.
+    /// reflectors column by column ([`Self::householder`]), R the upper
+    /// triangle of the result's leading rows, and Q the reflectors' product
+    /// accumulated backwards (`dorg2r`) over the result's columns.
     fn qr(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> LowerResult<Vec<Arr<'c>>> {
         self.rank_at_least(cx, 0, 2)?;
         if let Some(p) = cx.e.param("pivoting")
@@ -399,39 +398,7 @@ impl<'c> Codegen<'c, '_> {
         let zero = self.w(0.0)?;
         self.for_range(batch, &mut |t| {
             self.widen(&dt, a.v.p, self.mul(t, mn), mn, w)?;
-            self.for_range(k, &mut |j| {
-                let below = self.add(j, one);
-                let alpha = self.get(ma, j, j)?;
-                let xx = self.sum(below, m, &mut |i| {
-                    let x = self.get(ma, i, j)?;
-                    Ok(self.fmul(x, x))
-                })?;
-                let xzero = self.fcmp(FloatPredicate::OEQ, xx, zero);
-                let norm = self.fsqrt(self.fadd(self.fmul(alpha, alpha), xx))?;
-                let signed = self.intrinsic("llvm.copysign", norm.get_type().into(), &[norm.into(), alpha.into()])?.into_float_value();
-                let beta = self.fneg(signed);
-                let tau = self.fselect(xzero, zero, self.fdiv(self.fsub(beta, alpha), beta));
-                self.set1(taus, j, tau)?;
-                self.if_else(
-                    xzero,
-                    &mut || Ok(()),
-                    &mut || {
-                        let scale = self.fdiv(self.w(1.0)?, self.fsub(alpha, beta));
-                        self.range(below, m, &mut |i| self.set(ma, i, j, self.fmul(self.get(ma, i, j)?, scale)))?;
-                        self.set(ma, j, j, beta)
-                    },
-                )?;
-                // H = I - tau v v^T (v = (1, A[j+1.., j])) on the columns to the right.
-                self.range(below, n, &mut |c| {
-                    let dot = self.sum(below, m, &mut |i| Ok(self.fmul(self.get(ma, i, j)?, self.get(ma, i, c)?)))?;
-                    let tw = self.fmul(tau, self.fadd(self.get(ma, j, c)?, dot));
-                    self.set(ma, j, c, self.fsub(self.get(ma, j, c)?, tw))?;
-                    self.range(below, m, &mut |i| {
-                        let v = self.fsub(self.get(ma, i, c)?, self.fmul(tw, self.get(ma, i, j)?));
-                        self.set(ma, i, c, v)
-                    })
-                })
-            })?;
+            self.householder(ma, taus, m, n, k)?;
             // R: the upper triangle of the leading rows.
             let rbase = self.mul(t, rn);
             self.for_range(rr, &mut |i| {
@@ -475,6 +442,77 @@ impl<'c> Codegen<'c, '_> {
             self.release(p)?;
         }
         Ok(vec![q, r])
+    }
+
+    /// LAPACK's `geqr2` on the `m x n` matrix `ma`, in place: column `j`'s
+    /// Householder reflector (`beta = -sign(alpha) * |(alpha, x)|`,
+    /// `tau = (beta - alpha) / beta`, `v = x / (alpha - beta)`, `tau = 0`
+    /// when `x` is zero) stored below the diagonal, `beta` on it, its scale
+    /// in `taus[j]`, and applied to the columns to its right, for the first
+    /// `k` columns.
+    fn householder(&self, ma: Mat<'c>, taus: PointerValue<'c>, m: IntValue<'c>, n: IntValue<'c>, k: IntValue<'c>) -> LowerResult<()> {
+        let one = self.i64(1);
+        let zero = self.w(0.0)?;
+        self.for_range(k, &mut |j| {
+            let below = self.add(j, one);
+            let alpha = self.get(ma, j, j)?;
+            let xx = self.sum(below, m, &mut |i| {
+                let x = self.get(ma, i, j)?;
+                Ok(self.fmul(x, x))
+            })?;
+            let xzero = self.fcmp(FloatPredicate::OEQ, xx, zero);
+            let norm = self.fsqrt(self.fadd(self.fmul(alpha, alpha), xx))?;
+            let signed = self.intrinsic("llvm.copysign", norm.get_type().into(), &[norm.into(), alpha.into()])?.into_float_value();
+            let beta = self.fneg(signed);
+            let tau = self.fselect(xzero, zero, self.fdiv(self.fsub(beta, alpha), beta));
+            self.set1(taus, j, tau)?;
+            self.if_else(
+                xzero,
+                &mut || Ok(()),
+                &mut || {
+                    let scale = self.fdiv(self.w(1.0)?, self.fsub(alpha, beta));
+                    self.range(below, m, &mut |i| self.set(ma, i, j, self.fmul(self.get(ma, i, j)?, scale)))?;
+                    self.set(ma, j, j, beta)
+                },
+            )?;
+            // H = I - tau v v^T (v = (1, A[j+1.., j])) on the columns to the right.
+            self.range(below, n, &mut |c| {
+                let dot = self.sum(below, m, &mut |i| Ok(self.fmul(self.get(ma, i, j)?, self.get(ma, i, c)?)))?;
+                let tw = self.fmul(tau, self.fadd(self.get(ma, j, c)?, dot));
+                self.set(ma, j, c, self.fsub(self.get(ma, j, c)?, tw))?;
+                self.range(below, m, &mut |i| {
+                    let v = self.fsub(self.get(ma, i, c)?, self.fmul(tw, self.get(ma, i, j)?));
+                    self.set(ma, i, c, v)
+                })
+            })
+        })
+    }
+
+    /// `geqrf`: the factored matrix (R on and above the diagonal, the
+    /// reflectors below it) and the reflectors' scales, as LAPACK's
+    /// `geqrf` gives them to JAX.
+    fn geqrf(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> LowerResult<Vec<Arr<'c>>> {
+        self.rank_at_least(cx, 0, 2)?;
+        let a = &cx.args[0];
+        let dt = dtype(&a.ty)?;
+        let (batch, m, n) = self.batched(&a.v);
+        let k = self.min_i64(m, n);
+        let f = self.alloc(&dt, &self.dims(env, &cx.outs[0], cx.at())?)?;
+        let tau_out = self.alloc(&dt, &self.dims(env, &cx.outs[1], cx.at())?)?;
+        let mn = self.mul(m, n);
+        let w = self.work(mn)?;
+        let taus = self.work(k)?;
+        let keep_nan = self.cx.bool_type().const_zero();
+        self.for_range(batch, &mut |t| {
+            self.widen(&dt, a.v.p, self.mul(t, mn), mn, w)?;
+            self.householder(Mat { p: w, cols: n }, taus, m, n, k)?;
+            self.narrow(w, mn, &dt, f.p, self.mul(t, mn), keep_nan)?;
+            self.narrow(taus, k, &dt, tau_out.p, self.mul(t, k), keep_nan)
+        })?;
+        for p in [w, taus] {
+            self.release(p)?;
+        }
+        Ok(vec![f, tau_out])
     }
 
     /// `gesdd`'s singular values: one-sided Jacobi rotations of the

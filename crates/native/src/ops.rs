@@ -82,6 +82,9 @@ impl<'c> Codegen<'c, '_> {
         if let Some((_, op)) = REDUCE_WINDOW.iter().find(|(p, _)| *p == name) {
             return one(self.reduce_window(env, cx, op));
         }
+        if name == "psum" {
+            return self.psum(cx);
+        }
         if is_identity(name) {
             return Ok(cx.args.iter().map(|a| a.v.clone()).collect());
         }

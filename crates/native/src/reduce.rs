@@ -31,8 +31,19 @@ const BLOCK_STEPS: i64 = 16;
 
 impl<'c> Codegen<'c, '_> {
     pub(crate) fn reduce(&self, cx: &Cx<'_, 'c>, op: &str) -> LowerResult<Arr<'c>> {
-        let axes = cx.ints("axes")?;
-        let x = &cx.args[0];
+        self.reduce_operand(cx, 0, &cx.ints("axes")?, op)
+    }
+
+    /// `psum` over positional axes, as JAX lowers it
+    /// (`_allreduce_lowering`): a `reduce_sum` of each operand.
+    pub(crate) fn psum(&self, cx: &Cx<'_, 'c>) -> LowerResult<Vec<Arr<'c>>> {
+        let axes = cx.positional_axes()?;
+        (0..cx.args.len()).map(|i| self.reduce_operand(cx, i, &axes, "add")).collect()
+    }
+
+    /// Operand `i` reduced over `axes` with the binary primitive `op`.
+    fn reduce_operand(&self, cx: &Cx<'_, 'c>, i: usize, axes: &[i64], op: &str) -> LowerResult<Arr<'c>> {
+        let x = &cx.args[i];
         let dt = dtype(&x.ty)?;
         let dims = &x.v.dims;
         let r = dims.len();

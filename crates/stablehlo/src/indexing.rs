@@ -47,18 +47,21 @@ impl<'c, 'f> Lower<'c, 'f> {
         // result type, whose offset dimensions are the non-collapsed sizes.
         let sizes_expr = cx.param("slice_sizes")?;
         let static_sizes = sizes_expr.as_int_seq();
-        let gathered = match &static_sizes {
-            Some(sizes) => self.op1(
-                b,
-                "stablehlo.gather",
-                &[operand.v, indices.v],
-                out_t,
-                &[
-                    ("dimension_numbers", dnums),
-                    ("slice_sizes", arr(sizes)),
-                    ("indices_are_sorted", sorted.to_string()),
-                ],
-            )?,
+        let (gathered, size_dims) = match &static_sizes {
+            Some(sizes) => (
+                self.op1(
+                    b,
+                    "stablehlo.gather",
+                    &[operand.v, indices.v],
+                    out_t,
+                    &[
+                        ("dimension_numbers", dnums),
+                        ("slice_sizes", arr(sizes)),
+                        ("indices_are_sorted", sorted.to_string()),
+                    ],
+                )?,
+                sizes.iter().map(|&c| Dim::Const(c)).collect::<Vec<Dim>>(),
+            ),
             None => {
                 let mut dims = Vec::new();
                 let mut k = 0;
@@ -77,7 +80,7 @@ impl<'c, 'f> Lower<'c, 'f> {
                     }
                 }
                 let s = self.shape_value(b, env, &dims, cx.at())?;
-                self.op1(
+                let gathered = self.op1(
                     b,
                     "stablehlo.dynamic_gather",
                     &[operand.v, indices.v, s],
@@ -86,7 +89,8 @@ impl<'c, 'f> Lower<'c, 'f> {
                         ("dimension_numbers", dnums),
                         ("indices_are_sorted", sorted.to_string()),
                     ],
-                )?
+                )?;
+                (gathered, dims)
             }
         };
         let fill =
@@ -96,74 +100,37 @@ impl<'c, 'f> Lower<'c, 'f> {
         if !fill {
             return Ok(gathered);
         }
-        // FILL_OR_DROP: where a start index is out of bounds, the fill value.
-        let Some(sizes) = static_sizes else {
-            return err(
-                cx.at(),
-                "FILL_OR_DROP gather with symbolic slice sizes has no lowering",
-            );
-        };
-        let odims = static_shape(cx, &operand.ty, "FILL_OR_DROP gather of a dynamic operand")?;
-        let ishape = static_shape(cx, &indices.ty, "FILL_OR_DROP gather with dynamic indices")?;
-        let upper: Vec<i64> = start_map
-            .iter()
-            .map(|&d| odims[d as usize] - sizes[d as usize])
-            .collect();
-        let i64s = |shape: &[i64]| {
-            AType::new(
-                DType::Int(64),
-                shape.iter().map(|&c| Dim::Const(c)).collect(),
-            )
-        };
+        // FILL_OR_DROP: where a start index is out of bounds, the fill value
+        // (JAX's `_gather_fill`: a start index is in bounds when it is
+        // within `0..=operand_dim - slice_size`), for static and symbolic
+        // sizes alike.
+        let at = cx.at();
+        let pick = |dims: &[Dim]| -> Vec<Dim> { start_map.iter().map(|&d| dims[d as usize].clone()).collect() };
+        let operand_dims = self.shape_value(b, env, &pick(&operand.ty.shape), at)?;
+        let slice_dims = self.shape_value(b, env, &pick(&size_dims), at)?;
+        let upper = self.binary(b, "stablehlo.subtract", operand_dims, slice_dims)?;
+        let i64_indices = AType::new(DType::Int(64), indices.ty.shape.clone());
         let idx = self.convert(b, indices.v, &DType::Int(64))?;
-        let ity = self.ty(&i64s(&ishape), cx.at())?;
-        let up = self.const_vec_i64(b, &upper)?;
-        let up = self.op1(
-            b,
-            "stablehlo.broadcast_in_dim",
-            &[up],
-            ity,
-            &[("broadcast_dimensions", arr(&[ivd as i64]))],
-        )?;
+        let up = self.broadcast(b, env, upper, &i64_indices, &[ivd as i64], at)?;
         let zero = self.const_i64(b, 0)?;
-        let zero = self.op1(
-            b,
-            "stablehlo.broadcast_in_dim",
-            &[zero],
-            ity,
-            &[("broadcast_dimensions", arr(&[]))],
-        )?;
+        let zero = self.broadcast(b, env, zero, &i64_indices, &[], at)?;
         let ge = self.compare(b, idx, zero, "GE", "SIGNED")?;
         let le = self.compare(b, idx, up, "LE", "SIGNED")?;
         let ok = self.binary(b, "stablehlo.and", ge, le)?;
         let t = self.init(b, &DType::Bool, Init::Highest)?;
         let body = self.combiner(&DType::Bool, "stablehlo.and")?;
-        let batch_shape = &ishape[..ivd];
-        let mt = self.ty(
-            &AType::new(
-                DType::Bool,
-                batch_shape.iter().map(|&c| Dim::Const(c)).collect(),
-            ),
-            cx.at(),
-        )?;
+        let batch_shape = AType::new(DType::Bool, indices.ty.shape[..ivd].iter().cloned().collect());
         let mask = self.op(
             b,
             "stablehlo.reduce",
             &[ok, t],
-            &[mt],
+            &[self.ty(&batch_shape, at)?],
             &[("dimensions", arr(&[ivd as i64]))],
             vec![body],
         )?[0];
         let out_rank = cx.outs[0].rank() as i64;
         let batch_in_out: Vec<i64> = (0..out_rank).filter(|d| !offset.contains(d)).collect();
-        let bool_out = self.ty(&cx.outs[0].with_dtype(DType::Bool), cx.at())?;
-        let mask = self.op1(
-            b,
-            "stablehlo.broadcast_in_dim",
-            &[mask],
-            bool_out,
-            &[("broadcast_dimensions", arr(&batch_in_out))],
-        )?;
+        let mask = self.broadcast(b, env, mask, &cx.outs[0].with_dtype(DType::Bool), &batch_in_out, at)?;
         let dt = cx.out_dtype(0)?;
         let fill_v = match cx.e.param("fill_value").map(|p| &p.value) {
             Some(v) if !v.is_none() => {
@@ -182,13 +149,7 @@ impl<'c, 'f> Lower<'c, 'f> {
                 _ => self.init(b, &dt, Init::Lowest)?,
             },
         };
-        let fill_b = self.op1(
-            b,
-            "stablehlo.broadcast_in_dim",
-            &[fill_v],
-            out_t,
-            &[("broadcast_dimensions", arr(&[]))],
-        )?;
+        let fill_b = self.broadcast(b, env, fill_v, &cx.outs[0], &[], at)?;
         self.op1(b, "stablehlo.select", &[mask, gathered, fill_b], out_t, &[])
     }
 

@@ -87,6 +87,7 @@ impl<'c, 'f> Lower<'c, 'f> {
             }
             "triangular_solve" => vec![self.triangular_solve(b, env, cx)?],
             "qr" => self.qr(b, env, cx)?,
+            "geqrf" => self.geqrf(b, env, cx)?,
             "eigh" => self.eigh(b, env, cx)?,
             "svd" => self.svd(b, env, cx)?,
             "schur" => self.schur(b, env, cx)?,
@@ -397,6 +398,17 @@ impl<'c, 'f> Lower<'c, 'f> {
         let dt = t.dtype.clone().unwrap_or(DType::Float(FloatKind::F32));
         let zeros = self.full(b, env, &dt, "0", &t.shape, at)?;
         self.op1(b, "stablehlo.select", &[keep, x, zeros], self.ty(t, at)?, &[])
+    }
+
+    /// `geqrf` as JAX lowers it on CPU: LAPACK's `geqrf` (its FFI call),
+    /// the factored matrix and the reflectors' scales.
+    fn geqrf(&self, b: ModuleBlock<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> LowerResult<Vec<ModuleValue<'c>>> {
+        let (a, dt) = (&cx.args[0], cx.arg_dtype(0)?);
+        if a.ty.rank() < 2 {
+            return err(cx.at(), "`geqrf` needs a matrix");
+        }
+        let geqrf = Lapack { routine: "geqrf", aliases: &[(0, 0)], config: &[] };
+        self.lapack(b, env, cx, &dt, geqrf, &[(a.v, &a.ty)], &[(*a.ty).clone(), AType::clone(&cx.outs[1])])
     }
 
     /// JAX's `_qr_lowering` without pivoting: `geqrf`, then `orgqr` of its

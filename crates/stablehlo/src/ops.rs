@@ -273,6 +273,9 @@ impl<'c, 'f> Lower<'c, 'f> {
             Some(Row::Cumulative(op, init)) => return one(self.cumulative(b, env, cx, op, init)),
             None => {}
         }
+        if name == "psum" {
+            return self.psum(b, cx);
+        }
         if is_identity(name) {
             return Ok(cx.args.iter().map(|a| a.v).collect());
         }

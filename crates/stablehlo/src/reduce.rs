@@ -46,16 +46,30 @@ impl<'c, 'f> Lower<'c, 'f> {
     }
 
     pub(crate) fn reduce_eqn(&self, b: ModuleBlock<'c>, cx: &EqnCx<'_, 'c, 'f>, op: &str, init: Init) -> LowerResult<ModuleValue<'c>> {
-        let dt = cx.arg_dtype(0)?;
-        let axes = cx.ints("axes")?;
-        let i = self.init(b, &dt, init)?;
+        self.reduce_operand(b, cx, 0, &cx.ints("axes")?, op, init)
+    }
+
+    /// `psum` over positional axes, as JAX lowers it
+    /// (`_allreduce_lowering`): a `reduce_sum` of each operand.
+    pub(crate) fn psum(&self, b: ModuleBlock<'c>, cx: &EqnCx<'_, 'c, 'f>) -> LowerResult<Vec<ModuleValue<'c>>> {
+        let axes = cx.positional_axes()?;
+        (0..cx.args.len())
+            .map(|i| self.reduce_operand(b, cx, i, &axes, "stablehlo.add", Init::Zero))
+            .collect()
+    }
+
+    /// Operand `i` reduced over `axes` with `op` from `init`: the
+    /// equation's result `i`.
+    fn reduce_operand(&self, b: ModuleBlock<'c>, cx: &EqnCx<'_, 'c, 'f>, i: usize, axes: &[i64], op: &str, init: Init) -> LowerResult<ModuleValue<'c>> {
+        let dt = cx.arg_dtype(i)?;
+        let start = self.init(b, &dt, init)?;
         let body = self.combiner(&dt, op)?;
         Ok(self.op(
             b,
             "stablehlo.reduce",
-            &[cx.args[0].v, i],
-            &[self.out_ty(cx, 0)?],
-            &[("dimensions", arr(&axes))],
+            &[cx.args[i].v, start],
+            &[self.out_ty(cx, i)?],
+            &[("dimensions", arr(axes))],
             vec![body],
         )?[0])
     }

@@ -3,7 +3,7 @@
 //! `linalg_primitive`: leading axes are a batch), with the result shapes of
 //! JAX's shape rules: `svd` gives `s, u, vt`; `eigh` gives `v, w`; `eig`
 //! gives `w` then the left and right eigenvectors asked for; `qr` gives
-//! `q, r` (and the pivots); `lu` gives `lu, pivots, permutation`.
+//! `q, r` (and the pivots); `geqrf` gives the factored matrix and `taus`; `lu` gives `lu, pivots, permutation`.
 
 use super::{EqnCx, Infer, Related};
 use jaxpr_syntax::diagnostics::DiagKind;
@@ -15,6 +15,7 @@ const NAMES: &[&str] = &[
     "eigh",
     "svd",
     "qr",
+    "geqrf",
     "lu",
     "lu_pivots_to_permutation",
     "triangular_solve",
@@ -42,6 +43,7 @@ pub(super) fn infer(cx: &mut EqnCx, name: &str) -> Option<Infer> {
         "eigh" => eigh(cx),
         "svd" => svd(cx),
         "qr" => qr(cx),
+        "geqrf" => geqrf(cx),
         "lu" => lu(cx),
         "lu_pivots_to_permutation" => lu_pivots_to_permutation(cx),
         "triangular_solve" => triangular_solve(cx),
@@ -199,6 +201,16 @@ fn qr(cx: &mut EqnCx) -> Infer {
         out.push(with(&batch, &Some(DType::Int(32)), &[n]));
     }
     Some(out)
+}
+
+/// `geqrf a`: LAPACK's Householder QR as JAX's shape rule gives it: the
+/// factored matrix (R above the diagonal, the reflectors below it), of `a`'s
+/// type, and the reflectors' `min(m, n)` scales.
+fn geqrf(cx: &mut EqnCx) -> Infer {
+    let (t, batch, dtype) = matrix(cx)?;
+    let r = t.shape.len();
+    let k = dim_min(&t.shape[r - 2], &t.shape[r - 1]);
+    Some(vec![t.clone(), with(&batch, &dtype, &[k])])
 }
 
 fn lu(cx: &mut EqnCx) -> Infer {
