@@ -386,9 +386,8 @@ fn the_seed_fixes_the_samples() {
 
 /// Quantum libraries under valgrind's memcheck, called from C
 /// (`bench/quantum/calls.c`) on their success and failure paths: a dynamic
-/// register (and a call refused after reading its size), mid-circuit
-/// measurements in a loop, counts with shots from an input, and a kernel
-/// run one shot at a time. No invalid access, uninitialised value or lost
+/// register (and a call refused after reading its size), and a kernel run
+/// one shot at a time (mid-circuit measurements, a device per shot). No invalid access, uninitialised value or lost
 /// block (`scripts/valgrind-native.supp`: the dynamic loader's word reads
 /// of `librt_capi.so`'s RUNPATH, the one suppression; nothing of
 /// Catalyst's runtime or Lightning is). `scripts/valgrind-native.sh` runs
@@ -413,8 +412,6 @@ fn quantum_libraries_are_clean_under_valgrind() {
     let runs: &[(&str, &[&str])] = &[
         ("ghz_dynamic_wires", &["i64:3"]),
         ("ghz_dynamic_wires", &["--fail", "i64:-2"]),
-        ("mid_circuit_loop", &["f64:0.8"]),
-        ("counts_dynamic_shots", &["i64:20"]),
         ("mcm_var_and_probs_one_shot", &["f64:1.3"]),
     ];
     let failures = Mutex::new(Vec::new());
@@ -454,4 +451,29 @@ fn quantum_libraries_are_clean_under_valgrind() {
     });
     let failures = failures.into_inner().unwrap();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// `--emit object` of a quantum program is one J0012 saying why (the object
+/// calls the adapter only a library links in); `--emit llvm-ir` is the
+/// program's code, its first line saying what the `jx_q_*` calls are.
+#[test]
+fn object_files_of_quantum_programs_are_refused_and_ir_says_what_it_calls() {
+    let _shared = MEMORY.read().unwrap_or_else(|e| e.into_inner());
+    let parse = jaxpr_syntax::parse(&case("expval_rx").text);
+    let analysis = jaxpr_check::check(&parse.file);
+    let opts = native::Options {
+        name: "expval_rx".to_string(),
+        opt: 1,
+        cpu: native::Cpu::Native,
+        threefry: Default::default(),
+        quantum: native::QuantumOptions { runtime: Some(catalyst().1.clone()), seed: None },
+    };
+    let refused = native::build_native(&parse, &analysis, &opts, native::Artifact::Object).unwrap_err();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0].kind, jaxpr_syntax::diagnostics::DiagKind::Unsupported);
+    assert!(refused[0].message.contains("no object file") && refused[0].message.contains("--emit native"), "{}", refused[0].message);
+    let ir = native::build_native(&parse, &analysis, &opts, native::Artifact::LlvmIr).unwrap();
+    let ir = String::from_utf8(ir).unwrap();
+    assert!(ir.starts_with("; The jx_q_* functions are the adapter to Catalyst's runtime"), "{}", &ir[..200]);
+    assert!(ir.contains("declare i32 @jx_q_device_init("), "the IR calls the adapter");
 }
