@@ -891,3 +891,43 @@ def dynamic_register_expval(n: int, x: float):
         return qml.state()
 
     return circuit()
+
+
+# ------------------------------------------- measurements of mid-circuit measurement results
+# With program capture, `qml.expval(m)` of a mid-circuit measurement `m` is Catalyst's `mcmobs`,
+# which it compiles only in a kernel run one shot at a time (shots, mcm_method="one-shot": the
+# `dynamic-one-shot` pass of the kernel's device pipeline), as test_mid_circuit_measurement.py's
+# one-shot tests write them.
+
+
+@case((0.9,), (2.2,), quantum=True)
+@qjit(seed=11, capture=True)
+@partial(qml.set_shots, shots=200)
+@qml.qnode(dev2, mcm_method="one-shot")
+def mcm_expval_one_shot(x: float):
+    qml.RX(x, wires=0)
+    m = qml.measure(0)
+    return qml.expval(m)
+
+
+@case((1.3,), (0.4,), quantum=True)
+@qjit(seed=7, capture=True)
+@partial(qml.set_shots, shots=150)
+@qml.qnode(dev2, mcm_method="one-shot")
+def mcm_var_and_probs_one_shot(x: float):
+    qml.RY(x, wires=0)
+    m0 = qml.measure(0)
+    qml.Hadamard(1)
+    m1 = qml.measure(1)
+    return qml.var(m0), qml.probs(op=[m0, m1]), qml.expval(qml.PauliZ(0))
+
+
+@case((2.0,), (0.7,), quantum=True)
+@qjit(seed=5, capture=True)
+@partial(qml.set_shots, shots=100)
+@qml.qnode(dev2, mcm_method="one-shot")
+def mcm_counts_one_shot(x: float):
+    qml.RX(x, wires=0)
+    m0 = qml.measure(0)
+    qml.cond(m0, qml.PauliX)(wires=1)
+    return qml.counts(m0), qml.probs(wires=[1])

@@ -1244,6 +1244,16 @@ impl Backend {
         tokio::spawn(async move { python.publish_all(&client, &roots, enc).await });
     }
 
+    /// The Python interpreter the server traces with (`trace.python`).
+    pub(crate) fn trace_python(&self) -> String {
+        self.python
+            .settings
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .python
+            .clone()
+    }
+
     pub fn snapshot(&self, uri: &Url) -> Option<Snapshot> {
         tokio::task::block_in_place(|| lock(&self.ws).snapshot(uri))
     }

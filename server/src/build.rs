@@ -172,6 +172,16 @@ async fn build(
     std::fs::write(&input, text).map_err(|e| failure(format!("{}: {e}", input.display())))?;
     let exe = build_binary().map_err(failure)?;
     let mut cmd = tokio::process::Command::new(&exe);
+    if native {
+        // A quantum program's library links Catalyst's runtime, which the
+        // build finds in the `catalyst` package of the `python3` on PATH
+        // (unless JAXPR_CATALYST_RUNTIME names it): the environment of the
+        // interpreter the server traces with comes first, since an editor's
+        // own PATH rarely holds the project's virtual environment.
+        if let Some(path) = path_with_interpreter(&backend.trace_python()) {
+            cmd.env("PATH", path);
+        }
+    }
     cmd.arg("build")
         .arg(&input)
         .args(["--emit", emit, "--format", "json", "--color", "never"])
@@ -192,6 +202,17 @@ async fn build(
             String::from_utf8_lossy(&output.stderr).trim()
         ))),
     }
+}
+
+/// `PATH` with the folder of `interpreter` first, when the setting names
+/// one by its path (a bare name is looked up on `PATH` already).
+fn path_with_interpreter(interpreter: &str) -> Option<std::ffi::OsString> {
+    let folder = std::path::Path::new(interpreter).parent()?;
+    if folder.as_os_str().is_empty() {
+        return None;
+    }
+    let rest = std::env::var_os("PATH").unwrap_or_default();
+    std::env::join_paths(std::iter::once(folder.to_path_buf()).chain(std::env::split_paths(&rest))).ok()
 }
 
 /// `jaxpr-build` beside this executable, as the `jaxpr` CLI finds it.

@@ -847,3 +847,105 @@ fn cost_hints_are_lenses_inlay_hints_or_nothing_as_configured() {
     assert_eq!(lens(&mut s), json!([]));
     s.shutdown();
 }
+
+/// The Python with pennylane-catalyst 0.15.0 that `tests/trace/venv.sh`
+/// makes (once).
+fn catalyst_python() -> std::path::PathBuf {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/trace/venv.sh");
+    let out = std::process::Command::new("bash").arg(script).arg("catalyst").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    std::path::PathBuf::from(String::from_utf8_lossy(&out.stdout).lines().last().unwrap().trim())
+}
+
+/// The ABI's array (docs/native.md).
+#[repr(C)]
+struct JxArray {
+    data: *mut std::ffi::c_void,
+    dtype: i32,
+    rank: i32,
+    shape: [i64; 8],
+}
+
+/// *Build native library* on a quantum (Catalyst) file: without Catalyst's
+/// runtime in reach the answer is the build's one J0012 saying what was
+/// looked for; with the interpreter the server traces with (`trace.python`)
+/// holding pennylane-catalyst 0.15.0, the library is built beside the file,
+/// exports what its header declares, and runs the circuit (⟨Z⟩ after RX(x)
+/// is cos x).
+#[test]
+fn build_command_builds_a_quantum_library_on_catalysts_runtime() {
+    let python = catalyst_python();
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("lsp-quantum-build");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("expval_rx.jaxpr");
+    let suite = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/catalyst-suite");
+    std::fs::copy(suite.join("expval_rx.jaxpr"), &src).unwrap();
+    // An editor's environment: no runtime named, a python3 without Catalyst.
+    let mut s = Lsp::start_with_env(&[("JAXPR_CATALYST_RUNTIME", ""), ("PATH", "/usr/bin:/bin")]);
+    let init = s.request(
+        "initialize",
+        json!({ "processId": null, "rootUri": null, "capabilities": { "window": { "workDoneProgress": true } } }),
+    );
+    assert!(init.get("result").is_some(), "{init}");
+    s.notify("initialized", json!({}));
+    let u = uri(&src);
+    s.open(&u, &std::fs::read_to_string(&src).unwrap());
+    let build = json!({ "command": "jaxpr.server.build", "arguments": [{ "uri": u, "emit": "native" }] });
+    let r = s.request("workspace/executeCommand", build.clone());
+    let msg = r["error"]["message"].as_str().unwrap_or_else(|| panic!("{r}"));
+    assert!(msg.contains("not built: 1 error(s)") && msg.contains("[J0012]"), "{r}");
+    assert!(msg.contains("catalyst") && msg.contains("pennylane-catalyst 0.15.0"), "{r}");
+    assert!(!dir.join("libexpval_rx.so").exists());
+    // The interpreter the server traces with has Catalyst.
+    s.notify(
+        "workspace/didChangeConfiguration",
+        json!({ "settings": { "jaxpr": { "trace": { "python": python } } } }),
+    );
+    let r = s.request("workspace/executeCommand", build);
+    let path = r["result"]["path"].as_str().unwrap_or_else(|| panic!("{r}"));
+    assert_eq!(std::path::Path::new(path), dir.join("libexpval_rx.so"));
+    let header = std::fs::read_to_string(dir.join("libexpval_rx.h")).unwrap();
+    s.shutdown();
+    // What the header declares, the library exports; and it runs.
+    let names = ["expval_rx", "expval_rx_error", "expval_rx_free", "expval_rx_num_inputs", "expval_rx_num_outputs"];
+    for name in names {
+        let call = format!("{name}(");
+        let declared = header.lines().any(|l| l.split([' ', '*']).any(|w| w.starts_with(&call)));
+        assert!(declared, "{name} not in the header:\n{header}");
+    }
+    let c_path = std::ffi::CString::new(path).unwrap();
+    // SAFETY: a library `jaxpr-build` just built, called through the
+    // signatures its header declares.
+    unsafe {
+        let lib = libc::dlopen(c_path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL);
+        assert!(!lib.is_null(), "{}", std::ffi::CStr::from_ptr(libc::dlerror()).to_string_lossy());
+        let symbol = |name: &str| {
+            let c = std::ffi::CString::new(name).unwrap();
+            let f = libc::dlsym(lib, c.as_ptr());
+            assert!(!f.is_null(), "{path} does not export `{name}`");
+            f
+        };
+        let pointers: Vec<_> = names.iter().map(|n| symbol(n)).collect();
+        type Entry = unsafe extern "C" fn(*const JxArray, i64, *mut JxArray, i64) -> i32;
+        type Count = unsafe extern "C" fn() -> i64;
+        type Message = unsafe extern "C" fn() -> *const std::ffi::c_char;
+        type Free = unsafe extern "C" fn(*mut std::ffi::c_void);
+        let entry: Entry = std::mem::transmute(pointers[0]);
+        let error: Message = std::mem::transmute(pointers[1]);
+        let free: Free = std::mem::transmute(pointers[2]);
+        let num_inputs: Count = std::mem::transmute(pointers[3]);
+        let num_outputs: Count = std::mem::transmute(pointers[4]);
+        assert_eq!((num_inputs(), num_outputs()), (1, 1));
+        let mut x = 0.3f64;
+        let input = JxArray { data: (&mut x as *mut f64).cast(), dtype: 12, rank: 0, shape: [0; 8] };
+        let mut output = JxArray { data: std::ptr::null_mut(), dtype: -1, rank: -1, shape: [0; 8] };
+        let rc = entry(&input, 1, &mut output, 1);
+        assert_eq!(rc, 0, "{}", std::ffi::CStr::from_ptr(error()).to_string_lossy());
+        assert_eq!((output.dtype, output.rank), (12, 0));
+        let value = *output.data.cast::<f64>();
+        free(output.data);
+        assert!((value - 0.3f64.cos()).abs() < 1e-12, "{value}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1911,8 +1911,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "mcmobs",
         params: &[],
         jaxpr_params: &[],
-        doc: "The observable of mid-circuit measurement results.",
-        native: Lowering::Refused("statistics of mid-circuit measurement results (`expval`/`probs`/`sample` of `measure` results) have no native lowering yet; the results themselves are bool values a program can return"),
+        doc: "The observable of mid-circuit measurement results (their `expval`, `var`, `probs`, `counts` in a kernel run one shot at a time).",
         ..QUANTUM_ROW
     },
     Primitive {

@@ -80,12 +80,17 @@ fn quantum_cases() -> Vec<Case> {
 
 /// Builds `text` into `dir/lib{name}.so` in this process.
 fn build(text: &str, name: &str, seed: Option<u32>, dir: &Path) -> Result<PathBuf, String> {
+    build_for(native::Cpu::Native, text, name, seed, dir)
+}
+
+/// [`build`] for the processor `cpu`.
+fn build_for(cpu: native::Cpu, text: &str, name: &str, seed: Option<u32>, dir: &Path) -> Result<PathBuf, String> {
     let parse = jaxpr_syntax::parse(text);
     let analysis = jaxpr_check::check(&parse.file);
     let opts = native::Options {
         name: name.to_string(),
         opt: 1,
-        cpu: native::Cpu::Native,
+        cpu,
         threefry: Default::default(),
         quantum: native::QuantumOptions { runtime: Some(catalyst().1.clone()), seed },
     };
@@ -377,4 +382,98 @@ fn the_seed_fixes_the_samples() {
     assert!(draws.iter().any(|d| *d != draws[0]), "unseeded calls drew the same samples");
     let ones = first.iter().filter(|&&x| x == 1.0).count();
     assert!((10..=54).contains(&ones), "{ones} ones in 64 shots of p = 0.46");
+}
+
+/// Quantum libraries under valgrind's memcheck, called from C
+/// (`bench/quantum/calls.c`) on their success and failure paths: a dynamic
+/// register (and a call refused after reading its size), and a kernel run
+/// one shot at a time (mid-circuit measurements, a device per shot). No invalid access, uninitialised value or lost
+/// block (`scripts/valgrind-native.supp`: the dynamic loader's word reads
+/// of `librt_capi.so`'s RUNPATH, the one suppression; nothing of
+/// Catalyst's runtime or Lightning is). `scripts/valgrind-native.sh` runs
+/// more programs, classical ones too.
+#[test]
+fn quantum_libraries_are_clean_under_valgrind() {
+    let _shared = MEMORY.read().unwrap_or_else(|e| e.into_inner());
+    let ok = Command::new("valgrind").arg("--version").output().is_ok_and(|o| o.status.success());
+    assert!(ok, "valgrind is required by this test (Debian: apt-get install valgrind; .ci/run installs it)");
+    let dir = out_dir("valgrind");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let harness = dir.join("calls");
+    let out = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+        .args(["-O1", "-g", "-Wall", "-Werror", "-o"])
+        .arg(&harness)
+        .arg(root.join("bench/quantum/calls.c"))
+        .arg("-ldl")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "calls.c: {}", String::from_utf8_lossy(&out.stderr));
+    // program, inputs (--fail: every call fails with a message)
+    let runs: &[(&str, &[&str])] = &[
+        ("ghz_dynamic_wires", &["i64:3"]),
+        ("ghz_dynamic_wires", &["--fail", "i64:-2"]),
+        ("mcm_var_and_probs_one_shot", &["f64:1.3"]),
+    ];
+    let failures = Mutex::new(Vec::new());
+    let next = Mutex::new(0usize);
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| loop {
+                let k = {
+                    let mut n = next.lock().unwrap();
+                    *n += 1;
+                    *n - 1
+                };
+                let Some(&(program, inputs)) = runs.get(k) else { return };
+                let name = format!("vg{k}_{program}");
+                let so = build_for(native::Cpu::X86_64V3, &case(program).text, &name, None, &dir).unwrap();
+                let out = Command::new("valgrind")
+                    .args(["-q", "--error-exitcode=99", "--leak-check=full"])
+                    .args(["--show-leak-kinds=definite,indirect,possible", "--errors-for-leak-kinds=definite,indirect,possible"])
+                    .arg(format!("--suppressions={}", root.join("scripts/valgrind-native.supp").display()))
+                    .arg(&harness)
+                    .arg(&so)
+                    .arg(&name)
+                    .args(["3", "0"])
+                    .args(inputs)
+                    .output()
+                    .unwrap();
+                let stdout = String::from_utf8_lossy(&out.stdout);
+                if !out.status.success() || !stdout.contains("3 calls") {
+                    failures.lock().unwrap().push(format!(
+                        "{program} {inputs:?}: exit {:?}\n{stdout}\n{}",
+                        out.status.code(),
+                        String::from_utf8_lossy(&out.stderr)
+                    ));
+                }
+            });
+        }
+    });
+    let failures = failures.into_inner().unwrap();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// `--emit object` of a quantum program is one J0012 saying why (the object
+/// calls the adapter only a library links in); `--emit llvm-ir` is the
+/// program's code, its first line saying what the `jx_q_*` calls are.
+#[test]
+fn object_files_of_quantum_programs_are_refused_and_ir_says_what_it_calls() {
+    let _shared = MEMORY.read().unwrap_or_else(|e| e.into_inner());
+    let parse = jaxpr_syntax::parse(&case("expval_rx").text);
+    let analysis = jaxpr_check::check(&parse.file);
+    let opts = native::Options {
+        name: "expval_rx".to_string(),
+        opt: 1,
+        cpu: native::Cpu::Native,
+        threefry: Default::default(),
+        quantum: native::QuantumOptions { runtime: Some(catalyst().1.clone()), seed: None },
+    };
+    let refused = native::build_native(&parse, &analysis, &opts, native::Artifact::Object).unwrap_err();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0].kind, jaxpr_syntax::diagnostics::DiagKind::Unsupported);
+    assert!(refused[0].message.contains("no object file") && refused[0].message.contains("--emit native"), "{}", refused[0].message);
+    let ir = native::build_native(&parse, &analysis, &opts, native::Artifact::LlvmIr).unwrap();
+    let ir = String::from_utf8(ir).unwrap();
+    assert!(ir.starts_with("; The jx_q_* functions are the adapter to Catalyst's runtime"), "{}", &ir[..200]);
+    assert!(ir.contains("declare i32 @jx_q_device_init("), "the IR calls the adapter");
 }

@@ -89,10 +89,22 @@ constexpr int64_t MAX_OPERANDS = 64;
 
 thread_local char message[512];
 
-int fail(const char *what)
+// Every failure: its message (printf's format) kept for `jx_q_error`, and
+// the status 1.
+__attribute__((format(printf, 1, 2))) int fail(const char *format, ...)
 {
-    snprintf(message, sizeof message, "%s", what);
+    va_list args;
+    va_start(args, format);
+    vsnprintf(message, sizeof message, format, args);
+    va_end(args);
     return 1;
+}
+
+// A status 1 when `n` operands of `what` are more than a variadic call
+// passes.
+int too_many(int64_t n, const char *what)
+{
+    return n > MAX_OPERANDS ? fail("%s with %lld operands (at most %lld)", what, (long long)n, (long long)MAX_OPERANDS) : 0;
 }
 
 // A gate as an adjoint region records it.
@@ -112,9 +124,29 @@ std::vector<void *> registers;
 bool device_active = false;
 int64_t device_shots = 0;
 std::vector<std::vector<Gate>> recordings;
-// Computational-basis "observables": the qubits measured, by handle
-// -1, -2, ... (the runtime's observables are 0, 1, ...).
-std::vector<std::vector<QUBIT *>> bases;
+// What `probs`, `sample`, `counts` (and, for mid-circuit measurement
+// results, `expval` and `var`) measure besides the runtime's observables:
+// a computational basis (the qubits, none for the whole device) or
+// mid-circuit measurement results (`mcmobs`). By handle -1, -2, ... (the
+// runtime's observables are 0, 1, ...).
+struct Basis {
+    std::vector<QUBIT *> qubits;
+    bool of_outcomes;
+    std::vector<int64_t> outcomes;
+};
+std::vector<Basis> bases;
+
+// A kernel run one shot at a time, as Catalyst's `dynamic-one-shot` pass
+// runs one (mcm_method="one-shot"): the body runs `shots` times, each on a
+// device of one shot (the number of shots is learnt from the first
+// `device_init`), and its results are combined across shots.
+enum Combine { Mean = 0, VarianceOfBits = 1, Last = 2, Sum = 3 };
+struct OneShot {
+    bool active = false;
+    int64_t shots = -1;
+    std::vector<std::vector<double>> sums;
+};
+OneShot one_shot;
 
 bool named_gate(const char *op, const double *p, QUBIT *const *q, int64_t n, const Modifiers *m)
 {
@@ -147,9 +179,8 @@ int execute(const Gate &g)
         QUBIT *q[MAX_OPERANDS] = {};
         std::copy(g.qubits.begin(), g.qubits.end(), q);
         if (!named_gate(g.op, g.params.data(), q, int64_t(g.qubits.size()), &m)) {
-            snprintf(message, sizeof message, "the gate `%s` on %zu qubit(s) is not in Catalyst's runtime",
+            return fail("the gate `%s` on %zu qubit(s) is not in Catalyst's runtime",
                      g.op, g.qubits.size());
-            return 1;
         }
         return 0;
     }
@@ -173,7 +204,7 @@ template <typename F> int guarded(F body)
         return body();
     }
     catch (const std::exception &e) {
-        return fail(e.what());
+        return fail("%s", e.what());
     }
     catch (...) {
         return fail("Catalyst's runtime failed without a message");
@@ -192,14 +223,47 @@ bool known_register(void *r)
     return false;
 }
 
-// The qubits of a measurement: none (the whole device) or a basis's.
-const std::vector<QUBIT *> *basis_of(int64_t handle)
+void *register_of(int64_t handle) { return reinterpret_cast<void *>(intptr_t(handle)); }
+
+// Status 0 when `r` is a live register holding wire `index`; else a failure
+// saying what `what` (the operation) found.
+int check_wire(void *r, int64_t index, const char *what)
+{
+    if (!known_register(r)) {
+        return fail("%s a register that was released", what);
+    }
+    int64_t size = __catalyst__rt__array_get_size_1d(r);
+    if (index < 0 || index >= size) {
+        return fail("wire %lld is outside the register of %lld qubit(s)", (long long)index, (long long)size);
+    }
+    return 0;
+}
+
+// The basis of a handle; null for the runtime's observables.
+const Basis *basis_of(int64_t handle)
 {
     int64_t k = -handle - 1;
     if (handle >= 0 || k >= int64_t(bases.size())) {
         return nullptr;
     }
     return &bases[size_t(k)];
+}
+
+// The index of mid-circuit measurement outcomes as a basis state, the first
+// outcome the most significant bit (as Catalyst's one-shot `probs`).
+size_t outcome_index(const Basis &b)
+{
+    size_t index = 0;
+    for (int64_t o : b.outcomes) {
+        index = (index << 1) | size_t(o != 0);
+    }
+    return index;
+}
+
+int not_one_shot(void)
+{
+    return fail("a measurement of mid-circuit measurement results outside a kernel run one shot at a "
+                "time (mcm_method=\"one-shot\")");
 }
 
 int64_t device_qubits() { return __catalyst__rt__num_qubits(); }
@@ -211,18 +275,32 @@ extern "C" {
 // The lock of Catalyst's runtime, one per process: every quantum library
 // loaded (each with its own copy of this adapter) and its threads share it,
 // since they share the one librt_capi.so and its global execution context.
-// The first library loaded allocates it (never freed: a library unloaded
-// must not take it with it); each library publishes its address here, and
-// puts itself in the global scope so that the next one finds it. Library
-// constructors run one at a time, under the dynamic loader's lock.
-__attribute__((visibility("default"))) std::mutex *jaxpr_catalyst_runtime_lock = nullptr;
-static std::mutex *runtime_lock = nullptr;
+// The first library loaded allocates it; each library publishes its address
+// here, and puts itself in the global scope so that the next one finds it.
+// It counts the libraries holding it, and the last one unloaded frees it
+// (whichever that is: a library unloaded must not take it from the others).
+// Its symbol's name is not the bare mutex's that libraries of earlier
+// releases publish (`jaxpr_catalyst_runtime_lock`), whose layout differs.
+// Library constructors and destructors run one at a time, under the dynamic
+// loader's lock.
+struct RuntimeLock {
+    std::mutex mutex;
+    int64_t libraries;
+};
+__attribute__((visibility("default"))) RuntimeLock *jaxpr_catalyst_runtime_lock_counted = nullptr;
+static RuntimeLock *runtime_lock = nullptr;
 
 __attribute__((constructor)) static void find_runtime_lock(void)
 {
-    auto *published = static_cast<std::mutex **>(dlsym(RTLD_DEFAULT, "jaxpr_catalyst_runtime_lock"));
-    runtime_lock = published && *published ? *published : new std::mutex;
-    jaxpr_catalyst_runtime_lock = runtime_lock;
+    auto *published = static_cast<RuntimeLock **>(dlsym(RTLD_DEFAULT, "jaxpr_catalyst_runtime_lock_counted"));
+    if (published && *published) {
+        runtime_lock = *published;
+        runtime_lock->libraries++;
+    }
+    else {
+        runtime_lock = new RuntimeLock{{}, 1};
+    }
+    jaxpr_catalyst_runtime_lock_counted = runtime_lock;
     Dl_info self;
     if (dladdr(reinterpret_cast<void *>(&find_runtime_lock), &self) && self.dli_fname) {
         // Held once more (RTLD_NOLOAD), released at once: only the scope changes.
@@ -232,18 +310,36 @@ __attribute__((constructor)) static void find_runtime_lock(void)
     }
 }
 
+__attribute__((destructor)) static void release_runtime_lock(void)
+{
+    if (--runtime_lock->libraries == 0) {
+        delete runtime_lock;
+    }
+    runtime_lock = nullptr;
+    jaxpr_catalyst_runtime_lock_counted = nullptr;
+}
+
 const char *jx_q_error(void) { return message; }
 
 int32_t jx_q_device_init(const char *lib, const char *name, const char *kwargs, int64_t shots,
                          int8_t auto_qubits)
 {
     if (shots < 0) {
-        snprintf(message, sizeof message, "the number of shots is %lld; it must be at least 0",
+        return fail("the number of shots is %lld; it must be at least 0",
                  (long long)shots);
-        return 1;
     }
     if (device_active) {
         return fail("a device is already active (device_init twice without device_release)");
+    }
+    if (one_shot.active) {
+        if (shots == 0) {
+            return fail("a kernel run one shot at a time (mcm_method=\"one-shot\") on a device "
+                        "without shots");
+        }
+        if (one_shot.shots < 0) {
+            one_shot.shots = shots;
+        }
+        shots = 1;
     }
     return guarded([&] {
         __catalyst__rt__device_init((int8_t *)lib, (int8_t *)name, (int8_t *)kwargs, shots,
@@ -268,8 +364,7 @@ int32_t jx_q_device_release(void)
 int32_t jx_q_alloc(int64_t n, int64_t *out)
 {
     if (n < 0 || n > 1024) {
-        snprintf(message, sizeof message, "cannot allocate %lld qubits", (long long)n);
-        return 1;
+        return fail("cannot allocate %lld qubits", (long long)n);
     }
     if (!device_active) {
         return fail("qubits are allocated before a device is initialised");
@@ -284,7 +379,7 @@ int32_t jx_q_alloc(int64_t n, int64_t *out)
 
 int32_t jx_q_dealloc(int64_t reg)
 {
-    void *r = reinterpret_cast<void *>(intptr_t(reg));
+    void *r = register_of(reg);
     if (!known_register(r)) {
         return fail("a register is released twice or was never allocated");
     }
@@ -302,17 +397,11 @@ int32_t jx_q_dealloc(int64_t reg)
 
 int32_t jx_q_extract(int64_t reg, int64_t index, int64_t *out)
 {
-    void *r = reinterpret_cast<void *>(intptr_t(reg));
-    if (!known_register(r)) {
-        return fail("a qubit is taken from a register that was released");
+    void *r = register_of(reg);
+    if (check_wire(r, index, "a qubit is taken from")) {
+        return 1;
     }
     return guarded([&] {
-        int64_t size = __catalyst__rt__array_get_size_1d(r);
-        if (index < 0 || index >= size) {
-            snprintf(message, sizeof message, "wire %lld is outside the register of %lld qubit(s)",
-                     (long long)index, (long long)size);
-            return 1;
-        }
         *out = *reinterpret_cast<int64_t *>(__catalyst__rt__array_get_element_ptr_1d(r, index));
         return 0;
     });
@@ -320,17 +409,7 @@ int32_t jx_q_extract(int64_t reg, int64_t index, int64_t *out)
 
 int32_t jx_q_insert(int64_t reg, int64_t index)
 {
-    void *r = reinterpret_cast<void *>(intptr_t(reg));
-    if (!known_register(r)) {
-        return fail("a qubit is put back into a register that was released");
-    }
-    int64_t size = __catalyst__rt__array_get_size_1d(r);
-    if (index < 0 || index >= size) {
-        snprintf(message, sizeof message, "wire %lld is outside the register of %lld qubit(s)",
-                 (long long)index, (long long)size);
-        return 1;
-    }
-    return 0;
+    return check_wire(register_of(reg), index, "a qubit is put back into");
 }
 
 int32_t jx_q_release_qubit(int64_t q)
@@ -357,8 +436,8 @@ int32_t jx_q_gate(int32_t kind, const char *op, const double *params, int64_t nu
                   const int8_t *control_values, int64_t num_controls, int8_t adjoint,
                   const double *matrix)
 {
-    if (num_qubits > MAX_OPERANDS || num_controls > MAX_OPERANDS) {
-        return fail("a gate on more than 64 qubits or with more than 64 controls");
+    if (too_many(num_qubits, "a gate") || too_many(num_controls, "a gate's controls")) {
+        return 1;
     }
     for (int64_t k = 0; k < num_qubits + num_controls; k++) {
         QUBIT *a = qubit(k < num_qubits ? qubits[k] : controls[k - num_qubits]);
@@ -432,8 +511,8 @@ int32_t jx_q_named_obs(int64_t kind, int64_t q, int64_t *out)
 
 int32_t jx_q_hermitian(const double *matrix, const int64_t *qubits, int64_t n, int64_t *out)
 {
-    if (n > MAX_OPERANDS) {
-        return fail("a Hermitian observable on more than 64 qubits");
+    if (too_many(n, "a Hermitian observable")) {
+        return 1;
     }
     return guarded([&] {
         QUBIT *q[MAX_OPERANDS] = {};
@@ -450,8 +529,8 @@ int32_t jx_q_hermitian(const double *matrix, const int64_t *qubits, int64_t n, i
 
 int32_t jx_q_tensor(const int64_t *terms, int64_t n, int64_t *out)
 {
-    if (n > MAX_OPERANDS) {
-        return fail("a tensor product of more than 64 observables");
+    if (too_many(n, "a tensor product")) {
+        return 1;
     }
     return guarded([&] {
         intptr_t t[MAX_OPERANDS] = {};
@@ -465,8 +544,8 @@ int32_t jx_q_tensor(const int64_t *terms, int64_t n, int64_t *out)
 
 int32_t jx_q_hamiltonian(const double *coeffs, const int64_t *terms, int64_t n, int64_t *out)
 {
-    if (n > MAX_OPERANDS) {
-        return fail("a Hamiltonian of more than 64 terms");
+    if (too_many(n, "a Hamiltonian")) {
+        return 1;
     }
     return guarded([&] {
         intptr_t t[MAX_OPERANDS] = {};
@@ -483,25 +562,143 @@ int32_t jx_q_hamiltonian(const double *coeffs, const int64_t *terms, int64_t n, 
 // The computational basis of `n` qubits (none: the whole device).
 int32_t jx_q_basis(const int64_t *qubits, int64_t n, int64_t *out)
 {
-    if (n > MAX_OPERANDS) {
-        return fail("a measurement of more than 64 qubits");
+    if (too_many(n, "a measurement")) {
+        return 1;
     }
-    std::vector<QUBIT *> q;
+    Basis b{{}, false, {}};
     for (int64_t k = 0; k < n; k++) {
-        q.push_back(qubit(qubits[k]));
+        b.qubits.push_back(qubit(qubits[k]));
     }
-    bases.push_back(std::move(q));
+    bases.push_back(std::move(b));
+    *out = -int64_t(bases.size());
+    return 0;
+}
+
+// The observable of `n` mid-circuit measurement outcomes (`mcmobs`).
+int32_t jx_q_outcomes(const int64_t *outcomes, int64_t n, int64_t *out)
+{
+    if (too_many(n, "mid-circuit measurement results")) {
+        return 1;
+    }
+    bases.push_back(Basis{{}, true, std::vector<int64_t>(outcomes, outcomes + n)});
     *out = -int64_t(bases.size());
     return 0;
 }
 
 int32_t jx_q_expval(int64_t obs, int32_t variance, double *out)
 {
+    if (const Basis *b = basis_of(obs)) {
+        // One shot of an outcome: its value (the mean, or the variance
+        // mean - mean^2 of a 0/1 value, is taken across the shots).
+        if (!b->of_outcomes) {
+            return fail("an expectation value of a computational basis");
+        }
+        if (!one_shot.active) {
+            return not_one_shot();
+        }
+        if (b->outcomes.size() != 1) {
+            return fail("the expectation value or variance of %zu mid-circuit measurements at once "
+                        "(Catalyst takes one)",
+                        b->outcomes.size());
+        }
+        *out = b->outcomes[0] != 0 ? 1.0 : 0.0;
+        return 0;
+    }
+    if (variance && one_shot.active) {
+        return fail("the variance of an observable in a kernel run one shot at a time "
+                    "(mcm_method=\"one-shot\"): Catalyst computes it only of mid-circuit "
+                    "measurement results");
+    }
     return guarded([&] {
         *out = variance ? __catalyst__qis__Variance(obs) : __catalyst__qis__Expval(obs);
         return 0;
     });
 }
+
+// probs (0) or counts (3) of mid-circuit measurement outcomes, one shot:
+// the outcomes' basis state has probability 1 and count 1.
+static int32_t outcomes_measurement(int32_t what, const Basis &b, void *out, int64_t size, int64_t *counts)
+{
+    if (!one_shot.active) {
+        return not_one_shot();
+    }
+    if (what != 0 && what != 3) {
+        return fail("the %s of mid-circuit measurement results is not lowered (probs, counts, "
+                    "expval and var are)",
+                    what == 1 ? "state" : "sample");
+    }
+    size_t expected = b.outcomes.size() < 63 ? size_t(1) << b.outcomes.size() : 0;
+    if (size_t(size) != expected) {
+        return fail("the result has %lld elements; the measurement of %zu outcome(s) has %zu",
+                    (long long)size, b.outcomes.size(), expected);
+    }
+    auto *d = static_cast<double *>(out);
+    size_t index = outcome_index(b);
+    for (size_t k = 0; k < expected; k++) {
+        if (what == 0) {
+            d[k] = k == index ? 1.0 : 0.0;
+        }
+        else {
+            d[k] = double(k);
+            counts[k] = k == index ? 1 : 0;
+        }
+    }
+    return 0;
+}
+
+// Starts a kernel run one shot at a time, of `outputs` results.
+void jx_q_one_shot_begin(int64_t outputs)
+{
+    one_shot = OneShot{true, -1, std::vector<std::vector<double>>(size_t(outputs))};
+}
+
+// Whether the kernel runs again after `done` shots (the first always runs:
+// it tells the number of shots).
+int32_t jx_q_one_shot_more(int64_t done) { return done == 0 || done < one_shot.shots; }
+
+// A shot's result `output` (`n` f64 or, `integer`, i64 elements) added to
+// what the shots gave so far (`Last`: replacing it).
+int32_t jx_q_one_shot_add(int64_t output, int32_t combine, int32_t integer, const void *data, int64_t n)
+{
+    std::vector<double> &sum = one_shot.sums[size_t(output)];
+    if (sum.empty()) {
+        sum.assign(size_t(n), 0.0);
+    }
+    if (sum.size() != size_t(n)) {
+        return fail("a shot's result %lld has %lld elements, an earlier shot's %zu", (long long)output,
+                    (long long)n, sum.size());
+    }
+    for (size_t k = 0; k < sum.size(); k++) {
+        double v = integer ? double(static_cast<const int64_t *>(data)[k])
+                           : static_cast<const double *>(data)[k];
+        sum[k] = combine == Last ? v : sum[k] + v;
+    }
+    return 0;
+}
+
+// The combined result `output` across the shots, written to `data`.
+int32_t jx_q_one_shot_result(int64_t output, int32_t combine, int32_t integer, void *data, int64_t n)
+{
+    const std::vector<double> &sum = one_shot.sums[size_t(output)];
+    if (sum.size() != size_t(n) || one_shot.shots <= 0) {
+        return fail("a kernel run one shot at a time gave result %lld of %zu elements; %lld expected",
+                    (long long)output, sum.size(), (long long)n);
+    }
+    double shots = double(one_shot.shots);
+    for (size_t k = 0; k < sum.size(); k++) {
+        double mean = sum[k] / shots;
+        double v = combine == Mean ? mean : combine == VarianceOfBits ? mean - mean * mean : sum[k];
+        if (integer) {
+            static_cast<int64_t *>(data)[k] = int64_t(v);
+        }
+        else {
+            static_cast<double *>(data)[k] = v;
+        }
+    }
+    return 0;
+}
+
+void jx_q_one_shot_end(void) { one_shot = OneShot{}; }
 
 // probs (0), state (1), sample (2) or counts (3) of a computational basis,
 // into `out` (`size` elements; a sample is `size` rows of `columns`; counts
@@ -509,27 +706,26 @@ int32_t jx_q_expval(int64_t obs, int32_t variance, double *out)
 int32_t jx_q_measurement(int32_t what, int64_t basis, void *out, int64_t size, int64_t columns,
                          int64_t *counts)
 {
-    const std::vector<QUBIT *> *b = basis_of(basis);
+    const Basis *b = basis_of(basis);
     if (!b) {
         return fail("a measurement of something that is not a computational basis");
     }
+    if (b->of_outcomes) {
+        return outcomes_measurement(what, *b, out, size, counts);
+    }
     return guarded([&] {
-        int64_t n = int64_t(b->size());
+        int64_t n = int64_t(b->qubits.size());
         int64_t wires = n ? n : device_qubits();
         QUBIT *q[MAX_OPERANDS] = {};
-        std::copy(b->begin(), b->end(), q);
+        std::copy(b->qubits.begin(), b->qubits.end(), q);
         size_t expected = wires < 63 ? size_t(1) << wires : 0;
         if (what != 2 && size_t(size) != expected) {
-            snprintf(message, sizeof message,
-                     "the result has %lld elements; the measurement of %lld qubit(s) has %zu",
+            return fail("the result has %lld elements; the measurement of %lld qubit(s) has %zu",
                      (long long)size, (long long)wires, expected);
-            return 1;
         }
         if (what == 2 && (columns != wires || size != device_shots)) {
-            snprintf(message, sizeof message,
-                     "the sample is %lld x %lld; the device takes %lld shot(s) of %lld qubit(s)",
+            return fail("the sample is %lld x %lld; the device takes %lld shot(s) of %lld qubit(s)",
                      (long long)size, (long long)columns, (long long)device_shots, (long long)wires);
-            return 1;
         }
         size_t s = size_t(size);
         switch (what) {
@@ -570,7 +766,7 @@ typedef int32_t (*Body)(const void *, int64_t, void *, int64_t);
 int32_t jx_q_run(Body body, const uint32_t *seed, const void *inputs, int64_t num_inputs, void *outputs,
                  int64_t num_outputs)
 {
-    std::lock_guard<std::mutex> hold(*runtime_lock);
+    std::lock_guard<std::mutex> hold(runtime_lock->mutex);
     // The runtime keeps the pointer for the whole call.
     static uint32_t seed_value;
     uint32_t *seed_ptr = nullptr;
@@ -597,6 +793,7 @@ int32_t jx_q_run(Body body, const uint32_t *seed, const void *inputs, int64_t nu
     device_active = false;
     recordings.clear();
     bases.clear();
+    one_shot = OneShot{};
     guarded([&] {
         __catalyst__rt__finalize();
         return 0;

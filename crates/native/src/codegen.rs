@@ -139,6 +139,10 @@ pub(crate) struct Codegen<'c, 'f> {
     pub(crate) catalyst: Option<crate::catalyst::Runtime>,
     /// The seed of a quantum program's measurements (`qjit(seed=...)`).
     pub(crate) quantum_seed: Option<u32>,
+    /// Whether the quantum kernel being lowered runs one shot at a time
+    /// (Catalyst's `dynamic-one-shot` pass), where measurements of
+    /// mid-circuit measurement results (`mcmobs`) have their meaning.
+    pub(crate) one_shot: Cell<bool>,
 }
 
 impl<'c, 'f> Codegen<'c, 'f> {
@@ -176,6 +180,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
             segments: RefCell::default(),
             catalyst: None,
             quantum_seed: None,
+            one_shot: Cell::new(false),
         }
     }
 

@@ -14,7 +14,7 @@ use inkwell::IntPredicate;
 use inkwell::values::{BasicValue, IntValue, PhiValue};
 
 /// The state of a loop: integer counters and arrays.
-type State<'c> = (Vec<IntValue<'c>>, Vec<Op<'c>>);
+pub(crate) type State<'c> = (Vec<IntValue<'c>>, Vec<Op<'c>>);
 
 impl<'c> Codegen<'c, '_> {
     pub(crate) fn lower_control(
@@ -144,7 +144,7 @@ impl<'c> Codegen<'c, '_> {
     /// A loop over `init`: `cond` decides whether to run `body` again; the
     /// body returns the next state. The arrays of the final state belong to
     /// the current scope.
-    fn state_loop(
+    pub(crate) fn state_loop(
         &self,
         init: State<'c>,
         cond: &mut dyn FnMut(&State<'c>) -> LowerResult<IntValue<'c>>,

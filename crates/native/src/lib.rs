@@ -251,25 +251,40 @@ impl Phase {
 
 /// Catalyst's runtime when the program has quantum equations (found and
 /// checked once, before anything is lowered); one diagnostic at the first
-/// quantum equation when it is missing or another version.
-fn quantum_runtime(a: &Analysis, opts: &QuantumOptions) -> Result<Option<catalyst::Runtime>, Vec<Diagnostic>> {
+/// quantum equation when it is missing or another version, or when the
+/// artifact is an object file: the object's code calls the adapter to the
+/// runtime (`jx_q_*`), which only a library has linked in, beside
+/// `librt_capi.so`, so an object alone would not link.
+fn quantum_runtime(a: &Analysis, opts: &QuantumOptions, artifact: Artifact) -> Result<Option<catalyst::Runtime>, Vec<Diagnostic>> {
     let first = a.eqns.iter().find(|e| {
         jaxpr_check::registry::lookup(&e.primitive).is_some_and(|p| p.family == jaxpr_check::registry::Family::Quantum)
     });
     let Some(first) = first else {
         return Ok(None);
     };
-    catalyst::find_runtime(opts.runtime.as_deref()).map(Some).map_err(|why| {
+    let refusal = |why: String| {
         vec![
-            Diagnostic::error(
-                jaxpr_syntax::diagnostics::DiagKind::Unsupported,
-                first.primitive_range,
-                format!("`{}` has no native lowering without Catalyst's runtime: {why}", first.primitive),
-            )
+            Diagnostic::error(jaxpr_syntax::diagnostics::DiagKind::Unsupported, first.primitive_range, why)
                 .with_help("a quantum program's library runs its circuits on Catalyst's runtime (docs/native.md)"),
         ]
-    })
+    };
+    if artifact == Artifact::Object {
+        return Err(refusal(format!(
+            "`{}`: a quantum program has no object file: its code calls the adapter to Catalyst's \
+             runtime, which only `--emit native` links into the library (with `librt_capi.so`); \
+             build the library with `--emit native`, or read the code with `--emit llvm-ir`",
+            first.primitive
+        )));
+    }
+    catalyst::find_runtime(opts.runtime.as_deref())
+        .map(Some)
+        .map_err(|why| refusal(format!("`{}` has no native lowering without Catalyst's runtime: {why}", first.primitive)))
 }
+
+/// The first line of a quantum program's LLVM IR: what its `jx_q_*`
+/// declarations are, since the text alone does not say.
+const QUANTUM_IR_NOTE: &str = "; The jx_q_* functions are the adapter to Catalyst's runtime (crates/native/src/catalyst_adapter.cpp), \
+which `jaxpr build --emit native` compiles and links into the library with librt_capi.so.\n";
 
 /// Compiles a checked file (free of errors) to `artifact`.
 pub fn compile(
@@ -301,7 +316,7 @@ pub fn compile_with(
             msg,
         )]
     };
-    let runtime = quantum_runtime(a, &opts.quantum)?;
+    let runtime = quantum_runtime(a, &opts.quantum, artifact)?;
     let cx = Context::create();
     let mut g = Codegen::new(&cx, file, a, opts);
     g.catalyst = runtime.clone();
@@ -362,7 +377,10 @@ pub fn compile_with(
     g.m.run_passes(&passes, &tm, PassBuilderOptions::create())
         .map_err(|e| internal(format!("LLVM's pass pipeline failed: {e}")))?;
     match artifact {
-        Artifact::LlvmIr => Ok(g.m.print_to_string().to_bytes().to_vec()),
+        Artifact::LlvmIr => {
+            let note = if runtime.is_some() { QUANTUM_IR_NOTE } else { "" };
+            Ok([note.as_bytes(), g.m.print_to_string().to_bytes()].concat())
+        }
         _ => tm
             .write_to_memory_buffer(&g.m, FileType::Object)
             .map(|b| b.as_slice().to_vec())

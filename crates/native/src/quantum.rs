@@ -58,6 +58,32 @@ pub(crate) const GATES: &[(&str, usize, Option<usize>)] = &[
 /// The observables `namedobs` names, by the runtime's `ObsId`.
 const NAMED_OBSERVABLES: &[&str] = &["Identity", "PauliX", "PauliY", "PauliZ", "Hadamard"];
 
+/// How a kernel run one shot at a time combines a result across shots
+/// (the adapter's `Combine`).
+#[derive(Clone, Copy)]
+enum OneShotCombine {
+    Mean = 0,
+    VarianceOfBits = 1,
+    Last = 2,
+    Sum = 3,
+}
+
+/// Whether a `quantum_kernel`'s device pipeline has Catalyst's
+/// `dynamic-one-shot` pass (a QNode with shots and mcm_method="one-shot").
+/// Catalyst prints the pipelines as nested tuples of names and passes' reprs
+/// (`(('main', ()), ('device', (<dynamic-one-shot()>, ...)))`).
+fn runs_one_shot_at_a_time(cx: &Cx<'_, '_>) -> bool {
+    fn mentions(e: &Expr, pass: &str) -> bool {
+        match &e.kind {
+            ExprKind::Str(s) | ExprKind::Path(s) => s.contains(pass),
+            ExprKind::Tuple(items) | ExprKind::List(items) => items.iter().any(|x| mentions(x, pass)),
+            ExprKind::Call(c) => c.args.iter().any(|a| mentions(&a.value, pass)),
+            _ => false,
+        }
+    }
+    cx.e.param("pipelines").is_some_and(|p| mentions(&p.value, "dynamic-one-shot"))
+}
+
 /// Whether a dtype is a quantum value (Catalyst's `AbstractQreg()`,
 /// `AbstractQbit()`, `AbstractObs(...)`), lowered as the runtime's handle.
 pub(crate) fn is_handle(dt: &DType) -> bool {
@@ -152,7 +178,32 @@ impl<'c> Codegen<'c, '_> {
                 let Some(&callee) = cx.callees(self.a, "call_jaxpr").first() else {
                     return err(at, format!("`{name}` has no `call_jaxpr` to call"));
                 };
+                if name == "quantum_kernel" && runs_one_shot_at_a_time(cx) {
+                    return self.one_shot_kernel(env, callee, cx).map(Some);
+                }
                 self.call_jaxpr(env, callee, &cx.args, at)?.into_iter().map(|o| o.v).collect()
+            }
+            "mcmobs" => {
+                if !self.one_shot.get() {
+                    return err(
+                        at,
+                        "`mcmobs` measures mid-circuit measurement results, which Catalyst does only in a kernel \
+                         run one shot at a time (shots and mcm_method=\"one-shot\": its `dynamic-one-shot` pass); \
+                         this kernel's `pipelines` has no such pass",
+                    );
+                }
+                let outcomes = self.slot(i64t.array_type(cx.args.len().max(1) as u32).into());
+                for k in 0..cx.args.len() {
+                    let v = self.scalar_i64(&cx.args[k], at)?;
+                    self.store(&DType::Int(64), outcomes, self.i64(k as i64), v.into())?;
+                }
+                let out = out_handle();
+                check(self.adapter_status(
+                    "jx_q_outcomes",
+                    &[self.ptr_ty().into(), i64t.into(), self.ptr_ty().into()],
+                    &[outcomes.into(), self.i64(cx.args.len() as i64).into(), out.into()],
+                ));
+                vec![self.handle_result(out)?]
             }
             "adjoint" => {
                 let Some(&callee) = cx.callees(self.a, "jaxpr").first() else {
@@ -350,6 +401,127 @@ impl<'c> Codegen<'c, '_> {
             }
             _ => return Ok(None),
         }))
+    }
+
+    /// A kernel that Catalyst's `dynamic-one-shot` pass rewrites: its body
+    /// runs once per shot on a device of one shot (the adapter learns the
+    /// number of shots from the first `device_init`), and each result is
+    /// combined across the shots as the pass combines it: the mean of
+    /// `expval` and `probs`, mean - mean² of a `var` (of mid-circuit
+    /// measurement results, whose values are 0 or 1), the sum of `counts`.
+    /// A result that is not a measurement's (classical post-processing
+    /// inside the kernel, a `sample`) is refused.
+    fn one_shot_kernel(&self, env: &Env<'c>, callee: jaxpr_check::JaxprId, cx: &Cx<'_, 'c>) -> LowerResult<Vec<Arr<'c>>> {
+        let at = cx.at();
+        let body = self.a.jaxpr(callee);
+        let mut combines = Vec::new();
+        for out in &body.outs {
+            let made_by = out.var.and_then(|v| self.measurement_of(&body.eqns, v));
+            combines.push(match made_by.map(|(e, k)| (e.primitive.as_str(), k)) {
+                Some(("expval" | "probs", _)) => OneShotCombine::Mean,
+                Some(("var", _)) => OneShotCombine::VarianceOfBits,
+                Some(("counts", 0)) => OneShotCombine::Last,
+                Some(("counts", _)) => OneShotCombine::Sum,
+                made_by => {
+                    let what = made_by.map_or("an input or a literal".to_string(), |(primitive, _)| format!("`{primitive}`"));
+                    return err(
+                        out.range,
+                        format!(
+                            "this kernel runs one shot at a time (mcm_method=\"one-shot\"); its results are combined \
+                             across shots only when each is a measurement (expval, var, probs, counts), and this one \
+                             is {what}"
+                        ),
+                    );
+                }
+            });
+        }
+        let i64t = self.cx.i64_type();
+        let i32t = self.cx.i32_type();
+        let ptr = self.ptr_ty();
+        self.adapter("jx_q_one_shot_begin", &[i64t.into()], &[self.i64(combines.len() as i64).into()]);
+        let was = self.one_shot.replace(true);
+        let looped = self.state_loop(
+            (vec![self.i64(0)], Vec::new()),
+            &mut |state| {
+                let more = self.call(
+                    self.extern_fn("jx_q_one_shot_more", Some(i32t.into()), &[i64t.into()], false),
+                    &[state.0[0].into()],
+                );
+                let more = more.expect("status").into_int_value();
+                Ok(self.icmp(IntPredicate::NE, more, self.i32(0)))
+            },
+            &mut |state| {
+                let outs = self.call_jaxpr(env, callee, &cx.args, at)?;
+                for (k, (out, combine)) in outs.iter().zip(&combines).enumerate() {
+                    let dt = dtype(&out.ty)?;
+                    self.quantum_check(
+                        self.adapter_status(
+                            "jx_q_one_shot_add",
+                            &[i64t.into(), i32t.into(), i32t.into(), ptr.into(), i64t.into()],
+                            &[
+                                self.i64(k as i64).into(),
+                                self.i32(*combine as i64).into(),
+                                self.i32(dt.is_int() as i64).into(),
+                                out.v.p.into(),
+                                self.numel(&out.v.dims).into(),
+                            ],
+                        ),
+                        "quantum_kernel",
+                        at.start,
+                    );
+                }
+                let next = self.b.build_int_add(state.0[0], self.i64(1), "").expect("add");
+                Ok((vec![next], Vec::new()))
+            },
+        );
+        self.one_shot.set(was);
+        looped?;
+        let mut results = Vec::new();
+        for (k, (ty, combine)) in cx.outs.iter().zip(&combines).enumerate() {
+            let dt = dtype(ty)?;
+            let result = self.alloc(&dt, &self.dims(env, ty, at)?)?;
+            self.quantum_check(
+                self.adapter_status(
+                    "jx_q_one_shot_result",
+                    &[i64t.into(), i32t.into(), i32t.into(), ptr.into(), i64t.into()],
+                    &[
+                        self.i64(k as i64).into(),
+                        self.i32(*combine as i64).into(),
+                        self.i32(dt.is_int() as i64).into(),
+                        result.p.into(),
+                        self.numel(&result.dims).into(),
+                    ],
+                ),
+                "quantum_kernel",
+                at.start,
+            );
+            results.push(result);
+        }
+        self.adapter("jx_q_one_shot_end", &[], &[]);
+        Ok(results)
+    }
+
+    /// The equation among `eqns` whose result `var` is, through
+    /// `convert_element_type`s (Catalyst converts the eigenvalues of
+    /// `counts` to integers), and which of its results it is.
+    fn measurement_of(&self, eqns: &[jaxpr_check::EqnId], var: jaxpr_types::VarId) -> Option<(&jaxpr_check::EqnInfo, usize)> {
+        let mut var = var;
+        loop {
+            let (eqn, k) = eqns
+                .iter()
+                .map(|&id| self.a.eqn(id))
+                .find_map(|e| Some((e, e.outs.iter().position(|o| *o == Some(var))?)))?;
+            if eqn.primitive != "convert_element_type" {
+                return Some((eqn, k));
+            }
+            // Its one operand: the use of a variable after the primitive.
+            var = self
+                .a
+                .refs
+                .iter()
+                .find(|r| r.kind == jaxpr_check::RefKind::Use && r.range.start > eqn.primitive_range.end && r.range.end <= eqn.range.end)?
+                .var;
+        }
     }
 
     /// `qinst`, `unitary` and `gphase`: the gate applied (or recorded in

@@ -389,11 +389,17 @@ fn compbasis(cx: &mut EqnCx) -> Infer {
     Some(vec![observable(cx, Some(cx.args.len()), false, "compbasis")])
 }
 
+/// `mcmobs`: Catalyst's program capture passes the outcomes converted to
+/// `i64[]` (its lowering converts each back to `i1`), so a boolean or
+/// integer scalar is an outcome.
 fn mcmobs(cx: &mut EqnCx) -> Infer {
     for i in 0..cx.args.len() {
         let t = &cx.args[i].ty;
-        if !(t.is_scalar() && t.dtype.as_ref().is_none_or(DType::is_bool)) {
-            let msg = format!("operand {i} of `mcmobs` must be a measurement result (bool[]), but it is {}", cx.ty(t));
+        if !(t.is_scalar() && t.dtype.as_ref().is_none_or(|d| d.is_bool() || d.is_int())) {
+            let msg = format!(
+                "operand {i} of `mcmobs` must be a measurement result (bool[], or an integer scalar), but it is {}",
+                cx.ty(t)
+            );
             cx.report_on_args(DiagKind::DtypeMismatch, msg, &[i], None);
             return None;
         }
