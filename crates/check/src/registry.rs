@@ -325,10 +325,6 @@ const QUANTUM_ROW: Primitive = Primitive {
 };
 
 /// Catalyst's differentiation of circuits, which native builds do not lower.
-const QUANTUM_GRADIENT: Lowering = Lowering::Refused(
-    "differentiating a circuit takes Catalyst's gradient methods (parameter-shift, adjoint, finite-diff), compiled by Catalyst's MLIR passes from the circuit: no native lowering yet; compile it with Catalyst's `qjit`",
-);
-
 /// The row of `name` (a name or an alias).
 pub fn lookup(name: &str) -> Option<&'static Primitive> {
     static BY_NAME: OnceLock<rustc_hash::FxHashMap<&'static str, usize>> = OnceLock::new();
@@ -1883,7 +1879,6 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["fn", "grad_params", "jaxpr"],
         jaxpr_params: &["jaxpr"],
         doc: "Gradient of `jaxpr` with respect to the operands `grad_params.expanded_argnums`.",
-        native: QUANTUM_GRADIENT,
         ..QUANTUM_ROW
     },
     Primitive {
@@ -2020,7 +2015,6 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["fn", "grad_params", "jaxpr"],
         jaxpr_params: &["jaxpr"],
         doc: "The value of `jaxpr` and its gradient with respect to `grad_params.expanded_argnums`.",
-        native: QUANTUM_GRADIENT,
         ..QUANTUM_ROW
     },
     Primitive {

@@ -139,6 +139,8 @@ pub(crate) struct Codegen<'c, 'f> {
     pub(crate) catalyst: Option<crate::catalyst::Runtime>,
     /// The seed of a quantum program's measurements (`qjit(seed=...)`).
     pub(crate) quantum_seed: Option<u32>,
+    /// The circuit being differentiated ([`crate::gradient`]).
+    pub(crate) tape: crate::gradient::TapeCell,
 }
 
 impl<'c, 'f> Codegen<'c, 'f> {
@@ -176,6 +178,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
             segments: RefCell::default(),
             catalyst: None,
             quantum_seed: None,
+            tape: RefCell::default(),
         }
     }
 
