@@ -324,7 +324,12 @@ const QUANTUM_ROW: Primitive = Primitive {
     ..ROW
 };
 
-/// Catalyst's differentiation of circuits, which native builds do not lower.
+/// Catalyst's `grad` in StableHLO: no derivative pass there (native builds
+/// differentiate, `crates/native/src/gradient.rs`).
+const GRADIENT_STABLEHLO: Lowering = Lowering::Refused(
+    "Catalyst's derivatives (`grad`, `value_and_grad`, `jacobian`) are computed by native builds only; the StableHLO back end has no differentiation (and XLA none of circuits): build with `--emit native`",
+);
+
 /// The row of `name` (a name or an alias).
 pub fn lookup(name: &str) -> Option<&'static Primitive> {
     static BY_NAME: OnceLock<rustc_hash::FxHashMap<&'static str, usize>> = OnceLock::new();
@@ -1879,6 +1884,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["fn", "grad_params", "jaxpr"],
         jaxpr_params: &["jaxpr"],
         doc: "Gradient of `jaxpr` with respect to the operands `grad_params.expanded_argnums`.",
+        stablehlo: GRADIENT_STABLEHLO,
         ..QUANTUM_ROW
     },
     Primitive {
@@ -2015,6 +2021,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["fn", "grad_params", "jaxpr"],
         jaxpr_params: &["jaxpr"],
         doc: "The value of `jaxpr` and its gradient with respect to `grad_params.expanded_argnums`.",
+        stablehlo: GRADIENT_STABLEHLO,
         ..QUANTUM_ROW
     },
     Primitive {
