@@ -931,3 +931,141 @@ def mcm_counts_one_shot(x: float):
     m0 = qml.measure(0)
     qml.cond(m0, qml.PauliX)(wires=1)
     return qml.counts(m0), qml.probs(wires=[1])
+
+
+# Gradients of circuits, written as test_gradient.py writes them: grad, value_and_grad and
+# jacobian, argnums, the QNode's diff_method (best = adjoint on Lightning, adjoint,
+# parameter-shift) and grad's method="fd", classical pre- and post-processing, a gate in a
+# for_loop.
+@case((0.4, 1.1), (-0.8, 2.5), quantum=True)
+@qjit
+def grad_argnums_adjoint(x: float, y: float):
+    @qml.qnode(dev2, diff_method="adjoint")
+    def circuit(x, y):
+        qml.RX(x, wires=0)
+        qml.RY(y, wires=1)
+        qml.CNOT(wires=[0, 1])
+        return qml.expval(qml.PauliZ(1))
+
+    return grad(circuit, argnums=[0, 1])(x, y)
+
+
+@case((0.7,), (-1.9,), quantum=True)
+@qjit
+def grad_classical_pre_and_post(x: float):
+    # Catalyst 0.15.0 crashes (LLVM, signal 11) on classical code between grad and the
+    # QNode's arguments: the pre-processing is inside the QNode, as the gate's angle.
+    @qml.qnode(dev2)
+    def circuit(a):
+        qml.RX(jnp.sin(a) * 2.0, wires=0)
+        qml.RY(a * a, wires=1)
+        qml.CNOT(wires=[0, 1])
+        return qml.expval(qml.PauliZ(1))
+
+    def cost(x):
+        return circuit(x) ** 2 + 3.0 * x
+
+    return grad(cost)(x)
+
+
+@case((0.3,), (1.4,), quantum=True)
+@qjit
+def grad_gate_in_for_loop(x: float):
+    @qml.qnode(dev3)
+    def circuit(x):
+        @for_loop(0, 3, 1)
+        def layer(i):
+            qml.RX(x * (i + 1), wires=i)
+            qml.CNOT(wires=[i, (i + 1) % 3])
+
+        layer()
+        return qml.expval(qml.PauliZ(0) @ qml.PauliZ(2))
+
+    return grad(circuit)(x)
+
+
+@case((np.array([0.2, -0.5, 1.3]),), (np.array([1.0, 2.0, 0.1]),), quantum=True)
+@qjit
+def jacobian_two_expvals(params):
+    @qml.qnode(dev2)
+    def circuit(p):
+        qml.RX(p[0], wires=0)
+        qml.RY(p[1], wires=1)
+        qml.CRX(p[2], wires=[0, 1])
+        return qml.expval(qml.PauliZ(0)), qml.expval(qml.PauliY(1))
+
+    return catalyst.jacobian(circuit)(params)
+
+
+@case((np.array([0.2, -0.5]),), (np.array([1.1, 0.6]),), quantum=True)
+@qjit
+def value_and_grad_vector_adjoint(params):
+    @qml.qnode(dev2, diff_method="adjoint")
+    def circuit(p):
+        qml.Rot(p[0], p[1], 0.3, wires=0)
+        qml.IsingXX(p[0] * p[1], wires=[0, 1])
+        return qml.expval(qml.PauliX(0) @ qml.PauliZ(1))
+
+    def cost(p):
+        return jnp.sum(p * p) * circuit(p)
+
+    return value_and_grad(cost)(params)
+
+
+@case((0.5,), (2.1,), quantum=True)
+@qjit
+def grad_fd_of_circuit(x: float):
+    @qml.qnode(dev2)
+    def circuit(x):
+        qml.RX(x, wires=0)
+        qml.RY(x / 2, wires=1)
+        qml.CNOT(wires=[0, 1])
+        return qml.expval(qml.PauliZ(1))
+
+    return grad(circuit, method="fd", h=1e-6)(x)
+
+
+@case((0.5,), (-1.2,), quantum=True)
+@qjit
+def jacobian_fd_probs(x: float):
+    @qml.qnode(dev2)
+    def circuit(x):
+        qml.RY(x, wires=0)
+        qml.CNOT(wires=[0, 1])
+        return qml.probs(wires=[0, 1])
+
+    return catalyst.jacobian(circuit, method="fd")(x)
+
+
+@case((0.9, 0.2), (-0.4, 1.7), quantum=True)
+@qjit
+def grad_hamiltonian_best(x: float, y: float):
+    @qml.qnode(dev2)
+    def circuit(x, y):
+        qml.Hadamard(wires=0)
+        qml.RZ(x, wires=0)
+        qml.IsingZZ(y, wires=[0, 1])
+        qml.RX(x - y, wires=1)
+        return qml.expval(0.5 * qml.PauliX(0) + 0.25 * qml.PauliZ(0) @ qml.PauliY(1))
+
+    return grad(circuit, argnums=1)(x, y)
+
+
+@case((0.4,), (1.6,), quantum=True)
+@qjit
+def jacobian_probs_parameter_shift(x: float):
+    @qml.qnode(dev2, diff_method="parameter-shift")
+    def circuit(x):
+        qml.RX(x, wires=0)
+        return qml.probs(wires=0)
+
+    return catalyst.jacobian(circuit)(x)
+
+
+@case((0.7,), (-1.3,))
+@qjit
+def grad_classical_function(x: float):
+    def f(x):
+        return jnp.sin(x) * x**2 + jnp.exp(x / 3.0) - jnp.log(x * x + 1.0)
+
+    return value_and_grad(f)(x)

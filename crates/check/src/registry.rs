@@ -325,9 +325,10 @@ const QUANTUM_ROW: Primitive = Primitive {
     ..ROW
 };
 
-/// Catalyst's differentiation of circuits, which native builds do not lower.
-const QUANTUM_GRADIENT: Lowering = Lowering::Refused(
-    "differentiating a circuit takes Catalyst's gradient methods (parameter-shift, adjoint, finite-diff), compiled by Catalyst's MLIR passes from the circuit: no native lowering yet; compile it with Catalyst's `qjit`",
+/// Catalyst's `grad` in StableHLO: no derivative pass there (native builds
+/// differentiate, `crates/native/src/gradient.rs`).
+const GRADIENT_STABLEHLO: Lowering = Lowering::Refused(
+    "Catalyst's derivatives (`grad`, `value_and_grad`, `jacobian`) are computed by native builds only; the StableHLO back end has no differentiation (and XLA none of circuits): build with `--emit native`",
 );
 
 /// The row of `name` (a name or an alias).
@@ -1890,7 +1891,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["fn", "grad_params", "jaxpr"],
         jaxpr_params: &["jaxpr"],
         doc: "Gradient of `jaxpr` with respect to the operands `grad_params.expanded_argnums`.",
-        native: QUANTUM_GRADIENT,
+        stablehlo: GRADIENT_STABLEHLO,
         ..QUANTUM_ROW
     },
     Primitive {
@@ -2026,7 +2027,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["fn", "grad_params", "jaxpr"],
         jaxpr_params: &["jaxpr"],
         doc: "The value of `jaxpr` and its gradient with respect to `grad_params.expanded_argnums`.",
-        native: QUANTUM_GRADIENT,
+        stablehlo: GRADIENT_STABLEHLO,
         ..QUANTUM_ROW
     },
     Primitive {

@@ -15,7 +15,11 @@
 // - the runtime's errors (C++ exceptions) turned into a status and a message,
 //   and sizes checked before the runtime writes into the library's buffers;
 // - what a failed call leaves (registers, an active device) released;
-// - `adjoint` regions: gates recorded, then applied reversed and adjoint.
+// - `adjoint` regions: gates recorded, then applied reversed and adjoint;
+// - derivatives of a circuit by the adjoint method: the runtime's recorder on
+//   while the circuit runs, each executed gate parameter's tangent kept here,
+//   and the expectation values' Jacobian from `__catalyst__qis__Gradient`
+//   contracted with them (what Catalyst's `AdjointOp` lowering calls).
 #include <dlfcn.h>
 
 #include <complex>
@@ -71,6 +75,8 @@ void __catalyst__qis__Probs(MemRef<double, 1> *, int64_t, ...);
 void __catalyst__qis__State(MemRef<std::complex<double>, 1> *, int64_t, ...);
 void __catalyst__qis__Sample(MemRef<double, 2> *, int64_t, ...);
 void __catalyst__qis__Counts(CountsPair *, int64_t, ...);
+void __catalyst__rt__toggle_recorder(bool);
+void __catalyst__qis__Gradient(int64_t, ...);
 // GATE DECLARATIONS
 }
 
@@ -147,6 +153,11 @@ struct OneShot {
     std::vector<std::vector<double>> sums;
 };
 OneShot one_shot;
+// While a circuit is differentiated (the runtime's recorder on): the tangent
+// of every gate parameter the runtime has executed, in its order (0 unless
+// the library sets it).
+bool taping = false;
+std::vector<double> tape_tangents;
 
 bool named_gate(const char *op, const double *p, QUBIT *const *q, int64_t n, const Modifiers *m)
 {
@@ -162,6 +173,9 @@ int execute(const Gate &g)
     }
     Modifiers m{g.adjoint, g.controls.size(),
                 reinterpret_cast<QUBIT *>(const_cast<QUBIT **>(g.controls.data())), values};
+    if (taping && g.kind != Gate::Unitary) {
+        tape_tangents.resize(tape_tangents.size() + g.params.size(), 0.0);
+    }
     switch (g.kind) {
     case Gate::Phase:
         __catalyst__qis__GlobalPhase(g.params[0], &m);
@@ -759,6 +773,73 @@ int32_t jx_q_measurement(int32_t what, int64_t basis, void *out, int64_t size, i
     });
 }
 
+// The derivative of a circuit begins: the runtime records what runs.
+int32_t jx_q_tape_begin(void)
+{
+    if (taping) {
+        return fail("a circuit is differentiated inside another one");
+    }
+    return guarded([&] {
+        __catalyst__rt__toggle_recorder(true);
+        taping = true;
+        tape_tangents.clear();
+        return 0;
+    });
+}
+
+// The tangents of the last gate's `n` parameters (the gate just executed).
+int32_t jx_q_tape_tangents(const double *tangents, int64_t n)
+{
+    if (!recordings.empty()) {
+        return fail("a differentiated gate parameter inside an `adjoint` region: its gates run "
+                    "reversed at the region's end, so their parameters' order is not known here");
+    }
+    if (!taping || n < 0 || size_t(n) > tape_tangents.size()) {
+        return fail("gate parameter tangents without a gate executed while differentiating");
+    }
+    std::copy(tangents, tangents + n, tape_tangents.end() - n);
+    return 0;
+}
+
+// The derivative of a circuit ends: the recorder off, the Jacobian of the
+// `num_observables` expectation values recorded with respect to every gate
+// parameter executed, and out[k] = sum_j J[k][j] * tangent[j].
+int32_t jx_q_tape_end(int64_t num_observables, double *out)
+{
+    if (!taping) {
+        return fail("a circuit's derivative ends that did not begin");
+    }
+    taping = false;
+    if (num_observables < 1 || num_observables > MAX_OPERANDS) {
+        return fail("a differentiated circuit measures between 1 and 64 expectation values");
+    }
+    return guarded([&] {
+        __catalyst__rt__toggle_recorder(false);
+        size_t n = tape_tangents.size();
+        const size_t m = size_t(num_observables);
+        std::vector<std::vector<double>> rows(m, std::vector<double>(n));
+        std::vector<MemRef<double, 1>> views(m);
+        MemRef<double, 1> *args[MAX_OPERANDS] = {};
+        for (size_t k = 0; k < rows.size(); k++) {
+            double *data = rows[k].data();
+            views[k] = MemRef<double, 1>{data, data, 0, {n}, {1}};
+            args[k] = &views[k];
+        }
+        if (n > 0) {
+            __catalyst__qis__Gradient(num_observables, JX_ARGS(args));
+        }
+        for (size_t k = 0; k < rows.size(); k++) {
+            double sum = 0.0;
+            for (size_t j = 0; j < n; j++) {
+                sum += rows[k][j] * tape_tangents[j];
+            }
+            out[k] = sum;
+        }
+        tape_tangents.clear();
+        return 0;
+    });
+}
+
 // A call of the library: `body` (the generated code of the program) run
 // with the runtime to itself, inside its initialize/finalize, with nothing
 // left behind when the call fails. `seed`: qjit's seed, or null.
@@ -794,6 +875,8 @@ int32_t jx_q_run(Body body, const uint32_t *seed, const void *inputs, int64_t nu
     recordings.clear();
     bases.clear();
     one_shot = OneShot{};
+    taping = false;
+    tape_tangents.clear();
     guarded([&] {
         __catalyst__rt__finalize();
         return 0;

@@ -143,6 +143,8 @@ pub(crate) struct Codegen<'c, 'f> {
     /// (Catalyst's `dynamic-one-shot` pass), where measurements of
     /// mid-circuit measurement results (`mcmobs`) have their meaning.
     pub(crate) one_shot: Cell<bool>,
+    /// The circuit being differentiated ([`crate::gradient`]).
+    pub(crate) tape: crate::gradient::TapeCell,
 }
 
 impl<'c, 'f> Codegen<'c, 'f> {
@@ -181,6 +183,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
             catalyst: None,
             quantum_seed: None,
             one_shot: Cell::new(false),
+            tape: RefCell::default(),
         }
     }
 

@@ -322,8 +322,19 @@ impl<'c> Codegen<'c, '_> {
     /// step, start] ++ explicit`; the body sees `consts ++ implicits ++
     /// [index] ++ explicit` and returns `implicits ++ explicit`.
     fn for_loop(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> LowerResult<Vec<Arr<'c>>> {
+        let body = cx.for_layout(self.a)?.body;
+        self.for_loop_calling(cx, &mut |inputs| self.call_jaxpr(env, body, inputs, cx.at()))
+    }
+
+    /// [`Self::for_loop`] with each iteration's body run by `call` on the
+    /// body's inputs (the forward-mode derivative runs it with tangents).
+    pub(crate) fn for_loop_calling(
+        &self,
+        cx: &Cx<'_, 'c>,
+        call: &mut dyn FnMut(&[Op<'c>]) -> LowerResult<Vec<Op<'c>>>,
+    ) -> LowerResult<Vec<Arr<'c>>> {
         let l = cx.for_layout(self.a)?;
-        let (body, nc, ni, h) = (l.body, l.nconsts, l.nimplicit, l.header());
+        let (nc, ni, h) = (l.nconsts, l.nimplicit, l.header());
         let idt = dtype(&cx.args[h].ty)?;
         let bound = |k: usize| self.scalar_i64(&cx.args[h + k], cx.at());
         let (lower, upper, step) = (bound(0)?, bound(1)?, bound(2)?);
@@ -359,7 +370,7 @@ impl<'c> Codegen<'c, '_> {
                     ty: AType::scalar(idt.clone()),
                 });
                 inputs.extend_from_slice(&s.1[ni..]);
-                let r = self.call_jaxpr(env, body, &inputs, cx.at())?;
+                let r = call(&inputs)?;
                 Ok((vec![self.add(i, step)], r))
             },
         )?;

@@ -53,6 +53,7 @@ mod codegen;
 mod complex;
 mod contract;
 mod control;
+mod gradient;
 mod elementwise;
 mod entry;
 mod fusion;

@@ -72,6 +72,9 @@ impl<'c> Codegen<'c, '_> {
         if let Some(r) = self.lower_quantum(env, cx)? {
             return Ok(r);
         }
+        if let Some(r) = self.lower_gradient(env, cx)? {
+            return Ok(r);
+        }
         let one = |v: LowerResult<Arr<'c>>| v.map(|v| vec![v]);
         if let Some((_, op)) = REDUCE.iter().find(|(p, _)| *p == name) {
             return one(self.reduce(cx, op));

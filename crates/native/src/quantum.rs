@@ -653,7 +653,7 @@ impl<'c> Codegen<'c, '_> {
     }
 
     /// Fails the call with the adapter's message unless `rc` is 0.
-    fn quantum_check(&self, rc: IntValue<'c>, name: &str, byte: u32) {
+    pub(crate) fn quantum_check(&self, rc: IntValue<'c>, name: &str, byte: u32) {
         let bad = self.icmp(IntPredicate::NE, rc, self.i32(0));
         let ok = self.branch_to_fail(bad);
         let message = self.adapter_message();

@@ -271,6 +271,13 @@ fn read_out_type(
 // ---- calls ----------------------------------------------------------------
 
 pub(super) fn call(cx: &mut EqnCx) -> Infer {
+    call_on(cx, 0..cx.args.len())
+}
+
+/// [`call`] with only the operands `operands` bound to the callee's
+/// arguments (Catalyst's `grad` passes its closed jaxpr's constants after
+/// them).
+pub(super) fn call_on(cx: &mut EqnCx, operands: std::ops::Range<usize>) -> Infer {
     let Some((param, value)) = CALLEE_PARAMS
         .iter()
         .find_map(|p| cx.param(p).map(|v| (*p, v)))
@@ -279,7 +286,7 @@ pub(super) fn call(cx: &mut EqnCx) -> Infer {
         check_params_standalone(cx);
         return None;
     };
-    let acts = actuals(cx, 0..cx.args.len(), |_| false);
+    let acts = actuals(cx, operands, |_| false);
     let role = format!("the `{param}` of `{}`", cx.name());
     let id = bind(cx, value, param, 0, &acts, &role)?;
     // Other jaxpr-valued parameters (e.g. `jvp_jaxpr_fun` when printed) on their own.

@@ -481,7 +481,13 @@ fn measurement(cx: &mut EqnCx, m: Measurement) -> Infer {
 /// the gradient with respect to each differentiated operand of a function
 /// with one output has the shape of that output followed by the operand's.
 fn gradient(cx: &mut EqnCx, with_value: bool) -> Infer {
-    let outs = control::call(cx)?;
+    // Operands: the arguments, then the values of the closed jaxpr's
+    // constants (`grad_p.bind(*args, *jaxpr.consts)`).
+    let arguments = match cx.param("jaxpr").map(|p| &p.kind) {
+        Some(ExprKind::Jaxpr(j)) if !j.constvars.is_empty() && cx.args.len() == j.invars.len() + j.constvars.len() => j.invars.len(),
+        _ => cx.args.len(),
+    };
+    let outs = control::call_on(cx, 0..arguments)?;
     let argnums = grad_argnums(cx.param("grad_params"))?;
     let [out] = outs.as_slice() else {
         // Jacobians of several outputs: Catalyst orders them by output, then

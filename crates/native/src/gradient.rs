@@ -1,0 +1,742 @@
+//! Catalyst's `grad` and `value_and_grad` (its `jacobian` is `grad` with
+//! `scalar_out=False`): derivatives of the nested `jaxpr` with respect to
+//! the operands `expanded_argnums`, by the method Catalyst would use.
+//!
+//! - `method='fd'`: Catalyst's forward difference of the whole function
+//!   (`FiniteDifference.cpp`): `(f(x + h e_k) - f(x)) / h` for each element
+//!   `k` of each differentiated operand, `h` 1e-7 unless given.
+//! - `method='auto'`: forward mode. The nested jaxpr runs once per element
+//!   of the differentiated operands with that element's tangent 1 (the
+//!   others 0); each equation computes its results and their tangents
+//!   ([`Codegen::jvp_eqn`]). A `quantum_kernel` differentiates its circuit
+//!   by the adjoint method, as Catalyst does for `diff_method='adjoint'` and
+//!   `'best'` on Lightning: the runtime records the circuit as it runs, each
+//!   executed gate parameter's tangent is handed to the adapter, and the
+//!   expectation values' Jacobian from `__catalyst__qis__Gradient` is
+//!   contracted with those tangents. `diff_method='parameter-shift'`
+//!   circuits get the same exact derivative from the adjoint method (both
+//!   are exact; they agree to rounding); what the adjoint method cannot
+//!   differentiate (probabilities, variances, samples) is refused.
+
+use super::{Arr, Codegen, Cx, Env, Op, dtype};
+use jaxpr_check::{EqnId, JaxprId};
+use jaxpr_lower::{EqnCx, LowerError, LowerResult, Operand, err};
+use jaxpr_syntax::TextRange;
+use jaxpr_syntax::ast::{self, Expr, ExprKind};
+use jaxpr_types::{DType, FloatKind, VarId};
+use inkwell::values::{BasicValueEnum, FloatValue};
+use rustc_hash::FxHashMap as HashMap;
+use std::cell::RefCell;
+
+/// Tangents of the variables in scope; a variable without one has a zero
+/// tangent (an integer, or a value that does not depend on the
+/// differentiated operands).
+type Tangents<'c> = HashMap<VarId, Arr<'c>>;
+
+/// What `grad_params=GradParams(...)` says.
+struct GradParams {
+    finite_difference: Option<f64>,
+    argnums: Vec<usize>,
+    with_value: bool,
+}
+
+/// The circuit being differentiated: its body, and the expectation values
+/// it has measured, whose tangents the end of the circuit gives.
+pub(crate) struct Tape {
+    body: JaxprId,
+    expvals: Vec<VarId>,
+    ended: bool,
+}
+
+fn grad_params(cx: &Cx<'_, '_>) -> LowerResult<GradParams> {
+    let p = cx.param("grad_params")?;
+    let ExprKind::Call(call) = &p.kind else {
+        return err(p.range, "`grad_params` is not a `GradParams(...)`");
+    };
+    let field = |name: &str| call.args.iter().find(|a| a.name.as_ref().is_some_and(|n| n.text == name)).map(|a| &a.value);
+    let text = |name: &str| field(name).map(|v| match &v.kind {
+        ExprKind::Str(s) | ExprKind::Path(s) | ExprKind::Number(s) => s.to_string(),
+        _ => jaxpr_lower::expr_text(v),
+    });
+    let method = text("method").unwrap_or_else(|| "auto".into());
+    let h = match text("h").as_deref() {
+        None | Some("None") => 1e-7,
+        Some(t) => t.parse::<f64>().map_err(|_| LowerError {
+            range: p.range,
+            message: format!("`grad_params` has the step h={t}, not a number"),
+            help: None,
+        })?,
+    };
+    let finite_difference = match method.as_str() {
+        "fd" => Some(h),
+        "auto" => None,
+        other => return err(p.range, format!("`grad_params` names the method `{other}`; Catalyst's are `auto` and `fd`")),
+    };
+    let Some(argnums) = field("expanded_argnums").and_then(Expr::as_int_seq) else {
+        return err(p.range, "`grad_params` has no `expanded_argnums`");
+    };
+    let argnums = argnums
+        .into_iter()
+        .map(|k| usize::try_from(k).ok().filter(|&k| k < cx.args.len()))
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| LowerError { range: p.range, message: "`expanded_argnums` names an operand that is not there".into(), help: None })?;
+    let with_value = cx.name() == "value_and_grad" || text("with_value").as_deref() == Some("True");
+    Ok(GradParams { finite_difference, argnums, with_value })
+}
+
+/// The `diff_method` a QNode's printed repr names (`diff_method='best'`).
+fn diff_method(e: &ast::Eqn) -> Option<String> {
+    let p = e.param("qnode").or_else(|| e.param("fn"))?;
+    let ExprKind::Str(s) = &p.value.kind else { return None };
+    let rest = &s[s.find("diff_method=")? + "diff_method=".len()..];
+    let end = rest.find([',', '>']).unwrap_or(rest.len());
+    Some(rest[..end].trim_matches(['\'', '"', ' ']).to_string())
+}
+
+fn unsupported<T>(at: TextRange, message: String) -> LowerResult<T> {
+    Err(LowerError {
+        range: at,
+        message,
+        help: Some("docs/native.md says which derivatives a native build computes; Catalyst's `qjit` computes the others".into()),
+    })
+}
+
+/// Elementwise primitives whose tangent is the primitive of the tangents.
+const LINEAR_ELEMENTWISE: &[&str] = &["add", "sub", "neg", "add_any", "real", "imag"];
+/// Primitives linear in their array operands (the others, indices and
+/// predicates, are primal): the tangent is the same equation on the
+/// tangents of those operands (zeros where there is none).
+const LINEAR: &[(&str, &[usize])] = &[
+    ("broadcast_in_dim", &[0]),
+    ("reshape", &[0]),
+    ("squeeze", &[0]),
+    ("expand_dims", &[0]),
+    ("transpose", &[0]),
+    ("reduce_sum", &[0]),
+    ("slice", &[0]),
+    ("dynamic_slice", &[0]),
+    ("gather", &[0]),
+    ("rev", &[0]),
+    ("copy", &[0]),
+    ("copy_p", &[0]),
+    ("cumsum", &[0]),
+    ("dynamic_update_slice", &[0, 1]),
+    ("pad", &[0, 1]),
+];
+
+impl<'c, 'f> Codegen<'c, 'f> {
+    /// Lowers `grad` / `value_and_grad`; `None` for other primitives.
+    pub(crate) fn lower_gradient(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> LowerResult<Option<Vec<Arr<'c>>>> {
+        if !matches!(cx.name(), "grad" | "value_and_grad") {
+            return Ok(None);
+        }
+        let at = cx.at();
+        let params = grad_params(cx)?;
+        let Some(&callee) = cx.callees(self.a, "jaxpr").first() else {
+            return err(at, format!("`{}` has no `jaxpr` to differentiate", cx.name()));
+        };
+        if self.tape.borrow().is_some() {
+            return unsupported(at, "a derivative inside a differentiated circuit: Catalyst computes higher derivatives only with `method='fd'`".into());
+        }
+        if params.finite_difference.is_none() {
+            self.nested_gradient_check(callee, at)?;
+        }
+        for &d in &params.argnums {
+            let dt = dtype(&cx.args[d].ty)?;
+            if !dt.is_float() {
+                return err(at, format!("operand {d} of `{}` is {dt}: only floating-point operands are differentiated", cx.name()));
+            }
+        }
+        // The operands are the arguments, then the closed jaxpr's constants,
+        // which its binders take first.
+        let info = self.a.jaxpr(callee);
+        let (nconsts, ninvars) = (info.constvars.len(), info.invars.len());
+        let mut inputs: Vec<Op<'c>> = cx.args.clone();
+        if nconsts > 0 && cx.args.len() == nconsts + ninvars {
+            inputs.rotate_right(nconsts);
+        } else if nconsts > 0 {
+            return err(at, format!("`{}` passes {} operands to a jaxpr of {nconsts} constants and {ninvars} arguments", cx.name(), cx.args.len()));
+        }
+        let position = |d: usize| nconsts + d;
+        let values = self.call_jaxpr(env, callee, &inputs, at)?;
+        // Catalyst's layout: for each result, for each differentiated
+        // operand, the result's shape followed by the operand's.
+        let mut grads = Vec::new();
+        for value in &values {
+            let vdt = dtype(&value.ty)?;
+            if !vdt.is_float() {
+                return err(at, format!("`{}` differentiates a result of dtype {vdt}; Catalyst differentiates floating-point results", cx.name()));
+            }
+            for &d in &params.argnums {
+                let mut dims = value.v.dims.clone();
+                dims.extend(cx.args[d].v.dims.iter().copied());
+                grads.push(self.alloc(&vdt, &dims)?);
+            }
+        }
+        let nd = params.argnums.len();
+        for (slot, &d) in params.argnums.iter().enumerate() {
+            let operand = &cx.args[d];
+            let odt = dtype(&operand.ty)?;
+            let n = self.numel(&operand.v.dims);
+            self.for_range(n, &mut |k| {
+                self.scope_begin();
+                let columns: Vec<Arr<'c>> = match params.finite_difference {
+                    Some(h) => {
+                        // f(x + h e_k), then (f(x + h e_k) - f(x)) / h.
+                        let shifted = self.copy_fresh(operand)?;
+                        let x = self.load(&odt, shifted.p, k)?.into_float_value();
+                        let step = self.fconst(&odt, h)?;
+                        let moved = self.b.build_float_add(x, step, "").expect("add");
+                        self.store(&odt, shifted.p, k, moved.into())?;
+                        let mut shifted_inputs = inputs.clone();
+                        shifted_inputs[position(d)] = Operand { v: shifted, ty: operand.ty.clone() };
+                        let forward = self.call_jaxpr(env, callee, &shifted_inputs, at)?;
+                        let mut columns = Vec::new();
+                        for (f1, f0) in forward.iter().zip(&values) {
+                            let vdt = dtype(&f0.ty)?;
+                            let hr = self.fconst(&vdt, h)?;
+                            columns.push(self.map_elements(&vdt, &f0.v.dims, &[&f1.v, &f0.v], &mut |xs| {
+                                let diff = self.b.build_float_sub(xs[0].into_float_value(), xs[1].into_float_value(), "").expect("sub");
+                                Ok(self.b.build_float_div(diff, hr, "").expect("div").into())
+                            })?);
+                        }
+                        columns
+                    }
+                    None => {
+                        let seed = self.zeros(&odt, &operand.v.dims)?;
+                        self.store(&odt, seed.p, k, self.fconst(&odt, 1.0)?.into())?;
+                        let mut tangents: Vec<Option<Arr<'c>>> = vec![None; inputs.len()];
+                        tangents[position(d)] = Some(seed);
+                        let (_, outs) = self.jvp_call(env, callee, &inputs, &tangents, at)?;
+                        let mut columns = Vec::new();
+                        for (t, f0) in outs.into_iter().zip(&values) {
+                            columns.push(match t {
+                                Some(t) => t,
+                                None => self.zeros(&dtype(&f0.ty)?, &f0.v.dims)?,
+                            });
+                        }
+                        columns
+                    }
+                };
+                // Column k of each result's block: grads[o][j * n + k].
+                for (o, (column, f0)) in columns.iter().zip(&values).enumerate() {
+                    let vdt = dtype(&f0.ty)?;
+                    let block = &grads[o * nd + slot];
+                    let m = self.numel(&f0.v.dims);
+                    self.for_range(m, &mut |j| {
+                        let v = self.load(&vdt, column.p, j)?;
+                        let at_jk = self.add(self.mul(j, n), k);
+                        self.store(&vdt, block.p, at_jk, v)
+                    })?;
+                }
+                self.scope_end(&[])?;
+                Ok(())
+            })?;
+        }
+        let mut results: Vec<Arr<'c>> = if params.with_value { values.into_iter().map(|v| v.v).collect() } else { Vec::new() };
+        results.extend(grads);
+        Ok(Some(results))
+    }
+
+    /// Refuses, before anything is built, what Catalyst's `auto` method
+    /// does not differentiate or what this build does not: a QNode's
+    /// `diff_method` and measurements.
+    fn nested_gradient_check(&self, j: JaxprId, at: TextRange) -> LowerResult<()> {
+        let (eqns, _) = self.syntax.body(self.a, j)?;
+        for (e, id) in eqns {
+            let name = e.primitive.text.as_str();
+            if matches!(name, "grad" | "value_and_grad") {
+                return unsupported(e.primitive.range, "a derivative of a derivative: Catalyst computes higher derivatives only with `method='fd'`".into());
+            }
+            if name == "quantum_kernel" {
+                let method = diff_method(e).unwrap_or_else(|| "best".into());
+                match method.as_str() {
+                    "best" | "adjoint" | "parameter-shift" => {}
+                    "finite-diff" => {
+                        return unsupported(e.primitive.range, "`diff_method='finite-diff'` on a QNode: Catalyst does not differentiate it with `method='auto'` either (it asks for `grad(f, method='fd')`)".into());
+                    }
+                    "None" => return unsupported(e.primitive.range, "the QNode is marked non-differentiable (`diff_method=None`)".into()),
+                    other => return unsupported(e.primitive.range, format!("the QNode's `diff_method='{other}'` is not one Catalyst differentiates (adjoint, parameter-shift)")),
+                }
+                let callees = &self.a.eqn(id).callees;
+                for (_, body) in callees.iter() {
+                    self.circuit_measurements_check(*body, &method, e.primitive.range)?;
+                }
+            }
+            for (_, nested) in self.a.eqn(id).callees.iter() {
+                if name != "quantum_kernel" {
+                    self.nested_gradient_check(*nested, at)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The measurements of a differentiated circuit: expectation values.
+    fn circuit_measurements_check(&self, j: JaxprId, method: &str, kernel: TextRange) -> LowerResult<()> {
+        let (eqns, _) = self.syntax.body(self.a, j)?;
+        for (e, id) in eqns {
+            let name = e.primitive.text.as_str();
+            if matches!(name, "probs" | "var" | "sample" | "counts" | "state" | "measure") {
+                let why = match (name, method) {
+                    ("probs", "parameter-shift") => "Catalyst shifts and re-executes the circuit for probabilities; this build differentiates circuits by the runtime's adjoint method, which differentiates expectation values only",
+                    ("measure", _) => "a mid-circuit measurement is not differentiable (Catalyst refuses it too)",
+                    (_, "parameter-shift") => "Catalyst's parameter-shift differentiates expval and probs only",
+                    _ => "the adjoint method differentiates expectation values only (Catalyst refuses the others too)",
+                };
+                return unsupported(
+                    e.primitive.range,
+                    format!("`{name}` in a circuit differentiated with `diff_method='{method}'` (the QNode at byte {}): {why}", kernel.start),
+                );
+            }
+            for (_, nested) in self.a.eqn(id).callees.iter() {
+                self.circuit_measurements_check(*nested, method, kernel)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs a nested jaxpr with tangents: its results and theirs.
+    fn jvp_call(
+        &self,
+        outer: &Env<'c>,
+        j: JaxprId,
+        inputs: &[Op<'c>],
+        tangents: &[Option<Arr<'c>>],
+        at: TextRange,
+    ) -> LowerResult<(Vec<Op<'c>>, Vec<Option<Arr<'c>>>)> {
+        let binders = jaxpr_lower::walk::nested_binders(self.a, j, inputs.len(), at)?;
+        let mut env = Env { vals: HashMap::default(), syms: outer.syms.clone() };
+        let mut tenv: Tangents<'c> = HashMap::default();
+        for ((&v, x), t) in binders.iter().zip(inputs).zip(tangents) {
+            env.vals.insert(v, Operand { v: self.materialized(&x.v)?, ty: self.a.var(v).ty.clone() });
+            if let Some(t) = t {
+                tenv.insert(v, t.clone());
+            }
+        }
+        let (eqns, outvars) = self.syntax.body(self.a, j)?;
+        for (e, id) in eqns {
+            let outer_current = self.current.replace(Some((e.primitive.text.as_str(), e.primitive.range)));
+            let done = self.jvp_eqn(&mut env, &mut tenv, j, e, id);
+            self.current.set(outer_current);
+            done?;
+        }
+        let mut outs = Vec::new();
+        let mut touts = Vec::new();
+        for o in outvars {
+            outs.push(self.atom(&env, o)?);
+            touts.push(self.var_of(o).and_then(|v| tenv.get(&v).cloned()));
+        }
+        Ok((outs, touts))
+    }
+
+    /// One equation and the tangents of its results.
+    fn jvp_eqn(&self, env: &mut Env<'c>, tenv: &mut Tangents<'c>, j: JaxprId, e: &'f ast::Eqn, id: EqnId) -> LowerResult<()> {
+        let name = e.primitive.text.as_str();
+        let at = e.primitive.range;
+        let vars: Vec<Option<VarId>> = e.args.iter().map(|x| self.var_of(x)).collect();
+        let arg_tangents: Vec<Option<Arr<'c>>> = vars.iter().map(|v| v.and_then(|v| tenv.get(&v).cloned())).collect();
+        let outs_vars: Vec<Option<VarId>> = self.a.eqn(id).outs.clone();
+        // The circuit's measured values have tangents only at its end.
+        if let Some(tape) = self.tape.borrow().as_ref() {
+            if let Some(v) = vars.iter().flatten().find(|v| tape.expvals.contains(v) && !tape.ended) {
+                return unsupported(at, format!("`{name}` uses the expectation value `{}` inside the differentiated circuit: the adjoint method gives its derivative at the circuit's end", self.a.var(*v).name));
+            }
+        }
+        let in_tape = self.tape.borrow().is_some();
+        if in_tape {
+            match name {
+                "qdealloc" => return self.tape_end(env, tenv, e, id, at),
+                "expval" => {
+                    let is_body = self.tape.borrow().as_ref().is_some_and(|t| t.body == j);
+                    if !is_body {
+                        return unsupported(at, "an expectation value inside a loop or a conditional of a differentiated circuit".into());
+                    }
+                    self.primal(env, e, id)?;
+                    if let Some(Some(v)) = outs_vars.first() {
+                        self.tape.borrow_mut().as_mut().expect("tape").expvals.push(*v);
+                    }
+                    return Ok(());
+                }
+                "qalloc" if self.tape.borrow().as_ref().is_some_and(|t| t.body == j) => {
+                    self.primal(env, e, id)?;
+                    let rc = self.tape_call("jx_q_tape_begin", &[], &[]);
+                    self.tape_check(rc, name, at);
+                    return Ok(());
+                }
+                _ => {}
+            }
+        }
+        if name == "quantum_kernel" && arg_tangents.iter().any(Option::is_some) {
+            return self.jvp_kernel(env, tenv, e, id, arg_tangents);
+        }
+        if arg_tangents.iter().all(Option::is_none) {
+            return self.primal(env, e, id).map(drop);
+        }
+        let cx = self.eqn_cx(env, e, id)?;
+        let calls = matches!(name, "for_loop" | "func" | "pjit" | "jit" | "closed_call" | "core_call");
+        let results = if calls { Vec::new() } else { self.primal(env, e, id)? };
+        let set = |tenv: &mut Tangents<'c>, k: usize, t: Arr<'c>| {
+            if let Some(Some(v)) = outs_vars.get(k) {
+                tenv.insert(*v, t);
+            }
+        };
+        let out_dt = cx.outs.first().map(dtype).transpose()?;
+        if out_dt.as_ref().is_some_and(|d| !d.is_float() && !d.is_complex()) && !calls && !matches!(name, "qinst" | "gphase") {
+            // Integer and boolean results have no tangent.
+            return Ok(());
+        }
+        let tangent_or_zero = |k: usize| -> LowerResult<Arr<'c>> {
+            match &arg_tangents[k] {
+                Some(t) => Ok(t.clone()),
+                None => self.zeros(&dtype(&cx.args[k].ty)?, &cx.args[k].v.dims),
+            }
+        };
+        if LINEAR_ELEMENTWISE.contains(&name) || name == "convert_element_type" {
+            let args = (0..cx.args.len()).map(|k| Ok(Operand { v: tangent_or_zero(k)?, ty: cx.args[k].ty.clone() })).collect::<LowerResult<Vec<_>>>()?;
+            let t = self.relower(env, e, id, args)?;
+            set(tenv, 0, t.into_iter().next().expect("result"));
+            return Ok(());
+        }
+        if let Some((_, linear)) = LINEAR.iter().find(|(p, _)| *p == name) {
+            let mut args = cx.args.clone();
+            let n = args.len();
+            for &k in linear.iter().filter(|&&k| k < n) {
+                args[k].v = tangent_or_zero(k)?;
+            }
+            // Operands outside `linear` (indices, padding values of other
+            // dtypes) are primal; a tangent on them would be a bug here.
+            let t = self.relower(env, e, id, args)?;
+            set(tenv, 0, t.into_iter().next().expect("result"));
+            return Ok(());
+        }
+        match name {
+            "mul" | "dot_general" => {
+                // Bilinear: t = f(ta, b) + f(a, tb).
+                let mut terms = Vec::new();
+                for k in 0..2 {
+                    if let Some(t) = &arg_tangents[k] {
+                        let mut args = cx.args.clone();
+                        args[k].v = t.clone();
+                        terms.push(self.relower(env, e, id, args)?.into_iter().next().expect("result"));
+                    }
+                }
+                let odt = out_dt.clone().expect("dtype");
+                let t = match terms.as_slice() {
+                    [one] => one.clone(),
+                    [x, y] => self.map_elements(&odt, &results[0].dims, &[x, y], &mut |xs| {
+                        Ok(self.b.build_float_add(xs[0].into_float_value(), xs[1].into_float_value(), "").expect("add").into())
+                    })?,
+                    _ => unreachable!("a bilinear primitive has two operands"),
+                };
+                set(tenv, 0, t);
+            }
+            "select_n" => {
+                let mut args = cx.args.clone();
+                for k in 1..args.len() {
+                    args[k].v = tangent_or_zero(k)?;
+                }
+                let t = self.relower(env, e, id, args)?;
+                set(tenv, 0, t.into_iter().next().expect("result"));
+            }
+            "concatenate" => {
+                let args = (0..cx.args.len()).map(|k| Ok(Operand { v: tangent_or_zero(k)?, ty: cx.args[k].ty.clone() })).collect::<LowerResult<Vec<_>>>()?;
+                let t = self.relower(env, e, id, args)?;
+                set(tenv, 0, t.into_iter().next().expect("result"));
+            }
+            "div" => {
+                // t = ta / b - tb * (a / b) / b.
+                let odt = out_dt.clone().expect("dtype");
+                let (ta, tb) = (tangent_or_zero(0)?, tangent_or_zero(1)?);
+                let b = cx.args[1].v.clone();
+                let t = self.map_elements(&odt, &results[0].dims, &[&ta, &tb, &b, &results[0]], &mut |xs| {
+                    let [ta, tb, b, q] = [0, 1, 2, 3].map(|i| xs[i].into_float_value());
+                    let first = self.b.build_float_div(ta, b, "").expect("div");
+                    let second = self.b.build_float_div(self.b.build_float_mul(tb, q, "").expect("mul"), b, "").expect("div");
+                    Ok(self.b.build_float_sub(first, second, "").expect("sub").into())
+                })?;
+                set(tenv, 0, t);
+            }
+            "sin" | "cos" | "exp" | "log" | "tanh" | "sqrt" | "integer_pow" | "logistic" | "log1p" | "expm1" | "tan" | "square" | "rsqrt" => {
+                let odt = out_dt.clone().expect("dtype");
+                let n_pow = e.param("y").and_then(|p| p.value.as_int()).unwrap_or(0);
+                let t_in = arg_tangents[0].clone().expect("tangent");
+                let x = cx.args[0].v.clone();
+                let t = self.map_elements(&odt, &results[0].dims, &[&t_in, &x, &results[0]], &mut |xs| {
+                    let [t, x, y] = [0, 1, 2].map(|i| xs[i].into_float_value());
+                    let d = self.derivative(name, &odt, x, y, n_pow)?;
+                    Ok(self.b.build_float_mul(t, d, "").expect("mul").into())
+                })?;
+                set(tenv, 0, t);
+            }
+            "pow" => {
+                // d(x^y) = ty * log(x) * x^y + tx * y * x^(y-1).
+                let odt = out_dt.clone().expect("dtype");
+                if dtype(&cx.args[1].ty)? != odt {
+                    return unsupported(at, "`pow` with an integer exponent differentiated: not derived here".into());
+                }
+                let (tx, ty) = (tangent_or_zero(0)?, tangent_or_zero(1)?);
+                let (x, y) = (cx.args[0].v.clone(), cx.args[1].v.clone());
+                let t = self.map_elements(&odt, &results[0].dims, &[&tx, &ty, &x, &y, &results[0]], &mut |xs| {
+                    let [tx, ty, x, y, z] = [0, 1, 2, 3, 4].map(|i| xs[i].into_float_value());
+                    let one = self.fconst(&odt, 1.0)?;
+                    let ym1 = self.b.build_float_sub(y, one, "").expect("sub");
+                    let xp = self.libm("pow", &odt, &[x.into(), ym1.into()])?.into_float_value();
+                    let dx = self.b.build_float_mul(tx, self.b.build_float_mul(y, xp, "").expect("mul"), "").expect("mul");
+                    let logx = self.libm("log", &odt, &[x.into()])?.into_float_value();
+                    let dy = self.b.build_float_mul(ty, self.b.build_float_mul(logx, z, "").expect("mul"), "").expect("mul");
+                    Ok(self.b.build_float_add(dx, dy, "").expect("add").into())
+                })?;
+                set(tenv, 0, t);
+            }
+            "qinst" | "gphase" => {
+                let (first, count) = match name {
+                    "qinst" => {
+                        let count = |p: &str| e.param(p).and_then(|p| p.value.as_int()).unwrap_or(0).max(0) as usize;
+                        (count("qubits_len"), count("params_len"))
+                    }
+                    _ => (0, 1),
+                };
+                if !in_tape {
+                    return unsupported(at, format!("`{name}` with a differentiated parameter outside a circuit"));
+                }
+                let f64t = DType::Float(FloatKind::F64);
+                let buffer = self.alloc(&f64t, &[self.i64(count.max(1) as i64)])?;
+                for p in 0..count {
+                    let v = match &arg_tangents[first + p] {
+                        Some(t) => {
+                            let pdt = dtype(&cx.args[first + p].ty)?;
+                            let v = self.load(&pdt, t.p, self.i64(0))?;
+                            self.convert(v, &pdt, &f64t)?
+                        }
+                        None => self.fconst(&f64t, 0.0)?.into(),
+                    };
+                    self.store(&f64t, buffer.p, self.i64(p as i64), v)?;
+                }
+                let ptr = self.ptr_ty();
+                let rc = self.tape_call("jx_q_tape_tangents", &[ptr.into(), self.cx.i64_type().into()], &[buffer.p.into(), self.i64(count as i64).into()]);
+                self.tape_check(rc, name, at);
+            }
+            "func" | "pjit" | "jit" | "closed_call" | "core_call" => {
+                let callee = ["call_jaxpr", "jaxpr"].iter().find_map(|p| cx.callees(self.a, p).first().copied());
+                let Some(callee) = callee else {
+                    return err(at, format!("`{name}` has no jaxpr to call"));
+                };
+                let (outs, touts) = self.jvp_call(env, callee, &cx.args, &arg_tangents, at)?;
+                bind_results(env, tenv, &outs_vars, outs, touts);
+                return Ok(());
+            }
+            "for_loop" => {
+                // Constants with tangents (a gate's angle computed from
+                // them in the body); a carried value with a tangent would
+                // need the tangents carried too, which is not done here.
+                let layout = cx.for_layout(self.a)?;
+                let nconsts = layout.nconsts;
+                if let Some(k) = (nconsts..cx.args.len()).find(|&k| arg_tangents[k].is_some()) {
+                    return unsupported(at, format!("`for_loop` carrying a differentiated value (operand {k}): only its constants may depend on the differentiated operands here"));
+                }
+                let body = layout.body;
+                let results = self.for_loop_calling(&cx, &mut |inputs| {
+                    let tangents: Vec<Option<Arr<'c>>> = (0..inputs.len()).map(|k| if k < nconsts { arg_tangents[k].clone() } else { None }).collect();
+                    let (outs, touts) = self.jvp_call(env, body, inputs, &tangents, at)?;
+                    if touts.iter().any(Option::is_some) {
+                        return unsupported(at, "`for_loop` whose body gives a carried value a tangent: only its constants may depend on the differentiated operands here".into());
+                    }
+                    Ok(outs)
+                })?;
+                for (k, r) in results.into_iter().enumerate() {
+                    if let Some(Some(v)) = outs_vars.get(k) {
+                        env.vals.insert(*v, Operand { v: r, ty: cx.outs[k].clone() });
+                    }
+                }
+                return Ok(());
+            }
+            _ => {
+                return unsupported(at, format!("`{name}` with differentiated operands: the forward-mode derivative has no rule for it"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The derivative of one elementwise function at `x` (with result `y`).
+    fn derivative(&self, name: &str, dt: &DType, x: FloatValue<'c>, y: FloatValue<'c>, n_pow: i64) -> LowerResult<FloatValue<'c>> {
+        let b = &self.b;
+        let one = self.fconst(dt, 1.0)?;
+        let f = |v: BasicValueEnum<'c>| v.into_float_value();
+        Ok(match name {
+            "sin" => f(self.libm("cos", dt, &[x.into()])?),
+            "cos" => b.build_float_neg(f(self.libm("sin", dt, &[x.into()])?), "").expect("neg"),
+            "exp" => y,
+            "expm1" => b.build_float_add(y, one, "").expect("add"),
+            "log" => b.build_float_div(one, x, "").expect("div"),
+            "log1p" => b.build_float_div(one, b.build_float_add(x, one, "").expect("add"), "").expect("div"),
+            "tanh" => b.build_float_sub(one, b.build_float_mul(y, y, "").expect("mul"), "").expect("sub"),
+            "tan" => b.build_float_add(one, b.build_float_mul(y, y, "").expect("mul"), "").expect("add"),
+            "sqrt" => b.build_float_div(self.fconst(dt, 0.5)?, y, "").expect("div"),
+            "rsqrt" => {
+                // d(x^-1/2) = -1/2 x^-3/2 = -y / (2x).
+                let two_x = b.build_float_mul(self.fconst(dt, 2.0)?, x, "").expect("mul");
+                b.build_float_neg(b.build_float_div(y, two_x, "").expect("div"), "").expect("neg")
+            }
+            "logistic" => b.build_float_mul(y, b.build_float_sub(one, y, "").expect("sub"), "").expect("mul"),
+            "square" => b.build_float_mul(self.fconst(dt, 2.0)?, x, "").expect("mul"),
+            "integer_pow" => {
+                // n x^(n-1), by repeated multiplication as `integer_pow` does.
+                let mut p = one;
+                let m = n_pow - 1;
+                for _ in 0..m.unsigned_abs() {
+                    p = b.build_float_mul(p, x, "").expect("mul");
+                }
+                if m < 0 {
+                    p = b.build_float_div(one, p, "").expect("div");
+                }
+                b.build_float_mul(self.fconst(dt, n_pow as f64)?, p, "").expect("mul")
+            }
+            _ => return err(TextRange::new(0, 0), format!("internal error: no derivative of `{name}`")),
+        })
+    }
+
+    /// `quantum_kernel` with differentiated operands: its circuit run with
+    /// the runtime recording, each gate parameter's tangent handed over,
+    /// and the expectation values' tangents from the adjoint method.
+    fn jvp_kernel(&self, env: &mut Env<'c>, tenv: &mut Tangents<'c>, e: &'f ast::Eqn, id: EqnId, tangents: Vec<Option<Arr<'c>>>) -> LowerResult<()> {
+        let at = e.primitive.range;
+        let cx = self.eqn_cx(env, e, id)?;
+        let Some(&body) = cx.callees(self.a, "call_jaxpr").first() else {
+            return err(at, "`quantum_kernel` has no `call_jaxpr` to call");
+        };
+        *self.tape.borrow_mut() = Some(Tape { body, expvals: Vec::new(), ended: false });
+        let ran = self.jvp_call(env, body, &cx.args, &tangents, at);
+        let tape = self.tape.borrow_mut().take().expect("tape");
+        let (outs, touts) = ran?;
+        if !tape.ended && !tape.expvals.is_empty() {
+            return unsupported(at, "the differentiated circuit does not release its register (`qdealloc`), where the adjoint method ends".into());
+        }
+        bind_results(env, tenv, &self.a.eqn(id).outs, outs, touts);
+        Ok(())
+    }
+
+    /// `qdealloc` of the differentiated circuit: the recorder off, the
+    /// expectation values' tangents, then the register released.
+    fn tape_end(&self, env: &mut Env<'c>, tenv: &mut Tangents<'c>, e: &'f ast::Eqn, id: EqnId, at: TextRange) -> LowerResult<()> {
+        let expvals = {
+            let mut tape = self.tape.borrow_mut();
+            let tape = tape.as_mut().expect("tape");
+            tape.ended = true;
+            tape.expvals.clone()
+        };
+        if expvals.is_empty() {
+            return unsupported(at, "a differentiated circuit without an expectation value".into());
+        }
+        let f64t = DType::Float(FloatKind::F64);
+        let out = self.alloc(&f64t, &[self.i64(expvals.len() as i64)])?;
+        let ptr = self.ptr_ty();
+        let rc = self.tape_call("jx_q_tape_end", &[self.cx.i64_type().into(), ptr.into()], &[self.i64(expvals.len() as i64).into(), out.p.into()]);
+        self.tape_check(rc, "qdealloc", at);
+        for (k, v) in expvals.iter().enumerate() {
+            let t = self.alloc(&f64t, &[])?;
+            let x = self.load(&f64t, out.p, self.i64(k as i64))?;
+            self.store(&f64t, t.p, self.i64(0), x)?;
+            tenv.insert(*v, t);
+        }
+        self.primal(env, e, id)?;
+        Ok(())
+    }
+
+    /// The equation's operands and result types, as [`Codegen::eqn`] sees them.
+    fn eqn_cx(&self, env: &Env<'c>, e: &'f ast::Eqn, id: EqnId) -> LowerResult<Cx<'f, 'c>> {
+        let outs = jaxpr_lower::walk::result_types(self.a, e, id);
+        let untyped = jaxpr_lower::walk::untyped_literal_dtypes(self.a, &self.syntax, e, id, &outs);
+        let args = e
+            .args
+            .iter()
+            .zip(&untyped)
+            .map(|(x, d)| {
+                let o = self.atom_as(env, x, d.as_ref())?;
+                Ok(Operand { v: self.materialized(&o.v)?, ty: o.ty })
+            })
+            .collect::<LowerResult<Vec<_>>>()?;
+        Ok(EqnCx { e, id, args, outs })
+    }
+
+    /// The equation's results, computed as without derivatives; a loop
+    /// runs its body with tangents when the circuit is recording.
+    fn primal(&self, env: &mut Env<'c>, e: &'f ast::Eqn, id: EqnId) -> LowerResult<Vec<Arr<'c>>> {
+        self.eqn(env, e, id, &Default::default())?;
+        self.a
+            .eqn(id)
+            .outs
+            .iter()
+            .map(|v| match v {
+                Some(v) => Ok(self.materialized(&env.vals[v].v)?),
+                None => self.alloc(&DType::Int(64), &[]),
+            })
+            .collect()
+    }
+
+    /// The same equation on other operands (tangents in place of values).
+    fn relower(&self, env: &Env<'c>, e: &'f ast::Eqn, id: EqnId, args: Vec<Op<'c>>) -> LowerResult<Vec<Arr<'c>>> {
+        let outs = jaxpr_lower::walk::result_types(self.a, e, id);
+        let cx = EqnCx { e, id, args, outs };
+        let results = if super::fusion::is_elementwise(e.primitive.text.as_str()) || e.primitive.text == "transpose" {
+            vec![self.fused(env, cx, false)?]
+        } else {
+            match self.eqn_kernel(env, &cx)? {
+                Some(r) => r,
+                None => self.lower_eqn(env, &cx, false)?,
+            }
+        };
+        results.into_iter().map(|r| self.materialized(&r)).collect()
+    }
+
+    /// A new array of zeros.
+    fn zeros(&self, dt: &DType, dims: &[inkwell::values::IntValue<'c>]) -> LowerResult<Arr<'c>> {
+        let out = self.alloc(dt, dims)?;
+        let zero = self.fconst(dt, 0.0)?;
+        self.for_range(self.numel(dims), &mut |i| self.store(dt, out.p, i, zero.into()))?;
+        Ok(out)
+    }
+
+    /// A new array of `dims`, element `i` being `f` of element `i` of each
+    /// input (all of `dims`).
+    fn map_elements(
+        &self,
+        dt: &DType,
+        dims: &[inkwell::values::IntValue<'c>],
+        inputs: &[&Arr<'c>],
+        f: &mut dyn FnMut(&[BasicValueEnum<'c>]) -> LowerResult<BasicValueEnum<'c>>,
+    ) -> LowerResult<Arr<'c>> {
+        let out = self.alloc(dt, dims)?;
+        self.for_range(self.numel(dims), &mut |i| {
+            let xs = inputs.iter().map(|x| self.load(dt, x.p, i)).collect::<LowerResult<Vec<_>>>()?;
+            let v = f(&xs)?;
+            self.store(dt, out.p, i, v)
+        })?;
+        Ok(out)
+    }
+
+    fn tape_call(&self, f: &str, params: &[inkwell::types::BasicMetadataTypeEnum<'c>], args: &[inkwell::values::BasicMetadataValueEnum<'c>]) -> inkwell::values::IntValue<'c> {
+        let f = self.extern_fn(f, Some(self.cx.i32_type().into()), params, false);
+        self.call(f, args).expect("status").into_int_value()
+    }
+
+    fn tape_check(&self, rc: inkwell::values::IntValue<'c>, name: &str, at: TextRange) {
+        self.quantum_check(rc, name, at.start);
+    }
+}
+
+/// A call's results and their tangents, bound to the equation's result
+/// variables.
+fn bind_results<'c>(env: &mut Env<'c>, tenv: &mut Tangents<'c>, vars: &[Option<VarId>], outs: Vec<Op<'c>>, tangents: Vec<Option<Arr<'c>>>) {
+    for ((v, o), t) in vars.iter().zip(outs).zip(tangents) {
+        if let Some(v) = v {
+            env.vals.insert(*v, o);
+            if let Some(t) = t {
+                tenv.insert(*v, t);
+            }
+        }
+    }
+}
+
+/// The tape of the circuit being differentiated, if any ([`Codegen`]'s field).
+pub(crate) type TapeCell = RefCell<Option<Tape>>;
