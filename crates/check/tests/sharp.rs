@@ -134,6 +134,38 @@ fn constant_indices_out_of_bounds() {
     );
 }
 
+/// A gather's mode printed as its enum's number (1 fill or drop, 0 clip)
+/// says the same as its name.
+#[test]
+fn a_gather_mode_printed_as_a_number() {
+    check(
+        r#"{ lambda ; b:f32[5,3]. let
+    g:i32[2] = iota[dimension=0 dtype=int32 shape=(2,) sharding=None]
+    h:i32[2] = mul g 5:i32[]
+    i:i32[2,1] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(2, 1) sharding=None] h
+    j:f32[2,3] = gather[
+      dimension_numbers=GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,), operand_batching_dims=(), start_indices_batching_dims=())
+      fill_value=None
+      indices_are_sorted=False
+      mode=1
+      slice_sizes=(1, 3)
+      unique_indices=False
+    ] b i
+#       ^ warning[J0014]: index 5 is out of bounds for axis 0 of size 5: `gather` (mode fill_or_drop) returns NaN for that slice instead of raising
+    k:f32[2,3] = gather[
+      dimension_numbers=GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,), operand_batching_dims=(), start_indices_batching_dims=())
+      fill_value=None
+      indices_are_sorted=False
+      mode=0
+      slice_sizes=(1, 3)
+      unique_indices=False
+    ] b i
+#       ^ warning[J0014]: index 5 is out of bounds for axis 0 of size 5: `gather` (mode clip) clamps it to 4 and reads that slice instead
+  in (j, k) }
+"#,
+    );
+}
+
 #[test]
 fn float64_requested_with_x64_off() {
     check(
