@@ -208,18 +208,9 @@ fn float64_without_evidence_of_x64_off_is_quiet() {
 
 /// Whether the rule finds a reuse in the file at `path`.
 fn finds_reuse(path: &Path, config: SharpConfig) -> bool {
-    let text = std::fs::read_to_string(path).unwrap();
-    let parse = jaxpr_syntax::parse(&text);
-    let analysis = jaxpr_check::check(&parse.file);
-    assert!(
-        analysis.diagnostics.iter().all(|d| !d.is_error()),
-        "{}: {:?}",
-        path.display(),
-        analysis.diagnostics
-    );
-    SharpBits::check_analysis(&analysis, &parse.file, config)
-        .iter()
-        .any(|d| d.kind == DiagKind::KeyReuse)
+    let (kinds, errors) = sharp_findings(path, config);
+    assert!(errors.is_empty(), "{}: {errors:?}", path.display());
+    kinds.contains(&DiagKind::KeyReuse)
 }
 
 /// Following typed keys only, the rule's verdict is JAX's on every program;
@@ -281,15 +272,15 @@ fn jaxpr_files(dir: &Path) -> Vec<std::path::PathBuf> {
     out
 }
 
-/// The sharp-bits findings on the file at `path`, raw keys followed.
-fn sharp_findings(path: &Path) -> Vec<DiagKind> {
+/// The sharp-bits findings on the file at `path` with `config`, and the
+/// checker's errors there.
+fn sharp_findings(path: &Path, config: SharpConfig) -> (Vec<DiagKind>, Vec<jaxpr_syntax::diagnostics::Diagnostic>) {
     let text = std::fs::read_to_string(path).unwrap();
     let parse = jaxpr_syntax::parse(&text);
     let analysis = jaxpr_check::check(&parse.file);
-    SharpBits::check_analysis(&analysis, &parse.file, SharpConfig::default())
-        .iter()
-        .map(|d| d.kind)
-        .collect()
+    let kinds = SharpBits::check_analysis(&analysis, &parse.file, config).iter().map(|d| d.kind).collect();
+    let errors = analysis.diagnostics.into_iter().filter(|d| d.is_error()).collect();
+    (kinds, errors)
 }
 
 /// On programs nobody here wrote, the ecosystem's libraries and every
@@ -335,7 +326,7 @@ fn corpora_findings_are_jaxs() {
     for dir in ["ecosystem", "versions"] {
         for path in jaxpr_files(&data.join(dir)) {
             files += 1;
-            let kinds = sharp_findings(&path);
+            let (kinds, _) = sharp_findings(&path, SharpConfig::default());
             let reuse = kinds.contains(&DiagKind::KeyReuse);
             found += reuse as usize;
             let others: Vec<_> = kinds.iter().filter(|k| **k != DiagKind::KeyReuse).collect();
