@@ -51,6 +51,10 @@ pub enum Family {
     /// Catalyst's quantum instructions: devices, registers, qubits, gates,
     /// observables and measurements, and the primitives that carry circuits.
     Quantum,
+    /// Catalyst's derivatives of a nested jaxpr (`grad`, `value_and_grad`):
+    /// classical code is differentiated by the build; a circuit inside runs
+    /// on Catalyst's runtime as any quantum instruction.
+    Derivative,
     Other,
 }
 
@@ -241,6 +245,7 @@ impl Family {
                 Cost::differs(CostRule::Unmodelled, "not modelled yet")
             }
             Family::Quantum => Cost::differs(CostRule::Unmodelled, "runs on a quantum device, outside XLA"),
+            Family::Derivative => Cost::differs(CostRule::Unmodelled, "a derivative XLA has no counterpart of"),
         }
     }
 }
@@ -330,6 +335,17 @@ const QUANTUM_ROW: Primitive = Primitive {
 const GRADIENT_STABLEHLO: Lowering = Lowering::Refused(
     "Catalyst's derivatives (`grad`, `value_and_grad`, `jacobian`) are computed by native builds only; the StableHLO back end has no differentiation (and XLA none of circuits): build with `--emit native`",
 );
+
+/// Catalyst's derivatives: lowered natively (`crates/native/src/gradient.rs`).
+const DERIVATIVE_ROW: Primitive = Primitive {
+    family: Family::Derivative,
+    stablehlo: GRADIENT_STABLEHLO,
+    complex: ComplexLowering {
+        stablehlo: GRADIENT_STABLEHLO,
+        native: Lowering::Lowered,
+    },
+    ..QUANTUM_ROW
+};
 
 /// The row of `name` (a name or an alias).
 pub fn lookup(name: &str) -> Option<&'static Primitive> {
@@ -1874,10 +1890,12 @@ pub static PRIMITIVES: &[Primitive] = &[
     },
     Primitive {
         name: "func",
+        family: Call,
         params: &["call_jaxpr", "fn"],
         jaxpr_params: &["call_jaxpr"],
         doc: "Calls a jaxpr as a function of its own (Catalyst).",
-        ..QUANTUM_ROW
+        complex: COMPLEX,
+        ..ROW
     },
     Primitive {
         name: "gphase",
@@ -1891,8 +1909,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["fn", "grad_params", "jaxpr"],
         jaxpr_params: &["jaxpr"],
         doc: "Gradient of `jaxpr` with respect to the operands `grad_params.expanded_argnums`.",
-        stablehlo: GRADIENT_STABLEHLO,
-        ..QUANTUM_ROW
+        ..DERIVATIVE_ROW
     },
     Primitive {
         name: "hamiltonian",
@@ -2027,8 +2044,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["fn", "grad_params", "jaxpr"],
         jaxpr_params: &["jaxpr"],
         doc: "The value of `jaxpr` and its gradient with respect to `grad_params.expanded_argnums`.",
-        stablehlo: GRADIENT_STABLEHLO,
-        ..QUANTUM_ROW
+        ..DERIVATIVE_ROW
     },
     Primitive {
         name: "var",

@@ -1013,14 +1013,35 @@ pub fn untyped_literal_dtypes<T: Borrow<AType>>(
             .unwrap_or(0)
             .max(0) as usize
     };
+    let branches = a.eqn(id).callees.iter().filter(|(p, _)| p.as_str() == "branch_jaxprs").count();
+    let catalyst_cond = branches > 0;
     let nested = |i: usize| -> Option<DType> {
         if let Some(params) = call_params(name) {
             let j = params.iter().find_map(|p| callee(p))?;
             return binder_dtype(j, i);
         }
         match name {
+            // Catalyst's `cond`: one predicate per branch but the last, then
+            // the branches' operands.
+            "cond" if catalyst_cond => {
+                let npreds = branches.saturating_sub(1);
+                if i < npreds { Some(DType::Bool) } else { binder_dtype(callee("branch_jaxprs")?, i - npreds) }
+            }
             "cond" => (i > 0).then(|| callee("branches")).flatten().and_then(|j| binder_dtype(j, i - 1)),
-            "while" => {
+            // Catalyst's `for_loop`: consts and implicit operands, then the
+            // lower bound, upper bound, step and the index's first value
+            // (all of the index binder's dtype), then the carried values;
+            // the body's binders are consts, implicits, index, carried.
+            "for_loop" => {
+                let header = int("body_nconsts") + int("num_implicit_inputs").max(int("nimplicit"));
+                let k = match i {
+                    i if i < header => i,
+                    i if i < header + 4 => header,
+                    i => i - 3,
+                };
+                binder_dtype(callee("body_jaxpr")?, k)
+            }
+            "while" | "while_loop" => {
                 let cn = int("cond_nconsts");
                 if i < cn {
                     binder_dtype(callee("cond_jaxpr")?, i)
@@ -1037,7 +1058,7 @@ pub fn untyped_literal_dtypes<T: Borrow<AType>>(
         .enumerate()
         .map(|(i, x)| {
             let value = untyped_literal_text(syntax, x)?;
-            if name == "cond" && i == 0 {
+            if name == "cond" && i == 0 && !catalyst_cond {
                 return Some(literal_dtype_of_text(value));
             }
             if name == "select_n" && i == 0 {
@@ -1062,7 +1083,8 @@ pub fn untyped_literal_dtypes<T: Borrow<AType>>(
                     // (`dynamic_slice x 0`) is an integer whatever it slices.
                     let d = outs.first().and_then(|o| o.borrow().dtype.clone())?;
                     let text = literal_dtype_of_text(value);
-                    let kind = |d: &DType| (d.is_float(), matches!(d, DType::Bool), d.is_complex());
+                    // A key's seed (`random_seed 0`) is an integer, not a key.
+                    let kind = |d: &DType| (d.is_float(), d.is_bool(), d.is_complex(), d.is_int());
                     let same = kind(&d) == kind(&text)
                         || (d.is_complex() && text.is_float())
                         || (matches!(text, DType::Int(_)) && matches!(d, DType::UInt(_)));
@@ -1075,7 +1097,69 @@ pub fn untyped_literal_dtypes<T: Borrow<AType>>(
 
 #[cfg(test)]
 mod tests {
-    use super::complex_literal;
+    use super::{Syntax, complex_literal, untyped_literal_dtypes};
+    use jaxpr_types::{AType, DType};
+
+    /// The dtypes of the untyped literals among the operands of the first
+    /// equation of `text`'s main jaxpr, whose results have types `outs`.
+    fn literal_dtypes(text: &str, outs: &[AType]) -> Vec<Option<DType>> {
+        let parse = jaxpr_syntax::parse(text);
+        let a = jaxpr_check::check(&parse.file);
+        let syntax = Syntax::new(&parse.file, &a);
+        let e = &parse.file.main.as_ref().unwrap().eqns[0];
+        let id = a.eqn_with_primitive_at(e.primitive.range.start).unwrap();
+        untyped_literal_dtypes(&a, &syntax, e, id, outs)
+    }
+
+    /// Catalyst 0.10 (jax 0.4.28) prints its loops' and `cond`s' literals
+    /// untyped: each has the dtype of the binder it is passed to, or the
+    /// library reads 8 bytes of a 4-byte `0` (a `while_loop` counter).
+    #[test]
+    fn untyped_literals_of_catalysts_control_flow_have_their_binders_dtypes() {
+        let while_loop = "{ lambda ; a:i64[]. let
+    b:f64[] _:i64[] = while_loop[
+      body_jaxpr={ lambda ; d:f64[] g:i64[]. let i:i64[] = add g 1 in (d, i) }
+      body_nconsts=0
+      cond_jaxpr={ lambda ; k:i64[] l:i64[]. let m:bool[] = lt l k in (m,) }
+      cond_nconsts=1
+      nimplicit=0
+      preserve_dimensions=True
+    ] a 2.0 0
+  in (b,) }";
+        assert_eq!(literal_dtypes(while_loop, &[]), [None, Some(DType::Float(jaxpr_types::FloatKind::F64)), Some(DType::Int(64))]);
+        let for_loop = "{ lambda ; a:f64[]. let
+    b:f64[] = for_loop[
+      apply_reverse_transform=False
+      body_jaxpr={ lambda ; c:f64[] i:i64[] x:f64[]. let y:f64[] = add x c in (y,) }
+      body_nconsts=1
+      nimplicit=0
+      preserve_dimensions=True
+    ] a 0 10 1 0 1.0
+  in (b,) }";
+        let i64 = Some(DType::Int(64));
+        assert_eq!(
+            literal_dtypes(for_loop, &[]),
+            [None, i64.clone(), i64.clone(), i64.clone(), i64, Some(DType::Float(jaxpr_types::FloatKind::F64))]
+        );
+        let cond = "{ lambda ; a:bool[] b:i64[]. let
+    c:i64[] = cond[
+      branch_jaxprs=[{ lambda ; x:i64[]. let  in (x,) }, { lambda ; y:i64[]. let z:i64[] = add y 1 in (z,) }]
+      nimplicit_outputs=0
+    ] True 3
+  in (c,) }";
+        assert_eq!(literal_dtypes(cond, &[]), [Some(DType::Bool), Some(DType::Int(64))]);
+    }
+
+    /// jax 0.4.30 prints `random_seed[impl=fry] 0`: the seed is a Python
+    /// integer (i32 with 64-bit types off), not a key of the result's dtype.
+    #[test]
+    fn an_untyped_seed_is_an_integer() {
+        let seed = "{ lambda ; . let
+    g:key<fry>[] = random_seed[impl=fry] 0
+  in (g,) }";
+        let outs = [AType::scalar(DType::Key("fry".into()))];
+        assert_eq!(literal_dtypes(seed, &outs), [Some(DType::Int(32))]);
+    }
 
     #[test]
     fn python_reprs_of_complex_numbers_are_read() {

@@ -174,7 +174,7 @@ impl<'c> Codegen<'c, '_> {
         let out_handle = || self.slot(i64t.into());
         let check = |rc: IntValue<'c>| self.quantum_check(rc, name, at.start);
         Ok(Some(match name {
-            "quantum_kernel" | "func" => {
+            "quantum_kernel" => {
                 let Some(&callee) = cx.callees(self.a, "call_jaxpr").first() else {
                     return err(at, format!("`{name}` has no `call_jaxpr` to call"));
                 };
