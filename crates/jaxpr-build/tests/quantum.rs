@@ -171,30 +171,42 @@ fn quantum_programs_compute_catalysts_values() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// The diagnostics of a native build of `text` that is refused.
+fn refusal(text: &str) -> Vec<jaxpr_syntax::diagnostics::Diagnostic> {
+    let parse = jaxpr_syntax::parse(text);
+    let analysis = jaxpr_check::check(&parse.file);
+    let opts = native::Options {
+        name: "refused".into(),
+        opt: 1,
+        cpu: native::Cpu::Native,
+        threefry: Default::default(),
+        quantum: native::QuantumOptions { runtime: Some(catalyst().1.clone()), seed: None },
+    };
+    match native::build_native(&parse, &analysis, &opts, native::Artifact::Shared) {
+        Ok(_) => panic!("built, where a refusal was expected"),
+        Err(d) => d,
+    }
+}
+
 /// What Catalyst traces but refuses to compile (`tests/data/catalyst-refused`,
 /// written by `corpus-gen/catalyst/refused.py`: a gate with a differentiated
 /// parameter in a `while_loop`, by the adjoint method and by parameter-shift)
-/// is refused with one J0012 naming the method and why, at the gate.
+/// is refused with one J0012 naming the method and why, at the gate; so is a
+/// gate Catalyst's frontend refuses under parameter-shift.
 #[test]
 fn what_catalyst_does_not_differentiate_is_refused_with_one_diagnostic() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/catalyst-refused");
     let mut seen = 0;
-    for (file, method) in [("grad_gate_in_while_loop_adjoint", "adjoint"), ("grad_gate_in_while_loop_parameter_shift", "parameter-shift")] {
+    for (file, method, named) in [
+        ("grad_gate_in_while_loop_adjoint", "adjoint", "by the adjoint method"),
+        ("grad_gate_in_while_loop_parameter_shift", "parameter-shift", "by parameter-shift"),
+    ] {
         let text = std::fs::read_to_string(dir.join(format!("{file}.jaxpr"))).unwrap();
         assert!(std::fs::read_to_string(dir.join(format!("{file}.error"))).unwrap().contains("GradientLoweringStage"));
-        let parse = jaxpr_syntax::parse(&text);
-        let analysis = jaxpr_check::check(&parse.file);
-        let opts = native::Options {
-            name: "refused".into(),
-            opt: 1,
-            cpu: native::Cpu::Native,
-            threefry: Default::default(),
-            quantum: native::QuantumOptions { runtime: Some(catalyst().1.clone()), seed: None },
-        };
-        let d = native::build_native(&parse, &analysis, &opts, native::Artifact::Shared).map(drop).unwrap_err();
+        let d = refusal(&text);
         assert_eq!(d.len(), 1, "{file}: {d:?}");
         assert_eq!(d[0].kind, jaxpr_syntax::diagnostics::DiagKind::Unsupported, "{file}");
-        assert!(d[0].message.contains("while_loop") && d[0].message.contains("differentiated"), "{file}: {}", d[0].message);
+        assert!(d[0].message.contains("while_loop") && d[0].message.contains(named), "{file}: {}", d[0].message);
         assert!(text.contains(&format!("diff_method='{method}'")), "{file}");
         let gate = text.find("op=RX").unwrap();
         let at = d[0].range.start as usize;
@@ -202,6 +214,18 @@ fn what_catalyst_does_not_differentiate_is_refused_with_one_diagnostic() {
         seen += 1;
     }
     assert_eq!(seen, 2);
+    // A gate Catalyst's frontend refuses under parameter-shift (its shift
+    // rule has four terms): the suite's `RX` made a `CRX`.
+    let text = case("jacobian_probs_parameter_shift").text;
+    let crx = text
+        .replace("g:AbstractQbit() = qextract f 0:i64[]", "g:AbstractQbit() = qextract f 0:i64[]\n                ga:AbstractQbit() = qextract f 1:i64[]")
+        .replace("h:AbstractQbit() = qinst[", "h:AbstractQbit() ha:AbstractQbit() = qinst[")
+        .replace("op=RX", "op=CRX")
+        .replace("qubits_len=1\n                ] g e", "qubits_len=2\n                ] g ga e");
+    assert!(crx.contains("] g ga e") && crx.contains("op=CRX"), "the edit did not apply");
+    let d = refusal(&crx);
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert!(d[0].message.contains("`CRX`") && d[0].message.contains("parameter-shift"), "{}", d[0].message);
 }
 
 fn case(name: &str) -> Case {

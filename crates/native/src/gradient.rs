@@ -530,7 +530,11 @@ impl<'c, 'f> Codegen<'c, 'f> {
                     return unsupported(at, format!("`{name}` with a differentiated parameter outside a circuit"));
                 }
                 if self.tape.borrow().as_ref().is_some_and(|t| t.while_depth > 0) {
-                    return unsupported(at, format!("`{name}` with a differentiated parameter in a `while_loop`: Catalyst does not differentiate it (by either method its gradient pass fails: the function it clones is not free of quantum operations)"));
+                    let by = match method {
+                        Some(CircuitMethod::ParameterShift) => "parameter-shift",
+                        _ => "the adjoint method",
+                    };
+                    return unsupported(at, format!("`{name}` with a differentiated parameter in a `while_loop`, differentiated by {by}: Catalyst does not differentiate it (its gradient pass fails by either method: the function it clones is not free of quantum operations)"));
                 }
                 if method == Some(CircuitMethod::ParameterShift) {
                     self.shifted_gate_check(e, name, at)?;
