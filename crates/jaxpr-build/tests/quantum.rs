@@ -90,17 +90,22 @@ fn build(text: &str, name: &str, seed: Option<u32>, dir: &Path) -> Result<PathBu
     build_for(native::Cpu::Native, text, name, seed, dir)
 }
 
-/// [`build`] for the processor `cpu`.
-fn build_for(cpu: native::Cpu, text: &str, name: &str, seed: Option<u32>, dir: &Path) -> Result<PathBuf, String> {
-    let parse = jaxpr_syntax::parse(text);
-    let analysis = jaxpr_check::check(&parse.file);
-    let opts = native::Options {
+/// The build options of the tests: `-O1`, the venv's runtime.
+fn options(name: &str, cpu: native::Cpu, seed: Option<u32>) -> native::Options {
+    native::Options {
         name: name.to_string(),
         opt: 1,
         cpu,
         threefry: Default::default(),
         quantum: native::QuantumOptions { runtime: Some(catalyst().1.clone()), seed },
-    };
+    }
+}
+
+/// [`build`] for the processor `cpu`.
+fn build_for(cpu: native::Cpu, text: &str, name: &str, seed: Option<u32>, dir: &Path) -> Result<PathBuf, String> {
+    let parse = jaxpr_syntax::parse(text);
+    let analysis = jaxpr_check::check(&parse.file);
+    let opts = options(name, cpu, seed);
     let so = native::build_native(&parse, &analysis, &opts, native::Artifact::Shared)
         .map_err(|d| d.iter().map(|d| format!("{:?}: {}", d.kind, d.message)).collect::<Vec<_>>().join("; "))?;
     let path = dir.join(format!("lib{name}.so"));
@@ -175,13 +180,7 @@ fn quantum_programs_compute_catalysts_values() {
 fn refusal(text: &str) -> Vec<jaxpr_syntax::diagnostics::Diagnostic> {
     let parse = jaxpr_syntax::parse(text);
     let analysis = jaxpr_check::check(&parse.file);
-    let opts = native::Options {
-        name: "refused".into(),
-        opt: 1,
-        cpu: native::Cpu::Native,
-        threefry: Default::default(),
-        quantum: native::QuantumOptions { runtime: Some(catalyst().1.clone()), seed: None },
-    };
+    let opts = options("refused", native::Cpu::Native, None);
     match native::build_native(&parse, &analysis, &opts, native::Artifact::Shared) {
         Ok(_) => panic!("built, where a refusal was expected"),
         Err(d) => d,
@@ -508,13 +507,7 @@ fn object_files_of_quantum_programs_are_refused_and_ir_says_what_it_calls() {
     let _shared = MEMORY.read().unwrap_or_else(|e| e.into_inner());
     let parse = jaxpr_syntax::parse(&case("expval_rx").text);
     let analysis = jaxpr_check::check(&parse.file);
-    let opts = native::Options {
-        name: "expval_rx".to_string(),
-        opt: 1,
-        cpu: native::Cpu::Native,
-        threefry: Default::default(),
-        quantum: native::QuantumOptions { runtime: Some(catalyst().1.clone()), seed: None },
-    };
+    let opts = options("expval_rx", native::Cpu::Native, None);
     let refused = native::build_native(&parse, &analysis, &opts, native::Artifact::Object).unwrap_err();
     assert_eq!(refused.len(), 1, "{refused:?}");
     assert_eq!(refused[0].kind, jaxpr_syntax::diagnostics::DiagKind::Unsupported);
