@@ -1069,3 +1069,157 @@ def grad_classical_function(x: float):
         return jnp.sin(x) * x**2 + jnp.exp(x / 3.0) - jnp.log(x * x + 1.0)
 
     return value_and_grad(f)(x)
+
+
+# Parameter-shift (diff_method="parameter-shift"): Catalyst shifts each executed gate parameter
+# by +-pi/2 and runs the circuit again for each (mlir/lib/Gradient/Transforms/GradMethods/
+# PS_*.cpp), then contracts with the classical Jacobian of the gate parameters.
+@case((0.4, 1.1), (-0.8, 2.5), quantum=True)
+@qjit
+def grad_parameter_shift_argnums(x: float, y: float):
+    @qml.qnode(dev2, diff_method="parameter-shift")
+    def circuit(x, y):
+        qml.Rot(x, y * 2.0, x - y, wires=0)
+        qml.RY(y, wires=1)
+        qml.CNOT(wires=[0, 1])
+        qml.IsingZZ(x * y, wires=[0, 1])
+        return qml.expval(qml.PauliZ(1) @ qml.PauliX(0))
+
+    return grad(circuit, argnums=[0, 1])(x, y)
+
+
+@case((np.array([0.3, -0.7]),), (np.array([1.2, 0.5]),), quantum=True)
+@qjit
+def jacobian_probs_classical_parameter_shift(params):
+    @qml.qnode(dev2, diff_method="parameter-shift")
+    def circuit(p):
+        qml.RX(jnp.sin(p[0]) * 2.0, wires=0)
+        qml.RY(p[0] * p[1], wires=1)
+        qml.CNOT(wires=[0, 1])
+        qml.PhaseShift(p[1] ** 2, wires=1)
+        qml.Hadamard(wires=1)
+        return qml.probs(wires=[0, 1])
+
+    return catalyst.jacobian(circuit)(params)
+
+
+@case((0.3,), (1.4,), quantum=True)
+@qjit
+def value_and_grad_parameter_shift_loop(x: float):
+    @qml.qnode(dev3, diff_method="parameter-shift")
+    def circuit(x):
+        @for_loop(0, 3, 1)
+        def layer(i):
+            qml.RX(x * (i + 1), wires=i)
+            qml.CNOT(wires=[i, (i + 1) % 3])
+
+        layer()
+        return qml.expval(qml.PauliZ(0) @ qml.PauliZ(2)), qml.expval(qml.PauliY(1))
+
+    def cost(x):
+        a, b = circuit(x)
+        return a + 2.0 * b
+
+    return value_and_grad(cost)(x)
+
+
+# Derivatives through control flow: gates with differentiated parameters in cond and for_loop
+# regions of the circuit, and classical processing in loops carrying differentiated values (inside
+# the QNode, as grad_classical_pre_and_post says why). A gate with a differentiated parameter in a
+# while_loop Catalyst refuses (by either method; refused.py prints those programs).
+@case((0.3,), (1.2,), quantum=True)
+@qjit
+def grad_gate_in_cond(x: float):
+    @qml.qnode(dev2)
+    def circuit(x):
+        qml.RY(x, wires=0)
+
+        @cond(x > 0.5)
+        def branch():
+            qml.RX(x * 2.0, wires=1)
+
+        @branch.otherwise
+        def branch():
+            qml.RZ(x, wires=0)
+            qml.RY(x * x, wires=1)
+
+        branch()
+        qml.CNOT(wires=[0, 1])
+        return qml.expval(qml.PauliZ(1))
+
+    return grad(circuit)(x)
+
+
+@case((0.3,), (1.2,), quantum=True)
+@qjit
+def grad_gate_in_cond_parameter_shift(x: float):
+    @qml.qnode(dev2, diff_method="parameter-shift")
+    def circuit(x):
+        qml.RY(x, wires=0)
+
+        @cond(x > 0.5)
+        def branch():
+            qml.RX(x * 2.0, wires=1)
+
+        @branch.otherwise
+        def branch():
+            qml.RZ(x, wires=0)
+            qml.RY(x * x, wires=1)
+
+        branch()
+        qml.CNOT(wires=[0, 1])
+        return qml.probs(wires=[1])
+
+    return catalyst.jacobian(circuit)(x)
+
+
+@case((0.5,), (-0.9,), quantum=True)
+@qjit
+def grad_angle_carried_by_for_loop(x: float):
+    @qml.qnode(dev2)
+    def circuit(x):
+        @for_loop(0, 3, 1)
+        def angle(i, a):
+            return a * 0.5 + jnp.sin(x) * (i + 1)
+
+        a = angle(x)
+        qml.RX(a, wires=0)
+        qml.RY(a * x, wires=1)
+        qml.CNOT(wires=[0, 1])
+        return qml.expval(qml.PauliZ(1))
+
+    return grad(circuit)(x)
+
+
+@case((0.5,), (-0.9,), quantum=True)
+@qjit
+def grad_angle_carried_by_while_loop(x: float):
+    @qml.qnode(dev2, diff_method="parameter-shift")
+    def circuit(x):
+        @while_loop(lambda a, i: i < 3)
+        def angle(a, i):
+            return a * 0.5 + x * x, i + 1
+
+        a, _ = angle(x, 0)
+        qml.RX(a, wires=0)
+        return qml.expval(qml.PauliZ(0))
+
+    return grad(circuit)(x)
+
+
+@case((0.7,), (-1.3,))
+@qjit
+def grad_classical_loops(x: float):
+    def f(x):
+        @for_loop(0, 4, 1)
+        def body(i, acc):
+            return acc * jnp.cos(x) + x / (i + 1)
+
+        @while_loop(lambda a, i: i < 3)
+        def twice(a, i):
+            return jnp.sin(a) + a * x, i + 1
+
+        a, _ = twice(body(x), 0)
+        return a * a
+
+    return value_and_grad(f)(x)

@@ -7,9 +7,10 @@
 //! sampled ones (samples, counts, mid-circuit measurements) exactly, built
 //! with the `seed` the program's `qjit` had (the generator records it), which
 //! makes the runtime draw the same numbers Catalyst's compiled program drew.
-//! Gradients of circuits (`grad`, `value_and_grad`, `jacobian`) give
-//! Catalyst's values; the one a native build does not compute (probabilities
-//! under parameter-shift) is refused with one J0012 saying which and why.
+//! Gradients of circuits (`grad`, `value_and_grad`, `jacobian`, by the
+//! adjoint method and by parameter-shift, through `cond` and loops) give
+//! Catalyst's values; the ones Catalyst refuses to compile
+//! (`tests/data/catalyst-refused`) are refused with one J0012 saying why.
 //!
 //! Also: the library under calls from several threads, many calls with its
 //! resident memory flat, bad inputs, the runtime and device diagnostics of
@@ -89,17 +90,22 @@ fn build(text: &str, name: &str, seed: Option<u32>, dir: &Path) -> Result<PathBu
     build_for(native::Cpu::Native, text, name, seed, dir)
 }
 
-/// [`build`] for the processor `cpu`.
-fn build_for(cpu: native::Cpu, text: &str, name: &str, seed: Option<u32>, dir: &Path) -> Result<PathBuf, String> {
-    let parse = jaxpr_syntax::parse(text);
-    let analysis = jaxpr_check::check(&parse.file);
-    let opts = native::Options {
+/// The build options of the tests: `-O1`, the venv's runtime.
+fn options(name: &str, cpu: native::Cpu, seed: Option<u32>) -> native::Options {
+    native::Options {
         name: name.to_string(),
         opt: 1,
         cpu,
         threefry: Default::default(),
         quantum: native::QuantumOptions { runtime: Some(catalyst().1.clone()), seed },
-    };
+    }
+}
+
+/// [`build`] for the processor `cpu`.
+fn build_for(cpu: native::Cpu, text: &str, name: &str, seed: Option<u32>, dir: &Path) -> Result<PathBuf, String> {
+    let parse = jaxpr_syntax::parse(text);
+    let analysis = jaxpr_check::check(&parse.file);
+    let opts = options(name, cpu, seed);
     let so = native::build_native(&parse, &analysis, &opts, native::Artifact::Shared)
         .map_err(|d| d.iter().map(|d| format!("{:?}: {}", d.kind, d.message)).collect::<Vec<_>>().join("; "))?;
     let path = dir.join(format!("lib{name}.so"));
@@ -127,18 +133,12 @@ fn examples(meta: &Value) -> Vec<Value> {
         .collect()
 }
 
-/// Programs differentiating a circuit in a way a native build does not:
-/// refused, saying which method and why.
-const GRADIENTS: &[&str] = &["jacobian_probs_parameter_shift"];
-
-/// Every quantum program of the suite builds and computes Catalyst's values
-/// (or, differentiating a circuit as a native build does not, is refused
-/// with J0012).
+/// Every quantum program of the suite builds and computes Catalyst's values.
 #[test]
 fn quantum_programs_compute_catalysts_values() {
     let _shared = MEMORY.read().unwrap_or_else(|e| e.into_inner());
     let cases = quantum_cases();
-    assert!(cases.len() >= 45, "{} quantum programs", cases.len());
+    assert!(cases.len() >= 52, "{} quantum programs", cases.len());
     let dir = out_dir("suite");
     let failures = Mutex::new(Vec::new());
     let next = Mutex::new(0usize);
@@ -155,15 +155,7 @@ fn quantum_programs_compute_catalysts_values() {
                 let seed = c.meta["seed"].as_u64().map(|s| s as u32);
                 let name = format!("q_{}", c.name);
                 match build(&c.text, &name, seed, &dir) {
-                    Err(e) if GRADIENTS.contains(&c.name.as_str()) => {
-                        if !(e.contains("Unsupported") && e.contains("`probs`") && e.contains("parameter-shift")) {
-                            failures.lock().unwrap().push(format!("{}: refused without saying why: {e}", c.name));
-                        }
-                    }
                     Err(e) => failures.lock().unwrap().push(format!("{}: not built: {e}", c.name)),
-                    Ok(_) if GRADIENTS.contains(&c.name.as_str()) => {
-                        failures.lock().unwrap().push(format!("{}: built, but gradients are refused", c.name))
-                    }
                     Ok(path) => {
                         *built.lock().unwrap() += 1;
                         let lib = Lib::open(&path, &name);
@@ -180,13 +172,59 @@ fn quantum_programs_compute_catalysts_values() {
         }
     });
     let failures = failures.into_inner().unwrap();
-    eprintln!(
-        "{} quantum programs: {} built and run, {} refused (a gradient of probabilities by parameter-shift)",
-        cases.len(),
-        built.into_inner().unwrap(),
-        GRADIENTS.len()
-    );
+    eprintln!("{} quantum programs: {} built and run", cases.len(), built.into_inner().unwrap());
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The diagnostics of a native build of `text` that is refused.
+fn refusal(text: &str) -> Vec<jaxpr_syntax::diagnostics::Diagnostic> {
+    let parse = jaxpr_syntax::parse(text);
+    let analysis = jaxpr_check::check(&parse.file);
+    let opts = options("refused", native::Cpu::Native, None);
+    match native::build_native(&parse, &analysis, &opts, native::Artifact::Shared) {
+        Ok(_) => panic!("built, where a refusal was expected"),
+        Err(d) => d,
+    }
+}
+
+/// What Catalyst traces but refuses to compile (`tests/data/catalyst-refused`,
+/// written by `corpus-gen/catalyst/refused.py`: a gate with a differentiated
+/// parameter in a `while_loop`, by the adjoint method and by parameter-shift)
+/// is refused with one J0012 naming the method and why, at the gate; so is a
+/// gate Catalyst's frontend refuses under parameter-shift.
+#[test]
+fn what_catalyst_does_not_differentiate_is_refused_with_one_diagnostic() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/catalyst-refused");
+    let mut seen = 0;
+    for (file, method, named) in [
+        ("grad_gate_in_while_loop_adjoint", "adjoint", "by the adjoint method"),
+        ("grad_gate_in_while_loop_parameter_shift", "parameter-shift", "by parameter-shift"),
+    ] {
+        let text = std::fs::read_to_string(dir.join(format!("{file}.jaxpr"))).unwrap();
+        assert!(std::fs::read_to_string(dir.join(format!("{file}.error"))).unwrap().contains("GradientLoweringStage"));
+        let d = refusal(&text);
+        assert_eq!(d.len(), 1, "{file}: {d:?}");
+        assert_eq!(d[0].kind, jaxpr_syntax::diagnostics::DiagKind::Unsupported, "{file}");
+        assert!(d[0].message.contains("while_loop") && d[0].message.contains(named), "{file}: {}", d[0].message);
+        assert!(text.contains(&format!("diff_method='{method}'")), "{file}");
+        let gate = text.find("op=RX").unwrap();
+        let at = d[0].range.start as usize;
+        assert!(text[..gate].rfind("qinst").unwrap() == at, "{file}: the diagnostic is at byte {at}, not at the gate");
+        seen += 1;
+    }
+    assert_eq!(seen, 2);
+    // A gate Catalyst's frontend refuses under parameter-shift (its shift
+    // rule has four terms): the suite's `RX` made a `CRX`.
+    let text = case("jacobian_probs_parameter_shift").text;
+    let crx = text
+        .replace("g:AbstractQbit() = qextract f 0:i64[]", "g:AbstractQbit() = qextract f 0:i64[]\n                ga:AbstractQbit() = qextract f 1:i64[]")
+        .replace("h:AbstractQbit() = qinst[", "h:AbstractQbit() ha:AbstractQbit() = qinst[")
+        .replace("op=RX", "op=CRX")
+        .replace("qubits_len=1\n                ] g e", "qubits_len=2\n                ] g ga e");
+    assert!(crx.contains("] g ga e") && crx.contains("op=CRX"), "the edit did not apply");
+    let d = refusal(&crx);
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert!(d[0].message.contains("`CRX`") && d[0].message.contains("parameter-shift"), "{}", d[0].message);
 }
 
 fn case(name: &str) -> Case {
@@ -469,13 +507,7 @@ fn object_files_of_quantum_programs_are_refused_and_ir_says_what_it_calls() {
     let _shared = MEMORY.read().unwrap_or_else(|e| e.into_inner());
     let parse = jaxpr_syntax::parse(&case("expval_rx").text);
     let analysis = jaxpr_check::check(&parse.file);
-    let opts = native::Options {
-        name: "expval_rx".to_string(),
-        opt: 1,
-        cpu: native::Cpu::Native,
-        threefry: Default::default(),
-        quantum: native::QuantumOptions { runtime: Some(catalyst().1.clone()), seed: None },
-    };
+    let opts = options("expval_rx", native::Cpu::Native, None);
     let refused = native::build_native(&parse, &analysis, &opts, native::Artifact::Object).unwrap_err();
     assert_eq!(refused.len(), 1, "{refused:?}");
     assert_eq!(refused[0].kind, jaxpr_syntax::diagnostics::DiagKind::Unsupported);
@@ -487,18 +519,23 @@ fn object_files_of_quantum_programs_are_refused_and_ir_says_what_it_calls() {
 }
 
 /// The gradient programs alone (grad, value_and_grad, jacobian; argnums;
-/// diff_method best, adjoint and parameter-shift; `method='fd'`; classical
-/// processing; a gate in a `for_loop`; a classical function): each builds
-/// and gives Catalyst's values within 1e-9.
+/// diff_method best, adjoint and parameter-shift (expval and probs, a
+/// gate's angle a classical function of the argument, multi-parameter
+/// gates); `method='fd'`; classical processing, in loops carrying
+/// differentiated values too; gates in a `for_loop` and a `cond`; a
+/// classical function): each builds and gives Catalyst's values within 1e-9.
 #[test]
 fn gradients_of_circuits_give_catalysts_values() {
     let _shared = MEMORY.read().unwrap_or_else(|e| e.into_inner());
     let dir = out_dir("gradients");
     let cases: Vec<Case> = suite_cases()
         .into_iter()
-        .filter(|c| c.text.contains("grad_params=GradParams") && !GRADIENTS.contains(&c.name.as_str()))
+        .filter(|c| c.text.contains("grad_params=GradParams"))
         .collect();
-    assert!(cases.len() >= 11, "{} gradient programs", cases.len());
+    assert!(cases.len() >= 20, "{} gradient programs", cases.len());
+    for method in ["diff_method='parameter-shift'", "diff_method='adjoint'", "method='fd'", "while_loop", "cond["] {
+        assert!(cases.iter().any(|c| c.text.contains(method)), "no gradient program with {method}");
+    }
     let mut failures = Vec::new();
     for c in &cases {
         let name = format!("g_{}", c.name);

@@ -19,7 +19,9 @@
 // - derivatives of a circuit by the adjoint method: the runtime's recorder on
 //   while the circuit runs, each executed gate parameter's tangent kept here,
 //   and the expectation values' Jacobian from `__catalyst__qis__Gradient`
-//   contracted with them (what Catalyst's `AdjointOp` lowering calls).
+//   contracted with them (what Catalyst's `AdjointOp` lowering calls);
+// - derivatives by parameter-shift: one executed gate parameter moved by
+//   +-pi/2 while the circuit runs again (Catalyst's shifted function).
 #include <dlfcn.h>
 
 #include <complex>
@@ -158,6 +160,18 @@ OneShot one_shot;
 // the library sets it).
 bool taping = false;
 std::vector<double> tape_tangents;
+// Parameter-shift (Catalyst's `ParameterShiftLowering`): the executed gate
+// parameter `index` (counted in the order the gates run, as the tangents
+// are) moved by `by` while the circuit runs again; `seen` counts the
+// parameters this run has executed, `expected` how many the unshifted run
+// did (a shifted run that executes others is an error, not a derivative).
+struct Shift {
+    int64_t index = -1;
+    double by = 0.0;
+    int64_t seen = 0;
+    int64_t expected = 0;
+};
+Shift shift;
 
 bool named_gate(const char *op, const double *p, QUBIT *const *q, int64_t n, const Modifiers *m)
 {
@@ -176,9 +190,17 @@ int execute(const Gate &g)
     if (taping && g.kind != Gate::Unitary) {
         tape_tangents.resize(tape_tangents.size() + g.params.size(), 0.0);
     }
+    std::vector<double> params = g.params;
+    if (shift.index >= 0 && g.kind != Gate::Unitary) {
+        int64_t first = shift.seen;
+        shift.seen += int64_t(params.size());
+        if (shift.index >= first && shift.index < shift.seen) {
+            params[size_t(shift.index - first)] += shift.by;
+        }
+    }
     switch (g.kind) {
     case Gate::Phase:
-        __catalyst__qis__GlobalPhase(g.params[0], &m);
+        __catalyst__qis__GlobalPhase(params[0], &m);
         return 0;
     case Gate::Unitary: {
         QUBIT *q[MAX_OPERANDS] = {};
@@ -192,7 +214,7 @@ int execute(const Gate &g)
     case Gate::Named: {
         QUBIT *q[MAX_OPERANDS] = {};
         std::copy(g.qubits.begin(), g.qubits.end(), q);
-        if (!named_gate(g.op, g.params.data(), q, int64_t(g.qubits.size()), &m)) {
+        if (!named_gate(g.op, params.data(), q, int64_t(g.qubits.size()), &m)) {
             return fail("the gate `%s` on %zu qubit(s) is not in Catalyst's runtime",
                      g.op, g.qubits.size());
         }
@@ -840,6 +862,68 @@ int32_t jx_q_tape_end(int64_t num_observables, double *out)
     });
 }
 
+// Parameter-shift begins: the circuit runs unshifted, each executed gate
+// parameter's tangent kept (as for the adjoint method, without the
+// runtime's recorder).
+int32_t jx_q_shift_begin(void)
+{
+    if (taping || shift.index >= 0) {
+        return fail("a circuit is differentiated inside another one");
+    }
+    taping = true;
+    tape_tangents.clear();
+    return 0;
+}
+
+// The unshifted run has ended: how many gate parameters it executed.
+int32_t jx_q_shift_params(int64_t *n)
+{
+    if (!taping) {
+        return fail("a circuit's parameter-shift ends a run that did not begin");
+    }
+    taping = false;
+    shift.expected = int64_t(tape_tangents.size());
+    *n = shift.expected;
+    return 0;
+}
+
+// Whether the last shifted run executed the parameters the unshifted one did.
+int shifted_run_matches()
+{
+    if (shift.index >= 0 && shift.seen != shift.expected) {
+        return fail("a circuit shifted for parameter-shift executed %lld gate parameters, "
+                    "unshifted %lld: its gates depend on its measurements",
+                    (long long)shift.seen, (long long)shift.expected);
+    }
+    return 0;
+}
+
+// The next run shifts parameter `index` by `by`; `*tangent` is its tangent.
+int32_t jx_q_shift_select(int64_t index, double by, double *tangent)
+{
+    if (int rc = shifted_run_matches()) {
+        return rc;
+    }
+    if (index < 0 || index >= shift.expected) {
+        return fail("parameter-shift of gate parameter %lld of %lld", (long long)index,
+                    (long long)shift.expected);
+    }
+    shift.index = index;
+    shift.by = by;
+    shift.seen = 0;
+    *tangent = tape_tangents[size_t(index)];
+    return 0;
+}
+
+// Parameter-shift ends: no parameter shifted any more.
+int32_t jx_q_shift_end(void)
+{
+    int rc = shifted_run_matches();
+    shift = Shift{};
+    tape_tangents.clear();
+    return rc;
+}
+
 // A call of the library: `body` (the generated code of the program) run
 // with the runtime to itself, inside its initialize/finalize, with nothing
 // left behind when the call fails. `seed`: qjit's seed, or null.
@@ -877,6 +961,7 @@ int32_t jx_q_run(Body body, const uint32_t *seed, const void *inputs, int64_t nu
     one_shot = OneShot{};
     taping = false;
     tape_tangents.clear();
+    shift = Shift{};
     guarded([&] {
         __catalyst__rt__finalize();
         return 0;

@@ -43,30 +43,9 @@ impl<'c> Codegen<'c, '_> {
             return Ok(Some(outs.into_iter().map(|o| o.v).collect()));
         }
         Ok(Some(match name {
-            "cond" if cx.e.param("branch_jaxprs").is_some() => {
-                let branches = cx.callees(self.a, "branch_jaxprs");
-                let npreds = branches.len().saturating_sub(1);
-                if cx.args.len() < npreds {
-                    return err(cx.at(), "`cond` has fewer operands than predicates");
-                }
-                // The first branch whose predicate holds, else the last.
-                let mut index = self.i64(npreds as i64);
-                for k in (0..npreds).rev() {
-                    let p = self.scalar_i64(&cx.args[k], cx.at())?;
-                    let holds = self.icmp(IntPredicate::NE, p, self.i64(0));
-                    index = self.select_int(holds, self.i64(k as i64), index);
-                }
-                self.switch(env, cx, index, &branches, &cx.args[npreds..])?
-            }
             "cond" => {
-                let branches = cx.callees(self.a, "branches");
-                if cx.args.is_empty() || branches.is_empty() {
-                    return err(cx.at(), "`cond` needs an index and branches");
-                }
-                let i = self.scalar_i64(&cx.args[0], cx.at())?;
-                let last = self.i64(branches.len() as i64 - 1);
-                let i = self.clamp_i64(i, self.i64(0), last);
-                self.switch(env, cx, i, &branches, &cx.args[1..])?
+                let (index, branches, operands) = self.cond_branch(cx)?;
+                self.switch(env, cx, index, &branches, &cx.args[operands..])?
             }
             "while" | "while_loop" => self.while_loop(env, cx)?,
             "for_loop" => match unrolled_trips(cx.e) {
@@ -78,6 +57,33 @@ impl<'c> Codegen<'c, '_> {
         }))
     }
 
+    /// `cond`: the index of the branch taken (Catalyst's predicates, the
+    /// first that holds, else the last branch; JAX's index, clamped), the
+    /// branches, and where the branches' operands begin.
+    pub(crate) fn cond_branch(&self, cx: &Cx<'_, 'c>) -> LowerResult<(IntValue<'c>, Vec<JaxprId>, usize)> {
+        if cx.e.param("branch_jaxprs").is_some() {
+            let branches = cx.callees(self.a, "branch_jaxprs");
+            let npreds = branches.len().saturating_sub(1);
+            if cx.args.len() < npreds {
+                return err(cx.at(), "`cond` has fewer operands than predicates");
+            }
+            let mut index = self.i64(npreds as i64);
+            for k in (0..npreds).rev() {
+                let p = self.scalar_i64(&cx.args[k], cx.at())?;
+                let holds = self.icmp(IntPredicate::NE, p, self.i64(0));
+                index = self.select_int(holds, self.i64(k as i64), index);
+            }
+            return Ok((index, branches, npreds));
+        }
+        let branches = cx.callees(self.a, "branches");
+        if cx.args.is_empty() || branches.is_empty() {
+            return err(cx.at(), "`cond` needs an index and branches");
+        }
+        let i = self.scalar_i64(&cx.args[0], cx.at())?;
+        let last = self.i64(branches.len() as i64 - 1);
+        Ok((self.clamp_i64(i, self.i64(0), last), branches, 1))
+    }
+
     /// Branch `index` (already in range) applied to `inputs`.
     fn switch(
         &self,
@@ -86,6 +92,18 @@ impl<'c> Codegen<'c, '_> {
         index: IntValue<'c>,
         branches: &[JaxprId],
         inputs: &[Op<'c>],
+    ) -> LowerResult<Vec<Arr<'c>>> {
+        self.switch_calling(cx, index, branches, &mut |j| self.call_jaxpr(env, j, inputs, cx.at()))
+    }
+
+    /// [`Self::switch`] with the branch run by `call` (the forward-mode
+    /// derivative runs it with tangents).
+    pub(crate) fn switch_calling(
+        &self,
+        cx: &Cx<'_, 'c>,
+        index: IntValue<'c>,
+        branches: &[JaxprId],
+        call: &mut dyn FnMut(JaxprId) -> LowerResult<Vec<Op<'c>>>,
     ) -> LowerResult<Vec<Arr<'c>>> {
         let merge = self.block("merge");
         let blocks: Vec<_> = branches.iter().map(|_| self.block("branch")).collect();
@@ -102,7 +120,7 @@ impl<'c> Codegen<'c, '_> {
         for (&j, &bb) in branches.iter().zip(&blocks) {
             self.b.position_at_end(bb);
             self.scope_begin();
-            let outs = self.call_jaxpr(env, j, inputs, cx.at())?;
+            let outs = call(j)?;
             let kept = self.scope_end(&outs)?;
             arms.push((self.here(), kept));
             self.b.build_unconditional_branch(merge).expect("br");
@@ -233,7 +251,7 @@ impl<'c> Codegen<'c, '_> {
     }
 
     /// A boolean scalar as `i1`.
-    fn truth(&self, x: &Op<'c>, at: jaxpr_syntax::TextRange) -> LowerResult<IntValue<'c>> {
+    pub(crate) fn truth(&self, x: &Op<'c>, at: jaxpr_syntax::TextRange) -> LowerResult<IntValue<'c>> {
         let v = self.scalar_i64(x, at)?;
         Ok(self.icmp(IntPredicate::NE, v, self.i64(0)))
     }

@@ -8,15 +8,25 @@
 //! - `method='auto'`: forward mode. The nested jaxpr runs once per element
 //!   of the differentiated operands with that element's tangent 1 (the
 //!   others 0); each equation computes its results and their tangents
-//!   ([`Codegen::jvp_eqn`]). A `quantum_kernel` differentiates its circuit
-//!   by the adjoint method, as Catalyst does for `diff_method='adjoint'` and
-//!   `'best'` on Lightning: the runtime records the circuit as it runs, each
-//!   executed gate parameter's tangent is handed to the adapter, and the
-//!   expectation values' Jacobian from `__catalyst__qis__Gradient` is
-//!   contracted with those tangents. `diff_method='parameter-shift'`
-//!   circuits get the same exact derivative from the adjoint method (both
-//!   are exact; they agree to rounding); what the adjoint method cannot
-//!   differentiate (probabilities, variances, samples) is refused.
+//!   ([`Codegen::jvp_eqn`]), loops and conditionals carrying them. A
+//!   `quantum_kernel` differentiates its circuit by the QNode's method; in
+//!   both, each executed gate parameter's tangent (the classical Jacobian
+//!   Catalyst computes with Enzyme, applied to the seed) is handed to the
+//!   adapter as the gate runs:
+//!   - `diff_method='adjoint'` and `'best'` (Lightning's best is adjoint):
+//!     the runtime records the circuit as it runs, and the expectation
+//!     values' Jacobian from `__catalyst__qis__Gradient` is contracted with
+//!     those tangents;
+//!   - `diff_method='parameter-shift'` (`ParameterShift.cpp`,
+//!     `PS_*.cpp`): for each executed gate parameter `k`, the circuit runs
+//!     again with that parameter moved by +pi/2 and by -pi/2, and the
+//!     results' tangents are the sum over `k` of `tangent_k (f(+) - f(-)) / 2`.
+//!     Catalyst selects the execution to shift by the iterations of the
+//!     enclosing `for_loop`s; here the adapter counts executed parameters,
+//!     which selects the same one.
+//!
+//! A gate with a differentiated parameter in a `while_loop` is refused:
+//! Catalyst's gradient pass fails on it by either method.
 
 use super::{Arr, Codegen, Cx, Env, Op, dtype};
 use jaxpr_check::{EqnId, JaxprId};
@@ -40,13 +50,30 @@ struct GradParams {
     with_value: bool,
 }
 
-/// The circuit being differentiated: its body, and the expectation values
-/// it has measured, whose tangents the end of the circuit gives.
+/// How a circuit is differentiated (the QNode's `diff_method`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum CircuitMethod {
+    Adjoint,
+    ParameterShift,
+}
+
+/// The circuit being differentiated: its body, its method, and (adjoint)
+/// the expectation values it has measured, whose tangents the end of the
+/// circuit gives.
 pub(crate) struct Tape {
     body: JaxprId,
+    method: CircuitMethod,
     expvals: Vec<VarId>,
     ended: bool,
+    /// How many `while_loop`s with tangents enclose the equation lowered.
+    while_depth: usize,
 }
+
+/// Gates whose parameter Catalyst's parameter-shift does not differentiate:
+/// their shift rule is not the two-term one at +-pi/2 that Catalyst
+/// hard-codes (PennyLane's `grad_recipe` or `parameter_frequencies` say
+/// otherwise; `catalyst/device/op_support.py` refuses them when active).
+const NOT_TWO_TERM_SHIFT: &[&str] = &["IsingXY", "SingleExcitation", "CRX", "CRY", "CRZ", "CRot", "DoubleExcitation", "MS"];
 
 fn grad_params(cx: &Cx<'_, '_>) -> LowerResult<GradParams> {
     let p = cx.param("grad_params")?;
@@ -272,16 +299,17 @@ impl<'c, 'f> Codegen<'c, 'f> {
         Ok(())
     }
 
-    /// The measurements of a differentiated circuit: expectation values.
+    /// The measurements of a differentiated circuit: expectation values, and
+    /// probabilities under parameter-shift.
     fn circuit_measurements_check(&self, j: JaxprId, method: &str, kernel: TextRange) -> LowerResult<()> {
         let (eqns, _) = self.syntax.body(self.a, j)?;
         for (e, id) in eqns {
             let name = e.primitive.text.as_str();
-            if matches!(name, "probs" | "var" | "sample" | "counts" | "state" | "measure") {
+            let shifted_probs = name == "probs" && method == "parameter-shift";
+            if matches!(name, "probs" | "var" | "sample" | "counts" | "state" | "measure") && !shifted_probs {
                 let why = match (name, method) {
-                    ("probs", "parameter-shift") => "Catalyst shifts and re-executes the circuit for probabilities; this build differentiates circuits by the runtime's adjoint method, which differentiates expectation values only",
                     ("measure", _) => "a mid-circuit measurement is not differentiable (Catalyst refuses it too)",
-                    (_, "parameter-shift") => "Catalyst's parameter-shift differentiates expval and probs only",
+                    (_, "parameter-shift") => "Catalyst's parameter-shift differentiates expval and probs only (it refuses the others too)",
                     _ => "the adjoint method differentiates expectation values only (Catalyst refuses the others too)",
                 };
                 return unsupported(
@@ -343,8 +371,9 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 return unsupported(at, format!("`{name}` uses the expectation value `{}` inside the differentiated circuit: the adjoint method gives its derivative at the circuit's end", self.a.var(*v).name));
             }
         }
-        let in_tape = self.tape.borrow().is_some();
-        if in_tape {
+        let method = self.tape.borrow().as_ref().map(|t| t.method);
+        let in_tape = method.is_some();
+        if method == Some(CircuitMethod::Adjoint) {
             match name {
                 "qdealloc" => return self.tape_end(env, tenv, e, id, at),
                 "expval" => {
@@ -374,7 +403,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
             return self.primal(env, e, id).map(drop);
         }
         let cx = self.eqn_cx(env, e, id)?;
-        let calls = matches!(name, "for_loop" | "func" | "pjit" | "jit" | "closed_call" | "core_call");
+        let calls = matches!(name, "for_loop" | "while_loop" | "while" | "cond" | "func" | "pjit" | "jit" | "closed_call" | "core_call");
         let results = if calls { Vec::new() } else { self.primal(env, e, id)? };
         let set = |tenv: &mut Tangents<'c>, k: usize, t: Arr<'c>| {
             if let Some(Some(v)) = outs_vars.get(k) {
@@ -500,6 +529,16 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 if !in_tape {
                     return unsupported(at, format!("`{name}` with a differentiated parameter outside a circuit"));
                 }
+                if self.tape.borrow().as_ref().is_some_and(|t| t.while_depth > 0) {
+                    let by = match method {
+                        Some(CircuitMethod::ParameterShift) => "parameter-shift",
+                        _ => "the adjoint method",
+                    };
+                    return unsupported(at, format!("`{name}` with a differentiated parameter in a `while_loop`, differentiated by {by}: Catalyst does not differentiate it (its gradient pass fails by either method: the function it clones is not free of quantum operations)"));
+                }
+                if method == Some(CircuitMethod::ParameterShift) {
+                    self.shifted_gate_check(e, name, at)?;
+                }
                 let f64t = DType::Float(FloatKind::F64);
                 let buffer = self.alloc(&f64t, &[self.i64(count.max(1) as i64)])?;
                 for p in 0..count {
@@ -527,28 +566,87 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 return Ok(());
             }
             "for_loop" => {
-                // Constants with tangents (a gate's angle computed from
-                // them in the body); a carried value with a tangent would
-                // need the tangents carried too, which is not done here.
+                // The carried floating-point values carry their tangents
+                // too: the loop's state is the values, then their tangents.
                 let layout = cx.for_layout(self.a)?;
-                let nconsts = layout.nconsts;
-                if let Some(k) = (nconsts..cx.args.len()).find(|&k| arg_tangents[k].is_some()) {
-                    return unsupported(at, format!("`for_loop` carrying a differentiated value (operand {k}): only its constants may depend on the differentiated operands here"));
+                let (nconsts, nimplicit, header) = (layout.nconsts, layout.nimplicit, layout.header());
+                let explicit = header + 4;
+                let carried: Vec<usize> = (explicit..cx.args.len()).filter(|&k| is_float(&cx.args[k].ty)).collect();
+                let mut looped = EqnCx { e, id, args: cx.args.clone(), outs: cx.outs.clone() };
+                for &k in &carried {
+                    looped.args.push(Operand { v: tangent_or_zero(k)?, ty: cx.args[k].ty.clone() });
                 }
                 let body = layout.body;
-                let results = self.for_loop_calling(&cx, &mut |inputs| {
-                    let tangents: Vec<Option<Arr<'c>>> = (0..inputs.len()).map(|k| if k < nconsts { arg_tangents[k].clone() } else { None }).collect();
-                    let (outs, touts) = self.jvp_call(env, body, inputs, &tangents, at)?;
-                    if touts.iter().any(Option::is_some) {
-                        return unsupported(at, "`for_loop` whose body gives a carried value a tangent: only its constants may depend on the differentiated operands here".into());
+                // The body's operands: constants, implicits, the index, the
+                // explicit values (then, here, their tangents).
+                let body_explicit = nconsts + nimplicit + 1;
+                let nexplicit = cx.args.len() - explicit;
+                let results = self.for_loop_calling(&looped, &mut |inputs| {
+                    let (primal, carried_tangents) = inputs.split_at(body_explicit + nexplicit);
+                    let mut tangents: Vec<Option<Arr<'c>>> = vec![None; primal.len()];
+                    tangents[..nconsts].clone_from_slice(&arg_tangents[..nconsts]);
+                    for (t, &k) in carried_tangents.iter().zip(&carried) {
+                        tangents[body_explicit + k - explicit] = Some(t.v.clone());
                     }
-                    Ok(outs)
+                    let (outs, touts) = self.jvp_call(env, body, primal, &tangents, at)?;
+                    self.with_tangents(outs, touts, carried.iter().map(|&k| nimplicit + k - explicit))
                 })?;
-                for (k, r) in results.into_iter().enumerate() {
-                    if let Some(Some(v)) = outs_vars.get(k) {
-                        env.vals.insert(*v, Operand { v: r, ty: cx.outs[k].clone() });
-                    }
+                let outs: Vec<usize> = carried.iter().map(|&k| nimplicit + k - explicit).collect();
+                self.bind_with_tangents(env, tenv, &cx, &outs_vars, results, &outs);
+                return Ok(());
+            }
+            "while_loop" | "while" => {
+                let layout = cx.while_layout(self.a)?;
+                let (cn, bn) = (layout.cond_nconsts, layout.body_nconsts);
+                if self.a.jaxpr(layout.cond).outs.first().is_some_and(|o| o.ty.rank() > 0) {
+                    return unsupported(at, "a batched `while_loop` (of a `vmap`) with differentiated operands".into());
                 }
+                let first = cn + bn;
+                let ncarried = cx.args.len() - first;
+                let carried: Vec<usize> = (0..ncarried).filter(|&k| is_float(&cx.args[first + k].ty)).collect();
+                let mut state: Vec<Op<'c>> = cx.args[first..].to_vec();
+                for &k in &carried {
+                    state.push(Operand { v: tangent_or_zero(first + k)?, ty: cx.args[first + k].ty.clone() });
+                }
+                if let Some(tape) = self.tape.borrow_mut().as_mut() {
+                    tape.while_depth += 1;
+                }
+                let looped = self.state_loop(
+                    (Vec::new(), state),
+                    &mut |s| {
+                        let inputs: Vec<Op<'c>> = cx.args[..cn].iter().chain(&s.1[..ncarried]).cloned().collect();
+                        let c = self.call_jaxpr(env, layout.cond, &inputs, at)?;
+                        match c.first() {
+                            Some(c) => self.truth(c, at),
+                            None => err(at, "`cond_jaxpr` returns nothing"),
+                        }
+                    },
+                    &mut |s| {
+                        let inputs: Vec<Op<'c>> = cx.args[cn..first].iter().chain(&s.1[..ncarried]).cloned().collect();
+                        let mut tangents: Vec<Option<Arr<'c>>> = arg_tangents[cn..first].to_vec();
+                        tangents.extend(std::iter::repeat_n(None, ncarried));
+                        for (t, &k) in s.1[ncarried..].iter().zip(&carried) {
+                            tangents[bn + k] = Some(t.v.clone());
+                        }
+                        let (outs, touts) = self.jvp_call(env, layout.body, &inputs, &tangents, at)?;
+                        Ok((Vec::new(), self.with_tangents(outs, touts, carried.iter().copied())?))
+                    },
+                );
+                if let Some(tape) = self.tape.borrow_mut().as_mut() {
+                    tape.while_depth -= 1;
+                }
+                let results = looped?.1.into_iter().map(|o| o.v).collect();
+                self.bind_with_tangents(env, tenv, &cx, &outs_vars, results, &carried);
+                return Ok(());
+            }
+            "cond" => {
+                let (index, branches, first) = self.cond_branch(&cx)?;
+                let outs: Vec<usize> = (0..cx.outs.len()).filter(|&k| is_float(&cx.outs[k])).collect();
+                let results = self.switch_calling(&cx, index, &branches, &mut |j| {
+                    let (o, t) = self.jvp_call(env, j, &cx.args[first..], &arg_tangents[first..], at)?;
+                    self.with_tangents(o, t, outs.iter().copied())
+                })?;
+                self.bind_with_tangents(env, tenv, &cx, &outs_vars, results, &outs);
                 return Ok(());
             }
             _ => {
@@ -556,6 +654,41 @@ impl<'c, 'f> Codegen<'c, 'f> {
             }
         }
         Ok(())
+    }
+
+    /// A region's results `outs`, then the tangents of those at `positions`
+    /// (zeros where it gave none): the state a loop or a conditional
+    /// carries through the forward-mode derivative.
+    fn with_tangents(&self, outs: Vec<Op<'c>>, touts: Vec<Option<Arr<'c>>>, positions: impl Iterator<Item = usize>) -> LowerResult<Vec<Op<'c>>> {
+        let mut state = outs.clone();
+        for k in positions {
+            let Some(o) = outs.get(k) else {
+                return err(TextRange::new(0, 0), format!("internal error: a region has no result {k}"));
+            };
+            let t = match touts.get(k).cloned().flatten() {
+                Some(t) => t,
+                None => self.zeros(&dtype(&o.ty)?, &o.v.dims)?,
+            };
+            state.push(Operand { v: t, ty: o.ty.clone() });
+        }
+        Ok(state)
+    }
+
+    /// Binds the results of a loop or a conditional run by
+    /// [`Self::with_tangents`]: the values, and the tangents of `positions`.
+    fn bind_with_tangents(&self, env: &mut Env<'c>, tenv: &mut Tangents<'c>, cx: &Cx<'_, 'c>, vars: &[Option<VarId>], results: Vec<Arr<'c>>, positions: &[usize]) {
+        let n = results.len() - positions.len();
+        let (values, tangents) = results.split_at(n);
+        for (k, r) in values.iter().enumerate() {
+            if let Some(Some(v)) = vars.get(k) {
+                env.vals.insert(*v, Operand { v: r.clone(), ty: cx.outs[k].clone() });
+            }
+        }
+        for (t, &k) in tangents.iter().zip(positions) {
+            if let Some(Some(v)) = vars.get(k) {
+                tenv.insert(*v, t.clone());
+            }
+        }
     }
 
     /// The derivative of one elementwise function at `x` (with result `y`).
@@ -597,23 +730,118 @@ impl<'c, 'f> Codegen<'c, 'f> {
     }
 
     /// `quantum_kernel` with differentiated operands: its circuit run with
-    /// the runtime recording, each gate parameter's tangent handed over,
-    /// and the expectation values' tangents from the adjoint method.
+    /// each gate parameter's tangent handed over, and its results' tangents
+    /// by the QNode's method.
     fn jvp_kernel(&self, env: &mut Env<'c>, tenv: &mut Tangents<'c>, e: &'f ast::Eqn, id: EqnId, tangents: Vec<Option<Arr<'c>>>) -> LowerResult<()> {
         let at = e.primitive.range;
         let cx = self.eqn_cx(env, e, id)?;
         let Some(&body) = cx.callees(self.a, "call_jaxpr").first() else {
             return err(at, "`quantum_kernel` has no `call_jaxpr` to call");
         };
-        *self.tape.borrow_mut() = Some(Tape { body, expvals: Vec::new(), ended: false });
+        let method = match diff_method(e).as_deref() {
+            Some("parameter-shift") => CircuitMethod::ParameterShift,
+            _ => CircuitMethod::Adjoint,
+        };
+        if method == CircuitMethod::ParameterShift {
+            let rc = self.tape_call("jx_q_shift_begin", &[], &[]);
+            self.tape_check(rc, "quantum_kernel", at);
+        }
+        *self.tape.borrow_mut() = Some(Tape { body, method, expvals: Vec::new(), ended: false, while_depth: 0 });
         let ran = self.jvp_call(env, body, &cx.args, &tangents, at);
         let tape = self.tape.borrow_mut().take().expect("tape");
-        let (outs, touts) = ran?;
-        if !tape.ended && !tape.expvals.is_empty() {
-            return unsupported(at, "the differentiated circuit does not release its register (`qdealloc`), where the adjoint method ends".into());
+        let (outs, mut touts) = ran?;
+        match method {
+            CircuitMethod::Adjoint => {
+                if !tape.ended && !tape.expvals.is_empty() {
+                    return unsupported(at, "the differentiated circuit does not release its register (`qdealloc`), where the adjoint method ends".into());
+                }
+            }
+            CircuitMethod::ParameterShift => {
+                let shifted = self.shifted_tangents(env, body, &cx.args, &outs, at)?;
+                for (t, s) in touts.iter_mut().zip(shifted) {
+                    *t = Some(match t.take() {
+                        None => s,
+                        Some(direct) => self.map_elements(&DType::Float(FloatKind::F64), &s.dims, &[&direct, &s], &mut |xs| {
+                            Ok(self.b.build_float_add(xs[0].into_float_value(), xs[1].into_float_value(), "").expect("add").into())
+                        })?,
+                    });
+                }
+            }
         }
         bind_results(env, tenv, &self.a.eqn(id).outs, outs, touts);
         Ok(())
+    }
+
+    /// Parameter-shift after the circuit's unshifted run: for each gate
+    /// parameter it executed, the circuit `body` run on `inputs` with that
+    /// parameter moved by +pi/2 and by -pi/2, and each result's tangent
+    /// summed over them: `tangent (f(+) - f(-)) / 2`.
+    fn shifted_tangents(&self, env: &Env<'c>, body: JaxprId, inputs: &[Op<'c>], outs: &[Op<'c>], at: TextRange) -> LowerResult<Vec<Arr<'c>>> {
+        let f64t = DType::Float(FloatKind::F64);
+        let mut sums = Vec::new();
+        for o in outs {
+            let odt = dtype(&o.ty)?;
+            if odt != f64t {
+                return unsupported(at, format!("a circuit differentiated by parameter-shift returns {odt}: Catalyst's results are f64 expectation values and probabilities"));
+            }
+            sums.push(self.zeros(&f64t, &o.v.dims)?);
+        }
+        let ptr = self.ptr_ty();
+        let i64t = self.cx.i64_type();
+        let count = self.alloc(&DType::Int(64), &[])?;
+        let rc = self.tape_call("jx_q_shift_params", &[ptr.into()], &[count.p.into()]);
+        self.tape_check(rc, "quantum_kernel", at);
+        let n = self.load(&DType::Int(64), count.p, self.i64(0))?.into_int_value();
+        let tangent = self.alloc(&f64t, &[])?;
+        self.for_range(n, &mut |k| {
+            self.scope_begin();
+            let run = |by: f64| -> LowerResult<Vec<Op<'c>>> {
+                let rc = self.tape_call(
+                    "jx_q_shift_select",
+                    &[i64t.into(), self.cx.f64_type().into(), ptr.into()],
+                    &[k.into(), self.cx.f64_type().const_float(by).into(), tangent.p.into()],
+                );
+                self.tape_check(rc, "quantum_kernel", at);
+                self.call_jaxpr(env, body, inputs, at)
+            };
+            let plus = run(std::f64::consts::FRAC_PI_2)?;
+            let minus = run(-std::f64::consts::FRAC_PI_2)?;
+            let t = self.load(&f64t, tangent.p, self.i64(0))?.into_float_value();
+            let half = self.fconst(&f64t, 0.5)?;
+            for ((sum, p), m) in sums.iter().zip(&plus).zip(&minus) {
+                self.for_range(self.numel(&sum.dims), &mut |j| {
+                    let (pj, mj) = (self.load(&f64t, p.v.p, j)?.into_float_value(), self.load(&f64t, m.v.p, j)?.into_float_value());
+                    let partial = self.b.build_float_mul(self.b.build_float_sub(pj, mj, "").expect("sub"), half, "").expect("mul");
+                    let acc = self.load(&f64t, sum.p, j)?.into_float_value();
+                    let next = self.b.build_float_add(acc, self.b.build_float_mul(t, partial, "").expect("mul"), "").expect("add");
+                    self.store(&f64t, sum.p, j, next.into())
+                })?;
+            }
+            self.scope_end(&[])?;
+            Ok(())
+        })?;
+        let rc = self.tape_call("jx_q_shift_end", &[], &[]);
+        self.tape_check(rc, "quantum_kernel", at);
+        Ok(sums)
+    }
+
+    /// A gate with a differentiated parameter in a circuit differentiated
+    /// by parameter-shift: refused where Catalyst refuses it when tracing
+    /// (its two-term shift is not the derivative there).
+    fn shifted_gate_check(&self, e: &ast::Eqn, name: &str, at: TextRange) -> LowerResult<()> {
+        let why = if name == "gphase" {
+            Some("Catalyst's parameter-shift does not differentiate a global phase (PennyLane gives `GlobalPhase` no two-term shift rule)".to_string())
+        } else if e.param("ctrl_len").and_then(|p| p.value.as_int()).is_some_and(|c| c > 0) {
+            Some("Catalyst's parameter-shift does not differentiate a controlled gate (its shift rule has four terms)".to_string())
+        } else if let Some(op) = e.param("op").map(|p| jaxpr_lower::expr_text(&p.value)).filter(|op| NOT_TWO_TERM_SHIFT.contains(&op.trim_matches(['\'', '"']))) {
+            Some(format!("Catalyst's parameter-shift does not differentiate `{op}` (its shift rule is not the two-term one at +-pi/2 Catalyst applies)"))
+        } else {
+            None
+        };
+        match why {
+            Some(why) => unsupported(at, format!("`{name}` with a differentiated parameter under `diff_method='parameter-shift'`: {why}")),
+            None => Ok(()),
+        }
     }
 
     /// `qdealloc` of the differentiated circuit: the recorder off, the
@@ -723,6 +951,11 @@ impl<'c, 'f> Codegen<'c, 'f> {
     fn tape_check(&self, rc: inkwell::values::IntValue<'c>, name: &str, at: TextRange) {
         self.quantum_check(rc, name, at.start);
     }
+}
+
+/// Whether values of this type have tangents.
+fn is_float(ty: &jaxpr_types::AType) -> bool {
+    dtype(ty).is_ok_and(|d| d.is_float())
 }
 
 /// A call's results and their tangents, bound to the equation's result
