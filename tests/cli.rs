@@ -322,3 +322,23 @@ fn trace_timeout_must_be_a_sane_number_of_seconds() {
         assert!(stderr.contains("--timeout"), "{stderr}");
     }
 }
+
+/// A reader that closes the pipe before the output is written (`| head`)
+/// ends the command quietly, as it ends other Unix tools: no panic.
+#[test]
+fn a_reader_that_leaves_early_ends_the_output_quietly() {
+    let file = corpus().join("jax/attention.jaxpr");
+    for args in [&["stats", "--format", "json"][..], &["types"][..], &["check", "--format", "json"][..]] {
+        let mut child = bin()
+            .args(args)
+            .arg(&file)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked") && !stderr.contains("Broken pipe"), "{args:?}: {stderr}");
+    }
+}

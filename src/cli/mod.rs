@@ -755,3 +755,15 @@ fn types(path: &Path) -> i32 {
     }
     0
 }
+
+/// A reader that leaves early (`jaxpr stats FILE | head`) ends the command
+/// as it ends other Unix tools, by SIGPIPE, instead of a panic in `print!`
+/// on the broken pipe (Rust ignores SIGPIPE by default). For the binaries'
+/// `main` only: a process that embeds the CLI keeps its own signal handling.
+pub fn end_quietly_when_the_reader_leaves() {
+    // SAFETY: called at the start of `main`, before any thread exists;
+    // SIG_DFL is a valid disposition for SIGPIPE.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}

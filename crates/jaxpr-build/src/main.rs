@@ -3,6 +3,7 @@ static GLOBAL: jaxpr_alloc::Mimalloc = jaxpr_alloc::Mimalloc;
 
 // The `jaxpr` command line with the build back ends linked in.
 fn main() {
+    jaxpr::cli::end_quietly_when_the_reader_leaves();
     let code = jaxpr::cli::main(Some(jaxpr_build::command::run));
     // Everything the command makes is written and closed by now (outputs
     // are renamed into place before `run` returns), so the process ends

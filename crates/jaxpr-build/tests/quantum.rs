@@ -70,11 +70,16 @@ fn quantum_cases() -> Vec<Case> {
 
 /// Every case of the suite, classical and quantum, by name.
 fn suite_cases() -> Vec<Case> {
-    let mut v: Vec<Case> = std::fs::read_dir(suite())
+    cases_in(&suite())
+}
+
+/// Every case (a `.jaxpr` and its `.json`) of the folder `dir`, by name.
+fn cases_in(dir: &Path) -> Vec<Case> {
+    let mut v: Vec<Case> = std::fs::read_dir(dir)
         .unwrap()
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .filter(|p| p.extension().is_some_and(|x| x == "json") && !p.ends_with("manifest.json"))
         .map(|p| Case {
             name: p.file_stem().unwrap().to_string_lossy().into_owned(),
             text: std::fs::read_to_string(p.with_extension("jaxpr")).unwrap(),
@@ -139,7 +144,44 @@ fn quantum_programs_compute_catalysts_values() {
     let _shared = MEMORY.read().unwrap_or_else(|e| e.into_inner());
     let cases = quantum_cases();
     assert!(cases.len() >= 52, "{} quantum programs", cases.len());
-    let dir = out_dir("suite");
+    let failures = build_and_run(&cases, &out_dir("suite"));
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The quantum programs that older Catalysts printed (the version matrix's
+/// columns 0.10, 0.12, 0.13 and 0.14, `corpus-gen/catalyst/programs.py` run
+/// by each release with the pennylane and Lightning it pins), built against
+/// the pinned runtime (0.15.0) and run on its Lightning: each gives the
+/// values its own Catalyst computed. The device path each text records is
+/// that release's venv's; the build finds the device by its name.
+#[test]
+fn older_catalysts_quantum_programs_compute_their_values() {
+    let _shared = MEMORY.read().unwrap_or_else(|e| e.into_inner());
+    let versions = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/versions");
+    let mut columns: Vec<PathBuf> = std::fs::read_dir(&versions)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("catalyst-")))
+        .collect();
+    columns.sort();
+    assert_eq!(columns.len(), 4, "{columns:?}");
+    let mut cases = Vec::new();
+    for column in &columns {
+        let release = column.file_name().unwrap().to_string_lossy().into_owned();
+        cases.extend(cases_in(column).into_iter().filter(|c| c.meta["quantum"] == true).map(|mut c| {
+            c.name = format!("{}_{}", release.replace(['-', '.'], "_"), c.name);
+            c
+        }));
+    }
+    assert!(cases.len() >= 4 * 15, "{} quantum programs", cases.len());
+    let failures = build_and_run(&cases, &out_dir("older"));
+    assert!(failures.is_empty(), "{} of {}:\n{}", failures.len(), cases.len(), failures.join("\n"));
+}
+
+/// Builds each case, runs it twice on its recorded examples and says what
+/// is not built or not Catalyst's value.
+fn build_and_run(cases: &[Case], dir: &Path) -> Vec<String> {
     let failures = Mutex::new(Vec::new());
     let next = Mutex::new(0usize);
     let built = Mutex::new(0usize);
@@ -154,7 +196,7 @@ fn quantum_programs_compute_catalysts_values() {
                 let Some(c) = cases.get(k) else { return };
                 let seed = c.meta["seed"].as_u64().map(|s| s as u32);
                 let name = format!("q_{}", c.name);
-                match build(&c.text, &name, seed, &dir) {
+                match build(&c.text, &name, seed, dir) {
                     Err(e) => failures.lock().unwrap().push(format!("{}: not built: {e}", c.name)),
                     Ok(path) => {
                         *built.lock().unwrap() += 1;
@@ -171,9 +213,8 @@ fn quantum_programs_compute_catalysts_values() {
             });
         }
     });
-    let failures = failures.into_inner().unwrap();
     eprintln!("{} quantum programs: {} built and run", cases.len(), built.into_inner().unwrap());
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    failures.into_inner().unwrap()
 }
 
 /// The diagnostics of a native build of `text` that is refused.
