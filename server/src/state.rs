@@ -214,6 +214,8 @@ impl Workspace {
                 pending.push((uri, None, snapshot.file, snapshot.rope));
             }
         }
+        // The traced function of each open document that is a session's jaxpr.
+        let mut session_functions: HashMap<std::path::PathBuf, String> = HashMap::new();
         let mut stack: Vec<std::path::PathBuf> = roots.to_vec();
         let mut seen_dirs = std::collections::HashSet::new();
         let mut files = 0;
@@ -225,14 +227,24 @@ impl Workspace {
                 let Ok(input) = self.sessions.sync(&mut self.db, &dir) else {
                     continue;
                 };
+                // A jaxpr is named by its file in the session (`power.jaxpr`);
+                // its symbol takes the name of the function traced into it.
+                let mut function_of: HashMap<String, String> = HashMap::new();
+                if let Ok(record) = session::session_record(&self.db, input) {
+                    for f in &record.functions {
+                        function_of.entry(f.jaxpr.clone()).or_insert_with(|| f.name.clone());
+                    }
+                }
                 for j in input.jaxprs(&self.db).clone() {
-                    let Ok(uri) = Url::from_file_path(&j.path) else { continue };
+                    let function = function_of.get(&j.name).cloned().unwrap_or_else(|| j.name.clone());
                     if open_paths.contains(&j.path) {
+                        session_functions.insert(j.path, function);
                         continue;
                     }
+                    let Ok(uri) = Url::from_file_path(&j.path) else { continue };
                     files += 1;
                     let rope = Rope::from_str(j.file.text(&self.db));
-                    pending.push((uri, Some(j.name.clone()), j.file, rope));
+                    pending.push((uri, Some(function), j.file, rope));
                 }
                 continue;
             }
@@ -275,8 +287,11 @@ impl Workspace {
         pending
             .into_iter()
             .map(|(uri, function, file, rope)| WorkspaceFile {
+                function: function.or_else(|| {
+                    let path = uri.to_file_path().ok()?;
+                    session_functions.get(&path).cloned()
+                }),
                 uri,
-                function,
                 snapshot: Snapshot { db: self.db.clone(), file, rope },
             })
             .collect()

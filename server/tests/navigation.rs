@@ -7,8 +7,10 @@ mod common;
 use common::{Lsp, corpus, uri};
 use serde_json::{Value, json};
 
-/// A workspace folder holding `jax/remat.jaxpr` (a `let` called twice) and,
-/// in a subfolder, `jax/control.jaxpr` (never opened).
+/// A workspace folder holding `jax/remat.jaxpr` (a `let` called twice),
+/// in a subfolder `jax/control.jaxpr` (never opened), and a tracing session
+/// in the format `jaxpr trace` writes whose function `train_step` was traced
+/// into `train_step.jaxpr` (a copy of `jax/mlp.jaxpr`).
 fn workspace() -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("jaxpr-lsp-nav-{}", std::process::id()));
     std::fs::create_dir_all(dir.join("sub")).unwrap();
@@ -18,6 +20,19 @@ fn workspace() -> std::path::PathBuf {
         dir.join("sub/control.jaxpr"),
     )
     .unwrap();
+    let session = dir.join("model/.jaxpr-session");
+    std::fs::create_dir_all(&session).unwrap();
+    std::fs::copy(corpus().join("jax/mlp.jaxpr"), session.join("train_step.jaxpr")).unwrap();
+    let record = json!({
+        "version": 1, "status": "ok", "command": ["python3", "train.py"], "cwd": dir.join("model"),
+        "functions": [{
+            "name": "train_step", "kind": "jit", "file": dir.join("model/train.py"), "line": 1,
+            "jaxpr": "train_step.jaxpr", "in_avals": [], "out_avals": [], "in_type": "", "out_type": "",
+            "check_errors": 0, "source_map": []
+        }],
+        "errors": []
+    });
+    std::fs::write(session.join("session.json"), record.to_string()).unwrap();
     dir
 }
 
@@ -110,6 +125,8 @@ fn call_hierarchy_workspace_symbols_and_selection_ranges() {
         ("main", "remat.jaxpr"),
         ("remainder", "control.jaxpr"),
         ("main", "control.jaxpr"),
+        // A session's jaxpr is named after the function traced into it.
+        ("train_step", "train_step.jaxpr"),
     ] {
         assert!(
             names
@@ -118,13 +135,14 @@ fn call_hierarchy_workspace_symbols_and_selection_ranges() {
             "{expected:?} not in {names:?}"
         );
     }
+    let named = |name: &str| {
+        let found = symbols.as_array().unwrap().iter().find(|x| x["name"] == name);
+        found.unwrap_or_else(|| panic!("no symbol {name} in {symbols}"))
+    };
+    let traced = named("train_step");
+    assert_eq!(traced["containerName"], "tracing session", "{traced}");
     let control = std::fs::read_to_string(root.join("sub/control.jaxpr")).unwrap();
-    let remainder = symbols
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|x| x["name"] == "remainder")
-        .unwrap();
+    let remainder = named("remainder");
     assert_eq!(
         remainder["location"]["range"]["start"],
         find(&control, "remainder", 0, 0)

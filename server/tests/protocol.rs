@@ -848,15 +848,6 @@ fn cost_hints_are_lenses_inlay_hints_or_nothing_as_configured() {
     s.shutdown();
 }
 
-/// The Python with pennylane-catalyst 0.15.0 that `tests/trace/venv.sh`
-/// makes (once).
-fn catalyst_python() -> std::path::PathBuf {
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/trace/venv.sh");
-    let out = std::process::Command::new("bash").arg(script).arg("catalyst").output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    std::path::PathBuf::from(String::from_utf8_lossy(&out.stdout).lines().last().unwrap().trim())
-}
-
 /// The ABI's array (docs/native.md).
 #[repr(C)]
 struct JxArray {
@@ -874,7 +865,7 @@ struct JxArray {
 /// is cos x).
 #[test]
 fn build_command_builds_a_quantum_library_on_catalysts_runtime() {
-    let python = catalyst_python();
+    let python = common::venv_python("catalyst");
     let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("lsp-quantum-build");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();

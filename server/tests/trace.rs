@@ -13,27 +13,6 @@ use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-fn python() -> PathBuf {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/trace/venv.sh");
-    let out = std::process::Command::new("bash")
-        .arg(script)
-        .arg("jax")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    PathBuf::from(
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .last()
-            .unwrap()
-            .trim(),
-    )
-}
-
 /// A fresh folder with copies of the programs (`sub/name.py` goes into a
 /// folder of its own, so it gets a session of its own).
 fn workdir(programs: &[&str]) -> PathBuf {
@@ -69,7 +48,7 @@ fn at(uri: &str, pos: Value) -> Value {
 
 #[test]
 fn python_file_gets_hover_diagnostics_and_definition_from_its_trace() {
-    let py = python();
+    let py = common::venv_python("jax");
     let dir = workdir(&["shape_bug.py", "hang/hang.py"]);
     let file = dir.join("shape_bug.py");
     let text = std::fs::read_to_string(&file).unwrap();

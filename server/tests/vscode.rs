@@ -5,7 +5,11 @@
 //! runs inside a real VS Code (code-server in headless Chromium,
 //! `editors/vscode/e2e/run.js`). `.ci/run` installs the Node packages first
 //! (`npm ci` in editors/vscode) and the Debian packages the browser test
-//! needs (chromium, ripgrep, libkrb5-dev).
+//! needs (chromium, ripgrep, libkrb5-dev). The end-to-end test also runs the
+//! `jaxpr` command-line tool built beside the server (`jaxpr trace` records
+//! the tracing session of its workspace in the Python environment
+//! `tests/trace/venv.sh jax` makes; `jaxpr stats` gives the costs the code
+//! lenses must show).
 
 mod common;
 
@@ -78,6 +82,12 @@ fn vscode_extension_end_to_end_in_code_server() {
         "{} is missing: the build command runs it (cargo build --release -p jaxpr-build)",
         server.with_file_name("jaxpr-build").display()
     );
+    let cli = server.with_file_name("jaxpr");
+    assert!(
+        cli.is_file(),
+        "{} is missing: the test records a tracing session and reads costs with it (cargo build --release -p jaxpr)",
+        cli.display()
+    );
     assert!(
         dir.join("node_modules/playwright-core").is_dir(),
         "editors/vscode/node_modules/playwright-core is missing: run `npm ci` there first (.ci/run does)"
@@ -116,6 +126,8 @@ fn vscode_extension_end_to_end_in_code_server() {
     let child = Command::new("node")
         .arg(dir.join("e2e/run.js"))
         .env("JAXPR_LSP", &server)
+        .env("JAXPR_CLI", &cli)
+        .env("JAXPR_TRACE_PYTHON", common::venv_python("jax"))
         .env("JAXPR_CORPUS", corpus())
         .env("JAXPR_VSIX", dir.join("jaxpr-0.1.0.vsix"))
         .env("JAXPR_CODE_SERVER", &code_server)

@@ -7,6 +7,10 @@
 // Inputs come from the environment (server/tests/vscode.rs sets them):
 //   JAXPR_LSP          the jaxpr-lsp binary (jaxpr-build beside it)
 //   JAXPR_CORPUS       the shared corpus
+//   JAXPR_CLI          the `jaxpr` command-line tool (`jaxpr trace` records
+//                      the workspace's tracing session, `jaxpr stats` the
+//                      costs the code lenses must show)
+//   JAXPR_TRACE_PYTHON a Python with JAX (tests/trace/venv.sh jax)
 //   JAXPR_VSIX         the packaged extension
 //   JAXPR_CODE_SERVER  a folder holding code-server (e2e/install-code-server.sh)
 //   JAXPR_E2E_OUT      a scratch folder for this run: profiles, workspace,
@@ -114,6 +118,9 @@ function pidsOf(exe) {
 // ---------------------------------------------------------------------------
 
 const server = path.resolve(need('JAXPR_LSP'));
+const cli = path.resolve(need('JAXPR_CLI'));
+const tracePython = need('JAXPR_TRACE_PYTHON');
+const repo = path.join(__dirname, '..', '..', '..');
 const corpus = path.resolve(need('JAXPR_CORPUS'));
 const vsix = path.resolve(need('JAXPR_VSIX'));
 const codeServerDir = path.resolve(need('JAXPR_CODE_SERVER'));
@@ -146,7 +153,7 @@ const invalidExpected = JSON.parse(
 ).errors;
 // The diagnostic code of each kind, from the README's table ("| J0005 | `dtype-mismatch` |").
 const CODE_OF_KIND = Object.fromEntries(
-  [...fs.readFileSync(path.join(__dirname, '..', '..', '..', 'README.md'), 'utf8').matchAll(/^\| \[?(J\d{4})\]?(?:\([^)]*\))? \| `([a-z-]+)` \|/gm)].map(
+  [...fs.readFileSync(path.join(repo, 'README.md'), 'utf8').matchAll(/^\| \[?(J\d{4})\]?(?:\([^)]*\))? \| `([a-z-]+)` \|/gm)].map(
     (m) => [m[2], m[1]],
   ),
 );
@@ -161,10 +168,29 @@ fs.writeFileSync(path.join(dirs.ws, 'invalid.jaxpr'), invalidText);
 // first draw (the shared corpus's random model).
 const KEY_REUSE_SOURCE = 'jax/random.jaxpr';
 fs.writeFileSync(path.join(dirs.ws, 'key_reuse.jaxpr'), fs.readFileSync(path.join(corpus, KEY_REUSE_SOURCE), 'utf8'));
+// Navigating large programs: an ecosystem program that starts with shared
+// `let` jaxprs (optax's losses: `log_sigmoid` calls `softplus` and main
+// calls it twice), another one in a subfolder that is never opened (its
+// `let _where` is found by workspace symbols), and a tracing session that
+// the real `jaxpr trace` records below (its function `power`).
+const NAV_SOURCE = 'tests/data/ecosystem/optax/losses.jaxpr';
+const OTHER_SOURCE = 'tests/data/ecosystem/distrax/categorical_entropy_kl.jaxpr';
+const navText = fs.readFileSync(path.join(repo, NAV_SOURCE), 'utf8');
+const otherText = fs.readFileSync(path.join(repo, OTHER_SOURCE), 'utf8');
+fs.writeFileSync(path.join(dirs.ws, 'losses.jaxpr'), navText);
+fs.mkdirSync(path.join(dirs.ws, 'distrax'));
+fs.writeFileSync(path.join(dirs.ws, 'distrax', 'categorical_entropy_kl.jaxpr'), otherText);
+fs.mkdirSync(path.join(dirs.ws, 'model'));
+fs.copyFileSync(path.join(repo, 'tests/trace/train.py'), path.join(dirs.ws, 'model', 'train.py'));
 // The folder names the server; PATH does not have it (below). In Restricted
 // Mode VS Code ignores this value until the folder is trusted.
 fs.mkdirSync(path.join(dirs.ws, '.vscode'));
-fs.writeFileSync(path.join(dirs.ws, '.vscode', 'settings.json'), JSON.stringify({ 'jaxpr.server.path': server }, null, 2));
+fs.writeFileSync(path.join(dirs.ws, '.vscode', 'settings.json'), JSON.stringify(folderSettings('lens'), null, 2));
+
+/** The folder's settings, with `jaxpr.costHints` set to `costHints`, and `more`. */
+function folderSettings(costHints, more = {}) {
+  return { 'jaxpr.server.path': server, 'jaxpr.costHints': costHints, ...more };
+}
 
 fs.mkdirSync(path.join(dirs.userData, 'User'), { recursive: true });
 fs.writeFileSync(
@@ -255,14 +281,18 @@ async function step(name, body) {
 // ---------------------------------------------------------------------------
 
 async function runCommand(title) {
-  await page.keyboard.press('Escape');
-  await page.keyboard.press('F1');
-  const input = page.locator('.quick-input-widget input.input');
-  await input.waitFor({ state: 'visible', timeout: STEP_TIMEOUT_MS });
-  await input.fill(`>${title}`);
-  // The first row is the command itself, once the list has caught up.
-  const row = page.locator('.quick-input-widget .monaco-list-row').first();
-  await waitFor(`"${title}" in the command palette`, async () => (await row.getAttribute('aria-label'))?.startsWith(title));
+  // A view that takes the focus as its contents arrive (the References
+  // view does) closes the palette: then it opens again.
+  await waitFor(`"${title}" in the command palette`, async () => {
+    await page.keyboard.press('Escape');
+    await page.keyboard.press('F1');
+    const input = page.locator('.quick-input-widget input.input');
+    await input.waitFor({ state: 'visible', timeout: 5000 });
+    await input.fill(`>${title}`, { timeout: 5000 });
+    // The first row is the command itself, once the list has caught up.
+    const row = page.locator('.quick-input-widget .monaco-list-row').first();
+    return waitFor(`"${title}" first in the command palette`, async () => (await row.getAttribute('aria-label'))?.startsWith(title), 10000);
+  });
   await page.keyboard.press('Enter');
 }
 
@@ -366,6 +396,101 @@ async function hoverText() {
   });
 }
 
+/** The selection as the status bar shows it: its active end (1-based line and column) and its length in characters. */
+async function selection() {
+  const text = await page.locator('[id="status.editor.selection"]').innerText({ timeout: 2000 });
+  const m = /Ln (\d+), Col (\d+)(?: \(([\d,]+) selected\))?/.exec(text);
+  return m && { line: Number(m[1]), col: Number(m[2]), length: Number((m[3] || '0').replace(/,/g, '')) };
+}
+
+/** The text of `text` that `sel` selects, its active end being its end (as Expand Selection leaves it). */
+function selectedText(text, sel) {
+  if (!sel) {
+    return undefined;
+  }
+  const end = text.split('\n').slice(0, sel.line - 1).reduce((n, l) => n + l.length + 1, 0) + sel.col - 1;
+  return text.slice(end - sel.length, end);
+}
+
+/** The text of the focused editor's line that holds the cursor, inlay hints included. */
+async function cursorLineText() {
+  return page.evaluate(() => {
+    const ed = document.querySelector('.monaco-editor.focused');
+    const cur = ed.querySelector('.cursors-layer .cursor').getBoundingClientRect();
+    const line = [...ed.querySelectorAll('.view-lines .view-line')].find((l) => Math.abs(l.getBoundingClientRect().top - cur.top) < 3);
+    return line ? line.innerText.replace(/\u00a0/g, ' ') : '';
+  });
+}
+
+/** The code lenses the focused editor draws: each one's text and the text of the line right under it. */
+async function codeLenses() {
+  return page.evaluate(() => {
+    const ed = document.querySelector('.monaco-editor.focused');
+    const lines = [...ed.querySelectorAll('.view-lines .view-line')].map((l) => ({
+      top: l.getBoundingClientRect().top,
+      text: l.innerText.replace(/\u00a0/g, ' '),
+    }));
+    return [...ed.querySelectorAll('.codelens-decoration')].map((lens) => {
+      const bottom = lens.getBoundingClientRect().bottom;
+      const below = lines.filter((l) => l.top >= bottom - 2).sort((a, b) => a.top - b.top)[0];
+      return { text: lens.innerText.replace(/\u00a0/g, ' ').trim(), line: below ? below.text : '' };
+    });
+  });
+}
+
+/** The rows of the tree in the side bar: level, name and description. */
+async function sideBarTree() {
+  return page.locator('.part.sidebar .monaco-list-row').evaluateAll((els) =>
+    els.map((e) => ({
+      level: Number(e.getAttribute('aria-level')),
+      name: e.querySelector('.label-name')?.innerText ?? '',
+      detail: e.querySelector('.label-description')?.innerText ?? '',
+    })),
+  );
+}
+
+/**
+ * The top-level jaxprs of a jaxpr file, named as the call hierarchy names
+ * them (a `let`'s name, `main`), each with the `let`s its text calls by name
+ * (`jaxpr=NAME`, `call_jaxpr=NAME`): what the call hierarchy must show,
+ * read from the text alone.
+ */
+function topLevelJaxprs(text) {
+  const starts = [...text.matchAll(/^(?:let ([A-Za-z_]\w*) = )?\{ lambda/gm)];
+  return starts.map((m, i) => {
+    const body = text.slice(m.index, i + 1 < starts.length ? starts[i + 1].index : text.length);
+    const calls = [...body.matchAll(/[\s[][a-z_]*jaxpr=([A-Za-z_]\w*)/g)].map((c) => c[1]);
+    return { name: m[1] ?? 'main', calls: [...new Set(calls)] };
+  });
+}
+
+/** Picks the workspace symbol `name` whose container is `container` in Quick Open (`#name`). */
+async function openSymbol(name, container) {
+  await waitFor(`the workspace symbol ${name} (${container})`, async () => {
+    await page.keyboard.press('Escape');
+    await page.keyboard.press('Control+P');
+    const input = page.locator('.quick-input-widget input.input');
+    await input.waitFor({ state: 'visible', timeout: 5000 });
+    await input.fill(`#${name}`);
+    const rows = page.locator('.quick-input-widget .monaco-list-row');
+    const index = await waitFor(
+      `${name} among the workspace symbols`,
+      async () => {
+        const found = await rows.evaluateAll((els) =>
+          els.map((e) => ({
+            name: e.querySelector('.label-name')?.innerText ?? '',
+            detail: e.querySelector('.label-description')?.innerText ?? '',
+          })),
+        );
+        return found.findIndex((r) => r.name === name && r.detail.includes(container)) + 1;
+      },
+      10000,
+    );
+    await rows.nth(index - 1).click({ timeout: 2000 });
+    return true;
+  });
+}
+
 // ---------------------------------------------------------------------------
 // The scenario
 // ---------------------------------------------------------------------------
@@ -377,6 +502,20 @@ async function main() {
 
   say(`code-server ${codeServerBin}, server ${server}, corpus ${corpus}, output ${out}`);
   check(fs.existsSync(path.join(path.dirname(server), 'jaxpr-build')), `jaxpr-build is not beside ${server}`);
+
+  // The tracing session that workspace symbols find, recorded by the real
+  // `jaxpr trace` (JAX traces the program's three jitted functions).
+  await step('record a tracing session', async () => {
+    const r = childProcess.spawnSync(cli, ['trace', tracePython, 'train.py'], {
+      cwd: path.join(dirs.ws, 'model'),
+      env: serverEnv,
+      encoding: 'utf8',
+      timeout: 120000,
+    });
+    say((r.stdout + r.stderr).trim().split('\n').pop());
+    check(r.status === 0, `jaxpr trace failed (${r.status ?? r.signal}):\n${r.stdout}\n${r.stderr}`);
+    check(fs.existsSync(path.join(dirs.ws, 'model', '.jaxpr-session', 'power.jaxpr')), 'jaxpr trace recorded no power.jaxpr');
+  });
 
   await step('install the vsix', async () => {
     const r = childProcess.spawnSync(codeServerBin, [...codeServerArgs, '--install-extension', vsix], {
@@ -664,6 +803,142 @@ async function main() {
         .locator('#viewport .node.selected')
         .evaluateAll((els) => els.map((e) => e.querySelector('text').textContent));
       return selected.length === 1 && selected[0] === 'sub';
+    });
+  });
+
+  // (7c) Call hierarchy on a `let` of an ecosystem program: Calls: Show
+  // Call Hierarchy lists its callers in the References view, and its
+  // outgoing calls what it calls; both read from the text beforehand.
+  await step('call hierarchy', async () => {
+    const jaxprs = topLevelJaxprs(navText);
+    const target = 'log_sigmoid';
+    const callers = jaxprs.filter((j) => j.calls.includes(target)).map((j) => j.name);
+    const callees = jaxprs.find((j) => j.name === target).calls;
+    check(callers.length > 0 && callees.length > 0, `${NAV_SOURCE}: ${target} should have callers and callees: ${JSON.stringify(jaxprs)}`);
+    // The graph's editor group goes: one tab is active again.
+    await runCommand('View: Close All Editor Groups');
+    await openFile('losses.jaxpr');
+    const p = posOf(navText, `let ${target} =`, 1, 'let '.length + 1);
+    await goTo(p.line, p.col);
+    const shows = (title, names) => async () => {
+      const rows = await sideBarTree();
+      // The view's title ("REFERENCES: CALLERS OF", upper case by its style).
+      const header = (await page.locator('.part.sidebar').innerText()).toLowerCase();
+      const ok =
+        header.includes(title.toLowerCase()) &&
+        rows.length === names.length + 1 &&
+        rows[0].level === 1 &&
+        rows[0].name === target &&
+        rows.slice(1).every((r) => r.level === 2) &&
+        JSON.stringify(rows.slice(1).map((r) => r.name).sort()) === JSON.stringify([...names].sort());
+      return ok && rows;
+    };
+    await runCommand('Calls: Show Call Hierarchy');
+    const incoming = await waitFor(`the callers of ${target} (${callers}) in the References view`, shows('Callers Of', callers));
+    say(`callers of ${target}: ${JSON.stringify(incoming)}`);
+    check(/->/.test(incoming[0].detail), `no signature beside ${target}: ${JSON.stringify(incoming[0])}`);
+    await page.screenshot({ path: path.join(out, 'call-hierarchy.png') });
+    await runCommand('Calls: Show Outgoing Calls');
+    const outgoing = await waitFor(`the calls of ${target} (${callees}) in the References view`, shows('Calls From', callees));
+    say(`calls from ${target}: ${JSON.stringify(outgoing)}`);
+    await runCommand('View: Close Primary Side Bar');
+  });
+
+  // (7d) Selection ranges: Expand Selection from inside an operand selects
+  // the operand, the operands, the equation, the whole line (VS Code's own
+  // step before a range over several lines) and the equations of the body.
+  // Without the server's ranges VS Code goes from the operand to the line.
+  await step('expand selection', async () => {
+    await openFile('losses.jaxpr');
+    const eqn = 'bt:f32[6,5] = mul bs bp';
+    const line = navText.split('\n').find((l) => l.trim() === eqn);
+    const body = navText.slice(navText.indexOf('ba:f32[6,5] = jit['), navText.indexOf('\n  in (bo, by,'));
+    const p = posOf(navText, eqn, 1, 'bt:f32[6,5] = mul b'.length);
+    await goTo(p.line, p.col);
+    for (const want of ['bs', 'bs bp', eqn, line, body]) {
+      await page.keyboard.press('Shift+Alt+ArrowRight');
+      const shown = want.length > 40 ? `${want.slice(0, 40)}... (${want.length} characters)` : want;
+      await waitFor(`the selection of ${JSON.stringify(shown)}`, async () => selectedText(navText, await selection()) === want);
+      say(`expand selection: ${JSON.stringify(shown)}`);
+    }
+    await page.keyboard.press('Escape');
+  });
+
+  // (7e) Costs per jaxpr: with jaxpr.costHints "lens" a code lens above a
+  // `let` and above a nested jaxpr shows the totals `jaxpr stats` computes;
+  // with "inlay" an inlay hint at the end of the `lambda` line does, and
+  // with "off" neither. The setting changes in the folder's settings.json.
+  await step('cost lenses and inlay hints', async () => {
+    const r = childProcess.spawnSync(cli, ['stats', '--format', 'json', path.join(dirs.ws, 'losses.jaxpr')], { encoding: 'utf8' });
+    check(r.status === 0, `jaxpr stats failed (${r.status ?? r.signal}): ${r.stderr}`);
+    const stats = JSON.parse(r.stdout).files[0].jaxprs;
+    // The label as `cost: 300 FLOPs · 60 transcendentals · 3912 B accessed · peak 990 B`
+    // (amounts below 10,000 are printed in full).
+    const label = (j) => {
+      const amounts = [j.cost.flops, j.cost.transcendentals, j.cost.bytes_accessed, Number(j.peak_bytes)];
+      check(amounts.every((n) => Number.isInteger(n) && n < 10000), `pick jaxprs with small constant costs: ${JSON.stringify(j)}`);
+      return `cost: ${amounts[0]} FLOPs · ${amounts[1]} transcendentals · ${amounts[2]} B accessed · peak ${amounts[3]} B`;
+    };
+    const lines = navText.split('\n');
+    const shown = [
+      stats.find((j) => j.name === 'let log_sigmoid'),
+      stats.find((j) => j.line === posOf(navText, 'jaxpr={ lambda ; w:f32[6,5]').line),
+    ];
+    check(shown.every(Boolean), `jaxpr stats lacks the let log_sigmoid or the nested jaxpr of line 33: ${JSON.stringify(stats)}`);
+    await openFile('losses.jaxpr');
+    for (const j of shown) {
+      const line = lines[j.line - 1].trim();
+      await goTo(j.line, 1);
+      const lens = await waitFor(`a code lens above line ${j.line} (${line})`, async () =>
+        (await codeLenses()).find((l) => l.line.trim().startsWith(line)),
+      );
+      say(`code lens above line ${j.line}: ${lens.text}`);
+      check(lens.text === label(j), `the code lens above line ${j.line} shows "${lens.text}", jaxpr stats computes "${label(j)}"`);
+    }
+    await page.screenshot({ path: path.join(out, 'cost-lens.png') });
+
+    const settings = path.join(dirs.ws, '.vscode', 'settings.json');
+    const first = shown[0];
+    // VS Code cuts inlay hints longer than 43 characters by default.
+    fs.writeFileSync(settings, JSON.stringify(folderSettings('inlay', { 'editor.inlayHints.maximumLength': 0 }), null, 2));
+    await goTo(first.line, 1);
+    const hinted = await waitFor(`the cost as an inlay hint on line ${first.line}, no code lens`, async () => {
+      const text = await cursorLineText();
+      return (await codeLenses()).length === 0 && text.includes(label(first)) && text;
+    });
+    say(`inlay hint on line ${first.line}: ${hinted}`);
+    check(
+      hinted.startsWith(lines[first.line - 1]) && hinted.endsWith(label(first)),
+      `the cost hint is not at the end of line ${first.line}: ${hinted}`,
+    );
+    await page.screenshot({ path: path.join(out, 'cost-inlay.png') });
+
+    fs.writeFileSync(settings, JSON.stringify(folderSettings('off'), null, 2));
+    await waitFor(`no cost on line ${first.line} with costHints "off"`, async () =>
+      (await codeLenses()).length === 0 && !(await cursorLineText()).includes('cost:'),
+    );
+  });
+
+  // (7f) Workspace symbols: `#name` in Quick Open finds a `let` of a file
+  // never opened and a function of the tracing session, and choosing one
+  // opens its file at the definition.
+  await step('workspace symbols', async () => {
+    const where = posOf(otherText, 'let _where', 1, 'let '.length);
+    await openSymbol('_where', 'categorical_entropy_kl.jaxpr');
+    await waitFor(`categorical_entropy_kl.jaxpr open at line ${where.line}`, async () => {
+      const tab = await page.locator('.tabs-container .tab.active').getAttribute('aria-label', { timeout: 1000 });
+      const c = await cursor();
+      return tab && tab.startsWith('categorical_entropy_kl.jaxpr') && c && c.line === where.line;
+    });
+    const sessionDir = path.join(dirs.ws, 'model', '.jaxpr-session');
+    const powerText = fs.readFileSync(path.join(sessionDir, 'power.jaxpr'), 'utf8');
+    const power = posOf(powerText, '{ lambda');
+    await openSymbol('power', 'tracing session');
+    await waitFor(`the session's power.jaxpr open at line ${power.line}`, async () => {
+      const tab = await page.locator('.tabs-container .tab.active').getAttribute('aria-label', { timeout: 1000 });
+      const crumbs = await page.locator('.breadcrumbs-control').first().innerText({ timeout: 1000 });
+      const c = await cursor();
+      return tab && tab.startsWith('power.jaxpr') && crumbs.includes('.jaxpr-session') && c && c.line === power.line;
     });
   });
 

@@ -33,6 +33,20 @@ pub fn corpus() -> PathBuf {
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus"))
 }
 
+/// The interpreter of the Python environment `tests/trace/venv.sh KIND`
+/// makes (once): `jax` (jax 0.10.2), `catalyst` (pennylane-catalyst 0.15.0).
+pub fn venv_python(kind: &str) -> PathBuf {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/trace/venv.sh");
+    let out = Command::new("bash").arg(script).arg(kind).output().expect("run bash");
+    assert!(
+        out.status.success(),
+        "tests/trace/venv.sh {kind} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    PathBuf::from(stdout.lines().last().expect("venv.sh prints the interpreter").trim())
+}
+
 /// The text of the gzipped corpus file `rel`.
 pub fn gunzip(rel: &str) -> String {
     let out = Command::new("gzip")
