@@ -61,9 +61,35 @@ fn sum_elements<'t>(types: impl IntoIterator<Item = &'t Option<AType>>, analysis
     })
 }
 
+/// One value broadcast to a type, in the function one jaxpr is lowered to.
+/// StableHLO's canonicalisation folds a broadcast of a constant (JAX's
+/// `broadcast_in_dim` of a literal, or the broadcast of a scalar literal
+/// operand it inserts) into a splat constant and keeps one of equal
+/// constants; the HLO export writes it back as a broadcast of a scalar. So
+/// XLA counts the broadcast of each splat constant once per function.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub(crate) struct SplatConstant {
+    jaxpr: JaxprId,
+    value_bits: u64,
+    ty: AType,
+}
+
+/// The number a literal stands for (`True` one, `False` zero).
+fn literal_value(lit: &ast::Literal) -> Option<f64> {
+    match &*lit.value {
+        "True" => Some(1.0),
+        "False" => Some(0.0),
+        text => text.parse::<f64>().ok(),
+    }
+}
+
 /// What one equation sees: its row, syntax and types.
 struct EqnView<'a> {
     analysis: &'a Analysis,
+    /// The jaxpr holding the equation (the function it is lowered into).
+    jaxpr: JaxprId,
+    /// The splat constants the function holds so far.
+    splat_constants: &'a std::cell::RefCell<rustc_hash::FxHashSet<SplatConstant>>,
     /// Values known to be one number broadcast (`broadcast_in_dim 1.0`).
     splats: &'a rustc_hash::FxHashMap<jaxpr_types::VarId, f64>,
     eqn: &'a ast::Eqn,
@@ -104,17 +130,23 @@ impl EqnView<'_> {
             return Amount::unknown();
         };
         let mut total = self.result_bytes();
-        for operand in &self.operands {
+        for (operand, atom) in self.operands.iter().zip(self.eqn.args.iter()) {
             let Some(operand) = operand else {
                 return Amount::unknown();
             };
-            total = total.add(&self.operand_at_result(operand, result));
+            let literal = match atom {
+                ast::Atom::Lit(lit) => literal_value(lit),
+                ast::Atom::Var(_) => None,
+            };
+            total = total.add(&self.operand_at_result(operand, result, literal));
         }
         total
     }
     /// The bytes an elementwise instruction reads of `operand`, broadcast
-    /// to `result`'s shape first where its shape differs.
-    fn operand_at_result(&self, operand: &AType, result: &AType) -> Amount {
+    /// to `result`'s shape first where its shape differs; a scalar literal
+    /// (`literal`) broadcast is a splat constant, whose broadcast counts
+    /// once per function ([`SplatConstant`]).
+    fn operand_at_result(&self, operand: &AType, result: &AType, literal: Option<f64>) -> Amount {
         let dtype = operand.dtype.clone().or_else(|| self.fallback().cloned());
         let own = bytes(operand, self.fallback(), self.analysis);
         if operand.shape == result.shape {
@@ -123,8 +155,18 @@ impl EqnView<'_> {
         let Some(dtype) = dtype else {
             return Amount::unknown();
         };
-        let broadcast = bytes(&result.with_dtype(dtype), None, self.analysis);
+        let splat = result.with_dtype(dtype);
+        let broadcast = bytes(&splat, None, self.analysis);
+        if operand.is_scalar() && literal.is_some_and(|value| !self.first_splat(value, &splat)) {
+            return broadcast;
+        }
         broadcast_bytes(operand.is_scalar(), &own, &broadcast).add(&broadcast)
+    }
+    /// Whether the splat of `value` at `ty` is the first of the function,
+    /// which then holds it: only the first costs its broadcast.
+    fn first_splat(&self, value: f64, ty: &AType) -> bool {
+        let key = SplatConstant { jaxpr: self.jaxpr, value_bits: value.to_bits(), ty: ty.clone() };
+        self.splat_constants.borrow_mut().insert(key)
     }
     /// Whether one operand is the literal `identity` and the other has the
     /// result's type, so that the operation folds away.
@@ -142,6 +184,25 @@ impl EqnView<'_> {
         };
         let result = self.results.first().cloned().flatten();
         (is_identity(left) && self.operands[1] == result) || (is_identity(right) && self.operands[0] == result)
+    }
+    /// Whether it is a `broadcast_in_dim` stretching a size-1 axis of its
+    /// operand: HLO's `broadcast` cannot, so the export writes a
+    /// `broadcast` to the operand's own shape, a `reshape` dropping those
+    /// axes and a `broadcast` to the result ([`broadcast_bytes`]).
+    fn expands_unit_axes(&self) -> bool {
+        let (Some(Some(operand)), Some(Some(result))) = (self.operands.first(), self.results.first()) else {
+            return false;
+        };
+        if &*self.eqn.primitive.text != "broadcast_in_dim" || operand.is_scalar() {
+            return false;
+        }
+        let Some(axes) = self.eqn.param("broadcast_dimensions").and_then(|p| int_items(&p.value)) else {
+            return false;
+        };
+        operand.shape.iter().zip(&axes).any(|(dim, &axis)| {
+            let stretched = usize::try_from(axis).ok().and_then(|a| result.shape.get(a));
+            *dim == jaxpr_types::Dim::Const(1) && stretched.is_some_and(|d| *d != jaxpr_types::Dim::Const(1))
+        })
     }
     fn int_param(&self, name: &str) -> Option<i64> {
         int_value(&self.eqn.param(name)?.value)
@@ -238,9 +299,14 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
             let to_bool = result.dtype == Some(DType::Bool) && operand.dtype != Some(DType::Bool);
             let read = bytes(operand, None, analysis);
             cost.bytes_accessed = if to_bool {
-                // `x != 0`: a zero broadcast to the operand, compared.
+                // `x != 0`: a zero broadcast to the operand (a splat
+                // constant the function may hold already), compared.
                 let zero = view.scalar_bytes(operand);
-                zero.add(&read.scale(3)).add(&view.result_bytes())
+                if !operand.is_scalar() && !view.first_splat(0.0, operand) {
+                    read.scale(2).add(&view.result_bytes())
+                } else {
+                    zero.add(&read.scale(3)).add(&view.result_bytes())
+                }
             } else {
                 read.add(&view.result_bytes())
             };
@@ -253,7 +319,7 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
             let count = view.result_elements();
             let case_bytes = view.result_bytes();
             let boolean = bytes(&result.with_dtype(DType::Bool), None, analysis);
-            let predicate_bytes = view.operand_at_result(predicate, result);
+            let predicate_bytes = view.operand_at_result(predicate, result, None);
             if predicate.dtype == Some(DType::Bool) && cases == 2 {
                 cost.flops = count;
                 cost.bytes_accessed = predicate_bytes.add(&case_bytes.scale(3));
@@ -315,7 +381,11 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
             if unchanged && rule == CostRule::Movement {
                 return cost;
             }
-            cost.bytes_accessed = view.operand_bytes().add(&view.result_bytes());
+            cost.bytes_accessed = if view.expands_unit_axes() {
+                broadcast_bytes(false, &view.operand_bytes(), &view.result_bytes())
+            } else {
+                view.operand_bytes().add(&view.result_bytes())
+            };
         }
         CostRule::Slice => {
             cost.bytes_accessed = view.result_bytes().scale(2);
@@ -448,8 +518,11 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
     };
     let rule = row.cost();
     let splats = std::mem::take(&mut walk.splats);
+    let splat_constants = std::cell::RefCell::new(std::mem::take(&mut walk.splat_constants));
     let view = EqnView {
         analysis,
+        jaxpr: info.jaxpr,
+        splat_constants: &splat_constants,
         splats: &splats,
         eqn,
         operands: operand_types(analysis, eqn),
@@ -489,6 +562,7 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
         && view.results.iter().all(|ty| ty.as_ref().is_some_and(|ty| elements(ty, analysis).is_zero()));
     drop(view);
     walk.splats = splats;
+    walk.splat_constants = splat_constants.into_inner();
     // An instruction with an empty result is not counted.
     if empty_results {
         total = Cost::zero();
@@ -654,7 +728,16 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
             let mut cost = Cost::zero();
             for var in analysis.eqn(e).outs.iter().flatten() {
                 let ty = &analysis.var(*var).ty;
-                if read.contains(var) && !ty.is_scalar() {
+                // An empty array is no instruction; an equal splat the
+                // function already holds is not materialised again.
+                let materialised = read.contains(var)
+                    && !ty.is_scalar()
+                    && !elements(ty, analysis).is_zero()
+                    && walk.splats.get(var).is_none_or(|value| {
+                        let key = SplatConstant { jaxpr: id, value_bits: value.to_bits(), ty: ty.clone() };
+                        walk.splat_constants.insert(key)
+                    });
+                if materialised {
                     let scalar = bytes(&AType { dtype: ty.dtype.clone(), shape: Shape::new() }, None, analysis);
                     cost.bytes_accessed = cost.bytes_accessed.add(&scalar).add(&bytes(ty, None, analysis));
                 }
