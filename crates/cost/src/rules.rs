@@ -74,12 +74,20 @@ pub(crate) struct SplatConstant {
     ty: AType,
 }
 
-/// The number a literal stands for (`True` one, `False` zero).
+/// The number a literal stands for (`True` one, `False` zero, a complex
+/// `(1+0j)` of no imaginary part its real part).
 fn literal_value(lit: &ast::Literal) -> Option<f64> {
     match &*lit.value {
         "True" => Some(1.0),
         "False" => Some(0.0),
-        text => text.parse::<f64>().ok(),
+        text => match text.strip_prefix('(').and_then(|t| t.strip_suffix("j)")) {
+            Some(complex) => {
+                let split = complex.rfind(['+', '-']).filter(|&i| i > 0)?;
+                let imaginary = complex[split..].parse::<f64>().ok()?;
+                if imaginary == 0.0 { complex[..split].parse::<f64>().ok() } else { None }
+            }
+            None => text.parse::<f64>().ok(),
+        },
     }
 }
 
@@ -204,6 +212,28 @@ impl EqnView<'_> {
             *dim == jaxpr_types::Dim::Const(1) && stretched.is_some_and(|d| *d != jaxpr_types::Dim::Const(1))
         })
     }
+    /// Whether it is a `transpose` that moves size-1 axes only (the other
+    /// axes keep their order), and not the identity.
+    fn transposes_only_unit_axes(&self) -> bool {
+        let Some(Some(operand)) = self.operands.first() else {
+            return false;
+        };
+        if &*self.eqn.primitive.text != "transpose" {
+            return false;
+        }
+        let Some(permutation) = self.eqn.param("permutation").and_then(|p| int_items(&p.value)) else {
+            return false;
+        };
+        let identity = permutation.iter().enumerate().all(|(i, &axis)| axis == i as i64);
+        let moved: Vec<i64> = permutation
+            .iter()
+            .copied()
+            .filter(|&axis| {
+                usize::try_from(axis).ok().and_then(|a| operand.shape.get(a)).is_some_and(|d| *d != jaxpr_types::Dim::Const(1))
+            })
+            .collect();
+        !identity && moved.windows(2).all(|pair| pair[0] < pair[1])
+    }
     fn int_param(&self, name: &str) -> Option<i64> {
         int_value(&self.eqn.param(name)?.value)
     }
@@ -277,6 +307,11 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
     let analysis = view.analysis;
     let mut cost = Cost::zero();
     match rule {
+        // A transpose moving only size-1 axes keeps the data's order: the
+        // canonicalisation makes it a `reshape`, which reads and writes it.
+        CostRule::Free if view.transposes_only_unit_axes() => {
+            cost.bytes_accessed = view.operand_bytes().add(&view.result_bytes());
+        }
         CostRule::Free | CostRule::Unmodelled | CostRule::Call | CostRule::Scan | CostRule::While | CostRule::Cond => {}
         CostRule::ElementwiseUnlessIdentity(identity) if view.folds_identity(identity) => {}
         CostRule::Elementwise | CostRule::ElementwiseUnlessIdentity(_) | CostRule::Transcendental => {
@@ -365,9 +400,16 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
                 // `1` broadcast to the result.
                 cost.bytes_accessed = scalar.add(&result);
             } else if exponent < 0 {
-                // `1 / x^|y|`: a broadcast one and a division.
+                // `1 / x^|y|`: a one (broadcast to the result unless it is a
+                // scalar, once per function: a splat constant) and a division.
                 cost.flops = cost.flops.add(&count);
-                cost.bytes_accessed = cost.bytes_accessed.add(&scalar).add(&result.scale(4));
+                let result_type = view.results.first().cloned().flatten();
+                let broadcast = match &result_type {
+                    Some(ty) if !ty.is_scalar() && view.first_splat(1.0, ty) => scalar.add(&result),
+                    Some(_) => Amount::zero(),
+                    None => Amount::unknown(),
+                };
+                cost.bytes_accessed = cost.bytes_accessed.add(&broadcast).add(&result.scale(3));
             }
         }
         CostRule::Reverse if view.eqn.param("dimensions").and_then(|p| int_items(&p.value)).is_some_and(|d| d.is_empty()) => {}
@@ -375,13 +417,25 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
         CostRule::Movement | CostRule::Reverse => {
             // A move whose result is its (first) operand, the others scalars
             // (a `pad` by nothing, a `concatenate` of one), lowers to nothing.
+            // StableHLO's canonicalisation also drops a `concatenate`'s
+            // empty operands.
+            let empty = |ty: &AType| elements(ty, analysis).is_zero();
+            let kept: Vec<&Option<AType>> = if &*view.eqn.primitive.text == "concatenate" {
+                view.operands.iter().filter(|ty| !ty.as_ref().is_some_and(empty)).collect()
+            } else {
+                view.operands.iter().collect()
+            };
             let unchanged = view.results.len() == 1
-                && view.operands.first() == view.results.first()
-                && view.operands.iter().skip(1).flatten().all(AType::is_scalar);
+                && kept.first().copied() == view.results.first()
+                && kept.iter().skip(1).copied().flatten().all(AType::is_scalar);
             if unchanged && rule == CostRule::Movement {
                 return cost;
             }
-            cost.bytes_accessed = if view.expands_unit_axes() {
+            cost.bytes_accessed = if &*view.eqn.primitive.text == "stack" && view.operands.len() > 1 {
+                // JAX lowers `stack` to a `reshape` of each operand (adding
+                // the new axis), then a `concatenate`.
+                view.operand_bytes().scale(3).add(&view.result_bytes())
+            } else if view.expands_unit_axes() {
                 broadcast_bytes(false, &view.operand_bytes(), &view.result_bytes())
             } else {
                 view.operand_bytes().add(&view.result_bytes())
@@ -500,14 +554,6 @@ fn type_difference(cost: registry::Cost, family: Family, view: &EqnView<'_>) -> 
 pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
     let analysis = walk.analysis;
     let info = analysis.eqn(id);
-    let Some(row) = registry::lookup(&info.primitive) else {
-        return EqnCost {
-            total: Cost::unknown(),
-            xla: XlaCount::Differs("an unknown primitive"),
-            dropped: None,
-            slack: Slack::default(),
-        };
-    };
     let Some(&eqn) = walk.syntax.get(&info.range.start) else {
         return EqnCost {
             total: Cost::unknown(),
@@ -515,6 +561,9 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
             dropped: None,
             slack: Slack::default(),
         };
+    };
+    let Some(row) = registry::lookup(&info.primitive) else {
+        return unknown_primitive_cost(analysis, info, eqn);
     };
     let rule = row.cost();
     let splats = std::mem::take(&mut walk.splats);
@@ -614,6 +663,26 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
     EqnCost { total, xla, dropped: None, slack }
 }
 
+/// A primitive the registry does not know (a library's own, such as
+/// Equinox's `nonbatchable` or lineax's `linear_solve`, whose lowering is
+/// its Python code): counted as nothing, said so, and recorded with what
+/// its operands and results amount to, for the tolerance table's row of
+/// the library primitive, if it has one.
+fn unknown_primitive_cost(analysis: &Analysis, info: &EqnInfo, eqn: &ast::Eqn) -> EqnCost {
+    let operands = operand_types(analysis, eqn);
+    let results = result_types(analysis, info);
+    let fallback = operands.iter().chain(&results).flatten().find_map(|ty| ty.dtype.clone());
+    let units = Units {
+        eqns: Amount::constant(1),
+        elements: sum_elements(&operands, analysis).add(&sum_elements(&results, analysis)),
+        bytes: sum_bytes(&operands, fallback.as_ref(), analysis).add(&sum_bytes(&results, fallback.as_ref(), analysis)),
+        body: Cost::zero(),
+    };
+    let mut slack = Slack::default();
+    slack.record(crate::tolerance::library_primitive(&info.primitive), crate::tolerance::LIBRARY, units);
+    EqnCost { total: Cost::zero(), xla: XlaCount::Differs(crate::tolerance::LIBRARY), dropped: None, slack }
+}
+
 /// `length=` of a scan: an integer, or a symbolic dimension.
 fn scan_length(expr: &ast::Expr) -> Amount {
     if let Some(i) = int_value(expr) {
@@ -636,6 +705,7 @@ fn splat_value(
     let values: Option<Vec<f64>> = args
         .iter()
         .map(|atom| match atom {
+            // Complex literals have none: arithmetic on them is not folded.
             ast::Atom::Lit(lit) => lit.value.parse::<f64>().ok(),
             ast::Atom::Var(name) => analysis.ref_at(name.range).and_then(|r| splats.get(&r.var).copied()),
         })
@@ -646,8 +716,29 @@ fn splat_value(
         ("mul", [x, y]) => Some(x * y),
         ("add" | "add_any", [x, y]) => Some(x + y),
         ("sub", [x, y]) => Some(x - y),
+        ("eq", [x, y]) => Some(f64::from(u8::from(x == y))),
+        ("ne", [x, y]) => Some(f64::from(u8::from(x != y))),
+        ("lt", [x, y]) => Some(f64::from(u8::from(x < y))),
+        ("le", [x, y]) => Some(f64::from(u8::from(x <= y))),
+        ("gt", [x, y]) => Some(f64::from(u8::from(x > y))),
+        ("ge", [x, y]) => Some(f64::from(u8::from(x >= y))),
         _ => None,
     }
+}
+
+/// The one number a folded result holds: its splat value, or for a
+/// `broadcast_in_dim` of a complex literal of no imaginary part, that
+/// number (equal splats are one constant; arithmetic on complex ones is
+/// not folded, so they have no splat value).
+fn splat_of(walk: &Walk<'_, '_>, e: EqnId, var: jaxpr_types::VarId) -> Option<f64> {
+    walk.splats.get(&var).copied().or_else(|| {
+        let info = walk.analysis.eqn(e);
+        let syntax = walk.syntax.get(&info.range.start)?;
+        match (&*info.primitive, &syntax.args[..]) {
+            ("broadcast_in_dim", [ast::Atom::Lit(lit)]) => literal_value(lit),
+            _ => None,
+        }
+    })
 }
 
 /// The equations of a jaxpr whose operands are all constants (literals, or
@@ -659,6 +750,8 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
     let analysis = walk.analysis;
     let info = analysis.jaxpr(id);
     let mut constant: rustc_hash::FxHashSet<jaxpr_types::VarId> = Default::default();
+    // Results of `complex` of constants, which `real` and `imag` fold through.
+    let mut made_complex: rustc_hash::FxHashSet<jaxpr_types::VarId> = Default::default();
     let mut folded = Vec::new();
     // Dead equations are dropped before folding: they neither fold nor read.
     let dead = |e: EqnId, walk: &Walk<'_, '_>| walk.eqns[e.0 as usize].as_ref().is_some_and(|c| c.dropped.is_some());
@@ -670,8 +763,25 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
         if dead(e, walk) {
             continue;
         }
+        // StableHLO's folders compute integers, floats and booleans, not
+        // complex numbers: arithmetic on or to complex constants stays (a
+        // broadcast or reshape of one folds: it only reshapes the splat;
+        // `real`/`imag` of a `complex` of constants fold to its operand by
+        // a pattern).
+        let complex_operand = operand_types(analysis, syntax)
+            .iter()
+            .flatten()
+            .chain(eqn_info.outs.iter().flatten().map(|v| &analysis.var(*v).ty))
+            .any(|ty| ty.dtype.as_ref().is_some_and(DType::is_complex));
+        let of_complex_op = matches!(&*eqn_info.primitive, "real" | "imag")
+            && syntax.args.iter().all(|atom| match atom {
+                ast::Atom::Var(name) => analysis.ref_at(name.range).is_some_and(|r| made_complex.contains(&r.var)),
+                ast::Atom::Lit(_) => false,
+            });
+        let complex = complex_operand && !of_complex_op;
         let foldable = registry::lookup(&eqn_info.primitive).is_some_and(|row| {
-            matches!(row.family, Family::Unary | Family::Binary | Family::Conversion | Family::Shape)
+            (row.family == Family::Shape
+                || (!complex && matches!(row.family, Family::Unary | Family::Binary | Family::Comparison | Family::Conversion)))
                 && matches!(
                     row.cost().rule,
                     CostRule::Elementwise
@@ -687,6 +797,10 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
                 ast::Atom::Lit(_) => true,
                 ast::Atom::Var(name) => analysis.ref_at(name.range).is_some_and(|r| constant.contains(&r.var)),
             });
+        if &*eqn_info.primitive == "complex" && operands_constant {
+            made_complex.extend(eqn_info.outs.iter().flatten().copied());
+            constant.extend(eqn_info.outs.iter().flatten().copied());
+        }
         if foldable && operands_constant {
             constant.extend(eqn_info.outs.iter().flatten().copied());
             walk.constants.extend(eqn_info.outs.iter().flatten().copied());
@@ -697,6 +811,34 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
             {
                 walk.splats.insert(*out, value);
             }
+            folded.push(e);
+        }
+    }
+    // A `complex` of constants that only folded `real`/`imag` read is
+    // dropped once they fold through it.
+    let of_constants = |e: &EqnId| {
+        let info = analysis.eqn(*e);
+        &*info.primitive == "complex" && info.outs.iter().flatten().all(|v| made_complex.contains(v))
+    };
+    let candidates: Vec<EqnId> = info.eqns.iter().filter(|e| !folded.contains(e) && of_constants(e)).copied().collect();
+    let read_by_kept = |skip: &[EqnId], folded: &[EqnId], walk: &Walk<'_, '_>| {
+        let mut read: rustc_hash::FxHashSet<jaxpr_types::VarId> = info.outs.iter().filter_map(|o| o.var).collect();
+        for &e in &info.eqns {
+            if folded.contains(&e) || skip.contains(&e) || dead(e, walk) {
+                continue;
+            }
+            if let Some(&syntax) = walk.syntax.get(&analysis.eqn(e).range.start) {
+                read.extend(syntax.args.iter().filter_map(|atom| match atom {
+                    ast::Atom::Var(name) => analysis.ref_at(name.range).map(|r| r.var),
+                    ast::Atom::Lit(_) => None,
+                }));
+            }
+        }
+        read
+    };
+    let read_elsewhere = read_by_kept(&candidates, &folded, walk);
+    for e in candidates {
+        if analysis.eqn(e).outs.iter().flatten().all(|v| !read_elsewhere.contains(v)) {
             folded.push(e);
         }
     }
@@ -733,7 +875,7 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
                 let materialised = read.contains(var)
                     && !ty.is_scalar()
                     && !elements(ty, analysis).is_zero()
-                    && walk.splats.get(var).is_none_or(|value| {
+                    && splat_of(walk, e, *var).is_none_or(|value| {
                         let key = SplatConstant { jaxpr: id, value_bits: value.to_bits(), ty: ty.clone() };
                         walk.splat_constants.insert(key)
                     });
