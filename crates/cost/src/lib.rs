@@ -343,6 +343,13 @@ impl Walk<'_, '_> {
                 slack: Slack::default(),
             });
         }
+        for (e, total, dropped) in rules::reshape_chains(self, id) {
+            let slack = Slack::default();
+            // An inner reshape may be an outer one too: the drop wins.
+            if self.eqns[e.0 as usize].as_ref().is_none_or(|c| c.dropped.is_none()) {
+                self.eqns[e.0 as usize] = Some(EqnCost { total, xla: XlaCount::Equal, dropped, slack });
+            }
+        }
         let mut total = Cost::zero();
         let mut xla = XlaCount::Equal;
         let mut slack = Slack::default();

@@ -888,3 +888,90 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
         })
         .collect()
 }
+
+/// Whether the equation only reshapes its operand (`reshape`, `squeeze`,
+/// `expand_dims`, or a `broadcast_in_dim` adding size-1 axes), which
+/// StableHLO's canonicalisation makes a `reshape`.
+fn is_reshape(analysis: &Analysis, eqn: &ast::Eqn, info: &EqnInfo) -> bool {
+    let primitive = &*info.primitive;
+    if !matches!(primitive, "reshape" | "squeeze" | "expand_dims" | "broadcast_in_dim") {
+        return false;
+    }
+    let (Some(Some(operand)), Some(Some(result))) =
+        (operand_types(analysis, eqn).first().cloned(), result_types(analysis, info).first().cloned())
+    else {
+        return false;
+    };
+    info.outs.len() == 1 && eqn.args.len() == 1 && operand.dtype == result.dtype && {
+        let (from, to) = (elements(&operand, analysis), elements(&result, analysis));
+        from.as_constant().is_some() && from == to
+    }
+}
+
+/// Chains of reshapes in a jaxpr: StableHLO's canonicalisation makes
+/// `reshape(reshape(x))` one `reshape` of `x` (nothing when it gives `x`'s
+/// own shape back), and drops an inner reshape that only such reshapes
+/// read. Returns the costs of the equations this changes: the outer
+/// reshapes (reading the chain's source), and the inner ones dropped.
+pub(crate) fn reshape_chains(walk: &Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, Cost, Option<&'static str>)> {
+    let analysis = walk.analysis;
+    let info = analysis.jaxpr(id);
+    let handled = |e: EqnId| walk.eqns[e.0 as usize].is_some();
+    let syntax_of = |e: EqnId| walk.syntax.get(&analysis.eqn(e).range.start).copied();
+    let operand_var = |eqn: &ast::Eqn| match eqn.args.first() {
+        Some(ast::Atom::Var(name)) => analysis.ref_at(name.range).map(|r| r.var),
+        _ => None,
+    };
+    let mut reshape_of: rustc_hash::FxHashMap<jaxpr_types::VarId, (EqnId, AType)> = Default::default();
+    let mut outer = Vec::new();
+    for &e in &info.eqns {
+        let Some(eqn) = syntax_of(e) else { continue };
+        let eqn_info = analysis.eqn(e);
+        if handled(e) || !is_reshape(analysis, eqn, eqn_info) {
+            continue;
+        }
+        let Some(Some(operand)) = operand_types(analysis, eqn).first().cloned() else { continue };
+        let Some(out) = eqn_info.outs.first().copied().flatten() else { continue };
+        // The chain's source: the operand, or what the reshape before it read.
+        let source = match operand_var(eqn).and_then(|v| reshape_of.get(&v)) {
+            Some((inner, source)) => {
+                outer.push((e, *inner, source.clone()));
+                source.clone()
+            }
+            None => operand,
+        };
+        reshape_of.insert(out, (e, source));
+    }
+    // Which inner reshapes something other than an outer reshape reads.
+    let outers: Vec<EqnId> = outer.iter().map(|(e, _, _)| *e).collect();
+    let mut read_elsewhere: rustc_hash::FxHashSet<jaxpr_types::VarId> = info.outs.iter().filter_map(|o| o.var).collect();
+    for &e in &info.eqns {
+        if outers.contains(&e) || walk.eqns[e.0 as usize].as_ref().is_some_and(|c| c.dropped.is_some()) {
+            continue;
+        }
+        if let Some(eqn) = syntax_of(e) {
+            read_elsewhere.extend(eqn.args.iter().filter_map(|atom| match atom {
+                ast::Atom::Var(name) => analysis.ref_at(name.range).map(|r| r.var),
+                ast::Atom::Lit(_) => None,
+            }));
+        }
+    }
+    let mut out = Vec::new();
+    for (e, inner, source) in outer {
+        let eqn_info = analysis.eqn(e);
+        let Some(Some(result)) = result_types(analysis, eqn_info).first().cloned() else { continue };
+        let mut cost = Cost::zero();
+        if result != source {
+            cost.bytes_accessed = bytes(&source, None, analysis).add(&bytes(&result, None, analysis));
+        }
+        out.push((e, cost, None));
+        let inner_unread = analysis.eqn(inner).outs.iter().flatten().all(|v| !read_elsewhere.contains(v));
+        if inner_unread && !out.iter().any(|(done, _, dropped)| *done == inner && dropped.is_some()) {
+            out.push((inner, Cost::zero(), Some(RESHAPED)));
+        }
+    }
+    out
+}
+
+const RESHAPED: &str = "a reshape only reshapes read: folded into them";
+
