@@ -801,6 +801,31 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
             made_complex.extend(eqn_info.outs.iter().flatten().copied());
             constant.extend(eqn_info.outs.iter().flatten().copied());
         }
+        // `x != x` of integers or booleans is `false` (`x == x` `true`):
+        // the canonicalisation folds a comparison of a value with itself.
+        let self_comparison = match &syntax.args[..] {
+            [ast::Atom::Var(left), ast::Atom::Var(right)] => {
+                let (left, right) = (analysis.ref_at(left.range), analysis.ref_at(right.range));
+                let exact = left.is_some_and(|r| {
+                    analysis.var(r.var).ty.dtype.as_ref().is_some_and(|d| d.is_int() || d.is_bool())
+                });
+                let same = matches!((left, right), (Some(l), Some(r)) if l.var == r.var);
+                let truth = match &*eqn_info.primitive {
+                    "eq" | "le" | "ge" => Some(1.0),
+                    "ne" | "lt" | "gt" => Some(0.0),
+                    _ => None,
+                };
+                truth.filter(|_| exact && same)
+            }
+            _ => None,
+        };
+        if let (Some(truth), [Some(out)]) = (self_comparison, &eqn_info.outs[..]) {
+            constant.insert(*out);
+            walk.constants.insert(*out);
+            walk.splats.insert(*out, truth);
+            folded.push(e);
+            continue;
+        }
         if foldable && operands_constant {
             constant.extend(eqn_info.outs.iter().flatten().copied());
             walk.constants.extend(eqn_info.outs.iter().flatten().copied());
@@ -943,7 +968,7 @@ pub(crate) fn reshape_chains(walk: &Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, Co
         reshape_of.insert(out, (e, source));
     }
     // Which inner reshapes something other than an outer reshape reads.
-    let outers: Vec<EqnId> = outer.iter().map(|(e, _, _)| *e).collect();
+    let outers: rustc_hash::FxHashSet<EqnId> = outer.iter().map(|(e, _, _)| *e).collect();
     let mut read_elsewhere: rustc_hash::FxHashSet<jaxpr_types::VarId> = info.outs.iter().filter_map(|o| o.var).collect();
     for &e in &info.eqns {
         if outers.contains(&e) || walk.eqns[e.0 as usize].as_ref().is_some_and(|c| c.dropped.is_some()) {
@@ -957,6 +982,7 @@ pub(crate) fn reshape_chains(walk: &Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, Co
         }
     }
     let mut out = Vec::new();
+    let mut dropped: rustc_hash::FxHashSet<EqnId> = Default::default();
     for (e, inner, source) in outer {
         let eqn_info = analysis.eqn(e);
         let Some(Some(result)) = result_types(analysis, eqn_info).first().cloned() else { continue };
@@ -966,7 +992,7 @@ pub(crate) fn reshape_chains(walk: &Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, Co
         }
         out.push((e, cost, None));
         let inner_unread = analysis.eqn(inner).outs.iter().flatten().all(|v| !read_elsewhere.contains(v));
-        if inner_unread && !out.iter().any(|(done, _, dropped)| *done == inner && dropped.is_some()) {
+        if inner_unread && dropped.insert(inner) {
             out.push((inner, Cost::zero(), Some(RESHAPED)));
         }
     }
