@@ -1191,6 +1191,8 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "or",
         family: Binary,
         doc: "Bitwise/logical or, elementwise.",
+        // `x | 0` (`x or False`) is folded to `x`.
+        cost: Some(Cost::equal(CostRule::ElementwiseUnlessIdentity(0))),
         ..ROW
     },
     Primitive {

@@ -174,6 +174,7 @@ pub fn analyse_jaxprs(
         jaxprs: vec![None; analysis.jaxprs.len()],
         visiting: vec![false; analysis.jaxprs.len()],
         splats: HashMap::default(),
+        splat_constants: Default::default(),
         constants: Default::default(),
         read: Default::default(),
     };
@@ -292,6 +293,8 @@ struct Walk<'a, 'f> {
     visiting: Vec<bool>,
     /// Values known to be one number broadcast, by variable.
     splats: HashMap<jaxpr_types::VarId, f64>,
+    /// The splat constants each lowered function already holds.
+    splat_constants: rustc_hash::FxHashSet<rules::SplatConstant>,
     /// Values StableHLO's canonicalisation folds to constants, by variable.
     constants: rustc_hash::FxHashSet<jaxpr_types::VarId>,
     /// Values some equation or a jaxpr's outputs read.
@@ -339,6 +342,13 @@ impl Walk<'_, '_> {
                 dropped: Some(FOLDED),
                 slack: Slack::default(),
             });
+        }
+        for (e, total, dropped) in rules::reshape_chains(self, id) {
+            let slack = Slack::default();
+            // An inner reshape may be an outer one too: the drop wins.
+            if self.eqns[e.0 as usize].as_ref().is_none_or(|c| c.dropped.is_none()) {
+                self.eqns[e.0 as usize] = Some(EqnCost { total, xla: XlaCount::Equal, dropped, slack });
+            }
         }
         let mut total = Cost::zero();
         let mut xla = XlaCount::Equal;

@@ -61,9 +61,43 @@ fn sum_elements<'t>(types: impl IntoIterator<Item = &'t Option<AType>>, analysis
     })
 }
 
+/// One value broadcast to a type, in the function one jaxpr is lowered to.
+/// StableHLO's canonicalisation folds a broadcast of a constant (JAX's
+/// `broadcast_in_dim` of a literal, or the broadcast of a scalar literal
+/// operand it inserts) into a splat constant and keeps one of equal
+/// constants; the HLO export writes it back as a broadcast of a scalar. So
+/// XLA counts the broadcast of each splat constant once per function.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub(crate) struct SplatConstant {
+    jaxpr: JaxprId,
+    value_bits: u64,
+    ty: AType,
+}
+
+/// The number a literal stands for (`True` one, `False` zero, a complex
+/// `(1+0j)` of no imaginary part its real part).
+fn literal_value(lit: &ast::Literal) -> Option<f64> {
+    match &*lit.value {
+        "True" => Some(1.0),
+        "False" => Some(0.0),
+        text => match text.strip_prefix('(').and_then(|t| t.strip_suffix("j)")) {
+            Some(complex) => {
+                let split = complex.rfind(['+', '-']).filter(|&i| i > 0)?;
+                let imaginary = complex[split..].parse::<f64>().ok()?;
+                if imaginary == 0.0 { complex[..split].parse::<f64>().ok() } else { None }
+            }
+            None => text.parse::<f64>().ok(),
+        },
+    }
+}
+
 /// What one equation sees: its row, syntax and types.
 struct EqnView<'a> {
     analysis: &'a Analysis,
+    /// The jaxpr holding the equation (the function it is lowered into).
+    jaxpr: JaxprId,
+    /// The splat constants the function holds so far.
+    splat_constants: &'a std::cell::RefCell<rustc_hash::FxHashSet<SplatConstant>>,
     /// Values known to be one number broadcast (`broadcast_in_dim 1.0`).
     splats: &'a rustc_hash::FxHashMap<jaxpr_types::VarId, f64>,
     eqn: &'a ast::Eqn,
@@ -104,17 +138,23 @@ impl EqnView<'_> {
             return Amount::unknown();
         };
         let mut total = self.result_bytes();
-        for operand in &self.operands {
+        for (operand, atom) in self.operands.iter().zip(self.eqn.args.iter()) {
             let Some(operand) = operand else {
                 return Amount::unknown();
             };
-            total = total.add(&self.operand_at_result(operand, result));
+            let literal = match atom {
+                ast::Atom::Lit(lit) => literal_value(lit),
+                ast::Atom::Var(_) => None,
+            };
+            total = total.add(&self.operand_at_result(operand, result, literal));
         }
         total
     }
     /// The bytes an elementwise instruction reads of `operand`, broadcast
-    /// to `result`'s shape first where its shape differs.
-    fn operand_at_result(&self, operand: &AType, result: &AType) -> Amount {
+    /// to `result`'s shape first where its shape differs; a scalar literal
+    /// (`literal`) broadcast is a splat constant, whose broadcast counts
+    /// once per function ([`SplatConstant`]).
+    fn operand_at_result(&self, operand: &AType, result: &AType, literal: Option<f64>) -> Amount {
         let dtype = operand.dtype.clone().or_else(|| self.fallback().cloned());
         let own = bytes(operand, self.fallback(), self.analysis);
         if operand.shape == result.shape {
@@ -123,8 +163,18 @@ impl EqnView<'_> {
         let Some(dtype) = dtype else {
             return Amount::unknown();
         };
-        let broadcast = bytes(&result.with_dtype(dtype), None, self.analysis);
+        let splat = result.with_dtype(dtype);
+        let broadcast = bytes(&splat, None, self.analysis);
+        if operand.is_scalar() && literal.is_some_and(|value| !self.first_splat(value, &splat)) {
+            return broadcast;
+        }
         broadcast_bytes(operand.is_scalar(), &own, &broadcast).add(&broadcast)
+    }
+    /// Whether the splat of `value` at `ty` is the first of the function,
+    /// which then holds it: only the first costs its broadcast.
+    fn first_splat(&self, value: f64, ty: &AType) -> bool {
+        let key = SplatConstant { jaxpr: self.jaxpr, value_bits: value.to_bits(), ty: ty.clone() };
+        self.splat_constants.borrow_mut().insert(key)
     }
     /// Whether one operand is the literal `identity` and the other has the
     /// result's type, so that the operation folds away.
@@ -142,6 +192,47 @@ impl EqnView<'_> {
         };
         let result = self.results.first().cloned().flatten();
         (is_identity(left) && self.operands[1] == result) || (is_identity(right) && self.operands[0] == result)
+    }
+    /// Whether it is a `broadcast_in_dim` stretching a size-1 axis of its
+    /// operand: HLO's `broadcast` cannot, so the export writes a
+    /// `broadcast` to the operand's own shape, a `reshape` dropping those
+    /// axes and a `broadcast` to the result ([`broadcast_bytes`]).
+    fn expands_unit_axes(&self) -> bool {
+        let (Some(Some(operand)), Some(Some(result))) = (self.operands.first(), self.results.first()) else {
+            return false;
+        };
+        if &*self.eqn.primitive.text != "broadcast_in_dim" || operand.is_scalar() {
+            return false;
+        }
+        let Some(axes) = self.eqn.param("broadcast_dimensions").and_then(|p| int_items(&p.value)) else {
+            return false;
+        };
+        operand.shape.iter().zip(&axes).any(|(dim, &axis)| {
+            let stretched = usize::try_from(axis).ok().and_then(|a| result.shape.get(a));
+            *dim == jaxpr_types::Dim::Const(1) && stretched.is_some_and(|d| *d != jaxpr_types::Dim::Const(1))
+        })
+    }
+    /// Whether it is a `transpose` that moves size-1 axes only (the other
+    /// axes keep their order), and not the identity.
+    fn transposes_only_unit_axes(&self) -> bool {
+        let Some(Some(operand)) = self.operands.first() else {
+            return false;
+        };
+        if &*self.eqn.primitive.text != "transpose" {
+            return false;
+        }
+        let Some(permutation) = self.eqn.param("permutation").and_then(|p| int_items(&p.value)) else {
+            return false;
+        };
+        let identity = permutation.iter().enumerate().all(|(i, &axis)| axis == i as i64);
+        let moved: Vec<i64> = permutation
+            .iter()
+            .copied()
+            .filter(|&axis| {
+                usize::try_from(axis).ok().and_then(|a| operand.shape.get(a)).is_some_and(|d| *d != jaxpr_types::Dim::Const(1))
+            })
+            .collect();
+        !identity && moved.windows(2).all(|pair| pair[0] < pair[1])
     }
     fn int_param(&self, name: &str) -> Option<i64> {
         int_value(&self.eqn.param(name)?.value)
@@ -216,6 +307,11 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
     let analysis = view.analysis;
     let mut cost = Cost::zero();
     match rule {
+        // A transpose moving only size-1 axes keeps the data's order: the
+        // canonicalisation makes it a `reshape`, which reads and writes it.
+        CostRule::Free if view.transposes_only_unit_axes() => {
+            cost.bytes_accessed = view.operand_bytes().add(&view.result_bytes());
+        }
         CostRule::Free | CostRule::Unmodelled | CostRule::Call | CostRule::Scan | CostRule::While | CostRule::Cond => {}
         CostRule::ElementwiseUnlessIdentity(identity) if view.folds_identity(identity) => {}
         CostRule::Elementwise | CostRule::ElementwiseUnlessIdentity(_) | CostRule::Transcendental => {
@@ -238,9 +334,14 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
             let to_bool = result.dtype == Some(DType::Bool) && operand.dtype != Some(DType::Bool);
             let read = bytes(operand, None, analysis);
             cost.bytes_accessed = if to_bool {
-                // `x != 0`: a zero broadcast to the operand, compared.
+                // `x != 0`: a zero broadcast to the operand (a splat
+                // constant the function may hold already), compared.
                 let zero = view.scalar_bytes(operand);
-                zero.add(&read.scale(3)).add(&view.result_bytes())
+                if !operand.is_scalar() && !view.first_splat(0.0, operand) {
+                    read.scale(2).add(&view.result_bytes())
+                } else {
+                    zero.add(&read.scale(3)).add(&view.result_bytes())
+                }
             } else {
                 read.add(&view.result_bytes())
             };
@@ -253,7 +354,7 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
             let count = view.result_elements();
             let case_bytes = view.result_bytes();
             let boolean = bytes(&result.with_dtype(DType::Bool), None, analysis);
-            let predicate_bytes = view.operand_at_result(predicate, result);
+            let predicate_bytes = view.operand_at_result(predicate, result, None);
             if predicate.dtype == Some(DType::Bool) && cases == 2 {
                 cost.flops = count;
                 cost.bytes_accessed = predicate_bytes.add(&case_bytes.scale(3));
@@ -299,9 +400,16 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
                 // `1` broadcast to the result.
                 cost.bytes_accessed = scalar.add(&result);
             } else if exponent < 0 {
-                // `1 / x^|y|`: a broadcast one and a division.
+                // `1 / x^|y|`: a one (broadcast to the result unless it is a
+                // scalar, once per function: a splat constant) and a division.
                 cost.flops = cost.flops.add(&count);
-                cost.bytes_accessed = cost.bytes_accessed.add(&scalar).add(&result.scale(4));
+                let result_type = view.results.first().cloned().flatten();
+                let broadcast = match &result_type {
+                    Some(ty) if !ty.is_scalar() && view.first_splat(1.0, ty) => scalar.add(&result),
+                    Some(_) => Amount::zero(),
+                    None => Amount::unknown(),
+                };
+                cost.bytes_accessed = cost.bytes_accessed.add(&broadcast).add(&result.scale(3));
             }
         }
         CostRule::Reverse if view.eqn.param("dimensions").and_then(|p| int_items(&p.value)).is_some_and(|d| d.is_empty()) => {}
@@ -309,13 +417,29 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
         CostRule::Movement | CostRule::Reverse => {
             // A move whose result is its (first) operand, the others scalars
             // (a `pad` by nothing, a `concatenate` of one), lowers to nothing.
+            // StableHLO's canonicalisation also drops a `concatenate`'s
+            // empty operands.
+            let empty = |ty: &AType| elements(ty, analysis).is_zero();
+            let kept: Vec<&Option<AType>> = if &*view.eqn.primitive.text == "concatenate" {
+                view.operands.iter().filter(|ty| !ty.as_ref().is_some_and(empty)).collect()
+            } else {
+                view.operands.iter().collect()
+            };
             let unchanged = view.results.len() == 1
-                && view.operands.first() == view.results.first()
-                && view.operands.iter().skip(1).flatten().all(AType::is_scalar);
+                && kept.first().copied() == view.results.first()
+                && kept.iter().skip(1).copied().flatten().all(AType::is_scalar);
             if unchanged && rule == CostRule::Movement {
                 return cost;
             }
-            cost.bytes_accessed = view.operand_bytes().add(&view.result_bytes());
+            cost.bytes_accessed = if &*view.eqn.primitive.text == "stack" && view.operands.len() > 1 {
+                // JAX lowers `stack` to a `reshape` of each operand (adding
+                // the new axis), then a `concatenate`.
+                view.operand_bytes().scale(3).add(&view.result_bytes())
+            } else if view.expands_unit_axes() {
+                broadcast_bytes(false, &view.operand_bytes(), &view.result_bytes())
+            } else {
+                view.operand_bytes().add(&view.result_bytes())
+            };
         }
         CostRule::Slice => {
             cost.bytes_accessed = view.result_bytes().scale(2);
@@ -430,14 +554,6 @@ fn type_difference(cost: registry::Cost, family: Family, view: &EqnView<'_>) -> 
 pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
     let analysis = walk.analysis;
     let info = analysis.eqn(id);
-    let Some(row) = registry::lookup(&info.primitive) else {
-        return EqnCost {
-            total: Cost::unknown(),
-            xla: XlaCount::Differs("an unknown primitive"),
-            dropped: None,
-            slack: Slack::default(),
-        };
-    };
     let Some(&eqn) = walk.syntax.get(&info.range.start) else {
         return EqnCost {
             total: Cost::unknown(),
@@ -446,10 +562,16 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
             slack: Slack::default(),
         };
     };
+    let Some(row) = registry::lookup(&info.primitive) else {
+        return unknown_primitive_cost(analysis, info, eqn);
+    };
     let rule = row.cost();
     let splats = std::mem::take(&mut walk.splats);
+    let splat_constants = std::cell::RefCell::new(std::mem::take(&mut walk.splat_constants));
     let view = EqnView {
         analysis,
+        jaxpr: info.jaxpr,
+        splat_constants: &splat_constants,
         splats: &splats,
         eqn,
         operands: operand_types(analysis, eqn),
@@ -489,6 +611,7 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
         && view.results.iter().all(|ty| ty.as_ref().is_some_and(|ty| elements(ty, analysis).is_zero()));
     drop(view);
     walk.splats = splats;
+    walk.splat_constants = splat_constants.into_inner();
     // An instruction with an empty result is not counted.
     if empty_results {
         total = Cost::zero();
@@ -540,6 +663,26 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
     EqnCost { total, xla, dropped: None, slack }
 }
 
+/// A primitive the registry does not know (a library's own, such as
+/// Equinox's `nonbatchable` or lineax's `linear_solve`, whose lowering is
+/// its Python code): counted as nothing, said so, and recorded with what
+/// its operands and results amount to, for the tolerance table's row of
+/// the library primitive, if it has one.
+fn unknown_primitive_cost(analysis: &Analysis, info: &EqnInfo, eqn: &ast::Eqn) -> EqnCost {
+    let operands = operand_types(analysis, eqn);
+    let results = result_types(analysis, info);
+    let fallback = operands.iter().chain(&results).flatten().find_map(|ty| ty.dtype.clone());
+    let units = Units {
+        eqns: Amount::constant(1),
+        elements: sum_elements(&operands, analysis).add(&sum_elements(&results, analysis)),
+        bytes: sum_bytes(&operands, fallback.as_ref(), analysis).add(&sum_bytes(&results, fallback.as_ref(), analysis)),
+        body: Cost::zero(),
+    };
+    let mut slack = Slack::default();
+    slack.record(crate::tolerance::library_primitive(&info.primitive), crate::tolerance::LIBRARY, units);
+    EqnCost { total: Cost::zero(), xla: XlaCount::Differs(crate::tolerance::LIBRARY), dropped: None, slack }
+}
+
 /// `length=` of a scan: an integer, or a symbolic dimension.
 fn scan_length(expr: &ast::Expr) -> Amount {
     if let Some(i) = int_value(expr) {
@@ -562,6 +705,7 @@ fn splat_value(
     let values: Option<Vec<f64>> = args
         .iter()
         .map(|atom| match atom {
+            // Complex literals have none: arithmetic on them is not folded.
             ast::Atom::Lit(lit) => lit.value.parse::<f64>().ok(),
             ast::Atom::Var(name) => analysis.ref_at(name.range).and_then(|r| splats.get(&r.var).copied()),
         })
@@ -572,8 +716,29 @@ fn splat_value(
         ("mul", [x, y]) => Some(x * y),
         ("add" | "add_any", [x, y]) => Some(x + y),
         ("sub", [x, y]) => Some(x - y),
+        ("eq", [x, y]) => Some(f64::from(u8::from(x == y))),
+        ("ne", [x, y]) => Some(f64::from(u8::from(x != y))),
+        ("lt", [x, y]) => Some(f64::from(u8::from(x < y))),
+        ("le", [x, y]) => Some(f64::from(u8::from(x <= y))),
+        ("gt", [x, y]) => Some(f64::from(u8::from(x > y))),
+        ("ge", [x, y]) => Some(f64::from(u8::from(x >= y))),
         _ => None,
     }
+}
+
+/// The one number a folded result holds: its splat value, or for a
+/// `broadcast_in_dim` of a complex literal of no imaginary part, that
+/// number (equal splats are one constant; arithmetic on complex ones is
+/// not folded, so they have no splat value).
+fn splat_of(walk: &Walk<'_, '_>, e: EqnId, var: jaxpr_types::VarId) -> Option<f64> {
+    walk.splats.get(&var).copied().or_else(|| {
+        let info = walk.analysis.eqn(e);
+        let syntax = walk.syntax.get(&info.range.start)?;
+        match (&*info.primitive, &syntax.args[..]) {
+            ("broadcast_in_dim", [ast::Atom::Lit(lit)]) => literal_value(lit),
+            _ => None,
+        }
+    })
 }
 
 /// The equations of a jaxpr whose operands are all constants (literals, or
@@ -585,6 +750,8 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
     let analysis = walk.analysis;
     let info = analysis.jaxpr(id);
     let mut constant: rustc_hash::FxHashSet<jaxpr_types::VarId> = Default::default();
+    // Results of `complex` of constants, which `real` and `imag` fold through.
+    let mut made_complex: rustc_hash::FxHashSet<jaxpr_types::VarId> = Default::default();
     let mut folded = Vec::new();
     // Dead equations are dropped before folding: they neither fold nor read.
     let dead = |e: EqnId, walk: &Walk<'_, '_>| walk.eqns[e.0 as usize].as_ref().is_some_and(|c| c.dropped.is_some());
@@ -596,8 +763,25 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
         if dead(e, walk) {
             continue;
         }
+        // StableHLO's folders compute integers, floats and booleans, not
+        // complex numbers: arithmetic on or to complex constants stays (a
+        // broadcast or reshape of one folds: it only reshapes the splat;
+        // `real`/`imag` of a `complex` of constants fold to its operand by
+        // a pattern).
+        let complex_operand = operand_types(analysis, syntax)
+            .iter()
+            .flatten()
+            .chain(eqn_info.outs.iter().flatten().map(|v| &analysis.var(*v).ty))
+            .any(|ty| ty.dtype.as_ref().is_some_and(DType::is_complex));
+        let of_complex_op = matches!(&*eqn_info.primitive, "real" | "imag")
+            && syntax.args.iter().all(|atom| match atom {
+                ast::Atom::Var(name) => analysis.ref_at(name.range).is_some_and(|r| made_complex.contains(&r.var)),
+                ast::Atom::Lit(_) => false,
+            });
+        let complex = complex_operand && !of_complex_op;
         let foldable = registry::lookup(&eqn_info.primitive).is_some_and(|row| {
-            matches!(row.family, Family::Unary | Family::Binary | Family::Conversion | Family::Shape)
+            (row.family == Family::Shape
+                || (!complex && matches!(row.family, Family::Unary | Family::Binary | Family::Comparison | Family::Conversion)))
                 && matches!(
                     row.cost().rule,
                     CostRule::Elementwise
@@ -613,6 +797,35 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
                 ast::Atom::Lit(_) => true,
                 ast::Atom::Var(name) => analysis.ref_at(name.range).is_some_and(|r| constant.contains(&r.var)),
             });
+        if &*eqn_info.primitive == "complex" && operands_constant {
+            made_complex.extend(eqn_info.outs.iter().flatten().copied());
+            constant.extend(eqn_info.outs.iter().flatten().copied());
+        }
+        // `x != x` of integers or booleans is `false` (`x == x` `true`):
+        // the canonicalisation folds a comparison of a value with itself.
+        let self_comparison = match &syntax.args[..] {
+            [ast::Atom::Var(left), ast::Atom::Var(right)] => {
+                let (left, right) = (analysis.ref_at(left.range), analysis.ref_at(right.range));
+                let exact = left.is_some_and(|r| {
+                    analysis.var(r.var).ty.dtype.as_ref().is_some_and(|d| d.is_int() || d.is_bool())
+                });
+                let same = matches!((left, right), (Some(l), Some(r)) if l.var == r.var);
+                let truth = match &*eqn_info.primitive {
+                    "eq" | "le" | "ge" => Some(1.0),
+                    "ne" | "lt" | "gt" => Some(0.0),
+                    _ => None,
+                };
+                truth.filter(|_| exact && same)
+            }
+            _ => None,
+        };
+        if let (Some(truth), [Some(out)]) = (self_comparison, &eqn_info.outs[..]) {
+            constant.insert(*out);
+            walk.constants.insert(*out);
+            walk.splats.insert(*out, truth);
+            folded.push(e);
+            continue;
+        }
         if foldable && operands_constant {
             constant.extend(eqn_info.outs.iter().flatten().copied());
             walk.constants.extend(eqn_info.outs.iter().flatten().copied());
@@ -623,6 +836,34 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
             {
                 walk.splats.insert(*out, value);
             }
+            folded.push(e);
+        }
+    }
+    // A `complex` of constants that only folded `real`/`imag` read is
+    // dropped once they fold through it.
+    let of_constants = |e: &EqnId| {
+        let info = analysis.eqn(*e);
+        &*info.primitive == "complex" && info.outs.iter().flatten().all(|v| made_complex.contains(v))
+    };
+    let candidates: Vec<EqnId> = info.eqns.iter().filter(|e| !folded.contains(e) && of_constants(e)).copied().collect();
+    let read_by_kept = |skip: &[EqnId], folded: &[EqnId], walk: &Walk<'_, '_>| {
+        let mut read: rustc_hash::FxHashSet<jaxpr_types::VarId> = info.outs.iter().filter_map(|o| o.var).collect();
+        for &e in &info.eqns {
+            if folded.contains(&e) || skip.contains(&e) || dead(e, walk) {
+                continue;
+            }
+            if let Some(&syntax) = walk.syntax.get(&analysis.eqn(e).range.start) {
+                read.extend(syntax.args.iter().filter_map(|atom| match atom {
+                    ast::Atom::Var(name) => analysis.ref_at(name.range).map(|r| r.var),
+                    ast::Atom::Lit(_) => None,
+                }));
+            }
+        }
+        read
+    };
+    let read_elsewhere = read_by_kept(&candidates, &folded, walk);
+    for e in candidates {
+        if analysis.eqn(e).outs.iter().flatten().all(|v| !read_elsewhere.contains(v)) {
             folded.push(e);
         }
     }
@@ -654,7 +895,16 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
             let mut cost = Cost::zero();
             for var in analysis.eqn(e).outs.iter().flatten() {
                 let ty = &analysis.var(*var).ty;
-                if read.contains(var) && !ty.is_scalar() {
+                // An empty array is no instruction; an equal splat the
+                // function already holds is not materialised again.
+                let materialised = read.contains(var)
+                    && !ty.is_scalar()
+                    && !elements(ty, analysis).is_zero()
+                    && splat_of(walk, e, *var).is_none_or(|value| {
+                        let key = SplatConstant { jaxpr: id, value_bits: value.to_bits(), ty: ty.clone() };
+                        walk.splat_constants.insert(key)
+                    });
+                if materialised {
                     let scalar = bytes(&AType { dtype: ty.dtype.clone(), shape: Shape::new() }, None, analysis);
                     cost.bytes_accessed = cost.bytes_accessed.add(&scalar).add(&bytes(ty, None, analysis));
                 }
@@ -663,3 +913,91 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
         })
         .collect()
 }
+
+/// Whether the equation only reshapes its operand (`reshape`, `squeeze`,
+/// `expand_dims`, or a `broadcast_in_dim` adding size-1 axes), which
+/// StableHLO's canonicalisation makes a `reshape`.
+fn is_reshape(analysis: &Analysis, eqn: &ast::Eqn, info: &EqnInfo) -> bool {
+    let primitive = &*info.primitive;
+    if !matches!(primitive, "reshape" | "squeeze" | "expand_dims" | "broadcast_in_dim") {
+        return false;
+    }
+    let (Some(Some(operand)), Some(Some(result))) =
+        (operand_types(analysis, eqn).first().cloned(), result_types(analysis, info).first().cloned())
+    else {
+        return false;
+    };
+    info.outs.len() == 1 && eqn.args.len() == 1 && operand.dtype == result.dtype && {
+        let (from, to) = (elements(&operand, analysis), elements(&result, analysis));
+        from.as_constant().is_some() && from == to
+    }
+}
+
+/// Chains of reshapes in a jaxpr: StableHLO's canonicalisation makes
+/// `reshape(reshape(x))` one `reshape` of `x` (nothing when it gives `x`'s
+/// own shape back), and drops an inner reshape that only such reshapes
+/// read. Returns the costs of the equations this changes: the outer
+/// reshapes (reading the chain's source), and the inner ones dropped.
+pub(crate) fn reshape_chains(walk: &Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, Cost, Option<&'static str>)> {
+    let analysis = walk.analysis;
+    let info = analysis.jaxpr(id);
+    let handled = |e: EqnId| walk.eqns[e.0 as usize].is_some();
+    let syntax_of = |e: EqnId| walk.syntax.get(&analysis.eqn(e).range.start).copied();
+    let operand_var = |eqn: &ast::Eqn| match eqn.args.first() {
+        Some(ast::Atom::Var(name)) => analysis.ref_at(name.range).map(|r| r.var),
+        _ => None,
+    };
+    let mut reshape_of: rustc_hash::FxHashMap<jaxpr_types::VarId, (EqnId, AType)> = Default::default();
+    let mut outer = Vec::new();
+    for &e in &info.eqns {
+        let Some(eqn) = syntax_of(e) else { continue };
+        let eqn_info = analysis.eqn(e);
+        if handled(e) || !is_reshape(analysis, eqn, eqn_info) {
+            continue;
+        }
+        let Some(Some(operand)) = operand_types(analysis, eqn).first().cloned() else { continue };
+        let Some(out) = eqn_info.outs.first().copied().flatten() else { continue };
+        // The chain's source: the operand, or what the reshape before it read.
+        let source = match operand_var(eqn).and_then(|v| reshape_of.get(&v)) {
+            Some((inner, source)) => {
+                outer.push((e, *inner, source.clone()));
+                source.clone()
+            }
+            None => operand,
+        };
+        reshape_of.insert(out, (e, source));
+    }
+    // Which inner reshapes something other than an outer reshape reads.
+    let outers: rustc_hash::FxHashSet<EqnId> = outer.iter().map(|(e, _, _)| *e).collect();
+    let mut read_elsewhere: rustc_hash::FxHashSet<jaxpr_types::VarId> = info.outs.iter().filter_map(|o| o.var).collect();
+    for &e in &info.eqns {
+        if outers.contains(&e) || walk.eqns[e.0 as usize].as_ref().is_some_and(|c| c.dropped.is_some()) {
+            continue;
+        }
+        if let Some(eqn) = syntax_of(e) {
+            read_elsewhere.extend(eqn.args.iter().filter_map(|atom| match atom {
+                ast::Atom::Var(name) => analysis.ref_at(name.range).map(|r| r.var),
+                ast::Atom::Lit(_) => None,
+            }));
+        }
+    }
+    let mut out = Vec::new();
+    let mut dropped: rustc_hash::FxHashSet<EqnId> = Default::default();
+    for (e, inner, source) in outer {
+        let eqn_info = analysis.eqn(e);
+        let Some(Some(result)) = result_types(analysis, eqn_info).first().cloned() else { continue };
+        let mut cost = Cost::zero();
+        if result != source {
+            cost.bytes_accessed = bytes(&source, None, analysis).add(&bytes(&result, None, analysis));
+        }
+        out.push((e, cost, None));
+        let inner_unread = analysis.eqn(inner).outs.iter().flatten().all(|v| !read_elsewhere.contains(v));
+        if inner_unread && dropped.insert(inner) {
+            out.push((inner, Cost::zero(), Some(RESHAPED)));
+        }
+    }
+    out
+}
+
+const RESHAPED: &str = "a reshape only reshapes read: folded into them";
+

@@ -124,13 +124,15 @@ pub struct Per {
     pub byte: i64,
     /// Times the count of the jaxprs a call runs.
     pub body: i64,
+    /// Per equation.
+    pub eqn: i64,
 }
 
 impl Per {
-    pub const NOTHING: Per = Per { element: 0, byte: 0, body: 0 };
+    pub const NOTHING: Per = Per { element: 0, byte: 0, body: 0, eqn: 0 };
     fn of(&self, units: &Units, body: &Amount) -> Amount {
         let mut out = Amount::zero();
-        for (factor, unit) in [(self.element, &units.elements), (self.byte, &units.bytes), (self.body, body)] {
+        for (factor, unit) in [(self.element, &units.elements), (self.byte, &units.bytes), (self.body, body), (self.eqn, &units.eqns)] {
             if factor != 0 {
                 out = out.add(&unit.scale(factor));
             }
@@ -170,6 +172,21 @@ pub fn lookup(primitive: &str, reason: &str) -> Option<&'static Tolerance> {
     TOLERANCES
         .iter()
         .find(|t| t.reason == reason && (t.primitives.is_empty() || t.primitives.contains(&primitive)))
+}
+
+/// The reason recorded for a primitive the registry does not know.
+pub const LIBRARY: &str = "a library's own primitive, which the registry does not know: counted as nothing";
+
+/// What an unknown primitive is recorded under: its name as a row of the
+/// table for library primitives spells it, or, with no such row, one name
+/// for all the others (which no row covers).
+pub fn library_primitive(name: &str) -> &'static str {
+    TOLERANCES
+        .iter()
+        .filter(|row| row.reason == LIBRARY)
+        .flat_map(|row| row.primitives.iter().copied())
+        .find(|known| *known == name)
+        .unwrap_or("a primitive without a row")
 }
 
 /// The reason recorded for a call, loop or conditional given a constant
@@ -263,6 +280,17 @@ const KERNEL_TAPS: (&str, &str) = (
     "XLA counts only the kernel taps that fall inside the (padded, dilated) input",
     "`HandleConvolution` counts, per output, only the kernel taps inside the padded and dilated input, fewer than the full kernel at the borders",
 );
+/// XLA's count may be `times` lower per equation.
+const fn per_eqn_below(times: i64) -> Bound {
+    Bound { below: Per { eqn: times, ..Per::NOTHING }, above: Per::NOTHING }
+}
+
+const IDENTITY_LIBRARY: &str = "Equinox lowers it with `mlir.lower_fun` of its implementation, `lambda x: x`: no instruction, nothing for XLA to count";
+const SELECT_LIBRARY: &str = "Equinox lowers it (outside `vmap`) with `mlir.lower_fun` of `lax.select(pred, x, y)`: one `select`, which `HandleElementwiseOp` counts as a FLOP per result element and reads the predicate and both cases (at most its operands' and result's elements and bytes)";
+const REDUCE_LIBRARY: &str = "Equinox lowers it with `mlir.lower_fun` of `jnp.any(x)` / `jnp.max(x)`: one `reduce` over every axis, which `HandleReduce` counts as a FLOP per folded element and reads the operand and a scalar initial value (at most twice the operand's and result's bytes)";
+const SET_LIBRARY: &str = "Equinox lowers it with `mlir.lower_fun` of `xs.at[i].set(x)`: JAX's index normalisation on the scalar indices (compare, add, select) and a `scatter`, whose update computation `HandleScatter` counts once per update element, reading operand, indices and updates (at most a FLOP per operand and result element and twice their bytes)";
+const CALLBACK_LIBRARY: &str = "JAX lowers it to a `custom_call` to the Python callback; `HloCostAnalysis::HandleCustomCall` marks the call's FLOPs and bytes accessed unknown with -1, so XLA's totals are one lower per callback";
+
 /// JAX lowers a call, loop or conditional given a literal or a folded constant, or whose results are not all read, and StableHLO's canonicalisation and the inliner fold the constant through its body and drop what is unread: XLA may count up to the whole body less.
 const ACROSS_WHY: &str = "JAX lowers a call, loop or conditional given a literal or a folded constant, or whose results are not all read, and StableHLO's canonicalisation and the inliner fold the constant through its body and drop what is unread: XLA may count up to the whole body less";
 
@@ -353,6 +381,11 @@ pub const TOLERANCES: &[Tolerance] = &[
     row(&["sign"], UNSIGNED_SIGN, [elements(1, 32), elements(1, 1), bytes(1, 100)]),
     row(&["conj"], CONJ, [elements(1, 4), elements(1, 0), bytes(1, 5)]),
     row(&["conv_general_dilated"], KERNEL_TAPS, [elements(4, 1), elements(1, 0), bytes(1, 1)]),
+    row(&["nonbatchable", "nondifferentiable_backward"], (LIBRARY, IDENTITY_LIBRARY), [Bound::EXACT; 3]),
+    row(&["select_if_vmap"], (LIBRARY, SELECT_LIBRARY), [elements(0, 1), Bound::EXACT, bytes(0, 1)]),
+    row(&["unvmap_any", "unvmap_max"], (LIBRARY, REDUCE_LIBRARY), [elements(0, 1), Bound::EXACT, bytes(0, 2)]),
+    row(&["maybe_set"], (LIBRARY, SET_LIBRARY), [elements(0, 1), Bound::EXACT, bytes(0, 2)]),
+    row(&["pure_callback"], (LIBRARY, CALLBACK_LIBRARY), [per_eqn_below(1), Bound::EXACT, per_eqn_below(1)]),
     row(&["checkpoint", "scan"], (ACROSS_CALLS, ACROSS_WHY), [body(1), body(1), body(2)]),
     row(&["closed_call", "cond", "custom_jvp_call", "custom_vjp_call", "while"], (ACROSS_CALLS, ACROSS_WHY), [body(1), body(1), body(1)]),
     row(&["custom_linear_solve"], (ACROSS_CALLS, ACROSS_WHY), [body(2), body(0), body(3)]),

@@ -138,20 +138,23 @@ fn calibration(outcomes: &[Outcome]) {
 /// holds each figure exactly, so that a changed rule, bound or corpus shows
 /// here and is looked at.
 const EXPECTED: Expected = Expected {
-    exact: 2937,
-    within: 2078,
+    exact: 3241,
+    within: 2015,
     // Every equation counted as XLA does, yet XLA's figure differs:
-    // StableHLO's canonicalisation folds and deduplicates more than the
-    // model follows (equal broadcasts of one constant counted once, folding
-    // through `jit` bodies given no constant, empty arrays).
-    unexplained_all_equal: 240,
-    // A count did not resolve (an operand type the checker could not infer
-    // in diffrax, lineax and optimistix programs).
-    unexplained_unresolved: 37,
+    // StableHLO's canonicalisation folds more than the model follows
+    // (`tile`, `select_n` of one value twice under `vmap`, folding through
+    // `jit` bodies given no constant, `array_equal` of empty arrays).
+    unexplained_all_equal: 34,
+    // A count did not resolve.
+    unexplained_unresolved: 0,
+    // A primitive neither the registry nor a tolerance row knows: lineax's
+    // `linear_solve`, whose solve is Python objects in its parameters, so
+    // what XLA counts of it is not in the jaxpr.
+    unexplained_library_primitive: 20,
     // Outside the bounds of the rows the program has: inside `jit` bodies
-    // (numpyro's `log` of constants folded, `jnp.ldexp`, `jnp.heaviside`),
-    // `remat` of a conditional, empty arrays.
-    unexplained_beyond_bounds: 28,
+    // (numpyro's `log` of constants folded, `jnp.ldexp` of empty arrays),
+    // `remat` of a conditional.
+    unexplained_beyond_bounds: 10,
 };
 
 #[derive(Debug, PartialEq, Eq)]
@@ -160,6 +163,7 @@ struct Expected {
     within: usize,
     unexplained_all_equal: usize,
     unexplained_unresolved: usize,
+    unexplained_library_primitive: usize,
     unexplained_beyond_bounds: usize,
 }
 
@@ -168,7 +172,14 @@ fn costs_equal_xlas_or_within_the_stated_tolerance() {
     let outcomes = run();
     calibration(&outcomes);
     let mut by_row: BTreeMap<(&str, &str), usize> = BTreeMap::new();
-    let mut found = Expected { exact: 0, within: 0, unexplained_all_equal: 0, unexplained_unresolved: 0, unexplained_beyond_bounds: 0 };
+    let mut found = Expected {
+        exact: 0,
+        within: 0,
+        unexplained_all_equal: 0,
+        unexplained_unresolved: 0,
+        unexplained_library_primitive: 0,
+        unexplained_beyond_bounds: 0,
+    };
     let mut unexplained = Vec::new();
     for o in &outcomes {
         match &o.verdict {
@@ -182,6 +193,8 @@ fn costs_equal_xlas_or_within_the_stated_tolerance() {
             Verdict::Unexplained(why) => {
                 if o.ours.iter().any(Option::is_none) {
                     found.unexplained_unresolved += 1;
+                } else if o.slack.0.keys().any(|(primitive, _)| *primitive == jaxpr_cost::tolerance::library_primitive("")) {
+                    found.unexplained_library_primitive += 1;
                 } else if o.slack.is_empty() {
                     found.unexplained_all_equal += 1;
                 } else {
