@@ -152,10 +152,9 @@ fn quantum_programs_compute_catalysts_values() {
 /// columns 0.12, 0.13 and 0.14, `corpus-gen/catalyst/programs.py` run by
 /// each release with the pennylane and Lightning it pins), built against
 /// the pinned runtime (0.15.0) and run on its Lightning: each gives the
-/// values its own Catalyst computed, but for the gaps of [`OLDER_GAPS`]
-/// (each must still fail, so that a fix updates the list). The device path
-/// each text records is that release's venv's; the build finds the device
-/// by its name. The older generator ran sampling programs without a seed:
+/// values its own Catalyst computed. The device path each text records is
+/// that release's Lightning, built against that release's runtime: the
+/// build takes the Lightning installed beside the pinned runtime instead. The older generator ran sampling programs without a seed:
 /// those must run, their samples are not compared. Catalyst 0.10's
 /// programs (`qdevice`, its own `qinst` layout) are refused with one J0012.
 #[test]
@@ -202,25 +201,13 @@ fn older_catalysts_quantum_programs_compute_their_values() {
     for f in &failures {
         let case = f.split(':').next().unwrap_or("");
         let sampled_value = unseeded.contains(&case) && f.contains(" output ");
-        let gap = OLDER_GAPS.iter().any(|(n, _)| *n == case);
-        if !sampled_value && !gap {
+        if !sampled_value {
             bad.push(f.clone());
         }
-    }
-    for (gap, why) in OLDER_GAPS {
-        assert!(failures.iter().any(|f| f.starts_with(&format!("{gap}:"))), "{gap} ({why}) now passes: remove it from OLDER_GAPS");
     }
     assert!(bad.is_empty(), "{} of {}:\n{}", bad.len(), cases.len(), bad.join("\n"));
 }
 
-/// What older Catalysts' quantum programs do not yet give right natively.
-const OLDER_GAPS: &[(&str, &str)] = &[
-    ("catalyst_0_12_0_grad_of_circuit", "the runtime stops its tape twice: `Cannot stop an already stopped cache manager`"),
-    ("catalyst_0_13_0_grad_of_circuit", "the runtime stops its tape twice: `Cannot stop an already stopped cache manager`"),
-    ("catalyst_0_14_1_grad_of_circuit", "the runtime stops its tape twice: `Cannot stop an already stopped cache manager`"),
-    ("catalyst_0_12_0_expval_dynamic_wires", "1e-8 relative from the value Catalyst 0.12 and its Lightning computed"),
-    ("catalyst_0_12_0_probs_dynamic_wires", "1e-8 relative from the value Catalyst 0.12 and its Lightning computed"),
-];
 
 /// Builds each case, runs it twice on its recorded examples and says what
 /// is not built or not Catalyst's value.

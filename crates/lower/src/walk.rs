@@ -1000,6 +1000,15 @@ pub fn untyped_literal_dtypes<T: Borrow<AType>>(
         })
         .collect();
     let name = e.primitive.text.as_str();
+    // Catalyst turns 64-bit types on (`jax_enable_x64`) for everything it
+    // traces: a Python scalar beside a quantum instruction (a gate's angle
+    // `qinst ... j 2.2`) is f64 or i64, as the runtime takes it.
+    let quantum = registry::lookup(name).is_some_and(|p| p.family == Family::Quantum);
+    let catalyst_width = |d: DType| match d {
+        DType::Int(32) if quantum => DType::Int(64),
+        DType::Float(jaxpr_types::FloatKind::F32) if quantum => DType::Float(jaxpr_types::FloatKind::F64),
+        d => d,
+    };
     let callee = |param: &str| a.eqn(id).callees.iter().find(|(p, _)| p.as_str() == param).map(|(_, j)| *j);
     let binder_dtype = |j: JaxprId, k: usize| {
         let info = a.jaxpr(j);
@@ -1090,7 +1099,7 @@ pub fn untyped_literal_dtypes<T: Borrow<AType>>(
                         || (matches!(text, DType::Int(_)) && matches!(d, DType::UInt(_)));
                     same.then_some(d)
                 })
-                .or_else(|| Some(literal_dtype_of_text(value)))
+                .or_else(|| Some(catalyst_width(literal_dtype_of_text(value))))
         })
         .collect()
 }
@@ -1159,6 +1168,17 @@ mod tests {
   in (g,) }";
         let outs = [AType::scalar(DType::Key("fry".into()))];
         assert_eq!(literal_dtypes(seed, &outs), [Some(DType::Int(32))]);
+    }
+
+    /// Catalyst 0.12 prints a gate's angle untyped (`qinst[...] j 2.2`):
+    /// Catalyst traces with 64-bit types on, so it is f64 (an f32 `2.2`
+    /// moved the expectation value by 1e-8).
+    #[test]
+    fn an_untyped_gate_angle_is_f64() {
+        let gate = "{ lambda ; . let
+    j:AbstractQbit() = qinst[adjoint=False ctrl_len=0 op=RX params_len=1 qubits_len=1] j 2.2
+  in () }";
+        assert_eq!(literal_dtypes(gate, &[])[1], Some(DType::Float(jaxpr_types::FloatKind::F64)));
     }
 
     #[test]

@@ -130,12 +130,24 @@ impl Runtime {
     /// The device library of a `device_init`: the path it records when that
     /// exists on this machine, else the library of its device name among
     /// the devices installed beside the runtime (the same site-packages).
+    /// A recorded library of the same file name as one installed beside the
+    /// runtime is that device from another installation (another Catalyst's
+    /// Lightning, built against that Catalyst's runtime): the one beside
+    /// the runtime, pinned with it, is taken.
     pub fn device(&self, recorded: &str, name: &str) -> Result<PathBuf, String> {
         let path = Path::new(recorded);
-        if path.is_file() {
-            return Ok(path.to_path_buf());
-        }
         let site = self.lib_dir.join("../..");
+        if path.is_file() {
+            let beside = path
+                .file_name()
+                .into_iter()
+                .flat_map(|f| [site.join("pennylane_lightning").join(f), self.lib_dir.join(f)])
+                .find(|c| c.is_file());
+            return Ok(match beside {
+                Some(b) => b.canonicalize().unwrap_or(b),
+                None => path.to_path_buf(),
+            });
+        }
         let mut looked = Vec::new();
         let by_name = DEVICES.iter().filter(|(n, _)| *n == name).map(|(_, f)| site.join(f));
         let by_file = path.file_name().into_iter().flat_map(|f| {
