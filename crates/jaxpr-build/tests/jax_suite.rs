@@ -24,8 +24,8 @@ mod abi;
 mod oracle;
 
 use abi::{
-    Entry, ErrorFn, FreeFn, JxArray, code_of, complex, complex_element, dtype_of_code, element, items, kind, num,
-    try_pack as pack,
+    Entry, ErrorFn, FreeFn, JxArray, catalyst_examples, code_of, complex, complex_element, dtype_of_code, element,
+    items, kind, num, try_pack as pack,
 };
 
 use jaxpr_native as native;
@@ -925,24 +925,11 @@ fn catalyst_classical_programs(dirs: &[(String, PathBuf)]) -> Vec<Program> {
         cases.sort();
         for case in cases {
             let meta: Value = serde_json::from_str(&std::fs::read_to_string(&case).unwrap()).unwrap();
-            let Some(all) = meta["examples"].as_array().filter(|e| !e.is_empty()) else { continue };
-            if meta["quantum"] == true {
+            if meta["examples"].as_array().is_none_or(|e| e.is_empty()) || meta["quantum"] == true {
                 continue;
             }
             let text = std::fs::read_to_string(case.with_extension("jaxpr")).unwrap();
-            let consts = meta["consts"].as_array().cloned().unwrap_or_default();
-            let shapes = |ex: &Value| -> Vec<Value> {
-                ex["inputs"].as_array().unwrap().iter().map(|i| i["shape"].clone()).collect()
-            };
-            let last = shapes(all.last().unwrap());
-            let mut examples: Vec<Value> = all
-                .iter()
-                .filter(|ex| shapes(ex) == last)
-                .map(|ex| {
-                    let inputs: Vec<Value> = consts.iter().chain(ex["inputs"].as_array().unwrap()).cloned().collect();
-                    serde_json::json!({"inputs": inputs, "outputs": ex["outputs"]})
-                })
-                .collect();
+            let mut examples = catalyst_examples(&meta);
             as_declared(&text, &mut examples);
             out.push(Program {
                 name: format!("{group}/{}", case.file_stem().unwrap().to_string_lossy()),

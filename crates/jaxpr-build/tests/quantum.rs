@@ -20,7 +20,7 @@
 #[allow(dead_code)]
 mod abi;
 
-use abi::{JxArray, Lib, arrays, element, run_values};
+use abi::{JxArray, Lib, arrays, catalyst_examples, element, run_values};
 use jaxpr_native as native;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -118,26 +118,6 @@ fn build_for(cpu: native::Cpu, text: &str, name: &str, seed: Option<u32>, dir: &
     Ok(path)
 }
 
-/// The examples of a case as the library takes them: the jaxpr's constants
-/// (Catalyst's closed jaxpr holds them; the text only declares them) before
-/// each example's inputs. Only the examples of the last trace: qjit traces
-/// again for arguments of other shapes, and the jaxpr printed is the last.
-fn examples(meta: &Value) -> Vec<Value> {
-    let consts = meta["consts"].as_array().cloned().unwrap_or_default();
-    let all = meta["examples"].as_array().unwrap();
-    let shapes = |ex: &Value| -> Vec<Value> { ex["inputs"].as_array().unwrap().iter().map(|i| i["shape"].clone()).collect() };
-    let last = shapes(all.last().unwrap());
-    all.iter()
-        .filter(|ex| shapes(ex) == last)
-        .map(|ex| {
-            let mut ex = ex.clone();
-            let inputs: Vec<Value> = consts.iter().chain(ex["inputs"].as_array().unwrap()).cloned().collect();
-            ex["inputs"] = Value::Array(inputs);
-            ex
-        })
-        .collect()
-}
-
 /// Every quantum program of the suite builds and computes Catalyst's values.
 #[test]
 fn quantum_programs_compute_catalysts_values() {
@@ -212,9 +192,33 @@ fn older_catalysts_quantum_programs_compute_their_values() {
 /// Builds each case, runs it twice on its recorded examples and says what
 /// is not built or not Catalyst's value.
 fn build_and_run(cases: &[Case], dir: &Path) -> Vec<String> {
+    let built = Mutex::new(0usize);
+    let failures = on_two_threads(cases, |c| {
+        let seed = c.meta["seed"].as_u64().map(|s| s as u32);
+        let name = format!("q_{}", c.name);
+        match build(&c.text, &name, seed, dir) {
+            Err(e) => vec![format!("{}: not built: {e}", c.name)],
+            Ok(path) => {
+                *built.lock().unwrap() += 1;
+                let lib = Lib::open(&path, &name);
+                let examples = catalyst_examples(&c.meta);
+                let bad = run_values(&lib, &examples, &c.name, false);
+                // A second round: each call starts the runtime afresh
+                // (a seeded call draws the same numbers again).
+                let again = run_values(&lib, &examples, &c.name, false);
+                bad.into_iter().chain(again).map(|b| format!("{}: {b}", c.name)).collect()
+            }
+        }
+    });
+    eprintln!("{} quantum programs: {} built and run", cases.len(), built.into_inner().unwrap());
+    failures
+}
+
+/// `check` on every item, two at a time (each is a build and a run): the
+/// failures it says, in the order they were found.
+fn on_two_threads<T: Sync>(items: &[T], check: impl Fn(&T) -> Vec<String> + Sync) -> Vec<String> {
     let failures = Mutex::new(Vec::new());
     let next = Mutex::new(0usize);
-    let built = Mutex::new(0usize);
     std::thread::scope(|s| {
         for _ in 0..2 {
             s.spawn(|| loop {
@@ -223,27 +227,12 @@ fn build_and_run(cases: &[Case], dir: &Path) -> Vec<String> {
                     *n += 1;
                     *n - 1
                 };
-                let Some(c) = cases.get(k) else { return };
-                let seed = c.meta["seed"].as_u64().map(|s| s as u32);
-                let name = format!("q_{}", c.name);
-                match build(&c.text, &name, seed, dir) {
-                    Err(e) => failures.lock().unwrap().push(format!("{}: not built: {e}", c.name)),
-                    Ok(path) => {
-                        *built.lock().unwrap() += 1;
-                        let lib = Lib::open(&path, &name);
-                        let examples = examples(&c.meta);
-                        let bad = run_values(&lib, &examples, &c.name, false);
-                        // A second round: each call starts the runtime afresh
-                        // (a seeded call draws the same numbers again).
-                        let again = run_values(&lib, &examples, &c.name, false);
-                        let mut f = failures.lock().unwrap();
-                        f.extend(bad.into_iter().chain(again).map(|b| format!("{}: {b}", c.name)));
-                    }
-                }
+                let Some(item) = items.get(k) else { return };
+                let found = check(item);
+                failures.lock().unwrap().extend(found);
             });
         }
     });
-    eprintln!("{} quantum programs: {} built and run", cases.len(), built.into_inner().unwrap());
     failures.into_inner().unwrap()
 }
 
@@ -531,42 +520,31 @@ fn quantum_libraries_are_clean_under_valgrind() {
         ("ghz_dynamic_wires", &["--fail", "i64:-2"]),
         ("mcm_var_and_probs_one_shot", &["f64:1.3"]),
     ];
-    let failures = Mutex::new(Vec::new());
-    let next = Mutex::new(0usize);
-    std::thread::scope(|s| {
-        for _ in 0..2 {
-            s.spawn(|| loop {
-                let k = {
-                    let mut n = next.lock().unwrap();
-                    *n += 1;
-                    *n - 1
-                };
-                let Some(&(program, inputs)) = runs.get(k) else { return };
-                let name = format!("vg{k}_{program}");
-                let so = build_for(native::Cpu::X86_64V3, &case(program).text, &name, None, &dir).unwrap();
-                let out = Command::new("valgrind")
-                    .args(["-q", "--error-exitcode=99", "--leak-check=full"])
-                    .args(["--show-leak-kinds=definite,indirect,possible", "--errors-for-leak-kinds=definite,indirect,possible"])
-                    .arg(format!("--suppressions={}", root.join("scripts/valgrind-native.supp").display()))
-                    .arg(&harness)
-                    .arg(&so)
-                    .arg(&name)
-                    .args(["3", "0"])
-                    .args(inputs)
-                    .output()
-                    .unwrap();
-                let stdout = String::from_utf8_lossy(&out.stdout);
-                if !out.status.success() || !stdout.contains("3 calls") {
-                    failures.lock().unwrap().push(format!(
-                        "{program} {inputs:?}: exit {:?}\n{stdout}\n{}",
-                        out.status.code(),
-                        String::from_utf8_lossy(&out.stderr)
-                    ));
-                }
-            });
+    let numbered: Vec<(usize, &str, &[&str])> = runs.iter().enumerate().map(|(k, &(p, i))| (k, p, i)).collect();
+    let failures = on_two_threads(&numbered, |&(k, program, inputs)| {
+        let name = format!("vg{k}_{program}");
+        let so = build_for(native::Cpu::X86_64V3, &case(program).text, &name, None, &dir).unwrap();
+        let out = Command::new("valgrind")
+            .args(["-q", "--error-exitcode=99", "--leak-check=full"])
+            .args(["--show-leak-kinds=definite,indirect,possible", "--errors-for-leak-kinds=definite,indirect,possible"])
+            .arg(format!("--suppressions={}", root.join("scripts/valgrind-native.supp").display()))
+            .arg(&harness)
+            .arg(&so)
+            .arg(&name)
+            .args(["3", "0"])
+            .args(inputs)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        if out.status.success() && stdout.contains("3 calls") {
+            return Vec::new();
         }
+        vec![format!(
+            "{program} {inputs:?}: exit {:?}\n{stdout}\n{}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr)
+        )]
     });
-    let failures = failures.into_inner().unwrap();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
@@ -618,7 +596,7 @@ fn gradients_of_circuits_give_catalysts_values() {
             }
         };
         let lib = Lib::open(&path, &name);
-        for (k, ex) in examples(&c.meta).iter().enumerate() {
+        for (k, ex) in catalyst_examples(&c.meta).iter().enumerate() {
             let ins = ex["inputs"].as_array().unwrap();
             let mut bufs: Vec<_> = ins.iter().map(abi::pack).collect();
             let wants = ex["outputs"].as_array().unwrap();

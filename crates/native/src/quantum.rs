@@ -449,6 +449,25 @@ impl<'c> Codegen<'c, '_> {
         let i64t = self.cx.i64_type();
         let i32t = self.cx.i32_type();
         let ptr = self.ptr_ty();
+        // `jx_q_one_shot_add` (a shot's result) and `jx_q_one_shot_result`
+        // (the combined one) take the same operands.
+        let one_shot_call = |function: &str, k: usize, combine: OneShotCombine, dt: &DType, array: &Arr<'c>| {
+            self.quantum_check(
+                self.adapter_status(
+                    function,
+                    &[i64t.into(), i32t.into(), i32t.into(), ptr.into(), i64t.into()],
+                    &[
+                        self.i64(k as i64).into(),
+                        self.i32(combine as i64).into(),
+                        self.i32(dt.is_int() as i64).into(),
+                        array.p.into(),
+                        self.numel(&array.dims).into(),
+                    ],
+                ),
+                "quantum_kernel",
+                at.start,
+            );
+        };
         self.adapter("jx_q_one_shot_begin", &[i64t.into()], &[self.i64(combines.len() as i64).into()]);
         let was = self.one_shot.replace(true);
         let looped = self.state_loop(
@@ -464,22 +483,7 @@ impl<'c> Codegen<'c, '_> {
             &mut |state| {
                 let outs = self.call_jaxpr(env, callee, &cx.args, at)?;
                 for (k, (out, combine)) in outs.iter().zip(&combines).enumerate() {
-                    let dt = dtype(&out.ty)?;
-                    self.quantum_check(
-                        self.adapter_status(
-                            "jx_q_one_shot_add",
-                            &[i64t.into(), i32t.into(), i32t.into(), ptr.into(), i64t.into()],
-                            &[
-                                self.i64(k as i64).into(),
-                                self.i32(*combine as i64).into(),
-                                self.i32(dt.is_int() as i64).into(),
-                                out.v.p.into(),
-                                self.numel(&out.v.dims).into(),
-                            ],
-                        ),
-                        "quantum_kernel",
-                        at.start,
-                    );
+                    one_shot_call("jx_q_one_shot_add", k, *combine, &dtype(&out.ty)?, &out.v);
                 }
                 let next = self.b.build_int_add(state.0[0], self.i64(1), "").expect("add");
                 Ok((vec![next], Vec::new()))
@@ -491,21 +495,7 @@ impl<'c> Codegen<'c, '_> {
         for (k, (ty, combine)) in cx.outs.iter().zip(&combines).enumerate() {
             let dt = dtype(ty)?;
             let result = self.alloc(&dt, &self.dims(env, ty, at)?)?;
-            self.quantum_check(
-                self.adapter_status(
-                    "jx_q_one_shot_result",
-                    &[i64t.into(), i32t.into(), i32t.into(), ptr.into(), i64t.into()],
-                    &[
-                        self.i64(k as i64).into(),
-                        self.i32(*combine as i64).into(),
-                        self.i32(dt.is_int() as i64).into(),
-                        result.p.into(),
-                        self.numel(&result.dims).into(),
-                    ],
-                ),
-                "quantum_kernel",
-                at.start,
-            );
+            one_shot_call("jx_q_one_shot_result", k, *combine, &dt, &result);
             results.push(result);
         }
         self.adapter("jx_q_one_shot_end", &[], &[]);

@@ -408,3 +408,23 @@ pub fn run_values(lib: &Lib, examples: &[serde_json::Value], what: &str, single:
 pub fn code_size(dtype: i32) -> usize {
     [1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8, 8, 16][dtype as usize]
 }
+
+/// The examples of a Catalyst case (its `.json`) as the library takes them: the jaxpr's constants
+/// (Catalyst's closed jaxpr holds them; the text only declares them) before
+/// each example's inputs. Only the examples of the last trace: qjit traces
+/// again for arguments of other shapes, and the jaxpr printed is the last.
+pub fn catalyst_examples(meta: &serde_json::Value) -> Vec<serde_json::Value> {
+    let consts = meta["consts"].as_array().cloned().unwrap_or_default();
+    let all = meta["examples"].as_array().unwrap();
+    let shapes = |ex: &serde_json::Value| -> Vec<serde_json::Value> { ex["inputs"].as_array().unwrap().iter().map(|i| i["shape"].clone()).collect() };
+    let last = shapes(all.last().unwrap());
+    all.iter()
+        .filter(|ex| shapes(ex) == last)
+        .map(|ex| {
+            let mut ex = ex.clone();
+            let inputs: Vec<serde_json::Value> = consts.iter().chain(ex["inputs"].as_array().unwrap()).cloned().collect();
+            ex["inputs"] = serde_json::Value::Array(inputs);
+            ex
+        })
+        .collect()
+}
