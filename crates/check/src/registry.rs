@@ -1870,10 +1870,9 @@ pub static PRIMITIVES: &[Primitive] = &[
     },
     Primitive {
         name: "device_init",
-        aliases: &["qdevice"],
         params: &["auto_qubit_management", "rtd_kwargs", "rtd_lib", "rtd_name"],
         jaxpr_params: &[],
-        doc: "Starts the quantum device (its runtime library and name) with the number of shots given. (Catalyst <= 0.10 prints it `qdevice`.)",
+        doc: "Starts the quantum device (its runtime library and name) with the number of shots given.",
         ..QUANTUM_ROW
     },
     Primitive {
@@ -1982,6 +1981,22 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &[],
         jaxpr_params: &[],
         doc: "Frees a qubit.",
+        ..QUANTUM_ROW
+    },
+    Primitive {
+        name: "qdevice",
+        params: &["rtd_kwargs", "rtd_lib", "rtd_name"],
+        jaxpr_params: &[],
+        doc: "Catalyst <= 0.10's `device_init`: starts the quantum device with the number of shots given.",
+        native: Lowering::Refused(
+            "`qdevice` is how Catalyst <= 0.10 starts a device; native builds run circuits on the pinned Catalyst runtime \
+             and take programs as Catalyst 0.12 and later print them (`device_init`; Catalyst 0.10's `qinst` and device \
+             arguments are laid out differently): print the program with pennylane-catalyst >= 0.12",
+        ),
+        complex: ComplexLowering {
+            stablehlo: QUANTUM_STABLEHLO,
+            native: Lowering::Refused("Catalyst <= 0.10's `qdevice` is not built natively"),
+        },
         ..QUANTUM_ROW
     },
     Primitive {

@@ -168,17 +168,6 @@ impl<'c> Codegen<'c, '_> {
     /// Lowers a quantum primitive; `None` for other primitives.
     pub(crate) fn lower_quantum(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> LowerResult<Option<Vec<Arr<'c>>>> {
         let name = cx.name();
-        if name == "qdevice" {
-            return err(
-                cx.at(),
-                format!(
-                    "`qdevice` is how Catalyst <= 0.10 starts a device; native builds run circuits on Catalyst's runtime {} \
-                     and take programs as Catalyst 0.12 and later print them (`device_init`; Catalyst 0.10's `qinst` \
-                     and device arguments are laid out differently): print the program with pennylane-catalyst >= 0.12",
-                    crate::catalyst::PINNED_VERSION
-                ),
-            );
-        }
         let at = cx.at();
         let i64t = self.cx.i64_type();
         let handle = |k: usize| -> LowerResult<IntValue<'c>> { Ok(self.load(&DType::Int(64), cx.args[k].v.p, self.i64(0))?.into_int_value()) };
