@@ -1077,7 +1077,7 @@ impl LanguageServer for Backend {
             if costs {
                 hints.extend(ide::cost_summaries(v, range).into_iter().map(|c| ide::InlayHint {
                     offset: c.line_end,
-                    label: c.label,
+                    label: c.short_label,
                     tooltip: c.tooltip,
                 }));
                 hints.sort_by_key(|h| h.offset);

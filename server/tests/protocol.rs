@@ -830,6 +830,8 @@ fn cost_hints_are_lenses_inlay_hints_or_nothing_as_configured() {
     assert_eq!(inlay.len(), 2, "{inlay:?}");
     assert_eq!(inlay[0]["position"], json!({ "line": 0, "character": 63 }));
     assert_eq!(inlay[1]["position"], json!({ "line": 1, "character": 24 }));
+    // Short enough for VS Code's default 43-character inlay limit.
+    assert_eq!(inlay[1]["label"], "cost: 0 FLOPs · peak 36 B");
     assert!(inlay[1]["tooltip"].as_str().unwrap().contains("peak: 36 bytes live at pjit (line 3)"), "{}", inlay[1]["tooltip"]);
 
     s.notify("workspace/didChangeConfiguration", json!({ "settings": { "jaxpr": { "costHints": "off" } } }));

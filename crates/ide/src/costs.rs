@@ -43,8 +43,13 @@ pub struct CostSummary {
     pub anchor: TextRange,
     /// The end of the line holding the `lambda`: where an inlay hint goes.
     pub line_end: u32,
-    /// `cost: 120 FLOPs · 15 transcendentals · 188 B · peak 112 B`.
+    /// `cost: 120 FLOPs · 15 transcendentals · 188 B accessed · peak 112 B`,
+    /// for a code lens, which has the whole line above the jaxpr.
     pub label: String,
+    /// `cost: 120 FLOPs · peak 112 B`, for an inlay hint: VS Code cuts inlay
+    /// hints after 43 characters by default (`editor.inlayHints.maximumLength`),
+    /// so it keeps the two amounts users read first; the tooltip has all.
+    pub short_label: String,
     /// The exact amounts, where the peak is reached, and whether XLA counts
     /// the same.
     pub tooltip: String,
@@ -84,6 +89,11 @@ pub fn cost_summaries(f: &FileView, range: TextRange) -> Vec<CostSummary> {
                 label: format!(
                     "cost: {} · peak {}",
                     compact_cost(&totals.total),
+                    compact_bytes(&totals.peak.bytes)
+                ),
+                short_label: format!(
+                    "cost: {} FLOPs · peak {}",
+                    compact_amount(&totals.total.flops),
                     compact_bytes(&totals.peak.bytes)
                 ),
                 tooltip: summary_tooltip(f, j, &totals),

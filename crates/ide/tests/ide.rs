@@ -583,6 +583,9 @@ fn cost_summaries_give_each_jaxprs_totals_on_its_let_name_or_lambda() {
         let only = jaxpr_ide::cost_summaries(view, TextRange::new(scan_body, scan_body + 20));
         assert_eq!(only.len(), 1);
         assert_eq!(only[0].label, summaries[2].label);
+        // The inlay hint's label keeps FLOPs and the peak.
+        let short: Vec<&str> = summaries.iter().map(|s| s.short_label.as_str()).collect();
+        assert_eq!(short, ["cost: 0 FLOPs · peak 24 B", "cost: 12 FLOPs · peak 60 B", "cost: 3 FLOPs · peak 36 B"]);
     });
 }
 
@@ -595,4 +598,17 @@ fn large_counts_are_shown_with_si_prefixes_and_symbolic_ones_as_they_are() {
         .collect();
     assert_eq!(shown, ["9999", "10.0k", "123k", "12.6G", "1.00M"]);
     assert_eq!(jaxpr_ide::compact_amount(&Amount::unknown()), "?");
+}
+
+/// An inlay hint's label fits VS Code's default 43-character limit for any
+/// constant amounts (three significant digits and a prefix at most).
+#[test]
+fn cost_inlay_labels_fit_vs_codes_default_limit() {
+    let big = "{ lambda ; a:f32[100000,100000] b:f32[100000,100000]. let\n    c:f32[100000,100000] = dot_general[dimension_numbers=(([1], [0]), ([], [])) precision=None preferred_element_type=float32] a b\n  in (c,) }\n";
+    with_view(&format!("{big}$0"), |_, view, _| {
+        let whole = TextRange::new(0, view.text.len() as u32);
+        let summaries = jaxpr_ide::cost_summaries(view, whole);
+        assert_eq!(summaries[0].short_label, "cost: 2.00P FLOPs · peak 120 GB");
+        assert!(summaries.iter().all(|s| s.short_label.chars().count() <= 43), "{summaries:?}");
+    });
 }
