@@ -601,3 +601,38 @@ fn grad_argnums(params: Option<&Expr>) -> Option<Vec<usize>> {
     let v = arg.value.as_int_seq()?;
     v.into_iter().map(|k| usize::try_from(k).ok()).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{GateKind, GateLengths, GateOperands, GateParams};
+
+    /// Positions of a gate's targets, parameters, controls and control values.
+    fn positions(kind: GateKind, lengths: GateLengths, operands: usize) -> [std::ops::Range<usize>; 4] {
+        let l = GateOperands::layout(kind, lengths, operands).expect("laid out");
+        [l.targets, l.params, l.controls, l.control_values]
+    }
+
+    /// Each release's printed layout (Catalyst's `_qinst_lowering` and
+    /// `_gphase_lowering` of 0.10 and of 0.15) read into one form.
+    #[test]
+    fn gate_operands_follow_each_releases_layout() {
+        let lengths = |qubits, ctrl, params| GateLengths { qubits, ctrl, params };
+        // `qinst[op=RX params_len=1 qubits_len=1 ctrl_len=2] q x c0 c1 v0 v1`
+        let current = lengths(1, 2, GateParams::BeforeControls(1));
+        assert_eq!(positions(GateKind::Named, current, 6), [0..1, 1..2, 2..4, 4..6]);
+        assert_eq!(GateOperands::layout(GateKind::Named, current, 7), None);
+        // Catalyst 0.10: `qinst[op=RX qubits_len=1 ctrl_len=2] q c0 c1 v0 v1 x`,
+        // and with `static_params` no parameter operand.
+        let last = lengths(1, 2, GateParams::Last);
+        assert_eq!(positions(GateKind::Named, last, 6), [0..1, 5..6, 1..3, 3..5]);
+        assert_eq!(positions(GateKind::Named, last, 5), [0..1, 5..5, 1..3, 3..5]);
+        assert_eq!(GateOperands::layout(GateKind::Named, last, 4), None);
+        // `gphase[ctrl_len=1] x c v`; Catalyst 0.10: `c v x`, or `c v` with `static_params`.
+        assert_eq!(positions(GateKind::GlobalPhase, lengths(0, 1, GateParams::BeforeControls(1)), 3), [1..1, 0..1, 1..2, 2..3]);
+        assert_eq!(positions(GateKind::GlobalPhase, lengths(0, 1, GateParams::Last), 3), [0..0, 2..3, 0..1, 1..2]);
+        assert_eq!(positions(GateKind::GlobalPhase, lengths(0, 1, GateParams::Last), 2), [0..0, 2..2, 0..1, 1..2]);
+        // `unitary[qubits_len=2 ctrl_len=1] m q0 q1 c v` (0.10's `qunitary` too).
+        assert_eq!(positions(GateKind::Unitary, lengths(2, 1, GateParams::BeforeControls(1)), 5), [1..3, 0..1, 3..4, 4..5]);
+        assert_eq!(GateKind::of("qunitary"), Some(GateKind::Unitary));
+    }
+}
