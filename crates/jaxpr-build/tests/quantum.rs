@@ -396,6 +396,14 @@ fn bad_inputs_are_refused_with_messages() {
     let e = lib.call(&arrays(&mut vec![scalar_i64(0)]), 1).unwrap_err();
     assert!(e.contains("outside the register") || e.contains("qubit"), "{e}");
     assert!(call_one(&lib, vec![scalar_i64(3)], 1).is_ok());
+    // A Catalyst 0.10 gate with an angle operand and `static_params`, which
+    // 0.10's own lowering asserts against: one J0012 at the gate.
+    let layouts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/catalyst-0.10-layouts/global_phases.jaxpr");
+    let text = std::fs::read_to_string(layouts).unwrap();
+    let both = text.replacen("static_params=[0.25]\n          ] j", "static_params=[0.25]\n          ] j c", 1);
+    assert_ne!(both, text, "the constant-angle RX of global_phases");
+    let d = refusal(&both);
+    assert!(d.len() == 1 && d[0].message.contains("`static_params`") && d[0].message.contains("Catalyst 0.10"), "{d:?}");
 }
 
 fn jaxpr_build(args: &[&str], path_first: Option<&Path>) -> (i32, String) {
