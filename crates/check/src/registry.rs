@@ -1900,9 +1900,9 @@ pub static PRIMITIVES: &[Primitive] = &[
     },
     Primitive {
         name: "gphase",
-        params: &["adjoint", "ctrl_len"],
+        params: &["adjoint", "ctrl_len", "static_params"],
         jaxpr_params: &[],
-        doc: "Global phase, optionally controlled: returns the control qubits.",
+        doc: "Global phase, optionally controlled: the phase, control qubits and control values in (Catalyst <= 0.10: control qubits, control values, then the phase, or a constant one in `static_params`); the control qubits out.",
         ..QUANTUM_ROW
     },
     Primitive {
@@ -1973,7 +1973,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "qdealloc",
         params: &[],
         jaxpr_params: &[],
-        doc: "Frees a register.",
+        doc: "Frees a register; in a kernel whose device `qdevice` starts (Catalyst <= 0.10), releases the device too.",
         ..QUANTUM_ROW
     },
     Primitive {
@@ -1987,16 +1987,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "qdevice",
         params: &["rtd_kwargs", "rtd_lib", "rtd_name"],
         jaxpr_params: &[],
-        doc: "Catalyst <= 0.10's `device_init`: starts the quantum device with the number of shots given.",
-        native: Lowering::Refused(
-            "`qdevice` is how Catalyst <= 0.10 starts a device; native builds run circuits on the pinned Catalyst runtime \
-             and take programs as Catalyst 0.12 and later print them (`device_init`; Catalyst 0.10's `qinst` and device \
-             arguments are laid out differently): print the program with pennylane-catalyst >= 0.12",
-        ),
-        complex: ComplexLowering {
-            stablehlo: QUANTUM_STABLEHLO,
-            native: Lowering::Refused("Catalyst <= 0.10's `qdevice` is not built natively"),
-        },
+        doc: "Catalyst <= 0.10's `device_init`: starts the quantum device with the number of shots given (no automatic qubit management); it prints no `device_release`: the kernel's `qdealloc` releases the device with its register.",
         ..QUANTUM_ROW
     },
     Primitive {
@@ -2017,7 +2008,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "qinst",
         params: &["adjoint", "ctrl_len", "ctrl_value_len", "op", "params_len", "qubits_len", "static_params"],
         jaxpr_params: &[],
-        doc: "A gate `op`: qubits, parameters, control qubits and control values in; the qubits and control qubits out.",
+        doc: "A gate `op`: qubits, parameters, control qubits and control values in (Catalyst <= 0.10, without `params_len`: qubits, control qubits, control values, then the parameters, or constant ones in `static_params`); the qubits and control qubits out.",
         ..QUANTUM_ROW
     },
     Primitive {
@@ -2038,7 +2029,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "state",
         params: &["shape", "shots", "static_shape"],
         jaxpr_params: &[],
-        doc: "The state vector: c128[2^n] (a dynamic size is an operand).",
+        doc: "The state vector of the whole device, whichever qubits its observable names (as Catalyst lowers it): c128[2^n] (a dynamic size is an operand).",
         ..QUANTUM_ROW
     },
     Primitive {

@@ -129,14 +129,17 @@ fn quantum_programs_compute_catalysts_values() {
 }
 
 /// The quantum programs that older Catalysts printed (the version matrix's
-/// columns 0.12, 0.13 and 0.14, `corpus-gen/catalyst/programs.py` run by
-/// each release with the pennylane and Lightning it pins), built against
+/// columns 0.10, 0.12, 0.13 and 0.14, `corpus-gen/catalyst/programs.py` run
+/// by each release with the pennylane and Lightning it pins), built against
 /// the pinned runtime (0.15.0) and run on its Lightning: each gives the
 /// values its own Catalyst computed. The device path each text records is
 /// that release's Lightning, built against that release's runtime: the
-/// build takes the Lightning installed beside the pinned runtime instead. The older generator ran sampling programs without a seed:
-/// those must run, their samples are not compared. Catalyst 0.10's
-/// programs (`qdevice`, its own `qinst` layout) are refused with one J0012.
+/// build takes the Lightning installed beside the pinned runtime instead.
+/// The older generator ran sampling programs without a seed: those must
+/// run, their samples are not compared. Catalyst 0.10 prints its own
+/// layouts (`qdevice` and no `device_release`, a `qinst` whose parameters
+/// follow its control values or are `static_params`, `state` of the basis
+/// of named qubits), read as the later releases' are.
 #[test]
 fn older_catalysts_quantum_programs_compute_their_values() {
     let _shared = MEMORY.read().unwrap_or_else(|e| e.into_inner());
@@ -152,14 +155,17 @@ fn older_catalysts_quantum_programs_compute_their_values() {
             })
             .collect()
     };
-    // Catalyst 0.10: refused at its `qdevice`, with one diagnostic.
-    let oldest = release_cases("catalyst-0.10.0");
-    assert!(oldest.len() >= 15, "{} quantum programs of 0.10", oldest.len());
-    for c in &oldest {
-        let d = refusal(&c.text);
-        assert!(d.len() == 1 && d[0].message.contains("`qdevice` is how Catalyst <= 0.10"), "{}: {d:?}", c.name);
-    }
-    let mut cases: Vec<Case> = ["catalyst-0.12.0", "catalyst-0.13.0", "catalyst-0.14.1"].iter().flat_map(|r| release_cases(r)).collect();
+    let releases = ["catalyst-0.10.0", "catalyst-0.12.0", "catalyst-0.13.0", "catalyst-0.14.1"];
+    let mut cases: Vec<Case> = releases.iter().flat_map(|r| release_cases(r)).collect();
+    // Catalyst 0.10's layouts its column lacks (controlled and constant
+    // global phases, constant angles outside loops):
+    // `corpus-gen/catalyst/layouts_0_10.py`.
+    let layouts = cases_in(&versions.join("../catalyst-0.10-layouts"));
+    assert!(layouts.len() >= 2, "{} programs of Catalyst 0.10's layouts", layouts.len());
+    cases.extend(layouts.into_iter().map(|mut c| {
+        c.name = format!("catalyst_0_10_0_layouts_{}", c.name);
+        c
+    }));
     // A closed jaxpr's constants (a Hamiltonian's coefficients) are printed
     // by name only; the older releases' generator did not record their
     // values, so those programs cannot run against Catalyst's values.
@@ -168,9 +174,10 @@ fn older_catalysts_quantum_programs_compute_their_values() {
         parse.file.main.as_ref().is_some_and(|m| m.constvars.is_empty()) || !c.meta["consts"].is_null()
     };
     let unrecorded = cases.iter().filter(|c| !recorded(c)).count();
-    assert!(unrecorded <= 3, "{unrecorded} programs without their constants' values");
+    assert!(unrecorded <= 4, "{unrecorded} programs without their constants' values");
     cases.retain(recorded);
-    assert!(cases.len() >= 3 * 15, "{} quantum programs", cases.len());
+    assert!(cases.len() >= 4 * 15, "{} quantum programs", cases.len());
+    assert!(cases.iter().filter(|c| c.name.starts_with("catalyst_0_10_0")).count() >= 15, "Catalyst 0.10's programs");
     let unseeded: Vec<&str> = cases
         .iter()
         .filter(|c| c.meta["seed"].is_null() && (c.text.contains("= sample[") || c.text.contains("= counts[")))
@@ -389,6 +396,14 @@ fn bad_inputs_are_refused_with_messages() {
     let e = lib.call(&arrays(&mut vec![scalar_i64(0)]), 1).unwrap_err();
     assert!(e.contains("outside the register") || e.contains("qubit"), "{e}");
     assert!(call_one(&lib, vec![scalar_i64(3)], 1).is_ok());
+    // A Catalyst 0.10 gate with an angle operand and `static_params`, which
+    // 0.10's own lowering asserts against: one J0012 at the gate.
+    let layouts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/catalyst-0.10-layouts/global_phases.jaxpr");
+    let text = std::fs::read_to_string(layouts).unwrap();
+    let both = text.replacen("static_params=[0.25]\n          ] j", "static_params=[0.25]\n          ] j c", 1);
+    assert_ne!(both, text, "the constant-angle RX of global_phases");
+    let d = refusal(&both);
+    assert!(d.len() == 1 && d[0].message.contains("`static_params`") && d[0].message.contains("Catalyst 0.10"), "{d:?}");
 }
 
 fn jaxpr_build(args: &[&str], path_first: Option<&Path>) -> (i32, String) {

@@ -750,7 +750,11 @@ int32_t jx_q_measurement(int32_t what, int64_t basis, void *out, int64_t size, i
         return outcomes_measurement(what, *b, out, size, counts);
     }
     return guarded([&] {
-        int64_t n = int64_t(b->qubits.size());
+        // `state` is the whole device's, whichever qubits its basis names:
+        // every Catalyst release lowers it so (`__catalyst__qis__State` with
+        // no qubits; the runtime refuses a partial state), and Catalyst
+        // <= 0.10 prints it of the basis of every qubit.
+        int64_t n = what == 1 ? 0 : int64_t(b->qubits.size());
         int64_t wires = n ? n : device_qubits();
         QUBIT *q[MAX_OPERANDS] = {};
         std::copy(b->qubits.begin(), b->qubits.end(), q);

@@ -29,6 +29,8 @@
 //! Catalyst's gradient pass fails on it by either method.
 
 use super::{Arr, Codegen, Cx, Env, Op, dtype};
+use jaxpr_check::registry;
+use jaxpr_check::rules::{GateKind, GateLengths, GateOperands};
 use jaxpr_check::{EqnId, JaxprId};
 use jaxpr_lower::{EqnCx, LowerError, LowerResult, Operand, err};
 use jaxpr_syntax::TextRange;
@@ -305,9 +307,10 @@ impl<'c, 'f> Codegen<'c, 'f> {
         let (eqns, _) = self.syntax.body(self.a, j)?;
         for (e, id) in eqns {
             let name = e.primitive.text.as_str();
-            let shifted_probs = name == "probs" && method == "parameter-shift";
-            if matches!(name, "probs" | "var" | "sample" | "counts" | "state" | "measure") && !shifted_probs {
-                let why = match (name, method) {
+            let row = registry::lookup(name).map_or(name, |p| p.name);
+            let shifted_probs = row == "probs" && method == "parameter-shift";
+            if matches!(row, "probs" | "var" | "sample" | "counts" | "state" | "measure") && !shifted_probs {
+                let why = match (row, method) {
                     ("measure", _) => "a mid-circuit measurement is not differentiable (Catalyst refuses it too)",
                     (_, "parameter-shift") => "Catalyst's parameter-shift differentiates expval and probs only (it refuses the others too)",
                     _ => "the adjoint method differentiates expectation values only (Catalyst refuses the others too)",
@@ -519,13 +522,14 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 set(tenv, 0, t);
             }
             "qinst" | "gphase" => {
-                let (first, count) = match name {
-                    "qinst" => {
-                        let count = |p: &str| e.param(p).and_then(|p| p.value.as_int()).unwrap_or(0).max(0) as usize;
-                        (count("qubits_len"), count("params_len"))
-                    }
-                    _ => (0, 1),
+                // Its parameter operands, in the layout of the Catalyst
+                // that printed it.
+                let kind = if name == "qinst" { GateKind::Named } else { GateKind::GlobalPhase };
+                let lengths = GateLengths::of(kind, e, super::quantum::first_operand_is_qubit(&cx));
+                let Some(layout) = GateOperands::layout(kind, lengths, e.args.len()) else {
+                    return err(at, format!("`{name}` has {} operands, which its parameters do not lay out", e.args.len()));
                 };
+                let (first, count) = (layout.params.start, layout.params.len());
                 if !in_tape {
                     return unsupported(at, format!("`{name}` with a differentiated parameter outside a circuit"));
                 }

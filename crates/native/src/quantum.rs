@@ -10,6 +10,8 @@
 //! references, as Catalyst's own lowering treats them).
 
 use super::{Arr, Codegen, Cx, Env, dtype};
+use jaxpr_check::registry;
+use jaxpr_check::rules::{GateKind, GateLengths, GateOperands};
 use jaxpr_lower::{LowerResult, err};
 use jaxpr_syntax::ast::{Expr, ExprKind};
 use jaxpr_types::{DType, FloatKind};
@@ -120,6 +122,34 @@ pub(crate) fn adapter_source() -> String {
         .replace("    // GATES\n", &dispatch)
 }
 
+/// The constant parameters Catalyst <= 0.10 prints on a gate
+/// (`static_params=[0.25]`), none when it prints none.
+fn static_gate_params(cx: &Cx<'_, '_>) -> LowerResult<Vec<f64>> {
+    let Some(p) = cx.e.param("static_params") else { return Ok(Vec::new()) };
+    if p.value.is_none() {
+        return Ok(Vec::new());
+    }
+    fn number(e: &Expr) -> Option<f64> {
+        match &e.kind {
+            ExprKind::Int(i) => Some(*i as f64),
+            ExprKind::Number(text) => text.parse().ok(),
+            ExprKind::Neg(inner) => number(inner).map(|x| -x),
+            _ => None,
+        }
+    }
+    let values = p.value.as_seq().map(|items| items.iter().map(number).collect::<Option<Vec<f64>>>());
+    match values.flatten() {
+        Some(v) => Ok(v),
+        None => err(p.value.range, "`static_params` must be a list of numbers to be built"),
+    }
+}
+
+/// Whether a gate's first operand is a qubit (where Catalyst <= 0.10 puts
+/// a controlled global phase's controls).
+pub(crate) fn first_operand_is_qubit(cx: &Cx<'_, '_>) -> bool {
+    cx.args.first().is_some_and(|a| matches!(&a.ty.dtype, Some(DType::Other(s)) if s.starts_with("AbstractQbit")))
+}
+
 /// A parameter's value as text (a quoted string, a path, a dict kept as
 /// its text, a number).
 fn param_text(e: &Expr) -> String {
@@ -168,12 +198,15 @@ impl<'c> Codegen<'c, '_> {
     /// Lowers a quantum primitive; `None` for other primitives.
     pub(crate) fn lower_quantum(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> LowerResult<Option<Vec<Arr<'c>>>> {
         let name = cx.name();
+        // Older Catalysts' spellings (`qmeasure`, `qunitary`) are lowered as
+        // their registry row.
+        let row = registry::lookup(name).map_or(name, |p| p.name);
         let at = cx.at();
         let i64t = self.cx.i64_type();
         let handle = |k: usize| -> LowerResult<IntValue<'c>> { Ok(self.load(&DType::Int(64), cx.args[k].v.p, self.i64(0))?.into_int_value()) };
         let out_handle = || self.slot(i64t.into());
         let check = |rc: IntValue<'c>| self.quantum_check(rc, name, at.start);
-        Ok(Some(match name {
+        Ok(Some(match row {
             "quantum_kernel" => {
                 let Some(&callee) = cx.callees(self.a, "call_jaxpr").first() else {
                     return err(at, format!("`{name}` has no `call_jaxpr` to call"));
@@ -214,7 +247,7 @@ impl<'c> Codegen<'c, '_> {
                 check(self.adapter_status("jx_q_adjoint_end", &[], &[]));
                 outs.into_iter().map(|o| o.v).collect()
             }
-            "device_init" => {
+            "device_init" | "qdevice" => {
                 let Some(runtime) = &self.catalyst else {
                     return err(at, "internal error: a quantum program is lowered without Catalyst's runtime");
                 };
@@ -253,6 +286,9 @@ impl<'c> Codegen<'c, '_> {
             }
             "qdealloc" => {
                 check(self.adapter_status("jx_q_dealloc", &[i64t.into()], &[handle(0)?.into()]));
+                if self.releases_device_with_register(cx) {
+                    check(self.adapter_status("jx_q_device_release", &[], &[]));
+                }
                 Vec::new()
             }
             "qdealloc_qb" => {
@@ -519,44 +555,62 @@ impl<'c> Codegen<'c, '_> {
     fn gate(&self, cx: &Cx<'_, 'c>) -> LowerResult<Vec<Arr<'c>>> {
         let name = cx.name();
         let at = cx.at();
-        let count = |p: &str| cx.e.param(p).and_then(|p| p.value.as_int()).unwrap_or(0).max(0) as usize;
+        let Some(kind) = GateKind::of(name) else {
+            return err(at, format!("internal error: `{name}` is lowered as a gate"));
+        };
         let adjoint = cx.e.param("adjoint").is_some_and(|p| param_text(&p.value) == "True");
-        let (kind, op, num_params, num_qubits) = match name {
-            "qinst" => {
+        let lengths = GateLengths::of(kind, cx.e, first_operand_is_qubit(cx));
+        let Some(layout) = GateOperands::layout(kind, lengths, cx.args.len()) else {
+            return err(at, format!("`{name}` has {} operands, which its parameters do not lay out", cx.args.len()));
+        };
+        // Catalyst <= 0.10 prints the parameters of a gate that are all
+        // constants when traced in `static_params` (its `StaticCustomOp`),
+        // and then no parameter operand.
+        let static_params = static_gate_params(cx)?;
+        if !static_params.is_empty() && !layout.params.is_empty() {
+            return err(
+                at,
+                format!("`{name}` has parameter operands and `static_params`: Catalyst 0.10's lowering refuses that too (a gate's parameters are all operands or all static)"),
+            );
+        }
+        // The adapter's gate kinds: named, unitary (its matrix apart), phase.
+        let (kind_code, param_at) = match kind {
+            GateKind::Named => (0, layout.params.clone()),
+            GateKind::Unitary => (1, 0..0),
+            GateKind::GlobalPhase => (2, layout.params.clone()),
+        };
+        let num_params = param_at.len() + static_params.len();
+        let num_qubits = layout.targets.len();
+        let op = match kind {
+            GateKind::Named => {
                 let op = cx.e.param("op").map(|p| param_text(&p.value)).unwrap_or_default();
-                let (params, qubits) = (count("params_len"), count("qubits_len"));
-                if !GATES.iter().any(|&(g, p, q)| g == op && p == params && q.is_none_or(|q| q == qubits)) {
+                if !GATES.iter().any(|&(g, p, q)| g == op && p == num_params && q.is_none_or(|q| q == num_qubits)) {
                     return err(
                         at,
                         format!(
-                            "the gate `{op}` with {params} parameter(s) on {qubits} qubit(s) is not in the C API of Catalyst's runtime {}",
+                            "the gate `{op}` with {num_params} parameter(s) on {num_qubits} qubit(s) is not in the C API of Catalyst's runtime {}",
                             crate::catalyst::PINNED_VERSION
                         ),
                     );
                 }
-                (0, op, params, qubits)
+                op
             }
-            "unitary" => {
-                self.require_dtype(cx, 0, &DType::Complex(128), "the matrix of `unitary`")?;
-                (1, String::new(), 0, count("qubits_len"))
+            GateKind::Unitary => {
+                self.require_dtype(cx, layout.params.start, &DType::Complex(128), "the matrix of `unitary`")?;
+                String::new()
             }
-            _ => (2, String::new(), 1, 0),
+            GateKind::GlobalPhase if num_params != 1 => {
+                return err(at, format!("`{name}` has {num_params} phases; a global phase takes one"));
+            }
+            GateKind::GlobalPhase => String::new(),
         };
-        let ctrl = count("ctrl_len");
-        // Operand positions: `qinst` has its qubits first, the others their
-        // matrix or phase.
-        let (param_at, qubit_at) = match kind {
-            0 => (num_qubits..num_qubits + num_params, 0..num_qubits),
-            1 => (0..0, 1..1 + num_qubits),
-            _ => (0..1, 1..1),
-        };
-        let ctrl_at = qubit_at.end.max(param_at.end)..qubit_at.end.max(param_at.end) + ctrl;
-        let values_at = ctrl_at.end..ctrl_at.end + ctrl;
-        if cx.args.len() != values_at.end {
-            return err(at, format!("`{name}` has {} operands; its parameters say {}", cx.args.len(), values_at.end));
-        }
+        let ctrl = layout.controls.len();
         let f64t = self.cx.f64_type();
         let params = self.slot(f64t.array_type(num_params.max(1) as u32).into());
+        for (k, value) in static_params.iter().enumerate() {
+            let v = f64t.const_float(*value);
+            self.store(&DType::Float(FloatKind::F64), params, self.i64((param_at.len() + k) as i64), v.into())?;
+        }
         for (k, i) in param_at.enumerate() {
             let x = &cx.args[i];
             let dt = dtype(&x.ty)?;
@@ -567,15 +621,15 @@ impl<'c> Codegen<'c, '_> {
             let v = self.convert(v, &dt, &DType::Float(FloatKind::F64))?;
             self.store(&DType::Float(FloatKind::F64), params, self.i64(k as i64), v)?;
         }
-        let qubits = self.handles(cx, qubit_at.clone())?;
-        let controls = self.handles(cx, ctrl_at.clone())?;
+        let qubits = self.handles(cx, layout.targets.clone())?;
+        let controls = self.handles(cx, layout.controls.clone())?;
         let values = self.slot(self.cx.i8_type().array_type(ctrl.max(1) as u32).into());
-        for (k, i) in values_at.enumerate() {
+        for (k, i) in layout.control_values.clone().enumerate() {
             let v = self.scalar_i64(&cx.args[i], at)?;
             let b = self.b.build_int_truncate(v, self.cx.i8_type(), "").expect("trunc");
             self.store(&DType::Bool, values, self.i64(k as i64), b.into())?;
         }
-        let matrix = if kind == 1 { cx.args[0].v.p } else { self.ptr_ty().const_null() };
+        let matrix = if kind == GateKind::Unitary { cx.args[layout.params.start].v.p } else { self.ptr_ty().const_null() };
         let ptr = self.ptr_ty();
         let i64t = self.cx.i64_type();
         let i8t = self.cx.i8_type();
@@ -586,8 +640,8 @@ impl<'c> Codegen<'c, '_> {
                 ptr.into(), ptr.into(), i64t.into(), i8t.into(), ptr.into(),
             ],
             &[
-                self.i32(kind).into(),
-                (if kind == 0 { self.cstr(&op) } else { ptr.const_null() }).into(),
+                self.i32(kind_code).into(),
+                (if kind == GateKind::Named { self.cstr(&op) } else { ptr.const_null() }).into(),
                 params.into(),
                 self.i64(num_params as i64).into(),
                 qubits.into(),
@@ -600,7 +654,16 @@ impl<'c> Codegen<'c, '_> {
             ],
         );
         self.quantum_check(rc, name, at.start);
-        Ok(qubit_at.chain(ctrl_at).map(|i| cx.args[i].v.clone()).collect())
+        Ok(layout.qubits().map(|i| cx.args[i].v.clone()).collect())
+    }
+
+    /// Whether a `qdealloc` also releases the device: where Catalyst <= 0.10
+    /// printed the kernel, whose device `qdevice` starts and which prints no
+    /// `device_release` (its lowering of `qdealloc` is `DeallocOp` then
+    /// `DeviceReleaseOp`, the kernel's end).
+    fn releases_device_with_register(&self, cx: &Cx<'_, 'c>) -> bool {
+        let body = self.a.jaxpr(self.a.eqn(cx.id).jaxpr);
+        body.eqns.iter().any(|&id| self.a.eqn(id).primitive == "qdevice")
     }
 
     /// The handles of operands `range`, in a stack array.

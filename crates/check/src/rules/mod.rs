@@ -16,7 +16,7 @@ mod quantum;
 mod shape;
 
 pub use compute::key_data_size;
-pub use quantum::{abstract_value, is_abstract_value, Wire};
+pub use quantum::{abstract_value, is_abstract_value, GateArity, GateKind, GateLengths, GateOperands, GateParams, Wire};
 
 use crate::checker::Checker;
 use crate::{DimEq, EqnId, Operand};

@@ -137,9 +137,9 @@ pub(super) fn infer(cx: &mut EqnCx, name: &str) -> Option<Infer> {
             && size_operand(cx, 1, "wire index")
             && kind(cx, 2, QBIT))
         .then(|| vec![value(QREG)]),
-        "qinst" => gate(cx, Gate::Named),
-        "unitary" | "qunitary" => gate(cx, Gate::Unitary),
-        "gphase" => gate(cx, Gate::GlobalPhase),
+        "qinst" => gate(cx, GateKind::Named),
+        "unitary" | "qunitary" => gate(cx, GateKind::Unitary),
+        "gphase" => gate(cx, GateKind::GlobalPhase),
         "measure" | "qmeasure" => measure(cx),
         "namedobs" => (cx.expect_args(1) && kind(cx, 0, QBIT)).then(|| vec![observable(cx, None, false, "None")]),
         "hermitian" => hermitian(cx),
@@ -231,75 +231,164 @@ fn pass_wire(cx: &mut EqnCx, operand: usize, result: usize) {
     }
 }
 
-#[derive(Clone, Copy, PartialEq)]
-enum Gate {
-    /// `qinst[op, qubits_len, params_len, ctrl_len]`: qubits, parameters,
-    /// control qubits, control values. Catalyst <= 0.10 prints no
-    /// `params_len` (its `qinst` has `ctrl_value_len`): qubits, control
-    /// qubits, control values, then every remaining operand is a parameter.
+/// A gate primitive, by its registry row (Catalyst <= 0.10 prints
+/// `unitary` as `qunitary`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum GateKind {
+    /// `qinst[op, qubits_len, params_len, ctrl_len]`.
     Named,
-    /// `unitary[qubits_len, ctrl_len]`: the matrix, qubits, control qubits,
-    /// control values.
+    /// `unitary[qubits_len, ctrl_len]`: the matrix is its parameter.
     Unitary,
-    /// `gphase[ctrl_len]`: the phase, control qubits, control values.
+    /// `gphase[ctrl_len]`: the phase is its parameter.
     GlobalPhase,
 }
 
-/// Operand positions of a gate's qubits (targets, then controls), its
-/// parameters and its control values.
-struct GateOperands {
-    qubit_at: Vec<usize>,
-    param_at: Vec<usize>,
-    ctrl_value_at: std::ops::Range<usize>,
+impl GateKind {
+    /// The gate kind of a primitive, by any of its printed names.
+    pub fn of(primitive: &str) -> Option<GateKind> {
+        match crate::registry::lookup(primitive)?.name {
+            "qinst" => Some(GateKind::Named),
+            "unitary" => Some(GateKind::Unitary),
+            "gphase" => Some(GateKind::GlobalPhase),
+            _ => None,
+        }
+    }
 }
 
-fn gate(cx: &mut EqnCx, g: Gate) -> Infer {
-    let count = |cx: &mut EqnCx, p: &str| cx.int_param(p).unwrap_or(0).max(0) as usize;
-    let qubits = if g == Gate::GlobalPhase { 0 } else { count(cx, "qubits_len") };
-    let ctrl = count(cx, "ctrl_len");
-    let layout = match g {
-        Gate::Named if cx.has_param("params_len") => {
-            let params = count(cx, "params_len");
-            if !cx.expect_args(qubits + params + 2 * ctrl) {
-                return None;
-            }
-            GateOperands {
-                qubit_at: (0..qubits).chain(qubits + params..qubits + params + ctrl).collect(),
-                param_at: (qubits..qubits + params).collect(),
-                ctrl_value_at: qubits + params + ctrl..cx.args.len(),
-            }
+/// A gate's printed counts and the layout of the Catalyst that printed it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct GateLengths {
+    pub qubits: usize,
+    pub ctrl: usize,
+    pub params: GateParams,
+}
+
+/// Where a gate's parameter operands are.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum GateParams {
+    /// Catalyst >= 0.12: this many, before the control qubits (a named
+    /// gate's `params_len`; the matrix or the phase, first, of the others).
+    BeforeControls(usize),
+    /// Catalyst <= 0.10's `qinst` and `gphase` (`bind_flexible_primitive`):
+    /// every operand after the control values, none when the parameters
+    /// were constants when traced (printed in `static_params`).
+    Last,
+}
+
+impl GateLengths {
+    /// The counts an equation prints (a missing or malformed count is 0;
+    /// the checker reports malformed ones). Catalyst <= 0.10 prints a
+    /// `qinst` without `params_len` and a `gphase` with its phase after its
+    /// controls (its first operand is then a qubit) or in `static_params`.
+    pub fn of(kind: GateKind, e: &jaxpr_syntax::ast::Eqn, first_operand_is_qubit: bool) -> GateLengths {
+        let count = |p: &str| e.param(p).and_then(|p| p.value.as_int()).unwrap_or(0).max(0) as usize;
+        let params = match kind {
+            GateKind::Named if e.param("params_len").is_some() => GateParams::BeforeControls(count("params_len")),
+            GateKind::Named => GateParams::Last,
+            GateKind::GlobalPhase if e.param("static_params").is_some() || first_operand_is_qubit => GateParams::Last,
+            GateKind::GlobalPhase | GateKind::Unitary => GateParams::BeforeControls(1),
+        };
+        GateLengths { qubits: if kind == GateKind::GlobalPhase { 0 } else { count("qubits_len") }, ctrl: count("ctrl_len"), params }
+    }
+}
+
+/// How many operands a gate takes.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum GateArity {
+    Exactly(usize),
+    /// Catalyst <= 0.10's parameters are the operands left.
+    AtLeast(usize),
+}
+
+/// Operand positions of a gate, as the Catalyst that printed it laid them
+/// out: every release's layout read into this one form, which the checker
+/// and both derivative and circuit lowerings read.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct GateOperands {
+    pub targets: std::ops::Range<usize>,
+    /// Parameter operands: a named gate's angles, a unitary's matrix, a
+    /// global phase.
+    pub params: std::ops::Range<usize>,
+    pub controls: std::ops::Range<usize>,
+    pub control_values: std::ops::Range<usize>,
+}
+
+impl GateOperands {
+    pub fn arity(lengths: GateLengths) -> GateArity {
+        let GateLengths { qubits, ctrl, params } = lengths;
+        match params {
+            GateParams::BeforeControls(n) => GateArity::Exactly(qubits + n + 2 * ctrl),
+            GateParams::Last => GateArity::AtLeast(qubits + 2 * ctrl),
         }
-        Gate::Named => {
-            // Catalyst <= 0.10 (`_qinst_abstract_eval` and its lowering):
+    }
+
+    /// The layout of a gate of `operands` operands, `None` when that is not
+    /// its [`GateOperands::arity`].
+    pub fn layout(kind: GateKind, lengths: GateLengths, operands: usize) -> Option<GateOperands> {
+        let fits = match GateOperands::arity(lengths) {
+            GateArity::Exactly(n) => operands == n,
+            GateArity::AtLeast(n) => operands >= n,
+        };
+        if !fits {
+            return None;
+        }
+        let GateLengths { qubits, ctrl, params } = lengths;
+        let then = |start: usize, len: usize| start..start + len;
+        Some(match (kind, params) {
+            // Catalyst >= 0.12's `qinst`: `qubits*, params*, ctrl_qubits*,
+            // ctrl_values*`.
+            (GateKind::Named, GateParams::BeforeControls(n)) => {
+                let params = then(qubits, n);
+                let controls = then(params.end, ctrl);
+                GateOperands { targets: 0..qubits, control_values: then(controls.end, ctrl), params, controls }
+            }
+            // Catalyst <= 0.10 (`_qinst_lowering`, `_gphase_lowering`):
             // `qubits*, ctrl_qubits*, ctrl_values*, params*`.
-            if !cx.expect_args_at_least(qubits + 2 * ctrl) {
-                return None;
+            (_, GateParams::Last) => {
+                let controls = then(qubits, ctrl);
+                let control_values = then(controls.end, ctrl);
+                GateOperands { targets: 0..qubits, params: control_values.end..operands, controls, control_values }
             }
-            GateOperands {
-                qubit_at: (0..qubits + ctrl).collect(),
-                param_at: (qubits + 2 * ctrl..cx.args.len()).collect(),
-                ctrl_value_at: qubits + ctrl..qubits + 2 * ctrl,
+            // The matrix or the phase first, then qubits, controls, values.
+            (GateKind::Unitary | GateKind::GlobalPhase, GateParams::BeforeControls(n)) => {
+                let params = 0..n;
+                let targets = then(n, qubits);
+                let controls = then(targets.end, ctrl);
+                GateOperands { control_values: then(controls.end, ctrl), params, targets, controls }
             }
-        }
-        Gate::Unitary | Gate::GlobalPhase => {
-            if !cx.expect_args(1 + qubits + 2 * ctrl) {
-                return None;
-            }
-            GateOperands {
-                qubit_at: (1..1 + qubits + ctrl).collect(),
-                param_at: vec![0],
-                ctrl_value_at: 1 + qubits + ctrl..cx.args.len(),
-            }
-        }
+        })
+    }
+
+    /// The qubit operands, targets then controls, in the order of the
+    /// gate's qubit results.
+    pub fn qubits(&self) -> impl Iterator<Item = usize> + '_ {
+        self.targets.clone().chain(self.controls.clone())
+    }
+}
+
+fn gate(cx: &mut EqnCx, g: GateKind) -> Infer {
+    // Reports a count that is not an integer; `GateLengths::of` reads them.
+    for count in ["qubits_len", "ctrl_len", "params_len"] {
+        cx.int_param(count);
+    }
+    let first_is_qubit = cx.args.first().is_some_and(|a| matches!(&a.ty.dtype, Some(DType::Other(s)) if s.as_str() == QBIT));
+    let lengths = GateLengths::of(g, cx.eqn, first_is_qubit);
+    let fits = match GateOperands::arity(lengths) {
+        GateArity::Exactly(n) => cx.expect_args(n),
+        GateArity::AtLeast(n) => cx.expect_args_at_least(n),
     };
-    let GateOperands { qubit_at, param_at, ctrl_value_at } = layout;
+    let Some(layout) = GateOperands::layout(g, lengths, cx.args.len()).filter(|_| fits) else {
+        return None;
+    };
+    let (qubit_at, param_at, ctrl_value_at): (Vec<usize>, Vec<usize>, _) =
+        (layout.qubits().collect(), layout.params.clone().collect(), layout.control_values.clone());
     for &i in &qubit_at {
         if !kind(cx, i, QBIT) {
             return None;
         }
     }
     for &i in &param_at {
-        if is_abstract_value(cx.args[i].ty.dtype.as_ref()) || (g == Gate::Named && !cx.args[i].ty.is_scalar()) {
+        if is_abstract_value(cx.args[i].ty.dtype.as_ref()) || (g == GateKind::Named && !cx.args[i].ty.is_scalar()) {
             let msg = format!("parameter operand {i} of `{}` must be a number, but it is {}", cx.name(), cx.ty(&cx.args[i].ty));
             cx.report_on_args(DiagKind::DtypeMismatch, msg, &[i], None);
             return None;
@@ -313,13 +402,13 @@ fn gate(cx: &mut EqnCx, g: Gate) -> Infer {
             return None;
         }
     }
-    if g == Gate::Unitary && !unitary_matrix(cx, qubits) {
+    if g == GateKind::Unitary && !unitary_matrix(cx, lengths.qubits) {
         return None;
     }
     for (r, &i) in qubit_at.iter().enumerate() {
         pass_wire(cx, i, r);
     }
-    Some(vec![value(QBIT); qubits + ctrl])
+    Some(vec![value(QBIT); qubit_at.len()])
 }
 
 /// A unitary on n qubits is a 2^n x 2^n matrix.
@@ -511,4 +600,39 @@ fn grad_argnums(params: Option<&Expr>) -> Option<Vec<usize>> {
     let arg = c.args.iter().find(|a| a.name.as_ref().is_some_and(|n| n.text == "expanded_argnums"))?;
     let v = arg.value.as_int_seq()?;
     v.into_iter().map(|k| usize::try_from(k).ok()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{GateKind, GateLengths, GateOperands, GateParams};
+
+    /// Positions of a gate's targets, parameters, controls and control values.
+    fn positions(kind: GateKind, lengths: GateLengths, operands: usize) -> [std::ops::Range<usize>; 4] {
+        let l = GateOperands::layout(kind, lengths, operands).expect("laid out");
+        [l.targets, l.params, l.controls, l.control_values]
+    }
+
+    /// Each release's printed layout (Catalyst's `_qinst_lowering` and
+    /// `_gphase_lowering` of 0.10 and of 0.15) read into one form.
+    #[test]
+    fn gate_operands_follow_each_releases_layout() {
+        let lengths = |qubits, ctrl, params| GateLengths { qubits, ctrl, params };
+        // `qinst[op=RX params_len=1 qubits_len=1 ctrl_len=2] q x c0 c1 v0 v1`
+        let current = lengths(1, 2, GateParams::BeforeControls(1));
+        assert_eq!(positions(GateKind::Named, current, 6), [0..1, 1..2, 2..4, 4..6]);
+        assert_eq!(GateOperands::layout(GateKind::Named, current, 7), None);
+        // Catalyst 0.10: `qinst[op=RX qubits_len=1 ctrl_len=2] q c0 c1 v0 v1 x`,
+        // and with `static_params` no parameter operand.
+        let last = lengths(1, 2, GateParams::Last);
+        assert_eq!(positions(GateKind::Named, last, 6), [0..1, 5..6, 1..3, 3..5]);
+        assert_eq!(positions(GateKind::Named, last, 5), [0..1, 5..5, 1..3, 3..5]);
+        assert_eq!(GateOperands::layout(GateKind::Named, last, 4), None);
+        // `gphase[ctrl_len=1] x c v`; Catalyst 0.10: `c v x`, or `c v` with `static_params`.
+        assert_eq!(positions(GateKind::GlobalPhase, lengths(0, 1, GateParams::BeforeControls(1)), 3), [1..1, 0..1, 1..2, 2..3]);
+        assert_eq!(positions(GateKind::GlobalPhase, lengths(0, 1, GateParams::Last), 3), [0..0, 2..3, 0..1, 1..2]);
+        assert_eq!(positions(GateKind::GlobalPhase, lengths(0, 1, GateParams::Last), 2), [0..0, 2..2, 0..1, 1..2]);
+        // `unitary[qubits_len=2 ctrl_len=1] m q0 q1 c v` (0.10's `qunitary` too).
+        assert_eq!(positions(GateKind::Unitary, lengths(2, 1, GateParams::BeforeControls(1)), 5), [1..3, 0..1, 3..4, 4..5]);
+        assert_eq!(GateKind::of("qunitary"), Some(GateKind::Unitary));
+    }
 }
