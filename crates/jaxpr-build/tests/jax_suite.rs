@@ -824,7 +824,8 @@ fn version_matrix_sample_builds_with_each_jaxs_values() {
 /// optimistix's use equinox's primitives or nested constants, which are
 /// refused), chosen for what they exercise (train steps, a solver's while
 /// loop, samplers, an RNN's scan, shape-polymorphic exports, a `psum` over
-/// `vmap`'s axis, a FILL_OR_DROP gather of symbolic size, `geqrf`), and a
+/// `vmap`'s axis, a FILL_OR_DROP gather of symbolic size, `geqrf`, a
+/// `jit` returning `_` for a result its call drops: `slogdet`), and a
 /// program outside the build set (nested constants), which must be refused
 /// with what its text lacks.
 const ECOSYSTEM_SAMPLE: &[&str] = &[
@@ -844,6 +845,7 @@ const ECOSYSTEM_SAMPLE: &[&str] = &[
     "jax_numpy/matmul_poly",
     "jax_numpy/polysub_polyval",
     "jax_numpy/qr_raw",
+    "jax_numpy/slogdet_inv",
     "jax_numpy/vmap_psum_center",
     "jaxopt/lasso_proximal_gradient",
     "numpyro/eight_schools_potential_grad",
