@@ -612,9 +612,14 @@ fn refusal_table(stablehlo: &Tally, native: &Tally) -> String {
          Two limits are the text's, not a back end's: JAX's printer writes a nested closed jaxpr's constants by name\n\
          only (`jaxpr={ lambda ez:f32[] fa:f32[]; ...`, `let f = { lambda a:bool[]; ...`: the call site passes the\n\
          arguments, and the constants' values are nowhere in the text), and writes `_` for every variable the\n\
-         outermost jaxpr does not use, so a nested jaxpr may read or return a `_` that names no value. Both back\n\
-         ends refuse such a program with a J0012 that names what the text lacks. The corpora generated here mark\n\
-         them (`outside_build_set` in the manifests of `tests/data/ecosystem`) and count them apart from the build set.\n\n",
+         outermost jaxpr does not use, a `jit`'s nested jaxpr taking the names of the call's operands and results,\n\
+         so a nested jaxpr may read or return a `_` that names no value. A `_` that nothing reads is built: an\n\
+         output of a nested jaxpr whose call drops the result (`_:f32[4,4] b:f32[4] = jit[... in (b, _) }]`), which\n\
+         flows nowhere else for a call-like primitive, a `cond` and a `scan`'s stacked outputs, is built as zeros of\n\
+         the result's type. A `_` that is read (an operand, a loop's carried value, an output whose result the call\n\
+         names) is refused by both back ends with a J0012 that names what the text lacks. The corpora generated here\n\
+         mark such programs (`outside_build_set` in the manifests of `tests/data/ecosystem`) and count them apart\n\
+         from the build set.\n\n",
     );
     for (title, t) in [("StableHLO", stablehlo), ("Native", native)] {
         s.push_str(&format!(
