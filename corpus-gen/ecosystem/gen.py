@@ -41,16 +41,114 @@ MAX_ELEMENTS = 6_000
 # docs/build-refusals.md): a nested closed jaxpr's constants, which JAX's
 # printer writes as binders before the `;` (`jaxpr={ lambda ez:f32[]; ...`,
 # `let f = { lambda a:bool[]; ...`) with no values, the call site passing
-# only the arguments; and `_` read or returned as a value, which JAX's
-# printer writes for every variable the outermost jaxpr does not use.
+# only the arguments; and a `_` that is read, which JAX's printer writes for
+# every variable the outermost jaxpr does not use (a `jit`'s nested jaxpr
+# takes the names of the call's operands and results, `_` included). A `_`
+# is not read where a nested jaxpr returns it and its call drops the result
+# (`_:f32[4,4] b:f32[4] = jit[... in (b, _) }]`) and passes it nowhere else:
+# the results of a call-like primitive (the registry's `Call` family,
+# `CALLS`) and of a `cond`, one per output of the nested jaxpr, and the
+# stacked outputs of a `scan` (after its `num_carry` carried values). The
+# back ends build those as zeros (`unread_output` in crates/lower).
 NESTED_CONSTANTS = re.compile(r"(?<!^)\{ lambda ([^;]*);", re.M)
 UNNAMED_VALUE = re.compile(r"(?<=[ (,])_(?=[ ,)]|$)", re.M)
 NOT_ARRAYS = "its inputs or outputs are not all plain arrays (typed PRNG keys, library objects)"
+CALLS = {"checkpoint", "remat", "remat2", "closed_call", "composite", "core_call", "custom_jvp_call",
+         "custom_lin", "custom_linear_solve", "custom_vjp_call", "custom_vjp_call_jaxpr", "jit", "pjit",
+         "shard_map", "xla_call", "xla_pmap", "func"}
+BINDER = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_]*):\S+$")
 
 
 def groups():
     return sorted(f[len("programs_"):-3] for f in os.listdir(HERE)
                   if f.startswith("programs_") and f.endswith(".py"))
+
+
+def jaxpr_spans(text):
+    """Each `{ lambda ... }` of `text` as (start, end), braces counted (the
+    parameter values JAX prints as text hold balanced ones)."""
+    spans, stack = [], []
+    for m in re.finditer(r"\{ lambda\b|\{|\}", text):
+        if m.group() != "}":
+            stack.append(m.start() if m.group() != "{" else None)
+        elif stack and (start := stack.pop()) is not None:
+            spans.append((start, m.end()))
+    return spans
+
+
+def blanked(text, start, end, inner):
+    """`text[start:end]` with the jaxprs `inner` (spans inside it) blanked
+    out, lines kept."""
+    chars = list(text[start:end])
+    for s, e in inner:
+        for i in range(s - start, e - start):
+            if chars[i] != "\n":
+                chars[i] = " "
+    return "".join(chars)
+
+
+def call_site(parent_text, at):
+    """The equation of `parent_text` (its nested jaxprs blanked) whose
+    parameters hold the jaxpr at offset `at`: (primitive, the parameter,
+    binder names, the text from its `[` on), or None."""
+    depth, i = 0, at - 1
+    while i >= 0:
+        depth += {"]": 1, "[": -1}.get(parent_text[i], 0)
+        if depth < 0:
+            break
+        i -= 1
+    if i < 0:
+        return None
+    param = re.search(r"(\w+)=\s*\(?\s*$", parent_text[:at])
+    head = re.search(r"([\w\-]+)$", parent_text[:i])
+    if not param or not head:
+        return None
+    before = parent_text[:head.start()]
+    eq = re.search(r"=\s*$", before)
+    binders = []
+    if eq:
+        lines = before[:eq.start()].split("\n")
+        for k, line in enumerate(reversed(lines)):
+            tokens = line.split()
+            if not all(BINDER.match(t) for t in tokens) or (k > 0 and not tokens):
+                break
+            binders = [t.split(":")[0] for t in tokens] + binders
+    return head.group(1), param.group(1), binders, parent_text[i:]
+
+
+def reads_unnamed(text):
+    """Whether an equation reads a `_`, or a jaxpr returns one that its
+    call does not drop (see `CALLS`)."""
+    spans = jaxpr_spans(text)
+    inside = {sp: [o for o in spans if sp[0] < o[0] and o[1] <= sp[1]] for sp in spans}
+    parent = {sp: min((o for o in spans if o[0] < sp[0] and sp[1] <= o[1]), key=lambda o: o[1] - o[0], default=None)
+              for sp in spans}
+    for sp in spans:
+        own = blanked(text, *sp, inside[sp])
+        m = re.search(r"\bin\s*\((.*)\)\s*\}\s*$", own, re.S) or re.search(r"\bin\s+(.*?)\s*\}\s*$", own, re.S)
+        body, outs = (own[:m.start()], [o.strip() for o in m.group(1).split(",") if o.strip()]) if m else (own, [])
+        if UNNAMED_VALUE.search(body):
+            return True
+        if "_" not in outs:
+            continue
+        site = None
+        if parent[sp] is not None:
+            p = parent[sp]
+            site = call_site(blanked(text, *p, [o for o in inside[p] if o != sp]), sp[0] - p[0])
+        if site is None:
+            return True
+        primitive, param, binders, params = site
+        carried = re.search(r"\bnum_carry=(\d+)", params)
+        for k, o in enumerate(outs):
+            if o != "_":
+                continue
+            unread = len(binders) == len(outs) and binders[k] == "_" and (
+                primitive in CALLS
+                or (primitive == "cond" and param in ("branches", "branch_jaxprs"))
+                or (primitive == "scan" and param == "jaxpr" and carried and k >= int(carried.group(1))))
+            if not unread:
+                return True
+    return False
 
 
 def text_lacks(text):
@@ -59,8 +157,8 @@ def text_lacks(text):
     reasons = []
     if any(m.group(1).strip() for m in NESTED_CONSTANTS.finditer(text)):
         reasons.append("a nested jaxpr's constants are printed by name only, without their values")
-    if UNNAMED_VALUE.search(text):
-        reasons.append("a value it reads or returns is printed as `_`, which names no variable")
+    if reads_unnamed(text):
+        reasons.append("a value it reads or returns to its caller is printed as `_`, which names no variable")
     return "; ".join(reasons) or None
 
 

@@ -612,9 +612,14 @@ fn refusal_table(stablehlo: &Tally, native: &Tally) -> String {
          Two limits are the text's, not a back end's: JAX's printer writes a nested closed jaxpr's constants by name\n\
          only (`jaxpr={ lambda ez:f32[] fa:f32[]; ...`, `let f = { lambda a:bool[]; ...`: the call site passes the\n\
          arguments, and the constants' values are nowhere in the text), and writes `_` for every variable the\n\
-         outermost jaxpr does not use, so a nested jaxpr may read or return a `_` that names no value. Both back\n\
-         ends refuse such a program with a J0012 that names what the text lacks. The corpora generated here mark\n\
-         them (`outside_build_set` in the manifests of `tests/data/ecosystem`) and count them apart from the build set.\n\n",
+         outermost jaxpr does not use, a `jit`'s nested jaxpr taking the names of the call's operands and results,\n\
+         so a nested jaxpr may read or return a `_` that names no value. A `_` that nothing reads is built: an\n\
+         output of a nested jaxpr whose call drops the result (`_:f32[4,4] b:f32[4] = jit[... in (b, _) }]`), which\n\
+         flows nowhere else for a call-like primitive, a `cond` and a `scan`'s stacked outputs, is built as zeros of\n\
+         the result's type. A `_` that is read (an operand, a loop's carried value, an output whose result the call\n\
+         names) is refused by both back ends with a J0012 that names what the text lacks. The corpora generated here\n\
+         mark such programs (`outside_build_set` in the manifests of `tests/data/ecosystem`) and count them apart\n\
+         from the build set.\n\n",
     );
     for (title, t) in [("StableHLO", stablehlo), ("Native", native)] {
         s.push_str(&format!(
@@ -824,7 +829,8 @@ fn version_matrix_sample_builds_with_each_jaxs_values() {
 /// optimistix's use equinox's primitives or nested constants, which are
 /// refused), chosen for what they exercise (train steps, a solver's while
 /// loop, samplers, an RNN's scan, shape-polymorphic exports, a `psum` over
-/// `vmap`'s axis, a FILL_OR_DROP gather of symbolic size, `geqrf`), and a
+/// `vmap`'s axis, a FILL_OR_DROP gather of symbolic size, `geqrf`, a
+/// `jit` returning `_` for a result its call drops: `slogdet`), and a
 /// program outside the build set (nested constants), which must be refused
 /// with what its text lacks.
 const ECOSYSTEM_SAMPLE: &[&str] = &[
@@ -844,6 +850,7 @@ const ECOSYSTEM_SAMPLE: &[&str] = &[
     "jax_numpy/matmul_poly",
     "jax_numpy/polysub_polyval",
     "jax_numpy/qr_raw",
+    "jax_numpy/slogdet_inv",
     "jax_numpy/vmap_psum_center",
     "jaxopt/lasso_proximal_gradient",
     "numpyro/eight_schools_potential_grad",

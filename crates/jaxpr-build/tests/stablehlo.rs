@@ -320,11 +320,67 @@ fn an_unnamed_dynamic_result_builds() {
     assert!(std::fs::read_to_string(&out).unwrap().contains("tensor<?xf64>"));
 }
 
+/// A `_` that a nested jaxpr returns where its call drops the result is
+/// read nowhere: both back ends build it as zeros of the result's type.
+/// JAX prints it so for `jit` (`jnp.linalg.eigh`'s dropped eigenvectors;
+/// `ecosystem_sample_builds_with_jaxs_values` runs `jax_numpy/slogdet_inv`
+/// against JAX's values); a `cond`'s branches and a `scan`'s stacked
+/// outputs follow the same rule. A `scan`'s carried `_` is read by the
+/// next iteration: refused.
+#[test]
+fn a_dropped_result_returned_as_unnamed_builds() {
+    let dir = out_dir("dropped_unnamed");
+    let scan = |binders: &str, outs: &str| {
+        format!(
+            "{{ lambda ; a:f32[] b:f32[4]. let\n    {binders} = scan[\n      _split_transpose=False\n      jaxpr={{ lambda ; d:f32[] e:f32[]. let\n          f:f32[] = add d e\n          _:f32[] = mul d e\n        in ({outs}) }}\n      length=4\n      linear=(False, False)\n      num_carry=1\n      num_consts=0\n      reverse=False\n      unroll=1\n    ] a b\n  in (c,) }}\n"
+        )
+    };
+    let cases = [
+        (
+            "jit",
+            "{ lambda ; a:f32[3]. let\n    b:f32[3] _:f32[3] = jit[\n      name=sincos\n      jaxpr={ lambda ; a:f32[3]. let\n          _:f32[3] = sin a\n          b:f32[3] = cos a\n        in (b, _) }\n    ] a\n  in (b,) }\n".to_string(),
+            true,
+        ),
+        (
+            "cond",
+            "{ lambda ; a:i32[] b:f32[3]. let\n    c:f32[3] _:f32[3] = cond[\n      branches=(\n        { lambda ; d:f32[3]. let e:f32[3] = sin d in (e, _) }\n        { lambda ; f:f32[3]. let g:f32[3] = cos f in (g, _) }\n      )\n    ] a b\n  in (c,) }\n".to_string(),
+            true,
+        ),
+        ("scan_stacked", scan("c:f32[] _:f32[4]", "f, _"), true),
+        ("scan_carried", scan("_:f32[] c:f32[4]", "_, f"), false),
+    ];
+    for (name, text, builds) in cases {
+        let src = dir.join(format!("{name}.jaxpr"));
+        std::fs::write(&src, text).unwrap();
+        for emit in ["stablehlo", "native"] {
+            let out = dir.join(format!("{name}.{emit}.out"));
+            let _ = std::fs::remove_file(&out);
+            let b = bin()
+                .arg("build")
+                .arg(&src)
+                .args(["--emit", emit, "--color", "never", "-o"])
+                .arg(&out)
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&b.stderr);
+            if builds {
+                assert!(b.status.success() && out.exists(), "{name} {emit}: {err}");
+            } else {
+                assert_eq!(b.status.code(), Some(1), "{name} {emit}: {err}");
+                assert!(err.contains("error[J0012]: this value is printed as `_`"), "{name} {emit}: {err}");
+                assert!(!out.exists(), "{name} {emit}: written");
+            }
+        }
+    }
+}
+
 /// What JAX prints without its value is refused by both back ends with a
 /// J0012 saying so, never an internal error: a nested jaxpr's constants
 /// (jax 0.10.2 prints a closed jaxpr's constants by name only: jax-md,
-/// diffrax, optimistix) and a `_` that a nested jaxpr returns (as `eigh`'s
-/// dropped eigenvectors are printed).
+/// diffrax, optimistix), a `_` that an equation reads (lineax's
+/// `linear_solve ... a _ _ d`), and a `_` that a nested jaxpr returns for
+/// a result the call names (two values printed `_`: which one it is, the
+/// text does not say).
 #[test]
 fn what_the_text_does_not_hold_is_refused_with_what_it_lacks() {
     let dir = out_dir("unprinted");
@@ -335,8 +391,13 @@ fn what_the_text_does_not_hold_is_refused_with_what_it_lacks() {
             "the constants `c`, `d` of this nested jaxpr have no values in the text",
         ),
         (
-            "unnamed",
-            "{ lambda ; a:f32[3]. let\n    b:f32[3] _:f32[3] = jit[\n      name=sincos\n      jaxpr={ lambda ; a:f32[3]. let\n          _:f32[3] = sin a\n          b:f32[3] = cos a\n        in (b, _) }\n    ] a\n  in (b,) }\n",
+            "unnamed_read",
+            "{ lambda ; a:f32[3]. let\n    b:f32[3] _:f32[3] = jit[\n      name=sincos\n      jaxpr={ lambda ; a:f32[3]. let\n          _:f32[3] = sin a\n          b:f32[3] = mul _ a\n        in (b, _) }\n    ] a\n  in (b,) }\n",
+            "this value is printed as `_`",
+        ),
+        (
+            "unnamed_returned_and_used",
+            "{ lambda ; a:f32[3]. let\n    _:f32[3] b:f32[3] = jit[\n      name=sincos\n      jaxpr={ lambda ; a:f32[3]. let\n          _:f32[3] = sin a\n          c:f32[3] = cos a\n        in (c, _) }\n    ] a\n  in (b,) }\n",
             "this value is printed as `_`",
         ),
     ];

@@ -4,7 +4,7 @@
 //! call-like primitives.
 
 use jaxpr_check::registry::{self, Family, Lowering, Primitive};
-use jaxpr_check::{Analysis, EqnId, JaxprId};
+use jaxpr_check::{Analysis, EqnId, JaxprId, JaxprOrigin};
 use jaxpr_syntax::diagnostics::{DiagKind, Diagnostic};
 use jaxpr_syntax::TextRange;
 use jaxpr_syntax::ast::{self, BinOp, Expr, ExprKind};
@@ -589,6 +589,9 @@ fn call_params(name: &str) -> Option<&'static [&'static str]> {
 pub struct Syntax<'f> {
     uses: VarUses,
     jaxprs: HashMap<u32, &'f ast::Jaxpr>,
+    /// The top-level equation a view of one equation is of (whose jaxpr,
+    /// the main one, it does not index).
+    eqn: Option<&'f ast::Eqn>,
     /// What a view of one equation falls back to: the `let` jaxprs' syntax.
     base: Option<&'f Syntax<'f>>,
 }
@@ -640,6 +643,7 @@ impl<'f> Syntax<'f> {
         Syntax {
             uses: VarUses::new(a),
             jaxprs,
+            eqn: None,
             base: None,
         }
     }
@@ -654,22 +658,36 @@ impl<'f> Syntax<'f> {
         Syntax {
             uses: VarUses::sorted(uses),
             jaxprs,
+            eqn: None,
             base: None,
         }
     }
 
-    /// The syntax of one top-level equation of the main jaxpr (its
-    /// parameters, and the uses in it sorted by position), over `lets`.
-    pub fn of_eqn(lets: &'f Syntax<'f>, params: &'f [ast::Param], uses: Vec<(u32, VarId)>) -> Self {
+    /// The syntax of one top-level equation of the main jaxpr (the
+    /// equation, the jaxprs of its parameters, and the uses in it sorted by
+    /// position), over `lets`; `None`: of the main jaxpr's outputs.
+    pub fn of_eqn(lets: &'f Syntax<'f>, eqn: Option<&'f ast::Eqn>, uses: Vec<(u32, VarId)>) -> Self {
         let mut jaxprs = HashMap::default();
-        for p in params {
+        for p in eqn.iter().flat_map(|e| &e.params) {
             index_expr(&p.value, &mut jaxprs);
         }
         Syntax {
             uses: VarUses::sorted(uses),
             jaxprs,
+            eqn,
             base: Some(lets),
         }
+    }
+
+    /// The syntax of checked equation `id`.
+    pub fn eqn(&self, a: &Analysis, id: EqnId) -> Option<&'f ast::Eqn> {
+        let info = a.eqn(id);
+        if let Some(e) = self.eqn.filter(|e| e.range == info.range) {
+            return Some(e);
+        }
+        let eqns = &self.jaxpr(a.jaxpr(info.jaxpr).range)?.eqns;
+        let k = eqns.binary_search_by_key(&info.range.start, |e| e.range.start).ok()?;
+        Some(&eqns[k])
     }
 
     /// The syntax of the jaxpr whose range is `range`.
@@ -826,15 +844,85 @@ pub fn nested_binders(
     Ok(binders)
 }
 
-/// The refusal of an operand or output that JAX printed as `_`: its
-/// printer names `_` every variable that the outermost jaxpr does not use,
-/// nested jaxprs' variables included, so a nested jaxpr may read or return
-/// a `_` whose value the text does not identify.
+/// The refusal of an operand or output that JAX printed as `_` and that
+/// is read ([`unread_output`] says which outputs are not): its printer
+/// names `_` every variable that the outermost jaxpr does not use, and a
+/// `jit`'s nested jaxpr takes the names of the call's operands and results,
+/// `_` included, so a nested jaxpr may read or return a `_` whose value
+/// the text does not identify.
 pub fn unnamed_value<T>(at: TextRange) -> LowerResult<T> {
-    err(
-        at,
-        "this value is printed as `_` (JAX's printer names so every variable the outermost jaxpr does not use), so the text does not say which value it is: it cannot be built".to_string(),
-    )
+    Err(LowerError {
+        range: at,
+        message: "this value is printed as `_` (JAX's printer names so every variable the outermost jaxpr does not use), so the text does not say which value it is: it cannot be built".to_string(),
+        help: Some(
+            "a `_` is built only where nothing reads it: an output of a nested jaxpr whose result the call drops (docs/build-refusals.md)"
+                .into(),
+        ),
+    })
+}
+
+/// The dtype and shape of output `k` (at `at`) of nested jaxpr `j`,
+/// printed as `_`, when nothing reads it, so that a back end builds it as
+/// zeros of that type; else the J0012 of [`unnamed_value`].
+///
+/// JAX's printer names a `jit`'s nested outputs after the call's results,
+/// so the outputs `in (b, _)` of `_:f32[4,4] b:f32[4] = jit[...]` are `_`
+/// where the call drops its result. Such an output is read nowhere when it
+/// flows only to that dropped result: the results of a call-like primitive
+/// (the registry's `Call` family, one result per output of its jaxpr), of
+/// a `cond` (one per output of each branch), and the stacked outputs `ys`
+/// of a `scan` (after its `num_carry` carried values). A loop's carried
+/// output is read by the next iteration, and a `let` jaxpr's or the main
+/// jaxpr's by every caller: those stay refused. The value may be read in
+/// the enclosing jaxpr only as another `_`, which is held to the same
+/// rule. The type is the call site's dropped binder's (`_:f32[4,4]`, as
+/// the checker resolved it: symbolic dimensions included), less the
+/// leading axis of a stacked one.
+pub fn unread_output(a: &Analysis, syntax: &Syntax<'_>, j: JaxprId, k: usize, at: TextRange) -> LowerResult<(DType, Shape)> {
+    let info = a.jaxpr(j);
+    let JaxprOrigin::Param { eqn, param, .. } = &info.origin else {
+        return unnamed_value(at);
+    };
+    let site = a.eqn(*eqn);
+    let one_result_per_output = info.outs.len() == site.outs.len();
+    let call = registry::lookup(&site.primitive)
+        .is_some_and(|p| p.family == Family::Call && p.jaxpr_params.contains(&param.as_str()));
+    let stacked = match (site.primitive.as_str(), param.as_str()) {
+        _ if call && one_result_per_output => false,
+        ("cond", "branches" | "branch_jaxprs") if one_result_per_output => false,
+        ("scan", "jaxpr") if one_result_per_output => {
+            let Some(e) = syntax.eqn(a, *eqn) else {
+                return err(at, "internal error: no syntax for the equation calling this jaxpr");
+            };
+            match e.param("num_carry").and_then(|p| p.value.as_int()) {
+                Some(n) if n >= 0 && k >= n as usize => true,
+                _ => return unnamed_value(at),
+            }
+        }
+        _ => return unnamed_value(at),
+    };
+    // A dropped binder has a variable (named `_`, which no use resolves
+    // to) with the type the checker resolved from its printed one.
+    let dropped = site.outs.get(k).copied().flatten().map(|v| a.var(v)).filter(|v| v.name == "_");
+    match dropped {
+        Some(result) => {
+            let mut shape = result.ty.shape.clone();
+            if stacked && !shape.is_empty() {
+                shape.remove(0);
+            }
+            // A dimension variable (Catalyst's dynamic shapes) is the
+            // caller's, with no value in the nested jaxpr.
+            let static_or_symbolic = shape.iter().all(|d| matches!(d, Dim::Const(_) | Dim::Sym(_)));
+            let Some(dtype) = result.ty.dtype.clone().filter(|_| static_or_symbolic) else {
+                return err(
+                    result.binder_range,
+                    "this result is dropped and the nested jaxpr returns it as `_`, which is built as zeros of the result's type, but that type is not an array whose dimensions are numbers or symbols",
+                );
+            };
+            Ok((dtype, shape))
+        }
+        _ => unnamed_value(at),
+    }
 }
 
 /// The type of a dropped binder (`_:f32[3]`): it has no variable, and only

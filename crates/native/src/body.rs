@@ -35,7 +35,30 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 self.split_after(s, env, id);
             }
         }
-        outvars.iter().map(|o| self.atom(env, o)).collect()
+        outvars
+            .iter()
+            .enumerate()
+            .map(|(k, o)| match o {
+                Atom::Var(n) if o.is_dropped() => self.unread_output(env, j, k, n.range),
+                _ => self.atom(env, o),
+            })
+            .collect()
+    }
+
+    /// Output `k` of nested jaxpr `j`, printed as `_` at `at`: zeros of its
+    /// type when nothing reads it (`jaxpr_lower::walk::unread_output`).
+    fn unread_output(&self, env: &Env<'c>, j: JaxprId, k: usize, at: TextRange) -> LowerResult<Op<'c>> {
+        let (dt, shape) = jaxpr_lower::walk::unread_output(self.a, &self.syntax, j, k, at)?;
+        let ty = AType::new(dt, shape);
+        let laid_out = crate::random::physical(&ty).into_owned();
+        let element = laid_out.dtype.clone().unwrap_or(DType::UInt(32));
+        let dims = self.dims(env, &ty, at)?;
+        let zeros = self.alloc(&element, &dims)?;
+        let bytes = self.mul(self.numel(&dims), self.i64(Self::size_of(&element)));
+        self.b
+            .build_memset(zeros.p, 1, self.cx.i8_type().const_zero(), bytes)
+            .expect("memset");
+        Ok(Operand { v: zeros, ty })
     }
 
     /// Runs a nested jaxpr on `inputs` (constvars, then invars).

@@ -294,7 +294,24 @@ impl<'c, 'f> Lower<'c, 'f> {
         for (e, id) in eqns {
             self.eqn(b, env, e, id)?;
         }
-        outvars.iter().map(|o| self.atom(b, o)).collect()
+        outvars
+            .iter()
+            .enumerate()
+            .map(|(k, o)| match o {
+                Atom::Var(n) if o.is_dropped() => self.unread_output(b, env, j, k, n.range),
+                _ => self.atom(b, o),
+            })
+            .collect()
+    }
+
+    /// Output `k` of nested jaxpr `j`, printed as `_` at `at`: zeros of its
+    /// type when nothing reads it (`jaxpr_lower::walk::unread_output`).
+    fn unread_output(&self, b: ModuleBlock<'c>, env: &Env<'c>, j: JaxprId, k: usize, at: TextRange) -> LowerResult<Operand<'c, 'f>> {
+        let (dt, shape) = jaxpr_lower::walk::unread_output(self.a, self.syntax, j, k, at)?;
+        let zero = self.init(b, &dt, ops::Init::Zero)?;
+        let ty = AType::new(dt, shape);
+        let v = if ty.shape.is_empty() { zero } else { self.broadcast(b, env, zero, &ty, &[], at)? };
+        Ok(Operand { v, ty: Cow::Owned(ty) })
     }
 
     /// Lowers a nested jaxpr with the given inputs (constvars first, then

@@ -168,7 +168,7 @@ impl<'c> check::Checked for LowerAsChecked<'c, '_> {
             return;
         };
         self.st.fit_vars(reused, a.vars.len());
-        let syntax = Syntax::of_eqn(lets, &e.params, check::uses_of(refs));
+        let syntax = Syntax::of_eqn(lets, Some(e), check::uses_of(refs));
         let lower = Lower::new(self.cx, a, &syntax, self.st);
         // The `let`s a parameter value holds are lowered now, while the
         // analysis still has them: their ids go to the next equation's.
@@ -185,7 +185,7 @@ impl<'c> check::Checked for LowerAsChecked<'c, '_> {
             return;
         };
         let Some(head) = self.head.take() else { return };
-        let syntax = Syntax::of_eqn(lets, &[], check::uses_of(refs));
+        let syntax = Syntax::of_eqn(lets, None, check::uses_of(refs));
         self.outcome = Lower::new(self.cx, a, &syntax, self.st)
             .end_main(self.module, head, main, outvars)
             .map(|()| true);
