@@ -92,12 +92,19 @@ pub enum CostRule {
     /// No instruction of its own: a marker the lowering drops, or a value
     /// passed through. Nothing.
     Free,
+    /// Lowered to its operand itself (`stop_gradient`, `copy`): nothing,
+    /// and its result is its operand, so that StableHLO's canonicalisation
+    /// sees one value where the jaxpr has two (`select_n p x
+    /// (stop_gradient x)` selects `x` either way and folds to it).
+    PassThrough,
     /// One elementwise instruction: a FLOP per result element; bytes: the
     /// operands and the results.
     Elementwise,
     /// [`CostRule::Elementwise`], but nothing when an operand is the
-    /// literal identity of the operation (`mul x 1.0`, `add x 0`), which
-    /// StableHLO's canonicalisation folds before XLA sees it.
+    /// literal identity of the operation (`mul x 1.0`, `add x 0`, `eq b
+    /// True` of booleans) and the other has the result's type, which
+    /// StableHLO's canonicalisation folds before XLA sees it; `-1` stands
+    /// for every bit set (`and x -1`, `and b True`).
     ElementwiseUnlessIdentity(i64),
     /// One transcendental instruction (`exp`, `log`, `sqrt`, `tanh`, ...,
     /// the opcodes XLA counts as transcendental): one per result element.
@@ -120,6 +127,12 @@ pub enum CostRule {
     Unstack,
     /// `iota`: one-dimensional, then broadcast to the result's rank.
     Iota,
+    /// `tile`: JAX reshapes the operand to put a size-1 axis before each
+    /// axis, broadcasts those to the repetitions (exported as a
+    /// `broadcast`, a `reshape` and a `broadcast`, HLO's `broadcast` not
+    /// stretching an axis) and reshapes the result: 7 × operand + 3 ×
+    /// result bytes; nothing when every repetition is 1.
+    Tile,
     /// `integer_pow` (and `square`, its exponent 2): the multiplies of
     /// exponentiation by squaring, one FLOP per element each, and for a
     /// negative exponent a division of one by the power.
@@ -159,7 +172,13 @@ impl CostRule {
     pub const fn is_pure(self) -> bool {
         !matches!(
             self,
-            CostRule::Call | CostRule::Scan | CostRule::While | CostRule::Cond | CostRule::Unmodelled | CostRule::Free
+            CostRule::Call
+                | CostRule::Scan
+                | CostRule::While
+                | CostRule::Cond
+                | CostRule::Unmodelled
+                | CostRule::Free
+                | CostRule::PassThrough
         )
     }
 }
@@ -224,6 +243,7 @@ const EXPANDED_ELEMENTWISE: Option<Cost> = Some(Cost::differs(
 const LOOP_OVERHEAD: &str = "XLA also counts the loop's counter and its comparison, and the slicing of each iteration's operands and results";
 const TRANSCENDENTAL: Option<Cost> = Some(Cost::equal(CostRule::Transcendental));
 const FREE: Option<Cost> = Some(Cost::equal(CostRule::Free));
+const PASS_THROUGH: Option<Cost> = Some(Cost::equal(CostRule::PassThrough));
 
 impl Family {
     /// The cost of a primitive of this family whose row names none.
@@ -452,6 +472,8 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "and",
         family: Binary,
         doc: "Bitwise/logical and, elementwise.",
+        // `x & -1` (`b and True`) is folded to `x`.
+        cost: Some(Cost::equal(CostRule::ElementwiseUnlessIdentity(-1))),
         ..ROW
     },
     Primitive {
@@ -665,7 +687,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         aliases: &["copy_p"],
         doc: "Copy of the operand.",
         complex: COMPLEX,
-        cost: FREE,
+        cost: PASS_THROUGH,
         ..ROW
     },
     Primitive {
@@ -859,6 +881,9 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Comparison,
         doc: "Equality, elementwise.",
         complex: COMPLEX,
+        // `b == True` of booleans is folded to `b` (of numbers the result
+        // has another type than the operand: kept).
+        cost: Some(Cost::equal(CostRule::ElementwiseUnlessIdentity(1))),
         ..ROW
     },
     Primitive {
@@ -1158,6 +1183,8 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Comparison,
         doc: "Inequality, elementwise.",
         complex: COMPLEX,
+        // `b != False` of booleans is folded to `b`.
+        cost: Some(Cost::equal(CostRule::ElementwiseUnlessIdentity(0))),
         ..ROW
     },
     Primitive {
@@ -1712,6 +1739,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Identity,
         doc: "Identity that blocks differentiation.",
         complex: COMPLEX,
+        cost: PASS_THROUGH,
         ..ROW
     },
     Primitive {
@@ -1757,6 +1785,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Shape,
         params: &["reps"],
         doc: "Repeats an array `reps[i]` times along each axis i.",
+        cost: Some(Cost::equal(CostRule::Tile)),
         ..ROW
     },
     Primitive {
@@ -1845,6 +1874,8 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "xor",
         family: Binary,
         doc: "Bitwise/logical xor, elementwise.",
+        // `x ^ 0` (`b xor False`) is folded to `x`.
+        cost: Some(Cost::equal(CostRule::ElementwiseUnlessIdentity(0))),
         ..ROW
     },
     Primitive {

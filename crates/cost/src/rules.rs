@@ -179,19 +179,7 @@ impl EqnView<'_> {
     /// Whether one operand is the literal `identity` and the other has the
     /// result's type, so that the operation folds away.
     fn folds_identity(&self, identity: i64) -> bool {
-        let [left, right] = &self.eqn.args[..] else {
-            return false;
-        };
-        let is_identity = |atom: &ast::Atom| match atom {
-            ast::Atom::Lit(lit) => lit.value.parse::<f64>().is_ok_and(|v| v == identity as f64),
-            ast::Atom::Var(name) => self
-                .analysis
-                .ref_at(name.range)
-                .and_then(|r| self.splats.get(&r.var))
-                .is_some_and(|&v| v == identity as f64),
-        };
-        let result = self.results.first().cloned().flatten();
-        (is_identity(left) && self.operands[1] == result) || (is_identity(right) && self.operands[0] == result)
+        identity_operand(self.analysis, self.eqn, &self.results, identity, self.splats).is_some()
     }
     /// Whether it is a `broadcast_in_dim` stretching a size-1 axis of its
     /// operand: HLO's `broadcast` cannot, so the export writes a
@@ -236,6 +224,50 @@ impl EqnView<'_> {
     }
     fn int_param(&self, name: &str) -> Option<i64> {
         int_value(&self.eqn.param(name)?.value)
+    }
+}
+
+/// Whether `value` is `identity` for `dtype` (`-1`: every bit set, which
+/// is `True` for booleans and the largest value for unsigned integers).
+fn is_identity(identity: i64, value: f64, dtype: Option<&DType>) -> bool {
+    match (identity, dtype) {
+        (-1, Some(DType::Bool)) => value == 1.0,
+        (-1, Some(dtype)) if dtype.is_unsigned() => dtype.bits().is_some_and(|bits| value == 2f64.powi(bits as i32) - 1.0),
+        _ => value == identity as f64,
+    }
+}
+
+/// Which operand of a binary equation is the literal (or splat) `identity`
+/// of its operation while the other has the result's type: the equation
+/// then folds to that other operand.
+fn identity_operand(
+    analysis: &Analysis,
+    eqn: &ast::Eqn,
+    results: &[Option<AType>],
+    identity: i64,
+    splats: &rustc_hash::FxHashMap<jaxpr_types::VarId, f64>,
+) -> Option<usize> {
+    let [left, right] = &eqn.args[..] else {
+        return None;
+    };
+    let result = results.first().cloned().flatten()?;
+    let operands = operand_types(analysis, eqn);
+    let is_identity_atom = |atom: &ast::Atom| {
+        let value = match atom {
+            // Complex arithmetic is not folded: only real literals.
+            ast::Atom::Lit(lit) if lit.value.starts_with('(') => None,
+            ast::Atom::Lit(lit) => literal_value(lit),
+            ast::Atom::Var(name) => analysis.ref_at(name.range).and_then(|r| splats.get(&r.var).copied()),
+        };
+        value.is_some_and(|v| is_identity(identity, v, result.dtype.as_ref()))
+    };
+    let keeps = |i: usize| operands.get(i).cloned().flatten().as_ref() == Some(&result);
+    if is_identity_atom(left) && keeps(1) {
+        Some(0)
+    } else if is_identity_atom(right) && keeps(0) {
+        Some(1)
+    } else {
+        None
     }
 }
 
@@ -312,7 +344,21 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
         CostRule::Free if view.transposes_only_unit_axes() => {
             cost.bytes_accessed = view.operand_bytes().add(&view.result_bytes());
         }
-        CostRule::Free | CostRule::Unmodelled | CostRule::Call | CostRule::Scan | CostRule::While | CostRule::Cond => {}
+        CostRule::Free
+        | CostRule::PassThrough
+        | CostRule::Unmodelled
+        | CostRule::Call
+        | CostRule::Scan
+        | CostRule::While
+        | CostRule::Cond => {}
+        CostRule::Tile => {
+            let repeats = view.eqn.param("reps").and_then(|p| int_items(&p.value));
+            match repeats {
+                Some(repeats) if repeats.iter().all(|&r| r == 1) => {}
+                Some(_) => cost.bytes_accessed = view.operand_bytes().scale(7).add(&view.result_bytes().scale(3)),
+                None => return Cost::unknown(),
+            }
+        }
         CostRule::ElementwiseUnlessIdentity(identity) if view.folds_identity(identity) => {}
         CostRule::Elementwise | CostRule::ElementwiseUnlessIdentity(_) | CostRule::Transcendental => {
             let count = view.result_elements();
@@ -335,9 +381,10 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
             let read = bytes(operand, None, analysis);
             cost.bytes_accessed = if to_bool {
                 // `x != 0`: a zero broadcast to the operand (a splat
-                // constant the function may hold already), compared.
+                // constant the function may hold already; a scalar's zero
+                // is a scalar constant, not broadcast), compared.
                 let zero = view.scalar_bytes(operand);
-                if !operand.is_scalar() && !view.first_splat(0.0, operand) {
+                if operand.is_scalar() || !view.first_splat(0.0, operand) {
                     read.scale(2).add(&view.result_bytes())
                 } else {
                     zero.add(&read.scale(3)).add(&view.result_bytes())
@@ -875,14 +922,16 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
         }
         if let Some(&syntax) = walk.syntax.get(&analysis.eqn(e).range.start) {
             // `mul x 1.0` with a splat one folds to `x`: the splat is not read.
-            let identity = registry::lookup(&analysis.eqn(e).primitive).and_then(|row| match row.cost().rule {
-                CostRule::ElementwiseUnlessIdentity(k) if syntax.args.len() == 2 => Some(k as f64),
+            let unread = registry::lookup(&analysis.eqn(e).primitive).and_then(|row| match row.cost().rule {
+                CostRule::ElementwiseUnlessIdentity(k) => {
+                    identity_operand(analysis, syntax, &result_types(analysis, analysis.eqn(e)), k, &walk.splats)
+                }
                 _ => None,
             });
-            for atom in syntax.args.iter() {
+            for (i, atom) in syntax.args.iter().enumerate() {
                 if let ast::Atom::Var(name) = atom
                     && let Some(r) = analysis.ref_at(name.range)
-                    && !(identity.is_some() && walk.splats.get(&r.var).copied() == identity)
+                    && unread != Some(i)
                 {
                     read.insert(r.var);
                 }
