@@ -302,6 +302,7 @@ struct Walk<'a, 'f> {
 }
 
 const DEAD: &str = "nothing reads its results: JAX's lowering drops it";
+const ONE_VALUE: &str = "selects between one value: folded to that value before XLA sees it";
 const FOLDED: &str = "its operands are constants: folded into a constant before XLA sees it";
 
 /// The first reason of two that a count is not XLA's.
@@ -327,11 +328,11 @@ impl Walk<'_, '_> {
         }
         self.visiting[id.0 as usize] = true;
         let info = self.analysis.jaxpr(id);
-        for e in self.dead_eqns(id) {
+        for (e, why) in self.dead_eqns(id) {
             self.eqns[e.0 as usize] = Some(EqnCost {
                 total: Cost::zero(),
                 xla: XlaCount::Equal,
-                dropped: Some(DEAD),
+                dropped: Some(why),
                 slack: Slack::default(),
             });
         }
@@ -374,10 +375,15 @@ impl Walk<'_, '_> {
 
     /// The equations whose results nothing reads, directly or through
     /// other such equations, and which have no effect: JAX's lowering
-    /// drops them (dead-code elimination), so XLA never counts them.
-    fn dead_eqns(&mut self, id: JaxprId) -> Vec<EqnId> {
+    /// drops them (dead-code elimination), so XLA never counts them. And
+    /// the `select_n`s whose cases are all one value (`select_n p x
+    /// (stop_gradient x)`, which `cond` under `vmap` makes): StableHLO's
+    /// canonicalisation folds them to the value, so that the predicate is
+    /// not read, and what only it reads is dropped in turn.
+    fn dead_eqns(&mut self, id: JaxprId) -> Vec<(EqnId, &'static str)> {
         let analysis = self.analysis;
         let info = analysis.jaxpr(id);
+        let one_value = self.selects_of_one_value(id);
         let mut read: rustc_hash::FxHashSet<jaxpr_types::VarId> = info.outs.iter().filter_map(|o| o.var).collect();
         let mut dead = Vec::new();
         for &e in info.eqns.iter().rev() {
@@ -388,10 +394,16 @@ impl Walk<'_, '_> {
             let pure = registry::lookup(&eqn_info.primitive).is_some_and(|row| row.cost().rule.is_pure());
             let unread = eqn_info.outs.iter().all(|v| v.is_none_or(|v| !read.contains(&v)));
             if pure && unread && eqn_info.callees.is_empty() {
-                dead.push(e);
+                dead.push((e, DEAD));
                 continue;
             }
-            for atom in syntax.args.iter() {
+            let cases = if one_value.contains(&e) {
+                dead.push((e, ONE_VALUE));
+                1
+            } else {
+                0
+            };
+            for atom in syntax.args.iter().skip(cases) {
                 if let ast::Atom::Var(name) = atom
                     && let Some(r) = analysis.ref_at(name.range)
                 {
@@ -401,6 +413,46 @@ impl Walk<'_, '_> {
         }
         self.read.extend(read);
         dead
+    }
+
+    /// The `select_n`s of a jaxpr whose cases are all one value, seen
+    /// through the equations lowered to their operand
+    /// (`CostRule::PassThrough`: `stop_gradient`, `copy`) and through
+    /// other such selects.
+    fn selects_of_one_value(&self, id: JaxprId) -> rustc_hash::FxHashSet<EqnId> {
+        let analysis = self.analysis;
+        let mut source: HashMap<jaxpr_types::VarId, jaxpr_types::VarId> = HashMap::default();
+        let mut selects = rustc_hash::FxHashSet::default();
+        for &e in &analysis.jaxpr(id).eqns {
+            let eqn_info = analysis.eqn(e);
+            let Some(&syntax) = self.syntax.get(&eqn_info.range.start) else {
+                continue;
+            };
+            let Some(rule) = registry::lookup(&eqn_info.primitive).map(|row| row.cost().rule) else {
+                continue;
+            };
+            let [Some(out)] = eqn_info.outs[..] else {
+                continue;
+            };
+            let root = |atom: &ast::Atom| match atom {
+                ast::Atom::Var(name) => analysis.ref_at(name.range).map(|r| source.get(&r.var).copied().unwrap_or(r.var)),
+                ast::Atom::Lit(_) => None,
+            };
+            let same = match (rule, &syntax.args[..]) {
+                (CostRule::PassThrough, [operand]) => root(operand),
+                (CostRule::Select, [_, first, rest @ ..]) if !rest.is_empty() => {
+                    root(first).filter(|value| rest.iter().all(|case| root(case) == Some(*value)))
+                }
+                _ => None,
+            };
+            if let Some(value) = same {
+                source.insert(out, value);
+                if rule == CostRule::Select {
+                    selects.insert(e);
+                }
+            }
+        }
+        selects
     }
 
     fn eqn(&mut self, id: EqnId) -> EqnCost {
