@@ -302,6 +302,7 @@ struct Walk<'a, 'f> {
 }
 
 const DEAD: &str = "nothing reads its results: JAX's lowering drops it";
+const EMPTY_CALL: &str = "its results are empty arrays, which what reads them gets as empty constants: JAX's lowering drops the call";
 const ONE_VALUE: &str = "selects between one value: folded to that value before XLA sees it";
 const FOLDED: &str = "its operands are constants: folded into a constant before XLA sees it";
 
@@ -391,10 +392,24 @@ impl Walk<'_, '_> {
             let Some(&syntax) = self.syntax.get(&eqn_info.range.start) else {
                 continue;
             };
-            let pure = registry::lookup(&eqn_info.primitive).is_some_and(|row| row.cost().rule.is_pure());
+            let rule = registry::lookup(&eqn_info.primitive).map(|row| row.cost().rule);
+            let pure = rule.is_some_and(CostRule::is_pure);
             let unread = eqn_info.outs.iter().all(|v| v.is_none_or(|v| !read.contains(&v)));
+            let empty = !eqn_info.outs.is_empty()
+                && rules::result_types(analysis, eqn_info)
+                    .iter()
+                    .all(|ty| ty.as_ref().is_some_and(|ty| elements(ty, analysis).is_zero()));
             if pure && unread && eqn_info.callees.is_empty() {
                 dead.push((e, DEAD));
+                continue;
+            }
+            if empty && unread && rule == Some(CostRule::Call) {
+                dead.push((e, EMPTY_CALL));
+                continue;
+            }
+            // An instruction of empty results is replaced by an empty
+            // constant: it reads nothing.
+            if empty && pure {
                 continue;
             }
             let cases = if one_value.contains(&e) {

@@ -488,6 +488,8 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
                 view.operand_bytes().add(&view.result_bytes())
             };
         }
+        // A `slice` of the whole operand is the operand: folded.
+        CostRule::Slice if &*view.eqn.primitive.text == "slice" && view.operands.first() == view.results.first() => {}
         CostRule::Slice => {
             cost.bytes_accessed = view.result_bytes().scale(2);
         }
@@ -518,6 +520,16 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
             cost.bytes_accessed = view.operand_bytes().add(&view.result_bytes());
             if !explicit_inits {
                 cost.bytes_accessed = cost.bytes_accessed.add(&inits);
+            }
+            // A reduction of an empty operand folds to its initial values:
+            // a scalar constant, or its broadcast to the result.
+            let empty_operand = view.operands.first().cloned().flatten().is_some_and(|ty| elements(&ty, analysis).is_zero());
+            if empty_operand && !explicit_inits {
+                cost.bytes_accessed = match view.results.first().cloned().flatten() {
+                    Some(result) if result.is_scalar() => Amount::zero(),
+                    Some(_) => inits.add(&view.result_bytes()),
+                    None => Amount::unknown(),
+                };
             }
         }
         CostRule::Dot => {
