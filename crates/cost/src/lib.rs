@@ -352,6 +352,10 @@ impl Walk<'_, '_> {
                 self.eqns[e.0 as usize] = Some(EqnCost { total, xla: XlaCount::Equal, dropped, slack });
             }
         }
+        for e in rules::nested_concatenates(self, id) {
+            self.eqns[e.0 as usize] =
+                Some(EqnCost { total: Cost::zero(), xla: XlaCount::Equal, dropped: Some(rules::CONCATENATED), slack: Slack::default() });
+        }
         let mut total = Cost::zero();
         let mut xla = XlaCount::Equal;
         let mut slack = Slack::default();

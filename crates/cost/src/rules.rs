@@ -1060,5 +1060,50 @@ pub(crate) fn reshape_chains(walk: &Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, Co
     out
 }
 
+/// The `concatenate`s whose one use is an operand of a `concatenate`
+/// along the same axis: StableHLO's canonicalisation puts their operands
+/// in the outer one's place (which reads the same bytes) and drops them.
+pub(crate) fn nested_concatenates(walk: &Walk<'_, '_>, id: JaxprId) -> Vec<EqnId> {
+    let analysis = walk.analysis;
+    let info = analysis.jaxpr(id);
+    let axis_of = |eqn: &ast::Eqn| eqn.param("dimension").and_then(|p| int_value(&p.value));
+    let mut uses: rustc_hash::FxHashMap<jaxpr_types::VarId, usize> = Default::default();
+    for var in info.outs.iter().filter_map(|o| o.var) {
+        *uses.entry(var).or_default() += 1;
+    }
+    // The value each concatenate's operands are read as, with its axis.
+    let mut concatenated: Vec<(jaxpr_types::VarId, Option<i64>)> = Vec::new();
+    let mut made_by: rustc_hash::FxHashMap<jaxpr_types::VarId, (EqnId, Option<i64>)> = Default::default();
+    for &e in &info.eqns {
+        if walk.eqns[e.0 as usize].as_ref().is_some_and(|c| c.dropped.is_some()) {
+            continue;
+        }
+        let eqn_info = analysis.eqn(e);
+        let Some(&eqn) = walk.syntax.get(&eqn_info.range.start) else { continue };
+        let concatenate = &*eqn_info.primitive == "concatenate";
+        for atom in eqn.args.iter() {
+            if let ast::Atom::Var(name) = atom
+                && let Some(r) = analysis.ref_at(name.range)
+            {
+                *uses.entry(r.var).or_default() += 1;
+                if concatenate {
+                    concatenated.push((r.var, axis_of(eqn)));
+                }
+            }
+        }
+        if concatenate && let [Some(out)] = eqn_info.outs[..] {
+            made_by.insert(out, (e, axis_of(eqn)));
+        }
+    }
+    concatenated
+        .into_iter()
+        .filter_map(|(var, outer_axis)| {
+            let &(inner, inner_axis) = made_by.get(&var)?;
+            (inner_axis.is_some() && inner_axis == outer_axis && uses.get(&var) == Some(&1)).then_some(inner)
+        })
+        .collect()
+}
+
+pub(crate) const CONCATENATED: &str = "a concatenate only a concatenate along the same axis reads: its operands put in that one's place";
 const RESHAPED: &str = "a reshape only reshapes read: folded into them";
 
