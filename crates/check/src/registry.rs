@@ -239,6 +239,9 @@ const EXPANDED_ELEMENTWISE: Option<Cost> = Some(Cost::differs(
     CostRule::Elementwise,
     "lowered to several elementwise instructions, which XLA counts one by one",
 ));
+/// A primitive JAX lowers (on CPU) to one LAPACK custom call and nothing
+/// else.
+const LAPACK_CALL: &str = "lowered to one LAPACK custom call, which XLA counts as -1 FLOPs and -1 bytes";
 /// What XLA counts of a loop beyond its body.
 const LOOP_OVERHEAD: &str = "XLA also counts the loop's counter and its comparison, and the slicing of each iteration's operands and results";
 const TRANSCENDENTAL: Option<Cost> = Some(Cost::equal(CostRule::Transcendental));
@@ -982,6 +985,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "geqrf",
         family: Other,
         doc: "LAPACK's Householder QR: the factored matrix (R on and above the diagonal, the reflectors below it) and the reflectors' scales `taus`.",
+        cost: Some(Cost::differs(CostRule::Unmodelled, LAPACK_CALL)),
         stablehlo: Lowering::Lowered,
         native: Lowering::Lowered,
         ..ROW

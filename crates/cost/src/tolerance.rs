@@ -280,6 +280,11 @@ const KERNEL_TAPS: (&str, &str) = (
     "XLA counts only the kernel taps that fall inside the (padded, dilated) input",
     "`HandleConvolution` counts, per output, only the kernel taps inside the padded and dilated input, fewer than the full kernel at the borders",
 );
+/// XLA's count may be up to `times` higher per equation.
+const fn per_eqn_above(times: i64) -> Bound {
+    Bound { below: Per::NOTHING, above: Per { eqn: times, ..Per::NOTHING } }
+}
+
 /// XLA's count may be `times` lower per equation.
 const fn per_eqn_below(times: i64) -> Bound {
     Bound { below: Per { eqn: times, ..Per::NOTHING }, above: Per::NOTHING }
@@ -289,6 +294,11 @@ const IDENTITY_LIBRARY: &str = "Equinox lowers it with `mlir.lower_fun` of its i
 const SELECT_LIBRARY: &str = "Equinox lowers it (outside `vmap`) with `mlir.lower_fun` of `lax.select(pred, x, y)`: one `select`, which `HandleElementwiseOp` counts as a FLOP per result element and reads the predicate and both cases (at most its operands' and result's elements and bytes)";
 const REDUCE_LIBRARY: &str = "Equinox lowers it with `mlir.lower_fun` of `jnp.any(x)` / `jnp.max(x)`: one `reduce` over every axis, which `HandleReduce` counts as a FLOP per folded element and reads the operand and a scalar initial value (at most twice the operand's and result's bytes)";
 const SET_LIBRARY: &str = "Equinox lowers it with `mlir.lower_fun` of `xs.at[i].set(x)`: JAX's index normalisation on the scalar indices (compare, add, select) and a `scatter`, whose update computation `HandleScatter` counts once per update element, reading operand, indices and updates (at most a FLOP per operand and result element and twice their bytes)";
+const LAPACK_CALL: (&str, &str) = (
+    "lowered to one LAPACK custom call, which XLA counts as -1 FLOPs and -1 bytes",
+    "JAX lowers it on CPU to a single `custom_call` to LAPACK (`lapack_sgeqrf_ffi`, ...) whose results are read with `get-tuple-element`; `HloCostAnalysis::HandleCustomCall` marks the call's FLOPs and bytes accessed unknown with -1 (checked: `geqrf` of f32[4,3], [3,4], [5,5] and [6,2] alone cost -1 FLOPs and 15 bytes, the 16 of the result tuple less one), so XLA's totals are one lower per call",
+);
+const LINEAR_SOLVE_LIBRARY: &str = "lineax's `linear_solve` is an Equinox primitive lowered with `mlir.lower_fun` of the solve its parameters hold: the solver (`LU`, `QR`, `SVD`, `Cholesky`, `CG`, `GMRES`, `BiCGStab`, `Diagonal`, `Tridiagonal`, `AutoLinearSolver`) and the operator's structure are Python objects in `static` and `treedef`, printed as `<object ...>`, and the operator's state (an LU or QR factorisation, which the jaxpr computes before) is among its operands. What XLA counts of the solve is therefore not in the jaxpr: for `LU` (read off jax 0.10.2's HLO of lineax's quickstart) the lowering factorises the matrix again (`lapack_sgetrf_ffi`; the jaxpr's own `lu` is then unread and dropped), permutes by the pivots in a `while` loop, gathers, calls `lapack_strsm_ffi` twice, and checks the result with `is_finite`, a `reduce` and a `conditional` to a `pure_callback` raising the error; an iterative solver (`CG`, `GMRES`, `BiCGStab`) is a `while` loop counted once with its dot products, and the model counts nothing for it: the bound is no model of the solve but the most measured per equation on the corpora (lineax, optimistix, diffrax: systems of at most 8 unknowns), which a larger system exceeds";
 const CALLBACK_LIBRARY: &str = "JAX lowers it to a `custom_call` to the Python callback; `HloCostAnalysis::HandleCustomCall` marks the call's FLOPs and bytes accessed unknown with -1, so XLA's totals are one lower per callback";
 
 /// JAX lowers a call, loop or conditional given a literal or a folded constant, or whose results are not all read, and StableHLO's canonicalisation and the inliner fold the constant through its body and drop what is unread: XLA may count up to the whole body less.
@@ -386,6 +396,8 @@ pub const TOLERANCES: &[Tolerance] = &[
     row(&["unvmap_any", "unvmap_max"], (LIBRARY, REDUCE_LIBRARY), [elements(0, 1), Bound::EXACT, bytes(0, 2)]),
     row(&["maybe_set"], (LIBRARY, SET_LIBRARY), [elements(0, 1), Bound::EXACT, bytes(0, 2)]),
     row(&["pure_callback"], (LIBRARY, CALLBACK_LIBRARY), [per_eqn_below(1), Bound::EXACT, per_eqn_below(1)]),
+    row(&["linear_solve"], (LIBRARY, LINEAR_SOLVE_LIBRARY), [per_eqn_above(471), per_eqn_above(3), per_eqn_above(4641)]),
+    row(&["geqrf"], LAPACK_CALL, [per_eqn_below(1), Bound::EXACT, per_eqn_below(1)]),
     row(&["checkpoint", "scan"], (ACROSS_CALLS, ACROSS_WHY), [body(1), body(1), body(2)]),
     row(&["closed_call", "cond", "custom_jvp_call", "custom_vjp_call", "while"], (ACROSS_CALLS, ACROSS_WHY), [body(1), body(1), body(1)]),
     row(&["custom_linear_solve"], (ACROSS_CALLS, ACROSS_WHY), [body(2), body(0), body(3)]),
