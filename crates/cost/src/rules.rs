@@ -314,6 +314,20 @@ fn tuple_items(expr: &ast::Expr) -> Option<&[ast::Expr]> {
     }
 }
 
+/// The constants JAX's lowering of `select_n` compares an integer
+/// predicate with (`which < k`), one per level of its tree over `cases`
+/// cases starting at `offset`.
+fn select_tree_constants(offset: i64, cases: i64) -> Vec<i64> {
+    if cases <= 1 {
+        return Vec::new();
+    }
+    let mid = cases / 2;
+    let mut out = vec![offset + mid];
+    out.extend(select_tree_constants(offset, mid));
+    out.extend(select_tree_constants(offset + mid, cases - mid));
+    out
+}
+
 /// The multiplies of `x^|y|` by squaring, as JAX's `integer_pow` lowering
 /// emits them.
 fn squaring_multiplies(mut exponent: u64) -> i64 {
@@ -406,15 +420,19 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
                 cost.flops = count;
                 cost.bytes_accessed = predicate_bytes.add(&case_bytes.scale(3));
             } else {
-                // Each level: `which < k` against a broadcast constant, then a select.
+                // Each level: `which < k` against a broadcast constant `k`
+                // (a splat constant, once per function for an array
+                // predicate), then a select.
                 let integer = predicate_bytes;
                 let constant = view.scalar_bytes(predicate);
-                let level = constant
-                    .add(&integer.scale(3))
-                    .add(&boolean.scale(2))
-                    .add(&case_bytes.scale(3));
+                let level = integer.scale(2).add(&boolean.scale(2)).add(&case_bytes.scale(3));
                 cost.flops = count.scale(2 * (cases - 1));
                 cost.bytes_accessed = level.scale(cases - 1);
+                for k in select_tree_constants(0, cases) {
+                    if predicate.is_scalar() || view.first_splat(k as f64, predicate) {
+                        cost.bytes_accessed = cost.bytes_accessed.add(&constant).add(&integer);
+                    }
+                }
             }
         }
         CostRule::Iota => {
