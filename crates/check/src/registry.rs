@@ -152,6 +152,13 @@ pub enum CostRule {
     Convolution,
     /// Calls its nested jaxprs once: their cost (the call itself is free).
     Call,
+    /// `checkpoint` (`remat2`): [`CostRule::Call`], and when it is
+    /// `differentiated` with `prevent_cse`, JAX first passes its operands
+    /// through one `optimization_barrier`, which XLA counts as reading the
+    /// operands and writing them (one operand), or, for several, as a
+    /// `tuple` of them (8 bytes a pointer) read whole and the barrier's
+    /// tuple written (8 bytes a pointer again).
+    Checkpoint,
     /// `scan`: its body's cost, once per iteration (`length`), or once, as
     /// XLA counts the `while` loop it becomes (`jaxpr_cost::LoopCount`).
     Scan,
@@ -167,12 +174,17 @@ pub enum CostRule {
 }
 
 impl CostRule {
+    /// Whether it runs its nested jaxprs once, as a call.
+    pub const fn is_call(self) -> bool {
+        matches!(self, CostRule::Call | CostRule::Checkpoint)
+    }
     /// Whether the primitive only computes its results (no effect, no
     /// nested jaxpr), so that an unread result means it is dropped.
     pub const fn is_pure(self) -> bool {
         !matches!(
             self,
             CostRule::Call
+                | CostRule::Checkpoint
                 | CostRule::Scan
                 | CostRule::While
                 | CostRule::Cond
@@ -591,6 +603,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         jaxpr_params: &["jaxpr"],
         doc: "Calls a jaxpr whose residuals are rematerialised (jax.checkpoint).",
         complex: COMPLEX,
+        cost: Some(Cost::equal(CostRule::Checkpoint)),
         ..ROW
     },
     Primitive {

@@ -407,7 +407,7 @@ impl Walk<'_, '_> {
                 dead.push((e, DEAD));
                 continue;
             }
-            if empty && unread && rule == Some(CostRule::Call) {
+            if empty && unread && rule.is_some_and(CostRule::is_call) {
                 dead.push((e, EMPTY_CALL));
                 continue;
             }

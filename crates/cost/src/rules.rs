@@ -365,6 +365,26 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
         | CostRule::Scan
         | CostRule::While
         | CostRule::Cond => {}
+        CostRule::Checkpoint => {
+            let differentiated = view.eqn.param("differentiated").and_then(|p| p.value.as_bool()) == Some(true);
+            // `prevent_cse` is one flag, or one per operand.
+            let barred: Vec<&Option<AType>> = match view.eqn.param("prevent_cse").map(|p| &p.value) {
+                Some(flag) if flag.as_bool() == Some(true) => view.operands.iter().collect(),
+                Some(expr) => match tuple_items(expr) {
+                    Some(flags) => view.operands.iter().zip(flags).filter(|(_, f)| f.as_bool() == Some(true)).map(|(o, _)| o).collect(),
+                    None => Vec::new(),
+                },
+                None => Vec::new(),
+            };
+            if differentiated && !barred.is_empty() {
+                let operands = sum_bytes(barred.iter().copied(), view.fallback(), analysis);
+                cost.bytes_accessed = if barred.len() == 1 {
+                    operands.scale(2)
+                } else {
+                    operands.add(&Amount::constant(16 * barred.len() as i64))
+                };
+            }
+        }
         CostRule::Tile => {
             let repeats = view.eqn.param("reps").and_then(|p| int_items(&p.value));
             match repeats {
@@ -663,7 +683,7 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
     };
     // A call, loop or conditional given a constant, or whose results are
     // not all read: JAX's lowering folds and drops code across it.
-    let across_call = matches!(rule.rule, CostRule::Call | CostRule::Scan | CostRule::While | CostRule::Cond)
+    let across_call = (rule.rule.is_call() || matches!(rule.rule, CostRule::Scan | CostRule::While | CostRule::Cond))
         && (eqn.args.iter().any(|atom| match atom {
             ast::Atom::Lit(_) => true,
             ast::Atom::Var(name) => analysis.ref_at(name.range).is_some_and(|r| walk.constants.contains(&r.var)),
