@@ -218,6 +218,14 @@ pub struct Cost {
     /// XLA lowers comparisons, powers, reductions and transcendentals of
     /// complex numbers to expansions.
     pub complex_xla: XlaCount,
+    /// Whether StableHLO's canonicalisation computes it when its operands
+    /// are constants, so that XLA never sees it. It has no folder for
+    /// `log1p`, `expm1`, `cbrt`, `atan2`, `pow`, `floor`, `ceil`,
+    /// `is_finite`, nor for the CHLO expansions that go through them
+    /// (`lgamma`, `digamma`, `erf_inv`, the inverse trigonometric and
+    /// hyperbolic functions, `igamma`, `regularized_incomplete_beta`,
+    /// `nextafter`): those are kept, and what reads them too.
+    pub folds: bool,
 }
 
 /// Why a complex count differs.
@@ -230,10 +238,14 @@ impl Cost {
             CostRule::Transcendental | CostRule::Multiplies | CostRule::Reduction | CostRule::Select => COMPLEX_EXPANDED,
             _ => XlaCount::Equal,
         };
-        Cost { rule, xla: XlaCount::Equal, complex_xla }
+        Cost { rule, xla: XlaCount::Equal, complex_xla, folds: true }
     }
     pub const fn differs(rule: CostRule, why: &'static str) -> Cost {
-        Cost { rule, xla: XlaCount::Differs(why), complex_xla: XlaCount::Differs(why) }
+        Cost { rule, xla: XlaCount::Differs(why), complex_xla: XlaCount::Differs(why), folds: true }
+    }
+    /// The same, but kept on constant operands ([`Cost::folds`]).
+    const fn kept_on_constants(self) -> Cost {
+        Cost { folds: false, ..self }
     }
     /// Elementwise, and counted as XLA does except on complex numbers.
     const fn real_elementwise() -> Cost {
@@ -251,12 +263,23 @@ const EXPANDED_ELEMENTWISE: Option<Cost> = Some(Cost::differs(
     CostRule::Elementwise,
     "lowered to several elementwise instructions, which XLA counts one by one",
 ));
+const EXPANDED_ELEMENTWISE_KEPT: Option<Cost> = Some(Cost::differs(
+    CostRule::Elementwise,
+    "lowered to several elementwise instructions, which XLA counts one by one",
+).kept_on_constants());
 /// A primitive JAX lowers (on CPU) to one LAPACK custom call and nothing
 /// else.
 const LAPACK_CALL: &str = "lowered to one LAPACK custom call, which XLA counts as -1 FLOPs and -1 bytes";
 /// What XLA counts of a loop beyond its body.
 const LOOP_OVERHEAD: &str = "XLA also counts the loop's counter and its comparison, and the slicing of each iteration's operands and results";
 const TRANSCENDENTAL: Option<Cost> = Some(Cost::equal(CostRule::Transcendental));
+/// Kept on constant operands ([`Cost::folds`]).
+const TRANSCENDENTAL_KEPT: Option<Cost> = Some(Cost::equal(CostRule::Transcendental).kept_on_constants());
+const EXPANDED_TRANSCENDENTAL_KEPT: Option<Cost> = Some(Cost::differs(
+    CostRule::Transcendental,
+    "lowered to an expansion of several instructions (CHLO), which XLA counts one by one",
+).kept_on_constants());
+const ELEMENTWISE_KEPT: Option<Cost> = Some(Cost::equal(CostRule::Elementwise).kept_on_constants());
 const FREE: Option<Cost> = Some(Cost::equal(CostRule::Free));
 const PASS_THROUGH: Option<Cost> = Some(Cost::equal(CostRule::PassThrough));
 
@@ -457,7 +480,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "Arccosine, elementwise.",
         complex: COMPLEX,
-        cost: EXPANDED_TRANSCENDENTAL,
+        cost: EXPANDED_TRANSCENDENTAL_KEPT,
         ..ROW
     },
     Primitive {
@@ -465,7 +488,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "Inverse hyperbolic cosine, elementwise.",
         complex: COMPLEX,
-        cost: EXPANDED_TRANSCENDENTAL,
+        cost: EXPANDED_TRANSCENDENTAL_KEPT,
         ..ROW
     },
     Primitive {
@@ -519,7 +542,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "Arcsine, elementwise.",
         complex: COMPLEX,
-        cost: EXPANDED_TRANSCENDENTAL,
+        cost: EXPANDED_TRANSCENDENTAL_KEPT,
         ..ROW
     },
     Primitive {
@@ -527,7 +550,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "Inverse hyperbolic sine, elementwise.",
         complex: COMPLEX,
-        cost: EXPANDED_TRANSCENDENTAL,
+        cost: EXPANDED_TRANSCENDENTAL_KEPT,
         ..ROW
     },
     Primitive {
@@ -535,14 +558,14 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "Arctangent, elementwise.",
         complex: COMPLEX,
-        cost: EXPANDED_TRANSCENDENTAL,
+        cost: EXPANDED_TRANSCENDENTAL_KEPT,
         ..ROW
     },
     Primitive {
         name: "atan2",
         family: Binary,
         doc: "Two-argument arctangent, elementwise.",
-        cost: TRANSCENDENTAL,
+        cost: TRANSCENDENTAL_KEPT,
         ..ROW
     },
     Primitive {
@@ -550,7 +573,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "Inverse hyperbolic tangent, elementwise.",
         complex: COMPLEX,
-        cost: EXPANDED_TRANSCENDENTAL,
+        cost: EXPANDED_TRANSCENDENTAL_KEPT,
         ..ROW
     },
     Primitive {
@@ -586,13 +609,14 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "cbrt",
         family: Unary,
         doc: "Cube root, elementwise.",
-        cost: TRANSCENDENTAL,
+        cost: TRANSCENDENTAL_KEPT,
         ..ROW
     },
     Primitive {
         name: "ceil",
         family: Unary,
         doc: "Round up, elementwise.",
+        cost: ELEMENTWISE_KEPT,
         ..ROW
     },
     Primitive {
@@ -825,7 +849,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "digamma",
         family: Unary,
         doc: "Digamma function, elementwise.",
-        cost: EXPANDED_TRANSCENDENTAL,
+        cost: EXPANDED_TRANSCENDENTAL_KEPT,
         ..ROW
     },
     Primitive {
@@ -913,7 +937,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "erf_inv",
         family: Unary,
         doc: "Inverse error function, elementwise.",
-        cost: EXPANDED_TRANSCENDENTAL,
+        cost: EXPANDED_TRANSCENDENTAL_KEPT,
         ..ROW
     },
     Primitive {
@@ -951,7 +975,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "exp(x) - 1, elementwise.",
         complex: COMPLEX,
-        cost: TRANSCENDENTAL,
+        cost: TRANSCENDENTAL_KEPT,
         ..ROW
     },
     Primitive {
@@ -967,6 +991,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "floor",
         family: Unary,
         doc: "Round down, elementwise.",
+        cost: ELEMENTWISE_KEPT,
         ..ROW
     },
     Primitive {
@@ -1023,7 +1048,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         doc: "Regularized incomplete gamma function, elementwise.",
         stablehlo: Refused("no lowering yet"),
         native: Refused("no lowering yet"),
-        cost: EXPANDED_TRANSCENDENTAL,
+        cost: EXPANDED_TRANSCENDENTAL_KEPT,
         ..ROW
     },
     Primitive {
@@ -1032,7 +1057,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         doc: "Complementary regularized incomplete gamma function, elementwise.",
         stablehlo: Refused("no lowering yet"),
         native: Refused("no lowering yet"),
-        cost: EXPANDED_TRANSCENDENTAL,
+        cost: EXPANDED_TRANSCENDENTAL_KEPT,
         ..ROW
     },
     Primitive {
@@ -1071,6 +1096,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "is_finite",
         family: Unary,
         doc: "Whether each element is finite.",
+        cost: ELEMENTWISE_KEPT,
         ..ROW
     },
     Primitive {
@@ -1099,7 +1125,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "lgamma",
         family: Unary,
         doc: "log|Gamma(x)|, elementwise.",
-        cost: EXPANDED_TRANSCENDENTAL,
+        cost: EXPANDED_TRANSCENDENTAL_KEPT,
         ..ROW
     },
     Primitive {
@@ -1115,7 +1141,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "log(1 + x), elementwise.",
         complex: COMPLEX,
-        cost: TRANSCENDENTAL,
+        cost: TRANSCENDENTAL_KEPT,
         ..ROW
     },
     Primitive {
@@ -1215,7 +1241,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "nextafter",
         family: Binary,
         doc: "Next representable float towards y, elementwise.",
-        cost: EXPANDED_ELEMENTWISE,
+        cost: EXPANDED_ELEMENTWISE_KEPT,
         ..ROW
     },
     Primitive {
@@ -1265,7 +1291,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Binary,
         doc: "x**y, elementwise.",
         complex: COMPLEX,
-        cost: TRANSCENDENTAL,
+        cost: TRANSCENDENTAL_KEPT,
         ..ROW
     },
     Primitive {
@@ -1463,7 +1489,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         doc: "Regularized incomplete beta function I_x(a, b), elementwise.",
         stablehlo: Refused("no lowering yet"),
         native: Refused("no lowering yet"),
-        cost: EXPANDED_TRANSCENDENTAL,
+        cost: EXPANDED_TRANSCENDENTAL_KEPT,
         ..ROW
     },
     Primitive {

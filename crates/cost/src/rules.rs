@@ -808,8 +808,9 @@ fn splat_value(
         })
         .collect();
     match (primitive, &values?[..]) {
-        ("broadcast_in_dim" | "reshape" | "convert_element_type" | "squeeze" | "expand_dims", [x]) => Some(*x),
+        ("broadcast_in_dim" | "reshape" | "convert_element_type" | "squeeze" | "expand_dims" | "tile", [x]) => Some(*x),
         ("neg", [x]) => Some(-x),
+        ("square", [x]) => Some(x * x),
         ("mul", [x, y]) => Some(x * y),
         ("add" | "add_any", [x, y]) => Some(x + y),
         ("sub", [x, y]) => Some(x - y),
@@ -877,13 +878,16 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
             });
         let complex = complex_operand && !of_complex_op;
         let foldable = registry::lookup(&eqn_info.primitive).is_some_and(|row| {
-            (row.family == Family::Shape
+            row.cost().folds
+                && (row.family == Family::Shape
                 || (!complex && matches!(row.family, Family::Unary | Family::Binary | Family::Comparison | Family::Conversion)))
                 && matches!(
                     row.cost().rule,
                     CostRule::Elementwise
                         | CostRule::ElementwiseUnlessIdentity(_)
                         | CostRule::Transcendental
+                        | CostRule::Multiplies
+                        | CostRule::Tile
                         | CostRule::Convert
                         | CostRule::Movement
                         | CostRule::Free
