@@ -748,6 +748,16 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
             for cost in &nested {
                 total = total.add(cost);
             }
+            // JAX lowers a checkpoint's body in place (`jaxpr_subcomp`),
+            // not as a function: no tuple of its results.
+            if rule.rule == CostRule::Checkpoint {
+                for &(_, callee) in &info.callees {
+                    let outs = analysis.jaxpr(callee).outs.len();
+                    if outs > 1 {
+                        total.bytes_accessed = total.bytes_accessed.sub(&Amount::constant(8 * outs as i64));
+                    }
+                }
+            }
             for body in &nested_slack {
                 slack.add(body);
             }
