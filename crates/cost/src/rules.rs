@@ -531,6 +531,8 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
         CostRule::Slice => {
             cost.bytes_accessed = view.result_bytes().scale(2);
         }
+        // A reduction over no axis is its operand: folded.
+        CostRule::Reduction if view.eqn.param("axes").and_then(|p| int_items(&p.value)).is_some_and(|axes| axes.is_empty()) => {}
         CostRule::Reduction => {
             // Variadic `reduce` takes its initial values as operands; the
             // named reductions (`reduce_sum`, ...) have theirs implicit.
