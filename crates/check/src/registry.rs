@@ -106,6 +106,9 @@ pub enum CostRule {
     /// StableHLO's canonicalisation folds before XLA sees it; `-1` stands
     /// for every bit set (`and x -1`, `and b True`).
     ElementwiseUnlessIdentity(i64),
+    /// [`CostRule::ElementwiseUnlessIdentity`] with the identity on the
+    /// right only (`sub x 0`; `0 - x` is kept, and so is `div x 1`).
+    ElementwiseUnlessRightIdentity(i64),
     /// One transcendental instruction (`exp`, `log`, `sqrt`, `tanh`, ...,
     /// the opcodes XLA counts as transcendental): one per result element.
     Transcendental,
@@ -174,6 +177,15 @@ pub enum CostRule {
 }
 
 impl CostRule {
+    /// The operand value that makes it fold to its other operand, and
+    /// whether only a right operand does.
+    pub const fn identity(self) -> Option<(i64, bool)> {
+        match self {
+            CostRule::ElementwiseUnlessIdentity(value) => Some((value, false)),
+            CostRule::ElementwiseUnlessRightIdentity(value) => Some((value, true)),
+            _ => None,
+        }
+    }
     /// Whether it runs its nested jaxprs once, as a call.
     pub const fn is_call(self) -> bool {
         matches!(self, CostRule::Call | CostRule::Checkpoint)
@@ -1790,6 +1802,8 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Binary,
         doc: "Subtraction, elementwise.",
         complex: COMPLEX,
+        // `x - 0` is folded to `x`.
+        cost: Some(Cost::equal(CostRule::ElementwiseUnlessRightIdentity(0))),
         ..ROW
     },
     Primitive {

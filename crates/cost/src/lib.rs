@@ -365,6 +365,21 @@ impl Walk<'_, '_> {
             xla = first_difference(xla, cost.xla);
             slack.add(&cost.slack);
         }
+        // A closed-over constant is free in the model, but the printed
+        // jaxpr does not hold its values: one whose elements are all equal
+        // is a splat constant, which the export writes as a broadcast.
+        for &constvar in &info.constvars {
+            let ty = &self.analysis.var(constvar).ty;
+            if elements(ty, self.analysis).as_constant().is_some_and(|n| n > 1) && self.read.contains(&constvar) {
+                let units = tolerance::Units {
+                    eqns: Amount::constant(1),
+                    elements: elements(ty, self.analysis),
+                    bytes: bytes(ty, None, self.analysis),
+                    body: Cost::zero(),
+                };
+                slack.record(tolerance::CLOSED_OVER, tolerance::CLOSED_OVER_REASON, units);
+            }
+        }
         // A jaxpr lowered to a function of several results returns them as
         // a tuple, which XLA counts as a table of 8-byte pointers.
         if info.outs.len() > 1 {

@@ -74,6 +74,13 @@ pub(crate) struct SplatConstant {
     ty: AType,
 }
 
+/// Whether an array has exactly one element: a constant of it is written
+/// as a literal `constant`, which XLA counts nothing for, not as the
+/// broadcast of a scalar a larger splat constant is.
+fn is_one_element(ty: &AType, analysis: &Analysis) -> bool {
+    elements(ty, analysis).as_constant() == Some(1)
+}
+
 /// The number a literal stands for (`True` one, `False` zero, a complex
 /// `(1+0j)` of no imaginary part its real part).
 fn literal_value(lit: &ast::Literal) -> Option<f64> {
@@ -100,6 +107,8 @@ struct EqnView<'a> {
     splat_constants: &'a std::cell::RefCell<rustc_hash::FxHashSet<SplatConstant>>,
     /// Values known to be one number broadcast (`broadcast_in_dim 1.0`).
     splats: &'a rustc_hash::FxHashMap<jaxpr_types::VarId, f64>,
+    /// Values StableHLO's canonicalisation folds to constants.
+    constants: &'a rustc_hash::FxHashSet<jaxpr_types::VarId>,
     eqn: &'a ast::Eqn,
     operands: Vec<Option<AType>>,
     results: Vec<Option<AType>>,
@@ -142,19 +151,27 @@ impl EqnView<'_> {
             let Some(operand) = operand else {
                 return Amount::unknown();
             };
-            let literal = match atom {
-                ast::Atom::Lit(lit) => literal_value(lit),
-                ast::Atom::Var(_) => None,
+            // A folded value is a constant too: its broadcast folds into
+            // a splat constant like a literal's.
+            let constant = match atom {
+                ast::Atom::Lit(lit) => Some(literal_value(lit)),
+                ast::Atom::Var(name) => self
+                    .analysis
+                    .ref_at(name.range)
+                    .filter(|r| self.constants.contains(&r.var))
+                    .map(|r| self.splats.get(&r.var).copied()),
             };
-            total = total.add(&self.operand_at_result(operand, result, literal));
+            total = total.add(&self.operand_at_result(operand, result, constant));
         }
         total
     }
     /// The bytes an elementwise instruction reads of `operand`, broadcast
-    /// to `result`'s shape first where its shape differs; a scalar literal
-    /// (`literal`) broadcast is a splat constant, whose broadcast counts
-    /// once per function ([`SplatConstant`]).
-    fn operand_at_result(&self, operand: &AType, result: &AType, literal: Option<f64>) -> Amount {
+    /// to `result`'s shape first where its shape differs; a scalar
+    /// constant (`constant`: a literal or a folded value, with its value
+    /// where known) broadcast is a splat constant, whose broadcast counts
+    /// once per function ([`SplatConstant`]), and not at all of one
+    /// element.
+    fn operand_at_result(&self, operand: &AType, result: &AType, constant: Option<Option<f64>>) -> Amount {
         let dtype = operand.dtype.clone().or_else(|| self.fallback().cloned());
         let own = bytes(operand, self.fallback(), self.analysis);
         if operand.shape == result.shape {
@@ -165,21 +182,30 @@ impl EqnView<'_> {
         };
         let splat = result.with_dtype(dtype);
         let broadcast = bytes(&splat, None, self.analysis);
-        if operand.is_scalar() && literal.is_some_and(|value| !self.first_splat(value, &splat)) {
+        let held = match constant {
+            Some(Some(value)) => !self.first_splat(value, &splat),
+            Some(None) => is_one_element(&splat, self.analysis),
+            None => false,
+        };
+        if operand.is_scalar() && held {
             return broadcast;
         }
         broadcast_bytes(operand.is_scalar(), &own, &broadcast).add(&broadcast)
     }
     /// Whether the splat of `value` at `ty` is the first of the function,
-    /// which then holds it: only the first costs its broadcast.
+    /// which then holds it: only the first costs its broadcast (none does
+    /// of one element).
     fn first_splat(&self, value: f64, ty: &AType) -> bool {
+        if is_one_element(ty, self.analysis) {
+            return false;
+        }
         let key = SplatConstant { jaxpr: self.jaxpr, value_bits: value.to_bits(), ty: ty.clone() };
         self.splat_constants.borrow_mut().insert(key)
     }
     /// Whether one operand is the literal `identity` and the other has the
     /// result's type, so that the operation folds away.
-    fn folds_identity(&self, identity: i64) -> bool {
-        identity_operand(self.analysis, self.eqn, &self.results, identity, self.splats).is_some()
+    fn folds_identity(&self, rule: CostRule) -> bool {
+        identity_operand(self.analysis, self.eqn, &self.results, rule, self.splats).is_some()
     }
     /// Whether it is a `broadcast_in_dim` stretching a size-1 axis of its
     /// operand: HLO's `broadcast` cannot, so the export writes a
@@ -237,16 +263,18 @@ fn is_identity(identity: i64, value: f64, dtype: Option<&DType>) -> bool {
     }
 }
 
-/// Which operand of a binary equation is the literal (or splat) `identity`
-/// of its operation while the other has the result's type: the equation
-/// then folds to that other operand.
+/// Which operand of a binary equation is the literal (or splat) identity
+/// of its operation (its `rule`'s, on the right only for a right
+/// identity) while the other has the result's type: the equation then
+/// folds to that other operand.
 fn identity_operand(
     analysis: &Analysis,
     eqn: &ast::Eqn,
     results: &[Option<AType>],
-    identity: i64,
+    rule: CostRule,
     splats: &rustc_hash::FxHashMap<jaxpr_types::VarId, f64>,
 ) -> Option<usize> {
+    let (identity, right_only) = rule.identity()?;
     let [left, right] = &eqn.args[..] else {
         return None;
     };
@@ -262,7 +290,7 @@ fn identity_operand(
         value.is_some_and(|v| is_identity(identity, v, result.dtype.as_ref()))
     };
     let keeps = |i: usize| operands.get(i).cloned().flatten().as_ref() == Some(&result);
-    if is_identity_atom(left) && keeps(1) {
+    if !right_only && is_identity_atom(left) && keeps(1) {
         Some(0)
     } else if is_identity_atom(right) && keeps(0) {
         Some(1)
@@ -393,8 +421,11 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
                 None => return Cost::unknown(),
             }
         }
-        CostRule::ElementwiseUnlessIdentity(identity) if view.folds_identity(identity) => {}
-        CostRule::Elementwise | CostRule::ElementwiseUnlessIdentity(_) | CostRule::Transcendental => {
+        CostRule::ElementwiseUnlessIdentity(_) | CostRule::ElementwiseUnlessRightIdentity(_) if view.folds_identity(rule) => {}
+        CostRule::Elementwise
+        | CostRule::ElementwiseUnlessIdentity(_)
+        | CostRule::ElementwiseUnlessRightIdentity(_)
+        | CostRule::Transcendental => {
             let count = view.result_elements();
             if rule == CostRule::Transcendental {
                 cost.transcendentals = count;
@@ -637,7 +668,7 @@ fn type_difference(cost: registry::Cost, family: Family, view: &EqnView<'_>) -> 
     // An elementwise operation with operands of another dtype than its
     // result (`mul[out_dtype=...]`) converts them first.
     if matches!(family, Family::Unary | Family::Binary)
-        && matches!(cost.rule, CostRule::Elementwise | CostRule::ElementwiseUnlessIdentity(_)) {
+        && (cost.rule == CostRule::Elementwise || cost.rule.identity().is_some()) {
         let result = view.results.first().cloned().flatten().and_then(|t| t.dtype);
         if view.operands.iter().flatten().any(|t| t.dtype.is_some() && t.dtype != result) {
             return XlaCount::Differs("its operands are converted to the result's dtype first");
@@ -666,12 +697,14 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
     };
     let rule = row.cost();
     let splats = std::mem::take(&mut walk.splats);
+    let constants = std::mem::take(&mut walk.constants);
     let splat_constants = std::cell::RefCell::new(std::mem::take(&mut walk.splat_constants));
     let view = EqnView {
         analysis,
         jaxpr: info.jaxpr,
         splat_constants: &splat_constants,
         splats: &splats,
+        constants: &constants,
         eqn,
         operands: operand_types(analysis, eqn),
         results: result_types(analysis, info),
@@ -688,7 +721,7 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
     let across_call = (rule.rule.is_call() || matches!(rule.rule, CostRule::Scan | CostRule::While | CostRule::Cond))
         && (eqn.args.iter().any(|atom| match atom {
             ast::Atom::Lit(_) => true,
-            ast::Atom::Var(name) => analysis.ref_at(name.range).is_some_and(|r| walk.constants.contains(&r.var)),
+            ast::Atom::Var(name) => analysis.ref_at(name.range).is_some_and(|r| constants.contains(&r.var)),
         }) || info.outs.iter().any(|out| out.is_none_or(|v| !walk.read.contains(&v))));
     let mut xla = own;
     let callees: Vec<JaxprId> = info.callees.iter().map(|(_, j)| *j).collect();
@@ -710,6 +743,9 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
         && view.results.iter().all(|ty| ty.as_ref().is_some_and(|ty| elements(ty, analysis).is_zero()));
     drop(view);
     walk.splats = splats;
+    // The nested jaxprs' folded values join the file's.
+    let nested_constants = std::mem::replace(&mut walk.constants, constants);
+    walk.constants.extend(nested_constants);
     walk.splat_constants = splat_constants.into_inner();
     // An instruction with an empty result is not counted.
     if empty_results {
@@ -897,6 +933,7 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
                     row.cost().rule,
                     CostRule::Elementwise
                         | CostRule::ElementwiseUnlessIdentity(_)
+                        | CostRule::ElementwiseUnlessRightIdentity(_)
                         | CostRule::Transcendental
                         | CostRule::Multiplies
                         | CostRule::Tile
@@ -988,11 +1025,8 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
         }
         if let Some(&syntax) = walk.syntax.get(&analysis.eqn(e).range.start) {
             // `mul x 1.0` with a splat one folds to `x`: the splat is not read.
-            let unread = registry::lookup(&analysis.eqn(e).primitive).and_then(|row| match row.cost().rule {
-                CostRule::ElementwiseUnlessIdentity(k) => {
-                    identity_operand(analysis, syntax, &result_types(analysis, analysis.eqn(e)), k, &walk.splats)
-                }
-                _ => None,
+            let unread = registry::lookup(&analysis.eqn(e).primitive).and_then(|row| {
+                identity_operand(analysis, syntax, &result_types(analysis, analysis.eqn(e)), row.cost().rule, &walk.splats)
             });
             for (i, atom) in syntax.args.iter().enumerate() {
                 if let ast::Atom::Var(name) = atom
@@ -1015,6 +1049,7 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
                 let materialised = read.contains(var)
                     && !ty.is_scalar()
                     && !elements(ty, analysis).is_zero()
+                    && !is_one_element(ty, analysis)
                     && splat_of(walk, e, *var).is_none_or(|value| {
                         let key = SplatConstant { jaxpr: id, value_bits: value.to_bits(), ty: ty.clone() };
                         walk.splat_constants.insert(key)

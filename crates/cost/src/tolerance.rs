@@ -189,6 +189,13 @@ pub fn library_primitive(name: &str) -> &'static str {
         .unwrap_or("a primitive without a row")
 }
 
+/// What a jaxpr's closed-over constants are recorded under (they are no
+/// equation; the name stands where a primitive's would).
+pub const CLOSED_OVER: &str = "a closed-over constant";
+/// The reason recorded for a closed-over constant.
+pub const CLOSED_OVER_REASON: &str = "its values are not in the jaxpr: if they are all equal, XLA counts the broadcast of a splat constant";
+const CLOSED_OVER_WHY: &str = "JAX lowers a closed-over constant (a constvar, printed without its values) to a `stablehlo.constant`; one whose elements are all equal is a splat, which the HLO export writes as a `broadcast` of a scalar `constant` (checked: numpyro's regression potential closes over an all-true `bool[10]` mask, and XLA's HLO has `broadcast(constant(true))`, 11 bytes), while any other constant is a literal XLA counts nothing for. XLA's count may then be higher by the scalar read and the array written: at most twice the constant's bytes";
+
 /// The reason recorded for a call, loop or conditional given a constant
 /// operand, or whose results are not all read.
 pub const ACROSS_CALLS: &str = "given a constant, or with results nothing reads: JAX's lowering folds and drops code inside it";
@@ -395,6 +402,7 @@ pub const TOLERANCES: &[Tolerance] = &[
     row(&["select_if_vmap"], (LIBRARY, SELECT_LIBRARY), [elements(0, 1), Bound::EXACT, bytes(0, 1)]),
     row(&["unvmap_any", "unvmap_max"], (LIBRARY, REDUCE_LIBRARY), [elements(0, 1), Bound::EXACT, bytes(0, 2)]),
     row(&["maybe_set"], (LIBRARY, SET_LIBRARY), [elements(0, 1), Bound::EXACT, bytes(0, 2)]),
+    row(&[CLOSED_OVER], (CLOSED_OVER_REASON, CLOSED_OVER_WHY), [Bound::EXACT, Bound::EXACT, bytes(0, 2)]),
     row(&["pure_callback"], (LIBRARY, CALLBACK_LIBRARY), [per_eqn_below(1), Bound::EXACT, per_eqn_below(1)]),
     row(&["linear_solve"], (LIBRARY, LINEAR_SOLVE_LIBRARY), [per_eqn_above(471), per_eqn_above(3), per_eqn_above(4641)]),
     row(&["geqrf"], LAPACK_CALL, [per_eqn_below(1), Bound::EXACT, per_eqn_below(1)]),
