@@ -422,6 +422,15 @@ impl Walk<'_, '_> {
                 dead.push((e, DEAD));
                 continue;
             }
+            // A call, loop or conditional nothing reads whose jaxprs have no
+            // effect: JAX's lowering (`pe.dce_jaxpr`) drops it, and what
+            // only it reads.
+            let no_effect = rule.is_some_and(|r| r != CostRule::Unmodelled)
+                && eqn_info.callees.iter().all(|&(_, j)| self.has_no_effect(j));
+            if unread && !eqn_info.callees.is_empty() && no_effect {
+                dead.push((e, DEAD));
+                continue;
+            }
             if empty && unread && rule.is_some_and(CostRule::is_call) {
                 dead.push((e, EMPTY_CALL));
                 continue;
@@ -437,9 +446,20 @@ impl Walk<'_, '_> {
             } else {
                 0
             };
-            for atom in syntax.args.iter().skip(cases) {
+            // A `jit` or `closed_call` some of whose results nothing reads
+            // is pruned by JAX's lowering to the results read, and then to
+            // the operands those need (`dce_jaxpr_pjit_rule`).
+            let needed = match (&*eqn_info.primitive, &eqn_info.callees[..]) {
+                ("jit" | "pjit" | "closed_call" | "core_call", [(_, callee)]) if no_effect => {
+                    let used: Vec<bool> = eqn_info.outs.iter().map(|v| v.is_some_and(|v| read.contains(&v))).collect();
+                    Some(self.needed_inputs(*callee, &used)).filter(|needed| needed.len() == syntax.args.len())
+                }
+                _ => None,
+            };
+            for (i, atom) in syntax.args.iter().enumerate().skip(cases) {
                 if let ast::Atom::Var(name) = atom
                     && let Some(r) = analysis.ref_at(name.range)
+                    && needed.as_ref().is_none_or(|needed| needed[i])
                 {
                     read.insert(r.var);
                 }
@@ -447,6 +467,45 @@ impl Walk<'_, '_> {
         }
         self.read.extend(read);
         dead
+    }
+
+    /// Which inputs of a jaxpr the results marked `used` depend on
+    /// (every input an equation with an effect reads counts).
+    fn needed_inputs(&self, id: JaxprId, used: &[bool]) -> Vec<bool> {
+        let analysis = self.analysis;
+        let info = analysis.jaxpr(id);
+        let mut live: rustc_hash::FxHashSet<jaxpr_types::VarId> =
+            info.outs.iter().zip(used).filter(|(_, u)| **u).filter_map(|(o, _)| o.var).collect();
+        for &e in info.eqns.iter().rev() {
+            let eqn_info = analysis.eqn(e);
+            let pure = registry::lookup(&eqn_info.primitive).is_some_and(|row| {
+                row.cost().rule.is_pure() || matches!(row.cost().rule, CostRule::Free | CostRule::PassThrough)
+            }) && eqn_info.callees.iter().all(|&(_, j)| self.has_no_effect(j));
+            let wanted = eqn_info.outs.iter().any(|v| v.is_some_and(|v| live.contains(&v)));
+            if !pure || wanted {
+                let Some(&syntax) = self.syntax.get(&eqn_info.range.start) else {
+                    return vec![true; info.invars.len()];
+                };
+                live.extend(syntax.args.iter().filter_map(|atom| match atom {
+                    ast::Atom::Var(name) => analysis.ref_at(name.range).map(|r| r.var),
+                    ast::Atom::Lit(_) => None,
+                }));
+            }
+        }
+        info.invars.iter().map(|v| live.contains(v)).collect()
+    }
+
+    /// Whether a jaxpr only computes its results: every equation pure, a
+    /// marker, or a call of such jaxprs.
+    fn has_no_effect(&self, id: JaxprId) -> bool {
+        self.analysis.jaxpr(id).eqns.iter().all(|&e| {
+            let info = self.analysis.eqn(e);
+            match registry::lookup(&info.primitive).map(|row| row.cost().rule) {
+                Some(rule) if rule.is_call() => info.callees.iter().all(|&(_, j)| self.has_no_effect(j)),
+                Some(rule) => (rule.is_pure() || matches!(rule, CostRule::Free | CostRule::PassThrough)) && info.callees.is_empty(),
+                None => false,
+            }
+        })
     }
 
     /// The `select_n`s of a jaxpr whose cases are all one value, seen

@@ -895,7 +895,11 @@ fn splat_of(walk: &Walk<'_, '_>, e: EqnId, var: jaxpr_types::VarId) -> Option<f6
 pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, Cost)> {
     let analysis = walk.analysis;
     let info = analysis.jaxpr(id);
-    let mut constant: rustc_hash::FxHashSet<jaxpr_types::VarId> = Default::default();
+    // A closed-over constant is a `stablehlo.constant` too; its values are
+    // not in the jaxpr, so what is folded from it is a dense constant (a
+    // literal XLA counts nothing for), not a splat.
+    let mut constant: rustc_hash::FxHashSet<jaxpr_types::VarId> = info.constvars.iter().copied().collect();
+    let mut dense: rustc_hash::FxHashSet<jaxpr_types::VarId> = info.constvars.iter().copied().collect();
     // Results of `complex` of constants, which `real` and `imag` fold through.
     let mut made_complex: rustc_hash::FxHashSet<jaxpr_types::VarId> = Default::default();
     let mut folded = Vec::new();
@@ -977,6 +981,13 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
             continue;
         }
         if foldable && operands_constant {
+            let of_dense = syntax.args.iter().any(|atom| match atom {
+                ast::Atom::Var(name) => analysis.ref_at(name.range).is_some_and(|r| dense.contains(&r.var)),
+                ast::Atom::Lit(_) => false,
+            });
+            if of_dense {
+                dense.extend(eqn_info.outs.iter().flatten().copied());
+            }
             constant.extend(eqn_info.outs.iter().flatten().copied());
             walk.constants.extend(eqn_info.outs.iter().flatten().copied());
             // A broadcast of a literal is a splat of known value, and so is
@@ -1047,6 +1058,7 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
                 // An empty array is no instruction; an equal splat the
                 // function already holds is not materialised again.
                 let materialised = read.contains(var)
+                    && !dense.contains(var)
                     && !ty.is_scalar()
                     && !elements(ty, analysis).is_zero()
                     && !is_one_element(ty, analysis)
