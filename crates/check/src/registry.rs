@@ -233,7 +233,7 @@ pub struct Cost {
     /// Whether StableHLO's canonicalisation computes it when its operands
     /// are constants, so that XLA never sees it. It has no folder for
     /// `log1p`, `expm1`, `cbrt`, `atan2`, `pow`, `floor`, `ceil`,
-    /// `is_finite`, nor for the CHLO expansions that go through them
+    /// `is_finite`, `pad`, nor for the CHLO expansions that go through them
     /// (`lgamma`, `digamma`, `erf_inv`, the inverse trigonometric and
     /// hyperbolic functions, `igamma`, `regularized_incomplete_beta`,
     /// `nextafter`): those are kept, and what reads them too.
@@ -1283,6 +1283,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["padding_config"],
         doc: "Pads an array with a scalar value: (low, high, interior) per axis in `padding_config`; negative padding removes elements.",
         complex: COMPLEX,
+        cost: Some(Cost::equal(CostRule::Movement).kept_on_constants()),
         ..ROW
     },
     Primitive {

@@ -856,7 +856,9 @@ fn splat_value(
         })
         .collect();
     match (primitive, &values?[..]) {
-        ("broadcast_in_dim" | "reshape" | "convert_element_type" | "squeeze" | "expand_dims" | "tile", [x]) => Some(*x),
+        ("broadcast_in_dim" | "reshape" | "convert_element_type" | "squeeze" | "expand_dims" | "tile" | "slice", [x]) => Some(*x),
+        // A concatenate of splats of one value is that splat.
+        ("concatenate", [x, rest @ ..]) if rest.iter().all(|y| y == x) => Some(*x),
         ("neg", [x]) => Some(-x),
         ("square", [x]) => Some(x * x),
         ("mul", [x, y]) => Some(x * y),
@@ -914,8 +916,9 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
             continue;
         }
         // StableHLO's folders compute integers, floats and booleans, not
-        // complex numbers: arithmetic on or to complex constants stays (a
-        // broadcast or reshape of one folds: it only reshapes the splat;
+        // complex numbers: arithmetic on or to complex constants stays, and
+        // so does a slice of one (a broadcast or reshape of one folds: it
+        // only reshapes the splat;
         // `real`/`imag` of a `complex` of constants fold to its operand by
         // a pattern).
         let complex_operand = operand_types(analysis, syntax)
@@ -932,7 +935,9 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
         let foldable = registry::lookup(&eqn_info.primitive).is_some_and(|row| {
             row.cost().folds
                 && (row.family == Family::Shape
-                || (!complex && matches!(row.family, Family::Unary | Family::Binary | Family::Comparison | Family::Conversion)))
+                    || (!complex
+                        && (matches!(row.family, Family::Unary | Family::Binary | Family::Comparison | Family::Conversion)
+                            || (row.family == Family::Indexing && row.cost().rule == CostRule::Slice))))
                 && matches!(
                     row.cost().rule,
                     CostRule::Elementwise
@@ -943,6 +948,7 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
                         | CostRule::Tile
                         | CostRule::Convert
                         | CostRule::Movement
+                        | CostRule::Slice
                         | CostRule::Free
                 )
         });
@@ -985,7 +991,11 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
                 ast::Atom::Var(name) => analysis.ref_at(name.range).is_some_and(|r| dense.contains(&r.var)),
                 ast::Atom::Lit(_) => false,
             });
-            if of_dense {
+            // A concatenate of constants that are not one splat is a dense
+            // constant too.
+            let mixed = &*eqn_info.primitive == "concatenate"
+                && splat_value(&eqn_info.primitive, &syntax.args, analysis, &walk.splats).is_none();
+            if of_dense || mixed {
                 dense.extend(eqn_info.outs.iter().flatten().copied());
             }
             constant.extend(eqn_info.outs.iter().flatten().copied());
