@@ -516,6 +516,8 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Binary,
         doc: "Addition of tangents (from autodiff), elementwise.",
         complex: COMPLEX,
+        // Lowered to `add`: `x + 0` is folded to `x`.
+        cost: Some(Cost::equal(CostRule::ElementwiseUnlessIdentity(0))),
         ..ROW
     },
     Primitive {

@@ -547,7 +547,16 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
             if unchanged && rule == CostRule::Movement {
                 return cost;
             }
-            cost.bytes_accessed = if &*view.eqn.primitive.text == "stack" && view.operands.len() > 1 {
+            cost.bytes_accessed = if &*view.eqn.primitive.text == "split" {
+                // JAX lowers `split` to a slice per result; a slice of the
+                // whole operand is the operand.
+                let operand = view.operands.first().cloned().flatten();
+                view.results.iter().fold(Amount::zero(), |acc, result| match result {
+                    Some(result) if Some(result) == operand.as_ref() => acc,
+                    Some(result) => acc.add(&bytes(result, None, analysis).scale(2)),
+                    None => Amount::unknown(),
+                })
+            } else if &*view.eqn.primitive.text == "stack" && view.operands.len() > 1 {
                 // JAX lowers `stack` to a `reshape` of each operand (adding
                 // the new axis), then a `concatenate`.
                 view.operand_bytes().scale(3).add(&view.result_bytes())
@@ -983,6 +992,26 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
             constant.insert(*out);
             walk.constants.insert(*out);
             walk.splats.insert(*out, truth);
+            folded.push(e);
+            continue;
+        }
+        // A `pad` of an empty array is its padding value everywhere: a
+        // splat constant (`pad` of a constant is otherwise kept).
+        let padded_value = match (&*eqn_info.primitive, &syntax.args[..], &eqn_info.outs[..]) {
+            ("pad", [ast::Atom::Var(operand), padding], [Some(out)]) => {
+                let empty = analysis.ref_at(operand.range).is_some_and(|r| elements(&analysis.var(r.var).ty, analysis).is_zero());
+                let value = match padding {
+                    ast::Atom::Lit(lit) => lit.value.parse::<f64>().ok(),
+                    ast::Atom::Var(name) => analysis.ref_at(name.range).and_then(|r| walk.splats.get(&r.var).copied()),
+                };
+                value.filter(|_| empty).map(|value| (*out, value))
+            }
+            _ => None,
+        };
+        if let Some((out, value)) = padded_value {
+            constant.insert(out);
+            walk.constants.insert(out);
+            walk.splats.insert(out, value);
             folded.push(e);
             continue;
         }
