@@ -92,13 +92,23 @@ pub enum CostRule {
     /// No instruction of its own: a marker the lowering drops, or a value
     /// passed through. Nothing.
     Free,
+    /// Lowered to its operand itself (`stop_gradient`, `copy`): nothing,
+    /// and its result is its operand, so that StableHLO's canonicalisation
+    /// sees one value where the jaxpr has two (`select_n p x
+    /// (stop_gradient x)` selects `x` either way and folds to it).
+    PassThrough,
     /// One elementwise instruction: a FLOP per result element; bytes: the
     /// operands and the results.
     Elementwise,
     /// [`CostRule::Elementwise`], but nothing when an operand is the
-    /// literal identity of the operation (`mul x 1.0`, `add x 0`), which
-    /// StableHLO's canonicalisation folds before XLA sees it.
+    /// literal identity of the operation (`mul x 1.0`, `add x 0`, `eq b
+    /// True` of booleans) and the other has the result's type, which
+    /// StableHLO's canonicalisation folds before XLA sees it; `-1` stands
+    /// for every bit set (`and x -1`, `and b True`).
     ElementwiseUnlessIdentity(i64),
+    /// [`CostRule::ElementwiseUnlessIdentity`] with the identity on the
+    /// right only (`sub x 0`; `0 - x` is kept, and so is `div x 1`).
+    ElementwiseUnlessRightIdentity(i64),
     /// One transcendental instruction (`exp`, `log`, `sqrt`, `tanh`, ...,
     /// the opcodes XLA counts as transcendental): one per result element.
     Transcendental,
@@ -120,6 +130,12 @@ pub enum CostRule {
     Unstack,
     /// `iota`: one-dimensional, then broadcast to the result's rank.
     Iota,
+    /// `tile`: JAX reshapes the operand to put a size-1 axis before each
+    /// axis, broadcasts those to the repetitions (exported as a
+    /// `broadcast`, a `reshape` and a `broadcast`, HLO's `broadcast` not
+    /// stretching an axis) and reshapes the result: 7 × operand + 3 ×
+    /// result bytes; nothing when every repetition is 1.
+    Tile,
     /// `integer_pow` (and `square`, its exponent 2): the multiplies of
     /// exponentiation by squaring, one FLOP per element each, and for a
     /// negative exponent a division of one by the power.
@@ -139,6 +155,13 @@ pub enum CostRule {
     Convolution,
     /// Calls its nested jaxprs once: their cost (the call itself is free).
     Call,
+    /// `checkpoint` (`remat2`): [`CostRule::Call`], and when it is
+    /// `differentiated` with `prevent_cse`, JAX first passes its operands
+    /// through one `optimization_barrier`, which XLA counts as reading the
+    /// operands and writing them (one operand), or, for several, as a
+    /// `tuple` of them (8 bytes a pointer) read whole and the barrier's
+    /// tuple written (8 bytes a pointer again).
+    Checkpoint,
     /// `scan`: its body's cost, once per iteration (`length`), or once, as
     /// XLA counts the `while` loop it becomes (`jaxpr_cost::LoopCount`).
     Scan,
@@ -154,12 +177,32 @@ pub enum CostRule {
 }
 
 impl CostRule {
+    /// The operand value that makes it fold to its other operand, and
+    /// whether only a right operand does.
+    pub const fn identity(self) -> Option<(i64, bool)> {
+        match self {
+            CostRule::ElementwiseUnlessIdentity(value) => Some((value, false)),
+            CostRule::ElementwiseUnlessRightIdentity(value) => Some((value, true)),
+            _ => None,
+        }
+    }
+    /// Whether it runs its nested jaxprs once, as a call.
+    pub const fn is_call(self) -> bool {
+        matches!(self, CostRule::Call | CostRule::Checkpoint)
+    }
     /// Whether the primitive only computes its results (no effect, no
     /// nested jaxpr), so that an unread result means it is dropped.
     pub const fn is_pure(self) -> bool {
         !matches!(
             self,
-            CostRule::Call | CostRule::Scan | CostRule::While | CostRule::Cond | CostRule::Unmodelled | CostRule::Free
+            CostRule::Call
+                | CostRule::Checkpoint
+                | CostRule::Scan
+                | CostRule::While
+                | CostRule::Cond
+                | CostRule::Unmodelled
+                | CostRule::Free
+                | CostRule::PassThrough
         )
     }
 }
@@ -187,6 +230,14 @@ pub struct Cost {
     /// XLA lowers comparisons, powers, reductions and transcendentals of
     /// complex numbers to expansions.
     pub complex_xla: XlaCount,
+    /// Whether StableHLO's canonicalisation computes it when its operands
+    /// are constants, so that XLA never sees it. It has no folder for
+    /// `log1p`, `expm1`, `cbrt`, `atan2`, `pow`, `floor`, `ceil`,
+    /// `is_finite`, `pad`, nor for the CHLO expansions that go through them
+    /// (`lgamma`, `digamma`, `erf_inv`, the inverse trigonometric and
+    /// hyperbolic functions, `igamma`, `regularized_incomplete_beta`,
+    /// `nextafter`): those are kept, and what reads them too.
+    pub folds: bool,
 }
 
 /// Why a complex count differs.
@@ -199,10 +250,14 @@ impl Cost {
             CostRule::Transcendental | CostRule::Multiplies | CostRule::Reduction | CostRule::Select => COMPLEX_EXPANDED,
             _ => XlaCount::Equal,
         };
-        Cost { rule, xla: XlaCount::Equal, complex_xla }
+        Cost { rule, xla: XlaCount::Equal, complex_xla, folds: true }
     }
     pub const fn differs(rule: CostRule, why: &'static str) -> Cost {
-        Cost { rule, xla: XlaCount::Differs(why), complex_xla: XlaCount::Differs(why) }
+        Cost { rule, xla: XlaCount::Differs(why), complex_xla: XlaCount::Differs(why), folds: true }
+    }
+    /// The same, but kept on constant operands ([`Cost::folds`]).
+    const fn kept_on_constants(self) -> Cost {
+        Cost { folds: false, ..self }
     }
     /// Elementwise, and counted as XLA does except on complex numbers.
     const fn real_elementwise() -> Cost {
@@ -220,10 +275,25 @@ const EXPANDED_ELEMENTWISE: Option<Cost> = Some(Cost::differs(
     CostRule::Elementwise,
     "lowered to several elementwise instructions, which XLA counts one by one",
 ));
+const EXPANDED_ELEMENTWISE_KEPT: Option<Cost> = Some(Cost::differs(
+    CostRule::Elementwise,
+    "lowered to several elementwise instructions, which XLA counts one by one",
+).kept_on_constants());
+/// A primitive JAX lowers (on CPU) to one LAPACK custom call and nothing
+/// else.
+const LAPACK_CALL: &str = "lowered to one LAPACK custom call, which XLA counts as -1 FLOPs and -1 bytes";
 /// What XLA counts of a loop beyond its body.
 const LOOP_OVERHEAD: &str = "XLA also counts the loop's counter and its comparison, and the slicing of each iteration's operands and results";
 const TRANSCENDENTAL: Option<Cost> = Some(Cost::equal(CostRule::Transcendental));
+/// Kept on constant operands ([`Cost::folds`]).
+const TRANSCENDENTAL_KEPT: Option<Cost> = Some(Cost::equal(CostRule::Transcendental).kept_on_constants());
+const EXPANDED_TRANSCENDENTAL_KEPT: Option<Cost> = Some(Cost::differs(
+    CostRule::Transcendental,
+    "lowered to an expansion of several instructions (CHLO), which XLA counts one by one",
+).kept_on_constants());
+const ELEMENTWISE_KEPT: Option<Cost> = Some(Cost::equal(CostRule::Elementwise).kept_on_constants());
 const FREE: Option<Cost> = Some(Cost::equal(CostRule::Free));
+const PASS_THROUGH: Option<Cost> = Some(Cost::equal(CostRule::PassThrough));
 
 impl Family {
     /// The cost of a primitive of this family whose row names none.
@@ -422,7 +492,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "Arccosine, elementwise.",
         complex: COMPLEX,
-        cost: EXPANDED_TRANSCENDENTAL,
+        cost: EXPANDED_TRANSCENDENTAL_KEPT,
         ..ROW
     },
     Primitive {
@@ -430,7 +500,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "Inverse hyperbolic cosine, elementwise.",
         complex: COMPLEX,
-        cost: EXPANDED_TRANSCENDENTAL,
+        cost: EXPANDED_TRANSCENDENTAL_KEPT,
         ..ROW
     },
     Primitive {
@@ -446,12 +516,16 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Binary,
         doc: "Addition of tangents (from autodiff), elementwise.",
         complex: COMPLEX,
+        // Lowered to `add`: `x + 0` is folded to `x`.
+        cost: Some(Cost::equal(CostRule::ElementwiseUnlessIdentity(0))),
         ..ROW
     },
     Primitive {
         name: "and",
         family: Binary,
         doc: "Bitwise/logical and, elementwise.",
+        // `x & -1` (`b and True`) is folded to `x`.
+        cost: Some(Cost::equal(CostRule::ElementwiseUnlessIdentity(-1))),
         ..ROW
     },
     Primitive {
@@ -482,7 +556,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "Arcsine, elementwise.",
         complex: COMPLEX,
-        cost: EXPANDED_TRANSCENDENTAL,
+        cost: EXPANDED_TRANSCENDENTAL_KEPT,
         ..ROW
     },
     Primitive {
@@ -490,7 +564,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "Inverse hyperbolic sine, elementwise.",
         complex: COMPLEX,
-        cost: EXPANDED_TRANSCENDENTAL,
+        cost: EXPANDED_TRANSCENDENTAL_KEPT,
         ..ROW
     },
     Primitive {
@@ -498,14 +572,14 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "Arctangent, elementwise.",
         complex: COMPLEX,
-        cost: EXPANDED_TRANSCENDENTAL,
+        cost: EXPANDED_TRANSCENDENTAL_KEPT,
         ..ROW
     },
     Primitive {
         name: "atan2",
         family: Binary,
         doc: "Two-argument arctangent, elementwise.",
-        cost: TRANSCENDENTAL,
+        cost: TRANSCENDENTAL_KEPT,
         ..ROW
     },
     Primitive {
@@ -513,7 +587,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "Inverse hyperbolic tangent, elementwise.",
         complex: COMPLEX,
-        cost: EXPANDED_TRANSCENDENTAL,
+        cost: EXPANDED_TRANSCENDENTAL_KEPT,
         ..ROW
     },
     Primitive {
@@ -549,13 +623,14 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "cbrt",
         family: Unary,
         doc: "Cube root, elementwise.",
-        cost: TRANSCENDENTAL,
+        cost: TRANSCENDENTAL_KEPT,
         ..ROW
     },
     Primitive {
         name: "ceil",
         family: Unary,
         doc: "Round up, elementwise.",
+        cost: ELEMENTWISE_KEPT,
         ..ROW
     },
     Primitive {
@@ -566,6 +641,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         jaxpr_params: &["jaxpr"],
         doc: "Calls a jaxpr whose residuals are rematerialised (jax.checkpoint).",
         complex: COMPLEX,
+        cost: Some(Cost::equal(CostRule::Checkpoint)),
         ..ROW
     },
     Primitive {
@@ -665,7 +741,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         aliases: &["copy_p"],
         doc: "Copy of the operand.",
         complex: COMPLEX,
-        cost: FREE,
+        cost: PASS_THROUGH,
         ..ROW
     },
     Primitive {
@@ -787,7 +863,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "digamma",
         family: Unary,
         doc: "Digamma function, elementwise.",
-        cost: EXPANDED_TRANSCENDENTAL,
+        cost: EXPANDED_TRANSCENDENTAL_KEPT,
         ..ROW
     },
     Primitive {
@@ -859,6 +935,9 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Comparison,
         doc: "Equality, elementwise.",
         complex: COMPLEX,
+        // `b == True` of booleans is folded to `b` (of numbers the result
+        // has another type than the operand: kept).
+        cost: Some(Cost::equal(CostRule::ElementwiseUnlessIdentity(1))),
         ..ROW
     },
     Primitive {
@@ -872,7 +951,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "erf_inv",
         family: Unary,
         doc: "Inverse error function, elementwise.",
-        cost: EXPANDED_TRANSCENDENTAL,
+        cost: EXPANDED_TRANSCENDENTAL_KEPT,
         ..ROW
     },
     Primitive {
@@ -910,7 +989,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "exp(x) - 1, elementwise.",
         complex: COMPLEX,
-        cost: TRANSCENDENTAL,
+        cost: TRANSCENDENTAL_KEPT,
         ..ROW
     },
     Primitive {
@@ -926,6 +1005,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "floor",
         family: Unary,
         doc: "Round down, elementwise.",
+        cost: ELEMENTWISE_KEPT,
         ..ROW
     },
     Primitive {
@@ -957,6 +1037,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "geqrf",
         family: Other,
         doc: "LAPACK's Householder QR: the factored matrix (R on and above the diagonal, the reflectors below it) and the reflectors' scales `taus`.",
+        cost: Some(Cost::differs(CostRule::Unmodelled, LAPACK_CALL)),
         stablehlo: Lowering::Lowered,
         native: Lowering::Lowered,
         ..ROW
@@ -981,7 +1062,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         doc: "Regularized incomplete gamma function, elementwise.",
         stablehlo: Refused("no lowering yet"),
         native: Refused("no lowering yet"),
-        cost: EXPANDED_TRANSCENDENTAL,
+        cost: EXPANDED_TRANSCENDENTAL_KEPT,
         ..ROW
     },
     Primitive {
@@ -990,7 +1071,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         doc: "Complementary regularized incomplete gamma function, elementwise.",
         stablehlo: Refused("no lowering yet"),
         native: Refused("no lowering yet"),
-        cost: EXPANDED_TRANSCENDENTAL,
+        cost: EXPANDED_TRANSCENDENTAL_KEPT,
         ..ROW
     },
     Primitive {
@@ -1029,6 +1110,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "is_finite",
         family: Unary,
         doc: "Whether each element is finite.",
+        cost: ELEMENTWISE_KEPT,
         ..ROW
     },
     Primitive {
@@ -1057,7 +1139,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "lgamma",
         family: Unary,
         doc: "log|Gamma(x)|, elementwise.",
-        cost: EXPANDED_TRANSCENDENTAL,
+        cost: EXPANDED_TRANSCENDENTAL_KEPT,
         ..ROW
     },
     Primitive {
@@ -1073,7 +1155,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "log(1 + x), elementwise.",
         complex: COMPLEX,
-        cost: TRANSCENDENTAL,
+        cost: TRANSCENDENTAL_KEPT,
         ..ROW
     },
     Primitive {
@@ -1158,6 +1240,8 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Comparison,
         doc: "Inequality, elementwise.",
         complex: COMPLEX,
+        // `b != False` of booleans is folded to `b`.
+        cost: Some(Cost::equal(CostRule::ElementwiseUnlessIdentity(0))),
         ..ROW
     },
     Primitive {
@@ -1171,7 +1255,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "nextafter",
         family: Binary,
         doc: "Next representable float towards y, elementwise.",
-        cost: EXPANDED_ELEMENTWISE,
+        cost: EXPANDED_ELEMENTWISE_KEPT,
         ..ROW
     },
     Primitive {
@@ -1201,6 +1285,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["padding_config"],
         doc: "Pads an array with a scalar value: (low, high, interior) per axis in `padding_config`; negative padding removes elements.",
         complex: COMPLEX,
+        cost: Some(Cost::equal(CostRule::Movement).kept_on_constants()),
         ..ROW
     },
     Primitive {
@@ -1221,7 +1306,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Binary,
         doc: "x**y, elementwise.",
         complex: COMPLEX,
-        cost: TRANSCENDENTAL,
+        cost: TRANSCENDENTAL_KEPT,
         ..ROW
     },
     Primitive {
@@ -1419,7 +1504,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         doc: "Regularized incomplete beta function I_x(a, b), elementwise.",
         stablehlo: Refused("no lowering yet"),
         native: Refused("no lowering yet"),
-        cost: EXPANDED_TRANSCENDENTAL,
+        cost: EXPANDED_TRANSCENDENTAL_KEPT,
         ..ROW
     },
     Primitive {
@@ -1712,6 +1797,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Identity,
         doc: "Identity that blocks differentiation.",
         complex: COMPLEX,
+        cost: PASS_THROUGH,
         ..ROW
     },
     Primitive {
@@ -1719,6 +1805,8 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Binary,
         doc: "Subtraction, elementwise.",
         complex: COMPLEX,
+        // `x - 0` is folded to `x`.
+        cost: Some(Cost::equal(CostRule::ElementwiseUnlessRightIdentity(0))),
         ..ROW
     },
     Primitive {
@@ -1757,6 +1845,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Shape,
         params: &["reps"],
         doc: "Repeats an array `reps[i]` times along each axis i.",
+        cost: Some(Cost::equal(CostRule::Tile)),
         ..ROW
     },
     Primitive {
@@ -1845,6 +1934,8 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "xor",
         family: Binary,
         doc: "Bitwise/logical xor, elementwise.",
+        // `x ^ 0` (`b xor False`) is folded to `x`.
+        cost: Some(Cost::equal(CostRule::ElementwiseUnlessIdentity(0))),
         ..ROW
     },
     Primitive {

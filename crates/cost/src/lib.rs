@@ -302,6 +302,8 @@ struct Walk<'a, 'f> {
 }
 
 const DEAD: &str = "nothing reads its results: JAX's lowering drops it";
+const EMPTY_CALL: &str = "its results are empty arrays, which what reads them gets as empty constants: JAX's lowering drops the call";
+const ONE_VALUE: &str = "selects between one value: folded to that value before XLA sees it";
 const FOLDED: &str = "its operands are constants: folded into a constant before XLA sees it";
 
 /// The first reason of two that a count is not XLA's.
@@ -327,11 +329,11 @@ impl Walk<'_, '_> {
         }
         self.visiting[id.0 as usize] = true;
         let info = self.analysis.jaxpr(id);
-        for e in self.dead_eqns(id) {
+        for (e, why) in self.dead_eqns(id) {
             self.eqns[e.0 as usize] = Some(EqnCost {
                 total: Cost::zero(),
                 xla: XlaCount::Equal,
-                dropped: Some(DEAD),
+                dropped: Some(why),
                 slack: Slack::default(),
             });
         }
@@ -350,6 +352,10 @@ impl Walk<'_, '_> {
                 self.eqns[e.0 as usize] = Some(EqnCost { total, xla: XlaCount::Equal, dropped, slack });
             }
         }
+        for e in rules::nested_concatenates(self, id) {
+            self.eqns[e.0 as usize] =
+                Some(EqnCost { total: Cost::zero(), xla: XlaCount::Equal, dropped: Some(rules::CONCATENATED), slack: Slack::default() });
+        }
         let mut total = Cost::zero();
         let mut xla = XlaCount::Equal;
         let mut slack = Slack::default();
@@ -358,6 +364,21 @@ impl Walk<'_, '_> {
             total = total.add(&cost.total);
             xla = first_difference(xla, cost.xla);
             slack.add(&cost.slack);
+        }
+        // A closed-over constant is free in the model, but the printed
+        // jaxpr does not hold its values: one whose elements are all equal
+        // is a splat constant, which the export writes as a broadcast.
+        for &constvar in &info.constvars {
+            let ty = &self.analysis.var(constvar).ty;
+            if elements(ty, self.analysis).as_constant().is_some_and(|n| n > 1) && self.read.contains(&constvar) {
+                let units = tolerance::Units {
+                    eqns: Amount::constant(1),
+                    elements: elements(ty, self.analysis),
+                    bytes: bytes(ty, None, self.analysis),
+                    body: Cost::zero(),
+                };
+                slack.record(tolerance::CLOSED_OVER, tolerance::CLOSED_OVER_REASON, units);
+            }
         }
         // A jaxpr lowered to a function of several results returns them as
         // a tuple, which XLA counts as a table of 8-byte pointers.
@@ -374,10 +395,15 @@ impl Walk<'_, '_> {
 
     /// The equations whose results nothing reads, directly or through
     /// other such equations, and which have no effect: JAX's lowering
-    /// drops them (dead-code elimination), so XLA never counts them.
-    fn dead_eqns(&mut self, id: JaxprId) -> Vec<EqnId> {
+    /// drops them (dead-code elimination), so XLA never counts them. And
+    /// the `select_n`s whose cases are all one value (`select_n p x
+    /// (stop_gradient x)`, which `cond` under `vmap` makes): StableHLO's
+    /// canonicalisation folds them to the value, so that the predicate is
+    /// not read, and what only it reads is dropped in turn.
+    fn dead_eqns(&mut self, id: JaxprId) -> Vec<(EqnId, &'static str)> {
         let analysis = self.analysis;
         let info = analysis.jaxpr(id);
+        let one_value = self.selects_of_one_value(id);
         let mut read: rustc_hash::FxHashSet<jaxpr_types::VarId> = info.outs.iter().filter_map(|o| o.var).collect();
         let mut dead = Vec::new();
         for &e in info.eqns.iter().rev() {
@@ -385,15 +411,55 @@ impl Walk<'_, '_> {
             let Some(&syntax) = self.syntax.get(&eqn_info.range.start) else {
                 continue;
             };
-            let pure = registry::lookup(&eqn_info.primitive).is_some_and(|row| row.cost().rule.is_pure());
+            let rule = registry::lookup(&eqn_info.primitive).map(|row| row.cost().rule);
+            let pure = rule.is_some_and(CostRule::is_pure);
             let unread = eqn_info.outs.iter().all(|v| v.is_none_or(|v| !read.contains(&v)));
+            let empty = !eqn_info.outs.is_empty()
+                && rules::result_types(analysis, eqn_info)
+                    .iter()
+                    .all(|ty| ty.as_ref().is_some_and(|ty| elements(ty, analysis).is_zero()));
             if pure && unread && eqn_info.callees.is_empty() {
-                dead.push(e);
+                dead.push((e, DEAD));
                 continue;
             }
-            for atom in syntax.args.iter() {
+            // A call, loop or conditional nothing reads whose jaxprs have no
+            // effect: JAX's lowering (`pe.dce_jaxpr`) drops it, and what
+            // only it reads.
+            let no_effect = rule.is_some_and(|r| r != CostRule::Unmodelled)
+                && eqn_info.callees.iter().all(|&(_, j)| self.has_no_effect(j));
+            if unread && !eqn_info.callees.is_empty() && no_effect {
+                dead.push((e, DEAD));
+                continue;
+            }
+            if empty && unread && rule.is_some_and(CostRule::is_call) {
+                dead.push((e, EMPTY_CALL));
+                continue;
+            }
+            // An instruction of empty results is replaced by an empty
+            // constant: it reads nothing.
+            if empty && pure {
+                continue;
+            }
+            let cases = if one_value.contains(&e) {
+                dead.push((e, ONE_VALUE));
+                1
+            } else {
+                0
+            };
+            // A `jit` or `closed_call` some of whose results nothing reads
+            // is pruned by JAX's lowering to the results read, and then to
+            // the operands those need (`dce_jaxpr_pjit_rule`).
+            let needed = match (&*eqn_info.primitive, &eqn_info.callees[..]) {
+                ("jit" | "pjit" | "closed_call" | "core_call", [(_, callee)]) if no_effect => {
+                    let used: Vec<bool> = eqn_info.outs.iter().map(|v| v.is_some_and(|v| read.contains(&v))).collect();
+                    Some(self.needed_inputs(*callee, &used)).filter(|needed| needed.len() == syntax.args.len())
+                }
+                _ => None,
+            };
+            for (i, atom) in syntax.args.iter().enumerate().skip(cases) {
                 if let ast::Atom::Var(name) = atom
                     && let Some(r) = analysis.ref_at(name.range)
+                    && needed.as_ref().is_none_or(|needed| needed[i])
                 {
                     read.insert(r.var);
                 }
@@ -401,6 +467,85 @@ impl Walk<'_, '_> {
         }
         self.read.extend(read);
         dead
+    }
+
+    /// Which inputs of a jaxpr the results marked `used` depend on
+    /// (every input an equation with an effect reads counts).
+    fn needed_inputs(&self, id: JaxprId, used: &[bool]) -> Vec<bool> {
+        let analysis = self.analysis;
+        let info = analysis.jaxpr(id);
+        let mut live: rustc_hash::FxHashSet<jaxpr_types::VarId> =
+            info.outs.iter().zip(used).filter(|(_, u)| **u).filter_map(|(o, _)| o.var).collect();
+        for &e in info.eqns.iter().rev() {
+            let eqn_info = analysis.eqn(e);
+            let pure = registry::lookup(&eqn_info.primitive).is_some_and(|row| {
+                row.cost().rule.is_pure() || matches!(row.cost().rule, CostRule::Free | CostRule::PassThrough)
+            }) && eqn_info.callees.iter().all(|&(_, j)| self.has_no_effect(j));
+            let wanted = eqn_info.outs.iter().any(|v| v.is_some_and(|v| live.contains(&v)));
+            if !pure || wanted {
+                let Some(&syntax) = self.syntax.get(&eqn_info.range.start) else {
+                    return vec![true; info.invars.len()];
+                };
+                live.extend(syntax.args.iter().filter_map(|atom| match atom {
+                    ast::Atom::Var(name) => analysis.ref_at(name.range).map(|r| r.var),
+                    ast::Atom::Lit(_) => None,
+                }));
+            }
+        }
+        info.invars.iter().map(|v| live.contains(v)).collect()
+    }
+
+    /// Whether a jaxpr only computes its results: every equation pure, a
+    /// marker, or a call of such jaxprs.
+    fn has_no_effect(&self, id: JaxprId) -> bool {
+        self.analysis.jaxpr(id).eqns.iter().all(|&e| {
+            let info = self.analysis.eqn(e);
+            match registry::lookup(&info.primitive).map(|row| row.cost().rule) {
+                Some(rule) if rule.is_call() => info.callees.iter().all(|&(_, j)| self.has_no_effect(j)),
+                Some(rule) => (rule.is_pure() || matches!(rule, CostRule::Free | CostRule::PassThrough)) && info.callees.is_empty(),
+                None => false,
+            }
+        })
+    }
+
+    /// The `select_n`s of a jaxpr whose cases are all one value, seen
+    /// through the equations lowered to their operand
+    /// (`CostRule::PassThrough`: `stop_gradient`, `copy`) and through
+    /// other such selects.
+    fn selects_of_one_value(&self, id: JaxprId) -> rustc_hash::FxHashSet<EqnId> {
+        let analysis = self.analysis;
+        let mut source: HashMap<jaxpr_types::VarId, jaxpr_types::VarId> = HashMap::default();
+        let mut selects = rustc_hash::FxHashSet::default();
+        for &e in &analysis.jaxpr(id).eqns {
+            let eqn_info = analysis.eqn(e);
+            let Some(&syntax) = self.syntax.get(&eqn_info.range.start) else {
+                continue;
+            };
+            let Some(rule) = registry::lookup(&eqn_info.primitive).map(|row| row.cost().rule) else {
+                continue;
+            };
+            let [Some(out)] = eqn_info.outs[..] else {
+                continue;
+            };
+            let root = |atom: &ast::Atom| match atom {
+                ast::Atom::Var(name) => analysis.ref_at(name.range).map(|r| source.get(&r.var).copied().unwrap_or(r.var)),
+                ast::Atom::Lit(_) => None,
+            };
+            let same = match (rule, &syntax.args[..]) {
+                (CostRule::PassThrough, [operand]) => root(operand),
+                (CostRule::Select, [_, first, rest @ ..]) if !rest.is_empty() => {
+                    root(first).filter(|value| rest.iter().all(|case| root(case) == Some(*value)))
+                }
+                _ => None,
+            };
+            if let Some(value) = same {
+                source.insert(out, value);
+                if rule == CostRule::Select {
+                    selects.insert(e);
+                }
+            }
+        }
+        selects
     }
 
     fn eqn(&mut self, id: EqnId) -> EqnCost {

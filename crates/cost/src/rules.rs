@@ -74,6 +74,13 @@ pub(crate) struct SplatConstant {
     ty: AType,
 }
 
+/// Whether an array has exactly one element: a constant of it is written
+/// as a literal `constant`, which XLA counts nothing for, not as the
+/// broadcast of a scalar a larger splat constant is.
+fn is_one_element(ty: &AType, analysis: &Analysis) -> bool {
+    elements(ty, analysis).as_constant() == Some(1)
+}
+
 /// The number a literal stands for (`True` one, `False` zero, a complex
 /// `(1+0j)` of no imaginary part its real part).
 fn literal_value(lit: &ast::Literal) -> Option<f64> {
@@ -100,6 +107,8 @@ struct EqnView<'a> {
     splat_constants: &'a std::cell::RefCell<rustc_hash::FxHashSet<SplatConstant>>,
     /// Values known to be one number broadcast (`broadcast_in_dim 1.0`).
     splats: &'a rustc_hash::FxHashMap<jaxpr_types::VarId, f64>,
+    /// Values StableHLO's canonicalisation folds to constants.
+    constants: &'a rustc_hash::FxHashSet<jaxpr_types::VarId>,
     eqn: &'a ast::Eqn,
     operands: Vec<Option<AType>>,
     results: Vec<Option<AType>>,
@@ -142,19 +151,27 @@ impl EqnView<'_> {
             let Some(operand) = operand else {
                 return Amount::unknown();
             };
-            let literal = match atom {
-                ast::Atom::Lit(lit) => literal_value(lit),
-                ast::Atom::Var(_) => None,
+            // A folded value is a constant too: its broadcast folds into
+            // a splat constant like a literal's.
+            let constant = match atom {
+                ast::Atom::Lit(lit) => Some(literal_value(lit)),
+                ast::Atom::Var(name) => self
+                    .analysis
+                    .ref_at(name.range)
+                    .filter(|r| self.constants.contains(&r.var))
+                    .map(|r| self.splats.get(&r.var).copied()),
             };
-            total = total.add(&self.operand_at_result(operand, result, literal));
+            total = total.add(&self.operand_at_result(operand, result, constant));
         }
         total
     }
     /// The bytes an elementwise instruction reads of `operand`, broadcast
-    /// to `result`'s shape first where its shape differs; a scalar literal
-    /// (`literal`) broadcast is a splat constant, whose broadcast counts
-    /// once per function ([`SplatConstant`]).
-    fn operand_at_result(&self, operand: &AType, result: &AType, literal: Option<f64>) -> Amount {
+    /// to `result`'s shape first where its shape differs; a scalar
+    /// constant (`constant`: a literal or a folded value, with its value
+    /// where known) broadcast is a splat constant, whose broadcast counts
+    /// once per function ([`SplatConstant`]), and not at all of one
+    /// element.
+    fn operand_at_result(&self, operand: &AType, result: &AType, constant: Option<Option<f64>>) -> Amount {
         let dtype = operand.dtype.clone().or_else(|| self.fallback().cloned());
         let own = bytes(operand, self.fallback(), self.analysis);
         if operand.shape == result.shape {
@@ -165,33 +182,30 @@ impl EqnView<'_> {
         };
         let splat = result.with_dtype(dtype);
         let broadcast = bytes(&splat, None, self.analysis);
-        if operand.is_scalar() && literal.is_some_and(|value| !self.first_splat(value, &splat)) {
+        let held = match constant {
+            Some(Some(value)) => !self.first_splat(value, &splat),
+            Some(None) => is_one_element(&splat, self.analysis),
+            None => false,
+        };
+        if operand.is_scalar() && held {
             return broadcast;
         }
         broadcast_bytes(operand.is_scalar(), &own, &broadcast).add(&broadcast)
     }
     /// Whether the splat of `value` at `ty` is the first of the function,
-    /// which then holds it: only the first costs its broadcast.
+    /// which then holds it: only the first costs its broadcast (none does
+    /// of one element).
     fn first_splat(&self, value: f64, ty: &AType) -> bool {
+        if is_one_element(ty, self.analysis) {
+            return false;
+        }
         let key = SplatConstant { jaxpr: self.jaxpr, value_bits: value.to_bits(), ty: ty.clone() };
         self.splat_constants.borrow_mut().insert(key)
     }
     /// Whether one operand is the literal `identity` and the other has the
     /// result's type, so that the operation folds away.
-    fn folds_identity(&self, identity: i64) -> bool {
-        let [left, right] = &self.eqn.args[..] else {
-            return false;
-        };
-        let is_identity = |atom: &ast::Atom| match atom {
-            ast::Atom::Lit(lit) => lit.value.parse::<f64>().is_ok_and(|v| v == identity as f64),
-            ast::Atom::Var(name) => self
-                .analysis
-                .ref_at(name.range)
-                .and_then(|r| self.splats.get(&r.var))
-                .is_some_and(|&v| v == identity as f64),
-        };
-        let result = self.results.first().cloned().flatten();
-        (is_identity(left) && self.operands[1] == result) || (is_identity(right) && self.operands[0] == result)
+    fn folds_identity(&self, rule: CostRule) -> bool {
+        identity_operand(self.analysis, self.eqn, &self.results, rule, self.splats).is_some()
     }
     /// Whether it is a `broadcast_in_dim` stretching a size-1 axis of its
     /// operand: HLO's `broadcast` cannot, so the export writes a
@@ -239,6 +253,52 @@ impl EqnView<'_> {
     }
 }
 
+/// Whether `value` is `identity` for `dtype` (`-1`: every bit set, which
+/// is `True` for booleans and the largest value for unsigned integers).
+fn is_identity(identity: i64, value: f64, dtype: Option<&DType>) -> bool {
+    match (identity, dtype) {
+        (-1, Some(DType::Bool)) => value == 1.0,
+        (-1, Some(dtype)) if dtype.is_unsigned() => dtype.bits().is_some_and(|bits| value == 2f64.powi(bits as i32) - 1.0),
+        _ => value == identity as f64,
+    }
+}
+
+/// Which operand of a binary equation is the literal (or splat) identity
+/// of its operation (its `rule`'s, on the right only for a right
+/// identity) while the other has the result's type: the equation then
+/// folds to that other operand.
+fn identity_operand(
+    analysis: &Analysis,
+    eqn: &ast::Eqn,
+    results: &[Option<AType>],
+    rule: CostRule,
+    splats: &rustc_hash::FxHashMap<jaxpr_types::VarId, f64>,
+) -> Option<usize> {
+    let (identity, right_only) = rule.identity()?;
+    let [left, right] = &eqn.args[..] else {
+        return None;
+    };
+    let result = results.first().cloned().flatten()?;
+    let operands = operand_types(analysis, eqn);
+    let is_identity_atom = |atom: &ast::Atom| {
+        let value = match atom {
+            // Complex arithmetic is not folded: only real literals.
+            ast::Atom::Lit(lit) if lit.value.starts_with('(') => None,
+            ast::Atom::Lit(lit) => literal_value(lit),
+            ast::Atom::Var(name) => analysis.ref_at(name.range).and_then(|r| splats.get(&r.var).copied()),
+        };
+        value.is_some_and(|v| is_identity(identity, v, result.dtype.as_ref()))
+    };
+    let keeps = |i: usize| operands.get(i).cloned().flatten().as_ref() == Some(&result);
+    if !right_only && is_identity_atom(left) && keeps(1) {
+        Some(0)
+    } else if is_identity_atom(right) && keeps(0) {
+        Some(1)
+    } else {
+        None
+    }
+}
+
 /// The bytes of the broadcasts JAX's lowering puts before an elementwise
 /// instruction whose operand has another shape than its result: a scalar
 /// is broadcast once; an array of the same rank with size-1 axes goes
@@ -282,6 +342,20 @@ fn tuple_items(expr: &ast::Expr) -> Option<&[ast::Expr]> {
     }
 }
 
+/// The constants JAX's lowering of `select_n` compares an integer
+/// predicate with (`which < k`), one per level of its tree over `cases`
+/// cases starting at `offset`.
+fn select_tree_constants(offset: i64, cases: i64) -> Vec<i64> {
+    if cases <= 1 {
+        return Vec::new();
+    }
+    let mid = cases / 2;
+    let mut out = vec![offset + mid];
+    out.extend(select_tree_constants(offset, mid));
+    out.extend(select_tree_constants(offset + mid, cases - mid));
+    out
+}
+
 /// The multiplies of `x^|y|` by squaring, as JAX's `integer_pow` lowering
 /// emits them.
 fn squaring_multiplies(mut exponent: u64) -> i64 {
@@ -312,9 +386,46 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
         CostRule::Free if view.transposes_only_unit_axes() => {
             cost.bytes_accessed = view.operand_bytes().add(&view.result_bytes());
         }
-        CostRule::Free | CostRule::Unmodelled | CostRule::Call | CostRule::Scan | CostRule::While | CostRule::Cond => {}
-        CostRule::ElementwiseUnlessIdentity(identity) if view.folds_identity(identity) => {}
-        CostRule::Elementwise | CostRule::ElementwiseUnlessIdentity(_) | CostRule::Transcendental => {
+        CostRule::Free
+        | CostRule::PassThrough
+        | CostRule::Unmodelled
+        | CostRule::Call
+        | CostRule::Scan
+        | CostRule::While
+        | CostRule::Cond => {}
+        CostRule::Checkpoint => {
+            let differentiated = view.eqn.param("differentiated").and_then(|p| p.value.as_bool()) == Some(true);
+            // `prevent_cse` is one flag, or one per operand.
+            let barred: Vec<&Option<AType>> = match view.eqn.param("prevent_cse").map(|p| &p.value) {
+                Some(flag) if flag.as_bool() == Some(true) => view.operands.iter().collect(),
+                Some(expr) => match tuple_items(expr) {
+                    Some(flags) => view.operands.iter().zip(flags).filter(|(_, f)| f.as_bool() == Some(true)).map(|(o, _)| o).collect(),
+                    None => Vec::new(),
+                },
+                None => Vec::new(),
+            };
+            if differentiated && !barred.is_empty() {
+                let operands = sum_bytes(barred.iter().copied(), view.fallback(), analysis);
+                cost.bytes_accessed = if barred.len() == 1 {
+                    operands.scale(2)
+                } else {
+                    operands.add(&Amount::constant(16 * barred.len() as i64))
+                };
+            }
+        }
+        CostRule::Tile => {
+            let repeats = view.eqn.param("reps").and_then(|p| int_items(&p.value));
+            match repeats {
+                Some(repeats) if repeats.iter().all(|&r| r == 1) => {}
+                Some(_) => cost.bytes_accessed = view.operand_bytes().scale(7).add(&view.result_bytes().scale(3)),
+                None => return Cost::unknown(),
+            }
+        }
+        CostRule::ElementwiseUnlessIdentity(_) | CostRule::ElementwiseUnlessRightIdentity(_) if view.folds_identity(rule) => {}
+        CostRule::Elementwise
+        | CostRule::ElementwiseUnlessIdentity(_)
+        | CostRule::ElementwiseUnlessRightIdentity(_)
+        | CostRule::Transcendental => {
             let count = view.result_elements();
             if rule == CostRule::Transcendental {
                 cost.transcendentals = count;
@@ -335,9 +446,10 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
             let read = bytes(operand, None, analysis);
             cost.bytes_accessed = if to_bool {
                 // `x != 0`: a zero broadcast to the operand (a splat
-                // constant the function may hold already), compared.
+                // constant the function may hold already; a scalar's zero
+                // is a scalar constant, not broadcast), compared.
                 let zero = view.scalar_bytes(operand);
-                if !operand.is_scalar() && !view.first_splat(0.0, operand) {
+                if operand.is_scalar() || !view.first_splat(0.0, operand) {
                     read.scale(2).add(&view.result_bytes())
                 } else {
                     zero.add(&read.scale(3)).add(&view.result_bytes())
@@ -359,15 +471,19 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
                 cost.flops = count;
                 cost.bytes_accessed = predicate_bytes.add(&case_bytes.scale(3));
             } else {
-                // Each level: `which < k` against a broadcast constant, then a select.
+                // Each level: `which < k` against a broadcast constant `k`
+                // (a splat constant, once per function for an array
+                // predicate), then a select.
                 let integer = predicate_bytes;
                 let constant = view.scalar_bytes(predicate);
-                let level = constant
-                    .add(&integer.scale(3))
-                    .add(&boolean.scale(2))
-                    .add(&case_bytes.scale(3));
+                let level = integer.scale(2).add(&boolean.scale(2)).add(&case_bytes.scale(3));
                 cost.flops = count.scale(2 * (cases - 1));
                 cost.bytes_accessed = level.scale(cases - 1);
+                for k in select_tree_constants(0, cases) {
+                    if predicate.is_scalar() || view.first_splat(k as f64, predicate) {
+                        cost.bytes_accessed = cost.bytes_accessed.add(&constant).add(&integer);
+                    }
+                }
             }
         }
         CostRule::Iota => {
@@ -431,7 +547,16 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
             if unchanged && rule == CostRule::Movement {
                 return cost;
             }
-            cost.bytes_accessed = if &*view.eqn.primitive.text == "stack" && view.operands.len() > 1 {
+            cost.bytes_accessed = if &*view.eqn.primitive.text == "split" {
+                // JAX lowers `split` to a slice per result; a slice of the
+                // whole operand is the operand.
+                let operand = view.operands.first().cloned().flatten();
+                view.results.iter().fold(Amount::zero(), |acc, result| match result {
+                    Some(result) if Some(result) == operand.as_ref() => acc,
+                    Some(result) => acc.add(&bytes(result, None, analysis).scale(2)),
+                    None => Amount::unknown(),
+                })
+            } else if &*view.eqn.primitive.text == "stack" && view.operands.len() > 1 {
                 // JAX lowers `stack` to a `reshape` of each operand (adding
                 // the new axis), then a `concatenate`.
                 view.operand_bytes().scale(3).add(&view.result_bytes())
@@ -441,9 +566,13 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
                 view.operand_bytes().add(&view.result_bytes())
             };
         }
+        // A `slice` of the whole operand is the operand: folded.
+        CostRule::Slice if &*view.eqn.primitive.text == "slice" && view.operands.first() == view.results.first() => {}
         CostRule::Slice => {
             cost.bytes_accessed = view.result_bytes().scale(2);
         }
+        // A reduction over no axis is its operand: folded.
+        CostRule::Reduction if view.eqn.param("axes").and_then(|p| int_items(&p.value)).is_some_and(|axes| axes.is_empty()) => {}
         CostRule::Reduction => {
             // Variadic `reduce` takes its initial values as operands; the
             // named reductions (`reduce_sum`, ...) have theirs implicit.
@@ -471,6 +600,16 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
             cost.bytes_accessed = view.operand_bytes().add(&view.result_bytes());
             if !explicit_inits {
                 cost.bytes_accessed = cost.bytes_accessed.add(&inits);
+            }
+            // A reduction of an empty operand folds to its initial values:
+            // a scalar constant, or its broadcast to the result.
+            let empty_operand = view.operands.first().cloned().flatten().is_some_and(|ty| elements(&ty, analysis).is_zero());
+            if empty_operand && !explicit_inits {
+                cost.bytes_accessed = match view.results.first().cloned().flatten() {
+                    Some(result) if result.is_scalar() => Amount::zero(),
+                    Some(_) => inits.add(&view.result_bytes()),
+                    None => Amount::unknown(),
+                };
             }
         }
         CostRule::Dot => {
@@ -538,7 +677,7 @@ fn type_difference(cost: registry::Cost, family: Family, view: &EqnView<'_>) -> 
     // An elementwise operation with operands of another dtype than its
     // result (`mul[out_dtype=...]`) converts them first.
     if matches!(family, Family::Unary | Family::Binary)
-        && matches!(cost.rule, CostRule::Elementwise | CostRule::ElementwiseUnlessIdentity(_)) {
+        && (cost.rule == CostRule::Elementwise || cost.rule.identity().is_some()) {
         let result = view.results.first().cloned().flatten().and_then(|t| t.dtype);
         if view.operands.iter().flatten().any(|t| t.dtype.is_some() && t.dtype != result) {
             return XlaCount::Differs("its operands are converted to the result's dtype first");
@@ -567,12 +706,14 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
     };
     let rule = row.cost();
     let splats = std::mem::take(&mut walk.splats);
+    let constants = std::mem::take(&mut walk.constants);
     let splat_constants = std::cell::RefCell::new(std::mem::take(&mut walk.splat_constants));
     let view = EqnView {
         analysis,
         jaxpr: info.jaxpr,
         splat_constants: &splat_constants,
         splats: &splats,
+        constants: &constants,
         eqn,
         operands: operand_types(analysis, eqn),
         results: result_types(analysis, info),
@@ -586,10 +727,10 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
     };
     // A call, loop or conditional given a constant, or whose results are
     // not all read: JAX's lowering folds and drops code across it.
-    let across_call = matches!(rule.rule, CostRule::Call | CostRule::Scan | CostRule::While | CostRule::Cond)
+    let across_call = (rule.rule.is_call() || matches!(rule.rule, CostRule::Scan | CostRule::While | CostRule::Cond))
         && (eqn.args.iter().any(|atom| match atom {
             ast::Atom::Lit(_) => true,
-            ast::Atom::Var(name) => analysis.ref_at(name.range).is_some_and(|r| walk.constants.contains(&r.var)),
+            ast::Atom::Var(name) => analysis.ref_at(name.range).is_some_and(|r| constants.contains(&r.var)),
         }) || info.outs.iter().any(|out| out.is_none_or(|v| !walk.read.contains(&v))));
     let mut xla = own;
     let callees: Vec<JaxprId> = info.callees.iter().map(|(_, j)| *j).collect();
@@ -611,6 +752,9 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
         && view.results.iter().all(|ty| ty.as_ref().is_some_and(|ty| elements(ty, analysis).is_zero()));
     drop(view);
     walk.splats = splats;
+    // The nested jaxprs' folded values join the file's.
+    let nested_constants = std::mem::replace(&mut walk.constants, constants);
+    walk.constants.extend(nested_constants);
     walk.splat_constants = splat_constants.into_inner();
     // An instruction with an empty result is not counted.
     if empty_results {
@@ -650,6 +794,16 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
         _ => {
             for cost in &nested {
                 total = total.add(cost);
+            }
+            // JAX lowers a checkpoint's body in place (`jaxpr_subcomp`),
+            // not as a function: no tuple of its results.
+            if rule.rule == CostRule::Checkpoint {
+                for &(_, callee) in &info.callees {
+                    let outs = analysis.jaxpr(callee).outs.len();
+                    if outs > 1 {
+                        total.bytes_accessed = total.bytes_accessed.sub(&Amount::constant(8 * outs as i64));
+                    }
+                }
             }
             for body in &nested_slack {
                 slack.add(body);
@@ -711,8 +865,11 @@ fn splat_value(
         })
         .collect();
     match (primitive, &values?[..]) {
-        ("broadcast_in_dim" | "reshape" | "convert_element_type" | "squeeze" | "expand_dims", [x]) => Some(*x),
+        ("broadcast_in_dim" | "reshape" | "convert_element_type" | "squeeze" | "expand_dims" | "tile" | "slice", [x]) => Some(*x),
+        // A concatenate of splats of one value is that splat.
+        ("concatenate", [x, rest @ ..]) if rest.iter().all(|y| y == x) => Some(*x),
         ("neg", [x]) => Some(-x),
+        ("square", [x]) => Some(x * x),
         ("mul", [x, y]) => Some(x * y),
         ("add" | "add_any", [x, y]) => Some(x + y),
         ("sub", [x, y]) => Some(x - y),
@@ -749,7 +906,11 @@ fn splat_of(walk: &Walk<'_, '_>, e: EqnId, var: jaxpr_types::VarId) -> Option<f6
 pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, Cost)> {
     let analysis = walk.analysis;
     let info = analysis.jaxpr(id);
-    let mut constant: rustc_hash::FxHashSet<jaxpr_types::VarId> = Default::default();
+    // A closed-over constant is a `stablehlo.constant` too; its values are
+    // not in the jaxpr, so what is folded from it is a dense constant (a
+    // literal XLA counts nothing for), not a splat.
+    let mut constant: rustc_hash::FxHashSet<jaxpr_types::VarId> = info.constvars.iter().copied().collect();
+    let mut dense: rustc_hash::FxHashSet<jaxpr_types::VarId> = info.constvars.iter().copied().collect();
     // Results of `complex` of constants, which `real` and `imag` fold through.
     let mut made_complex: rustc_hash::FxHashSet<jaxpr_types::VarId> = Default::default();
     let mut folded = Vec::new();
@@ -764,8 +925,9 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
             continue;
         }
         // StableHLO's folders compute integers, floats and booleans, not
-        // complex numbers: arithmetic on or to complex constants stays (a
-        // broadcast or reshape of one folds: it only reshapes the splat;
+        // complex numbers: arithmetic on or to complex constants stays, and
+        // so does a slice of one (a broadcast or reshape of one folds: it
+        // only reshapes the splat;
         // `real`/`imag` of a `complex` of constants fold to its operand by
         // a pattern).
         let complex_operand = operand_types(analysis, syntax)
@@ -780,15 +942,22 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
             });
         let complex = complex_operand && !of_complex_op;
         let foldable = registry::lookup(&eqn_info.primitive).is_some_and(|row| {
-            (row.family == Family::Shape
-                || (!complex && matches!(row.family, Family::Unary | Family::Binary | Family::Comparison | Family::Conversion)))
+            row.cost().folds
+                && (row.family == Family::Shape
+                    || (!complex
+                        && (matches!(row.family, Family::Unary | Family::Binary | Family::Comparison | Family::Conversion)
+                            || (row.family == Family::Indexing && row.cost().rule == CostRule::Slice))))
                 && matches!(
                     row.cost().rule,
                     CostRule::Elementwise
                         | CostRule::ElementwiseUnlessIdentity(_)
+                        | CostRule::ElementwiseUnlessRightIdentity(_)
                         | CostRule::Transcendental
+                        | CostRule::Multiplies
+                        | CostRule::Tile
                         | CostRule::Convert
                         | CostRule::Movement
+                        | CostRule::Slice
                         | CostRule::Free
                 )
         });
@@ -826,7 +995,38 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
             folded.push(e);
             continue;
         }
+        // A `pad` of an empty array is its padding value everywhere: a
+        // splat constant (`pad` of a constant is otherwise kept).
+        let padded_value = match (&*eqn_info.primitive, &syntax.args[..], &eqn_info.outs[..]) {
+            ("pad", [ast::Atom::Var(operand), padding], [Some(out)]) => {
+                let empty = analysis.ref_at(operand.range).is_some_and(|r| elements(&analysis.var(r.var).ty, analysis).is_zero());
+                let value = match padding {
+                    ast::Atom::Lit(lit) => lit.value.parse::<f64>().ok(),
+                    ast::Atom::Var(name) => analysis.ref_at(name.range).and_then(|r| walk.splats.get(&r.var).copied()),
+                };
+                value.filter(|_| empty).map(|value| (*out, value))
+            }
+            _ => None,
+        };
+        if let Some((out, value)) = padded_value {
+            constant.insert(out);
+            walk.constants.insert(out);
+            walk.splats.insert(out, value);
+            folded.push(e);
+            continue;
+        }
         if foldable && operands_constant {
+            let of_dense = syntax.args.iter().any(|atom| match atom {
+                ast::Atom::Var(name) => analysis.ref_at(name.range).is_some_and(|r| dense.contains(&r.var)),
+                ast::Atom::Lit(_) => false,
+            });
+            // A concatenate of constants that are not one splat is a dense
+            // constant too.
+            let mixed = &*eqn_info.primitive == "concatenate"
+                && splat_value(&eqn_info.primitive, &syntax.args, analysis, &walk.splats).is_none();
+            if of_dense || mixed {
+                dense.extend(eqn_info.outs.iter().flatten().copied());
+            }
             constant.extend(eqn_info.outs.iter().flatten().copied());
             walk.constants.extend(eqn_info.outs.iter().flatten().copied());
             // A broadcast of a literal is a splat of known value, and so is
@@ -875,14 +1075,13 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
         }
         if let Some(&syntax) = walk.syntax.get(&analysis.eqn(e).range.start) {
             // `mul x 1.0` with a splat one folds to `x`: the splat is not read.
-            let identity = registry::lookup(&analysis.eqn(e).primitive).and_then(|row| match row.cost().rule {
-                CostRule::ElementwiseUnlessIdentity(k) if syntax.args.len() == 2 => Some(k as f64),
-                _ => None,
+            let unread = registry::lookup(&analysis.eqn(e).primitive).and_then(|row| {
+                identity_operand(analysis, syntax, &result_types(analysis, analysis.eqn(e)), row.cost().rule, &walk.splats)
             });
-            for atom in syntax.args.iter() {
+            for (i, atom) in syntax.args.iter().enumerate() {
                 if let ast::Atom::Var(name) = atom
                     && let Some(r) = analysis.ref_at(name.range)
-                    && !(identity.is_some() && walk.splats.get(&r.var).copied() == identity)
+                    && unread != Some(i)
                 {
                     read.insert(r.var);
                 }
@@ -898,8 +1097,10 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
                 // An empty array is no instruction; an equal splat the
                 // function already holds is not materialised again.
                 let materialised = read.contains(var)
+                    && !dense.contains(var)
                     && !ty.is_scalar()
                     && !elements(ty, analysis).is_zero()
+                    && !is_one_element(ty, analysis)
                     && splat_of(walk, e, *var).is_none_or(|value| {
                         let key = SplatConstant { jaxpr: id, value_bits: value.to_bits(), ty: ty.clone() };
                         walk.splat_constants.insert(key)
@@ -999,5 +1200,50 @@ pub(crate) fn reshape_chains(walk: &Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, Co
     out
 }
 
+/// The `concatenate`s whose one use is an operand of a `concatenate`
+/// along the same axis: StableHLO's canonicalisation puts their operands
+/// in the outer one's place (which reads the same bytes) and drops them.
+pub(crate) fn nested_concatenates(walk: &Walk<'_, '_>, id: JaxprId) -> Vec<EqnId> {
+    let analysis = walk.analysis;
+    let info = analysis.jaxpr(id);
+    let axis_of = |eqn: &ast::Eqn| eqn.param("dimension").and_then(|p| int_value(&p.value));
+    let mut uses: rustc_hash::FxHashMap<jaxpr_types::VarId, usize> = Default::default();
+    for var in info.outs.iter().filter_map(|o| o.var) {
+        *uses.entry(var).or_default() += 1;
+    }
+    // The value each concatenate's operands are read as, with its axis.
+    let mut concatenated: Vec<(jaxpr_types::VarId, Option<i64>)> = Vec::new();
+    let mut made_by: rustc_hash::FxHashMap<jaxpr_types::VarId, (EqnId, Option<i64>)> = Default::default();
+    for &e in &info.eqns {
+        if walk.eqns[e.0 as usize].as_ref().is_some_and(|c| c.dropped.is_some()) {
+            continue;
+        }
+        let eqn_info = analysis.eqn(e);
+        let Some(&eqn) = walk.syntax.get(&eqn_info.range.start) else { continue };
+        let concatenate = &*eqn_info.primitive == "concatenate";
+        for atom in eqn.args.iter() {
+            if let ast::Atom::Var(name) = atom
+                && let Some(r) = analysis.ref_at(name.range)
+            {
+                *uses.entry(r.var).or_default() += 1;
+                if concatenate {
+                    concatenated.push((r.var, axis_of(eqn)));
+                }
+            }
+        }
+        if concatenate && let [Some(out)] = eqn_info.outs[..] {
+            made_by.insert(out, (e, axis_of(eqn)));
+        }
+    }
+    concatenated
+        .into_iter()
+        .filter_map(|(var, outer_axis)| {
+            let &(inner, inner_axis) = made_by.get(&var)?;
+            (inner_axis.is_some() && inner_axis == outer_axis && uses.get(&var) == Some(&1)).then_some(inner)
+        })
+        .collect()
+}
+
+pub(crate) const CONCATENATED: &str = "a concatenate only a concatenate along the same axis reads: its operands put in that one's place";
 const RESHAPED: &str = "a reshape only reshapes read: folded into them";
 

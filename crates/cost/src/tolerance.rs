@@ -189,6 +189,13 @@ pub fn library_primitive(name: &str) -> &'static str {
         .unwrap_or("a primitive without a row")
 }
 
+/// What a jaxpr's closed-over constants are recorded under (they are no
+/// equation; the name stands where a primitive's would).
+pub const CLOSED_OVER: &str = "a closed-over constant";
+/// The reason recorded for a closed-over constant.
+pub const CLOSED_OVER_REASON: &str = "its values are not in the jaxpr: if they are all equal, XLA counts the broadcast of a splat constant";
+const CLOSED_OVER_WHY: &str = "JAX lowers a closed-over constant (a constvar, printed without its values) to a `stablehlo.constant`; one whose elements are all equal is a splat, which the HLO export writes as a `broadcast` of a scalar `constant` (checked: numpyro's regression potential closes over an all-true `bool[10]` mask, and XLA's HLO has `broadcast(constant(true))`, 11 bytes), while any other constant is a literal XLA counts nothing for. XLA's count may then be higher by the scalar read and the array written: at most twice the constant's bytes";
+
 /// The reason recorded for a call, loop or conditional given a constant
 /// operand, or whose results are not all read.
 pub const ACROSS_CALLS: &str = "given a constant, or with results nothing reads: JAX's lowering folds and drops code inside it";
@@ -280,6 +287,11 @@ const KERNEL_TAPS: (&str, &str) = (
     "XLA counts only the kernel taps that fall inside the (padded, dilated) input",
     "`HandleConvolution` counts, per output, only the kernel taps inside the padded and dilated input, fewer than the full kernel at the borders",
 );
+/// XLA's count may be up to `times` higher per equation.
+const fn per_eqn_above(times: i64) -> Bound {
+    Bound { below: Per::NOTHING, above: Per { eqn: times, ..Per::NOTHING } }
+}
+
 /// XLA's count may be `times` lower per equation.
 const fn per_eqn_below(times: i64) -> Bound {
     Bound { below: Per { eqn: times, ..Per::NOTHING }, above: Per::NOTHING }
@@ -289,6 +301,11 @@ const IDENTITY_LIBRARY: &str = "Equinox lowers it with `mlir.lower_fun` of its i
 const SELECT_LIBRARY: &str = "Equinox lowers it (outside `vmap`) with `mlir.lower_fun` of `lax.select(pred, x, y)`: one `select`, which `HandleElementwiseOp` counts as a FLOP per result element and reads the predicate and both cases (at most its operands' and result's elements and bytes)";
 const REDUCE_LIBRARY: &str = "Equinox lowers it with `mlir.lower_fun` of `jnp.any(x)` / `jnp.max(x)`: one `reduce` over every axis, which `HandleReduce` counts as a FLOP per folded element and reads the operand and a scalar initial value (at most twice the operand's and result's bytes)";
 const SET_LIBRARY: &str = "Equinox lowers it with `mlir.lower_fun` of `xs.at[i].set(x)`: JAX's index normalisation on the scalar indices (compare, add, select) and a `scatter`, whose update computation `HandleScatter` counts once per update element, reading operand, indices and updates (at most a FLOP per operand and result element and twice their bytes)";
+const LAPACK_CALL: (&str, &str) = (
+    "lowered to one LAPACK custom call, which XLA counts as -1 FLOPs and -1 bytes",
+    "JAX lowers it on CPU to a single `custom_call` to LAPACK (`lapack_sgeqrf_ffi`, ...) whose results are read with `get-tuple-element`; `HloCostAnalysis::HandleCustomCall` marks the call's FLOPs and bytes accessed unknown with -1 (checked: `geqrf` of f32[4,3], [3,4], [5,5] and [6,2] alone cost -1 FLOPs and 15 bytes, the 16 of the result tuple less one), so XLA's totals are one lower per call",
+);
+const LINEAR_SOLVE_LIBRARY: &str = "lineax's `linear_solve` is an Equinox primitive lowered with `mlir.lower_fun` of the solve its parameters hold: the solver (`LU`, `QR`, `SVD`, `Cholesky`, `CG`, `GMRES`, `BiCGStab`, `Diagonal`, `Tridiagonal`, `AutoLinearSolver`) and the operator's structure are Python objects in `static` and `treedef`, printed as `<object ...>`, and the operator's state (an LU or QR factorisation, which the jaxpr computes before) is among its operands. What XLA counts of the solve is therefore not in the jaxpr: for `LU` (read off jax 0.10.2's HLO of lineax's quickstart) the lowering factorises the matrix again (`lapack_sgetrf_ffi`; the jaxpr's own `lu` is then unread and dropped), permutes by the pivots in a `while` loop, gathers, calls `lapack_strsm_ffi` twice, and checks the result with `is_finite`, a `reduce` and a `conditional` to a `pure_callback` raising the error; an iterative solver (`CG`, `GMRES`, `BiCGStab`) is a `while` loop counted once with its dot products, and the model counts nothing for it: the bound is no model of the solve but the most measured per equation on the corpora (lineax, optimistix, diffrax: systems of at most 8 unknowns), which a larger system exceeds";
 const CALLBACK_LIBRARY: &str = "JAX lowers it to a `custom_call` to the Python callback; `HloCostAnalysis::HandleCustomCall` marks the call's FLOPs and bytes accessed unknown with -1, so XLA's totals are one lower per callback";
 
 /// JAX lowers a call, loop or conditional given a literal or a folded constant, or whose results are not all read, and StableHLO's canonicalisation and the inliner fold the constant through its body and drop what is unread: XLA may count up to the whole body less.
@@ -385,7 +402,10 @@ pub const TOLERANCES: &[Tolerance] = &[
     row(&["select_if_vmap"], (LIBRARY, SELECT_LIBRARY), [elements(0, 1), Bound::EXACT, bytes(0, 1)]),
     row(&["unvmap_any", "unvmap_max"], (LIBRARY, REDUCE_LIBRARY), [elements(0, 1), Bound::EXACT, bytes(0, 2)]),
     row(&["maybe_set"], (LIBRARY, SET_LIBRARY), [elements(0, 1), Bound::EXACT, bytes(0, 2)]),
+    row(&[CLOSED_OVER], (CLOSED_OVER_REASON, CLOSED_OVER_WHY), [Bound::EXACT, Bound::EXACT, bytes(0, 2)]),
     row(&["pure_callback"], (LIBRARY, CALLBACK_LIBRARY), [per_eqn_below(1), Bound::EXACT, per_eqn_below(1)]),
+    row(&["linear_solve"], (LIBRARY, LINEAR_SOLVE_LIBRARY), [per_eqn_above(471), per_eqn_above(3), per_eqn_above(4641)]),
+    row(&["geqrf"], LAPACK_CALL, [per_eqn_below(1), Bound::EXACT, per_eqn_below(1)]),
     row(&["checkpoint", "scan"], (ACROSS_CALLS, ACROSS_WHY), [body(1), body(1), body(2)]),
     row(&["closed_call", "cond", "custom_jvp_call", "custom_vjp_call", "while"], (ACROSS_CALLS, ACROSS_WHY), [body(1), body(1), body(1)]),
     row(&["custom_linear_solve"], (ACROSS_CALLS, ACROSS_WHY), [body(2), body(0), body(3)]),
