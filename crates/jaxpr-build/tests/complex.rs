@@ -217,7 +217,7 @@ fn build(p: &Program, out: &Path, args: &[&str]) -> Result<Built, String> {
         .lines()
         .find(|l| l.contains("J0012") && l.contains("` ") && l.contains("lowering"));
     match refusal {
-        Some(l) if !stderr.contains("internal error") => Ok(Built::Refused(l.to_string())),
+        Some(l) if !stderr.contains("J0016") => Ok(Built::Refused(l.to_string())),
         _ => Err(format!("{}: build failed: {stderr}", p.name)),
     }
 }

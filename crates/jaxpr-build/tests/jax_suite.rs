@@ -258,7 +258,7 @@ fn refusal_key(text: &str, d: &jaxpr_syntax::diagnostics::Diagnostic) -> String 
 fn not_built(text: &str, diags: &[jaxpr_syntax::diagnostics::Diagnostic]) -> Outcome {
     let first = diags.iter().find(|d| d.is_error());
     match first {
-        Some(d) if d.kind.code() == "J0012" && !d.message.starts_with("internal error") => {
+        Some(d) if d.kind.code() == "J0012" => {
             Outcome::Refused(refusal_key(text, d))
         }
         Some(d) => Outcome::Failed(format!(

@@ -158,7 +158,7 @@ fn jaxprs_nested_in_parameters_build_or_are_refused_with_a_message() {
 }
 
 /// `let`s inside a parameter value were not found by the native back end
-/// ("internal error: no syntax for this jaxpr"): its walk over nested
+/// (a J0016 "no syntax for this jaxpr"): its walk over nested
 /// jaxprs now also enters them, without recursing on the program.
 #[test]
 fn a_chain_of_lets_inside_a_parameter_builds_natively() {

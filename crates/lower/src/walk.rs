@@ -18,6 +18,19 @@ pub struct LowerError {
     pub range: TextRange,
     pub message: String,
     pub help: Option<String>,
+    pub kind: LowerErrorKind,
+}
+
+/// A documented limit (J0012) or a bug of the back end (J0016): a bug is
+/// never reported as a limit.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum LowerErrorKind {
+    /// The back end does not lower this (a registry row, a dtype, a
+    /// parameter value, a dynamic shape): `unsupported`.
+    Refused,
+    /// The back end contradicts itself or the checker (a value of another
+    /// rank than its binder, IR that does not verify): `internal-error`.
+    Internal,
 }
 
 pub type LowerResult<T> = Result<T, LowerError>;
@@ -82,17 +95,38 @@ pub fn power_by_squaring<T: Copy>(x: T, e: u64, mut mul: impl FnMut(T, T) -> Low
     Ok(acc)
 }
 
+/// A refusal at `range`: what the back end does not lower (J0012).
 pub fn err<T>(range: TextRange, message: impl Into<String>) -> LowerResult<T> {
     Err(LowerError {
         range,
         message: message.into(),
         help: None,
+        kind: LowerErrorKind::Refused,
     })
 }
 
+/// A bug of the back end found at `range` (J0016), with the help line
+/// every internal error carries.
+pub fn internal<T>(range: TextRange, message: impl Into<String>) -> LowerResult<T> {
+    Err(LowerError {
+        range,
+        message: message.into(),
+        help: Some(INTERNAL_ERROR_HELP.into()),
+        kind: LowerErrorKind::Internal,
+    })
+}
+
+/// The help line of every internal error, from either back end.
+pub const INTERNAL_ERROR_HELP: &str =
+    "this is a bug in jaxpr, not in the program: please report it with the file and the command";
+
 impl LowerError {
     pub fn into_diagnostic(self) -> Diagnostic {
-        let d = Diagnostic::error(DiagKind::Unsupported, self.range, self.message);
+        let kind = match self.kind {
+            LowerErrorKind::Refused => DiagKind::Unsupported,
+            LowerErrorKind::Internal => DiagKind::InternalError,
+        };
+        let d = Diagnostic::error(kind, self.range, self.message);
         match self.help {
             Some(h) => d.with_help(h),
             None => d,
@@ -520,6 +554,7 @@ pub fn check_lowered(name: &str, at: TextRange, backend: Backend) -> LowerResult
                 range: at,
                 message: format!("`{name}` has no {title} lowering: {why}"),
                 help: Some("`jaxpr check` still checks this equation; docs/primitives.md lists what each back end lowers".into()),
+                kind: LowerErrorKind::Refused,
             }),
         },
         None => Err(LowerError {
@@ -530,6 +565,7 @@ pub fn check_lowered(name: &str, at: TextRange, backend: Backend) -> LowerResult
                  `jaxpr check` still resolves its operands"
                     .into(),
             ),
+            kind: LowerErrorKind::Refused,
         }),
     }
 }
@@ -556,6 +592,7 @@ pub fn check_lowered_complex<'t>(
             range: at,
             message: format!("`{name}` on {dt} has no {} lowering: {why}", backend.title()),
             help: Some("docs/primitives.md lists what each back end lowers for complex dtypes".into()),
+            kind: LowerErrorKind::Refused,
         }),
     }
 }
@@ -563,10 +600,10 @@ pub fn check_lowered_complex<'t>(
 /// The registry's row of a primitive it marks as lowered but the back end
 /// has no arm for: a bug in one of the two, said as such.
 pub fn missing_lowering<T>(name: &str, at: TextRange, backend: Backend) -> LowerResult<T> {
-    err(
+    internal(
         at,
         format!(
-            "internal error: the primitive registry marks `{name}` as lowered by the {} back end, but it has no lowering",
+            "the primitive registry marks `{name}` as lowered by the {} back end, but it has no lowering",
             backend.title()
         ),
     )
@@ -718,10 +755,10 @@ impl<'f> Syntax<'f> {
     )> {
         let info = a.jaxpr(j);
         let Some(syn) = self.jaxpr(info.range) else {
-            return err(info.range, "internal error: no syntax for this jaxpr");
+            return internal(info.range, "no syntax for this jaxpr");
         };
         if let Some(e) = syn.eqns.get(info.eqns.len()) {
-            return err(e.range, "internal error: equation not checked");
+            return internal(e.range, "equation not checked");
         }
         Ok((syn.eqns.iter().zip(info.eqns.iter().copied()), &syn.outvars))
     }
@@ -796,10 +833,10 @@ pub fn expect_results(e: &ast::Eqn, results: usize) -> LowerResult<()> {
     if results == e.outs.len() {
         return Ok(());
     }
-    err(
+    internal(
         e.primitive.range,
         format!(
-            "internal error: the lowering of `{}` gave {} results for {} binders",
+            "the lowering of `{}` gave {} results for {} binders",
             e.primitive.text,
             results,
             e.outs.len()
@@ -832,10 +869,10 @@ pub fn nested_binders(
         );
     }
     if binders.len() != inputs {
-        return err(
+        return internal(
             at,
             format!(
-                "internal error: nested jaxpr has {} inputs, the lowering passes {}",
+                "nested jaxpr has {} inputs, the lowering passes {}",
                 binders.len(),
                 inputs
             ),
@@ -858,6 +895,7 @@ pub fn unnamed_value<T>(at: TextRange) -> LowerResult<T> {
             "a `_` is built only where nothing reads it: an output of a nested jaxpr whose result the call drops (docs/build-refusals.md)"
                 .into(),
         ),
+        kind: LowerErrorKind::Refused,
     })
 }
 
@@ -892,7 +930,7 @@ pub fn unread_output(a: &Analysis, syntax: &Syntax<'_>, j: JaxprId, k: usize, at
         ("cond", "branches" | "branch_jaxprs") if one_result_per_output => false,
         ("scan", "jaxpr") if one_result_per_output => {
             let Some(e) = syntax.eqn(a, *eqn) else {
-                return err(at, "internal error: no syntax for the equation calling this jaxpr");
+                return internal(at, "no syntax for the equation calling this jaxpr");
             };
             match e.param("num_carry").and_then(|p| p.value.as_int()) {
                 Some(n) if n >= 0 && k >= n as usize => true,
@@ -1194,8 +1232,23 @@ pub fn untyped_literal_dtypes<T: Borrow<AType>>(
 
 #[cfg(test)]
 mod tests {
-    use super::{Syntax, complex_literal, untyped_literal_dtypes};
+    use super::{Backend, Syntax, complex_literal, err, missing_lowering, untyped_literal_dtypes};
+    use jaxpr_syntax::TextRange;
+    use jaxpr_syntax::diagnostics::DiagKind;
     use jaxpr_types::{AType, DType};
+
+    /// A refusal is J0012; a back end contradicting the registry is a bug,
+    /// J0016 with the help line asking for a report, never a J0012.
+    #[test]
+    fn bugs_are_internal_errors_and_refusals_unsupported() {
+        let at = TextRange::new(3, 7);
+        let refused = err::<()>(at, "no lowering yet").unwrap_err().into_diagnostic();
+        assert_eq!((refused.kind, refused.kind.code()), (DiagKind::Unsupported, "J0012"));
+        let bug = missing_lowering::<()>("sin", at, Backend::Native).unwrap_err().into_diagnostic();
+        assert_eq!((bug.kind, bug.kind.code(), bug.range), (DiagKind::InternalError, "J0016", at));
+        assert!(bug.message.starts_with("the primitive registry marks `sin` as lowered"), "{}", bug.message);
+        assert!(bug.help.as_deref().is_some_and(|h| h.contains("a bug in jaxpr")), "{:?}", bug.help);
+    }
 
     /// The dtypes of the untyped literals among the operands of the first
     /// equation of `text`'s main jaxpr, whose results have types `outs`.

@@ -2,7 +2,7 @@
 //! their operands, atoms and literals.
 
 use crate::control;
-use jaxpr_lower::{EqnCx, LowerError, LowerResult, Operand, err};
+use jaxpr_lower::{EqnCx, LowerError, LowerErrorKind, LowerResult, Operand, err, internal};
 use jaxpr_check::{EqnId, JaxprId};
 use jaxpr_syntax::TextRange;
 use jaxpr_syntax::ast::{self, Atom};
@@ -189,16 +189,16 @@ impl<'c, 'f> Codegen<'c, 'f> {
                     if n.text == "_" {
                         return jaxpr_lower::walk::unnamed_value(n.range);
                     }
-                    return err(
+                    return internal(
                         n.range,
-                        format!("internal error: `{}` is not resolved", n.text),
+                        format!("`{}` is not resolved", n.text),
                     );
                 };
                 match env.vals.get(&v) {
                     Some(x) => Ok(self.in_this_function(x.clone())),
-                    None => err(
+                    None => internal(
                         n.range,
-                        format!("internal error: `{}` has no value", n.text),
+                        format!("`{}` has no value", n.text),
                     ),
                 }
             }
@@ -211,6 +211,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
                                 range: l.range,
                                 message: format!("the literal `{}` has no dtype to build with", l.value),
                                 help: None,
+                                kind: LowerErrorKind::Refused,
                             });
                         }
                     },

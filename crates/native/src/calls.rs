@@ -58,7 +58,7 @@ impl<'c> Codegen<'c, '_> {
         let mut w = 0;
         for (x, &v) in inputs.iter().zip(&binders) {
             if x.v.dims.len() != physical_rank(&self.a.var(v).ty) {
-                return jaxpr_lower::err(at, "internal error: a call passes an array of another rank than its binder's");
+                return jaxpr_lower::internal(at, "a call passes an array of another rank than its binder's");
             }
             self.put_array(args, &mut w, &self.materialized(&x.v)?);
         }

@@ -6,7 +6,7 @@
 //! each iteration is a memory scope (see the module documentation).
 
 use super::{Arr, Cx, Env, Codegen, Op, dtype};
-use jaxpr_lower::{Operand, LowerResult, ScanLayout, err};
+use jaxpr_lower::{Operand, LowerResult, ScanLayout, err, internal};
 use jaxpr_check::JaxprId;
 use jaxpr_syntax::ast;
 use jaxpr_types::AType;
@@ -216,9 +216,9 @@ impl<'c> Codegen<'c, '_> {
         self.scope_begin();
         let (nc, na) = body(&state)?;
         if nc.len() != cphis.len() || na.len() != aphis.len() {
-            return err(
+            return internal(
                 jaxpr_syntax::TextRange::new(0, 0),
-                "internal error: a loop body returns a state of another length",
+                "a loop body returns a state of another length",
             );
         }
         let kept = self.scope_end(&na)?;
@@ -232,9 +232,9 @@ impl<'c> Codegen<'c, '_> {
         }
         for ((p, ds), a) in aphis.iter().zip(&kept) {
             if ds.len() != a.dims.len() {
-                return err(
+                return internal(
                     jaxpr_syntax::TextRange::new(0, 0),
-                    "internal error: a loop body changes the rank of its state",
+                    "a loop body changes the rank of its state",
                 );
             }
             p.add_incoming(&[(&a.p.as_basic_value_enum(), latch)]);
@@ -411,7 +411,7 @@ impl<'c> Codegen<'c, '_> {
         let l = cx.for_layout(self.a)?;
         let h = l.header();
         let (Some(lower), Some(step)) = (literal_int(&cx.e.args[h]), literal_int(&cx.e.args[h + 2])) else {
-            return err(cx.at(), "internal error: unrolling a loop without literal bounds");
+            return internal(cx.at(), "unrolling a loop without literal bounds");
         };
         let idt = dtype(&cx.args[h].ty)?;
         // Constants are read by every iteration: computed once, now. The

@@ -12,7 +12,7 @@
 //! otherwise a loop nest, broadcast dimensions having stride 0.
 
 use super::{Arr, Cx, Env, Codegen, Op, Unroll, dtype};
-use jaxpr_lower::{LowerResult, err};
+use jaxpr_lower::{LowerResult, err, internal};
 use jaxpr_check::EqnId;
 use jaxpr_syntax::ast::{self, Atom};
 use jaxpr_types::{DType, Dim, VarId};
@@ -272,9 +272,9 @@ impl<'c, 'f> Codegen<'c, 'f> {
     fn take_deferred(&self, id: usize) -> LowerResult<(Node<'f, 'c>, Vec<IntValue<'c>>, DType)> {
         match self.deferred.borrow_mut().remove(&id) {
             Some(d) => Ok(d),
-            None => err(
+            None => internal(
                 jaxpr_syntax::TextRange::new(0, 0),
-                "internal error: a deferred computation used twice",
+                "a deferred computation used twice",
             ),
         }
     }

@@ -32,7 +32,7 @@ use super::{Arr, Codegen, Cx, Env, Op, dtype};
 use jaxpr_check::registry;
 use jaxpr_check::rules::{GateKind, GateLengths, GateOperands};
 use jaxpr_check::{EqnId, JaxprId};
-use jaxpr_lower::{EqnCx, LowerError, LowerResult, Operand, err};
+use jaxpr_lower::{EqnCx, LowerError, LowerErrorKind, LowerResult, Operand, err, internal};
 use jaxpr_syntax::TextRange;
 use jaxpr_syntax::ast::{self, Expr, ExprKind};
 use jaxpr_types::{DType, FloatKind, VarId};
@@ -94,6 +94,7 @@ fn grad_params(cx: &Cx<'_, '_>) -> LowerResult<GradParams> {
             range: p.range,
             message: format!("`grad_params` has the step h={t}, not a number"),
             help: None,
+            kind: LowerErrorKind::Refused,
         })?,
     };
     let finite_difference = match method.as_str() {
@@ -108,7 +109,7 @@ fn grad_params(cx: &Cx<'_, '_>) -> LowerResult<GradParams> {
         .into_iter()
         .map(|k| usize::try_from(k).ok().filter(|&k| k < cx.args.len()))
         .collect::<Option<Vec<_>>>()
-        .ok_or_else(|| LowerError { range: p.range, message: "`expanded_argnums` names an operand that is not there".into(), help: None })?;
+        .ok_or_else(|| LowerError { range: p.range, message: "`expanded_argnums` names an operand that is not there".into(), help: None, kind: LowerErrorKind::Refused })?;
     let with_value = cx.name() == "value_and_grad" || text("with_value").as_deref() == Some("True");
     Ok(GradParams { finite_difference, argnums, with_value })
 }
@@ -127,6 +128,7 @@ fn unsupported<T>(at: TextRange, message: String) -> LowerResult<T> {
         range: at,
         message,
         help: Some("docs/native.md says which derivatives a native build computes; Catalyst's `qjit` computes the others".into()),
+        kind: LowerErrorKind::Refused,
     })
 }
 
@@ -667,7 +669,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
         let mut state = outs.clone();
         for k in positions {
             let Some(o) = outs.get(k) else {
-                return err(TextRange::new(0, 0), format!("internal error: a region has no result {k}"));
+                return internal(TextRange::new(0, 0), format!("a region has no result {k}"));
             };
             let t = match touts.get(k).cloned().flatten() {
                 Some(t) => t,
@@ -729,7 +731,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 }
                 b.build_float_mul(self.fconst(dt, n_pow as f64)?, p, "").expect("mul")
             }
-            _ => return err(TextRange::new(0, 0), format!("internal error: no derivative of `{name}`")),
+            _ => return internal(TextRange::new(0, 0), format!("no derivative of `{name}`")),
         })
     }
 

@@ -324,9 +324,12 @@ pub fn compile_with(
     g.quantum_seed = opts.quantum.seed;
     g.library().map_err(|e| vec![e.into_diagnostic()])?;
     if let Err(e) = g.m.verify() {
-        return Err(internal(format!(
-            "internal error: the generated LLVM IR does not verify: {e}"
-        )));
+        return Err(vec![Diagnostic::error(
+            jaxpr_syntax::diagnostics::DiagKind::InternalError,
+            whole,
+            format!("the generated LLVM IR does not verify: {e}"),
+        )
+        .with_help(jaxpr_lower::INTERNAL_ERROR_HELP)]);
     }
     Target::initialize_native(&InitializationConfig::default()).map_err(internal)?;
     let triple = TargetMachine::get_default_triple();

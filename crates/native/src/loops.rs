@@ -2,7 +2,7 @@
 //! values and phi nodes, loop nests over run-time extents ([`Codegen::nest`]),
 //! and what LLVM may do to unroll them ([`Unroll`]).
 
-use jaxpr_lower::{LowerResult, err};
+use jaxpr_lower::{LowerResult, internal};
 use jaxpr_syntax::TextRange;
 use inkwell::basic_block::BasicBlock;
 use inkwell::values::{
@@ -76,9 +76,9 @@ impl<'c, 'f> Codegen<'c, 'f> {
         self.b.position_at_end(body);
         let next = f(i, &values)?;
         if next.len() != carried.len() {
-            return err(
+            return internal(
                 TextRange::new(0, 0),
-                "internal error: a loop body returns another number of values",
+                "a loop body returns another number of values",
             );
         }
         let latch = self.here();

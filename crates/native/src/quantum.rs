@@ -12,7 +12,7 @@
 use super::{Arr, Codegen, Cx, Env, dtype};
 use jaxpr_check::registry;
 use jaxpr_check::rules::{GateKind, GateLengths, GateOperands};
-use jaxpr_lower::{LowerResult, err};
+use jaxpr_lower::{LowerResult, err, internal};
 use jaxpr_syntax::ast::{Expr, ExprKind};
 use jaxpr_types::{DType, FloatKind};
 use inkwell::IntPredicate;
@@ -249,7 +249,7 @@ impl<'c> Codegen<'c, '_> {
             }
             "device_init" | "qdevice" => {
                 let Some(runtime) = &self.catalyst else {
-                    return err(at, "internal error: a quantum program is lowered without Catalyst's runtime");
+                    return internal(at, "a quantum program is lowered without Catalyst's runtime");
                 };
                 let text = |p: &str| cx.param(p).map(param_text);
                 let (lib, device, kwargs) = (text("rtd_lib")?, text("rtd_name")?, text("rtd_kwargs")?);
@@ -257,6 +257,7 @@ impl<'c> Codegen<'c, '_> {
                     range: at,
                     message,
                     help: Some("install the device's Python package beside pennylane-catalyst".into()),
+                    kind: jaxpr_lower::LowerErrorKind::Refused,
                 })?;
                 let auto = cx.e.param("auto_qubit_management").is_some_and(|p| param_text(&p.value) == "True");
                 let shots = self.scalar_i64(&cx.args[0], at)?;
@@ -556,7 +557,7 @@ impl<'c> Codegen<'c, '_> {
         let name = cx.name();
         let at = cx.at();
         let Some(kind) = GateKind::of(name) else {
-            return err(at, format!("internal error: `{name}` is lowered as a gate"));
+            return internal(at, format!("`{name}` is lowered as a gate"));
         };
         let adjoint = cx.e.param("adjoint").is_some_and(|p| param_text(&p.value) == "True");
         let lengths = GateLengths::of(kind, cx.e, first_operand_is_qubit(cx));

@@ -2,7 +2,7 @@
 //! in the module being built.
 
 use crate::lower::DictionaryKey;
-use jaxpr_lower::{LowerResult, err};
+use jaxpr_lower::{LowerResult, err, internal};
 use jaxpr_syntax::TextRange;
 use jaxpr_types::{DType, FloatKind};
 use melior::ir::operation::OperationBuilder;
@@ -28,9 +28,9 @@ pub(crate) fn parsed<T: Copy>(
         return Ok(x);
     }
     let Some(x) = parse(text) else {
-        return err(
+        return internal(
             TextRange::new(0, 0),
-            format!("internal error: MLIR rejects {}", what()),
+            format!("MLIR rejects {}", what()),
         );
     };
     cache.borrow_mut().insert(text.to_string(), x);
@@ -240,9 +240,9 @@ impl<'c, 'f> Lower<'c, 'f> {
             .add_regions_vec(regions)
             .build();
         let Ok(op) = op else {
-            return err(
+            return internal(
                 TextRange::new(0, 0),
-                format!("internal error: MLIR could not build {name}"),
+                format!("MLIR could not build {name}"),
             );
         };
         Ok(b.append_operation(op).to_raw())

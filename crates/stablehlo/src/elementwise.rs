@@ -2,7 +2,7 @@
 //! [`super::ops`]' tables, and those that need more than one operation).
 
 use super::{ModuleBlock, Env, Lower, ModuleValue};
-use jaxpr_lower::{LowerResult, err};
+use jaxpr_lower::{LowerResult, internal};
 
 
 use melior::ir::ValueLike;
@@ -81,7 +81,7 @@ impl<'c, 'f> Lower<'c, 'f> {
         let x = self.to_shape(b, env, &cx.args[0], out, cx.at())?;
         let y = self.to_shape(b, env, &cx.args[1], out, cx.at())?;
         let Some(part) = super::complex_part(x) else {
-            return err(cx.at(), "internal error: a complex operand without complex elements");
+            return internal(cx.at(), "a complex operand without complex elements");
         };
         let pt = self.with_elem(x, part)?;
         let parts = |v| -> LowerResult<(ModuleValue<'c>, ModuleValue<'c>)> {

@@ -115,10 +115,11 @@ pub fn build_timed(
         Err(Failure::Diagnostics(d)) => Err(d),
         // Writing into memory does not fail; should it, it is a diagnostic.
         Err(Failure::Io(e)) => Err(vec![Diagnostic::error(
-            jaxpr_syntax::diagnostics::DiagKind::Unsupported,
+            jaxpr_syntax::diagnostics::DiagKind::InternalError,
             jaxpr_syntax::TextRange::new(0, 0),
-            format!("internal error: {e}"),
-        )]),
+            format!("writing the module into memory failed: {e}"),
+        )
+        .with_help(jaxpr_lower::INTERNAL_ERROR_HELP)]),
     }
 }
 

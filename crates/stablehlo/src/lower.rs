@@ -3,7 +3,7 @@
 
 use crate::builder::TensorKey;
 use crate::calls;
-use jaxpr_lower::{LowerResult, Syntax, err, solvable};
+use jaxpr_lower::{LowerResult, Syntax, err, internal, solvable};
 use jaxpr_check::{self as check, Analysis, EqnId, JaxprId};
 use jaxpr_syntax::TextRange;
 use jaxpr_syntax::ast::{self, Atom};
@@ -377,9 +377,9 @@ impl<'c, 'f> Lower<'c, 'f> {
     pub(crate) fn value(&self, v: VarId, at: TextRange) -> LowerResult<ModuleValue<'c>> {
         match self.vals.borrow().get(v.0 as usize).copied().flatten() {
             Some(x) => Ok(x),
-            None => err(
+            None => internal(
                 at,
-                format!("internal error: `{}` has no value here", self.a.var(v).name),
+                format!("`{}` has no value here", self.a.var(v).name),
             ),
         }
     }
@@ -405,9 +405,9 @@ impl<'c, 'f> Lower<'c, 'f> {
                     if n.text == "_" {
                         return jaxpr_lower::walk::unnamed_value(n.range);
                     }
-                    return err(
+                    return internal(
                         n.range,
-                        format!("internal error: `{}` is not resolved", n.text),
+                        format!("`{}` is not resolved", n.text),
                     );
                 };
                 Ok(Operand {

@@ -80,13 +80,11 @@ pub(crate) fn lower_source_into<W: Write>(
                 let msgs = messages.lock().map(|m| m.join("; ")).unwrap_or_default();
                 Err(Failure::Diagnostics(vec![
                     Diagnostic::error(
-                        DiagKind::Unsupported,
+                        DiagKind::InternalError,
                         whole,
-                        format!("internal error: the lowered module does not verify: {msgs}"),
+                        format!("the lowered module does not verify: {msgs}"),
                     )
-                    .with_help(
-                        "this is a bug of the StableHLO lowering; please report it with the jaxpr",
-                    ),
+                    .with_help(jaxpr_lower::INTERNAL_ERROR_HELP),
                 ]))
             }
         }

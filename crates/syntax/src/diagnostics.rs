@@ -113,6 +113,10 @@ rule_table! {
     /// a Python scalar that overflowed a narrow float dtype (weak typing).
     DtypeSurprise => "J0015", "dtype-surprise", Warning,
         "A dtype is not what the code asks: a 64-bit one in a program traced with x64 off (computed in 32 bits), or a Python scalar overflowed to inf in a float16 array's dtype.";
+    /// A back end met an inconsistency of its own: a bug in `jaxpr`, kept
+    /// apart from J0012 so that no bug reads as a documented limit.
+    InternalError => "J0016", "internal-error", Error,
+        "`jaxpr build` only: a bug in jaxpr itself, not in the program; please report it with the file.";
 }
 
 impl DiagKind {
