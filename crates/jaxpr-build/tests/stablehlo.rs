@@ -28,10 +28,15 @@ fn out_dir(name: &str) -> PathBuf {
 const XLA_CANNOT_RUN: &[&str] = &["catalyst/resize_loop", "catalyst/while_grow"];
 
 fn build(jaxpr: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    build_as("stablehlo", jaxpr, out, extra)
+}
+
+/// `jaxpr build JAXPR --emit EMIT -o OUT EXTRA...`.
+fn build_as(emit: &str, jaxpr: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
     bin()
         .arg("build")
         .arg(jaxpr)
-        .args(["--emit", "stablehlo", "--color", "never", "-o"])
+        .args(["--emit", emit, "--color", "never", "-o"])
         .arg(out)
         .args(extra)
         .output()
@@ -355,13 +360,7 @@ fn a_dropped_result_returned_as_unnamed_builds() {
         for emit in ["stablehlo", "native"] {
             let out = dir.join(format!("{name}.{emit}.out"));
             let _ = std::fs::remove_file(&out);
-            let b = bin()
-                .arg("build")
-                .arg(&src)
-                .args(["--emit", emit, "--color", "never", "-o"])
-                .arg(&out)
-                .output()
-                .unwrap();
+            let b = build_as(emit, &src, &out, &[]);
             let err = String::from_utf8_lossy(&b.stderr);
             if builds {
                 assert!(b.status.success() && out.exists(), "{name} {emit}: {err}");
@@ -406,13 +405,7 @@ fn what_the_text_does_not_hold_is_refused_with_what_it_lacks() {
         std::fs::write(&src, text).unwrap();
         for emit in ["stablehlo", "native"] {
             let out = dir.join(format!("{name}.{emit}.out"));
-            let b = bin()
-                .arg("build")
-                .arg(&src)
-                .args(["--emit", emit, "--color", "never", "-o"])
-                .arg(&out)
-                .output()
-                .unwrap();
+            let b = build_as(emit, &src, &out, &[]);
             let err = String::from_utf8_lossy(&b.stderr);
             assert_eq!(b.status.code(), Some(1), "{name} {emit}: {err}");
             assert_eq!(err.matches("error[J0012]").count(), 1, "{name} {emit}: {err}");

@@ -53,12 +53,17 @@ impl<'c, 'f> Codegen<'c, 'f> {
         let laid_out = crate::random::physical(&ty).into_owned();
         let element = laid_out.dtype.clone().unwrap_or(DType::UInt(32));
         let dims = self.dims(env, &ty, at)?;
-        let zeros = self.alloc(&element, &dims)?;
-        let bytes = self.mul(self.numel(&dims), self.i64(Self::size_of(&element)));
+        Ok(Operand { v: self.zeros(&element, &dims)?, ty })
+    }
+
+    /// A new array of zeros, of any dtype (all its bytes zero).
+    pub(crate) fn zeros(&self, dt: &DType, dims: &[inkwell::values::IntValue<'c>]) -> LowerResult<Arr<'c>> {
+        let out = self.alloc(dt, dims)?;
+        let bytes = self.mul(self.numel(dims), self.i64(Self::size_of(dt)));
         self.b
-            .build_memset(zeros.p, 1, self.cx.i8_type().const_zero(), bytes)
+            .build_memset(out.p, 1, self.cx.i8_type().const_zero(), bytes)
             .expect("memset");
-        Ok(Operand { v: zeros, ty })
+        Ok(out)
     }
 
     /// Runs a nested jaxpr on `inputs` (constvars, then invars).

@@ -923,14 +923,6 @@ impl<'c, 'f> Codegen<'c, 'f> {
         results.into_iter().map(|r| self.materialized(&r)).collect()
     }
 
-    /// A new array of zeros.
-    fn zeros(&self, dt: &DType, dims: &[inkwell::values::IntValue<'c>]) -> LowerResult<Arr<'c>> {
-        let out = self.alloc(dt, dims)?;
-        let zero = self.fconst(dt, 0.0)?;
-        self.for_range(self.numel(dims), &mut |i| self.store(dt, out.p, i, zero.into()))?;
-        Ok(out)
-    }
-
     /// A new array of `dims`, element `i` being `f` of element `i` of each
     /// input (all of `dims`).
     fn map_elements(
