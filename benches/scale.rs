@@ -27,7 +27,8 @@ fn text(name: &str) -> &'static str {
         let corpus = std::env::var("JAXPR_CORPUS")
             .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus").into());
         Box::leak(
-            jaxpr_test_support::scale::read_gz(&format!("{corpus}/large/{name}.jaxpr.gz")).into_boxed_str(),
+            jaxpr_test_support::scale::read_gz(&format!("{corpus}/large/{name}.jaxpr.gz"))
+                .into_boxed_str(),
         )
     })
 }
@@ -75,14 +76,20 @@ fn edit_binder(bencher: divan::Bencher, name: &str) {
 /// (the file with one call site of `_where` inlined).
 #[divan::bench(args = FILES, sample_count = 40, sample_size = 1)]
 fn edit_nested_jaxpr(bencher: divan::Bencher, name: &str) {
-    let (inlined, at) = jaxpr_test_support::scale::inline_nested(text(name), "_where").expect("_where");
+    let (inlined, at) =
+        jaxpr_test_support::scale::inline_nested(text(name), "_where").expect("_where");
     edit(bencher, &inlined, at, "x");
 }
 
 /// The same in an equation of a `let` jaxpr (called from many equations).
 #[divan::bench(args = FILES, sample_count = 40, sample_size = 1)]
 fn edit_let_jaxpr(bencher: divan::Bencher, name: &str) {
-    edit(bencher, text(name), jaxpr_test_support::scale::let_edit(text(name)), "x");
+    edit(
+        bencher,
+        text(name),
+        jaxpr_test_support::scale::let_edit(text(name)),
+        "x",
+    );
 }
 
 /// A character added to a result's name in a `let` jaxpr: the `let` is

@@ -60,7 +60,11 @@ fn main() {
         // What `jaxpr check` runs: parse and check streamed, keeping only
         // the diagnostics.
         PEAK.store(base, Relaxed);
-        let d = jaxpr_check::check_source(jaxpr_check::Source::Text(&text), jaxpr_check::Keep::Diagnostics).diagnostics();
+        let d = jaxpr_check::check_source(
+            jaxpr_check::Source::Text(&text),
+            jaxpr_check::Keep::Diagnostics,
+        )
+        .diagnostics();
         let t4 = std::time::Instant::now();
         let peak_streaming = PEAK.load(Relaxed) - base;
         drop(d);

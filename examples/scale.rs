@@ -78,14 +78,26 @@ fn main() {
         mb / parse.as_secs_f64(),
         ms(parse),
         ms(median(check)),
-        scale(jaxpr_test_support::scale::operand_edit(&text), "x", Path::Equation),
-        scale(jaxpr_test_support::scale::binder_edit(&text), "x", Path::Binders),
+        scale(
+            jaxpr_test_support::scale::operand_edit(&text),
+            "x",
+            Path::Equation
+        ),
+        scale(
+            jaxpr_test_support::scale::binder_edit(&text),
+            "x",
+            Path::Binders
+        ),
         // The inlined jaxpr keeps the `let`'s indentation: its lines read as
         // the main jaxpr's equations and outputs to the items' line scan, so
         // the items answer None and the file is checked whole.
         ms(edits(&inlined, nested_at, "x", Path::Full, 40)),
         scale(jaxpr_test_support::scale::let_edit(&text), "x", Path::Let),
-        scale(jaxpr_test_support::scale::let_binder_edit(&text), "x", Path::Let),
+        scale(
+            jaxpr_test_support::scale::let_binder_edit(&text),
+            "x",
+            Path::Let
+        ),
         scale(
             jaxpr_test_support::scale::let_signature_edit(&text),
             "1,",

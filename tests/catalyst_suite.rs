@@ -5,8 +5,8 @@
 //! Catalyst's own type rules.
 
 use jaxpr_db::{self as db, RootDatabase, SourceFile};
-use jaxpr_syntax::diagnostics::DiagKind;
 use jaxpr_syntax::LineIndex;
+use jaxpr_syntax::diagnostics::DiagKind;
 use std::path::{Path, PathBuf};
 
 #[path = "common/catalyst_types.rs"]
@@ -44,14 +44,25 @@ fn the_suite_has_forty_programs_half_of_them_quantum() {
     let cases = cases();
     let quantum = cases.iter().filter(|c| c.meta["quantum"] == true).count();
     assert!(cases.len() >= 40, "{} programs", cases.len());
-    assert!(2 * quantum >= cases.len(), "{quantum} of {} are quantum", cases.len());
+    assert!(
+        2 * quantum >= cases.len(),
+        "{quantum} of {} are quantum",
+        cases.len()
+    );
     for c in &cases {
         assert!(
-            c.meta["producer"].as_str().unwrap().starts_with("pennylane-catalyst 0.15.0"),
+            c.meta["producer"]
+                .as_str()
+                .unwrap()
+                .starts_with("pennylane-catalyst 0.15.0"),
             "{}",
             c.name
         );
-        assert!(!c.meta["examples"].as_array().unwrap().is_empty(), "{}: no values", c.name);
+        assert!(
+            !c.meta["examples"].as_array().unwrap().is_empty(),
+            "{}: no values",
+            c.name
+        );
     }
 }
 
@@ -82,7 +93,8 @@ fn signatures_equal_the_ones_catalyst_computes() {
     let mut failures = Vec::new();
     let mut compared = 0;
     for c in cases() {
-        let (n, f) = catalyst_types::compare(&c.name, &c.text, c.meta["signatures"].as_array().unwrap());
+        let (n, f) =
+            catalyst_types::compare(&c.name, &c.text, c.meta["signatures"].as_array().unwrap());
         compared += n;
         failures.extend(f);
     }
@@ -107,10 +119,15 @@ fn errors(text: &str) -> Vec<String> {
 fn a_measurement_of_the_wrong_size_is_an_error() {
     let text = std::fs::read_to_string(suite().join("probs_two_wires.jaxpr")).unwrap();
     assert!(text.contains("f64[4] = probs[static_shape=(4,)]"));
-    let broken = text.replace("f64[4] = probs[static_shape=(4,)]", "f64[3] = probs[static_shape=(3,)]");
+    let broken = text.replace(
+        "f64[4] = probs[static_shape=(4,)]",
+        "f64[3] = probs[static_shape=(3,)]",
+    );
     let errors = errors(&broken);
     assert!(
-        errors.iter().any(|m| m.contains("`probs` of 2 qubit(s) has 2^2 entries")),
+        errors
+            .iter()
+            .any(|m| m.contains("`probs` of 2 qubit(s) has 2^2 entries")),
         "{errors:?}"
     );
 }
@@ -130,18 +147,28 @@ fn jaxpr_types(path: &Path) -> (i32, String) {
         .arg(path)
         .output()
         .unwrap();
-    (out.status.code().unwrap(), String::from_utf8(out.stdout).unwrap())
+    (
+        out.status.code().unwrap(),
+        String::from_utf8(out.stdout).unwrap(),
+    )
 }
 
 #[test]
 fn jaxpr_types_exits_1_on_a_file_with_errors() {
     let (code, out) = jaxpr_types(&suite().join("state_dynamic_wires.jaxpr"));
     assert_eq!(code, 0);
-    assert!(out.contains("out_type: ((c128[OutDBIdx(0)], True),)"), "{out}");
+    assert!(
+        out.contains("out_type: ((c128[OutDBIdx(0)], True),)"),
+        "{out}"
+    );
     let dir = std::env::temp_dir().join(format!("jaxpr-types-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let bad = dir.join("bad.jaxpr");
-    std::fs::write(&bad, "{ lambda ; a:f32[3]. let b:f32[3] = sin c in (b,) }\n").unwrap();
+    std::fs::write(
+        &bad,
+        "{ lambda ; a:f32[3]. let b:f32[3] = sin c in (b,) }\n",
+    )
+    .unwrap();
     let (code, _) = jaxpr_types(&bad);
     std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(code, 1);
@@ -152,5 +179,8 @@ fn complex_parts_are_real_and_conj_of_a_real_is_complex() {
     let text = "{ lambda ; a:c128[3] b:f64[] z:c64[2]. let\n    c:f64[3] = real a\n    d:f64[3] = imag a\n    e:c128[] = conj[input_dtype=float64] b\n    f:c64[2] = conj[input_dtype=complex64] z\n    g:f32[2] = abs z\n    h:c128[3] = real a\n  in (c, d, e, f, g, h) }\n";
     let errors = errors(text);
     assert_eq!(errors.len(), 1, "{errors:?}");
-    assert!(errors[0].starts_with("`h` is declared c128[3], but `real` produces f64[3]"), "{errors:?}");
+    assert!(
+        errors[0].starts_with("`h` is declared c128[3], but `real` produces f64[3]"),
+        "{errors:?}"
+    );
 }

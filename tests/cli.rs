@@ -328,7 +328,11 @@ fn trace_timeout_must_be_a_sane_number_of_seconds() {
 #[test]
 fn a_reader_that_leaves_early_ends_the_output_quietly() {
     let file = corpus().join("jax/attention.jaxpr");
-    for args in [&["stats", "--format", "json"][..], &["types"][..], &["check", "--format", "json"][..]] {
+    for args in [
+        &["stats", "--format", "json"][..],
+        &["types"][..],
+        &["check", "--format", "json"][..],
+    ] {
         let mut child = bin()
             .args(args)
             .arg(&file)
@@ -339,6 +343,9 @@ fn a_reader_that_leaves_early_ends_the_output_quietly() {
         drop(child.stdout.take());
         let out = child.wait_with_output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(!stderr.contains("panicked") && !stderr.contains("Broken pipe"), "{args:?}: {stderr}");
+        assert!(
+            !stderr.contains("panicked") && !stderr.contains("Broken pipe"),
+            "{args:?}: {stderr}"
+        );
     }
 }

@@ -6,8 +6,8 @@
 mod common;
 
 use jaxpr_db::{self as db, RootDatabase, SourceFile};
-use jaxpr_syntax::diagnostics::{DiagKind, Diagnostic};
 use jaxpr_syntax::LineIndex;
+use jaxpr_syntax::diagnostics::{DiagKind, Diagnostic};
 use std::path::{Path, PathBuf};
 
 fn corpus() -> PathBuf {

@@ -29,9 +29,18 @@ fn programs() -> Vec<(String, PathBuf)> {
         files.sort();
         let mut names: Vec<String> = listed.keys().cloned().collect();
         names.sort();
-        assert_eq!(files, names, "{}: the .jaxpr files are the manifest's programs", group.display());
+        assert_eq!(
+            files,
+            names,
+            "{}: the .jaxpr files are the manifest's programs",
+            group.display()
+        );
         let g = group.file_name().unwrap().to_string_lossy().into_owned();
-        out.extend(names.into_iter().map(|n| (format!("{g}/{n}"), group.join(format!("{n}.jaxpr")))));
+        out.extend(
+            names
+                .into_iter()
+                .map(|n| (format!("{g}/{n}"), group.join(format!("{n}.jaxpr")))),
+        );
     }
     out
 }
@@ -39,15 +48,25 @@ fn programs() -> Vec<(String, PathBuf)> {
 #[test]
 fn every_ecosystem_program_checks_without_errors() {
     let programs = programs();
-    let groups: std::collections::BTreeSet<&str> =
-        programs.iter().map(|(n, _)| n.split('/').next().unwrap()).collect();
-    assert!(programs.len() >= 80 && groups.len() >= 10, "{} programs in {} groups", programs.len(), groups.len());
+    let groups: std::collections::BTreeSet<&str> = programs
+        .iter()
+        .map(|(n, _)| n.split('/').next().unwrap())
+        .collect();
+    assert!(
+        programs.len() >= 80 && groups.len() >= 10,
+        "{} programs in {} groups",
+        programs.len(),
+        groups.len()
+    );
     let mut errors = Vec::new();
     let mut unknown: BTreeMap<String, usize> = BTreeMap::new();
     for (name, path) in &programs {
         let text = std::fs::read_to_string(path).unwrap();
-        let diags = jaxpr_check::check_source(jaxpr_check::Source::Text(&text), jaxpr_check::Keep::Diagnostics)
-            .diagnostics();
+        let diags = jaxpr_check::check_source(
+            jaxpr_check::Source::Text(&text),
+            jaxpr_check::Keep::Diagnostics,
+        )
+        .diagnostics();
         let idx = LineIndex::new(&text);
         for d in &diags {
             if d.is_error() {
@@ -58,6 +77,14 @@ fn every_ecosystem_program_checks_without_errors() {
             }
         }
     }
-    eprintln!("{} programs; unknown primitives (warnings): {unknown:#?}", programs.len());
-    assert!(errors.is_empty(), "{} errors:\n{}", errors.len(), errors.join("\n"));
+    eprintln!(
+        "{} programs; unknown primitives (warnings): {unknown:#?}",
+        programs.len()
+    );
+    assert!(
+        errors.is_empty(),
+        "{} errors:\n{}",
+        errors.len(),
+        errors.join("\n")
+    );
 }

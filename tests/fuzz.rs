@@ -10,7 +10,6 @@ use jaxpr_syntax::diagnostics::DiagKind;
 use jaxpr_test_support::fuzz::{self, Finding, Rng};
 use salsa::Setter;
 
-
 /// The diagnostics of `after` as an edit of `before`, which must equal a
 /// from-scratch check's.
 fn edited(before: &str, after: &str) -> Vec<jaxpr_syntax::diagnostics::Diagnostic> {
@@ -249,7 +248,11 @@ fn unclosed_dicts_in_parameters_end_with_their_line() {
         &"      cond_jaxpr={ lambnsts=0\n".repeat(3),
         1,
     );
-    let after = after.replacen("nsts=0\n ; e:f32[5]", "nsts=0\n      cond_jaxpr={ lambda ; e:f32[5]", 1);
+    let after = after.replacen(
+        "nsts=0\n ; e:f32[5]",
+        "nsts=0\n      cond_jaxpr={ lambda ; e:f32[5]",
+        1,
+    );
     let d = edited(before, &after);
     assert!(d.iter().all(|d| d.kind != DiagKind::Syntax), "{d:?}");
 }
@@ -268,8 +271,16 @@ fn a_hash_inside_a_parameter_value_hides_no_operand() {
 ";
     let after = before.replacen("int32 weak", "int3#2 weak", 1);
     let d = edited(before, &after);
-    assert!(d.iter().all(|d| d.kind != DiagKind::Syntax && d.kind != DiagKind::UndefinedVariable), "{d:?}");
+    assert!(
+        d.iter()
+            .all(|d| d.kind != DiagKind::Syntax && d.kind != DiagKind::UndefinedVariable),
+        "{d:?}"
+    );
     let after = before.replacen("int32 weak", "it's weak", 1);
     let d = edited(before, &after);
-    assert!(d.iter().all(|d| d.kind != DiagKind::Syntax && d.kind != DiagKind::UndefinedVariable), "{d:?}");
+    assert!(
+        d.iter()
+            .all(|d| d.kind != DiagKind::Syntax && d.kind != DiagKind::UndefinedVariable),
+        "{d:?}"
+    );
 }

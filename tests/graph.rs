@@ -64,7 +64,12 @@ fn graph(file: &Path, out: &Path, args: &[&str]) -> String {
 fn equations(file: &Path) -> usize {
     let text = std::fs::read_to_string(file).unwrap();
     let parse = jaxpr_syntax::parse(&text);
-    assert!(parse.errors.is_empty(), "{}: {:?}", file.display(), parse.errors);
+    assert!(
+        parse.errors.is_empty(),
+        "{}: {:?}",
+        file.display(),
+        parse.errors
+    );
     jaxpr_syntax::ast::each_eqn(&parse.file).count()
 }
 
@@ -96,7 +101,10 @@ fn svg_is_well_formed_xml_with_one_node_per_equation() {
             "{name}: the SVG does not parse: {}",
             String::from_utf8_lossy(&count.stderr)
         );
-        let drawn: usize = String::from_utf8_lossy(&count.stdout).trim().parse().unwrap();
+        let drawn: usize = String::from_utf8_lossy(&count.stdout)
+            .trim()
+            .parse()
+            .unwrap();
         assert_eq!(drawn, equations(&file), "{name}: equation nodes in the SVG");
     }
 }
@@ -109,11 +117,19 @@ fn svg_with_groups_closed_draws_only_the_top_level() {
     let drawn = svg.matches("class=\"node eqn").count();
     let text = std::fs::read_to_string(&file).unwrap();
     let parse = jaxpr_syntax::parse(&text);
-    let top: usize = parse.file.lets.iter().map(|l| l.jaxpr.eqns.len()).sum::<usize>()
+    let top: usize = parse
+        .file
+        .lets
+        .iter()
+        .map(|l| l.jaxpr.eqns.len())
+        .sum::<usize>()
         + parse.file.main.as_ref().map_or(0, |m| m.eqns.len());
     assert_eq!(drawn, top);
     assert!(top < equations(&file));
-    assert!(svg.contains("class=\"node eqn group\""), "closed groups are marked");
+    assert!(
+        svg.contains("class=\"node eqn group\""),
+        "closed groups are marked"
+    );
 }
 
 #[test]
@@ -145,7 +161,10 @@ fn dot_declares_every_node_and_edge_in_balanced_clusters() {
         for line in dot.lines().map(str::trim) {
             if let Some((from, rest)) = line.split_once(" -> ") {
                 let to = rest.split_whitespace().next().unwrap();
-                assert!(declared.contains(from) && declared.contains(to), "{name}: {line}");
+                assert!(
+                    declared.contains(from) && declared.contains(to),
+                    "{name}: {line}"
+                );
                 edges += 1;
             } else if line.starts_with('n') && line.contains(" [label=") {
                 declared.insert(line.split_whitespace().next().unwrap().to_string());
@@ -165,21 +184,40 @@ fn html_is_one_self_contained_page_that_draws_in_chromium() {
     // Nothing from the network: the only URL is the SVG namespace.
     let without_namespace = html.replace("http://www.w3.org/2000/svg", "");
     for external in ["http://", "https://", "<link", " src=", "@import", "url("] {
-        assert!(!without_namespace.contains(external), "the page holds `{external}`");
+        assert!(
+            !without_namespace.contains(external),
+            "the page holds `{external}`"
+        );
     }
-    assert_eq!(html.matches("<script").count(), 2, "the data and the viewer, inline");
+    assert_eq!(
+        html.matches("<script").count(),
+        2,
+        "the data and the viewer, inline"
+    );
     // Chromium runs the viewer: the DOM it leaves has the graph drawn.
     let dom = Command::new("chromium")
-        .args(["--headless", "--no-sandbox", "--disable-gpu", "--window-size=1400,900"])
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--window-size=1400,900",
+        ])
         .args(["--virtual-time-budget=5000", "--dump-dom"])
         .arg(format!("file://{}", out.display()))
         .output()
         .expect("run chromium (scripts/test.sh installs it)");
     let dom = String::from_utf8_lossy(&dom.stdout);
-    assert!(dom.contains("data-ready=\"1\""), "the viewer did not finish:\n{}", &dom[..dom.len().min(2000)]);
+    assert!(
+        dom.contains("data-ready=\"1\""),
+        "the viewer did not finish:\n{}",
+        &dom[..dom.len().min(2000)]
+    );
     let drawn = dom.matches("class=\"node eqn").count();
     assert!(drawn >= 10, "{drawn} equation nodes drawn");
-    assert!(dom.contains("36 equations"), "the status line counts the file's equations");
+    assert!(
+        dom.contains("36 equations"),
+        "the status line counts the file's equations"
+    );
 }
 
 #[test]
@@ -194,7 +232,11 @@ fn model_explorer_export_loads_in_model_explorer() {
         "tests/trace/venv.sh model-explorer failed:\n{}",
         String::from_utf8_lossy(&venv.stderr)
     );
-    let python = String::from_utf8_lossy(&venv.stdout).lines().last().unwrap().to_string();
+    let python = String::from_utf8_lossy(&venv.stdout)
+        .lines()
+        .last()
+        .unwrap()
+        .to_string();
     let dir = scratch("model-explorer");
     for file in files() {
         let name = name_of(&file);
@@ -261,19 +303,32 @@ fn each_equation_node_carries_its_cost() {
     let svg = graph(&file, &dir.join("out.svg"), &[]);
     assert!(svg.contains(dot_general) && svg.contains(tanh), "{svg}");
     let dot = graph(&file, &dir.join("out.dot"), &[]);
-    assert!(dot.contains(&format!("dot_general\\n{dot_general}")), "{dot}");
+    assert!(
+        dot.contains(&format!("dot_general\\n{dot_general}")),
+        "{dot}"
+    );
     for file in files() {
         let name = name_of(&file);
         let json: serde_json::Value =
             serde_json::from_str(&graph(&file, &dir.join("out.json"), &[])).unwrap();
         let mut costed = 0;
-        for node in json["graphs"].as_array().unwrap().iter().flat_map(|g| g["nodes"].as_array().unwrap()) {
+        for node in json["graphs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|g| g["nodes"].as_array().unwrap())
+        {
             let attrs = node["attrs"].as_array().unwrap();
-            let is_eqn = attrs.iter().any(|a| a["key"] == "kind" && a["value"] == "eqn");
+            let is_eqn = attrs
+                .iter()
+                .any(|a| a["key"] == "kind" && a["value"] == "eqn");
             let cost = attrs.iter().find(|a| a["key"] == "cost");
             assert_eq!(is_eqn, cost.is_some(), "{name}: {node}");
             if let Some(cost) = cost {
-                assert!(cost["value"].as_str().unwrap().contains(" FLOPs · "), "{name}: {cost}");
+                assert!(
+                    cost["value"].as_str().unwrap().contains(" FLOPs · "),
+                    "{name}: {cost}"
+                );
                 costed += 1;
             }
         }

@@ -171,7 +171,10 @@ fn random_edits_on_every_corpus_file_match_a_full_check() {
     assert!(total > 200, "only {total} edits went through one equation");
     // The salsa items give a share of the diagnostics (the rest: files
     // they cannot split or check apart, and edits that break the split).
-    assert!(items > files as usize * 80 / 8, "only {items} edits had diagnostics from the salsa items");
+    assert!(
+        items > files as usize * 80 / 8,
+        "only {items} edits had diagnostics from the salsa items"
+    );
 }
 
 #[test]
@@ -351,7 +354,11 @@ fn compare_earlier_answers(
             c
         })
         .collect();
-    let in_change = |at: u32| now_changes.iter().any(|&(a, b)| a <= at as i64 && at as i64 <= b);
+    let in_change = |at: u32| {
+        now_changes
+            .iter()
+            .any(|&(a, b)| a <= at as i64 && at as i64 <= b)
+    };
     // Every variable occurrence of small files and of the changes, a
     // sample of the rest of large ones.
     let step = analysis.refs.len() / 400 + 1;
@@ -440,20 +447,35 @@ fn item_parses_after_random_edits_are_the_whole_file_parse() {
                 all_valid &= syntax.valid;
                 for (at, es) in item.eqn_starts(&db).iter().zip(&syntax.eqns) {
                     let base = start + at;
-                    errors.extend(es.errors.iter().map(|d| (d.range.shifted(base), d.message.clone())));
+                    errors.extend(
+                        es.errors
+                            .iter()
+                            .map(|d| (d.range.shifted(base), d.message.clone())),
+                    );
                     if let Some(e) = &es.eqn {
                         eqns.push((e.range.shifted(base), e.primitive.text.clone()));
                     }
                 }
             }
             if !all_valid {
-                assert!(text != *original, "file {i}: its unedited text does not split");
+                assert!(
+                    text != *original,
+                    "file {i}: its unedited text does not split"
+                );
                 continue;
             }
             valid += 1;
             let whole = jaxpr_syntax::parse(&text);
-            let main = whole.file.main.as_ref().expect("a valid split has a main jaxpr");
-            let want: Vec<_> = main.eqns.iter().map(|e| (e.range, e.primitive.text.clone())).collect();
+            let main = whole
+                .file
+                .main
+                .as_ref()
+                .expect("a valid split has a main jaxpr");
+            let want: Vec<_> = main
+                .eqns
+                .iter()
+                .map(|e| (e.range, e.primitive.text.clone()))
+                .collect();
             assert_eq!(eqns, want, "file {i}: equations differ\n{text}");
             let (from, to) = (split.starts[1], *split.starts.last().unwrap());
             let want_errors: Vec<_> = (whole.errors.iter())
@@ -465,7 +487,10 @@ fn item_parses_after_random_edits_are_the_whole_file_parse() {
     }
     // Edits accumulate until a reset, and one that cuts an equation short
     // leaves the split invalid until then; a fair share stay splittable.
-    assert!(valid > edits / 3, "{valid} of {edits} edits kept a valid split");
+    assert!(
+        valid > edits / 3,
+        "{valid} of {edits} edits kept a valid split"
+    );
 }
 
 /// A syntax error at an equation's first token can be the signature's (a
@@ -477,10 +502,16 @@ fn an_error_of_the_signature_at_an_equations_first_token_survives_an_edit_of_it(
     let after = before.replace("sin 1.0", "cos 1.0");
     let mut db = RootDatabase::default();
     let file = SourceFile::new(&db, "t.jaxpr".into(), before.to_string());
-    assert_eq!(*db::diagnostics(&db, file), db::diagnostics_from_scratch(before));
+    assert_eq!(
+        *db::diagnostics(&db, file),
+        db::diagnostics_from_scratch(before)
+    );
     file.set_text(&mut db).to(after.clone());
     let want = db::diagnostics_from_scratch(&after);
-    assert!(want.iter().any(|d| d.message.contains("found `d`")), "{want:#?}");
+    assert!(
+        want.iter().any(|d| d.message.contains("found `d`")),
+        "{want:#?}"
+    );
     assert_eq!(*db::diagnostics(&db, file), want);
 }
 
@@ -497,7 +528,10 @@ fn equations_that_read_a_changed_name_are_checked_again_and_only_they_change() {
     );
     for i in 1..1500 {
         if i % 50 == 0 {
-            text.push_str(&format!("    v{i}:f32[3] = pjit[name=f jaxpr=f] v{}\n", i - 1));
+            text.push_str(&format!(
+                "    v{i}:f32[3] = pjit[name=f jaxpr=f] v{}\n",
+                i - 1
+            ));
         } else if i == 725 {
             text.push_str(&format!("    v{i}:f32[3] = add v{} y\n", i - 1));
         } else if i == 101 {
@@ -545,7 +579,11 @@ fn equations_that_read_a_changed_name_are_checked_again_and_only_they_change() {
         let got = db::diagnostics(&db, file);
         assert_eq!(*got, want, "after {from} -> {to}");
         assert_ne!(want, previous, "{from} -> {to} changes the diagnostics");
-        assert_ne!(db.take_path(), Some(db::Path::Full), "after {from} -> {to}: the items answered");
+        assert_ne!(
+            db.take_path(),
+            Some(db::Path::Full),
+            "after {from} -> {to}: the items answered"
+        );
         previous = want;
     }
 }
@@ -568,9 +606,13 @@ fn random_edits_on_jax_and_catalyst_suite_programs_match_a_full_check() {
         }
     }
     programs.sort();
-    let (catalyst, jax): (Vec<_>, Vec<_>) =
-        programs.into_iter().partition(|p| p.starts_with(data.join("catalyst-suite")));
-    let chosen: Vec<PathBuf> = catalyst.into_iter().chain(jax.into_iter().step_by(40)).collect();
+    let (catalyst, jax): (Vec<_>, Vec<_>) = programs
+        .into_iter()
+        .partition(|p| p.starts_with(data.join("catalyst-suite")));
+    let chosen: Vec<PathBuf> = catalyst
+        .into_iter()
+        .chain(jax.into_iter().step_by(40))
+        .collect();
     assert!(chosen.len() > 200, "{} programs", chosen.len());
     let (mut equation, mut items) = (0, 0);
     for (k, p) in chosen.iter().enumerate() {
@@ -579,8 +621,14 @@ fn random_edits_on_jax_and_catalyst_suite_programs_match_a_full_check() {
         equation += paths.equation;
         items += paths.items;
     }
-    assert!(equation > 100, "only {equation} edits went through one equation");
-    assert!(items > chosen.len() * 40 / 8, "only {items} edits had diagnostics from the salsa items");
+    assert!(
+        equation > 100,
+        "only {equation} edits went through one equation"
+    );
+    assert!(
+        items > chosen.len() * 40 / 8,
+        "only {items} edits had diagnostics from the salsa items"
+    );
 }
 
 /// Programs as each JAX and Catalyst version prints them

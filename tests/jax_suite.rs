@@ -95,7 +95,11 @@ fn programs_jax_accepts_check_without_errors_or_unknown_primitives() {
     let jax_finds_reuse = jax_key_reuse_verdicts();
     for p in &programs {
         let idx = LineIndex::new(&p.text);
-        let diags = jaxpr_check::check_source(jaxpr_check::Source::Text(&p.text), jaxpr_check::Keep::Diagnostics).diagnostics();
+        let diags = jaxpr_check::check_source(
+            jaxpr_check::Source::Text(&p.text),
+            jaxpr_check::Keep::Diagnostics,
+        )
+        .diagnostics();
         for d in &diags {
             if d.kind == DiagKind::UnknownPrimitive {
                 unknown.push(describe(&p.path, &idx, d));
@@ -131,10 +135,7 @@ fn programs_jax_accepts_check_without_errors_or_unknown_primitives() {
         "{} programs JAX accepts:{}{}{}{}",
         programs.len(),
         section("false errors", &errors),
-        section(
-            "errors from parse errors and `let` order",
-            &parse_errors
-        ),
+        section("errors from parse errors and `let` order", &parse_errors),
         section("primitives without a typing rule", &unknown),
         section("sharp-bits findings JAX's checkers do not make", &sharp),
     );
@@ -158,7 +159,11 @@ fn jax_key_reuse_verdicts() -> impl Fn(&Path) -> bool {
             return false;
         };
         let name = name.to_string_lossy();
-        let rejects = |name: &str| verdicts.get(name).is_some_and(|v| v["jax_key_reuse"] == true);
+        let rejects = |name: &str| {
+            verdicts
+                .get(name)
+                .is_some_and(|v| v["jax_key_reuse"] == true)
+        };
         let typed_twin = ["_legacy.jaxpr", "_data.jaxpr"]
             .iter()
             .find_map(|raw| name.strip_suffix(raw))
@@ -200,7 +205,9 @@ fn first_result_type(line: &str) -> Option<(usize, usize)> {
     let colon = first.find(':')?;
     let start = indent + colon + 1;
     let end = indent + first.len();
-    (first[..colon].chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    (first[..colon]
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_')
         && first[colon + 1..].ends_with(']'))
     .then_some((start, end))
 }
@@ -230,7 +237,12 @@ fn defects_of_line(lines: &[&str], at: usize) -> Vec<Defect> {
     let bracket = ty.find('[').unwrap();
     let dtype = &ty[..bracket];
     if !dtype.starts_with("key<") {
-        let changed = format!("{}{}{}", &line[..ts], other_dtype(dtype), &line[ts + bracket..]);
+        let changed = format!(
+            "{}{}{}",
+            &line[..ts],
+            other_dtype(dtype),
+            &line[ts + bracket..]
+        );
         out.push(Defect {
             text: rebuild(changed),
             line: at as u32 + 1,
@@ -242,11 +254,20 @@ fn defects_of_line(lines: &[&str], at: usize) -> Vec<Defect> {
     // without `shape=` then, and another size is another valid program.
     let rhs_text = &line[te..];
     let shape_elided = rhs_text.contains("= broadcast_in_dim") && !rhs_text.contains("shape=");
-    let dims = if shape_elided { "" } else { &ty[bracket + 1..ty.len() - 1] };
+    let dims = if shape_elided {
+        ""
+    } else {
+        &ty[bracket + 1..ty.len() - 1]
+    };
     let mut offset = ts + bracket + 1;
     for dim in dims.split(',').filter(|d| !d.is_empty()) {
         if let Ok(n) = dim.parse::<u64>() {
-            let changed = format!("{}{}{}", &line[..offset], n + 1, &line[offset + dim.len()..]);
+            let changed = format!(
+                "{}{}{}",
+                &line[..offset],
+                n + 1,
+                &line[offset + dim.len()..]
+            );
             out.push(Defect {
                 text: rebuild(changed),
                 line: at as u32 + 1,
@@ -281,7 +302,12 @@ fn defects_of_line(lines: &[&str], at: usize) -> Vec<Defect> {
                     }
                     let n: u64 = value[ds..ds_end].parse().unwrap();
                     let new = if kind == 0 { 97 } else { n + 1 };
-                    format!("{}{}{}", &line[..vstart + ds], new, &line[vstart + ds_end..])
+                    format!(
+                        "{}{}{}",
+                        &line[..vstart + ds],
+                        new,
+                        &line[vstart + ds_end..]
+                    )
                 }
                 _ => {
                     let end = value.find([' ', ']']).unwrap_or(value.len());
@@ -330,9 +356,13 @@ fn injected_defects_are_flagged_on_their_line() {
     for p in accepted_programs() {
         // Defects in a program the checker cannot read whole are not the
         // rules' to find.
-        if jaxpr_check::check_source(jaxpr_check::Source::Text(&p.text), jaxpr_check::Keep::Diagnostics).diagnostics()
-            .iter()
-            .any(|d| d.is_error())
+        if jaxpr_check::check_source(
+            jaxpr_check::Source::Text(&p.text),
+            jaxpr_check::Keep::Diagnostics,
+        )
+        .diagnostics()
+        .iter()
+        .any(|d| d.is_error())
         {
             continue;
         }
@@ -350,7 +380,11 @@ fn injected_defects_are_flagged_on_their_line() {
             for defect in defects_of_line(&lines, at) {
                 made += 1;
                 let idx = LineIndex::new(&defect.text);
-                let diags = jaxpr_check::check_source(jaxpr_check::Source::Text(&defect.text), jaxpr_check::Keep::Diagnostics).diagnostics();
+                let diags = jaxpr_check::check_source(
+                    jaxpr_check::Source::Text(&defect.text),
+                    jaxpr_check::Keep::Diagnostics,
+                )
+                .diagnostics();
                 if diags
                     .iter()
                     .any(|d| d.is_error() && line_of(&idx, d) == defect.line)

@@ -19,11 +19,21 @@ fn closure() -> BTreeMap<String, BTreeSet<String>> {
 /// one of them.
 fn closure_stopping_at(stop: &[&str]) -> BTreeMap<String, BTreeSet<String>> {
     let out = Command::new(env!("CARGO"))
-        .args(["metadata", "--format-version", "1", "--locked", "--manifest-path"])
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--locked",
+            "--manifest-path",
+        ])
         .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"))
         .output()
         .expect("cargo metadata");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let meta: Value = serde_json::from_slice(&out.stdout).unwrap();
     let name_of: BTreeMap<&str, &str> = meta["packages"]
         .as_array()
@@ -68,7 +78,11 @@ fn offenders(forbidden: &[&str], allowed: &[&str]) -> Vec<String> {
     offenders_in(closure(), forbidden, allowed)
 }
 
-fn offenders_in(graph: BTreeMap<String, BTreeSet<String>>, forbidden: &[&str], allowed: &[&str]) -> Vec<String> {
+fn offenders_in(
+    graph: BTreeMap<String, BTreeSet<String>>,
+    forbidden: &[&str],
+    allowed: &[&str],
+) -> Vec<String> {
     graph
         .into_iter()
         .filter(|(package, _)| !allowed.contains(&package.as_str()))
@@ -101,7 +115,10 @@ fn only_the_jaxpr_build_binary_links_the_back_ends() {
     let found = offenders(&["jaxpr-stablehlo", "jaxpr-native"], &["jaxpr-build"]);
     assert!(found.is_empty(), "{found:?}");
     let graph = closure();
-    assert!(graph["jaxpr-build"].contains("jaxpr-stablehlo") && graph["jaxpr-build"].contains("jaxpr-native"));
+    assert!(
+        graph["jaxpr-build"].contains("jaxpr-stablehlo")
+            && graph["jaxpr-build"].contains("jaxpr-native")
+    );
 }
 
 #[test]
@@ -114,21 +131,44 @@ fn only_the_server_knows_lsp() {
 fn the_layers_depend_on_each_other_in_the_pipelines_order() {
     // syntax -> types -> check -> cost -> db -> ide -> session; each may
     // use only the layers before it.
-    let order = ["jaxpr-syntax", "jaxpr-types", "jaxpr-check", "jaxpr-cost", "jaxpr-db", "jaxpr-ide", "jaxpr-session"];
+    let order = [
+        "jaxpr-syntax",
+        "jaxpr-types",
+        "jaxpr-check",
+        "jaxpr-cost",
+        "jaxpr-db",
+        "jaxpr-ide",
+        "jaxpr-session",
+    ];
     let graph = closure();
     for (i, layer) in order.iter().enumerate() {
         let later: Vec<&&str> = order[i + 1..]
             .iter()
             .filter(|l| graph[*layer].contains(**l))
             .collect();
-        assert!(later.is_empty(), "{layer} depends on later layers {later:?}");
-        for tooling in ["jaxpr", "jaxpr-lsp", "jaxpr-build", "jaxpr-lower", "jaxpr-test-support"] {
-            assert!(!graph[*layer].contains(tooling), "{layer} depends on {tooling}");
+        assert!(
+            later.is_empty(),
+            "{layer} depends on later layers {later:?}"
+        );
+        for tooling in [
+            "jaxpr",
+            "jaxpr-lsp",
+            "jaxpr-build",
+            "jaxpr-lower",
+            "jaxpr-test-support",
+        ] {
+            assert!(
+                !graph[*layer].contains(tooling),
+                "{layer} depends on {tooling}"
+            );
         }
     }
     // The test helpers reach no product binary.
     for product in ["jaxpr", "jaxpr-lsp", "jaxpr-build"] {
-        assert!(!graph[product].contains("jaxpr-test-support"), "{product} links the test helpers");
+        assert!(
+            !graph[product].contains("jaxpr-test-support"),
+            "{product} links the test helpers"
+        );
     }
 }
 
@@ -137,8 +177,20 @@ fn the_graph_reads_only_the_syntax_tree() {
     // Whatever needs the checker (an equation's cost) reaches the graph
     // through its annotator, implemented by the caller.
     let graph = closure();
-    for layer in ["jaxpr-types", "jaxpr-check", "jaxpr-db", "jaxpr-ide", "jaxpr-session", "jaxpr-lower", "jaxpr", "jaxpr-lsp"] {
-        assert!(!graph["jaxpr-graph"].contains(layer), "jaxpr-graph depends on {layer}");
+    for layer in [
+        "jaxpr-types",
+        "jaxpr-check",
+        "jaxpr-db",
+        "jaxpr-ide",
+        "jaxpr-session",
+        "jaxpr-lower",
+        "jaxpr",
+        "jaxpr-lsp",
+    ] {
+        assert!(
+            !graph["jaxpr-graph"].contains(layer),
+            "jaxpr-graph depends on {layer}"
+        );
     }
     assert!(graph["jaxpr"].contains("jaxpr-graph") && graph["jaxpr-lsp"].contains("jaxpr-graph"));
 }

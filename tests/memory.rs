@@ -10,7 +10,6 @@ mod common;
 use common::corpus;
 use std::process::{Command, Stdio};
 
-
 /// The largest peak resident memory of the children waited for, in bytes.
 fn children_peak() -> u64 {
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };

@@ -22,7 +22,11 @@ fn program(dir: &str) -> PathBuf {
 }
 
 fn stats(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_jaxpr")).arg("stats").args(args).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_jaxpr"))
+        .arg("stats")
+        .args(args)
+        .output()
+        .unwrap();
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -50,8 +54,14 @@ fn json_gives_totals_peak_primitives_top_equations_and_python_lines() {
     assert_eq!(file["most_expensive"][0]["primitive"], "dot_general");
     let lines = file["python_lines"].as_array().unwrap();
     assert_eq!(lines.len(), 3, "{file}");
-    let line_13 = lines.iter().find(|l| l["source"] == "/work/model.py:13 (predict)").unwrap();
-    assert_eq!((line_13["file"].as_str(), line_13["line"].as_u64()), (Some("/work/model.py"), Some(13)));
+    let line_13 = lines
+        .iter()
+        .find(|l| l["source"] == "/work/model.py:13 (predict)")
+        .unwrap();
+    assert_eq!(
+        (line_13["file"].as_str(), line_13["line"].as_u64()),
+        (Some("/work/model.py"), Some(13))
+    );
     assert_eq!(line_13["equations"], 2);
     assert_eq!(line_13["cost"]["flops"], 32);
 }
@@ -61,7 +71,12 @@ fn the_table_lists_the_jaxpr_the_primitives_and_python_lines() {
     let path = program("table");
     let (code, stdout, stderr) = stats(&[path.to_str().unwrap()]);
     assert_eq!(code, 0, "{stderr}");
-    assert!(stdout.contains("total: 1080 FLOPs, 32 transcendentals, 1700 bytes accessed; peak 1024 bytes live"), "{stdout}");
+    assert!(
+        stdout.contains(
+            "total: 1080 FLOPs, 32 transcendentals, 1700 bytes accessed; peak 1024 bytes live"
+        ),
+        "{stdout}"
+    );
     assert!(stdout.contains("by Python line"), "{stdout}");
     assert!(stdout.contains("/work/model.py:12 (predict)"), "{stdout}");
 }
@@ -77,15 +92,26 @@ fn a_missing_file_is_an_error_not_a_panic() {
 /// use (`pprof`: protobuf; `jax`: jax 0.10.2).
 fn python_of(kind: &str) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
     let made = Command::new("bash")
         .arg(root.join("tests/trace/venv.sh"))
         .arg(kind)
         .env("CARGO_TARGET_DIR", &target)
         .output()
         .unwrap();
-    assert!(made.status.success(), "tests/trace/venv.sh {kind} failed: {}", String::from_utf8_lossy(&made.stderr));
-    PathBuf::from(String::from_utf8_lossy(&made.stdout).lines().last().expect("venv.sh prints the python path").trim())
+    assert!(
+        made.status.success(),
+        "tests/trace/venv.sh {kind} failed: {}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    PathBuf::from(
+        String::from_utf8_lossy(&made.stdout)
+            .lines()
+            .last()
+            .expect("venv.sh prints the python path")
+            .trim(),
+    )
 }
 
 fn python_with_protobuf() -> PathBuf {
@@ -99,7 +125,11 @@ fn decode_profile(profile: &Path) -> Value {
         .arg(profile)
         .output()
         .unwrap();
-    assert!(decoded.status.success(), "{}", String::from_utf8_lossy(&decoded.stderr));
+    assert!(
+        decoded.status.success(),
+        "{}",
+        String::from_utf8_lossy(&decoded.stderr)
+    );
     serde_json::from_slice(&decoded.stdout).unwrap()
 }
 
@@ -113,7 +143,11 @@ fn traced_session() -> (PathBuf, String) {
             let _ = std::fs::remove_dir_all(&dir);
             std::fs::create_dir_all(&dir).unwrap();
             let script = dir.join("scoped_model.py");
-            std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/stats/scoped_model.py"), &script).unwrap();
+            std::fs::copy(
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/stats/scoped_model.py"),
+                &script,
+            )
+            .unwrap();
             let out = Command::new(env!("CARGO_BIN_EXE_jaxpr"))
                 .args(["trace", "--"])
                 .arg(python_of("jax"))
@@ -121,7 +155,11 @@ fn traced_session() -> (PathBuf, String) {
                 .current_dir(&dir)
                 .output()
                 .unwrap();
-            assert!(out.status.success(), "jaxpr trace failed: {}", String::from_utf8_lossy(&out.stderr));
+            assert!(
+                out.status.success(),
+                "jaxpr trace failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
             (dir.join(".jaxpr-session"), script.display().to_string())
         })
         .clone()
@@ -134,7 +172,12 @@ fn a_tracing_session_gives_totals_per_python_line_and_name_stack() {
     assert_eq!(code, 0, "{stderr}");
     let json: Value = serde_json::from_str(&stdout).unwrap();
     // The gradient of `loss` and `inner`, each a jaxpr file of the session.
-    let files: Vec<&str> = json["files"].as_array().unwrap().iter().map(|f| f["file"].as_str().unwrap()).collect();
+    let files: Vec<&str> = json["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["file"].as_str().unwrap())
+        .collect();
     assert_eq!(files.len(), 2, "{files:?}");
     let line = |number: u64| {
         json["python_lines"]
@@ -149,7 +192,11 @@ fn a_tracing_session_gives_totals_per_python_line_and_name_stack() {
     // (sub 32), backward dot (1024) and the tangent's muls and add (96).
     let layer = line(10);
     assert_eq!(layer["function"], "layer");
-    assert_eq!((layer["equations"].as_u64(), layer["cost"]["flops"].as_i64()), (Some(8), Some(2176)), "{layer}");
+    assert_eq!(
+        (layer["equations"].as_u64(), layer["cost"]["flops"].as_i64()),
+        (Some(8), Some(2176)),
+        "{layer}"
+    );
     assert_eq!(layer["cost"]["transcendentals"], 32);
     // Line 16, `jnp.sum(x * x)`: in both files (inside the gradient's two
     // calls of `inner`, and `inner`'s own trace), summed over the session.
@@ -157,20 +204,54 @@ fn a_tracing_session_gives_totals_per_python_line_and_name_stack() {
         .as_array()
         .unwrap()
         .iter()
-        .flat_map(|f| f["python_lines"].as_array().unwrap().iter().filter(|l| l["line"] == 16).map(|l| l["equations"].as_u64().unwrap()))
+        .flat_map(|f| {
+            f["python_lines"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|l| l["line"] == 16)
+                .map(|l| l["equations"].as_u64().unwrap())
+        })
         .sum();
-    assert!(json["files"].as_array().unwrap().iter().all(|f| f["python_lines"].as_array().unwrap().iter().any(|l| l["line"] == 16)));
+    assert!(json["files"].as_array().unwrap().iter().all(|f| {
+        f["python_lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l["line"] == 16)
+    }));
     assert_eq!(line(16)["equations"].as_u64(), Some(per_file));
     // Name stacks: JAX's scopes, under the call that runs a nested jaxpr.
-    let loss = &json["files"].as_array().unwrap().iter().find(|f| f["file"].as_str().unwrap().ends_with("loss.jaxpr")).unwrap();
+    let loss = &json["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["file"].as_str().unwrap().ends_with("loss.jaxpr"))
+        .unwrap();
     let stacks: Vec<Vec<String>> = loss["scopes"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|s| s["name_stack"].as_array().unwrap().iter().map(|n| n.as_str().unwrap().to_string()).collect())
+        .map(|s| {
+            s["name_stack"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|n| n.as_str().unwrap().to_string())
+                .collect()
+        })
         .collect();
-    assert!(stacks.contains(&vec!["transpose(jvp(dense))".to_string()]), "{stacks:?}");
-    assert!(stacks.contains(&vec!["transpose(jvp())".to_string(), "jit(inner)".to_string()]), "{stacks:?}");
+    assert!(
+        stacks.contains(&vec!["transpose(jvp(dense))".to_string()]),
+        "{stacks:?}"
+    );
+    assert!(
+        stacks.contains(&vec![
+            "transpose(jvp())".to_string(),
+            "jit(inner)".to_string()
+        ]),
+        "{stacks:?}"
+    );
     // The table ends with the session's totals per Python line.
     let (code, table, _) = stats(&[session.to_str().unwrap()]);
     assert_eq!(code, 0);
@@ -182,22 +263,51 @@ fn a_tracing_session_gives_totals_per_python_line_and_name_stack() {
 fn pprof_frames_are_the_name_stack_and_the_python_line() {
     let (session, script) = traced_session();
     let profile = session.parent().unwrap().join("session.pb.gz");
-    let (code, _, stderr) = stats(&[session.to_str().unwrap(), "--format", "pprof", "-o", profile.to_str().unwrap()]);
+    let (code, _, stderr) = stats(&[
+        session.to_str().unwrap(),
+        "--format",
+        "pprof",
+        "-o",
+        profile.to_str().unwrap(),
+    ]);
     assert_eq!(code, 0, "{stderr}");
     let json = decode_profile(&profile);
-    assert_eq!(json["sample_types"], serde_json::json!(["equations", "flops"]));
+    assert_eq!(
+        json["sample_types"],
+        serde_json::json!(["equations", "flops"])
+    );
     let samples = json["samples"].as_array().unwrap();
-    let stack_of = |s: &Value| s["stack"].as_array().unwrap().iter().map(|f| f.as_str().unwrap().to_string()).collect::<Vec<_>>();
+    let stack_of = |s: &Value| {
+        s["stack"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f.as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
     let loss = session.join("loss.jaxpr").display().to_string();
     // Leaf first: the Python line, the scopes innermost first, the file.
     let backward_dense = samples
         .iter()
-        .find(|s| stack_of(s) == [format!("layer {script}:10"), "transpose(jvp(dense))".to_string(), loss.clone()])
+        .find(|s| {
+            stack_of(s)
+                == [
+                    format!("layer {script}:10"),
+                    "transpose(jvp(dense))".to_string(),
+                    loss.clone(),
+                ]
+        })
         .unwrap_or_else(|| panic!("{json}"));
     // mul, mul, add_any (32 each), dot_general 2*4*16*8 = 1024, transpose.
     assert_eq!(backward_dense["values"], serde_json::json!([5, 1120]));
     assert!(
-        samples.iter().any(|s| stack_of(s) == [format!("inner {script}:16"), "jit(inner)".to_string(), "transpose(jvp())".to_string(), loss.clone()]),
+        samples.iter().any(|s| stack_of(s)
+            == [
+                format!("inner {script}:16"),
+                "jit(inner)".to_string(),
+                "transpose(jvp())".to_string(),
+                loss.clone()
+            ]),
         "{json}"
     );
     // Every equation of the two files is in one sample.
@@ -207,9 +317,18 @@ fn pprof_frames_are_the_name_stack_and_the_python_line() {
         .as_array()
         .unwrap()
         .iter()
-        .flat_map(|f| f["scopes"].as_array().unwrap().iter().map(|s| s["equations"].as_u64().unwrap()))
+        .flat_map(|f| {
+            f["scopes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s["equations"].as_u64().unwrap())
+        })
         .sum();
-    let counted: u64 = samples.iter().map(|s| s["values"][0].as_u64().unwrap()).sum();
+    let counted: u64 = samples
+        .iter()
+        .map(|s| s["values"][0].as_u64().unwrap())
+        .sum();
     assert_eq!(counted, leaves);
 }
 
@@ -217,16 +336,37 @@ fn pprof_frames_are_the_name_stack_and_the_python_line() {
 fn pprof_profile_decodes_with_protobuf_and_counts_equations_and_flops_by_python_line() {
     let path = program("pprof");
     let profile = path.with_extension("pb.gz");
-    let (code, _, stderr) = stats(&[path.to_str().unwrap(), "--format", "pprof", "-o", profile.to_str().unwrap()]);
+    let (code, _, stderr) = stats(&[
+        path.to_str().unwrap(),
+        "--format",
+        "pprof",
+        "-o",
+        profile.to_str().unwrap(),
+    ]);
     assert_eq!(code, 0, "{stderr}");
     let json = decode_profile(&profile);
-    assert_eq!(json["sample_types"], serde_json::json!(["equations", "flops"]));
+    assert_eq!(
+        json["sample_types"],
+        serde_json::json!(["equations", "flops"])
+    );
     let samples = json["samples"].as_array().unwrap();
     assert_eq!(samples.len(), 3, "{json}");
-    let line_12 = samples.iter().find(|s| s["stack"][0] == "predict /work/model.py:12").unwrap();
+    let line_12 = samples
+        .iter()
+        .find(|s| s["stack"][0] == "predict /work/model.py:12")
+        .unwrap();
     assert_eq!(line_12["values"], serde_json::json!([1, 1024]));
-    assert!(line_12["stack"][1].as_str().unwrap().ends_with("model.jaxpr"), "{json}");
-    let total: i64 = samples.iter().map(|s| s["values"][0].as_i64().unwrap()).sum();
+    assert!(
+        line_12["stack"][1]
+            .as_str()
+            .unwrap()
+            .ends_with("model.jaxpr"),
+        "{json}"
+    );
+    let total: i64 = samples
+        .iter()
+        .map(|s| s["values"][0].as_i64().unwrap())
+        .sum();
     assert_eq!(total, 4);
 }
 

@@ -132,14 +132,23 @@ fn byte_order_mark_and_lone_carriage_returns() {
     assert!(jaxpr_check::check(&parse.file).diagnostics.is_empty());
     // Line numbers from the line index are the lexer's lines.
     let index = jaxpr_syntax::LineIndex::new(text);
-    let lines: Vec<u32> = main.eqns.iter().map(|e| index.line_col(e.range.start).line).collect();
+    let lines: Vec<u32> = main
+        .eqns
+        .iter()
+        .map(|e| index.line_col(e.range.start).line)
+        .collect();
     assert_eq!(lines, [1, 2]);
     // An undefined name on the third line is reported there.
     let text = text.replace("neg b", "neg x");
     let parse = jaxpr_syntax::parse(&text);
     let d = jaxpr_check::check(&parse.file).diagnostics;
     assert_eq!(d.len(), 1, "{d:?}");
-    assert_eq!(jaxpr_syntax::LineIndex::new(&text).line_col(d[0].range.start).line, 2);
+    assert_eq!(
+        jaxpr_syntax::LineIndex::new(&text)
+            .line_col(d[0].range.start)
+            .line,
+        2
+    );
 }
 
 mod common;
@@ -177,7 +186,10 @@ fn tokens(line: &str) -> Vec<(usize, usize)> {
 fn a_syntax_error_causes_no_undefined_variables() {
     let mut files = Vec::new();
     for dir in ["jax", "catalyst"] {
-        for e in std::fs::read_dir(common::corpus().join(dir)).expect("corpus").flatten() {
+        for e in std::fs::read_dir(common::corpus().join(dir))
+            .expect("corpus")
+            .flatten()
+        {
             let p = e.path();
             if p.extension().is_some_and(|x| x == "jaxpr") {
                 files.push(std::fs::read_to_string(&p).expect("case"));
@@ -224,7 +236,9 @@ fn a_syntax_error_causes_no_undefined_variables() {
                     let undefined: Vec<&str> = analysis
                         .diagnostics
                         .iter()
-                        .filter(|d| d.kind == jaxpr_syntax::diagnostics::DiagKind::UndefinedVariable)
+                        .filter(|d| {
+                            d.kind == jaxpr_syntax::diagnostics::DiagKind::UndefinedVariable
+                        })
                         .map(|d| &mutant[d.range.as_usize()])
                         .collect();
                     if !undefined.is_empty() && failures.len() < 10 {
@@ -240,5 +254,10 @@ fn a_syntax_error_causes_no_undefined_variables() {
         }
     }
     assert!(mutants > 1000, "only {mutants} mutants");
-    assert!(failures.is_empty(), "{} cascades, e.g.:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} cascades, e.g.:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

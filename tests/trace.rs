@@ -9,9 +9,9 @@
 
 use jaxpr_session::{self as session, SessionIndex, Status};
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 fn root() -> PathBuf {
@@ -591,7 +591,14 @@ fn trace_spawner(
     let pid_file = dir.join("child.pid");
     let trace = jaxpr_command(
         &dir,
-        &["trace", "--", py.to_str().unwrap(), "spawner.py", pid_file.to_str().unwrap(), "hang"],
+        &[
+            "trace",
+            "--",
+            py.to_str().unwrap(),
+            "spawner.py",
+            pid_file.to_str().unwrap(),
+            "hang",
+        ],
     )
     .stdout(std::process::Stdio::null())
     .stderr(stderr)
@@ -958,7 +965,11 @@ fn same_with_and_without_trace(kind: &str, version: &str, program: &str, functio
         .unwrap_or_else(|| panic!("no summary in {stderr}"));
     assert_eq!(&stderr[..summary], plain_err);
     let s = session::load(&dir.join(".jaxpr-session")).unwrap();
-    let pinned = if version.is_empty() { None } else { Some(version) };
+    let pinned = if version.is_empty() {
+        None
+    } else {
+        Some(version)
+    };
     if let Some(v) = pinned {
         assert_eq!(s.versions.get(kind).map(String::as_str), Some(v));
     }

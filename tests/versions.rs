@@ -7,14 +7,16 @@
 //! `crates/jaxpr-build/tests/jax_suite.rs`.
 
 use jaxpr_db::{self as db, RootDatabase, SourceFile};
-use jaxpr_syntax::diagnostics::DiagKind;
 use jaxpr_syntax::LineIndex;
+use jaxpr_syntax::diagnostics::DiagKind;
 use std::path::{Path, PathBuf};
 
 #[path = "common/catalyst_types.rs"]
 mod catalyst_types;
 
-const JAX_VERSIONS: &[&str] = &["0.4.30", "0.4.38", "0.5.3", "0.6.2", "0.7.2", "0.8.3", "0.9.2", "0.10.2"];
+const JAX_VERSIONS: &[&str] = &[
+    "0.4.30", "0.4.38", "0.5.3", "0.6.2", "0.7.2", "0.8.3", "0.9.2", "0.10.2",
+];
 const CATALYST_VERSIONS: &[&str] = &["0.10.0", "0.12.0", "0.13.0", "0.14.1", "0.15.0"];
 
 fn data() -> PathBuf {
@@ -88,12 +90,21 @@ fn every_file_of_every_version_checks_with_no_error() {
     // Catalyst 0.10's layouts its column lacks (a global phase after its
     // controls, constant parameters in `static_params`).
     let layouts = jaxprs(&data().join("catalyst-0.10-layouts"));
-    assert!(layouts.len() >= 2, "catalyst-0.10-layouts: {} files", layouts.len());
+    assert!(
+        layouts.len() >= 2,
+        "catalyst-0.10-layouts: {} files",
+        layouts.len()
+    );
     for f in &layouts {
         failures.extend(complaints(f));
     }
     eprintln!("{}", counts.join(", "));
-    assert!(failures.is_empty(), "{} complaints:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} complaints:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -103,21 +114,32 @@ fn catalyst_types_equal_catalysts_own_on_every_version() {
         let col = format!("catalyst-{v}");
         let mut compared = 0;
         for path in jaxprs(&column(&col)) {
-            let meta: serde_json::Value =
-                serde_json::from_str(&std::fs::read_to_string(path.with_extension("json")).unwrap()).unwrap();
+            let meta: serde_json::Value = serde_json::from_str(
+                &std::fs::read_to_string(path.with_extension("json")).unwrap(),
+            )
+            .unwrap();
             assert!(
-                meta["producer"].as_str().unwrap().starts_with(&format!("pennylane-catalyst {v} ")),
+                meta["producer"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with(&format!("pennylane-catalyst {v} ")),
                 "{}: {}",
                 path.display(),
                 meta["producer"]
             );
             let name = format!("{col}/{}", path.file_stem().unwrap().to_string_lossy());
             let text = std::fs::read_to_string(&path).unwrap();
-            let (n, f) = catalyst_types::compare(&name, &text, meta["signatures"].as_array().unwrap());
+            let (n, f) =
+                catalyst_types::compare(&name, &text, meta["signatures"].as_array().unwrap());
             compared += n;
             failures.extend(f);
         }
         assert!(compared >= 40, "{col}: only {compared} signatures compared");
     }
-    assert!(failures.is_empty(), "{} differ:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} differ:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

@@ -23,7 +23,11 @@ fn run(cmd: &mut Command) -> String {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(out.status.success(), "{cmd:?} failed ({}):\n{text}", out.status);
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed ({}):\n{text}",
+        out.status
+    );
     text
 }
 
@@ -72,15 +76,25 @@ fn the_wheel_installs_into_a_fresh_environment_and_everything_runs_from_it() {
     // installed package importable from the fresh one.
     let jax_python = venv_with_jax(&root, &target);
     let site = Command::new(venv.join("bin/python"))
-        .args(["-c", "import sysconfig; print(sysconfig.get_path('purelib'))"])
+        .args([
+            "-c",
+            "import sysconfig; print(sysconfig.get_path('purelib'))",
+        ])
         .output()
         .unwrap();
     let site = String::from_utf8_lossy(&site.stdout).trim().to_string();
     let mut api = Command::new(jax_python);
     clean(&mut api);
-    let said = run(api.env("PYTHONPATH", &site).arg(&smoke).arg("api").arg(corpus()));
+    let said = run(api
+        .env("PYTHONPATH", &site)
+        .arg(&smoke)
+        .arg("api")
+        .arg(corpus()));
     assert!(said.contains("smoke api: ok"), "{said}");
-    println!("wheel {name}: {} bytes", std::fs::metadata(&wheel).unwrap().len());
+    println!(
+        "wheel {name}: {} bytes",
+        std::fs::metadata(&wheel).unwrap().len()
+    );
     let _ = std::fs::remove_dir_all(&home);
 }
 

@@ -174,9 +174,13 @@ fn main() {
         let col = lines[line].find(" = ").unwrap() + 3;
         json!({ "textDocument": { "uri": uri }, "position": { "line": line, "character": col } })
     };
-    let main_line = lines.iter().position(|l| l.starts_with("{ lambda")).expect("a main jaxpr");
+    let main_line = lines
+        .iter()
+        .position(|l| l.starts_with("{ lambda"))
+        .expect("a main jaxpr");
     let main_lambda = json!({ "textDocument": { "uri": uri }, "position": { "line": main_line, "character": 3 } });
-    let (mut cost_hovers, mut total_hovers, mut edited_cost_hovers) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut cost_hovers, mut total_hovers, mut edited_cost_hovers) =
+        (Vec::new(), Vec::new(), Vec::new());
     for i in 0..30 {
         let p = primitive(eqn_lines[(i * 104729 + 3) % eqn_lines.len()]);
         let t = Instant::now();
@@ -290,7 +294,13 @@ fn main() {
     );
     row("hover", "requests", &mut hovers, false, "p99 < 10 ms");
     row("definition", "requests", &mut defs, false, "p99 < 10 ms");
-    row("hover on a primitive (its cost)", "requests", &mut cost_hovers, false, "p99 < 10 ms");
+    row(
+        "hover on a primitive (its cost)",
+        "requests",
+        &mut cost_hovers,
+        false,
+        "p99 < 10 ms",
+    );
     row(
         "hover on the main jaxpr's lambda (totals and peak)",
         "requests",

@@ -3,8 +3,8 @@
 
 use crate::convert::{self, Encoding};
 use crate::state::{Snapshot, Workspace};
-use jaxpr_syntax::diagnostics::{Diagnostic as CoreDiagnostic, Severity};
 use jaxpr_ide::{self as ide, EarlierView, FileView, NavTarget};
+use jaxpr_syntax::diagnostics::{Diagnostic as CoreDiagnostic, Severity};
 use ropey::Rope;
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -68,7 +68,9 @@ impl CostHints {
     /// The value of `costHints` in `settings` (`{"jaxpr": {"costHints":
     /// ...}}` or `{"costHints": ...}`), when it names one.
     fn from_settings(settings: &Value) -> Option<CostHints> {
-        let value = settings.pointer("/jaxpr/costHints").or_else(|| settings.get("costHints"))?;
+        let value = settings
+            .pointer("/jaxpr/costHints")
+            .or_else(|| settings.get("costHints"))?;
         match value.as_str()? {
             "off" => Some(CostHints::Off),
             "lens" => Some(CostHints::Lens),
@@ -269,7 +271,10 @@ impl Backend {
             };
             if let Some(e) = config_error {
                 client
-                    .show_message(MessageType::ERROR, format!("jaxpr: {e} (every rule is shown until it is fixed)"))
+                    .show_message(
+                        MessageType::ERROR,
+                        format!("jaxpr: {e} (every rule is shown until it is fixed)"),
+                    )
                     .await;
                 // And on the configuration file itself, at the mistake's line.
                 if let Ok(toml) = Url::from_file_path(&e.path) {
@@ -281,7 +286,9 @@ impl Backend {
                         message: format!("{} (every rule is shown until it is fixed)", e.message),
                         ..Default::default()
                     };
-                    client.publish_diagnostics(toml, vec![diagnostic], None).await;
+                    client
+                        .publish_diagnostics(toml, vec![diagnostic], None)
+                        .await;
                 }
             }
             // Publish only if the text is still the one that was checked.
@@ -375,7 +382,12 @@ fn call_item(item: ide::CallItem, uri: &Url, rope: &Rope, enc: Encoding) -> Call
 
 /// The jaxpr a call hierarchy item names: by the selection it was given
 /// (the text may have changed since: then by its position now).
-fn item_jaxpr(v: &FileView, item: &CallHierarchyItem, rope: &Rope, enc: Encoding) -> Option<jaxpr_check::JaxprId> {
+fn item_jaxpr(
+    v: &FileView,
+    item: &CallHierarchyItem,
+    rope: &Rope,
+    enc: Encoding,
+) -> Option<jaxpr_check::JaxprId> {
     let offset = convert::offset(rope, item.selection_range.start, enc);
     ide::prepare_call_hierarchy(v.analysis, v.lines, offset).map(|i| i.jaxpr)
 }
@@ -507,7 +519,9 @@ impl LanguageServer for Backend {
                     ),
                 ),
                 inlay_hint_provider: Some(OneOf::Left(true)),
-                code_lens_provider: Some(CodeLensOptions { resolve_provider: Some(false) }),
+                code_lens_provider: Some(CodeLensOptions {
+                    resolve_provider: Some(false),
+                }),
                 completion_provider: Some(CompletionOptions {
                     trigger_characters: Some(vec!["[".into(), " ".into()]),
                     ..Default::default()
@@ -558,7 +572,10 @@ impl LanguageServer for Backend {
             tokio::spawn(async move {
                 if let Err(e) = client.register_capability(vec![registration]).await {
                     client
-                        .log_message(MessageType::WARNING, format!("file watching not registered: {e}"))
+                        .log_message(
+                            MessageType::WARNING,
+                            format!("file watching not registered: {e}"),
+                        )
                         .await;
                 }
             });
@@ -649,7 +666,10 @@ impl LanguageServer for Backend {
     }
 
     async fn did_change_watched_files(&self, p: DidChangeWatchedFilesParams) {
-        if p.changes.iter().any(|c| crate::rules::is_config_file(&c.uri)) {
+        if p.changes
+            .iter()
+            .any(|c| crate::rules::is_config_file(&c.uri))
+        {
             self.reload_rules().await;
         }
         // Sessions are read again where their files changed (the database
@@ -726,9 +746,7 @@ impl LanguageServer for Backend {
         let u = uri.clone();
         let to_lsp = move |rope: &Rope, enc, target| match target {
             NavTarget::Here(range) => Some(Location::new(u, convert::range(rope, range, enc))),
-            NavTarget::Source { path, line, col } => {
-                source_location(&u, &roots, &path, line, col)
-            }
+            NavTarget::Source { path, line, col } => source_location(&u, &roots, &path, line, col),
         };
         let to_lsp2 = to_lsp.clone();
         let r = self
@@ -1075,11 +1093,15 @@ impl LanguageServer for Backend {
             let range = convert::text_range(rope, range, enc);
             let mut hints: Vec<ide::InlayHint> = ide::inlay_hints(v, range);
             if costs {
-                hints.extend(ide::cost_summaries(v, range).into_iter().map(|c| ide::InlayHint {
-                    offset: c.line_end,
-                    label: c.short_label,
-                    tooltip: c.tooltip,
-                }));
+                hints.extend(
+                    ide::cost_summaries(v, range)
+                        .into_iter()
+                        .map(|c| ide::InlayHint {
+                            offset: c.line_end,
+                            label: c.short_label,
+                            tooltip: c.tooltip,
+                        }),
+                );
                 hints.sort_by_key(|h| h.offset);
             }
             hints
@@ -1111,7 +1133,11 @@ impl LanguageServer for Backend {
                     range: convert::range(rope, c.anchor, enc),
                     // No command to run: the lens is a label (VS Code draws
                     // a lens whose command id is empty as plain text).
-                    command: Some(Command { title: c.label, command: String::new(), arguments: None }),
+                    command: Some(Command {
+                        title: c.label,
+                        command: String::new(),
+                        arguments: None,
+                    }),
                     data: None,
                 })
                 .collect()
@@ -1226,7 +1252,9 @@ impl Backend {
         // still broken is reported again by the documents' new check.
         for path in self.rules.reload() {
             if let Ok(toml) = Url::from_file_path(&path) {
-                self.client.publish_diagnostics(toml, Vec::new(), None).await;
+                self.client
+                    .publish_diagnostics(toml, Vec::new(), None)
+                    .await;
             }
         }
         let open: Vec<(Url, i32)> = tokio::task::block_in_place(|| {
@@ -1240,7 +1268,12 @@ impl Backend {
             self.schedule_diagnostics(uri, version, Duration::ZERO, false);
         }
         // The open Python documents' findings follow the same configuration.
-        let (python, client, roots, enc) = (self.python.clone(), self.client.clone(), self.roots(), self.enc());
+        let (python, client, roots, enc) = (
+            self.python.clone(),
+            self.client.clone(),
+            self.roots(),
+            self.enc(),
+        );
         tokio::spawn(async move { python.publish_all(&client, &roots, enc).await });
     }
 
@@ -1265,7 +1298,11 @@ impl Backend {
     async fn calls(
         &self,
         item: CallHierarchyItem,
-        direction: fn(&jaxpr_check::Analysis, &jaxpr_syntax::LineIndex, jaxpr_check::JaxprId) -> Vec<ide::Call>,
+        direction: fn(
+            &jaxpr_check::Analysis,
+            &jaxpr_syntax::LineIndex,
+            jaxpr_check::JaxprId,
+        ) -> Vec<ide::Call>,
     ) -> Result<Option<Vec<(Vec<Range>, CallHierarchyItem)>>> {
         let uri = item.uri.clone();
         let u = uri.clone();
@@ -1276,7 +1313,11 @@ impl Backend {
                     direction(v.analysis, v.lines, j)
                         .into_iter()
                         .map(|c| {
-                            let sites = c.sites.iter().map(|r| convert::range(rope, *r, enc)).collect();
+                            let sites = c
+                                .sites
+                                .iter()
+                                .map(|r| convert::range(rope, *r, enc))
+                                .collect();
                             (sites, call_item(c.item, &u, rope, enc))
                         })
                         .collect(),

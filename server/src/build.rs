@@ -212,7 +212,8 @@ fn path_with_interpreter(interpreter: &str) -> Option<std::ffi::OsString> {
         return None;
     }
     let rest = std::env::var_os("PATH").unwrap_or_default();
-    std::env::join_paths(std::iter::once(folder.to_path_buf()).chain(std::env::split_paths(&rest))).ok()
+    std::env::join_paths(std::iter::once(folder.to_path_buf()).chain(std::env::split_paths(&rest)))
+        .ok()
 }
 
 /// `jaxpr-build` beside this executable, as the `jaxpr` CLI finds it.

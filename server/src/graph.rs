@@ -32,7 +32,9 @@ pub async fn execute(backend: &Backend, args: Vec<Value>) -> Result<Option<Value
         .ok_or_else(|| Error::invalid_params("expected [{\"uri\": ..., \"nonce\": ...}]"))?;
     // The nonce goes into an attribute and a policy: letters and digits only.
     if args.nonce.is_empty() || !args.nonce.chars().all(|c| c.is_ascii_alphanumeric()) {
-        return Err(Error::invalid_params("the nonce must be letters and digits"));
+        return Err(Error::invalid_params(
+            "the nonce must be letters and digits",
+        ));
     }
     let uri = Url::parse(&args.uri).map_err(|e| Error::invalid_params(e.to_string()))?;
     let Some(snap) = backend.snapshot(&uri) else {
@@ -49,8 +51,14 @@ pub async fn execute(backend: &Backend, args: Vec<Value>) -> Result<Option<Value
             let analysis = jaxpr_db::analysis(&snap.db, snap.file);
             let text = snap.file.text(&snap.db);
             // Each equation's cost, from the same per-item query hover reads.
-            let costs = jaxpr_db::Costs { db: &snap.db, file: snap.file };
-            let annotations = jaxpr_ide::CostAnnotations { analysis: &analysis, costs: &costs };
+            let costs = jaxpr_db::Costs {
+                db: &snap.db,
+                file: snap.file,
+            };
+            let annotations = jaxpr_ide::CostAnnotations {
+                analysis: &analysis,
+                costs: &costs,
+            };
             let graph = jaxpr_graph::build(&parse.file, text, &annotations);
             let equations = graph.equation_count();
             let html = jaxpr_graph::html(
@@ -58,7 +66,11 @@ pub async fn execute(backend: &Backend, args: Vec<Value>) -> Result<Option<Value
                 &jaxpr_graph::HtmlOptions {
                     title: &title,
                     text,
-                    open_depth: if equations <= OPEN_ALL_UP_TO_EQUATIONS { u32::MAX } else { 0 },
+                    open_depth: if equations <= OPEN_ALL_UP_TO_EQUATIONS {
+                        u32::MAX
+                    } else {
+                        0
+                    },
                     nonce: Some(&nonce),
                 },
             );
@@ -67,6 +79,10 @@ pub async fn execute(backend: &Backend, args: Vec<Value>) -> Result<Option<Value
     })
     .await
     .map_err(|_| Error::internal_error())?
-    .map_err(|_| failure("the file changed while its graph was drawn; run the command again".into()))?;
-    Ok(Some(serde_json::json!({ "html": drawn.0, "equations": drawn.1 })))
+    .map_err(|_| {
+        failure("the file changed while its graph was drawn; run the command again".into())
+    })?;
+    Ok(Some(
+        serde_json::json!({ "html": drawn.0, "equations": drawn.1 }),
+    ))
 }

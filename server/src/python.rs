@@ -215,7 +215,9 @@ impl Python {
             // Reading a configuration file is done off the async threads.
             let rules = self.rules.clone();
             let (file2, uri2) = (file.clone(), uri.clone());
-            let Ok(settings) = tokio::task::spawn_blocking(move || rules.for_document(&uri2).settings).await else {
+            let Ok(settings) =
+                tokio::task::spawn_blocking(move || rules.for_document(&uri2).settings).await
+            else {
                 return;
             };
             for d in ix.diagnostics(&file) {

@@ -62,7 +62,8 @@ impl RuleConfig {
     /// again. Returns the configuration files whose errors had been reported.
     pub fn reload(&self) -> Vec<std::path::PathBuf> {
         self.resolver.forget();
-        let reported = std::mem::take(&mut *self.reported.lock().unwrap_or_else(|e| e.into_inner()));
+        let reported =
+            std::mem::take(&mut *self.reported.lock().unwrap_or_else(|e| e.into_inner()));
         reported.into_iter().map(|e| e.path).collect()
     }
 }

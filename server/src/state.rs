@@ -67,7 +67,10 @@ const MAX_WORKSPACE_FILES: usize = 2000;
 
 /// Folders never searched for jaxpr files.
 fn skipped_folder(name: &str) -> bool {
-    matches!(name, ".git" | "node_modules" | "target" | "__pycache__" | ".venv" | "venv")
+    matches!(
+        name,
+        ".git" | "node_modules" | "target" | "__pycache__" | ".venv" | "venv"
+    )
 }
 
 /// One document at one version, with a database handle to query it from
@@ -232,23 +235,32 @@ impl Workspace {
                 let mut function_of: HashMap<String, String> = HashMap::new();
                 if let Ok(record) = session::session_record(&self.db, input) {
                     for f in &record.functions {
-                        function_of.entry(f.jaxpr.clone()).or_insert_with(|| f.name.clone());
+                        function_of
+                            .entry(f.jaxpr.clone())
+                            .or_insert_with(|| f.name.clone());
                     }
                 }
                 for j in input.jaxprs(&self.db).clone() {
-                    let function = function_of.get(&j.name).cloned().unwrap_or_else(|| j.name.clone());
+                    let function = function_of
+                        .get(&j.name)
+                        .cloned()
+                        .unwrap_or_else(|| j.name.clone());
                     if open_paths.contains(&j.path) {
                         session_functions.insert(j.path, function);
                         continue;
                     }
-                    let Ok(uri) = Url::from_file_path(&j.path) else { continue };
+                    let Ok(uri) = Url::from_file_path(&j.path) else {
+                        continue;
+                    };
                     files += 1;
                     let rope = Rope::from_str(j.file.text(&self.db));
                     pending.push((uri, Some(function), j.file, rope));
                 }
                 continue;
             }
-            let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
             let mut entries: Vec<_> = entries.flatten().collect();
             entries.sort_by_key(|e| e.file_name());
             for e in entries {
@@ -256,14 +268,22 @@ impl Workspace {
                 let name = e.file_name().to_string_lossy().into_owned();
                 match e.file_type() {
                     Ok(t) if t.is_dir() && !skipped_folder(&name) => stack.push(path),
-                    Ok(t) if t.is_file() && (name.ends_with(".jaxpr") || name.ends_with(".jaxpr.txt")) => {
+                    Ok(t)
+                        if t.is_file()
+                            && (name.ends_with(".jaxpr") || name.ends_with(".jaxpr.txt")) =>
+                    {
                         if open_paths.contains(&path) || files >= MAX_WORKSPACE_FILES {
                             continue;
                         }
-                        let Ok(text) = session::files::read_regular_text(&path, session::files::MAX_FILE_BYTES) else {
+                        let Ok(text) = session::files::read_regular_text(
+                            &path,
+                            session::files::MAX_FILE_BYTES,
+                        ) else {
                             continue;
                         };
-                        let Ok(uri) = Url::from_file_path(&path) else { continue };
+                        let Ok(uri) = Url::from_file_path(&path) else {
+                            continue;
+                        };
                         files += 1;
                         let file = match self.disk.get(&path) {
                             Some(f) => {
@@ -273,7 +293,11 @@ impl Workspace {
                                 *f
                             }
                             None => {
-                                let f = SourceFile::new(&self.db, path.display().to_string(), text.clone());
+                                let f = SourceFile::new(
+                                    &self.db,
+                                    path.display().to_string(),
+                                    text.clone(),
+                                );
                                 self.disk.insert(path.clone(), f);
                                 f
                             }
@@ -292,7 +316,11 @@ impl Workspace {
                     session_functions.get(&path).cloned()
                 }),
                 uri,
-                snapshot: Snapshot { db: self.db.clone(), file, rope },
+                snapshot: Snapshot {
+                    db: self.db.clone(),
+                    file,
+                    rope,
+                },
             })
             .collect()
     }
@@ -341,7 +369,10 @@ impl Snapshot {
             let analysis = db::analysis(&self.db, self.file);
             let lines = db::line_index(&self.db, self.file);
             let text = self.file.text(&self.db);
-            let costs = db::Costs { db: &self.db, file: self.file };
+            let costs = db::Costs {
+                db: &self.db,
+                file: self.file,
+            };
             f(&FileView {
                 text,
                 parse: &parse,

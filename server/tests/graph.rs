@@ -18,13 +18,23 @@ fn graph_command_draws_the_open_text_with_the_nonce() {
         "workspace/executeCommand",
         json!({ "command": "jaxpr.server.graph", "arguments": [{ "uri": u, "nonce": "abc123XYZ" }] }),
     );
-    let html = r["result"]["html"].as_str().unwrap_or_else(|| panic!("{r}"));
+    let html = r["result"]["html"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"));
     assert!(html.starts_with("<!DOCTYPE html>"));
-    assert_eq!(html.matches("<script nonce=\"abc123XYZ\">").count(), 1, "the viewer's script");
+    assert_eq!(
+        html.matches("<script nonce=\"abc123XYZ\">").count(),
+        1,
+        "the viewer's script"
+    );
     assert!(html.contains("<style nonce=\"abc123XYZ\">"));
     assert!(html.contains("script-src 'nonce-abc123XYZ'"));
     let equations = jaxpr_syntax::ast::each_eqn(&jaxpr_syntax::parse(&text).file).count();
-    assert_eq!(r["result"]["equations"], equations as u64, "{}", r["result"]["equations"]);
+    assert_eq!(
+        r["result"]["equations"], equations as u64,
+        "{}",
+        r["result"]["equations"]
+    );
 
     // Bad arguments: a nonce that could break out of its attribute, a
     // document that is not open, no arguments.

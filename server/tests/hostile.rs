@@ -336,7 +336,10 @@ fn documents_nested_as_deep_as_accepted_and_deeper_are_answered_and_built() {
                 assert!(r["result"]["path"].is_string(), "{emit}: {r}");
             } else {
                 let msg = r["error"]["message"].as_str().unwrap_or_default();
-                assert!(msg.contains("nesting deeper than 200 levels"), "{emit}: {r}");
+                assert!(
+                    msg.contains("nesting deeper than 200 levels"),
+                    "{emit}: {r}"
+                );
             }
         }
     }
@@ -498,7 +501,9 @@ fn semantic_tokens_of_a_55_mb_document_cost_what_the_answer_holds() {
     );
     assert!(!range["data"].as_array().unwrap().is_empty(), "{range}");
     let peak = peak_resident_mb(&s);
-    eprintln!("resident memory: {opened:.0} MB after the open, {peak:.0} MB at most while answering tokens");
+    eprintln!(
+        "resident memory: {opened:.0} MB after the open, {peak:.0} MB at most while answering tokens"
+    );
     // Computing every token of the document first took about 600 MB more
     // than the open; an answer of at most MAX_TOKENS tokens takes tens.
     assert!(

@@ -22,7 +22,11 @@ fn workspace() -> std::path::PathBuf {
     .unwrap();
     let session = dir.join("model/.jaxpr-session");
     std::fs::create_dir_all(&session).unwrap();
-    std::fs::copy(corpus().join("jax/mlp.jaxpr"), session.join("train_step.jaxpr")).unwrap();
+    std::fs::copy(
+        corpus().join("jax/mlp.jaxpr"),
+        session.join("train_step.jaxpr"),
+    )
+    .unwrap();
     let record = json!({
         "version": 1, "status": "ok", "command": ["python3", "train.py"], "cwd": dir.join("model"),
         "functions": [{
@@ -136,7 +140,11 @@ fn call_hierarchy_workspace_symbols_and_selection_ranges() {
         );
     }
     let named = |name: &str| {
-        let found = symbols.as_array().unwrap().iter().find(|x| x["name"] == name);
+        let found = symbols
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["name"] == name);
         found.unwrap_or_else(|| panic!("no symbol {name} in {symbols}"))
     };
     let traced = named("train_step");

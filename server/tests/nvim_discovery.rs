@@ -20,14 +20,21 @@ fn neovim_finds_the_server_in_the_active_virtual_environment() {
     let _ = std::fs::remove_dir_all(&home);
     let venv = home.join("venv");
     std::fs::create_dir_all(venv.join("bin")).unwrap();
-    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_jaxpr-lsp"), venv.join("bin/jaxpr-lsp")).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_jaxpr-lsp"), venv.join("bin/jaxpr-lsp"))
+        .unwrap();
     let empty = home.join("empty");
     std::fs::create_dir_all(&empty).unwrap();
     let nvim = std::env::var_os("JAXPR_NVIM").unwrap_or_else(|| "nvim".into());
     let out = Command::new(&nvim)
         .args(["--headless", "--noplugin", "-u", "NONE", "-i", "NONE", "-n"])
-        .args(["--cmd", "lua vim.opt.rtp:prepend(vim.env.JAXPR_NVIM_PLUGIN)"])
-        .args(["-c", "lua dofile(vim.env.JAXPR_NVIM_PLUGIN .. '/test/discovery.lua')"])
+        .args([
+            "--cmd",
+            "lua vim.opt.rtp:prepend(vim.env.JAXPR_NVIM_PLUGIN)",
+        ])
+        .args([
+            "-c",
+            "lua dofile(vim.env.JAXPR_NVIM_PLUGIN .. '/test/discovery.lua')",
+        ])
         .env_clear()
         .env("PATH", "/usr/bin:/bin")
         .env("HOME", &home)
@@ -47,6 +54,9 @@ fn neovim_finds_the_server_in_the_active_virtual_environment() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(out.status.success() && said.contains("discovery: ok"), "{said}");
+    assert!(
+        out.status.success() && said.contains("discovery: ok"),
+        "{said}"
+    );
     let _ = std::fs::remove_dir_all(&home);
 }

@@ -176,7 +176,10 @@ fn a_whole_text_change_with_an_older_version_is_applied() {
     // Version 7: `gt zq`, undefined.
     insert(&mut s, 7, "z");
     let d = s.diagnostics(&u, Some(7));
-    assert_eq!(d["diagnostics"][0]["data"]["kind"], "undefined-variable", "{d}");
+    assert_eq!(
+        d["diagnostics"][0]["data"]["kind"], "undefined-variable",
+        "{d}"
+    );
     // The whole text again, at version 3: clean, at version 3.
     s.notify(
         "textDocument/didChange",
@@ -190,7 +193,10 @@ fn a_whole_text_change_with_an_older_version_is_applied() {
     insert(&mut s, 2, "y");
     s.wait_for(|m| {
         m["method"] == "window/logMessage"
-            && m["params"]["message"].as_str().unwrap().contains("ignored a change")
+            && m["params"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("ignored a change")
     })
     .expect("the older edit is logged");
     insert(&mut s, 4, "w");
@@ -710,7 +716,12 @@ fn published_codes(s: &mut Lsp, uri: &str) -> Vec<(String, i64)> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|d| (d["code"].as_str().unwrap().to_string(), d["severity"].as_i64().unwrap()))
+        .map(|d| {
+            (
+                d["code"].as_str().unwrap().to_string(),
+                d["severity"].as_i64().unwrap(),
+            )
+        })
         .collect()
 }
 
@@ -725,7 +736,11 @@ fn rule_configuration_is_read_per_folder_and_followed_when_it_changes() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("project")).unwrap();
     let config = dir.join("project/pyproject.toml");
-    std::fs::write(&config, "[tool.jaxpr]\nignore = [\"J0010\"]\nwarn = [\"shape-mismatch\"]\n").unwrap();
+    std::fs::write(
+        &config,
+        "[tool.jaxpr]\nignore = [\"J0010\"]\nwarn = [\"shape-mismatch\"]\n",
+    )
+    .unwrap();
     std::fs::write(dir.join("jaxpr.toml"), "select = [\"J0010\"]\n").unwrap();
     let text = "{ lambda ; a:f32[3] b:f32[4]. let\n    c:f32[3] = add a b\n    d:f32[3] = my_op a\n  in (c, d) }\n";
     let (inner, outer) = (dir.join("project/a.jaxpr"), dir.join("b.jaxpr"));
@@ -733,7 +748,8 @@ fn rule_configuration_is_read_per_folder_and_followed_when_it_changes() {
     std::fs::write(&outer, text).unwrap();
 
     let mut s = Lsp::start();
-    let watching = json!({ "workspace": { "didChangeWatchedFiles": { "dynamicRegistration": true } } });
+    let watching =
+        json!({ "workspace": { "didChangeWatchedFiles": { "dynamicRegistration": true } } });
     s.request(
         "initialize",
         json!({ "processId": null, "rootUri": uri(&dir), "capabilities": watching,
@@ -743,14 +759,24 @@ fn rule_configuration_is_read_per_folder_and_followed_when_it_changes() {
     let registration = s
         .wait_for(|m| m["method"] == "client/registerCapability")
         .expect("the server registers file watching");
-    let globs = registration["params"]["registrations"][0]["registerOptions"]["watchers"].to_string();
-    assert!(globs.contains("**/pyproject.toml") && globs.contains("**/jaxpr.toml"), "{globs}");
+    let globs =
+        registration["params"]["registrations"][0]["registerOptions"]["watchers"].to_string();
+    assert!(
+        globs.contains("**/pyproject.toml") && globs.contains("**/jaxpr.toml"),
+        "{globs}"
+    );
 
     let (inner_uri, outer_uri) = (uri(&inner), uri(&outer));
     s.open(&inner_uri, text);
-    assert_eq!(published_codes(&mut s, &inner_uri), vec![("J0004".to_string(), 2)]);
+    assert_eq!(
+        published_codes(&mut s, &inner_uri),
+        vec![("J0004".to_string(), 2)]
+    );
     s.open(&outer_uri, text);
-    assert_eq!(published_codes(&mut s, &outer_uri), vec![("J0010".to_string(), 2)]);
+    assert_eq!(
+        published_codes(&mut s, &outer_uri),
+        vec![("J0010".to_string(), 2)]
+    );
 
     // The project's configuration changes on disk; the client reports it.
     std::fs::write(&config, "[tool.jaxpr]\nerror = [\"J0010\"]\n").unwrap();
@@ -763,12 +789,18 @@ fn rule_configuration_is_read_per_folder_and_followed_when_it_changes() {
         vec![("J0004".to_string(), 1), ("J0010".to_string(), 1)]
     );
     // The other folder's configuration did not change.
-    assert_eq!(published_codes(&mut s, &outer_uri), vec![("J0010".to_string(), 2)]);
+    assert_eq!(
+        published_codes(&mut s, &outer_uri),
+        vec![("J0010".to_string(), 2)]
+    );
 
     // A broken configuration, saved in the editor: an error message that
     // names the file and line, and every rule shown meanwhile.
     std::fs::write(&config, "[tool.jaxpr]\n\nignore = [\"J0404\"]\n").unwrap();
-    s.notify("textDocument/didSave", json!({ "textDocument": { "uri": uri(&config) } }));
+    s.notify(
+        "textDocument/didSave",
+        json!({ "textDocument": { "uri": uri(&config) } }),
+    );
     assert_eq!(
         published_codes(&mut s, &inner_uri),
         vec![("J0004".to_string(), 1), ("J0010".to_string(), 2)]
@@ -777,21 +809,39 @@ fn rule_configuration_is_read_per_folder_and_followed_when_it_changes() {
         .wait_for(|m| m["method"] == "window/showMessage")
         .expect("the broken configuration is shown");
     let message = shown["params"]["message"].as_str().unwrap();
-    assert!(message.contains("pyproject.toml:3: `J0404` is not a rule"), "{message}");
+    assert!(
+        message.contains("pyproject.toml:3: `J0404` is not a rule"),
+        "{message}"
+    );
     // The mistake is also a diagnostic on the configuration file's line...
     let config_uri = uri(&config);
     let on_file = s
-        .wait_for(|m| m["method"] == "textDocument/publishDiagnostics" && m["params"]["uri"] == config_uri.as_str())
+        .wait_for(|m| {
+            m["method"] == "textDocument/publishDiagnostics"
+                && m["params"]["uri"] == config_uri.as_str()
+        })
         .expect("the broken configuration is a diagnostic on its file");
     let diagnostics = on_file["params"]["diagnostics"].as_array().unwrap();
     assert_eq!(diagnostics.len(), 1, "{on_file}");
     assert_eq!(diagnostics[0]["range"]["start"]["line"], 2, "{on_file}");
-    assert!(diagnostics[0]["message"].as_str().unwrap().contains("`J0404` is not a rule"), "{on_file}");
+    assert!(
+        diagnostics[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`J0404` is not a rule"),
+        "{on_file}"
+    );
     // ...cleared once the file is fixed.
     std::fs::write(&config, "[tool.jaxpr]\nerror = [\"J0010\"]\n").unwrap();
-    s.notify("textDocument/didSave", json!({ "textDocument": { "uri": config_uri } }));
+    s.notify(
+        "textDocument/didSave",
+        json!({ "textDocument": { "uri": config_uri } }),
+    );
     let cleared = s
-        .wait_for(|m| m["method"] == "textDocument/publishDiagnostics" && m["params"]["uri"] == config_uri.as_str())
+        .wait_for(|m| {
+            m["method"] == "textDocument/publishDiagnostics"
+                && m["params"]["uri"] == config_uri.as_str()
+        })
         .expect("the fixed configuration's diagnostic is cleared");
     assert_eq!(cleared["params"]["diagnostics"], json!([]), "{cleared}");
     assert!(s.shutdown().success());
@@ -808,23 +858,49 @@ fn cost_hints_are_lenses_inlay_hints_or_nothing_as_configured() {
     let mut s = Lsp::initialized(&["utf-16"]);
     s.open(uri, text);
     s.diagnostics(uri, None);
-    let lens = |s: &mut Lsp| s.call("textDocument/codeLens", json!({ "textDocument": { "uri": uri } }));
+    let lens = |s: &mut Lsp| {
+        s.call(
+            "textDocument/codeLens",
+            json!({ "textDocument": { "uri": uri } }),
+        )
+    };
     let hints = |s: &mut Lsp| {
         let all = s.call("textDocument/inlayHint", json!({ "textDocument": { "uri": uri }, "range": { "start": { "line": 0, "character": 0 }, "end": { "line": 9, "character": 0 } } }));
-        all.as_array().unwrap().iter().filter(|h| h["label"].as_str().unwrap().starts_with("cost:")).cloned().collect::<Vec<Value>>()
+        all.as_array()
+            .unwrap()
+            .iter()
+            .filter(|h| h["label"].as_str().unwrap().starts_with("cost:"))
+            .cloned()
+            .collect::<Vec<Value>>()
     };
     let lenses = lens(&mut s);
     let lenses = lenses.as_array().unwrap();
     assert_eq!(lenses.len(), 2, "{lenses:?}");
     // On the `let`'s name, then on the main jaxpr's `lambda`.
-    assert_eq!(lenses[0]["range"], json!({ "start": { "line": 0, "character": 4 }, "end": { "line": 0, "character": 6 } }));
-    assert_eq!(lenses[0]["command"]["title"], "cost: 0 FLOPs · 3 transcendentals · 24 B accessed · peak 24 B");
-    assert_eq!(lenses[1]["range"]["start"], json!({ "line": 1, "character": 2 }));
-    assert_eq!(lenses[1]["command"]["title"], "cost: 0 FLOPs · 3 transcendentals · 24 B accessed · peak 36 B");
+    assert_eq!(
+        lenses[0]["range"],
+        json!({ "start": { "line": 0, "character": 4 }, "end": { "line": 0, "character": 6 } })
+    );
+    assert_eq!(
+        lenses[0]["command"]["title"],
+        "cost: 0 FLOPs · 3 transcendentals · 24 B accessed · peak 24 B"
+    );
+    assert_eq!(
+        lenses[1]["range"]["start"],
+        json!({ "line": 1, "character": 2 })
+    );
+    assert_eq!(
+        lenses[1]["command"]["title"],
+        "cost: 0 FLOPs · 3 transcendentals · 24 B accessed · peak 36 B"
+    );
     assert!(hints(&mut s).is_empty());
 
-    s.notify("workspace/didChangeConfiguration", json!({ "settings": { "jaxpr": { "costHints": "inlay" } } }));
-    s.wait_for(|m| m["method"] == "workspace/codeLens/refresh").expect("a lens refresh");
+    s.notify(
+        "workspace/didChangeConfiguration",
+        json!({ "settings": { "jaxpr": { "costHints": "inlay" } } }),
+    );
+    s.wait_for(|m| m["method"] == "workspace/codeLens/refresh")
+        .expect("a lens refresh");
     assert_eq!(lens(&mut s), json!([]));
     let inlay = hints(&mut s);
     assert_eq!(inlay.len(), 2, "{inlay:?}");
@@ -832,10 +908,21 @@ fn cost_hints_are_lenses_inlay_hints_or_nothing_as_configured() {
     assert_eq!(inlay[1]["position"], json!({ "line": 1, "character": 24 }));
     // Short enough for VS Code's default 43-character inlay limit.
     assert_eq!(inlay[1]["label"], "cost: 0 FLOPs · peak 36 B");
-    assert!(inlay[1]["tooltip"].as_str().unwrap().contains("peak: 36 bytes live at pjit (line 3)"), "{}", inlay[1]["tooltip"]);
+    assert!(
+        inlay[1]["tooltip"]
+            .as_str()
+            .unwrap()
+            .contains("peak: 36 bytes live at pjit (line 3)"),
+        "{}",
+        inlay[1]["tooltip"]
+    );
 
-    s.notify("workspace/didChangeConfiguration", json!({ "settings": { "jaxpr": { "costHints": "off" } } }));
-    s.wait_for(|m| m["method"] == "workspace/inlayHint/refresh").expect("an inlay refresh");
+    s.notify(
+        "workspace/didChangeConfiguration",
+        json!({ "settings": { "jaxpr": { "costHints": "off" } } }),
+    );
+    s.wait_for(|m| m["method"] == "workspace/inlayHint/refresh")
+        .expect("an inlay refresh");
     assert_eq!(lens(&mut s), json!([]));
     assert!(hints(&mut s).is_empty());
     s.shutdown();
@@ -872,7 +959,8 @@ fn build_command_builds_a_quantum_library_on_catalysts_runtime() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let src = dir.join("expval_rx.jaxpr");
-    let suite = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/catalyst-suite");
+    let suite =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/catalyst-suite");
     std::fs::copy(suite.join("expval_rx.jaxpr"), &src).unwrap();
     // An editor's environment: no runtime named, a python3 without Catalyst.
     let mut s = Lsp::start_with_env(&[("JAXPR_CATALYST_RUNTIME", ""), ("PATH", "/usr/bin:/bin")]);
@@ -884,11 +972,20 @@ fn build_command_builds_a_quantum_library_on_catalysts_runtime() {
     s.notify("initialized", json!({}));
     let u = uri(&src);
     s.open(&u, &std::fs::read_to_string(&src).unwrap());
-    let build = json!({ "command": "jaxpr.server.build", "arguments": [{ "uri": u, "emit": "native" }] });
+    let build =
+        json!({ "command": "jaxpr.server.build", "arguments": [{ "uri": u, "emit": "native" }] });
     let r = s.request("workspace/executeCommand", build.clone());
-    let msg = r["error"]["message"].as_str().unwrap_or_else(|| panic!("{r}"));
-    assert!(msg.contains("not built: 1 error(s)") && msg.contains("[J0012]"), "{r}");
-    assert!(msg.contains("catalyst") && msg.contains("pennylane-catalyst 0.15.0"), "{r}");
+    let msg = r["error"]["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"));
+    assert!(
+        msg.contains("not built: 1 error(s)") && msg.contains("[J0012]"),
+        "{r}"
+    );
+    assert!(
+        msg.contains("catalyst") && msg.contains("pennylane-catalyst 0.15.0"),
+        "{r}"
+    );
     assert!(!dir.join("libexpval_rx.so").exists());
     // The interpreter the server traces with has Catalyst.
     s.notify(
@@ -896,15 +993,25 @@ fn build_command_builds_a_quantum_library_on_catalysts_runtime() {
         json!({ "settings": { "jaxpr": { "trace": { "python": python } } } }),
     );
     let r = s.request("workspace/executeCommand", build);
-    let path = r["result"]["path"].as_str().unwrap_or_else(|| panic!("{r}"));
+    let path = r["result"]["path"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"));
     assert_eq!(std::path::Path::new(path), dir.join("libexpval_rx.so"));
     let header = std::fs::read_to_string(dir.join("libexpval_rx.h")).unwrap();
     s.shutdown();
     // What the header declares, the library exports; and it runs.
-    let names = ["expval_rx", "expval_rx_error", "expval_rx_free", "expval_rx_num_inputs", "expval_rx_num_outputs"];
+    let names = [
+        "expval_rx",
+        "expval_rx_error",
+        "expval_rx_free",
+        "expval_rx_num_inputs",
+        "expval_rx_num_outputs",
+    ];
     for name in names {
         let call = format!("{name}(");
-        let declared = header.lines().any(|l| l.split([' ', '*']).any(|w| w.starts_with(&call)));
+        let declared = header
+            .lines()
+            .any(|l| l.split([' ', '*']).any(|w| w.starts_with(&call)));
         assert!(declared, "{name} not in the header:\n{header}");
     }
     let c_path = std::ffi::CString::new(path).unwrap();
@@ -912,7 +1019,11 @@ fn build_command_builds_a_quantum_library_on_catalysts_runtime() {
     // signatures its header declares.
     unsafe {
         let lib = libc::dlopen(c_path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL);
-        assert!(!lib.is_null(), "{}", std::ffi::CStr::from_ptr(libc::dlerror()).to_string_lossy());
+        assert!(
+            !lib.is_null(),
+            "{}",
+            std::ffi::CStr::from_ptr(libc::dlerror()).to_string_lossy()
+        );
         let symbol = |name: &str| {
             let c = std::ffi::CString::new(name).unwrap();
             let f = libc::dlsym(lib, c.as_ptr());
@@ -931,10 +1042,25 @@ fn build_command_builds_a_quantum_library_on_catalysts_runtime() {
         let num_outputs: Count = std::mem::transmute(pointers[4]);
         assert_eq!((num_inputs(), num_outputs()), (1, 1));
         let mut x = 0.3f64;
-        let input = JxArray { data: (&mut x as *mut f64).cast(), dtype: 12, rank: 0, shape: [0; 8] };
-        let mut output = JxArray { data: std::ptr::null_mut(), dtype: -1, rank: -1, shape: [0; 8] };
+        let input = JxArray {
+            data: (&mut x as *mut f64).cast(),
+            dtype: 12,
+            rank: 0,
+            shape: [0; 8],
+        };
+        let mut output = JxArray {
+            data: std::ptr::null_mut(),
+            dtype: -1,
+            rank: -1,
+            shape: [0; 8],
+        };
         let rc = entry(&input, 1, &mut output, 1);
-        assert_eq!(rc, 0, "{}", std::ffi::CStr::from_ptr(error()).to_string_lossy());
+        assert_eq!(
+            rc,
+            0,
+            "{}",
+            std::ffi::CStr::from_ptr(error()).to_string_lossy()
+        );
         assert_eq!((output.dtype, output.rank), (12, 0));
         let value = *output.data.cast::<f64>();
         free(output.data);

@@ -360,7 +360,10 @@ fn serve_planted(dir: &Path, py: &Path, capabilities: Value) -> (Lsp, String) {
 }
 
 fn planted_hover(s: &mut Lsp, u: &str) -> String {
-    s.call("textDocument/hover", at(u, json!({ "line": 1, "character": 4 })))["contents"]["value"]
+    s.call(
+        "textDocument/hover",
+        at(u, json!({ "line": 1, "character": 4 })),
+    )["contents"]["value"]
         .as_str()
         .unwrap_or_default()
         .to_string()
@@ -375,7 +378,10 @@ fn assert_follows_the_new_jaxpr(s: &mut Lsp, u: &str) {
     assert_eq!(ds[0]["range"]["start"]["line"], 1, "{d}");
     assert_eq!(ds[0]["source"], "jaxpr", "{d}");
     assert!(
-        ds[0]["message"].as_str().unwrap().contains("in the jaxpr of `f`, f.jaxpr:2:"),
+        ds[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("in the jaxpr of `f`, f.jaxpr:2:"),
         "{d}"
     );
     assert!(planted_hover(s, u).contains("b:f32[4] = cos a"));
@@ -406,13 +412,17 @@ fn an_edited_session_jaxpr_updates_the_python_document() {
 #[test]
 fn a_session_rewritten_outside_the_editor_updates_the_python_document() {
     let (dir, py, jpath) = planted_session("lsp-rewritten-session");
-    let watching = json!({ "workspace": { "didChangeWatchedFiles": { "dynamicRegistration": true } } });
+    let watching =
+        json!({ "workspace": { "didChangeWatchedFiles": { "dynamicRegistration": true } } });
     let (mut s, u) = serve_planted(&dir, &py, watching);
     let registration = s
         .wait_for(|m| m["method"] == "client/registerCapability")
         .expect("the server registers file watching");
     let reg = &registration["params"]["registrations"][0];
-    assert_eq!(reg["method"], "workspace/didChangeWatchedFiles", "{registration}");
+    assert_eq!(
+        reg["method"], "workspace/didChangeWatchedFiles",
+        "{registration}"
+    );
     let globs: Vec<&str> = reg["registerOptions"]["watchers"]
         .as_array()
         .unwrap()
@@ -421,7 +431,12 @@ fn a_session_rewritten_outside_the_editor_updates_the_python_document() {
         .collect();
     assert_eq!(
         globs,
-        ["**/session.json", "**/*.jaxpr", "**/jaxpr.toml", "**/pyproject.toml"],
+        [
+            "**/session.json",
+            "**/*.jaxpr",
+            "**/jaxpr.toml",
+            "**/pyproject.toml"
+        ],
         "{registration}"
     );
 
@@ -488,7 +503,10 @@ fn python_findings_follow_the_rule_configuration() {
     let (dir, py, jpath) = planted_session("lsp-python-rules");
     let (mut s, u) = serve_planted(&dir, &py, json!({}));
     write_planted_key_reuse(&py, &jpath);
-    s.notify("textDocument/didSave", json!({ "textDocument": { "uri": uri(&jpath) } }));
+    s.notify(
+        "textDocument/didSave",
+        json!({ "textDocument": { "uri": uri(&jpath) } }),
+    );
     let d = s.diagnostics(&u, None);
     let ds = d["diagnostics"].as_array().unwrap();
     assert_eq!(ds.len(), 1, "{d}");
@@ -502,7 +520,11 @@ fn python_findings_follow_the_rule_configuration() {
     s.notify("workspace/didChangeWatchedFiles", changed.clone());
     let d = s.diagnostics(&u, None);
     let ds = d["diagnostics"].as_array().unwrap();
-    assert_eq!((ds.len(), &ds[0]["severity"]), (1, &json!(1)), "an error as configured: {d}");
+    assert_eq!(
+        (ds.len(), &ds[0]["severity"]),
+        (1, &json!(1)),
+        "an error as configured: {d}"
+    );
 
     std::fs::write(&config, "ignore = [\"J0013\"]\n").unwrap();
     s.notify("workspace/didChangeWatchedFiles", changed);

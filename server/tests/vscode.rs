@@ -146,7 +146,9 @@ fn vscode_extension_end_to_end_in_code_server() {
         out.display()
     );
     match status {
-        None => panic!("the VS Code end-to-end test did not finish within {E2E_TIMEOUT:?} and was killed\n{report}"),
+        None => panic!(
+            "the VS Code end-to-end test did not finish within {E2E_TIMEOUT:?} and was killed\n{report}"
+        ),
         Some(s) if !s.success() => panic!("the VS Code end-to-end test failed ({s})\n{report}"),
         Some(_) => {
             assert!(

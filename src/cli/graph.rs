@@ -96,11 +96,18 @@ fn run(args: &GraphArgs) -> Result<(), String> {
     // iteration), from the file checked whole.
     let analysis = jaxpr_check::check(&parse.file);
     let costs = jaxpr_cost::analyse(&parse.file, &analysis, jaxpr_cost::Options::default());
-    let annotations = jaxpr_ide::CostAnnotations { analysis: &analysis, costs: &costs };
+    let annotations = jaxpr_ide::CostAnnotations {
+        analysis: &analysis,
+        costs: &costs,
+    };
     let graph = jaxpr_graph::build(&parse.file, &loaded.text, &annotations);
-    let open_depth = args.open_depth.unwrap_or(
-        if graph.equation_count() <= OPEN_ALL_UP_TO_EQUATIONS { u32::MAX } else { 0 },
-    );
+    let open_depth =
+        args.open_depth
+            .unwrap_or(if graph.equation_count() <= OPEN_ALL_UP_TO_EQUATIONS {
+                u32::MAX
+            } else {
+                0
+            });
     let title = args
         .file
         .file_name()

@@ -13,9 +13,9 @@ mod render;
 mod stats;
 mod trace;
 
+use clap::{Parser, Subcommand, ValueEnum};
 use jaxpr_db::{self as db, RootDatabase, SourceFile};
 use jaxpr_syntax::diagnostics::{Diagnostic, Severity};
-use clap::{Parser, Subcommand, ValueEnum};
 use rayon::prelude::*;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -257,7 +257,11 @@ impl RuleOptions {
             Ok(kinds)
         };
         Ok(jaxpr_config::RuleLayer {
-            select: self.select.as_deref().map(|s| kinds("select", s)).transpose()?,
+            select: self
+                .select
+                .as_deref()
+                .map(|s| kinds("select", s))
+                .transpose()?,
             ignore: kinds("ignore", &self.ignore)?,
             warn: kinds("warn", &self.warn)?,
             error: kinds("error", &self.error)?,
@@ -312,7 +316,11 @@ pub fn main(build: Option<BuildCommand>) -> i32 {
             files: &files,
             format,
             output: output.as_deref(),
-            loops: if xla_loops { jaxpr_cost::LoopCount::Xla } else { jaxpr_cost::LoopCount::Iterations },
+            loops: if xla_loops {
+                jaxpr_cost::LoopCount::Xla
+            } else {
+                jaxpr_cost::LoopCount::Iterations
+            },
         }),
         Command::Diff {
             a,
@@ -485,8 +493,11 @@ pub fn check_text(loaded: Loaded) -> Checked {
 /// command line's counterpart of the language server's publishing, both
 /// filtering through [`jaxpr_config::Settings::shown`].
 fn check_path(path: &Path, resolver: &jaxpr_config::Resolver) -> Result<Checked, CheckPathError> {
-    let settings = resolver.settings_for(path).map_err(CheckPathError::Config)?;
-    let loaded = read_jaxpr(path).map_err(|e| CheckPathError::Io(format!("{}: {e}", path.display())))?;
+    let settings = resolver
+        .settings_for(path)
+        .map_err(CheckPathError::Config)?;
+    let loaded =
+        read_jaxpr(path).map_err(|e| CheckPathError::Io(format!("{}: {e}", path.display())))?;
     let checked = check_text(loaded);
     Ok(Checked {
         diagnostics: settings.shown(path, checked.diagnostics),
@@ -500,10 +511,9 @@ enum CheckPathError {
 }
 
 fn check(paths: &[PathBuf], format: ReportFormat, color: ColorMode, rules: &RuleOptions) -> i32 {
-    let resolver = match rules
-        .layer()
-        .and_then(|layer| jaxpr_config::Resolver::new(rules.config.as_deref(), layer).map_err(|e| e.to_string()))
-    {
+    let resolver = match rules.layer().and_then(|layer| {
+        jaxpr_config::Resolver::new(rules.config.as_deref(), layer).map_err(|e| e.to_string())
+    }) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");

@@ -83,8 +83,16 @@ fn python_frame(line: &Value) -> Frame {
     let file = line["file"].as_str().unwrap_or("").to_string();
     let number = line["line"].as_i64().unwrap_or(0);
     let function = line["function"].as_str().unwrap_or("");
-    let name = if function.is_empty() { format!("{file}:{number}") } else { format!("{function} {file}:{number}") };
-    Frame { name, file, line: number }
+    let name = if function.is_empty() {
+        format!("{file}:{number}")
+    } else {
+        format!("{function} {file}:{number}")
+    };
+    Frame {
+        name,
+        file,
+        line: number,
+    }
 }
 
 /// The profile of the files `jaxpr stats` computed (its JSON objects).
@@ -101,7 +109,14 @@ pub fn profile(files: &[Value]) -> Vec<u8> {
     };
     for file in files {
         let path = file["file"].as_str().unwrap_or("").to_string();
-        let root = frame_id(Frame { name: path.clone(), file: path.clone(), line: 0 }, &mut frames);
+        let root = frame_id(
+            Frame {
+                name: path.clone(),
+                file: path.clone(),
+                line: 0,
+            },
+            &mut frames,
+        );
         let scopes = file["scopes"].as_array().cloned().unwrap_or_default();
         if scopes.is_empty() {
             for j in file["jaxprs"].as_array().into_iter().flatten() {
@@ -118,7 +133,10 @@ pub fn profile(files: &[Value]) -> Vec<u8> {
                     &mut frames,
                 );
                 let flops = j["cost"]["flops"].as_u64().unwrap_or(0);
-                samples.push((vec![leaf, root], [j["equations"].as_u64().unwrap_or(0), flops]));
+                samples.push((
+                    vec![leaf, root],
+                    [j["equations"].as_u64().unwrap_or(0), flops],
+                ));
             }
         }
         for scope in scopes {
@@ -128,7 +146,11 @@ pub fn profile(files: &[Value]) -> Vec<u8> {
                 stack.push(frame_id(python_frame(&scope["python_line"]), &mut frames));
             }
             for name in scope["name_stack"].as_array().into_iter().flatten().rev() {
-                let frame = Frame { name: name.as_str().unwrap_or("").to_string(), file: path.clone(), line: 0 };
+                let frame = Frame {
+                    name: name.as_str().unwrap_or("").to_string(),
+                    file: path.clone(),
+                    line: 0,
+                };
                 stack.push(frame_id(frame, &mut frames));
             }
             stack.push(root);
@@ -180,7 +202,11 @@ fn crc32(data: &[u8]) -> u32 {
     for &byte in data {
         crc ^= u32::from(byte);
         for _ in 0..8 {
-            crc = if crc & 1 == 1 { (crc >> 1) ^ 0xEDB8_8320 } else { crc >> 1 };
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
         }
     }
     !crc

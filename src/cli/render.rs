@@ -2,12 +2,12 @@
 //! SARIF 2.1.0 and GitHub workflow commands for CI) and of signatures.
 
 use super::Checked;
-use jaxpr_check::{Analysis, JaxprOrigin};
-use jaxpr_syntax::diagnostics::{Diagnostic, Severity};
-use jaxpr_syntax::{LineIndex, TextRange};
 use codespan_reporting::diagnostic::{Diagnostic as CsDiagnostic, Label};
 use codespan_reporting::files::SimpleFile;
 use codespan_reporting::term::{self, termcolor};
+use jaxpr_check::{Analysis, JaxprOrigin};
+use jaxpr_syntax::diagnostics::{Diagnostic, Severity};
+use jaxpr_syntax::{LineIndex, TextRange};
 use serde_json::{Value, json};
 use std::fmt::Write;
 
@@ -136,7 +136,11 @@ fn message_with_help(d: &Diagnostic) -> String {
 /// a URI's unreserved set percent-encoded.
 fn path_uri(path: &str) -> String {
     let slashed = path.replace('\\', "/");
-    let mut uri = String::from(if slashed.starts_with('/') { "file://" } else { "" });
+    let mut uri = String::from(if slashed.starts_with('/') {
+        "file://"
+    } else {
+        ""
+    });
     for byte in slashed.bytes() {
         if byte.is_ascii_alphanumeric() || b"-._~/".contains(&byte) {
             uri.push(byte as char);

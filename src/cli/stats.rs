@@ -50,7 +50,11 @@ impl PythonLine {
         let _column = parts.next()?;
         let line = parts.next()?.parse().ok()?;
         let file = parts.next()?.to_string();
-        Some(PythonLine { file, line, function: function.to_string() })
+        Some(PythonLine {
+            file,
+            line,
+            function: function.to_string(),
+        })
     }
     /// `file:line (function)`.
     fn label(&self) -> String {
@@ -112,7 +116,13 @@ fn file_stats(path: &str, text: &str, loops: LoopCount, session: Option<&Session
     let mut ranked: Vec<(EqnId, i64)> = (0..analysis.eqns.len())
         .map(|e| EqnId(e as u32))
         .filter(|&e| analysis.eqn(e).callees.is_empty())
-        .map(|e| (e, cost.eqn(e).total.flops.as_constant().unwrap_or(0) + cost.eqn(e).total.transcendentals.as_constant().unwrap_or(0)))
+        .map(|e| {
+            (
+                e,
+                cost.eqn(e).total.flops.as_constant().unwrap_or(0)
+                    + cost.eqn(e).total.transcendentals.as_constant().unwrap_or(0),
+            )
+        })
         .collect();
     ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     let top: Vec<Value> = ranked
@@ -147,7 +157,9 @@ fn jaxpr_name(analysis: &Analysis, id: JaxprId) -> String {
     match &analysis.jaxpr(id).origin {
         JaxprOrigin::Main => "main".to_string(),
         JaxprOrigin::Let { name, .. } => format!("let {name}"),
-        JaxprOrigin::Param { eqn, param, .. } => format!("{}.{param}", analysis.eqn(*eqn).primitive),
+        JaxprOrigin::Param { eqn, param, .. } => {
+            format!("{}.{param}", analysis.eqn(*eqn).primitive)
+        }
     }
 }
 
@@ -175,24 +187,43 @@ struct EqnOrigins {
 }
 
 impl EqnOrigins {
-    fn new(text: &str, file: &ast::SourceFile, analysis: &Analysis, index: &LineIndex, session: Option<&SessionLines>) -> EqnOrigins {
+    fn new(
+        text: &str,
+        file: &ast::SourceFile,
+        analysis: &Analysis,
+        index: &LineIndex,
+        session: Option<&SessionLines>,
+    ) -> EqnOrigins {
         let syntax = jaxpr_cost::eqns_by_start(file);
-        let mut origins = EqnOrigins { lines: Vec::new(), scopes: Vec::new() };
+        let mut origins = EqnOrigins {
+            lines: Vec::new(),
+            scopes: Vec::new(),
+        };
         for info in &analysis.eqns {
-            let line = info.source_info.as_deref().and_then(PythonLine::parse).or_else(|| {
-                let at = index.line_col(info.primitive_range.start);
-                session?.get(&(at.line + 1, at.col + 1)).cloned()
-            });
+            let line = info
+                .source_info
+                .as_deref()
+                .and_then(PythonLine::parse)
+                .or_else(|| {
+                    let at = index.line_col(info.primitive_range.start);
+                    session?.get(&(at.line + 1, at.col + 1)).cloned()
+                });
             origins.lines.push(line);
             // The jaxpr's caller comes first in `analysis.eqns`, so its scopes are known.
             let mut scope = match &analysis.jaxpr(info.jaxpr).origin {
                 JaxprOrigin::Param { eqn, .. } => {
                     let caller = analysis.eqn(*eqn);
-                    let mut outer = origins.scopes.get(eqn.0 as usize).cloned().unwrap_or_default();
+                    let mut outer = origins
+                        .scopes
+                        .get(eqn.0 as usize)
+                        .cloned()
+                        .unwrap_or_default();
                     let name = syntax
                         .get(&caller.range.start)
                         .and_then(|e| e.param("name"))
-                        .and_then(|p| text.get(p.value.range.start as usize..p.value.range.end as usize));
+                        .and_then(|p| {
+                            text.get(p.value.range.start as usize..p.value.range.end as usize)
+                        });
                     outer.push(match name {
                         Some(name) => format!("{}({name})", caller.primitive),
                         None => caller.primitive.to_string(),
@@ -204,8 +235,18 @@ impl EqnOrigins {
             let own = syntax
                 .get(&info.range.start)
                 .and_then(|eqn| eqn.comments.iter().find(|c| c.text.starts_with('[')))
-                .map(|c| c.text.trim_start_matches('[').trim_end_matches(']').to_string());
-            scope.extend(own.iter().flat_map(|stack| stack.split('/')).filter(|s| !s.is_empty()).map(str::to_string));
+                .map(|c| {
+                    c.text
+                        .trim_start_matches('[')
+                        .trim_end_matches(']')
+                        .to_string()
+                });
+            scope.extend(
+                own.iter()
+                    .flat_map(|stack| stack.split('/'))
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string),
+            );
             origins.scopes.push(scope);
         }
         origins
@@ -214,7 +255,11 @@ impl EqnOrigins {
 
 /// Equations and cost summed by a key, for equations that run no nested
 /// jaxpr (whose own equations are counted instead).
-fn sum_leaves<K: Ord>(analysis: &Analysis, cost: &FileCost, key: impl Fn(usize) -> Option<K>) -> BTreeMap<K, (usize, Cost)> {
+fn sum_leaves<K: Ord>(
+    analysis: &Analysis,
+    cost: &FileCost,
+    key: impl Fn(usize) -> Option<K>,
+) -> BTreeMap<K, (usize, Cost)> {
     let mut sums: BTreeMap<K, (usize, Cost)> = BTreeMap::new();
     for (e, info) in analysis.eqns.iter().enumerate() {
         if !info.callees.is_empty() {
@@ -269,7 +314,10 @@ fn scopes(analysis: &Analysis, cost: &FileCost, origins: &EqnOrigins) -> Vec<Val
 /// Per Python line over every file: a tracing session's totals.
 fn all_python_lines(files: &[Value]) -> Vec<Value> {
     let mut sums: BTreeMap<PythonLine, (usize, [i64; 3], bool)> = BTreeMap::new();
-    for line in files.iter().flat_map(|f| f["python_lines"].as_array().cloned().unwrap_or_default()) {
+    for line in files
+        .iter()
+        .flat_map(|f| f["python_lines"].as_array().cloned().unwrap_or_default())
+    {
         let key = PythonLine {
             file: line["file"].as_str().unwrap_or("").to_string(),
             line: line["line"].as_u64().unwrap_or(0) as u32,
@@ -277,7 +325,10 @@ fn all_python_lines(files: &[Value]) -> Vec<Value> {
         };
         let entry = sums.entry(key).or_insert((0, [0; 3], true));
         entry.0 += line["equations"].as_u64().unwrap_or(0) as usize;
-        for (i, count) in ["flops", "transcendentals", "bytes_accessed"].iter().enumerate() {
+        for (i, count) in ["flops", "transcendentals", "bytes_accessed"]
+            .iter()
+            .enumerate()
+        {
             match line["cost"][count].as_i64() {
                 Some(n) => entry.1[i] += n,
                 None => entry.2 = false,
@@ -306,13 +357,22 @@ fn inputs(path: &Path) -> Result<Vec<(PathBuf, Option<SessionLines>)>, String> {
     if !path.is_dir() {
         return Ok(vec![(path.to_path_buf(), None)]);
     }
-    let session = jaxpr_session::load(path).map_err(|e| format!("{}: not a jaxpr file or a tracing session: {e}", path.display()))?;
+    let session = jaxpr_session::load(path).map_err(|e| {
+        format!(
+            "{}: not a jaxpr file or a tracing session: {e}",
+            path.display()
+        )
+    })?;
     session
         .functions
         .iter()
         .map(|function| match function.jaxpr_path(path) {
             Some(file) => Ok((file, Some(session_lines(function)))),
-            None => Err(format!("{}: the session names `{}`, outside its folder", path.display(), function.jaxpr)),
+            None => Err(format!(
+                "{}: the session names `{}`, outside its folder",
+                path.display(),
+                function.jaxpr
+            )),
         })
         .collect()
 }
@@ -329,7 +389,12 @@ pub fn stats(request: StatsRequest<'_>) -> i32 {
         };
         for (path, session) in paths {
             match read_jaxpr(&path) {
-                Ok(loaded) => files.push(file_stats(&loaded.path, &loaded.text, request.loops, session.as_ref())),
+                Ok(loaded) => files.push(file_stats(
+                    &loaded.path,
+                    &loaded.text,
+                    request.loops,
+                    session.as_ref(),
+                )),
                 Err(e) => {
                     eprintln!("error: {}: {e}", path.display());
                     return 2;
@@ -349,13 +414,18 @@ pub fn stats(request: StatsRequest<'_>) -> i32 {
                 print!("{}", table(file));
             }
             if files.len() > 1 && !python_lines.is_empty() {
-                print!("{}", python_table("all files, by Python line", &python_lines));
+                print!(
+                    "{}",
+                    python_table("all files, by Python line", &python_lines)
+                );
             }
             0
         }
         StatsFormat::Pprof => {
             let Some(output) = request.output else {
-                eprintln!("error: `--format pprof` writes a binary profile: give it a file with `--output`");
+                eprintln!(
+                    "error: `--format pprof` writes a binary profile: give it a file with `--output`"
+                );
                 return 2;
             };
             let profile = crate::cli::pprof::profile(&files);
@@ -379,7 +449,11 @@ fn text(value: &Value) -> String {
 }
 
 fn table(file: &Value) -> String {
-    let mut out = format!("{}: {} equations\n", text(&file["file"]), text(&file["equations"]));
+    let mut out = format!(
+        "{}: {} equations\n",
+        text(&file["file"]),
+        text(&file["equations"])
+    );
     if !file["total"].is_null() {
         out.push_str(&format!(
             "  total: {} FLOPs, {} transcendentals, {} bytes accessed; peak {} bytes live\n",
@@ -404,12 +478,18 @@ fn table(file: &Value) -> String {
         ));
     }
     out.push_str("\n  equations by primitive\n");
-    let mut counts: Vec<(&String, &Value)> = file["by_primitive"].as_object().into_iter().flatten().collect();
+    let mut counts: Vec<(&String, &Value)> = file["by_primitive"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .collect();
     counts.sort_by(|a, b| b.1.as_u64().cmp(&a.1.as_u64()).then(a.0.cmp(b.0)));
     for (name, count) in counts {
         out.push_str(&format!("  {:>6}  {name}\n", text(count)));
     }
-    out.push_str(&format!("\n  the {TOP} most expensive equations (FLOPs and transcendentals)\n"));
+    out.push_str(&format!(
+        "\n  the {TOP} most expensive equations (FLOPs and transcendentals)\n"
+    ));
     for e in file["most_expensive"].as_array().into_iter().flatten() {
         out.push_str(&format!(
             "  line {:>6}  {:<24} {:>12} FLOPs {:>8} transc. {:>11} bytes\n",

@@ -28,7 +28,12 @@ pub fn compare(name: &str, text: &str, recorded: &[serde_json::Value]) -> (usize
         // must be among the recorded ones and the reverse.
         let want: BTreeSet<(String, String)> = recorded
             .iter()
-            .map(|r| (r["in_type"].as_str().unwrap().into(), r["out_type"].as_str().unwrap().into()))
+            .map(|r| {
+                (
+                    r["in_type"].as_str().unwrap().into(),
+                    r["out_type"].as_str().unwrap().into(),
+                )
+            })
             .collect();
         let got: BTreeSet<(String, String)> = ours.iter().cloned().collect();
         if want != got || !text.starts_with("let ") {
@@ -41,7 +46,10 @@ pub fn compare(name: &str, text: &str, recorded: &[serde_json::Value]) -> (usize
         return (got.len(), failures);
     }
     for ((in_t, out_t), r) in ours.iter().zip(recorded) {
-        let (want_in, want_out) = (r["in_type"].as_str().unwrap(), r["out_type"].as_str().unwrap());
+        let (want_in, want_out) = (
+            r["in_type"].as_str().unwrap(),
+            r["out_type"].as_str().unwrap(),
+        );
         if in_t != want_in || out_t != want_out {
             failures.push(format!(
                 "{name} ({}):\n  in_type:  {in_t}\n  Catalyst: {want_in}\n  out_type: {out_t}\n  Catalyst: {want_out} (from {})",

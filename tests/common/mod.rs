@@ -87,10 +87,14 @@ pub fn corpus_groups(root: &Path) -> Vec<(PathBuf, serde_json::Map<String, serde
         .map(|group| {
             let manifest = group.join("manifest.json");
             let m: serde_json::Value = serde_json::from_str(
-                &std::fs::read_to_string(&manifest).unwrap_or_else(|e| panic!("{}: {e}", manifest.display())),
+                &std::fs::read_to_string(&manifest)
+                    .unwrap_or_else(|e| panic!("{}: {e}", manifest.display())),
             )
             .unwrap_or_else(|e| panic!("{}: {e}", manifest.display()));
-            let programs = m["programs"].as_object().expect("manifest has programs").clone();
+            let programs = m["programs"]
+                .as_object()
+                .expect("manifest has programs")
+                .clone();
             (group, programs)
         })
         .collect()

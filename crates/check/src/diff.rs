@@ -318,11 +318,7 @@ fn hash_jaxpr<'t>(j: &'t Jaxpr, lets: &mut LetScope<'t>) -> JaxprFacts<'t> {
     }
     let mut eqns: Vec<EqnFacts> = Vec::with_capacity(j.eqns.len());
     for e in j.eqns.iter() {
-        let operands: Vec<Token> = e
-            .args
-            .iter()
-            .map(|a| scope.atom(a))
-            .collect();
+        let operands: Vec<Token> = e.args.iter().map(|a| scope.atom(a)).collect();
         let params: Vec<ParamFacts> = e
             .params
             .iter()
@@ -363,11 +359,7 @@ fn hash_jaxpr<'t>(j: &'t Jaxpr, lets: &mut LetScope<'t>) -> JaxprFacts<'t> {
             params,
         });
     }
-    let outs: Vec<Token> = j
-        .outvars
-        .iter()
-        .map(|a| scope.atom(a))
-        .collect();
+    let outs: Vec<Token> = j.outvars.iter().map(|a| scope.atom(a)).collect();
     // The equations as a multiset: one computed only for its effect
     // (`debug_callback`) feeds no output and still counts.
     let mut eqn_hashes: Vec<u64> = eqns.iter().map(|e| e.hash).collect();

@@ -6,8 +6,8 @@
 
 use crate::Operand;
 use crate::checker::Checker;
-use jaxpr_syntax::diagnostics::{DiagKind, Diagnostic};
 use jaxpr_syntax::TextRange;
+use jaxpr_syntax::diagnostics::{DiagKind, Diagnostic};
 use jaxpr_types::{Cmp, Dim, DimNames, VarId};
 
 #[derive(Clone, Debug, PartialEq, Eq)]

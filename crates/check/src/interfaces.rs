@@ -90,7 +90,13 @@ impl InterfacePos {
     /// Where this position is in `a`'s jaxpr `j` (a `let` checked in full).
     pub fn in_analysis(self, a: &Analysis, j: JaxprId) -> Option<TextRange> {
         let info = a.jaxpr(j);
-        let binder = |k: usize| info.constvars.iter().chain(&info.invars).nth(k).map(|&v| a.var(v));
+        let binder = |k: usize| {
+            info.constvars
+                .iter()
+                .chain(&info.invars)
+                .nth(k)
+                .map(|&v| a.var(v))
+        };
         Some(match self {
             InterfacePos::Jaxpr => info.range,
             InterfacePos::Lambda => info.lambda_range,
@@ -136,7 +142,11 @@ impl Prelude {
                 })
             };
             for (b, (n, t)) in i.binders.iter().enumerate() {
-                let role = if b < i.consts { VarRole::Const(b) } else { VarRole::Arg(b - i.consts) };
+                let role = if b < i.consts {
+                    VarRole::Const(b)
+                } else {
+                    VarRole::Arg(b - i.consts)
+                };
                 let v = VarInfo {
                     name: n.clone(),
                     range: at(k, InterfacePos::BinderName(b)),
@@ -159,7 +169,9 @@ impl Prelude {
                     })
                 })
                 .collect::<Option<Vec<_>>>()?;
-            let ids: Vec<VarId> = (0..i.binders.len()).map(|b| VarId(first + b as u32)).collect();
+            let ids: Vec<VarId> = (0..i.binders.len())
+                .map(|b| VarId(first + b as u32))
+                .collect();
             c.a.jaxprs.push(JaxprInfo {
                 range: at(k, InterfacePos::Jaxpr),
                 lambda_range: at(k, InterfacePos::Lambda),

@@ -43,8 +43,11 @@ impl Checker {
 /// The order the whole-file check checks a group of `let`s in (each after
 /// the ones it calls), and the `let`s each calls (by index).
 pub fn let_calls(lets: &[ast::LetJaxpr]) -> (Vec<usize>, Vec<Vec<usize>>) {
-    let index: HashMap<&str, usize> =
-        lets.iter().enumerate().map(|(k, l)| (&*l.name.text, k)).collect();
+    let index: HashMap<&str, usize> = lets
+        .iter()
+        .enumerate()
+        .map(|(k, l)| (&*l.name.text, k))
+        .collect();
     let callees = (lets.iter())
         .map(|l| {
             let mut out = Vec::new();

@@ -112,9 +112,13 @@ impl Checker {
                 Diagnostic::error(
                     DiagKind::DtypeMismatch,
                     range,
-                    format!("the literal `{value}` does not fit in {dtype}: its range is {lo} to {hi}"),
+                    format!(
+                        "the literal `{value}` does not fit in {dtype}: its range is {lo} to {hi}"
+                    ),
                 )
-                .with_help("JAX would wrap it around; write the value the program means, or a wider dtype"),
+                .with_help(
+                    "JAX would wrap it around; write the value the program means, or a wider dtype",
+                ),
             );
         }
     }

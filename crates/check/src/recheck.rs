@@ -32,9 +32,7 @@ pub type Mover<'m> = &'m dyn Fn(TextRange) -> TextRange;
 impl Prelude {
     /// The state after checking `lets` in order, each with the positions
     /// its mover gives.
-    pub fn new<'l>(
-        lets: impl IntoIterator<Item = (&'l ast::LetJaxpr, Mover<'l>)>,
-    ) -> Prelude {
+    pub fn new<'l>(lets: impl IntoIterator<Item = (&'l ast::LetJaxpr, Mover<'l>)>) -> Prelude {
         let mut c = Checker::new(Analysis::default());
         for (l, moved) in lets {
             let mark = Mark::of(&c.a);

@@ -241,27 +241,47 @@ pub struct Cost {
 }
 
 /// Why a complex count differs.
-const COMPLEX_EXPANDED: XlaCount =
-    XlaCount::Differs("on complex numbers, lowered to an expansion, which XLA counts one instruction at a time");
+const COMPLEX_EXPANDED: XlaCount = XlaCount::Differs(
+    "on complex numbers, lowered to an expansion, which XLA counts one instruction at a time",
+);
 
 impl Cost {
     pub const fn equal(rule: CostRule) -> Cost {
         let complex_xla = match rule {
-            CostRule::Transcendental | CostRule::Multiplies | CostRule::Reduction | CostRule::Select => COMPLEX_EXPANDED,
+            CostRule::Transcendental
+            | CostRule::Multiplies
+            | CostRule::Reduction
+            | CostRule::Select => COMPLEX_EXPANDED,
             _ => XlaCount::Equal,
         };
-        Cost { rule, xla: XlaCount::Equal, complex_xla, folds: true }
+        Cost {
+            rule,
+            xla: XlaCount::Equal,
+            complex_xla,
+            folds: true,
+        }
     }
     pub const fn differs(rule: CostRule, why: &'static str) -> Cost {
-        Cost { rule, xla: XlaCount::Differs(why), complex_xla: XlaCount::Differs(why), folds: true }
+        Cost {
+            rule,
+            xla: XlaCount::Differs(why),
+            complex_xla: XlaCount::Differs(why),
+            folds: true,
+        }
     }
     /// The same, but kept on constant operands ([`Cost::folds`]).
     const fn kept_on_constants(self) -> Cost {
-        Cost { folds: false, ..self }
+        Cost {
+            folds: false,
+            ..self
+        }
     }
     /// Elementwise, and counted as XLA does except on complex numbers.
     const fn real_elementwise() -> Cost {
-        Cost { complex_xla: COMPLEX_EXPANDED, ..Cost::equal(CostRule::Elementwise) }
+        Cost {
+            complex_xla: COMPLEX_EXPANDED,
+            ..Cost::equal(CostRule::Elementwise)
+        }
     }
 }
 
@@ -275,22 +295,30 @@ const EXPANDED_ELEMENTWISE: Option<Cost> = Some(Cost::differs(
     CostRule::Elementwise,
     "lowered to several elementwise instructions, which XLA counts one by one",
 ));
-const EXPANDED_ELEMENTWISE_KEPT: Option<Cost> = Some(Cost::differs(
-    CostRule::Elementwise,
-    "lowered to several elementwise instructions, which XLA counts one by one",
-).kept_on_constants());
+const EXPANDED_ELEMENTWISE_KEPT: Option<Cost> = Some(
+    Cost::differs(
+        CostRule::Elementwise,
+        "lowered to several elementwise instructions, which XLA counts one by one",
+    )
+    .kept_on_constants(),
+);
 /// A primitive JAX lowers (on CPU) to one LAPACK custom call and nothing
 /// else.
-const LAPACK_CALL: &str = "lowered to one LAPACK custom call, which XLA counts as -1 FLOPs and -1 bytes";
+const LAPACK_CALL: &str =
+    "lowered to one LAPACK custom call, which XLA counts as -1 FLOPs and -1 bytes";
 /// What XLA counts of a loop beyond its body.
 const LOOP_OVERHEAD: &str = "XLA also counts the loop's counter and its comparison, and the slicing of each iteration's operands and results";
 const TRANSCENDENTAL: Option<Cost> = Some(Cost::equal(CostRule::Transcendental));
 /// Kept on constant operands ([`Cost::folds`]).
-const TRANSCENDENTAL_KEPT: Option<Cost> = Some(Cost::equal(CostRule::Transcendental).kept_on_constants());
-const EXPANDED_TRANSCENDENTAL_KEPT: Option<Cost> = Some(Cost::differs(
-    CostRule::Transcendental,
-    "lowered to an expansion of several instructions (CHLO), which XLA counts one by one",
-).kept_on_constants());
+const TRANSCENDENTAL_KEPT: Option<Cost> =
+    Some(Cost::equal(CostRule::Transcendental).kept_on_constants());
+const EXPANDED_TRANSCENDENTAL_KEPT: Option<Cost> = Some(
+    Cost::differs(
+        CostRule::Transcendental,
+        "lowered to an expansion of several instructions (CHLO), which XLA counts one by one",
+    )
+    .kept_on_constants(),
+);
 const ELEMENTWISE_KEPT: Option<Cost> = Some(Cost::equal(CostRule::Elementwise).kept_on_constants());
 const FREE: Option<Cost> = Some(Cost::equal(CostRule::Free));
 const PASS_THROUGH: Option<Cost> = Some(Cost::equal(CostRule::PassThrough));
@@ -299,9 +327,11 @@ impl Family {
     /// The cost of a primitive of this family whose row names none.
     pub const fn cost(self) -> Cost {
         match self {
-            Family::Unary | Family::Binary | Family::Comparison | Family::Selection | Family::Conversion => {
-                Cost::equal(CostRule::Elementwise)
-            }
+            Family::Unary
+            | Family::Binary
+            | Family::Comparison
+            | Family::Selection
+            | Family::Conversion => Cost::equal(CostRule::Elementwise),
             Family::Reduction => Cost::equal(CostRule::Reduction),
             Family::Shape | Family::Indexing => Cost::equal(CostRule::Movement),
             Family::Identity | Family::Placement => Cost::equal(CostRule::Free),
@@ -314,8 +344,14 @@ impl Family {
             Family::Random | Family::Other | Family::Loop => {
                 Cost::differs(CostRule::Unmodelled, "not modelled yet")
             }
-            Family::Quantum => Cost::differs(CostRule::Unmodelled, "runs on a quantum device, outside XLA"),
-            Family::Derivative => Cost::differs(CostRule::Unmodelled, "a derivative XLA has no counterpart of"),
+            Family::Quantum => Cost::differs(
+                CostRule::Unmodelled,
+                "runs on a quantum device, outside XLA",
+            ),
+            Family::Derivative => Cost::differs(
+                CostRule::Unmodelled,
+                "a derivative XLA has no counterpart of",
+            ),
         }
     }
 }
@@ -531,7 +567,14 @@ pub static PRIMITIVES: &[Primitive] = &[
     Primitive {
         name: "approx_top_k",
         family: Other,
-        params: &["aggregate_to_topk", "is_max_k", "k", "recall_target", "reduction_dimension", "reduction_input_size_override"],
+        params: &[
+            "aggregate_to_topk",
+            "is_max_k",
+            "k",
+            "recall_target",
+            "reduction_dimension",
+            "reduction_input_size_override",
+        ],
         doc: "The approximate `k` largest (or smallest) values along `reduction_dimension` and their int32 indices.",
         stablehlo: Refused("no lowering yet"),
         native: Refused("no lowering yet"),
@@ -707,7 +750,10 @@ pub static PRIMITIVES: &[Primitive] = &[
         jaxpr_params: &["branches"],
         doc: "Calls one of the `branches` chosen by an index (JAX) or predicates (Catalyst).",
         complex: COMPLEX,
-        cost: Some(Cost::differs(CostRule::Cond, "XLA also counts the conditional's operands and the tuples its branches return")),
+        cost: Some(Cost::differs(
+            CostRule::Cond,
+            "XLA also counts the conditional's operands and the tuples its branches return",
+        )),
         ..ROW
     },
     Primitive {
@@ -715,15 +761,32 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "Complex conjugate, elementwise.",
         complex: COMPLEX,
-        cost: Some(Cost::differs(CostRule::Elementwise, "lowered to `complex(x, 0)`, or to `real`, `imag`, `neg` and `complex`")),
+        cost: Some(Cost::differs(
+            CostRule::Elementwise,
+            "lowered to `complex(x, 0)`, or to `real`, `imag`, `neg` and `complex`",
+        )),
         ..ROW
     },
     Primitive {
         name: "conv_general_dilated",
         family: Contraction,
-        params: &["batch_group_count", "dimension_numbers", "feature_group_count", "lhs_dilation", "out_sharding", "padding", "precision", "preferred_element_type", "rhs_dilation", "window_strides"],
+        params: &[
+            "batch_group_count",
+            "dimension_numbers",
+            "feature_group_count",
+            "lhs_dilation",
+            "out_sharding",
+            "padding",
+            "precision",
+            "preferred_element_type",
+            "rhs_dilation",
+            "window_strides",
+        ],
         doc: "General N-d convolution with strides, padding, dilations and feature/batch groups.",
-        cost: Some(Cost::differs(CostRule::Convolution, "XLA counts only the kernel taps that fall inside the (padded, dilated) input")),
+        cost: Some(Cost::differs(
+            CostRule::Convolution,
+            "XLA counts only the kernel taps that fall inside the (padded, dilated) input",
+        )),
         ..ROW
     },
     Primitive {
@@ -831,13 +894,24 @@ pub static PRIMITIVES: &[Primitive] = &[
         jaxpr_params: &["jaxprs"],
         doc: "Solves a linear system with user `matvec`/`solve` jaxprs; the solution has the right-hand side's types.",
         complex: COMPLEX,
-        cost: Some(Cost::differs(CostRule::Call, "JAX lowers only the solve, not the matrix-vector jaxpr beside it")),
+        cost: Some(Cost::differs(
+            CostRule::Call,
+            "JAX lowers only the solve, not the matrix-vector jaxpr beside it",
+        )),
         ..ROW
     },
     Primitive {
         name: "custom_vjp_call",
         family: Call,
-        params: &["call_jaxpr", "fun_jaxpr", "fwd_jaxpr_thunk", "bwd", "num_consts", "out_trees", "symbolic_zeros"],
+        params: &[
+            "call_jaxpr",
+            "fun_jaxpr",
+            "fwd_jaxpr_thunk",
+            "bwd",
+            "num_consts",
+            "out_trees",
+            "symbolic_zeros",
+        ],
         jaxpr_params: &["call_jaxpr", "fun_jaxpr"],
         doc: "Calls a function with a custom VJP rule.",
         complex: COMPLEX,
@@ -846,7 +920,15 @@ pub static PRIMITIVES: &[Primitive] = &[
     Primitive {
         name: "custom_vjp_call_jaxpr",
         family: Call,
-        params: &["fun_jaxpr", "call_jaxpr", "fwd_jaxpr_thunk", "bwd", "num_consts", "out_trees", "symbolic_zeros"],
+        params: &[
+            "fun_jaxpr",
+            "call_jaxpr",
+            "fwd_jaxpr_thunk",
+            "bwd",
+            "num_consts",
+            "out_trees",
+            "symbolic_zeros",
+        ],
         jaxpr_params: &["fun_jaxpr", "call_jaxpr"],
         doc: "Calls a function with a custom VJP rule.",
         complex: COMPLEX,
@@ -894,7 +976,10 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["slice_sizes"],
         doc: "Slice of size `slice_sizes` starting at run-time indices (one scalar per axis).",
         complex: COMPLEX,
-        cost: Some(Cost::differs(CostRule::Slice, "JAX clamps the start indices, which XLA counts")),
+        cost: Some(Cost::differs(
+            CostRule::Slice,
+            "JAX clamps the start indices, which XLA counts",
+        )),
         ..ROW
     },
     Primitive {
@@ -902,13 +987,20 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Indexing,
         doc: "Writes `update` into the operand at run-time start indices (one scalar per axis).",
         complex: COMPLEX,
-        cost: Some(Cost::differs(CostRule::Slice, "JAX clamps the start indices, which XLA counts")),
+        cost: Some(Cost::differs(
+            CostRule::Slice,
+            "JAX clamps the start indices, which XLA counts",
+        )),
         ..ROW
     },
     Primitive {
         name: "eig",
         family: Other,
-        params: &["compute_left_eigenvectors", "compute_right_eigenvectors", "use_magma"],
+        params: &[
+            "compute_left_eigenvectors",
+            "compute_right_eigenvectors",
+            "use_magma",
+        ],
         doc: "Eigenvalues (complex) and the left/right eigenvectors asked for, of square matrices.",
         stablehlo: Refused("linear algebra decompositions have no lowering yet"),
         native: Refused("linear algebra decompositions have no lowering yet"),
@@ -920,7 +1012,9 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["algorithm", "lower", "sort_eigenvalues", "subset_by_index"],
         doc: "Eigenvectors and real eigenvalues of Hermitian matrices.",
         stablehlo: Lowering::Lowered,
-        native: Refused("the signs and order of its vectors come out of LAPACK's iterations, which are not reproduced"),
+        native: Refused(
+            "the signs and order of its vectors come out of LAPACK's iterations, which are not reproduced",
+        ),
         ..ROW
     },
     Primitive {
@@ -1011,7 +1105,13 @@ pub static PRIMITIVES: &[Primitive] = &[
     Primitive {
         name: "for_loop",
         family: Loop,
-        params: &["apply_reverse_transform", "body_jaxpr", "body_nconsts", "num_implicit_inputs", "preserve_dimensions"],
+        params: &[
+            "apply_reverse_transform",
+            "body_jaxpr",
+            "body_nconsts",
+            "num_implicit_inputs",
+            "preserve_dimensions",
+        ],
         jaxpr_params: &["body_jaxpr"],
         doc: "Catalyst counted loop: `body_jaxpr` runs for an index from lower to upper by step.",
         complex: COMPLEX,
@@ -1021,10 +1121,20 @@ pub static PRIMITIVES: &[Primitive] = &[
     Primitive {
         name: "gather",
         family: Indexing,
-        params: &["dimension_numbers", "fill_value", "indices_are_sorted", "mode", "slice_sizes", "unique_indices"],
+        params: &[
+            "dimension_numbers",
+            "fill_value",
+            "indices_are_sorted",
+            "mode",
+            "slice_sizes",
+            "unique_indices",
+        ],
         doc: "Gathers slices of size `slice_sizes` at the positions in `indices` (XLA Gather, `GatherDimensionNumbers`).",
         complex: COMPLEX_STABLEHLO_ONLY,
-        cost: Some(Cost::differs(CostRule::Movement, "XLA counts the index arithmetic of a gather")),
+        cost: Some(Cost::differs(
+            CostRule::Movement,
+            "XLA counts the index arithmetic of a gather",
+        )),
         ..ROW
     },
     Primitive {
@@ -1337,7 +1447,12 @@ pub static PRIMITIVES: &[Primitive] = &[
     Primitive {
         name: "ragged_dot_general",
         family: Contraction,
-        params: &["group_offset", "precision", "preferred_element_type", "ragged_dot_dimension_numbers"],
+        params: &[
+            "group_offset",
+            "precision",
+            "preferred_element_type",
+            "ragged_dot_dimension_numbers",
+        ],
         doc: "Dot product whose ragged axis is split into groups of `group_sizes`.",
         stablehlo: Refused("no lowering yet"),
         native: Refused("no lowering yet"),
@@ -1476,7 +1591,13 @@ pub static PRIMITIVES: &[Primitive] = &[
     Primitive {
         name: "reduce_window_max",
         family: WindowReduction,
-        params: &["base_dilation", "padding", "window_dilation", "window_dimensions", "window_strides"],
+        params: &[
+            "base_dilation",
+            "padding",
+            "window_dilation",
+            "window_dimensions",
+            "window_strides",
+        ],
         doc: "Maximum over sliding windows (`window_dimensions`, `window_strides`, `padding`, dilations).",
         ..ROW
     },
@@ -1571,7 +1692,14 @@ pub static PRIMITIVES: &[Primitive] = &[
     Primitive {
         name: "scan",
         family: Loop,
-        params: &["jaxpr", "length", "num_carry", "num_consts", "reverse", "unroll"],
+        params: &[
+            "jaxpr",
+            "length",
+            "num_carry",
+            "num_consts",
+            "reverse",
+            "unroll",
+        ],
         jaxpr_params: &["jaxpr"],
         doc: "Loops `jaxpr` over the leading axis of `xs`, carrying a state and stacking outputs.",
         complex: COMPLEX,
@@ -1581,72 +1709,142 @@ pub static PRIMITIVES: &[Primitive] = &[
     Primitive {
         name: "scatter",
         family: Indexing,
-        params: &["dimension_numbers", "indices_are_sorted", "mode", "unique_indices", "update_consts", "update_jaxpr"],
+        params: &[
+            "dimension_numbers",
+            "indices_are_sorted",
+            "mode",
+            "unique_indices",
+            "update_consts",
+            "update_jaxpr",
+        ],
         jaxpr_params: &["update_jaxpr"],
         doc: "Writes `updates` at the positions in `indices` (XLA Scatter, `ScatterDimensionNumbers`).",
-        cost: Some(Cost::differs(CostRule::Movement, "XLA counts the combiner and the index arithmetic of a scatter")),
+        cost: Some(Cost::differs(
+            CostRule::Movement,
+            "XLA counts the combiner and the index arithmetic of a scatter",
+        )),
         ..ROW
     },
     Primitive {
         name: "scatter-add",
         family: Indexing,
         aliases: &["scatter_add"],
-        params: &["dimension_numbers", "indices_are_sorted", "mode", "unique_indices", "update_consts", "update_jaxpr"],
+        params: &[
+            "dimension_numbers",
+            "indices_are_sorted",
+            "mode",
+            "unique_indices",
+            "update_consts",
+            "update_jaxpr",
+        ],
         jaxpr_params: &["update_jaxpr"],
         doc: "Adds `updates` at the positions in `indices` (XLA Scatter, `ScatterDimensionNumbers`).",
-        cost: Some(Cost::differs(CostRule::Movement, "XLA counts the combiner and the index arithmetic of a scatter")),
+        cost: Some(Cost::differs(
+            CostRule::Movement,
+            "XLA counts the combiner and the index arithmetic of a scatter",
+        )),
         ..ROW
     },
     Primitive {
         name: "scatter-apply",
         family: Indexing,
-        params: &["dimension_numbers", "indices_are_sorted", "mode", "unique_indices", "update_consts", "update_jaxpr"],
+        params: &[
+            "dimension_numbers",
+            "indices_are_sorted",
+            "mode",
+            "unique_indices",
+            "update_consts",
+            "update_jaxpr",
+        ],
         jaxpr_params: &["update_jaxpr"],
         doc: "Applies a function at the positions in `indices` (XLA Scatter, `ScatterDimensionNumbers`).",
         stablehlo: Refused("no lowering yet"),
         native: Refused("no lowering yet"),
-        cost: Some(Cost::differs(CostRule::Movement, "XLA counts the combiner and the index arithmetic of a scatter")),
+        cost: Some(Cost::differs(
+            CostRule::Movement,
+            "XLA counts the combiner and the index arithmetic of a scatter",
+        )),
         ..ROW
     },
     Primitive {
         name: "scatter-max",
         family: Indexing,
         aliases: &["scatter_max"],
-        params: &["dimension_numbers", "indices_are_sorted", "mode", "unique_indices", "update_consts", "update_jaxpr"],
+        params: &[
+            "dimension_numbers",
+            "indices_are_sorted",
+            "mode",
+            "unique_indices",
+            "update_consts",
+            "update_jaxpr",
+        ],
         jaxpr_params: &["update_jaxpr"],
         doc: "Maximum with `updates` at the positions in `indices` (XLA Scatter, `ScatterDimensionNumbers`).",
-        cost: Some(Cost::differs(CostRule::Movement, "XLA counts the combiner and the index arithmetic of a scatter")),
+        cost: Some(Cost::differs(
+            CostRule::Movement,
+            "XLA counts the combiner and the index arithmetic of a scatter",
+        )),
         ..ROW
     },
     Primitive {
         name: "scatter-min",
         family: Indexing,
         aliases: &["scatter_min"],
-        params: &["dimension_numbers", "indices_are_sorted", "mode", "unique_indices", "update_consts", "update_jaxpr"],
+        params: &[
+            "dimension_numbers",
+            "indices_are_sorted",
+            "mode",
+            "unique_indices",
+            "update_consts",
+            "update_jaxpr",
+        ],
         jaxpr_params: &["update_jaxpr"],
         doc: "Minimum with `updates` at the positions in `indices` (XLA Scatter, `ScatterDimensionNumbers`).",
-        cost: Some(Cost::differs(CostRule::Movement, "XLA counts the combiner and the index arithmetic of a scatter")),
+        cost: Some(Cost::differs(
+            CostRule::Movement,
+            "XLA counts the combiner and the index arithmetic of a scatter",
+        )),
         ..ROW
     },
     Primitive {
         name: "scatter-mul",
         family: Indexing,
         aliases: &["scatter_mul"],
-        params: &["dimension_numbers", "indices_are_sorted", "mode", "unique_indices", "update_consts", "update_jaxpr"],
+        params: &[
+            "dimension_numbers",
+            "indices_are_sorted",
+            "mode",
+            "unique_indices",
+            "update_consts",
+            "update_jaxpr",
+        ],
         jaxpr_params: &["update_jaxpr"],
         doc: "Multiplies by `updates` at the positions in `indices` (XLA Scatter, `ScatterDimensionNumbers`).",
-        cost: Some(Cost::differs(CostRule::Movement, "XLA counts the combiner and the index arithmetic of a scatter")),
+        cost: Some(Cost::differs(
+            CostRule::Movement,
+            "XLA counts the combiner and the index arithmetic of a scatter",
+        )),
         ..ROW
     },
     Primitive {
         name: "scatter-sub",
         family: Indexing,
-        params: &["dimension_numbers", "indices_are_sorted", "mode", "unique_indices", "update_consts", "update_jaxpr"],
+        params: &[
+            "dimension_numbers",
+            "indices_are_sorted",
+            "mode",
+            "unique_indices",
+            "update_consts",
+            "update_jaxpr",
+        ],
         jaxpr_params: &["update_jaxpr"],
         doc: "Subtracts `updates` at the positions in `indices` (XLA Scatter, `ScatterDimensionNumbers`).",
         stablehlo: Refused("no lowering yet"),
         native: Refused("no lowering yet"),
-        cost: Some(Cost::differs(CostRule::Movement, "XLA counts the combiner and the index arithmetic of a scatter")),
+        cost: Some(Cost::differs(
+            CostRule::Movement,
+            "XLA counts the combiner and the index arithmetic of a scatter",
+        )),
         ..ROW
     },
     Primitive {
@@ -1655,7 +1853,9 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["compute_schur_vectors", "select_callable", "sort_eig_vals"],
         doc: "Schur decomposition of square matrices (and the Schur vectors).",
         stablehlo: Lowering::Lowered,
-        native: Refused("the signs and order of its vectors come out of LAPACK's iterations, which are not reproduced"),
+        native: Refused(
+            "the signs and order of its vectors come out of LAPACK's iterations, which are not reproduced",
+        ),
         ..ROW
     },
     Primitive {
@@ -1721,7 +1921,10 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "Sign (-1, 0 or 1), elementwise.",
         complex: COMPLEX_STABLEHLO_ONLY,
-        cost: Some(Cost::differs(CostRule::Elementwise, "of an unsigned integer, lowered to a comparison and a select")),
+        cost: Some(Cost::differs(
+            CostRule::Elementwise,
+            "of an unsigned integer, lowered to a comparison and a select",
+        )),
         ..ROW
     },
     Primitive {
@@ -1812,7 +2015,12 @@ pub static PRIMITIVES: &[Primitive] = &[
     Primitive {
         name: "svd",
         family: Other,
-        params: &["algorithm", "compute_uv", "full_matrices", "subset_by_index"],
+        params: &[
+            "algorithm",
+            "compute_uv",
+            "full_matrices",
+            "subset_by_index",
+        ],
         doc: "Singular values (real) and, with `compute_uv`, `u` and `vt`.",
         stablehlo: Lowering::Lowered,
         native: Lowering::Lowered,
@@ -1867,7 +2075,13 @@ pub static PRIMITIVES: &[Primitive] = &[
     Primitive {
         name: "triangular_solve",
         family: Other,
-        params: &["conjugate_a", "left_side", "lower", "transpose_a", "unit_diagonal"],
+        params: &[
+            "conjugate_a",
+            "left_side",
+            "lower",
+            "transpose_a",
+            "unit_diagonal",
+        ],
         doc: "Solves a triangular system `a x = b` (or `x a = b`); the result has `b`'s type.",
         stablehlo: Lowering::Lowered,
         native: Lowering::Lowered,
@@ -1901,7 +2115,14 @@ pub static PRIMITIVES: &[Primitive] = &[
     Primitive {
         name: "while_loop",
         family: Loop,
-        params: &["body_jaxpr", "body_nconsts", "cond_jaxpr", "cond_nconsts", "num_implicit_inputs", "preserve_dimensions"],
+        params: &[
+            "body_jaxpr",
+            "body_nconsts",
+            "cond_jaxpr",
+            "cond_nconsts",
+            "num_implicit_inputs",
+            "preserve_dimensions",
+        ],
         jaxpr_params: &["cond_jaxpr", "body_jaxpr"],
         doc: "Catalyst while loop: `body_jaxpr` runs while `cond_jaxpr` holds.",
         complex: COMPLEX,
@@ -2097,7 +2318,15 @@ pub static PRIMITIVES: &[Primitive] = &[
     },
     Primitive {
         name: "qinst",
-        params: &["adjoint", "ctrl_len", "ctrl_value_len", "op", "params_len", "qubits_len", "static_params"],
+        params: &[
+            "adjoint",
+            "ctrl_len",
+            "ctrl_value_len",
+            "op",
+            "params_len",
+            "qubits_len",
+            "static_params",
+        ],
         jaxpr_params: &[],
         doc: "A gate `op`: qubits, parameters, control qubits and control values in (Catalyst <= 0.10, without `params_len`: qubits, control qubits, control values, then the parameters, or constant ones in `static_params`); the qubits and control qubits out.",
         ..QUANTUM_ROW

@@ -438,7 +438,8 @@ mod tests {
     impl Checked for Log {
         fn begin(&mut self, a: &Analysis, lets: &[ast::LetJaxpr], main: JaxprId, _: &[VarRef]) {
             let binders = a.jaxpr(main).invars.len();
-            self.0.push(format!("begin {} lets, {binders} binders", lets.len()));
+            self.0
+                .push(format!("begin {} lets, {binders} binders", lets.len()));
         }
         fn eqn(&mut self, a: &Analysis, e: &ast::Eqn, id: EqnId, _: usize, _: &[VarRef]) {
             assert_eq!(a.eqn(id).primitive, e.primitive.text);
@@ -489,7 +490,10 @@ mod tests {
                 assert_eq!(sorted(got), want, "{text}");
             }
             let got = check_source(Source::Tree(&whole.file), Keep::Diagnostics);
-            assert_eq!(sorted(got.analysis.diagnostics), sorted(tree.analysis.diagnostics));
+            assert_eq!(
+                sorted(got.analysis.diagnostics),
+                sorted(tree.analysis.diagnostics)
+            );
         }
     }
 
@@ -498,10 +502,14 @@ mod tests {
     #[test]
     fn a_shown_check_shows_each_piece_until_the_first_error() {
         let mut log = Log::default();
-        let text = "{ lambda ; a:f32[3]. let\n    b:f32[3] = sin a\n    c:f32[3] = cos b\n  in (c,) }\n";
+        let text =
+            "{ lambda ; a:f32[3]. let\n    b:f32[3] = sin a\n    c:f32[3] = cos b\n  in (c,) }\n";
         let d = check_source(Source::Text(text), Keep::Shown(&mut log)).diagnostics();
         assert!(d.is_empty(), "{d:?}");
-        assert_eq!(log.0, ["begin 0 lets, 1 binders", "eqn sin", "eqn cos", "end"]);
+        assert_eq!(
+            log.0,
+            ["begin 0 lets, 1 binders", "eqn sin", "eqn cos", "end"]
+        );
         let mut log = Log::default();
         let text = text.replace("sin a", "sin x");
         let d = check_source(Source::Text(&text), Keep::Shown(&mut log)).diagnostics();

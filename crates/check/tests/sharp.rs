@@ -238,7 +238,10 @@ fn key_reuse_verdicts_are_jaxs() {
         let raw = finds_reuse(&path, SharpConfig { raw_keys: true });
         assert!(raw || !jax, "{name}");
         if raw != jax {
-            assert!(v["raw_keys"].as_bool().unwrap(), "{name}: a finding beyond JAX on typed keys");
+            assert!(
+                v["raw_keys"].as_bool().unwrap(),
+                "{name}: a finding beyond JAX on typed keys"
+            );
             beyond.push(name.as_str());
         }
     }
@@ -260,7 +263,10 @@ fn key_reuse_verdicts_are_jaxs() {
 /// Every `.jaxpr` file under `dir`, in a stable order.
 fn jaxpr_files(dir: &Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
-    let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     entries.sort();
     for path in entries {
         if path.is_dir() {
@@ -274,12 +280,22 @@ fn jaxpr_files(dir: &Path) -> Vec<std::path::PathBuf> {
 
 /// The sharp-bits findings on the file at `path` with `config`, and the
 /// checker's errors there.
-fn sharp_findings(path: &Path, config: SharpConfig) -> (Vec<DiagKind>, Vec<jaxpr_syntax::diagnostics::Diagnostic>) {
+fn sharp_findings(
+    path: &Path,
+    config: SharpConfig,
+) -> (Vec<DiagKind>, Vec<jaxpr_syntax::diagnostics::Diagnostic>) {
     let text = std::fs::read_to_string(path).unwrap();
     let parse = jaxpr_syntax::parse(&text);
     let analysis = jaxpr_check::check(&parse.file);
-    let kinds = SharpBits::check_analysis(&analysis, &parse.file, config).iter().map(|d| d.kind).collect();
-    let errors = analysis.diagnostics.into_iter().filter(|d| d.is_error()).collect();
+    let kinds = SharpBits::check_analysis(&analysis, &parse.file, config)
+        .iter()
+        .map(|d| d.kind)
+        .collect();
+    let errors = analysis
+        .diagnostics
+        .into_iter()
+        .filter(|d| d.is_error())
+        .collect();
     (kinds, errors)
 }
 
@@ -299,7 +315,8 @@ fn corpora_findings_are_jaxs() {
         if file.extension().is_none_or(|e| e != "json") {
             continue;
         }
-        let recorded: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        let recorded: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
         for (name, v) in recorded["verdicts"].as_object().unwrap() {
             let mut reuse = v["jax_key_reuse"].as_bool().unwrap();
             if let Some(twin) = v["typed_twin"].as_str() {
@@ -319,8 +336,15 @@ fn corpora_findings_are_jaxs() {
         }
     }
     // The ecosystem corpus and every JAX column of the version matrix.
-    assert!(jax_reuses.len() >= 100, "{} programs with verdicts", jax_reuses.len());
-    assert!(twins >= 1 && twin_reuses >= 1, "{twins} typed twins, {twin_reuses} reusing");
+    assert!(
+        jax_reuses.len() >= 100,
+        "{} programs with verdicts",
+        jax_reuses.len()
+    );
+    assert!(
+        twins >= 1 && twin_reuses >= 1,
+        "{twins} typed twins, {twin_reuses} reusing"
+    );
     let mut wrong = Vec::new();
     let (mut files, mut found) = (0, 0);
     for dir in ["ecosystem", "versions"] {
@@ -334,10 +358,21 @@ fn corpora_findings_are_jaxs() {
             // No verdict: the program uses no key (nor does any Catalyst
             // column's program).
             if reuse != jax.unwrap_or(false) || !others.is_empty() {
-                wrong.push(format!("{}: J0013 {reuse}, JAX {jax:?}, others {others:?}", path.display()));
+                wrong.push(format!(
+                    "{}: J0013 {reuse}, JAX {jax:?}, others {others:?}",
+                    path.display()
+                ));
             }
         }
     }
-    assert!(wrong.is_empty(), "{} of {files} files:\n{}", wrong.len(), wrong.join("\n"));
-    assert!(files >= 900 && found >= 9, "{files} files, {found} with a J0013 finding");
+    assert!(
+        wrong.is_empty(),
+        "{} of {files} files:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+    assert!(
+        files >= 900 && found >= 9,
+        "{files} files, {found} with a J0013 finding"
+    );
 }

@@ -157,7 +157,8 @@ impl Settings {
     }
 
     fn shown_with(&self, ignored_here: &[DiagKind], kind: DiagKind) -> Option<Severity> {
-        let shown = kind == DiagKind::Syntax || (self.is_enabled(kind) && !ignored_here.contains(&kind));
+        let shown =
+            kind == DiagKind::Syntax || (self.is_enabled(kind) && !ignored_here.contains(&kind));
         shown.then(|| self.severity(kind))
     }
 

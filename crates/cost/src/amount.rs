@@ -32,7 +32,11 @@ impl Amount {
     pub fn is_zero(&self) -> bool {
         self.as_constant() == Some(0)
     }
-    fn combine(&self, other: &Amount, op: impl Fn(&Poly, &Poly) -> Result<Poly, jaxpr_types::poly::PolyError>) -> Amount {
+    fn combine(
+        &self,
+        other: &Amount,
+        op: impl Fn(&Poly, &Poly) -> Result<Poly, jaxpr_types::poly::PolyError>,
+    ) -> Amount {
         match (&self.0, &other.0) {
             (Some(a), Some(b)) => Amount(op(a, b).ok()),
             _ => Amount(None),

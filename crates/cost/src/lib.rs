@@ -156,9 +156,12 @@ pub fn analyse_jaxprs(
     options: Options,
     roots: &[JaxprId],
 ) -> FileCost {
-    let top_starts: Vec<u32> =
-        roots.iter().map(|&j| analysis.jaxpr(top_level(analysis, j)).range.start).collect();
-    let holds_root = |jaxpr: &ast::Jaxpr| top_starts.iter().any(|&start| jaxpr.range.contains(start));
+    let top_starts: Vec<u32> = roots
+        .iter()
+        .map(|&j| analysis.jaxpr(top_level(analysis, j)).range.start)
+        .collect();
+    let holds_root =
+        |jaxpr: &ast::Jaxpr| top_starts.iter().any(|&start| jaxpr.range.contains(start));
     let mut syntax = HashMap::default();
     for let_jaxpr in &file.lets {
         index_eqns(&let_jaxpr.jaxpr, &mut syntax);
@@ -348,13 +351,25 @@ impl Walk<'_, '_> {
         for (e, total, dropped) in rules::reshape_chains(self, id) {
             let slack = Slack::default();
             // An inner reshape may be an outer one too: the drop wins.
-            if self.eqns[e.0 as usize].as_ref().is_none_or(|c| c.dropped.is_none()) {
-                self.eqns[e.0 as usize] = Some(EqnCost { total, xla: XlaCount::Equal, dropped, slack });
+            if self.eqns[e.0 as usize]
+                .as_ref()
+                .is_none_or(|c| c.dropped.is_none())
+            {
+                self.eqns[e.0 as usize] = Some(EqnCost {
+                    total,
+                    xla: XlaCount::Equal,
+                    dropped,
+                    slack,
+                });
             }
         }
         for e in rules::nested_concatenates(self, id) {
-            self.eqns[e.0 as usize] =
-                Some(EqnCost { total: Cost::zero(), xla: XlaCount::Equal, dropped: Some(rules::CONCATENATED), slack: Slack::default() });
+            self.eqns[e.0 as usize] = Some(EqnCost {
+                total: Cost::zero(),
+                xla: XlaCount::Equal,
+                dropped: Some(rules::CONCATENATED),
+                slack: Slack::default(),
+            });
         }
         let mut total = Cost::zero();
         let mut xla = XlaCount::Equal;
@@ -370,7 +385,11 @@ impl Walk<'_, '_> {
         // is a splat constant, which the export writes as a broadcast.
         for &constvar in &info.constvars {
             let ty = &self.analysis.var(constvar).ty;
-            if elements(ty, self.analysis).as_constant().is_some_and(|n| n > 1) && self.read.contains(&constvar) {
+            if elements(ty, self.analysis)
+                .as_constant()
+                .is_some_and(|n| n > 1)
+                && self.read.contains(&constvar)
+            {
                 let units = tolerance::Units {
                     eqns: Amount::constant(1),
                     elements: elements(ty, self.analysis),
@@ -387,7 +406,12 @@ impl Walk<'_, '_> {
             total.bytes_accessed = total.bytes_accessed.add(&table);
         }
         let peak = memory::peak(self, id);
-        let out = JaxprCost { total, xla, slack, peak };
+        let out = JaxprCost {
+            total,
+            xla,
+            slack,
+            peak,
+        };
         self.visiting[id.0 as usize] = false;
         self.jaxprs[id.0 as usize] = Some(out.clone());
         out
@@ -404,7 +428,8 @@ impl Walk<'_, '_> {
         let analysis = self.analysis;
         let info = analysis.jaxpr(id);
         let one_value = self.selects_of_one_value(id);
-        let mut read: rustc_hash::FxHashSet<jaxpr_types::VarId> = info.outs.iter().filter_map(|o| o.var).collect();
+        let mut read: rustc_hash::FxHashSet<jaxpr_types::VarId> =
+            info.outs.iter().filter_map(|o| o.var).collect();
         let mut dead = Vec::new();
         for &e in info.eqns.iter().rev() {
             let eqn_info = analysis.eqn(e);
@@ -413,11 +438,15 @@ impl Walk<'_, '_> {
             };
             let rule = registry::lookup(&eqn_info.primitive).map(|row| row.cost().rule);
             let pure = rule.is_some_and(CostRule::is_pure);
-            let unread = eqn_info.outs.iter().all(|v| v.is_none_or(|v| !read.contains(&v)));
+            let unread = eqn_info
+                .outs
+                .iter()
+                .all(|v| v.is_none_or(|v| !read.contains(&v)));
             let empty = !eqn_info.outs.is_empty()
-                && rules::result_types(analysis, eqn_info)
-                    .iter()
-                    .all(|ty| ty.as_ref().is_some_and(|ty| elements(ty, analysis).is_zero()));
+                && rules::result_types(analysis, eqn_info).iter().all(|ty| {
+                    ty.as_ref()
+                        .is_some_and(|ty| elements(ty, analysis).is_zero())
+                });
             if pure && unread && eqn_info.callees.is_empty() {
                 dead.push((e, DEAD));
                 continue;
@@ -451,8 +480,13 @@ impl Walk<'_, '_> {
             // the operands those need (`dce_jaxpr_pjit_rule`).
             let needed = match (&*eqn_info.primitive, &eqn_info.callees[..]) {
                 ("jit" | "pjit" | "closed_call" | "core_call", [(_, callee)]) if no_effect => {
-                    let used: Vec<bool> = eqn_info.outs.iter().map(|v| v.is_some_and(|v| read.contains(&v))).collect();
-                    Some(self.needed_inputs(*callee, &used)).filter(|needed| needed.len() == syntax.args.len())
+                    let used: Vec<bool> = eqn_info
+                        .outs
+                        .iter()
+                        .map(|v| v.is_some_and(|v| read.contains(&v)))
+                        .collect();
+                    Some(self.needed_inputs(*callee, &used))
+                        .filter(|needed| needed.len() == syntax.args.len())
                 }
                 _ => None,
             };
@@ -474,14 +508,23 @@ impl Walk<'_, '_> {
     fn needed_inputs(&self, id: JaxprId, used: &[bool]) -> Vec<bool> {
         let analysis = self.analysis;
         let info = analysis.jaxpr(id);
-        let mut live: rustc_hash::FxHashSet<jaxpr_types::VarId> =
-            info.outs.iter().zip(used).filter(|(_, u)| **u).filter_map(|(o, _)| o.var).collect();
+        let mut live: rustc_hash::FxHashSet<jaxpr_types::VarId> = info
+            .outs
+            .iter()
+            .zip(used)
+            .filter(|(_, u)| **u)
+            .filter_map(|(o, _)| o.var)
+            .collect();
         for &e in info.eqns.iter().rev() {
             let eqn_info = analysis.eqn(e);
             let pure = registry::lookup(&eqn_info.primitive).is_some_and(|row| {
-                row.cost().rule.is_pure() || matches!(row.cost().rule, CostRule::Free | CostRule::PassThrough)
+                row.cost().rule.is_pure()
+                    || matches!(row.cost().rule, CostRule::Free | CostRule::PassThrough)
             }) && eqn_info.callees.iter().all(|&(_, j)| self.has_no_effect(j));
-            let wanted = eqn_info.outs.iter().any(|v| v.is_some_and(|v| live.contains(&v)));
+            let wanted = eqn_info
+                .outs
+                .iter()
+                .any(|v| v.is_some_and(|v| live.contains(&v)));
             if !pure || wanted {
                 let Some(&syntax) = self.syntax.get(&eqn_info.range.start) else {
                     return vec![true; info.invars.len()];
@@ -501,8 +544,13 @@ impl Walk<'_, '_> {
         self.analysis.jaxpr(id).eqns.iter().all(|&e| {
             let info = self.analysis.eqn(e);
             match registry::lookup(&info.primitive).map(|row| row.cost().rule) {
-                Some(rule) if rule.is_call() => info.callees.iter().all(|&(_, j)| self.has_no_effect(j)),
-                Some(rule) => (rule.is_pure() || matches!(rule, CostRule::Free | CostRule::PassThrough)) && info.callees.is_empty(),
+                Some(rule) if rule.is_call() => {
+                    info.callees.iter().all(|&(_, j)| self.has_no_effect(j))
+                }
+                Some(rule) => {
+                    (rule.is_pure() || matches!(rule, CostRule::Free | CostRule::PassThrough))
+                        && info.callees.is_empty()
+                }
                 None => false,
             }
         })
@@ -521,14 +569,17 @@ impl Walk<'_, '_> {
             let Some(&syntax) = self.syntax.get(&eqn_info.range.start) else {
                 continue;
             };
-            let Some(rule) = registry::lookup(&eqn_info.primitive).map(|row| row.cost().rule) else {
+            let Some(rule) = registry::lookup(&eqn_info.primitive).map(|row| row.cost().rule)
+            else {
                 continue;
             };
             let [Some(out)] = eqn_info.outs[..] else {
                 continue;
             };
             let root = |atom: &ast::Atom| match atom {
-                ast::Atom::Var(name) => analysis.ref_at(name.range).map(|r| source.get(&r.var).copied().unwrap_or(r.var)),
+                ast::Atom::Var(name) => analysis
+                    .ref_at(name.range)
+                    .map(|r| source.get(&r.var).copied().unwrap_or(r.var)),
                 ast::Atom::Lit(_) => None,
             };
             let same = match (rule, &syntax.args[..]) {

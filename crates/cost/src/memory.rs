@@ -7,9 +7,9 @@
 //! jaxprs adds, while it runs, the largest of their temporaries (a nested
 //! peak less its arguments, which are the caller's operands).
 
+use crate::Walk;
 use crate::amount::{Amount, bytes};
 use crate::rules::result_types;
-use crate::Walk;
 use jaxpr_check::{EqnId, JaxprId, VarRole};
 use jaxpr_syntax::ast;
 use jaxpr_types::VarId;
@@ -47,7 +47,9 @@ pub(crate) fn peak(walk: &mut Walk<'_, '_>, id: JaxprId) -> Peak {
         .iter()
         .chain(&info.invars)
         .fold(Amount::zero(), |acc, &v| acc.add(&var_bytes(v)));
-    let outputs = info.outs.iter().fold(Amount::zero(), |acc, out| acc.add(&bytes(&out.ty, None, analysis)));
+    let outputs = info.outs.iter().fold(Amount::zero(), |acc, out| {
+        acc.add(&bytes(&out.ty, None, analysis))
+    });
     let kept: HashSet<VarId> = info.outs.iter().filter_map(|o| o.var).collect();
     // The last equation (by position in this jaxpr) that reads each value.
     let mut last_use: HashMap<VarId, usize> = HashMap::default();
@@ -67,7 +69,8 @@ pub(crate) fn peak(walk: &mut Walk<'_, '_>, id: JaxprId) -> Peak {
     }
     let mut dying: Vec<Vec<VarId>> = vec![Vec::new(); info.eqns.len()];
     for (&var, &position) in &last_use {
-        let temporary = matches!(analysis.var(var).role, VarRole::Result { .. }) && analysis.var(var).jaxpr == id;
+        let temporary = matches!(analysis.var(var).role, VarRole::Result { .. })
+            && analysis.var(var).jaxpr == id;
         if temporary && !kept.contains(&var) {
             dying[position].push(var);
         }

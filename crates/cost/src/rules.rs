@@ -41,20 +41,30 @@ pub(crate) fn result_types(analysis: &Analysis, info: &EqnInfo) -> Vec<Option<AT
         .enumerate()
         .map(|(i, var)| match var {
             Some(v) => Some(analysis.var(*v).ty.clone()),
-            None => info.inferred.as_ref().and_then(|types| types.get(i).cloned()),
+            None => info
+                .inferred
+                .as_ref()
+                .and_then(|types| types.get(i).cloned()),
         })
         .collect()
 }
 
 /// A sum of bytes over types, unknown if one is.
-fn sum_bytes<'t>(types: impl IntoIterator<Item = &'t Option<AType>>, fallback: Option<&DType>, analysis: &Analysis) -> Amount {
+fn sum_bytes<'t>(
+    types: impl IntoIterator<Item = &'t Option<AType>>,
+    fallback: Option<&DType>,
+    analysis: &Analysis,
+) -> Amount {
     types.into_iter().fold(Amount::zero(), |acc, ty| match ty {
         Some(ty) => acc.add(&bytes(ty, fallback, analysis)),
         None => Amount::unknown(),
     })
 }
 
-fn sum_elements<'t>(types: impl IntoIterator<Item = &'t Option<AType>>, analysis: &Analysis) -> Amount {
+fn sum_elements<'t>(
+    types: impl IntoIterator<Item = &'t Option<AType>>,
+    analysis: &Analysis,
+) -> Amount {
     types.into_iter().fold(Amount::zero(), |acc, ty| match ty {
         Some(ty) => acc.add(&elements(ty, analysis)),
         None => Amount::unknown(),
@@ -91,7 +101,11 @@ fn literal_value(lit: &ast::Literal) -> Option<f64> {
             Some(complex) => {
                 let split = complex.rfind(['+', '-']).filter(|&i| i > 0)?;
                 let imaginary = complex[split..].parse::<f64>().ok()?;
-                if imaginary == 0.0 { complex[..split].parse::<f64>().ok() } else { None }
+                if imaginary == 0.0 {
+                    complex[..split].parse::<f64>().ok()
+                } else {
+                    None
+                }
             }
             None => text.parse::<f64>().ok(),
         },
@@ -134,7 +148,12 @@ impl EqnView<'_> {
         sum_bytes(&self.operands, self.fallback(), self.analysis)
     }
     fn scalar_bytes(&self, ty: &AType) -> Amount {
-        match ty.dtype.as_ref().or(self.fallback()).and_then(element_bytes) {
+        match ty
+            .dtype
+            .as_ref()
+            .or(self.fallback())
+            .and_then(element_bytes)
+        {
             Some(size) => Amount::constant(size),
             None => Amount::unknown(),
         }
@@ -171,7 +190,12 @@ impl EqnView<'_> {
     /// where known) broadcast is a splat constant, whose broadcast counts
     /// once per function ([`SplatConstant`]), and not at all of one
     /// element.
-    fn operand_at_result(&self, operand: &AType, result: &AType, constant: Option<Option<f64>>) -> Amount {
+    fn operand_at_result(
+        &self,
+        operand: &AType,
+        result: &AType,
+        constant: Option<Option<f64>>,
+    ) -> Amount {
         let dtype = operand.dtype.clone().or_else(|| self.fallback().cloned());
         let own = bytes(operand, self.fallback(), self.analysis);
         if operand.shape == result.shape {
@@ -199,7 +223,11 @@ impl EqnView<'_> {
         if is_one_element(ty, self.analysis) {
             return false;
         }
-        let key = SplatConstant { jaxpr: self.jaxpr, value_bits: value.to_bits(), ty: ty.clone() };
+        let key = SplatConstant {
+            jaxpr: self.jaxpr,
+            value_bits: value.to_bits(),
+            ty: ty.clone(),
+        };
         self.splat_constants.borrow_mut().insert(key)
     }
     /// Whether one operand is the literal `identity` and the other has the
@@ -212,18 +240,25 @@ impl EqnView<'_> {
     /// `broadcast` to the operand's own shape, a `reshape` dropping those
     /// axes and a `broadcast` to the result ([`broadcast_bytes`]).
     fn expands_unit_axes(&self) -> bool {
-        let (Some(Some(operand)), Some(Some(result))) = (self.operands.first(), self.results.first()) else {
+        let (Some(Some(operand)), Some(Some(result))) =
+            (self.operands.first(), self.results.first())
+        else {
             return false;
         };
         if &*self.eqn.primitive.text != "broadcast_in_dim" || operand.is_scalar() {
             return false;
         }
-        let Some(axes) = self.eqn.param("broadcast_dimensions").and_then(|p| int_items(&p.value)) else {
+        let Some(axes) = self
+            .eqn
+            .param("broadcast_dimensions")
+            .and_then(|p| int_items(&p.value))
+        else {
             return false;
         };
         operand.shape.iter().zip(&axes).any(|(dim, &axis)| {
             let stretched = usize::try_from(axis).ok().and_then(|a| result.shape.get(a));
-            *dim == jaxpr_types::Dim::Const(1) && stretched.is_some_and(|d| *d != jaxpr_types::Dim::Const(1))
+            *dim == jaxpr_types::Dim::Const(1)
+                && stretched.is_some_and(|d| *d != jaxpr_types::Dim::Const(1))
         })
     }
     /// Whether it is a `transpose` that moves size-1 axes only (the other
@@ -235,15 +270,25 @@ impl EqnView<'_> {
         if &*self.eqn.primitive.text != "transpose" {
             return false;
         }
-        let Some(permutation) = self.eqn.param("permutation").and_then(|p| int_items(&p.value)) else {
+        let Some(permutation) = self
+            .eqn
+            .param("permutation")
+            .and_then(|p| int_items(&p.value))
+        else {
             return false;
         };
-        let identity = permutation.iter().enumerate().all(|(i, &axis)| axis == i as i64);
+        let identity = permutation
+            .iter()
+            .enumerate()
+            .all(|(i, &axis)| axis == i as i64);
         let moved: Vec<i64> = permutation
             .iter()
             .copied()
             .filter(|&axis| {
-                usize::try_from(axis).ok().and_then(|a| operand.shape.get(a)).is_some_and(|d| *d != jaxpr_types::Dim::Const(1))
+                usize::try_from(axis)
+                    .ok()
+                    .and_then(|a| operand.shape.get(a))
+                    .is_some_and(|d| *d != jaxpr_types::Dim::Const(1))
             })
             .collect();
         !identity && moved.windows(2).all(|pair| pair[0] < pair[1])
@@ -258,7 +303,9 @@ impl EqnView<'_> {
 fn is_identity(identity: i64, value: f64, dtype: Option<&DType>) -> bool {
     match (identity, dtype) {
         (-1, Some(DType::Bool)) => value == 1.0,
-        (-1, Some(dtype)) if dtype.is_unsigned() => dtype.bits().is_some_and(|bits| value == 2f64.powi(bits as i32) - 1.0),
+        (-1, Some(dtype)) if dtype.is_unsigned() => dtype
+            .bits()
+            .is_some_and(|bits| value == 2f64.powi(bits as i32) - 1.0),
         _ => value == identity as f64,
     }
 }
@@ -285,7 +332,9 @@ fn identity_operand(
             // Complex arithmetic is not folded: only real literals.
             ast::Atom::Lit(lit) if lit.value.starts_with('(') => None,
             ast::Atom::Lit(lit) => literal_value(lit),
-            ast::Atom::Var(name) => analysis.ref_at(name.range).and_then(|r| splats.get(&r.var).copied()),
+            ast::Atom::Var(name) => analysis
+                .ref_at(name.range)
+                .and_then(|r| splats.get(&r.var).copied()),
         };
         value.is_some_and(|v| is_identity(identity, v, result.dtype.as_ref()))
     };
@@ -394,12 +443,23 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
         | CostRule::While
         | CostRule::Cond => {}
         CostRule::Checkpoint => {
-            let differentiated = view.eqn.param("differentiated").and_then(|p| p.value.as_bool()) == Some(true);
+            let differentiated = view
+                .eqn
+                .param("differentiated")
+                .and_then(|p| p.value.as_bool())
+                == Some(true);
             // `prevent_cse` is one flag, or one per operand.
-            let barred: Vec<&Option<AType>> = match view.eqn.param("prevent_cse").map(|p| &p.value) {
+            let barred: Vec<&Option<AType>> = match view.eqn.param("prevent_cse").map(|p| &p.value)
+            {
                 Some(flag) if flag.as_bool() == Some(true) => view.operands.iter().collect(),
                 Some(expr) => match tuple_items(expr) {
-                    Some(flags) => view.operands.iter().zip(flags).filter(|(_, f)| f.as_bool() == Some(true)).map(|(o, _)| o).collect(),
+                    Some(flags) => view
+                        .operands
+                        .iter()
+                        .zip(flags)
+                        .filter(|(_, f)| f.as_bool() == Some(true))
+                        .map(|(o, _)| o)
+                        .collect(),
                     None => Vec::new(),
                 },
                 None => Vec::new(),
@@ -417,11 +477,17 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
             let repeats = view.eqn.param("reps").and_then(|p| int_items(&p.value));
             match repeats {
                 Some(repeats) if repeats.iter().all(|&r| r == 1) => {}
-                Some(_) => cost.bytes_accessed = view.operand_bytes().scale(7).add(&view.result_bytes().scale(3)),
+                Some(_) => {
+                    cost.bytes_accessed = view
+                        .operand_bytes()
+                        .scale(7)
+                        .add(&view.result_bytes().scale(3))
+                }
                 None => return Cost::unknown(),
             }
         }
-        CostRule::ElementwiseUnlessIdentity(_) | CostRule::ElementwiseUnlessRightIdentity(_) if view.folds_identity(rule) => {}
+        CostRule::ElementwiseUnlessIdentity(_) | CostRule::ElementwiseUnlessRightIdentity(_)
+            if view.folds_identity(rule) => {}
         CostRule::Elementwise
         | CostRule::ElementwiseUnlessIdentity(_)
         | CostRule::ElementwiseUnlessRightIdentity(_)
@@ -435,7 +501,9 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
             cost.bytes_accessed = view.elementwise_bytes();
         }
         CostRule::Convert => {
-            let (Some(Some(operand)), Some(Some(result))) = (view.operands.first(), view.results.first()) else {
+            let (Some(Some(operand)), Some(Some(result))) =
+                (view.operands.first(), view.results.first())
+            else {
                 return Cost::unknown();
             };
             if operand == result {
@@ -459,7 +527,9 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
             };
         }
         CostRule::Select => {
-            let (Some(Some(predicate)), Some(Some(result))) = (view.operands.first(), view.results.first()) else {
+            let (Some(Some(predicate)), Some(Some(result))) =
+                (view.operands.first(), view.results.first())
+            else {
                 return Cost::unknown();
             };
             let cases = view.operands.len().saturating_sub(1) as i64;
@@ -476,7 +546,10 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
                 // predicate), then a select.
                 let integer = predicate_bytes;
                 let constant = view.scalar_bytes(predicate);
-                let level = integer.scale(2).add(&boolean.scale(2)).add(&case_bytes.scale(3));
+                let level = integer
+                    .scale(2)
+                    .add(&boolean.scale(2))
+                    .add(&case_bytes.scale(3));
                 cost.flops = count.scale(2 * (cases - 1));
                 cost.bytes_accessed = level.scale(cases - 1);
                 for k in select_tree_constants(0, cases) {
@@ -494,11 +567,17 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
             if result.rank() <= 1 {
                 cost.bytes_accessed = result_bytes;
             } else {
-                let axis = view.int_param("dimension").and_then(|d| usize::try_from(d).ok());
-                let line = axis.and_then(|a| result.shape.get(a)).map(|dim| result.with_shape(Shape::from_slice(&[*dim])));
+                let axis = view
+                    .int_param("dimension")
+                    .and_then(|d| usize::try_from(d).ok());
+                let line = axis
+                    .and_then(|a| result.shape.get(a))
+                    .map(|dim| result.with_shape(Shape::from_slice(&[*dim])));
                 // A line of one element is broadcast without being written first.
                 cost.bytes_accessed = match line {
-                    Some(line) if elements(&line, analysis).as_constant() == Some(1) => bytes(&line, None, analysis).add(&result_bytes),
+                    Some(line) if elements(&line, analysis).as_constant() == Some(1) => {
+                        bytes(&line, None, analysis).add(&result_bytes)
+                    }
                     Some(line) => bytes(&line, None, analysis).scale(2).add(&result_bytes),
                     None => Amount::unknown(),
                 };
@@ -511,7 +590,13 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
             let multiplies = squaring_multiplies(exponent.unsigned_abs());
             cost.flops = count.scale(multiplies);
             cost.bytes_accessed = result.scale(3 * multiplies);
-            let scalar = view.results.first().cloned().flatten().map(|ty| view.scalar_bytes(&ty)).unwrap_or_else(Amount::unknown);
+            let scalar = view
+                .results
+                .first()
+                .cloned()
+                .flatten()
+                .map(|ty| view.scalar_bytes(&ty))
+                .unwrap_or_else(Amount::unknown);
             if exponent == 0 {
                 // `1` broadcast to the result.
                 cost.bytes_accessed = scalar.add(&result);
@@ -528,7 +613,12 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
                 cost.bytes_accessed = cost.bytes_accessed.add(&broadcast).add(&result.scale(3));
             }
         }
-        CostRule::Reverse if view.eqn.param("dimensions").and_then(|p| int_items(&p.value)).is_some_and(|d| d.is_empty()) => {}
+        CostRule::Reverse
+            if view
+                .eqn
+                .param("dimensions")
+                .and_then(|p| int_items(&p.value))
+                .is_some_and(|d| d.is_empty()) => {}
         CostRule::Unstack => cost.bytes_accessed = view.result_bytes().scale(4),
         CostRule::Movement | CostRule::Reverse => {
             // A move whose result is its (first) operand, the others scalars
@@ -537,7 +627,10 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
             // empty operands.
             let empty = |ty: &AType| elements(ty, analysis).is_zero();
             let kept: Vec<&Option<AType>> = if &*view.eqn.primitive.text == "concatenate" {
-                view.operands.iter().filter(|ty| !ty.as_ref().is_some_and(empty)).collect()
+                view.operands
+                    .iter()
+                    .filter(|ty| !ty.as_ref().is_some_and(empty))
+                    .collect()
             } else {
                 view.operands.iter().collect()
             };
@@ -551,11 +644,13 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
                 // JAX lowers `split` to a slice per result; a slice of the
                 // whole operand is the operand.
                 let operand = view.operands.first().cloned().flatten();
-                view.results.iter().fold(Amount::zero(), |acc, result| match result {
-                    Some(result) if Some(result) == operand.as_ref() => acc,
-                    Some(result) => acc.add(&bytes(result, None, analysis).scale(2)),
-                    None => Amount::unknown(),
-                })
+                view.results
+                    .iter()
+                    .fold(Amount::zero(), |acc, result| match result {
+                        Some(result) if Some(result) == operand.as_ref() => acc,
+                        Some(result) => acc.add(&bytes(result, None, analysis).scale(2)),
+                        None => Amount::unknown(),
+                    })
             } else if &*view.eqn.primitive.text == "stack" && view.operands.len() > 1 {
                 // JAX lowers `stack` to a `reshape` of each operand (adding
                 // the new axis), then a `concatenate`.
@@ -567,12 +662,19 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
             };
         }
         // A `slice` of the whole operand is the operand: folded.
-        CostRule::Slice if &*view.eqn.primitive.text == "slice" && view.operands.first() == view.results.first() => {}
+        CostRule::Slice
+            if &*view.eqn.primitive.text == "slice"
+                && view.operands.first() == view.results.first() => {}
         CostRule::Slice => {
             cost.bytes_accessed = view.result_bytes().scale(2);
         }
         // A reduction over no axis is its operand: folded.
-        CostRule::Reduction if view.eqn.param("axes").and_then(|p| int_items(&p.value)).is_some_and(|axes| axes.is_empty()) => {}
+        CostRule::Reduction
+            if view
+                .eqn
+                .param("axes")
+                .and_then(|p| int_items(&p.value))
+                .is_some_and(|axes| axes.is_empty()) => {}
         CostRule::Reduction => {
             // Variadic `reduce` takes its initial values as operands; the
             // named reductions (`reduce_sum`, ...) have theirs implicit.
@@ -603,7 +705,12 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
             }
             // A reduction of an empty operand folds to its initial values:
             // a scalar constant, or its broadcast to the result.
-            let empty_operand = view.operands.first().cloned().flatten().is_some_and(|ty| elements(&ty, analysis).is_zero());
+            let empty_operand = view
+                .operands
+                .first()
+                .cloned()
+                .flatten()
+                .is_some_and(|ty| elements(&ty, analysis).is_zero());
             if empty_operand && !explicit_inits {
                 cost.bytes_accessed = match view.results.first().cloned().flatten() {
                     Some(result) if result.is_scalar() => Amount::zero(),
@@ -623,7 +730,10 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
             let size = match (contracted, lhs) {
                 (Some(axes), Some(lhs)) => axes.iter().fold(Amount::constant(1), |acc, &axis| {
                     match usize::try_from(axis).ok().and_then(|a| lhs.shape.get(a)) {
-                        Some(dim) => acc.mul(&elements(&lhs.with_shape(Shape::from_slice(&[*dim])), analysis)),
+                        Some(dim) => acc.mul(&elements(
+                            &lhs.with_shape(Shape::from_slice(&[*dim])),
+                            analysis,
+                        )),
                         None => Amount::unknown(),
                     }
                 }),
@@ -634,15 +744,18 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
         }
         CostRule::Convolution => {
             let kernel = view.operands.get(1).cloned().flatten();
-            let out_feature_axis = view.eqn.param("dimension_numbers").and_then(|p| match &p.value.kind {
-                ast::ExprKind::Call(call) => call
-                    .args
-                    .iter()
-                    .find(|a| a.name.as_ref().is_some_and(|n| &*n.text == "rhs_spec"))
-                    .and_then(|a| int_items(&a.value))
-                    .and_then(|spec| spec.first().copied()),
-                _ => None,
-            });
+            let out_feature_axis =
+                view.eqn
+                    .param("dimension_numbers")
+                    .and_then(|p| match &p.value.kind {
+                        ast::ExprKind::Call(call) => call
+                            .args
+                            .iter()
+                            .find(|a| a.name.as_ref().is_some_and(|n| &*n.text == "rhs_spec"))
+                            .and_then(|a| int_items(&a.value))
+                            .and_then(|spec| spec.first().copied()),
+                        _ => None,
+                    });
             let per_output = match (kernel, out_feature_axis) {
                 (Some(kernel), Some(axis)) => {
                     let mut shape = kernel.shape.clone();
@@ -677,13 +790,28 @@ fn type_difference(cost: registry::Cost, family: Family, view: &EqnView<'_>) -> 
     // An elementwise operation with operands of another dtype than its
     // result (`mul[out_dtype=...]`) converts them first.
     if matches!(family, Family::Unary | Family::Binary)
-        && (cost.rule == CostRule::Elementwise || cost.rule.identity().is_some()) {
-        let result = view.results.first().cloned().flatten().and_then(|t| t.dtype);
-        if view.operands.iter().flatten().any(|t| t.dtype.is_some() && t.dtype != result) {
+        && (cost.rule == CostRule::Elementwise || cost.rule.identity().is_some())
+    {
+        let result = view
+            .results
+            .first()
+            .cloned()
+            .flatten()
+            .and_then(|t| t.dtype);
+        if view
+            .operands
+            .iter()
+            .flatten()
+            .any(|t| t.dtype.is_some() && t.dtype != result)
+        {
             return XlaCount::Differs("its operands are converted to the result's dtype first");
         }
     }
-    let untyped = view.operands.iter().chain(&view.results).any(|ty| ty.is_none());
+    let untyped = view
+        .operands
+        .iter()
+        .chain(&view.results)
+        .any(|ty| ty.is_none());
     if untyped {
         return XlaCount::Differs("a type did not resolve");
     }
@@ -727,11 +855,17 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
     };
     // A call, loop or conditional given a constant, or whose results are
     // not all read: JAX's lowering folds and drops code across it.
-    let across_call = (rule.rule.is_call() || matches!(rule.rule, CostRule::Scan | CostRule::While | CostRule::Cond))
+    let across_call = (rule.rule.is_call()
+        || matches!(rule.rule, CostRule::Scan | CostRule::While | CostRule::Cond))
         && (eqn.args.iter().any(|atom| match atom {
             ast::Atom::Lit(_) => true,
-            ast::Atom::Var(name) => analysis.ref_at(name.range).is_some_and(|r| constants.contains(&r.var)),
-        }) || info.outs.iter().any(|out| out.is_none_or(|v| !walk.read.contains(&v))));
+            ast::Atom::Var(name) => analysis
+                .ref_at(name.range)
+                .is_some_and(|r| constants.contains(&r.var)),
+        }) || info
+            .outs
+            .iter()
+            .any(|out| out.is_none_or(|v| !walk.read.contains(&v))));
     let mut xla = own;
     let callees: Vec<JaxprId> = info.callees.iter().map(|(_, j)| *j).collect();
     let mut nested = Vec::with_capacity(callees.len());
@@ -749,7 +883,10 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
     };
     let mut total = own_cost(rule.rule, &view, &combiner_flops);
     let empty_results = !view.results.is_empty()
-        && view.results.iter().all(|ty| ty.as_ref().is_some_and(|ty| elements(ty, analysis).is_zero()));
+        && view.results.iter().all(|ty| {
+            ty.as_ref()
+                .is_some_and(|ty| elements(ty, analysis).is_zero())
+        });
     drop(view);
     walk.splats = splats;
     // The nested jaxprs' folded values join the file's.
@@ -768,7 +905,12 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
     match rule.rule {
         CostRule::Cond => {
             if let Some(first) = nested.first() {
-                total = total.add(&nested.iter().skip(1).fold(first.clone(), |acc, c| acc.max(c)));
+                total = total.add(
+                    &nested
+                        .iter()
+                        .skip(1)
+                        .fold(first.clone(), |acc, c| acc.max(c)),
+                );
             }
             let mut branches = Slack::default();
             for branch in &nested_slack {
@@ -801,7 +943,8 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
                 for &(_, callee) in &info.callees {
                     let outs = analysis.jaxpr(callee).outs.len();
                     if outs > 1 {
-                        total.bytes_accessed = total.bytes_accessed.sub(&Amount::constant(8 * outs as i64));
+                        total.bytes_accessed =
+                            total.bytes_accessed.sub(&Amount::constant(8 * outs as i64));
                     }
                 }
             }
@@ -811,10 +954,18 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
         }
     }
     if across_call {
-        let body = Units { body: total.zip(&own_total, Amount::sub), ..units };
+        let body = Units {
+            body: total.zip(&own_total, Amount::sub),
+            ..units
+        };
         slack.record(row.name, crate::tolerance::ACROSS_CALLS, body);
     }
-    EqnCost { total, xla, dropped: None, slack }
+    EqnCost {
+        total,
+        xla,
+        dropped: None,
+        slack,
+    }
 }
 
 /// A primitive the registry does not know (a library's own, such as
@@ -825,16 +976,33 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
 fn unknown_primitive_cost(analysis: &Analysis, info: &EqnInfo, eqn: &ast::Eqn) -> EqnCost {
     let operands = operand_types(analysis, eqn);
     let results = result_types(analysis, info);
-    let fallback = operands.iter().chain(&results).flatten().find_map(|ty| ty.dtype.clone());
+    let fallback = operands
+        .iter()
+        .chain(&results)
+        .flatten()
+        .find_map(|ty| ty.dtype.clone());
     let units = Units {
         eqns: Amount::constant(1),
         elements: sum_elements(&operands, analysis).add(&sum_elements(&results, analysis)),
-        bytes: sum_bytes(&operands, fallback.as_ref(), analysis).add(&sum_bytes(&results, fallback.as_ref(), analysis)),
+        bytes: sum_bytes(&operands, fallback.as_ref(), analysis).add(&sum_bytes(
+            &results,
+            fallback.as_ref(),
+            analysis,
+        )),
         body: Cost::zero(),
     };
     let mut slack = Slack::default();
-    slack.record(crate::tolerance::library_primitive(&info.primitive), crate::tolerance::LIBRARY, units);
-    EqnCost { total: Cost::zero(), xla: XlaCount::Differs(crate::tolerance::LIBRARY), dropped: None, slack }
+    slack.record(
+        crate::tolerance::library_primitive(&info.primitive),
+        crate::tolerance::LIBRARY,
+        units,
+    );
+    EqnCost {
+        total: Cost::zero(),
+        xla: XlaCount::Differs(crate::tolerance::LIBRARY),
+        dropped: None,
+        slack,
+    }
 }
 
 /// `length=` of a scan: an integer, or a symbolic dimension.
@@ -861,11 +1029,22 @@ fn splat_value(
         .map(|atom| match atom {
             // Complex literals have none: arithmetic on them is not folded.
             ast::Atom::Lit(lit) => lit.value.parse::<f64>().ok(),
-            ast::Atom::Var(name) => analysis.ref_at(name.range).and_then(|r| splats.get(&r.var).copied()),
+            ast::Atom::Var(name) => analysis
+                .ref_at(name.range)
+                .and_then(|r| splats.get(&r.var).copied()),
         })
         .collect();
     match (primitive, &values?[..]) {
-        ("broadcast_in_dim" | "reshape" | "convert_element_type" | "squeeze" | "expand_dims" | "tile" | "slice", [x]) => Some(*x),
+        (
+            "broadcast_in_dim"
+            | "reshape"
+            | "convert_element_type"
+            | "squeeze"
+            | "expand_dims"
+            | "tile"
+            | "slice",
+            [x],
+        ) => Some(*x),
         // A concatenate of splats of one value is that splat.
         ("concatenate", [x, rest @ ..]) if rest.iter().all(|y| y == x) => Some(*x),
         ("neg", [x]) => Some(-x),
@@ -909,13 +1088,19 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
     // A closed-over constant is a `stablehlo.constant` too; its values are
     // not in the jaxpr, so what is folded from it is a dense constant (a
     // literal XLA counts nothing for), not a splat.
-    let mut constant: rustc_hash::FxHashSet<jaxpr_types::VarId> = info.constvars.iter().copied().collect();
-    let mut dense: rustc_hash::FxHashSet<jaxpr_types::VarId> = info.constvars.iter().copied().collect();
+    let mut constant: rustc_hash::FxHashSet<jaxpr_types::VarId> =
+        info.constvars.iter().copied().collect();
+    let mut dense: rustc_hash::FxHashSet<jaxpr_types::VarId> =
+        info.constvars.iter().copied().collect();
     // Results of `complex` of constants, which `real` and `imag` fold through.
     let mut made_complex: rustc_hash::FxHashSet<jaxpr_types::VarId> = Default::default();
     let mut folded = Vec::new();
     // Dead equations are dropped before folding: they neither fold nor read.
-    let dead = |e: EqnId, walk: &Walk<'_, '_>| walk.eqns[e.0 as usize].as_ref().is_some_and(|c| c.dropped.is_some());
+    let dead = |e: EqnId, walk: &Walk<'_, '_>| {
+        walk.eqns[e.0 as usize]
+            .as_ref()
+            .is_some_and(|c| c.dropped.is_some())
+    };
     for &e in &info.eqns {
         let eqn_info = analysis.eqn(e);
         let Some(&syntax) = walk.syntax.get(&eqn_info.range.start) else {
@@ -937,7 +1122,9 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
             .any(|ty| ty.dtype.as_ref().is_some_and(DType::is_complex));
         let of_complex_op = matches!(&*eqn_info.primitive, "real" | "imag")
             && syntax.args.iter().all(|atom| match atom {
-                ast::Atom::Var(name) => analysis.ref_at(name.range).is_some_and(|r| made_complex.contains(&r.var)),
+                ast::Atom::Var(name) => analysis
+                    .ref_at(name.range)
+                    .is_some_and(|r| made_complex.contains(&r.var)),
                 ast::Atom::Lit(_) => false,
             });
         let complex = complex_operand && !of_complex_op;
@@ -945,8 +1132,14 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
             row.cost().folds
                 && (row.family == Family::Shape
                     || (!complex
-                        && (matches!(row.family, Family::Unary | Family::Binary | Family::Comparison | Family::Conversion)
-                            || (row.family == Family::Indexing && row.cost().rule == CostRule::Slice))))
+                        && (matches!(
+                            row.family,
+                            Family::Unary
+                                | Family::Binary
+                                | Family::Comparison
+                                | Family::Conversion
+                        ) || (row.family == Family::Indexing
+                            && row.cost().rule == CostRule::Slice))))
                 && matches!(
                     row.cost().rule,
                     CostRule::Elementwise
@@ -964,7 +1157,9 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
         let operands_constant = !syntax.args.is_empty()
             && syntax.args.iter().all(|atom| match atom {
                 ast::Atom::Lit(_) => true,
-                ast::Atom::Var(name) => analysis.ref_at(name.range).is_some_and(|r| constant.contains(&r.var)),
+                ast::Atom::Var(name) => analysis
+                    .ref_at(name.range)
+                    .is_some_and(|r| constant.contains(&r.var)),
             });
         if &*eqn_info.primitive == "complex" && operands_constant {
             made_complex.extend(eqn_info.outs.iter().flatten().copied());
@@ -976,7 +1171,12 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
             [ast::Atom::Var(left), ast::Atom::Var(right)] => {
                 let (left, right) = (analysis.ref_at(left.range), analysis.ref_at(right.range));
                 let exact = left.is_some_and(|r| {
-                    analysis.var(r.var).ty.dtype.as_ref().is_some_and(|d| d.is_int() || d.is_bool())
+                    analysis
+                        .var(r.var)
+                        .ty
+                        .dtype
+                        .as_ref()
+                        .is_some_and(|d| d.is_int() || d.is_bool())
                 });
                 let same = matches!((left, right), (Some(l), Some(r)) if l.var == r.var);
                 let truth = match &*eqn_info.primitive {
@@ -999,10 +1199,14 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
         // splat constant (`pad` of a constant is otherwise kept).
         let padded_value = match (&*eqn_info.primitive, &syntax.args[..], &eqn_info.outs[..]) {
             ("pad", [ast::Atom::Var(operand), padding], [Some(out)]) => {
-                let empty = analysis.ref_at(operand.range).is_some_and(|r| elements(&analysis.var(r.var).ty, analysis).is_zero());
+                let empty = analysis
+                    .ref_at(operand.range)
+                    .is_some_and(|r| elements(&analysis.var(r.var).ty, analysis).is_zero());
                 let value = match padding {
                     ast::Atom::Lit(lit) => lit.value.parse::<f64>().ok(),
-                    ast::Atom::Var(name) => analysis.ref_at(name.range).and_then(|r| walk.splats.get(&r.var).copied()),
+                    ast::Atom::Var(name) => analysis
+                        .ref_at(name.range)
+                        .and_then(|r| walk.splats.get(&r.var).copied()),
                 };
                 value.filter(|_| empty).map(|value| (*out, value))
             }
@@ -1017,7 +1221,9 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
         }
         if foldable && operands_constant {
             let of_dense = syntax.args.iter().any(|atom| match atom {
-                ast::Atom::Var(name) => analysis.ref_at(name.range).is_some_and(|r| dense.contains(&r.var)),
+                ast::Atom::Var(name) => analysis
+                    .ref_at(name.range)
+                    .is_some_and(|r| dense.contains(&r.var)),
                 ast::Atom::Lit(_) => false,
             });
             // A concatenate of constants that are not one splat is a dense
@@ -1028,11 +1234,13 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
                 dense.extend(eqn_info.outs.iter().flatten().copied());
             }
             constant.extend(eqn_info.outs.iter().flatten().copied());
-            walk.constants.extend(eqn_info.outs.iter().flatten().copied());
+            walk.constants
+                .extend(eqn_info.outs.iter().flatten().copied());
             // A broadcast of a literal is a splat of known value, and so is
             // arithmetic on splats (`mul 1.0 1.0`).
             if let [Some(out)] = &eqn_info.outs[..]
-                && let Some(value) = splat_value(&eqn_info.primitive, &syntax.args, analysis, &walk.splats)
+                && let Some(value) =
+                    splat_value(&eqn_info.primitive, &syntax.args, analysis, &walk.splats)
             {
                 walk.splats.insert(*out, value);
             }
@@ -1043,11 +1251,18 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
     // dropped once they fold through it.
     let of_constants = |e: &EqnId| {
         let info = analysis.eqn(*e);
-        &*info.primitive == "complex" && info.outs.iter().flatten().all(|v| made_complex.contains(v))
+        &*info.primitive == "complex"
+            && info.outs.iter().flatten().all(|v| made_complex.contains(v))
     };
-    let candidates: Vec<EqnId> = info.eqns.iter().filter(|e| !folded.contains(e) && of_constants(e)).copied().collect();
+    let candidates: Vec<EqnId> = info
+        .eqns
+        .iter()
+        .filter(|e| !folded.contains(e) && of_constants(e))
+        .copied()
+        .collect();
     let read_by_kept = |skip: &[EqnId], folded: &[EqnId], walk: &Walk<'_, '_>| {
-        let mut read: rustc_hash::FxHashSet<jaxpr_types::VarId> = info.outs.iter().filter_map(|o| o.var).collect();
+        let mut read: rustc_hash::FxHashSet<jaxpr_types::VarId> =
+            info.outs.iter().filter_map(|o| o.var).collect();
         for &e in &info.eqns {
             if folded.contains(&e) || skip.contains(&e) || dead(e, walk) {
                 continue;
@@ -1063,12 +1278,19 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
     };
     let read_elsewhere = read_by_kept(&candidates, &folded, walk);
     for e in candidates {
-        if analysis.eqn(e).outs.iter().flatten().all(|v| !read_elsewhere.contains(v)) {
+        if analysis
+            .eqn(e)
+            .outs
+            .iter()
+            .flatten()
+            .all(|v| !read_elsewhere.contains(v))
+        {
             folded.push(e);
         }
     }
     // Which folded values a kept equation or the outputs read.
-    let mut read: rustc_hash::FxHashSet<jaxpr_types::VarId> = info.outs.iter().filter_map(|o| o.var).collect();
+    let mut read: rustc_hash::FxHashSet<jaxpr_types::VarId> =
+        info.outs.iter().filter_map(|o| o.var).collect();
     for &e in &info.eqns {
         if folded.contains(&e) || dead(e, walk) {
             continue;
@@ -1076,7 +1298,13 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
         if let Some(&syntax) = walk.syntax.get(&analysis.eqn(e).range.start) {
             // `mul x 1.0` with a splat one folds to `x`: the splat is not read.
             let unread = registry::lookup(&analysis.eqn(e).primitive).and_then(|row| {
-                identity_operand(analysis, syntax, &result_types(analysis, analysis.eqn(e)), row.cost().rule, &walk.splats)
+                identity_operand(
+                    analysis,
+                    syntax,
+                    &result_types(analysis, analysis.eqn(e)),
+                    row.cost().rule,
+                    &walk.splats,
+                )
             });
             for (i, atom) in syntax.args.iter().enumerate() {
                 if let ast::Atom::Var(name) = atom
@@ -1102,12 +1330,26 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
                     && !elements(ty, analysis).is_zero()
                     && !is_one_element(ty, analysis)
                     && splat_of(walk, e, *var).is_none_or(|value| {
-                        let key = SplatConstant { jaxpr: id, value_bits: value.to_bits(), ty: ty.clone() };
+                        let key = SplatConstant {
+                            jaxpr: id,
+                            value_bits: value.to_bits(),
+                            ty: ty.clone(),
+                        };
                         walk.splat_constants.insert(key)
                     });
                 if materialised {
-                    let scalar = bytes(&AType { dtype: ty.dtype.clone(), shape: Shape::new() }, None, analysis);
-                    cost.bytes_accessed = cost.bytes_accessed.add(&scalar).add(&bytes(ty, None, analysis));
+                    let scalar = bytes(
+                        &AType {
+                            dtype: ty.dtype.clone(),
+                            shape: Shape::new(),
+                        },
+                        None,
+                        analysis,
+                    );
+                    cost.bytes_accessed = cost
+                        .bytes_accessed
+                        .add(&scalar)
+                        .add(&bytes(ty, None, analysis));
                 }
             }
             (e, cost)
@@ -1120,12 +1362,16 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
 /// StableHLO's canonicalisation makes a `reshape`.
 fn is_reshape(analysis: &Analysis, eqn: &ast::Eqn, info: &EqnInfo) -> bool {
     let primitive = &*info.primitive;
-    if !matches!(primitive, "reshape" | "squeeze" | "expand_dims" | "broadcast_in_dim") {
+    if !matches!(
+        primitive,
+        "reshape" | "squeeze" | "expand_dims" | "broadcast_in_dim"
+    ) {
         return false;
     }
-    let (Some(Some(operand)), Some(Some(result))) =
-        (operand_types(analysis, eqn).first().cloned(), result_types(analysis, info).first().cloned())
-    else {
+    let (Some(Some(operand)), Some(Some(result))) = (
+        operand_types(analysis, eqn).first().cloned(),
+        result_types(analysis, info).first().cloned(),
+    ) else {
         return false;
     };
     info.outs.len() == 1 && eqn.args.len() == 1 && operand.dtype == result.dtype && {
@@ -1139,7 +1385,10 @@ fn is_reshape(analysis: &Analysis, eqn: &ast::Eqn, info: &EqnInfo) -> bool {
 /// own shape back), and drops an inner reshape that only such reshapes
 /// read. Returns the costs of the equations this changes: the outer
 /// reshapes (reading the chain's source), and the inner ones dropped.
-pub(crate) fn reshape_chains(walk: &Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, Cost, Option<&'static str>)> {
+pub(crate) fn reshape_chains(
+    walk: &Walk<'_, '_>,
+    id: JaxprId,
+) -> Vec<(EqnId, Cost, Option<&'static str>)> {
     let analysis = walk.analysis;
     let info = analysis.jaxpr(id);
     let handled = |e: EqnId| walk.eqns[e.0 as usize].is_some();
@@ -1148,7 +1397,8 @@ pub(crate) fn reshape_chains(walk: &Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, Co
         Some(ast::Atom::Var(name)) => analysis.ref_at(name.range).map(|r| r.var),
         _ => None,
     };
-    let mut reshape_of: rustc_hash::FxHashMap<jaxpr_types::VarId, (EqnId, AType)> = Default::default();
+    let mut reshape_of: rustc_hash::FxHashMap<jaxpr_types::VarId, (EqnId, AType)> =
+        Default::default();
     let mut outer = Vec::new();
     for &e in &info.eqns {
         let Some(eqn) = syntax_of(e) else { continue };
@@ -1156,8 +1406,12 @@ pub(crate) fn reshape_chains(walk: &Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, Co
         if handled(e) || !is_reshape(analysis, eqn, eqn_info) {
             continue;
         }
-        let Some(Some(operand)) = operand_types(analysis, eqn).first().cloned() else { continue };
-        let Some(out) = eqn_info.outs.first().copied().flatten() else { continue };
+        let Some(Some(operand)) = operand_types(analysis, eqn).first().cloned() else {
+            continue;
+        };
+        let Some(out) = eqn_info.outs.first().copied().flatten() else {
+            continue;
+        };
         // The chain's source: the operand, or what the reshape before it read.
         let source = match operand_var(eqn).and_then(|v| reshape_of.get(&v)) {
             Some((inner, source)) => {
@@ -1170,9 +1424,14 @@ pub(crate) fn reshape_chains(walk: &Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, Co
     }
     // Which inner reshapes something other than an outer reshape reads.
     let outers: rustc_hash::FxHashSet<EqnId> = outer.iter().map(|(e, _, _)| *e).collect();
-    let mut read_elsewhere: rustc_hash::FxHashSet<jaxpr_types::VarId> = info.outs.iter().filter_map(|o| o.var).collect();
+    let mut read_elsewhere: rustc_hash::FxHashSet<jaxpr_types::VarId> =
+        info.outs.iter().filter_map(|o| o.var).collect();
     for &e in &info.eqns {
-        if outers.contains(&e) || walk.eqns[e.0 as usize].as_ref().is_some_and(|c| c.dropped.is_some()) {
+        if outers.contains(&e)
+            || walk.eqns[e.0 as usize]
+                .as_ref()
+                .is_some_and(|c| c.dropped.is_some())
+        {
             continue;
         }
         if let Some(eqn) = syntax_of(e) {
@@ -1186,13 +1445,21 @@ pub(crate) fn reshape_chains(walk: &Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, Co
     let mut dropped: rustc_hash::FxHashSet<EqnId> = Default::default();
     for (e, inner, source) in outer {
         let eqn_info = analysis.eqn(e);
-        let Some(Some(result)) = result_types(analysis, eqn_info).first().cloned() else { continue };
+        let Some(Some(result)) = result_types(analysis, eqn_info).first().cloned() else {
+            continue;
+        };
         let mut cost = Cost::zero();
         if result != source {
-            cost.bytes_accessed = bytes(&source, None, analysis).add(&bytes(&result, None, analysis));
+            cost.bytes_accessed =
+                bytes(&source, None, analysis).add(&bytes(&result, None, analysis));
         }
         out.push((e, cost, None));
-        let inner_unread = analysis.eqn(inner).outs.iter().flatten().all(|v| !read_elsewhere.contains(v));
+        let inner_unread = analysis
+            .eqn(inner)
+            .outs
+            .iter()
+            .flatten()
+            .all(|v| !read_elsewhere.contains(v));
         if inner_unread && dropped.insert(inner) {
             out.push((inner, Cost::zero(), Some(RESHAPED)));
         }
@@ -1213,13 +1480,19 @@ pub(crate) fn nested_concatenates(walk: &Walk<'_, '_>, id: JaxprId) -> Vec<EqnId
     }
     // The value each concatenate's operands are read as, with its axis.
     let mut concatenated: Vec<(jaxpr_types::VarId, Option<i64>)> = Vec::new();
-    let mut made_by: rustc_hash::FxHashMap<jaxpr_types::VarId, (EqnId, Option<i64>)> = Default::default();
+    let mut made_by: rustc_hash::FxHashMap<jaxpr_types::VarId, (EqnId, Option<i64>)> =
+        Default::default();
     for &e in &info.eqns {
-        if walk.eqns[e.0 as usize].as_ref().is_some_and(|c| c.dropped.is_some()) {
+        if walk.eqns[e.0 as usize]
+            .as_ref()
+            .is_some_and(|c| c.dropped.is_some())
+        {
             continue;
         }
         let eqn_info = analysis.eqn(e);
-        let Some(&eqn) = walk.syntax.get(&eqn_info.range.start) else { continue };
+        let Some(&eqn) = walk.syntax.get(&eqn_info.range.start) else {
+            continue;
+        };
         let concatenate = &*eqn_info.primitive == "concatenate";
         for atom in eqn.args.iter() {
             if let ast::Atom::Var(name) = atom
@@ -1239,11 +1512,11 @@ pub(crate) fn nested_concatenates(walk: &Walk<'_, '_>, id: JaxprId) -> Vec<EqnId
         .into_iter()
         .filter_map(|(var, outer_axis)| {
             let &(inner, inner_axis) = made_by.get(&var)?;
-            (inner_axis.is_some() && inner_axis == outer_axis && uses.get(&var) == Some(&1)).then_some(inner)
+            (inner_axis.is_some() && inner_axis == outer_axis && uses.get(&var) == Some(&1))
+                .then_some(inner)
         })
         .collect()
 }
 
 pub(crate) const CONCATENATED: &str = "a concatenate only a concatenate along the same axis reads: its operands put in that one's place";
 const RESHAPED: &str = "a reshape only reshapes read: folded into them";
-

@@ -104,14 +104,34 @@ impl Slack {
                 uncovered.push((primitive, why));
                 continue;
             };
-            below.flops = below.flops.add(&row.flops.below.of(units, &units.body.flops));
-            above.flops = above.flops.add(&row.flops.above.of(units, &units.body.flops));
-            below.transcendentals = below.transcendentals.add(&row.transcendentals.below.of(units, &units.body.transcendentals));
-            above.transcendentals = above.transcendentals.add(&row.transcendentals.above.of(units, &units.body.transcendentals));
-            below.bytes_accessed = below.bytes_accessed.add(&row.bytes.below.of(units, &units.body.bytes_accessed));
-            above.bytes_accessed = above.bytes_accessed.add(&row.bytes.above.of(units, &units.body.bytes_accessed));
+            below.flops = below
+                .flops
+                .add(&row.flops.below.of(units, &units.body.flops));
+            above.flops = above
+                .flops
+                .add(&row.flops.above.of(units, &units.body.flops));
+            below.transcendentals = below.transcendentals.add(
+                &row.transcendentals
+                    .below
+                    .of(units, &units.body.transcendentals),
+            );
+            above.transcendentals = above.transcendentals.add(
+                &row.transcendentals
+                    .above
+                    .of(units, &units.body.transcendentals),
+            );
+            below.bytes_accessed = below
+                .bytes_accessed
+                .add(&row.bytes.below.of(units, &units.body.bytes_accessed));
+            above.bytes_accessed = above
+                .bytes_accessed
+                .add(&row.bytes.above.of(units, &units.body.bytes_accessed));
         }
-        if uncovered.is_empty() { Ok((below, above)) } else { Err(uncovered) }
+        if uncovered.is_empty() {
+            Ok((below, above))
+        } else {
+            Err(uncovered)
+        }
     }
 }
 
@@ -129,10 +149,20 @@ pub struct Per {
 }
 
 impl Per {
-    pub const NOTHING: Per = Per { element: 0, byte: 0, body: 0, eqn: 0 };
+    pub const NOTHING: Per = Per {
+        element: 0,
+        byte: 0,
+        body: 0,
+        eqn: 0,
+    };
     fn of(&self, units: &Units, body: &Amount) -> Amount {
         let mut out = Amount::zero();
-        for (factor, unit) in [(self.element, &units.elements), (self.byte, &units.bytes), (self.body, body), (self.eqn, &units.eqns)] {
+        for (factor, unit) in [
+            (self.element, &units.elements),
+            (self.byte, &units.bytes),
+            (self.body, body),
+            (self.eqn, &units.eqns),
+        ] {
             if factor != 0 {
                 out = out.add(&unit.scale(factor));
             }
@@ -149,7 +179,10 @@ pub struct Bound {
 }
 
 impl Bound {
-    pub const EXACT: Bound = Bound { below: Per::NOTHING, above: Per::NOTHING };
+    pub const EXACT: Bound = Bound {
+        below: Per::NOTHING,
+        above: Per::NOTHING,
+    };
 }
 
 /// One row: the primitives, the reason their rule gives, why XLA's count
@@ -169,13 +202,14 @@ pub struct Tolerance {
 
 /// The row covering `primitive` differing for `reason`.
 pub fn lookup(primitive: &str, reason: &str) -> Option<&'static Tolerance> {
-    TOLERANCES
-        .iter()
-        .find(|t| t.reason == reason && (t.primitives.is_empty() || t.primitives.contains(&primitive)))
+    TOLERANCES.iter().find(|t| {
+        t.reason == reason && (t.primitives.is_empty() || t.primitives.contains(&primitive))
+    })
 }
 
 /// The reason recorded for a primitive the registry does not know.
-pub const LIBRARY: &str = "a library's own primitive, which the registry does not know: counted as nothing";
+pub const LIBRARY: &str =
+    "a library's own primitive, which the registry does not know: counted as nothing";
 
 /// What an unknown primitive is recorded under: its name as a row of the
 /// table for library primitives spells it, or, with no such row, one name
@@ -202,26 +236,61 @@ pub const ACROSS_CALLS: &str = "given a constant, or with results nothing reads:
 
 /// A row: `bounds` for FLOPs, transcendentals and bytes, `reason` the
 /// registry's and why XLA's count differs.
-const fn row(primitives: &'static [&'static str], reason: (&'static str, &'static str), bounds: [Bound; 3]) -> Tolerance {
+const fn row(
+    primitives: &'static [&'static str],
+    reason: (&'static str, &'static str),
+    bounds: [Bound; 3],
+) -> Tolerance {
     let [flops, transcendentals, bytes] = bounds;
-    Tolerance { primitives, reason: reason.0, why: reason.1, flops, transcendentals, bytes }
+    Tolerance {
+        primitives,
+        reason: reason.0,
+        why: reason.1,
+        flops,
+        transcendentals,
+        bytes,
+    }
 }
 
 /// XLA's count may be `below` lower and `above` higher per operand and
 /// result element.
 const fn elements(below: i64, above: i64) -> Bound {
-    Bound { below: Per { element: below, ..Per::NOTHING }, above: Per { element: above, ..Per::NOTHING } }
+    Bound {
+        below: Per {
+            element: below,
+            ..Per::NOTHING
+        },
+        above: Per {
+            element: above,
+            ..Per::NOTHING
+        },
+    }
 }
 
 /// XLA's count may be `below` lower and `above` higher per operand and
 /// result byte.
 const fn bytes(below: i64, above: i64) -> Bound {
-    Bound { below: Per { byte: below, ..Per::NOTHING }, above: Per { byte: above, ..Per::NOTHING } }
+    Bound {
+        below: Per {
+            byte: below,
+            ..Per::NOTHING
+        },
+        above: Per {
+            byte: above,
+            ..Per::NOTHING
+        },
+    }
 }
 
 /// XLA's count may be lower by `times` the count of the jaxprs the call runs.
 const fn body(times: i64) -> Bound {
-    Bound { below: Per { body: times, ..Per::NOTHING }, above: Per::NOTHING }
+    Bound {
+        below: Per {
+            body: times,
+            ..Per::NOTHING
+        },
+        above: Per::NOTHING,
+    }
 }
 
 // The bounds are the largest differences per unit measured on the corpora
@@ -289,12 +358,24 @@ const KERNEL_TAPS: (&str, &str) = (
 );
 /// XLA's count may be up to `times` higher per equation.
 const fn per_eqn_above(times: i64) -> Bound {
-    Bound { below: Per::NOTHING, above: Per { eqn: times, ..Per::NOTHING } }
+    Bound {
+        below: Per::NOTHING,
+        above: Per {
+            eqn: times,
+            ..Per::NOTHING
+        },
+    }
 }
 
 /// XLA's count may be `times` lower per equation.
 const fn per_eqn_below(times: i64) -> Bound {
-    Bound { below: Per { eqn: times, ..Per::NOTHING }, above: Per::NOTHING }
+    Bound {
+        below: Per {
+            eqn: times,
+            ..Per::NOTHING
+        },
+        above: Per::NOTHING,
+    }
 }
 
 const IDENTITY_LIBRARY: &str = "Equinox lowers it with `mlir.lower_fun` of its implementation, `lambda x: x`: no instruction, nothing for XLA to count";
@@ -313,101 +394,495 @@ const ACROSS_WHY: &str = "JAX lowers a call, loop or conditional given a literal
 
 /// The tolerance table.
 pub const TOLERANCES: &[Tolerance] = &[
-    row(&["acos", "acosh", "asin"], CHLO, [elements(0, 53), elements(0, 4), bytes(0, 81)]),
-    row(&["asinh"], CHLO, [elements(0, 52), elements(0, 4), bytes(0, 80)]),
-    row(&["atan"], CHLO, [elements(0, 24), elements(0, 1), bytes(0, 35)]),
-    row(&["atanh"], CHLO, [elements(0, 23), elements(0, 1), bytes(0, 34)]),
-    row(&["bessel_i0e"], CHLO, [elements(0, 43), elements(0, 0), bytes(0, 292)]),
-    row(&["bessel_i1e"], CHLO, [elements(0, 43), elements(0, 0), bytes(0, 290)]),
-    row(&["cosh", "sinh"], CHLO, [elements(0, 48), elements(0, 6), bytes(1, 81)]),
-    row(&["digamma"], CHLO, [elements(0, 38), elements(0, 1), bytes(0, 249)]),
-    row(&["erf_inv"], CHLO, [elements(1, 88), elements(1, 19), bytes(1, 531)]),
-    row(&["erfc"], CHLO, [elements(0, 32), elements(0, 0), bytes(0, 223)]),
-    row(&["exp2"], CHLO, [elements(0, 39), elements(0, 4), bytes(0, 62)]),
-    row(&["igamma", "igammac"], CHLO, [elements(0, 62), elements(0, 2), bytes(0, 195)]),
-    row(&["lgamma"], CHLO, [elements(0, 29), elements(0, 3), bytes(0, 192)]),
-    row(&["logistic"], CHLO, [elements(0, 9), elements(1, 2), bytes(1, 18)]),
-    row(&["random_gamma"], CHLO, [elements(0, 205), elements(1, 42), bytes(0, 1451)]),
-    row(&["regularized_incomplete_beta"], CHLO, [elements(0, 75), elements(0, 4), bytes(0, 442)]),
-    row(&["cos", "exp", "sin"], COMPLEX, [elements(0, 8), elements(0, 2), bytes(0, 14)]),
-    row(&["expm1"], COMPLEX, [elements(0, 0), elements(0, 0), bytes(1, 0)]),
-    row(&["integer_pow"], COMPLEX, [elements(0, 1), elements(0, 0), bytes(1, 0)]),
-    row(&["log"], COMPLEX, [elements(0, 31), elements(0, 2), bytes(0, 48)]),
-    row(&["log1p"], COMPLEX, [elements(0, 40), elements(0, 2), bytes(0, 62)]),
-    row(&["max", "min"], COMPLEX, [elements(0, 3), elements(0, 0), bytes(1, 4)]),
-    row(&["pow"], COMPLEX, [elements(0, 6), elements(0, 1), bytes(0, 9)]),
-    row(&["reduce_max", "reduce_min"], COMPLEX, [elements(0, 3), elements(0, 0), bytes(0, 0)]),
-    row(&["reduce_prod"], COMPLEX, [elements(1, 0), elements(0, 0), bytes(0, 1)]),
-    row(&["reduce_sum"], COMPLEX, [elements(1, 1), elements(0, 0), bytes(1, 3)]),
-    row(&["select_n"], COMPLEX, [elements(1, 6), elements(1, 1), bytes(1, 9)]),
-    row(&["sqrt"], COMPLEX, [elements(0, 43), elements(0, 3), bytes(0, 66)]),
-    row(&["square"], COMPLEX, [elements(0, 7), elements(0, 0), bytes(0, 9)]),
-    row(&["tan"], COMPLEX, [elements(0, 4), elements(0, 0), bytes(0, 4)]),
-    row(&["tanh"], COMPLEX, [elements(0, 1), elements(0, 0), bytes(1, 2)]),
-    row(&["abs"], CONVERTED, [elements(1, 12), elements(0, 0), bytes(1, 2)]),
-    row(&["complex"], CONVERTED, [elements(1, 1), elements(0, 0), bytes(1, 1)]),
-    row(&["imag"], CONVERTED, [elements(1, 1), elements(0, 0), bytes(1, 2)]),
-    row(&["is_finite"], CONVERTED, [elements(4, 6), elements(1, 1), bytes(3, 23)]),
-    row(&["mul"], CONVERTED, [elements(0, 1), elements(0, 0), bytes(0, 4)]),
-    row(&["real"], CONVERTED, [elements(1, 1), elements(1, 0), bytes(1, 2)]),
-    row(&["cumlogsumexp"], WINDOWS, [elements(0, 32), elements(0, 8), bytes(0, 0)]),
-    row(&["cummax", "cumprod"], WINDOWS, [elements(0, 6), elements(0, 0), bytes(0, 0)]),
-    row(&["cummin"], WINDOWS, [elements(0, 4), elements(0, 0), bytes(0, 0)]),
-    row(&["cumsum"], WINDOWS, [elements(0, 8), elements(0, 0), bytes(11, 1)]),
-    row(&["reduce_window", "reduce_window_min"], WINDOWS, [elements(0, 1), elements(0, 0), bytes(0, 0)]),
-    row(&["reduce_window_max"], WINDOWS, [elements(2, 1), elements(1, 0), bytes(1, 1)]),
-    row(&["reduce_window_sum"], WINDOWS, [elements(4, 1), elements(0, 0), bytes(1, 0)]),
-    row(&["approx_top_k"], UNMODELLED, [elements(0, 12), elements(0, 0), bytes(0, 8)]),
-    row(&["argmax"], UNMODELLED, [elements(0, 17), elements(1, 1), bytes(0, 114)]),
-    row(&["argmin"], UNMODELLED, [elements(0, 8), elements(0, 0), bytes(0, 5)]),
-    row(&["cholesky"], UNMODELLED, [elements(1, 19), elements(0, 1), bytes(1, 76)]),
-    row(&["eig"], UNMODELLED, [elements(0, 1), elements(0, 0), bytes(0, 3)]),
-    row(&["eigh"], UNMODELLED, [elements(1, 1), elements(0, 0), bytes(1, 3)]),
-    row(&["empty2"], UNMODELLED, [elements(1, 2), elements(1, 1), bytes(1, 3)]),
-    row(&["fft"], UNMODELLED, [elements(0, 192), elements(0, 0), bytes(0, 1)]),
-    row(&["iota_2x32_shape"], UNMODELLED, [elements(0, 4), elements(0, 0), bytes(0, 25)]),
-    row(&["lu"], UNMODELLED, [elements(1, 1), elements(0, 0), bytes(1, 6)]),
-    row(&["platform_index"], UNMODELLED, [elements(1, 7), elements(1, 1), bytes(2, 25)]),
-    row(&["qr"], UNMODELLED, [elements(0, 10), elements(0, 1), bytes(0, 37)]),
-    row(&["random_bits"], UNMODELLED, [elements(1, 123), elements(1, 28), bytes(1, 597)]),
-    row(&["random_fold_in"], UNMODELLED, [elements(1, 30), elements(1, 18), bytes(1, 115)]),
-    row(&["random_seed"], UNMODELLED, [elements(1, 144), elements(1, 3), bytes(1, 552)]),
-    row(&["random_split"], UNMODELLED, [elements(1, 177), elements(1, 40), bytes(1, 663)]),
-    row(&["random_unwrap"], UNMODELLED, [elements(0, 25), elements(1, 1), bytes(0, 91)]),
-    row(&["random_wrap"], UNMODELLED, [elements(1, 186), elements(1, 35), bytes(1, 739)]),
-    row(&["rng_bit_generator"], UNMODELLED, [elements(0, 1), elements(0, 1), bytes(0, 5)]),
-    row(&["select_and_gather_add"], UNMODELLED, [elements(0, 6), elements(0, 0), bytes(0, 2)]),
-    row(&["select_and_scatter_add"], UNMODELLED, [elements(2, 5), elements(1, 0), bytes(1, 5)]),
-    row(&["sort"], UNMODELLED, [elements(1, 8), elements(0, 3), bytes(1, 29)]),
-    row(&["svd"], UNMODELLED, [elements(1, 1), elements(1, 0), bytes(0, 3)]),
-    row(&["top_k"], UNMODELLED, [elements(0, 0), elements(0, 0), bytes(0, 1)]),
-    row(&["triangular_solve"], UNMODELLED, [elements(1, 3), elements(0, 0), bytes(2, 4)]),
-    row(&["tridiagonal_solve"], UNMODELLED, [elements(0, 1), elements(0, 0), bytes(0, 2)]),
-    row(&["scan"], LOOP, [elements(1, 13), elements(1, 9), bytes(1, 36)]),
-    row(&["while"], LOOP, [elements(1, 8), elements(1, 1), bytes(1, 31)]),
-    row(&["cond"], CONDITIONAL, [elements(1, 8), elements(1, 1), bytes(2, 25)]),
-    row(&["gather"], GATHER, [elements(4, 10), elements(1, 1), bytes(4, 37)]),
-    row(&["scatter"], SCATTER, [elements(1, 8), elements(1, 1), bytes(1, 4)]),
-    row(&["scatter-add"], SCATTER, [elements(4, 6), elements(1, 1), bytes(3, 23)]),
-    row(&["scatter-max", "scatter-mul"], SCATTER, [elements(0, 1), elements(0, 0), bytes(1, 0)]),
-    row(&["scatter-min"], SCATTER, [elements(0, 1), elements(0, 0), bytes(2, 0)]),
-    row(&["dynamic_slice"], CLAMPED, [elements(1, 13), elements(1, 1), bytes(1, 5)]),
-    row(&["dynamic_update_slice"], CLAMPED, [elements(0, 0), elements(0, 0), bytes(1, 0)]),
-    row(&["custom_linear_solve"], SOLVE, [elements(3, 0), elements(1, 0), bytes(9, 1)]),
-    row(&["nextafter"], ELEMENTWISE, [elements(0, 20), elements(0, 1), bytes(0, 145)]),
-    row(&["sign"], UNSIGNED_SIGN, [elements(1, 32), elements(1, 1), bytes(1, 100)]),
-    row(&["conj"], CONJ, [elements(1, 4), elements(1, 0), bytes(1, 5)]),
-    row(&["conv_general_dilated"], KERNEL_TAPS, [elements(4, 1), elements(1, 0), bytes(1, 1)]),
-    row(&["nonbatchable", "nondifferentiable_backward"], (LIBRARY, IDENTITY_LIBRARY), [Bound::EXACT; 3]),
-    row(&["select_if_vmap"], (LIBRARY, SELECT_LIBRARY), [elements(0, 1), Bound::EXACT, bytes(0, 1)]),
-    row(&["unvmap_any", "unvmap_max"], (LIBRARY, REDUCE_LIBRARY), [elements(0, 1), Bound::EXACT, bytes(0, 2)]),
-    row(&["maybe_set"], (LIBRARY, SET_LIBRARY), [elements(0, 1), Bound::EXACT, bytes(0, 2)]),
-    row(&[CLOSED_OVER], (CLOSED_OVER_REASON, CLOSED_OVER_WHY), [Bound::EXACT, Bound::EXACT, bytes(0, 2)]),
-    row(&["pure_callback"], (LIBRARY, CALLBACK_LIBRARY), [per_eqn_below(1), Bound::EXACT, per_eqn_below(1)]),
-    row(&["linear_solve"], (LIBRARY, LINEAR_SOLVE_LIBRARY), [per_eqn_above(471), per_eqn_above(3), per_eqn_above(4641)]),
-    row(&["geqrf"], LAPACK_CALL, [per_eqn_below(1), Bound::EXACT, per_eqn_below(1)]),
-    row(&["checkpoint", "scan"], (ACROSS_CALLS, ACROSS_WHY), [body(1), body(1), body(2)]),
-    row(&["closed_call", "cond", "custom_jvp_call", "custom_vjp_call", "while"], (ACROSS_CALLS, ACROSS_WHY), [body(1), body(1), body(1)]),
-    row(&["custom_linear_solve"], (ACROSS_CALLS, ACROSS_WHY), [body(2), body(0), body(3)]),
-    row(&["jit"], (ACROSS_CALLS, ACROSS_WHY), [body(8), body(1), body(8)]),
+    row(
+        &["acos", "acosh", "asin"],
+        CHLO,
+        [elements(0, 53), elements(0, 4), bytes(0, 81)],
+    ),
+    row(
+        &["asinh"],
+        CHLO,
+        [elements(0, 52), elements(0, 4), bytes(0, 80)],
+    ),
+    row(
+        &["atan"],
+        CHLO,
+        [elements(0, 24), elements(0, 1), bytes(0, 35)],
+    ),
+    row(
+        &["atanh"],
+        CHLO,
+        [elements(0, 23), elements(0, 1), bytes(0, 34)],
+    ),
+    row(
+        &["bessel_i0e"],
+        CHLO,
+        [elements(0, 43), elements(0, 0), bytes(0, 292)],
+    ),
+    row(
+        &["bessel_i1e"],
+        CHLO,
+        [elements(0, 43), elements(0, 0), bytes(0, 290)],
+    ),
+    row(
+        &["cosh", "sinh"],
+        CHLO,
+        [elements(0, 48), elements(0, 6), bytes(1, 81)],
+    ),
+    row(
+        &["digamma"],
+        CHLO,
+        [elements(0, 38), elements(0, 1), bytes(0, 249)],
+    ),
+    row(
+        &["erf_inv"],
+        CHLO,
+        [elements(1, 88), elements(1, 19), bytes(1, 531)],
+    ),
+    row(
+        &["erfc"],
+        CHLO,
+        [elements(0, 32), elements(0, 0), bytes(0, 223)],
+    ),
+    row(
+        &["exp2"],
+        CHLO,
+        [elements(0, 39), elements(0, 4), bytes(0, 62)],
+    ),
+    row(
+        &["igamma", "igammac"],
+        CHLO,
+        [elements(0, 62), elements(0, 2), bytes(0, 195)],
+    ),
+    row(
+        &["lgamma"],
+        CHLO,
+        [elements(0, 29), elements(0, 3), bytes(0, 192)],
+    ),
+    row(
+        &["logistic"],
+        CHLO,
+        [elements(0, 9), elements(1, 2), bytes(1, 18)],
+    ),
+    row(
+        &["random_gamma"],
+        CHLO,
+        [elements(0, 205), elements(1, 42), bytes(0, 1451)],
+    ),
+    row(
+        &["regularized_incomplete_beta"],
+        CHLO,
+        [elements(0, 75), elements(0, 4), bytes(0, 442)],
+    ),
+    row(
+        &["cos", "exp", "sin"],
+        COMPLEX,
+        [elements(0, 8), elements(0, 2), bytes(0, 14)],
+    ),
+    row(
+        &["expm1"],
+        COMPLEX,
+        [elements(0, 0), elements(0, 0), bytes(1, 0)],
+    ),
+    row(
+        &["integer_pow"],
+        COMPLEX,
+        [elements(0, 1), elements(0, 0), bytes(1, 0)],
+    ),
+    row(
+        &["log"],
+        COMPLEX,
+        [elements(0, 31), elements(0, 2), bytes(0, 48)],
+    ),
+    row(
+        &["log1p"],
+        COMPLEX,
+        [elements(0, 40), elements(0, 2), bytes(0, 62)],
+    ),
+    row(
+        &["max", "min"],
+        COMPLEX,
+        [elements(0, 3), elements(0, 0), bytes(1, 4)],
+    ),
+    row(
+        &["pow"],
+        COMPLEX,
+        [elements(0, 6), elements(0, 1), bytes(0, 9)],
+    ),
+    row(
+        &["reduce_max", "reduce_min"],
+        COMPLEX,
+        [elements(0, 3), elements(0, 0), bytes(0, 0)],
+    ),
+    row(
+        &["reduce_prod"],
+        COMPLEX,
+        [elements(1, 0), elements(0, 0), bytes(0, 1)],
+    ),
+    row(
+        &["reduce_sum"],
+        COMPLEX,
+        [elements(1, 1), elements(0, 0), bytes(1, 3)],
+    ),
+    row(
+        &["select_n"],
+        COMPLEX,
+        [elements(1, 6), elements(1, 1), bytes(1, 9)],
+    ),
+    row(
+        &["sqrt"],
+        COMPLEX,
+        [elements(0, 43), elements(0, 3), bytes(0, 66)],
+    ),
+    row(
+        &["square"],
+        COMPLEX,
+        [elements(0, 7), elements(0, 0), bytes(0, 9)],
+    ),
+    row(
+        &["tan"],
+        COMPLEX,
+        [elements(0, 4), elements(0, 0), bytes(0, 4)],
+    ),
+    row(
+        &["tanh"],
+        COMPLEX,
+        [elements(0, 1), elements(0, 0), bytes(1, 2)],
+    ),
+    row(
+        &["abs"],
+        CONVERTED,
+        [elements(1, 12), elements(0, 0), bytes(1, 2)],
+    ),
+    row(
+        &["complex"],
+        CONVERTED,
+        [elements(1, 1), elements(0, 0), bytes(1, 1)],
+    ),
+    row(
+        &["imag"],
+        CONVERTED,
+        [elements(1, 1), elements(0, 0), bytes(1, 2)],
+    ),
+    row(
+        &["is_finite"],
+        CONVERTED,
+        [elements(4, 6), elements(1, 1), bytes(3, 23)],
+    ),
+    row(
+        &["mul"],
+        CONVERTED,
+        [elements(0, 1), elements(0, 0), bytes(0, 4)],
+    ),
+    row(
+        &["real"],
+        CONVERTED,
+        [elements(1, 1), elements(1, 0), bytes(1, 2)],
+    ),
+    row(
+        &["cumlogsumexp"],
+        WINDOWS,
+        [elements(0, 32), elements(0, 8), bytes(0, 0)],
+    ),
+    row(
+        &["cummax", "cumprod"],
+        WINDOWS,
+        [elements(0, 6), elements(0, 0), bytes(0, 0)],
+    ),
+    row(
+        &["cummin"],
+        WINDOWS,
+        [elements(0, 4), elements(0, 0), bytes(0, 0)],
+    ),
+    row(
+        &["cumsum"],
+        WINDOWS,
+        [elements(0, 8), elements(0, 0), bytes(11, 1)],
+    ),
+    row(
+        &["reduce_window", "reduce_window_min"],
+        WINDOWS,
+        [elements(0, 1), elements(0, 0), bytes(0, 0)],
+    ),
+    row(
+        &["reduce_window_max"],
+        WINDOWS,
+        [elements(2, 1), elements(1, 0), bytes(1, 1)],
+    ),
+    row(
+        &["reduce_window_sum"],
+        WINDOWS,
+        [elements(4, 1), elements(0, 0), bytes(1, 0)],
+    ),
+    row(
+        &["approx_top_k"],
+        UNMODELLED,
+        [elements(0, 12), elements(0, 0), bytes(0, 8)],
+    ),
+    row(
+        &["argmax"],
+        UNMODELLED,
+        [elements(0, 17), elements(1, 1), bytes(0, 114)],
+    ),
+    row(
+        &["argmin"],
+        UNMODELLED,
+        [elements(0, 8), elements(0, 0), bytes(0, 5)],
+    ),
+    row(
+        &["cholesky"],
+        UNMODELLED,
+        [elements(1, 19), elements(0, 1), bytes(1, 76)],
+    ),
+    row(
+        &["eig"],
+        UNMODELLED,
+        [elements(0, 1), elements(0, 0), bytes(0, 3)],
+    ),
+    row(
+        &["eigh"],
+        UNMODELLED,
+        [elements(1, 1), elements(0, 0), bytes(1, 3)],
+    ),
+    row(
+        &["empty2"],
+        UNMODELLED,
+        [elements(1, 2), elements(1, 1), bytes(1, 3)],
+    ),
+    row(
+        &["fft"],
+        UNMODELLED,
+        [elements(0, 192), elements(0, 0), bytes(0, 1)],
+    ),
+    row(
+        &["iota_2x32_shape"],
+        UNMODELLED,
+        [elements(0, 4), elements(0, 0), bytes(0, 25)],
+    ),
+    row(
+        &["lu"],
+        UNMODELLED,
+        [elements(1, 1), elements(0, 0), bytes(1, 6)],
+    ),
+    row(
+        &["platform_index"],
+        UNMODELLED,
+        [elements(1, 7), elements(1, 1), bytes(2, 25)],
+    ),
+    row(
+        &["qr"],
+        UNMODELLED,
+        [elements(0, 10), elements(0, 1), bytes(0, 37)],
+    ),
+    row(
+        &["random_bits"],
+        UNMODELLED,
+        [elements(1, 123), elements(1, 28), bytes(1, 597)],
+    ),
+    row(
+        &["random_fold_in"],
+        UNMODELLED,
+        [elements(1, 30), elements(1, 18), bytes(1, 115)],
+    ),
+    row(
+        &["random_seed"],
+        UNMODELLED,
+        [elements(1, 144), elements(1, 3), bytes(1, 552)],
+    ),
+    row(
+        &["random_split"],
+        UNMODELLED,
+        [elements(1, 177), elements(1, 40), bytes(1, 663)],
+    ),
+    row(
+        &["random_unwrap"],
+        UNMODELLED,
+        [elements(0, 25), elements(1, 1), bytes(0, 91)],
+    ),
+    row(
+        &["random_wrap"],
+        UNMODELLED,
+        [elements(1, 186), elements(1, 35), bytes(1, 739)],
+    ),
+    row(
+        &["rng_bit_generator"],
+        UNMODELLED,
+        [elements(0, 1), elements(0, 1), bytes(0, 5)],
+    ),
+    row(
+        &["select_and_gather_add"],
+        UNMODELLED,
+        [elements(0, 6), elements(0, 0), bytes(0, 2)],
+    ),
+    row(
+        &["select_and_scatter_add"],
+        UNMODELLED,
+        [elements(2, 5), elements(1, 0), bytes(1, 5)],
+    ),
+    row(
+        &["sort"],
+        UNMODELLED,
+        [elements(1, 8), elements(0, 3), bytes(1, 29)],
+    ),
+    row(
+        &["svd"],
+        UNMODELLED,
+        [elements(1, 1), elements(1, 0), bytes(0, 3)],
+    ),
+    row(
+        &["top_k"],
+        UNMODELLED,
+        [elements(0, 0), elements(0, 0), bytes(0, 1)],
+    ),
+    row(
+        &["triangular_solve"],
+        UNMODELLED,
+        [elements(1, 3), elements(0, 0), bytes(2, 4)],
+    ),
+    row(
+        &["tridiagonal_solve"],
+        UNMODELLED,
+        [elements(0, 1), elements(0, 0), bytes(0, 2)],
+    ),
+    row(
+        &["scan"],
+        LOOP,
+        [elements(1, 13), elements(1, 9), bytes(1, 36)],
+    ),
+    row(
+        &["while"],
+        LOOP,
+        [elements(1, 8), elements(1, 1), bytes(1, 31)],
+    ),
+    row(
+        &["cond"],
+        CONDITIONAL,
+        [elements(1, 8), elements(1, 1), bytes(2, 25)],
+    ),
+    row(
+        &["gather"],
+        GATHER,
+        [elements(4, 10), elements(1, 1), bytes(4, 37)],
+    ),
+    row(
+        &["scatter"],
+        SCATTER,
+        [elements(1, 8), elements(1, 1), bytes(1, 4)],
+    ),
+    row(
+        &["scatter-add"],
+        SCATTER,
+        [elements(4, 6), elements(1, 1), bytes(3, 23)],
+    ),
+    row(
+        &["scatter-max", "scatter-mul"],
+        SCATTER,
+        [elements(0, 1), elements(0, 0), bytes(1, 0)],
+    ),
+    row(
+        &["scatter-min"],
+        SCATTER,
+        [elements(0, 1), elements(0, 0), bytes(2, 0)],
+    ),
+    row(
+        &["dynamic_slice"],
+        CLAMPED,
+        [elements(1, 13), elements(1, 1), bytes(1, 5)],
+    ),
+    row(
+        &["dynamic_update_slice"],
+        CLAMPED,
+        [elements(0, 0), elements(0, 0), bytes(1, 0)],
+    ),
+    row(
+        &["custom_linear_solve"],
+        SOLVE,
+        [elements(3, 0), elements(1, 0), bytes(9, 1)],
+    ),
+    row(
+        &["nextafter"],
+        ELEMENTWISE,
+        [elements(0, 20), elements(0, 1), bytes(0, 145)],
+    ),
+    row(
+        &["sign"],
+        UNSIGNED_SIGN,
+        [elements(1, 32), elements(1, 1), bytes(1, 100)],
+    ),
+    row(
+        &["conj"],
+        CONJ,
+        [elements(1, 4), elements(1, 0), bytes(1, 5)],
+    ),
+    row(
+        &["conv_general_dilated"],
+        KERNEL_TAPS,
+        [elements(4, 1), elements(1, 0), bytes(1, 1)],
+    ),
+    row(
+        &["nonbatchable", "nondifferentiable_backward"],
+        (LIBRARY, IDENTITY_LIBRARY),
+        [Bound::EXACT; 3],
+    ),
+    row(
+        &["select_if_vmap"],
+        (LIBRARY, SELECT_LIBRARY),
+        [elements(0, 1), Bound::EXACT, bytes(0, 1)],
+    ),
+    row(
+        &["unvmap_any", "unvmap_max"],
+        (LIBRARY, REDUCE_LIBRARY),
+        [elements(0, 1), Bound::EXACT, bytes(0, 2)],
+    ),
+    row(
+        &["maybe_set"],
+        (LIBRARY, SET_LIBRARY),
+        [elements(0, 1), Bound::EXACT, bytes(0, 2)],
+    ),
+    row(
+        &[CLOSED_OVER],
+        (CLOSED_OVER_REASON, CLOSED_OVER_WHY),
+        [Bound::EXACT, Bound::EXACT, bytes(0, 2)],
+    ),
+    row(
+        &["pure_callback"],
+        (LIBRARY, CALLBACK_LIBRARY),
+        [per_eqn_below(1), Bound::EXACT, per_eqn_below(1)],
+    ),
+    row(
+        &["linear_solve"],
+        (LIBRARY, LINEAR_SOLVE_LIBRARY),
+        [per_eqn_above(471), per_eqn_above(3), per_eqn_above(4641)],
+    ),
+    row(
+        &["geqrf"],
+        LAPACK_CALL,
+        [per_eqn_below(1), Bound::EXACT, per_eqn_below(1)],
+    ),
+    row(
+        &["checkpoint", "scan"],
+        (ACROSS_CALLS, ACROSS_WHY),
+        [body(1), body(1), body(2)],
+    ),
+    row(
+        &[
+            "closed_call",
+            "cond",
+            "custom_jvp_call",
+            "custom_vjp_call",
+            "while",
+        ],
+        (ACROSS_CALLS, ACROSS_WHY),
+        [body(1), body(1), body(1)],
+    ),
+    row(
+        &["custom_linear_solve"],
+        (ACROSS_CALLS, ACROSS_WHY),
+        [body(2), body(0), body(3)],
+    ),
+    row(
+        &["jit"],
+        (ACROSS_CALLS, ACROSS_WHY),
+        [body(8), body(1), body(8)],
+    ),
 ];

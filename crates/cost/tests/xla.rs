@@ -20,7 +20,9 @@ fn folders() -> Vec<PathBuf> {
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data");
     let mut out = Vec::new();
     for corpus in ["jax-suite", "builds", "ecosystem"] {
-        let Ok(entries) = std::fs::read_dir(data.join(corpus)) else { continue };
+        let Ok(entries) = std::fs::read_dir(data.join(corpus)) else {
+            continue;
+        };
         for entry in entries.flatten() {
             if entry.path().join("cost.json").exists() {
                 out.push(entry.path());
@@ -52,22 +54,36 @@ struct Outcome {
 
 fn constant3(cost: &jaxpr_cost::Cost) -> [Option<i64>; 3] {
     let concrete = |a: &Amount| a.as_constant();
-    [concrete(&cost.flops), concrete(&cost.transcendentals), concrete(&cost.bytes_accessed)]
+    [
+        concrete(&cost.flops),
+        concrete(&cost.transcendentals),
+        concrete(&cost.bytes_accessed),
+    ]
 }
 
 fn run() -> Vec<Outcome> {
     let mut outcomes = Vec::new();
     let folders = folders();
-    assert!(folders.len() >= 8, "cost.json missing in tests/data: {folders:?}");
+    assert!(
+        folders.len() >= 8,
+        "cost.json missing in tests/data: {folders:?}"
+    );
     for folder in folders {
         let text = std::fs::read_to_string(folder.join("cost.json")).unwrap();
         let recorded: Value = serde_json::from_str(&text).unwrap();
         for (name, figures) in recorded["programs"].as_object().unwrap() {
             let path = folder.join(format!("{name}.jaxpr"));
-            let source = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let source = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             let parsed = jaxpr_syntax::parse(&source);
             let analysis = jaxpr_check::check(&parsed.file);
-            let cost = analyse(&parsed.file, &analysis, Options { loops: LoopCount::Xla });
+            let cost = analyse(
+                &parsed.file,
+                &analysis,
+                Options {
+                    loops: LoopCount::Xla,
+                },
+            );
             let main = cost.jaxpr(analysis.main().expect("a main jaxpr"));
             let ours = constant3(&main.total);
             let xla = COUNTS.map(|key| figures[key].as_f64().unwrap() as i64);
@@ -75,7 +91,9 @@ fn run() -> Vec<Outcome> {
                 Verdict::Exact
             } else {
                 match main.slack.range() {
-                    Err(uncovered) => Verdict::Unexplained(format!("no tolerance for {uncovered:?}")),
+                    Err(uncovered) => {
+                        Verdict::Unexplained(format!("no tolerance for {uncovered:?}"))
+                    }
                     Ok((below, above)) => {
                         let (below, above) = (constant3(&below), constant3(&above));
                         let outside: Vec<String> = (0..3)
@@ -83,7 +101,12 @@ fn run() -> Vec<Outcome> {
                                 (Some(o), Some(b), Some(a)) => xla[i] < o - b || xla[i] > o + a,
                                 _ => true,
                             })
-                            .map(|i| format!("{} {:?} not within -{:?} +{:?}", COUNTS[i], ours[i], below[i], above[i]))
+                            .map(|i| {
+                                format!(
+                                    "{} {:?} not within -{:?} +{:?}",
+                                    COUNTS[i], ours[i], below[i], above[i]
+                                )
+                            })
                             .collect();
                         if outside.is_empty() {
                             Verdict::Within(main.slack.0.keys().copied().collect())
@@ -94,7 +117,13 @@ fn run() -> Vec<Outcome> {
                 }
             };
             outcomes.push(Outcome {
-                program: format!("{}/{name}", folder.strip_prefix(folder.parent().unwrap().parent().unwrap()).unwrap().display()),
+                program: format!(
+                    "{}/{name}",
+                    folder
+                        .strip_prefix(folder.parent().unwrap().parent().unwrap())
+                        .unwrap()
+                        .display()
+                ),
                 ours,
                 xla,
                 verdict,
@@ -109,7 +138,9 @@ fn run() -> Vec<Outcome> {
 /// exact: its figures and what its differing equations amount to (what
 /// the tolerance table's bounds were measured from).
 fn calibration(outcomes: &[Outcome]) {
-    let Ok(out) = std::env::var("COST_CALIBRATE") else { return };
+    let Ok(out) = std::env::var("COST_CALIBRATE") else {
+        return;
+    };
     let lines: Vec<String> = outcomes
         .iter()
         .filter(|o| !matches!(o.verdict, Verdict::Exact))
@@ -188,14 +219,19 @@ fn costs_equal_xlas_or_within_the_stated_tolerance() {
             Verdict::Unexplained(why) => {
                 if o.ours.iter().any(Option::is_none) {
                     found.unexplained_unresolved += 1;
-                } else if o.slack.0.keys().any(|(primitive, _)| *primitive == jaxpr_cost::tolerance::library_primitive("")) {
+                } else if o.slack.0.keys().any(|(primitive, _)| {
+                    *primitive == jaxpr_cost::tolerance::library_primitive("")
+                }) {
                     found.unexplained_library_primitive += 1;
                 } else if o.slack.is_empty() {
                     found.unexplained_all_equal += 1;
                 } else {
                     found.unexplained_beyond_bounds += 1;
                 }
-                unexplained.push(format!("{}: ours {:?}, XLA's {:?}: {why}", o.program, o.ours, o.xla));
+                unexplained.push(format!(
+                    "{}: ours {:?}, XLA's {:?}: {why}",
+                    o.program, o.ours, o.xla
+                ));
             }
         }
     }
@@ -216,6 +252,11 @@ fn costs_equal_xlas_or_within_the_stated_tolerance() {
         found,
         EXPECTED,
         "the comparison with XLA changed (COST_UNEXPLAINED=FILE lists the unexplained programs); the first unexplained:\n{}",
-        unexplained.iter().take(20).cloned().collect::<Vec<_>>().join("\n")
+        unexplained
+            .iter()
+            .take(20)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
     );
 }

@@ -14,7 +14,11 @@ use std::time::{Duration, Instant};
 
 fn parse_all(db: &RootDatabase, file: SourceFile) -> usize {
     let split = split(db, file).as_ref().expect("the file splits");
-    let eqns = split.items.iter().map(|&i| item_parse(db, i).eqns.len()).sum();
+    let eqns = split
+        .items
+        .iter()
+        .map(|&i| item_parse(db, i).eqns.len())
+        .sum();
     jaxpr_db::item_check::item_diagnostics(db, file).expect("checked by items");
     eqns
 }
@@ -22,8 +26,15 @@ fn parse_all(db: &RootDatabase, file: SourceFile) -> usize {
 /// CPU time of this process so far (user + system), from /proc.
 fn cpu() -> Duration {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
-    let ticks: u64 = fields.get(11..13).map_or(0, |f| f.iter().filter_map(|t| t.parse::<u64>().ok()).sum());
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    let ticks: u64 = fields
+        .get(11..13)
+        .map_or(0, |f| f.iter().filter_map(|t| t.parse::<u64>().ok()).sum());
     Duration::from_millis(ticks * 10)
 }
 
@@ -69,13 +80,20 @@ fn main() {
     println!("cold: {eqns} equations in {items} items, {:?}", t.elapsed());
     let t = Instant::now();
     let d = jaxpr_db::item_check::item_diagnostics(&db, file);
-    println!("cold check: {:?} diagnostics, {:?}", d.map(|d| d.len()), t.elapsed());
+    println!(
+        "cold check: {:?} diagnostics, {:?}",
+        d.map(|d| d.len()),
+        t.elapsed()
+    );
     let mid = text.len() / 2;
     let at = mid + text[mid..].find(" = ").expect("an equation") + 3;
     let (mut edits, mut blanks) = (Vec::new(), Vec::new());
     let cpu_before = cpu();
     // `ITEM_SPLIT_EDITS=N`: N edits of each kind (for a profile of them).
-    let n: usize = std::env::var("ITEM_SPLIT_EDITS").ok().and_then(|n| n.parse().ok()).unwrap_or(20);
+    let n: usize = std::env::var("ITEM_SPLIT_EDITS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(20);
     for i in 0..n {
         db.take_executed();
         let edited = format!("{}{}{}", &text[..at], " ".repeat(i % 2 + 1), &text[at..]);
@@ -86,13 +104,21 @@ fn main() {
         let ran = db.take_executed().len();
         assert!(ran < 12, "{ran} queries ran");
         let line = mid + text[mid..].find('\n').expect("a line") + 1;
-        let blank = format!("{}{}{}", &text[..line], "\n".repeat(i % 2 + 1), &text[line..]);
+        let blank = format!(
+            "{}{}{}",
+            &text[..line],
+            "\n".repeat(i % 2 + 1),
+            &text[line..]
+        );
         file.set_text(&mut db).to(blank);
         let t = Instant::now();
         parse_all(&db, file);
         blanks.push(t.elapsed());
     }
-    println!("CPU per edit (both kinds): {:?}", (cpu() - cpu_before) / (2 * n as u32));
+    println!(
+        "CPU per edit (both kinds): {:?}",
+        (cpu() - cpu_before) / (2 * n as u32)
+    );
     println!("edit inside one equation: median {:?}", median(edits));
     println!("blank line inserted: median {:?}", median(blanks));
 }

@@ -120,7 +120,8 @@ impl Refs {
     /// of its placeholders.
     fn known(&self, r: TextRange, len: u32) -> bool {
         r.end <= len
-            || (r.start >= PLACEHOLDERS && placeholder_index(r).is_some_and(|i| i < self.refs.borrow().len()))
+            || (r.start >= PLACEHOLDERS
+                && placeholder_index(r).is_some_and(|i| i < self.refs.borrow().len()))
     }
     /// Puts a placeholder for each tagged position of a `let` (`tags`) in `d`.
     fn untag(&self, d: &mut Diagnostic, tags: &[(SmolStr, InterfacePos)]) {
@@ -194,7 +195,8 @@ impl HeadCheck {
         let p = jaxpr_syntax::parse(&synthetic);
         let (analysis, extras) = check::check_full(&p.file);
         let main = analysis.main().unwrap_or(JaxprId(0));
-        let mut usable = analysis.main().is_some() && analysis.symbols.is_empty() && !extras.bad_dims;
+        let mut usable =
+            analysis.main().is_some() && analysis.symbols.is_empty() && !extras.bad_dims;
         let mut names = FxHashMap::default();
         let mut binder_ranges = FxHashMap::default();
         if let Some(info) = analysis.jaxprs.get(main.0 as usize) {
@@ -217,8 +219,12 @@ impl HeadCheck {
             here && d.kind != DiagKind::UnknownPrimitive
         };
         let errors: Vec<Diagnostic> = p.errors.iter().filter(|d| keep(d)).cloned().collect();
-        let diagnostics: Vec<Diagnostic> =
-            analysis.diagnostics.iter().filter(|d| keep(d)).cloned().collect();
+        let diagnostics: Vec<Diagnostic> = analysis
+            .diagnostics
+            .iter()
+            .filter(|d| keep(d))
+            .cloned()
+            .collect();
         usable &= extras.unknown_uses.iter().all(|(_, r)| r.end > len);
         HeadCheck {
             analysis,
@@ -333,7 +339,10 @@ pub fn let_check<'db>(db: &'db dyn Db, part: HeadPart<'db>) -> Arc<LetCheck> {
     };
     let graph = let_graph(db, *part.head(db));
     let syntax = let_parse(db, part);
-    let (Some(k), Some(l)) = (graph.lets.iter().position(|&p| p == part), &syntax.let_jaxpr) else {
+    let (Some(k), Some(l)) = (
+        graph.lets.iter().position(|&p| p == part),
+        &syntax.let_jaxpr,
+    ) else {
         return unusable();
     };
     if !graph.usable {
@@ -354,7 +363,9 @@ pub fn let_check<'db>(db: &'db dyn Db, part: HeadPart<'db>) -> Arc<LetCheck> {
     let refs = Refs::default();
     let mut diagnostics = analysis.diagnostics.clone();
     diagnostics.iter_mut().for_each(|d| refs.untag(d, &tags));
-    let known = |d: &Diagnostic| refs.known(d.range, len) && d.related.iter().all(|r| refs.known(r.range, len));
+    let known = |d: &Diagnostic| {
+        refs.known(d.range, len) && d.related.iter().all(|r| refs.known(r.range, len))
+    };
     let usable = analysis.symbols.is_empty()
         && !extras.bad_dims
         && diagnostics.iter().all(known)
@@ -410,12 +421,15 @@ impl PartialEq for HeadOutline {
 #[salsa::tracked(returns(clone))]
 pub fn head_outline<'db>(db: &'db dyn Db, head: Item<'db>) -> Arc<HeadOutline> {
     let graph = let_graph(db, head);
-    let main_part = head_parts(db, head).as_ref().and_then(|p| p.parts.last().copied());
+    let main_part = head_parts(db, head)
+        .as_ref()
+        .and_then(|p| p.parts.last().copied());
     let main = match main_part {
         Some(part) => main_check(db, part),
         None => Arc::new(HeadCheck::of("")),
     };
-    let mut usable = graph.usable && main.usable && main_part.is_some() && item_parse(db, head).valid;
+    let mut usable =
+        graph.usable && main.usable && main_part.is_some() && item_parse(db, head).valid;
     let mut interfaces = Vec::new();
     for (&part, name) in graph.lets.iter().zip(&graph.names) {
         match let_interface(db, part) {
@@ -520,20 +534,28 @@ pub fn chunk_bindings<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<Bindings> {
     let p = jaxpr_syntax::parse(&synthetic);
     let a = check::check(&p.file);
     typed &= p.errors.is_empty() && a.diagnostics.is_empty() && a.symbols.is_empty();
-    let vars = (a.main().map(|m| a.jaxpr(m).invars.clone()).unwrap_or_default().iter())
-        .zip(&binders)
-        .zip(&at)
-        .map(|((&v, b), &(eqn, range, binder_range))| Binding {
-            name: a.var(v).name.clone(),
-            ty: a.var(v).ty.clone(),
-            text: b.to_string(),
-            eqn,
-            range,
-            binder_range,
-        })
-        .collect::<Vec<_>>();
+    let vars = (a
+        .main()
+        .map(|m| a.jaxpr(m).invars.clone())
+        .unwrap_or_default()
+        .iter())
+    .zip(&binders)
+    .zip(&at)
+    .map(|((&v, b), &(eqn, range, binder_range))| Binding {
+        name: a.var(v).name.clone(),
+        ty: a.var(v).ty.clone(),
+        text: b.to_string(),
+        eqn,
+        range,
+        binder_range,
+    })
+    .collect::<Vec<_>>();
     typed &= vars.len() == binders.len() && vars.iter().all(|v| !has_dim_var(&v.ty));
-    let (vars, opaque) = if typed { (vars, Vec::new()) } else { (Vec::new(), names) };
+    let (vars, opaque) = if typed {
+        (vars, Vec::new())
+    } else {
+        (Vec::new(), names)
+    };
     Arc::new(Bindings {
         vars,
         opaque,
@@ -565,7 +587,11 @@ impl PartialEq for NameIndex {
 #[salsa::tracked(returns(clone))]
 pub fn name_index(db: &dyn Db, file: SourceFile) -> Arc<NameIndex> {
     let chunks = chunks_of(db, file);
-    let count = chunks.iter().map(|&c| chunk_bindings(db, c)).map(|b| b.vars.len() + b.opaque.len()).sum();
+    let count = chunks
+        .iter()
+        .map(|&c| chunk_bindings(db, c))
+        .map(|b| b.vars.len() + b.opaque.len())
+        .sum();
     let mut index = NameIndex {
         names: FxHashMap::with_capacity_and_hasher(count, Default::default()),
         usable: true,
@@ -576,7 +602,11 @@ pub fn name_index(db: &dyn Db, file: SourceFile) -> Arc<NameIndex> {
         let b = chunk_bindings(db, chunk);
         index.built_from.push((chunk.as_id(), b.clone()));
         index.usable &= b.usable;
-        let vars = b.vars.iter().enumerate().map(|(i, v)| (&v.name, Slot::Var(i as u32)));
+        let vars = b
+            .vars
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (&v.name, Slot::Var(i as u32)));
         let opaque = b.opaque.iter().map(|n| (n, Slot::Opaque));
         for (name, slot) in vars.chain(opaque) {
             index.usable &= index.names.insert(name.clone(), (k as u32, slot)).is_none();
@@ -597,7 +627,9 @@ enum Slot {
 #[salsa::tracked(returns(copy))]
 pub fn chunk_place<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Option<u32> {
     use salsa::plumbing::AsId;
-    chunk_order(db, *chunk.file(db)).get(&chunk.as_id()).copied()
+    chunk_order(db, *chunk.file(db))
+        .get(&chunk.as_id())
+        .copied()
 }
 
 /// Each chunk's place among the chunks: equal while no chunk is added or
@@ -647,8 +679,13 @@ impl<'a> Names<'a> {
         let chunks = chunks_of(self.db, self.file);
         let mut out = FxHashMap::default();
         for w in names {
-            let Some(&(k, slot)) = self.index().names.get(w) else { continue };
-            let Some(&chunk) = chunks.get(k as usize).filter(|_| before.is_none_or(|b| k < b)) else {
+            let Some(&(k, slot)) = self.index().names.get(w) else {
+                continue;
+            };
+            let Some(&chunk) = chunks
+                .get(k as usize)
+                .filter(|_| before.is_none_or(|b| k < b))
+            else {
                 continue;
             };
             let binding = match slot {
@@ -693,10 +730,13 @@ pub fn chunk_imports<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<Imports> {
     let last = db.eqn_results().last_imports(file.as_id(), chunk.as_id());
     // (With the same index, what re-ran this is a chunk the imports read.)
     if let Some(last) = last.filter(|l| {
-        Arc::ptr_eq(&l.own, &own)
-            && Arc::ptr_eq(&l.words, &words)
-            && !Arc::ptr_eq(&l.index, &index)
-    }) && let Some(changed) = db.eqn_results().index_changes.get(&last.index, &index, |was, now| index_changes(was, now).map(Arc::new))
+        Arc::ptr_eq(&l.own, &own) && Arc::ptr_eq(&l.words, &words) && !Arc::ptr_eq(&l.index, &index)
+    }) && let Some(changed) =
+        db.eqn_results()
+            .index_changes
+            .get(&last.index, &index, |was, now| {
+                index_changes(was, now).map(Arc::new)
+            })
         && !words.iter().any(|w| changed.contains(w))
     {
         let chunks = chunks_of(db, file);
@@ -708,7 +748,8 @@ pub fn chunk_imports<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<Imports> {
             }
         }
         let imports = last.imports.clone();
-        db.eqn_results().keep_imports(file.as_id(), chunk.as_id(), LastImports { index, ..last });
+        db.eqn_results()
+            .keep_imports(file.as_id(), chunk.as_id(), LastImports { index, ..last });
         return imports;
     }
     // A name the chunk binds is not looked up (bound before too, it is
@@ -716,7 +757,10 @@ pub fn chunk_imports<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<Imports> {
     let own_names: FxHashSet<&str> = (own.vars.iter().map(|v| v.name.as_str()))
         .chain(own.opaque.iter().map(SmolStr::as_str))
         .collect();
-    let mentioned = words.iter().map(SmolStr::as_str).filter(|w| !own_names.contains(w));
+    let mentioned = words
+        .iter()
+        .map(SmolStr::as_str)
+        .filter(|w| !own_names.contains(w));
     let names = Names::new(db, file);
     let imports = Arc::new(Imports {
         names: names.bindings(mentioned, Some(ordinal)),
@@ -728,7 +772,8 @@ pub fn chunk_imports<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<Imports> {
         words,
         imports: imports.clone(),
     };
-    db.eqn_results().keep_imports(file.as_id(), chunk.as_id(), last);
+    db.eqn_results()
+        .keep_imports(file.as_id(), chunk.as_id(), last);
     imports
 }
 
@@ -749,17 +794,28 @@ struct LastImports {
 fn index_changes(was: &NameIndex, now: &NameIndex) -> Option<FxHashSet<SmolStr>> {
     fn entries(b: &Bindings) -> FxHashMap<&str, Option<&Binding>> {
         let vars = b.vars.iter().map(|v| (v.name.as_str(), Some(v)));
-        vars.chain(b.opaque.iter().map(|n| (n.as_str(), None))).collect()
+        vars.chain(b.opaque.iter().map(|n| (n.as_str(), None)))
+            .collect()
     }
     if !(was.usable && now.usable) {
         return None;
     }
-    let old: FxHashMap<salsa::Id, &Arc<Bindings>> = was.built_from.iter().map(|(c, b)| (*c, b)).collect();
-    let new: FxHashMap<salsa::Id, &Arc<Bindings>> = now.built_from.iter().map(|(c, b)| (*c, b)).collect();
+    let old: FxHashMap<salsa::Id, &Arc<Bindings>> =
+        was.built_from.iter().map(|(c, b)| (*c, b)).collect();
+    let new: FxHashMap<salsa::Id, &Arc<Bindings>> =
+        now.built_from.iter().map(|(c, b)| (*c, b)).collect();
     // The chunks in both keep their order (a chunk before another stays
     // before it: what a chunk's imports read is the chunks before it).
-    let kept_was = was.built_from.iter().map(|(c, _)| c).filter(|c| new.contains_key(c));
-    let kept_now = now.built_from.iter().map(|(c, _)| c).filter(|c| old.contains_key(c));
+    let kept_was = was
+        .built_from
+        .iter()
+        .map(|(c, _)| c)
+        .filter(|c| new.contains_key(c));
+    let kept_now = now
+        .built_from
+        .iter()
+        .map(|(c, _)| c)
+        .filter(|c| old.contains_key(c));
     if !kept_was.eq(kept_now) {
         return None;
     }
@@ -784,7 +840,9 @@ fn index_changes(was: &NameIndex, now: &NameIndex) -> Option<FxHashSet<SmolStr>>
 #[salsa::tracked(returns(clone))]
 pub fn chunk_words<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<[SmolStr]> {
     let mut seen = FxHashSet::default();
-    let words = jaxpr_syntax::identifiers(chunk.text(db)).into_iter().filter(|w| seen.insert(*w));
+    let words = jaxpr_syntax::identifiers(chunk.text(db))
+        .into_iter()
+        .filter(|w| seen.insert(*w));
     words.map(SmolStr::new).collect()
 }
 
@@ -914,18 +972,26 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
     // nothing but what the names in its text resolve to.)
     let bindings = chunk_bindings(db, chunk);
     let typed = bindings.opaque.is_empty();
-    let mut last = db.eqn_results().take(file.as_id(), chunk.as_id()).filter(|_| typed).map(|last| {
-        let text = (&**chunk.text(db), &**chunk.eqn_starts(db));
-        let changed = ChangedNames::between(db, &last, &outline, &imports, &bindings, text);
-        (last, changed)
-    });
+    let mut last = db
+        .eqn_results()
+        .take(file.as_id(), chunk.as_id())
+        .filter(|_| typed)
+        .map(|last| {
+            let text = (&**chunk.text(db), &**chunk.eqn_starts(db));
+            let changed = ChangedNames::between(db, &last, &outline, &imports, &bindings, text);
+            (last, changed)
+        });
     let mut results = Vec::with_capacity(syntax.eqns.len());
     let mut next_binding = 0;
     for (k, es) in syntax.eqns.iter().enumerate() {
         let eqn_text = &*es.text;
         // The chunk's bindings of the equations before this one.
         let mut bind_before = |local: &mut FxHashMap<SmolStr, (u32, VarInfo)>| {
-            while let Some(b) = bindings.vars.get(next_binding).filter(|b| (b.eqn as usize) < k) {
+            while let Some(b) = bindings
+                .vars
+                .get(next_binding)
+                .filter(|b| (b.eqn as usize) < k)
+            {
                 let v = VarInfo {
                     range: b.range,
                     binder_range: b.binder_range,
@@ -937,14 +1003,28 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
         };
         let reused = last.as_mut().and_then(|(last, changed)| {
             let same_text = Arc::ptr_eq(&last.syntax, &syntax)
-                || last.syntax.eqns.get(k).is_some_and(|was| was.text == es.text);
+                || last
+                    .syntax
+                    .eqns
+                    .get(k)
+                    .is_some_and(|was| was.text == es.text);
             let same = same_text && !changed.mentioned_in(k, eqn_text);
-            same.then(|| last.results.get_mut(k).and_then(Option::take)).flatten()
+            same.then(|| last.results.get_mut(k).and_then(Option::take))
+                .flatten()
         });
         if let Some(r) = reused {
-            out.unknown_uses.extend(r.unknown_uses.iter().map(|(n, u)| (k as u32, n.clone(), *u)));
+            out.unknown_uses.extend(
+                r.unknown_uses
+                    .iter()
+                    .map(|(n, u)| (k as u32, n.clone(), *u)),
+            );
             if !es.errors.is_empty() || !r.diagnostics.is_empty() {
-                out.eqns.push((k as u32, es.errors.clone(), r.diagnostics.clone(), r.refs.clone()));
+                out.eqns.push((
+                    k as u32,
+                    es.errors.clone(),
+                    r.diagnostics.clone(),
+                    r.refs.clone(),
+                ));
             }
             results.push(Some(r));
             continue;
@@ -952,7 +1032,8 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
         let Some(e) = &es.eqn else {
             results.push(None);
             if !es.errors.is_empty() {
-                out.eqns.push((k as u32, es.errors.clone(), Vec::new(), Vec::new()));
+                out.eqns
+                    .push((k as u32, es.errors.clone(), Vec::new(), Vec::new()));
             }
             continue;
         };
@@ -981,8 +1062,11 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
             refs: &refs,
             read_opaque: &read_opaque,
         };
-        let mut r = check::check_eqn_alone(&mut prelude, &head.analysis, head.main, e, &words, &mut cx);
-        r.diagnostics.iter_mut().for_each(|d| refs.untag(d, &outline.tags));
+        let mut r =
+            check::check_eqn_alone(&mut prelude, &head.analysis, head.main, e, &words, &mut cx);
+        r.diagnostics
+            .iter_mut()
+            .for_each(|d| refs.untag(d, &outline.tags));
         // An undefined name's hint names a similar variable in scope: add
         // the names one edit away and check again.
         let mut more = Vec::new();
@@ -1007,7 +1091,9 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
             more.dedup();
             words.extend(more.iter().map(String::as_str));
             r = check::check_eqn_alone(&mut prelude, &head.analysis, head.main, e, &words, &mut cx);
-            r.diagnostics.iter_mut().for_each(|d| refs.untag(d, &outline.tags));
+            r.diagnostics
+                .iter_mut()
+                .for_each(|d| refs.untag(d, &outline.tags));
         }
         let len = eqn_text.len() as u32;
         let known = |d: &Diagnostic| {
@@ -1027,11 +1113,19 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
                 local.insert(v.name.clone(), (k as u32, v));
             }
         }
-        out.unknown_uses
-            .extend(r.unknown_uses.iter().map(|(n, u)| (k as u32, n.clone(), *u)));
+        out.unknown_uses.extend(
+            r.unknown_uses
+                .iter()
+                .map(|(n, u)| (k as u32, n.clone(), *u)),
+        );
         let refs = refs.refs.into_inner();
         if !es.errors.is_empty() || !r.diagnostics.is_empty() {
-            out.eqns.push((k as u32, es.errors.clone(), r.diagnostics.clone(), refs.clone()));
+            out.eqns.push((
+                k as u32,
+                es.errors.clone(),
+                r.diagnostics.clone(),
+                refs.clone(),
+            ));
         }
         results.push((!read_scope).then(|| EqnResult {
             diagnostics: r.diagnostics,
@@ -1074,10 +1168,16 @@ impl ChangedNames {
         chunk: (&str, &[u32]),
     ) -> Self {
         fn interfaces(key: &OutlineKey) -> FxHashMap<&str, &Interface> {
-            key.interfaces.iter().map(|(n, i)| (n.as_str(), i)).collect()
+            key.interfaces
+                .iter()
+                .map(|(n, i)| (n.as_str(), i))
+                .collect()
         }
         fn binders(key: &OutlineKey) -> FxHashMap<&str, (&AType, &String)> {
-            key.binders.iter().map(|(n, ty, text)| (n.as_str(), (ty, text))).collect()
+            key.binders
+                .iter()
+                .map(|(n, ty, text)| (n.as_str(), (ty, text)))
+                .collect()
         }
         fn imported(i: &Imports) -> FxHashMap<&str, &(salsa::Id, Option<Binding>)> {
             i.names.iter().map(|(n, b)| (n.as_str(), b)).collect()
@@ -1090,14 +1190,17 @@ impl ChangedNames {
             // The same two outlines for every chunk checked after an edit
             // to the head: compared once (a large main jaxpr has thousands
             // of binders).
-            let head = db.eqn_results().outline_changes.get(&last.head, outline, |was, now| {
-                let mut changed = FxHashSet::default();
-                if was.key != now.key {
-                    differ_by_name(&interfaces(&was.key), &interfaces(&now.key), &mut changed);
-                    differ_by_name(&binders(&was.key), &binders(&now.key), &mut changed);
-                }
-                Arc::new(changed)
-            });
+            let head = db
+                .eqn_results()
+                .outline_changes
+                .get(&last.head, outline, |was, now| {
+                    let mut changed = FxHashSet::default();
+                    if was.key != now.key {
+                        differ_by_name(&interfaces(&was.key), &interfaces(&now.key), &mut changed);
+                        differ_by_name(&binders(&was.key), &binders(&now.key), &mut changed);
+                    }
+                    Arc::new(changed)
+                });
             changed.extend(head.iter().cloned());
         }
         if !std::ptr::eq(&*last.imports, imports) && *last.imports != *imports {
@@ -1111,7 +1214,9 @@ impl ChangedNames {
             let mut holding = FxHashSet::default();
             for name in &changed {
                 for at in memchr::memmem::find_iter(text.as_bytes(), name.as_bytes()) {
-                    let eqn = starts.partition_point(|&s| s as usize <= at).saturating_sub(1);
+                    let eqn = starts
+                        .partition_point(|&s| s as usize <= at)
+                        .saturating_sub(1);
                     holding.insert(eqn as u32);
                 }
             }
@@ -1125,10 +1230,17 @@ impl ChangedNames {
 
     /// Whether equation `k` (its text) names one of them.
     fn mentioned_in(&self, k: usize, text: &str) -> bool {
-        if self.names.is_empty() || self.holding.as_ref().is_some_and(|h| !h.contains(&(k as u32))) {
+        if self.names.is_empty()
+            || self
+                .holding
+                .as_ref()
+                .is_some_and(|h| !h.contains(&(k as u32)))
+        {
             return false;
         }
-        jaxpr_syntax::identifiers(text).iter().any(|w| self.names.contains(*w))
+        jaxpr_syntax::identifiers(text)
+            .iter()
+            .any(|w| self.names.contains(*w))
     }
 }
 
@@ -1176,14 +1288,19 @@ struct LastPair<T, V> {
 
 impl<T, V> Default for LastPair<T, V> {
     fn default() -> Self {
-        LastPair { last: Mutex::new(None) }
+        LastPair {
+            last: Mutex::new(None),
+        }
     }
 }
 
 impl<T, V: Clone> LastPair<T, V> {
     fn get(&self, was: &Arc<T>, now: &Arc<T>, compute: impl FnOnce(&T, &T) -> V) -> V {
         let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, _, value)) = last.as_ref().filter(|(w, n, _)| Arc::ptr_eq(w, was) && Arc::ptr_eq(n, now)) {
+        if let Some((_, _, value)) = last
+            .as_ref()
+            .filter(|(w, n, _)| Arc::ptr_eq(w, was) && Arc::ptr_eq(n, now))
+        {
             return value.clone();
         }
         let value = compute(was, now);
@@ -1309,7 +1426,8 @@ pub fn tail_check<'db>(db: &'db dyn Db, tail: Item<'db>) -> Arc<TailCheck> {
     let synthetic = format!("{head_text}{body}{text}");
     let p = jaxpr_syntax::parse(&synthetic);
     let a = check::check(&p.file);
-    let mut usable = outline.key.usable && names.index().usable && !read_opaque && a.symbols.is_empty();
+    let mut usable =
+        outline.key.usable && names.index().usable && !read_opaque && a.symbols.is_empty();
     let mut keep = |d: &Diagnostic| {
         let here = d.range.start >= at;
         usable &= !here || (d.range.start >= at && d.related.iter().all(|r| r.range.start >= at));
@@ -1389,7 +1507,10 @@ fn resolve(db: &dyn Db, file: SourceFile, r: &Ref) -> Option<TextRange> {
             let parts = head_parts(db, head).as_ref()?;
             let at = parts.starts[parts.parts.iter().position(|&p| p == graph.lets[k])?];
             let check = let_check(db, graph.lets[k]);
-            Some(pos.in_analysis(&check.analysis, check.jaxpr)?.shifted(split.starts[0] + at))
+            Some(
+                pos.in_analysis(&check.analysis, check.jaxpr)?
+                    .shifted(split.starts[0] + at),
+            )
         }
     }
 }
@@ -1500,4 +1621,3 @@ pub fn item_diagnostics(db: &dyn Db, file: SourceFile) -> Option<Arc<Vec<Diagnos
     errors.sort_by_key(|d| (d.range.start, d.severity, d.kind));
     Some(Arc::new(errors))
 }
-

@@ -134,12 +134,18 @@ pub fn split(db: &dyn Db, file: SourceFile) -> Option<Split<'_>> {
     let text = file.text(db);
     let (indent, pieces) = {
         let cache = db.splits().files.lock().unwrap_or_else(|e| e.into_inner());
-        let known = cache.get(&file.as_id()).and_then(|(indent, old)| resplit(old, *indent, text));
+        let known = cache
+            .get(&file.as_id())
+            .and_then(|(indent, old)| resplit(old, *indent, text));
         drop(cache);
         // A text that does not split forgets the last split (a closed
         // file's text is emptied to free what it held).
         let Some(found) = known.or_else(|| split_whole(text)) else {
-            db.splits().files.lock().unwrap_or_else(|e| e.into_inner()).remove(&file.as_id());
+            db.splits()
+                .files
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&file.as_id());
             db.eqn_results().retain(file.as_id(), None);
             return None;
         };
@@ -152,7 +158,14 @@ pub fn split(db: &dyn Db, file: SourceFile) -> Option<Split<'_>> {
     };
     for p in &mut pieces {
         if let Some(kind) = p.kind {
-            let item = Item::new(db, file, kind, p.name.clone(), p.text.clone(), p.eqn_starts.clone());
+            let item = Item::new(
+                db,
+                file,
+                kind,
+                p.name.clone(),
+                p.text.clone(),
+                p.eqn_starts.clone(),
+            );
             // Salsa keeps an item's old field when the new one is equal:
             // the next split starts from what it kept, so that the fields
             // compare as the same allocation then.
@@ -220,7 +233,12 @@ fn split_whole(text: &str) -> Option<(usize, Arc<[Piece]>)> {
     Some((indent_of(&text.as_bytes()[first..]), pieces.into()))
 }
 
-fn piece(text: &str, kind: Option<ItemKind>, range: std::ops::Range<usize>, eqns: Vec<u32>) -> Piece {
+fn piece(
+    text: &str,
+    kind: Option<ItemKind>,
+    range: std::ops::Range<usize>,
+    eqns: Vec<u32>,
+) -> Piece {
     let name = match kind {
         Some(ItemKind::Eqns) => SmolStr::new(binders(&text[range.start..])),
         _ => SmolStr::default(),
@@ -248,7 +266,10 @@ fn chunk_pieces(text: &str, eqns: &[u32], end: usize, out: &mut Vec<Piece>) {
         let start = eqns[chunk_start] as usize;
         let next = eqns.get(k).map_or(end, |&e| e as usize);
         let end = start + trim_blank_lines(&text[start..next]);
-        let starts = eqns[chunk_start..k].iter().map(|&e| e - start as u32).collect();
+        let starts = eqns[chunk_start..k]
+            .iter()
+            .map(|&e| e - start as u32)
+            .collect();
         out.push(piece(text, Some(ItemKind::Eqns), start..end, starts));
         if end < next {
             out.push(piece(text, None, end..next, Vec::new()));
@@ -275,18 +296,25 @@ fn resplit(old: &[Piece], indent: usize, text: &str) -> Option<(usize, Arc<[Piec
         last += 1;
     }
     if first == 0 {
-        return (last == 0).then(|| resplit_head(old, indent, text, delta)).flatten();
+        return (last == 0)
+            .then(|| resplit_head(old, indent, text, delta))
+            .flatten();
     }
     // From the chunk before (its first line is unchanged), to the chunk or
     // the outputs after the change.
-    let from = (0..first).rev().find(|&i| old[i].kind == Some(ItemKind::Eqns))?;
+    let from = (0..first)
+        .rev()
+        .find(|&i| old[i].kind == Some(ItemKind::Eqns))?;
     while old.get(last + 1).is_some_and(|p| p.kind.is_none()) {
         last += 1;
     }
     if last + 1 >= old.len() {
         return None;
     }
-    let (a, b) = (old[from].start as usize, (old[last].end() as i64 + delta) as usize);
+    let (a, b) = (
+        old[from].start as usize,
+        (old[last].end() as i64 + delta) as usize,
+    );
     let bytes = text.as_bytes();
     let mut eqns = Vec::new();
     let mut line = a;
@@ -316,7 +344,12 @@ fn resplit(old: &[Piece], indent: usize, text: &str) -> Option<(usize, Arc<[Piec
 /// are at their old places moved by `delta`): the head is cut again where
 /// the whole text's scan would end it, which must be where the first chunk
 /// now starts, at the same indent.
-fn resplit_head(old: &[Piece], indent: usize, text: &str, delta: i64) -> Option<(usize, Arc<[Piece]>)> {
+fn resplit_head(
+    old: &[Piece],
+    indent: usize,
+    text: &str,
+    delta: i64,
+) -> Option<(usize, Arc<[Piece]>)> {
     let next = old.get(1)?;
     let (first, first_indent) = first_equation(text)?;
     if first as i64 != next.start as i64 + delta || first_indent != indent {
@@ -386,7 +419,9 @@ pub fn item_parse<'db>(db: &'db dyn Db, item: Item<'db>) -> Arc<ItemSyntax> {
         // last one is a stand-in here: the whole file must say it.
         let last = k + 1 == starts.len();
         let reaches_past = |errors: &[Diagnostic]| errors.iter().any(|d| d.range.end > end - start);
-        match parse_equation(&text[start as usize..], end - start).filter(|(_, e)| !(last && reaches_past(e))) {
+        match parse_equation(&text[start as usize..], end - start)
+            .filter(|(_, e)| !(last && reaches_past(e)))
+        {
             Some((eqn, errors)) => {
                 let text = &chunk[start as usize..end as usize];
                 out.eqns.push(EqnSyntax {
@@ -417,7 +452,11 @@ fn head_is_valid(head: &str) -> (bool, Vec<Diagnostic>) {
             && p.file.lets.iter().all(|l| l.range.start < m.range.start)
     });
     let len = head.len() as u32;
-    let errors = p.errors.into_iter().filter(|d| d.range.start < len).collect();
+    let errors = p
+        .errors
+        .into_iter()
+        .filter(|d| d.range.start < len)
+        .collect();
     (valid, errors)
 }
 
@@ -482,7 +521,9 @@ pub fn head_parts<'db>(db: &'db dyn Db, head: Item<'db>) -> Option<HeadParts<'db
         .map(|&(at, kind)| match kind {
             PartKind::Let => {
                 let name = text[at + "let ".len()..].trim_start();
-                let end = name.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(name.len());
+                let end = name
+                    .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .unwrap_or(name.len());
                 SmolStr::new(&name[..end])
             }
             PartKind::Main => SmolStr::default(),
@@ -500,7 +541,13 @@ pub fn head_parts<'db>(db: &'db dyn Db, head: Item<'db>) -> Option<HeadParts<'db
         // Blank lines after a part belong to none (as between chunks).
         let part = &text[at..end];
         let part = &part[..trim_blank_lines(part)];
-        out.parts.push(HeadPart::new(db, head, kind, names[k].clone(), Arc::from(part)));
+        out.parts.push(HeadPart::new(
+            db,
+            head,
+            kind,
+            names[k].clone(),
+            Arc::from(part),
+        ));
         out.starts.push(at as u32);
     }
     Some(out)
@@ -526,7 +573,12 @@ pub fn let_parse<'db>(db: &'db dyn Db, part: HeadPart<'db>) -> Arc<LetSyntax> {
         PartKind::Main => format!("{text}{FOLLOWER}  in () }}\n"),
     };
     let mut p = jaxpr_syntax::parse(&synthetic);
-    let errors: Vec<Diagnostic> = p.errors.iter().filter(|d| d.range.start < len).cloned().collect();
+    let errors: Vec<Diagnostic> = p
+        .errors
+        .iter()
+        .filter(|d| d.range.start < len)
+        .cloned()
+        .collect();
     let main_after = p.file.main.as_ref().is_some_and(|m| match part.kind(db) {
         PartKind::Let => m.range.start >= len,
         PartKind::Main => m.range.start < len && m.eqns.len() == 1 && m.eqns[0].range.start > len,
@@ -650,7 +702,10 @@ pub(crate) fn indent_of(line: &[u8]) -> usize {
 
 fn is_blank_or_comment(rest: &[u8]) -> bool {
     matches!(rest.first(), None | Some(b'\n' | b'\r' | b'#'))
-        || rest.iter().take_while(|&&c| c != b'\n').all(|c| c.is_ascii_whitespace())
+        || rest
+            .iter()
+            .take_while(|&&c| c != b'\n')
+            .all(|c| c.is_ascii_whitespace())
 }
 
 /// The length of `text` without its trailing blank lines.
@@ -758,7 +813,10 @@ mod tests {
                 let eqn = e.eqn.as_ref().expect("parsed");
                 let base = start + at;
                 let w = &main.eqns[seen];
-                assert_eq!(&t[eqn.range.shifted(base).as_usize()], &t[w.range.as_usize()]);
+                assert_eq!(
+                    &t[eqn.range.shifted(base).as_usize()],
+                    &t[w.range.as_usize()]
+                );
                 assert_eq!(eqn.primitive.text, w.primitive.text);
                 seen += 1;
             }
@@ -776,7 +834,8 @@ mod tests {
         let before = parse_all(&db, file);
         db.take_executed();
         let at = t.find("v300:f32[3] = sin x").unwrap() + "v300:f32[3] = sin".len();
-        file.set_text(&mut db).to(format!("{} {}", &t[..at], &t[at..]));
+        file.set_text(&mut db)
+            .to(format!("{} {}", &t[..at], &t[at..]));
         let after = parse_all(&db, file);
         assert_eq!(executed_names(&db), ["split", "item_parse"]);
         assert_eq!(before.len(), after.len());
@@ -795,7 +854,11 @@ mod tests {
         parse_all(&db, file);
         let head_edit = t.replacen("sin a", "cos a", 1);
         file.set_text(&mut db).to(head_edit.clone());
-        let items = split(&db, file).as_ref().expect("the file splits").items.clone();
+        let items = split(&db, file)
+            .as_ref()
+            .expect("the file splits")
+            .items
+            .clone();
         let texts: Vec<ItemText> = items.iter().map(|i| i.text(&db).clone()).collect();
         let cache = db.splits().files.lock().unwrap();
         let (_, pieces) = &cache[&file.as_id()];
@@ -808,13 +871,22 @@ mod tests {
         drop(cache);
         // And an edit inside an equation then keeps the other items' texts.
         let at = head_edit.find("v300:f32[3] = sin x").unwrap() + "v300:f32[3] = sin".len();
-        file.set_text(&mut db).to(format!("{} {}", &head_edit[..at], &head_edit[at..]));
-        let after = split(&db, file).as_ref().expect("the file splits").items.clone();
+        file.set_text(&mut db)
+            .to(format!("{} {}", &head_edit[..at], &head_edit[at..]));
+        let after = split(&db, file)
+            .as_ref()
+            .expect("the file splits")
+            .items
+            .clone();
         assert_eq!(after.len(), texts.len());
         let shared = (texts.iter().zip(&after))
             .filter(|(a, b)| Arc::ptr_eq(&a.0, &b.text(&db).0))
             .count();
-        assert_eq!(shared, texts.len() - 1, "every item but the edited one keeps its text");
+        assert_eq!(
+            shared,
+            texts.len() - 1,
+            "every item but the edited one keeps its text"
+        );
     }
 
     /// Whatever the last split, the split of a text is the same: after
@@ -824,7 +896,15 @@ mod tests {
     fn a_split_from_the_last_one_is_the_whole_texts() {
         let pieces = |p: &[Piece]| -> Vec<(u32, Option<ItemKind>, SmolStr, String, Vec<u32>)> {
             p.iter()
-                .map(|p| (p.start, p.kind, p.name.clone(), p.text.to_string(), p.eqn_starts.to_vec()))
+                .map(|p| {
+                    (
+                        p.start,
+                        p.kind,
+                        p.name.clone(),
+                        p.text.to_string(),
+                        p.eqn_starts.to_vec(),
+                    )
+                })
                 .collect()
         };
         let mut seed = 0x9E37_79B9_7F4A_7C15u64;
@@ -834,14 +914,30 @@ mod tests {
             seed ^= seed << 17;
             (seed % n as u64) as usize
         };
-        let inserts = ["x", " ", "\n", "\n    ", "1,", ". let\n", ". let\n    y:f32[] = sin x\n", "\n{ ", "in ", "let g = ", "#"];
+        let inserts = [
+            "x",
+            " ",
+            "\n",
+            "\n    ",
+            "1,",
+            ". let\n",
+            ". let\n    y:f32[] = sin x\n",
+            "\n{ ",
+            "in ",
+            "let g = ",
+            "#",
+        ];
         let (mut resplits, mut heads) = (0, 0);
         let mut text = text(700);
         let (mut indent, mut last) = split_whole(&text).expect("the file splits");
         for round in 0..400 {
             // Half the edits land in the head.
             let head_end = last[1].start as usize;
-            let mut at = if round % 2 == 0 { next(head_end) } else { next(text.len()) };
+            let mut at = if round % 2 == 0 {
+                next(head_end)
+            } else {
+                next(text.len())
+            };
             while !text.is_char_boundary(at) {
                 at -= 1;
             }
@@ -881,7 +977,8 @@ mod tests {
         db.take_executed();
         // The line where the third item starts.
         let at = items[2].1 as usize;
-        file.set_text(&mut db).to(format!("{}\n{}", &t[..at], &t[at..]));
+        file.set_text(&mut db)
+            .to(format!("{}\n{}", &t[..at], &t[at..]));
         let again = parse_all(&db, file);
         assert_eq!(executed_names(&db), ["split"]);
         assert_eq!(again[3].1, items[3].1 + 1, "later items moved");
@@ -929,10 +1026,12 @@ mod tests {
         let t = text(500);
         let file = SourceFile::new(&db, "t.jaxpr".into(), t.clone());
         checks_run(&db, file);
-        file.set_text(&mut db).to(t.replace("v300:f32[3] = sin x", "v300:f32[3] = cos x"));
+        file.set_text(&mut db)
+            .to(t.replace("v300:f32[3] = sin x", "v300:f32[3] = cos x"));
         assert_eq!(checks_run(&db, file), ["chunk_check"]);
         // An error is found, and goes when the edit is undone.
-        file.set_text(&mut db).to(t.replace("v300:f32[3] = sin x", "v300:f32[3] = sin y"));
+        file.set_text(&mut db)
+            .to(t.replace("v300:f32[3] = sin x", "v300:f32[3] = sin y"));
         assert_eq!(checks_run(&db, file), ["chunk_check"]);
         assert_eq!(item_diagnostics(&db, file).map(|d| d.len()), Some(1));
         file.set_text(&mut db).to(t.clone());
@@ -950,13 +1049,18 @@ mod tests {
         let file = SourceFile::new(&db, "t.jaxpr".into(), t.clone());
         checks_run(&db, file);
         let body = "    b:f32[3] = sin a\n";
-        file.set_text(&mut db).to(t.replacen(body, "    b:f32[3] = tanh a\n", 1));
+        file.set_text(&mut db)
+            .to(t.replacen(body, "    b:f32[3] = tanh a\n", 1));
         assert_eq!(checks_run(&db, file), ["head_outline", "let_check"]);
         let changed = "    b:f32[4] = tanh a\n  in (b,) } in";
-        file.set_text(&mut db).to(t.replacen(&format!("{body}  in (b,) }} in"), changed, 1));
+        file.set_text(&mut db)
+            .to(t.replacen(&format!("{body}  in (b,) }} in"), changed, 1));
         let ran = checks_run(&db, file);
         assert!(ran.contains(&"head_outline".to_string()));
-        assert!(ran.iter().filter(|q| *q == "chunk_check").count() > 1, "{ran:?}");
+        assert!(
+            ran.iter().filter(|q| *q == "chunk_check").count() > 1,
+            "{ran:?}"
+        );
     }
 
     /// Three `let`s (`g` calls `f`) before a main jaxpr of `n` equations
@@ -1013,7 +1117,11 @@ mod tests {
         assert_eq!(*d, crate::diagnostics_from_scratch(&edited));
         let (ran, ids) = let_checks(&db);
         assert_eq!(ids, [id(&before[1])], "{ran:?}");
-        assert!(!ran.iter().any(|q| q.starts_with("chunk_check") || q.starts_with("main_check")), "{ran:?}");
+        assert!(
+            !ran.iter()
+                .any(|q| q.starts_with("chunk_check") || q.starts_with("main_check")),
+            "{ran:?}"
+        );
         assert_eq!(parts(&db), before, "the parts keep their ids");
         // Inside the first, called by the second, its interface kept: the
         // first alone (the parts did not move: not even the outline).
@@ -1028,7 +1136,11 @@ mod tests {
         // The first's interface changed: it, the second (which calls it) and
         // the equations are checked again; errors at the call sites name
         // the first's binder, wherever it is now.
-        let edited = edited.replacen("a:f32[3]. let\n    b:f32[3] = exp a", "a:f32[4]. let\n    b:f32[4] = exp a", 1);
+        let edited = edited.replacen(
+            "a:f32[3]. let\n    b:f32[3] = exp a",
+            "a:f32[4]. let\n    b:f32[4] = exp a",
+            1,
+        );
         file.set_text(&mut db).to(edited.clone());
         let d = item_diagnostics(&db, file).expect("the items check the file");
         assert_eq!(*d, crate::diagnostics_from_scratch(&edited));
@@ -1045,7 +1157,10 @@ mod tests {
         let edited = edited.replacen("{ lambda ; x:f32[3]. let", "{ lambda ; x:f32[4]. let", 1);
         file.set_text(&mut db).to(edited.clone());
         let ran = checks_run(&db, file);
-        assert!(ran.contains(&"main_check".to_string()) && !ran.contains(&"let_check".to_string()), "{ran:?}");
+        assert!(
+            ran.contains(&"main_check".to_string()) && !ran.contains(&"let_check".to_string()),
+            "{ran:?}"
+        );
     }
 
     /// An edit to a binder's name re-runs the name index, every chunk's
@@ -1063,11 +1178,19 @@ mod tests {
         let count = |ran: &[String], q: &str| ran.iter().filter(|r| *r == q).count();
         for (what, edited, imports) in [
             // Renamed: the equation that reads it reads an undefined name.
-            ("renamed", t.replace("v300:f32[3] = sin x", "v300q:f32[3] = sin x"), chunks),
+            (
+                "renamed",
+                t.replace("v300:f32[3] = sin x", "v300q:f32[3] = sin x"),
+                chunks,
+            ),
             ("back", t.clone(), chunks),
             // Retyped: both equations have an error; the chunks that import
             // nothing of the edited chunk do not look again.
-            ("retyped", t.replace("v300:f32[3] = sin x", "v300:f32[4] = sin x"), 2),
+            (
+                "retyped",
+                t.replace("v300:f32[3] = sin x", "v300:f32[4] = sin x"),
+                2,
+            ),
         ] {
             file.set_text(&mut db).to(edited.clone());
             let d = item_diagnostics(&db, file).expect("the items check the file");
@@ -1089,7 +1212,8 @@ mod tests {
         checks_run(&db, file);
         for line in ["    v123:", "    v400:", "  in (x,)"] {
             let at = t.find(line).unwrap();
-            file.set_text(&mut db).to(format!("{}\n{}", &t[..at], &t[at..]));
+            file.set_text(&mut db)
+                .to(format!("{}\n{}", &t[..at], &t[at..]));
             assert_eq!(checks_run(&db, file), Vec::<String>::new(), "before {line}");
         }
     }
@@ -1105,7 +1229,12 @@ mod tests {
     #[test]
     fn a_text_without_equations_does_not_split() {
         let db = RootDatabase::default();
-        for t in ["", "{ lambda ; a:f32[]. let  in (a,) }", "let", "{ lambda ; . let\n"] {
+        for t in [
+            "",
+            "{ lambda ; a:f32[]. let  in (a,) }",
+            "let",
+            "{ lambda ; . let\n",
+        ] {
             let file = SourceFile::new(&db, "t.jaxpr".into(), t.into());
             assert!(split(&db, file).is_none(), "{t:?}");
         }

@@ -108,13 +108,15 @@ impl Path {
     /// The path of the queries `executed` (as [`RootDatabase::take_executed`]
     /// names them).
     pub fn of(executed: &[String]) -> Path {
-        let ran = |query: &str| {
-            executed.iter().any(|e| e.split('(').next() == Some(query))
-        };
+        let ran = |query: &str| executed.iter().any(|e| e.split('(').next() == Some(query));
         if ran("analysis") {
             Path::Full
         } else if ran("let_check") || ran("main_check") {
-            if ran("chunk_check") { Path::LetAndCallSites } else { Path::Let }
+            if ran("chunk_check") {
+                Path::LetAndCallSites
+            } else {
+                Path::Let
+            }
         } else if ran("name_index") {
             Path::Binders
         } else if ran("chunk_check") {
@@ -172,7 +174,8 @@ pub fn analysis(db: &dyn Db, file: SourceFile) -> Arc<Analysis> {
     let p = parse(db, file);
     let a = Arc::new(interruptible(db, || check::check(&p.file)));
     let lines = line_index(db, file);
-    db.bases().offer(file.as_id(), file.text(db), p, a.clone(), lines);
+    db.bases()
+        .offer(file.as_id(), file.text(db), p, a.clone(), lines);
     a
 }
 
@@ -236,7 +239,9 @@ pub fn sharp_bits(db: &dyn Db, file: SourceFile) -> Arc<Vec<Diagnostic>> {
     if !check::sharp::may_find(text) {
         return Arc::new(Vec::new());
     }
-    let out = interruptible(db, || check::check_source(check::Source::Text(text), check::Keep::Diagnostics));
+    let out = interruptible(db, || {
+        check::check_source(check::Source::Text(text), check::Keep::Diagnostics)
+    });
     Arc::new(
         out.analysis
             .diagnostics
@@ -304,7 +309,8 @@ mod tests {
                 salsa::Cancelled::catch(|| query(&handle, file)).is_err()
             });
             std::thread::sleep(std::time::Duration::from_millis(30));
-            file.set_text(&mut db).to("{ lambda ; . let  in () }".into());
+            file.set_text(&mut db)
+                .to("{ lambda ; . let  in () }".into());
             assert!(running.join().unwrap(), "{name}: the query ran to its end");
             assert!(diagnostics(&db, file).is_empty());
         }
@@ -333,20 +339,35 @@ mod tests {
         let costs = Costs { db: &db, file };
         assert_eq!(costs.jaxpr(let_f), *whole.jaxpr(let_f));
         let ran = db.take_executed();
-        assert_eq!(ran.iter().filter(|q| q.starts_with("item_costs")).count(), 1, "{ran:?}");
+        assert_eq!(
+            ran.iter().filter(|q| q.starts_with("item_costs")).count(),
+            1,
+            "{ran:?}"
+        );
         // The `let`'s item leaves the main jaxpr's equations unknown.
         let let_item = item_costs(&db, file, let_f.0);
-        assert_eq!(let_item.eqn(a.jaxpr(main).eqns[1]).total, jaxpr_cost::Cost::unknown());
+        assert_eq!(
+            let_item.eqn(a.jaxpr(main).eqns[1]).total,
+            jaxpr_cost::Cost::unknown()
+        );
         for (i, _) in a.eqns.iter().enumerate() {
             assert_eq!(costs.eqn(EqnId(i as u32)), *whole.eqn(EqnId(i as u32)));
         }
         assert_eq!(costs.jaxpr(main), *whole.jaxpr(main));
         let ran = db.take_executed();
-        assert_eq!(ran.iter().filter(|q| q.starts_with("item_costs")).count(), 1, "the main item, once: {ran:?}");
+        assert_eq!(
+            ran.iter().filter(|q| q.starts_with("item_costs")).count(),
+            1,
+            "the main item, once: {ran:?}"
+        );
         // An edit computes them again.
-        file.set_text(&mut db).to(text.replace("v3:f32[3] = mul v2 y", "v3:f32[3] = exp v2"));
+        file.set_text(&mut db)
+            .to(text.replace("v3:f32[3] = mul v2 y", "v3:f32[3] = exp v2"));
         let costs = Costs { db: &db, file };
-        assert_eq!(costs.jaxpr(main).total.transcendentals, jaxpr_cost::Amount::constant(6));
+        assert_eq!(
+            costs.jaxpr(main).total.transcendentals,
+            jaxpr_cost::Amount::constant(6)
+        );
     }
 
     #[test]
@@ -360,7 +381,10 @@ mod tests {
         file.set_text(&mut db).to(text.replace("sin a", "sin x"));
         let d = diagnostics(&db, file);
         assert_eq!(d.len(), 1);
-        assert_eq!(d[0].kind, jaxpr_syntax::diagnostics::DiagKind::UndefinedVariable);
+        assert_eq!(
+            d[0].kind,
+            jaxpr_syntax::diagnostics::DiagKind::UndefinedVariable
+        );
         // Back to the original text: the analysis is equal to the first one.
         file.set_text(&mut db).to(text.to_string());
         assert_eq!(*analysis(&db, file), *first);

@@ -27,10 +27,11 @@ fn best<T>(mut f: impl FnMut() -> T) -> (T, Duration) {
 fn main() {
     let corpus = std::env::var("JAXPR_CORPUS")
         .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/corpus").into());
-    println!("file                 equations  nodes    parse    model   layout     html      svg      dot  m-e json  html MB");
+    println!(
+        "file                 equations  nodes    parse    model   layout     html      svg      dot  m-e json  html MB"
+    );
     for name in ["transformer150_grad", "transformer600_grad"] {
-        let text =
-            jaxpr_test_support::scale::read_gz(&format!("{corpus}/large/{name}.jaxpr.gz"));
+        let text = jaxpr_test_support::scale::read_gz(&format!("{corpus}/large/{name}.jaxpr.gz"));
         let (parse, t_parse) = best(|| jaxpr_syntax::parse(&text));
         let (graph, t_model) =
             best(|| jaxpr_graph::build(&parse.file, &text, &jaxpr_graph::NoAnnotations));
@@ -47,7 +48,8 @@ fn main() {
             )
         });
         let closed = ExpandToDepth::new(&graph, 0);
-        let (_, t_svg) = best(|| jaxpr_graph::svg(&graph, &jaxpr_graph::SvgOptions { expansion: &closed }));
+        let (_, t_svg) =
+            best(|| jaxpr_graph::svg(&graph, &jaxpr_graph::SvgOptions { expansion: &closed }));
         let (_, t_dot) = best(|| jaxpr_graph::dot(&graph));
         let (_, t_me) = best(|| jaxpr_graph::model_explorer_json(&graph, name));
         let ms = |d: Duration| format!("{:>6.0}ms", d.as_secs_f64() * 1e3);

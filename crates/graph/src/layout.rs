@@ -117,8 +117,8 @@ pub fn layout(graph: &Graph) -> Layout {
             }
         }
         out.block_width[b] = width + 2.0 * BLOCK_PADDING;
-        out.block_height[b] = rows.len() as f32 * ROW_PITCH - (ROW_PITCH - NODE_HEIGHT)
-            + 2.0 * BLOCK_PADDING;
+        out.block_height[b] =
+            rows.len() as f32 * ROW_PITCH - (ROW_PITCH - NODE_HEIGHT) + 2.0 * BLOCK_PADDING;
         out.rows.push(rows);
     }
     out
@@ -168,7 +168,11 @@ fn layout_block(
     for &id in &outputs {
         out.row[id.0 as usize] = last_row + 1;
     }
-    let row_count = nodes.iter().map(|n| out.row[n.0 as usize]).max().map_or(0, |m| m + 1);
+    let row_count = nodes
+        .iter()
+        .map(|n| out.row[n.0 as usize])
+        .max()
+        .map_or(0, |m| m + 1);
     let mut rows: Vec<Vec<NodeId>> = vec![Vec::new(); row_count as usize];
     for &id in nodes {
         rows[out.row[id.0 as usize] as usize].push(id);
@@ -190,7 +194,14 @@ fn layout_block(
                 } else {
                     above.iter().sum::<f32>() / above.len() as f32
                 };
-                (if want.is_nan() { k as f32 * 1e-3 - 1e9 } else { want }, id)
+                (
+                    if want.is_nan() {
+                        k as f32 * 1e-3 - 1e9
+                    } else {
+                        want
+                    },
+                    id,
+                )
             })
             .collect();
         // Nodes with nothing above keep their text order, first.
@@ -280,9 +291,7 @@ pub fn place(graph: &Graph, layout: &Layout, expansion: &dyn Expansion) -> Place
         nodes: vec![None; graph.nodes.len()],
         blocks: vec![None; graph.blocks.len()],
         open: (0..graph.nodes.len())
-            .map(|i| {
-                !graph.nodes[i].children.is_empty() && expansion.is_expanded(NodeId(i as u32))
-            })
+            .map(|i| !graph.nodes[i].children.is_empty() && expansion.is_expanded(NodeId(i as u32)))
             .collect(),
         width: 0.0,
         height: 0.0,
@@ -305,7 +314,16 @@ pub fn place(graph: &Graph, layout: &Layout, expansion: &dyn Expansion) -> Place
     let mut x = 0.0;
     for &root in &graph.roots {
         let (w, h) = block_size[root.0 as usize];
-        place_block(graph, layout, root, x, 0.0, &block_size, &node_size, &mut placement);
+        place_block(
+            graph,
+            layout,
+            root,
+            x,
+            0.0,
+            &block_size,
+            &node_size,
+            &mut placement,
+        );
         x += w + BLOCK_GAP;
         placement.height = placement.height.max(h);
     }

@@ -17,8 +17,8 @@ pub use model::{
     Annotation, Block, BlockId, Edge, EquationAnnotator, Graph, NoAnnotations, Node, NodeId,
     NodeKind, Value, build,
 };
+pub use render::Position;
 pub use render::dot::dot;
 pub use render::html::{HtmlOptions, html};
 pub use render::model_explorer::model_explorer_json;
 pub use render::svg::{SvgOptions, svg};
-pub use render::Position;

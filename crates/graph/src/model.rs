@@ -225,8 +225,7 @@ impl Builder<'_> {
     }
 
     fn type_text(&self, ty: Option<&ast::TypeExpr>) -> String {
-        ty.map(|t| compact(self.slice(t.range)))
-            .unwrap_or_default()
+        ty.map(|t| compact(self.slice(t.range))).unwrap_or_default()
     }
 
     fn add_node(&mut self, mut node: Node) -> NodeId {
@@ -305,7 +304,11 @@ impl Builder<'_> {
         for atom in &jaxpr.outvars {
             let source = self.operand(atom, &scope, block);
             let ty = source
-                .map(|(node, port)| self.graph.nodes[node.0 as usize].values[port as usize].ty.clone())
+                .map(|(node, port)| {
+                    self.graph.nodes[node.0 as usize].values[port as usize]
+                        .ty
+                        .clone()
+                })
                 .unwrap_or_default();
             let label = compact(self.slice(atom.range()));
             let id = self.add_node(Node {

@@ -44,7 +44,11 @@ fn check(graph: &Graph, depth: u32) {
         assert!(drawn, "block {b} is drawn inside a closed group");
         for (i, &a) in block.nodes.iter().enumerate() {
             let ra = placed.nodes[a.0 as usize].expect("a drawn block's nodes are drawn");
-            assert!(inside(&ra, &rect), "node {a:?} outside block {}", block.title);
+            assert!(
+                inside(&ra, &rect),
+                "node {a:?} outside block {}",
+                block.title
+            );
             for &other in &block.nodes[i + 1..] {
                 let rb = placed.nodes[other.0 as usize].unwrap();
                 assert!(!overlap(&ra, &rb), "{a:?} {ra:?} overlaps {other:?} {rb:?}");
@@ -53,7 +57,11 @@ fn check(graph: &Graph, depth: u32) {
         if let Some(owner) = block.owner {
             let group = placed.nodes[owner.0 as usize].unwrap();
             assert!(placed.open[owner.0 as usize]);
-            assert!(inside(&rect, &group), "block {} outside its group", block.title);
+            assert!(
+                inside(&rect, &group),
+                "block {} outside its group",
+                block.title
+            );
         }
     }
     for (node, open) in placed.open.iter().enumerate() {
@@ -72,7 +80,11 @@ fn check(graph: &Graph, depth: u32) {
 
 #[test]
 fn open_and_closed_layouts_keep_nodes_apart_and_inside_their_groups() {
-    for name in ["jax/control.jaxpr", "jax/nested_loops.jaxpr", "catalyst/capture_loop.jaxpr"] {
+    for name in [
+        "jax/control.jaxpr",
+        "jax/nested_loops.jaxpr",
+        "catalyst/capture_loop.jaxpr",
+    ] {
         let graph = graph_of(&corpus_file(name));
         assert!(graph.blocks.len() > graph.roots.len(), "{name} has groups");
         for depth in [0, 1, u32::MAX] {
@@ -86,11 +98,20 @@ fn values_flow_from_their_binders_with_their_types() {
     let text = "{ lambda ; a:f32[3] b:i32[]. let\n    c:f32[3] = mul a 2.0:f32[]\n    d:f32[3] = pjit[name=inner jaxpr={ lambda ; e:f32[3]. let f:f32[3] = sin e in (f,) }] c\n  in (d, b) }\n";
     let graph = graph_of(text);
     let labels: Vec<&str> = graph.nodes.iter().map(|n| n.label.as_str()).collect();
-    assert_eq!(labels, ["a", "b", "2.0", "mul", "pjit", "e", "sin", "f", "d", "b"]);
+    assert_eq!(
+        labels,
+        ["a", "b", "2.0", "mul", "pjit", "e", "sin", "f", "d", "b"]
+    );
     let edges: Vec<(&str, &str, &str)> = graph
         .edges
         .iter()
-        .map(|e| (graph.node(e.from).label.as_str(), graph.node(e.to).label.as_str(), graph.edge_type(e)))
+        .map(|e| {
+            (
+                graph.node(e.from).label.as_str(),
+                graph.node(e.to).label.as_str(),
+                graph.edge_type(e),
+            )
+        })
         .collect();
     assert_eq!(
         edges,

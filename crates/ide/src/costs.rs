@@ -115,11 +115,19 @@ fn summary_tooltip(f: &FileView, j: JaxprId, totals: &JaxprCost) -> String {
     let _ = write!(
         s,
         "\nFLOPs: {}\ntranscendentals: {}\nbytes accessed: {}\npeak: {} bytes live",
-        totals.total.flops, totals.total.transcendentals, totals.total.bytes_accessed, totals.peak.bytes
+        totals.total.flops,
+        totals.total.transcendentals,
+        totals.total.bytes_accessed,
+        totals.peak.bytes
     );
     if let Some(e) = totals.peak.at {
         let eqn = a.eqn(e);
-        let _ = write!(s, " at {} (line {})", eqn.primitive, line_of(f.lines, eqn.range.start));
+        let _ = write!(
+            s,
+            " at {} (line {})",
+            eqn.primitive,
+            line_of(f.lines, eqn.range.start)
+        );
     }
     if let XlaCount::Differs(why) = totals.xla {
         let _ = write!(s, "\nXLA's count differs: {why}");
@@ -145,7 +153,13 @@ pub fn compact_amount(amount: &Amount) -> String {
         value /= 1000.0;
         prefix = p;
     }
-    let digits = if value.abs() >= 100.0 { 0 } else if value.abs() >= 10.0 { 1 } else { 2 };
+    let digits = if value.abs() >= 100.0 {
+        0
+    } else if value.abs() >= 10.0 {
+        1
+    } else {
+        2
+    };
     format!("{value:.digits$}{prefix}")
 }
 
@@ -180,7 +194,10 @@ pub struct CostAnnotations<'a> {
 
 impl EquationAnnotator for CostAnnotations<'_> {
     fn annotate(&self, eqn: &ast::Eqn, out: &mut Vec<Annotation>) {
-        let Some(e) = self.analysis.eqn_with_primitive_at(eqn.primitive.range.start) else {
+        let Some(e) = self
+            .analysis
+            .eqn_with_primitive_at(eqn.primitive.range.start)
+        else {
             return;
         };
         let cost = self.costs.eqn(e);
@@ -194,6 +211,9 @@ impl EquationAnnotator for CostAnnotations<'_> {
         if cost.dropped.is_some() {
             value.push_str(" (not lowered)");
         }
-        out.push(Annotation { key: "cost".into(), value });
+        out.push(Annotation {
+            key: "cost".into(),
+            value,
+        });
     }
 }

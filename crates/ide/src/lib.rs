@@ -12,7 +12,7 @@ mod rename;
 mod tokens;
 
 pub use complete::{Completion, CompletionKind, completions};
-pub use costs::{CostAnnotations, CostSource, CostSummary, cost_summaries, compact_amount};
+pub use costs::{CostAnnotations, CostSource, CostSummary, compact_amount, cost_summaries};
 pub use earlier::EarlierView;
 pub use hints::{InlayHint, inlay_hints};
 pub use navigate::{
@@ -46,7 +46,10 @@ impl FileView<'_> {
     pub fn eqn_cost(&self, e: EqnId) -> jaxpr_cost::EqnCost {
         match self.costs {
             Some(costs) => costs.eqn(e),
-            None => self.computed_costs(&[self.analysis.eqn(e).jaxpr]).eqn(e).clone(),
+            None => self
+                .computed_costs(&[self.analysis.eqn(e).jaxpr])
+                .eqn(e)
+                .clone(),
         }
     }
     /// The totals and peak of jaxpr `j`.
@@ -59,7 +62,12 @@ impl FileView<'_> {
     /// The costs of `roots` computed now (a `scan` body counted once per
     /// iteration).
     pub(crate) fn computed_costs(&self, roots: &[JaxprId]) -> jaxpr_cost::FileCost {
-        jaxpr_cost::analyse_jaxprs(&self.parse.file, self.analysis, jaxpr_cost::Options::default(), roots)
+        jaxpr_cost::analyse_jaxprs(
+            &self.parse.file,
+            self.analysis,
+            jaxpr_cost::Options::default(),
+            roots,
+        )
     }
 }
 
@@ -326,7 +334,13 @@ fn sharp_bits_hover(f: &FileView, offset: u32) -> Option<(TextRange, String)> {
     let range = found.first()?.range;
     let mut s = String::new();
     for d in found {
-        let _ = writeln!(s, "**{} {}**: {}\n", d.kind.code(), d.kind.name(), d.message);
+        let _ = writeln!(
+            s,
+            "**{} {}**: {}\n",
+            d.kind.code(),
+            d.kind.name(),
+            d.message
+        );
         let _ = writeln!(s, "{}\n", jaxpr_check::sharp::explain(d.kind));
         for r in &d.related {
             let lc = f.lines.line_col(r.range.start);
@@ -444,7 +458,10 @@ fn var_hover(f: &FileView, v: VarId, bound_by: Option<(&str, u32)>) -> String {
         VarRole::Result { eqn, index } => {
             let e = a.eqn(*eqn);
             let (primitive, line) = bound_by.unwrap_or_else(|| {
-                (e.primitive.as_str(), idx.line_col(e.primitive_range.start).line)
+                (
+                    e.primitive.as_str(),
+                    idx.line_col(e.primitive_range.start).line,
+                )
             });
             format!("result {index} of `{primitive}` (line {})", line + 1)
         }
@@ -479,7 +496,9 @@ fn var_hover(f: &FileView, v: VarId, bound_by: Option<(&str, u32)>) -> String {
     let j = a.jaxpr(info.jaxpr);
     let sized: Vec<&str> = if info.ty.is_int_scalar() {
         let binders = j.constvars.iter().chain(&j.invars).copied().chain(
-            j.eqns.iter().flat_map(|e| a.eqn(*e).outs.iter().flatten().copied()),
+            j.eqns
+                .iter()
+                .flat_map(|e| a.eqn(*e).outs.iter().flatten().copied()),
         );
         binders
             .map(|w| a.var(w))
@@ -557,7 +576,13 @@ fn jaxpr_hover(f: &FileView, j: JaxprId, s: &mut String) {
     let at = totals
         .peak
         .at
-        .map(|e| format!(" at {} (line {})", a.eqn(e).primitive, line_of(idx, a.eqn(e).range.start)))
+        .map(|e| {
+            format!(
+                " at {} (line {})",
+                a.eqn(e).primitive,
+                line_of(idx, a.eqn(e).range.start)
+            )
+        })
         .unwrap_or_default();
     // In a code block, as the types above: symbolic amounts (`2*b*n`) are not markdown.
     let _ = writeln!(

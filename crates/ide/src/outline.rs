@@ -42,7 +42,8 @@ pub fn document_symbols(f: &FileView) -> Vec<Symbol> {
                 JaxprOrigin::Let { name_range, .. } => *name_range,
                 _ => j.lambda_range,
             };
-            let mut symbol = jaxpr_symbol(a, JaxprId(i as u32), name, SymbolKind::Function, selection);
+            let mut symbol =
+                jaxpr_symbol(a, JaxprId(i as u32), name, SymbolKind::Function, selection);
             // A `let`'s symbol spans its name too (a client rejects a
             // selection outside the symbol's range).
             symbol.range = symbol.range.cover(selection);

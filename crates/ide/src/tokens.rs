@@ -211,7 +211,9 @@ impl Walker<'_, '_> {
         // Equations are in text order and do not overlap.
         let w = self.within;
         let first = j.eqns.partition_point(|e| e.range.end < w.start);
-        for e in j.eqns[first..].iter().take_while(|e| e.range.start <= w.end)
+        for e in j.eqns[first..]
+            .iter()
+            .take_while(|e| e.range.start <= w.end)
         {
             for b in &e.outs {
                 self.binder(b);
@@ -323,7 +325,11 @@ let double = { lambda ; a:f32[3]. let b:f32[3] = add a a in (b,) } in
     fn a_range_has_the_tokens_of_the_whole_file_that_touch_it() {
         let parse = jaxpr_syntax::parse(TEXT);
         let analysis = jaxpr_check::check(&parse.file);
-        assert!(analysis.diagnostics.is_empty(), "{:?}", analysis.diagnostics);
+        assert!(
+            analysis.diagnostics.is_empty(),
+            "{:?}",
+            analysis.diagnostics
+        );
         let lines = jaxpr_syntax::LineIndex::new(TEXT);
         let f = FileView {
             text: TEXT,
@@ -334,12 +340,20 @@ let double = { lambda ; a:f32[3]. let b:f32[3] = add a a in (b,) } in
         };
         let whole = semantic_tokens(&f, None);
         let kinds: HashSet<TokenKind> = whole.iter().map(|t| t.kind).collect();
-        assert_eq!(kinds.len(), TokenKind::ALL.len() - 1, "every kind but strings: {kinds:?}");
+        assert_eq!(
+            kinds.len(),
+            TokenKind::ALL.len() - 1,
+            "every kind but strings: {kinds:?}"
+        );
         let n = TEXT.len() as u32;
         for start in (0..n).step_by(7) {
             for len in [0, 1, 13, 80, 400] {
                 let w = TextRange::new(start, (start + len).min(n));
-                let expected: Vec<_> = whole.iter().copied().filter(|t| touches(w, t.range)).collect();
+                let expected: Vec<_> = whole
+                    .iter()
+                    .copied()
+                    .filter(|t| touches(w, t.range))
+                    .collect();
                 assert_eq!(semantic_tokens(&f, Some(w)), expected, "in {w:?}");
             }
         }

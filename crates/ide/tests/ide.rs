@@ -26,7 +26,11 @@ const RESIZE_LOOP: &str = r#"{ lambda ; a:i64[] b:f64[a] c:f64[a]. let
 /// carries the cursor) followed by the annotation line `mark`.
 fn resize_loop(binders: &str, mark: &str) -> String {
     let line = "      body_jaxpr={ lambda ; f:i64[] g:i64[] h:f64[f]. let";
-    let with = if mark.is_empty() { binders.to_string() } else { format!("{binders}\n{mark}") };
+    let with = if mark.is_empty() {
+        binders.to_string()
+    } else {
+        format!("{binders}\n{mark}")
+    };
     RESIZE_LOOP.replace(line, &with)
 }
 
@@ -108,7 +112,8 @@ fn hover_on_a_loop_body_lambda_shows_its_signature_with_de_bruijn_indices() {
             let (range, markdown) = jaxpr_ide::hover(view, cursor).expect("a hover");
             assert_eq!(vec![range], ranges(fx, "hover"));
             assert!(
-                markdown.contains("in_type:  ((i64[], False), (i64[], True), (f64[DBIdx(0)], True))"),
+                markdown
+                    .contains("in_type:  ((i64[], False), (i64[], True), (f64[DBIdx(0)], True))"),
                 "{markdown}"
             );
             assert!(
@@ -146,7 +151,10 @@ fn hover_on_a_reused_key_explains_the_reuse_and_points_at_the_first_use() {
         |_, view, cursor| {
             let (_, markdown) = jaxpr_ide::hover(view, cursor).expect("a hover");
             assert!(markdown.contains("J0013 key-reuse"), "{markdown}");
-            assert!(markdown.contains("line 2:46: consumed here by `random_split`"), "{markdown}");
+            assert!(
+                markdown.contains("line 2:46: consumed here by `random_split`"),
+                "{markdown}"
+            );
             assert!(markdown.contains("jax.random.split"), "{markdown}");
         },
     );
@@ -179,8 +187,14 @@ fn parameter_completion_offers_the_registry_parameters_of_the_primitive() {
                 .into_iter()
                 .map(|c| c.label)
                 .collect();
-            for p in jaxpr_check::registry::lookup("broadcast_in_dim").unwrap().params {
-                assert!(labels.iter().any(|l| l == p), "`{p}` not offered: {labels:?}");
+            for p in jaxpr_check::registry::lookup("broadcast_in_dim")
+                .unwrap()
+                .params
+            {
+                assert!(
+                    labels.iter().any(|l| l == p),
+                    "`{p}` not offered: {labels:?}"
+                );
             }
         },
     );
@@ -190,7 +204,13 @@ fn parameter_completion_offers_the_registry_parameters_of_the_primitive() {
 /// the outer `b` as `g`. Each test puts its cursor and annotation lines in:
 /// `marks` goes under the body's binders, `operand_mark` under the call
 /// site's operands.
-fn capture(body_binders: &str, marks: &str, b_type: &str, last_operand: &str, operand_mark: &str) -> String {
+fn capture(
+    body_binders: &str,
+    marks: &str,
+    b_type: &str,
+    last_operand: &str,
+    operand_mark: &str,
+) -> String {
     format!(
         "{{ lambda ; a:i64[]. let
     b:{b_type} = broadcast_in_dim[broadcast_dimensions=() shape=(None,) sharding=None] 1.0:f64[] a
@@ -235,8 +255,10 @@ fn definition_of_a_dimension_variable_is_its_binder_in_the_same_jaxpr() {
 
 #[test]
 fn definition_of_an_outer_dimension_variable_is_the_main_binder() {
-    let fixture = capture("d:i64[] e:f64[d] f:i64[] g:f64[d]", "", "f64[$0a]", "b", "")
-        .replace("{ lambda ; a:i64[]. let", "{ lambda ; a:i64[]. let\n#          ^ def");
+    let fixture = capture("d:i64[] e:f64[d] f:i64[] g:f64[d]", "", "f64[$0a]", "b", "").replace(
+        "{ lambda ; a:i64[]. let",
+        "{ lambda ; a:i64[]. let\n#          ^ def",
+    );
     let (expected, found) = definition_at(&fixture);
     assert_eq!(expected, vec![found]);
 }
@@ -262,7 +284,10 @@ fn a_nested_binder_and_its_call_site_operand_lead_to_each_other() {
         "",
     );
     with_view(&fixture, |fx, view, cursor| {
-        assert_eq!(jaxpr_ide::implementation(view.analysis, cursor), ranges(fx, "impl"));
+        assert_eq!(
+            jaxpr_ide::implementation(view.analysis, cursor),
+            ranges(fx, "impl")
+        );
     });
 }
 
@@ -288,7 +313,10 @@ fn hover_on_a_dimension_variable_binder_says_what_it_sizes_and_that_it_is_loop_c
         ),
         |_, view, cursor| {
             let (_, markdown) = jaxpr_ide::hover(view, cursor).expect("a hover");
-            assert!(markdown.contains("f:i64[]") && markdown.contains("sizes `h`"), "{markdown}");
+            assert!(
+                markdown.contains("f:i64[]") && markdown.contains("sizes `h`"),
+                "{markdown}"
+            );
             assert!(markdown.contains("loop-carried"), "{markdown}");
         },
     );
@@ -310,13 +338,24 @@ const CIRCUIT: &str = r#"{ lambda ; a:f64[]. let
 
 #[test]
 fn hover_on_a_qubit_shows_the_wire_it_came_from_through_gates_and_measurements() {
-    let at = |name: &str| CIRCUIT.replacen(&format!("{name}:AbstractQbit()"), &format!("$0{name}:AbstractQbit()"), 1);
+    let at = |name: &str| {
+        CIRCUIT.replacen(
+            &format!("{name}:AbstractQbit()"),
+            &format!("$0{name}:AbstractQbit()"),
+            1,
+        )
+    };
     for (qubit, wire) in [("d", "1"), ("e", "1"), ("f", "0"), ("g", "1"), ("h", "1")] {
         with_view(&at(qubit), |_, view, cursor| {
             let (_, markdown) = jaxpr_ide::hover(view, cursor).expect("a hover");
-            assert!(markdown.contains(&format!("{qubit}:AbstractQbit()")), "{markdown}");
             assert!(
-                markdown.contains(&format!("qubit on wire `{wire}` of register `b` (extracted on line")),
+                markdown.contains(&format!("{qubit}:AbstractQbit()")),
+                "{markdown}"
+            );
+            assert!(
+                markdown.contains(&format!(
+                    "qubit on wire `{wire}` of register `b` (extracted on line"
+                )),
                 "{qubit}: {markdown}"
             );
         });
@@ -329,11 +368,14 @@ fn hover_and_definition_work_on_quantum_primitives_and_values() {
     let (_, at) = definition_at(&fixture);
     let binder = CIRCUIT.find("h:AbstractQbit()").unwrap() as u32;
     assert_eq!((at.start, at.end), (binder, binder + 1));
-    with_view(&CIRCUIT.replace("= expval", "= $0expval"), |_, view, cursor| {
-        let (_, markdown) = jaxpr_ide::hover(view, cursor).expect("a hover");
-        let doc = jaxpr_check::registry::lookup("expval").unwrap().doc;
-        assert!(markdown.contains(doc), "{markdown}");
-    });
+    with_view(
+        &CIRCUIT.replace("= expval", "= $0expval"),
+        |_, view, cursor| {
+            let (_, markdown) = jaxpr_ide::hover(view, cursor).expect("a hover");
+            let doc = jaxpr_check::registry::lookup("expval").unwrap().doc;
+            assert!(markdown.contains(doc), "{markdown}");
+        },
+    );
 }
 
 #[test]
@@ -347,7 +389,10 @@ fn hover_on_a_primitive_shows_its_cost() {
         |_, view, cursor| {
             let (_, markdown) = jaxpr_ide::hover(view, cursor).expect("a hover");
             // 2 x 15 results x 4 contracted; 48 + 80 bytes read, 60 written.
-            assert!(markdown.contains("cost: 120 FLOPs, 0 transcendentals, 188 bytes accessed"), "{markdown}");
+            assert!(
+                markdown.contains("cost: 120 FLOPs, 0 transcendentals, 188 bytes accessed"),
+                "{markdown}"
+            );
         },
     );
 }
@@ -362,9 +407,16 @@ fn hover_on_a_lambda_shows_its_totals_and_symbolic_peak() {
 "#,
         |_, view, cursor| {
             let (_, markdown) = jaxpr_ide::hover(view, cursor).expect("a hover");
-            assert!(markdown.contains("total cost: b*n FLOPs, b*n transcendentals, 20*b*n bytes accessed"), "{markdown}");
+            assert!(
+                markdown
+                    .contains("total cost: b*n FLOPs, b*n transcendentals, 20*b*n bytes accessed"),
+                "{markdown}"
+            );
             // a and c live while d is made.
-            assert!(markdown.contains("peak:       12*b*n bytes live at mul"), "{markdown}");
+            assert!(
+                markdown.contains("peak:       12*b*n bytes live at mul"),
+                "{markdown}"
+            );
         },
     );
 }
@@ -406,7 +458,11 @@ fn incoming_calls_of_a_let_are_its_callers_with_each_call_site() {
         "      jaxpr={ lambda ; g:f32[3]. let h:f32[3] = pjit[name=f jaxpr=_f] g in (h,) }\n#                                                                 ^^ nested\n",
     );
     with_view(&fixture, |fx, view, cursor| {
-        assert!(view.analysis.diagnostics.is_empty(), "{:?}", view.analysis.diagnostics);
+        assert!(
+            view.analysis.diagnostics.is_empty(),
+            "{:?}",
+            view.analysis.diagnostics
+        );
         let item = jaxpr_ide::prepare_call_hierarchy(view.analysis, view.lines, cursor).unwrap();
         assert_eq!(item.name, "_f");
         assert_eq!(item.detail, "((f32[3], True),) -> ((f32[3], True),)");
@@ -420,12 +476,7 @@ fn incoming_calls_of_a_let_are_its_callers_with_each_call_site() {
 
 #[test]
 fn outgoing_calls_of_the_main_jaxpr_are_the_let_and_the_inline_jaxpr() {
-    let fixture = calls_fixture(
-        1,
-        "{ lambda ; $0c:f32[3]. let",
-        "",
-    )
-    .replace(
+    let fixture = calls_fixture(1, "{ lambda ; $0c:f32[3]. let", "").replace(
         "    i:f32[3] = pjit[\n",
         "    i:f32[3] = pjit[\n#              ^^^^ inline\n",
     );
@@ -458,7 +509,10 @@ fn selection_grows_from_an_operand_to_the_file() {
         assert_eq!(chain[1], ranges(fx, "eqn")[0]);
         let main = view.parse.file.main.as_ref().unwrap();
         let body = main.eqns[0].range.cover(main.eqns[2].range);
-        assert_eq!(chain[2..], [body, main.range, TextRange::new(0, view.text.len() as u32)]);
+        assert_eq!(
+            chain[2..],
+            [body, main.range, TextRange::new(0, view.text.len() as u32)]
+        );
     });
 }
 
@@ -475,24 +529,40 @@ fn selection_inside_a_nested_jaxpr_walks_out_through_its_parameter_and_equation(
         let main = view.parse.file.main.as_ref().unwrap();
         let outer = &main.eqns[2];
         let param = outer.param("jaxpr").unwrap();
-        let ast::ExprKind::Jaxpr(inner) = &param.value.kind else { panic!("a jaxpr") };
-        for expected in [inner.eqns[0].range, inner.range, param.range, outer.params_range.unwrap(), outer.range, main.range] {
+        let ast::ExprKind::Jaxpr(inner) = &param.value.kind else {
+            panic!("a jaxpr")
+        };
+        for expected in [
+            inner.eqns[0].range,
+            inner.range,
+            param.range,
+            outer.params_range.unwrap(),
+            outer.range,
+            main.range,
+        ] {
             assert!(chain.contains(&expected), "{expected:?} not in {chain:?}");
         }
         // Innermost first: each range inside the next.
-        assert!(chain.windows(2).all(|w| w[1].start <= w[0].start && w[0].end <= w[1].end && w[0] != w[1]));
+        assert!(
+            chain
+                .windows(2)
+                .all(|w| w[1].start <= w[0].start && w[0].end <= w[1].end && w[0] != w[1])
+        );
     });
 }
 
 #[test]
 fn named_jaxprs_are_every_jaxpr_of_the_file_and_queries_match_in_order() {
-    with_view(&calls_fixture(1, "{ lambda ; $0c:f32[3]. let", ""), |_, view, _| {
-        let names: Vec<String> = jaxpr_ide::named_jaxprs(view.analysis, view.lines)
-            .into_iter()
-            .map(|c| c.name)
-            .collect();
-        assert_eq!(names, ["_f", "main", "jaxpr of pjit (line 5)"]);
-    });
+    with_view(
+        &calls_fixture(1, "{ lambda ; $0c:f32[3]. let", ""),
+        |_, view, _| {
+            let names: Vec<String> = jaxpr_ide::named_jaxprs(view.analysis, view.lines)
+                .into_iter()
+                .map(|c| c.name)
+                .collect();
+            assert_eq!(names, ["_f", "main", "jaxpr of pjit (line 5)"]);
+        },
+    );
     assert!(jaxpr_ide::matches_query("jaxpr of pjit (line 5)", "jpjit"));
     assert!(jaxpr_ide::matches_query("_where", "WHR"));
     assert!(!jaxpr_ide::matches_query("_where", "wx"));
@@ -503,13 +573,32 @@ fn named_jaxprs_are_every_jaxpr_of_the_file_and_queries_match_in_order() {
 /// otherwise), on real files: `let` definitions, nested jaxprs, loops.
 #[test]
 fn outline_symbols_nest_their_selections_and_children() {
-    fn walk(symbols: &[jaxpr_ide::Symbol], parent: Option<TextRange>, file: &str, seen: &mut usize) {
+    fn walk(
+        symbols: &[jaxpr_ide::Symbol],
+        parent: Option<TextRange>,
+        file: &str,
+        seen: &mut usize,
+    ) {
         for s in symbols {
             *seen += 1;
-            let inside = |inner: TextRange, outer: TextRange| outer.start <= inner.start && inner.end <= outer.end;
-            assert!(inside(s.selection, s.range), "{file}: `{}` selects {:?} outside {:?}", s.name, s.selection, s.range);
+            let inside = |inner: TextRange, outer: TextRange| {
+                outer.start <= inner.start && inner.end <= outer.end
+            };
+            assert!(
+                inside(s.selection, s.range),
+                "{file}: `{}` selects {:?} outside {:?}",
+                s.name,
+                s.selection,
+                s.range
+            );
             if let Some(p) = parent {
-                assert!(inside(s.range, p), "{file}: `{}` at {:?} outside its parent {:?}", s.name, s.range, p);
+                assert!(
+                    inside(s.range, p),
+                    "{file}: `{}` at {:?} outside its parent {:?}",
+                    s.name,
+                    s.range,
+                    p
+                );
             }
             walk(&s.children, Some(s.range), file, seen);
         }
@@ -528,8 +617,19 @@ fn outline_symbols_nest_their_selections_and_children() {
         let parse = jaxpr_syntax::parse(&text);
         let analysis = jaxpr_check::check(&parse.file);
         let lines = LineIndex::new(&text);
-        let view = FileView { text: &text, parse: &parse, analysis: &analysis, lines: &lines, costs: None };
-        walk(&jaxpr_ide::document_symbols(&view), None, &path.display().to_string(), &mut seen);
+        let view = FileView {
+            text: &text,
+            parse: &parse,
+            analysis: &analysis,
+            lines: &lines,
+            costs: None,
+        };
+        walk(
+            &jaxpr_ide::document_symbols(&view),
+            None,
+            &path.display().to_string(),
+            &mut seen,
+        );
     }
     assert!(seen >= 50, "{seen} symbols");
 }
@@ -562,10 +662,17 @@ const COST_SUMMARIES: &str = r#"let _f = { lambda ; a:f32[3]. let b:f32[3] = sin
 #[test]
 fn cost_summaries_give_each_jaxprs_totals_on_its_let_name_or_lambda() {
     with_view(&format!("{COST_SUMMARIES}$0"), |fx, view, _| {
-        assert!(view.analysis.diagnostics.is_empty(), "{:?}", view.analysis.diagnostics);
+        assert!(
+            view.analysis.diagnostics.is_empty(),
+            "{:?}",
+            view.analysis.diagnostics
+        );
         let whole = TextRange::new(0, view.text.len() as u32);
         let summaries = jaxpr_ide::cost_summaries(view, whole);
-        let found: Vec<(TextRange, &str)> = summaries.iter().map(|s| (s.anchor, s.label.as_str())).collect();
+        let found: Vec<(TextRange, &str)> = summaries
+            .iter()
+            .map(|s| (s.anchor, s.label.as_str()))
+            .collect();
         let expected: Vec<(TextRange, &str)> = fx
             .annotations
             .iter()
@@ -576,8 +683,18 @@ fn cost_summaries_give_each_jaxprs_totals_on_its_let_name_or_lambda() {
         // tooltip has the exact amounts and where the peak is reached.
         let first_line = view.text.lines().next().unwrap();
         assert_eq!(summaries[0].line_end as usize, first_line.len());
-        assert!(summaries[1].tooltip.starts_with("the main jaxpr\nFLOPs: 12\n"), "{}", summaries[1].tooltip);
-        assert!(summaries[1].tooltip.contains("bytes live at "), "{}", summaries[1].tooltip);
+        assert!(
+            summaries[1]
+                .tooltip
+                .starts_with("the main jaxpr\nFLOPs: 12\n"),
+            "{}",
+            summaries[1].tooltip
+        );
+        assert!(
+            summaries[1].tooltip.contains("bytes live at "),
+            "{}",
+            summaries[1].tooltip
+        );
         // A range holding only the scan's line has only the scan body's summary.
         let scan_body = view.text.find("jaxpr={").unwrap() as u32;
         let only = jaxpr_ide::cost_summaries(view, TextRange::new(scan_body, scan_body + 20));
@@ -585,7 +702,14 @@ fn cost_summaries_give_each_jaxprs_totals_on_its_let_name_or_lambda() {
         assert_eq!(only[0].label, summaries[2].label);
         // The inlay hint's label keeps FLOPs and the peak.
         let short: Vec<&str> = summaries.iter().map(|s| s.short_label.as_str()).collect();
-        assert_eq!(short, ["cost: 0 FLOPs · peak 24 B", "cost: 12 FLOPs · peak 60 B", "cost: 3 FLOPs · peak 36 B"]);
+        assert_eq!(
+            short,
+            [
+                "cost: 0 FLOPs · peak 24 B",
+                "cost: 12 FLOPs · peak 60 B",
+                "cost: 3 FLOPs · peak 36 B"
+            ]
+        );
     });
 }
 
@@ -609,6 +733,11 @@ fn cost_inlay_labels_fit_vs_codes_default_limit() {
         let whole = TextRange::new(0, view.text.len() as u32);
         let summaries = jaxpr_ide::cost_summaries(view, whole);
         assert_eq!(summaries[0].short_label, "cost: 2.00P FLOPs · peak 120 GB");
-        assert!(summaries.iter().all(|s| s.short_label.chars().count() <= 43), "{summaries:?}");
+        assert!(
+            summaries
+                .iter()
+                .all(|s| s.short_label.chars().count() <= 43),
+            "{summaries:?}"
+        );
     });
 }

@@ -22,7 +22,9 @@ use std::time::{Duration, Instant};
 fn corpus() -> PathBuf {
     std::env::var("JAXPR_CORPUS")
         .map(PathBuf::from)
-        .unwrap_or_else(|_| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("../shared/corpus"))
+        .unwrap_or_else(|_| {
+            PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("../shared/corpus")
+        })
 }
 
 fn gunzip(path: &PathBuf) -> String {
@@ -106,7 +108,12 @@ fn main() {
         let secs = |s: f64| format!("{s:.2} s");
         let (jax_cols, ratios) = match jax.iter().find(|j| j.0 == n) {
             Some(&(_, whole, lowering, from_jaxpr)) => (
-                format!("{} | {} | {}", secs(whole), secs(from_jaxpr), secs(lowering)),
+                format!(
+                    "{} | {} | {}",
+                    secs(whole),
+                    secs(from_jaxpr),
+                    secs(lowering)
+                ),
                 format!(
                     "{}, {}, {}",
                     speed_up(whole),

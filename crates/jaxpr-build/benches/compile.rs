@@ -45,7 +45,8 @@ fn python() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("JAXPR_BENCH_PYTHON") {
         return Some(PathBuf::from(p));
     }
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), PathBuf::from);
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), PathBuf::from);
     ["venv-trace", "oracle-venv"]
         .iter()
         .map(|v| target.join(v).join("bin/python"))
@@ -67,7 +68,8 @@ impl Xla {
         if self.timings.is_empty() {
             return None;
         }
-        let pick = |f: fn(&(f64, f64, f64)) -> f64| median_f64(self.timings.iter().map(f).collect());
+        let pick =
+            |f: fn(&(f64, f64, f64)) -> f64| median_f64(self.timings.iter().map(f).collect());
         Some((pick(|t| t.0), pick(|t| t.1), pick(|t| t.2)))
     }
 }
@@ -102,7 +104,11 @@ fn xla(python: &Path, dir: &Path, runs: usize, sizes: &[u32]) -> Vec<Xla> {
                 n: f.first()?.parse().ok()?,
                 eqns: f.get(1)?.parse().ok()?,
                 jaxpr: PathBuf::from(f.get(4)?),
-                timings: if compile.is_nan() { Vec::new() } else { vec![timing] },
+                timings: if compile.is_nan() {
+                    Vec::new()
+                } else {
+                    vec![timing]
+                },
             })
         })
         .collect()
@@ -134,7 +140,11 @@ fn build_once(file: &Path, out: &Path) -> Build {
         file.display()
     );
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    (elapsed, usage.ru_maxrss as u64 * 1024, tv(usage.ru_utime) + tv(usage.ru_stime))
+    (
+        elapsed,
+        usage.ru_maxrss as u64 * 1024,
+        tv(usage.ru_utime) + tv(usage.ru_stime),
+    )
 }
 
 fn median(mut xs: Vec<Duration>) -> Duration {
@@ -168,7 +178,13 @@ fn row(n: u32, eqns: usize, builds: &[Build], xla: Option<(f64, f64, f64)>) {
             format!("{x:.2} s"),
             format!("{:.2}", cpu / x),
         ),
-        None => ("not run".into(), "not run".into(), "-".into(), "not run".into(), "-".into()),
+        None => (
+            "not run".into(),
+            "not run".into(),
+            "-".into(),
+            "not run".into(),
+            "-".into(),
+        ),
     };
     println!(
         "| {n} | {eqns} | {ours:.2} s | {} MB | {compile} | {whole} | {ratio} | {:.0} ms | {cpu:.2} s | {xla_cpu} | {cpu_ratio} |",
@@ -179,14 +195,22 @@ fn row(n: u32, eqns: usize, builds: &[Build], xla: Option<(f64, f64, f64)>) {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let opt = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1));
+    let opt = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+    };
     let sizes: Vec<u32> = opt("--sizes").map_or(vec![2, 8, 32, 150], |s| {
-        s.split(',').map(|x| x.parse().expect("--sizes N,N,...")).collect()
+        s.split(',')
+            .map(|x| x.parse().expect("--sizes N,N,..."))
+            .collect()
     });
     let runs: usize = opt("--runs").map_or(3, |r| r.parse().expect("--runs N"));
     let with_600 = args.iter().any(|a| a == "--with-600");
     let Some(python) = python() else {
-        eprintln!("no jax 0.10.2 Python (target/venv-trace, or set JAXPR_BENCH_PYTHON): nothing measured");
+        eprintln!(
+            "no jax 0.10.2 Python (target/venv-trace, or set JAXPR_BENCH_PYTHON): nothing measured"
+        );
         return;
     };
     let dir = std::env::temp_dir().join(format!("jaxpr-compile-bench-{}", std::process::id()));
@@ -224,10 +248,22 @@ fn main() {
     if with_600 {
         let gz = corpus().join("large/transformer600_grad.jaxpr.gz");
         let file = dir.join("transformer600_grad.jaxpr");
-        let text = std::process::Command::new("gzip").arg("-dc").arg(&gz).output().expect("gzip");
+        let text = std::process::Command::new("gzip")
+            .arg("-dc")
+            .arg(&gz)
+            .output()
+            .expect("gzip");
         std::fs::write(&file, &text.stdout).expect("write");
-        let eqns = String::from_utf8_lossy(&text.stdout).lines().filter(|l| l.contains(" = ")).count();
-        row(600, eqns, &[build_once(&file, &dir.join("lib600.so"))], None);
+        let eqns = String::from_utf8_lossy(&text.stdout)
+            .lines()
+            .filter(|l| l.contains(" = "))
+            .count();
+        row(
+            600,
+            eqns,
+            &[build_once(&file, &dir.join("lib600.so"))],
+            None,
+        );
     }
     println!("load average after: {}", load_average());
     let _ = std::fs::remove_dir_all(&dir);

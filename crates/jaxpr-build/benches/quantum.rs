@@ -17,10 +17,22 @@ fn main() {
         .arg("catalyst")
         .output()
         .expect("bash runs");
-    assert!(venv.status.success(), "{}", String::from_utf8_lossy(&venv.stderr));
-    let python = String::from_utf8_lossy(&venv.stdout).lines().last().unwrap_or("").trim().to_string();
+    assert!(
+        venv.status.success(),
+        "{}",
+        String::from_utf8_lossy(&venv.stderr)
+    );
+    let python = String::from_utf8_lossy(&venv.stdout)
+        .lines()
+        .last()
+        .unwrap_or("")
+        .trim()
+        .to_string();
     // cargo passes `--bench`; the rest goes to run.py.
-    let extra: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
+    let extra: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
     let status = Command::new(python)
         .arg(root.join("bench/quantum/run.py"))
         .arg("--jaxpr-build")

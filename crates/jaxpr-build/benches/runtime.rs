@@ -24,7 +24,10 @@ fn main() {
         .expect("bash runs");
     assert!(setup.success(), "the oracle's setup.sh failed");
     // cargo passes `--bench`; the rest goes to run.py.
-    let extra: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
+    let extra: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
     let status = Command::new(venv.join("bin/python"))
         .arg(root.join("bench/runtime/run.py"))
         .arg("--jaxpr")

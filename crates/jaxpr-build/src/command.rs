@@ -1,11 +1,11 @@
 //! `jaxpr build` in process: what the `jaxpr-build` binary runs (the
 //! `jaxpr` binary, which links no back end, hands the command to it).
 
+use jaxpr::cli::{self, BuildArgs, Checked, CpuKind, EmitKind};
+use jaxpr_check as check;
 use jaxpr_lower as lower;
 use jaxpr_native as native;
 use jaxpr_stablehlo as stablehlo;
-use jaxpr_check as check;
-use jaxpr::cli::{self, BuildArgs, Checked, CpuKind, EmitKind};
 use std::path::Path;
 
 /// Checks, lowers and writes `path`; diagnostics and exit 1 when the file
@@ -46,7 +46,9 @@ pub fn run(path: &Path, args: BuildArgs) -> i32 {
     if artifact.is_some()
         && let Err(why) = native::check_c_name(&c_name)
     {
-        eprintln!("error: {why}: the library cannot be named `{c_name}` (from {from}); choose another with --name");
+        eprintln!(
+            "error: {why}: the library cannot be named `{c_name}` (from {from}); choose another with --name"
+        );
         return 2;
     }
     // Nothing is written over the input, a special file, or (for a
@@ -74,7 +76,15 @@ pub fn run(path: &Path, args: BuildArgs) -> i32 {
     // written as it is printed. The process exits next: the module is left
     // to the exit to free, as compilers leave theirs.
     if artifact.is_none() {
-        match stablehlo::build_text_to_file(&loaded.text, stablehlo::Options { emit: kind, threefry }, &out, &mut t) {
+        match stablehlo::build_text_to_file(
+            &loaded.text,
+            stablehlo::Options {
+                emit: kind,
+                threefry,
+            },
+            &out,
+            &mut t,
+        ) {
             Ok(Some(module)) => {
                 std::mem::forget(module);
                 if timings {
@@ -102,7 +112,17 @@ pub fn run(path: &Path, args: BuildArgs) -> i32 {
         check::check_source(check::Source::Text(&loaded.text), check::Keep::Everything).parsed();
     let checked = clock.elapsed();
     let result = match artifact {
-        None => stablehlo::build_to_file(&parse, &analysis, stablehlo::Options { emit: kind, threefry }, &out, &mut t).map(std::mem::forget),
+        None => stablehlo::build_to_file(
+            &parse,
+            &analysis,
+            stablehlo::Options {
+                emit: kind,
+                threefry,
+            },
+            &out,
+            &mut t,
+        )
+        .map(std::mem::forget),
         Some((a, _)) => {
             let opts = native::Options {
                 name: c_name.clone(),
@@ -137,11 +157,13 @@ pub fn run(path: &Path, args: BuildArgs) -> i32 {
                             }
                         })
                     })
-                    .map_err(|e| vec![jaxpr_syntax::diagnostics::Diagnostic::error(
-                        jaxpr_syntax::diagnostics::DiagKind::Unsupported,
-                        jaxpr_syntax::TextRange::new(0, 0),
-                        format!("could not start the build thread: {e}"),
-                    )])?
+                    .map_err(|e| {
+                        vec![jaxpr_syntax::diagnostics::Diagnostic::error(
+                            jaxpr_syntax::diagnostics::DiagKind::Unsupported,
+                            jaxpr_syntax::TextRange::new(0, 0),
+                            format!("could not start the build thread: {e}"),
+                        )]
+                    })?
                     .join()
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
             });
@@ -235,8 +257,13 @@ impl Progress {
         use std::io::IsTerminal;
         let wanted = format == cli::Format::Human && std::io::stderr().is_terminal();
         let bar = wanted.then(|| {
-            let bar = indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::hidden());
-            if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} building: {msg} ({elapsed})") {
+            let bar = indicatif::ProgressBar::with_draw_target(
+                None,
+                indicatif::ProgressDrawTarget::hidden(),
+            );
+            if let Ok(style) =
+                indicatif::ProgressStyle::with_template("{spinner} building: {msg} ({elapsed})")
+            {
                 bar.set_style(style);
             }
             bar.enable_steady_tick(std::time::Duration::from_millis(100));

@@ -20,10 +20,10 @@
 //!
 //! Each test prints how many programs were built and refused.
 
-#[path = "../../../tests/common/mod.rs"]
-mod common;
 #[path = "native/abi.rs"]
 mod abi;
+#[path = "../../../tests/common/mod.rs"]
+mod common;
 #[path = "native/valgrind.rs"]
 mod valgrind;
 
@@ -92,7 +92,13 @@ fn input_dtypes(text: &str) -> Vec<Option<String>> {
     info.constvars
         .iter()
         .chain(&info.invars)
-        .map(|&v| a.var(v).ty.dtype.as_ref().map(jaxpr_check::rules::numpy_name))
+        .map(|&v| {
+            a.var(v)
+                .ty
+                .dtype
+                .as_ref()
+                .map(jaxpr_check::rules::numpy_name)
+        })
         .collect()
 }
 
@@ -102,7 +108,12 @@ fn input_dtypes(text: &str) -> Vec<Option<String>> {
 fn in_declared_dtypes(text: &str, mut examples: Vec<Value>) -> Vec<Value> {
     let declared = input_dtypes(text);
     for ex in &mut examples {
-        for (v, d) in ex["inputs"].as_array_mut().unwrap().iter_mut().zip(&declared) {
+        for (v, d) in ex["inputs"]
+            .as_array_mut()
+            .unwrap()
+            .iter_mut()
+            .zip(&declared)
+        {
             if let Some(d) = d {
                 v["dtype"] = Value::from(d.as_str());
             }
@@ -127,7 +138,12 @@ fn widened(dir: &Path, group: &str, name: &str, text: &str, examples: &[Value]) 
         .iter()
         .map(|ex| serde_json::from_str(&wide(&ex.to_string())).unwrap())
         .collect();
-    Program { name: format!("jax/{group}/{name}[c128]"), jaxpr, examples, widened: true }
+    Program {
+        name: format!("jax/{group}/{name}[c128]"),
+        jaxpr,
+        examples,
+        widened: true,
+    }
 }
 
 /// Every program with complex values, and the `c128` versions of the JAX
@@ -146,7 +162,8 @@ fn programs(dir: &Path) -> Vec<Program> {
     for g in groups {
         let group = g.file_name().unwrap().to_str().unwrap().to_string();
         let manifest: Value =
-            serde_json::from_str(&std::fs::read_to_string(g.join("manifest.json")).unwrap()).unwrap();
+            serde_json::from_str(&std::fs::read_to_string(g.join("manifest.json")).unwrap())
+                .unwrap();
         let values: BTreeMap<String, Value> = serde_json::from_str(
             &jaxpr_test_support::scale::read_gz(&g.join("values.json.gz").to_string_lossy()),
         )
@@ -163,7 +180,12 @@ fn programs(dir: &Path) -> Vec<Program> {
                 if group == "lax" {
                     out.push(widened(dir, &group, &name, &text, &examples));
                 }
-                out.push(Program { name: format!("jax/{group}/{name}"), jaxpr, examples, widened: false });
+                out.push(Program {
+                    name: format!("jax/{group}/{name}"),
+                    jaxpr,
+                    examples,
+                    widened: false,
+                });
             }
         }
     }
@@ -178,7 +200,9 @@ fn programs(dir: &Path) -> Vec<Program> {
     for case in cases {
         let jaxpr = case.with_extension("jaxpr");
         let v: Value = serde_json::from_str(&std::fs::read_to_string(&case).unwrap()).unwrap();
-        let Some(examples) = v["examples"].as_array().filter(|e| !e.is_empty()) else { continue };
+        let Some(examples) = v["examples"].as_array().filter(|e| !e.is_empty()) else {
+            continue;
+        };
         if has_complex(&std::fs::read_to_string(&jaxpr).unwrap()) && plain_values(examples) {
             let name = case.file_stem().unwrap().to_str().unwrap();
             out.push(Program {
@@ -223,14 +247,19 @@ fn build(p: &Program, out: &Path, args: &[&str]) -> Result<Built, String> {
 }
 
 /// `f` on every program, on two threads; the errors, in program order.
-fn each(programs: &[Program], f: impl Fn(usize, &Program) -> Result<(), String> + Sync) -> Vec<String> {
+fn each(
+    programs: &[Program],
+    f: impl Fn(usize, &Program) -> Result<(), String> + Sync,
+) -> Vec<String> {
     let failures = Mutex::new(Vec::new());
     let next = Mutex::new(programs.iter().enumerate());
     std::thread::scope(|s| {
         for _ in 0..2 {
             s.spawn(|| {
                 loop {
-                    let Some((k, p)) = next.lock().unwrap().next() else { return };
+                    let Some((k, p)) = next.lock().unwrap().next() else {
+                        return;
+                    };
                     if let Err(e) = f(k, p) {
                         failures.lock().unwrap().push((k, e));
                     }
@@ -252,7 +281,10 @@ fn report(backend: &str, total: usize, refused: &Mutex<Vec<String>>) -> usize {
         let key = r.split(": ").nth(1).unwrap_or(r).to_string();
         *why.entry(key).or_default() += 1;
     }
-    let on_complex = refused.iter().filter(|r| r.contains(" on c64 ") || r.contains(" on c128 ")).count();
+    let on_complex = refused
+        .iter()
+        .filter(|r| r.contains(" on c64 ") || r.contains(" on c128 "))
+        .count();
     println!(
         "{backend}: {} of {total} complex programs built; {} refused (J0012), {on_complex} of them for a primitive on a complex dtype",
         total - refused.len(),
@@ -271,7 +303,11 @@ fn oracle_python() -> PathBuf {
         .arg(&venv)
         .output()
         .expect("bash runs");
-    assert!(out.status.success(), "oracle setup failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "oracle setup failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     venv.join("bin/python")
 }
 
@@ -280,7 +316,11 @@ fn complex_programs_run_on_xla_with_the_recorded_values() {
     let dir = out_dir().join("stablehlo");
     std::fs::create_dir_all(&dir).unwrap();
     let programs = programs(&dir);
-    assert!(programs.len() >= 700, "{} complex programs with values", programs.len());
+    assert!(
+        programs.len() >= 700,
+        "{} complex programs with values",
+        programs.len()
+    );
     let refused = Mutex::new(Vec::new());
     let built = Mutex::new(Vec::new());
     let mut failures = each(&programs, |k, p| {
@@ -305,7 +345,8 @@ fn complex_programs_run_on_xla_with_the_recorded_values() {
     let oracle = common::corpus().join("../oracle/xla_run.py");
     let mut built = built.into_inner().unwrap();
     built.sort();
-    let halves: Vec<&[(usize, PathBuf, PathBuf)]> = built.chunks(built.len().div_ceil(2).max(1)).collect();
+    let halves: Vec<&[(usize, PathBuf, PathBuf)]> =
+        built.chunks(built.len().div_ceil(2).max(1)).collect();
     std::thread::scope(|s| {
         let runs: Vec<_> = halves
             .iter()
@@ -347,7 +388,11 @@ fn complex_programs_run_natively_with_the_recorded_values() {
     let dir = out_dir().join("native");
     std::fs::create_dir_all(&dir).unwrap();
     let programs = programs(&dir);
-    assert!(programs.len() >= 700, "{} complex programs with values", programs.len());
+    assert!(
+        programs.len() >= 700,
+        "{} complex programs with values",
+        programs.len()
+    );
     let refused = Mutex::new(Vec::new());
     // Per primitive applied to a complex value, the first program built
     // that has it: these run again under valgrind.
@@ -393,8 +438,15 @@ fn complex_programs_run_natively_with_the_recorded_values() {
         .collect();
     failures.extend(each(&picked, |_, p| {
         let so = dir.join(format!("lib{}-valgrind.so", p.stem()));
-        if let Built::Refused(why) = build(p, &so, &["--emit", "native", "--name", "cplx", "--cpu", VALGRIND_CPU])? {
-            return Err(format!("{}: refused for valgrind's processor only: {why}", p.name));
+        if let Built::Refused(why) = build(
+            p,
+            &so,
+            &["--emit", "native", "--name", "cplx", "--cpu", VALGRIND_CPU],
+        )? {
+            return Err(format!(
+                "{}: refused for valgrind's processor only: {why}",
+                p.name
+            ));
         }
         let lib = Lib::open(&so, "cplx");
         let n_out: CountFn = lib.sym("_num_outputs");
@@ -444,14 +496,21 @@ fn complex_primitives(text: &str) -> Vec<String> {
 fn an_integer_exponent_is_converted_to_the_base_dtype() {
     let dir = out_dir().join("pow");
     std::fs::create_dir_all(&dir).unwrap();
-    let value = |dtype: &str, data: Value| serde_json::json!({"dtype": dtype, "shape": [3], "data": data});
+    let value =
+        |dtype: &str, data: Value| serde_json::json!({"dtype": dtype, "shape": [3], "data": data});
     let exponents = value("int32", serde_json::json!([3, -2, 0]));
     let cases = [
         (
             "c64",
-            value("complex64", serde_json::json!([[1.5, -0.5], [0.0, 2.0], [-1.0, 0.25]])),
+            value(
+                "complex64",
+                serde_json::json!([[1.5, -0.5], [0.0, 2.0], [-1.0, 0.25]]),
+            ),
             // (1.5 - 0.5i)^3, (2i)^-2, z^0.
-            value("complex64", serde_json::json!([[2.25, -3.25], [-0.25, 0.0], [1.0, 0.0]])),
+            value(
+                "complex64",
+                serde_json::json!([[2.25, -3.25], [-0.25, 0.0], [1.0, 0.0]]),
+            ),
         ),
         (
             "f32",
@@ -464,17 +523,30 @@ fn an_integer_exponent_is_converted_to_the_base_dtype() {
     let mut failures = Vec::new();
     for (dt, base, want) in cases {
         let jaxpr = dir.join(format!("pow_{dt}.jaxpr"));
-        std::fs::write(&jaxpr, format!("{{ lambda ; a:{dt}[3] b:i32[3]. let c:{dt}[3] = pow a b in (c,) }}\n")).unwrap();
+        std::fs::write(
+            &jaxpr,
+            format!("{{ lambda ; a:{dt}[3] b:i32[3]. let c:{dt}[3] = pow a b in (c,) }}\n"),
+        )
+        .unwrap();
         let p = Program {
             name: format!("pow_{dt}"),
             jaxpr,
-            examples: vec![serde_json::json!({"inputs": [base, exponents.clone()], "outputs": [want]})],
+            examples: vec![
+                serde_json::json!({"inputs": [base, exponents.clone()], "outputs": [want]}),
+            ],
             widened: false,
         };
         let module = dir.join(format!("pow_{dt}.mlir"));
-        assert!(matches!(build(&p, &module, &["--emit", "stablehlo"]), Ok(Built::Yes)), "{dt}");
+        assert!(
+            matches!(build(&p, &module, &["--emit", "stablehlo"]), Ok(Built::Yes)),
+            "{dt}"
+        );
         let case = dir.join(format!("pow_{dt}.json"));
-        std::fs::write(&case, serde_json::json!({"examples": p.examples}).to_string()).unwrap();
+        std::fs::write(
+            &case,
+            serde_json::json!({"examples": p.examples}).to_string(),
+        )
+        .unwrap();
         let run = Command::new(&python)
             .arg(&runner)
             .arg(common::corpus().join("../oracle/xla_run.py"))
@@ -483,12 +555,25 @@ fn an_integer_exponent_is_converted_to_the_base_dtype() {
             .output()
             .unwrap();
         if !run.status.success() {
-            failures.push(format!("{dt} on XLA: {}", String::from_utf8_lossy(&run.stdout)));
+            failures.push(format!(
+                "{dt} on XLA: {}",
+                String::from_utf8_lossy(&run.stdout)
+            ));
         }
         let so = dir.join(format!("libpow_{dt}.so"));
-        assert!(matches!(build(&p, &so, &["--emit", "native", "--name", "pw"]), Ok(Built::Yes)), "{dt}");
+        assert!(
+            matches!(
+                build(&p, &so, &["--emit", "native", "--name", "pw"]),
+                Ok(Built::Yes)
+            ),
+            "{dt}"
+        );
         let lib = Lib::open(&so, "pw");
-        failures.extend(run_values(&lib, &p.examples, &p.name, false).into_iter().map(|m| format!("{dt} native: {m}")));
+        failures.extend(
+            run_values(&lib, &p.examples, &p.name, false)
+                .into_iter()
+                .map(|m| format!("{dt} native: {m}")),
+        );
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -16,16 +16,16 @@
 //! the test fails). The refusals are written to `docs/build-refusals.md`
 //! (`UPDATE_DOCS=1` regenerates it; otherwise the test checks it is current).
 
+#[path = "native/abi.rs"]
+mod abi;
 #[path = "../../../tests/common/mod.rs"]
 #[allow(dead_code)]
 mod common;
-#[path = "native/abi.rs"]
-mod abi;
 mod oracle;
 
 use abi::{
-    Entry, ErrorFn, FreeFn, JxArray, catalyst_examples, code_of, complex, complex_element, dtype_of_code, element,
-    items, kind, num, try_pack as pack,
+    Entry, ErrorFn, FreeFn, JxArray, catalyst_examples, code_of, complex, complex_element,
+    dtype_of_code, element, items, kind, num, try_pack as pack,
 };
 
 use jaxpr_native as native;
@@ -34,7 +34,14 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-const GROUPS: &[&str] = &["lax", "numpy", "control_flow", "autodiff", "random", "shape_poly"];
+const GROUPS: &[&str] = &[
+    "lax",
+    "numpy",
+    "control_flow",
+    "autodiff",
+    "random",
+    "shape_poly",
+];
 
 /// The share of the corpus's non-complex programs with values that each back
 /// end must build and compute right (the target the build set was held to), so that losing
@@ -77,7 +84,10 @@ struct Program {
 }
 
 fn suite_dir() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/jax-suite"))
+    PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/data/jax-suite"
+    ))
 }
 
 /// Every program JAX accepts (`check_jaxpr`) that has recorded values.
@@ -97,7 +107,8 @@ fn programs_of(root: &Path, groups: &[&str], only: &[&str]) -> Vec<Program> {
     for g in groups {
         let dir = root.join(g);
         let manifest: Value =
-            serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+            serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap())
+                .unwrap();
         let gz = std::process::Command::new("gzip")
             .arg("-dc")
             .arg(dir.join("values.json.gz"))
@@ -126,7 +137,9 @@ fn programs_of(root: &Path, groups: &[&str], only: &[&str]) -> Vec<Program> {
                 complex,
                 threefry,
                 library: false,
-                outside: manifest["programs"][&name]["outside_build_set"].as_str().map(str::to_string),
+                outside: manifest["programs"][&name]["outside_build_set"]
+                    .as_str()
+                    .map(str::to_string),
             });
         }
     }
@@ -167,7 +180,9 @@ fn as_declared(text: &str, examples: &mut [Value]) {
         .map(|b| b.ty.as_ref().and_then(|t| corpus_dtype(&t.dtype.text)))
         .collect();
     for ex in examples {
-        let Some(inputs) = ex["inputs"].as_array_mut() else { continue };
+        let Some(inputs) = ex["inputs"].as_array_mut() else {
+            continue;
+        };
         if inputs.len() != declared.len() {
             continue;
         }
@@ -223,7 +238,9 @@ enum Outcome {
 /// line is the nearest one at or above `at` with `= primitive`), or
 /// `inputs` for the signature of a jaxpr.
 fn primitive_at(text: &str, at: usize) -> String {
-    let end = text[at.min(text.len())..].find('\n').map_or(text.len(), |i| at + i);
+    let end = text[at.min(text.len())..]
+        .find('\n')
+        .map_or(text.len(), |i| at + i);
     for line in text[..end].lines().rev() {
         if let Some((_, rest)) = line.split_once(" = ") {
             let prim: String = rest
@@ -258,9 +275,7 @@ fn refusal_key(text: &str, d: &jaxpr_syntax::diagnostics::Diagnostic) -> String 
 fn not_built(text: &str, diags: &[jaxpr_syntax::diagnostics::Diagnostic]) -> Outcome {
     let first = diags.iter().find(|d| d.is_error());
     match first {
-        Some(d) if d.kind.code() == "J0012" => {
-            Outcome::Refused(refusal_key(text, d))
-        }
+        Some(d) if d.kind.code() == "J0012" => Outcome::Refused(refusal_key(text, d)),
         Some(d) => Outcome::Failed(format!(
             "build error at `{}`: {} {}",
             primitive_at(text, d.range.start as usize),
@@ -299,7 +314,10 @@ fn stablehlo(programs: &[Program], dir: &Path) -> Vec<Outcome> {
     for (i, p) in programs.iter().enumerate() {
         let parse = jaxpr_syntax::parse(&p.text);
         let analysis = jaxpr_check::check(&parse.file);
-        let opts = jaxpr_stablehlo::Options { threefry: p.threefry, ..Default::default() };
+        let opts = jaxpr_stablehlo::Options {
+            threefry: p.threefry,
+            ..Default::default()
+        };
         match jaxpr_stablehlo::build_timed(&parse, &analysis, opts, &mut Default::default()) {
             Ok(bytes) => {
                 let module = dir.join(format!("{i}.mlir"));
@@ -315,10 +333,20 @@ fn stablehlo(programs: &[Program], dir: &Path) -> Vec<Outcome> {
         }
     }
     let tol: serde_json::Map<String, Value> = [
-        "bfloat16", "float16", "float32", "float64", "complex64", "complex128",
+        "bfloat16",
+        "float16",
+        "float32",
+        "float64",
+        "complex64",
+        "complex128",
     ]
     .iter()
-    .map(|d| (d.to_string(), serde_json::json!([tolerance(d).0, tolerance(d).1])))
+    .map(|d| {
+        (
+            d.to_string(),
+            serde_json::json!([tolerance(d).0, tolerance(d).1]),
+        )
+    })
     .collect();
     let jobs_file = dir.join("jobs.json");
     std::fs::write(
@@ -333,7 +361,10 @@ fn stablehlo(programs: &[Program], dir: &Path) -> Vec<Outcome> {
     .unwrap();
     let results = dir.join("results.jsonl");
     let run = std::process::Command::new(oracle::python())
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/jax_suite/xla_batch.py"))
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/jax_suite/xla_batch.py"
+        ))
         .arg(&jobs_file)
         .arg(&results)
         .output()
@@ -352,7 +383,10 @@ fn stablehlo(programs: &[Program], dir: &Path) -> Vec<Outcome> {
     let crash = format!(
         "xla_batch.py stopped before this program: exit {:?}: {}",
         run.status.code(),
-        String::from_utf8_lossy(&run.stderr).lines().last().unwrap_or("")
+        String::from_utf8_lossy(&run.stderr)
+            .lines()
+            .last()
+            .unwrap_or("")
     );
     outcomes
         .into_iter()
@@ -378,24 +412,50 @@ fn run_native(lib: &libloading::Library, name: &str, examples: &[Value]) -> Opti
     let error: ErrorFn = unsafe { *lib.get::<ErrorFn>(sym("_error").as_bytes()).unwrap() };
     let free: FreeFn = unsafe { *lib.get::<FreeFn>(sym("_free").as_bytes()).unwrap() };
     for (k, ex) in examples.iter().enumerate() {
-        let Some(mut bufs) = ex["inputs"].as_array().unwrap().iter().map(pack).collect::<Option<Vec<_>>>()
+        let Some(mut bufs) = ex["inputs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(pack)
+            .collect::<Option<Vec<_>>>()
         else {
-            return Some(Outcome::Failed(format!("example {k}: an input dtype the ABI has no code for")));
+            return Some(Outcome::Failed(format!(
+                "example {k}: an input dtype the ABI has no code for"
+            )));
         };
         let ins: Vec<JxArray> = bufs
             .iter_mut()
             .map(|(c, shape, bytes)| {
                 let mut s = [0i64; 8];
                 s[..shape.len()].copy_from_slice(shape);
-                JxArray { data: bytes.as_mut_ptr(), dtype: *c, rank: shape.len() as i32, shape: s }
+                JxArray {
+                    data: bytes.as_mut_ptr(),
+                    dtype: *c,
+                    rank: shape.len() as i32,
+                    shape: s,
+                }
             })
             .collect();
         let wants = ex["outputs"].as_array().unwrap();
-        let empty = JxArray { data: std::ptr::null_mut(), dtype: -1, rank: -1, shape: [0; 8] };
+        let empty = JxArray {
+            data: std::ptr::null_mut(),
+            dtype: -1,
+            rank: -1,
+            shape: [0; 8],
+        };
         let mut outs = vec![empty; wants.len().max(1)];
-        let rc = unsafe { f(ins.as_ptr(), ins.len() as i64, outs.as_mut_ptr(), wants.len() as i64) };
+        let rc = unsafe {
+            f(
+                ins.as_ptr(),
+                ins.len() as i64,
+                outs.as_mut_ptr(),
+                wants.len() as i64,
+            )
+        };
         if rc != 0 {
-            let e = unsafe { std::ffi::CStr::from_ptr(error()) }.to_string_lossy().into_owned();
+            let e = unsafe { std::ffi::CStr::from_ptr(error()) }
+                .to_string_lossy()
+                .into_owned();
             return Some(Outcome::Failed(format!("example {k}: native error: {e}")));
         }
         let mut wrong = None;
@@ -424,14 +484,18 @@ fn run_native(lib: &libloading::Library, name: &str, examples: &[Value]) -> Opti
                     // read as complex: each part within the dtype's tolerance.
                     let ((gr, gi), (wr, wi)) = (complex_element(o, i), complex(x));
                     if !(close(gr, wr, dtype) && close(gi, wi, dtype)) {
-                        wrong = Some(format!("example {k} output {j}[{i}]: ({gr}, {gi}), expected ({wr}, {wi}) ({dtype})"));
+                        wrong = Some(format!(
+                            "example {k} output {j}[{i}]: ({gr}, {gi}), expected ({wr}, {wi}) ({dtype})"
+                        ));
                         break;
                     }
                     continue;
                 }
                 let (got, want) = (element(o, i), num(x));
                 if !close(got, want, dtype) && !close(got, want, got_dtype.unwrap_or(dtype)) {
-                    wrong = Some(format!("example {k} output {j}[{i}]: {got}, expected {want} ({dtype})"));
+                    wrong = Some(format!(
+                        "example {k} output {j}[{i}]: {got}, expected {want} ({dtype})"
+                    ));
                     break;
                 }
             }
@@ -483,7 +547,8 @@ fn native_one(p: &Program, i: usize, dir: &Path) -> Outcome {
 
 fn native_all(programs: &[Program], dir: &Path, workers: usize) -> Vec<Outcome> {
     let next = Mutex::new(0usize);
-    let results: Mutex<Vec<Option<Outcome>>> = Mutex::new((0..programs.len()).map(|_| None).collect());
+    let results: Mutex<Vec<Option<Outcome>>> =
+        Mutex::new((0..programs.len()).map(|_| None).collect());
     std::thread::scope(|s| {
         for _ in 0..workers {
             s.spawn(|| {
@@ -500,7 +565,12 @@ fn native_all(programs: &[Program], dir: &Path, workers: usize) -> Vec<Outcome> 
             });
         }
     });
-    results.into_inner().unwrap().into_iter().map(|o| o.unwrap()).collect()
+    results
+        .into_inner()
+        .unwrap()
+        .into_iter()
+        .map(|o| o.unwrap())
+        .collect()
 }
 
 // ---- report ----
@@ -634,7 +704,12 @@ fn refusal_table(stablehlo: &Tally, native: &Tally) -> String {
         let mut rows: Vec<_> = t.refused.iter().collect();
         rows.sort_by_key(|(k, v)| (std::cmp::Reverse(v.len()), k.to_string()));
         for (k, v) in rows {
-            s.push_str(&format!("| {} | {} | `{}` |\n", v.len(), k.replace('|', "\\|"), v[0]));
+            s.push_str(&format!(
+                "| {} | {} | `{}` |\n",
+                v.len(),
+                k.replace('|', "\\|"),
+                v[0]
+            ));
         }
         s.push('\n');
     }
@@ -645,7 +720,11 @@ fn refusal_table(stablehlo: &Tally, native: &Tally) -> String {
 fn every_jax_suite_program_builds_with_jaxs_values_or_is_refused() {
     let programs = programs();
     let whole = std::env::var_os("JAX_SUITE_ONLY").is_none();
-    assert!(!whole || programs.len() > 3000, "{} programs with values", programs.len());
+    assert!(
+        !whole || programs.len() > 3000,
+        "{} programs with values",
+        programs.len()
+    );
     let dir = work_dir();
     let started = std::time::Instant::now();
     // XLA runs in its own process on one core while the native libraries
@@ -661,7 +740,10 @@ fn every_jax_suite_program_builds_with_jaxs_values_or_is_refused() {
     eprintln!("whole corpus in {:.0} s", started.elapsed().as_secs_f64());
 
     let table = refusal_table(&shlo, &nat);
-    let doc = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/build-refusals.md"));
+    let doc = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/build-refusals.md"
+    ));
     if !whole {
         eprintln!("JAX_SUITE_ONLY is set: docs/build-refusals.md is neither written nor checked");
     } else if std::env::var_os("UPDATE_DOCS").is_some() {
@@ -674,9 +756,23 @@ fn every_jax_suite_program_builds_with_jaxs_values_or_is_refused() {
         );
     }
     for (title, t) in [("StableHLO", &shlo), ("native", &nat)] {
-        assert!(t.wrong.is_empty(), "{title}: {} programs give values other than JAX's:\n{}", t.wrong.len(), t.wrong.join("\n"));
-        assert!(t.failed.is_empty(), "{title}: {} programs neither build right nor are refused:\n{}", t.failed.len(), t.failed.join("\n"));
-        assert!(t.rate() >= TARGET, "{title}: {:.1}% built and right", 100.0 * t.rate());
+        assert!(
+            t.wrong.is_empty(),
+            "{title}: {} programs give values other than JAX's:\n{}",
+            t.wrong.len(),
+            t.wrong.join("\n")
+        );
+        assert!(
+            t.failed.is_empty(),
+            "{title}: {} programs neither build right nor are refused:\n{}",
+            t.failed.len(),
+            t.failed.join("\n")
+        );
+        assert!(
+            t.rate() >= TARGET,
+            "{title}: {:.1}% built and right",
+            100.0 * t.rate()
+        );
     }
 }
 
@@ -714,7 +810,10 @@ fn mark_library(programs: &mut [Program]) {
     for p in programs {
         let parse = jaxpr_syntax::parse(&p.text);
         let analysis = jaxpr_check::check(&parse.file);
-        p.library = analysis.diagnostics.iter().any(|d| d.kind.code() == "J0010");
+        p.library = analysis
+            .diagnostics
+            .iter()
+            .any(|d| d.kind.code() == "J0010");
     }
 }
 
@@ -737,14 +836,25 @@ fn groups_of(root: &Path) -> Vec<String> {
 /// both back ends and gives JAX's values: none refused.
 #[test]
 fn every_builds_corpus_program_builds_with_jaxs_values() {
-    let root = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/builds"));
+    let root = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/data/builds"
+    ));
     let groups = groups_of(&root);
-    assert!(groups.iter().any(|g| g.starts_with("jax-0.4.")), "groups: {groups:?}");
+    assert!(
+        groups.iter().any(|g| g.starts_with("jax-0.4.")),
+        "groups: {groups:?}"
+    );
     let groups: Vec<&str> = groups.iter().map(String::as_str).collect();
     let programs = programs_of(&root, &groups, &[""]);
     assert!(programs.len() >= 40, "{} programs", programs.len());
     let bad = builds_not_right(&programs, "builds_corpus");
-    assert!(bad.is_empty(), "{} builds not right:\n{}", bad.len(), bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "{} builds not right:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
 }
 
 /// Builds every program through both back ends (in `CARGO_TARGET_TMPDIR/dir`)
@@ -752,7 +862,10 @@ fn every_builds_corpus_program_builds_with_jaxs_values() {
 fn builds_not_right(programs: &[Program], dir: &str) -> Vec<String> {
     let (shlo, nat) = build_both(programs, dir);
     for (title, outcomes) in [("StableHLO", &shlo), ("native", &nat)] {
-        let right = outcomes.iter().filter(|o| matches!(o, Outcome::Right)).count();
+        let right = outcomes
+            .iter()
+            .filter(|o| matches!(o, Outcome::Right))
+            .count();
         eprintln!("{title}: {right} of {} built and right", programs.len());
         // Per folder (a version column): right, refused, wrong, failed.
         let mut by_group: BTreeMap<&str, [usize; 4]> = BTreeMap::new();
@@ -767,7 +880,9 @@ fn builds_not_right(programs: &[Program], dir: &str) -> Vec<String> {
             by_group.entry(group).or_default()[k] += 1;
         }
         for (g, [right, refused, wrong, failed]) in by_group {
-            eprintln!("  {title} {g}: {right} right, {refused} refused, {wrong} wrong, {failed} failed");
+            eprintln!(
+                "  {title} {g}: {right} right, {refused} refused, {wrong} wrong, {failed} failed"
+            );
         }
     }
     not_right(programs, &shlo, &nat)
@@ -810,18 +925,34 @@ fn version_columns(root: &Path, prefix: &str) -> Vec<String> {
 
 #[test]
 fn version_matrix_sample_builds_with_each_jaxs_values() {
-    let root = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/versions"));
+    let root = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/data/versions"
+    ));
     let groups = version_columns(&root, "jax-");
     assert_eq!(groups.len(), 8, "JAX columns: {groups:?}");
     let groups: Vec<&str> = groups.iter().map(String::as_str).collect();
     let all = std::env::var_os("VERSIONS_BUILD_ALL").is_some();
     let mut programs = programs_of(&root, &groups, &[""]);
     if !all {
-        programs.retain(|p| VERSION_MATRIX_SAMPLE.iter().any(|s| p.name.ends_with(&format!("/{s}"))));
-        assert_eq!(programs.len(), VERSION_MATRIX_SAMPLE.len() * groups.len(), "every sample program in every column");
+        programs.retain(|p| {
+            VERSION_MATRIX_SAMPLE
+                .iter()
+                .any(|s| p.name.ends_with(&format!("/{s}")))
+        });
+        assert_eq!(
+            programs.len(),
+            VERSION_MATRIX_SAMPLE.len() * groups.len(),
+            "every sample program in every column"
+        );
     }
     let bad = builds_not_right(&programs, "version_matrix");
-    assert!(bad.is_empty(), "{} builds not right:\n{}", bad.len(), bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "{} builds not right:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
 }
 
 /// The ecosystem corpus's programs built by `ecosystem_sample_builds_with_jaxs_values`:
@@ -868,7 +999,10 @@ const ECOSYSTEM_SAMPLE: &[&str] = &[
 /// of it right, none wrong.
 #[test]
 fn ecosystem_sample_builds_with_jaxs_values() {
-    let root = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/ecosystem"));
+    let root = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/data/ecosystem"
+    ));
     let groups = groups_of(&root);
     assert!(groups.len() >= 10, "groups: {groups:?}");
     let groups: Vec<&str> = groups.iter().map(String::as_str).collect();
@@ -876,9 +1010,14 @@ fn ecosystem_sample_builds_with_jaxs_values() {
     let mut programs = programs_of(&root, &groups, &[""]);
     if !all {
         programs.retain(|p| ECOSYSTEM_SAMPLE.contains(&p.name.as_str()));
-        let missing: Vec<&&str> =
-            ECOSYSTEM_SAMPLE.iter().filter(|n| !programs.iter().any(|p| p.name == **n)).collect();
-        assert!(missing.is_empty(), "sample programs without values in the corpus: {missing:?}");
+        let missing: Vec<&&str> = ECOSYSTEM_SAMPLE
+            .iter()
+            .filter(|n| !programs.iter().any(|p| p.name == **n))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "sample programs without values in the corpus: {missing:?}"
+        );
     }
     mark_library(&mut programs);
     let started = std::time::Instant::now();
@@ -886,30 +1025,66 @@ fn ecosystem_sample_builds_with_jaxs_values() {
     let (shlo_tally, nat_tally) = (Tally::of(&programs, &shlo), Tally::of(&programs, &nat));
     shlo_tally.print("StableHLO");
     nat_tally.print("Native");
-    eprintln!("{} programs in {:.0} s", programs.len(), started.elapsed().as_secs_f64());
+    eprintln!(
+        "{} programs in {:.0} s",
+        programs.len(),
+        started.elapsed().as_secs_f64()
+    );
     if all {
         for (title, t) in [("StableHLO", &shlo_tally), ("native", &nat_tally)] {
-            assert!(t.wrong.is_empty(), "{title}: {} wrong:\n{}", t.wrong.len(), t.wrong.join("\n"));
-            assert!(t.failed.is_empty(), "{title}: {} failed:\n{}", t.failed.len(), t.failed.join("\n"));
-            assert!(t.rate() >= TARGET, "{title}: {:.1}% built and right", 100.0 * t.rate());
+            assert!(
+                t.wrong.is_empty(),
+                "{title}: {} wrong:\n{}",
+                t.wrong.len(),
+                t.wrong.join("\n")
+            );
+            assert!(
+                t.failed.is_empty(),
+                "{title}: {} failed:\n{}",
+                t.failed.len(),
+                t.failed.join("\n")
+            );
+            assert!(
+                t.rate() >= TARGET,
+                "{title}: {:.1}% built and right",
+                100.0 * t.rate()
+            );
         }
         return;
     }
     let in_set = |outcomes: &[Outcome]| -> Vec<Outcome> {
-        programs.iter().zip(outcomes).filter(|(p, _)| p.outside.is_none()).map(|(_, o)| o.clone()).collect()
+        programs
+            .iter()
+            .zip(outcomes)
+            .filter(|(p, _)| p.outside.is_none())
+            .map(|(_, o)| o.clone())
+            .collect()
     };
-    let built: Vec<Program> = programs.iter().filter(|p| p.outside.is_none()).cloned().collect();
+    let built: Vec<Program> = programs
+        .iter()
+        .filter(|p| p.outside.is_none())
+        .cloned()
+        .collect();
     let mut bad = not_right(&built, &in_set(&shlo), &in_set(&nat));
     // Outside the build set: refused with what the text lacks, by both.
     for (title, outcomes) in [("StableHLO", &shlo), ("native", &nat)] {
         for (p, o) in programs.iter().zip(outcomes.iter()) {
             let lacks = matches!(o, Outcome::Refused(k) if k.contains("no values in the text") || k.contains("printed as `_`"));
             if p.outside.is_some() && !lacks {
-                bad.push(format!("{title}: {} (outside the build set: {}): {o:?}", p.name, p.outside.as_deref().unwrap_or("")));
+                bad.push(format!(
+                    "{title}: {} (outside the build set: {}): {o:?}",
+                    p.name,
+                    p.outside.as_deref().unwrap_or("")
+                ));
             }
         }
     }
-    assert!(bad.is_empty(), "{} builds not right:\n{}", bad.len(), bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "{} builds not right:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
 }
 
 /// The classical programs Catalyst printed (`tests/data/catalyst-suite`,
@@ -931,7 +1106,8 @@ fn catalyst_classical_programs(dirs: &[(String, PathBuf)]) -> Vec<Program> {
             .collect();
         cases.sort();
         for case in cases {
-            let meta: Value = serde_json::from_str(&std::fs::read_to_string(&case).unwrap()).unwrap();
+            let meta: Value =
+                serde_json::from_str(&std::fs::read_to_string(&case).unwrap()).unwrap();
             if meta["examples"].as_array().is_none_or(|e| e.is_empty()) || meta["quantum"] == true {
                 continue;
             }
@@ -958,7 +1134,11 @@ fn catalyst_classical_programs_build_with_catalysts_values() {
     let mut dirs = vec![("catalyst-0.15.0".to_string(), data.join("catalyst-suite"))];
     let columns = version_columns(&data.join("versions"), "catalyst-");
     assert_eq!(columns.len(), 4, "Catalyst columns: {columns:?}");
-    dirs.extend(columns.into_iter().map(|c| (c.clone(), data.join("versions").join(c))));
+    dirs.extend(
+        columns
+            .into_iter()
+            .map(|c| (c.clone(), data.join("versions").join(c))),
+    );
     let programs = catalyst_classical_programs(&dirs);
     assert!(programs.len() >= 5 * 20, "{} programs", programs.len());
     let (shlo, nat) = build_both(&programs, "catalyst_classical");
@@ -978,7 +1158,9 @@ fn catalyst_classical_programs_build_with_catalysts_values() {
             }
             // XLA compiles static shapes: an array whose size a loop
             // changes has none (docs/stablehlo.md).
-            Outcome::Failed(f) => XLA_CANNOT_RUN_GROWING.contains(&name) && f.contains("Error refining shapes"),
+            Outcome::Failed(f) => {
+                XLA_CANNOT_RUN_GROWING.contains(&name) && f.contains("Error refining shapes")
+            }
             // The registry's row: StableHLO has no differentiation.
             Outcome::Refused(r) => r.contains("the StableHLO back end has no differentiation"),
             Outcome::Wrong(_) => false,
@@ -987,13 +1169,26 @@ fn catalyst_classical_programs_build_with_catalysts_values() {
             bad.push(format!("StableHLO: {}: {o:?}", p.name));
         }
     }
-    eprintln!("StableHLO: {right} of {} right; native: {} of {} right", programs.len(), programs.len() - bad.iter().filter(|b| b.starts_with("native")).count(), programs.len());
-    assert!(bad.is_empty(), "{} builds not right:\n{}", bad.len(), bad.join("\n"));
+    eprintln!(
+        "StableHLO: {right} of {} right; native: {} of {} right",
+        programs.len(),
+        programs.len() - bad.iter().filter(|b| b.starts_with("native")).count(),
+        programs.len()
+    );
+    assert!(
+        bad.is_empty(),
+        "{} builds not right:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
 }
 
 /// Catalyst's classical programs whose arrays grow inside a loop: their
 /// StableHLO verifies, but XLA cannot run it (the shapes stay dynamic after
 /// refinement); native builds run them.
-const XLA_CANNOT_RUN_GROWING: &[&str] =
-    &["forloop_keep_and_grow", "forloop_shared_result", "forloop_size_from_index", "whileloop_grow"];
-
+const XLA_CANNOT_RUN_GROWING: &[&str] = &[
+    "forloop_keep_and_grow",
+    "forloop_shared_result",
+    "forloop_size_from_index",
+    "whileloop_grow",
+];

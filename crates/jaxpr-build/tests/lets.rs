@@ -19,7 +19,8 @@ fn out_dir() -> PathBuf {
 /// the previous once (`chain`, then adding 1 itself) or twice in a row
 /// (`diamond`); main calls the last. It returns `a + n` or `a + 2^(n-1)`.
 fn lets(n: usize, diamond: bool) -> String {
-    let mut s = String::from("let f0 = { lambda ; a:i64[]. let b:i64[] = add a 1:i64[] in (b,) } in\n");
+    let mut s =
+        String::from("let f0 = { lambda ; a:i64[]. let b:i64[] = add a 1:i64[] in (b,) } in\n");
     for i in 1..n {
         let p = i - 1;
         if diamond {
@@ -34,7 +35,10 @@ fn lets(n: usize, diamond: bool) -> String {
             );
         }
     }
-    s += &format!("{{ lambda ; a:i64[]. let b:i64[] = pjit[name=main jaxpr=f{}] a in (b,) }}\n", n - 1);
+    s += &format!(
+        "{{ lambda ; a:i64[]. let b:i64[] = pjit[name=main jaxpr=f{}] a in (b,) }}\n",
+        n - 1
+    );
     s
 }
 
@@ -55,7 +59,12 @@ fn run_build(name: &str, text: &str, emit: &str, out: &str) -> (PathBuf, std::pr
 
 fn build(name: &str, text: &str, emit: &str, out: &str) -> PathBuf {
     let (out, b) = run_build(name, text, emit, out);
-    assert!(b.status.success(), "{name} ({emit}): {:?} {}", b.status, String::from_utf8_lossy(&b.stderr));
+    assert!(
+        b.status.success(),
+        "{name} ({emit}): {:?} {}",
+        b.status,
+        String::from_utf8_lossy(&b.stderr)
+    );
     out
 }
 
@@ -64,10 +73,21 @@ fn run(lib: &Path, name: &str, x: i64) -> i64 {
     type Entry = unsafe extern "C" fn(*const JxArray, i64, *mut JxArray, i64) -> i32;
     let lib = unsafe { libloading::Library::new(lib) }.unwrap();
     let f: Entry = unsafe { *lib.get::<Entry>(name.as_bytes()).unwrap() };
-    let free: unsafe extern "C" fn(*mut u8) = unsafe { *lib.get(format!("{name}_free").as_bytes()).unwrap() };
+    let free: unsafe extern "C" fn(*mut u8) =
+        unsafe { *lib.get(format!("{name}_free").as_bytes()).unwrap() };
     let mut x = x;
-    let input = JxArray { data: (&raw mut x).cast(), dtype: 4, rank: 0, shape: [0; 8] };
-    let mut out = JxArray { data: std::ptr::null_mut(), dtype: 0, rank: 0, shape: [0; 8] };
+    let input = JxArray {
+        data: (&raw mut x).cast(),
+        dtype: 4,
+        rank: 0,
+        shape: [0; 8],
+    };
+    let mut out = JxArray {
+        data: std::ptr::null_mut(),
+        dtype: 0,
+        rank: 0,
+        shape: [0; 8],
+    };
     assert_eq!(unsafe { f(&input, 1, &mut out, 1) }, 0);
     let y = unsafe { out.data.cast::<i64>().read() };
     unsafe { free(out.data) };
@@ -78,7 +98,12 @@ fn run(lib: &Path, name: &str, x: i64) -> i64 {
 fn a_chain_of_thousands_of_lets_builds() {
     let so = build("chain3000", &lets(3000, false), "native", "libchain3000.so");
     assert_eq!(run(&so, "chain3000", 5), 5 + 3000);
-    let mlir = build("chain10000", &lets(10_000, false), "stablehlo", "chain10000.mlir");
+    let mlir = build(
+        "chain10000",
+        &lets(10_000, false),
+        "stablehlo",
+        "chain10000.mlir",
+    );
     let text = std::fs::read_to_string(mlir).unwrap();
     assert_eq!(text.matches("func.func private").count(), 10_000);
 }
@@ -88,7 +113,10 @@ fn each_let_is_emitted_once() {
     // 2^27 calls at run time: built, and counted, not run.
     let ll = build("diamond28", &lets(28, true), "llvm-ir", "diamond28.ll");
     let text = std::fs::read_to_string(ll).unwrap();
-    let defined = text.lines().filter(|l| l.starts_with("define") && l.contains(" @jx_let_f")).count();
+    let defined = text
+        .lines()
+        .filter(|l| l.starts_with("define") && l.contains(" @jx_let_f"))
+        .count();
     assert_eq!(defined, 28);
     let mlir = build("diamond28", &lets(28, true), "stablehlo", "diamond28.mlir");
     let text = std::fs::read_to_string(mlir).unwrap();
@@ -108,7 +136,9 @@ fn nested(depth: usize, cond: bool) -> String {
     let mut j = leaf.to_string();
     for _ in 0..depth {
         j = if cond {
-            format!("{{ lambda ; a:i64[]. let b:i64[] = cond[branches=({other}, {j})] 1:i32[] a in (b,) }}")
+            format!(
+                "{{ lambda ; a:i64[]. let b:i64[] = cond[branches=({other}, {j})] 1:i32[] a in (b,) }}"
+            )
         } else {
             format!("{{ lambda ; a:i64[]. let b:i64[] = pjit[name=f jaxpr={j}] a in (b,) }}")
         };
@@ -129,7 +159,10 @@ fn lets_in_a_parameter(n: usize) -> String {
             "let f{i} = {{ lambda ; a:i64[]. let\n    b:i64[] = pjit[name=f{i} jaxpr=f{p}] a\n    c:i64[] = add b 1:i64[]\n  in (c,) }} in\n"
         );
     }
-    s += &format!("{{ lambda ; a:i64[]. let b:i64[] = pjit[name=f jaxpr=f{}] a in (b,) }}] a\n in (b,) }}\n", n - 1);
+    s += &format!(
+        "{{ lambda ; a:i64[]. let b:i64[] = pjit[name=f jaxpr=f{}] a in (b,) }}] a\n in (b,) }}\n",
+        n - 1
+    );
     s
 }
 
@@ -145,14 +178,31 @@ fn jaxprs_nested_in_parameters_build_or_are_refused_with_a_message() {
         let name = format!("nested66_{kind}");
         let so = build(&name, &nested(66, cond), "native", &format!("lib{name}.so"));
         assert_eq!(run(&so, &name, 41), 42, "{name}");
-        let mlir = build(&name, &nested(66, cond), "stablehlo", &format!("{name}.mlir"));
-        assert!(std::fs::read_to_string(mlir).unwrap().contains("func.func public @main"));
+        let mlir = build(
+            &name,
+            &nested(66, cond),
+            "stablehlo",
+            &format!("{name}.mlir"),
+        );
+        assert!(
+            std::fs::read_to_string(mlir)
+                .unwrap()
+                .contains("func.func public @main")
+        );
         let name = format!("nested10000_{kind}");
         for emit in ["native", "stablehlo"] {
-            let (_, b) = run_build(&name, &nested(10_000, cond), emit, &format!("{name}.{emit}"));
+            let (_, b) = run_build(
+                &name,
+                &nested(10_000, cond),
+                emit,
+                &format!("{name}.{emit}"),
+            );
             let stderr = String::from_utf8_lossy(&b.stderr);
             assert_eq!(b.status.code(), Some(1), "{name} ({emit}): {stderr}");
-            assert!(stderr.contains("error[J0001]: nesting deeper than 200 levels"), "{name} ({emit}): {stderr}");
+            assert!(
+                stderr.contains("error[J0001]: nesting deeper than 200 levels"),
+                "{name} ({emit}): {stderr}"
+            );
         }
     }
 }
@@ -162,7 +212,12 @@ fn jaxprs_nested_in_parameters_build_or_are_refused_with_a_message() {
 /// jaxprs now also enters them, without recursing on the program.
 #[test]
 fn a_chain_of_lets_inside_a_parameter_builds_natively() {
-    let so = build("param_lets", &lets_in_a_parameter(2000), "native", "libparam_lets.so");
+    let so = build(
+        "param_lets",
+        &lets_in_a_parameter(2000),
+        "native",
+        "libparam_lets.so",
+    );
     assert_eq!(run(&so, "param_lets", 5), 5 + 2000);
 }
 
@@ -184,7 +239,13 @@ fn lets_inside_parameters_of_two_equations_build_in_both_back_ends() {
     let module = std::fs::read_to_string(mlir).unwrap();
     let functions: Vec<&str> = module.split("func.func private").skip(1).collect();
     assert_eq!(functions.len(), 2, "{module}");
-    let adds = functions.iter().filter(|f| f.contains("stablehlo.add")).count();
-    let muls = functions.iter().filter(|f| f.contains("stablehlo.multiply")).count();
+    let adds = functions
+        .iter()
+        .filter(|f| f.contains("stablehlo.add"))
+        .count();
+    let muls = functions
+        .iter()
+        .filter(|f| f.contains("stablehlo.multiply"))
+        .count();
     assert_eq!((adds, muls), (1, 1), "{module}");
 }

@@ -68,8 +68,18 @@ fn a_chain_of_40000_elementwise_equations_builds_and_runs_in_bounded_memory() {
     let f: Entry = unsafe { *lib.get::<Entry>(b"chain40000").unwrap() };
     let free: unsafe extern "C" fn(*mut u8) = unsafe { *lib.get(b"chain40000_free").unwrap() };
     let mut x: [i64; 4] = [1, 2, 3, 4];
-    let input = JxArray { data: x.as_mut_ptr().cast(), dtype: 4, rank: 1, shape: [4, 0, 0, 0, 0, 0, 0, 0] };
-    let mut out = JxArray { data: std::ptr::null_mut(), dtype: 0, rank: 0, shape: [0; 8] };
+    let input = JxArray {
+        data: x.as_mut_ptr().cast(),
+        dtype: 4,
+        rank: 1,
+        shape: [4, 0, 0, 0, 0, 0, 0, 0],
+    };
+    let mut out = JxArray {
+        data: std::ptr::null_mut(),
+        dtype: 0,
+        rank: 0,
+        shape: [0; 8],
+    };
     assert_eq!(unsafe { f(&input, 1, &mut out, 1) }, 0);
     assert_eq!((out.rank, out.shape[0]), (1, 4));
     // SAFETY: four i64 values, as the output's shape says.
@@ -83,10 +93,15 @@ fn a_million_equations_are_refused_natively_with_a_message_in_bounded_memory() {
     let n = 1_000_000;
     let text = chain(n);
     let (_, code, said, peak_mb) = build_measured("chain1m", &text);
-    eprintln!("a chain of {n} equations ({} MB): refused with a peak of {peak_mb:.0} MB", text.len() >> 20);
+    eprintln!(
+        "a chain of {n} equations ({} MB): refused with a peak of {peak_mb:.0} MB",
+        text.len() >> 20
+    );
     assert_eq!(code, Some(1), "{said}");
     assert!(
-        said.contains(&format!("the program has {n} equations; native builds lower at most 200000")),
+        said.contains(&format!(
+            "the program has {n} equations; native builds lower at most 200000"
+        )),
         "{said}"
     );
     // The check of the 38 MB text, and no lowering (which reached 4 GB).
@@ -103,7 +118,9 @@ fn steps(steps: usize, huge: bool) -> String {
     let mut s = String::from("{ lambda ; a:i64[4]. let\n");
     let mut x = "a".to_string();
     for i in 0..steps {
-        s += &format!("    y{i}:i64[4] = add {x} 1:i64[]\n    t{i}:i64[4] = add y{i} y{i}\n    x{i}:i64[4] = sub t{i} y{i}\n");
+        s += &format!(
+            "    y{i}:i64[4] = add {x} 1:i64[]\n    t{i}:i64[4] = add y{i} y{i}\n    x{i}:i64[4] = sub t{i} y{i}\n"
+        );
         x = format!("x{i}");
     }
     if huge {
@@ -122,14 +139,27 @@ fn a_long_program_split_into_functions_gives_its_outputs_and_failures() {
     // about 1,000 ([`jaxpr_native`]'s segments) built on threads.
     let n = 1500;
     type Entry = unsafe extern "C" fn(*const JxArray, i64, *mut JxArray, i64) -> i32;
-    let empty = JxArray { data: std::ptr::null_mut(), dtype: 0, rank: 0, shape: [0; 8] };
+    let empty = JxArray {
+        data: std::ptr::null_mut(),
+        dtype: 0,
+        rank: 0,
+        shape: [0; 8],
+    };
     let mut x: [i64; 4] = [1, 2, 3, 4];
-    let input = JxArray { data: x.as_mut_ptr().cast(), dtype: 4, rank: 1, shape: [4, 0, 0, 0, 0, 0, 0, 0] };
+    let input = JxArray {
+        data: x.as_mut_ptr().cast(),
+        dtype: 4,
+        rank: 1,
+        shape: [4, 0, 0, 0, 0, 0, 0, 0],
+    };
 
     let (lib, code, said, _) = build_measured("steps", &steps(n, false));
     assert_eq!(code, Some(0), "{said}");
     let ir = build_ir("steps_ir", &steps(n, false));
-    assert!(ir.contains("@jx_part3("), "the entry point is not split in four");
+    assert!(
+        ir.contains("@jx_part3("),
+        "the entry point is not split in four"
+    );
     // SAFETY: the library just built, with the C ABI of docs/native.md.
     let lib = unsafe { libloading::Library::new(&lib) }.unwrap();
     let f: Entry = unsafe { *lib.get::<Entry>(b"steps").unwrap() };
@@ -161,7 +191,8 @@ fn a_long_program_split_into_functions_gives_its_outputs_and_failures() {
     // SAFETY: the library just built.
     let lib = unsafe { libloading::Library::new(&lib) }.unwrap();
     let f: Entry = unsafe { *lib.get::<Entry>(b"steps_huge").unwrap() };
-    let error: unsafe extern "C" fn() -> *const std::ffi::c_char = unsafe { *lib.get(b"steps_huge_error").unwrap() };
+    let error: unsafe extern "C" fn() -> *const std::ffi::c_char =
+        unsafe { *lib.get(b"steps_huge_error").unwrap() };
     // SAFETY: malloc and free of a block this test owns.
     let probe = unsafe { libc::malloc(1 << 40) };
     if !probe.is_null() {
@@ -172,9 +203,14 @@ fn a_long_program_split_into_functions_gives_its_outputs_and_failures() {
     let mut outs = [empty; 5];
     assert_eq!(unsafe { f(&input, 1, outs.as_mut_ptr(), 5) }, 1);
     // SAFETY: the library's NUL-terminated message.
-    let message = unsafe { std::ffi::CStr::from_ptr(error()) }.to_string_lossy().into_owned();
+    let message = unsafe { std::ffi::CStr::from_ptr(error()) }
+        .to_string_lossy()
+        .into_owned();
     assert!(message.contains("out of memory"), "{message}");
-    assert!(outs.iter().all(|o| o.data.is_null()), "an output was written");
+    assert!(
+        outs.iter().all(|o| o.data.is_null()),
+        "an output was written"
+    );
 }
 
 /// The optimised LLVM IR of `text`.

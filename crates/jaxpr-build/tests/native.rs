@@ -18,7 +18,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use valgrind::*;
 
-
 fn out_dir() -> PathBuf {
     let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("native");
     std::fs::create_dir_all(&d).unwrap();
@@ -36,7 +35,6 @@ fn build(jaxpr: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
-
 fn lib_name(case: &Path) -> String {
     case.file_name()
         .unwrap()
@@ -52,7 +50,11 @@ fn built(case: &Path) -> PathBuf {
 /// [`built`] for the processor `cpu` (`--cpu`).
 fn built_for(case: &Path, cpu: &str) -> PathBuf {
     let so = out_dir().join(format!("lib{}-{cpu}.so", case_name(case).replace('/', "_")));
-    let b = build(&case.with_extension("jaxpr"), &so, &["--emit", "native", "--cpu", cpu]);
+    let b = build(
+        &case.with_extension("jaxpr"),
+        &so,
+        &["--emit", "native", "--cpu", cpu],
+    );
     assert!(
         b.status.success(),
         "{}: build failed: {}",
@@ -105,7 +107,10 @@ fn every_build_case_runs_natively_from_rust_and_python() {
 fn a_library_for_an_x86_64_level_uses_only_its_instructions() {
     for name in ["jax/elementwise", "jax/transformer_block"] {
         let case = corpus().join(name);
-        for (cpu, wider) in [("x86-64", &["%ymm", "%zmm"][..]), ("x86-64-v3", &["%zmm"][..])] {
+        for (cpu, wider) in [
+            ("x86-64", &["%ymm", "%zmm"][..]),
+            ("x86-64-v3", &["%zmm"][..]),
+        ] {
             let so = built_for(&case, cpu);
             let lib = Lib::open(&so, &lib_name(&case));
             let failures = run_examples(&lib, &case);
@@ -113,7 +118,10 @@ fn a_library_for_an_x86_64_level_uses_only_its_instructions() {
             let dis = Command::new("objdump").arg("-d").arg(&so).output().unwrap();
             assert!(dis.status.success(), "objdump -d {}", so.display());
             let dis = String::from_utf8_lossy(&dis.stdout);
-            assert!(dis.contains("%xmm"), "{name} --cpu {cpu}: no vector code at all");
+            assert!(
+                dis.contains("%xmm"),
+                "{name} --cpu {cpu}: no vector code at all"
+            );
             for w in wider {
                 let line = dis.lines().find(|l| l.contains(w));
                 assert!(line.is_none(), "{name} --cpu {cpu} uses {w}: {line:?}");
@@ -138,14 +146,26 @@ fn key_arrays_are_their_key_data_and_threefry_gives_random123s_answers() {
          in (f, g, h, i) }\n",
     );
     let lib = Lib::open(&so, "keys");
-    let u32s = |shape: Vec<i64>, xs: &[u32]| (7, shape, xs.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>());
+    let u32s = |shape: Vec<i64>, xs: &[u32]| {
+        (
+            7,
+            shape,
+            xs.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>(),
+        )
+    };
     // Random123's cases: key words, counts, and the hash of the counts.
     let cases: [([u32; 2], [u32; 2], [u32; 2]); 3] = [
         ([0, 0], [0, 0], [0x6b20_0159, 0x99ba_4efe]),
         ([!0, !0], [!0, !0], [0x1cb9_96fc, 0xbb00_2be7]),
-        ([0x1319_8a2e, 0x0370_7344], [0x243f_6a88, 0x85a3_08d3], [0xc492_3a9c, 0x483d_f7a0]),
+        (
+            [0x1319_8a2e, 0x0370_7344],
+            [0x243f_6a88, 0x85a3_08d3],
+            [0xc492_3a9c, 0x483d_f7a0],
+        ),
     ];
-    let col = |f: &dyn Fn(&([u32; 2], [u32; 2], [u32; 2])) -> u32| cases.iter().map(f).collect::<Vec<u32>>();
+    let col = |f: &dyn Fn(&([u32; 2], [u32; 2], [u32; 2])) -> u32| {
+        cases.iter().map(f).collect::<Vec<u32>>()
+    };
     let mut bufs = vec![
         u32s(vec![3, 2], &[0, 0, 0, 0, 1, 2]),
         u32s(vec![3], &col(&|c| c.0[0])),
@@ -158,9 +178,20 @@ fn key_arrays_are_their_key_data_and_threefry_gives_random123s_answers() {
     for o in &outs[..2] {
         assert_eq!((o.dtype, &o.shape[..o.rank as usize]), (7, &[3i64, 2][..]));
     }
-    assert_eq!(values(&outs[0], 6), values(&outs[1], 6), "a key output is its key data");
-    assert_eq!(values(&outs[0], 4), [0x6b20_0159, 0x99ba_4efe, 0x6b20_0159, 0x99ba_4efe]);
-    assert_ne!(values(&outs[0], 6)[4..], [1, 2], "folding in changes the key");
+    assert_eq!(
+        values(&outs[0], 6),
+        values(&outs[1], 6),
+        "a key output is its key data"
+    );
+    assert_eq!(
+        values(&outs[0], 4),
+        [0x6b20_0159, 0x99ba_4efe, 0x6b20_0159, 0x99ba_4efe]
+    );
+    assert_ne!(
+        values(&outs[0], 6)[4..],
+        [1, 2],
+        "folding in changes the key"
+    );
     assert_eq!(values(&outs[2], 3), col(&|c| c.2[0]));
     assert_eq!(values(&outs[3], 3), col(&|c| c.2[1]));
     lib.free(outs);
@@ -342,23 +373,38 @@ fn rebuilding_a_loaded_library_replaces_the_file() {
     let case = corpus().join("jax/mlp");
     let so = out_dir().join("librebuilt_mlp.so");
     let args = ["--emit", "native", "--name", "mlp"];
-    assert!(build(&case.with_extension("jaxpr"), &so, &args).status.success());
+    assert!(
+        build(&case.with_extension("jaxpr"), &so, &args)
+            .status
+            .success()
+    );
     let lib = Lib::open(&so, "mlp");
     let before = std::fs::metadata(&so).unwrap().ino();
-    assert!(build(&case.with_extension("jaxpr"), &so, &args).status.success());
-    assert_ne!(std::fs::metadata(&so).unwrap().ino(), before, "rewritten in place");
+    assert!(
+        build(&case.with_extension("jaxpr"), &so, &args)
+            .status
+            .success()
+    );
+    assert_ne!(
+        std::fs::metadata(&so).unwrap().ino(),
+        before,
+        "rewritten in place"
+    );
     // The loaded copy still runs, and no temporary file is left behind.
     assert_eq!(run_examples(&lib, &case), Vec::<String>::new());
     let leftovers: Vec<_> = std::fs::read_dir(out_dir())
         .unwrap()
         .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with(".librebuilt_mlp.so"))
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(".librebuilt_mlp.so")
+        })
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
 // ---- under valgrind ---------------------------------------------------------
-
 
 /// `x` with extents `shape`, its data the old elements repeated (so every
 /// float is a value the program already saw).
@@ -384,8 +430,6 @@ fn resized(x: &Input, shape: &[i64]) -> Input {
         bytes,
     }
 }
-
-
 
 /// How an input's dimension is sized, from the jaxpr's signature.
 #[derive(Clone, Copy, PartialEq)]
@@ -462,11 +506,19 @@ fn wrong_calls(case: &Path, n_out: i64) -> Vec<Call> {
     let mut calls = Vec::new();
     for (k, ex) in examples.iter().enumerate() {
         for round in ["", " again"] {
-            calls.push(call(format!("example {k}{round}"), Expect::Success, ex.clone()));
+            calls.push(call(
+                format!("example {k}{round}"),
+                Expect::Success,
+                ex.clone(),
+            ));
         }
     }
     if n_in > 0 {
-        calls.push(call("one input less".into(), Expect::Error, valid[..valid.len() - 1].to_vec()));
+        calls.push(call(
+            "one input less".into(),
+            Expect::Error,
+            valid[..valid.len() - 1].to_vec(),
+        ));
         let mut more = valid.clone();
         more.push(valid[0].clone());
         calls.push(call("one input more".into(), Expect::Error, more));
@@ -508,8 +560,12 @@ fn wrong_calls(case: &Path, n_out: i64) -> Vec<Call> {
         }
         let shape = x.shape[..x.rank as usize].to_vec();
         for j in 0..shape.len() {
-            calls.push(with(&format!("extent {j} is -1"), Expect::Error, &|a| a.shape[j] = -1));
-            calls.push(with(&format!("extent {j} is 2^40"), Expect::Error, &|a| a.shape[j] = 1 << 40));
+            calls.push(with(&format!("extent {j} is -1"), Expect::Error, &|a| {
+                a.shape[j] = -1
+            }));
+            calls.push(with(&format!("extent {j} is 2^40"), Expect::Error, &|a| {
+                a.shape[j] = 1 << 40
+            }));
             let expect = match extents[j] {
                 Extent::Static | Extent::DimArg(_) => Expect::Error,
                 Extent::Free => Expect::Either,
@@ -518,18 +574,32 @@ fn wrong_calls(case: &Path, n_out: i64) -> Vec<Call> {
             grown[j] += 1;
             let mut arrays = valid.clone();
             arrays[k] = resized(x, &grown);
-            calls.push(call(format!("input {k}: extent {j} one more"), expect, arrays));
+            calls.push(call(
+                format!("input {k}: extent {j} one more"),
+                expect,
+                arrays,
+            ));
         }
         if !x.bytes.is_empty() {
             calls.push(with("data NULL", Expect::Error, &|a| a.data_null = true));
         }
         if *is_dim {
             // A dimension argument that disagrees with the arrays it sizes.
-            for (why, delta) in [("one more", 1i64), ("minus one", -1 - 2 * i64::from_le_bytes(x.bytes[..8].try_into().unwrap()))] {
-                calls.push(with(&format!("dimension argument {why}"), Expect::Error, &|a| {
-                    let d = i64::from_le_bytes(a.bytes[..8].try_into().unwrap()) + delta;
-                    a.bytes[..8].copy_from_slice(&d.to_le_bytes());
-                }));
+            for (why, delta) in [
+                ("one more", 1i64),
+                (
+                    "minus one",
+                    -1 - 2 * i64::from_le_bytes(x.bytes[..8].try_into().unwrap()),
+                ),
+            ] {
+                calls.push(with(
+                    &format!("dimension argument {why}"),
+                    Expect::Error,
+                    &|a| {
+                        let d = i64::from_le_bytes(a.bytes[..8].try_into().unwrap()) + delta;
+                        a.bytes[..8].copy_from_slice(&d.to_le_bytes());
+                    },
+                ));
             }
         }
     }
@@ -542,9 +612,10 @@ fn wrong_calls(case: &Path, n_out: i64) -> Vec<Call> {
 fn large_calls(case: &Path, valid: &[Input], sig: &[(Vec<Extent>, bool)], n_out: i64) -> Vec<Call> {
     const N: i64 = 10_000;
     let catalyst = case.parent().unwrap().ends_with("catalyst");
-    let vectors = valid.iter().zip(sig).all(|(x, (e, _))| {
-        x.rank == 0 || (x.rank == 1 && matches!(e[0], Extent::DimArg(_)))
-    });
+    let vectors = valid
+        .iter()
+        .zip(sig)
+        .all(|(x, (e, _))| x.rank == 0 || (x.rank == 1 && matches!(e[0], Extent::DimArg(_))));
     if !catalyst || !vectors {
         return Vec::new();
     }
@@ -574,7 +645,6 @@ fn large_calls(case: &Path, valid: &[Input], sig: &[(Vec<Extent>, bool)], n_out:
         .collect()
 }
 
-
 /// Every build-set library, called from C under valgrind with its valid
 /// examples and every kind of wrong input: each call gets the expected
 /// outcome (an error for a wrong input, never a crash), and valgrind finds
@@ -592,14 +662,18 @@ fn wrong_inputs_under_valgrind_are_errors_without_memory_errors() {
         for _ in 0..2 {
             s.spawn(|| {
                 loop {
-                    let Some(case) = next.lock().unwrap().next() else { break };
+                    let Some(case) = next.lock().unwrap().next() else {
+                        break;
+                    };
                     // For a processor valgrind knows every instruction of
                     // (valgrind 3.19 stops at AVX-512's).
                     let so = built_for(case, VALGRIND_CPU);
                     let lib = Lib::open(&so, &lib_name(case));
                     let n_out: CountFn = lib.sym("_num_outputs");
                     let calls = wrong_calls(case, unsafe { n_out() });
-                    if let Some(f) = under_valgrind(&drv, &so, &lib_name(case), &calls, &case_name(case)) {
+                    if let Some(f) =
+                        under_valgrind(&drv, &so, &lib_name(case), &calls, &case_name(case))
+                    {
                         failures.lock().unwrap().push(f);
                     }
                 }
@@ -617,13 +691,19 @@ fn wrong_inputs_under_valgrind_are_errors_without_memory_errors() {
     )
     .unwrap();
     let so = out_dir().join("liblate_failure.so");
-    assert!(build(&src, &so, &["--emit", "native", "--cpu", VALGRIND_CPU]).status.success());
+    assert!(
+        build(&src, &so, &["--emit", "native", "--cpu", VALGRIND_CPU])
+            .status
+            .success()
+    );
     let f64s = |n: usize| Input {
         dtype: 12,
         rank: 1,
         shape: [n as i64, 0, 0, 0, 0, 0, 0, 0],
         data_null: false,
-        bytes: (0..n).flat_map(|i| (i as f64 * 1e-3).to_le_bytes()).collect(),
+        bytes: (0..n)
+            .flat_map(|i| (i as f64 * 1e-3).to_le_bytes())
+            .collect(),
     };
     let size = |n: i64| Input {
         dtype: 4,
@@ -662,7 +742,8 @@ fn wrong_inputs_under_valgrind_are_errors_without_memory_errors() {
 const BROADCAST: &str = "{ lambda ; a:i64[] b:i64[]. let\n    \
     c:f32[a,b] = broadcast_in_dim[broadcast_dimensions=() shape=(None, None) sharding=None] 1.0:f32[] a b\n  \
     in (c,) }\n";
-const POWER: &str = "{ lambda ; x:i8[a] y:i8[a*a*a*a]. let\n    z:i8[a*a*a*a] = neg y\n  in (z,) }\n";
+const POWER: &str =
+    "{ lambda ; x:i8[a] y:i8[a*a*a*a]. let\n    z:i8[a*a*a*a] = neg y\n  in (z,) }\n";
 const HUGE_IOTA: &str = "{ lambda ; . let\n    \
     h:i32[4294967296,4294967296] = iota[dimension=0 dtype=int32 shape=(4294967296, 4294967296) sharding=None] \n  \
     in (h,) }\n";
@@ -673,7 +754,11 @@ fn built_text(name: &str, text: &str) -> PathBuf {
     std::fs::write(&src, text).unwrap();
     let so = out_dir().join(format!("lib{name}.so"));
     let b = build(&src, &so, &["--emit", "native", "--cpu", VALGRIND_CPU]);
-    assert!(b.status.success(), "{name}: {}", String::from_utf8_lossy(&b.stderr));
+    assert!(
+        b.status.success(),
+        "{name}: {}",
+        String::from_utf8_lossy(&b.stderr)
+    );
     so
 }
 
@@ -691,7 +776,9 @@ fn extent_ok(d: i64) -> bool {
 
 /// Whether an array of `shape` and elements of `size` bytes may exist.
 fn array_ok(shape: &[i64], size: i128) -> bool {
-    shape.iter().all(|&d| (0..=MAX_BYTES / size).contains(&(d as i128)))
+    shape
+        .iter()
+        .all(|&d| (0..=MAX_BYTES / size).contains(&(d as i128)))
         && shape.iter().map(|&d| (d as i128).max(1)).product::<i128>() <= MAX_BYTES / size
 }
 
@@ -700,7 +787,13 @@ fn elements(shape: &[i64]) -> i128 {
 }
 
 fn scalar(v: i64) -> Input {
-    Input { dtype: 4, rank: 0, shape: [0; 8], data_null: false, bytes: v.to_le_bytes().to_vec() }
+    Input {
+        dtype: 4,
+        rank: 0,
+        shape: [0; 8],
+        data_null: false,
+        bytes: v.to_le_bytes().to_vec(),
+    }
 }
 
 /// An input of `shape`: zeros when the library may read it (it passes the
@@ -714,7 +807,13 @@ fn sized(dtype: i32, shape: &[i64], readable: bool) -> Option<Input> {
     }
     let mut s = [0i64; 8];
     s[..shape.len()].copy_from_slice(shape);
-    Some(Input { dtype, rank: shape.len() as i32, shape: s, data_null: false, bytes: vec![0; n as usize * size] })
+    Some(Input {
+        dtype,
+        rank: shape.len() as i32,
+        shape: s,
+        data_null: false,
+        bytes: vec![0; n as usize * size],
+    })
 }
 
 /// One call of a size program and the outcome the ABI's rules give it;
@@ -742,7 +841,11 @@ fn size_call(program: &str, x: &[i64]) -> Option<Call> {
             let x_ok = (1..=MAX_BYTES).contains(&(a as i128));
             let valid = x_ok && a4.is_some_and(|n| n <= MAX_BYTES);
             let y = a.wrapping_mul(a).wrapping_mul(a).wrapping_mul(a);
-            (vec![sized(1, &[a], x_ok)?, sized(1, &[y], valid)?], valid, a4.unwrap_or(0))
+            (
+                vec![sized(1, &[a], x_ok)?, sized(1, &[y], valid)?],
+                valid,
+                a4.unwrap_or(0),
+            )
         }
         _ => panic!("sizes.corpus: no program {program} of {} extents", x.len()),
     };
@@ -751,7 +854,11 @@ fn size_call(program: &str, x: &[i64]) -> Option<Call> {
     }
     Some(Call {
         why: format!("{program} {x:?}"),
-        expect: if valid { Expect::Success } else { Expect::Error },
+        expect: if valid {
+            Expect::Success
+        } else {
+            Expect::Error
+        },
         n_in: arrays.len() as i64,
         n_out: if program == "dyn_matmul" { 2 } else { 1 },
         in_null: false,
@@ -768,7 +875,10 @@ fn edge_extent() -> impl proptest::strategy::Strategy<Value = i64> {
     prop_oneof![
         0i64..4,
         2i64..70_000,
-        (prop::sample::select(vec![31u32, 32, 37, 38, 40, 62, 63]), -2i128..=2)
+        (
+            prop::sample::select(vec![31u32, 32, 37, 38, 40, 62, 63]),
+            -2i128..=2
+        )
             .prop_map(|(p, d)| ((1i128 << p) + d) as i64),
         prop::sample::select(vec![-1i64, -2, -3, i64::MIN, i64::MAX, 6148914691236517206]),
     ]
@@ -788,7 +898,10 @@ fn extents_from_values_under_valgrind_are_checked() {
     )
     .unwrap();
     let mut calls: std::collections::BTreeMap<&str, Vec<Call>> = Default::default();
-    for line in corpus_text.lines().filter(|l| !l.trim().is_empty() && !l.starts_with('#')) {
+    for line in corpus_text
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+    {
         let mut words = line.split_whitespace();
         let program = words.next().unwrap();
         let x: Vec<i64> = words.map(|w| w.parse().unwrap()).collect();
@@ -812,13 +925,29 @@ fn extents_from_values_under_valgrind_are_checked() {
     let mut failures = Vec::new();
     for (program, calls) in &calls {
         let (so, name) = match *program {
-            "dyn_matmul" => (built_for(&corpus().join("catalyst/dyn_matmul"), VALGRIND_CPU), "dyn_matmul".to_string()),
-            "broadcast" => (built_text("sizes_broadcast", BROADCAST), "sizes_broadcast".into()),
+            "dyn_matmul" => (
+                built_for(&corpus().join("catalyst/dyn_matmul"), VALGRIND_CPU),
+                "dyn_matmul".to_string(),
+            ),
+            "broadcast" => (
+                built_text("sizes_broadcast", BROADCAST),
+                "sizes_broadcast".into(),
+            ),
             _ => (built_text("sizes_power", POWER), "sizes_power".into()),
         };
         let errors = calls.iter().filter(|c| c.expect == Expect::Error).count();
-        assert!(errors > 10 && errors < calls.len(), "{program}: {errors} of {} calls fail", calls.len());
-        failures.extend(under_valgrind(&drv, &so, &name, calls, &format!("sizes_{program}")));
+        assert!(
+            errors > 10 && errors < calls.len(),
+            "{program}: {errors} of {} calls fail",
+            calls.len()
+        );
+        failures.extend(under_valgrind(
+            &drv,
+            &so,
+            &name,
+            calls,
+            &format!("sizes_{program}"),
+        ));
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
@@ -831,33 +960,67 @@ fn sizes_that_overflow_or_are_negative_are_errors_naming_the_dimension() {
         let lib = Lib::open(so, name);
         let mut bufs: Vec<_> = inputs
             .iter()
-            .map(|x| (x.dtype, x.shape[..x.rank as usize].to_vec(), x.bytes.clone()))
+            .map(|x| {
+                (
+                    x.dtype,
+                    x.shape[..x.rank as usize].to_vec(),
+                    x.bytes.clone(),
+                )
+            })
             .collect();
         let arrays = arrays(&mut bufs);
         match lib.call(&arrays, unsafe { lib.sym::<CountFn>("_num_outputs")() }) {
             Ok(outs) => {
-                let shapes: Vec<_> = outs.iter().map(|o| o.shape[..o.rank as usize].to_vec()).collect();
+                let shapes: Vec<_> = outs
+                    .iter()
+                    .map(|o| o.shape[..o.rank as usize].to_vec())
+                    .collect();
                 lib.free(outs);
                 panic!("{name}: succeeded with output shapes {shapes:?}");
             }
             Err(e) => e,
         }
     };
-    let contains = |e: String, want: &str| assert!(e.contains(want), "{e:?} does not mention {want:?}");
+    let contains =
+        |e: String, want: &str| assert!(e.contains(want), "{e:?} does not mention {want:?}");
     // a=2^37, b=0, c=2^27: empty inputs, a*c wraps to 0 in 64 bits.
     let dm = built_for(&corpus().join("catalyst/dyn_matmul"), VALGRIND_CPU);
     let (a, c) = (1i64 << 37, 1i64 << 27);
-    let e = call(&dm, "dyn_matmul", vec![
-        scalar(a), scalar(0), scalar(c),
-        sized(12, &[a, 0], true).unwrap(), sized(12, &[c, 0], true).unwrap(),
-    ]);
+    let e = call(
+        &dm,
+        "dyn_matmul",
+        vec![
+            scalar(a),
+            scalar(0),
+            scalar(c),
+            sized(12, &[a, 0], true).unwrap(),
+            sized(12, &[c, 0], true).unwrap(),
+        ],
+    );
     contains(e, "`dot_general` at byte");
     let bc = built_text("sizes_broadcast", BROADCAST);
-    contains(call(&bc, "sizes_broadcast", vec![scalar(3), scalar(6148914691236517206)]), "variable `b` is 6148914691236517206");
-    contains(call(&bc, "sizes_broadcast", vec![scalar(-2), scalar(-3)]), "variable `a` is -2");
+    contains(
+        call(
+            &bc,
+            "sizes_broadcast",
+            vec![scalar(3), scalar(6148914691236517206)],
+        ),
+        "variable `b` is 6148914691236517206",
+    );
+    contains(
+        call(&bc, "sizes_broadcast", vec![scalar(-2), scalar(-3)]),
+        "variable `a` is -2",
+    );
     let power = built_text("sizes_power", POWER);
     let x = sized(1, &[65536], true).unwrap();
-    contains(call(&power, "sizes_power", vec![x, sized(1, &[0], true).unwrap()]), "`a^4`, overflows");
+    contains(
+        call(
+            &power,
+            "sizes_power",
+            vec![x, sized(1, &[0], true).unwrap()],
+        ),
+        "`a^4`, overflows",
+    );
     let iota = built_text("sizes_iota", HUGE_IOTA);
     contains(call(&iota, "sizes_iota", vec![]), "`iota` at byte");
 }
@@ -866,8 +1029,15 @@ fn sizes_that_overflow_or_are_negative_are_errors_naming_the_dimension() {
 #[test]
 fn negative_static_extents_are_not_built() {
     let src = out_dir().join("negative_extent.jaxpr");
-    std::fs::write(&src, "{ lambda ; a:f32[-1]. let\n    b:f32[-1] = neg a\n  in (b,) }\n").unwrap();
-    for (emit, out) in [("native", "libnegative_extent.so"), ("stablehlo", "negative_extent.mlir")] {
+    std::fs::write(
+        &src,
+        "{ lambda ; a:f32[-1]. let\n    b:f32[-1] = neg a\n  in (b,) }\n",
+    )
+    .unwrap();
+    for (emit, out) in [
+        ("native", "libnegative_extent.so"),
+        ("stablehlo", "negative_extent.mlir"),
+    ] {
         let out = out_dir().join(out);
         let _ = std::fs::remove_file(&out);
         let b = build(&src, &out, &["--emit", emit]);
@@ -890,7 +1060,10 @@ fn back_ends_refuse_negative_static_extents_past_the_checker() {
     let parse = jaxpr_syntax::parse(text);
     let mut analysis = jaxpr_check::check(&parse.file);
     assert!(
-        analysis.diagnostics.iter().any(|d| d.message.contains("-1")),
+        analysis
+            .diagnostics
+            .iter()
+            .any(|d| d.message.contains("-1")),
         "the checker refuses it: {:?}",
         analysis.diagnostics
     );
@@ -901,8 +1074,11 @@ fn back_ends_refuse_negative_static_extents_past_the_checker() {
         }
     }
     let said = |d: &[jaxpr_syntax::diagnostics::Diagnostic]| {
-        d.iter()
-            .any(|d| d.kind.code() == "J0012" && d.message.contains("the extent -1 is negative: no array has it"))
+        d.iter().any(|d| {
+            d.kind.code() == "J0012"
+                && d.message
+                    .contains("the extent -1 is negative: no array has it")
+        })
     };
     let hlo = jaxpr_stablehlo::lower_into(
         &parse.file,
@@ -923,7 +1099,12 @@ fn back_ends_refuse_negative_static_extents_past_the_checker() {
         threefry: Default::default(),
         quantum: Default::default(),
     };
-    match jaxpr_native::compile(&parse.file, &analysis, &opts, jaxpr_native::Artifact::LlvmIr) {
+    match jaxpr_native::compile(
+        &parse.file,
+        &analysis,
+        &opts,
+        jaxpr_native::Artifact::LlvmIr,
+    ) {
         Err(d) => assert!(said(&d), "native: {d:?}"),
         Ok(_) => panic!("native built f32[-1]"),
     }
@@ -949,7 +1130,11 @@ fn misused_free_is_refused() {
     )
     .unwrap();
     let so = dir.join("libtwice.so");
-    let b = build(&jaxpr, &so, &["--emit", "native", "--name", "twice", "--cpu", VALGRIND_CPU]);
+    let b = build(
+        &jaxpr,
+        &so,
+        &["--emit", "native", "--name", "twice", "--cpu", VALGRIND_CPU],
+    );
     assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
     let exe = compile_c("misuse", &["-pthread"]);
     let native = Command::new(&exe).arg(&so).arg("twice").output().unwrap();

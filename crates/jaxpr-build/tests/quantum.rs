@@ -53,7 +53,9 @@ fn catalyst() -> &'static (PathBuf, PathBuf) {
 }
 
 fn out_dir(name: &str) -> PathBuf {
-    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("quantum").join(name);
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("quantum")
+        .join(name);
     std::fs::create_dir_all(&d).unwrap();
     d
 }
@@ -65,7 +67,10 @@ struct Case {
 }
 
 fn quantum_cases() -> Vec<Case> {
-    suite_cases().into_iter().filter(|c| c.meta["quantum"] == true).collect()
+    suite_cases()
+        .into_iter()
+        .filter(|c| c.meta["quantum"] == true)
+        .collect()
 }
 
 /// Every case of the suite, classical and quantum, by name.
@@ -79,7 +84,9 @@ fn cases_in(dir: &Path) -> Vec<Case> {
         .unwrap()
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json") && p.with_extension("jaxpr").exists())
+        .filter(|p| {
+            p.extension().is_some_and(|x| x == "json") && p.with_extension("jaxpr").exists()
+        })
         .map(|p| Case {
             name: p.file_stem().unwrap().to_string_lossy().into_owned(),
             text: std::fs::read_to_string(p.with_extension("jaxpr")).unwrap(),
@@ -102,17 +109,31 @@ fn options(name: &str, cpu: native::Cpu, seed: Option<u32>) -> native::Options {
         opt: 1,
         cpu,
         threefry: Default::default(),
-        quantum: native::QuantumOptions { runtime: Some(catalyst().1.clone()), seed },
+        quantum: native::QuantumOptions {
+            runtime: Some(catalyst().1.clone()),
+            seed,
+        },
     }
 }
 
 /// [`build`] for the processor `cpu`.
-fn build_for(cpu: native::Cpu, text: &str, name: &str, seed: Option<u32>, dir: &Path) -> Result<PathBuf, String> {
+fn build_for(
+    cpu: native::Cpu,
+    text: &str,
+    name: &str,
+    seed: Option<u32>,
+    dir: &Path,
+) -> Result<PathBuf, String> {
     let parse = jaxpr_syntax::parse(text);
     let analysis = jaxpr_check::check(&parse.file);
     let opts = options(name, cpu, seed);
-    let so = native::build_native(&parse, &analysis, &opts, native::Artifact::Shared)
-        .map_err(|d| d.iter().map(|d| format!("{:?}: {}", d.kind, d.message)).collect::<Vec<_>>().join("; "))?;
+    let so =
+        native::build_native(&parse, &analysis, &opts, native::Artifact::Shared).map_err(|d| {
+            d.iter()
+                .map(|d| format!("{:?}: {}", d.kind, d.message))
+                .collect::<Vec<_>>()
+                .join("; ")
+        })?;
     let path = dir.join(format!("lib{name}.so"));
     std::fs::write(&path, so).unwrap();
     Ok(path)
@@ -155,13 +176,22 @@ fn older_catalysts_quantum_programs_compute_their_values() {
             })
             .collect()
     };
-    let releases = ["catalyst-0.10.0", "catalyst-0.12.0", "catalyst-0.13.0", "catalyst-0.14.1"];
+    let releases = [
+        "catalyst-0.10.0",
+        "catalyst-0.12.0",
+        "catalyst-0.13.0",
+        "catalyst-0.14.1",
+    ];
     let mut cases: Vec<Case> = releases.iter().flat_map(|r| release_cases(r)).collect();
     // Catalyst 0.10's layouts its column lacks (controlled and constant
     // global phases, constant angles outside loops):
     // `corpus-gen/catalyst/layouts_0_10.py`.
     let layouts = cases_in(&versions.join("../catalyst-0.10-layouts"));
-    assert!(layouts.len() >= 2, "{} programs of Catalyst 0.10's layouts", layouts.len());
+    assert!(
+        layouts.len() >= 2,
+        "{} programs of Catalyst 0.10's layouts",
+        layouts.len()
+    );
     cases.extend(layouts.into_iter().map(|mut c| {
         c.name = format!("catalyst_0_10_0_layouts_{}", c.name);
         c
@@ -171,16 +201,34 @@ fn older_catalysts_quantum_programs_compute_their_values() {
     // values, so those programs cannot run against Catalyst's values.
     let recorded = |c: &Case| {
         let parse = jaxpr_syntax::parse(&c.text);
-        parse.file.main.as_ref().is_some_and(|m| m.constvars.is_empty()) || !c.meta["consts"].is_null()
+        parse
+            .file
+            .main
+            .as_ref()
+            .is_some_and(|m| m.constvars.is_empty())
+            || !c.meta["consts"].is_null()
     };
     let unrecorded = cases.iter().filter(|c| !recorded(c)).count();
-    assert!(unrecorded <= 4, "{unrecorded} programs without their constants' values");
+    assert!(
+        unrecorded <= 4,
+        "{unrecorded} programs without their constants' values"
+    );
     cases.retain(recorded);
     assert!(cases.len() >= 4 * 15, "{} quantum programs", cases.len());
-    assert!(cases.iter().filter(|c| c.name.starts_with("catalyst_0_10_0")).count() >= 15, "Catalyst 0.10's programs");
+    assert!(
+        cases
+            .iter()
+            .filter(|c| c.name.starts_with("catalyst_0_10_0"))
+            .count()
+            >= 15,
+        "Catalyst 0.10's programs"
+    );
     let unseeded: Vec<&str> = cases
         .iter()
-        .filter(|c| c.meta["seed"].is_null() && (c.text.contains("= sample[") || c.text.contains("= counts[")))
+        .filter(|c| {
+            c.meta["seed"].is_null()
+                && (c.text.contains("= sample[") || c.text.contains("= counts["))
+        })
         .map(|c| c.name.as_str())
         .collect();
     let failures = build_and_run(&cases, &out_dir("older"));
@@ -192,9 +240,14 @@ fn older_catalysts_quantum_programs_compute_their_values() {
             bad.push(f.clone());
         }
     }
-    assert!(bad.is_empty(), "{} of {}:\n{}", bad.len(), cases.len(), bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "{} of {}:\n{}",
+        bad.len(),
+        cases.len(),
+        bad.join("\n")
+    );
 }
-
 
 /// Builds each case, runs it twice on its recorded examples and says what
 /// is not built or not Catalyst's value.
@@ -213,11 +266,18 @@ fn build_and_run(cases: &[Case], dir: &Path) -> Vec<String> {
                 // A second round: each call starts the runtime afresh
                 // (a seeded call draws the same numbers again).
                 let again = run_values(&lib, &examples, &c.name, false);
-                bad.into_iter().chain(again).map(|b| format!("{}: {b}", c.name)).collect()
+                bad.into_iter()
+                    .chain(again)
+                    .map(|b| format!("{}: {b}", c.name))
+                    .collect()
             }
         }
     });
-    eprintln!("{} quantum programs: {} built and run", cases.len(), built.into_inner().unwrap());
+    eprintln!(
+        "{} quantum programs: {} built and run",
+        cases.len(),
+        built.into_inner().unwrap()
+    );
     failures
 }
 
@@ -228,15 +288,17 @@ fn on_two_threads<T: Sync>(items: &[T], check: impl Fn(&T) -> Vec<String> + Sync
     let next = Mutex::new(0usize);
     std::thread::scope(|s| {
         for _ in 0..2 {
-            s.spawn(|| loop {
-                let k = {
-                    let mut n = next.lock().unwrap();
-                    *n += 1;
-                    *n - 1
-                };
-                let Some(item) = items.get(k) else { return };
-                let found = check(item);
-                failures.lock().unwrap().extend(found);
+            s.spawn(|| {
+                loop {
+                    let k = {
+                        let mut n = next.lock().unwrap();
+                        *n += 1;
+                        *n - 1
+                    };
+                    let Some(item) = items.get(k) else { return };
+                    let found = check(item);
+                    failures.lock().unwrap().extend(found);
+                }
             });
         }
     });
@@ -264,19 +326,42 @@ fn what_catalyst_does_not_differentiate_is_refused_with_one_diagnostic() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/catalyst-refused");
     let mut seen = 0;
     for (file, method, named) in [
-        ("grad_gate_in_while_loop_adjoint", "adjoint", "by the adjoint method"),
-        ("grad_gate_in_while_loop_parameter_shift", "parameter-shift", "by parameter-shift"),
+        (
+            "grad_gate_in_while_loop_adjoint",
+            "adjoint",
+            "by the adjoint method",
+        ),
+        (
+            "grad_gate_in_while_loop_parameter_shift",
+            "parameter-shift",
+            "by parameter-shift",
+        ),
     ] {
         let text = std::fs::read_to_string(dir.join(format!("{file}.jaxpr"))).unwrap();
-        assert!(std::fs::read_to_string(dir.join(format!("{file}.error"))).unwrap().contains("GradientLoweringStage"));
+        assert!(
+            std::fs::read_to_string(dir.join(format!("{file}.error")))
+                .unwrap()
+                .contains("GradientLoweringStage")
+        );
         let d = refusal(&text);
         assert_eq!(d.len(), 1, "{file}: {d:?}");
-        assert_eq!(d[0].kind, jaxpr_syntax::diagnostics::DiagKind::Unsupported, "{file}");
-        assert!(d[0].message.contains("while_loop") && d[0].message.contains(named), "{file}: {}", d[0].message);
+        assert_eq!(
+            d[0].kind,
+            jaxpr_syntax::diagnostics::DiagKind::Unsupported,
+            "{file}"
+        );
+        assert!(
+            d[0].message.contains("while_loop") && d[0].message.contains(named),
+            "{file}: {}",
+            d[0].message
+        );
         assert!(text.contains(&format!("diff_method='{method}'")), "{file}");
         let gate = text.find("op=RX").unwrap();
         let at = d[0].range.start as usize;
-        assert!(text[..gate].rfind("qinst").unwrap() == at, "{file}: the diagnostic is at byte {at}, not at the gate");
+        assert!(
+            text[..gate].rfind("qinst").unwrap() == at,
+            "{file}: the diagnostic is at byte {at}, not at the gate"
+        );
         seen += 1;
     }
     assert_eq!(seen, 2);
@@ -288,14 +373,24 @@ fn what_catalyst_does_not_differentiate_is_refused_with_one_diagnostic() {
         .replace("h:AbstractQbit() = qinst[", "h:AbstractQbit() ha:AbstractQbit() = qinst[")
         .replace("op=RX", "op=CRX")
         .replace("qubits_len=1\n                ] g e", "qubits_len=2\n                ] g ga e");
-    assert!(crx.contains("] g ga e") && crx.contains("op=CRX"), "the edit did not apply");
+    assert!(
+        crx.contains("] g ga e") && crx.contains("op=CRX"),
+        "the edit did not apply"
+    );
     let d = refusal(&crx);
     assert_eq!(d.len(), 1, "{d:?}");
-    assert!(d[0].message.contains("`CRX`") && d[0].message.contains("parameter-shift"), "{}", d[0].message);
+    assert!(
+        d[0].message.contains("`CRX`") && d[0].message.contains("parameter-shift"),
+        "{}",
+        d[0].message
+    );
 }
 
 fn case(name: &str) -> Case {
-    quantum_cases().into_iter().find(|c| c.name == name).unwrap()
+    quantum_cases()
+        .into_iter()
+        .find(|c| c.name == name)
+        .unwrap()
 }
 
 fn scalar_f64(x: f64) -> (i32, Vec<i64>, Vec<u8>) {
@@ -306,7 +401,11 @@ fn scalar_i64(x: i64) -> (i32, Vec<i64>, Vec<u8>) {
     (4, vec![], x.to_le_bytes().to_vec())
 }
 
-fn call_one(lib: &Lib, mut input: Vec<(i32, Vec<i64>, Vec<u8>)>, n_out: i64) -> Result<Vec<f64>, String> {
+fn call_one(
+    lib: &Lib,
+    mut input: Vec<(i32, Vec<i64>, Vec<u8>)>,
+    n_out: i64,
+) -> Result<Vec<f64>, String> {
     let outs = lib.call(&arrays(&mut input), n_out)?;
     let o: &JxArray = &outs[0];
     let n: i64 = o.shape[..o.rank as usize].iter().product();
@@ -336,7 +435,10 @@ fn calls_from_threads_agree_and_leak_nothing() {
     let path = build(&c.text, "q_threads", None, &dir).unwrap();
     let lib = Lib::open(&path, "q_threads");
     let xs = [0.1, 0.8, 1.7, 2.9];
-    let alone: Vec<Vec<f64>> = xs.iter().map(|&x| call_one(&lib, vec![scalar_f64(x)], 1).unwrap()).collect();
+    let alone: Vec<Vec<f64>> = xs
+        .iter()
+        .map(|&x| call_one(&lib, vec![scalar_f64(x)], 1).unwrap())
+        .collect();
     std::thread::scope(|s| {
         for t in 0..4 {
             let (lib, alone) = (&lib, &alone);
@@ -367,7 +469,10 @@ fn calls_from_threads_agree_and_leak_nothing() {
     }
     let after = rss_kb();
     // A device or a register left per call would be far more than 512 bytes.
-    assert!(after < before + 1024, "resident memory grew from {before} kB to {after} kB over 2000 calls");
+    assert!(
+        after < before + 1024,
+        "resident memory grew from {before} kB to {after} kB over 2000 calls"
+    );
 }
 
 /// Inputs of the wrong kind are refused before the circuit runs, and what
@@ -380,41 +485,67 @@ fn bad_inputs_are_refused_with_messages() {
     let c = case("ghz_dynamic_wires");
     let path = build(&c.text, "q_bad", None, &dir).unwrap();
     let lib = Lib::open(&path, "q_bad");
-    let e = lib.call(&arrays(&mut vec![scalar_f64(3.0)]), 1).unwrap_err();
+    let e = lib
+        .call(&arrays(&mut vec![scalar_f64(3.0)]), 1)
+        .unwrap_err();
     assert!(e.contains("dtype"), "{e}");
     let e = lib.call(&arrays(&mut vec![scalar_i64(-2)]), 1).unwrap_err();
     assert!(e.contains("-2") || e.contains("negative"), "{e}");
-    let e = lib.call(&arrays(&mut vec![scalar_i64(5000)]), 1).unwrap_err();
+    let e = lib
+        .call(&arrays(&mut vec![scalar_i64(5000)]), 1)
+        .unwrap_err();
     assert!(!e.is_empty(), "{e}");
     let v = call_one(&lib, vec![scalar_i64(3)], 1).unwrap();
     assert_eq!(v.len(), 8);
-    assert!((v[0] - 0.5).abs() < 1e-12 && (v[7] - 0.5).abs() < 1e-12, "{v:?}");
+    assert!(
+        (v[0] - 0.5).abs() < 1e-12 && (v[7] - 0.5).abs() < 1e-12,
+        "{v:?}"
+    );
     // A wire outside the register, which only shows at run time.
     let text = case("expval_dynamic_wires").text;
     let path = build(&text, "q_wires", None, &dir).unwrap();
     let lib = Lib::open(&path, "q_wires");
     let e = lib.call(&arrays(&mut vec![scalar_i64(0)]), 1).unwrap_err();
-    assert!(e.contains("outside the register") || e.contains("qubit"), "{e}");
+    assert!(
+        e.contains("outside the register") || e.contains("qubit"),
+        "{e}"
+    );
     assert!(call_one(&lib, vec![scalar_i64(3)], 1).is_ok());
     // A Catalyst 0.10 gate with an angle operand and `static_params`, which
     // 0.10's own lowering asserts against: one J0012 at the gate.
-    let layouts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/catalyst-0.10-layouts/global_phases.jaxpr");
+    let layouts = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data/catalyst-0.10-layouts/global_phases.jaxpr");
     let text = std::fs::read_to_string(layouts).unwrap();
-    let both = text.replacen("static_params=[0.25]\n          ] j", "static_params=[0.25]\n          ] j c", 1);
+    let both = text.replacen(
+        "static_params=[0.25]\n          ] j",
+        "static_params=[0.25]\n          ] j c",
+        1,
+    );
     assert_ne!(both, text, "the constant-angle RX of global_phases");
     let d = refusal(&both);
-    assert!(d.len() == 1 && d[0].message.contains("`static_params`") && d[0].message.contains("Catalyst 0.10"), "{d:?}");
+    assert!(
+        d.len() == 1
+            && d[0].message.contains("`static_params`")
+            && d[0].message.contains("Catalyst 0.10"),
+        "{d:?}"
+    );
 }
 
 fn jaxpr_build(args: &[&str], path_first: Option<&Path>) -> (i32, String) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_jaxpr-build"));
-    cmd.arg("build").args(args).args(["--color", "never"]).env_remove("JAXPR_CATALYST_RUNTIME");
+    cmd.arg("build")
+        .args(args)
+        .args(["--color", "never"])
+        .env_remove("JAXPR_CATALYST_RUNTIME");
     if let Some(dir) = path_first {
         let path = std::env::var("PATH").unwrap_or_default();
         cmd.env("PATH", format!("{}:{path}", dir.display()));
     }
     let out = cmd.output().unwrap();
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 /// The runtime is found through the python3 on PATH, `--catalyst-runtime`
@@ -432,50 +563,107 @@ fn the_runtime_and_the_device_are_found_or_said_missing() {
     let so = dir.join("libexpval.so");
     let so_s = so.to_str().unwrap();
     // The python3 on PATH (the venv's).
-    let (code, err) = jaxpr_build(&[src, "--emit", "native", "-o", so_s], Some(python.parent().unwrap()));
+    let (code, err) = jaxpr_build(
+        &[src, "--emit", "native", "-o", so_s],
+        Some(python.parent().unwrap()),
+    );
     assert_eq!(code, 0, "{err}");
     let lib = Lib::open(&so, "expval_rx");
     let v = call_one(&lib, vec![scalar_f64(0.3)], 1).unwrap();
     assert!((v[0] - 0.3f64.cos()).abs() < 1e-12, "{v:?}");
     // A folder without the runtime.
-    let (code, err) = jaxpr_build(&[src, "--emit", "native", "-o", so_s, "--catalyst-runtime", "/nonexistent"], None);
+    let (code, err) = jaxpr_build(
+        &[
+            src,
+            "--emit",
+            "native",
+            "-o",
+            so_s,
+            "--catalyst-runtime",
+            "/nonexistent",
+        ],
+        None,
+    );
     assert_eq!(code, 1, "{err}");
     assert_eq!(err.matches("error[J0012]").count(), 1, "{err}");
-    assert!(err.contains("librt_capi.so") && err.contains("/nonexistent"), "{err}");
+    assert!(
+        err.contains("librt_capi.so") && err.contains("/nonexistent"),
+        "{err}"
+    );
     // Another version.
     let fake = dir.join("site/catalyst/lib");
     std::fs::create_dir_all(&fake).unwrap();
     std::fs::write(fake.join("librt_capi.so"), b"").unwrap();
     std::fs::write(fake.join("../_version.py"), "__version__ = \"0.14.1\"\n").unwrap();
-    let (code, err) = jaxpr_build(&[src, "--emit", "native", "-o", so_s, "--catalyst-runtime", fake.to_str().unwrap()], None);
+    let (code, err) = jaxpr_build(
+        &[
+            src,
+            "--emit",
+            "native",
+            "-o",
+            so_s,
+            "--catalyst-runtime",
+            fake.to_str().unwrap(),
+        ],
+        None,
+    );
     assert_eq!(code, 1, "{err}");
     assert_eq!(err.matches("error[J0012]").count(), 1, "{err}");
     assert!(err.contains("0.14.1") && err.contains("0.15.0"), "{err}");
     // A device path from another machine, found by name.
     let text = std::fs::read_to_string(src).unwrap();
-    let recorded = text.lines().find_map(|l| l.trim().strip_prefix("rtd_lib=")).unwrap().to_string();
-    let moved = text.replace(&recorded, "/elsewhere/site-packages/pennylane_lightning/liblightning_qubit_catalyst.so");
+    let recorded = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("rtd_lib="))
+        .unwrap()
+        .to_string();
+    let moved = text.replace(
+        &recorded,
+        "/elsewhere/site-packages/pennylane_lightning/liblightning_qubit_catalyst.so",
+    );
     let moved_src = dir.join("moved.jaxpr");
     std::fs::write(&moved_src, &moved).unwrap();
     let lib_dir_s = lib_dir.to_str().unwrap();
     let (code, err) = jaxpr_build(
-        &[moved_src.to_str().unwrap(), "--emit", "native", "-o", so_s, "--catalyst-runtime", lib_dir_s],
+        &[
+            moved_src.to_str().unwrap(),
+            "--emit",
+            "native",
+            "-o",
+            so_s,
+            "--catalyst-runtime",
+            lib_dir_s,
+        ],
         None,
     );
     assert_eq!(code, 0, "{err}");
     // An unknown device.
     let unknown = moved
-        .replace("/elsewhere/site-packages/pennylane_lightning/liblightning_qubit_catalyst.so", "/elsewhere/libno_such_device.so")
+        .replace(
+            "/elsewhere/site-packages/pennylane_lightning/liblightning_qubit_catalyst.so",
+            "/elsewhere/libno_such_device.so",
+        )
         .replace("rtd_name=LightningSimulator", "rtd_name=NoSuchDevice");
     let unknown_src = dir.join("unknown.jaxpr");
     std::fs::write(&unknown_src, unknown).unwrap();
     let (code, err) = jaxpr_build(
-        &[unknown_src.to_str().unwrap(), "--emit", "native", "-o", so_s, "--catalyst-runtime", lib_dir_s],
+        &[
+            unknown_src.to_str().unwrap(),
+            "--emit",
+            "native",
+            "-o",
+            so_s,
+            "--catalyst-runtime",
+            lib_dir_s,
+        ],
         None,
     );
     assert_eq!(code, 1, "{err}");
     assert_eq!(err.matches("error[J0012]").count(), 1, "{err}");
-    assert!(err.contains("NoSuchDevice") && err.contains("libno_such_device.so"), "{err}");
+    assert!(
+        err.contains("NoSuchDevice") && err.contains("libno_such_device.so"),
+        "{err}"
+    );
     // StableHLO.
     let (code, err) = jaxpr_build(&[src, "-o", dir.join("q.mlir").to_str().unwrap()], None);
     assert_eq!(code, 1, "{err}");
@@ -498,11 +686,19 @@ fn the_seed_fixes_the_samples() {
     for _ in 0..5 {
         assert_eq!(call_one(&seeded, vec![scalar_i64(64)], 1).unwrap(), first);
     }
-    let draws: Vec<Vec<f64>> = (0..5).map(|_| call_one(&free, vec![scalar_i64(64)], 1).unwrap()).collect();
+    let draws: Vec<Vec<f64>> = (0..5)
+        .map(|_| call_one(&free, vec![scalar_i64(64)], 1).unwrap())
+        .collect();
     // Five draws of 64 shots all equal has probability below 2^-200.
-    assert!(draws.iter().any(|d| *d != draws[0]), "unseeded calls drew the same samples");
+    assert!(
+        draws.iter().any(|d| *d != draws[0]),
+        "unseeded calls drew the same samples"
+    );
     let ones = first.iter().filter(|&&x| x == 1.0).count();
-    assert!((10..=54).contains(&ones), "{ones} ones in 64 shots of p = 0.46");
+    assert!(
+        (10..=54).contains(&ones),
+        "{ones} ones in 64 shots of p = 0.46"
+    );
 }
 
 /// Quantum libraries under valgrind's memcheck, called from C
@@ -516,8 +712,14 @@ fn the_seed_fixes_the_samples() {
 #[test]
 fn quantum_libraries_are_clean_under_valgrind() {
     let _shared = MEMORY.read().unwrap_or_else(|e| e.into_inner());
-    let ok = Command::new("valgrind").arg("--version").output().is_ok_and(|o| o.status.success());
-    assert!(ok, "valgrind is required by this test (Debian: apt-get install valgrind; .ci/run installs it)");
+    let ok = Command::new("valgrind")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        ok,
+        "valgrind is required by this test (Debian: apt-get install valgrind; .ci/run installs it)"
+    );
     let dir = out_dir("valgrind");
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let harness = dir.join("calls");
@@ -528,21 +730,42 @@ fn quantum_libraries_are_clean_under_valgrind() {
         .arg("-ldl")
         .output()
         .unwrap();
-    assert!(out.status.success(), "calls.c: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "calls.c: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // program, inputs (--fail: every call fails with a message)
     let runs: &[(&str, &[&str])] = &[
         ("ghz_dynamic_wires", &["i64:3"]),
         ("ghz_dynamic_wires", &["--fail", "i64:-2"]),
         ("mcm_var_and_probs_one_shot", &["f64:1.3"]),
     ];
-    let numbered: Vec<(usize, &str, &[&str])> = runs.iter().enumerate().map(|(k, &(p, i))| (k, p, i)).collect();
+    let numbered: Vec<(usize, &str, &[&str])> = runs
+        .iter()
+        .enumerate()
+        .map(|(k, &(p, i))| (k, p, i))
+        .collect();
     let failures = on_two_threads(&numbered, |&(k, program, inputs)| {
         let name = format!("vg{k}_{program}");
-        let so = build_for(native::Cpu::X86_64V3, &case(program).text, &name, None, &dir).unwrap();
+        let so = build_for(
+            native::Cpu::X86_64V3,
+            &case(program).text,
+            &name,
+            None,
+            &dir,
+        )
+        .unwrap();
         let out = Command::new("valgrind")
             .args(["-q", "--error-exitcode=99", "--leak-check=full"])
-            .args(["--show-leak-kinds=definite,indirect,possible", "--errors-for-leak-kinds=definite,indirect,possible"])
-            .arg(format!("--suppressions={}", root.join("scripts/valgrind-native.supp").display()))
+            .args([
+                "--show-leak-kinds=definite,indirect,possible",
+                "--errors-for-leak-kinds=definite,indirect,possible",
+            ])
+            .arg(format!(
+                "--suppressions={}",
+                root.join("scripts/valgrind-native.supp").display()
+            ))
             .arg(&harness)
             .arg(&so)
             .arg(&name)
@@ -572,14 +795,30 @@ fn object_files_of_quantum_programs_are_refused_and_ir_says_what_it_calls() {
     let parse = jaxpr_syntax::parse(&case("expval_rx").text);
     let analysis = jaxpr_check::check(&parse.file);
     let opts = options("expval_rx", native::Cpu::Native, None);
-    let refused = native::build_native(&parse, &analysis, &opts, native::Artifact::Object).unwrap_err();
+    let refused =
+        native::build_native(&parse, &analysis, &opts, native::Artifact::Object).unwrap_err();
     assert_eq!(refused.len(), 1, "{refused:?}");
-    assert_eq!(refused[0].kind, jaxpr_syntax::diagnostics::DiagKind::Unsupported);
-    assert!(refused[0].message.contains("no object file") && refused[0].message.contains("--emit native"), "{}", refused[0].message);
+    assert_eq!(
+        refused[0].kind,
+        jaxpr_syntax::diagnostics::DiagKind::Unsupported
+    );
+    assert!(
+        refused[0].message.contains("no object file")
+            && refused[0].message.contains("--emit native"),
+        "{}",
+        refused[0].message
+    );
     let ir = native::build_native(&parse, &analysis, &opts, native::Artifact::LlvmIr).unwrap();
     let ir = String::from_utf8(ir).unwrap();
-    assert!(ir.starts_with("; The jx_q_* functions are the adapter to Catalyst's runtime"), "{}", &ir[..200]);
-    assert!(ir.contains("declare i32 @jx_q_device_init("), "the IR calls the adapter");
+    assert!(
+        ir.starts_with("; The jx_q_* functions are the adapter to Catalyst's runtime"),
+        "{}",
+        &ir[..200]
+    );
+    assert!(
+        ir.contains("declare i32 @jx_q_device_init("),
+        "the IR calls the adapter"
+    );
 }
 
 /// The gradient programs alone (grad, value_and_grad, jacobian; argnums;
@@ -597,8 +836,17 @@ fn gradients_of_circuits_give_catalysts_values() {
         .filter(|c| c.text.contains("grad_params=GradParams"))
         .collect();
     assert!(cases.len() >= 20, "{} gradient programs", cases.len());
-    for method in ["diff_method='parameter-shift'", "diff_method='adjoint'", "method='fd'", "while_loop", "cond["] {
-        assert!(cases.iter().any(|c| c.text.contains(method)), "no gradient program with {method}");
+    for method in [
+        "diff_method='parameter-shift'",
+        "diff_method='adjoint'",
+        "method='fd'",
+        "while_loop",
+        "cond[",
+    ] {
+        assert!(
+            cases.iter().any(|c| c.text.contains(method)),
+            "no gradient program with {method}"
+        );
     }
     let mut failures = Vec::new();
     for c in &cases {
@@ -623,12 +871,24 @@ fn gradients_of_circuits_give_catalysts_values() {
                 }
             };
             for (j, (o, w)) in outs.iter().zip(wants).enumerate() {
-                let want: Vec<f64> = w["data"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+                let want: Vec<f64> = w["data"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.as_f64().unwrap())
+                    .collect();
                 let n: i64 = o.shape[..o.rank as usize].iter().product();
                 let got: Vec<f64> = (0..n as usize).map(|i| element(o, i)).collect();
-                let close = got.len() == want.len() && got.iter().zip(&want).all(|(g, w)| (g - w).abs() <= 1e-9 * w.abs().max(1.0));
+                let close = got.len() == want.len()
+                    && got
+                        .iter()
+                        .zip(&want)
+                        .all(|(g, w)| (g - w).abs() <= 1e-9 * w.abs().max(1.0));
                 if !close {
-                    failures.push(format!("{} example {k} output {j}: {got:?}, Catalyst {want:?}", c.name));
+                    failures.push(format!(
+                        "{} example {k} output {j}: {got:?}, Catalyst {want:?}",
+                        c.name
+                    ));
                 }
             }
             lib.free(outs);

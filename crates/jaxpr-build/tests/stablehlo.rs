@@ -199,7 +199,11 @@ fn a_build_replaces_an_existing_output_and_a_failed_one_keeps_it() {
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "old contents\n");
     assert_no_temporary_files(&dir);
     let good = build(&corpus().join("catalyst/implicit_result.jaxpr"), &out, &[]);
-    assert!(good.status.success(), "{}", String::from_utf8_lossy(&good.stderr));
+    assert!(
+        good.status.success(),
+        "{}",
+        String::from_utf8_lossy(&good.stderr)
+    );
     let m = std::fs::read_to_string(&out).unwrap();
     assert!(m.starts_with("module"), "{m}");
     assert!(m.contains("func.func public @main"), "{m}");
@@ -274,11 +278,18 @@ fn lowering_each_equation_as_checked_equals_lowering_the_checked_file() {
         let whole = build::build(&parse, &analysis, Emit::Stablehlo);
         let out = dir.join(format!("{name}.mlir"));
         let _ = std::fs::remove_file(&out);
-        let as_checked =
-            build::build_text_to_file(&text, build::Options::default(), &out, &mut Timings::default());
+        let as_checked = build::build_text_to_file(
+            &text,
+            build::Options::default(),
+            &out,
+            &mut Timings::default(),
+        );
         match (whole, as_checked) {
             (Ok(bytes), Ok(Some(_))) => {
-                assert!(std::fs::read(&out).unwrap() == bytes, "{name}: modules differ")
+                assert!(
+                    std::fs::read(&out).unwrap() == bytes,
+                    "{name}: modules differ"
+                )
             }
             (Err(expected), Err(Failure::Diagnostics(found))) => {
                 assert!(name.ends_with("broken"), "{name}: {found:?}");
@@ -299,7 +310,10 @@ fn lowering_each_equation_as_checked_equals_lowering_the_checked_file() {
 #[test]
 fn a_quantum_program_is_refused_at_its_first_quantum_primitive() {
     let dir = out_dir("quantum");
-    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/catalyst-suite/expval_rx.jaxpr");
+    let src = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/data/catalyst-suite/expval_rx.jaxpr"
+    );
     let out = dir.join("q.mlir");
     let b = build(Path::new(src), &out, &[]);
     assert_eq!(b.status.code(), Some(1));
@@ -322,7 +336,11 @@ fn an_unnamed_dynamic_result_builds() {
     let out = dir.join("u.mlir");
     let b = build(&src, &out, &[]);
     assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
-    assert!(std::fs::read_to_string(&out).unwrap().contains("tensor<?xf64>"));
+    assert!(
+        std::fs::read_to_string(&out)
+            .unwrap()
+            .contains("tensor<?xf64>")
+    );
 }
 
 /// A `_` that a nested jaxpr returns where its call drops the result is
@@ -366,7 +384,10 @@ fn a_dropped_result_returned_as_unnamed_builds() {
                 assert!(b.status.success() && out.exists(), "{name} {emit}: {err}");
             } else {
                 assert_eq!(b.status.code(), Some(1), "{name} {emit}: {err}");
-                assert!(err.contains("error[J0012]: this value is printed as `_`"), "{name} {emit}: {err}");
+                assert!(
+                    err.contains("error[J0012]: this value is printed as `_`"),
+                    "{name} {emit}: {err}"
+                );
                 assert!(!out.exists(), "{name} {emit}: written");
             }
         }
@@ -408,8 +429,15 @@ fn what_the_text_does_not_hold_is_refused_with_what_it_lacks() {
             let b = build_as(emit, &src, &out, &[]);
             let err = String::from_utf8_lossy(&b.stderr);
             assert_eq!(b.status.code(), Some(1), "{name} {emit}: {err}");
-            assert_eq!(err.matches("error[J0012]").count(), 1, "{name} {emit}: {err}");
-            assert!(err.contains(expected) && !err.contains("J0016"), "{name} {emit}: {err}");
+            assert_eq!(
+                err.matches("error[J0012]").count(),
+                1,
+                "{name} {emit}: {err}"
+            );
+            assert!(
+                err.contains(expected) && !err.contains("J0016"),
+                "{name} {emit}: {err}"
+            );
             assert!(!out.exists(), "{name} {emit}: written");
         }
     }

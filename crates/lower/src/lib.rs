@@ -17,8 +17,9 @@ pub mod walk;
 
 pub use output::{check_output, jaxpr_stem, output_beside, write_output};
 pub use walk::{
-    Backend, EqnCx, INTERNAL_ERROR_HELP, LowerError, LowerErrorKind, LowerResult, Operand, ScanLayout, Syntax, err, expr_poly, expr_text, internal, is_identity,
-    missing_lowering, solvable, symbol_value,
+    Backend, EqnCx, INTERNAL_ERROR_HELP, LowerError, LowerErrorKind, LowerResult, Operand,
+    ScanLayout, Syntax, err, expr_poly, expr_text, internal, is_identity, missing_lowering,
+    solvable, symbol_value,
 };
 
 use jaxpr_check::Analysis;

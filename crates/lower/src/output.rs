@@ -47,7 +47,11 @@ impl Replacement {
                 std::process::id(),
                 COUNTER.fetch_add(1, Ordering::Relaxed)
             ));
-            match std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp) {
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&tmp)
+            {
                 Ok(file) => {
                     return Ok(Replacement {
                         tmp,
@@ -128,7 +132,10 @@ pub fn check_output(input: &std::path::Path, out: &std::path::Path) -> Result<()
 pub fn names_a_folder(out: &std::path::Path) -> bool {
     use std::os::unix::ffi::OsStrExt;
     out.as_os_str().as_bytes().ends_with(b"/")
-        || !matches!(out.components().next_back(), Some(std::path::Component::Normal(_)))
+        || !matches!(
+            out.components().next_back(),
+            Some(std::path::Component::Normal(_))
+        )
 }
 
 fn folder_message(out: &std::path::Path) -> String {

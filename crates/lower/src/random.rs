@@ -91,7 +91,9 @@ pub fn key_words(dt: &DType) -> Option<i64> {
 
 /// A type's dtype as printed, for messages.
 pub fn dtype_text(t: &jaxpr_types::AType) -> String {
-    t.dtype.as_ref().map_or_else(|| "a value without dtype".into(), ToString::to_string)
+    t.dtype
+        .as_ref()
+        .map_or_else(|| "a value without dtype".into(), ToString::to_string)
 }
 
 /// Threefry-2x32's rotations, rounds 1-4 and 5-8 of each group of eight
@@ -112,7 +114,9 @@ pub fn threefry2x32(k1: u32, k2: u32, x1: u32, x2: u32) -> (u32, u32) {
             x[1] = x[1].rotate_left(r) ^ x[0];
         }
         x[0] = x[0].wrapping_add(ks[(i + 1) % 3]);
-        x[1] = x[1].wrapping_add(ks[(i + 2) % 3]).wrapping_add(i as u32 + 1);
+        x[1] = x[1]
+            .wrapping_add(ks[(i + 2) % 3])
+            .wrapping_add(i as u32 + 1);
     }
     (x[0], x[1])
 }
@@ -138,7 +142,10 @@ mod tests {
     #[test]
     fn threefry_matches_the_random123_known_answers() {
         assert_eq!(super::threefry2x32(0, 0, 0, 0), (0x6b20_0159, 0x99ba_4efe));
-        assert_eq!(super::threefry2x32(!0, !0, !0, !0), (0x1cb9_96fc, 0xbb00_2be7));
+        assert_eq!(
+            super::threefry2x32(!0, !0, !0, !0),
+            (0x1cb9_96fc, 0xbb00_2be7)
+        );
         assert_eq!(
             super::threefry2x32(0x1319_8a2e, 0x0370_7344, 0x243f_6a88, 0x85a3_08d3),
             (0xc492_3a9c, 0x483d_f7a0)
@@ -155,7 +162,10 @@ mod tests {
             [4_146_024_105, 967_050_713, 2_718_843_009, 1_272_950_319]
         );
         // bits(PRNGKey(0), (3,)) (odd: one padding count).
-        assert_eq!(super::threefry_2x32_iota(0, 0, 3), [4_146_024_105, 1_351_547_692, 2_718_843_009]);
+        assert_eq!(
+            super::threefry_2x32_iota(0, 0, 3),
+            [4_146_024_105, 1_351_547_692, 2_718_843_009]
+        );
         assert_eq!(super::original_bits_words(8, 5), Some(2));
         assert_eq!(super::original_bits_words(64, 3), Some(6));
     }

@@ -5,9 +5,9 @@
 
 use jaxpr_check::registry::{self, Family, Lowering, Primitive};
 use jaxpr_check::{Analysis, EqnId, JaxprId, JaxprOrigin};
-use jaxpr_syntax::diagnostics::{DiagKind, Diagnostic};
 use jaxpr_syntax::TextRange;
 use jaxpr_syntax::ast::{self, BinOp, Expr, ExprKind};
+use jaxpr_syntax::diagnostics::{DiagKind, Diagnostic};
 use jaxpr_types::poly::{Factor, Symbol};
 use jaxpr_types::{AType, DType, Dim, Poly, Shape, VarId};
 use rustc_hash::FxHashMap as HashMap;
@@ -37,7 +37,11 @@ pub type LowerResult<T> = Result<T, LowerError>;
 
 /// The value a back end computed for the symbolic dimension `s` from the
 /// input shapes (`syms`); an error at `at` when no input shape determines it.
-pub fn symbol_value<V: Copy>(syms: &HashMap<Symbol, V>, s: &Symbol, at: TextRange) -> LowerResult<V> {
+pub fn symbol_value<V: Copy>(
+    syms: &HashMap<Symbol, V>,
+    s: &Symbol,
+    at: TextRange,
+) -> LowerResult<V> {
     match syms.get(s) {
         Some(&v) => Ok(v),
         None => err(
@@ -61,7 +65,10 @@ pub fn static_extent(c: i64, at: TextRange) -> LowerResult<i64> {
 /// parts, or None when the text is not one.
 pub fn complex_literal(text: &str) -> Option<(f64, f64)> {
     let t = text.trim();
-    let inner = t.strip_prefix('(').and_then(|s| s.strip_suffix(')')).unwrap_or(t);
+    let inner = t
+        .strip_prefix('(')
+        .and_then(|s| s.strip_suffix(')'))
+        .unwrap_or(t);
     let part = |s: &str| -> Option<f64> { s.parse::<f64>().ok() };
     let Some(body) = inner.strip_suffix(['j', 'J']) else {
         return Some((part(inner)?, 0.0));
@@ -78,7 +85,11 @@ pub fn complex_literal(text: &str) -> Option<(f64, f64)> {
 }
 
 /// `x^e` by repeated squaring with `mul` (`integer_pow`), None for `e = 0`.
-pub fn power_by_squaring<T: Copy>(x: T, e: u64, mut mul: impl FnMut(T, T) -> LowerResult<T>) -> LowerResult<Option<T>> {
+pub fn power_by_squaring<T: Copy>(
+    x: T,
+    e: u64,
+    mut mul: impl FnMut(T, T) -> LowerResult<T>,
+) -> LowerResult<Option<T>> {
     let (mut acc, mut base, mut e) = (None, x, e);
     while e > 0 {
         if e & 1 == 1 {
@@ -208,7 +219,12 @@ impl<X, T: Borrow<AType>> EqnCx<'_, X, T> {
         const FIELDS: [&str; 4] = ["matvec", "vecmat", "solve", "transpose_solve"];
         let lengths = self.param("const_lengths")?;
         let jaxprs = self.param("jaxprs")?;
-        let bad = |what: &str| err(self.at(), format!("`custom_linear_solve` {what} to be built"));
+        let bad = |what: &str| {
+            err(
+                self.at(),
+                format!("`custom_linear_solve` {what} to be built"),
+            )
+        };
         let mut counts = [0usize; 4];
         for (c, f) in counts.iter_mut().zip(FIELDS) {
             match lengths.field(f).and_then(Expr::as_int) {
@@ -217,8 +233,10 @@ impl<X, T: Borrow<AType>> EqnCx<'_, X, T> {
             }
         }
         // The equation's callees are the jaxpr-valued fields, in order.
-        let has: Vec<bool> =
-            FIELDS.iter().map(|f| matches!(jaxprs.field(f).map(|e| &e.kind), Some(ExprKind::Jaxpr(_)))).collect();
+        let has: Vec<bool> = FIELDS
+            .iter()
+            .map(|f| matches!(jaxprs.field(f).map(|e| &e.kind), Some(ExprKind::Jaxpr(_))))
+            .collect();
         let callees = self.callees(a, "jaxprs");
         if !has[2] || callees.len() != has.iter().filter(|h| **h).count() {
             return bad("needs its `solve` jaxpr");
@@ -229,7 +247,12 @@ impl<X, T: Borrow<AType>> EqnCx<'_, X, T> {
         if self.e.args.len() < consts {
             return bad("needs its constants");
         }
-        Ok((solve, (first..first + counts[2]).chain(consts..self.e.args.len()).collect()))
+        Ok((
+            solve,
+            (first..first + counts[2])
+                .chain(consts..self.e.args.len())
+                .collect(),
+        ))
     }
 
     /// The jaxpr a call-like primitive calls (the first of the registry's
@@ -238,9 +261,15 @@ impl<X, T: Borrow<AType>> EqnCx<'_, X, T> {
         let Some(params) = call_params(&self.e.primitive.text) else {
             return Ok(None);
         };
-        match params.iter().find_map(|p| self.callees(a, p).first().copied()) {
+        match params
+            .iter()
+            .find_map(|p| self.callees(a, p).first().copied())
+        {
             Some(callee) => Ok(Some(callee)),
-            None => err(self.at(), format!("`{}` has no jaxpr to call", self.e.primitive.text)),
+            None => err(
+                self.at(),
+                format!("`{}` has no jaxpr to call", self.e.primitive.text),
+            ),
         }
     }
 
@@ -340,7 +369,10 @@ impl<X, T: Borrow<AType>> EqnCx<'_, X, T> {
     /// (any other update function has no lowering: it is refused rather
     /// than replaced by a store).
     pub fn scatter_combiner(&self) -> LowerResult<&str> {
-        let op = self.name().trim_start_matches("scatter").trim_start_matches(['-', '_']);
+        let op = self
+            .name()
+            .trim_start_matches("scatter")
+            .trim_start_matches(['-', '_']);
         if !op.is_empty() {
             return Ok(op);
         }
@@ -374,15 +406,22 @@ impl<X, T: Borrow<AType>> EqnCx<'_, X, T> {
         };
         let names_cpu = |e: &Expr| {
             e.as_seq().is_some_and(|names| {
-                names
-                    .iter()
-                    .any(|n| matches!(&n.kind, ExprKind::Str(t) if t.trim_matches(['\'', '"']) == "cpu"))
+                names.iter().any(
+                    |n| matches!(&n.kind, ExprKind::Str(t) if t.trim_matches(['\'', '"']) == "cpu"),
+                )
             })
         };
         let is_default = |e: &Expr| matches!(&e.kind, ExprKind::Path(t) if &**t == "None");
-        match entries.iter().position(names_cpu).or_else(|| entries.iter().position(is_default)) {
+        match entries
+            .iter()
+            .position(names_cpu)
+            .or_else(|| entries.iter().position(is_default))
+        {
             Some(i) => Ok(i as i64),
-            None => err(self.at(), "`platform_index` names no CPU platform and has no default: the program has no CPU lowering"),
+            None => err(
+                self.at(),
+                "`platform_index` names no CPU platform and has no default: the program has no CPU lowering",
+            ),
         }
     }
 
@@ -418,9 +457,16 @@ impl<X, T: Borrow<AType>> EqnCx<'_, X, T> {
     pub fn positional_axes(&self) -> LowerResult<Vec<i64>> {
         let p = self.param("axes")?;
         let Some(items) = p.as_seq() else {
-            return err(p.range, "`axes` must be a tuple of axis names or positions to be built");
+            return err(
+                p.range,
+                "`axes` must be a tuple of axis names or positions to be built",
+            );
         };
-        let named: Vec<String> = items.iter().filter(|a| a.as_int().is_none()).map(|a| format!("`{}`", expr_text(a))).collect();
+        let named: Vec<String> = items
+            .iter()
+            .filter(|a| a.as_int().is_none())
+            .map(|a| format!("`{}`", expr_text(a)))
+            .collect();
         if !named.is_empty() {
             return err(
                 p.range,
@@ -439,7 +485,9 @@ impl<X, T: Borrow<AType>> EqnCx<'_, X, T> {
     pub fn dims_param(&self, name: &str) -> LowerResult<Vec<Dim>> {
         let p = self.param(name)?;
         let bad = || format!("`{name}` must be a tuple of dimensions to be built");
-        let Some(items) = p.as_seq() else { return err(p.range, bad()) };
+        let Some(items) = p.as_seq() else {
+            return err(p.range, bad());
+        };
         items
             .iter()
             .map(|e| match expr_poly(e) {
@@ -460,7 +508,10 @@ impl<X, T: Borrow<AType>> EqnCx<'_, X, T> {
     /// equal ones), false for `le` (its smallest).
     pub fn select_ge(&self) -> LowerResult<bool> {
         let p = self.param("select_prim")?;
-        match p.as_path().map(|s| s.rsplit('.').next().unwrap_or(s).trim_end_matches("_p")) {
+        match p
+            .as_path()
+            .map(|s| s.rsplit('.').next().unwrap_or(s).trim_end_matches("_p"))
+        {
             Some("ge") => Ok(true),
             Some("le") => Ok(false),
             _ => err(p.range, "`select_prim` must be `ge` or `le` to be built"),
@@ -590,8 +641,13 @@ pub fn check_lowered_complex<'t>(
         Lowering::Lowered => Ok(()),
         Lowering::Refused(why) => Err(LowerError {
             range: at,
-            message: format!("`{name}` on {dt} has no {} lowering: {why}", backend.title()),
-            help: Some("docs/primitives.md lists what each back end lowers for complex dtypes".into()),
+            message: format!(
+                "`{name}` on {dt} has no {} lowering: {why}",
+                backend.title()
+            ),
+            help: Some(
+                "docs/primitives.md lists what each back end lowers for complex dtypes".into(),
+            ),
             kind: LowerErrorKind::Refused,
         }),
     }
@@ -703,7 +759,11 @@ impl<'f> Syntax<'f> {
     /// The syntax of one top-level equation of the main jaxpr (the
     /// equation, the jaxprs of its parameters, and the uses in it sorted by
     /// position), over `lets`; `None`: of the main jaxpr's outputs.
-    pub fn of_eqn(lets: &'f Syntax<'f>, eqn: Option<&'f ast::Eqn>, uses: Vec<(u32, VarId)>) -> Self {
+    pub fn of_eqn(
+        lets: &'f Syntax<'f>,
+        eqn: Option<&'f ast::Eqn>,
+        uses: Vec<(u32, VarId)>,
+    ) -> Self {
         let mut jaxprs = HashMap::default();
         for p in eqn.iter().flat_map(|e| &e.params) {
             index_expr(&p.value, &mut jaxprs);
@@ -723,7 +783,9 @@ impl<'f> Syntax<'f> {
             return Some(e);
         }
         let eqns = &self.jaxpr(a.jaxpr(info.jaxpr).range)?.eqns;
-        let k = eqns.binary_search_by_key(&info.range.start, |e| e.range.start).ok()?;
+        let k = eqns
+            .binary_search_by_key(&info.range.start, |e| e.range.start)
+            .ok()?;
         Some(&eqns[k])
     }
 
@@ -787,7 +849,11 @@ fn index_nested<'f>(
         while let Some(j) = jaxprs.pop() {
             out.insert(j.range.start, j);
             jaxprs.extend(j.lets.iter().map(|l| &l.jaxpr));
-            values.extend(j.eqns.iter().flat_map(|e| e.params.iter().map(|p| &p.value)));
+            values.extend(
+                j.eqns
+                    .iter()
+                    .flat_map(|e| e.params.iter().map(|p| &p.value)),
+            );
         }
         let Some(x) = values.pop() else {
             return;
@@ -812,11 +878,7 @@ pub fn result_types(a: &Analysis, e: &ast::Eqn, id: EqnId) -> Vec<AType> {
 }
 
 /// [`result_types`], borrowing the variables' types from the analysis.
-pub fn result_type_refs<'a>(
-    a: &'a Analysis,
-    e: &ast::Eqn,
-    id: EqnId,
-) -> Vec<Cow<'a, AType>> {
+pub fn result_type_refs<'a>(a: &'a Analysis, e: &ast::Eqn, id: EqnId) -> Vec<Cow<'a, AType>> {
     let info = a.eqn(id);
     e.outs
         .iter()
@@ -859,7 +921,11 @@ pub fn nested_binders(
         // (`{ lambda bo:f32[] bp:f32[]; bm:bool[12,12] ...`): their names
         // and types are printed, their values are not, and the call site
         // passes only the jaxpr's arguments.
-        let names: Vec<String> = info.constvars.iter().map(|&v| format!("`{}`", a.var(v).name)).collect();
+        let names: Vec<String> = info
+            .constvars
+            .iter()
+            .map(|&v| format!("`{}`", a.var(v).name))
+            .collect();
         return err(
             at,
             format!(
@@ -916,7 +982,13 @@ pub fn unnamed_value<T>(at: TextRange) -> LowerResult<T> {
 /// rule. The type is the call site's dropped binder's (`_:f32[4,4]`, as
 /// the checker resolved it: symbolic dimensions included), less the
 /// leading axis of a stacked one.
-pub fn unread_output(a: &Analysis, syntax: &Syntax<'_>, j: JaxprId, k: usize, at: TextRange) -> LowerResult<(DType, Shape)> {
+pub fn unread_output(
+    a: &Analysis,
+    syntax: &Syntax<'_>,
+    j: JaxprId,
+    k: usize,
+    at: TextRange,
+) -> LowerResult<(DType, Shape)> {
     let info = a.jaxpr(j);
     let JaxprOrigin::Param { eqn, param, .. } = &info.origin else {
         return unnamed_value(at);
@@ -941,7 +1013,13 @@ pub fn unread_output(a: &Analysis, syntax: &Syntax<'_>, j: JaxprId, k: usize, at
     };
     // A dropped binder has a variable (named `_`, which no use resolves
     // to) with the type the checker resolved from its printed one.
-    let dropped = site.outs.get(k).copied().flatten().map(|v| a.var(v)).filter(|v| v.name == "_");
+    let dropped = site
+        .outs
+        .get(k)
+        .copied()
+        .flatten()
+        .map(|v| a.var(v))
+        .filter(|v| v.name == "_");
     match dropped {
         Some(result) => {
             let mut shape = result.ty.shape.clone();
@@ -950,7 +1028,9 @@ pub fn unread_output(a: &Analysis, syntax: &Syntax<'_>, j: JaxprId, k: usize, at
             }
             // A dimension variable (Catalyst's dynamic shapes) is the
             // caller's, with no value in the nested jaxpr.
-            let static_or_symbolic = shape.iter().all(|d| matches!(d, Dim::Const(_) | Dim::Sym(_)));
+            let static_or_symbolic = shape
+                .iter()
+                .all(|d| matches!(d, Dim::Const(_) | Dim::Sym(_)));
             let Some(dtype) = result.ty.dtype.clone().filter(|_| static_or_symbolic) else {
                 return err(
                     result.binder_range,
@@ -1071,7 +1151,9 @@ fn factor_mentions(f: &Factor, s: &Symbol) -> bool {
 pub fn untyped_literal_text<'a>(syntax: &Syntax<'_>, x: &'a ast::Atom) -> Option<&'a str> {
     match x {
         ast::Atom::Lit(l) if l.ty.is_none() => Some(&l.value),
-        ast::Atom::Var(n) if x.is_bare_inf_or_nan() && syntax.use_at(n.range.start).is_none() => Some(&n.text),
+        ast::Atom::Var(n) if x.is_bare_inf_or_nan() && syntax.use_at(n.range.start).is_none() => {
+            Some(&n.text)
+        }
         _ => None,
     }
 }
@@ -1081,10 +1163,39 @@ pub fn untyped_literal_text<'a>(syntax: &Syntax<'_>, x: &'a ast::Atom) -> Option
 /// weak-type promotion gave it (`mul b 2.0` with `b:f32[]` multiplies by an
 /// f32 `2.0`; `add c 1` with `c:i32[]` adds an i32 `1`).
 const PEER_DTYPE: &[&str] = &[
-    "add", "add_any", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", "nextafter", "and", "or",
-    "xor", "eq", "ne", "lt", "le", "gt", "ge", "select_n", "clamp", "shift_left", "shift_right_logical",
-    "shift_right_arithmetic", "igamma", "igammac", "igamma_grad_a", "random_gamma_grad", "polygamma", "zeta",
-    "complex", "regularized_incomplete_beta",
+    "add",
+    "add_any",
+    "sub",
+    "mul",
+    "div",
+    "rem",
+    "pow",
+    "max",
+    "min",
+    "atan2",
+    "nextafter",
+    "and",
+    "or",
+    "xor",
+    "eq",
+    "ne",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "select_n",
+    "clamp",
+    "shift_left",
+    "shift_right_logical",
+    "shift_right_arithmetic",
+    "igamma",
+    "igammac",
+    "igamma_grad_a",
+    "random_gamma_grad",
+    "polygamma",
+    "zeta",
+    "complex",
+    "regularized_incomplete_beta",
 ];
 
 /// The dtype of an untyped literal (`2.0`, `1`, `True`: JAX ≤ 0.5 prints
@@ -1121,7 +1232,9 @@ pub fn untyped_literal_dtypes<T: Borrow<AType>>(
         .args
         .iter()
         .map(|x| match x {
-            ast::Atom::Var(n) => syntax.use_at(n.range.start).and_then(|v| a.var(v).ty.dtype.clone()),
+            ast::Atom::Var(n) => syntax
+                .use_at(n.range.start)
+                .and_then(|v| a.var(v).ty.dtype.clone()),
             ast::Atom::Lit(l) => l.ty.as_ref().and_then(|t| DType::from_short(&t.dtype.text)),
         })
         .collect();
@@ -1132,13 +1245,25 @@ pub fn untyped_literal_dtypes<T: Borrow<AType>>(
     let quantum = registry::lookup(name).is_some_and(|p| p.family == Family::Quantum);
     let catalyst_width = |d: DType| match d {
         DType::Int(32) if quantum => DType::Int(64),
-        DType::Float(jaxpr_types::FloatKind::F32) if quantum => DType::Float(jaxpr_types::FloatKind::F64),
+        DType::Float(jaxpr_types::FloatKind::F32) if quantum => {
+            DType::Float(jaxpr_types::FloatKind::F64)
+        }
         d => d,
     };
-    let callee = |param: &str| a.eqn(id).callees.iter().find(|(p, _)| p.as_str() == param).map(|(_, j)| *j);
+    let callee = |param: &str| {
+        a.eqn(id)
+            .callees
+            .iter()
+            .find(|(p, _)| p.as_str() == param)
+            .map(|(_, j)| *j)
+    };
     let binder_dtype = |j: JaxprId, k: usize| {
         let info = a.jaxpr(j);
-        info.constvars.iter().chain(&info.invars).nth(k).and_then(|&v| a.var(v).ty.dtype.clone())
+        info.constvars
+            .iter()
+            .chain(&info.invars)
+            .nth(k)
+            .and_then(|&v| a.var(v).ty.dtype.clone())
     };
     let int = |p: &str| {
         e.params
@@ -1148,7 +1273,12 @@ pub fn untyped_literal_dtypes<T: Borrow<AType>>(
             .unwrap_or(0)
             .max(0) as usize
     };
-    let branches = a.eqn(id).callees.iter().filter(|(p, _)| p.as_str() == "branch_jaxprs").count();
+    let branches = a
+        .eqn(id)
+        .callees
+        .iter()
+        .filter(|(p, _)| p.as_str() == "branch_jaxprs")
+        .count();
     let catalyst_cond = branches > 0;
     let nested = |i: usize| -> Option<DType> {
         if let Some(params) = call_params(name) {
@@ -1160,9 +1290,16 @@ pub fn untyped_literal_dtypes<T: Borrow<AType>>(
             // the branches' operands.
             "cond" if catalyst_cond => {
                 let npreds = branches.saturating_sub(1);
-                if i < npreds { Some(DType::Bool) } else { binder_dtype(callee("branch_jaxprs")?, i - npreds) }
+                if i < npreds {
+                    Some(DType::Bool)
+                } else {
+                    binder_dtype(callee("branch_jaxprs")?, i - npreds)
+                }
             }
-            "cond" => (i > 0).then(|| callee("branches")).flatten().and_then(|j| binder_dtype(j, i - 1)),
+            "cond" => (i > 0)
+                .then(|| callee("branches"))
+                .flatten()
+                .and_then(|j| binder_dtype(j, i - 1)),
             // Catalyst's `for_loop`: consts and implicit operands, then the
             // lower bound, upper bound, step and the index's first value
             // (all of the index binder's dtype), then the carried values;
@@ -1197,11 +1334,17 @@ pub fn untyped_literal_dtypes<T: Borrow<AType>>(
                 return Some(literal_dtype_of_text(value));
             }
             if name == "select_n" && i == 0 {
-                return Some(if matches!(value, "True" | "False") { DType::Bool } else { DType::Int(32) });
+                return Some(if matches!(value, "True" | "False") {
+                    DType::Bool
+                } else {
+                    DType::Int(32)
+                });
             }
             let peers = || {
                 let first = usize::from(name == "select_n");
-                (first..known.len()).filter(|&j| j != i).find_map(|j| known[j].clone())
+                (first..known.len())
+                    .filter(|&j| j != i)
+                    .find_map(|j| known[j].clone())
             };
             if PEER_DTYPE.contains(&name)
                 && let Some(d) = peers()
@@ -1242,12 +1385,33 @@ mod tests {
     #[test]
     fn bugs_are_internal_errors_and_refusals_unsupported() {
         let at = TextRange::new(3, 7);
-        let refused = err::<()>(at, "no lowering yet").unwrap_err().into_diagnostic();
-        assert_eq!((refused.kind, refused.kind.code()), (DiagKind::Unsupported, "J0012"));
-        let bug = missing_lowering::<()>("sin", at, Backend::Native).unwrap_err().into_diagnostic();
-        assert_eq!((bug.kind, bug.kind.code(), bug.range), (DiagKind::InternalError, "J0016", at));
-        assert!(bug.message.starts_with("the primitive registry marks `sin` as lowered"), "{}", bug.message);
-        assert!(bug.help.as_deref().is_some_and(|h| h.contains("a bug in jaxpr")), "{:?}", bug.help);
+        let refused = err::<()>(at, "no lowering yet")
+            .unwrap_err()
+            .into_diagnostic();
+        assert_eq!(
+            (refused.kind, refused.kind.code()),
+            (DiagKind::Unsupported, "J0012")
+        );
+        let bug = missing_lowering::<()>("sin", at, Backend::Native)
+            .unwrap_err()
+            .into_diagnostic();
+        assert_eq!(
+            (bug.kind, bug.kind.code(), bug.range),
+            (DiagKind::InternalError, "J0016", at)
+        );
+        assert!(
+            bug.message
+                .starts_with("the primitive registry marks `sin` as lowered"),
+            "{}",
+            bug.message
+        );
+        assert!(
+            bug.help
+                .as_deref()
+                .is_some_and(|h| h.contains("a bug in jaxpr")),
+            "{:?}",
+            bug.help
+        );
     }
 
     /// The dtypes of the untyped literals among the operands of the first
@@ -1276,7 +1440,14 @@ mod tests {
       preserve_dimensions=True
     ] a 2.0 0
   in (b,) }";
-        assert_eq!(literal_dtypes(while_loop, &[]), [None, Some(DType::Float(jaxpr_types::FloatKind::F64)), Some(DType::Int(64))]);
+        assert_eq!(
+            literal_dtypes(while_loop, &[]),
+            [
+                None,
+                Some(DType::Float(jaxpr_types::FloatKind::F64)),
+                Some(DType::Int(64))
+            ]
+        );
         let for_loop = "{ lambda ; a:f64[]. let
     b:f64[] = for_loop[
       apply_reverse_transform=False
@@ -1289,7 +1460,14 @@ mod tests {
         let i64 = Some(DType::Int(64));
         assert_eq!(
             literal_dtypes(for_loop, &[]),
-            [None, i64.clone(), i64.clone(), i64.clone(), i64, Some(DType::Float(jaxpr_types::FloatKind::F64))]
+            [
+                None,
+                i64.clone(),
+                i64.clone(),
+                i64.clone(),
+                i64,
+                Some(DType::Float(jaxpr_types::FloatKind::F64))
+            ]
         );
         let cond = "{ lambda ; a:bool[] b:i64[]. let
     c:i64[] = cond[
@@ -1297,7 +1475,10 @@ mod tests {
       nimplicit_outputs=0
     ] True 3
   in (c,) }";
-        assert_eq!(literal_dtypes(cond, &[]), [Some(DType::Bool), Some(DType::Int(64))]);
+        assert_eq!(
+            literal_dtypes(cond, &[]),
+            [Some(DType::Bool), Some(DType::Int(64))]
+        );
     }
 
     /// jax 0.4.30 prints `random_seed[impl=fry] 0`: the seed is a Python
@@ -1319,7 +1500,10 @@ mod tests {
         let gate = "{ lambda ; . let
     j:AbstractQbit() = qinst[adjoint=False ctrl_len=0 op=RX params_len=1 qubits_len=1] j 2.2
   in () }";
-        assert_eq!(literal_dtypes(gate, &[])[1], Some(DType::Float(jaxpr_types::FloatKind::F64)));
+        assert_eq!(
+            literal_dtypes(gate, &[])[1],
+            Some(DType::Float(jaxpr_types::FloatKind::F64))
+        );
     }
 
     #[test]

@@ -54,7 +54,9 @@ pub fn check_c_name(name: &str) -> Result<(), String> {
         return Err(format!("`{name}` is a C keyword"));
     }
     if CXX_KEYWORDS.contains(&name) {
-        return Err(format!("`{name}` is a C++ keyword (the header is also C++'s)"));
+        return Err(format!(
+            "`{name}` is a C++ keyword (the header is also C++'s)"
+        ));
     }
     let lower = name.to_ascii_lowercase();
     if lower == "jx" || lower.starts_with("jx_") {
@@ -64,7 +66,9 @@ pub fn check_c_name(name: &str) -> Result<(), String> {
     }
     for n in exported_names(name) {
         if let Some(lib) = system_library_defining(&n) {
-            return Err(format!("`{n}` is a name of {lib}, which the library links against"));
+            return Err(format!(
+                "`{n}` is a name of {lib}, which the library links against"
+            ));
         }
         if let Some(why) = reserved(&n) {
             return Err(format!("`{n}` is {why}"));
@@ -77,13 +81,19 @@ pub fn check_c_name(name: &str) -> Result<(), String> {
 /// themselves, if they do.
 fn reserved(n: &str) -> Option<&'static str> {
     if n.starts_with('_') {
-        return Some("reserved by C (every name starting with `_`: `__x`, `_X`, and `_x` at file scope, as the linker's `_init` and `_fini`)");
+        return Some(
+            "reserved by C (every name starting with `_`: `__x`, `_X`, and `_x` at file scope, as the linker's `_init` and `_fini`)",
+        );
     }
     if n.ends_with("_t") {
-        return Some("reserved for types (`int64_t`, `size_t`: POSIX reserves every name ending in `_t`)");
+        return Some(
+            "reserved for types (`int64_t`, `size_t`: POSIX reserves every name ending in `_t`)",
+        );
     }
     if c_header_names().binary_search(&n).is_ok() {
-        return Some("an identifier of the C standard headers (a program that includes them beside the library's header would not compile)");
+        return Some(
+            "an identifier of the C standard headers (a program that includes them beside the library's header would not compile)",
+        );
     }
     if RESERVED_PREFIXES.iter().any(|(p, next)| {
         n.strip_prefix(p)
@@ -91,7 +101,9 @@ fn reserved(n: &str) -> Option<&'static str> {
             .is_some_and(next)
     }) || stdint_macro(n)
     {
-        return Some("reserved by C for the standard headers' macros (`INT32_MAX`, `EOVERFLOW`, `PRId64`, `SIGINT`, `FE_ALL_EXCEPT`, ...)");
+        return Some(
+            "reserved by C for the standard headers' macros (`INT32_MAX`, `EOVERFLOW`, `PRId64`, `SIGINT`, `FE_ALL_EXCEPT`, ...)",
+        );
     }
     if LINKER_SYMBOLS.contains(&n) {
         return Some("a symbol the linker defines for a program");
@@ -130,7 +142,9 @@ type CharTest = fn(char) -> bool;
 /// then `_MAX`, `_MIN`, `_WIDTH` or `_C` (`INT32_MAX`, `UINTMAX_C`).
 fn stdint_macro(n: &str) -> bool {
     (n.starts_with("INT") || n.starts_with("UINT"))
-        && ["_MAX", "_MIN", "_WIDTH", "_C"].iter().any(|s| n.ends_with(s))
+        && ["_MAX", "_MIN", "_WIDTH", "_C"]
+            .iter()
+            .any(|s| n.ends_with(s))
 }
 
 /// Symbols the linker defines in a program (GNU ld's `PROVIDE`s) or that
@@ -157,23 +171,106 @@ pub(crate) fn exported_names(name: &str) -> [String; 5] {
 
 /// C's keywords (C23 included), which the header cannot declare.
 const C_KEYWORDS: &[&str] = &[
-    "alignas", "alignof", "auto", "bool", "break", "case", "char", "const", "constexpr",
-    "continue", "default", "do", "double", "else", "enum", "extern", "false", "float", "for",
-    "goto", "if", "inline", "int", "long", "nullptr", "register", "restrict", "return", "short",
-    "signed", "sizeof", "static", "static_assert", "struct", "switch", "thread_local", "true",
-    "typedef", "typeof", "typeof_unqual", "union", "unsigned", "void", "volatile", "while",
+    "alignas",
+    "alignof",
+    "auto",
+    "bool",
+    "break",
+    "case",
+    "char",
+    "const",
+    "constexpr",
+    "continue",
+    "default",
+    "do",
+    "double",
+    "else",
+    "enum",
+    "extern",
+    "false",
+    "float",
+    "for",
+    "goto",
+    "if",
+    "inline",
+    "int",
+    "long",
+    "nullptr",
+    "register",
+    "restrict",
+    "return",
+    "short",
+    "signed",
+    "sizeof",
+    "static",
+    "static_assert",
+    "struct",
+    "switch",
+    "thread_local",
+    "true",
+    "typedef",
+    "typeof",
+    "typeof_unqual",
+    "union",
+    "unsigned",
+    "void",
+    "volatile",
+    "while",
 ];
 
 /// C++'s keywords and alternative tokens that are not C's: the header
 /// declares its functions in C++ too (`extern "C"`).
 const CXX_KEYWORDS: &[&str] = &[
-    "and", "and_eq", "asm", "bitand", "bitor", "catch", "char8_t", "char16_t", "char32_t",
-    "class", "co_await", "co_return", "co_yield", "compl", "concept", "const_cast", "consteval",
-    "constinit", "decltype", "delete", "dynamic_cast", "explicit", "export", "friend",
-    "mutable", "namespace", "new", "noexcept", "not", "not_eq", "operator", "or", "or_eq",
-    "private", "protected", "public", "reinterpret_cast", "requires", "static_cast",
-    "template", "this", "throw", "try", "typeid", "typename", "using", "virtual", "wchar_t",
-    "xor", "xor_eq",
+    "and",
+    "and_eq",
+    "asm",
+    "bitand",
+    "bitor",
+    "catch",
+    "char8_t",
+    "char16_t",
+    "char32_t",
+    "class",
+    "co_await",
+    "co_return",
+    "co_yield",
+    "compl",
+    "concept",
+    "const_cast",
+    "consteval",
+    "constinit",
+    "decltype",
+    "delete",
+    "dynamic_cast",
+    "explicit",
+    "export",
+    "friend",
+    "mutable",
+    "namespace",
+    "new",
+    "noexcept",
+    "not",
+    "not_eq",
+    "operator",
+    "or",
+    "or_eq",
+    "private",
+    "protected",
+    "public",
+    "reinterpret_cast",
+    "requires",
+    "static_cast",
+    "template",
+    "this",
+    "throw",
+    "try",
+    "typeid",
+    "typename",
+    "using",
+    "virtual",
+    "wchar_t",
+    "xor",
+    "xor_eq",
 ];
 
 /// Which of the system libraries a native library links against

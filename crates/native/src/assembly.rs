@@ -3,13 +3,17 @@
 //! uninitialised scalar, which JAX lowers as a zero).
 
 use super::ops::Init;
-use super::{Arr, Cx, Env, Codegen, dtype};
-use jaxpr_lower::{LowerResult, err};
+use super::{Arr, Codegen, Cx, Env, dtype};
 use inkwell::values::IntValue;
+use jaxpr_lower::{LowerResult, err};
 
 impl<'c> Codegen<'c, '_> {
     /// `stack` or `empty2`, or None for another primitive.
-    pub(crate) fn lower_assembly(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> LowerResult<Option<Arr<'c>>> {
+    pub(crate) fn lower_assembly(
+        &self,
+        env: &Env<'c>,
+        cx: &Cx<'_, 'c>,
+    ) -> LowerResult<Option<Arr<'c>>> {
         let dt = || dtype(&cx.outs[0]);
         Ok(Some(match cx.name() {
             "empty2" => {

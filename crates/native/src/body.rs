@@ -1,23 +1,28 @@
 //! Jaxpr bodies: equations lowered in order, nested jaxprs called with
 //! their operands, atoms and literals.
 
+use super::fusion;
+use super::{Arr, Codegen, Env, Op};
 use crate::control;
-use jaxpr_lower::{EqnCx, LowerError, LowerErrorKind, LowerResult, Operand, err, internal};
+use inkwell::module::Linkage;
+use inkwell::values::BasicValueEnum;
 use jaxpr_check::{EqnId, JaxprId};
+use jaxpr_lower::{EqnCx, LowerError, LowerErrorKind, LowerResult, Operand, err, internal};
 use jaxpr_syntax::TextRange;
 use jaxpr_syntax::ast::{self, Atom};
 use jaxpr_types::{AType, DType, VarId};
-use inkwell::module::Linkage;
-use inkwell::values::BasicValueEnum;
 use rustc_hash::FxHashMap as HashMap;
-use super::{Arr, Codegen, Env, Op};
-use super::fusion;
 
 impl<'c, 'f> Codegen<'c, 'f> {
     /// Lowers a jaxpr body; its outputs. With `lazy_outs`, outputs may be
     /// deferred computations (an unrolled loop's state, inlined by the
     /// next iteration).
-    pub(crate) fn body(&self, env: &mut Env<'c>, j: JaxprId, lazy_outs: bool) -> LowerResult<Vec<Op<'c>>> {
+    pub(crate) fn body(
+        &self,
+        env: &mut Env<'c>,
+        j: JaxprId,
+        lazy_outs: bool,
+    ) -> LowerResult<Vec<Op<'c>>> {
         let (eqns, outvars) = self.syntax.body(self.a, j)?;
         // Fusion looks at every equation's uses before any is lowered.
         let eqns: Vec<_> = eqns.collect();
@@ -27,7 +32,9 @@ impl<'c, 'f> Codegen<'c, 'f> {
             if let Some(s) = &mut splitter {
                 self.split_before(s, env, i)?;
             }
-            let outer = self.current.replace(Some((e.primitive.text.as_str(), e.primitive.range)));
+            let outer = self
+                .current
+                .replace(Some((e.primitive.text.as_str(), e.primitive.range)));
             let lowered = self.eqn(env, e, id, &deferrable);
             self.current.set(outer);
             lowered?;
@@ -47,17 +54,30 @@ impl<'c, 'f> Codegen<'c, 'f> {
 
     /// Output `k` of nested jaxpr `j`, printed as `_` at `at`: zeros of its
     /// type when nothing reads it (`jaxpr_lower::walk::unread_output`).
-    fn unread_output(&self, env: &Env<'c>, j: JaxprId, k: usize, at: TextRange) -> LowerResult<Op<'c>> {
+    fn unread_output(
+        &self,
+        env: &Env<'c>,
+        j: JaxprId,
+        k: usize,
+        at: TextRange,
+    ) -> LowerResult<Op<'c>> {
         let (dt, shape) = jaxpr_lower::walk::unread_output(self.a, &self.syntax, j, k, at)?;
         let ty = AType::new(dt, shape);
         let laid_out = crate::random::physical(&ty).into_owned();
         let element = laid_out.dtype.clone().unwrap_or(DType::UInt(32));
         let dims = self.dims(env, &ty, at)?;
-        Ok(Operand { v: self.zeros(&element, &dims)?, ty })
+        Ok(Operand {
+            v: self.zeros(&element, &dims)?,
+            ty,
+        })
     }
 
     /// A new array of zeros, of any dtype (all its bytes zero).
-    pub(crate) fn zeros(&self, dt: &DType, dims: &[inkwell::values::IntValue<'c>]) -> LowerResult<Arr<'c>> {
+    pub(crate) fn zeros(
+        &self,
+        dt: &DType,
+        dims: &[inkwell::values::IntValue<'c>],
+    ) -> LowerResult<Arr<'c>> {
         let out = self.alloc(dt, dims)?;
         let bytes = self.mul(self.numel(dims), self.i64(Self::size_of(dt)));
         self.b
@@ -99,7 +119,11 @@ impl<'c, 'f> Codegen<'c, 'f> {
             syms: outer.syms.clone(),
         };
         for ((&v, x), keep) in binders.iter().zip(inputs).zip(keep) {
-            let value = if keep { x.v.clone() } else { self.materialized(&x.v)? };
+            let value = if keep {
+                x.v.clone()
+            } else {
+                self.materialized(&x.v)?
+            };
             env.vals.insert(
                 v,
                 Operand {
@@ -118,7 +142,11 @@ impl<'c, 'f> Codegen<'c, 'f> {
         id: EqnId,
         deferrable: &rustc_hash::FxHashSet<VarId>,
     ) -> LowerResult<()> {
-        jaxpr_lower::walk::check_lowered(&e.primitive.text, e.primitive.range, jaxpr_lower::walk::Backend::Native)?;
+        jaxpr_lower::walk::check_lowered(
+            &e.primitive.text,
+            e.primitive.range,
+            jaxpr_lower::walk::Backend::Native,
+        )?;
         let info = self.a.eqn(id);
         let outs = jaxpr_lower::walk::result_types(self.a, e, id);
         let untyped = jaxpr_lower::walk::untyped_literal_dtypes(self.a, &self.syntax, e, id, &outs);
@@ -148,14 +176,24 @@ impl<'c, 'f> Codegen<'c, 'f> {
             if !inlines {
                 self.materialize_args(env, &mut args, &vars)?;
             }
-            let cx = EqnCx { e, id, args, outs: outs.clone() };
+            let cx = EqnCx {
+                e,
+                id,
+                args,
+                outs: outs.clone(),
+            };
             vec![self.fused(env, cx, defer)?]
         } else {
             // An unrolled loop hands deferred state to its body itself.
             if control::unrolled_trips(e).is_none() {
                 self.materialize_args(env, &mut args, &vars)?;
             }
-            let cx = EqnCx { e, id, args, outs: outs.clone() };
+            let cx = EqnCx {
+                e,
+                id,
+                args,
+                outs: outs.clone(),
+            };
             match self.eqn_kernel(env, &cx)? {
                 Some(results) => results,
                 None => self.lower_eqn(env, &cx, defer)?,
@@ -183,10 +221,17 @@ impl<'c, 'f> Codegen<'c, 'f> {
     /// [`Self::atom`], an untyped literal (JAX ≤ 0.5) having dtype
     /// `untyped` (`jaxpr_lower::walk::untyped_literal_dtypes`), or else its
     /// text's (`jaxpr_lower::walk::literal_dtype_of_text`).
-    pub(crate) fn atom_as(&self, env: &Env<'c>, x: &Atom, untyped: Option<&DType>) -> LowerResult<Op<'c>> {
+    pub(crate) fn atom_as(
+        &self,
+        env: &Env<'c>,
+        x: &Atom,
+        untyped: Option<&DType>,
+    ) -> LowerResult<Op<'c>> {
         match x {
             Atom::Var(n) if jaxpr_lower::walk::untyped_literal_text(&self.syntax, x).is_some() => {
-                let dt = untyped.cloned().unwrap_or_else(|| jaxpr_lower::walk::literal_dtype_of_text(&n.text));
+                let dt = untyped
+                    .cloned()
+                    .unwrap_or_else(|| jaxpr_lower::walk::literal_dtype_of_text(&n.text));
                 self.literal_operand(&dt, &n.text, n.range)
             }
             Atom::Var(n) => {
@@ -194,17 +239,11 @@ impl<'c, 'f> Codegen<'c, 'f> {
                     if n.text == "_" {
                         return jaxpr_lower::walk::unnamed_value(n.range);
                     }
-                    return internal(
-                        n.range,
-                        format!("`{}` is not resolved", n.text),
-                    );
+                    return internal(n.range, format!("`{}` is not resolved", n.text));
                 };
                 match env.vals.get(&v) {
                     Some(x) => Ok(self.in_this_function(x.clone())),
-                    None => internal(
-                        n.range,
-                        format!("`{}` has no value", n.text),
-                    ),
+                    None => internal(n.range, format!("`{}` has no value", n.text)),
                 }
             }
             Atom::Lit(l) => {
@@ -214,7 +253,10 @@ impl<'c, 'f> Codegen<'c, 'f> {
                         None => {
                             return Err(LowerError {
                                 range: l.range,
-                                message: format!("the literal `{}` has no dtype to build with", l.value),
+                                message: format!(
+                                    "the literal `{}` has no dtype to build with",
+                                    l.value
+                                ),
                                 help: None,
                                 kind: LowerErrorKind::Refused,
                             });
@@ -260,7 +302,12 @@ impl<'c, 'f> Codegen<'c, 'f> {
     }
 
     /// A scalar constant of `dt` written as JAX prints it.
-    pub fn literal(&self, dt: &DType, text: &str, at: TextRange) -> LowerResult<BasicValueEnum<'c>> {
+    pub fn literal(
+        &self,
+        dt: &DType,
+        text: &str,
+        at: TextRange,
+    ) -> LowerResult<BasicValueEnum<'c>> {
         let bad = || {
             err(
                 at,

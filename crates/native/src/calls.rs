@@ -15,14 +15,14 @@
 //! of the block cache ([`Codegen::take`]) that the caller's scope adopts.
 
 use super::random::physical_rank;
-use super::{Arr, Env, Codegen, Op};
-use jaxpr_lower::{Operand, LowerResult};
-use jaxpr_check::JaxprId;
-use jaxpr_syntax::TextRange;
-use jaxpr_types::poly::Symbol;
+use super::{Arr, Codegen, Env, Op};
 use inkwell::IntPredicate;
 use inkwell::module::Linkage;
 use inkwell::values::{FunctionValue, IntValue, PointerValue};
+use jaxpr_check::JaxprId;
+use jaxpr_lower::{LowerResult, Operand};
+use jaxpr_syntax::TextRange;
+use jaxpr_types::poly::Symbol;
 
 /// A let function declared by a call and not yet built.
 pub(crate) struct Pending<'c> {
@@ -44,12 +44,22 @@ pub(crate) struct Frame<'c> {
 impl<'c> Codegen<'c, '_> {
     /// Calls the let jaxpr `j` on `inputs` (materialized arrays) through
     /// its function; the outputs, owned by the current scope.
-    pub(crate) fn call_let(&self, env: &Env<'c>, j: JaxprId, inputs: &[Op<'c>], at: TextRange) -> LowerResult<Vec<Arr<'c>>> {
+    pub(crate) fn call_let(
+        &self,
+        env: &Env<'c>,
+        j: JaxprId,
+        inputs: &[Op<'c>],
+        at: TextRange,
+    ) -> LowerResult<Vec<Arr<'c>>> {
         let binders = jaxpr_lower::walk::nested_binders(self.a, j, inputs.len(), at)?;
         let mut syms: Vec<Symbol> = env.syms.keys().cloned().collect();
         syms.sort();
         let f = self.let_function(j, syms.clone());
-        let arg_words: usize = binders.iter().map(|&v| 1 + physical_rank(&self.a.var(v).ty)).sum::<usize>() + syms.len();
+        let arg_words: usize = binders
+            .iter()
+            .map(|&v| 1 + physical_rank(&self.a.var(v).ty))
+            .sum::<usize>()
+            + syms.len();
         let info = self.a.jaxpr(j);
         let out_ranks: Vec<usize> = info.outs.iter().map(|o| physical_rank(&o.ty)).collect();
         let result_words: usize = out_ranks.iter().map(|r| 1 + r).sum();
@@ -58,12 +68,17 @@ impl<'c> Codegen<'c, '_> {
         let mut w = 0;
         for (x, &v) in inputs.iter().zip(&binders) {
             if x.v.dims.len() != physical_rank(&self.a.var(v).ty) {
-                return jaxpr_lower::internal(at, "a call passes an array of another rank than its binder's");
+                return jaxpr_lower::internal(
+                    at,
+                    "a call passes an array of another rank than its binder's",
+                );
             }
             self.put_array(args, &mut w, &self.materialized(&x.v)?);
         }
         for s in &syms {
-            self.b.build_store(self.word(args, w), env.syms[s]).expect("store");
+            self.b
+                .build_store(self.word(args, w), env.syms[s])
+                .expect("store");
             w += 1;
         }
         let rc = self
@@ -73,7 +88,10 @@ impl<'c> Codegen<'c, '_> {
         // The function stored its message; this call only unwinds.
         self.fail_if_reported(self.icmp(IntPredicate::NE, rc, self.i32(0)));
         let mut w = 0;
-        let outs: Vec<Arr<'c>> = out_ranks.iter().map(|&r| self.get_array(results, &mut w, r)).collect();
+        let outs: Vec<Arr<'c>> = out_ranks
+            .iter()
+            .map(|&r| self.get_array(results, &mut w, r))
+            .collect();
         for o in &outs {
             self.adopt(o.p);
         }
@@ -104,7 +122,11 @@ impl<'c> Codegen<'c, '_> {
             self.cx.create_enum_attribute(noinline, 0),
         );
         self.let_functions.borrow_mut().insert(key.clone(), f);
-        self.pending.borrow_mut().push(Pending { f, j: key.0, syms: key.1 });
+        self.pending.borrow_mut().push(Pending {
+            f,
+            j: key.0,
+            syms: key.1,
+        });
         f
     }
 
@@ -135,12 +157,17 @@ impl<'c> Codegen<'c, '_> {
     }
 
     fn let_body(&self, p: &Pending<'c>) -> LowerResult<()> {
-        self.b.position_at_end(self.cx.append_basic_block(p.f, "entry"));
+        self.b
+            .position_at_end(self.cx.append_basic_block(p.f, "entry"));
         let args = p.f.get_nth_param(0).expect("param").into_pointer_value();
         let results = p.f.get_nth_param(1).expect("param").into_pointer_value();
         let binders = {
             let info = self.a.jaxpr(p.j);
-            info.constvars.iter().chain(&info.invars).copied().collect::<Vec<_>>()
+            info.constvars
+                .iter()
+                .chain(&info.invars)
+                .copied()
+                .collect::<Vec<_>>()
         };
         let mut env = Env::default();
         let mut w = 0;
@@ -150,7 +177,10 @@ impl<'c> Codegen<'c, '_> {
             env.vals.insert(v, Operand { v: x, ty });
         }
         for s in &p.syms {
-            let value = self.b.build_load(self.cx.i64_type(), self.word(args, w), "").expect("load");
+            let value = self
+                .b
+                .build_load(self.cx.i64_type(), self.word(args, w), "")
+                .expect("load");
             env.syms.insert(s.clone(), value.into_int_value());
             w += 1;
         }
@@ -195,7 +225,9 @@ impl<'c> Codegen<'c, '_> {
     fn put_array(&self, base: PointerValue<'c>, w: &mut usize, x: &Arr<'c>) {
         self.b.build_store(self.word(base, *w), x.p).expect("store");
         for (k, &d) in x.dims.iter().enumerate() {
-            self.b.build_store(self.word(base, *w + 1 + k), d).expect("store");
+            self.b
+                .build_store(self.word(base, *w + 1 + k), d)
+                .expect("store");
         }
         *w += 1 + x.dims.len();
     }

@@ -86,8 +86,16 @@ pub fn find_runtime(explicit: Option<&Path>) -> Result<Runtime, String> {
 /// `__version__ = "X"` in a `_version.py`.
 fn parse_version(text: &str) -> Option<String> {
     text.lines().find_map(|line| {
-        let rest = line.trim().strip_prefix("__version__")?.trim_start().strip_prefix('=')?;
-        Some(rest.trim().trim_matches(|c| c == '"' || c == '\'').to_string())
+        let rest = line
+            .trim()
+            .strip_prefix("__version__")?
+            .trim_start()
+            .strip_prefix('=')?;
+        Some(
+            rest.trim()
+                .trim_matches(|c| c == '"' || c == '\'')
+                .to_string(),
+        )
     })
 }
 
@@ -119,9 +127,18 @@ fn python_catalyst_package() -> Result<PathBuf, String> {
 /// Device libraries by the device name `device_init` carries (`rtd_name`),
 /// for a program printed on another machine.
 const DEVICES: &[(&str, &str)] = &[
-    ("LightningSimulator", "pennylane_lightning/liblightning_qubit_catalyst.so"),
-    ("LightningKokkosSimulator", "pennylane_lightning/liblightning_kokkos_catalyst.so"),
-    ("LightningGPUSimulator", "pennylane_lightning/liblightning_gpu_catalyst.so"),
+    (
+        "LightningSimulator",
+        "pennylane_lightning/liblightning_qubit_catalyst.so",
+    ),
+    (
+        "LightningKokkosSimulator",
+        "pennylane_lightning/liblightning_kokkos_catalyst.so",
+    ),
+    (
+        "LightningGPUSimulator",
+        "pennylane_lightning/liblightning_gpu_catalyst.so",
+    ),
     ("NullQubit", "catalyst/lib/librtd_null_qubit.so"),
     ("OpenQasmDevice", "catalyst/lib/librtd_openqasm.so"),
 ];
@@ -141,7 +158,12 @@ impl Runtime {
             let beside = path
                 .file_name()
                 .into_iter()
-                .flat_map(|f| [site.join("pennylane_lightning").join(f), self.lib_dir.join(f)])
+                .flat_map(|f| {
+                    [
+                        site.join("pennylane_lightning").join(f),
+                        self.lib_dir.join(f),
+                    ]
+                })
                 .find(|c| c.is_file());
             return Ok(match beside {
                 Some(b) => b.canonicalize().unwrap_or(b),
@@ -149,9 +171,15 @@ impl Runtime {
             });
         }
         let mut looked = Vec::new();
-        let by_name = DEVICES.iter().filter(|(n, _)| *n == name).map(|(_, f)| site.join(f));
+        let by_name = DEVICES
+            .iter()
+            .filter(|(n, _)| *n == name)
+            .map(|(_, f)| site.join(f));
         let by_file = path.file_name().into_iter().flat_map(|f| {
-            [site.join("pennylane_lightning").join(f), self.lib_dir.join(f)]
+            [
+                site.join("pennylane_lightning").join(f),
+                self.lib_dir.join(f),
+            ]
         });
         for candidate in by_name.chain(by_file) {
             if candidate.is_file() {
@@ -162,7 +190,11 @@ impl Runtime {
         Err(format!(
             "the device `{name}` is not installed: its library {recorded} does not exist on this \
              machine, and none was found by its name (looked for {})",
-            if looked.is_empty() { "nothing: an unknown device name".to_string() } else { looked.join(", ") }
+            if looked.is_empty() {
+                "nothing: an unknown device name".to_string()
+            } else {
+                looked.join(", ")
+            }
         ))
     }
 }

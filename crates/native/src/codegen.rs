@@ -7,22 +7,21 @@ use crate::fusion;
 use crate::memory;
 use crate::segments;
 use crate::vmath;
-use jaxpr_lower::{EqnCx, LowerResult, Operand, Syntax, err};
-use jaxpr_check::{Analysis, JaxprId};
-use jaxpr_syntax::TextRange;
-use jaxpr_syntax::ast::{self};
-use jaxpr_types::poly::Symbol;
-use jaxpr_types::{AType, DType, FloatKind, VarId};
 use inkwell::basic_block::BasicBlock;
 use inkwell::builder::Builder;
 use inkwell::context::Context;
 use inkwell::module::{Linkage, Module};
 use inkwell::types::{BasicMetadataTypeEnum, BasicType, BasicTypeEnum};
 use inkwell::values::{
-    BasicMetadataValueEnum, BasicValueEnum, FunctionValue, GlobalValue, IntValue,
-    PointerValue,
+    BasicMetadataValueEnum, BasicValueEnum, FunctionValue, GlobalValue, IntValue, PointerValue,
 };
 use inkwell::{AddressSpace, IntPredicate};
+use jaxpr_check::{Analysis, JaxprId};
+use jaxpr_lower::{EqnCx, LowerResult, Operand, Syntax, err};
+use jaxpr_syntax::TextRange;
+use jaxpr_syntax::ast::{self};
+use jaxpr_types::poly::Symbol;
+use jaxpr_types::{AType, DType, FloatKind, VarId};
 use rustc_hash::FxHashMap as HashMap;
 use std::cell::{Cell, RefCell};
 
@@ -38,7 +37,11 @@ pub(crate) struct Arr<'c> {
 
 impl<'c> Arr<'c> {
     pub fn new(p: PointerValue<'c>, dims: Vec<IntValue<'c>>) -> Self {
-        Arr { p, dims, lazy: None }
+        Arr {
+            p,
+            dims,
+            lazy: None,
+        }
     }
 }
 
@@ -148,7 +151,12 @@ pub(crate) struct Codegen<'c, 'f> {
 }
 
 impl<'c, 'f> Codegen<'c, 'f> {
-    pub(crate) fn new(cx: &'c Context, file: &'f ast::SourceFile, a: &'f Analysis, opts: &crate::Options) -> Self {
+    pub(crate) fn new(
+        cx: &'c Context,
+        file: &'f ast::SourceFile,
+        a: &'f Analysis,
+        opts: &crate::Options,
+    ) -> Self {
         let name = opts.name.as_str();
         Codegen {
             vector_isas: vmath::isas(opts.cpu),
@@ -283,7 +291,8 @@ impl<'c, 'f> Codegen<'c, 'f> {
         let f = self.m.add_function(name, ty, Some(Linkage::Private));
         let here = self.b.get_insert_block();
         let outer = self.func.replace(Some(f));
-        self.b.position_at_end(self.cx.append_basic_block(f, "entry"));
+        self.b
+            .position_at_end(self.cx.append_basic_block(f, "entry"));
         let r = body(f);
         self.func.set(outer);
         if let Some(bb) = here {
@@ -359,7 +368,9 @@ impl<'c, 'f> Codegen<'c, 'f> {
         }
         // Straight to the unwinding: there is nothing to store.
         let ok = self.block("ok");
-        self.b.build_conditional_branch(bad, self.unwind_block(), ok).expect("br");
+        self.b
+            .build_conditional_branch(bad, self.unwind_block(), ok)
+            .expect("br");
         self.b.position_at_end(ok);
     }
 
@@ -442,7 +453,12 @@ impl<'c, 'f> Codegen<'c, 'f> {
         off
     }
 
-    pub fn gep(&self, dt: &DType, p: PointerValue<'c>, off: IntValue<'c>) -> LowerResult<PointerValue<'c>> {
+    pub fn gep(
+        &self,
+        dt: &DType,
+        p: PointerValue<'c>,
+        off: IntValue<'c>,
+    ) -> LowerResult<PointerValue<'c>> {
         let t = self.elem(dt, TextRange::new(0, 0))?;
         // SAFETY (of the generated code): offsets are within the extents
         // the inputs were validated against.
@@ -481,7 +497,12 @@ impl<'c, 'f> Codegen<'c, 'f> {
         self.to_i64(v, dt, at)
     }
 
-    pub fn to_i64(&self, v: BasicValueEnum<'c>, dt: &DType, at: TextRange) -> LowerResult<IntValue<'c>> {
+    pub fn to_i64(
+        &self,
+        v: BasicValueEnum<'c>,
+        dt: &DType,
+        at: TextRange,
+    ) -> LowerResult<IntValue<'c>> {
         let i64t = self.cx.i64_type();
         match dt {
             DType::Int(_) => Ok(self
@@ -497,7 +518,6 @@ impl<'c, 'f> Codegen<'c, 'f> {
     }
 
     // ---- loops -----------------------------------------------------------------
-
 }
 
 /// Whether a condition is the constant false (a check of static extents

@@ -7,12 +7,12 @@
 //! `tanh` saturated for large real parts.
 
 use super::Codegen;
-use jaxpr_lower::{LowerResult, err};
-use jaxpr_syntax::TextRange;
-use jaxpr_types::DType;
 use inkwell::FloatPredicate;
 use inkwell::types::{BasicTypeEnum, FloatType};
 use inkwell::values::{BasicValueEnum, FloatValue, IntValue};
+use jaxpr_lower::{LowerResult, err};
+use jaxpr_syntax::TextRange;
+use jaxpr_types::DType;
 
 /// A complex value's parts.
 type Parts<'c> = (FloatValue<'c>, FloatValue<'c>);
@@ -20,15 +20,24 @@ type Parts<'c> = (FloatValue<'c>, FloatValue<'c>);
 impl<'c> Codegen<'c, '_> {
     /// The type of a complex element: `{ part, part }`.
     pub(crate) fn complex_type(&self, part: FloatType<'c>) -> BasicTypeEnum<'c> {
-        self.cx.struct_type(&[part.into(), part.into()], false).into()
+        self.cx
+            .struct_type(&[part.into(), part.into()], false)
+            .into()
     }
 
     fn part_type(&self, dt: &DType) -> LowerResult<FloatType<'c>> {
-        Ok(self.elem(&dt.real_part(), TextRange::new(0, 0))?.into_float_type())
+        Ok(self
+            .elem(&dt.real_part(), TextRange::new(0, 0))?
+            .into_float_type())
     }
 
     /// A complex constant of `dt`.
-    pub(crate) fn complex_const(&self, dt: &DType, re: f64, im: f64) -> LowerResult<BasicValueEnum<'c>> {
+    pub(crate) fn complex_const(
+        &self,
+        dt: &DType,
+        re: f64,
+        im: f64,
+    ) -> LowerResult<BasicValueEnum<'c>> {
         let t = self.part_type(dt)?;
         let parts = [t.const_float(re).into(), t.const_float(im).into()];
         Ok(self.cx.const_struct(&parts, false).into())
@@ -73,20 +82,40 @@ impl<'c> Codegen<'c, '_> {
     pub(crate) fn fneg(&self, x: FloatValue<'c>) -> FloatValue<'c> {
         self.b.build_float_neg(x, "").expect("fneg")
     }
-    pub(crate) fn fcmp(&self, p: FloatPredicate, x: FloatValue<'c>, y: FloatValue<'c>) -> IntValue<'c> {
+    pub(crate) fn fcmp(
+        &self,
+        p: FloatPredicate,
+        x: FloatValue<'c>,
+        y: FloatValue<'c>,
+    ) -> IntValue<'c> {
         self.b.build_float_compare(p, x, y, "").expect("fcmp")
     }
-    pub(crate) fn fselect(&self, c: IntValue<'c>, x: FloatValue<'c>, y: FloatValue<'c>) -> FloatValue<'c> {
-        self.b.build_select(c, x, y, "").expect("select").into_float_value()
+    pub(crate) fn fselect(
+        &self,
+        c: IntValue<'c>,
+        x: FloatValue<'c>,
+        y: FloatValue<'c>,
+    ) -> FloatValue<'c> {
+        self.b
+            .build_select(c, x, y, "")
+            .expect("select")
+            .into_float_value()
     }
     pub(crate) fn fabs(&self, x: FloatValue<'c>) -> LowerResult<FloatValue<'c>> {
-        Ok(self.intrinsic("llvm.fabs", x.get_type().into(), &[x.into()])?.into_float_value())
+        Ok(self
+            .intrinsic("llvm.fabs", x.get_type().into(), &[x.into()])?
+            .into_float_value())
     }
     /// A libm function of the parts' dtype `pdt`, never libmvec's: the
     /// complex formulas combine several calls, and jvp's
     /// (1 + tanh z)(1 - tanh z) near tanh z = 1 turns libmvec's few ulp
     /// into errors past c64's tolerance.
-    fn real_fn(&self, name: &str, pdt: &DType, xs: &[FloatValue<'c>]) -> LowerResult<FloatValue<'c>> {
+    fn real_fn(
+        &self,
+        name: &str,
+        pdt: &DType,
+        xs: &[FloatValue<'c>],
+    ) -> LowerResult<FloatValue<'c>> {
         let xs: Vec<BasicValueEnum<'c>> = xs.iter().map(|&x| x.into()).collect();
         Ok(self.libm_call(name, pdt, &xs, false)?.into_float_value())
     }
@@ -117,16 +146,25 @@ impl<'c> Codegen<'c, '_> {
 
     fn cexp(&self, pdt: &DType, (a, b): Parts<'c>) -> LowerResult<Parts<'c>> {
         let e = self.real_fn("exp", pdt, &[a])?;
-        let (cos, sin) = (self.real_fn("cos", pdt, &[b])?, self.real_fn("sin", pdt, &[b])?);
+        let (cos, sin) = (
+            self.real_fn("cos", pdt, &[b])?,
+            self.real_fn("sin", pdt, &[b])?,
+        );
         // exp(x + 0i) is real even where exp(x) overflows (inf * 0 is NaN).
         let zero = a.get_type().const_zero();
         let real = self.fcmp(FloatPredicate::OEQ, b, zero);
-        Ok((self.fselect(real, e, self.fmul(e, cos)), self.fselect(real, b, self.fmul(e, sin))))
+        Ok((
+            self.fselect(real, e, self.fmul(e, cos)),
+            self.fselect(real, b, self.fmul(e, sin)),
+        ))
     }
 
     fn clog(&self, pdt: &DType, (a, b): Parts<'c>) -> LowerResult<Parts<'c>> {
         let m = self.real_fn("hypot", pdt, &[a, b])?;
-        Ok((self.real_fn("log", pdt, &[m])?, self.real_fn("atan2", pdt, &[b, a])?))
+        Ok((
+            self.real_fn("log", pdt, &[m])?,
+            self.real_fn("atan2", pdt, &[b, a])?,
+        ))
     }
 
     /// sqrt(a + bi) = (t, b / 2t) for a >= 0 and (|b| / 2t, ±t) otherwise,
@@ -136,22 +174,33 @@ impl<'c> Codegen<'c, '_> {
         let (zero, half, two) = (t0.const_zero(), t0.const_float(0.5), t0.const_float(2.0));
         let m = self.real_fn("hypot", pdt, &[a, b])?;
         let t = self.fmul(half, self.fadd(self.fabs(a)?, m));
-        let t = self.intrinsic("llvm.sqrt", t0.into(), &[t.into()])?.into_float_value();
+        let t = self
+            .intrinsic("llvm.sqrt", t0.into(), &[t.into()])?
+            .into_float_value();
         let u = self.fdiv(b, self.fmul(two, t));
         let v = self.fdiv(self.fabs(b)?, self.fmul(two, t));
         let signed_t = self
             .intrinsic("llvm.copysign", t0.into(), &[t.into(), b.into()])?
             .into_float_value();
         let nonneg = self.fcmp(FloatPredicate::OGE, a, zero);
-        let (re, im) = (self.fselect(nonneg, t, v), self.fselect(nonneg, u, signed_t));
+        let (re, im) = (
+            self.fselect(nonneg, t, v),
+            self.fselect(nonneg, u, signed_t),
+        );
         let origin = self.fcmp(FloatPredicate::OEQ, t, zero);
         Ok((self.fselect(origin, zero, re), self.fselect(origin, b, im)))
     }
 
     /// sin, cos (`cos` true) of a + bi from the real functions of a and b.
     fn csincos(&self, pdt: &DType, (a, b): Parts<'c>, cos: bool) -> LowerResult<Parts<'c>> {
-        let (sa, ca) = (self.real_fn("sin", pdt, &[a])?, self.real_fn("cos", pdt, &[a])?);
-        let (shb, chb) = (self.real_fn("sinh", pdt, &[b])?, self.real_fn("cosh", pdt, &[b])?);
+        let (sa, ca) = (
+            self.real_fn("sin", pdt, &[a])?,
+            self.real_fn("cos", pdt, &[a])?,
+        );
+        let (shb, chb) = (
+            self.real_fn("sinh", pdt, &[b])?,
+            self.real_fn("cosh", pdt, &[b])?,
+        );
         Ok(if cos {
             (self.fmul(ca, chb), self.fneg(self.fmul(sa, shb)))
         } else {
@@ -162,8 +211,14 @@ impl<'c> Codegen<'c, '_> {
     /// sinh, cosh (`cosh` true) of a + bi: (sinh a cos b, cosh a sin b)
     /// and (cosh a cos b, sinh a sin b).
     fn csinhcosh(&self, pdt: &DType, (a, b): Parts<'c>, cosh: bool) -> LowerResult<Parts<'c>> {
-        let (sha, cha) = (self.real_fn("sinh", pdt, &[a])?, self.real_fn("cosh", pdt, &[a])?);
-        let (sb, cb) = (self.real_fn("sin", pdt, &[b])?, self.real_fn("cos", pdt, &[b])?);
+        let (sha, cha) = (
+            self.real_fn("sinh", pdt, &[a])?,
+            self.real_fn("cosh", pdt, &[a])?,
+        );
+        let (sb, cb) = (
+            self.real_fn("sin", pdt, &[b])?,
+            self.real_fn("cos", pdt, &[b])?,
+        );
         Ok(if cosh {
             (self.fmul(cha, cb), self.fmul(sha, sb))
         } else {
@@ -176,9 +231,15 @@ impl<'c> Codegen<'c, '_> {
     fn cexpm1(&self, pdt: &DType, (a, b): Parts<'c>) -> LowerResult<Parts<'c>> {
         let t0 = a.get_type();
         let em1 = self.real_fn("expm1", pdt, &[a])?;
-        let (cb, sb) = (self.real_fn("cos", pdt, &[b])?, self.real_fn("sin", pdt, &[b])?);
+        let (cb, sb) = (
+            self.real_fn("cos", pdt, &[b])?,
+            self.real_fn("sin", pdt, &[b])?,
+        );
         let s2 = self.real_fn("sin", pdt, &[self.fmul(t0.const_float(0.5), b)])?;
-        let re = self.fsub(self.fmul(em1, cb), self.fmul(t0.const_float(2.0), self.fmul(s2, s2)));
+        let re = self.fsub(
+            self.fmul(em1, cb),
+            self.fmul(t0.const_float(2.0), self.fmul(s2, s2)),
+        );
         let e = self.real_fn("exp", pdt, &[a])?;
         Ok((re, self.fmul(e, sb)))
     }
@@ -188,7 +249,10 @@ impl<'c> Codegen<'c, '_> {
     fn clog1p(&self, pdt: &DType, (a, b): Parts<'c>) -> LowerResult<Parts<'c>> {
         let t0 = a.get_type();
         let one = t0.const_float(1.0);
-        let u = self.fadd(self.fmul(a, self.fadd(t0.const_float(2.0), a)), self.fmul(b, b));
+        let u = self.fadd(
+            self.fmul(a, self.fadd(t0.const_float(2.0), a)),
+            self.fmul(b, b),
+        );
         let re = self.fmul(t0.const_float(0.5), self.real_fn("log1p", pdt, &[u])?);
         Ok((re, self.real_fn("atan2", pdt, &[b, self.fadd(one, a)])?))
     }
@@ -206,7 +270,10 @@ impl<'c> Codegen<'c, '_> {
         if t == f64t {
             return f(&DType::Float(jaxpr_types::FloatKind::F64), x);
         }
-        let (re, im) = f(&DType::Float(jaxpr_types::FloatKind::F64), (wide(x.0), wide(x.1)))?;
+        let (re, im) = f(
+            &DType::Float(jaxpr_types::FloatKind::F64),
+            (wide(x.0), wide(x.1)),
+        )?;
         Ok((narrow(re), narrow(im)))
     }
 
@@ -215,11 +282,17 @@ impl<'c> Codegen<'c, '_> {
     fn casinh(&self, pdt: &DType, (a, b): Parts<'c>) -> LowerResult<Parts<'c>> {
         let t0 = a.get_type();
         let neg = self.fcmp(FloatPredicate::OLT, a, t0.const_zero());
-        let (a, b) = (self.fselect(neg, self.fneg(a), a), self.fselect(neg, self.fneg(b), b));
+        let (a, b) = (
+            self.fselect(neg, self.fneg(a), a),
+            self.fselect(neg, self.fneg(b), b),
+        );
         let sq = self.cmul((a, b), (a, b));
         let s = self.csqrt(pdt, (self.fadd(sq.0, t0.const_float(1.0)), sq.1))?;
         let (re, im) = self.clog(pdt, (self.fadd(a, s.0), self.fadd(b, s.1)))?;
-        Ok((self.fselect(neg, self.fneg(re), re), self.fselect(neg, self.fneg(im), im)))
+        Ok((
+            self.fselect(neg, self.fneg(re), re),
+            self.fselect(neg, self.fneg(im), im),
+        ))
     }
 
     /// acosh z = log(z + sqrt(z + 1) sqrt(z - 1)) (the principal branch).
@@ -236,7 +309,10 @@ impl<'c> Codegen<'c, '_> {
         let half = a.get_type().const_float(0.5);
         let p = self.clog1p(pdt, (a, b))?;
         let m = self.clog1p(pdt, (self.fneg(a), self.fneg(b)))?;
-        Ok((self.fmul(half, self.fsub(p.0, m.0)), self.fmul(half, self.fsub(p.1, m.1))))
+        Ok((
+            self.fmul(half, self.fsub(p.0, m.0)),
+            self.fmul(half, self.fsub(p.1, m.1)),
+        ))
     }
 
     /// tanh(a + bi) = (sinh 2a + i sin 2b) / (cosh 2a + cos 2b); for |a| > 20,
@@ -246,27 +322,41 @@ impl<'c> Codegen<'c, '_> {
         let t0 = a.get_type();
         let two = t0.const_float(2.0);
         let (a2, b2) = (self.fmul(two, a), self.fmul(two, b));
-        let den = self.fadd(self.real_fn("cosh", pdt, &[a2])?, self.real_fn("cos", pdt, &[b2])?);
+        let den = self.fadd(
+            self.real_fn("cosh", pdt, &[a2])?,
+            self.real_fn("cos", pdt, &[b2])?,
+        );
         let re = self.fdiv(self.real_fn("sinh", pdt, &[a2])?, den);
         let im = self.fdiv(self.real_fn("sin", pdt, &[b2])?, den);
         let abs_a = self.fabs(a)?;
         let large = self.fcmp(FloatPredicate::OGT, abs_a, t0.const_float(20.0));
         let one = self
-            .intrinsic("llvm.copysign", t0.into(), &[t0.const_float(1.0).into(), a.into()])?
+            .intrinsic(
+                "llvm.copysign",
+                t0.into(),
+                &[t0.const_float(1.0).into(), a.into()],
+            )?
             .into_float_value();
         let decay = self.real_fn("exp", pdt, &[self.fneg(self.fmul(two, abs_a))])?;
         let small_im = self.fmul(
             self.fmul(t0.const_float(2.0), self.real_fn("sin", pdt, &[b2])?),
             decay,
         );
-        Ok((self.fselect(large, one, re), self.fselect(large, small_im, im)))
+        Ok((
+            self.fselect(large, one, re),
+            self.fselect(large, small_im, im),
+        ))
     }
 
     /// x^y = exp(y log x); 0^y is 1 for y = 0, 0 for re(y) > 0 and NaN
     /// otherwise (as XLA's complex power).
     fn cpow(&self, pdt: &DType, x: Parts<'c>, y: Parts<'c>) -> LowerResult<Parts<'c>> {
         let t0 = x.0.get_type();
-        let (zero, one, nan) = (t0.const_zero(), t0.const_float(1.0), t0.const_float(f64::NAN));
+        let (zero, one, nan) = (
+            t0.const_zero(),
+            t0.const_float(1.0),
+            t0.const_float(f64::NAN),
+        );
         let l = self.clog(pdt, x)?;
         let (re, im) = self.cexp(pdt, self.cmul(y, l))?;
         let is_zero = |(a, b): Parts<'c>| {
@@ -278,14 +368,18 @@ impl<'c> Codegen<'c, '_> {
         let ypos = self.fcmp(FloatPredicate::OGT, y.0, zero);
         let at_zero_re = self.fselect(y0, one, self.fselect(ypos, zero, nan));
         let at_zero_im = self.fselect(y0, zero, self.fselect(ypos, zero, nan));
-        Ok((self.fselect(x0, at_zero_re, re), self.fselect(x0, at_zero_im, im)))
+        Ok((
+            self.fselect(x0, at_zero_re, re),
+            self.fselect(x0, at_zero_im, im),
+        ))
     }
 
     fn integer_power(&self, x: Parts<'c>, y: i64) -> LowerResult<Parts<'c>> {
         let t0 = x.0.get_type();
         let one = (t0.const_float(1.0), t0.const_zero());
-        let acc = jaxpr_lower::walk::power_by_squaring(x, y.unsigned_abs(), |p, q| Ok(self.cmul(p, q)))?
-            .unwrap_or(one);
+        let acc =
+            jaxpr_lower::walk::power_by_squaring(x, y.unsigned_abs(), |p, q| Ok(self.cmul(p, q)))?
+                .unwrap_or(one);
         if y < 0 {
             return self.cdiv(one, acc);
         }
@@ -314,7 +408,10 @@ impl<'c> Codegen<'c, '_> {
             // `conj` of a real operand is that operand, made complex.
             return match name {
                 "conj" => self.complex_convert(xs[0], dt, odt),
-                _ => err(cx.at(), format!("`{name}` of {dt} to {odt} has no native lowering")),
+                _ => err(
+                    cx.at(),
+                    format!("`{name}` of {dt} to {odt} has no native lowering"),
+                ),
             };
         }
         let x = self.parts(xs[0]);
@@ -352,7 +449,11 @@ impl<'c> Codegen<'c, '_> {
             "asin" | "atan" | "acos" => {
                 let (p, q) = self.in_double(x, |d, (a, b)| {
                     let iz = (self.fneg(b), a);
-                    let (p, q) = if name == "atan" { self.catanh(d, iz)? } else { self.casinh(d, iz)? };
+                    let (p, q) = if name == "atan" {
+                        self.catanh(d, iz)?
+                    } else {
+                        self.casinh(d, iz)?
+                    };
                     if name != "acos" {
                         return Ok((q, self.fneg(p)));
                     }
@@ -398,7 +499,11 @@ impl<'c> Codegen<'c, '_> {
             // Lexicographic, on the real parts and then the imaginary ones
             // (as JAX's lowering of `max` and `min` for complex operands).
             "max" | "min" => {
-                let p = if name == "max" { FloatPredicate::OGT } else { FloatPredicate::OLT };
+                let p = if name == "max" {
+                    FloatPredicate::OGT
+                } else {
+                    FloatPredicate::OLT
+                };
                 let by_re = self.fcmp(p, x.0, y.0);
                 let tie = self.fcmp(FloatPredicate::OEQ, x.0, y.0);
                 let by_im = self.and(tie, self.fcmp(p, x.1, y.1));

@@ -1,12 +1,12 @@
 //! Contractions: `dot_general` and `conv_general_dilated` as loop nests
 //! with an accumulator, or through the tiled products of [`super::gemm`].
 
-use super::{Arr, Cx, Env, Codegen, dtype};
 use super::ops::{Init, accumulator};
+use super::{Arr, Codegen, Cx, Env, dtype};
+use inkwell::IntPredicate;
+use inkwell::values::IntValue;
 use jaxpr_lower::{LowerResult, err};
 use jaxpr_syntax::ast::Expr;
-use inkwell::values::IntValue;
-use inkwell::IntPredicate;
 
 impl<'c> Codegen<'c, '_> {
     pub(crate) fn dot_general(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> LowerResult<Arr<'c>> {
@@ -78,18 +78,25 @@ impl<'c> Codegen<'c, '_> {
                 ri[d] = oi[nb + lfree.len() + n];
             }
             let adt = accumulator(&odt);
-            let acc = self.fold_nest(&adt, Init::Zero, "add", &kdims, &mut |ki| {
-                let (mut li, mut ri) = (li.clone(), ri.clone());
-                for k in 0..ki.len() {
-                    li[lc[k] as usize] = ki[k];
-                    ri[rc[k] as usize] = ki[k];
-                }
-                let a = self.load(&ldt, l.v.p, self.offset(&li, &l.v.dims))?;
-                let b2 = self.load(&rdt, r.v.p, self.offset(&ri, &r.v.dims))?;
-                let a = self.convert(a, &ldt, &adt)?;
-                let b2 = self.convert(b2, &rdt, &adt)?;
-                Ok((self.binop("mul", &adt, a, b2, cx)?, None))
-            }, cx)?;
+            let acc = self.fold_nest(
+                &adt,
+                Init::Zero,
+                "add",
+                &kdims,
+                &mut |ki| {
+                    let (mut li, mut ri) = (li.clone(), ri.clone());
+                    for k in 0..ki.len() {
+                        li[lc[k] as usize] = ki[k];
+                        ri[rc[k] as usize] = ki[k];
+                    }
+                    let a = self.load(&ldt, l.v.p, self.offset(&li, &l.v.dims))?;
+                    let b2 = self.load(&rdt, r.v.p, self.offset(&ri, &r.v.dims))?;
+                    let a = self.convert(a, &ldt, &adt)?;
+                    let b2 = self.convert(b2, &rdt, &adt)?;
+                    Ok((self.binop("mul", &adt, a, b2, cx)?, None))
+                },
+                cx,
+            )?;
             let acc = self.convert(acc, &adt, &odt)?;
             self.store(&odt, res.p, self.offset(oi, &out), acc)
         })?;
@@ -147,7 +154,9 @@ impl<'c> Codegen<'c, '_> {
                 cfg[ls[2 + d] as usize] = [pad[d].0, pad[d].1, ldil[d] - 1];
             }
             let lhs = if cfg.iter().any(|c| *c != [0; 3]) {
-                let dims: Vec<IntValue> = (0..n).map(|k| self.padded_extent(l.v.dims[k], cfg[k])).collect();
+                let dims: Vec<IntValue> = (0..n)
+                    .map(|k| self.padded_extent(l.v.dims[k], cfg[k]))
+                    .collect();
                 self.padded(l, &dims, &cfg, self.fconst(&odt, 0.0)?.into())?
             } else {
                 l.v.clone()
@@ -204,38 +213,45 @@ impl<'c> Codegen<'c, '_> {
             let g = self.b.build_int_signed_div(o, og, "").expect("div");
             let osp: Vec<IntValue> = (0..ns).map(|k| oi[os[2 + k] as usize]).collect();
             let adt = accumulator(&odt);
-            let acc = self.fold_nest(&adt, Init::Zero, "add", &inner, &mut |ki| {
-                let c = ki[0];
-                let (sp, valid) =
-                    self.window_pos(&osp, &ki[1..], &strides, &pad, &ldil, &rdil, &lsp);
-                let mut li = vec![self.i64(0); n];
-                li[ls[0] as usize] = b;
-                let lc = self.add(self.mul(g, cg), c);
-                let lc = self.clamp_i64(
-                    lc,
-                    self.i64(0),
-                    self.sub(l.v.dims[ls[1] as usize], self.i64(1)),
-                );
-                li[ls[1] as usize] = lc;
-                let mut ri = vec![self.i64(0); n];
-                ri[rs[0] as usize] = o;
-                ri[rs[1] as usize] = c;
-                for k in 0..ns {
-                    li[ls[2 + k] as usize] = sp[k];
-                    ri[rs[2 + k] as usize] = ki[1 + k];
-                }
-                let a = self.convert(
-                    self.load(&ldt, l.v.p, self.offset(&li, &l.v.dims))?,
-                    &ldt,
-                    &adt,
-                )?;
-                let w = self.convert(
-                    self.load(&rdt, r.v.p, self.offset(&ri, &r.v.dims))?,
-                    &rdt,
-                    &adt,
-                )?;
-                Ok((self.binop("mul", &adt, a, w, cx)?, Some(valid)))
-            }, cx)?;
+            let acc = self.fold_nest(
+                &adt,
+                Init::Zero,
+                "add",
+                &inner,
+                &mut |ki| {
+                    let c = ki[0];
+                    let (sp, valid) =
+                        self.window_pos(&osp, &ki[1..], &strides, &pad, &ldil, &rdil, &lsp);
+                    let mut li = vec![self.i64(0); n];
+                    li[ls[0] as usize] = b;
+                    let lc = self.add(self.mul(g, cg), c);
+                    let lc = self.clamp_i64(
+                        lc,
+                        self.i64(0),
+                        self.sub(l.v.dims[ls[1] as usize], self.i64(1)),
+                    );
+                    li[ls[1] as usize] = lc;
+                    let mut ri = vec![self.i64(0); n];
+                    ri[rs[0] as usize] = o;
+                    ri[rs[1] as usize] = c;
+                    for k in 0..ns {
+                        li[ls[2 + k] as usize] = sp[k];
+                        ri[rs[2 + k] as usize] = ki[1 + k];
+                    }
+                    let a = self.convert(
+                        self.load(&ldt, l.v.p, self.offset(&li, &l.v.dims))?,
+                        &ldt,
+                        &adt,
+                    )?;
+                    let w = self.convert(
+                        self.load(&rdt, r.v.p, self.offset(&ri, &r.v.dims))?,
+                        &rdt,
+                        &adt,
+                    )?;
+                    Ok((self.binop("mul", &adt, a, w, cx)?, Some(valid)))
+                },
+                cx,
+            )?;
             let acc = self.convert(acc, &adt, &odt)?;
             self.store(&odt, res.p, self.offset(oi, &out), acc)
         })?;

@@ -5,13 +5,13 @@
 //! nodes, so carried arrays may change size every iteration. Each branch and
 //! each iteration is a memory scope (see the module documentation).
 
-use super::{Arr, Cx, Env, Codegen, Op, dtype};
-use jaxpr_lower::{Operand, LowerResult, ScanLayout, err, internal};
-use jaxpr_check::JaxprId;
-use jaxpr_syntax::ast;
-use jaxpr_types::AType;
+use super::{Arr, Codegen, Cx, Env, Op, dtype};
 use inkwell::IntPredicate;
 use inkwell::values::{BasicValue, IntValue, PhiValue};
+use jaxpr_check::JaxprId;
+use jaxpr_lower::{LowerResult, Operand, ScanLayout, err, internal};
+use jaxpr_syntax::ast;
+use jaxpr_types::AType;
 
 /// The state of a loop: integer counters and arrays.
 pub(crate) type State<'c> = (Vec<IntValue<'c>>, Vec<Op<'c>>);
@@ -29,14 +29,20 @@ impl<'c> Codegen<'c, '_> {
         if name == "custom_linear_solve" {
             let (solve, operands) = cx.linear_solve(self.a)?;
             let args: Vec<_> = operands.iter().map(|&i| cx.args[i].clone()).collect();
-            if matches!(self.a.jaxpr(solve).origin, jaxpr_check::JaxprOrigin::Let { .. }) {
+            if matches!(
+                self.a.jaxpr(solve).origin,
+                jaxpr_check::JaxprOrigin::Let { .. }
+            ) {
                 return Ok(Some(self.call_let(env, solve, &args, cx.at())?));
             }
             let outs = self.call_jaxpr(env, solve, &args, cx.at())?;
             return Ok(Some(outs.into_iter().map(|o| o.v).collect()));
         }
         if let Some(callee) = cx.call_target(self.a)? {
-            if matches!(self.a.jaxpr(callee).origin, jaxpr_check::JaxprOrigin::Let { .. }) {
+            if matches!(
+                self.a.jaxpr(callee).origin,
+                jaxpr_check::JaxprOrigin::Let { .. }
+            ) {
                 return Ok(Some(self.call_let(env, callee, &cx.args, cx.at())?));
             }
             let outs = self.call_jaxpr(env, callee, &cx.args, cx.at())?;
@@ -60,7 +66,10 @@ impl<'c> Codegen<'c, '_> {
     /// `cond`: the index of the branch taken (Catalyst's predicates, the
     /// first that holds, else the last branch; JAX's index, clamped), the
     /// branches, and where the branches' operands begin.
-    pub(crate) fn cond_branch(&self, cx: &Cx<'_, 'c>) -> LowerResult<(IntValue<'c>, Vec<JaxprId>, usize)> {
+    pub(crate) fn cond_branch(
+        &self,
+        cx: &Cx<'_, 'c>,
+    ) -> LowerResult<(IntValue<'c>, Vec<JaxprId>, usize)> {
         if cx.e.param("branch_jaxprs").is_some() {
             let branches = cx.callees(self.a, "branch_jaxprs");
             let npreds = branches.len().saturating_sub(1);
@@ -93,7 +102,9 @@ impl<'c> Codegen<'c, '_> {
         branches: &[JaxprId],
         inputs: &[Op<'c>],
     ) -> LowerResult<Vec<Arr<'c>>> {
-        self.switch_calling(cx, index, branches, &mut |j| self.call_jaxpr(env, j, inputs, cx.at()))
+        self.switch_calling(cx, index, branches, &mut |j| {
+            self.call_jaxpr(env, j, inputs, cx.at())
+        })
     }
 
     /// [`Self::switch`] with the branch run by `call` (the forward-mode
@@ -147,10 +158,12 @@ impl<'c> Codegen<'c, '_> {
                 }
             }
             let p = p.as_basic_value().into_pointer_value();
-            results.push(Arr::new(p, dims
-                    .iter()
+            results.push(Arr::new(
+                p,
+                dims.iter()
                     .map(|d| d.as_basic_value().into_int_value())
-                    .collect()));
+                    .collect(),
+            ));
         }
         // After the phi nodes: adopting may store into the buffer table.
         for r in &results {
@@ -197,10 +210,12 @@ impl<'c> Codegen<'c, '_> {
                 .iter()
                 .zip(&arrays)
                 .map(|((p, ds), x)| Operand {
-                    v: Arr::new(p.as_basic_value().into_pointer_value(), ds
-                            .iter()
+                    v: Arr::new(
+                        p.as_basic_value().into_pointer_value(),
+                        ds.iter()
                             .map(|d| d.as_basic_value().into_int_value())
-                            .collect()),
+                            .collect(),
+                    ),
                     ty: x.ty.clone(),
                 })
                 .collect(),
@@ -251,7 +266,11 @@ impl<'c> Codegen<'c, '_> {
     }
 
     /// A boolean scalar as `i1`.
-    pub(crate) fn truth(&self, x: &Op<'c>, at: jaxpr_syntax::TextRange) -> LowerResult<IntValue<'c>> {
+    pub(crate) fn truth(
+        &self,
+        x: &Op<'c>,
+        at: jaxpr_syntax::TextRange,
+    ) -> LowerResult<IntValue<'c>> {
         let v = self.scalar_i64(x, at)?;
         Ok(self.icmp(IntPredicate::NE, v, self.i64(0)))
     }
@@ -265,7 +284,12 @@ impl<'c> Codegen<'c, '_> {
         let l = cx.while_layout(self.a)?;
         let (body, cond, cn, bn) = (l.body, l.cond, l.cond_nconsts, l.body_nconsts);
         let (cc, bc) = (&cx.args[..cn], &cx.args[cn..cn + bn]);
-        let batched = self.a.jaxpr(cond).outs.first().is_some_and(|o| o.ty.rank() > 0);
+        let batched = self
+            .a
+            .jaxpr(cond)
+            .outs
+            .first()
+            .is_some_and(|o| o.ty.rank() > 0);
         let init = (Vec::new(), cx.args[cn + bn..].to_vec());
         let predicate = |s: &State<'c>| -> LowerResult<Op<'c>> {
             let inputs: Vec<Op> = cc.iter().chain(&s.1).cloned().collect();
@@ -279,7 +303,11 @@ impl<'c> Codegen<'c, '_> {
             init,
             &mut |s| {
                 let c = predicate(s)?;
-                if batched { self.any_true(&c) } else { self.truth(&c, cx.at()) }
+                if batched {
+                    self.any_true(&c)
+                } else {
+                    self.truth(&c, cx.at())
+                }
             },
             &mut |s| {
                 let inputs: Vec<Op> = bc.iter().chain(&s.1).cloned().collect();
@@ -304,7 +332,9 @@ impl<'c> Codegen<'c, '_> {
         let a = self.materialized(&x.v)?;
         let zero = self.cx.i8_type().const_zero();
         let any = self.for_carry(self.numel(&a.dims), &[zero.into()], &mut |i, acc| {
-            let v = self.load(&jaxpr_types::DType::Bool, a.p, i)?.into_int_value();
+            let v = self
+                .load(&jaxpr_types::DType::Bool, a.p, i)?
+                .into_int_value();
             Ok(vec![self.or(acc[0].into_int_value(), v).into()])
         })?;
         Ok(self.icmp(IntPredicate::NE, any[0].into_int_value(), zero))
@@ -325,7 +355,9 @@ impl<'c> Codegen<'c, '_> {
         let inner = self.select_int(self.icmp(IntPredicate::SGT, inner, one), inner, one);
         self.for_range(self.numel(&n.dims), &mut |i| {
             let row = self.b.build_int_signed_div(i, inner, "").expect("sdiv");
-            let c = self.load(&jaxpr_types::DType::Bool, p.p, row)?.into_int_value();
+            let c = self
+                .load(&jaxpr_types::DType::Bool, p.p, row)?
+                .into_int_value();
             let c = self.icmp(IntPredicate::NE, c, c.get_type().const_zero());
             let v = self
                 .b
@@ -333,7 +365,10 @@ impl<'c> Codegen<'c, '_> {
                 .expect("select");
             self.store(&dt, res.p, i, v)
         })?;
-        Ok(Operand { v: res, ty: new.ty.clone() })
+        Ok(Operand {
+            v: res,
+            ty: new.ty.clone(),
+        })
     }
 
     /// Catalyst `for_loop`: operands `consts ++ implicits ++ [lower, upper,
@@ -341,7 +376,9 @@ impl<'c> Codegen<'c, '_> {
     /// [index] ++ explicit` and returns `implicits ++ explicit`.
     fn for_loop(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> LowerResult<Vec<Arr<'c>>> {
         let body = cx.for_layout(self.a)?.body;
-        self.for_loop_calling(cx, &mut |inputs| self.call_jaxpr(env, body, inputs, cx.at()))
+        self.for_loop_calling(cx, &mut |inputs| {
+            self.call_jaxpr(env, body, inputs, cx.at())
+        })
     }
 
     /// [`Self::for_loop`] with each iteration's body run by `call` on the
@@ -410,7 +447,9 @@ impl<'c> Codegen<'c, '_> {
     ) -> LowerResult<Vec<Arr<'c>>> {
         let l = cx.for_layout(self.a)?;
         let h = l.header();
-        let (Some(lower), Some(step)) = (literal_int(&cx.e.args[h]), literal_int(&cx.e.args[h + 2])) else {
+        let (Some(lower), Some(step)) =
+            (literal_int(&cx.e.args[h]), literal_int(&cx.e.args[h + 2]))
+        else {
             return internal(cx.at(), "unrolling a loop without literal bounds");
         };
         let idt = dtype(&cx.args[h].ty)?;
@@ -438,7 +477,13 @@ impl<'c> Codegen<'c, '_> {
         }
         state
             .into_iter()
-            .map(|o| if defer { Ok(o.v) } else { self.materialized(&o.v) })
+            .map(|o| {
+                if defer {
+                    Ok(o.v)
+                } else {
+                    self.materialized(&o.v)
+                }
+            })
             .collect()
     }
 
@@ -447,7 +492,13 @@ impl<'c> Codegen<'c, '_> {
     /// `x[i]` is a view into `xs`; `y[i]` is copied into `ys`, allocated
     /// before the loop.
     fn scan(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> LowerResult<Vec<Arr<'c>>> {
-        let ScanLayout { body, nconsts, ncarry, length, reverse } = cx.scan_layout(self.a)?;
+        let ScanLayout {
+            body,
+            nconsts,
+            ncarry,
+            length,
+            reverse,
+        } = cx.scan_layout(self.a)?;
         let consts = &cx.args[..nconsts];
         let xs = &cx.args[nconsts + ncarry..];
         for x in xs {
@@ -470,11 +521,7 @@ impl<'c> Codegen<'c, '_> {
             &mut |s| Ok(self.icmp(IntPredicate::SLT, s.0[0], n)),
             &mut |s| {
                 let i = s.0[0];
-                let at = if reverse {
-                    self.sub(last, i)
-                } else {
-                    i
-                };
+                let at = if reverse { self.sub(last, i) } else { i };
                 let mut inputs: Vec<Op> = consts.to_vec();
                 inputs.extend_from_slice(&s.1);
                 for x in xs {
@@ -521,7 +568,9 @@ pub(crate) fn unrolled_trips(e: &ast::Eqn) -> Option<i64> {
         return None;
     }
     let param = |k: &str| e.param(k).and_then(|p| p.value.as_int());
-    let implicit = param("num_implicit_inputs").or_else(|| param("nimplicit")).unwrap_or(0);
+    let implicit = param("num_implicit_inputs")
+        .or_else(|| param("nimplicit"))
+        .unwrap_or(0);
     if implicit != 0 {
         return None;
     }

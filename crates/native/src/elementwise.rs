@@ -3,14 +3,14 @@
 //! [`super::ops`] map over their operands with broadcasting; constants,
 //! identities and calls into libm and LLVM's intrinsics.
 
-use super::{Cx, Codegen};
 use super::ops::Init;
-use jaxpr_lower::{LowerResult, err};
-use jaxpr_syntax::TextRange;
-use jaxpr_types::{DType, FloatKind};
+use super::{Codegen, Cx};
 use inkwell::types::BasicTypeEnum;
 use inkwell::values::{BasicMetadataValueEnum, BasicValueEnum, FloatValue, IntValue};
 use inkwell::{FloatPredicate, IntPredicate};
+use jaxpr_lower::{LowerResult, err};
+use jaxpr_syntax::TextRange;
+use jaxpr_types::{DType, FloatKind};
 
 impl<'c> Codegen<'c, '_> {
     pub fn from_i64(&self, v: IntValue<'c>, dt: &DType) -> LowerResult<BasicValueEnum<'c>> {
@@ -62,7 +62,12 @@ impl<'c> Codegen<'c, '_> {
     /// vectorize the loop around them: with the vector variants of glibc's
     /// vector math library where it has them ([`super::vmath`]), otherwise
     /// by calling the scalar function once per lane.
-    pub(crate) fn libm(&self, name: &str, dt: &DType, xs: &[BasicValueEnum<'c>]) -> LowerResult<BasicValueEnum<'c>> {
+    pub(crate) fn libm(
+        &self,
+        name: &str,
+        dt: &DType,
+        xs: &[BasicValueEnum<'c>],
+    ) -> LowerResult<BasicValueEnum<'c>> {
         self.libm_call(name, dt, xs, true)
     }
 
@@ -100,7 +105,11 @@ impl<'c> Codegen<'c, '_> {
         );
         let mut args: Vec<FloatValue> = xs
             .iter()
-            .map(|x| self.b.build_float_cast(x.into_float_value(), t, "").expect("cast"))
+            .map(|x| {
+                self.b
+                    .build_float_cast(x.into_float_value(), t, "")
+                    .expect("cast")
+            })
             .collect();
         // exp of an argument below the log of the smallest normal number
         // is flushed to 0 (as XLA's flush-to-zero CPU code gives), from an
@@ -108,7 +117,11 @@ impl<'c> Codegen<'c, '_> {
         // underflow path sets errno, one element at a time, and masked
         // attention scores (-1e9) sent every other element there.
         let underflow = (name == "exp").then(|| {
-            let lowest = t.const_float(if t == self.cx.f64_type() { -708.0 } else { -87.0 });
+            let lowest = t.const_float(if t == self.cx.f64_type() {
+                -708.0
+            } else {
+                -87.0
+            });
             let below = self
                 .b
                 .build_float_compare(FloatPredicate::OLT, args[0], lowest, "")
@@ -122,13 +135,21 @@ impl<'c> Codegen<'c, '_> {
         });
         let margs: Vec<BasicMetadataValueEnum> = args.iter().map(|&a| a.into()).collect();
         let call = self.b.build_call(f, &margs, "").expect("call");
-        if let Some(variants) = vectorise.then(|| self.vector_variants(&fname, name, t, xs.len())).flatten() {
+        if let Some(variants) = vectorise
+            .then(|| self.vector_variants(&fname, name, t, xs.len()))
+            .flatten()
+        {
             call.add_attribute(
                 inkwell::attributes::AttributeLoc::Function,
-                self.cx.create_string_attribute("vector-function-abi-variant", &variants),
+                self.cx
+                    .create_string_attribute("vector-function-abi-variant", &variants),
             );
         }
-        let mut r = call.try_as_basic_value().basic().expect("libm").into_float_value();
+        let mut r = call
+            .try_as_basic_value()
+            .basic()
+            .expect("libm")
+            .into_float_value();
         if let Some(below) = underflow {
             r = self
                 .b
@@ -212,7 +233,9 @@ impl<'c> Codegen<'c, '_> {
                 if dt.bits().is_none() || dt.bits() != odt.bits() || dt.is_bool() != odt.is_bool() {
                     return err(
                         cx.at(),
-                        format!("`bitcast_convert_type` from {dt} to {odt} has no native lowering (only the same width)"),
+                        format!(
+                            "`bitcast_convert_type` from {dt} to {odt} has no native lowering (only the same width)"
+                        ),
                     );
                 }
                 let t = self.elem(odt, cx.at())?;
@@ -229,7 +252,8 @@ impl<'c> Codegen<'c, '_> {
         if dt.is_complex() || odt.is_complex() {
             return self.complex_scalar(cx, dts, odt, xs);
         }
-        if xs.len() == 2 && odt != dt && cx.e.param("out_dtype").is_some_and(|p| !p.value.is_none()) {
+        if xs.len() == 2 && odt != dt && cx.e.param("out_dtype").is_some_and(|p| !p.value.is_none())
+        {
             // `mul[out_dtype=f32] x:bf16 y:bf16`: the operands are cast to
             // the result's dtype first, as JAX lowers it.
             let x = self.convert(xs[0], &dts[0], odt)?;
@@ -307,10 +331,11 @@ impl<'c> Codegen<'c, '_> {
                 }
                 "integer_pow" => {
                     let y = cx.int("y")?;
-                    let mut acc = jaxpr_lower::walk::power_by_squaring(f, y.unsigned_abs(), |p, q| {
-                        Ok(b.build_float_mul(p, q, "").expect("mul"))
-                    })?
-                    .map_or(self.fconst(dt, 1.0), Ok)?;
+                    let mut acc =
+                        jaxpr_lower::walk::power_by_squaring(f, y.unsigned_abs(), |p, q| {
+                            Ok(b.build_float_mul(p, q, "").expect("mul"))
+                        })?
+                        .map_or(self.fconst(dt, 1.0), Ok)?;
                     if y < 0 {
                         acc = b
                             .build_float_div(self.fconst(dt, 1.0)?, acc, "")
@@ -322,9 +347,13 @@ impl<'c> Codegen<'c, '_> {
                 | "cbrt" | "erf" | "erfc" | "asin" | "acos" | "atan" | "sinh" | "cosh"
                 | "asinh" | "acosh" | "atanh" | "lgamma" => self.libm(name, dt, &[x])?,
                 n if jaxpr_lower::special::UNARY.contains(&n) => self.special_unary(n, dt, f)?,
-                "reduce_precision" => {
-                    self.reduce_precision(dt, f, cx.int("exponent_bits")?, cx.int("mantissa_bits")?, cx.at())?
-                }
+                "reduce_precision" => self.reduce_precision(
+                    dt,
+                    f,
+                    cx.int("exponent_bits")?,
+                    cx.int("mantissa_bits")?,
+                    cx.at(),
+                )?,
                 _ => return unsupported(),
             });
         }
@@ -396,21 +425,34 @@ impl<'c> Codegen<'c, '_> {
         let fcmp = |p, l, r| b.build_float_compare(p, l, r, "").expect("fcmp");
         let sign = it.const_int(0x8000, false);
         // From zero: the smallest subnormal with y's sign.
-        let tiny = b.build_or(b.build_and(yb, sign, "").expect("and"), it.const_int(1, false), "").expect("or");
+        let tiny = b
+            .build_or(
+                b.build_and(yb, sign, "").expect("and"),
+                it.const_int(1, false),
+                "",
+            )
+            .expect("or");
         // Away from zero (one more unit) when x and the step have one sign.
         let zero = ft.const_zero();
         let up = self.icmp(
             IntPredicate::EQ,
-            b.build_int_z_extend(fcmp(FloatPredicate::OLT, x, y), it, "").expect("zext"),
-            b.build_int_z_extend(fcmp(FloatPredicate::OGT, x, zero), it, "").expect("zext"),
+            b.build_int_z_extend(fcmp(FloatPredicate::OLT, x, y), it, "")
+                .expect("zext"),
+            b.build_int_z_extend(fcmp(FloatPredicate::OGT, x, zero), it, "")
+                .expect("zext"),
         );
         let step = self.select_int(up, it.const_int(1, false), it.const_all_ones());
         let moved = b.build_int_add(xb, step, "").expect("add");
         let moved = self.select_int(fcmp(FloatPredicate::OEQ, x, zero), tiny, moved);
         let moved = self.select_int(fcmp(FloatPredicate::OEQ, x, y), yb, moved);
-        let r = b.build_bit_cast(moved, ft, "").expect("float").into_float_value();
+        let r = b
+            .build_bit_cast(moved, ft, "")
+            .expect("float")
+            .into_float_value();
         let nan = b.build_float_add(x, y, "").expect("nan");
-        b.build_select(fcmp(FloatPredicate::UNO, x, y), nan, r, "").expect("select").into_float_value()
+        b.build_select(fcmp(FloatPredicate::UNO, x, y), nan, r, "")
+            .expect("select")
+            .into_float_value()
     }
 
     pub(crate) fn binop(
@@ -456,11 +498,24 @@ impl<'c> Codegen<'c, '_> {
                     };
                     let key = |v: FloatValue<'c>| {
                         let i = b.build_bit_cast(v, it, "").expect("bits").into_int_value();
-                        let sign = b.build_right_shift(i, it.const_int(u64::from(t.get_bit_width() - 1), false), true, "").expect("ashr");
-                        let flip = b.build_right_shift(sign, it.const_int(1, false), false, "").expect("lshr");
+                        let sign = b
+                            .build_right_shift(
+                                i,
+                                it.const_int(u64::from(t.get_bit_width() - 1), false),
+                                true,
+                                "",
+                            )
+                            .expect("ashr");
+                        let flip = b
+                            .build_right_shift(sign, it.const_int(1, false), false, "")
+                            .expect("lshr");
                         b.build_xor(i, flip, "").expect("xor")
                     };
-                    let p = if name == "lt_to" { IntPredicate::SLT } else { IntPredicate::SLE };
+                    let p = if name == "lt_to" {
+                        IntPredicate::SLT
+                    } else {
+                        IntPredicate::SLE
+                    };
                     return Ok(self.bool8(self.icmp(p, key(f), key(g))));
                 }
                 "le" => return cmp(FloatPredicate::OLE),
@@ -601,7 +656,12 @@ impl<'c> Codegen<'c, '_> {
     }
 
     /// `convert_element_type` of one element.
-    pub(crate) fn convert(&self, x: BasicValueEnum<'c>, from: &DType, to: &DType) -> LowerResult<BasicValueEnum<'c>> {
+    pub(crate) fn convert(
+        &self,
+        x: BasicValueEnum<'c>,
+        from: &DType,
+        to: &DType,
+    ) -> LowerResult<BasicValueEnum<'c>> {
         if from.is_complex() || to.is_complex() {
             return self.complex_convert(x, from, to);
         }
@@ -621,9 +681,19 @@ impl<'c> Codegen<'c, '_> {
         Ok(match (from.is_float(), to.is_float()) {
             // `bf16` and `f16` have the same width and neither holds the
             // other: through `f32` (exact from either), as XLA converts.
-            (true, true) if matches!((from, to), (DType::Float(FloatKind::BF16), DType::Float(FloatKind::F16)) | (DType::Float(FloatKind::F16), DType::Float(FloatKind::BF16))) => {
-                let wide = b.build_float_ext(x.into_float_value(), self.cx.f32_type(), "").expect("fpext");
-                b.build_float_trunc(wide, t.into_float_type(), "").expect("fptrunc").into()
+            (true, true)
+                if matches!(
+                    (from, to),
+                    (DType::Float(FloatKind::BF16), DType::Float(FloatKind::F16))
+                        | (DType::Float(FloatKind::F16), DType::Float(FloatKind::BF16))
+                ) =>
+            {
+                let wide = b
+                    .build_float_ext(x.into_float_value(), self.cx.f32_type(), "")
+                    .expect("fpext");
+                b.build_float_trunc(wide, t.into_float_type(), "")
+                    .expect("fptrunc")
+                    .into()
             }
             (true, true) => b
                 .build_float_cast(x.into_float_value(), t.into_float_type(), "")

@@ -2,21 +2,18 @@
 //! every call makes before reading anything ([`Codegen::validate`]), and
 //! the split of the entry's body into parts ([`super::segments`]).
 
-use crate::dtype_code;
+use super::calls;
+use super::{Arr, Codegen, ERR_LEN, Env, Home, MAX_BYTES, MAX_RANK, Op, dtype};
 use crate::abi::exported_names;
+use crate::dtype_code;
 use crate::random;
+use inkwell::IntPredicate;
+use inkwell::module::Linkage;
+use inkwell::types::BasicTypeEnum;
+use inkwell::values::{BasicMetadataValueEnum, FunctionValue, IntValue, PointerValue};
 use jaxpr_lower::{LowerResult, Operand, err};
 use jaxpr_syntax::TextRange;
 use jaxpr_types::{Dim, DimNames, VarId};
-use inkwell::module::Linkage;
-use inkwell::types::BasicTypeEnum;
-use inkwell::values::{
-    BasicMetadataValueEnum, FunctionValue, IntValue,
-    PointerValue,
-};
-use inkwell::IntPredicate;
-use super::{Arr, Codegen, Env, Home, Op, dtype, ERR_LEN, MAX_BYTES, MAX_RANK};
-use super::calls;
 
 impl<'c, 'f> Codegen<'c, 'f> {
     pub(crate) fn library(&self) -> LowerResult<()> {
@@ -81,7 +78,8 @@ impl<'c, 'f> Codegen<'c, 'f> {
         let f = self.m.add_function(&self.entry_symbol(), t, None);
         if self.catalyst.is_some() {
             // Called by the adapter's exported entry point, in the library only.
-            f.as_global_value().set_visibility(inkwell::GlobalVisibility::Hidden);
+            f.as_global_value()
+                .set_visibility(inkwell::GlobalVisibility::Hidden);
         }
         self.func.set(Some(f));
         self.b
@@ -146,7 +144,10 @@ impl<'c, 'f> Codegen<'c, 'f> {
         self.b.build_return(Some(&self.i32(0))).expect("ret");
         self.segments_end();
         if self.catalyst.is_some() {
-            let body = self.m.get_function(&self.entry_symbol()).expect("the entry function");
+            let body = self
+                .m
+                .get_function(&self.entry_symbol())
+                .expect("the entry function");
             self.quantum_entry(body, self.quantum_seed);
         }
         self.table_end();
@@ -179,7 +180,11 @@ impl<'c, 'f> Codegen<'c, 'f> {
 
     /// The entry function and the parts it is split into ([`segments`]).
     pub(crate) fn entry_functions(&self) -> Vec<FunctionValue<'c>> {
-        let mut fs: Vec<_> = self.m.get_function(&self.entry_symbol()).into_iter().collect();
+        let mut fs: Vec<_> = self
+            .m
+            .get_function(&self.entry_symbol())
+            .into_iter()
+            .collect();
         fs.extend(self.segment_functions());
         fs
     }
@@ -199,7 +204,9 @@ impl<'c, 'f> Codegen<'c, 'f> {
     pub(crate) fn constant_i64s(&self, xs: &[i64]) -> PointerValue<'c> {
         let i64t = self.cx.i64_type();
         let values: Vec<IntValue<'c>> = xs.iter().map(|&x| self.i64(x)).collect();
-        let g = self.m.add_global(i64t.array_type(xs.len() as u32), None, "extents");
+        let g = self
+            .m
+            .add_global(i64t.array_type(xs.len() as u32), None, "extents");
         g.set_initializer(&i64t.const_array(&values));
         g.set_constant(true);
         g.set_linkage(Linkage::Private);
@@ -217,13 +224,27 @@ impl<'c, 'f> Codegen<'c, 'f> {
         }
         let (ptr, i32t, i64t) = (self.ptr_ty(), self.cx.i32_type(), self.cx.i64_type());
         let ty = i32t.fn_type(
-            &[ptr.into(), ptr.into(), i32t.into(), ptr.into(), i32t.into(), i64t.into(), ptr.into()],
+            &[
+                ptr.into(),
+                ptr.into(),
+                i32t.into(),
+                ptr.into(),
+                i32t.into(),
+                i64t.into(),
+                ptr.into(),
+            ],
             false,
         );
-        let f = self.m.add_function("jx_check_input", ty, Some(Linkage::Private));
+        let f = self
+            .m
+            .add_function("jx_check_input", ty, Some(Linkage::Private));
         let here = self.b.get_insert_block();
-        let outer = self.enter_frame(calls::Frame { func: Some(f), ..Default::default() });
-        self.b.position_at_end(self.cx.append_basic_block(f, "entry"));
+        let outer = self.enter_frame(calls::Frame {
+            func: Some(f),
+            ..Default::default()
+        });
+        self.b
+            .position_at_end(self.cx.append_basic_block(f, "entry"));
         let param = |k: u32| f.get_nth_param(k).expect("param");
         let x = param(0).into_pointer_value();
         let what: BasicMetadataValueEnum = param(1).into_pointer_value().into();
@@ -232,8 +253,14 @@ impl<'c, 'f> Codegen<'c, 'f> {
         let rank = param(4).into_int_value();
         let limit = param(5).into_int_value();
         let expected = param(6).into_pointer_value();
-        let load = |t: BasicTypeEnum<'c>, at: PointerValue<'c>| self.b.build_load(t, at, "").expect("load");
-        let byte = |off: IntValue<'c>| unsafe { self.b.build_gep(self.cx.i8_type(), x, &[off], "").expect("gep") };
+        let load = |t: BasicTypeEnum<'c>, at: PointerValue<'c>| {
+            self.b.build_load(t, at, "").expect("load")
+        };
+        let byte = |off: IntValue<'c>| unsafe {
+            self.b
+                .build_gep(self.cx.i8_type(), x, &[off], "")
+                .expect("gep")
+        };
         let got = load(i32t.into(), byte(self.i64(8))).into_int_value();
         self.fail_if(
             self.icmp(IntPredicate::NE, got, code),
@@ -241,31 +268,59 @@ impl<'c, 'f> Codegen<'c, 'f> {
             &[what, got.into(), code.into(), dt],
         );
         let got = load(i32t.into(), byte(self.i64(12))).into_int_value();
-        self.fail_if(self.icmp(IntPredicate::NE, got, rank), "%s: rank %d, expected %d", &[what, got.into(), rank.into()]);
+        self.fail_if(
+            self.icmp(IntPredicate::NE, got, rank),
+            "%s: rank %d, expected %d",
+            &[what, got.into(), rank.into()],
+        );
         let rank64 = self.b.build_int_s_extend(rank, i64t, "").expect("sext");
         // The product of the nonzero extents is bounded too, as in
         // `checked_count`: no product of some of them overflows.
-        let built = self.for_carry(rank64, &[self.i64(1).into(), self.i64(1).into()], &mut |j, acc| {
-            let (nonzero, total) = (acc[0].into_int_value(), acc[1].into_int_value());
-            let d = load(i64t.into(), byte(self.add(self.i64(16), self.mul(j, self.i64(8))))).into_int_value();
-            self.fail_if(
-                self.or(self.icmp(IntPredicate::SLT, d, self.i64(0)), self.icmp(IntPredicate::SGT, d, limit)),
-                "%s: extent %lld of dimension %lld is out of range",
-                &[what, d.into(), j.into()],
-            );
-            // nonzero * d <= limit, checked before multiplying.
-            let nz = self.select_int(self.icmp(IntPredicate::EQ, d, self.i64(0)), self.i64(1), d);
-            let room = self.b.build_int_signed_div(limit, nz, "").expect("div");
-            self.fail_if(self.icmp(IntPredicate::SGT, nonzero, room), "%s: too many elements", &[what]);
-            let want = load(i64t.into(), unsafe { self.b.build_gep(i64t, expected, &[j], "").expect("gep") })
+        let built = self.for_carry(
+            rank64,
+            &[self.i64(1).into(), self.i64(1).into()],
+            &mut |j, acc| {
+                let (nonzero, total) = (acc[0].into_int_value(), acc[1].into_int_value());
+                let d = load(
+                    i64t.into(),
+                    byte(self.add(self.i64(16), self.mul(j, self.i64(8)))),
+                )
                 .into_int_value();
-            self.fail_if(
-                self.and(self.icmp(IntPredicate::SGE, want, self.i64(0)), self.icmp(IntPredicate::NE, d, want)),
-                "%s: dimension %lld is %lld, expected %lld",
-                &[what, j.into(), d.into(), want.into()],
-            );
-            Ok(vec![self.mul(nonzero, nz).into(), self.mul(total, d).into()])
-        });
+                self.fail_if(
+                    self.or(
+                        self.icmp(IntPredicate::SLT, d, self.i64(0)),
+                        self.icmp(IntPredicate::SGT, d, limit),
+                    ),
+                    "%s: extent %lld of dimension %lld is out of range",
+                    &[what, d.into(), j.into()],
+                );
+                // nonzero * d <= limit, checked before multiplying.
+                let nz =
+                    self.select_int(self.icmp(IntPredicate::EQ, d, self.i64(0)), self.i64(1), d);
+                let room = self.b.build_int_signed_div(limit, nz, "").expect("div");
+                self.fail_if(
+                    self.icmp(IntPredicate::SGT, nonzero, room),
+                    "%s: too many elements",
+                    &[what],
+                );
+                let want = load(i64t.into(), unsafe {
+                    self.b.build_gep(i64t, expected, &[j], "").expect("gep")
+                })
+                .into_int_value();
+                self.fail_if(
+                    self.and(
+                        self.icmp(IntPredicate::SGE, want, self.i64(0)),
+                        self.icmp(IntPredicate::NE, d, want),
+                    ),
+                    "%s: dimension %lld is %lld, expected %lld",
+                    &[what, j.into(), d.into(), want.into()],
+                );
+                Ok(vec![
+                    self.mul(nonzero, nz).into(),
+                    self.mul(total, d).into(),
+                ])
+            },
+        );
         let built = built.map(|acc| {
             let data = load(ptr.into(), x).into_pointer_value();
             let null = self.b.build_is_null(data, "").expect("null");
@@ -290,7 +345,13 @@ impl<'c, 'f> Codegen<'c, 'f> {
     /// Checks an array argument of the entry point (`inputs` or
     /// `outputs`): the caller's count `got` must be `want`, and the
     /// pointer must not be NULL when there are arrays behind it.
-    pub(crate) fn check_arrays_arg(&self, name: &str, arrays: PointerValue<'c>, got: IntValue<'c>, want: i64) {
+    pub(crate) fn check_arrays_arg(
+        &self,
+        name: &str,
+        arrays: PointerValue<'c>,
+        got: IntValue<'c>,
+        want: i64,
+    ) {
         let bad = self.icmp(IntPredicate::NE, got, self.i64(want));
         self.fail_if(
             bad,
@@ -304,7 +365,12 @@ impl<'c, 'f> Codegen<'c, 'f> {
     }
 
     /// Checks the inputs against the main jaxpr's signature; binds them.
-    pub(crate) fn validate(&self, inputs: &[VarId], in_p: PointerValue<'c>, n_in: IntValue<'c>) -> LowerResult<Env<'c>> {
+    pub(crate) fn validate(
+        &self,
+        inputs: &[VarId],
+        in_p: PointerValue<'c>,
+        n_in: IntValue<'c>,
+    ) -> LowerResult<Env<'c>> {
         self.check_arrays_arg("inputs", in_p, n_in, inputs.len() as i64);
         let i64t = self.cx.i64_type();
         let mut env = Env::default();
@@ -420,7 +486,10 @@ impl<'c, 'f> Codegen<'c, 'f> {
                     let (rest, overflow) = self.poly(&env, &rest, var.range)?;
                     self.fail_if(
                         overflow,
-                        &format!("input {k} (`{}`): solving `{p}` for `{s}` overflows 64 bits", var.name),
+                        &format!(
+                            "input {k} (`{}`): solving `{p}` for `{s}` overflows 64 bits",
+                            var.name
+                        ),
                         &[],
                     );
                     let diff = self.sub(shapes[k][j], rest);

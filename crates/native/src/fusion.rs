@@ -11,13 +11,13 @@
 //! loop is one flat loop over the elements (what LLVM vectorizes best);
 //! otherwise a loop nest, broadcast dimensions having stride 0.
 
-use super::{Arr, Cx, Env, Codegen, Op, Unroll, dtype};
-use jaxpr_lower::{LowerResult, err, internal};
-use jaxpr_check::EqnId;
-use jaxpr_syntax::ast::{self, Atom};
-use jaxpr_types::{DType, Dim, VarId};
+use super::{Arr, Codegen, Cx, Env, Op, Unroll, dtype};
 use inkwell::IntPredicate;
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
+use jaxpr_check::EqnId;
+use jaxpr_lower::{LowerResult, err, internal};
+use jaxpr_syntax::ast::{self, Atom};
+use jaxpr_types::{DType, Dim, VarId};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// Primitives computed element by element, which inline the deferred
@@ -28,7 +28,11 @@ pub(crate) fn is_elementwise(name: &str) -> bool {
         p.native == Lowering::Lowered
             && matches!(
                 p.family,
-                Family::Unary | Family::Binary | Family::Comparison | Family::Selection | Family::Conversion
+                Family::Unary
+                    | Family::Binary
+                    | Family::Comparison
+                    | Family::Selection
+                    | Family::Conversion
             )
     })
 }
@@ -54,8 +58,15 @@ pub(crate) fn is_deferrable(e: &ast::Eqn) -> bool {
 /// A `dot_general` without contracting dimensions.
 fn outer_product(e: &ast::Eqn) -> bool {
     e.param("dimension_numbers")
-        .and_then(|p| p.value.as_seq().and_then(|s| s.first()?.as_seq().map(|c| c.to_vec())))
-        .is_some_and(|c| c.iter().all(|x| x.as_int_seq().is_some_and(|v| v.is_empty())))
+        .and_then(|p| {
+            p.value
+                .as_seq()
+                .and_then(|s| s.first()?.as_seq().map(|c| c.to_vec()))
+        })
+        .is_some_and(|c| {
+            c.iter()
+                .all(|x| x.as_int_seq().is_some_and(|v| v.is_empty()))
+        })
 }
 
 /// How a leaf's offset follows the output index.
@@ -181,7 +192,12 @@ impl<'c, 'f> Codegen<'c, 'f> {
     /// equation of its shape, by a transpose (which permutes its reads), or
     /// as the initial state of an unrolled loop whose first iteration
     /// inlines it.
-    fn fusible_use(&self, uses: &HashMap<VarId, Uses>, eqns: &[(&'f ast::Eqn, EqnId)], v: VarId) -> bool {
+    fn fusible_use(
+        &self,
+        uses: &HashMap<VarId, Uses>,
+        eqns: &[(&'f ast::Eqn, EqnId)],
+        v: VarId,
+    ) -> bool {
         let Some(&Uses::Once(user)) = uses.get(&v) else {
             return false;
         };
@@ -195,7 +211,9 @@ impl<'c, 'f> Codegen<'c, 'f> {
         // differently but that are not literals (Catalyst's `f64[i]` and
         // `f64[j]` for one size) must then agree, checked where the user
         // inlines it.
-        let alike = |a: &Dim, b: &Dim| a == b || !(matches!(a, Dim::Const(_)) || matches!(b, Dim::Const(_)));
+        let alike = |a: &Dim, b: &Dim| {
+            a == b || !(matches!(a, Dim::Const(_)) || matches!(b, Dim::Const(_)))
+        };
         let same_shape = self
             .a
             .eqn(uid)
@@ -238,17 +256,24 @@ impl<'c, 'f> Codegen<'c, 'f> {
         let binder = consts + 1 + (pos - consts - 4);
         let info = self.a.jaxpr(body);
         let binders: Vec<VarId> = info.constvars.iter().chain(&info.invars).copied().collect();
-        binders.get(binder).is_some_and(|&b| {
-            self.fusible_binders(body, &[b]).is_ok_and(|f| f[0])
-        })
+        binders
+            .get(binder)
+            .is_some_and(|&b| self.fusible_binders(body, &[b]).is_ok_and(|f| f[0]))
     }
 
     /// Which binders of jaxpr `j` may receive a deferred computation.
-    pub(crate) fn fusible_binders(&self, j: jaxpr_check::JaxprId, binders: &[VarId]) -> LowerResult<Vec<bool>> {
+    pub(crate) fn fusible_binders(
+        &self,
+        j: jaxpr_check::JaxprId,
+        binders: &[VarId],
+    ) -> LowerResult<Vec<bool>> {
         let (eqns, outvars) = self.syntax.body(self.a, j)?;
         let eqns: Vec<_> = eqns.collect();
         let uses = self.uses(&eqns, outvars);
-        Ok(binders.iter().map(|&v| self.fusible_use(&uses, &eqns, v)).collect())
+        Ok(binders
+            .iter()
+            .map(|&v| self.fusible_use(&uses, &eqns, v))
+            .collect())
     }
 
     /// The variable an atom names.
@@ -283,7 +308,9 @@ impl<'c, 'f> Codegen<'c, 'f> {
     pub(crate) fn defer(&self, node: Node<'f, 'c>, dims: Vec<IntValue<'c>>, dt: DType) -> Arr<'c> {
         let id = self.deferred_ids.get();
         self.deferred_ids.set(id + 1);
-        self.deferred.borrow_mut().insert(id, (node, dims.clone(), dt));
+        self.deferred
+            .borrow_mut()
+            .insert(id, (node, dims.clone(), dt));
         Arr {
             p: self.ptr_ty().const_null(),
             dims,
@@ -333,7 +360,11 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 if a.ty.shape == cx.outs[0].shape {
                     Access::Same
                 } else {
-                    Access::Strided(self.broadcast_strides(&a.v.dims, &(0..out.len()).collect::<Vec<_>>(), out.len()))
+                    Access::Strided(self.broadcast_strides(
+                        &a.v.dims,
+                        &(0..out.len()).collect::<Vec<_>>(),
+                        out.len(),
+                    ))
                 }
             };
             kids.push(Node::Leaf {
@@ -348,7 +379,12 @@ impl<'c, 'f> Codegen<'c, 'f> {
     /// Strides over an output of rank `rank` of an array of `dims` whose
     /// dimension `j` is the output's `map[j]`: 0 where the array has
     /// extent 1 (broadcast) and for output dimensions it lacks.
-    fn broadcast_strides(&self, dims: &[IntValue<'c>], map: &[usize], rank: usize) -> Vec<IntValue<'c>> {
+    fn broadcast_strides(
+        &self,
+        dims: &[IntValue<'c>],
+        map: &[usize],
+        rank: usize,
+    ) -> Vec<IntValue<'c>> {
         let own = self.strides(dims);
         let mut s = vec![self.i64(0); rank];
         for (j, &d) in map.iter().enumerate() {
@@ -362,7 +398,8 @@ impl<'c, 'f> Codegen<'c, 'f> {
     fn broadcast_leaf(&self, cx: &Cx<'f, 'c>, out: &[IntValue<'c>]) -> LowerResult<Node<'f, 'c>> {
         let dims = cx.ints_or("broadcast_dimensions", Vec::new())?;
         let src = &cx.args[0];
-        if dims.len() != src.v.dims.len() || dims.iter().any(|&d| d < 0 || d as usize >= out.len()) {
+        if dims.len() != src.v.dims.len() || dims.iter().any(|&d| d < 0 || d as usize >= out.len())
+        {
             return err(cx.at(), "`broadcast_dimensions` does not match the operand");
         }
         for (j, &d) in dims.iter().enumerate() {
@@ -389,9 +426,9 @@ impl<'c, 'f> Codegen<'c, 'f> {
         let r = src.v.dims.len();
         let mut seen = vec![false; r];
         if perm.len() != r
-            || perm
-                .iter()
-                .any(|&p| p < 0 || p as usize >= r || std::mem::replace(&mut seen[p as usize], true))
+            || perm.iter().any(|&p| {
+                p < 0 || p as usize >= r || std::mem::replace(&mut seen[p as usize], true)
+            })
         {
             return err(cx.at(), "`permutation` does not match the operand");
         }
@@ -409,7 +446,12 @@ impl<'c, 'f> Codegen<'c, 'f> {
 
     /// A tree over dimensions `perm` of its own (whose row-major strides
     /// are `strides`): output index `k` is its index `perm[k]`.
-    fn permuted(&self, node: Node<'f, 'c>, perm: &[usize], strides: &[IntValue<'c>]) -> Node<'f, 'c> {
+    fn permuted(
+        &self,
+        node: Node<'f, 'c>,
+        perm: &[usize],
+        strides: &[IntValue<'c>],
+    ) -> Node<'f, 'c> {
         let pick = |s: &[IntValue<'c>]| perm.iter().map(|&p| s[p]).collect();
         match node {
             Node::Leaf { p, dt, access } => Node::Leaf {
@@ -423,7 +465,10 @@ impl<'c, 'f> Codegen<'c, 'f> {
             },
             Node::Eqn { cx, kids } => Node::Eqn {
                 cx,
-                kids: kids.into_iter().map(|k| self.permuted(k, perm, strides)).collect(),
+                kids: kids
+                    .into_iter()
+                    .map(|k| self.permuted(k, perm, strides))
+                    .collect(),
             },
             Node::Product(a, b, dt) => Node::Product(
                 Box::new(self.permuted(*a, perm, strides)),
@@ -439,7 +484,11 @@ impl<'c, 'f> Codegen<'c, 'f> {
         let dn = cx.param("dimension_numbers")?;
         let groups: Option<Vec<Vec<i64>>> = dn
             .as_seq()
-            .and_then(|s| s.get(1)?.as_seq().map(|b| b.iter().map(|x| x.as_int_seq()).collect()))
+            .and_then(|s| {
+                s.get(1)?
+                    .as_seq()
+                    .map(|b| b.iter().map(|x| x.as_int_seq()).collect())
+            })
             .flatten();
         let Some([lb, rb]) = groups.as_deref() else {
             return err(dn.range, "`dimension_numbers` must be ((lc, rc), (lb, rb))");
@@ -447,7 +496,10 @@ impl<'c, 'f> Codegen<'c, 'f> {
         let (l, r) = (&cx.args[0], &cx.args[1]);
         let odt = dtype(&cx.outs[0])?;
         if dtype(&l.ty)? != odt || dtype(&r.ty)? != odt || lb.len() != rb.len() {
-            return err(cx.at(), "an outer product of other dtypes than its result's");
+            return err(
+                cx.at(),
+                "an outer product of other dtypes than its result's",
+            );
         }
         let (lr, rr) = (l.v.dims.len(), r.v.dims.len());
         let inb = |v: &[i64], n: usize| v.iter().all(|&d| d >= 0 && (d as usize) < n);
@@ -462,21 +514,22 @@ impl<'c, 'f> Codegen<'c, 'f> {
         let rfree: Vec<usize> = (0..rr).filter(|d| !rb.contains(&(*d as i64))).collect();
         let rank = nb + lfree.len() + rfree.len();
         // The output's dimensions: batch, then l's free, then r's free.
-        let leaf = |a: &Op<'c>, batch: &[i64], free: &[usize], at: usize| -> LowerResult<Node<'f, 'c>> {
-            let own = self.strides(&a.v.dims);
-            let mut s = vec![self.i64(0); rank];
-            for (k, &d) in batch.iter().enumerate() {
-                s[k] = own[d as usize];
-            }
-            for (k, &d) in free.iter().enumerate() {
-                s[at + k] = own[d];
-            }
-            Ok(Node::Leaf {
-                p: a.v.p,
-                dt: odt.clone(),
-                access: Access::Strided(s),
-            })
-        };
+        let leaf =
+            |a: &Op<'c>, batch: &[i64], free: &[usize], at: usize| -> LowerResult<Node<'f, 'c>> {
+                let own = self.strides(&a.v.dims);
+                let mut s = vec![self.i64(0); rank];
+                for (k, &d) in batch.iter().enumerate() {
+                    s[k] = own[d as usize];
+                }
+                for (k, &d) in free.iter().enumerate() {
+                    s[at + k] = own[d];
+                }
+                Ok(Node::Leaf {
+                    p: a.v.p,
+                    dt: odt.clone(),
+                    access: Access::Strided(s),
+                })
+            };
         Ok(Node::Product(
             Box::new(leaf(l, lb, &lfree, nb)?),
             Box::new(leaf(r, rb, &rfree, nb + lfree.len())?),
@@ -487,7 +540,12 @@ impl<'c, 'f> Codegen<'c, 'f> {
     /// An array of `dims` computed by `node`, one element at a time.
     /// Through the loop's kernel ([`super::kernels`]) when its extents are
     /// static.
-    pub(crate) fn materialize(&self, node: &Node<'f, 'c>, dims: &[IntValue<'c>], dt: &DType) -> LowerResult<Arr<'c>> {
+    pub(crate) fn materialize(
+        &self,
+        node: &Node<'f, 'c>,
+        dims: &[IntValue<'c>],
+        dt: &DType,
+    ) -> LowerResult<Arr<'c>> {
         let Some(key) = self.node_key(node, dims, dt) else {
             return self.materialize_here(node, dims, dt);
         };
@@ -507,7 +565,12 @@ impl<'c, 'f> Codegen<'c, 'f> {
     }
 
     /// [`Codegen::materialize`] in the function being built.
-    fn materialize_here(&self, node: &Node<'f, 'c>, dims: &[IntValue<'c>], dt: &DType) -> LowerResult<Arr<'c>> {
+    fn materialize_here(
+        &self,
+        node: &Node<'f, 'c>,
+        dims: &[IntValue<'c>],
+        dt: &DType,
+    ) -> LowerResult<Arr<'c>> {
         let res = self.alloc(dt, dims)?;
         if let Some(along) = transposed_read(node) {
             self.transposed_copy(node, dims, along, dt, res.p)?;
@@ -543,33 +606,46 @@ impl<'c, 'f> Codegen<'c, 'f> {
         let outer: Vec<IntValue<'c>> = (0..last).filter(|&k| k != along).map(|k| dims[k]).collect();
         let tile = self.i64(TRANSPOSE_TILE);
         self.nest_as(&outer, Unroll::Never, &mut |oi| {
-            self.for_range_as(self.ceil_div(dims[along], TRANSPOSE_TILE), Unroll::Never, &mut |bi| {
-                self.for_range_as(self.ceil_div(dims[last], TRANSPOSE_TILE), Unroll::Never, &mut |bj| {
-                    let (i0, j0) = (self.mul(bi, tile), self.mul(bj, tile));
-                    let ni = self.min_i64(tile, self.sub(dims[along], i0));
-                    let nj = self.min_i64(tile, self.sub(dims[last], j0));
-                    self.for_range(ni, &mut |i| {
-                        self.for_range(nj, &mut |j| {
-                            let mut rest = oi.iter();
-                            let idx: Vec<IntValue<'c>> = (0..=last)
-                                .map(|k| match k {
-                                    k if k == along => self.add(i0, i),
-                                    k if k == last => self.add(j0, j),
-                                    _ => *rest.next().expect("an outer index"),
+            self.for_range_as(
+                self.ceil_div(dims[along], TRANSPOSE_TILE),
+                Unroll::Never,
+                &mut |bi| {
+                    self.for_range_as(
+                        self.ceil_div(dims[last], TRANSPOSE_TILE),
+                        Unroll::Never,
+                        &mut |bj| {
+                            let (i0, j0) = (self.mul(bi, tile), self.mul(bj, tile));
+                            let ni = self.min_i64(tile, self.sub(dims[along], i0));
+                            let nj = self.min_i64(tile, self.sub(dims[last], j0));
+                            self.for_range(ni, &mut |i| {
+                                self.for_range(nj, &mut |j| {
+                                    let mut rest = oi.iter();
+                                    let idx: Vec<IntValue<'c>> = (0..=last)
+                                        .map(|k| match k {
+                                            k if k == along => self.add(i0, i),
+                                            k if k == last => self.add(j0, j),
+                                            _ => *rest.next().expect("an outer index"),
+                                        })
+                                        .collect();
+                                    let off = self.offset(&idx, dims);
+                                    let v = self.element(node, off, &idx)?;
+                                    self.store(dt, res, off, v)
                                 })
-                                .collect();
-                            let off = self.offset(&idx, dims);
-                            let v = self.element(node, off, &idx)?;
-                            self.store(dt, res, off, v)
-                        })
-                    })
-                })
-            })
+                            })
+                        },
+                    )
+                },
+            )
         })
     }
 
     /// The element at flat offset `flat` (multi-index `idx` in a nest).
-    fn element(&self, node: &Node<'f, 'c>, flat: IntValue<'c>, idx: &[IntValue<'c>]) -> LowerResult<BasicValueEnum<'c>> {
+    fn element(
+        &self,
+        node: &Node<'f, 'c>,
+        flat: IntValue<'c>,
+        idx: &[IntValue<'c>],
+    ) -> LowerResult<BasicValueEnum<'c>> {
         match node {
             Node::Leaf { p, dt, access } => {
                 let off = match access {
@@ -591,7 +667,11 @@ impl<'c, 'f> Codegen<'c, 'f> {
                     .iter()
                     .map(|k| self.element(k, flat, idx))
                     .collect::<LowerResult<Vec<_>>>()?;
-                let dts = cx.args.iter().map(|a| dtype(&a.ty)).collect::<LowerResult<Vec<_>>>()?;
+                let dts = cx
+                    .args
+                    .iter()
+                    .map(|a| dtype(&a.ty))
+                    .collect::<LowerResult<Vec<_>>>()?;
                 self.scalar(cx, &dts, &dtype(&cx.outs[0])?, &xs)
             }
             Node::Product(a, b, dt) => {
@@ -614,7 +694,12 @@ impl<'c, 'f> Codegen<'c, 'f> {
 
     /// Operands of an equation that does not inline deferred equations:
     /// computed now (and in `env`, for any later use).
-    pub(crate) fn materialize_args(&self, env: &mut Env<'c>, args: &mut [Op<'c>], vars: &[Option<VarId>]) -> LowerResult<()> {
+    pub(crate) fn materialize_args(
+        &self,
+        env: &mut Env<'c>,
+        args: &mut [Op<'c>],
+        vars: &[Option<VarId>],
+    ) -> LowerResult<()> {
         for (a, v) in args.iter_mut().zip(vars) {
             if a.v.lazy.is_none() {
                 continue;
@@ -636,7 +721,11 @@ const TRANSPOSE_TILE: i64 = 8;
 /// transpose) reads its source contiguously, when that is not the last
 /// one, whose reads are then strided.
 fn transposed_read(node: &Node<'_, '_>) -> Option<usize> {
-    let Node::Leaf { access: Access::Strided(s), .. } = node else {
+    let Node::Leaf {
+        access: Access::Strided(s),
+        ..
+    } = node
+    else {
         return None;
     };
     let unit = |d: &IntValue<'_>| d.get_zero_extended_constant() == Some(1);

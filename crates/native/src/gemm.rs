@@ -16,11 +16,11 @@
 //! multiply-adds where the CPU has them).
 
 use super::{Codegen, LowerResult};
-use jaxpr_types::{DType, FloatKind};
 use inkwell::IntPredicate;
 use inkwell::attributes::{Attribute, AttributeLoc};
 use inkwell::types::VectorType;
 use inkwell::values::{BasicValueEnum, FunctionValue, IntValue, PointerValue, VectorValue};
+use jaxpr_types::{DType, FloatKind};
 
 /// Rows of a tile.
 const MR: i64 = 6;
@@ -37,8 +37,11 @@ const B_BLOCK_BYTES: i64 = 512 * 1024;
 /// exists (a convolution's padding does not). C's must be affine in `j`
 /// and read no memory that depends on it (the tiled product copies its
 /// rows out by `c_at(g, i, 0)` and the step to `c_at(g, i, 1)`).
-pub(crate) type At<'a, 'c> =
-    &'a dyn Fn(IntValue<'c>, IntValue<'c>, IntValue<'c>) -> LowerResult<(IntValue<'c>, Option<IntValue<'c>>)>;
+pub(crate) type At<'a, 'c> = &'a dyn Fn(
+    IntValue<'c>,
+    IntValue<'c>,
+    IntValue<'c>,
+) -> LowerResult<(IntValue<'c>, Option<IntValue<'c>>)>;
 
 /// How a product with fewer rows than a tile runs without packing, by
 /// where B's elements are contiguous.
@@ -106,7 +109,11 @@ impl<'c> Codegen<'c, '_> {
         off: IntValue<'c>,
     ) -> LowerResult<VectorValue<'c>> {
         let q = self.gep(dt, p, off)?;
-        let v = self.b.build_load(vt, q, "").expect("load").into_vector_value();
+        let v = self
+            .b
+            .build_load(vt, q, "")
+            .expect("load")
+            .into_vector_value();
         if let Some(i) = v.as_instruction() {
             let _ = i.set_alignment(Codegen::size_of(dt) as u32);
         }
@@ -169,7 +176,11 @@ impl<'c> Codegen<'c, '_> {
     }
 
     /// Entry `i` of an offset table.
-    pub(crate) fn entry(&self, table: PointerValue<'c>, i: IntValue<'c>) -> LowerResult<IntValue<'c>> {
+    pub(crate) fn entry(
+        &self,
+        table: PointerValue<'c>,
+        i: IntValue<'c>,
+    ) -> LowerResult<IntValue<'c>> {
         Ok(self.load(&DType::Int(64), table, i)?.into_int_value())
     }
 
@@ -194,7 +205,15 @@ impl<'c> Codegen<'c, '_> {
         let ptr = self.ptr_ty();
         let i64t = self.cx.i64_type();
         let ty = self.cx.void_type().fn_type(
-            &[ptr.into(), ptr.into(), ptr.into(), i64t.into(), i64t.into(), i64t.into(), i64t.into()],
+            &[
+                ptr.into(),
+                ptr.into(),
+                ptr.into(),
+                i64t.into(),
+                i64t.into(),
+                i64t.into(),
+                i64t.into(),
+            ],
             false,
         );
         let name = format!("jx_tile_{dt}");
@@ -211,38 +230,51 @@ impl<'c> Codegen<'c, '_> {
                 p(1).into_pointer_value(),
                 p(2).into_pointer_value(),
             );
-            let (kc, panels, ldc) = (p(3).into_int_value(), p(4).into_int_value(), p(5).into_int_value());
+            let (kc, panels, ldc) = (
+                p(3).into_int_value(),
+                p(4).into_int_value(),
+                p(5).into_int_value(),
+            );
             let first = self.icmp(IntPredicate::NE, p(6).into_int_value(), self.i64(0));
             let zero: BasicValueEnum = self.splat(vt, self.fconst(dt, 0.0)?.into()).into();
             self.for_range(panels, &mut |jp| {
                 let c0 = self.mul(jp, self.i64(nr));
                 let b0 = self.mul(jp, self.mul(kc, self.i64(nr)));
-                let at = |r: i64, v: i64| self.add(self.add(self.mul(self.i64(r), ldc), c0), self.i64(v * lanes));
+                let at = |r: i64, v: i64| {
+                    self.add(
+                        self.add(self.mul(self.i64(r), ldc), c0),
+                        self.i64(v * lanes),
+                    )
+                };
                 // The k loop from `init`, then the tile stored.
                 let run = |init: &[BasicValueEnum<'c>]| -> LowerResult<()> {
-                let acc = self.for_carry(kc, init, &mut |kk, acc| {
-                    let row = self.add(b0, self.mul(kk, self.i64(nr)));
-                    let bs = (0..NR_VECTORS)
-                        .map(|v| self.vload(dt, vt, bp, self.add(row, self.i64(v * lanes))))
-                        .collect::<LowerResult<Vec<_>>>()?;
-                    let mut next = Vec::with_capacity(acc.len());
+                    let acc = self.for_carry(kc, init, &mut |kk, acc| {
+                        let row = self.add(b0, self.mul(kk, self.i64(nr)));
+                        let bs = (0..NR_VECTORS)
+                            .map(|v| self.vload(dt, vt, bp, self.add(row, self.i64(v * lanes))))
+                            .collect::<LowerResult<Vec<_>>>()?;
+                        let mut next = Vec::with_capacity(acc.len());
+                        for r in 0..MR {
+                            let a = self.load(
+                                dt,
+                                ap,
+                                self.add(self.mul(kk, self.i64(MR)), self.i64(r)),
+                            )?;
+                            let a = self.splat(vt, a);
+                            for (v, bv) in bs.iter().enumerate() {
+                                let i = (r * NR_VECTORS) as usize + v;
+                                next.push(self.fmuladd(a.into(), (*bv).into(), acc[i])?);
+                            }
+                        }
+                        Ok(next)
+                    })?;
                     for r in 0..MR {
-                        let a = self.load(dt, ap, self.add(self.mul(kk, self.i64(MR)), self.i64(r)))?;
-                        let a = self.splat(vt, a);
-                        for (v, bv) in bs.iter().enumerate() {
-                            let i = (r * NR_VECTORS) as usize + v;
-                            next.push(self.fmuladd(a.into(), (*bv).into(), acc[i])?);
+                        for v in 0..NR_VECTORS {
+                            let x = acc[(r * NR_VECTORS + v) as usize].into_vector_value();
+                            self.vstore(dt, c, at(r, v), x)?;
                         }
                     }
-                    Ok(next)
-                })?;
-                for r in 0..MR {
-                    for v in 0..NR_VECTORS {
-                        let x = acc[(r * NR_VECTORS + v) as usize].into_vector_value();
-                        self.vstore(dt, c, at(r, v), x)?;
-                    }
-                }
-                Ok(())
+                    Ok(())
                 };
                 self.if_else(
                     first,
@@ -274,11 +306,13 @@ impl<'c> Codegen<'c, '_> {
         b_at: At<'_, 'c>,
         c_at: At<'_, 'c>,
     ) -> LowerResult<()> {
-        let small = p.k.get_zero_extended_constant().is_some_and(|k| k <= SHORT_SUM)
-            && [p.m, p.n, p.k]
-                .iter()
-                .try_fold(1u64, |w, d| w.checked_mul(d.get_zero_extended_constant()?))
-                .is_some_and(|work| work <= SMALL_PRODUCT);
+        let small =
+            p.k.get_zero_extended_constant()
+                .is_some_and(|k| k <= SHORT_SUM)
+                && [p.m, p.n, p.k]
+                    .iter()
+                    .try_fold(1u64, |w, d| w.checked_mul(d.get_zero_extended_constant()?))
+                    .is_some_and(|work| work <= SMALL_PRODUCT);
         if small {
             return self.nest(&[p.groups, p.m, p.n], &mut |gmn| {
                 self.dot_one(p, a_at, b_at, c_at, [gmn[0], gmn[1], gmn[2]])
@@ -340,7 +374,10 @@ impl<'c> Codegen<'c, '_> {
                     // C[m, n0..] in vector registers while k runs:
                     // += A[m, k] * B[k, n0..], each element in increasing k.
                     let width = DIRECT_VECTORS * w;
-                    let blocks = self.b.build_int_signed_div(p.n, self.i64(width), "").expect("div");
+                    let blocks = self
+                        .b
+                        .build_int_signed_div(p.n, self.i64(width), "")
+                        .expect("div");
                     self.for_range(blocks, &mut |jb| {
                         let n0 = self.mul(jb, self.i64(width));
                         let col = |v: usize| self.add(n0, self.i64(v as i64 * w));
@@ -359,14 +396,19 @@ impl<'c> Codegen<'c, '_> {
                         Ok(())
                     })?;
                     let done = self.mul(blocks, self.i64(width));
-                    self.for_range(self.sub(p.n, done), &mut |j| single(g, m, self.add(done, j)))
+                    self.for_range(self.sub(p.n, done), &mut |j| {
+                        single(g, m, self.add(done, j))
+                    })
                 }
                 Direct::ColumnsOfB { a_contiguous: true } => {
                     // A dot product along contiguous k: partial sums in
                     // vectors, added pairwise, then lane by lane, then the
                     // elements that fill no vector.
                     let step = DIRECT_VECTORS * w;
-                    let steps = self.b.build_int_signed_div(p.k, self.i64(step), "").expect("div");
+                    let steps = self
+                        .b
+                        .build_int_signed_div(p.k, self.i64(step), "")
+                        .expect("div");
                     let done = self.mul(steps, self.i64(step));
                     self.for_range(p.n, &mut |n| {
                         let acc = self.for_carry(steps, &vec![zv; vectors], &mut |s, acc| {
@@ -380,11 +422,14 @@ impl<'c> Codegen<'c, '_> {
                                 })
                                 .collect()
                         })?;
-                        let fadd = |x: BasicValueEnum<'c>, y: BasicValueEnum<'c>| -> BasicValueEnum<'c> {
+                        let fadd = |x: BasicValueEnum<'c>,
+                                    y: BasicValueEnum<'c>|
+                         -> BasicValueEnum<'c> {
                             match (x, y) {
-                                (BasicValueEnum::VectorValue(x), BasicValueEnum::VectorValue(y)) => {
-                                    self.b.build_float_add(x, y, "").expect("fadd").into()
-                                }
+                                (
+                                    BasicValueEnum::VectorValue(x),
+                                    BasicValueEnum::VectorValue(y),
+                                ) => self.b.build_float_add(x, y, "").expect("fadd").into(),
                                 (x, y) => self
                                     .b
                                     .build_float_add(x.into_float_value(), y.into_float_value(), "")
@@ -398,9 +443,17 @@ impl<'c> Codegen<'c, '_> {
                             level = level.chunks(2).map(|c| fadd(c[0], c[1])).collect();
                         }
                         let v = level[0].into_vector_value();
-                        let mut sum = self.b.build_extract_element(v, self.i64(0), "").expect("lane");
+                        let mut sum = self
+                            .b
+                            .build_extract_element(v, self.i64(0), "")
+                            .expect("lane");
                         for l in 1..w {
-                            sum = fadd(sum, self.b.build_extract_element(v, self.i64(l), "").expect("lane"));
+                            sum = fadd(
+                                sum,
+                                self.b
+                                    .build_extract_element(v, self.i64(l), "")
+                                    .expect("lane"),
+                            );
                         }
                         let s = self.for_carry(self.sub(p.k, done), &[sum], &mut |j, s| {
                             let k = self.add(done, j);
@@ -411,22 +464,28 @@ impl<'c> Codegen<'c, '_> {
                         self.store(dt, p.c, at(c_at, g, m, n)?, s[0])
                     })
                 }
-                Direct::ColumnsOfB { a_contiguous: false } => {
+                Direct::ColumnsOfB {
+                    a_contiguous: false,
+                } => {
                     // Dot products along k, DOT_COLUMNS columns at a time
                     // (independent sums keep the multiply-adds busy).
                     let w = DOT_COLUMNS;
-                    let blocks = self.b.build_int_signed_div(p.n, self.i64(w), "").expect("div");
+                    let blocks = self
+                        .b
+                        .build_int_signed_div(p.n, self.i64(w), "")
+                        .expect("div");
                     let columns = |n0: IntValue<'c>| -> LowerResult<()> {
-                        let sums = self.for_carry(p.k, &vec![zero; w as usize], &mut |k, acc| {
-                            let a = self.load(dt, p.a, at(a_at, g, m, k)?)?;
-                            (0..w)
-                                .map(|j| {
-                                    let n = self.add(n0, self.i64(j));
-                                    let b = self.load(dt, p.b, at(b_at, g, k, n)?)?;
-                                    self.fmuladd(a, b, acc[j as usize])
-                                })
-                                .collect()
-                        })?;
+                        let sums =
+                            self.for_carry(p.k, &vec![zero; w as usize], &mut |k, acc| {
+                                let a = self.load(dt, p.a, at(a_at, g, m, k)?)?;
+                                (0..w)
+                                    .map(|j| {
+                                        let n = self.add(n0, self.i64(j));
+                                        let b = self.load(dt, p.b, at(b_at, g, k, n)?)?;
+                                        self.fmuladd(a, b, acc[j as usize])
+                                    })
+                                    .collect()
+                            })?;
                         for (j, s) in sums.into_iter().enumerate() {
                             let n = self.add(n0, self.i64(j as i64));
                             self.store(dt, p.c, at(c_at, g, m, n)?, s)?;
@@ -435,7 +494,9 @@ impl<'c> Codegen<'c, '_> {
                     };
                     self.for_range(blocks, &mut |jb| columns(self.mul(jb, self.i64(w))))?;
                     let done = self.mul(blocks, self.i64(w));
-                    self.for_range(self.sub(p.n, done), &mut |j| single(g, m, self.add(done, j)))
+                    self.for_range(self.sub(p.n, done), &mut |j| {
+                        single(g, m, self.add(done, j))
+                    })
                 }
             }
         })
@@ -492,13 +553,17 @@ impl<'c> Codegen<'c, '_> {
                         self.for_range(kc, &mut |kk| {
                             let k = self.add(pc, kk);
                             for c in 0..nr {
-                                let n = self.add(self.add(jc, self.mul(jp, self.i64(nr))), self.i64(c));
+                                let n =
+                                    self.add(self.add(jc, self.mul(jp, self.i64(nr))), self.i64(c));
                                 let (ok, n) = last(n, p.n);
                                 let (off, valid) = b_at(g, k, n)?;
                                 let ok = valid.map_or(ok, |v| self.and(ok, v));
-                                let v = self.load(dt, p.b, self.select_int(ok, off, self.i64(0)))?;
-                                let v = self.b.build_select(ok, v, zero.into(), "").expect("select");
-                                let at = self.add(base, self.add(self.mul(kk, self.i64(nr)), self.i64(c)));
+                                let v =
+                                    self.load(dt, p.b, self.select_int(ok, off, self.i64(0)))?;
+                                let v =
+                                    self.b.build_select(ok, v, zero.into(), "").expect("select");
+                                let at = self
+                                    .add(base, self.add(self.mul(kk, self.i64(nr)), self.i64(c)));
                                 self.store(dt, bp, at, v)?;
                             }
                             Ok(())
@@ -513,8 +578,10 @@ impl<'c> Codegen<'c, '_> {
                                 let (ok, m) = last(self.add(ic, self.i64(r)), p.m);
                                 let (off, valid) = a_at(g, m, k)?;
                                 let ok = valid.map_or(ok, |v| self.and(ok, v));
-                                let v = self.load(dt, p.a, self.select_int(ok, off, self.i64(0)))?;
-                                let v = self.b.build_select(ok, v, zero.into(), "").expect("select");
+                                let v =
+                                    self.load(dt, p.a, self.select_int(ok, off, self.i64(0)))?;
+                                let v =
+                                    self.b.build_select(ok, v, zero.into(), "").expect("select");
                                 let at = self.add(self.mul(kk, self.i64(MR)), self.i64(r));
                                 self.store(dt, ap, at, v)?;
                             }
@@ -523,11 +590,23 @@ impl<'c> Codegen<'c, '_> {
                         let tile = self.gep(dt, cp, self.add(self.mul(ic, np), jc))?;
                         let first = self
                             .b
-                            .build_int_z_extend(self.icmp(IntPredicate::EQ, pb, self.i64(0)), self.cx.i64_type(), "")
+                            .build_int_z_extend(
+                                self.icmp(IntPredicate::EQ, pb, self.i64(0)),
+                                self.cx.i64_type(),
+                                "",
+                            )
                             .expect("zext");
                         self.call(
                             kernel,
-                            &[ap.into(), bp.into(), tile.into(), kc.into(), panels.into(), np.into(), first.into()],
+                            &[
+                                ap.into(),
+                                bp.into(),
+                                tile.into(),
+                                kc.into(),
+                                panels.into(),
+                                np.into(),
+                                first.into(),
+                            ],
                         );
                         Ok(())
                     })
@@ -580,15 +659,17 @@ impl<'c> Codegen<'c, '_> {
         (r, rdims): (&super::Arr<'c>, [&[usize]; 3]),
         out: PointerValue<'c>,
     ) -> LowerResult<()> {
-        let pick = |v: &[IntValue<'c>], idx: &[usize]| idx.iter().map(|&d| v[d]).collect::<Vec<_>>();
+        let pick =
+            |v: &[IntValue<'c>], idx: &[usize]| idx.iter().map(|&d| v[d]).collect::<Vec<_>>();
         let (ls, rs) = (self.strides(&l.dims), self.strides(&r.dims));
-        let part = |a: &super::Arr<'c>, s: &[IntValue<'c>], idx: &[usize]| -> LowerResult<Part<'c>> {
-            Ok(match idx {
-                [] => Part::Zero,
-                [d] => Part::Scaled(s[*d]),
-                _ => Part::Table(self.offset_table(&pick(&a.dims, idx), &pick(s, idx))?),
-            })
-        };
+        let part =
+            |a: &super::Arr<'c>, s: &[IntValue<'c>], idx: &[usize]| -> LowerResult<Part<'c>> {
+                Ok(match idx {
+                    [] => Part::Zero,
+                    [d] => Part::Scaled(s[*d]),
+                    _ => Part::Table(self.offset_table(&pick(&a.dims, idx), &pick(s, idx))?),
+                })
+            };
         let [lb, lc, lf] = ldims;
         let [rb, rc, rf] = rdims;
         let parts = [
@@ -687,10 +768,16 @@ impl<'c> Codegen<'c, '_> {
     /// at (row offset + contraction offset), two tables. The caller has
     /// checked that extents agree and windows stay inside the input.
     pub(crate) fn conv_by_gemm(&self, cv: &Conv<'_, 'c>) -> LowerResult<()> {
-        let [ls, rs, os] = cv.specs.map(|s| s.iter().map(|&d| d as usize).collect::<Vec<_>>());
+        let [ls, rs, os] = cv
+            .specs
+            .map(|s| s.iter().map(|&d| d as usize).collect::<Vec<_>>());
         let ns = ls.len() - 2;
         let (l, r, o) = (cv.lhs, cv.rhs, cv.out);
-        let (lst, rst, ost) = (self.strides(&l.dims), self.strides(&r.dims), self.strides(&o.dims));
+        let (lst, rst, ost) = (
+            self.strides(&l.dims),
+            self.strides(&r.dims),
+            self.strides(&o.dims),
+        );
         // Rows: (batch, output spatial...); contraction: (feature, window...).
         let mut row_dims = vec![o.dims[os[0]]];
         row_dims.extend((0..ns).map(|d| o.dims[os[2 + d]]));
@@ -736,11 +823,17 @@ impl<'c> Codegen<'c, '_> {
             },
             &|g, k, n| {
                 let col = self.add(self.mul(g, og), n);
-                Ok((self.add(self.entry(b_k, k)?, self.mul(col, rst[rs[0]])), None))
+                Ok((
+                    self.add(self.entry(b_k, k)?, self.mul(col, rst[rs[0]])),
+                    None,
+                ))
             },
             &|g, m, n| {
                 let col = self.add(self.mul(g, og), n);
-                Ok((self.add(self.entry(c_row, m)?, self.mul(col, ost[os[1]])), None))
+                Ok((
+                    self.add(self.entry(c_row, m)?, self.mul(col, ost[os[1]])),
+                    None,
+                ))
             },
         )?;
         for t in [a_row, a_k, b_k, c_row] {

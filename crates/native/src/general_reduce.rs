@@ -7,10 +7,10 @@
 //! dilation holes are the initial value (XLA pads with it). Other
 //! functions (several operands, several equations) are refused.
 
-use super::{Arr, Cx, Env, Codegen, dtype};
+use super::{Arr, Codegen, Cx, Env, dtype};
+use inkwell::values::IntValue;
 use jaxpr_lower::{LowerResult, err};
 use jaxpr_syntax::ast::{Atom, ExprKind};
-use inkwell::values::IntValue;
 
 /// The primitive of a `jaxpr` that is `{ lambda ; a b. let c = op a b in (c,) }`
 /// (or `op b a`) for a commutative, associative `op`.
@@ -22,7 +22,9 @@ fn combiner<'e>(cx: &'e Cx<'_, '_>) -> Option<&'e str> {
         return None;
     };
     let op = &*e.primitive.text;
-    if !j.constvars.is_empty() || !matches!(op, "add" | "mul" | "max" | "min" | "and" | "or" | "xor") {
+    if !j.constvars.is_empty()
+        || !matches!(op, "add" | "mul" | "max" | "min" | "and" | "or" | "xor")
+    {
         return None;
     }
     let ([r], [Atom::Var(x), Atom::Var(y)]) = (&e.outs[..], &e.args[..]) else {
@@ -35,7 +37,11 @@ fn combiner<'e>(cx: &'e Cx<'_, '_>) -> Option<&'e str> {
 
 impl<'c> Codegen<'c, '_> {
     /// `reduce` or `reduce_window` with a `jaxpr`, or None for another primitive.
-    pub(crate) fn lower_general_reduce(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> LowerResult<Option<Arr<'c>>> {
+    pub(crate) fn lower_general_reduce(
+        &self,
+        env: &Env<'c>,
+        cx: &Cx<'_, 'c>,
+    ) -> LowerResult<Option<Arr<'c>>> {
         let name = cx.name();
         if !matches!(name, "reduce" | "reduce_window") {
             return Ok(None);
@@ -43,11 +49,16 @@ impl<'c> Codegen<'c, '_> {
         let Some(op) = combiner(cx) else {
             return err(
                 cx.at(),
-                format!("`{name}` with a `jaxpr` other than one commutative binary primitive (add, mul, max, min, and, or, xor) of one operand has no native lowering"),
+                format!(
+                    "`{name}` with a `jaxpr` other than one commutative binary primitive (add, mul, max, min, and, or, xor) of one operand has no native lowering"
+                ),
             );
         };
         if cx.args.len() != 2 {
-            return err(cx.at(), format!("`{name}` of several operands has no native lowering"));
+            return err(
+                cx.at(),
+                format!("`{name}` of several operands has no native lowering"),
+            );
         }
         let (x, init) = (&cx.args[0], &cx.args[1]);
         let dt = dtype(&x.ty)?;
@@ -77,7 +88,9 @@ impl<'c> Codegen<'c, '_> {
         let pad = cx.pairs("padding").unwrap_or(vec![(0, 0); r]);
         let based = cx.ints_or("base_dilation", vec![1; r])?;
         let wdil = cx.ints_or("window_dilation", vec![1; r])?;
-        if [win.len(), strides.len(), pad.len(), based.len(), wdil.len()].iter().any(|&l| l != r)
+        if [win.len(), strides.len(), pad.len(), based.len(), wdil.len()]
+            .iter()
+            .any(|&l| l != r)
             || based.iter().chain(&wdil).chain(&strides).any(|&d| d < 1)
         {
             return err(cx.at(), "window parameters do not match the operand");
@@ -93,7 +106,9 @@ impl<'c> Codegen<'c, '_> {
                 let v = self.load(&dt, x.v.p, self.offset(&at, dims))?;
                 let v = self.b.build_select(real, v, init, "").expect("select");
                 let a = self.b.build_load(t, acc, "").expect("load");
-                self.b.build_store(acc, self.binop(op, &dt, a, v, cx)?).expect("store");
+                self.b
+                    .build_store(acc, self.binop(op, &dt, a, v, cx)?)
+                    .expect("store");
                 Ok(())
             })?;
             let a = self.b.build_load(t, acc, "").expect("load");

@@ -29,6 +29,7 @@
 //! Catalyst's gradient pass fails on it by either method.
 
 use super::{Arr, Codegen, Cx, Env, Op, dtype};
+use inkwell::values::{BasicValueEnum, FloatValue};
 use jaxpr_check::registry;
 use jaxpr_check::rules::{GateKind, GateLengths, GateOperands};
 use jaxpr_check::{EqnId, JaxprId};
@@ -36,7 +37,6 @@ use jaxpr_lower::{EqnCx, LowerError, LowerErrorKind, LowerResult, Operand, err, 
 use jaxpr_syntax::TextRange;
 use jaxpr_syntax::ast::{self, Expr, ExprKind};
 use jaxpr_types::{DType, FloatKind, VarId};
-use inkwell::values::{BasicValueEnum, FloatValue};
 use rustc_hash::FxHashMap as HashMap;
 use std::cell::RefCell;
 
@@ -75,18 +75,34 @@ pub(crate) struct Tape {
 /// their shift rule is not the two-term one at +-pi/2 that Catalyst
 /// hard-codes (PennyLane's `grad_recipe` or `parameter_frequencies` say
 /// otherwise; `catalyst/device/op_support.py` refuses them when active).
-const NOT_TWO_TERM_SHIFT: &[&str] = &["IsingXY", "SingleExcitation", "CRX", "CRY", "CRZ", "CRot", "DoubleExcitation", "MS"];
+const NOT_TWO_TERM_SHIFT: &[&str] = &[
+    "IsingXY",
+    "SingleExcitation",
+    "CRX",
+    "CRY",
+    "CRZ",
+    "CRot",
+    "DoubleExcitation",
+    "MS",
+];
 
 fn grad_params(cx: &Cx<'_, '_>) -> LowerResult<GradParams> {
     let p = cx.param("grad_params")?;
     let ExprKind::Call(call) = &p.kind else {
         return err(p.range, "`grad_params` is not a `GradParams(...)`");
     };
-    let field = |name: &str| call.args.iter().find(|a| a.name.as_ref().is_some_and(|n| n.text == name)).map(|a| &a.value);
-    let text = |name: &str| field(name).map(|v| match &v.kind {
-        ExprKind::Str(s) | ExprKind::Path(s) | ExprKind::Number(s) => s.to_string(),
-        _ => jaxpr_lower::expr_text(v),
-    });
+    let field = |name: &str| {
+        call.args
+            .iter()
+            .find(|a| a.name.as_ref().is_some_and(|n| n.text == name))
+            .map(|a| &a.value)
+    };
+    let text = |name: &str| {
+        field(name).map(|v| match &v.kind {
+            ExprKind::Str(s) | ExprKind::Path(s) | ExprKind::Number(s) => s.to_string(),
+            _ => jaxpr_lower::expr_text(v),
+        })
+    };
     let method = text("method").unwrap_or_else(|| "auto".into());
     let h = match text("h").as_deref() {
         None | Some("None") => 1e-7,
@@ -100,7 +116,12 @@ fn grad_params(cx: &Cx<'_, '_>) -> LowerResult<GradParams> {
     let finite_difference = match method.as_str() {
         "fd" => Some(h),
         "auto" => None,
-        other => return err(p.range, format!("`grad_params` names the method `{other}`; Catalyst's are `auto` and `fd`")),
+        other => {
+            return err(
+                p.range,
+                format!("`grad_params` names the method `{other}`; Catalyst's are `auto` and `fd`"),
+            );
+        }
     };
     let Some(argnums) = field("expanded_argnums").and_then(Expr::as_int_seq) else {
         return err(p.range, "`grad_params` has no `expanded_argnums`");
@@ -109,15 +130,26 @@ fn grad_params(cx: &Cx<'_, '_>) -> LowerResult<GradParams> {
         .into_iter()
         .map(|k| usize::try_from(k).ok().filter(|&k| k < cx.args.len()))
         .collect::<Option<Vec<_>>>()
-        .ok_or_else(|| LowerError { range: p.range, message: "`expanded_argnums` names an operand that is not there".into(), help: None, kind: LowerErrorKind::Refused })?;
+        .ok_or_else(|| LowerError {
+            range: p.range,
+            message: "`expanded_argnums` names an operand that is not there".into(),
+            help: None,
+            kind: LowerErrorKind::Refused,
+        })?;
     let with_value = cx.name() == "value_and_grad" || text("with_value").as_deref() == Some("True");
-    Ok(GradParams { finite_difference, argnums, with_value })
+    Ok(GradParams {
+        finite_difference,
+        argnums,
+        with_value,
+    })
 }
 
 /// The `diff_method` a QNode's printed repr names (`diff_method='best'`).
 fn diff_method(e: &ast::Eqn) -> Option<String> {
     let p = e.param("qnode").or_else(|| e.param("fn"))?;
-    let ExprKind::Str(s) = &p.value.kind else { return None };
+    let ExprKind::Str(s) = &p.value.kind else {
+        return None;
+    };
     let rest = &s[s.find("diff_method=")? + "diff_method=".len()..];
     let end = rest.find([',', '>']).unwrap_or(rest.len());
     Some(rest[..end].trim_matches(['\'', '"', ' ']).to_string())
@@ -157,14 +189,21 @@ const LINEAR: &[(&str, &[usize])] = &[
 
 impl<'c, 'f> Codegen<'c, 'f> {
     /// Lowers `grad` / `value_and_grad`; `None` for other primitives.
-    pub(crate) fn lower_gradient(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> LowerResult<Option<Vec<Arr<'c>>>> {
+    pub(crate) fn lower_gradient(
+        &self,
+        env: &Env<'c>,
+        cx: &Cx<'_, 'c>,
+    ) -> LowerResult<Option<Vec<Arr<'c>>>> {
         if !matches!(cx.name(), "grad" | "value_and_grad") {
             return Ok(None);
         }
         let at = cx.at();
         let params = grad_params(cx)?;
         let Some(&callee) = cx.callees(self.a, "jaxpr").first() else {
-            return err(at, format!("`{}` has no `jaxpr` to differentiate", cx.name()));
+            return err(
+                at,
+                format!("`{}` has no `jaxpr` to differentiate", cx.name()),
+            );
         };
         if self.tape.borrow().is_some() {
             return unsupported(at, "a derivative inside a differentiated circuit: Catalyst computes higher derivatives only with `method='fd'`".into());
@@ -175,7 +214,13 @@ impl<'c, 'f> Codegen<'c, 'f> {
         for &d in &params.argnums {
             let dt = dtype(&cx.args[d].ty)?;
             if !dt.is_float() {
-                return err(at, format!("operand {d} of `{}` is {dt}: only floating-point operands are differentiated", cx.name()));
+                return err(
+                    at,
+                    format!(
+                        "operand {d} of `{}` is {dt}: only floating-point operands are differentiated",
+                        cx.name()
+                    ),
+                );
             }
         }
         // The operands are the arguments, then the closed jaxpr's constants,
@@ -186,7 +231,14 @@ impl<'c, 'f> Codegen<'c, 'f> {
         if nconsts > 0 && cx.args.len() == nconsts + ninvars {
             inputs.rotate_right(nconsts);
         } else if nconsts > 0 {
-            return err(at, format!("`{}` passes {} operands to a jaxpr of {nconsts} constants and {ninvars} arguments", cx.name(), cx.args.len()));
+            return err(
+                at,
+                format!(
+                    "`{}` passes {} operands to a jaxpr of {nconsts} constants and {ninvars} arguments",
+                    cx.name(),
+                    cx.args.len()
+                ),
+            );
         }
         let position = |d: usize| nconsts + d;
         let values = self.call_jaxpr(env, callee, &inputs, at)?;
@@ -196,7 +248,13 @@ impl<'c, 'f> Codegen<'c, 'f> {
         for value in &values {
             let vdt = dtype(&value.ty)?;
             if !vdt.is_float() {
-                return err(at, format!("`{}` differentiates a result of dtype {vdt}; Catalyst differentiates floating-point results", cx.name()));
+                return err(
+                    at,
+                    format!(
+                        "`{}` differentiates a result of dtype {vdt}; Catalyst differentiates floating-point results",
+                        cx.name()
+                    ),
+                );
             }
             for &d in &params.argnums {
                 let mut dims = value.v.dims.clone();
@@ -220,16 +278,31 @@ impl<'c, 'f> Codegen<'c, 'f> {
                         let moved = self.b.build_float_add(x, step, "").expect("add");
                         self.store(&odt, shifted.p, k, moved.into())?;
                         let mut shifted_inputs = inputs.clone();
-                        shifted_inputs[position(d)] = Operand { v: shifted, ty: operand.ty.clone() };
+                        shifted_inputs[position(d)] = Operand {
+                            v: shifted,
+                            ty: operand.ty.clone(),
+                        };
                         let forward = self.call_jaxpr(env, callee, &shifted_inputs, at)?;
                         let mut columns = Vec::new();
                         for (f1, f0) in forward.iter().zip(&values) {
                             let vdt = dtype(&f0.ty)?;
                             let hr = self.fconst(&vdt, h)?;
-                            columns.push(self.map_elements(&vdt, &f0.v.dims, &[&f1.v, &f0.v], &mut |xs| {
-                                let diff = self.b.build_float_sub(xs[0].into_float_value(), xs[1].into_float_value(), "").expect("sub");
-                                Ok(self.b.build_float_div(diff, hr, "").expect("div").into())
-                            })?);
+                            columns.push(self.map_elements(
+                                &vdt,
+                                &f0.v.dims,
+                                &[&f1.v, &f0.v],
+                                &mut |xs| {
+                                    let diff = self
+                                        .b
+                                        .build_float_sub(
+                                            xs[0].into_float_value(),
+                                            xs[1].into_float_value(),
+                                            "",
+                                        )
+                                        .expect("sub");
+                                    Ok(self.b.build_float_div(diff, hr, "").expect("div").into())
+                                },
+                            )?);
                         }
                         columns
                     }
@@ -264,7 +337,11 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 Ok(())
             })?;
         }
-        let mut results: Vec<Arr<'c>> = if params.with_value { values.into_iter().map(|v| v.v).collect() } else { Vec::new() };
+        let mut results: Vec<Arr<'c>> = if params.with_value {
+            values.into_iter().map(|v| v.v).collect()
+        } else {
+            Vec::new()
+        };
         results.extend(grads);
         Ok(Some(results))
     }
@@ -286,8 +363,20 @@ impl<'c, 'f> Codegen<'c, 'f> {
                     "finite-diff" => {
                         return unsupported(e.primitive.range, "`diff_method='finite-diff'` on a QNode: Catalyst does not differentiate it with `method='auto'` either (it asks for `grad(f, method='fd')`)".into());
                     }
-                    "None" => return unsupported(e.primitive.range, "the QNode is marked non-differentiable (`diff_method=None`)".into()),
-                    other => return unsupported(e.primitive.range, format!("the QNode's `diff_method='{other}'` is not one Catalyst differentiates (adjoint, parameter-shift)")),
+                    "None" => {
+                        return unsupported(
+                            e.primitive.range,
+                            "the QNode is marked non-differentiable (`diff_method=None`)".into(),
+                        );
+                    }
+                    other => {
+                        return unsupported(
+                            e.primitive.range,
+                            format!(
+                                "the QNode's `diff_method='{other}'` is not one Catalyst differentiates (adjoint, parameter-shift)"
+                            ),
+                        );
+                    }
                 }
                 let callees = &self.a.eqn(id).callees;
                 for (_, body) in callees.iter() {
@@ -305,21 +394,39 @@ impl<'c, 'f> Codegen<'c, 'f> {
 
     /// The measurements of a differentiated circuit: expectation values, and
     /// probabilities under parameter-shift.
-    fn circuit_measurements_check(&self, j: JaxprId, method: &str, kernel: TextRange) -> LowerResult<()> {
+    fn circuit_measurements_check(
+        &self,
+        j: JaxprId,
+        method: &str,
+        kernel: TextRange,
+    ) -> LowerResult<()> {
         let (eqns, _) = self.syntax.body(self.a, j)?;
         for (e, id) in eqns {
             let name = e.primitive.text.as_str();
             let row = registry::lookup(name).map_or(name, |p| p.name);
             let shifted_probs = row == "probs" && method == "parameter-shift";
-            if matches!(row, "probs" | "var" | "sample" | "counts" | "state" | "measure") && !shifted_probs {
+            if matches!(
+                row,
+                "probs" | "var" | "sample" | "counts" | "state" | "measure"
+            ) && !shifted_probs
+            {
                 let why = match (row, method) {
-                    ("measure", _) => "a mid-circuit measurement is not differentiable (Catalyst refuses it too)",
-                    (_, "parameter-shift") => "Catalyst's parameter-shift differentiates expval and probs only (it refuses the others too)",
-                    _ => "the adjoint method differentiates expectation values only (Catalyst refuses the others too)",
+                    ("measure", _) => {
+                        "a mid-circuit measurement is not differentiable (Catalyst refuses it too)"
+                    }
+                    (_, "parameter-shift") => {
+                        "Catalyst's parameter-shift differentiates expval and probs only (it refuses the others too)"
+                    }
+                    _ => {
+                        "the adjoint method differentiates expectation values only (Catalyst refuses the others too)"
+                    }
                 };
                 return unsupported(
                     e.primitive.range,
-                    format!("`{name}` in a circuit differentiated with `diff_method='{method}'` (the QNode at byte {}): {why}", kernel.start),
+                    format!(
+                        "`{name}` in a circuit differentiated with `diff_method='{method}'` (the QNode at byte {}): {why}",
+                        kernel.start
+                    ),
                 );
             }
             for (_, nested) in self.a.eqn(id).callees.iter() {
@@ -339,17 +446,28 @@ impl<'c, 'f> Codegen<'c, 'f> {
         at: TextRange,
     ) -> LowerResult<(Vec<Op<'c>>, Vec<Option<Arr<'c>>>)> {
         let binders = jaxpr_lower::walk::nested_binders(self.a, j, inputs.len(), at)?;
-        let mut env = Env { vals: HashMap::default(), syms: outer.syms.clone() };
+        let mut env = Env {
+            vals: HashMap::default(),
+            syms: outer.syms.clone(),
+        };
         let mut tenv: Tangents<'c> = HashMap::default();
         for ((&v, x), t) in binders.iter().zip(inputs).zip(tangents) {
-            env.vals.insert(v, Operand { v: self.materialized(&x.v)?, ty: self.a.var(v).ty.clone() });
+            env.vals.insert(
+                v,
+                Operand {
+                    v: self.materialized(&x.v)?,
+                    ty: self.a.var(v).ty.clone(),
+                },
+            );
             if let Some(t) = t {
                 tenv.insert(v, t.clone());
             }
         }
         let (eqns, outvars) = self.syntax.body(self.a, j)?;
         for (e, id) in eqns {
-            let outer_current = self.current.replace(Some((e.primitive.text.as_str(), e.primitive.range)));
+            let outer_current = self
+                .current
+                .replace(Some((e.primitive.text.as_str(), e.primitive.range)));
             let done = self.jvp_eqn(&mut env, &mut tenv, j, e, id);
             self.current.set(outer_current);
             done?;
@@ -364,16 +482,36 @@ impl<'c, 'f> Codegen<'c, 'f> {
     }
 
     /// One equation and the tangents of its results.
-    fn jvp_eqn(&self, env: &mut Env<'c>, tenv: &mut Tangents<'c>, j: JaxprId, e: &'f ast::Eqn, id: EqnId) -> LowerResult<()> {
+    fn jvp_eqn(
+        &self,
+        env: &mut Env<'c>,
+        tenv: &mut Tangents<'c>,
+        j: JaxprId,
+        e: &'f ast::Eqn,
+        id: EqnId,
+    ) -> LowerResult<()> {
         let name = e.primitive.text.as_str();
         let at = e.primitive.range;
         let vars: Vec<Option<VarId>> = e.args.iter().map(|x| self.var_of(x)).collect();
-        let arg_tangents: Vec<Option<Arr<'c>>> = vars.iter().map(|v| v.and_then(|v| tenv.get(&v).cloned())).collect();
+        let arg_tangents: Vec<Option<Arr<'c>>> = vars
+            .iter()
+            .map(|v| v.and_then(|v| tenv.get(&v).cloned()))
+            .collect();
         let outs_vars: Vec<Option<VarId>> = self.a.eqn(id).outs.clone();
         // The circuit's measured values have tangents only at its end.
         if let Some(tape) = self.tape.borrow().as_ref() {
-            if let Some(v) = vars.iter().flatten().find(|v| tape.expvals.contains(v) && !tape.ended) {
-                return unsupported(at, format!("`{name}` uses the expectation value `{}` inside the differentiated circuit: the adjoint method gives its derivative at the circuit's end", self.a.var(*v).name));
+            if let Some(v) = vars
+                .iter()
+                .flatten()
+                .find(|v| tape.expvals.contains(v) && !tape.ended)
+            {
+                return unsupported(
+                    at,
+                    format!(
+                        "`{name}` uses the expectation value `{}` inside the differentiated circuit: the adjoint method gives its derivative at the circuit's end",
+                        self.a.var(*v).name
+                    ),
+                );
             }
         }
         let method = self.tape.borrow().as_ref().map(|t| t.method);
@@ -388,7 +526,12 @@ impl<'c, 'f> Codegen<'c, 'f> {
                     }
                     self.primal(env, e, id)?;
                     if let Some(Some(v)) = outs_vars.first() {
-                        self.tape.borrow_mut().as_mut().expect("tape").expvals.push(*v);
+                        self.tape
+                            .borrow_mut()
+                            .as_mut()
+                            .expect("tape")
+                            .expvals
+                            .push(*v);
                     }
                     return Ok(());
                 }
@@ -408,15 +551,35 @@ impl<'c, 'f> Codegen<'c, 'f> {
             return self.primal(env, e, id).map(drop);
         }
         let cx = self.eqn_cx(env, e, id)?;
-        let calls = matches!(name, "for_loop" | "while_loop" | "while" | "cond" | "func" | "pjit" | "jit" | "closed_call" | "core_call");
-        let results = if calls { Vec::new() } else { self.primal(env, e, id)? };
+        let calls = matches!(
+            name,
+            "for_loop"
+                | "while_loop"
+                | "while"
+                | "cond"
+                | "func"
+                | "pjit"
+                | "jit"
+                | "closed_call"
+                | "core_call"
+        );
+        let results = if calls {
+            Vec::new()
+        } else {
+            self.primal(env, e, id)?
+        };
         let set = |tenv: &mut Tangents<'c>, k: usize, t: Arr<'c>| {
             if let Some(Some(v)) = outs_vars.get(k) {
                 tenv.insert(*v, t);
             }
         };
         let out_dt = cx.outs.first().map(dtype).transpose()?;
-        if out_dt.as_ref().is_some_and(|d| !d.is_float() && !d.is_complex()) && !calls && !matches!(name, "qinst" | "gphase") {
+        if out_dt
+            .as_ref()
+            .is_some_and(|d| !d.is_float() && !d.is_complex())
+            && !calls
+            && !matches!(name, "qinst" | "gphase")
+        {
             // Integer and boolean results have no tangent.
             return Ok(());
         }
@@ -427,7 +590,14 @@ impl<'c, 'f> Codegen<'c, 'f> {
             }
         };
         if LINEAR_ELEMENTWISE.contains(&name) || name == "convert_element_type" {
-            let args = (0..cx.args.len()).map(|k| Ok(Operand { v: tangent_or_zero(k)?, ty: cx.args[k].ty.clone() })).collect::<LowerResult<Vec<_>>>()?;
+            let args = (0..cx.args.len())
+                .map(|k| {
+                    Ok(Operand {
+                        v: tangent_or_zero(k)?,
+                        ty: cx.args[k].ty.clone(),
+                    })
+                })
+                .collect::<LowerResult<Vec<_>>>()?;
             let t = self.relower(env, e, id, args)?;
             set(tenv, 0, t.into_iter().next().expect("result"));
             return Ok(());
@@ -452,14 +622,23 @@ impl<'c, 'f> Codegen<'c, 'f> {
                     if let Some(t) = &arg_tangents[k] {
                         let mut args = cx.args.clone();
                         args[k].v = t.clone();
-                        terms.push(self.relower(env, e, id, args)?.into_iter().next().expect("result"));
+                        terms.push(
+                            self.relower(env, e, id, args)?
+                                .into_iter()
+                                .next()
+                                .expect("result"),
+                        );
                     }
                 }
                 let odt = out_dt.clone().expect("dtype");
                 let t = match terms.as_slice() {
                     [one] => one.clone(),
                     [x, y] => self.map_elements(&odt, &results[0].dims, &[x, y], &mut |xs| {
-                        Ok(self.b.build_float_add(xs[0].into_float_value(), xs[1].into_float_value(), "").expect("add").into())
+                        Ok(self
+                            .b
+                            .build_float_add(xs[0].into_float_value(), xs[1].into_float_value(), "")
+                            .expect("add")
+                            .into())
                     })?,
                     _ => unreachable!("a bilinear primitive has two operands"),
                 };
@@ -474,7 +653,14 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 set(tenv, 0, t.into_iter().next().expect("result"));
             }
             "concatenate" => {
-                let args = (0..cx.args.len()).map(|k| Ok(Operand { v: tangent_or_zero(k)?, ty: cx.args[k].ty.clone() })).collect::<LowerResult<Vec<_>>>()?;
+                let args = (0..cx.args.len())
+                    .map(|k| {
+                        Ok(Operand {
+                            v: tangent_or_zero(k)?,
+                            ty: cx.args[k].ty.clone(),
+                        })
+                    })
+                    .collect::<LowerResult<Vec<_>>>()?;
                 let t = self.relower(env, e, id, args)?;
                 set(tenv, 0, t.into_iter().next().expect("result"));
             }
@@ -483,64 +669,129 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 let odt = out_dt.clone().expect("dtype");
                 let (ta, tb) = (tangent_or_zero(0)?, tangent_or_zero(1)?);
                 let b = cx.args[1].v.clone();
-                let t = self.map_elements(&odt, &results[0].dims, &[&ta, &tb, &b, &results[0]], &mut |xs| {
-                    let [ta, tb, b, q] = [0, 1, 2, 3].map(|i| xs[i].into_float_value());
-                    let first = self.b.build_float_div(ta, b, "").expect("div");
-                    let second = self.b.build_float_div(self.b.build_float_mul(tb, q, "").expect("mul"), b, "").expect("div");
-                    Ok(self.b.build_float_sub(first, second, "").expect("sub").into())
-                })?;
+                let t = self.map_elements(
+                    &odt,
+                    &results[0].dims,
+                    &[&ta, &tb, &b, &results[0]],
+                    &mut |xs| {
+                        let [ta, tb, b, q] = [0, 1, 2, 3].map(|i| xs[i].into_float_value());
+                        let first = self.b.build_float_div(ta, b, "").expect("div");
+                        let second = self
+                            .b
+                            .build_float_div(self.b.build_float_mul(tb, q, "").expect("mul"), b, "")
+                            .expect("div");
+                        Ok(self
+                            .b
+                            .build_float_sub(first, second, "")
+                            .expect("sub")
+                            .into())
+                    },
+                )?;
                 set(tenv, 0, t);
             }
-            "sin" | "cos" | "exp" | "log" | "tanh" | "sqrt" | "integer_pow" | "logistic" | "log1p" | "expm1" | "tan" | "square" | "rsqrt" => {
+            "sin" | "cos" | "exp" | "log" | "tanh" | "sqrt" | "integer_pow" | "logistic"
+            | "log1p" | "expm1" | "tan" | "square" | "rsqrt" => {
                 let odt = out_dt.clone().expect("dtype");
                 let n_pow = e.param("y").and_then(|p| p.value.as_int()).unwrap_or(0);
                 let t_in = arg_tangents[0].clone().expect("tangent");
                 let x = cx.args[0].v.clone();
-                let t = self.map_elements(&odt, &results[0].dims, &[&t_in, &x, &results[0]], &mut |xs| {
-                    let [t, x, y] = [0, 1, 2].map(|i| xs[i].into_float_value());
-                    let d = self.derivative(name, &odt, x, y, n_pow)?;
-                    Ok(self.b.build_float_mul(t, d, "").expect("mul").into())
-                })?;
+                let t = self.map_elements(
+                    &odt,
+                    &results[0].dims,
+                    &[&t_in, &x, &results[0]],
+                    &mut |xs| {
+                        let [t, x, y] = [0, 1, 2].map(|i| xs[i].into_float_value());
+                        let d = self.derivative(name, &odt, x, y, n_pow)?;
+                        Ok(self.b.build_float_mul(t, d, "").expect("mul").into())
+                    },
+                )?;
                 set(tenv, 0, t);
             }
             "pow" => {
                 // d(x^y) = ty * log(x) * x^y + tx * y * x^(y-1).
                 let odt = out_dt.clone().expect("dtype");
                 if dtype(&cx.args[1].ty)? != odt {
-                    return unsupported(at, "`pow` with an integer exponent differentiated: not derived here".into());
+                    return unsupported(
+                        at,
+                        "`pow` with an integer exponent differentiated: not derived here".into(),
+                    );
                 }
                 let (tx, ty) = (tangent_or_zero(0)?, tangent_or_zero(1)?);
                 let (x, y) = (cx.args[0].v.clone(), cx.args[1].v.clone());
-                let t = self.map_elements(&odt, &results[0].dims, &[&tx, &ty, &x, &y, &results[0]], &mut |xs| {
-                    let [tx, ty, x, y, z] = [0, 1, 2, 3, 4].map(|i| xs[i].into_float_value());
-                    let one = self.fconst(&odt, 1.0)?;
-                    let ym1 = self.b.build_float_sub(y, one, "").expect("sub");
-                    let xp = self.libm("pow", &odt, &[x.into(), ym1.into()])?.into_float_value();
-                    let dx = self.b.build_float_mul(tx, self.b.build_float_mul(y, xp, "").expect("mul"), "").expect("mul");
-                    let logx = self.libm("log", &odt, &[x.into()])?.into_float_value();
-                    let dy = self.b.build_float_mul(ty, self.b.build_float_mul(logx, z, "").expect("mul"), "").expect("mul");
-                    Ok(self.b.build_float_add(dx, dy, "").expect("add").into())
-                })?;
+                let t = self.map_elements(
+                    &odt,
+                    &results[0].dims,
+                    &[&tx, &ty, &x, &y, &results[0]],
+                    &mut |xs| {
+                        let [tx, ty, x, y, z] = [0, 1, 2, 3, 4].map(|i| xs[i].into_float_value());
+                        let one = self.fconst(&odt, 1.0)?;
+                        let ym1 = self.b.build_float_sub(y, one, "").expect("sub");
+                        let xp = self
+                            .libm("pow", &odt, &[x.into(), ym1.into()])?
+                            .into_float_value();
+                        let dx = self
+                            .b
+                            .build_float_mul(
+                                tx,
+                                self.b.build_float_mul(y, xp, "").expect("mul"),
+                                "",
+                            )
+                            .expect("mul");
+                        let logx = self.libm("log", &odt, &[x.into()])?.into_float_value();
+                        let dy = self
+                            .b
+                            .build_float_mul(
+                                ty,
+                                self.b.build_float_mul(logx, z, "").expect("mul"),
+                                "",
+                            )
+                            .expect("mul");
+                        Ok(self.b.build_float_add(dx, dy, "").expect("add").into())
+                    },
+                )?;
                 set(tenv, 0, t);
             }
             "qinst" | "gphase" => {
                 // Its parameter operands, in the layout of the Catalyst
                 // that printed it.
-                let kind = if name == "qinst" { GateKind::Named } else { GateKind::GlobalPhase };
+                let kind = if name == "qinst" {
+                    GateKind::Named
+                } else {
+                    GateKind::GlobalPhase
+                };
                 let lengths = GateLengths::of(kind, e, super::quantum::first_operand_is_qubit(&cx));
                 let Some(layout) = GateOperands::layout(kind, lengths, e.args.len()) else {
-                    return err(at, format!("`{name}` has {} operands, which its parameters do not lay out", e.args.len()));
+                    return err(
+                        at,
+                        format!(
+                            "`{name}` has {} operands, which its parameters do not lay out",
+                            e.args.len()
+                        ),
+                    );
                 };
                 let (first, count) = (layout.params.start, layout.params.len());
                 if !in_tape {
-                    return unsupported(at, format!("`{name}` with a differentiated parameter outside a circuit"));
+                    return unsupported(
+                        at,
+                        format!("`{name}` with a differentiated parameter outside a circuit"),
+                    );
                 }
-                if self.tape.borrow().as_ref().is_some_and(|t| t.while_depth > 0) {
+                if self
+                    .tape
+                    .borrow()
+                    .as_ref()
+                    .is_some_and(|t| t.while_depth > 0)
+                {
                     let by = match method {
                         Some(CircuitMethod::ParameterShift) => "parameter-shift",
                         _ => "the adjoint method",
                     };
-                    return unsupported(at, format!("`{name}` with a differentiated parameter in a `while_loop`, differentiated by {by}: Catalyst does not differentiate it (its gradient pass fails by either method: the function it clones is not free of quantum operations)"));
+                    return unsupported(
+                        at,
+                        format!(
+                            "`{name}` with a differentiated parameter in a `while_loop`, differentiated by {by}: Catalyst does not differentiate it (its gradient pass fails by either method: the function it clones is not free of quantum operations)"
+                        ),
+                    );
                 }
                 if method == Some(CircuitMethod::ParameterShift) {
                     self.shifted_gate_check(e, name, at)?;
@@ -559,11 +810,17 @@ impl<'c, 'f> Codegen<'c, 'f> {
                     self.store(&f64t, buffer.p, self.i64(p as i64), v)?;
                 }
                 let ptr = self.ptr_ty();
-                let rc = self.tape_call("jx_q_tape_tangents", &[ptr.into(), self.cx.i64_type().into()], &[buffer.p.into(), self.i64(count as i64).into()]);
+                let rc = self.tape_call(
+                    "jx_q_tape_tangents",
+                    &[ptr.into(), self.cx.i64_type().into()],
+                    &[buffer.p.into(), self.i64(count as i64).into()],
+                );
                 self.tape_check(rc, name, at);
             }
             "func" | "pjit" | "jit" | "closed_call" | "core_call" => {
-                let callee = ["call_jaxpr", "jaxpr"].iter().find_map(|p| cx.callees(self.a, p).first().copied());
+                let callee = ["call_jaxpr", "jaxpr"]
+                    .iter()
+                    .find_map(|p| cx.callees(self.a, p).first().copied());
                 let Some(callee) = callee else {
                     return err(at, format!("`{name}` has no jaxpr to call"));
                 };
@@ -575,12 +832,23 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 // The carried floating-point values carry their tangents
                 // too: the loop's state is the values, then their tangents.
                 let layout = cx.for_layout(self.a)?;
-                let (nconsts, nimplicit, header) = (layout.nconsts, layout.nimplicit, layout.header());
+                let (nconsts, nimplicit, header) =
+                    (layout.nconsts, layout.nimplicit, layout.header());
                 let explicit = header + 4;
-                let carried: Vec<usize> = (explicit..cx.args.len()).filter(|&k| is_float(&cx.args[k].ty)).collect();
-                let mut looped = EqnCx { e, id, args: cx.args.clone(), outs: cx.outs.clone() };
+                let carried: Vec<usize> = (explicit..cx.args.len())
+                    .filter(|&k| is_float(&cx.args[k].ty))
+                    .collect();
+                let mut looped = EqnCx {
+                    e,
+                    id,
+                    args: cx.args.clone(),
+                    outs: cx.outs.clone(),
+                };
                 for &k in &carried {
-                    looped.args.push(Operand { v: tangent_or_zero(k)?, ty: cx.args[k].ty.clone() });
+                    looped.args.push(Operand {
+                        v: tangent_or_zero(k)?,
+                        ty: cx.args[k].ty.clone(),
+                    });
                 }
                 let body = layout.body;
                 // The body's operands: constants, implicits, the index, the
@@ -595,7 +863,11 @@ impl<'c, 'f> Codegen<'c, 'f> {
                         tangents[body_explicit + k - explicit] = Some(t.v.clone());
                     }
                     let (outs, touts) = self.jvp_call(env, body, primal, &tangents, at)?;
-                    self.with_tangents(outs, touts, carried.iter().map(|&k| nimplicit + k - explicit))
+                    self.with_tangents(
+                        outs,
+                        touts,
+                        carried.iter().map(|&k| nimplicit + k - explicit),
+                    )
                 })?;
                 let outs: Vec<usize> = carried.iter().map(|&k| nimplicit + k - explicit).collect();
                 self.bind_with_tangents(env, tenv, &cx, &outs_vars, results, &outs);
@@ -604,15 +876,29 @@ impl<'c, 'f> Codegen<'c, 'f> {
             "while_loop" | "while" => {
                 let layout = cx.while_layout(self.a)?;
                 let (cn, bn) = (layout.cond_nconsts, layout.body_nconsts);
-                if self.a.jaxpr(layout.cond).outs.first().is_some_and(|o| o.ty.rank() > 0) {
-                    return unsupported(at, "a batched `while_loop` (of a `vmap`) with differentiated operands".into());
+                if self
+                    .a
+                    .jaxpr(layout.cond)
+                    .outs
+                    .first()
+                    .is_some_and(|o| o.ty.rank() > 0)
+                {
+                    return unsupported(
+                        at,
+                        "a batched `while_loop` (of a `vmap`) with differentiated operands".into(),
+                    );
                 }
                 let first = cn + bn;
                 let ncarried = cx.args.len() - first;
-                let carried: Vec<usize> = (0..ncarried).filter(|&k| is_float(&cx.args[first + k].ty)).collect();
+                let carried: Vec<usize> = (0..ncarried)
+                    .filter(|&k| is_float(&cx.args[first + k].ty))
+                    .collect();
                 let mut state: Vec<Op<'c>> = cx.args[first..].to_vec();
                 for &k in &carried {
-                    state.push(Operand { v: tangent_or_zero(first + k)?, ty: cx.args[first + k].ty.clone() });
+                    state.push(Operand {
+                        v: tangent_or_zero(first + k)?,
+                        ty: cx.args[first + k].ty.clone(),
+                    });
                 }
                 if let Some(tape) = self.tape.borrow_mut().as_mut() {
                     tape.while_depth += 1;
@@ -620,7 +906,11 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 let looped = self.state_loop(
                     (Vec::new(), state),
                     &mut |s| {
-                        let inputs: Vec<Op<'c>> = cx.args[..cn].iter().chain(&s.1[..ncarried]).cloned().collect();
+                        let inputs: Vec<Op<'c>> = cx.args[..cn]
+                            .iter()
+                            .chain(&s.1[..ncarried])
+                            .cloned()
+                            .collect();
                         let c = self.call_jaxpr(env, layout.cond, &inputs, at)?;
                         match c.first() {
                             Some(c) => self.truth(c, at),
@@ -628,14 +918,22 @@ impl<'c, 'f> Codegen<'c, 'f> {
                         }
                     },
                     &mut |s| {
-                        let inputs: Vec<Op<'c>> = cx.args[cn..first].iter().chain(&s.1[..ncarried]).cloned().collect();
+                        let inputs: Vec<Op<'c>> = cx.args[cn..first]
+                            .iter()
+                            .chain(&s.1[..ncarried])
+                            .cloned()
+                            .collect();
                         let mut tangents: Vec<Option<Arr<'c>>> = arg_tangents[cn..first].to_vec();
                         tangents.extend(std::iter::repeat_n(None, ncarried));
                         for (t, &k) in s.1[ncarried..].iter().zip(&carried) {
                             tangents[bn + k] = Some(t.v.clone());
                         }
-                        let (outs, touts) = self.jvp_call(env, layout.body, &inputs, &tangents, at)?;
-                        Ok((Vec::new(), self.with_tangents(outs, touts, carried.iter().copied())?))
+                        let (outs, touts) =
+                            self.jvp_call(env, layout.body, &inputs, &tangents, at)?;
+                        Ok((
+                            Vec::new(),
+                            self.with_tangents(outs, touts, carried.iter().copied())?,
+                        ))
                     },
                 );
                 if let Some(tape) = self.tape.borrow_mut().as_mut() {
@@ -647,16 +945,24 @@ impl<'c, 'f> Codegen<'c, 'f> {
             }
             "cond" => {
                 let (index, branches, first) = self.cond_branch(&cx)?;
-                let outs: Vec<usize> = (0..cx.outs.len()).filter(|&k| is_float(&cx.outs[k])).collect();
+                let outs: Vec<usize> = (0..cx.outs.len())
+                    .filter(|&k| is_float(&cx.outs[k]))
+                    .collect();
                 let results = self.switch_calling(&cx, index, &branches, &mut |j| {
-                    let (o, t) = self.jvp_call(env, j, &cx.args[first..], &arg_tangents[first..], at)?;
+                    let (o, t) =
+                        self.jvp_call(env, j, &cx.args[first..], &arg_tangents[first..], at)?;
                     self.with_tangents(o, t, outs.iter().copied())
                 })?;
                 self.bind_with_tangents(env, tenv, &cx, &outs_vars, results, &outs);
                 return Ok(());
             }
             _ => {
-                return unsupported(at, format!("`{name}` with differentiated operands: the forward-mode derivative has no rule for it"));
+                return unsupported(
+                    at,
+                    format!(
+                        "`{name}` with differentiated operands: the forward-mode derivative has no rule for it"
+                    ),
+                );
             }
         }
         Ok(())
@@ -665,7 +971,12 @@ impl<'c, 'f> Codegen<'c, 'f> {
     /// A region's results `outs`, then the tangents of those at `positions`
     /// (zeros where it gave none): the state a loop or a conditional
     /// carries through the forward-mode derivative.
-    fn with_tangents(&self, outs: Vec<Op<'c>>, touts: Vec<Option<Arr<'c>>>, positions: impl Iterator<Item = usize>) -> LowerResult<Vec<Op<'c>>> {
+    fn with_tangents(
+        &self,
+        outs: Vec<Op<'c>>,
+        touts: Vec<Option<Arr<'c>>>,
+        positions: impl Iterator<Item = usize>,
+    ) -> LowerResult<Vec<Op<'c>>> {
         let mut state = outs.clone();
         for k in positions {
             let Some(o) = outs.get(k) else {
@@ -675,19 +986,36 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 Some(t) => t,
                 None => self.zeros(&dtype(&o.ty)?, &o.v.dims)?,
             };
-            state.push(Operand { v: t, ty: o.ty.clone() });
+            state.push(Operand {
+                v: t,
+                ty: o.ty.clone(),
+            });
         }
         Ok(state)
     }
 
     /// Binds the results of a loop or a conditional run by
     /// [`Self::with_tangents`]: the values, and the tangents of `positions`.
-    fn bind_with_tangents(&self, env: &mut Env<'c>, tenv: &mut Tangents<'c>, cx: &Cx<'_, 'c>, vars: &[Option<VarId>], results: Vec<Arr<'c>>, positions: &[usize]) {
+    fn bind_with_tangents(
+        &self,
+        env: &mut Env<'c>,
+        tenv: &mut Tangents<'c>,
+        cx: &Cx<'_, 'c>,
+        vars: &[Option<VarId>],
+        results: Vec<Arr<'c>>,
+        positions: &[usize],
+    ) {
         let n = results.len() - positions.len();
         let (values, tangents) = results.split_at(n);
         for (k, r) in values.iter().enumerate() {
             if let Some(Some(v)) = vars.get(k) {
-                env.vals.insert(*v, Operand { v: r.clone(), ty: cx.outs[k].clone() });
+                env.vals.insert(
+                    *v,
+                    Operand {
+                        v: r.clone(),
+                        ty: cx.outs[k].clone(),
+                    },
+                );
             }
         }
         for (t, &k) in tangents.iter().zip(positions) {
@@ -698,27 +1026,51 @@ impl<'c, 'f> Codegen<'c, 'f> {
     }
 
     /// The derivative of one elementwise function at `x` (with result `y`).
-    fn derivative(&self, name: &str, dt: &DType, x: FloatValue<'c>, y: FloatValue<'c>, n_pow: i64) -> LowerResult<FloatValue<'c>> {
+    fn derivative(
+        &self,
+        name: &str,
+        dt: &DType,
+        x: FloatValue<'c>,
+        y: FloatValue<'c>,
+        n_pow: i64,
+    ) -> LowerResult<FloatValue<'c>> {
         let b = &self.b;
         let one = self.fconst(dt, 1.0)?;
         let f = |v: BasicValueEnum<'c>| v.into_float_value();
         Ok(match name {
             "sin" => f(self.libm("cos", dt, &[x.into()])?),
-            "cos" => b.build_float_neg(f(self.libm("sin", dt, &[x.into()])?), "").expect("neg"),
+            "cos" => b
+                .build_float_neg(f(self.libm("sin", dt, &[x.into()])?), "")
+                .expect("neg"),
             "exp" => y,
             "expm1" => b.build_float_add(y, one, "").expect("add"),
             "log" => b.build_float_div(one, x, "").expect("div"),
-            "log1p" => b.build_float_div(one, b.build_float_add(x, one, "").expect("add"), "").expect("div"),
-            "tanh" => b.build_float_sub(one, b.build_float_mul(y, y, "").expect("mul"), "").expect("sub"),
-            "tan" => b.build_float_add(one, b.build_float_mul(y, y, "").expect("mul"), "").expect("add"),
-            "sqrt" => b.build_float_div(self.fconst(dt, 0.5)?, y, "").expect("div"),
+            "log1p" => b
+                .build_float_div(one, b.build_float_add(x, one, "").expect("add"), "")
+                .expect("div"),
+            "tanh" => b
+                .build_float_sub(one, b.build_float_mul(y, y, "").expect("mul"), "")
+                .expect("sub"),
+            "tan" => b
+                .build_float_add(one, b.build_float_mul(y, y, "").expect("mul"), "")
+                .expect("add"),
+            "sqrt" => b
+                .build_float_div(self.fconst(dt, 0.5)?, y, "")
+                .expect("div"),
             "rsqrt" => {
                 // d(x^-1/2) = -1/2 x^-3/2 = -y / (2x).
-                let two_x = b.build_float_mul(self.fconst(dt, 2.0)?, x, "").expect("mul");
-                b.build_float_neg(b.build_float_div(y, two_x, "").expect("div"), "").expect("neg")
+                let two_x = b
+                    .build_float_mul(self.fconst(dt, 2.0)?, x, "")
+                    .expect("mul");
+                b.build_float_neg(b.build_float_div(y, two_x, "").expect("div"), "")
+                    .expect("neg")
             }
-            "logistic" => b.build_float_mul(y, b.build_float_sub(one, y, "").expect("sub"), "").expect("mul"),
-            "square" => b.build_float_mul(self.fconst(dt, 2.0)?, x, "").expect("mul"),
+            "logistic" => b
+                .build_float_mul(y, b.build_float_sub(one, y, "").expect("sub"), "")
+                .expect("mul"),
+            "square" => b
+                .build_float_mul(self.fconst(dt, 2.0)?, x, "")
+                .expect("mul"),
             "integer_pow" => {
                 // n x^(n-1), by repeated multiplication as `integer_pow` does.
                 let mut p = one;
@@ -729,7 +1081,8 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 if m < 0 {
                     p = b.build_float_div(one, p, "").expect("div");
                 }
-                b.build_float_mul(self.fconst(dt, n_pow as f64)?, p, "").expect("mul")
+                b.build_float_mul(self.fconst(dt, n_pow as f64)?, p, "")
+                    .expect("mul")
             }
             _ => return internal(TextRange::new(0, 0), format!("no derivative of `{name}`")),
         })
@@ -738,7 +1091,14 @@ impl<'c, 'f> Codegen<'c, 'f> {
     /// `quantum_kernel` with differentiated operands: its circuit run with
     /// each gate parameter's tangent handed over, and its results' tangents
     /// by the QNode's method.
-    fn jvp_kernel(&self, env: &mut Env<'c>, tenv: &mut Tangents<'c>, e: &'f ast::Eqn, id: EqnId, tangents: Vec<Option<Arr<'c>>>) -> LowerResult<()> {
+    fn jvp_kernel(
+        &self,
+        env: &mut Env<'c>,
+        tenv: &mut Tangents<'c>,
+        e: &'f ast::Eqn,
+        id: EqnId,
+        tangents: Vec<Option<Arr<'c>>>,
+    ) -> LowerResult<()> {
         let at = e.primitive.range;
         let cx = self.eqn_cx(env, e, id)?;
         let Some(&body) = cx.callees(self.a, "call_jaxpr").first() else {
@@ -752,7 +1112,13 @@ impl<'c, 'f> Codegen<'c, 'f> {
             let rc = self.tape_call("jx_q_shift_begin", &[], &[]);
             self.tape_check(rc, "quantum_kernel", at);
         }
-        *self.tape.borrow_mut() = Some(Tape { body, method, expvals: Vec::new(), ended: false, while_depth: 0 });
+        *self.tape.borrow_mut() = Some(Tape {
+            body,
+            method,
+            expvals: Vec::new(),
+            ended: false,
+            while_depth: 0,
+        });
         let ran = self.jvp_call(env, body, &cx.args, &tangents, at);
         let tape = self.tape.borrow_mut().take().expect("tape");
         let (outs, mut touts) = ran?;
@@ -767,9 +1133,22 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 for (t, s) in touts.iter_mut().zip(shifted) {
                     *t = Some(match t.take() {
                         None => s,
-                        Some(direct) => self.map_elements(&DType::Float(FloatKind::F64), &s.dims, &[&direct, &s], &mut |xs| {
-                            Ok(self.b.build_float_add(xs[0].into_float_value(), xs[1].into_float_value(), "").expect("add").into())
-                        })?,
+                        Some(direct) => self.map_elements(
+                            &DType::Float(FloatKind::F64),
+                            &s.dims,
+                            &[&direct, &s],
+                            &mut |xs| {
+                                Ok(self
+                                    .b
+                                    .build_float_add(
+                                        xs[0].into_float_value(),
+                                        xs[1].into_float_value(),
+                                        "",
+                                    )
+                                    .expect("add")
+                                    .into())
+                            },
+                        )?,
                     });
                 }
             }
@@ -782,13 +1161,25 @@ impl<'c, 'f> Codegen<'c, 'f> {
     /// parameter it executed, the circuit `body` run on `inputs` with that
     /// parameter moved by +pi/2 and by -pi/2, and each result's tangent
     /// summed over them: `tangent (f(+) - f(-)) / 2`.
-    fn shifted_tangents(&self, env: &Env<'c>, body: JaxprId, inputs: &[Op<'c>], outs: &[Op<'c>], at: TextRange) -> LowerResult<Vec<Arr<'c>>> {
+    fn shifted_tangents(
+        &self,
+        env: &Env<'c>,
+        body: JaxprId,
+        inputs: &[Op<'c>],
+        outs: &[Op<'c>],
+        at: TextRange,
+    ) -> LowerResult<Vec<Arr<'c>>> {
         let f64t = DType::Float(FloatKind::F64);
         let mut sums = Vec::new();
         for o in outs {
             let odt = dtype(&o.ty)?;
             if odt != f64t {
-                return unsupported(at, format!("a circuit differentiated by parameter-shift returns {odt}: Catalyst's results are f64 expectation values and probabilities"));
+                return unsupported(
+                    at,
+                    format!(
+                        "a circuit differentiated by parameter-shift returns {odt}: Catalyst's results are f64 expectation values and probabilities"
+                    ),
+                );
             }
             sums.push(self.zeros(&f64t, &o.v.dims)?);
         }
@@ -797,7 +1188,9 @@ impl<'c, 'f> Codegen<'c, 'f> {
         let count = self.alloc(&DType::Int(64), &[])?;
         let rc = self.tape_call("jx_q_shift_params", &[ptr.into()], &[count.p.into()]);
         self.tape_check(rc, "quantum_kernel", at);
-        let n = self.load(&DType::Int(64), count.p, self.i64(0))?.into_int_value();
+        let n = self
+            .load(&DType::Int(64), count.p, self.i64(0))?
+            .into_int_value();
         let tangent = self.alloc(&f64t, &[])?;
         self.for_range(n, &mut |k| {
             self.scope_begin();
@@ -805,7 +1198,11 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 let rc = self.tape_call(
                     "jx_q_shift_select",
                     &[i64t.into(), self.cx.f64_type().into(), ptr.into()],
-                    &[k.into(), self.cx.f64_type().const_float(by).into(), tangent.p.into()],
+                    &[
+                        k.into(),
+                        self.cx.f64_type().const_float(by).into(),
+                        tangent.p.into(),
+                    ],
                 );
                 self.tape_check(rc, "quantum_kernel", at);
                 self.call_jaxpr(env, body, inputs, at)
@@ -816,10 +1213,23 @@ impl<'c, 'f> Codegen<'c, 'f> {
             let half = self.fconst(&f64t, 0.5)?;
             for ((sum, p), m) in sums.iter().zip(&plus).zip(&minus) {
                 self.for_range(self.numel(&sum.dims), &mut |j| {
-                    let (pj, mj) = (self.load(&f64t, p.v.p, j)?.into_float_value(), self.load(&f64t, m.v.p, j)?.into_float_value());
-                    let partial = self.b.build_float_mul(self.b.build_float_sub(pj, mj, "").expect("sub"), half, "").expect("mul");
+                    let (pj, mj) = (
+                        self.load(&f64t, p.v.p, j)?.into_float_value(),
+                        self.load(&f64t, m.v.p, j)?.into_float_value(),
+                    );
+                    let partial = self
+                        .b
+                        .build_float_mul(self.b.build_float_sub(pj, mj, "").expect("sub"), half, "")
+                        .expect("mul");
                     let acc = self.load(&f64t, sum.p, j)?.into_float_value();
-                    let next = self.b.build_float_add(acc, self.b.build_float_mul(t, partial, "").expect("mul"), "").expect("add");
+                    let next = self
+                        .b
+                        .build_float_add(
+                            acc,
+                            self.b.build_float_mul(t, partial, "").expect("mul"),
+                            "",
+                        )
+                        .expect("add");
                     self.store(&f64t, sum.p, j, next.into())
                 })?;
             }
@@ -837,22 +1247,44 @@ impl<'c, 'f> Codegen<'c, 'f> {
     fn shifted_gate_check(&self, e: &ast::Eqn, name: &str, at: TextRange) -> LowerResult<()> {
         let why = if name == "gphase" {
             Some("Catalyst's parameter-shift does not differentiate a global phase (PennyLane gives `GlobalPhase` no two-term shift rule)".to_string())
-        } else if e.param("ctrl_len").and_then(|p| p.value.as_int()).is_some_and(|c| c > 0) {
+        } else if e
+            .param("ctrl_len")
+            .and_then(|p| p.value.as_int())
+            .is_some_and(|c| c > 0)
+        {
             Some("Catalyst's parameter-shift does not differentiate a controlled gate (its shift rule has four terms)".to_string())
-        } else if let Some(op) = e.param("op").map(|p| jaxpr_lower::expr_text(&p.value)).filter(|op| NOT_TWO_TERM_SHIFT.contains(&op.trim_matches(['\'', '"']))) {
-            Some(format!("Catalyst's parameter-shift does not differentiate `{op}` (its shift rule is not the two-term one at +-pi/2 Catalyst applies)"))
+        } else if let Some(op) = e
+            .param("op")
+            .map(|p| jaxpr_lower::expr_text(&p.value))
+            .filter(|op| NOT_TWO_TERM_SHIFT.contains(&op.trim_matches(['\'', '"'])))
+        {
+            Some(format!(
+                "Catalyst's parameter-shift does not differentiate `{op}` (its shift rule is not the two-term one at +-pi/2 Catalyst applies)"
+            ))
         } else {
             None
         };
         match why {
-            Some(why) => unsupported(at, format!("`{name}` with a differentiated parameter under `diff_method='parameter-shift'`: {why}")),
+            Some(why) => unsupported(
+                at,
+                format!(
+                    "`{name}` with a differentiated parameter under `diff_method='parameter-shift'`: {why}"
+                ),
+            ),
             None => Ok(()),
         }
     }
 
     /// `qdealloc` of the differentiated circuit: the recorder off, the
     /// expectation values' tangents, then the register released.
-    fn tape_end(&self, env: &mut Env<'c>, tenv: &mut Tangents<'c>, e: &'f ast::Eqn, id: EqnId, at: TextRange) -> LowerResult<()> {
+    fn tape_end(
+        &self,
+        env: &mut Env<'c>,
+        tenv: &mut Tangents<'c>,
+        e: &'f ast::Eqn,
+        id: EqnId,
+        at: TextRange,
+    ) -> LowerResult<()> {
         let expvals = {
             let mut tape = self.tape.borrow_mut();
             let tape = tape.as_mut().expect("tape");
@@ -860,12 +1292,19 @@ impl<'c, 'f> Codegen<'c, 'f> {
             tape.expvals.clone()
         };
         if expvals.is_empty() {
-            return unsupported(at, "a differentiated circuit without an expectation value".into());
+            return unsupported(
+                at,
+                "a differentiated circuit without an expectation value".into(),
+            );
         }
         let f64t = DType::Float(FloatKind::F64);
         let out = self.alloc(&f64t, &[self.i64(expvals.len() as i64)])?;
         let ptr = self.ptr_ty();
-        let rc = self.tape_call("jx_q_tape_end", &[self.cx.i64_type().into(), ptr.into()], &[self.i64(expvals.len() as i64).into(), out.p.into()]);
+        let rc = self.tape_call(
+            "jx_q_tape_end",
+            &[self.cx.i64_type().into(), ptr.into()],
+            &[self.i64(expvals.len() as i64).into(), out.p.into()],
+        );
         self.tape_check(rc, "qdealloc", at);
         for (k, v) in expvals.iter().enumerate() {
             let t = self.alloc(&f64t, &[])?;
@@ -887,7 +1326,10 @@ impl<'c, 'f> Codegen<'c, 'f> {
             .zip(&untyped)
             .map(|(x, d)| {
                 let o = self.atom_as(env, x, d.as_ref())?;
-                Ok(Operand { v: self.materialized(&o.v)?, ty: o.ty })
+                Ok(Operand {
+                    v: self.materialized(&o.v)?,
+                    ty: o.ty,
+                })
             })
             .collect::<LowerResult<Vec<_>>>()?;
         Ok(EqnCx { e, id, args, outs })
@@ -909,10 +1351,18 @@ impl<'c, 'f> Codegen<'c, 'f> {
     }
 
     /// The same equation on other operands (tangents in place of values).
-    fn relower(&self, env: &Env<'c>, e: &'f ast::Eqn, id: EqnId, args: Vec<Op<'c>>) -> LowerResult<Vec<Arr<'c>>> {
+    fn relower(
+        &self,
+        env: &Env<'c>,
+        e: &'f ast::Eqn,
+        id: EqnId,
+        args: Vec<Op<'c>>,
+    ) -> LowerResult<Vec<Arr<'c>>> {
         let outs = jaxpr_lower::walk::result_types(self.a, e, id);
         let cx = EqnCx { e, id, args, outs };
-        let results = if super::fusion::is_elementwise(e.primitive.text.as_str()) || e.primitive.text == "transpose" {
+        let results = if super::fusion::is_elementwise(e.primitive.text.as_str())
+            || e.primitive.text == "transpose"
+        {
             vec![self.fused(env, cx, false)?]
         } else {
             match self.eqn_kernel(env, &cx)? {
@@ -934,14 +1384,22 @@ impl<'c, 'f> Codegen<'c, 'f> {
     ) -> LowerResult<Arr<'c>> {
         let out = self.alloc(dt, dims)?;
         self.for_range(self.numel(dims), &mut |i| {
-            let xs = inputs.iter().map(|x| self.load(dt, x.p, i)).collect::<LowerResult<Vec<_>>>()?;
+            let xs = inputs
+                .iter()
+                .map(|x| self.load(dt, x.p, i))
+                .collect::<LowerResult<Vec<_>>>()?;
             let v = f(&xs)?;
             self.store(dt, out.p, i, v)
         })?;
         Ok(out)
     }
 
-    fn tape_call(&self, f: &str, params: &[inkwell::types::BasicMetadataTypeEnum<'c>], args: &[inkwell::values::BasicMetadataValueEnum<'c>]) -> inkwell::values::IntValue<'c> {
+    fn tape_call(
+        &self,
+        f: &str,
+        params: &[inkwell::types::BasicMetadataTypeEnum<'c>],
+        args: &[inkwell::values::BasicMetadataValueEnum<'c>],
+    ) -> inkwell::values::IntValue<'c> {
         let f = self.extern_fn(f, Some(self.cx.i32_type().into()), params, false);
         self.call(f, args).expect("status").into_int_value()
     }
@@ -958,7 +1416,13 @@ fn is_float(ty: &jaxpr_types::AType) -> bool {
 
 /// A call's results and their tangents, bound to the equation's result
 /// variables.
-fn bind_results<'c>(env: &mut Env<'c>, tenv: &mut Tangents<'c>, vars: &[Option<VarId>], outs: Vec<Op<'c>>, tangents: Vec<Option<Arr<'c>>>) {
+fn bind_results<'c>(
+    env: &mut Env<'c>,
+    tenv: &mut Tangents<'c>,
+    vars: &[Option<VarId>],
+    outs: Vec<Op<'c>>,
+    tangents: Vec<Option<Arr<'c>>>,
+) {
     for ((v, o), t) in vars.iter().zip(outs).zip(tangents) {
         if let Some(v) = v {
             env.vals.insert(*v, o);

@@ -1,17 +1,21 @@
 //! Gathers and scatters: index arrays read at run time, clamped or
 //! dropped as XLA does.
 
-use super::{Arr, Cx, Env, Codegen, dtype};
 use super::ops::Init;
+use super::{Arr, Codegen, Cx, Env, dtype};
+use inkwell::IntPredicate;
+use inkwell::values::{BasicValueEnum, IntValue};
 use jaxpr_lower::{LowerResult, err, expr_text};
 use jaxpr_syntax::ast::Expr;
 use jaxpr_types::DType;
-use inkwell::values::{BasicValueEnum, IntValue};
-use inkwell::IntPredicate;
 
 impl<'c> Codegen<'c, '_> {
     /// The fill value of a FILL_OR_DROP gather.
-    pub(crate) fn gather_fill(&self, cx: &Cx<'_, 'c>, dt: &DType) -> LowerResult<BasicValueEnum<'c>> {
+    pub(crate) fn gather_fill(
+        &self,
+        cx: &Cx<'_, 'c>,
+        dt: &DType,
+    ) -> LowerResult<BasicValueEnum<'c>> {
         match cx.e.param("fill_value").map(|p| &p.value) {
             Some(v) if !v.is_none() => self.literal(dt, &expr_text(v), v.range),
             _ => match dt {

@@ -24,15 +24,15 @@
 
 use super::calls::Frame;
 use super::fusion::{Access, Node};
-use super::{Arr, Cx, Env, Codegen, Op};
-use jaxpr_lower::{Operand, LowerResult};
-use jaxpr_syntax::ast::{self, Expr, ExprKind};
-use jaxpr_types::{AType, Dim, DimNames};
+use super::{Arr, Codegen, Cx, Env, Op};
 use inkwell::IntPredicate;
 use inkwell::attributes::{Attribute, AttributeLoc};
 use inkwell::module::Linkage;
 use inkwell::types::BasicMetadataTypeEnum;
 use inkwell::values::{AsValueRef, BasicValue, FunctionValue, IntValue, PointerValue};
+use jaxpr_lower::{LowerResult, Operand};
+use jaxpr_syntax::ast::{self, Expr, ExprKind};
+use jaxpr_types::{AType, Dim, DimNames};
 use std::fmt::Write;
 
 /// What a kernel's key says about one array it reads, and the caller's
@@ -82,7 +82,9 @@ fn params_key(e: &ast::Eqn) -> Option<String> {
     fn expr(x: &Expr, out: &mut String) -> Option<()> {
         match &x.kind {
             ExprKind::Int(i) => write!(out, "{i}").ok()?,
-            ExprKind::Number(s) | ExprKind::Str(s) | ExprKind::Path(s) => write!(out, "{s:?}").ok()?,
+            ExprKind::Number(s) | ExprKind::Str(s) | ExprKind::Path(s) => {
+                write!(out, "{s:?}").ok()?
+            }
             ExprKind::Neg(a) => {
                 out.push('-');
                 expr(a, out)?;
@@ -146,7 +148,12 @@ fn is_static(t: &AType) -> bool {
 impl<'c, 'f> Codegen<'c, 'f> {
     /// The key of a fused loop computing `node` into an array of `dims`
     /// and `dt`; `None` when its extents or strides are not constants.
-    pub(crate) fn node_key(&self, node: &Node<'f, 'c>, dims: &[IntValue<'c>], dt: &jaxpr_types::DType) -> Option<KernelKey<'c>> {
+    pub(crate) fn node_key(
+        &self,
+        node: &Node<'f, 'c>,
+        dims: &[IntValue<'c>],
+        dt: &jaxpr_types::DType,
+    ) -> Option<KernelKey<'c>> {
         let mut key = KernelKey::default();
         let _ = write!(key.text, "loop {dt} ");
         if !key.constants(dims) {
@@ -224,7 +231,11 @@ impl<'c, 'f> Codegen<'c, 'f> {
 
     /// Lowers an equation through its kernel when it has one ([`Codegen::eqn_key`]);
     /// `None` when it is lowered in place instead.
-    pub(crate) fn eqn_kernel(&self, env: &Env<'c>, cx: &Cx<'f, 'c>) -> LowerResult<Option<Vec<Arr<'c>>>> {
+    pub(crate) fn eqn_kernel(
+        &self,
+        env: &Env<'c>,
+        cx: &Cx<'f, 'c>,
+    ) -> LowerResult<Option<Vec<Arr<'c>>>> {
         // With symbolic dimensions in scope, parameters may name them.
         if !env.syms.is_empty() {
             return Ok(None);
@@ -242,9 +253,17 @@ impl<'c, 'f> Codegen<'c, 'f> {
                     params[self.param_of(&cx.args, a.v.p)]
                 };
                 let dims = self.dims(&Env::default(), &a.ty, cx.at())?;
-                args.push(Operand { v: Arr::new(p, dims), ty: a.ty.clone() });
+                args.push(Operand {
+                    v: Arr::new(p, dims),
+                    ty: a.ty.clone(),
+                });
             }
-            let inner = Cx { e: cx.e, id: cx.id, args, outs: cx.outs.clone() };
+            let inner = Cx {
+                e: cx.e,
+                id: cx.id,
+                args,
+                outs: cx.outs.clone(),
+            };
             let outs = self.lower_eqn(&Env::default(), &inner, false)?;
             Ok(outs.into_iter().map(|o| o.p).collect())
         })?;
@@ -333,8 +352,11 @@ impl<'c, 'f> Codegen<'c, 'f> {
         };
         let tabled = self.table_words(n_results);
         let results = tabled.map_or_else(|| self.words(n_results), |(at, _)| at);
-        let mut args: Vec<inkwell::values::BasicMetadataValueEnum> =
-            key.inputs.iter().map(|&p| self.reloaded(p).into()).collect();
+        let mut args: Vec<inkwell::values::BasicMetadataValueEnum> = key
+            .inputs
+            .iter()
+            .map(|&p| self.reloaded(p).into())
+            .collect();
         args.push(results.into());
         let rc = self.call(f, &args).expect("kernel status").into_int_value();
         // The kernel stored its message; this call only unwinds.
@@ -342,7 +364,11 @@ impl<'c, 'f> Codegen<'c, 'f> {
         let outs: Vec<PointerValue<'c>> = (0..n_results)
             .map(|k| {
                 let home = self.word(results, k);
-                let p = self.b.build_load(self.ptr_ty(), home, "").expect("load").into_pointer_value();
+                let p = self
+                    .b
+                    .build_load(self.ptr_ty(), home, "")
+                    .expect("load")
+                    .into_pointer_value();
                 match tabled {
                     Some((_, first)) => self.tabled_at(p, first + k as u64),
                     None => {
@@ -371,21 +397,34 @@ impl<'c, 'f> Codegen<'c, 'f> {
         let params: Vec<BasicMetadataTypeEnum> = vec![ptr.into(); n_inputs + 1];
         let ty = self.cx.i32_type().fn_type(&params, false);
         let id = self.kernels.borrow().len();
-        let f = self.m.add_function(&format!("jx_k{id}_{name}"), ty, Some(Linkage::Private));
+        let f = self
+            .m
+            .add_function(&format!("jx_k{id}_{name}"), ty, Some(Linkage::Private));
         // Not inlined back into its callers: that would make the one large
         // function again.
         let noinline = Attribute::get_named_enum_kind_id("noinline");
-        f.add_attribute(AttributeLoc::Function, self.cx.create_enum_attribute(noinline, 0));
+        f.add_attribute(
+            AttributeLoc::Function,
+            self.cx.create_enum_attribute(noinline, 0),
+        );
         let here = self.b.get_insert_block();
         let outer = self.enter_frame(Frame {
             func: Some(f),
             ..Frame::default()
         });
-        self.b.position_at_end(self.cx.append_basic_block(f, "entry"));
+        self.b
+            .position_at_end(self.cx.append_basic_block(f, "entry"));
         let inputs: Vec<PointerValue<'c>> = (0..n_inputs)
-            .map(|k| f.get_nth_param(k as u32).expect("param").into_pointer_value())
+            .map(|k| {
+                f.get_nth_param(k as u32)
+                    .expect("param")
+                    .into_pointer_value()
+            })
             .collect();
-        let results_p = f.get_nth_param(n_inputs as u32).expect("param").into_pointer_value();
+        let results_p = f
+            .get_nth_param(n_inputs as u32)
+            .expect("param")
+            .into_pointer_value();
         self.scope_begin();
         let built = body(&inputs).and_then(|outs| {
             let mut owned = self.scopes.borrow().last().cloned().unwrap_or_default();
@@ -401,7 +440,9 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 self.give(p)?;
             }
             for (k, &p) in outs.iter().enumerate() {
-                self.b.build_store(self.word(results_p, k), p).expect("store");
+                self.b
+                    .build_store(self.word(results_p, k), p)
+                    .expect("store");
             }
             self.b.build_return(Some(&self.i32(0))).expect("ret");
             Ok(Some(outs.len()))

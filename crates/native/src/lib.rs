@@ -53,12 +53,12 @@ mod codegen;
 mod complex;
 mod contract;
 mod control;
-mod gradient;
 mod elementwise;
 mod entry;
 mod fusion;
 mod gemm;
 mod general_reduce;
+mod gradient;
 mod indexing;
 mod kernels;
 mod linalg;
@@ -78,8 +78,8 @@ mod symbolic;
 mod vmath;
 mod windows;
 
-pub use abi::{MAX_RANK, c_name, check_c_name, dtype_code, header, header_path, write_header};
 pub(crate) use abi::{ERR_LEN, MAX_BYTES};
+pub use abi::{MAX_RANK, c_name, check_c_name, dtype_code, header, header_path, write_header};
 pub(crate) use codegen::{Arr, Codegen, Cx, Env, Home, Op, Unroll, Unwinds, dtype};
 use link::link;
 
@@ -256,9 +256,14 @@ impl Phase {
 /// artifact is an object file: the object's code calls the adapter to the
 /// runtime (`jx_q_*`), which only a library has linked in, beside
 /// `librt_capi.so`, so an object alone would not link.
-fn quantum_runtime(a: &Analysis, opts: &QuantumOptions, artifact: Artifact) -> Result<Option<catalyst::Runtime>, Vec<Diagnostic>> {
+fn quantum_runtime(
+    a: &Analysis,
+    opts: &QuantumOptions,
+    artifact: Artifact,
+) -> Result<Option<catalyst::Runtime>, Vec<Diagnostic>> {
     let first = a.eqns.iter().find(|e| {
-        jaxpr_check::registry::lookup(&e.primitive).is_some_and(|p| p.family == jaxpr_check::registry::Family::Quantum)
+        jaxpr_check::registry::lookup(&e.primitive)
+            .is_some_and(|p| p.family == jaxpr_check::registry::Family::Quantum)
     });
     let Some(first) = first else {
         return Ok(None);
@@ -279,7 +284,12 @@ fn quantum_runtime(a: &Analysis, opts: &QuantumOptions, artifact: Artifact) -> R
     }
     catalyst::find_runtime(opts.runtime.as_deref())
         .map(Some)
-        .map_err(|why| refusal(format!("`{}` has no native lowering without Catalyst's runtime: {why}", first.primitive)))
+        .map_err(|why| {
+            refusal(format!(
+                "`{}` has no native lowering without Catalyst's runtime: {why}",
+                first.primitive
+            ))
+        })
 }
 
 /// The first line of a quantum program's LLVM IR: what its `jx_q_*`
@@ -324,12 +334,14 @@ pub fn compile_with(
     g.quantum_seed = opts.quantum.seed;
     g.library().map_err(|e| vec![e.into_diagnostic()])?;
     if let Err(e) = g.m.verify() {
-        return Err(vec![Diagnostic::error(
-            jaxpr_syntax::diagnostics::DiagKind::InternalError,
-            whole,
-            format!("the generated LLVM IR does not verify: {e}"),
-        )
-        .with_help(jaxpr_lower::INTERNAL_ERROR_HELP)]);
+        return Err(vec![
+            Diagnostic::error(
+                jaxpr_syntax::diagnostics::DiagKind::InternalError,
+                whole,
+                format!("the generated LLVM IR does not verify: {e}"),
+            )
+            .with_help(jaxpr_lower::INTERNAL_ERROR_HELP),
+        ]);
     }
     Target::initialize_native(&InitializationConfig::default()).map_err(internal)?;
     let triple = TargetMachine::get_default_triple();
@@ -382,7 +394,11 @@ pub fn compile_with(
         .map_err(|e| internal(format!("LLVM's pass pipeline failed: {e}")))?;
     match artifact {
         Artifact::LlvmIr => {
-            let note = if runtime.is_some() { QUANTUM_IR_NOTE } else { "" };
+            let note = if runtime.is_some() {
+                QUANTUM_IR_NOTE
+            } else {
+                ""
+            };
             Ok([note.as_bytes(), g.m.print_to_string().to_bytes()].concat())
         }
         _ => tm

@@ -12,10 +12,10 @@
 //! `svd` refuse them): the signs and order of their vectors come out of
 //! LAPACK's iterations, which are not reproduced.
 
-use super::{Arr, Cx, Env, Codegen, dtype};
-use jaxpr_lower::{LowerResult, err};
+use super::{Arr, Codegen, Cx, Env, dtype};
 use inkwell::values::{BasicValueEnum, FloatValue, IntValue, PointerValue};
 use inkwell::{FloatPredicate, IntPredicate};
+use jaxpr_lower::{LowerResult, err};
 use jaxpr_types::{DType, FloatKind};
 
 /// The dtype every factorisation is computed in.
@@ -31,9 +31,23 @@ struct Mat<'c> {
 impl<'c> Codegen<'c, '_> {
     /// The lowering of a linear-algebra primitive, or `None` for another
     /// primitive.
-    pub(crate) fn lower_linalg(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> LowerResult<Option<Vec<Arr<'c>>>> {
+    pub(crate) fn lower_linalg(
+        &self,
+        env: &Env<'c>,
+        cx: &Cx<'_, 'c>,
+    ) -> LowerResult<Option<Vec<Arr<'c>>>> {
         let name = cx.name();
-        if !matches!(name, "cholesky" | "geqrf" | "lu" | "lu_pivots_to_permutation" | "qr" | "svd" | "triangular_solve" | "tridiagonal_solve") {
+        if !matches!(
+            name,
+            "cholesky"
+                | "geqrf"
+                | "lu"
+                | "lu_pivots_to_permutation"
+                | "qr"
+                | "svd"
+                | "triangular_solve"
+                | "tridiagonal_solve"
+        ) {
             return Ok(None);
         }
         if name != "lu_pivots_to_permutation" {
@@ -42,7 +56,12 @@ impl<'c> Codegen<'c, '_> {
             let dt = dtype(&cx.args[0].ty)?;
             let lapack = matches!(dt, DType::Float(FloatKind::F32 | FloatKind::F64));
             if !(lapack || name == "triangular_solve" && dt.is_float()) {
-                return err(cx.at(), format!("`{name}` on {dt} has no native lowering: LAPACK takes float32 and float64 (JAX refuses it on CPU too)"));
+                return err(
+                    cx.at(),
+                    format!(
+                        "`{name}` on {dt} has no native lowering: LAPACK takes float32 and float64 (JAX refuses it on CPU too)"
+                    ),
+                );
             }
         }
         Ok(Some(match name {
@@ -65,7 +84,13 @@ impl<'c> Codegen<'c, '_> {
     fn get(&self, m: Mat<'c>, i: IntValue<'c>, j: IntValue<'c>) -> LowerResult<FloatValue<'c>> {
         Ok(self.load(&WORK, m.p, self.at(m, i, j))?.into_float_value())
     }
-    fn set(&self, m: Mat<'c>, i: IntValue<'c>, j: IntValue<'c>, v: FloatValue<'c>) -> LowerResult<()> {
+    fn set(
+        &self,
+        m: Mat<'c>,
+        i: IntValue<'c>,
+        j: IntValue<'c>,
+        v: FloatValue<'c>,
+    ) -> LowerResult<()> {
         self.store(&WORK, m.p, self.at(m, i, j), v.into())
     }
     fn get1(&self, p: PointerValue<'c>, i: IntValue<'c>) -> LowerResult<FloatValue<'c>> {
@@ -78,17 +103,29 @@ impl<'c> Codegen<'c, '_> {
     /// guarded read of an empty matrix stays inside it).
     fn work(&self, n: IntValue<'c>) -> LowerResult<PointerValue<'c>> {
         let one = self.i64(1);
-        self.scratch(&WORK, self.select_int(self.icmp(IntPredicate::SLT, n, one), one, n))
+        self.scratch(
+            &WORK,
+            self.select_int(self.icmp(IntPredicate::SLT, n, one), one, n),
+        )
     }
     fn w(&self, x: f64) -> LowerResult<FloatValue<'c>> {
         self.fconst(&WORK, x)
     }
     fn fsqrt(&self, x: FloatValue<'c>) -> LowerResult<FloatValue<'c>> {
-        Ok(self.intrinsic("llvm.sqrt", x.get_type().into(), &[x.into()])?.into_float_value())
+        Ok(self
+            .intrinsic("llvm.sqrt", x.get_type().into(), &[x.into()])?
+            .into_float_value())
     }
 
     /// `n` elements of `src` (dtype `dt`) from `base` into `dst`, widened.
-    fn widen(&self, dt: &DType, src: PointerValue<'c>, base: IntValue<'c>, n: IntValue<'c>, dst: PointerValue<'c>) -> LowerResult<()> {
+    fn widen(
+        &self,
+        dt: &DType,
+        src: PointerValue<'c>,
+        base: IntValue<'c>,
+        n: IntValue<'c>,
+        dst: PointerValue<'c>,
+    ) -> LowerResult<()> {
         self.for_range(n, &mut |i| {
             let v = self.load(dt, src, self.add(base, i))?;
             self.store(&WORK, dst, i, self.convert(v, dt, &WORK)?)
@@ -97,7 +134,15 @@ impl<'c> Codegen<'c, '_> {
 
     /// `n` elements of `src` into `dst` (dtype `dt`) from `base`, rounded,
     /// or NaN where `nan` holds.
-    fn narrow(&self, src: PointerValue<'c>, n: IntValue<'c>, dt: &DType, dst: PointerValue<'c>, base: IntValue<'c>, nan: IntValue<'c>) -> LowerResult<()> {
+    fn narrow(
+        &self,
+        src: PointerValue<'c>,
+        n: IntValue<'c>,
+        dt: &DType,
+        dst: PointerValue<'c>,
+        base: IntValue<'c>,
+        nan: IntValue<'c>,
+    ) -> LowerResult<()> {
         let nan_v = self.convert(self.w(f64::NAN)?.into(), &WORK, dt)?;
         self.for_range(n, &mut |i| {
             let v = self.convert(self.load(&WORK, src, i)?, &WORK, dt)?;
@@ -107,17 +152,31 @@ impl<'c> Codegen<'c, '_> {
     }
 
     /// `for i in lo..hi`.
-    fn range(&self, lo: IntValue<'c>, hi: IntValue<'c>, f: &mut dyn FnMut(IntValue<'c>) -> LowerResult<()>) -> LowerResult<()> {
+    fn range(
+        &self,
+        lo: IntValue<'c>,
+        hi: IntValue<'c>,
+        f: &mut dyn FnMut(IntValue<'c>) -> LowerResult<()>,
+    ) -> LowerResult<()> {
         self.for_range(self.sub(hi, lo), &mut |t| f(self.add(lo, t)))
     }
 
     /// `for i in (0..n).rev()`.
-    fn downward(&self, n: IntValue<'c>, f: &mut dyn FnMut(IntValue<'c>) -> LowerResult<()>) -> LowerResult<()> {
+    fn downward(
+        &self,
+        n: IntValue<'c>,
+        f: &mut dyn FnMut(IntValue<'c>) -> LowerResult<()>,
+    ) -> LowerResult<()> {
         self.for_range(n, &mut |t| f(self.sub(self.sub(n, self.i64(1)), t)))
     }
 
     /// `sum(f(i) for i in lo..hi)`, in order.
-    fn sum(&self, lo: IntValue<'c>, hi: IntValue<'c>, f: &mut dyn FnMut(IntValue<'c>) -> LowerResult<FloatValue<'c>>) -> LowerResult<FloatValue<'c>> {
+    fn sum(
+        &self,
+        lo: IntValue<'c>,
+        hi: IntValue<'c>,
+        f: &mut dyn FnMut(IntValue<'c>) -> LowerResult<FloatValue<'c>>,
+    ) -> LowerResult<FloatValue<'c>> {
         let zero = self.w(0.0)?;
         let r = self.for_carry(self.sub(hi, lo), &[zero.into()], &mut |t, acc| {
             let x = f(self.add(lo, t))?;
@@ -139,7 +198,10 @@ impl<'c> Codegen<'c, '_> {
 
     fn rank_at_least(&self, cx: &Cx<'_, 'c>, i: usize, rank: usize) -> LowerResult<()> {
         if cx.args[i].v.dims.len() < rank {
-            return err(cx.at(), format!("`{}` needs operand {i} of rank {rank} or more", cx.name()));
+            return err(
+                cx.at(),
+                format!("`{}` needs operand {i} of rank {rank} or more", cx.name()),
+            );
         }
         Ok(())
     }
@@ -172,7 +234,9 @@ impl<'c> Codegen<'c, '_> {
                 let ajj = self.fsqrt(ajj)?;
                 self.set(m, j, j, ajj)?;
                 self.range(self.add(j, self.i64(1)), n, &mut |i| {
-                    let s = self.sum(self.i64(0), j, &mut |k| Ok(self.fmul(self.get(m, i, k)?, self.get(m, j, k)?)))?;
+                    let s = self.sum(self.i64(0), j, &mut |k| {
+                        Ok(self.fmul(self.get(m, i, k)?, self.get(m, j, k)?))
+                    })?;
                     self.set(m, i, j, self.fdiv(self.fsub(self.get(m, i, j)?, s), ajj))
                 })?;
                 Ok(vec![self.or(st[0].into_int_value(), bad).into()])
@@ -225,7 +289,13 @@ impl<'c> Codegen<'c, '_> {
         let wb = self.work(pq)?;
         let ma = Mat { p: wa, cols: n };
         let mb = Mat { p: wb, cols: q };
-        let s = |i: IntValue<'c>, k: IntValue<'c>| if flip { self.get(ma, k, i) } else { self.get(ma, i, k) };
+        let s = |i: IntValue<'c>, k: IntValue<'c>| {
+            if flip {
+                self.get(ma, k, i)
+            } else {
+                self.get(ma, i, k)
+            }
+        };
         self.for_range(batch, &mut |t| {
             self.widen(&adt, a.v.p, self.mul(t, nn), nn, wa)?;
             let base = self.mul(t, pq);
@@ -235,7 +305,11 @@ impl<'c> Codegen<'c, '_> {
                 // Element `i` of the system's right-hand side.
                 let e = |i: IntValue<'c>| if left { (i, c) } else { (c, i) };
                 let mut solve = |i: IntValue<'c>| -> LowerResult<()> {
-                    let (lo, hi) = if s_lower { (self.i64(0), i) } else { (self.add(i, self.i64(1)), n) };
+                    let (lo, hi) = if s_lower {
+                        (self.i64(0), i)
+                    } else {
+                        (self.add(i, self.i64(1)), n)
+                    };
                     let dot = self.sum(lo, hi, &mut |k| {
                         let (ek0, ek1) = e(k);
                         Ok(self.fmul(s(i, k)?, self.get(mb, ek0, ek1)?))
@@ -247,7 +321,11 @@ impl<'c> Codegen<'c, '_> {
                     }
                     self.set(mb, ei0, ei1, y)
                 };
-                if s_lower { self.for_range(n, &mut solve) } else { self.downward(n, &mut solve) }
+                if s_lower {
+                    self.for_range(n, &mut solve)
+                } else {
+                    self.downward(n, &mut solve)
+                }
             })?;
             self.narrow(wb, pq, &dt, out.p, base, self.cx.bool_type().const_zero())
         })?;
@@ -282,17 +360,24 @@ impl<'c> Codegen<'c, '_> {
             let piv_base = self.mul(t, k);
             self.for_range(k, &mut |j| {
                 let first = self.fabs(self.get(mw, j, j)?)?;
-                let best = self.for_carry(self.sub(self.sub(m, j), one), &[j.into(), first.into()], &mut |s, st| {
-                    let i = self.add(self.add(j, one), s);
-                    let v = self.fabs(self.get(mw, i, j)?)?;
-                    let more = self.fcmp(FloatPredicate::OGT, v, st[1].into_float_value());
-                    Ok(vec![
-                        self.select_int(more, i, st[0].into_int_value()).into(),
-                        self.fselect(more, v, st[1].into_float_value()).into(),
-                    ])
-                })?;
+                let best = self.for_carry(
+                    self.sub(self.sub(m, j), one),
+                    &[j.into(), first.into()],
+                    &mut |s, st| {
+                        let i = self.add(self.add(j, one), s);
+                        let v = self.fabs(self.get(mw, i, j)?)?;
+                        let more = self.fcmp(FloatPredicate::OGT, v, st[1].into_float_value());
+                        Ok(vec![
+                            self.select_int(more, i, st[0].into_int_value()).into(),
+                            self.fselect(more, v, st[1].into_float_value()).into(),
+                        ])
+                    },
+                )?;
                 let p = best[0].into_int_value();
-                let p32 = self.b.build_int_truncate(p, self.cx.i32_type(), "").expect("trunc");
+                let p32 = self
+                    .b
+                    .build_int_truncate(p, self.cx.i32_type(), "")
+                    .expect("trunc");
                 self.store(&i32t, pivots.p, self.add(piv_base, j), p32.into())?;
                 let pivot = self.get(mw, p, j)?;
                 let nonzero = self.fcmp(FloatPredicate::UNE, pivot, self.w(0.0)?);
@@ -304,7 +389,9 @@ impl<'c> Codegen<'c, '_> {
                             self.set(mw, j, c, y)?;
                             self.set(mw, p, c, x)
                         })?;
-                        self.range(self.add(j, one), m, &mut |i| self.set(mw, i, j, self.fdiv(self.get(mw, i, j)?, pivot)))
+                        self.range(self.add(j, one), m, &mut |i| {
+                            self.set(mw, i, j, self.fdiv(self.get(mw, i, j)?, pivot))
+                        })
                     },
                     &mut || Ok(()),
                 )?;
@@ -338,20 +425,38 @@ impl<'c> Codegen<'c, '_> {
         m: IntValue<'c>,
     ) -> LowerResult<()> {
         let i32t = DType::Int(32);
-        let to32 = |v: IntValue<'c>| self.b.build_int_truncate(v, self.cx.i32_type(), "").expect("trunc");
+        let to32 = |v: IntValue<'c>| {
+            self.b
+                .build_int_truncate(v, self.cx.i32_type(), "")
+                .expect("trunc")
+        };
         let perm_at = |i: IntValue<'c>| self.add(base, i);
-        self.for_range(m, &mut |i| self.store(&i32t, perm, perm_at(i), to32(i).into()))?;
+        self.for_range(m, &mut |i| {
+            self.store(&i32t, perm, perm_at(i), to32(i).into())
+        })?;
         self.for_range(k, &mut |i| {
-            let j = self.load(&i32t, pivots, self.add(piv_base, i))?.into_int_value();
-            let j = self.b.build_int_s_extend(j, self.cx.i64_type(), "").expect("sext");
+            let j = self
+                .load(&i32t, pivots, self.add(piv_base, i))?
+                .into_int_value();
+            let j = self
+                .b
+                .build_int_s_extend(j, self.cx.i64_type(), "")
+                .expect("sext");
             let neg = self.icmp(IntPredicate::SLT, j, self.i64(0));
             let j = self.select_int(neg, self.add(j, m), j);
             let x = self.load(&i32t, perm, perm_at(i))?;
             let jc = self.clamp_i64(j, self.i64(0), self.sub(m, self.i64(1)));
             let y = self.load(&i32t, perm, perm_at(jc))?;
             self.store(&i32t, perm, perm_at(i), y)?;
-            let inside = self.and(self.icmp(IntPredicate::SGE, j, self.i64(0)), self.icmp(IntPredicate::SLT, j, m));
-            self.if_else(inside, &mut || self.store(&i32t, perm, perm_at(j), x), &mut || Ok(()))
+            let inside = self.and(
+                self.icmp(IntPredicate::SGE, j, self.i64(0)),
+                self.icmp(IntPredicate::SLT, j, m),
+            );
+            self.if_else(
+                inside,
+                &mut || self.store(&i32t, perm, perm_at(j), x),
+                &mut || Ok(()),
+            )
         })
     }
 
@@ -364,7 +469,9 @@ impl<'c> Codegen<'c, '_> {
         let m = dims[r - 1];
         let batch = self.numel(&dims[..r - 1]);
         let perm = self.alloc(&DType::Int(32), &dims)?;
-        self.for_range(batch, &mut |t| self.permutation(x.v.p, self.mul(t, k), k, perm.p, self.mul(t, m), m))?;
+        self.for_range(batch, &mut |t| {
+            self.permutation(x.v.p, self.mul(t, k), k, perm.p, self.mul(t, m), m)
+        })?;
         Ok(perm)
     }
 
@@ -377,7 +484,10 @@ impl<'c> Codegen<'c, '_> {
         if let Some(p) = cx.e.param("pivoting")
             && p.value.as_bool() != Some(false)
         {
-            return err(p.range, "`qr` with `pivoting` other than False has no native lowering: pivoted QR (geqp3) is not lowered");
+            return err(
+                p.range,
+                "`qr` with `pivoting` other than False has no native lowering: pivoted QR (geqp3) is not lowered",
+            );
         }
         let a = &cx.args[0];
         let dt = dtype(&a.ty)?;
@@ -405,14 +515,23 @@ impl<'c> Codegen<'c, '_> {
                 self.for_range(n, &mut |c| {
                     let upper = self.icmp(IntPredicate::SGE, c, i);
                     let v = self.fselect(upper, self.get(ma, i, c)?, zero);
-                    self.store(&dt, r.p, self.add(rbase, self.at(ma, i, c)), self.convert(v.into(), &WORK, &dt)?)
+                    self.store(
+                        &dt,
+                        r.p,
+                        self.add(rbase, self.at(ma, i, c)),
+                        self.convert(v.into(), &WORK, &dt)?,
+                    )
                 })
             })?;
             // Q: the reflectors' columns (zero past A's), then dorg2r.
             self.for_range(m, &mut |l| {
                 self.for_range(nq, &mut |c| {
                     let inside = self.icmp(IntPredicate::SLT, c, n);
-                    let v = self.fselect(inside, self.get(ma, l, self.select_int(inside, c, self.i64(0)))?, zero);
+                    let v = self.fselect(
+                        inside,
+                        self.get(ma, l, self.select_int(inside, c, self.i64(0)))?,
+                        zero,
+                    );
                     self.set(mq_, l, c, v)
                 })
             })?;
@@ -424,19 +543,31 @@ impl<'c> Codegen<'c, '_> {
                 let tau = self.get1(taus, i)?;
                 self.set(mq_, i, i, self.w(1.0)?)?;
                 self.range(self.add(i, one), nq, &mut |c| {
-                    let dot = self.sum(i, m, &mut |l| Ok(self.fmul(self.get(mq_, l, i)?, self.get(mq_, l, c)?)))?;
+                    let dot = self.sum(i, m, &mut |l| {
+                        Ok(self.fmul(self.get(mq_, l, i)?, self.get(mq_, l, c)?))
+                    })?;
                     let tw = self.fmul(tau, dot);
                     self.range(i, m, &mut |l| {
-                        let v = self.fsub(self.get(mq_, l, c)?, self.fmul(tw, self.get(mq_, l, i)?));
+                        let v =
+                            self.fsub(self.get(mq_, l, c)?, self.fmul(tw, self.get(mq_, l, i)?));
                         self.set(mq_, l, c, v)
                     })
                 })?;
                 let ntau = self.fneg(tau);
-                self.range(self.add(i, one), m, &mut |l| self.set(mq_, l, i, self.fmul(self.get(mq_, l, i)?, ntau)))?;
+                self.range(self.add(i, one), m, &mut |l| {
+                    self.set(mq_, l, i, self.fmul(self.get(mq_, l, i)?, ntau))
+                })?;
                 self.set(mq_, i, i, self.fsub(self.w(1.0)?, tau))?;
                 self.for_range(i, &mut |l| self.set(mq_, l, i, zero))
             })?;
-            self.narrow(wq, mq, &dt, q.p, self.mul(t, mq), self.cx.bool_type().const_zero())
+            self.narrow(
+                wq,
+                mq,
+                &dt,
+                q.p,
+                self.mul(t, mq),
+                self.cx.bool_type().const_zero(),
+            )
         })?;
         for p in [w, wq, taus] {
             self.release(p)?;
@@ -450,7 +581,14 @@ impl<'c> Codegen<'c, '_> {
     /// when `x` is zero) stored below the diagonal, `beta` on it, its scale
     /// in `taus[j]`, and applied to the columns to its right, for the first
     /// `k` columns.
-    fn householder(&self, ma: Mat<'c>, taus: PointerValue<'c>, m: IntValue<'c>, n: IntValue<'c>, k: IntValue<'c>) -> LowerResult<()> {
+    fn householder(
+        &self,
+        ma: Mat<'c>,
+        taus: PointerValue<'c>,
+        m: IntValue<'c>,
+        n: IntValue<'c>,
+        k: IntValue<'c>,
+    ) -> LowerResult<()> {
         let one = self.i64(1);
         let zero = self.w(0.0)?;
         self.for_range(k, &mut |j| {
@@ -462,22 +600,28 @@ impl<'c> Codegen<'c, '_> {
             })?;
             let xzero = self.fcmp(FloatPredicate::OEQ, xx, zero);
             let norm = self.fsqrt(self.fadd(self.fmul(alpha, alpha), xx))?;
-            let signed = self.intrinsic("llvm.copysign", norm.get_type().into(), &[norm.into(), alpha.into()])?.into_float_value();
+            let signed = self
+                .intrinsic(
+                    "llvm.copysign",
+                    norm.get_type().into(),
+                    &[norm.into(), alpha.into()],
+                )?
+                .into_float_value();
             let beta = self.fneg(signed);
             let tau = self.fselect(xzero, zero, self.fdiv(self.fsub(beta, alpha), beta));
             self.set1(taus, j, tau)?;
-            self.if_else(
-                xzero,
-                &mut || Ok(()),
-                &mut || {
-                    let scale = self.fdiv(self.w(1.0)?, self.fsub(alpha, beta));
-                    self.range(below, m, &mut |i| self.set(ma, i, j, self.fmul(self.get(ma, i, j)?, scale)))?;
-                    self.set(ma, j, j, beta)
-                },
-            )?;
+            self.if_else(xzero, &mut || Ok(()), &mut || {
+                let scale = self.fdiv(self.w(1.0)?, self.fsub(alpha, beta));
+                self.range(below, m, &mut |i| {
+                    self.set(ma, i, j, self.fmul(self.get(ma, i, j)?, scale))
+                })?;
+                self.set(ma, j, j, beta)
+            })?;
             // H = I - tau v v^T (v = (1, A[j+1.., j])) on the columns to the right.
             self.range(below, n, &mut |c| {
-                let dot = self.sum(below, m, &mut |i| Ok(self.fmul(self.get(ma, i, j)?, self.get(ma, i, c)?)))?;
+                let dot = self.sum(below, m, &mut |i| {
+                    Ok(self.fmul(self.get(ma, i, j)?, self.get(ma, i, c)?))
+                })?;
                 let tw = self.fmul(tau, self.fadd(self.get(ma, j, c)?, dot));
                 self.set(ma, j, c, self.fsub(self.get(ma, j, c)?, tw))?;
                 self.range(below, m, &mut |i| {
@@ -527,7 +671,10 @@ impl<'c> Codegen<'c, '_> {
                 && !v.value.is_none()
                 && !matches!(&v.value.kind, jaxpr_syntax::ast::ExprKind::Path(t) if t.ends_with("DEFAULT"))
             {
-                return err(v.range, format!("`svd` with `{p}` other than the default has no native lowering"));
+                return err(
+                    v.range,
+                    format!("`svd` with `{p}` other than the default has no native lowering"),
+                );
             }
         }
         let a = &cx.args[0];
@@ -535,10 +682,15 @@ impl<'c> Codegen<'c, '_> {
         let uv = cx.bool_or("compute_uv", true);
         let full = cx.bool_or("full_matrices", true);
         let rank = a.ty.rank();
-        let empty = a.ty.shape[rank - 2..].iter().any(|d| d.as_const() == Some(0));
+        let empty = a.ty.shape[rank - 2..]
+            .iter()
+            .any(|d| d.as_const() == Some(0));
         if uv && !empty {
             let at = cx.e.param("compute_uv").map_or(cx.at(), |p| p.range);
-            return err(at, "`svd` with `compute_uv` has no native lowering: the signs of singular vectors come out of LAPACK's iterations, which are not reproduced");
+            return err(
+                at,
+                "`svd` with `compute_uv` has no native lowering: the signs of singular vectors come out of LAPACK's iterations, which are not reproduced",
+            );
         }
         let (batch, m, n) = self.batched(&a.v);
         let s = self.alloc(&dt, &self.dims(env, &cx.outs[0], cx.at())?)?;
@@ -549,10 +701,17 @@ impl<'c> Codegen<'c, '_> {
             for t in &cx.outs[1..] {
                 let dims = self.dims(env, t, cx.at())?;
                 let r = self.alloc(&dt, &dims)?;
-                let (one, zero) = (self.convert(self.w(1.0)?.into(), &WORK, &dt)?, self.convert(self.w(0.0)?.into(), &WORK, &dt)?);
+                let (one, zero) = (
+                    self.convert(self.w(1.0)?.into(), &WORK, &dt)?,
+                    self.convert(self.w(0.0)?.into(), &WORK, &dt)?,
+                );
                 self.nest(&dims, &mut |idx| {
                     let diag = self.icmp(IntPredicate::EQ, idx[rank - 2], idx[rank - 1]);
-                    let diag = if full { diag } else { self.cx.bool_type().const_zero() };
+                    let diag = if full {
+                        diag
+                    } else {
+                        self.cx.bool_type().const_zero()
+                    };
                     let v = self.b.build_select(diag, one, zero, "").expect("select");
                     self.store(&dt, r.p, self.offset(idx, &dims), v)
                 })?;
@@ -574,60 +733,126 @@ impl<'c> Codegen<'c, '_> {
                     self.set(mw, i, c, self.convert(v, &dt, &WORK)?.into_float_value())
                 })
             })?;
-            let column_dot = |p: IntValue<'c>, q: IntValue<'c>| self.sum(self.i64(0), rows, &mut |i| Ok(self.fmul(self.get(mw, i, p)?, self.get(mw, i, q)?)));
+            let column_dot = |p: IntValue<'c>, q: IntValue<'c>| {
+                self.sum(self.i64(0), rows, &mut |i| {
+                    Ok(self.fmul(self.get(mw, i, p)?, self.get(mw, i, q)?))
+                })
+            };
             // Sweeps over every pair while the last one rotated (60 at most).
-            self.for_carry(self.i64(60), &[self.cx.bool_type().const_int(1, false).into()], &mut |_, st| {
-                let again = st[0].into_int_value();
-                let rotated = self.slot(self.cx.bool_type().into());
-                self.b.build_store(rotated, self.cx.bool_type().const_zero()).expect("store");
-                self.if_else(
-                    again,
-                    &mut || {
-                        self.for_range(k, &mut |p| {
-                            self.range(self.add(p, self.i64(1)), k, &mut |q| {
-                                let (alpha, beta, gamma) = (column_dot(p, p)?, column_dot(q, q)?, column_dot(p, q)?);
-                                let bound = self.fmul(self.w(1e-15)?, self.fsqrt(self.fmul(alpha, beta))?);
-                                let rotate = self.fcmp(FloatPredicate::OGT, self.fabs(gamma)?, bound);
-                                self.if_else(
-                                    rotate,
-                                    &mut || {
-                                        self.b.build_store(rotated, self.cx.bool_type().const_int(1, false)).expect("store");
-                                        let zeta = self.fdiv(self.fsub(beta, alpha), self.fmul(self.w(2.0)?, gamma));
-                                        let root = self.fsqrt(self.fadd(self.w(1.0)?, self.fmul(zeta, zeta)))?;
-                                        let one = self.intrinsic("llvm.copysign", zeta.get_type().into(), &[self.w(1.0)?.into(), zeta.into()])?.into_float_value();
-                                        let tan = self.fdiv(one, self.fadd(self.fabs(zeta)?, root));
-                                        let cos = self.fdiv(self.w(1.0)?, self.fsqrt(self.fadd(self.w(1.0)?, self.fmul(tan, tan)))?);
-                                        let sin = self.fmul(cos, tan);
-                                        self.for_range(rows, &mut |i| {
-                                            let (x, y) = (self.get(mw, i, p)?, self.get(mw, i, q)?);
-                                            self.set(mw, i, p, self.fsub(self.fmul(cos, x), self.fmul(sin, y)))?;
-                                            self.set(mw, i, q, self.fadd(self.fmul(sin, x), self.fmul(cos, y)))
-                                        })
-                                    },
-                                    &mut || Ok(()),
-                                )
+            self.for_carry(
+                self.i64(60),
+                &[self.cx.bool_type().const_int(1, false).into()],
+                &mut |_, st| {
+                    let again = st[0].into_int_value();
+                    let rotated = self.slot(self.cx.bool_type().into());
+                    self.b
+                        .build_store(rotated, self.cx.bool_type().const_zero())
+                        .expect("store");
+                    self.if_else(
+                        again,
+                        &mut || {
+                            self.for_range(k, &mut |p| {
+                                self.range(self.add(p, self.i64(1)), k, &mut |q| {
+                                    let (alpha, beta, gamma) =
+                                        (column_dot(p, p)?, column_dot(q, q)?, column_dot(p, q)?);
+                                    let bound = self
+                                        .fmul(self.w(1e-15)?, self.fsqrt(self.fmul(alpha, beta))?);
+                                    let rotate =
+                                        self.fcmp(FloatPredicate::OGT, self.fabs(gamma)?, bound);
+                                    self.if_else(
+                                        rotate,
+                                        &mut || {
+                                            self.b
+                                                .build_store(
+                                                    rotated,
+                                                    self.cx.bool_type().const_int(1, false),
+                                                )
+                                                .expect("store");
+                                            let zeta = self.fdiv(
+                                                self.fsub(beta, alpha),
+                                                self.fmul(self.w(2.0)?, gamma),
+                                            );
+                                            let root = self.fsqrt(
+                                                self.fadd(self.w(1.0)?, self.fmul(zeta, zeta)),
+                                            )?;
+                                            let one = self
+                                                .intrinsic(
+                                                    "llvm.copysign",
+                                                    zeta.get_type().into(),
+                                                    &[self.w(1.0)?.into(), zeta.into()],
+                                                )?
+                                                .into_float_value();
+                                            let tan =
+                                                self.fdiv(one, self.fadd(self.fabs(zeta)?, root));
+                                            let cos = self.fdiv(
+                                                self.w(1.0)?,
+                                                self.fsqrt(
+                                                    self.fadd(self.w(1.0)?, self.fmul(tan, tan)),
+                                                )?,
+                                            );
+                                            let sin = self.fmul(cos, tan);
+                                            self.for_range(rows, &mut |i| {
+                                                let (x, y) =
+                                                    (self.get(mw, i, p)?, self.get(mw, i, q)?);
+                                                self.set(
+                                                    mw,
+                                                    i,
+                                                    p,
+                                                    self.fsub(self.fmul(cos, x), self.fmul(sin, y)),
+                                                )?;
+                                                self.set(
+                                                    mw,
+                                                    i,
+                                                    q,
+                                                    self.fadd(self.fmul(sin, x), self.fmul(cos, y)),
+                                                )
+                                            })
+                                        },
+                                        &mut || Ok(()),
+                                    )
+                                })
                             })
-                        })
-                    },
-                    &mut || Ok(()),
-                )?;
-                Ok(vec![self.b.build_load(self.cx.bool_type(), rotated, "").expect("load")])
-            })?;
+                        },
+                        &mut || Ok(()),
+                    )?;
+                    Ok(vec![
+                        self.b
+                            .build_load(self.cx.bool_type(), rotated, "")
+                            .expect("load"),
+                    ])
+                },
+            )?;
             // The norms into row 0, then sorted largest first (selection).
-            self.for_range(k, &mut |c| self.set(mw, self.i64(0), c, self.fsqrt(column_dot(c, c)?)?))?;
             self.for_range(k, &mut |c| {
-                let best = self.for_carry(self.sub(self.sub(k, c), self.i64(1)), &[c.into(), self.get(mw, self.i64(0), c)?.into()], &mut |u, st| {
-                    let j = self.add(self.add(c, self.i64(1)), u);
-                    let v = self.get(mw, self.i64(0), j)?;
-                    let more = self.fcmp(FloatPredicate::OGT, v, st[1].into_float_value());
-                    Ok(vec![self.select_int(more, j, st[0].into_int_value()).into(), self.fselect(more, v, st[1].into_float_value()).into()])
-                })?;
+                self.set(mw, self.i64(0), c, self.fsqrt(column_dot(c, c)?)?)
+            })?;
+            self.for_range(k, &mut |c| {
+                let best = self.for_carry(
+                    self.sub(self.sub(k, c), self.i64(1)),
+                    &[c.into(), self.get(mw, self.i64(0), c)?.into()],
+                    &mut |u, st| {
+                        let j = self.add(self.add(c, self.i64(1)), u);
+                        let v = self.get(mw, self.i64(0), j)?;
+                        let more = self.fcmp(FloatPredicate::OGT, v, st[1].into_float_value());
+                        Ok(vec![
+                            self.select_int(more, j, st[0].into_int_value()).into(),
+                            self.fselect(more, v, st[1].into_float_value()).into(),
+                        ])
+                    },
+                )?;
                 let j = best[0].into_int_value();
                 let (x, y) = (self.get(mw, self.i64(0), c)?, self.get(mw, self.i64(0), j)?);
                 self.set(mw, self.i64(0), j, x)?;
                 self.set(mw, self.i64(0), c, y)
             })?;
-            self.narrow(w, k, &dt, s.p, self.mul(t, k), self.cx.bool_type().const_zero())
+            self.narrow(
+                w,
+                k,
+                &dt,
+                s.p,
+                self.mul(t, k),
+                self.cx.bool_type().const_zero(),
+            )
         })?;
         self.release(w)?;
         Ok(outs)
@@ -642,7 +867,10 @@ impl<'c> Codegen<'c, '_> {
         if let Some(p) = cx.e.param("perturb_singular")
             && p.value.as_bool() != Some(false)
         {
-            return err(p.range, "`tridiagonal_solve` with `perturb_singular` other than False has no native lowering");
+            return err(
+                p.range,
+                "`tridiagonal_solve` with `perturb_singular` other than False has no native lowering",
+            );
         }
         for i in 0..3 {
             self.rank_at_least(cx, i, 1)?;
@@ -654,7 +882,10 @@ impl<'c> Codegen<'c, '_> {
         let r = x.v.dims.len();
         for v in [dl, d, du] {
             if v.v.dims.len() != r - 1 {
-                return err(cx.at(), "`tridiagonal_solve`'s diagonals do not match the right-hand side");
+                return err(
+                    cx.at(),
+                    "`tridiagonal_solve`'s diagonals do not match the right-hand side",
+                );
             }
             for k in 0..r - 1 {
                 self.check_extent(v.v.dims[k], x.v.dims[k], false, cx)?;
@@ -687,9 +918,14 @@ impl<'c> Codegen<'c, '_> {
                     keep,
                     &mut || {
                         let fact = self.fdiv(li, di);
-                        self.set1(diag, i1, self.fsub(self.get1(diag, i1)?, self.fmul(fact, self.get1(sup, i)?)))?;
+                        self.set1(
+                            diag,
+                            i1,
+                            self.fsub(self.get1(diag, i1)?, self.fmul(fact, self.get1(sup, i)?)),
+                        )?;
                         self.for_range(nrhs, &mut |c| {
-                            let v = self.fsub(self.get(mb, i1, c)?, self.fmul(fact, self.get(mb, i, c)?));
+                            let v = self
+                                .fsub(self.get(mb, i1, c)?, self.fmul(fact, self.get(mb, i, c)?));
                             self.set(mb, i1, c, v)
                         })?;
                         set_sub(i, zero)
@@ -701,15 +937,11 @@ impl<'c> Codegen<'c, '_> {
                         let ui = self.get1(sup, i)?;
                         self.set1(diag, i1, self.fsub(ui, self.fmul(fact, temp)))?;
                         // Past the last step there is no second superdiagonal.
-                        self.if_else(
-                            last,
-                            &mut || Ok(()),
-                            &mut || {
-                                let u1 = self.get1(sup, i1)?;
-                                set_sub(i, u1)?;
-                                self.set1(sup, i1, self.fneg(self.fmul(fact, u1)))
-                            },
-                        )?;
+                        self.if_else(last, &mut || Ok(()), &mut || {
+                            let u1 = self.get1(sup, i1)?;
+                            set_sub(i, u1)?;
+                            self.set1(sup, i1, self.fneg(self.fmul(fact, u1)))
+                        })?;
                         self.set1(sup, i, temp)?;
                         self.for_range(nrhs, &mut |c| {
                             let (bi, bi1) = (self.get(mb, i, c)?, self.get(mb, i1, c)?);
@@ -723,7 +955,10 @@ impl<'c> Codegen<'c, '_> {
                 .into_int_value();
             let has_rows = self.icmp(IntPredicate::SGT, n, self.i64(0));
             let nlast = self.select_int(has_rows, steps, self.i64(0));
-            let last_zero = self.and(has_rows, self.fcmp(FloatPredicate::OEQ, self.get1(diag, nlast)?, zero));
+            let last_zero = self.and(
+                has_rows,
+                self.fcmp(FloatPredicate::OEQ, self.get1(diag, nlast)?, zero),
+            );
             let failed = self.or(failed, last_zero);
             // Back substitution, from the last row up.
             self.for_range(nrhs, &mut |c| {
@@ -732,11 +967,17 @@ impl<'c> Codegen<'c, '_> {
                     let i2 = self.add(i1, one);
                     let has1 = self.icmp(IntPredicate::SLT, i1, n);
                     let has2 = self.icmp(IntPredicate::SLT, i2, n);
-                    let b1 = self.fselect(has1, self.get(mb, self.select_int(has1, i1, i), c)?, zero);
-                    let b2 = self.fselect(has2, self.get(mb, self.select_int(has2, i2, i), c)?, zero);
+                    let b1 =
+                        self.fselect(has1, self.get(mb, self.select_int(has1, i1, i), c)?, zero);
+                    let b2 =
+                        self.fselect(has2, self.get(mb, self.select_int(has2, i2, i), c)?, zero);
                     let u = self.fselect(has1, self.get1(sup, i)?, zero);
-                    let l = self.fselect(has2, sub_of(self.select_int(has2, i, self.i64(-1)))?, zero);
-                    let v = self.fsub(self.fsub(self.get(mb, i, c)?, self.fmul(u, b1)), self.fmul(l, b2));
+                    let l =
+                        self.fselect(has2, sub_of(self.select_int(has2, i, self.i64(-1)))?, zero);
+                    let v = self.fsub(
+                        self.fsub(self.get(mb, i, c)?, self.fmul(u, b1)),
+                        self.fmul(l, b2),
+                    );
                     self.set(mb, i, c, self.fdiv(v, self.get1(diag, i)?))
                 })
             })?;

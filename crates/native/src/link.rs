@@ -1,14 +1,17 @@
 //! Linking a library's objects into a shared library with the system C
 //! compiler.
 
-use std::path::Path;
 use super::vmath;
+use std::path::Path;
 
 /// Links objects into a shared library with the system C compiler. A
 /// quantum program's library (`runtime`: Catalyst's) also links the
 /// adapter to the runtime (compiled with the system C++ compiler) and the
 /// runtime itself, found again at load time by its folder (`rpath`).
-pub(crate) fn link(objects: &[Vec<u8>], runtime: Option<&crate::catalyst::Runtime>) -> Result<Vec<u8>, String> {
+pub(crate) fn link(
+    objects: &[Vec<u8>],
+    runtime: Option<&crate::catalyst::Runtime>,
+) -> Result<Vec<u8>, String> {
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = std::env::temp_dir().join(format!("jaxpr-native-{}-{n}", std::process::id()));
@@ -24,7 +27,10 @@ pub(crate) fn link(objects: &[Vec<u8>], runtime: Option<&crate::catalyst::Runtim
         let mut runtime_args = Vec::new();
         if let Some(runtime) = runtime {
             files.push(adapter_object()?);
-            let lib = runtime.lib_dir.canonicalize().unwrap_or_else(|_| runtime.lib_dir.clone());
+            let lib = runtime
+                .lib_dir
+                .canonicalize()
+                .unwrap_or_else(|_| runtime.lib_dir.clone());
             runtime_args.push(format!("-L{}", lib.display()));
             runtime_args.push(format!("-Wl,-rpath,{}", lib.display()));
             runtime_args.extend(["-lrt_capi", "-lstdc++", "-lpthread", "-ldl"].map(String::from));
@@ -62,7 +68,8 @@ fn adapter_object() -> Result<std::path::PathBuf, String> {
     let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     (&source, &cxx).hash(&mut hasher);
-    let object = std::env::temp_dir().join(format!("jaxpr-catalyst-adapter-{:016x}.o", hasher.finish()));
+    let object =
+        std::env::temp_dir().join(format!("jaxpr-catalyst-adapter-{:016x}.o", hasher.finish()));
     if object.is_file() {
         return Ok(object);
     }
@@ -74,7 +81,16 @@ fn adapter_object() -> Result<std::path::PathBuf, String> {
     let source_path = tmp.with_extension("cpp");
     std::fs::write(&source_path, &source).map_err(|e| format!("{}: {e}", source_path.display()))?;
     let out = std::process::Command::new(&cxx)
-        .args(["-x", "c++", "-c", "-O2", "-fPIC", "-std=c++17", "-fvisibility=hidden", "-o"])
+        .args([
+            "-x",
+            "c++",
+            "-c",
+            "-O2",
+            "-fPIC",
+            "-std=c++17",
+            "-fvisibility=hidden",
+            "-o",
+        ])
         .arg(&tmp)
         .arg(&source_path)
         .output();

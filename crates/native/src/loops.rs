@@ -2,23 +2,30 @@
 //! values and phi nodes, loop nests over run-time extents ([`Codegen::nest`]),
 //! and what LLVM may do to unroll them ([`Unroll`]).
 
+use super::{Codegen, Unroll};
+use inkwell::IntPredicate;
+use inkwell::basic_block::BasicBlock;
+use inkwell::values::{BasicValueEnum, IntValue, PhiValue};
 use jaxpr_lower::{LowerResult, internal};
 use jaxpr_syntax::TextRange;
-use inkwell::basic_block::BasicBlock;
-use inkwell::values::{
-    BasicValueEnum, IntValue, PhiValue,
-};
-use inkwell::IntPredicate;
-use super::{Codegen, Unroll};
 
 impl<'c, 'f> Codegen<'c, 'f> {
     /// `for i in 0..n { f(i) }`.
-    pub fn for_range(&self, n: IntValue<'c>, f: &mut dyn FnMut(IntValue<'c>) -> LowerResult<()>) -> LowerResult<()> {
+    pub fn for_range(
+        &self,
+        n: IntValue<'c>,
+        f: &mut dyn FnMut(IntValue<'c>) -> LowerResult<()>,
+    ) -> LowerResult<()> {
         self.for_range_as(n, Unroll::AsLlvmChooses, f)
     }
 
     /// [`Codegen::for_range`], with what LLVM may do to unroll the loop.
-    pub fn for_range_as(&self, n: IntValue<'c>, unroll: Unroll, f: &mut dyn FnMut(IntValue<'c>) -> LowerResult<()>) -> LowerResult<()> {
+    pub fn for_range_as(
+        &self,
+        n: IntValue<'c>,
+        unroll: Unroll,
+        f: &mut dyn FnMut(IntValue<'c>) -> LowerResult<()>,
+    ) -> LowerResult<()> {
         self.for_carry_as(n, &[], unroll, &mut |i, _| f(i).map(|()| Vec::new()))?;
         Ok(())
     }
@@ -50,7 +57,10 @@ impl<'c, 'f> Codegen<'c, 'f> {
         &self,
         n: IntValue<'c>,
         init: &[BasicValueEnum<'c>],
-        f: &mut dyn FnMut(IntValue<'c>, &[BasicValueEnum<'c>]) -> LowerResult<Vec<BasicValueEnum<'c>>>,
+        f: &mut dyn FnMut(
+            IntValue<'c>,
+            &[BasicValueEnum<'c>],
+        ) -> LowerResult<Vec<BasicValueEnum<'c>>>,
     ) -> LowerResult<Vec<BasicValueEnum<'c>>> {
         self.for_carry_as(n, init, Unroll::AsLlvmChooses, f)
     }
@@ -61,14 +71,20 @@ impl<'c, 'f> Codegen<'c, 'f> {
         n: IntValue<'c>,
         init: &[BasicValueEnum<'c>],
         unroll: Unroll,
-        f: &mut dyn FnMut(IntValue<'c>, &[BasicValueEnum<'c>]) -> LowerResult<Vec<BasicValueEnum<'c>>>,
+        f: &mut dyn FnMut(
+            IntValue<'c>,
+            &[BasicValueEnum<'c>],
+        ) -> LowerResult<Vec<BasicValueEnum<'c>>>,
     ) -> LowerResult<Vec<BasicValueEnum<'c>>> {
         if n.get_sign_extended_constant().is_some_and(|n| n <= 0) {
             return Ok(init.to_vec());
         }
         let (pre, [head, body, exit]) = self.loop_enter(["head", "body", "exit"]);
         let phi = self.phi_from(self.i64(0).into(), pre, "i");
-        let carried: Vec<_> = init.iter().map(|&v| self.phi_from(v, pre, "carry")).collect();
+        let carried: Vec<_> = init
+            .iter()
+            .map(|&v| self.phi_from(v, pre, "carry"))
+            .collect();
         let values: Vec<BasicValueEnum> = carried.iter().map(|p| p.as_basic_value()).collect();
         let i = phi.as_basic_value().into_int_value();
         let c = self.icmp(IntPredicate::SLT, i, n);
@@ -99,7 +115,10 @@ impl<'c, 'f> Codegen<'c, 'f> {
     /// node whose first operand is itself, which inkwell cannot make.
     pub(crate) fn never_unroll(&self, back: inkwell::values::InstructionValue<'c>) {
         use inkwell::values::AsValueRef;
-        use llvm_sys::core::{LLVMGetMDKindIDInContext, LLVMMDNodeInContext2, LLVMMDStringInContext2, LLVMMetadataAsValue, LLVMSetMetadata};
+        use llvm_sys::core::{
+            LLVMGetMDKindIDInContext, LLVMMDNodeInContext2, LLVMMDStringInContext2,
+            LLVMMetadataAsValue, LLVMSetMetadata,
+        };
         use llvm_sys::debuginfo::{LLVMMetadataReplaceAllUsesWith, LLVMTemporaryMDNode};
         const DISABLE: &str = "llvm.loop.unroll.disable";
         const LOOP: &str = "llvm.loop";

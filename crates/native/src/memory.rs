@@ -25,12 +25,12 @@
 //! gives back every buffer of the open scopes and the loops' states before
 //! returning, so an error leaks nothing.
 
-use super::{Arr, Codegen, MAX_BYTES, Op, LowerResult, dtype};
-use jaxpr_types::DType;
+use super::{Arr, Codegen, LowerResult, MAX_BYTES, Op, dtype};
 use inkwell::basic_block::BasicBlock;
 use inkwell::module::Linkage;
 use inkwell::values::{FunctionValue, GlobalValue, IntValue, PointerValue};
 use inkwell::{AtomicOrdering, AtomicRMWBinOp, IntPredicate};
+use jaxpr_types::DType;
 
 /// Released blocks of at least this many bytes are kept for reuse.
 const CACHE_MIN_BYTES: i64 = 64 * 1024;
@@ -106,12 +106,20 @@ impl<'c> Codegen<'c, '_> {
         let null = self.b.build_is_null(base, "").expect("null");
         self.b.build_conditional_branch(null, oom, ok).expect("br");
         self.b.position_at_end(oom);
-        self.report("out of memory (%lld bytes)", &[self.mul(n, self.i64(8)).into()]);
+        self.report(
+            "out of memory (%lld bytes)",
+            &[self.mul(n, self.i64(8)).into()],
+        );
         self.b.build_return(Some(&self.i32(1))).expect("ret");
         self.b.position_at_end(ok);
         let home = self.slot(self.ptr_ty().into());
         self.b.build_store(home, base).expect("store");
-        self.table.set(Some(Table { func: self.func(), owner: self.func(), base: home, len }));
+        self.table.set(Some(Table {
+            func: self.func(),
+            owner: self.func(),
+            base: home,
+            len,
+        }));
         Ok(())
     }
 
@@ -120,9 +128,16 @@ impl<'c> Codegen<'c, '_> {
         let i64t = self.cx.i64_type();
         let ty = self.ptr_ty().fn_type(&[i64t.into()], false);
         let f = self.internal_fn("jx_table_new", ty, &mut |f| {
-            let calloc = self.extern_fn("calloc", Some(self.ptr_ty().into()), &[i64t.into(), i64t.into()], false);
+            let calloc = self.extern_fn(
+                "calloc",
+                Some(self.ptr_ty().into()),
+                &[i64t.into(), i64t.into()],
+                false,
+            );
             let n = f.get_first_param().expect("param");
-            let p = self.call(calloc, &[n.into(), self.i64(8).into()]).expect("calloc");
+            let p = self
+                .call(calloc, &[n.into(), self.i64(8).into()])
+                .expect("calloc");
             self.b.build_return(Some(&p)).expect("ret");
             Ok(())
         })?;
@@ -137,7 +152,8 @@ impl<'c> Codegen<'c, '_> {
     /// Sets the table's length once its function is complete.
     pub(crate) fn table_end(&self) {
         if let Some(t) = self.table.get() {
-            t.len.set_initializer(&self.i64(self.table_used.get().max(1) as i64));
+            t.len
+                .set_initializer(&self.i64(self.table_used.get().max(1) as i64));
         }
     }
 
@@ -203,8 +219,16 @@ impl<'c> Codegen<'c, '_> {
             let base = f.get_nth_param(0).expect("param").into_pointer_value();
             let n = f.get_nth_param(1).expect("param").into_int_value();
             self.for_range(n, &mut |i| {
-                let at = unsafe { self.b.build_gep(self.ptr_ty(), base, &[i], "").expect("gep") };
-                let p = self.b.build_load(self.ptr_ty(), at, "").expect("load").into_pointer_value();
+                let at = unsafe {
+                    self.b
+                        .build_gep(self.ptr_ty(), base, &[i], "")
+                        .expect("gep")
+                };
+                let p = self
+                    .b
+                    .build_load(self.ptr_ty(), at, "")
+                    .expect("load")
+                    .into_pointer_value();
                 let null = self.b.build_is_null(p, "").expect("null");
                 self.if_else(null, &mut || Ok(()), &mut || self.give(p))
             })?;
@@ -352,7 +376,9 @@ impl<'c> Codegen<'c, '_> {
                 let found = self.block("found");
                 let next = self.block("next");
                 let empty = self.b.build_is_null(p, "").expect("null");
-                self.b.build_conditional_branch(empty, next, found).expect("br");
+                self.b
+                    .build_conditional_branch(empty, next, found)
+                    .expect("br");
                 self.b.position_at_end(found);
                 let cap = self.capacity(p);
                 let fits = self.and(
@@ -361,7 +387,9 @@ impl<'c> Codegen<'c, '_> {
                 );
                 let hit = self.block("hit");
                 let back = self.block("back");
-                self.b.build_conditional_branch(fits, hit, back).expect("br");
+                self.b
+                    .build_conditional_branch(fits, hit, back)
+                    .expect("br");
                 self.b.position_at_end(hit);
                 self.b
                     .build_return(Some(&self.byte_offset(p, HEADER)))
@@ -371,7 +399,9 @@ impl<'c> Codegen<'c, '_> {
                 self.b.position_at_end(back);
                 let put = self.cache_put(slot, p);
                 let lost = self.block("lost");
-                self.b.build_conditional_branch(put, next, lost).expect("br");
+                self.b
+                    .build_conditional_branch(put, next, lost)
+                    .expect("br");
                 self.b.position_at_end(lost);
                 self.libc_free(p);
                 self.b.build_unconditional_branch(next).expect("br");
@@ -398,10 +428,7 @@ impl<'c> Codegen<'c, '_> {
 
     /// `jx_give(data)`: a block back to the cache, or to free.
     fn give_fn(&self) -> LowerResult<FunctionValue<'c>> {
-        let ty = self
-            .cx
-            .void_type()
-            .fn_type(&[self.ptr_ty().into()], false);
+        let ty = self.cx.void_type().fn_type(&[self.ptr_ty().into()], false);
         self.internal_fn("jx_give", ty, &mut |f| {
             let data = f.get_first_param().expect("param").into_pointer_value();
             let base = self.byte_offset(data, -HEADER);
@@ -411,7 +438,9 @@ impl<'c> Codegen<'c, '_> {
                 let put = self.cache_put(self.slot_at(s), base);
                 let done = self.block("kept");
                 let next = self.block("next");
-                self.b.build_conditional_branch(put, done, next).expect("br");
+                self.b
+                    .build_conditional_branch(put, done, next)
+                    .expect("br");
                 self.b.position_at_end(done);
                 self.b.build_return(None).expect("ret");
                 self.b.position_at_end(next);
@@ -439,9 +468,15 @@ impl<'c> Codegen<'c, '_> {
             // The registry's table (the outputs still live are the
             // caller's to have given back).
             let table = self.registry()[1];
-            let t = self.b.build_load(self.ptr_ty(), table, "").expect("load").into_pointer_value();
+            let t = self
+                .b
+                .build_load(self.ptr_ty(), table, "")
+                .expect("load")
+                .into_pointer_value();
             self.libc_free(t);
-            self.b.build_store(table, self.ptr_ty().const_null()).expect("store");
+            self.b
+                .build_store(table, self.ptr_ty().const_null())
+                .expect("store");
             self.b.build_return(None).expect("ret");
             Ok(())
         })?;
@@ -463,7 +498,11 @@ impl<'c> Codegen<'c, '_> {
     }
 
     /// An internal global of the registry of live outputs, zero at load.
-    fn registry_global(&self, name: &str, t: inkwell::types::BasicTypeEnum<'c>) -> PointerValue<'c> {
+    fn registry_global(
+        &self,
+        name: &str,
+        t: inkwell::types::BasicTypeEnum<'c>,
+    ) -> PointerValue<'c> {
         if let Some(g) = self.m.get_global(name) {
             return g.as_pointer_value();
         }
@@ -494,40 +533,68 @@ impl<'c> Codegen<'c, '_> {
         let (_, [head, wait, locked]) = self.loop_enter(["lock", "wait", "locked"]);
         let old = self
             .b
-            .build_atomicrmw(AtomicRMWBinOp::Xchg, lock, self.i32(1), AtomicOrdering::Acquire)
+            .build_atomicrmw(
+                AtomicRMWBinOp::Xchg,
+                lock,
+                self.i32(1),
+                AtomicOrdering::Acquire,
+            )
             .expect("xchg");
         let free = self.icmp(IntPredicate::EQ, old, self.i32(0));
-        self.b.build_conditional_branch(free, locked, wait).expect("br");
+        self.b
+            .build_conditional_branch(free, locked, wait)
+            .expect("br");
         self.b.position_at_end(wait);
-        let sched_yield = self.extern_fn("sched_yield", Some(self.cx.i32_type().into()), &[], false);
+        let sched_yield =
+            self.extern_fn("sched_yield", Some(self.cx.i32_type().into()), &[], false);
         self.call(sched_yield, &[]);
         self.b.build_unconditional_branch(head).expect("br");
         self.b.position_at_end(locked);
     }
 
     fn registry_unlock(&self) {
-        let store = self.b.build_store(self.registry()[0], self.i32(0)).expect("store");
+        let store = self
+            .b
+            .build_store(self.registry()[0], self.i32(0))
+            .expect("store");
         store.set_alignment(4).expect("align");
-        store.set_atomic_ordering(AtomicOrdering::Release).expect("release");
+        store
+            .set_atomic_ordering(AtomicOrdering::Release)
+            .expect("release");
     }
 
     fn load_i64(&self, p: PointerValue<'c>) -> IntValue<'c> {
-        self.b.build_load(self.cx.i64_type(), p, "").expect("load").into_int_value()
+        self.b
+            .build_load(self.cx.i64_type(), p, "")
+            .expect("load")
+            .into_int_value()
     }
 
     /// The address of slot `i` of a registry table.
     fn registry_slot(&self, table: PointerValue<'c>, i: IntValue<'c>) -> PointerValue<'c> {
-        unsafe { self.b.build_gep(self.cx.i64_type(), table, &[i], "").expect("gep") }
+        unsafe {
+            self.b
+                .build_gep(self.cx.i64_type(), table, &[i], "")
+                .expect("gep")
+        }
     }
 
     /// The first slot to probe for data pointer `p` (as an integer) in a
     /// table of `cap` slots: a multiplicative hash of the pointer.
     fn registry_start(&self, p: IntValue<'c>, cap: IntValue<'c>) -> IntValue<'c> {
-        let x = self.b.build_right_shift(p, self.i64(4), false, "").expect("shr");
+        let x = self
+            .b
+            .build_right_shift(p, self.i64(4), false, "")
+            .expect("shr");
         let h = self.mul(x, self.i64(0x9E37_79B9_7F4A_7C15_u64 as i64));
-        let hi = self.b.build_right_shift(h, self.i64(32), false, "").expect("shr");
+        let hi = self
+            .b
+            .build_right_shift(h, self.i64(32), false, "")
+            .expect("shr");
         let h = self.b.build_xor(h, hi, "").expect("xor");
-        self.b.build_and(h, self.sub(cap, self.i64(1)), "").expect("and")
+        self.b
+            .build_and(h, self.sub(cap, self.i64(1)), "")
+            .expect("and")
     }
 
     /// A loop that probes a table of `cap` slots from the slot of `p`, one
@@ -544,14 +611,21 @@ impl<'c> Codegen<'c, '_> {
     ) -> IntValue<'c> {
         let i64t = self.cx.i64_type();
         let at = self.slot(i64t.into());
-        self.b.build_store(at, self.registry_start(p, cap)).expect("store");
+        self.b
+            .build_store(at, self.registry_start(p, cap))
+            .expect("store");
         let (_, [head, next, done]) = self.loop_enter(["probe", "next", "probed"]);
         let i = self.load_i64(at);
         let v = self.load_i64(self.registry_slot(table, i));
         let here = stop(v);
-        self.b.build_conditional_branch(here, done, next).expect("br");
+        self.b
+            .build_conditional_branch(here, done, next)
+            .expect("br");
         self.b.position_at_end(next);
-        let j = self.b.build_and(self.add(i, self.i64(1)), self.sub(cap, self.i64(1)), "").expect("and");
+        let j = self
+            .b
+            .build_and(self.add(i, self.i64(1)), self.sub(cap, self.i64(1)), "")
+            .expect("and");
         self.b.build_store(at, j).expect("store");
         self.b.build_unconditional_branch(head).expect("br");
         self.b.position_at_end(done);
@@ -586,7 +660,10 @@ impl<'c> Codegen<'c, '_> {
     /// recorded) when the larger table cannot be allocated, else 1.
     fn registry_add_fn(&self) -> LowerResult<FunctionValue<'c>> {
         let i64t = self.cx.i64_type();
-        let ty = self.cx.i32_type().fn_type(&[self.ptr_ty().into(), i64t.into()], false);
+        let ty = self
+            .cx
+            .i32_type()
+            .fn_type(&[self.ptr_ty().into(), i64t.into()], false);
         self.internal_fn("jx_reg_add", ty, &mut |f| {
             let ptrs = f.get_nth_param(0).expect("param").into_pointer_value();
             let n = f.get_nth_param(1).expect("param").into_int_value();
@@ -603,39 +680,65 @@ impl<'c> Codegen<'c, '_> {
             );
             let grow = self.block("grow");
             let room = self.block("room");
-            self.b.build_conditional_branch(full, grow, room).expect("br");
+            self.b
+                .build_conditional_branch(full, grow, room)
+                .expect("br");
             self.b.position_at_end(grow);
             // The new capacity: the least power of two, at least
             // REGISTRY_MIN, of at least 4 slots a live pointer.
             let want = self.mul(self.add(live, n), self.i64(4));
             let new_cap = self.slot(i64t.into());
-            self.b.build_store(new_cap, self.i64(REGISTRY_MIN)).expect("store");
+            self.b
+                .build_store(new_cap, self.i64(REGISTRY_MIN))
+                .expect("store");
             let (_, [head, double, sized]) = self.loop_enter(["size", "double", "sized"]);
             let c = self.load_i64(new_cap);
             let small = self.icmp(IntPredicate::ULT, c, want);
-            self.b.build_conditional_branch(small, double, sized).expect("br");
+            self.b
+                .build_conditional_branch(small, double, sized)
+                .expect("br");
             self.b.position_at_end(double);
-            self.b.build_store(new_cap, self.mul(c, self.i64(2))).expect("store");
+            self.b
+                .build_store(new_cap, self.mul(c, self.i64(2)))
+                .expect("store");
             self.b.build_unconditional_branch(head).expect("br");
             self.b.position_at_end(sized);
             let c = self.load_i64(new_cap);
-            let calloc = self.extern_fn("calloc", Some(self.ptr_ty().into()), &[i64t.into(), i64t.into()], false);
-            let new = self.call(calloc, &[c.into(), self.i64(8).into()]).expect("calloc").into_pointer_value();
+            let calloc = self.extern_fn(
+                "calloc",
+                Some(self.ptr_ty().into()),
+                &[i64t.into(), i64t.into()],
+                false,
+            );
+            let new = self
+                .call(calloc, &[c.into(), self.i64(8).into()])
+                .expect("calloc")
+                .into_pointer_value();
             let oom = self.block("oom");
             let rehash = self.block("rehash");
-            self.b.build_conditional_branch(self.b.build_is_null(new, "").expect("null"), oom, rehash).expect("br");
+            self.b
+                .build_conditional_branch(self.b.build_is_null(new, "").expect("null"), oom, rehash)
+                .expect("br");
             self.b.position_at_end(oom);
             self.registry_unlock();
             self.b.build_return(Some(&self.i32(0))).expect("ret");
             self.b.position_at_end(rehash);
-            let old = self.b.build_load(self.ptr_ty(), table_g, "").expect("load").into_pointer_value();
+            let old = self
+                .b
+                .build_load(self.ptr_ty(), table_g, "")
+                .expect("load")
+                .into_pointer_value();
             self.for_range(cap, &mut |i| {
                 let v = self.load_i64(self.registry_slot(old, i));
                 let kept = self.icmp(IntPredicate::UGT, v, self.i64(TOMBSTONE));
-                self.if_else(kept, &mut || {
-                    self.call(insert, &[new.into(), c.into(), v.into()]);
-                    Ok(())
-                }, &mut || Ok(()))
+                self.if_else(
+                    kept,
+                    &mut || {
+                        self.call(insert, &[new.into(), c.into(), v.into()]);
+                        Ok(())
+                    },
+                    &mut || Ok(()),
+                )
             })?;
             self.libc_free(old);
             self.b.build_store(table_g, new).expect("store");
@@ -643,16 +746,31 @@ impl<'c> Codegen<'c, '_> {
             self.b.build_store(used_g, live).expect("store");
             self.b.build_unconditional_branch(room).expect("br");
             self.b.position_at_end(room);
-            let table = self.b.build_load(self.ptr_ty(), table_g, "").expect("load").into_pointer_value();
+            let table = self
+                .b
+                .build_load(self.ptr_ty(), table_g, "")
+                .expect("load")
+                .into_pointer_value();
             let cap = self.load_i64(cap_g);
             self.for_range(n, &mut |k| {
-                let at = unsafe { self.b.build_gep(self.ptr_ty(), ptrs, &[k], "").expect("gep") };
+                let at = unsafe {
+                    self.b
+                        .build_gep(self.ptr_ty(), ptrs, &[k], "")
+                        .expect("gep")
+                };
                 let p = self.load_i64(at);
-                let took = self.call(insert, &[table.into(), cap.into(), p.into()]).expect("insert").into_int_value();
-                self.b.build_store(used_g, self.add(self.load_i64(used_g), took)).expect("store");
+                let took = self
+                    .call(insert, &[table.into(), cap.into(), p.into()])
+                    .expect("insert")
+                    .into_int_value();
+                self.b
+                    .build_store(used_g, self.add(self.load_i64(used_g), took))
+                    .expect("store");
                 Ok(())
             })?;
-            self.b.build_store(live_g, self.add(self.load_i64(live_g), n)).expect("store");
+            self.b
+                .build_store(live_g, self.add(self.load_i64(live_g), n))
+                .expect("store");
             self.registry_unlock();
             self.b.build_return(Some(&self.i32(1))).expect("ret");
             Ok(())
@@ -665,25 +783,47 @@ impl<'c> Codegen<'c, '_> {
         let ty = self.cx.i32_type().fn_type(&[self.ptr_ty().into()], false);
         self.internal_fn("jx_reg_remove", ty, &mut |f| {
             let data = f.get_first_param().expect("param").into_pointer_value();
-            let p = self.b.build_ptr_to_int(data, self.cx.i64_type(), "").expect("ptrtoint");
+            let p = self
+                .b
+                .build_ptr_to_int(data, self.cx.i64_type(), "")
+                .expect("ptrtoint");
             let [_, table_g, cap_g, _, live_g] = self.registry();
             self.registry_lock();
-            let table = self.b.build_load(self.ptr_ty(), table_g, "").expect("load").into_pointer_value();
+            let table = self
+                .b
+                .build_load(self.ptr_ty(), table_g, "")
+                .expect("load")
+                .into_pointer_value();
             let search = self.block("search");
             let absent = self.block("absent");
-            self.b.build_conditional_branch(self.b.build_is_null(table, "").expect("null"), absent, search).expect("br");
+            self.b
+                .build_conditional_branch(
+                    self.b.build_is_null(table, "").expect("null"),
+                    absent,
+                    search,
+                )
+                .expect("br");
             self.b.position_at_end(search);
             let cap = self.load_i64(cap_g);
             let i = self.registry_probe(table, cap, p, &mut |v| {
-                self.or(self.icmp(IntPredicate::EQ, v, p), self.icmp(IntPredicate::EQ, v, self.i64(0)))
+                self.or(
+                    self.icmp(IntPredicate::EQ, v, p),
+                    self.icmp(IntPredicate::EQ, v, self.i64(0)),
+                )
             });
             let slot = self.registry_slot(table, i);
             let found = self.icmp(IntPredicate::EQ, self.load_i64(slot), p);
             let present = self.block("present");
-            self.b.build_conditional_branch(found, present, absent).expect("br");
+            self.b
+                .build_conditional_branch(found, present, absent)
+                .expect("br");
             self.b.position_at_end(present);
-            self.b.build_store(slot, self.i64(TOMBSTONE)).expect("store");
-            self.b.build_store(live_g, self.sub(self.load_i64(live_g), self.i64(1))).expect("store");
+            self.b
+                .build_store(slot, self.i64(TOMBSTONE))
+                .expect("store");
+            self.b
+                .build_store(live_g, self.sub(self.load_i64(live_g), self.i64(1)))
+                .expect("store");
             self.registry_unlock();
             self.b.build_return(Some(&self.i32(1))).expect("ret");
             self.b.position_at_end(absent);
@@ -756,7 +896,9 @@ impl<'c> Codegen<'c, '_> {
     fn copy_into(&self, x: &Op<'c>, p: PointerValue<'c>) -> LowerResult<Arr<'c>> {
         let dt = dtype(&x.ty)?;
         let bytes = self.mul(self.numel(&x.v.dims), self.i64(Self::size_of(&dt)));
-        self.b.build_memcpy(p, 1, self.reloaded(x.v.p), 1, bytes).expect("memcpy");
+        self.b
+            .build_memcpy(p, 1, self.reloaded(x.v.p), 1, bytes)
+            .expect("memcpy");
         Ok(Arr::new(p, x.v.dims.clone()))
     }
 
@@ -796,12 +938,17 @@ impl<'c> Codegen<'c, '_> {
             let list = self.slot(self.ptr_ty().array_type(arrays.len() as u32).into());
             for (k, x) in arrays.iter().enumerate() {
                 let at = unsafe {
-                    self.b.build_gep(self.ptr_ty(), list, &[self.i64(k as i64)], "").expect("gep")
+                    self.b
+                        .build_gep(self.ptr_ty(), list, &[self.i64(k as i64)], "")
+                        .expect("gep")
                 };
                 self.b.build_store(at, self.reloaded(x.p)).expect("store");
             }
             let ok = self
-                .call(self.registry_add_fn()?, &[list.into(), self.i64(arrays.len() as i64).into()])
+                .call(
+                    self.registry_add_fn()?,
+                    &[list.into(), self.i64(arrays.len() as i64).into()],
+                )
                 .expect("add")
                 .into_int_value();
             self.fail_if(
@@ -930,7 +1077,11 @@ impl<'c> Codegen<'c, '_> {
         self.b.position_at_end(bb);
         match held.split_last() {
             None => {
-                if let Some(t) = self.table.get().filter(|t| self.func.get() == Some(t.owner)) {
+                if let Some(t) = self
+                    .table
+                    .get()
+                    .filter(|t| self.func.get() == Some(t.owner))
+                {
                     // give_table only fails on internal errors of its own IR.
                     let _ = self.give_table(t);
                 }

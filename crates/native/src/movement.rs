@@ -1,11 +1,11 @@
 //! Data movement: every output index mapped to a source offset
 //! ([`Codegen::remap`]): transpose, padding, concatenation, split.
 
-use super::{Arr, Cx, Env, Codegen, Op, dtype};
+use super::{Arr, Codegen, Cx, Env, Op, dtype};
+use inkwell::IntPredicate;
+use inkwell::values::{BasicValueEnum, IntValue};
 use jaxpr_lower::{LowerResult, err};
 use jaxpr_types::{DType, Dim};
-use inkwell::values::{BasicValueEnum, IntValue};
-use inkwell::IntPredicate;
 
 impl<'c> Codegen<'c, '_> {
     /// A copy owned by the current scope.
@@ -19,7 +19,13 @@ impl<'c> Codegen<'c, '_> {
     /// `src` at the offset `f` returns, or `fill` where `f` says invalid.
     /// `src` with its axes in the order `perm` (`transpose`); `param`
     /// names the parameter that gave `perm`.
-    pub(crate) fn transpose(&self, cx: &Cx<'_, 'c>, src: &Op<'c>, perm: &[i64], param: &str) -> LowerResult<Arr<'c>> {
+    pub(crate) fn transpose(
+        &self,
+        cx: &Cx<'_, 'c>,
+        src: &Op<'c>,
+        perm: &[i64],
+        param: &str,
+    ) -> LowerResult<Arr<'c>> {
         if perm.len() != src.v.dims.len() || perm.iter().any(|&p| p as usize >= perm.len()) {
             return err(cx.at(), format!("`{param}` does not match the operand"));
         }
@@ -85,7 +91,12 @@ impl<'c> Codegen<'c, '_> {
     pub(crate) fn pad(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> LowerResult<Arr<'c>> {
         let p = cx.param("padding_config")?;
         let x = &cx.args[0];
-        let bad = || err(p.range, "`padding_config` must be triples (low, high, interior)");
+        let bad = || {
+            err(
+                p.range,
+                "`padding_config` must be triples (low, high, interior)",
+            )
+        };
         let Some(triples) = p.as_seq().filter(|s| s.len() == x.v.dims.len()) else {
             return bad();
         };
@@ -167,7 +178,10 @@ impl<'c> Codegen<'c, '_> {
     /// The extent of `n` elements padded by `[low, high, interior]`.
     pub(crate) fn padded_extent(&self, n: IntValue<'c>, c: [i64; 3]) -> IntValue<'c> {
         // (n - 1) * (interior + 1) + 1 + low + high, or low + high when n == 0.
-        let spread = self.add(self.mul(self.sub(n, self.i64(1)), self.i64(c[2] + 1)), self.i64(1));
+        let spread = self.add(
+            self.mul(self.sub(n, self.i64(1)), self.i64(c[2] + 1)),
+            self.i64(1),
+        );
         let empty = self.icmp(IntPredicate::EQ, n, self.i64(0));
         let inner = self.select_int(empty, self.i64(0), spread);
         let e = self.add(inner, self.i64(c[0] + c[1]));
@@ -216,7 +230,11 @@ impl<'c> Codegen<'c, '_> {
         // Sizes may be symbolic (`sizes=(b0, b0)`): their run-time values.
         let sizes: Vec<IntValue> = match cx.ints("sizes") {
             Ok(sizes) => sizes.iter().map(|&n| self.i64(n)).collect(),
-            Err(_) => cx.dims_param("sizes")?.iter().map(|d| self.dim(env, d, cx.at())).collect::<LowerResult<_>>()?,
+            Err(_) => cx
+                .dims_param("sizes")?
+                .iter()
+                .map(|d| self.dim(env, d, cx.at()))
+                .collect::<LowerResult<_>>()?,
         };
         let rank = src.v.dims.len() as i64;
         let axis = cx.int("axis")?;
@@ -232,11 +250,13 @@ impl<'c> Codegen<'c, '_> {
         for (k, &n) in sizes.iter().enumerate() {
             let out = self.dims(env, &cx.outs[k], cx.at())?;
             let from = start;
-            pieces.push(self.remap(&dtype(&cx.outs[k])?, &out, src, None, &mut |idx| {
-                let mut at = idx.to_vec();
-                at[axis] = self.add(idx[axis], from);
-                Ok((self.offset(&at, &src.v.dims), None))
-            })?);
+            pieces.push(
+                self.remap(&dtype(&cx.outs[k])?, &out, src, None, &mut |idx| {
+                    let mut at = idx.to_vec();
+                    at[axis] = self.add(idx[axis], from);
+                    Ok((self.offset(&at, &src.v.dims), None))
+                })?,
+            );
             start = self.add(start, n);
         }
         Ok(pieces)
@@ -260,11 +280,13 @@ impl<'c> Codegen<'c, '_> {
             if out.len() + 1 != src.v.dims.len() {
                 return err(cx.at(), "`unstack` results do not match the operand");
             }
-            pieces.push(self.remap(&dtype(&cx.outs[k])?, &out, src, None, &mut |idx| {
-                let mut at = idx.to_vec();
-                at.insert(axis, self.i64(k as i64));
-                Ok((self.offset(&at, &src.v.dims), None))
-            })?);
+            pieces.push(
+                self.remap(&dtype(&cx.outs[k])?, &out, src, None, &mut |idx| {
+                    let mut at = idx.to_vec();
+                    at.insert(axis, self.i64(k as i64));
+                    Ok((self.offset(&at, &src.v.dims), None))
+                })?,
+            );
         }
         Ok(pieces)
     }

@@ -4,11 +4,11 @@
 //! maps each output index to a source offset ([`Codegen::remap`]); reductions,
 //! contractions and windows are loop nests with an accumulator.
 
-use super::{Arr, Cx, Env, Codegen, dtype};
+use super::{Arr, Codegen, Cx, Env, dtype};
+use inkwell::IntPredicate;
+use inkwell::values::IntValue;
 use jaxpr_lower::{Backend, LowerResult, err, expr_poly, is_identity, missing_lowering};
 use jaxpr_types::{DType, Dim, FloatKind};
-use inkwell::values::IntValue;
-use inkwell::IntPredicate;
 
 /// Reductions: primitive and the binary primitive that combines.
 pub(crate) const REDUCE: &[(&str, &str)] = &[
@@ -64,7 +64,12 @@ pub(crate) fn accumulator(dt: &DType) -> DType {
 }
 
 impl<'c> Codegen<'c, '_> {
-    pub(crate) fn lower_eqn(&self, env: &Env<'c>, cx: &Cx<'_, 'c>, defer: bool) -> LowerResult<Vec<Arr<'c>>> {
+    pub(crate) fn lower_eqn(
+        &self,
+        env: &Env<'c>,
+        cx: &Cx<'_, 'c>,
+        defer: bool,
+    ) -> LowerResult<Vec<Arr<'c>>> {
         let name = cx.name();
         if let Some(r) = self.lower_random(env, cx)? {
             return Ok(r);
@@ -303,7 +308,14 @@ impl<'c> Codegen<'c, '_> {
                 };
                 // A value, not an extent: it may be negative (`dim=- b`).
                 let (v, overflow) = self.poly(env, &poly, p.range)?;
-                self.fail_if(overflow, &format!("`dim_as_value` at byte {}: `{poly}` overflows 64 bits", cx.at().start), &[]);
+                self.fail_if(
+                    overflow,
+                    &format!(
+                        "`dim_as_value` at byte {}: `{poly}` overflows 64 bits",
+                        cx.at().start
+                    ),
+                    &[],
+                );
                 let dt = dtype(&cx.outs[0])?;
                 let r = self.alloc(&dt, &[])?;
                 let v = self.from_i64(v, &dt)?;
@@ -327,7 +339,12 @@ impl<'c> Codegen<'c, '_> {
     // ---- helpers ---------------------------------------------------------------
 
     /// A tuple of sizes that may be symbolic (`slice_sizes=(a, 1)`).
-    pub(crate) fn sizes(&self, env: &Env<'c>, cx: &Cx<'_, 'c>, name: &str) -> LowerResult<Vec<IntValue<'c>>> {
+    pub(crate) fn sizes(
+        &self,
+        env: &Env<'c>,
+        cx: &Cx<'_, 'c>,
+        name: &str,
+    ) -> LowerResult<Vec<IntValue<'c>>> {
         let p = cx.param(name)?;
         let Some(items) = p.as_seq() else {
             return err(p.range, format!("`{name}` must be a tuple of sizes"));
@@ -364,5 +381,4 @@ impl<'c> Codegen<'c, '_> {
         );
         Ok(())
     }
-
 }

@@ -23,6 +23,7 @@
 //! values; the mutable ones (the block cache, the error buffer) are
 //! defined once, in the first part, which also keeps the destructor list.
 
+use inkwell::GlobalVisibility;
 use inkwell::OptimizationLevel;
 use inkwell::context::Context;
 use inkwell::memory_buffer::MemoryBuffer;
@@ -30,7 +31,6 @@ use inkwell::module::{Linkage, Module};
 use inkwell::passes::PassBuilderOptions;
 use inkwell::targets::{CodeModel, FileType, RelocMode, Target, TargetMachine, TargetTriple};
 use inkwell::values::{FunctionValue, GlobalValue};
-use inkwell::GlobalVisibility;
 use rustc_hash::FxHashMap as HashMap;
 
 /// How to make the target machine, in any thread.
@@ -69,9 +69,14 @@ pub(super) struct Split {
 /// one unit per instruction, a third of that in a function it does not
 /// optimise ([`without_optimisation`]).
 fn cost(f: FunctionValue<'_>) -> usize {
-    let instructions: usize = f.get_basic_block_iter().map(|b| b.get_instructions().count()).sum();
+    let instructions: usize = f
+        .get_basic_block_iter()
+        .map(|b| b.get_instructions().count())
+        .sum();
     let optnone = inkwell::attributes::Attribute::get_named_enum_kind_id("optnone");
-    if f.get_enum_attribute(inkwell::attributes::AttributeLoc::Function, optnone).is_some() {
+    if f.get_enum_attribute(inkwell::attributes::AttributeLoc::Function, optnone)
+        .is_some()
+    {
         return 30 + instructions / 3;
     }
     100 + instructions
@@ -98,7 +103,11 @@ impl Split {
             if map.contains_key(&name) {
                 continue;
             }
-            let (k, _) = load.iter().enumerate().min_by_key(|(_, l)| **l).expect("a part");
+            let (k, _) = load
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, l)| **l)
+                .expect("a part");
             load[k] += cost;
             map.insert(name, k);
         }
@@ -123,7 +132,13 @@ impl Split {
 
     /// Part `k` of the module in `bitcode`, optimised with `passes` and
     /// compiled to an object.
-    pub fn object(&self, k: usize, bitcode: &[u8], passes: &str, machine: &Machine) -> Result<Vec<u8>, String> {
+    pub fn object(
+        &self,
+        k: usize,
+        bitcode: &[u8],
+        passes: &str,
+        machine: &Machine,
+    ) -> Result<Vec<u8>, String> {
         let cx = Context::create();
         let buf = MemoryBuffer::create_from_memory_range_copy(bitcode, "library");
         let m = Module::parse_bitcode_from_buffer(&buf, &cx)
@@ -172,7 +187,12 @@ impl Split {
     }
 
     /// Every part's object, built on threads of their own.
-    pub fn objects(&self, bitcode: &[u8], passes: &str, machine: &Machine) -> Result<Vec<Vec<u8>>, String> {
+    pub fn objects(
+        &self,
+        bitcode: &[u8],
+        passes: &str,
+        machine: &Machine,
+    ) -> Result<Vec<Vec<u8>>, String> {
         std::thread::scope(|scope| {
             let threads: Vec<_> = (0..self.parts)
                 .map(|k| {
@@ -197,7 +217,10 @@ impl Split {
 
 /// The CPU time of the calling thread.
 fn thread_cpu() -> std::time::Duration {
-    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: a valid timespec to fill.
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
     std::time::Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
@@ -289,13 +312,15 @@ fn declare_function<'c>(m: &Module<'c>, f: FunctionValue<'c>) {
 /// name (defined by part 0).
 fn declare_global<'c>(m: &Module<'c>, g: GlobalValue<'c>) {
     let name = g.get_name().to_string_lossy().into_owned();
-    let ty = inkwell::types::BasicTypeEnum::try_from(g.get_value_type()).expect("a global's type is a basic type");
+    let ty = inkwell::types::BasicTypeEnum::try_from(g.get_value_type())
+        .expect("a global's type is a basic type");
     let decl = m.add_global(ty, None, "");
     decl.set_linkage(Linkage::External);
     decl.set_visibility(GlobalVisibility::Hidden);
     decl.set_thread_local_mode(g.get_thread_local_mode());
     decl.set_alignment(g.get_alignment());
-    g.as_pointer_value().replace_all_uses_with(decl.as_pointer_value());
+    g.as_pointer_value()
+        .replace_all_uses_with(decl.as_pointer_value());
     // SAFETY: nothing refers to `g` any more.
     unsafe { g.delete() };
     decl.set_name(&name);

@@ -10,14 +10,14 @@
 //! references, as Catalyst's own lowering treats them).
 
 use super::{Arr, Codegen, Cx, Env, dtype};
+use inkwell::IntPredicate;
+use inkwell::types::BasicMetadataTypeEnum;
+use inkwell::values::{BasicMetadataValueEnum, IntValue, PointerValue};
 use jaxpr_check::registry;
 use jaxpr_check::rules::{GateKind, GateLengths, GateOperands};
 use jaxpr_lower::{LowerResult, err, internal};
 use jaxpr_syntax::ast::{Expr, ExprKind};
 use jaxpr_types::{DType, FloatKind};
-use inkwell::IntPredicate;
-use inkwell::types::BasicMetadataTypeEnum;
-use inkwell::values::{BasicMetadataValueEnum, IntValue, PointerValue};
 
 /// The named gates of the runtime's C API: name, parameters, qubits
 /// (`None`: any number, passed as a count and the qubits).
@@ -78,12 +78,15 @@ fn runs_one_shot_at_a_time(cx: &Cx<'_, '_>) -> bool {
     fn mentions(e: &Expr, pass: &str) -> bool {
         match &e.kind {
             ExprKind::Str(s) | ExprKind::Path(s) => s.contains(pass),
-            ExprKind::Tuple(items) | ExprKind::List(items) => items.iter().any(|x| mentions(x, pass)),
+            ExprKind::Tuple(items) | ExprKind::List(items) => {
+                items.iter().any(|x| mentions(x, pass))
+            }
             ExprKind::Call(c) => c.args.iter().any(|a| mentions(&a.value, pass)),
             _ => false,
         }
     }
-    cx.e.param("pipelines").is_some_and(|p| mentions(&p.value, "dynamic-one-shot"))
+    cx.e.param("pipelines")
+        .is_some_and(|p| mentions(&p.value, "dynamic-one-shot"))
 }
 
 /// Whether a dtype is a quantum value (Catalyst's `AbstractQreg()`,
@@ -104,13 +107,17 @@ pub(crate) fn adapter_source() -> String {
             Some(n) => {
                 let qs = "QUBIT *, ".repeat(n);
                 let qargs: String = (0..n).map(|k| format!("q[{k}], ")).collect();
-                declarations.push_str(&format!("void __catalyst__qis__{name}({doubles}{qs}const Modifiers *);\n"));
+                declarations.push_str(&format!(
+                    "void __catalyst__qis__{name}({doubles}{qs}const Modifiers *);\n"
+                ));
                 dispatch.push_str(&format!(
                     "    if (!strcmp(op, \"{name}\") && n == {n}) {{ __catalyst__qis__{name}({args}{qargs}m); return true; }}\n"
                 ));
             }
             None => {
-                declarations.push_str(&format!("void __catalyst__qis__{name}({doubles}const Modifiers *, int64_t, ...);\n"));
+                declarations.push_str(&format!(
+                    "void __catalyst__qis__{name}({doubles}const Modifiers *, int64_t, ...);\n"
+                ));
                 dispatch.push_str(&format!(
                     "    if (!strcmp(op, \"{name}\")) {{ __catalyst__qis__{name}({args}m, n, JX_ARGS(q)); return true; }}\n"
                 ));
@@ -125,7 +132,9 @@ pub(crate) fn adapter_source() -> String {
 /// The constant parameters Catalyst <= 0.10 prints on a gate
 /// (`static_params=[0.25]`), none when it prints none.
 fn static_gate_params(cx: &Cx<'_, '_>) -> LowerResult<Vec<f64>> {
-    let Some(p) = cx.e.param("static_params") else { return Ok(Vec::new()) };
+    let Some(p) = cx.e.param("static_params") else {
+        return Ok(Vec::new());
+    };
     if p.value.is_none() {
         return Ok(Vec::new());
     }
@@ -137,17 +146,25 @@ fn static_gate_params(cx: &Cx<'_, '_>) -> LowerResult<Vec<f64>> {
             _ => None,
         }
     }
-    let values = p.value.as_seq().map(|items| items.iter().map(number).collect::<Option<Vec<f64>>>());
+    let values = p
+        .value
+        .as_seq()
+        .map(|items| items.iter().map(number).collect::<Option<Vec<f64>>>());
     match values.flatten() {
         Some(v) => Ok(v),
-        None => err(p.value.range, "`static_params` must be a list of numbers to be built"),
+        None => err(
+            p.value.range,
+            "`static_params` must be a list of numbers to be built",
+        ),
     }
 }
 
 /// Whether a gate's first operand is a qubit (where Catalyst <= 0.10 puts
 /// a controlled global phase's controls).
 pub(crate) fn first_operand_is_qubit(cx: &Cx<'_, '_>) -> bool {
-    cx.args.first().is_some_and(|a| matches!(&a.ty.dtype, Some(DType::Other(s)) if s.starts_with("AbstractQbit")))
+    cx.args.first().is_some_and(
+        |a| matches!(&a.ty.dtype, Some(DType::Other(s)) if s.starts_with("AbstractQbit")),
+    )
 }
 
 /// A parameter's value as text (a quoted string, a path, a dict kept as
@@ -164,11 +181,16 @@ impl<'c> Codegen<'c, '_> {
     /// adapter's `jx_q_run` with `body` (the generated entry function) and
     /// the seed, which takes the runtime's lock and starts and ends the
     /// runtime around the call.
-    pub(crate) fn quantum_entry(&self, body: inkwell::values::FunctionValue<'c>, seed: Option<u32>) {
+    pub(crate) fn quantum_entry(
+        &self,
+        body: inkwell::values::FunctionValue<'c>,
+        seed: Option<u32>,
+    ) {
         let ptr = self.ptr_ty();
         let i64t = self.cx.i64_type();
         let f = self.m.add_function(&self.name, body.get_type(), None);
-        self.b.position_at_end(self.cx.append_basic_block(f, "entry"));
+        self.b
+            .position_at_end(self.cx.append_basic_block(f, "entry"));
         let seed = match seed {
             Some(s) => {
                 let g = self.m.add_global(self.cx.i32_type(), None, "seed");
@@ -182,28 +204,50 @@ impl<'c> Codegen<'c, '_> {
         let run = self.extern_fn(
             "jx_q_run",
             Some(self.cx.i32_type().into()),
-            &[ptr.into(), ptr.into(), ptr.into(), i64t.into(), ptr.into(), i64t.into()],
+            &[
+                ptr.into(),
+                ptr.into(),
+                ptr.into(),
+                i64t.into(),
+                ptr.into(),
+                i64t.into(),
+            ],
             false,
         );
         let p = |k: u32| f.get_nth_param(k).expect("param");
         let rc = self
             .call(
                 run,
-                &[body.as_global_value().as_pointer_value().into(), seed.into(), p(0).into(), p(1).into(), p(2).into(), p(3).into()],
+                &[
+                    body.as_global_value().as_pointer_value().into(),
+                    seed.into(),
+                    p(0).into(),
+                    p(1).into(),
+                    p(2).into(),
+                    p(3).into(),
+                ],
             )
             .expect("status");
         self.b.build_return(Some(&rc)).expect("ret");
     }
 
     /// Lowers a quantum primitive; `None` for other primitives.
-    pub(crate) fn lower_quantum(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> LowerResult<Option<Vec<Arr<'c>>>> {
+    pub(crate) fn lower_quantum(
+        &self,
+        env: &Env<'c>,
+        cx: &Cx<'_, 'c>,
+    ) -> LowerResult<Option<Vec<Arr<'c>>>> {
         let name = cx.name();
         // Older Catalysts' spellings (`qmeasure`, `qunitary`) are lowered as
         // their registry row.
         let row = registry::lookup(name).map_or(name, |p| p.name);
         let at = cx.at();
         let i64t = self.cx.i64_type();
-        let handle = |k: usize| -> LowerResult<IntValue<'c>> { Ok(self.load(&DType::Int(64), cx.args[k].v.p, self.i64(0))?.into_int_value()) };
+        let handle = |k: usize| -> LowerResult<IntValue<'c>> {
+            Ok(self
+                .load(&DType::Int(64), cx.args[k].v.p, self.i64(0))?
+                .into_int_value())
+        };
         let out_handle = || self.slot(i64t.into());
         let check = |rc: IntValue<'c>| self.quantum_check(rc, name, at.start);
         Ok(Some(match row {
@@ -214,7 +258,10 @@ impl<'c> Codegen<'c, '_> {
                 if name == "quantum_kernel" && runs_one_shot_at_a_time(cx) {
                     return self.one_shot_kernel(env, callee, cx).map(Some);
                 }
-                self.call_jaxpr(env, callee, &cx.args, at)?.into_iter().map(|o| o.v).collect()
+                self.call_jaxpr(env, callee, &cx.args, at)?
+                    .into_iter()
+                    .map(|o| o.v)
+                    .collect()
             }
             "mcmobs" => {
                 if !self.one_shot.get() {
@@ -234,7 +281,11 @@ impl<'c> Codegen<'c, '_> {
                 check(self.adapter_status(
                     "jx_q_outcomes",
                     &[self.ptr_ty().into(), i64t.into(), self.ptr_ty().into()],
-                    &[outcomes.into(), self.i64(cx.args.len() as i64).into(), out.into()],
+                    &[
+                        outcomes.into(),
+                        self.i64(cx.args.len() as i64).into(),
+                        out.into(),
+                    ],
                 ));
                 vec![self.handle_result(out)?]
             }
@@ -249,22 +300,40 @@ impl<'c> Codegen<'c, '_> {
             }
             "device_init" | "qdevice" => {
                 let Some(runtime) = &self.catalyst else {
-                    return internal(at, "a quantum program is lowered without Catalyst's runtime");
+                    return internal(
+                        at,
+                        "a quantum program is lowered without Catalyst's runtime",
+                    );
                 };
                 let text = |p: &str| cx.param(p).map(param_text);
-                let (lib, device, kwargs) = (text("rtd_lib")?, text("rtd_name")?, text("rtd_kwargs")?);
-                let path = runtime.device(&lib, &device).map_err(|message| jaxpr_lower::LowerError {
-                    range: at,
-                    message,
-                    help: Some("install the device's Python package beside pennylane-catalyst".into()),
-                    kind: jaxpr_lower::LowerErrorKind::Refused,
-                })?;
-                let auto = cx.e.param("auto_qubit_management").is_some_and(|p| param_text(&p.value) == "True");
+                let (lib, device, kwargs) =
+                    (text("rtd_lib")?, text("rtd_name")?, text("rtd_kwargs")?);
+                let path =
+                    runtime
+                        .device(&lib, &device)
+                        .map_err(|message| jaxpr_lower::LowerError {
+                            range: at,
+                            message,
+                            help: Some(
+                                "install the device's Python package beside pennylane-catalyst"
+                                    .into(),
+                            ),
+                            kind: jaxpr_lower::LowerErrorKind::Refused,
+                        })?;
+                let auto =
+                    cx.e.param("auto_qubit_management")
+                        .is_some_and(|p| param_text(&p.value) == "True");
                 let shots = self.scalar_i64(&cx.args[0], at)?;
                 let ptr = self.ptr_ty();
                 check(self.adapter_status(
                     "jx_q_device_init",
-                    &[ptr.into(), ptr.into(), ptr.into(), i64t.into(), self.cx.i8_type().into()],
+                    &[
+                        ptr.into(),
+                        ptr.into(),
+                        ptr.into(),
+                        i64t.into(),
+                        self.cx.i8_type().into(),
+                    ],
                     &[
                         self.cstr(&path.to_string_lossy()).into(),
                         self.cstr(&device).into(),
@@ -282,7 +351,11 @@ impl<'c> Codegen<'c, '_> {
             "qalloc" => {
                 let n = self.scalar_i64(&cx.args[0], at)?;
                 let out = out_handle();
-                check(self.adapter_status("jx_q_alloc", &[i64t.into(), self.ptr_ty().into()], &[n.into(), out.into()]));
+                check(self.adapter_status(
+                    "jx_q_alloc",
+                    &[i64t.into(), self.ptr_ty().into()],
+                    &[n.into(), out.into()],
+                ));
                 vec![self.handle_result(out)?]
             }
             "qdealloc" => {
@@ -293,7 +366,11 @@ impl<'c> Codegen<'c, '_> {
                 Vec::new()
             }
             "qdealloc_qb" => {
-                check(self.adapter_status("jx_q_release_qubit", &[i64t.into()], &[handle(0)?.into()]));
+                check(self.adapter_status(
+                    "jx_q_release_qubit",
+                    &[i64t.into()],
+                    &[handle(0)?.into()],
+                ));
                 Vec::new()
             }
             "qextract" => {
@@ -308,12 +385,20 @@ impl<'c> Codegen<'c, '_> {
             }
             "qinsert" => {
                 let index = self.scalar_i64(&cx.args[1], at)?;
-                check(self.adapter_status("jx_q_insert", &[i64t.into(), i64t.into()], &[handle(0)?.into(), index.into()]));
+                check(self.adapter_status(
+                    "jx_q_insert",
+                    &[i64t.into(), i64t.into()],
+                    &[handle(0)?.into(), index.into()],
+                ));
                 vec![cx.args[0].v.clone()]
             }
             "num_qubits" => {
                 let out = out_handle();
-                check(self.adapter_status("jx_q_num_qubits", &[self.ptr_ty().into()], &[out.into()]));
+                check(self.adapter_status(
+                    "jx_q_num_qubits",
+                    &[self.ptr_ty().into()],
+                    &[out.into()],
+                ));
                 vec![self.handle_result(out)?]
             }
             "qinst" | "unitary" | "gphase" => self.gate(cx)?,
@@ -323,7 +408,12 @@ impl<'c> Codegen<'c, '_> {
                     Some(t) if t == "None" => -1,
                     Some(t) => match t.parse::<i64>() {
                         Ok(v @ (0 | 1)) => v,
-                        _ => return err(at, format!("`measure` postselects on {t}; it must be 0, 1 or None")),
+                        _ => {
+                            return err(
+                                at,
+                                format!("`measure` postselects on {t}; it must be 0, 1 or None"),
+                            );
+                        }
                     },
                 };
                 let bit = self.alloc(&DType::Bool, &[])?;
@@ -335,9 +425,18 @@ impl<'c> Codegen<'c, '_> {
                 vec![bit, cx.args[0].v.clone()]
             }
             "namedobs" => {
-                let kind = cx.e.param("kind").map(|p| param_text(&p.value)).unwrap_or_default();
+                let kind =
+                    cx.e.param("kind")
+                        .map(|p| param_text(&p.value))
+                        .unwrap_or_default();
                 let Some(id) = NAMED_OBSERVABLES.iter().position(|k| *k == kind) else {
-                    return err(at, format!("the observable `{kind}` is not one of Catalyst's named observables ({})", NAMED_OBSERVABLES.join(", ")));
+                    return err(
+                        at,
+                        format!(
+                            "the observable `{kind}` is not one of Catalyst's named observables ({})",
+                            NAMED_OBSERVABLES.join(", ")
+                        ),
+                    );
                 };
                 let out = out_handle();
                 check(self.adapter_status(
@@ -355,7 +454,12 @@ impl<'c> Codegen<'c, '_> {
                 check(self.adapter_status(
                     "jx_q_hermitian",
                     &[ptr.into(), ptr.into(), i64t.into(), ptr.into()],
-                    &[cx.args[0].v.p.into(), qubits.into(), self.i64(cx.args.len() as i64 - 1).into(), out.into()],
+                    &[
+                        cx.args[0].v.p.into(),
+                        qubits.into(),
+                        self.i64(cx.args.len() as i64 - 1).into(),
+                        out.into(),
+                    ],
                 ));
                 vec![self.handle_result(out)?]
             }
@@ -366,31 +470,54 @@ impl<'c> Codegen<'c, '_> {
                 check(self.adapter_status(
                     "jx_q_tensor",
                     &[ptr.into(), i64t.into(), ptr.into()],
-                    &[terms.into(), self.i64(cx.args.len() as i64).into(), out.into()],
+                    &[
+                        terms.into(),
+                        self.i64(cx.args.len() as i64).into(),
+                        out.into(),
+                    ],
                 ));
                 vec![self.handle_result(out)?]
             }
             "hamiltonian" => {
-                self.require_dtype(cx, 0, &DType::Float(FloatKind::F64), "the coefficients of `hamiltonian`")?;
+                self.require_dtype(
+                    cx,
+                    0,
+                    &DType::Float(FloatKind::F64),
+                    "the coefficients of `hamiltonian`",
+                )?;
                 let terms = self.handles(cx, 1..cx.args.len())?;
                 let n = cx.args.len() as i64 - 1;
                 // The coefficients' extent is checked against the terms by
                 // the checker only when static.
                 if let Some(&extent) = cx.args[0].v.dims.first() {
                     let bad = self.icmp(IntPredicate::NE, extent, self.i64(n));
-                    self.fail_if(bad, &format!("`hamiltonian` at byte {}: %lld coefficients for {n} terms", at.start), &[extent.into()]);
+                    self.fail_if(
+                        bad,
+                        &format!(
+                            "`hamiltonian` at byte {}: %lld coefficients for {n} terms",
+                            at.start
+                        ),
+                        &[extent.into()],
+                    );
                 }
                 let out = out_handle();
                 let ptr = self.ptr_ty();
                 check(self.adapter_status(
                     "jx_q_hamiltonian",
                     &[ptr.into(), ptr.into(), i64t.into(), ptr.into()],
-                    &[cx.args[0].v.p.into(), terms.into(), self.i64(n).into(), out.into()],
+                    &[
+                        cx.args[0].v.p.into(),
+                        terms.into(),
+                        self.i64(n).into(),
+                        out.into(),
+                    ],
                 ));
                 vec![self.handle_result(out)?]
             }
             "compbasis" => {
-                let whole = cx.e.param("qreg_available").is_some_and(|p| param_text(&p.value) == "True");
+                let whole =
+                    cx.e.param("qreg_available")
+                        .is_some_and(|p| param_text(&p.value) == "True");
                 let n = if whole { 0 } else { cx.args.len() };
                 let qubits = self.handles(cx, 0..n)?;
                 let out = out_handle();
@@ -407,16 +534,25 @@ impl<'c> Codegen<'c, '_> {
                 check(self.adapter_status(
                     "jx_q_expval",
                     &[i64t.into(), self.cx.i32_type().into(), self.ptr_ty().into()],
-                    &[handle(0)?.into(), self.i32((name == "var") as i64).into(), out.p.into()],
+                    &[
+                        handle(0)?.into(),
+                        self.i32((name == "var") as i64).into(),
+                        out.p.into(),
+                    ],
                 ));
                 vec![out]
             }
             "probs" | "state" | "sample" | "counts" => {
-                let what = ["probs", "state", "sample", "counts"].iter().position(|m| *m == name).unwrap_or(0);
+                let what = ["probs", "state", "sample", "counts"]
+                    .iter()
+                    .position(|m| *m == name)
+                    .unwrap_or(0);
                 let dims = self.dims(env, &cx.outs[0], at)?;
                 let out = self.alloc(&dtype(&cx.outs[0])?, &dims)?;
                 let counts = match name {
-                    "counts" => Some(self.alloc(&DType::Int(64), &self.dims(env, &cx.outs[1], at)?)?),
+                    "counts" => {
+                        Some(self.alloc(&DType::Int(64), &self.dims(env, &cx.outs[1], at)?)?)
+                    }
                     _ => None,
                 };
                 let size = dims.first().copied().unwrap_or(self.i64(1));
@@ -424,7 +560,14 @@ impl<'c> Codegen<'c, '_> {
                 let ptr = self.ptr_ty();
                 check(self.adapter_status(
                     "jx_q_measurement",
-                    &[self.cx.i32_type().into(), i64t.into(), ptr.into(), i64t.into(), i64t.into(), ptr.into()],
+                    &[
+                        self.cx.i32_type().into(),
+                        i64t.into(),
+                        ptr.into(),
+                        i64t.into(),
+                        i64t.into(),
+                        ptr.into(),
+                    ],
                     &[
                         self.i32(what as i64).into(),
                         handle(0)?.into(),
@@ -448,7 +591,12 @@ impl<'c> Codegen<'c, '_> {
     /// measurement results, whose values are 0 or 1), the sum of `counts`.
     /// A result that is not a measurement's (classical post-processing
     /// inside the kernel, a `sample`) is refused.
-    fn one_shot_kernel(&self, env: &Env<'c>, callee: jaxpr_check::JaxprId, cx: &Cx<'_, 'c>) -> LowerResult<Vec<Arr<'c>>> {
+    fn one_shot_kernel(
+        &self,
+        env: &Env<'c>,
+        callee: jaxpr_check::JaxprId,
+        cx: &Cx<'_, 'c>,
+    ) -> LowerResult<Vec<Arr<'c>>> {
         let at = cx.at();
         let body = self.a.jaxpr(callee);
         let mut combines = Vec::new();
@@ -477,30 +625,46 @@ impl<'c> Codegen<'c, '_> {
         let ptr = self.ptr_ty();
         // `jx_q_one_shot_add` (a shot's result) and `jx_q_one_shot_result`
         // (the combined one) take the same operands.
-        let one_shot_call = |function: &str, k: usize, combine: OneShotCombine, dt: &DType, array: &Arr<'c>| {
-            self.quantum_check(
-                self.adapter_status(
-                    function,
-                    &[i64t.into(), i32t.into(), i32t.into(), ptr.into(), i64t.into()],
-                    &[
-                        self.i64(k as i64).into(),
-                        self.i32(combine as i64).into(),
-                        self.i32(dt.is_int() as i64).into(),
-                        array.p.into(),
-                        self.numel(&array.dims).into(),
-                    ],
-                ),
-                "quantum_kernel",
-                at.start,
-            );
-        };
-        self.adapter("jx_q_one_shot_begin", &[i64t.into()], &[self.i64(combines.len() as i64).into()]);
+        let one_shot_call =
+            |function: &str, k: usize, combine: OneShotCombine, dt: &DType, array: &Arr<'c>| {
+                self.quantum_check(
+                    self.adapter_status(
+                        function,
+                        &[
+                            i64t.into(),
+                            i32t.into(),
+                            i32t.into(),
+                            ptr.into(),
+                            i64t.into(),
+                        ],
+                        &[
+                            self.i64(k as i64).into(),
+                            self.i32(combine as i64).into(),
+                            self.i32(dt.is_int() as i64).into(),
+                            array.p.into(),
+                            self.numel(&array.dims).into(),
+                        ],
+                    ),
+                    "quantum_kernel",
+                    at.start,
+                );
+            };
+        self.adapter(
+            "jx_q_one_shot_begin",
+            &[i64t.into()],
+            &[self.i64(combines.len() as i64).into()],
+        );
         let was = self.one_shot.replace(true);
         let looped = self.state_loop(
             (vec![self.i64(0)], Vec::new()),
             &mut |state| {
                 let more = self.call(
-                    self.extern_fn("jx_q_one_shot_more", Some(i32t.into()), &[i64t.into()], false),
+                    self.extern_fn(
+                        "jx_q_one_shot_more",
+                        Some(i32t.into()),
+                        &[i64t.into()],
+                        false,
+                    ),
                     &[state.0[0].into()],
                 );
                 let more = more.expect("status").into_int_value();
@@ -511,7 +675,10 @@ impl<'c> Codegen<'c, '_> {
                 for (k, (out, combine)) in outs.iter().zip(&combines).enumerate() {
                     one_shot_call("jx_q_one_shot_add", k, *combine, &dtype(&out.ty)?, &out.v);
                 }
-                let next = self.b.build_int_add(state.0[0], self.i64(1), "").expect("add");
+                let next = self
+                    .b
+                    .build_int_add(state.0[0], self.i64(1), "")
+                    .expect("add");
                 Ok((vec![next], Vec::new()))
             },
         );
@@ -531,7 +698,11 @@ impl<'c> Codegen<'c, '_> {
     /// The equation among `eqns` whose result `var` is, through
     /// `convert_element_type`s (Catalyst converts the eigenvalues of
     /// `counts` to integers), and which of its results it is.
-    fn measurement_of(&self, eqns: &[jaxpr_check::EqnId], var: jaxpr_types::VarId) -> Option<(&jaxpr_check::EqnInfo, usize)> {
+    fn measurement_of(
+        &self,
+        eqns: &[jaxpr_check::EqnId],
+        var: jaxpr_types::VarId,
+    ) -> Option<(&jaxpr_check::EqnInfo, usize)> {
         let mut var = var;
         loop {
             let (eqn, k) = eqns
@@ -546,7 +717,11 @@ impl<'c> Codegen<'c, '_> {
                 .a
                 .refs
                 .iter()
-                .find(|r| r.kind == jaxpr_check::RefKind::Use && r.range.start > eqn.primitive_range.end && r.range.end <= eqn.range.end)?
+                .find(|r| {
+                    r.kind == jaxpr_check::RefKind::Use
+                        && r.range.start > eqn.primitive_range.end
+                        && r.range.end <= eqn.range.end
+                })?
                 .var;
         }
     }
@@ -559,10 +734,18 @@ impl<'c> Codegen<'c, '_> {
         let Some(kind) = GateKind::of(name) else {
             return internal(at, format!("`{name}` is lowered as a gate"));
         };
-        let adjoint = cx.e.param("adjoint").is_some_and(|p| param_text(&p.value) == "True");
+        let adjoint =
+            cx.e.param("adjoint")
+                .is_some_and(|p| param_text(&p.value) == "True");
         let lengths = GateLengths::of(kind, cx.e, first_operand_is_qubit(cx));
         let Some(layout) = GateOperands::layout(kind, lengths, cx.args.len()) else {
-            return err(at, format!("`{name}` has {} operands, which its parameters do not lay out", cx.args.len()));
+            return err(
+                at,
+                format!(
+                    "`{name}` has {} operands, which its parameters do not lay out",
+                    cx.args.len()
+                ),
+            );
         };
         // Catalyst <= 0.10 prints the parameters of a gate that are all
         // constants when traced in `static_params` (its `StaticCustomOp`),
@@ -571,7 +754,9 @@ impl<'c> Codegen<'c, '_> {
         if !static_params.is_empty() && !layout.params.is_empty() {
             return err(
                 at,
-                format!("`{name}` has parameter operands and `static_params`: Catalyst 0.10's lowering refuses that too (a gate's parameters are all operands or all static)"),
+                format!(
+                    "`{name}` has parameter operands and `static_params`: Catalyst 0.10's lowering refuses that too (a gate's parameters are all operands or all static)"
+                ),
             );
         }
         // The adapter's gate kinds: named, unitary (its matrix apart), phase.
@@ -584,8 +769,13 @@ impl<'c> Codegen<'c, '_> {
         let num_qubits = layout.targets.len();
         let op = match kind {
             GateKind::Named => {
-                let op = cx.e.param("op").map(|p| param_text(&p.value)).unwrap_or_default();
-                if !GATES.iter().any(|&(g, p, q)| g == op && p == num_params && q.is_none_or(|q| q == num_qubits)) {
+                let op =
+                    cx.e.param("op")
+                        .map(|p| param_text(&p.value))
+                        .unwrap_or_default();
+                if !GATES.iter().any(|&(g, p, q)| {
+                    g == op && p == num_params && q.is_none_or(|q| q == num_qubits)
+                }) {
                     return err(
                         at,
                         format!(
@@ -597,11 +787,19 @@ impl<'c> Codegen<'c, '_> {
                 op
             }
             GateKind::Unitary => {
-                self.require_dtype(cx, layout.params.start, &DType::Complex(128), "the matrix of `unitary`")?;
+                self.require_dtype(
+                    cx,
+                    layout.params.start,
+                    &DType::Complex(128),
+                    "the matrix of `unitary`",
+                )?;
                 String::new()
             }
             GateKind::GlobalPhase if num_params != 1 => {
-                return err(at, format!("`{name}` has {num_params} phases; a global phase takes one"));
+                return err(
+                    at,
+                    format!("`{name}` has {num_params} phases; a global phase takes one"),
+                );
             }
             GateKind::GlobalPhase => String::new(),
         };
@@ -610,13 +808,23 @@ impl<'c> Codegen<'c, '_> {
         let params = self.slot(f64t.array_type(num_params.max(1) as u32).into());
         for (k, value) in static_params.iter().enumerate() {
             let v = f64t.const_float(*value);
-            self.store(&DType::Float(FloatKind::F64), params, self.i64((param_at.len() + k) as i64), v.into())?;
+            self.store(
+                &DType::Float(FloatKind::F64),
+                params,
+                self.i64((param_at.len() + k) as i64),
+                v.into(),
+            )?;
         }
         for (k, i) in param_at.enumerate() {
             let x = &cx.args[i];
             let dt = dtype(&x.ty)?;
             if !(dt.is_float() || dt.is_int() || dt.is_bool()) {
-                return err(at, format!("the parameter operand {i} of `{name}` is {dt}; gates take real parameters"));
+                return err(
+                    at,
+                    format!(
+                        "the parameter operand {i} of `{name}` is {dt}; gates take real parameters"
+                    ),
+                );
             }
             let v = self.load(&dt, x.v.p, self.i64(0))?;
             let v = self.convert(v, &dt, &DType::Float(FloatKind::F64))?;
@@ -627,22 +835,43 @@ impl<'c> Codegen<'c, '_> {
         let values = self.slot(self.cx.i8_type().array_type(ctrl.max(1) as u32).into());
         for (k, i) in layout.control_values.clone().enumerate() {
             let v = self.scalar_i64(&cx.args[i], at)?;
-            let b = self.b.build_int_truncate(v, self.cx.i8_type(), "").expect("trunc");
+            let b = self
+                .b
+                .build_int_truncate(v, self.cx.i8_type(), "")
+                .expect("trunc");
             self.store(&DType::Bool, values, self.i64(k as i64), b.into())?;
         }
-        let matrix = if kind == GateKind::Unitary { cx.args[layout.params.start].v.p } else { self.ptr_ty().const_null() };
+        let matrix = if kind == GateKind::Unitary {
+            cx.args[layout.params.start].v.p
+        } else {
+            self.ptr_ty().const_null()
+        };
         let ptr = self.ptr_ty();
         let i64t = self.cx.i64_type();
         let i8t = self.cx.i8_type();
         let rc = self.adapter_status(
             "jx_q_gate",
             &[
-                self.cx.i32_type().into(), ptr.into(), ptr.into(), i64t.into(), ptr.into(), i64t.into(),
-                ptr.into(), ptr.into(), i64t.into(), i8t.into(), ptr.into(),
+                self.cx.i32_type().into(),
+                ptr.into(),
+                ptr.into(),
+                i64t.into(),
+                ptr.into(),
+                i64t.into(),
+                ptr.into(),
+                ptr.into(),
+                i64t.into(),
+                i8t.into(),
+                ptr.into(),
             ],
             &[
                 self.i32(kind_code).into(),
-                (if kind == GateKind::Named { self.cstr(&op) } else { ptr.const_null() }).into(),
+                (if kind == GateKind::Named {
+                    self.cstr(&op)
+                } else {
+                    ptr.const_null()
+                })
+                .into(),
                 params.into(),
                 self.i64(num_params as i64).into(),
                 qubits.into(),
@@ -664,11 +893,17 @@ impl<'c> Codegen<'c, '_> {
     /// `DeviceReleaseOp`, the kernel's end).
     fn releases_device_with_register(&self, cx: &Cx<'_, 'c>) -> bool {
         let body = self.a.jaxpr(self.a.eqn(cx.id).jaxpr);
-        body.eqns.iter().any(|&id| self.a.eqn(id).primitive == "qdevice")
+        body.eqns
+            .iter()
+            .any(|&id| self.a.eqn(id).primitive == "qdevice")
     }
 
     /// The handles of operands `range`, in a stack array.
-    fn handles(&self, cx: &Cx<'_, 'c>, range: std::ops::Range<usize>) -> LowerResult<PointerValue<'c>> {
+    fn handles(
+        &self,
+        cx: &Cx<'_, 'c>,
+        range: std::ops::Range<usize>,
+    ) -> LowerResult<PointerValue<'c>> {
         let i64t = self.cx.i64_type();
         let array = self.slot(i64t.array_type(range.len().max(1) as u32).into());
         for (k, i) in range.enumerate() {
@@ -680,28 +915,50 @@ impl<'c> Codegen<'c, '_> {
 
     /// A handle the adapter wrote to `slot`, as a scalar buffer.
     fn handle_result(&self, slot: PointerValue<'c>) -> LowerResult<Arr<'c>> {
-        let v = self.b.build_load(self.cx.i64_type(), slot, "").expect("load");
+        let v = self
+            .b
+            .build_load(self.cx.i64_type(), slot, "")
+            .expect("load");
         let out = self.alloc(&DType::Int(64), &[])?;
         self.store(&DType::Int(64), out.p, self.i64(0), v)?;
         Ok(out)
     }
 
-    fn require_dtype(&self, cx: &Cx<'_, 'c>, i: usize, want: &DType, what: &str) -> LowerResult<()> {
+    fn require_dtype(
+        &self,
+        cx: &Cx<'_, 'c>,
+        i: usize,
+        want: &DType,
+        what: &str,
+    ) -> LowerResult<()> {
         let got = dtype(&cx.args[i].ty)?;
         if &got != want {
-            return err(cx.at(), format!("{what} is {got}; Catalyst's runtime takes {want}"));
+            return err(
+                cx.at(),
+                format!("{what} is {got}; Catalyst's runtime takes {want}"),
+            );
         }
         Ok(())
     }
 
     /// Calls an adapter function returning nothing.
-    fn adapter(&self, f: &str, params: &[BasicMetadataTypeEnum<'c>], args: &[BasicMetadataValueEnum<'c>]) {
+    fn adapter(
+        &self,
+        f: &str,
+        params: &[BasicMetadataTypeEnum<'c>],
+        args: &[BasicMetadataValueEnum<'c>],
+    ) {
         let f = self.extern_fn(f, None, params, false);
         self.call(f, args);
     }
 
     /// Calls an adapter function returning a status (0: done).
-    fn adapter_status(&self, f: &str, params: &[BasicMetadataTypeEnum<'c>], args: &[BasicMetadataValueEnum<'c>]) -> IntValue<'c> {
+    fn adapter_status(
+        &self,
+        f: &str,
+        params: &[BasicMetadataTypeEnum<'c>],
+        args: &[BasicMetadataValueEnum<'c>],
+    ) -> IntValue<'c> {
         let f = self.extern_fn(f, Some(self.cx.i32_type().into()), params, false);
         self.call(f, args).expect("status").into_int_value()
     }

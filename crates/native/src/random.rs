@@ -10,11 +10,14 @@
 //! numbers the low bits of 32). `rng_bit_generator` with RNG_THREE_FRY
 //! (XLA's own threefry layout, which splits the shape in halves) is refused.
 
-use super::{Arr, Cx, Env, Codegen, dtype};
-use jaxpr_lower::random::{Prng, THREEFRY_PARITY, THREEFRY_ROTATIONS, Threefry, key_words, original_bits_words, original_counts};
-use jaxpr_lower::{LowerResult, err};
+use super::{Arr, Codegen, Cx, Env, dtype};
 use inkwell::values::IntValue;
 use jaxpr_check::registry::{self, Family};
+use jaxpr_lower::random::{
+    Prng, THREEFRY_PARITY, THREEFRY_ROTATIONS, Threefry, key_words, original_bits_words,
+    original_counts,
+};
+use jaxpr_lower::{LowerResult, err};
 use jaxpr_types::{AType, DType, Dim, Shape};
 
 /// Philox-4x32's multipliers and key increments (XLA's `Philox4x32`).
@@ -48,7 +51,11 @@ impl<'c> Codegen<'c, '_> {
     /// `None` for every other equation. Any other primitive on key arrays
     /// (but calls, loops and identities, which only pass them on) is
     /// refused.
-    pub(crate) fn lower_random(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> LowerResult<Option<Vec<Arr<'c>>>> {
+    pub(crate) fn lower_random(
+        &self,
+        env: &Env<'c>,
+        cx: &Cx<'_, 'c>,
+    ) -> LowerResult<Option<Vec<Arr<'c>>>> {
         let name = cx.name();
         let at = cx.at();
         let keyed = cx.args.iter().any(|a| is_key(&a.ty)) || cx.outs.iter().any(is_key);
@@ -83,7 +90,11 @@ impl<'c> Codegen<'c, '_> {
                     return one(self.unsafe_rbg_split(&cx.args[0].v, &shape)?);
                 }
                 if self.threefry == Threefry::Original {
-                    return one(self.threefry_split_original(&cx.args[0].v, &shape, prng.words())?);
+                    return one(self.threefry_split_original(
+                        &cx.args[0].v,
+                        &shape,
+                        prng.words(),
+                    )?);
                 }
                 return one(self.threefry_split(&cx.args[0].v, &shape, prng.words())?);
             }
@@ -95,13 +106,23 @@ impl<'c> Codegen<'c, '_> {
                 if prng == Prng::UnsafeRbg {
                     return one(self.unsafe_rbg_fold_in(&cx.args[0].v, &cx.args[1], &out, cx)?);
                 }
-                return one(self.threefry_fold_in(&cx.args[0].v, &cx.args[1], &out, prng.words())?);
+                return one(self.threefry_fold_in(
+                    &cx.args[0].v,
+                    &cx.args[1],
+                    &out,
+                    prng.words(),
+                )?);
             }
             "random_bits" => {
                 let prng = self.prng_of(&cx.args[0].ty, cx)?;
                 let width = cx.int("bit_width")?;
                 if !matches!(width, 8 | 16 | 32 | 64) {
-                    return err(at, format!("`random_bits` of bit_width {width} has no lowering (8, 16, 32 or 64)"));
+                    return err(
+                        at,
+                        format!(
+                            "`random_bits` of bit_width {width} has no lowering (8, 16, 32 or 64)"
+                        ),
+                    );
                 }
                 let shape = cx.ints("shape")?;
                 if prng != Prng::Threefry {
@@ -153,7 +174,12 @@ impl<'c> Codegen<'c, '_> {
         }
         let pass_on = registry::lookup(name)
             .is_some_and(|p| matches!(p.family, Family::Call | Family::Loop | Family::Identity));
-        if pass_on || matches!(name, "concatenate" | "rev" | "squeeze" | "expand_dims" | "copy" | "copy_p") {
+        if pass_on
+            || matches!(
+                name,
+                "concatenate" | "rev" | "squeeze" | "expand_dims" | "copy" | "copy_p"
+            )
+        {
             return Ok(None);
         }
         // A shape primitive on key arrays: on the key data, with the
@@ -162,7 +188,13 @@ impl<'c> Codegen<'c, '_> {
         let out = self.dims(env, &cx.outs[0], at)?;
         let r = src.v.dims.len() - 1;
         match name {
-            "reshape" if cx.ints_or("dimensions", Vec::new())?.iter().enumerate().all(|(i, &d)| d == i as i64) => {
+            "reshape"
+                if cx
+                    .ints_or("dimensions", Vec::new())?
+                    .iter()
+                    .enumerate()
+                    .all(|(i, &d)| d == i as i64) =>
+            {
                 Ok(None)
             }
             "slice" => {
@@ -173,7 +205,9 @@ impl<'c> Codegen<'c, '_> {
                 }
                 one(self.remap(&u32t, &out, src, None, &mut |idx| {
                     let mut at: Vec<IntValue> = (0..r)
-                        .map(|k| self.add(self.i64(start[k]), self.mul(idx[k], self.i64(strides[k]))))
+                        .map(|k| {
+                            self.add(self.i64(start[k]), self.mul(idx[k], self.i64(strides[k])))
+                        })
                         .collect();
                     at.push(idx[r]);
                     Ok((self.offset(&at, &src.v.dims), None))
@@ -190,7 +224,8 @@ impl<'c> Codegen<'c, '_> {
                         .iter()
                         .enumerate()
                         .map(|(j, &d)| {
-                            let one = self.icmp(inkwell::IntPredicate::EQ, src.v.dims[j], self.i64(1));
+                            let one =
+                                self.icmp(inkwell::IntPredicate::EQ, src.v.dims[j], self.i64(1));
                             self.select_int(one, self.i64(0), idx[d as usize])
                         })
                         .collect();
@@ -212,7 +247,10 @@ impl<'c> Codegen<'c, '_> {
                     Ok((self.offset(&at, &src.v.dims), None))
                 })?)
             }
-            _ => err(at, format!("`{name}` on PRNG key arrays has no native lowering")),
+            _ => err(
+                at,
+                format!("`{name}` on PRNG key arrays has no native lowering"),
+            ),
         }
     }
 
@@ -222,7 +260,11 @@ impl<'c> Codegen<'c, '_> {
             Some(p) => Ok(p),
             None => err(
                 cx.at(),
-                format!("`{}` on {} has no native lowering (not a key of threefry2x32, rbg or unsafe_rbg)", cx.name(), jaxpr_lower::random::dtype_text(t)),
+                format!(
+                    "`{}` on {} has no native lowering (not a key of threefry2x32, rbg or unsafe_rbg)",
+                    cx.name(),
+                    jaxpr_lower::random::dtype_text(t)
+                ),
             ),
         }
     }
@@ -243,7 +285,9 @@ impl<'c> Codegen<'c, '_> {
             for &r in &THREEFRY_ROTATIONS[i % 2] {
                 x[0] = add(x[0], x[1]);
                 let left = b.build_left_shift(x[1], self.u32c(r), "").expect("shl");
-                let right = b.build_right_shift(x[1], self.u32c(32 - r), false, "").expect("lshr");
+                let right = b
+                    .build_right_shift(x[1], self.u32c(32 - r), false, "")
+                    .expect("lshr");
                 x[1] = xor(b.build_or(left, right, "").expect("or"), x[0]);
             }
             x[0] = add(x[0], ks[(i + 1) % 3]);
@@ -255,7 +299,10 @@ impl<'c> Codegen<'c, '_> {
     /// The high and low 32 bits of an i64 (a counter of `iota_2x32_shape`).
     fn halves(&self, n: IntValue<'c>) -> (IntValue<'c>, IntValue<'c>) {
         let i32t = self.cx.i32_type();
-        let hi = self.b.build_right_shift(n, self.i64(32), false, "").expect("lshr");
+        let hi = self
+            .b
+            .build_right_shift(n, self.i64(32), false, "")
+            .expect("lshr");
         let hi = self.b.build_int_truncate(hi, i32t, "").expect("trunc");
         let lo = self.b.build_int_truncate(n, i32t, "").expect("trunc");
         (hi, lo)
@@ -267,7 +314,11 @@ impl<'c> Codegen<'c, '_> {
     fn seed_words(&self, s: IntValue<'c>, dt: &DType) -> LowerResult<(IntValue<'c>, IntValue<'c>)> {
         let wide = self.to_i64(s.into(), dt, jaxpr_syntax::TextRange::new(0, 0))?;
         let (hi, lo) = self.halves(wide);
-        Ok(if dt.bits().unwrap_or(32) > 32 { (hi, lo) } else { (self.u32c(0), lo) })
+        Ok(if dt.bits().unwrap_or(32) > 32 {
+            (hi, lo)
+        } else {
+            (self.u32c(0), lo)
+        })
     }
 
     /// The hash of every key (`u32[*batch, words]`, threefry on each pair of
@@ -293,8 +344,12 @@ impl<'c> Codegen<'c, '_> {
             let (hi, lo) = self.halves(self.offset(&idx[batch.len()..], &counts));
             let off = self.offset(idx, &dims);
             for h in 0..pairs {
-                let k1 = self.load(&u32t, keys.p, self.add(key, self.i64(2 * h)))?.into_int_value();
-                let k2 = self.load(&u32t, keys.p, self.add(key, self.i64(2 * h + 1)))?.into_int_value();
+                let k1 = self
+                    .load(&u32t, keys.p, self.add(key, self.i64(2 * h)))?
+                    .into_int_value();
+                let k2 = self
+                    .load(&u32t, keys.p, self.add(key, self.i64(2 * h + 1)))?
+                    .into_int_value();
                 let (y1, y2) = self.threefry([k1, k2], [hi, lo]);
                 f(off, h, y1, y2)?;
             }
@@ -331,11 +386,16 @@ impl<'c> Codegen<'c, '_> {
             let v = if width == 64 {
                 let hi = self.b.build_int_z_extend(y1, t, "").expect("zext");
                 let lo = self.b.build_int_z_extend(y2, t, "").expect("zext");
-                let hi = self.b.build_left_shift(hi, t.const_int(32, false), "").expect("shl");
+                let hi = self
+                    .b
+                    .build_left_shift(hi, t.const_int(32, false), "")
+                    .expect("shl");
                 self.b.build_or(hi, lo, "").expect("or")
             } else {
                 let x = self.b.build_xor(y1, y2, "").expect("xor");
-                self.b.build_int_truncate_or_bit_cast(x, t, "").expect("trunc")
+                self.b
+                    .build_int_truncate_or_bit_cast(x, t, "")
+                    .expect("trunc")
             };
             self.store(&dt, out.p, off, v.into())
         })?;
@@ -364,16 +424,30 @@ impl<'c> Codegen<'c, '_> {
         let i32t = self.cx.i32_type();
         self.nest(&pair_dims, &mut |idx| {
             let (i, h) = (idx[batch.len() + 1], idx[batch.len()]);
-            let key = self.add(self.mul(self.offset(&idx[..batch.len()], batch), nwords), self.mul(h, self.i64(2)));
+            let key = self.add(
+                self.mul(self.offset(&idx[..batch.len()], batch), nwords),
+                self.mul(h, self.i64(2)),
+            );
             let k1 = self.load(&u32t, keys.p, key)?.into_int_value();
-            let k2 = self.load(&u32t, keys.p, self.add(key, self.i64(1)))?.into_int_value();
+            let k2 = self
+                .load(&u32t, keys.p, self.add(key, self.i64(1)))?
+                .into_int_value();
             // The second count of pair `i`: `i + half`, or the padding 0.
             let upper = self.add(i, half_v);
             let inside = self.icmp(inkwell::IntPredicate::ULT, upper, n_v);
             let second = self.select_int(inside, upper, self.i64(0));
             let trunc = |v| self.b.build_int_truncate(v, i32t, "").expect("trunc");
             let (y1, y2) = self.threefry([k1, k2], [trunc(i), trunc(second)]);
-            let row = self.mul(self.add(self.mul(self.offset(&idx[..batch.len()], batch), self.i64(pairs as i64)), h), self.i64(2 * half as i64));
+            let row = self.mul(
+                self.add(
+                    self.mul(
+                        self.offset(&idx[..batch.len()], batch),
+                        self.i64(pairs as i64),
+                    ),
+                    h,
+                ),
+                self.i64(2 * half as i64),
+            );
             self.store(&u32t, out.p, self.add(row, i), y1.into())?;
             self.store(&u32t, out.p, self.add(row, upper), y2.into())
         })?;
@@ -383,7 +457,12 @@ impl<'c> Codegen<'c, '_> {
     /// `_threefry_split_original` (and `rbg`'s, on each half of the key):
     /// new key `s`'s words are words `2s` and `2s + 1` of the stream of
     /// `2 * size` counts.
-    fn threefry_split_original(&self, keys: &Arr<'c>, shape: &[i64], words: i64) -> LowerResult<Arr<'c>> {
+    fn threefry_split_original(
+        &self,
+        keys: &Arr<'c>,
+        shape: &[i64],
+        words: i64,
+    ) -> LowerResult<Arr<'c>> {
         let u32t = DType::UInt(32);
         let size: i64 = shape.iter().product();
         let stream = self.original_stream(keys, 2 * size as u64)?;
@@ -397,10 +476,17 @@ impl<'c> Codegen<'c, '_> {
         self.nest(&dims, &mut |idx| {
             let (s, w) = (idx[batch.len()], idx[batch.len() + 1]);
             let (h, word) = (
-                self.b.build_int_unsigned_div(w, self.i64(2), "").expect("udiv"),
-                self.b.build_int_unsigned_rem(w, self.i64(2), "").expect("urem"),
+                self.b
+                    .build_int_unsigned_div(w, self.i64(2), "")
+                    .expect("udiv"),
+                self.b
+                    .build_int_unsigned_rem(w, self.i64(2), "")
+                    .expect("urem"),
             );
-            let key = self.add(self.mul(self.offset(&idx[..batch.len()], batch), self.i64(pairs)), h);
+            let key = self.add(
+                self.mul(self.offset(&idx[..batch.len()], batch), self.i64(pairs)),
+                h,
+            );
             let at = self.add(self.mul(key, row), self.add(self.mul(s, self.i64(2)), word));
             let v = self.load(&u32t, stream.p, at)?;
             self.store(&u32t, out.p, self.offset(idx, &dims), v)
@@ -408,19 +494,33 @@ impl<'c> Codegen<'c, '_> {
         let mut shaped: Vec<IntValue> = batch.to_vec();
         shaped.extend(shape.iter().map(|&d| self.i64(d)));
         shaped.push(self.i64(words));
-        Ok(Arr { dims: shaped, ..out })
+        Ok(Arr {
+            dims: shaped,
+            ..out
+        })
     }
 
     /// `_threefry_random_bits_original`: 32-bit numbers are the stream of
     /// `size` counts; 64-bit ones the first half of `2 * size` (high words)
     /// beside the second; 8- and 16-bit ones the successive low-first
     /// fields of the stream's words.
-    fn threefry_bits_original(&self, keys: &Arr<'c>, width: i64, shape: &[i64], cx: &Cx<'_, 'c>) -> LowerResult<Arr<'c>> {
+    fn threefry_bits_original(
+        &self,
+        keys: &Arr<'c>,
+        width: i64,
+        shape: &[i64],
+        cx: &Cx<'_, 'c>,
+    ) -> LowerResult<Arr<'c>> {
         let u32t = DType::UInt(32);
         let dt = DType::UInt(width as u8);
         let size: i64 = shape.iter().product();
         let Some(n) = original_bits_words(width as u64, size as u64) else {
-            return err(cx.at(), format!("`random_bits` of {size} numbers of {width} bits with `jax_threefry_partitionable` off hashes more than 2**32 - 1 words (JAX splits the key into blocks there), which is not lowered"));
+            return err(
+                cx.at(),
+                format!(
+                    "`random_bits` of {size} numbers of {width} bits with `jax_threefry_partitionable` off hashes more than 2**32 - 1 words (JAX splits the key into blocks there), which is not lowered"
+                ),
+            );
         };
         let stream = self.original_stream(keys, n)?;
         let row = self.i64(2 * n.div_ceil(2) as i64);
@@ -433,21 +533,36 @@ impl<'c> Codegen<'c, '_> {
             let base = self.mul(self.offset(&idx[..batch.len()], batch), row);
             let e = idx[batch.len()];
             let word = |k: IntValue<'c>| -> LowerResult<IntValue<'c>> {
-                Ok(self.load(&u32t, stream.p, self.add(base, k))?.into_int_value())
+                Ok(self
+                    .load(&u32t, stream.p, self.add(base, k))?
+                    .into_int_value())
             };
             let v = match width {
                 32 => word(e)?,
                 64 => {
                     let hi = self.b.build_int_z_extend(word(e)?, t, "").expect("zext");
-                    let lo = self.b.build_int_z_extend(word(self.add(e, self.i64(size)))?, t, "").expect("zext");
-                    let hi = self.b.build_left_shift(hi, t.const_int(32, false), "").expect("shl");
+                    let lo = self
+                        .b
+                        .build_int_z_extend(word(self.add(e, self.i64(size)))?, t, "")
+                        .expect("zext");
+                    let hi = self
+                        .b
+                        .build_left_shift(hi, t.const_int(32, false), "")
+                        .expect("shl");
                     self.b.build_or(hi, lo, "").expect("or")
                 }
                 _ => {
                     let per = self.i64(32 / width);
                     let w = word(self.b.build_int_unsigned_div(e, per, "").expect("udiv"))?;
                     let field = self.b.build_int_unsigned_rem(e, per, "").expect("urem");
-                    let by = self.b.build_int_truncate(self.mul(field, self.i64(width)), self.cx.i32_type(), "").expect("trunc");
+                    let by = self
+                        .b
+                        .build_int_truncate(
+                            self.mul(field, self.i64(width)),
+                            self.cx.i32_type(),
+                            "",
+                        )
+                        .expect("trunc");
                     let shifted = self.b.build_right_shift(w, by, false, "").expect("lshr");
                     self.b.build_int_truncate(shifted, t, "").expect("trunc")
                 }
@@ -456,13 +571,22 @@ impl<'c> Codegen<'c, '_> {
         })?;
         let mut shaped: Vec<IntValue> = batch.to_vec();
         shaped.extend(shape.iter().map(|&d| self.i64(d)));
-        Ok(Arr { dims: shaped, ..out })
+        Ok(Arr {
+            dims: shaped,
+            ..out
+        })
     }
 
     /// `threefry_fold_in` of every key with every message (broadcast to
     /// `out`): the hash of the counts (0, msg as uint32) under the key; for
     /// `rbg`, of each half of the key.
-    fn threefry_fold_in(&self, keys: &Arr<'c>, msgs: &super::Op<'c>, out: &[IntValue<'c>], words: i64) -> LowerResult<Arr<'c>> {
+    fn threefry_fold_in(
+        &self,
+        keys: &Arr<'c>,
+        msgs: &super::Op<'c>,
+        out: &[IntValue<'c>],
+        words: i64,
+    ) -> LowerResult<Arr<'c>> {
         let u32t = DType::UInt(32);
         let mdt = dtype(&msgs.ty)?;
         let r = self.alloc(&u32t, &with_words(out, self.i64(words)))?;
@@ -474,8 +598,12 @@ impl<'c> Codegen<'c, '_> {
             let key = self.mul(broadcast_offset(self, idx, batch), self.i64(words));
             let base = self.mul(self.offset(idx, out), self.i64(words));
             for h in 0..words / 2 {
-                let k1 = self.load(&u32t, keys.p, self.add(key, self.i64(2 * h)))?.into_int_value();
-                let k2 = self.load(&u32t, keys.p, self.add(key, self.i64(2 * h + 1)))?.into_int_value();
+                let k1 = self
+                    .load(&u32t, keys.p, self.add(key, self.i64(2 * h)))?
+                    .into_int_value();
+                let k2 = self
+                    .load(&u32t, keys.p, self.add(key, self.i64(2 * h + 1)))?
+                    .into_int_value();
                 let (y1, y2) = self.threefry([k1, k2], [self.u32c(0), m]);
                 self.store(&u32t, r.p, self.add(base, self.i64(2 * h)), y1.into())?;
                 self.store(&u32t, r.p, self.add(base, self.i64(2 * h + 1)), y2.into())?;
@@ -489,10 +617,19 @@ impl<'c> Codegen<'c, '_> {
 
     /// The two u64 words of an RngBitGenerator state: `u32[4]` key data at
     /// word offset `at` of `p` (the state is its bitcast, little-endian).
-    fn rbg_state(&self, p: inkwell::values::PointerValue<'c>, at: i64) -> LowerResult<[IntValue<'c>; 2]> {
+    fn rbg_state(
+        &self,
+        p: inkwell::values::PointerValue<'c>,
+        at: i64,
+    ) -> LowerResult<[IntValue<'c>; 2]> {
         let w = |k: i64| -> LowerResult<IntValue<'c>> {
-            let v = self.load(&DType::UInt(32), p, self.i64(at + k))?.into_int_value();
-            Ok(self.b.build_int_z_extend(v, self.cx.i64_type(), "").expect("zext"))
+            let v = self
+                .load(&DType::UInt(32), p, self.i64(at + k))?
+                .into_int_value();
+            Ok(self
+                .b
+                .build_int_z_extend(v, self.cx.i64_type(), "")
+                .expect("zext"))
         };
         let word = |lo: IntValue<'c>, hi: IntValue<'c>| {
             let hi = self.b.build_left_shift(hi, self.i64(32), "").expect("shl");
@@ -506,16 +643,27 @@ impl<'c> Codegen<'c, '_> {
         let (i32t, i64t) = (self.cx.i32_type(), self.cx.i64_type());
         let mul = |v: IntValue<'c>, m: u64| {
             let wide = self.b.build_int_z_extend(v, i64t, "").expect("zext");
-            let p = self.b.build_int_mul(wide, i64t.const_int(m, false), "").expect("mul");
+            let p = self
+                .b
+                .build_int_mul(wide, i64t.const_int(m, false), "")
+                .expect("mul");
             self.halves(p)
         };
         let xor = |p, q| self.b.build_xor(p, q, "").expect("xor");
         for _ in 0..10 {
             let (hi0, lo0) = mul(x[0], PHILOX_M[0]);
             let (hi1, lo1) = mul(x[2], PHILOX_M[1]);
-            x = [xor(xor(hi1, x[1]), k[0]), lo1, xor(xor(hi0, x[3]), k[1]), lo0];
+            x = [
+                xor(xor(hi1, x[1]), k[0]),
+                lo1,
+                xor(xor(hi0, x[3]), k[1]),
+                lo0,
+            ];
             for (kk, w) in k.iter_mut().zip(PHILOX_W) {
-                *kk = self.b.build_int_add(*kk, i32t.const_int(u64::from(w), false), "").expect("add");
+                *kk = self
+                    .b
+                    .build_int_add(*kk, i32t.const_int(u64::from(w), false), "")
+                    .expect("add");
             }
         }
         x
@@ -524,7 +672,12 @@ impl<'c> Codegen<'c, '_> {
     /// `RngBitGenerator` with Philox (XLA's `PhiloxBitGenerator` under the
     /// expander's state layout) of uint`width` numbers of extents `dims`
     /// from `state`: the state's counter after it, and the numbers.
-    fn philox_bits(&self, state: [IntValue<'c>; 2], dims: &[IntValue<'c>], width: i64) -> LowerResult<(IntValue<'c>, Arr<'c>)> {
+    fn philox_bits(
+        &self,
+        state: [IntValue<'c>; 2],
+        dims: &[IntValue<'c>],
+        width: i64,
+    ) -> LowerResult<(IntValue<'c>, Arr<'c>)> {
         let dt = DType::UInt(width as u8);
         let out = self.alloc(&dt, dims)?;
         let n = self.numel(dims);
@@ -537,7 +690,10 @@ impl<'c> Codegen<'c, '_> {
         self.for_range(counters, &mut |c| {
             let lo = self.add(state[1], c);
             let carry = self.icmp(inkwell::IntPredicate::ULT, lo, state[1]);
-            let carry = self.b.build_int_z_extend(carry, self.cx.i64_type(), "").expect("zext");
+            let carry = self
+                .b
+                .build_int_z_extend(carry, self.cx.i64_type(), "")
+                .expect("zext");
             let hi = self.add(state[0], carry);
             let (lo_hi, lo_lo) = self.halves(lo);
             let (hi_hi, hi_lo) = self.halves(hi);
@@ -546,17 +702,30 @@ impl<'c> Codegen<'c, '_> {
                 let join = |lo: IntValue<'c>, hi: IntValue<'c>| {
                     let lo = self.b.build_int_z_extend(lo, t, "").expect("zext");
                     let hi = self.b.build_int_z_extend(hi, t, "").expect("zext");
-                    let hi = self.b.build_left_shift(hi, t.const_int(32, false), "").expect("shl");
+                    let hi = self
+                        .b
+                        .build_left_shift(hi, t.const_int(32, false), "")
+                        .expect("shl");
                     self.b.build_or(lo, hi, "").expect("or")
                 };
                 vec![join(y[0], y[1]), join(y[2], y[3])]
             } else {
-                y.iter().map(|&v| self.b.build_int_truncate_or_bit_cast(v, t, "").expect("trunc")).collect()
+                y.iter()
+                    .map(|&v| {
+                        self.b
+                            .build_int_truncate_or_bit_cast(v, t, "")
+                            .expect("trunc")
+                    })
+                    .collect()
             };
             for (j, v) in numbers.into_iter().enumerate() {
                 let e = self.add(self.mul(c, self.i64(per)), self.i64(j as i64));
                 let inside = self.icmp(inkwell::IntPredicate::SLT, e, n);
-                self.if_else(inside, &mut || self.store(&dt, out.p, e, v.into()), &mut || Ok(()))?;
+                self.if_else(
+                    inside,
+                    &mut || self.store(&dt, out.p, e, v.into()),
+                    &mut || Ok(()),
+                )?;
             }
             Ok(())
         })?;
@@ -567,7 +736,10 @@ impl<'c> Codegen<'c, '_> {
     /// RNG_PHILOX, on a `u32[4]` key.
     fn rng_bit_generator_eqn(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> LowerResult<Vec<Arr<'c>>> {
         let at = cx.at();
-        let algorithm = cx.param("algorithm")?.as_path().map(|p| p.rsplit('.').next().unwrap_or(p));
+        let algorithm = cx
+            .param("algorithm")?
+            .as_path()
+            .map(|p| p.rsplit('.').next().unwrap_or(p));
         if !matches!(algorithm, Some("RNG_DEFAULT" | "RNG_PHILOX")) {
             return err(
                 at,
@@ -575,13 +747,24 @@ impl<'c> Codegen<'c, '_> {
             );
         }
         let key = &cx.args[0];
-        let key_ok = key.ty.dtype == Some(DType::UInt(32)) && key.ty.shape.as_slice() == [Dim::Const(4)];
+        let key_ok =
+            key.ty.dtype == Some(DType::UInt(32)) && key.ty.shape.as_slice() == [Dim::Const(4)];
         let width = match cx.out_dtype(1)? {
             DType::UInt(w @ (8 | 16 | 32 | 64)) => i64::from(w),
-            d => return err(at, format!("`rng_bit_generator` of {d} has no native lowering (unsigned integers only)")),
+            d => {
+                return err(
+                    at,
+                    format!(
+                        "`rng_bit_generator` of {d} has no native lowering (unsigned integers only)"
+                    ),
+                );
+            }
         };
         if !key_ok {
-            return err(at, "`rng_bit_generator` has a native lowering for u32[4] keys only");
+            return err(
+                at,
+                "`rng_bit_generator` has a native lowering for u32[4] keys only",
+            );
         }
         let dims = self.dims(env, &cx.outs[1], at)?;
         let state = self.rbg_state(key.v.p, 0)?;
@@ -625,13 +808,22 @@ impl<'c> Codegen<'c, '_> {
     /// `_unsafe_rbg_fold_in`: each key xor the last of ten rows of
     /// RngBitGenerator bits seeded by the message (batched messages draw
     /// every message's bits from the first one, their extents leading).
-    fn unsafe_rbg_fold_in(&self, keys: &Arr<'c>, msgs: &super::Op<'c>, out: &[IntValue<'c>], cx: &Cx<'_, 'c>) -> LowerResult<Arr<'c>> {
+    fn unsafe_rbg_fold_in(
+        &self,
+        keys: &Arr<'c>,
+        msgs: &super::Op<'c>,
+        out: &[IntValue<'c>],
+        cx: &Cx<'_, 'c>,
+    ) -> LowerResult<Arr<'c>> {
         let u32t = DType::UInt(32);
         let mdt = dtype(&msgs.ty)?;
         let batch = &keys.dims[..keys.dims.len() - 1];
         let mrank = msgs.v.dims.len();
         if mrank > 0 && !batch.is_empty() && batch.len() != mrank {
-            return err(cx.at(), "`random_fold_in` of unsafe_rbg keys and messages of different ranks has no native lowering");
+            return err(
+                cx.at(),
+                "`random_fold_in` of unsafe_rbg keys and messages of different ranks has no native lowering",
+            );
         }
         // The seed words of the first message, as `_rbg_seed`: [k1, k2, k1, k2].
         let first = self.load(&mdt, msgs.v.p, self.i64(0))?.into_int_value();
@@ -658,8 +850,12 @@ impl<'c> Codegen<'c, '_> {
             for w in 0..4 {
                 let mut bit_at = at.clone();
                 bit_at.push(self.i64(w));
-                let b = self.load(&u32t, bits.p, self.offset(&bit_at, &dims))?.into_int_value();
-                let k = self.load(&u32t, keys.p, self.add(key, self.i64(w)))?.into_int_value();
+                let b = self
+                    .load(&u32t, bits.p, self.offset(&bit_at, &dims))?
+                    .into_int_value();
+                let k = self
+                    .load(&u32t, keys.p, self.add(key, self.i64(w)))?
+                    .into_int_value();
                 let v = self.b.build_xor(k, b, "").expect("xor");
                 self.store(&u32t, r.p, self.add(base, self.i64(w)), v.into())?;
             }
@@ -688,7 +884,11 @@ fn with_words<'c>(dims: &[IntValue<'c>], words: IntValue<'c>) -> Vec<IntValue<'c
 
 /// The offset in an operand of extents `dims` (aligned on the right of
 /// the index, extents of 1 broadcast) of the element at `idx`.
-fn broadcast_offset<'c>(g: &Codegen<'c, '_>, idx: &[IntValue<'c>], dims: &[IntValue<'c>]) -> IntValue<'c> {
+fn broadcast_offset<'c>(
+    g: &Codegen<'c, '_>,
+    idx: &[IntValue<'c>],
+    dims: &[IntValue<'c>],
+) -> IntValue<'c> {
     let lead = idx.len() - dims.len();
     let at: Vec<IntValue> = dims
         .iter()

@@ -12,17 +12,16 @@
 //! Cumulative reductions carry the previous row into the next, along the
 //! axis, with the dimensions after it innermost.
 
-
+use super::ops::{Init, init_of};
+use super::{Arr, Codegen, Cx, dtype};
 use crate::Env;
 use inkwell::FloatPredicate;
 use inkwell::IntPredicate;
-use super::{Arr, Cx, Codegen, dtype};
+use inkwell::types::BasicTypeEnum;
+use inkwell::values::{BasicValueEnum, IntValue, PointerValue, VectorValue};
 use jaxpr_lower::{LowerResult, err};
 use jaxpr_syntax::TextRange;
 use jaxpr_types::DType;
-use inkwell::types::BasicTypeEnum;
-use inkwell::values::{BasicValueEnum, IntValue, PointerValue, VectorValue};
-use super::ops::{Init, init_of};
 
 /// Vector accumulators of a run.
 const ACCUMULATORS: i64 = 4;
@@ -38,11 +37,19 @@ impl<'c> Codegen<'c, '_> {
     /// (`_allreduce_lowering`): a `reduce_sum` of each operand.
     pub(crate) fn psum(&self, cx: &Cx<'_, 'c>) -> LowerResult<Vec<Arr<'c>>> {
         let axes = cx.positional_axes()?;
-        (0..cx.args.len()).map(|i| self.reduce_operand(cx, i, &axes, "add")).collect()
+        (0..cx.args.len())
+            .map(|i| self.reduce_operand(cx, i, &axes, "add"))
+            .collect()
     }
 
     /// Operand `i` reduced over `axes` with the binary primitive `op`.
-    fn reduce_operand(&self, cx: &Cx<'_, 'c>, i: usize, axes: &[i64], op: &str) -> LowerResult<Arr<'c>> {
+    fn reduce_operand(
+        &self,
+        cx: &Cx<'_, 'c>,
+        i: usize,
+        axes: &[i64],
+        op: &str,
+    ) -> LowerResult<Arr<'c>> {
         let x = &cx.args[i];
         let dt = dtype(&x.ty)?;
         let dims = &x.v.dims;
@@ -67,7 +74,11 @@ impl<'c> Codegen<'c, '_> {
             self.store(&dt, res.p, at, nv)
         };
         // Dimensions t.. are the trailing reduced run.
-        let t = (0..=r).rev().take_while(|&t| t == r || reduced(t)).last().unwrap_or(r);
+        let t = (0..=r)
+            .rev()
+            .take_while(|&t| t == r || reduced(t))
+            .last()
+            .unwrap_or(r);
         // Complex elements have no vector fold: they fold one by one.
         if t < r && !dt.is_complex() {
             let outer = &dims[..t];
@@ -111,7 +122,8 @@ impl<'c> Codegen<'c, '_> {
                 (0..ACCUMULATORS as usize)
                     .map(|u| {
                         let v = self.vload(dt, vt, p, self.add(at, self.i64(u as i64 * lanes)))?;
-                        self.vfold(op, dt, acc[u].into_vector_value(), v).map(Into::into)
+                        self.vfold(op, dt, acc[u].into_vector_value(), v)
+                            .map(Into::into)
                     })
                     .collect()
             })
@@ -119,16 +131,28 @@ impl<'c> Codegen<'c, '_> {
         let combine = |a: &[BasicValueEnum<'c>], b: &[BasicValueEnum<'c>]| {
             a.iter()
                 .zip(b)
-                .map(|(x, y)| self.vfold(op, dt, x.into_vector_value(), y.into_vector_value()).map(Into::into))
+                .map(|(x, y)| {
+                    self.vfold(op, dt, x.into_vector_value(), y.into_vector_value())
+                        .map(Into::into)
+                })
                 .collect::<LowerResult<Vec<BasicValueEnum>>>()
         };
-        let nblocks = self.b.build_int_signed_div(len, self.i64(block), "").expect("div");
+        let nblocks = self
+            .b
+            .build_int_signed_div(len, self.i64(block), "")
+            .expect("div");
         let acc = self.for_carry(nblocks, &vec![idv; ACCUMULATORS as usize], &mut |k, acc| {
-            let inner = steps(self.add(base, self.mul(k, self.i64(block))), self.i64(BLOCK_STEPS))?;
+            let inner = steps(
+                self.add(base, self.mul(k, self.i64(block))),
+                self.i64(BLOCK_STEPS),
+            )?;
             combine(acc, &inner)
         })?;
         let done = self.mul(nblocks, self.i64(block));
-        let rest = self.b.build_int_signed_div(self.sub(len, done), self.i64(step), "").expect("div");
+        let rest = self
+            .b
+            .build_int_signed_div(self.sub(len, done), self.i64(step), "")
+            .expect("div");
         let acc = combine(&acc, &steps(self.add(base, done), rest)?)?;
         // (a0 op a1) op (a2 op a3), then lane by lane.
         let pair = combine(&acc[..2], &acc[2..])?;
@@ -138,7 +162,10 @@ impl<'c> Codegen<'c, '_> {
             .build_extract_element(v, self.i64(0), "")
             .expect("extract");
         for l in 1..lanes {
-            let e = self.b.build_extract_element(v, self.i64(l), "").expect("extract");
+            let e = self
+                .b
+                .build_extract_element(v, self.i64(l), "")
+                .expect("extract");
             s = self.binop(op, dt, s, e, cx)?;
         }
         let tail = self.add(done, self.mul(rest, self.i64(step)));
@@ -161,11 +188,19 @@ impl<'c> Codegen<'c, '_> {
     }
 
     /// `op` lane by lane on two vectors of `dt`.
-    fn vfold(&self, op: &str, dt: &DType, a: VectorValue<'c>, b: VectorValue<'c>) -> LowerResult<VectorValue<'c>> {
+    fn vfold(
+        &self,
+        op: &str,
+        dt: &DType,
+        a: VectorValue<'c>,
+        b: VectorValue<'c>,
+    ) -> LowerResult<VectorValue<'c>> {
         let bb = &self.b;
         let ty = a.get_type().into();
         let call = |name: &str| -> LowerResult<VectorValue<'c>> {
-            Ok(self.intrinsic(name, ty, &[a.into(), b.into()])?.into_vector_value())
+            Ok(self
+                .intrinsic(name, ty, &[a.into(), b.into()])?
+                .into_vector_value())
         };
         if dt.is_float() {
             return match op {
@@ -216,7 +251,11 @@ impl<'c> Codegen<'c, '_> {
         self.nest(outer, &mut |o| {
             let base = self.mul(self.mul(self.offset(o, outer), n), inner);
             let row_at = |k: IntValue<'c>| {
-                let i = if reverse { self.sub(self.sub(n, self.i64(1)), k) } else { k };
+                let i = if reverse {
+                    self.sub(self.sub(n, self.i64(1)), k)
+                } else {
+                    k
+                };
                 self.add(base, self.mul(i, inner))
             };
             // Row `k` (counted from where the scan starts) from row `k - 1`;
@@ -233,7 +272,9 @@ impl<'c> Codegen<'c, '_> {
                     self.store(&dt, res.p, self.add(row, j), nv)
                 })
             };
-            self.for_range(self.min_i64(n, self.i64(1)), &mut |_| fold_row(self.i64(0), None))?;
+            self.for_range(self.min_i64(n, self.i64(1)), &mut |_| {
+                fold_row(self.i64(0), None)
+            })?;
             self.for_range(self.sub(n, self.i64(1)), &mut |k| {
                 fold_row(self.add(k, self.i64(1)), Some(row_at(k)))
             })
@@ -244,7 +285,11 @@ impl<'c> Codegen<'c, '_> {
 
 impl<'c> Codegen<'c, '_> {
     /// An accumulator slot initialised to `v`.
-    pub(crate) fn acc(&self, dt: &DType, v: BasicValueEnum<'c>) -> LowerResult<inkwell::values::PointerValue<'c>> {
+    pub(crate) fn acc(
+        &self,
+        dt: &DType,
+        v: BasicValueEnum<'c>,
+    ) -> LowerResult<inkwell::values::PointerValue<'c>> {
         let s = self.slot(self.elem(dt, TextRange::new(0, 0))?);
         self.b.build_store(s, v).expect("store");
         Ok(s)
@@ -260,7 +305,9 @@ impl<'c> Codegen<'c, '_> {
         init: Init,
         op: &str,
         inner: &[IntValue<'c>],
-        term: &mut dyn FnMut(&[IntValue<'c>]) -> LowerResult<(BasicValueEnum<'c>, Option<IntValue<'c>>)>,
+        term: &mut dyn FnMut(
+            &[IntValue<'c>],
+        ) -> LowerResult<(BasicValueEnum<'c>, Option<IntValue<'c>>)>,
         cx: &Cx<'_, 'c>,
     ) -> LowerResult<BasicValueEnum<'c>> {
         let t = self.elem(dt, cx.at())?;

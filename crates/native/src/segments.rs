@@ -24,16 +24,16 @@
 //! the table as for a failure of its own.
 
 use super::calls::Frame;
-use super::{Env, Codegen, Home, Op};
-use jaxpr_lower::LowerResult;
-use jaxpr_check::{EqnId, JaxprId};
-use jaxpr_syntax::ast::{self, Atom};
-use jaxpr_types::{AType, Dim, VarId};
+use super::{Codegen, Env, Home, Op};
 use inkwell::IntPredicate;
 use inkwell::attributes::{Attribute, AttributeLoc};
 use inkwell::basic_block::BasicBlock;
 use inkwell::module::Linkage;
 use inkwell::values::{FunctionValue, PointerValue};
+use jaxpr_check::{EqnId, JaxprId};
+use jaxpr_lower::LowerResult;
+use jaxpr_syntax::ast::{self, Atom};
+use jaxpr_types::{AType, Dim, VarId};
 use rustc_hash::FxHashMap as HashMap;
 
 /// Equations of the main jaxpr per function, at least.
@@ -84,9 +84,14 @@ impl<'c> Codegen<'c, '_> {
         let Ok((eqns, _)) = self.syntax.body(self.a, main) else {
             return;
         };
-        let results_static = eqns
-            .into_iter()
-            .all(|(_, id)| self.a.eqn(id).outs.iter().flatten().all(|&v| is_static(&self.a.var(v).ty)));
+        let results_static = eqns.into_iter().all(|(_, id)| {
+            self.a
+                .eqn(id)
+                .outs
+                .iter()
+                .flatten()
+                .all(|&v| is_static(&self.a.var(v).ty))
+        });
         let Some(table) = self.table.get() else {
             return;
         };
@@ -104,8 +109,16 @@ impl<'c> Codegen<'c, '_> {
 
     /// The splitter of a body, when it is the main jaxpr's and the entry
     /// function is being split.
-    pub(crate) fn splitter(&self, j: JaxprId, eqns: &[(&ast::Eqn, EqnId)], outvars: &[Atom]) -> Option<Splitter> {
-        if self.segments.borrow().is_none() || self.a.main() != Some(j) || self.scopes.borrow().len() != 1 {
+    pub(crate) fn splitter(
+        &self,
+        j: JaxprId,
+        eqns: &[(&ast::Eqn, EqnId)],
+        outvars: &[Atom],
+    ) -> Option<Splitter> {
+        if self.segments.borrow().is_none()
+            || self.a.main() != Some(j)
+            || self.scopes.borrow().len() != 1
+        {
             return None;
         }
         let mut last_use = HashMap::default();
@@ -121,7 +134,11 @@ impl<'c> Codegen<'c, '_> {
                 last_use.insert(v, usize::MAX);
             }
         }
-        Some(Splitter { last_use, stuck: Vec::new(), since: 0 })
+        Some(Splitter {
+            last_use,
+            stuck: Vec::new(),
+            since: 0,
+        })
     }
 
     /// Whether a value can be used in another function than the one that
@@ -130,7 +147,11 @@ impl<'c> Codegen<'c, '_> {
         let p = x.v.p;
         x.v.lazy.is_none()
             && x.v.dims.iter().all(|d| d.is_const())
-            && (p.is_const() || matches!(self.homes.borrow().get(&p), Some(Home::Table(_) | Home::Input(_))))
+            && (p.is_const()
+                || matches!(
+                    self.homes.borrow().get(&p),
+                    Some(Home::Table(_) | Home::Input(_))
+                ))
     }
 
     /// A value as it is read in the function being built: a pointer of an
@@ -160,7 +181,11 @@ impl<'c> Codegen<'c, '_> {
             Home::Input(k) => self.field(self.io.get().expect("inside the entry point").0, k, 0),
             Home::Slot(_) => return x,
         };
-        let q = self.b.build_load(self.ptr_ty(), at, "").expect("load").into_pointer_value();
+        let q = self
+            .b
+            .build_load(self.ptr_ty(), at, "")
+            .expect("load")
+            .into_pointer_value();
         self.homes.borrow_mut().insert(q, home);
         let mut tabled = self.tabled.borrow_mut();
         if tabled.contains(&p) {
@@ -177,14 +202,22 @@ impl<'c> Codegen<'c, '_> {
     /// fused product's operand can wait for its one user for thousands of
     /// equations: the forward pass's values in the backward pass) is
     /// computed now, into the table, so that it can.
-    pub(crate) fn split_before(&self, s: &mut Splitter, env: &mut Env<'c>, i: usize) -> LowerResult<()> {
+    pub(crate) fn split_before(
+        &self,
+        s: &mut Splitter,
+        env: &mut Env<'c>,
+        i: usize,
+    ) -> LowerResult<()> {
         s.since += 1;
         if s.since <= SEGMENT_EQNS {
             return Ok(());
         }
-        s.stuck.retain(|v| s.last_use.get(v).is_some_and(|&l| l >= i));
+        s.stuck
+            .retain(|v| s.last_use.get(v).is_some_and(|&l| l >= i));
         let deferred_only = s.stuck.iter().all(|v| {
-            env.vals.get(v).is_some_and(|x| x.v.lazy.is_some() && x.v.dims.iter().all(|d| d.is_const()))
+            env.vals
+                .get(v)
+                .is_some_and(|x| x.v.lazy.is_some() && x.v.dims.iter().all(|d| d.is_const()))
         });
         if !deferred_only {
             return Ok(());
@@ -217,15 +250,14 @@ impl<'c> Codegen<'c, '_> {
                 continue;
             };
             if x.v.lazy.is_none() && x.v.dims.iter().any(|d| !d.is_const()) {
-                let extents: Option<Vec<i64>> = x
-                    .ty
-                    .shape
-                    .iter()
-                    .map(|d| match d {
-                        Dim::Const(c) => Some(*c),
-                        _ => None,
-                    })
-                    .collect();
+                let extents: Option<Vec<i64>> =
+                    x.ty.shape
+                        .iter()
+                        .map(|d| match d {
+                            Dim::Const(c) => Some(*c),
+                            _ => None,
+                        })
+                        .collect();
                 if let Some(extents) = extents.filter(|e| e.len() == x.v.dims.len()) {
                     x.v.dims = extents.into_iter().map(|c| self.i64(c)).collect();
                 }
@@ -246,11 +278,19 @@ impl<'c> Codegen<'c, '_> {
         };
         self.part_end_to_entry();
         let ptr = self.ptr_ty();
-        let ty = self.cx.i32_type().fn_type(&[ptr.into(), ptr.into(), ptr.into()], false);
+        let ty = self
+            .cx
+            .i32_type()
+            .fn_type(&[ptr.into(), ptr.into(), ptr.into()], false);
         let n = self.segments.borrow().as_ref().map_or(0, |s| s.parts.len());
-        let f = self.m.add_function(&format!("jx_part{n}"), ty, Some(Linkage::Private));
+        let f = self
+            .m
+            .add_function(&format!("jx_part{n}"), ty, Some(Linkage::Private));
         let noinline = Attribute::get_named_enum_kind_id("noinline");
-        f.add_attribute(AttributeLoc::Function, self.cx.create_enum_attribute(noinline, 0));
+        f.add_attribute(
+            AttributeLoc::Function,
+            self.cx.create_enum_attribute(noinline, 0),
+        );
         let base = self.volatile_load(entry_table.base);
         let rc = self
             .call(f, &[in_p.into(), out_p.into(), base.into()])
@@ -265,7 +305,8 @@ impl<'c> Codegen<'c, '_> {
             loop_states: Vec::new(),
             unwinds: Default::default(),
         });
-        self.b.position_at_end(self.cx.append_basic_block(f, "entry"));
+        self.b
+            .position_at_end(self.cx.append_basic_block(f, "entry"));
         let param = |k: u32| f.get_nth_param(k).expect("param").into_pointer_value();
         self.io.set(Some((param(0), param(1))));
         let home = self.slot(ptr.into());
@@ -306,7 +347,12 @@ impl<'c> Codegen<'c, '_> {
     /// over the outputs and gives back the table): the entry function
     /// returns 0 after the last part's call.
     pub(crate) fn segments_end(&self) {
-        if self.segments.borrow().as_ref().is_some_and(|s| s.entry.is_some()) {
+        if self
+            .segments
+            .borrow()
+            .as_ref()
+            .is_some_and(|s| s.entry.is_some())
+        {
             self.part_end_to_entry();
             self.b.build_return(Some(&self.i32(0))).expect("ret");
         }
@@ -314,6 +360,9 @@ impl<'c> Codegen<'c, '_> {
 
     /// The parts made.
     pub(crate) fn segment_functions(&self) -> Vec<FunctionValue<'c>> {
-        self.segments.borrow().as_ref().map_or_else(Vec::new, |s| s.parts.clone())
+        self.segments
+            .borrow()
+            .as_ref()
+            .map_or_else(Vec::new, |s| s.parts.clone())
     }
 }

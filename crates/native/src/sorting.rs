@@ -1,10 +1,10 @@
 //! Sorting: `sort` over any number of operands and keys, and `top_k`.
 
-use super::{Arr, Cx, Env, Codegen, dtype};
-use jaxpr_lower::{LowerResult, err};
-use jaxpr_types::{DType, Dim};
+use super::{Arr, Codegen, Cx, Env, dtype};
 use inkwell::values::{BasicValueEnum, IntValue};
 use inkwell::{FloatPredicate, IntPredicate};
+use jaxpr_lower::{LowerResult, err};
+use jaxpr_types::{DType, Dim};
 
 impl<'c> Codegen<'c, '_> {
     /// `a < b` in sort order (floats: NaN last); `desc` reverses.
@@ -55,7 +55,13 @@ impl<'c> Codegen<'c, '_> {
     /// stably, by the first `keys` of them: a bottom-up merge sort of the
     /// row's positions (runs of 1, 2, 4... merged, the left one first on
     /// ties), then every column gathered in that order.
-    pub(crate) fn sort_rows(&self, cols: &[(DType, Arr<'c>)], keys: usize, axis: usize, desc: bool) -> LowerResult<()> {
+    pub(crate) fn sort_rows(
+        &self,
+        cols: &[(DType, Arr<'c>)],
+        keys: usize,
+        axis: usize,
+        desc: bool,
+    ) -> LowerResult<()> {
         let dims = cols[0].1.dims.clone();
         let n = dims[axis];
         let stride = self.numel(&dims[axis + 1..]);
@@ -108,15 +114,29 @@ impl<'c> Codegen<'c, '_> {
                                     let (i, j) = (ij[0].into_int_value(), ij[1].into_int_value());
                                     let left_ok = self.icmp(IntPredicate::SLT, i, mid);
                                     let right_ok = self.icmp(IntPredicate::SLT, j, hi);
-                                    let pi = self.load(&i64t, src, self.select_int(left_ok, i, lo))?.into_int_value();
-                                    let pj = self.load(&i64t, src, self.select_int(right_ok, j, lo))?.into_int_value();
+                                    let pi = self
+                                        .load(&i64t, src, self.select_int(left_ok, i, lo))?
+                                        .into_int_value();
+                                    let pj = self
+                                        .load(&i64t, src, self.select_int(right_ok, j, lo))?
+                                        .into_int_value();
                                     let right_first = self.and(right_ok, before(pj, pi)?);
-                                    let take_left = self.and(left_ok, self.b.build_not(right_first, "").expect("not"));
+                                    let take_left = self.and(
+                                        left_ok,
+                                        self.b.build_not(right_first, "").expect("not"),
+                                    );
                                     let v = self.select_int(take_left, pi, pj);
                                     self.store(&i64t, dst, self.add(lo, k), v.into())?;
-                                    let one = |c| self.b.build_int_z_extend(c, self.cx.i64_type(), "").expect("zext");
+                                    let one = |c| {
+                                        self.b
+                                            .build_int_z_extend(c, self.cx.i64_type(), "")
+                                            .expect("zext")
+                                    };
                                     let nt = self.b.build_not(take_left, "").expect("not");
-                                    Ok(vec![self.add(i, one(take_left)).into(), self.add(j, one(nt)).into()])
+                                    Ok(vec![
+                                        self.add(i, one(take_left)).into(),
+                                        self.add(j, one(nt)).into(),
+                                    ])
                                 })?;
                                 Ok(())
                             })
@@ -191,7 +211,12 @@ impl<'c> Codegen<'c, '_> {
             Ok(k) => self.i64(k),
             Err(_) => match jaxpr_lower::expr_poly(cx.param("k")?) {
                 Some(p) => self.dim(env, &Dim::from_poly(p), cx.at())?,
-                None => return err(cx.param("k")?.range, "`k` must be an integer or a dimension to be built"),
+                None => {
+                    return err(
+                        cx.param("k")?.range,
+                        "`k` must be an integer or a dimension to be built",
+                    );
+                }
             },
         };
         let dt = dtype(&x.ty)?;

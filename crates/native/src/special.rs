@@ -4,10 +4,10 @@
 //! bits, as XLA's CPU emitter rounds.
 
 use super::Codegen;
-use jaxpr_lower::special::{self, Binary, Compare, Elementwise, Unary};
-use jaxpr_lower::{LowerResult, err};
 use inkwell::values::{BasicValueEnum, FloatValue, IntValue};
 use inkwell::{FloatPredicate, IntPredicate};
+use jaxpr_lower::special::{self, Binary, Compare, Elementwise, Unary};
+use jaxpr_lower::{LowerResult, err};
 use jaxpr_syntax::TextRange;
 use jaxpr_types::{DType, FloatKind};
 
@@ -25,7 +25,12 @@ impl<'c> Elementwise for Scalars<'_, 'c, '_> {
         self.g.fconst(&self.dt, x)
     }
 
-    fn binary(&self, op: Binary, x: FloatValue<'c>, y: FloatValue<'c>) -> LowerResult<FloatValue<'c>> {
+    fn binary(
+        &self,
+        op: Binary,
+        x: FloatValue<'c>,
+        y: FloatValue<'c>,
+    ) -> LowerResult<FloatValue<'c>> {
         let b = &self.g.b;
         Ok(match op {
             Binary::Add => b.build_float_add(x, y, ""),
@@ -34,7 +39,10 @@ impl<'c> Elementwise for Scalars<'_, 'c, '_> {
             Binary::Div => b.build_float_div(x, y, ""),
             Binary::Max => {
                 let t = x.get_type().into();
-                return Ok(self.g.intrinsic("llvm.maximum", t, &[x.into(), y.into()])?.into_float_value());
+                return Ok(self
+                    .g
+                    .intrinsic("llvm.maximum", t, &[x.into(), y.into()])?
+                    .into_float_value());
             }
         }
         .expect("float arithmetic"))
@@ -64,7 +72,12 @@ impl<'c> Elementwise for Scalars<'_, 'c, '_> {
         .into_float_value())
     }
 
-    fn compare(&self, op: Compare, x: FloatValue<'c>, y: FloatValue<'c>) -> LowerResult<IntValue<'c>> {
+    fn compare(
+        &self,
+        op: Compare,
+        x: FloatValue<'c>,
+        y: FloatValue<'c>,
+    ) -> LowerResult<IntValue<'c>> {
         let p = match op {
             Compare::Lt => FloatPredicate::OLT,
             Compare::Le => FloatPredicate::OLE,
@@ -79,14 +92,29 @@ impl<'c> Elementwise for Scalars<'_, 'c, '_> {
         Ok(self.g.and(p, q))
     }
 
-    fn select(&self, p: IntValue<'c>, t: FloatValue<'c>, f: FloatValue<'c>) -> LowerResult<FloatValue<'c>> {
-        Ok(self.g.b.build_select(p, t, f, "").expect("select").into_float_value())
+    fn select(
+        &self,
+        p: IntValue<'c>,
+        t: FloatValue<'c>,
+        f: FloatValue<'c>,
+    ) -> LowerResult<FloatValue<'c>> {
+        Ok(self
+            .g
+            .b
+            .build_select(p, t, f, "")
+            .expect("select")
+            .into_float_value())
     }
 }
 
 impl<'c> Codegen<'c, '_> {
     /// One of [`special::UNARY`] of `x` (of the float dtype `dt`).
-    pub(crate) fn special_unary(&self, name: &str, dt: &DType, x: FloatValue<'c>) -> LowerResult<BasicValueEnum<'c>> {
+    pub(crate) fn special_unary(
+        &self,
+        name: &str,
+        dt: &DType,
+        x: FloatValue<'c>,
+    ) -> LowerResult<BasicValueEnum<'c>> {
         self.in_working_precision(dt, &[x], |s, xs, wide| special::unary(s, name, xs[0], wide))
     }
 
@@ -99,7 +127,9 @@ impl<'c> Codegen<'c, '_> {
         x: FloatValue<'c>,
         y: FloatValue<'c>,
     ) -> LowerResult<BasicValueEnum<'c>> {
-        self.in_working_precision(dt, &[x, y], |s, xs, _| special::binary(s, name, xs[0], xs[1]))
+        self.in_working_precision(dt, &[x, y], |s, xs, _| {
+            special::binary(s, name, xs[0], xs[1])
+        })
     }
 
     /// `f` of `xs` (of `dt`) computed in XLA's working precision (f64 for
@@ -112,9 +142,16 @@ impl<'c> Codegen<'c, '_> {
         f: impl FnOnce(&Scalars<'_, 'c, '_>, &[FloatValue<'c>], bool) -> LowerResult<FloatValue<'c>>,
     ) -> LowerResult<BasicValueEnum<'c>> {
         let wide = matches!(dt, DType::Float(FloatKind::F64));
-        let work = if wide { dt.clone() } else { DType::Float(FloatKind::F32) };
+        let work = if wide {
+            dt.clone()
+        } else {
+            DType::Float(FloatKind::F32)
+        };
         let wt = self.elem(&work, TextRange::new(0, 0))?.into_float_type();
-        let xs: Vec<FloatValue<'c>> = xs.iter().map(|&x| self.b.build_float_cast(x, wt, "").expect("cast")).collect();
+        let xs: Vec<FloatValue<'c>> = xs
+            .iter()
+            .map(|&x| self.b.build_float_cast(x, wt, "").expect("cast"))
+            .collect();
         let r = f(&Scalars { g: self, dt: work }, &xs, wide)?;
         let t = self.elem(dt, TextRange::new(0, 0))?.into_float_type();
         Ok(self.b.build_float_cast(r, t, "").expect("cast").into())
@@ -137,10 +174,18 @@ impl<'c> Codegen<'c, '_> {
             DType::Float(FloatKind::F32) => (32, 8, 23),
             DType::Float(FloatKind::F16) => (16, 5, 10),
             DType::Float(FloatKind::BF16) => (16, 8, 7),
-            _ => return err(at, format!("`reduce_precision` on {dt} has no native lowering")),
+            _ => {
+                return err(
+                    at,
+                    format!("`reduce_precision` on {dt} has no native lowering"),
+                );
+            }
         };
         if exponent_bits < 1 || mantissa_bits < 0 {
-            return err(at, "`reduce_precision` needs exponent_bits >= 1 and mantissa_bits >= 0");
+            return err(
+                at,
+                "`reduce_precision` needs exponent_bits >= 1 and mantissa_bits >= 0",
+            );
         }
         let b = &self.b;
         let it = match bits {
@@ -154,7 +199,14 @@ impl<'c> Codegen<'c, '_> {
             let shift = (src_mantissa - mantissa_bits) as u64;
             let last_bit = 1u64 << shift;
             let base_bias = (last_bit >> 1) - 1;
-            let last = b.build_right_shift(b.build_and(v, k(last_bit), "").expect("and"), k(shift), false, "").expect("shr");
+            let last = b
+                .build_right_shift(
+                    b.build_and(v, k(last_bit), "").expect("and"),
+                    k(shift),
+                    false,
+                    "",
+                )
+                .expect("shr");
             let bias = b.build_int_add(last, k(base_bias), "").expect("add");
             v = b.build_int_add(v, bias, "").expect("add");
             v = b.build_and(v, k(!(last_bit - 1)), "").expect("and");
@@ -171,13 +223,27 @@ impl<'c> Codegen<'c, '_> {
             let under = self.icmp(IntPredicate::ULE, e, min_exp);
             let signed_zero = b.build_and(v, sign, "").expect("and");
             let signed_inf = b.build_or(signed_zero, exp_mask, "").expect("or");
-            let u = b.build_select(under, signed_zero, v, "").expect("select").into_int_value();
-            v = b.build_select(over, signed_inf, u, "").expect("select").into_int_value();
+            let u = b
+                .build_select(under, signed_zero, v, "")
+                .expect("select")
+                .into_int_value();
+            v = b
+                .build_select(over, signed_inf, u, "")
+                .expect("select")
+                .into_int_value();
         }
-        let mut r = b.build_bit_cast(v, x.get_type(), "").expect("float").into_float_value();
+        let mut r = b
+            .build_bit_cast(v, x.get_type(), "")
+            .expect("float")
+            .into_float_value();
         if mantissa_bits > 0 {
-            let nan = b.build_float_compare(FloatPredicate::UNO, x, x, "").expect("fcmp");
-            r = b.build_select(nan, x, r, "").expect("select").into_float_value();
+            let nan = b
+                .build_float_compare(FloatPredicate::UNO, x, x, "")
+                .expect("fcmp");
+            r = b
+                .build_select(nan, x, r, "")
+                .expect("select")
+                .into_float_value();
         }
         Ok(r.into())
     }

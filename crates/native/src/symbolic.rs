@@ -3,18 +3,18 @@
 //! parameters are evaluated from the symbols' values at run time, as the
 //! extents of symbolic shapes are, and checked before they are used.
 
+use super::{Arr, Codegen, Cx, Env, dtype};
 use crate::MAX_BYTES;
 use crate::random;
-use jaxpr_lower::symbol_value;
-use jaxpr_syntax::TextRange;
-use jaxpr_types::AType;
-use jaxpr_types::Poly;
-use jaxpr_types::poly::Factor;
-use super::{Arr, Cx, Env, Codegen, dtype};
-use jaxpr_lower::{LowerResult, err};
 use inkwell::IntPredicate;
 use inkwell::values::IntValue;
+use jaxpr_lower::symbol_value;
+use jaxpr_lower::{LowerResult, err};
+use jaxpr_syntax::TextRange;
+use jaxpr_types::AType;
 use jaxpr_types::Dim;
+use jaxpr_types::Poly;
+use jaxpr_types::poly::Factor;
 
 /// Whether the tuple parameter `name` is present and not all integers.
 fn symbolic(cx: &Cx<'_, '_>, name: &str) -> bool {
@@ -25,9 +25,17 @@ fn symbolic(cx: &Cx<'_, '_>, name: &str) -> bool {
 impl<'c> Codegen<'c, '_> {
     /// The lowering of an equation with symbolic parameters, or None when
     /// its parameters are integers (the static lowerings of `ops.rs`).
-    pub(crate) fn lower_symbolic(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> LowerResult<Option<Arr<'c>>> {
+    pub(crate) fn lower_symbolic(
+        &self,
+        env: &Env<'c>,
+        cx: &Cx<'_, 'c>,
+    ) -> LowerResult<Option<Arr<'c>>> {
         Ok(Some(match cx.name() {
-            "slice" if ["start_indices", "limit_indices", "strides"].iter().any(|n| symbolic(cx, n)) => {
+            "slice"
+                if ["start_indices", "limit_indices", "strides"]
+                    .iter()
+                    .any(|n| symbolic(cx, n)) =>
+            {
                 let start = cx.dims_param("start_indices")?;
                 let limit = cx.dims_param("limit_indices")?;
                 let strides = cx.dims_param_or("strides", vec![Dim::Const(1); start.len()])?;
@@ -36,7 +44,11 @@ impl<'c> Codegen<'c, '_> {
                 if start.len() != r || limit.len() != r || strides.len() != r {
                     return err(cx.at(), "`slice` parameters do not match the operand");
                 }
-                let values = |ds: &[Dim]| ds.iter().map(|d| self.dim(env, d, cx.at())).collect::<LowerResult<Vec<_>>>();
+                let values = |ds: &[Dim]| {
+                    ds.iter()
+                        .map(|d| self.dim(env, d, cx.at()))
+                        .collect::<LowerResult<Vec<_>>>()
+                };
                 let (start, limit, strides) = (values(&start)?, values(&limit)?, values(&strides)?);
                 let mut out: Vec<IntValue> = Vec::with_capacity(r);
                 for k in 0..r {
@@ -49,15 +61,27 @@ impl<'c> Codegen<'c, '_> {
                     );
                     self.fail_if(
                         bad,
-                        &format!("`slice` at byte {}: its bounds do not fit the operand", cx.at().start),
+                        &format!(
+                            "`slice` at byte {}: its bounds do not fit the operand",
+                            cx.at().start
+                        ),
                         &[],
                     );
                     // ceil((limit - start) / stride), all non-negative here.
-                    let span = self.add(self.sub(limit[k], start[k]), self.sub(strides[k], self.i64(1)));
-                    out.push(self.b.build_int_signed_div(span, strides[k], "").expect("div"));
+                    let span = self.add(
+                        self.sub(limit[k], start[k]),
+                        self.sub(strides[k], self.i64(1)),
+                    );
+                    out.push(
+                        self.b
+                            .build_int_signed_div(span, strides[k], "")
+                            .expect("div"),
+                    );
                 }
                 self.remap(&dtype(&cx.outs[0])?, &out, src, None, &mut |idx| {
-                    let at: Vec<IntValue> = (0..r).map(|k| self.add(start[k], self.mul(idx[k], strides[k]))).collect();
+                    let at: Vec<IntValue> = (0..r)
+                        .map(|k| self.add(start[k], self.mul(idx[k], strides[k])))
+                        .collect();
                     Ok((self.offset(&at, &src.v.dims), None))
                 })?
             }
@@ -95,7 +119,11 @@ impl<'c, 'f> Codegen<'c, 'f> {
     }
 
     pub fn dims(&self, env: &Env<'c>, t: &AType, at: TextRange) -> LowerResult<Vec<IntValue<'c>>> {
-        random::physical(t).shape.iter().map(|d| self.dim(env, d, at)).collect()
+        random::physical(t)
+            .shape
+            .iter()
+            .map(|d| self.dim(env, d, at))
+            .collect()
     }
 
     /// Fails the call unless `0 <= value <= MAX_BYTES`; `what` names the
@@ -113,7 +141,13 @@ impl<'c, 'f> Codegen<'c, 'f> {
     }
 
     /// A symbolic dimension's value, checked as [`Codegen::dim`] checks extents.
-    pub(crate) fn sym_extent(&self, env: &Env<'c>, p: &Poly, at: TextRange, what: &str) -> LowerResult<IntValue<'c>> {
+    pub(crate) fn sym_extent(
+        &self,
+        env: &Env<'c>,
+        p: &Poly,
+        at: TextRange,
+        what: &str,
+    ) -> LowerResult<IntValue<'c>> {
         let (value, overflow) = self.poly(env, p, at)?;
         self.fail_if(overflow, &format!("{what} overflows 64 bits"), &[]);
         self.fail_unless_extent(value, what);
@@ -122,7 +156,12 @@ impl<'c, 'f> Codegen<'c, 'f> {
 
     /// A polynomial's value in checked arithmetic: the value and whether
     /// any step overflowed (then the value is meaningless).
-    pub(crate) fn poly(&self, env: &Env<'c>, p: &Poly, at: TextRange) -> LowerResult<(IntValue<'c>, IntValue<'c>)> {
+    pub(crate) fn poly(
+        &self,
+        env: &Env<'c>,
+        p: &Poly,
+        at: TextRange,
+    ) -> LowerResult<(IntValue<'c>, IntValue<'c>)> {
         let mut over = self.cx.bool_type().const_zero();
         let mut sum = self.i64(0);
         for (mono, coef) in p.terms() {
@@ -191,7 +230,12 @@ impl<'c, 'f> Codegen<'c, 'f> {
     /// the nonzero ones at most `MAX_BYTES / size` (so no product of some
     /// of the extents, which loops and offsets compute, overflows either).
     /// `what` names the array in the message.
-    pub(crate) fn checked_count(&self, dims: &[IntValue<'c>], size: i64, what: &str) -> IntValue<'c> {
+    pub(crate) fn checked_count(
+        &self,
+        dims: &[IntValue<'c>],
+        size: i64,
+        what: &str,
+    ) -> IntValue<'c> {
         let limit = MAX_BYTES / size;
         let mut nonzero = self.i64(1);
         let mut count = self.i64(1);

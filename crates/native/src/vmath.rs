@@ -59,7 +59,11 @@ pub(crate) fn isas(cpu: super::Cpu) -> &'static [(char, u32)] {
 fn libmvec() -> Option<&'static Libmvec> {
     static LIB: OnceLock<Option<Libmvec>> = OnceLock::new();
     LIB.get_or_init(|| {
-        if !cfg!(all(target_arch = "x86_64", target_os = "linux", target_env = "gnu")) {
+        if !cfg!(all(
+            target_arch = "x86_64",
+            target_os = "linux",
+            target_env = "gnu"
+        )) {
             return None;
         }
         let out = std::process::Command::new("getconf")
@@ -68,7 +72,13 @@ fn libmvec() -> Option<&'static Libmvec> {
             .ok()?;
         // "glibc 2.36"
         let text = String::from_utf8_lossy(&out.stdout);
-        let minor: u32 = text.trim().strip_prefix("glibc 2.")?.split('.').next()?.parse().ok()?;
+        let minor: u32 = text
+            .trim()
+            .strip_prefix("glibc 2.")?
+            .split('.')
+            .next()?
+            .parse()
+            .ok()?;
         if minor < 22 {
             return None;
         }

@@ -11,17 +11,21 @@
 //!   at the window is added into the result at the selected element
 //!   (dropped when it is padding), the result starting at zeros.
 
-use crate::ops::init_of;
 use super::ops::Init;
-use super::{Arr, Cx, Env, Codegen, dtype};
-use jaxpr_lower::{LowerResult, err};
+use super::{Arr, Codegen, Cx, Env, dtype};
+use crate::ops::init_of;
 use inkwell::IntPredicate;
 use inkwell::values::{BasicValueEnum, IntValue};
+use jaxpr_lower::{LowerResult, err};
 use jaxpr_types::DType;
 
 impl<'c> Codegen<'c, '_> {
     /// `select_and_gather_add` or `select_and_scatter_add`, or None.
-    pub(crate) fn lower_window_selection(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> LowerResult<Option<Arr<'c>>> {
+    pub(crate) fn lower_window_selection(
+        &self,
+        env: &Env<'c>,
+        cx: &Cx<'_, 'c>,
+    ) -> LowerResult<Option<Arr<'c>>> {
         let name = cx.name();
         if !matches!(name, "select_and_gather_add" | "select_and_scatter_add") {
             return Ok(None);
@@ -35,10 +39,15 @@ impl<'c> Codegen<'c, '_> {
         let strides = cx.ints_or("window_strides", vec![1; r])?;
         let pad = cx.pairs("padding")?;
         let (based, wdil) = match name {
-            "select_and_gather_add" => (cx.ints_or("base_dilation", vec![1; r])?, cx.ints_or("window_dilation", vec![1; r])?),
+            "select_and_gather_add" => (
+                cx.ints_or("base_dilation", vec![1; r])?,
+                cx.ints_or("window_dilation", vec![1; r])?,
+            ),
             _ => (vec![1; r], vec![1; r]),
         };
-        if [win.len(), strides.len(), pad.len(), based.len(), wdil.len()].iter().any(|&l| l != r)
+        if [win.len(), strides.len(), pad.len(), based.len(), wdil.len()]
+            .iter()
+            .any(|&l| l != r)
             || based.iter().chain(&wdil).chain(&strides).any(|&d| d < 1)
             || y.v.dims.len() != r
         {
@@ -49,13 +58,18 @@ impl<'c> Codegen<'c, '_> {
         let zero = self.identity(&dt, Init::Zero)?;
         // Whether `a` wins `select_prim` against `b`.
         let wins = |a: BasicValueEnum<'c>, b: BasicValueEnum<'c>| -> LowerResult<IntValue<'c>> {
-            let w = self.binop(if ge { "ge" } else { "le" }, &dt, a, b, cx)?.into_int_value();
+            let w = self
+                .binop(if ge { "ge" } else { "le" }, &dt, a, b, cx)?
+                .into_int_value();
             Ok(self.icmp(IntPredicate::NE, w, w.get_type().const_zero()))
         };
         let wdims: Vec<IntValue> = win.iter().map(|&w| self.i64(w)).collect();
         if name == "select_and_gather_add" {
             if y.ty.dtype != x.ty.dtype {
-                return err(cx.at(), "`select_and_gather_add` operands of different dtypes");
+                return err(
+                    cx.at(),
+                    "`select_and_gather_add` operands of different dtypes",
+                );
             }
             let out = self.dims(env, &cx.outs[0], cx.at())?;
             let res = self.alloc(&dt, &out)?;
@@ -67,7 +81,10 @@ impl<'c> Codegen<'c, '_> {
                     let off = self.offset(&at, dims);
                     let (k, v) = (self.load(&dt, x.v.p, off)?, self.load(&dt, y.v.p, off)?);
                     let kept = self.b.build_load(t, key, "").expect("load");
-                    let keep = self.or(self.icmp(IntPredicate::EQ, real, real.get_type().const_zero()), wins(kept, k)?);
+                    let keep = self.or(
+                        self.icmp(IntPredicate::EQ, real, real.get_type().const_zero()),
+                        wins(kept, k)?,
+                    );
                     let nk = self.b.build_select(keep, kept, k, "").expect("select");
                     let kept_v = self.b.build_load(t, value, "").expect("load");
                     let nv = self.b.build_select(keep, kept_v, v, "").expect("select");
@@ -92,33 +109,68 @@ impl<'c> Codegen<'c, '_> {
             let chosen_at = self.slot(i64t.into());
             self.b.build_store(chosen_at, self.i64(-1)).expect("store");
             let started = self.slot(i1t.into());
-            self.b.build_store(started, i1t.const_zero()).expect("store");
+            self.b
+                .build_store(started, i1t.const_zero())
+                .expect("store");
             self.nest(&wdims, &mut |wi| {
                 let mut inside = i1t.const_int(1, false);
                 let mut at = Vec::with_capacity(r);
                 for k in 0..r {
-                    let pos = self.sub(self.add(self.mul(si[k], self.i64(strides[k])), wi[k]), self.i64(pad[k].0));
+                    let pos = self.sub(
+                        self.add(self.mul(si[k], self.i64(strides[k])), wi[k]),
+                        self.i64(pad[k].0),
+                    );
                     inside = self.and(
                         inside,
-                        self.and(self.icmp(IntPredicate::SGE, pos, self.i64(0)), self.icmp(IntPredicate::SLT, pos, dims[k])),
+                        self.and(
+                            self.icmp(IntPredicate::SGE, pos, self.i64(0)),
+                            self.icmp(IntPredicate::SLT, pos, dims[k]),
+                        ),
                     );
                     at.push(self.clamp_i64(pos, self.i64(0), self.sub(dims[k], self.i64(1))));
                 }
                 let off = self.offset(&at, dims);
                 let loaded = self.load(&dt, x.v.p, off)?;
-                let v = self.b.build_select(inside, loaded, identity, "").expect("select");
+                let v = self
+                    .b
+                    .build_select(inside, loaded, identity, "")
+                    .expect("select");
                 let cur = self.b.build_load(t, chosen, "").expect("load");
-                let first = self.b.build_load(i1t, started, "").expect("load").into_int_value();
+                let first = self
+                    .b
+                    .build_load(i1t, started, "")
+                    .expect("load")
+                    .into_int_value();
                 let first = self.icmp(IntPredicate::EQ, first, i1t.const_zero());
-                let take = self.or(first, self.icmp(IntPredicate::EQ, wins(cur, v)?, i1t.const_zero()));
-                self.b.build_store(chosen, self.b.build_select(take, v, cur, "").expect("select")).expect("store");
-                let cur_at = self.b.build_load(i64t, chosen_at, "").expect("load").into_int_value();
+                let take = self.or(
+                    first,
+                    self.icmp(IntPredicate::EQ, wins(cur, v)?, i1t.const_zero()),
+                );
+                self.b
+                    .build_store(
+                        chosen,
+                        self.b.build_select(take, v, cur, "").expect("select"),
+                    )
+                    .expect("store");
+                let cur_at = self
+                    .b
+                    .build_load(i64t, chosen_at, "")
+                    .expect("load")
+                    .into_int_value();
                 let new_at = self.select_int(inside, off, self.i64(-1));
-                self.b.build_store(chosen_at, self.select_int(take, new_at, cur_at)).expect("store");
-                self.b.build_store(started, i1t.const_int(1, false)).expect("store");
+                self.b
+                    .build_store(chosen_at, self.select_int(take, new_at, cur_at))
+                    .expect("store");
+                self.b
+                    .build_store(started, i1t.const_int(1, false))
+                    .expect("store");
                 Ok(())
             })?;
-            let at = self.b.build_load(i64t, chosen_at, "").expect("load").into_int_value();
+            let at = self
+                .b
+                .build_load(i64t, chosen_at, "")
+                .expect("load")
+                .into_int_value();
             // A loop of one pass when the selected element is not padding.
             let hit = self.icmp(IntPredicate::SGE, at, self.i64(0));
             self.for_range(self.select_int(hit, self.i64(1), self.i64(0)), &mut |_| {
@@ -132,7 +184,12 @@ impl<'c> Codegen<'c, '_> {
 }
 
 impl<'c> Codegen<'c, '_> {
-    pub(crate) fn reduce_window(&self, env: &Env<'c>, cx: &Cx<'_, 'c>, op: &str) -> LowerResult<Arr<'c>> {
+    pub(crate) fn reduce_window(
+        &self,
+        env: &Env<'c>,
+        cx: &Cx<'_, 'c>,
+        op: &str,
+    ) -> LowerResult<Arr<'c>> {
         let x = &cx.args[0];
         let dt = dtype(&x.ty)?;
         let r = x.v.dims.len();
@@ -152,11 +209,19 @@ impl<'c> Codegen<'c, '_> {
         let res = self.alloc(&dt, &out)?;
         let wdims: Vec<IntValue> = win.iter().map(|&w| self.i64(w)).collect();
         self.nest(&out, &mut |oi| {
-            let a = self.fold_nest(&dt, init_of(op), op, &wdims, &mut |wi| {
-                let (at, ok) = self.window_pos(oi, wi, &strides, &pad, &based, &wdil, &x.v.dims);
-                let v = self.load(&dt, x.v.p, self.offset(&at, &x.v.dims))?;
-                Ok((v, Some(ok)))
-            }, cx)?;
+            let a = self.fold_nest(
+                &dt,
+                init_of(op),
+                op,
+                &wdims,
+                &mut |wi| {
+                    let (at, ok) =
+                        self.window_pos(oi, wi, &strides, &pad, &based, &wdil, &x.v.dims);
+                    let v = self.load(&dt, x.v.p, self.offset(&at, &x.v.dims))?;
+                    Ok((v, Some(ok)))
+                },
+                cx,
+            )?;
             self.store(&dt, res.p, self.offset(oi, &out), a)
         })?;
         Ok(res)

@@ -93,7 +93,12 @@ pub fn python_view(db: &dyn Db, s: SessionInput) -> Arc<SessionIndex> {
         });
     };
     let jaxprs: HashMap<&str, (&Path, JaxprFile)> = (s.jaxprs(db).iter())
-        .map(|j| (j.name.as_str(), (j.path.as_path(), JaxprFile::of(db, j.file))))
+        .map(|j| {
+            (
+                j.name.as_str(),
+                (j.path.as_path(), JaxprFile::of(db, j.file)),
+            )
+        })
         .collect();
     Arc::new(SessionIndex::new(
         s.dir(db),
@@ -152,17 +157,24 @@ impl Sessions {
     /// on a session whose files did not change are not run again. `Err`
     /// when `session.json` cannot be read or is not a session (the input
     /// then holds no session: its view is empty).
-    pub fn sync(&mut self, db: &mut RootDatabase, dir: &Path) -> Result<SessionInput, SessionError> {
+    pub fn sync(
+        &mut self,
+        db: &mut RootDatabase,
+        dir: &Path,
+    ) -> Result<SessionInput, SessionError> {
         let json = crate::session_file(dir);
         let base = if dir.is_dir() {
             dir.to_path_buf()
         } else {
             dir.parent().unwrap_or(Path::new(".")).to_path_buf()
         };
-        let loaded = self.by_dir.entry(dir.to_path_buf()).or_insert_with(|| Loaded {
-            input: SessionInput::new(db, base.clone(), None, Vec::new(), BTreeMap::new()),
-            read: HashMap::new(),
-        });
+        let loaded = self
+            .by_dir
+            .entry(dir.to_path_buf())
+            .or_insert_with(|| Loaded {
+                input: SessionInput::new(db, base.clone(), None, Vec::new(), BTreeMap::new()),
+                read: HashMap::new(),
+            });
         let s = loaded.input;
         let mut outcome = Ok(());
         if loaded.changed(&json) {

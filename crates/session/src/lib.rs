@@ -17,9 +17,7 @@ pub mod source_map;
 pub mod trace;
 
 pub use index::{EqnAt, PyDiagnostic, SessionIndex};
-pub use input::{
-    SessionInput, SessionJaxpr, Sessions, python_files, python_view, session_record,
-};
+pub use input::{SessionInput, SessionJaxpr, Sessions, python_files, python_view, session_record};
 
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};

@@ -6,8 +6,8 @@
 use super::SourceMapEntry;
 use jaxpr_check::{Analysis, EqnId};
 use jaxpr_db::{self as db, Db, SourceFile};
-use jaxpr_syntax::diagnostics::Diagnostic;
 use jaxpr_ide::{self as ide, FileView, NavTarget};
+use jaxpr_syntax::diagnostics::Diagnostic;
 use jaxpr_syntax::{LineIndex, Parse, TextRange};
 use jaxpr_types::DimNames;
 use std::path::{Path, PathBuf};

@@ -102,11 +102,18 @@ fn a_changed_session_changes_the_python_view_and_nothing_else_reruns_it() {
     std::fs::write(other_dir.join("f.jaxpr"), jaxpr(&py, "b:f32[3] = log a")).unwrap();
     sessions.sync(&mut db, &other_dir).unwrap();
     assert!(python_view(&db, o).hover(&py, 2).unwrap().contains("log a"));
-    assert!(!db.take_executed().is_empty(), "the other session's view ran again");
+    assert!(
+        !db.take_executed().is_empty(),
+        "the other session's view ran again"
+    );
     let again = python_view(&db, s);
     assert!(std::sync::Arc::ptr_eq(&again, &view) || *again == *view);
     let executed = db.take_executed();
-    assert_eq!(executed, Vec::<String>::new(), "an unrelated change re-ran {executed:?}");
+    assert_eq!(
+        executed,
+        Vec::<String>::new(),
+        "an unrelated change re-ran {executed:?}"
+    );
 
     // The jaxpr re-traced on disk (a shape error now): the view's hover
     // and diagnostics change.
@@ -119,7 +126,10 @@ fn a_changed_session_changes_the_python_view_and_nothing_else_reruns_it() {
     assert_eq!(d.len(), 1, "{d:?}");
     assert_eq!(d[0].line, 2);
     assert!(d[0].code.starts_with('J'), "{d:?}");
-    assert!(d[0].message.contains("in the jaxpr of `f`, f.jaxpr:2:"), "{d:?}");
+    assert!(
+        d[0].message.contains("in the jaxpr of `f`, f.jaxpr:2:"),
+        "{d:?}"
+    );
 
     // session.json changed (a tracing error recorded): its diagnostic shows.
     write_session(
@@ -133,7 +143,8 @@ fn a_changed_session_changes_the_python_view_and_nothing_else_reruns_it() {
     sessions.sync(&mut db, &dir).unwrap();
     let d = python_view(&db, s).diagnostics(&py).to_vec();
     assert!(
-        d.iter().any(|d| d.line == 1 && d.message == "TypeError while tracing f: bad shapes"),
+        d.iter()
+            .any(|d| d.line == 1 && d.message == "TypeError while tracing f: bad shapes"),
         "{d:?}"
     );
 

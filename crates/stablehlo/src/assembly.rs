@@ -3,13 +3,18 @@
 //! `empty2` (a zero, as JAX lowers it).
 
 use super::ops::{EqnCx, Init};
-use super::{ModuleBlock, Env, Lower, ModuleValue};
+use super::{Env, Lower, ModuleBlock, ModuleValue};
 use jaxpr_lower::{LowerResult, err};
 use jaxpr_types::Dim;
 
 impl<'c, 'f> Lower<'c, 'f> {
     /// `stack` or `empty2`, or None for another primitive.
-    pub(crate) fn lower_assembly(&self, b: ModuleBlock<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> LowerResult<Option<ModuleValue<'c>>> {
+    pub(crate) fn lower_assembly(
+        &self,
+        b: ModuleBlock<'c>,
+        env: &Env<'c>,
+        cx: &EqnCx<'_, 'c, 'f>,
+    ) -> LowerResult<Option<ModuleValue<'c>>> {
         Ok(Some(match cx.name() {
             "empty2" => self.init(b, &cx.out_dtype(0)?, Init::Zero)?,
             "stack" => {

@@ -1,6 +1,7 @@
 //! Creating operations, blocks, regions, types' attributes and constants
 //! in the module being built.
 
+use super::{Lower, ModuleBlock, ModuleValue, create, ops};
 use crate::lower::DictionaryKey;
 use jaxpr_lower::{LowerResult, err, internal};
 use jaxpr_syntax::TextRange;
@@ -8,13 +9,13 @@ use jaxpr_types::{DType, FloatKind};
 use melior::ir::operation::OperationBuilder;
 use melior::ir::r#type::TypeLike;
 use melior::ir::{
-    Attribute, AttributeLike, Block, BlockLike, BlockRef, Identifier, Region, RegionLike, Type, ValueLike,
+    Attribute, AttributeLike, Block, BlockLike, BlockRef, Identifier, Region, RegionLike, Type,
+    ValueLike,
 };
 use rustc_hash::FxHashMap as HashMap;
 use smallvec::SmallVec;
 use std::cell::RefCell;
 use std::fmt::Write as _;
-use super::{Lower, ModuleBlock, ModuleValue, ops, create};
 
 /// `text` parsed by MLIR, once per distinct text (`what` describes it
 /// for the error).
@@ -28,10 +29,7 @@ pub(crate) fn parsed<T: Copy>(
         return Ok(x);
     }
     let Some(x) = parse(text) else {
-        return internal(
-            TextRange::new(0, 0),
-            format!("MLIR rejects {}", what()),
-        );
+        return internal(TextRange::new(0, 0), format!("MLIR rejects {}", what()));
     };
     cache.borrow_mut().insert(text.to_string(), x);
     Ok(x)
@@ -78,7 +76,11 @@ pub(crate) fn literal(dt: &DType, text: &str) -> Option<String> {
         }
         DType::Complex(bits) => {
             let (re, im) = jaxpr_lower::walk::complex_literal(text)?;
-            let part = DType::Float(if *bits == 64 { FloatKind::F32 } else { FloatKind::F64 });
+            let part = DType::Float(if *bits == 64 {
+                FloatKind::F32
+            } else {
+                FloatKind::F64
+            });
             let bits_of = |x: f64| literal(&part, &format!("{x:e}"));
             format!("({}, {})", bits_of(re)?, bits_of(im)?)
         }
@@ -95,7 +97,11 @@ pub(crate) fn complex_part(v: ModuleValue<'_>) -> Option<&'static str> {
             return None;
         }
         let part = mlir_sys::mlirComplexTypeGetElementType(e);
-        Some(if mlir_sys::mlirTypeIsAF32(part) { "f32" } else { "f64" })
+        Some(if mlir_sys::mlirTypeIsAF32(part) {
+            "f32"
+        } else {
+            "f64"
+        })
     }
 }
 
@@ -139,13 +145,18 @@ pub(crate) fn elem_type(dt: &DType) -> Option<&'static str> {
 }
 
 impl<'c, 'f> Lower<'c, 'f> {
-    pub(crate) fn new_block(&self, args: &[Type<'c>]) -> (Block<'c>, ModuleBlock<'c>, Vec<ModuleValue<'c>>) {
+    pub(crate) fn new_block(
+        &self,
+        args: &[Type<'c>],
+    ) -> (Block<'c>, ModuleBlock<'c>, Vec<ModuleValue<'c>>) {
         let block = Block::new(&args.iter().map(|&t| (t, self.loc)).collect::<Vec<_>>());
         // SAFETY: the block is moved into a region of the module before the
         // build ends; its address does not change when it is moved.
         let r: ModuleBlock<'c> = unsafe { BlockRef::from_raw(block.to_raw()) };
         let vals = (0..args.len())
-            .map(|i| unsafe { ModuleValue::from_raw(block.argument(i).expect("argument").to_raw()) })
+            .map(|i| unsafe {
+                ModuleValue::from_raw(block.argument(i).expect("argument").to_raw())
+            })
             .collect();
         (block, r, vals)
     }
@@ -240,10 +251,7 @@ impl<'c, 'f> Lower<'c, 'f> {
             .add_regions_vec(regions)
             .build();
         let Ok(op) = op else {
-            return internal(
-                TextRange::new(0, 0),
-                format!("MLIR could not build {name}"),
-            );
+            return internal(TextRange::new(0, 0), format!("MLIR could not build {name}"));
         };
         Ok(b.append_operation(op).to_raw())
     }
@@ -266,7 +274,10 @@ impl<'c, 'f> Lower<'c, 'f> {
     }
 
     /// The attribute dictionary of `named`, made once per distinct list.
-    pub(crate) fn dictionary(&self, named: &[(Identifier<'c>, Attribute<'c>)]) -> mlir_sys::MlirAttribute {
+    pub(crate) fn dictionary(
+        &self,
+        named: &[(Identifier<'c>, Attribute<'c>)],
+    ) -> mlir_sys::MlirAttribute {
         let key: DictionaryKey = named
             .iter()
             .map(|(k, v)| (k.to_raw().ptr as usize, v.to_raw().ptr as usize))
@@ -315,14 +326,25 @@ impl<'c, 'f> Lower<'c, 'f> {
     }
 
     /// An elementwise operation whose result has the type of its first operand.
-    pub(crate) fn binary(&self, b: ModuleBlock<'c>, name: &str, x: ModuleValue<'c>, y: ModuleValue<'c>) -> LowerResult<ModuleValue<'c>> {
+    pub(crate) fn binary(
+        &self,
+        b: ModuleBlock<'c>,
+        name: &str,
+        x: ModuleValue<'c>,
+        y: ModuleValue<'c>,
+    ) -> LowerResult<ModuleValue<'c>> {
         self.op1(b, name, &[x, y], x.r#type(), &[])
     }
 
     /// Makes `v` of type `want`: the same value when it already is, else a
     /// `stablehlo.convert` between compatible shapes (`tensor<3xf64>` and
     /// `tensor<?xf64>`), as refinement expects.
-    pub(crate) fn fit(&self, b: ModuleBlock<'c>, v: ModuleValue<'c>, want: Type<'c>) -> LowerResult<ModuleValue<'c>> {
+    pub(crate) fn fit(
+        &self,
+        b: ModuleBlock<'c>,
+        v: ModuleValue<'c>,
+        want: Type<'c>,
+    ) -> LowerResult<ModuleValue<'c>> {
         if v.r#type() == want {
             return Ok(v);
         }
@@ -330,7 +352,12 @@ impl<'c, 'f> Lower<'c, 'f> {
     }
 
     /// Converts the element type, keeping the shape.
-    pub(crate) fn convert(&self, b: ModuleBlock<'c>, v: ModuleValue<'c>, to: &DType) -> LowerResult<ModuleValue<'c>> {
+    pub(crate) fn convert(
+        &self,
+        b: ModuleBlock<'c>,
+        v: ModuleValue<'c>,
+        to: &DType,
+    ) -> LowerResult<ModuleValue<'c>> {
         let Some(elem) = elem_type(to) else {
             return err(TextRange::new(0, 0), format!("dtype {to} has no lowering"));
         };
@@ -347,7 +374,13 @@ impl<'c, 'f> Lower<'c, 'f> {
     // ---- constants -------------------------------------------------------------
 
     /// A scalar constant written as JAX prints it (`1.0`, `-inf`, `True`, `3`).
-    pub(crate) fn constant(&self, b: ModuleBlock<'c>, dt: &DType, text: &str, at: TextRange) -> LowerResult<ModuleValue<'c>> {
+    pub(crate) fn constant(
+        &self,
+        b: ModuleBlock<'c>,
+        dt: &DType,
+        text: &str,
+        at: TextRange,
+    ) -> LowerResult<ModuleValue<'c>> {
         let bad = || {
             err::<ModuleValue<'c>>(
                 at,
@@ -372,7 +405,12 @@ impl<'c, 'f> Lower<'c, 'f> {
         let place = (b.to_raw().ptr as usize, t.to_raw().ptr as usize);
         // The same text in the same block and type: the same constant (most
         // literals of a program are a few texts used again and again).
-        if let Some(&v) = self.consts.borrow().get(&place).and_then(|m| m.by_text.get(text)) {
+        if let Some(&v) = self
+            .consts
+            .borrow()
+            .get(&place)
+            .and_then(|m| m.by_text.get(text))
+        {
             return Ok(v);
         }
         let Some(lit) = literal(dt, text) else {
@@ -406,7 +444,11 @@ impl<'c, 'f> Lower<'c, 'f> {
     }
 
     /// A 1-d `tensor<Nxi64>` constant (shapes, indices).
-    pub(crate) fn const_vec_i64(&self, b: ModuleBlock<'c>, xs: &[i64]) -> LowerResult<ModuleValue<'c>> {
+    pub(crate) fn const_vec_i64(
+        &self,
+        b: ModuleBlock<'c>,
+        xs: &[i64],
+    ) -> LowerResult<ModuleValue<'c>> {
         let t = self.tensor_of("i64", &[xs.len() as i64])?;
         let mut value = String::from("dense<[");
         ops::push_joined(&mut value, xs);

@@ -10,12 +10,12 @@
 //! the values of the symbolic dimensions in scope at the call
 //! (`tensor<i64>`, sorted by name), and returns the jaxpr's outputs.
 
-use super::{ModuleBlock, Env, Lower, ModuleValue};
-use jaxpr_lower::LowerResult;
+use super::{Env, Lower, ModuleBlock, ModuleValue};
 use jaxpr_check::JaxprId;
+use jaxpr_lower::LowerResult;
 use jaxpr_syntax::TextRange;
-use jaxpr_types::poly::Symbol;
 use jaxpr_types::VarId;
+use jaxpr_types::poly::Symbol;
 use melior::ir::attribute::FlatSymbolRefAttribute;
 use melior::ir::block::BlockLike;
 use melior::ir::{Module, Type};
@@ -40,7 +40,14 @@ pub(crate) struct LetFunctions {
 
 impl<'c> Lower<'c, '_> {
     /// Calls the let jaxpr `j` on `inputs` through its function.
-    pub(crate) fn call_let(&self, b: ModuleBlock<'c>, env: &Env<'c>, j: JaxprId, inputs: &[ModuleValue<'c>], at: TextRange) -> LowerResult<Vec<ModuleValue<'c>>> {
+    pub(crate) fn call_let(
+        &self,
+        b: ModuleBlock<'c>,
+        env: &Env<'c>,
+        j: JaxprId,
+        inputs: &[ModuleValue<'c>],
+        at: TextRange,
+    ) -> LowerResult<Vec<ModuleValue<'c>>> {
         let binders = jaxpr_lower::walk::nested_binders(self.a, j, inputs.len(), at)?;
         let mut syms: Vec<Symbol> = env.syms.keys().cloned().collect();
         syms.sort();
@@ -66,7 +73,12 @@ impl<'c> Lower<'c, '_> {
     }
 
     /// The argument and result types of `j`'s let function.
-    fn let_signature(&self, j: JaxprId, binders: &[VarId], syms: usize) -> LowerResult<(Vec<Type<'c>>, Vec<Type<'c>>)> {
+    fn let_signature(
+        &self,
+        j: JaxprId,
+        binders: &[VarId],
+        syms: usize,
+    ) -> LowerResult<(Vec<Type<'c>>, Vec<Type<'c>>)> {
         let mut args = binders
             .iter()
             .map(|&v| self.var_ty(v))
@@ -100,7 +112,11 @@ impl<'c> Lower<'c, '_> {
         let name = format!("{base}_{}", fns.declared);
         fns.declared += 1;
         fns.names.insert(key.clone(), name.clone());
-        fns.pending.push(Pending { name: name.clone(), j: key.0, syms: key.1 });
+        fns.pending.push(Pending {
+            name: name.clone(),
+            j: key.0,
+            syms: key.1,
+        });
         name
     }
 
@@ -115,7 +131,11 @@ impl<'c> Lower<'c, '_> {
     /// fed equation by equation calls it after each equation with the
     /// first id the equation's own jaxprs have, which the next equation's
     /// jaxprs get again.
-    pub(crate) fn lower_let_functions_from(&self, module: &Module<'c>, first: usize) -> LowerResult<()> {
+    pub(crate) fn lower_let_functions_from(
+        &self,
+        module: &Module<'c>,
+        first: usize,
+    ) -> LowerResult<()> {
         let nested = |j: JaxprId| j.0 as usize >= first;
         loop {
             let next = {
@@ -127,7 +147,10 @@ impl<'c> Lower<'c, '_> {
             self.let_body(module, &p)?;
         }
         if first > 0 {
-            self.let_functions.borrow_mut().names.retain(|(j, _), _| !nested(*j));
+            self.let_functions
+                .borrow_mut()
+                .names
+                .retain(|(j, _), _| !nested(*j));
         }
         Ok(())
     }
@@ -150,7 +173,15 @@ impl<'c> Lower<'c, '_> {
             .zip(&out_tys)
             .map(|(o, &t)| self.fit(b, o.v, t))
             .collect::<LowerResult<Vec<_>>>()?;
-        self.append_function(module, &p.name, "private", (block, b), &outs, &in_tys, &out_tys);
+        self.append_function(
+            module,
+            &p.name,
+            "private",
+            (block, b),
+            &outs,
+            &in_tys,
+            &out_tys,
+        );
         Ok(())
     }
 }

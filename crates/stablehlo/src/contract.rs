@@ -1,14 +1,17 @@
 //! Contractions: `dot_general` and `conv_general_dilated`.
 
-use super::{ModuleBlock, Lower, ModuleValue};
+use super::{Lower, ModuleBlock, ModuleValue};
 use jaxpr_lower::{LowerResult, err};
 
-
-use jaxpr_syntax::ast::Expr;
 use super::ops::*;
+use jaxpr_syntax::ast::Expr;
 
 impl<'c, 'f> Lower<'c, 'f> {
-    pub(crate) fn dot_general(&self, b: ModuleBlock<'c>, cx: &EqnCx<'_, 'c, 'f>) -> LowerResult<ModuleValue<'c>> {
+    pub(crate) fn dot_general(
+        &self,
+        b: ModuleBlock<'c>,
+        cx: &EqnCx<'_, 'c, 'f>,
+    ) -> LowerResult<ModuleValue<'c>> {
         let p = cx.param("dimension_numbers")?;
         let parts: Option<Vec<Vec<i64>>> = p.as_seq().and_then(|s| {
             s.iter()
@@ -55,7 +58,11 @@ impl<'c, 'f> Lower<'c, 'f> {
         )
     }
 
-    pub(crate) fn conv(&self, b: ModuleBlock<'c>, cx: &EqnCx<'_, 'c, 'f>) -> LowerResult<ModuleValue<'c>> {
+    pub(crate) fn conv(
+        &self,
+        b: ModuleBlock<'c>,
+        cx: &EqnCx<'_, 'c, 'f>,
+    ) -> LowerResult<ModuleValue<'c>> {
         let [ls, rs, os] = cx.conv_specs()?;
         let dims = format!(
             "#stablehlo.conv<raw input_batch_dimension = {}, input_feature_dimension = {}, input_spatial_dimensions = {}, \

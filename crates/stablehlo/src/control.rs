@@ -8,9 +8,9 @@
 //! block, as JAX's `cond` lowering does.
 
 use super::ops::{EqnCx, Init, arr};
-use super::{ModuleBlock, Env, Lower, Operand, ModuleValue};
-use jaxpr_lower::{LowerResult, ScanLayout, err};
+use super::{Env, Lower, ModuleBlock, ModuleValue, Operand};
 use jaxpr_check::JaxprId;
+use jaxpr_lower::{LowerResult, ScanLayout, err};
 use jaxpr_types::{AType, DType, Dim, Shape};
 use melior::ir::{Type, ValueLike};
 
@@ -88,7 +88,12 @@ impl<'c, 'f> Lower<'c, 'f> {
     }
 
     /// JAX `cond[branches=(...)] index *operands`.
-    fn jax_cond(&self, b: ModuleBlock<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> LowerResult<Vec<ModuleValue<'c>>> {
+    fn jax_cond(
+        &self,
+        b: ModuleBlock<'c>,
+        env: &Env<'c>,
+        cx: &EqnCx<'_, 'c, 'f>,
+    ) -> LowerResult<Vec<ModuleValue<'c>>> {
         let branches = cx.callees(self.a, "branches");
         let index = self.convert(b, cx.args[0].v, &DType::Int(32))?;
         let inputs: Vec<ModuleValue> = cx.args[1..].iter().map(|a| a.v).collect();
@@ -97,7 +102,12 @@ impl<'c, 'f> Lower<'c, 'f> {
 
     /// Catalyst `cond[branch_jaxprs=[...]] preds... operands...`: the first
     /// branch whose predicate holds, else the last.
-    fn catalyst_cond(&self, b: ModuleBlock<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> LowerResult<Vec<ModuleValue<'c>>> {
+    fn catalyst_cond(
+        &self,
+        b: ModuleBlock<'c>,
+        env: &Env<'c>,
+        cx: &EqnCx<'_, 'c, 'f>,
+    ) -> LowerResult<Vec<ModuleValue<'c>>> {
         let branches = cx.callees(self.a, "branch_jaxprs");
         let npreds = branches.len().saturating_sub(1);
         if cx.args.len() < npreds {
@@ -149,18 +159,24 @@ impl<'c, 'f> Lower<'c, 'f> {
     /// (of a `vmap`ped loop, `bool[n]`) runs the loop while any element
     /// holds, and an iteration changes only the carried rows whose element
     /// holds, as JAX's lowering does.
-    fn while_loop(&self, b: ModuleBlock<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> LowerResult<Vec<ModuleValue<'c>>> {
+    fn while_loop(
+        &self,
+        b: ModuleBlock<'c>,
+        env: &Env<'c>,
+        cx: &EqnCx<'_, 'c, 'f>,
+    ) -> LowerResult<Vec<ModuleValue<'c>>> {
         let l = cx.while_layout(self.a)?;
         let (body, cond, cn, bn) = (l.body, l.cond, l.cond_nconsts, l.body_nconsts);
         let vals: Vec<ModuleValue> = cx.args.iter().map(|a| a.v).collect();
         let (cond_consts, body_consts) = (&vals[..cn], &vals[cn..cn + bn]);
         let tys = self.binder_types(body)?[bn..].to_vec();
         let pred_rank = self.a.jaxpr(cond).outs.first().map_or(0, |o| o.ty.rank());
-        let predicate = |rb: ModuleBlock<'c>, state: &[ModuleValue<'c>]| -> LowerResult<ModuleValue<'c>> {
-            let inputs: Vec<ModuleValue> = cond_consts.iter().chain(state).copied().collect();
-            let r = self.call(rb, env, cond, &inputs, cx.at())?;
-            Ok(r[0].v)
-        };
+        let predicate =
+            |rb: ModuleBlock<'c>, state: &[ModuleValue<'c>]| -> LowerResult<ModuleValue<'c>> {
+                let inputs: Vec<ModuleValue> = cond_consts.iter().chain(state).copied().collect();
+                let r = self.call(rb, env, cond, &inputs, cx.at())?;
+                Ok(r[0].v)
+            };
         self.while_op(
             b,
             &vals[cn + bn..],
@@ -174,10 +190,21 @@ impl<'c, 'f> Lower<'c, 'f> {
                 let any = self.combiner(&DType::Bool, "stablehlo.or")?;
                 let dims: Vec<i64> = (0..pred_rank as i64).collect();
                 let t = self.scalar_ty(&DType::Bool)?;
-                Ok(self.op(rb, "stablehlo.reduce", &[p, init], &[t], &[("dimensions", arr(&dims))], vec![any])?[0])
+                Ok(self.op(
+                    rb,
+                    "stablehlo.reduce",
+                    &[p, init],
+                    &[t],
+                    &[("dimensions", arr(&dims))],
+                    vec![any],
+                )?[0])
             },
             |rb, a| {
-                let inputs: Vec<ModuleValue> = body_consts.iter().copied().chain(a.iter().copied()).collect();
+                let inputs: Vec<ModuleValue> = body_consts
+                    .iter()
+                    .copied()
+                    .chain(a.iter().copied())
+                    .collect();
                 let r = self.call(rb, env, body, &inputs, cx.at())?;
                 let next: Vec<ModuleValue> = r.iter().map(|o| o.v).collect();
                 if pred_rank == 0 {
@@ -192,7 +219,14 @@ impl<'c, 'f> Lower<'c, 'f> {
                     .map(|((&n, &o), &v)| {
                         let ty = &self.a.var(v).ty;
                         let n = self.fit(rb, n, self.var_ty(v)?)?;
-                        let p = self.broadcast(rb, env, p, &AType::new(DType::Bool, ty.shape.clone()), &dims, cx.at())?;
+                        let p = self.broadcast(
+                            rb,
+                            env,
+                            p,
+                            &AType::new(DType::Bool, ty.shape.clone()),
+                            &dims,
+                            cx.at(),
+                        )?;
                         self.op1(rb, "stablehlo.select", &[p, n, o], n.r#type(), &[])
                     })
                     .collect()
@@ -205,7 +239,12 @@ impl<'c, 'f> Lower<'c, 'f> {
     /// [index] ++ explicit` and returns `implicits ++ explicit`.
     /// State: `[index] ++ implicits ++ explicit`; constants, the upper bound
     /// and the step are read from the enclosing block.
-    fn for_loop(&self, b: ModuleBlock<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> LowerResult<Vec<ModuleValue<'c>>> {
+    fn for_loop(
+        &self,
+        b: ModuleBlock<'c>,
+        env: &Env<'c>,
+        cx: &EqnCx<'_, 'c, 'f>,
+    ) -> LowerResult<Vec<ModuleValue<'c>>> {
         let l = cx.for_layout(self.a)?;
         let (body, nc, ni, h) = (l.body, l.nconsts, l.nimplicit, l.header());
         let body_tys = self.binder_types(body)?;
@@ -249,8 +288,19 @@ impl<'c, 'f> Lower<'c, 'f> {
     /// State: `[i] ++ carry ++ ys`; constants and `xs` are read from the
     /// enclosing block, each `x[i]` a `dynamic_slice` and each `y[i]` a
     /// `dynamic_update_slice` at `i` (`length - 1 - i` when `reverse`).
-    fn scan(&self, b: ModuleBlock<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> LowerResult<Vec<ModuleValue<'c>>> {
-        let ScanLayout { body, nconsts, ncarry, length, reverse } = cx.scan_layout(self.a)?;
+    fn scan(
+        &self,
+        b: ModuleBlock<'c>,
+        env: &Env<'c>,
+        cx: &EqnCx<'_, 'c, 'f>,
+    ) -> LowerResult<Vec<ModuleValue<'c>>> {
+        let ScanLayout {
+            body,
+            nconsts,
+            ncarry,
+            length,
+            reverse,
+        } = cx.scan_layout(self.a)?;
         let ny = cx.outs.len() - ncarry;
         let body_tys = self.binder_types(body)?;
         let out_tys = self.out_types(cx)?;

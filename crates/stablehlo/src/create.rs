@@ -4,7 +4,10 @@
 //! instructions each, two thirds of it in copying its arrays, looking the
 //! name up and uniquing the attribute dictionary again.
 
-use mlir_sys::{MlirAttribute, MlirBlock, MlirContext, MlirLocation, MlirOperation, MlirRegion, MlirStringRef, MlirType, MlirValue};
+use mlir_sys::{
+    MlirAttribute, MlirBlock, MlirContext, MlirLocation, MlirOperation, MlirRegion, MlirStringRef,
+    MlirType, MlirValue,
+};
 use std::ffi::c_void;
 
 unsafe extern "C" {

@@ -1,13 +1,12 @@
 //! Elementwise primitives, comparisons and selections (the rows of
 //! [`super::ops`]' tables, and those that need more than one operation).
 
-use super::{ModuleBlock, Env, Lower, ModuleValue};
+use super::{Env, Lower, ModuleBlock, ModuleValue};
 use jaxpr_lower::{LowerResult, internal};
 
-
+use super::ops::*;
 use melior::ir::ValueLike;
 use smallvec::SmallVec;
-use super::ops::*;
 
 impl<'c, 'f> Lower<'c, 'f> {
     pub(crate) fn elementwise(
@@ -50,13 +49,25 @@ impl<'c, 'f> Lower<'c, 'f> {
         self.elementwise(b, env, cx, "stablehlo.compare", &compare_attrs(dir, ct))
     }
 
-    pub(crate) fn compare(&self, b: ModuleBlock<'c>, x: ModuleValue<'c>, y: ModuleValue<'c>, dir: &str, ct: &str) -> LowerResult<ModuleValue<'c>> {
+    pub(crate) fn compare(
+        &self,
+        b: ModuleBlock<'c>,
+        x: ModuleValue<'c>,
+        y: ModuleValue<'c>,
+        dir: &str,
+        ct: &str,
+    ) -> LowerResult<ModuleValue<'c>> {
         let rt = self.with_elem(x, "i1")?;
         self.op1(b, "stablehlo.compare", &[x, y], rt, &compare_attrs(dir, ct))
     }
 
     /// `integer_pow[y]`: square-and-multiply, as JAX lowers it.
-    pub(crate) fn integer_pow(&self, b: ModuleBlock<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> LowerResult<ModuleValue<'c>> {
+    pub(crate) fn integer_pow(
+        &self,
+        b: ModuleBlock<'c>,
+        env: &Env<'c>,
+        cx: &EqnCx<'_, 'c, 'f>,
+    ) -> LowerResult<ModuleValue<'c>> {
         let y = cx.int("y")?;
         let x = &cx.args[0];
         let ones = || {
@@ -76,7 +87,13 @@ impl<'c, 'f> Lower<'c, 'f> {
     /// `max`/`min` of complex operands: lexicographic, on the real parts
     /// and then the imaginary ones (as JAX lowers them; StableHLO compares
     /// complex numbers only for equality).
-    pub(crate) fn complex_max_min(&self, b: ModuleBlock<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>, max: bool) -> LowerResult<ModuleValue<'c>> {
+    pub(crate) fn complex_max_min(
+        &self,
+        b: ModuleBlock<'c>,
+        env: &Env<'c>,
+        cx: &EqnCx<'_, 'c, 'f>,
+        max: bool,
+    ) -> LowerResult<ModuleValue<'c>> {
         let out = &cx.outs[0];
         let x = self.to_shape(b, env, &cx.args[0], out, cx.at())?;
         let y = self.to_shape(b, env, &cx.args[1], out, cx.at())?;
@@ -101,7 +118,11 @@ impl<'c, 'f> Lower<'c, 'f> {
     }
 
     /// The complex conjugate; of a real operand, that operand made complex.
-    pub(crate) fn conj(&self, b: ModuleBlock<'c>, cx: &EqnCx<'_, 'c, 'f>) -> LowerResult<ModuleValue<'c>> {
+    pub(crate) fn conj(
+        &self,
+        b: ModuleBlock<'c>,
+        cx: &EqnCx<'_, 'c, 'f>,
+    ) -> LowerResult<ModuleValue<'c>> {
         let x = cx.args[0].v;
         let Some(part) = super::complex_part(x) else {
             return self.convert(b, x, &cx.out_dtype(0)?);
@@ -114,7 +135,12 @@ impl<'c, 'f> Lower<'c, 'f> {
     }
 
     /// `select_n pred *cases`: case `pred` (bool: False -> 0, True -> 1).
-    pub(crate) fn select_n(&self, b: ModuleBlock<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> LowerResult<ModuleValue<'c>> {
+    pub(crate) fn select_n(
+        &self,
+        b: ModuleBlock<'c>,
+        env: &Env<'c>,
+        cx: &EqnCx<'_, 'c, 'f>,
+    ) -> LowerResult<ModuleValue<'c>> {
         let out = &cx.outs[0];
         let t = self.ty(out, cx.at())?;
         let cases = cx.args[1..]

@@ -1,23 +1,31 @@
 //! Gathers and scatters, with JAX's index modes.
 
-use super::{ModuleBlock, Env, Lower, Operand, ModuleValue};
+use super::{Env, Lower, ModuleBlock, ModuleValue, Operand};
 use jaxpr_lower::{LowerResult, err, expr_text};
 
-
+use super::ops::*;
 use jaxpr_syntax::ast::{Expr, ExprKind};
 use jaxpr_types::{AType, DType, Dim};
 use melior::ir::ValueLike;
-use super::ops::*;
 
 impl<'c, 'f> Lower<'c, 'f> {
     /// Scalar start indices of one integer type (StableHLO wants them alike).
-    pub(crate) fn indices(&self, b: ModuleBlock<'c>, idx: &[Operand<'c, 'f>]) -> LowerResult<Vec<ModuleValue<'c>>> {
+    pub(crate) fn indices(
+        &self,
+        b: ModuleBlock<'c>,
+        idx: &[Operand<'c, 'f>],
+    ) -> LowerResult<Vec<ModuleValue<'c>>> {
         idx.iter()
             .map(|i| self.convert(b, i.v, &DType::Int(64)))
             .collect()
     }
 
-    pub(crate) fn gather(&self, b: ModuleBlock<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> LowerResult<ModuleValue<'c>> {
+    pub(crate) fn gather(
+        &self,
+        b: ModuleBlock<'c>,
+        env: &Env<'c>,
+        cx: &EqnCx<'_, 'c, 'f>,
+    ) -> LowerResult<ModuleValue<'c>> {
         let dn = cx.param("dimension_numbers")?;
         let f = |k: &str| dn.field(k).and_then(Expr::as_int_seq).unwrap_or_default();
         let (offset, collapsed, start_map) = (
@@ -105,7 +113,12 @@ impl<'c, 'f> Lower<'c, 'f> {
         // within `0..=operand_dim - slice_size`), for static and symbolic
         // sizes alike.
         let at = cx.at();
-        let pick = |dims: &[Dim]| -> Vec<Dim> { start_map.iter().map(|&d| dims[d as usize].clone()).collect() };
+        let pick = |dims: &[Dim]| -> Vec<Dim> {
+            start_map
+                .iter()
+                .map(|&d| dims[d as usize].clone())
+                .collect()
+        };
         let operand_dims = self.shape_value(b, env, &pick(&operand.ty.shape), at)?;
         let slice_dims = self.shape_value(b, env, &pick(&size_dims), at)?;
         let upper = self.binary(b, "stablehlo.subtract", operand_dims, slice_dims)?;
@@ -119,7 +132,10 @@ impl<'c, 'f> Lower<'c, 'f> {
         let ok = self.binary(b, "stablehlo.and", ge, le)?;
         let t = self.init(b, &DType::Bool, Init::Highest)?;
         let body = self.combiner(&DType::Bool, "stablehlo.and")?;
-        let batch_shape = AType::new(DType::Bool, indices.ty.shape[..ivd].iter().cloned().collect());
+        let batch_shape = AType::new(
+            DType::Bool,
+            indices.ty.shape[..ivd].iter().cloned().collect(),
+        );
         let mask = self.op(
             b,
             "stablehlo.reduce",
@@ -130,7 +146,14 @@ impl<'c, 'f> Lower<'c, 'f> {
         )?[0];
         let out_rank = cx.outs[0].rank() as i64;
         let batch_in_out: Vec<i64> = (0..out_rank).filter(|d| !offset.contains(d)).collect();
-        let mask = self.broadcast(b, env, mask, &cx.outs[0].with_dtype(DType::Bool), &batch_in_out, at)?;
+        let mask = self.broadcast(
+            b,
+            env,
+            mask,
+            &cx.outs[0].with_dtype(DType::Bool),
+            &batch_in_out,
+            at,
+        )?;
         let dt = cx.out_dtype(0)?;
         let fill_v = match cx.e.param("fill_value").map(|p| &p.value) {
             Some(v) if !v.is_none() => {
@@ -153,7 +176,12 @@ impl<'c, 'f> Lower<'c, 'f> {
         self.op1(b, "stablehlo.select", &[mask, gathered, fill_b], out_t, &[])
     }
 
-    pub(crate) fn scatter(&self, b: ModuleBlock<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> LowerResult<ModuleValue<'c>> {
+    pub(crate) fn scatter(
+        &self,
+        b: ModuleBlock<'c>,
+        env: &Env<'c>,
+        cx: &EqnCx<'_, 'c, 'f>,
+    ) -> LowerResult<ModuleValue<'c>> {
         let dn = cx.param("dimension_numbers")?;
         let f = |k: &str| dn.field(k).and_then(Expr::as_int_seq).unwrap_or_default();
         let mode =
@@ -233,7 +261,11 @@ impl<'c, 'f> Lower<'c, 'f> {
         field: &dyn Fn(&str) -> Vec<i64>,
     ) -> LowerResult<ModuleValue<'c>> {
         let (operand, indices, updates) = (&cx.args[0].ty, &cx.args[1].ty, &cx.args[2].ty);
-        let (inserted, obatch, uwin) = (field("inserted_window_dims"), field("operand_batching_dims"), field("update_window_dims"));
+        let (inserted, obatch, uwin) = (
+            field("inserted_window_dims"),
+            field("operand_batching_dims"),
+            field("update_window_dims"),
+        );
         let mut window = uwin.iter();
         let mut sizes = Vec::with_capacity(operand.rank());
         for d in 0..operand.rank() as i64 {
@@ -241,16 +273,26 @@ impl<'c, 'f> Lower<'c, 'f> {
                 sizes.push(Dim::Const(1));
             } else {
                 let Some(size) = window.next().and_then(|&u| updates.shape.get(u as usize)) else {
-                    return err(cx.at(), "scatter dimension numbers do not match the operands");
+                    return err(
+                        cx.at(),
+                        "scatter dimension numbers do not match the operands",
+                    );
                 };
                 sizes.push(size.clone());
             }
         }
         let smap = field("scatter_dims_to_operand_dims");
         if smap.iter().any(|&d| d < 0 || d as usize >= operand.rank()) || indices.rank() == 0 {
-            return err(cx.at(), "scatter dimension numbers do not match the operands");
+            return err(
+                cx.at(),
+                "scatter dimension numbers do not match the operands",
+            );
         }
-        let pick = |dims: &[Dim]| smap.iter().map(|&d| dims[d as usize].clone()).collect::<Vec<_>>();
+        let pick = |dims: &[Dim]| {
+            smap.iter()
+                .map(|&d| dims[d as usize].clone())
+                .collect::<Vec<_>>()
+        };
         let upper = self.binary(
             b,
             "stablehlo.subtract",

@@ -93,7 +93,15 @@ impl Options {
 /// build before lowering; a primitive without a lowering is a diagnostic at
 /// its equation.
 pub fn build(parse: &Parse, analysis: &Analysis, emit: Emit) -> jaxpr_lower::BuildResult {
-    build_timed(parse, analysis, Options { emit, ..Options::default() }, &mut Timings::default())
+    build_timed(
+        parse,
+        analysis,
+        Options {
+            emit,
+            ..Options::default()
+        },
+        &mut Timings::default(),
+    )
 }
 
 /// [`build`], recording the time of each phase.
@@ -114,12 +122,14 @@ pub fn build_timed(
         }
         Err(Failure::Diagnostics(d)) => Err(d),
         // Writing into memory does not fail; should it, it is a diagnostic.
-        Err(Failure::Io(e)) => Err(vec![Diagnostic::error(
-            jaxpr_syntax::diagnostics::DiagKind::InternalError,
-            jaxpr_syntax::TextRange::new(0, 0),
-            format!("writing the module into memory failed: {e}"),
-        )
-        .with_help(jaxpr_lower::INTERNAL_ERROR_HELP)]),
+        Err(Failure::Io(e)) => Err(vec![
+            Diagnostic::error(
+                jaxpr_syntax::diagnostics::DiagKind::InternalError,
+                jaxpr_syntax::TextRange::new(0, 0),
+                format!("writing the module into memory failed: {e}"),
+            )
+            .with_help(jaxpr_lower::INTERNAL_ERROR_HELP),
+        ]),
     }
 }
 
@@ -138,7 +148,9 @@ pub fn build_to_file(
     jaxpr_lower::checked(parse, analysis).map_err(Failure::Diagnostics)?;
     let mut out = None;
     let module = lower_into(&parse.file, analysis, opts, timings, || {
-        Ok(&mut out.insert(jaxpr_lower::output::Replacement::create(path)?).file)
+        Ok(&mut out
+            .insert(jaxpr_lower::output::Replacement::create(path)?)
+            .file)
     })?
     .1;
     if let Some(r) = out {
@@ -158,7 +170,9 @@ pub fn build_text_to_file(
 ) -> Result<Option<Lowered>, Failure> {
     let mut out = None;
     let built = lower_text_into(text, opts, timings, || {
-        Ok(&mut out.insert(jaxpr_lower::output::Replacement::create(path)?).file)
+        Ok(&mut out
+            .insert(jaxpr_lower::output::Replacement::create(path)?)
+            .file)
     })?;
     let Some((_, module)) = built else {
         return Ok(None);
@@ -214,9 +228,8 @@ pub fn lower_into<W: Write>(
     open: impl FnOnce() -> std::io::Result<W>,
 ) -> Result<(W, Lowered), Failure> {
     let source = Source::Checked { file, a };
-    lower_source_into(source, opts, t, open).map(|built| {
-        built.expect("a checked file is lowered whole")
-    })
+    lower_source_into(source, opts, t, open)
+        .map(|built| built.expect("a checked file is lowered whole"))
 }
 
 /// [`lower_into`] from the text itself: each top-level equation of the main

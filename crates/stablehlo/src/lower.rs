@@ -1,10 +1,11 @@
 //! The lowering of one module ([`Lower`]): the values of jaxpr variables,
 //! the main function, bodies of nested jaxprs and each equation.
 
+use super::{BlockConstants, ops};
 use crate::builder::TensorKey;
 use crate::calls;
-use jaxpr_lower::{LowerResult, Syntax, err, internal, solvable};
 use jaxpr_check::{self as check, Analysis, EqnId, JaxprId};
+use jaxpr_lower::{LowerResult, Syntax, err, internal, solvable};
 use jaxpr_syntax::TextRange;
 use jaxpr_syntax::ast::{self, Atom};
 use jaxpr_types::poly::Symbol;
@@ -20,7 +21,6 @@ use rustc_hash::FxHashMap as HashMap;
 use smallvec::SmallVec;
 use std::borrow::Cow;
 use std::cell::RefCell;
-use super::{ops, BlockConstants};
 
 /// A value of the module being built. The module owns every operation until
 /// the build ends, so values and blocks are used without melior's borrow
@@ -128,7 +128,12 @@ pub(crate) struct MainHead<'c> {
 }
 
 impl<'c, 'f> Lower<'c, 'f> {
-    pub(crate) fn new(cx: &'c Context, a: &'f Analysis, syntax: &'f Syntax<'f>, st: &'f LowerState<'c>) -> Self {
+    pub(crate) fn new(
+        cx: &'c Context,
+        a: &'f Analysis,
+        syntax: &'f Syntax<'f>,
+        st: &'f LowerState<'c>,
+    ) -> Self {
         st.fit_vars(usize::MAX, a.vars.len());
         Lower {
             cx,
@@ -198,10 +203,7 @@ impl<'c, 'f> Lower<'c, 'f> {
             .map(|(o, _)| self.ty(&o.ty, o.range))
             .collect::<LowerResult<Vec<_>>>()?;
         let MainHead {
-            block,
-            b,
-            in_tys,
-            ..
+            block, b, in_tys, ..
         } = head;
         let outs = outvars
             .iter()
@@ -215,7 +217,15 @@ impl<'c, 'f> Lower<'c, 'f> {
             .zip(&out_tys)
             .map(|(o, &t)| self.fit(b, o.v, t))
             .collect::<LowerResult<Vec<_>>>()?;
-        self.append_function(module, "main", "public", (block, b), &outs, &in_tys, &out_tys);
+        self.append_function(
+            module,
+            "main",
+            "public",
+            (block, b),
+            &outs,
+            &in_tys,
+            &out_tys,
+        );
         self.lower_let_functions(module)
     }
 
@@ -253,7 +263,12 @@ impl<'c, 'f> Lower<'c, 'f> {
     /// they appear: a dimension `k*s + rest` of an input whose other symbols
     /// are known gives `s = (size - rest) / k`. Repeats until nothing new is
     /// learnt, so `f32[a, a + b]` resolves `a` first, then `b`.
-    pub(crate) fn bind_symbols(&self, b: ModuleBlock<'c>, env: &mut Env<'c>, inputs: &[VarId]) -> LowerResult<()> {
+    pub(crate) fn bind_symbols(
+        &self,
+        b: ModuleBlock<'c>,
+        env: &mut Env<'c>,
+        inputs: &[VarId],
+    ) -> LowerResult<()> {
         loop {
             let mut learnt = false;
             for &v in inputs {
@@ -289,7 +304,12 @@ impl<'c, 'f> Lower<'c, 'f> {
 
     /// Lowers the equations of a jaxpr whose inputs are bound in `env`;
     /// returns its outputs.
-    pub(crate) fn body(&self, b: ModuleBlock<'c>, env: &Env<'c>, j: JaxprId) -> LowerResult<Vec<Operand<'c, 'f>>> {
+    pub(crate) fn body(
+        &self,
+        b: ModuleBlock<'c>,
+        env: &Env<'c>,
+        j: JaxprId,
+    ) -> LowerResult<Vec<Operand<'c, 'f>>> {
         let (eqns, outvars) = self.syntax.body(self.a, j)?;
         for (e, id) in eqns {
             self.eqn(b, env, e, id)?;
@@ -306,12 +326,26 @@ impl<'c, 'f> Lower<'c, 'f> {
 
     /// Output `k` of nested jaxpr `j`, printed as `_` at `at`: zeros of its
     /// type when nothing reads it (`jaxpr_lower::walk::unread_output`).
-    fn unread_output(&self, b: ModuleBlock<'c>, env: &Env<'c>, j: JaxprId, k: usize, at: TextRange) -> LowerResult<Operand<'c, 'f>> {
+    fn unread_output(
+        &self,
+        b: ModuleBlock<'c>,
+        env: &Env<'c>,
+        j: JaxprId,
+        k: usize,
+        at: TextRange,
+    ) -> LowerResult<Operand<'c, 'f>> {
         let (dt, shape) = jaxpr_lower::walk::unread_output(self.a, self.syntax, j, k, at)?;
         let zero = self.init(b, &dt, ops::Init::Zero)?;
         let ty = AType::new(dt, shape);
-        let v = if ty.shape.is_empty() { zero } else { self.broadcast(b, env, zero, &ty, &[], at)? };
-        Ok(Operand { v, ty: Cow::Owned(ty) })
+        let v = if ty.shape.is_empty() {
+            zero
+        } else {
+            self.broadcast(b, env, zero, &ty, &[], at)?
+        };
+        Ok(Operand {
+            v,
+            ty: Cow::Owned(ty),
+        })
     }
 
     /// Lowers a nested jaxpr with the given inputs (constvars first, then
@@ -331,7 +365,10 @@ impl<'c, 'f> Lower<'c, 'f> {
             return Ok(outs
                 .into_iter()
                 .zip(&info.outs)
-                .map(|(v, o)| Operand { v, ty: Cow::Borrowed(&o.ty) })
+                .map(|(v, o)| Operand {
+                    v,
+                    ty: Cow::Borrowed(&o.ty),
+                })
                 .collect());
         }
         let binders = jaxpr_lower::walk::nested_binders(self.a, j, inputs.len(), at)?;
@@ -341,8 +378,18 @@ impl<'c, 'f> Lower<'c, 'f> {
         self.body(b, outer, j)
     }
 
-    pub(crate) fn eqn(&self, b: ModuleBlock<'c>, env: &Env<'c>, e: &ast::Eqn, id: EqnId) -> LowerResult<()> {
-        jaxpr_lower::walk::check_lowered(&e.primitive.text, e.primitive.range, jaxpr_lower::walk::Backend::Stablehlo)?;
+    pub(crate) fn eqn(
+        &self,
+        b: ModuleBlock<'c>,
+        env: &Env<'c>,
+        e: &ast::Eqn,
+        id: EqnId,
+    ) -> LowerResult<()> {
+        jaxpr_lower::walk::check_lowered(
+            &e.primitive.text,
+            e.primitive.range,
+            jaxpr_lower::walk::Backend::Stablehlo,
+        )?;
         let info = self.a.eqn(id);
         let outs = jaxpr_lower::walk::result_type_refs(self.a, e, id);
         let untyped = jaxpr_lower::walk::untyped_literal_dtypes(self.a, self.syntax, e, id, &outs);
@@ -356,7 +403,10 @@ impl<'c, 'f> Lower<'c, 'f> {
         jaxpr_lower::walk::check_lowered_complex(
             cx.name(),
             cx.at(),
-            cx.args.iter().map(|a| &*a.ty).chain(cx.outs.iter().map(|t| &**t)),
+            cx.args
+                .iter()
+                .map(|a| &*a.ty)
+                .chain(cx.outs.iter().map(|t| &**t)),
             jaxpr_lower::walk::Backend::Stablehlo,
         )?;
         let results = self.lower_eqn(b, env, &cx)?;
@@ -377,10 +427,7 @@ impl<'c, 'f> Lower<'c, 'f> {
     pub(crate) fn value(&self, v: VarId, at: TextRange) -> LowerResult<ModuleValue<'c>> {
         match self.vals.borrow().get(v.0 as usize).copied().flatten() {
             Some(x) => Ok(x),
-            None => internal(
-                at,
-                format!("`{}` has no value here", self.a.var(v).name),
-            ),
+            None => internal(at, format!("`{}` has no value here", self.a.var(v).name)),
         }
     }
 
@@ -391,10 +438,17 @@ impl<'c, 'f> Lower<'c, 'f> {
     /// [`Self::atom`], an untyped literal (JAX ≤ 0.5) having dtype
     /// `untyped` (`jaxpr_lower::walk::untyped_literal_dtypes`), or else its
     /// text's (`jaxpr_lower::walk::literal_dtype_of_text`).
-    pub(crate) fn atom_as(&self, b: ModuleBlock<'c>, x: &Atom, untyped: Option<&DType>) -> LowerResult<Operand<'c, 'f>> {
+    pub(crate) fn atom_as(
+        &self,
+        b: ModuleBlock<'c>,
+        x: &Atom,
+        untyped: Option<&DType>,
+    ) -> LowerResult<Operand<'c, 'f>> {
         match x {
             Atom::Var(n) if jaxpr_lower::walk::untyped_literal_text(self.syntax, x).is_some() => {
-                let dt = untyped.cloned().unwrap_or_else(|| jaxpr_lower::walk::literal_dtype_of_text(&n.text));
+                let dt = untyped
+                    .cloned()
+                    .unwrap_or_else(|| jaxpr_lower::walk::literal_dtype_of_text(&n.text));
                 Ok(Operand {
                     v: self.constant(b, &dt, &n.text, n.range)?,
                     ty: Cow::Owned(AType::scalar(dt)),
@@ -405,10 +459,7 @@ impl<'c, 'f> Lower<'c, 'f> {
                     if n.text == "_" {
                         return jaxpr_lower::walk::unnamed_value(n.range);
                     }
-                    return internal(
-                        n.range,
-                        format!("`{}` is not resolved", n.text),
-                    );
+                    return internal(n.range, format!("`{}` is not resolved", n.text));
                 };
                 Ok(Operand {
                     v: self.value(v, n.range)?,
@@ -420,7 +471,10 @@ impl<'c, 'f> Lower<'c, 'f> {
                     Some(t) => match DType::from_short(&t.dtype.text) {
                         Some(d) => d,
                         None => {
-                            return err(l.range, format!("the literal `{}` has no dtype to build with", l.value));
+                            return err(
+                                l.range,
+                                format!("the literal `{}` has no dtype to build with", l.value),
+                            );
                         }
                     },
                     None => untyped
@@ -436,5 +490,4 @@ impl<'c, 'f> Lower<'c, 'f> {
     }
 
     // ---- types ---------------------------------------------------------------
-
 }

@@ -1,15 +1,14 @@
 //! Data movement: shapes, broadcasts, reshapes, split and tile.
 
-use super::{ModuleBlock, Env, Lower, Operand, ModuleValue};
+use super::{Env, Lower, ModuleBlock, ModuleValue, Operand};
 use jaxpr_lower::{LowerResult, err};
 
-
+use super::ops::*;
 use jaxpr_syntax::TextRange;
 use jaxpr_types::{AType, Dim, Shape};
 use melior::ir::r#type::TypeLike;
 use melior::ir::{Type, ValueLike};
 use smallvec::SmallVec;
-use super::ops::*;
 
 impl<'c, 'f> Lower<'c, 'f> {
     /// Brings an operand to the shape of the result: a scalar is broadcast
@@ -107,7 +106,11 @@ impl<'c, 'f> Lower<'c, 'f> {
 
     /// `split`: one static slice per piece, at the running offset along
     /// `axis`.
-    pub(crate) fn split(&self, b: ModuleBlock<'c>, cx: &EqnCx<'_, 'c, 'f>) -> LowerResult<Vec<ModuleValue<'c>>> {
+    pub(crate) fn split(
+        &self,
+        b: ModuleBlock<'c>,
+        cx: &EqnCx<'_, 'c, 'f>,
+    ) -> LowerResult<Vec<ModuleValue<'c>>> {
         let shape = static_shape(cx, &cx.args[0].ty, "`split` of a dynamic operand")?;
         let sizes = cx.ints("sizes")?;
         let rank = shape.len() as i64;
@@ -128,7 +131,13 @@ impl<'c, 'f> Lower<'c, 'f> {
                 ("limit_indices", arr(&to)),
                 ("strides", arr(&vec![1; shape.len()])),
             ];
-            pieces.push(self.op1(b, "stablehlo.slice", &[cx.args[0].v], self.out_ty(cx, k)?, &attrs)?);
+            pieces.push(self.op1(
+                b,
+                "stablehlo.slice",
+                &[cx.args[0].v],
+                self.out_ty(cx, k)?,
+                &attrs,
+            )?);
             start += n;
         }
         Ok(pieces)
@@ -136,7 +145,11 @@ impl<'c, 'f> Lower<'c, 'f> {
 
     /// `unstack[axis]`: each index of `axis` a slice of extent 1 there,
     /// reshaped without the axis, as JAX lowers it (`_unstack_lower`).
-    pub(crate) fn unstack(&self, b: ModuleBlock<'c>, cx: &EqnCx<'_, 'c, 'f>) -> LowerResult<Vec<ModuleValue<'c>>> {
+    pub(crate) fn unstack(
+        &self,
+        b: ModuleBlock<'c>,
+        cx: &EqnCx<'_, 'c, 'f>,
+    ) -> LowerResult<Vec<ModuleValue<'c>>> {
         let x = &cx.args[0];
         let shape = static_shape(cx, &x.ty, "`unstack` of a dynamic operand")?;
         let axis = cx.int("axis")?;
@@ -168,7 +181,12 @@ impl<'c, 'f> Lower<'c, 'f> {
 
     /// `tile[reps]`: broadcast to `[r0, d0, r1, d1, ...]`, then merge pairs
     /// (dynamically when an extent or a repetition is symbolic).
-    pub(crate) fn tile(&self, b: ModuleBlock<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> LowerResult<ModuleValue<'c>> {
+    pub(crate) fn tile(
+        &self,
+        b: ModuleBlock<'c>,
+        env: &Env<'c>,
+        cx: &EqnCx<'_, 'c, 'f>,
+    ) -> LowerResult<ModuleValue<'c>> {
         let x = &cx.args[0];
         let reps: Vec<Dim> = match cx.ints("reps") {
             Ok(reps) => reps.into_iter().map(Dim::Const).collect(),
@@ -188,7 +206,14 @@ impl<'c, 'f> Lower<'c, 'f> {
                 dims.push(2 * i as i64 + 1);
             }
         }
-        let w = self.broadcast(b, env, x.v, &AType::new(cx.arg_dtype(0)?, wide), &dims, cx.at())?;
+        let w = self.broadcast(
+            b,
+            env,
+            x.v,
+            &AType::new(cx.arg_dtype(0)?, wide),
+            &dims,
+            cx.at(),
+        )?;
         self.reshape(b, env, w, &cx.outs[0], cx.at())
     }
 }

@@ -2,11 +2,12 @@
 //! are rows of tables (elementwise, comparisons, reductions, windowed and
 //! cumulative reductions): adding one is one line.
 
-use super::{ModuleBlock, Env, Lower, ModuleValue};
+use super::{Env, Lower, ModuleBlock, ModuleValue};
 use jaxpr_lower::{Backend, LowerResult, err, expr_poly, is_identity, missing_lowering};
 
 /// One equation being lowered.
-pub(crate) type EqnCx<'e, 'c, 'f> = jaxpr_lower::EqnCx<'e, ModuleValue<'c>, std::borrow::Cow<'f, AType>>;
+pub(crate) type EqnCx<'e, 'c, 'f> =
+    jaxpr_lower::EqnCx<'e, ModuleValue<'c>, std::borrow::Cow<'f, AType>>;
 
 use jaxpr_syntax::ast::Expr;
 use jaxpr_types::{AType, DType, Dim};
@@ -230,7 +231,12 @@ pub(crate) fn compare_type(dt: &DType) -> &'static str {
 }
 
 impl<'c, 'f> Lower<'c, 'f> {
-    pub(crate) fn lower_eqn(&self, b: ModuleBlock<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> LowerResult<Vec<ModuleValue<'c>>> {
+    pub(crate) fn lower_eqn(
+        &self,
+        b: ModuleBlock<'c>,
+        env: &Env<'c>,
+        cx: &EqnCx<'_, 'c, 'f>,
+    ) -> LowerResult<Vec<ModuleValue<'c>>> {
         let name = cx.name();
         if let Some(r) = self.lower_random(b, env, cx)? {
             return Ok(r);
@@ -265,7 +271,11 @@ impl<'c, 'f> Lower<'c, 'f> {
                 let dt = cx.arg_dtype(0)?;
                 // `lt_to`, `le_to`: floats in total order (-NaN < -inf <
                 // -0.0 < 0.0 < inf < NaN).
-                let ct = if name.ends_with("_to") && dt.is_float() { "TOTALORDER" } else { compare_type(&dt) };
+                let ct = if name.ends_with("_to") && dt.is_float() {
+                    "TOTALORDER"
+                } else {
+                    compare_type(&dt)
+                };
                 return one(self.compare_eqn(b, env, cx, dir, ct));
             }
             Some(Row::Reduce(op, init)) => return one(self.reduce_eqn(b, cx, op, init)),
@@ -306,12 +316,18 @@ impl<'c, 'f> Lower<'c, 'f> {
                 // The high half of the exact double-width product.
                 let dt = cx.arg_dtype(0)?;
                 let (wide, bits, shift) = match dt {
-                    DType::Int(n) if n <= 32 => (DType::Int(2 * n), n, "stablehlo.shift_right_arithmetic"),
-                    DType::UInt(n) if n <= 32 => (DType::UInt(2 * n), n, "stablehlo.shift_right_logical"),
+                    DType::Int(n) if n <= 32 => {
+                        (DType::Int(2 * n), n, "stablehlo.shift_right_arithmetic")
+                    }
+                    DType::UInt(n) if n <= 32 => {
+                        (DType::UInt(2 * n), n, "stablehlo.shift_right_logical")
+                    }
                     _ => {
                         return err(
                             cx.at(),
-                            format!("`mulhi` on {dt} has no StableHLO lowering (its product needs a wider integer)"),
+                            format!(
+                                "`mulhi` on {dt} has no StableHLO lowering (its product needs a wider integer)"
+                            ),
                         );
                     }
                 };
@@ -382,20 +398,28 @@ impl<'c, 'f> Lower<'c, 'f> {
                 let src = match cx.ints_or("dimensions", Vec::new())? {
                     perm if perm.iter().enumerate().any(|(i, &p)| p != i as i64) => {
                         let ty = &cx.args[0].ty;
-                        if perm.len() != ty.shape.len() || perm.iter().any(|&p| p as usize >= perm.len()) {
+                        if perm.len() != ty.shape.len()
+                            || perm.iter().any(|&p| p as usize >= perm.len())
+                        {
                             return err(cx.at(), "`dimensions` does not match the operand");
                         }
-                        let moved = ty.with_shape(perm.iter().map(|&p| ty.shape[p as usize].clone()).collect());
+                        let moved = ty.with_shape(
+                            perm.iter().map(|&p| ty.shape[p as usize].clone()).collect(),
+                        );
                         let t = self.ty(&moved, cx.at())?;
-                        self.op1(b, "stablehlo.transpose", &[x()], t, &[("permutation", arr(&perm))])?
+                        self.op1(
+                            b,
+                            "stablehlo.transpose",
+                            &[x()],
+                            t,
+                            &[("permutation", arr(&perm))],
+                        )?
                     }
                     _ => x(),
                 };
                 self.reshape(b, env, src, &cx.outs[0], cx.at())
             }
-            "squeeze" | "expand_dims" => {
-                self.reshape(b, env, x(), &cx.outs[0], cx.at())
-            }
+            "squeeze" | "expand_dims" => self.reshape(b, env, x(), &cx.outs[0], cx.at()),
             "transpose" => self.op1(
                 b,
                 "stablehlo.transpose",
@@ -405,8 +429,14 @@ impl<'c, 'f> Lower<'c, 'f> {
             ),
             "reduce_precision" => {
                 let attrs = [
-                    ("exponent_bits", format!("{} : i32", cx.int("exponent_bits")?)),
-                    ("mantissa_bits", format!("{} : i32", cx.int("mantissa_bits")?)),
+                    (
+                        "exponent_bits",
+                        format!("{} : i32", cx.int("exponent_bits")?),
+                    ),
+                    (
+                        "mantissa_bits",
+                        format!("{} : i32", cx.int("mantissa_bits")?),
+                    ),
                 ];
                 self.op1(b, "stablehlo.reduce_precision", &[x()], out(0)?, &attrs)
             }
@@ -501,7 +531,9 @@ impl<'c, 'f> Lower<'c, 'f> {
             "argmax" | "argmin" => self.argminmax(b, env, cx),
             "gather" => self.gather(b, env, cx),
             "scatter-add" | "scatter_add" | "scatter" | "scatter-mul" | "scatter_mul"
-            | "scatter-min" | "scatter_min" | "scatter-max" | "scatter_max" => self.scatter(b, env, cx),
+            | "scatter-min" | "scatter_min" | "scatter-max" | "scatter_max" => {
+                self.scatter(b, env, cx)
+            }
             "sort" => return self.sort(b, cx),
             "top_k" => return self.top_k(b, env, cx),
             "split" => return self.split(b, cx),
@@ -519,7 +551,6 @@ impl<'c, 'f> Lower<'c, 'f> {
             _ => return missing_lowering(name, cx.at(), Backend::Stablehlo),
         })
     }
-
 }
 
 pub(crate) fn compare_attrs(dir: &str, ct: &str) -> Vec<(&'static str, String)> {

@@ -1,20 +1,18 @@
 //! From a checked file (or its text, checked as it is lowered) to a
 //! verified module written as it is printed.
 
+use super::{Lower, LowerState, Lowered, Timings, print};
 use crate::lower::MainHead;
-use jaxpr_lower::{Failure, LowerResult, Syntax};
 use jaxpr_check::{self as check, Analysis, EqnId, JaxprId, VarRef};
-use jaxpr_syntax::diagnostics::{DiagKind, Diagnostic};
+use jaxpr_lower::{Failure, LowerResult, Syntax};
 use jaxpr_syntax::TextRange;
 use jaxpr_syntax::ast::{self, Atom};
+use jaxpr_syntax::diagnostics::{DiagKind, Diagnostic};
 use melior::Context;
 use melior::ir::operation::OperationLike;
-use melior::ir::{
-    Location, Module,
-};
+use melior::ir::{Location, Module};
 use std::io::Write;
 use std::sync::{Arc, Mutex};
-use super::{Lower, LowerState, Timings, Lowered, print};
 
 /// What a lowering starts from.
 pub(crate) enum Source<'f> {
@@ -60,12 +58,17 @@ pub(crate) fn lower_source_into<W: Write>(
     };
     t.context = lap();
     let result = (|| {
-        let st = LowerState { threefry: opts.threefry, ..LowerState::default() };
+        let st = LowerState {
+            threefry: opts.threefry,
+            ..LowerState::default()
+        };
         let module = Module::new(Location::unknown(&cx));
         let lowered = match source {
             Source::Checked { file, a } => {
                 let syntax = Syntax::new(file, a);
-                Lower::new(&cx, a, &syntax, &st).main(&module).map(|()| true)
+                Lower::new(&cx, a, &syntax, &st)
+                    .main(&module)
+                    .map(|()| true)
             }
             Source::Text(text) => lower_text(&cx, &st, &module, text)?,
         };
@@ -154,7 +157,9 @@ impl<'c> check::Checked for LowerAsChecked<'c, '_> {
     fn begin(&mut self, a: &Analysis, lets: &[ast::LetJaxpr], main: JaxprId, refs: &[VarRef]) {
         let lets = self.lets.get_or_init(|| lets.to_vec());
         self.top_jaxprs = a.jaxprs.len();
-        let syntax = self.syntax.insert(Syntax::of_lets(lets, check::uses_of(refs)));
+        let syntax = self
+            .syntax
+            .insert(Syntax::of_lets(lets, check::uses_of(refs)));
         match Lower::new(self.cx, a, syntax, self.st).begin_main(main) {
             Ok(head) => self.head = Some(head),
             Err(e) => self.outcome = Err(e),

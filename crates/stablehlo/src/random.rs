@@ -6,10 +6,13 @@
 //! `stablehlo.rng_bit_generator` with the algorithm and shapes JAX passes,
 //! so XLA computes the same bits.
 
-use super::{ModuleBlock, Env, Lower, ModuleValue};
-use jaxpr_lower::random::{Prng, THREEFRY_PARITY, THREEFRY_ROTATIONS, Threefry, key_words, original_bits_words, original_counts};
-use jaxpr_lower::{LowerResult, err};
+use super::{Env, Lower, ModuleBlock, ModuleValue};
 use jaxpr_check::registry::{self, Family};
+use jaxpr_lower::random::{
+    Prng, THREEFRY_PARITY, THREEFRY_ROTATIONS, Threefry, key_words, original_bits_words,
+    original_counts,
+};
+use jaxpr_lower::{LowerResult, err};
 use jaxpr_types::{AType, DType};
 use melior::ir::ValueLike;
 use melior::ir::r#type::TypeLike;
@@ -48,7 +51,8 @@ impl<'c, 'f> Lower<'c, 'f> {
         let name = cx.name();
         let at = cx.at();
         let keyed = cx.args.iter().any(|a| is_key(&a.ty)) || cx.outs.iter().any(|t| is_key(t));
-        let one = |v: ModuleValue<'c>| -> LowerResult<Option<Vec<ModuleValue<'c>>>> { Ok(Some(vec![v])) };
+        let one =
+            |v: ModuleValue<'c>| -> LowerResult<Option<Vec<ModuleValue<'c>>>> { Ok(Some(vec![v])) };
         match name {
             "random_wrap" | "random_unwrap" | "random_clone" => return one(cx.args[0].v),
             "random_seed" => {
@@ -92,7 +96,9 @@ impl<'c, 'f> Lower<'c, 'f> {
                         ];
                         self.concat_last(b, &parts)?
                     }
-                    Prng::UnsafeRbg => self.unsafe_rbg_fold_in(b, keys, msgs, &msgs_dt, &out, cx)?,
+                    Prng::UnsafeRbg => {
+                        self.unsafe_rbg_fold_in(b, keys, msgs, &msgs_dt, &out, cx)?
+                    }
                 });
             }
             "random_bits" => {
@@ -101,13 +107,23 @@ impl<'c, 'f> Lower<'c, 'f> {
                 let shape = cx.ints("shape")?;
                 let keys = cx.args[0].v;
                 let Some(elem) = uint_elem(width) else {
-                    return err(at, format!("`random_bits` of bit_width {width} has no lowering (8, 16, 32 or 64)"));
+                    return err(
+                        at,
+                        format!(
+                            "`random_bits` of bit_width {width} has no lowering (8, 16, 32 or 64)"
+                        ),
+                    );
                 };
                 return one(match prng {
                     Prng::Threefry if self.threefry == Threefry::Original => {
                         let size: i64 = shape.iter().product();
                         let Some(words) = original_bits_words(width as u64, size as u64) else {
-                            return err(at, format!("`random_bits` of {size} numbers of {width} bits with `jax_threefry_partitionable` off hashes more than 2**32 - 1 words (JAX splits the key into blocks there), which is not lowered"));
+                            return err(
+                                at,
+                                format!(
+                                    "`random_bits` of {size} numbers of {width} bits with `jax_threefry_partitionable` off hashes more than 2**32 - 1 words (JAX splits the key into blocks there), which is not lowered"
+                                ),
+                            );
                         };
                         self.threefry_bits_original(b, keys, width, &shape, words as i64)?
                     }
@@ -151,7 +167,10 @@ impl<'c, 'f> Lower<'c, 'f> {
             return Ok(None);
         }
         if !KEY_SHAPE_OPS.contains(&name) {
-            return err(at, format!("`{name}` on PRNG key arrays has no StableHLO lowering"));
+            return err(
+                at,
+                format!("`{name}` on PRNG key arrays has no StableHLO lowering"),
+            );
         }
         let x = cx.args[0].v;
         let t = self.out_ty(cx, 0)?;
@@ -175,7 +194,10 @@ impl<'c, 'f> Lower<'c, 'f> {
             "squeeze" | "expand_dims" | "reshape" => {
                 let dims = cx.ints_or("dimensions", Vec::new())?;
                 if dims.iter().enumerate().any(|(i, &d)| d != i as i64) && name == "reshape" {
-                    return err(at, "`reshape` of PRNG key arrays with `dimensions` has no StableHLO lowering");
+                    return err(
+                        at,
+                        "`reshape` of PRNG key arrays with `dimensions` has no StableHLO lowering",
+                    );
                 }
                 self.static_sizes(&cx.outs[0], cx)?;
                 one(self.op1(b, "stablehlo.reshape", &[x], t, &[])?)
@@ -185,14 +207,29 @@ impl<'c, 'f> Lower<'c, 'f> {
                 let out_rank = cx.outs[0].rank() as i64;
                 dims.push(out_rank);
                 self.static_sizes(&cx.outs[0], cx)?;
-                one(self.op1(b, "stablehlo.broadcast_in_dim", &[x], t, &[("broadcast_dimensions", arr(&dims))])?)
+                one(self.op1(
+                    b,
+                    "stablehlo.broadcast_in_dim",
+                    &[x],
+                    t,
+                    &[("broadcast_dimensions", arr(&dims))],
+                )?)
             }
             "transpose" => {
                 let mut perm = cx.ints("permutation")?;
                 perm.push(rank);
-                one(self.op1(b, "stablehlo.transpose", &[x], t, &[("permutation", arr(&perm))])?)
+                one(self.op1(
+                    b,
+                    "stablehlo.transpose",
+                    &[x],
+                    t,
+                    &[("permutation", arr(&perm))],
+                )?)
             }
-            _ => err(at, format!("`{name}` on PRNG key arrays has no StableHLO lowering")),
+            _ => err(
+                at,
+                format!("`{name}` on PRNG key arrays has no StableHLO lowering"),
+            ),
         }
     }
 
@@ -216,9 +253,20 @@ impl<'c, 'f> Lower<'c, 'f> {
     /// The static extents of a type, or J0012: the random primitives are
     /// lowered for static shapes.
     fn static_sizes(&self, t: &AType, cx: &EqnCx<'_, 'c, 'f>) -> LowerResult<Sizes> {
-        match t.shape.iter().map(|d| d.as_const()).collect::<Option<Sizes>>() {
+        match t
+            .shape
+            .iter()
+            .map(|d| d.as_const())
+            .collect::<Option<Sizes>>()
+        {
             Some(s) => Ok(s),
-            None => err(cx.at(), format!("`{}` of a dynamic shape has no StableHLO lowering", cx.name())),
+            None => err(
+                cx.at(),
+                format!(
+                    "`{}` of a dynamic shape has no StableHLO lowering",
+                    cx.name()
+                ),
+            ),
         }
     }
 
@@ -227,14 +275,31 @@ impl<'c, 'f> Lower<'c, 'f> {
     }
 
     /// A constant of `elem` filling `sizes`.
-    fn splat(&self, b: ModuleBlock<'c>, x: u64, elem: &'static str, sizes: &[i64]) -> LowerResult<ModuleValue<'c>> {
+    fn splat(
+        &self,
+        b: ModuleBlock<'c>,
+        x: u64,
+        elem: &'static str,
+        sizes: &[i64],
+    ) -> LowerResult<ModuleValue<'c>> {
         let t = self.tensor_of(elem, sizes)?;
-        self.op1(b, "stablehlo.constant", &[], t, &[("value", format!("dense<{x}> : {t}"))])
+        self.op1(
+            b,
+            "stablehlo.constant",
+            &[],
+            t,
+            &[("value", format!("dense<{x}> : {t}"))],
+        )
     }
 
     /// `x` (its dimensions the leading ones of `sizes`, or a scalar)
     /// broadcast to `sizes`.
-    fn broadcast_u32(&self, b: ModuleBlock<'c>, x: ModuleValue<'c>, sizes: &[i64]) -> LowerResult<ModuleValue<'c>> {
+    fn broadcast_u32(
+        &self,
+        b: ModuleBlock<'c>,
+        x: ModuleValue<'c>,
+        sizes: &[i64],
+    ) -> LowerResult<ModuleValue<'c>> {
         let have = dims_of(x);
         if have.as_slice() == sizes {
             return Ok(x);
@@ -242,16 +307,40 @@ impl<'c, 'f> Lower<'c, 'f> {
         // Broadcasting operands of `threefry2x32` align on the right.
         let lead = sizes.len() - have.len();
         let dims: Vec<i64> = (lead as i64..sizes.len() as i64).collect();
-        self.op1(b, "stablehlo.broadcast_in_dim", &[x], self.u32_ty(sizes)?, &[("broadcast_dimensions", arr(&dims))])
+        self.op1(
+            b,
+            "stablehlo.broadcast_in_dim",
+            &[x],
+            self.u32_ty(sizes)?,
+            &[("broadcast_dimensions", arr(&dims))],
+        )
     }
 
-    fn broadcast_dims(&self, b: ModuleBlock<'c>, x: ModuleValue<'c>, elem: &'static str, sizes: &[i64], dims: &[i64]) -> LowerResult<ModuleValue<'c>> {
+    fn broadcast_dims(
+        &self,
+        b: ModuleBlock<'c>,
+        x: ModuleValue<'c>,
+        elem: &'static str,
+        sizes: &[i64],
+        dims: &[i64],
+    ) -> LowerResult<ModuleValue<'c>> {
         let t = self.tensor_of(elem, sizes)?;
-        self.op1(b, "stablehlo.broadcast_in_dim", &[x], t, &[("broadcast_dimensions", arr(dims))])
+        self.op1(
+            b,
+            "stablehlo.broadcast_in_dim",
+            &[x],
+            t,
+            &[("broadcast_dimensions", arr(dims))],
+        )
     }
 
     /// Word `j` of every key: `keys[..., j]`.
-    fn key_word(&self, b: ModuleBlock<'c>, keys: ModuleValue<'c>, j: i64) -> LowerResult<ModuleValue<'c>> {
+    fn key_word(
+        &self,
+        b: ModuleBlock<'c>,
+        keys: ModuleValue<'c>,
+        j: i64,
+    ) -> LowerResult<ModuleValue<'c>> {
         let dims = dims_of(keys);
         let batch = &dims[..dims.len() - 1];
         let mut start: Vec<i64> = vec![0; dims.len()];
@@ -265,19 +354,35 @@ impl<'c, 'f> Lower<'c, 'f> {
             "stablehlo.slice",
             &[keys],
             self.u32_ty(&one_word)?,
-            &[("start_indices", arr(&start)), ("limit_indices", arr(&limit)), ("strides", arr(&vec![1; dims.len()]))],
+            &[
+                ("start_indices", arr(&start)),
+                ("limit_indices", arr(&limit)),
+                ("strides", arr(&vec![1; dims.len()])),
+            ],
         )?;
         self.op1(b, "stablehlo.reshape", &[s], self.u32_ty(batch)?, &[])
     }
 
     /// The words `2h`, `2h + 1` of each `rbg` key: a threefry key.
-    fn half_key(&self, b: ModuleBlock<'c>, keys: ModuleValue<'c>, h: i64) -> LowerResult<ModuleValue<'c>> {
-        let words = [self.key_word(b, keys, 2 * h)?, self.key_word(b, keys, 2 * h + 1)?];
+    fn half_key(
+        &self,
+        b: ModuleBlock<'c>,
+        keys: ModuleValue<'c>,
+        h: i64,
+    ) -> LowerResult<ModuleValue<'c>> {
+        let words = [
+            self.key_word(b, keys, 2 * h)?,
+            self.key_word(b, keys, 2 * h + 1)?,
+        ];
         self.stack_words(b, &words)
     }
 
     /// Arrays of one shape stacked along a new last axis.
-    fn stack_words(&self, b: ModuleBlock<'c>, words: &[ModuleValue<'c>]) -> LowerResult<ModuleValue<'c>> {
+    fn stack_words(
+        &self,
+        b: ModuleBlock<'c>,
+        words: &[ModuleValue<'c>],
+    ) -> LowerResult<ModuleValue<'c>> {
         let mut one: Sizes = dims_of(words[0]);
         one.push(1);
         let parts = words
@@ -288,12 +393,22 @@ impl<'c, 'f> Lower<'c, 'f> {
     }
 
     /// Arrays concatenated along their last axis.
-    fn concat_last(&self, b: ModuleBlock<'c>, parts: &[ModuleValue<'c>]) -> LowerResult<ModuleValue<'c>> {
+    fn concat_last(
+        &self,
+        b: ModuleBlock<'c>,
+        parts: &[ModuleValue<'c>],
+    ) -> LowerResult<ModuleValue<'c>> {
         let mut sizes = dims_of(parts[0]);
         let last = sizes.len() - 1;
         sizes[last] = parts.iter().map(|&p| dims_of(p)[last]).sum();
         let t = self.u32_ty(&sizes)?;
-        self.op1(b, "stablehlo.concatenate", parts, t, &[("dimension", format!("{last} : i64"))])
+        self.op1(
+            b,
+            "stablehlo.concatenate",
+            parts,
+            t,
+            &[("dimension", format!("{last} : i64"))],
+        )
     }
 
     /// The first key of a batch of keys (`keys[0, ..., 0]`), `u32[words]`.
@@ -312,7 +427,11 @@ impl<'c, 'f> Lower<'c, 'f> {
             "stablehlo.slice",
             &[keys],
             self.u32_ty(&one)?,
-            &[("start_indices", arr(&vec![0; dims.len()])), ("limit_indices", arr(&limit)), ("strides", arr(&vec![1; dims.len()]))],
+            &[
+                ("start_indices", arr(&vec![0; dims.len()])),
+                ("limit_indices", arr(&limit)),
+                ("strides", arr(&vec![1; dims.len()])),
+            ],
         )?;
         self.op1(b, "stablehlo.reshape", &[s], self.u32_ty(&[words])?, &[])
     }
@@ -321,7 +440,12 @@ impl<'c, 'f> Lower<'c, 'f> {
 
     /// The Threefry-2x32 hash of the counts `x` under the keys `k`, all of one
     /// shape (JAX's `_threefry2x32_lowering`, unrolled).
-    fn threefry(&self, b: ModuleBlock<'c>, k: [ModuleValue<'c>; 2], x: [ModuleValue<'c>; 2]) -> LowerResult<(ModuleValue<'c>, ModuleValue<'c>)> {
+    fn threefry(
+        &self,
+        b: ModuleBlock<'c>,
+        k: [ModuleValue<'c>; 2],
+        x: [ModuleValue<'c>; 2],
+    ) -> LowerResult<(ModuleValue<'c>, ModuleValue<'c>)> {
         let sizes = dims_of(x[0]);
         let c = |v: u32| self.splat(b, u64::from(v), "ui32", &sizes);
         let add = |p: ModuleValue<'c>, q: ModuleValue<'c>| self.binary(b, "stablehlo.add", p, q);
@@ -344,11 +468,32 @@ impl<'c, 'f> Lower<'c, 'f> {
 
     /// `iota_2x32_shape`: the high and low words of the row-major index of
     /// each element of `shape`, as uint32 arrays of `shape`.
-    fn iota_2x32(&self, b: ModuleBlock<'c>, shape: &[i64]) -> LowerResult<(ModuleValue<'c>, ModuleValue<'c>)> {
+    fn iota_2x32(
+        &self,
+        b: ModuleBlock<'c>,
+        shape: &[i64],
+    ) -> LowerResult<(ModuleValue<'c>, ModuleValue<'c>)> {
         let n: i64 = shape.iter().product();
-        let flat = self.op1(b, "stablehlo.iota", &[], self.tensor_of("ui64", &[n])?, &[("iota_dimension", "0 : i64".into())])?;
-        let counts = self.op1(b, "stablehlo.reshape", &[flat], self.tensor_of("ui64", shape)?, &[])?;
-        let shifted = self.binary(b, "stablehlo.shift_right_logical", counts, self.splat(b, 32, "ui64", shape)?)?;
+        let flat = self.op1(
+            b,
+            "stablehlo.iota",
+            &[],
+            self.tensor_of("ui64", &[n])?,
+            &[("iota_dimension", "0 : i64".into())],
+        )?;
+        let counts = self.op1(
+            b,
+            "stablehlo.reshape",
+            &[flat],
+            self.tensor_of("ui64", shape)?,
+            &[],
+        )?;
+        let shifted = self.binary(
+            b,
+            "stablehlo.shift_right_logical",
+            counts,
+            self.splat(b, 32, "ui64", shape)?,
+        )?;
         let t = self.u32_ty(shape)?;
         let hi = self.op1(b, "stablehlo.convert", &[shifted], t, &[])?;
         let lo = self.op1(b, "stablehlo.convert", &[counts], t, &[])?;
@@ -358,7 +503,12 @@ impl<'c, 'f> Lower<'c, 'f> {
     /// The two hash words of every key (`u32[*batch, 2]`) at every counter
     /// of `shape`: `u32[*batch, *shape]` each (the partitionable form of
     /// `_threefry_random_bits` and `_threefry_split`).
-    fn threefry_pairs(&self, b: ModuleBlock<'c>, keys: ModuleValue<'c>, shape: &[i64]) -> LowerResult<(ModuleValue<'c>, ModuleValue<'c>)> {
+    fn threefry_pairs(
+        &self,
+        b: ModuleBlock<'c>,
+        keys: ModuleValue<'c>,
+        shape: &[i64],
+    ) -> LowerResult<(ModuleValue<'c>, ModuleValue<'c>)> {
         let batch = key_batch(keys);
         let mut sizes = batch.clone();
         sizes.extend_from_slice(shape);
@@ -377,7 +527,12 @@ impl<'c, 'f> Lower<'c, 'f> {
         self.threefry(b, [k1, k2], [hi, lo])
     }
 
-    fn threefry_split(&self, b: ModuleBlock<'c>, keys: ModuleValue<'c>, shape: &[i64]) -> LowerResult<ModuleValue<'c>> {
+    fn threefry_split(
+        &self,
+        b: ModuleBlock<'c>,
+        keys: ModuleValue<'c>,
+        shape: &[i64],
+    ) -> LowerResult<ModuleValue<'c>> {
         if self.threefry == Threefry::Original {
             // `_threefry_split_original`: new key `s` is words `2s`, `2s + 1`
             // of the stream of `2 * size` counts.
@@ -392,7 +547,13 @@ impl<'c, 'f> Lower<'c, 'f> {
         self.stack_words(b, &[y1, y2])
     }
 
-    fn threefry_bits(&self, b: ModuleBlock<'c>, keys: ModuleValue<'c>, width: i64, shape: &[i64]) -> LowerResult<ModuleValue<'c>> {
+    fn threefry_bits(
+        &self,
+        b: ModuleBlock<'c>,
+        keys: ModuleValue<'c>,
+        width: i64,
+        shape: &[i64],
+    ) -> LowerResult<ModuleValue<'c>> {
         let (y1, y2) = self.threefry_pairs(b, keys, shape)?;
         let sizes = dims_of(y1);
         match width {
@@ -400,14 +561,25 @@ impl<'c, 'f> Lower<'c, 'f> {
                 let t = self.tensor_of("ui64", &sizes)?;
                 let hi = self.op1(b, "stablehlo.convert", &[y1], t, &[])?;
                 let lo = self.op1(b, "stablehlo.convert", &[y2], t, &[])?;
-                let hi = self.binary(b, "stablehlo.shift_left", hi, self.splat(b, 32, "ui64", &sizes)?)?;
+                let hi = self.binary(
+                    b,
+                    "stablehlo.shift_left",
+                    hi,
+                    self.splat(b, 32, "ui64", &sizes)?,
+                )?;
                 self.binary(b, "stablehlo.or", hi, lo)
             }
             32 => self.binary(b, "stablehlo.xor", y1, y2),
             _ => {
                 let x = self.binary(b, "stablehlo.xor", y1, y2)?;
                 let elem = uint_elem(width).expect("a checked width");
-                self.op1(b, "stablehlo.convert", &[x], self.tensor_of(elem, &sizes)?, &[])
+                self.op1(
+                    b,
+                    "stablehlo.convert",
+                    &[x],
+                    self.tensor_of(elem, &sizes)?,
+                    &[],
+                )
             }
         }
     }
@@ -416,7 +588,12 @@ impl<'c, 'f> Lower<'c, 'f> {
     /// [`Threefry::Original`]: `u32[*batch, n]` ([`original_counts`]: pair
     /// `i` hashes `(i, i + half)`, the count past `n` is 0; the first hash
     /// words, then the second ones).
-    fn original_stream(&self, b: ModuleBlock<'c>, keys: ModuleValue<'c>, n: i64) -> LowerResult<ModuleValue<'c>> {
+    fn original_stream(
+        &self,
+        b: ModuleBlock<'c>,
+        keys: ModuleValue<'c>,
+        n: i64,
+    ) -> LowerResult<ModuleValue<'c>> {
         let (half, _) = original_counts(n as u64);
         let half = half as i64;
         let batch = key_batch(keys);
@@ -425,8 +602,19 @@ impl<'c, 'f> Lower<'c, 'f> {
         let key_dims: Vec<i64> = (0..batch.len() as i64).collect();
         let k1 = self.broadcast_dims(b, self.key_word(b, keys, 0)?, "ui32", &sizes, &key_dims)?;
         let k2 = self.broadcast_dims(b, self.key_word(b, keys, 1)?, "ui32", &sizes, &key_dims)?;
-        let first = self.op1(b, "stablehlo.iota", &[], self.u32_ty(&[half])?, &[("iota_dimension", "0 : i64".into())])?;
-        let upper = self.binary(b, "stablehlo.add", first, self.splat(b, half as u64, "ui32", &[half])?)?;
+        let first = self.op1(
+            b,
+            "stablehlo.iota",
+            &[],
+            self.u32_ty(&[half])?,
+            &[("iota_dimension", "0 : i64".into())],
+        )?;
+        let upper = self.binary(
+            b,
+            "stablehlo.add",
+            first,
+            self.splat(b, half as u64, "ui32", &[half])?,
+        )?;
         let inside = self.op1(
             b,
             "stablehlo.compare",
@@ -434,7 +622,13 @@ impl<'c, 'f> Lower<'c, 'f> {
             self.tensor_of("i1", &[half])?,
             &super::ops::compare_attrs("LT", "UNSIGNED"),
         )?;
-        let second = self.op1(b, "stablehlo.select", &[inside, upper, self.splat(b, 0, "ui32", &[half])?], self.u32_ty(&[half])?, &[])?;
+        let second = self.op1(
+            b,
+            "stablehlo.select",
+            &[inside, upper, self.splat(b, 0, "ui32", &[half])?],
+            self.u32_ty(&[half])?,
+            &[],
+        )?;
         let last = [batch.len() as i64];
         let first = self.broadcast_dims(b, first, "ui32", &sizes, &last)?;
         let second = self.broadcast_dims(b, second, "ui32", &sizes, &last)?;
@@ -444,7 +638,13 @@ impl<'c, 'f> Lower<'c, 'f> {
     }
 
     /// `x[..., from:to]`, along the last axis.
-    fn take_last(&self, b: ModuleBlock<'c>, x: ModuleValue<'c>, from: i64, to: i64) -> LowerResult<ModuleValue<'c>> {
+    fn take_last(
+        &self,
+        b: ModuleBlock<'c>,
+        x: ModuleValue<'c>,
+        from: i64,
+        to: i64,
+    ) -> LowerResult<ModuleValue<'c>> {
         let dims = dims_of(x);
         let last = dims.len() - 1;
         if from == 0 && to == dims[last] {
@@ -461,7 +661,11 @@ impl<'c, 'f> Lower<'c, 'f> {
             "stablehlo.slice",
             &[x],
             self.u32_ty(&sizes)?,
-            &[("start_indices", arr(&start)), ("limit_indices", arr(&limit)), ("strides", arr(&vec![1; dims.len()]))],
+            &[
+                ("start_indices", arr(&start)),
+                ("limit_indices", arr(&limit)),
+                ("strides", arr(&vec![1; dims.len()])),
+            ],
         )
     }
 
@@ -469,7 +673,14 @@ impl<'c, 'f> Lower<'c, 'f> {
     /// 32-bit numbers are the stream; 64-bit ones its first half (high
     /// words) beside its second; 8- and 16-bit ones the successive
     /// low-first fields of its words.
-    fn threefry_bits_original(&self, b: ModuleBlock<'c>, keys: ModuleValue<'c>, width: i64, shape: &[i64], words: i64) -> LowerResult<ModuleValue<'c>> {
+    fn threefry_bits_original(
+        &self,
+        b: ModuleBlock<'c>,
+        keys: ModuleValue<'c>,
+        width: i64,
+        shape: &[i64],
+        words: i64,
+    ) -> LowerResult<ModuleValue<'c>> {
         let size: i64 = shape.iter().product();
         let stream = self.original_stream(b, keys, words)?;
         let batch = key_batch(keys);
@@ -480,9 +691,26 @@ impl<'c, 'f> Lower<'c, 'f> {
             32 => stream,
             64 => {
                 let t = self.tensor_of("ui64", &flat)?;
-                let hi = self.op1(b, "stablehlo.convert", &[self.take_last(b, stream, 0, size)?], t, &[])?;
-                let lo = self.op1(b, "stablehlo.convert", &[self.take_last(b, stream, size, 2 * size)?], t, &[])?;
-                let hi = self.binary(b, "stablehlo.shift_left", hi, self.splat(b, 32, "ui64", &flat)?)?;
+                let hi = self.op1(
+                    b,
+                    "stablehlo.convert",
+                    &[self.take_last(b, stream, 0, size)?],
+                    t,
+                    &[],
+                )?;
+                let lo = self.op1(
+                    b,
+                    "stablehlo.convert",
+                    &[self.take_last(b, stream, size, 2 * size)?],
+                    t,
+                    &[],
+                )?;
+                let hi = self.binary(
+                    b,
+                    "stablehlo.shift_left",
+                    hi,
+                    self.splat(b, 32, "ui64", &flat)?,
+                )?;
                 self.binary(b, "stablehlo.or", hi, lo)?
             }
             _ => {
@@ -491,31 +719,65 @@ impl<'c, 'f> Lower<'c, 'f> {
                 fields.extend([words, per]);
                 let lead: Vec<i64> = (0..=batch.len() as i64).collect();
                 let spread = self.broadcast_dims(b, stream, "ui32", &fields, &lead)?;
-                let field = self.op1(b, "stablehlo.iota", &[], self.u32_ty(&fields)?, &[("iota_dimension", format!("{} : i64", batch.len() + 1))])?;
-                let by = self.binary(b, "stablehlo.multiply", field, self.splat(b, width as u64, "ui32", &fields)?)?;
+                let field = self.op1(
+                    b,
+                    "stablehlo.iota",
+                    &[],
+                    self.u32_ty(&fields)?,
+                    &[("iota_dimension", format!("{} : i64", batch.len() + 1))],
+                )?;
+                let by = self.binary(
+                    b,
+                    "stablehlo.multiply",
+                    field,
+                    self.splat(b, width as u64, "ui32", &fields)?,
+                )?;
                 let shifted = self.binary(b, "stablehlo.shift_right_logical", spread, by)?;
                 let mut all = batch.clone();
                 all.push(words * per);
                 let all = self.op1(b, "stablehlo.reshape", &[shifted], self.u32_ty(&all)?, &[])?;
                 let numbers = self.take_last(b, all, 0, size)?;
-                self.op1(b, "stablehlo.convert", &[numbers], self.tensor_of(elem, &flat)?, &[])?
+                self.op1(
+                    b,
+                    "stablehlo.convert",
+                    &[numbers],
+                    self.tensor_of(elem, &flat)?,
+                    &[],
+                )?
             }
         };
         let mut sizes = batch;
         sizes.extend_from_slice(shape);
-        self.op1(b, "stablehlo.reshape", &[numbers], self.tensor_of(elem, &sizes)?, &[])
+        self.op1(
+            b,
+            "stablehlo.reshape",
+            &[numbers],
+            self.tensor_of(elem, &sizes)?,
+            &[],
+        )
     }
 
     /// `threefry_seed`: the high and low 32 bits of each integer seed (the
     /// high word 0 for seeds of 32 bits or fewer: XLA's logical shift by the
     /// width or more gives 0), as uint32 arrays of the seeds' shape.
-    fn seed_words(&self, b: ModuleBlock<'c>, seeds: ModuleValue<'c>, dt: &DType) -> LowerResult<(ModuleValue<'c>, ModuleValue<'c>)> {
+    fn seed_words(
+        &self,
+        b: ModuleBlock<'c>,
+        seeds: ModuleValue<'c>,
+        dt: &DType,
+    ) -> LowerResult<(ModuleValue<'c>, ModuleValue<'c>)> {
         let sizes = dims_of(seeds);
         let t = self.u32_ty(&sizes)?;
         let lo = self.op1(b, "stablehlo.convert", &[seeds], t, &[])?;
         let hi = if dt.bits().unwrap_or(32) > 32 {
             let by = self.constant(b, dt, "32", jaxpr_syntax::TextRange::new(0, 0))?;
-            let by = self.broadcast_dims(b, by, super::elem_type(dt).expect("an integer"), &sizes, &[])?;
+            let by = self.broadcast_dims(
+                b,
+                by,
+                super::elem_type(dt).expect("an integer"),
+                &sizes,
+                &[],
+            )?;
             let shifted = self.binary(b, "stablehlo.shift_right_logical", seeds, by)?;
             self.op1(b, "stablehlo.convert", &[shifted], t, &[])?
         } else {
@@ -526,8 +788,20 @@ impl<'c, 'f> Lower<'c, 'f> {
 
     /// `threefry_fold_in` of each key with each message (broadcast to
     /// `out`): the hash of the counts (0, msg) under the key.
-    fn threefry_fold_in(&self, b: ModuleBlock<'c>, keys: ModuleValue<'c>, msgs: ModuleValue<'c>, out: &[i64]) -> LowerResult<ModuleValue<'c>> {
-        let msgs = self.op1(b, "stablehlo.convert", &[msgs], self.u32_ty(&dims_of(msgs))?, &[])?;
+    fn threefry_fold_in(
+        &self,
+        b: ModuleBlock<'c>,
+        keys: ModuleValue<'c>,
+        msgs: ModuleValue<'c>,
+        out: &[i64],
+    ) -> LowerResult<ModuleValue<'c>> {
+        let msgs = self.op1(
+            b,
+            "stablehlo.convert",
+            &[msgs],
+            self.u32_ty(&dims_of(msgs))?,
+            &[],
+        )?;
         let data = self.broadcast_u32(b, msgs, out)?;
         let k1 = self.broadcast_u32(b, self.key_word(b, keys, 0)?, out)?;
         let k2 = self.broadcast_u32(b, self.key_word(b, keys, 1)?, out)?;
@@ -557,22 +831,50 @@ impl<'c, 'f> Lower<'c, 'f> {
             "stablehlo.rng_bit_generator",
             &[key64],
             &[key64_t, self.tensor_of(elem, sizes)?],
-            &[("rng_algorithm", format!("#stablehlo<rng_algorithm {algorithm}>"))],
+            &[(
+                "rng_algorithm",
+                format!("#stablehlo<rng_algorithm {algorithm}>"),
+            )],
             Vec::new(),
         )?;
-        let new_pairs = self.op1(b, "stablehlo.bitcast_convert", &[outs[0]], self.u32_ty(&[2, 2])?, &[])?;
-        let new_key = self.op1(b, "stablehlo.reshape", &[new_pairs], self.u32_ty(&[4])?, &[])?;
+        let new_pairs = self.op1(
+            b,
+            "stablehlo.bitcast_convert",
+            &[outs[0]],
+            self.u32_ty(&[2, 2])?,
+            &[],
+        )?;
+        let new_key = self.op1(
+            b,
+            "stablehlo.reshape",
+            &[new_pairs],
+            self.u32_ty(&[4])?,
+            &[],
+        )?;
         Ok((new_key, outs[1]))
     }
 
     /// The `rng_bit_generator` primitive (`u32[4]` or `u64[2]` keys).
-    fn rng_bit_generator_eqn(&self, b: ModuleBlock<'c>, cx: &EqnCx<'_, 'c, 'f>) -> LowerResult<Vec<ModuleValue<'c>>> {
+    fn rng_bit_generator_eqn(
+        &self,
+        b: ModuleBlock<'c>,
+        cx: &EqnCx<'_, 'c, 'f>,
+    ) -> LowerResult<Vec<ModuleValue<'c>>> {
         let at = cx.at();
-        let algorithm = match cx.param("algorithm")?.as_path().map(|p| p.rsplit('.').next().unwrap_or(p)) {
+        let algorithm = match cx
+            .param("algorithm")?
+            .as_path()
+            .map(|p| p.rsplit('.').next().unwrap_or(p))
+        {
             Some("RNG_DEFAULT") => "DEFAULT",
             Some("RNG_THREE_FRY") => "THREE_FRY",
             Some("RNG_PHILOX") => "PHILOX",
-            _ => return err(at, "`rng_bit_generator`: `algorithm` must be RNG_DEFAULT, RNG_THREE_FRY or RNG_PHILOX"),
+            _ => {
+                return err(
+                    at,
+                    "`rng_bit_generator`: `algorithm` must be RNG_DEFAULT, RNG_THREE_FRY or RNG_PHILOX",
+                );
+            }
         };
         let sizes = self.static_sizes(&cx.outs[1], cx)?;
         let out_dt = cx.out_dtype(1)?;
@@ -584,27 +886,42 @@ impl<'c, 'f> Lower<'c, 'f> {
         };
         let key = cx.args[0].v;
         let (new_key, bits) = match cx.arg_dtype(0)? {
-            DType::UInt(32) if dims_of(key).as_slice() == [4] => self.rng_bit_generator(b, key, &sizes, elem, algorithm)?,
+            DType::UInt(32) if dims_of(key).as_slice() == [4] => {
+                self.rng_bit_generator(b, key, &sizes, elem, algorithm)?
+            }
             DType::UInt(64) if dims_of(key).as_slice() == [2] => {
                 let outs = self.op(
                     b,
                     "stablehlo.rng_bit_generator",
                     &[key],
                     &[key.r#type(), self.tensor_of(elem, &sizes)?],
-                    &[("rng_algorithm", format!("#stablehlo<rng_algorithm {algorithm}>"))],
+                    &[(
+                        "rng_algorithm",
+                        format!("#stablehlo<rng_algorithm {algorithm}>"),
+                    )],
                     Vec::new(),
                 )?;
                 (outs[0], outs[1])
             }
             _ => return err(at, "`rng_bit_generator` takes a u32[4] or u64[2] key"),
         };
-        let bits = if convert { self.convert(b, bits, &out_dt)? } else { bits };
+        let bits = if convert {
+            self.convert(b, bits, &out_dt)?
+        } else {
+            bits
+        };
         Ok(vec![new_key, bits])
     }
 
     /// `_unsafe_rbg_split`: ten keys' worth of `rng_bit_generator` bits per
     /// new key, every tenth row kept.
-    fn unsafe_rbg_split(&self, b: ModuleBlock<'c>, keys: ModuleValue<'c>, shape: &[i64], cx: &EqnCx<'_, 'c, 'f>) -> LowerResult<ModuleValue<'c>> {
+    fn unsafe_rbg_split(
+        &self,
+        b: ModuleBlock<'c>,
+        keys: ModuleValue<'c>,
+        shape: &[i64],
+        cx: &EqnCx<'_, 'c, 'f>,
+    ) -> LowerResult<ModuleValue<'c>> {
         let batch = key_batch(keys);
         let num: i64 = shape.iter().product();
         let mut sizes = batch.clone();
@@ -621,12 +938,22 @@ impl<'c, 'f> Lower<'c, 'f> {
             "stablehlo.slice",
             &[bits],
             self.u32_ty(&kept)?,
-            &[("start_indices", arr(&vec![0; rank])), ("limit_indices", arr(&sizes)), ("strides", arr(&strides))],
+            &[
+                ("start_indices", arr(&vec![0; rank])),
+                ("limit_indices", arr(&sizes)),
+                ("strides", arr(&strides)),
+            ],
         )?;
         let out = self.static_sizes(&cx.outs[0], cx)?;
         let mut physical = out;
         physical.push(4);
-        self.op1(b, "stablehlo.reshape", &[rows], self.u32_ty(&physical)?, &[])
+        self.op1(
+            b,
+            "stablehlo.reshape",
+            &[rows],
+            self.u32_ty(&physical)?,
+            &[],
+        )
     }
 
     /// `_unsafe_rbg_fold_in`: the key xor the last of ten rows of
@@ -645,7 +972,10 @@ impl<'c, 'f> Lower<'c, 'f> {
         let batch = dims_of(msgs);
         let key_batch = key_batch(keys);
         if !batch.is_empty() && !key_batch.is_empty() && key_batch != batch {
-            return err(cx.at(), "`random_fold_in` of unsafe_rbg keys and messages of different shapes has no StableHLO lowering");
+            return err(
+                cx.at(),
+                "`random_fold_in` of unsafe_rbg keys and messages of different shapes has no StableHLO lowering",
+            );
         }
         let first = if batch.is_empty() {
             msgs
@@ -657,9 +987,19 @@ impl<'c, 'f> Lower<'c, 'f> {
                 "stablehlo.slice",
                 &[msgs],
                 self.tensor_of(super::elem_type(msgs_dt).expect("an integer"), &one)?,
-                &[("start_indices", arr(&vec![0; rank])), ("limit_indices", arr(&one)), ("strides", arr(&one))],
+                &[
+                    ("start_indices", arr(&vec![0; rank])),
+                    ("limit_indices", arr(&one)),
+                    ("strides", arr(&one)),
+                ],
             )?;
-            self.op1(b, "stablehlo.reshape", &[s], self.tensor_of(super::elem_type(msgs_dt).expect("an integer"), &[])?, &[])?
+            self.op1(
+                b,
+                "stablehlo.reshape",
+                &[s],
+                self.tensor_of(super::elem_type(msgs_dt).expect("an integer"), &[])?,
+                &[],
+            )?
         };
         let (k1, k2) = self.seed_words(b, first, msgs_dt)?;
         let seed = self.stack_words(b, &[k1, k2, k1, k2])?;
@@ -676,7 +1016,11 @@ impl<'c, 'f> Lower<'c, 'f> {
             "stablehlo.slice",
             &[bits],
             self.u32_ty(&row)?,
-            &[("start_indices", arr(&start)), ("limit_indices", arr(&sizes)), ("strides", arr(&vec![1; rank]))],
+            &[
+                ("start_indices", arr(&start)),
+                ("limit_indices", arr(&sizes)),
+                ("strides", arr(&vec![1; rank])),
+            ],
         )?;
         let mut rows = batch.clone();
         rows.push(4);

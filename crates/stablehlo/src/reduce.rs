@@ -1,17 +1,21 @@
 //! Reductions: over one combining primitive or a jaxpr, cumulative ones,
 //! and argmin/argmax.
 
-use super::{ModuleBlock, Env, Lower, ModuleValue};
+use super::{Env, Lower, ModuleBlock, ModuleValue};
 use jaxpr_lower::{LowerResult, err};
 
-
+use super::ops::*;
 use jaxpr_syntax::TextRange;
 use jaxpr_types::{AType, DType, Dim, Shape};
 use melior::ir::Type;
-use super::ops::*;
 
 impl<'c, 'f> Lower<'c, 'f> {
-    pub(crate) fn init(&self, b: ModuleBlock<'c>, dt: &DType, init: Init) -> LowerResult<ModuleValue<'c>> {
+    pub(crate) fn init(
+        &self,
+        b: ModuleBlock<'c>,
+        dt: &DType,
+        init: Init,
+    ) -> LowerResult<ModuleValue<'c>> {
         use std::borrow::Cow;
         let text: Cow<'static, str> = match (init, dt) {
             (Init::Zero, DType::Bool) => "False".into(),
@@ -45,13 +49,23 @@ impl<'c, 'f> Lower<'c, 'f> {
         self.region(&[s, s], |rb, a| Ok(vec![self.binary(rb, op, a[0], a[1])?]))
     }
 
-    pub(crate) fn reduce_eqn(&self, b: ModuleBlock<'c>, cx: &EqnCx<'_, 'c, 'f>, op: &str, init: Init) -> LowerResult<ModuleValue<'c>> {
+    pub(crate) fn reduce_eqn(
+        &self,
+        b: ModuleBlock<'c>,
+        cx: &EqnCx<'_, 'c, 'f>,
+        op: &str,
+        init: Init,
+    ) -> LowerResult<ModuleValue<'c>> {
         self.reduce_operand(b, cx, 0, &cx.ints("axes")?, op, init)
     }
 
     /// `psum` over positional axes, as JAX lowers it
     /// (`_allreduce_lowering`): a `reduce_sum` of each operand.
-    pub(crate) fn psum(&self, b: ModuleBlock<'c>, cx: &EqnCx<'_, 'c, 'f>) -> LowerResult<Vec<ModuleValue<'c>>> {
+    pub(crate) fn psum(
+        &self,
+        b: ModuleBlock<'c>,
+        cx: &EqnCx<'_, 'c, 'f>,
+    ) -> LowerResult<Vec<ModuleValue<'c>>> {
         let axes = cx.positional_axes()?;
         (0..cx.args.len())
             .map(|i| self.reduce_operand(b, cx, i, &axes, "stablehlo.add", Init::Zero))
@@ -60,7 +74,15 @@ impl<'c, 'f> Lower<'c, 'f> {
 
     /// Operand `i` reduced over `axes` with `op` from `init`: the
     /// equation's result `i`.
-    fn reduce_operand(&self, b: ModuleBlock<'c>, cx: &EqnCx<'_, 'c, 'f>, i: usize, axes: &[i64], op: &str, init: Init) -> LowerResult<ModuleValue<'c>> {
+    fn reduce_operand(
+        &self,
+        b: ModuleBlock<'c>,
+        cx: &EqnCx<'_, 'c, 'f>,
+        i: usize,
+        axes: &[i64],
+        op: &str,
+        init: Init,
+    ) -> LowerResult<ModuleValue<'c>> {
         let dt = cx.arg_dtype(i)?;
         let start = self.init(b, &dt, init)?;
         let body = self.combiner(&dt, op)?;
@@ -77,16 +99,31 @@ impl<'c, 'f> Lower<'c, 'f> {
     /// `reduce` and `reduce_window` with a general reducer: operands
     /// `xs ++ inits`; the reducer `jaxpr` is the operation's body (it takes
     /// the accumulators, then the elements, as StableHLO's body does).
-    pub(crate) fn reduce_with_jaxpr(&self, b: ModuleBlock<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> LowerResult<Vec<ModuleValue<'c>>> {
+    pub(crate) fn reduce_with_jaxpr(
+        &self,
+        b: ModuleBlock<'c>,
+        env: &Env<'c>,
+        cx: &EqnCx<'_, 'c, 'f>,
+    ) -> LowerResult<Vec<ModuleValue<'c>>> {
         let Some(&reducer) = cx.callees(self.a, "jaxpr").first() else {
-            return err(cx.at(), format!("`{}` needs `jaxpr` to be built", cx.name()));
+            return err(
+                cx.at(),
+                format!("`{}` needs `jaxpr` to be built", cx.name()),
+            );
         };
-        if cx.e.param("consts").is_some_and(|c| c.value.as_seq().is_none_or(|s| !s.is_empty())) {
+        if cx
+            .e
+            .param("consts")
+            .is_some_and(|c| c.value.as_seq().is_none_or(|s| !s.is_empty()))
+        {
             return err(cx.at(), "`reduce_window` with `consts` has no lowering");
         }
         let n = cx.args.len() / 2;
         if n == 0 || cx.args.len() != 2 * n || cx.outs.len() != n {
-            return err(cx.at(), "a reduction needs as many initial values as operands");
+            return err(
+                cx.at(),
+                "a reduction needs as many initial values as operands",
+            );
         }
         let scalars = (0..n)
             .map(|i| self.scalar_ty(&cx.arg_dtype(i)?))
@@ -96,7 +133,9 @@ impl<'c, 'f> Lower<'c, 'f> {
             let r = self.call(rb, env, reducer, &a, cx.at())?;
             Ok(r.iter().map(|o| o.v).collect())
         })?;
-        let tys = (0..n).map(|i| self.out_ty(cx, i)).collect::<LowerResult<Vec<_>>>()?;
+        let tys = (0..n)
+            .map(|i| self.out_ty(cx, i))
+            .collect::<LowerResult<Vec<_>>>()?;
         let operands: Vec<ModuleValue<'c>> = cx.args.iter().map(|a| a.v).collect();
         let attrs = if cx.name() == "reduce" {
             vec![("dimensions", arr(&cx.ints("dimensions")?))]
@@ -105,13 +144,26 @@ impl<'c, 'f> Lower<'c, 'f> {
             let ones = vec![1; window.len()];
             vec![
                 ("window_dimensions", arr(&window)),
-                ("window_strides", arr(&cx.ints_or("window_strides", ones.clone())?)),
-                ("base_dilations", arr(&cx.ints_or("base_dilation", ones.clone())?)),
-                ("window_dilations", arr(&cx.ints_or("window_dilation", ones)?)),
+                (
+                    "window_strides",
+                    arr(&cx.ints_or("window_strides", ones.clone())?),
+                ),
+                (
+                    "base_dilations",
+                    arr(&cx.ints_or("base_dilation", ones.clone())?),
+                ),
+                (
+                    "window_dilations",
+                    arr(&cx.ints_or("window_dilation", ones)?),
+                ),
                 ("padding", padding_attr(&cx.pairs("padding")?)),
             ]
         };
-        let name = if cx.name() == "reduce" { "stablehlo.reduce" } else { "stablehlo.reduce_window" };
+        let name = if cx.name() == "reduce" {
+            "stablehlo.reduce"
+        } else {
+            "stablehlo.reduce_window"
+        };
         self.op(b, name, &operands, &tys, &attrs, vec![body])
     }
 
@@ -229,7 +281,12 @@ impl<'c, 'f> Lower<'c, 'f> {
 
     /// `argmax`/`argmin`: a two-operand reduction over (value, index) that
     /// keeps the first extreme, NaN winning, as JAX computes it.
-    pub(crate) fn argminmax(&self, b: ModuleBlock<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> LowerResult<ModuleValue<'c>> {
+    pub(crate) fn argminmax(
+        &self,
+        b: ModuleBlock<'c>,
+        env: &Env<'c>,
+        cx: &EqnCx<'_, 'c, 'f>,
+    ) -> LowerResult<ModuleValue<'c>> {
         let x = &cx.args[0];
         let dt = cx.arg_dtype(0)?;
         let axes = cx.ints("axes")?;

@@ -1,18 +1,22 @@
 //! Sorting: `sort` with its comparator, and `top_k`.
 
-use super::{ModuleBlock, Env, Lower, ModuleValue};
+use super::{Env, Lower, ModuleBlock, ModuleValue};
 use jaxpr_lower::{LowerResult, err, expr_poly};
 
-
+use super::ops::*;
 use jaxpr_syntax::TextRange;
 use jaxpr_types::{DType, Dim};
 use melior::ir::ValueLike;
-use super::ops::*;
 
 impl<'c, 'f> Lower<'c, 'f> {
     /// A sort comparator: lexicographic "less than" (`dir` LT) or "greater
     /// than" (GT) on the first `keys` operands, in total order for floats.
-    pub(crate) fn comparator(&self, dts: &[DType], keys: usize, dir: &str) -> LowerResult<melior::ir::Region<'c>> {
+    pub(crate) fn comparator(
+        &self,
+        dts: &[DType],
+        keys: usize,
+        dir: &str,
+    ) -> LowerResult<melior::ir::Region<'c>> {
         let mut args = Vec::new();
         for d in dts {
             let s = self.scalar_ty(d)?;
@@ -35,13 +39,23 @@ impl<'c, 'f> Lower<'c, 'f> {
                 let zero = self.init(rb, d, Init::Zero)?;
                 let nan = self.constant(rb, d, "nan", TextRange::new(0, 0))?;
                 let is_zero = self.compare(rb, x, zero, "EQ", "FLOAT")?;
-                let unsigned = self.op1(rb, "stablehlo.select", &[is_zero, zero, x], x.r#type(), &[])?;
+                let unsigned =
+                    self.op1(rb, "stablehlo.select", &[is_zero, zero, x], x.r#type(), &[])?;
                 let is_nan = self.compare(rb, x, x, "NE", "FLOAT")?;
-                self.op1(rb, "stablehlo.select", &[is_nan, nan, unsigned], x.r#type(), &[])
+                self.op1(
+                    rb,
+                    "stablehlo.select",
+                    &[is_nan, nan, unsigned],
+                    x.r#type(),
+                    &[],
+                )
             };
             let mut acc: Option<ModuleValue<'c>> = None;
             for k in (0..keys).rev() {
-                let (x, y) = (canonical(a[2 * k], &dts[k])?, canonical(a[2 * k + 1], &dts[k])?);
+                let (x, y) = (
+                    canonical(a[2 * k], &dts[k])?,
+                    canonical(a[2 * k + 1], &dts[k])?,
+                );
                 let strict = self.compare(rb, x, y, dir, ct(&dts[k]))?;
                 acc = Some(match acc {
                     None => strict,
@@ -56,7 +70,11 @@ impl<'c, 'f> Lower<'c, 'f> {
         })
     }
 
-    pub(crate) fn sort(&self, b: ModuleBlock<'c>, cx: &EqnCx<'_, 'c, 'f>) -> LowerResult<Vec<ModuleValue<'c>>> {
+    pub(crate) fn sort(
+        &self,
+        b: ModuleBlock<'c>,
+        cx: &EqnCx<'_, 'c, 'f>,
+    ) -> LowerResult<Vec<ModuleValue<'c>>> {
         let dts = (0..cx.args.len())
             .map(|i| cx.arg_dtype(i))
             .collect::<LowerResult<Vec<_>>>()?;
@@ -81,7 +99,12 @@ impl<'c, 'f> Lower<'c, 'f> {
 
     /// `top_k`: a stable descending sort of (values, indices) along the
     /// axis, then the first `k`.
-    pub(crate) fn top_k(&self, b: ModuleBlock<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> LowerResult<Vec<ModuleValue<'c>>> {
+    pub(crate) fn top_k(
+        &self,
+        b: ModuleBlock<'c>,
+        env: &Env<'c>,
+        cx: &EqnCx<'_, 'c, 'f>,
+    ) -> LowerResult<Vec<ModuleValue<'c>>> {
         let x = &cx.args[0];
         let rank = x.ty.rank() as i64;
         let axis =
@@ -97,7 +120,12 @@ impl<'c, 'f> Lower<'c, 'f> {
             Ok(k) => Dim::Const(k),
             Err(_) => match expr_poly(cx.param("k")?) {
                 Some(p) => Dim::from_poly(p),
-                None => return err(cx.param("k")?.range, "`k` must be an integer or a dimension to be built"),
+                None => {
+                    return err(
+                        cx.param("k")?.range,
+                        "`k` must be an integer or a dimension to be built",
+                    );
+                }
             },
         };
         let dt = cx.arg_dtype(0)?;
@@ -126,7 +154,11 @@ impl<'c, 'f> Lower<'c, 'f> {
         limit[axis as usize] = k;
         let n = limit.len();
         let slice = |v: ModuleValue<'c>, i: usize| -> LowerResult<ModuleValue<'c>> {
-            match limit.iter().map(Dim::as_const).collect::<Option<Vec<i64>>>() {
+            match limit
+                .iter()
+                .map(Dim::as_const)
+                .collect::<Option<Vec<i64>>>()
+            {
                 Some(limit) => {
                     let attrs = [
                         ("start_indices", arr(&vec![0; n])),
@@ -139,7 +171,13 @@ impl<'c, 'f> Lower<'c, 'f> {
                     let start = self.const_vec_i64(b, &vec![0; n])?;
                     let end = self.shape_value(b, env, &limit, cx.at())?;
                     let ones = self.const_vec_i64(b, &vec![1; n])?;
-                    self.op1(b, "stablehlo.real_dynamic_slice", &[v, start, end, ones], self.out_ty(cx, i)?, &[])
+                    self.op1(
+                        b,
+                        "stablehlo.real_dynamic_slice",
+                        &[v, start, end, ones],
+                        self.out_ty(cx, i)?,
+                        &[],
+                    )
                 }
             }
         };

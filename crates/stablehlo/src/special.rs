@@ -4,7 +4,7 @@
 //! `digamma` are CHLO operations (`ops.rs`), as JAX emits them.
 
 use super::ops::EqnCx;
-use super::{ModuleBlock, Env, Lower, ModuleValue};
+use super::{Env, Lower, ModuleBlock, ModuleValue};
 use jaxpr_lower::LowerResult;
 use jaxpr_lower::special::{self, Binary, Compare, Elementwise, Unary};
 use jaxpr_syntax::TextRange;
@@ -33,12 +33,22 @@ impl<'c> Elementwise for Tensors<'_, 'c, '_> {
         } else {
             format!("{x:?}")
         };
-        let dt = self.ty.dtype.clone().unwrap_or(DType::Float(FloatKind::F32));
+        let dt = self
+            .ty
+            .dtype
+            .clone()
+            .unwrap_or(DType::Float(FloatKind::F32));
         let s = self.lower.constant(self.b, &dt, &text, self.at)?;
-        self.lower.broadcast(self.b, self.env, s, &self.ty, &[], self.at)
+        self.lower
+            .broadcast(self.b, self.env, s, &self.ty, &[], self.at)
     }
 
-    fn binary(&self, op: Binary, x: ModuleValue<'c>, y: ModuleValue<'c>) -> LowerResult<ModuleValue<'c>> {
+    fn binary(
+        &self,
+        op: Binary,
+        x: ModuleValue<'c>,
+        y: ModuleValue<'c>,
+    ) -> LowerResult<ModuleValue<'c>> {
         let name = match op {
             Binary::Add => "stablehlo.add",
             Binary::Sub => "stablehlo.subtract",
@@ -64,7 +74,12 @@ impl<'c> Elementwise for Tensors<'_, 'c, '_> {
         self.lower.op1(self.b, name, &[x], x.r#type(), &[])
     }
 
-    fn compare(&self, op: Compare, x: ModuleValue<'c>, y: ModuleValue<'c>) -> LowerResult<ModuleValue<'c>> {
+    fn compare(
+        &self,
+        op: Compare,
+        x: ModuleValue<'c>,
+        y: ModuleValue<'c>,
+    ) -> LowerResult<ModuleValue<'c>> {
         let dir = match op {
             Compare::Lt => "LT",
             Compare::Le => "LE",
@@ -79,8 +94,14 @@ impl<'c> Elementwise for Tensors<'_, 'c, '_> {
         self.lower.binary(self.b, "stablehlo.and", p, q)
     }
 
-    fn select(&self, p: ModuleValue<'c>, t: ModuleValue<'c>, f: ModuleValue<'c>) -> LowerResult<ModuleValue<'c>> {
-        self.lower.op1(self.b, "stablehlo.select", &[p, t, f], t.r#type(), &[])
+    fn select(
+        &self,
+        p: ModuleValue<'c>,
+        t: ModuleValue<'c>,
+        f: ModuleValue<'c>,
+    ) -> LowerResult<ModuleValue<'c>> {
+        self.lower
+            .op1(self.b, "stablehlo.select", &[p, t, f], t.r#type(), &[])
     }
 }
 
@@ -112,7 +133,12 @@ impl<'c, 'f> Lower<'c, 'f> {
     }
 
     /// `bessel_i0e`, or None for another primitive.
-    pub(crate) fn lower_special(&self, b: ModuleBlock<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> LowerResult<Option<ModuleValue<'c>>> {
+    pub(crate) fn lower_special(
+        &self,
+        b: ModuleBlock<'c>,
+        env: &Env<'c>,
+        cx: &EqnCx<'_, 'c, 'f>,
+    ) -> LowerResult<Option<ModuleValue<'c>>> {
         let name = cx.name();
         if name != "bessel_i0e" {
             return Ok(None);

@@ -6,14 +6,14 @@
 //! (`real_dynamic_slice`, `dynamic_pad`); shape refinement makes them
 //! static once the module is specialised to its inputs' shapes.
 
+use super::ops::EqnCx;
+use super::{Env, Lower, ModuleBlock, ModuleValue};
 use jaxpr_lower::symbol_value;
+use jaxpr_lower::{LowerResult, err};
 use jaxpr_syntax::TextRange;
+use jaxpr_syntax::ast::Expr;
 use jaxpr_types::Poly;
 use jaxpr_types::poly::Factor;
-use super::ops::EqnCx;
-use super::{ModuleBlock, Env, Lower, ModuleValue};
-use jaxpr_lower::{LowerResult, err};
-use jaxpr_syntax::ast::Expr;
 use jaxpr_types::{DType, Dim};
 use melior::ir::ValueLike;
 
@@ -26,19 +26,32 @@ fn symbolic(cx: &EqnCx, name: &str) -> bool {
 impl<'c, 'f> Lower<'c, 'f> {
     /// The lowering of an equation with symbolic parameters, or None when
     /// its parameters are integers (the static lowerings of `ops.rs`).
-    pub(crate) fn lower_symbolic(&self, b: ModuleBlock<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> LowerResult<Option<Vec<ModuleValue<'c>>>> {
+    pub(crate) fn lower_symbolic(
+        &self,
+        b: ModuleBlock<'c>,
+        env: &Env<'c>,
+        cx: &EqnCx<'_, 'c, 'f>,
+    ) -> LowerResult<Option<Vec<ModuleValue<'c>>>> {
         Ok(Some(vec![match cx.name() {
-            "split" if symbolic(cx, "sizes") || cx.args[0].ty.shape.iter().any(|d| d.as_const().is_none()) => {
+            "split"
+                if symbolic(cx, "sizes")
+                    || cx.args[0].ty.shape.iter().any(|d| d.as_const().is_none()) =>
+            {
                 return self.split_dynamic(b, env, cx).map(Some);
             }
-            "slice" if ["start_indices", "limit_indices", "strides"].iter().any(|n| symbolic(cx, n)) => {
+            "slice"
+                if ["start_indices", "limit_indices", "strides"]
+                    .iter()
+                    .any(|n| symbolic(cx, n)) =>
+            {
                 let start = cx.dims_param("start_indices")?;
                 let limit = cx.dims_param("limit_indices")?;
                 let strides = cx.dims_param_or("strides", vec![Dim::Const(1); start.len()])?;
                 if limit.len() != start.len() || strides.len() != start.len() {
                     return err(cx.at(), "`slice` parameters do not match the operand");
                 }
-                let [s, l, k] = [&start, &limit, &strides].map(|d| self.shape_value(b, env, d, cx.at()));
+                let [s, l, k] =
+                    [&start, &limit, &strides].map(|d| self.shape_value(b, env, d, cx.at()));
                 self.op1(
                     b,
                     "stablehlo.real_dynamic_slice",
@@ -66,7 +79,13 @@ impl<'c, 'f> Lower<'c, 'f> {
                 let zeros = self.const_vec_i64(b, &vec![0; x.ty.rank()])?;
                 let ones = self.const_vec_i64(b, &vec![1; x.ty.rank()])?;
                 let upper = self.binary(b, "stablehlo.subtract", shape, sizes)?;
-                let start = self.op1(b, "stablehlo.clamp", &[zeros, starts, upper], sizes.r#type(), &[])?;
+                let start = self.op1(
+                    b,
+                    "stablehlo.clamp",
+                    &[zeros, starts, upper],
+                    sizes.r#type(),
+                    &[],
+                )?;
                 let limit = self.binary(b, "stablehlo.add", start, sizes)?;
                 self.op1(
                     b,
@@ -78,18 +97,30 @@ impl<'c, 'f> Lower<'c, 'f> {
             }
             "pad" if !padding_is_static(cx) => {
                 let p = cx.param("padding_config")?;
-                let bad = || err(p.range, "`padding_config` must be triples (low, high, interior)");
-                let Some(triples) = p.as_seq() else { return bad() };
+                let bad = || {
+                    err(
+                        p.range,
+                        "`padding_config` must be triples (low, high, interior)",
+                    )
+                };
+                let Some(triples) = p.as_seq() else {
+                    return bad();
+                };
                 let mut cols: [Vec<Dim>; 3] = Default::default();
                 for t in triples {
-                    let Some(t) = t.as_seq().filter(|t| t.len() == 3) else { return bad() };
+                    let Some(t) = t.as_seq().filter(|t| t.len() == 3) else {
+                        return bad();
+                    };
                     for (col, e) in cols.iter_mut().zip(t) {
-                        let Some(poly) = jaxpr_lower::expr_poly(e) else { return bad() };
+                        let Some(poly) = jaxpr_lower::expr_poly(e) else {
+                            return bad();
+                        };
                         col.push(Dim::from_poly(poly));
                     }
                 }
                 let [lo, hi, interior] = &cols;
-                let [lo, hi, interior] = [lo, hi, interior].map(|d| self.shape_value(b, env, d, cx.at()));
+                let [lo, hi, interior] =
+                    [lo, hi, interior].map(|d| self.shape_value(b, env, d, cx.at()));
                 self.op1(
                     b,
                     "stablehlo.dynamic_pad",
@@ -104,7 +135,12 @@ impl<'c, 'f> Lower<'c, 'f> {
 
     /// `split` of an operand or into sizes known at run time: each piece a
     /// `real_dynamic_slice` from the running sum of the sizes before it.
-    fn split_dynamic(&self, b: ModuleBlock<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> LowerResult<Vec<ModuleValue<'c>>> {
+    fn split_dynamic(
+        &self,
+        b: ModuleBlock<'c>,
+        env: &Env<'c>,
+        cx: &EqnCx<'_, 'c, 'f>,
+    ) -> LowerResult<Vec<ModuleValue<'c>>> {
         let x = &cx.args[0];
         let rank = x.ty.rank() as i64;
         let axis = cx.int("axis")?;
@@ -117,7 +153,11 @@ impl<'c, 'f> Lower<'c, 'f> {
             return err(cx.at(), "`axis` and `sizes` do not match the operand");
         }
         let axis = axis as usize;
-        let extents = x.ty.shape.iter().map(|d| self.dim(b, env, d, cx.at())).collect::<LowerResult<Vec<_>>>()?;
+        let extents =
+            x.ty.shape
+                .iter()
+                .map(|d| self.dim(b, env, d, cx.at()))
+                .collect::<LowerResult<Vec<_>>>()?;
         let zero = self.const_i64(b, 0)?;
         let ones = self.const_vec_i64(b, &vec![1; extents.len()])?;
         let mut start = zero;
@@ -129,21 +169,37 @@ impl<'c, 'f> Lower<'c, 'f> {
             let mut to = extents.clone();
             to[axis] = end;
             let (from, to) = (self.vector(b, &from)?, self.vector(b, &to)?);
-            pieces.push(self.op1(b, "stablehlo.real_dynamic_slice", &[x.v, from, to, ones], self.out_ty(cx, k)?, &[])?);
+            pieces.push(self.op1(
+                b,
+                "stablehlo.real_dynamic_slice",
+                &[x.v, from, to, ones],
+                self.out_ty(cx, k)?,
+                &[],
+            )?);
             start = end;
         }
         Ok(pieces)
     }
 
     /// A `tensor<Nxi64>` of `tensor<i64>` scalars.
-    fn vector(&self, b: ModuleBlock<'c>, scalars: &[ModuleValue<'c>]) -> LowerResult<ModuleValue<'c>> {
+    fn vector(
+        &self,
+        b: ModuleBlock<'c>,
+        scalars: &[ModuleValue<'c>],
+    ) -> LowerResult<ModuleValue<'c>> {
         let t1 = self.tensor_of("i64", &[1])?;
         let parts = scalars
             .iter()
             .map(|&s| self.op1(b, "stablehlo.reshape", &[s], t1, &[]))
             .collect::<LowerResult<Vec<_>>>()?;
         let t = self.tensor_of("i64", &[scalars.len() as i64])?;
-        self.op1(b, "stablehlo.concatenate", &parts, t, &[("dimension", "0 : i64".into())])
+        self.op1(
+            b,
+            "stablehlo.concatenate",
+            &parts,
+            t,
+            &[("dimension", "0 : i64".into())],
+        )
     }
 }
 
@@ -156,7 +212,13 @@ fn padding_is_static(cx: &EqnCx) -> bool {
 
 impl<'c, 'f> Lower<'c, 'f> {
     /// The run-time value of a dimension, as `tensor<i64>`.
-    pub(crate) fn dim(&self, b: ModuleBlock<'c>, env: &Env<'c>, d: &Dim, at: TextRange) -> LowerResult<ModuleValue<'c>> {
+    pub(crate) fn dim(
+        &self,
+        b: ModuleBlock<'c>,
+        env: &Env<'c>,
+        d: &Dim,
+        at: TextRange,
+    ) -> LowerResult<ModuleValue<'c>> {
         match d {
             Dim::Const(c) => self.const_i64(b, *c),
             Dim::Var(v) => {
@@ -169,7 +231,13 @@ impl<'c, 'f> Lower<'c, 'f> {
     }
 
     /// Evaluates a symbolic dimension from the values of its symbols.
-    pub(crate) fn poly(&self, b: ModuleBlock<'c>, env: &Env<'c>, p: &Poly, at: TextRange) -> LowerResult<ModuleValue<'c>> {
+    pub(crate) fn poly(
+        &self,
+        b: ModuleBlock<'c>,
+        env: &Env<'c>,
+        p: &Poly,
+        at: TextRange,
+    ) -> LowerResult<ModuleValue<'c>> {
         let mut sum: Option<ModuleValue<'c>> = None;
         for (mono, coef) in p.terms() {
             let mut prod = self.const_i64(b, coef)?;
@@ -190,7 +258,13 @@ impl<'c, 'f> Lower<'c, 'f> {
         }
     }
 
-    pub(crate) fn factor(&self, b: ModuleBlock<'c>, env: &Env<'c>, f: &Factor, at: TextRange) -> LowerResult<ModuleValue<'c>> {
+    pub(crate) fn factor(
+        &self,
+        b: ModuleBlock<'c>,
+        env: &Env<'c>,
+        f: &Factor,
+        at: TextRange,
+    ) -> LowerResult<ModuleValue<'c>> {
         if let Factor::Sym(s) = f {
             return symbol_value(&env.syms, s, at);
         }
@@ -208,9 +282,18 @@ impl<'c, 'f> Lower<'c, 'f> {
                     (self.binary(b, "stablehlo.add", r, y)?, r)
                 } else {
                     let q = self.binary(b, "stablehlo.divide", x, y)?;
-                    (self.binary(b, "stablehlo.subtract", q, self.const_i64(b, 1)?)?, q)
+                    (
+                        self.binary(b, "stablehlo.subtract", q, self.const_i64(b, 1)?)?,
+                        q,
+                    )
                 };
-                return self.op1(b, "stablehlo.select", &[below, fixed, plain], plain.r#type(), &[]);
+                return self.op1(
+                    b,
+                    "stablehlo.select",
+                    &[below, fixed, plain],
+                    plain.r#type(),
+                    &[],
+                );
             }
             Factor::Max(..) => "stablehlo.maximum",
             _ => "stablehlo.minimum",

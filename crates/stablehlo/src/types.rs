@@ -1,6 +1,7 @@
 //! MLIR types of jaxpr types: tensors with static and dynamic extents,
 //! element types, types parsed from text (cached).
 
+use super::{Lower, ModuleValue, elem_type, ops};
 use crate::builder::DYNAMIC;
 use crate::builder::TensorKey;
 use crate::builder::parsed;
@@ -8,11 +9,8 @@ use jaxpr_lower::{LowerResult, err};
 use jaxpr_syntax::TextRange;
 use jaxpr_types::{AType, DType, Dim, VarId};
 use melior::ir::r#type::TypeLike;
-use melior::ir::{
-    Type, ValueLike,
-};
+use melior::ir::{Type, ValueLike};
 use smallvec::SmallVec;
-use super::{Lower, ModuleValue, ops, elem_type};
 
 impl<'c, 'f> Lower<'c, 'f> {
     /// A type from its text, parsed once.
@@ -60,7 +58,10 @@ impl<'c, 'f> Lower<'c, 'f> {
         };
         let mut sizes: SmallVec<[i64; 6]> = dims
             .iter()
-            .map(|d| d.as_const().map_or(Ok(DYNAMIC), |c| jaxpr_lower::walk::static_extent(c, at)))
+            .map(|d| {
+                d.as_const()
+                    .map_or(Ok(DYNAMIC), |c| jaxpr_lower::walk::static_extent(c, at))
+            })
             .collect::<LowerResult<_>>()?;
         sizes.extend(key_words);
         self.tensor_of(elem, &sizes)
@@ -74,7 +75,11 @@ impl<'c, 'f> Lower<'c, 'f> {
         for &c in sizes.iter().filter(|&&c| c != DYNAMIC) {
             jaxpr_lower::walk::static_extent(c, TextRange::new(0, 0))?;
         }
-        let key: TensorKey = (elem.as_ptr() as usize, elem.len(), SmallVec::from_slice(sizes));
+        let key: TensorKey = (
+            elem.as_ptr() as usize,
+            elem.len(),
+            SmallVec::from_slice(sizes),
+        );
         if let Some(&t) = self.tensors.borrow().get(&key) {
             return Ok(t);
         }
@@ -96,7 +101,11 @@ impl<'c, 'f> Lower<'c, 'f> {
     }
 
     /// The type of `v` with element type `elem` (same dimensions).
-    pub(crate) fn with_elem(&self, v: ModuleValue<'c>, elem: &'static str) -> LowerResult<Type<'c>> {
+    pub(crate) fn with_elem(
+        &self,
+        v: ModuleValue<'c>,
+        elem: &'static str,
+    ) -> LowerResult<Type<'c>> {
         let t = v.r#type().to_raw();
         // SAFETY: every value the lowering makes is a ranked tensor.
         let sizes: SmallVec<[i64; 6]> = unsafe {

@@ -8,15 +8,20 @@
 //!   (`-inf` for `ge`), `stablehlo.select_and_scatter` adding each `s` into
 //!   the element its window selects, and the padding sliced off again.
 
-use melior::ir::Type;
 use super::ops::{EqnCx, Init, arr, compare_type, padding_attr};
-use super::{ModuleBlock, Env, Lower, ModuleValue};
+use super::{Env, Lower, ModuleBlock, ModuleValue};
 use jaxpr_lower::{LowerResult, err};
 use jaxpr_types::{DType, Dim};
+use melior::ir::Type;
 
 impl<'c, 'f> Lower<'c, 'f> {
     /// `select_and_gather_add` or `select_and_scatter_add`, or None.
-    pub(crate) fn lower_window_selection(&self, b: ModuleBlock<'c>, env: &Env<'c>, cx: &EqnCx<'_, 'c, 'f>) -> LowerResult<Option<ModuleValue<'c>>> {
+    pub(crate) fn lower_window_selection(
+        &self,
+        b: ModuleBlock<'c>,
+        env: &Env<'c>,
+        cx: &EqnCx<'_, 'c, 'f>,
+    ) -> LowerResult<Option<ModuleValue<'c>>> {
         let name = cx.name();
         if !matches!(name, "select_and_gather_add" | "select_and_scatter_add") {
             return Ok(None);
@@ -35,7 +40,9 @@ impl<'c, 'f> Lower<'c, 'f> {
         let s = self.scalar_ty(&dt)?;
         let identity = self.init(b, &dt, if ge { Init::Lowest } else { Init::Highest })?;
         let zero = self.init(b, &dt, Init::Zero)?;
-        let select = |rb: ModuleBlock<'c>, k: ModuleValue<'c>, l: ModuleValue<'c>| self.compare(rb, k, l, dir, compare_type(&dt));
+        let select = |rb: ModuleBlock<'c>, k: ModuleValue<'c>, l: ModuleValue<'c>| {
+            self.compare(rb, k, l, dir, compare_type(&dt))
+        };
         if name == "select_and_gather_add" {
             let based = cx.ints_or("base_dilation", vec![1; r])?;
             let wdil = cx.ints_or("window_dilation", vec![1; r])?;
@@ -64,13 +71,15 @@ impl<'c, 'f> Lower<'c, 'f> {
         }
         // The padded operand (`?` where the operand's extent is dynamic:
         // refinement makes it static).
-        let padded: Vec<Dim> = x
-            .ty
-            .shape
-            .iter()
-            .zip(&pad)
-            .map(|(d, (lo, hi))| d.as_const().map_or(Dim::Unknown, |d| Dim::Const(d + lo + hi)))
-            .collect();
+        let padded: Vec<Dim> =
+            x.ty.shape
+                .iter()
+                .zip(&pad)
+                .map(|(d, (lo, hi))| {
+                    d.as_const()
+                        .map_or(Dim::Unknown, |d| Dim::Const(d + lo + hi))
+                })
+                .collect();
         let padded_ty = self.tensor(&dt, &padded, cx.at())?;
         let lo: Vec<i64> = pad.iter().map(|p| p.0).collect();
         let hi: Vec<i64> = pad.iter().map(|p| p.1).collect();
@@ -86,8 +95,13 @@ impl<'c, 'f> Lower<'c, 'f> {
             ],
         )?;
         let select_region = self.region(&[s, s], |rb, a| Ok(vec![select(rb, a[0], a[1])?]))?;
-        let add = if dt == DType::Bool { "stablehlo.or" } else { "stablehlo.add" };
-        let scatter_region = self.region(&[s, s], |rb, a| Ok(vec![self.binary(rb, add, a[0], a[1])?]))?;
+        let add = if dt == DType::Bool {
+            "stablehlo.or"
+        } else {
+            "stablehlo.add"
+        };
+        let scatter_region =
+            self.region(&[s, s], |rb, a| Ok(vec![self.binary(rb, add, a[0], a[1])?]))?;
         let scattered = self.op(
             b,
             "stablehlo.select_and_scatter",
@@ -100,7 +114,13 @@ impl<'c, 'f> Lower<'c, 'f> {
             ],
             vec![select_region, scatter_region],
         )?[0];
-        let out = match x.ty.shape.iter().map(Dim::as_const).collect::<Option<Vec<i64>>>() {
+        let out = match x
+            .ty
+            .shape
+            .iter()
+            .map(Dim::as_const)
+            .collect::<Option<Vec<i64>>>()
+        {
             Some(dims) => {
                 let limit: Vec<i64> = lo.iter().zip(&dims).map(|(l, d)| l + d).collect();
                 self.op1(
@@ -108,7 +128,11 @@ impl<'c, 'f> Lower<'c, 'f> {
                     "stablehlo.slice",
                     &[scattered],
                     self.out_ty(cx, 0)?,
-                    &[("start_indices", arr(&lo)), ("limit_indices", arr(&limit)), ("strides", arr(&vec![1; r]))],
+                    &[
+                        ("start_indices", arr(&lo)),
+                        ("limit_indices", arr(&limit)),
+                        ("strides", arr(&vec![1; r])),
+                    ],
                 )?
             }
             None => {
@@ -163,7 +187,13 @@ impl<'c, 'f> Lower<'c, 'f> {
         )?[0])
     }
 
-    pub(crate) fn reduce_window_eqn(&self, b: ModuleBlock<'c>, cx: &EqnCx<'_, 'c, 'f>, op: &str, init: Init) -> LowerResult<ModuleValue<'c>> {
+    pub(crate) fn reduce_window_eqn(
+        &self,
+        b: ModuleBlock<'c>,
+        cx: &EqnCx<'_, 'c, 'f>,
+        op: &str,
+        init: Init,
+    ) -> LowerResult<ModuleValue<'c>> {
         let dt = cx.arg_dtype(0)?;
         let window = cx.ints("window_dimensions")?;
         let ones = vec![1; window.len()];

@@ -290,12 +290,19 @@ mod rules_tests {
                 rule.code
             );
             assert!(
-                rule.name.bytes().all(|b| b.is_ascii_lowercase() || b == b'-'),
+                rule.name
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b == b'-'),
                 "{}",
                 rule.name
             );
             assert_eq!(rule.summary.lines().count(), 1, "{}", rule.code);
-            for section in ["## What it means", "## Why it matters", "## Example", "## How to fix"] {
+            for section in [
+                "## What it means",
+                "## Why it matters",
+                "## Example",
+                "## How to fix",
+            ] {
                 assert!(rule.doc.contains(section), "{}: no `{section}`", rule.name);
             }
             assert_eq!(DiagKind::from_code_or_name(rule.code), Some(rule.kind));
@@ -343,7 +350,10 @@ mod rules_tests {
     fn rules_readme_table_is_generated() {
         generated(
             "README.md",
-            Some(("<!-- rules table: generated -->", "<!-- end of rules table -->")),
+            Some((
+                "<!-- rules table: generated -->",
+                "<!-- end of rules table -->",
+            )),
             &rules_table(true),
         );
     }

@@ -138,7 +138,8 @@ impl<'a> Lexer<'a> {
                 b'0'..=b'9' => lex_number(bytes, &mut i),
                 b'\'' | b'"' => {
                     i += 1;
-                    while i < bytes.len() && bytes[i] != b && bytes[i] != b'\n' && bytes[i] != b'\r' {
+                    while i < bytes.len() && bytes[i] != b && bytes[i] != b'\n' && bytes[i] != b'\r'
+                    {
                         if bytes[i] == b'\\' {
                             i += 1;
                         }

@@ -1,8 +1,8 @@
 //! Syntax: lexer, parser and syntax tree. Knows nothing of semantics.
 
+pub mod ast;
 pub mod diagnostics;
 pub mod interrupt;
-pub mod ast;
 mod lexer;
 mod parser;
 mod text;

@@ -83,13 +83,15 @@ fn equations_without_results_are_their_own_equations() {
     // The kernel's equations, in order: the primitive of a result-less
     // equation is not read as an operand of the one before it.
     let kernel = only(&file, "quantum_kernel");
-    let ExprKind::Jaxpr(body) = &kernel.param("call_jaxpr").expect("call_jaxpr").value.kind
-    else {
+    let ExprKind::Jaxpr(body) = &kernel.param("call_jaxpr").expect("call_jaxpr").value.kind else {
         panic!("call_jaxpr is not a jaxpr");
     };
     let names: Vec<&str> = body.eqns.iter().map(|e| &*e.primitive.text).collect();
     assert_eq!(names.first(), Some(&"device_init"));
-    assert_eq!(&names[names.len() - 3..], ["qinsert", "qdealloc", "device_release"]);
+    assert_eq!(
+        &names[names.len() - 3..],
+        ["qinsert", "qdealloc", "device_release"]
+    );
     assert_eq!(arg_names(&body.eqns[body.eqns.len() - 3]), ["o", "1", "j"]);
 }
 
@@ -133,14 +135,23 @@ fn tree_definitions_are_parameter_values() {
         panic!("PyTreeDef takes one argument")
     };
     let parts = arg.value.as_seq().expect("a tuple");
-    let leaves: Vec<usize> = parts.iter().map(|p| p.as_seq().map_or(99, <[_]>::len)).collect();
+    let leaves: Vec<usize> = parts
+        .iter()
+        .map(|p| p.as_seq().map_or(99, <[_]>::len))
+        .collect();
     assert_eq!(leaves, [1, 0, 1]);
     assert_eq!(parts[0].as_seq().unwrap()[0].as_path(), Some("*"));
     // The nested jaxpr after it is read as a jaxpr.
-    assert!(matches!(adjoint.param("jaxpr").map(|p| &p.value.kind), Some(ExprKind::Jaxpr(_))));
+    assert!(matches!(
+        adjoint.param("jaxpr").map(|p| &p.value.kind),
+        Some(ExprKind::Jaxpr(_))
+    ));
     // `composite` prints `PyTreeDef(*)` inside its attributes.
     let file = parse_clean(&printed("jax_composite.jaxpr"));
-    let attributes = &only(&file, "composite").param("attributes").expect("attributes").value;
+    let attributes = &only(&file, "composite")
+        .param("attributes")
+        .expect("attributes")
+        .value;
     assert!(format!("{attributes:?}").contains("PyTreeDef"));
 }
 
@@ -150,13 +161,21 @@ fn dicts_and_file_paths_are_parameter_values() {
     let file = parse_clean(&text);
     let init = only(&file, "device_init");
     let kwargs = &init.param("rtd_kwargs").expect("rtd_kwargs").value;
-    assert!(matches!(&kwargs.kind, ExprKind::Str(s) if s.starts_with("{'mcmc': False") && s.ends_with('}')));
+    assert!(
+        matches!(&kwargs.kind, ExprKind::Str(s) if s.starts_with("{'mcmc': False") && s.ends_with('}'))
+    );
     let lib = &init.param("rtd_lib").expect("rtd_lib").value;
     let ExprKind::Str(path) = &lib.kind else {
         panic!("rtd_lib is {lib:?}");
     };
-    assert!(path.starts_with('/') && path.ends_with("liblightning_qubit_catalyst.so"), "{path}");
-    assert_eq!(init.param("rtd_name").and_then(|p| p.value.as_path()), Some("LightningSimulator"));
+    assert!(
+        path.starts_with('/') && path.ends_with("liblightning_qubit_catalyst.so"),
+        "{path}"
+    );
+    assert_eq!(
+        init.param("rtd_name").and_then(|p| p.value.as_path()),
+        Some("LightningSimulator")
+    );
 }
 
 fn literals(file: &SourceFile) -> Vec<(String, String)> {
@@ -165,7 +184,8 @@ fn literals(file: &SourceFile) -> Vec<(String, String)> {
         .filter_map(|a| match a {
             Atom::Lit(l) => Some((
                 l.value.to_string(),
-                l.ty.as_ref().map_or(String::new(), |t| t.dtype.text.to_string()),
+                l.ty.as_ref()
+                    .map_or(String::new(), |t| t.dtype.text.to_string()),
             )),
             Atom::Var(_) => None,
         })
@@ -182,12 +202,24 @@ fn complex_literals() {
         ("-1j", "c64"),
         ("(1.4142135381698608+0j)", "c64"),
     ];
-    let want: Vec<(String, String)> = want.iter().map(|(v, t)| (v.to_string(), t.to_string())).collect();
+    let want: Vec<(String, String)> = want
+        .iter()
+        .map(|(v, t)| (v.to_string(), t.to_string()))
+        .collect();
     assert_eq!(got, want);
     let file = parse_clean(&printed("jax_complex_scalar.jaxpr"));
-    assert_eq!(literals(&file).iter().map(|l| l.0.as_str()).collect::<Vec<_>>(), ["1j", "0j"]);
+    assert_eq!(
+        literals(&file)
+            .iter()
+            .map(|l| l.0.as_str())
+            .collect::<Vec<_>>(),
+        ["1j", "0j"]
+    );
     let file = parse_clean(&printed("jax_complex_x64.jaxpr"));
-    assert_eq!(literals(&file)[0], ("(1+0j)".to_string(), "c128".to_string()));
+    assert_eq!(
+        literals(&file)[0],
+        ("(1+0j)".to_string(), "c128".to_string())
+    );
     // Python prints a negative zero real part as `-0`.
     let file = parse_clean("{ lambda ; a:c128[]. let b:c128[] = mul a (-0-1j):c128[] in (b,) }");
     assert_eq!(literals(&file)[0].0, "(-0-1j)");
@@ -242,7 +274,11 @@ fn nested_jaxprs_with_constants_and_let_groups() {
     // `transpose_solve=let _lu_solve = { ... } in { ... }`
     let file = parse_clean(&printed("jax_let_in_parameter.jaxpr"));
     let solve = only(&file, "custom_linear_solve");
-    let jaxprs = solve.param("jaxprs").expect("jaxprs").value.field("transpose_solve");
+    let jaxprs = solve
+        .param("jaxprs")
+        .expect("jaxprs")
+        .value
+        .field("transpose_solve");
     let Some(ExprKind::Jaxpr(j)) = jaxprs.map(|e| &e.kind) else {
         panic!("transpose_solve is {jaxprs:?}")
     };
@@ -271,7 +307,12 @@ fn symbolic_powers_and_sharded_dimensions() {
 
 /// The text of parameter `name` of `e`, kept as written.
 fn text<'a>(e: &'a Eqn, name: &str) -> &'a str {
-    match &e.param(name).unwrap_or_else(|| panic!("no parameter {name}")).value.kind {
+    match &e
+        .param(name)
+        .unwrap_or_else(|| panic!("no parameter {name}"))
+        .value
+        .kind
+    {
         ExprKind::Str(s) => s,
         other => panic!("{name} is {other:?}"),
     }
@@ -285,10 +326,16 @@ fn param_names(e: &Eqn) -> Vec<&str> {
 fn values_printed_with_str_are_text_up_to_the_next_parameter() {
     // One parameter a line: a value with no structure ends where the next
     // parameter's line starts; the values around it keep their structure.
-    for (name, last) in [("jax_pure_callback.jaxpr", "vmap_method"), ("jax0430_pure_callback.jaxpr", "vectorized")] {
+    for (name, last) in [
+        ("jax_pure_callback.jaxpr", "vmap_method"),
+        ("jax0430_pure_callback.jaxpr", "vectorized"),
+    ] {
         let file = parse_clean(&printed(name));
         let e = only(&file, "pure_callback");
-        assert_eq!(param_names(e), ["callback", "result_avals", "sharding", last]);
+        assert_eq!(
+            param_names(e),
+            ["callback", "result_avals", "sharding", last]
+        );
         assert_eq!(text(e, "result_avals"), "(ShapedArray(float32[6]),)");
         assert!(e.param("sharding").unwrap().value.is_none());
         assert_eq!(arg_names(e), ["a"]);
@@ -296,26 +343,59 @@ fn values_printed_with_str_are_text_up_to_the_next_parameter() {
     let file = parse_clean(&printed("jax_debug_print.jaxpr"));
     let e = only(&file, "debug_print");
     assert_eq!(text(e, "fmt"), "x = {}");
-    assert_eq!(e.param("has_placeholders").and_then(|p| p.value.as_bool()), Some(true));
-    assert_eq!(e.param("np_printoptions").and_then(|p| p.value.as_seq()).map(<[_]>::len), Some(12));
-    assert_eq!(e.param("static_args").and_then(|p| p.value.as_seq()).map(<[_]>::len), Some(0));
+    assert_eq!(
+        e.param("has_placeholders").and_then(|p| p.value.as_bool()),
+        Some(true)
+    );
+    assert_eq!(
+        e.param("np_printoptions")
+            .and_then(|p| p.value.as_seq())
+            .map(<[_]>::len),
+        Some(12)
+    );
+    assert_eq!(
+        e.param("static_args")
+            .and_then(|p| p.value.as_seq())
+            .map(<[_]>::len),
+        Some(0)
+    );
     assert_eq!(arg_names(e), ["a"]);
 
     // jax 0.5.3 prints a `WrappedFun` with its line breaks, unindented,
     // and one more after it: a blank line before the next parameter.
     let file = parse_clean(&printed("jax053_custom_jvp.jaxpr"));
     let e = only(&file, "custom_jvp_call");
-    assert_eq!(param_names(e), ["call_jaxpr", "jvp_jaxpr_fun", "num_consts", "symbolic_zeros"]);
-    assert_eq!(text(e, "jvp_jaxpr_fun"), "Wrapped function:\n\nCore: memoized");
-    assert_eq!(e.param("num_consts").and_then(|p| p.value.as_int()), Some(0));
+    assert_eq!(
+        param_names(e),
+        [
+            "call_jaxpr",
+            "jvp_jaxpr_fun",
+            "num_consts",
+            "symbolic_zeros"
+        ]
+    );
+    assert_eq!(
+        text(e, "jvp_jaxpr_fun"),
+        "Wrapped function:\n\nCore: memoized"
+    );
+    assert_eq!(
+        e.param("num_consts").and_then(|p| p.value.as_int()),
+        Some(0)
+    );
     assert_eq!(arg_names(e), ["a"]);
     assert_eq!(eqns(&file, "mul").len(), 3);
 
     let file = parse_clean(&printed("jax_ctx_mesh.jaxpr"));
     let jit = only(&file, "jit");
     assert_eq!(param_names(jit), ["name", "ctx_mesh", "jaxpr"]);
-    assert_eq!(text(jit, "ctx_mesh"), "Mesh('x': 1, axis_types=(Explicit,))");
-    assert!(matches!(jit.param("jaxpr").unwrap().value.kind, ExprKind::Jaxpr(_)));
+    assert_eq!(
+        text(jit, "ctx_mesh"),
+        "Mesh('x': 1, axis_types=(Explicit,))"
+    );
+    assert!(matches!(
+        jit.param("jaxpr").unwrap().value.kind,
+        ExprKind::Jaxpr(_)
+    ));
     assert_eq!(eqns(&file, "add").len(), 1);
 
     let file = parse_clean(&printed("jax_composite_array_attribute.jaxpr"));
@@ -324,7 +404,10 @@ fn values_printed_with_str_are_text_up_to_the_next_parameter() {
         text(e, "attributes"),
         "(('scale', (HashableArray(array(2., dtype=float32)),), PyTreeDef(*)),)"
     );
-    assert!(matches!(e.param("jaxpr").unwrap().value.kind, ExprKind::Jaxpr(_)));
+    assert!(matches!(
+        e.param("jaxpr").unwrap().value.kind,
+        ExprKind::Jaxpr(_)
+    ));
     assert_eq!(e.param("version").and_then(|p| p.value.as_int()), Some(0));
     assert_eq!(only(&file, "mul").args.len(), 2);
 }
@@ -341,7 +424,9 @@ fn text_values_follow_the_layout_of_the_parameters() {
   in (d,) }
 ",
     );
-    let [b, c, d] = &eqns(&file, "foo")[..] else { panic!("three equations") };
+    let [b, c, d] = &eqns(&file, "foo")[..] else {
+        panic!("three equations")
+    };
     assert_eq!(text(b, "fmt"), "x = {}");
     assert_eq!(b.param("n").and_then(|p| p.value.as_int()), Some(1));
     assert_eq!(text(c, "ctx_mesh"), "Mesh('x': 1, axis_types=(Explicit,))");
@@ -382,10 +467,15 @@ Core: memoized
   in (c,) }
 ",
     );
-    let [b, c] = &eqns(&file, "foo")[..] else { panic!("two equations") };
+    let [b, c] = &eqns(&file, "foo")[..] else {
+        panic!("two equations")
+    };
     assert_eq!(text(b, "fun"), "Wrapped function:\n\nCore: memoized");
     assert_eq!(b.param("n").and_then(|p| p.value.as_int()), Some(0));
-    assert_eq!(text(c, "fun"), "Wrapped function:\n0   : f   ()\nCore: memoized");
+    assert_eq!(
+        text(c, "fun"),
+        "Wrapped function:\n0   : f   ()\nCore: memoized"
+    );
     assert_eq!(text(c, "msg"), "#1: it's here] [");
     assert_eq!(c.param("n").and_then(|p| p.value.as_int()), Some(0));
     assert_eq!(arg_names(c), ["b"]);
@@ -396,7 +486,9 @@ fn values_of_libraries_primitives() {
     // equinox and lineax on jax 0.4.30, as printed.
     let file = parse_clean(&printed("jax0430_equinox_while.jaxpr"));
     let e = only(&file, "nonbatchable");
-    assert!(text(e, "msg").starts_with("Nonconstant batch. `equinox.internal.while_loop` has received"));
+    assert!(
+        text(e, "msg").starts_with("Nonconstant batch. `equinox.internal.while_loop` has received")
+    );
     assert!(text(e, "msg").ends_with("in the library you are using."));
     assert_eq!(arg_names(e), ["ca"]);
     assert_eq!(eqns(&file, "custom_jvp_call").len(), 2);
@@ -405,9 +497,19 @@ fn values_of_libraries_primitives() {
     let file = parse_clean(&printed("jax0430_equinox_lineax.jaxpr"));
     let e = only(&file, "linear_solve");
     assert_eq!(param_names(e), ["flatten", "static", "treedef"]);
-    assert!(text(e, "treedef").starts_with("PyTreeDef((CustomNode(MatrixLinearOperator[('matrix',)"));
-    assert!(text(e, "treedef").ends_with("CustomNode(AutoLinearSolver[('well_posed',), (), ()], [*]), *))"));
-    assert_eq!(e.param("static").and_then(|p| p.value.as_seq()).map(<[_]>::len), Some(7));
+    assert!(
+        text(e, "treedef").starts_with("PyTreeDef((CustomNode(MatrixLinearOperator[('matrix',)")
+    );
+    assert!(
+        text(e, "treedef")
+            .ends_with("CustomNode(AutoLinearSolver[('well_posed',), (), ()], [*]), *))")
+    );
+    assert_eq!(
+        e.param("static")
+            .and_then(|p| p.value.as_seq())
+            .map(<[_]>::len),
+        Some(7)
+    );
     assert_eq!(arg_names(e), ["i", "s", "t", "k"]);
 }
 
@@ -432,7 +534,11 @@ fn an_unreadable_value_is_one_error_at_most() {
     let c = only(&file, "nonbatchable");
     assert!(text(c, "msg").starts_with("Nonconstant batch. `equinox"));
     assert!(text(c, "msg").ends_with("changed part-way through."));
-    assert_eq!(c.param("allow_constant_across_batch").and_then(|p| p.value.as_bool()), Some(true));
+    assert_eq!(
+        c.param("allow_constant_across_batch")
+            .and_then(|p| p.value.as_bool()),
+        Some(true)
+    );
     let d = only(&file, "linear_solve");
     assert!(text(d, "treedef").starts_with("PyTreeDef((CustomNode(MatrixLinearOperator["));
     assert_eq!(arg_names(d), ["b", "c"]);
@@ -447,12 +553,20 @@ fn an_unreadable_value_is_one_error_at_most() {
   in (b,) }
 ";
     let p = parse(text);
-    let inner = text.find("{ lambda ; c").unwrap() as u32..text.find("\n      name").unwrap() as u32;
+    let inner =
+        text.find("{ lambda ; c").unwrap() as u32..text.find("\n      name").unwrap() as u32;
     assert!(!p.errors.is_empty());
-    assert!(p.errors.iter().all(|d| inner.contains(&d.range.start)), "{:?}", p.errors);
+    assert!(
+        p.errors.iter().all(|d| inner.contains(&d.range.start)),
+        "{:?}",
+        p.errors
+    );
     let jit = only(&p.file, "jit");
     assert_eq!(param_names(jit), ["jaxpr", "name"]);
-    assert!(matches!(jit.param("jaxpr").unwrap().value.kind, ExprKind::Jaxpr(_)));
+    assert!(matches!(
+        jit.param("jaxpr").unwrap().value.kind,
+        ExprKind::Jaxpr(_)
+    ));
 }
 
 #[test]
@@ -465,7 +579,9 @@ fn literals_as_jax_up_to_0_5_prints_them() {
     assert!(only(&file, "pjit").args[2].is_bare_inf_or_nan());
     assert!(only(&file, "add").args[1].is_bare_inf_or_nan());
     assert!(!only(&file, "add").args[0].is_bare_inf_or_nan());
-    assert!(matches!(&only(&file, "gt").args[1], Atom::Lit(l) if &*l.value == "0.0" && l.ty.is_none()));
+    assert!(
+        matches!(&only(&file, "gt").args[1], Atom::Lit(l) if &*l.value == "0.0" && l.ty.is_none())
+    );
     let file = parse_clean(&printed("jax053_untyped_literals.jaxpr"));
     assert!(only(&file, "add").args[1].is_bare_inf_or_nan());
     let file = parse_clean(&printed("jax0430_one_line_inf.jaxpr"));
@@ -474,10 +590,15 @@ fn literals_as_jax_up_to_0_5_prints_them() {
     let file = parse_clean("{ lambda ; a:f32[]. let b:f32[] = add a nan:f32[] in (b,) }");
     assert!(matches!(&only(&file, "add").args[1], Atom::Lit(l) if &*l.value == "nan"));
     // A `float0` literal, typed (0.10.2) or not (0.4.30).
-    for (name, ty) in [("jax_float0_literal.jaxpr", "float0"), ("jax0430_float0_literal.jaxpr", "")] {
+    for (name, ty) in [
+        ("jax_float0_literal.jaxpr", "float0"),
+        ("jax0430_float0_literal.jaxpr", ""),
+    ] {
         let file = parse_clean(&printed(name));
         let main = file.main.as_ref().unwrap();
-        let Atom::Lit(l) = &main.outvars[1] else { panic!("{name}: {:?}", main.outvars) };
+        let Atom::Lit(l) = &main.outvars[1] else {
+            panic!("{name}: {:?}", main.outvars)
+        };
         assert_eq!(&*l.value, "(b'',)");
         assert_eq!(l.ty.as_ref().map_or("", |t| &*t.dtype.text), ty);
     }
@@ -507,9 +628,15 @@ fn identifiers_include_the_names_a_text_value_uncovers() {
     // unclosed quote; the parser reads `see #12` and `it's` as text and
     // `a` as an operand. The names of the text are the names any parse
     // reads.
-    for line in ["    b:f32[] = foo[msg=see #12 n=1] a\n", "    b:f32[] = foo[msg=it's n=1] a\n"] {
+    for line in [
+        "    b:f32[] = foo[msg=see #12 n=1] a\n",
+        "    b:f32[] = foo[msg=it's n=1] a\n",
+    ] {
         let words = jaxpr_syntax::identifiers(line);
-        assert!(words.contains(&"a") && words.contains(&"b"), "{line}: {words:?}");
+        assert!(
+            words.contains(&"a") && words.contains(&"b"),
+            "{line}: {words:?}"
+        );
         let text = format!("{{ lambda ; a:f32[]. let\n{line}  in (b,) }}\n");
         assert_eq!(arg_names(only(&parse_clean(&text), "foo")), ["a"]);
     }

@@ -149,7 +149,10 @@ impl Fixture {
             };
             let mut msg = String::from("diagnostics differ from the fixture's annotations\n");
             for a in unmatched_expected {
-                msg += &format!("expected, not reported:\n{}\n", show(a.start, a.end, &a.label));
+                msg += &format!(
+                    "expected, not reported:\n{}\n",
+                    show(a.start, a.end, &a.label)
+                );
             }
             for (s, e, l) in unmatched_actual {
                 msg += &format!("reported, not expected:\n{}\n", show(*s, *e, l));
@@ -178,10 +181,18 @@ mod tests {
 
     #[test]
     fn annotations_point_at_the_line_above_and_the_cursor_is_removed() {
-        let f = Fixture::parse("{ lambda ; a:f32[3]. let\n    b:f32[3] = $0neg a\n#                ^^^ error: x\n  in (b,) }\n");
-        assert_eq!(f.text, "{ lambda ; a:f32[3]. let\n    b:f32[3] = neg a\n  in (b,) }\n");
+        let f = Fixture::parse(
+            "{ lambda ; a:f32[3]. let\n    b:f32[3] = $0neg a\n#                ^^^ error: x\n  in (b,) }\n",
+        );
+        assert_eq!(
+            f.text,
+            "{ lambda ; a:f32[3]. let\n    b:f32[3] = neg a\n  in (b,) }\n"
+        );
         assert_eq!(f.cursor, Some(40));
-        assert_eq!(&f.text[f.annotations[0].start as usize..f.annotations[0].end as usize], "neg");
+        assert_eq!(
+            &f.text[f.annotations[0].start as usize..f.annotations[0].end as usize],
+            "neg"
+        );
         assert_eq!(f.annotations[0].label, "error: x");
     }
 }

@@ -37,14 +37,24 @@ pub fn corpus() -> PathBuf {
 /// makes (once): `jax` (jax 0.10.2), `catalyst` (pennylane-catalyst 0.15.0).
 pub fn venv_python(kind: &str) -> PathBuf {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/trace/venv.sh");
-    let out = Command::new("bash").arg(script).arg(kind).output().expect("run bash");
+    let out = Command::new("bash")
+        .arg(script)
+        .arg(kind)
+        .output()
+        .expect("run bash");
     assert!(
         out.status.success(),
         "tests/trace/venv.sh {kind} failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    PathBuf::from(stdout.lines().last().expect("venv.sh prints the interpreter").trim())
+    PathBuf::from(
+        stdout
+            .lines()
+            .last()
+            .expect("venv.sh prints the interpreter")
+            .trim(),
+    )
 }
 
 /// The text of the gzipped corpus file `rel`.
@@ -100,7 +110,10 @@ impl Lsp {
         ));
         // JAXPR_LSP_BIN: another build of the server (the latency bench's anchor).
         let bin = std::env::var_os("JAXPR_LSP_BIN");
-        let mut cmd = Command::new(bin.as_deref().unwrap_or(env!("CARGO_BIN_EXE_jaxpr-lsp").as_ref()));
+        let mut cmd = Command::new(
+            bin.as_deref()
+                .unwrap_or(env!("CARGO_BIN_EXE_jaxpr-lsp").as_ref()),
+        );
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&stderr_log).expect("server stderr log"));
@@ -268,7 +281,8 @@ impl Lsp {
     /// The server's CPU time so far (utime + stime of /proc/PID/stat), in
     /// clock ticks.
     fn cpu_ticks(&self) -> u64 {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
+        let stat =
+            std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
         // The fields after the command name (which may hold spaces): the
         // state is the first, utime the 12th and stime the 13th.
         let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);

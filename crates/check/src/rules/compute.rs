@@ -8,8 +8,8 @@
 //! `reduce_window_*`) are tables.
 
 use super::{EqnCx, Infer, Related, numpy_name};
-use jaxpr_syntax::diagnostics::DiagKind;
 use jaxpr_syntax::ast::{Expr, ExprKind};
+use jaxpr_syntax::diagnostics::DiagKind;
 use jaxpr_types::{AType, DType, Dim, FloatKind, Shape};
 
 // ---- tables -------------------------------------------------------------------
@@ -57,13 +57,7 @@ const REDUCTIONS: &[(&str, Class)] = &[
 ];
 
 /// `cum*[axis=... reverse=...]`: same type as the operand.
-const CUMULATIVE: &[&str] = &[
-    "cumsum",
-    "cumprod",
-    "cummax",
-    "cummin",
-    "cumlogsumexp",
-];
+const CUMULATIVE: &[&str] = &["cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"];
 
 /// `reduce_window_*`: one operand, a window per dimension.
 const WINDOW_REDUCTIONS: &[(&str, Class)] = &[
@@ -346,7 +340,10 @@ fn padding_param(cx: &mut EqnCx, len: usize) -> Option<Vec<(Dim, Dim)>> {
             .map(|(lo, hi)| (cx.ck.resolve_dim(lo, None), cx.ck.resolve_dim(hi, None)))
             .collect()
     });
-    let Some(pairs) = pairs.filter(|v| v.iter().all(|(l, h)| *l != Dim::Unknown && *h != Dim::Unknown)) else {
+    let Some(pairs) = pairs.filter(|v| {
+        v.iter()
+            .all(|(l, h)| *l != Dim::Unknown && *h != Dim::Unknown)
+    }) else {
         cx.param_error(
             "padding",
             "`padding` must be a tuple of `(low, high)` pairs of dimensions",
@@ -416,7 +413,8 @@ fn window_out(cx: &EqnCx, padded: &Dim, window: &Dim, stride: i64) -> Dim {
         // JAX keeps `max(..., 0)` where the size is not provably non-negative
         // (a window larger than a symbolic operand gives an empty result).
         d => match d.as_poly() {
-            Some(p) => jaxpr_types::Poly::max(&p, &jaxpr_types::Poly::constant(0)).map_or(d, Dim::from_poly),
+            Some(p) => jaxpr_types::Poly::max(&p, &jaxpr_types::Poly::constant(0))
+                .map_or(d, Dim::from_poly),
             None => d,
         },
     }
@@ -607,7 +605,11 @@ fn window_dimensions(cx: &mut EqnCx, rank: usize) -> Option<Vec<Dim>> {
     }
     let v = cx.dims_param(NAME)?;
     if v.len() != rank {
-        let msg = format!("`{NAME}` has {} entries, but {rank} are needed (one per {})", v.len(), dim_word(cx));
+        let msg = format!(
+            "`{NAME}` has {} entries, but {rank} are needed (one per {})",
+            v.len(),
+            dim_word(cx)
+        );
         cx.param_error(NAME, msg);
         return None;
     }
@@ -1326,7 +1328,10 @@ fn iota_2x32_shape(cx: &mut EqnCx) -> Infer {
 /// the positional axes in `axes` (named axes keep the shape).
 fn psum(cx: &mut EqnCx) -> Infer {
     let Some(axes) = cx.param("axes").and_then(|e| e.as_seq()) else {
-        cx.param_error("axes", "`psum` needs `axes`, a tuple of axis names or positions");
+        cx.param_error(
+            "axes",
+            "`psum` needs `axes`, a tuple of axis names or positions",
+        );
         return None;
     };
     let positional: Vec<i64> = axes.iter().filter_map(|a| a.as_int()).collect();
@@ -1335,12 +1340,18 @@ fn psum(cx: &mut EqnCx) -> Infer {
         let t = cx.args[i].ty.clone();
         let rank = t.shape.len();
         if let Some(bad) = positional.iter().find(|&&a| a < 0 || a as usize >= rank) {
-            cx.param_error("axes", format!("axis {bad} in `axes` is out of range for operand {i} of rank {rank}"));
+            cx.param_error(
+                "axes",
+                format!("axis {bad} in `axes` is out of range for operand {i} of rank {rank}"),
+            );
             return None;
         }
         let drop: Vec<usize> = positional.iter().map(|&a| a as usize).collect();
         out.push(AType {
-            dtype: t.dtype.clone().or_else(|| cx.declared.get(i)?.dtype.clone()),
+            dtype: t
+                .dtype
+                .clone()
+                .or_else(|| cx.declared.get(i)?.dtype.clone()),
             shape: drop_axes(&t.shape, &drop),
         });
     }
@@ -1359,7 +1370,10 @@ fn approx_top_k(cx: &mut EqnCx) -> Infer {
     let d = cx.int_param("reduction_dimension").unwrap_or(-1);
     let axis = if d < 0 { d + rank } else { d };
     if axis < 0 || axis >= rank {
-        cx.param_error("reduction_dimension", format!("`reduction_dimension`={d} is out of range for an operand of rank {rank}"));
+        cx.param_error(
+            "reduction_dimension",
+            format!("`reduction_dimension`={d} is out of range for an operand of rank {rank}"),
+        );
         return None;
     }
     let axis = axis as usize;
@@ -1367,10 +1381,16 @@ fn approx_top_k(cx: &mut EqnCx) -> Infer {
     s[axis] = if cx.bool_param("aggregate_to_topk").unwrap_or(true) {
         k
     } else {
-        cx.declared.first().and_then(|t| t.shape.get(axis).cloned()).unwrap_or(Dim::Unknown)
+        cx.declared
+            .first()
+            .and_then(|t| t.shape.get(axis).cloned())
+            .unwrap_or(Dim::Unknown)
     };
     let dtype = dtype_or_declared(cx, 0, 0)?;
-    Some(vec![AType::new(dtype, s.clone()), AType::new(DType::Int(32), s)])
+    Some(vec![
+        AType::new(dtype, s.clone()),
+        AType::new(DType::Int(32), s),
+    ])
 }
 
 /// `ragged_dot_general[ragged_dot_dimension_numbers=... preferred_element_type=...] lhs rhs group_sizes`:

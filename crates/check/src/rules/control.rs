@@ -10,11 +10,11 @@
 
 use super::{EqnCx, Infer, Related};
 use crate::dims::operand_value;
-use crate::{JaxprId, Origin};
-use jaxpr_syntax::diagnostics::DiagKind;
 use crate::signature::{Convention, SigDim, SigEntry};
+use crate::{JaxprId, Origin};
 use jaxpr_syntax::TextRange;
 use jaxpr_syntax::ast::{Expr, ExprKind};
+use jaxpr_syntax::diagnostics::DiagKind;
 use jaxpr_types::{AType, Dim};
 
 const CALLS: &[&str] = &[
@@ -347,7 +347,10 @@ fn custom_linear_solve(cx: &mut EqnCx) -> Infer {
         match field(lengths, f).and_then(|e| e.as_int()) {
             Some(n) if n >= 0 => counts[k] = n as usize,
             _ => {
-                cx.param_error("const_lengths", format!("`const_lengths` must give `{f}` a non-negative count of constants"));
+                cx.param_error(
+                    "const_lengths",
+                    format!("`const_lengths` must give `{f}` a non-negative count of constants"),
+                );
                 return None;
             }
         }
@@ -403,7 +406,9 @@ fn branches(cx: &mut EqnCx, param: &str, list: &[&Expr], acts: &[Actual], cataly
             range: cx.prim_range(),
             carried: false,
         };
-        std::iter::once(predicate).chain(acts.iter().cloned()).collect()
+        std::iter::once(predicate)
+            .chain(acts.iter().cloned())
+            .collect()
     } else {
         acts.to_vec()
     };

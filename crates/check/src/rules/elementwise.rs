@@ -277,10 +277,18 @@ fn apply(cx: &mut EqnCx, e: &Elementwise) -> Infer {
     // as JAX canonicalises it. The text does not say whether 64-bit types
     // were on (`out_dtype=<class 'numpy.float64'>` gives f32 when they are
     // off), so the declared result says which of the two it is.
-    if let Some(out) = cx.has_param("out_dtype").then(|| cx.dtype_param("out_dtype")).flatten() {
+    if let Some(out) = cx
+        .has_param("out_dtype")
+        .then(|| cx.dtype_param("out_dtype"))
+        .flatten()
+    {
         let canonical = out.without_x64();
         let declared = cx.declared.first().and_then(|t| t.dtype.as_ref());
-        let out = if canonical != out && declared == Some(&canonical) { canonical } else { out };
+        let out = if canonical != out && declared == Some(&canonical) {
+            canonical
+        } else {
+            out
+        };
         return Some(vec![AType::new(out, shape)]);
     }
     let out = match e.result {

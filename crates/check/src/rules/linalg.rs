@@ -64,7 +64,10 @@ fn matrix(cx: &mut EqnCx) -> Option<(AType, Shape, Option<DType>)> {
     if let Some(d) = &t.dtype
         && !d.is_inexact()
     {
-        let msg = format!("`{}` needs a floating-point or complex matrix, but operand 0 is {d}", cx.name());
+        let msg = format!(
+            "`{}` needs a floating-point or complex matrix, but operand 0 is {d}",
+            cx.name()
+        );
         cx.report_on_args(DiagKind::DtypeMismatch, msg, &[0], None);
         return None;
     }
@@ -78,7 +81,10 @@ fn matrix(cx: &mut EqnCx) -> Option<(AType, Shape, Option<DType>)> {
         return None;
     }
     let batch: Shape = t.shape[..t.shape.len() - 2].iter().cloned().collect();
-    let dtype = t.dtype.clone().or_else(|| cx.declared.first()?.dtype.clone());
+    let dtype = t
+        .dtype
+        .clone()
+        .or_else(|| cx.declared.first()?.dtype.clone());
     Some((t, batch, dtype))
 }
 
@@ -87,7 +93,10 @@ fn square(cx: &mut EqnCx) -> Option<(AType, Shape, Dim)> {
     let (t, batch, _) = matrix(cx)?;
     let r = t.shape.len();
     let (m, n) = (t.shape[r - 2].clone(), t.shape[r - 1].clone());
-    let what = format!("`{}` needs square matrices: the last two dimensions must be equal", cx.name());
+    let what = format!(
+        "`{}` needs square matrices: the last two dimensions must be equal",
+        cx.name()
+    );
     if !cx.require_dim(&what, &m, &n, &[0]) {
         return None;
     }
@@ -142,7 +151,10 @@ fn subset_len(cx: &mut EqnCx) -> Option<Option<Dim>> {
     }
     let dims = cx.dims_param("subset_by_index")?;
     if dims.len() != 2 {
-        cx.param_error("subset_by_index", "`subset_by_index` must be a pair `(low, high)`");
+        cx.param_error(
+            "subset_by_index",
+            "`subset_by_index` must be a pair `(low, high)`",
+        );
         return None;
     }
     Some(Some(cx.dim_sub(&dims[1], &dims[0])))
@@ -152,7 +164,10 @@ fn eig(cx: &mut EqnCx) -> Infer {
     let (t, batch, n) = square(cx)?;
     let c = complex(&t.dtype);
     let mut out = vec![with(&batch, &c, &[n.clone()])];
-    for (p, default) in [("compute_left_eigenvectors", true), ("compute_right_eigenvectors", true)] {
+    for (p, default) in [
+        ("compute_left_eigenvectors", true),
+        ("compute_right_eigenvectors", true),
+    ] {
         if cx.bool_param(p).unwrap_or(default) {
             out.push(with(&batch, &c, &[n.clone(), n.clone()]));
         }
@@ -180,7 +195,11 @@ fn svd(cx: &mut EqnCx) -> Infer {
     let full = cx.bool_param("full_matrices").unwrap_or(false);
     let mut out = vec![with(&batch, &real(&dtype), &[k.clone()])];
     if cx.bool_param("compute_uv").unwrap_or(true) {
-        let (uc, vr) = if full { (m.clone(), n.clone()) } else { (k.clone(), k) };
+        let (uc, vr) = if full {
+            (m.clone(), n.clone())
+        } else {
+            (k.clone(), k)
+        };
         out.push(with(&batch, &dtype, &[m, uc]));
         out.push(with(&batch, &dtype, &[vr, n]));
     }
@@ -196,7 +215,10 @@ fn qr(cx: &mut EqnCx) -> Infer {
     } else {
         dim_min(&m, &n)
     };
-    let mut out = vec![with(&batch, &dtype, &[m, k.clone()]), with(&batch, &dtype, &[k, n.clone()])];
+    let mut out = vec![
+        with(&batch, &dtype, &[m, k.clone()]),
+        with(&batch, &dtype, &[k, n.clone()]),
+    ];
     if cx.bool_param("pivoting").unwrap_or(false) {
         out.push(with(&batch, &Some(DType::Int(32)), &[n]));
     }
@@ -247,7 +269,8 @@ fn lu_pivots_to_permutation(cx: &mut EqnCx) -> Infer {
     if let Some(d) = &t.dtype
         && *d != DType::Int(32)
     {
-        let msg = format!("the pivots of `lu_pivots_to_permutation` must be i32, but operand 0 is {d}");
+        let msg =
+            format!("the pivots of `lu_pivots_to_permutation` must be i32, but operand 0 is {d}");
         cx.report_on_args(DiagKind::DtypeMismatch, msg, &[0], None);
         return None;
     }
@@ -289,13 +312,22 @@ fn triangular_solve(cx: &mut EqnCx) -> Infer {
     if !cx.require_dim(what, &a.shape[r - 2], &a.shape[r - 1], &[0]) {
         return None;
     }
-    let k = if cx.bool_param("left_side").unwrap_or(false) { r - 2 } else { r - 1 };
+    let k = if cx.bool_param("left_side").unwrap_or(false) {
+        r - 2
+    } else {
+        r - 1
+    };
     let what = "the solved axis of `b` must have `a`'s order";
     if !cx.require_dim(what, &b.shape[k], &a.shape[r - 1], &[0, 1]) {
         return None;
     }
     let batch = "`triangular_solve` operands must have the same batch dimensions";
-    if !cx.require_same_shape(batch, &a.shape[..r - 2], &b.shape[..r - 2], Related::Operands(&[0, 1])) {
+    if !cx.require_same_shape(
+        batch,
+        &a.shape[..r - 2],
+        &b.shape[..r - 2],
+        Related::Operands(&[0, 1]),
+    ) {
         return None;
     }
     Some(vec![b])
@@ -321,7 +353,9 @@ fn tridiagonal_solve(cx: &mut EqnCx) -> Infer {
     let diag: Shape = b.shape[..b.shape.len() - 1].iter().cloned().collect();
     for i in 0..3 {
         let s = cx.args[i].ty.shape.clone();
-        let what = format!("diagonal {i} of `tridiagonal_solve` must have the shape of `b` without its last axis");
+        let what = format!(
+            "diagonal {i} of `tridiagonal_solve` must have the shape of `b` without its last axis"
+        );
         if !cx.require_same_shape(what, &s, &diag, Related::Operands(&[i, 3])) {
             return None;
         }
@@ -355,7 +389,10 @@ fn fft(cx: &mut EqnCx) -> Infer {
         None => -1,
     };
     if !(0..=3).contains(&kind) {
-        cx.param_error("fft_type", "`fft_type` must be FFT, IFFT, RFFT or IRFFT (0 to 3)");
+        cx.param_error(
+            "fft_type",
+            "`fft_type` must be FFT, IFFT, RFFT or IRFFT (0 to 3)",
+        );
         return None;
     }
     let lengths = cx.dims_param("fft_lengths")?;
@@ -371,7 +408,11 @@ fn fft(cx: &mut EqnCx) -> Infer {
     }
     let real_in = kind == 2;
     if let Some(d) = &t.dtype {
-        let ok = if real_in { d.is_float() } else { d.is_complex() };
+        let ok = if real_in {
+            d.is_float()
+        } else {
+            d.is_complex()
+        };
         if !ok {
             let msg = format!(
                 "`fft` of this `fft_type` needs a {} operand, but operand 0 is {d}",

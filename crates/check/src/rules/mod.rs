@@ -16,13 +16,16 @@ mod quantum;
 mod shape;
 
 pub use compute::key_data_size;
-pub use quantum::{abstract_value, is_abstract_value, GateArity, GateKind, GateLengths, GateOperands, GateParams, Wire};
+pub use quantum::{
+    GateArity, GateKind, GateLengths, GateOperands, GateParams, Wire, abstract_value,
+    is_abstract_value,
+};
 
 use crate::checker::Checker;
 use crate::{DimEq, EqnId, Operand};
-use jaxpr_syntax::diagnostics::{DiagKind, Diagnostic};
 use jaxpr_syntax::TextRange;
 use jaxpr_syntax::ast::{self, Expr};
+use jaxpr_syntax::diagnostics::{DiagKind, Diagnostic};
 use jaxpr_types::{AType, DType, Dim, DimNames, Shape, VarId};
 
 /// A rule table's entries by primitive name (the first entry of a name
@@ -378,7 +381,10 @@ impl<'c> EqnCx<'c> {
             return None;
         }
         // `<class 'jax.numpy.float32'>`: a dtype given as its numpy scalar type.
-        let text = match text.strip_prefix("<class '").and_then(|t| t.strip_suffix("'>")) {
+        let text = match text
+            .strip_prefix("<class '")
+            .and_then(|t| t.strip_suffix("'>"))
+        {
             Some(class) => class.rsplit('.').next().unwrap_or(class).to_string(),
             None => text,
         };

@@ -18,11 +18,11 @@
 //! `shape=` (`sample[num_qubits=n shots=s]`) and a gate's parameters after its
 //! control values; the rules read both forms.
 
-use super::{control, EqnCx, Infer};
+use super::{EqnCx, Infer, control};
 use crate::dims::operand_value;
+use jaxpr_syntax::TextRange;
 use jaxpr_syntax::ast::{CallArg, Expr, ExprKind};
 use jaxpr_syntax::diagnostics::DiagKind;
-use jaxpr_syntax::TextRange;
 use jaxpr_types::{AType, DType, Dim, FloatKind, Shape};
 use smol_str::SmolStr;
 
@@ -36,11 +36,38 @@ pub(super) fn names() -> Vec<&'static str> {
 
 #[cfg(test)]
 const NAMES: &[&str] = &[
-    "adjoint", "compbasis", "counts", "device_init", "device_release", "expval", "func",
-    "gphase", "grad", "hamiltonian", "hermitian", "mcmobs", "measure", "namedobs",
-    "num_qubits", "probs", "qalloc", "qdealloc", "qdealloc_qb", "qdevice", "qextract", "qinsert",
-    "qinst", "qmeasure", "quantum_kernel", "qunitary", "sample", "state", "tensorobs", "unitary",
-    "value_and_grad", "var",
+    "adjoint",
+    "compbasis",
+    "counts",
+    "device_init",
+    "device_release",
+    "expval",
+    "func",
+    "gphase",
+    "grad",
+    "hamiltonian",
+    "hermitian",
+    "mcmobs",
+    "measure",
+    "namedobs",
+    "num_qubits",
+    "probs",
+    "qalloc",
+    "qdealloc",
+    "qdealloc_qb",
+    "qdevice",
+    "qextract",
+    "qinsert",
+    "qinst",
+    "qmeasure",
+    "quantum_kernel",
+    "qunitary",
+    "sample",
+    "state",
+    "tensorobs",
+    "unitary",
+    "value_and_grad",
+    "var",
 ];
 
 /// The wire a qubit value holds: where it was extracted, and from which
@@ -103,18 +130,23 @@ fn value(text: &str) -> AType {
 fn observable(cx: &EqnCx, num_qubits: Option<usize>, qreg: bool, primitive: &str) -> AType {
     let n = num_qubits.map_or("None".to_string(), |n| n.to_string());
     let declared = cx.declared.first().and_then(|t| t.dtype.as_ref());
-    let without_register =
-        matches!(declared, Some(DType::Other(s)) if s.starts_with("AbstractObs(") && !s.contains("qreg="));
+    let without_register = matches!(declared, Some(DType::Other(s)) if s.starts_with("AbstractObs(") && !s.contains("qreg="));
     if without_register && !qreg {
-        return value(&format!("AbstractObs(num_qubits={n},primitive={primitive})"));
+        return value(&format!(
+            "AbstractObs(num_qubits={n},primitive={primitive})"
+        ));
     }
     let q = if qreg { QREG } else { "None" };
-    value(&format!("AbstractObs(num_qubits={n},qreg={q},primitive={primitive})"))
+    value(&format!(
+        "AbstractObs(num_qubits={n},qreg={q},primitive={primitive})"
+    ))
 }
 
 /// The qubit count an observable type records (`num_qubits=2`).
 fn observable_qubits(t: &AType) -> Option<u32> {
-    let Some(DType::Other(s)) = &t.dtype else { return None };
+    let Some(DType::Other(s)) = &t.dtype else {
+        return None;
+    };
     let rest = s.strip_prefix("AbstractObs(num_qubits=")?;
     rest[..rest.find(',')?].parse().ok()
 }
@@ -127,8 +159,12 @@ pub(super) fn infer(cx: &mut EqnCx, name: &str) -> Option<Infer> {
     Some(match name {
         "device_init" | "qdevice" => device_init(cx),
         "device_release" => cx.expect_args(0).then(Vec::new),
-        "num_qubits" => cx.expect_args(0).then(|| vec![AType::scalar(DType::Int(64))]),
-        "qalloc" => (cx.expect_args(1) && size_operand(cx, 0, "register size")).then(|| vec![value(QREG)]),
+        "num_qubits" => cx
+            .expect_args(0)
+            .then(|| vec![AType::scalar(DType::Int(64))]),
+        "qalloc" => {
+            (cx.expect_args(1) && size_operand(cx, 0, "register size")).then(|| vec![value(QREG)])
+        }
         "qdealloc" => (cx.expect_args(1) && kind(cx, 0, QREG)).then(Vec::new),
         "qdealloc_qb" => (cx.expect_args(1) && kind(cx, 0, QBIT)).then(Vec::new),
         "qextract" => qextract(cx),
@@ -141,7 +177,8 @@ pub(super) fn infer(cx: &mut EqnCx, name: &str) -> Option<Infer> {
         "unitary" | "qunitary" => gate(cx, GateKind::Unitary),
         "gphase" => gate(cx, GateKind::GlobalPhase),
         "measure" | "qmeasure" => measure(cx),
-        "namedobs" => (cx.expect_args(1) && kind(cx, 0, QBIT)).then(|| vec![observable(cx, None, false, "None")]),
+        "namedobs" => (cx.expect_args(1) && kind(cx, 0, QBIT))
+            .then(|| vec![observable(cx, None, false, "None")]),
         "hermitian" => hermitian(cx),
         "tensorobs" => (cx.expect_args_at_least(1)
             && (0..cx.args.len()).all(|i| kind(cx, i, "AbstractObs(")))
@@ -149,7 +186,9 @@ pub(super) fn infer(cx: &mut EqnCx, name: &str) -> Option<Infer> {
         "hamiltonian" => hamiltonian(cx),
         "compbasis" => compbasis(cx),
         "mcmobs" => mcmobs(cx),
-        "expval" | "var" => (cx.expect_args(1) && kind(cx, 0, "AbstractObs(")).then(|| vec![f64_scalar()]),
+        "expval" | "var" => {
+            (cx.expect_args(1) && kind(cx, 0, "AbstractObs(")).then(|| vec![f64_scalar()])
+        }
         "probs" => measurement(cx, Measurement::Probs),
         "state" => measurement(cx, Measurement::State),
         "sample" => measurement(cx, Measurement::Sample),
@@ -176,7 +215,11 @@ fn kind(cx: &mut EqnCx, i: usize, want: &str) -> bool {
             QREG => "a register (AbstractQreg())",
             _ => "an observable (AbstractObs(...))",
         };
-        let msg = format!("operand {i} of `{}` must be {what}, but it is {}", cx.name(), cx.ty(t));
+        let msg = format!(
+            "operand {i} of `{}` must be {what}, but it is {}",
+            cx.name(),
+            cx.ty(t)
+        );
         cx.report_on_args(DiagKind::DtypeMismatch, msg, &[i], None);
     }
     ok
@@ -187,7 +230,11 @@ fn size_operand(cx: &mut EqnCx, i: usize, what: &str) -> bool {
     let t = &cx.args[i].ty;
     let ok = t.is_scalar() && t.dtype.as_ref().is_none_or(DType::is_int);
     if !ok {
-        let msg = format!("the {what} of `{}` must be an integer scalar, but it is {}", cx.name(), cx.ty(t));
+        let msg = format!(
+            "the {what} of `{}` must be an integer scalar, but it is {}",
+            cx.name(),
+            cx.ty(t)
+        );
         cx.report_on_args(DiagKind::DtypeMismatch, msg, &[i], None);
     }
     ok
@@ -280,15 +327,38 @@ impl GateLengths {
     /// the checker reports malformed ones). Catalyst <= 0.10 prints a
     /// `qinst` without `params_len` and a `gphase` with its phase after its
     /// controls (its first operand is then a qubit) or in `static_params`.
-    pub fn of(kind: GateKind, e: &jaxpr_syntax::ast::Eqn, first_operand_is_qubit: bool) -> GateLengths {
-        let count = |p: &str| e.param(p).and_then(|p| p.value.as_int()).unwrap_or(0).max(0) as usize;
+    pub fn of(
+        kind: GateKind,
+        e: &jaxpr_syntax::ast::Eqn,
+        first_operand_is_qubit: bool,
+    ) -> GateLengths {
+        let count = |p: &str| {
+            e.param(p)
+                .and_then(|p| p.value.as_int())
+                .unwrap_or(0)
+                .max(0) as usize
+        };
         let params = match kind {
-            GateKind::Named if e.param("params_len").is_some() => GateParams::BeforeControls(count("params_len")),
+            GateKind::Named if e.param("params_len").is_some() => {
+                GateParams::BeforeControls(count("params_len"))
+            }
             GateKind::Named => GateParams::Last,
-            GateKind::GlobalPhase if e.param("static_params").is_some() || first_operand_is_qubit => GateParams::Last,
+            GateKind::GlobalPhase
+                if e.param("static_params").is_some() || first_operand_is_qubit =>
+            {
+                GateParams::Last
+            }
             GateKind::GlobalPhase | GateKind::Unitary => GateParams::BeforeControls(1),
         };
-        GateLengths { qubits: if kind == GateKind::GlobalPhase { 0 } else { count("qubits_len") }, ctrl: count("ctrl_len"), params }
+        GateLengths {
+            qubits: if kind == GateKind::GlobalPhase {
+                0
+            } else {
+                count("qubits_len")
+            },
+            ctrl: count("ctrl_len"),
+            params,
+        }
     }
 }
 
@@ -315,7 +385,11 @@ pub struct GateOperands {
 
 impl GateOperands {
     pub fn arity(lengths: GateLengths) -> GateArity {
-        let GateLengths { qubits, ctrl, params } = lengths;
+        let GateLengths {
+            qubits,
+            ctrl,
+            params,
+        } = lengths;
         match params {
             GateParams::BeforeControls(n) => GateArity::Exactly(qubits + n + 2 * ctrl),
             GateParams::Last => GateArity::AtLeast(qubits + 2 * ctrl),
@@ -332,7 +406,11 @@ impl GateOperands {
         if !fits {
             return None;
         }
-        let GateLengths { qubits, ctrl, params } = lengths;
+        let GateLengths {
+            qubits,
+            ctrl,
+            params,
+        } = lengths;
         let then = |start: usize, len: usize| start..start + len;
         Some(match (kind, params) {
             // Catalyst >= 0.12's `qinst`: `qubits*, params*, ctrl_qubits*,
@@ -340,21 +418,36 @@ impl GateOperands {
             (GateKind::Named, GateParams::BeforeControls(n)) => {
                 let params = then(qubits, n);
                 let controls = then(params.end, ctrl);
-                GateOperands { targets: 0..qubits, control_values: then(controls.end, ctrl), params, controls }
+                GateOperands {
+                    targets: 0..qubits,
+                    control_values: then(controls.end, ctrl),
+                    params,
+                    controls,
+                }
             }
             // Catalyst <= 0.10 (`_qinst_lowering`, `_gphase_lowering`):
             // `qubits*, ctrl_qubits*, ctrl_values*, params*`.
             (_, GateParams::Last) => {
                 let controls = then(qubits, ctrl);
                 let control_values = then(controls.end, ctrl);
-                GateOperands { targets: 0..qubits, params: control_values.end..operands, controls, control_values }
+                GateOperands {
+                    targets: 0..qubits,
+                    params: control_values.end..operands,
+                    controls,
+                    control_values,
+                }
             }
             // The matrix or the phase first, then qubits, controls, values.
             (GateKind::Unitary | GateKind::GlobalPhase, GateParams::BeforeControls(n)) => {
                 let params = 0..n;
                 let targets = then(n, qubits);
                 let controls = then(targets.end, ctrl);
-                GateOperands { control_values: then(controls.end, ctrl), params, targets, controls }
+                GateOperands {
+                    control_values: then(controls.end, ctrl),
+                    params,
+                    targets,
+                    controls,
+                }
             }
         })
     }
@@ -371,7 +464,10 @@ fn gate(cx: &mut EqnCx, g: GateKind) -> Infer {
     for count in ["qubits_len", "ctrl_len", "params_len"] {
         cx.int_param(count);
     }
-    let first_is_qubit = cx.args.first().is_some_and(|a| matches!(&a.ty.dtype, Some(DType::Other(s)) if s.as_str() == QBIT));
+    let first_is_qubit = cx
+        .args
+        .first()
+        .is_some_and(|a| matches!(&a.ty.dtype, Some(DType::Other(s)) if s.as_str() == QBIT));
     let lengths = GateLengths::of(g, cx.eqn, first_is_qubit);
     let fits = match GateOperands::arity(lengths) {
         GateArity::Exactly(n) => cx.expect_args(n),
@@ -380,16 +476,25 @@ fn gate(cx: &mut EqnCx, g: GateKind) -> Infer {
     let Some(layout) = GateOperands::layout(g, lengths, cx.args.len()).filter(|_| fits) else {
         return None;
     };
-    let (qubit_at, param_at, ctrl_value_at): (Vec<usize>, Vec<usize>, _) =
-        (layout.qubits().collect(), layout.params.clone().collect(), layout.control_values.clone());
+    let (qubit_at, param_at, ctrl_value_at): (Vec<usize>, Vec<usize>, _) = (
+        layout.qubits().collect(),
+        layout.params.clone().collect(),
+        layout.control_values.clone(),
+    );
     for &i in &qubit_at {
         if !kind(cx, i, QBIT) {
             return None;
         }
     }
     for &i in &param_at {
-        if is_abstract_value(cx.args[i].ty.dtype.as_ref()) || (g == GateKind::Named && !cx.args[i].ty.is_scalar()) {
-            let msg = format!("parameter operand {i} of `{}` must be a number, but it is {}", cx.name(), cx.ty(&cx.args[i].ty));
+        if is_abstract_value(cx.args[i].ty.dtype.as_ref())
+            || (g == GateKind::Named && !cx.args[i].ty.is_scalar())
+        {
+            let msg = format!(
+                "parameter operand {i} of `{}` must be a number, but it is {}",
+                cx.name(),
+                cx.ty(&cx.args[i].ty)
+            );
             cx.report_on_args(DiagKind::DtypeMismatch, msg, &[i], None);
             return None;
         }
@@ -397,7 +502,11 @@ fn gate(cx: &mut EqnCx, g: GateKind) -> Infer {
     for i in ctrl_value_at {
         let t = &cx.args[i].ty;
         if !(t.is_scalar() && t.dtype.as_ref().is_none_or(DType::is_bool)) {
-            let msg = format!("control value operand {i} of `{}` must be bool[], but it is {}", cx.name(), cx.ty(t));
+            let msg = format!(
+                "control value operand {i} of `{}` must be bool[], but it is {}",
+                cx.name(),
+                cx.ty(t)
+            );
             cx.report_on_args(DiagKind::DtypeMismatch, msg, &[i], None);
             return None;
         }
@@ -416,12 +525,16 @@ fn unitary_matrix(cx: &mut EqnCx, qubits: usize) -> bool {
     let side = Dim::Const(1i64.checked_shl(qubits as u32).unwrap_or(0));
     let t = cx.args[0].ty.clone();
     if t.rank() != 2 {
-        let msg = format!("the matrix of `unitary` on {qubits} qubit(s) must be 2-D, but it is {}", cx.ty(&t));
+        let msg = format!(
+            "the matrix of `unitary` on {qubits} qubit(s) must be 2-D, but it is {}",
+            cx.ty(&t)
+        );
         cx.report_on_args(DiagKind::ShapeMismatch, msg, &[0], None);
         return false;
     }
     let what = format!("the matrix of `unitary` on {qubits} qubit(s)");
-    cx.require_dim(&what, &t.shape[0], &side, &[0]) && cx.require_dim(&what, &t.shape[1], &side, &[0])
+    cx.require_dim(&what, &t.shape[0], &side, &[0])
+        && cx.require_dim(&what, &t.shape[1], &side, &[0])
 }
 
 fn measure(cx: &mut EqnCx) -> Infer {
@@ -456,11 +569,19 @@ fn hamiltonian(cx: &mut EqnCx) -> Infer {
     let coeffs = cx.args[0].ty.clone();
     let terms = Dim::Const((cx.args.len() - 1) as i64);
     if coeffs.rank() != 1 {
-        let msg = format!("the coefficients of `hamiltonian` must be 1-D, but they are {}", cx.ty(&coeffs));
+        let msg = format!(
+            "the coefficients of `hamiltonian` must be 1-D, but they are {}",
+            cx.ty(&coeffs)
+        );
         cx.report_on_args(DiagKind::ShapeMismatch, msg, &[0], None);
         return None;
     }
-    if !cx.require_dim("`hamiltonian` takes one coefficient per term", &coeffs.shape[0], &terms, &[0]) {
+    if !cx.require_dim(
+        "`hamiltonian` takes one coefficient per term",
+        &coeffs.shape[0],
+        &terms,
+        &[0],
+    ) {
         return None;
     }
     Some(vec![observable(cx, None, false, "None")])
@@ -468,14 +589,20 @@ fn hamiltonian(cx: &mut EqnCx) -> Infer {
 
 fn compbasis(cx: &mut EqnCx) -> Infer {
     if cx.bool_param("qreg_available") == Some(true) {
-        return (cx.expect_args(1) && kind(cx, 0, QREG)).then(|| vec![observable(cx, None, true, "compbasis")]);
+        return (cx.expect_args(1) && kind(cx, 0, QREG))
+            .then(|| vec![observable(cx, None, true, "compbasis")]);
     }
     for i in 0..cx.args.len() {
         if !kind(cx, i, QBIT) {
             return None;
         }
     }
-    Some(vec![observable(cx, Some(cx.args.len()), false, "compbasis")])
+    Some(vec![observable(
+        cx,
+        Some(cx.args.len()),
+        false,
+        "compbasis",
+    )])
 }
 
 /// `mcmobs`: Catalyst's program capture passes the outcomes converted to
@@ -526,12 +653,18 @@ fn measurement(cx: &mut EqnCx, m: Measurement) -> Infer {
         None
     };
     let Some(mut shape) = shape else {
-        cx.param_error("static_shape", format!("`{}` needs `static_shape`", cx.name()));
+        cx.param_error(
+            "static_shape",
+            format!("`{}` needs `static_shape`", cx.name()),
+        );
         return None;
     };
     let rank = if m == Measurement::Sample { 2 } else { 1 };
     if shape.len() != rank {
-        cx.param_error("static_shape", format!("`static_shape` of `{}` must have {rank} entries", cx.name()));
+        cx.param_error(
+            "static_shape",
+            format!("`static_shape` of `{}` must have {rank} entries", cx.name()),
+        );
         return None;
     }
     let dynamic = shape.iter().filter(|d| **d == Dim::Unknown).count();
@@ -550,8 +683,16 @@ fn measurement(cx: &mut EqnCx, m: Measurement) -> Infer {
     }
     if let Some(n) = observable_qubits(&cx.args[0].ty) {
         let (k, expected, what) = match m {
-            Measurement::Sample => (1, n as i64, format!("`sample` of {n} qubit(s) has one column per qubit")),
-            _ => (0, 1i64.checked_shl(n).unwrap_or(0), format!("`{}` of {n} qubit(s) has 2^{n} entries", cx.name())),
+            Measurement::Sample => (
+                1,
+                n as i64,
+                format!("`sample` of {n} qubit(s) has one column per qubit"),
+            ),
+            _ => (
+                0,
+                1i64.checked_shl(n).unwrap_or(0),
+                format!("`{}` of {n} qubit(s) has 2^{n} entries", cx.name()),
+            ),
         };
         let got = shape[k].clone();
         if !cx.require_dim(&what, &got, &Dim::Const(expected), &[0]) {
@@ -562,7 +703,10 @@ fn measurement(cx: &mut EqnCx, m: Measurement) -> Infer {
     Some(match m {
         Measurement::Probs | Measurement::Sample => vec![AType::new(f64_, shape)],
         Measurement::State => vec![AType::new(DType::Complex(128), shape)],
-        Measurement::Counts => vec![AType::new(f64_, shape.clone()), AType::new(DType::Int(64), shape)],
+        Measurement::Counts => vec![
+            AType::new(f64_, shape.clone()),
+            AType::new(DType::Int(64), shape),
+        ],
     })
 }
 
@@ -573,7 +717,11 @@ fn gradient(cx: &mut EqnCx, with_value: bool) -> Infer {
     // Operands: the arguments, then the values of the closed jaxpr's
     // constants (`grad_p.bind(*args, *jaxpr.consts)`).
     let arguments = match cx.param("jaxpr").map(|p| &p.kind) {
-        Some(ExprKind::Jaxpr(j)) if !j.constvars.is_empty() && cx.args.len() == j.invars.len() + j.constvars.len() => j.invars.len(),
+        Some(ExprKind::Jaxpr(j))
+            if !j.constvars.is_empty() && cx.args.len() == j.invars.len() + j.constvars.len() =>
+        {
+            j.invars.len()
+        }
         _ => cx.args.len(),
     };
     let outs = control::call_on(cx, 0..arguments)?;
@@ -588,7 +736,10 @@ fn gradient(cx: &mut EqnCx, with_value: bool) -> Infer {
         let arg = cx.args.get(a)?.ty.clone();
         let mut shape = out.shape.clone();
         shape.extend(arg.shape.iter().cloned());
-        results.push(AType { dtype: arg.dtype, shape });
+        results.push(AType {
+            dtype: arg.dtype,
+            shape,
+        });
     }
     Some(results)
 }
@@ -596,8 +747,14 @@ fn gradient(cx: &mut EqnCx, with_value: bool) -> Infer {
 /// The operands differentiated, from `grad_params=GradParams(...,
 /// expanded_argnums=[0], ...)`.
 fn grad_argnums(params: Option<&Expr>) -> Option<Vec<usize>> {
-    let ExprKind::Call(c) = &params?.kind else { return None };
-    let arg = c.args.iter().find(|a| a.name.as_ref().is_some_and(|n| n.text == "expanded_argnums"))?;
+    let ExprKind::Call(c) = &params?.kind else {
+        return None;
+    };
+    let arg = c.args.iter().find(|a| {
+        a.name
+            .as_ref()
+            .is_some_and(|n| n.text == "expanded_argnums")
+    })?;
     let v = arg.value.as_int_seq()?;
     v.into_iter().map(|k| usize::try_from(k).ok()).collect()
 }
@@ -607,7 +764,11 @@ mod tests {
     use super::{GateKind, GateLengths, GateOperands, GateParams};
 
     /// Positions of a gate's targets, parameters, controls and control values.
-    fn positions(kind: GateKind, lengths: GateLengths, operands: usize) -> [std::ops::Range<usize>; 4] {
+    fn positions(
+        kind: GateKind,
+        lengths: GateLengths,
+        operands: usize,
+    ) -> [std::ops::Range<usize>; 4] {
         let l = GateOperands::layout(kind, lengths, operands).expect("laid out");
         [l.targets, l.params, l.controls, l.control_values]
     }
@@ -616,23 +777,56 @@ mod tests {
     /// `_gphase_lowering` of 0.10 and of 0.15) read into one form.
     #[test]
     fn gate_operands_follow_each_releases_layout() {
-        let lengths = |qubits, ctrl, params| GateLengths { qubits, ctrl, params };
+        let lengths = |qubits, ctrl, params| GateLengths {
+            qubits,
+            ctrl,
+            params,
+        };
         // `qinst[op=RX params_len=1 qubits_len=1 ctrl_len=2] q x c0 c1 v0 v1`
         let current = lengths(1, 2, GateParams::BeforeControls(1));
-        assert_eq!(positions(GateKind::Named, current, 6), [0..1, 1..2, 2..4, 4..6]);
+        assert_eq!(
+            positions(GateKind::Named, current, 6),
+            [0..1, 1..2, 2..4, 4..6]
+        );
         assert_eq!(GateOperands::layout(GateKind::Named, current, 7), None);
         // Catalyst 0.10: `qinst[op=RX qubits_len=1 ctrl_len=2] q c0 c1 v0 v1 x`,
         // and with `static_params` no parameter operand.
         let last = lengths(1, 2, GateParams::Last);
-        assert_eq!(positions(GateKind::Named, last, 6), [0..1, 5..6, 1..3, 3..5]);
-        assert_eq!(positions(GateKind::Named, last, 5), [0..1, 5..5, 1..3, 3..5]);
+        assert_eq!(
+            positions(GateKind::Named, last, 6),
+            [0..1, 5..6, 1..3, 3..5]
+        );
+        assert_eq!(
+            positions(GateKind::Named, last, 5),
+            [0..1, 5..5, 1..3, 3..5]
+        );
         assert_eq!(GateOperands::layout(GateKind::Named, last, 4), None);
         // `gphase[ctrl_len=1] x c v`; Catalyst 0.10: `c v x`, or `c v` with `static_params`.
-        assert_eq!(positions(GateKind::GlobalPhase, lengths(0, 1, GateParams::BeforeControls(1)), 3), [1..1, 0..1, 1..2, 2..3]);
-        assert_eq!(positions(GateKind::GlobalPhase, lengths(0, 1, GateParams::Last), 3), [0..0, 2..3, 0..1, 1..2]);
-        assert_eq!(positions(GateKind::GlobalPhase, lengths(0, 1, GateParams::Last), 2), [0..0, 2..2, 0..1, 1..2]);
+        assert_eq!(
+            positions(
+                GateKind::GlobalPhase,
+                lengths(0, 1, GateParams::BeforeControls(1)),
+                3
+            ),
+            [1..1, 0..1, 1..2, 2..3]
+        );
+        assert_eq!(
+            positions(GateKind::GlobalPhase, lengths(0, 1, GateParams::Last), 3),
+            [0..0, 2..3, 0..1, 1..2]
+        );
+        assert_eq!(
+            positions(GateKind::GlobalPhase, lengths(0, 1, GateParams::Last), 2),
+            [0..0, 2..2, 0..1, 1..2]
+        );
         // `unitary[qubits_len=2 ctrl_len=1] m q0 q1 c v` (0.10's `qunitary` too).
-        assert_eq!(positions(GateKind::Unitary, lengths(2, 1, GateParams::BeforeControls(1)), 5), [1..3, 0..1, 3..4, 4..5]);
+        assert_eq!(
+            positions(
+                GateKind::Unitary,
+                lengths(2, 1, GateParams::BeforeControls(1)),
+                5
+            ),
+            [1..3, 0..1, 3..4, 4..5]
+        );
         assert_eq!(GateKind::of("qunitary"), Some(GateKind::Unitary));
     }
 }

@@ -13,8 +13,8 @@
 use super::{EqnCx, Index, Infer, Related};
 use crate::DimEq;
 use crate::dims::{Why, operand_value};
-use jaxpr_syntax::diagnostics::{DiagKind, Diagnostic};
 use jaxpr_syntax::ast::Expr;
+use jaxpr_syntax::diagnostics::{DiagKind, Diagnostic};
 use jaxpr_types::{AType, Cmp, DType, Dim, Shape};
 
 type Rule = fn(&mut EqnCx) -> Infer;
@@ -617,9 +617,8 @@ fn element_counts_differ(cx: &mut EqnCx, a: &[Dim], b: &[Dim]) -> Option<(Dim, D
     if a.iter().chain(b).any(|d| *d == Dim::Unknown) {
         return None;
     }
-    let split = |s: &[Dim]| -> (Shape, Shape) {
-        s.iter().cloned().partition(|d| matches!(d, Dim::Var(_)))
-    };
+    let split =
+        |s: &[Dim]| -> (Shape, Shape) { s.iter().cloned().partition(|d| matches!(d, Dim::Var(_))) };
     let (mut va, ra) = split(a);
     let (vb, rb) = split(b);
     for v in vb {

@@ -63,7 +63,12 @@ impl BoundsRule {
     }
 }
 
-fn step(p: &Program, consts: &mut HashMap<VarId, Const>, e: &ast::Eqn, diagnostics: &mut Vec<Diagnostic>) {
+fn step(
+    p: &Program,
+    consts: &mut HashMap<VarId, Const>,
+    e: &ast::Eqn,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
     for param in e.params.iter() {
         for j in jaxprs_of(&param.value, &|_| None).into_iter().flatten() {
             let mut inner = HashMap::default();
@@ -103,7 +108,9 @@ fn fold(p: &Program, consts: &HashMap<VarId, Const>, e: &ast::Eqn) -> Option<Con
         return None;
     }
     let shape = concrete(out_ty)?;
-    let n: usize = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(usize::try_from(d).ok()?))?;
+    let n: usize = shape
+        .iter()
+        .try_fold(1usize, |n, &d| n.checked_mul(usize::try_from(d).ok()?))?;
     if n > CONST_ELEMENTS {
         return None;
     }
@@ -135,17 +142,28 @@ fn fold(p: &Program, consts: &HashMap<VarId, Const>, e: &ast::Eqn) -> Option<Con
                 }
                 let mut at = 0i64;
                 for (k, &d) in dims.iter().enumerate() {
-                    let i = if c.shape[k] == 1 { 0 } else { *index.get(usize::try_from(d).ok()?)? };
+                    let i = if c.shape[k] == 1 {
+                        0
+                    } else {
+                        *index.get(usize::try_from(d).ok()?)?
+                    };
                     at = at.checked_mul(c.shape[k])?.checked_add(i)?;
                 }
                 values.push(*c.values.get(at as usize)?);
             }
             let origin = c.origin;
-            return Some(Const { values: values.into(), shape: shape.into(), origin });
+            return Some(Const {
+                values: values.into(),
+                shape: shape.into(),
+                origin,
+            });
         }
         "neg" => {
             let c = arg(0)?;
-            c.values.iter().map(|v| v.checked_neg()).collect::<Option<_>>()?
+            c.values
+                .iter()
+                .map(|v| v.checked_neg())
+                .collect::<Option<_>>()?
         }
         "add" | "sub" | "mul" => {
             let (a, b) = (arg(0)?, arg(1)?);
@@ -154,13 +172,31 @@ fn fold(p: &Program, consts: &HashMap<VarId, Const>, e: &ast::Eqn) -> Option<Con
                 "sub" => i64::checked_sub,
                 _ => i64::checked_mul,
             };
-            let at = |c: &Const, i: usize| if c.values.len() == 1 { c.values[0] } else { c.values[i] };
-            if (a.values.len() != n && a.values.len() != 1) || (b.values.len() != n && b.values.len() != 1) {
+            let at = |c: &Const, i: usize| {
+                if c.values.len() == 1 {
+                    c.values[0]
+                } else {
+                    c.values[i]
+                }
+            };
+            if (a.values.len() != n && a.values.len() != 1)
+                || (b.values.len() != n && b.values.len() != 1)
+            {
                 return None;
             }
-            let origin = if a.values.len() == 1 && b.values.len() != 1 { b.origin } else { a.origin };
-            let values = (0..n).map(|i| op(at(&a, i), at(&b, i))).collect::<Option<Vec<_>>>()?;
-            return Some(Const { values: values.into(), shape: shape.into(), origin });
+            let origin = if a.values.len() == 1 && b.values.len() != 1 {
+                b.origin
+            } else {
+                a.origin
+            };
+            let values = (0..n)
+                .map(|i| op(at(&a, i), at(&b, i)))
+                .collect::<Option<Vec<_>>>()?;
+            return Some(Const {
+                values: values.into(),
+                shape: shape.into(),
+                origin,
+            });
         }
         _ => return None,
     };
@@ -168,7 +204,11 @@ fn fold(p: &Program, consts: &HashMap<VarId, Const>, e: &ast::Eqn) -> Option<Con
         "iota" => e.primitive.range,
         _ => arg(0)?.origin,
     };
-    Some(Const { values: values.into(), shape: shape.into(), origin })
+    Some(Const {
+        values: values.into(),
+        shape: shape.into(),
+        origin,
+    })
 }
 
 /// How a gather or scatter treats an index out of range.
@@ -215,7 +255,10 @@ impl Outside {
     }
     fn what(&self) -> String {
         if self.window == 1 {
-            format!("index {} is out of bounds for axis {} of size {}", self.value, self.axis, self.size)
+            format!(
+                "index {} is out of bounds for axis {} of size {}",
+                self.value, self.axis, self.size
+            )
         } else {
             format!(
                 "start index {} is out of bounds for a window of {} along axis {} of size {}",
@@ -227,7 +270,10 @@ impl Outside {
         let mut d = Diagnostic::warning(DiagKind::OutOfBoundsIndex, self.at, format!("{}: {consequence}", self.what()))
             .with_help("JAX does not raise for out-of-bounds indices; check the index, or state the intended behaviour with `mode=` (`jnp.take`, `.at[].get/set`)");
         if self.origin != self.at {
-            d = d.with_related(self.origin, format!("the index {} comes from here", self.value));
+            d = d.with_related(
+                self.origin,
+                format!("the index {} comes from here", self.value),
+            );
         }
         d
     }
@@ -237,14 +283,21 @@ fn out_of_range(value: i64, size: i64, window: i64) -> bool {
     value < 0 || value > size - window
 }
 
-fn check(p: &Program, consts: &HashMap<VarId, Const>, e: &ast::Eqn, diagnostics: &mut Vec<Diagnostic>) {
+fn check(
+    p: &Program,
+    consts: &HashMap<VarId, Const>,
+    e: &ast::Eqn,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
     let prim = &*e.primitive.text;
     let shape_of = |k: usize| e.args.get(k).and_then(|a| p.atom_ty(a)).and_then(concrete);
     match prim {
         "dynamic_slice" | "dynamic_update_slice" => {
             let Some(shape) = shape_of(0) else { return };
             let (first_start, windows) = if prim == "dynamic_slice" {
-                let Some(sizes) = e.param("slice_sizes").and_then(|p| p.value.as_int_seq()) else { return };
+                let Some(sizes) = e.param("slice_sizes").and_then(|p| p.value.as_int_seq()) else {
+                    return;
+                };
                 (1, sizes)
             } else {
                 let Some(update) = shape_of(1) else { return };
@@ -254,52 +307,106 @@ fn check(p: &Program, consts: &HashMap<VarId, Const>, e: &ast::Eqn, diagnostics:
                 return;
             }
             for (axis, atom) in e.args[first_start..].iter().enumerate() {
-                let Some(c) = operand(p, consts, atom) else { continue };
+                let Some(c) = operand(p, consts, atom) else {
+                    continue;
+                };
                 let [value] = *c.values else { continue };
                 let (size, window) = (shape[axis], windows[axis]);
                 if !out_of_range(value, size, window) {
                     continue;
                 }
-                let o = Outside { value, axis, size, window, at: atom.range(), origin: c.origin };
+                let o = Outside {
+                    value,
+                    axis,
+                    size,
+                    window,
+                    at: atom.range(),
+                    origin: c.origin,
+                };
                 let c = o.clamped();
                 let consequence = if prim == "dynamic_slice" {
-                    format!("`dynamic_slice` clamps the start to {c} without a word, so the slice reads elements {c}..{} of that axis", c + window)
+                    format!(
+                        "`dynamic_slice` clamps the start to {c} without a word, so the slice reads elements {c}..{} of that axis",
+                        c + window
+                    )
                 } else {
-                    format!("`dynamic_update_slice` clamps the start to {c} without a word, so the update lands on elements {c}..{} of that axis", c + window)
+                    format!(
+                        "`dynamic_update_slice` clamps the start to {c} without a word, so the update lands on elements {c}..{} of that axis",
+                        c + window
+                    )
                 };
                 diagnostics.push(o.diagnostic(consequence));
             }
         }
         "gather" => {
-            let (Some(shape), Some(indices)) = (shape_of(0), e.args.get(1).and_then(|a| operand(p, consts, a))) else { return };
-            let Some(dn) = e.param("dimension_numbers") else { return };
-            let field = |f: &str| dn.value.field(f).map_or(Some(Vec::new()), |x| x.as_int_seq());
-            let (Some(map), Some(batching)) = (field("start_index_map"), field("operand_batching_dims")) else { return };
-            let Some(sizes) = e.param("slice_sizes").and_then(|p| p.value.as_int_seq()) else { return };
+            let (Some(shape), Some(indices)) = (
+                shape_of(0),
+                e.args.get(1).and_then(|a| operand(p, consts, a)),
+            ) else {
+                return;
+            };
+            let Some(dn) = e.param("dimension_numbers") else {
+                return;
+            };
+            let field = |f: &str| {
+                dn.value
+                    .field(f)
+                    .map_or(Some(Vec::new()), |x| x.as_int_seq())
+            };
+            let (Some(map), Some(batching)) =
+                (field("start_index_map"), field("operand_batching_dims"))
+            else {
+                return;
+            };
+            let Some(sizes) = e.param("slice_sizes").and_then(|p| p.value.as_int_seq()) else {
+                return;
+            };
             let Some(mode) = mode(e) else { return };
             if !batching.is_empty() || sizes.len() != shape.len() {
                 return;
             }
-            let Some(o) = first_outside(&indices, &map, &shape, |dim| sizes.get(dim).copied(), e.args[1].range()) else { return };
+            let Some(o) = first_outside(
+                &indices,
+                &map,
+                &shape,
+                |dim| sizes.get(dim).copied(),
+                e.args[1].range(),
+            ) else {
+                return;
+            };
             let c = o.clamped();
             let consequence = match mode {
                 Mode::FillOrDrop => {
                     let fill = fill_value(e, e.args.first().and_then(|a| p.atom_ty(a)));
-                    format!("`gather` (mode fill_or_drop) returns {fill} for that slice instead of raising")
+                    format!(
+                        "`gather` (mode fill_or_drop) returns {fill} for that slice instead of raising"
+                    )
                 }
-                Mode::Clip => format!("`gather` (mode clip) clamps it to {c} and reads that slice instead"),
-                Mode::PromiseInBounds => format!("`gather` was promised in-bounds indices (mode promise_in_bounds): XLA clamps it to {c} and reads that slice instead, without a word"),
+                Mode::Clip => {
+                    format!("`gather` (mode clip) clamps it to {c} and reads that slice instead")
+                }
+                Mode::PromiseInBounds => format!(
+                    "`gather` was promised in-bounds indices (mode promise_in_bounds): XLA clamps it to {c} and reads that slice instead, without a word"
+                ),
             };
             diagnostics.push(o.diagnostic(consequence));
         }
         _ if prim.starts_with("scatter") && e.args.len() == 3 => {
-            let (Some(shape), Some(indices), Some(updates)) =
-                (shape_of(0), e.args.get(1).and_then(|a| operand(p, consts, a)), shape_of(2))
-            else {
+            let (Some(shape), Some(indices), Some(updates)) = (
+                shape_of(0),
+                e.args.get(1).and_then(|a| operand(p, consts, a)),
+                shape_of(2),
+            ) else {
                 return;
             };
-            let Some(dn) = e.param("dimension_numbers") else { return };
-            let field = |f: &str| dn.value.field(f).map_or(Some(Vec::new()), |x| x.as_int_seq());
+            let Some(dn) = e.param("dimension_numbers") else {
+                return;
+            };
+            let field = |f: &str| {
+                dn.value
+                    .field(f)
+                    .map_or(Some(Vec::new()), |x| x.as_int_seq())
+            };
             let (Some(window_dims), Some(inserted), Some(map), Some(batching)) = (
                 field("update_window_dims"),
                 field("inserted_window_dims"),
@@ -319,14 +426,29 @@ fn check(p: &Program, consts: &HashMap<VarId, Const>, e: &ast::Eqn, diagnostics:
                 if inserted.contains(&axis) {
                     windows.push(Some(1));
                 } else {
-                    windows.push(next.next().and_then(|&u| updates.get(usize::try_from(u).ok()?).copied()));
+                    windows.push(
+                        next.next()
+                            .and_then(|&u| updates.get(usize::try_from(u).ok()?).copied()),
+                    );
                 }
             }
-            let Some(o) = first_outside(&indices, &map, &shape, |dim| windows.get(dim).copied().flatten(), e.args[1].range()) else { return };
+            let Some(o) = first_outside(
+                &indices,
+                &map,
+                &shape,
+                |dim| windows.get(dim).copied().flatten(),
+                e.args[1].range(),
+            ) else {
+                return;
+            };
             let c = o.clamped();
             let consequence = match mode {
-                Mode::FillOrDrop | Mode::PromiseInBounds => format!("`{prim}` drops that update without a word"),
-                Mode::Clip => format!("`{prim}` (mode clip) clamps it to {c} and updates that slice instead"),
+                Mode::FillOrDrop | Mode::PromiseInBounds => {
+                    format!("`{prim}` drops that update without a word")
+                }
+                Mode::Clip => {
+                    format!("`{prim}` (mode clip) clamps it to {c} and updates that slice instead")
+                }
             };
             diagnostics.push(o.diagnostic(consequence));
         }
@@ -351,7 +473,14 @@ fn first_outside(
             let axis = usize::try_from(map[k]).ok()?;
             let (size, window) = (*shape.get(axis)?, window(axis)?);
             if out_of_range(value, size, window) {
-                return Some(Outside { value, axis, size, window, at, origin: indices.origin });
+                return Some(Outside {
+                    value,
+                    axis,
+                    size,
+                    window,
+                    at,
+                    origin: indices.origin,
+                });
             }
         }
     }
@@ -362,7 +491,12 @@ fn first_outside(
 /// default for the operand's dtype).
 fn fill_value(e: &ast::Eqn, operand: Option<&AType>) -> String {
     if let Some(v) = e.param("fill_value").filter(|p| !p.value.is_none()) {
-        return format!("the fill value {}", v.value.as_int().map_or("given".to_string(), |i| i.to_string()));
+        return format!(
+            "the fill value {}",
+            v.value
+                .as_int()
+                .map_or("given".to_string(), |i| i.to_string())
+        );
     }
     match operand.and_then(|t| t.dtype.as_ref()) {
         Some(d) if d.is_inexact() => "NaN".into(),

@@ -18,9 +18,9 @@
 //! start is meant and left alone.
 
 use super::{Program, dtype_param, jaxprs_of};
+use jaxpr_syntax::TextRange;
 use jaxpr_syntax::ast;
 use jaxpr_syntax::diagnostics::{DiagKind, Diagnostic};
-use jaxpr_syntax::TextRange;
 
 const PARAMS: [&str; 4] = ["new_dtype", "preferred_element_type", "out_dtype", "dtype"];
 
@@ -73,7 +73,10 @@ impl DtypeRule {
         if matches!(&*e.primitive.text, "add" | "sub" | "mul" | "div") {
             for a in e.args.iter() {
                 let ast::Atom::Lit(l) = a else { continue };
-                let Some(ty) = l.ty.as_ref().filter(|t| t.dims.is_empty() && is_narrow_float(&t.dtype.text)) else {
+                let Some(ty) =
+                    l.ty.as_ref()
+                        .filter(|t| t.dims.is_empty() && is_narrow_float(&t.dtype.text))
+                else {
                     continue;
                 };
                 if matches!(&*l.value, "inf" | "-inf") {
@@ -93,9 +96,15 @@ impl DtypeRule {
             }
         }
         for param in PARAMS {
-            let Some((requested, at)) = dtype_param(e, param) else { continue };
+            let Some((requested, at)) = dtype_param(e, param) else {
+                continue;
+            };
             if without_x64(&requested).is_some() {
-                self.requests.push(Request { param, requested, at });
+                self.requests.push(Request {
+                    param,
+                    requested,
+                    at,
+                });
             } else if self.x64_off.is_none()
                 && matches!(&*requested, "float32" | "int32")
                 && e.param("weak_type").and_then(|w| w.value.as_bool()) == Some(true)
@@ -107,7 +116,9 @@ impl DtypeRule {
 
     pub(crate) fn finish(self) -> Vec<Diagnostic> {
         let mut out = self.overflows;
-        let Some(evidence) = self.x64_off else { return out };
+        let Some(evidence) = self.x64_off else {
+            return out;
+        };
         out.extend(self.requests
             .into_iter()
             .map(|r| {

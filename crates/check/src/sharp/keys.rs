@@ -118,7 +118,9 @@ impl Flow {
         v
     }
     fn consumed(&self, v: VarId) -> Mask {
-        self.consumed.get(&v).map_or(Mask::All(false), |c| c.mask.clone())
+        self.consumed
+            .get(&v)
+            .map_or(Mask::All(false), |c| c.mask.clone())
     }
 }
 
@@ -154,8 +156,10 @@ impl KeyRule {
         main: &ast::Jaxpr,
         diagnostics: &mut Vec<Diagnostic>,
     ) {
-        let let_jaxprs: HashMap<SmolStr, &ast::Jaxpr> =
-            lets.iter().map(|l| (l.name.text.clone(), &l.jaxpr)).collect();
+        let let_jaxprs: HashMap<SmolStr, &ast::Jaxpr> = lets
+            .iter()
+            .map(|l| (l.name.text.clone(), &l.jaxpr))
+            .collect();
         let mut cx = Cx {
             p,
             config: self.config,
@@ -249,7 +253,11 @@ impl Cx<'_, '_> {
     fn one_jaxpr(&mut self, e: &ast::Eqn, param: &str) -> Option<KeySignature> {
         let p = e.param(param)?;
         let mut all = self.jaxprs(&p.value);
-        if all.len() == 1 { all.pop().flatten() } else { None }
+        if all.len() == 1 {
+            all.pop().flatten()
+        } else {
+            None
+        }
     }
 
     /// A jaxpr's signature, its own reuses reported as it goes.
@@ -269,7 +277,8 @@ impl Cx<'_, '_> {
                 continue;
             }
             if let Some(c) = flow.consumed.get(&v).filter(|c| c.mask.any()) {
-                sig.sinks.push((i, c.mask.clone(), c.first.as_ref().map(|f| f.range)));
+                sig.sinks
+                    .push((i, c.mask.clone(), c.first.as_ref().map(|f| f.range)));
             }
         }
         for (k, out) in j.outvars.iter().enumerate() {
@@ -316,18 +325,29 @@ impl Cx<'_, '_> {
                 forwards: vec![(0, 0)],
                 ..Default::default()
             },
-            "assert_consumed_value" | "broadcast_in_dim" | "copy" | "convert_element_type"
-            | "reshape" | "squeeze" | "layout_constraint" | "sharding_constraint" | "reshard"
-            | "dynamic_slice" | "gather" => KeySignature::forward0(),
+            "assert_consumed_value"
+            | "broadcast_in_dim"
+            | "copy"
+            | "convert_element_type"
+            | "reshape"
+            | "squeeze"
+            | "layout_constraint"
+            | "sharding_constraint"
+            | "reshard"
+            | "dynamic_slice"
+            | "gather" => KeySignature::forward0(),
             "random_wrap" => {
                 // Raw key data a jaxpr takes in: the wrapped key is that data.
                 let raw_binder = self.config.raw_keys
-                    && e
-                        .args
+                    && e.args
                         .first()
                         .and_then(|a| ids.atom(a))
                         .is_some_and(|v| flow.binders.contains(&v) && is_u32(self.ty(v)));
-                if raw_binder { KeySignature::forward0() } else { source0 }
+                if raw_binder {
+                    KeySignature::forward0()
+                } else {
+                    source0
+                }
             }
             "random_unwrap" | "debug_callback" | "eq" | "ne" => KeySignature::default(),
             "dynamic_update_slice" => KeySignature {
@@ -415,13 +435,20 @@ impl Cx<'_, '_> {
         let Some(sig) = self.one_jaxpr(e, "jaxpr") else {
             return KeySignature::default();
         };
-        let (Some(consts), Some(carry)) = (Self::int_param(e, "num_consts"), Self::int_param(e, "num_carry"))
-        else {
+        let (Some(consts), Some(carry)) = (
+            Self::int_param(e, "num_consts"),
+            Self::int_param(e, "num_carry"),
+        ) else {
             return sig;
         };
         for (i, mask, at) in &sig.sinks {
             if *i < consts && mask.any() {
-                self.loop_reuse(e, *i, *at, "a key the loop body reads as a constant is consumed in every iteration");
+                self.loop_reuse(
+                    e,
+                    *i,
+                    *at,
+                    "a key the loop body reads as a constant is consumed in every iteration",
+                );
             } else if (consts..consts + carry).contains(i)
                 && mask.any()
                 && !sig.sources.contains(&(i - consts))
@@ -433,12 +460,16 @@ impl Cx<'_, '_> {
     }
 
     fn while_signature(&mut self, e: &ast::Eqn) -> KeySignature {
-        let (Some(cond), Some(body)) = (self.one_jaxpr(e, "cond_jaxpr"), self.one_jaxpr(e, "body_jaxpr")) else {
+        let (Some(cond), Some(body)) = (
+            self.one_jaxpr(e, "cond_jaxpr"),
+            self.one_jaxpr(e, "body_jaxpr"),
+        ) else {
             return KeySignature::default();
         };
-        let (Some(cond_consts), Some(body_consts)) =
-            (Self::int_param(e, "cond_nconsts"), Self::int_param(e, "body_nconsts"))
-        else {
+        let (Some(cond_consts), Some(body_consts)) = (
+            Self::int_param(e, "cond_nconsts"),
+            Self::int_param(e, "body_nconsts"),
+        ) else {
             return KeySignature::default();
         };
         let carried = |i: usize, consts: usize| i.checked_sub(consts);
@@ -493,7 +524,10 @@ impl Cx<'_, '_> {
         )
         .with_help("split the key in the loop body with `jax.random.split`: use one half in this iteration and carry the other to the next");
         if inside.is_some() {
-            d = d.with_related(operand_range, format!("the {what} enters the `{prim}` here"));
+            d = d.with_related(
+                operand_range,
+                format!("the {what} enters the `{prim}` here"),
+            );
         }
         self.diagnostics.push(d);
     }
@@ -504,7 +538,9 @@ impl Cx<'_, '_> {
         let ids = self.p.ids;
         let outs: Vec<Option<VarId>> = e.outs.iter().map(|b| ids.name(&b.name)).collect();
         for &(i, k) in &sig.forwards {
-            if let (Some(Some(out)), Some(Some(operand))) = (outs.get(k), e.args.get(i).map(|a| ids.atom(a))) {
+            if let (Some(Some(out)), Some(Some(operand))) =
+                (outs.get(k), e.args.get(i).map(|a| ids.atom(a)))
+            {
                 flow.forwards.insert(*out, operand);
             }
         }
@@ -532,7 +568,11 @@ impl Cx<'_, '_> {
             entry.mask = entry.mask.or(mask);
             entry.first.get_or_insert(first);
         }
-        let forwarded: HashSet<VarId> = sig.forwards.iter().filter_map(|&(_, k)| outs.get(k).copied().flatten()).collect();
+        let forwarded: HashSet<VarId> = sig
+            .forwards
+            .iter()
+            .filter_map(|&(_, k)| outs.get(k).copied().flatten())
+            .collect();
         for (k, out) in outs.iter().enumerate() {
             let Some(v) = *out else { continue };
             if forwarded.contains(&v) || !is_typed_key(self.ty(v)) {
@@ -543,16 +583,33 @@ impl Cx<'_, '_> {
                 range: e.outs[k].name.range,
                 what: format!("comes out of `{}` already consumed (JAX treats the keys this primitive returns as used)", e.primitive.text),
             });
-            flow.consumed.insert(v, Consumed { mask: Mask::All(!fresh), first });
+            flow.consumed.insert(
+                v,
+                Consumed {
+                    mask: Mask::All(!fresh),
+                    first,
+                },
+            );
         }
     }
 
-    fn report(&mut self, e: &ast::Eqn, atom: &ast::Atom, v: VarId, root: VarId, first: Option<First>) {
+    fn report(
+        &mut self,
+        e: &ast::Eqn,
+        atom: &ast::Atom,
+        v: VarId,
+        root: VarId,
+        first: Option<First>,
+    ) {
         let raw = !is_typed_key(self.ty(root));
         let name = &self.p.a.var(v).name;
         let root_name = &self.p.a.var(root).name;
         let what = if raw { "raw key data" } else { "key" };
-        let via = if root == v { String::new() } else { format!(" (it is `{root_name}`)") };
+        let via = if root == v {
+            String::new()
+        } else {
+            format!(" (it is `{root_name}`)")
+        };
         let mut d = Diagnostic::warning(
             DiagKind::KeyReuse,
             atom.range(),

@@ -30,7 +30,11 @@ use smol_str::SmolStr;
 pub use keys::KeySignature;
 
 /// The diagnostic kinds of the sharp-bits rules.
-pub const KINDS: [DiagKind; 3] = [DiagKind::KeyReuse, DiagKind::OutOfBoundsIndex, DiagKind::DtypeSurprise];
+pub const KINDS: [DiagKind; 3] = [
+    DiagKind::KeyReuse,
+    DiagKind::OutOfBoundsIndex,
+    DiagKind::DtypeSurprise,
+];
 
 /// Whether a text has anything the sharp-bits rules look at (a key type,
 /// an indexing primitive, or a 64-bit dtype parameter beside a weakly typed
@@ -44,8 +48,12 @@ pub fn may_find(text: &str) -> bool {
     let wide_dtype = || {
         memchr::memmem::find_iter(text.as_bytes(), b"type=").any(|at| {
             let value = &text.as_bytes()[at + 5..(at + 40).min(text.len())];
-            let value = &value[..value.iter().position(|&b| b == b' ' || b == b'\n').unwrap_or(value.len())];
-            memchr::memmem::find(value, b"64").is_some() || memchr::memmem::find(value, b"128").is_some()
+            let value = &value[..value
+                .iter()
+                .position(|&b| b == b' ' || b == b'\n')
+                .unwrap_or(value.len())];
+            memchr::memmem::find(value, b"64").is_some()
+                || memchr::memmem::find(value, b"128").is_some()
         })
     };
     // An infinite scalar in a narrow float dtype (an overflowed Python scalar).
@@ -56,9 +64,15 @@ pub fn may_find(text: &str) -> bool {
 /// What a sharp-bits finding means at run time, for the hover on it.
 pub fn explain(kind: DiagKind) -> &'static str {
     match kind {
-        DiagKind::KeyReuse => "A JAX PRNG key is a value, not a generator: every random function given the same key returns the same bits. JAX's key-reuse checker (`jax_debug_key_reuse`) consumes a key at each `random_bits`, `random_split`, sampler or unknown use, and a second use of a consumed key is this. Each use needs its own key from `jax.random.split`.",
-        DiagKind::OutOfBoundsIndex => "JAX cannot raise an error from compiled code: an out-of-bounds index is clamped (`dynamic_slice`, `dynamic_update_slice`, `gather` in clip or promise_in_bounds mode), filled (`gather` in fill_or_drop mode: NaN for floats) or dropped (`scatter`), silently.",
-        DiagKind::DtypeSurprise => "With x64 off (JAX's default, `jax_enable_x64=False`) JAX canonicalizes 64-bit dtypes to 32 bits: a float64 request computes in float32, with no error. And a Python scalar takes the dtype of the array it meets (weak typing): in float16 one beyond ±65504 becomes infinite.",
+        DiagKind::KeyReuse => {
+            "A JAX PRNG key is a value, not a generator: every random function given the same key returns the same bits. JAX's key-reuse checker (`jax_debug_key_reuse`) consumes a key at each `random_bits`, `random_split`, sampler or unknown use, and a second use of a consumed key is this. Each use needs its own key from `jax.random.split`."
+        }
+        DiagKind::OutOfBoundsIndex => {
+            "JAX cannot raise an error from compiled code: an out-of-bounds index is clamped (`dynamic_slice`, `dynamic_update_slice`, `gather` in clip or promise_in_bounds mode), filled (`gather` in fill_or_drop mode: NaN for floats) or dropped (`scatter`), silently."
+        }
+        DiagKind::DtypeSurprise => {
+            "With x64 off (JAX's default, `jax_enable_x64=False`) JAX canonicalizes 64-bit dtypes to 32 bits: a float64 request computes in float32, with no error. And a Python scalar takes the dtype of the array it meets (weak typing): in float16 one beyond ±65504 becomes infinite."
+        }
         _ => "",
     }
 }
@@ -135,8 +149,21 @@ impl SharpBits {
 
     /// The `let` jaxprs are checked and the main jaxpr's binders bound;
     /// `refs`: every occurrence recorded so far.
-    pub fn begin(&mut self, a: &Analysis, lets: &[ast::LetJaxpr], main: &ast::Jaxpr, refs: &[VarRef]) {
-        self.begin_with(&Program { a, ids: &Ids::of(refs) }, lets, main);
+    pub fn begin(
+        &mut self,
+        a: &Analysis,
+        lets: &[ast::LetJaxpr],
+        main: &ast::Jaxpr,
+        refs: &[VarRef],
+    ) {
+        self.begin_with(
+            &Program {
+                a,
+                ids: &Ids::of(refs),
+            },
+            lets,
+            main,
+        );
     }
 
     fn begin_with(&mut self, p: &Program, lets: &[ast::LetJaxpr], main: &ast::Jaxpr) {
@@ -151,7 +178,13 @@ impl SharpBits {
     /// occurrences in it.
     pub fn eqn(&mut self, a: &Analysis, e: &ast::Eqn, refs: &[VarRef]) {
         if worth_a_look(e) {
-            self.eqn_with(&Program { a, ids: &Ids::of(refs) }, e);
+            self.eqn_with(
+                &Program {
+                    a,
+                    ids: &Ids::of(refs),
+                },
+                e,
+            );
         }
     }
 
@@ -162,7 +195,11 @@ impl SharpBits {
     }
 
     /// The rules over a whole file's analysis (kept whole), with `config`.
-    pub fn check_analysis(a: &Analysis, file: &ast::SourceFile, config: SharpConfig) -> Vec<Diagnostic> {
+    pub fn check_analysis(
+        a: &Analysis,
+        file: &ast::SourceFile,
+        config: SharpConfig,
+    ) -> Vec<Diagnostic> {
         let mut rules = SharpBits::new(config);
         let ids = Ids::of(&a.refs);
         let p = Program { a, ids: &ids };
@@ -188,10 +225,15 @@ fn worth_a_look(e: &ast::Eqn) -> bool {
     let interesting = |b: &ast::Binder| {
         b.ty.as_ref().is_none_or(|t| {
             let d = &t.dtype.text;
-            d.starts_with("key<") || d.starts_with('i') || d.starts_with('u') || dtypes::is_narrow_float(d)
+            d.starts_with("key<")
+                || d.starts_with('i')
+                || d.starts_with('u')
+                || dtypes::is_narrow_float(d)
         })
     };
-    !e.params.is_empty() || e.outs.iter().any(interesting) || e.primitive.text == "dynamic_update_slice"
+    !e.params.is_empty()
+        || e.outs.iter().any(interesting)
+        || e.primitive.text == "dynamic_update_slice"
 }
 
 /// The jaxprs a parameter value holds: inline, or `let` names.

@@ -142,7 +142,9 @@ fn viewer_data(graph: &Graph, base: &layout::Layout, options: &HtmlOptions) -> S
         },
         kind: graph.nodes.iter().map(|n| n.kind as u8).collect(),
         label: graph.nodes.iter().map(|n| n.label.as_str()).collect(),
-        lines: (0..n).map(|i| layout::node_lines(graph, NodeId(i as u32))).collect(),
+        lines: (0..n)
+            .map(|i| layout::node_lines(graph, NodeId(i as u32)))
+            .collect(),
         text: graph.nodes.iter().map(|n| n.text.as_str()).collect(),
         block: graph.nodes.iter().map(|n| n.block.0).collect(),
         children,
@@ -157,11 +159,19 @@ fn viewer_data(graph: &Graph, base: &layout::Layout, options: &HtmlOptions) -> S
         types,
         blocks: ViewerBlocks {
             title: graph.blocks.iter().map(|b| b.title.as_str()).collect(),
-            owner: graph.blocks.iter().map(|b| b.owner.map_or(-1, |o| o.0 as i64)).collect(),
+            owner: graph
+                .blocks
+                .iter()
+                .map(|b| b.owner.map_or(-1, |o| o.0 as i64))
+                .collect(),
             rows: base
                 .rows
                 .iter()
-                .map(|rows| rows.iter().map(|r| r.iter().map(|n| n.0).collect()).collect())
+                .map(|rows| {
+                    rows.iter()
+                        .map(|r| r.iter().map(|n| n.0).collect())
+                        .collect()
+                })
                 .collect(),
             width: round(&base.block_width),
             height: round(&base.block_height),

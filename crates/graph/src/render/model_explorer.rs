@@ -76,14 +76,26 @@ pub fn model_explorer_json(graph: &Graph, label: &str) -> String {
                 .map(|&id| {
                     let node = graph.node(id);
                     let mut attrs = vec![
-                        KeyValue { key: "kind", value: node.kind.css_class() },
-                        KeyValue { key: "text", value: &node.text },
+                        KeyValue {
+                            key: "kind",
+                            value: node.kind.css_class(),
+                        },
+                        KeyValue {
+                            key: "text",
+                            value: &node.text,
+                        },
                     ];
                     if !node.sublabel.is_empty() {
-                        attrs.push(KeyValue { key: "name", value: &node.sublabel });
+                        attrs.push(KeyValue {
+                            key: "name",
+                            value: &node.sublabel,
+                        });
                     }
                     for a in &node.annotations {
-                        attrs.push(KeyValue { key: &a.key, value: &a.value });
+                        attrs.push(KeyValue {
+                            key: &a.key,
+                            value: &a.value,
+                        });
                     }
                     GraphNode {
                         id: format!("n{}", id.0),
@@ -104,8 +116,14 @@ pub fn model_explorer_json(graph: &Graph, label: &str) -> String {
                             .map(|(port, v)| MetadataItem {
                                 id: port.to_string(),
                                 attrs: vec![
-                                    KeyValue { key: "tensor_shape", value: &v.ty },
-                                    KeyValue { key: "__tensor_tag", value: &v.name },
+                                    KeyValue {
+                                        key: "tensor_shape",
+                                        value: &v.ty,
+                                    },
+                                    KeyValue {
+                                        key: "__tensor_tag",
+                                        value: &v.name,
+                                    },
                                 ],
                             })
                             .collect(),
@@ -137,7 +155,11 @@ fn graph_ids(graph: &Graph) -> Vec<String> {
         };
         // Two `let`s of one name (an error the checker reports) still get
         // two graphs.
-        let id = if taken.contains(&id) { format!("{id}#{b}") } else { id };
+        let id = if taken.contains(&id) {
+            format!("{id}#{b}")
+        } else {
+            id
+        };
         taken.insert(id.clone());
         ids.push(id);
     }

@@ -60,7 +60,10 @@ fn draw(graph: &Graph, placement: &Placement) -> String {
             continue;
         };
         let (x1, y1) = (from.x + from.width / 2.0, from.y + from.height);
-        let (x2, y2) = (to.x + port_x(&to, edge.to_port, operands[edge.to.0 as usize]), to.y);
+        let (x2, y2) = (
+            to.x + port_x(&to, edge.to_port, operands[edge.to.0 as usize]),
+            to.y,
+        );
         let bend = ((y2 - y1) / 2.0).max(20.0);
         let _ = write!(
             out,

@@ -54,15 +54,18 @@ pub fn code(dtype: &str) -> (i32, usize) {
 
 pub fn dtype_of_code(c: i32) -> Option<&'static str> {
     const NAMES: [&str; 13] = [
-        "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
-        "bfloat16", "float32", "float64",
+        "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+        "float16", "bfloat16", "float32", "float64",
     ];
     NAMES.get(usize::try_from(c).ok()?).copied()
 }
 
 /// `i`, `u`, `f` or `b`: values of one kind compare across widths.
 pub fn kind(dtype: &str) -> char {
-    dtype.chars().next().map_or('?', |c| if c == 'b' && dtype != "bool" { 'f' } else { c })
+    dtype
+        .chars()
+        .next()
+        .map_or('?', |c| if c == 'b' && dtype != "bool" { 'f' } else { c })
 }
 
 /// IEEE binary16 bits of `x`, rounded to nearest even.
@@ -322,7 +325,11 @@ pub fn close(got: f64, want: f64, dtype: &str) -> bool {
 /// large one is as exact as XLA's own formulas make it); NaN and infinite
 /// parts part by part.
 pub fn close_complex(got: (f64, f64), want: (f64, f64), dtype: &str) -> bool {
-    let part = if dtype == "complex64" { "float32" } else { "float64" };
+    let part = if dtype == "complex64" {
+        "float32"
+    } else {
+        "float64"
+    };
     if !(want.0.is_finite() && want.1.is_finite()) {
         return close(got.0, want.0, part) && close(got.1, want.1, part);
     }
@@ -336,14 +343,24 @@ pub fn run_examples(lib: &Lib, case: &Path) -> Vec<String> {
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(case.with_extension("json")).unwrap())
             .unwrap();
-    run_values(lib, v["examples"].as_array().unwrap(), &case.display().to_string(), false)
+    run_values(
+        lib,
+        v["examples"].as_array().unwrap(),
+        &case.display().to_string(),
+        false,
+    )
 }
 
 /// Runs the library on `examples` (`inputs`, `outputs`) of the program
 /// `what`; returns the mismatches. With `single`, double-width results
 /// compare at single precision's tolerance (values computed in single
 /// precision, for a program widened from it).
-pub fn run_values(lib: &Lib, examples: &[serde_json::Value], what: &str, single: bool) -> Vec<String> {
+pub fn run_values(
+    lib: &Lib,
+    examples: &[serde_json::Value],
+    what: &str,
+    single: bool,
+) -> Vec<String> {
     let n_in: CountFn = lib.sym("_num_inputs");
     let n_out: CountFn = lib.sym("_num_outputs");
     let (n_in, n_out) = unsafe { (n_in(), n_out()) };
@@ -386,7 +403,9 @@ pub fn run_values(lib: &Lib, examples: &[serde_json::Value], what: &str, single:
                 if matches!(dtype, "complex64" | "complex128") {
                     let (got, want) = (complex_element(o, i), complex(x));
                     if !close_complex(got, want, dtype) {
-                        bad.push(format!("example {k} output {j}[{i}]: {got:?}, expected {want:?}"));
+                        bad.push(format!(
+                            "example {k} output {j}[{i}]: {got:?}, expected {want:?}"
+                        ));
                         break;
                     }
                     continue;
@@ -416,13 +435,24 @@ pub fn code_size(dtype: i32) -> usize {
 pub fn catalyst_examples(meta: &serde_json::Value) -> Vec<serde_json::Value> {
     let consts = meta["consts"].as_array().cloned().unwrap_or_default();
     let all = meta["examples"].as_array().unwrap();
-    let shapes = |ex: &serde_json::Value| -> Vec<serde_json::Value> { ex["inputs"].as_array().unwrap().iter().map(|i| i["shape"].clone()).collect() };
+    let shapes = |ex: &serde_json::Value| -> Vec<serde_json::Value> {
+        ex["inputs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["shape"].clone())
+            .collect()
+    };
     let last = shapes(all.last().unwrap());
     all.iter()
         .filter(|ex| shapes(ex) == last)
         .map(|ex| {
             let mut ex = ex.clone();
-            let inputs: Vec<serde_json::Value> = consts.iter().chain(ex["inputs"].as_array().unwrap()).cloned().collect();
+            let inputs: Vec<serde_json::Value> = consts
+                .iter()
+                .chain(ex["inputs"].as_array().unwrap())
+                .cloned()
+                .collect();
             ex["inputs"] = serde_json::Value::Array(inputs);
             ex
         })

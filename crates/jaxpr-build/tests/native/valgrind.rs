@@ -98,7 +98,11 @@ pub fn compile_c(name: &str, extra: &[&str]) -> PathBuf {
         .arg("-ldl")
         .output()
         .unwrap();
-    assert!(out.status.success(), "{name}.c: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{name}.c: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     exe
 }
 
@@ -116,7 +120,13 @@ pub const VALGRIND: [&str; 5] = [
 pub const VALGRIND_CPU: &str = "x86-64-v3";
 
 /// Runs the driver on `calls` under valgrind; the failures, if any.
-pub fn under_valgrind(driver: &Path, lib: &Path, name: &str, calls: &[Call], label: &str) -> Option<String> {
+pub fn under_valgrind(
+    driver: &Path,
+    lib: &Path,
+    name: &str,
+    calls: &[Call],
+    label: &str,
+) -> Option<String> {
     let file = out_dir().join(format!("{}.calls", label.replace('/', "_")));
     write_calls(&file, calls);
     let out = Command::new("valgrind")
@@ -147,7 +157,10 @@ pub fn under_valgrind(driver: &Path, lib: &Path, name: &str, calls: &[Call], lab
 }
 
 pub fn valgrind_present() {
-    let ok = Command::new("valgrind").arg("--version").output().is_ok_and(|o| o.status.success());
+    let ok = Command::new("valgrind")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
     assert!(
         ok,
         "valgrind is required by this test (Debian: apt-get install valgrind; .ci/run installs it)"

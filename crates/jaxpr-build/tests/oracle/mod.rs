@@ -10,7 +10,8 @@ pub fn dir() -> PathBuf {
 
 /// The oracle's Python (made once, reused across runs: setup.sh is idempotent).
 pub fn python() -> PathBuf {
-    let venv = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("target/oracle-venv");
+    let venv =
+        PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("target/oracle-venv");
     let out = Command::new("bash")
         .arg(dir().join("setup.sh"))
         .arg(&venv)
