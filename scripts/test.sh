@@ -55,6 +55,11 @@ if [ -z "${JAXPR_CORPUS:-}" ] && [ ! -d ../shared/corpus ]; then
   exit 1
 fi
 
+# The tidy gate: rustfmt's style and clippy's lints, with the allowed lints
+# chosen once in Cargo.toml's [workspace.lints] (each with its reason).
+cargo fmt --all --check
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+
 # Every test of the workspace (output kept to print one closing total).
 log=$(mktemp)
 set +e

@@ -194,3 +194,32 @@ fn the_graph_reads_only_the_syntax_tree() {
     }
     assert!(graph["jaxpr"].contains("jaxpr-graph") && graph["jaxpr-lsp"].contains("jaxpr-graph"));
 }
+
+/// Hand-written pages stay short enough to read whole: none over 25 KB
+/// outside `docs/log/` (dated logs) and the pages generated from the
+/// registry and the rule table, which list every row.
+#[test]
+fn hand_written_pages_stay_under_25_kb() {
+    const GENERATED: &[&str] = &["primitives.md", "rules.md", "build-refusals.md"];
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut pages = vec![root.join("README.md")];
+    for entry in std::fs::read_dir(root.join("docs")).unwrap().flatten() {
+        let path = entry.path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if path.extension().is_some_and(|e| e == "md") && !GENERATED.contains(&name.as_str()) {
+            pages.push(path);
+        }
+    }
+    assert!(pages.len() > 5, "the docs folder was read: {pages:?}");
+    let long: Vec<String> = pages
+        .iter()
+        .filter_map(|p| {
+            let size = std::fs::metadata(p).unwrap().len();
+            (size > 25_000).then(|| format!("{} ({size} bytes)", p.display()))
+        })
+        .collect();
+    assert!(
+        long.is_empty(),
+        "pages over 25 KB: split them or link instead of copying: {long:?}"
+    );
+}

@@ -51,13 +51,13 @@ impl Checker {
     /// Follows call-site origins of non-carried binders to the outermost
     /// value. Returns the value and the first loop-carried variable met.
     fn canonical(&self, d: &Dim) -> (Dim, Option<VarId>) {
-        let mut cur = d.clone();
+        let mut cur = *d;
         for _ in 0..10_000 {
             let Dim::Var(v) = cur else { break };
             match self.a.origins.get(&v) {
                 Some(o) if o.carried => return (cur, Some(v)),
                 Some(o) => match &o.value {
-                    Some(val) if *val != Dim::Unknown => cur = val.clone(),
+                    Some(val) if *val != Dim::Unknown => cur = *val,
                     _ => break,
                 },
                 None => break,
@@ -108,12 +108,12 @@ impl Checker {
         let name = |d: &Dim| self.a.dim(d);
         // Name the immediate call-site value when both receive the same one.
         let immediate = |d: &Dim| match d {
-            Dim::Var(v) => self.a.origins.get(v).and_then(|o| o.value.clone()),
+            Dim::Var(v) => self.a.origins.get(v).and_then(|o| o.value),
             _ => None,
         };
         let shown = match (immediate(a), immediate(b)) {
             (Some(x), Some(y)) if x == y => x,
-            _ => value.clone(),
+            _ => *value,
         };
         let mut d = Diagnostic::warning(
             DiagKind::AliasedDimension,

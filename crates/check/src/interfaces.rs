@@ -54,7 +54,7 @@ impl Interface {
             shape: (t.shape.iter())
                 .map(|d| match d {
                     Dim::Var(v) => InterfaceDim::Var(var(*v)),
-                    d => InterfaceDim::Dim(d.clone()),
+                    d => InterfaceDim::Dim(*d),
                 })
                 .collect(),
         };
@@ -132,7 +132,7 @@ impl Prelude {
                 let mut shape = Shape::new();
                 for d in &t.shape {
                     shape.push(match d {
-                        InterfaceDim::Dim(d) => d.clone(),
+                        InterfaceDim::Dim(d) => *d,
                         InterfaceDim::Var(v) => Dim::Var(var(v)?),
                     });
                 }

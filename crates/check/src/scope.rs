@@ -25,10 +25,8 @@ pub(crate) struct Scope {
 pub(crate) fn symbols_of_inputs(main: &Jaxpr) -> FxHashSet<SmolStr> {
     fn names(e: &Expr, bound: &FxHashSet<&str>, out: &mut FxHashSet<SmolStr>) {
         match &e.kind {
-            ExprKind::Path(n) if !n.contains('.') && &**n != "None" => {
-                if !bound.contains(&**n) {
-                    out.insert(SmolStr::new(n));
-                }
+            ExprKind::Path(n) if !n.contains('.') && &**n != "None" && !bound.contains(&**n) => {
+                out.insert(SmolStr::new(n));
             }
             ExprKind::Neg(x) => names(x, bound, out),
             ExprKind::Binary(_, l, r) => {

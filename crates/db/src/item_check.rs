@@ -1127,7 +1127,7 @@ pub fn chunk_check<'db>(db: &'db dyn Db, chunk: Item<'db>) -> Arc<ChunkCheck> {
                 refs.clone(),
             ));
         }
-        results.push((!read_scope).then(|| EqnResult {
+        results.push((!read_scope).then_some(EqnResult {
             diagnostics: r.diagnostics,
             refs,
             unknown_uses: r.unknown_uses,

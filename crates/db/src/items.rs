@@ -741,7 +741,7 @@ fn cuts_before(line: &[u8]) -> bool {
     for &c in name {
         h = (h ^ c as u64).wrapping_mul(0x0100_0000_01b3);
     }
-    (h ^ (h >> 32)) % CHUNK == 0
+    (h ^ (h >> 32)).is_multiple_of(CHUNK)
 }
 
 #[cfg(test)]

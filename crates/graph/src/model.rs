@@ -418,10 +418,8 @@ impl Builder<'_> {
                         }
                     }
                 }
-                ExprKind::Path(path) => {
-                    if calls.is_none() {
-                        calls = self.let_named(path);
-                    }
+                ExprKind::Path(path) if calls.is_none() => {
+                    calls = self.let_named(path);
                 }
                 _ => {}
             }

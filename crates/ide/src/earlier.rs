@@ -39,7 +39,7 @@ impl<'a> EarlierView<'a> {
     }
 
     /// The earlier offset of current offset `now`, outside the changes.
-    fn to_earlier(&self, now: u32) -> Option<u32> {
+    fn to_earlier(self, now: u32) -> Option<u32> {
         let mut moved = 0;
         for &(old, grew) in self.changes {
             if (now as i64) < old.start as i64 + moved {
@@ -54,7 +54,7 @@ impl<'a> EarlierView<'a> {
     }
 
     /// Where earlier range `r` is now, if it lies outside the changes.
-    fn to_now(&self, r: TextRange) -> Option<TextRange> {
+    fn to_now(self, r: TextRange) -> Option<TextRange> {
         let mut moved = 0;
         for &(old, grew) in self.changes {
             if r.end < old.start {

@@ -119,6 +119,10 @@ fn xla(python: &Path, dir: &Path, runs: usize, sizes: &[u32]) -> Vec<Xla> {
 /// its threads and children).
 fn build_once(file: &Path, out: &Path) -> Build {
     let clock = Instant::now();
+    #[allow(
+        clippy::zombie_processes,
+        reason = "reaped by wait4 below, which also gives its rusage"
+    )]
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_jaxpr-build"))
         .arg("build")
         .arg(file)

@@ -19,7 +19,6 @@
 #[path = "native/abi.rs"]
 mod abi;
 #[path = "../../../tests/common/mod.rs"]
-#[allow(dead_code)]
 mod common;
 mod oracle;
 

@@ -32,6 +32,10 @@ fn build_measured(name: &str, text: &str) -> (PathBuf, Option<i32>, String, f64)
     std::fs::write(&src, text).unwrap();
     let lib = dir.join(format!("lib{name}.so"));
     let stderr = dir.join(format!("{name}.stderr"));
+    #[allow(
+        clippy::zombie_processes,
+        reason = "reaped by wait4 below, which also gives its rusage"
+    )]
     let child = Command::new(env!("CARGO_BIN_EXE_jaxpr-build"))
         .arg("build")
         .arg(&src)

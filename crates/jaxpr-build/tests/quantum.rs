@@ -17,7 +17,6 @@
 //! the build, and StableHLO's refusal.
 
 #[path = "native/abi.rs"]
-#[allow(dead_code)]
 mod abi;
 
 use abi::{JxArray, Lib, arrays, catalyst_examples, element, run_values};
@@ -485,15 +484,11 @@ fn bad_inputs_are_refused_with_messages() {
     let c = case("ghz_dynamic_wires");
     let path = build(&c.text, "q_bad", None, &dir).unwrap();
     let lib = Lib::open(&path, "q_bad");
-    let e = lib
-        .call(&arrays(&mut vec![scalar_f64(3.0)]), 1)
-        .unwrap_err();
+    let e = lib.call(&arrays(&mut [scalar_f64(3.0)]), 1).unwrap_err();
     assert!(e.contains("dtype"), "{e}");
-    let e = lib.call(&arrays(&mut vec![scalar_i64(-2)]), 1).unwrap_err();
+    let e = lib.call(&arrays(&mut [scalar_i64(-2)]), 1).unwrap_err();
     assert!(e.contains("-2") || e.contains("negative"), "{e}");
-    let e = lib
-        .call(&arrays(&mut vec![scalar_i64(5000)]), 1)
-        .unwrap_err();
+    let e = lib.call(&arrays(&mut [scalar_i64(5000)]), 1).unwrap_err();
     assert!(!e.is_empty(), "{e}");
     let v = call_one(&lib, vec![scalar_i64(3)], 1).unwrap();
     assert_eq!(v.len(), 8);
@@ -505,7 +500,7 @@ fn bad_inputs_are_refused_with_messages() {
     let text = case("expval_dynamic_wires").text;
     let path = build(&text, "q_wires", None, &dir).unwrap();
     let lib = Lib::open(&path, "q_wires");
-    let e = lib.call(&arrays(&mut vec![scalar_i64(0)]), 1).unwrap_err();
+    let e = lib.call(&arrays(&mut [scalar_i64(0)]), 1).unwrap_err();
     assert!(
         e.contains("outside the register") || e.contains("qubit"),
         "{e}"

@@ -466,7 +466,7 @@ impl<'c> Codegen<'c, '_> {
             .collect::<LowerResult<Vec<Op>>>()?;
         let mut state: Vec<Op> = cx.args[h + 4..].to_vec();
         for t in 0..trips {
-            let i = self.from_i64(self.i64(lower + t * step), &idt)?;
+            let i = self.i64_as_elem(self.i64(lower + t * step), &idt)?;
             let mut inputs: Vec<Op> = consts.clone();
             inputs.push(Operand {
                 v: self.constant_array(&idt, i)?,

@@ -13,7 +13,7 @@ use jaxpr_syntax::TextRange;
 use jaxpr_types::{DType, FloatKind};
 
 impl<'c> Codegen<'c, '_> {
-    pub fn from_i64(&self, v: IntValue<'c>, dt: &DType) -> LowerResult<BasicValueEnum<'c>> {
+    pub fn i64_as_elem(&self, v: IntValue<'c>, dt: &DType) -> LowerResult<BasicValueEnum<'c>> {
         let t = self.elem(dt, TextRange::new(0, 0))?;
         Ok(match t {
             BasicTypeEnum::IntType(it) => self
@@ -27,7 +27,7 @@ impl<'c> Codegen<'c, '_> {
                 .expect("sitofp")
                 .into(),
             _ if dt.is_complex() => {
-                let re = self.from_i64(v, &dt.real_part())?;
+                let re = self.i64_as_elem(v, &dt.real_part())?;
                 return self.complex_convert(re, &dt.real_part(), dt);
             }
             _ => return err(TextRange::new(0, 0), "unexpected element type"),

@@ -209,7 +209,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
             return unsupported(at, "a derivative inside a differentiated circuit: Catalyst computes higher derivatives only with `method='fd'`".into());
         }
         if params.finite_difference.is_none() {
-            self.nested_gradient_check(callee, at)?;
+            self.nested_gradient_check(callee)?;
         }
         for &d in &params.argnums {
             let dt = dtype(&cx.args[d].ty)?;
@@ -349,7 +349,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
     /// Refuses, before anything is built, what Catalyst's `auto` method
     /// does not differentiate or what this build does not: a QNode's
     /// `diff_method` and measurements.
-    fn nested_gradient_check(&self, j: JaxprId, at: TextRange) -> LowerResult<()> {
+    fn nested_gradient_check(&self, j: JaxprId) -> LowerResult<()> {
         let (eqns, _) = self.syntax.body(self.a, j)?;
         for (e, id) in eqns {
             let name = e.primitive.text.as_str();
@@ -385,7 +385,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
             }
             for (_, nested) in self.a.eqn(id).callees.iter() {
                 if name != "quantum_kernel" {
-                    self.nested_gradient_check(*nested, at)?;
+                    self.nested_gradient_check(*nested)?;
                 }
             }
         }
@@ -499,20 +499,19 @@ impl<'c, 'f> Codegen<'c, 'f> {
             .collect();
         let outs_vars: Vec<Option<VarId>> = self.a.eqn(id).outs.clone();
         // The circuit's measured values have tangents only at its end.
-        if let Some(tape) = self.tape.borrow().as_ref() {
-            if let Some(v) = vars
+        if let Some(tape) = self.tape.borrow().as_ref()
+            && let Some(v) = vars
                 .iter()
                 .flatten()
                 .find(|v| tape.expvals.contains(v) && !tape.ended)
-            {
-                return unsupported(
-                    at,
-                    format!(
-                        "`{name}` uses the expectation value `{}` inside the differentiated circuit: the adjoint method gives its derivative at the circuit's end",
-                        self.a.var(*v).name
-                    ),
-                );
-            }
+        {
+            return unsupported(
+                at,
+                format!(
+                    "`{name}` uses the expectation value `{}` inside the differentiated circuit: the adjoint method gives its derivative at the circuit's end",
+                    self.a.var(*v).name
+                ),
+            );
         }
         let method = self.tape.borrow().as_ref().map(|t| t.method);
         let in_tape = method.is_some();
@@ -1253,16 +1252,13 @@ impl<'c, 'f> Codegen<'c, 'f> {
             .is_some_and(|c| c > 0)
         {
             Some("Catalyst's parameter-shift does not differentiate a controlled gate (its shift rule has four terms)".to_string())
-        } else if let Some(op) = e
+        } else {
+            e
             .param("op")
             .map(|p| jaxpr_lower::expr_text(&p.value))
-            .filter(|op| NOT_TWO_TERM_SHIFT.contains(&op.trim_matches(['\'', '"'])))
-        {
-            Some(format!(
+            .filter(|op| NOT_TWO_TERM_SHIFT.contains(&op.trim_matches(['\'', '"']))).map(|op| format!(
                 "Catalyst's parameter-shift does not differentiate `{op}` (its shift rule is not the two-term one at +-pi/2 Catalyst applies)"
             ))
-        } else {
-            None
         };
         match why {
             Some(why) => unsupported(

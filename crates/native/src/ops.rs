@@ -234,7 +234,7 @@ impl<'c> Codegen<'c, '_> {
                 }
                 let r = self.alloc(&dt, &out)?;
                 self.nest(&out, &mut |idx| {
-                    let v = self.from_i64(idx[d], &dt)?;
+                    let v = self.i64_as_elem(idx[d], &dt)?;
                     self.store(&dt, r.p, self.offset(idx, &out), v)
                 })?;
                 Ok(r)
@@ -297,7 +297,7 @@ impl<'c> Codegen<'c, '_> {
                 let i = cx.cpu_platform_index()?;
                 let dt = dtype(&cx.outs[0])?;
                 let r = self.alloc(&dt, &[])?;
-                let v = self.from_i64(self.i64(i), &dt)?;
+                let v = self.i64_as_elem(self.i64(i), &dt)?;
                 self.store(&dt, r.p, self.i64(0), v)?;
                 Ok(r)
             }
@@ -318,7 +318,7 @@ impl<'c> Codegen<'c, '_> {
                 );
                 let dt = dtype(&cx.outs[0])?;
                 let r = self.alloc(&dt, &[])?;
-                let v = self.from_i64(v, &dt)?;
+                let v = self.i64_as_elem(v, &dt)?;
                 self.store(&dt, r.p, self.i64(0), v)?;
                 Ok(r)
             }

@@ -406,7 +406,7 @@ impl<'c> Codegen<'c, '_> {
                 self.i64(0),
                 ci,
             );
-            let v = self.from_i64(ci, &idt)?;
+            let v = self.i64_as_elem(ci, &idt)?;
             self.store(&idt, res.p, self.offset(oi, &out), v)
         })?;
         Ok(res)

@@ -224,7 +224,7 @@ impl<'c> Codegen<'c, '_> {
         let vals = self.copy_owned(x)?;
         let idx = self.alloc(&idt, &x.v.dims)?;
         self.nest(&x.v.dims, &mut |i| {
-            let v = self.from_i64(i[axis], &idt)?;
+            let v = self.i64_as_elem(i[axis], &idt)?;
             self.store(&idt, idx.p, self.offset(i, &x.v.dims), v)
         })?;
         let cols = vec![(dt.clone(), vals), (idt.clone(), idx)];

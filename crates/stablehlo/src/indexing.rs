@@ -83,7 +83,7 @@ impl<'c, 'f> Lower<'c, 'f> {
                                 "`slice_sizes` does not match `offset_dims`",
                             );
                         };
-                        dims.push(cx.outs[0].shape[od as usize].clone());
+                        dims.push(cx.outs[0].shape[od as usize]);
                         k += 1;
                     }
                 }
@@ -113,12 +113,8 @@ impl<'c, 'f> Lower<'c, 'f> {
         // within `0..=operand_dim - slice_size`), for static and symbolic
         // sizes alike.
         let at = cx.at();
-        let pick = |dims: &[Dim]| -> Vec<Dim> {
-            start_map
-                .iter()
-                .map(|&d| dims[d as usize].clone())
-                .collect()
-        };
+        let pick =
+            |dims: &[Dim]| -> Vec<Dim> { start_map.iter().map(|&d| dims[d as usize]).collect() };
         let operand_dims = self.shape_value(b, env, &pick(&operand.ty.shape), at)?;
         let slice_dims = self.shape_value(b, env, &pick(&size_dims), at)?;
         let upper = self.binary(b, "stablehlo.subtract", operand_dims, slice_dims)?;
@@ -278,7 +274,7 @@ impl<'c, 'f> Lower<'c, 'f> {
                         "scatter dimension numbers do not match the operands",
                     );
                 };
-                sizes.push(size.clone());
+                sizes.push(*size);
             }
         }
         let smap = field("scatter_dims_to_operand_dims");
@@ -288,11 +284,7 @@ impl<'c, 'f> Lower<'c, 'f> {
                 "scatter dimension numbers do not match the operands",
             );
         }
-        let pick = |dims: &[Dim]| {
-            smap.iter()
-                .map(|&d| dims[d as usize].clone())
-                .collect::<Vec<_>>()
-        };
+        let pick = |dims: &[Dim]| smap.iter().map(|&d| dims[d as usize]).collect::<Vec<_>>();
         let upper = self.binary(
             b,
             "stablehlo.subtract",

@@ -616,7 +616,7 @@ impl<'c, 'f> Lower<'c, 'f> {
         let batch = batch_of(t);
         let out = AType::new(
             t.dtype.clone().unwrap_or(DType::Float(FloatKind::F32)),
-            shape_with(&batch, &[rows.clone(), cols.clone()]),
+            shape_with(&batch, &[*rows, *cols]),
         );
         let ty = self.ty(&out, at)?;
         let r = t.rank();
@@ -761,7 +761,7 @@ impl<'c, 'f> Lower<'c, 'f> {
                         "`qr` with `full_matrices` of a tall matrix of symbolic sizes has no lowering",
                     );
                 };
-                let t = AType::new(dt.clone(), shape_with(&batch, &[m.clone(), m.clone()]));
+                let t = AType::new(dt.clone(), shape_with(&batch, &[*m, *m]));
                 let zero = self.constant(b, &dt, "0", at)?;
                 let mut high = vec![0; r];
                 high[r - 1] = pad;
@@ -789,7 +789,7 @@ impl<'c, 'f> Lower<'c, 'f> {
             &dt,
             orgqr,
             &[(reflectors, &refl_t), (taus, &taus_t)],
-            &[refl_t.clone()],
+            std::slice::from_ref(&refl_t),
         )?[0];
         let (rv, rv_t) = if ord == std::cmp::Ordering::Greater && !full {
             self.leading_block(b, env, rv, &a.ty, n, n, at)?
@@ -922,11 +922,8 @@ impl<'c, 'f> Lower<'c, 'f> {
             let u_cols = if full { m } else { k };
             let vt_rows = if full { n } else { k };
             (
-                AType::new(dt.clone(), shape_with(&batch, &[m.clone(), u_cols.clone()])),
-                AType::new(
-                    dt.clone(),
-                    shape_with(&batch, &[vt_rows.clone(), n.clone()]),
-                ),
+                AType::new(dt.clone(), shape_with(&batch, &[*m, *u_cols])),
+                AType::new(dt.clone(), shape_with(&batch, &[*vt_rows, *n])),
             )
         };
         let info = AType::new(DType::Int(32), batch.clone());

@@ -200,8 +200,8 @@ impl<'c, 'f> Lower<'c, 'f> {
         let mut wide = Shape::new();
         let mut dims = Vec::new();
         for (i, (r, d)) in reps.iter().zip(&shape).enumerate() {
-            wide.push(r.clone());
-            wide.push(d.clone());
+            wide.push(*r);
+            wide.push(*d);
             if i >= lead {
                 dims.push(2 * i as i64 + 1);
             }

@@ -403,9 +403,8 @@ impl<'c, 'f> Lower<'c, 'f> {
                         {
                             return err(cx.at(), "`dimensions` does not match the operand");
                         }
-                        let moved = ty.with_shape(
-                            perm.iter().map(|&p| ty.shape[p as usize].clone()).collect(),
-                        );
+                        let moved =
+                            ty.with_shape(perm.iter().map(|&p| ty.shape[p as usize]).collect());
                         let t = self.ty(&moved, cx.at())?;
                         self.op1(
                             b,

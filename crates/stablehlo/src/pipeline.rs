@@ -223,6 +223,7 @@ pub(crate) enum Unwritten {
 /// - so what the verifier looks up or adds there (names of symbols; when it
 ///   fails, its diagnostics print operations, making attributes) never
 ///   meets the printer; the printer's output is discarded when it fails.
+///
 /// MLIR's writers (bytecode, its printer) make attributes while they run:
 /// they run after the verifier.
 pub(crate) fn write_verified<W: Write>(

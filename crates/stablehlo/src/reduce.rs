@@ -229,8 +229,8 @@ impl<'c, 'f> Lower<'c, 'f> {
     ) -> LowerResult<ModuleValue<'c>> {
         let x = &cx.args[0];
         let dt = cx.arg_dtype(0)?;
-        let n = x.ty.shape[axis].clone();
-        let sq = AType::new(DType::Int(64), Shape::from_elem(n.clone(), 2));
+        let n = x.ty.shape[axis];
+        let sq = AType::new(DType::Int(64), Shape::from_elem(n, 2));
         let s = self.shape_value(b, env, &sq.shape, cx.at())?;
         let it = self.ty(&sq, cx.at())?;
         let rows = self.op1(

@@ -25,14 +25,14 @@ impl Rng {
     pub fn new(seed: u64) -> Rng {
         Rng(seed.max(1))
     }
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
     pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
+        (self.next_u64() % n.max(1) as u64) as usize
     }
 }
 
@@ -150,7 +150,9 @@ fn mutate_once(rng: &mut Rng, t: &mut Vec<u8>, seeds: &[Vec<u8>], near: Option<u
             t[i] ^= 1 << rng.below(8);
         }
         6 => {
-            let junk: Vec<u8> = (0..1 + rng.below(16)).map(|_| rng.next() as u8).collect();
+            let junk: Vec<u8> = (0..1 + rng.below(16))
+                .map(|_| rng.next_u64() as u8)
+                .collect();
             t.splice(at..at, junk);
         }
         7 => {

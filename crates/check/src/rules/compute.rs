@@ -241,7 +241,7 @@ fn drop_axes(shape: &[Dim], axes: &[usize]) -> Shape {
         .iter()
         .enumerate()
         .filter(|(k, _)| !axes.contains(k))
-        .map(|(_, d)| d.clone())
+        .map(|(_, d)| *d)
         .collect()
 }
 
@@ -368,7 +368,7 @@ fn padding_param(cx: &mut EqnCx, len: usize) -> Option<Vec<(Dim, Dim)>> {
 
 fn add(cx: &EqnCx, a: &Dim, b: i64) -> Dim {
     if b == 0 {
-        a.clone()
+        *a
     } else {
         cx.dim_add(a, &Dim::Const(b))
     }
@@ -376,7 +376,7 @@ fn add(cx: &EqnCx, a: &Dim, b: i64) -> Dim {
 
 fn mul(cx: &EqnCx, a: &Dim, k: i64) -> Dim {
     if k == 1 {
-        a.clone()
+        *a
     } else {
         cx.dim_mul(a, &Dim::Const(k))
     }
@@ -384,7 +384,7 @@ fn mul(cx: &EqnCx, a: &Dim, k: i64) -> Dim {
 
 fn floordiv(cx: &EqnCx, a: &Dim, k: i64) -> Dim {
     if k == 1 {
-        a.clone()
+        *a
     } else {
         cx.dim_floordiv(a, &Dim::Const(k))
     }
@@ -393,7 +393,7 @@ fn floordiv(cx: &EqnCx, a: &Dim, k: i64) -> Dim {
 /// A dimension dilated by `k`: `0` stays `0`, else `1 + k * (d - 1)`.
 fn dilate(cx: &EqnCx, d: &Dim, k: i64) -> Dim {
     if k == 1 || d.as_const() == Some(0) {
-        return d.clone();
+        return *d;
     }
     add(cx, &mul(cx, &add(cx, d, -1), k), 1)
 }
@@ -401,10 +401,10 @@ fn dilate(cx: &EqnCx, d: &Dim, k: i64) -> Dim {
 /// Output size of a window: `max(0, (padded - window) // stride + 1)`.
 fn window_out(cx: &EqnCx, padded: &Dim, window: &Dim, stride: i64) -> Dim {
     if window.as_const() == Some(1) && stride == 1 {
-        return padded.clone();
+        return *padded;
     }
     let diff = if window.as_const() == Some(0) {
-        padded.clone()
+        *padded
     } else {
         cx.dim_sub(padded, window)
     };
@@ -798,18 +798,18 @@ fn dot_general(cx: &mut EqnCx) -> Infer {
             }
         }
     }
-    let mut out: Shape = lb.iter().map(|&a| ls[a].clone()).collect();
+    let mut out: Shape = lb.iter().map(|&a| ls[a]).collect();
     out.extend(
         ls.iter()
             .enumerate()
             .filter(|(k, _)| !lc.contains(k) && !lb.contains(k))
-            .map(|(_, d)| d.clone()),
+            .map(|(_, d)| *d),
     );
     out.extend(
         rs.iter()
             .enumerate()
             .filter(|(k, _)| !rc.contains(k) && !rb.contains(k))
-            .map(|(_, d)| d.clone()),
+            .map(|(_, d)| *d),
     );
 
     // Result dtype: the higher-precision input, then `preferred_element_type`.
@@ -1037,7 +1037,7 @@ fn conv(cx: &mut EqnCx) -> Infer {
         return None;
     }
     // [batch, feature, spatial...] in the output's own order, then laid out by out_spec.
-    let mut trans = vec![floordiv(cx, batch, bgc), out_feat.clone()];
+    let mut trans = vec![floordiv(cx, batch, bgc), *out_feat];
     for k in 0..n {
         let ld = dilate(cx, &ls[lspec[2 + k]], lhs_dil[k]);
         let rd = dilate(cx, &rs[rspec[2 + k]], rhs_dil[k]);
@@ -1465,9 +1465,9 @@ fn broadcast_pair(cx: &mut EqnCx, i: usize, j: usize) -> Option<Shape> {
     let mut out = Shape::with_capacity(a.len());
     for (k, (x, y)) in a.iter().zip(&b).enumerate() {
         if x.as_const() == Some(1) {
-            out.push(y.clone());
+            out.push(*y);
         } else if y.as_const() == Some(1) || cx.same_dim(x, y) {
-            out.push(x.clone());
+            out.push(*x);
         } else {
             let msg = format!(
                 "`{}` operands {i} and {j} do not broadcast: dimension {k} is `{}` and `{}` (neither is 1)",

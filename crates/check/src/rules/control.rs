@@ -97,7 +97,7 @@ fn origins(actuals: &[Actual]) -> Vec<Origin> {
     actuals
         .iter()
         .map(|a| Origin {
-            value: (a.value != Dim::Unknown).then(|| a.value.clone()),
+            value: (a.value != Dim::Unknown).then_some(a.value),
             operand: a.range,
             carried: a.carried,
         })
@@ -177,10 +177,10 @@ fn bind(
         for (dim_i, (bd, ad)) in bty.shape.iter().zip(&act.ty.shape).enumerate() {
             let expected = match bd {
                 Dim::Var(v) => match subst.iter().find(|(w, _)| w == v) {
-                    Some((_, val)) => val.clone(),
+                    Some((_, val)) => *val,
                     None => continue,
                 },
-                d => d.clone(),
+                d => *d,
             };
             if let crate::DimEq::NotEqual(why) = cx.dims_eq(ad, &expected) {
                 let msg = format!(
@@ -206,7 +206,7 @@ fn bind(
             }
         }
         if bty.is_int_scalar() {
-            subst.push((*b, act.value.clone()));
+            subst.push((*b, act.value));
         }
     }
     Some(id)
@@ -214,11 +214,8 @@ fn bind(
 
 fn resolve(d: &Dim, subst: &[(jaxpr_types::VarId, Dim)]) -> Dim {
     match d {
-        Dim::Var(v) => subst
-            .iter()
-            .find(|(w, _)| w == v)
-            .map_or(d.clone(), |(_, x)| x.clone()),
-        _ => d.clone(),
+        Dim::Var(v) => subst.iter().find(|(w, _)| w == v).map_or(*d, |(_, x)| *x),
+        _ => *d,
     }
 }
 
@@ -255,7 +252,7 @@ fn read_out_type(
                 .map(|d| match d {
                     SigDim::Const(c) => Dim::Const(*c),
                     SigDim::Sym(p) => Dim::Sym(p),
-                    SigDim::InDBIdx(i) => acts.get(*i).map_or(Dim::Unknown, |a| a.value.clone()),
+                    SigDim::InDBIdx(i) => acts.get(*i).map_or(Dim::Unknown, |a| a.value),
                     SigDim::OutDBIdx(j) => results
                         .get(*j)
                         .copied()
@@ -739,9 +736,9 @@ fn scan(cx: &mut EqnCx) -> Infer {
             return None;
         }
         if let Some(len) = &length {
-            let lead = a.ty.shape[0].clone();
+            let lead = a.ty.shape[0];
             if !cx.require_dim(
-                &format!("the leading axis of scanned operand {i} must be `length`"),
+                format!("the leading axis of scanned operand {i} must be `length`"),
                 &lead,
                 len,
                 &[i],
@@ -781,7 +778,7 @@ fn scan(cx: &mut EqnCx) -> Infer {
     let mut tys = read_out_type(&out, &acts, &[]);
     let len_dim = length.unwrap_or(Dim::Unknown);
     for t in tys.iter_mut().skip(ncarry) {
-        t.shape.insert(0, len_dim.clone());
+        t.shape.insert(0, len_dim);
     }
     Some(tys)
 }

@@ -227,9 +227,9 @@ pub(super) fn broadcast_shape(cx: &mut EqnCx, idx: &[usize]) -> Option<Shape> {
         for (k, (x, y)) in shape.iter_mut().zip(expected.iter_mut()).enumerate() {
             let _ = k;
             if *y == Dim::Const(1) {
-                *y = x.clone();
+                *y = *x;
             } else if *x == Dim::Const(1) {
-                *x = y.clone();
+                *x = *y;
             }
         }
         if !cx.require_same_shape(what, &shape, &expected, Related::Operands(&[f, i])) {
@@ -249,7 +249,7 @@ fn apply(cx: &mut EqnCx, e: &Elementwise) -> Infer {
         let Some(d) = cx.args[i].ty.dtype.clone() else {
             continue;
         };
-        if !allowed(e.operands, &d) && !(e.mixed && i > 0 && d.is_int()) {
+        if !(allowed(e.operands, &d) || e.mixed && i > 0 && d.is_int()) {
             let msg = format!(
                 "`{}` needs {}, but operand {i} is {d}",
                 e.name,
@@ -270,9 +270,7 @@ fn apply(cx: &mut EqnCx, e: &Elementwise) -> Infer {
     }
     let idx: smallvec::SmallVec<[usize; 4]> = (0..e.arity).collect();
     let shape = broadcast_shape(cx, &idx)?;
-    let Some(dtype) = dtype.or_else(|| cx.declared.first().and_then(|t| t.dtype.clone())) else {
-        return None;
-    };
+    let dtype = dtype.or_else(|| cx.declared.first().and_then(|t| t.dtype.clone()))?;
     // `mul[out_dtype=...]` and the like: the result has the dtype asked for,
     // as JAX canonicalises it. The text does not say whether 64-bit types
     // were on (`out_dtype=<class 'numpy.float64'>` gives f32 when they are

@@ -92,7 +92,7 @@ fn matrix(cx: &mut EqnCx) -> Option<(AType, Shape, Option<DType>)> {
 fn square(cx: &mut EqnCx) -> Option<(AType, Shape, Dim)> {
     let (t, batch, _) = matrix(cx)?;
     let r = t.shape.len();
-    let (m, n) = (t.shape[r - 2].clone(), t.shape[r - 1].clone());
+    let (m, n) = (t.shape[r - 2], t.shape[r - 1]);
     let what = format!(
         "`{}` needs square matrices: the last two dimensions must be equal",
         cx.name()
@@ -163,13 +163,13 @@ fn subset_len(cx: &mut EqnCx) -> Option<Option<Dim>> {
 fn eig(cx: &mut EqnCx) -> Infer {
     let (t, batch, n) = square(cx)?;
     let c = complex(&t.dtype);
-    let mut out = vec![with(&batch, &c, &[n.clone()])];
+    let mut out = vec![with(&batch, &c, &[n])];
     for (p, default) in [
         ("compute_left_eigenvectors", true),
         ("compute_right_eigenvectors", true),
     ] {
         if cx.bool_param(p).unwrap_or(default) {
-            out.push(with(&batch, &c, &[n.clone(), n.clone()]));
+            out.push(with(&batch, &c, &[n, n]));
         }
     }
     Some(out)
@@ -177,9 +177,9 @@ fn eig(cx: &mut EqnCx) -> Infer {
 
 fn eigh(cx: &mut EqnCx) -> Infer {
     let (t, batch, n) = square(cx)?;
-    let d = subset_len(cx)?.unwrap_or_else(|| n.clone());
+    let d = subset_len(cx)?.unwrap_or(n);
     Some(vec![
-        with(&batch, &t.dtype, &[n, d.clone()]),
+        with(&batch, &t.dtype, &[n, d]),
         with(&batch, &real(&t.dtype), &[d]),
     ])
 }
@@ -187,19 +187,15 @@ fn eigh(cx: &mut EqnCx) -> Infer {
 fn svd(cx: &mut EqnCx) -> Infer {
     let (t, batch, dtype) = matrix(cx)?;
     let r = t.shape.len();
-    let (m, n) = (t.shape[r - 2].clone(), t.shape[r - 1].clone());
+    let (m, n) = (t.shape[r - 2], t.shape[r - 1]);
     let mut k = dim_min(&m, &n);
     if let Some(len) = subset_len(cx)? {
         k = dim_min(&k, &len);
     }
     let full = cx.bool_param("full_matrices").unwrap_or(false);
-    let mut out = vec![with(&batch, &real(&dtype), &[k.clone()])];
+    let mut out = vec![with(&batch, &real(&dtype), &[k])];
     if cx.bool_param("compute_uv").unwrap_or(true) {
-        let (uc, vr) = if full {
-            (m.clone(), n.clone())
-        } else {
-            (k.clone(), k)
-        };
+        let (uc, vr) = if full { (m, n) } else { (k, k) };
         out.push(with(&batch, &dtype, &[m, uc]));
         out.push(with(&batch, &dtype, &[vr, n]));
     }
@@ -209,16 +205,13 @@ fn svd(cx: &mut EqnCx) -> Infer {
 fn qr(cx: &mut EqnCx) -> Infer {
     let (t, batch, dtype) = matrix(cx)?;
     let r = t.shape.len();
-    let (m, n) = (t.shape[r - 2].clone(), t.shape[r - 1].clone());
+    let (m, n) = (t.shape[r - 2], t.shape[r - 1]);
     let k = if cx.bool_param("full_matrices").unwrap_or(true) {
-        m.clone()
+        m
     } else {
         dim_min(&m, &n)
     };
-    let mut out = vec![
-        with(&batch, &dtype, &[m, k.clone()]),
-        with(&batch, &dtype, &[k, n.clone()]),
-    ];
+    let mut out = vec![with(&batch, &dtype, &[m, k]), with(&batch, &dtype, &[k, n])];
     if cx.bool_param("pivoting").unwrap_or(false) {
         out.push(with(&batch, &Some(DType::Int(32)), &[n]));
     }
@@ -238,7 +231,7 @@ fn geqrf(cx: &mut EqnCx) -> Infer {
 fn lu(cx: &mut EqnCx) -> Infer {
     let (t, batch, _) = matrix(cx)?;
     let r = t.shape.len();
-    let (m, n) = (t.shape[r - 2].clone(), t.shape[r - 1].clone());
+    let (m, n) = (t.shape[r - 2], t.shape[r - 1]);
     let k = dim_min(&m, &n);
     let i32 = Some(DType::Int(32));
     Some(vec![t, with(&batch, &i32, &[k]), with(&batch, &i32, &[m])])
@@ -424,7 +417,7 @@ fn fft(cx: &mut EqnCx) -> Infer {
     }
     let mut s = t.shape.clone();
     let last = s.len() - 1;
-    let n = lengths[lengths.len() - 1].clone();
+    let n = lengths[lengths.len() - 1];
     let dtype = match kind {
         2 => {
             s[last] = cx.dim_add(&cx.dim_floordiv(&n, &Dim::Const(2)), &Dim::Const(1));

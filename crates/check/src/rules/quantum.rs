@@ -473,9 +473,7 @@ fn gate(cx: &mut EqnCx, g: GateKind) -> Infer {
         GateArity::Exactly(n) => cx.expect_args(n),
         GateArity::AtLeast(n) => cx.expect_args_at_least(n),
     };
-    let Some(layout) = GateOperands::layout(g, lengths, cx.args.len()).filter(|_| fits) else {
-        return None;
-    };
+    let layout = GateOperands::layout(g, lengths, cx.args.len()).filter(|_| fits)?;
     let (qubit_at, param_at, ctrl_value_at): (Vec<usize>, Vec<usize>, _) = (
         layout.qubits().collect(),
         layout.params.clone().collect(),
@@ -694,7 +692,7 @@ fn measurement(cx: &mut EqnCx, m: Measurement) -> Infer {
                 format!("`{}` of {n} qubit(s) has 2^{n} entries", cx.name()),
             ),
         };
-        let got = shape[k].clone();
+        let got = shape[k];
         if !cx.require_dim(&what, &got, &Dim::Const(expected), &[0]) {
             return None;
         }

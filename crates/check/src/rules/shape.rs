@@ -404,7 +404,7 @@ fn require_int_dtype(cx: &mut EqnCx, i: usize, what: &str) -> bool {
 /// `d + (d - 1) * interior`, the size of `d` elements with `interior` elements between neighbours.
 fn dilate(cx: &EqnCx, d: &Dim, interior: &Dim) -> Dim {
     if interior.as_const() == Some(0) {
-        return d.clone();
+        return *d;
     }
     if d.as_const() == Some(0) {
         return Dim::Const(0);
@@ -628,7 +628,7 @@ fn element_counts_differ(cx: &mut EqnCx, a: &[Dim], b: &[Dim]) -> Option<(Dim, D
             }
             None => {
                 let k = (0..va.len()).find(|&k| {
-                    let u = va[k].clone();
+                    let u = va[k];
                     cx.same_dim(&u, &v)
                 });
                 match k {
@@ -712,7 +712,7 @@ fn squeeze(cx: &mut EqnCx) -> Infer {
         .iter()
         .enumerate()
         .filter(|(i, _)| !dims.contains(&(*i as i64)))
-        .map(|(_, d)| d.clone())
+        .map(|(_, d)| *d)
         .collect();
     Some(vec![op.with_shape(shape)])
 }
@@ -792,7 +792,7 @@ fn transpose(cx: &mut EqnCx) -> Infer {
             Some(help),
         );
     }
-    let shape = perm.iter().map(|&a| op.shape[a as usize].clone()).collect();
+    let shape = perm.iter().map(|&a| op.shape[a as usize]).collect();
     Some(vec![op.with_shape(shape)])
 }
 
@@ -923,7 +923,7 @@ fn concatenate(cx: &mut EqnCx) -> Infer {
         );
     }
     let axis = axis as usize;
-    let mut total = first.shape[axis].clone();
+    let mut total = first.shape[axis];
     for i in 1..cx.args.len() {
         if !cx.require_same_dtype(0, i) {
             return None;
@@ -1330,7 +1330,7 @@ fn check_batching(
 fn check_index_vector(cx: &mut EqnCx, idx: &AType, map_name: &str, map: &[i64]) -> bool {
     let ivd = idx.rank() - 1;
     let n = Dim::Const(map.len() as i64);
-    let last = idx.shape[ivd].clone();
+    let last = idx.shape[ivd];
     if let DimEq::NotEqual(why) = cx.dims_eq(&last, &n) {
         let msg = format!(
             "the last axis of the indices (operand 1) has size {}, but `{map_name}` {} maps {} operand axes: they must be equal",
@@ -1490,7 +1490,7 @@ fn gather(cx: &mut EqnCx) -> Infer {
         .iter()
         .enumerate()
         .filter(|(i, _)| !collapsed.contains(&(*i as i64)) && !obd.contains(&(*i as i64)))
-        .map(|(_, d)| d.clone());
+        .map(|(_, d)| *d);
     let mut batch = idx.shape[..idx.rank() - 1].iter().cloned();
     let shape = (0..out_rank)
         .map(|i| {
@@ -1735,7 +1735,7 @@ fn split(cx: &mut EqnCx) -> Infer {
     let total = sizes
         .iter()
         .fold(Dim::Const(0), |acc, d| cx.dim_add(&acc, d));
-    let d = op.shape[axis].clone();
+    let d = op.shape[axis];
     if let DimEq::NotEqual(why) = cx.dims_eq(&total, &d) {
         let msg = format!(
             "the `sizes` {} of `split` add up to {}, but axis {axis} of operand 0 has size {}",

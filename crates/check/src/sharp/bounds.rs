@@ -78,10 +78,10 @@ fn step(
         }
     }
     check(p, consts, e, diagnostics);
-    if let Some(c) = fold(p, consts, e) {
-        if let Some(v) = e.outs.first().and_then(|b| p.ids.name(&b.name)) {
-            consts.insert(v, c);
-        }
+    if let Some(c) = fold(p, consts, e)
+        && let Some(v) = e.outs.first().and_then(|b| p.ids.name(&b.name))
+    {
+        consts.insert(v, c);
     }
 }
 
