@@ -1227,14 +1227,27 @@ fn bitcast_convert_type(cx: &mut EqnCx) -> Infer {
 
 // ---- random -----------------------------------------------------------------------------
 
-/// The trailing key-data dimension of a PRNG implementation (the back ends
-/// lay a `key<impl>[shape]` array out as its key data, `u32[*shape, size]`).
-pub fn key_data_size(imp: &str) -> Option<i64> {
-    match imp {
-        "fry" | "threefry2x32" => Some(2),
+/// The PRNG implementation JAX ships that a key dtype (`key<fry>`) or an
+/// `impl=` parameter names, by its canonical name (`fry`, `rbg`,
+/// `unsafe_rbg`); None for one it does not ship. The one list of the
+/// names and their aliases.
+pub fn prng_impl(name: &str) -> Option<&'static str> {
+    match name {
+        "fry" | "threefry2x32" => Some("fry"),
+        "rbg" => Some("rbg"),
         // JAX tags unsafe_rbg keys `urbg`.
-        "rbg" | "unsafe_rbg" | "urbg" => Some(4),
+        "unsafe_rbg" | "urbg" => Some("unsafe_rbg"),
         _ => None,
+    }
+}
+
+/// The trailing key-data dimension of a PRNG implementation (the back ends
+/// lay a `key<impl>[shape]` array out as its key data, `u32[*shape, size]`;
+/// the cost model counts its bytes).
+pub fn key_data_size(imp: &str) -> Option<i64> {
+    match prng_impl(imp)? {
+        "fry" => Some(2),
+        _ => Some(4),
     }
 }
 
