@@ -279,6 +279,26 @@ fn a_panic_lowering_an_equation_is_j0016_at_it_in_both_back_ends() {
     assert_no_temporary_files(&dir);
 }
 
+/// A reduction starts from its combiner's identity
+/// (`jaxpr_check::reductions`): `reduce_or` of integers from 0 (it once
+/// started from the lowest integer, setting the sign bit of every result).
+#[test]
+fn reduce_or_of_integers_starts_from_zero() {
+    let dir = out_dir("reduce_or");
+    let src = dir.join("r.jaxpr");
+    std::fs::write(
+        &src,
+        "{ lambda ; a:i32[4]. let\n    b:i32[] = reduce_or[axes=(0,)] a\n  in (b,) }\n",
+    )
+    .unwrap();
+    let out = dir.join("r.mlir");
+    let b = build(&src, &out, &[]);
+    assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
+    let module = std::fs::read_to_string(&out).unwrap();
+    assert!(module.contains("dense<0> : tensor<i32>"), "{module}");
+    assert!(!module.contains("-2147483648"), "{module}");
+}
+
 #[test]
 fn a_primitive_without_lowering_is_a_diagnostic_at_its_line() {
     let dir = out_dir("unsupported");
