@@ -12,6 +12,9 @@ pub enum Init {
     Lowest,
     /// The highest value (`inf`, the maximum integer, `True`).
     Highest,
+    /// Every bit set (`-1`, the maximum unsigned integer, `True`): `and`'s
+    /// identity, as JAX's `_get_bitwise_and_identity`.
+    AllOnes,
 }
 
 /// The binary primitive a reduction combines with.
@@ -65,7 +68,8 @@ impl Combiner {
             Combiner::Add | Combiner::Or | Combiner::Xor => Init::Zero,
             Combiner::Mul => Init::One,
             Combiner::Max | Combiner::LogAddExp => Init::Lowest,
-            Combiner::Min | Combiner::And => Init::Highest,
+            Combiner::Min => Init::Highest,
+            Combiner::And => Init::AllOnes,
         }
     }
 }

@@ -280,23 +280,32 @@ fn a_panic_lowering_an_equation_is_j0016_at_it_in_both_back_ends() {
 }
 
 /// A reduction starts from its combiner's identity
-/// (`jaxpr_check::reductions`): `reduce_or` of integers from 0 (it once
-/// started from the lowest integer, setting the sign bit of every result).
+/// (`jaxpr_check::reductions`), as JAX's do: `reduce_or` of integers from 0
+/// (it once started from the lowest integer, setting the sign bit of every
+/// result), `reduce_and` from -1 (it once started from the highest,
+/// clearing it).
 #[test]
-fn reduce_or_of_integers_starts_from_zero() {
-    let dir = out_dir("reduce_or");
+fn bitwise_reductions_of_integers_start_from_their_identity() {
+    let dir = out_dir("bitwise_reductions");
     let src = dir.join("r.jaxpr");
-    std::fs::write(
-        &src,
-        "{ lambda ; a:i32[4]. let\n    b:i32[] = reduce_or[axes=(0,)] a\n  in (b,) }\n",
-    )
-    .unwrap();
-    let out = dir.join("r.mlir");
-    let b = build(&src, &out, &[]);
-    assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
-    let module = std::fs::read_to_string(&out).unwrap();
-    assert!(module.contains("dense<0> : tensor<i32>"), "{module}");
-    assert!(!module.contains("-2147483648"), "{module}");
+    for (primitive, identity, wrong) in [
+        ("reduce_or", "dense<0> : tensor<i32>", "-2147483648"),
+        ("reduce_and", "dense<-1> : tensor<i32>", "2147483647"),
+    ] {
+        std::fs::write(
+            &src,
+            format!(
+                "{{ lambda ; a:i32[4]. let\n    b:i32[] = {primitive}[axes=(0,)] a\n  in (b,) }}\n"
+            ),
+        )
+        .unwrap();
+        let out = dir.join("r.mlir");
+        let b = build(&src, &out, &[]);
+        assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
+        let module = std::fs::read_to_string(&out).unwrap();
+        assert!(module.contains(identity), "{primitive}: {module}");
+        assert!(!module.contains(wrong), "{primitive}: {module}");
+    }
 }
 
 #[test]
