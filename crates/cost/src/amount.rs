@@ -107,14 +107,11 @@ pub fn elements(ty: &AType, names: &dyn DimNames) -> Amount {
 
 /// Bytes of one element as XLA stores it: sub-byte types take a byte each
 /// (unpacked, as in unoptimised HLO); a PRNG key is lowered to its `uint32`
-/// words (`key<fry>` two, `key<rbg>` and `key<urbg>` four).
+/// words (`jaxpr_check::rules::key_data_size`: `key<fry>` two, `key<rbg>`
+/// and `key<urbg>` four).
 pub fn element_bytes(dtype: &DType) -> Option<i64> {
     match dtype {
-        DType::Key(imp) => match imp.as_str() {
-            "fry" => Some(8),
-            "rbg" | "urbg" => Some(16),
-            _ => None,
-        },
+        DType::Key(imp) => jaxpr_check::rules::key_data_size(imp).map(|words| 4 * words),
         _ => dtype.bits().map(|bits| i64::from(bits.div_ceil(8))),
     }
 }
@@ -125,5 +122,29 @@ pub fn bytes(ty: &AType, fallback: Option<&DType>, names: &dyn DimNames) -> Amou
     match ty.dtype.as_ref().or(fallback).and_then(element_bytes) {
         Some(size) => elements(ty, names).scale(size),
         None => Amount::unknown(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::element_bytes;
+    use jaxpr_types::DType;
+
+    /// A key's bytes are its key data's, whichever of JAX's names for the
+    /// implementation the dtype uses (`threefry2x32` and `unsafe_rbg`
+    /// included).
+    #[test]
+    fn keys_are_their_key_data_under_every_name() {
+        let key = |imp: &str| element_bytes(&DType::Key(imp.into()));
+        for (imp, bytes) in [
+            ("fry", 8),
+            ("threefry2x32", 8),
+            ("rbg", 16),
+            ("urbg", 16),
+            ("unsafe_rbg", 16),
+        ] {
+            assert_eq!(key(imp), Some(bytes), "key<{imp}>");
+        }
+        assert_eq!(key("philox"), None);
     }
 }

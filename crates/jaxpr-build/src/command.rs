@@ -76,15 +76,17 @@ pub fn run(path: &Path, args: BuildArgs) -> i32 {
     // written as it is printed. The process exits next: the module is left
     // to the exit to free, as compilers leave theirs.
     if artifact.is_none() {
-        match stablehlo::build_text_to_file(
-            &loaded.text,
-            stablehlo::Options {
-                emit: kind,
-                threefry,
-            },
-            &out,
-            &mut t,
-        ) {
+        match outside_equations(|| {
+            stablehlo::build_text_to_file(
+                &loaded.text,
+                stablehlo::Options {
+                    emit: kind,
+                    threefry,
+                },
+                &out,
+                &mut t,
+            )
+        }) {
             Ok(Some(module)) => {
                 std::mem::forget(module);
                 if timings {
@@ -112,16 +114,18 @@ pub fn run(path: &Path, args: BuildArgs) -> i32 {
         check::check_source(check::Source::Text(&loaded.text), check::Keep::Everything).parsed();
     let checked = clock.elapsed();
     let result = match artifact {
-        None => stablehlo::build_to_file(
-            &parse,
-            &analysis,
-            stablehlo::Options {
-                emit: kind,
-                threefry,
-            },
-            &out,
-            &mut t,
-        )
+        None => outside_equations(|| {
+            stablehlo::build_to_file(
+                &parse,
+                &analysis,
+                stablehlo::Options {
+                    emit: kind,
+                    threefry,
+                },
+                &out,
+                &mut t,
+            )
+        })
         .map(std::mem::forget),
         Some((a, _)) => {
             let opts = native::Options {
@@ -149,20 +153,24 @@ pub fn run(path: &Path, args: BuildArgs) -> i32 {
                 std::thread::Builder::new()
                     .stack_size(BUILD_STACK)
                     .spawn_scoped(scope, || {
-                        native::build_native_with(&parse, &analysis, &opts, a, &mut |p| {
-                            progress.phase(p.name());
-                            let now = std::time::Instant::now();
-                            if let (Some(q), at) = std::mem::replace(&mut last, (Some(p), now)) {
-                                phases.insert(q.name(), now - at);
-                            }
+                        outside_equations(|| {
+                            native::build_native_with(&parse, &analysis, &opts, a, &mut |p| {
+                                progress.phase(p.name());
+                                let now = std::time::Instant::now();
+                                if let (Some(q), at) = std::mem::replace(&mut last, (Some(p), now))
+                                {
+                                    phases.insert(q.name(), now - at);
+                                }
+                            })
+                            .map_err(Failure::Diagnostics)
                         })
                     })
                     .map_err(|e| {
-                        vec![jaxpr_syntax::diagnostics::Diagnostic::error(
+                        Failure::Diagnostics(vec![jaxpr_syntax::diagnostics::Diagnostic::error(
                             jaxpr_syntax::diagnostics::DiagKind::Unsupported,
                             jaxpr_syntax::TextRange::new(0, 0),
                             format!("could not start the build thread: {e}"),
-                        )]
+                        )])
                     })?
                     .join()
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
@@ -174,9 +182,7 @@ pub fn run(path: &Path, args: BuildArgs) -> i32 {
             if timings {
                 eprintln!("parse+check {checked:.2?}, native phases {phases:.2?}");
             }
-            built
-                .map_err(Failure::Diagnostics)
-                .and_then(|bytes| lower::write_output(&out, &bytes).map_err(Failure::Io))
+            built.and_then(|bytes| lower::write_output(&out, &bytes).map_err(Failure::Io))
         }
     };
     // The process exits next: the syntax tree and the analysis (hundreds
@@ -205,6 +211,20 @@ pub fn run(path: &Path, args: BuildArgs) -> i32 {
         }
         Err(e) => failed(e, loaded, &out, args.color, args.format),
     }
+}
+
+/// Runs a back end's build; a panic in it outside the lowering of an
+/// equation (which reports its own, `jaxpr_lower::catching_eqn`) is J0016
+/// at the start of the file, never a crash.
+fn outside_equations<T>(
+    build: impl FnOnce() -> Result<T, lower::Failure>,
+) -> Result<T, lower::Failure> {
+    lower::catching(
+        jaxpr_syntax::TextRange::new(0, 0),
+        "outside the lowering of an equation",
+        || Ok(build()),
+    )
+    .unwrap_or_else(|e| Err(lower::Failure::Diagnostics(vec![e.into_diagnostic()])))
 }
 
 /// The stack of the thread that builds a native library.

@@ -210,6 +210,104 @@ fn a_build_replaces_an_existing_output_and_a_failed_one_keeps_it() {
     assert_no_temporary_files(&dir);
 }
 
+/// A panic while lowering (a back end's bug) is J0016 at the equation being
+/// lowered, the innermost one (here in a nested jaxpr), with the panic's
+/// message and the help line asking for a report; the build ends as any
+/// failed build does (exit 1, no output), and the panic itself prints
+/// nothing. The panic is injected into `sin` (`JAXPR_INJECT_PANIC`, feature
+/// `inject-panic` of `jaxpr-lower`, which these tests turn on).
+#[test]
+fn a_panic_lowering_an_equation_is_j0016_at_it_in_both_back_ends() {
+    let dir = out_dir("panic");
+    let src = dir.join("p.jaxpr");
+    let inner = "e:f32[3] = sin d";
+    let text = format!(
+        "{{ lambda ; a:f32[3]. let\n    b:f32[3] = cos a\n    c:f32[3] = pjit[\n      name=f\n      jaxpr={{ lambda ; d:f32[3]. let\n          {inner}\n        in (e,) }}\n    ] b\n  in (c,) }}\n"
+    );
+    std::fs::write(&src, &text).unwrap();
+    for (emit, file) in [("stablehlo", "p.mlir"), ("llvm-ir", "p.ll")] {
+        let out = dir.join(file);
+        let _ = std::fs::remove_file(&out);
+        let panicking = |primitive: &str| {
+            bin()
+                .arg("build")
+                .arg(&src)
+                .args(["--emit", emit, "--format", "json", "-o"])
+                .arg(&out)
+                .env("JAXPR_INJECT_PANIC", primitive)
+                .output()
+                .unwrap()
+        };
+        let b = panicking("sin");
+        let stderr = String::from_utf8_lossy(&b.stderr);
+        assert_eq!(b.status.code(), Some(1), "{emit}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{emit}: {stderr}");
+        let json: serde_json::Value = serde_json::from_slice(&b.stdout).unwrap();
+        let diagnostics = json["files"][0]["diagnostics"].as_array().unwrap();
+        assert_eq!(diagnostics.len(), 1, "{emit}: {diagnostics:?}");
+        let d = &diagnostics[0];
+        assert_eq!(d["code"], "J0016", "{emit}: {d}");
+        assert_eq!(
+            d["range"],
+            serde_json::json!({
+                "start": {"line": 6, "column": 11},
+                "end": {"line": 6, "column": 11 + inner.len()},
+            }),
+            "{emit}: {d}"
+        );
+        let message = d["message"].as_str().unwrap();
+        assert!(
+            message.starts_with(
+                "the back end panicked lowering `sin`: injected panic (JAXPR_INJECT_PANIC=sin) (at crates/lower/src/panics.rs:"
+            ),
+            "{emit}: {message}"
+        );
+        assert!(
+            d["help"].as_str().unwrap().contains("a bug in jaxpr"),
+            "{emit}: {d}"
+        );
+        assert!(!out.exists(), "{emit}: a partial output was written");
+        // The same build with the panic injected elsewhere builds.
+        let b = panicking("atan2");
+        assert!(
+            b.status.success(),
+            "{emit}: {}",
+            String::from_utf8_lossy(&b.stderr)
+        );
+        assert!(out.exists(), "{emit}");
+    }
+    assert_no_temporary_files(&dir);
+}
+
+/// A reduction starts from its combiner's identity
+/// (`jaxpr_check::reductions`), as JAX's do: `reduce_or` of integers from 0
+/// (it once started from the lowest integer, setting the sign bit of every
+/// result), `reduce_and` from -1 (it once started from the highest,
+/// clearing it).
+#[test]
+fn bitwise_reductions_of_integers_start_from_their_identity() {
+    let dir = out_dir("bitwise_reductions");
+    let src = dir.join("r.jaxpr");
+    for (primitive, identity, wrong) in [
+        ("reduce_or", "dense<0> : tensor<i32>", "-2147483648"),
+        ("reduce_and", "dense<-1> : tensor<i32>", "2147483647"),
+    ] {
+        std::fs::write(
+            &src,
+            format!(
+                "{{ lambda ; a:i32[4]. let\n    b:i32[] = {primitive}[axes=(0,)] a\n  in (b,) }}\n"
+            ),
+        )
+        .unwrap();
+        let out = dir.join("r.mlir");
+        let b = build(&src, &out, &[]);
+        assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
+        let module = std::fs::read_to_string(&out).unwrap();
+        assert!(module.contains(identity), "{primitive}: {module}");
+        assert!(!module.contains(wrong), "{primitive}: {module}");
+    }
+}
+
 #[test]
 fn a_primitive_without_lowering_is_a_diagnostic_at_its_line() {
     let dir = out_dir("unsupported");

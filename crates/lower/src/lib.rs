@@ -1,8 +1,9 @@
 //! What every back end shares: the walk over a checked jaxpr's equations
 //! ([`EqnCx`], [`Syntax`]), equation helpers, symbolic sizes, the special
 //! functions written once for both back ends ([`special`]), the random bit
-//! generators' reference algorithms ([`random`]), and writing build outputs
-//! safely ([`output`]).
+//! generators' reference algorithms ([`random`]), writing build outputs
+//! safely ([`output`]), and a panic while lowering an equation reported as
+//! J0016 at it ([`panics`]).
 //!
 //! A build starts from the checker's [`Analysis`]: a file with errors is not
 //! built (its diagnostics are the answer, [`checked`]), and every type the
@@ -11,11 +12,13 @@
 //! semantics. This crate links neither LLVM nor MLIR.
 
 pub mod output;
+pub mod panics;
 pub mod random;
 pub mod special;
 pub mod walk;
 
 pub use output::{check_output, jaxpr_stem, output_beside, write_output};
+pub use panics::{catching, catching_eqn};
 pub use walk::{
     Backend, EqnCx, INTERNAL_ERROR_HELP, LowerError, LowerErrorKind, LowerResult, Operand,
     ScanLayout, Syntax, err, expr_poly, expr_text, internal, is_identity, missing_lowering,

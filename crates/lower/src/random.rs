@@ -64,11 +64,10 @@ impl Prng {
     /// implementations JAX does not ship.
     pub fn of(dt: &DType) -> Option<Prng> {
         let DType::Key(imp) = dt else { return None };
-        Some(match imp.as_str() {
-            "fry" | "threefry2x32" => Prng::Threefry,
+        Some(match jaxpr_check::rules::prng_impl(imp)? {
+            "fry" => Prng::Threefry,
             "rbg" => Prng::Rbg,
-            "urbg" | "unsafe_rbg" => Prng::UnsafeRbg,
-            _ => return None,
+            _ => Prng::UnsafeRbg,
         })
     }
 

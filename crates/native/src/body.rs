@@ -32,12 +32,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
             if let Some(s) = &mut splitter {
                 self.split_before(s, env, i)?;
             }
-            let outer = self
-                .current
-                .replace(Some((e.primitive.text.as_str(), e.primitive.range)));
-            let lowered = self.eqn(env, e, id, &deferrable);
-            self.current.set(outer);
-            lowered?;
+            self.lowering(e, || self.eqn(env, e, id, &deferrable))?;
             if let Some(s) = &mut splitter {
                 self.split_after(s, env, id);
             }
@@ -133,6 +128,22 @@ impl<'c, 'f> Codegen<'c, 'f> {
             );
         }
         self.body(&mut env, j, lazy)
+    }
+
+    /// Lowers equation `e` with `lower`, as the equation being lowered (the
+    /// run-time errors of its allocations name it); a panic in it is J0016
+    /// at it (`jaxpr_lower::catching_eqn`).
+    pub(crate) fn lowering<T>(
+        &self,
+        e: &'f ast::Eqn,
+        lower: impl FnOnce() -> LowerResult<T>,
+    ) -> LowerResult<T> {
+        let outer = self
+            .current
+            .replace(Some((e.primitive.text.as_str(), e.primitive.range)));
+        let lowered = jaxpr_lower::catching_eqn(e, lower);
+        self.current.set(outer);
+        lowered
     }
 
     pub(crate) fn eqn(

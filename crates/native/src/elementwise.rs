@@ -38,7 +38,9 @@ impl<'c> Codegen<'c, '_> {
     pub(crate) fn identity(&self, dt: &DType, init: Init) -> LowerResult<BasicValueEnum<'c>> {
         let text = match (init, dt) {
             (Init::Zero, DType::Bool) | (Init::Lowest, DType::Bool) => "False".to_string(),
-            (Init::One, DType::Bool) | (Init::Highest, DType::Bool) => "True".to_string(),
+            (Init::One | Init::Highest | Init::AllOnes, DType::Bool) => "True".to_string(),
+            (Init::AllOnes, DType::Int(_)) => "-1".into(),
+            (Init::AllOnes, DType::UInt(n)) => ((1u128 << n) - 1).to_string(),
             (Init::Zero, _) => "0".into(),
             (Init::One, _) => "1".into(),
             (Init::Lowest, d) if d.is_float() => "-inf".into(),

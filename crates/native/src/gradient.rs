@@ -465,12 +465,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
         }
         let (eqns, outvars) = self.syntax.body(self.a, j)?;
         for (e, id) in eqns {
-            let outer_current = self
-                .current
-                .replace(Some((e.primitive.text.as_str(), e.primitive.range)));
-            let done = self.jvp_eqn(&mut env, &mut tenv, j, e, id);
-            self.current.set(outer_current);
-            done?;
+            self.lowering(e, || self.jvp_eqn(&mut env, &mut tenv, j, e, id))?;
         }
         let mut outs = Vec::new();
         let mut touts = Vec::new();

@@ -10,47 +10,13 @@ use inkwell::values::IntValue;
 use jaxpr_lower::{Backend, LowerResult, err, expr_poly, is_identity, missing_lowering};
 use jaxpr_types::{DType, Dim, FloatKind};
 
-/// Reductions: primitive and the binary primitive that combines.
-pub(crate) const REDUCE: &[(&str, &str)] = &[
-    ("reduce_sum", "add"),
-    ("reduce_prod", "mul"),
-    ("reduce_max", "max"),
-    ("reduce_min", "min"),
-    ("reduce_and", "and"),
-    ("reduce_or", "or"),
-    ("reduce_xor", "xor"),
-];
+pub(crate) use jaxpr_check::reductions::Init;
 
-pub(crate) const CUMULATIVE: &[(&str, &str)] = &[
-    ("cumsum", "add"),
-    ("cumprod", "mul"),
-    ("cummax", "max"),
-    ("cummin", "min"),
-    ("cumlogsumexp", "logaddexp"),
-];
-
-pub(crate) const REDUCE_WINDOW: &[(&str, &str)] = &[
-    ("reduce_window_sum", "add"),
-    ("reduce_window_max", "max"),
-    ("reduce_window_min", "min"),
-];
-
-/// The identity element of a combining primitive.
-#[derive(Clone, Copy)]
-pub(crate) enum Init {
-    Zero,
-    One,
-    Lowest,
-    Highest,
-}
-
+/// The identity of a combining primitive (`jaxpr_check::reductions`), zero
+/// for one that is not a reduction's.
 pub(crate) fn init_of(op: &str) -> Init {
-    match op {
-        "mul" => Init::One,
-        "max" | "logaddexp" => Init::Lowest,
-        "min" | "and" => Init::Highest,
-        _ => Init::Zero,
-    }
+    jaxpr_check::reductions::Combiner::of_primitive(op)
+        .map_or(Init::Zero, jaxpr_check::reductions::Combiner::identity)
 }
 
 /// The dtype a product's sums accumulate in: f32 for the half-width
@@ -81,14 +47,14 @@ impl<'c> Codegen<'c, '_> {
             return Ok(r);
         }
         let one = |v: LowerResult<Arr<'c>>| v.map(|v| vec![v]);
-        if let Some((_, op)) = REDUCE.iter().find(|(p, _)| *p == name) {
-            return one(self.reduce(cx, op));
-        }
-        if let Some((_, op)) = CUMULATIVE.iter().find(|(p, _)| *p == name) {
-            return one(self.cumulative(cx, op));
-        }
-        if let Some((_, op)) = REDUCE_WINDOW.iter().find(|(p, _)| *p == name) {
-            return one(self.reduce_window(env, cx, op));
+        if let Some(r) = jaxpr_check::reductions::reduction(name) {
+            use jaxpr_check::reductions::Along;
+            let op = r.combiner.primitive();
+            return one(match r.along {
+                Along::Axes => self.reduce(cx, op),
+                Along::Cumulative => self.cumulative(cx, op),
+                Along::Window => self.reduce_window(env, cx, op),
+            });
         }
         if name == "psum" {
             return self.psum(cx);

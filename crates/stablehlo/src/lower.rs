@@ -378,7 +378,19 @@ impl<'c, 'f> Lower<'c, 'f> {
         self.body(b, outer, j)
     }
 
+    /// Lowers equation `e`; a panic in it is J0016 at it
+    /// (`jaxpr_lower::catching_eqn`).
     pub(crate) fn eqn(
+        &self,
+        b: ModuleBlock<'c>,
+        env: &Env<'c>,
+        e: &ast::Eqn,
+        id: EqnId,
+    ) -> LowerResult<()> {
+        jaxpr_lower::catching_eqn(e, || self.eqn_uncaught(b, env, e, id))
+    }
+
+    fn eqn_uncaught(
         &self,
         b: ModuleBlock<'c>,
         env: &Env<'c>,

@@ -3,6 +3,7 @@
 //! cumulative reductions): adding one is one line.
 
 use super::{Env, Lower, ModuleBlock, ModuleValue};
+use jaxpr_check::reductions::Along;
 use jaxpr_lower::{Backend, LowerResult, err, expr_poly, is_identity, missing_lowering};
 
 /// One equation being lowered.
@@ -88,46 +89,9 @@ pub(crate) const COMPARE: &[(&str, &str)] = &[
     ("le_to", "LE"),
 ];
 
-/// The identity element a reduction starts from.
-#[derive(Clone, Copy)]
-pub(crate) enum Init {
-    Zero,
-    One,
-    /// The lowest value (`-inf`, the minimum integer, `False`).
-    Lowest,
-    /// The highest value (`inf`, the maximum integer, `True`).
-    Highest,
-}
+pub(crate) use jaxpr_check::reductions::Init;
 
-/// Reductions over `axes`: (primitive, combining operation, identity).
-pub(crate) const REDUCE: &[(&str, &str, Init)] = &[
-    ("reduce_sum", "stablehlo.add", Init::Zero),
-    ("reduce_prod", "stablehlo.multiply", Init::One),
-    ("reduce_max", "stablehlo.maximum", Init::Lowest),
-    ("reduce_min", "stablehlo.minimum", Init::Highest),
-    ("reduce_and", "stablehlo.and", Init::Highest),
-    ("reduce_or", "stablehlo.or", Init::Lowest),
-    ("reduce_xor", "stablehlo.xor", Init::Zero),
-];
-
-/// Windowed reductions (`reduce_window_*`, with window parameters).
-pub(crate) const REDUCE_WINDOW: &[(&str, &str, Init)] = &[
-    ("reduce_window_sum", "stablehlo.add", Init::Zero),
-    ("reduce_window_max", "stablehlo.maximum", Init::Lowest),
-    ("reduce_window_min", "stablehlo.minimum", Init::Highest),
-];
-
-/// Cumulative reductions along `axis` (a window the size of the axis).
-pub(crate) const CUMULATIVE: &[(&str, &str, Init)] = &[
-    ("cumsum", "stablehlo.add", Init::Zero),
-    ("cumprod", "stablehlo.multiply", Init::One),
-    ("cummax", "stablehlo.maximum", Init::Lowest),
-    ("cummin", "stablehlo.minimum", Init::Highest),
-    // JAX's `reduce_window` of `logaddexp` from -inf (`ops.rs`'s `combiner`).
-    ("cumlogsumexp", "logaddexp", Init::Lowest),
-];
-
-/// The row of the tables above that a primitive is.
+/// The row of the tables above, or of the reductions, that a primitive is.
 #[derive(Clone, Copy)]
 pub(crate) enum Row {
     Unary(&'static str),
@@ -147,21 +111,25 @@ pub(crate) fn row(primitive: &str) -> Option<Row> {
         let unary = UNARY.iter().map(|&(p, op)| (p, Row::Unary(op)));
         let binary = BINARY.iter().map(|&(p, op)| (p, Row::Binary(op)));
         let compare = COMPARE.iter().map(|&(p, dir)| (p, Row::Compare(dir)));
-        let reduce = REDUCE.iter().map(|&(p, op, i)| (p, Row::Reduce(op, i)));
-        let window = REDUCE_WINDOW
+        // The reductions (`jaxpr_check::reductions`): their combiner as
+        // the elementwise operation of its primitive (`logaddexp` has a
+        // body of its own, `Lower::combiner`).
+        let reductions = jaxpr_check::reductions::REDUCTIONS
             .iter()
-            .map(|&(p, op, i)| (p, Row::Window(op, i)));
-        let cumulative = CUMULATIVE
-            .iter()
-            .map(|&(p, op, i)| (p, Row::Cumulative(op, i)));
+            .map(|&(p, along, c)| {
+                let op = BINARY
+                    .iter()
+                    .find(|(b, _)| *b == c.primitive())
+                    .map_or(c.primitive(), |&(_, op)| op);
+                let row = match along {
+                    Along::Axes => Row::Reduce,
+                    Along::Window => Row::Window,
+                    Along::Cumulative => Row::Cumulative,
+                };
+                (p, row(op, c.identity()))
+            });
         let mut rows = rustc_hash::FxHashMap::default();
-        for (p, r) in unary
-            .chain(binary)
-            .chain(compare)
-            .chain(reduce)
-            .chain(window)
-            .chain(cumulative)
-        {
+        for (p, r) in unary.chain(binary).chain(compare).chain(reductions) {
             rows.entry(p).or_insert(r);
         }
         rows

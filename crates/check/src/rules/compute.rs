@@ -8,6 +8,7 @@
 //! `reduce_window_*`) are tables.
 
 use super::{EqnCx, Infer, Related, numpy_name};
+use crate::reductions::{Along, Combiner};
 use jaxpr_syntax::ast::{Expr, ExprKind};
 use jaxpr_syntax::diagnostics::DiagKind;
 use jaxpr_types::{AType, DType, Dim, FloatKind, Shape};
@@ -45,26 +46,15 @@ impl Class {
     }
 }
 
-/// `reduce_*[axes=...]`: the result drops the reduced axes and keeps the dtype.
-const REDUCTIONS: &[(&str, Class)] = &[
-    ("reduce_sum", Class::Numeric),
-    ("reduce_prod", Class::Numeric),
-    ("reduce_max", Class::Any),
-    ("reduce_min", Class::Any),
-    ("reduce_and", Class::IntOrBool),
-    ("reduce_or", Class::IntOrBool),
-    ("reduce_xor", Class::IntOrBool),
-];
-
-/// `cum*[axis=... reverse=...]`: same type as the operand.
-const CUMULATIVE: &[&str] = &["cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"];
-
-/// `reduce_window_*`: one operand, a window per dimension.
-const WINDOW_REDUCTIONS: &[(&str, Class)] = &[
-    ("reduce_window_sum", Class::Numeric),
-    ("reduce_window_max", Class::Any),
-    ("reduce_window_min", Class::Any),
-];
+/// The operand dtypes a reduction by `combiner` accepts (the table of
+/// reductions: `crate::reductions`).
+fn combiner_class(combiner: Combiner) -> Class {
+    match combiner {
+        Combiner::Add | Combiner::Mul | Combiner::LogAddExp => Class::Numeric,
+        Combiner::Max | Combiner::Min => Class::Any,
+        Combiner::And | Combiner::Or | Combiner::Xor => Class::IntOrBool,
+    }
+}
 
 /// The primitives with a rule of their own.
 #[cfg(test)]
@@ -100,25 +90,23 @@ const OTHERS: &[&str] = &[
 
 #[cfg(test)]
 pub(super) fn names() -> Vec<&'static str> {
-    let mut v: Vec<&'static str> = REDUCTIONS
+    let mut v: Vec<&'static str> = crate::reductions::REDUCTIONS
         .iter()
-        .chain(WINDOW_REDUCTIONS)
-        .map(|(n, _)| *n)
+        .map(|(n, _, _)| *n)
         .collect();
-    v.extend(CUMULATIVE.iter().chain(OTHERS).copied());
+    v.extend(OTHERS.iter().copied());
     v
 }
 
 /// Rules of this family: `Some(result)` when `name` belongs here.
 pub(super) fn infer(cx: &mut EqnCx, name: &str) -> Option<Infer> {
-    if let Some(&(_, class)) = REDUCTIONS.iter().find(|(n, _)| *n == name) {
-        return Some(guarded(cx, |cx| reduction(cx, class)));
-    }
-    if let Some(&(_, class)) = WINDOW_REDUCTIONS.iter().find(|(n, _)| *n == name) {
-        return Some(guarded(cx, |cx| window_reduction(cx, class)));
-    }
-    if CUMULATIVE.contains(&name) {
-        return Some(guarded(cx, cumulative));
+    if let Some(r) = crate::reductions::reduction(name) {
+        let class = combiner_class(r.combiner);
+        return Some(match r.along {
+            Along::Axes => guarded(cx, |cx| reduction(cx, class)),
+            Along::Window => guarded(cx, |cx| window_reduction(cx, class)),
+            Along::Cumulative => guarded(cx, cumulative),
+        });
     }
     if matches!(name, "reduce" | "reduce_window") {
         // The monoid jaxpr is checked on its own, whatever the operands.
@@ -1227,14 +1215,27 @@ fn bitcast_convert_type(cx: &mut EqnCx) -> Infer {
 
 // ---- random -----------------------------------------------------------------------------
 
-/// The trailing key-data dimension of a PRNG implementation (the back ends
-/// lay a `key<impl>[shape]` array out as its key data, `u32[*shape, size]`).
-pub fn key_data_size(imp: &str) -> Option<i64> {
-    match imp {
-        "fry" | "threefry2x32" => Some(2),
+/// The PRNG implementation JAX ships that a key dtype (`key<fry>`) or an
+/// `impl=` parameter names, by its canonical name (`fry`, `rbg`,
+/// `unsafe_rbg`); None for one it does not ship. The one list of the
+/// names and their aliases.
+pub fn prng_impl(name: &str) -> Option<&'static str> {
+    match name {
+        "fry" | "threefry2x32" => Some("fry"),
+        "rbg" => Some("rbg"),
         // JAX tags unsafe_rbg keys `urbg`.
-        "rbg" | "unsafe_rbg" | "urbg" => Some(4),
+        "unsafe_rbg" | "urbg" => Some("unsafe_rbg"),
         _ => None,
+    }
+}
+
+/// The trailing key-data dimension of a PRNG implementation (the back ends
+/// lay a `key<impl>[shape]` array out as its key data, `u32[*shape, size]`;
+/// the cost model counts its bytes).
+pub fn key_data_size(imp: &str) -> Option<i64> {
+    match prng_impl(imp)? {
+        "fry" => Some(2),
+        _ => Some(4),
     }
 }
 

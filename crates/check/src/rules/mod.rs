@@ -15,7 +15,7 @@ mod linalg;
 mod quantum;
 mod shape;
 
-pub use compute::key_data_size;
+pub use compute::{key_data_size, prng_impl};
 pub use quantum::{
     GateArity, GateKind, GateLengths, GateOperands, GateParams, Wire, abstract_value,
     is_abstract_value,
