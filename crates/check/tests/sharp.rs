@@ -440,3 +440,38 @@ fn corpora_findings_are_jaxs() {
         "{files} files, {found} with a J0013 finding"
     );
 }
+
+/// Random programs over keys (`corpus-gen/key_reuse/random_programs.py`,
+/// fixed seeds): the rule's verdict, following raw keys, is JAX's on the
+/// program or, for raw key data, on its typed twin, on every sampled
+/// program but the listed ones (reuses inside a `custom_jvp`/`custom_vjp`
+/// body, which JAX's checker does not enter: `custom_jvp_call` is a
+/// primitive without a signature to it).
+#[test]
+fn random_programs_verdicts_are_jaxs() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/key-reuse/random");
+    let verdicts: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("verdicts.json")).unwrap()).unwrap();
+    let verdicts = verdicts["verdicts"].as_object().unwrap();
+    assert!(verdicts.len() >= 300, "{}", verdicts.len());
+    let known = ["raw_194.jaxpr", "raw_24.jaxpr"];
+    let (mut reuses, mut raw, mut wrong) = (0, 0, Vec::new());
+    for (name, v) in verdicts {
+        let jax = v["jax_key_reuse"].as_bool().unwrap();
+        reuses += jax as usize;
+        raw += v["raw_keys"].as_bool().unwrap() as usize;
+        let ours = finds_reuse(&dir.join(name), SharpConfig::default());
+        if ours != jax && !known.contains(&name.as_str()) {
+            wrong.push(format!("{name}: J0013 {ours}, JAX {}", v["jax_message"]));
+        }
+        if known.contains(&name.as_str()) {
+            assert!(ours && !jax, "{name} is listed but agrees now");
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    assert!(
+        reuses >= 100 && reuses + 50 <= verdicts.len(),
+        "{reuses} reuses"
+    );
+    assert!(raw >= 100, "{raw} raw-key programs");
+}

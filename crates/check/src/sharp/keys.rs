@@ -26,6 +26,19 @@ use jaxpr_types::{AType, DType, VarId};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use smol_str::SmolStr;
 
+/// Primitives without a signature that take a typed key as readily as raw
+/// key data: following raw keys, they consume raw key data as JAX consumes
+/// the typed twin's keys, and their raw results count as consumed keys.
+/// (Not `select_n`: JAX's own uint32 arithmetic selects among data shaped
+/// as keys, `jnp.gcd` of `u32[3,2]` among them.)
+const TRANSPARENT: [&str; 5] = [
+    "stop_gradient",
+    "custom_jvp_call",
+    "custom_vjp_call",
+    "custom_vjp_call_jaxpr",
+    "optimization_barrier",
+];
+
 /// Key arrays with more elements than this are followed as a whole.
 const MASK_ELEMENTS: usize = 1 << 16;
 
@@ -398,7 +411,8 @@ impl Cx<'_, '_> {
                 ..Default::default()
             },
             "jit" | "pjit" | "shard_map" => self.one_jaxpr(e, "jaxpr").unwrap_or_default(),
-            "checkpoint" | "remat" => {
+            // `remat2` is how jax 0.10.2 prints `jax.checkpoint`'s primitive.
+            "checkpoint" | "remat" | "remat2" => {
                 let differentiated = e.param("differentiated").and_then(|p| p.value.as_bool());
                 if differentiated == Some(true) {
                     KeySignature::default()
@@ -409,12 +423,17 @@ impl Cx<'_, '_> {
             "cond" => self.cond_signature(e),
             "scan" => self.scan_signature(e),
             "while" => self.while_signature(e),
-            _ => KeySignature {
+            prim => KeySignature {
                 sinks: e
                     .args
                     .iter()
                     .enumerate()
-                    .filter(|(_, a)| self.p.atom_ty(a).is_some_and(is_typed_key))
+                    .filter(|(_, a)| {
+                        ids.atom(a).is_some_and(|v| {
+                            is_typed_key(self.ty(v))
+                                || (TRANSPARENT.contains(&prim) && self.is_raw(flow, v))
+                        })
+                    })
                     .map(|(i, _)| KeySignature::sink(i))
                     .collect(),
                 ..Default::default()
@@ -602,7 +621,10 @@ impl Cx<'_, '_> {
         self.raw_lineage(flow, e, &sig, &outs, &forwarded);
         for (k, out) in outs.iter().enumerate() {
             let Some(v) = *out else { continue };
-            if forwarded.contains(&v) || !is_typed_key(self.ty(v)) {
+            // Raw key data out of a primitive without a signature is a
+            // key JAX would count as consumed (other raw data is fresh).
+            let raw_out = flow.raw.contains(&v) && TRANSPARENT.contains(&&*e.primitive.text);
+            if forwarded.contains(&v) || !(is_typed_key(self.ty(v)) || raw_out) {
                 continue;
             }
             let fresh = sig.sources.contains(&k);
@@ -650,6 +672,13 @@ impl Cx<'_, '_> {
         }
         if !operands.iter().any(|&v| self.is_raw(flow, v)) {
             return;
+        }
+        if TRANSPARENT.contains(&&*e.primitive.text) {
+            for v in outs.iter().flatten() {
+                if is_key_data(self.ty(*v)) {
+                    flow.raw.insert(*v);
+                }
+            }
         }
         for &k in &sig.sources {
             if let Some(Some(v)) = outs.get(k) {
