@@ -98,6 +98,70 @@ fn raw_key_data_wrapped_twice() {
     );
 }
 
+/// An environment rollout as gymnax's README writes it, with a raw key
+/// (`jax.random.PRNGKey`): the key is split, row 0 goes to a jitted `reset`
+/// and row 1 to the `scan` of steps, each a slice of one `random_unwrap`.
+/// Rows of a split are keys of their own, as JAX's rule says of the typed
+/// twin (which it passes); taking row 0 a second time is a reuse there.
+#[test]
+fn raw_split_rows_are_keys_of_their_own() {
+    check(
+        r#"{ lambda ; a:u32[2]. let
+    b:key<fry>[] = random_wrap[impl=fry] a
+    c:key<fry>[2] = random_split[shape=(2,)] b
+    d:u32[2,2] = random_unwrap c
+    e:u32[1,2] = slice[limit_indices=(1, 2) start_indices=(0, 0) strides=(1, 1)] d
+    f:u32[2] = squeeze[dimensions=(0,)] e
+    g:u32[1,2] = slice[limit_indices=(2, 2) start_indices=(1, 0) strides=(1, 1)] d
+    h:u32[2] = squeeze[dimensions=(0,)] g
+    i:u32[3] = jit[
+      name=reset
+      jaxpr={ lambda ; j:u32[2]. let
+          k:key<fry>[] = random_wrap[impl=fry] j
+          l:u32[3] = random_bits[bit_width=32 shape=(3,)] k
+        in (l,) }
+    ] f
+    m:u32[2] n:u32[4,3] = scan[
+      jaxpr={ lambda ; o:u32[2]. let
+          p:key<fry>[] = random_wrap[impl=fry] o
+          q:key<fry>[2] = random_split[shape=(2,)] p
+          r:u32[2,2] = random_unwrap q
+          s:u32[1,2] = slice[limit_indices=(1, 2) start_indices=(0, 0) strides=(1, 1)] r
+          t:u32[2] = squeeze[dimensions=(0,)] s
+          u:u32[1,2] = slice[limit_indices=(2, 2) start_indices=(1, 0) strides=(1, 1)] r
+          v:u32[2] = squeeze[dimensions=(0,)] u
+          w:key<fry>[] = random_wrap[impl=fry] v
+          x:u32[3] = random_bits[bit_width=32 shape=(3,)] w
+        in (t, x) }
+      length=4
+      num_carry=1
+      num_consts=0
+      reverse=False
+      unroll=1
+    ] h
+    y:u32[2] = random_unwrap b
+    z:u32[1] = slice[limit_indices=(1,) start_indices=(0,) strides=None] y
+    ba:u32[1,2] = slice[limit_indices=(1, 2) start_indices=(0, 0) strides=(1, 1)] d
+#                                                                                 ^ warning[J0013]: raw key data `d` is consumed again by `slice`: both uses draw the same random bits
+  in (i, m, n, z, ba) }
+"#,
+    );
+}
+
+/// `uint32` data that is not key data is never consumed: concatenated or
+/// written twice, it is not a reuse.
+#[test]
+fn other_uint32_data_is_not_a_key() {
+    check(
+        r#"{ lambda ; x:u32[3]. let
+    b:u32[6] = concatenate[dimension=0] x x
+    c:u32[3] = dynamic_update_slice x x 0:i32[]
+    d:u32[3] = dynamic_update_slice x x 0:i32[]
+  in (b, c, d) }
+"#,
+    );
+}
+
 #[test]
 fn constant_indices_out_of_bounds() {
     check(
@@ -375,4 +439,39 @@ fn corpora_findings_are_jaxs() {
         files >= 900 && found >= 9,
         "{files} files, {found} with a J0013 finding"
     );
+}
+
+/// Random programs over keys (`corpus-gen/key_reuse/random_programs.py`,
+/// fixed seeds): the rule's verdict, following raw keys, is JAX's on the
+/// program or, for raw key data, on its typed twin, on every sampled
+/// program but the listed ones (reuses inside a `custom_jvp`/`custom_vjp`
+/// body, which JAX's checker does not enter: `custom_jvp_call` is a
+/// primitive without a signature to it).
+#[test]
+fn random_programs_verdicts_are_jaxs() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/key-reuse/random");
+    let verdicts: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("verdicts.json")).unwrap()).unwrap();
+    let verdicts = verdicts["verdicts"].as_object().unwrap();
+    assert!(verdicts.len() >= 300, "{}", verdicts.len());
+    let known = ["raw_194.jaxpr", "raw_24.jaxpr"];
+    let (mut reuses, mut raw, mut wrong) = (0, 0, Vec::new());
+    for (name, v) in verdicts {
+        let jax = v["jax_key_reuse"].as_bool().unwrap();
+        reuses += jax as usize;
+        raw += v["raw_keys"].as_bool().unwrap() as usize;
+        let ours = finds_reuse(&dir.join(name), SharpConfig::default());
+        if ours != jax && !known.contains(&name.as_str()) {
+            wrong.push(format!("{name}: J0013 {ours}, JAX {}", v["jax_message"]));
+        }
+        if known.contains(&name.as_str()) {
+            assert!(ours && !jax, "{name} is listed but agrees now");
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    assert!(
+        reuses >= 100 && reuses + 50 <= verdicts.len(),
+        "{reuses} reuses"
+    );
+    assert!(raw >= 100, "{raw} raw-key programs");
 }

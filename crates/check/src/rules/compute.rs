@@ -1552,6 +1552,11 @@ fn random_clone(cx: &mut EqnCx) -> Infer {
     if !cx.expect_args(1) {
         return None;
     }
+    // `random_clone_p`'s abstract eval is the identity: raw key data
+    // (`jax.random.clone` of a `PRNGKey`) is cloned as data.
+    if cx.args[0].ty.dtype == Some(DType::UInt(32)) {
+        return Some(vec![cx.args[0].ty.clone()]);
+    }
     let key = require_key(cx, 0)?;
     Some(vec![AType::new(key, shape(cx, 0))])
 }

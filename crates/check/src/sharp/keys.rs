@@ -12,7 +12,11 @@
 //!
 //! Beyond JAX's checker, with [`SharpConfig::raw_keys`]: raw `uint32` key
 //! data that a jaxpr takes as an input and wraps with `random_wrap` at each
-//! use (`jax.random.PRNGKey`) is followed as the key it stands for.
+//! use (`jax.random.PRNGKey`) is followed as the key it stands for, and so
+//! is what the program makes of it: the keys split or folded from it, their
+//! data (`random_unwrap`, as `jax.random.split` of raw data returns it), and
+//! slices of that data's rows, each row a key of its own, as JAX's rule has
+//! it for the *typed twin* (the same program given a typed key).
 
 use super::{Ids, Program, SharpConfig};
 use jaxpr_syntax::TextRange;
@@ -21,6 +25,19 @@ use jaxpr_syntax::diagnostics::{DiagKind, Diagnostic};
 use jaxpr_types::{AType, DType, VarId};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use smol_str::SmolStr;
+
+/// Primitives without a signature that take a typed key as readily as raw
+/// key data: following raw keys, they consume raw key data as JAX consumes
+/// the typed twin's keys, and their raw results count as consumed keys.
+/// (Not `select_n`: JAX's own uint32 arithmetic selects among data shaped
+/// as keys, `jnp.gcd` of `u32[3,2]` among them.)
+const TRANSPARENT: [&str; 5] = [
+    "stop_gradient",
+    "custom_jvp_call",
+    "custom_vjp_call",
+    "custom_vjp_call_jaxpr",
+    "optimization_barrier",
+];
 
 /// Key arrays with more elements than this are followed as a whole.
 const MASK_ELEMENTS: usize = 1 << 16;
@@ -105,6 +122,10 @@ struct Flow {
     forwards: HashMap<VarId, VarId>,
     /// The jaxpr's binders (raw key data is followed from these only).
     binders: HashSet<VarId>,
+    /// Raw key lineage (following raw keys): `uint32` data that is key data
+    /// made from a binder's (a split's rows), and the keys made from raw key
+    /// data (a split of a wrapped binder).
+    raw: HashSet<VarId>,
 }
 
 impl Flow {
@@ -203,13 +224,10 @@ fn is_u32(ty: &AType) -> bool {
     ty.dtype == Some(DType::UInt(32))
 }
 
-/// The number of elements of a key array of concrete shape, if small.
-fn elements(ty: &AType) -> Option<usize> {
-    let mut n: usize = 1;
-    for d in &ty.shape {
-        n = n.checked_mul(usize::try_from(d.as_const()?).ok()?)?;
-    }
-    (n <= MASK_ELEMENTS).then_some(n)
+/// `uint32` data shaped as key data: a last axis of 2 (threefry) or 4 words
+/// (rbg, unsafe_rbg).
+fn is_key_data(ty: &AType) -> bool {
+    is_u32(ty) && matches!(ty.shape.last().and_then(|d| d.as_const()), Some(2 | 4))
 }
 
 impl Cx<'_, '_> {
@@ -221,6 +239,21 @@ impl Cx<'_, '_> {
     fn sinks_to(&self, v: VarId) -> bool {
         let ty = self.ty(v);
         is_typed_key(ty) || (self.config.raw_keys && is_u32(ty))
+    }
+
+    /// Whether `v` is of raw key lineage (following raw keys): key data a
+    /// jaxpr takes in or made from it, or a key made from such data.
+    fn is_raw(&self, flow: &Flow, v: VarId) -> bool {
+        if !self.config.raw_keys {
+            return false;
+        }
+        let root = flow.resolve(v);
+        flow.raw.contains(&root) || (flow.binders.contains(&root) && is_key_data(self.ty(root)))
+    }
+
+    /// Whether a sink on `v` counts: a typed key, or raw key data.
+    fn consumable(&self, flow: &Flow, v: VarId) -> bool {
+        is_typed_key(self.ty(v)) || (is_u32(self.ty(v)) && self.is_raw(flow, v))
     }
 
     fn let_signature(&mut self, name: &str) -> Option<KeySignature> {
@@ -289,7 +322,9 @@ impl Cx<'_, '_> {
             let r = flow.resolve(v);
             match inputs.iter().position(|&i| i == r) {
                 Some(i) => sig.forwards.push((i, k)),
-                None if !flow.consumed(v).any() => sig.sources.push(k),
+                None if flow.consumed(v).any() => {}
+                // Raw data is a fresh key only if it is key data.
+                None if is_typed_key(self.ty(v)) || self.is_raw(&flow, v) => sig.sources.push(k),
                 None => {}
             }
         }
@@ -337,13 +372,13 @@ impl Cx<'_, '_> {
             | "dynamic_slice"
             | "gather" => KeySignature::forward0(),
             "random_wrap" => {
-                // Raw key data a jaxpr takes in: the wrapped key is that data.
-                let raw_binder = self.config.raw_keys
-                    && e.args
-                        .first()
-                        .and_then(|a| ids.atom(a))
-                        .is_some_and(|v| flow.binders.contains(&v) && is_u32(self.ty(v)));
-                if raw_binder {
+                // Raw key data followed: the wrapped key is that data.
+                let raw = e
+                    .args
+                    .first()
+                    .and_then(|a| ids.atom(a))
+                    .is_some_and(|v| is_u32(self.ty(v)) && self.is_raw(flow, v));
+                if raw {
                     KeySignature::forward0()
                 } else {
                     source0
@@ -361,8 +396,12 @@ impl Cx<'_, '_> {
                 ..Default::default()
             },
             "device_put" => all(|i| (i, i)),
-            "slice" => match operand_ty(0) {
-                Some(ty) if is_typed_key(ty) => slice_signature(e, ty),
+            "slice" => match (operand_ty(0), e.args.first().and_then(|a| ids.atom(a))) {
+                (Some(ty), _) if is_typed_key(ty) => slice_signature(e, ty, 0),
+                // Rows of raw key data: keys of their own, as in the typed twin.
+                (Some(ty), Some(v)) if is_key_data(ty) && self.is_raw(flow, v) => {
+                    slice_signature(e, ty, 1)
+                }
                 _ => KeySignature::forward0(),
             },
             "concatenate" if arity == 1 => KeySignature::forward0(),
@@ -372,7 +411,8 @@ impl Cx<'_, '_> {
                 ..Default::default()
             },
             "jit" | "pjit" | "shard_map" => self.one_jaxpr(e, "jaxpr").unwrap_or_default(),
-            "checkpoint" | "remat" => {
+            // `remat2` is how jax 0.10.2 prints `jax.checkpoint`'s primitive.
+            "checkpoint" | "remat" | "remat2" => {
                 let differentiated = e.param("differentiated").and_then(|p| p.value.as_bool());
                 if differentiated == Some(true) {
                     KeySignature::default()
@@ -383,12 +423,17 @@ impl Cx<'_, '_> {
             "cond" => self.cond_signature(e),
             "scan" => self.scan_signature(e),
             "while" => self.while_signature(e),
-            _ => KeySignature {
+            prim => KeySignature {
                 sinks: e
                     .args
                     .iter()
                     .enumerate()
-                    .filter(|(_, a)| self.p.atom_ty(a).is_some_and(is_typed_key))
+                    .filter(|(_, a)| {
+                        ids.atom(a).is_some_and(|v| {
+                            is_typed_key(self.ty(v))
+                                || (TRANSPARENT.contains(&prim) && self.is_raw(flow, v))
+                        })
+                    })
                     .map(|(i, _)| KeySignature::sink(i))
                     .collect(),
                 ..Default::default()
@@ -547,7 +592,7 @@ impl Cx<'_, '_> {
         for (i, mask, _) in &sig.sinks {
             let Some(atom) = e.args.get(*i) else { continue };
             let Some(v) = ids.atom(atom) else { continue };
-            if !self.sinks_to(v) {
+            if !self.consumable(flow, v) {
                 continue;
             }
             let root = flow.resolve(v);
@@ -573,9 +618,13 @@ impl Cx<'_, '_> {
             .iter()
             .filter_map(|&(_, k)| outs.get(k).copied().flatten())
             .collect();
+        self.raw_lineage(flow, e, &sig, &outs, &forwarded);
         for (k, out) in outs.iter().enumerate() {
             let Some(v) = *out else { continue };
-            if forwarded.contains(&v) || !is_typed_key(self.ty(v)) {
+            // Raw key data out of a primitive without a signature is a
+            // key JAX would count as consumed (other raw data is fresh).
+            let raw_out = flow.raw.contains(&v) && TRANSPARENT.contains(&&*e.primitive.text);
+            if forwarded.contains(&v) || !(is_typed_key(self.ty(v)) || raw_out) {
                 continue;
             }
             let fresh = sig.sources.contains(&k);
@@ -590,6 +639,53 @@ impl Cx<'_, '_> {
                     first,
                 },
             );
+        }
+    }
+
+    /// Following raw keys: the fresh keys and key data an equation makes
+    /// from raw key lineage are of it too. `random_unwrap` of a key made
+    /// from raw data is key data (`jax.random.split` of raw data); of the
+    /// raw data's own wrapped key (`jax.random.key_data`) it is not, as in
+    /// the typed twin, where JAX does not follow a key's data.
+    fn raw_lineage(
+        &self,
+        flow: &mut Flow,
+        e: &ast::Eqn,
+        sig: &KeySignature,
+        outs: &[Option<VarId>],
+        forwarded: &HashSet<VarId>,
+    ) {
+        if !self.config.raw_keys {
+            return;
+        }
+        let ids = self.p.ids;
+        let operands: Vec<VarId> = e.args.iter().filter_map(|a| ids.atom(a)).collect();
+        if e.primitive.text == "random_unwrap" {
+            let from_key = operands.first().is_some_and(|&v| {
+                let root = flow.resolve(v);
+                is_typed_key(self.ty(root)) && flow.raw.contains(&root)
+            });
+            if let (true, Some(Some(out))) = (from_key, outs.first()) {
+                flow.raw.insert(*out);
+            }
+            return;
+        }
+        if !operands.iter().any(|&v| self.is_raw(flow, v)) {
+            return;
+        }
+        if TRANSPARENT.contains(&&*e.primitive.text) {
+            for v in outs.iter().flatten() {
+                if is_key_data(self.ty(*v)) {
+                    flow.raw.insert(*v);
+                }
+            }
+        }
+        for &k in &sig.sources {
+            if let Some(Some(v)) = outs.get(k) {
+                if !forwarded.contains(v) {
+                    flow.raw.insert(*v);
+                }
+            }
         }
     }
 
@@ -624,28 +720,48 @@ impl Cx<'_, '_> {
 }
 
 /// `slice` of a key array: consumes the sliced elements, and its result is
-/// a fresh key array.
-fn slice_signature(e: &ast::Eqn, ty: &AType) -> KeySignature {
+/// a fresh key array. Of raw key data (`words` 1: its last axis the words
+/// of each key), only a slice of whole keys is one: a slice of words is
+/// data that is not a key (a forward, as any slice of data).
+fn slice_signature(e: &ast::Eqn, ty: &AType, words: usize) -> KeySignature {
     let shape: Option<Vec<i64>> = ty.shape.iter().map(|d| d.as_const()).collect();
-    let Some(shape) = shape else {
+    let Some(mut shape) = shape else {
         return KeySignature::forward0();
     };
     let source = KeySignature {
         sources: vec![0],
         ..Default::default()
     };
-    if elements(ty).is_none() {
-        return source;
-    }
+    // What a slice the rule cannot read is: a fresh key array, or data.
+    let unread = if words == 0 {
+        source.clone()
+    } else {
+        KeySignature::forward0()
+    };
     let ints = |n: &str| e.param(n).and_then(|p| p.value.as_int_seq());
-    let (Some(start), Some(limit)) = (ints("start_indices"), ints("limit_indices")) else {
+    let (Some(mut start), Some(mut limit)) = (ints("start_indices"), ints("limit_indices")) else {
+        return unread;
+    };
+    let mut strides = ints("strides").unwrap_or_else(|| vec![1; start.len()]);
+    if start.len() != shape.len() || limit.len() != shape.len() || strides.len() != shape.len() {
+        return unread;
+    }
+    if words == 1 {
+        let whole = |v: Option<&i64>, want: i64| v == Some(&want);
+        let last = shape.last().copied().unwrap_or(0);
+        if !(whole(start.last(), 0) && whole(limit.last(), last) && whole(strides.last(), 1)) {
+            return KeySignature::forward0();
+        }
+        for v in [&mut shape, &mut start, &mut limit, &mut strides] {
+            v.pop();
+        }
+    }
+    let n = shape
+        .iter()
+        .try_fold(1usize, |n, &d| n.checked_mul(usize::try_from(d).ok()?));
+    let Some(n) = n.filter(|&n| n <= MASK_ELEMENTS) else {
         return source;
     };
-    let strides = ints("strides").unwrap_or_else(|| vec![1; start.len()]);
-    if start.len() != shape.len() || limit.len() != shape.len() || strides.len() != shape.len() {
-        return source;
-    }
-    let n: usize = shape.iter().map(|&d| d as usize).product();
     let mut mask = vec![false; n];
     let mut index = vec![0i64; shape.len()];
     for (flat, m) in mask.iter_mut().enumerate() {
