@@ -87,6 +87,20 @@ pub struct VarInfo {
     pub ty: AType,
     pub jaxpr: JaxprId,
     pub role: VarRole,
+    /// The manual mesh axes its type says it varies over (`f32[2]{V:x}`,
+    /// jax 0.4's named shape `f32[2;x:8]`); `None` when it prints none.
+    pub varying: Varying,
+}
+
+/// The mesh axes a printed type says its value varies over, in printed
+/// order; `None` when the type prints none (invariant inside a
+/// `shard_map` with `check_vma`, unknown elsewhere).
+pub type Varying = Option<Box<[SmolStr]>>;
+
+/// The varying axes of a printed type.
+pub fn varying_of(t: Option<&jaxpr_syntax::ast::TypeExpr>) -> Varying {
+    let axes = t?.axes.as_ref()?;
+    (!axes.varying.is_empty()).then(|| axes.varying.iter().map(|a| a.name.text.clone()).collect())
 }
 
 /// How a nested jaxpr came to be.
@@ -122,6 +136,8 @@ pub struct OutInfo {
     pub ty: AType,
     pub var: Option<VarId>,
     pub range: TextRange,
+    /// The output variable's [`VarInfo::varying`].
+    pub varying: Varying,
 }
 
 #[derive(Clone, PartialEq, Eq, Debug)]

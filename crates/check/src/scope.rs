@@ -80,6 +80,7 @@ impl Checker {
             ty,
             jaxpr,
             role,
+            varying: crate::varying_of(b.ty.as_ref()),
         });
         self.enter_scope(&b.name.text, v);
         Some(v)
