@@ -243,3 +243,35 @@ fn body_binders_have_per_shard_types() {
     assert_eq!(kind, DiagKind::ShapeMismatch);
     assert_eq!(at, "shard_map");
 }
+
+#[test]
+fn a_body_binder_varying_otherwise_than_its_spec_is_reported_at_the_binder() {
+    let text = shard_map(
+        16,
+        2,
+        "P('x',)",
+        "          d:f32[2,4] = psum_invariant[axes=('x',)] c",
+        "P()",
+    )
+    .replace("c:f32[2,4]{V:x}. let", "c:f32[2,4]. let")
+    .replace(
+        "psum_invariant[axes=('x',)] c",
+        "psum_invariant[axes=('x',)] e",
+    )
+    .replace(
+        "          d:f32[2,4] =",
+        "          e:f32[2,4]{V:x} = pvary[axes=('x',)] c\n          d:f32[2,4] =",
+    );
+    let (kind, at, related, d) = only_error(&text);
+    assert_eq!(kind, DiagKind::VaryingAxes);
+    assert_eq!(at, "c:f32[2,4]");
+    assert_eq!(
+        related,
+        ["a", "P('x',)", "mesh=Mesh('x': 8, axis_types=(Auto,))"]
+    );
+    assert!(
+        d.message.contains("its spec makes it vary over {x}"),
+        "{}",
+        d.message
+    );
+}

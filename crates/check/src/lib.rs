@@ -214,7 +214,19 @@ pub struct Analysis {
     /// The wire each qubit value holds (Catalyst): a qubit extracted from a
     /// register keeps its wire through the gates and measurements it passes.
     pub qubit_wires: HashMap<VarId, rules::Wire>,
+    /// The binders of `shard_map` and `xla_pmap` bodies: each one's block
+    /// of which global value (hover shows both).
+    pub shards: HashMap<VarId, Shard>,
     pub diagnostics: Vec<Diagnostic>,
+}
+
+/// A body binder of a multi-device map: the global type of the operand it
+/// is a block of, and how it is split.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Shard {
+    pub global: AType,
+    /// `in_specs=P('x',) over Mesh('x': 8)`, `in_axes=0 over i: 8`.
+    pub how: String,
 }
 
 impl Analysis {

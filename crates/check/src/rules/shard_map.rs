@@ -346,6 +346,28 @@ fn shard_map(cx: &mut EqnCx) -> Infer {
     });
     cx.ck.manual.pop();
     let id = body?;
+    let how: Vec<String> = ins
+        .iter()
+        .map(|(spec, _)| {
+            let dims: Vec<String> = spec
+                .iter()
+                .map(|axes| match axes.as_slice() {
+                    [] => "None".to_string(),
+                    [(a, _)] => format!("'{a}'"),
+                    many => {
+                        let v: Vec<String> = many.iter().map(|(a, _)| format!("'{a}'")).collect();
+                        format!("({})", v.join(", "))
+                    }
+                })
+                .collect();
+            format!(
+                "split by P({}) over {}",
+                dims.join(", "),
+                man.describe().trim_start_matches("the mesh is ")
+            )
+        })
+        .collect();
+    record_shards(cx, id, how);
     if man.check_vma {
         binders_vary_as_specs(cx, id, &ins, &man);
     }
@@ -447,11 +469,25 @@ fn binders_vary_as_specs(
                         set_str(&expected)
                     ),
                 )
-                .with_related(range, format!("`{name}` is bound here"))
+                .with_related(cx.args[i].range, format!("operand {i} of `shard_map`"))
                 .with_related(spec_expr.range, format!("the spec of operand {i}"))
+                .with_related(man.mesh_range, man.describe())
                 .with_help("under check_vma a block varies over exactly the manual axes its spec splits it over");
-            cx.report(d);
+            // At the binder whose type says otherwise.
+            cx.report(jaxpr_syntax::diagnostics::Diagnostic { range, ..d });
         }
+    }
+}
+
+/// Records each body binder's global value for hover.
+fn record_shards(cx: &mut EqnCx, body: crate::JaxprId, how: Vec<String>) {
+    let binders = cx.ck.a.jaxpr(body).invars.clone();
+    for ((b, how), arg) in binders.iter().zip(how).zip(cx.args) {
+        let shard = crate::Shard {
+            global: arg.ty.clone(),
+            how,
+        };
+        cx.ck.a.shards.insert(*b, shard);
     }
 }
 
@@ -573,6 +609,15 @@ fn pmap(cx: &mut EqnCx) -> Infer {
     });
     cx.ck.manual.pop();
     let id = body?;
+    let how: Vec<String> = in_axes
+        .iter()
+        .map(|ax| match (ax, &axis) {
+            (Some(k), Some((n, _))) => format!("axis {k} mapped over `{n}` ({size} devices)"),
+            (Some(k), None) => format!("axis {k} mapped over {size} devices"),
+            (None, _) => "not mapped (in_axes None): the same on every device".to_string(),
+        })
+        .collect();
+    record_shards(cx, id, how);
     let out_type = cx.ck.a.jaxpr(id).signature.out_type.clone();
     let mut results = read_out_type(&out_type, &acts, cx.out_vars);
     let out_axes = out_axes.unwrap_or_else(|| vec![Some(0); results.len()]);
