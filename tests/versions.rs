@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 
 #[path = "common/catalyst_types.rs"]
 mod catalyst_types;
+mod common;
+use common::jaxprs;
 
 const JAX_VERSIONS: &[&str] = &[
     "0.4.30", "0.4.38", "0.5.3", "0.6.2", "0.7.2", "0.8.3", "0.9.2", "0.10.2",
@@ -30,17 +32,6 @@ fn column(name: &str) -> PathBuf {
     } else {
         data().join("versions").join(name)
     }
-}
-
-fn jaxprs(dir: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jaxpr"))
-        .collect();
-    v.sort();
-    v
 }
 
 fn columns() -> Vec<String> {

@@ -99,3 +99,15 @@ pub fn corpus_groups(root: &Path) -> Vec<(PathBuf, serde_json::Map<String, serde
         })
         .collect()
 }
+
+/// The `.jaxpr` files of a folder, sorted.
+pub fn jaxprs(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jaxpr"))
+        .collect();
+    v.sort();
+    v
+}

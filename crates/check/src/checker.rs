@@ -91,6 +91,9 @@ pub(crate) struct Checker {
     /// (taken by the next jaxpr begun), and the convention of each jaxpr.
     pub(crate) next_convention: Option<signature::Convention>,
     conventions: HashMap<JaxprId, signature::Convention>,
+    /// The mesh axes of the multi-device maps (`shard_map`, `xla_pmap`)
+    /// whose bodies are being checked, innermost last.
+    pub(crate) manual: Vec<crate::rules::Manual>,
 }
 
 impl Checker {
@@ -109,6 +112,7 @@ impl Checker {
             hints: HashMap::default(),
             next_convention: None,
             conventions: HashMap::default(),
+            manual: Vec::new(),
         }
     }
 
@@ -254,12 +258,14 @@ impl Checker {
                     },
                     var: None,
                     range: n.range,
+                    varying: None,
                 });
                 continue;
             }
             let op = self.operand(atom);
             outs.push(OutInfo {
                 ty: op.ty,
+                varying: op.var.and_then(|v| self.a.var(v).varying.clone()),
                 var: op.var,
                 range: op.range,
             });
@@ -349,6 +355,7 @@ impl Checker {
                 },
                 jaxpr,
                 role: VarRole::Result { eqn: id, index: i },
+                varying: crate::varying_of(b.ty.as_ref()),
             });
             out_vars.push(Some(v));
         }

@@ -27,6 +27,7 @@ pub struct Interface {
 struct InterfaceType {
     dtype: Option<DType>,
     shape: Vec<InterfaceDim>,
+    varying: crate::Varying,
 }
 
 #[derive(Clone, PartialEq, Debug)]
@@ -49,7 +50,8 @@ impl Interface {
             Some(i) => InterfaceVar::Binder(i),
             None => InterfaceVar::Inner(a.var(v).name.clone()),
         };
-        let ty = |t: &AType| InterfaceType {
+        let ty = |t: &AType, varying: &crate::Varying| InterfaceType {
+            varying: varying.clone(),
             dtype: t.dtype.clone(),
             shape: (t.shape.iter())
                 .map(|d| match d {
@@ -61,10 +63,10 @@ impl Interface {
         Interface {
             consts: info.constvars.len(),
             binders: (binders.iter())
-                .map(|&b| (a.var(b).name.clone(), ty(&a.var(b).ty)))
+                .map(|&b| (a.var(b).name.clone(), ty(&a.var(b).ty, &a.var(b).varying)))
                 .collect(),
             outs: (info.outs.iter())
-                .map(|o| (ty(&o.ty), o.var.map(var)))
+                .map(|o| (ty(&o.ty, &o.varying), o.var.map(var)))
                 .collect(),
             signature: info.signature.clone(),
         }
@@ -154,6 +156,7 @@ impl Prelude {
                     ty: ty(t)?,
                     jaxpr: j,
                     role,
+                    varying: t.varying.clone(),
                 };
                 c.a.vars.push(v);
             }
@@ -164,6 +167,7 @@ impl Prelude {
                     let var = v.as_ref().and_then(var);
                     Some(OutInfo {
                         ty: ty(t)?,
+                        varying: t.varying.clone(),
                         var,
                         range: at(k, InterfacePos::Out(o)),
                     })

@@ -88,6 +88,20 @@ pub struct VarInfo {
     pub ty: AType,
     pub jaxpr: JaxprId,
     pub role: VarRole,
+    /// The manual mesh axes its type says it varies over (`f32[2]{V:x}`,
+    /// jax 0.4's named shape `f32[2;x:8]`); `None` when it prints none.
+    pub varying: Varying,
+}
+
+/// The mesh axes a printed type says its value varies over, in printed
+/// order; `None` when the type prints none (invariant inside a
+/// `shard_map` with `check_vma`, unknown elsewhere).
+pub type Varying = Option<Box<[SmolStr]>>;
+
+/// The varying axes of a printed type.
+pub fn varying_of(t: Option<&jaxpr_syntax::ast::TypeExpr>) -> Varying {
+    let axes = t?.axes.as_ref()?;
+    (!axes.varying.is_empty()).then(|| axes.varying.iter().map(|a| a.name.text.clone()).collect())
 }
 
 /// How a nested jaxpr came to be.
@@ -123,6 +137,8 @@ pub struct OutInfo {
     pub ty: AType,
     pub var: Option<VarId>,
     pub range: TextRange,
+    /// The output variable's [`VarInfo::varying`].
+    pub varying: Varying,
 }
 
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -199,7 +215,19 @@ pub struct Analysis {
     /// The wire each qubit value holds (Catalyst): a qubit extracted from a
     /// register keeps its wire through the gates and measurements it passes.
     pub qubit_wires: HashMap<VarId, rules::Wire>,
+    /// The binders of `shard_map` and `xla_pmap` bodies: each one's block
+    /// of which global value (hover shows both).
+    pub shards: HashMap<VarId, Shard>,
     pub diagnostics: Vec<Diagnostic>,
+}
+
+/// A body binder of a multi-device map: the global type of the operand it
+/// is a block of, and how it is split.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Shard {
+    pub global: AType,
+    /// `in_specs=P('x',) over Mesh('x': 8)`, `in_axes=0 over i: 8`.
+    pub how: String,
 }
 
 impl Analysis {

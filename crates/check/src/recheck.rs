@@ -229,6 +229,7 @@ impl Checker {
             },
             jaxpr: JaxprId(self.a.jaxprs.len() as u32 - 1),
             role: info.role.clone(),
+            varying: info.varying.clone(),
         });
         let mut ty = info.ty.clone();
         for d in &mut ty.shape {

@@ -43,6 +43,9 @@ pub enum Family {
     Identity,
     /// Sharding annotations of multi-device programs.
     Placement,
+    /// Collectives over the mapped or manual mesh axes of a multi-device
+    /// program (`psum_invariant`, `all_gather`, `ppermute`, `axis_index`...).
+    Collective,
     Random,
     /// Calls a nested jaxpr once.
     Call,
@@ -344,6 +347,10 @@ impl Family {
             Family::Random | Family::Other | Family::Loop => {
                 Cost::differs(CostRule::Unmodelled, "not modelled yet")
             }
+            Family::Collective => Cost::differs(
+                CostRule::Unmodelled,
+                "communication between devices, which one device's cost does not show",
+            ),
             Family::Quantum => Cost::differs(
                 CostRule::Unmodelled,
                 "runs on a quantum device, outside XLA",
@@ -451,6 +458,23 @@ const DERIVATIVE_ROW: Primitive = Primitive {
         native: Lowering::Lowered,
     },
     ..QUANTUM_ROW
+};
+
+/// Why no back end builds a collective yet: issue 40's later step.
+const MULTI_DEVICE: Lowering = Lowering::Refused(
+    "collectives of multi-device programs have no lowering yet (the build makes single-device programs)",
+);
+
+/// Collectives of multi-device programs: typed (`rules/collective.rs`), not built.
+const COLLECTIVE_ROW: Primitive = Primitive {
+    family: Family::Collective,
+    stablehlo: MULTI_DEVICE,
+    native: MULTI_DEVICE,
+    complex: ComplexLowering {
+        stablehlo: MULTI_DEVICE,
+        native: MULTI_DEVICE,
+    },
+    ..ROW
 };
 
 /// The row of `name` (a name or an alias).
@@ -1426,14 +1450,98 @@ pub static PRIMITIVES: &[Primitive] = &[
         doc: "Sums over named (mapped) axes and positional axes. Both back ends build positional axes (what `vmap` with an `axis_name` leaves), a `reduce_sum` of each operand as JAX lowers them; named axes are collectives of multi-device programs, refused.",
         ..ROW
     },
+    // Collectives of multi-device programs (jax/_src/lax/parallel.py),
+    // each typed by `rules/collective.rs` with its varying mesh axes.
+    Primitive {
+        name: "all_gather",
+        params: &[
+            "all_gather_dimension",
+            "axis_index_groups",
+            "axis_name",
+            "axis_size",
+            "tiled",
+        ],
+        doc: "Gathers the operand from every device of `axis_name`: `axis_size` stacked at `all_gather_dimension` (tiled: concatenated there). Varying axes kept; the operand must vary over `axis_name` (check_vma).",
+        ..COLLECTIVE_ROW
+    },
+    Primitive {
+        name: "all_gather_invariant",
+        params: &["all_gather_dimension", "axis_name", "axis_size", "tiled"],
+        doc: "`all_gather` whose result is invariant over `axis_name`.",
+        ..COLLECTIVE_ROW
+    },
+    Primitive {
+        name: "all_to_all",
+        params: &[
+            "axis_index_groups",
+            "axis_name",
+            "concat_axis",
+            "split_axis",
+            "tiled",
+        ],
+        doc: "Splits `split_axis` into as many chunks as devices of `axis_name`, exchanges them and concatenates what it receives along `concat_axis`.",
+        ..COLLECTIVE_ROW
+    },
+    Primitive {
+        name: "axis_index",
+        params: &["axis_name"],
+        doc: "This device's index along the mesh axes `axis_name`: i32[], varying over them (check_vma).",
+        ..COLLECTIVE_ROW
+    },
+    Primitive {
+        name: "pbroadcast",
+        params: &["axes", "axis_index_groups"],
+        doc: "jax < 0.6 (check_rep): marks its operands as no longer replicated over `axes`; identity on types.",
+        ..COLLECTIVE_ROW
+    },
+    Primitive {
+        name: "pmax",
+        params: &["axes", "axis_index_groups"],
+        doc: "Maximum over named axes (and positional ones); the result is invariant over the named axes (check_vma).",
+        ..COLLECTIVE_ROW
+    },
+    Primitive {
+        name: "pmin",
+        params: &["axes", "axis_index_groups"],
+        doc: "Minimum over named axes (and positional ones); the result is invariant over the named axes (check_vma).",
+        ..COLLECTIVE_ROW
+    },
+    Primitive {
+        name: "ppermute",
+        params: &["axis_name", "perm"],
+        doc: "Sends the operand along `axis_name` by the (source, destination) pairs of `perm`; types unchanged.",
+        ..COLLECTIVE_ROW
+    },
+    Primitive {
+        name: "psum2",
+        params: &["axes", "axis_index_groups"],
+        doc: "jax < 0.6 (check_rep): the sum over `axes` of operands replicated-checked by `shard_map`; shapes unchanged.",
+        ..COLLECTIVE_ROW
+    },
+    Primitive {
+        name: "psum_invariant",
+        params: &["axes"],
+        doc: "Sums over the mesh axes `axes` (`psum` under check_vma): shape unchanged, the result invariant over `axes`; the operand must vary over them.",
+        ..COLLECTIVE_ROW
+    },
     Primitive {
         name: "pvary",
-        family: Placement,
-        doc: "Marks its operands as varying over mesh axes; identity on types.",
-        stablehlo: Refused("sharding primitives of multi-device programs have no lowering"),
-        native: Refused("sharding primitives of multi-device programs have no lowering"),
-        complex: COMPLEX,
-        ..ROW
+        family: Collective,
+        params: &["axes"],
+        doc: "Marks its operands as varying over mesh axes `axes`, which they must not vary over yet; identity on shapes.",
+        ..COLLECTIVE_ROW
+    },
+    Primitive {
+        name: "reduce_scatter",
+        params: &[
+            "axis_index_groups",
+            "axis_name",
+            "axis_size",
+            "scatter_dimension",
+            "tiled",
+        ],
+        doc: "`psum_scatter`: sums over `axis_name` and keeps this device's block of `scatter_dimension` (tiled: divided by `axis_size`; else of size `axis_size`, removed).",
+        ..COLLECTIVE_ROW
     },
     Primitive {
         name: "qr",
@@ -1883,9 +1991,22 @@ pub static PRIMITIVES: &[Primitive] = &[
     Primitive {
         name: "shard_map",
         family: Call,
-        params: &["jaxpr"],
+        params: &[
+            "auto",
+            "check_rep",
+            "check_vma",
+            "in_names",
+            "in_specs",
+            "jaxpr",
+            "manual_axes",
+            "mesh",
+            "newly_manual_axes",
+            "out_names",
+            "out_specs",
+            "rewrite",
+        ],
         jaxpr_params: &["jaxpr"],
-        doc: "Maps a jaxpr over shards of a mesh.",
+        doc: "Maps a jaxpr over shards of a mesh: the body sees each operand's block (`in_specs`: each dimension divided by the sizes of the mesh axes it is split over) and its results are joined by `out_specs`; under `check_vma` a result must vary over no axis its spec leaves out.",
         stablehlo: Refused("device-parallel maps have no single-device lowering"),
         native: Refused("device-parallel maps have no single-device lowering"),
         complex: COMPLEX,
@@ -2143,9 +2264,21 @@ pub static PRIMITIVES: &[Primitive] = &[
     Primitive {
         name: "xla_pmap",
         family: Call,
-        params: &["call_jaxpr"],
+        params: &[
+            "axis_name",
+            "axis_size",
+            "backend",
+            "call_jaxpr",
+            "devices",
+            "donated_invars",
+            "global_axis_size",
+            "in_axes",
+            "is_explicit_global_axis_size",
+            "name",
+            "out_axes",
+        ],
         jaxpr_params: &["call_jaxpr"],
-        doc: "Maps a jaxpr over devices.",
+        doc: "`pmap`: maps a jaxpr over `axis_size` devices; the body sees each operand without its `in_axes` dimension, and each result gets one of `axis_size` at its `out_axes`.",
         stablehlo: Refused("device-parallel maps have no single-device lowering"),
         native: Refused("device-parallel maps have no single-device lowering"),
         complex: COMPLEX,

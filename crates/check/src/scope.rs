@@ -78,6 +78,7 @@ impl Checker {
             ty,
             jaxpr,
             role,
+            varying: crate::varying_of(b.ty.as_ref()),
         });
         self.enter_scope(&b.name.text, v);
         Some(v)

@@ -901,6 +901,7 @@ fn bound_elsewhere(name: &SmolStr, ty: &AType) -> VarInfo {
             eqn: EqnId(0),
             index: 0,
         },
+        varying: None,
     }
 }
 

@@ -467,6 +467,22 @@ fn var_hover(f: &FileView, v: VarId, bound_by: Option<(&str, u32)>) -> String {
         }
     };
     let _ = writeln!(s, "{role} of {}", describe_jaxpr(a, info.jaxpr, idx));
+    if let Some(axes) = &info.varying {
+        let _ = writeln!(
+            s,
+            "\nvaries over the mesh axes {{{}}} (check_vma)",
+            axes.join(", ")
+        );
+    }
+    if let Some(shard) = a.shards.get(&v) {
+        let _ = writeln!(
+            s,
+            "\nper-shard block `{}` of the global operand `{}`: {}",
+            a.ty(&info.ty),
+            a.ty(&shard.global),
+            shard.how
+        );
+    }
     if let Some(w) = a.qubit_wires.get(&v) {
         let _ = writeln!(
             s,

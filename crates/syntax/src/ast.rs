@@ -71,7 +71,30 @@ pub struct TypeExpr {
     pub dims: Box<[Expr]>,
     /// `Some` for the call form (no dimensions then).
     pub args: Option<Box<[CallArg]>>,
+    /// The mesh axes JAX prints with a value inside `shard_map`: `{V:x}`
+    /// after the brackets (boxed: nearly every type has none).
+    pub axes: Option<Box<MeshAxes>>,
     pub range: TextRange,
+}
+
+/// What a type says about the manual mesh axes of a multi-device program:
+/// the axes the value varies over (`f32[4]{V:x}`, `{V:(x,y)}` from jax 0.6,
+/// `{x,y}` in 0.7; the named shape `f32[4;x:8]` of jax 0.4), and those it is
+/// unreduced (`U:`) or reduced (`R:`) over. Each name keeps its range.
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
+pub struct MeshAxes {
+    pub varying: Box<[AxisName]>,
+    pub unreduced: Box<[AxisName]>,
+    pub reduced: Box<[AxisName]>,
+    /// From the first `{` (or the `;` of a named shape) to the last `}`.
+    pub range: TextRange,
+}
+
+/// A mesh axis in a type; `size` only in jax 0.4's named shapes (`x:8`).
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct AxisName {
+    pub name: Name,
+    pub size: Option<Expr>,
 }
 
 impl TypeExpr {

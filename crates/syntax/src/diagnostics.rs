@@ -117,6 +117,23 @@ rule_table! {
     /// apart from J0012 so that no bug reads as a documented limit.
     InternalError => "J0016", "internal-error", Error,
         "`jaxpr build` only: a bug in jaxpr itself, not in the program; please report it with the file.";
+    /// A dimension of a `shard_map` operand (or `pmap`'s mapped one) that
+    /// the mesh axes its spec splits it over do not divide.
+    IndivisibleDimension => "J0017", "indivisible-dimension", Error,
+        "A dimension is not divisible by the product of the mesh axes its spec splits it over.";
+    /// A spec or a collective names an axis the mesh does not have.
+    UnknownMeshAxis => "J0018", "unknown-mesh-axis", Error,
+        "A spec or a collective names a mesh axis that the enclosing mesh does not have.";
+    /// `shard_map`'s check_vma (check_rep before jax 0.6): an output spec
+    /// that leaves out an axis the value varies over claims a replication
+    /// that does not hold.
+    UnreplicatedOutput => "J0019", "unreplicated-output", Error,
+        "A `shard_map` output varies over a mesh axis its out_specs leaves out, so the claimed replication does not hold.";
+    /// A collective over an axis its operand does not vary over (or `pvary`
+    /// over one it already varies over), or a varying-axes type that is not
+    /// what the rule gives.
+    VaryingAxes => "J0020", "varying-axes", Error,
+        "A value's varying mesh axes (check_vma) are not what a collective or `shard_map` needs or gives.";
 }
 
 impl DiagKind {

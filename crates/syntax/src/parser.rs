@@ -831,13 +831,19 @@ impl<'a, 's> Parser<'a, 's> {
                 dtype,
                 dims: Box::default(),
                 args: Some(boxed(args)),
+                axes: None,
             });
         }
         self.expect(T::LBracket, "`[` and the shape")?;
         let mut dims = List::new();
+        let mut axes: Option<Box<MeshAxes>> = None;
         while !self.at(T::RBracket) {
             if self.at(T::Eof) || self.nth(0).newline_before {
                 return Err(self.error_here("`]`"));
+            }
+            if self.at(T::Semi) {
+                axes = Some(Box::new(self.named_shape()?));
+                break;
             }
             let mut dim = self.expr()?;
             if self.eat(T::At).is_some() {
@@ -848,16 +854,144 @@ impl<'a, 's> Parser<'a, 's> {
                 };
             }
             dims.push(dim);
-            if self.eat(T::Comma).is_none() && !self.at(T::RBracket) {
+            if self.eat(T::Comma).is_none() && !self.at(T::RBracket) && !self.at(T::Semi) {
                 return Err(self.error_here("`,` or `]` in the shape"));
             }
         }
-        let close = self.bump();
+        let close = self.expect(T::RBracket, "`]`")?;
+        let mut end = close.range;
+        // `{V:x}`, `{U:y}{x}`: written right after the `]`.
+        while self.at(T::LBrace) && self.nth(0).range.start == end.end {
+            let open = self.nth(0).range;
+            let mut a = axes.take().unwrap_or_else(|| {
+                Box::new(MeshAxes {
+                    range: open,
+                    ..MeshAxes::default()
+                })
+            });
+            self.mesh_axes(&mut a)?;
+            let group = TextRange::new(open.start, self.prev_end());
+            a.range = a.range.cover(group);
+            end = end.cover(group);
+            axes = Some(a);
+        }
         Ok(TypeExpr {
-            range: dtype.range.cover(close.range),
+            range: dtype.range.cover(end),
             dtype,
             dims: boxed(dims),
             args: None,
+            axes,
+        })
+    }
+
+    /// `;x:8,y:2` before a type's `]`: jax 0.4's named shape, the mapped
+    /// axes a value varies over with their sizes.
+    fn named_shape(&mut self) -> Result<MeshAxes, Reported> {
+        let semi = self.bump();
+        let mut varying = List::new();
+        while !self.at(T::RBracket) {
+            if !self.at(T::Ident) || self.nth(0).newline_before {
+                return Err(self.error_here("a mapped axis such as `i:8`"));
+            }
+            let name = self.name();
+            self.expect(T::Colon, "`:` and the axis size")?;
+            let size = self.expr()?;
+            varying.push(AxisName {
+                name,
+                size: Some(size),
+            });
+            if self.eat(T::Comma).is_none() && !self.at(T::RBracket) {
+                return Err(self.error_here("`,` or `]` in the named shape"));
+            }
+        }
+        Ok(MeshAxes {
+            varying: boxed(varying),
+            range: TextRange::new(semi.range.start, self.prev_end()),
+            ..MeshAxes::default()
+        })
+    }
+
+    /// One `{...}` group of mesh axes after a type, into `into`:
+    /// `{V:x, U:(y,z), R:w}` (jax 0.6 on), or `{x,y}`, the varying axes
+    /// alone (jax 0.7).
+    fn mesh_axes(&mut self, into: &mut MeshAxes) -> Result<(), Reported> {
+        let read = self.mesh_axes_group(into);
+        if read.is_err() {
+            // Past the group's `}`, so that one error stays one.
+            while !matches!(self.nth(0).kind, T::RBrace | T::Eof) && !self.nth(0).newline_before {
+                self.bump();
+            }
+            self.eat(T::RBrace);
+        }
+        read
+    }
+
+    fn mesh_axes_group(&mut self, into: &mut MeshAxes) -> Result<(), Reported> {
+        self.bump();
+        let keyed = self.at(T::Ident) && self.kind_at(self.pos + 1) == T::Colon;
+        let mut groups: [List<AxisName>; 3] = Default::default();
+        while !self.at(T::RBrace) {
+            if self.at(T::Eof) || self.nth(0).newline_before {
+                return Err(self.error_here("`}`"));
+            }
+            let slot = if keyed {
+                if !self.at(T::Ident) {
+                    return Err(self.error_here("`V:`, `U:` or `R:`"));
+                }
+                let key = self.name();
+                let slot = match &*key.text {
+                    "V" => 0,
+                    "U" => 1,
+                    "R" => 2,
+                    _ => {
+                        return Err(self.error_at(
+                            key.range,
+                            format!("expected `V:`, `U:` or `R:`, found `{}`", key.text),
+                        ));
+                    }
+                };
+                self.expect(T::Colon, "`:`")?;
+                slot
+            } else {
+                0
+            };
+            if keyed && self.eat(T::LParen).is_some() {
+                while !self.at(T::RParen) {
+                    groups[slot].push(self.axis_name()?);
+                    if self.eat(T::Comma).is_none() && !self.at(T::RParen) {
+                        return Err(self.error_here("`,` or `)`"));
+                    }
+                }
+                self.bump();
+            } else {
+                groups[slot].push(self.axis_name()?);
+            }
+            if self.eat(T::Comma).is_none() && !self.at(T::RBrace) {
+                return Err(self.error_here("`,` or `}` after a mesh axis"));
+            }
+        }
+        self.bump();
+        let [v, u, r] = groups;
+        let join = |old: &mut Box<[AxisName]>, new: List<AxisName>| {
+            if !new.is_empty() {
+                let mut all = std::mem::take(old).into_vec();
+                all.extend(new);
+                *old = all.into_boxed_slice();
+            }
+        };
+        join(&mut into.varying, v);
+        join(&mut into.unreduced, u);
+        join(&mut into.reduced, r);
+        Ok(())
+    }
+
+    fn axis_name(&mut self) -> Result<AxisName, Reported> {
+        if !matches!(self.nth(0).kind, T::Ident | T::Int) || self.nth(0).newline_before {
+            return Err(self.error_here("a mesh axis name"));
+        }
+        Ok(AxisName {
+            name: self.name(),
+            size: None,
         })
     }
 

@@ -1327,7 +1327,7 @@ fn iota_2x32_shape(cx: &mut EqnCx) -> Infer {
 
 /// `psum[axes=... axis_index_groups=...] xs...`: each operand summed over
 /// the positional axes in `axes` (named axes keep the shape).
-fn psum(cx: &mut EqnCx) -> Infer {
+pub(super) fn psum(cx: &mut EqnCx) -> Infer {
     let Some(axes) = cx.param("axes").and_then(|e| e.as_seq()) else {
         cx.param_error(
             "axes",

@@ -30,8 +30,6 @@ const CALLS: &[&str] = &[
     "custom_vjp_call_jaxpr",
     "custom_lin",
     "xla_call",
-    "xla_pmap",
-    "shard_map",
     "composite",
 ];
 
@@ -68,14 +66,14 @@ pub(super) fn infer(cx: &mut EqnCx, name: &str) -> Option<Infer> {
 
 /// An actual argument at a call site, as the callee sees it.
 #[derive(Clone)]
-struct Actual {
-    ty: AType,
+pub(super) struct Actual {
+    pub(super) ty: AType,
     value: Dim,
-    range: TextRange,
+    pub(super) range: TextRange,
     carried: bool,
 }
 
-fn actuals(
+pub(super) fn actuals(
     cx: &EqnCx,
     idx: impl IntoIterator<Item = usize>,
     carried: impl Fn(usize) -> bool,
@@ -107,7 +105,7 @@ fn origins(actuals: &[Actual]) -> Vec<Origin> {
 /// Checks the jaxpr in parameter `param` (`index` within a tuple/list of
 /// jaxprs) against the actual arguments: arity first, then the inner check
 /// with call-site origins, then the operand types against its `in_type`.
-fn bind(
+pub(super) fn bind(
     cx: &mut EqnCx,
     value: &Expr,
     param: &str,
@@ -238,7 +236,7 @@ fn plural(n: usize) -> &'static str {
 }
 
 /// Reads a callee's `out_type` in the caller's scope.
-fn read_out_type(
+pub(super) fn read_out_type(
     out: &[SigEntry],
     acts: &[Actual],
     results: &[Option<jaxpr_types::VarId>],

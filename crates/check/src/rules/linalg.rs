@@ -31,10 +31,7 @@ pub(super) fn names() -> Vec<&'static str> {
 }
 
 pub(super) fn infer(cx: &mut EqnCx, name: &str) -> Option<Infer> {
-    if !NAMES.contains(&name) {
-        return None;
-    }
-    if cx.args.iter().any(|a| !a.known) {
+    if !super::operands_resolved(cx, NAMES, name)? {
         return Some(None);
     }
     Some(match name {

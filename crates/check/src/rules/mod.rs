@@ -8,12 +8,16 @@
 //! Primitives that behave alike are described by data (`elementwise`,
 //! `reductions`), so adding one is a single table entry.
 
+mod collective;
 mod compute;
 mod control;
 mod elementwise;
 mod linalg;
 mod quantum;
 mod shape;
+mod shard_map;
+
+pub(crate) use shard_map::Manual;
 
 pub use compute::{key_data_size, prng_impl};
 pub use quantum::{
@@ -99,6 +103,8 @@ fn rule_names() -> Vec<&'static str> {
     v.extend(control::names());
     v.extend(quantum::names());
     v.extend(linalg::names());
+    v.extend(collective::names());
+    v.extend(shard_map::names());
     v.sort_unstable();
     v.dedup();
     v
@@ -108,6 +114,12 @@ pub(crate) fn infer(cx: &mut EqnCx) -> Infer {
     let name = cx.eqn.primitive.text.clone();
     if crate::registry::lookup(&name).is_none() {
         return unknown(cx, name);
+    }
+    if let Some(r) = collective::infer(cx, &name) {
+        return r;
+    }
+    if let Some(r) = shard_map::infer(cx, &name) {
+        return r;
     }
     if let Some(r) = elementwise::infer(cx, &name) {
         return r;
@@ -128,6 +140,15 @@ pub(crate) fn infer(cx: &mut EqnCx) -> Infer {
         return r;
     }
     unknown(cx, name)
+}
+
+/// For a family listed by `names`: `None` when `name` is not one of them,
+/// else whether every operand resolved (one that did not was reported
+/// already, and its type means nothing).
+fn operands_resolved(cx: &EqnCx, names: &[&str], name: &str) -> Option<bool> {
+    names
+        .contains(&name)
+        .then(|| cx.args.iter().all(|a| a.known))
 }
 
 fn unknown(cx: &mut EqnCx, name: ast::SmolStr) -> Infer {

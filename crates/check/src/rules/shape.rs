@@ -66,7 +66,6 @@ const PRIMS: &[Prim] = &[
     p("sharding_constraint", identity),
     p("mesh_cast", identity),
     p("reshard", identity),
-    p("pvary", identity),
 ];
 
 fn find(name: &str) -> Option<&'static Prim> {
