@@ -117,6 +117,10 @@ rule_table! {
     /// apart from J0012 so that no bug reads as a documented limit.
     InternalError => "J0016", "internal-error", Error,
         "`jaxpr build` only: a bug in jaxpr itself, not in the program; please report it with the file.";
+    /// A `pallas_call` block shape of another rank than its array, or a
+    /// kernel reference that is not the block it refers to.
+    BlockShape => "J0017", "block-shape", Error,
+        "A Pallas block shape does not fit its array, or a kernel's reference is not the block it refers to.";
 }
 
 impl DiagKind {

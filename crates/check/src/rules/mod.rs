@@ -12,8 +12,10 @@ mod compute;
 mod control;
 mod elementwise;
 mod linalg;
+mod pallas;
 mod quantum;
 mod shape;
+mod state;
 
 pub use compute::key_data_size;
 pub use quantum::{
@@ -99,6 +101,8 @@ fn rule_names() -> Vec<&'static str> {
     v.extend(control::names());
     v.extend(quantum::names());
     v.extend(linalg::names());
+    v.extend(state::names());
+    v.extend(pallas::names());
     v.sort_unstable();
     v.dedup();
     v
@@ -125,6 +129,12 @@ pub(crate) fn infer(cx: &mut EqnCx) -> Infer {
         return r;
     }
     if let Some(r) = linalg::infer(cx, &name) {
+        return r;
+    }
+    if let Some(r) = state::infer(cx, &name) {
+        return r;
+    }
+    if let Some(r) = pallas::infer(cx, &name) {
         return r;
     }
     unknown(cx, name)
