@@ -5,12 +5,13 @@
 //! become `get`/`swap`/`addupdate` equations, kernels `pallas_call`s with
 //! references to blocks), so that a clean check is not a vacuous one.
 
-use jaxpr_db::{self as db, RootDatabase, SourceFile};
-use jaxpr_syntax::LineIndex;
 use jaxpr_syntax::ast::{self, StateKind};
-use jaxpr_syntax::diagnostics::DiagKind;
 use jaxpr_types::DimNames;
 use std::path::{Path, PathBuf};
+
+#[path = "common/complaints.rs"]
+mod common_complaints;
+use common_complaints::jaxprs;
 
 const JAX_VERSIONS: &[&str] = &[
     "0.4.30", "0.4.38", "0.5.3", "0.6.2", "0.7.2", "0.8.3", "0.9.2", "0.10.2",
@@ -20,41 +21,14 @@ fn column(v: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/data/pallas/jax-{v}"))
 }
 
-fn jaxprs(dir: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jaxpr"))
-        .collect();
-    v.sort();
-    v
-}
-
 fn manifest(v: &str) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(column(v).join("manifest.json")).unwrap())
         .unwrap()
 }
 
-/// Errors and unknown-primitive warnings of one file, as `file:line: kind message`.
+/// Errors and unknown-primitive warnings of one file.
 fn complaints(path: &Path) -> Vec<String> {
-    let text = std::fs::read_to_string(path).unwrap();
-    let db = RootDatabase::default();
-    let file = SourceFile::new(&db, path.display().to_string(), text.clone());
-    let idx = LineIndex::new(&text);
-    db::diagnostics(&db, file)
-        .iter()
-        .filter(|d| d.is_error() || d.kind == DiagKind::UnknownPrimitive)
-        .map(|d| {
-            format!(
-                "{}:{}: {} {}",
-                path.display(),
-                idx.line_col(d.range.start).line + 1,
-                d.kind.name(),
-                d.message
-            )
-        })
-        .collect()
+    common_complaints::complaints(path, Path::new(env!("CARGO_MANIFEST_DIR")))
 }
 
 #[test]
