@@ -90,7 +90,20 @@ fn pallas_call(cx: &mut EqnCx) -> Infer {
         cx.param_error("jaxpr", "`pallas_call` needs its kernel, `jaxpr`");
         return None;
     };
-    let id = cx.ck.nested(kernel, cx.id, "jaxpr", 0, None)?;
+    // The kernel's references come from the call's operands, then its
+    // results (hover says which array a reference is a block of).
+    let origins: Vec<crate::Origin> = cx
+        .args
+        .iter()
+        .map(|a| a.range)
+        .chain(cx.eqn.outs.iter().map(|b| b.name.range))
+        .map(|operand| crate::Origin {
+            value: None,
+            operand,
+            carried: false,
+        })
+        .collect();
+    let id = cx.ck.nested(kernel, cx.id, "jaxpr", 0, Some(&origins))?;
     let results = cx.declared.to_vec();
     let arrays: Vec<(AType, TextRange, String)> = cx
         .args
