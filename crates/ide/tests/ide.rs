@@ -760,7 +760,7 @@ fn hover_on_a_kernel_reference_shows_its_block_and_the_array() {
     with_view(kernel, |_, view, cursor| {
         let (_, markdown) = jaxpr_ide::hover(view, cursor).expect("a hover");
         assert!(
-            markdown.contains("Ref<default>{f32[8,4]}")
+            markdown.contains("in_type entry 1: `(Ref<default>{f32[8,4]}, True)`")
                 && markdown.contains(
                     "a reference to one block (Ref<default>{f32[8,4]}) of `b` at line 11:9"
                 ),
