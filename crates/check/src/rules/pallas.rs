@@ -65,7 +65,10 @@ fn block_dim(e: &Expr) -> Option<Dim> {
 
 /// The block mappings of `grid_mapping`, each with its range: the printed
 /// block shape (`None`: the whole array).
-fn block_mappings<'c>(cx: &EqnCx<'c>) -> Option<Vec<(Option<&'c [Expr]>, TextRange)>> {
+/// A block mapping: its printed block shape (`None`: the whole array) and its range.
+type BlockMapping<'c> = (Option<&'c [Expr]>, TextRange);
+
+fn block_mappings<'c>(cx: &EqnCx<'c>) -> Option<Vec<BlockMapping<'c>>> {
     let maps = cx
         .param("grid_mapping")?
         .field("block_mappings")?

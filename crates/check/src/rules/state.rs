@@ -136,7 +136,7 @@ fn indexed(
             };
             let size = match (start, stop, plus) {
                 (_, Some(_), true) => int(stop).map_or(Dim::Unknown, Dim::Const),
-                (None, None, _) => dim.clone(),
+                (None, None, _) => *dim,
                 (Some(_), None, _) => match (int(start), dim) {
                     (Some(s), Dim::Const(n)) => Dim::Const(n - s),
                     _ => Dim::Unknown,
