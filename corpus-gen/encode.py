@@ -30,3 +30,16 @@ def array(x):
     else:
         data = [number(v) for v in flat.astype(np.float64)]
     return {"dtype": str(x.dtype), "shape": list(x.shape), "data": data}
+
+
+def write_column(out, producer, manifest, skipped, values):
+    """A column's `manifest.json` (`producer`, `programs`, `skipped`) and
+    `values.json.gz` (gzip without a timestamp, so reruns are byte-equal)."""
+    import gzip, json, os
+    with open(os.path.join(out, "manifest.json"), "w") as fh:
+        json.dump({"producer": producer, "programs": manifest, "skipped": skipped},
+                  fh, indent=1, sort_keys=True)
+        fh.write("\n")
+    text = json.dumps(values, separators=(",", ":"), sort_keys=True).encode()
+    with open(os.path.join(out, "values.json.gz"), "wb") as fh:
+        fh.write(gzip.compress(text, mtime=0))

@@ -6,10 +6,11 @@
 //! rules computed. The matrix's build sample is built in
 //! `crates/jaxpr-build/tests/jax_suite.rs`.
 
-use jaxpr_db::{self as db, RootDatabase, SourceFile};
-use jaxpr_syntax::LineIndex;
-use jaxpr_syntax::diagnostics::DiagKind;
 use std::path::{Path, PathBuf};
+
+#[path = "common/complaints.rs"]
+mod common_complaints;
+use common_complaints::jaxprs;
 
 #[path = "common/catalyst_types.rs"]
 mod catalyst_types;
@@ -42,25 +43,9 @@ fn columns() -> Vec<String> {
         .collect()
 }
 
-/// Errors and unknown-primitive warnings of one file, as `file:line: kind message`.
+/// Errors and unknown-primitive warnings of one file.
 fn complaints(path: &Path) -> Vec<String> {
-    let text = std::fs::read_to_string(path).unwrap();
-    let db = RootDatabase::default();
-    let file = SourceFile::new(&db, path.display().to_string(), text.clone());
-    let idx = LineIndex::new(&text);
-    db::diagnostics(&db, file)
-        .iter()
-        .filter(|d| d.is_error() || d.kind == DiagKind::UnknownPrimitive)
-        .map(|d| {
-            format!(
-                "{}:{}: {} {}",
-                path.strip_prefix(data()).unwrap_or(path).display(),
-                idx.line_col(d.range.start).line + 1,
-                d.kind.name(),
-                d.message
-            )
-        })
-        .collect()
+    common_complaints::complaints(path, &data())
 }
 
 #[test]

@@ -18,7 +18,7 @@ values.json.gz in the format of tests/data/jax-suite (corpus-gen/jax/README.md)
 plus `build` per program; values (64-bit types off, `jax.jit(f)(*args)`) only
 for programs in the build set.
 """
-import gzip, json, os, sys
+import os, sys
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -96,13 +96,7 @@ def main():
             outs = jax.tree_util.tree_leaves(jax.jit(fn)(*args))
             values[name] = [{"inputs": [encode_value(c) for c in consts] + [encode_value(a) for a in leaves],
                              "outputs": [encode_value(o) for o in outs]}]
-    with open(os.path.join(out, "manifest.json"), "w") as fh:
-        json.dump({"producer": f"jax {jax.__version__}", "programs": manifest, "skipped": skipped},
-                  fh, indent=1, sort_keys=True)
-        fh.write("\n")
-    text = json.dumps(values, separators=(",", ":"), sort_keys=True).encode()
-    with open(os.path.join(out, "values.json.gz"), "wb") as fh:
-        fh.write(gzip.compress(text, mtime=0))
+    encode.write_column(out, f"jax {jax.__version__}", manifest, skipped, values)
     print(f"{out}: {len(manifest)} programs ({len(values)} in the build set), {len(skipped)} skipped")
 
 

@@ -477,6 +477,37 @@ const COLLECTIVE_ROW: Primitive = Primitive {
     ..ROW
 };
 
+/// Why neither back end builds a program with mutable references yet.
+const STATE_REFUSED: Lowering = Lowering::Refused(
+    "mutable references (`jax.new_ref`, loads and stores, `run_state`) are not lowered yet: JAX discharges them into values (`discharge_state`) before lowering, which `jaxpr build` does not do yet",
+);
+/// Why neither back end builds a Pallas kernel.
+const PALLAS_REFUSED: Lowering = Lowering::Refused(
+    "a Pallas kernel is not lowered: JAX compiles it with Mosaic or Triton, or interprets it over the grid, from index maps jax >= 0.6 does not print (`grid_mapping` gives the block shapes only)",
+);
+
+/// Mutable references and Pallas: checked, not built.
+const STATE_ROW: Primitive = Primitive {
+    stablehlo: STATE_REFUSED,
+    native: STATE_REFUSED,
+    complex: ComplexLowering {
+        stablehlo: STATE_REFUSED,
+        native: STATE_REFUSED,
+    },
+    ..ROW
+};
+
+/// Pallas's kernels: checked, not built.
+const PALLAS_ROW: Primitive = Primitive {
+    stablehlo: PALLAS_REFUSED,
+    native: PALLAS_REFUSED,
+    complex: ComplexLowering {
+        stablehlo: PALLAS_REFUSED,
+        native: PALLAS_REFUSED,
+    },
+    ..ROW
+};
+
 /// The row of `name` (a name or an alias).
 pub fn lookup(name: &str) -> Option<&'static Primitive> {
     static BY_NAME: OnceLock<rustc_hash::FxHashMap<&'static str, usize>> = OnceLock::new();
@@ -2513,5 +2544,99 @@ pub static PRIMITIVES: &[Primitive] = &[
         jaxpr_params: &[],
         doc: "Variance of an observable: f64[].",
         ..QUANTUM_ROW
+    },
+    // ---- mutable references (jax/_src/state) and Pallas (jax/_src/pallas):
+    // rules in rules/state.rs and rules/pallas.rs.
+    Primitive {
+        name: "get",
+        params: &[],
+        doc: "A load, printed `y:T <- r[idx]`: the block of reference `r` its indexers select (a scalar index drops its dimension, a slice keeps its size).",
+        ..STATE_ROW
+    },
+    Primitive {
+        name: "swap",
+        params: &[],
+        doc: "A store, printed `y:T, r[idx] <- r[idx], v` (or `r[idx] <- v` when the old block is dropped): writes `v`, of the block's type, and returns the block it replaced.",
+        ..STATE_ROW
+    },
+    Primitive {
+        name: "addupdate",
+        params: &[],
+        doc: "An accumulation, printed `r[idx] += v`: adds `v`, of the block's type, to the block of reference `r`.",
+        ..STATE_ROW
+    },
+    Primitive {
+        name: "masked_load",
+        params: &[],
+        doc: "Pallas's load (`pl.load`), printed as `get` with ` mask=m other=o` when masked.",
+        ..STATE_ROW
+    },
+    Primitive {
+        name: "masked_swap",
+        params: &[],
+        doc: "Pallas's store (`pl.store`, `pl.swap`), printed as `swap` with ` mask=m` when masked.",
+        ..STATE_ROW
+    },
+    Primitive {
+        name: "new_ref",
+        aliases: &["mutable_array"],
+        params: &["kind", "memory_space"],
+        doc: "`jax.new_ref(x)`: a new mutable reference holding `x` (`Ref{T}` of `x`'s type `T`; printed `mutable_array` before JAX 0.8).",
+        ..STATE_ROW
+    },
+    Primitive {
+        name: "freeze",
+        params: &[],
+        doc: "`jax.freeze(r)`: the array a reference holds; the reference is not used after it.",
+        ..STATE_ROW
+    },
+    Primitive {
+        name: "run_state",
+        params: &["is_initialized", "jaxpr", "which_linear"],
+        jaxpr_params: &["jaxpr"],
+        doc: "Runs `jaxpr` on a reference to each operand; the results are the arrays the references hold after it.",
+        ..STATE_ROW
+    },
+    Primitive {
+        name: "for",
+        params: &["jaxpr", "nsteps", "reverse", "unroll", "which_linear"],
+        jaxpr_params: &["jaxpr"],
+        doc: "The older `for_loop` (JAX <= 0.6): runs `jaxpr` `nsteps` times on the index (`i32[]`) and a reference to each operand; the results are the arrays after the loop.",
+        ..STATE_ROW
+    },
+    Primitive {
+        name: "pallas_call",
+        params: &[
+            "backend",
+            "compiler_params",
+            "cost_estimate",
+            "debug",
+            "grid_mapping",
+            "input_output_aliases",
+            "interpret",
+            "jaxpr",
+            "mesh",
+            "metadata",
+            "name",
+            "name_and_src_info",
+            "out_avals",
+            "out_shapes",
+            "which_linear",
+        ],
+        jaxpr_params: &["jaxpr"],
+        doc: "A Pallas kernel: runs `jaxpr` once per point of the grid on a reference to one block of each operand and result (the block shapes of `grid_mapping`), then to each scratch buffer.",
+        ..PALLAS_ROW
+    },
+    Primitive {
+        name: "program_id",
+        params: &["axis"],
+        doc: "Inside a Pallas kernel: the index (`i32[]`) of the running program along grid axis `axis`.",
+        ..PALLAS_ROW
+    },
+    Primitive {
+        name: "num_programs",
+        params: &["axis"],
+        doc: "Inside a Pallas kernel: the size (`i32[]`) of grid axis `axis`.",
+        ..PALLAS_ROW
     },
 ];

@@ -220,6 +220,10 @@ impl SigEntry {
             return dt;
         }
         let dims: Vec<String> = self.shape.iter().map(|d| d.to_string()).collect();
+        // A reference shows its array in braces: `Ref<vmem>{f32[8,16]}`.
+        if let Some((head, elem)) = self.dtype.as_ref().and_then(DType::as_reference) {
+            return format!("{head}{{{elem}[{}]}}", dims.join(","));
+        }
         format!("{dt}[{}]", dims.join(","))
     }
 }

@@ -19,6 +19,25 @@ impl Checker {
         t: &ast::TypeExpr,
         call: Option<(&[Operand], &[Option<VarId>])>,
     ) -> AType {
+        if let Some(of) = &t.of {
+            // JAX 0.4 prints the array's dtype by its NumPy name: `Ref{float32[3]}`.
+            let short = DType::from_short(&of.dtype.text)
+                .is_none()
+                .then(|| DType::from_numpy(&of.dtype.text))
+                .flatten();
+            let inner = match short {
+                Some(d) => {
+                    let mut of = (**of).clone();
+                    of.dtype.text = d.to_string().into();
+                    self.resolve_type(&of, call)
+                }
+                None => self.resolve_type(of, call),
+            };
+            return AType {
+                dtype: inner.dtype.map(|d| DType::reference(&t.dtype.text, &d)),
+                shape: inner.shape,
+            };
+        }
         if let Some(args) = &t.args {
             return AType {
                 dtype: Some(rules::abstract_value(&t.dtype.text, args)),

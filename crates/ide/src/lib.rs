@@ -538,7 +538,24 @@ fn var_hover(f: &FileView, v: VarId, bound_by: Option<(&str, u32)>) -> String {
                 .join(", ")
         );
     }
-    if let Some(o) = a.origins.get(&v) {
+    let in_kernel = matches!(
+        &a.jaxpr(info.jaxpr).origin,
+        jaxpr_check::JaxprOrigin::Param { eqn, .. } if a.eqn(*eqn).primitive == "pallas_call"
+    );
+    if let Some(o) = a.origins.get(&v)
+        && in_kernel
+    {
+        // A Pallas kernel's reference: one block of the call's array.
+        let lc = idx.line_col(o.operand.start);
+        let _ = writeln!(
+            s,
+            "\na reference to one block ({}) of `{}` at line {}:{}",
+            a.ty(&info.ty),
+            &f.text[o.operand.as_usize()],
+            lc.line + 1,
+            lc.col + 1,
+        );
+    } else if let Some(o) = a.origins.get(&v) {
         let lc = idx.line_col(o.operand.start);
         let _ = writeln!(
             s,

@@ -741,3 +741,30 @@ fn cost_inlay_labels_fit_vs_codes_default_limit() {
         );
     });
 }
+
+#[test]
+fn hover_on_a_kernel_reference_shows_its_block_and_the_array() {
+    let kernel = r#"{ lambda ; a:f32[8,8] b:f32[8,8]. let
+    c:f32[8,8] = pallas_call[
+      grid_mapping=GridMapping(grid=(2, 2), block_mappings=(BlockMapping(block_shape=(Blocked(block_size=4), Blocked(block_size=8))), BlockMapping(block_shape=(Blocked(block_size=8), Blocked(block_size=4))), BlockMapping(block_shape=(Blocked(block_size=4), Blocked(block_size=4)))))
+      interpret=True
+      jaxpr={ lambda ; d:Ref<default>{f32[4,8]} $0e:Ref<default>{f32[8,4]} f:Ref<default>{f32[4,4]}. let
+          g:f32[4,8] <- d[...]
+          h:f32[8,4] <- e[...]
+          i:f32[4,4] = dot_general[dimension_numbers=(([1], [0]), ([], [])) preferred_element_type=float32] g h
+          f[...] <- i
+        in () }
+    ] a b
+  in (c,) }
+"#;
+    with_view(kernel, |_, view, cursor| {
+        let (_, markdown) = jaxpr_ide::hover(view, cursor).expect("a hover");
+        assert!(
+            markdown.contains("in_type entry 1: `(Ref<default>{f32[8,4]}, True)`")
+                && markdown.contains(
+                    "a reference to one block (Ref<default>{f32[8,4]}) of `b` at line 11:9"
+                ),
+            "{markdown}"
+        );
+    });
+}

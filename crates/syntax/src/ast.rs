@@ -74,6 +74,10 @@ pub struct TypeExpr {
     /// The mesh axes JAX prints with a value inside `shard_map`: `{V:x}`
     /// after the brackets (boxed: nearly every type has none).
     pub axes: Option<Box<MeshAxes>>,
+    /// A mutable reference, `Ref{f32[3]}` or `Ref<vmem>{f32[8,16]}` (JAX's
+    /// `AbstractRef`): `dtype` is `Ref` or `Ref<space>` and this is the
+    /// type in braces (no dimensions of its own then).
+    pub of: Option<Box<TypeExpr>>,
     pub range: TextRange,
 }
 
@@ -98,9 +102,10 @@ pub struct AxisName {
 }
 
 impl TypeExpr {
-    /// An array type `dtype[dims]`, rather than a non-array abstract value.
+    /// An array type `dtype[dims]`, rather than a non-array abstract value
+    /// or a reference.
     pub fn is_array(&self) -> bool {
-        self.args.is_none()
+        self.args.is_none() && self.of.is_none()
     }
 }
 
@@ -122,6 +127,73 @@ pub struct Eqn {
     /// still bound, so that one error does not make every later use of
     /// them undefined too.
     pub incomplete: bool,
+    /// A state statement (`g:f32[8] <- d[...]`, `y:f32[8], r[i,:] <- r[i,:], v`,
+    /// `r[0,:] <- v`, `r[...] += v`): how JAX's printer wrote the equation
+    /// of `get`/`swap`/`addupdate` (and Pallas's `masked_load`/`masked_swap`).
+    /// The equation then reads as `outs = primitive ref value? index-vars... mask? other?`:
+    /// `primitive` is the primitive's name with the range of the arrow.
+    pub state: Option<Box<StateAccess>>,
+}
+
+/// How a state statement was written (see [`Eqn::state`]).
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct StateAccess {
+    pub kind: StateKind,
+    /// The reference and its indexers, on the left of a store and on the
+    /// right of a load (the first one of a swap).
+    pub place: RefPlace,
+    /// `<-` or `+=`.
+    pub arrow: TextRange,
+    /// The stored value (a swap, a store, an add-update).
+    pub value: Option<Atom>,
+    /// Pallas's `mask=m` and `other=o`.
+    pub mask: Option<Atom>,
+    pub other: Option<Atom>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum StateKind {
+    /// `y:T <- r[idx]`
+    Load,
+    /// `y:T, r[idx] <- r[idx], v`
+    Swap,
+    /// `r[idx] <- v` (a swap whose old value is dropped)
+    Store,
+    /// `r[idx] += v`
+    AddUpdate,
+}
+
+/// `r[...]`, `r[b,:]`, `r[e:e+2,:]`, `r[0][1:3]`, `r{bitcast(i32)}[...]`.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct RefPlace {
+    pub var: Name,
+    /// Empty for `[...]`, the whole reference.
+    pub transforms: Box<[RefTransform]>,
+    pub range: TextRange,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum RefTransform {
+    /// `[i,a:b,:]`: one indexer per dimension (JAX's `NDIndexer`).
+    Index(Box<[Indexer]>, TextRange),
+    /// `{bitcast(i32)}`, `{reshape([2, 4])}`, `{transpose([1, 0])}`: kept as text.
+    Other(Box<str>, TextRange),
+}
+
+/// One dimension of an `NDIndexer` as JAX prints it (`_pp_slice`).
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Indexer {
+    /// A scalar index (a variable or an integer): the dimension is dropped.
+    At(Atom),
+    /// `:`, `a:`, `:b`, `a:b` (integers: from a to b), `v:v+n` and `a:a+v`
+    /// (a start and a size, `plus`); JAX prints no stride.
+    Slice {
+        start: Option<Atom>,
+        stop: Option<Atom>,
+        /// `stop` is a size (`v:v+n`) rather than an end.
+        plus: bool,
+        range: TextRange,
+    },
 }
 
 impl Eqn {

@@ -134,6 +134,10 @@ rule_table! {
     /// what the rule gives.
     VaryingAxes => "J0020", "varying-axes", Error,
         "A value's varying mesh axes (check_vma) are not what a collective or `shard_map` needs or gives.";
+    /// A `pallas_call` block shape of another rank than its array, or a
+    /// kernel reference that is not the block it refers to.
+    BlockShape => "J0021", "block-shape", Error,
+        "A Pallas block shape does not fit its array, or a kernel's reference is not the block it refers to.";
 }
 
 impl DiagKind {

@@ -14,6 +14,9 @@ use super::{LineIndex, TextRange};
 use crate::diagnostics::{DiagKind, Diagnostic};
 use smallvec::SmallVec;
 
+#[path = "state.rs"]
+mod state;
+
 const MAX_DEPTH: u32 = 200;
 
 /// Lists are gathered on the stack and stored with their exact length: most
@@ -444,6 +447,10 @@ impl<'a, 's> Parser<'a, 's> {
         if self.kind_at(i) == T::Eq {
             return self.kind_at(i + 1) == T::Ident;
         }
+        // A store or an add-update, `r[i] <- v`.
+        if self.is_place_stmt(i) {
+            return true;
+        }
         // A later binder of the chain scanned last has the same answer: the
         // scan from it would follow the same chain. Without this, recovery
         // over thousands of lines of binders without `=` rescanned the rest
@@ -467,7 +474,11 @@ impl<'a, 's> Parser<'a, 's> {
                     None => break false,
                 }
             } else {
-                break saw_binder && self.kind_at(i) == T::Eq;
+                // `=`, or a load's `<-` or a swap's `,` (state statements).
+                break saw_binder
+                    && (self.kind_at(i) == T::Eq
+                        || self.kind_at(i) == T::Comma
+                        || self.arrow_at(i) == Some(false));
             }
         };
         if starts.len() > 1 {
@@ -494,6 +505,7 @@ impl<'a, 's> Parser<'a, 's> {
             let closer = match opener {
                 T::LAngle => T::RAngle,
                 T::LParen => T::RParen,
+                T::LBrace => T::RBrace,
                 _ => T::RBracket,
             };
             let mut depth = 0usize;
@@ -518,6 +530,10 @@ impl<'a, 's> Parser<'a, 's> {
         }
         if self.kind_at(i) == T::LAngle {
             i = close(self, i)?;
+        }
+        // `Ref{f32[3]}`, `Ref<vmem>{f32[8]}`
+        if self.kind_at(i) == T::LBrace {
+            return close(self, i);
         }
         if self.kind_at(i) != T::LBracket {
             return None;
@@ -823,6 +839,23 @@ impl<'a, 's> Parser<'a, 's> {
             dtype.range = TextRange::new(dtype.range.start, self.prev_end());
             dtype.text = self.slice(dtype.range).into();
         }
+        // `Ref{f32[3]}`, `Ref<vmem>{f32[8,16]}`, `MemRef<None>{float32[8]}`: a mutable reference.
+        if matches!(dtype.text.split('<').next(), Some("Ref" | "MemRef"))
+            && self.at(T::LBrace)
+            && self.nth(0).range.start == dtype.range.end
+        {
+            self.bump();
+            let of = self.type_expr()?;
+            let close = self.expect(T::RBrace, "`}` closing the reference's type")?;
+            return Ok(TypeExpr {
+                range: dtype.range.cover(close.range),
+                dtype,
+                dims: Box::default(),
+                args: None,
+                of: Some(Box::new(of)),
+                axes: None,
+            });
+        }
         // `AbstractQreg()`: a non-array abstract value.
         if self.at(T::LParen) && self.nth(0).range.start == dtype.range.end {
             let args = self.call_args()?;
@@ -832,6 +865,7 @@ impl<'a, 's> Parser<'a, 's> {
                 dims: Box::default(),
                 args: Some(boxed(args)),
                 axes: None,
+                of: None,
             });
         }
         self.expect(T::LBracket, "`[` and the shape")?;
@@ -881,6 +915,7 @@ impl<'a, 's> Parser<'a, 's> {
             dims: boxed(dims),
             args: None,
             axes,
+            of: None,
         })
     }
 
@@ -1055,6 +1090,7 @@ impl<'a, 's> Parser<'a, 's> {
             comments: Box::default(),
             range: TextRange::new(start, end),
             incomplete: true,
+            state: None,
         })
     }
 
@@ -1121,6 +1157,10 @@ impl<'a, 's> Parser<'a, 's> {
         // start (computed at the first line break: one-line jaxprs never
         // scan back over their line).
         let mut column = None;
+        // A store or an add-update: `r[i] <- v`, `r[...] += v`.
+        if self.is_place_stmt(self.pos) {
+            return self.place_stmt(start);
+        }
         // An equation without results (Catalyst's `qdealloc r`,
         // `device_release`) starts with its primitive, and has no `=`
         // outside brackets on its line.
@@ -1142,6 +1182,10 @@ impl<'a, 's> Parser<'a, 's> {
                     // the next binder's name.
                     self.salvage_binders(name_at + 2, outs);
                     return Err(r);
+                }
+                // A load `y:T <- r[i]` or a swap `y:T, r[i] <- r[i], v`.
+                if self.at(T::Comma) || self.arrow_at(self.pos) == Some(false) {
+                    return self.result_stmt(start, outs);
                 }
             }
             self.bump(); // =
@@ -1206,6 +1250,7 @@ impl<'a, 's> Parser<'a, 's> {
             comments: Box::default(),
             range,
             incomplete: false,
+            state: None,
         })
     }
 

@@ -41,7 +41,36 @@ const SMALL_FLOATS: [&str; 9] = [
     "f4_e2m1fn",
 ];
 
+/// `Ref`, `Ref<vmem>`, and Pallas's `MemRef<None>` (JAX <= 0.6): the head of
+/// a reference type, before the array type in braces.
+pub fn is_reference_head(head: &str) -> bool {
+    let name = head.split_once('<').map_or(head, |(n, _)| n);
+    matches!(name, "Ref" | "MemRef")
+}
+
 impl DType {
+    /// A mutable reference to arrays of `elem` (JAX's `AbstractRef`), as a
+    /// printed head names it: `Ref` or `Ref<vmem>`. Kept as [`DType::Other`]
+    /// (`Ref<vmem>{f32}`), whose shape is the referenced array's: no back
+    /// end lowers it, and every rule that wants an array rejects it.
+    pub fn reference(head: &str, elem: &DType) -> DType {
+        DType::Other(format!("{head}{{{elem}}}").into())
+    }
+
+    /// `(head, element dtype)` of a reference dtype made by [`DType::reference`].
+    pub fn as_reference(&self) -> Option<(&str, DType)> {
+        let DType::Other(s) = self else { return None };
+        let (head, rest) = s.split_once('{')?;
+        if !is_reference_head(head) {
+            return None;
+        }
+        let elem = rest.strip_suffix('}')?;
+        Some((
+            head,
+            DType::from_short(elem).unwrap_or_else(|| DType::Other(elem.into())),
+        ))
+    }
+
     /// Parses the short name of a printed type (`f32`, `key<fry>`).
     pub fn from_short(s: &str) -> Option<DType> {
         Some(match s {

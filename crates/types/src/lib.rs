@@ -4,7 +4,7 @@
 pub mod dtype;
 pub mod poly;
 
-pub use dtype::{DType, FloatKind};
+pub use dtype::{DType, FloatKind, is_reference_head};
 pub use poly::{Cmp, Poly};
 
 use std::fmt;
@@ -146,6 +146,10 @@ pub trait DimNames {
             .dtype
             .as_ref()
             .map_or_else(|| "weak".to_string(), |d| d.to_string());
+        // A reference shows its array in braces: `Ref<vmem>{f32[8,16]}`.
+        if let Some((head, elem)) = t.dtype.as_ref().and_then(DType::as_reference) {
+            return format!("{head}{{{elem}{}}}", self.shape(&t.shape));
+        }
         // A non-array value (Catalyst's `AbstractQbit()`) has no shape to show.
         if matches!(&t.dtype, Some(DType::Other(s)) if s.ends_with(')')) {
             return dt;

@@ -141,7 +141,7 @@ pub(super) fn bind(
         let bname = cx.ck.a.var(*b).name.clone();
         let brange = cx.ck.a.var(*b).range;
         if let (Some(x), Some(y)) = (&bty.dtype, &act.ty.dtype)
-            && x != y
+            && !super::state::same_dtype(x, y)
         {
             let d = cx
                 .error(
@@ -862,4 +862,26 @@ fn loop_results(cx: &EqnCx, body: JaxprId, carried: &[usize], acts: &[Actual]) -
         })
         .collect();
     Some(read_out_type(&mapped, acts, cx.out_vars))
+}
+
+/// Checks the jaxpr in `param` against binders of the given types (a
+/// primitive whose callee takes other values than its operands: references
+/// to them, a kernel's blocks), each with the range it comes from.
+pub(super) fn bind_types(
+    cx: &mut EqnCx,
+    value: &Expr,
+    param: &str,
+    types: &[(AType, TextRange)],
+    role: &str,
+) -> Option<JaxprId> {
+    let acts: Vec<Actual> = types
+        .iter()
+        .map(|(ty, range)| Actual {
+            ty: ty.clone(),
+            value: Dim::Unknown,
+            range: *range,
+            carried: false,
+        })
+        .collect();
+    bind(cx, value, param, 0, &acts, role)
 }

@@ -13,9 +13,11 @@ mod compute;
 mod control;
 mod elementwise;
 mod linalg;
+mod pallas;
 mod quantum;
 mod shape;
 mod shard_map;
+mod state;
 
 pub(crate) use shard_map::Manual;
 
@@ -105,6 +107,8 @@ fn rule_names() -> Vec<&'static str> {
     v.extend(linalg::names());
     v.extend(collective::names());
     v.extend(shard_map::names());
+    v.extend(state::names());
+    v.extend(pallas::names());
     v.sort_unstable();
     v.dedup();
     v
@@ -137,6 +141,12 @@ pub(crate) fn infer(cx: &mut EqnCx) -> Infer {
         return r;
     }
     if let Some(r) = linalg::infer(cx, &name) {
+        return r;
+    }
+    if let Some(r) = state::infer(cx, &name) {
+        return r;
+    }
+    if let Some(r) = pallas::infer(cx, &name) {
         return r;
     }
     unknown(cx, name)

@@ -1,0 +1,205 @@
+//! Pallas (`jax/_src/pallas`): `pallas_call` runs its kernel `jaxpr` once
+//! per point of the grid, on references to one block of each operand and
+//! result (then the scratch buffers); `program_id` and `num_programs` read
+//! the grid inside it. The blocks are the `block_shape`s of
+//! `grid_mapping=GridMapping(grid=..., block_mappings=(BlockMapping(block_shape=...), ...))`,
+//! printed as integers (JAX 0.4), or as `Blocked(block_size=N)`, with
+//! `None`/`Squeezed()` (JAX 0.4: a `Mapped` object) for a dimension the
+//! kernel's reference drops.
+
+use super::{EqnCx, Infer};
+use jaxpr_syntax::TextRange;
+use jaxpr_syntax::ast::{Expr, ExprKind};
+use jaxpr_syntax::diagnostics::{DiagKind, Diagnostic};
+use jaxpr_types::{AType, DType, Dim, Shape};
+
+#[cfg(test)]
+const NAMES: &[&str] = &["num_programs", "pallas_call", "program_id"];
+
+#[cfg(test)]
+pub(super) fn names() -> Vec<&'static str> {
+    NAMES.to_vec()
+}
+
+pub(super) fn infer(cx: &mut EqnCx, name: &str) -> Option<Infer> {
+    Some(match name {
+        "pallas_call" => pallas_call(cx),
+        "program_id" | "num_programs" => grid_index(cx),
+        _ => return None,
+    })
+}
+
+/// `program_id[axis]`, `num_programs[axis]`: an `i32[]`.
+fn grid_index(cx: &mut EqnCx) -> Infer {
+    if !cx.expect_args(0) {
+        return None;
+    }
+    if let Some(axis) = cx.int_param("axis")
+        && axis < 0
+    {
+        cx.param_error("axis", format!("`axis` is a grid axis, but it is {axis}"));
+        return None;
+    }
+    Some(vec![AType::scalar(DType::Int(32))])
+}
+
+/// One dimension of a printed block shape: `Some(size)` (a size the
+/// checker may not know), or `None` for a dimension the kernel does not see.
+fn block_dim(e: &Expr) -> Option<Dim> {
+    if let Some(n) = e.as_int() {
+        return Some(Dim::Const(n));
+    }
+    match &e.kind {
+        ExprKind::Path(p) if p.as_ref() == "None" => None,
+        ExprKind::Call(c) if c.callee.as_ref() == "Squeezed" => None,
+        // JAX 0.4: `<jax._src.pallas.core.Mapped object at 0x...>` (`pl.Squeezed`'s predecessor).
+        ExprKind::Str(s) if s.contains("core.Mapped ") || s.contains("core.Squeezed ") => None,
+        ExprKind::Call(_) => Some(
+            e.field("block_size")
+                .and_then(Expr::as_int)
+                .map_or(Dim::Unknown, Dim::Const),
+        ),
+        _ => Some(Dim::Unknown),
+    }
+}
+
+/// The block mappings of `grid_mapping`, each with its range: the printed
+/// block shape (`None`: the whole array).
+/// A block mapping: its printed block shape (`None`: the whole array) and its range.
+type BlockMapping<'c> = (Option<&'c [Expr]>, TextRange);
+
+fn block_mappings<'c>(cx: &EqnCx<'c>) -> Option<Vec<BlockMapping<'c>>> {
+    let maps = cx
+        .param("grid_mapping")?
+        .field("block_mappings")?
+        .as_seq()?;
+    maps.iter()
+        .map(|m| match &m.kind {
+            ExprKind::Path(p) if p.as_ref() == "None" => Some((None, m.range)),
+            ExprKind::Call(_) => {
+                let shape = m.field("block_shape")?;
+                if shape.is_none() {
+                    return Some((None, m.range));
+                }
+                Some((Some(shape.as_seq()?), m.range))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn pallas_call(cx: &mut EqnCx) -> Infer {
+    let Some(kernel) = cx.param("jaxpr") else {
+        cx.param_error("jaxpr", "`pallas_call` needs its kernel, `jaxpr`");
+        return None;
+    };
+    // The kernel's references come from the call's operands, then its
+    // results (hover says which array a reference is a block of).
+    let origins: Vec<crate::Origin> = cx
+        .args
+        .iter()
+        .map(|a| a.range)
+        .chain(cx.eqn.outs.iter().map(|b| b.name.range))
+        .map(|operand| crate::Origin {
+            value: None,
+            operand,
+            carried: false,
+        })
+        .collect();
+    let id = cx.ck.nested(kernel, cx.id, "jaxpr", 0, Some(&origins))?;
+    let results = cx.declared.to_vec();
+    let arrays: Vec<(AType, TextRange, String)> = cx
+        .args
+        .iter()
+        .enumerate()
+        .map(|(k, a)| (a.ty.clone(), a.range, format!("operand {k}")))
+        .chain(results.iter().enumerate().map(|(k, t)| {
+            let r = cx.eqn.outs.get(k).map_or(cx.prim_range(), |b| b.range);
+            (t.clone(), r, format!("result {k}"))
+        }))
+        .collect();
+    let binders = cx.ck.a.jaxpr(id).invars.clone();
+    if binders.len() < arrays.len() {
+        let lambda = cx.ck.a.jaxpr(id).lambda_range;
+        let d = cx
+            .error(
+                DiagKind::ArityMismatch,
+                format!(
+                    "the kernel of `pallas_call` has {} binder{}, fewer than its {} operand{} and {} result{} (a reference to a block of each)",
+                    binders.len(),
+                    if binders.len() == 1 { "" } else { "s" },
+                    cx.args.len(),
+                    if cx.args.len() == 1 { "" } else { "s" },
+                    results.len(),
+                    if results.len() == 1 { "" } else { "s" },
+                ),
+            )
+            .with_related(lambda, "the kernel starts here");
+        cx.report(d);
+        return Some(results);
+    }
+    // Block mappings of other counts (scalar prefetch, JAX 0.4's
+    // index operands) are not matched to operands.
+    let Some(maps) = block_mappings(cx).filter(|m| m.len() == arrays.len()) else {
+        return Some(results);
+    };
+    for (k, ((array, array_range, what), (shape, map_range))) in arrays.iter().zip(maps).enumerate()
+    {
+        let kept: Shape = match shape {
+            None => array.shape.clone(),
+            Some(dims) => {
+                if dims.len() != array.rank() {
+                    let d = Diagnostic::error(
+                        DiagKind::BlockShape,
+                        map_range,
+                        format!(
+                            "the block shape of {what} has {} dimension{}, but {what} is {} of rank {}",
+                            dims.len(),
+                            if dims.len() == 1 { "" } else { "s" },
+                            cx.ty(array),
+                            array.rank()
+                        ),
+                    )
+                    .with_related(*array_range, format!("{what} is {}", cx.ty(array)))
+                    .with_help("JAX requires a block shape of the array's rank (`Block shape for ... must have the same number of dimensions as the array shape`); `None` or `pl.squeezed` drops a dimension from the kernel's reference, not from the block shape");
+                    cx.report(d);
+                    continue;
+                }
+                dims.iter().filter_map(block_dim).collect()
+            }
+        };
+        let binder = binders[k];
+        let (bty, bname, brange) = {
+            let v = cx.ck.a.var(binder);
+            (v.ty.clone(), v.name.clone(), v.range)
+        };
+        let Some(elem) = array.dtype.clone() else {
+            continue;
+        };
+        let expected = AType::new(elem.clone(), kept);
+        let belem = bty.dtype.as_ref().and_then(DType::as_reference);
+        let same = belem.as_ref().is_some_and(|(_, e)| *e == elem)
+            && bty.rank() == expected.rank()
+            && bty
+                .shape
+                .iter()
+                .zip(&expected.shape)
+                .all(|(a, b)| !matches!(cx.dims_eq(a, b), crate::DimEq::NotEqual(_)));
+        if bty.dtype.is_some() && !same {
+            let d = Diagnostic::error(
+                DiagKind::BlockShape,
+                brange,
+                format!(
+                    "kernel reference `{bname}` is {}, but it refers to a block of {what}: a reference to {}",
+                    cx.ty(&bty),
+                    cx.ty(&expected)
+                ),
+            )
+            .with_related(map_range, format!("the block of {what}"))
+            .with_related(*array_range, format!("{what} is {}", cx.ty(array)))
+            .with_help("a kernel takes a reference to one block of each operand, then of each result, then its scratch buffers, in order");
+            cx.report(d);
+        }
+    }
+    Some(results)
+}

@@ -1,0 +1,131 @@
+//! Mutable references and Pallas kernels as fixtures: the type of a load
+//! (`y:T <- r[idx]`) is the indexed block's, a stored value must be the
+//! block's, and a `pallas_call`'s kernel takes references to the blocks of
+//! its `grid_mapping` (J0021 block-shape). Each jaxpr is as JAX 0.10.2
+//! prints it (tests/data/pallas), edited where a diagnostic is expected.
+
+use jaxpr_test_support::fixture::Fixture;
+
+fn check(fixture: &str) {
+    Fixture::assert_check(fixture);
+}
+
+#[test]
+fn a_load_has_the_indexed_blocks_type() {
+    check(
+        r#"{ lambda ; a:f32[3,4] b:i32[]. let
+    c:Ref{f32[3,4]} = new_ref[kind=None memory_space=None] a
+    d:f32[4] <- c[0,:]
+    e:f32[2,4] <- c[b:b+2,:]
+    f:f32[3] <- c[:,b]
+    g:f32[2,3] <- c[1:3,1:]
+    h:f32[2,4] <- c[1:3,1:]
+#           ^ error[J0004]: `h` is declared f32[2,4], but `get` produces f32[2,3]: dimension 1 is 4 here but 3 by inference
+    i:f32[3,4] = freeze c
+  in (d, e, f, g, h, i) }
+"#,
+    );
+}
+
+#[test]
+fn a_stored_value_must_be_the_blocks_type() {
+    check(
+        r#"{ lambda ; a:f32[3,4] b:f32[3]. let
+    c:Ref{f32[3,4]} = new_ref[kind=None memory_space=None] a
+    c[0,:] <- b
+#          ^^ error[J0004]: the value stored in `c` must be f32[4], the type of the indexed block, but it is f32[3]
+    c[...] += a
+    d:f32[4], c[1,:] <- c[1,:], a
+#                    ^^ error[J0004]: the value stored in `c` must be f32[4], the type of the indexed block, but it is f32[3,4]
+    e:f32[3,4] = freeze c
+  in (e,) }
+"#,
+    );
+}
+
+#[test]
+fn an_index_must_be_an_integer_and_a_ref_a_ref() {
+    check(
+        r#"{ lambda ; a:f32[3,4] b:f32[]. let
+    c:Ref{f32[3,4]} = new_ref[kind=None memory_space=None] a
+    d:f32[4] <- c[b,:]
+#            ^^ error[J0005]: an index must be of an integer dtype, but it is `b` (f32[])
+    e:f32[4] <- a[0,:]
+#            ^^ error[J0005]: `a` in `a` must be a reference (`Ref{...}`), but it is `a` (f32[3,4])
+    f:f32[3,4] = freeze c
+  in (f,) }
+"#,
+    );
+}
+
+#[test]
+fn a_kernel_takes_references_to_its_blocks() {
+    check(
+        r#"{ lambda ; a:f32[8,8] b:f32[8,8]. let
+    c:f32[8,8] = pallas_call[
+      compiler_params=None
+      cost_estimate=None
+      debug=False
+      grid_mapping=GridMapping(grid=(2, 2), block_mappings=(BlockMapping(block_shape=(Blocked(block_size=4), Blocked(block_size=8))), BlockMapping(block_shape=(Blocked(block_size=8), Blocked(block_size=4))), BlockMapping(block_shape=(Blocked(block_size=4), Blocked(block_size=4)))))
+      input_output_aliases=()
+      interpret=True
+      jaxpr={ lambda ; d:Ref<default>{f32[4,8]} e:Ref<default>{f32[8,8]} f:Ref<default>{f32[4,4]}. let
+#                                               ^ error[J0021]: kernel reference `e` is Ref<default>{f32[8,8]}, but it refers to a block of operand 1: a reference to f32[8,4]
+          g:f32[4,8] <- d[...]
+          h:f32[8,8] <- e[...]
+          i:f32[4,8] = dot_general[
+            dimension_numbers=(([1], [0]), ([], []))
+            preferred_element_type=float32
+          ] g h
+          j:f32[4,4] = slice[limit_indices=(4, 4) start_indices=(0, 0) strides=None] i
+          k:f32[4,4], f[...] <- f[...], j
+        in () }
+      mesh=None
+      metadata=None
+      name=None
+      out_avals=(ShapedArray(float32[8,8]),)
+    ] a b
+  in (c,) }
+"#,
+    );
+}
+
+#[test]
+fn a_block_shape_has_its_arrays_rank() {
+    check(
+        r#"{ lambda ; a:f32[8,16]. let
+    b:f32[8,16] = pallas_call[
+      grid_mapping=GridMapping(grid=(4,), block_mappings=(BlockMapping(block_shape=(Blocked(block_size=2),)), BlockMapping(block_shape=(Blocked(block_size=2), Blocked(block_size=16)))))
+#                                                         ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^ error[J0021]: the block shape of operand 0 has 1 dimension, but operand 0 is f32[8,16] of rank 2
+      interpret=True
+      jaxpr={ lambda ; c:Ref<default>{f32[2]} d:Ref<default>{f32[2,16]}. let
+          e:f32[2,16] = broadcast_in_dim[broadcast_dimensions=() shape=(2, 16) sharding=None] 0.0:f32[]
+          d[...] <- e
+        in () }
+    ] a
+  in (b,) }
+"#,
+    );
+}
+
+#[test]
+fn program_id_is_an_i32_scalar() {
+    check(
+        r#"{ lambda ; a:f32[4,4]. let
+    b:f32[4,4] = pallas_call[
+      grid_mapping=GridMapping(grid=(4,), block_mappings=(BlockMapping(block_shape=(Blocked(block_size=1), Blocked(block_size=4))), BlockMapping(block_shape=(Blocked(block_size=1), Blocked(block_size=4)))))
+      interpret=True
+      jaxpr={ lambda ; c:Ref<default>{f32[1,4]} d:Ref<default>{f32[1,4]}. let
+          e:i32[] = program_id[axis=0] 
+          f:i64[] = num_programs[axis=0] 
+#           ^^^^^ error[J0005]: `f` is declared i64[], but `num_programs` produces i32[]
+          g:f32[1,4] <- c[...]
+          h:f32[] = convert_element_type[new_dtype=float32 weak_type=False] e
+          i:f32[1,4] = mul g h
+          d[...] <- i
+        in () }
+    ] a
+  in (b,) }
+"#,
+    );
+}
