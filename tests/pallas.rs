@@ -9,9 +9,10 @@ use jaxpr_syntax::ast::{self, StateKind};
 use jaxpr_types::DimNames;
 use std::path::{Path, PathBuf};
 
+mod common;
 #[path = "common/complaints.rs"]
 mod common_complaints;
-use common_complaints::jaxprs;
+use common::jaxprs;
 
 const JAX_VERSIONS: &[&str] = &[
     "0.4.30", "0.4.38", "0.5.3", "0.6.2", "0.7.2", "0.8.3", "0.9.2", "0.10.2",

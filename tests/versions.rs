@@ -10,7 +10,6 @@ use std::path::{Path, PathBuf};
 
 #[path = "common/complaints.rs"]
 mod common_complaints;
-use common_complaints::jaxprs;
 
 #[path = "common/catalyst_types.rs"]
 mod catalyst_types;

@@ -5,7 +5,7 @@
 use jaxpr_db::{self as db, RootDatabase, SourceFile};
 use jaxpr_syntax::LineIndex;
 use jaxpr_syntax::diagnostics::DiagKind;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 pub fn complaints(path: &Path, root: &Path) -> Vec<String> {
     let text = std::fs::read_to_string(path).unwrap();
@@ -25,16 +25,4 @@ pub fn complaints(path: &Path, root: &Path) -> Vec<String> {
             )
         })
         .collect()
-}
-
-/// The `.jaxpr` files of a folder, sorted.
-pub fn jaxprs(dir: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jaxpr"))
-        .collect();
-    v.sort();
-    v
 }
