@@ -82,7 +82,12 @@ fn install_hook() {
             if CATCHING.with(Cell::get) == 0 {
                 return previous(info);
             }
-            let message = info.payload_as_str().unwrap_or("a panic without a message");
+            let payload = info.payload();
+            let message = payload
+                .downcast_ref::<&str>()
+                .copied()
+                .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+                .unwrap_or("a panic without a message");
             let described = match info.location() {
                 Some(l) => format!("{message} (at {}:{}:{})", l.file(), l.line(), l.column()),
                 None => message.to_owned(),

@@ -272,7 +272,7 @@ fn reduce_scatter(cx: &mut EqnCx) -> Infer {
         );
         return None;
     };
-    let d = t.shape[k].clone();
+    let d = t.shape[k];
     if tiled {
         if let (Dim::Const(c), Dim::Const(n)) = (&d, &size)
             && *n != 0
@@ -326,7 +326,7 @@ fn all_to_all(cx: &mut EqnCx, axes: &[Axis]) -> Infer {
     let Some(n) = sizes.map(|s| s.iter().product::<i64>()) else {
         return cx.declared.first().map(|d| vec![d.clone()]);
     };
-    let d = t.shape[split].clone();
+    let d = t.shape[split];
     if let Dim::Const(c) = d
         && c % n != 0
     {

@@ -314,7 +314,7 @@ fn shard_map(cx: &mut EqnCx) -> Infer {
             if n == 1 {
                 continue;
             }
-            let d = act.ty.shape[k].clone();
+            let d = act.ty.shape[k];
             if let Dim::Const(c) = d
                 && c % n != 0
             {

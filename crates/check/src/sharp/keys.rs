@@ -681,10 +681,10 @@ impl Cx<'_, '_> {
             }
         }
         for &k in &sig.sources {
-            if let Some(Some(v)) = outs.get(k) {
-                if !forwarded.contains(v) {
-                    flow.raw.insert(*v);
-                }
+            if let Some(Some(v)) = outs.get(k)
+                && !forwarded.contains(v)
+            {
+                flow.raw.insert(*v);
             }
         }
     }
