@@ -217,13 +217,13 @@ impl Checker {
 
         let mut constvars = Vec::new();
         for (i, b) in j.constvars.iter().enumerate() {
-            if let Some(v) = self.bind(b, id, VarRole::Const(i), None) {
+            if let Some(v) = self.bind(b, id, VarRole::Const(i as u32), None) {
                 constvars.push(v);
             }
         }
         let mut invars = Vec::new();
         for (i, b) in j.invars.iter().enumerate() {
-            if let Some(v) = self.bind(b, id, VarRole::Arg(i), None) {
+            if let Some(v) = self.bind(b, id, VarRole::Arg(i as u32), None) {
                 invars.push(v);
             }
         }
@@ -280,7 +280,7 @@ impl Checker {
         let convention = self.conventions.get(&id).copied().unwrap_or_default();
         let vars = &self.a.vars;
         let leaked = |v: VarId| match vars[v.0 as usize].role {
-            VarRole::Result { index, .. } if vars[v.0 as usize].name == "_" => Some(index),
+            VarRole::Result { index, .. } if vars[v.0 as usize].name == "_" => Some(index as usize),
             _ => None,
         };
         let (sig, escapes) = signature::compute(&in_pairs, &out_pairs, convention, leaked);
@@ -354,7 +354,10 @@ impl Checker {
                     shape: Shape::new(),
                 },
                 jaxpr,
-                role: VarRole::Result { eqn: id, index: i },
+                role: VarRole::Result {
+                    eqn: id,
+                    index: i as u32,
+                },
                 varying: crate::varying_of(b.ty.as_ref()),
             });
             out_vars.push(Some(v));

@@ -469,7 +469,7 @@ fn hash_type(ty: Option<&ast::TypeExpr>, scope: &VarScope) -> u64 {
     for d in ty.dims.iter() {
         hash_expr(d, scope, &mut lets, &mut nested, &mut let_ref, &mut h);
     }
-    if let Some(args) = &ty.args {
+    if let Some(args) = ty.args() {
         for a in args.iter() {
             a.name.as_ref().map(|n| &n.text).hash(&mut h);
             hash_expr(

@@ -145,9 +145,9 @@ impl Prelude {
             };
             for (b, (n, t)) in i.binders.iter().enumerate() {
                 let role = if b < i.consts {
-                    VarRole::Const(b)
+                    VarRole::Const(b as u32)
                 } else {
-                    VarRole::Arg(b - i.consts)
+                    VarRole::Arg((b - i.consts) as u32)
                 };
                 let v = VarInfo {
                     name: n.clone(),

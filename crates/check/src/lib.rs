@@ -71,11 +71,14 @@ pub struct JaxprId(pub u32);
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
 pub struct EqnId(pub u32);
 
+/// Where a variable is bound; positions are `u32` (as `EqnId` is) so that
+/// the role and the jaxpr's id share a word of [`VarInfo`], of which a large
+/// file holds tens of thousands.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub enum VarRole {
-    Const(usize),
-    Arg(usize),
-    Result { eqn: EqnId, index: usize },
+    Const(u32),
+    Arg(u32),
+    Result { eqn: EqnId, index: u32 },
 }
 
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -96,12 +99,32 @@ pub struct VarInfo {
 /// The mesh axes a printed type says its value varies over, in printed
 /// order; `None` when the type prints none (invariant inside a
 /// `shard_map` with `check_vma`, unknown elsewhere).
-pub type Varying = Option<Box<[SmolStr]>>;
+/// Boxed twice, so that each of the many values outside any `shard_map`
+/// pays one word for it.
+pub type Varying = Option<Box<AxisNames>>;
+
+/// Mesh axis names, in printed order.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct AxisNames(Box<[SmolStr]>);
+
+impl std::ops::Deref for AxisNames {
+    type Target = [SmolStr];
+    fn deref(&self) -> &[SmolStr] {
+        &self.0
+    }
+}
+
+impl FromIterator<SmolStr> for AxisNames {
+    fn from_iter<I: IntoIterator<Item = SmolStr>>(names: I) -> Self {
+        AxisNames(names.into_iter().collect())
+    }
+}
 
 /// The varying axes of a printed type.
 pub fn varying_of(t: Option<&jaxpr_syntax::ast::TypeExpr>) -> Varying {
-    let axes = t?.axes.as_ref()?;
-    (!axes.varying.is_empty()).then(|| axes.varying.iter().map(|a| a.name.text.clone()).collect())
+    let axes = t?.axes()?;
+    (!axes.varying.is_empty())
+        .then(|| Box::new(axes.varying.iter().map(|a| a.name.text.clone()).collect()))
 }
 
 /// How a nested jaxpr came to be.

@@ -19,7 +19,7 @@ impl Checker {
         t: &ast::TypeExpr,
         call: Option<(&[Operand], &[Option<VarId>])>,
     ) -> AType {
-        if let Some(of) = &t.of {
+        if let Some(of) = t.of() {
             // JAX 0.4 prints the array's dtype by its NumPy name: `Ref{float32[3]}`.
             let short = DType::from_short(&of.dtype.text)
                 .is_none()
@@ -27,7 +27,7 @@ impl Checker {
                 .flatten();
             let inner = match short {
                 Some(d) => {
-                    let mut of = (**of).clone();
+                    let mut of = of.clone();
                     of.dtype.text = d.to_string().into();
                     self.resolve_type(&of, call)
                 }
@@ -38,7 +38,7 @@ impl Checker {
                 shape: inner.shape,
             };
         }
-        if let Some(args) = &t.args {
+        if let Some(args) = t.args() {
             return AType {
                 dtype: Some(rules::abstract_value(&t.dtype.text, args)),
                 shape: Shape::new(),

@@ -493,7 +493,7 @@ fn var_hover(f: &FileView, v: VarId, bound_by: Option<(&str, u32)>) -> String {
         );
     }
     if let VarRole::Arg(i) = info.role
-        && let Some(e) = a.jaxpr(info.jaxpr).signature.in_type.get(i)
+        && let Some(e) = a.jaxpr(info.jaxpr).signature.in_type.get(i as usize)
     {
         let _ = writeln!(
             s,

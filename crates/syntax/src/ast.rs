@@ -69,16 +69,24 @@ impl Binder {
 pub struct TypeExpr {
     pub dtype: Name,
     pub dims: Box<[Expr]>,
-    /// `Some` for the call form (no dimensions then).
-    pub args: Option<Box<[CallArg]>>,
-    /// The mesh axes JAX prints with a value inside `shard_map`: `{V:x}`
-    /// after the brackets (boxed: nearly every type has none).
-    pub axes: Option<Box<MeshAxes>>,
+    /// What a call form, a reference or mesh axes add (boxed: nearly every
+    /// type has none, and a large file holds tens of thousands of types).
+    pub extra: Option<Box<TypeExtra>>,
+    pub range: TextRange,
+}
+
+/// The parts of a type beyond its dtype and dimensions; a type has at most one.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum TypeExtra {
+    /// The call form's keyword arguments (no dimensions then).
+    Call(Box<[CallArg]>),
     /// A mutable reference, `Ref{f32[3]}` or `Ref<vmem>{f32[8,16]}` (JAX's
     /// `AbstractRef`): `dtype` is `Ref` or `Ref<space>` and this is the
     /// type in braces (no dimensions of its own then).
-    pub of: Option<Box<TypeExpr>>,
-    pub range: TextRange,
+    Ref(TypeExpr),
+    /// The mesh axes JAX prints with a value inside `shard_map`: `{V:x}`
+    /// after the brackets.
+    Axes(MeshAxes),
 }
 
 /// What a type says about the manual mesh axes of a multi-device program:
@@ -105,7 +113,31 @@ impl TypeExpr {
     /// An array type `dtype[dims]`, rather than a non-array abstract value
     /// or a reference.
     pub fn is_array(&self) -> bool {
-        self.args.is_none() && self.of.is_none()
+        self.args().is_none() && self.of().is_none()
+    }
+
+    /// `Some` for the call form.
+    pub fn args(&self) -> Option<&[CallArg]> {
+        match self.extra.as_deref() {
+            Some(TypeExtra::Call(args)) => Some(args),
+            _ => None,
+        }
+    }
+
+    /// The type a reference holds.
+    pub fn of(&self) -> Option<&TypeExpr> {
+        match self.extra.as_deref() {
+            Some(TypeExtra::Ref(of)) => Some(of),
+            _ => None,
+        }
+    }
+
+    /// The mesh axes written with the type.
+    pub fn axes(&self) -> Option<&MeshAxes> {
+        match self.extra.as_deref() {
+            Some(TypeExtra::Axes(axes)) => Some(axes),
+            _ => None,
+        }
     }
 }
 

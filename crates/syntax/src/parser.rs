@@ -851,9 +851,7 @@ impl<'a, 's> Parser<'a, 's> {
                 range: dtype.range.cover(close.range),
                 dtype,
                 dims: Box::default(),
-                args: None,
-                of: Some(Box::new(of)),
-                axes: None,
+                extra: Some(Box::new(TypeExtra::Ref(of))),
             });
         }
         // `AbstractQreg()`: a non-array abstract value.
@@ -863,20 +861,18 @@ impl<'a, 's> Parser<'a, 's> {
                 range: TextRange::new(dtype.range.start, self.prev_end()),
                 dtype,
                 dims: Box::default(),
-                args: Some(boxed(args)),
-                axes: None,
-                of: None,
+                extra: Some(Box::new(TypeExtra::Call(boxed(args)))),
             });
         }
         self.expect(T::LBracket, "`[` and the shape")?;
         let mut dims = List::new();
-        let mut axes: Option<Box<MeshAxes>> = None;
+        let mut axes: Option<MeshAxes> = None;
         while !self.at(T::RBracket) {
             if self.at(T::Eof) || self.nth(0).newline_before {
                 return Err(self.error_here("`]`"));
             }
             if self.at(T::Semi) {
-                axes = Some(Box::new(self.named_shape()?));
+                axes = Some(self.named_shape()?);
                 break;
             }
             let mut dim = self.expr()?;
@@ -897,11 +893,9 @@ impl<'a, 's> Parser<'a, 's> {
         // `{V:x}`, `{U:y}{x}`: written right after the `]`.
         while self.at(T::LBrace) && self.nth(0).range.start == end.end {
             let open = self.nth(0).range;
-            let mut a = axes.take().unwrap_or_else(|| {
-                Box::new(MeshAxes {
-                    range: open,
-                    ..MeshAxes::default()
-                })
+            let mut a = axes.take().unwrap_or_else(|| MeshAxes {
+                range: open,
+                ..MeshAxes::default()
             });
             self.mesh_axes(&mut a)?;
             let group = TextRange::new(open.start, self.prev_end());
@@ -913,9 +907,7 @@ impl<'a, 's> Parser<'a, 's> {
             range: dtype.range.cover(end),
             dtype,
             dims: boxed(dims),
-            args: None,
-            axes,
-            of: None,
+            extra: axes.map(|axes| Box::new(TypeExtra::Axes(axes))),
         })
     }
 

@@ -85,13 +85,13 @@ fn keyed_varying_axes_of_jax_0_10() {
         .unwrap();
     let ty = e.outs[0].ty.as_ref().unwrap();
     assert_eq!(&text[ty.range.as_usize()], "f32[2,2]{V:x}");
-    let axes = ty.axes.as_ref().unwrap();
+    let axes = ty.axes().unwrap();
     assert_eq!(names(&text, &axes.varying), ["x"]);
     assert_eq!(&text[axes.range.as_usize()], "{V:x}");
     assert!(axes.unreduced.is_empty() && axes.reduced.is_empty());
     let jaxpr = &file.lets[0].jaxpr;
     let a = jaxpr.invars[0].ty.as_ref().unwrap();
-    assert_eq!(names(&text, &a.axes.as_ref().unwrap().varying), ["x", "y"]);
+    assert_eq!(names(&text, &a.axes().unwrap().varying), ["x", "y"]);
     assert_eq!(&text[a.range.as_usize()], "f32[2,2]{V:(x,y)}");
 }
 
@@ -102,7 +102,7 @@ fn bare_varying_axes_of_jax_0_7() {
     let e = first(&file, "all_gather");
     let ty = e.outs[0].ty.as_ref().unwrap();
     assert_eq!(&text[ty.range.as_usize()], "f32[4,2]{y,x}");
-    assert_eq!(names(&text, &ty.axes.as_ref().unwrap().varying), ["y", "x"]);
+    assert_eq!(names(&text, &ty.axes().unwrap().varying), ["y", "x"]);
 }
 
 #[test]
@@ -114,12 +114,12 @@ fn named_shapes_of_jax_0_4() {
             e.outs
                 .first()
                 .and_then(|b| b.ty.as_ref())
-                .is_some_and(|t| t.dims.len() == 1 && t.axes.is_some())
+                .is_some_and(|t| t.dims.len() == 1 && t.axes().is_some())
         })
         .unwrap();
     let ty = e.outs[0].ty.as_ref().unwrap();
     assert_eq!(&text[ty.range.as_usize()], "i32[1;y:2,x:4]");
-    let axes = ty.axes.as_ref().unwrap();
+    let axes = ty.axes().unwrap();
     assert_eq!(names(&text, &axes.varying), ["y", "x"]);
     let sizes: Vec<_> = axes
         .varying
@@ -140,11 +140,11 @@ fn unreduced_and_reduced_axes_and_errors() {
     let text = "{ lambda ; a:f32[4]{V:x, U:(y,z), R:w} b:f32[4]{U:y}{x}. let  in (a,) }";
     let file = parse_clean(text);
     let main = file.main.as_ref().unwrap();
-    let a = main.invars[0].ty.as_ref().unwrap().axes.as_ref().unwrap();
+    let a = main.invars[0].ty.as_ref().unwrap().axes().unwrap();
     assert_eq!(names(text, &a.varying), ["x"]);
     assert_eq!(names(text, &a.unreduced), ["y", "z"]);
     assert_eq!(names(text, &a.reduced), ["w"]);
-    let b = main.invars[1].ty.as_ref().unwrap().axes.as_ref().unwrap();
+    let b = main.invars[1].ty.as_ref().unwrap().axes().unwrap();
     assert_eq!(names(text, &b.varying), ["x"]);
     assert_eq!(names(text, &b.unreduced), ["y"]);
     assert_eq!(&text[b.range.as_usize()], "{U:y}{x}");

@@ -102,10 +102,10 @@ fn abstract_values_are_types_with_keyword_arguments() {
     let ty = qalloc.outs[0].ty.as_ref().expect("type");
     assert_eq!(&*ty.dtype.text, "AbstractQreg");
     assert!(!ty.is_array());
-    assert_eq!(ty.args.as_deref().map(<[_]>::len), Some(0));
+    assert_eq!(ty.args().map(<[_]>::len), Some(0));
     let obs = only(&file, "compbasis").outs[0].ty.as_ref().expect("type");
     assert_eq!(&*obs.dtype.text, "AbstractObs");
-    let args = obs.args.as_deref().expect("keyword arguments");
+    let args = obs.args().expect("keyword arguments");
     let keys: Vec<&str> = args
         .iter()
         .map(|a| a.name.as_ref().map_or("", |n| &*n.text))

@@ -34,12 +34,12 @@ fn reference_types_keep_their_head_and_array() {
     let d = main.invars[0].ty.as_ref().unwrap();
     assert_eq!(&*d.dtype.text, "Ref<default>");
     assert!(!d.is_array());
-    let of = d.of.as_ref().unwrap();
+    let of = d.of().unwrap();
     assert_eq!((&*of.dtype.text, of.dims.len()), ("f32", 2));
     assert_eq!(text(d.range), "Ref<default>{f32[8,16]}");
     let e = main.invars[1].ty.as_ref().unwrap();
     assert_eq!(
-        (&*e.dtype.text, &*e.of.as_ref().unwrap().dtype.text),
+        (&*e.dtype.text, &*e.of().unwrap().dtype.text),
         ("MemRef<None>", "float32")
     );
 }

@@ -102,12 +102,12 @@ fn identity(cx: &mut EqnCx) -> Infer {
 /// The axes operand `i` varies over (none printed: none).
 fn operand_varying(cx: &EqnCx, i: usize) -> Option<Vec<SmolStr>> {
     let v = cx.args.get(i)?.var?;
-    cx.ck.a.var(v).varying.clone().map(|v| v.into_vec())
+    cx.ck.a.var(v).varying.as_deref().map(|v| v.to_vec())
 }
 
 fn result_varying(cx: &EqnCx, j: usize) -> Option<Vec<SmolStr>> {
     let v = (*cx.out_vars.get(j)?)?;
-    cx.ck.a.var(v).varying.clone().map(|v| v.into_vec())
+    cx.ck.a.var(v).varying.as_deref().map(|v| v.to_vec())
 }
 
 /// Whether varying axes are checked here: inside a check_vma `shard_map`,
@@ -210,7 +210,7 @@ fn result_varies(cx: &mut EqnCx, name: &str, j: usize, expected: &[SmolStr]) {
     }
     let at =
         b.ty.as_ref()
-            .map_or(b.range, |t| t.axes.as_ref().map_or(t.range, |a| a.range));
+            .map_or(b.range, |t| t.axes().map_or(t.range, |a| a.range));
     let d = cx
         .error(
             DiagKind::VaryingAxes,

@@ -405,7 +405,7 @@ fn shard_map(cx: &mut EqnCx) -> Infer {
             let unmentioned: Vec<&SmolStr> = out
                 .varying
                 .iter()
-                .flatten()
+                .flat_map(|v| v.iter())
                 .filter(|a| man.manual.contains(a) && !mentioned.contains(&a.as_str()))
                 .collect();
             if !unmentioned.is_empty() {
@@ -444,8 +444,7 @@ fn binders_vary_as_specs(
     for (i, (b, (spec, spec_expr))) in binders.iter().zip(ins).enumerate() {
         let mut expected: Vec<SmolStr> = cx.args[i]
             .var
-            .and_then(|v| cx.ck.a.var(v).varying.clone())
-            .map(|v| v.into_vec())
+            .and_then(|v| cx.ck.a.var(v).varying.as_deref().map(|v| v.to_vec()))
             .unwrap_or_default();
         for (a, _) in spec.iter().flatten() {
             if man.manual.contains(a) && !expected.contains(a) {
@@ -455,8 +454,8 @@ fn binders_vary_as_specs(
         let info = cx.ck.a.var(*b);
         let printed: Vec<SmolStr> = info
             .varying
-            .clone()
-            .map(|v| v.into_vec())
+            .as_deref()
+            .map(|v| v.to_vec())
             .unwrap_or_default();
         if !same_set(&printed, &expected) {
             let (name, range) = (info.name.clone(), info.binder_range);
