@@ -31,6 +31,7 @@
 //!   `rules`: the typing rule of each primitive; `registry`: the primitives.
 
 pub mod diff;
+pub mod literals;
 pub mod reductions;
 pub mod registry;
 pub mod rules;

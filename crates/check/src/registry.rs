@@ -508,6 +508,13 @@ const PALLAS_ROW: Primitive = Primitive {
     ..ROW
 };
 
+/// The parameters that may hold a call-like primitive's callee.
+pub fn call_params(name: &str) -> Option<&'static [&'static str]> {
+    lookup(name)
+        .filter(|p| p.family == Family::Call)
+        .map(|p| p.jaxpr_params)
+}
+
 /// The row of `name` (a name or an alias).
 pub fn lookup(name: &str) -> Option<&'static Primitive> {
     static BY_NAME: OnceLock<rustc_hash::FxHashMap<&'static str, usize>> = OnceLock::new();

@@ -5,19 +5,47 @@ use crate::amount::{Amount, bytes, element_bytes, elements};
 use crate::tolerance::{Slack, Units};
 use crate::{Cost, EqnCost, LoopCount, Walk, first_difference};
 use jaxpr_check::registry::{self, CostRule, Family, XlaCount};
-use jaxpr_check::{Analysis, EqnId, EqnInfo, JaxprId};
+use jaxpr_check::{Analysis, EqnId, EqnInfo, JaxprId, literals};
 use jaxpr_syntax::ast;
 use jaxpr_types::{AType, DType, Shape};
 
 /// The types of an equation's operands, in order (`None` where one did not
 /// resolve).
 pub(crate) fn operand_types(analysis: &Analysis, eqn: &ast::Eqn) -> Vec<Option<AType>> {
+    let use_of = |name: &ast::Name| analysis.ref_at(name.range).map(|r| r.var);
+    // An untyped literal (JAX <= 0.5) has the dtype JAX gave it, as the back
+    // ends build it.
+    let untyped = || {
+        let id = analysis.eqn_with_primitive_at(eqn.primitive.range.start)?;
+        let results: Vec<AType> = result_types(analysis, analysis.eqn(id))
+            .into_iter()
+            .map(|ty| {
+                ty.unwrap_or(AType {
+                    dtype: None,
+                    shape: Shape::new(),
+                })
+            })
+            .collect();
+        Some(literals::untyped_literal_dtypes(
+            analysis, &use_of, eqn, id, &results,
+        ))
+    };
+    let untyped = eqn
+        .args
+        .iter()
+        .any(|x| literals::untyped_literal_text(&use_of, x).is_some())
+        .then(untyped)
+        .flatten()
+        .unwrap_or_default();
     eqn.args
         .iter()
-        .map(|atom| match atom {
-            ast::Atom::Var(name) => analysis
-                .ref_at(name.range)
-                .map(|r| analysis.var(r.var).ty.clone()),
+        .enumerate()
+        .map(|(i, atom)| match atom {
+            ast::Atom::Var(name) => match use_of(name) {
+                Some(v) => Some(analysis.var(v).ty.clone()),
+                // A bare `inf` or `nan` naming no variable is a literal.
+                None => untyped.get(i).cloned().flatten().map(AType::scalar),
+            },
             ast::Atom::Lit(lit) => Some(match &lit.ty {
                 // A literal is a scalar, typed or (before JAX 0.6) not.
                 Some(ty) if ty.dims.is_empty() => AType {
@@ -26,7 +54,7 @@ pub(crate) fn operand_types(analysis: &Analysis, eqn: &ast::Eqn) -> Vec<Option<A
                 },
                 Some(_) => return None,
                 None => AType {
-                    dtype: None,
+                    dtype: untyped.get(i).cloned().flatten(),
                     shape: Shape::new(),
                 },
             }),
