@@ -32,6 +32,7 @@
 
 pub mod diff;
 pub mod literals;
+pub mod params;
 pub mod reductions;
 pub mod registry;
 pub mod rules;

@@ -4,6 +4,7 @@
 use crate::amount::{Amount, bytes, element_bytes, elements};
 use crate::tolerance::{Slack, Units};
 use crate::{Cost, EqnCost, LoopCount, Walk, first_difference};
+use jaxpr_check::params::DotDims;
 use jaxpr_check::registry::{self, CostRule, Family, XlaCount};
 use jaxpr_check::{Analysis, EqnId, EqnInfo, JaxprId, literals};
 use jaxpr_syntax::ast;
@@ -751,9 +752,8 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
             let contracted = view
                 .eqn
                 .param("dimension_numbers")
-                .and_then(|p| tuple_items(&p.value))
-                .and_then(|groups| tuple_items(groups.first()?))
-                .and_then(|contracting| int_items(contracting.first()?));
+                .and_then(|p| DotDims::decode(&p.value))
+                .map(|d| d.lhs_contract);
             let lhs = view.operands.first().cloned().flatten();
             let size = match (contracted, lhs) {
                 (Some(axes), Some(lhs)) => axes.iter().fold(Amount::constant(1), |acc, &axis| {

@@ -3,6 +3,7 @@
 //! operands and parameter helpers, lowering errors, and the table of
 //! call-like primitives.
 
+use jaxpr_check::params::{BadField, DotDims, GatherDims, ScatterDims};
 use jaxpr_check::registry::{self, Family, Lowering, Primitive};
 use jaxpr_check::{Analysis, EqnId, JaxprId, JaxprOrigin, literals};
 use jaxpr_syntax::TextRange;
@@ -440,6 +441,24 @@ impl<X, T: Borrow<AType>> EqnCx<'_, X, T> {
             ),
         }
     }
+    /// `dot_general`'s dimension numbers, decoded as the checker decoded them.
+    pub fn dot_dims(&self) -> LowerResult<DotDims> {
+        let p = self.param("dimension_numbers")?;
+        match DotDims::decode(p) {
+            Some(dims) => Ok(dims),
+            None => err(p.range, "`dimension_numbers` must be ((lc, rc), (lb, rb))"),
+        }
+    }
+    /// `gather`'s dimension numbers, decoded as the checker decoded them.
+    pub fn gather_dims(&self) -> LowerResult<GatherDims> {
+        let p = self.param("dimension_numbers")?;
+        GatherDims::decode(p).or_else(|bad| bad_field(p, bad))
+    }
+    /// `scatter*`'s dimension numbers, decoded as the checker decoded them.
+    pub fn scatter_dims(&self) -> LowerResult<ScatterDims> {
+        let p = self.param("dimension_numbers")?;
+        ScatterDims::decode(p).or_else(|bad| bad_field(p, bad))
+    }
     pub fn ints(&self, name: &str) -> LowerResult<Vec<i64>> {
         let p = self.param(name)?;
         match p.as_int_seq() {
@@ -662,6 +681,14 @@ pub fn missing_lowering<T>(name: &str, at: TextRange, backend: Backend) -> Lower
             "the primitive registry marks `{name}` as lowered by the {} back end, but it has no lowering",
             backend.title()
         ),
+    )
+}
+
+/// A field of dimension numbers that is not a tuple of integers.
+fn bad_field<T>(p: &Expr, BadField(field): BadField) -> LowerResult<T> {
+    err(
+        p.range,
+        format!("`{field}` in `dimension_numbers` must be a tuple of integers to be built"),
     )
 }
 

@@ -6,23 +6,17 @@ use super::{Arr, Codegen, Cx, Env, dtype};
 use inkwell::IntPredicate;
 use inkwell::values::IntValue;
 use jaxpr_lower::{LowerResult, err};
-use jaxpr_syntax::ast::Expr;
 
 impl<'c> Codegen<'c, '_> {
     pub(crate) fn dot_general(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> LowerResult<Arr<'c>> {
         let dn = cx.param("dimension_numbers")?;
-        let parts: Option<Vec<Vec<i64>>> = dn
-            .as_seq()
-            .and_then(|s| s.iter().map(|p| p.as_seq()).collect::<Option<Vec<_>>>())
-            .map(|ps| {
-                ps.iter()
-                    .flat_map(|p| p.iter().map(Expr::as_int_seq))
-                    .collect::<Option<Vec<_>>>()
-            })
-            .unwrap_or(None);
-        let Some([lc, rc, lb, rb]) = parts.as_deref() else {
-            return err(dn.range, "`dimension_numbers` must be ((lc, rc), (lb, rb))");
-        };
+        let dims = cx.dot_dims()?;
+        let (lc, rc, lb, rb) = (
+            &dims.lhs_contract[..],
+            &dims.rhs_contract[..],
+            &dims.lhs_batch[..],
+            &dims.rhs_batch[..],
+        );
         let (l, r) = (&cx.args[0], &cx.args[1]);
         let odt = dtype(&cx.outs[0])?;
         let (ldt, rdt) = (dtype(&l.ty)?, dtype(&r.ty)?);

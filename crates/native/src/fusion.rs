@@ -15,6 +15,7 @@ use super::{Arr, Codegen, Cx, Env, Op, Unroll, dtype};
 use inkwell::IntPredicate;
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
 use jaxpr_check::EqnId;
+use jaxpr_check::params::DotDims;
 use jaxpr_lower::{LowerResult, err, internal};
 use jaxpr_syntax::ast::{self, Atom};
 use jaxpr_types::{DType, Dim, VarId};
@@ -58,15 +59,8 @@ pub(crate) fn is_deferrable(e: &ast::Eqn) -> bool {
 /// A `dot_general` without contracting dimensions.
 fn outer_product(e: &ast::Eqn) -> bool {
     e.param("dimension_numbers")
-        .and_then(|p| {
-            p.value
-                .as_seq()
-                .and_then(|s| s.first()?.as_seq().map(|c| c.to_vec()))
-        })
-        .is_some_and(|c| {
-            c.iter()
-                .all(|x| x.as_int_seq().is_some_and(|v| v.is_empty()))
-        })
+        .and_then(|p| DotDims::decode(&p.value))
+        .is_some_and(|d| d.lhs_contract.is_empty() && d.rhs_contract.is_empty())
 }
 
 /// How a leaf's offset follows the output index.
@@ -482,17 +476,8 @@ impl<'c, 'f> Codegen<'c, 'f> {
     /// i, j)` is `l[batch, i] * r[batch, j]`.
     fn outer_product_node(&self, cx: &Cx<'f, 'c>) -> LowerResult<Node<'f, 'c>> {
         let dn = cx.param("dimension_numbers")?;
-        let groups: Option<Vec<Vec<i64>>> = dn
-            .as_seq()
-            .and_then(|s| {
-                s.get(1)?
-                    .as_seq()
-                    .map(|b| b.iter().map(|x| x.as_int_seq()).collect())
-            })
-            .flatten();
-        let Some([lb, rb]) = groups.as_deref() else {
-            return err(dn.range, "`dimension_numbers` must be ((lc, rc), (lb, rb))");
-        };
+        let dims = cx.dot_dims()?;
+        let (lb, rb) = (&dims.lhs_batch[..], &dims.rhs_batch[..]);
         let (l, r) = (&cx.args[0], &cx.args[1]);
         let odt = dtype(&cx.outs[0])?;
         if dtype(&l.ty)? != odt || dtype(&r.ty)? != odt || lb.len() != rb.len() {

@@ -5,8 +5,8 @@ use super::ops::Init;
 use super::{Arr, Codegen, Cx, Env, dtype};
 use inkwell::IntPredicate;
 use inkwell::values::{BasicValueEnum, IntValue};
+use jaxpr_check::params::{GatherDims, ScatterDims};
 use jaxpr_lower::{LowerResult, err, expr_text};
-use jaxpr_syntax::ast::Expr;
 use jaxpr_types::DType;
 
 impl<'c> Codegen<'c, '_> {
@@ -28,14 +28,13 @@ impl<'c> Codegen<'c, '_> {
 
     pub(crate) fn gather(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> LowerResult<Arr<'c>> {
         let dn = cx.param("dimension_numbers")?;
-        let f = |k: &str| dn.field(k).and_then(Expr::as_int_seq).unwrap_or_default();
-        let (offset_dims, collapsed, start_map, obatch, ibatch) = (
-            f("offset_dims"),
-            f("collapsed_slice_dims"),
-            f("start_index_map"),
-            f("operand_batching_dims"),
-            f("start_indices_batching_dims"),
-        );
+        let GatherDims {
+            offset_dims,
+            collapsed_slice_dims: collapsed,
+            start_index_map: start_map,
+            operand_batching_dims: obatch,
+            start_indices_batching_dims: ibatch,
+        } = cx.gather_dims()?;
         let sizes = self.sizes(env, cx, "slice_sizes")?;
         let (x, ind) = (&cx.args[0], &cx.args[1]);
         let dt = dtype(&x.ty)?;
@@ -160,14 +159,13 @@ impl<'c> Codegen<'c, '_> {
 
     pub(crate) fn scatter(&self, cx: &Cx<'_, 'c>) -> LowerResult<Arr<'c>> {
         let dn = cx.param("dimension_numbers")?;
-        let f = |k: &str| dn.field(k).and_then(Expr::as_int_seq).unwrap_or_default();
-        let (uwin, inserted, smap, obatch, ibatch) = (
-            f("update_window_dims"),
-            f("inserted_window_dims"),
-            f("scatter_dims_to_operand_dims"),
-            f("operand_batching_dims"),
-            f("scatter_indices_batching_dims"),
-        );
+        let ScatterDims {
+            update_window_dims: uwin,
+            inserted_window_dims: inserted,
+            scatter_dims_to_operand_dims: smap,
+            operand_batching_dims: obatch,
+            scatter_indices_batching_dims: ibatch,
+        } = cx.scatter_dims()?;
         if cx.args.len() != 3 {
             return err(
                 cx.at(),

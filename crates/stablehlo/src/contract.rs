@@ -1,10 +1,9 @@
 //! Contractions: `dot_general` and `conv_general_dilated`.
 
 use super::{Lower, ModuleBlock, ModuleValue};
-use jaxpr_lower::{LowerResult, err};
+use jaxpr_lower::LowerResult;
 
 use super::ops::*;
-use jaxpr_syntax::ast::Expr;
 
 impl<'c, 'f> Lower<'c, 'f> {
     pub(crate) fn dot_general(
@@ -12,16 +11,13 @@ impl<'c, 'f> Lower<'c, 'f> {
         b: ModuleBlock<'c>,
         cx: &EqnCx<'_, 'c, 'f>,
     ) -> LowerResult<ModuleValue<'c>> {
-        let p = cx.param("dimension_numbers")?;
-        let parts: Option<Vec<Vec<i64>>> = p.as_seq().and_then(|s| {
-            s.iter()
-                .flat_map(|x| x.as_seq().unwrap_or(&[]))
-                .map(Expr::as_int_seq)
-                .collect()
-        });
-        let Some([lc, rc, lb, rb]) = parts.as_deref() else {
-            return err(p.range, "`dimension_numbers` must be ((lc, rc), (lb, rb))");
-        };
+        let dims = cx.dot_dims()?;
+        let (lc, rc, lb, rb) = (
+            &dims.lhs_contract,
+            &dims.rhs_contract,
+            &dims.lhs_batch,
+            &dims.rhs_batch,
+        );
         let out_dt = cx.out_dtype(0)?;
         let (mut l, mut r) = (cx.args[0].v, cx.args[1].v);
         if cx.arg_dtype(0)? != cx.arg_dtype(1)? {

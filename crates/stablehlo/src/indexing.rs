@@ -1,10 +1,11 @@
 //! Gathers and scatters, with JAX's index modes.
 
 use super::{Env, Lower, ModuleBlock, ModuleValue, Operand};
+use jaxpr_check::params::{GatherDims, ScatterDims};
 use jaxpr_lower::{LowerResult, err, expr_text};
 
 use super::ops::*;
-use jaxpr_syntax::ast::{Expr, ExprKind};
+use jaxpr_syntax::ast::ExprKind;
 use jaxpr_types::{AType, DType, Dim};
 use melior::ir::ValueLike;
 
@@ -26,14 +27,13 @@ impl<'c, 'f> Lower<'c, 'f> {
         env: &Env<'c>,
         cx: &EqnCx<'_, 'c, 'f>,
     ) -> LowerResult<ModuleValue<'c>> {
-        let dn = cx.param("dimension_numbers")?;
-        let f = |k: &str| dn.field(k).and_then(Expr::as_int_seq).unwrap_or_default();
-        let (offset, collapsed, start_map) = (
-            f("offset_dims"),
-            f("collapsed_slice_dims"),
-            f("start_index_map"),
-        );
-        let (obatch, ibatch) = (f("operand_batching_dims"), f("start_indices_batching_dims"));
+        let GatherDims {
+            offset_dims: offset,
+            collapsed_slice_dims: collapsed,
+            start_index_map: start_map,
+            operand_batching_dims: obatch,
+            start_indices_batching_dims: ibatch,
+        } = cx.gather_dims()?;
         let (operand, indices) = (&cx.args[0], &cx.args[1]);
         let ivd = indices.ty.rank().saturating_sub(1);
         let mut fields = vec![format!("offset_dims = {}", list(&offset))];
@@ -178,38 +178,36 @@ impl<'c, 'f> Lower<'c, 'f> {
         env: &Env<'c>,
         cx: &EqnCx<'_, 'c, 'f>,
     ) -> LowerResult<ModuleValue<'c>> {
-        let dn = cx.param("dimension_numbers")?;
-        let f = |k: &str| dn.field(k).and_then(Expr::as_int_seq).unwrap_or_default();
+        let dims = cx.scatter_dims()?;
         let mode =
             cx.e.param("mode")
                 .and_then(|m| m.value.as_path())
                 .unwrap_or("");
         let indices = if mode.ends_with("CLIP") {
-            self.clamp_scatter_indices(b, env, cx, &f)?
+            self.clamp_scatter_indices(b, env, cx, &dims)?
         } else {
             cx.args[1].v
         };
         let ivd = cx.args[1].ty.rank().saturating_sub(1);
         let mut fields = vec![format!(
             "update_window_dims = {}",
-            list(&f("update_window_dims"))
+            list(&dims.update_window_dims)
         )];
-        for (k, src) in [
-            ("inserted_window_dims", "inserted_window_dims"),
-            ("input_batching_dims", "operand_batching_dims"),
+        for (k, v) in [
+            ("inserted_window_dims", &dims.inserted_window_dims),
+            ("input_batching_dims", &dims.operand_batching_dims),
             (
                 "scatter_indices_batching_dims",
-                "scatter_indices_batching_dims",
+                &dims.scatter_indices_batching_dims,
             ),
         ] {
-            let v = f(src);
             if !v.is_empty() {
                 fields.push(format!("{k} = {}", list(&v)));
             }
         }
         fields.push(format!(
             "scatter_dims_to_operand_dims = {}",
-            list(&f("scatter_dims_to_operand_dims"))
+            list(&dims.scatter_dims_to_operand_dims)
         ));
         fields.push(format!("index_vector_dim = {ivd}"));
         let dt = cx.out_dtype(0)?;
@@ -254,13 +252,13 @@ impl<'c, 'f> Lower<'c, 'f> {
         b: ModuleBlock<'c>,
         env: &Env<'c>,
         cx: &EqnCx<'_, 'c, 'f>,
-        field: &dyn Fn(&str) -> Vec<i64>,
+        dims: &ScatterDims,
     ) -> LowerResult<ModuleValue<'c>> {
         let (operand, indices, updates) = (&cx.args[0].ty, &cx.args[1].ty, &cx.args[2].ty);
         let (inserted, obatch, uwin) = (
-            field("inserted_window_dims"),
-            field("operand_batching_dims"),
-            field("update_window_dims"),
+            &dims.inserted_window_dims,
+            &dims.operand_batching_dims,
+            &dims.update_window_dims,
         );
         let mut window = uwin.iter();
         let mut sizes = Vec::with_capacity(operand.rank());
@@ -277,7 +275,7 @@ impl<'c, 'f> Lower<'c, 'f> {
                 sizes.push(*size);
             }
         }
-        let smap = field("scatter_dims_to_operand_dims");
+        let smap = &dims.scatter_dims_to_operand_dims;
         if smap.iter().any(|&d| d < 0 || d as usize >= operand.rank()) || indices.rank() == 0 {
             return err(
                 cx.at(),

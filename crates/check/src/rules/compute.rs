@@ -8,6 +8,7 @@
 //! `reduce_window_*`) are tables.
 
 use super::{EqnCx, Infer, Related, numpy_name};
+use crate::params::DotDims;
 use crate::reductions::{Along, Combiner};
 use jaxpr_syntax::ast::{Expr, ExprKind};
 use jaxpr_syntax::diagnostics::DiagKind;
@@ -652,23 +653,6 @@ fn generic_reduce_window(cx: &mut EqnCx) -> Infer {
 
 // ---- dot_general ------------------------------------------------------------------
 
-/// `(([lc], [rc]), ([lb], [rb]))`.
-fn dot_dimension_numbers(e: &Expr) -> Option<[Vec<i64>; 4]> {
-    let outer = e.as_seq()?;
-    let [contract, batch] = outer else {
-        return None;
-    };
-    let pair = |p: &Expr| -> Option<(Vec<i64>, Vec<i64>)> {
-        match p.as_seq()? {
-            [a, b] => Some((a.as_int_seq()?, b.as_int_seq()?)),
-            _ => None,
-        }
-    };
-    let (lc, rc) = pair(contract)?;
-    let (lb, rb) = pair(batch)?;
-    Some([lc, rc, lb, rb])
-}
-
 /// Checks one side's contracting and batch axes: in range and distinct.
 fn dot_axes(
     cx: &mut EqnCx,
@@ -748,7 +732,13 @@ fn dot_general(cx: &mut EqnCx) -> Infer {
         }
     }
     let e = cx.param("dimension_numbers")?;
-    let Some([lc, rc, lb, rb]) = dot_dimension_numbers(e) else {
+    let Some(DotDims {
+        lhs_contract: lc,
+        rhs_contract: rc,
+        lhs_batch: lb,
+        rhs_batch: rb,
+    }) = DotDims::decode(e)
+    else {
         cx.param_error(
             "dimension_numbers",
             "`dimension_numbers` must be `((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))`, tuples of axes",

@@ -13,6 +13,7 @@
 use super::{EqnCx, Index, Infer, Related};
 use crate::DimEq;
 use crate::dims::{Why, operand_value};
+use crate::params::{BadField, GatherDims, ScatterDims};
 use jaxpr_syntax::ast::Expr;
 use jaxpr_syntax::diagnostics::{DiagKind, Diagnostic};
 use jaxpr_types::{AType, Cmp, DType, Dim, Shape};
@@ -1219,21 +1220,17 @@ fn dynamic_update_slice(cx: &mut EqnCx) -> Infer {
 
 // ---- gather / scatter -----------------------------------------------------------
 
-/// A field of `GatherDimensionNumbers(...)`/`ScatterDimensionNumbers(...)`;
-/// absent fields (older printers) are empty.
-fn dn_field(cx: &mut EqnCx, dn: &Expr, field: &str) -> Option<Vec<i64>> {
-    match dn.field(field) {
-        None => Some(Vec::new()),
-        Some(e) => match e.as_int_seq() {
-            Some(v) => Some(v),
-            None => {
-                cx.param_error(
-                    "dimension_numbers",
-                    format!("`{field}` in `dimension_numbers` must be a tuple of integers"),
-                );
-                None
-            }
-        },
+/// Decoded dimension numbers, or the field that did not decode reported.
+fn decoded<T>(cx: &mut EqnCx, r: Result<T, BadField>) -> Option<T> {
+    match r {
+        Ok(v) => Some(v),
+        Err(BadField(field)) => {
+            cx.param_error(
+                "dimension_numbers",
+                format!("`{field}` in `dimension_numbers` must be a tuple of integers"),
+            );
+            None
+        }
     }
 }
 
@@ -1353,11 +1350,13 @@ fn gather(cx: &mut EqnCx) -> Infer {
         return None;
     }
     let dn = cx.param("dimension_numbers")?;
-    let offset_dims = dn_field(cx, dn, "offset_dims")?;
-    let collapsed = dn_field(cx, dn, "collapsed_slice_dims")?;
-    let start_index_map = dn_field(cx, dn, "start_index_map")?;
-    let obd = dn_field(cx, dn, "operand_batching_dims")?;
-    let ibd = dn_field(cx, dn, "start_indices_batching_dims")?;
+    let GatherDims {
+        offset_dims,
+        collapsed_slice_dims: collapsed,
+        start_index_map,
+        operand_batching_dims: obd,
+        start_indices_batching_dims: ibd,
+    } = decoded(cx, GatherDims::decode(dn))?;
     let sizes = dims_list(cx, "slice_sizes")?;
     if idx.rank() == 0 {
         let msg = "the indices (operand 1) of `gather` must have rank >= 1: their last axis is the index vector".to_string();
@@ -1529,11 +1528,13 @@ fn scatter(cx: &mut EqnCx) -> Infer {
     let Some(dn) = cx.param("dimension_numbers") else {
         return Some(vec![result]);
     };
-    let uwd = dn_field(cx, dn, "update_window_dims")?;
-    let iwd = dn_field(cx, dn, "inserted_window_dims")?;
-    let sd2od = dn_field(cx, dn, "scatter_dims_to_operand_dims")?;
-    let obd = dn_field(cx, dn, "operand_batching_dims")?;
-    let ibd = dn_field(cx, dn, "scatter_indices_batching_dims")?;
+    let ScatterDims {
+        update_window_dims: uwd,
+        inserted_window_dims: iwd,
+        scatter_dims_to_operand_dims: sd2od,
+        operand_batching_dims: obd,
+        scatter_indices_batching_dims: ibd,
+    } = decoded(cx, ScatterDims::decode(dn))?;
     if idx.rank() == 0 {
         let msg = format!(
             "the indices (operand 1) of `{}` must have rank >= 1: their last axis is the index vector",
