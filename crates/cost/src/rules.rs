@@ -50,7 +50,7 @@ pub(crate) fn result_types(analysis: &Analysis, info: &EqnInfo) -> Vec<Option<AT
 }
 
 /// A sum of bytes over types, unknown if one is.
-fn sum_bytes<'t>(
+pub(crate) fn sum_bytes<'t>(
     types: impl IntoIterator<Item = &'t Option<AType>>,
     fallback: Option<&DType>,
     analysis: &Analysis,
@@ -441,7 +441,8 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
         | CostRule::Call
         | CostRule::Scan
         | CostRule::While
-        | CostRule::Cond => {}
+        | CostRule::Cond
+        | CostRule::Kernel => {}
         CostRule::Checkpoint => {
             let differentiated = view
                 .eqn
@@ -897,6 +898,9 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
     if empty_results {
         total = Cost::zero();
     }
+    if let Some(c) = crate::communication(analysis, eqn, id) {
+        total.communicated = total.communicated.add(&c.bytes);
+    }
     let mut slack = Slack::default();
     if let XlaCount::Differs(why) = own {
         slack.record(row.name, why, units.clone());
@@ -933,6 +937,13 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
             }
         }
         CostRule::Reduction => {}
+        CostRule::Kernel => {
+            let body = nested.iter().fold(Cost::zero(), |acc, c| acc.add(c));
+            total = total.add(&kernel_cost(analysis, id, &body));
+            for body in &nested_slack {
+                slack.add(body);
+            }
+        }
         _ => {
             for cost in &nested {
                 total = total.add(cost);
@@ -966,6 +977,23 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
         dropped: None,
         slack,
     }
+}
+
+/// A `pallas_call`: its kernel `body` once per grid point, and per grid
+/// point the block of each operand read and the block of each result
+/// written (`Analysis::kernel_grids`); unknown when the grid was not read.
+fn kernel_cost(analysis: &Analysis, id: EqnId, body: &Cost) -> Cost {
+    let Some(kernel) = analysis.kernel_grids.get(&id) else {
+        return Cost::unknown();
+    };
+    let points = crate::product(&kernel.grid, analysis);
+    let blocks = kernel
+        .blocks
+        .iter()
+        .fold(Amount::zero(), |acc, b| acc.add(&bytes(b, None, analysis)));
+    let mut cost = body.times(&points);
+    cost.bytes_accessed = cost.bytes_accessed.add(&blocks.mul(&points));
+    cost
 }
 
 /// A primitive the registry does not know (a library's own, such as

@@ -143,6 +143,8 @@ fn pallas_call(cx: &mut EqnCx) -> Infer {
     let Some(maps) = block_mappings(cx).filter(|m| m.len() == arrays.len()) else {
         return Some(results);
     };
+    let grid = grid(cx);
+    let mut blocks = Vec::with_capacity(arrays.len());
     for (k, ((array, array_range, what), (shape, map_range))) in arrays.iter().zip(maps).enumerate()
     {
         let kept: Shape = match shape {
@@ -177,6 +179,7 @@ fn pallas_call(cx: &mut EqnCx) -> Infer {
             continue;
         };
         let expected = AType::new(elem.clone(), kept);
+        blocks.push(expected.clone());
         let belem = bty.dtype.as_ref().and_then(DType::as_reference);
         let same = belem.as_ref().is_some_and(|(_, e)| *e == elem)
             && bty.rank() == expected.rank()
@@ -201,5 +204,23 @@ fn pallas_call(cx: &mut EqnCx) -> Infer {
             cx.report(d);
         }
     }
+    if let Some(grid) = grid
+        && blocks.len() == arrays.len()
+    {
+        cx.ck
+            .a
+            .kernel_grids
+            .insert(cx.id, crate::KernelGrid { grid, blocks });
+    }
     Some(results)
+}
+
+/// `grid_mapping`'s `grid`: its size along each grid axis (`()`: one point).
+fn grid(cx: &EqnCx) -> Option<Vec<Dim>> {
+    let grid = cx.param("grid_mapping")?.field("grid")?.as_seq()?;
+    Some(
+        grid.iter()
+            .map(|d| d.as_int().map_or(Dim::Unknown, Dim::Const))
+            .collect(),
+    )
 }
