@@ -179,6 +179,13 @@ pub enum CostRule {
     /// folded into a result (operand elements − result elements, per
     /// reduced operand).
     Reduction,
+    /// An all-reduce over mesh axes (`psum`, `pmax`, `pmin`), as XLA's
+    /// `HandleAllReduce` counts it: a FLOP per result element (it assumes
+    /// two devices, each element combining two), bytes the operands and
+    /// the results; positional axes of `psum`/`pmax`/`pmin` are a
+    /// [`CostRule::Reduction`] first. Over no mesh axis (a named `vmap`
+    /// axis), the reduction only.
+    AllReduce,
     /// `dot_general`: two FLOPs (a multiply and an add) per result element
     /// and contracted element.
     Dot,
@@ -1514,6 +1521,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Reduction,
         params: &["axes", "axis_index_groups"],
         doc: "Sums over named (mapped) axes and positional axes. Both back ends build positional axes (what `vmap` with an `axis_name` leaves), a `reduce_sum` of each operand as JAX lowers them; named axes are collectives of multi-device programs, refused.",
+        cost: Some(Cost::equal(CostRule::AllReduce)),
         exchange: Some(Exchange::AllReduce),
         ..ROW
     },
@@ -1570,6 +1578,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "pmax",
         params: &["axes", "axis_index_groups"],
         doc: "Maximum over named axes (and positional ones); the result is invariant over the named axes (check_vma).",
+        cost: Some(Cost::equal(CostRule::AllReduce)),
         exchange: Some(Exchange::AllReduce),
         ..COLLECTIVE_ROW
     },
@@ -1577,6 +1586,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "pmin",
         params: &["axes", "axis_index_groups"],
         doc: "Minimum over named axes (and positional ones); the result is invariant over the named axes (check_vma).",
+        cost: Some(Cost::equal(CostRule::AllReduce)),
         exchange: Some(Exchange::AllReduce),
         ..COLLECTIVE_ROW
     },
@@ -1591,6 +1601,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "psum2",
         params: &["axes", "axis_index_groups"],
         doc: "jax < 0.6 (check_rep): the sum over `axes` of operands replicated-checked by `shard_map`; shapes unchanged.",
+        cost: Some(Cost::equal(CostRule::AllReduce)),
         exchange: Some(Exchange::AllReduce),
         ..COLLECTIVE_ROW
     },
@@ -1598,6 +1609,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "psum_invariant",
         params: &["axes"],
         doc: "Sums over the mesh axes `axes` (`psum` under check_vma): shape unchanged, the result invariant over `axes`; the operand must vary over them.",
+        cost: Some(Cost::equal(CostRule::AllReduce)),
         exchange: Some(Exchange::AllReduce),
         ..COLLECTIVE_ROW
     },

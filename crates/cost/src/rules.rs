@@ -124,6 +124,7 @@ struct EqnView<'a> {
     /// Values StableHLO's canonicalisation folds to constants.
     constants: &'a rustc_hash::FxHashSet<jaxpr_types::VarId>,
     eqn: &'a ast::Eqn,
+    id: EqnId,
     operands: Vec<Option<AType>>,
     results: Vec<Option<AType>>,
 }
@@ -669,6 +670,21 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
         CostRule::Slice => {
             cost.bytes_accessed = view.result_bytes().scale(2);
         }
+        CostRule::AllReduce => {
+            let positional = view
+                .eqn
+                .param("axes")
+                .and_then(|p| p.value.as_seq())
+                .is_some_and(|axes| axes.iter().any(|a| int_value(a).is_some()));
+            if positional {
+                cost = own_cost(CostRule::Reduction, view, combiner_flops);
+            }
+            if analysis.collective_axes(view.id).is_some() {
+                let results = view.result_bytes();
+                cost.flops = cost.flops.add(&view.result_elements());
+                cost.bytes_accessed = cost.bytes_accessed.add(&results).add(&results);
+            }
+        }
         // A reduction over no axis is its operand: folded.
         CostRule::Reduction
             if view
@@ -844,6 +860,7 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
         splats: &splats,
         constants: &constants,
         eqn,
+        id,
         operands: operand_types(analysis, eqn),
         results: result_types(analysis, info),
     };
