@@ -154,6 +154,7 @@ fn file_stats(path: &str, text: &str, loops: LoopCount, session: Option<&Session
                 "axes": c.axes.iter().map(|(a, n)| json!([a.as_str(), n])).collect::<Vec<_>>(),
                 "bytes_per_device": amount_json(&c.bytes),
                 "algorithm": c.algorithm(),
+                "moves": c.exchange != jaxpr_cost::Exchange::Nothing,
                 "dropped": cost.eqn(e).dropped.is_some(),
             }))
         })
@@ -547,7 +548,8 @@ fn table(file: &Value) -> String {
     let collectives = file["collectives"].as_array().cloned().unwrap_or_default();
     if !collectives.is_empty() {
         out.push_str("\n  collectives (bytes each device sends and receives, once)\n");
-        for c in &collectives {
+        // `pvary`, `axis_index`: in the JSON, not worth a line here.
+        for c in collectives.iter().filter(|c| c["moves"] != false) {
             let dropped = if c["dropped"].as_bool() == Some(true) {
                 "  (dropped: nothing reads it)"
             } else {
