@@ -261,3 +261,35 @@ fn a_kernel_counts_its_body_per_grid_point_and_its_blocks() {
         points * (constant(&body.bytes_accessed) + blocks)
     );
 }
+
+/// Every JAX version's `add_grid` (a grid of 4 points adding two
+/// `f32[2,16]` blocks): the kernel's 32 FLOPs per point, and the blocks'
+/// bytes known, whether the version prints `grid_mapping` as a call the
+/// parser reads (0.4.30, 0.7 on) or as text it keeps (0.4.38 to 0.6).
+#[test]
+fn every_version_s_kernel_is_counted_per_grid_point() {
+    let mut versions = 0;
+    for entry in std::fs::read_dir(data().join("pallas")).unwrap() {
+        let path = entry.unwrap().path().join("add_grid.jaxpr");
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        versions += 1;
+        let c = costed(&text, LoopCount::Iterations);
+        let total = &c.main().total;
+        assert_eq!(
+            total.flops.as_constant(),
+            Some(4 * 32),
+            "{}",
+            path.display()
+        );
+        let block = 2 * 16 * 4;
+        assert!(
+            total.bytes_accessed.as_constant().unwrap_or(0) >= 4 * 3 * block,
+            "{}: {}",
+            path.display(),
+            total.bytes_accessed
+        );
+    }
+    assert!(versions >= 8, "{versions}");
+}

@@ -141,6 +141,26 @@ fn pallas_call(cx: &mut EqnCx) -> Infer {
     // Block mappings of other counts (scalar prefetch, JAX 0.4's
     // index operands) are not matched to operands.
     let Some(maps) = block_mappings(cx).filter(|m| m.len() == arrays.len()) else {
+        // The kernel's references are then the blocks, as printed.
+        if let Some(grid) = grid(cx) {
+            let blocks: Option<Vec<AType>> = binders[..arrays.len()]
+                .iter()
+                .map(|&b| {
+                    let ty = &cx.ck.a.var(b).ty;
+                    let (_, elem) = ty.dtype.as_ref()?.as_reference()?;
+                    // JAX 0.4 prints `MemRef<None>{float32[2,16]}`.
+                    let elem = match elem {
+                        DType::Other(name) => DType::from_numpy(&name)?,
+                        elem => elem,
+                    };
+                    Some(AType::new(elem, ty.shape.clone()))
+                })
+                .collect();
+            if let Some(blocks) = blocks {
+                let kernel = crate::KernelGrid { grid, blocks };
+                cx.ck.a.kernel_grids.insert(cx.id, kernel);
+            }
+        }
         return Some(results);
     };
     let grid = grid(cx);
@@ -216,8 +236,23 @@ fn pallas_call(cx: &mut EqnCx) -> Infer {
 }
 
 /// `grid_mapping`'s `grid`: its size along each grid axis (`()`: one point).
+/// JAX 0.4.38 to 0.6 print a `GridMapping` the parser keeps as text: its
+/// `grid=(...)` is read from the text.
 fn grid(cx: &EqnCx) -> Option<Vec<Dim>> {
-    let grid = cx.param("grid_mapping")?.field("grid")?.as_seq()?;
+    let mapping = cx.param("grid_mapping")?;
+    if let ExprKind::Str(text) = &mapping.kind {
+        let start = text.find("(grid=(")? + "(grid=(".len();
+        let end = start + text[start..].find(')')?;
+        return Some(
+            text[start..end]
+                .split(',')
+                .map(str::trim)
+                .filter(|d| !d.is_empty())
+                .map(|d| d.parse().map_or(Dim::Unknown, Dim::Const))
+                .collect(),
+        );
+    }
+    let grid = mapping.field("grid")?.as_seq()?;
     Some(
         grid.iter()
             .map(|d| d.as_int().map_or(Dim::Unknown, Dim::Const))
