@@ -120,6 +120,16 @@ fn summary_tooltip(f: &FileView, j: JaxprId, totals: &JaxprCost) -> String {
         totals.total.bytes_accessed,
         totals.peak.bytes
     );
+    if !totals.total.communicated.is_zero() {
+        let _ = write!(
+            s,
+            "\ncommunicated: {} bytes sent and received per device",
+            totals.total.communicated
+        );
+    }
+    if totals.devices > 1 {
+        let _ = write!(s, "\n(counts per device, of {} devices)", totals.devices);
+    }
     if let Some(e) = totals.peak.at {
         let eqn = a.eqn(e);
         let _ = write!(

@@ -114,3 +114,37 @@ fn the_graph_draws_a_collective_with_the_bytes_it_moves() {
     let svg = jaxpr_graph::svg(&graph, &jaxpr_graph::SvgOptions { expansion: &open });
     assert!(svg.contains("class=\"node eqn collective\""), "{svg}");
 }
+
+/// The code lens's tooltip of a multi-device jaxpr says its counts are one
+/// device's and what it communicates.
+#[test]
+fn the_cost_summary_of_a_sharded_jaxpr_is_per_device_with_its_traffic() {
+    let parse = jaxpr_syntax::parse(TEXT);
+    let analysis = jaxpr_check::check(&parse.file);
+    let lines = LineIndex::new(TEXT);
+    let view = FileView {
+        text: TEXT,
+        parse: &parse,
+        analysis: &analysis,
+        lines: &lines,
+        costs: None,
+    };
+    let whole = jaxpr_syntax::TextRange::new(0, TEXT.len() as u32);
+    let main = analysis.main().unwrap();
+    let summaries = jaxpr_ide::cost_summaries(&view, whole);
+    let summary = summaries.iter().find(|s| s.jaxpr == main).unwrap();
+    assert!(
+        summary
+            .tooltip
+            .contains("communicated: 56 bytes sent and received per device"),
+        "{}",
+        summary.tooltip
+    );
+    assert!(
+        summary
+            .tooltip
+            .contains("(counts per device, of 8 devices)"),
+        "{}",
+        summary.tooltip
+    );
+}

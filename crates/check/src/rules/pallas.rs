@@ -236,7 +236,7 @@ fn pallas_call(cx: &mut EqnCx) -> Infer {
 }
 
 /// `grid_mapping`'s `grid`: its size along each grid axis (`()`: one point).
-/// JAX 0.4.38 to 0.6 print a `GridMapping` the parser keeps as text: its
+/// JAX 0.4.38 and 0.5 print a `GridMapping` the parser keeps as text: its
 /// `grid=(...)` is read from the text.
 fn grid(cx: &EqnCx) -> Option<Vec<Dim>> {
     let mapping = cx.param("grid_mapping")?;
