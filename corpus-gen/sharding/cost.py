@@ -12,8 +12,7 @@ analysis says (`flops`, `transcendentals`, `bytes accessed`) of
 - `compiled`: the partitioned, optimised module of the compiled executable,
   `.compile().cost_analysis()`, which is one device's program.
 
-Run after `gen.py` (which empties the
-folder).
+Run after `gen.py`, which empties the folder.
 """
 import os
 os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"
