@@ -377,3 +377,47 @@ fn pprof_without_an_output_file_is_refused() {
     assert_eq!(code, 2);
     assert!(stderr.contains("--output"), "{stderr}");
 }
+
+/// A multi-device program: the counts are one device's (said in the table
+/// and as `devices`/`counts` in the JSON), and every collective is listed
+/// with the bytes each device sends and the algorithm the count assumes.
+#[test]
+fn a_sharded_program_gives_per_device_counts_and_each_collective_s_traffic() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/sharding/jax-0.10.2/megatron_mlp.jaxpr");
+    let (code, stdout, stderr) = stats(&[path.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let json: Value = serde_json::from_str(&stdout).unwrap();
+    let file = &json["files"][0];
+    assert_eq!(file["devices"], 8, "{file}");
+    assert_eq!(file["counts"], "per device", "{file}");
+    let collectives = file["collectives"].as_array().unwrap();
+    // Eight `pvary`s (no traffic) and one `psum_invariant` of an f32[4,6]
+    // block (96 bytes) over `model` (4 devices): 2·3·⌈96/4⌉ = 144 bytes.
+    assert_eq!(collectives.len(), 9, "{file}");
+    let psum = collectives
+        .iter()
+        .find(|c| c["primitive"] == "psum_invariant")
+        .unwrap();
+    assert_eq!(psum["devices"], 4, "{psum}");
+    assert_eq!(psum["bytes_per_device"], 144, "{psum}");
+    assert!(
+        psum["algorithm"]
+            .as_str()
+            .unwrap()
+            .starts_with("ring all-reduce, 2(n−1)/n"),
+        "{psum}"
+    );
+    assert_eq!(file["total"]["communicated_bytes"], 144, "{file}");
+    let (code, table, stderr) = stats(&[path.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        table.contains("total (per device, of 8 devices)"),
+        "{table}"
+    );
+    assert!(
+        table.contains("communication: 144 bytes sent (and received) per device"),
+        "{table}"
+    );
+    assert!(table.contains("psum_invariant"), "{table}");
+}

@@ -108,6 +108,7 @@ fn file_stats(path: &str, text: &str, loops: LoopCount, session: Option<&Session
                 "line": line_of(info.lambda_range.start),
                 "equations": info.eqns.len(),
                 "cost": cost_json(&totals.total),
+                "devices": totals.devices,
                 "peak_bytes": totals.peak.bytes.to_string(),
                 "peak_line": totals.peak.at.map(|e| line_of(analysis.eqn(e).range.start)),
             })
@@ -140,14 +141,36 @@ fn file_stats(path: &str, text: &str, loops: LoopCount, session: Option<&Session
     let python = python_lines(&analysis, &cost, &origins);
     let scopes = scopes(&analysis, &cost, &origins);
     let main = analysis.main();
+    let syntax = jaxpr_cost::eqns_by_start(&parsed.file);
+    let collectives: Vec<Value> = (0..analysis.eqns.len())
+        .map(|e| EqnId(e as u32))
+        .filter_map(|e| {
+            let info = analysis.eqn(e);
+            let c = jaxpr_cost::communication(&analysis, syntax.get(&info.range.start)?, e)?;
+            Some(json!({
+                "line": line_of(info.range.start),
+                "primitive": info.primitive.as_str(),
+                "devices": c.devices,
+                "axes": c.axes.iter().map(|(a, n)| json!([a.as_str(), n])).collect::<Vec<_>>(),
+                "bytes_per_device": amount_json(&c.bytes),
+                "algorithm": c.algorithm(),
+                "moves": c.exchange != jaxpr_cost::Exchange::Nothing,
+                "dropped": cost.eqn(e).dropped.is_some(),
+            }))
+        })
+        .collect();
+    let devices = main.map_or(1, |m| cost.jaxpr(m).devices);
     json!({
         "file": path,
         "equations": analysis.eqns.len(),
         "by_primitive": by_primitive,
+        "devices": devices,
+        "counts": if devices > 1 { "per device" } else { "one device" },
         "total": main.map(|m| cost_json(&cost.jaxpr(m).total)),
         "peak_bytes": main.map(|m| cost.jaxpr(m).peak.bytes.to_string()),
         "jaxprs": jaxprs,
         "most_expensive": top,
+        "collectives": collectives,
         "python_lines": python,
         "scopes": scopes,
     })
@@ -175,6 +198,7 @@ fn cost_json(cost: &Cost) -> Value {
         "flops": amount_json(&cost.flops),
         "transcendentals": amount_json(&cost.transcendentals),
         "bytes_accessed": amount_json(&cost.bytes_accessed),
+        "communicated_bytes": amount_json(&cost.communicated),
     })
 }
 
@@ -313,7 +337,7 @@ fn scopes(analysis: &Analysis, cost: &FileCost, origins: &EqnOrigins) -> Vec<Val
 
 /// Per Python line over every file: a tracing session's totals.
 fn all_python_lines(files: &[Value]) -> Vec<Value> {
-    let mut sums: BTreeMap<PythonLine, (usize, [i64; 3], bool)> = BTreeMap::new();
+    let mut sums: BTreeMap<PythonLine, (usize, [i64; 4], bool)> = BTreeMap::new();
     for line in files
         .iter()
         .flat_map(|f| f["python_lines"].as_array().cloned().unwrap_or_default())
@@ -323,11 +347,16 @@ fn all_python_lines(files: &[Value]) -> Vec<Value> {
             line: line["line"].as_u64().unwrap_or(0) as u32,
             function: line["function"].as_str().unwrap_or("").to_string(),
         };
-        let entry = sums.entry(key).or_insert((0, [0; 3], true));
+        let entry = sums.entry(key).or_insert((0, [0; 4], true));
         entry.0 += line["equations"].as_u64().unwrap_or(0) as usize;
-        for (i, count) in ["flops", "transcendentals", "bytes_accessed"]
-            .iter()
-            .enumerate()
+        for (i, count) in [
+            "flops",
+            "transcendentals",
+            "bytes_accessed",
+            "communicated_bytes",
+        ]
+        .iter()
+        .enumerate()
         {
             match line["cost"][count].as_i64() {
                 Some(n) => entry.1[i] += n,
@@ -342,6 +371,7 @@ fn all_python_lines(files: &[Value]) -> Vec<Value> {
                     flops: Amount::constant(totals[0]),
                     transcendentals: Amount::constant(totals[1]),
                     bytes_accessed: Amount::constant(totals[2]),
+                    communicated: Amount::constant(totals[3]),
                 }
             } else {
                 Cost::unknown()
@@ -454,14 +484,29 @@ fn table(file: &Value) -> String {
         text(&file["file"]),
         text(&file["equations"])
     );
+    let devices = file["devices"].as_i64().unwrap_or(1);
     if !file["total"].is_null() {
+        let each = if devices > 1 {
+            format!(" (per device, of {devices} devices)")
+        } else {
+            String::new()
+        };
         out.push_str(&format!(
-            "  total: {} FLOPs, {} transcendentals, {} bytes accessed; peak {} bytes live\n",
+            "  total{each}: {} FLOPs, {} transcendentals, {} bytes accessed; peak {} bytes live\n",
             text(&file["total"]["flops"]),
             text(&file["total"]["transcendentals"]),
             text(&file["total"]["bytes_accessed"]),
             text(&file["peak_bytes"])
         ));
+        if file["collectives"]
+            .as_array()
+            .is_some_and(|c| !c.is_empty())
+        {
+            out.push_str(&format!(
+                "  communication: {} bytes sent (and received) per device\n",
+                text(&file["total"]["communicated_bytes"])
+            ));
+        }
     }
     out.push_str("\n  jaxpr                          line  eqns        FLOPs  transc.       bytes   peak bytes (line)\n");
     for j in file["jaxprs"].as_array().into_iter().flatten() {
@@ -499,6 +544,25 @@ fn table(file: &Value) -> String {
             text(&e["cost"]["transcendentals"]),
             text(&e["cost"]["bytes_accessed"]),
         ));
+    }
+    let collectives = file["collectives"].as_array().cloned().unwrap_or_default();
+    if !collectives.is_empty() {
+        out.push_str("\n  collectives (bytes each device sends and receives, once)\n");
+        // `pvary`, `axis_index`: in the JSON, not worth a line here.
+        for c in collectives.iter().filter(|c| c["moves"] != false) {
+            let dropped = if c["dropped"].as_bool() == Some(true) {
+                "  (dropped: nothing reads it)"
+            } else {
+                ""
+            };
+            out.push_str(&format!(
+                "  line {:>6}  {:<16} {:>11} bytes  {}{dropped}\n",
+                text(&c["line"]),
+                text(&c["primitive"]),
+                text(&c["bytes_per_device"]),
+                text(&c["algorithm"]),
+            ));
+        }
     }
     let python = file["python_lines"].as_array().cloned().unwrap_or_default();
     if !python.is_empty() {

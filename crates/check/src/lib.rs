@@ -243,6 +243,16 @@ pub struct Analysis {
     /// The binders of `shard_map` and `xla_pmap` bodies: each one's block
     /// of which global value (hover shows both).
     pub shards: HashMap<VarId, Shard>,
+    /// The collectives over named axes: the axes each runs over, as its
+    /// parameter names them ([`Analysis::collective_axes`] gives their
+    /// sizes; the cost model counts what they move).
+    pub collectives: HashMap<EqnId, Vec<SmolStr>>,
+    /// The bodies of `shard_map` and `xla_pmap`: the mesh axes each runs
+    /// manual over, one copy of the body per device of them.
+    pub device_bodies: HashMap<JaxprId, MeshAxes>,
+    /// The grid and blocks of each `pallas_call` whose `grid_mapping` was
+    /// read (the cost model counts the kernel per grid point).
+    pub kernel_grids: HashMap<EqnId, KernelGrid>,
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -253,6 +263,29 @@ pub struct Shard {
     pub global: AType,
     /// `in_specs=P('x',) over Mesh('x': 8)`, `in_axes=0 over i: 8`.
     pub how: String,
+}
+
+/// Mesh axes, each with its size in the mesh in scope: what a collective
+/// runs over, or what a multi-device body is manual over.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct MeshAxes {
+    pub axes: Vec<(SmolStr, i64)>,
+}
+
+impl MeshAxes {
+    /// The devices: the product of the axes' sizes.
+    pub fn devices(&self) -> i64 {
+        self.axes.iter().map(|&(_, n)| n).product()
+    }
+}
+
+/// A Pallas kernel's grid and the block each grid point sees of each
+/// operand, then of each result (`grid_mapping`'s `block_shape`s, with the
+/// dimensions the kernel's reference drops left out).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct KernelGrid {
+    pub grid: Vec<Dim>,
+    pub blocks: Vec<AType>,
 }
 
 impl Analysis {
@@ -296,6 +329,29 @@ impl Analysis {
         let mut order: Vec<EqnId> = (0..self.eqns.len() as u32).map(EqnId).collect();
         order.sort_by_key(|&e| self.eqn(e).primitive_range.start);
         self.eqns_in_text_order = order;
+    }
+    /// The mesh axes collective `e` runs over, with their sizes in the
+    /// multi-device body that holds it (at any depth; a `let` body takes
+    /// the mesh of the `shard_map` that runs it); `None` for a collective
+    /// over an axis no such body has (a named `vmap` axis).
+    pub fn collective_axes(&self, e: EqnId) -> Option<MeshAxes> {
+        let names = self.collectives.get(&e)?;
+        let mut bodies = Vec::new();
+        let mut j = Some(self.eqn(e).jaxpr);
+        while let Some(id) = j {
+            bodies.extend(self.device_bodies.get(&id));
+            j = self.jaxpr(id).parent;
+        }
+        let axes = names
+            .iter()
+            .map(|a| {
+                let size = bodies
+                    .iter()
+                    .find_map(|b| b.axes.iter().find(|(n, _)| n == a).map(|&(_, s)| s))?;
+                Some((a.clone(), size))
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(MeshAxes { axes })
     }
     pub fn var(&self, v: VarId) -> &VarInfo {
         &self.vars[v.0 as usize]

@@ -84,6 +84,35 @@ pub struct Primitive {
     /// cost analysis counts JAX's lowering of it; `None`: its family's
     /// ([`Family::cost`]). Read by `jaxpr-cost`.
     pub cost: Option<Cost>,
+    /// What it moves between devices when it runs over mesh axes (a
+    /// collective); `None` for everything else. Read by `jaxpr-cost`.
+    pub exchange: Option<Exchange>,
+}
+
+/// What a collective moves between the `n` devices of its group, counted per
+/// device by `jaxpr-cost` with the algorithm named here (the usual
+/// bandwidth-optimal ones; XLA's runtime may choose others).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exchange {
+    /// All-reduce (`psum`, `pmax`, `pmin`; `pmean` is a `psum`): a ring
+    /// reduce-scatter then all-gather, each device sending and receiving
+    /// 2(n−1)/n × the operand's bytes.
+    AllReduce,
+    /// All-gather: a ring, each device sending and receiving (n−1)/n × the
+    /// result's bytes.
+    AllGather,
+    /// Reduce-scatter (`psum_scatter`): a ring, each device sending and
+    /// receiving (n−1)/n × the operand's bytes.
+    ReduceScatter,
+    /// `ppermute`: each device that is a source of `perm` sends its operand
+    /// (and each destination receives one).
+    Permute,
+    /// All-to-all: each device keeps 1/n of its operand and sends (n−1)/n
+    /// of it, receiving as much.
+    AllToAll,
+    /// Moves nothing (`axis_index`, `pvary`, `pbroadcast`): a device's
+    /// index, or a change of type only.
+    Nothing,
 }
 
 /// How a primitive's cost is counted, in the terms of XLA's HLO cost
@@ -150,6 +179,13 @@ pub enum CostRule {
     /// folded into a result (operand elements − result elements, per
     /// reduced operand).
     Reduction,
+    /// An all-reduce over mesh axes (`psum`, `pmax`, `pmin`), as XLA's
+    /// `HandleAllReduce` counts it: a FLOP per result element (it assumes
+    /// two devices, each element combining two), bytes the operands and
+    /// the results; positional axes of `psum`/`pmax`/`pmin` are a
+    /// [`CostRule::Reduction`] first. Over no mesh axis (a named `vmap`
+    /// axis), the reduction only.
+    AllReduce,
     /// `dot_general`: two FLOPs (a multiply and an add) per result element
     /// and contracted element.
     Dot,
@@ -174,6 +210,10 @@ pub enum CostRule {
     /// `cond`: the most expensive branch, each count on its own (XLA's
     /// `HandleConditional` takes the maximum of each property).
     Cond,
+    /// `pallas_call`: its kernel once per grid point, and the blocks it
+    /// reads and writes: each operand's block read and each result's block
+    /// written once per grid point.
+    Kernel,
     /// Not modelled (quantum instructions, opaque calls): counted as zero
     /// and said so.
     Unmodelled,
@@ -203,6 +243,7 @@ impl CostRule {
                 | CostRule::Scan
                 | CostRule::While
                 | CostRule::Cond
+                | CostRule::Kernel
                 | CostRule::Unmodelled
                 | CostRule::Free
                 | CostRule::PassThrough
@@ -419,6 +460,7 @@ const ROW: Primitive = Primitive {
     native: Lowering::Lowered,
     complex: NO_COMPLEX,
     cost: None,
+    exchange: None,
 };
 
 /// Why StableHLO does not build a quantum program: XLA has no quantum
@@ -1486,6 +1528,8 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Reduction,
         params: &["axes", "axis_index_groups"],
         doc: "Sums over named (mapped) axes and positional axes. Both back ends build positional axes (what `vmap` with an `axis_name` leaves), a `reduce_sum` of each operand as JAX lowers them; named axes are collectives of multi-device programs, refused.",
+        cost: Some(Cost::equal(CostRule::AllReduce)),
+        exchange: Some(Exchange::AllReduce),
         ..ROW
     },
     // Collectives of multi-device programs (jax/_src/lax/parallel.py),
@@ -1500,12 +1544,14 @@ pub static PRIMITIVES: &[Primitive] = &[
             "tiled",
         ],
         doc: "Gathers the operand from every device of `axis_name`: `axis_size` stacked at `all_gather_dimension` (tiled: concatenated there). Varying axes kept; the operand must vary over `axis_name` (check_vma).",
+        exchange: Some(Exchange::AllGather),
         ..COLLECTIVE_ROW
     },
     Primitive {
         name: "all_gather_invariant",
         params: &["all_gather_dimension", "axis_name", "axis_size", "tiled"],
         doc: "`all_gather` whose result is invariant over `axis_name`.",
+        exchange: Some(Exchange::AllGather),
         ..COLLECTIVE_ROW
     },
     Primitive {
@@ -1518,48 +1564,60 @@ pub static PRIMITIVES: &[Primitive] = &[
             "tiled",
         ],
         doc: "Splits `split_axis` into as many chunks as devices of `axis_name`, exchanges them and concatenates what it receives along `concat_axis`.",
+        exchange: Some(Exchange::AllToAll),
         ..COLLECTIVE_ROW
     },
     Primitive {
         name: "axis_index",
         params: &["axis_name"],
         doc: "This device's index along the mesh axes `axis_name`: i32[], varying over them (check_vma).",
+        exchange: Some(Exchange::Nothing),
         ..COLLECTIVE_ROW
     },
     Primitive {
         name: "pbroadcast",
         params: &["axes", "axis_index_groups"],
         doc: "jax < 0.6 (check_rep): marks its operands as no longer replicated over `axes`; identity on types.",
+        exchange: Some(Exchange::Nothing),
         ..COLLECTIVE_ROW
     },
     Primitive {
         name: "pmax",
         params: &["axes", "axis_index_groups"],
         doc: "Maximum over named axes (and positional ones); the result is invariant over the named axes (check_vma).",
+        cost: Some(Cost::equal(CostRule::AllReduce)),
+        exchange: Some(Exchange::AllReduce),
         ..COLLECTIVE_ROW
     },
     Primitive {
         name: "pmin",
         params: &["axes", "axis_index_groups"],
         doc: "Minimum over named axes (and positional ones); the result is invariant over the named axes (check_vma).",
+        cost: Some(Cost::equal(CostRule::AllReduce)),
+        exchange: Some(Exchange::AllReduce),
         ..COLLECTIVE_ROW
     },
     Primitive {
         name: "ppermute",
         params: &["axis_name", "perm"],
         doc: "Sends the operand along `axis_name` by the (source, destination) pairs of `perm`; types unchanged.",
+        exchange: Some(Exchange::Permute),
         ..COLLECTIVE_ROW
     },
     Primitive {
         name: "psum2",
         params: &["axes", "axis_index_groups"],
         doc: "jax < 0.6 (check_rep): the sum over `axes` of operands replicated-checked by `shard_map`; shapes unchanged.",
+        cost: Some(Cost::equal(CostRule::AllReduce)),
+        exchange: Some(Exchange::AllReduce),
         ..COLLECTIVE_ROW
     },
     Primitive {
         name: "psum_invariant",
         params: &["axes"],
         doc: "Sums over the mesh axes `axes` (`psum` under check_vma): shape unchanged, the result invariant over `axes`; the operand must vary over them.",
+        cost: Some(Cost::equal(CostRule::AllReduce)),
+        exchange: Some(Exchange::AllReduce),
         ..COLLECTIVE_ROW
     },
     Primitive {
@@ -1567,6 +1625,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Collective,
         params: &["axes"],
         doc: "Marks its operands as varying over mesh axes `axes`, which they must not vary over yet; identity on shapes.",
+        exchange: Some(Exchange::Nothing),
         ..COLLECTIVE_ROW
     },
     Primitive {
@@ -1579,6 +1638,7 @@ pub static PRIMITIVES: &[Primitive] = &[
             "tiled",
         ],
         doc: "`psum_scatter`: sums over `axis_name` and keeps this device's block of `scatter_dimension` (tiled: divided by `axis_size`; else of size `axis_size`, removed).",
+        exchange: Some(Exchange::ReduceScatter),
         ..COLLECTIVE_ROW
     },
     Primitive {
@@ -2631,6 +2691,10 @@ pub static PRIMITIVES: &[Primitive] = &[
             "which_linear",
         ],
         jaxpr_params: &["jaxpr"],
+        cost: Some(Cost::differs(
+            CostRule::Kernel,
+            "JAX runs a kernel on CPU in interpret mode, a loop over the grid that XLA counts once",
+        )),
         doc: "A Pallas kernel: runs `jaxpr` once per point of the grid on a reference to one block of each operand and result (the block shapes of `grid_mapping`), then to each scratch buffer.",
         ..PALLAS_ROW
     },

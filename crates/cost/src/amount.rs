@@ -54,6 +54,14 @@ impl Amount {
     pub fn scale(&self, k: i64) -> Amount {
         Amount(self.0.as_ref().and_then(|p| p.scale(k).ok()))
     }
+    /// `⌈self / k⌉` for a positive `k`.
+    pub fn ceil_div(&self, k: i64) -> Amount {
+        let Some(p) = &self.0 else {
+            return Amount(None);
+        };
+        let up = p.add(&Poly::constant(k - 1));
+        Amount(up.and_then(|p| p.floordiv(&Poly::constant(k))).ok())
+    }
     /// The larger of the two (symbolic `max(a, b)` when neither is known to
     /// be larger for every value of the symbols).
     pub fn max(&self, other: &Amount) -> Amount {
@@ -92,8 +100,13 @@ impl fmt::Display for Amount {
 /// The number of elements of a type: the product of its dimensions, a
 /// dimension variable standing as the symbol of its name.
 pub fn elements(ty: &AType, names: &dyn DimNames) -> Amount {
+    product(&ty.shape, names)
+}
+
+/// The product of some dimensions (a shape's elements, a grid's points).
+pub fn product(dims: &[Dim], names: &dyn DimNames) -> Amount {
     let mut count = Amount::constant(1);
-    for dim in &ty.shape {
+    for dim in dims {
         let dim = match dim {
             Dim::Const(c) => Amount::constant(*c),
             Dim::Sym(p) => Amount(Some((*p).clone())),

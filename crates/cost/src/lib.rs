@@ -10,11 +10,14 @@
 //! the types and walks the nested jaxprs. Reference: `docs/cost.md`.
 
 mod amount;
+mod communication;
 mod memory;
 mod rules;
 pub mod tolerance;
 
-pub use amount::{Amount, bytes, element_bytes, elements};
+pub use amount::{Amount, bytes, element_bytes, elements, product};
+pub use communication::{Communication, communication};
+pub use jaxpr_check::registry::Exchange;
 pub use jaxpr_check::registry::{CostRule, XlaCount};
 pub use memory::Peak;
 pub use tolerance::Slack;
@@ -24,12 +27,16 @@ use jaxpr_check::{Analysis, EqnId, JaxprId};
 use jaxpr_syntax::ast;
 use rustc_hash::FxHashMap as HashMap;
 
-/// FLOPs, transcendentals and bytes accessed.
+/// FLOPs, transcendentals and bytes accessed, and the bytes a device sends
+/// to the others through collectives (as many as it receives, for the
+/// algorithms [`Communication`] assumes). In a multi-device body the
+/// counts are one device's.
 #[derive(Clone, PartialEq, Eq, Debug, Hash)]
 pub struct Cost {
     pub flops: Amount,
     pub transcendentals: Amount,
     pub bytes_accessed: Amount,
+    pub communicated: Amount,
 }
 
 impl Cost {
@@ -38,6 +45,7 @@ impl Cost {
             flops: Amount::zero(),
             transcendentals: Amount::zero(),
             bytes_accessed: Amount::zero(),
+            communicated: Amount::zero(),
         }
     }
     pub fn unknown() -> Cost {
@@ -45,6 +53,7 @@ impl Cost {
             flops: Amount::unknown(),
             transcendentals: Amount::unknown(),
             bytes_accessed: Amount::unknown(),
+            communicated: Amount::unknown(),
         }
     }
     pub(crate) fn zip(&self, other: &Cost, op: impl Fn(&Amount, &Amount) -> Amount) -> Cost {
@@ -52,6 +61,7 @@ impl Cost {
             flops: op(&self.flops, &other.flops),
             transcendentals: op(&self.transcendentals, &other.transcendentals),
             bytes_accessed: op(&self.bytes_accessed, &other.bytes_accessed),
+            communicated: op(&self.communicated, &other.communicated),
         }
     }
     pub fn add(&self, other: &Cost) -> Cost {
@@ -66,6 +76,7 @@ impl Cost {
             flops: self.flops.mul(count),
             transcendentals: self.transcendentals.mul(count),
             bytes_accessed: self.bytes_accessed.mul(count),
+            communicated: self.communicated.mul(count),
         }
     }
 }
@@ -117,6 +128,10 @@ pub struct JaxprCost {
     pub slack: Slack,
     /// The most bytes live at once while it runs.
     pub peak: Peak,
+    /// On how many devices its counts are per device: the most devices a
+    /// multi-device body it is or runs (`shard_map`, `xla_pmap`) is
+    /// manual over; 1 when it runs none.
+    pub devices: i64,
 }
 
 /// The costs of a checked file, by equation and jaxpr.
@@ -210,6 +225,7 @@ pub fn analyse_jaxprs(
                     xla: XlaCount::Differs("not analysed"),
                     slack: Slack::default(),
                     peak: Peak::unknown(),
+                    devices: 1,
                 })
             })
             .collect(),
@@ -328,6 +344,7 @@ impl Walk<'_, '_> {
                 xla: XlaCount::Differs("a jaxpr that calls itself"),
                 slack: Slack::default(),
                 peak: Peak::unknown(),
+                devices: 1,
             };
         }
         self.visiting[id.0 as usize] = true;
@@ -406,11 +423,24 @@ impl Walk<'_, '_> {
             total.bytes_accessed = total.bytes_accessed.add(&table);
         }
         let peak = memory::peak(self, id);
+        let own_devices = self
+            .analysis
+            .device_bodies
+            .get(&id)
+            .map_or(1, |mesh| mesh.devices());
+        let devices = info
+            .eqns
+            .iter()
+            .flat_map(|&e| &self.analysis.eqn(e).callees)
+            .filter_map(|&(_, j)| self.jaxprs[j.0 as usize].as_ref())
+            .map(|j| j.devices)
+            .fold(own_devices, i64::max);
         let out = JaxprCost {
             total,
             xla,
             slack,
             peak,
+            devices,
         };
         self.visiting[id.0 as usize] = false;
         self.jaxprs[id.0 as usize] = Some(out.clone());

@@ -79,7 +79,7 @@ pub(crate) fn result_types(analysis: &Analysis, info: &EqnInfo) -> Vec<Option<AT
 }
 
 /// A sum of bytes over types, unknown if one is.
-fn sum_bytes<'t>(
+pub(crate) fn sum_bytes<'t>(
     types: impl IntoIterator<Item = &'t Option<AType>>,
     fallback: Option<&DType>,
     analysis: &Analysis,
@@ -153,6 +153,7 @@ struct EqnView<'a> {
     /// Values StableHLO's canonicalisation folds to constants.
     constants: &'a rustc_hash::FxHashSet<jaxpr_types::VarId>,
     eqn: &'a ast::Eqn,
+    id: EqnId,
     operands: Vec<Option<AType>>,
     results: Vec<Option<AType>>,
 }
@@ -470,7 +471,8 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
         | CostRule::Call
         | CostRule::Scan
         | CostRule::While
-        | CostRule::Cond => {}
+        | CostRule::Cond
+        | CostRule::Kernel => {}
         CostRule::Checkpoint => {
             let differentiated = view
                 .eqn
@@ -697,6 +699,21 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
         CostRule::Slice => {
             cost.bytes_accessed = view.result_bytes().scale(2);
         }
+        CostRule::AllReduce => {
+            let positional = view
+                .eqn
+                .param("axes")
+                .and_then(|p| p.value.as_seq())
+                .is_some_and(|axes| axes.iter().any(|a| int_value(a).is_some()));
+            if positional {
+                cost = own_cost(CostRule::Reduction, view, combiner_flops);
+            }
+            if analysis.collective_axes(view.id).is_some() {
+                let results = view.result_bytes();
+                cost.flops = cost.flops.add(&view.result_elements());
+                cost.bytes_accessed = cost.bytes_accessed.add(&results).add(&results);
+            }
+        }
         // A reduction over no axis is its operand: folded.
         CostRule::Reduction
             if view
@@ -871,6 +888,7 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
         splats: &splats,
         constants: &constants,
         eqn,
+        id,
         operands: operand_types(analysis, eqn),
         results: result_types(analysis, info),
     };
@@ -925,6 +943,9 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
     if empty_results {
         total = Cost::zero();
     }
+    if let Some(c) = crate::communication(analysis, eqn, id) {
+        total.communicated = total.communicated.add(&c.bytes);
+    }
     let mut slack = Slack::default();
     if let XlaCount::Differs(why) = own {
         slack.record(row.name, why, units.clone());
@@ -961,6 +982,13 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
             }
         }
         CostRule::Reduction => {}
+        CostRule::Kernel => {
+            let body = nested.iter().fold(Cost::zero(), |acc, c| acc.add(c));
+            total = total.add(&kernel_cost(analysis, id, &body));
+            for body in &nested_slack {
+                slack.add(body);
+            }
+        }
         _ => {
             for cost in &nested {
                 total = total.add(cost);
@@ -994,6 +1022,23 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
         dropped: None,
         slack,
     }
+}
+
+/// A `pallas_call`: its kernel `body` once per grid point, and per grid
+/// point the block of each operand read and the block of each result
+/// written (`Analysis::kernel_grids`); unknown when the grid was not read.
+fn kernel_cost(analysis: &Analysis, id: EqnId, body: &Cost) -> Cost {
+    let Some(kernel) = analysis.kernel_grids.get(&id) else {
+        return Cost::unknown();
+    };
+    let points = crate::product(&kernel.grid, analysis);
+    let blocks = kernel
+        .blocks
+        .iter()
+        .fold(Amount::zero(), |acc, b| acc.add(&bytes(b, None, analysis)));
+    let mut cost = body.times(&points);
+    cost.bytes_accessed = cost.bytes_accessed.add(&blocks.mul(&points));
+    cost
 }
 
 /// A primitive the registry does not know (a library's own, such as

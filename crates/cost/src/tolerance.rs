@@ -42,11 +42,7 @@ impl Units {
             eqns: op(&self.eqns, &other.eqns),
             elements: op(&self.elements, &other.elements),
             bytes: op(&self.bytes, &other.bytes),
-            body: Cost {
-                flops: op(&self.body.flops, &other.body.flops),
-                transcendentals: op(&self.body.transcendentals, &other.body.transcendentals),
-                bytes_accessed: op(&self.body.bytes_accessed, &other.body.bytes_accessed),
-            },
+            body: self.body.zip(&other.body, op),
         }
     }
     fn times(&self, count: &Amount) -> Units {

@@ -67,6 +67,9 @@ impl Bases {
             .map(|r| line_start(text, r.start));
         let plain = analysis.symbols.is_empty()
             && analysis.qubit_wires.is_empty()
+            && analysis.collectives.is_empty()
+            && analysis.device_bodies.is_empty()
+            && analysis.kernel_grids.is_empty()
             && (analysis.vars.iter()).all(|v| v.ty.shape.iter().all(|d| !matches!(d, Dim::Var(_))));
         let eqn_starts = match (main, tail) {
             (Some(m), Some(_)) if plain => m.eqns.iter().map(|e| e.range.start).collect(),

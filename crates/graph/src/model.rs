@@ -66,6 +66,12 @@ pub struct Annotation {
 /// equation is the syntax tree's, so the caller finds it by its range.
 pub trait EquationAnnotator {
     fn annotate(&self, eqn: &Eqn, out: &mut Vec<Annotation>);
+    /// What the equation moves between devices, when it is a collective
+    /// (`all-reduce 168 B/device`): the graph draws it as one and puts this
+    /// on the edges of its results.
+    fn collective(&self, _eqn: &Eqn) -> Option<String> {
+        None
+    }
 }
 
 /// No annotations: the graph of the text alone.
@@ -97,6 +103,9 @@ pub struct Node {
     /// equation's results; the one value of an input, constvar or literal).
     pub values: Vec<Value>,
     pub annotations: Vec<Annotation>,
+    /// For a collective, what it moves between devices
+    /// ([`EquationAnnotator::collective`]).
+    pub collective: Option<String>,
     /// The node's text as printed, on one line and cut to
     /// [`TOOLTIP_CHARS`] (tooltips, search).
     pub text: String,
@@ -160,6 +169,16 @@ impl Graph {
             .values
             .get(edge.from_port as usize)
             .map_or("", |v| v.ty.as_str())
+    }
+
+    /// An edge's label: its value's type, and for a result of a collective
+    /// what the collective moves (`f32[8,4] ⇄ all-reduce 224 B/device`).
+    pub fn edge_label(&self, edge: &Edge) -> std::borrow::Cow<'_, str> {
+        let ty = self.edge_type(edge);
+        match &self.node(edge.from).collective {
+            Some(moved) => format!("{ty} ⇄ {moved}").into(),
+            None => ty.into(),
+        }
     }
 
     /// The name of the value an edge carries.
@@ -271,6 +290,7 @@ impl Builder<'_> {
                         ty,
                     }],
                     annotations: Vec::new(),
+                    collective: None,
                     text: String::new(),
                 });
                 if !binder.is_dropped() {
@@ -321,6 +341,7 @@ impl Builder<'_> {
                 range: atom.range(),
                 values: Vec::new(),
                 annotations: Vec::new(),
+                collective: None,
                 text: String::new(),
             });
             if let Some((from, from_port)) = source {
@@ -366,6 +387,7 @@ impl Builder<'_> {
             range: atom.range(),
             values: vec![Value { name: value, ty }],
             annotations: Vec::new(),
+            collective: None,
             text: String::new(),
         });
         Some((id, 0))
@@ -386,6 +408,7 @@ impl Builder<'_> {
             .collect();
         let mut annotations = Vec::new();
         self.annotator.annotate(eqn, &mut annotations);
+        let collective = self.annotator.collective(eqn);
         let label = if eqn.incomplete {
             "(incomplete)".to_string()
         } else {
@@ -401,6 +424,7 @@ impl Builder<'_> {
             range: eqn.range,
             values,
             annotations,
+            collective,
             text: String::new(),
         });
         let first_child = self.graph.blocks.len();

@@ -120,6 +120,16 @@ fn summary_tooltip(f: &FileView, j: JaxprId, totals: &JaxprCost) -> String {
         totals.total.bytes_accessed,
         totals.peak.bytes
     );
+    if !totals.total.communicated.is_zero() {
+        let _ = write!(
+            s,
+            "\ncommunicated: {} bytes sent and received per device",
+            totals.total.communicated
+        );
+    }
+    if totals.devices > 1 {
+        let _ = write!(s, "\n(counts per device, of {} devices)", totals.devices);
+    }
     if let Some(e) = totals.peak.at {
         let eqn = a.eqn(e);
         let _ = write!(
@@ -185,6 +195,18 @@ fn compact_cost(cost: &jaxpr_cost::Cost) -> String {
     )
 }
 
+/// A collective's traffic pattern, for labels.
+pub fn exchange_name(exchange: jaxpr_cost::Exchange) -> &'static str {
+    match exchange {
+        jaxpr_cost::Exchange::AllReduce => "all-reduce",
+        jaxpr_cost::Exchange::AllGather => "all-gather",
+        jaxpr_cost::Exchange::ReduceScatter => "reduce-scatter",
+        jaxpr_cost::Exchange::Permute => "permute",
+        jaxpr_cost::Exchange::AllToAll => "all-to-all",
+        jaxpr_cost::Exchange::Nothing => "no traffic",
+    }
+}
+
 /// The graph's annotator: each equation's cost (`cost: 120 FLOPs · 0 tr. ·
 /// 188 B`) on its node, from the checked file's analysis.
 pub struct CostAnnotations<'a> {
@@ -215,5 +237,28 @@ impl EquationAnnotator for CostAnnotations<'_> {
             key: "cost".into(),
             value,
         });
+        if let Some(c) = jaxpr_cost::communication(self.analysis, eqn, e) {
+            out.push(Annotation {
+                key: "sends".into(),
+                value: format!(
+                    "{}/device ({})",
+                    compact_bytes(&c.bytes),
+                    exchange_name(c.exchange)
+                ),
+            });
+        }
+    }
+
+    fn collective(&self, eqn: &ast::Eqn) -> Option<String> {
+        let e = self
+            .analysis
+            .eqn_with_primitive_at(eqn.primitive.range.start)?;
+        let c = jaxpr_cost::communication(self.analysis, eqn, e)?;
+        Some(format!(
+            "{} {}/device, n = {}",
+            exchange_name(c.exchange),
+            compact_bytes(&c.bytes),
+            c.devices
+        ))
     }
 }

@@ -426,6 +426,16 @@ fn target_hover(f: &FileView, offset: u32) -> Option<(TextRange, String)> {
             let eqn_cost = f.eqn_cost(e);
             // In a code block: symbolic amounts (`2*b*n`) are not markdown.
             let _ = writeln!(s, "\n```\ncost: {}\n```", cost_line(&eqn_cost.total));
+            let communication = find_eqn(&f.parse.file, eqn.range)
+                .and_then(|syn| jaxpr_cost::communication(a, syn, e));
+            if let Some(c) = communication {
+                let _ = writeln!(
+                    s,
+                    "\n```\ncommunication: {} bytes sent and received per device\n```\n({})",
+                    c.bytes,
+                    c.algorithm()
+                );
+            }
             if let Some(why) = eqn_cost.dropped {
                 let _ = writeln!(s, "(not lowered: {why})");
             } else if let jaxpr_cost::XlaCount::Differs(why) = eqn_cost.xla {
@@ -438,10 +448,14 @@ fn target_hover(f: &FileView, offset: u32) -> Option<(TextRange, String)> {
 
 /// `12 FLOPs, 0 transcendentals, 144 bytes accessed`, symbolic where the sizes are.
 pub fn cost_line(cost: &jaxpr_cost::Cost) -> String {
-    format!(
+    let mut line = format!(
         "{} FLOPs, {} transcendentals, {} bytes accessed",
         cost.flops, cost.transcendentals, cost.bytes_accessed
-    )
+    );
+    if !cost.communicated.is_zero() {
+        line.push_str(&format!(", {} bytes communicated", cost.communicated));
+    }
+    line
 }
 
 /// The hover of variable `v`: its type, what binds it, and what it sizes
@@ -624,6 +638,13 @@ fn jaxpr_hover(f: &FileView, j: JaxprId, s: &mut String) {
         cost_line(&totals.total),
         totals.peak.bytes
     );
+    if totals.devices > 1 {
+        let _ = writeln!(
+            s,
+            "(counts per device: its multi-device bodies run on {} devices)",
+            totals.devices
+        );
+    }
     call_site_mapping(f, j, s);
 }
 

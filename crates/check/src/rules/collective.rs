@@ -66,6 +66,7 @@ pub(super) fn infer(cx: &mut EqnCx, name: &str) -> Option<Infer> {
         _ => "axis_name",
     };
     let axes: Vec<Axis> = cx.param(param).map(axis_names).unwrap_or_default();
+    record(cx, &axes);
     let man = cx.ck.manual.last().cloned();
     if let Some(m) = &man {
         for (a, range) in &axes {
@@ -93,6 +94,21 @@ pub(super) fn infer(cx: &mut EqnCx, name: &str) -> Option<Infer> {
         check_varying(cx, name, &axes, vma, man.as_ref());
     }
     Some(Some(shapes))
+}
+
+/// Records the named axes a collective runs over, for the cost model
+/// (`Analysis::collective_axes` finds their sizes in the enclosing mesh).
+fn record(cx: &mut EqnCx, axes: &[Axis]) {
+    if !axes.is_empty() {
+        let names = axes.iter().map(|(a, _)| a.clone()).collect();
+        cx.ck.a.collectives.insert(cx.id, names);
+    }
+}
+
+/// `psum` over mesh axes (its named `axes`) is a collective too.
+pub(super) fn record_psum(cx: &mut EqnCx) {
+    let axes: Vec<Axis> = cx.param("axes").map(axis_names).unwrap_or_default();
+    record(cx, &axes);
 }
 
 fn identity(cx: &mut EqnCx) -> Infer {

@@ -135,7 +135,10 @@ pub(super) fn infer(cx: &mut EqnCx, name: &str) -> Option<Infer> {
         "rng_uniform" => rng_uniform,
         "random_gamma" => random_gamma,
         "iota_2x32_shape" => iota_2x32_shape,
-        "psum" => psum,
+        "psum" => |cx: &mut EqnCx| {
+            super::collective::record_psum(cx);
+            psum(cx)
+        },
         "approx_top_k" => approx_top_k,
         "ragged_dot_general" => ragged_dot_general,
         "platform_index" => platform_index,

@@ -141,8 +141,30 @@ fn pallas_call(cx: &mut EqnCx) -> Infer {
     // Block mappings of other counts (scalar prefetch, JAX 0.4's
     // index operands) are not matched to operands.
     let Some(maps) = block_mappings(cx).filter(|m| m.len() == arrays.len()) else {
+        // The kernel's references are then the blocks, as printed.
+        if let Some(grid) = grid(cx) {
+            let blocks: Option<Vec<AType>> = binders[..arrays.len()]
+                .iter()
+                .map(|&b| {
+                    let ty = &cx.ck.a.var(b).ty;
+                    let (_, elem) = ty.dtype.as_ref()?.as_reference()?;
+                    // JAX 0.4 prints `MemRef<None>{float32[2,16]}`.
+                    let elem = match elem {
+                        DType::Other(name) => DType::from_numpy(&name)?,
+                        elem => elem,
+                    };
+                    Some(AType::new(elem, ty.shape.clone()))
+                })
+                .collect();
+            if let Some(blocks) = blocks {
+                let kernel = crate::KernelGrid { grid, blocks };
+                cx.ck.a.kernel_grids.insert(cx.id, kernel);
+            }
+        }
         return Some(results);
     };
+    let grid = grid(cx);
+    let mut blocks = Vec::with_capacity(arrays.len());
     for (k, ((array, array_range, what), (shape, map_range))) in arrays.iter().zip(maps).enumerate()
     {
         let kept: Shape = match shape {
@@ -177,6 +199,7 @@ fn pallas_call(cx: &mut EqnCx) -> Infer {
             continue;
         };
         let expected = AType::new(elem.clone(), kept);
+        blocks.push(expected.clone());
         let belem = bty.dtype.as_ref().and_then(DType::as_reference);
         let same = belem.as_ref().is_some_and(|(_, e)| *e == elem)
             && bty.rank() == expected.rank()
@@ -201,5 +224,38 @@ fn pallas_call(cx: &mut EqnCx) -> Infer {
             cx.report(d);
         }
     }
+    if let Some(grid) = grid
+        && blocks.len() == arrays.len()
+    {
+        cx.ck
+            .a
+            .kernel_grids
+            .insert(cx.id, crate::KernelGrid { grid, blocks });
+    }
     Some(results)
+}
+
+/// `grid_mapping`'s `grid`: its size along each grid axis (`()`: one point).
+/// JAX 0.4.38 and 0.5 print a `GridMapping` the parser keeps as text: its
+/// `grid=(...)` is read from the text.
+fn grid(cx: &EqnCx) -> Option<Vec<Dim>> {
+    let mapping = cx.param("grid_mapping")?;
+    if let ExprKind::Str(text) = &mapping.kind {
+        let start = text.find("(grid=(")? + "(grid=(".len();
+        let end = start + text[start..].find(')')?;
+        return Some(
+            text[start..end]
+                .split(',')
+                .map(str::trim)
+                .filter(|d| !d.is_empty())
+                .map(|d| d.parse().map_or(Dim::Unknown, Dim::Const))
+                .collect(),
+        );
+    }
+    let grid = mapping.field("grid")?.as_seq()?;
+    Some(
+        grid.iter()
+            .map(|d| d.as_int().map_or(Dim::Unknown, Dim::Const))
+            .collect(),
+    )
 }

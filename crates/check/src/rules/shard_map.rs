@@ -368,6 +368,7 @@ fn shard_map(cx: &mut EqnCx) -> Infer {
         })
         .collect();
     record_shards(cx, id, how);
+    record_body(cx, id, &man);
     if man.check_vma {
         binders_vary_as_specs(cx, id, &ins, &man);
     }
@@ -490,6 +491,16 @@ fn record_shards(cx: &mut EqnCx, body: crate::JaxprId, how: Vec<String>) {
     }
 }
 
+/// Records the axes a body is manual over, with their sizes.
+fn record_body(cx: &mut EqnCx, body: crate::JaxprId, man: &Manual) {
+    let axes = man
+        .manual
+        .iter()
+        .filter_map(|a| Some((a.clone(), man.size(a)?)))
+        .collect();
+    cx.ck.a.device_bodies.insert(body, crate::MeshAxes { axes });
+}
+
 pub(crate) fn same_set(a: &[SmolStr], b: &[SmolStr]) -> bool {
     a.len() == b.len() && a.iter().all(|x| b.contains(x))
 }
@@ -601,7 +612,7 @@ fn pmap(cx: &mut EqnCx) -> Infer {
             .param("axis_name")
             .map_or(cx.prim_range(), |p| p.range),
     };
-    cx.ck.manual.push(man);
+    cx.ck.manual.push(man.clone());
     let body = body_param(cx).and_then(|(param, value)| {
         let role = format!("the `{param}` of `xla_pmap`");
         bind(cx, value, param, 0, &acts, &role)
@@ -617,6 +628,7 @@ fn pmap(cx: &mut EqnCx) -> Infer {
         })
         .collect();
     record_shards(cx, id, how);
+    record_body(cx, id, &man);
     let out_type = cx.ck.a.jaxpr(id).signature.out_type.clone();
     let mut results = read_out_type(&out_type, &acts, cx.out_vars);
     let out_axes = out_axes.unwrap_or_else(|| vec![Some(0); results.len()]);

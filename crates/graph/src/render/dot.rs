@@ -17,7 +17,7 @@ pub fn dot(graph: &Graph) -> String {
             "  n{} -> n{} [label={}];",
             edge.from.0,
             edge.to.0,
-            quote(graph.edge_type(edge))
+            quote(&graph.edge_label(edge))
         );
     }
     out.push_str("}\n");
@@ -43,6 +43,8 @@ fn cluster(graph: &Graph, block: BlockId, depth: usize, out: &mut String) {
             let _ = write!(label, "\n{}: {}", a.key, a.value);
         }
         let shape = match node.kind {
+            // A collective: traffic between devices, not computation.
+            NodeKind::Equation if node.collective.is_some() => "hexagon, style=bold",
             NodeKind::Equation => "box",
             NodeKind::Input | NodeKind::Const => "invhouse",
             NodeKind::Output => "house",

@@ -56,6 +56,8 @@ struct ViewerData<'a> {
     open_depth: u32,
     metrics: ViewerMetrics,
     kind: Vec<u8>,
+    /// Per node: 1 for a collective (drawn as one).
+    collective: Vec<u8>,
     label: Vec<&'a str>,
     lines: Vec<Vec<String>>,
     text: Vec<&'a str>,
@@ -72,7 +74,7 @@ struct ViewerData<'a> {
     /// Per edge: from, from port, to, to port.
     edges: Vec<u32>,
     edge_type: Vec<u32>,
-    types: Vec<&'a str>,
+    types: Vec<std::borrow::Cow<'a, str>>,
     blocks: ViewerBlocks<'a>,
     roots: Vec<u32>,
 }
@@ -105,14 +107,14 @@ fn viewer_data(graph: &Graph, base: &layout::Layout, options: &HtmlOptions) -> S
         let (start, end) = Position::range(options.text, &lines, node.range);
         range.extend([start.line, start.character, end.line, end.character]);
     }
-    let mut types: Vec<&str> = Vec::new();
-    let mut type_index: FxHashMap<&str, u32> = FxHashMap::default();
+    let mut types: Vec<std::borrow::Cow<str>> = Vec::new();
+    let mut type_index: FxHashMap<std::borrow::Cow<str>, u32> = FxHashMap::default();
     let mut edge_type = Vec::with_capacity(graph.edges.len());
     let mut edges = Vec::with_capacity(4 * graph.edges.len());
     let mut operands = vec![0u32; n];
     for edge in &graph.edges {
-        let ty = graph.edge_type(edge);
-        let index = *type_index.entry(ty).or_insert_with(|| {
+        let ty = graph.edge_label(edge);
+        let index = *type_index.entry(ty.clone()).or_insert_with(|| {
             types.push(ty);
             types.len() as u32 - 1
         });
@@ -141,6 +143,11 @@ fn viewer_data(graph: &Graph, base: &layout::Layout, options: &HtmlOptions) -> S
             BLOCK_GAP: metrics::BLOCK_GAP,
         },
         kind: graph.nodes.iter().map(|n| n.kind as u8).collect(),
+        collective: graph
+            .nodes
+            .iter()
+            .map(|n| u8::from(n.collective.is_some()))
+            .collect(),
         label: graph.nodes.iter().map(|n| n.label.as_str()).collect(),
         lines: (0..n)
             .map(|i| layout::node_lines(graph, NodeId(i as u32)))

@@ -85,6 +85,12 @@ pub fn model_explorer_json(graph: &Graph, label: &str) -> String {
                             value: &node.text,
                         },
                     ];
+                    if let Some(moved) = &node.collective {
+                        attrs.push(KeyValue {
+                            key: "collective",
+                            value: moved,
+                        });
+                    }
                     if !node.sublabel.is_empty() {
                         attrs.push(KeyValue {
                             key: "name",

@@ -71,7 +71,7 @@ fn draw(graph: &Graph, placement: &Placement) -> String {
             c1 = y1 + bend,
             c2 = y2 - bend
         );
-        let ty = graph.edge_type(edge);
+        let ty = graph.edge_label(edge);
         if !ty.is_empty() {
             let _ = write!(
                 out,
@@ -79,7 +79,7 @@ fn draw(graph: &Graph, placement: &Placement) -> String {
                 x1 + 3.0,
                 y1 + 11.0
             );
-            escape_xml(&layout::cut(ty), &mut out);
+            escape_xml(&layout::cut(&ty), &mut out);
             out.push_str("</text>");
         }
         out.push('\n');
@@ -89,6 +89,9 @@ fn draw(graph: &Graph, placement: &Placement) -> String {
         let id = NodeId(i as u32);
         let node = graph.node(id);
         let mut class = format!("node {}", node.kind.css_class());
+        if node.collective.is_some() {
+            class.push_str(" collective");
+        }
         if !node.children.is_empty() {
             class.push_str(" group");
             if placement.open[i] {

@@ -205,6 +205,7 @@
     const P = placed;
     const group = data.children[n];
     let cls = `node ${KINDS[data.kind[n]]}`;
+    if (data.collective[n]) cls += ' collective';
     if (group) cls += open[n] ? ' group open' : ' group';
     if (n === selected) cls += ' selected';
     const g = el('g', { class: cls, id: `n${n}`, 'data-node': n }, layer);

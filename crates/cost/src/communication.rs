@@ -1,0 +1,103 @@
+//! What a collective moves between devices: the bytes each device of its
+//! group sends (and receives), by the algorithm its registry row names
+//! ([`Exchange`]). The group is the mesh axes the checker found the
+//! collective runs over (`Analysis::collective_axes`). Reference: `docs/cost.md`.
+
+use crate::Amount;
+use crate::rules::{operand_types, result_types, sum_bytes};
+use jaxpr_check::registry::{self, Exchange};
+use jaxpr_check::{Analysis, EqnId};
+use jaxpr_syntax::ast;
+use smol_str::SmolStr;
+
+/// One collective's traffic, per device.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Communication {
+    pub exchange: Exchange,
+    /// The mesh axes it runs over, with their sizes.
+    pub axes: Vec<(SmolStr, i64)>,
+    /// The devices of one group (`n`): the product of the axes' sizes.
+    pub devices: i64,
+    /// The bytes each device sends, as many as it receives (for
+    /// `ppermute`, a device that is a source of `perm`).
+    pub bytes: Amount,
+    /// `ppermute`: how many devices of the group send (the pairs of `perm`).
+    pub senders: Option<i64>,
+}
+
+impl Communication {
+    /// The algorithm the count assumes, with `n`:
+    /// `ring all-reduce: 2(n−1)/n × the operand's 96 B, n = 8 (x)`.
+    pub fn algorithm(&self) -> String {
+        let n = self.devices;
+        let axes: Vec<String> = self
+            .axes
+            .iter()
+            .map(|(a, size)| format!("{a}: {size}"))
+            .collect();
+        let group = format!("n = {n} ({})", axes.join(", "));
+        match self.exchange {
+            Exchange::AllReduce => {
+                format!("ring all-reduce, 2(n−1)/n × the operand's bytes, {group}")
+            }
+            Exchange::AllGather => {
+                format!("ring all-gather, (n−1)/n × the result's bytes, {group}")
+            }
+            Exchange::ReduceScatter => {
+                format!("ring reduce-scatter, (n−1)/n × the operand's bytes, {group}")
+            }
+            Exchange::AllToAll => format!("all-to-all, (n−1)/n × the operand's bytes, {group}"),
+            Exchange::Permute => match self.senders {
+                Some(k) => format!(
+                    "permutation, the operand's bytes from each of the {k} sources of `perm`, {group}"
+                ),
+                None => format!("permutation, the operand's bytes from each source, {group}"),
+            },
+            Exchange::Nothing => format!("moves nothing between devices, {group}"),
+        }
+    }
+}
+
+/// The traffic of equation `id` (its syntax `eqn`), when it is a collective
+/// over mesh axes; `None` otherwise (a `psum` over a named `vmap` axis is a
+/// reduction on one device).
+pub fn communication(analysis: &Analysis, eqn: &ast::Eqn, id: EqnId) -> Option<Communication> {
+    let info = analysis.eqn(id);
+    let exchange = registry::lookup(&info.primitive)?.exchange?;
+    let mesh = analysis.collective_axes(id)?;
+    let n = mesh.devices();
+    let operands = operand_types(analysis, eqn);
+    let results = result_types(analysis, info);
+    let operand_bytes = sum_bytes(&operands, None, analysis);
+    let result_bytes = sum_bytes(&results, None, analysis);
+    let mut senders = None;
+    let bytes = match exchange {
+        Exchange::Nothing => Amount::zero(),
+        // Each value reduced on its own: 2(n−1) chunks of ⌈bytes/n⌉ (a
+        // positional `psum` axis reduces first, so the result is what moves).
+        Exchange::AllReduce => results
+            .iter()
+            .map(|ty| sum_bytes([ty], None, analysis))
+            .map(|b| b.ceil_div(n).scale(2 * (n - 1)))
+            .fold(Amount::zero(), |acc, b| acc.add(&b)),
+        // (n−1)/n of the result, which is n operands: n−1 operands.
+        Exchange::AllGather => operand_bytes.scale(n - 1),
+        // (n−1)/n of the operand, which is n results: n−1 results.
+        Exchange::ReduceScatter => result_bytes.scale(n - 1),
+        Exchange::AllToAll => operand_bytes.ceil_div(n).scale(n - 1),
+        Exchange::Permute => {
+            senders = eqn
+                .param("perm")
+                .and_then(|p| p.value.as_seq())
+                .map(|pairs| pairs.len() as i64);
+            operand_bytes
+        }
+    };
+    Some(Communication {
+        exchange,
+        axes: mesh.axes,
+        devices: n,
+        bytes,
+        senders,
+    })
+}
