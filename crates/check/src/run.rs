@@ -339,8 +339,8 @@ pub const PIPELINE_BYTES: usize = 1 << 20;
 
 /// Equations handed from the parsing thread to the checking one at a time,
 /// and how many such batches may wait: what bounds the syntax in memory.
-const BATCH: usize = 256;
-const BATCHES_WAITING: usize = 4;
+const BATCH: usize = 128;
+const BATCHES_WAITING: usize = 2;
 
 /// What the parsing thread hands over.
 enum Piece {

@@ -12,11 +12,43 @@ pub enum DType {
     Float(FloatKind),
     Complex(u8),
     /// `key<impl>`: a PRNG key array of the named implementation.
-    Key(SmolStr),
+    Key(DTypeName),
     /// `float0`: the tangent type of integers.
     Float0,
     /// Anything else the printer may show (`token`, new float8 formats...).
-    Other(SmolStr),
+    Other(DTypeName),
+}
+
+/// The name a dtype carries beyond the built-in ones: a key's
+/// implementation, `token`, a reference or Catalyst's abstract values.
+/// Boxed, so that a [`DType`], part of the type of every value of a
+/// program, is two words.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct DTypeName(Box<SmolStr>);
+
+impl DTypeName {
+    pub fn as_str(&self) -> &str {
+        self.0.as_str()
+    }
+}
+
+impl std::ops::Deref for DTypeName {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.0.as_str()
+    }
+}
+
+impl<T: Into<SmolStr>> From<T> for DTypeName {
+    fn from(name: T) -> Self {
+        DTypeName(Box::new(name.into()))
+    }
+}
+
+impl fmt::Display for DTypeName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]

@@ -4,7 +4,7 @@
 pub mod dtype;
 pub mod poly;
 
-pub use dtype::{DType, FloatKind, is_reference_head};
+pub use dtype::{DType, DTypeName, FloatKind, is_reference_head};
 pub use poly::{Cmp, Poly};
 
 use std::fmt;
