@@ -218,6 +218,9 @@ pub struct Analysis {
     /// The binders of `shard_map` and `xla_pmap` bodies: each one's block
     /// of which global value (hover shows both).
     pub shards: HashMap<VarId, Shard>,
+    /// Each `shard_map` equation's mesh and specs as its rule decoded them
+    /// (the StableHLO build reads them).
+    pub shard_maps: HashMap<EqnId, ShardMapLayout>,
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -228,6 +231,20 @@ pub struct Shard {
     pub global: AType,
     /// `in_specs=P('x',) over Mesh('x': 8)`, `in_axes=0 over i: 8`.
     pub how: String,
+}
+
+/// How a `shard_map` equation splits its operands and joins its results.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct ShardMapLayout {
+    /// Every axis of the mesh with its size, in the mesh's order.
+    pub mesh: Vec<(SmolStr, i64)>,
+    /// The axes the body is manual over (all of `mesh` but auto ones).
+    pub manual: Vec<SmolStr>,
+    /// For each operand, for each of its leading dimensions, the mesh axes
+    /// its spec splits that dimension over (in the spec's order).
+    pub ins: Vec<Vec<Vec<SmolStr>>>,
+    /// The same for each result.
+    pub outs: Vec<Vec<Vec<SmolStr>>>,
 }
 
 impl Analysis {

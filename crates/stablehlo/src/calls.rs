@@ -25,6 +25,8 @@ pub(crate) struct Pending {
     name: String,
     j: JaxprId,
     syms: Vec<Symbol>,
+    /// The mesh of the `shard_map` it is the body of, if any.
+    mesh: Option<std::rc::Rc<jaxpr_check::ShardMapLayout>>,
 }
 
 /// The let functions of a lowering: their names by jaxpr and symbols
@@ -116,6 +118,7 @@ impl<'c> Lower<'c, '_> {
             name: name.clone(),
             j: key.0,
             syms: key.1,
+            mesh: self.mesh.borrow().clone(),
         });
         name
     }
@@ -167,8 +170,10 @@ impl<'c> Lower<'c, '_> {
         for (s, &x) in p.syms.iter().zip(&args[binders.len()..]) {
             env.syms.insert(s.clone(), x);
         }
-        let outs = self.body(b, &env, p.j)?;
-        let outs = outs
+        let outer = self.mesh.replace(p.mesh.clone());
+        let outs = self.body(b, &env, p.j);
+        *self.mesh.borrow_mut() = outer;
+        let outs = outs?
             .iter()
             .zip(&out_tys)
             .map(|(o, &t)| self.fit(b, o.v, t))

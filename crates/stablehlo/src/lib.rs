@@ -43,6 +43,7 @@ mod indexing;
 mod linalg;
 mod lower;
 mod movement;
+mod multi_device;
 mod ops;
 mod pipeline;
 mod print;
