@@ -17,7 +17,7 @@ use std::sync::Mutex;
 
 /// The versions built: the newest JAX (shard_map with `check_vma`, pmap as
 /// a shard_map) and the oldest (`jax.experimental.shard_map` with
-/// `check_rep`, `xla_pmap`). About 80 s on two cores for the 74 programs.
+/// `check_rep`, `xla_pmap`). About 90 s on two cores for the 64 programs.
 const VERSIONS: &[&str] = &["0.10.2", "0.4.30"];
 
 /// Programs refused (J0012), with a part of the message that says why.
@@ -93,7 +93,7 @@ fn every_sharding_program_builds_and_runs_on_xla_with_jaxs_values() {
             work.push((v.to_string(), jaxpr, case));
         }
     }
-    assert!(work.len() >= 70, "{} programs", work.len());
+    assert!(work.len() >= 60, "{} programs", work.len());
     let failures = Mutex::new(Vec::new());
     let passed = Mutex::new(0);
     let next = Mutex::new(work.iter());
@@ -108,7 +108,7 @@ fn every_sharding_program_builds_and_runs_on_xla_with_jaxs_values() {
                     let name = jaxpr.file_stem().unwrap().to_string_lossy().into_owned();
                     let what = format!("jax-{v}/{name}");
                     match run_one(&python, v, &name, jaxpr, case) {
-                        Ok(()) => *passed.lock().unwrap() += 1,
+                        Ok(ran) => *passed.lock().unwrap() += usize::from(ran),
                         Err(e) => failures.lock().unwrap().push(format!("{what}: {e}")),
                     }
                 }
@@ -118,10 +118,11 @@ fn every_sharding_program_builds_and_runs_on_xla_with_jaxs_values() {
     let failures = failures.into_inner().unwrap();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     let passed = passed.into_inner().unwrap();
-    assert!(passed >= 60, "{passed} programs ran with JAX's values");
+    assert!(passed >= 55, "{passed} programs ran with JAX's values");
 }
 
-fn run_one(python: &Path, v: &str, name: &str, jaxpr: &Path, case: &Path) -> Result<(), String> {
+/// Builds and runs one program; whether it ran with JAX's values.
+fn run_one(python: &Path, v: &str, name: &str, jaxpr: &Path, case: &Path) -> Result<bool, String> {
     let module = case.with_extension("mlir");
     let b = Command::new(env!("CARGO_BIN_EXE_jaxpr-build"))
         .arg("build")
@@ -136,7 +137,7 @@ fn run_one(python: &Path, v: &str, name: &str, jaxpr: &Path, case: &Path) -> Res
         (false, None) => return Err(format!("build failed: {stderr}")),
         (false, Some(why)) => {
             return if stderr.contains("J0012") && stderr.contains(why) {
-                Ok(())
+                Ok(false)
             } else {
                 Err(format!("refused otherwise than listed ({why}): {stderr}"))
             };
@@ -169,9 +170,9 @@ fn run_one(python: &Path, v: &str, name: &str, jaxpr: &Path, case: &Path) -> Res
         )
     };
     match (ok, listed(VALUES_DIFFER, v, name)) {
-        (true, None) => Ok(()),
+        (true, None) => Ok(true),
         (true, Some(why)) => Err(format!("runs with JAX's values, but listed ({why})")),
-        (false, Some(_)) if run.status.code() == Some(1) => Ok(()),
+        (false, Some(_)) if run.status.code() == Some(1) => Ok(false),
         _ => Err(report()),
     }
 }
