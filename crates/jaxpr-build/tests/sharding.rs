@@ -101,10 +101,10 @@ fn every_sharding_program_builds_and_runs_on_xla_with_jaxs_values() {
     std::thread::scope(|s| {
         for _ in 0..2 {
             s.spawn(|| {
-                while let Some((v, jaxpr, case)) = {
-                    let item = next.lock().unwrap().next();
-                    item
-                } {
+                loop {
+                    let Some((v, jaxpr, case)) = next.lock().unwrap().next() else {
+                        return;
+                    };
                     let name = jaxpr.file_stem().unwrap().to_string_lossy().into_owned();
                     let what = format!("jax-{v}/{name}");
                     match run_one(&python, v, &name, jaxpr, case) {

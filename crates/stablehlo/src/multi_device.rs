@@ -629,7 +629,11 @@ mod tests {
         let m2 = layout(mesh(&[("x", 4), ("y", 2)]));
         let g = |axes: &[&str]| {
             let axes: Vec<SmolStr> = axes.iter().map(|&a| SmolStr::new(a)).collect();
-            dense_groups(&replica_groups(&m2, &axes, at).unwrap())
+            dense_groups(
+                &replica_groups(&m2, &axes, at)
+                    .ok()
+                    .expect("axes of the mesh"),
+            )
         };
         assert_eq!(
             g(&["y"]),
