@@ -234,7 +234,7 @@ pub struct Shard {
 }
 
 /// How a `shard_map` equation splits its operands and joins its results.
-#[derive(Clone, PartialEq, Eq, Debug)]
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct ShardMapLayout {
     /// Every axis of the mesh with its size, in the mesh's order.
     pub mesh: Vec<(SmolStr, i64)>,
