@@ -32,7 +32,7 @@ const REFUSED: &[(&str, &str, &str)] = &[
         "partial_manual_axes",
         "manual over only some mesh axes (auto: y)",
     ),
-    // jax < 0.5 prints `pmap` as `xla_pmap`, which JAX lowers for replicas
+    // jax < 0.8 prints `pmap` as `xla_pmap`, which JAX lowers for replicas
     // (`mhlo.num_replicas`), not partitions.
     (
         "0.4.30",
