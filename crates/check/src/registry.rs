@@ -2310,7 +2310,9 @@ pub static PRIMITIVES: &[Primitive] = &[
         ],
         jaxpr_params: &["call_jaxpr"],
         doc: "`pmap`: maps a jaxpr over `axis_size` devices; the body sees each operand without its `in_axes` dimension, and each result gets one of `axis_size` at its `out_axes`.",
-        stablehlo: Refused("jax < 0.8's `pmap` is lowered by JAX for replicas (`mhlo.num_replicas`), which this build does not make yet; jax 0.8 on prints `pmap` as a `shard_map`, which is built"),
+        stablehlo: Refused(
+            "jax < 0.8's `pmap` is lowered by JAX for replicas (`mhlo.num_replicas`), which this build does not make yet; jax 0.8 on prints `pmap` as a `shard_map`, which is built",
+        ),
         native: Refused("device-parallel maps have no native lowering yet"),
         complex: COMPLEX,
         ..ROW
