@@ -253,6 +253,9 @@ pub struct Analysis {
     /// The grid and blocks of each `pallas_call` whose `grid_mapping` was
     /// read (the cost model counts the kernel per grid point).
     pub kernel_grids: HashMap<EqnId, KernelGrid>,
+    /// Each `shard_map` equation's mesh and specs as its rule decoded them
+    /// (the StableHLO build reads them).
+    pub shard_maps: HashMap<EqnId, ShardMapLayout>,
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -286,6 +289,20 @@ impl MeshAxes {
 pub struct KernelGrid {
     pub grid: Vec<Dim>,
     pub blocks: Vec<AType>,
+}
+
+/// How a `shard_map` equation splits its operands and joins its results.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct ShardMapLayout {
+    /// Every axis of the mesh with its size, in the mesh's order.
+    pub mesh: Vec<(SmolStr, i64)>,
+    /// The axes the body is manual over (all of `mesh` but auto ones).
+    pub manual: Vec<SmolStr>,
+    /// For each operand, for each of its leading dimensions, the mesh axes
+    /// its spec splits that dimension over (in the spec's order).
+    pub ins: Vec<Vec<Vec<SmolStr>>>,
+    /// The same for each result.
+    pub outs: Vec<Vec<Vec<SmolStr>>>,
 }
 
 impl Analysis {

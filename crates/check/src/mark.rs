@@ -104,6 +104,9 @@ impl Checker {
         if !a.origins.is_empty() {
             a.origins.retain(|v, _| kept(v));
         }
+        if !a.shard_maps.is_empty() {
+            a.shard_maps.retain(|e, _| (e.0 as usize) < mark.eqns);
+        }
         if !self.bad_dims.is_empty() {
             self.bad_dims.retain(kept);
         }

@@ -502,18 +502,20 @@ const DERIVATIVE_ROW: Primitive = Primitive {
     ..QUANTUM_ROW
 };
 
-/// Why no back end builds a collective yet: issue 40's later step.
+/// Why the native back end builds no collective yet: issue 40's MPI step.
 const MULTI_DEVICE: Lowering = Lowering::Refused(
-    "collectives of multi-device programs have no lowering yet (the build makes single-device programs)",
+    "collectives of multi-device programs have no native lowering yet (the native build makes single-device programs)",
 );
 
-/// Collectives of multi-device programs: typed (`rules/collective.rs`), not built.
+/// Collectives of multi-device programs: typed (`rules/collective.rs`);
+/// StableHLO builds them inside a `shard_map` for XLA's SPMD partitioner
+/// (docs/stablehlo.md), the native back end does not yet.
 const COLLECTIVE_ROW: Primitive = Primitive {
     family: Family::Collective,
-    stablehlo: MULTI_DEVICE,
+    stablehlo: Lowering::Lowered,
     native: MULTI_DEVICE,
     complex: ComplexLowering {
-        stablehlo: MULTI_DEVICE,
+        stablehlo: Lowering::Refused("complex collectives are not built yet"),
         native: MULTI_DEVICE,
     },
     ..ROW
@@ -1527,7 +1529,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "psum",
         family: Reduction,
         params: &["axes", "axis_index_groups"],
-        doc: "Sums over named (mapped) axes and positional axes. Both back ends build positional axes (what `vmap` with an `axis_name` leaves), a `reduce_sum` of each operand as JAX lowers them; named axes are collectives of multi-device programs, refused.",
+        doc: "Sums over named (mapped) axes and positional axes. Both back ends build positional axes (what `vmap` with an `axis_name` leaves), a `reduce_sum` of each operand as JAX lowers them; named axes are collectives of multi-device programs, built by StableHLO inside a `shard_map` (`stablehlo.all_reduce`), refused natively.",
         cost: Some(Cost::equal(CostRule::AllReduce)),
         exchange: Some(Exchange::AllReduce),
         ..ROW
@@ -1851,8 +1853,7 @@ pub static PRIMITIVES: &[Primitive] = &[
     Primitive {
         name: "reshard",
         family: Placement,
-        doc: "Reshards its operand; identity on types.",
-        stablehlo: Refused("sharding primitives of multi-device programs have no lowering"),
+        doc: "Reshards its operand; identity on types. StableHLO builds it as its operand (XLA's partitioner places values).",
         native: Refused("sharding primitives of multi-device programs have no lowering"),
         complex: COMPLEX,
         ..ROW
@@ -2104,9 +2105,8 @@ pub static PRIMITIVES: &[Primitive] = &[
             "rewrite",
         ],
         jaxpr_params: &["jaxpr"],
-        doc: "Maps a jaxpr over shards of a mesh: the body sees each operand's block (`in_specs`: each dimension divided by the sizes of the mesh axes it is split over) and its results are joined by `out_specs`; under `check_vma` a result must vary over no axis its spec leaves out.",
-        stablehlo: Refused("device-parallel maps have no single-device lowering"),
-        native: Refused("device-parallel maps have no single-device lowering"),
+        doc: "Maps a jaxpr over shards of a mesh: the body sees each operand's block (`in_specs`: each dimension divided by the sizes of the mesh axes it is split over) and its results are joined by `out_specs`; under `check_vma` a result must vary over no axis its spec leaves out. StableHLO builds it as JAX's GSPMD lowering (manual over every mesh axis, not nested).",
+        native: Refused("device-parallel maps have no native lowering yet"),
         complex: COMPLEX,
         ..ROW
     },
@@ -2377,8 +2377,10 @@ pub static PRIMITIVES: &[Primitive] = &[
         ],
         jaxpr_params: &["call_jaxpr"],
         doc: "`pmap`: maps a jaxpr over `axis_size` devices; the body sees each operand without its `in_axes` dimension, and each result gets one of `axis_size` at its `out_axes`.",
-        stablehlo: Refused("device-parallel maps have no single-device lowering"),
-        native: Refused("device-parallel maps have no single-device lowering"),
+        stablehlo: Refused(
+            "jax < 0.8's `pmap` is lowered by JAX for replicas (`mhlo.num_replicas`), which this build does not make yet; jax 0.8 on prints `pmap` as a `shard_map`, which is built",
+        ),
+        native: Refused("device-parallel maps have no native lowering yet"),
         complex: COMPLEX,
         ..ROW
     },

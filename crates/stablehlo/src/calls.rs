@@ -25,13 +25,19 @@ pub(crate) struct Pending {
     name: String,
     j: JaxprId,
     syms: Vec<Symbol>,
+    /// The mesh of the `shard_map` it is the body of, if any.
+    mesh: Mesh,
 }
 
-/// The let functions of a lowering: their names by jaxpr and symbols
-/// passed, and those whose bodies are still to be lowered.
+/// The mesh in scope where a let function is called.
+type Mesh = Option<std::rc::Rc<jaxpr_check::ShardMapLayout>>;
+
+/// The let functions of a lowering: their names by jaxpr, symbols passed
+/// and the mesh in scope (a body's collectives depend on it), and those
+/// whose bodies are still to be lowered.
 #[derive(Default)]
 pub(crate) struct LetFunctions {
-    names: std::collections::HashMap<(JaxprId, Vec<Symbol>), String>,
+    names: std::collections::HashMap<(JaxprId, Vec<Symbol>, Mesh), String>,
     pending: Vec<Pending>,
     /// How many functions were declared: their names' suffixes (names are
     /// forgotten, numbers never given twice).
@@ -98,7 +104,7 @@ impl<'c> Lower<'c, '_> {
     /// queued to be lowered) on first use.
     fn let_function(&self, j: JaxprId, syms: Vec<Symbol>) -> String {
         let mut fns = self.let_functions.borrow_mut();
-        let key = (j, syms);
+        let key = (j, syms, self.mesh.borrow().clone());
         if let Some(name) = fns.names.get(&key) {
             return name.clone();
         }
@@ -116,6 +122,7 @@ impl<'c> Lower<'c, '_> {
             name: name.clone(),
             j: key.0,
             syms: key.1,
+            mesh: key.2,
         });
         name
     }
@@ -150,7 +157,7 @@ impl<'c> Lower<'c, '_> {
             self.let_functions
                 .borrow_mut()
                 .names
-                .retain(|(j, _), _| !nested(*j));
+                .retain(|(j, _, _), _| !nested(*j));
         }
         Ok(())
     }
@@ -167,8 +174,10 @@ impl<'c> Lower<'c, '_> {
         for (s, &x) in p.syms.iter().zip(&args[binders.len()..]) {
             env.syms.insert(s.clone(), x);
         }
-        let outs = self.body(b, &env, p.j)?;
-        let outs = outs
+        let outer = self.mesh.replace(p.mesh.clone());
+        let outs = self.body(b, &env, p.j);
+        *self.mesh.borrow_mut() = outer;
+        let outs = outs?
             .iter()
             .zip(&out_tys)
             .map(|(o, &t)| self.fit(b, o.v, t))

@@ -29,7 +29,8 @@
 //! (the dispatch and the tables of alike primitives), `elementwise`,
 //! `movement`, `indexing`, `contract`, `reduce`, `windows`, `sorting`,
 //! `control` (loops and conditionals), `calls` (nested jaxprs),
-//! `linalg` (JAX's LAPACK custom calls), `random`, `special`, `assembly`.
+//! `linalg` (JAX's LAPACK custom calls), `random`, `special`, `assembly`,
+//! `multi_device` (`shard_map` and collectives for XLA's SPMD partitioner).
 //! This is the only crate that links MLIR.
 
 mod assembly;
@@ -43,6 +44,7 @@ mod indexing;
 mod linalg;
 mod lower;
 mod movement;
+mod multi_device;
 mod ops;
 mod pipeline;
 mod print;

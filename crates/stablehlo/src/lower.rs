@@ -94,6 +94,11 @@ pub(crate) struct LowerState<'c> {
     pub(crate) dictionaries: RefCell<HashMap<DictionaryKey, mlir_sys::MlirAttribute>>,
     /// The functions of the `let` jaxprs called ([`calls`]).
     pub(crate) let_functions: RefCell<calls::LetFunctions>,
+    /// The mesh of the `shard_map` whose body is being lowered
+    /// ([`multi_device`]), read by its collectives.
+    pub(crate) mesh: RefCell<Option<std::rc::Rc<jaxpr_check::ShardMapLayout>>>,
+    /// The devices the module runs on, once a `shard_map` says.
+    pub(crate) partitions: std::cell::Cell<Option<i64>>,
 }
 
 /// An attribute list: its names and attributes, as MLIR's handles.

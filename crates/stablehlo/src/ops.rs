@@ -251,6 +251,9 @@ impl<'c, 'f> Lower<'c, 'f> {
             Some(Row::Cumulative(op, init)) => return one(self.cumulative(b, env, cx, op, init)),
             None => {}
         }
+        if let Some(r) = self.lower_multi_device(b, env, cx)? {
+            return Ok(r);
+        }
         if name == "psum" {
             return self.psum(b, cx);
         }

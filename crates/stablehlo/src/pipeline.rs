@@ -75,6 +75,10 @@ pub(crate) fn lower_source_into<W: Write>(
         if !lowered.map_err(|e| Failure::Diagnostics(vec![e.into_diagnostic()]))? {
             return Ok(None);
         }
+        if let Some(devices) = st.partitions.get() {
+            super::multi_device::annotate_module(&cx, &module, devices)
+                .map_err(|e| Failure::Diagnostics(vec![e.into_diagnostic()]))?;
+        }
         t.lower = lap();
         match write_verified(&module, st.ops.get(), opts.bytecode(), t, open) {
             Ok(out) => Ok(Some((out, keep(module)))),

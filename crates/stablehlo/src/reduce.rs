@@ -76,7 +76,7 @@ impl<'c, 'f> Lower<'c, 'f> {
 
     /// Operand `i` reduced over `axes` with `op` from `init`: the
     /// equation's result `i`.
-    fn reduce_operand(
+    pub(crate) fn reduce_operand(
         &self,
         b: ModuleBlock<'c>,
         cx: &EqnCx<'_, 'c, 'f>,

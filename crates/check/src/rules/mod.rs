@@ -20,6 +20,7 @@ mod shard_map;
 mod state;
 
 pub(crate) use shard_map::Manual;
+pub use shard_map::axis_names;
 
 pub use compute::{key_data_size, prng_impl};
 pub use quantum::{

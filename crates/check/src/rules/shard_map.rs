@@ -127,7 +127,7 @@ fn names_in_text(text: &str, base: Option<u32>, fallback: TextRange) -> Vec<Axis
 
 /// Axis names of a collective's parameter or a spec entry: `'x'`, `x`,
 /// `('x', 'y')`; integers (positional axes) are left out.
-pub(crate) fn axis_names(e: &Expr) -> Vec<Axis> {
+pub fn axis_names(e: &Expr) -> Vec<Axis> {
     match &e.kind {
         ExprKind::Str(s) if !s.contains(['(', '{', '[']) => vec![(SmolStr::new(s), e.range)],
         ExprKind::Str(s) => names_in_text(s, raw_start(e, s), e.range),
@@ -430,6 +430,23 @@ fn shard_map(cx: &mut EqnCx) -> Infer {
             }
         }
     }
+    let names = |specs: &[(Spec, &Expr)]| -> Vec<Vec<Vec<SmolStr>>> {
+        specs
+            .iter()
+            .map(|(spec, _)| {
+                spec.iter()
+                    .map(|axes| axes.iter().map(|(a, _)| a.clone()).collect())
+                    .collect()
+            })
+            .collect()
+    };
+    let layout = crate::ShardMapLayout {
+        mesh: man.mesh,
+        manual: man.manual,
+        ins: names(&ins),
+        outs: names(&outs),
+    };
+    cx.ck.a.shard_maps.insert(cx.id, layout);
     Some(results)
 }
 
