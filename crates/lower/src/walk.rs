@@ -671,7 +671,7 @@ pub fn is_identity(name: &str) -> bool {
 }
 
 /// The parameters that may hold a call-like primitive's callee.
-fn call_params(name: &str) -> Option<&'static [&'static str]> {
+pub(crate) fn call_params(name: &str) -> Option<&'static [&'static str]> {
     registry::lookup(name)
         .filter(|p| p.family == Family::Call)
         .map(|p| p.jaxpr_params)
