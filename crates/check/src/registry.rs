@@ -2600,9 +2600,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["jaxpr", "nsteps", "reverse", "unroll", "which_linear"],
         jaxpr_params: &["jaxpr"],
         doc: "The older `for_loop` (JAX <= 0.6): runs `jaxpr` `nsteps` times on the index (`i32[]`) and a reference to each operand; the results are the arrays after the loop.",
-        ..state_refused(
-            "the older `for` primitive (JAX <= 0.6) is not discharged yet: `jaxpr build` discharges `run_state`, and references through `scan` and `cond`",
-        )
+        ..STATE_ROW
     },
     Primitive {
         name: "pallas_call",

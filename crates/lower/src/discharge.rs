@@ -407,10 +407,7 @@ impl<'t> Emitter<'t> {
             }
             "run_state" => self.run_state(e, id, &outs, env),
             "pallas_call" => self.pallas_call(e, id, &outs, env),
-            "for" => err(
-                at,
-                "the older `for` primitive with references is not built yet",
-            ),
+            "for" => self.for_loop(e, id, &outs, env),
             _ => {
                 let refs: Vec<usize> = (0..e.args.len())
                     .filter(|&i| self.operand_var(&e.args[i]).is_some_and(|v| self.is_ref(v)))
@@ -909,14 +906,27 @@ impl<'t> Emitter<'t> {
                 "a reference carried or scanned over by `scan` is not built (only references among its constants)",
             );
         }
-        if e.param("linear").is_some() || e.param("jaxpr").is_none() {
-            return err(at, "a `scan` with references and `linear` is not built");
-        }
         let body = self.callee(id, "jaxpr", at)?[0];
         let consts: Vec<usize> = (0..nconsts).filter(|i| !refs.contains(i)).collect();
         let mut order = consts.clone();
         order.extend(refs);
         order.extend(nconsts..e.args.len());
+        // `linear` (JAX <= 0.5) has one flag per operand: in the new order.
+        let linear = match e.param("linear") {
+            None => String::new(),
+            Some(p) => match p.value.as_seq() {
+                Some(flags) if flags.len() == e.args.len() => {
+                    let flags: Vec<&str> =
+                        order.iter().map(|&i| self.slice(flags[i].range)).collect();
+                    format!(
+                        "linear=({}{}) ",
+                        flags.join(", "),
+                        if flags.len() == 1 { "," } else { "" }
+                    )
+                }
+                _ => return err(p.range, "a `linear` of another length than the operands"),
+            },
+        };
         let text = self.nested(body, &order, refs, 0)?;
         let args: Vec<String> = order
             .iter()
@@ -924,13 +934,78 @@ impl<'t> Emitter<'t> {
             .collect::<LowerResult<_>>()?;
         let mut binders = self.ref_binders(e, refs, env)?;
         binders.extend(self.result_binders(e, outs, env));
-        let params = self.params_except(e, &["jaxpr", "num_consts", "num_carry"]);
+        let params = self.params_except(e, &["jaxpr", "num_consts", "num_carry", "linear"]);
         writeln!(
             self.out,
-            "    {} = scan[jaxpr={text} num_consts={} num_carry={} {params}] {}",
+            "    {} = scan[jaxpr={text} {linear}num_consts={} num_carry={} {params}] {}",
             binders.join(" "),
             consts.len(),
             ncarry + refs.len(),
+            args.join(" ")
+        )
+        .unwrap();
+        Ok(())
+    }
+
+    /// The older `for` (`jax/_src/lax/control_flow/for_loop.py`, whose
+    /// discharge is a `scan`): a `scan` carrying the step and the arrays,
+    /// the body seeing step `i` (`nsteps - 1 - i` when `reverse`).
+    fn for_loop(
+        &mut self,
+        e: &ast::Eqn,
+        id: EqnId,
+        outs: &[Option<VarId>],
+        env: &mut Env,
+    ) -> LowerResult<()> {
+        let at = e.primitive.range;
+        let body = self.callee(id, "jaxpr", at)?[0];
+        let Some(nsteps) = e.param("nsteps").and_then(|p| p.value.as_int()) else {
+            return err(at, "a `for` without an integer `nsteps` is not built");
+        };
+        let reverse = e
+            .param("reverse")
+            .is_some_and(|p| matches!(&p.value.kind, ExprKind::Path(x) if x.as_ref() == "True"));
+        let info = self.a.jaxpr(body).clone();
+        if info.invars.len() != e.args.len() + 1 || !info.constvars.is_empty() {
+            return crate::internal(
+                info.range,
+                "the body of `for` takes the step and one reference per operand",
+            );
+        }
+        let saved = std::mem::take(&mut self.out);
+        let mut inner = Env::default();
+        let step = self.name();
+        let mut head = format!("{{ lambda ; {step}:i32[] ");
+        for &v in &info.invars[1..] {
+            let n = self.bind_fresh(&mut inner, v);
+            write!(head, "{n}:{} ", ty_text(&self.a.var(v).ty, info.range)?).unwrap();
+        }
+        head.push_str(". let\n");
+        let i = if reverse {
+            self.line("i32[]", &format!("sub {}:i32[] {step}", nsteps - 1))
+        } else {
+            step.clone()
+        };
+        inner.insert(info.invars[0], i);
+        self.body(body, &mut inner, false)?;
+        let next = self.line("i32[]", &format!("add {step} 1:i32[]"));
+        let mut results = vec![next];
+        results.extend(info.invars[1..].iter().map(|v| inner[v].clone()));
+        let text = std::mem::replace(&mut self.out, saved);
+        let args: Vec<String> = e
+            .args
+            .iter()
+            .map(|x| self.atom(env, x))
+            .collect::<LowerResult<_>>()?;
+        let mut binders = vec!["_:i32[]".to_string()];
+        binders.extend(self.result_binders(e, outs, env));
+        writeln!(
+            self.out,
+            "    {} = scan[jaxpr={head}{text}      in ({}) }} length={nsteps} linear=({}) num_consts=0 num_carry={} reverse=False unroll=1] 0:i32[] {}",
+            binders.join(" "),
+            results.join(", "),
+            vec!["False"; args.len() + 1].join(", "),
+            args.len() + 1,
             args.join(" ")
         )
         .unwrap();
@@ -970,6 +1045,12 @@ impl<'t> Emitter<'t> {
                     );
                 }
             },
+            None if matches!(gm.kind, ExprKind::Str(_)) => {
+                return err(
+                    gm.range,
+                    "this `grid_mapping` (as JAX 0.4.38 to 0.5 prints it, with `MemRef<...>{...}` block avals) is kept as text by the parser: its grid and block mappings are not read, so the kernel is not built",
+                );
+            }
             None => return err(gm.range, "`grid_mapping` without `grid` is not built"),
         };
         let points: i64 = grid.iter().product();
