@@ -308,7 +308,7 @@ fn reference_and_kernel_programs_build_with_jax_values_or_are_refused_as_listed(
                     let c_name = format!("k_{name}");
                     let hlo = build(file, &module, &["--emit", "stablehlo"]);
                     let native = build(file, &so, &["--emit", "native", "--name", &c_name]);
-                    let mut fail = |m: String| failures.lock().unwrap().push(format!("{tag}: {m}"));
+                    let fail = |m: String| failures.lock().unwrap().push(format!("{tag}: {m}"));
                     if let Some(reason) = reason {
                         for (what, out) in [("StableHLO", &hlo), ("native", &native)] {
                             if let Err(m) = refusal(out, reason) {
