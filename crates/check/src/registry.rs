@@ -521,36 +521,34 @@ const COLLECTIVE_ROW: Primitive = Primitive {
     ..ROW
 };
 
-/// Why neither back end builds a program with mutable references yet.
-const STATE_REFUSED: Lowering = Lowering::Refused(
-    "mutable references (`jax.new_ref`, loads and stores, `run_state`) are not lowered yet: JAX discharges them into values (`discharge_state`) before lowering, which `jaxpr build` does not do yet",
-);
-/// Why neither back end builds a Pallas kernel.
-const PALLAS_REFUSED: Lowering = Lowering::Refused(
-    "a Pallas kernel is not lowered: JAX compiles it with Mosaic or Triton, or interprets it over the grid, from index maps jax >= 0.6 does not print (`grid_mapping` gives the block shapes only)",
-);
-
-/// Mutable references and Pallas: checked, not built.
+/// Mutable references and Pallas kernels: both back ends build them from
+/// the program `jaxpr_lower::discharge` rewrites them into (JAX's
+/// `discharge_state` and the `pallas_call` interpreter), which holds only
+/// value-level primitives.
 const STATE_ROW: Primitive = Primitive {
-    stablehlo: STATE_REFUSED,
-    native: STATE_REFUSED,
+    stablehlo: Lowering::Lowered,
+    native: Lowering::Lowered,
     complex: ComplexLowering {
-        stablehlo: STATE_REFUSED,
-        native: STATE_REFUSED,
+        stablehlo: Lowering::Lowered,
+        native: Lowering::Lowered,
     },
     ..ROW
 };
 
-/// Pallas's kernels: checked, not built.
-const PALLAS_ROW: Primitive = Primitive {
-    stablehlo: PALLAS_REFUSED,
-    native: PALLAS_REFUSED,
-    complex: ComplexLowering {
-        stablehlo: PALLAS_REFUSED,
-        native: PALLAS_REFUSED,
-    },
-    ..ROW
-};
+/// What the discharge does not rewrite yet.
+const fn state_refused(why: &'static str) -> Primitive {
+    Primitive {
+        stablehlo: Lowering::Refused(why),
+        native: Lowering::Refused(why),
+        complex: ComplexLowering {
+            stablehlo: Lowering::Refused(why),
+            native: Lowering::Refused(why),
+        },
+        ..ROW
+    }
+}
+
+const MASKED_REFUSED: &str = "a masked load or store is not discharged yet (`jaxpr build` discharges `get`, `swap` and `addupdate` into slices of the reference's value)";
 
 /// The parameters that may hold a call-like primitive's callee.
 pub fn call_params(name: &str) -> Option<&'static [&'static str]> {
@@ -2638,13 +2636,13 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "masked_load",
         params: &[],
         doc: "Pallas's load (`pl.load`), printed as `get` with ` mask=m other=o` when masked.",
-        ..STATE_ROW
+        ..state_refused(MASKED_REFUSED)
     },
     Primitive {
         name: "masked_swap",
         params: &[],
         doc: "Pallas's store (`pl.store`, `pl.swap`), printed as `swap` with ` mask=m` when masked.",
-        ..STATE_ROW
+        ..state_refused(MASKED_REFUSED)
     },
     Primitive {
         name: "new_ref",
@@ -2698,18 +2696,18 @@ pub static PRIMITIVES: &[Primitive] = &[
             "JAX runs a kernel on CPU in interpret mode, a loop over the grid that XLA counts once",
         )),
         doc: "A Pallas kernel: runs `jaxpr` once per point of the grid on a reference to one block of each operand and result (the block shapes of `grid_mapping`), then to each scratch buffer.",
-        ..PALLAS_ROW
+        ..STATE_ROW
     },
     Primitive {
         name: "program_id",
         params: &["axis"],
         doc: "Inside a Pallas kernel: the index (`i32[]`) of the running program along grid axis `axis`.",
-        ..PALLAS_ROW
+        ..STATE_ROW
     },
     Primitive {
         name: "num_programs",
         params: &["axis"],
         doc: "Inside a Pallas kernel: the size (`i32[]`) of grid axis `axis`.",
-        ..PALLAS_ROW
+        ..STATE_ROW
     },
 ];

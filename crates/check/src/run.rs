@@ -69,6 +69,7 @@ impl Outcome {
         let parse = self.parse.unwrap_or_else(|| Parse {
             file: ast::SourceFile::default(),
             errors: Vec::new(),
+            text: "".into(),
         });
         (parse, self.analysis)
     }

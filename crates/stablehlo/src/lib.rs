@@ -114,6 +114,10 @@ pub fn build_timed(
     timings: &mut Timings,
 ) -> jaxpr_lower::BuildResult {
     jaxpr_lower::checked(parse, analysis)?;
+    if let Some(d) = jaxpr_lower::discharge::discharged(parse, analysis) {
+        let (d, parse, analysis) = d?;
+        return build_timed(&parse, &analysis, opts, timings).map_err(|e| d.map(e));
+    }
     let built = lower_into(&parse.file, analysis, opts, timings, || Ok(Vec::new()));
     match built {
         Ok((bytes, module)) => {
@@ -148,6 +152,13 @@ pub fn build_to_file(
     timings: &mut Timings,
 ) -> Result<Lowered, Failure> {
     jaxpr_lower::checked(parse, analysis).map_err(Failure::Diagnostics)?;
+    if let Some(d) = jaxpr_lower::discharge::discharged(parse, analysis) {
+        let (d, parse, analysis) = d.map_err(Failure::Diagnostics)?;
+        return build_to_file(&parse, &analysis, opts, path, timings).map_err(|e| match e {
+            Failure::Diagnostics(ds) => Failure::Diagnostics(d.map(ds)),
+            e => e,
+        });
+    }
     let mut out = None;
     let module = lower_into(&parse.file, analysis, opts, timings, || {
         Ok(&mut out
@@ -246,5 +257,9 @@ pub fn lower_text_into<W: Write>(
     t: &mut Timings,
     open: impl FnOnce() -> std::io::Result<W>,
 ) -> Result<Option<(W, Lowered)>, Failure> {
+    // References and kernels are discharged from the whole checked file.
+    if jaxpr_lower::discharge::may_have_state(text) {
+        return Ok(None);
+    }
     lower_source_into(Source::Text(text), opts, t, open)
 }

@@ -39,6 +39,9 @@ fn boxed<T>(mut list: List<T>) -> Box<[T]> {
 pub struct Parse {
     pub file: SourceFile,
     pub errors: Vec<Diagnostic>,
+    /// The text parsed: what the ranges of `file` index (a build that
+    /// rewrites the program, `jaxpr_lower::discharge`, copies from it).
+    pub text: std::sync::Arc<str>,
 }
 
 pub fn parse(text: &str) -> Parse {
@@ -48,6 +51,7 @@ pub fn parse(text: &str) -> Parse {
     Parse {
         file,
         errors: p.errors,
+        text: text.into(),
     }
 }
 
@@ -74,6 +78,7 @@ pub fn parse_streaming(text: &str, sink: &mut dyn MainSink) -> Parse {
     Parse {
         file,
         errors: p.errors,
+        text: text.into(),
     }
 }
 

@@ -1,0 +1,370 @@
+//! Programs with mutable references and Pallas kernels
+//! (`tests/data/pallas/jax-*`, printed and run by each JAX minor) built by
+//! both back ends through the discharge of `jaxpr_lower::discharge`, with
+//! JAX's values: in the columns of [`VALUE_COLUMNS`], every program that
+//! builds runs on XLA (`xla_run.py`) and natively (the library called from
+//! Rust) and must match what JAX computed; in every column, a program
+//! builds in both back ends unless [`REFUSED`] lists it, and a listed one
+//! is refused with exactly one J0012 that says why. A program that starts
+//! to build fails the test until it is taken off the list.
+
+#[path = "native/abi.rs"]
+mod abi;
+#[path = "../../../tests/common/mod.rs"]
+mod common;
+mod oracle;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+/// The columns whose built programs are run and compared with JAX's
+/// values (two of eight keep the run near a minute: each XLA run is a
+/// Python start-up); the others are built only.
+const VALUE_COLUMNS: &[&str] = &["0.10.2", "0.4.30"];
+
+/// JAX >= 0.6 prints `grid_mapping` without index maps: which block a grid
+/// point reads is not in the text when a block is not the whole array.
+const INDEX_MAPS: &str = "does not print its index map";
+/// JAX prints a slice `pl.ds(start, size, stride)` as `start:start+size`.
+const STRIDE: &str = "JAX prints no stride";
+/// JAX 0.4.38 to 0.5 print `grid_mapping` with `MemRef<...>{...}` avals,
+/// which the parser keeps as text.
+const GRID_TEXT: &str = "is kept as text by the parser";
+/// Masked loads and stores (with gather-style indices) are not discharged.
+const MASKED: &str = "masked load or store";
+
+/// Inputs the generator recorded as `int64` where the jaxpr types them
+/// `i32` (a Python `0` constant of `fori_loop`): given as `int32`.
+const INT64_RECORDED: &[(&str, &str, usize)] = &[("0.4.30", "ref_fori_loop", 0)];
+
+const REFUSED: &[(&str, &[(&str, &str)])] = &[
+    (
+        "0.4.30",
+        &[
+            ("ds_window", STRIDE),
+            ("flash_attention_reference", STRIDE),
+            ("layer_norm_ops", MASKED),
+            ("masked_load", MASKED),
+            ("softmax_ops", MASKED),
+        ],
+    ),
+    (
+        "0.4.38",
+        &[
+            ("add", GRID_TEXT),
+            ("add_grid", GRID_TEXT),
+            ("aliased", GRID_TEXT),
+            ("ds_strided", GRID_TEXT),
+            ("ds_window", GRID_TEXT),
+            ("flash_attention_reference", GRID_TEXT),
+            ("layer_norm", GRID_TEXT),
+            ("layer_norm_ops", GRID_TEXT),
+            ("masked_load", GRID_TEXT),
+            ("matmul_blocked", GRID_TEXT),
+            ("matmul_k_accumulate", GRID_TEXT),
+            ("max_reduce_last", GRID_TEXT),
+            ("multiple_outputs", GRID_TEXT),
+            ("rms_norm", GRID_TEXT),
+            ("scratch", GRID_TEXT),
+            ("softmax", GRID_TEXT),
+            ("softmax_ops", GRID_TEXT),
+            ("sum_reduce_when", GRID_TEXT),
+            ("under_grad", GRID_TEXT),
+            ("under_jit", GRID_TEXT),
+            ("under_vmap", GRID_TEXT),
+        ],
+    ),
+    (
+        "0.5.3",
+        &[
+            ("add", GRID_TEXT),
+            ("add_grid", GRID_TEXT),
+            ("aliased", GRID_TEXT),
+            ("ds_strided", GRID_TEXT),
+            ("ds_window", GRID_TEXT),
+            ("flash_attention_reference", GRID_TEXT),
+            ("layer_norm", GRID_TEXT),
+            ("layer_norm_ops", GRID_TEXT),
+            ("masked_load", GRID_TEXT),
+            ("matmul_blocked", GRID_TEXT),
+            ("matmul_k_accumulate", GRID_TEXT),
+            ("max_reduce_last", GRID_TEXT),
+            ("multiple_outputs", GRID_TEXT),
+            ("rms_norm", GRID_TEXT),
+            ("scratch", GRID_TEXT),
+            ("softmax", GRID_TEXT),
+            ("softmax_ops", GRID_TEXT),
+            ("sum_reduce_when", GRID_TEXT),
+            ("under_grad", GRID_TEXT),
+            ("under_jit", GRID_TEXT),
+            ("under_vmap", GRID_TEXT),
+        ],
+    ),
+    (
+        "0.6.2",
+        &[
+            ("add_grid", INDEX_MAPS),
+            ("ds_strided", STRIDE),
+            ("ds_window", STRIDE),
+            ("flash_attention_reference", INDEX_MAPS),
+            ("layer_norm", INDEX_MAPS),
+            ("layer_norm_ops", INDEX_MAPS),
+            ("masked_load", MASKED),
+            ("matmul_blocked", INDEX_MAPS),
+            ("matmul_k_accumulate", INDEX_MAPS),
+            ("max_reduce_last", INDEX_MAPS),
+            ("multiple_outputs", INDEX_MAPS),
+            ("rms_norm", INDEX_MAPS),
+            ("softmax", INDEX_MAPS),
+            ("softmax_ops", INDEX_MAPS),
+            ("sum_reduce_when", INDEX_MAPS),
+            ("under_vmap", INDEX_MAPS),
+        ],
+    ),
+    (
+        "0.7.2",
+        &[
+            ("add_grid", INDEX_MAPS),
+            ("ds_strided", STRIDE),
+            ("ds_window", STRIDE),
+            ("flash_attention_reference", INDEX_MAPS),
+            ("layer_norm", INDEX_MAPS),
+            ("layer_norm_ops", INDEX_MAPS),
+            ("masked_load", MASKED),
+            ("matmul_blocked", INDEX_MAPS),
+            ("matmul_k_accumulate", INDEX_MAPS),
+            ("max_reduce_last", INDEX_MAPS),
+            ("multiple_outputs", INDEX_MAPS),
+            ("rms_norm", INDEX_MAPS),
+            ("softmax", INDEX_MAPS),
+            ("softmax_ops", INDEX_MAPS),
+            ("sum_reduce_when", INDEX_MAPS),
+            ("under_vmap", INDEX_MAPS),
+        ],
+    ),
+    (
+        "0.8.3",
+        &[
+            ("add_grid", INDEX_MAPS),
+            ("ds_strided", STRIDE),
+            ("ds_window", STRIDE),
+            ("flash_attention_reference", INDEX_MAPS),
+            ("layer_norm", INDEX_MAPS),
+            ("layer_norm_ops", INDEX_MAPS),
+            ("masked_load", MASKED),
+            ("matmul_blocked", INDEX_MAPS),
+            ("matmul_k_accumulate", INDEX_MAPS),
+            ("max_reduce_last", INDEX_MAPS),
+            ("multiple_outputs", INDEX_MAPS),
+            ("rms_norm", INDEX_MAPS),
+            ("softmax", INDEX_MAPS),
+            ("softmax_ops", INDEX_MAPS),
+            ("sum_reduce_when", INDEX_MAPS),
+            ("under_vmap", INDEX_MAPS),
+        ],
+    ),
+    (
+        "0.9.2",
+        &[
+            ("add_grid", INDEX_MAPS),
+            ("ds_strided", STRIDE),
+            ("ds_window", STRIDE),
+            ("flash_attention_reference", INDEX_MAPS),
+            ("layer_norm", INDEX_MAPS),
+            ("layer_norm_ops", INDEX_MAPS),
+            ("matmul_blocked", INDEX_MAPS),
+            ("matmul_k_accumulate", INDEX_MAPS),
+            ("max_reduce_last", INDEX_MAPS),
+            ("multiple_outputs", INDEX_MAPS),
+            ("rms_norm", INDEX_MAPS),
+            ("softmax", INDEX_MAPS),
+            ("softmax_ops", INDEX_MAPS),
+            ("sum_reduce_when", INDEX_MAPS),
+            ("under_vmap", INDEX_MAPS),
+        ],
+    ),
+    (
+        "0.10.2",
+        &[
+            ("add_grid", INDEX_MAPS),
+            ("ds_strided", STRIDE),
+            ("ds_window", STRIDE),
+            ("flash_attention_reference", INDEX_MAPS),
+            ("layer_norm", INDEX_MAPS),
+            ("layer_norm_ops", INDEX_MAPS),
+            ("matmul_blocked", INDEX_MAPS),
+            ("matmul_k_accumulate", INDEX_MAPS),
+            ("max_reduce_last", INDEX_MAPS),
+            ("multiple_outputs", INDEX_MAPS),
+            ("rms_norm", INDEX_MAPS),
+            ("softmax", INDEX_MAPS),
+            ("softmax_ops", INDEX_MAPS),
+            ("sum_reduce_when", INDEX_MAPS),
+            ("under_vmap", INDEX_MAPS),
+        ],
+    ),
+];
+
+fn columns() -> Vec<(String, PathBuf)> {
+    let root = common::workspace_root().join("tests/data/pallas");
+    let mut cols: Vec<(String, PathBuf)> = std::fs::read_dir(&root)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .map(|p| {
+            let v = p.file_name().unwrap().to_str().unwrap();
+            (v.trim_start_matches("jax-").to_string(), p.clone())
+        })
+        .collect();
+    cols.sort();
+    cols
+}
+
+fn build(jaxpr: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_jaxpr-build"))
+        .arg("build")
+        .arg(jaxpr)
+        .args(["--color", "never", "-o"])
+        .arg(out)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+/// The examples of `program` in a column's `values.json.gz`, as a corpus
+/// case (`{"examples": [...]}`).
+fn case(values: &serde_json::Value, version: &str, program: &str) -> serde_json::Value {
+    let mut examples = values[program].clone();
+    for &(v, p, k) in INT64_RECORDED {
+        if (v, p) == (version, program) {
+            for ex in examples.as_array_mut().unwrap() {
+                ex["inputs"][k]["dtype"] = "int32".into();
+            }
+        }
+    }
+    serde_json::json!({ "examples": examples })
+}
+
+/// Why a refused build was refused, or what is wrong with it.
+fn refusal(out: &std::process::Output, reason: &str) -> Result<(), String> {
+    let err = String::from_utf8_lossy(&out.stderr);
+    let errors = err.matches("error[").count();
+    if out.status.success() || errors != 1 || !err.contains("error[J0012]") || !err.contains(reason)
+    {
+        return Err(format!("expected one J0012 saying `{reason}`, got: {err}"));
+    }
+    Ok(())
+}
+
+#[test]
+fn reference_and_kernel_programs_build_with_jax_values_or_are_refused_as_listed() {
+    let python = oracle::python();
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("pallas-build");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut jobs = Vec::new();
+    for (version, path) in columns() {
+        let refused: &[(&str, &str)] = REFUSED
+            .iter()
+            .find(|(v, _)| *v == version)
+            .map_or(&[], |(_, r)| r);
+        let values: serde_json::Value = serde_json::from_str(&jaxpr_test_support::scale::read_gz(
+            &path.join("values.json.gz").to_string_lossy(),
+        ))
+        .unwrap();
+        for (name, _) in refused {
+            assert!(
+                path.join(format!("{name}.jaxpr")).exists(),
+                "{version}/{name} is listed but not in the corpus"
+            );
+        }
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&path)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "jaxpr"))
+            .collect();
+        files.sort();
+        for f in files {
+            let name = f.file_stem().unwrap().to_str().unwrap().to_string();
+            let reason = refused.iter().find(|(n, _)| *n == name).map(|(_, r)| *r);
+            let case = case(&values, &version, &name);
+            jobs.push((version.clone(), name, f, reason, case));
+        }
+    }
+    assert!(jobs.len() >= 200, "{} programs", jobs.len());
+    let failures = Mutex::new(Vec::new());
+    let next = Mutex::new(jobs.iter());
+    let (runs, built) = (Mutex::new(0usize), Mutex::new(0usize));
+    // Two workers: each XLA run is a second of Python start-up and compile.
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                while let Some((version, name, file, reason, case)) = next.lock().unwrap().next() {
+                    let tag = format!("{version}/{name}");
+                    let stem = dir.join(format!("{version}-{name}"));
+                    let module = stem.with_extension("mlir");
+                    let so = dir.join(format!("lib{}-{name}.so", version.replace('.', "_")));
+                    let c_name = format!("k_{name}");
+                    let hlo = build(file, &module, &["--emit", "stablehlo"]);
+                    let native = build(file, &so, &["--emit", "native", "--name", &c_name]);
+                    let fail = |m: String| failures.lock().unwrap().push(format!("{tag}: {m}"));
+                    if let Some(reason) = reason {
+                        for (what, out) in [("StableHLO", &hlo), ("native", &native)] {
+                            if let Err(m) = refusal(out, reason) {
+                                fail(format!("{what}: {m}"));
+                            }
+                        }
+                        continue;
+                    }
+                    let mut ok = true;
+                    for (what, out) in [("StableHLO", &hlo), ("native", &native)] {
+                        if !out.status.success() {
+                            ok = false;
+                            fail(format!(
+                                "{what} build failed: {}",
+                                String::from_utf8_lossy(&out.stderr)
+                            ));
+                        }
+                    }
+                    *built.lock().unwrap() += 1;
+                    if !ok || !VALUE_COLUMNS.contains(&version.as_str()) {
+                        continue;
+                    }
+                    assert!(
+                        case["examples"].as_array().is_some_and(|e| !e.is_empty()),
+                        "{tag}: no values"
+                    );
+                    let json = stem.with_extension("json");
+                    std::fs::write(&json, case.to_string()).unwrap();
+                    let run = Command::new(&python)
+                        .arg(oracle::dir().join("xla_run.py"))
+                        .arg(&module)
+                        .arg(&json)
+                        .output()
+                        .unwrap();
+                    if !run.status.success() {
+                        fail(format!(
+                            "XLA: {}{}",
+                            String::from_utf8_lossy(&run.stdout),
+                            String::from_utf8_lossy(&run.stderr)
+                        ));
+                    }
+                    let lib = abi::Lib::open(&so, &c_name);
+                    for m in
+                        abi::run_values(&lib, case["examples"].as_array().unwrap(), &tag, false)
+                    {
+                        fail(format!("native: {m}"));
+                    }
+                    *runs.lock().unwrap() += 1;
+                }
+            });
+        }
+    });
+    let failures = failures.into_inner().unwrap();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // 83 of the 208 programs build (0.10.2: 10 of 25, 0.4.30: 20 of 25,
+    // both run with their values); the rest are the refusals listed.
+    assert_eq!(built.into_inner().unwrap(), 83);
+    assert_eq!(runs.into_inner().unwrap(), 30);
+}

@@ -1,0 +1,1333 @@
+//! Mutable references and Pallas kernels built with JAX's values: the
+//! program is rewritten into one without references, as JAX's
+//! `discharge_state` (`jax/_src/state/discharge.py`) and the `pallas_call`
+//! interpreter (`jax/_src/pallas/hlo_interpreter.py`,
+//! `_pallas_call_impl_interpret` before it) define them, and the rewritten
+//! text is checked and built by the back ends like any program. One place
+//! for both back ends: they lower only value-level primitives.
+//!
+//! - a reference is the value it holds: `new_ref x` and `freeze r` rename;
+//!   a load is `dynamic_slice` (then `reshape` dropping the dimensions a
+//!   scalar index selects); a store is `dynamic_update_slice`, the
+//!   reference then naming the new value; `+=` adds then stores. Effects
+//!   keep program order because each statement reads the value the
+//!   previous one left.
+//! - `run_state` runs its body inline; a `cond` whose operands include
+//!   references returns their final values as extra results; a `scan`
+//!   whose constants include references carries them.
+//! - `pallas_call` runs its kernel inline once per grid point, in JAX's
+//!   order (row-major over the grid), on the block of each operand and
+//!   result its index map selects (block index × block size), and writes
+//!   every block back; results start as zeros, or as the aliased operand
+//!   (`input_output_aliases`); scratch buffers start as zeros.
+//!
+//! What the text does not say (index maps that jax >= 0.6 does not print,
+//! a block that is not the whole array) is one J0012 naming it.
+
+use crate::walk::{LowerError, LowerErrorKind, LowerResult, Syntax, err, untyped_literal_text};
+use jaxpr_check::{Analysis, EqnId, JaxprId};
+use jaxpr_syntax::Parse;
+use jaxpr_syntax::TextRange;
+use jaxpr_syntax::ast::{self, Atom, Expr, ExprKind, Indexer, RefTransform, StateKind};
+use jaxpr_syntax::diagnostics::{DiagKind, Diagnostic};
+use jaxpr_types::{AType, DType, Dim, VarId};
+use rustc_hash::FxHashMap as HashMap;
+use std::fmt::Write;
+
+/// The most grid points a kernel is unrolled over.
+const MAX_GRID_POINTS: usize = 4096;
+
+/// The primitives this rewrite removes.
+fn is_state(name: &str) -> bool {
+    matches!(
+        name,
+        "get"
+            | "swap"
+            | "addupdate"
+            | "masked_load"
+            | "masked_swap"
+            | "new_ref"
+            | "mutable_array"
+            | "freeze"
+            | "run_state"
+            | "for"
+            | "pallas_call"
+            | "program_id"
+            | "num_programs"
+    )
+}
+
+/// Whether a checked program has references or kernels to discharge.
+pub fn has_state(a: &Analysis) -> bool {
+    a.eqns.iter().any(|e| is_state(&e.primitive))
+}
+
+/// Whether a text may hold references or kernels (before it is checked):
+/// a build that lowers as it checks builds such a text whole instead.
+pub fn may_have_state(text: &str) -> bool {
+    ["Ref{", "Ref<", "pallas_call", "run_state"]
+        .iter()
+        .any(|m| text.contains(m))
+}
+
+/// A program without references: its text, and where each of its
+/// top-level equations came from.
+pub struct Discharged {
+    pub text: String,
+    /// (start, end) in `text` of each emitted top-level equation, and the
+    /// range of the equation of the original program it comes from.
+    spans: Vec<(u32, u32, TextRange)>,
+    whole: TextRange,
+}
+
+impl Discharged {
+    /// Diagnostics of the rewritten program, placed at the equations of the
+    /// original they come from.
+    pub fn map(&self, ds: Vec<Diagnostic>) -> Vec<Diagnostic> {
+        ds.into_iter()
+            .map(|mut d| {
+                let at = d.range.start;
+                d.range = self
+                    .spans
+                    .iter()
+                    .find(|(s, e, _)| *s <= at && at < *e)
+                    .map_or(self.whole, |s| s.2);
+                d.related.clear();
+                d
+            })
+            .collect()
+    }
+}
+
+/// A program with references, rewritten, parsed and checked: `None` when
+/// it has none. Errors of the rewritten program's check are ours (J0016).
+pub fn discharged(
+    parse: &Parse,
+    a: &Analysis,
+) -> Option<Result<(Discharged, Parse, Analysis), Vec<Diagnostic>>> {
+    if !has_state(a) {
+        return None;
+    }
+    Some(discharge_checked(parse, a))
+}
+
+fn discharge_checked(
+    parse: &Parse,
+    a: &Analysis,
+) -> Result<(Discharged, Parse, Analysis), Vec<Diagnostic>> {
+    let d = discharge(parse, a).map_err(|e| vec![e.into_diagnostic()])?;
+    let (p2, a2) = jaxpr_check::check_source(
+        jaxpr_check::Source::Text(&d.text),
+        jaxpr_check::Keep::Everything,
+    )
+    .parsed();
+    let errors: Vec<Diagnostic> = p2
+        .errors
+        .iter()
+        .chain(&a2.diagnostics)
+        .filter(|x| x.is_error())
+        .cloned()
+        .collect();
+    if !errors.is_empty() {
+        let mapped = d.map(errors);
+        return Err(mapped
+            .into_iter()
+            .map(|x| {
+                let msg = format!(
+                    "discharging the references gave a program the checker rejects: {}",
+                    x.message
+                );
+                Diagnostic::error(DiagKind::InternalError, x.range, msg)
+                    .with_help(crate::INTERNAL_ERROR_HELP)
+            })
+            .collect());
+    }
+    Ok((d, p2, a2))
+}
+
+/// Rewrites a checked program (free of errors) into one without references.
+pub fn discharge(parse: &Parse, a: &Analysis) -> LowerResult<Discharged> {
+    let file = &parse.file;
+    let text = &*parse.text;
+    let syntax = Syntax::new(file, a);
+    let Some(main) = file.main.as_ref() else {
+        return err(TextRange::new(0, 0), "the file has no main jaxpr");
+    };
+    let Some(main_id) = a.jaxprs.iter().position(|j| j.range == main.range) else {
+        return crate::internal(main.range, "the main jaxpr was not checked");
+    };
+    let mut em = Emitter {
+        text,
+        a,
+        syntax: &syntax,
+        out: String::new(),
+        spans: Vec::new(),
+        fresh: 0,
+        grid: Vec::new(),
+        stateful: stateful(a),
+    };
+    // The `let` jaxprs without references, as printed (equations copied
+    // from the original name them).
+    for l in &file.lets {
+        let t = &text[l.range.start as usize..l.range.end as usize];
+        if !may_have_state(t) {
+            em.out.push_str(t);
+            em.out.push('\n');
+        }
+    }
+    let j = JaxprId(main_id as u32);
+    let info = a.jaxpr(j);
+    let mut env = Env::default();
+    let mut head = String::from("{ lambda ");
+    for &v in &info.constvars {
+        let n = em.bind_fresh(&mut env, v);
+        write!(head, "{n}:{} ", ty_text(&a.var(v).ty, main.range)?).unwrap();
+    }
+    head.push_str("; ");
+    for &v in &info.invars {
+        let n = em.bind_fresh(&mut env, v);
+        write!(head, "{n}:{} ", ty_text(&a.var(v).ty, main.range)?).unwrap();
+    }
+    head.push_str(". let\n");
+    em.out.push_str(&head);
+    let outs = em.body(j, &mut env, true)?;
+    writeln!(
+        em.out,
+        "  in ({}{}) }}",
+        outs.join(", "),
+        if outs.len() == 1 { "," } else { "" }
+    )
+    .unwrap();
+    Ok(Discharged {
+        text: em.out,
+        spans: em.spans,
+        whole: main.lambda_range,
+    })
+}
+
+/// The atom (a name of the rewritten program, or a literal) each variable
+/// of the original stands for; a reference stands for the value it holds.
+type Env = HashMap<VarId, String>;
+
+struct Emitter<'t> {
+    text: &'t str,
+    a: &'t Analysis,
+    syntax: &'t Syntax<'t>,
+    out: String,
+    spans: Vec<(u32, u32, TextRange)>,
+    fresh: usize,
+    /// The grid point and grid of the kernel being run (`program_id`).
+    grid: Vec<(Vec<i64>, Vec<i64>)>,
+    /// The jaxprs holding a state equation (at any depth).
+    stateful: rustc_hash::FxHashSet<JaxprId>,
+}
+
+/// The jaxprs holding a state equation, at any depth.
+fn stateful(a: &Analysis) -> rustc_hash::FxHashSet<JaxprId> {
+    let mut out = rustc_hash::FxHashSet::default();
+    for e in a.eqns.iter().filter(|e| is_state(&e.primitive)) {
+        let mut j = Some(e.jaxpr);
+        while let Some(k) = j {
+            if !out.insert(k) {
+                break;
+            }
+            j = a.jaxpr(k).parent;
+        }
+    }
+    out
+}
+
+/// A static type as JAX prints it (a reference's: the array it holds).
+fn ty_text(t: &AType, at: TextRange) -> LowerResult<String> {
+    let dt = elem(t, at)?;
+    let dims = static_shape(t, at)?;
+    Ok(format!("{dt}[{}]", join(&dims)))
+}
+
+fn static_shape(t: &AType, at: TextRange) -> LowerResult<Vec<i64>> {
+    t.shape
+        .iter()
+        .map(|d| match d {
+            Dim::Const(c) => Ok(*c),
+            _ => err(
+                at,
+                "a reference or kernel block of a symbolic shape is not built (its slices need static sizes)",
+            ),
+        })
+        .collect()
+}
+
+fn join(xs: &[i64]) -> String {
+    xs.iter().map(i64::to_string).collect::<Vec<_>>().join(",")
+}
+
+fn tuple(xs: &[i64]) -> String {
+    match xs {
+        [x] => format!("({x},)"),
+        _ => format!(
+            "({})",
+            xs.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
+/// One dimension of an indexed block: its start (an `i32[]` atom), its
+/// size, and whether a scalar index drops it.
+struct Span {
+    start: String,
+    size: i64,
+    dropped: bool,
+}
+
+fn i32_lit(v: i64) -> String {
+    format!("{v}:i32[]")
+}
+
+impl<'t> Emitter<'t> {
+    fn name(&mut self) -> String {
+        self.fresh += 1;
+        format!("r{}", self.fresh)
+    }
+
+    fn bind_fresh(&mut self, env: &mut Env, v: VarId) -> String {
+        let n = self.name();
+        env.insert(v, n.clone());
+        n
+    }
+
+    /// Emits `n:ty = rest` and gives `n`.
+    fn line(&mut self, ty: &str, rest: &str) -> String {
+        let n = self.name();
+        writeln!(self.out, "    {n}:{ty} = {rest}").unwrap();
+        n
+    }
+
+    /// The atom an operand stands for.
+    fn atom(&self, env: &Env, x: &Atom) -> LowerResult<String> {
+        if untyped_literal_text(self.syntax, x).is_some() {
+            return Ok(self.slice(x.range()).to_string());
+        }
+        match x {
+            Atom::Lit(l) => Ok(self.slice(l.range).to_string()),
+            Atom::Var(n) => {
+                let Some(v) = self.syntax.use_at(n.range.start) else {
+                    if &*n.text == "_" {
+                        return crate::walk::unnamed_value(n.range);
+                    }
+                    return crate::internal(n.range, format!("`{}` is not resolved", n.text));
+                };
+                match self.env_get(env, v) {
+                    Some(s) => Ok(s),
+                    None => crate::internal(n.range, format!("`{}` has no value here", n.text)),
+                }
+            }
+        }
+    }
+
+    fn env_get(&self, env: &Env, v: VarId) -> Option<String> {
+        env.get(&v).cloned()
+    }
+
+    fn slice(&self, r: TextRange) -> &'t str {
+        &self.text[r.start as usize..r.end as usize]
+    }
+
+    /// Emits the equations of jaxpr `j` (its binders bound in `env`) and
+    /// gives the atoms of its outputs. `top`: record where each equation
+    /// came from.
+    fn body(&mut self, j: JaxprId, env: &mut Env, top: bool) -> LowerResult<Vec<String>> {
+        let (eqns, outvars) = self.syntax.body(self.a, j)?;
+        for (e, id) in eqns {
+            let start = self.out.len() as u32;
+            self.eqn(e, id, env)?;
+            if top {
+                self.spans.push((start, self.out.len() as u32, e.range));
+            }
+        }
+        outvars
+            .iter()
+            .map(|o| {
+                if o.is_dropped() {
+                    return err(o.range(), "an output printed `_` is not built here");
+                }
+                self.atom(env, o)
+            })
+            .collect()
+    }
+
+    fn is_ref(&self, v: VarId) -> bool {
+        self.a
+            .var(v)
+            .ty
+            .dtype
+            .as_ref()
+            .is_some_and(|d| d.as_reference().is_some())
+    }
+
+    fn operand_var(&self, x: &Atom) -> Option<VarId> {
+        match x {
+            Atom::Var(n) => self.syntax.use_at(n.range.start),
+            Atom::Lit(_) => None,
+        }
+    }
+
+    fn eqn(&mut self, e: &ast::Eqn, id: EqnId, env: &mut Env) -> LowerResult<()> {
+        let info = self.a.eqn(id);
+        let outs = info.outs.clone();
+        let name = e.primitive.text.as_ref();
+        let at = e.primitive.range;
+        if let Some(st) = e.state.as_deref() {
+            return self.state(e, st, &outs, env);
+        }
+        match name {
+            "new_ref" | "mutable_array" | "freeze" => {
+                let x = self.atom(env, &e.args[0])?;
+                if let Some(Some(v)) = outs.first() {
+                    env.insert(*v, x);
+                }
+                Ok(())
+            }
+            "program_id" | "num_programs" => {
+                let Some((point, grid)) = self.grid.last() else {
+                    return err(at, format!("`{name}` outside a Pallas kernel is not built"));
+                };
+                let axis = e.param("axis").and_then(|p| p.value.as_int()).unwrap_or(-1);
+                let Some(k) = usize::try_from(axis).ok().filter(|&k| k < grid.len()) else {
+                    return err(at, format!("`axis={axis}` is not an axis of the grid"));
+                };
+                let v = if name == "program_id" {
+                    point[k]
+                } else {
+                    grid[k]
+                };
+                if let Some(Some(o)) = outs.first() {
+                    env.insert(*o, i32_lit(v));
+                }
+                Ok(())
+            }
+            "run_state" => self.run_state(e, id, &outs, env),
+            "pallas_call" => self.pallas_call(e, id, &outs, env),
+            "for" => self.for_loop(e, id, &outs, env),
+            _ => {
+                let refs: Vec<usize> = (0..e.args.len())
+                    .filter(|&i| self.operand_var(&e.args[i]).is_some_and(|v| self.is_ref(v)))
+                    .collect();
+                let inner = self
+                    .a
+                    .eqn(id)
+                    .callees
+                    .iter()
+                    .any(|(_, j)| self.stateful.contains(j));
+                if refs.is_empty() && !inner {
+                    return self.copy(e, &outs, env);
+                }
+                if jaxpr_check::registry::call_params(name).is_some() {
+                    return self.inline(e, id, &outs, env);
+                }
+                match name {
+                    "cond" => self.cond(e, id, &outs, env, &refs),
+                    "scan" => self.scan(e, id, &outs, env, &refs),
+                    _ if refs.is_empty() => err(
+                        at,
+                        format!(
+                            "a reference or kernel inside `{name}` is not built (only inside `pjit`, `closed_call`, `cond`, `scan`, `run_state` and kernels)"
+                        ),
+                    ),
+                    _ => err(
+                        at,
+                        format!(
+                            "a reference passed to `{name}` is not built (only `cond`, `scan`, `run_state` and `pallas_call` take references here)"
+                        ),
+                    ),
+                }
+            }
+        }
+    }
+
+    /// An equation without references, as printed, its binders renamed.
+    fn copy(&mut self, e: &ast::Eqn, outs: &[Option<VarId>], env: &mut Env) -> LowerResult<()> {
+        let mut line = String::from("    ");
+        for (b, v) in e.outs.iter().zip(outs) {
+            let ty = &self.text[b.name.range.end as usize..b.range.end as usize];
+            match v {
+                Some(v) if !b.is_dropped() => {
+                    let n = self.bind_fresh(env, *v);
+                    write!(line, "{n}{ty} ").unwrap();
+                }
+                _ => write!(line, "_{ty} ").unwrap(),
+            }
+        }
+        if !e.outs.is_empty() {
+            line.push_str("= ");
+        }
+        let head_end = e.params_range.map_or(e.primitive.range.end, |r| r.end);
+        line.push_str(&self.text[e.primitive.range.start as usize..head_end as usize]);
+        for x in e.args.iter() {
+            line.push(' ');
+            line.push_str(&self.atom(env, x)?);
+        }
+        line.push('\n');
+        self.out.push_str(&line);
+        Ok(())
+    }
+
+    /// The block of reference `r` (type `ty`) that `place`'s indexers select.
+    fn spans(&mut self, place: &ast::RefPlace, ty: &AType, env: &Env) -> LowerResult<Vec<Span>> {
+        let shape = static_shape(ty, place.range)?;
+        let ix = match &*place.transforms {
+            [] => {
+                return Ok(shape
+                    .iter()
+                    .map(|&n| Span {
+                        start: i32_lit(0),
+                        size: n,
+                        dropped: false,
+                    })
+                    .collect());
+            }
+            [RefTransform::Index(ix, _)] => ix,
+            _ => {
+                return err(
+                    place.range,
+                    "a reference with transforms other than one indexer (`{bitcast}`, `{reshape}`, chained indexers) is not built",
+                );
+            }
+        };
+        let int = |a: &Atom| match a {
+            Atom::Lit(l) => l.value.parse::<i64>().ok(),
+            _ => None,
+        };
+        let mut out = Vec::new();
+        for (i, &n) in ix.iter().zip(&shape) {
+            out.push(match i {
+                Indexer::At(x) => {
+                    let start = match int(x) {
+                        Some(c) => i32_lit(c),
+                        None => self.index(x, env)?,
+                    };
+                    Span {
+                        start,
+                        size: 1,
+                        dropped: true,
+                    }
+                }
+                Indexer::Slice {
+                    start,
+                    stop,
+                    plus,
+                    range,
+                } => {
+                    let s0 = start.as_ref().map_or(Some(0), int);
+                    let size = match (stop, plus) {
+                        (Some(x), true) => int(x),
+                        (None, _) => s0.map(|s| n - s),
+                        (Some(x), false) => int(x).zip(s0).map(|(e, s)| e - s),
+                    };
+                    let Some(size) = size else {
+                        return err(*range, "a slice of a size that is not an integer is not built");
+                    };
+                    if size != n || s0 != Some(0) {
+                        return err(
+                            *range,
+                            format!("this slice takes part of a dimension of {n}, and JAX prints no stride (`pl.ds(start, size, stride)` prints as `start:start+size`), so the text does not say which elements it takes: not built"),
+                        );
+                    }
+                    Span {
+                        start: i32_lit(0),
+                        size,
+                        dropped: false,
+                    }
+                }
+            });
+        }
+        Ok(out)
+    }
+
+    /// A scalar index as an `i32[]` atom.
+    fn index(&mut self, x: &Atom, env: &Env) -> LowerResult<String> {
+        let s = self.atom(env, x)?;
+        let Some(v) = self.operand_var(x) else {
+            return Ok(s);
+        };
+        let t = &self.a.var(v).ty;
+        if !t.shape.is_empty() {
+            return err(
+                x.range(),
+                "an array of indices (a gather) into a reference is not built",
+            );
+        }
+        match &t.dtype {
+            Some(DType::Int(32)) => Ok(s),
+            Some(d) if d.is_int() => Ok(self.line(
+                "i32[]",
+                &format!("convert_element_type[new_dtype=int32 weak_type=False] {s}"),
+            )),
+            _ => err(x.range(), "an index that is not an integer is not built"),
+        }
+    }
+
+    /// Emits the block `spans` of `whole` (dtype `dt`): its atom.
+    fn load(&mut self, dt: &DType, whole: &str, full: &[i64], spans: &[Span]) -> String {
+        let sizes: Vec<i64> = spans.iter().map(|s| s.size).collect();
+        let is_whole = sizes == full && spans.iter().all(|s| s.start == i32_lit(0) && !s.dropped);
+        if is_whole {
+            return whole.to_string();
+        }
+        let starts: Vec<&str> = spans.iter().map(|s| s.start.as_str()).collect();
+        let block = self.line(
+            &format!("{dt}[{}]", join(&sizes)),
+            &format!(
+                "dynamic_slice[slice_sizes={}] {whole} {}",
+                tuple(&sizes),
+                starts.join(" ")
+            ),
+        );
+        let kept: Vec<i64> = spans
+            .iter()
+            .filter(|s| !s.dropped)
+            .map(|s| s.size)
+            .collect();
+        if kept.len() == sizes.len() {
+            return block;
+        }
+        self.line(
+            &format!("{dt}[{}]", join(&kept)),
+            &format!(
+                "reshape[dimensions=None new_sizes={} sharding=None] {block}",
+                tuple(&kept)
+            ),
+        )
+    }
+
+    /// Emits `whole` with block `spans` replaced by `value`: its atom.
+    fn store(
+        &mut self,
+        dt: &DType,
+        whole: &str,
+        full: &[i64],
+        spans: &[Span],
+        value: &str,
+    ) -> String {
+        let sizes: Vec<i64> = spans.iter().map(|s| s.size).collect();
+        let is_whole = sizes == full && spans.iter().all(|s| s.start == i32_lit(0) && !s.dropped);
+        if is_whole {
+            return value.to_string();
+        }
+        let mut value = value.to_string();
+        if spans.iter().any(|s| s.dropped) {
+            value = self.line(
+                &format!("{dt}[{}]", join(&sizes)),
+                &format!(
+                    "reshape[dimensions=None new_sizes={} sharding=None] {value}",
+                    tuple(&sizes)
+                ),
+            );
+        }
+        let starts: Vec<&str> = spans.iter().map(|s| s.start.as_str()).collect();
+        self.line(
+            &format!("{dt}[{}]", join(full)),
+            &format!("dynamic_update_slice {whole} {value} {}", starts.join(" ")),
+        )
+    }
+
+    fn state(
+        &mut self,
+        e: &ast::Eqn,
+        st: &ast::StateAccess,
+        outs: &[Option<VarId>],
+        env: &mut Env,
+    ) -> LowerResult<()> {
+        if st.mask.is_some() || st.other.is_some() {
+            return err(
+                st.place.range,
+                "a masked load or store (`mask=`) is not built yet",
+            );
+        }
+        let Some(r) = self.operand_var(&e.args[0]) else {
+            return crate::internal(st.place.range, "the reference is not resolved");
+        };
+        let rty = self.a.var(r).ty.clone();
+        let dt = elem(&rty, st.place.range)?;
+        let full = static_shape(&rty, st.place.range)?;
+        let whole = self.atom(env, &e.args[0])?;
+        let spans = self.spans(&st.place, &rty, env)?;
+        let old = match st.kind {
+            StateKind::Store => None,
+            _ => Some(self.load(&dt, &whole, &full, &spans)),
+        };
+        if let (Some(old), Some(Some(o))) = (&old, outs.first()) {
+            env.insert(*o, old.clone());
+        }
+        let Some(value) = &st.value else {
+            return Ok(());
+        };
+        let mut value = self.atom(env, value)?;
+        if st.kind == StateKind::AddUpdate {
+            let kept: Vec<i64> = spans
+                .iter()
+                .filter(|s| !s.dropped)
+                .map(|s| s.size)
+                .collect();
+            let old = old.unwrap_or_default();
+            value = self.line(
+                &format!("{dt}[{}]", join(&kept)),
+                &format!("add {old} {value}"),
+            );
+        }
+        let new = self.store(&dt, &whole, &full, &spans, &value);
+        env.insert(r, new);
+        Ok(())
+    }
+
+    fn callee(&self, id: EqnId, param: &str, at: TextRange) -> LowerResult<Vec<JaxprId>> {
+        let js: Vec<JaxprId> = self
+            .a
+            .eqn(id)
+            .callees
+            .iter()
+            .filter(|(p, _)| p.as_str() == param)
+            .map(|(_, j)| *j)
+            .collect();
+        if js.is_empty() {
+            return crate::internal(at, format!("no checked `{param}` jaxpr"));
+        }
+        Ok(js)
+    }
+
+    /// `run_state`: its body inline, each binder holding an operand.
+    fn run_state(
+        &mut self,
+        e: &ast::Eqn,
+        id: EqnId,
+        outs: &[Option<VarId>],
+        env: &mut Env,
+    ) -> LowerResult<()> {
+        let j = self.callee(id, "jaxpr", e.primitive.range)?[0];
+        let binders = self.a.jaxpr(j).invars.clone();
+        for (&b, x) in binders.iter().zip(e.args.iter()) {
+            let v = self.atom(env, x)?;
+            env.insert(b, v);
+        }
+        self.body(j, env, false)?;
+        for (o, b) in outs.iter().zip(&binders) {
+            if let Some(o) = o {
+                let v = env[b].clone();
+                env.insert(*o, v);
+            }
+        }
+        Ok(())
+    }
+
+    /// A call (`pjit`, `closed_call`) of a jaxpr with references or
+    /// kernels: its body inline.
+    fn inline(
+        &mut self,
+        e: &ast::Eqn,
+        id: EqnId,
+        outs: &[Option<VarId>],
+        env: &mut Env,
+    ) -> LowerResult<()> {
+        let callees = &self.a.eqn(id).callees;
+        let params = jaxpr_check::registry::call_params(&e.primitive.text).unwrap_or_default();
+        let Some(j) = params.iter().find_map(|p| {
+            callees
+                .iter()
+                .find(|(q, _)| q.as_str() == *p)
+                .map(|(_, j)| *j)
+        }) else {
+            return crate::internal(e.primitive.range, "a call without its jaxpr");
+        };
+        let binders = crate::walk::nested_binders(self.a, j, e.args.len(), e.primitive.range)?;
+        let mut inner = Env::default();
+        for (&b, x) in binders.iter().zip(e.args.iter()) {
+            inner.insert(b, self.atom(env, x)?);
+        }
+        let results = self.body(j, &mut inner, false)?;
+        for (o, r) in outs.iter().zip(results) {
+            if let Some(o) = o {
+                env.insert(*o, r);
+            }
+        }
+        Ok(())
+    }
+
+    /// A nested jaxpr whose reference binders take values: `{ lambda ;
+    /// binders. let ... in (outputs, final values of refs) }`, its binders
+    /// in `order` (indices into its invars).
+    fn nested(
+        &mut self,
+        j: JaxprId,
+        order: &[usize],
+        ref_outs: &[usize],
+        lead: usize,
+    ) -> LowerResult<String> {
+        let saved = std::mem::take(&mut self.out);
+        let info = self.a.jaxpr(j).clone();
+        let at = info.range;
+        if !info.constvars.is_empty() {
+            return err(at, "a nested jaxpr with constants is not built here");
+        }
+        let mut env = Env::default();
+        let mut head = String::from("{ lambda ; ");
+        for &k in order {
+            let v = info.invars[k];
+            let n = self.bind_fresh(&mut env, v);
+            write!(head, "{n}:{} ", ty_text(&self.a.var(v).ty, at)?).unwrap();
+        }
+        head.push_str(". let\n");
+        let outs = self.body(j, &mut env, false)?;
+        let mut results: Vec<String> = ref_outs
+            .iter()
+            .map(|&k| env[&info.invars[k]].clone())
+            .collect();
+        // The outputs before the references' values (`lead` of them), then
+        // the references', then the rest.
+        let rest = outs[lead..].to_vec();
+        let mut all = outs[..lead].to_vec();
+        all.append(&mut results);
+        all.extend(rest);
+        let body = std::mem::replace(&mut self.out, saved);
+        Ok(format!(
+            "{head}{body}      in ({}{}) }}",
+            all.join(", "),
+            if all.len() == 1 { "," } else { "" }
+        ))
+    }
+
+    /// Binders for the results: the original ones renamed, and one for
+    /// each reference's final value (the reference then names it).
+    fn result_binders(
+        &mut self,
+        e: &ast::Eqn,
+        outs: &[Option<VarId>],
+        env: &mut Env,
+    ) -> Vec<String> {
+        e.outs
+            .iter()
+            .zip(outs)
+            .map(|(b, v)| {
+                let ty = &self.text[b.name.range.end as usize..b.range.end as usize];
+                match v {
+                    Some(v) if !b.is_dropped() => {
+                        let n = self.bind_fresh(env, *v);
+                        format!("{n}{ty}")
+                    }
+                    _ => format!("_{ty}"),
+                }
+            })
+            .collect()
+    }
+
+    fn ref_binders(
+        &mut self,
+        e: &ast::Eqn,
+        refs: &[usize],
+        env: &mut Env,
+    ) -> LowerResult<Vec<String>> {
+        refs.iter()
+            .map(|&i| {
+                let v = self
+                    .operand_var(&e.args[i])
+                    .expect("a reference operand is a variable");
+                let t = ty_text(&self.a.var(v).ty, e.args[i].range())?;
+                let n = self.name();
+                env.insert(v, n.clone());
+                Ok(format!("{n}:{t}"))
+            })
+            .collect()
+    }
+
+    /// Other parameters as printed, but those in `skip`.
+    fn params_except(&self, e: &ast::Eqn, skip: &[&str]) -> String {
+        e.params
+            .iter()
+            .filter(|p| !skip.contains(&p.name.text.as_ref()))
+            .map(|p| self.slice(p.range))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// `cond` with references among its operands: each branch returns their
+    /// final values after its results.
+    fn cond(
+        &mut self,
+        e: &ast::Eqn,
+        id: EqnId,
+        outs: &[Option<VarId>],
+        env: &mut Env,
+        refs: &[usize],
+    ) -> LowerResult<()> {
+        let branches = self.callee(id, "branches", e.primitive.range)?;
+        // Operand 0 is the branch index; the branches take the rest.
+        let ops: Vec<usize> = (0..e.args.len() - 1).collect();
+        let ref_ins: Vec<usize> = refs.iter().map(|&i| i - 1).collect();
+        let nout = outs.len();
+        let mut texts = Vec::new();
+        for &b in &branches {
+            texts.push(self.nested(b, &ops, &ref_ins, nout)?);
+        }
+        let args: Vec<String> = e
+            .args
+            .iter()
+            .map(|x| self.atom(env, x))
+            .collect::<LowerResult<_>>()?;
+        let mut binders = self.result_binders(e, outs, env);
+        binders.extend(self.ref_binders(e, refs, env)?);
+        let params = self.params_except(e, &["branches"]);
+        writeln!(
+            self.out,
+            "    {} = cond[branches=(\n{}\n    ) {params}] {}",
+            binders.join(" "),
+            texts.join("\n"),
+            args.join(" ")
+        )
+        .unwrap();
+        Ok(())
+    }
+
+    /// `scan` with references among its constants: they become carries.
+    fn scan(
+        &mut self,
+        e: &ast::Eqn,
+        id: EqnId,
+        outs: &[Option<VarId>],
+        env: &mut Env,
+        refs: &[usize],
+    ) -> LowerResult<()> {
+        let at = e.primitive.range;
+        let int = |n: &str| e.param(n).and_then(|p| p.value.as_int());
+        let (Some(nconsts), Some(ncarry)) = (int("num_consts"), int("num_carry")) else {
+            return crate::internal(at, "`scan` without `num_consts` and `num_carry`");
+        };
+        let (nconsts, ncarry) = (nconsts as usize, ncarry as usize);
+        if refs.iter().any(|&i| i >= nconsts) {
+            return err(
+                at,
+                "a reference carried or scanned over by `scan` is not built (only references among its constants)",
+            );
+        }
+        let body = self.callee(id, "jaxpr", at)?[0];
+        let consts: Vec<usize> = (0..nconsts).filter(|i| !refs.contains(i)).collect();
+        let mut order = consts.clone();
+        order.extend(refs);
+        order.extend(nconsts..e.args.len());
+        // `linear` (JAX <= 0.5) has one flag per operand: in the new order.
+        let linear = match e.param("linear") {
+            None => String::new(),
+            Some(p) => match p.value.as_seq() {
+                Some(flags) if flags.len() == e.args.len() => {
+                    let flags: Vec<&str> =
+                        order.iter().map(|&i| self.slice(flags[i].range)).collect();
+                    format!(
+                        "linear=({}{}) ",
+                        flags.join(", "),
+                        if flags.len() == 1 { "," } else { "" }
+                    )
+                }
+                _ => return err(p.range, "a `linear` of another length than the operands"),
+            },
+        };
+        let text = self.nested(body, &order, refs, 0)?;
+        let args: Vec<String> = order
+            .iter()
+            .map(|&i| self.atom(env, &e.args[i]))
+            .collect::<LowerResult<_>>()?;
+        let mut binders = self.ref_binders(e, refs, env)?;
+        binders.extend(self.result_binders(e, outs, env));
+        let params = self.params_except(e, &["jaxpr", "num_consts", "num_carry", "linear"]);
+        writeln!(
+            self.out,
+            "    {} = scan[jaxpr={text} {linear}num_consts={} num_carry={} {params}] {}",
+            binders.join(" "),
+            consts.len(),
+            ncarry + refs.len(),
+            args.join(" ")
+        )
+        .unwrap();
+        Ok(())
+    }
+
+    /// The older `for` (`jax/_src/lax/control_flow/for_loop.py`, whose
+    /// discharge is a `scan`): a `scan` carrying the step and the arrays,
+    /// the body seeing step `i` (`nsteps - 1 - i` when `reverse`).
+    fn for_loop(
+        &mut self,
+        e: &ast::Eqn,
+        id: EqnId,
+        outs: &[Option<VarId>],
+        env: &mut Env,
+    ) -> LowerResult<()> {
+        let at = e.primitive.range;
+        let body = self.callee(id, "jaxpr", at)?[0];
+        let Some(nsteps) = e.param("nsteps").and_then(|p| p.value.as_int()) else {
+            return err(at, "a `for` without an integer `nsteps` is not built");
+        };
+        let reverse = e
+            .param("reverse")
+            .is_some_and(|p| matches!(&p.value.kind, ExprKind::Path(x) if x.as_ref() == "True"));
+        let info = self.a.jaxpr(body).clone();
+        if info.invars.len() != e.args.len() + 1 || !info.constvars.is_empty() {
+            return crate::internal(
+                info.range,
+                "the body of `for` takes the step and one reference per operand",
+            );
+        }
+        let saved = std::mem::take(&mut self.out);
+        let mut inner = Env::default();
+        let step = self.name();
+        let mut head = format!("{{ lambda ; {step}:i32[] ");
+        for &v in &info.invars[1..] {
+            let n = self.bind_fresh(&mut inner, v);
+            write!(head, "{n}:{} ", ty_text(&self.a.var(v).ty, info.range)?).unwrap();
+        }
+        head.push_str(". let\n");
+        let i = if reverse {
+            self.line("i32[]", &format!("sub {}:i32[] {step}", nsteps - 1))
+        } else {
+            step.clone()
+        };
+        inner.insert(info.invars[0], i);
+        self.body(body, &mut inner, false)?;
+        let next = self.line("i32[]", &format!("add {step} 1:i32[]"));
+        let mut results = vec![next];
+        results.extend(info.invars[1..].iter().map(|v| inner[v].clone()));
+        let text = std::mem::replace(&mut self.out, saved);
+        let args: Vec<String> = e
+            .args
+            .iter()
+            .map(|x| self.atom(env, x))
+            .collect::<LowerResult<_>>()?;
+        let mut binders = vec!["_:i32[]".to_string()];
+        binders.extend(self.result_binders(e, outs, env));
+        writeln!(
+            self.out,
+            "    {} = scan[jaxpr={head}{text}      in ({}) }} length={nsteps} linear=({}) num_consts=0 num_carry={} reverse=False unroll=1] 0:i32[] {}",
+            binders.join(" "),
+            results.join(", "),
+            vec!["False"; args.len() + 1].join(", "),
+            args.len() + 1,
+            args.join(" ")
+        )
+        .unwrap();
+        Ok(())
+    }
+
+    /// `pallas_call`: the kernel inline at each grid point.
+    fn pallas_call(
+        &mut self,
+        e: &ast::Eqn,
+        id: EqnId,
+        outs: &[Option<VarId>],
+        env: &mut Env,
+    ) -> LowerResult<()> {
+        let at = e.primitive.range;
+        let kernel = self.callee(id, "jaxpr", at)?[0];
+        let gm = e.param("grid_mapping").map(|p| &p.value);
+        let Some(gm) = gm else {
+            return err(at, "`pallas_call` without `grid_mapping` is not built");
+        };
+        for f in [
+            "num_index_operands",
+            "num_scalar_prefetch",
+            "num_constant_operands",
+        ] {
+            if gm.field(f).and_then(Expr::as_int).is_some_and(|n| n != 0) {
+                return err(gm.range, format!("a kernel with `{f}` is not built"));
+            }
+        }
+        let grid: Vec<i64> = match gm.field("grid") {
+            Some(g) => match g.as_int_seq() {
+                Some(g) => g,
+                None => {
+                    return err(
+                        g.range,
+                        "a grid that is not a tuple of integers is not built",
+                    );
+                }
+            },
+            None if matches!(gm.kind, ExprKind::Str(_)) => {
+                return err(
+                    gm.range,
+                    "this `grid_mapping` (as JAX 0.4.38 to 0.5 prints it, with `MemRef<...>{...}` block avals) is kept as text by the parser: its grid and block mappings are not read, so the kernel is not built",
+                );
+            }
+            None => return err(gm.range, "`grid_mapping` without `grid` is not built"),
+        };
+        let points: i64 = grid.iter().product();
+        if points as usize > MAX_GRID_POINTS {
+            return err(
+                gm.range,
+                format!(
+                    "a grid of {points} points is not built (at most {MAX_GRID_POINTS}: the kernel is unrolled)"
+                ),
+            );
+        }
+        let maps = gm
+            .field("block_mappings")
+            .and_then(Expr::as_seq)
+            .unwrap_or_default();
+        // The arrays: operands, then results.
+        let eq_outs: Vec<AType> = crate::walk::result_types(self.a, e, id);
+        let mut arrays: Vec<(String, AType)> = Vec::new();
+        for x in e.args.iter() {
+            let v = self.operand_var(x);
+            let ty = match v {
+                Some(v) => self.a.var(v).ty.clone(),
+                None => return err(x.range(), "a literal operand of a kernel is not built"),
+            };
+            arrays.push((self.atom(env, x)?, ty));
+        }
+        let nin = arrays.len();
+        let aliases = e
+            .param("input_output_aliases")
+            .and_then(|p| p.value.as_seq())
+            .unwrap_or_default();
+        let mut alias_of: HashMap<usize, usize> = HashMap::default();
+        for pair in aliases {
+            let Some([i, o]) = pair.as_int_seq().and_then(|v| <[i64; 2]>::try_from(v).ok()) else {
+                return err(pair.range, "an alias that is not a pair of integers");
+            };
+            alias_of.insert(o as usize, i as usize);
+        }
+        for (k, t) in eq_outs.iter().enumerate() {
+            let init = match alias_of.get(&k) {
+                Some(&i) if i < nin => arrays[i].0.clone(),
+                _ => self.zeros(t, at)?,
+            };
+            arrays.push((init, t.clone()));
+        }
+        if maps.len() != arrays.len() {
+            return err(
+                gm.range,
+                format!(
+                    "`grid_mapping` has {} block mappings for {} operands and results: not built",
+                    maps.len(),
+                    arrays.len()
+                ),
+            );
+        }
+        // Each block: its sizes (None: a squeezed dimension, size 1) and index map.
+        let mut blocks = Vec::new();
+        for (m, (_, ty)) in maps.iter().zip(&arrays) {
+            let full = static_shape(ty, m.range)?;
+            let sizes: Vec<Option<i64>> = match m.field("block_shape") {
+                None => full.iter().map(|&n| Some(n)).collect(),
+                Some(s) if s.is_none() => full.iter().map(|&n| Some(n)).collect(),
+                Some(s) => match s.as_seq() {
+                    Some(ds) => ds.iter().map(block_size).collect::<LowerResult<_>>()?,
+                    None => return err(s.range, "a block shape that is not a tuple is not built"),
+                },
+            };
+            if sizes.len() != full.len() {
+                return err(m.range, "a block shape of another rank than its array");
+            }
+            if let Some(mode) = m.field("indexing_mode")
+                && !matches!(&mode.kind, ExprKind::Str(s) if s.contains("Blocked"))
+            {
+                return err(
+                    mode.range,
+                    "a block mapping whose indexing mode is not `Blocked` is not built",
+                );
+            }
+            let map = index_map(m)?;
+            let whole = sizes.iter().zip(&full).all(|(s, n)| s.unwrap_or(1) == *n);
+            if map.is_none() && !whole {
+                return err(
+                    m.range,
+                    format!(
+                        "this block ({}) is not the whole array ({}) and `grid_mapping` does not print its index map (JAX >= 0.6 prints block shapes only), so the text does not say which block each grid point reads or writes; JAX <= 0.5 prints them (`index_map_jaxpr=`)",
+                        sizes
+                            .iter()
+                            .map(|s| s.map_or("None".into(), |x| x.to_string()))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        full.iter()
+                            .map(i64::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                );
+            }
+            blocks.push((sizes, full, map));
+        }
+        let kinfo = self.a.jaxpr(kernel).clone();
+        if !kinfo.constvars.is_empty() {
+            return err(kinfo.range, "a kernel with constants is not built");
+        }
+        if kinfo.invars.len() < arrays.len() {
+            return crate::internal(
+                kinfo.range,
+                "the kernel has fewer binders than operands and results",
+            );
+        }
+        for p in 0..points {
+            // Row-major: the last grid axis moves fastest.
+            let mut point = vec![0; grid.len()];
+            let mut rest = p;
+            for k in (0..grid.len()).rev() {
+                point[k] = rest % grid[k];
+                rest /= grid[k];
+            }
+            let mut kenv = Env::default();
+            let mut placed = Vec::new();
+            for (k, (sizes, full, map)) in blocks.iter().enumerate() {
+                let idx: Vec<i64> = match map {
+                    Some(m) => m.eval(&point, maps[k].range)?,
+                    None => vec![0; full.len()],
+                };
+                let spans: Vec<Span> = sizes
+                    .iter()
+                    .zip(&idx)
+                    .map(|(s, i)| Span {
+                        start: i32_lit(i * s.unwrap_or(1)),
+                        size: s.unwrap_or(1),
+                        dropped: s.is_none(),
+                    })
+                    .collect();
+                let dt = elem(&arrays[k].1, at)?;
+                let block = self.load(&dt, &arrays[k].0, full, &spans);
+                kenv.insert(kinfo.invars[k], block);
+                placed.push((dt, spans));
+            }
+            for &v in &kinfo.invars[arrays.len()..] {
+                let ty = self.a.var(v).ty.clone();
+                let z = self.zeros(&ty, at)?;
+                kenv.insert(v, z);
+            }
+            self.grid.push((point, grid.clone()));
+            self.body(kernel, &mut kenv, false)?;
+            self.grid.pop();
+            for (k, (dt, spans)) in placed.iter().enumerate() {
+                let block = kenv[&kinfo.invars[k]].clone();
+                let new = self.store(dt, &arrays[k].0.clone(), &blocks[k].1, spans, &block);
+                arrays[k].0 = new;
+            }
+        }
+        for (o, (v, _)) in outs.iter().zip(&arrays[nin..]) {
+            if let Some(o) = o {
+                env.insert(*o, v.clone());
+            }
+        }
+        Ok(())
+    }
+
+    /// Zeros of type `t` (a reference's: of the array it holds).
+    fn zeros(&mut self, t: &AType, at: TextRange) -> LowerResult<String> {
+        let dt = elem(t, at)?;
+        let shape = static_shape(t, at)?;
+        let zero = match dt {
+            DType::Bool => "False".to_string(),
+            ref d if d.is_int() => "0".to_string(),
+            DType::Float(_) => "0.0".to_string(),
+            ref d => return err(at, format!("a kernel buffer of {d} is not built")),
+        };
+        Ok(self.line(
+            &format!("{dt}[{}]", join(&shape)),
+            &format!(
+                "broadcast_in_dim[broadcast_dimensions=() shape={} sharding=None] {zero}:{dt}[]",
+                tuple(&shape)
+            ),
+        ))
+    }
+}
+
+/// The element dtype of an array or reference type (JAX 0.4's
+/// `MemRef<None>{float32[4,8]}` names it as numpy does).
+fn elem(t: &AType, at: TextRange) -> LowerResult<DType> {
+    match &t.dtype {
+        Some(d) => Ok(match d.as_reference() {
+            None => d.clone(),
+            Some((_, DType::Other(s))) => DType::from_numpy(&s).unwrap_or(DType::Other(s)),
+            Some((_, e)) => e,
+        }),
+        None => crate::internal(at, "a type without a dtype"),
+    }
+}
+
+fn refused(range: TextRange, message: &str) -> LowerError {
+    LowerError {
+        range,
+        message: message.into(),
+        help: None,
+        kind: LowerErrorKind::Refused,
+    }
+}
+
+/// One printed block dimension: `Some(size)`, or `None` for a squeezed one.
+fn block_size(e: &Expr) -> LowerResult<Option<i64>> {
+    if let Some(n) = e.as_int() {
+        return Ok(Some(n));
+    }
+    match &e.kind {
+        ExprKind::Path(p) if p.as_ref() == "None" => Ok(None),
+        ExprKind::Call(c) if c.callee.as_ref() == "Squeezed" => Ok(None),
+        ExprKind::Str(s) if s.contains("core.Mapped ") || s.contains("core.Squeezed ") => Ok(None),
+        ExprKind::Call(c) if c.callee.as_ref() == "Blocked" => {
+            match e.field("block_size").and_then(Expr::as_int) {
+                Some(n) => Ok(Some(n)),
+                None => err(
+                    e.range,
+                    "a `Blocked` block without an integer size is not built",
+                ),
+            }
+        }
+        _ => err(
+            e.range,
+            "this block dimension (`Element`, `BoundedSlice` or another indexing mode) is not built",
+        ),
+    }
+}
+
+/// An index map as JAX <= 0.5 prints it (`index_map_jaxpr={ lambda ; a:i32[] b:i32[]. let  in (a, 0) }`):
+/// each output a grid index or an integer.
+struct IndexMap {
+    outs: Vec<Result<usize, i64>>,
+}
+
+fn index_map(m: &Expr) -> LowerResult<Option<IndexMap>> {
+    let Some(f) = m.field("index_map_jaxpr") else {
+        return Ok(None);
+    };
+    let ExprKind::Jaxpr(j) = &f.kind else {
+        return err(f.range, "an index map that is not a jaxpr is not built");
+    };
+    if !j.eqns.is_empty() || !j.constvars.is_empty() {
+        return err(
+            f.range,
+            "an index map with equations is not built yet (only maps returning grid indices and integers)",
+        );
+    }
+    let names: Vec<&str> = j.invars.iter().map(|b| &*b.name.text).collect();
+    let outs = j
+        .outvars
+        .iter()
+        .map(|o| match o {
+            Atom::Lit(l) => l
+                .value
+                .parse::<i64>()
+                .map(Err)
+                .map_err(|_| refused(l.range, "an index map output that is not an integer")),
+            Atom::Var(n) => names
+                .iter()
+                .position(|x| *x == &*n.text)
+                .map(Ok)
+                .ok_or_else(|| refused(n.range, "an index map output that is not a grid index")),
+        })
+        .collect::<LowerResult<_>>()?;
+    Ok(Some(IndexMap { outs }))
+}
+
+impl IndexMap {
+    fn eval(&self, point: &[i64], at: TextRange) -> LowerResult<Vec<i64>> {
+        self.outs
+            .iter()
+            .map(|o| match o {
+                Ok(k) => point.get(*k).copied().map_or_else(
+                    || err(at, "an index map takes more indices than the grid has"),
+                    Ok,
+                ),
+                Err(c) => Ok(*c),
+            })
+            .collect()
+    }
+}
