@@ -150,8 +150,13 @@ pub fn check_source(source: Source, keep: Keep) -> Outcome {
                 out.parse = Some(whole);
                 return out;
             }
-            if let (Keeping::Everything(eqns), Some(m)) = (&mut run.keep, &mut parse.file.main) {
-                m.eqns = std::mem::take(eqns).into_boxed_slice();
+            if let Keeping::Everything(eqns) = &mut run.keep {
+                if let Some(m) = &mut parse.file.main {
+                    m.eqns = std::mem::take(eqns).into_boxed_slice();
+                }
+                // The whole tree is kept, and with it the text its ranges
+                // index (a streamed parse keeps no copy).
+                parse.text = text.into();
             }
             let syntax_ok = parse.errors.iter().all(|d| !d.is_error());
             let mut out = run.end(&parse.file, syntax_ok);

@@ -41,6 +41,9 @@ pub struct Parse {
     pub errors: Vec<Diagnostic>,
     /// The text parsed: what the ranges of `file` index (a build that
     /// rewrites the program, `jaxpr_lower::discharge`, copies from it).
+    /// Empty from [`parse_streaming`], whose callers keep the text and
+    /// mostly not the tree: a copy would double a large file's share of a
+    /// check's memory.
     pub text: std::sync::Arc<str>,
 }
 
@@ -78,7 +81,7 @@ pub fn parse_streaming(text: &str, sink: &mut dyn MainSink) -> Parse {
     Parse {
         file,
         errors: p.errors,
-        text: text.into(),
+        text: std::sync::Arc::from(""),
     }
 }
 
