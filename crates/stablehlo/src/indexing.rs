@@ -202,7 +202,7 @@ impl<'c, 'f> Lower<'c, 'f> {
             ),
         ] {
             if !v.is_empty() {
-                fields.push(format!("{k} = {}", list(&v)));
+                fields.push(format!("{k} = {}", list(v)));
             }
         }
         fields.push(format!(
