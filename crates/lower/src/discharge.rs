@@ -156,6 +156,12 @@ pub fn discharge(parse: &Parse, a: &Analysis) -> LowerResult<Discharged> {
     let Some(main_id) = a.jaxprs.iter().position(|j| j.range == main.range) else {
         return crate::internal(main.range, "the main jaxpr was not checked");
     };
+    if text.len() < main.range.end as usize {
+        return crate::internal(
+            main.range,
+            "the build was given a parse without its text (check it with jaxpr_check::check_source keeping everything)",
+        );
+    }
     let mut em = Emitter {
         text,
         a,

@@ -446,7 +446,11 @@ impl<X, T: Borrow<AType>> EqnCx<'_, X, T> {
         let p = self.param("dimension_numbers")?;
         match DotDims::decode(p) {
             Some(dims) => Ok(dims),
-            None => err(p.range, "`dimension_numbers` must be ((lc, rc), (lb, rb))"),
+            // The checker reported it: a build of it is our bug.
+            None => internal(
+                p.range,
+                "`dimension_numbers` the checker accepted is not ((lc, rc), (lb, rb))",
+            ),
         }
     }
     /// `gather`'s dimension numbers, decoded as the checker decoded them.
@@ -684,11 +688,12 @@ pub fn missing_lowering<T>(name: &str, at: TextRange, backend: Backend) -> Lower
     )
 }
 
-/// A field of dimension numbers that is not a tuple of integers.
+/// A field of dimension numbers that is not a tuple of integers: the
+/// checker reported it, so a build of it is our bug.
 fn bad_field<T>(p: &Expr, BadField(field): BadField) -> LowerResult<T> {
-    err(
+    internal(
         p.range,
-        format!("`{field}` in `dimension_numbers` must be a tuple of integers to be built"),
+        format!("`{field}` in `dimension_numbers` the checker accepted is not a tuple of integers"),
     )
 }
 

@@ -26,6 +26,7 @@
 use super::ops::EqnCx;
 use super::{Env, Lower, ModuleBlock, ModuleValue};
 use jaxpr_check::ShardMapLayout;
+use jaxpr_check::registry;
 use jaxpr_lower::{LowerResult, err, internal};
 use jaxpr_syntax::ast::Expr;
 use jaxpr_types::DType;
@@ -39,26 +40,11 @@ use std::rc::Rc;
 /// (`mlir.COLLECTIVE_CHANNEL_ID`, device to device).
 const CHANNEL: &str = "#stablehlo.channel_handle<handle = 1, type = 1>";
 
-/// The collectives and multi-device maps this file lowers.
+/// What this file lowers: the collectives (the registry's rows that
+/// exchange data between devices), `shard_map` and `reshard`.
 pub(crate) fn is_multi_device(name: &str) -> bool {
-    matches!(
-        name,
-        "shard_map"
-            | "psum"
-            | "psum2"
-            | "psum_invariant"
-            | "pmax"
-            | "pmin"
-            | "all_gather"
-            | "all_gather_invariant"
-            | "reduce_scatter"
-            | "ppermute"
-            | "all_to_all"
-            | "axis_index"
-            | "pvary"
-            | "pbroadcast"
-            | "reshard"
-    )
+    matches!(name, "shard_map" | "reshard")
+        || registry::lookup(name).is_some_and(|p| p.exchange.is_some())
 }
 
 impl<'c, 'f> Lower<'c, 'f> {

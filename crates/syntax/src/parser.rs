@@ -39,11 +39,13 @@ fn boxed<T>(mut list: List<T>) -> Box<[T]> {
 pub struct Parse {
     pub file: SourceFile,
     pub errors: Vec<Diagnostic>,
-    /// The text parsed: what the ranges of `file` index (a build that
-    /// rewrites the program, `jaxpr_lower::discharge`, copies from it).
-    /// Empty from [`parse_streaming`], whose callers keep the text and
-    /// mostly not the tree: a copy would double a large file's share of a
-    /// check's memory.
+    /// The text parsed, what the ranges of `file` index, for a build that
+    /// rewrites the program (`jaxpr_lower::discharge` copies from it): set
+    /// by `jaxpr_check::check_source` when it keeps the whole tree (the
+    /// build's path). Empty from [`parse`] and [`parse_streaming`], whose
+    /// callers keep the text: a copy on every parse would cost the language
+    /// server a copy of the document per edit, and a check twice a large
+    /// file's share of its memory.
     pub text: std::sync::Arc<str>,
 }
 
@@ -54,7 +56,7 @@ pub fn parse(text: &str) -> Parse {
     Parse {
         file,
         errors: p.errors,
-        text: text.into(),
+        text: std::sync::Arc::from(""),
     }
 }
 
