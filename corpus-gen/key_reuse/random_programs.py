@@ -16,6 +16,8 @@ is whether `jaxpr check --format json` reports J0013 on the printed program.
     PY=$(bash tests/trace/venv.sh jax 0.10.2)
     # the full run: programs, disagreements by kind, time (the folder is scratch)
     $PY corpus-gen/key_reuse/random_programs.py run 10000 /tmp/key-reuse-run target/release/jaxpr
+    # the same programs and verdicts judged again by another build
+    $PY corpus-gen/key_reuse/random_programs.py again 10000 /tmp/key-reuse-run target/release/jaxpr
     # the committed sample (fixed seeds) and JAX's verdicts
     $PY corpus-gen/key_reuse/random_programs.py sample 400 tests/data/key-reuse/random
 """
@@ -302,13 +304,22 @@ def ours(jaxpr_bin, folder):
     return found
 
 
-def run(count, scratch, jaxpr_bin, chunk=500):
+def run(count, scratch, jaxpr_bin, chunk=500, again=False):
+    """The full run; `again`: judge the programs and verdicts a run kept in
+    `scratch` by `jaxpr_bin` (another build), without tracing them anew."""
     t0 = time.time()
     total = {"programs": 0, "jax_reuse": 0, "raw": 0, "missed": [], "false": [], "errors": [],
              "untraceable": {}}
     for base in range(RUN_BASE, RUN_BASE + count, chunk):
         folder = os.path.join(scratch, f"chunk{base}")
-        verdicts, failed = programs(base, min(chunk, RUN_BASE + count - base), folder)
+        kept = os.path.join(folder, "verdicts.json")
+        if again:
+            with open(kept) as fh:
+                verdicts, failed = json.load(fh)
+        else:
+            verdicts, failed = programs(base, min(chunk, RUN_BASE + count - base), folder)
+            with open(kept, "w") as fh:
+                json.dump([verdicts, failed], fh)
         total["untraceable"].update(failed)
         found = ours(jaxpr_bin, folder)
         for name, v in verdicts.items():
@@ -347,7 +358,7 @@ def sample(count, out):
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "run":
-        run(int(sys.argv[2]), sys.argv[3], sys.argv[4])
+    if sys.argv[1] in ("run", "again"):
+        run(int(sys.argv[2]), sys.argv[3], sys.argv[4], again=sys.argv[1] == "again")
     else:
         sample(int(sys.argv[2]), sys.argv[3])

@@ -148,7 +148,20 @@ impl Flow {
 pub(crate) struct KeyRule {
     config: SharpConfig,
     lets: HashMap<SmolStr, KeySignature>,
+    held: HashMap<SmolStr, Held>,
     main: Flow,
+}
+
+/// A `let` jaxpr's findings, held until the main jaxpr reaches it through
+/// a primitive whose signature is its body's (`jit`, `cond`, `scan`, ...),
+/// directly or through other such `let`s. JAX's checker enters a jaxpr only
+/// that way: the bodies of `custom_jvp_call`/`custom_vjp_call` (primitives
+/// without a signature) are never checked, nor is a `let` only they name.
+#[derive(Default)]
+struct Held {
+    diagnostics: Vec<Diagnostic>,
+    /// The `let`s its own signature was computed from.
+    lets: Vec<SmolStr>,
 }
 
 /// What a signature is computed with.
@@ -157,6 +170,9 @@ struct Cx<'p, 'a> {
     config: SharpConfig,
     let_jaxprs: &'p HashMap<SmolStr, &'p ast::Jaxpr>,
     lets: &'p mut HashMap<SmolStr, KeySignature>,
+    held: &'p mut HashMap<SmolStr, Held>,
+    /// The `let`s whose signatures are being computed, innermost last.
+    within: Vec<SmolStr>,
     in_progress: HashSet<SmolStr>,
     diagnostics: &'p mut Vec<Diagnostic>,
 }
@@ -166,6 +182,7 @@ impl KeyRule {
         KeyRule {
             config,
             lets: HashMap::default(),
+            held: HashMap::default(),
             main: Flow::default(),
         }
     }
@@ -186,11 +203,13 @@ impl KeyRule {
             config: self.config,
             let_jaxprs: &let_jaxprs,
             lets: &mut self.lets,
+            held: &mut self.held,
+            within: Vec::new(),
             in_progress: HashSet::default(),
             diagnostics,
         };
         for l in lets {
-            cx.let_signature(&l.name.text);
+            cx.let_computed(&l.name.text);
         }
         self.main.binders = binders(p.ids, main).collect();
     }
@@ -202,6 +221,8 @@ impl KeyRule {
             config: self.config,
             let_jaxprs: &none,
             lets: &mut self.lets,
+            held: &mut self.held,
+            within: Vec::new(),
             in_progress: HashSet::default(),
             diagnostics,
         };
@@ -256,7 +277,24 @@ impl Cx<'_, '_> {
         is_typed_key(self.ty(v)) || (is_u32(self.ty(v)) && self.is_raw(flow, v))
     }
 
+    /// The signature of the `let` a signature's jaxpr names: its findings
+    /// are reported when the main jaxpr reaches it (see [`Held`]).
     fn let_signature(&mut self, name: &str) -> Option<KeySignature> {
+        let sig = self.let_computed(name)?;
+        match self.within.last() {
+            Some(outer) => self
+                .held
+                .entry(outer.clone())
+                .or_default()
+                .lets
+                .push(name.into()),
+            None => self.reach(name),
+        }
+        Some(sig)
+    }
+
+    /// A `let`'s signature, computed once; its findings held.
+    fn let_computed(&mut self, name: &str) -> Option<KeySignature> {
         if let Some(s) = self.lets.get(name) {
             return Some(s.clone());
         }
@@ -264,10 +302,27 @@ impl Cx<'_, '_> {
         if !self.in_progress.insert(name.into()) {
             return None;
         }
+        let outer = std::mem::take(self.diagnostics);
+        self.within.push(name.into());
         let sig = self.signature_of(j);
+        self.within.pop();
+        let own = std::mem::replace(self.diagnostics, outer);
+        self.held.entry(name.into()).or_default().diagnostics = own;
         self.in_progress.remove(name);
         self.lets.insert(name.into(), sig.clone());
         Some(sig)
+    }
+
+    /// The main jaxpr reaches `let` `name`: its findings and those of the
+    /// `let`s it reaches are reported, each once.
+    fn reach(&mut self, name: &str) {
+        let Some(held) = self.held.remove(name) else {
+            return;
+        };
+        self.diagnostics.extend(held.diagnostics);
+        for l in &held.lets {
+            self.reach(l);
+        }
     }
 
     /// The signatures of the jaxprs a parameter holds (None: one that is
@@ -419,6 +474,21 @@ impl Cx<'_, '_> {
                 } else {
                     self.one_jaxpr(e, "jaxpr").unwrap_or_default()
                 }
+            }
+            // `vmap` of a `custom_jvp` with a key as a nondifferentiable
+            // argument: the batch rule of its `stop_gradient` binds one on
+            // raw data but returns a key as it is (`lax._stop_gradient` of
+            // an extended dtype), so the twin has no `stop_gradient` and
+            // its `custom_jvp_call` consumes the key once. The printed
+            // text cannot tell this from a key array given unbatched (a
+            // `stop_gradient` of keys in the twin); the array is taken as
+            // batched, and raw data of a single key as the unbatched one.
+            "stop_gradient"
+                if e.args.first().and_then(|a| ids.atom(a)).is_some_and(|v| {
+                    is_key_data(self.ty(v)) && self.ty(v).shape.len() > 1 && self.is_raw(flow, v)
+                }) =>
+            {
+                KeySignature::forward0()
             }
             "cond" => self.cond_signature(e),
             "scan" => self.scan_signature(e),
