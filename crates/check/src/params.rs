@@ -1,5 +1,6 @@
 //! Typed values of the structured parameters several layers read: the
-//! dimension numbers of `dot_general`, `gather` and `scatter`. Each is
+//! dimension numbers of `dot_general`, `gather` and `scatter`, and
+//! `conv_general_dilated`'s window. Each is
 //! decoded here, once; the checker reports what does not decode, and the
 //! later layers (cost, both back ends through `jaxpr_lower`) take the same
 //! values.
@@ -90,6 +91,52 @@ impl ScatterDims {
             scatter_dims_to_operand_dims: int_field(dn, "scatter_dims_to_operand_dims")?,
             operand_batching_dims: int_field(dn, "operand_batching_dims")?,
             scatter_indices_batching_dims: int_field(dn, "scatter_indices_batching_dims")?,
+        })
+    }
+}
+
+/// `conv_general_dilated`'s window and dimension numbers, per spatial
+/// dimension in the specs' order: `lhs_spec` is (batch, feature, spatial...),
+/// `rhs_spec` (output feature, input feature, spatial...), `out_spec`
+/// (batch, feature, spatial...).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct ConvDims {
+    pub lhs_spec: Vec<i64>,
+    pub rhs_spec: Vec<i64>,
+    pub out_spec: Vec<i64>,
+    pub strides: Vec<i64>,
+    pub padding: Vec<(i64, i64)>,
+    pub lhs_dilation: Vec<i64>,
+    pub rhs_dilation: Vec<i64>,
+    pub feature_group_count: i64,
+    pub batch_group_count: i64,
+}
+
+impl ConvDims {
+    /// From the equation's parameters (`param(name)`); None when one is
+    /// absent or not integers (symbolic padding).
+    pub fn decode<'e>(param: impl Fn(&str) -> Option<&'e Expr>) -> Option<ConvDims> {
+        let dn = param("dimension_numbers")?;
+        let spec = |name| dn.field(name).and_then(Expr::as_int_seq);
+        let padding = param("padding")?
+            .as_seq()?
+            .iter()
+            .map(|p| match p.as_int_seq()?[..] {
+                [lo, hi] => Some((lo, hi)),
+                _ => None,
+            })
+            .collect::<Option<Vec<_>>>()?;
+        let ints = |name| param(name).and_then(Expr::as_int_seq);
+        Some(ConvDims {
+            lhs_spec: spec("lhs_spec")?,
+            rhs_spec: spec("rhs_spec")?,
+            out_spec: spec("out_spec")?,
+            strides: ints("window_strides")?,
+            lhs_dilation: ints("lhs_dilation").unwrap_or_else(|| vec![1; padding.len()]),
+            rhs_dilation: ints("rhs_dilation").unwrap_or_else(|| vec![1; padding.len()]),
+            padding,
+            feature_group_count: param("feature_group_count").map_or(Some(1), Expr::as_int)?,
+            batch_group_count: param("batch_group_count").map_or(Some(1), Expr::as_int)?,
         })
     }
 }

@@ -887,10 +887,8 @@ pub static PRIMITIVES: &[Primitive] = &[
             "window_strides",
         ],
         doc: "General N-d convolution with strides, padding, dilations and feature/batch groups.",
-        cost: Some(Cost::differs(
-            CostRule::Convolution,
-            "XLA counts only the kernel taps that fall inside the (padded, dilated) input",
-        )),
+        // Only the kernel taps that read an input element, as XLA counts.
+        cost: Some(Cost::equal(CostRule::Convolution)),
         ..ROW
     },
     Primitive {

@@ -644,12 +644,24 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
                 cost.bytes_accessed = cost.bytes_accessed.add(&broadcast).add(&result.scale(3));
             }
         }
+        // A reverse of no axis, or only of axes of size 1 (or 0), is its
+        // operand: XLA costs `stablehlo.reverse` of `f32[1,2]` on axis 0 as
+        // nothing (`corpus-gen/cost_random`).
         CostRule::Reverse
             if view
                 .eqn
                 .param("dimensions")
                 .and_then(|p| int_items(&p.value))
-                .is_some_and(|d| d.is_empty()) => {}
+                .zip(view.operands.first().cloned().flatten())
+                .is_some_and(|(dims, operand)| {
+                    dims.iter().all(|&d| {
+                        usize::try_from(d)
+                            .ok()
+                            .and_then(|d| operand.shape.get(d))
+                            .and_then(|n| n.as_const())
+                            .is_some_and(|n| n <= 1)
+                    })
+                }) => {}
         CostRule::Unstack => cost.bytes_accessed = view.result_bytes().scale(4),
         CostRule::Movement | CostRule::Reverse => {
             // A move whose result is its (first) operand, the others scalars
@@ -813,11 +825,57 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
                 }
                 _ => Amount::unknown(),
             };
-            cost.flops = view.result_elements().mul(&per_output).scale(2);
+            cost.flops = match conv_taps(view) {
+                Some(fmas) => Amount::constant(2 * fmas),
+                None => view.result_elements().mul(&per_output).scale(2),
+            };
             cost.bytes_accessed = view.operand_bytes().add(&view.result_bytes());
         }
     }
     cost
+}
+
+/// The multiply-adds of a convolution as XLA's `GetConvolutionFlops`
+/// counts them: per spatial dimension, only the (output, kernel tap) pairs
+/// that read an input element, not padding nor a hole of the input's
+/// dilation; times the input features per group, the output features and
+/// the batch per batch group. None for a shape or parameter not constant.
+fn conv_taps(view: &EqnView<'_>) -> Option<i64> {
+    let dims =
+        jaxpr_check::params::ConvDims::decode(|name| view.eqn.param(name).map(|p| &p.value))?;
+    let shape = |ty: Option<&Option<AType>>| -> Option<Vec<i64>> {
+        ty?.as_ref()?.shape.iter().map(|d| d.as_const()).collect()
+    };
+    let (lhs, rhs) = (shape(view.operands.first())?, shape(view.operands.get(1))?);
+    let out = shape(view.results.first())?;
+    let at = |shape: &[i64], spec: &[i64], k: usize| -> Option<i64> {
+        shape.get(usize::try_from(*spec.get(k)?).ok()?).copied()
+    };
+    let mut fmas = (at(&lhs, &dims.lhs_spec, 1)? / dims.feature_group_count.max(1))
+        * at(&out, &dims.out_spec, 1)?
+        * (at(&lhs, &dims.lhs_spec, 0)? / dims.batch_group_count.max(1));
+    for d in 0..dims.padding.len() {
+        let (input, kernel, output) = (
+            at(&lhs, &dims.lhs_spec, d + 2)?,
+            at(&rhs, &dims.rhs_spec, d + 2)?,
+            at(&out, &dims.out_spec, d + 2)?,
+        );
+        let (stride, low) = (*dims.strides.get(d)?, dims.padding[d].0);
+        let (base, window) = (*dims.lhs_dilation.get(d)?, *dims.rhs_dilation.get(d)?);
+        let mut valid = 0;
+        for k in 0..kernel {
+            for o in 0..output {
+                let undilated = o * stride - low + k * window;
+                if undilated.rem_euclid(base.max(1)) == 0
+                    && (0..input).contains(&undilated.div_euclid(base.max(1)))
+                {
+                    valid += 1;
+                }
+            }
+        }
+        fmas *= valid;
+    }
+    Some(fmas)
 }
 
 /// Why XLA's count of this equation differs from the rule's on these
@@ -1131,6 +1189,7 @@ fn splat_value(
         ("le", [x, y]) => Some(f64::from(u8::from(x <= y))),
         ("gt", [x, y]) => Some(f64::from(u8::from(x > y))),
         ("ge", [x, y]) => Some(f64::from(u8::from(x >= y))),
+        ("select_n", [which, cases @ ..]) => cases.get(*which as usize).copied(),
         _ => None,
     }
 }
@@ -1201,32 +1260,36 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
                 ast::Atom::Lit(_) => false,
             });
         let complex = complex_operand && !of_complex_op;
-        let foldable = registry::lookup(&eqn_info.primitive).is_some_and(|row| {
-            row.cost().folds
-                && (row.family == Family::Shape
-                    || (!complex
-                        && (matches!(
-                            row.family,
-                            Family::Unary
-                                | Family::Binary
-                                | Family::Comparison
-                                | Family::Conversion
-                        ) || (row.family == Family::Indexing
-                            && row.cost().rule == CostRule::Slice))))
-                && matches!(
-                    row.cost().rule,
-                    CostRule::Elementwise
-                        | CostRule::ElementwiseUnlessIdentity(_)
-                        | CostRule::ElementwiseUnlessRightIdentity(_)
-                        | CostRule::Transcendental
-                        | CostRule::Multiplies
-                        | CostRule::Tile
-                        | CostRule::Convert
-                        | CostRule::Movement
-                        | CostRule::Slice
-                        | CostRule::Free
-                )
-        });
+        // A `select_n` of constants is folded too (`stablehlo.select` with a
+        // constant predicate: `corpus-gen/cost_random`, an index JAX
+        // normalises, `select_n (lt 3 0) 3 (add 3 3)`).
+        let foldable = &*eqn_info.primitive == "select_n"
+            || registry::lookup(&eqn_info.primitive).is_some_and(|row| {
+                row.cost().folds
+                    && (row.family == Family::Shape
+                        || (!complex
+                            && (matches!(
+                                row.family,
+                                Family::Unary
+                                    | Family::Binary
+                                    | Family::Comparison
+                                    | Family::Conversion
+                            ) || (row.family == Family::Indexing
+                                && row.cost().rule == CostRule::Slice))))
+                    && matches!(
+                        row.cost().rule,
+                        CostRule::Elementwise
+                            | CostRule::ElementwiseUnlessIdentity(_)
+                            | CostRule::ElementwiseUnlessRightIdentity(_)
+                            | CostRule::Transcendental
+                            | CostRule::Multiplies
+                            | CostRule::Tile
+                            | CostRule::Convert
+                            | CostRule::Movement
+                            | CostRule::Slice
+                            | CostRule::Free
+                    )
+            });
         let operands_constant = !syntax.args.is_empty()
             && syntax.args.iter().all(|atom| match atom {
                 ast::Atom::Lit(_) => true,
