@@ -29,17 +29,14 @@ fn multi_device_equations_are_built_by_stablehlo_and_refused_natively_with_j0012
                 if !multi {
                     continue;
                 }
-                let stablehlo = check_lowered(name, e.primitive.range, Backend::Stablehlo);
+                let stablehlo = check_lowered(e, Backend::Stablehlo);
                 assert_eq!(stablehlo.is_ok(), name != "xla_pmap", "{name}");
                 if name == "xla_pmap" {
                     refused += 1;
                 } else {
                     built += 1;
                 }
-                let refusals = [
-                    check_lowered(name, e.primitive.range, Backend::Native).err(),
-                    stablehlo.err(),
-                ];
+                let refusals = [check_lowered(e, Backend::Native).err(), stablehlo.err()];
                 for err in refusals.into_iter().flatten() {
                     let d = err.into_diagnostic();
                     assert_eq!(d.kind, DiagKind::Unsupported, "{name}: {}", d.message);
