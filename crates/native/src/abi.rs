@@ -165,8 +165,17 @@ fn c_header_names() -> &'static [&'static str] {
 }
 
 /// The names a library built with `name` exports.
-pub(crate) fn exported_names(name: &str) -> [String; 5] {
-    ["", "_error", "_free", "_num_inputs", "_num_outputs"].map(|s| format!("{name}{s}"))
+pub(crate) fn exported_names(name: &str) -> [String; 7] {
+    [
+        "",
+        "_error",
+        "_free",
+        "_num_inputs",
+        "_num_outputs",
+        "_num_devices",
+        "_set_communicator",
+    ]
+    .map(|s| format!("{name}{s}"))
 }
 
 /// C's keywords (C23 included), which the header cannot declare.
