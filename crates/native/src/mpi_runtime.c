@@ -90,7 +90,7 @@ HIDDEN int32_t jx_mpi_begin(int64_t devices, const char *mesh, int64_t ngroups,
     snprintf(err, (size_t)len,
              "the program's mesh (%s) has %lld devices but the communicator has %d ranks "
              "(this is rank %d): run it with `mpirun -n %lld`, or give it a communicator of "
-             "%lld ranks (NAME_set_communicator)",
+             "%lld ranks (the library's _set_communicator)",
              mesh, (long long)devices, size, rank, (long long)devices, (long long)devices);
     return 1;
   }
@@ -128,7 +128,7 @@ HIDDEN int64_t jx_mpi_rank(void) { return rank_in_comm; }
 
 static MPI_Datatype datatype(int32_t code) {
   switch (code) {
-    case 0: return MPI_C_BOOL == MPI_DATATYPE_NULL ? MPI_UINT8_T : MPI_UINT8_T;
+    case 0: return MPI_UINT8_T;
     case 1: return MPI_INT8_T;
     case 2: return MPI_INT16_T;
     case 3: return MPI_INT32_T;
