@@ -96,14 +96,13 @@ fn source(v: &str, name: &str) -> PathBuf {
 
 /// The case file of a program (the runner's format, `{"examples": [...]}`).
 fn case(v: &str, name: &str) -> PathBuf {
-    let values: serde_json::Map<String, serde_json::Value> = serde_json::from_str(
-        &jaxpr_test_support::scale::read_gz(
+    let values: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(&jaxpr_test_support::scale::read_gz(
             &common::workspace_root()
                 .join(format!("tests/data/sharding/jax-{v}/values.json.gz"))
                 .to_string_lossy(),
-        ),
-    )
-    .unwrap();
+        ))
+        .unwrap();
     let examples = values
         .get(name)
         .unwrap_or_else(|| panic!("jax-{v}/{name}: no values"));
@@ -138,7 +137,11 @@ fn devices(lib: &Path, name: &str) -> usize {
         .arg(lib)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
 }
 
@@ -146,7 +149,12 @@ fn devices(lib: &Path, name: &str) -> usize {
 /// minutes (a hang fails the test rather than stopping it).
 fn mpirun(ranks: usize, lib: &Path, name: &str, case: &Path) -> (Option<i32>, String) {
     let mut child = Command::new("mpirun")
-        .args(["-n", &ranks.to_string(), "--oversubscribe", "--allow-run-as-root"])
+        .args([
+            "-n",
+            &ranks.to_string(),
+            "--oversubscribe",
+            "--allow-run-as-root",
+        ])
         .arg("python3")
         .arg(driver())
         .arg(lib)
@@ -190,7 +198,11 @@ fn rank_lines(text: &str) -> Vec<(usize, String)> {
         let rest = &text[i + 5..];
         let digits = rest.chars().take_while(char::is_ascii_digit).count();
         if digits > 0 && rest[digits..].starts_with(": ") {
-            starts.push((i, rest[..digits].parse::<usize>().unwrap(), i + 5 + digits + 2));
+            starts.push((
+                i,
+                rest[..digits].parse::<usize>().unwrap(),
+                i + 5 + digits + 2,
+            ));
         }
     }
     starts
@@ -224,7 +236,9 @@ fn a_sample_of_sharded_programs_runs_on_mpi_with_jaxs_values_on_every_rank() {
             }
             (false, Some(why)) => {
                 if !(stderr.contains("J0012") && stderr.contains(why)) {
-                    failures.push(format!("{what}: refused otherwise than listed ({why}): {stderr}"));
+                    failures.push(format!(
+                        "{what}: refused otherwise than listed ({why}): {stderr}"
+                    ));
                 }
                 continue;
             }
@@ -241,13 +255,18 @@ fn a_sample_of_sharded_programs_runs_on_mpi_with_jaxs_values_on_every_rank() {
         let ok = (0..n).all(|r| lines.iter().any(|(k, l)| *k == r && l == "ok"));
         match (ok && code == Some(0), listed(VALUES_DIFFER, v, name)) {
             (true, None) => ran += 1,
-            (true, Some(why)) => failures.push(format!("{what}: runs with JAX's values, but listed ({why})")),
+            (true, Some(why)) => failures.push(format!(
+                "{what}: runs with JAX's values, but listed ({why})"
+            )),
             (false, Some(_)) if code == Some(3) || code == Some(1) => {}
             (false, _) => failures.push(format!("{what}: mpirun -n {n}: exit {code:?}:\n{out}")),
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    assert!(ran >= 30 && multi >= 25, "{ran} programs ran, {multi} on several ranks");
+    assert!(
+        ran >= 30 && multi >= 25,
+        "{ran} programs ran, {multi} on several ranks"
+    );
 }
 
 /// The sample holds every collective the native build lowers to MPI.

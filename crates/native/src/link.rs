@@ -75,7 +75,15 @@ fn adapter_object() -> Result<std::path::PathBuf, String> {
         "jaxpr-catalyst-adapter",
         &crate::quantum::adapter_source(),
         &cxx,
-        &["-x", "c++", "-c", "-O2", "-fPIC", "-std=c++17", "-fvisibility=hidden"],
+        &[
+            "-x",
+            "c++",
+            "-c",
+            "-O2",
+            "-fPIC",
+            "-std=c++17",
+            "-fvisibility=hidden",
+        ],
         "cpp",
         "the adapter to Catalyst's runtime",
     )

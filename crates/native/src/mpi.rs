@@ -24,12 +24,12 @@ use super::{Arr, Codegen, Env, Op, dtype};
 use inkwell::types::BasicMetadataTypeEnum;
 use inkwell::values::{BasicMetadataValueEnum, IntValue, PointerValue};
 use inkwell::{AddressSpace, IntPredicate};
-use jaxpr_check::{Analysis, EqnId, JaxprId};
-use rustc_hash::FxHashMap as HashMap;
 use jaxpr_check::registry;
+use jaxpr_check::{Analysis, EqnId, JaxprId};
 use jaxpr_lower::{LowerResult, Operand, err, internal};
 use jaxpr_syntax::TextRange;
 use jaxpr_types::{AType, DType};
+use rustc_hash::FxHashMap as HashMap;
 use smol_str::SmolStr;
 
 /// The source of the MPI runtime every multi-device library links.
@@ -286,7 +286,13 @@ impl<'c> Codegen<'c, '_> {
                 let tiled = cx.bool_or("tiled", false);
                 let n = self.numel(&x.dims);
                 let all = self.alloc(&dt, &[self.mul(n, self.i64(size))])?;
-                self.mpi_call("jx_mpi_allgather", &[group], &[x.p, all.p], self.bytes(n, &dt), &what);
+                self.mpi_call(
+                    "jx_mpi_allgather",
+                    &[group],
+                    &[x.p, all.p],
+                    self.bytes(n, &dt),
+                    &what,
+                );
                 let out = self.dims(env, &cx.outs[0], cx.at())?;
                 self.remap(&dt, &out, &flat(all, &cx.args[0].ty), None, &mut |idx| {
                     let (member, mut at) = if tiled {
@@ -299,7 +305,10 @@ impl<'c> Codegen<'c, '_> {
                         (member, at)
                     };
                     at.truncate(x.dims.len());
-                    Ok((self.add(self.mul(member, n), self.offset(&at, &x.dims)), None))
+                    Ok((
+                        self.add(self.mul(member, n), self.offset(&at, &x.dims)),
+                        None,
+                    ))
                 })
                 .map(|r| vec![r])?
             }
@@ -315,11 +324,17 @@ impl<'c> Codegen<'c, '_> {
                 block[dim] = self.udiv(x.dims[dim], self.i64(size));
                 let mut laid = vec![self.i64(size)];
                 laid.extend(&block);
-                let send = self.remap(&dt, &laid, &flat(x.clone(), &cx.args[0].ty), None, &mut |idx| {
-                    let mut at = idx[1..].to_vec();
-                    at[dim] = self.add(at[dim], self.mul(idx[0], block[dim]));
-                    Ok((self.offset(&at, &x.dims), None))
-                })?;
+                let send = self.remap(
+                    &dt,
+                    &laid,
+                    &flat(x.clone(), &cx.args[0].ty),
+                    None,
+                    &mut |idx| {
+                        let mut at = idx[1..].to_vec();
+                        at[dim] = self.add(at[dim], self.mul(idx[0], block[dim]));
+                        Ok((self.offset(&at, &x.dims), None))
+                    },
+                )?;
                 let out = self.alloc(&dt, &self.dims(env, &cx.outs[0], cx.at())?)?;
                 let t = self.mpi_type(&dt, cx.at())?;
                 self.mpi_call(
@@ -336,7 +351,10 @@ impl<'c> Codegen<'c, '_> {
                 let mut from = vec![-1i64; size as usize];
                 for (s, d) in cx.pairs("perm")? {
                     if !(0..size).contains(&s) || !(0..size).contains(&d) {
-                        return err(cx.at(), format!("`perm` names a device outside the {size} of its axes"));
+                        return err(
+                            cx.at(),
+                            format!("`perm` names a device outside the {size} of its axes"),
+                        );
                     }
                     to[s as usize] = d;
                     from[d as usize] = s;
@@ -348,7 +366,13 @@ impl<'c> Codegen<'c, '_> {
                     let dt = dtype(&a.ty)?;
                     let out = self.alloc(&dt, &x.dims)?;
                     let bytes = self.bytes(self.numel(&x.dims), &dt);
-                    self.mpi_call("jx_mpi_permute", &[group], &[to, from, x.p, out.p], bytes, &what);
+                    self.mpi_call(
+                        "jx_mpi_permute",
+                        &[group],
+                        &[to, from, x.p, out.p],
+                        bytes,
+                        &what,
+                    );
                     outs.push(out);
                 }
                 outs
@@ -364,20 +388,35 @@ impl<'c> Codegen<'c, '_> {
                 chunk[split] = self.udiv(x.dims[split], self.i64(size));
                 let mut laid = vec![self.i64(size)];
                 laid.extend(&chunk);
-                let send = self.remap(&dt, &laid, &flat(x.clone(), &cx.args[0].ty), None, &mut |idx| {
-                    let mut at = idx[1..].to_vec();
-                    at[split] = self.add(at[split], self.mul(idx[0], chunk[split]));
-                    Ok((self.offset(&at, &x.dims), None))
-                })?;
+                let send = self.remap(
+                    &dt,
+                    &laid,
+                    &flat(x.clone(), &cx.args[0].ty),
+                    None,
+                    &mut |idx| {
+                        let mut at = idx[1..].to_vec();
+                        at[split] = self.add(at[split], self.mul(idx[0], chunk[split]));
+                        Ok((self.offset(&at, &x.dims), None))
+                    },
+                )?;
                 let got = self.alloc(&dt, &laid)?;
                 let n = self.numel(&chunk);
-                self.mpi_call("jx_mpi_alltoall", &[group], &[send.p, got.p], self.bytes(n, &dt), &what);
+                self.mpi_call(
+                    "jx_mpi_alltoall",
+                    &[group],
+                    &[send.p, got.p],
+                    self.bytes(n, &dt),
+                    &what,
+                );
                 let out = self.dims(env, &cx.outs[0], cx.at())?;
                 let r = self.remap(&dt, &out, &flat(got, &cx.args[0].ty), None, &mut |idx| {
                     let mut at = idx.to_vec();
                     at[concat] = self.urem(idx[concat], chunk[concat]);
                     let member = self.udiv(idx[concat], chunk[concat]);
-                    Ok((self.add(self.mul(member, n), self.offset(&at, &chunk)), None))
+                    Ok((
+                        self.add(self.mul(member, n), self.offset(&at, &chunk)),
+                        None,
+                    ))
                 })?;
                 vec![r]
             }
@@ -425,15 +464,25 @@ impl<'c> Codegen<'c, '_> {
                     let index = self.coordinate(&layout.mesh, axes, cx.at())?;
                     starts.push(self.mul(index, b));
                 }
-                let src = Operand { v: x.clone(), ty: a.ty.clone() };
+                let src = Operand {
+                    v: x.clone(),
+                    ty: a.ty.clone(),
+                };
                 self.remap(&dt, &block, &src, None, &mut |idx| {
-                    let at: Vec<_> = idx.iter().zip(&starts).map(|(&i, &s)| self.add(i, s)).collect();
+                    let at: Vec<_> = idx
+                        .iter()
+                        .zip(&starts)
+                        .map(|(&i, &s)| self.add(i, s))
+                        .collect();
                     Ok((self.offset(&at, &x.dims), None))
                 })?
             };
             blocks.push(Operand { v, ty });
         }
-        let outs = if matches!(self.a.jaxpr(body).origin, jaxpr_check::JaxprOrigin::Let { .. }) {
+        let outs = if matches!(
+            self.a.jaxpr(body).origin,
+            jaxpr_check::JaxprOrigin::Let { .. }
+        ) {
             self.call_let(env, body, &blocks, cx.at())?
         } else {
             self.call_jaxpr(env, body, &blocks, cx.at())?
@@ -453,7 +502,13 @@ impl<'c> Codegen<'c, '_> {
             let dt = dtype(&cx.outs[j])?;
             let n = self.numel(&o.dims);
             let all = self.alloc(&dt, &[self.mul(n, self.i64(plan.devices))])?;
-            self.mpi_call("jx_mpi_allgather", &[self.i64(0)], &[o.p, all.p], self.bytes(n, &dt), &what);
+            self.mpi_call(
+                "jx_mpi_allgather",
+                &[self.i64(0)],
+                &[o.p, all.p],
+                self.bytes(n, &dt),
+                &what,
+            );
             let global = self.dims(env, &cx.outs[j], cx.at())?;
             let strides = strides(&layout.mesh);
             let r = self.remap(&dt, &global, &flat(all, &cx.outs[j]), None, &mut |idx| {
@@ -519,7 +574,9 @@ impl<'c> Codegen<'c, '_> {
             Some(c @ (0..=8 | 11 | 12)) => Ok(c as i64),
             _ => err(
                 at,
-                format!("a reduction over MPI of {dt} is not built (MPI has no {dt} datatype to reduce)"),
+                format!(
+                    "a reduction over MPI of {dt} is not built (MPI has no {dt} datatype to reduce)"
+                ),
             ),
         }
     }
@@ -541,7 +598,11 @@ impl<'c> Codegen<'c, '_> {
         let t = self.cx.i32_type();
         let values: Vec<_> = xs.iter().map(|&x| t.const_int(x as u64, true)).collect();
         let arr = t.const_array(&values);
-        let g = self.m.add_global(arr.get_type(), Some(AddressSpace::default()), "jx_mpi_table");
+        let g = self.m.add_global(
+            arr.get_type(),
+            Some(AddressSpace::default()),
+            "jx_mpi_table",
+        );
         g.set_initializer(&arr);
         g.set_constant(true);
         g.set_linkage(inkwell::module::Linkage::Private);
@@ -620,7 +681,8 @@ impl<'c> Codegen<'c, '_> {
             i64t.fn_type(&[], false),
             None,
         );
-        self.b.position_at_end(self.cx.append_basic_block(f, "entry"));
+        self.b
+            .position_at_end(self.cx.append_basic_block(f, "entry"));
         let devices = self.mpi.as_ref().map_or(1, |p| p.devices);
         self.b.build_return(Some(&self.i64(devices))).expect("ret");
         let ptr = self.ptr_ty();
@@ -629,13 +691,30 @@ impl<'c> Codegen<'c, '_> {
             self.cx.i32_type().fn_type(&[ptr.into()], false),
             None,
         );
-        self.b.position_at_end(self.cx.append_basic_block(f, "entry"));
+        self.b
+            .position_at_end(self.cx.append_basic_block(f, "entry"));
         let comm = f.get_first_param().expect("param").into_pointer_value();
         let buf = self.err_buf.get().expect("error buffer").as_pointer_value();
         if self.mpi.is_some() {
-            let t = self.cx.i32_type().fn_type(&[ptr.into(), ptr.into(), self.cx.i64_type().into()], false);
-            let set = self.m.add_function("jx_mpi_set_comm", t, Some(inkwell::module::Linkage::External));
-            let rc = self.call(set, &[comm.into(), buf.into(), self.i64(crate::ERR_LEN as i64).into()]).expect("rc");
+            let t = self
+                .cx
+                .i32_type()
+                .fn_type(&[ptr.into(), ptr.into(), self.cx.i64_type().into()], false);
+            let set = self.m.add_function(
+                "jx_mpi_set_comm",
+                t,
+                Some(inkwell::module::Linkage::External),
+            );
+            let rc = self
+                .call(
+                    set,
+                    &[
+                        comm.into(),
+                        buf.into(),
+                        self.i64(crate::ERR_LEN as i64).into(),
+                    ],
+                )
+                .expect("rc");
             self.b.build_return(Some(&rc)).expect("ret");
         } else {
             let outer = self.func.replace(Some(f));
