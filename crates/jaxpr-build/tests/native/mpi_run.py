@@ -7,22 +7,14 @@ example matches, 3 when the library refused to run (its message printed)."""
 import ctypes, json, os, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run import JxArray, pack, unpack, close  # noqa: E402
+from run import JxArray, load, pack, unpack, close  # noqa: E402
 
 
 def main():
     lib_path, name, case = sys.argv[1:4]
     rank = os.environ.get("OMPI_COMM_WORLD_RANK", "?")
     # Global: Open MPI's components, opened by libmpi, look its symbols up.
-    lib = ctypes.CDLL(lib_path, mode=ctypes.RTLD_GLOBAL)
-    f = getattr(lib, name)
-    f.restype = ctypes.c_int32
-    f.argtypes = [ctypes.POINTER(JxArray), ctypes.c_int64, ctypes.POINTER(JxArray), ctypes.c_int64]
-    err = getattr(lib, name + "_error")
-    err.restype = ctypes.c_char_p
-    free = getattr(lib, name + "_free")
-    free.argtypes = [ctypes.c_void_p]
-    n_out = getattr(lib, name + "_num_outputs")()
+    f, err, free, _, n_out = load(lib_path, name, ctypes.RTLD_GLOBAL)
     bad = 0
     for k, ex in enumerate(json.load(open(case))["examples"]):
         keep = []
