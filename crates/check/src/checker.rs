@@ -329,6 +329,7 @@ impl Checker {
         self.a.eqns.push(EqnInfo {
             jaxpr,
             primitive: e.primitive.text.clone(),
+            prim: crate::registry::Prim::from_name(&e.primitive.text),
             primitive_range: e.primitive.range,
             range: e.range,
             outs: Vec::new(),

@@ -33,6 +33,7 @@
 pub mod diff;
 pub mod literals;
 pub mod params;
+mod prim;
 pub mod reductions;
 pub mod registry;
 pub mod rules;
@@ -170,6 +171,9 @@ pub struct OutInfo {
 pub struct EqnInfo {
     pub jaxpr: JaxprId,
     pub primitive: SmolStr,
+    /// The registry's primitive of that name; `None` for a name the
+    /// registry does not know (reported by the checker).
+    pub prim: Option<registry::Prim>,
     pub primitive_range: TextRange,
     pub range: TextRange,
     pub outs: Vec<Option<VarId>>,

@@ -2,6 +2,8 @@
 //! `cum*`): which family each is, what combines and where it starts. One
 //! table, which the checker's rules and both back ends read.
 
+use crate::registry::Prim;
+
 /// A value a reduction starts from (the identity of its combining
 /// primitive), and the other constants the back ends name so.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -57,6 +59,21 @@ impl Combiner {
         }
     }
 
+    /// The elementwise primitive that combines two values; `None` for
+    /// [`Combiner::LogAddExp`], which no one primitive is.
+    pub fn prim(self) -> Option<Prim> {
+        Some(match self {
+            Combiner::Add => Prim::Add,
+            Combiner::Mul => Prim::Mul,
+            Combiner::Max => Prim::Max,
+            Combiner::Min => Prim::Min,
+            Combiner::And => Prim::And,
+            Combiner::Or => Prim::Or,
+            Combiner::Xor => Prim::Xor,
+            Combiner::LogAddExp => return None,
+        })
+    }
+
     /// The combiner whose primitive is `name`.
     pub fn of_primitive(name: &str) -> Option<Combiner> {
         Combiner::ALL.into_iter().find(|c| c.primitive() == name)
@@ -93,26 +110,26 @@ pub struct Reduction {
 }
 
 /// Every reduction by one combining primitive.
-pub const REDUCTIONS: &[(&str, Along, Combiner)] = &[
-    ("reduce_sum", Along::Axes, Combiner::Add),
-    ("reduce_prod", Along::Axes, Combiner::Mul),
-    ("reduce_max", Along::Axes, Combiner::Max),
-    ("reduce_min", Along::Axes, Combiner::Min),
-    ("reduce_and", Along::Axes, Combiner::And),
-    ("reduce_or", Along::Axes, Combiner::Or),
-    ("reduce_xor", Along::Axes, Combiner::Xor),
-    ("reduce_window_sum", Along::Window, Combiner::Add),
-    ("reduce_window_max", Along::Window, Combiner::Max),
-    ("reduce_window_min", Along::Window, Combiner::Min),
-    ("cumsum", Along::Cumulative, Combiner::Add),
-    ("cumprod", Along::Cumulative, Combiner::Mul),
-    ("cummax", Along::Cumulative, Combiner::Max),
-    ("cummin", Along::Cumulative, Combiner::Min),
-    ("cumlogsumexp", Along::Cumulative, Combiner::LogAddExp),
+pub const REDUCTIONS: &[(Prim, Along, Combiner)] = &[
+    (Prim::ReduceSum, Along::Axes, Combiner::Add),
+    (Prim::ReduceProd, Along::Axes, Combiner::Mul),
+    (Prim::ReduceMax, Along::Axes, Combiner::Max),
+    (Prim::ReduceMin, Along::Axes, Combiner::Min),
+    (Prim::ReduceAnd, Along::Axes, Combiner::And),
+    (Prim::ReduceOr, Along::Axes, Combiner::Or),
+    (Prim::ReduceXor, Along::Axes, Combiner::Xor),
+    (Prim::ReduceWindowSum, Along::Window, Combiner::Add),
+    (Prim::ReduceWindowMax, Along::Window, Combiner::Max),
+    (Prim::ReduceWindowMin, Along::Window, Combiner::Min),
+    (Prim::Cumsum, Along::Cumulative, Combiner::Add),
+    (Prim::Cumprod, Along::Cumulative, Combiner::Mul),
+    (Prim::Cummax, Along::Cumulative, Combiner::Max),
+    (Prim::Cummin, Along::Cumulative, Combiner::Min),
+    (Prim::Cumlogsumexp, Along::Cumulative, Combiner::LogAddExp),
 ];
 
 /// The reduction `primitive` is, if it is one.
-pub fn reduction(primitive: &str) -> Option<Reduction> {
+pub fn reduction(primitive: Prim) -> Option<Reduction> {
     REDUCTIONS
         .iter()
         .find(|(p, _, _)| *p == primitive)

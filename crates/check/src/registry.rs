@@ -7,6 +7,7 @@
 //! `rules/`, one family per file; a test holds the two to the same set of
 //! names.
 
+pub use crate::prim::Prim;
 use std::sync::OnceLock;
 
 /// How a back end treats a primitive.
@@ -555,17 +556,85 @@ pub fn call_params(name: &str) -> Option<&'static [&'static str]> {
 
 /// The row of `name` (a name or an alias).
 pub fn lookup(name: &str) -> Option<&'static Primitive> {
-    static BY_NAME: OnceLock<rustc_hash::FxHashMap<&'static str, usize>> = OnceLock::new();
-    let map = BY_NAME.get_or_init(|| {
-        let mut m = rustc_hash::FxHashMap::default();
-        for (i, p) in PRIMITIVES.iter().enumerate() {
-            for n in std::iter::once(&p.name).chain(p.aliases) {
-                m.entry(*n).or_insert(i);
+    Prim::from_name(name).map(Prim::row)
+}
+
+impl Prim {
+    /// The primitive printed as `name` (its name or an alias).
+    pub fn from_name(name: &str) -> Option<Prim> {
+        static BY_NAME: OnceLock<rustc_hash::FxHashMap<&'static str, Prim>> = OnceLock::new();
+        let map = BY_NAME.get_or_init(|| {
+            let mut m = rustc_hash::FxHashMap::default();
+            for (p, row) in Prim::ALL.iter().zip(PRIMITIVES) {
+                for n in std::iter::once(&row.name).chain(row.aliases) {
+                    m.entry(*n).or_insert(*p);
+                }
             }
-        }
-        m
-    });
-    map.get(name).map(|&i| &PRIMITIVES[i])
+            m
+        });
+        map.get(name).copied()
+    }
+    /// Its row of the registry.
+    pub fn row(self) -> &'static Primitive {
+        &PRIMITIVES[self as usize]
+    }
+    /// The name JAX or Catalyst prints (the newest; `row().aliases` has
+    /// the others).
+    pub fn name(self) -> &'static str {
+        self.row().name
+    }
+}
+
+impl std::fmt::Display for Prim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The Rust name of the [`Prim`] variant of a printed name: `dot_general`
+/// is `DotGeneral`, `scatter-add` is `ScatterAdd`.
+fn variant_name(name: &str) -> String {
+    name.split(['_', '-'])
+        .filter(|w| !w.is_empty())
+        .map(|w| {
+            let mut c = w.chars();
+            c.next()
+                .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+/// The text of `prim.rs`: the [`Prim`] enum, one variant per row of
+/// [`PRIMITIVES`] in the same order (so a variant's discriminant is its
+/// row's index).
+pub fn prim_enum_source() -> String {
+    let mut out = String::from(
+        "//! Generated from the primitive registry (`registry.rs`'s `PRIMITIVES`) by\n\
+         //! `UPDATE_DOCS=1 cargo test -p jaxpr-check registry`; do not edit by hand.\n\n\
+         /// A primitive of the registry: the typed handle every layer dispatches on\n\
+         /// ([`Prim::row`] is its row, [`Prim::from_name`] reads a printed name or\n\
+         /// alias). One variant per row, in the table's order.\n\
+         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]\n\
+         #[repr(u16)]\n\
+         pub enum Prim {\n",
+    );
+    for p in PRIMITIVES {
+        out.push_str(&format!(
+            "    /// `{}`\n    {},\n",
+            p.name,
+            variant_name(p.name)
+        ));
+    }
+    out.push_str(&format!(
+        "}}\n\nimpl Prim {{\n    /// Every primitive, in the registry's order.\n    pub const ALL: [Prim; {}] = [\n",
+        PRIMITIVES.len()
+    ));
+    for p in PRIMITIVES {
+        out.push_str(&format!("        Prim::{},\n", variant_name(p.name)));
+    }
+    out.push_str("    ];\n}\n");
+    out
 }
 
 /// Every printed name (names and aliases), sorted.

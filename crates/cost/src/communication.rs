@@ -5,7 +5,8 @@
 
 use crate::Amount;
 use crate::rules::{operand_types, result_types, sum_bytes};
-use jaxpr_check::registry::{self, Exchange};
+use jaxpr_check::registry::Exchange;
+use jaxpr_check::registry::Prim;
 use jaxpr_check::{Analysis, EqnId};
 use jaxpr_syntax::ast;
 use smol_str::SmolStr;
@@ -63,7 +64,7 @@ impl Communication {
 /// reduction on one device).
 pub fn communication(analysis: &Analysis, eqn: &ast::Eqn, id: EqnId) -> Option<Communication> {
     let info = analysis.eqn(id);
-    let exchange = registry::lookup(&info.primitive)?.exchange?;
+    let exchange = info.prim.map(Prim::row)?.exchange?;
     let mesh = analysis.collective_axes(id)?;
     let n = mesh.devices();
     let operands = operand_types(analysis, eqn);

@@ -22,7 +22,7 @@ pub use jaxpr_check::registry::{CostRule, XlaCount};
 pub use memory::Peak;
 pub use tolerance::Slack;
 
-use jaxpr_check::registry;
+use jaxpr_check::registry::Prim;
 use jaxpr_check::{Analysis, EqnId, JaxprId};
 use jaxpr_syntax::ast;
 use rustc_hash::FxHashMap as HashMap;
@@ -466,7 +466,7 @@ impl Walk<'_, '_> {
             let Some(&syntax) = self.syntax.get(&eqn_info.range.start) else {
                 continue;
             };
-            let rule = registry::lookup(&eqn_info.primitive).map(|row| row.cost().rule);
+            let rule = eqn_info.prim.map(Prim::row).map(|row| row.cost().rule);
             let pure = rule.is_some_and(CostRule::is_pure);
             let unread = eqn_info
                 .outs
@@ -508,8 +508,10 @@ impl Walk<'_, '_> {
             // A `jit` or `closed_call` some of whose results nothing reads
             // is pruned by JAX's lowering to the results read, and then to
             // the operands those need (`dce_jaxpr_pjit_rule`).
-            let needed = match (&*eqn_info.primitive, &eqn_info.callees[..]) {
-                ("jit" | "pjit" | "closed_call" | "core_call", [(_, callee)]) if no_effect => {
+            let needed = match (eqn_info.prim, &eqn_info.callees[..]) {
+                (Some(Prim::Jit | Prim::ClosedCall | Prim::CoreCall), [(_, callee)])
+                    if no_effect =>
+                {
                     let used: Vec<bool> = eqn_info
                         .outs
                         .iter()
@@ -547,7 +549,7 @@ impl Walk<'_, '_> {
             .collect();
         for &e in info.eqns.iter().rev() {
             let eqn_info = analysis.eqn(e);
-            let pure = registry::lookup(&eqn_info.primitive).is_some_and(|row| {
+            let pure = eqn_info.prim.map(Prim::row).is_some_and(|row| {
                 row.cost().rule.is_pure()
                     || matches!(row.cost().rule, CostRule::Free | CostRule::PassThrough)
             }) && eqn_info.callees.iter().all(|&(_, j)| self.has_no_effect(j));
@@ -573,7 +575,7 @@ impl Walk<'_, '_> {
     fn has_no_effect(&self, id: JaxprId) -> bool {
         self.analysis.jaxpr(id).eqns.iter().all(|&e| {
             let info = self.analysis.eqn(e);
-            match registry::lookup(&info.primitive).map(|row| row.cost().rule) {
+            match info.prim.map(Prim::row).map(|row| row.cost().rule) {
                 Some(rule) if rule.is_call() => {
                     info.callees.iter().all(|&(_, j)| self.has_no_effect(j))
                 }
@@ -599,8 +601,7 @@ impl Walk<'_, '_> {
             let Some(&syntax) = self.syntax.get(&eqn_info.range.start) else {
                 continue;
             };
-            let Some(rule) = registry::lookup(&eqn_info.primitive).map(|row| row.cost().rule)
-            else {
+            let Some(rule) = eqn_info.prim.map(Prim::row).map(|row| row.cost().rule) else {
                 continue;
             };
             let [Some(out)] = eqn_info.outs[..] else {

@@ -5,6 +5,7 @@ use crate::amount::{Amount, bytes, element_bytes, elements};
 use crate::tolerance::{Slack, Units};
 use crate::{Cost, EqnCost, LoopCount, Walk, first_difference};
 use jaxpr_check::params::DotDims;
+use jaxpr_check::registry::Prim;
 use jaxpr_check::registry::{self, CostRule, Family, XlaCount};
 use jaxpr_check::{Analysis, EqnId, EqnInfo, JaxprId, literals};
 use jaxpr_syntax::ast;
@@ -159,6 +160,11 @@ struct EqnView<'a> {
 }
 
 impl EqnView<'_> {
+    /// The registry's primitive of the equation.
+    fn prim(&self) -> Option<Prim> {
+        self.analysis.eqn(self.id).prim
+    }
+
     /// The dtype an untyped literal takes: the first typed operand's, else
     /// the first result's.
     fn fallback(&self) -> Option<&DType> {
@@ -275,7 +281,7 @@ impl EqnView<'_> {
         else {
             return false;
         };
-        if &*self.eqn.primitive.text != "broadcast_in_dim" || operand.is_scalar() {
+        if self.prim() != Some(Prim::BroadcastInDim) || operand.is_scalar() {
             return false;
         }
         let Some(axes) = self
@@ -297,7 +303,7 @@ impl EqnView<'_> {
         let Some(Some(operand)) = self.operands.first() else {
             return false;
         };
-        if &*self.eqn.primitive.text != "transpose" {
+        if self.prim() != Some(Prim::Transpose) {
             return false;
         }
         let Some(permutation) = self
@@ -657,7 +663,7 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
             // StableHLO's canonicalisation also drops a `concatenate`'s
             // empty operands.
             let empty = |ty: &AType| elements(ty, analysis).is_zero();
-            let kept: Vec<&Option<AType>> = if &*view.eqn.primitive.text == "concatenate" {
+            let kept: Vec<&Option<AType>> = if view.prim() == Some(Prim::Concatenate) {
                 view.operands
                     .iter()
                     .filter(|ty| !ty.as_ref().is_some_and(empty))
@@ -671,7 +677,7 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
             if unchanged && rule == CostRule::Movement {
                 return cost;
             }
-            cost.bytes_accessed = if &*view.eqn.primitive.text == "split" {
+            cost.bytes_accessed = if view.prim() == Some(Prim::Split) {
                 // JAX lowers `split` to a slice per result; a slice of the
                 // whole operand is the operand.
                 let operand = view.operands.first().cloned().flatten();
@@ -682,7 +688,7 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
                         Some(result) => acc.add(&bytes(result, None, analysis).scale(2)),
                         None => Amount::unknown(),
                     })
-            } else if &*view.eqn.primitive.text == "stack" && view.operands.len() > 1 {
+            } else if view.prim() == Some(Prim::Stack) && view.operands.len() > 1 {
                 // JAX lowers `stack` to a `reshape` of each operand (adding
                 // the new axis), then a `concatenate`.
                 view.operand_bytes().scale(3).add(&view.result_bytes())
@@ -694,7 +700,7 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
         }
         // A `slice` of the whole operand is the operand: folded.
         CostRule::Slice
-            if &*view.eqn.primitive.text == "slice"
+            if view.prim() == Some(Prim::Slice)
                 && view.operands.first() == view.results.first() => {}
         CostRule::Slice => {
             cost.bytes_accessed = view.result_bytes().scale(2);
@@ -874,7 +880,7 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
             slack: Slack::default(),
         };
     };
-    let Some(row) = registry::lookup(&info.primitive) else {
+    let Some(row) = info.prim.map(Prim::row) else {
         return unknown_primitive_cost(analysis, info, eqn);
     };
     let rule = row.cost();
@@ -1092,7 +1098,7 @@ fn scan_length(expr: &ast::Expr) -> Amount {
 /// The one number a folded equation's result holds everywhere, when its
 /// operands are literals or splats and it computes it elementwise.
 fn splat_value(
-    primitive: &str,
+    prim: Prim,
     args: &[ast::Atom],
     analysis: &Analysis,
     splats: &rustc_hash::FxHashMap<jaxpr_types::VarId, f64>,
@@ -1107,30 +1113,30 @@ fn splat_value(
                 .and_then(|r| splats.get(&r.var).copied()),
         })
         .collect();
-    match (primitive, &values?[..]) {
+    match (prim, &values?[..]) {
         (
-            "broadcast_in_dim"
-            | "reshape"
-            | "convert_element_type"
-            | "squeeze"
-            | "expand_dims"
-            | "tile"
-            | "slice",
+            Prim::BroadcastInDim
+            | Prim::Reshape
+            | Prim::ConvertElementType
+            | Prim::Squeeze
+            | Prim::ExpandDims
+            | Prim::Tile
+            | Prim::Slice,
             [x],
         ) => Some(*x),
         // A concatenate of splats of one value is that splat.
-        ("concatenate", [x, rest @ ..]) if rest.iter().all(|y| y == x) => Some(*x),
-        ("neg", [x]) => Some(-x),
-        ("square", [x]) => Some(x * x),
-        ("mul", [x, y]) => Some(x * y),
-        ("add" | "add_any", [x, y]) => Some(x + y),
-        ("sub", [x, y]) => Some(x - y),
-        ("eq", [x, y]) => Some(f64::from(u8::from(x == y))),
-        ("ne", [x, y]) => Some(f64::from(u8::from(x != y))),
-        ("lt", [x, y]) => Some(f64::from(u8::from(x < y))),
-        ("le", [x, y]) => Some(f64::from(u8::from(x <= y))),
-        ("gt", [x, y]) => Some(f64::from(u8::from(x > y))),
-        ("ge", [x, y]) => Some(f64::from(u8::from(x >= y))),
+        (Prim::Concatenate, [x, rest @ ..]) if rest.iter().all(|y| y == x) => Some(*x),
+        (Prim::Neg, [x]) => Some(-x),
+        (Prim::Square, [x]) => Some(x * x),
+        (Prim::Mul, [x, y]) => Some(x * y),
+        (Prim::Add | Prim::AddAny, [x, y]) => Some(x + y),
+        (Prim::Sub, [x, y]) => Some(x - y),
+        (Prim::Eq, [x, y]) => Some(f64::from(u8::from(x == y))),
+        (Prim::Ne, [x, y]) => Some(f64::from(u8::from(x != y))),
+        (Prim::Lt, [x, y]) => Some(f64::from(u8::from(x < y))),
+        (Prim::Le, [x, y]) => Some(f64::from(u8::from(x <= y))),
+        (Prim::Gt, [x, y]) => Some(f64::from(u8::from(x > y))),
+        (Prim::Ge, [x, y]) => Some(f64::from(u8::from(x >= y))),
         _ => None,
     }
 }
@@ -1143,8 +1149,8 @@ fn splat_of(walk: &Walk<'_, '_>, e: EqnId, var: jaxpr_types::VarId) -> Option<f6
     walk.splats.get(&var).copied().or_else(|| {
         let info = walk.analysis.eqn(e);
         let syntax = walk.syntax.get(&info.range.start)?;
-        match (&*info.primitive, &syntax.args[..]) {
-            ("broadcast_in_dim", [ast::Atom::Lit(lit)]) => literal_value(lit),
+        match (info.prim?, &syntax.args[..]) {
+            (Prim::BroadcastInDim, [ast::Atom::Lit(lit)]) => literal_value(lit),
             _ => None,
         }
     })
@@ -1193,7 +1199,7 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
             .flatten()
             .chain(eqn_info.outs.iter().flatten().map(|v| &analysis.var(*v).ty))
             .any(|ty| ty.dtype.as_ref().is_some_and(DType::is_complex));
-        let of_complex_op = matches!(&*eqn_info.primitive, "real" | "imag")
+        let of_complex_op = matches!(eqn_info.prim, Some(Prim::Real | Prim::Imag))
             && syntax.args.iter().all(|atom| match atom {
                 ast::Atom::Var(name) => analysis
                     .ref_at(name.range)
@@ -1201,7 +1207,7 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
                 ast::Atom::Lit(_) => false,
             });
         let complex = complex_operand && !of_complex_op;
-        let foldable = registry::lookup(&eqn_info.primitive).is_some_and(|row| {
+        let foldable = eqn_info.prim.map(Prim::row).is_some_and(|row| {
             row.cost().folds
                 && (row.family == Family::Shape
                     || (!complex
@@ -1234,7 +1240,7 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
                     .ref_at(name.range)
                     .is_some_and(|r| constant.contains(&r.var)),
             });
-        if &*eqn_info.primitive == "complex" && operands_constant {
+        if eqn_info.prim == Some(Prim::Complex) && operands_constant {
             made_complex.extend(eqn_info.outs.iter().flatten().copied());
             constant.extend(eqn_info.outs.iter().flatten().copied());
         }
@@ -1252,9 +1258,9 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
                         .is_some_and(|d| d.is_int() || d.is_bool())
                 });
                 let same = matches!((left, right), (Some(l), Some(r)) if l.var == r.var);
-                let truth = match &*eqn_info.primitive {
-                    "eq" | "le" | "ge" => Some(1.0),
-                    "ne" | "lt" | "gt" => Some(0.0),
+                let truth = match eqn_info.prim {
+                    Some(Prim::Eq | Prim::Le | Prim::Ge) => Some(1.0),
+                    Some(Prim::Ne | Prim::Lt | Prim::Gt) => Some(0.0),
                     _ => None,
                 };
                 truth.filter(|_| exact && same)
@@ -1270,8 +1276,8 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
         }
         // A `pad` of an empty array is its padding value everywhere: a
         // splat constant (`pad` of a constant is otherwise kept).
-        let padded_value = match (&*eqn_info.primitive, &syntax.args[..], &eqn_info.outs[..]) {
-            ("pad", [ast::Atom::Var(operand), padding], [Some(out)]) => {
+        let padded_value = match (eqn_info.prim, &syntax.args[..], &eqn_info.outs[..]) {
+            (Some(Prim::Pad), [ast::Atom::Var(operand), padding], [Some(out)]) => {
                 let empty = analysis
                     .ref_at(operand.range)
                     .is_some_and(|r| elements(&analysis.var(r.var).ty, analysis).is_zero());
@@ -1301,8 +1307,11 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
             });
             // A concatenate of constants that are not one splat is a dense
             // constant too.
-            let mixed = &*eqn_info.primitive == "concatenate"
-                && splat_value(&eqn_info.primitive, &syntax.args, analysis, &walk.splats).is_none();
+            let mixed = eqn_info.prim == Some(Prim::Concatenate)
+                && eqn_info
+                    .prim
+                    .and_then(|p| splat_value(p, &syntax.args, analysis, &walk.splats))
+                    .is_none();
             if of_dense || mixed {
                 dense.extend(eqn_info.outs.iter().flatten().copied());
             }
@@ -1312,8 +1321,9 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
             // A broadcast of a literal is a splat of known value, and so is
             // arithmetic on splats (`mul 1.0 1.0`).
             if let [Some(out)] = &eqn_info.outs[..]
-                && let Some(value) =
-                    splat_value(&eqn_info.primitive, &syntax.args, analysis, &walk.splats)
+                && let Some(value) = eqn_info
+                    .prim
+                    .and_then(|p| splat_value(p, &syntax.args, analysis, &walk.splats))
             {
                 walk.splats.insert(*out, value);
             }
@@ -1324,7 +1334,7 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
     // dropped once they fold through it.
     let of_constants = |e: &EqnId| {
         let info = analysis.eqn(*e);
-        &*info.primitive == "complex"
+        info.prim == Some(Prim::Complex)
             && info.outs.iter().flatten().all(|v| made_complex.contains(v))
     };
     let candidates: Vec<EqnId> = info
@@ -1370,7 +1380,7 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
         }
         if let Some(&syntax) = walk.syntax.get(&analysis.eqn(e).range.start) {
             // `mul x 1.0` with a splat one folds to `x`: the splat is not read.
-            let unread = registry::lookup(&analysis.eqn(e).primitive).and_then(|row| {
+            let unread = analysis.eqn(e).prim.map(Prim::row).and_then(|row| {
                 identity_operand(
                     analysis,
                     syntax,
@@ -1434,10 +1444,10 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
 /// `expand_dims`, or a `broadcast_in_dim` adding size-1 axes), which
 /// StableHLO's canonicalisation makes a `reshape`.
 fn is_reshape(analysis: &Analysis, eqn: &ast::Eqn, info: &EqnInfo) -> bool {
-    let primitive = &*info.primitive;
+    let prim = info.prim;
     if !matches!(
-        primitive,
-        "reshape" | "squeeze" | "expand_dims" | "broadcast_in_dim"
+        prim,
+        Some(Prim::Reshape | Prim::Squeeze | Prim::ExpandDims | Prim::BroadcastInDim)
     ) {
         return false;
     }
@@ -1566,7 +1576,7 @@ pub(crate) fn nested_concatenates(walk: &Walk<'_, '_>, id: JaxprId) -> Vec<EqnId
         let Some(&eqn) = walk.syntax.get(&eqn_info.range.start) else {
             continue;
         };
-        let concatenate = &*eqn_info.primitive == "concatenate";
+        let concatenate = eqn_info.prim == Some(Prim::Concatenate);
         for atom in eqn.args.iter() {
             if let ast::Atom::Var(name) = atom
                 && let Some(r) = analysis.ref_at(name.range)

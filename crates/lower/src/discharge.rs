@@ -25,6 +25,7 @@
 //! a block that is not the whole array) is one J0012 naming it.
 
 use crate::walk::{LowerError, LowerErrorKind, LowerResult, Syntax, err, untyped_literal_text};
+use jaxpr_check::registry::Prim;
 use jaxpr_check::{Analysis, EqnId, JaxprId};
 use jaxpr_syntax::Parse;
 use jaxpr_syntax::TextRange;
@@ -38,28 +39,30 @@ use std::fmt::Write;
 const MAX_GRID_POINTS: usize = 4096;
 
 /// The primitives this rewrite removes.
-fn is_state(name: &str) -> bool {
+fn is_state(prim: Option<Prim>) -> bool {
+    let Some(prim) = prim else {
+        return false;
+    };
     matches!(
-        name,
-        "get"
-            | "swap"
-            | "addupdate"
-            | "masked_load"
-            | "masked_swap"
-            | "new_ref"
-            | "mutable_array"
-            | "freeze"
-            | "run_state"
-            | "for"
-            | "pallas_call"
-            | "program_id"
-            | "num_programs"
+        prim,
+        Prim::Get
+            | Prim::Swap
+            | Prim::Addupdate
+            | Prim::MaskedLoad
+            | Prim::MaskedSwap
+            | Prim::NewRef
+            | Prim::Freeze
+            | Prim::RunState
+            | Prim::For
+            | Prim::PallasCall
+            | Prim::ProgramId
+            | Prim::NumPrograms
     )
 }
 
 /// Whether a checked program has references or kernels to discharge.
 pub fn has_state(a: &Analysis) -> bool {
-    a.eqns.iter().any(|e| is_state(&e.primitive))
+    a.eqns.iter().any(|e| is_state(e.prim))
 }
 
 /// Whether a text may hold references or kernels (before it is checked):
@@ -231,7 +234,7 @@ struct Emitter<'t> {
 /// The jaxprs holding a state equation, at any depth.
 fn stateful(a: &Analysis) -> rustc_hash::FxHashSet<JaxprId> {
     let mut out = rustc_hash::FxHashSet::default();
-    for e in a.eqns.iter().filter(|e| is_state(&e.primitive)) {
+    for e in a.eqns.iter().filter(|e| is_state(e.prim)) {
         let mut j = Some(e.jaxpr);
         while let Some(k) = j {
             if !out.insert(k) {
@@ -381,19 +384,20 @@ impl<'t> Emitter<'t> {
         let info = self.a.eqn(id);
         let outs = info.outs.clone();
         let name = e.primitive.text.as_ref();
+        let prim = info.prim;
         let at = e.primitive.range;
         if let Some(st) = e.state.as_deref() {
             return self.state(e, st, &outs, env);
         }
-        match name {
-            "new_ref" | "mutable_array" | "freeze" => {
+        match prim {
+            Some(Prim::NewRef | Prim::Freeze) => {
                 let x = self.atom(env, &e.args[0])?;
                 if let Some(Some(v)) = outs.first() {
                     env.insert(*v, x);
                 }
                 Ok(())
             }
-            "program_id" | "num_programs" => {
+            Some(Prim::ProgramId | Prim::NumPrograms) => {
                 let Some((point, grid)) = self.grid.last() else {
                     return err(at, format!("`{name}` outside a Pallas kernel is not built"));
                 };
@@ -401,7 +405,7 @@ impl<'t> Emitter<'t> {
                 let Some(k) = usize::try_from(axis).ok().filter(|&k| k < grid.len()) else {
                     return err(at, format!("`axis={axis}` is not an axis of the grid"));
                 };
-                let v = if name == "program_id" {
+                let v = if prim == Some(Prim::ProgramId) {
                     point[k]
                 } else {
                     grid[k]
@@ -411,9 +415,9 @@ impl<'t> Emitter<'t> {
                 }
                 Ok(())
             }
-            "run_state" => self.run_state(e, id, &outs, env),
-            "pallas_call" => self.pallas_call(e, id, &outs, env),
-            "for" => self.for_loop(e, id, &outs, env),
+            Some(Prim::RunState) => self.run_state(e, id, &outs, env),
+            Some(Prim::PallasCall) => self.pallas_call(e, id, &outs, env),
+            Some(Prim::For) => self.for_loop(e, id, &outs, env),
             _ => {
                 let refs: Vec<usize> = (0..e.args.len())
                     .filter(|&i| self.operand_var(&e.args[i]).is_some_and(|v| self.is_ref(v)))
@@ -430,9 +434,9 @@ impl<'t> Emitter<'t> {
                 if jaxpr_check::registry::call_params(name).is_some() {
                     return self.inline(e, id, &outs, env);
                 }
-                match name {
-                    "cond" => self.cond(e, id, &outs, env, &refs),
-                    "scan" => self.scan(e, id, &outs, env, &refs),
+                match prim {
+                    Some(Prim::Cond) => self.cond(e, id, &outs, env, &refs),
+                    Some(Prim::Scan) => self.scan(e, id, &outs, env, &refs),
                     _ if refs.is_empty() => err(
                         at,
                         format!(

@@ -12,6 +12,7 @@
 //! (XLA upcasts `f16` and `bf16` to f32 for each of these functions).
 
 use crate::LowerResult;
+use jaxpr_check::registry::Prim;
 
 #[derive(Clone, Copy, Debug)]
 pub enum Binary {
@@ -67,16 +68,21 @@ pub trait Elementwise {
 }
 
 /// The unary special functions written here.
-pub const UNARY: &[&str] = &["bessel_i0e", "bessel_i1e", "erf_inv", "digamma"];
+pub const UNARY: &[Prim] = &[
+    Prim::BesselI0e,
+    Prim::BesselI1e,
+    Prim::ErfInv,
+    Prim::Digamma,
+];
 
-/// `name` (one of [`UNARY`]) of `x`; `wide`: the working precision is f64.
-pub fn unary<E: Elementwise>(e: &E, name: &str, x: E::Value, wide: bool) -> LowerResult<E::Value> {
+/// `prim` (one of [`UNARY`]) of `x`; `wide`: the working precision is f64.
+pub fn unary<E: Elementwise>(e: &E, prim: Prim, x: E::Value, wide: bool) -> LowerResult<E::Value> {
     let f = Shorthands(e);
-    match name {
-        "bessel_i0e" => f.bessel_i0e(x, wide),
-        "bessel_i1e" => f.bessel_i1e(x, wide),
-        "erf_inv" if wide => f.erf_inv64(x),
-        "erf_inv" => f.erf_inv32(x),
+    match prim {
+        Prim::BesselI0e => f.bessel_i0e(x, wide),
+        Prim::BesselI1e => f.bessel_i1e(x, wide),
+        Prim::ErfInv if wide => f.erf_inv64(x),
+        Prim::ErfInv => f.erf_inv32(x),
         _ => f.digamma(x),
     }
 }
@@ -85,12 +91,7 @@ pub fn unary<E: Elementwise>(e: &E, name: &str, x: E::Value, wide: bool) -> Lowe
 /// `lax.logaddexp` (`cumlogsumexp`'s combining function):
 /// `max + log1p(exp(-|x - y|))`, or `x + y` where `x - y` is NaN (NaNs,
 /// or infinities of one sign).
-pub fn binary<E: Elementwise>(
-    e: &E,
-    _name: &str,
-    x: E::Value,
-    y: E::Value,
-) -> LowerResult<E::Value> {
+pub fn logaddexp<E: Elementwise>(e: &E, x: E::Value, y: E::Value) -> LowerResult<E::Value> {
     let f = Shorthands(e);
     let max = e.binary(Binary::Max, x, y)?;
     let delta = f.sub(x, y)?;

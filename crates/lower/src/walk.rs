@@ -4,7 +4,7 @@
 //! call-like primitives.
 
 use jaxpr_check::params::{BadField, DotDims, GatherDims, ScatterDims};
-use jaxpr_check::registry::{self, Family, Lowering, Primitive};
+use jaxpr_check::registry::{self, Family, Lowering, Prim, Primitive};
 use jaxpr_check::{Analysis, EqnId, JaxprId, JaxprOrigin, literals};
 use jaxpr_syntax::TextRange;
 use jaxpr_syntax::ast::{self, BinOp, Expr, ExprKind};
@@ -158,6 +158,8 @@ pub struct Operand<X, T = AType> {
 /// One equation being lowered: its syntax, operands and result types.
 pub struct EqnCx<'e, X, T = AType> {
     pub e: &'e ast::Eqn,
+    /// Its primitive, which the back end lowers ([`check_lowered`]).
+    pub prim: Prim,
     pub id: EqnId,
     pub args: Vec<Operand<X, T>>,
     pub outs: Vec<T>,
@@ -365,17 +367,20 @@ impl<X, T: Borrow<AType>> EqnCx<'_, X, T> {
     }
 
     /// What a `scatter` does with an update: the combining primitive of
-    /// its name (`scatter-add` -> `add`), or `replace` for `scatter`, whose
+    /// its name (`scatter-add` -> `add`), or `None` (replace) for `scatter`, whose
     /// `update_jaxpr` must then be `None` or return its second operand
     /// (any other update function has no lowering: it is refused rather
     /// than replaced by a store).
-    pub fn scatter_combiner(&self) -> LowerResult<&str> {
+    pub fn scatter_combiner(&self) -> LowerResult<Option<Prim>> {
         let op = self
             .name()
             .trim_start_matches("scatter")
             .trim_start_matches(['-', '_']);
         if !op.is_empty() {
-            return Ok(op);
+            return match Prim::from_name(op) {
+                Some(p) => Ok(Some(p)),
+                None => err(self.at(), format!("`{}` has no lowering", self.name())),
+            };
         }
         let replaces = match self.e.param("update_jaxpr").map(|p| &p.value.kind) {
             None => true,
@@ -388,7 +393,7 @@ impl<X, T: Borrow<AType>> EqnCx<'_, X, T> {
             Some(_) => false,
         };
         if replaces {
-            Ok("replace")
+            Ok(None)
         } else {
             err(
                 self.at(),
@@ -618,12 +623,23 @@ impl Backend {
     }
 }
 
-/// J0012 at the primitive unless the registry says `backend` lowers it.
-pub fn check_lowered(name: &str, at: TextRange, backend: Backend) -> LowerResult<()> {
+/// The registry's primitive of equation `e`; J0012 at the primitive when
+/// the registry does not know it (a program the checker only warned about).
+pub fn prim_of(e: &ast::Eqn, backend: Backend) -> LowerResult<Prim> {
+    match Prim::from_name(&e.primitive.text) {
+        Some(p) => Ok(p),
+        None => check_lowered(e, backend),
+    }
+}
+
+/// The primitive of equation `e`, which `backend` lowers; J0012 at the
+/// primitive unless the registry says it does.
+pub fn check_lowered(e: &ast::Eqn, backend: Backend) -> LowerResult<Prim> {
+    let (name, at) = (e.primitive.text.as_str(), e.primitive.range);
     let title = backend.title();
-    match registry::lookup(name) {
-        Some(p) => match backend.support(p) {
-            Lowering::Lowered => Ok(()),
+    match Prim::from_name(name) {
+        Some(p) => match backend.support(p.row()) {
+            Lowering::Lowered => Ok(p),
             Lowering::Refused(why) => Err(LowerError {
                 range: at,
                 message: format!("`{name}` has no {title} lowering: {why}"),
@@ -649,7 +665,7 @@ pub fn check_lowered(name: &str, at: TextRange, backend: Backend) -> LowerResult
 /// complex dtypes (checked after [`check_lowered`], with the operands'
 /// types known).
 pub fn check_lowered_complex<'t>(
-    name: &str,
+    prim: Prim,
     at: TextRange,
     types: impl IntoIterator<Item = &'t AType>,
     backend: Backend,
@@ -657,10 +673,11 @@ pub fn check_lowered_complex<'t>(
     let complex = types
         .into_iter()
         .find_map(|t| t.dtype.as_ref().filter(|d| d.is_complex()));
-    let (Some(dt), Some(p)) = (complex, registry::lookup(name)) else {
+    let Some(dt) = complex else {
         return Ok(());
     };
-    match backend.complex_support(p) {
+    let name = prim.name();
+    match backend.complex_support(prim.row()) {
         Lowering::Lowered => Ok(()),
         Lowering::Refused(why) => Err(LowerError {
             range: at,
@@ -698,8 +715,8 @@ fn bad_field<T>(p: &Expr, BadField(field): BadField) -> LowerResult<T> {
 }
 
 /// Primitives whose result is their operand on one device.
-pub fn is_identity(name: &str) -> bool {
-    registry::lookup(name).is_some_and(|p| p.family == Family::Identity)
+pub fn is_identity(prim: Prim) -> bool {
+    prim.row().family == Family::Identity
 }
 
 /// The syntax of a checked file, indexed for lowering: every jaxpr by the

@@ -29,8 +29,8 @@ fn multi_device_equations_are_built_by_both_back_ends_and_xla_pmap_refused_with_
                 if !multi {
                     continue;
                 }
-                let stablehlo = check_lowered(name, e.primitive.range, Backend::Stablehlo);
-                let native = check_lowered(name, e.primitive.range, Backend::Native);
+                let stablehlo = check_lowered(e, Backend::Stablehlo);
+                let native = check_lowered(e, Backend::Native);
                 assert_eq!(stablehlo.is_ok(), name != "xla_pmap", "{name}");
                 assert_eq!(native.is_ok(), name != "xla_pmap", "{name}");
                 if name == "xla_pmap" {

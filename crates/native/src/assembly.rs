@@ -5,6 +5,7 @@
 use super::ops::Init;
 use super::{Arr, Codegen, Cx, Env, dtype};
 use inkwell::values::IntValue;
+use jaxpr_check::registry::Prim;
 use jaxpr_lower::{LowerResult, err};
 
 impl<'c> Codegen<'c, '_> {
@@ -15,14 +16,14 @@ impl<'c> Codegen<'c, '_> {
         cx: &Cx<'_, 'c>,
     ) -> LowerResult<Option<Arr<'c>>> {
         let dt = || dtype(&cx.outs[0]);
-        Ok(Some(match cx.name() {
-            "empty2" => {
+        Ok(Some(match cx.prim {
+            Prim::Empty2 => {
                 let dt = dt()?;
                 let r = self.alloc(&dt, &[])?;
                 self.store(&dt, r.p, self.i64(0), self.identity(&dt, Init::Zero)?)?;
                 r
             }
-            "stack" => {
+            Prim::Stack => {
                 let dt = dt()?;
                 let axis = cx.int("axis")? as usize;
                 let out = self.dims(env, &cx.outs[0], cx.at())?;

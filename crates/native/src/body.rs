@@ -6,6 +6,7 @@ use super::{Arr, Codegen, Env, Op};
 use crate::control;
 use inkwell::module::Linkage;
 use inkwell::values::BasicValueEnum;
+use jaxpr_check::registry::Prim;
 use jaxpr_check::{EqnId, JaxprId};
 use jaxpr_lower::{EqnCx, LowerError, LowerErrorKind, LowerResult, Operand, err, internal};
 use jaxpr_syntax::TextRange;
@@ -153,11 +154,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
         id: EqnId,
         deferrable: &rustc_hash::FxHashSet<VarId>,
     ) -> LowerResult<()> {
-        jaxpr_lower::walk::check_lowered(
-            &e.primitive.text,
-            e.primitive.range,
-            jaxpr_lower::walk::Backend::Native,
-        )?;
+        let prim = jaxpr_lower::walk::check_lowered(e, jaxpr_lower::walk::Backend::Native)?;
         let info = self.a.eqn(id);
         let outs = jaxpr_lower::walk::result_types(self.a, e, id);
         let untyped = jaxpr_lower::walk::untyped_literal_dtypes(self.a, &self.syntax, e, id, &outs);
@@ -169,12 +166,11 @@ impl<'c, 'f> Codegen<'c, 'f> {
             .collect::<LowerResult<Vec<_>>>()?;
         let vars: Vec<Option<VarId>> = e.args.iter().map(|x| self.var_of(x)).collect();
         jaxpr_lower::walk::check_lowered_complex(
-            &e.primitive.text,
+            prim,
             e.primitive.range,
             args.iter().map(|a| &a.ty).chain(&outs),
             jaxpr_lower::walk::Backend::Native,
         )?;
-        let name = e.primitive.text.as_str();
         // The result is deferred into its one user.
         let defer = info
             .outs
@@ -182,13 +178,14 @@ impl<'c, 'f> Codegen<'c, 'f> {
             .copied()
             .flatten()
             .is_some_and(|v| deferrable.contains(&v));
-        let inlines = fusion::is_elementwise(name) || name == "transpose";
+        let inlines = fusion::is_elementwise(prim) || prim == Prim::Transpose;
         let results = if inlines || (defer && fusion::is_fused(e)) {
             if !inlines {
                 self.materialize_args(env, &mut args, &vars)?;
             }
             let cx = EqnCx {
                 e,
+                prim,
                 id,
                 args,
                 outs: outs.clone(),
@@ -201,6 +198,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
             }
             let cx = EqnCx {
                 e,
+                prim,
                 id,
                 args,
                 outs: outs.clone(),

@@ -10,6 +10,7 @@ use super::Codegen;
 use inkwell::FloatPredicate;
 use inkwell::types::{BasicTypeEnum, FloatType};
 use inkwell::values::{BasicValueEnum, FloatValue, IntValue};
+use jaxpr_check::registry::Prim;
 use jaxpr_lower::{LowerResult, err};
 use jaxpr_syntax::TextRange;
 use jaxpr_types::DType;
@@ -395,19 +396,19 @@ impl<'c> Codegen<'c, '_> {
         odt: &DType,
         xs: &[BasicValueEnum<'c>],
     ) -> LowerResult<BasicValueEnum<'c>> {
-        let name = cx.name();
+        let (name, prim) = (cx.name(), cx.prim);
         let dt = &dts[0];
         let pdt = odt.real_part();
         if xs.len() == 2 {
-            if name == "complex" {
+            if prim == Prim::Complex {
                 return Ok(self.complex_of((xs[0].into_float_value(), xs[1].into_float_value())));
             }
-            return self.complex_binop(name, dt, xs[0], xs[1], cx.at());
+            return self.complex_binop(prim, dt, xs[0], xs[1], cx.at());
         }
         if !dt.is_complex() {
             // `conj` of a real operand is that operand, made complex.
-            return match name {
-                "conj" => self.complex_convert(xs[0], dt, odt),
+            return match prim {
+                Prim::Conj => self.complex_convert(xs[0], dt, odt),
                 _ => err(
                     cx.at(),
                     format!("`{name}` of {dt} to {odt} has no native lowering"),
@@ -416,45 +417,45 @@ impl<'c> Codegen<'c, '_> {
         }
         let x = self.parts(xs[0]);
         let pdt_in = dt.real_part();
-        Ok(match name {
-            "real" => x.0.into(),
-            "imag" => x.1.into(),
-            "abs" => self.real_fn("hypot", &pdt_in, &[x.0, x.1])?.into(),
-            "neg" => self.complex_of((self.fneg(x.0), self.fneg(x.1))),
-            "conj" => self.complex_of((x.0, self.fneg(x.1))),
-            "square" => self.complex_of(self.cmul(x, x)),
-            "integer_pow" => self.complex_of(self.integer_power(x, cx.int("y")?)?),
-            "exp" => self.complex_of(self.cexp(&pdt, x)?),
-            "log" => self.complex_of(self.clog(&pdt, x)?),
-            "sqrt" => self.complex_of(self.csqrt(&pdt, x)?),
-            "rsqrt" => {
+        Ok(match prim {
+            Prim::Real => x.0.into(),
+            Prim::Imag => x.1.into(),
+            Prim::Abs => self.real_fn("hypot", &pdt_in, &[x.0, x.1])?.into(),
+            Prim::Neg => self.complex_of((self.fneg(x.0), self.fneg(x.1))),
+            Prim::Conj => self.complex_of((x.0, self.fneg(x.1))),
+            Prim::Square => self.complex_of(self.cmul(x, x)),
+            Prim::IntegerPow => self.complex_of(self.integer_power(x, cx.int("y")?)?),
+            Prim::Exp => self.complex_of(self.cexp(&pdt, x)?),
+            Prim::Log => self.complex_of(self.clog(&pdt, x)?),
+            Prim::Sqrt => self.complex_of(self.csqrt(&pdt, x)?),
+            Prim::Rsqrt => {
                 let t0 = x.0.get_type();
                 let s = self.csqrt(&pdt, x)?;
                 self.complex_of(self.cdiv((t0.const_float(1.0), t0.const_zero()), s)?)
             }
-            "sin" => self.complex_of(self.csincos(&pdt, x, false)?),
-            "cos" => self.complex_of(self.csincos(&pdt, x, true)?),
-            "tanh" => self.complex_of(self.ctanh(&pdt, x)?),
-            "sinh" => self.complex_of(self.csinhcosh(&pdt, x, false)?),
-            "cosh" => self.complex_of(self.csinhcosh(&pdt, x, true)?),
+            Prim::Sin => self.complex_of(self.csincos(&pdt, x, false)?),
+            Prim::Cos => self.complex_of(self.csincos(&pdt, x, true)?),
+            Prim::Tanh => self.complex_of(self.ctanh(&pdt, x)?),
+            Prim::Sinh => self.complex_of(self.csinhcosh(&pdt, x, false)?),
+            Prim::Cosh => self.complex_of(self.csinhcosh(&pdt, x, true)?),
             // tan z = -i tanh(iz).
-            "tan" => {
+            Prim::Tan => {
                 let (p, q) = self.ctanh(&pdt, (self.fneg(x.1), x.0))?;
                 self.complex_of((q, self.fneg(p)))
             }
-            "asinh" => self.complex_of(self.in_double(x, |d, z| self.casinh(d, z))?),
-            "acosh" => self.complex_of(self.in_double(x, |d, z| self.cacosh(d, z))?),
-            "atanh" => self.complex_of(self.in_double(x, |d, z| self.catanh(d, z))?),
+            Prim::Asinh => self.complex_of(self.in_double(x, |d, z| self.casinh(d, z))?),
+            Prim::Acosh => self.complex_of(self.in_double(x, |d, z| self.cacosh(d, z))?),
+            Prim::Atanh => self.complex_of(self.in_double(x, |d, z| self.catanh(d, z))?),
             // asin z = -i asinh(iz), atan z = -i atanh(iz), acos z = pi/2 - asin z.
-            "asin" | "atan" | "acos" => {
+            Prim::Asin | Prim::Atan | Prim::Acos => {
                 let (p, q) = self.in_double(x, |d, (a, b)| {
                     let iz = (self.fneg(b), a);
-                    let (p, q) = if name == "atan" {
+                    let (p, q) = if prim == Prim::Atan {
                         self.catanh(d, iz)?
                     } else {
                         self.casinh(d, iz)?
                     };
-                    if name != "acos" {
+                    if prim != Prim::Acos {
                         return Ok((q, self.fneg(p)));
                     }
                     let half_pi = a.get_type().const_float(std::f64::consts::FRAC_PI_2);
@@ -462,14 +463,14 @@ impl<'c> Codegen<'c, '_> {
                 })?;
                 self.complex_of((p, q))
             }
-            "expm1" => self.complex_of(self.cexpm1(&pdt, x)?),
-            "log1p" => self.complex_of(self.clog1p(&pdt, x)?),
-            "exp2" => {
+            Prim::Expm1 => self.complex_of(self.cexpm1(&pdt, x)?),
+            Prim::Log1p => self.complex_of(self.clog1p(&pdt, x)?),
+            Prim::Exp2 => {
                 let ln2 = x.0.get_type().const_float(std::f64::consts::LN_2);
                 self.complex_of(self.cexp(&pdt, (self.fmul(x.0, ln2), self.fmul(x.1, ln2)))?)
             }
             // 1 / (1 + exp(-z)).
-            "logistic" => {
+            Prim::Logistic => {
                 let t0 = x.0.get_type();
                 let (one, zero) = (t0.const_float(1.0), t0.const_zero());
                 let (re, im) = self.cexp(&pdt, (self.fneg(x.0), self.fneg(x.1)))?;
@@ -482,7 +483,7 @@ impl<'c> Codegen<'c, '_> {
     /// A binary primitive on two complex scalars of `dt`.
     pub(crate) fn complex_binop(
         &self,
-        name: &str,
+        prim: Prim,
         dt: &DType,
         x: BasicValueEnum<'c>,
         y: BasicValueEnum<'c>,
@@ -490,16 +491,16 @@ impl<'c> Codegen<'c, '_> {
     ) -> LowerResult<BasicValueEnum<'c>> {
         let (x, y) = (self.parts(x), self.parts(y));
         let pdt = dt.real_part();
-        Ok(match name {
-            "add" | "add_any" => self.complex_of((self.fadd(x.0, y.0), self.fadd(x.1, y.1))),
-            "sub" => self.complex_of((self.fsub(x.0, y.0), self.fsub(x.1, y.1))),
-            "mul" => self.complex_of(self.cmul(x, y)),
-            "div" => self.complex_of(self.cdiv(x, y)?),
-            "pow" => self.complex_of(self.cpow(&pdt, x, y)?),
+        Ok(match prim {
+            Prim::Add | Prim::AddAny => self.complex_of((self.fadd(x.0, y.0), self.fadd(x.1, y.1))),
+            Prim::Sub => self.complex_of((self.fsub(x.0, y.0), self.fsub(x.1, y.1))),
+            Prim::Mul => self.complex_of(self.cmul(x, y)),
+            Prim::Div => self.complex_of(self.cdiv(x, y)?),
+            Prim::Pow => self.complex_of(self.cpow(&pdt, x, y)?),
             // Lexicographic, on the real parts and then the imaginary ones
             // (as JAX's lowering of `max` and `min` for complex operands).
-            "max" | "min" => {
-                let p = if name == "max" {
+            Prim::Max | Prim::Min => {
+                let p = if prim == Prim::Max {
                     FloatPredicate::OGT
                 } else {
                     FloatPredicate::OLT
@@ -511,17 +512,17 @@ impl<'c> Codegen<'c, '_> {
                 let (xv, yv) = (self.complex_of(x), self.complex_of(y));
                 self.b.build_select(pick, xv, yv, "").expect("select")
             }
-            "eq" => {
+            Prim::Eq => {
                 let re = self.fcmp(FloatPredicate::OEQ, x.0, y.0);
                 let im = self.fcmp(FloatPredicate::OEQ, x.1, y.1);
                 self.bool8(self.and(re, im))
             }
-            "ne" => {
+            Prim::Ne => {
                 let re = self.fcmp(FloatPredicate::UNE, x.0, y.0);
                 let im = self.fcmp(FloatPredicate::UNE, x.1, y.1);
                 self.bool8(self.or(re, im))
             }
-            _ => return err(at, format!("`{name}` on {dt} has no native lowering")),
+            _ => return err(at, format!("`{prim}` on {dt} has no native lowering")),
         })
     }
 

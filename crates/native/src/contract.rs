@@ -5,6 +5,8 @@ use super::ops::{Init, accumulator};
 use super::{Arr, Codegen, Cx, Env, dtype};
 use inkwell::IntPredicate;
 use inkwell::values::IntValue;
+use jaxpr_check::reductions::Combiner;
+use jaxpr_check::registry::Prim;
 use jaxpr_lower::{LowerResult, err};
 
 impl<'c> Codegen<'c, '_> {
@@ -75,7 +77,7 @@ impl<'c> Codegen<'c, '_> {
             let acc = self.fold_nest(
                 &adt,
                 Init::Zero,
-                "add",
+                Combiner::Add,
                 &kdims,
                 &mut |ki| {
                     let (mut li, mut ri) = (li.clone(), ri.clone());
@@ -87,7 +89,7 @@ impl<'c> Codegen<'c, '_> {
                     let b2 = self.load(&rdt, r.v.p, self.offset(&ri, &r.v.dims))?;
                     let a = self.convert(a, &ldt, &adt)?;
                     let b2 = self.convert(b2, &rdt, &adt)?;
-                    Ok((self.binop("mul", &adt, a, b2, cx)?, None))
+                    Ok((self.binop(Prim::Mul, &adt, a, b2, cx)?, None))
                 },
                 cx,
             )?;
@@ -210,7 +212,7 @@ impl<'c> Codegen<'c, '_> {
             let acc = self.fold_nest(
                 &adt,
                 Init::Zero,
-                "add",
+                Combiner::Add,
                 &inner,
                 &mut |ki| {
                     let c = ki[0];
@@ -242,7 +244,7 @@ impl<'c> Codegen<'c, '_> {
                         &rdt,
                         &adt,
                     )?;
-                    Ok((self.binop("mul", &adt, a, w, cx)?, Some(valid)))
+                    Ok((self.binop(Prim::Mul, &adt, a, w, cx)?, Some(valid)))
                 },
                 cx,
             )?;

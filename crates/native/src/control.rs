@@ -9,6 +9,7 @@ use super::{Arr, Codegen, Cx, Env, Op, dtype};
 use inkwell::IntPredicate;
 use inkwell::values::{BasicValue, IntValue, PhiValue};
 use jaxpr_check::JaxprId;
+use jaxpr_check::registry::Prim;
 use jaxpr_lower::{LowerResult, Operand, ScanLayout, err, internal};
 use jaxpr_syntax::ast;
 use jaxpr_types::AType;
@@ -23,10 +24,10 @@ impl<'c> Codegen<'c, '_> {
         cx: &Cx<'_, 'c>,
         defer: bool,
     ) -> LowerResult<Option<Vec<Arr<'c>>>> {
-        let name = cx.name();
+        let prim = cx.prim;
         // Before the generic call: its callees are four jaxprs, of which
         // it calls `solve`.
-        if name == "custom_linear_solve" {
+        if prim == Prim::CustomLinearSolve {
             let (solve, operands) = cx.linear_solve(self.a)?;
             let args: Vec<_> = operands.iter().map(|&i| cx.args[i].clone()).collect();
             if matches!(
@@ -48,17 +49,17 @@ impl<'c> Codegen<'c, '_> {
             let outs = self.call_jaxpr(env, callee, &cx.args, cx.at())?;
             return Ok(Some(outs.into_iter().map(|o| o.v).collect()));
         }
-        Ok(Some(match name {
-            "cond" => {
+        Ok(Some(match prim {
+            Prim::Cond => {
                 let (index, branches, operands) = self.cond_branch(cx)?;
                 self.switch(env, cx, index, &branches, &cx.args[operands..])?
             }
-            "while" | "while_loop" => self.while_loop(env, cx)?,
-            "for_loop" => match unrolled_trips(cx.e) {
+            Prim::While | Prim::WhileLoop => self.while_loop(env, cx)?,
+            Prim::ForLoop => match unrolled_trips(cx.e) {
                 Some(trips) => self.for_loop_unrolled(env, cx, trips, defer)?,
                 None => self.for_loop(env, cx)?,
             },
-            "scan" => self.scan(env, cx)?,
+            Prim::Scan => self.scan(env, cx)?,
             _ => return Ok(None),
         }))
     }
@@ -564,7 +565,7 @@ const MAX_UNROLLED: i64 = 16;
 /// and step, at most [`MAX_UNROLLED`] iterations, no implicit arguments (so
 /// its arrays keep their shapes).
 pub(crate) fn unrolled_trips(e: &ast::Eqn) -> Option<i64> {
-    if e.primitive.text.as_str() != "for_loop" {
+    if Prim::from_name(&e.primitive.text) != Some(Prim::ForLoop) {
         return None;
     }
     let param = |k: &str| e.param(k).and_then(|p| p.value.as_int());

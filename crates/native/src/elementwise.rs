@@ -8,6 +8,8 @@ use super::{Codegen, Cx};
 use inkwell::types::BasicTypeEnum;
 use inkwell::values::{BasicMetadataValueEnum, BasicValueEnum, FloatValue, IntValue};
 use inkwell::{FloatPredicate, IntPredicate};
+use jaxpr_check::reductions::Combiner;
+use jaxpr_check::registry::Prim;
 use jaxpr_lower::{LowerResult, err};
 use jaxpr_syntax::TextRange;
 use jaxpr_types::{DType, FloatKind};
@@ -207,12 +209,12 @@ impl<'c> Codegen<'c, '_> {
         odt: &DType,
         xs: &[BasicValueEnum<'c>],
     ) -> LowerResult<BasicValueEnum<'c>> {
-        let name = cx.name();
+        let (name, prim) = (cx.name(), cx.prim);
         let b = &self.b;
         let dt = &dts[0];
         let unsupported = || err(cx.at(), format!("`{name}` on {dt} has no native lowering"));
-        match name {
-            "select_n" => {
+        match prim {
+            Prim::SelectN => {
                 // select_n(pred, *cases): case `pred` (bool or int index).
                 let p = self.to_i64(xs[0], dt, cx.at())?;
                 let mut v = xs[xs.len() - 1];
@@ -222,13 +224,13 @@ impl<'c> Codegen<'c, '_> {
                 }
                 return Ok(v);
             }
-            "clamp" => {
+            Prim::Clamp => {
                 // clamp(lo, x, hi)
-                let lo = self.binop("max", &dts[1], xs[1], xs[0], cx)?;
-                return self.binop("min", &dts[1], lo, xs[2], cx);
+                let lo = self.binop(Prim::Max, &dts[1], xs[1], xs[0], cx)?;
+                return self.binop(Prim::Min, &dts[1], lo, xs[2], cx);
             }
-            "convert_element_type" => return self.convert(xs[0], dt, odt),
-            "bitcast_convert_type" => {
+            Prim::ConvertElementType => return self.convert(xs[0], dt, odt),
+            Prim::BitcastConvertType => {
                 // Same width: each element's bits. Another width splits or
                 // joins elements along a trailing axis, which an
                 // element-by-element lowering cannot do.
@@ -245,7 +247,7 @@ impl<'c> Codegen<'c, '_> {
             }
             // An integer exponent is converted to the base's dtype first
             // (as JAX lowers `pow`).
-            "pow" if dts[1] != *dt => {
+            Prim::Pow if dts[1] != *dt => {
                 let y = self.convert(xs[1], &dts[1], dt)?;
                 return self.scalar(cx, &[dt.clone(), dt.clone()], odt, &[xs[0], y]);
             }
@@ -260,22 +262,22 @@ impl<'c> Codegen<'c, '_> {
             // the result's dtype first, as JAX lowers it.
             let x = self.convert(xs[0], &dts[0], odt)?;
             let y = self.convert(xs[1], &dts[1], odt)?;
-            return self.binop(name, odt, x, y, cx);
+            return self.binop(prim, odt, x, y, cx);
         }
         if xs.len() == 2 {
-            return self.binop(name, dt, xs[0], xs[1], cx);
+            return self.binop(prim, dt, xs[0], xs[1], cx);
         }
         let x = xs[0];
         if dt.is_float() {
             let f = x.into_float_value();
             let t = f.get_type();
-            return Ok(match name {
-                "neg" => b.build_float_neg(f, "").expect("fneg").into(),
-                "abs" => self.intrinsic("llvm.fabs", t.into(), &[x])?,
-                "floor" => self.intrinsic("llvm.floor", t.into(), &[x])?,
-                "ceil" => self.intrinsic("llvm.ceil", t.into(), &[x])?,
-                "sqrt" => self.intrinsic("llvm.sqrt", t.into(), &[x])?,
-                "rsqrt" => {
+            return Ok(match prim {
+                Prim::Neg => b.build_float_neg(f, "").expect("fneg").into(),
+                Prim::Abs => self.intrinsic("llvm.fabs", t.into(), &[x])?,
+                Prim::Floor => self.intrinsic("llvm.floor", t.into(), &[x])?,
+                Prim::Ceil => self.intrinsic("llvm.ceil", t.into(), &[x])?,
+                Prim::Sqrt => self.intrinsic("llvm.sqrt", t.into(), &[x])?,
+                Prim::Rsqrt => {
                     let s = self
                         .intrinsic("llvm.sqrt", t.into(), &[x])?
                         .into_float_value();
@@ -283,8 +285,8 @@ impl<'c> Codegen<'c, '_> {
                         .expect("div")
                         .into()
                 }
-                "square" => b.build_float_mul(f, f, "").expect("mul").into(),
-                "round" => {
+                Prim::Square => b.build_float_mul(f, f, "").expect("mul").into(),
+                Prim::Round => {
                     let even = cx.e.param("rounding_method").is_some_and(|p| {
                         p.value.as_int() == Some(1)
                             || p.value
@@ -294,7 +296,7 @@ impl<'c> Codegen<'c, '_> {
                     let i = if even { "llvm.roundeven" } else { "llvm.round" };
                     self.intrinsic(i, t.into(), &[x])?
                 }
-                "sign" => {
+                Prim::Sign => {
                     let zero = self.fconst(dt, 0.0)?;
                     let gt = b
                         .build_float_compare(FloatPredicate::OGT, f, zero, "")
@@ -308,7 +310,7 @@ impl<'c> Codegen<'c, '_> {
                     b.build_select(gt, self.fconst(dt, 1.0)?.into(), v, "")
                         .expect("select")
                 }
-                "is_finite" => {
+                Prim::IsFinite => {
                     let a = self
                         .intrinsic("llvm.fabs", t.into(), &[x])?
                         .into_float_value();
@@ -322,7 +324,7 @@ impl<'c> Codegen<'c, '_> {
                         .expect("cmp");
                     self.bool8(c)
                 }
-                "logistic" => {
+                Prim::Logistic => {
                     let e =
                         self.libm("exp", dt, &[b.build_float_neg(f, "").expect("neg").into()])?;
                     let one = self.fconst(dt, 1.0)?;
@@ -331,7 +333,7 @@ impl<'c> Codegen<'c, '_> {
                         .expect("add");
                     b.build_float_div(one, d, "").expect("div").into()
                 }
-                "integer_pow" => {
+                Prim::IntegerPow => {
                     let y = cx.int("y")?;
                     let mut acc =
                         jaxpr_lower::walk::power_by_squaring(f, y.unsigned_abs(), |p, q| {
@@ -345,11 +347,29 @@ impl<'c> Codegen<'c, '_> {
                     }
                     acc.into()
                 }
-                "sin" | "cos" | "tan" | "tanh" | "exp" | "exp2" | "expm1" | "log" | "log1p"
-                | "cbrt" | "erf" | "erfc" | "asin" | "acos" | "atan" | "sinh" | "cosh"
-                | "asinh" | "acosh" | "atanh" | "lgamma" => self.libm(name, dt, &[x])?,
+                Prim::Sin
+                | Prim::Cos
+                | Prim::Tan
+                | Prim::Tanh
+                | Prim::Exp
+                | Prim::Exp2
+                | Prim::Expm1
+                | Prim::Log
+                | Prim::Log1p
+                | Prim::Cbrt
+                | Prim::Erf
+                | Prim::Erfc
+                | Prim::Asin
+                | Prim::Acos
+                | Prim::Atan
+                | Prim::Sinh
+                | Prim::Cosh
+                | Prim::Asinh
+                | Prim::Acosh
+                | Prim::Atanh
+                | Prim::Lgamma => self.libm(name, dt, &[x])?,
                 n if jaxpr_lower::special::UNARY.contains(&n) => self.special_unary(n, dt, f)?,
-                "reduce_precision" => self.reduce_precision(
+                Prim::ReducePrecision => self.reduce_precision(
                     dt,
                     f,
                     cx.int("exponent_bits")?,
@@ -361,19 +381,19 @@ impl<'c> Codegen<'c, '_> {
         }
         let i = x.into_int_value();
         let t = i.get_type();
-        Ok(match name {
-            "neg" => b.build_int_neg(i, "").expect("neg").into(),
-            "not" if matches!(dt, DType::Bool) => b
+        Ok(match prim {
+            Prim::Neg => b.build_int_neg(i, "").expect("neg").into(),
+            Prim::Not if matches!(dt, DType::Bool) => b
                 .build_xor(i, t.const_int(1, false), "")
                 .expect("xor")
                 .into(),
-            "not" => b.build_not(i, "").expect("not").into(),
-            "abs" => {
+            Prim::Not => b.build_not(i, "").expect("not").into(),
+            Prim::Abs => {
                 let n = b.build_int_neg(i, "").expect("neg");
                 let neg = self.icmp(IntPredicate::SLT, i, t.const_zero());
                 b.build_select(neg, n, i, "").expect("select")
             }
-            "sign" if dt.is_signed_int() => {
+            Prim::Sign if dt.is_signed_int() => {
                 let gt = b
                     .build_int_z_extend(self.icmp(IntPredicate::SGT, i, t.const_zero()), t, "")
                     .expect("z");
@@ -382,12 +402,12 @@ impl<'c> Codegen<'c, '_> {
                     .expect("z");
                 b.build_int_sub(gt, lt, "").expect("sub").into()
             }
-            "sign" => b
+            Prim::Sign => b
                 .build_int_z_extend(self.icmp(IntPredicate::NE, i, t.const_zero()), t, "")
                 .expect("z")
                 .into(),
-            "square" => b.build_int_mul(i, i, "").expect("mul").into(),
-            "integer_pow" => {
+            Prim::Square => b.build_int_mul(i, i, "").expect("mul").into(),
+            Prim::IntegerPow => {
                 let y = cx.int("y")?;
                 if y < 0 {
                     return err(cx.at(), "a negative integer power of an integer");
@@ -398,8 +418,8 @@ impl<'c> Codegen<'c, '_> {
                 }
                 acc.into()
             }
-            "population_count" => self.intrinsic("llvm.ctpop", t.into(), &[x])?,
-            "clz" => {
+            Prim::PopulationCount => self.intrinsic("llvm.ctpop", t.into(), &[x])?,
+            Prim::Clz => {
                 let f = self.cx.bool_type().const_int(0, false);
                 let Some(ic) = inkwell::intrinsics::Intrinsic::find("llvm.ctlz") else {
                     return unsupported();
@@ -409,7 +429,7 @@ impl<'c> Codegen<'c, '_> {
                 };
                 self.call(fun, &[x.into(), f.into()]).expect("ctlz")
             }
-            "floor" | "ceil" | "round" => x,
+            Prim::Floor | Prim::Ceil | Prim::Round => x,
             _ => return unsupported(),
         })
     }
@@ -457,40 +477,59 @@ impl<'c> Codegen<'c, '_> {
             .into_float_value()
     }
 
+    /// `c` of two elements of `dt`: its primitive's, or `logaddexp`'s
+    /// formula (a float's).
+    pub(crate) fn combine(
+        &self,
+        c: Combiner,
+        dt: &DType,
+        x: BasicValueEnum<'c>,
+        y: BasicValueEnum<'c>,
+        cx: &Cx<'_, 'c>,
+    ) -> LowerResult<BasicValueEnum<'c>> {
+        match c.prim() {
+            Some(p) => self.binop(p, dt, x, y, cx),
+            None if dt.is_float() => self.logaddexp(dt, x.into_float_value(), y.into_float_value()),
+            None => err(
+                cx.at(),
+                format!("`{}` on {dt} has no native lowering", cx.name()),
+            ),
+        }
+    }
+
     pub(crate) fn binop(
         &self,
-        name: &str,
+        prim: Prim,
         dt: &DType,
         x: BasicValueEnum<'c>,
         y: BasicValueEnum<'c>,
         cx: &Cx<'_, 'c>,
     ) -> LowerResult<BasicValueEnum<'c>> {
         if dt.is_complex() {
-            return self.complex_binop(name, dt, x, y, cx.at());
+            return self.complex_binop(prim, dt, x, y, cx.at());
         }
         let b = &self.b;
-        let unsupported = || err(cx.at(), format!("`{name}` on {dt} has no native lowering"));
+        let unsupported = || err(cx.at(), format!("`{prim}` on {dt} has no native lowering"));
         if dt.is_float() {
             let (f, g) = (x.into_float_value(), y.into_float_value());
             let t = f.get_type();
             let cmp = |p| Ok(self.bool8(b.build_float_compare(p, f, g, "").expect("fcmp")));
-            return Ok(match name {
-                "add" | "add_any" => b.build_float_add(f, g, "").expect("add").into(),
-                "sub" => b.build_float_sub(f, g, "").expect("sub").into(),
-                "mul" => b.build_float_mul(f, g, "").expect("mul").into(),
-                "div" => b.build_float_div(f, g, "").expect("div").into(),
-                "rem" => b.build_float_rem(f, g, "").expect("rem").into(),
-                "max" => self.intrinsic("llvm.maximum", t.into(), &[x, y])?,
-                "min" => self.intrinsic("llvm.minimum", t.into(), &[x, y])?,
-                "pow" => self.libm("pow", dt, &[x, y])?,
-                "atan2" => self.libm("atan2", dt, &[x, y])?,
-                "logaddexp" => self.special_binary(name, dt, f, g)?,
-                "nextafter" if t.get_bit_width() == 16 => self.nextafter_bits(f, g).into(),
-                "nextafter" => self.libm("nextafter", dt, &[x, y])?,
-                "eq" => return cmp(FloatPredicate::OEQ),
-                "ne" => return cmp(FloatPredicate::UNE),
-                "lt" => return cmp(FloatPredicate::OLT),
-                "lt_to" | "le_to" => {
+            return Ok(match prim {
+                Prim::Add | Prim::AddAny => b.build_float_add(f, g, "").expect("add").into(),
+                Prim::Sub => b.build_float_sub(f, g, "").expect("sub").into(),
+                Prim::Mul => b.build_float_mul(f, g, "").expect("mul").into(),
+                Prim::Div => b.build_float_div(f, g, "").expect("div").into(),
+                Prim::Rem => b.build_float_rem(f, g, "").expect("rem").into(),
+                Prim::Max => self.intrinsic("llvm.maximum", t.into(), &[x, y])?,
+                Prim::Min => self.intrinsic("llvm.minimum", t.into(), &[x, y])?,
+                Prim::Pow => self.libm("pow", dt, &[x, y])?,
+                Prim::Atan2 => self.libm("atan2", dt, &[x, y])?,
+                Prim::Nextafter if t.get_bit_width() == 16 => self.nextafter_bits(f, g).into(),
+                Prim::Nextafter => self.libm("nextafter", dt, &[x, y])?,
+                Prim::Eq => return cmp(FloatPredicate::OEQ),
+                Prim::Ne => return cmp(FloatPredicate::UNE),
+                Prim::Lt => return cmp(FloatPredicate::OLT),
+                Prim::LtTo | Prim::LeTo => {
                     // Total order: the bits as a signed integer, the
                     // magnitude bits flipped for negative numbers.
                     let it = match t.get_bit_width() {
@@ -513,16 +552,16 @@ impl<'c> Codegen<'c, '_> {
                             .expect("lshr");
                         b.build_xor(i, flip, "").expect("xor")
                     };
-                    let p = if name == "lt_to" {
+                    let p = if prim == Prim::LtTo {
                         IntPredicate::SLT
                     } else {
                         IntPredicate::SLE
                     };
                     return Ok(self.bool8(self.icmp(p, key(f), key(g))));
                 }
-                "le" => return cmp(FloatPredicate::OLE),
-                "gt" => return cmp(FloatPredicate::OGT),
-                "ge" => return cmp(FloatPredicate::OGE),
+                Prim::Le => return cmp(FloatPredicate::OLE),
+                Prim::Gt => return cmp(FloatPredicate::OGT),
+                Prim::Ge => return cmp(FloatPredicate::OGE),
                 _ => return unsupported(),
             });
         }
@@ -534,13 +573,13 @@ impl<'c> Codegen<'c, '_> {
         let cmp = |p| Ok(self.bool8(self.icmp(p, i, j)));
         let zero = t.const_zero();
         let is_bool = matches!(dt, DType::Bool);
-        Ok(match name {
-            "add" | "add_any" if is_bool => b.build_or(i, j, "").expect("or").into(),
-            "mul" if is_bool => b.build_and(i, j, "").expect("and").into(),
-            "add" | "add_any" => b.build_int_add(i, j, "").expect("add").into(),
-            "sub" => b.build_int_sub(i, j, "").expect("sub").into(),
-            "mul" => b.build_int_mul(i, j, "").expect("mul").into(),
-            "mulhi" => {
+        Ok(match prim {
+            Prim::Add | Prim::AddAny if is_bool => b.build_or(i, j, "").expect("or").into(),
+            Prim::Mul if is_bool => b.build_and(i, j, "").expect("and").into(),
+            Prim::Add | Prim::AddAny => b.build_int_add(i, j, "").expect("add").into(),
+            Prim::Sub => b.build_int_sub(i, j, "").expect("sub").into(),
+            Prim::Mul => b.build_int_mul(i, j, "").expect("mul").into(),
+            Prim::Mulhi => {
                 // The high half of the exact double-width product.
                 let wide = match 2 * bits {
                     16 => self.cx.i16_type(),
@@ -560,7 +599,7 @@ impl<'c> Codegen<'c, '_> {
                 let high = b.build_right_shift(p, by, signed, "").expect("shr");
                 b.build_int_truncate(high, t, "").expect("trunc").into()
             }
-            "div" | "rem" => {
+            Prim::Div | Prim::Rem => {
                 // XLA: x / 0 = -1 (all ones), x % 0 = x; MIN / -1 = MIN, MIN % -1 = 0.
                 let j0 = self.icmp(IntPredicate::EQ, j, zero);
                 let ovf = if signed {
@@ -574,7 +613,7 @@ impl<'c> Codegen<'c, '_> {
                     self.cx.bool_type().const_zero()
                 };
                 let safe = self.select_int(self.or(j0, ovf), t.const_int(1, false), j);
-                if name == "div" {
+                if prim == Prim::Div {
                     let q = if signed {
                         b.build_int_signed_div(i, safe, "")
                     } else {
@@ -594,33 +633,33 @@ impl<'c> Codegen<'c, '_> {
                     self.select_int(j0, i, r).into()
                 }
             }
-            "max" => self
+            Prim::Max => self
                 .select_int(
                     self.icmp(pred(IntPredicate::SGT, IntPredicate::UGT), i, j),
                     i,
                     j,
                 )
                 .into(),
-            "min" => self
+            Prim::Min => self
                 .select_int(
                     self.icmp(pred(IntPredicate::SLT, IntPredicate::ULT), i, j),
                     i,
                     j,
                 )
                 .into(),
-            "and" => b.build_and(i, j, "").expect("and").into(),
-            "or" => b.build_or(i, j, "").expect("or").into(),
-            "xor" => b.build_xor(i, j, "").expect("xor").into(),
-            "shift_left" | "shift_right_logical" | "shift_right_arithmetic" => {
+            Prim::And => b.build_and(i, j, "").expect("and").into(),
+            Prim::Or => b.build_or(i, j, "").expect("or").into(),
+            Prim::Xor => b.build_xor(i, j, "").expect("xor").into(),
+            Prim::ShiftLeft | Prim::ShiftRightLogical | Prim::ShiftRightArithmetic => {
                 let wide = self.icmp(IntPredicate::UGE, j, t.const_int(bits, false));
                 let safe = self.select_int(wide, zero, j);
-                let v = match name {
-                    "shift_left" => b.build_left_shift(i, safe, ""),
-                    "shift_right_logical" => b.build_right_shift(i, safe, false, ""),
+                let v = match prim {
+                    Prim::ShiftLeft => b.build_left_shift(i, safe, ""),
+                    Prim::ShiftRightLogical => b.build_right_shift(i, safe, false, ""),
                     _ => b.build_right_shift(i, safe, true, ""),
                 }
                 .expect("shift");
-                let over = if name == "shift_right_arithmetic" {
+                let over = if prim == Prim::ShiftRightArithmetic {
                     b.build_right_shift(i, t.const_int(bits - 1, false), true, "")
                         .expect("shift")
                 } else {
@@ -628,7 +667,7 @@ impl<'c> Codegen<'c, '_> {
                 };
                 self.select_int(wide, over, v).into()
             }
-            "pow" => {
+            Prim::Pow => {
                 // Integer power by repeated squaring over the bits of y (y >= 0).
                 let mut acc = t.const_int(1, false);
                 let mut base = i;
@@ -647,12 +686,12 @@ impl<'c> Codegen<'c, '_> {
                 }
                 acc.into()
             }
-            "eq" => return cmp(IntPredicate::EQ),
-            "ne" => return cmp(IntPredicate::NE),
-            "lt" | "lt_to" => return cmp(pred(IntPredicate::SLT, IntPredicate::ULT)),
-            "le" | "le_to" => return cmp(pred(IntPredicate::SLE, IntPredicate::ULE)),
-            "gt" => return cmp(pred(IntPredicate::SGT, IntPredicate::UGT)),
-            "ge" => return cmp(pred(IntPredicate::SGE, IntPredicate::UGE)),
+            Prim::Eq => return cmp(IntPredicate::EQ),
+            Prim::Ne => return cmp(IntPredicate::NE),
+            Prim::Lt | Prim::LtTo => return cmp(pred(IntPredicate::SLT, IntPredicate::ULT)),
+            Prim::Le | Prim::LeTo => return cmp(pred(IntPredicate::SLE, IntPredicate::ULE)),
+            Prim::Gt => return cmp(pred(IntPredicate::SGT, IntPredicate::UGT)),
+            Prim::Ge => return cmp(pred(IntPredicate::SGE, IntPredicate::UGE)),
             _ => return unsupported(),
         })
     }

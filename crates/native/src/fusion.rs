@@ -16,6 +16,7 @@ use inkwell::IntPredicate;
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
 use jaxpr_check::EqnId;
 use jaxpr_check::params::DotDims;
+use jaxpr_check::registry::Prim;
 use jaxpr_lower::{LowerResult, err, internal};
 use jaxpr_syntax::ast::{self, Atom};
 use jaxpr_types::{DType, Dim, VarId};
@@ -23,19 +24,18 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// Primitives computed element by element, which inline the deferred
 /// equations among their operands.
-pub(crate) fn is_elementwise(name: &str) -> bool {
-    use jaxpr_check::registry::{Family, Lowering, lookup};
-    lookup(name).is_some_and(|p| {
-        p.native == Lowering::Lowered
-            && matches!(
-                p.family,
-                Family::Unary
-                    | Family::Binary
-                    | Family::Comparison
-                    | Family::Selection
-                    | Family::Conversion
-            )
-    })
+pub(crate) fn is_elementwise(prim: Prim) -> bool {
+    use jaxpr_check::registry::{Family, Lowering};
+    let p = prim.row();
+    p.native == Lowering::Lowered
+        && matches!(
+            p.family,
+            Family::Unary
+                | Family::Binary
+                | Family::Comparison
+                | Family::Selection
+                | Family::Conversion
+        )
 }
 
 /// Equations computed by the fused loops of their users: elementwise
@@ -43,10 +43,12 @@ pub(crate) fn is_elementwise(name: &str) -> bool {
 /// (`broadcast_in_dim`, `transpose`, and an outer product, which is a
 /// product of two broadcasts).
 pub(crate) fn is_fused(e: &ast::Eqn) -> bool {
-    let name = e.primitive.text.as_str();
-    is_elementwise(name)
-        || matches!(name, "broadcast_in_dim" | "transpose")
-        || (name == "dot_general" && outer_product(e))
+    let Some(prim) = Prim::from_name(&e.primitive.text) else {
+        return false;
+    };
+    is_elementwise(prim)
+        || matches!(prim, Prim::BroadcastInDim | Prim::Transpose)
+        || (prim == Prim::DotGeneral && outer_product(e))
 }
 
 /// Equations whose result may stay deferred: the fused ones, and loops
@@ -219,8 +221,9 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 let out = &self.a.var(w).ty.shape;
                 out.len() == ty.shape.len() && out.iter().zip(&ty.shape).all(|(a, b)| alike(a, b))
             });
-        let user = ue.primitive.text.as_str();
-        ty.rank() > 0 && ((is_elementwise(user) && same_shape) || user == "transpose")
+        let user = Prim::from_name(&ue.primitive.text);
+        ty.rank() > 0
+            && ((user.is_some_and(is_elementwise) && same_shape) || user == Some(Prim::Transpose))
     }
 
     /// Whether `v`, an operand of the unrolled loop `e`, is part of its
@@ -317,10 +320,10 @@ impl<'c, 'f> Codegen<'c, 'f> {
     pub(crate) fn fused(&self, env: &Env<'c>, cx: Cx<'f, 'c>, lazy: bool) -> LowerResult<Arr<'c>> {
         let out = self.dims(env, &cx.outs[0], cx.at())?;
         let odt = dtype(&cx.outs[0])?;
-        let node = match cx.name() {
-            "broadcast_in_dim" => self.broadcast_leaf(&cx, &out)?,
-            "transpose" => self.transpose_node(&cx)?,
-            "dot_general" => self.outer_product_node(&cx)?,
+        let node = match cx.prim {
+            Prim::BroadcastInDim => self.broadcast_leaf(&cx, &out)?,
+            Prim::Transpose => self.transpose_node(&cx)?,
+            Prim::DotGeneral => self.outer_product_node(&cx)?,
             _ => self.eqn_node(cx, &out)?,
         };
         if lazy && node.depth() < MAX_FUSED_DEPTH {
@@ -662,7 +665,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
             Node::Product(a, b, dt) => {
                 let (x, y) = (self.element(a, flat, idx)?, self.element(b, flat, idx)?);
                 Ok(if dt.is_complex() {
-                    self.complex_binop("mul", dt, x, y, jaxpr_syntax::TextRange::new(0, 0))?
+                    self.complex_binop(Prim::Mul, dt, x, y, jaxpr_syntax::TextRange::new(0, 0))?
                 } else if dt.is_float() {
                     self.b
                         .build_float_mul(x.into_float_value(), y.into_float_value(), "")

@@ -9,22 +9,22 @@
 
 use super::{Arr, Codegen, Cx, Env, dtype};
 use inkwell::values::IntValue;
+use jaxpr_check::reductions::Combiner;
+use jaxpr_check::registry::Prim;
 use jaxpr_lower::{LowerResult, err};
 use jaxpr_syntax::ast::{Atom, ExprKind};
 
 /// The primitive of a `jaxpr` that is `{ lambda ; a b. let c = op a b in (c,) }`
 /// (or `op b a`) for a commutative, associative `op`.
-fn combiner<'e>(cx: &'e Cx<'_, '_>) -> Option<&'e str> {
+fn combiner(cx: &Cx<'_, '_>) -> Option<Combiner> {
     let ExprKind::Jaxpr(j) = &cx.e.param("jaxpr")?.value.kind else {
         return None;
     };
     let ([a, b], [e], [Atom::Var(out)]) = (&j.invars[..], &j.eqns[..], &j.outvars[..]) else {
         return None;
     };
-    let op = &*e.primitive.text;
-    if !j.constvars.is_empty()
-        || !matches!(op, "add" | "mul" | "max" | "min" | "and" | "or" | "xor")
-    {
+    let op = Combiner::of_primitive(&e.primitive.text).filter(|c| c.prim().is_some())?;
+    if !j.constvars.is_empty() {
         return None;
     }
     let ([r], [Atom::Var(x), Atom::Var(y)]) = (&e.outs[..], &e.args[..]) else {
@@ -42,8 +42,8 @@ impl<'c> Codegen<'c, '_> {
         env: &Env<'c>,
         cx: &Cx<'_, 'c>,
     ) -> LowerResult<Option<Arr<'c>>> {
-        let name = cx.name();
-        if !matches!(name, "reduce" | "reduce_window") {
+        let (name, prim) = (cx.name(), cx.prim);
+        if !matches!(prim, Prim::Reduce | Prim::ReduceWindow) {
             return Ok(None);
         }
         let Some(op) = combiner(cx) else {
@@ -65,7 +65,7 @@ impl<'c> Codegen<'c, '_> {
         let init = self.load(&dt, init.v.p, self.i64(0))?;
         let dims = &x.v.dims;
         let r = dims.len();
-        if name == "reduce" {
+        if prim == Prim::Reduce {
             let axes = cx.ints("dimensions")?;
             if axes.iter().any(|&a| a < 0 || a as usize >= r) {
                 return err(cx.at(), "`dimensions` out of range");
@@ -79,7 +79,7 @@ impl<'c> Codegen<'c, '_> {
                 let at = self.offset(&k, &out);
                 let v = self.load(&dt, x.v.p, self.offset(idx, dims))?;
                 let cur = self.load(&dt, res.p, at)?;
-                self.store(&dt, res.p, at, self.binop(op, &dt, cur, v, cx)?)
+                self.store(&dt, res.p, at, self.combine(op, &dt, cur, v, cx)?)
             })?;
             return Ok(Some(res));
         }
@@ -107,7 +107,7 @@ impl<'c> Codegen<'c, '_> {
                 let v = self.b.build_select(real, v, init, "").expect("select");
                 let a = self.b.build_load(t, acc, "").expect("load");
                 self.b
-                    .build_store(acc, self.binop(op, &dt, a, v, cx)?)
+                    .build_store(acc, self.combine(op, &dt, a, v, cx)?)
                     .expect("store");
                 Ok(())
             })?;

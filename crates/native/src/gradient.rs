@@ -30,7 +30,8 @@
 
 use super::{Arr, Codegen, Cx, Env, Op, dtype};
 use inkwell::values::{BasicValueEnum, FloatValue};
-use jaxpr_check::registry;
+use jaxpr_check::registry::Prim;
+
 use jaxpr_check::rules::{GateKind, GateLengths, GateOperands};
 use jaxpr_check::{EqnId, JaxprId};
 use jaxpr_lower::{EqnCx, LowerError, LowerErrorKind, LowerResult, Operand, err, internal};
@@ -136,7 +137,7 @@ fn grad_params(cx: &Cx<'_, '_>) -> LowerResult<GradParams> {
             help: None,
             kind: LowerErrorKind::Refused,
         })?;
-    let with_value = cx.name() == "value_and_grad" || text("with_value").as_deref() == Some("True");
+    let with_value = cx.prim == Prim::ValueAndGrad || text("with_value").as_deref() == Some("True");
     Ok(GradParams {
         finite_difference,
         argnums,
@@ -194,7 +195,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
         env: &Env<'c>,
         cx: &Cx<'_, 'c>,
     ) -> LowerResult<Option<Vec<Arr<'c>>>> {
-        if !matches!(cx.name(), "grad" | "value_and_grad") {
+        if !matches!(cx.prim, Prim::Grad | Prim::ValueAndGrad) {
             return Ok(None);
         }
         let at = cx.at();
@@ -352,11 +353,11 @@ impl<'c, 'f> Codegen<'c, 'f> {
     fn nested_gradient_check(&self, j: JaxprId) -> LowerResult<()> {
         let (eqns, _) = self.syntax.body(self.a, j)?;
         for (e, id) in eqns {
-            let name = e.primitive.text.as_str();
-            if matches!(name, "grad" | "value_and_grad") {
+            let prim = jaxpr_lower::walk::prim_of(e, jaxpr_lower::walk::Backend::Native)?;
+            if matches!(prim, Prim::Grad | Prim::ValueAndGrad) {
                 return unsupported(e.primitive.range, "a derivative of a derivative: Catalyst computes higher derivatives only with `method='fd'`".into());
             }
-            if name == "quantum_kernel" {
+            if prim == Prim::QuantumKernel {
                 let method = diff_method(e).unwrap_or_else(|| "best".into());
                 match method.as_str() {
                     "best" | "adjoint" | "parameter-shift" => {}
@@ -384,7 +385,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 }
             }
             for (_, nested) in self.a.eqn(id).callees.iter() {
-                if name != "quantum_kernel" {
+                if prim != Prim::QuantumKernel {
                     self.nested_gradient_check(*nested)?;
                 }
             }
@@ -402,16 +403,15 @@ impl<'c, 'f> Codegen<'c, 'f> {
     ) -> LowerResult<()> {
         let (eqns, _) = self.syntax.body(self.a, j)?;
         for (e, id) in eqns {
-            let name = e.primitive.text.as_str();
-            let row = registry::lookup(name).map_or(name, |p| p.name);
-            let shifted_probs = row == "probs" && method == "parameter-shift";
+            let row = jaxpr_lower::walk::prim_of(e, jaxpr_lower::walk::Backend::Native)?;
+            let shifted_probs = row == Prim::Probs && method == "parameter-shift";
             if matches!(
                 row,
-                "probs" | "var" | "sample" | "counts" | "state" | "measure"
+                Prim::Probs | Prim::Var | Prim::Sample | Prim::Counts | Prim::State | Prim::Measure
             ) && !shifted_probs
             {
                 let why = match (row, method) {
-                    ("measure", _) => {
+                    (Prim::Measure, _) => {
                         "a mid-circuit measurement is not differentiable (Catalyst refuses it too)"
                     }
                     (_, "parameter-shift") => {
@@ -424,8 +424,8 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 return unsupported(
                     e.primitive.range,
                     format!(
-                        "`{name}` in a circuit differentiated with `diff_method='{method}'` (the QNode at byte {}): {why}",
-                        kernel.start
+                        "`{}` in a circuit differentiated with `diff_method='{method}'` (the QNode at byte {}): {why}",
+                        e.primitive.text, kernel.start
                     ),
                 );
             }
@@ -485,7 +485,8 @@ impl<'c, 'f> Codegen<'c, 'f> {
         e: &'f ast::Eqn,
         id: EqnId,
     ) -> LowerResult<()> {
-        let name = e.primitive.text.as_str();
+        let prim = jaxpr_lower::walk::prim_of(e, jaxpr_lower::walk::Backend::Native)?;
+        let name = prim.name();
         let at = e.primitive.range;
         let vars: Vec<Option<VarId>> = e.args.iter().map(|x| self.var_of(x)).collect();
         let arg_tangents: Vec<Option<Arr<'c>>> = vars
@@ -511,9 +512,9 @@ impl<'c, 'f> Codegen<'c, 'f> {
         let method = self.tape.borrow().as_ref().map(|t| t.method);
         let in_tape = method.is_some();
         if method == Some(CircuitMethod::Adjoint) {
-            match name {
-                "qdealloc" => return self.tape_end(env, tenv, e, id, at),
-                "expval" => {
+            match prim {
+                Prim::Qdealloc => return self.tape_end(env, tenv, e, id, at),
+                Prim::Expval => {
                     let is_body = self.tape.borrow().as_ref().is_some_and(|t| t.body == j);
                     if !is_body {
                         return unsupported(at, "an expectation value inside a loop or a conditional of a differentiated circuit".into());
@@ -529,7 +530,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
                     }
                     return Ok(());
                 }
-                "qalloc" if self.tape.borrow().as_ref().is_some_and(|t| t.body == j) => {
+                Prim::Qalloc if self.tape.borrow().as_ref().is_some_and(|t| t.body == j) => {
                     self.primal(env, e, id)?;
                     let rc = self.tape_call("jx_q_tape_begin", &[], &[]);
                     self.tape_check(rc, name, at);
@@ -538,7 +539,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 _ => {}
             }
         }
-        if name == "quantum_kernel" && arg_tangents.iter().any(Option::is_some) {
+        if prim == Prim::QuantumKernel && arg_tangents.iter().any(Option::is_some) {
             return self.jvp_kernel(env, tenv, e, id, arg_tangents);
         }
         if arg_tangents.iter().all(Option::is_none) {
@@ -546,16 +547,15 @@ impl<'c, 'f> Codegen<'c, 'f> {
         }
         let cx = self.eqn_cx(env, e, id)?;
         let calls = matches!(
-            name,
-            "for_loop"
-                | "while_loop"
-                | "while"
-                | "cond"
-                | "func"
-                | "pjit"
-                | "jit"
-                | "closed_call"
-                | "core_call"
+            prim,
+            Prim::ForLoop
+                | Prim::WhileLoop
+                | Prim::While
+                | Prim::Cond
+                | Prim::Func
+                | Prim::Jit
+                | Prim::ClosedCall
+                | Prim::CoreCall
         );
         let results = if calls {
             Vec::new()
@@ -572,7 +572,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
             .as_ref()
             .is_some_and(|d| !d.is_float() && !d.is_complex())
             && !calls
-            && !matches!(name, "qinst" | "gphase")
+            && !matches!(prim, Prim::Qinst | Prim::Gphase)
         {
             // Integer and boolean results have no tangent.
             return Ok(());
@@ -583,7 +583,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 None => self.zeros(&dtype(&cx.args[k].ty)?, &cx.args[k].v.dims),
             }
         };
-        if LINEAR_ELEMENTWISE.contains(&name) || name == "convert_element_type" {
+        if LINEAR_ELEMENTWISE.contains(&name) || prim == Prim::ConvertElementType {
             let args = (0..cx.args.len())
                 .map(|k| {
                     Ok(Operand {
@@ -608,8 +608,8 @@ impl<'c, 'f> Codegen<'c, 'f> {
             set(tenv, 0, t.into_iter().next().expect("result"));
             return Ok(());
         }
-        match name {
-            "mul" | "dot_general" => {
+        match prim {
+            Prim::Mul | Prim::DotGeneral => {
                 // Bilinear: t = f(ta, b) + f(a, tb).
                 let mut terms = Vec::new();
                 for k in 0..2 {
@@ -638,7 +638,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 };
                 set(tenv, 0, t);
             }
-            "select_n" => {
+            Prim::SelectN => {
                 let mut args = cx.args.clone();
                 for k in 1..args.len() {
                     args[k].v = tangent_or_zero(k)?;
@@ -646,7 +646,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 let t = self.relower(env, e, id, args)?;
                 set(tenv, 0, t.into_iter().next().expect("result"));
             }
-            "concatenate" => {
+            Prim::Concatenate => {
                 let args = (0..cx.args.len())
                     .map(|k| {
                         Ok(Operand {
@@ -658,7 +658,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 let t = self.relower(env, e, id, args)?;
                 set(tenv, 0, t.into_iter().next().expect("result"));
             }
-            "div" => {
+            Prim::Div => {
                 // t = ta / b - tb * (a / b) / b.
                 let odt = out_dt.clone().expect("dtype");
                 let (ta, tb) = (tangent_or_zero(0)?, tangent_or_zero(1)?);
@@ -683,8 +683,19 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 )?;
                 set(tenv, 0, t);
             }
-            "sin" | "cos" | "exp" | "log" | "tanh" | "sqrt" | "integer_pow" | "logistic"
-            | "log1p" | "expm1" | "tan" | "square" | "rsqrt" => {
+            Prim::Sin
+            | Prim::Cos
+            | Prim::Exp
+            | Prim::Log
+            | Prim::Tanh
+            | Prim::Sqrt
+            | Prim::IntegerPow
+            | Prim::Logistic
+            | Prim::Log1p
+            | Prim::Expm1
+            | Prim::Tan
+            | Prim::Square
+            | Prim::Rsqrt => {
                 let odt = out_dt.clone().expect("dtype");
                 let n_pow = e.param("y").and_then(|p| p.value.as_int()).unwrap_or(0);
                 let t_in = arg_tangents[0].clone().expect("tangent");
@@ -695,13 +706,13 @@ impl<'c, 'f> Codegen<'c, 'f> {
                     &[&t_in, &x, &results[0]],
                     &mut |xs| {
                         let [t, x, y] = [0, 1, 2].map(|i| xs[i].into_float_value());
-                        let d = self.derivative(name, &odt, x, y, n_pow)?;
+                        let d = self.derivative(prim, &odt, x, y, n_pow)?;
                         Ok(self.b.build_float_mul(t, d, "").expect("mul").into())
                     },
                 )?;
                 set(tenv, 0, t);
             }
-            "pow" => {
+            Prim::Pow => {
                 // d(x^y) = ty * log(x) * x^y + tx * y * x^(y-1).
                 let odt = out_dt.clone().expect("dtype");
                 if dtype(&cx.args[1].ty)? != odt {
@@ -745,10 +756,10 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 )?;
                 set(tenv, 0, t);
             }
-            "qinst" | "gphase" => {
+            Prim::Qinst | Prim::Gphase => {
                 // Its parameter operands, in the layout of the Catalyst
                 // that printed it.
-                let kind = if name == "qinst" {
+                let kind = if prim == Prim::Qinst {
                     GateKind::Named
                 } else {
                     GateKind::GlobalPhase
@@ -788,7 +799,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
                     );
                 }
                 if method == Some(CircuitMethod::ParameterShift) {
-                    self.shifted_gate_check(e, name, at)?;
+                    self.shifted_gate_check(e, prim, at)?;
                 }
                 let f64t = DType::Float(FloatKind::F64);
                 let buffer = self.alloc(&f64t, &[self.i64(count.max(1) as i64)])?;
@@ -811,7 +822,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 );
                 self.tape_check(rc, name, at);
             }
-            "func" | "pjit" | "jit" | "closed_call" | "core_call" => {
+            Prim::Func | Prim::Jit | Prim::ClosedCall | Prim::CoreCall => {
                 let callee = ["call_jaxpr", "jaxpr"]
                     .iter()
                     .find_map(|p| cx.callees(self.a, p).first().copied());
@@ -822,7 +833,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 bind_results(env, tenv, &outs_vars, outs, touts);
                 return Ok(());
             }
-            "for_loop" => {
+            Prim::ForLoop => {
                 // The carried floating-point values carry their tangents
                 // too: the loop's state is the values, then their tangents.
                 let layout = cx.for_layout(self.a)?;
@@ -834,6 +845,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
                     .collect();
                 let mut looped = EqnCx {
                     e,
+                    prim: cx.prim,
                     id,
                     args: cx.args.clone(),
                     outs: cx.outs.clone(),
@@ -867,7 +879,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 self.bind_with_tangents(env, tenv, &cx, &outs_vars, results, &outs);
                 return Ok(());
             }
-            "while_loop" | "while" => {
+            Prim::WhileLoop | Prim::While => {
                 let layout = cx.while_layout(self.a)?;
                 let (cn, bn) = (layout.cond_nconsts, layout.body_nconsts);
                 if self
@@ -937,7 +949,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 self.bind_with_tangents(env, tenv, &cx, &outs_vars, results, &carried);
                 return Ok(());
             }
-            "cond" => {
+            Prim::Cond => {
                 let (index, branches, first) = self.cond_branch(&cx)?;
                 let outs: Vec<usize> = (0..cx.outs.len())
                     .filter(|&k| is_float(&cx.outs[k]))
@@ -1022,7 +1034,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
     /// The derivative of one elementwise function at `x` (with result `y`).
     fn derivative(
         &self,
-        name: &str,
+        prim: Prim,
         dt: &DType,
         x: FloatValue<'c>,
         y: FloatValue<'c>,
@@ -1031,27 +1043,27 @@ impl<'c, 'f> Codegen<'c, 'f> {
         let b = &self.b;
         let one = self.fconst(dt, 1.0)?;
         let f = |v: BasicValueEnum<'c>| v.into_float_value();
-        Ok(match name {
-            "sin" => f(self.libm("cos", dt, &[x.into()])?),
-            "cos" => b
+        Ok(match prim {
+            Prim::Sin => f(self.libm("cos", dt, &[x.into()])?),
+            Prim::Cos => b
                 .build_float_neg(f(self.libm("sin", dt, &[x.into()])?), "")
                 .expect("neg"),
-            "exp" => y,
-            "expm1" => b.build_float_add(y, one, "").expect("add"),
-            "log" => b.build_float_div(one, x, "").expect("div"),
-            "log1p" => b
+            Prim::Exp => y,
+            Prim::Expm1 => b.build_float_add(y, one, "").expect("add"),
+            Prim::Log => b.build_float_div(one, x, "").expect("div"),
+            Prim::Log1p => b
                 .build_float_div(one, b.build_float_add(x, one, "").expect("add"), "")
                 .expect("div"),
-            "tanh" => b
+            Prim::Tanh => b
                 .build_float_sub(one, b.build_float_mul(y, y, "").expect("mul"), "")
                 .expect("sub"),
-            "tan" => b
+            Prim::Tan => b
                 .build_float_add(one, b.build_float_mul(y, y, "").expect("mul"), "")
                 .expect("add"),
-            "sqrt" => b
+            Prim::Sqrt => b
                 .build_float_div(self.fconst(dt, 0.5)?, y, "")
                 .expect("div"),
-            "rsqrt" => {
+            Prim::Rsqrt => {
                 // d(x^-1/2) = -1/2 x^-3/2 = -y / (2x).
                 let two_x = b
                     .build_float_mul(self.fconst(dt, 2.0)?, x, "")
@@ -1059,13 +1071,13 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 b.build_float_neg(b.build_float_div(y, two_x, "").expect("div"), "")
                     .expect("neg")
             }
-            "logistic" => b
+            Prim::Logistic => b
                 .build_float_mul(y, b.build_float_sub(one, y, "").expect("sub"), "")
                 .expect("mul"),
-            "square" => b
+            Prim::Square => b
                 .build_float_mul(self.fconst(dt, 2.0)?, x, "")
                 .expect("mul"),
-            "integer_pow" => {
+            Prim::IntegerPow => {
                 // n x^(n-1), by repeated multiplication as `integer_pow` does.
                 let mut p = one;
                 let m = n_pow - 1;
@@ -1078,7 +1090,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 b.build_float_mul(self.fconst(dt, n_pow as f64)?, p, "")
                     .expect("mul")
             }
-            _ => return internal(TextRange::new(0, 0), format!("no derivative of `{name}`")),
+            _ => return internal(TextRange::new(0, 0), format!("no derivative of `{prim}`")),
         })
     }
 
@@ -1238,8 +1250,8 @@ impl<'c, 'f> Codegen<'c, 'f> {
     /// A gate with a differentiated parameter in a circuit differentiated
     /// by parameter-shift: refused where Catalyst refuses it when tracing
     /// (its two-term shift is not the derivative there).
-    fn shifted_gate_check(&self, e: &ast::Eqn, name: &str, at: TextRange) -> LowerResult<()> {
-        let why = if name == "gphase" {
+    fn shifted_gate_check(&self, e: &ast::Eqn, prim: Prim, at: TextRange) -> LowerResult<()> {
+        let why = if prim == Prim::Gphase {
             Some("Catalyst's parameter-shift does not differentiate a global phase (PennyLane gives `GlobalPhase` no two-term shift rule)".to_string())
         } else if e
             .param("ctrl_len")
@@ -1259,7 +1271,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
             Some(why) => unsupported(
                 at,
                 format!(
-                    "`{name}` with a differentiated parameter under `diff_method='parameter-shift'`: {why}"
+                    "`{prim}` with a differentiated parameter under `diff_method='parameter-shift'`: {why}"
                 ),
             ),
             None => Ok(()),
@@ -1323,7 +1335,14 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 })
             })
             .collect::<LowerResult<Vec<_>>>()?;
-        Ok(EqnCx { e, id, args, outs })
+        let prim = jaxpr_lower::walk::prim_of(e, jaxpr_lower::walk::Backend::Native)?;
+        Ok(EqnCx {
+            e,
+            prim,
+            id,
+            args,
+            outs,
+        })
     }
 
     /// The equation's results, computed as without derivatives; a loop
@@ -1350,10 +1369,15 @@ impl<'c, 'f> Codegen<'c, 'f> {
         args: Vec<Op<'c>>,
     ) -> LowerResult<Vec<Arr<'c>>> {
         let outs = jaxpr_lower::walk::result_types(self.a, e, id);
-        let cx = EqnCx { e, id, args, outs };
-        let results = if super::fusion::is_elementwise(e.primitive.text.as_str())
-            || e.primitive.text == "transpose"
-        {
+        let prim = jaxpr_lower::walk::prim_of(e, jaxpr_lower::walk::Backend::Native)?;
+        let cx = EqnCx {
+            e,
+            prim,
+            id,
+            args,
+            outs,
+        };
+        let results = if super::fusion::is_elementwise(prim) || prim == Prim::Transpose {
             vec![self.fused(env, cx, false)?]
         } else {
             match self.eqn_kernel(env, &cx)? {

@@ -199,7 +199,7 @@ impl<'c> Codegen<'c, '_> {
             );
         }
         self.check_extent(ind.v.dims[ir - 1], self.i64(smap.len() as i64), false, cx)?;
-        let comb = cx.scatter_combiner()?.to_string();
+        let comb = cx.scatter_combiner()?;
         let res = self.copy_owned(x)?;
         let batch_upd: Vec<usize> = (0..ur).filter(|d| !uwin.contains(&(*d as i64))).collect();
         // The extent of each window dimension of the operand.
@@ -242,10 +242,9 @@ impl<'c> Codegen<'c, '_> {
             let off = self.select_int(ok, self.offset(&at, &x.v.dims), self.i64(0));
             let old = self.load(&dt, res.p, off)?;
             let u = self.load(&dt, upd.v.p, self.offset(ui, &upd.v.dims))?;
-            let nv = if comb == "replace" {
-                u
-            } else {
-                self.binop(&comb, &dt, old, u, cx)?
+            let nv = match comb {
+                None => u,
+                Some(op) => self.binop(op, &dt, old, u, cx)?,
             };
             let nv = self.b.build_select(ok, nv, old, "").expect("select");
             self.store(&dt, res.p, off, nv)

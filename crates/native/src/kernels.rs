@@ -207,7 +207,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
     /// and its operands are computed arrays.
     fn eqn_key(&self, cx: &Cx<'f, 'c>) -> Option<KernelKey<'c>> {
         if !self.a.eqn(cx.id).callees.is_empty()
-            || jaxpr_lower::is_identity(cx.name())
+            || jaxpr_lower::is_identity(cx.prim)
             // A call of the quantum runtime has effects: each runs in place.
             || jaxpr_check::registry::lookup(cx.name()).is_some_and(|p| p.family == jaxpr_check::registry::Family::Quantum)
             || !cx.outs.iter().all(is_static)
@@ -260,6 +260,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
             }
             let inner = Cx {
                 e: cx.e,
+                prim: cx.prim,
                 id: cx.id,
                 args,
                 outs: cx.outs.clone(),

@@ -15,6 +15,7 @@
 use super::{Arr, Codegen, Cx, Env, dtype};
 use inkwell::values::{BasicValueEnum, FloatValue, IntValue, PointerValue};
 use inkwell::{FloatPredicate, IntPredicate};
+use jaxpr_check::registry::Prim;
 use jaxpr_lower::{LowerResult, err};
 use jaxpr_types::{DType, FloatKind};
 
@@ -36,26 +37,26 @@ impl<'c> Codegen<'c, '_> {
         env: &Env<'c>,
         cx: &Cx<'_, 'c>,
     ) -> LowerResult<Option<Vec<Arr<'c>>>> {
-        let name = cx.name();
+        let (name, prim) = (cx.name(), cx.prim);
         if !matches!(
-            name,
-            "cholesky"
-                | "geqrf"
-                | "lu"
-                | "lu_pivots_to_permutation"
-                | "qr"
-                | "svd"
-                | "triangular_solve"
-                | "tridiagonal_solve"
+            prim,
+            Prim::Cholesky
+                | Prim::Geqrf
+                | Prim::Lu
+                | Prim::LuPivotsToPermutation
+                | Prim::Qr
+                | Prim::Svd
+                | Prim::TriangularSolve
+                | Prim::TridiagonalSolve
         ) {
             return Ok(None);
         }
-        if name != "lu_pivots_to_permutation" {
+        if prim != Prim::LuPivotsToPermutation {
             // LAPACK computes in float32 and float64; XLA's own triangular
             // solve takes the narrower floats.
             let dt = dtype(&cx.args[0].ty)?;
             let lapack = matches!(dt, DType::Float(FloatKind::F32 | FloatKind::F64));
-            if !(lapack || name == "triangular_solve" && dt.is_float()) {
+            if !(lapack || prim == Prim::TriangularSolve && dt.is_float()) {
                 return err(
                     cx.at(),
                     format!(
@@ -64,14 +65,14 @@ impl<'c> Codegen<'c, '_> {
                 );
             }
         }
-        Ok(Some(match name {
-            "cholesky" => vec![self.cholesky(cx)?],
-            "lu" => self.lu(env, cx)?,
-            "lu_pivots_to_permutation" => vec![self.lu_pivots_to_permutation(env, cx)?],
-            "qr" => self.qr(env, cx)?,
-            "geqrf" => self.geqrf(env, cx)?,
-            "svd" => self.svd(env, cx)?,
-            "triangular_solve" => vec![self.triangular_solve(cx)?],
+        Ok(Some(match prim {
+            Prim::Cholesky => vec![self.cholesky(cx)?],
+            Prim::Lu => self.lu(env, cx)?,
+            Prim::LuPivotsToPermutation => vec![self.lu_pivots_to_permutation(env, cx)?],
+            Prim::Qr => self.qr(env, cx)?,
+            Prim::Geqrf => self.geqrf(env, cx)?,
+            Prim::Svd => self.svd(env, cx)?,
+            Prim::TriangularSolve => vec![self.triangular_solve(cx)?],
             _ => vec![self.tridiagonal_solve(cx)?],
         }))
     }

@@ -24,7 +24,8 @@ use super::{Arr, Codegen, Env, Op, dtype};
 use inkwell::types::BasicMetadataTypeEnum;
 use inkwell::values::{BasicMetadataValueEnum, IntValue, PointerValue};
 use inkwell::{AddressSpace, IntPredicate};
-use jaxpr_check::registry;
+use jaxpr_check::reductions::Combiner;
+use jaxpr_check::registry::Prim;
 use jaxpr_check::{Analysis, EqnId, JaxprId};
 use jaxpr_lower::{LowerResult, Operand, err, internal};
 use jaxpr_syntax::TextRange;
@@ -183,17 +184,16 @@ fn bodies(a: &Analysis) -> HashMap<JaxprId, EqnId> {
 /// Whether the native back end lowers `name` here: `shard_map`, the
 /// collectives (the registry's rows with an exchange) and the placement
 /// primitives, which are their operand on every rank.
-fn is_multi_device(name: &str) -> bool {
-    matches!(name, "shard_map" | "reshard" | "mesh_cast")
-        || registry::lookup(name).is_some_and(|p| p.exchange.is_some())
+fn is_multi_device(prim: Prim) -> bool {
+    matches!(prim, Prim::ShardMap | Prim::Reshard | Prim::MeshCast) || prim.row().exchange.is_some()
 }
 
 /// `MPI_Allreduce`'s operation codes of `mpi_runtime.c`.
-fn reduction_code(name: &str) -> (i64, &'static str) {
-    match name {
-        "pmax" => (1, "max"),
-        "pmin" => (2, "min"),
-        _ => (0, "add"),
+fn reduction_code(prim: Prim) -> (i64, Combiner) {
+    match prim {
+        Prim::Pmax => (1, Combiner::Max),
+        Prim::Pmin => (2, Combiner::Min),
+        _ => (0, Combiner::Add),
     }
 }
 
@@ -206,24 +206,24 @@ impl<'c> Codegen<'c, '_> {
         env: &Env<'c>,
         cx: &super::Cx<'_, 'c>,
     ) -> LowerResult<Option<Vec<Arr<'c>>>> {
-        let name = cx.name();
-        if !is_multi_device(name) {
+        let (name, prim) = (cx.name(), cx.prim);
+        if !is_multi_device(prim) {
             return Ok(None);
         }
         let same = || Ok(Some(cx.args.iter().map(|a| a.v.clone()).collect()));
-        match name {
-            "shard_map" => return self.shard_map(env, cx).map(Some),
-            "reshard" | "mesh_cast" => return same(),
+        match prim {
+            Prim::ShardMap => return self.shard_map(env, cx).map(Some),
+            Prim::Reshard | Prim::MeshCast => return same(),
             _ => {}
         }
         let Some(axes) = self.a.collectives.get(&cx.id) else {
             // Positional axes only (what `vmap` with an `axis_name`
             // leaves): the reductions of one device (`psum`'s are the
             // reduction family's).
-            return match name {
-                "pmax" | "pmin" => {
+            return match prim {
+                Prim::Pmax | Prim::Pmin => {
                     let axes = cx.positional_axes()?;
-                    let op = reduction_code(name).1;
+                    let op = reduction_code(prim).1;
                     (0..cx.args.len())
                         .map(|i| self.reduce_operand(cx, i, &axes, op))
                         .collect::<LowerResult<Vec<_>>>()
@@ -249,10 +249,10 @@ impl<'c> Codegen<'c, '_> {
         let size = plan.groups[g].members[0].len() as i64;
         let what = format!("`{name}` at byte {}", cx.at().start);
         let group = self.i64(g as i64);
-        Ok(Some(match name {
-            "pvary" | "pbroadcast" => return same(),
-            "psum" | "psum2" | "psum_invariant" | "pmax" | "pmin" => {
-                let (code, op) = reduction_code(name);
+        Ok(Some(match prim {
+            Prim::Pvary | Prim::Pbroadcast => return same(),
+            Prim::Psum | Prim::Psum2 | Prim::PsumInvariant | Prim::Pmax | Prim::Pmin => {
+                let (code, op) = reduction_code(prim);
                 let positional: Vec<i64> = cx
                     .param("axes")?
                     .as_seq()
@@ -280,7 +280,7 @@ impl<'c> Codegen<'c, '_> {
                 }
                 outs
             }
-            "all_gather" | "all_gather_invariant" => {
+            Prim::AllGather | Prim::AllGatherInvariant => {
                 let (x, dt) = self.operand(cx)?;
                 let dim = cx.int("all_gather_dimension")? as usize;
                 let tiled = cx.bool_or("tiled", false);
@@ -312,7 +312,7 @@ impl<'c> Codegen<'c, '_> {
                 })
                 .map(|r| vec![r])?
             }
-            "reduce_scatter" => {
+            Prim::ReduceScatter => {
                 let (x, dt) = self.operand(cx)?;
                 let dim = cx.int("scatter_dimension")? as usize;
                 if dim >= x.dims.len() {
@@ -346,7 +346,7 @@ impl<'c> Codegen<'c, '_> {
                 );
                 vec![out]
             }
-            "ppermute" => {
+            Prim::Ppermute => {
                 let mut to = vec![-1i64; size as usize];
                 let mut from = vec![-1i64; size as usize];
                 for (s, d) in cx.pairs("perm")? {
@@ -377,7 +377,7 @@ impl<'c> Codegen<'c, '_> {
                 }
                 outs
             }
-            "all_to_all" => {
+            Prim::AllToAll => {
                 let (x, dt) = self.operand(cx)?;
                 let split = cx.int("split_axis")? as usize;
                 let concat = cx.int("concat_axis")? as usize;
@@ -420,7 +420,7 @@ impl<'c> Codegen<'c, '_> {
                 })?;
                 vec![r]
             }
-            "axis_index" => {
+            Prim::AxisIndex => {
                 let index = self.coordinate(&layout.mesh, axes, cx.at())?;
                 let dt = DType::Int(32);
                 let out = self.alloc(&dt, &[])?;

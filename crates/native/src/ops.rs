@@ -7,17 +7,11 @@
 use super::{Arr, Codegen, Cx, Env, dtype};
 use inkwell::IntPredicate;
 use inkwell::values::IntValue;
+use jaxpr_check::registry::Prim;
 use jaxpr_lower::{Backend, LowerResult, err, expr_poly, is_identity, missing_lowering};
 use jaxpr_types::{DType, Dim, FloatKind};
 
 pub(crate) use jaxpr_check::reductions::Init;
-
-/// The identity of a combining primitive (`jaxpr_check::reductions`), zero
-/// for one that is not a reduction's.
-pub(crate) fn init_of(op: &str) -> Init {
-    jaxpr_check::reductions::Combiner::of_primitive(op)
-        .map_or(Init::Zero, jaxpr_check::reductions::Combiner::identity)
-}
 
 /// The dtype a product's sums accumulate in: f32 for the half-width
 /// floats (as XLA does: summing in f16 loses the low bits of every term),
@@ -36,7 +30,7 @@ impl<'c> Codegen<'c, '_> {
         cx: &Cx<'_, 'c>,
         defer: bool,
     ) -> LowerResult<Vec<Arr<'c>>> {
-        let name = cx.name();
+        let (name, prim) = (cx.name(), cx.prim);
         if let Some(r) = self.lower_random(env, cx)? {
             return Ok(r);
         }
@@ -50,19 +44,19 @@ impl<'c> Codegen<'c, '_> {
             return Ok(r);
         }
         let one = |v: LowerResult<Arr<'c>>| v.map(|v| vec![v]);
-        if let Some(r) = jaxpr_check::reductions::reduction(name) {
+        if let Some(r) = jaxpr_check::reductions::reduction(prim) {
             use jaxpr_check::reductions::Along;
-            let op = r.combiner.primitive();
+            let op = r.combiner;
             return one(match r.along {
                 Along::Axes => self.reduce(cx, op),
                 Along::Cumulative => self.cumulative(cx, op),
                 Along::Window => self.reduce_window(env, cx, op),
             });
         }
-        if name == "psum" {
+        if prim == Prim::Psum {
             return self.psum(cx);
         }
-        if is_identity(name) {
+        if is_identity(prim) {
             return Ok(cx.args.iter().map(|a| a.v.clone()).collect());
         }
         // Before the calls: `custom_linear_solve` calls one of its jaxprs.
@@ -85,8 +79,8 @@ impl<'c> Codegen<'c, '_> {
             return Ok(vec![r]);
         }
         let x = || &cx.args[0];
-        one(match name {
-            "broadcast_in_dim" => {
+        one(match prim {
+            Prim::BroadcastInDim => {
                 let dims = cx.ints_or("broadcast_dimensions", Vec::new())?;
                 let out = self.dims(env, &cx.outs[0], cx.at())?;
                 let src = x();
@@ -110,12 +104,12 @@ impl<'c> Codegen<'c, '_> {
                     Ok((off, None))
                 })
             }
-            "reshape" | "squeeze" | "expand_dims" => {
+            Prim::Reshape | Prim::Squeeze | Prim::ExpandDims => {
                 let out = self.dims(env, &cx.outs[0], cx.at())?;
                 // `reshape`'s `dimensions` orders the operand's axes before
                 // the elements are read row-major: a transpose first.
-                let perm = match name {
-                    "reshape" => cx.ints_or("dimensions", Vec::new())?,
+                let perm = match prim {
+                    Prim::Reshape => cx.ints_or("dimensions", Vec::new())?,
                     _ => Vec::new(),
                 };
                 let moved;
@@ -136,8 +130,8 @@ impl<'c> Codegen<'c, '_> {
                 );
                 Ok(Arr::new(src.p, out))
             }
-            "transpose" => self.transpose(cx, x(), &cx.ints("permutation")?, "permutation"),
-            "rev" => {
+            Prim::Transpose => self.transpose(cx, x(), &cx.ints("permutation")?, "permutation"),
+            Prim::Rev => {
                 let rdims = cx.ints("dimensions")?;
                 let src = x();
                 let out = src.v.dims.clone();
@@ -156,7 +150,7 @@ impl<'c> Codegen<'c, '_> {
                     Ok((self.offset(&at, &src.v.dims), None))
                 })
             }
-            "slice" => {
+            Prim::Slice => {
                 let start = cx.ints("start_indices")?;
                 let limit = cx.ints("limit_indices")?;
                 let strides = cx.ints_or("strides", vec![1; start.len()])?;
@@ -192,9 +186,9 @@ impl<'c> Codegen<'c, '_> {
                     Ok((self.offset(&at, &src.v.dims), None))
                 })
             }
-            "pad" => self.pad(env, cx),
-            "concatenate" => self.concatenate(env, cx),
-            "iota" => {
+            Prim::Pad => self.pad(env, cx),
+            Prim::Concatenate => self.concatenate(env, cx),
+            Prim::Iota => {
                 let d = cx.int("dimension")? as usize;
                 let dt = dtype(&cx.outs[0])?;
                 let out = self.dims(env, &cx.outs[0], cx.at())?;
@@ -208,7 +202,7 @@ impl<'c> Codegen<'c, '_> {
                 })?;
                 Ok(r)
             }
-            "dynamic_slice" => {
+            Prim::DynamicSlice => {
                 let out = self.sizes(env, cx, "slice_sizes")?;
                 let src = x();
                 let r = src.v.dims.len();
@@ -221,7 +215,7 @@ impl<'c> Codegen<'c, '_> {
                     Ok((self.offset(&at, &src.v.dims), None))
                 })
             }
-            "dynamic_update_slice" => {
+            Prim::DynamicUpdateSlice => {
                 let (op, upd) = (&cx.args[0], &cx.args[1]);
                 let r = op.v.dims.len();
                 if upd.v.dims.len() != r || cx.args.len() != r + 2 {
@@ -237,7 +231,7 @@ impl<'c> Codegen<'c, '_> {
                 })?;
                 Ok(res)
             }
-            "tile" => {
+            Prim::Tile => {
                 let src = x();
                 let out = self.dims(env, &cx.outs[0], cx.at())?;
                 if out.len() != src.v.dims.len() {
@@ -262,7 +256,7 @@ impl<'c> Codegen<'c, '_> {
                     Ok((self.offset(&at, &src.v.dims), None))
                 })
             }
-            "platform_index" => {
+            Prim::PlatformIndex => {
                 let i = cx.cpu_platform_index()?;
                 let dt = dtype(&cx.outs[0])?;
                 let r = self.alloc(&dt, &[])?;
@@ -270,7 +264,7 @@ impl<'c> Codegen<'c, '_> {
                 self.store(&dt, r.p, self.i64(0), v)?;
                 Ok(r)
             }
-            "dim_as_value" => {
+            Prim::DimAsValue => {
                 let p = cx.param("dim")?;
                 let Some(poly) = expr_poly(p) else {
                     return err(p.range, "`dim` must be a dimension expression");
@@ -291,16 +285,19 @@ impl<'c> Codegen<'c, '_> {
                 self.store(&dt, r.p, self.i64(0), v)?;
                 Ok(r)
             }
-            "dot_general" => self.dot_general(env, cx),
-            "conv_general_dilated" => self.conv(env, cx),
-            "argmax" | "argmin" => self.argminmax(env, cx),
-            "gather" => self.gather(env, cx),
-            "scatter-add" | "scatter_add" | "scatter" | "scatter-mul" | "scatter_mul"
-            | "scatter-min" | "scatter_min" | "scatter-max" | "scatter_max" => self.scatter(cx),
-            "sort" => return self.sort(cx),
-            "top_k" => return self.top_k(env, cx),
-            "split" => return self.split(env, cx),
-            "unstack" => return self.unstack(env, cx),
+            Prim::DotGeneral => self.dot_general(env, cx),
+            Prim::ConvGeneralDilated => self.conv(env, cx),
+            Prim::Argmax | Prim::Argmin => self.argminmax(env, cx),
+            Prim::Gather => self.gather(env, cx),
+            Prim::ScatterAdd
+            | Prim::Scatter
+            | Prim::ScatterMul
+            | Prim::ScatterMin
+            | Prim::ScatterMax => self.scatter(cx),
+            Prim::Sort => return self.sort(cx),
+            Prim::TopK => return self.top_k(env, cx),
+            Prim::Split => return self.split(env, cx),
+            Prim::Unstack => return self.unstack(env, cx),
             _ => return missing_lowering(name, cx.at(), Backend::Native),
         })
     }

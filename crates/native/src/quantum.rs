@@ -13,7 +13,7 @@ use super::{Arr, Codegen, Cx, Env, dtype};
 use inkwell::IntPredicate;
 use inkwell::types::BasicMetadataTypeEnum;
 use inkwell::values::{BasicMetadataValueEnum, IntValue, PointerValue};
-use jaxpr_check::registry;
+use jaxpr_check::registry::Prim;
 use jaxpr_check::rules::{GateKind, GateLengths, GateOperands};
 use jaxpr_lower::{LowerResult, err, internal};
 use jaxpr_syntax::ast::{Expr, ExprKind};
@@ -237,10 +237,7 @@ impl<'c> Codegen<'c, '_> {
         env: &Env<'c>,
         cx: &Cx<'_, 'c>,
     ) -> LowerResult<Option<Vec<Arr<'c>>>> {
-        let name = cx.name();
-        // Older Catalysts' spellings (`qmeasure`, `qunitary`) are lowered as
-        // their registry row.
-        let row = registry::lookup(name).map_or(name, |p| p.name);
+        let (name, prim) = (cx.name(), cx.prim);
         let at = cx.at();
         let i64t = self.cx.i64_type();
         let handle = |k: usize| -> LowerResult<IntValue<'c>> {
@@ -250,12 +247,12 @@ impl<'c> Codegen<'c, '_> {
         };
         let out_handle = || self.slot(i64t.into());
         let check = |rc: IntValue<'c>| self.quantum_check(rc, name, at.start);
-        Ok(Some(match row {
-            "quantum_kernel" => {
+        Ok(Some(match prim {
+            Prim::QuantumKernel => {
                 let Some(&callee) = cx.callees(self.a, "call_jaxpr").first() else {
                     return err(at, format!("`{name}` has no `call_jaxpr` to call"));
                 };
-                if name == "quantum_kernel" && runs_one_shot_at_a_time(cx) {
+                if prim == Prim::QuantumKernel && runs_one_shot_at_a_time(cx) {
                     return self.one_shot_kernel(env, callee, cx).map(Some);
                 }
                 self.call_jaxpr(env, callee, &cx.args, at)?
@@ -263,7 +260,7 @@ impl<'c> Codegen<'c, '_> {
                     .map(|o| o.v)
                     .collect()
             }
-            "mcmobs" => {
+            Prim::Mcmobs => {
                 if !self.one_shot.get() {
                     return err(
                         at,
@@ -289,7 +286,7 @@ impl<'c> Codegen<'c, '_> {
                 ));
                 vec![self.handle_result(out)?]
             }
-            "adjoint" => {
+            Prim::Adjoint => {
                 let Some(&callee) = cx.callees(self.a, "jaxpr").first() else {
                     return err(at, "`adjoint` has no `jaxpr` to run");
                 };
@@ -298,7 +295,7 @@ impl<'c> Codegen<'c, '_> {
                 check(self.adapter_status("jx_q_adjoint_end", &[], &[]));
                 outs.into_iter().map(|o| o.v).collect()
             }
-            "device_init" | "qdevice" => {
+            Prim::DeviceInit | Prim::Qdevice => {
                 let Some(runtime) = &self.catalyst else {
                     return internal(
                         at,
@@ -344,11 +341,11 @@ impl<'c> Codegen<'c, '_> {
                 ));
                 Vec::new()
             }
-            "device_release" => {
+            Prim::DeviceRelease => {
                 check(self.adapter_status("jx_q_device_release", &[], &[]));
                 Vec::new()
             }
-            "qalloc" => {
+            Prim::Qalloc => {
                 let n = self.scalar_i64(&cx.args[0], at)?;
                 let out = out_handle();
                 check(self.adapter_status(
@@ -358,14 +355,14 @@ impl<'c> Codegen<'c, '_> {
                 ));
                 vec![self.handle_result(out)?]
             }
-            "qdealloc" => {
+            Prim::Qdealloc => {
                 check(self.adapter_status("jx_q_dealloc", &[i64t.into()], &[handle(0)?.into()]));
                 if self.releases_device_with_register(cx) {
                     check(self.adapter_status("jx_q_device_release", &[], &[]));
                 }
                 Vec::new()
             }
-            "qdealloc_qb" => {
+            Prim::QdeallocQb => {
                 check(self.adapter_status(
                     "jx_q_release_qubit",
                     &[i64t.into()],
@@ -373,7 +370,7 @@ impl<'c> Codegen<'c, '_> {
                 ));
                 Vec::new()
             }
-            "qextract" => {
+            Prim::Qextract => {
                 let index = self.scalar_i64(&cx.args[1], at)?;
                 let out = out_handle();
                 check(self.adapter_status(
@@ -383,7 +380,7 @@ impl<'c> Codegen<'c, '_> {
                 ));
                 vec![self.handle_result(out)?]
             }
-            "qinsert" => {
+            Prim::Qinsert => {
                 let index = self.scalar_i64(&cx.args[1], at)?;
                 check(self.adapter_status(
                     "jx_q_insert",
@@ -392,7 +389,7 @@ impl<'c> Codegen<'c, '_> {
                 ));
                 vec![cx.args[0].v.clone()]
             }
-            "num_qubits" => {
+            Prim::NumQubits => {
                 let out = out_handle();
                 check(self.adapter_status(
                     "jx_q_num_qubits",
@@ -401,8 +398,8 @@ impl<'c> Codegen<'c, '_> {
                 ));
                 vec![self.handle_result(out)?]
             }
-            "qinst" | "unitary" | "gphase" => self.gate(cx)?,
-            "measure" => {
+            Prim::Qinst | Prim::Unitary | Prim::Gphase => self.gate(cx)?,
+            Prim::Measure => {
                 let postselect = match cx.e.param("postselect").map(|p| param_text(&p.value)) {
                     None => -1,
                     Some(t) if t == "None" => -1,
@@ -424,7 +421,7 @@ impl<'c> Codegen<'c, '_> {
                 ));
                 vec![bit, cx.args[0].v.clone()]
             }
-            "namedobs" => {
+            Prim::Namedobs => {
                 let kind =
                     cx.e.param("kind")
                         .map(|p| param_text(&p.value))
@@ -446,7 +443,7 @@ impl<'c> Codegen<'c, '_> {
                 ));
                 vec![self.handle_result(out)?]
             }
-            "hermitian" => {
+            Prim::Hermitian => {
                 self.require_dtype(cx, 0, &DType::Complex(128), "the matrix of `hermitian`")?;
                 let qubits = self.handles(cx, 1..cx.args.len())?;
                 let out = out_handle();
@@ -463,7 +460,7 @@ impl<'c> Codegen<'c, '_> {
                 ));
                 vec![self.handle_result(out)?]
             }
-            "tensorobs" => {
+            Prim::Tensorobs => {
                 let terms = self.handles(cx, 0..cx.args.len())?;
                 let out = out_handle();
                 let ptr = self.ptr_ty();
@@ -478,7 +475,7 @@ impl<'c> Codegen<'c, '_> {
                 ));
                 vec![self.handle_result(out)?]
             }
-            "hamiltonian" => {
+            Prim::Hamiltonian => {
                 self.require_dtype(
                     cx,
                     0,
@@ -514,7 +511,7 @@ impl<'c> Codegen<'c, '_> {
                 ));
                 vec![self.handle_result(out)?]
             }
-            "compbasis" => {
+            Prim::Compbasis => {
                 let whole =
                     cx.e.param("qreg_available")
                         .is_some_and(|p| param_text(&p.value) == "True");
@@ -529,28 +526,28 @@ impl<'c> Codegen<'c, '_> {
                 ));
                 vec![self.handle_result(out)?]
             }
-            "expval" | "var" => {
+            Prim::Expval | Prim::Var => {
                 let out = self.alloc(&DType::Float(FloatKind::F64), &[])?;
                 check(self.adapter_status(
                     "jx_q_expval",
                     &[i64t.into(), self.cx.i32_type().into(), self.ptr_ty().into()],
                     &[
                         handle(0)?.into(),
-                        self.i32((name == "var") as i64).into(),
+                        self.i32((prim == Prim::Var) as i64).into(),
                         out.p.into(),
                     ],
                 ));
                 vec![out]
             }
-            "probs" | "state" | "sample" | "counts" => {
+            Prim::Probs | Prim::State | Prim::Sample | Prim::Counts => {
                 let what = ["probs", "state", "sample", "counts"]
                     .iter()
                     .position(|m| *m == name)
                     .unwrap_or(0);
                 let dims = self.dims(env, &cx.outs[0], at)?;
                 let out = self.alloc(&dtype(&cx.outs[0])?, &dims)?;
-                let counts = match name {
-                    "counts" => {
+                let counts = match prim {
+                    Prim::Counts => {
                         Some(self.alloc(&DType::Int(64), &self.dims(env, &cx.outs[1], at)?)?)
                     }
                     _ => None,
@@ -602,13 +599,13 @@ impl<'c> Codegen<'c, '_> {
         let mut combines = Vec::new();
         for out in &body.outs {
             let made_by = out.var.and_then(|v| self.measurement_of(&body.eqns, v));
-            combines.push(match made_by.map(|(e, k)| (e.primitive.as_str(), k)) {
-                Some(("expval" | "probs", _)) => OneShotCombine::Mean,
-                Some(("var", _)) => OneShotCombine::VarianceOfBits,
-                Some(("counts", 0)) => OneShotCombine::Last,
-                Some(("counts", _)) => OneShotCombine::Sum,
-                made_by => {
-                    let what = made_by.map_or("an input or a literal".to_string(), |(primitive, _)| format!("`{primitive}`"));
+            combines.push(match made_by.map(|(e, k)| (e.prim, k)) {
+                Some((Some(Prim::Expval | Prim::Probs), _)) => OneShotCombine::Mean,
+                Some((Some(Prim::Var), _)) => OneShotCombine::VarianceOfBits,
+                Some((Some(Prim::Counts), 0)) => OneShotCombine::Last,
+                Some((Some(Prim::Counts), _)) => OneShotCombine::Sum,
+                _ => {
+                    let what = made_by.map_or("an input or a literal".to_string(), |(e, _)| format!("`{}`", e.primitive));
                     return err(
                         out.range,
                         format!(
@@ -709,7 +706,7 @@ impl<'c> Codegen<'c, '_> {
                 .iter()
                 .map(|&id| self.a.eqn(id))
                 .find_map(|e| Some((e, e.outs.iter().position(|o| *o == Some(var))?)))?;
-            if eqn.primitive != "convert_element_type" {
+            if eqn.prim != Some(Prim::ConvertElementType) {
                 return Some((eqn, k));
             }
             // Its one operand: the use of a variable after the primitive.
@@ -895,7 +892,7 @@ impl<'c> Codegen<'c, '_> {
         let body = self.a.jaxpr(self.a.eqn(cx.id).jaxpr);
         body.eqns
             .iter()
-            .any(|&id| self.a.eqn(id).primitive == "qdevice")
+            .any(|&id| self.a.eqn(id).prim == Some(Prim::Qdevice))
     }
 
     /// The handles of operands `range`, in a stack array.

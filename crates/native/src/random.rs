@@ -12,6 +12,7 @@
 
 use super::{Arr, Codegen, Cx, Env, dtype};
 use inkwell::values::IntValue;
+use jaxpr_check::registry::Prim;
 use jaxpr_check::registry::{self, Family};
 use jaxpr_lower::random::{
     Prng, THREEFRY_PARITY, THREEFRY_ROTATIONS, Threefry, key_words, original_bits_words,
@@ -56,14 +57,16 @@ impl<'c> Codegen<'c, '_> {
         env: &Env<'c>,
         cx: &Cx<'_, 'c>,
     ) -> LowerResult<Option<Vec<Arr<'c>>>> {
-        let name = cx.name();
+        let (name, prim) = (cx.name(), cx.prim);
         let at = cx.at();
         let keyed = cx.args.iter().any(|a| is_key(&a.ty)) || cx.outs.iter().any(is_key);
         let one = |v: Arr<'c>| -> LowerResult<Option<Vec<Arr<'c>>>> { Ok(Some(vec![v])) };
         let u32t = DType::UInt(32);
-        match name {
-            "random_wrap" | "random_unwrap" | "random_clone" => return one(cx.args[0].v.clone()),
-            "random_seed" => {
+        match prim {
+            Prim::RandomWrap | Prim::RandomUnwrap | Prim::RandomClone => {
+                return one(cx.args[0].v.clone());
+            }
+            Prim::RandomSeed => {
                 let prng = self.prng_of(&cx.outs[0], cx)?;
                 let seeds = &cx.args[0];
                 let sdt = dtype(&seeds.ty)?;
@@ -83,7 +86,7 @@ impl<'c> Codegen<'c, '_> {
                 })?;
                 return one(out);
             }
-            "random_split" => {
+            Prim::RandomSplit => {
                 let prng = self.prng_of(&cx.args[0].ty, cx)?;
                 let shape = cx.ints("shape")?;
                 if prng == Prng::UnsafeRbg {
@@ -98,7 +101,7 @@ impl<'c> Codegen<'c, '_> {
                 }
                 return one(self.threefry_split(&cx.args[0].v, &shape, prng.words())?);
             }
-            "random_fold_in" => {
+            Prim::RandomFoldIn => {
                 let prng = self.prng_of(&cx.args[0].ty, cx)?;
                 // The keys' extents, without the key-data axis.
                 let mut out = self.dims(env, &cx.outs[0], at)?;
@@ -113,7 +116,7 @@ impl<'c> Codegen<'c, '_> {
                     prng.words(),
                 )?);
             }
-            "random_bits" => {
+            Prim::RandomBits => {
                 let prng = self.prng_of(&cx.args[0].ty, cx)?;
                 let width = cx.int("bit_width")?;
                 if !matches!(width, 8 | 16 | 32 | 64) {
@@ -139,7 +142,7 @@ impl<'c> Codegen<'c, '_> {
                 }
                 return one(self.threefry_bits(&cx.args[0].v, width, &shape)?);
             }
-            "threefry2x32" => {
+            Prim::Threefry2x32 => {
                 let out = self.dims(env, &cx.outs[0], at)?;
                 let y = [self.alloc(&u32t, &out)?, self.alloc(&u32t, &out)?];
                 self.nest(&out, &mut |idx| {
@@ -156,7 +159,7 @@ impl<'c> Codegen<'c, '_> {
                 let [y1, y2] = y;
                 return Ok(Some(vec![y1, y2]));
             }
-            "iota_2x32_shape" => {
+            Prim::Iota2x32Shape => {
                 let shape: Vec<IntValue> = cx.ints("shape")?.iter().map(|&d| self.i64(d)).collect();
                 let y = [self.alloc(&u32t, &shape)?, self.alloc(&u32t, &shape)?];
                 self.nest(&shape, &mut |idx| {
@@ -168,7 +171,7 @@ impl<'c> Codegen<'c, '_> {
                 let [hi, lo] = y;
                 return Ok(Some(vec![hi, lo]));
             }
-            "rng_bit_generator" => return self.rng_bit_generator_eqn(env, cx).map(Some),
+            Prim::RngBitGenerator => return self.rng_bit_generator_eqn(env, cx).map(Some),
             _ if !keyed => return Ok(None),
             _ => {}
         }
@@ -176,8 +179,8 @@ impl<'c> Codegen<'c, '_> {
             .is_some_and(|p| matches!(p.family, Family::Call | Family::Loop | Family::Identity));
         if pass_on
             || matches!(
-                name,
-                "concatenate" | "rev" | "squeeze" | "expand_dims" | "copy" | "copy_p"
+                prim,
+                Prim::Concatenate | Prim::Rev | Prim::Squeeze | Prim::ExpandDims | Prim::Copy
             )
         {
             return Ok(None);
@@ -187,8 +190,8 @@ impl<'c> Codegen<'c, '_> {
         let src = &cx.args[0];
         let out = self.dims(env, &cx.outs[0], at)?;
         let r = src.v.dims.len() - 1;
-        match name {
-            "reshape"
+        match prim {
+            Prim::Reshape
                 if cx
                     .ints_or("dimensions", Vec::new())?
                     .iter()
@@ -197,7 +200,7 @@ impl<'c> Codegen<'c, '_> {
             {
                 Ok(None)
             }
-            "slice" => {
+            Prim::Slice => {
                 let start = cx.ints("start_indices")?;
                 let strides = cx.ints_or("strides", vec![1; start.len()])?;
                 if start.len() != r || strides.len() != r {
@@ -213,7 +216,7 @@ impl<'c> Codegen<'c, '_> {
                     Ok((self.offset(&at, &src.v.dims), None))
                 })?)
             }
-            "broadcast_in_dim" => {
+            Prim::BroadcastInDim => {
                 let dims = cx.ints_or("broadcast_dimensions", Vec::new())?;
                 let out_rank = out.len() - 1;
                 if dims.len() != r || dims.iter().any(|&d| d as usize >= out_rank) {
@@ -233,7 +236,7 @@ impl<'c> Codegen<'c, '_> {
                     Ok((self.offset(&at, &src.v.dims), None))
                 })?)
             }
-            "transpose" => {
+            Prim::Transpose => {
                 let perm = cx.ints("permutation")?;
                 if perm.len() != r || perm.iter().any(|&p| p as usize >= r) {
                     return err(at, "`permutation` does not match the operand");

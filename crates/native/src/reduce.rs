@@ -12,13 +12,15 @@
 //! Cumulative reductions carry the previous row into the next, along the
 //! axis, with the dimensions after it innermost.
 
-use super::ops::{Init, init_of};
+use super::ops::Init;
 use super::{Arr, Codegen, Cx, dtype};
 use crate::Env;
 use inkwell::FloatPredicate;
 use inkwell::IntPredicate;
 use inkwell::types::BasicTypeEnum;
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue, VectorValue};
+use jaxpr_check::reductions::Combiner;
+use jaxpr_check::registry::Prim;
 use jaxpr_lower::{LowerResult, err};
 use jaxpr_syntax::TextRange;
 use jaxpr_types::DType;
@@ -29,7 +31,7 @@ const ACCUMULATORS: i64 = 4;
 const BLOCK_STEPS: i64 = 16;
 
 impl<'c> Codegen<'c, '_> {
-    pub(crate) fn reduce(&self, cx: &Cx<'_, 'c>, op: &str) -> LowerResult<Arr<'c>> {
+    pub(crate) fn reduce(&self, cx: &Cx<'_, 'c>, op: Combiner) -> LowerResult<Arr<'c>> {
         self.reduce_operand(cx, 0, &cx.ints("axes")?, op)
     }
 
@@ -38,7 +40,7 @@ impl<'c> Codegen<'c, '_> {
     pub(crate) fn psum(&self, cx: &Cx<'_, 'c>) -> LowerResult<Vec<Arr<'c>>> {
         let axes = cx.positional_axes()?;
         (0..cx.args.len())
-            .map(|i| self.reduce_operand(cx, i, &axes, "add"))
+            .map(|i| self.reduce_operand(cx, i, &axes, Combiner::Add))
             .collect()
     }
 
@@ -48,7 +50,7 @@ impl<'c> Codegen<'c, '_> {
         cx: &Cx<'_, 'c>,
         i: usize,
         axes: &[i64],
-        op: &str,
+        op: Combiner,
     ) -> LowerResult<Arr<'c>> {
         let x = &cx.args[i];
         let dt = dtype(&x.ty)?;
@@ -61,7 +63,7 @@ impl<'c> Codegen<'c, '_> {
         let kept: Vec<usize> = (0..r).filter(|&k| !reduced(k)).collect();
         let out: Vec<IntValue> = kept.iter().map(|&k| dims[k]).collect();
         let res = self.alloc(&dt, &out)?;
-        let id = self.identity(&dt, init_of(op))?;
+        let id = self.identity(&dt, op.identity())?;
         self.for_range(self.numel(&out), &mut |i| self.store(&dt, res.p, i, id))?;
         // The result's offset of an operand index (its kept dimensions).
         let out_at = |idx: &[IntValue<'c>]| {
@@ -70,7 +72,7 @@ impl<'c> Codegen<'c, '_> {
         };
         let fold_into = |at: IntValue<'c>, v: BasicValueEnum<'c>| -> LowerResult<()> {
             let cur = self.load(&dt, res.p, at)?;
-            let nv = self.binop(op, &dt, cur, v, cx)?;
+            let nv = self.combine(op, &dt, cur, v, cx)?;
             self.store(&dt, res.p, at, nv)
         };
         // Dimensions t.. are the trailing reduced run.
@@ -105,14 +107,14 @@ impl<'c> Codegen<'c, '_> {
     fn fold_run(
         &self,
         dt: &DType,
-        op: &str,
+        op: Combiner,
         p: PointerValue<'c>,
         base: IntValue<'c>,
         len: IntValue<'c>,
         cx: &Cx<'_, 'c>,
     ) -> LowerResult<BasicValueEnum<'c>> {
         let (vt, lanes) = self.any_vector_of(dt)?;
-        let id = self.identity(dt, init_of(op))?;
+        let id = self.identity(dt, op.identity())?;
         let idv: BasicValueEnum = self.splat(vt, id).into();
         let step = ACCUMULATORS * lanes;
         let block = step * BLOCK_STEPS;
@@ -166,12 +168,12 @@ impl<'c> Codegen<'c, '_> {
                 .b
                 .build_extract_element(v, self.i64(l), "")
                 .expect("extract");
-            s = self.binop(op, dt, s, e, cx)?;
+            s = self.combine(op, dt, s, e, cx)?;
         }
         let tail = self.add(done, self.mul(rest, self.i64(step)));
         let s = self.for_carry(self.sub(len, tail), &[s], &mut |i, s| {
             let e = self.load(dt, p, self.add(self.add(base, tail), i))?;
-            Ok(vec![self.binop(op, dt, s[0], e, cx)?])
+            Ok(vec![self.combine(op, dt, s[0], e, cx)?])
         })?;
         Ok(s[0])
     }
@@ -190,7 +192,7 @@ impl<'c> Codegen<'c, '_> {
     /// `op` lane by lane on two vectors of `dt`.
     fn vfold(
         &self,
-        op: &str,
+        op: Combiner,
         dt: &DType,
         a: VectorValue<'c>,
         b: VectorValue<'c>,
@@ -204,37 +206,34 @@ impl<'c> Codegen<'c, '_> {
         };
         if dt.is_float() {
             return match op {
-                "add" => Ok(bb.build_float_add(a, b, "").expect("fadd")),
-                "mul" => Ok(bb.build_float_mul(a, b, "").expect("fmul")),
-                "max" => call("llvm.maximum"),
-                "min" => call("llvm.minimum"),
-                _ => err(TextRange::new(0, 0), format!("`{op}` on floats")),
+                Combiner::Add => Ok(bb.build_float_add(a, b, "").expect("fadd")),
+                Combiner::Mul => Ok(bb.build_float_mul(a, b, "").expect("fmul")),
+                Combiner::Max => call("llvm.maximum"),
+                Combiner::Min => call("llvm.minimum"),
+                _ => err(TextRange::new(0, 0), format!("`{op:?}` on floats")),
             };
         }
         let boolean = matches!(dt, DType::Bool);
         let signed = dt.is_signed_int();
         Ok(match op {
-            "add" if boolean => bb.build_or(a, b, "").expect("or"),
-            "mul" if boolean => bb.build_and(a, b, "").expect("and"),
-            "add" => bb.build_int_add(a, b, "").expect("add"),
-            "mul" => bb.build_int_mul(a, b, "").expect("mul"),
-            "and" => bb.build_and(a, b, "").expect("and"),
-            "or" => bb.build_or(a, b, "").expect("or"),
-            "xor" => bb.build_xor(a, b, "").expect("xor"),
-            "max" if signed => return call("llvm.smax"),
-            "min" if signed => return call("llvm.smin"),
-            "max" => return call("llvm.umax"),
-            "min" => return call("llvm.umin"),
-            _ => return err(TextRange::new(0, 0), format!("`{op}` on integers")),
+            Combiner::Add if boolean => bb.build_or(a, b, "").expect("or"),
+            Combiner::Mul if boolean => bb.build_and(a, b, "").expect("and"),
+            Combiner::Add => bb.build_int_add(a, b, "").expect("add"),
+            Combiner::Mul => bb.build_int_mul(a, b, "").expect("mul"),
+            Combiner::And => bb.build_and(a, b, "").expect("and"),
+            Combiner::Or => bb.build_or(a, b, "").expect("or"),
+            Combiner::Xor => bb.build_xor(a, b, "").expect("xor"),
+            Combiner::Max if signed => return call("llvm.smax"),
+            Combiner::Min if signed => return call("llvm.smin"),
+            Combiner::Max => return call("llvm.umax"),
+            Combiner::Min => return call("llvm.umin"),
+            _ => return err(TextRange::new(0, 0), format!("`{op:?}` on integers")),
         })
     }
 
     /// `cumsum` and friends: row `i` along the axis is `op(row i-1, x[i])`
     /// (from the end when reversed), the dimensions after the axis inner.
-    pub(crate) fn cumulative(&self, cx: &Cx<'_, 'c>, op: &str) -> LowerResult<Arr<'c>> {
-        if op.is_empty() {
-            return err(cx.at(), format!("`{}` has no native lowering", cx.name()));
-        }
+    pub(crate) fn cumulative(&self, cx: &Cx<'_, 'c>, op: Combiner) -> LowerResult<Arr<'c>> {
         let axis = cx.int("axis")? as usize;
         let reverse = cx.bool_or("reverse", false);
         let x = &cx.args[0];
@@ -246,7 +245,7 @@ impl<'c> Codegen<'c, '_> {
         let res = self.alloc(&dt, dims)?;
         let n = dims[axis];
         let inner = self.numel(&dims[axis + 1..]);
-        let id = self.identity(&dt, init_of(op))?;
+        let id = self.identity(&dt, op.identity())?;
         let outer = &dims[..axis];
         self.nest(outer, &mut |o| {
             let base = self.mul(self.mul(self.offset(o, outer), n), inner);
@@ -268,7 +267,7 @@ impl<'c> Codegen<'c, '_> {
                         Some(prev) => self.load(&dt, res.p, self.add(prev, j))?,
                         None => id,
                     };
-                    let nv = self.binop(op, &dt, acc, v, cx)?;
+                    let nv = self.combine(op, &dt, acc, v, cx)?;
                     self.store(&dt, res.p, self.add(row, j), nv)
                 })
             };
@@ -303,7 +302,7 @@ impl<'c> Codegen<'c, '_> {
         &self,
         dt: &DType,
         init: Init,
-        op: &str,
+        op: Combiner,
         inner: &[IntValue<'c>],
         term: &mut dyn FnMut(
             &[IntValue<'c>],
@@ -315,7 +314,7 @@ impl<'c> Codegen<'c, '_> {
         self.nest(inner, &mut |ki| {
             let (v, counts) = term(ki)?;
             let a = self.b.build_load(t, s, "").expect("load");
-            let mut nv = self.binop(op, dt, a, v, cx)?;
+            let mut nv = self.combine(op, dt, a, v, cx)?;
             if let Some(counts) = counts {
                 nv = self.b.build_select(counts, nv, a, "").expect("select");
             }
@@ -342,7 +341,7 @@ impl<'c> Codegen<'c, '_> {
         let out: Vec<IntValue> = (0..r).filter(|&k| k != axis).map(|k| x.v.dims[k]).collect();
         let res = self.alloc(&idt, &out)?;
         let t = self.elem(&dt, cx.at())?;
-        let is_max = cx.name() == "argmax";
+        let is_max = cx.prim == Prim::Argmax;
         self.nest(&out, &mut |oi| {
             let best = self.slot(t);
             let bi = self.slot(self.cx.i64_type().into());

@@ -6,6 +6,7 @@
 use super::Codegen;
 use inkwell::values::{BasicValueEnum, FloatValue, IntValue};
 use inkwell::{FloatPredicate, IntPredicate};
+use jaxpr_check::registry::Prim;
 use jaxpr_lower::special::{self, Binary, Compare, Elementwise, Unary};
 use jaxpr_lower::{LowerResult, err};
 use jaxpr_syntax::TextRange;
@@ -111,25 +112,22 @@ impl<'c> Codegen<'c, '_> {
     /// One of [`special::UNARY`] of `x` (of the float dtype `dt`).
     pub(crate) fn special_unary(
         &self,
-        name: &str,
+        prim: Prim,
         dt: &DType,
         x: FloatValue<'c>,
     ) -> LowerResult<BasicValueEnum<'c>> {
-        self.in_working_precision(dt, &[x], |s, xs, wide| special::unary(s, name, xs[0], wide))
+        self.in_working_precision(dt, &[x], |s, xs, wide| special::unary(s, prim, xs[0], wide))
     }
 
-    /// `logaddexp` (see [`special::binary`]) of `x` and `y` (of the float
+    /// `logaddexp` ([`special::logaddexp`]) of `x` and `y` (of the float
     /// dtype `dt`).
-    pub(crate) fn special_binary(
+    pub(crate) fn logaddexp(
         &self,
-        name: &str,
         dt: &DType,
         x: FloatValue<'c>,
         y: FloatValue<'c>,
     ) -> LowerResult<BasicValueEnum<'c>> {
-        self.in_working_precision(dt, &[x, y], |s, xs, _| {
-            special::binary(s, name, xs[0], xs[1])
-        })
+        self.in_working_precision(dt, &[x, y], |s, xs, _| special::logaddexp(s, xs[0], xs[1]))
     }
 
     /// `f` of `xs` (of `dt`) computed in XLA's working precision (f64 for

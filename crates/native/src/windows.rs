@@ -13,9 +13,10 @@
 
 use super::ops::Init;
 use super::{Arr, Codegen, Cx, Env, dtype};
-use crate::ops::init_of;
 use inkwell::IntPredicate;
 use inkwell::values::{BasicValueEnum, IntValue};
+use jaxpr_check::reductions::Combiner;
+use jaxpr_check::registry::Prim;
 use jaxpr_lower::{LowerResult, err};
 use jaxpr_types::DType;
 
@@ -26,8 +27,8 @@ impl<'c> Codegen<'c, '_> {
         env: &Env<'c>,
         cx: &Cx<'_, 'c>,
     ) -> LowerResult<Option<Arr<'c>>> {
-        let name = cx.name();
-        if !matches!(name, "select_and_gather_add" | "select_and_scatter_add") {
+        let prim = cx.prim;
+        if !matches!(prim, Prim::SelectAndGatherAdd | Prim::SelectAndScatterAdd) {
             return Ok(None);
         }
         let ge = cx.select_ge()?;
@@ -38,8 +39,8 @@ impl<'c> Codegen<'c, '_> {
         let win = cx.ints("window_dimensions")?;
         let strides = cx.ints_or("window_strides", vec![1; r])?;
         let pad = cx.pairs("padding")?;
-        let (based, wdil) = match name {
-            "select_and_gather_add" => (
+        let (based, wdil) = match prim {
+            Prim::SelectAndGatherAdd => (
                 cx.ints_or("base_dilation", vec![1; r])?,
                 cx.ints_or("window_dilation", vec![1; r])?,
             ),
@@ -59,12 +60,12 @@ impl<'c> Codegen<'c, '_> {
         // Whether `a` wins `select_prim` against `b`.
         let wins = |a: BasicValueEnum<'c>, b: BasicValueEnum<'c>| -> LowerResult<IntValue<'c>> {
             let w = self
-                .binop(if ge { "ge" } else { "le" }, &dt, a, b, cx)?
+                .binop(if ge { Prim::Ge } else { Prim::Le }, &dt, a, b, cx)?
                 .into_int_value();
             Ok(self.icmp(IntPredicate::NE, w, w.get_type().const_zero()))
         };
         let wdims: Vec<IntValue> = win.iter().map(|&w| self.i64(w)).collect();
-        if name == "select_and_gather_add" {
+        if prim == Prim::SelectAndGatherAdd {
             if y.ty.dtype != x.ty.dtype {
                 return err(
                     cx.at(),
@@ -100,7 +101,11 @@ impl<'c> Codegen<'c, '_> {
         // select_and_scatter_add: `y` holds a value per window.
         let res = self.alloc(&dt, dims)?;
         self.for_range(self.numel(dims), &mut |i| self.store(&dt, res.p, i, zero))?;
-        let combine = if dt == DType::Bool { "or" } else { "add" };
+        let combine = if dt == DType::Bool {
+            Prim::Or
+        } else {
+            Prim::Add
+        };
         let i64t = self.cx.i64_type();
         let i1t = self.cx.bool_type();
         let src = y.v.dims.clone();
@@ -188,7 +193,7 @@ impl<'c> Codegen<'c, '_> {
         &self,
         env: &Env<'c>,
         cx: &Cx<'_, 'c>,
-        op: &str,
+        op: Combiner,
     ) -> LowerResult<Arr<'c>> {
         let x = &cx.args[0];
         let dt = dtype(&x.ty)?;
@@ -211,7 +216,7 @@ impl<'c> Codegen<'c, '_> {
         self.nest(&out, &mut |oi| {
             let a = self.fold_nest(
                 &dt,
-                init_of(op),
+                op.identity(),
                 op,
                 &wdims,
                 &mut |wi| {

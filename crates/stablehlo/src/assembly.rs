@@ -4,6 +4,7 @@
 
 use super::ops::{EqnCx, Init};
 use super::{Env, Lower, ModuleBlock, ModuleValue};
+use jaxpr_check::registry::Prim;
 use jaxpr_lower::{LowerResult, err};
 use jaxpr_types::Dim;
 
@@ -15,9 +16,9 @@ impl<'c, 'f> Lower<'c, 'f> {
         env: &Env<'c>,
         cx: &EqnCx<'_, 'c, 'f>,
     ) -> LowerResult<Option<ModuleValue<'c>>> {
-        Ok(Some(match cx.name() {
-            "empty2" => self.init(b, &cx.out_dtype(0)?, Init::Zero)?,
-            "stack" => {
+        Ok(Some(match cx.prim {
+            Prim::Empty2 => self.init(b, &cx.out_dtype(0)?, Init::Zero)?,
+            Prim::Stack => {
                 let axis = cx.int("axis")? as usize;
                 let parts = cx
                     .args

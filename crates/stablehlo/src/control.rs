@@ -10,6 +10,7 @@
 use super::ops::{EqnCx, Init, arr};
 use super::{Env, Lower, ModuleBlock, ModuleValue, Operand};
 use jaxpr_check::JaxprId;
+use jaxpr_check::registry::Prim;
 use jaxpr_lower::{LowerResult, ScanLayout, err};
 use jaxpr_types::{AType, DType, Dim, Shape};
 use melior::ir::{Type, ValueLike};
@@ -22,10 +23,10 @@ impl<'c, 'f> Lower<'c, 'f> {
         env: &Env<'c>,
         cx: &EqnCx<'_, 'c, 'f>,
     ) -> LowerResult<Option<Vec<ModuleValue<'c>>>> {
-        let name = cx.name();
+        let prim = cx.prim;
         // Before the generic call: its callees are four jaxprs, of which
         // it calls `solve`.
-        if name == "custom_linear_solve" {
+        if prim == Prim::CustomLinearSolve {
             let (solve, operands) = cx.linear_solve(self.a)?;
             let inputs: Vec<ModuleValue> = operands.iter().map(|&i| cx.args[i].v).collect();
             let outs = self.call(b, env, solve, &inputs, cx.at())?;
@@ -36,12 +37,14 @@ impl<'c, 'f> Lower<'c, 'f> {
             let outs = self.call(b, env, callee, &inputs, cx.at())?;
             return Ok(Some(outs.into_iter().map(|o| o.v).collect()));
         }
-        Ok(Some(match name {
-            "cond" if cx.e.param("branch_jaxprs").is_some() => self.catalyst_cond(b, env, cx)?,
-            "cond" => self.jax_cond(b, env, cx)?,
-            "while" | "while_loop" => self.while_loop(b, env, cx)?,
-            "for_loop" => self.for_loop(b, env, cx)?,
-            "scan" => self.scan(b, env, cx)?,
+        Ok(Some(match prim {
+            Prim::Cond if cx.e.param("branch_jaxprs").is_some() => {
+                self.catalyst_cond(b, env, cx)?
+            }
+            Prim::Cond => self.jax_cond(b, env, cx)?,
+            Prim::While | Prim::WhileLoop => self.while_loop(b, env, cx)?,
+            Prim::ForLoop => self.for_loop(b, env, cx)?,
+            Prim::Scan => self.scan(b, env, cx)?,
             _ => return Ok(None),
         }))
     }

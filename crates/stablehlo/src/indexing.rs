@@ -2,6 +2,7 @@
 
 use super::{Env, Lower, ModuleBlock, ModuleValue, Operand};
 use jaxpr_check::params::{GatherDims, ScatterDims};
+use jaxpr_check::registry::Prim;
 use jaxpr_lower::{LowerResult, err, expr_text};
 
 use super::ops::*;
@@ -212,10 +213,10 @@ impl<'c, 'f> Lower<'c, 'f> {
         fields.push(format!("index_vector_dim = {ivd}"));
         let dt = cx.out_dtype(0)?;
         let body = match cx.scatter_combiner()? {
-            "add" => self.combiner(&dt, "stablehlo.add")?,
-            "mul" => self.combiner(&dt, "stablehlo.multiply")?,
-            "min" => self.combiner(&dt, "stablehlo.minimum")?,
-            "max" => self.combiner(&dt, "stablehlo.maximum")?,
+            Some(Prim::Add) => self.combiner(&dt, "stablehlo.add")?,
+            Some(Prim::Mul) => self.combiner(&dt, "stablehlo.multiply")?,
+            Some(Prim::Min) => self.combiner(&dt, "stablehlo.minimum")?,
+            Some(Prim::Max) => self.combiner(&dt, "stablehlo.maximum")?,
             _ => {
                 let s = self.scalar_ty(&dt)?;
                 self.region(&[s, s], |_, a| Ok(vec![a[1]]))?

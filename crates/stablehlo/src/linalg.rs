@@ -11,6 +11,7 @@
 
 use super::ops::{EqnCx, arr, push_joined};
 use super::{Env, Lower, ModuleBlock, ModuleValue};
+use jaxpr_check::registry::Prim;
 use jaxpr_lower::{LowerResult, err};
 use jaxpr_syntax::TextRange;
 use jaxpr_types::{AType, DType, Dim, FloatKind, Shape};
@@ -90,10 +91,10 @@ impl<'c, 'f> Lower<'c, 'f> {
         env: &Env<'c>,
         cx: &EqnCx<'_, 'c, 'f>,
     ) -> LowerResult<Option<Vec<ModuleValue<'c>>>> {
-        Ok(Some(match cx.name() {
-            "cholesky" => vec![self.cholesky(b, env, cx)?],
-            "lu" => self.lu(b, env, cx)?,
-            "lu_pivots_to_permutation" => {
+        Ok(Some(match cx.prim {
+            Prim::Cholesky => vec![self.cholesky(b, env, cx)?],
+            Prim::Lu => self.lu(b, env, cx)?,
+            Prim::LuPivotsToPermutation => {
                 vec![self.permutation(
                     b,
                     env,
@@ -103,13 +104,13 @@ impl<'c, 'f> Lower<'c, 'f> {
                     cx.at(),
                 )?]
             }
-            "triangular_solve" => vec![self.triangular_solve(b, env, cx)?],
-            "qr" => self.qr(b, env, cx)?,
-            "geqrf" => self.geqrf(b, env, cx)?,
-            "eigh" => self.eigh(b, env, cx)?,
-            "svd" => self.svd(b, env, cx)?,
-            "schur" => self.schur(b, env, cx)?,
-            "tridiagonal_solve" => vec![self.tridiagonal_solve(b, env, cx)?],
+            Prim::TriangularSolve => vec![self.triangular_solve(b, env, cx)?],
+            Prim::Qr => self.qr(b, env, cx)?,
+            Prim::Geqrf => self.geqrf(b, env, cx)?,
+            Prim::Eigh => self.eigh(b, env, cx)?,
+            Prim::Svd => self.svd(b, env, cx)?,
+            Prim::Schur => self.schur(b, env, cx)?,
+            Prim::TridiagonalSolve => vec![self.tridiagonal_solve(b, env, cx)?],
             _ => return Ok(None),
         }))
     }

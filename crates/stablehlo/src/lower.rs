@@ -402,11 +402,7 @@ impl<'c, 'f> Lower<'c, 'f> {
         e: &ast::Eqn,
         id: EqnId,
     ) -> LowerResult<()> {
-        jaxpr_lower::walk::check_lowered(
-            &e.primitive.text,
-            e.primitive.range,
-            jaxpr_lower::walk::Backend::Stablehlo,
-        )?;
+        let prim = jaxpr_lower::walk::check_lowered(e, jaxpr_lower::walk::Backend::Stablehlo)?;
         let info = self.a.eqn(id);
         let outs = jaxpr_lower::walk::result_type_refs(self.a, e, id);
         let untyped = jaxpr_lower::walk::untyped_literal_dtypes(self.a, self.syntax, e, id, &outs);
@@ -416,9 +412,15 @@ impl<'c, 'f> Lower<'c, 'f> {
             .zip(&untyped)
             .map(|(x, d)| self.atom_as(b, x, d.as_ref()))
             .collect::<LowerResult<Vec<_>>>()?;
-        let cx = ops::EqnCx { e, id, args, outs };
+        let cx = ops::EqnCx {
+            e,
+            prim,
+            id,
+            args,
+            outs,
+        };
         jaxpr_lower::walk::check_lowered_complex(
-            cx.name(),
+            cx.prim,
             cx.at(),
             cx.args
                 .iter()

@@ -26,7 +26,7 @@
 use super::ops::EqnCx;
 use super::{Env, Lower, ModuleBlock, ModuleValue};
 use jaxpr_check::ShardMapLayout;
-use jaxpr_check::registry;
+use jaxpr_check::registry::Prim;
 use jaxpr_lower::{LowerResult, err, internal};
 use jaxpr_syntax::ast::Expr;
 use jaxpr_types::DType;
@@ -42,9 +42,8 @@ const CHANNEL: &str = "#stablehlo.channel_handle<handle = 1, type = 1>";
 
 /// What this file lowers: the collectives (the registry's rows that
 /// exchange data between devices), `shard_map` and `reshard`.
-pub(crate) fn is_multi_device(name: &str) -> bool {
-    matches!(name, "shard_map" | "reshard")
-        || registry::lookup(name).is_some_and(|p| p.exchange.is_some())
+pub(crate) fn is_multi_device(prim: Prim) -> bool {
+    matches!(prim, Prim::ShardMap | Prim::Reshard) || prim.row().exchange.is_some()
 }
 
 impl<'c, 'f> Lower<'c, 'f> {
@@ -56,21 +55,25 @@ impl<'c, 'f> Lower<'c, 'f> {
         env: &Env<'c>,
         cx: &EqnCx<'_, 'c, 'f>,
     ) -> LowerResult<Option<Vec<ModuleValue<'c>>>> {
-        let name = cx.name();
-        if !is_multi_device(name) {
+        let (name, prim) = (cx.name(), cx.prim);
+        if !is_multi_device(prim) {
             return Ok(None);
         }
-        match name {
-            "shard_map" => return self.shard_map(b, env, cx).map(Some),
+        match prim {
+            Prim::ShardMap => return self.shard_map(b, env, cx).map(Some),
             // Values stay what they are: where they live is the
             // partitioner's choice.
-            "reshard" => return Ok(Some(cx.args.iter().map(|a| a.v).collect())),
+            Prim::Reshard => return Ok(Some(cx.args.iter().map(|a| a.v).collect())),
             _ => {}
         }
-        let axes_param = match name {
-            "psum" | "psum2" | "psum_invariant" | "pmax" | "pmin" | "pvary" | "pbroadcast" => {
-                "axes"
-            }
+        let axes_param = match prim {
+            Prim::Psum
+            | Prim::Psum2
+            | Prim::PsumInvariant
+            | Prim::Pmax
+            | Prim::Pmin
+            | Prim::Pvary
+            | Prim::Pbroadcast => "axes",
             _ => "axis_name",
         };
         let axes: Vec<SmolStr> = jaxpr_check::rules::axis_names(cx.param(axes_param)?)
@@ -80,10 +83,10 @@ impl<'c, 'f> Lower<'c, 'f> {
         if axes.is_empty() {
             // Positional axes only, what `vmap` with an `axis_name` leaves:
             // a reduction of each operand, as JAX lowers them.
-            let op = match name {
-                "psum" => return Ok(None),
-                "pmax" => "stablehlo.maximum",
-                "pmin" => "stablehlo.minimum",
+            let op = match prim {
+                Prim::Psum => return Ok(None),
+                Prim::Pmax => "stablehlo.maximum",
+                Prim::Pmin => "stablehlo.minimum",
                 _ => return err(cx.at(), format!("`{name}` names no mesh axis")),
             };
             return self.all_reduce(b, cx, None, op).map(Some);
@@ -99,14 +102,14 @@ impl<'c, 'f> Lower<'c, 'f> {
         };
         let groups = replica_groups(&mesh, &axes, cx.at())?;
         let x = || cx.args[0].v;
-        Ok(Some(match name {
-            "pvary" | "pbroadcast" => cx.args.iter().map(|a| a.v).collect(),
-            "psum" | "psum2" | "psum_invariant" => {
+        Ok(Some(match prim {
+            Prim::Pvary | Prim::Pbroadcast => cx.args.iter().map(|a| a.v).collect(),
+            Prim::Psum | Prim::Psum2 | Prim::PsumInvariant => {
                 self.all_reduce(b, cx, Some(&groups), "stablehlo.add")?
             }
-            "pmax" => self.all_reduce(b, cx, Some(&groups), "stablehlo.maximum")?,
-            "pmin" => self.all_reduce(b, cx, Some(&groups), "stablehlo.minimum")?,
-            "all_gather" | "all_gather_invariant" => {
+            Prim::Pmax => self.all_reduce(b, cx, Some(&groups), "stablehlo.maximum")?,
+            Prim::Pmin => self.all_reduce(b, cx, Some(&groups), "stablehlo.minimum")?,
+            Prim::AllGather | Prim::AllGatherInvariant => {
                 let dim = cx.int("all_gather_dimension")?;
                 let mut v = x();
                 if !cx.bool_or("tiled", false) {
@@ -125,7 +128,7 @@ impl<'c, 'f> Lower<'c, 'f> {
                 ];
                 vec![self.op1(b, "stablehlo.all_gather", &[v], self.out_ty(cx, 0)?, &attrs)?]
             }
-            "reduce_scatter" => {
+            Prim::ReduceScatter => {
                 let dim = cx.int("scatter_dimension")?;
                 let size = groups.first().map_or(1, Vec::len) as i64;
                 let a = &cx.args[0];
@@ -158,7 +161,7 @@ impl<'c, 'f> Lower<'c, 'f> {
                     vec![self.reshape(b, env, v, &cx.outs[0], cx.at())?]
                 }
             }
-            "ppermute" => {
+            Prim::Ppermute => {
                 let pairs = perm(cx.param("perm")?)?;
                 let mut full = Vec::new();
                 for g in &groups {
@@ -184,7 +187,7 @@ impl<'c, 'f> Lower<'c, 'f> {
                 let t = self.out_ty(cx, 0)?;
                 vec![self.op1(b, "stablehlo.collective_permute", &[x()], t, &attrs)?]
             }
-            "all_to_all" => {
+            Prim::AllToAll => {
                 let count = groups.first().map_or(1, Vec::len);
                 if count == 1 {
                     vec![x()]
@@ -206,7 +209,7 @@ impl<'c, 'f> Lower<'c, 'f> {
                     vec![self.op1(b, "stablehlo.all_to_all", &[x()], t, &attrs)?]
                 }
             }
-            "axis_index" => vec![self.axis_index(b, cx, &mesh, &axes)?],
+            Prim::AxisIndex => vec![self.axis_index(b, cx, &mesh, &axes)?],
             _ => return internal(cx.at(), format!("`{name}` is not a collective")),
         }))
     }

@@ -4,6 +4,7 @@
 
 use super::{Env, Lower, ModuleBlock, ModuleValue};
 use jaxpr_check::reductions::Along;
+use jaxpr_check::registry::Prim;
 use jaxpr_lower::{Backend, LowerResult, err, expr_poly, is_identity, missing_lowering};
 
 /// One equation being lowered.
@@ -15,78 +16,81 @@ use jaxpr_types::{AType, DType, Dim};
 use smallvec::SmallVec;
 
 /// `neg` is `stablehlo.negate`, ...: same shape in and out.
-pub(crate) const UNARY: &[(&str, &str)] = &[
-    ("neg", "stablehlo.negate"),
-    ("sin", "stablehlo.sine"),
-    ("cos", "stablehlo.cosine"),
-    ("tan", "stablehlo.tan"),
-    ("tanh", "stablehlo.tanh"),
-    ("exp", "stablehlo.exponential"),
-    ("expm1", "stablehlo.exponential_minus_one"),
-    ("log", "stablehlo.log"),
-    ("log1p", "stablehlo.log_plus_one"),
-    ("sqrt", "stablehlo.sqrt"),
-    ("rsqrt", "stablehlo.rsqrt"),
-    ("cbrt", "stablehlo.cbrt"),
-    ("abs", "stablehlo.abs"),
-    ("real", "stablehlo.real"),
-    ("imag", "stablehlo.imag"),
-    ("sign", "stablehlo.sign"),
-    ("floor", "stablehlo.floor"),
-    ("ceil", "stablehlo.ceil"),
-    ("not", "stablehlo.not"),
-    ("logistic", "stablehlo.logistic"),
-    ("is_finite", "stablehlo.is_finite"),
-    ("population_count", "stablehlo.popcnt"),
-    ("clz", "stablehlo.count_leading_zeros"),
+pub(crate) const UNARY: &[(Prim, &str)] = &[
+    (Prim::Neg, "stablehlo.negate"),
+    (Prim::Sin, "stablehlo.sine"),
+    (Prim::Cos, "stablehlo.cosine"),
+    (Prim::Tan, "stablehlo.tan"),
+    (Prim::Tanh, "stablehlo.tanh"),
+    (Prim::Exp, "stablehlo.exponential"),
+    (Prim::Expm1, "stablehlo.exponential_minus_one"),
+    (Prim::Log, "stablehlo.log"),
+    (Prim::Log1p, "stablehlo.log_plus_one"),
+    (Prim::Sqrt, "stablehlo.sqrt"),
+    (Prim::Rsqrt, "stablehlo.rsqrt"),
+    (Prim::Cbrt, "stablehlo.cbrt"),
+    (Prim::Abs, "stablehlo.abs"),
+    (Prim::Real, "stablehlo.real"),
+    (Prim::Imag, "stablehlo.imag"),
+    (Prim::Sign, "stablehlo.sign"),
+    (Prim::Floor, "stablehlo.floor"),
+    (Prim::Ceil, "stablehlo.ceil"),
+    (Prim::Not, "stablehlo.not"),
+    (Prim::Logistic, "stablehlo.logistic"),
+    (Prim::IsFinite, "stablehlo.is_finite"),
+    (Prim::PopulationCount, "stablehlo.popcnt"),
+    (Prim::Clz, "stablehlo.count_leading_zeros"),
     // CHLO: decomposed by XLA's StableHLO pipeline, as JAX emits them.
-    ("erf", "chlo.erf"),
-    ("erf_inv", "chlo.erf_inv"),
-    ("erfc", "chlo.erfc"),
-    ("lgamma", "chlo.lgamma"),
-    ("digamma", "chlo.digamma"),
-    ("bessel_i1e", "chlo.bessel_i1e"),
-    ("asin", "chlo.asin"),
-    ("acos", "chlo.acos"),
-    ("atan", "chlo.atan"),
-    ("sinh", "chlo.sinh"),
-    ("cosh", "chlo.cosh"),
-    ("asinh", "chlo.asinh"),
-    ("acosh", "chlo.acosh"),
-    ("atanh", "chlo.atanh"),
+    (Prim::Erf, "chlo.erf"),
+    (Prim::ErfInv, "chlo.erf_inv"),
+    (Prim::Erfc, "chlo.erfc"),
+    (Prim::Lgamma, "chlo.lgamma"),
+    (Prim::Digamma, "chlo.digamma"),
+    (Prim::BesselI1e, "chlo.bessel_i1e"),
+    (Prim::Asin, "chlo.asin"),
+    (Prim::Acos, "chlo.acos"),
+    (Prim::Atan, "chlo.atan"),
+    (Prim::Sinh, "chlo.sinh"),
+    (Prim::Cosh, "chlo.cosh"),
+    (Prim::Asinh, "chlo.asinh"),
+    (Prim::Acosh, "chlo.acosh"),
+    (Prim::Atanh, "chlo.atanh"),
 ];
 
 /// Elementwise binary operations (scalar operands are broadcast).
-pub(crate) const BINARY: &[(&str, &str)] = &[
-    ("add", "stablehlo.add"),
-    ("add_any", "stablehlo.add"),
-    ("sub", "stablehlo.subtract"),
-    ("mul", "stablehlo.multiply"),
-    ("div", "stablehlo.divide"),
-    ("rem", "stablehlo.remainder"),
-    ("max", "stablehlo.maximum"),
-    ("min", "stablehlo.minimum"),
-    ("pow", "stablehlo.power"),
-    ("atan2", "stablehlo.atan2"),
-    ("and", "stablehlo.and"),
-    ("or", "stablehlo.or"),
-    ("xor", "stablehlo.xor"),
-    ("shift_left", "stablehlo.shift_left"),
-    ("shift_right_arithmetic", "stablehlo.shift_right_arithmetic"),
-    ("shift_right_logical", "stablehlo.shift_right_logical"),
-    ("nextafter", "chlo.next_after"),
-    ("complex", "stablehlo.complex"),
+pub(crate) const BINARY: &[(Prim, &str)] = &[
+    (Prim::Add, "stablehlo.add"),
+    (Prim::AddAny, "stablehlo.add"),
+    (Prim::Sub, "stablehlo.subtract"),
+    (Prim::Mul, "stablehlo.multiply"),
+    (Prim::Div, "stablehlo.divide"),
+    (Prim::Rem, "stablehlo.remainder"),
+    (Prim::Max, "stablehlo.maximum"),
+    (Prim::Min, "stablehlo.minimum"),
+    (Prim::Pow, "stablehlo.power"),
+    (Prim::Atan2, "stablehlo.atan2"),
+    (Prim::And, "stablehlo.and"),
+    (Prim::Or, "stablehlo.or"),
+    (Prim::Xor, "stablehlo.xor"),
+    (Prim::ShiftLeft, "stablehlo.shift_left"),
+    (
+        Prim::ShiftRightArithmetic,
+        "stablehlo.shift_right_arithmetic",
+    ),
+    (Prim::ShiftRightLogical, "stablehlo.shift_right_logical"),
+    (Prim::Nextafter, "chlo.next_after"),
+    (Prim::Complex, "stablehlo.complex"),
 ];
 
-pub(crate) const COMPARE: &[(&str, &str)] = &[
-    ("eq", "EQ"),
-    ("ne", "NE"),
-    ("lt", "LT"),
-    ("le", "LE"),
-    ("gt", "GT"),
-    ("ge", "GE"),
-    ("lt_to", "LT"),
-    ("le_to", "LE"),
+pub(crate) const COMPARE: &[(Prim, &str)] = &[
+    (Prim::Eq, "EQ"),
+    (Prim::Ne, "NE"),
+    (Prim::Lt, "LT"),
+    (Prim::Le, "LE"),
+    (Prim::Gt, "GT"),
+    (Prim::Ge, "GE"),
+    (Prim::LtTo, "LT"),
+    (Prim::LeTo, "LE"),
 ];
 
 pub(crate) use jaxpr_check::reductions::Init;
@@ -104,9 +108,8 @@ pub(crate) enum Row {
 
 /// The tables by primitive, gathered once (every equation looks its
 /// primitive up).
-pub(crate) fn row(primitive: &str) -> Option<Row> {
-    static ROWS: std::sync::OnceLock<rustc_hash::FxHashMap<&'static str, Row>> =
-        std::sync::OnceLock::new();
+pub(crate) fn row(prim: Prim) -> Option<Row> {
+    static ROWS: std::sync::OnceLock<Vec<Option<Row>>> = std::sync::OnceLock::new();
     let rows = ROWS.get_or_init(|| {
         let unary = UNARY.iter().map(|&(p, op)| (p, Row::Unary(op)));
         let binary = BINARY.iter().map(|&(p, op)| (p, Row::Binary(op)));
@@ -119,7 +122,7 @@ pub(crate) fn row(primitive: &str) -> Option<Row> {
             .map(|&(p, along, c)| {
                 let op = BINARY
                     .iter()
-                    .find(|(b, _)| *b == c.primitive())
+                    .find(|(b, _)| Some(*b) == c.prim())
                     .map_or(c.primitive(), |&(_, op)| op);
                 let row = match along {
                     Along::Axes => Row::Reduce,
@@ -128,13 +131,13 @@ pub(crate) fn row(primitive: &str) -> Option<Row> {
                 };
                 (p, row(op, c.identity()))
             });
-        let mut rows = rustc_hash::FxHashMap::default();
+        let mut rows = vec![None; Prim::ALL.len()];
         for (p, r) in unary.chain(binary).chain(compare).chain(reductions) {
-            rows.entry(p).or_insert(r);
+            rows[p as usize].get_or_insert(r);
         }
         rows
     });
-    rows.get(primitive).copied()
+    rows[prim as usize]
 }
 
 /// `array<i64: 1, 2>`: an array attribute of integers.
@@ -205,12 +208,12 @@ impl<'c, 'f> Lower<'c, 'f> {
         env: &Env<'c>,
         cx: &EqnCx<'_, 'c, 'f>,
     ) -> LowerResult<Vec<ModuleValue<'c>>> {
-        let name = cx.name();
+        let (name, prim) = (cx.name(), cx.prim);
         if let Some(r) = self.lower_random(b, env, cx)? {
             return Ok(r);
         }
         let one = |v: LowerResult<ModuleValue<'c>>| v.map(|v| vec![v]);
-        if name == "pow" && cx.arg_dtype(0)? != cx.arg_dtype(1)? {
+        if prim == Prim::Pow && cx.arg_dtype(0)? != cx.arg_dtype(1)? {
             // An integer exponent is converted to the base's dtype first
             // (as JAX lowers `pow`).
             let out = &cx.outs[0];
@@ -219,11 +222,13 @@ impl<'c, 'f> Lower<'c, 'f> {
             let y = self.convert(b, y, &cx.arg_dtype(0)?)?;
             return one(self.op1(b, "stablehlo.power", &[x, y], self.out_ty(cx, 0)?, &[]));
         }
-        if matches!(name, "max" | "min") && cx.arg_dtype(0)?.is_complex() {
-            return one(self.complex_max_min(b, env, cx, name == "max"));
+        if matches!(prim, Prim::Max | Prim::Min) && cx.arg_dtype(0)?.is_complex() {
+            return one(self.complex_max_min(b, env, cx, prim == Prim::Max));
         }
-        match row(name) {
-            Some(Row::Unary(_)) if name == "sign" && matches!(cx.arg_dtype(0)?, DType::UInt(_)) => {
+        match row(prim) {
+            Some(Row::Unary(_))
+                if prim == Prim::Sign && matches!(cx.arg_dtype(0)?, DType::UInt(_)) =>
+            {
                 // `stablehlo.sign` takes no unsigned integers: min(x, 1).
                 let x = &cx.args[0];
                 let unit = self.constant(b, &cx.arg_dtype(0)?, "1", cx.at())?;
@@ -239,7 +244,7 @@ impl<'c, 'f> Lower<'c, 'f> {
                 let dt = cx.arg_dtype(0)?;
                 // `lt_to`, `le_to`: floats in total order (-NaN < -inf <
                 // -0.0 < 0.0 < inf < NaN).
-                let ct = if name.ends_with("_to") && dt.is_float() {
+                let ct = if matches!(prim, Prim::LtTo | Prim::LeTo) && dt.is_float() {
                     "TOTALORDER"
                 } else {
                     compare_type(&dt)
@@ -254,10 +259,10 @@ impl<'c, 'f> Lower<'c, 'f> {
         if let Some(r) = self.lower_multi_device(b, env, cx)? {
             return Ok(r);
         }
-        if name == "psum" {
+        if prim == Prim::Psum {
             return self.psum(b, cx);
         }
-        if is_identity(name) {
+        if is_identity(prim) {
             return Ok(cx.args.iter().map(|a| a.v).collect());
         }
         // Before the calls: `custom_linear_solve` calls one of its jaxprs.
@@ -281,9 +286,9 @@ impl<'c, 'f> Lower<'c, 'f> {
         }
         let out = |i: usize| self.out_ty(cx, i);
         let x = || cx.args[0].v;
-        one(match name {
-            "square" => self.binary(b, "stablehlo.multiply", x(), x()),
-            "mulhi" => {
+        one(match prim {
+            Prim::Square => self.binary(b, "stablehlo.multiply", x(), x()),
+            Prim::Mulhi => {
                 // The high half of the exact double-width product.
                 let dt = cx.arg_dtype(0)?;
                 let (wide, bits, shift) = match dt {
@@ -314,11 +319,11 @@ impl<'c, 'f> Lower<'c, 'f> {
                 let high = self.binary(b, shift, p, by)?;
                 self.convert(b, high, &dt)
             }
-            "platform_index" => {
+            Prim::PlatformIndex => {
                 let i = cx.cpu_platform_index()?;
                 self.constant(b, &cx.out_dtype(0)?, &i.to_string(), cx.at())
             }
-            "exp2" => {
+            Prim::Exp2 => {
                 // As JAX lowers it: exp(log(2) * x), log(2) in x's dtype.
                 let a = &cx.args[0];
                 let ln2 = self.constant(b, &cx.arg_dtype(0)?, "0.6931471805599453", cx.at())?;
@@ -326,8 +331,8 @@ impl<'c, 'f> Lower<'c, 'f> {
                 let y = self.binary(b, "stablehlo.multiply", ln2, a.v)?;
                 self.op1(b, "stablehlo.exponential", &[y], out(0)?, &[])
             }
-            "integer_pow" => self.integer_pow(b, env, cx),
-            "round" => {
+            Prim::IntegerPow => self.integer_pow(b, env, cx),
+            Prim::Round => {
                 // rounding_method: 0 / AWAY_FROM_ZERO, 1 / TO_NEAREST_EVEN
                 let even = cx.e.param("rounding_method").is_some_and(|p| {
                     p.value.as_int() == Some(1)
@@ -342,9 +347,9 @@ impl<'c, 'f> Lower<'c, 'f> {
                 };
                 self.op1(b, op, &[x()], out(0)?, &[])
             }
-            "select_n" => self.select_n(b, env, cx),
-            "conj" => self.conj(b, cx),
-            "clamp" => {
+            Prim::SelectN => self.select_n(b, env, cx),
+            Prim::Conj => self.conj(b, cx),
+            Prim::Clamp => {
                 let t = out(0)?;
                 self.op1(
                     b,
@@ -354,16 +359,16 @@ impl<'c, 'f> Lower<'c, 'f> {
                     &[],
                 )
             }
-            "convert_element_type" => self.convert(b, x(), &cx.out_dtype(0)?),
-            "bitcast_convert_type" => {
+            Prim::ConvertElementType => self.convert(b, x(), &cx.out_dtype(0)?),
+            Prim::BitcastConvertType => {
                 self.op1(b, "stablehlo.bitcast_convert", &[x()], out(0)?, &[])
             }
-            "broadcast_in_dim" => {
+            Prim::BroadcastInDim => {
                 // JAX prints a scalar broadcast without parameters.
                 let dims = cx.ints_or("broadcast_dimensions", Vec::new())?;
                 self.broadcast(b, env, x(), &cx.outs[0], &dims, cx.at())
             }
-            "reshape" => {
+            Prim::Reshape => {
                 // `dimensions` orders the operand's axes before the
                 // elements are read row-major: a transpose first.
                 let src = match cx.ints_or("dimensions", Vec::new())? {
@@ -389,15 +394,15 @@ impl<'c, 'f> Lower<'c, 'f> {
                 };
                 self.reshape(b, env, src, &cx.outs[0], cx.at())
             }
-            "squeeze" | "expand_dims" => self.reshape(b, env, x(), &cx.outs[0], cx.at()),
-            "transpose" => self.op1(
+            Prim::Squeeze | Prim::ExpandDims => self.reshape(b, env, x(), &cx.outs[0], cx.at()),
+            Prim::Transpose => self.op1(
                 b,
                 "stablehlo.transpose",
                 &[x()],
                 out(0)?,
                 &[("permutation", arr(&cx.ints("permutation")?))],
             ),
-            "reduce_precision" => {
+            Prim::ReducePrecision => {
                 let attrs = [
                     (
                         "exponent_bits",
@@ -410,14 +415,14 @@ impl<'c, 'f> Lower<'c, 'f> {
                 ];
                 self.op1(b, "stablehlo.reduce_precision", &[x()], out(0)?, &attrs)
             }
-            "rev" => self.op1(
+            Prim::Rev => self.op1(
                 b,
                 "stablehlo.reverse",
                 &[x()],
                 out(0)?,
                 &[("dimensions", arr(&cx.ints("dimensions")?))],
             ),
-            "pad" => {
+            Prim::Pad => {
                 let p = cx.param("padding_config")?;
                 let cfg: Option<Vec<Vec<i64>>> = p
                     .as_seq()
@@ -441,7 +446,7 @@ impl<'c, 'f> Lower<'c, 'f> {
                     ],
                 )
             }
-            "concatenate" => {
+            Prim::Concatenate => {
                 let vs: Vec<ModuleValue> = cx.args.iter().map(|a| a.v).collect();
                 self.op1(
                     b,
@@ -451,7 +456,7 @@ impl<'c, 'f> Lower<'c, 'f> {
                     &[("dimension", format!("{} : i64", cx.int("dimension")?))],
                 )
             }
-            "slice" => {
+            Prim::Slice => {
                 let start = cx.ints("start_indices")?;
                 let strides = cx.ints_or("strides", vec![1; start.len()])?;
                 self.op1(
@@ -466,7 +471,7 @@ impl<'c, 'f> Lower<'c, 'f> {
                     ],
                 )
             }
-            "dynamic_slice" => {
+            Prim::DynamicSlice => {
                 let idx = self.indices(b, &cx.args[1..])?;
                 let sizes = static_sizes(cx, "slice_sizes")?;
                 let mut ops = vec![x()];
@@ -479,13 +484,13 @@ impl<'c, 'f> Lower<'c, 'f> {
                     &[("slice_sizes", arr(&sizes))],
                 )
             }
-            "dynamic_update_slice" => {
+            Prim::DynamicUpdateSlice => {
                 let idx = self.indices(b, &cx.args[2..])?;
                 let mut ops = vec![x(), cx.args[1].v];
                 ops.extend(idx);
                 self.op1(b, "stablehlo.dynamic_update_slice", &ops, out(0)?, &[])
             }
-            "iota" => {
+            Prim::Iota => {
                 let dim = cx.int("dimension")?;
                 let attrs = [("iota_dimension", format!("{dim} : i64"))];
                 let t = out(0)?;
@@ -496,21 +501,22 @@ impl<'c, 'f> Lower<'c, 'f> {
                     self.op1(b, "stablehlo.dynamic_iota", &[s], t, &attrs)
                 }
             }
-            "dot_general" => self.dot_general(b, cx),
-            "conv_general_dilated" => self.conv(b, cx),
-            "argmax" | "argmin" => self.argminmax(b, env, cx),
-            "gather" => self.gather(b, env, cx),
-            "scatter-add" | "scatter_add" | "scatter" | "scatter-mul" | "scatter_mul"
-            | "scatter-min" | "scatter_min" | "scatter-max" | "scatter_max" => {
-                self.scatter(b, env, cx)
-            }
-            "sort" => return self.sort(b, cx),
-            "top_k" => return self.top_k(b, env, cx),
-            "split" => return self.split(b, cx),
-            "unstack" => return self.unstack(b, cx),
-            "reduce" | "reduce_window" => return self.reduce_with_jaxpr(b, env, cx),
-            "tile" => self.tile(b, env, cx),
-            "dim_as_value" => {
+            Prim::DotGeneral => self.dot_general(b, cx),
+            Prim::ConvGeneralDilated => self.conv(b, cx),
+            Prim::Argmax | Prim::Argmin => self.argminmax(b, env, cx),
+            Prim::Gather => self.gather(b, env, cx),
+            Prim::ScatterAdd
+            | Prim::Scatter
+            | Prim::ScatterMul
+            | Prim::ScatterMin
+            | Prim::ScatterMax => self.scatter(b, env, cx),
+            Prim::Sort => return self.sort(b, cx),
+            Prim::TopK => return self.top_k(b, env, cx),
+            Prim::Split => return self.split(b, cx),
+            Prim::Unstack => return self.unstack(b, cx),
+            Prim::Reduce | Prim::ReduceWindow => return self.reduce_with_jaxpr(b, env, cx),
+            Prim::Tile => self.tile(b, env, cx),
+            Prim::DimAsValue => {
                 let p = cx.param("dim")?;
                 let Some(poly) = expr_poly(p) else {
                     return err(p.range, "`dim` must be a dimension expression");

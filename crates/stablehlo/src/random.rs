@@ -7,7 +7,8 @@
 //! so XLA computes the same bits.
 
 use super::{Env, Lower, ModuleBlock, ModuleValue};
-use jaxpr_check::registry::{self, Family};
+use jaxpr_check::registry::Family;
+use jaxpr_check::registry::Prim;
 use jaxpr_lower::random::{
     Prng, THREEFRY_PARITY, THREEFRY_ROTATIONS, Threefry, key_words, original_bits_words,
     original_counts,
@@ -24,17 +25,16 @@ type Sizes = SmallVec<[i64; 6]>;
 
 /// Shape primitives that move whole keys: on key data they act on the
 /// leading axes and keep the trailing key-data axis.
-const KEY_SHAPE_OPS: &[&str] = &[
-    "slice",
-    "squeeze",
-    "expand_dims",
-    "reshape",
-    "broadcast_in_dim",
-    "concatenate",
-    "transpose",
-    "rev",
-    "copy",
-    "copy_p",
+const KEY_SHAPE_OPS: &[Prim] = &[
+    Prim::Slice,
+    Prim::Squeeze,
+    Prim::ExpandDims,
+    Prim::Reshape,
+    Prim::BroadcastInDim,
+    Prim::Concatenate,
+    Prim::Transpose,
+    Prim::Rev,
+    Prim::Copy,
 ];
 
 impl<'c, 'f> Lower<'c, 'f> {
@@ -48,14 +48,14 @@ impl<'c, 'f> Lower<'c, 'f> {
         _env: &Env<'c>,
         cx: &EqnCx<'_, 'c, 'f>,
     ) -> LowerResult<Option<Vec<ModuleValue<'c>>>> {
-        let name = cx.name();
+        let (name, prim) = (cx.name(), cx.prim);
         let at = cx.at();
         let keyed = cx.args.iter().any(|a| is_key(&a.ty)) || cx.outs.iter().any(|t| is_key(t));
         let one =
             |v: ModuleValue<'c>| -> LowerResult<Option<Vec<ModuleValue<'c>>>> { Ok(Some(vec![v])) };
-        match name {
-            "random_wrap" | "random_unwrap" | "random_clone" => return one(cx.args[0].v),
-            "random_seed" => {
+        match prim {
+            Prim::RandomWrap | Prim::RandomUnwrap | Prim::RandomClone => return one(cx.args[0].v),
+            Prim::RandomSeed => {
                 let prng = self.prng_of(&cx.outs[0], cx)?;
                 let seeds = cx.args[0].v;
                 let (k1, k2) = self.seed_words(b, seeds, &cx.arg_dtype(0)?)?;
@@ -65,7 +65,7 @@ impl<'c, 'f> Lower<'c, 'f> {
                 };
                 return one(self.stack_words(b, words)?);
             }
-            "random_split" => {
+            Prim::RandomSplit => {
                 let prng = self.prng_of(&cx.args[0].ty, cx)?;
                 let shape = cx.ints("shape")?;
                 let keys = cx.args[0].v;
@@ -82,7 +82,7 @@ impl<'c, 'f> Lower<'c, 'f> {
                     Prng::UnsafeRbg => self.unsafe_rbg_split(b, keys, &shape, cx)?,
                 });
             }
-            "random_fold_in" => {
+            Prim::RandomFoldIn => {
                 let prng = self.prng_of(&cx.args[0].ty, cx)?;
                 let out = self.static_sizes(&cx.outs[0], cx)?;
                 let (keys, msgs) = (cx.args[0].v, cx.args[1].v);
@@ -101,7 +101,7 @@ impl<'c, 'f> Lower<'c, 'f> {
                     }
                 });
             }
-            "random_bits" => {
+            Prim::RandomBits => {
                 let prng = self.prng_of(&cx.args[0].ty, cx)?;
                 let width = cx.int("bit_width")?;
                 let shape = cx.ints("shape")?;
@@ -140,7 +140,7 @@ impl<'c, 'f> Lower<'c, 'f> {
                     }
                 });
             }
-            "threefry2x32" => {
+            Prim::Threefry2x32 => {
                 let out = self.static_sizes(&cx.outs[0], cx)?;
                 let ops = cx
                     .args
@@ -150,23 +150,25 @@ impl<'c, 'f> Lower<'c, 'f> {
                 let (y1, y2) = self.threefry(b, [ops[0], ops[1]], [ops[2], ops[3]])?;
                 return Ok(Some(vec![y1, y2]));
             }
-            "iota_2x32_shape" => {
+            Prim::Iota2x32Shape => {
                 let shape = cx.ints("shape")?;
                 let (hi, lo) = self.iota_2x32(b, &shape)?;
                 return Ok(Some(vec![hi, lo]));
             }
-            "rng_bit_generator" => return self.rng_bit_generator_eqn(b, cx).map(Some),
+            Prim::RngBitGenerator => return self.rng_bit_generator_eqn(b, cx).map(Some),
             _ if !keyed => return Ok(None),
             _ => {}
         }
         // A shape primitive on key arrays: on the key data, with the
         // trailing key-data axis kept.
-        let pass_on = registry::lookup(name)
-            .is_some_and(|p| matches!(p.family, Family::Call | Family::Loop | Family::Identity));
-        if pass_on || matches!(name, "concatenate" | "rev" | "copy" | "copy_p") {
+        let pass_on = matches!(
+            prim.row().family,
+            Family::Call | Family::Loop | Family::Identity
+        );
+        if pass_on || matches!(prim, Prim::Concatenate | Prim::Rev | Prim::Copy) {
             return Ok(None);
         }
-        if !KEY_SHAPE_OPS.contains(&name) {
+        if !KEY_SHAPE_OPS.contains(&prim) {
             return err(
                 at,
                 format!("`{name}` on PRNG key arrays has no StableHLO lowering"),
@@ -175,8 +177,8 @@ impl<'c, 'f> Lower<'c, 'f> {
         let x = cx.args[0].v;
         let t = self.out_ty(cx, 0)?;
         let rank = cx.args[0].ty.rank() as i64;
-        match name {
-            "slice" => {
+        match prim {
+            Prim::Slice => {
                 let words = key_words(cx.args[0].ty.dtype.as_ref().expect("a key")).expect("a key");
                 let mut start = cx.ints("start_indices")?;
                 let mut limit = cx.ints("limit_indices")?;
@@ -191,9 +193,9 @@ impl<'c, 'f> Lower<'c, 'f> {
                 ];
                 one(self.op1(b, "stablehlo.slice", &[x], t, &attrs)?)
             }
-            "squeeze" | "expand_dims" | "reshape" => {
+            Prim::Squeeze | Prim::ExpandDims | Prim::Reshape => {
                 let dims = cx.ints_or("dimensions", Vec::new())?;
-                if dims.iter().enumerate().any(|(i, &d)| d != i as i64) && name == "reshape" {
+                if dims.iter().enumerate().any(|(i, &d)| d != i as i64) && prim == Prim::Reshape {
                     return err(
                         at,
                         "`reshape` of PRNG key arrays with `dimensions` has no StableHLO lowering",
@@ -202,7 +204,7 @@ impl<'c, 'f> Lower<'c, 'f> {
                 self.static_sizes(&cx.outs[0], cx)?;
                 one(self.op1(b, "stablehlo.reshape", &[x], t, &[])?)
             }
-            "broadcast_in_dim" => {
+            Prim::BroadcastInDim => {
                 let mut dims = cx.ints_or("broadcast_dimensions", Vec::new())?;
                 let out_rank = cx.outs[0].rank() as i64;
                 dims.push(out_rank);
@@ -215,7 +217,7 @@ impl<'c, 'f> Lower<'c, 'f> {
                     &[("broadcast_dimensions", arr(&dims))],
                 )?)
             }
-            "transpose" => {
+            Prim::Transpose => {
                 let mut perm = cx.ints("permutation")?;
                 perm.push(rank);
                 one(self.op1(

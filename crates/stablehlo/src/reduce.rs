@@ -2,6 +2,7 @@
 //! and argmin/argmax.
 
 use super::{Env, Lower, ModuleBlock, ModuleValue};
+use jaxpr_check::registry::Prim;
 use jaxpr_lower::{LowerResult, err};
 
 use super::ops::*;
@@ -139,7 +140,7 @@ impl<'c, 'f> Lower<'c, 'f> {
             .map(|i| self.out_ty(cx, i))
             .collect::<LowerResult<Vec<_>>>()?;
         let operands: Vec<ModuleValue<'c>> = cx.args.iter().map(|a| a.v).collect();
-        let attrs = if cx.name() == "reduce" {
+        let attrs = if cx.prim == Prim::Reduce {
             vec![("dimensions", arr(&cx.ints("dimensions")?))]
         } else {
             let window = cx.ints("window_dimensions")?;
@@ -161,7 +162,7 @@ impl<'c, 'f> Lower<'c, 'f> {
                 ("padding", padding_attr(&cx.pairs("padding")?)),
             ]
         };
-        let name = if cx.name() == "reduce" {
+        let name = if cx.prim == Prim::Reduce {
             "stablehlo.reduce"
         } else {
             "stablehlo.reduce_window"
@@ -293,7 +294,7 @@ impl<'c, 'f> Lower<'c, 'f> {
         let dt = cx.arg_dtype(0)?;
         let axes = cx.ints("axes")?;
         let idt = cx.out_dtype(0)?;
-        let max = cx.name() == "argmax";
+        let max = cx.prim == Prim::Argmax;
         let ity = AType::new(idt.clone(), x.ty.shape.clone());
         let attrs = [("iota_dimension", format!("{} : i64", axes[0]))];
         let iota = if is_static(&x.ty) {

@@ -5,6 +5,7 @@
 
 use super::ops::EqnCx;
 use super::{Env, Lower, ModuleBlock, ModuleValue};
+use jaxpr_check::registry::Prim;
 use jaxpr_lower::LowerResult;
 use jaxpr_lower::special::{self, Binary, Compare, Elementwise, Unary};
 use jaxpr_syntax::TextRange;
@@ -128,7 +129,7 @@ impl<'c, 'f> Lower<'c, 'f> {
                 ty: AType::new(dt.clone(), Default::default()),
                 at: TextRange::new(0, 0),
             };
-            Ok(vec![special::binary(&scalars, "logaddexp", a[0], a[1])?])
+            Ok(vec![special::logaddexp(&scalars, a[0], a[1])?])
         })
     }
 
@@ -139,8 +140,8 @@ impl<'c, 'f> Lower<'c, 'f> {
         env: &Env<'c>,
         cx: &EqnCx<'_, 'c, 'f>,
     ) -> LowerResult<Option<ModuleValue<'c>>> {
-        let name = cx.name();
-        if name != "bessel_i0e" {
+        let prim = cx.prim;
+        if prim != Prim::BesselI0e {
             return Ok(None);
         }
         let x = &cx.args[0];
@@ -154,7 +155,7 @@ impl<'c, 'f> Lower<'c, 'f> {
             at: cx.at(),
         };
         let v = self.convert(b, x.v, &wide)?;
-        let r = special::unary(&tensors, name, v, wide == DType::Float(FloatKind::F64))?;
+        let r = special::unary(&tensors, prim, v, wide == DType::Float(FloatKind::F64))?;
         self.convert(b, r, &cx.out_dtype(0)?).map(Some)
     }
 }

@@ -8,6 +8,7 @@
 
 use super::ops::EqnCx;
 use super::{Env, Lower, ModuleBlock, ModuleValue};
+use jaxpr_check::registry::Prim;
 use jaxpr_lower::symbol_value;
 use jaxpr_lower::{LowerResult, err};
 use jaxpr_syntax::TextRange;
@@ -32,14 +33,14 @@ impl<'c, 'f> Lower<'c, 'f> {
         env: &Env<'c>,
         cx: &EqnCx<'_, 'c, 'f>,
     ) -> LowerResult<Option<Vec<ModuleValue<'c>>>> {
-        Ok(Some(vec![match cx.name() {
-            "split"
+        Ok(Some(vec![match cx.prim {
+            Prim::Split
                 if symbolic(cx, "sizes")
                     || cx.args[0].ty.shape.iter().any(|d| d.as_const().is_none()) =>
             {
                 return self.split_dynamic(b, env, cx).map(Some);
             }
-            "slice"
+            Prim::Slice
                 if ["start_indices", "limit_indices", "strides"]
                     .iter()
                     .any(|n| symbolic(cx, n)) =>
@@ -60,7 +61,7 @@ impl<'c, 'f> Lower<'c, 'f> {
                     &[],
                 )?
             }
-            "dynamic_slice" if symbolic(cx, "slice_sizes") => {
+            Prim::DynamicSlice if symbolic(cx, "slice_sizes") => {
                 // As jax.export: `real_dynamic_slice` does not clamp its
                 // start indices as `dynamic_slice` does, so they are clamped
                 // to [0, operand size - slice size] first.
@@ -95,7 +96,7 @@ impl<'c, 'f> Lower<'c, 'f> {
                     &[],
                 )?
             }
-            "pad" if !padding_is_static(cx) => {
+            Prim::Pad if !padding_is_static(cx) => {
                 let p = cx.param("padding_config")?;
                 let bad = || {
                     err(

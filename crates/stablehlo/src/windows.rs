@@ -10,6 +10,7 @@
 
 use super::ops::{EqnCx, Init, arr, compare_type, padding_attr};
 use super::{Env, Lower, ModuleBlock, ModuleValue};
+use jaxpr_check::registry::Prim;
 use jaxpr_lower::{LowerResult, err};
 use jaxpr_types::{DType, Dim};
 use melior::ir::Type;
@@ -22,8 +23,8 @@ impl<'c, 'f> Lower<'c, 'f> {
         env: &Env<'c>,
         cx: &EqnCx<'_, 'c, 'f>,
     ) -> LowerResult<Option<ModuleValue<'c>>> {
-        let name = cx.name();
-        if !matches!(name, "select_and_gather_add" | "select_and_scatter_add") {
+        let prim = cx.prim;
+        if !matches!(prim, Prim::SelectAndGatherAdd | Prim::SelectAndScatterAdd) {
             return Ok(None);
         }
         let ge = cx.select_ge()?;
@@ -43,7 +44,7 @@ impl<'c, 'f> Lower<'c, 'f> {
         let select = |rb: ModuleBlock<'c>, k: ModuleValue<'c>, l: ModuleValue<'c>| {
             self.compare(rb, k, l, dir, compare_type(&dt))
         };
-        if name == "select_and_gather_add" {
+        if prim == Prim::SelectAndGatherAdd {
             let based = cx.ints_or("base_dilation", vec![1; r])?;
             let wdil = cx.ints_or("window_dilation", vec![1; r])?;
             let body = self.region(&[s, s, s, s], |rb, a| {

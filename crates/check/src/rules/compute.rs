@@ -93,7 +93,7 @@ const OTHERS: &[&str] = &[
 pub(super) fn names() -> Vec<&'static str> {
     let mut v: Vec<&'static str> = crate::reductions::REDUCTIONS
         .iter()
-        .map(|(n, _, _)| *n)
+        .map(|(p, _, _)| p.name())
         .collect();
     v.extend(OTHERS.iter().copied());
     v
@@ -101,7 +101,7 @@ pub(super) fn names() -> Vec<&'static str> {
 
 /// Rules of this family: `Some(result)` when `name` belongs here.
 pub(super) fn infer(cx: &mut EqnCx, name: &str) -> Option<Infer> {
-    if let Some(r) = crate::reductions::reduction(name) {
+    if let Some(r) = crate::registry::Prim::from_name(name).and_then(crate::reductions::reduction) {
         let class = combiner_class(r.combiner);
         return Some(match r.along {
             Along::Axes => guarded(cx, |cx| reduction(cx, class)),

@@ -632,6 +632,27 @@ mod registry_tests {
         }
     }
 
+    /// `prim.rs` is generated from the registry's rows; `UPDATE_DOCS=1`
+    /// rewrites it.
+    #[test]
+    fn registry_prim_enum_is_generated_from_the_registry() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/prim.rs");
+        let source = registry::prim_enum_source();
+        if std::env::var_os("UPDATE_DOCS").is_some() {
+            std::fs::write(path, &source).unwrap();
+        }
+        let on_disk = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            on_disk == source,
+            "src/prim.rs differs from the registry: run `UPDATE_DOCS=1 cargo test -p jaxpr-check registry`"
+        );
+        for (p, row) in registry::Prim::ALL.iter().zip(registry::PRIMITIVES) {
+            assert_eq!(p.name(), row.name);
+            assert_eq!(registry::Prim::from_name(row.name), Some(*p));
+        }
+        assert_eq!(registry::Prim::ALL.len(), registry::PRIMITIVES.len());
+    }
+
     /// `docs/primitives.md` is the registry's table; `UPDATE_DOCS=1` rewrites it.
     #[test]
     fn docs_support_table_is_generated_from_the_registry() {
