@@ -21,6 +21,10 @@ fi
 command -v nvim >/dev/null || need+=(neovim)
 # valgrind: tests/native.rs calls every native library under it.
 command -v valgrind >/dev/null || need+=(valgrind)
+# Open MPI: tests/mpi.rs runs multi-device programs' libraries under
+# mpirun, and their builds compile the MPI runtime with mpicc.
+command -v mpirun >/dev/null || need+=(openmpi-bin)
+dpkg -s libopenmpi-dev >/dev/null 2>&1 || need+=(libopenmpi-dev)
 # objdump: tests/native.rs reads the instructions of libraries built for an
 # x86-64 level.
 command -v objdump >/dev/null || need+=(binutils)

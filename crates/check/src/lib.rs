@@ -286,6 +286,43 @@ impl MeshAxes {
     }
 }
 
+/// The devices of each group a collective over `axes` spans in `mesh`
+/// (JAX's `pxla.axis_groups`): devices are numbered row-major over the
+/// mesh; a group varies the named axes (in the order named, the first
+/// slowest) and fixes the others. `Err`: an axis the mesh does not have.
+/// The StableHLO build's replica groups and the native build's MPI groups.
+pub fn device_groups(mesh: &[(SmolStr, i64)], axes: &[SmolStr]) -> Result<Vec<Vec<i64>>, SmolStr> {
+    let sizes: Vec<i64> = mesh.iter().map(|(_, s)| *s).collect();
+    let mut named = Vec::new();
+    for a in axes {
+        match mesh.iter().position(|(n, _)| n == a) {
+            Some(p) => named.push(p),
+            None => return Err(a.clone()),
+        }
+    }
+    let others: Vec<usize> = (0..sizes.len()).filter(|p| !named.contains(p)).collect();
+    let strides: Vec<i64> = (0..sizes.len())
+        .map(|k| sizes[k + 1..].iter().product())
+        .collect();
+    // Every combination of indices along `dims`, the first slowest.
+    let combos = |dims: &[usize]| -> Vec<i64> {
+        let mut ids = vec![0i64];
+        for &d in dims {
+            let (size, stride) = (sizes[d], strides[d]);
+            ids = ids
+                .iter()
+                .flat_map(|&base| (0..size).map(move |i| base + i * stride))
+                .collect();
+        }
+        ids
+    };
+    let members = combos(&named);
+    Ok(combos(&others)
+        .into_iter()
+        .map(|base| members.iter().map(|m| base + m).collect())
+        .collect())
+}
+
 /// A Pallas kernel's grid and the block each grid point sees of each
 /// operand, then of each result (`grid_mapping`'s `block_shape`s, with the
 /// dimensions the kernel's reference drops left out).

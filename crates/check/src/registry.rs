@@ -503,21 +503,17 @@ const DERIVATIVE_ROW: Primitive = Primitive {
     ..QUANTUM_ROW
 };
 
-/// Why the native back end builds no collective yet: issue 40's MPI step.
-const MULTI_DEVICE: Lowering = Lowering::Refused(
-    "collectives of multi-device programs have no native lowering yet (the native build makes single-device programs)",
-);
-
 /// Collectives of multi-device programs: typed (`rules/collective.rs`);
 /// StableHLO builds them inside a `shard_map` for XLA's SPMD partitioner
-/// (docs/stablehlo.md), the native back end does not yet.
+/// (docs/stablehlo.md), the native back end as MPI collectives, one rank
+/// per device (docs/native.md).
 const COLLECTIVE_ROW: Primitive = Primitive {
     family: Family::Collective,
     stablehlo: Lowering::Lowered,
-    native: MULTI_DEVICE,
+    native: Lowering::Lowered,
     complex: ComplexLowering {
         stablehlo: Lowering::Refused("complex collectives are not built yet"),
-        native: MULTI_DEVICE,
+        native: Lowering::Refused("complex collectives are not built yet"),
     },
     ..ROW
 };
@@ -1487,9 +1483,8 @@ pub static PRIMITIVES: &[Primitive] = &[
     Primitive {
         name: "mesh_cast",
         family: Placement,
-        doc: "Changes the mesh axis types of its operand; identity on types.",
+        doc: "Changes the mesh axis types of its operand; identity on types. Natively its operand (the program runs replicated on every rank).",
         stablehlo: Refused("sharding primitives of multi-device programs have no lowering"),
-        native: Refused("sharding primitives of multi-device programs have no lowering"),
         complex: COMPLEX,
         ..ROW
     },
@@ -1594,7 +1589,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "psum",
         family: Reduction,
         params: &["axes", "axis_index_groups"],
-        doc: "Sums over named (mapped) axes and positional axes. Both back ends build positional axes (what `vmap` with an `axis_name` leaves), a `reduce_sum` of each operand as JAX lowers them; named axes are collectives of multi-device programs, built by StableHLO inside a `shard_map` (`stablehlo.all_reduce`), refused natively.",
+        doc: "Sums over named (mapped) axes and positional axes. Both back ends build positional axes (what `vmap` with an `axis_name` leaves), a `reduce_sum` of each operand as JAX lowers them; named axes are collectives of multi-device programs, built inside a `shard_map` by StableHLO (`stablehlo.all_reduce`) and natively (`MPI_Allreduce`).",
         cost: Some(Cost::equal(CostRule::AllReduce)),
         exchange: Some(Exchange::AllReduce),
         ..ROW
@@ -1918,8 +1913,7 @@ pub static PRIMITIVES: &[Primitive] = &[
     Primitive {
         name: "reshard",
         family: Placement,
-        doc: "Reshards its operand; identity on types. StableHLO builds it as its operand (XLA's partitioner places values).",
-        native: Refused("sharding primitives of multi-device programs have no lowering"),
+        doc: "Reshards its operand; identity on types. Both back ends build it as its operand (XLA's partitioner places values; natively the program runs replicated on every rank).",
         complex: COMPLEX,
         ..ROW
     },
@@ -2170,8 +2164,7 @@ pub static PRIMITIVES: &[Primitive] = &[
             "rewrite",
         ],
         jaxpr_params: &["jaxpr"],
-        doc: "Maps a jaxpr over shards of a mesh: the body sees each operand's block (`in_specs`: each dimension divided by the sizes of the mesh axes it is split over) and its results are joined by `out_specs`; under `check_vma` a result must vary over no axis its spec leaves out. StableHLO builds it as JAX's GSPMD lowering (manual over every mesh axis, not nested).",
-        native: Refused("device-parallel maps have no native lowering yet"),
+        doc: "Maps a jaxpr over shards of a mesh: the body sees each operand's block (`in_specs`: each dimension divided by the sizes of the mesh axes it is split over) and its results are joined by `out_specs`; under `check_vma` a result must vary over no axis its spec leaves out. StableHLO builds it as JAX's GSPMD lowering (manual over every mesh axis, not nested); natively each MPI rank computes its device's blocks (not nested).",
         complex: COMPLEX,
         ..ROW
     },

@@ -1,7 +1,7 @@
-//! Multi-device programs in the registry: the StableHLO back end builds
-//! `shard_map` and the collectives (for XLA's SPMD partitioner;
-//! `crates/jaxpr-build/tests/sharding.rs` runs them), not `xla_pmap`; the
-//! native back end builds none yet (issue 40's MPI step). Every refusal of
+//! Multi-device programs in the registry: both back ends build `shard_map`
+//! and the collectives (StableHLO for XLA's SPMD partitioner,
+//! `crates/jaxpr-build/tests/sharding.rs` runs them; native on MPI,
+//! `crates/jaxpr-build/tests/mpi.rs` runs them), neither `xla_pmap`. Every refusal of
 //! the sharding corpus (`tests/data/sharding`) is J0012 (`unsupported`, a
 //! documented limit), never J0016 (`internal-error`).
 
@@ -12,7 +12,7 @@ use jaxpr_syntax::diagnostics::DiagKind;
 use std::path::Path;
 
 #[test]
-fn multi_device_equations_are_built_by_stablehlo_and_refused_natively_with_j0012() {
+fn multi_device_equations_are_built_by_both_back_ends_and_xla_pmap_refused_with_j0012() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/sharding");
     let (mut refused, mut built) = (0, 0);
     for dir in std::fs::read_dir(&root).unwrap().flatten() {
@@ -30,13 +30,15 @@ fn multi_device_equations_are_built_by_stablehlo_and_refused_natively_with_j0012
                     continue;
                 }
                 let stablehlo = check_lowered(e, Backend::Stablehlo);
+                let native = check_lowered(e, Backend::Native);
                 assert_eq!(stablehlo.is_ok(), name != "xla_pmap", "{name}");
+                assert_eq!(native.is_ok(), name != "xla_pmap", "{name}");
                 if name == "xla_pmap" {
                     refused += 1;
                 } else {
                     built += 1;
                 }
-                let refusals = [check_lowered(e, Backend::Native).err(), stablehlo.err()];
+                let refusals = [native.err(), stablehlo.err()];
                 for err in refusals.into_iter().flatten() {
                     let d = err.into_diagnostic();
                     assert_eq!(d.kind, DiagKind::Unsupported, "{name}: {}", d.message);
@@ -46,6 +48,6 @@ fn multi_device_equations_are_built_by_stablehlo_and_refused_natively_with_j0012
             }
         }
     }
-    assert!(refused > 500, "{refused} refusals");
-    assert!(built > 500, "{built} built by StableHLO");
+    assert!(refused > 10, "{refused} refusals");
+    assert!(built > 500, "{built} built by both back ends");
 }

@@ -165,8 +165,17 @@ fn c_header_names() -> &'static [&'static str] {
 }
 
 /// The names a library built with `name` exports.
-pub(crate) fn exported_names(name: &str) -> [String; 5] {
-    ["", "_error", "_free", "_num_inputs", "_num_outputs"].map(|s| format!("{name}{s}"))
+pub(crate) fn exported_names(name: &str) -> [String; 7] {
+    [
+        "",
+        "_error",
+        "_free",
+        "_num_inputs",
+        "_num_outputs",
+        "_num_devices",
+        "_set_communicator",
+    ]
+    .map(|s| format!("{name}{s}"))
 }
 
 /// C's keywords (C23 included), which the header cannot declare.
@@ -352,6 +361,24 @@ const char *{name}_error(void);      /* message of the last failure on this thre
 void        {name}_free(void *data); /* gives output data back (NULL: nothing; not an output: refused, see above) */
 int64_t     {name}_num_inputs(void);
 int64_t     {name}_num_outputs(void);
+/* Multi-device programs (docs/native.md, "Multi-device programs on MPI"). A
+   program with a shard_map runs on MPI (Open MPI; the library links libmpi),
+   one rank per device of its mesh: every rank calls {name} with the same
+   global inputs and gets the global outputs; rank r computes device r's
+   blocks (devices row-major over the mesh, as JAX numbers them) and the
+   collectives are MPI collectives. Calls are collective: every rank of the
+   communicator makes the same calls in the same order, from one thread at a
+   time. The library initialises MPI (MPI_Init_thread, finalised at exit) if
+   the caller has not. A communicator whose size is not {name}_num_devices()
+   is an error returned on every rank before anything is sent. A program
+   without shard_map (a jit with shardings, with_sharding_constraint,
+   reshard) runs replicated: each process computes the whole program, no MPI.
+   {name}_num_devices: the ranks it runs on (1: no MPI). {name}_set_communicator:
+   the communicator of the calls that follow, a pointer to the caller's
+   MPI_Comm (NULL: MPI_COMM_WORLD, the default); called on every rank; fails
+   (1, {name}_error) for a program without shard_map. */
+int64_t     {name}_num_devices(void);
+int32_t     {name}_set_communicator(const void *comm);
 #ifdef __cplusplus
 }}
 #endif

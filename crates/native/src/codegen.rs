@@ -148,6 +148,8 @@ pub(crate) struct Codegen<'c, 'f> {
     pub(crate) one_shot: Cell<bool>,
     /// The circuit being differentiated ([`crate::gradient`]).
     pub(crate) tape: crate::gradient::TapeCell,
+    /// What a multi-device program needs of MPI ([`crate::mpi`]).
+    pub(crate) mpi: Option<crate::mpi::Plan>,
 }
 
 impl<'c, 'f> Codegen<'c, 'f> {
@@ -192,6 +194,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
             quantum_seed: None,
             one_shot: Cell::new(false),
             tape: RefCell::default(),
+            mpi: None,
         }
     }
 

@@ -70,6 +70,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
         self.b
             .build_return(Some(&self.i64(n_out as i64)))
             .expect("ret");
+        self.mpi_exports();
 
         let t = self
             .cx
@@ -96,6 +97,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
         self.table_begin()?;
         self.io.set(Some((in_p, out_p)));
         let mut env = self.validate(&inputs, in_p, n_in)?;
+        self.mpi_begin();
         self.check_arrays_arg("outputs", out_p, n_out_v, n_out as i64);
         self.segments_begin(main, (in_p, out_p));
         let outs = self.body(&mut env, main, false)?;

@@ -40,7 +40,8 @@
 //! family per file: `ops` (the dispatch), `elementwise`, `movement`,
 //! `indexing`, `contract` and `gemm`, `reduce`, `general_reduce`,
 //! `windows`, `sorting`, `control`, `calls`, `linalg`, `complex`,
-//! `random`, `special` and `vmath`, `assembly`; `quantum` lowers
+//! `random`, `special` and `vmath`, `assembly`; `mpi` lowers `shard_map`
+//! and the collectives to MPI; `quantum` lowers
 //! Catalyst's quantum primitives to calls of Catalyst's runtime, which
 //! `catalyst` finds and checks. This is the only crate that links LLVM.
 
@@ -66,6 +67,7 @@ mod link;
 mod loops;
 mod memory;
 mod movement;
+mod mpi;
 mod ops;
 mod parts;
 mod quantum;
@@ -337,6 +339,8 @@ pub fn compile_with(
     let mut g = Codegen::new(&cx, file, a, opts);
     g.catalyst = runtime.clone();
     g.quantum_seed = opts.quantum.seed;
+    g.mpi = mpi::Plan::of(a).map_err(|e| vec![e.into_diagnostic()])?;
+    let on_mpi = g.mpi.is_some();
     g.library().map_err(|e| vec![e.into_diagnostic()])?;
     if let Err(e) = g.m.verify() {
         return Err(vec![
@@ -393,7 +397,7 @@ pub fn compile_with(
             .objects(bitcode.as_slice(), &passes, &machine)
             .map_err(internal)?;
         progress(Phase::Link);
-        return link(&objects, runtime.as_ref()).map_err(internal);
+        return link(&objects, runtime.as_ref(), on_mpi).map_err(internal);
     }
     g.m.run_passes(&passes, &tm, PassBuilderOptions::create())
         .map_err(|e| internal(format!("LLVM's pass pipeline failed: {e}")))?;

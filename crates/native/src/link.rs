@@ -4,13 +4,15 @@
 use super::vmath;
 use std::path::Path;
 
-/// Links objects into a shared library with the system C compiler. A
+/// Links objects into a shared library with the system C compiler (and
+/// a multi-device program's, `mpi`, with the MPI runtime and libmpi). A
 /// quantum program's library (`runtime`: Catalyst's) also links the
 /// adapter to the runtime (compiled with the system C++ compiler) and the
 /// runtime itself, found again at load time by its folder (`rpath`).
 pub(crate) fn link(
     objects: &[Vec<u8>],
     runtime: Option<&crate::catalyst::Runtime>,
+    mpi: bool,
 ) -> Result<Vec<u8>, String> {
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -35,6 +37,13 @@ pub(crate) fn link(
             runtime_args.push(format!("-Wl,-rpath,{}", lib.display()));
             runtime_args.extend(["-lrt_capi", "-lstdc++", "-lpthread", "-ldl"].map(String::from));
         }
+        if mpi {
+            // Linked, not opened at run time: the caller shares its
+            // communicator, so it runs on this same MPI (docs/native.md).
+            let (object, flags) = crate::mpi::runtime_object()?;
+            files.push(object);
+            runtime_args.extend(flags);
+        }
         let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
         let out = std::process::Command::new(&cc)
             .args(["-shared", "-o"])
@@ -58,18 +67,43 @@ pub(crate) fn link(
     result
 }
 
-/// The adapter to Catalyst's runtime, compiled once: the object is kept in
-/// the temporary folder by the hash of its source and the compiler's name
-/// (every quantum library links the same one; compiling it takes a C++
-/// compiler about 1.5 s of CPU).
+/// The adapter to Catalyst's runtime, compiled once (every quantum library
+/// links the same one; compiling it takes a C++ compiler about 1.5 s of CPU).
 fn adapter_object() -> Result<std::path::PathBuf, String> {
-    use std::hash::{Hash, Hasher};
-    let source = crate::quantum::adapter_source();
     let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
+    compiled_once(
+        "jaxpr-catalyst-adapter",
+        &crate::quantum::adapter_source(),
+        &cxx,
+        &[
+            "-x",
+            "c++",
+            "-c",
+            "-O2",
+            "-fPIC",
+            "-std=c++17",
+            "-fvisibility=hidden",
+        ],
+        "cpp",
+        "the adapter to Catalyst's runtime",
+    )
+}
+
+/// `source` compiled by `compiler` with `args` (then `-o OBJECT SOURCE`),
+/// once: the object is kept in the temporary folder by the hash of the
+/// source and the compiler's name, so every library links the same one.
+pub(crate) fn compiled_once(
+    prefix: &str,
+    source: &str,
+    compiler: &str,
+    args: &[&str],
+    extension: &str,
+    what: &str,
+) -> Result<std::path::PathBuf, String> {
+    use std::hash::{Hash, Hasher};
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    (&source, &cxx).hash(&mut hasher);
-    let object =
-        std::env::temp_dir().join(format!("jaxpr-catalyst-adapter-{:016x}.o", hasher.finish()));
+    (source, compiler).hash(&mut hasher);
+    let object = std::env::temp_dir().join(format!("{prefix}-{:016x}.o", hasher.finish()));
     if object.is_file() {
         return Ok(object);
     }
@@ -78,30 +112,20 @@ fn adapter_object() -> Result<std::path::PathBuf, String> {
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let tmp = object.with_extension(format!("{}-{n}.tmp", std::process::id()));
-    let source_path = tmp.with_extension("cpp");
-    std::fs::write(&source_path, &source).map_err(|e| format!("{}: {e}", source_path.display()))?;
-    let out = std::process::Command::new(&cxx)
-        .args([
-            "-x",
-            "c++",
-            "-c",
-            "-O2",
-            "-fPIC",
-            "-std=c++17",
-            "-fvisibility=hidden",
-            "-o",
-        ])
+    let source_path = tmp.with_extension(extension);
+    std::fs::write(&source_path, source).map_err(|e| format!("{}: {e}", source_path.display()))?;
+    let out = std::process::Command::new(compiler)
+        .args(args)
+        .arg("-o")
         .arg(&tmp)
         .arg(&source_path)
         .output();
     let _ = std::fs::remove_file(&source_path);
-    let out = out.map_err(|e| {
-        format!("could not run the C++ compiler `{cxx}` (a quantum program's library compiles an adapter to Catalyst's runtime): {e}")
-    })?;
+    let out = out.map_err(|e| format!("could not run the compiler `{compiler}` on {what}: {e}"))?;
     if !out.status.success() {
         let _ = std::fs::remove_file(&tmp);
         return Err(format!(
-            "the C++ compiler `{cxx}` failed on the adapter to Catalyst's runtime: {}",
+            "the compiler `{compiler}` failed on {what}: {}",
             String::from_utf8_lossy(&out.stderr)
         ));
     }

@@ -40,6 +40,9 @@ impl<'c> Codegen<'c, '_> {
         if let Some(r) = self.lower_gradient(env, cx)? {
             return Ok(r);
         }
+        if let Some(r) = self.lower_multi_device(env, cx)? {
+            return Ok(r);
+        }
         let one = |v: LowerResult<Arr<'c>>| v.map(|v| vec![v]);
         if let Some(r) = jaxpr_check::reductions::reduction(prim) {
             use jaxpr_check::reductions::Along;

@@ -45,7 +45,7 @@ impl<'c> Codegen<'c, '_> {
     }
 
     /// Operand `i` reduced over `axes` with the binary primitive `op`.
-    fn reduce_operand(
+    pub(crate) fn reduce_operand(
         &self,
         cx: &Cx<'_, 'c>,
         i: usize,

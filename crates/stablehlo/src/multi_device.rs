@@ -428,43 +428,14 @@ pub(crate) fn annotate_module(cx: &Context, module: &Module, devices: i64) -> Lo
 }
 
 /// The partition ids of each group of devices a collective over `axes`
-/// spans (`pxla.axis_groups`): devices are numbered row-major over the
-/// mesh; a group varies the named axes (in the order named) and fixes the
-/// others.
+/// spans ([`jaxpr_check::device_groups`]).
 pub(crate) fn replica_groups(
     mesh: &ShardMapLayout,
     axes: &[SmolStr],
     at: jaxpr_syntax::TextRange,
 ) -> LowerResult<Vec<Vec<i64>>> {
-    let sizes: Vec<i64> = mesh.mesh.iter().map(|(_, s)| *s).collect();
-    let mut named = Vec::new();
-    for a in axes {
-        match mesh.mesh.iter().position(|(n, _)| n == a) {
-            Some(p) => named.push(p),
-            None => return internal(at, format!("the mesh has no axis `{a}`")),
-        }
-    }
-    let others: Vec<usize> = (0..sizes.len()).filter(|p| !named.contains(p)).collect();
-    let strides: Vec<i64> = (0..sizes.len())
-        .map(|k| sizes[k + 1..].iter().product())
-        .collect();
-    // Every combination of indices along `dims`, the first slowest.
-    let combos = |dims: &[usize]| -> Vec<i64> {
-        let mut ids = vec![0i64];
-        for &d in dims {
-            let (size, stride) = (sizes[d], strides[d]);
-            ids = ids
-                .iter()
-                .flat_map(|&base| (0..size).map(move |i| base + i * stride))
-                .collect();
-        }
-        ids
-    };
-    let members = combos(&named);
-    Ok(combos(&others)
-        .into_iter()
-        .map(|base| members.iter().map(|m| base + m).collect())
-        .collect())
+    jaxpr_check::device_groups(&mesh.mesh, axes)
+        .or_else(|a| internal(at, format!("the mesh has no axis `{a}`")))
 }
 
 /// `dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>`.

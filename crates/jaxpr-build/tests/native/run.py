@@ -68,9 +68,9 @@ def close(x, y, dtype):
     return num(x) == num(y) if dtype != "bool" else bool(x) == bool(y)
 
 
-def main():
-    lib_path, name, case = sys.argv[1:4]
-    lib = ctypes.CDLL(lib_path)
+def load(lib_path, name, mode=ctypes.DEFAULT_MODE):
+    """The library's entry, NAME_error, NAME_free and its input and output counts."""
+    lib = ctypes.CDLL(lib_path, mode=mode)
     f = getattr(lib, name)
     f.restype = ctypes.c_int32
     f.argtypes = [ctypes.POINTER(JxArray), ctypes.c_int64, ctypes.POINTER(JxArray), ctypes.c_int64]
@@ -78,8 +78,12 @@ def main():
     err.restype = ctypes.c_char_p
     free = getattr(lib, name + "_free")
     free.argtypes = [ctypes.c_void_p]
-    n_in = getattr(lib, name + "_num_inputs")()
-    n_out = getattr(lib, name + "_num_outputs")()
+    return f, err, free, getattr(lib, name + "_num_inputs")(), getattr(lib, name + "_num_outputs")()
+
+
+def main():
+    lib_path, name, case = sys.argv[1:4]
+    f, err, free, n_in, n_out = load(lib_path, name)
     bad = 0
     for k, ex in enumerate(json.load(open(case))["examples"]):
         keep = []
@@ -108,4 +112,5 @@ def main():
     sys.exit(1 if bad else 0)
 
 
-main()
+if __name__ == "__main__":
+    main()
