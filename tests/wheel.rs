@@ -4,7 +4,9 @@
 //! `jaxpr check`, `jaxpr build` (StableHLO and native), `jaxpr-lsp`, and the
 //! Python API under jax 0.10.2 on the corpus's programs; `tests/wheel/live.py`
 //! runs every command on live functions, native builds called from Python
-//! against `jax.jit`, and the pytest plugin.
+//! against `jax.jit`, and the pytest plugin; `tests/wheel/notebook.py`
+//! executes a notebook in a Jupyter kernel and renders its outputs in
+//! headless Chromium.
 
 mod common;
 
@@ -113,6 +115,17 @@ fn the_wheel_installs_into_a_fresh_environment_and_everything_runs_from_it() {
         assert!(said.contains(&format!("live {mode}: ok")), "{said}");
         println!("{}", said.trim());
     }
+
+    // The rich display: a notebook executed in a Jupyter kernel, its
+    // outputs rendered in headless Chromium (scripts/test.sh installs it).
+    let mut nb = Command::new(&api_python);
+    clean(&mut nb);
+    let said = run(nb
+        .env("PYTHONPATH", &site)
+        .arg(root.join("tests/wheel/notebook.py"))
+        .arg(home.join("notebook")));
+    assert!(said.contains("notebook: ok"), "{said}");
+    println!("{}", said.trim());
     println!(
         "wheel {name}: {} bytes",
         std::fs::metadata(&wheel).unwrap().len()

@@ -8,7 +8,7 @@ import os
 import re
 import tempfile
 from pathlib import Path
-from typing import Any, List, Optional, Sequence, Union
+from typing import List, Optional, Sequence, Union
 
 from . import _native
 from ._cli import JaxprError, rule_args, run_in, run_on
@@ -154,6 +154,8 @@ def stats(f, *args, xla_loops: bool = False, **kwargs) -> Stats:
     if done.returncode != 0:
         raise JaxprError(f"jaxpr stats failed (exit {done.returncode}): {done.stderr.strip()}")
     data = json.loads(done.stdout)["files"][0]
+    if data.get("total") is None:  # not counted: the text does not parse
+        raise JaxprError(f"jaxpr stats could not count {prog.name}:\n{_check(prog, [])}")
     table, folder = run_on(["stats", *extra], texts)
     return Stats(data, prog, table.stdout.replace(folder, ""))
 

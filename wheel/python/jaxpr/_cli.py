@@ -9,7 +9,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple, Union
 
 
 class JaxprError(Exception):
@@ -103,10 +103,10 @@ def rule_args(
     ignore: Optional[Sequence[str]] = None,
     warn: Optional[Sequence[str]] = None,
     error: Optional[Sequence[str]] = None,
-    config: Optional[os.PathLike] = None,
+    config: Union[None, bool, str, os.PathLike] = None,
     near: Optional[Path] = None,
 ) -> List[str]:
-    """`jaxpr check`'s rule options; `config=None` finds the configuration
+    """`jaxpr check`'s rule options; `config=None` (or True) finds the configuration
     above `near` (the user's source file's folder, else the working
     directory), `config=False` reads none."""
     args: List[str] = []
@@ -116,7 +116,7 @@ def rule_args(
         if isinstance(rules, str):
             rules = [rules]
         args += [flag, ",".join(rules)]
-    if config is None:
+    if config is None or config is True:
         found = find_config(near)
         if found is not None:
             args += ["--config", str(found)]

@@ -6,9 +6,8 @@ from __future__ import annotations
 import atexit
 import ctypes
 import shutil
-from typing import Any, List, Sequence
+from typing import Any, List, Optional, Tuple
 
-from ._cli import JaxprError
 
 # jx_array's dtype codes (docs/native.md, "Dtypes"), by numpy's dtype names.
 DTYPES = {
@@ -161,7 +160,7 @@ class NativeFunction:
         return results[0] if len(results) == 1 else tuple(results)
 
 
-def in_avals(program) -> Sequence:
+def in_avals(program) -> Optional[List[Tuple[Optional[Tuple[int, ...]], Optional[str]]]]:
     """(shape, dtype name) of each input, constants first, from the
     ClosedJaxpr; None where a shape is symbolic or the dtype is not an array's."""
     closed = program.closed

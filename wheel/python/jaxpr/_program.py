@@ -7,7 +7,7 @@ import dataclasses
 import inspect
 import re
 from pathlib import Path
-from typing import Any, List, Optional, Tuple
+from typing import Any, Optional, Tuple
 
 from ._cli import JaxprError
 
@@ -15,6 +15,7 @@ from ._cli import JaxprError
 _SOURCE = re.compile(r"#\s+(?P<file>\S.*?):(?P<line>\d+)(?::(?P<column>\d+))?\s+\((?P<function>[^()]*)\)\s*$")
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _EXPECTED = (
     "expected a jax ClosedJaxpr or Jaxpr (from jax.make_jaxpr), a jax.stages.Traced, "
     "or a function and example arguments; got "
@@ -76,10 +77,17 @@ def print_jaxpr(closed_jaxpr) -> str:
     printer = getattr(jaxpr, "pretty_print", None)
     if printer is None or not hasattr(jaxpr, "eqns"):
         raise JaxprError(_EXPECTED + type(closed_jaxpr).__name__)
+    def pretty(width: int) -> str:
+        # Under IPython JAX colours its printout (jax_pprint_use_color).
+        try:
+            return printer(source_info=True, name_stack=False, width=width, use_color=False)
+        except TypeError:  # a JAX whose printer takes no use_color
+            return _ANSI.sub("", printer(source_info=True, name_stack=False, width=width))
+
     try:
         text = ""
         for width in (80, 60, 40, 20, 1):
-            text = printer(source_info=True, name_stack=False, width=width)
+            text = pretty(width)
             first = text.split("\n", 1)[0].rstrip()
             if first.endswith("let") or " let " not in first:
                 break

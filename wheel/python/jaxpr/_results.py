@@ -222,12 +222,20 @@ class Stats:
             "<tr>" + "".join(f"<td>{html.escape('' if r.get(c) is None else str(r.get(c)))}</td>" for c in cols) + "</tr>"
             for r in rows
         )
+        lines = self.data.get("python_lines") or []
+        by_line = ""
+        if lines:
+            by_line = "<p>by Python line</p><table class=\"jaxpr-stats-lines\"><thead><tr><th>source</th><th>equations</th><th>flops</th><th>transcendentals</th><th>bytes_accessed</th></tr></thead><tbody>" + "".join(
+                f"<tr><td>{html.escape(p['source'])}</td><td>{p['equations']}</td><td>{int(p['cost']['flops'])}</td>"
+                f"<td>{int(p['cost']['transcendentals'])}</td><td>{int(p['cost']['bytes_accessed'])}</td></tr>"
+                for p in lines
+            ) + "</tbody></table>"
         t = self.total
         return (
             f'<div class="jaxpr-stats"><p><b>{self.equations}</b> equations, <b>{t.flops:,}</b> FLOPs, '
             f"{t.transcendentals:,} transcendentals, {t.bytes_accessed:,} bytes accessed, "
             f"peak {self.peak_bytes:,} live bytes ({html.escape(str(self.data['counts']))})</p>"
-            f'<table class="jaxpr-stats-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
+            f'<table class="jaxpr-stats-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{by_line}</div>'
         )
 
 
