@@ -101,7 +101,7 @@ fn the_wheel_installs_into_a_fresh_environment_and_everything_runs_from_it() {
     // pandas, pytest and Jupyter (tests/trace/venv.sh wheel-api).
     let api_python = python_of(&root, &target, "wheel-api");
     let live = root.join("tests/wheel/live.py");
-    for mode in ["commands", "native", "pytest"] {
+    for mode in ["commands", "native", "pytest", "typed"] {
         let mut cmd = Command::new(&api_python);
         clean(&mut cmd);
         let said = run(cmd

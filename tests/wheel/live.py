@@ -5,6 +5,7 @@ wheel-api):
     python live.py commands ROOT       # check/types/stats/graph/diff/build on functions, rule options
     python live.py native ROOT         # native builds called from Python against jax.jit
     python live.py pytest ROOT         # the pytest plugin on tests/wheel/plugin_tests.py
+    python live.py typed ROOT          # mypy reads the installed package's annotations (py.typed)
 
 ROOT is the checkout (its corpus-gen and tests/data), CORPUS the shared corpus
 is `ROOT/../shared/corpus` unless JAXPR_CORPUS says otherwise.
@@ -287,7 +288,46 @@ def pytest_plugin(root: Path):
     print(f"pytest: {len(cases)} plugin tests ran as expected")
 
 
+# A user's code: right, and with one mistake mypy can only see through the
+# package's own annotations (stats' flops is an int).
+TYPED_USER = """
+import jax.numpy as jnp
+import jaxpr
+
+def f(x: jnp.ndarray) -> jnp.ndarray:
+    return x * 2
+
+report: jaxpr.Report = jaxpr.check(f, jnp.ones(3), ignore=["J0010"])
+lines: list[int] = [d.line for d in report.errors]
+where = [d.python.line for d in report if d.python is not None]
+native = jaxpr.build(f, jnp.ones(3))
+flops: int = jaxpr.stats(f, jnp.ones(3)).flops
+"""
+
+
+def typed(root: Path):
+    import jaxpr as package
+
+    marker = Path(package.__file__).parent / "py.typed"
+    assert marker.is_file(), f"{marker} is not installed"
+    with tempfile.TemporaryDirectory() as d:
+        good = Path(d) / "good.py"
+        good.write_text(TYPED_USER)
+        bad = Path(d) / "bad.py"
+        bad.write_text(TYPED_USER + "wrong: str = jaxpr.stats(f, jnp.ones(3)).flops\n")
+        mypy = [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", str(Path(d) / "cache")]
+        done = subprocess.run(mypy + [str(good)], capture_output=True, text=True, timeout=600, cwd=d)
+        assert done.returncode == 0, done.stdout + done.stderr
+        done = subprocess.run(mypy + [str(bad)], capture_output=True, text=True, timeout=600, cwd=d)
+        said = done.stdout + done.stderr
+        assert done.returncode == 1 and 'expression has type "int", variable has type "str"' in said, said
+        # The package itself passes --strict as installed.
+        done = subprocess.run(mypy + ["-p", "jaxpr"], capture_output=True, text=True, timeout=600, cwd=d)
+        assert done.returncode == 0, done.stdout + done.stderr
+    print("typed: mypy --strict reads the installed annotations")
+
+
 if __name__ == "__main__":
     mode, root = sys.argv[1], Path(sys.argv[2])
-    {"commands": commands, "native": native, "pytest": pytest_plugin}[mode](root)
+    {"commands": commands, "native": native, "pytest": pytest_plugin, "typed": typed}[mode](root)
     print(f"live {mode}: ok")

@@ -8,7 +8,7 @@ import os
 import re
 import tempfile
 from pathlib import Path
-from typing import List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 from . import _native
 from ._cli import JaxprError, rule_args, run_in, run_on
@@ -26,7 +26,7 @@ class BuildError(JaxprError):
         self.diagnostics = diagnostics
 
 
-def trace(f, *args, **kwargs) -> Program:
+def trace(f: Any, *args: Any, **kwargs: Any) -> Program:
     """The program every command reads: `f` traced on the example arguments
     (as `jax.make_jaxpr(f)(*args, **kwargs)`), or a `ClosedJaxpr`, `Jaxpr`,
     `jax.stages.Traced` or jaxpr text as it is. Pass it to the commands when
@@ -47,7 +47,7 @@ def _human_blocks(text: str) -> List[str]:
     return ["\n".join(b).rstrip() for b in blocks]
 
 
-def _diagnostics(found: List[dict], prog: Program, rendered: Sequence[str], folder: str) -> List[Diagnostic]:
+def _diagnostics(found: List[Dict[str, Any]], prog: Program, rendered: Sequence[str], folder: str) -> List[Diagnostic]:
     lines = prog.text.split("\n")
     if len(rendered) != len(found):
         rendered = [""] * len(found)
@@ -95,14 +95,14 @@ def _check(prog: Program, options: List[str]) -> Report:
 
 
 def check(
-    f,
-    *args,
+    f: Any,
+    *args: Any,
     select: Rules = None,
     ignore: Rules = None,
     warn: Rules = None,
     error: Rules = None,
-    config: Union[None, bool, str, os.PathLike] = None,
-    **kwargs,
+    config: Union[None, bool, str, "os.PathLike[str]"] = None,
+    **kwargs: Any,
 ) -> Report:
     """Diagnostics of `f` traced on the arguments (or of a jaxpr), as
     `jaxpr check`. `select`/`ignore`/`warn`/`error` are its rule options
@@ -114,12 +114,12 @@ def check(
     return _check(prog, rule_args(select, ignore, warn, error, config, prog.source_dir))
 
 
-def check_text(text: str, **options) -> Report:
+def check_text(text: str, **options: Any) -> Report:
     """Diagnostics of a jaxpr given as text (as JAX or Catalyst print it)."""
     return check(Program("jaxpr", text), **options)
 
 
-def types(f, *args, **kwargs) -> List[Signature]:
+def types(f: Any, *args: Any, **kwargs: Any) -> List[Signature]:
     """`in_type`/`out_type` of the jaxpr and every nested jaxpr, with de
     Bruijn indices, as `jaxpr types` prints them."""
     prog = program(f, args, kwargs)
@@ -127,7 +127,7 @@ def types(f, *args, **kwargs) -> List[Signature]:
     if done.returncode != 0:
         raise JaxprError(f"jaxpr types failed (exit {done.returncode}): {done.stderr.strip() or done.stdout.strip()}")
     signatures = []
-    current: dict = {}
+    current: Dict[str, Any] = {}
     for line in done.stdout.splitlines():
         if line.startswith("  in_type:"):
             current["in_type"] = line.split(":", 1)[1].strip()
@@ -142,7 +142,7 @@ def types(f, *args, **kwargs) -> List[Signature]:
     return signatures
 
 
-def stats(f, *args, xla_loops: bool = False, **kwargs) -> Stats:
+def stats(f: Any, *args: Any, xla_loops: bool = False, **kwargs: Any) -> Stats:
     """What `f` costs, as `jaxpr stats`: FLOPs, transcendentals, bytes
     accessed, peak live bytes, per jaxpr, per Python line, per primitive,
     and the collectives per device. `xla_loops=True` counts a loop body once,
@@ -160,7 +160,7 @@ def stats(f, *args, xla_loops: bool = False, **kwargs) -> Stats:
     return Stats(data, prog, table.stdout.replace(folder, ""))
 
 
-def graph(f, *args, open_depth: Optional[int] = None, **kwargs) -> Graph:
+def graph(f: Any, *args: Any, open_depth: Optional[int] = None, **kwargs: Any) -> Graph:
     """The dataflow graph, as `jaxpr graph --format html` draws it (a
     notebook shows it inline; `.save(path)` writes the page)."""
     prog = program(f, args, kwargs)
@@ -171,7 +171,7 @@ def graph(f, *args, open_depth: Optional[int] = None, **kwargs) -> Graph:
     return Graph(done.stdout, prog)
 
 
-def diff(f, g, *args, **kwargs) -> Diff:
+def diff(f: Any, g: Any, *args: Any, **kwargs: Any) -> Diff:
     """`jaxpr diff` of `f` and `g` traced on the same arguments (or of two
     jaxprs): what changed, up to variable names."""
     a = program(f, args, kwargs)
@@ -190,19 +190,19 @@ def _threefry_partitionable() -> str:
     try:
         import jax
 
-        return "true" if jax.config.jax_threefry_partitionable else "false"
+        return "true" if getattr(jax.config, "jax_threefry_partitionable") else "false"
     except (ImportError, AttributeError):
         return "true"
 
 
 def build(
-    f,
-    *args,
+    f: Any,
+    *args: Any,
     emit: str = "native",
     name: Optional[str] = None,
     opt: int = 2,
     cpu: str = "native",
-    **kwargs,
+    **kwargs: Any,
 ) -> Union[_native.NativeFunction, StableHLO]:
     """Builds `f` traced on the arguments (or a jaxpr) as `jaxpr build`:
     `emit="native"` returns a callable over the shared library (numpy and

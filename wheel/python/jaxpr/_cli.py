@@ -9,7 +9,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 
 class JaxprError(Exception):
@@ -40,7 +40,7 @@ def binary() -> str:
     )
 
 
-def run_on(args: Sequence[str], texts: Sequence[Tuple[str, str]], *, after: Sequence[str] = ()) -> Tuple[subprocess.CompletedProcess, str]:
+def run_on(args: Sequence[str], texts: Sequence[Tuple[str, str]], *, after: Sequence[str] = ()) -> Tuple[subprocess.CompletedProcess[str], str]:
     """Runs `jaxpr ARGS FILES... AFTER` on texts written as files named
     `name.jaxpr` in a fresh folder; returns the process and the folder's path
     with a trailing separator (to strip from messages)."""
@@ -66,7 +66,7 @@ def run_on(args: Sequence[str], texts: Sequence[Tuple[str, str]], *, after: Sequ
         return done, d + os.sep
 
 
-def run_in(folder: str, args: Sequence[str]) -> subprocess.CompletedProcess:
+def run_in(folder: str, args: Sequence[str]) -> subprocess.CompletedProcess[str]:
     try:
         return subprocess.run(
             [binary(), *args], capture_output=True, text=True, timeout=3600, stdin=subprocess.DEVNULL, cwd=folder
@@ -103,7 +103,7 @@ def rule_args(
     ignore: Optional[Sequence[str]] = None,
     warn: Optional[Sequence[str]] = None,
     error: Optional[Sequence[str]] = None,
-    config: Union[None, bool, str, os.PathLike] = None,
+    config: Union[None, bool, str, "os.PathLike[str]"] = None,
     near: Optional[Path] = None,
 ) -> List[str]:
     """`jaxpr check`'s rule options; `config=None` (or True) finds the configuration

@@ -6,7 +6,10 @@ from __future__ import annotations
 import atexit
 import ctypes
 import shutil
-from typing import Any, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+
+if TYPE_CHECKING:
+    from ._program import Program
 
 
 # jx_array's dtype codes (docs/native.md, "Dtypes"), by numpy's dtype names.
@@ -44,7 +47,7 @@ class NativeCallError(RuntimeError):
     """The native function refused its inputs or failed (its `NAME_error()`)."""
 
 
-def _numpy_dtype(name: str):
+def _numpy_dtype(name: str) -> Any:
     import numpy as np
 
     if name == "bfloat16":
@@ -59,7 +62,16 @@ class NativeFunction:
     through `np.asarray`) arrays in, numpy arrays out, in the pytree the
     traced function returned."""
 
-    def __init__(self, library: str, header: str, name: str, folder: str, program, in_avals, out_tree):
+    def __init__(
+        self,
+        library: str,
+        header: str,
+        name: str,
+        folder: str,
+        program: "Program",
+        in_avals: Optional[List[Tuple[Optional[Tuple[int, ...]], Optional[str]]]],
+        out_tree: Any,
+    ):
         self.library_path = library
         self.header = header  # the C header the build wrote
         self.name = name
@@ -85,7 +97,7 @@ class NativeFunction:
     def __repr__(self) -> str:
         return f"<jaxpr native function {self.name}: {self.num_inputs} inputs, {self.num_outputs} outputs, {self.library_path}>"
 
-    def _flatten(self, args, kwargs) -> List[Any]:
+    def _flatten(self, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> List[Any]:
         if self.program.in_tree is not None:
             import jax
 
@@ -94,12 +106,12 @@ class NativeFunction:
                 raise TypeError(
                     f"{self.name}: the arguments' structure {tree} is not the traced one {self.program.in_tree}"
                 )
-            return leaves
+            return list(leaves)
         if kwargs:
             raise TypeError(f"{self.name}: a function built from a jaxpr takes positional arrays only")
         return list(args)
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         import numpy as np
 
         leaves = self._consts + self._flatten(args, kwargs)
@@ -123,7 +135,8 @@ class NativeFunction:
                 want_shape, want_dtype = self._in_avals[i]
                 which = f"input {i}" if i >= len(self._consts) else f"constant {i}"
                 if want_dtype is not None and dtype_name != want_dtype:
-                    raise TypeError(f"{self.name}: {which} must be {want_dtype}{list(want_shape)}, got {dtype_name}{list(a.shape)}")
+                    wanted = list(want_shape) if want_shape is not None else "[...]"
+                    raise TypeError(f"{self.name}: {which} must be {want_dtype}{wanted}, got {dtype_name}{list(a.shape)}")
                 if want_shape is not None and tuple(a.shape) != tuple(want_shape):
                     raise ValueError(f"{self.name}: {which} must have shape {tuple(want_shape)}, got {tuple(a.shape)}")
             arrays.append(a)
@@ -160,7 +173,7 @@ class NativeFunction:
         return results[0] if len(results) == 1 else tuple(results)
 
 
-def in_avals(program) -> Optional[List[Tuple[Optional[Tuple[int, ...]], Optional[str]]]]:
+def in_avals(program: "Program") -> Optional[List[Tuple[Optional[Tuple[int, ...]], Optional[str]]]]:
     """(shape, dtype name) of each input, constants first, from the
     ClosedJaxpr; None where a shape is symbolic or the dtype is not an array's."""
     closed = program.closed

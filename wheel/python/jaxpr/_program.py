@@ -7,7 +7,7 @@ import dataclasses
 import inspect
 import re
 from pathlib import Path
-from typing import Any, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from ._cli import JaxprError
 
@@ -69,7 +69,7 @@ class Program:
         return None
 
 
-def print_jaxpr(closed_jaxpr) -> str:
+def print_jaxpr(closed_jaxpr: Any) -> str:
     """The jaxpr printed with source info, one equation a line (a jaxpr that
     fits in the width is printed on one line with its comments gathered
     after it, so narrower widths are tried until the printer breaks it)."""
@@ -80,7 +80,7 @@ def print_jaxpr(closed_jaxpr) -> str:
     def pretty(width: int) -> str:
         # Under IPython JAX colours its printout (jax_pprint_use_color).
         try:
-            return printer(source_info=True, name_stack=False, width=width, use_color=False)
+            return str(printer(source_info=True, name_stack=False, width=width, use_color=False))
         except TypeError:  # a JAX whose printer takes no use_color
             return _ANSI.sub("", printer(source_info=True, name_stack=False, width=width))
 
@@ -96,7 +96,7 @@ def print_jaxpr(closed_jaxpr) -> str:
         raise JaxprError(f"this jaxpr cannot be printed by the installed JAX: {type(e).__name__}: {e}") from e
 
 
-def _source_dir(fn) -> Optional[Path]:
+def _source_dir(fn: Any) -> Optional[Path]:
     try:
         path = inspect.getsourcefile(inspect.unwrap(fn))
     except (TypeError, ValueError):
@@ -104,13 +104,13 @@ def _source_dir(fn) -> Optional[Path]:
     return Path(path).parent if path else None
 
 
-def _name(fn) -> str:
+def _name(fn: Any) -> str:
     name = getattr(fn, "__name__", None) or getattr(fn, "fun_name", None) or "jaxpr"
     name = re.sub(r"\W", "_", str(name)).strip("_")
     return name or "jaxpr"
 
 
-def program(f, args: Tuple = (), kwargs: Optional[dict] = None) -> Program:
+def program(f: Any, args: Tuple[Any, ...] = (), kwargs: Optional[Dict[str, Any]] = None) -> Program:
     """`f` traced on `args` (as `jax.make_jaxpr(f)(*args, **kwargs)`), or
     `f` itself when it is a `ClosedJaxpr`, `Jaxpr`, `jax.stages.Traced` or
     a `Program` (text goes to `check_text`)."""

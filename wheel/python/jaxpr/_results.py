@@ -6,7 +6,8 @@ from __future__ import annotations
 import dataclasses
 import html
 import json
-from typing import Dict, List, Optional
+import os
+from typing import Any, Dict, List, Optional, Set
 
 from ._program import Program, PythonLocation
 
@@ -21,7 +22,7 @@ class Range:
     end_column: int
 
     @classmethod
-    def of(cls, r: dict) -> "Range":
+    def of(cls, r: Dict[str, Any]) -> "Range":
         return cls(r["start"]["line"], r["start"]["column"], r["end"]["line"], r["end"]["column"])
 
 
@@ -62,7 +63,7 @@ class Diagnostic:
             text += f"\n  help: {self.help}"
         return text
 
-    def _repr_pretty_(self, p, cycle) -> None:
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text(str(self))
 
     def _repr_html_(self) -> str:
@@ -78,14 +79,14 @@ def _pre(text: str, severity: str = "") -> str:
     )
 
 
-class Report(list):
+class Report(List[Diagnostic]):
     """The diagnostics of `check`: a list of `Diagnostic`, printed as the
     CLI prints them (and drawn so in a notebook)."""
 
     program: Program
     summary: str
 
-    def __init__(self, diagnostics, program: Program, summary: str = ""):
+    def __init__(self, diagnostics: List[Diagnostic], program: Program, summary: str = ""):
         super().__init__(diagnostics)
         self.program = program
         self.summary = summary
@@ -101,7 +102,7 @@ class Report(list):
     def __str__(self) -> str:
         return "\n\n".join(str(d) for d in self) + ("\n\n" if len(self) else "") + self.summary
 
-    def _repr_pretty_(self, p, cycle) -> None:
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text(str(self))
 
     def _repr_html_(self) -> str:
@@ -130,7 +131,7 @@ class Cost:
     communicated_bytes: int
 
     @classmethod
-    def of(cls, d: dict) -> "Cost":
+    def of(cls, d: Dict[str, Any]) -> "Cost":
         return cls(int(d["flops"]), int(d["transcendentals"]), int(d["bytes_accessed"]), int(d["communicated_bytes"]))
 
 
@@ -139,7 +140,7 @@ class Stats:
     primitive, each jaxpr's cost and peak live bytes, the most expensive
     equations, totals per Python line and the collectives per device."""
 
-    def __init__(self, data: dict, program: Program, table: str):
+    def __init__(self, data: Dict[str, Any], program: Program, table: str):
         self.data = data
         self.program = program
         self.table = table  # `jaxpr stats`'s own table
@@ -165,14 +166,14 @@ class Stats:
         return dict(self.data["by_primitive"])
 
     @property
-    def collectives(self) -> List[dict]:
+    def collectives(self) -> List[Dict[str, Any]]:
         return list(self.data["collectives"])
 
     @property
     def devices(self) -> int:
         return int(self.data["devices"])
 
-    def rows(self) -> List[dict]:
+    def rows(self) -> List[Dict[str, Any]]:
         """One row per jaxpr (name, line, equations, flops, transcendentals,
         bytes_accessed, communicated_bytes, peak_bytes, python)."""
         out = []
@@ -185,14 +186,15 @@ class Stats:
             out.append(row)
         return out
 
-    def to_dict(self) -> dict:
-        return json.loads(json.dumps(self.data))
+    def to_dict(self) -> Dict[str, Any]:
+        copy: Dict[str, Any] = json.loads(json.dumps(self.data))
+        return copy
 
-    def to_dataframe(self, by: str = "jaxpr"):
+    def to_dataframe(self, by: str = "jaxpr") -> Any:
         """A pandas DataFrame: one row per jaxpr (`by="jaxpr"`), per Python
         line (`"python_line"`) or per primitive (`"primitive"`)."""
         try:
-            import pandas as pd
+            import pandas as pd  # type: ignore[import-untyped,unused-ignore]  # pandas ships no annotations
         except ImportError as e:
             raise ImportError("Stats.to_dataframe needs pandas (`pip install pandas`); Stats.to_dict() does not") from e
         if by == "jaxpr":
@@ -211,7 +213,7 @@ class Stats:
     def __str__(self) -> str:
         return self.table
 
-    def _repr_pretty_(self, p, cycle) -> None:
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text(self.table)
 
     def _repr_html_(self) -> str:
@@ -246,14 +248,14 @@ class Graph:
         self.html = html_page  # the self-contained page of `jaxpr graph --format html`
         self.program = program
 
-    def save(self, path) -> None:
+    def save(self, path: "str | os.PathLike[str]") -> None:
         with open(path, "w", encoding="utf-8") as f:
             f.write(self.html)
 
     def __str__(self) -> str:
         return self.program.text
 
-    def _repr_pretty_(self, p, cycle) -> None:
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text(self.program.text)
 
     def _repr_html_(self) -> str:
@@ -269,7 +271,7 @@ class Diff:
     """`jaxpr diff` of two programs: `equal`, the changes (as its JSON), and
     the text it prints."""
 
-    def __init__(self, data: dict, text: str, a: Program, b: Program):
+    def __init__(self, data: Dict[str, Any], text: str, a: Program, b: Program):
         self.data = data
         self.text = text
         self.a = a
@@ -280,7 +282,7 @@ class Diff:
         return bool(self.data["equal"])
 
     @property
-    def changes(self) -> List[dict]:
+    def changes(self) -> List[Dict[str, Any]]:
         return list(self.data["changes"])
 
     def __bool__(self) -> bool:
@@ -290,14 +292,14 @@ class Diff:
     def __str__(self) -> str:
         return self.text
 
-    def _repr_pretty_(self, p, cycle) -> None:
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text(self.text)
 
     def _repr_html_(self) -> str:
         changed_a = {l for c in self.changes if c.get("a") for l in range(c["a"]["start"]["line"], c["a"]["end"]["line"] + 1)}
         changed_b = {l for c in self.changes if c.get("b") for l in range(c["b"]["start"]["line"], c["b"]["end"]["line"] + 1)}
 
-        def column(p: Program, changed, colour) -> str:
+        def column(p: Program, changed: Set[int], colour: str) -> str:
             lines = []
             for i, l in enumerate(p.text.split("\n"), 1):
                 style = f' style="background:{colour}"' if i in changed else ""
@@ -324,6 +326,6 @@ class StableHLO:
     def __str__(self) -> str:
         return self.text
 
-    def _repr_pretty_(self, p, cycle) -> None:
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text(self.text)
 

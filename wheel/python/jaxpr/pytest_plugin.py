@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import functools
+from typing import Any, Callable, Dict
 import subprocess
 
 import pytest
@@ -21,7 +22,7 @@ from . import testing
 from ._cli import binary
 
 
-def pytest_addoption(parser) -> None:
+def pytest_addoption(parser: Any) -> None:
     group = parser.getgroup("jaxpr")
     group.addoption(
         "--jaxpr-config",
@@ -30,14 +31,14 @@ def pytest_addoption(parser) -> None:
     )
 
 
-def pytest_configure(config) -> None:
+def pytest_configure(config: Any) -> None:
     config.addinivalue_line(
         "markers",
         "jaxpr_rules(select=None, ignore=None, warn=None, error=None): rule options of jaxpr_assert's checks",
     )
 
 
-def pytest_report_header(config):
+def pytest_report_header(config: Any) -> str:
     try:
         done = subprocess.run([binary(), "--version"], capture_output=True, text=True, timeout=30)
         return f"jaxpr: {done.stdout.strip()} ({binary()})"
@@ -48,19 +49,19 @@ def pytest_report_header(config):
 class Assertions:
     """`jaxpr.testing`'s assertions with the test's rule options."""
 
-    def __init__(self, options: dict):
+    def __init__(self, options: Dict[str, Any]):
         self.options = options
         self.assert_valid = functools.partial(self._with_rules, testing.assert_valid)
         self.assert_cost = testing.assert_cost
         self.assert_no_key_reuse = testing.assert_no_key_reuse
         self.assert_collectives = testing.assert_collectives
 
-    def _with_rules(self, assertion, f, *args, **kwargs):
+    def _with_rules(self, assertion: Callable[..., None], f: Any, *args: Any, **kwargs: Any) -> None:
         return assertion(f, *args, **{**self.options, **kwargs})
 
 
-@pytest.fixture
-def jaxpr_assert(request) -> Assertions:
+@pytest.fixture  # type: ignore[untyped-decorator,unused-ignore]  # untyped where pytest is not installed
+def jaxpr_assert(request: Any) -> Assertions:
     options = {}
     marker = request.node.get_closest_marker("jaxpr_rules")
     if marker is not None:

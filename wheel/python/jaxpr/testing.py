@@ -10,19 +10,20 @@ diagnostics as `jaxpr check` prints them, or the offending equations.
 
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import Any, Dict, Iterable, Optional, Sequence
 
 from ._api import check, stats
 from ._program import Program
+from ._results import Diagnostic
 
 __all__ = ["assert_valid", "assert_cost", "assert_no_key_reuse", "assert_collectives"]
 
 
-def _fail(title: str, found) -> None:
+def _fail(title: str, found: Sequence[Diagnostic]) -> None:
     raise AssertionError(title + "\n\n" + "\n\n".join(str(d) for d in found))
 
 
-def assert_valid(f, *args, allow_warnings: bool = True, **kwargs) -> None:
+def assert_valid(f: Any, *args: Any, allow_warnings: bool = True, **kwargs: Any) -> None:
     """Fails when `jaxpr check` reports an error (or any diagnostic, with
     `allow_warnings=False`), under the project's rule configuration."""
     report = check(f, *args, **kwargs)
@@ -31,7 +32,7 @@ def assert_valid(f, *args, allow_warnings: bool = True, **kwargs) -> None:
         _fail(f"jaxpr check found {len(found)} problem{'s' * (len(found) != 1)} in {report.program.name}:", found)
 
 
-def assert_no_key_reuse(f, *args, **kwargs) -> None:
+def assert_no_key_reuse(f: Any, *args: Any, **kwargs: Any) -> None:
     """Fails when a PRNG key is consumed twice (J0013 `key-reuse`), whatever
     the configuration selects."""
     report = check(f, *args, select=["key-reuse"], config=False, **kwargs)
@@ -39,7 +40,7 @@ def assert_no_key_reuse(f, *args, **kwargs) -> None:
         _fail(f"{report.program.name} reuses a PRNG key:", report)
 
 
-def _equations(prog: Program, lines) -> str:
+def _equations(prog: Program, lines: Iterable[int]) -> str:
     text = prog.text.split("\n")
     shown = []
     for line in lines:
@@ -49,14 +50,14 @@ def _equations(prog: Program, lines) -> str:
 
 
 def assert_cost(
-    f,
-    *args,
+    f: Any,
+    *args: Any,
     flops_at_most: Optional[int] = None,
     peak_bytes_at_most: Optional[int] = None,
     bytes_accessed_at_most: Optional[int] = None,
     transcendentals_at_most: Optional[int] = None,
     xla_loops: bool = False,
-    **kwargs,
+    **kwargs: Any,
 ) -> None:
     """Fails when `jaxpr stats` counts more than the budget, showing the
     most expensive equations (and the peak's line)."""
@@ -87,7 +88,7 @@ def assert_cost(
     raise AssertionError(message)
 
 
-def assert_collectives(f, *args, expected: Dict[str, int], **kwargs) -> None:
+def assert_collectives(f: Any, *args: Any, expected: Dict[str, int], **kwargs: Any) -> None:
     """Fails unless each device runs exactly the `expected` collectives,
     counted by primitive (`{"psum": 2, "all_gather": 1}`), as `jaxpr stats`
     lists them; `axis_index` and others that move nothing are not counted."""
