@@ -111,6 +111,18 @@ def commands(root: Path):
         assert jaxpr.check(model.reuses_a_key, key, config=False)[0].severity == "warning"
         (project / "pyproject.toml").write_text('[tool.jaxpr]\nignore = ["key-reuze"]\n')
         raises(jaxpr.JaxprError, "pyproject.toml", jaxpr.check, model.reuses_a_key, key)
+        # A function whose file has no configuration above it (a notebook
+        # cell's, compiled into a temporary folder): the working directory's.
+        (project / "pyproject.toml").write_text('[tool.jaxpr]\nignore = ["key-reuse"]\n')
+        cell = {}
+        exec(compile(inspect.getsource(reuses_a_key), "/nonexistent/ipykernel_1/cell.py", "exec"), {"jax": jax}, cell)
+        assert len(jaxpr.check(cell["reuses_a_key"], key)) == 1
+        here = os.getcwd()
+        os.chdir(project)
+        try:
+            assert len(jaxpr.check(cell["reuses_a_key"], key)) == 0
+        finally:
+            os.chdir(here)
 
     # What JAX holds besides functions: a ClosedJaxpr, a Traced; a Lowered is refused with what to pass.
     def mlp(x, w):
@@ -301,6 +313,8 @@ report: jaxpr.Report = jaxpr.check(f, jnp.ones(3), ignore=["J0010"])
 lines: list[int] = [d.line for d in report.errors]
 where = [d.python.line for d in report if d.python is not None]
 native = jaxpr.build(f, jnp.ones(3))
+doubled = native(jnp.ones(3))
+module: str = jaxpr.build(f, jnp.ones(3), emit="stablehlo").text
 flops: int = jaxpr.stats(f, jnp.ones(3)).flops
 """
 

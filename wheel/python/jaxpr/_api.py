@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import shutil
 import os
 import re
+import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Literal, Optional, Sequence, Union, overload
 
 from . import _native
 from ._cli import JaxprError, rule_args, run_in, run_on
@@ -28,9 +28,10 @@ class BuildError(JaxprError):
 
 def trace(f: Any, *args: Any, **kwargs: Any) -> Program:
     """The program every command reads: `f` traced on the example arguments
-    (as `jax.make_jaxpr(f)(*args, **kwargs)`), or a `ClosedJaxpr`, `Jaxpr`,
-    `jax.stages.Traced` or jaxpr text as it is. Pass it to the commands when
-    `f`'s own keyword arguments are named like their options."""
+    (as `jax.make_jaxpr(f)(*args, **kwargs)`), or a `ClosedJaxpr`, `Jaxpr`
+    or `jax.stages.Traced` as it is (`Program(name, text)` for text). Pass it
+    to the commands when `f`'s own keyword arguments are named like their
+    options."""
     return program(f, args, kwargs)
 
 
@@ -193,6 +194,30 @@ def _threefry_partitionable() -> str:
         return "true" if getattr(jax.config, "jax_threefry_partitionable") else "false"
     except (ImportError, AttributeError):
         return "true"
+
+
+@overload
+def build(
+    f: Any,
+    *args: Any,
+    emit: Literal["native"] = ...,
+    name: Optional[str] = ...,
+    opt: int = ...,
+    cpu: str = ...,
+    **kwargs: Any,
+) -> _native.NativeFunction: ...
+
+
+@overload
+def build(
+    f: Any,
+    *args: Any,
+    emit: Literal["stablehlo"],
+    name: Optional[str] = ...,
+    opt: int = ...,
+    cpu: str = ...,
+    **kwargs: Any,
+) -> StableHLO: ...
 
 
 def build(

@@ -82,19 +82,23 @@ def find_config(start: Optional[Path]) -> Optional[Path]:
     """The configuration the CLI would read for a file in `start`: the
     nearest `jaxpr.toml`, or `pyproject.toml` with `[tool.jaxpr]`, above it
     (a `jaxpr.toml` first in the same folder), as README.md, "Choosing
-    rules", says. The checked text lives in a temporary folder, so the
-    folder of the user's code is searched here and passed as `--config`."""
-    folder = (start or Path.cwd()).resolve()
-    for d in (folder, *folder.parents):
-        own = d / "jaxpr.toml"
-        if own.is_file():
-            return own
-        py = d / "pyproject.toml"
-        try:
-            if py.is_file() and _TOOL_TABLE.search(py.read_text(encoding="utf-8")):
-                return py
-        except OSError:
-            pass
+    rules", says; else the one above the working directory (a notebook's
+    cells are compiled to files in a temporary folder, and a library's
+    functions live in site-packages). The checked text lives in a temporary
+    folder, so the folder of the user's code is searched here and passed as
+    `--config`."""
+    for origin in ([start] if start else []) + [Path.cwd()]:
+        folder = origin.resolve()
+        for d in (folder, *folder.parents):
+            own = d / "jaxpr.toml"
+            if own.is_file():
+                return own
+            py = d / "pyproject.toml"
+            try:
+                if py.is_file() and _TOOL_TABLE.search(py.read_text(encoding="utf-8")):
+                    return py
+            except OSError:
+                pass
     return None
 
 
