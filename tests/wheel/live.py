@@ -218,8 +218,11 @@ def native(root: Path):
         got = f(*args)  # the example arguments: numpy arrays and JAX arrays
         assert jax.tree_util.tree_structure(got) == jax.tree_util.tree_structure(want), (name, got, want)
         for i, (g, w) in enumerate(zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want))):
-            w = np.asarray(jax.random.key_data(w) if jnp.issubdtype(w.dtype, jax.dtypes.prng_key) else w)
-            assert isinstance(g, np.ndarray), (name, type(g))
+            if jnp.issubdtype(w.dtype, jax.dtypes.prng_key):
+                g, w = jax.random.key_data(g), jax.random.key_data(w)
+            else:
+                assert isinstance(g, np.ndarray), (name, type(g))
+            w = np.asarray(w)
             assert close(g, w), f"{name}: output {i} differs from jax.jit's:\n{g}\n{w}"
         built.append(name)
     print(f"native: {len(built)} live programs equal to jax.jit's values, {len(refused)} refused:")
@@ -261,6 +264,17 @@ def native(root: Path):
     raises(jaxpr.NativeCallError, "", text_f, np.ones((3, 2), np.float32), w, b)
     raises(TypeError, "takes 3 arrays, got 2", text_f, x, w)
     assert "affine" in text_f.header and "jx_array" in text_f.header
+
+    # PRNG keys in and out: keys come back as keys, as jax.jit returns them.
+    def split_step(k):
+        k1, k2 = jax.random.split(k)
+        return k1, jax.random.normal(k2, (2,))
+
+    key = jax.random.key(3)
+    got_key, got_x = jaxpr.build(split_step, key)(key)
+    want_key, want_x = jax.jit(split_step)(key)
+    assert jax.dtypes.issubdtype(got_key.dtype, jax.dtypes.prng_key), got_key
+    assert np.array_equal(jax.random.key_data(got_key), jax.random.key_data(want_key)) and close(got_x, want_x)
 
     # A refusal carries the diagnostics that stop the build.
     bad = (corpus(root) / "invalid/broadcast_dims.jaxpr").read_text()

@@ -59,8 +59,8 @@ def _numpy_dtype(name: str) -> Any:
 
 class NativeFunction:
     """The built library's entry point as a Python function: numpy (or JAX,
-    through `np.asarray`) arrays in, numpy arrays out, in the pytree the
-    traced function returned."""
+    through `np.asarray`) arrays in, numpy arrays out (PRNG keys as JAX
+    keys), in the pytree the traced function returned."""
 
     def __init__(
         self,
@@ -80,6 +80,9 @@ class NativeFunction:
         self._in_avals = in_avals  # (shape, dtype name) of every input, constants first, or None
         self._out_tree = out_tree
         self._consts = list(getattr(program.closed, "consts", []) or [])
+        # The PRNG implementation of each output that is a key (the library
+        # returns its key data), so that it comes back a key, as jax.jit's.
+        self._out_keys = [getattr(getattr(a, "dtype", None), "_impl", None) for a in getattr(program.closed, "out_avals", [])]
         lib = ctypes.CDLL(library)
         self._lib = lib
         self._call = getattr(lib, name)
@@ -166,6 +169,13 @@ class NativeFunction:
         finally:
             for out in outputs[: self.num_outputs]:
                 self._free(out.data)
+        if any(impl is not None for impl in self._out_keys):
+            import jax
+
+            results = [
+                jax.random.wrap_key_data(r, impl=impl) if impl is not None else r
+                for r, impl in zip(results, self._out_keys + [None] * len(results))
+            ]
         if self._out_tree is not None:
             import jax
 
