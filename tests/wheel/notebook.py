@@ -74,6 +74,8 @@ def main(out: Path):
 
     dom = chromium("--dump-dom", page.as_uri()).stdout
     assert "warning[J0013]" in html.unescape(dom) and "^" in dom, dom[:2000]
+    # The user's line, from the source information JAX recorded in the cell.
+    assert re.search(r'class="jaxpr-python-line">from <code>\S*ipykernel\S*:4:8 \(sample\)', dom), dom[:2000]
     assert re.search(r"<td>main</td>", dom) and "FLOPs" in dom and "jaxpr-stats-lines" in dom, "the stats tables"
     assert dom.count("<iframe") == 1 and 'class="jaxpr-graph"' in dom, "the graph's frame"
     assert "sample_sin" in dom and "background:#dfd" in dom.replace(" ", ""), "the diff, side by side"

@@ -67,7 +67,10 @@ class Diagnostic:
         p.text(str(self))
 
     def _repr_html_(self) -> str:
-        return _pre(str(self), self.severity)
+        where = ""
+        if self.python is not None:
+            where = f'<div class="jaxpr-python-line">from <code>{html.escape(str(self.python))}</code></div>'
+        return where + _pre(str(self), self.severity)
 
 
 def _pre(text: str, severity: str = "") -> str:
