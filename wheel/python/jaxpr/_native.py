@@ -173,7 +173,7 @@ class NativeFunction:
             import jax
 
             results = [
-                jax.random.wrap_key_data(r, impl=impl) if impl is not None else r
+                jax.random.wrap_key_data(jax.numpy.asarray(r), impl=impl) if impl is not None else r
                 for r, impl in zip(results, self._out_keys + [None] * len(results))
             ]
         if self._out_tree is not None:
