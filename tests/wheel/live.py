@@ -143,6 +143,7 @@ def commands(root: Path):
     assert s.to_dict()["total"]["flops"] == s.flops
     frame = s.to_dataframe()
     assert list(frame["jaxpr"]) == ["main"] and int(frame["flops"][0]) == s.flops, frame
+    assert frame["peak_python"][0].startswith(str(Path(__file__).resolve())), frame["peak_python"][0]
     by_line = s.to_dataframe(by="python_line")
     assert len(by_line) == 1 and by_line["source"][0].startswith(str(Path(__file__).resolve())), by_line
     assert "mlp.jaxpr: 3 equations" in s.table, s.table

@@ -178,14 +178,16 @@ class Stats:
 
     def rows(self) -> List[Dict[str, Any]]:
         """One row per jaxpr (name, line, equations, flops, transcendentals,
-        bytes_accessed, communicated_bytes, peak_bytes, python)."""
+        bytes_accessed, communicated_bytes, peak_bytes, peak_line and
+        peak_python: the equation where live bytes peak and its Python line)."""
         out = []
         for j in self.data["jaxprs"]:
             row = {"jaxpr": j["name"], "line": j["line"], "equations": j["equations"]}
             row.update({k: int(v) for k, v in j["cost"].items()})
             row["peak_bytes"] = int(j["peak_bytes"])
-            loc = self.program.python_location(j["line"])
-            row["python"] = str(loc) if loc else None
+            row["peak_line"] = j.get("peak_line")
+            loc = self.program.python_location(j["peak_line"]) if j.get("peak_line") else None
+            row["peak_python"] = str(loc) if loc else None
             out.append(row)
         return out
 
@@ -221,7 +223,7 @@ class Stats:
 
     def _repr_html_(self) -> str:
         rows = self.rows()
-        cols = ["jaxpr", "line", "equations", "flops", "transcendentals", "bytes_accessed", "peak_bytes", "python"]
+        cols = ["jaxpr", "line", "equations", "flops", "transcendentals", "bytes_accessed", "peak_bytes", "peak_line", "peak_python"]
         head = "".join(f"<th>{c}</th>" for c in cols)
         body = "".join(
             "<tr>" + "".join(f"<td>{html.escape('' if r.get(c) is None else str(r.get(c)))}</td>" for c in cols) + "</tr>"
