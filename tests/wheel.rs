@@ -2,7 +2,11 @@
 //! maturin and auditwheel, it is installed into a fresh virtual environment
 //! outside the checkout, and `tests/wheel/smoke.py` runs the installed
 //! `jaxpr check`, `jaxpr build` (StableHLO and native), `jaxpr-lsp`, and the
-//! Python API under jax 0.10.2 on the corpus's programs.
+//! Python API under jax 0.10.2 on the corpus's programs; `tests/wheel/live.py`
+//! runs every command on live functions, native builds called from Python
+//! against `jax.jit`, and the pytest plugin; `tests/wheel/notebook.py`
+//! executes a notebook in a Jupyter kernel and renders its outputs in
+//! headless Chromium.
 
 mod common;
 
@@ -91,6 +95,37 @@ fn the_wheel_installs_into_a_fresh_environment_and_everything_runs_from_it() {
         .arg("api")
         .arg(corpus()));
     assert!(said.contains("smoke api: ok"), "{said}");
+
+    // The API on live functions, native builds against jax.jit, and the
+    // pytest plugin found through the wheel's entry point: jax 0.10.2 with
+    // pandas, pytest and Jupyter (tests/trace/venv.sh wheel-api).
+    let api_python = python_of(&root, &target, "wheel-api");
+    let live = root.join("tests/wheel/live.py");
+    for mode in ["commands", "native", "pytest", "typed"] {
+        let mut cmd = Command::new(&api_python);
+        clean(&mut cmd);
+        let said = run(cmd
+            .env("PYTHONPATH", &site)
+            .env("JAXPR_CORPUS", corpus())
+            .arg("-W")
+            .arg("ignore::UserWarning")
+            .arg(&live)
+            .arg(mode)
+            .arg(&root));
+        assert!(said.contains(&format!("live {mode}: ok")), "{said}");
+        println!("{}", said.trim());
+    }
+
+    // The rich display: a notebook executed in a Jupyter kernel, its
+    // outputs rendered in headless Chromium (scripts/test.sh installs it).
+    let mut nb = Command::new(&api_python);
+    clean(&mut nb);
+    let said = run(nb
+        .env("PYTHONPATH", &site)
+        .arg(root.join("tests/wheel/notebook.py"))
+        .arg(home.join("notebook")));
+    assert!(said.contains("notebook: ok"), "{said}");
+    println!("{}", said.trim());
     println!(
         "wheel {name}: {} bytes",
         std::fs::metadata(&wheel).unwrap().len()
@@ -100,9 +135,22 @@ fn the_wheel_installs_into_a_fresh_environment_and_everything_runs_from_it() {
 
 /// The Python of `target/venv-trace` (jax 0.10.2), made by `tests/trace/venv.sh` on first use.
 fn venv_with_jax(root: &Path, target: &Path) -> PathBuf {
-    run(Command::new("bash")
+    python_of(root, target, "jax")
+}
+
+/// The interpreter `tests/trace/venv.sh KIND` makes (on first use) and prints last.
+fn python_of(root: &Path, target: &Path, kind: &str) -> PathBuf {
+    let out = Command::new("bash")
         .arg(root.join("tests/trace/venv.sh"))
-        .arg("jax")
-        .env("CARGO_TARGET_DIR", target));
-    target.join("venv-trace/bin/python")
+        .arg(kind)
+        .env("CARGO_TARGET_DIR", target)
+        .output()
+        .expect("bash runs");
+    assert!(
+        out.status.success(),
+        "venv.sh {kind}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    PathBuf::from(stdout.trim().lines().last().unwrap_or_default())
 }

@@ -9,6 +9,9 @@
 #                                pinned jax, and the pennylane / pennylane-lightning minor of its release)
 #   venv.sh jsonschema        -> target/venv-jsonschema      (jsonschema, which validates the SARIF output)
 #   venv.sh model-explorer    -> target/venv-model-explorer  (ai-edge-model-explorer==0.1.34)
+#   venv.sh wheel-api         -> target/venv-wheel-api       (jax 0.10.2 with pandas, pytest, pillow, mypy and a Jupyter
+#                                kernel and client: tests/wheel.rs runs the Python API, its pytest
+#                                plugin and a notebook in it)
 # Prints the interpreter's path last. Idempotent; concurrent callers wait on a lock.
 set -euo pipefail
 kind=${1:-jax}
@@ -30,6 +33,9 @@ case "$kind:$version" in
   catalyst:|catalyst:0.15.0) dir=$target/venv-trace-catalyst; pkgs=('pennylane-catalyst==0.15.0'); probe='import catalyst, jax' ;;
   jsonschema:) dir=$target/venv-jsonschema; pkgs=('jsonschema==4.26.0'); probe='import jsonschema' ;;
   model-explorer:) dir=$target/venv-model-explorer; pkgs=('ai-edge-model-explorer==0.1.34'); probe='import dacite, model_explorer.graph_builder' ;;
+  wheel-api:) dir=$target/venv-wheel-api
+    pkgs=('jax==0.10.2' 'jaxlib==0.10.2' 'numpy>=2,<3' 'pandas==3.1.1' 'pytest==9.2.0' 'nbclient==0.11.0' 'nbformat>=5.10,<6' 'ipykernel>=6.29,<8' 'pillow>=11,<13' 'mypy>=1.13,<2')
+    probe='import jax, pandas, pytest, nbclient, nbformat, ipykernel, PIL, mypy' ;;
   pprof:) dir=$target/venv-pprof; pkgs=('protobuf>=5,<8'); probe='import google.protobuf' ;;
   jax:*) dir=$target/venv-trace-jax-$version; pkgs=("jax==$version" "jaxlib==$version"); probe='import jax, numpy' ;;
   catalyst:*)
@@ -42,7 +48,7 @@ case "$kind:$version" in
     # PennyLane 0.40 (Catalyst 0.10) needs autoray's NumpyMimic, gone in 0.7.
     case "$pl" in 0.40) pkgs+=('autoray~=0.6.12') ;; esac
     probe='import catalyst, jax, pennylane' ;;
-  *) echo "usage: venv.sh jax|catalyst [VERSION] | jsonschema | model-explorer | pprof" >&2; exit 2 ;;
+  *) echo "usage: venv.sh jax|catalyst [VERSION] | jsonschema | model-explorer | pprof | wheel-api" >&2; exit 2 ;;
 esac
 exec 9>"$dir.lock"
 flock 9

@@ -1,0 +1,362 @@
+"""The Python API on live functions, run by tests/wheel.rs with the installed
+wheel importable and jax 0.10.2, pandas and pytest (tests/trace/venv.sh
+wheel-api):
+
+    python live.py commands ROOT       # check/types/stats/graph/diff/build on functions, rule options
+    python live.py native ROOT         # native builds called from Python against jax.jit
+    python live.py pytest ROOT         # the pytest plugin on tests/wheel/plugin_tests.py
+    python live.py typed ROOT          # mypy reads the installed package's annotations (py.typed)
+
+ROOT is the checkout (its corpus-gen and tests/data), CORPUS the shared corpus
+is `ROOT/../shared/corpus` unless JAXPR_CORPUS says otherwise.
+"""
+
+import gzip
+import inspect
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import jaxpr
+
+
+def corpus(root: Path) -> Path:
+    return Path(os.environ.get("JAXPR_CORPUS", root.parent / "shared/corpus"))
+
+
+def corpus_programs(root: Path):
+    """(name, function, example arguments) of the shared corpus's JAX
+    programs and of the ecosystem corpus's jax.numpy group (the groups of
+    other libraries need those libraries), at their example shapes."""
+    sys.path[:0] = [str(corpus(root) / "jax"), str(root / "corpus-gen"), str(root / "corpus-gen/ecosystem")]
+    import programs_jax
+    import programs_jax_numpy
+
+    out = []
+    for name, (fn, examples, opts) in programs_jax.PROGRAMS.items():
+        if not opts.get("symbolic"):
+            out.append((f"jax/{name}", fn, tuple(examples[0])))
+    for p in programs_jax_numpy.programs():
+        out.append((f"ecosystem/jax_numpy/{p.name}", p.fn, tuple(p.args)))
+    return out
+
+
+def raises(kind, text, fn, *args, **kwargs):
+    try:
+        fn(*args, **kwargs)
+    except kind as e:
+        assert text in str(e), f"{kind.__name__} without {text!r}: {e}"
+        return e
+    raise AssertionError(f"{fn.__name__}{args!r} raised no {kind.__name__}")
+
+
+def reuses_a_key(k):
+    a = jax.random.normal(k, (3,))
+    b = jax.random.normal(k, (3,))  # the reuse
+    return a + b
+
+
+def commands(root: Path):
+    key = jax.random.key(0)
+    checked = 0
+    for name, fn, args in corpus_programs(root):
+        report = jaxpr.check(fn, *args)
+        assert not report.errors, f"{name}: {report}"
+        sigs = jaxpr.types(fn, *args)
+        assert sigs[0].what == "main jaxpr" and sigs[0].in_type.startswith("(("), (name, sigs[0])
+        checked += 1
+    assert checked >= 30, checked
+
+    # Diagnostics: code, severity, range, related locations, help, the user's line, the CLI's rendering.
+    report = jaxpr.check(reuses_a_key, key)
+    assert [(d.code, d.kind, d.severity) for d in report] == [("J0013", "key-reuse", "warning")], report
+    d = report[0]
+    lines, first = inspect.getsourcelines(reuses_a_key)
+    reuse_line = first + next(i for i, l in enumerate(lines) if "the reuse" in l)
+    assert d.python is not None and d.python.line == reuse_line and d.python.function == "reuses_a_key", d.python
+    assert Path(d.python.file).resolve() == Path(__file__).resolve(), d.python
+    assert d.related and d.related[0].range.line < d.line and "consumed" in d.related[0].message, d.related
+    assert d.help and "split" in d.help, d.help
+    assert d.rendered.startswith("warning[J0013]") and "reuses_a_key.jaxpr:" in d.rendered and "^" in d.rendered, d.rendered
+    assert "/tmp" not in d.rendered and "jaxpr-" not in d.rendered.split("\n")[1], d.rendered
+    assert "checked 1 file: 0 errors, 1 warning" in str(report), str(report)
+    assert "<pre" in report._repr_html_() and "J0013" in report._repr_html_()
+
+    # Rule options, as the CLI's flags, and configuration files.
+    assert len(jaxpr.check(reuses_a_key, key, ignore="J0013")) == 0
+    assert len(jaxpr.check(reuses_a_key, key, select=["shape-mismatch"])) == 0
+    assert jaxpr.check(reuses_a_key, key, error=["key-reuse"])[0].severity == "error"
+    raises(jaxpr.JaxprError, "key-reuze", jaxpr.check, reuses_a_key, key, ignore=["key-reuze"])
+    with tempfile.TemporaryDirectory() as d:
+        project = Path(d)
+        (project / "jaxpr.toml").write_text('ignore = ["key-reuse"]\n')
+        assert len(jaxpr.check(reuses_a_key, key, config=project / "jaxpr.toml")) == 0
+        # Found above the function's own file, as the CLI finds it above a checked file.
+        (project / "jaxpr.toml").unlink()
+        (project / "pyproject.toml").write_text('[project]\nname = "x"\n\n[tool.jaxpr]\nerror = ["key-reuse"]\n')
+        (project / "pkg").mkdir()
+        (project / "pkg/model.py").write_text(textwrap.dedent(inspect.getsource(reuses_a_key)).replace("def reuses_a_key", "import jax\ndef reuses_a_key"))
+        sys.path.insert(0, str(project / "pkg"))
+        import model
+
+        assert jaxpr.check(model.reuses_a_key, key)[0].severity == "error"
+        assert jaxpr.check(model.reuses_a_key, key, config=False)[0].severity == "warning"
+        (project / "pyproject.toml").write_text('[tool.jaxpr]\nignore = ["key-reuze"]\n')
+        raises(jaxpr.JaxprError, "pyproject.toml", jaxpr.check, model.reuses_a_key, key)
+        # A function whose file has no configuration above it (a notebook
+        # cell's, compiled into a temporary folder): the working directory's.
+        (project / "pyproject.toml").write_text('[tool.jaxpr]\nignore = ["key-reuse"]\n')
+        cell = {}
+        exec(compile(inspect.getsource(reuses_a_key), "/nonexistent/ipykernel_1/cell.py", "exec"), {"jax": jax}, cell)
+        assert len(jaxpr.check(cell["reuses_a_key"], key)) == 1
+        here = os.getcwd()
+        os.chdir(project)
+        try:
+            assert len(jaxpr.check(cell["reuses_a_key"], key)) == 0
+        finally:
+            os.chdir(here)
+
+    # What JAX holds besides functions: a ClosedJaxpr, a Traced; a Lowered is refused with what to pass.
+    def mlp(x, w):
+        return jnp.tanh(x @ w).sum(axis=0)
+
+    x, w = jnp.ones((4, 3)), jnp.ones((3, 5))
+    assert str(jaxpr.check(jax.make_jaxpr(mlp)(x, w))) == str(jaxpr.check(mlp, x, w))
+    traced = jax.jit(mlp).trace(x, w)
+    assert jaxpr.types(traced) == jaxpr.types(mlp, x, w)
+    raises(jaxpr.JaxprError, "jax.stages.Traced", jaxpr.check, traced.lower())
+    raises(jaxpr.JaxprError, "expected a jax ClosedJaxpr", jaxpr.stats, 42)
+    raises(jaxpr.JaxprError, "tracing mlp failed", jaxpr.check, mlp, x, jnp.ones((4, 4)))
+
+    # stats: totals as the CLI's JSON, a dict, DataFrames, a table.
+    s = jaxpr.stats(mlp, x, w)
+    assert s.flops == 2 * 4 * 3 * 5 + 3 * 5, s.flops  # dot_general's multiply-adds, the column sums' adds
+    assert s.total.transcendentals == 20 and s.by_primitive == {"dot_general": 1, "tanh": 1, "reduce_sum": 1}, s.to_dict()
+    assert s.to_dict()["total"]["flops"] == s.flops
+    frame = s.to_dataframe()
+    assert list(frame["jaxpr"]) == ["main"] and int(frame["flops"][0]) == s.flops, frame
+    assert frame["peak_python"][0].startswith(str(Path(__file__).resolve())), frame["peak_python"][0]
+    by_line = s.to_dataframe(by="python_line")
+    assert len(by_line) == 1 and by_line["source"][0].startswith(str(Path(__file__).resolve())), by_line
+    assert "mlp.jaxpr: 3 equations" in s.table, s.table
+    assert "<table" in s._repr_html_()
+
+    g = jaxpr.graph(mlp, x, w)
+    assert g.html.lstrip().lower().startswith("<!doctype html") and "dot_general" in g.html, g.html[:200]
+    assert "srcdoc=" in g._repr_html_()
+
+    def mlp_sin(x, w):
+        return jnp.sin(x @ w).sum(axis=0)
+
+    same = jaxpr.diff(mlp, mlp, x, w)
+    assert same.equal and not same, same
+    changed = jaxpr.diff(mlp, mlp_sin, x, w)
+    kinds = sorted(c["kind"] for c in changed.changes)
+    assert not changed.equal and {"added", "removed"} <= set(kinds), kinds
+    assert "mlp.jaxpr (A)" in changed.text and "mlp_sin.jaxpr (B)" in changed.text, changed.text
+    assert "jaxpr diff" in changed._repr_html_()
+
+    hlo = jaxpr.build(mlp, x, w, emit="stablehlo")
+    assert "stablehlo.dot_general" in hlo.text and "tensor<4x3xf32>" in hlo.text, hlo.text[:300]
+    raises(ValueError, "emit must be", jaxpr.build, mlp, x, w, emit="wasm")
+    print(f"commands: {checked} corpus programs checked and typed")
+
+
+# The corpus's tolerances (crates/jaxpr-build/tests/jax_suite.rs, `tolerance`).
+TOLERANCE = {"bfloat16": (2e-2, 2e-2), "float16": (4e-3, 4e-3), "float32": (2e-5, 1e-5), "float64": (1e-11, 1e-12),
+             "complex64": (2e-5, 1e-5), "complex128": (1e-11, 1e-12)}
+
+
+def close(got, want) -> bool:
+    got, want = np.asarray(got), np.asarray(want)
+    if got.shape != want.shape or got.dtype != want.dtype:
+        return False
+    rtol, atol = TOLERANCE.get(want.dtype.name, (0.0, 0.0))
+    if rtol == 0.0:
+        return bool(np.array_equal(got, want))
+    g, w = got.astype(np.complex128 if "complex" in want.dtype.name else np.float64), want.astype(
+        np.complex128 if "complex" in want.dtype.name else np.float64)
+    return bool(np.all((np.abs(g - w) <= atol + rtol * np.abs(w)) | (np.isnan(g) & np.isnan(w)) | (g == w)))
+
+
+def decode(value):
+    dtype = value["dtype"]
+    data = value["data"]
+    if "complex" in dtype:
+        flat = [complex(float(re), float(im)) for re, im in data]
+    else:
+        flat = [float(v) if isinstance(v, str) else v for v in data]
+    if dtype == "bfloat16":
+        import ml_dtypes
+
+        return np.asarray(flat, np.float32).astype(ml_dtypes.bfloat16).reshape(value["shape"])
+    return np.asarray(flat, dtype=dtype).reshape(value["shape"])
+
+
+# Stored programs of the ecosystem corpus whose libraries are not installed
+# here: built from their text, called with the inputs JAX ran them on.
+STORED = ["blackjax/rmh_step", "distrax/mixture_log_prob", "equinox/gru_scan", "flax_linen/mlp_trainstate_step",
+          "haiku/lstm_dynamic_unroll", "optax/adam_step", "jax_md/lennard_jones_forces", "tfp/mvn_tril_log_prob"]
+
+
+def native(root: Path):
+    built, refused = [], []
+    for name, fn, args in corpus_programs(root):
+        want = jax.jit(fn)(*args)
+        try:
+            f = jaxpr.build(fn, *args)
+        except jaxpr.BuildError as e:
+            refused.append(f"{name}: {str(e).splitlines()[1] if len(str(e).splitlines()) > 1 else e}")
+            continue
+        got = f(*args)  # the example arguments: numpy arrays and JAX arrays
+        assert jax.tree_util.tree_structure(got) == jax.tree_util.tree_structure(want), (name, got, want)
+        for i, (g, w) in enumerate(zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want))):
+            if jnp.issubdtype(w.dtype, jax.dtypes.prng_key):
+                g, w = jax.random.key_data(g), jax.random.key_data(w)
+            else:
+                assert isinstance(g, np.ndarray), (name, type(g))
+            w = np.asarray(w)
+            assert close(g, w), f"{name}: output {i} differs from jax.jit's:\n{g}\n{w}"
+        built.append(name)
+    print(f"native: {len(built)} live programs equal to jax.jit's values, {len(refused)} refused:")
+    for r in refused:
+        print(f"  refused {r}")
+    # Refusals are the native back end's documented gaps (J0012: complex FFTs,
+    # LAPACK's eigenvector and singular-vector signs), never another error.
+    assert len(built) >= 29 and all("error[J0012]" in r for r in refused), (len(built), refused)
+
+    ecosystem = root / "tests/data/ecosystem"
+    for name in STORED:
+        group, program = name.split("/")
+        manifest = json.loads((ecosystem / group / "manifest.json").read_text())["programs"][program]
+        values = json.loads(gzip.decompress((ecosystem / group / "values.json.gz").read_bytes()))[program][0]
+        jax.config.update("jax_threefry_partitionable", bool(manifest.get("threefry_partitionable", True)))
+        f = jaxpr.build(jaxpr.Program(program, (ecosystem / group / f"{program}.jaxpr").read_text()))
+        got = f(*[decode(v) for v in values["inputs"]])
+        got = list(got) if isinstance(got, tuple) else [got]
+        want = [decode(v) for v in values["outputs"]]
+        assert len(got) == len(want), (name, len(got), len(want))
+        for i, (g, w) in enumerate(zip(got, want)):
+            assert close(g, w), f"{name}: output {i} differs from JAX's:\n{g}\n{w}"
+    jax.config.update("jax_threefry_partitionable", True)
+    print(f"native: {len(STORED)} stored ecosystem programs equal to JAX's recorded values")
+
+    # Input checks: a clear Python error, never a crash; the library's own checks behind them.
+    def affine(x, w, b):
+        return {"y": x @ w + b, "n": jnp.sum(x > 0)}
+
+    x, w, b = np.ones((2, 3), np.float32), np.ones((3, 4), np.float32), np.zeros(4, np.float32)
+    f = jaxpr.build(affine, x, w, b)
+    out = f(jnp.asarray(x), w, b)
+    assert set(out) == {"y", "n"} and out["y"].shape == (2, 4) and int(out["n"]) == 6, out
+    raises(ValueError, "input 0 must have shape (2, 3), got (3, 2)", f, np.ones((3, 2), np.float32), w, b)
+    raises(TypeError, "input 1 must be float32[3, 4], got float64[3, 4]", f, x, np.ones((3, 4)), b)
+    raises(TypeError, "structure", f, x, w)
+    raises(TypeError, "dtype object", f, x, w, np.array([object()] * 4))
+    text_f = jaxpr.build(jaxpr.Program("affine", jaxpr.trace(affine, x, w, b).text))
+    raises(jaxpr.NativeCallError, "", text_f, np.ones((3, 2), np.float32), w, b)
+    raises(TypeError, "takes 3 arrays, got 2", text_f, x, w)
+    assert "affine" in text_f.header and "jx_array" in text_f.header
+
+    # PRNG keys in and out: keys come back as keys, as jax.jit returns them.
+    def split_step(k):
+        k1, k2 = jax.random.split(k)
+        return k1, jax.random.normal(k2, (2,))
+
+    key = jax.random.key(3)
+    got_key, got_x = jaxpr.build(split_step, key)(key)
+    want_key, want_x = jax.jit(split_step)(key)
+    assert jax.dtypes.issubdtype(got_key.dtype, jax.dtypes.prng_key), got_key
+    assert np.array_equal(jax.random.key_data(got_key), jax.random.key_data(want_key)) and close(got_x, want_x)
+
+    # A refusal carries the diagnostics that stop the build.
+    bad = (corpus(root) / "invalid/broadcast_dims.jaxpr").read_text()
+    e = raises(jaxpr.BuildError, "J0004", jaxpr.build, jaxpr.Program("bad", bad))
+    assert [d.code for d in e.diagnostics if d.severity == "error"] == ["J0004"], e.diagnostics
+
+
+def pytest_plugin(root: Path):
+    with tempfile.TemporaryDirectory() as d:
+        xml = Path(d) / "report.xml"
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--junitxml={xml}",
+             str(root / "tests/wheel/plugin_tests.py")],
+            capture_output=True, text=True, timeout=1200, cwd=d,
+            env={**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4"},
+        )
+        out = done.stdout + done.stderr
+        assert "\njaxpr: jaxpr " in out, out  # the plugin's header line: it was loaded
+        import xml.etree.ElementTree as ET
+
+        cases = {c.get("name"): c for c in ET.parse(xml).getroot().iter("testcase")}
+        assert len(cases) >= 8, (sorted(cases), out)
+        for name, case in cases.items():
+            failure = case.find("failure")
+            if name.startswith("test_fails_"):
+                assert failure is not None, f"{name} passed:\n{out}"
+                expected = {
+                    "test_fails_key_reuse": ["warning[J0013]", "reuses a PRNG key", "^"],
+                    "test_fails_over_budget": ["over budget", "FLOPs: ", "dot_general"],
+                    "test_fails_wrong_collectives": ["collectives per device {'psum_invariant': 1}", "expected {'all_gather': 1}"],
+                    "test_fails_marker_makes_an_error": ["error[J0013]", "jaxpr check found 1 problem"],
+                }[name]
+                for text in expected:
+                    assert text in failure.get("message", "") + (failure.text or ""), (name, text, failure.text)
+            else:
+                assert failure is None and case.find("error") is None, f"{name} failed:\n{out}"
+    print(f"pytest: {len(cases)} plugin tests ran as expected")
+
+
+# A user's code: right, and with one mistake mypy can only see through the
+# package's own annotations (stats' flops is an int).
+TYPED_USER = """
+import jax.numpy as jnp
+import jaxpr
+
+def f(x: jnp.ndarray) -> jnp.ndarray:
+    return x * 2
+
+report: jaxpr.Report = jaxpr.check(f, jnp.ones(3), ignore=["J0010"])
+lines: list[int] = [d.line for d in report.errors]
+where = [d.python.line for d in report if d.python is not None]
+native = jaxpr.build(f, jnp.ones(3))
+doubled = native(jnp.ones(3))
+module: str = jaxpr.build(f, jnp.ones(3), emit="stablehlo").text
+flops: int = jaxpr.stats(f, jnp.ones(3)).flops
+"""
+
+
+def typed(root: Path):
+    import jaxpr as package
+
+    marker = Path(package.__file__).parent / "py.typed"
+    assert marker.is_file(), f"{marker} is not installed"
+    with tempfile.TemporaryDirectory() as d:
+        good = Path(d) / "good.py"
+        good.write_text(TYPED_USER)
+        bad = Path(d) / "bad.py"
+        bad.write_text(TYPED_USER + "wrong: str = jaxpr.stats(f, jnp.ones(3)).flops\n")
+        mypy = [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", str(Path(d) / "cache")]
+        done = subprocess.run(mypy + [str(good)], capture_output=True, text=True, timeout=600, cwd=d)
+        assert done.returncode == 0, done.stdout + done.stderr
+        done = subprocess.run(mypy + [str(bad)], capture_output=True, text=True, timeout=600, cwd=d)
+        said = done.stdout + done.stderr
+        assert done.returncode == 1 and 'expression has type "int", variable has type "str"' in said, said
+        # The package itself passes --strict as installed.
+        done = subprocess.run(mypy + ["-p", "jaxpr"], capture_output=True, text=True, timeout=600, cwd=d)
+        assert done.returncode == 0, done.stdout + done.stderr
+    print("typed: mypy --strict reads the installed annotations")
+
+
+if __name__ == "__main__":
+    mode, root = sys.argv[1], Path(sys.argv[2])
+    {"commands": commands, "native": native, "pytest": pytest_plugin, "typed": typed}[mode](root)
+    print(f"live {mode}: ok")

@@ -1,0 +1,204 @@
+"""A native build called from Python: ctypes over the shared library's C
+ABI (docs/native.md, "The C ABI")."""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import shutil
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+
+if TYPE_CHECKING:
+    from ._program import Program
+
+
+# jx_array's dtype codes (docs/native.md, "Dtypes"), by numpy's dtype names.
+DTYPES = {
+    "bool": 0,
+    "int8": 1,
+    "int16": 2,
+    "int32": 3,
+    "int64": 4,
+    "uint8": 5,
+    "uint16": 6,
+    "uint32": 7,
+    "uint64": 8,
+    "float16": 9,
+    "bfloat16": 10,
+    "float32": 11,
+    "float64": 12,
+    "complex64": 13,
+    "complex128": 14,
+}
+NAMES = {code: name for name, code in DTYPES.items()}
+MAX_RANK = 8
+
+
+class JxArray(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("dtype", ctypes.c_int32),
+        ("rank", ctypes.c_int32),
+        ("shape", ctypes.c_int64 * MAX_RANK),
+    ]
+
+
+class NativeCallError(RuntimeError):
+    """The native function refused its inputs or failed (its `NAME_error()`)."""
+
+
+def _numpy_dtype(name: str) -> Any:
+    import numpy as np
+
+    if name == "bfloat16":
+        import ml_dtypes  # JAX's own dependency
+
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)
+
+
+class NativeFunction:
+    """The built library's entry point as a Python function: numpy (or JAX,
+    through `np.asarray`) arrays in, numpy arrays out (PRNG keys as JAX
+    keys), in the pytree the traced function returned."""
+
+    def __init__(
+        self,
+        library: str,
+        header: str,
+        name: str,
+        folder: str,
+        program: "Program",
+        in_avals: Optional[List[Tuple[Optional[Tuple[int, ...]], Optional[str]]]],
+        out_tree: Any,
+    ):
+        self.library_path = library
+        self.header = header  # the C header the build wrote
+        self.name = name
+        self.program = program
+        self._folder = folder
+        self._in_avals = in_avals  # (shape, dtype name) of every input, constants first, or None
+        self._out_tree = out_tree
+        self._consts = list(getattr(program.closed, "consts", []) or [])
+        # The PRNG implementation of each output that is a key (the library
+        # returns its key data), so that it comes back a key, as jax.jit's.
+        self._out_keys = [getattr(getattr(a, "dtype", None), "_impl", None) for a in getattr(program.closed, "out_avals", [])]
+        lib = ctypes.CDLL(library)
+        self._lib = lib
+        self._call = getattr(lib, name)
+        self._call.argtypes = [ctypes.POINTER(JxArray), ctypes.c_int64, ctypes.POINTER(JxArray), ctypes.c_int64]
+        self._call.restype = ctypes.c_int32
+        self._error = getattr(lib, f"{name}_error")
+        self._error.restype = ctypes.c_char_p
+        self._free = getattr(lib, f"{name}_free")
+        self._free.argtypes = [ctypes.c_void_p]
+        self._free.restype = None
+        self.num_inputs = int(getattr(lib, f"{name}_num_inputs")())
+        self.num_outputs = int(getattr(lib, f"{name}_num_outputs")())
+        atexit.register(shutil.rmtree, folder, True)
+
+    def __repr__(self) -> str:
+        return f"<jaxpr native function {self.name}: {self.num_inputs} inputs, {self.num_outputs} outputs, {self.library_path}>"
+
+    def _flatten(self, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> List[Any]:
+        if self.program.in_tree is not None:
+            import jax
+
+            leaves, tree = jax.tree_util.tree_flatten((tuple(args), dict(kwargs)))
+            if tree != self.program.in_tree:
+                raise TypeError(
+                    f"{self.name}: the arguments' structure {tree} is not the traced one {self.program.in_tree}"
+                )
+            return list(leaves)
+        if kwargs:
+            raise TypeError(f"{self.name}: a function built from a jaxpr takes positional arrays only")
+        return list(args)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        import numpy as np
+
+        leaves = self._consts + self._flatten(args, kwargs)
+        if len(leaves) != self.num_inputs:
+            raise TypeError(
+                f"{self.name} takes {self.num_inputs - len(self._consts)} arrays, got {len(leaves) - len(self._consts)}"
+            )
+        arrays = []
+        for i, leaf in enumerate(leaves):
+            if "key<" in str(getattr(leaf, "dtype", "")):
+                import jax
+
+                leaf = jax.random.key_data(leaf)
+            a = np.require(np.asarray(leaf), requirements="C")  # ascontiguousarray would make a scalar 1-d
+            dtype_name = a.dtype.name
+            if dtype_name not in DTYPES:
+                raise TypeError(f"{self.name}: input {i} has dtype {a.dtype}, which the native ABI does not carry")
+            if a.ndim > MAX_RANK:
+                raise ValueError(f"{self.name}: input {i} has rank {a.ndim}; the native ABI carries at most {MAX_RANK}")
+            if self._in_avals is not None:
+                want_shape, want_dtype = self._in_avals[i]
+                which = f"input {i}" if i >= len(self._consts) else f"constant {i}"
+                if want_dtype is not None and dtype_name != want_dtype:
+                    wanted = list(want_shape) if want_shape is not None else "[...]"
+                    raise TypeError(f"{self.name}: {which} must be {want_dtype}{wanted}, got {dtype_name}{list(a.shape)}")
+                if want_shape is not None and tuple(a.shape) != tuple(want_shape):
+                    raise ValueError(f"{self.name}: {which} must have shape {tuple(want_shape)}, got {tuple(a.shape)}")
+            arrays.append(a)
+        inputs = (JxArray * max(len(arrays), 1))()
+        for slot, a in zip(inputs, arrays):
+            slot.data = a.ctypes.data
+            slot.dtype = DTYPES[a.dtype.name]
+            slot.rank = a.ndim
+            for k, n in enumerate(a.shape):
+                slot.shape[k] = n
+        outputs = (JxArray * max(self.num_outputs, 1))()
+        status = self._call(inputs, len(arrays), outputs, self.num_outputs)
+        if status != 0:
+            message = self._error()
+            raise NativeCallError(f"{self.name}: {message.decode('utf-8', 'replace') if message else 'failed'}")
+        results = []
+        try:
+            for out in outputs[: self.num_outputs]:
+                dtype = _numpy_dtype(NAMES[out.dtype])
+                shape = tuple(out.shape[k] for k in range(out.rank))
+                count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+                if count == 0 or not out.data:
+                    results.append(np.zeros(shape, dtype))
+                    continue
+                buffer = (ctypes.c_char * (count * dtype.itemsize)).from_address(out.data)
+                results.append(np.frombuffer(buffer, dtype=dtype).reshape(shape).copy())
+        finally:
+            for out in outputs[: self.num_outputs]:
+                self._free(out.data)
+        if any(impl is not None for impl in self._out_keys):
+            import jax
+
+            results = [
+                jax.random.wrap_key_data(jax.numpy.asarray(r), impl=impl) if impl is not None else r
+                for r, impl in zip(results, self._out_keys + [None] * len(results))
+            ]
+        if self._out_tree is not None:
+            import jax
+
+            return jax.tree_util.tree_unflatten(self._out_tree, results)
+        return results[0] if len(results) == 1 else tuple(results)
+
+
+def in_avals(program: "Program") -> Optional[List[Tuple[Optional[Tuple[int, ...]], Optional[str]]]]:
+    """(shape, dtype name) of each input, constants first, from the
+    ClosedJaxpr; None where a shape is symbolic or the dtype is not an array's."""
+    closed = program.closed
+    if closed is None:
+        return None
+    jaxpr = closed.jaxpr
+    out = []
+    for v in list(jaxpr.constvars) + list(jaxpr.invars):
+        aval = v.aval
+        shape = getattr(aval, "shape", None)
+        if shape is not None and not all(isinstance(d, int) for d in shape):
+            shape = None
+        dtype = getattr(aval, "dtype", None)
+        name = getattr(dtype, "name", None)
+        if name not in DTYPES:  # a PRNG key: its key data has one more axis
+            shape, name = None, None
+        out.append((shape, name))
+    return out
