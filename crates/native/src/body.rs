@@ -24,7 +24,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
         j: JaxprId,
         lazy_outs: bool,
     ) -> LowerResult<Vec<Op<'c>>> {
-        let (eqns, outvars) = self.syntax.body(self.a, j)?;
+        let (eqns, outvars) = self.syntax.body(self.analysis, j)?;
         // Fusion looks at every equation's uses before any is lowered.
         let eqns: Vec<_> = eqns.collect();
         let deferrable = self.deferrable(&eqns, outvars, lazy_outs);
@@ -57,7 +57,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
         k: usize,
         at: TextRange,
     ) -> LowerResult<Op<'c>> {
-        let (dt, shape) = jaxpr_lower::walk::unread_output(self.a, &self.syntax, j, k, at)?;
+        let (dt, shape) = jaxpr_lower::walk::unread_output(self.analysis, &self.syntax, j, k, at)?;
         let ty = AType::new(dt, shape);
         let laid_out = crate::random::physical(&ty).into_owned();
         let element = laid_out.dtype.clone().unwrap_or(DType::UInt(32));
@@ -76,8 +76,8 @@ impl<'c, 'f> Codegen<'c, 'f> {
     ) -> LowerResult<Arr<'c>> {
         let out = self.alloc(dt, dims)?;
         let bytes = self.mul(self.numel(dims), self.i64(Self::size_of(dt)));
-        self.b
-            .build_memset(out.p, 1, self.cx.i8_type().const_zero(), bytes)
+        self.builder
+            .build_memset(out.p, 1, self.context.i8_type().const_zero(), bytes)
             .expect("memset");
         Ok(out)
     }
@@ -104,7 +104,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
         at: TextRange,
         lazy: bool,
     ) -> LowerResult<Vec<Op<'c>>> {
-        let binders = jaxpr_lower::walk::nested_binders(self.a, j, inputs.len(), at)?;
+        let binders = jaxpr_lower::walk::nested_binders(self.analysis, j, inputs.len(), at)?;
         let keep = if lazy {
             self.fusible_binders(j, &binders)?
         } else {
@@ -124,7 +124,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 v,
                 Operand {
                     v: value,
-                    ty: self.a.var(v).ty.clone(),
+                    ty: self.analysis.var(v).ty.clone(),
                 },
             );
         }
@@ -140,10 +140,11 @@ impl<'c, 'f> Codegen<'c, 'f> {
         lower: impl FnOnce() -> LowerResult<T>,
     ) -> LowerResult<T> {
         let outer = self
+            .fun
             .current
             .replace(Some((e.primitive.text.as_str(), e.primitive.range)));
         let lowered = jaxpr_lower::catching_eqn(e, lower);
-        self.current.set(outer);
+        self.fun.current.set(outer);
         lowered
     }
 
@@ -155,9 +156,10 @@ impl<'c, 'f> Codegen<'c, 'f> {
         deferrable: &rustc_hash::FxHashSet<VarId>,
     ) -> LowerResult<()> {
         let prim = jaxpr_lower::walk::check_lowered(e, jaxpr_lower::walk::Backend::Native)?;
-        let info = self.a.eqn(id);
-        let outs = jaxpr_lower::walk::result_types(self.a, e, id);
-        let untyped = jaxpr_lower::walk::untyped_literal_dtypes(self.a, &self.syntax, e, id, &outs);
+        let info = self.analysis.eqn(id);
+        let outs = jaxpr_lower::walk::result_types(self.analysis, e, id);
+        let untyped =
+            jaxpr_lower::walk::untyped_literal_dtypes(self.analysis, &self.syntax, e, id, &outs);
         let mut args = e
             .args
             .iter()
@@ -284,13 +286,13 @@ impl<'c, 'f> Codegen<'c, 'f> {
     /// text.
     fn literal_operand(&self, dt: &DType, value: &str, range: TextRange) -> LowerResult<Op<'c>> {
         let key = (dt.to_string(), value.to_string());
-        let known = self.literals.borrow().get(&key).copied();
+        let known = self.items.literals.borrow().get(&key).copied();
         let p = match known {
             Some(p) => p,
             None => {
                 let v = self.literal(dt, value, range)?;
                 let p = self.constant_array(dt, v)?.p;
-                self.literals.borrow_mut().insert(key, p);
+                self.items.literals.borrow_mut().insert(key, p);
                 p
             }
         };
@@ -303,7 +305,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
     /// A scalar constant as a read-only global array.
     pub fn constant_array(&self, dt: &DType, v: BasicValueEnum<'c>) -> LowerResult<Arr<'c>> {
         let t = self.elem(dt, TextRange::new(0, 0))?;
-        let g = self.m.add_global(t, None, "lit");
+        let g = self.module.add_global(t, None, "lit");
         g.set_initializer(&v);
         g.set_constant(true);
         g.set_linkage(Linkage::Private);
@@ -326,8 +328,8 @@ impl<'c, 'f> Codegen<'c, 'f> {
         let t = self.elem(dt, at)?;
         Ok(match dt {
             DType::Bool => match text {
-                "True" | "true" | "1" => self.cx.i8_type().const_int(1, false).into(),
-                "False" | "false" | "0" => self.cx.i8_type().const_int(0, false).into(),
+                "True" | "true" | "1" => self.context.i8_type().const_int(1, false).into(),
+                "False" | "false" | "0" => self.context.i8_type().const_int(0, false).into(),
                 _ => return bad(),
             },
             DType::Int(_) | DType::UInt(_) => {

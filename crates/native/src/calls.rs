@@ -51,23 +51,23 @@ impl<'c> Codegen<'c, '_> {
         inputs: &[Op<'c>],
         at: TextRange,
     ) -> LowerResult<Vec<Arr<'c>>> {
-        let binders = jaxpr_lower::walk::nested_binders(self.a, j, inputs.len(), at)?;
+        let binders = jaxpr_lower::walk::nested_binders(self.analysis, j, inputs.len(), at)?;
         let mut syms: Vec<Symbol> = env.syms.keys().cloned().collect();
         syms.sort();
         let f = self.let_function(j, syms.clone());
         let arg_words: usize = binders
             .iter()
-            .map(|&v| 1 + physical_rank(&self.a.var(v).ty))
+            .map(|&v| 1 + physical_rank(&self.analysis.var(v).ty))
             .sum::<usize>()
             + syms.len();
-        let info = self.a.jaxpr(j);
+        let info = self.analysis.jaxpr(j);
         let out_ranks: Vec<usize> = info.outs.iter().map(|o| physical_rank(&o.ty)).collect();
         let result_words: usize = out_ranks.iter().map(|r| 1 + r).sum();
         let args = self.words(arg_words);
         let results = self.words(result_words);
         let mut w = 0;
         for (x, &v) in inputs.iter().zip(&binders) {
-            if x.v.dims.len() != physical_rank(&self.a.var(v).ty) {
+            if x.v.dims.len() != physical_rank(&self.analysis.var(v).ty) {
                 return jaxpr_lower::internal(
                     at,
                     "a call passes an array of another rank than its binder's",
@@ -76,7 +76,7 @@ impl<'c> Codegen<'c, '_> {
             self.put_array(args, &mut w, &self.materialized(&x.v)?);
         }
         for s in &syms {
-            self.b
+            self.builder
                 .build_store(self.word(args, w), env.syms[s])
                 .expect("store");
             w += 1;
@@ -102,16 +102,19 @@ impl<'c> Codegen<'c, '_> {
     /// (and queued to be built) on first use.
     fn let_function(&self, j: JaxprId, syms: Vec<Symbol>) -> FunctionValue<'c> {
         let key = (j, syms);
-        if let Some(&f) = self.let_functions.borrow().get(&key) {
+        if let Some(&f) = self.items.let_functions.borrow().get(&key) {
             return f;
         }
         let ptr = self.ptr_ty();
-        let ty = self.cx.i32_type().fn_type(&[ptr.into(), ptr.into()], false);
-        let name = match &self.a.jaxpr(j).origin {
+        let ty = self
+            .context
+            .i32_type()
+            .fn_type(&[ptr.into(), ptr.into()], false);
+        let name = match &self.analysis.jaxpr(j).origin {
             jaxpr_check::JaxprOrigin::Let { name, .. } => format!("jx_let_{name}"),
             _ => "jx_let".to_string(),
         };
-        let f = self.m.add_function(&name, ty, Some(Linkage::Private));
+        let f = self.module.add_function(&name, ty, Some(Linkage::Private));
         // Not inlined: LLVM's inliner, run on a chain of `let`s each calling
         // the previous one, copies ever larger bodies (its time grows
         // faster than the chain), and a diamond's would grow exponentially
@@ -119,10 +122,10 @@ impl<'c> Codegen<'c, '_> {
         let noinline = inkwell::attributes::Attribute::get_named_enum_kind_id("noinline");
         f.add_attribute(
             inkwell::attributes::AttributeLoc::Function,
-            self.cx.create_enum_attribute(noinline, 0),
+            self.context.create_enum_attribute(noinline, 0),
         );
-        self.let_functions.borrow_mut().insert(key.clone(), f);
-        self.pending.borrow_mut().push(Pending {
+        self.items.let_functions.borrow_mut().insert(key.clone(), f);
+        self.items.pending.borrow_mut().push(Pending {
             f,
             j: key.0,
             syms: key.1,
@@ -133,9 +136,9 @@ impl<'c> Codegen<'c, '_> {
     /// Builds the bodies of the let functions declared so far, and of those
     /// their bodies declare, one after another.
     pub(crate) fn build_let_functions(&self) -> LowerResult<()> {
-        let here = self.b.get_insert_block();
+        let here = self.builder.get_insert_block();
         let built = loop {
-            let Some(p) = self.pending.borrow_mut().pop() else {
+            let Some(p) = self.items.pending.borrow_mut().pop() else {
                 break Ok(());
             };
             let outer = self.enter_frame(Frame {
@@ -151,18 +154,18 @@ impl<'c> Codegen<'c, '_> {
             }
         };
         if let Some(bb) = here {
-            self.b.position_at_end(bb);
+            self.builder.position_at_end(bb);
         }
         built
     }
 
     fn let_body(&self, p: &Pending<'c>) -> LowerResult<()> {
-        self.b
-            .position_at_end(self.cx.append_basic_block(p.f, "entry"));
+        self.builder
+            .position_at_end(self.context.append_basic_block(p.f, "entry"));
         let args = p.f.get_nth_param(0).expect("param").into_pointer_value();
         let results = p.f.get_nth_param(1).expect("param").into_pointer_value();
         let binders = {
-            let info = self.a.jaxpr(p.j);
+            let info = self.analysis.jaxpr(p.j);
             info.constvars
                 .iter()
                 .chain(&info.invars)
@@ -172,14 +175,14 @@ impl<'c> Codegen<'c, '_> {
         let mut env = Env::default();
         let mut w = 0;
         for &v in &binders {
-            let ty = self.a.var(v).ty.clone();
+            let ty = self.analysis.var(v).ty.clone();
             let x = self.get_array(args, &mut w, physical_rank(&ty));
             env.vals.insert(v, Operand { v: x, ty });
         }
         for s in &p.syms {
             let value = self
-                .b
-                .build_load(self.cx.i64_type(), self.word(args, w), "")
+                .builder
+                .build_load(self.context.i64_type(), self.word(args, w), "")
                 .expect("load");
             env.syms.insert(s.clone(), value.into_int_value());
             w += 1;
@@ -191,7 +194,7 @@ impl<'c> Codegen<'c, '_> {
         for x in &kept {
             self.put_array(results, &mut w, x);
         }
-        self.b.build_return(Some(&self.i32(0))).expect("ret");
+        self.builder.build_return(Some(&self.i32(0))).expect("ret");
         Ok(())
     }
 
@@ -199,33 +202,35 @@ impl<'c> Codegen<'c, '_> {
     /// it had.
     pub(crate) fn enter_frame(&self, frame: Frame<'c>) -> Frame<'c> {
         Frame {
-            func: self.func.replace(frame.func),
-            scopes: self.scopes.replace(frame.scopes),
-            loop_states: self.loop_states.replace(frame.loop_states),
-            unwinds: self.unwinds.replace(frame.unwinds),
+            func: self.fun.func.replace(frame.func),
+            scopes: self.fun.scopes.replace(frame.scopes),
+            loop_states: self.fun.loop_states.replace(frame.loop_states),
+            unwinds: self.fun.unwinds.replace(frame.unwinds),
         }
     }
 
     /// `n` words of the entry block's stack frame.
     pub(crate) fn words(&self, n: usize) -> PointerValue<'c> {
-        self.slot(self.cx.i64_type().array_type(n.max(1) as u32).into())
+        self.slot(self.context.i64_type().array_type(n.max(1) as u32).into())
     }
 
     pub(crate) fn word(&self, base: PointerValue<'c>, w: usize) -> PointerValue<'c> {
         // SAFETY (of the generated code): `w` is within the words the
         // caller laid out for this function's arguments or results.
         unsafe {
-            self.b
-                .build_gep(self.cx.i64_type(), base, &[self.i64(w as i64)], "")
+            self.builder
+                .build_gep(self.context.i64_type(), base, &[self.i64(w as i64)], "")
                 .expect("gep")
         }
     }
 
     /// Writes an array (data pointer, then extents) at word `w`.
     fn put_array(&self, base: PointerValue<'c>, w: &mut usize, x: &Arr<'c>) {
-        self.b.build_store(self.word(base, *w), x.p).expect("store");
+        self.builder
+            .build_store(self.word(base, *w), x.p)
+            .expect("store");
         for (k, &d) in x.dims.iter().enumerate() {
-            self.b
+            self.builder
                 .build_store(self.word(base, *w + 1 + k), d)
                 .expect("store");
         }
@@ -235,14 +240,14 @@ impl<'c> Codegen<'c, '_> {
     /// Reads an array of `rank` written by [`Codegen::put_array`] at word `w`.
     fn get_array(&self, base: PointerValue<'c>, w: &mut usize, rank: usize) -> Arr<'c> {
         let p = self
-            .b
+            .builder
             .build_load(self.ptr_ty(), self.word(base, *w), "")
             .expect("load")
             .into_pointer_value();
         let dims: Vec<IntValue<'c>> = (0..rank)
             .map(|k| {
-                self.b
-                    .build_load(self.cx.i64_type(), self.word(base, *w + 1 + k), "")
+                self.builder
+                    .build_load(self.context.i64_type(), self.word(base, *w + 1 + k), "")
                     .expect("load")
                     .into_int_value()
             })

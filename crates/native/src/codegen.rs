@@ -84,72 +84,103 @@ pub(crate) enum Unroll {
 
 /// The code generator of one library.
 pub(crate) struct Codegen<'c, 'f> {
-    pub cx: &'c Context,
-    pub m: Module<'c>,
-    pub b: Builder<'c>,
-    pub a: &'f Analysis,
+    /// LLVM's context, the module being built, and the builder's
+    /// insertion point.
+    pub context: &'c Context,
+    pub module: Module<'c>,
+    pub builder: Builder<'c>,
+    /// What the checker worked out about the program, and its syntax.
+    pub analysis: &'f Analysis,
     pub(crate) syntax: Syntax<'f>,
+    pub(crate) lib: Library,
+    pub(crate) fun: FunctionState<'c, 'f>,
+    pub(crate) items: ModuleItems<'c>,
+    pub(crate) fusion: Fusion<'c, 'f>,
+    pub(crate) quantum: QuantumState,
+}
+
+/// What the library is built as and for: its name, the target processor, the
+/// settings the program ran with, and the runtimes it calls.
+pub(crate) struct Library {
     pub(crate) name: String,
     /// The build's `jax_threefry_partitionable` ([`crate::Options`]).
     pub(crate) threefry: jaxpr_lower::random::Threefry,
+    /// libmvec's vector ISAs for the processor the library is for
+    /// ([`vmath`]), found once per build.
+    pub(crate) vector_isas: &'static [(char, u32)],
+    /// Catalyst's runtime, for a quantum program ([`crate::quantum`]).
+    pub(crate) catalyst: Option<crate::catalyst::Runtime>,
+    /// The seed of a quantum program's measurements (`qjit(seed=...)`).
+    pub(crate) quantum_seed: Option<u32>,
+    /// What a multi-device program needs of MPI ([`crate::mpi`]).
+    pub(crate) mpi: Option<crate::mpi::Plan>,
+}
+
+/// The function being built: its failure exits, open scopes and loops, the
+/// entry point's buffer table and parameters, and the equation being lowered.
+pub(crate) struct FunctionState<'c, 'f> {
     pub(crate) func: Cell<Option<FunctionValue<'c>>>,
     pub(crate) err_buf: Cell<Option<GlobalValue<'c>>>,
     /// Buffers allocated in each open scope, innermost last.
     pub(crate) scopes: RefCell<Vec<Vec<PointerValue<'c>>>>,
-    /// Equations deferred into their user (see [`fusion`]): the result
-    /// variable, the computation, its extents and dtype.
-    pub(crate) deferred: RefCell<HashMap<usize, (fusion::Node<'f, 'c>, Vec<IntValue<'c>>, DType)>>,
-    pub(crate) deferred_ids: Cell<usize>,
-    /// libmvec's vector ISAs for the processor the library is for
-    /// ([`vmath`]), found once per build.
-    pub(crate) vector_isas: &'static [(char, u32)],
-    /// libmvec functions declared for the vectorizer ([`vmath`]).
-    pub(crate) vector_functions: RefCell<Vec<FunctionValue<'c>>>,
     /// Failure exits by the buffers they give back ([`Codegen::unwind_block`]).
     pub(crate) unwinds: RefCell<Unwinds<'c>>,
-    /// The let functions declared, by jaxpr and the symbols passed
-    /// ([`calls`]), and those whose bodies are still to be built.
-    pub(crate) let_functions: RefCell<HashMap<(JaxprId, Vec<Symbol>), FunctionValue<'c>>>,
-    pub(crate) pending: RefCell<Vec<calls::Pending<'c>>>,
     /// State arrays of the loops being built, innermost last.
     pub(crate) loop_states: RefCell<Vec<Vec<PointerValue<'c>>>>,
-    pub(crate) strings: RefCell<HashMap<String, PointerValue<'c>>>,
-    /// The primitive and place of the equation being lowered, which run-time
-    /// errors of its allocations name.
-    pub(crate) current: Cell<Option<(&'f str, TextRange)>>,
-    /// The kernels built, by key ([`kernels`]): the function and its number
-    /// of results, or `None` for a computation that is not a kernel.
-    pub(crate) kernels: RefCell<HashMap<String, Option<(FunctionValue<'c>, usize)>>>,
-    /// While a fused loop's kernel is built: the kernel's parameter for
-    /// each pointer of the caller its leaves read.
-    pub(crate) leaf_params: RefCell<HashMap<PointerValue<'c>, PointerValue<'c>>>,
-    /// Literals' read-only globals, by dtype and text: one per distinct
-    /// literal, so that kernels reading equal literals are equal.
-    pub(crate) literals: RefCell<HashMap<(String, String), PointerValue<'c>>>,
-    /// The stack word each kernel result's pointer was returned in
-    /// ([`Codegen::reloaded`]).
-    pub(crate) homes: RefCell<HashMap<PointerValue<'c>, Home<'c>>>,
+    /// The entry point's `inputs` and `outputs` parameters, in the
+    /// function being built of those it is split into ([`segments`]).
+    pub(crate) io: Cell<Option<(PointerValue<'c>, PointerValue<'c>)>>,
+    pub(crate) segments: RefCell<Option<segments::Segments<'c>>>,
     /// The buffer table of the entry function's own scope ([`memory`]).
     pub(crate) table: Cell<Option<memory::Table<'c>>>,
     pub(crate) table_used: Cell<u64>,
     /// The buffers whose pointers live in the table.
     pub(crate) tabled: RefCell<rustc_hash::FxHashSet<PointerValue<'c>>>,
-    /// The entry point's `inputs` and `outputs` parameters, in the
-    /// function being built of those it is split into ([`segments`]).
-    pub(crate) io: Cell<Option<(PointerValue<'c>, PointerValue<'c>)>>,
-    pub(crate) segments: RefCell<Option<segments::Segments<'c>>>,
-    /// Catalyst's runtime, for a quantum program ([`crate::quantum`]).
-    pub(crate) catalyst: Option<crate::catalyst::Runtime>,
-    /// The seed of a quantum program's measurements (`qjit(seed=...)`).
-    pub(crate) quantum_seed: Option<u32>,
+    /// The stack word each kernel result's pointer was returned in
+    /// ([`Codegen::reloaded`]).
+    pub(crate) homes: RefCell<HashMap<PointerValue<'c>, Home<'c>>>,
+    /// The primitive and place of the equation being lowered, which run-time
+    /// errors of its allocations name.
+    pub(crate) current: Cell<Option<(&'f str, TextRange)>>,
+}
+
+/// Functions, kernels and constants of the module, declared once and found
+/// again by key.
+pub(crate) struct ModuleItems<'c> {
+    /// The let functions declared, by jaxpr and the symbols passed
+    /// ([`calls`]), and those whose bodies are still to be built.
+    pub(crate) let_functions: RefCell<HashMap<(JaxprId, Vec<Symbol>), FunctionValue<'c>>>,
+    pub(crate) pending: RefCell<Vec<calls::Pending<'c>>>,
+    /// libmvec functions declared for the vectorizer ([`vmath`]).
+    pub(crate) vector_functions: RefCell<Vec<FunctionValue<'c>>>,
+    pub(crate) strings: RefCell<HashMap<String, PointerValue<'c>>>,
+    /// The kernels built, by key ([`kernels`]): the function and its number
+    /// of results, or `None` for a computation that is not a kernel.
+    pub(crate) kernels: RefCell<HashMap<String, Option<(FunctionValue<'c>, usize)>>>,
+    /// Literals' read-only globals, by dtype and text: one per distinct
+    /// literal, so that kernels reading equal literals are equal.
+    pub(crate) literals: RefCell<HashMap<(String, String), PointerValue<'c>>>,
+}
+
+/// Elementwise equations deferred into their user ([`crate::fusion`]).
+pub(crate) struct Fusion<'c, 'f> {
+    /// Equations deferred into their user (see [`fusion`]): the result
+    /// variable, the computation, its extents and dtype.
+    pub(crate) deferred: RefCell<HashMap<usize, (fusion::Node<'f, 'c>, Vec<IntValue<'c>>, DType)>>,
+    pub(crate) deferred_ids: Cell<usize>,
+    /// While a fused loop's kernel is built: the kernel's parameter for
+    /// each pointer of the caller its leaves read.
+    pub(crate) leaf_params: RefCell<HashMap<PointerValue<'c>, PointerValue<'c>>>,
+}
+
+/// The quantum kernel being lowered ([`crate::quantum`], [`crate::gradient`]).
+pub(crate) struct QuantumState {
     /// Whether the quantum kernel being lowered runs one shot at a time
     /// (Catalyst's `dynamic-one-shot` pass), where measurements of
     /// mid-circuit measurement results (`mcmobs`) have their meaning.
     pub(crate) one_shot: Cell<bool>,
     /// The circuit being differentiated ([`crate::gradient`]).
     pub(crate) tape: crate::gradient::TapeCell,
-    /// What a multi-device program needs of MPI ([`crate::mpi`]).
-    pub(crate) mpi: Option<crate::mpi::Plan>,
 }
 
 impl<'c, 'f> Codegen<'c, 'f> {
@@ -161,71 +192,81 @@ impl<'c, 'f> Codegen<'c, 'f> {
     ) -> Self {
         let name = opts.name.as_str();
         Codegen {
-            vector_isas: vmath::isas(opts.cpu),
-            threefry: opts.threefry,
-            cx,
-            m: cx.create_module(name),
-            b: cx.create_builder(),
-            a,
+            context: cx,
+            module: cx.create_module(name),
+            builder: cx.create_builder(),
+            analysis: a,
             syntax: Syntax::new(file, a),
-            name: name.to_string(),
-            func: Cell::new(None),
-            err_buf: Cell::new(None),
-            scopes: RefCell::default(),
-            loop_states: RefCell::default(),
-            unwinds: RefCell::default(),
-            let_functions: RefCell::default(),
-            pending: RefCell::default(),
-            deferred: RefCell::default(),
-            deferred_ids: Cell::new(0),
-            vector_functions: RefCell::default(),
-            strings: RefCell::default(),
-            current: Cell::new(None),
-            kernels: RefCell::default(),
-            leaf_params: RefCell::default(),
-            literals: RefCell::default(),
-            homes: RefCell::default(),
-            table: Cell::new(None),
-            table_used: Cell::new(0),
-            tabled: RefCell::default(),
-            io: Cell::new(None),
-            segments: RefCell::default(),
-            catalyst: None,
-            quantum_seed: None,
-            one_shot: Cell::new(false),
-            tape: RefCell::default(),
-            mpi: None,
+            lib: Library {
+                name: name.to_string(),
+                threefry: opts.threefry,
+                vector_isas: vmath::isas(opts.cpu),
+                catalyst: None,
+                quantum_seed: None,
+                mpi: None,
+            },
+            fun: FunctionState {
+                func: Cell::new(None),
+                err_buf: Cell::new(None),
+                scopes: RefCell::default(),
+                unwinds: RefCell::default(),
+                loop_states: RefCell::default(),
+                io: Cell::new(None),
+                segments: RefCell::default(),
+                table: Cell::new(None),
+                table_used: Cell::new(0),
+                tabled: RefCell::default(),
+                homes: RefCell::default(),
+                current: Cell::new(None),
+            },
+            items: ModuleItems {
+                let_functions: RefCell::default(),
+                pending: RefCell::default(),
+                vector_functions: RefCell::default(),
+                strings: RefCell::default(),
+                kernels: RefCell::default(),
+                literals: RefCell::default(),
+            },
+            fusion: Fusion {
+                deferred: RefCell::default(),
+                deferred_ids: Cell::new(0),
+                leaf_params: RefCell::default(),
+            },
+            quantum: QuantumState {
+                one_shot: Cell::new(false),
+                tape: RefCell::default(),
+            },
         }
     }
 
     // ---- LLVM basics ---------------------------------------------------------
 
     pub fn i64(&self, x: i64) -> IntValue<'c> {
-        self.cx.i64_type().const_int(x as u64, true)
+        self.context.i64_type().const_int(x as u64, true)
     }
     pub fn i32(&self, x: i64) -> IntValue<'c> {
-        self.cx.i32_type().const_int(x as u64, true)
+        self.context.i32_type().const_int(x as u64, true)
     }
     pub fn ptr_ty(&self) -> inkwell::types::PointerType<'c> {
-        self.cx.ptr_type(AddressSpace::default())
+        self.context.ptr_type(AddressSpace::default())
     }
 
     /// The storage type of a dtype (bool is one byte, 0 or 1).
     pub fn elem(&self, dt: &DType, at: TextRange) -> LowerResult<BasicTypeEnum<'c>> {
         Ok(match dt {
-            DType::Bool => self.cx.i8_type().into(),
-            DType::Int(8) | DType::UInt(8) => self.cx.i8_type().into(),
-            DType::Int(16) | DType::UInt(16) => self.cx.i16_type().into(),
-            DType::Int(32) | DType::UInt(32) => self.cx.i32_type().into(),
-            DType::Int(64) | DType::UInt(64) => self.cx.i64_type().into(),
-            DType::Float(FloatKind::F16) => self.cx.f16_type().into(),
-            DType::Float(FloatKind::BF16) => self.cx.bf16_type().into(),
-            DType::Float(FloatKind::F32) => self.cx.f32_type().into(),
-            DType::Float(FloatKind::F64) => self.cx.f64_type().into(),
-            DType::Complex(64) => self.complex_type(self.cx.f32_type()),
-            DType::Complex(128) => self.complex_type(self.cx.f64_type()),
+            DType::Bool => self.context.i8_type().into(),
+            DType::Int(8) | DType::UInt(8) => self.context.i8_type().into(),
+            DType::Int(16) | DType::UInt(16) => self.context.i16_type().into(),
+            DType::Int(32) | DType::UInt(32) => self.context.i32_type().into(),
+            DType::Int(64) | DType::UInt(64) => self.context.i64_type().into(),
+            DType::Float(FloatKind::F16) => self.context.f16_type().into(),
+            DType::Float(FloatKind::BF16) => self.context.bf16_type().into(),
+            DType::Float(FloatKind::F32) => self.context.f32_type().into(),
+            DType::Float(FloatKind::F64) => self.context.f64_type().into(),
+            DType::Complex(64) => self.complex_type(self.context.f32_type()),
+            DType::Complex(128) => self.complex_type(self.context.f64_type()),
             // A register, qubit or observable: the quantum runtime's handle.
-            d if crate::quantum::is_handle(d) => self.cx.i64_type().into(),
+            d if crate::quantum::is_handle(d) => self.context.i64_type().into(),
             _ => return err(at, format!("dtype {dt} has no native lowering")),
         })
     }
@@ -238,7 +279,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
     }
 
     pub(crate) fn func(&self) -> FunctionValue<'c> {
-        self.func.get().expect("inside the entry function")
+        self.fun.func.get().expect("inside the entry function")
     }
 
     /// Declares (once) an external C function.
@@ -249,14 +290,14 @@ impl<'c, 'f> Codegen<'c, 'f> {
         params: &[BasicMetadataTypeEnum<'c>],
         variadic: bool,
     ) -> FunctionValue<'c> {
-        if let Some(f) = self.m.get_function(name) {
+        if let Some(f) = self.module.get_function(name) {
             return f;
         }
         let t = match ret {
             Some(r) => r.fn_type(params, variadic),
-            None => self.cx.void_type().fn_type(params, variadic),
+            None => self.context.void_type().fn_type(params, variadic),
         };
-        self.m.add_function(name, t, Some(Linkage::External))
+        self.module.add_function(name, t, Some(Linkage::External))
     }
 
     pub fn call(
@@ -264,7 +305,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
         f: FunctionValue<'c>,
         args: &[BasicMetadataValueEnum<'c>],
     ) -> Option<BasicValueEnum<'c>> {
-        self.b
+        self.builder
             .build_call(f, args, "")
             .expect("call")
             .try_as_basic_value()
@@ -272,11 +313,11 @@ impl<'c, 'f> Codegen<'c, 'f> {
     }
 
     pub fn block(&self, name: &str) -> BasicBlock<'c> {
-        self.cx.append_basic_block(self.func(), name)
+        self.context.append_basic_block(self.func(), name)
     }
 
     pub fn here(&self) -> BasicBlock<'c> {
-        self.b.get_insert_block().expect("positioned")
+        self.builder.get_insert_block().expect("positioned")
     }
 
     /// Builds (once) a private function `name` with `body`; the insertion
@@ -288,40 +329,40 @@ impl<'c, 'f> Codegen<'c, 'f> {
         ty: inkwell::types::FunctionType<'c>,
         body: &mut dyn FnMut(FunctionValue<'c>) -> LowerResult<()>,
     ) -> LowerResult<FunctionValue<'c>> {
-        if let Some(f) = self.m.get_function(name) {
+        if let Some(f) = self.module.get_function(name) {
             return Ok(f);
         }
-        let f = self.m.add_function(name, ty, Some(Linkage::Private));
-        let here = self.b.get_insert_block();
-        let outer = self.func.replace(Some(f));
-        self.b
-            .position_at_end(self.cx.append_basic_block(f, "entry"));
+        let f = self.module.add_function(name, ty, Some(Linkage::Private));
+        let here = self.builder.get_insert_block();
+        let outer = self.fun.func.replace(Some(f));
+        self.builder
+            .position_at_end(self.context.append_basic_block(f, "entry"));
         let r = body(f);
-        self.func.set(outer);
+        self.fun.func.set(outer);
         if let Some(bb) = here {
-            self.b.position_at_end(bb);
+            self.builder.position_at_end(bb);
         }
         r.map(|()| f)
     }
 
     /// A constant C string.
     pub(crate) fn cstr(&self, s: &str) -> PointerValue<'c> {
-        if let Some(&p) = self.strings.borrow().get(s) {
+        if let Some(&p) = self.items.strings.borrow().get(s) {
             return p;
         }
         let g = self
-            .b
+            .builder
             .build_global_string_ptr(s, "msg")
             .expect("string")
             .as_pointer_value();
-        self.strings.borrow_mut().insert(s.to_string(), g);
+        self.items.strings.borrow_mut().insert(s.to_string(), g);
         g
     }
 
     /// A stack slot in the entry block (promoted to registers by LLVM).
     pub fn slot(&self, t: BasicTypeEnum<'c>) -> PointerValue<'c> {
         let entry = self.func().get_first_basic_block().expect("entry");
-        let tmp = self.cx.create_builder();
+        let tmp = self.context.create_builder();
         match entry.get_first_instruction() {
             Some(i) => tmp.position_before(&i),
             None => tmp.position_at_end(entry),
@@ -345,15 +386,20 @@ impl<'c, 'f> Codegen<'c, 'f> {
     pub(crate) fn report(&self, fmt: &str, args: &[BasicMetadataValueEnum<'c>]) {
         let snprintf = self.extern_fn(
             "snprintf",
-            Some(self.cx.i32_type().into()),
+            Some(self.context.i32_type().into()),
             &[
                 self.ptr_ty().into(),
-                self.cx.i64_type().into(),
+                self.context.i64_type().into(),
                 self.ptr_ty().into(),
             ],
             true,
         );
-        let buf = self.err_buf.get().expect("error buffer").as_pointer_value();
+        let buf = self
+            .fun
+            .err_buf
+            .get()
+            .expect("error buffer")
+            .as_pointer_value();
         let mut all: Vec<BasicMetadataValueEnum> = vec![
             buf.into(),
             self.i64(ERR_LEN as i64).into(),
@@ -371,10 +417,10 @@ impl<'c, 'f> Codegen<'c, 'f> {
         }
         // Straight to the unwinding: there is nothing to store.
         let ok = self.block("ok");
-        self.b
+        self.builder
             .build_conditional_branch(bad, self.unwind_block(), ok)
             .expect("br");
-        self.b.position_at_end(ok);
+        self.builder.position_at_end(ok);
     }
 
     /// Branches to a new failure block if `bad` holds, positioned there;
@@ -382,38 +428,40 @@ impl<'c, 'f> Codegen<'c, 'f> {
     pub(crate) fn branch_to_fail(&self, bad: IntValue<'c>) -> BasicBlock<'c> {
         let fail = self.block("fail");
         let ok = self.block("ok");
-        self.b.build_conditional_branch(bad, fail, ok).expect("br");
-        self.b.position_at_end(fail);
+        self.builder
+            .build_conditional_branch(bad, fail, ok)
+            .expect("br");
+        self.builder.position_at_end(fail);
         ok
     }
 
     /// Ends a failure block by unwinding; continues in `ok`.
     pub(crate) fn unwind_to(&self, ok: BasicBlock<'c>) {
         let unwind = self.unwind_block();
-        self.b.build_unconditional_branch(unwind).expect("br");
-        self.b.position_at_end(ok);
+        self.builder.build_unconditional_branch(unwind).expect("br");
+        self.builder.position_at_end(ok);
     }
 
     pub fn icmp(&self, p: IntPredicate, x: IntValue<'c>, y: IntValue<'c>) -> IntValue<'c> {
-        self.b.build_int_compare(p, x, y, "").expect("icmp")
+        self.builder.build_int_compare(p, x, y, "").expect("icmp")
     }
     pub fn add(&self, x: IntValue<'c>, y: IntValue<'c>) -> IntValue<'c> {
-        self.b.build_int_add(x, y, "").expect("add")
+        self.builder.build_int_add(x, y, "").expect("add")
     }
     pub fn sub(&self, x: IntValue<'c>, y: IntValue<'c>) -> IntValue<'c> {
-        self.b.build_int_sub(x, y, "").expect("sub")
+        self.builder.build_int_sub(x, y, "").expect("sub")
     }
     pub fn mul(&self, x: IntValue<'c>, y: IntValue<'c>) -> IntValue<'c> {
-        self.b.build_int_mul(x, y, "").expect("mul")
+        self.builder.build_int_mul(x, y, "").expect("mul")
     }
     pub fn or(&self, x: IntValue<'c>, y: IntValue<'c>) -> IntValue<'c> {
-        self.b.build_or(x, y, "").expect("or")
+        self.builder.build_or(x, y, "").expect("or")
     }
     pub fn and(&self, x: IntValue<'c>, y: IntValue<'c>) -> IntValue<'c> {
-        self.b.build_and(x, y, "").expect("and")
+        self.builder.build_and(x, y, "").expect("and")
     }
     pub fn select_int(&self, c: IntValue<'c>, x: IntValue<'c>, y: IntValue<'c>) -> IntValue<'c> {
-        self.b
+        self.builder
             .build_select(c, x, y, "")
             .expect("select")
             .into_int_value()
@@ -430,7 +478,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
     /// `ceil(n / k)` for `n >= 0`, `k >= 1`.
     pub fn ceil_div_by(&self, n: IntValue<'c>, k: IntValue<'c>) -> IntValue<'c> {
         let n1 = self.sub(self.add(n, k), self.i64(1));
-        self.b.build_int_signed_div(n1, k, "").expect("div")
+        self.builder.build_int_signed_div(n1, k, "").expect("div")
     }
     /// `ceil(n / k)` for `n >= 0`.
     pub fn ceil_div(&self, n: IntValue<'c>, k: i64) -> IntValue<'c> {
@@ -465,7 +513,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
         let t = self.elem(dt, TextRange::new(0, 0))?;
         // SAFETY (of the generated code): offsets are within the extents
         // the inputs were validated against.
-        Ok(unsafe { self.b.build_gep(t, p, &[off], "").expect("gep") })
+        Ok(unsafe { self.builder.build_gep(t, p, &[off], "").expect("gep") })
     }
 
     pub fn load(
@@ -476,7 +524,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
     ) -> LowerResult<BasicValueEnum<'c>> {
         let t = self.elem(dt, TextRange::new(0, 0))?;
         let q = self.gep(dt, p, off)?;
-        Ok(self.b.build_load(t, q, "").expect("load"))
+        Ok(self.builder.build_load(t, q, "").expect("load"))
     }
 
     pub fn store(
@@ -487,7 +535,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
         v: BasicValueEnum<'c>,
     ) -> LowerResult<()> {
         let q = self.gep(dt, p, off)?;
-        self.b.build_store(q, v).expect("store");
+        self.builder.build_store(q, v).expect("store");
         Ok(())
     }
 
@@ -506,14 +554,14 @@ impl<'c, 'f> Codegen<'c, 'f> {
         dt: &DType,
         at: TextRange,
     ) -> LowerResult<IntValue<'c>> {
-        let i64t = self.cx.i64_type();
+        let i64t = self.context.i64_type();
         match dt {
             DType::Int(_) => Ok(self
-                .b
+                .builder
                 .build_int_s_extend_or_bit_cast(v.into_int_value(), i64t, "")
                 .expect("sext")),
             DType::UInt(_) | DType::Bool => Ok(self
-                .b
+                .builder
                 .build_int_z_extend_or_bit_cast(v.into_int_value(), i64t, "")
                 .expect("zext")),
             _ => err(at, format!("a {dt} value used as an integer")),

@@ -21,7 +21,7 @@ type Parts<'c> = (FloatValue<'c>, FloatValue<'c>);
 impl<'c> Codegen<'c, '_> {
     /// The type of a complex element: `{ part, part }`.
     pub(crate) fn complex_type(&self, part: FloatType<'c>) -> BasicTypeEnum<'c> {
-        self.cx
+        self.context
             .struct_type(&[part.into(), part.into()], false)
             .into()
     }
@@ -41,13 +41,13 @@ impl<'c> Codegen<'c, '_> {
     ) -> LowerResult<BasicValueEnum<'c>> {
         let t = self.part_type(dt)?;
         let parts = [t.const_float(re).into(), t.const_float(im).into()];
-        Ok(self.cx.const_struct(&parts, false).into())
+        Ok(self.context.const_struct(&parts, false).into())
     }
 
     fn parts(&self, v: BasicValueEnum<'c>) -> Parts<'c> {
         let s = v.into_struct_value();
         let part = |i| {
-            self.b
+            self.builder
                 .build_extract_value(s, i, "")
                 .expect("extractvalue")
                 .into_float_value()
@@ -58,10 +58,10 @@ impl<'c> Codegen<'c, '_> {
     fn complex_of(&self, (re, im): Parts<'c>) -> BasicValueEnum<'c> {
         let t = self.complex_type(re.get_type()).into_struct_type();
         let s = self
-            .b
+            .builder
             .build_insert_value(t.get_undef(), re, 0, "")
             .expect("insertvalue");
-        self.b
+        self.builder
             .build_insert_value(s, im, 1, "")
             .expect("insertvalue")
             .into_struct_value()
@@ -69,19 +69,19 @@ impl<'c> Codegen<'c, '_> {
     }
 
     pub(crate) fn fadd(&self, x: FloatValue<'c>, y: FloatValue<'c>) -> FloatValue<'c> {
-        self.b.build_float_add(x, y, "").expect("fadd")
+        self.builder.build_float_add(x, y, "").expect("fadd")
     }
     pub(crate) fn fsub(&self, x: FloatValue<'c>, y: FloatValue<'c>) -> FloatValue<'c> {
-        self.b.build_float_sub(x, y, "").expect("fsub")
+        self.builder.build_float_sub(x, y, "").expect("fsub")
     }
     pub(crate) fn fmul(&self, x: FloatValue<'c>, y: FloatValue<'c>) -> FloatValue<'c> {
-        self.b.build_float_mul(x, y, "").expect("fmul")
+        self.builder.build_float_mul(x, y, "").expect("fmul")
     }
     pub(crate) fn fdiv(&self, x: FloatValue<'c>, y: FloatValue<'c>) -> FloatValue<'c> {
-        self.b.build_float_div(x, y, "").expect("fdiv")
+        self.builder.build_float_div(x, y, "").expect("fdiv")
     }
     pub(crate) fn fneg(&self, x: FloatValue<'c>) -> FloatValue<'c> {
-        self.b.build_float_neg(x, "").expect("fneg")
+        self.builder.build_float_neg(x, "").expect("fneg")
     }
     pub(crate) fn fcmp(
         &self,
@@ -89,7 +89,7 @@ impl<'c> Codegen<'c, '_> {
         x: FloatValue<'c>,
         y: FloatValue<'c>,
     ) -> IntValue<'c> {
-        self.b.build_float_compare(p, x, y, "").expect("fcmp")
+        self.builder.build_float_compare(p, x, y, "").expect("fcmp")
     }
     pub(crate) fn fselect(
         &self,
@@ -97,7 +97,7 @@ impl<'c> Codegen<'c, '_> {
         x: FloatValue<'c>,
         y: FloatValue<'c>,
     ) -> FloatValue<'c> {
-        self.b
+        self.builder
             .build_select(c, x, y, "")
             .expect("select")
             .into_float_value()
@@ -265,9 +265,9 @@ impl<'c> Codegen<'c, '_> {
         x: Parts<'c>,
         f: impl FnOnce(&DType, Parts<'c>) -> LowerResult<Parts<'c>>,
     ) -> LowerResult<Parts<'c>> {
-        let (t, f64t) = (x.0.get_type(), self.cx.f64_type());
-        let wide = |v: FloatValue<'c>| self.b.build_float_ext(v, f64t, "").expect("fpext");
-        let narrow = |v: FloatValue<'c>| self.b.build_float_trunc(v, t, "").expect("fptrunc");
+        let (t, f64t) = (x.0.get_type(), self.context.f64_type());
+        let wide = |v: FloatValue<'c>| self.builder.build_float_ext(v, f64t, "").expect("fpext");
+        let narrow = |v: FloatValue<'c>| self.builder.build_float_trunc(v, t, "").expect("fptrunc");
         if t == f64t {
             return f(&DType::Float(jaxpr_types::FloatKind::F64), x);
         }
@@ -510,7 +510,7 @@ impl<'c> Codegen<'c, '_> {
                 let by_im = self.and(tie, self.fcmp(p, x.1, y.1));
                 let pick = self.or(by_re, by_im);
                 let (xv, yv) = (self.complex_of(x), self.complex_of(y));
-                self.b.build_select(pick, xv, yv, "").expect("select")
+                self.builder.build_select(pick, xv, yv, "").expect("select")
             }
             Prim::Eq => {
                 let re = self.fcmp(FloatPredicate::OEQ, x.0, y.0);
@@ -541,7 +541,7 @@ impl<'c> Codegen<'c, '_> {
             (true, true) => {
                 let (re, im) = self.parts(x);
                 let t = self.part_type(to)?;
-                let cast = |v| self.b.build_float_cast(v, t, "").expect("fpcast");
+                let cast = |v| self.builder.build_float_cast(v, t, "").expect("fpcast");
                 Ok(self.complex_of((cast(re), cast(im))))
             }
             (false, true) => {

@@ -130,7 +130,7 @@ impl<'c> Codegen<'c, '_> {
         if super::gemm::supported(&odt) && ldt == odt && rdt == odt {
             let feature = |a: &[IntValue<'c>], k: i64| a[k as usize];
             let og = self
-                .b
+                .builder
                 .build_int_signed_div(feature(&out, os[1]), self.i64(groups), "")
                 .expect("div");
             let cg = feature(&r.v.dims, rs[1]);
@@ -192,7 +192,7 @@ impl<'c> Codegen<'c, '_> {
         }
         let cg = r.v.dims[rs[1] as usize];
         let og = self
-            .b
+            .builder
             .build_int_signed_div(out[os[1] as usize], self.i64(groups), "")
             .expect("div");
         let og = self.select_int(
@@ -206,7 +206,7 @@ impl<'c> Codegen<'c, '_> {
         self.nest(&out, &mut |oi| {
             let b = oi[os[0] as usize];
             let o = oi[os[1] as usize];
-            let g = self.b.build_int_signed_div(o, og, "").expect("div");
+            let g = self.builder.build_int_signed_div(o, og, "").expect("div");
             let osp: Vec<IntValue> = (0..ns).map(|k| oi[os[2 + k] as usize]).collect();
             let adt = accumulator(&odt);
             let acc = self.fold_nest(

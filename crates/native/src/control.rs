@@ -28,10 +28,10 @@ impl<'c> Codegen<'c, '_> {
         // Before the generic call: its callees are four jaxprs, of which
         // it calls `solve`.
         if prim == Prim::CustomLinearSolve {
-            let (solve, operands) = cx.linear_solve(self.a)?;
+            let (solve, operands) = cx.linear_solve(self.analysis)?;
             let args: Vec<_> = operands.iter().map(|&i| cx.args[i].clone()).collect();
             if matches!(
-                self.a.jaxpr(solve).origin,
+                self.analysis.jaxpr(solve).origin,
                 jaxpr_check::JaxprOrigin::Let { .. }
             ) {
                 return Ok(Some(self.call_let(env, solve, &args, cx.at())?));
@@ -39,9 +39,9 @@ impl<'c> Codegen<'c, '_> {
             let outs = self.call_jaxpr(env, solve, &args, cx.at())?;
             return Ok(Some(outs.into_iter().map(|o| o.v).collect()));
         }
-        if let Some(callee) = cx.call_target(self.a)? {
+        if let Some(callee) = cx.call_target(self.analysis)? {
             if matches!(
-                self.a.jaxpr(callee).origin,
+                self.analysis.jaxpr(callee).origin,
                 jaxpr_check::JaxprOrigin::Let { .. }
             ) {
                 return Ok(Some(self.call_let(env, callee, &cx.args, cx.at())?));
@@ -72,7 +72,7 @@ impl<'c> Codegen<'c, '_> {
         cx: &Cx<'_, 'c>,
     ) -> LowerResult<(IntValue<'c>, Vec<JaxprId>, usize)> {
         if cx.e.param("branch_jaxprs").is_some() {
-            let branches = cx.callees(self.a, "branch_jaxprs");
+            let branches = cx.callees(self.analysis, "branch_jaxprs");
             let npreds = branches.len().saturating_sub(1);
             if cx.args.len() < npreds {
                 return err(cx.at(), "`cond` has fewer operands than predicates");
@@ -85,7 +85,7 @@ impl<'c> Codegen<'c, '_> {
             }
             return Ok((index, branches, npreds));
         }
-        let branches = cx.callees(self.a, "branches");
+        let branches = cx.callees(self.analysis, "branches");
         if cx.args.is_empty() || branches.is_empty() {
             return err(cx.at(), "`cond` needs an index and branches");
         }
@@ -127,17 +127,19 @@ impl<'c> Codegen<'c, '_> {
             .enumerate()
             .map(|(k, &bb)| (self.i64(k as i64), bb))
             .collect();
-        self.b.build_switch(index, last, &cases).expect("switch");
+        self.builder
+            .build_switch(index, last, &cases)
+            .expect("switch");
         let mut arms = Vec::new();
         for (&j, &bb) in branches.iter().zip(&blocks) {
-            self.b.position_at_end(bb);
+            self.builder.position_at_end(bb);
             self.scope_begin();
             let outs = call(j)?;
             let kept = self.scope_end(&outs)?;
             arms.push((self.here(), kept));
-            self.b.build_unconditional_branch(merge).expect("br");
+            self.builder.build_unconditional_branch(merge).expect("br");
         }
-        self.b.position_at_end(merge);
+        self.builder.position_at_end(merge);
         let n = arms[0].1.len();
         let mut results = Vec::new();
         for k in 0..n {
@@ -148,9 +150,13 @@ impl<'c> Codegen<'c, '_> {
             {
                 return err(cx.at(), "the branches of `cond` return different ranks");
             }
-            let p = self.b.build_phi(self.ptr_ty(), "p").expect("phi");
+            let p = self.builder.build_phi(self.ptr_ty(), "p").expect("phi");
             let dims: Vec<PhiValue> = (0..rank)
-                .map(|_| self.b.build_phi(self.cx.i64_type(), "d").expect("phi"))
+                .map(|_| {
+                    self.builder
+                        .build_phi(self.context.i64_type(), "d")
+                        .expect("phi")
+                })
                 .collect();
             for (bb, a) in &arms {
                 p.add_incoming(&[(&a[k].p, *bb)]);
@@ -225,10 +231,10 @@ impl<'c> Codegen<'c, '_> {
         self.scope_begin();
         let go = cond(&state)?;
         self.scope_end(&[])?;
-        self.b
+        self.builder
             .build_conditional_branch(go, body_bb, exit)
             .expect("br");
-        self.b.position_at_end(body_bb);
+        self.builder.position_at_end(body_bb);
         self.scope_begin();
         let (nc, na) = body(&state)?;
         if nc.len() != cphis.len() || na.len() != aphis.len() {
@@ -258,8 +264,8 @@ impl<'c> Codegen<'c, '_> {
                 q.add_incoming(&[(d, latch)]);
             }
         }
-        self.b.build_unconditional_branch(head).expect("br");
-        self.b.position_at_end(exit);
+        self.builder.build_unconditional_branch(head).expect("br");
+        self.builder.position_at_end(exit);
         for x in &state.1 {
             self.adopt(x.v.p);
         }
@@ -282,11 +288,11 @@ impl<'c> Codegen<'c, '_> {
     /// changes only the carried rows whose element holds, as JAX's lowering
     /// does.
     fn while_loop(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> LowerResult<Vec<Arr<'c>>> {
-        let l = cx.while_layout(self.a)?;
+        let l = cx.while_layout(self.analysis)?;
         let (body, cond, cn, bn) = (l.body, l.cond, l.cond_nconsts, l.body_nconsts);
         let (cc, bc) = (&cx.args[..cn], &cx.args[cn..cn + bn]);
         let batched = self
-            .a
+            .analysis
             .jaxpr(cond)
             .outs
             .first()
@@ -331,7 +337,7 @@ impl<'c> Codegen<'c, '_> {
     /// Whether any element of a boolean array is true.
     fn any_true(&self, x: &Op<'c>) -> LowerResult<IntValue<'c>> {
         let a = self.materialized(&x.v)?;
-        let zero = self.cx.i8_type().const_zero();
+        let zero = self.context.i8_type().const_zero();
         let any = self.for_carry(self.numel(&a.dims), &[zero.into()], &mut |i, acc| {
             let v = self
                 .load(&jaxpr_types::DType::Bool, a.p, i)?
@@ -355,13 +361,16 @@ impl<'c> Codegen<'c, '_> {
         let one = self.i64(1);
         let inner = self.select_int(self.icmp(IntPredicate::SGT, inner, one), inner, one);
         self.for_range(self.numel(&n.dims), &mut |i| {
-            let row = self.b.build_int_signed_div(i, inner, "").expect("sdiv");
+            let row = self
+                .builder
+                .build_int_signed_div(i, inner, "")
+                .expect("sdiv");
             let c = self
                 .load(&jaxpr_types::DType::Bool, p.p, row)?
                 .into_int_value();
             let c = self.icmp(IntPredicate::NE, c, c.get_type().const_zero());
             let v = self
-                .b
+                .builder
                 .build_select(c, self.load(&dt, n.p, i)?, self.load(&dt, o.p, i)?, "")
                 .expect("select");
             self.store(&dt, res.p, i, v)
@@ -376,7 +385,7 @@ impl<'c> Codegen<'c, '_> {
     /// step, start] ++ explicit`; the body sees `consts ++ implicits ++
     /// [index] ++ explicit` and returns `implicits ++ explicit`.
     fn for_loop(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> LowerResult<Vec<Arr<'c>>> {
-        let body = cx.for_layout(self.a)?.body;
+        let body = cx.for_layout(self.analysis)?.body;
         self.for_loop_calling(cx, &mut |inputs| {
             self.call_jaxpr(env, body, inputs, cx.at())
         })
@@ -389,7 +398,7 @@ impl<'c> Codegen<'c, '_> {
         cx: &Cx<'_, 'c>,
         call: &mut dyn FnMut(&[Op<'c>]) -> LowerResult<Vec<Op<'c>>>,
     ) -> LowerResult<Vec<Arr<'c>>> {
-        let l = cx.for_layout(self.a)?;
+        let l = cx.for_layout(self.analysis)?;
         let (nc, ni, h) = (l.nconsts, l.nimplicit, l.header());
         let idt = dtype(&cx.args[h].ty)?;
         let bound = |k: usize| self.scalar_i64(&cx.args[h + k], cx.at());
@@ -405,7 +414,7 @@ impl<'c> Codegen<'c, '_> {
                 let lt = self.icmp(IntPredicate::SLT, i, upper);
                 let gt = self.icmp(IntPredicate::SGT, i, upper);
                 Ok(self
-                    .b
+                    .builder
                     .build_select(up, lt, gt, "")
                     .expect("select")
                     .into_int_value())
@@ -415,7 +424,7 @@ impl<'c> Codegen<'c, '_> {
                 let index = self.alloc(&idt, &[])?;
                 let t = self.elem(&idt, cx.at())?.into_int_type();
                 let iv = self
-                    .b
+                    .builder
                     .build_int_truncate_or_bit_cast(i, t, "")
                     .expect("trunc");
                 self.store(&idt, index.p, self.i64(0), iv.into())?;
@@ -446,7 +455,7 @@ impl<'c> Codegen<'c, '_> {
         trips: i64,
         defer: bool,
     ) -> LowerResult<Vec<Arr<'c>>> {
-        let l = cx.for_layout(self.a)?;
+        let l = cx.for_layout(self.analysis)?;
         let h = l.header();
         let (Some(lower), Some(step)) =
             (literal_int(&cx.e.args[h]), literal_int(&cx.e.args[h + 2]))
@@ -499,7 +508,7 @@ impl<'c> Codegen<'c, '_> {
             ncarry,
             length,
             reverse,
-        } = cx.scan_layout(self.a)?;
+        } = cx.scan_layout(self.analysis)?;
         let consts = &cx.args[..nconsts];
         let xs = &cx.args[nconsts + ncarry..];
         for x in xs {
@@ -545,7 +554,7 @@ impl<'c> Codegen<'c, '_> {
                     let inner = self.numel(&y.v.dims);
                     let dst = self.gep(dt, acc.p, self.mul(at, inner))?;
                     let bytes = self.mul(inner, self.i64(Codegen::size_of(dt)));
-                    self.b
+                    self.builder
                         .build_memcpy(dst, 1, y.v.p, 1, bytes)
                         .expect("memcpy");
                 }

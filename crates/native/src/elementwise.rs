@@ -19,12 +19,12 @@ impl<'c> Codegen<'c, '_> {
         let t = self.elem(dt, TextRange::new(0, 0))?;
         Ok(match t {
             BasicTypeEnum::IntType(it) => self
-                .b
+                .builder
                 .build_int_truncate_or_bit_cast(v, it, "")
                 .expect("trunc")
                 .into(),
             BasicTypeEnum::FloatType(ft) => self
-                .b
+                .builder
                 .build_signed_int_to_float(v, ft, "")
                 .expect("sitofp")
                 .into(),
@@ -85,10 +85,10 @@ impl<'c> Codegen<'c, '_> {
         vectorise: bool,
     ) -> LowerResult<BasicValueEnum<'c>> {
         let t = match dt {
-            DType::Float(FloatKind::F64) => self.cx.f64_type(),
-            _ => self.cx.f32_type(),
+            DType::Float(FloatKind::F64) => self.context.f64_type(),
+            _ => self.context.f32_type(),
         };
-        let fname = if t == self.cx.f64_type() {
+        let fname = if t == self.context.f64_type() {
             name.to_string()
         } else {
             format!("{name}f")
@@ -98,19 +98,19 @@ impl<'c> Codegen<'c, '_> {
             let k = inkwell::attributes::Attribute::get_named_enum_kind_id(attr);
             f.add_attribute(
                 inkwell::attributes::AttributeLoc::Function,
-                self.cx.create_enum_attribute(k, 0),
+                self.context.create_enum_attribute(k, 0),
             );
         }
         // memory(none)
         let memory = inkwell::attributes::Attribute::get_named_enum_kind_id("memory");
         f.add_attribute(
             inkwell::attributes::AttributeLoc::Function,
-            self.cx.create_enum_attribute(memory, 0),
+            self.context.create_enum_attribute(memory, 0),
         );
         let mut args: Vec<FloatValue> = xs
             .iter()
             .map(|x| {
-                self.b
+                self.builder
                     .build_float_cast(x.into_float_value(), t, "")
                     .expect("cast")
             })
@@ -121,31 +121,31 @@ impl<'c> Codegen<'c, '_> {
         // underflow path sets errno, one element at a time, and masked
         // attention scores (-1e9) sent every other element there.
         let underflow = (name == "exp").then(|| {
-            let lowest = t.const_float(if t == self.cx.f64_type() {
+            let lowest = t.const_float(if t == self.context.f64_type() {
                 -708.0
             } else {
                 -87.0
             });
             let below = self
-                .b
+                .builder
                 .build_float_compare(FloatPredicate::OLT, args[0], lowest, "")
                 .expect("fcmp");
             args[0] = self
-                .b
+                .builder
                 .build_select(below, lowest, args[0], "")
                 .expect("select")
                 .into_float_value();
             below
         });
         let margs: Vec<BasicMetadataValueEnum> = args.iter().map(|&a| a.into()).collect();
-        let call = self.b.build_call(f, &margs, "").expect("call");
+        let call = self.builder.build_call(f, &margs, "").expect("call");
         if let Some(variants) = vectorise
             .then(|| self.vector_variants(&fname, name, t, xs.len()))
             .flatten()
         {
             call.add_attribute(
                 inkwell::attributes::AttributeLoc::Function,
-                self.cx
+                self.context
                     .create_string_attribute("vector-function-abi-variant", &variants),
             );
         }
@@ -156,13 +156,17 @@ impl<'c> Codegen<'c, '_> {
             .into_float_value();
         if let Some(below) = underflow {
             r = self
-                .b
+                .builder
                 .build_select(below, t.const_zero(), r, "")
                 .expect("select")
                 .into_float_value();
         }
         let want = self.elem(dt, TextRange::new(0, 0))?.into_float_type();
-        Ok(self.b.build_float_cast(r, want, "").expect("cast").into())
+        Ok(self
+            .builder
+            .build_float_cast(r, want, "")
+            .expect("cast")
+            .into())
     }
 
     pub(crate) fn intrinsic(
@@ -177,7 +181,7 @@ impl<'c> Codegen<'c, '_> {
                 format!("LLVM has no intrinsic {name}"),
             );
         };
-        let Some(f) = i.get_declaration(&self.m, &[ty]) else {
+        let Some(f) = i.get_declaration(&self.module, &[ty]) else {
             return err(
                 TextRange::new(0, 0),
                 format!("LLVM has no intrinsic {name} for {ty}"),
@@ -195,8 +199,8 @@ impl<'c> Codegen<'c, '_> {
     }
 
     pub(crate) fn bool8(&self, c: IntValue<'c>) -> BasicValueEnum<'c> {
-        self.b
-            .build_int_z_extend(c, self.cx.i8_type(), "")
+        self.builder
+            .build_int_z_extend(c, self.context.i8_type(), "")
             .expect("zext")
             .into()
     }
@@ -210,7 +214,7 @@ impl<'c> Codegen<'c, '_> {
         xs: &[BasicValueEnum<'c>],
     ) -> LowerResult<BasicValueEnum<'c>> {
         let (name, prim) = (cx.name(), cx.prim);
-        let b = &self.b;
+        let b = &self.builder;
         let dt = &dts[0];
         let unsupported = || err(cx.at(), format!("`{name}` on {dt} has no native lowering"));
         match prim {
@@ -420,11 +424,11 @@ impl<'c> Codegen<'c, '_> {
             }
             Prim::PopulationCount => self.intrinsic("llvm.ctpop", t.into(), &[x])?,
             Prim::Clz => {
-                let f = self.cx.bool_type().const_int(0, false);
+                let f = self.context.bool_type().const_int(0, false);
                 let Some(ic) = inkwell::intrinsics::Intrinsic::find("llvm.ctlz") else {
                     return unsupported();
                 };
-                let Some(fun) = ic.get_declaration(&self.m, &[t.into()]) else {
+                let Some(fun) = ic.get_declaration(&self.module, &[t.into()]) else {
                     return unsupported();
                 };
                 self.call(fun, &[x.into(), f.into()]).expect("ctlz")
@@ -439,9 +443,9 @@ impl<'c> Codegen<'c, '_> {
     /// float next to `x` towards `y` in that format (libm's works in f32,
     /// whose neighbour rounds back to `x`).
     pub(crate) fn nextafter_bits(&self, x: FloatValue<'c>, y: FloatValue<'c>) -> FloatValue<'c> {
-        let b = &self.b;
+        let b = &self.builder;
         let ft = x.get_type();
-        let it = self.cx.i16_type();
+        let it = self.context.i16_type();
         let bits = |v: FloatValue<'c>| b.build_bit_cast(v, it, "").expect("bits").into_int_value();
         let (xb, yb) = (bits(x), bits(y));
         let fcmp = |p, l, r| b.build_float_compare(p, l, r, "").expect("fcmp");
@@ -508,7 +512,7 @@ impl<'c> Codegen<'c, '_> {
         if dt.is_complex() {
             return self.complex_binop(prim, dt, x, y, cx.at());
         }
-        let b = &self.b;
+        let b = &self.builder;
         let unsupported = || err(cx.at(), format!("`{prim}` on {dt} has no native lowering"));
         if dt.is_float() {
             let (f, g) = (x.into_float_value(), y.into_float_value());
@@ -533,9 +537,9 @@ impl<'c> Codegen<'c, '_> {
                     // Total order: the bits as a signed integer, the
                     // magnitude bits flipped for negative numbers.
                     let it = match t.get_bit_width() {
-                        16 => self.cx.i16_type(),
-                        32 => self.cx.i32_type(),
-                        _ => self.cx.i64_type(),
+                        16 => self.context.i16_type(),
+                        32 => self.context.i32_type(),
+                        _ => self.context.i64_type(),
                     };
                     let key = |v: FloatValue<'c>| {
                         let i = b.build_bit_cast(v, it, "").expect("bits").into_int_value();
@@ -582,10 +586,10 @@ impl<'c> Codegen<'c, '_> {
             Prim::Mulhi => {
                 // The high half of the exact double-width product.
                 let wide = match 2 * bits {
-                    16 => self.cx.i16_type(),
-                    32 => self.cx.i32_type(),
-                    64 => self.cx.i64_type(),
-                    _ => self.cx.i128_type(),
+                    16 => self.context.i16_type(),
+                    32 => self.context.i32_type(),
+                    64 => self.context.i64_type(),
+                    _ => self.context.i128_type(),
                 };
                 let extend = |v: IntValue<'c>| {
                     if signed {
@@ -610,7 +614,7 @@ impl<'c> Codegen<'c, '_> {
                         self.icmp(IntPredicate::EQ, j, m1),
                     )
                 } else {
-                    self.cx.bool_type().const_zero()
+                    self.context.bool_type().const_zero()
                 };
                 let safe = self.select_int(self.or(j0, ovf), t.const_int(1, false), j);
                 if prim == Prim::Div {
@@ -706,7 +710,7 @@ impl<'c> Codegen<'c, '_> {
         if from.is_complex() || to.is_complex() {
             return self.complex_convert(x, from, to);
         }
-        let b = &self.b;
+        let b = &self.builder;
         let t = self.elem(to, TextRange::new(0, 0))?;
         if matches!(to, DType::Bool) {
             let nz = if from.is_float() {
@@ -730,7 +734,7 @@ impl<'c> Codegen<'c, '_> {
                 ) =>
             {
                 let wide = b
-                    .build_float_ext(x.into_float_value(), self.cx.f32_type(), "")
+                    .build_float_ext(x.into_float_value(), self.context.f32_type(), "")
                     .expect("fpext");
                 b.build_float_trunc(wide, t.into_float_type(), "")
                     .expect("fptrunc")
@@ -761,7 +765,7 @@ impl<'c> Codegen<'c, '_> {
                     return err(TextRange::new(0, 0), "no saturating conversion");
                 };
                 let f = i
-                    .get_declaration(&self.m, &[t, x.get_type()])
+                    .get_declaration(&self.module, &[t, x.get_type()])
                     .expect("fptosi.sat declaration");
                 self.call(f, &[x.into()]).expect("call")
             }

@@ -17,74 +17,74 @@ use jaxpr_types::{Dim, DimNames, VarId};
 
 impl<'c, 'f> Codegen<'c, 'f> {
     pub(crate) fn library(&self) -> LowerResult<()> {
-        let Some(main) = self.a.main() else {
+        let Some(main) = self.analysis.main() else {
             return err(TextRange::new(0, 0), "the file has no main jaxpr to build");
         };
-        let info = self.a.jaxpr(main);
+        let info = self.analysis.jaxpr(main);
         let inputs: Vec<VarId> = info.constvars.iter().chain(&info.invars).copied().collect();
         let explicit: Vec<bool> = (0..info.outs.len())
             .map(|k| info.signature.out_type.get(k).is_none_or(|e| e.explicit))
             .collect();
         let n_out = explicit.iter().filter(|e| **e).count();
-        let i64t = self.cx.i64_type();
+        let i64t = self.context.i64_type();
         let ptr = self.ptr_ty();
-        let buf_ty = self.cx.i8_type().array_type(ERR_LEN as u32);
+        let buf_ty = self.context.i8_type().array_type(ERR_LEN as u32);
         let buf = self
-            .m
-            .add_global(buf_ty, None, &format!("{}_error_buf", self.name));
+            .module
+            .add_global(buf_ty, None, &format!("{}_error_buf", self.lib.name));
         buf.set_initializer(&buf_ty.const_zero());
         buf.set_thread_local(true);
         buf.set_linkage(Linkage::Internal);
-        self.err_buf.set(Some(buf));
+        self.fun.err_buf.set(Some(buf));
         // NAME_error, NAME_free, NAME_num_inputs, NAME_num_outputs.
         let simple = |name: &str, t: inkwell::types::FunctionType<'c>| {
-            let f = self.m.add_function(name, t, None);
-            self.b
-                .position_at_end(self.cx.append_basic_block(f, "entry"));
+            let f = self.module.add_function(name, t, None);
+            self.builder
+                .position_at_end(self.context.append_basic_block(f, "entry"));
             f
         };
-        simple(&format!("{}_error", self.name), ptr.fn_type(&[], false));
-        self.b
+        simple(&format!("{}_error", self.lib.name), ptr.fn_type(&[], false));
+        self.builder
             .build_return(Some(&buf.as_pointer_value()))
             .expect("ret");
         let f = simple(
-            &format!("{}_free", self.name),
-            self.cx.void_type().fn_type(&[ptr.into()], false),
+            &format!("{}_free", self.lib.name),
+            self.context.void_type().fn_type(&[ptr.into()], false),
         );
-        self.func.set(Some(f));
+        self.fun.func.set(Some(f));
         let arg = f.get_first_param().expect("param");
         self.free_output(arg.into_pointer_value())?;
-        self.b.build_return(None).expect("ret");
-        self.func.set(None);
+        self.builder.build_return(None).expect("ret");
+        self.fun.func.set(None);
         simple(
-            &format!("{}_num_inputs", self.name),
+            &format!("{}_num_inputs", self.lib.name),
             i64t.fn_type(&[], false),
         );
-        self.b
+        self.builder
             .build_return(Some(&self.i64(inputs.len() as i64)))
             .expect("ret");
         simple(
-            &format!("{}_num_outputs", self.name),
+            &format!("{}_num_outputs", self.lib.name),
             i64t.fn_type(&[], false),
         );
-        self.b
+        self.builder
             .build_return(Some(&self.i64(n_out as i64)))
             .expect("ret");
         self.mpi_exports();
 
         let t = self
-            .cx
+            .context
             .i32_type()
             .fn_type(&[ptr.into(), i64t.into(), ptr.into(), i64t.into()], false);
-        let f = self.m.add_function(&self.entry_symbol(), t, None);
-        if self.catalyst.is_some() {
+        let f = self.module.add_function(&self.entry_symbol(), t, None);
+        if self.lib.catalyst.is_some() {
             // Called by the adapter's exported entry point, in the library only.
             f.as_global_value()
                 .set_visibility(inkwell::GlobalVisibility::Hidden);
         }
-        self.func.set(Some(f));
-        self.b
-            .position_at_end(self.cx.append_basic_block(f, "entry"));
+        self.fun.func.set(Some(f));
+        self.builder
+            .position_at_end(self.context.append_basic_block(f, "entry"));
         let p = |k: u32| f.get_nth_param(k).expect("param");
         let (in_p, n_in, out_p, n_out_v) = (
             p(0).into_pointer_value(),
@@ -95,14 +95,14 @@ impl<'c, 'f> Codegen<'c, 'f> {
         self.cache_destructor()?;
         self.scope_begin();
         self.table_begin()?;
-        self.io.set(Some((in_p, out_p)));
+        self.fun.io.set(Some((in_p, out_p)));
         let mut env = self.validate(&inputs, in_p, n_in)?;
         self.mpi_begin();
         self.check_arrays_arg("outputs", out_p, n_out_v, n_out as i64);
         self.segments_begin(main, (in_p, out_p));
         let outs = self.body(&mut env, main, false)?;
         // The rest is in the last function the equations went to.
-        let out_p = self.io.get().map_or(out_p, |io| io.1);
+        let out_p = self.fun.io.get().map_or(out_p, |io| io.1);
         let outs: Vec<Op> = outs
             .into_iter()
             .zip(&explicit)
@@ -131,26 +131,28 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 );
             };
             let at = |field: i64| self.field(out_p, k as i64, field);
-            self.b.build_store(at(0), x.p).expect("store");
-            self.b
+            self.builder.build_store(at(0), x.p).expect("store");
+            self.builder
                 .build_store(at(8), self.i32(code as i64))
                 .expect("store");
-            self.b
+            self.builder
                 .build_store(at(12), self.i32(x.dims.len() as i64))
                 .expect("store");
             for j in 0..MAX_RANK {
                 let d = x.dims.get(j).copied().unwrap_or(self.i64(0));
-                self.b.build_store(at(16 + 8 * j as i64), d).expect("store");
+                self.builder
+                    .build_store(at(16 + 8 * j as i64), d)
+                    .expect("store");
             }
         }
-        self.b.build_return(Some(&self.i32(0))).expect("ret");
+        self.builder.build_return(Some(&self.i32(0))).expect("ret");
         self.segments_end();
-        if self.catalyst.is_some() {
+        if self.lib.catalyst.is_some() {
             let body = self
-                .m
+                .module
                 .get_function(&self.entry_symbol())
                 .expect("the entry function");
-            self.quantum_entry(body, self.quantum_seed);
+            self.quantum_entry(body, self.lib.quantum_seed);
         }
         self.table_end();
         self.build_let_functions()?;
@@ -160,13 +162,13 @@ impl<'c, 'f> Codegen<'c, 'f> {
 
     /// The entry point and the functions exported beside it.
     pub(crate) fn entry_point(&self) -> Vec<FunctionValue<'c>> {
-        let mut names = exported_names(&self.name).to_vec();
-        if self.catalyst.is_some() {
+        let mut names = exported_names(&self.lib.name).to_vec();
+        if self.lib.catalyst.is_some() {
             names.push(self.entry_symbol());
         }
         names
             .iter()
-            .filter_map(|n| self.m.get_function(n))
+            .filter_map(|n| self.module.get_function(n))
             .collect()
     }
 
@@ -174,16 +176,16 @@ impl<'c, 'f> Codegen<'c, 'f> {
     /// for a quantum program the function the adapter's exported entry
     /// point calls inside the runtime's lock ([`crate::quantum`]).
     pub(crate) fn entry_symbol(&self) -> String {
-        match self.catalyst {
-            Some(_) => format!("{}_circuit", self.name),
-            None => self.name.clone(),
+        match self.lib.catalyst {
+            Some(_) => format!("{}_circuit", self.lib.name),
+            None => self.lib.name.clone(),
         }
     }
 
     /// The entry function and the parts it is split into ([`segments`]).
     pub(crate) fn entry_functions(&self) -> Vec<FunctionValue<'c>> {
         let mut fs: Vec<_> = self
-            .m
+            .module
             .get_function(&self.entry_symbol())
             .into_iter()
             .collect();
@@ -196,18 +198,25 @@ impl<'c, 'f> Codegen<'c, 'f> {
     /// the module ([`parts`]).
     pub(crate) fn built_once(&self) -> Vec<FunctionValue<'c>> {
         let mut fs = self.entry_point();
-        fs.extend(self.kernels.borrow().values().flatten().map(|&(f, _)| f));
-        fs.extend(self.let_functions.borrow().values().copied());
+        fs.extend(
+            self.items
+                .kernels
+                .borrow()
+                .values()
+                .flatten()
+                .map(|&(f, _)| f),
+        );
+        fs.extend(self.items.let_functions.borrow().values().copied());
         fs.extend(self.segment_functions());
         fs
     }
 
     /// A read-only global array of i64 constants.
     pub(crate) fn constant_i64s(&self, xs: &[i64]) -> PointerValue<'c> {
-        let i64t = self.cx.i64_type();
+        let i64t = self.context.i64_type();
         let values: Vec<IntValue<'c>> = xs.iter().map(|&x| self.i64(x)).collect();
         let g = self
-            .m
+            .module
             .add_global(i64t.array_type(xs.len() as u32), None, "extents");
         g.set_initializer(&i64t.const_array(&values));
         g.set_constant(true);
@@ -221,10 +230,14 @@ impl<'c, 'f> Codegen<'c, 'f> {
     /// ones too, and `expected[j]` unless it is -1) and that its data is
     /// not NULL when it has elements; 0, or 1 with the message stored.
     pub(crate) fn check_input_fn(&self) -> LowerResult<FunctionValue<'c>> {
-        if let Some(f) = self.m.get_function("jx_check_input") {
+        if let Some(f) = self.module.get_function("jx_check_input") {
             return Ok(f);
         }
-        let (ptr, i32t, i64t) = (self.ptr_ty(), self.cx.i32_type(), self.cx.i64_type());
+        let (ptr, i32t, i64t) = (
+            self.ptr_ty(),
+            self.context.i32_type(),
+            self.context.i64_type(),
+        );
         let ty = i32t.fn_type(
             &[
                 ptr.into(),
@@ -238,15 +251,15 @@ impl<'c, 'f> Codegen<'c, 'f> {
             false,
         );
         let f = self
-            .m
+            .module
             .add_function("jx_check_input", ty, Some(Linkage::Private));
-        let here = self.b.get_insert_block();
+        let here = self.builder.get_insert_block();
         let outer = self.enter_frame(calls::Frame {
             func: Some(f),
             ..Default::default()
         });
-        self.b
-            .position_at_end(self.cx.append_basic_block(f, "entry"));
+        self.builder
+            .position_at_end(self.context.append_basic_block(f, "entry"));
         let param = |k: u32| f.get_nth_param(k).expect("param");
         let x = param(0).into_pointer_value();
         let what: BasicMetadataValueEnum = param(1).into_pointer_value().into();
@@ -256,11 +269,11 @@ impl<'c, 'f> Codegen<'c, 'f> {
         let limit = param(5).into_int_value();
         let expected = param(6).into_pointer_value();
         let load = |t: BasicTypeEnum<'c>, at: PointerValue<'c>| {
-            self.b.build_load(t, at, "").expect("load")
+            self.builder.build_load(t, at, "").expect("load")
         };
         let byte = |off: IntValue<'c>| unsafe {
-            self.b
-                .build_gep(self.cx.i8_type(), x, &[off], "")
+            self.builder
+                .build_gep(self.context.i8_type(), x, &[off], "")
                 .expect("gep")
         };
         let got = load(i32t.into(), byte(self.i64(8))).into_int_value();
@@ -275,7 +288,10 @@ impl<'c, 'f> Codegen<'c, 'f> {
             "%s: rank %d, expected %d",
             &[what, got.into(), rank.into()],
         );
-        let rank64 = self.b.build_int_s_extend(rank, i64t, "").expect("sext");
+        let rank64 = self
+            .builder
+            .build_int_s_extend(rank, i64t, "")
+            .expect("sext");
         // The product of the nonzero extents is bounded too, as in
         // `checked_count`: no product of some of them overflows.
         let built = self.for_carry(
@@ -299,14 +315,19 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 // nonzero * d <= limit, checked before multiplying.
                 let nz =
                     self.select_int(self.icmp(IntPredicate::EQ, d, self.i64(0)), self.i64(1), d);
-                let room = self.b.build_int_signed_div(limit, nz, "").expect("div");
+                let room = self
+                    .builder
+                    .build_int_signed_div(limit, nz, "")
+                    .expect("div");
                 self.fail_if(
                     self.icmp(IntPredicate::SGT, nonzero, room),
                     "%s: too many elements",
                     &[what],
                 );
                 let want = load(i64t.into(), unsafe {
-                    self.b.build_gep(i64t, expected, &[j], "").expect("gep")
+                    self.builder
+                        .build_gep(i64t, expected, &[j], "")
+                        .expect("gep")
                 })
                 .into_int_value();
                 self.fail_if(
@@ -325,23 +346,27 @@ impl<'c, 'f> Codegen<'c, 'f> {
         );
         let built = built.map(|acc| {
             let data = load(ptr.into(), x).into_pointer_value();
-            let null = self.b.build_is_null(data, "").expect("null");
+            let null = self.builder.build_is_null(data, "").expect("null");
             let nonempty = self.icmp(IntPredicate::SGT, acc[1].into_int_value(), self.i64(0));
             self.fail_if(self.and(null, nonempty), "%s: data is NULL", &[what]);
-            self.b.build_return(Some(&self.i32(0))).expect("ret");
+            self.builder.build_return(Some(&self.i32(0))).expect("ret");
         });
         self.enter_frame(outer);
         if let Some(bb) = here {
-            self.b.position_at_end(bb);
+            self.builder.position_at_end(bb);
         }
         built.map(|()| f)
     }
 
     /// The address of byte `field` of `arrays[k]` (a `jx_array`, 80 bytes).
     pub(crate) fn field(&self, arrays: PointerValue<'c>, k: i64, field: i64) -> PointerValue<'c> {
-        let i8t = self.cx.i8_type();
+        let i8t = self.context.i8_type();
         let off = self.i64(k * 80 + field);
-        unsafe { self.b.build_gep(i8t, arrays, &[off], "").expect("gep") }
+        unsafe {
+            self.builder
+                .build_gep(i8t, arrays, &[off], "")
+                .expect("gep")
+        }
     }
 
     /// Checks an array argument of the entry point (`inputs` or
@@ -361,7 +386,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
             &[got.into()],
         );
         if want > 0 {
-            let null = self.b.build_is_null(arrays, "").expect("null");
+            let null = self.builder.build_is_null(arrays, "").expect("null");
             self.fail_if(null, &format!("{name} is NULL"), &[]);
         }
     }
@@ -374,13 +399,13 @@ impl<'c, 'f> Codegen<'c, 'f> {
         n_in: IntValue<'c>,
     ) -> LowerResult<Env<'c>> {
         self.check_arrays_arg("inputs", in_p, n_in, inputs.len() as i64);
-        let i64t = self.cx.i64_type();
+        let i64t = self.context.i64_type();
         let mut env = Env::default();
         let mut shapes: Vec<Vec<IntValue>> = Vec::new();
         // Dtype, rank, extents >= 0, sizes in bounds, data not NULL.
         for (k, &v) in inputs.iter().enumerate() {
-            let var = self.a.var(v);
-            let what = format!("input {k} (`{}`: {})", var.name, self.a.ty(&var.ty));
+            let var = self.analysis.var(v);
+            let what = format!("input {k} (`{}`: {})", var.name, self.analysis.ty(&var.ty));
             let ty = random::physical(&var.ty);
             let dt = dtype(&ty).or_else(|_| err(var.range, "an input without dtype"))?;
             let Some(code) = dtype_code(&dt) else {
@@ -430,19 +455,19 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 dims.push(if want >= 0 {
                     self.i64(want)
                 } else {
-                    self.b
+                    self.builder
                         .build_load(i64t, self.field(in_p, k, 16 + 8 * j as i64), "")
                         .expect("load")
                         .into_int_value()
                 });
             }
             let data = self
-                .b
+                .builder
                 .build_load(self.ptr_ty(), self.field(in_p, k, 0), "")
                 .expect("load")
                 .into_pointer_value();
             // Read again from the caller's array at each use ([`Codegen::reloaded`]).
-            self.homes.borrow_mut().insert(data, Home::Input(k));
+            self.fun.homes.borrow_mut().insert(data, Home::Input(k));
             env.vals.insert(
                 v,
                 Operand {
@@ -454,7 +479,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
         }
         // Dimension variables: each use equals the argument's value.
         for (k, &v) in inputs.iter().enumerate() {
-            let var = self.a.var(v);
+            let var = self.analysis.var(v);
             for (j, d) in var.ty.shape.iter().enumerate() {
                 let Dim::Var(w) = d else { continue };
                 if !env.vals.contains_key(w) {
@@ -467,8 +492,8 @@ impl<'c, 'f> Codegen<'c, 'f> {
                     &format!(
                         "input {k} (`{}`: {}): dimension {j} is %lld, but `{}` is %lld",
                         var.name,
-                        self.a.ty(&var.ty),
-                        self.a.var(*w).name
+                        self.analysis.ty(&var.ty),
+                        self.analysis.var(*w).name
                     ),
                     &[got.into(), want.into()],
                 );
@@ -479,7 +504,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
         loop {
             let mut learnt = false;
             for (k, &v) in inputs.iter().enumerate() {
-                let var = self.a.var(v);
+                let var = self.analysis.var(v);
                 for (j, d) in var.ty.shape.iter().enumerate() {
                     let Dim::Sym(p) = d else { continue };
                     let Some((s, coef, rest)) = jaxpr_lower::solvable(p, &env.syms) else {
@@ -496,7 +521,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
                     );
                     let diff = self.sub(shapes[k][j], rest);
                     let val = self
-                        .b
+                        .builder
                         .build_int_signed_div(diff, self.i64(coef), "")
                         .expect("div");
                     self.fail_if(
@@ -504,7 +529,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
                         &format!(
                             "input {k} (`{}`: {}): dimension {j} is %lld, but `{p}` needs `{s}` >= 1, so at least {}",
                             var.name,
-                            self.a.ty(&var.ty),
+                            self.analysis.ty(&var.ty),
                             p.bounds().0.unwrap_or(1)
                         ),
                         &[shapes[k][j].into()],
@@ -518,7 +543,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
             }
         }
         for (k, &v) in inputs.iter().enumerate() {
-            let var = self.a.var(v);
+            let var = self.analysis.var(v);
             for (j, d) in var.ty.shape.iter().enumerate() {
                 let Dim::Sym(p) = d else { continue };
                 let want = self.sym_extent(
@@ -532,7 +557,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
                     &format!(
                         "input {k} (`{}`: {}): dimension {j} is %lld, but `{p}` is %lld here",
                         var.name,
-                        self.a.ty(&var.ty)
+                        self.analysis.ty(&var.ty)
                     ),
                     &[shapes[k][j].into(), want.into()],
                 );

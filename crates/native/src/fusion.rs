@@ -144,15 +144,24 @@ impl<'c, 'f> Codegen<'c, 'f> {
             if !is_deferrable(e) {
                 continue;
             }
-            let [Some(v)] = self.a.eqn(*id).outs.as_slice() else {
+            let [Some(v)] = self.analysis.eqn(*id).outs.as_slice() else {
                 continue;
             };
             // Key arrays are moved by their own lowering ([`super::random`]).
-            if self.a.var(*v).ty.dtype.as_ref().is_some_and(DType::is_key) {
+            if self
+                .analysis
+                .var(*v)
+                .ty
+                .dtype
+                .as_ref()
+                .is_some_and(DType::is_key)
+            {
                 continue;
             }
             let only_output = lazy_outs && uses.get(v) == Some(&Uses::Output);
-            if self.fusible_use(&uses, eqns, *v) || (only_output && self.a.var(*v).ty.rank() > 0) {
+            if self.fusible_use(&uses, eqns, *v)
+                || (only_output && self.analysis.var(*v).ty.rank() > 0)
+            {
                 out.insert(*v);
             }
         }
@@ -201,7 +210,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
         if super::control::unrolled_trips(ue).is_some() {
             return self.fusible_loop_state(ue, uid, v);
         }
-        let ty = &self.a.var(v).ty;
+        let ty = &self.analysis.var(v).ty;
         // Of the user's shape: a deferred computation is read at the user's
         // index, so it must not be broadcast. Dimensions the types name
         // differently but that are not literals (Catalyst's `f64[i]` and
@@ -211,14 +220,14 @@ impl<'c, 'f> Codegen<'c, 'f> {
             a == b || !(matches!(a, Dim::Const(_)) || matches!(b, Dim::Const(_)))
         };
         let same_shape = self
-            .a
+            .analysis
             .eqn(uid)
             .outs
             .first()
             .copied()
             .flatten()
             .is_some_and(|w| {
-                let out = &self.a.var(w).ty.shape;
+                let out = &self.analysis.var(w).ty.shape;
                 out.len() == ty.shape.len() && out.iter().zip(&ty.shape).all(|(a, b)| alike(a, b))
             });
         let user = Prim::from_name(&ue.primitive.text);
@@ -233,7 +242,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
         let param = |k: &str| e.param(k).and_then(|p| p.value.as_int()).unwrap_or(0) as usize;
         let consts = param("body_nconsts");
         let Some(body) = self
-            .a
+            .analysis
             .eqn(id)
             .callees
             .iter()
@@ -251,7 +260,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
             return false;
         }
         let binder = consts + 1 + (pos - consts - 4);
-        let info = self.a.jaxpr(body);
+        let info = self.analysis.jaxpr(body);
         let binders: Vec<VarId> = info.constvars.iter().chain(&info.invars).copied().collect();
         binders
             .get(binder)
@@ -264,7 +273,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
         j: jaxpr_check::JaxprId,
         binders: &[VarId],
     ) -> LowerResult<Vec<bool>> {
-        let (eqns, outvars) = self.syntax.body(self.a, j)?;
+        let (eqns, outvars) = self.syntax.body(self.analysis, j)?;
         let eqns: Vec<_> = eqns.collect();
         let uses = self.uses(&eqns, outvars);
         Ok(binders
@@ -292,7 +301,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
     }
 
     fn take_deferred(&self, id: usize) -> LowerResult<(Node<'f, 'c>, Vec<IntValue<'c>>, DType)> {
-        match self.deferred.borrow_mut().remove(&id) {
+        match self.fusion.deferred.borrow_mut().remove(&id) {
             Some(d) => Ok(d),
             None => internal(
                 jaxpr_syntax::TextRange::new(0, 0),
@@ -303,9 +312,10 @@ impl<'c, 'f> Codegen<'c, 'f> {
 
     /// A placeholder for a deferred computation.
     pub(crate) fn defer(&self, node: Node<'f, 'c>, dims: Vec<IntValue<'c>>, dt: DType) -> Arr<'c> {
-        let id = self.deferred_ids.get();
-        self.deferred_ids.set(id + 1);
-        self.deferred
+        let id = self.fusion.deferred_ids.get();
+        self.fusion.deferred_ids.set(id + 1);
+        self.fusion
+            .deferred
             .borrow_mut()
             .insert(id, (node, dims.clone(), dt));
         Arr {
@@ -540,10 +550,11 @@ impl<'c, 'f> Codegen<'c, 'f> {
         let inputs = key.inputs.clone();
         let built = self.kernel(node.name(), key, &mut |params| {
             let outer = self
+                .fusion
                 .leaf_params
                 .replace(inputs.iter().copied().zip(params.iter().copied()).collect());
             let res = self.materialize_here(node, dims, dt);
-            self.leaf_params.replace(outer);
+            self.fusion.leaf_params.replace(outer);
             Ok(vec![res?.p])
         })?;
         match built {
@@ -647,7 +658,13 @@ impl<'c, 'f> Codegen<'c, 'f> {
                         off
                     }
                 };
-                let p = self.leaf_params.borrow().get(p).copied().unwrap_or(*p);
+                let p = self
+                    .fusion
+                    .leaf_params
+                    .borrow()
+                    .get(p)
+                    .copied()
+                    .unwrap_or(*p);
                 self.load(dt, p, off)
             }
             Node::Eqn { cx, kids } => {
@@ -667,7 +684,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 Ok(if dt.is_complex() {
                     self.complex_binop(Prim::Mul, dt, x, y, jaxpr_syntax::TextRange::new(0, 0))?
                 } else if dt.is_float() {
-                    self.b
+                    self.builder
                         .build_float_mul(x.into_float_value(), y.into_float_value(), "")
                         .expect("fmul")
                         .into()

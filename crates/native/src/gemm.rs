@@ -110,7 +110,7 @@ impl<'c> Codegen<'c, '_> {
     ) -> LowerResult<VectorValue<'c>> {
         let q = self.gep(dt, p, off)?;
         let v = self
-            .b
+            .builder
             .build_load(vt, q, "")
             .expect("load")
             .into_vector_value();
@@ -128,7 +128,7 @@ impl<'c> Codegen<'c, '_> {
         v: VectorValue<'c>,
     ) -> LowerResult<()> {
         let q = self.gep(dt, p, off)?;
-        let s = self.b.build_store(q, v).expect("store");
+        let s = self.builder.build_store(q, v).expect("store");
         let _ = s.set_alignment(Codegen::size_of(dt) as u32);
         Ok(())
     }
@@ -136,11 +136,11 @@ impl<'c> Codegen<'c, '_> {
     /// A vector with every lane `x`.
     pub(crate) fn splat(&self, vt: VectorType<'c>, x: BasicValueEnum<'c>) -> VectorValue<'c> {
         let one = self
-            .b
+            .builder
             .build_insert_element(vt.get_poison(), x, self.i32(0), "")
             .expect("insert");
-        let zeros = self.cx.i32_type().vec_type(vt.get_size()).const_zero();
-        self.b
+        let zeros = self.context.i32_type().vec_type(vt.get_size()).const_zero();
+        self.builder
             .build_shuffle_vector(one, vt.get_poison(), zeros, "")
             .expect("shuffle")
     }
@@ -203,8 +203,8 @@ impl<'c> Codegen<'c, '_> {
         let (vt, lanes) = self.vector_of(dt)?;
         let nr = NR_VECTORS * lanes;
         let ptr = self.ptr_ty();
-        let i64t = self.cx.i64_type();
-        let ty = self.cx.void_type().fn_type(
+        let i64t = self.context.i64_type();
+        let ty = self.context.void_type().fn_type(
             &[
                 ptr.into(),
                 ptr.into(),
@@ -219,7 +219,7 @@ impl<'c> Codegen<'c, '_> {
         let name = format!("jx_tile_{dt}");
         self.internal_fn(&name, ty, &mut |f| {
             let noalias = self
-                .cx
+                .context
                 .create_enum_attribute(Attribute::get_named_enum_kind_id("noalias"), 0);
             for k in 0..3 {
                 f.add_attribute(AttributeLoc::Param(k), noalias);
@@ -290,7 +290,7 @@ impl<'c> Codegen<'c, '_> {
                     },
                 )
             })?;
-            self.b.build_return(None).expect("ret");
+            self.builder.build_return(None).expect("ret");
             Ok(())
         })
     }
@@ -375,7 +375,7 @@ impl<'c> Codegen<'c, '_> {
                     // += A[m, k] * B[k, n0..], each element in increasing k.
                     let width = DIRECT_VECTORS * w;
                     let blocks = self
-                        .b
+                        .builder
                         .build_int_signed_div(p.n, self.i64(width), "")
                         .expect("div");
                     self.for_range(blocks, &mut |jb| {
@@ -406,7 +406,7 @@ impl<'c> Codegen<'c, '_> {
                     // elements that fill no vector.
                     let step = DIRECT_VECTORS * w;
                     let steps = self
-                        .b
+                        .builder
                         .build_int_signed_div(p.k, self.i64(step), "")
                         .expect("div");
                     let done = self.mul(steps, self.i64(step));
@@ -429,9 +429,9 @@ impl<'c> Codegen<'c, '_> {
                                 (
                                     BasicValueEnum::VectorValue(x),
                                     BasicValueEnum::VectorValue(y),
-                                ) => self.b.build_float_add(x, y, "").expect("fadd").into(),
+                                ) => self.builder.build_float_add(x, y, "").expect("fadd").into(),
                                 (x, y) => self
-                                    .b
+                                    .builder
                                     .build_float_add(x.into_float_value(), y.into_float_value(), "")
                                     .expect("fadd")
                                     .into(),
@@ -444,13 +444,13 @@ impl<'c> Codegen<'c, '_> {
                         }
                         let v = level[0].into_vector_value();
                         let mut sum = self
-                            .b
+                            .builder
                             .build_extract_element(v, self.i64(0), "")
                             .expect("lane");
                         for l in 1..w {
                             sum = fadd(
                                 sum,
-                                self.b
+                                self.builder
                                     .build_extract_element(v, self.i64(l), "")
                                     .expect("lane"),
                             );
@@ -471,7 +471,7 @@ impl<'c> Codegen<'c, '_> {
                     // (independent sums keep the multiply-adds busy).
                     let w = DOT_COLUMNS;
                     let blocks = self
-                        .b
+                        .builder
                         .build_int_signed_div(p.n, self.i64(w), "")
                         .expect("div");
                     let columns = |n0: IntValue<'c>| -> LowerResult<()> {
@@ -537,8 +537,8 @@ impl<'c> Codegen<'c, '_> {
         let empty = self.icmp(IntPredicate::EQ, p.k, self.i64(0));
         let clear = self.select_int(empty, self.mul(self.mul(mp, np), size), self.i64(0));
         self.for_range(p.groups, &mut |g| {
-            self.b
-                .build_memset(cp, 1, self.cx.i8_type().const_zero(), clear)
+            self.builder
+                .build_memset(cp, 1, self.context.i8_type().const_zero(), clear)
                 .expect("memset");
             self.for_range(self.ceil_div(p.n, nc), &mut |jb| {
                 let jc = self.mul(jb, self.i64(nc));
@@ -560,8 +560,10 @@ impl<'c> Codegen<'c, '_> {
                                 let ok = valid.map_or(ok, |v| self.and(ok, v));
                                 let v =
                                     self.load(dt, p.b, self.select_int(ok, off, self.i64(0)))?;
-                                let v =
-                                    self.b.build_select(ok, v, zero.into(), "").expect("select");
+                                let v = self
+                                    .builder
+                                    .build_select(ok, v, zero.into(), "")
+                                    .expect("select");
                                 let at = self
                                     .add(base, self.add(self.mul(kk, self.i64(nr)), self.i64(c)));
                                 self.store(dt, bp, at, v)?;
@@ -580,8 +582,10 @@ impl<'c> Codegen<'c, '_> {
                                 let ok = valid.map_or(ok, |v| self.and(ok, v));
                                 let v =
                                     self.load(dt, p.a, self.select_int(ok, off, self.i64(0)))?;
-                                let v =
-                                    self.b.build_select(ok, v, zero.into(), "").expect("select");
+                                let v = self
+                                    .builder
+                                    .build_select(ok, v, zero.into(), "")
+                                    .expect("select");
                                 let at = self.add(self.mul(kk, self.i64(MR)), self.i64(r));
                                 self.store(dt, ap, at, v)?;
                             }
@@ -589,10 +593,10 @@ impl<'c> Codegen<'c, '_> {
                         })?;
                         let tile = self.gep(dt, cp, self.add(self.mul(ic, np), jc))?;
                         let first = self
-                            .b
+                            .builder
                             .build_int_z_extend(
                                 self.icmp(IntPredicate::EQ, pb, self.i64(0)),
-                                self.cx.i64_type(),
+                                self.context.i64_type(),
                                 "",
                             )
                             .expect("zext");
@@ -622,14 +626,16 @@ impl<'c> Codegen<'c, '_> {
                 let step = self.sub(next, base);
                 let one = self.icmp(IntPredicate::EQ, step, self.i64(1));
                 let single = self.icmp(IntPredicate::EQ, p.n, self.i64(1));
-                let contiguous = self.b.build_or(one, single, "").expect("or");
+                let contiguous = self.builder.build_or(one, single, "").expect("or");
                 self.if_else(
                     contiguous,
                     &mut || {
                         let dst = self.gep(dt, p.c, base)?;
                         let src = self.gep(dt, cp, from)?;
                         let bytes = self.mul(p.n, size);
-                        self.b.build_memcpy(dst, 1, src, 1, bytes).expect("memcpy");
+                        self.builder
+                            .build_memcpy(dst, 1, src, 1, bytes)
+                            .expect("memcpy");
                         Ok(())
                     },
                     &mut || {
@@ -801,7 +807,7 @@ impl<'c> Codegen<'c, '_> {
         let c_row = self.offset_table(&row_dims, &coefs(ost[os[0]], &|d| ost[os[2 + d]]))?;
         let cg = r.dims[rs[1]];
         let og = self
-            .b
+            .builder
             .build_int_signed_div(o.dims[os[1]], self.i64(cv.groups), "")
             .expect("div");
         let p = Gemm {

@@ -104,14 +104,17 @@ impl<'c> Codegen<'c, '_> {
             self.nest(&wdims, &mut |wi| {
                 let (at, real) = self.window_pos(oi, wi, &strides, &pad, &based, &wdil, dims);
                 let v = self.load(&dt, x.v.p, self.offset(&at, dims))?;
-                let v = self.b.build_select(real, v, init, "").expect("select");
-                let a = self.b.build_load(t, acc, "").expect("load");
-                self.b
+                let v = self
+                    .builder
+                    .build_select(real, v, init, "")
+                    .expect("select");
+                let a = self.builder.build_load(t, acc, "").expect("load");
+                self.builder
                     .build_store(acc, self.combine(op, &dt, a, v, cx)?)
                     .expect("store");
                 Ok(())
             })?;
-            let a = self.b.build_load(t, acc, "").expect("load");
+            let a = self.builder.build_load(t, acc, "").expect("load");
             self.store(&dt, res.p, self.offset(oi, &out), a)
         })?;
         Ok(Some(res))

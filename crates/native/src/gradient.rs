@@ -200,13 +200,13 @@ impl<'c, 'f> Codegen<'c, 'f> {
         }
         let at = cx.at();
         let params = grad_params(cx)?;
-        let Some(&callee) = cx.callees(self.a, "jaxpr").first() else {
+        let Some(&callee) = cx.callees(self.analysis, "jaxpr").first() else {
             return err(
                 at,
                 format!("`{}` has no `jaxpr` to differentiate", cx.name()),
             );
         };
-        if self.tape.borrow().is_some() {
+        if self.quantum.tape.borrow().is_some() {
             return unsupported(at, "a derivative inside a differentiated circuit: Catalyst computes higher derivatives only with `method='fd'`".into());
         }
         if params.finite_difference.is_none() {
@@ -226,7 +226,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
         }
         // The operands are the arguments, then the closed jaxpr's constants,
         // which its binders take first.
-        let info = self.a.jaxpr(callee);
+        let info = self.analysis.jaxpr(callee);
         let (nconsts, ninvars) = (info.constvars.len(), info.invars.len());
         let mut inputs: Vec<Op<'c>> = cx.args.clone();
         if nconsts > 0 && cx.args.len() == nconsts + ninvars {
@@ -276,7 +276,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
                         let shifted = self.copy_fresh(operand)?;
                         let x = self.load(&odt, shifted.p, k)?.into_float_value();
                         let step = self.fconst(&odt, h)?;
-                        let moved = self.b.build_float_add(x, step, "").expect("add");
+                        let moved = self.builder.build_float_add(x, step, "").expect("add");
                         self.store(&odt, shifted.p, k, moved.into())?;
                         let mut shifted_inputs = inputs.clone();
                         shifted_inputs[position(d)] = Operand {
@@ -294,14 +294,18 @@ impl<'c, 'f> Codegen<'c, 'f> {
                                 &[&f1.v, &f0.v],
                                 &mut |xs| {
                                     let diff = self
-                                        .b
+                                        .builder
                                         .build_float_sub(
                                             xs[0].into_float_value(),
                                             xs[1].into_float_value(),
                                             "",
                                         )
                                         .expect("sub");
-                                    Ok(self.b.build_float_div(diff, hr, "").expect("div").into())
+                                    Ok(self
+                                        .builder
+                                        .build_float_div(diff, hr, "")
+                                        .expect("div")
+                                        .into())
                                 },
                             )?);
                         }
@@ -351,7 +355,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
     /// does not differentiate or what this build does not: a QNode's
     /// `diff_method` and measurements.
     fn nested_gradient_check(&self, j: JaxprId) -> LowerResult<()> {
-        let (eqns, _) = self.syntax.body(self.a, j)?;
+        let (eqns, _) = self.syntax.body(self.analysis, j)?;
         for (e, id) in eqns {
             let prim = jaxpr_lower::walk::prim_of(e, jaxpr_lower::walk::Backend::Native)?;
             if matches!(prim, Prim::Grad | Prim::ValueAndGrad) {
@@ -379,12 +383,12 @@ impl<'c, 'f> Codegen<'c, 'f> {
                         );
                     }
                 }
-                let callees = &self.a.eqn(id).callees;
+                let callees = &self.analysis.eqn(id).callees;
                 for (_, body) in callees.iter() {
                     self.circuit_measurements_check(*body, &method, e.primitive.range)?;
                 }
             }
-            for (_, nested) in self.a.eqn(id).callees.iter() {
+            for (_, nested) in self.analysis.eqn(id).callees.iter() {
                 if prim != Prim::QuantumKernel {
                     self.nested_gradient_check(*nested)?;
                 }
@@ -401,7 +405,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
         method: &str,
         kernel: TextRange,
     ) -> LowerResult<()> {
-        let (eqns, _) = self.syntax.body(self.a, j)?;
+        let (eqns, _) = self.syntax.body(self.analysis, j)?;
         for (e, id) in eqns {
             let row = jaxpr_lower::walk::prim_of(e, jaxpr_lower::walk::Backend::Native)?;
             let shifted_probs = row == Prim::Probs && method == "parameter-shift";
@@ -429,7 +433,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
                     ),
                 );
             }
-            for (_, nested) in self.a.eqn(id).callees.iter() {
+            for (_, nested) in self.analysis.eqn(id).callees.iter() {
                 self.circuit_measurements_check(*nested, method, kernel)?;
             }
         }
@@ -445,7 +449,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
         tangents: &[Option<Arr<'c>>],
         at: TextRange,
     ) -> LowerResult<(Vec<Op<'c>>, Vec<Option<Arr<'c>>>)> {
-        let binders = jaxpr_lower::walk::nested_binders(self.a, j, inputs.len(), at)?;
+        let binders = jaxpr_lower::walk::nested_binders(self.analysis, j, inputs.len(), at)?;
         let mut env = Env {
             vals: HashMap::default(),
             syms: outer.syms.clone(),
@@ -456,14 +460,14 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 v,
                 Operand {
                     v: self.materialized(&x.v)?,
-                    ty: self.a.var(v).ty.clone(),
+                    ty: self.analysis.var(v).ty.clone(),
                 },
             );
             if let Some(t) = t {
                 tenv.insert(v, t.clone());
             }
         }
-        let (eqns, outvars) = self.syntax.body(self.a, j)?;
+        let (eqns, outvars) = self.syntax.body(self.analysis, j)?;
         for (e, id) in eqns {
             self.lowering(e, || self.jvp_eqn(&mut env, &mut tenv, j, e, id))?;
         }
@@ -493,9 +497,9 @@ impl<'c, 'f> Codegen<'c, 'f> {
             .iter()
             .map(|v| v.and_then(|v| tenv.get(&v).cloned()))
             .collect();
-        let outs_vars: Vec<Option<VarId>> = self.a.eqn(id).outs.clone();
+        let outs_vars: Vec<Option<VarId>> = self.analysis.eqn(id).outs.clone();
         // The circuit's measured values have tangents only at its end.
-        if let Some(tape) = self.tape.borrow().as_ref()
+        if let Some(tape) = self.quantum.tape.borrow().as_ref()
             && let Some(v) = vars
                 .iter()
                 .flatten()
@@ -505,23 +509,29 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 at,
                 format!(
                     "`{name}` uses the expectation value `{}` inside the differentiated circuit: the adjoint method gives its derivative at the circuit's end",
-                    self.a.var(*v).name
+                    self.analysis.var(*v).name
                 ),
             );
         }
-        let method = self.tape.borrow().as_ref().map(|t| t.method);
+        let method = self.quantum.tape.borrow().as_ref().map(|t| t.method);
         let in_tape = method.is_some();
         if method == Some(CircuitMethod::Adjoint) {
             match prim {
                 Prim::Qdealloc => return self.tape_end(env, tenv, e, id, at),
                 Prim::Expval => {
-                    let is_body = self.tape.borrow().as_ref().is_some_and(|t| t.body == j);
+                    let is_body = self
+                        .quantum
+                        .tape
+                        .borrow()
+                        .as_ref()
+                        .is_some_and(|t| t.body == j);
                     if !is_body {
                         return unsupported(at, "an expectation value inside a loop or a conditional of a differentiated circuit".into());
                     }
                     self.primal(env, e, id)?;
                     if let Some(Some(v)) = outs_vars.first() {
-                        self.tape
+                        self.quantum
+                            .tape
                             .borrow_mut()
                             .as_mut()
                             .expect("tape")
@@ -530,7 +540,14 @@ impl<'c, 'f> Codegen<'c, 'f> {
                     }
                     return Ok(());
                 }
-                Prim::Qalloc if self.tape.borrow().as_ref().is_some_and(|t| t.body == j) => {
+                Prim::Qalloc
+                    if self
+                        .quantum
+                        .tape
+                        .borrow()
+                        .as_ref()
+                        .is_some_and(|t| t.body == j) =>
+                {
                     self.primal(env, e, id)?;
                     let rc = self.tape_call("jx_q_tape_begin", &[], &[]);
                     self.tape_check(rc, name, at);
@@ -629,7 +646,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
                     [one] => one.clone(),
                     [x, y] => self.map_elements(&odt, &results[0].dims, &[x, y], &mut |xs| {
                         Ok(self
-                            .b
+                            .builder
                             .build_float_add(xs[0].into_float_value(), xs[1].into_float_value(), "")
                             .expect("add")
                             .into())
@@ -669,13 +686,17 @@ impl<'c, 'f> Codegen<'c, 'f> {
                     &[&ta, &tb, &b, &results[0]],
                     &mut |xs| {
                         let [ta, tb, b, q] = [0, 1, 2, 3].map(|i| xs[i].into_float_value());
-                        let first = self.b.build_float_div(ta, b, "").expect("div");
+                        let first = self.builder.build_float_div(ta, b, "").expect("div");
                         let second = self
-                            .b
-                            .build_float_div(self.b.build_float_mul(tb, q, "").expect("mul"), b, "")
+                            .builder
+                            .build_float_div(
+                                self.builder.build_float_mul(tb, q, "").expect("mul"),
+                                b,
+                                "",
+                            )
                             .expect("div");
                         Ok(self
-                            .b
+                            .builder
                             .build_float_sub(first, second, "")
                             .expect("sub")
                             .into())
@@ -707,7 +728,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
                     &mut |xs| {
                         let [t, x, y] = [0, 1, 2].map(|i| xs[i].into_float_value());
                         let d = self.derivative(prim, &odt, x, y, n_pow)?;
-                        Ok(self.b.build_float_mul(t, d, "").expect("mul").into())
+                        Ok(self.builder.build_float_mul(t, d, "").expect("mul").into())
                     },
                 )?;
                 set(tenv, 0, t);
@@ -730,28 +751,32 @@ impl<'c, 'f> Codegen<'c, 'f> {
                     &mut |xs| {
                         let [tx, ty, x, y, z] = [0, 1, 2, 3, 4].map(|i| xs[i].into_float_value());
                         let one = self.fconst(&odt, 1.0)?;
-                        let ym1 = self.b.build_float_sub(y, one, "").expect("sub");
+                        let ym1 = self.builder.build_float_sub(y, one, "").expect("sub");
                         let xp = self
                             .libm("pow", &odt, &[x.into(), ym1.into()])?
                             .into_float_value();
                         let dx = self
-                            .b
+                            .builder
                             .build_float_mul(
                                 tx,
-                                self.b.build_float_mul(y, xp, "").expect("mul"),
+                                self.builder.build_float_mul(y, xp, "").expect("mul"),
                                 "",
                             )
                             .expect("mul");
                         let logx = self.libm("log", &odt, &[x.into()])?.into_float_value();
                         let dy = self
-                            .b
+                            .builder
                             .build_float_mul(
                                 ty,
-                                self.b.build_float_mul(logx, z, "").expect("mul"),
+                                self.builder.build_float_mul(logx, z, "").expect("mul"),
                                 "",
                             )
                             .expect("mul");
-                        Ok(self.b.build_float_add(dx, dy, "").expect("add").into())
+                        Ok(self
+                            .builder
+                            .build_float_add(dx, dy, "")
+                            .expect("add")
+                            .into())
                     },
                 )?;
                 set(tenv, 0, t);
@@ -782,6 +807,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
                     );
                 }
                 if self
+                    .quantum
                     .tape
                     .borrow()
                     .as_ref()
@@ -817,7 +843,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 let ptr = self.ptr_ty();
                 let rc = self.tape_call(
                     "jx_q_tape_tangents",
-                    &[ptr.into(), self.cx.i64_type().into()],
+                    &[ptr.into(), self.context.i64_type().into()],
                     &[buffer.p.into(), self.i64(count as i64).into()],
                 );
                 self.tape_check(rc, name, at);
@@ -825,7 +851,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
             Prim::Func | Prim::Jit | Prim::ClosedCall | Prim::CoreCall => {
                 let callee = ["call_jaxpr", "jaxpr"]
                     .iter()
-                    .find_map(|p| cx.callees(self.a, p).first().copied());
+                    .find_map(|p| cx.callees(self.analysis, p).first().copied());
                 let Some(callee) = callee else {
                     return err(at, format!("`{name}` has no jaxpr to call"));
                 };
@@ -836,7 +862,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
             Prim::ForLoop => {
                 // The carried floating-point values carry their tangents
                 // too: the loop's state is the values, then their tangents.
-                let layout = cx.for_layout(self.a)?;
+                let layout = cx.for_layout(self.analysis)?;
                 let (nconsts, nimplicit, header) =
                     (layout.nconsts, layout.nimplicit, layout.header());
                 let explicit = header + 4;
@@ -880,10 +906,10 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 return Ok(());
             }
             Prim::WhileLoop | Prim::While => {
-                let layout = cx.while_layout(self.a)?;
+                let layout = cx.while_layout(self.analysis)?;
                 let (cn, bn) = (layout.cond_nconsts, layout.body_nconsts);
                 if self
-                    .a
+                    .analysis
                     .jaxpr(layout.cond)
                     .outs
                     .first()
@@ -906,7 +932,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
                         ty: cx.args[first + k].ty.clone(),
                     });
                 }
-                if let Some(tape) = self.tape.borrow_mut().as_mut() {
+                if let Some(tape) = self.quantum.tape.borrow_mut().as_mut() {
                     tape.while_depth += 1;
                 }
                 let looped = self.state_loop(
@@ -942,7 +968,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
                         ))
                     },
                 );
-                if let Some(tape) = self.tape.borrow_mut().as_mut() {
+                if let Some(tape) = self.quantum.tape.borrow_mut().as_mut() {
                     tape.while_depth -= 1;
                 }
                 let results = looped?.1.into_iter().map(|o| o.v).collect();
@@ -1040,7 +1066,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
         y: FloatValue<'c>,
         n_pow: i64,
     ) -> LowerResult<FloatValue<'c>> {
-        let b = &self.b;
+        let b = &self.builder;
         let one = self.fconst(dt, 1.0)?;
         let f = |v: BasicValueEnum<'c>| v.into_float_value();
         Ok(match prim {
@@ -1107,7 +1133,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
     ) -> LowerResult<()> {
         let at = e.primitive.range;
         let cx = self.eqn_cx(env, e, id)?;
-        let Some(&body) = cx.callees(self.a, "call_jaxpr").first() else {
+        let Some(&body) = cx.callees(self.analysis, "call_jaxpr").first() else {
             return err(at, "`quantum_kernel` has no `call_jaxpr` to call");
         };
         let method = match diff_method(e).as_deref() {
@@ -1118,7 +1144,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
             let rc = self.tape_call("jx_q_shift_begin", &[], &[]);
             self.tape_check(rc, "quantum_kernel", at);
         }
-        *self.tape.borrow_mut() = Some(Tape {
+        *self.quantum.tape.borrow_mut() = Some(Tape {
             body,
             method,
             expvals: Vec::new(),
@@ -1126,7 +1152,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
             while_depth: 0,
         });
         let ran = self.jvp_call(env, body, &cx.args, &tangents, at);
-        let tape = self.tape.borrow_mut().take().expect("tape");
+        let tape = self.quantum.tape.borrow_mut().take().expect("tape");
         let (outs, mut touts) = ran?;
         match method {
             CircuitMethod::Adjoint => {
@@ -1145,7 +1171,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
                             &[&direct, &s],
                             &mut |xs| {
                                 Ok(self
-                                    .b
+                                    .builder
                                     .build_float_add(
                                         xs[0].into_float_value(),
                                         xs[1].into_float_value(),
@@ -1159,7 +1185,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 }
             }
         }
-        bind_results(env, tenv, &self.a.eqn(id).outs, outs, touts);
+        bind_results(env, tenv, &self.analysis.eqn(id).outs, outs, touts);
         Ok(())
     }
 
@@ -1190,7 +1216,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
             sums.push(self.zeros(&f64t, &o.v.dims)?);
         }
         let ptr = self.ptr_ty();
-        let i64t = self.cx.i64_type();
+        let i64t = self.context.i64_type();
         let count = self.alloc(&DType::Int(64), &[])?;
         let rc = self.tape_call("jx_q_shift_params", &[ptr.into()], &[count.p.into()]);
         self.tape_check(rc, "quantum_kernel", at);
@@ -1203,10 +1229,10 @@ impl<'c, 'f> Codegen<'c, 'f> {
             let run = |by: f64| -> LowerResult<Vec<Op<'c>>> {
                 let rc = self.tape_call(
                     "jx_q_shift_select",
-                    &[i64t.into(), self.cx.f64_type().into(), ptr.into()],
+                    &[i64t.into(), self.context.f64_type().into(), ptr.into()],
                     &[
                         k.into(),
-                        self.cx.f64_type().const_float(by).into(),
+                        self.context.f64_type().const_float(by).into(),
                         tangent.p.into(),
                     ],
                 );
@@ -1224,15 +1250,19 @@ impl<'c, 'f> Codegen<'c, 'f> {
                         self.load(&f64t, m.v.p, j)?.into_float_value(),
                     );
                     let partial = self
-                        .b
-                        .build_float_mul(self.b.build_float_sub(pj, mj, "").expect("sub"), half, "")
+                        .builder
+                        .build_float_mul(
+                            self.builder.build_float_sub(pj, mj, "").expect("sub"),
+                            half,
+                            "",
+                        )
                         .expect("mul");
                     let acc = self.load(&f64t, sum.p, j)?.into_float_value();
                     let next = self
-                        .b
+                        .builder
                         .build_float_add(
                             acc,
-                            self.b.build_float_mul(t, partial, "").expect("mul"),
+                            self.builder.build_float_mul(t, partial, "").expect("mul"),
                             "",
                         )
                         .expect("add");
@@ -1289,7 +1319,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
         at: TextRange,
     ) -> LowerResult<()> {
         let expvals = {
-            let mut tape = self.tape.borrow_mut();
+            let mut tape = self.quantum.tape.borrow_mut();
             let tape = tape.as_mut().expect("tape");
             tape.ended = true;
             tape.expvals.clone()
@@ -1305,7 +1335,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
         let ptr = self.ptr_ty();
         let rc = self.tape_call(
             "jx_q_tape_end",
-            &[self.cx.i64_type().into(), ptr.into()],
+            &[self.context.i64_type().into(), ptr.into()],
             &[self.i64(expvals.len() as i64).into(), out.p.into()],
         );
         self.tape_check(rc, "qdealloc", at);
@@ -1321,8 +1351,9 @@ impl<'c, 'f> Codegen<'c, 'f> {
 
     /// The equation's operands and result types, as [`Codegen::eqn`] sees them.
     fn eqn_cx(&self, env: &Env<'c>, e: &'f ast::Eqn, id: EqnId) -> LowerResult<Cx<'f, 'c>> {
-        let outs = jaxpr_lower::walk::result_types(self.a, e, id);
-        let untyped = jaxpr_lower::walk::untyped_literal_dtypes(self.a, &self.syntax, e, id, &outs);
+        let outs = jaxpr_lower::walk::result_types(self.analysis, e, id);
+        let untyped =
+            jaxpr_lower::walk::untyped_literal_dtypes(self.analysis, &self.syntax, e, id, &outs);
         let args = e
             .args
             .iter()
@@ -1349,7 +1380,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
     /// runs its body with tangents when the circuit is recording.
     fn primal(&self, env: &mut Env<'c>, e: &'f ast::Eqn, id: EqnId) -> LowerResult<Vec<Arr<'c>>> {
         self.eqn(env, e, id, &Default::default())?;
-        self.a
+        self.analysis
             .eqn(id)
             .outs
             .iter()
@@ -1368,7 +1399,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
         id: EqnId,
         args: Vec<Op<'c>>,
     ) -> LowerResult<Vec<Arr<'c>>> {
-        let outs = jaxpr_lower::walk::result_types(self.a, e, id);
+        let outs = jaxpr_lower::walk::result_types(self.analysis, e, id);
         let prim = jaxpr_lower::walk::prim_of(e, jaxpr_lower::walk::Backend::Native)?;
         let cx = EqnCx {
             e,
@@ -1415,7 +1446,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
         params: &[inkwell::types::BasicMetadataTypeEnum<'c>],
         args: &[inkwell::values::BasicMetadataValueEnum<'c>],
     ) -> inkwell::values::IntValue<'c> {
-        let f = self.extern_fn(f, Some(self.cx.i32_type().into()), params, false);
+        let f = self.extern_fn(f, Some(self.context.i32_type().into()), params, false);
         self.call(f, args).expect("status").into_int_value()
     }
 

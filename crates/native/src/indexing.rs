@@ -107,7 +107,7 @@ impl<'c> Codegen<'c, '_> {
             &mut |oi| {
                 let g: Vec<IntValue> = batch_out.iter().map(|&d| oi[d]).collect();
                 let mut at = vec![self.i64(0); r];
-                let mut ok = self.cx.bool_type().const_int(1, false);
+                let mut ok = self.context.bool_type().const_int(1, false);
                 for (k, &d) in start_map.iter().enumerate() {
                     let mut ii = g.clone();
                     ii.push(self.i64(k as i64));
@@ -146,7 +146,7 @@ impl<'c> Codegen<'c, '_> {
     }
 
     pub(crate) fn all_in_bounds(&self, at: &[IntValue<'c>], dims: &[IntValue<'c>]) -> IntValue<'c> {
-        let mut ok = self.cx.bool_type().const_int(1, false);
+        let mut ok = self.context.bool_type().const_int(1, false);
         for (&i, &n) in at.iter().zip(dims) {
             let inb = self.and(
                 self.icmp(IntPredicate::SGE, i, self.i64(0)),
@@ -212,7 +212,7 @@ impl<'c> Codegen<'c, '_> {
         self.nest(&upd.v.dims.clone(), &mut |ui| {
             let g: Vec<IntValue> = batch_upd.iter().map(|&d| ui[d]).collect();
             let mut at = vec![self.i64(0); r];
-            let mut ok = self.cx.bool_type().const_int(1, false);
+            let mut ok = self.context.bool_type().const_int(1, false);
             for (k, &d) in smap.iter().enumerate() {
                 let mut ii = g.clone();
                 ii.push(self.i64(k as i64));
@@ -246,7 +246,7 @@ impl<'c> Codegen<'c, '_> {
                 None => u,
                 Some(op) => self.binop(op, &dt, old, u, cx)?,
             };
-            let nv = self.b.build_select(ok, nv, old, "").expect("select");
+            let nv = self.builder.build_select(ok, nv, old, "").expect("select");
             self.store(&dt, res.p, off, nv)
         })?;
         Ok(res)

@@ -186,9 +186,9 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 };
                 key.text.push_str(&params);
                 for a in &cx.args {
-                    let _ = write!(key.text, " {}", self.a.ty(&a.ty));
+                    let _ = write!(key.text, " {}", self.analysis.ty(&a.ty));
                 }
-                let _ = write!(key.text, " -> {} (", self.a.ty(&cx.outs[0]));
+                let _ = write!(key.text, " -> {} (", self.analysis.ty(&cx.outs[0]));
                 let all = kids.iter().all(|k| self.write_node(k, key));
                 key.text.push(')');
                 all
@@ -206,7 +206,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
     /// of other code), when its operands and results have static shapes
     /// and its operands are computed arrays.
     fn eqn_key(&self, cx: &Cx<'f, 'c>) -> Option<KernelKey<'c>> {
-        if !self.a.eqn(cx.id).callees.is_empty()
+        if !self.analysis.eqn(cx.id).callees.is_empty()
             || jaxpr_lower::is_identity(cx.prim)
             // A call of the quantum runtime has effects: each runs in place.
             || jaxpr_check::registry::lookup(cx.name()).is_some_and(|p| p.family == jaxpr_check::registry::Family::Quantum)
@@ -220,11 +220,11 @@ impl<'c, 'f> Codegen<'c, 'f> {
             inputs: Vec::new(),
         };
         for a in &cx.args {
-            let _ = write!(key.text, " {} ", self.a.ty(&a.ty));
+            let _ = write!(key.text, " {} ", self.analysis.ty(&a.ty));
             key.pointer(a.v.p);
         }
         for o in &cx.outs {
-            let _ = write!(key.text, " -> {}", self.a.ty(o));
+            let _ = write!(key.text, " -> {}", self.analysis.ty(o));
         }
         Some(key)
     }
@@ -288,14 +288,14 @@ impl<'c, 'f> Codegen<'c, 'f> {
     /// allocation over those thousands of overlapping live ranges took
     /// most of a large program's build.
     pub(crate) fn reloaded(&self, p: PointerValue<'c>) -> PointerValue<'c> {
-        let Some(home) = self.homes.borrow().get(&p).copied() else {
+        let Some(home) = self.fun.homes.borrow().get(&p).copied() else {
             return p;
         };
         match home {
             super::Home::Slot(at) => self.volatile_load(at),
             super::Home::Table(at) => self.volatile_load(self.table_word(at)),
             super::Home::Input(k) => {
-                let inputs = self.io.get().expect("inside the entry point").0;
+                let inputs = self.fun.io.get().expect("inside the entry point").0;
                 self.volatile_load(self.field(inputs, k, 0))
             }
         }
@@ -304,7 +304,10 @@ impl<'c, 'f> Codegen<'c, 'f> {
     /// A pointer read from `at` with a volatile load (which LLVM neither
     /// removes nor merges with another).
     pub(crate) fn volatile_load(&self, at: PointerValue<'c>) -> PointerValue<'c> {
-        let v = self.b.build_load(self.ptr_ty(), at, "").expect("load");
+        let v = self
+            .builder
+            .build_load(self.ptr_ty(), at, "")
+            .expect("load");
         if let Some(i) = v.as_instruction_value() {
             let _ = i.set_volatile(true);
         }
@@ -336,17 +339,17 @@ impl<'c, 'f> Codegen<'c, 'f> {
         key: KernelKey<'c>,
         body: &mut dyn FnMut(&[PointerValue<'c>]) -> LowerResult<Vec<PointerValue<'c>>>,
     ) -> LowerResult<Option<Vec<PointerValue<'c>>>> {
-        let known = self.kernels.borrow().get(&key.text).copied();
+        let known = self.items.kernels.borrow().get(&key.text).copied();
         let (f, n_results) = match known {
             Some(None) => return Ok(None),
             Some(Some(k)) => k,
             None => match self.build_kernel(name, key.inputs.len(), body)? {
                 Some(k) => {
-                    self.kernels.borrow_mut().insert(key.text, Some(k));
+                    self.items.kernels.borrow_mut().insert(key.text, Some(k));
                     k
                 }
                 None => {
-                    self.kernels.borrow_mut().insert(key.text, None);
+                    self.items.kernels.borrow_mut().insert(key.text, None);
                     return Ok(None);
                 }
             },
@@ -366,14 +369,17 @@ impl<'c, 'f> Codegen<'c, 'f> {
             .map(|k| {
                 let home = self.word(results, k);
                 let p = self
-                    .b
+                    .builder
                     .build_load(self.ptr_ty(), home, "")
                     .expect("load")
                     .into_pointer_value();
                 match tabled {
                     Some((_, first)) => self.tabled_at(p, first + k as u64),
                     None => {
-                        self.homes.borrow_mut().insert(p, super::Home::Slot(home));
+                        self.fun
+                            .homes
+                            .borrow_mut()
+                            .insert(p, super::Home::Slot(home));
                     }
                 }
                 p
@@ -396,25 +402,25 @@ impl<'c, 'f> Codegen<'c, 'f> {
     ) -> LowerResult<Option<(FunctionValue<'c>, usize)>> {
         let ptr = self.ptr_ty();
         let params: Vec<BasicMetadataTypeEnum> = vec![ptr.into(); n_inputs + 1];
-        let ty = self.cx.i32_type().fn_type(&params, false);
-        let id = self.kernels.borrow().len();
+        let ty = self.context.i32_type().fn_type(&params, false);
+        let id = self.items.kernels.borrow().len();
         let f = self
-            .m
+            .module
             .add_function(&format!("jx_k{id}_{name}"), ty, Some(Linkage::Private));
         // Not inlined back into its callers: that would make the one large
         // function again.
         let noinline = Attribute::get_named_enum_kind_id("noinline");
         f.add_attribute(
             AttributeLoc::Function,
-            self.cx.create_enum_attribute(noinline, 0),
+            self.context.create_enum_attribute(noinline, 0),
         );
-        let here = self.b.get_insert_block();
+        let here = self.builder.get_insert_block();
         let outer = self.enter_frame(Frame {
             func: Some(f),
             ..Frame::default()
         });
-        self.b
-            .position_at_end(self.cx.append_basic_block(f, "entry"));
+        self.builder
+            .position_at_end(self.context.append_basic_block(f, "entry"));
         let inputs: Vec<PointerValue<'c>> = (0..n_inputs)
             .map(|k| {
                 f.get_nth_param(k as u32)
@@ -428,7 +434,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
             .into_pointer_value();
         self.scope_begin();
         let built = body(&inputs).and_then(|outs| {
-            let mut owned = self.scopes.borrow().last().cloned().unwrap_or_default();
+            let mut owned = self.fun.scopes.borrow().last().cloned().unwrap_or_default();
             for p in &outs {
                 match owned.iter().position(|q| q == p) {
                     Some(i) => {
@@ -441,16 +447,16 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 self.give(p)?;
             }
             for (k, &p) in outs.iter().enumerate() {
-                self.b
+                self.builder
                     .build_store(self.word(results_p, k), p)
                     .expect("store");
             }
-            self.b.build_return(Some(&self.i32(0))).expect("ret");
+            self.builder.build_return(Some(&self.i32(0))).expect("ret");
             Ok(Some(outs.len()))
         });
         self.enter_frame(outer);
         if let Some(bb) = here {
-            self.b.position_at_end(bb);
+            self.builder.position_at_end(bb);
         }
         match built {
             Ok(Some(n)) => Ok(Some((f, n))),

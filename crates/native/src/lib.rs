@@ -337,12 +337,12 @@ pub fn compile_with(
     let runtime = quantum_runtime(a, &opts.quantum, artifact)?;
     let cx = Context::create();
     let mut g = Codegen::new(&cx, file, a, opts);
-    g.catalyst = runtime.clone();
-    g.quantum_seed = opts.quantum.seed;
-    g.mpi = mpi::Plan::of(a).map_err(|e| vec![e.into_diagnostic()])?;
-    let on_mpi = g.mpi.is_some();
+    g.lib.catalyst = runtime.clone();
+    g.lib.quantum_seed = opts.quantum.seed;
+    g.lib.mpi = mpi::Plan::of(a).map_err(|e| vec![e.into_diagnostic()])?;
+    let on_mpi = g.lib.mpi.is_some();
     g.library().map_err(|e| vec![e.into_diagnostic()])?;
-    if let Err(e) = g.m.verify() {
+    if let Err(e) = g.module.verify() {
         return Err(vec![
             Diagnostic::error(
                 jaxpr_syntax::diagnostics::DiagKind::InternalError,
@@ -377,20 +377,21 @@ pub fn compile_with(
     let Some(tm) = machine.create() else {
         return Err(internal("LLVM has no target machine for this host".into()));
     };
-    g.m.set_triple(&triple);
-    g.m.set_data_layout(&tm.get_target_data().get_data_layout());
+    g.module.set_triple(&triple);
+    g.module
+        .set_data_layout(&tm.get_target_data().get_data_layout());
     progress(Phase::Optimise);
     let passes = format!("default<O{}>", opts.opt.min(3));
     if artifact == Artifact::Shared {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
         for f in g.entry_functions() {
             if parts::straight(f) {
-                parts::without_optimisation(g.cx, f);
+                parts::without_optimisation(g.context, f);
             }
         }
         let split = parts::Split::new(&g.built_once(), &g.entry_point(), threads);
-        split.expose(&g.m);
-        let bitcode = g.m.write_bitcode_to_memory();
+        split.expose(&g.module);
+        let bitcode = g.module.write_bitcode_to_memory();
         // The parts are read from the bitcode; the module is done with.
         drop(g);
         let objects = split
@@ -399,7 +400,8 @@ pub fn compile_with(
         progress(Phase::Link);
         return link(&objects, runtime.as_ref(), on_mpi).map_err(internal);
     }
-    g.m.run_passes(&passes, &tm, PassBuilderOptions::create())
+    g.module
+        .run_passes(&passes, &tm, PassBuilderOptions::create())
         .map_err(|e| internal(format!("LLVM's pass pipeline failed: {e}")))?;
     match artifact {
         Artifact::LlvmIr => {
@@ -408,10 +410,10 @@ pub fn compile_with(
             } else {
                 ""
             };
-            Ok([note.as_bytes(), g.m.print_to_string().to_bytes()].concat())
+            Ok([note.as_bytes(), g.module.print_to_string().to_bytes()].concat())
         }
         _ => tm
-            .write_to_memory_buffer(&g.m, FileType::Object)
+            .write_to_memory_buffer(&g.module, FileType::Object)
             .map(|b| b.as_slice().to_vec())
             .map_err(|e| internal(format!("LLVM could not emit the object: {e}"))),
     }

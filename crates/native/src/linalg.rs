@@ -147,7 +147,10 @@ impl<'c> Codegen<'c, '_> {
         let nan_v = self.convert(self.w(f64::NAN)?.into(), &WORK, dt)?;
         self.for_range(n, &mut |i| {
             let v = self.convert(self.load(&WORK, src, i)?, &WORK, dt)?;
-            let v = self.b.build_select(nan, nan_v, v, "").expect("select");
+            let v = self
+                .builder
+                .build_select(nan, nan_v, v, "")
+                .expect("select");
             self.store(dt, dst, self.add(base, i), v)
         })
     }
@@ -187,7 +190,7 @@ impl<'c> Codegen<'c, '_> {
     }
 
     fn false_bit(&self) -> BasicValueEnum<'c> {
-        self.cx.bool_type().const_zero().into()
+        self.context.bool_type().const_zero().into()
     }
 
     /// The batch count and the matrix extents of an operand whose last two
@@ -328,7 +331,14 @@ impl<'c> Codegen<'c, '_> {
                     self.downward(n, &mut solve)
                 }
             })?;
-            self.narrow(wb, pq, &dt, out.p, base, self.cx.bool_type().const_zero())
+            self.narrow(
+                wb,
+                pq,
+                &dt,
+                out.p,
+                base,
+                self.context.bool_type().const_zero(),
+            )
         })?;
         self.release(wa)?;
         self.release(wb)?;
@@ -376,8 +386,8 @@ impl<'c> Codegen<'c, '_> {
                 )?;
                 let p = best[0].into_int_value();
                 let p32 = self
-                    .b
-                    .build_int_truncate(p, self.cx.i32_type(), "")
+                    .builder
+                    .build_int_truncate(p, self.context.i32_type(), "")
                     .expect("trunc");
                 self.store(&i32t, pivots.p, self.add(piv_base, j), p32.into())?;
                 let pivot = self.get(mw, p, j)?;
@@ -404,7 +414,14 @@ impl<'c> Codegen<'c, '_> {
                     })
                 })
             })?;
-            self.narrow(w, mn, &dt, lu.p, base, self.cx.bool_type().const_zero())?;
+            self.narrow(
+                w,
+                mn,
+                &dt,
+                lu.p,
+                base,
+                self.context.bool_type().const_zero(),
+            )?;
             self.permutation(pivots.p, piv_base, k, perm.p, self.mul(t, m), m)
         })?;
         self.release(w)?;
@@ -427,8 +444,8 @@ impl<'c> Codegen<'c, '_> {
     ) -> LowerResult<()> {
         let i32t = DType::Int(32);
         let to32 = |v: IntValue<'c>| {
-            self.b
-                .build_int_truncate(v, self.cx.i32_type(), "")
+            self.builder
+                .build_int_truncate(v, self.context.i32_type(), "")
                 .expect("trunc")
         };
         let perm_at = |i: IntValue<'c>| self.add(base, i);
@@ -440,8 +457,8 @@ impl<'c> Codegen<'c, '_> {
                 .load(&i32t, pivots, self.add(piv_base, i))?
                 .into_int_value();
             let j = self
-                .b
-                .build_int_s_extend(j, self.cx.i64_type(), "")
+                .builder
+                .build_int_s_extend(j, self.context.i64_type(), "")
                 .expect("sext");
             let neg = self.icmp(IntPredicate::SLT, j, self.i64(0));
             let j = self.select_int(neg, self.add(j, m), j);
@@ -567,7 +584,7 @@ impl<'c> Codegen<'c, '_> {
                 &dt,
                 q.p,
                 self.mul(t, mq),
-                self.cx.bool_type().const_zero(),
+                self.context.bool_type().const_zero(),
             )
         })?;
         for p in [w, wq, taus] {
@@ -647,7 +664,7 @@ impl<'c> Codegen<'c, '_> {
         let mn = self.mul(m, n);
         let w = self.work(mn)?;
         let taus = self.work(k)?;
-        let keep_nan = self.cx.bool_type().const_zero();
+        let keep_nan = self.context.bool_type().const_zero();
         self.for_range(batch, &mut |t| {
             self.widen(&dt, a.v.p, self.mul(t, mn), mn, w)?;
             self.householder(Mat { p: w, cols: n }, taus, m, n, k)?;
@@ -711,9 +728,12 @@ impl<'c> Codegen<'c, '_> {
                     let diag = if full {
                         diag
                     } else {
-                        self.cx.bool_type().const_zero()
+                        self.context.bool_type().const_zero()
                     };
-                    let v = self.b.build_select(diag, one, zero, "").expect("select");
+                    let v = self
+                        .builder
+                        .build_select(diag, one, zero, "")
+                        .expect("select");
                     self.store(&dt, r.p, self.offset(idx, &dims), v)
                 })?;
                 outs.push(r);
@@ -742,12 +762,12 @@ impl<'c> Codegen<'c, '_> {
             // Sweeps over every pair while the last one rotated (60 at most).
             self.for_carry(
                 self.i64(60),
-                &[self.cx.bool_type().const_int(1, false).into()],
+                &[self.context.bool_type().const_int(1, false).into()],
                 &mut |_, st| {
                     let again = st[0].into_int_value();
-                    let rotated = self.slot(self.cx.bool_type().into());
-                    self.b
-                        .build_store(rotated, self.cx.bool_type().const_zero())
+                    let rotated = self.slot(self.context.bool_type().into());
+                    self.builder
+                        .build_store(rotated, self.context.bool_type().const_zero())
                         .expect("store");
                     self.if_else(
                         again,
@@ -763,10 +783,10 @@ impl<'c> Codegen<'c, '_> {
                                     self.if_else(
                                         rotate,
                                         &mut || {
-                                            self.b
+                                            self.builder
                                                 .build_store(
                                                     rotated,
-                                                    self.cx.bool_type().const_int(1, false),
+                                                    self.context.bool_type().const_int(1, false),
                                                 )
                                                 .expect("store");
                                             let zeta = self.fdiv(
@@ -817,8 +837,8 @@ impl<'c> Codegen<'c, '_> {
                         &mut || Ok(()),
                     )?;
                     Ok(vec![
-                        self.b
-                            .build_load(self.cx.bool_type(), rotated, "")
+                        self.builder
+                            .build_load(self.context.bool_type(), rotated, "")
                             .expect("load"),
                     ])
                 },
@@ -852,7 +872,7 @@ impl<'c> Codegen<'c, '_> {
                 &dt,
                 s.p,
                 self.mul(t, k),
-                self.cx.bool_type().const_zero(),
+                self.context.bool_type().const_zero(),
             )
         })?;
         self.release(w)?;

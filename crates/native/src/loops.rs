@@ -41,14 +41,16 @@ impl<'c, 'f> Codegen<'c, 'f> {
     pub fn loop_enter(&self, names: [&str; 3]) -> (BasicBlock<'c>, [BasicBlock<'c>; 3]) {
         let pre = self.here();
         let blocks = names.map(|name| self.block(name));
-        self.b.build_unconditional_branch(blocks[0]).expect("br");
-        self.b.position_at_end(blocks[0]);
+        self.builder
+            .build_unconditional_branch(blocks[0])
+            .expect("br");
+        self.builder.position_at_end(blocks[0]);
         (pre, blocks)
     }
 
     /// A phi node of `v`'s type that holds `v` on entry from `pre`.
     pub fn phi_from(&self, v: BasicValueEnum<'c>, pre: BasicBlock<'c>, name: &str) -> PhiValue<'c> {
-        let p = self.b.build_phi(v.get_type(), name).expect("phi");
+        let p = self.builder.build_phi(v.get_type(), name).expect("phi");
         p.add_incoming(&[(&v, pre)]);
         p
     }
@@ -88,8 +90,10 @@ impl<'c, 'f> Codegen<'c, 'f> {
         let values: Vec<BasicValueEnum> = carried.iter().map(|p| p.as_basic_value()).collect();
         let i = phi.as_basic_value().into_int_value();
         let c = self.icmp(IntPredicate::SLT, i, n);
-        self.b.build_conditional_branch(c, body, exit).expect("br");
-        self.b.position_at_end(body);
+        self.builder
+            .build_conditional_branch(c, body, exit)
+            .expect("br");
+        self.builder.position_at_end(body);
         let next = f(i, &values)?;
         if next.len() != carried.len() {
             return internal(
@@ -102,11 +106,11 @@ impl<'c, 'f> Codegen<'c, 'f> {
         for (p, v) in carried.iter().zip(&next) {
             p.add_incoming(&[(v, latch)]);
         }
-        let back = self.b.build_unconditional_branch(head).expect("br");
+        let back = self.builder.build_unconditional_branch(head).expect("br");
         if unroll == Unroll::Never {
             self.never_unroll(back);
         }
-        self.b.position_at_end(exit);
+        self.builder.position_at_end(exit);
         Ok(values)
     }
 
@@ -122,7 +126,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
         use llvm_sys::debuginfo::{LLVMMetadataReplaceAllUsesWith, LLVMTemporaryMDNode};
         const DISABLE: &str = "llvm.loop.unroll.disable";
         const LOOP: &str = "llvm.loop";
-        let cx = self.cx.raw();
+        let cx = self.context.raw();
         // SAFETY: every reference is of this context, alive while `self`
         // is; the temporary node is replaced (and so freed) before return.
         unsafe {
@@ -152,14 +156,14 @@ impl<'c, 'f> Codegen<'c, 'f> {
             None => {}
         }
         let (t, e, done) = (self.block("then"), self.block("else"), self.block("endif"));
-        self.b.build_conditional_branch(c, t, e).expect("br");
-        self.b.position_at_end(t);
+        self.builder.build_conditional_branch(c, t, e).expect("br");
+        self.builder.position_at_end(t);
         then()?;
-        self.b.build_unconditional_branch(done).expect("br");
-        self.b.position_at_end(e);
+        self.builder.build_unconditional_branch(done).expect("br");
+        self.builder.position_at_end(e);
         other()?;
-        self.b.build_unconditional_branch(done).expect("br");
-        self.b.position_at_end(done);
+        self.builder.build_unconditional_branch(done).expect("br");
+        self.builder.position_at_end(done);
         Ok(())
     }
 

@@ -82,13 +82,13 @@ impl<'c> Codegen<'c, '_> {
     /// Starts the table of the function being built, whose own scope is
     /// open; before anything can fail.
     pub(crate) fn table_begin(&self) -> LowerResult<()> {
-        let i64t = self.cx.i64_type();
-        let len = self.m.add_global(i64t, None, "jx_table_len");
+        let i64t = self.context.i64_type();
+        let len = self.module.add_global(i64t, None, "jx_table_len");
         len.set_linkage(Linkage::Private);
         len.set_constant(true);
         len.set_initializer(&self.i64(1));
         let n = self
-            .b
+            .builder
             .build_load(i64t, len.as_pointer_value(), "")
             .expect("load")
             .into_int_value();
@@ -103,18 +103,20 @@ impl<'c> Codegen<'c, '_> {
         // Nothing is held yet: a failure here only returns.
         let oom = self.block("oom");
         let ok = self.block("ok");
-        let null = self.b.build_is_null(base, "").expect("null");
-        self.b.build_conditional_branch(null, oom, ok).expect("br");
-        self.b.position_at_end(oom);
+        let null = self.builder.build_is_null(base, "").expect("null");
+        self.builder
+            .build_conditional_branch(null, oom, ok)
+            .expect("br");
+        self.builder.position_at_end(oom);
         self.report(
             "out of memory (%lld bytes)",
             &[self.mul(n, self.i64(8)).into()],
         );
-        self.b.build_return(Some(&self.i32(1))).expect("ret");
-        self.b.position_at_end(ok);
+        self.builder.build_return(Some(&self.i32(1))).expect("ret");
+        self.builder.position_at_end(ok);
         let home = self.slot(self.ptr_ty().into());
-        self.b.build_store(home, base).expect("store");
-        self.table.set(Some(Table {
+        self.builder.build_store(home, base).expect("store");
+        self.fun.table.set(Some(Table {
             func: self.func(),
             owner: self.func(),
             base: home,
@@ -125,7 +127,7 @@ impl<'c> Codegen<'c, '_> {
 
     /// `jx_table_new(n)`: `n` zeroed words from `calloc`, or NULL.
     fn table_new_fn(&self) -> LowerResult<FunctionValue<'c>> {
-        let i64t = self.cx.i64_type();
+        let i64t = self.context.i64_type();
         let ty = self.ptr_ty().fn_type(&[i64t.into()], false);
         let f = self.internal_fn("jx_table_new", ty, &mut |f| {
             let calloc = self.extern_fn(
@@ -138,51 +140,52 @@ impl<'c> Codegen<'c, '_> {
             let p = self
                 .call(calloc, &[n.into(), self.i64(8).into()])
                 .expect("calloc");
-            self.b.build_return(Some(&p)).expect("ret");
+            self.builder.build_return(Some(&p)).expect("ret");
             Ok(())
         })?;
         let noinline = inkwell::attributes::Attribute::get_named_enum_kind_id("noinline");
         f.add_attribute(
             inkwell::attributes::AttributeLoc::Function,
-            self.cx.create_enum_attribute(noinline, 0),
+            self.context.create_enum_attribute(noinline, 0),
         );
         Ok(f)
     }
 
     /// Sets the table's length once its function is complete.
     pub(crate) fn table_end(&self) {
-        if let Some(t) = self.table.get() {
+        if let Some(t) = self.fun.table.get() {
             t.len
-                .set_initializer(&self.i64(self.table_used.get().max(1) as i64));
+                .set_initializer(&self.i64(self.fun.table_used.get().max(1) as i64));
         }
     }
 
     /// The table, when buffers adopted now go into it: in its function's
     /// own scope (not in a loop's or a branch's).
     fn open_table(&self) -> Option<Table<'c>> {
-        self.table
+        self.fun
+            .table
             .get()
-            .filter(|t| self.func.get() == Some(t.func) && self.scopes.borrow().len() == 1)
+            .filter(|t| self.fun.func.get() == Some(t.func) && self.fun.scopes.borrow().len() == 1)
     }
 
     /// `n` new words of the table, when it is open ([`Codegen::open_table`]):
     /// the address of the first and its index.
     pub(crate) fn table_words(&self, n: usize) -> Option<(PointerValue<'c>, u64)> {
         self.open_table()?;
-        let at = self.table_used.get();
-        self.table_used.set(at + n as u64);
+        let at = self.fun.table_used.get();
+        self.fun.table_used.set(at + n as u64);
         Some((self.table_word(at), at))
     }
 
     /// The address of word `at` of the table, computed afresh (an address
     /// kept from one use to the next would be a long live range again).
     pub(crate) fn table_word(&self, at: u64) -> PointerValue<'c> {
-        let t = self.table.get().expect("a buffer table");
+        let t = self.fun.table.get().expect("a buffer table");
         let base = self.volatile_load(t.base);
         // SAFETY (of the generated code): the table's length is set to
         // every word handed out.
         unsafe {
-            self.b
+            self.builder
                 .build_gep(self.ptr_ty(), base, &[self.i64(at as i64)], "")
                 .expect("gep")
         }
@@ -190,15 +193,18 @@ impl<'c> Codegen<'c, '_> {
 
     /// Records that `p` lives in word `at` of the table.
     pub(crate) fn tabled_at(&self, p: PointerValue<'c>, at: u64) {
-        self.homes.borrow_mut().insert(p, super::Home::Table(at));
-        self.tabled.borrow_mut().insert(p);
+        self.fun
+            .homes
+            .borrow_mut()
+            .insert(p, super::Home::Table(at));
+        self.fun.tabled.borrow_mut().insert(p);
     }
 
     /// Gives back every buffer the table holds, and the table.
     fn give_table(&self, t: Table<'c>) -> LowerResult<()> {
         let n = self
-            .b
-            .build_load(self.cx.i64_type(), t.len.as_pointer_value(), "")
+            .builder
+            .build_load(self.context.i64_type(), t.len.as_pointer_value(), "")
             .expect("load")
             .into_int_value();
         let base = self.volatile_load(t.base);
@@ -211,29 +217,29 @@ impl<'c> Codegen<'c, '_> {
     /// so that the entry function has no loop of its own when it only
     /// calls kernels ([`super::parts::straight`]).
     fn give_all_fn(&self) -> LowerResult<FunctionValue<'c>> {
-        let ty = self
-            .cx
-            .void_type()
-            .fn_type(&[self.ptr_ty().into(), self.cx.i64_type().into()], false);
+        let ty = self.context.void_type().fn_type(
+            &[self.ptr_ty().into(), self.context.i64_type().into()],
+            false,
+        );
         self.internal_fn("jx_give_all", ty, &mut |f| {
             let base = f.get_nth_param(0).expect("param").into_pointer_value();
             let n = f.get_nth_param(1).expect("param").into_int_value();
             self.for_range(n, &mut |i| {
                 let at = unsafe {
-                    self.b
+                    self.builder
                         .build_gep(self.ptr_ty(), base, &[i], "")
                         .expect("gep")
                 };
                 let p = self
-                    .b
+                    .builder
                     .build_load(self.ptr_ty(), at, "")
                     .expect("load")
                     .into_pointer_value();
-                let null = self.b.build_is_null(p, "").expect("null");
+                let null = self.builder.build_is_null(p, "").expect("null");
                 self.if_else(null, &mut || Ok(()), &mut || self.give(p))
             })?;
             self.libc_free(base);
-            self.b.build_return(None).expect("ret");
+            self.builder.build_return(None).expect("ret");
             Ok(())
         })
     }
@@ -241,11 +247,11 @@ impl<'c> Codegen<'c, '_> {
     /// Takes a buffer out of the table (given back or handed over);
     /// whether it was there.
     fn untable(&self, p: PointerValue<'c>) -> bool {
-        if !self.tabled.borrow_mut().remove(&p) {
+        if !self.fun.tabled.borrow_mut().remove(&p) {
             return false;
         }
-        if let Some(&super::Home::Table(at)) = self.homes.borrow().get(&p) {
-            self.b
+        if let Some(&super::Home::Table(at)) = self.fun.homes.borrow().get(&p) {
+            self.builder
                 .build_store(self.table_word(at), self.ptr_ty().const_null())
                 .expect("store");
         }
@@ -253,22 +259,22 @@ impl<'c> Codegen<'c, '_> {
     }
 
     fn cache(&self) -> GlobalValue<'c> {
-        if let Some(g) = self.m.get_global("jx_cache") {
+        if let Some(g) = self.module.get_global("jx_cache") {
             return g;
         }
         // Addresses as integers: LLVM's atomic exchange takes integers.
-        let t = self.cx.i64_type().array_type(CACHE_SLOTS);
-        let g = self.m.add_global(t, None, "jx_cache");
+        let t = self.context.i64_type().array_type(CACHE_SLOTS);
+        let g = self.module.add_global(t, None, "jx_cache");
         g.set_initializer(&t.const_zero());
         g.set_linkage(Linkage::Internal);
         g
     }
 
     fn slot_at(&self, s: IntValue<'c>) -> PointerValue<'c> {
-        let t = self.cx.i64_type().array_type(CACHE_SLOTS);
+        let t = self.context.i64_type().array_type(CACHE_SLOTS);
         let cache = self.cache().as_pointer_value();
         unsafe {
-            self.b
+            self.builder
                 .build_gep(t, cache, &[self.i64(0), s], "")
                 .expect("gep")
         }
@@ -278,7 +284,7 @@ impl<'c> Codegen<'c, '_> {
         let malloc = self.extern_fn(
             "malloc",
             Some(self.ptr_ty().into()),
-            &[self.cx.i64_type().into()],
+            &[self.context.i64_type().into()],
             false,
         );
         self.call(malloc, &[bytes.into()])
@@ -293,8 +299,8 @@ impl<'c> Codegen<'c, '_> {
 
     fn byte_offset(&self, p: PointerValue<'c>, bytes: i64) -> PointerValue<'c> {
         unsafe {
-            self.b
-                .build_gep(self.cx.i8_type(), p, &[self.i64(bytes)], "")
+            self.builder
+                .build_gep(self.context.i8_type(), p, &[self.i64(bytes)], "")
                 .expect("gep")
         }
     }
@@ -302,7 +308,7 @@ impl<'c> Codegen<'c, '_> {
     /// Empties a slot of the cache; its block or NULL.
     fn cache_grab(&self, slot: PointerValue<'c>) -> PointerValue<'c> {
         let v = self
-            .b
+            .builder
             .build_atomicrmw(
                 AtomicRMWBinOp::Xchg,
                 slot,
@@ -310,7 +316,7 @@ impl<'c> Codegen<'c, '_> {
                 AtomicOrdering::SequentiallyConsistent,
             )
             .expect("xchg");
-        self.b
+        self.builder
             .build_int_to_ptr(v, self.ptr_ty(), "")
             .expect("inttoptr")
     }
@@ -318,11 +324,11 @@ impl<'c> Codegen<'c, '_> {
     /// Puts `base` into a slot of the cache if it is empty; whether it was.
     fn cache_put(&self, slot: PointerValue<'c>, base: PointerValue<'c>) -> IntValue<'c> {
         let v = self
-            .b
-            .build_ptr_to_int(base, self.cx.i64_type(), "")
+            .builder
+            .build_ptr_to_int(base, self.context.i64_type(), "")
             .expect("ptrtoint");
         let r = self
-            .b
+            .builder
             .build_cmpxchg(
                 slot,
                 self.i64(0),
@@ -331,7 +337,7 @@ impl<'c> Codegen<'c, '_> {
                 AtomicOrdering::SequentiallyConsistent,
             )
             .expect("cmpxchg");
-        self.b
+        self.builder
             .build_extract_value(r, 1, "")
             .expect("extract")
             .into_int_value()
@@ -339,8 +345,8 @@ impl<'c> Codegen<'c, '_> {
 
     /// The capacity a block's header records (at its base).
     fn capacity(&self, base: PointerValue<'c>) -> IntValue<'c> {
-        self.b
-            .build_load(self.cx.i64_type(), base, "")
+        self.builder
+            .build_load(self.context.i64_type(), base, "")
             .expect("load")
             .into_int_value()
     }
@@ -357,7 +363,9 @@ impl<'c> Codegen<'c, '_> {
         let yes = self.block(cached);
         let no = self.block(direct);
         let big = self.icmp(IntPredicate::SGE, bytes, self.i64(CACHE_MIN_BYTES));
-        self.b.build_conditional_branch(big, yes, no).expect("br");
+        self.builder
+            .build_conditional_branch(big, yes, no)
+            .expect("br");
         (yes, no)
     }
 
@@ -365,21 +373,21 @@ impl<'c> Codegen<'c, '_> {
     /// `bytes` and at most twice that) or from malloc; NULL when out of memory.
     fn take_fn(&self) -> LowerResult<FunctionValue<'c>> {
         let ptr = self.ptr_ty();
-        let ty = ptr.fn_type(&[self.cx.i64_type().into()], false);
+        let ty = ptr.fn_type(&[self.context.i64_type().into()], false);
         self.internal_fn("jx_take", ty, &mut |f| {
             let bytes = f.get_first_param().expect("param").into_int_value();
             let (search, miss) = self.branch_on_size(bytes, "search", "miss");
-            self.b.position_at_end(search);
+            self.builder.position_at_end(search);
             self.for_range(self.i64(CACHE_SLOTS as i64), &mut |s| {
                 let slot = self.slot_at(s);
                 let p = self.cache_grab(slot);
                 let found = self.block("found");
                 let next = self.block("next");
-                let empty = self.b.build_is_null(p, "").expect("null");
-                self.b
+                let empty = self.builder.build_is_null(p, "").expect("null");
+                self.builder
                     .build_conditional_branch(empty, next, found)
                     .expect("br");
-                self.b.position_at_end(found);
+                self.builder.position_at_end(found);
                 let cap = self.capacity(p);
                 let fits = self.and(
                     self.icmp(IntPredicate::SGE, cap, bytes),
@@ -387,39 +395,43 @@ impl<'c> Codegen<'c, '_> {
                 );
                 let hit = self.block("hit");
                 let back = self.block("back");
-                self.b
+                self.builder
                     .build_conditional_branch(fits, hit, back)
                     .expect("br");
-                self.b.position_at_end(hit);
-                self.b
+                self.builder.position_at_end(hit);
+                self.builder
                     .build_return(Some(&self.byte_offset(p, HEADER)))
                     .expect("ret");
                 // Not this one: back into the slot, or freed if another
                 // thread filled the slot meanwhile.
-                self.b.position_at_end(back);
+                self.builder.position_at_end(back);
                 let put = self.cache_put(slot, p);
                 let lost = self.block("lost");
-                self.b
+                self.builder
                     .build_conditional_branch(put, next, lost)
                     .expect("br");
-                self.b.position_at_end(lost);
+                self.builder.position_at_end(lost);
                 self.libc_free(p);
-                self.b.build_unconditional_branch(next).expect("br");
-                self.b.position_at_end(next);
+                self.builder.build_unconditional_branch(next).expect("br");
+                self.builder.position_at_end(next);
                 Ok(())
             })?;
-            self.b.build_unconditional_branch(miss).expect("br");
-            self.b.position_at_end(miss);
+            self.builder.build_unconditional_branch(miss).expect("br");
+            self.builder.position_at_end(miss);
             let base = self.libc_malloc(self.add(bytes, self.i64(HEADER)));
             let ok = self.block("ok");
             let oom = self.block("oom");
-            let null = self.b.build_is_null(base, "").expect("null");
-            self.b.build_conditional_branch(null, oom, ok).expect("br");
-            self.b.position_at_end(oom);
-            self.b.build_return(Some(&ptr.const_null())).expect("ret");
-            self.b.position_at_end(ok);
-            self.b.build_store(base, bytes).expect("store");
-            self.b
+            let null = self.builder.build_is_null(base, "").expect("null");
+            self.builder
+                .build_conditional_branch(null, oom, ok)
+                .expect("br");
+            self.builder.position_at_end(oom);
+            self.builder
+                .build_return(Some(&ptr.const_null()))
+                .expect("ret");
+            self.builder.position_at_end(ok);
+            self.builder.build_store(base, bytes).expect("store");
+            self.builder
                 .build_return(Some(&self.byte_offset(base, HEADER)))
                 .expect("ret");
             Ok(())
@@ -428,28 +440,31 @@ impl<'c> Codegen<'c, '_> {
 
     /// `jx_give(data)`: a block back to the cache, or to free.
     fn give_fn(&self) -> LowerResult<FunctionValue<'c>> {
-        let ty = self.cx.void_type().fn_type(&[self.ptr_ty().into()], false);
+        let ty = self
+            .context
+            .void_type()
+            .fn_type(&[self.ptr_ty().into()], false);
         self.internal_fn("jx_give", ty, &mut |f| {
             let data = f.get_first_param().expect("param").into_pointer_value();
             let base = self.byte_offset(data, -HEADER);
             let (keep, drop) = self.branch_on_size(self.capacity(base), "keep", "drop");
-            self.b.position_at_end(keep);
+            self.builder.position_at_end(keep);
             self.for_range(self.i64(CACHE_SLOTS as i64), &mut |s| {
                 let put = self.cache_put(self.slot_at(s), base);
                 let done = self.block("kept");
                 let next = self.block("next");
-                self.b
+                self.builder
                     .build_conditional_branch(put, done, next)
                     .expect("br");
-                self.b.position_at_end(done);
-                self.b.build_return(None).expect("ret");
-                self.b.position_at_end(next);
+                self.builder.position_at_end(done);
+                self.builder.build_return(None).expect("ret");
+                self.builder.position_at_end(next);
                 Ok(())
             })?;
-            self.b.build_unconditional_branch(drop).expect("br");
-            self.b.position_at_end(drop);
+            self.builder.build_unconditional_branch(drop).expect("br");
+            self.builder.position_at_end(drop);
             self.libc_free(base);
-            self.b.build_return(None).expect("ret");
+            self.builder.build_return(None).expect("ret");
             Ok(())
         })
     }
@@ -457,7 +472,7 @@ impl<'c> Codegen<'c, '_> {
     /// A destructor that frees the cached blocks when the library is
     /// unloaded (or the program exits).
     pub(crate) fn cache_destructor(&self) -> LowerResult<()> {
-        let ty = self.cx.void_type().fn_type(&[], false);
+        let ty = self.context.void_type().fn_type(&[], false);
         let drain = self.internal_fn("jx_drain", ty, &mut |_| {
             self.for_range(self.i64(CACHE_SLOTS as i64), &mut |s| {
                 let p = self.cache_grab(self.slot_at(s));
@@ -469,19 +484,19 @@ impl<'c> Codegen<'c, '_> {
             // caller's to have given back).
             let table = self.registry()[1];
             let t = self
-                .b
+                .builder
                 .build_load(self.ptr_ty(), table, "")
                 .expect("load")
                 .into_pointer_value();
             self.libc_free(t);
-            self.b
+            self.builder
                 .build_store(table, self.ptr_ty().const_null())
                 .expect("store");
-            self.b.build_return(None).expect("ret");
+            self.builder.build_return(None).expect("ret");
             Ok(())
         })?;
-        let i32t = self.cx.i32_type();
-        let entry_t = self.cx.struct_type(
+        let i32t = self.context.i32_type();
+        let entry_t = self.context.struct_type(
             &[i32t.into(), self.ptr_ty().into(), self.ptr_ty().into()],
             false,
         );
@@ -491,7 +506,7 @@ impl<'c> Codegen<'c, '_> {
             self.ptr_ty().const_null().into(),
         ]);
         let t = entry_t.array_type(1);
-        let g = self.m.add_global(t, None, "llvm.global_dtors");
+        let g = self.module.add_global(t, None, "llvm.global_dtors");
         g.set_linkage(Linkage::Appending);
         g.set_initializer(&entry_t.const_array(&[entry]));
         Ok(())
@@ -503,10 +518,10 @@ impl<'c> Codegen<'c, '_> {
         name: &str,
         t: inkwell::types::BasicTypeEnum<'c>,
     ) -> PointerValue<'c> {
-        if let Some(g) = self.m.get_global(name) {
+        if let Some(g) = self.module.get_global(name) {
             return g.as_pointer_value();
         }
-        let g = self.m.add_global(t, None, name);
+        let g = self.module.add_global(t, None, name);
         g.set_initializer(&t.const_zero());
         g.set_linkage(Linkage::Internal);
         g.as_pointer_value()
@@ -515,9 +530,9 @@ impl<'c> Codegen<'c, '_> {
     /// The registry's lock (0: free), table (NULL until the first output),
     /// capacity, slots in use (live and tombstones) and live pointers.
     fn registry(&self) -> [PointerValue<'c>; 5] {
-        let i64t = self.cx.i64_type().into();
+        let i64t = self.context.i64_type().into();
         [
-            self.registry_global("jx_reg_lock", self.cx.i32_type().into()),
+            self.registry_global("jx_reg_lock", self.context.i32_type().into()),
             self.registry_global("jx_reg_table", self.ptr_ty().into()),
             self.registry_global("jx_reg_cap", i64t),
             self.registry_global("jx_reg_used", i64t),
@@ -532,7 +547,7 @@ impl<'c> Codegen<'c, '_> {
         let lock = self.registry()[0];
         let (_, [head, wait, locked]) = self.loop_enter(["lock", "wait", "locked"]);
         let old = self
-            .b
+            .builder
             .build_atomicrmw(
                 AtomicRMWBinOp::Xchg,
                 lock,
@@ -541,20 +556,24 @@ impl<'c> Codegen<'c, '_> {
             )
             .expect("xchg");
         let free = self.icmp(IntPredicate::EQ, old, self.i32(0));
-        self.b
+        self.builder
             .build_conditional_branch(free, locked, wait)
             .expect("br");
-        self.b.position_at_end(wait);
-        let sched_yield =
-            self.extern_fn("sched_yield", Some(self.cx.i32_type().into()), &[], false);
+        self.builder.position_at_end(wait);
+        let sched_yield = self.extern_fn(
+            "sched_yield",
+            Some(self.context.i32_type().into()),
+            &[],
+            false,
+        );
         self.call(sched_yield, &[]);
-        self.b.build_unconditional_branch(head).expect("br");
-        self.b.position_at_end(locked);
+        self.builder.build_unconditional_branch(head).expect("br");
+        self.builder.position_at_end(locked);
     }
 
     fn registry_unlock(&self) {
         let store = self
-            .b
+            .builder
             .build_store(self.registry()[0], self.i32(0))
             .expect("store");
         store.set_alignment(4).expect("align");
@@ -564,8 +583,8 @@ impl<'c> Codegen<'c, '_> {
     }
 
     fn load_i64(&self, p: PointerValue<'c>) -> IntValue<'c> {
-        self.b
-            .build_load(self.cx.i64_type(), p, "")
+        self.builder
+            .build_load(self.context.i64_type(), p, "")
             .expect("load")
             .into_int_value()
     }
@@ -573,8 +592,8 @@ impl<'c> Codegen<'c, '_> {
     /// The address of slot `i` of a registry table.
     fn registry_slot(&self, table: PointerValue<'c>, i: IntValue<'c>) -> PointerValue<'c> {
         unsafe {
-            self.b
-                .build_gep(self.cx.i64_type(), table, &[i], "")
+            self.builder
+                .build_gep(self.context.i64_type(), table, &[i], "")
                 .expect("gep")
         }
     }
@@ -583,16 +602,16 @@ impl<'c> Codegen<'c, '_> {
     /// table of `cap` slots: a multiplicative hash of the pointer.
     fn registry_start(&self, p: IntValue<'c>, cap: IntValue<'c>) -> IntValue<'c> {
         let x = self
-            .b
+            .builder
             .build_right_shift(p, self.i64(4), false, "")
             .expect("shr");
         let h = self.mul(x, self.i64(0x9E37_79B9_7F4A_7C15_u64 as i64));
         let hi = self
-            .b
+            .builder
             .build_right_shift(h, self.i64(32), false, "")
             .expect("shr");
-        let h = self.b.build_xor(h, hi, "").expect("xor");
-        self.b
+        let h = self.builder.build_xor(h, hi, "").expect("xor");
+        self.builder
             .build_and(h, self.sub(cap, self.i64(1)), "")
             .expect("and")
     }
@@ -609,26 +628,26 @@ impl<'c> Codegen<'c, '_> {
         p: IntValue<'c>,
         stop: &mut dyn FnMut(IntValue<'c>) -> IntValue<'c>,
     ) -> IntValue<'c> {
-        let i64t = self.cx.i64_type();
+        let i64t = self.context.i64_type();
         let at = self.slot(i64t.into());
-        self.b
+        self.builder
             .build_store(at, self.registry_start(p, cap))
             .expect("store");
         let (_, [head, next, done]) = self.loop_enter(["probe", "next", "probed"]);
         let i = self.load_i64(at);
         let v = self.load_i64(self.registry_slot(table, i));
         let here = stop(v);
-        self.b
+        self.builder
             .build_conditional_branch(here, done, next)
             .expect("br");
-        self.b.position_at_end(next);
+        self.builder.position_at_end(next);
         let j = self
-            .b
+            .builder
             .build_and(self.add(i, self.i64(1)), self.sub(cap, self.i64(1)), "")
             .expect("and");
-        self.b.build_store(at, j).expect("store");
-        self.b.build_unconditional_branch(head).expect("br");
-        self.b.position_at_end(done);
+        self.builder.build_store(at, j).expect("store");
+        self.builder.build_unconditional_branch(head).expect("br");
+        self.builder.position_at_end(done);
         self.load_i64(at)
     }
 
@@ -636,7 +655,7 @@ impl<'c> Codegen<'c, '_> {
     /// tombstone slot from its own (the table has room; `p` is not in
     /// it); 1 when the slot was empty (one more slot in use), else 0.
     fn registry_insert_fn(&self) -> LowerResult<FunctionValue<'c>> {
-        let i64t = self.cx.i64_type();
+        let i64t = self.context.i64_type();
         let ty = i64t.fn_type(&[self.ptr_ty().into(), i64t.into(), i64t.into()], false);
         self.internal_fn("jx_reg_insert", ty, &mut |f| {
             let table = f.get_nth_param(0).expect("param").into_pointer_value();
@@ -647,10 +666,13 @@ impl<'c> Codegen<'c, '_> {
             });
             let slot = self.registry_slot(table, i);
             let was = self.load_i64(slot);
-            self.b.build_store(slot, p).expect("store");
+            self.builder.build_store(slot, p).expect("store");
             let empty = self.icmp(IntPredicate::EQ, was, self.i64(0));
-            let r = self.b.build_int_z_extend(empty, i64t, "").expect("zext");
-            self.b.build_return(Some(&r)).expect("ret");
+            let r = self
+                .builder
+                .build_int_z_extend(empty, i64t, "")
+                .expect("zext");
+            self.builder.build_return(Some(&r)).expect("ret");
             Ok(())
         })
     }
@@ -659,9 +681,9 @@ impl<'c> Codegen<'c, '_> {
     /// registry first when it would be more than 3/4 full; 0 (nothing
     /// recorded) when the larger table cannot be allocated, else 1.
     fn registry_add_fn(&self) -> LowerResult<FunctionValue<'c>> {
-        let i64t = self.cx.i64_type();
+        let i64t = self.context.i64_type();
         let ty = self
-            .cx
+            .context
             .i32_type()
             .fn_type(&[self.ptr_ty().into(), i64t.into()], false);
         self.internal_fn("jx_reg_add", ty, &mut |f| {
@@ -680,29 +702,29 @@ impl<'c> Codegen<'c, '_> {
             );
             let grow = self.block("grow");
             let room = self.block("room");
-            self.b
+            self.builder
                 .build_conditional_branch(full, grow, room)
                 .expect("br");
-            self.b.position_at_end(grow);
+            self.builder.position_at_end(grow);
             // The new capacity: the least power of two, at least
             // REGISTRY_MIN, of at least 4 slots a live pointer.
             let want = self.mul(self.add(live, n), self.i64(4));
             let new_cap = self.slot(i64t.into());
-            self.b
+            self.builder
                 .build_store(new_cap, self.i64(REGISTRY_MIN))
                 .expect("store");
             let (_, [head, double, sized]) = self.loop_enter(["size", "double", "sized"]);
             let c = self.load_i64(new_cap);
             let small = self.icmp(IntPredicate::ULT, c, want);
-            self.b
+            self.builder
                 .build_conditional_branch(small, double, sized)
                 .expect("br");
-            self.b.position_at_end(double);
-            self.b
+            self.builder.position_at_end(double);
+            self.builder
                 .build_store(new_cap, self.mul(c, self.i64(2)))
                 .expect("store");
-            self.b.build_unconditional_branch(head).expect("br");
-            self.b.position_at_end(sized);
+            self.builder.build_unconditional_branch(head).expect("br");
+            self.builder.position_at_end(sized);
             let c = self.load_i64(new_cap);
             let calloc = self.extern_fn(
                 "calloc",
@@ -716,15 +738,19 @@ impl<'c> Codegen<'c, '_> {
                 .into_pointer_value();
             let oom = self.block("oom");
             let rehash = self.block("rehash");
-            self.b
-                .build_conditional_branch(self.b.build_is_null(new, "").expect("null"), oom, rehash)
+            self.builder
+                .build_conditional_branch(
+                    self.builder.build_is_null(new, "").expect("null"),
+                    oom,
+                    rehash,
+                )
                 .expect("br");
-            self.b.position_at_end(oom);
+            self.builder.position_at_end(oom);
             self.registry_unlock();
-            self.b.build_return(Some(&self.i32(0))).expect("ret");
-            self.b.position_at_end(rehash);
+            self.builder.build_return(Some(&self.i32(0))).expect("ret");
+            self.builder.position_at_end(rehash);
             let old = self
-                .b
+                .builder
                 .build_load(self.ptr_ty(), table_g, "")
                 .expect("load")
                 .into_pointer_value();
@@ -741,20 +767,20 @@ impl<'c> Codegen<'c, '_> {
                 )
             })?;
             self.libc_free(old);
-            self.b.build_store(table_g, new).expect("store");
-            self.b.build_store(cap_g, c).expect("store");
-            self.b.build_store(used_g, live).expect("store");
-            self.b.build_unconditional_branch(room).expect("br");
-            self.b.position_at_end(room);
+            self.builder.build_store(table_g, new).expect("store");
+            self.builder.build_store(cap_g, c).expect("store");
+            self.builder.build_store(used_g, live).expect("store");
+            self.builder.build_unconditional_branch(room).expect("br");
+            self.builder.position_at_end(room);
             let table = self
-                .b
+                .builder
                 .build_load(self.ptr_ty(), table_g, "")
                 .expect("load")
                 .into_pointer_value();
             let cap = self.load_i64(cap_g);
             self.for_range(n, &mut |k| {
                 let at = unsafe {
-                    self.b
+                    self.builder
                         .build_gep(self.ptr_ty(), ptrs, &[k], "")
                         .expect("gep")
                 };
@@ -763,16 +789,16 @@ impl<'c> Codegen<'c, '_> {
                     .call(insert, &[table.into(), cap.into(), p.into()])
                     .expect("insert")
                     .into_int_value();
-                self.b
+                self.builder
                     .build_store(used_g, self.add(self.load_i64(used_g), took))
                     .expect("store");
                 Ok(())
             })?;
-            self.b
+            self.builder
                 .build_store(live_g, self.add(self.load_i64(live_g), n))
                 .expect("store");
             self.registry_unlock();
-            self.b.build_return(Some(&self.i32(1))).expect("ret");
+            self.builder.build_return(Some(&self.i32(1))).expect("ret");
             Ok(())
         })
     }
@@ -780,30 +806,33 @@ impl<'c> Codegen<'c, '_> {
     /// `jx_reg_remove(data)`: takes `data` out of the registry; 1 when it
     /// was there (a live output), else 0. Reads only the registry.
     fn registry_remove_fn(&self) -> LowerResult<FunctionValue<'c>> {
-        let ty = self.cx.i32_type().fn_type(&[self.ptr_ty().into()], false);
+        let ty = self
+            .context
+            .i32_type()
+            .fn_type(&[self.ptr_ty().into()], false);
         self.internal_fn("jx_reg_remove", ty, &mut |f| {
             let data = f.get_first_param().expect("param").into_pointer_value();
             let p = self
-                .b
-                .build_ptr_to_int(data, self.cx.i64_type(), "")
+                .builder
+                .build_ptr_to_int(data, self.context.i64_type(), "")
                 .expect("ptrtoint");
             let [_, table_g, cap_g, _, live_g] = self.registry();
             self.registry_lock();
             let table = self
-                .b
+                .builder
                 .build_load(self.ptr_ty(), table_g, "")
                 .expect("load")
                 .into_pointer_value();
             let search = self.block("search");
             let absent = self.block("absent");
-            self.b
+            self.builder
                 .build_conditional_branch(
-                    self.b.build_is_null(table, "").expect("null"),
+                    self.builder.build_is_null(table, "").expect("null"),
                     absent,
                     search,
                 )
                 .expect("br");
-            self.b.position_at_end(search);
+            self.builder.position_at_end(search);
             let cap = self.load_i64(cap_g);
             let i = self.registry_probe(table, cap, p, &mut |v| {
                 self.or(
@@ -814,21 +843,21 @@ impl<'c> Codegen<'c, '_> {
             let slot = self.registry_slot(table, i);
             let found = self.icmp(IntPredicate::EQ, self.load_i64(slot), p);
             let present = self.block("present");
-            self.b
+            self.builder
                 .build_conditional_branch(found, present, absent)
                 .expect("br");
-            self.b.position_at_end(present);
-            self.b
+            self.builder.position_at_end(present);
+            self.builder
                 .build_store(slot, self.i64(TOMBSTONE))
                 .expect("store");
-            self.b
+            self.builder
                 .build_store(live_g, self.sub(self.load_i64(live_g), self.i64(1)))
                 .expect("store");
             self.registry_unlock();
-            self.b.build_return(Some(&self.i32(1))).expect("ret");
-            self.b.position_at_end(absent);
+            self.builder.build_return(Some(&self.i32(1))).expect("ret");
+            self.builder.position_at_end(absent);
             self.registry_unlock();
-            self.b.build_return(Some(&self.i32(0))).expect("ret");
+            self.builder.build_return(Some(&self.i32(0))).expect("ret");
             Ok(())
         })
     }
@@ -850,7 +879,7 @@ impl<'c> Codegen<'c, '_> {
             .call(self.take_fn()?, &[bytes.into()])
             .expect("take")
             .into_pointer_value();
-        let null = self.b.build_is_null(p, "").expect("null");
+        let null = self.builder.build_is_null(p, "").expect("null");
         self.fail_if(null, "out of memory (%lld bytes)", &[bytes.into()]);
         Ok(p)
     }
@@ -863,7 +892,7 @@ impl<'c> Codegen<'c, '_> {
 
     /// A new array owned by the current scope.
     pub fn alloc(&self, dt: &DType, dims: &[IntValue<'c>]) -> LowerResult<Arr<'c>> {
-        let what = match self.current.get() {
+        let what = match self.fun.current.get() {
             Some((name, at)) => format!("`{name}` at byte {}", at.start),
             None => "an array".to_string(),
         };
@@ -882,12 +911,12 @@ impl<'c> Codegen<'c, '_> {
 
     /// Gives a buffer of the current scope back before the scope ends.
     pub(crate) fn release(&self, p: PointerValue<'c>) -> LowerResult<()> {
-        if self.tabled.borrow().contains(&p) {
+        if self.fun.tabled.borrow().contains(&p) {
             self.give(p)?;
             self.untable(p);
             return Ok(());
         }
-        if let Some(s) = self.scopes.borrow_mut().last_mut() {
+        if let Some(s) = self.fun.scopes.borrow_mut().last_mut() {
             s.retain(|q| *q != p);
         }
         self.give(p)
@@ -896,7 +925,7 @@ impl<'c> Codegen<'c, '_> {
     fn copy_into(&self, x: &Op<'c>, p: PointerValue<'c>) -> LowerResult<Arr<'c>> {
         let dt = dtype(&x.ty)?;
         let bytes = self.mul(self.numel(&x.v.dims), self.i64(Self::size_of(&dt)));
-        self.b
+        self.builder
             .build_memcpy(p, 1, self.reloaded(x.v.p), 1, bytes)
             .expect("memcpy");
         Ok(Arr::new(p, x.v.dims.clone()))
@@ -920,7 +949,7 @@ impl<'c> Codegen<'c, '_> {
         let mut handed: Vec<PointerValue<'c>> = Vec::new();
         let mut arrays = Vec::new();
         for o in outs {
-            let own = self.tabled.borrow().contains(&o.v.p) && !handed.contains(&o.v.p);
+            let own = self.fun.tabled.borrow().contains(&o.v.p) && !handed.contains(&o.v.p);
             let x = if own {
                 o.v.clone()
             } else {
@@ -938,11 +967,13 @@ impl<'c> Codegen<'c, '_> {
             let list = self.slot(self.ptr_ty().array_type(arrays.len() as u32).into());
             for (k, x) in arrays.iter().enumerate() {
                 let at = unsafe {
-                    self.b
+                    self.builder
                         .build_gep(self.ptr_ty(), list, &[self.i64(k as i64)], "")
                         .expect("gep")
                 };
-                self.b.build_store(at, self.reloaded(x.p)).expect("store");
+                self.builder
+                    .build_store(at, self.reloaded(x.p))
+                    .expect("store");
             }
             let ok = self
                 .call(
@@ -973,14 +1004,14 @@ impl<'c> Codegen<'c, '_> {
     /// given back: the message for `NAME_error` says so, and nothing else
     /// happens (the memory it points to is never read).
     pub(crate) fn free_output(&self, data: PointerValue<'c>) -> LowerResult<()> {
-        let null = self.b.build_is_null(data, "").expect("null");
+        let null = self.builder.build_is_null(data, "").expect("null");
         self.if_else(null, &mut || Ok(()), &mut || {
             let live = self.call(self.registry_remove_fn()?, &[data.into()]).expect("remove").into_int_value();
             let live = self.icmp(IntPredicate::NE, live, self.i32(0));
             self.if_else(live, &mut || self.give(data), &mut || {
                 let msg = format!(
                     "{}_free(%p): not a live output of this library (freed already, or never one of its outputs: an input, the caller's memory, a pointer inside an output); nothing was freed",
-                    self.name
+                    self.lib.name
                 );
                 self.report(&msg, &[data.into()]);
                 Ok(())
@@ -989,7 +1020,7 @@ impl<'c> Codegen<'c, '_> {
     }
 
     pub fn scope_begin(&self) {
-        self.scopes.borrow_mut().push(Vec::new());
+        self.fun.scopes.borrow_mut().push(Vec::new());
     }
 
     /// Ends a scope: the values of `keep` leave it (their buffers handed
@@ -1006,10 +1037,10 @@ impl<'c> Codegen<'c, '_> {
                 }
             }
             self.give_table(t)?;
-            self.scopes.borrow_mut().pop();
+            self.fun.scopes.borrow_mut().pop();
             return Ok(kept);
         }
-        let mut owned = self.scopes.borrow().last().cloned().unwrap_or_default();
+        let mut owned = self.fun.scopes.borrow().last().cloned().unwrap_or_default();
         let mut kept = Vec::new();
         for x in keep {
             match owned.iter().position(|p| *p == x.v.p) {
@@ -1020,7 +1051,7 @@ impl<'c> Codegen<'c, '_> {
                 None => kept.push(self.copy_fresh(x)?),
             }
         }
-        self.scopes.borrow_mut().pop();
+        self.fun.scopes.borrow_mut().pop();
         for p in owned {
             self.give(p)?;
         }
@@ -1029,15 +1060,15 @@ impl<'c> Codegen<'c, '_> {
 
     /// Gives a buffer to the current scope.
     pub fn adopt(&self, p: PointerValue<'c>) {
-        if self.tabled.borrow().contains(&p) {
+        if self.fun.tabled.borrow().contains(&p) {
             return;
         }
         if let Some((home, at)) = self.table_words(1) {
-            self.b.build_store(home, p).expect("store");
+            self.builder.build_store(home, p).expect("store");
             self.tabled_at(p, at);
             return;
         }
-        if let Some(s) = self.scopes.borrow_mut().last_mut() {
+        if let Some(s) = self.fun.scopes.borrow_mut().last_mut() {
             s.push(p);
         }
     }
@@ -1045,11 +1076,11 @@ impl<'c> Codegen<'c, '_> {
     /// While a loop's body and condition are built, its state arrays
     /// (owned by no scope) are given back on failure too.
     pub(crate) fn loop_state_begin(&self, arrays: Vec<PointerValue<'c>>) {
-        self.loop_states.borrow_mut().push(arrays);
+        self.fun.loop_states.borrow_mut().push(arrays);
     }
 
     pub(crate) fn loop_state_end(&self) {
-        self.loop_states.borrow_mut().pop();
+        self.fun.loop_states.borrow_mut().pop();
     }
 
     /// The block a failure jumps to: it gives back everything open scopes
@@ -1058,10 +1089,11 @@ impl<'c> Codegen<'c, '_> {
     /// `[a, b]`, so each buffer is given back in one place.
     pub(crate) fn unwind_block(&self) -> inkwell::basic_block::BasicBlock<'c> {
         let held: Vec<PointerValue> = self
+            .fun
             .scopes
             .borrow()
             .iter()
-            .chain(self.loop_states.borrow().iter())
+            .chain(self.fun.loop_states.borrow().iter())
             .flatten()
             .copied()
             .collect();
@@ -1069,23 +1101,24 @@ impl<'c> Codegen<'c, '_> {
     }
 
     fn unwind_for(&self, held: &[PointerValue<'c>]) -> inkwell::basic_block::BasicBlock<'c> {
-        if let Some(&bb) = self.unwinds.borrow().get(held) {
+        if let Some(&bb) = self.fun.unwinds.borrow().get(held) {
             return bb;
         }
-        let here = self.b.get_insert_block();
+        let here = self.builder.get_insert_block();
         let bb = self.block("unwind");
-        self.b.position_at_end(bb);
+        self.builder.position_at_end(bb);
         match held.split_last() {
             None => {
                 if let Some(t) = self
+                    .fun
                     .table
                     .get()
-                    .filter(|t| self.func.get() == Some(t.owner))
+                    .filter(|t| self.fun.func.get() == Some(t.owner))
                 {
                     // give_table only fails on internal errors of its own IR.
                     let _ = self.give_table(t);
                 }
-                self.b.build_return(Some(&self.i32(1))).expect("ret");
+                self.builder.build_return(Some(&self.i32(1))).expect("ret");
             }
             Some((&last, rest)) => {
                 // give_fn only fails on internal errors of its own IR.
@@ -1093,14 +1126,14 @@ impl<'c> Codegen<'c, '_> {
                     self.call(give, &[self.reloaded(last).into()]);
                 }
                 let next = self.unwind_for(rest);
-                self.b.position_at_end(bb);
-                self.b.build_unconditional_branch(next).expect("br");
+                self.builder.position_at_end(bb);
+                self.builder.build_unconditional_branch(next).expect("br");
             }
         }
         if let Some(h) = here {
-            self.b.position_at_end(h);
+            self.builder.position_at_end(h);
         }
-        self.unwinds.borrow_mut().insert(held.to_vec(), bb);
+        self.fun.unwinds.borrow_mut().insert(held.to_vec(), bb);
         bb
     }
 }

@@ -54,7 +54,7 @@ impl<'c> Codegen<'c, '_> {
                 (Some(ok), Some(fill)) => {
                     let safe = self.select_int(ok, off, self.i64(0));
                     let v = self.load(dt, src.v.p, safe)?;
-                    self.b.build_select(ok, v, fill, "").expect("select")
+                    self.builder.build_select(ok, v, fill, "").expect("select")
                 }
                 _ => self.load(dt, src.v.p, off)?,
             };
@@ -147,18 +147,18 @@ impl<'c> Codegen<'c, '_> {
     ) -> LowerResult<Arr<'c>> {
         let dt = dtype(&x.ty)?;
         self.remap(&dt, out, x, Some(fill), &mut |idx| {
-            let mut ok = self.cx.bool_type().const_int(1, false);
+            let mut ok = self.context.bool_type().const_int(1, false);
             let mut at = Vec::new();
             for (k, c) in cfg.iter().enumerate() {
                 let pos = self.sub(idx[k], c[0]);
                 let nonneg = self.icmp(IntPredicate::SGE, pos, self.i64(0));
                 let p0 = self.select_int(nonneg, pos, self.i64(0));
                 let q = self
-                    .b
+                    .builder
                     .build_int_signed_div(p0, self.add(c[2], self.i64(1)), "")
                     .expect("div");
                 let rm = self
-                    .b
+                    .builder
                     .build_int_signed_rem(p0, self.add(c[2], self.i64(1)), "")
                     .expect("rem");
                 let inb = self.icmp(IntPredicate::SLT, q, x.v.dims[k]);

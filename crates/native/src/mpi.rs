@@ -216,7 +216,7 @@ impl<'c> Codegen<'c, '_> {
             Prim::Reshard | Prim::MeshCast => return same(),
             _ => {}
         }
-        let Some(axes) = self.a.collectives.get(&cx.id) else {
+        let Some(axes) = self.analysis.collectives.get(&cx.id) else {
             // Positional axes only (what `vmap` with an `axis_name`
             // leaves): the reductions of one device (`psum`'s are the
             // reduction family's).
@@ -232,9 +232,9 @@ impl<'c> Codegen<'c, '_> {
                 _ => Ok(None),
             };
         };
-        let plan = self.mpi.as_ref();
-        let map = plan.and_then(|p| p.bodies.get(&self.a.eqn(cx.id).jaxpr));
-        let (Some(plan), Some(layout)) = (plan, map.map(|m| &self.a.shard_maps[m])) else {
+        let plan = self.lib.mpi.as_ref();
+        let map = plan.and_then(|p| p.bodies.get(&self.analysis.eqn(cx.id).jaxpr));
+        let (Some(plan), Some(layout)) = (plan, map.map(|m| &self.analysis.shard_maps[m])) else {
             return err(
                 cx.at(),
                 format!(
@@ -425,8 +425,8 @@ impl<'c> Codegen<'c, '_> {
                 let dt = DType::Int(32);
                 let out = self.alloc(&dt, &[])?;
                 let v = self
-                    .b
-                    .build_int_truncate(index, self.cx.i32_type(), "")
+                    .builder
+                    .build_int_truncate(index, self.context.i32_type(), "")
                     .expect("trunc");
                 self.store(&dt, out.p, self.i64(0), v.into())?;
                 vec![out]
@@ -438,20 +438,21 @@ impl<'c> Codegen<'c, '_> {
     /// `shard_map`: the rank's block of each operand, the body on the
     /// blocks, each result joined from every rank's block.
     fn shard_map(&self, env: &Env<'c>, cx: &super::Cx<'_, 'c>) -> LowerResult<Vec<Arr<'c>>> {
-        let Some(layout) = self.a.shard_maps.get(&cx.id) else {
+        let Some(layout) = self.analysis.shard_maps.get(&cx.id) else {
             return internal(cx.at(), "the checker recorded no mesh for this `shard_map`");
         };
-        let Some(plan) = self.mpi.as_ref() else {
+        let Some(plan) = self.lib.mpi.as_ref() else {
             return internal(cx.at(), "a `shard_map` without an MPI plan");
         };
-        let Some(&body) = cx.callees(self.a, "jaxpr").first() else {
+        let Some(&body) = cx.callees(self.analysis, "jaxpr").first() else {
             return err(cx.at(), "`shard_map` has no jaxpr to call");
         };
-        let binders = jaxpr_lower::walk::nested_binders(self.a, body, cx.args.len(), cx.at())?;
+        let binders =
+            jaxpr_lower::walk::nested_binders(self.analysis, body, cx.args.len(), cx.at())?;
         let mut blocks = Vec::with_capacity(cx.args.len());
         for (i, a) in cx.args.iter().enumerate() {
             let x = self.materialized(&a.v)?;
-            let ty = self.a.var(binders[i]).ty.clone();
+            let ty = self.analysis.var(binders[i]).ty.clone();
             let spec = layout.ins.get(i).map_or(&[][..], Vec::as_slice);
             let v = if spec.iter().all(Vec::is_empty) {
                 x
@@ -480,7 +481,7 @@ impl<'c> Codegen<'c, '_> {
             blocks.push(Operand { v, ty });
         }
         let outs = if matches!(
-            self.a.jaxpr(body).origin,
+            self.analysis.jaxpr(body).origin,
             jaxpr_check::JaxprOrigin::Let { .. }
         ) {
             self.call_let(env, body, &blocks, cx.at())?
@@ -556,7 +557,12 @@ impl<'c> Codegen<'c, '_> {
     }
 
     fn rank(&self) -> IntValue<'c> {
-        let f = self.extern_fn("jx_mpi_rank", Some(self.cx.i64_type().into()), &[], false);
+        let f = self.extern_fn(
+            "jx_mpi_rank",
+            Some(self.context.i64_type().into()),
+            &[],
+            false,
+        );
         self.call(f, &[]).expect("rank").into_int_value()
     }
 
@@ -586,19 +592,19 @@ impl<'c> Codegen<'c, '_> {
     }
 
     fn udiv(&self, x: IntValue<'c>, y: IntValue<'c>) -> IntValue<'c> {
-        self.b.build_int_unsigned_div(x, y, "").expect("udiv")
+        self.builder.build_int_unsigned_div(x, y, "").expect("udiv")
     }
 
     fn urem(&self, x: IntValue<'c>, y: IntValue<'c>) -> IntValue<'c> {
-        self.b.build_int_unsigned_rem(x, y, "").expect("urem")
+        self.builder.build_int_unsigned_rem(x, y, "").expect("urem")
     }
 
     /// A constant i32 table.
     fn table_i32(&self, xs: &[i64]) -> PointerValue<'c> {
-        let t = self.cx.i32_type();
+        let t = self.context.i32_type();
         let values: Vec<_> = xs.iter().map(|&x| t.const_int(x as u64, true)).collect();
         let arr = t.const_array(&values);
-        let g = self.m.add_global(
+        let g = self.module.add_global(
             arr.get_type(),
             Some(AddressSpace::default()),
             "jx_mpi_table",
@@ -620,7 +626,12 @@ impl<'c> Codegen<'c, '_> {
         count: IntValue<'c>,
         what: &str,
     ) {
-        let buf = self.err_buf.get().expect("error buffer").as_pointer_value();
+        let buf = self
+            .fun
+            .err_buf
+            .get()
+            .expect("error buffer")
+            .as_pointer_value();
         let mut args: Vec<BasicMetadataValueEnum<'c>> = ints.iter().map(|&i| i.into()).collect();
         args.extend(pointers.iter().map(|&p| BasicMetadataValueEnum::from(p)));
         args.push(count.into());
@@ -634,7 +645,7 @@ impl<'c> Codegen<'c, '_> {
                 _ => self.ptr_ty().into(),
             })
             .collect();
-        let f = self.extern_fn(name, Some(self.cx.i32_type().into()), &types, false);
+        let f = self.extern_fn(name, Some(self.context.i32_type().into()), &types, false);
         let rc = self.call(f, &args).expect("rc").into_int_value();
         self.fail_if_reported(self.icmp(IntPredicate::NE, rc, self.i32(0)));
     }
@@ -642,12 +653,17 @@ impl<'c> Codegen<'c, '_> {
     /// At the start of the entry, before anything is sent: MPI initialised,
     /// the communicator's size checked against the mesh, the groups split.
     pub(crate) fn mpi_begin(&self) {
-        let Some(plan) = self.mpi.as_ref() else {
+        let Some(plan) = self.lib.mpi.as_ref() else {
             return;
         };
         let (colours, keys) = plan.split_table();
         let (colours, keys) = (self.table_i32(&colours), self.table_i32(&keys));
-        let buf = self.err_buf.get().expect("error buffer").as_pointer_value();
+        let buf = self
+            .fun
+            .err_buf
+            .get()
+            .expect("error buffer")
+            .as_pointer_value();
         let args: [BasicMetadataValueEnum<'c>; 7] = [
             self.i64(plan.devices).into(),
             self.cstr(&plan.mesh).into(),
@@ -657,10 +673,10 @@ impl<'c> Codegen<'c, '_> {
             buf.into(),
             self.i64(crate::ERR_LEN as i64).into(),
         ];
-        let (i64t, ptr) = (self.cx.i64_type().into(), self.ptr_ty().into());
+        let (i64t, ptr) = (self.context.i64_type().into(), self.ptr_ty().into());
         let f = self.extern_fn(
             "jx_mpi_begin",
-            Some(self.cx.i32_type().into()),
+            Some(self.context.i32_type().into()),
             &[i64t, ptr, i64t, ptr, ptr, ptr, i64t],
             false,
         );
@@ -675,32 +691,39 @@ impl<'c> Codegen<'c, '_> {
     /// `MPI_COMM_WORLD`). A library of a single-device program has none
     /// to set and says so.
     pub(crate) fn mpi_exports(&self) {
-        let i64t = self.cx.i64_type();
-        let f = self.m.add_function(
-            &format!("{}_num_devices", self.name),
+        let i64t = self.context.i64_type();
+        let f = self.module.add_function(
+            &format!("{}_num_devices", self.lib.name),
             i64t.fn_type(&[], false),
             None,
         );
-        self.b
-            .position_at_end(self.cx.append_basic_block(f, "entry"));
-        let devices = self.mpi.as_ref().map_or(1, |p| p.devices);
-        self.b.build_return(Some(&self.i64(devices))).expect("ret");
+        self.builder
+            .position_at_end(self.context.append_basic_block(f, "entry"));
+        let devices = self.lib.mpi.as_ref().map_or(1, |p| p.devices);
+        self.builder
+            .build_return(Some(&self.i64(devices)))
+            .expect("ret");
         let ptr = self.ptr_ty();
-        let f = self.m.add_function(
-            &format!("{}_set_communicator", self.name),
-            self.cx.i32_type().fn_type(&[ptr.into()], false),
+        let f = self.module.add_function(
+            &format!("{}_set_communicator", self.lib.name),
+            self.context.i32_type().fn_type(&[ptr.into()], false),
             None,
         );
-        self.b
-            .position_at_end(self.cx.append_basic_block(f, "entry"));
+        self.builder
+            .position_at_end(self.context.append_basic_block(f, "entry"));
         let comm = f.get_first_param().expect("param").into_pointer_value();
-        let buf = self.err_buf.get().expect("error buffer").as_pointer_value();
-        if self.mpi.is_some() {
-            let t = self
-                .cx
-                .i32_type()
-                .fn_type(&[ptr.into(), ptr.into(), self.cx.i64_type().into()], false);
-            let set = self.m.add_function(
+        let buf = self
+            .fun
+            .err_buf
+            .get()
+            .expect("error buffer")
+            .as_pointer_value();
+        if self.lib.mpi.is_some() {
+            let t = self.context.i32_type().fn_type(
+                &[ptr.into(), ptr.into(), self.context.i64_type().into()],
+                false,
+            );
+            let set = self.module.add_function(
                 "jx_mpi_set_comm",
                 t,
                 Some(inkwell::module::Linkage::External),
@@ -715,15 +738,15 @@ impl<'c> Codegen<'c, '_> {
                     ],
                 )
                 .expect("rc");
-            self.b.build_return(Some(&rc)).expect("ret");
+            self.builder.build_return(Some(&rc)).expect("ret");
         } else {
-            let outer = self.func.replace(Some(f));
+            let outer = self.fun.func.replace(Some(f));
             self.report(
                 "this library's program has no shard_map: it runs on one device and takes no communicator",
                 &[],
             );
-            self.func.set(outer);
-            self.b.build_return(Some(&self.i32(1))).expect("ret");
+            self.fun.func.set(outer);
+            self.builder.build_return(Some(&self.i32(1))).expect("ret");
         }
     }
 }

@@ -250,7 +250,7 @@ impl<'c> Codegen<'c, '_> {
                                 self.i64(1),
                                 n,
                             );
-                            self.b.build_int_signed_rem(i, n1, "").expect("rem")
+                            self.builder.build_int_signed_rem(i, n1, "").expect("rem")
                         })
                         .collect();
                     Ok((self.offset(&at, &src.v.dims), None))

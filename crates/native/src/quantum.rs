@@ -187,14 +187,18 @@ impl<'c> Codegen<'c, '_> {
         seed: Option<u32>,
     ) {
         let ptr = self.ptr_ty();
-        let i64t = self.cx.i64_type();
-        let f = self.m.add_function(&self.name, body.get_type(), None);
-        self.b
-            .position_at_end(self.cx.append_basic_block(f, "entry"));
+        let i64t = self.context.i64_type();
+        let f = self
+            .module
+            .add_function(&self.lib.name, body.get_type(), None);
+        self.builder
+            .position_at_end(self.context.append_basic_block(f, "entry"));
         let seed = match seed {
             Some(s) => {
-                let g = self.m.add_global(self.cx.i32_type(), None, "seed");
-                g.set_initializer(&self.cx.i32_type().const_int(s as u64, false));
+                let g = self
+                    .module
+                    .add_global(self.context.i32_type(), None, "seed");
+                g.set_initializer(&self.context.i32_type().const_int(s as u64, false));
                 g.set_constant(true);
                 g.set_linkage(inkwell::module::Linkage::Private);
                 g.as_pointer_value()
@@ -203,7 +207,7 @@ impl<'c> Codegen<'c, '_> {
         };
         let run = self.extern_fn(
             "jx_q_run",
-            Some(self.cx.i32_type().into()),
+            Some(self.context.i32_type().into()),
             &[
                 ptr.into(),
                 ptr.into(),
@@ -228,7 +232,7 @@ impl<'c> Codegen<'c, '_> {
                 ],
             )
             .expect("status");
-        self.b.build_return(Some(&rc)).expect("ret");
+        self.builder.build_return(Some(&rc)).expect("ret");
     }
 
     /// Lowers a quantum primitive; `None` for other primitives.
@@ -239,7 +243,7 @@ impl<'c> Codegen<'c, '_> {
     ) -> LowerResult<Option<Vec<Arr<'c>>>> {
         let (name, prim) = (cx.name(), cx.prim);
         let at = cx.at();
-        let i64t = self.cx.i64_type();
+        let i64t = self.context.i64_type();
         let handle = |k: usize| -> LowerResult<IntValue<'c>> {
             Ok(self
                 .load(&DType::Int(64), cx.args[k].v.p, self.i64(0))?
@@ -249,7 +253,7 @@ impl<'c> Codegen<'c, '_> {
         let check = |rc: IntValue<'c>| self.quantum_check(rc, name, at.start);
         Ok(Some(match prim {
             Prim::QuantumKernel => {
-                let Some(&callee) = cx.callees(self.a, "call_jaxpr").first() else {
+                let Some(&callee) = cx.callees(self.analysis, "call_jaxpr").first() else {
                     return err(at, format!("`{name}` has no `call_jaxpr` to call"));
                 };
                 if prim == Prim::QuantumKernel && runs_one_shot_at_a_time(cx) {
@@ -261,7 +265,7 @@ impl<'c> Codegen<'c, '_> {
                     .collect()
             }
             Prim::Mcmobs => {
-                if !self.one_shot.get() {
+                if !self.quantum.one_shot.get() {
                     return err(
                         at,
                         "`mcmobs` measures mid-circuit measurement results, which Catalyst does only in a kernel \
@@ -287,7 +291,7 @@ impl<'c> Codegen<'c, '_> {
                 vec![self.handle_result(out)?]
             }
             Prim::Adjoint => {
-                let Some(&callee) = cx.callees(self.a, "jaxpr").first() else {
+                let Some(&callee) = cx.callees(self.analysis, "jaxpr").first() else {
                     return err(at, "`adjoint` has no `jaxpr` to run");
                 };
                 self.adapter("jx_q_adjoint_begin", &[], &[]);
@@ -296,7 +300,7 @@ impl<'c> Codegen<'c, '_> {
                 outs.into_iter().map(|o| o.v).collect()
             }
             Prim::DeviceInit | Prim::Qdevice => {
-                let Some(runtime) = &self.catalyst else {
+                let Some(runtime) = &self.lib.catalyst else {
                     return internal(
                         at,
                         "a quantum program is lowered without Catalyst's runtime",
@@ -329,14 +333,14 @@ impl<'c> Codegen<'c, '_> {
                         ptr.into(),
                         ptr.into(),
                         i64t.into(),
-                        self.cx.i8_type().into(),
+                        self.context.i8_type().into(),
                     ],
                     &[
                         self.cstr(&path.to_string_lossy()).into(),
                         self.cstr(&device).into(),
                         self.cstr(&kwargs).into(),
                         shots.into(),
-                        self.cx.i8_type().const_int(auto as u64, false).into(),
+                        self.context.i8_type().const_int(auto as u64, false).into(),
                     ],
                 ));
                 Vec::new()
@@ -416,7 +420,11 @@ impl<'c> Codegen<'c, '_> {
                 let bit = self.alloc(&DType::Bool, &[])?;
                 check(self.adapter_status(
                     "jx_q_measure",
-                    &[i64t.into(), self.cx.i32_type().into(), self.ptr_ty().into()],
+                    &[
+                        i64t.into(),
+                        self.context.i32_type().into(),
+                        self.ptr_ty().into(),
+                    ],
                     &[handle(0)?.into(), self.i32(postselect).into(), bit.p.into()],
                 ));
                 vec![bit, cx.args[0].v.clone()]
@@ -530,7 +538,11 @@ impl<'c> Codegen<'c, '_> {
                 let out = self.alloc(&DType::Float(FloatKind::F64), &[])?;
                 check(self.adapter_status(
                     "jx_q_expval",
-                    &[i64t.into(), self.cx.i32_type().into(), self.ptr_ty().into()],
+                    &[
+                        i64t.into(),
+                        self.context.i32_type().into(),
+                        self.ptr_ty().into(),
+                    ],
                     &[
                         handle(0)?.into(),
                         self.i32((prim == Prim::Var) as i64).into(),
@@ -558,7 +570,7 @@ impl<'c> Codegen<'c, '_> {
                 check(self.adapter_status(
                     "jx_q_measurement",
                     &[
-                        self.cx.i32_type().into(),
+                        self.context.i32_type().into(),
                         i64t.into(),
                         ptr.into(),
                         i64t.into(),
@@ -595,7 +607,7 @@ impl<'c> Codegen<'c, '_> {
         cx: &Cx<'_, 'c>,
     ) -> LowerResult<Vec<Arr<'c>>> {
         let at = cx.at();
-        let body = self.a.jaxpr(callee);
+        let body = self.analysis.jaxpr(callee);
         let mut combines = Vec::new();
         for out in &body.outs {
             let made_by = out.var.and_then(|v| self.measurement_of(&body.eqns, v));
@@ -617,8 +629,8 @@ impl<'c> Codegen<'c, '_> {
                 }
             });
         }
-        let i64t = self.cx.i64_type();
-        let i32t = self.cx.i32_type();
+        let i64t = self.context.i64_type();
+        let i32t = self.context.i32_type();
         let ptr = self.ptr_ty();
         // `jx_q_one_shot_add` (a shot's result) and `jx_q_one_shot_result`
         // (the combined one) take the same operands.
@@ -651,7 +663,7 @@ impl<'c> Codegen<'c, '_> {
             &[i64t.into()],
             &[self.i64(combines.len() as i64).into()],
         );
-        let was = self.one_shot.replace(true);
+        let was = self.quantum.one_shot.replace(true);
         let looped = self.state_loop(
             (vec![self.i64(0)], Vec::new()),
             &mut |state| {
@@ -673,13 +685,13 @@ impl<'c> Codegen<'c, '_> {
                     one_shot_call("jx_q_one_shot_add", k, *combine, &dtype(&out.ty)?, &out.v);
                 }
                 let next = self
-                    .b
+                    .builder
                     .build_int_add(state.0[0], self.i64(1), "")
                     .expect("add");
                 Ok((vec![next], Vec::new()))
             },
         );
-        self.one_shot.set(was);
+        self.quantum.one_shot.set(was);
         looped?;
         let mut results = Vec::new();
         for (k, (ty, combine)) in cx.outs.iter().zip(&combines).enumerate() {
@@ -704,14 +716,14 @@ impl<'c> Codegen<'c, '_> {
         loop {
             let (eqn, k) = eqns
                 .iter()
-                .map(|&id| self.a.eqn(id))
+                .map(|&id| self.analysis.eqn(id))
                 .find_map(|e| Some((e, e.outs.iter().position(|o| *o == Some(var))?)))?;
             if eqn.prim != Some(Prim::ConvertElementType) {
                 return Some((eqn, k));
             }
             // Its one operand: the use of a variable after the primitive.
             var = self
-                .a
+                .analysis
                 .refs
                 .iter()
                 .find(|r| {
@@ -801,7 +813,7 @@ impl<'c> Codegen<'c, '_> {
             GateKind::GlobalPhase => String::new(),
         };
         let ctrl = layout.controls.len();
-        let f64t = self.cx.f64_type();
+        let f64t = self.context.f64_type();
         let params = self.slot(f64t.array_type(num_params.max(1) as u32).into());
         for (k, value) in static_params.iter().enumerate() {
             let v = f64t.const_float(*value);
@@ -829,12 +841,12 @@ impl<'c> Codegen<'c, '_> {
         }
         let qubits = self.handles(cx, layout.targets.clone())?;
         let controls = self.handles(cx, layout.controls.clone())?;
-        let values = self.slot(self.cx.i8_type().array_type(ctrl.max(1) as u32).into());
+        let values = self.slot(self.context.i8_type().array_type(ctrl.max(1) as u32).into());
         for (k, i) in layout.control_values.clone().enumerate() {
             let v = self.scalar_i64(&cx.args[i], at)?;
             let b = self
-                .b
-                .build_int_truncate(v, self.cx.i8_type(), "")
+                .builder
+                .build_int_truncate(v, self.context.i8_type(), "")
                 .expect("trunc");
             self.store(&DType::Bool, values, self.i64(k as i64), b.into())?;
         }
@@ -844,12 +856,12 @@ impl<'c> Codegen<'c, '_> {
             self.ptr_ty().const_null()
         };
         let ptr = self.ptr_ty();
-        let i64t = self.cx.i64_type();
-        let i8t = self.cx.i8_type();
+        let i64t = self.context.i64_type();
+        let i8t = self.context.i8_type();
         let rc = self.adapter_status(
             "jx_q_gate",
             &[
-                self.cx.i32_type().into(),
+                self.context.i32_type().into(),
                 ptr.into(),
                 ptr.into(),
                 i64t.into(),
@@ -889,10 +901,10 @@ impl<'c> Codegen<'c, '_> {
     /// `device_release` (its lowering of `qdealloc` is `DeallocOp` then
     /// `DeviceReleaseOp`, the kernel's end).
     fn releases_device_with_register(&self, cx: &Cx<'_, 'c>) -> bool {
-        let body = self.a.jaxpr(self.a.eqn(cx.id).jaxpr);
+        let body = self.analysis.jaxpr(self.analysis.eqn(cx.id).jaxpr);
         body.eqns
             .iter()
-            .any(|&id| self.a.eqn(id).prim == Some(Prim::Qdevice))
+            .any(|&id| self.analysis.eqn(id).prim == Some(Prim::Qdevice))
     }
 
     /// The handles of operands `range`, in a stack array.
@@ -901,7 +913,7 @@ impl<'c> Codegen<'c, '_> {
         cx: &Cx<'_, 'c>,
         range: std::ops::Range<usize>,
     ) -> LowerResult<PointerValue<'c>> {
-        let i64t = self.cx.i64_type();
+        let i64t = self.context.i64_type();
         let array = self.slot(i64t.array_type(range.len().max(1) as u32).into());
         for (k, i) in range.enumerate() {
             let v = self.load(&DType::Int(64), cx.args[i].v.p, self.i64(0))?;
@@ -913,8 +925,8 @@ impl<'c> Codegen<'c, '_> {
     /// A handle the adapter wrote to `slot`, as a scalar buffer.
     fn handle_result(&self, slot: PointerValue<'c>) -> LowerResult<Arr<'c>> {
         let v = self
-            .b
-            .build_load(self.cx.i64_type(), slot, "")
+            .builder
+            .build_load(self.context.i64_type(), slot, "")
             .expect("load");
         let out = self.alloc(&DType::Int(64), &[])?;
         self.store(&DType::Int(64), out.p, self.i64(0), v)?;
@@ -956,7 +968,7 @@ impl<'c> Codegen<'c, '_> {
         params: &[BasicMetadataTypeEnum<'c>],
         args: &[BasicMetadataValueEnum<'c>],
     ) -> IntValue<'c> {
-        let f = self.extern_fn(f, Some(self.cx.i32_type().into()), params, false);
+        let f = self.extern_fn(f, Some(self.context.i32_type().into()), params, false);
         self.call(f, args).expect("status").into_int_value()
     }
 

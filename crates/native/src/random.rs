@@ -92,7 +92,7 @@ impl<'c> Codegen<'c, '_> {
                 if prng == Prng::UnsafeRbg {
                     return one(self.unsafe_rbg_split(&cx.args[0].v, &shape)?);
                 }
-                if self.threefry == Threefry::Original {
+                if self.lib.threefry == Threefry::Original {
                     return one(self.threefry_split_original(
                         &cx.args[0].v,
                         &shape,
@@ -137,7 +137,7 @@ impl<'c> Codegen<'c, '_> {
                     let state = self.rbg_state(keys.p, 0)?;
                     return one(self.philox_bits(state, &dims, width)?.1);
                 }
-                if self.threefry == Threefry::Original {
+                if self.lib.threefry == Threefry::Original {
                     return one(self.threefry_bits_original(&cx.args[0].v, width, &shape, cx)?);
                 }
                 return one(self.threefry_bits(&cx.args[0].v, width, &shape)?);
@@ -273,13 +273,13 @@ impl<'c> Codegen<'c, '_> {
     }
 
     fn u32c(&self, x: u32) -> IntValue<'c> {
-        self.cx.i32_type().const_int(u64::from(x), false)
+        self.context.i32_type().const_int(u64::from(x), false)
     }
 
     /// The Threefry-2x32 hash of the counts `x` under the key `k`
     /// (JAX's `_threefry2x32_lowering`).
     fn threefry(&self, k: [IntValue<'c>; 2], x: [IntValue<'c>; 2]) -> (IntValue<'c>, IntValue<'c>) {
-        let b = &self.b;
+        let b = &self.builder;
         let add = |p, q| b.build_int_add(p, q, "").expect("add");
         let xor = |p, q| b.build_xor(p, q, "").expect("xor");
         let ks = [k[0], k[1], xor(xor(k[0], k[1]), self.u32c(THREEFRY_PARITY))];
@@ -301,13 +301,16 @@ impl<'c> Codegen<'c, '_> {
 
     /// The high and low 32 bits of an i64 (a counter of `iota_2x32_shape`).
     fn halves(&self, n: IntValue<'c>) -> (IntValue<'c>, IntValue<'c>) {
-        let i32t = self.cx.i32_type();
+        let i32t = self.context.i32_type();
         let hi = self
-            .b
+            .builder
             .build_right_shift(n, self.i64(32), false, "")
             .expect("lshr");
-        let hi = self.b.build_int_truncate(hi, i32t, "").expect("trunc");
-        let lo = self.b.build_int_truncate(n, i32t, "").expect("trunc");
+        let hi = self
+            .builder
+            .build_int_truncate(hi, i32t, "")
+            .expect("trunc");
+        let lo = self.builder.build_int_truncate(n, i32t, "").expect("trunc");
         (hi, lo)
     }
 
@@ -387,16 +390,16 @@ impl<'c> Codegen<'c, '_> {
         let t = uint_type(self, width);
         self.per_counter(keys, shape, &mut |off, _, y1, y2| {
             let v = if width == 64 {
-                let hi = self.b.build_int_z_extend(y1, t, "").expect("zext");
-                let lo = self.b.build_int_z_extend(y2, t, "").expect("zext");
+                let hi = self.builder.build_int_z_extend(y1, t, "").expect("zext");
+                let lo = self.builder.build_int_z_extend(y2, t, "").expect("zext");
                 let hi = self
-                    .b
+                    .builder
                     .build_left_shift(hi, t.const_int(32, false), "")
                     .expect("shl");
-                self.b.build_or(hi, lo, "").expect("or")
+                self.builder.build_or(hi, lo, "").expect("or")
             } else {
-                let x = self.b.build_xor(y1, y2, "").expect("xor");
-                self.b
+                let x = self.builder.build_xor(y1, y2, "").expect("xor");
+                self.builder
                     .build_int_truncate_or_bit_cast(x, t, "")
                     .expect("trunc")
             };
@@ -424,7 +427,7 @@ impl<'c> Codegen<'c, '_> {
         pair_dims.push(self.i64(pairs as i64));
         pair_dims.push(self.i64(half as i64));
         let (half_v, n_v) = (self.i64(half as i64), self.i64(n as i64));
-        let i32t = self.cx.i32_type();
+        let i32t = self.context.i32_type();
         self.nest(&pair_dims, &mut |idx| {
             let (i, h) = (idx[batch.len() + 1], idx[batch.len()]);
             let key = self.add(
@@ -439,7 +442,7 @@ impl<'c> Codegen<'c, '_> {
             let upper = self.add(i, half_v);
             let inside = self.icmp(inkwell::IntPredicate::ULT, upper, n_v);
             let second = self.select_int(inside, upper, self.i64(0));
-            let trunc = |v| self.b.build_int_truncate(v, i32t, "").expect("trunc");
+            let trunc = |v| self.builder.build_int_truncate(v, i32t, "").expect("trunc");
             let (y1, y2) = self.threefry([k1, k2], [trunc(i), trunc(second)]);
             let row = self.mul(
                 self.add(
@@ -479,10 +482,10 @@ impl<'c> Codegen<'c, '_> {
         self.nest(&dims, &mut |idx| {
             let (s, w) = (idx[batch.len()], idx[batch.len() + 1]);
             let (h, word) = (
-                self.b
+                self.builder
                     .build_int_unsigned_div(w, self.i64(2), "")
                     .expect("udiv"),
-                self.b
+                self.builder
                     .build_int_unsigned_rem(w, self.i64(2), "")
                     .expect("urem"),
             );
@@ -543,31 +546,46 @@ impl<'c> Codegen<'c, '_> {
             let v = match width {
                 32 => word(e)?,
                 64 => {
-                    let hi = self.b.build_int_z_extend(word(e)?, t, "").expect("zext");
+                    let hi = self
+                        .builder
+                        .build_int_z_extend(word(e)?, t, "")
+                        .expect("zext");
                     let lo = self
-                        .b
+                        .builder
                         .build_int_z_extend(word(self.add(e, self.i64(size)))?, t, "")
                         .expect("zext");
                     let hi = self
-                        .b
+                        .builder
                         .build_left_shift(hi, t.const_int(32, false), "")
                         .expect("shl");
-                    self.b.build_or(hi, lo, "").expect("or")
+                    self.builder.build_or(hi, lo, "").expect("or")
                 }
                 _ => {
                     let per = self.i64(32 / width);
-                    let w = word(self.b.build_int_unsigned_div(e, per, "").expect("udiv"))?;
-                    let field = self.b.build_int_unsigned_rem(e, per, "").expect("urem");
+                    let w = word(
+                        self.builder
+                            .build_int_unsigned_div(e, per, "")
+                            .expect("udiv"),
+                    )?;
+                    let field = self
+                        .builder
+                        .build_int_unsigned_rem(e, per, "")
+                        .expect("urem");
                     let by = self
-                        .b
+                        .builder
                         .build_int_truncate(
                             self.mul(field, self.i64(width)),
-                            self.cx.i32_type(),
+                            self.context.i32_type(),
                             "",
                         )
                         .expect("trunc");
-                    let shifted = self.b.build_right_shift(w, by, false, "").expect("lshr");
-                    self.b.build_int_truncate(shifted, t, "").expect("trunc")
+                    let shifted = self
+                        .builder
+                        .build_right_shift(w, by, false, "")
+                        .expect("lshr");
+                    self.builder
+                        .build_int_truncate(shifted, t, "")
+                        .expect("trunc")
                 }
             };
             self.store(&dt, out.p, self.offset(idx, &dims), v.into())
@@ -630,29 +648,32 @@ impl<'c> Codegen<'c, '_> {
                 .load(&DType::UInt(32), p, self.i64(at + k))?
                 .into_int_value();
             Ok(self
-                .b
-                .build_int_z_extend(v, self.cx.i64_type(), "")
+                .builder
+                .build_int_z_extend(v, self.context.i64_type(), "")
                 .expect("zext"))
         };
         let word = |lo: IntValue<'c>, hi: IntValue<'c>| {
-            let hi = self.b.build_left_shift(hi, self.i64(32), "").expect("shl");
-            self.b.build_or(lo, hi, "").expect("or")
+            let hi = self
+                .builder
+                .build_left_shift(hi, self.i64(32), "")
+                .expect("shl");
+            self.builder.build_or(lo, hi, "").expect("or")
         };
         Ok([word(w(0)?, w(1)?), word(w(2)?, w(3)?)])
     }
 
     /// Philox-4x32 with 10 rounds (XLA's `Philox4x32`).
     fn philox(&self, mut x: [IntValue<'c>; 4], mut k: [IntValue<'c>; 2]) -> [IntValue<'c>; 4] {
-        let (i32t, i64t) = (self.cx.i32_type(), self.cx.i64_type());
+        let (i32t, i64t) = (self.context.i32_type(), self.context.i64_type());
         let mul = |v: IntValue<'c>, m: u64| {
-            let wide = self.b.build_int_z_extend(v, i64t, "").expect("zext");
+            let wide = self.builder.build_int_z_extend(v, i64t, "").expect("zext");
             let p = self
-                .b
+                .builder
                 .build_int_mul(wide, i64t.const_int(m, false), "")
                 .expect("mul");
             self.halves(p)
         };
-        let xor = |p, q| self.b.build_xor(p, q, "").expect("xor");
+        let xor = |p, q| self.builder.build_xor(p, q, "").expect("xor");
         for _ in 0..10 {
             let (hi0, lo0) = mul(x[0], PHILOX_M[0]);
             let (hi1, lo1) = mul(x[2], PHILOX_M[1]);
@@ -664,7 +685,7 @@ impl<'c> Codegen<'c, '_> {
             ];
             for (kk, w) in k.iter_mut().zip(PHILOX_W) {
                 *kk = self
-                    .b
+                    .builder
                     .build_int_add(*kk, i32t.const_int(u64::from(w), false), "")
                     .expect("add");
             }
@@ -694,8 +715,8 @@ impl<'c> Codegen<'c, '_> {
             let lo = self.add(state[1], c);
             let carry = self.icmp(inkwell::IntPredicate::ULT, lo, state[1]);
             let carry = self
-                .b
-                .build_int_z_extend(carry, self.cx.i64_type(), "")
+                .builder
+                .build_int_z_extend(carry, self.context.i64_type(), "")
                 .expect("zext");
             let hi = self.add(state[0], carry);
             let (lo_hi, lo_lo) = self.halves(lo);
@@ -703,19 +724,19 @@ impl<'c> Codegen<'c, '_> {
             let y = self.philox([lo_lo, lo_hi, hi_lo, hi_hi], [key_lo, key_hi]);
             let numbers: Vec<IntValue<'c>> = if width == 64 {
                 let join = |lo: IntValue<'c>, hi: IntValue<'c>| {
-                    let lo = self.b.build_int_z_extend(lo, t, "").expect("zext");
-                    let hi = self.b.build_int_z_extend(hi, t, "").expect("zext");
+                    let lo = self.builder.build_int_z_extend(lo, t, "").expect("zext");
+                    let hi = self.builder.build_int_z_extend(hi, t, "").expect("zext");
                     let hi = self
-                        .b
+                        .builder
                         .build_left_shift(hi, t.const_int(32, false), "")
                         .expect("shl");
-                    self.b.build_or(lo, hi, "").expect("or")
+                    self.builder.build_or(lo, hi, "").expect("or")
                 };
                 vec![join(y[0], y[1]), join(y[2], y[3])]
             } else {
                 y.iter()
                     .map(|&v| {
-                        self.b
+                        self.builder
                             .build_int_truncate_or_bit_cast(v, t, "")
                             .expect("trunc")
                     })
@@ -859,7 +880,7 @@ impl<'c> Codegen<'c, '_> {
                 let k = self
                     .load(&u32t, keys.p, self.add(key, self.i64(w)))?
                     .into_int_value();
-                let v = self.b.build_xor(k, b, "").expect("xor");
+                let v = self.builder.build_xor(k, b, "").expect("xor");
                 self.store(&u32t, r.p, self.add(base, self.i64(w)), v.into())?;
             }
             Ok(())
@@ -871,10 +892,10 @@ impl<'c> Codegen<'c, '_> {
 /// The LLVM integer type of `width` bits.
 fn uint_type<'c>(g: &Codegen<'c, '_>, width: i64) -> inkwell::types::IntType<'c> {
     match width {
-        8 => g.cx.i8_type(),
-        16 => g.cx.i16_type(),
-        32 => g.cx.i32_type(),
-        _ => g.cx.i64_type(),
+        8 => g.context.i8_type(),
+        16 => g.context.i16_type(),
+        32 => g.context.i32_type(),
+        _ => g.context.i64_type(),
     }
 }
 

@@ -140,7 +140,7 @@ impl<'c> Codegen<'c, '_> {
                 .collect::<LowerResult<Vec<BasicValueEnum>>>()
         };
         let nblocks = self
-            .b
+            .builder
             .build_int_signed_div(len, self.i64(block), "")
             .expect("div");
         let acc = self.for_carry(nblocks, &vec![idv; ACCUMULATORS as usize], &mut |k, acc| {
@@ -152,7 +152,7 @@ impl<'c> Codegen<'c, '_> {
         })?;
         let done = self.mul(nblocks, self.i64(block));
         let rest = self
-            .b
+            .builder
             .build_int_signed_div(self.sub(len, done), self.i64(step), "")
             .expect("div");
         let acc = combine(&acc, &steps(self.add(base, done), rest)?)?;
@@ -160,12 +160,12 @@ impl<'c> Codegen<'c, '_> {
         let pair = combine(&acc[..2], &acc[2..])?;
         let v = combine(&pair[..1], &pair[1..])?[0].into_vector_value();
         let mut s = self
-            .b
+            .builder
             .build_extract_element(v, self.i64(0), "")
             .expect("extract");
         for l in 1..lanes {
             let e = self
-                .b
+                .builder
                 .build_extract_element(v, self.i64(l), "")
                 .expect("extract");
             s = self.combine(op, dt, s, e, cx)?;
@@ -197,7 +197,7 @@ impl<'c> Codegen<'c, '_> {
         a: VectorValue<'c>,
         b: VectorValue<'c>,
     ) -> LowerResult<VectorValue<'c>> {
-        let bb = &self.b;
+        let bb = &self.builder;
         let ty = a.get_type().into();
         let call = |name: &str| -> LowerResult<VectorValue<'c>> {
             Ok(self
@@ -290,7 +290,7 @@ impl<'c> Codegen<'c, '_> {
         v: BasicValueEnum<'c>,
     ) -> LowerResult<inkwell::values::PointerValue<'c>> {
         let s = self.slot(self.elem(dt, TextRange::new(0, 0))?);
-        self.b.build_store(s, v).expect("store");
+        self.builder.build_store(s, v).expect("store");
         Ok(s)
     }
 
@@ -313,15 +313,18 @@ impl<'c> Codegen<'c, '_> {
         let s = self.acc(dt, self.identity(dt, init)?)?;
         self.nest(inner, &mut |ki| {
             let (v, counts) = term(ki)?;
-            let a = self.b.build_load(t, s, "").expect("load");
+            let a = self.builder.build_load(t, s, "").expect("load");
             let mut nv = self.combine(op, dt, a, v, cx)?;
             if let Some(counts) = counts {
-                nv = self.b.build_select(counts, nv, a, "").expect("select");
+                nv = self
+                    .builder
+                    .build_select(counts, nv, a, "")
+                    .expect("select");
             }
-            self.b.build_store(s, nv).expect("store");
+            self.builder.build_store(s, nv).expect("store");
             Ok(())
         })?;
-        Ok(self.b.build_load(t, s, "").expect("load"))
+        Ok(self.builder.build_load(t, s, "").expect("load"))
     }
 
     pub(crate) fn argminmax(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> LowerResult<Arr<'c>> {
@@ -344,18 +347,18 @@ impl<'c> Codegen<'c, '_> {
         let is_max = cx.prim == Prim::Argmax;
         self.nest(&out, &mut |oi| {
             let best = self.slot(t);
-            let bi = self.slot(self.cx.i64_type().into());
-            self.b.build_store(bi, self.i64(-1)).expect("store");
+            let bi = self.slot(self.context.i64_type().into());
+            self.builder.build_store(bi, self.i64(-1)).expect("store");
             let first = self.identity(&dt, if is_max { Init::Lowest } else { Init::Highest })?;
-            self.b.build_store(best, first).expect("store");
+            self.builder.build_store(best, first).expect("store");
             self.for_range(x.v.dims[axis], &mut |j| {
                 let mut at: Vec<IntValue> = oi.to_vec();
                 at.insert(axis, j);
                 let v = self.load(&dt, x.v.p, self.offset(&at, &x.v.dims))?;
-                let cur = self.b.build_load(t, best, "").expect("load");
+                let cur = self.builder.build_load(t, best, "").expect("load");
                 let ci = self
-                    .b
-                    .build_load(self.cx.i64_type(), bi, "")
+                    .builder
+                    .build_load(self.context.i64_type(), bi, "")
                     .expect("load")
                     .into_int_value();
                 let none = self.icmp(IntPredicate::SLT, ci, self.i64(0));
@@ -366,17 +369,17 @@ impl<'c> Codegen<'c, '_> {
                     } else {
                         FloatPredicate::OLT
                     };
-                    let strict = self.b.build_float_compare(p, v, c, "").expect("cmp");
+                    let strict = self.builder.build_float_compare(p, v, c, "").expect("cmp");
                     // NaN wins (first one), as in JAX.
                     let vnan = self
-                        .b
+                        .builder
                         .build_float_compare(FloatPredicate::UNO, v, v, "")
                         .expect("cmp");
                     let cnan = self
-                        .b
+                        .builder
                         .build_float_compare(FloatPredicate::UNO, c, c, "")
                         .expect("cmp");
-                    let cnotnan = self.b.build_not(cnan, "").expect("not");
+                    let cnotnan = self.builder.build_not(cnan, "").expect("not");
                     self.and(cnotnan, self.or(strict, vnan))
                 } else {
                     let p = match (is_max, dt.is_signed_int()) {
@@ -388,16 +391,16 @@ impl<'c> Codegen<'c, '_> {
                     self.icmp(p, v.into_int_value(), cur.into_int_value())
                 };
                 let take = self.or(none, better);
-                let nb = self.b.build_select(take, v, cur, "").expect("select");
-                self.b.build_store(best, nb).expect("store");
-                self.b
+                let nb = self.builder.build_select(take, v, cur, "").expect("select");
+                self.builder.build_store(best, nb).expect("store");
+                self.builder
                     .build_store(bi, self.select_int(take, j, ci))
                     .expect("store");
                 Ok(())
             })?;
             let ci = self
-                .b
-                .build_load(self.cx.i64_type(), bi, "")
+                .builder
+                .build_load(self.context.i64_type(), bi, "")
                 .expect("load")
                 .into_int_value();
             let ci = self.select_int(

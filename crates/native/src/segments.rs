@@ -75,28 +75,28 @@ impl<'c> Codegen<'c, '_> {
     /// when the program allows it: every input and every equation's result
     /// of the main jaxpr has a static shape.
     pub(crate) fn segments_begin(&self, main: JaxprId, io: (PointerValue<'c>, PointerValue<'c>)) {
-        let info = self.a.jaxpr(main);
+        let info = self.analysis.jaxpr(main);
         let inputs_static = info
             .constvars
             .iter()
             .chain(&info.invars)
-            .all(|&v| is_static(&self.a.var(v).ty));
-        let Ok((eqns, _)) = self.syntax.body(self.a, main) else {
+            .all(|&v| is_static(&self.analysis.var(v).ty));
+        let Ok((eqns, _)) = self.syntax.body(self.analysis, main) else {
             return;
         };
         let results_static = eqns.into_iter().all(|(_, id)| {
-            self.a
+            self.analysis
                 .eqn(id)
                 .outs
                 .iter()
                 .flatten()
-                .all(|&v| is_static(&self.a.var(v).ty))
+                .all(|&v| is_static(&self.analysis.var(v).ty))
         });
-        let Some(table) = self.table.get() else {
+        let Some(table) = self.fun.table.get() else {
             return;
         };
         if inputs_static && results_static {
-            *self.segments.borrow_mut() = Some(Segments {
+            *self.fun.segments.borrow_mut() = Some(Segments {
                 entry: None,
                 entry_table: table,
                 entry_io: io,
@@ -115,9 +115,9 @@ impl<'c> Codegen<'c, '_> {
         eqns: &[(&ast::Eqn, EqnId)],
         outvars: &[Atom],
     ) -> Option<Splitter> {
-        if self.segments.borrow().is_none()
-            || self.a.main() != Some(j)
-            || self.scopes.borrow().len() != 1
+        if self.fun.segments.borrow().is_none()
+            || self.analysis.main() != Some(j)
+            || self.fun.scopes.borrow().len() != 1
         {
             return None;
         }
@@ -149,7 +149,7 @@ impl<'c> Codegen<'c, '_> {
             && x.v.dims.iter().all(|d| d.is_const())
             && (p.is_const()
                 || matches!(
-                    self.homes.borrow().get(&p),
+                    self.fun.homes.borrow().get(&p),
                     Some(Home::Table(_) | Home::Input(_))
                 ))
     }
@@ -158,7 +158,7 @@ impl<'c> Codegen<'c, '_> {
     /// earlier part is read again from its table word (or the caller's
     /// inputs), once per function.
     pub(crate) fn in_this_function(&self, mut x: Op<'c>) -> Op<'c> {
-        let mut segments = self.segments.borrow_mut();
+        let mut segments = self.fun.segments.borrow_mut();
         let Some(s) = segments.as_mut() else {
             return x;
         };
@@ -166,28 +166,30 @@ impl<'c> Codegen<'c, '_> {
         let Some(i) = p.as_instruction() else {
             return x;
         };
-        if i.get_parent().and_then(|b| b.get_parent()) == self.func.get() {
+        if i.get_parent().and_then(|b| b.get_parent()) == self.fun.func.get() {
             return x;
         }
         if let Some(&q) = s.fresh.get(&p) {
             x.v.p = q;
             return x;
         }
-        let Some(home) = self.homes.borrow().get(&p).copied() else {
+        let Some(home) = self.fun.homes.borrow().get(&p).copied() else {
             return x;
         };
         let at = match home {
             Home::Table(w) => self.table_word(w),
-            Home::Input(k) => self.field(self.io.get().expect("inside the entry point").0, k, 0),
+            Home::Input(k) => {
+                self.field(self.fun.io.get().expect("inside the entry point").0, k, 0)
+            }
             Home::Slot(_) => return x,
         };
         let q = self
-            .b
+            .builder
             .build_load(self.ptr_ty(), at, "")
             .expect("load")
             .into_pointer_value();
-        self.homes.borrow_mut().insert(q, home);
-        let mut tabled = self.tabled.borrow_mut();
+        self.fun.homes.borrow_mut().insert(q, home);
+        let mut tabled = self.fun.tabled.borrow_mut();
         if tabled.contains(&p) {
             tabled.insert(q);
         }
@@ -245,7 +247,7 @@ impl<'c> Codegen<'c, '_> {
     /// extents of a static result are the type's (a let function's
     /// results are read back from memory, extents too), so that they can.
     pub(crate) fn split_after(&self, s: &mut Splitter, env: &mut Env<'c>, id: EqnId) {
-        for v in self.a.eqn(id).outs.iter().flatten() {
+        for v in self.analysis.eqn(id).outs.iter().flatten() {
             let Some(x) = env.vals.get_mut(v) else {
                 continue;
             };
@@ -272,24 +274,29 @@ impl<'c> Codegen<'c, '_> {
     /// new part from the entry function, where building goes on.
     fn next_part(&self) -> LowerResult<()> {
         let (entry_table, (in_p, out_p)) = {
-            let s = self.segments.borrow();
+            let s = self.fun.segments.borrow();
             let s = s.as_ref().expect("splitting");
             (s.entry_table, s.entry_io)
         };
         self.part_end_to_entry();
         let ptr = self.ptr_ty();
         let ty = self
-            .cx
+            .context
             .i32_type()
             .fn_type(&[ptr.into(), ptr.into(), ptr.into()], false);
-        let n = self.segments.borrow().as_ref().map_or(0, |s| s.parts.len());
+        let n = self
+            .fun
+            .segments
+            .borrow()
+            .as_ref()
+            .map_or(0, |s| s.parts.len());
         let f = self
-            .m
+            .module
             .add_function(&format!("jx_part{n}"), ty, Some(Linkage::Private));
         let noinline = Attribute::get_named_enum_kind_id("noinline");
         f.add_attribute(
             AttributeLoc::Function,
-            self.cx.create_enum_attribute(noinline, 0),
+            self.context.create_enum_attribute(noinline, 0),
         );
         let base = self.volatile_load(entry_table.base);
         let rc = self
@@ -305,14 +312,14 @@ impl<'c> Codegen<'c, '_> {
             loop_states: Vec::new(),
             unwinds: Default::default(),
         });
-        self.b
-            .position_at_end(self.cx.append_basic_block(f, "entry"));
+        self.builder
+            .position_at_end(self.context.append_basic_block(f, "entry"));
         let param = |k: u32| f.get_nth_param(k).expect("param").into_pointer_value();
-        self.io.set(Some((param(0), param(1))));
+        self.fun.io.set(Some((param(0), param(1))));
         let home = self.slot(ptr.into());
-        self.b.build_store(home, param(2)).expect("store");
-        self.table.set(Some(entry_table.in_part(f, home)));
-        let mut segments = self.segments.borrow_mut();
+        self.builder.build_store(home, param(2)).expect("store");
+        self.fun.table.set(Some(entry_table.in_part(f, home)));
+        let mut segments = self.fun.segments.borrow_mut();
         let s = segments.as_mut().expect("splitting");
         s.entry = Some(entry);
         s.resume = Some(resume);
@@ -325,7 +332,7 @@ impl<'c> Codegen<'c, '_> {
     /// goes back to the entry function where it calls the part.
     fn part_end_to_entry(&self) {
         let (entry, resume, table, io) = {
-            let mut s = self.segments.borrow_mut();
+            let mut s = self.fun.segments.borrow_mut();
             let s = s.as_mut().expect("splitting");
             (s.entry.take(), s.resume, s.entry_table, s.entry_io)
         };
@@ -333,13 +340,13 @@ impl<'c> Codegen<'c, '_> {
             return;
         };
         if self.here().get_terminator().is_none() {
-            self.b.build_return(Some(&self.i32(0))).expect("ret");
+            self.builder.build_return(Some(&self.i32(0))).expect("ret");
         }
         self.enter_frame(entry);
-        self.table.set(Some(table));
-        self.io.set(Some(io));
+        self.fun.table.set(Some(table));
+        self.fun.io.set(Some(io));
         if let Some(bb) = resume {
-            self.b.position_at_end(bb);
+            self.builder.position_at_end(bb);
         }
     }
 
@@ -348,19 +355,21 @@ impl<'c> Codegen<'c, '_> {
     /// returns 0 after the last part's call.
     pub(crate) fn segments_end(&self) {
         if self
+            .fun
             .segments
             .borrow()
             .as_ref()
             .is_some_and(|s| s.entry.is_some())
         {
             self.part_end_to_entry();
-            self.b.build_return(Some(&self.i32(0))).expect("ret");
+            self.builder.build_return(Some(&self.i32(0))).expect("ret");
         }
     }
 
     /// The parts made.
     pub(crate) fn segment_functions(&self) -> Vec<FunctionValue<'c>> {
-        self.segments
+        self.fun
+            .segments
             .borrow()
             .as_ref()
             .map_or_else(Vec::new, |s| s.parts.clone())

@@ -19,15 +19,15 @@ impl<'c> Codegen<'c, '_> {
         if dt.is_float() {
             let (x, y) = (a.into_float_value(), b2.into_float_value());
             let lt = self
-                .b
+                .builder
                 .build_float_compare(FloatPredicate::OLT, x, y, "")
                 .expect("cmp");
             let xn = self
-                .b
+                .builder
                 .build_float_compare(FloatPredicate::ORD, x, x, "")
                 .expect("cmp");
             let yn = self
-                .b
+                .builder
                 .build_float_compare(FloatPredicate::UNO, y, y, "")
                 .expect("cmp");
             let nan_last = self.and(xn, yn);
@@ -35,7 +35,7 @@ impl<'c> Codegen<'c, '_> {
                 // NaN first in descending order (largest), as top_k: `a`
                 // (here `y`) goes first when it is NaN and `b` is not.
                 let ynan = self
-                    .b
+                    .builder
                     .build_float_compare(FloatPredicate::UNO, y, y, "")
                     .expect("cmp");
                 return self.or(lt, self.and(ynan, xn));
@@ -79,15 +79,15 @@ impl<'c> Codegen<'c, '_> {
             // Whether position `a` sorts before position `b`: key by key,
             // a later key deciding when the earlier ones tie.
             let before = |a: IntValue<'c>, b: IntValue<'c>| -> LowerResult<IntValue<'c>> {
-                let mut lt = self.cx.bool_type().const_zero();
-                let mut eq = self.cx.bool_type().const_int(1, false);
+                let mut lt = self.context.bool_type().const_zero();
+                let mut eq = self.context.bool_type().const_int(1, false);
                 for (dt, col) in &cols[..keys] {
                     let x = self.load(dt, col.p, at(a))?;
                     let y = self.load(dt, col.p, at(b))?;
                     let l = self.less(dt, x, y, desc);
                     let g = self.less(dt, y, x, desc);
                     lt = self.or(lt, self.and(eq, l));
-                    eq = self.and(eq, self.b.build_not(self.or(l, g), "").expect("not"));
+                    eq = self.and(eq, self.builder.build_not(self.or(l, g), "").expect("not"));
                 }
                 Ok(lt)
             };
@@ -123,16 +123,16 @@ impl<'c> Codegen<'c, '_> {
                                     let right_first = self.and(right_ok, before(pj, pi)?);
                                     let take_left = self.and(
                                         left_ok,
-                                        self.b.build_not(right_first, "").expect("not"),
+                                        self.builder.build_not(right_first, "").expect("not"),
                                     );
                                     let v = self.select_int(take_left, pi, pj);
                                     self.store(&i64t, dst, self.add(lo, k), v.into())?;
                                     let one = |c| {
-                                        self.b
-                                            .build_int_z_extend(c, self.cx.i64_type(), "")
+                                        self.builder
+                                            .build_int_z_extend(c, self.context.i64_type(), "")
                                             .expect("zext")
                                     };
-                                    let nt = self.b.build_not(take_left, "").expect("not");
+                                    let nt = self.builder.build_not(take_left, "").expect("not");
                                     Ok(vec![
                                         self.add(i, one(take_left)).into(),
                                         self.add(j, one(nt)).into(),
@@ -145,8 +145,8 @@ impl<'c> Codegen<'c, '_> {
                     )?;
                     // After a pass the runs are in `dst`: swap.
                     let w2 = self.select_int(go, self.mul(width, self.i64(2)), width);
-                    let s2 = self.b.build_select(go, dst, src, "").expect("select");
-                    let d2 = self.b.build_select(go, src, dst, "").expect("select");
+                    let s2 = self.builder.build_select(go, dst, src, "").expect("select");
+                    let d2 = self.builder.build_select(go, src, dst, "").expect("select");
                     Ok(vec![w2.into(), s2, d2])
                 },
             )?;

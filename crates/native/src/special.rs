@@ -32,7 +32,7 @@ impl<'c> Elementwise for Scalars<'_, 'c, '_> {
         x: FloatValue<'c>,
         y: FloatValue<'c>,
     ) -> LowerResult<FloatValue<'c>> {
-        let b = &self.g.b;
+        let b = &self.g.builder;
         Ok(match op {
             Binary::Add => b.build_float_add(x, y, ""),
             Binary::Sub => b.build_float_sub(x, y, ""),
@@ -54,7 +54,7 @@ impl<'c> Elementwise for Scalars<'_, 'c, '_> {
         let intrinsic = |name: &str| g.intrinsic(name, x.get_type().into(), &[x.into()]);
         let libm = |name: &str| g.libm(name, &self.dt, &[x.into()]);
         Ok(match op {
-            Unary::Neg => return Ok(g.b.build_float_neg(x, "").expect("fneg")),
+            Unary::Neg => return Ok(g.builder.build_float_neg(x, "").expect("fneg")),
             Unary::Abs => intrinsic("llvm.fabs")?,
             Unary::Sqrt => intrinsic("llvm.sqrt")?,
             Unary::Floor => intrinsic("llvm.floor")?,
@@ -86,7 +86,11 @@ impl<'c> Elementwise for Scalars<'_, 'c, '_> {
             Compare::Gt => FloatPredicate::OGT,
             Compare::Ne => FloatPredicate::UNE,
         };
-        Ok(self.g.b.build_float_compare(p, x, y, "").expect("fcmp"))
+        Ok(self
+            .g
+            .builder
+            .build_float_compare(p, x, y, "")
+            .expect("fcmp"))
     }
 
     fn and(&self, p: IntValue<'c>, q: IntValue<'c>) -> LowerResult<IntValue<'c>> {
@@ -101,7 +105,7 @@ impl<'c> Elementwise for Scalars<'_, 'c, '_> {
     ) -> LowerResult<FloatValue<'c>> {
         Ok(self
             .g
-            .b
+            .builder
             .build_select(p, t, f, "")
             .expect("select")
             .into_float_value())
@@ -148,11 +152,15 @@ impl<'c> Codegen<'c, '_> {
         let wt = self.elem(&work, TextRange::new(0, 0))?.into_float_type();
         let xs: Vec<FloatValue<'c>> = xs
             .iter()
-            .map(|&x| self.b.build_float_cast(x, wt, "").expect("cast"))
+            .map(|&x| self.builder.build_float_cast(x, wt, "").expect("cast"))
             .collect();
         let r = f(&Scalars { g: self, dt: work }, &xs, wide)?;
         let t = self.elem(dt, TextRange::new(0, 0))?.into_float_type();
-        Ok(self.b.build_float_cast(r, t, "").expect("cast").into())
+        Ok(self
+            .builder
+            .build_float_cast(r, t, "")
+            .expect("cast")
+            .into())
     }
 
     /// `reduce_precision[exponent_bits, mantissa_bits]` of `x`: the
@@ -185,11 +193,11 @@ impl<'c> Codegen<'c, '_> {
                 "`reduce_precision` needs exponent_bits >= 1 and mantissa_bits >= 0",
             );
         }
-        let b = &self.b;
+        let b = &self.builder;
         let it = match bits {
-            16 => self.cx.i16_type(),
-            32 => self.cx.i32_type(),
-            _ => self.cx.i64_type(),
+            16 => self.context.i16_type(),
+            32 => self.context.i32_type(),
+            _ => self.context.i64_type(),
         };
         let k = |v: u64| it.const_int(v, false);
         let mut v = b.build_bit_cast(x, it, "").expect("bits").into_int_value();

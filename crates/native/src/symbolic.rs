@@ -73,7 +73,7 @@ impl<'c> Codegen<'c, '_> {
                         self.sub(strides[k], self.i64(1)),
                     );
                     out.push(
-                        self.b
+                        self.builder
                             .build_int_signed_div(span, strides[k], "")
                             .expect("div"),
                     );
@@ -101,7 +101,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
             Dim::Var(v) => match env.vals.get(v) {
                 Some(x) => {
                     let value = self.scalar_i64(x, at)?;
-                    let name = &self.a.var(*v).name;
+                    let name = &self.analysis.var(*v).name;
                     self.fail_unless_extent(value, &format!("the dimension variable `{name}`"));
                     Ok(value)
                 }
@@ -109,7 +109,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
                     at,
                     format!(
                         "the dimension variable `{}` has no value here",
-                        self.a.var(*v).name
+                        self.analysis.var(*v).name
                     ),
                 ),
             },
@@ -162,7 +162,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
         p: &Poly,
         at: TextRange,
     ) -> LowerResult<(IntValue<'c>, IntValue<'c>)> {
-        let mut over = self.cx.bool_type().const_zero();
+        let mut over = self.context.bool_type().const_zero();
         let mut sum = self.i64(0);
         for (mono, coef) in p.terms() {
             let mut prod = self.i64(coef);
@@ -187,10 +187,14 @@ impl<'c, 'f> Codegen<'c, 'f> {
         over: &mut IntValue<'c>,
     ) -> LowerResult<IntValue<'c>> {
         let r = self
-            .intrinsic(intrinsic, self.cx.i64_type().into(), &[x.into(), y.into()])?
+            .intrinsic(
+                intrinsic,
+                self.context.i64_type().into(),
+                &[x.into(), y.into()],
+            )?
             .into_struct_value();
-        let value = self.b.build_extract_value(r, 0, "").expect("extract");
-        let bit = self.b.build_extract_value(r, 1, "").expect("extract");
+        let value = self.builder.build_extract_value(r, 0, "").expect("extract");
+        let bit = self.builder.build_extract_value(r, 1, "").expect("extract");
         *over = self.or(*over, bit.into_int_value());
         Ok(value.into_int_value())
     }
@@ -212,11 +216,11 @@ impl<'c, 'f> Codegen<'c, 'f> {
         let y1 = self.select_int(self.icmp(IntPredicate::SLE, y, self.i64(0)), self.i64(1), y);
         // Floor division and modulo: a dividend may be negative
         // (`mod(- 2, b)`), where truncation rounds the other way.
-        let r = self.b.build_int_signed_rem(x, y1, "").expect("rem");
+        let r = self.builder.build_int_signed_rem(x, y1, "").expect("rem");
         let below = self.icmp(IntPredicate::SLT, r, self.i64(0));
         Ok(match f {
             Factor::FloorDiv(..) => {
-                let q = self.b.build_int_signed_div(x, y1, "").expect("div");
+                let q = self.builder.build_int_signed_div(x, y1, "").expect("div");
                 self.select_int(below, self.sub(q, self.i64(1)), q)
             }
             Factor::Mod(..) => self.select_int(below, self.add(r, y1), r),
@@ -242,7 +246,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
         for (j, &d) in dims.iter().enumerate() {
             let nz = self.select_int(self.icmp(IntPredicate::EQ, d, self.i64(0)), self.i64(1), d);
             let room = self
-                .b
+                .builder
                 .build_int_signed_div(self.i64(limit), nonzero, "")
                 .expect("div");
             let bad = self.or(

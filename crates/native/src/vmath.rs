@@ -108,19 +108,19 @@ impl<'c> Codegen<'c, '_> {
         if lib.minor < since {
             return None;
         }
-        let elem = if t == self.cx.f64_type() { 8 } else { 4 };
+        let elem = if t == self.context.f64_type() { 8 } else { 4 };
         let mut variants = Vec::new();
-        for &(isa, bytes) in self.vector_isas {
+        for &(isa, bytes) in self.lib.vector_isas {
             let lanes = bytes / elem;
             let vname = format!("_ZGV{isa}N{lanes}{}_{fname}", "v".repeat(nargs));
             let vt = t.vec_type(lanes);
-            if self.m.get_function(&vname).is_none() {
-                let f = self.m.add_function(
+            if self.module.get_function(&vname).is_none() {
+                let f = self.module.add_function(
                     &vname,
                     vt.fn_type(&vec![vt.into(); nargs], false),
                     Some(Linkage::External),
                 );
-                self.vector_functions.borrow_mut().push(f);
+                self.items.vector_functions.borrow_mut().push(f);
             }
             variants.push(format!("{vname}({vname})"));
         }
@@ -130,7 +130,7 @@ impl<'c> Codegen<'c, '_> {
     /// `llvm.compiler.used` with the declared variants, so that no pass
     /// drops a declaration before the vectorizer looks for it.
     pub(crate) fn keep_vector_functions(&self) {
-        let fs = self.vector_functions.borrow();
+        let fs = self.items.vector_functions.borrow();
         if fs.is_empty() {
             return;
         }
@@ -139,7 +139,7 @@ impl<'c> Codegen<'c, '_> {
             .map(|f| f.as_global_value().as_pointer_value())
             .collect();
         let t = self.ptr_ty().array_type(ptrs.len() as u32);
-        let g = self.m.add_global(t, None, "llvm.compiler.used");
+        let g = self.module.add_global(t, None, "llvm.compiler.used");
         g.set_linkage(Linkage::Appending);
         g.set_section(Some("llvm.metadata"));
         g.set_initializer(&self.ptr_ty().const_array(&ptrs));

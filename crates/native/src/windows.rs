@@ -81,19 +81,25 @@ impl<'c> Codegen<'c, '_> {
                     let (at, real) = self.window_pos(oi, wi, &strides, &pad, &based, &wdil, dims);
                     let off = self.offset(&at, dims);
                     let (k, v) = (self.load(&dt, x.v.p, off)?, self.load(&dt, y.v.p, off)?);
-                    let kept = self.b.build_load(t, key, "").expect("load");
+                    let kept = self.builder.build_load(t, key, "").expect("load");
                     let keep = self.or(
                         self.icmp(IntPredicate::EQ, real, real.get_type().const_zero()),
                         wins(kept, k)?,
                     );
-                    let nk = self.b.build_select(keep, kept, k, "").expect("select");
-                    let kept_v = self.b.build_load(t, value, "").expect("load");
-                    let nv = self.b.build_select(keep, kept_v, v, "").expect("select");
-                    self.b.build_store(key, nk).expect("store");
-                    self.b.build_store(value, nv).expect("store");
+                    let nk = self
+                        .builder
+                        .build_select(keep, kept, k, "")
+                        .expect("select");
+                    let kept_v = self.builder.build_load(t, value, "").expect("load");
+                    let nv = self
+                        .builder
+                        .build_select(keep, kept_v, v, "")
+                        .expect("select");
+                    self.builder.build_store(key, nk).expect("store");
+                    self.builder.build_store(value, nv).expect("store");
                     Ok(())
                 })?;
-                let v = self.b.build_load(t, value, "").expect("load");
+                let v = self.builder.build_load(t, value, "").expect("load");
                 self.store(&dt, res.p, self.offset(oi, &out), v)
             })?;
             return Ok(Some(res));
@@ -106,15 +112,17 @@ impl<'c> Codegen<'c, '_> {
         } else {
             Prim::Add
         };
-        let i64t = self.cx.i64_type();
-        let i1t = self.cx.bool_type();
+        let i64t = self.context.i64_type();
+        let i1t = self.context.bool_type();
         let src = y.v.dims.clone();
         self.nest(&src, &mut |si| {
             let chosen = self.acc(&dt, identity)?;
             let chosen_at = self.slot(i64t.into());
-            self.b.build_store(chosen_at, self.i64(-1)).expect("store");
+            self.builder
+                .build_store(chosen_at, self.i64(-1))
+                .expect("store");
             let started = self.slot(i1t.into());
-            self.b
+            self.builder
                 .build_store(started, i1t.const_zero())
                 .expect("store");
             self.nest(&wdims, &mut |wi| {
@@ -137,12 +145,12 @@ impl<'c> Codegen<'c, '_> {
                 let off = self.offset(&at, dims);
                 let loaded = self.load(&dt, x.v.p, off)?;
                 let v = self
-                    .b
+                    .builder
                     .build_select(inside, loaded, identity, "")
                     .expect("select");
-                let cur = self.b.build_load(t, chosen, "").expect("load");
+                let cur = self.builder.build_load(t, chosen, "").expect("load");
                 let first = self
-                    .b
+                    .builder
                     .build_load(i1t, started, "")
                     .expect("load")
                     .into_int_value();
@@ -151,28 +159,28 @@ impl<'c> Codegen<'c, '_> {
                     first,
                     self.icmp(IntPredicate::EQ, wins(cur, v)?, i1t.const_zero()),
                 );
-                self.b
+                self.builder
                     .build_store(
                         chosen,
-                        self.b.build_select(take, v, cur, "").expect("select"),
+                        self.builder.build_select(take, v, cur, "").expect("select"),
                     )
                     .expect("store");
                 let cur_at = self
-                    .b
+                    .builder
                     .build_load(i64t, chosen_at, "")
                     .expect("load")
                     .into_int_value();
                 let new_at = self.select_int(inside, off, self.i64(-1));
-                self.b
+                self.builder
                     .build_store(chosen_at, self.select_int(take, new_at, cur_at))
                     .expect("store");
-                self.b
+                self.builder
                     .build_store(started, i1t.const_int(1, false))
                     .expect("store");
                 Ok(())
             })?;
             let at = self
-                .b
+                .builder
                 .build_load(i64t, chosen_at, "")
                 .expect("load")
                 .into_int_value();
@@ -245,7 +253,7 @@ impl<'c> Codegen<'c, '_> {
         wdil: &[i64],
         dims: &[IntValue<'c>],
     ) -> (Vec<IntValue<'c>>, IntValue<'c>) {
-        let mut ok = self.cx.bool_type().const_int(1, false);
+        let mut ok = self.context.bool_type().const_int(1, false);
         let mut at = Vec::new();
         for k in 0..oi.len() {
             let pos = self.add(
@@ -255,11 +263,11 @@ impl<'c> Codegen<'c, '_> {
             let nonneg = self.icmp(IntPredicate::SGE, pos, self.i64(0));
             let p0 = self.select_int(nonneg, pos, self.i64(0));
             let q = self
-                .b
+                .builder
                 .build_int_signed_div(p0, self.i64(based[k]), "")
                 .expect("div");
             let rm = self
-                .b
+                .builder
                 .build_int_signed_rem(p0, self.i64(based[k]), "")
                 .expect("rem");
             let inb = self.icmp(IntPredicate::SLT, q, dims[k]);
