@@ -12,12 +12,14 @@
 //! semantics. This crate links neither LLVM nor MLIR.
 
 pub mod discharge;
+pub mod equation;
 pub mod output;
 pub mod panics;
 pub mod random;
 pub mod special;
 pub mod walk;
 
+pub use equation::{EquationLowering, lower_equation};
 pub use output::{check_output, jaxpr_stem, output_beside, write_output};
 pub use panics::{catching, catching_eqn};
 pub use walk::{

@@ -155,74 +155,49 @@ impl<'c, 'f> Codegen<'c, 'f> {
         id: EqnId,
         deferrable: &rustc_hash::FxHashSet<VarId>,
     ) -> LowerResult<()> {
-        let prim = jaxpr_lower::walk::check_lowered(e, jaxpr_lower::walk::Backend::Native)?;
-        let info = self.analysis.eqn(id);
-        let outs = jaxpr_lower::walk::result_types(self.analysis, e, id);
-        let untyped =
-            jaxpr_lower::walk::untyped_literal_dtypes(self.analysis, &self.syntax, e, id, &outs);
-        let mut args = e
-            .args
-            .iter()
-            .zip(&untyped)
-            .map(|(x, d)| self.atom_as(env, x, d.as_ref()))
-            .collect::<LowerResult<Vec<_>>>()?;
+        let mut site = EquationSite {
+            codegen: self,
+            env,
+            deferrable,
+        };
+        jaxpr_lower::lower_equation(&mut site, e, id)
+    }
+
+    /// The results of equation `cx`, whose checks passed: fused into its
+    /// user or computed in place, by a kernel or by its lowering.
+    fn eqn_results(
+        &self,
+        env: &mut Env<'c>,
+        mut cx: EqnCx<'f, Arr<'c>>,
+        deferrable: &rustc_hash::FxHashSet<VarId>,
+    ) -> LowerResult<Vec<Arr<'c>>> {
+        let (e, prim) = (cx.e, cx.prim);
         let vars: Vec<Option<VarId>> = e.args.iter().map(|x| self.var_of(x)).collect();
-        jaxpr_lower::walk::check_lowered_complex(
-            prim,
-            e.primitive.range,
-            args.iter().map(|a| &a.ty).chain(&outs),
-            jaxpr_lower::walk::Backend::Native,
-        )?;
         // The result is deferred into its one user.
-        let defer = info
+        let defer = self
+            .analysis
+            .eqn(cx.id)
             .outs
             .first()
             .copied()
             .flatten()
             .is_some_and(|v| deferrable.contains(&v));
         let inlines = fusion::is_elementwise(prim) || prim == Prim::Transpose;
-        let results = if inlines || (defer && fusion::is_fused(e)) {
+        if inlines || (defer && fusion::is_fused(e)) {
             if !inlines {
-                self.materialize_args(env, &mut args, &vars)?;
+                self.materialize_args(env, &mut cx.args, &vars)?;
             }
-            let cx = EqnCx {
-                e,
-                prim,
-                id,
-                args,
-                outs: outs.clone(),
-            };
-            vec![self.fused(env, cx, defer)?]
+            Ok(vec![self.fused(env, cx, defer)?])
         } else {
             // An unrolled loop hands deferred state to its body itself.
             if control::unrolled_trips(e).is_none() {
-                self.materialize_args(env, &mut args, &vars)?;
+                self.materialize_args(env, &mut cx.args, &vars)?;
             }
-            let cx = EqnCx {
-                e,
-                prim,
-                id,
-                args,
-                outs: outs.clone(),
-            };
             match self.eqn_kernel(env, &cx)? {
-                Some(results) => results,
-                None => self.lower_eqn(env, &cx, defer)?,
-            }
-        };
-        jaxpr_lower::walk::expect_results(e, results.len())?;
-        for (i, r) in results.into_iter().enumerate() {
-            if let Some(v) = info.outs.get(i).copied().flatten() {
-                env.vals.insert(
-                    v,
-                    Operand {
-                        v: r,
-                        ty: outs[i].clone(),
-                    },
-                );
+                Some(results) => Ok(results),
+                None => self.lower_eqn(env, &cx, defer),
             }
         }
-        Ok(())
     }
 
     pub(crate) fn atom(&self, env: &Env<'c>, x: &Atom) -> LowerResult<Op<'c>> {
@@ -365,5 +340,45 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 );
             }
         })
+    }
+}
+
+/// Where an equation is lowered: the arrays in scope and the results that
+/// may be deferred into their user ([`jaxpr_lower::lower_equation`]).
+struct EquationSite<'a, 'c, 'f> {
+    codegen: &'a Codegen<'c, 'f>,
+    env: &'a mut Env<'c>,
+    deferrable: &'a rustc_hash::FxHashSet<VarId>,
+}
+
+impl<'c, 'f> jaxpr_lower::EquationLowering<'f> for EquationSite<'_, 'c, 'f> {
+    type Value = Arr<'c>;
+    type Type = AType;
+    const BACKEND: jaxpr_lower::Backend = jaxpr_lower::Backend::Native;
+
+    fn analysis(&self) -> &jaxpr_check::Analysis {
+        self.codegen.analysis
+    }
+
+    fn syntax(&self) -> &jaxpr_lower::Syntax<'_> {
+        &self.codegen.syntax
+    }
+
+    fn result_types(&self, e: &'f ast::Eqn, id: EqnId) -> Vec<AType> {
+        jaxpr_lower::walk::result_types(self.codegen.analysis, e, id)
+    }
+
+    fn operand(&mut self, x: &Atom, untyped: Option<&DType>) -> LowerResult<Op<'c>> {
+        self.codegen.atom_as(self.env, x, untyped)
+    }
+
+    fn lower(&mut self, cx: EqnCx<'f, Arr<'c>>) -> LowerResult<Vec<Arr<'c>>> {
+        self.codegen.eqn_results(self.env, cx, self.deferrable)
+    }
+
+    fn bind(&mut self, v: VarId, value: Arr<'c>) -> LowerResult<()> {
+        let ty = self.codegen.analysis.var(v).ty.clone();
+        self.env.vals.insert(v, Operand { v: value, ty });
+        Ok(())
     }
 }

@@ -392,50 +392,17 @@ impl<'c, 'f> Lower<'c, 'f> {
         e: &ast::Eqn,
         id: EqnId,
     ) -> LowerResult<()> {
-        jaxpr_lower::catching_eqn(e, || self.eqn_uncaught(b, env, e, id))
-    }
-
-    fn eqn_uncaught(
-        &self,
-        b: ModuleBlock<'c>,
-        env: &Env<'c>,
-        e: &ast::Eqn,
-        id: EqnId,
-    ) -> LowerResult<()> {
-        let prim = jaxpr_lower::walk::check_lowered(e, jaxpr_lower::walk::Backend::Stablehlo)?;
-        let info = self.a.eqn(id);
-        let outs = jaxpr_lower::walk::result_type_refs(self.a, e, id);
-        let untyped = jaxpr_lower::walk::untyped_literal_dtypes(self.a, self.syntax, e, id, &outs);
-        let args = e
-            .args
-            .iter()
-            .zip(&untyped)
-            .map(|(x, d)| self.atom_as(b, x, d.as_ref()))
-            .collect::<LowerResult<Vec<_>>>()?;
-        let cx = ops::EqnCx {
-            e,
-            prim,
-            id,
-            args,
-            outs,
-        };
-        jaxpr_lower::walk::check_lowered_complex(
-            cx.prim,
-            cx.at(),
-            cx.args
-                .iter()
-                .map(|a| &*a.ty)
-                .chain(cx.outs.iter().map(|t| &**t)),
-            jaxpr_lower::walk::Backend::Stablehlo,
-        )?;
-        let results = self.lower_eqn(b, env, &cx)?;
-        jaxpr_lower::walk::expect_results(e, results.len())?;
-        for (i, r) in results.into_iter().enumerate() {
-            if let Some(v) = info.outs.get(i).copied().flatten() {
-                self.bind(v, self.fit(b, r, self.var_ty(v)?)?);
-            }
-        }
-        Ok(())
+        jaxpr_lower::catching_eqn(e, || {
+            jaxpr_lower::lower_equation(
+                &mut EquationSite {
+                    lower: self,
+                    b,
+                    env,
+                },
+                e,
+                id,
+            )
+        })
     }
 
     pub(crate) fn bind(&self, v: VarId, x: ModuleValue<'c>) {
@@ -509,4 +476,44 @@ impl<'c, 'f> Lower<'c, 'f> {
     }
 
     // ---- types ---------------------------------------------------------------
+}
+
+/// Where an equation is lowered: the block it goes in and the values in
+/// scope ([`jaxpr_lower::lower_equation`]).
+struct EquationSite<'a, 'c, 'f> {
+    lower: &'a Lower<'c, 'f>,
+    b: ModuleBlock<'c>,
+    env: &'a Env<'c>,
+}
+
+impl<'e, 'c, 'f> jaxpr_lower::EquationLowering<'e> for EquationSite<'_, 'c, 'f> {
+    type Value = ModuleValue<'c>;
+    type Type = Cow<'f, AType>;
+    const BACKEND: jaxpr_lower::Backend = jaxpr_lower::Backend::Stablehlo;
+
+    fn analysis(&self) -> &Analysis {
+        self.lower.a
+    }
+
+    fn syntax(&self) -> &Syntax<'_> {
+        self.lower.syntax
+    }
+
+    fn result_types(&self, e: &ast::Eqn, id: EqnId) -> Vec<Cow<'f, AType>> {
+        jaxpr_lower::walk::result_type_refs(self.lower.a, e, id)
+    }
+
+    fn operand(&mut self, x: &Atom, untyped: Option<&DType>) -> LowerResult<Operand<'c, 'f>> {
+        self.lower.atom_as(self.b, x, untyped)
+    }
+
+    fn lower(&mut self, cx: ops::EqnCx<'e, 'c, 'f>) -> LowerResult<Vec<ModuleValue<'c>>> {
+        self.lower.lower_eqn(self.b, self.env, &cx)
+    }
+
+    fn bind(&mut self, v: VarId, value: ModuleValue<'c>) -> LowerResult<()> {
+        let fitted = self.lower.fit(self.b, value, self.lower.var_ty(v)?)?;
+        self.lower.bind(v, fitted);
+        Ok(())
+    }
 }
