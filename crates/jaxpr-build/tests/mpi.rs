@@ -12,6 +12,8 @@
 
 #[path = "../../../tests/common/mod.rs"]
 mod common;
+mod sharding_corpus;
+use sharding_corpus::{VALUES_DIFFER, listed};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -66,19 +68,6 @@ const REFUSED: &[(&str, &str, &str)] = &[
         "`xla_pmap` has no native lowering: device-parallel maps have no native lowering yet",
     ),
 ];
-
-/// Programs built whose corpus values cannot be fed as recorded, with why.
-const VALUES_DIFFER: &[(&str, &str, &str)] = &[(
-    "0.4.30",
-    "vmap_named_axis_ppermute",
-    "the corpus records the program's i32[4] constant as int64",
-)];
-
-fn listed<'a>(list: &'a [(&str, &str, &str)], v: &str, name: &str) -> Option<&'a str> {
-    list.iter()
-        .find(|(lv, ln, _)| *lv == v && *ln == name)
-        .map(|(_, _, why)| *why)
-}
 
 fn out_dir() -> PathBuf {
     let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("mpi");

@@ -10,6 +10,8 @@
 
 #[path = "../../../tests/common/mod.rs"]
 mod common;
+mod sharding_corpus;
+use sharding_corpus::{VALUES_DIFFER, listed};
 mod oracle;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -50,19 +52,6 @@ const REFUSED: &[(&str, &str, &str)] = &[
         "`xla_pmap` has no StableHLO lowering",
     ),
 ];
-
-/// Programs built whose corpus values cannot be fed as recorded, with why.
-const VALUES_DIFFER: &[(&str, &str, &str)] = &[(
-    "0.4.30",
-    "vmap_named_axis_ppermute",
-    "the corpus records the program's i32[4] constant as int64",
-)];
-
-fn listed<'a>(list: &'a [(&str, &str, &str)], v: &str, name: &str) -> Option<&'a str> {
-    list.iter()
-        .find(|(lv, ln, _)| *lv == v && *ln == name)
-        .map(|(_, _, why)| *why)
-}
 
 #[test]
 fn every_sharding_program_builds_and_runs_on_xla_with_jaxs_values() {

@@ -241,6 +241,16 @@ impl<'c, 'f> Codegen<'c, 'f> {
 
     // ---- LLVM basics ---------------------------------------------------------
 
+    /// The entry's buffer a failure's message is written to (set when the
+    /// entry function is begun, before any equation is lowered).
+    pub(crate) fn error_buffer(&self) -> PointerValue<'c> {
+        self.fun
+            .err_buf
+            .get()
+            .expect("error buffer")
+            .as_pointer_value()
+    }
+
     pub fn i64(&self, x: i64) -> IntValue<'c> {
         self.context.i64_type().const_int(x as u64, true)
     }
@@ -394,12 +404,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
             ],
             true,
         );
-        let buf = self
-            .fun
-            .err_buf
-            .get()
-            .expect("error buffer")
-            .as_pointer_value();
+        let buf = self.error_buffer();
         let mut all: Vec<BasicMetadataValueEnum> = vec![
             buf.into(),
             self.i64(ERR_LEN as i64).into(),

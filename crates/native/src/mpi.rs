@@ -318,23 +318,7 @@ impl<'c> Codegen<'c, '_> {
                 if dim >= x.dims.len() {
                     return err(cx.at(), "`scatter_dimension` out of range");
                 }
-                // The operand as one block per member (its share of
-                // `dim`), blocks in the group's order.
-                let mut block = x.dims.clone();
-                block[dim] = self.udiv(x.dims[dim], self.i64(size));
-                let mut laid = vec![self.i64(size)];
-                laid.extend(&block);
-                let send = self.remap(
-                    &dt,
-                    &laid,
-                    &flat(x.clone(), &cx.args[0].ty),
-                    None,
-                    &mut |idx| {
-                        let mut at = idx[1..].to_vec();
-                        at[dim] = self.add(at[dim], self.mul(idx[0], block[dim]));
-                        Ok((self.offset(&at, &x.dims), None))
-                    },
-                )?;
+                let (block, _, send) = self.blocks_by_member(cx, &x, &dt, dim, size)?;
                 let out = self.alloc(&dt, &self.dims(env, &cx.outs[0], cx.at())?)?;
                 let t = self.mpi_type(&dt, cx.at())?;
                 self.mpi_call(
@@ -384,21 +368,7 @@ impl<'c> Codegen<'c, '_> {
                 if split >= x.dims.len() || concat >= x.dims.len() {
                     return err(cx.at(), "`split_axis` or `concat_axis` out of range");
                 }
-                let mut chunk = x.dims.clone();
-                chunk[split] = self.udiv(x.dims[split], self.i64(size));
-                let mut laid = vec![self.i64(size)];
-                laid.extend(&chunk);
-                let send = self.remap(
-                    &dt,
-                    &laid,
-                    &flat(x.clone(), &cx.args[0].ty),
-                    None,
-                    &mut |idx| {
-                        let mut at = idx[1..].to_vec();
-                        at[split] = self.add(at[split], self.mul(idx[0], chunk[split]));
-                        Ok((self.offset(&at, &x.dims), None))
-                    },
-                )?;
+                let (chunk, laid, send) = self.blocks_by_member(cx, &x, &dt, split, size)?;
                 let got = self.alloc(&dt, &laid)?;
                 let n = self.numel(&chunk);
                 self.mpi_call(
@@ -567,6 +537,36 @@ impl<'c> Codegen<'c, '_> {
     }
 
     /// The operand of a one-operand collective, computed, with its dtype.
+    /// Operand `x` (of `cx`'s first operand's type) as one block per
+    /// member of a group of `size` (its share of axis `dim`), blocks in the
+    /// group's order: the block's extents, the laid-out extents (`size`
+    /// first) and the laid-out array.
+    fn blocks_by_member(
+        &self,
+        cx: &super::Cx<'_, 'c>,
+        x: &Arr<'c>,
+        dt: &DType,
+        dim: usize,
+        size: i64,
+    ) -> LowerResult<(Vec<IntValue<'c>>, Vec<IntValue<'c>>, Arr<'c>)> {
+        let mut block = x.dims.clone();
+        block[dim] = self.udiv(x.dims[dim], self.i64(size));
+        let mut laid = vec![self.i64(size)];
+        laid.extend(&block);
+        let send = self.remap(
+            dt,
+            &laid,
+            &flat(x.clone(), &cx.args[0].ty),
+            None,
+            &mut |idx| {
+                let mut at = idx[1..].to_vec();
+                at[dim] = self.add(at[dim], self.mul(idx[0], block[dim]));
+                Ok((self.offset(&at, &x.dims), None))
+            },
+        )?;
+        Ok((block, laid, send))
+    }
+
     fn operand(&self, cx: &super::Cx<'_, 'c>) -> LowerResult<(Arr<'c>, DType)> {
         let Some(a) = cx.args.first() else {
             return err(cx.at(), format!("`{}` has no operand", cx.name()));
@@ -626,12 +626,7 @@ impl<'c> Codegen<'c, '_> {
         count: IntValue<'c>,
         what: &str,
     ) {
-        let buf = self
-            .fun
-            .err_buf
-            .get()
-            .expect("error buffer")
-            .as_pointer_value();
+        let buf = self.error_buffer();
         let mut args: Vec<BasicMetadataValueEnum<'c>> = ints.iter().map(|&i| i.into()).collect();
         args.extend(pointers.iter().map(|&p| BasicMetadataValueEnum::from(p)));
         args.push(count.into());
@@ -658,12 +653,7 @@ impl<'c> Codegen<'c, '_> {
         };
         let (colours, keys) = plan.split_table();
         let (colours, keys) = (self.table_i32(&colours), self.table_i32(&keys));
-        let buf = self
-            .fun
-            .err_buf
-            .get()
-            .expect("error buffer")
-            .as_pointer_value();
+        let buf = self.error_buffer();
         let args: [BasicMetadataValueEnum<'c>; 7] = [
             self.i64(plan.devices).into(),
             self.cstr(&plan.mesh).into(),
@@ -712,12 +702,7 @@ impl<'c> Codegen<'c, '_> {
         self.builder
             .position_at_end(self.context.append_basic_block(f, "entry"));
         let comm = f.get_first_param().expect("param").into_pointer_value();
-        let buf = self
-            .fun
-            .err_buf
-            .get()
-            .expect("error buffer")
-            .as_pointer_value();
+        let buf = self.error_buffer();
         if self.lib.mpi.is_some() {
             let t = self.context.i32_type().fn_type(
                 &[ptr.into(), ptr.into(), self.context.i64_type().into()],
