@@ -366,21 +366,23 @@ impl<X, T: Borrow<AType>> EqnCx<'_, X, T> {
         Ok([ls, rs, os])
     }
 
-    /// What a `scatter` does with an update: the combining primitive of
-    /// its name (`scatter-add` -> `add`), or `None` (replace) for `scatter`, whose
+    /// What a `scatter` does with an update: its combining primitive
+    /// (`scatter-add` -> `add`), or `None` (replace) for `scatter`, whose
     /// `update_jaxpr` must then be `None` or return its second operand
     /// (any other update function has no lowering: it is refused rather
     /// than replaced by a store).
     pub fn scatter_combiner(&self) -> LowerResult<Option<Prim>> {
-        let op = self
-            .name()
-            .trim_start_matches("scatter")
-            .trim_start_matches(['-', '_']);
-        if !op.is_empty() {
-            return match Prim::from_name(op) {
-                Some(p) => Ok(Some(p)),
-                None => err(self.at(), format!("`{}` has no lowering", self.name())),
-            };
+        let combiner = match self.prim {
+            Prim::Scatter => None,
+            Prim::ScatterAdd => Some(Prim::Add),
+            Prim::ScatterSub => Some(Prim::Sub),
+            Prim::ScatterMul => Some(Prim::Mul),
+            Prim::ScatterMin => Some(Prim::Min),
+            Prim::ScatterMax => Some(Prim::Max),
+            _ => return err(self.at(), format!("`{}` has no lowering", self.name())),
+        };
+        if combiner.is_some() {
+            return Ok(combiner);
         }
         let replaces = match self.e.param("update_jaxpr").map(|p| &p.value.kind) {
             None => true,
@@ -1037,12 +1039,14 @@ pub fn unread_output(
     };
     let site = a.eqn(*eqn);
     let one_result_per_output = info.outs.len() == site.outs.len();
-    let call = registry::lookup(&site.primitive)
+    let call = site
+        .prim
+        .map(Prim::row)
         .is_some_and(|p| p.family == Family::Call && p.jaxpr_params.contains(&param.as_str()));
-    let stacked = match (site.primitive.as_str(), param.as_str()) {
+    let stacked = match (site.prim, param.as_str()) {
         _ if call && one_result_per_output => false,
-        ("cond", "branches" | "branch_jaxprs") if one_result_per_output => false,
-        ("scan", "jaxpr") if one_result_per_output => {
+        (Some(Prim::Cond), "branches" | "branch_jaxprs") if one_result_per_output => false,
+        (Some(Prim::Scan), "jaxpr") if one_result_per_output => {
             let Some(e) = syntax.eqn(a, *eqn) else {
                 return internal(at, "no syntax for the equation calling this jaxpr");
             };

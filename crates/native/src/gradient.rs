@@ -166,26 +166,32 @@ fn unsupported<T>(at: TextRange, message: String) -> LowerResult<T> {
 }
 
 /// Elementwise primitives whose tangent is the primitive of the tangents.
-const LINEAR_ELEMENTWISE: &[&str] = &["add", "sub", "neg", "add_any", "real", "imag"];
+const LINEAR_ELEMENTWISE: &[Prim] = &[
+    Prim::Add,
+    Prim::Sub,
+    Prim::Neg,
+    Prim::AddAny,
+    Prim::Real,
+    Prim::Imag,
+];
 /// Primitives linear in their array operands (the others, indices and
 /// predicates, are primal): the tangent is the same equation on the
 /// tangents of those operands (zeros where there is none).
-const LINEAR: &[(&str, &[usize])] = &[
-    ("broadcast_in_dim", &[0]),
-    ("reshape", &[0]),
-    ("squeeze", &[0]),
-    ("expand_dims", &[0]),
-    ("transpose", &[0]),
-    ("reduce_sum", &[0]),
-    ("slice", &[0]),
-    ("dynamic_slice", &[0]),
-    ("gather", &[0]),
-    ("rev", &[0]),
-    ("copy", &[0]),
-    ("copy_p", &[0]),
-    ("cumsum", &[0]),
-    ("dynamic_update_slice", &[0, 1]),
-    ("pad", &[0, 1]),
+const LINEAR: &[(Prim, &[usize])] = &[
+    (Prim::BroadcastInDim, &[0]),
+    (Prim::Reshape, &[0]),
+    (Prim::Squeeze, &[0]),
+    (Prim::ExpandDims, &[0]),
+    (Prim::Transpose, &[0]),
+    (Prim::ReduceSum, &[0]),
+    (Prim::Slice, &[0]),
+    (Prim::DynamicSlice, &[0]),
+    (Prim::Gather, &[0]),
+    (Prim::Rev, &[0]),
+    (Prim::Copy, &[0]),
+    (Prim::Cumsum, &[0]),
+    (Prim::DynamicUpdateSlice, &[0, 1]),
+    (Prim::Pad, &[0, 1]),
 ];
 
 impl<'c, 'f> Codegen<'c, 'f> {
@@ -600,7 +606,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 None => self.zeros(&dtype(&cx.args[k].ty)?, &cx.args[k].v.dims),
             }
         };
-        if LINEAR_ELEMENTWISE.contains(&name) || prim == Prim::ConvertElementType {
+        if LINEAR_ELEMENTWISE.contains(&prim) || prim == Prim::ConvertElementType {
             let args = (0..cx.args.len())
                 .map(|k| {
                     Ok(Operand {
@@ -613,7 +619,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
             set(tenv, 0, t.into_iter().next().expect("result"));
             return Ok(());
         }
-        if let Some((_, linear)) = LINEAR.iter().find(|(p, _)| *p == name) {
+        if let Some((_, linear)) = LINEAR.iter().find(|(p, _)| *p == prim) {
             let mut args = cx.args.clone();
             let n = args.len();
             for &k in linear.iter().filter(|&&k| k < n) {
