@@ -422,6 +422,62 @@ fn rss_kb() -> u64 {
         .unwrap()
 }
 
+/// Every quantum library of a process runs its calls on Catalyst's runtime
+/// under one lock, whatever the order libraries are loaded and unloaded in:
+/// each publishes the lock in its own exported word (a write to the
+/// exported name would bind to the first library's word), so a library
+/// loaded after the first is unloaded still finds it. Two locks let two
+/// calls use the runtime's one execution context at once (one call's
+/// `initialize` freed the other's device: "pd{: cannot open shared object
+/// file" at a `qdealloc`, in about one run in four of this file's tests).
+#[test]
+fn libraries_loaded_and_unloaded_in_any_order_share_one_runtime_lock() {
+    let _alone = MEMORY.write().unwrap_or_else(|e| e.into_inner());
+    let dir = out_dir("lock");
+    let c = case("expval_rx");
+    let paths: Vec<PathBuf> = ["q_lock_a", "q_lock_b", "q_lock_c"]
+        .iter()
+        .map(|name| build(&c.text, name, None, &dir).unwrap())
+        .collect();
+    let open = |path: &Path| unsafe { libloading::Library::new(path) }.unwrap();
+    // The word a library exports (dlsym on its handle finds its own).
+    let word = |lib: &libloading::Library| -> usize {
+        unsafe {
+            let w = lib
+                .get::<*mut usize>(b"jaxpr_catalyst_runtime_lock_counted\0")
+                .unwrap();
+            **w
+        }
+    };
+    let first = open(&paths[0]);
+    let second = open(&paths[1]);
+    let lock = word(&first);
+    assert_ne!(lock, 0, "the first library publishes a lock");
+    assert_eq!(
+        word(&second),
+        lock,
+        "the second library publishes the same lock in its own word"
+    );
+    drop(first);
+    let third = open(&paths[2]);
+    assert_eq!(
+        word(&third),
+        lock,
+        "a library loaded after the first is unloaded finds the lock"
+    );
+    drop((second, third));
+    let lib = Lib::open(&paths[2], "q_lock_c");
+    let example = &catalyst_examples(&c.meta)[0];
+    let mut bufs: Vec<_> = example["inputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(abi::pack)
+        .collect();
+    let outs = lib.call(&arrays(&mut bufs), 1).unwrap();
+    lib.free(outs);
+}
+
 /// Calls from four threads at once get the values of calls made one at a
 /// time (the library runs one call at a time on the runtime), and many
 /// calls leave the resident memory flat: every call releases its qubits

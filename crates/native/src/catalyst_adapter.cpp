@@ -324,6 +324,14 @@ struct RuntimeLock {
     int64_t libraries;
 };
 __attribute__((visibility("default"))) RuntimeLock *jaxpr_catalyst_runtime_lock_counted = nullptr;
+// This library's own published word. A write to the exported name goes
+// through the GOT, which binds to the first library in the global scope that
+// defines it: a second library's constructor would then publish in the
+// first's word and leave its own empty, and its destructor would empty the
+// first's, so that a library loaded later makes a lock of its own and two
+// calls run on the runtime at once. Writes go through this hidden alias.
+extern RuntimeLock *own_published_lock
+    __attribute__((alias("jaxpr_catalyst_runtime_lock_counted"), visibility("hidden")));
 static RuntimeLock *runtime_lock = nullptr;
 
 __attribute__((constructor)) static void find_runtime_lock(void)
@@ -336,7 +344,7 @@ __attribute__((constructor)) static void find_runtime_lock(void)
     else {
         runtime_lock = new RuntimeLock{{}, 1};
     }
-    jaxpr_catalyst_runtime_lock_counted = runtime_lock;
+    own_published_lock = runtime_lock;
     Dl_info self;
     if (dladdr(reinterpret_cast<void *>(&find_runtime_lock), &self) && self.dli_fname) {
         // Held once more (RTLD_NOLOAD), released at once: only the scope changes.
@@ -352,7 +360,7 @@ __attribute__((destructor)) static void release_runtime_lock(void)
         delete runtime_lock;
     }
     runtime_lock = nullptr;
-    jaxpr_catalyst_runtime_lock_counted = nullptr;
+    own_published_lock = nullptr;
 }
 
 const char *jx_q_error(void) { return message; }
