@@ -8,6 +8,7 @@ use crate::MAX_BYTES;
 use crate::random;
 use inkwell::IntPredicate;
 use inkwell::values::IntValue;
+use jaxpr_check::registry::Prim;
 use jaxpr_lower::symbol_value;
 use jaxpr_lower::{LowerResult, err};
 use jaxpr_syntax::TextRange;
@@ -30,8 +31,8 @@ impl<'c> Codegen<'c, '_> {
         env: &Env<'c>,
         cx: &Cx<'_, 'c>,
     ) -> LowerResult<Option<Arr<'c>>> {
-        Ok(Some(match cx.name() {
-            "slice"
+        Ok(Some(match cx.prim {
+            Prim::Slice
                 if ["start_indices", "limit_indices", "strides"]
                     .iter()
                     .any(|n| symbolic(cx, n)) =>
