@@ -45,20 +45,6 @@ impl Combiner {
         Combiner::LogAddExp,
     ];
 
-    /// The jaxpr primitive that combines two values.
-    pub fn primitive(self) -> &'static str {
-        match self {
-            Combiner::Add => "add",
-            Combiner::Mul => "mul",
-            Combiner::Max => "max",
-            Combiner::Min => "min",
-            Combiner::And => "and",
-            Combiner::Or => "or",
-            Combiner::Xor => "xor",
-            Combiner::LogAddExp => "logaddexp",
-        }
-    }
-
     /// The elementwise primitive that combines two values; `None` for
     /// [`Combiner::LogAddExp`], which no one primitive is.
     pub fn prim(self) -> Option<Prim> {
@@ -74,9 +60,14 @@ impl Combiner {
         })
     }
 
-    /// The combiner whose primitive is `name`.
-    pub fn of_primitive(name: &str) -> Option<Combiner> {
-        Combiner::ALL.into_iter().find(|c| c.primitive() == name)
+    /// The primitive's name: `logaddexp` for [`Combiner::LogAddExp`].
+    pub fn primitive(self) -> &'static str {
+        self.prim().map_or("logaddexp", Prim::name)
+    }
+
+    /// The combiner that is elementwise primitive `prim`.
+    pub fn of_prim(prim: Prim) -> Option<Combiner> {
+        Combiner::ALL.into_iter().find(|c| c.prim() == Some(prim))
     }
 
     /// Its identity: where a reduction with it starts.

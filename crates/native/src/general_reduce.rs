@@ -23,7 +23,7 @@ fn combiner(cx: &Cx<'_, '_>) -> Option<Combiner> {
     let ([a, b], [e], [Atom::Var(out)]) = (&j.invars[..], &j.eqns[..], &j.outvars[..]) else {
         return None;
     };
-    let op = Combiner::of_primitive(&e.primitive.text).filter(|c| c.prim().is_some())?;
+    let op = Prim::from_name(&e.primitive.text).and_then(Combiner::of_prim)?;
     if !j.constvars.is_empty() {
         return None;
     }
