@@ -1223,3 +1223,106 @@ def grad_classical_loops(x: float):
         return a * a
 
     return value_and_grad(f)(x)
+
+
+# Classical derivatives over arrays, as Catalyst's test_gradient.py writes them: Catalyst
+# differentiates these with Enzyme; the tool rewrites them into forward-mode jaxprs
+# (crates/lower/src/differentiate.rs) that both back ends build.
+@case((np.array([0.3, -1.2, 2.0]),), (np.array([1.5, 0.25, -0.6]),))
+@qjit
+def grad_classical_vector(x):
+    def f(x):
+        return jnp.sum(jnp.tanh(x) * jnp.sqrt(x * x + 1.0)) / jnp.sum(x * x + 2.0)
+
+    return grad(f)(x)
+
+
+@case((np.array([0.3, -1.2]),), (np.array([1.5, 0.25]),))
+@qjit
+def jacobian_classical_matrix(x):
+    def f(x):
+        w = jnp.array([[1.0, -2.0], [0.5, 3.0], [2.5, 0.1]])
+        return jnp.exp(w @ x) * 0.5
+
+    return catalyst.jacobian(f)(x)
+
+
+@case((np.array([[0.3, -1.2], [0.9, 0.4]]),), (np.array([[1.5, 0.25], [-0.6, 2.2]]),))
+@qjit
+def jacobian_classical_matrix_input(a):
+    def f(a):
+        return jnp.stack([jnp.sum(a @ a.T), jnp.sum(jnp.cos(a[0]) ** 2), a[1, 0] ** 3])
+
+    return catalyst.jacobian(f)(a)
+
+
+@case((0.7, np.array([1.0, 2.0])), (-1.3, np.array([0.5, -0.25])))
+@qjit
+def grad_classical_argnums(x: float, v):
+    def f(x, v):
+        return jnp.sum(jnp.sin(x * v) + jnp.log1p(v * v)) * x
+
+    return grad(f, argnums=[0, 1])(x, v)
+
+
+@case((0.7,), (-1.3,))
+@qjit
+def grad_classical_fd(x: float):
+    def f(x):
+        return jnp.sin(x) ** 2 + jnp.cos(3.0 * x)
+
+    return grad(f, method="fd", h=1e-6)(x)
+
+
+@case((0.7,), (2.1,))
+@qjit
+def grad_classical_cond(x: float):
+    def f(x):
+        @cond(x > 1.0)
+        def branch():
+            return x * x * jnp.exp(-x)
+
+        @branch.otherwise
+        def branch():
+            return jnp.tanh(x) / (1.0 + x * x)
+
+        return branch() + x
+
+    return value_and_grad(f)(x)
+
+
+@case((np.array([0.3, -0.4]),), (np.array([1.1, 0.2]),))
+@qjit
+def grad_classical_loop_carrying_array(x):
+    def f(x):
+        @for_loop(0, 3, 1)
+        def body(i, acc):
+            return jax.nn.sigmoid(acc) * x + jnp.float64(i)
+
+        @while_loop(lambda a, k: k < 2)
+        def more(a, k):
+            return a * jnp.sum(x) - jnp.expm1(a) * 0.1, k + 1
+
+        a, _ = more(body(x), 0)
+        return jnp.sum(a ** 2)
+
+    return value_and_grad(f)(x)
+
+
+@case((0.7, 1.9), (1.3, 0.6))
+@qjit
+def grad_classical_power_and_division(x: float, y: float):
+    def f(x, y):
+        return x**y + y / (x + 2.0) - jnp.square(x - y) + 1.0 / jnp.sqrt(x * x + y)
+
+    return grad(f, argnums=[0, 1])(x, y)
+
+
+@case((np.array([0.3, -1.2, 2.0]),), (np.array([1.5, 0.25, -0.6]),))
+@qjit
+def jacobian_classical_slices_and_concat(x):
+    def f(x):
+        y = jnp.concatenate([x[1:] * 2.0, jnp.flip(x), jnp.maximum(x, 0.5)[:1]])
+        return jnp.where(y > 0.0, y * y, -y) + jnp.cumsum(x)[-1]
+
+    return catalyst.jacobian(f)(x)

@@ -489,10 +489,12 @@ const QUANTUM_ROW: Primitive = Primitive {
 /// Catalyst's `grad` in StableHLO: no derivative pass there (native builds
 /// differentiate, `crates/native/src/gradient.rs`).
 const GRADIENT_STABLEHLO: Lowering = Lowering::Refused(
-    "Catalyst's derivatives (`grad`, `value_and_grad`, `jacobian`) are computed by native builds only; the StableHLO back end has no differentiation (and XLA none of circuits): build with `--emit native`",
+    "a derivative of a function with a quantum circuit runs the circuit's adjoint or parameter-shift method on Catalyst's runtime, which only native builds call (derivatives of classical functions are rewritten before any back end, and both build them): build with `--emit native`",
 );
 
-/// Catalyst's derivatives: lowered natively (`crates/native/src/gradient.rs`).
+/// Catalyst's derivatives: of classical functions, rewritten into
+/// forward-mode jaxprs for both back ends (`crates/lower/src/differentiate.rs`);
+/// of circuits, lowered natively (`crates/native/src/gradient.rs`).
 const DERIVATIVE_ROW: Primitive = Primitive {
     family: Family::Derivative,
     stablehlo: GRADIENT_STABLEHLO,

@@ -123,8 +123,13 @@ fn build_for(
     seed: Option<u32>,
     dir: &Path,
 ) -> Result<PathBuf, String> {
-    let parse = jaxpr_syntax::parse(text);
-    let analysis = jaxpr_check::check(&parse.file);
+    // As the command line checks a file it builds: the text kept, which a
+    // rewrite (classical derivatives) copies from.
+    let (parse, analysis) = jaxpr_check::check_source(
+        jaxpr_check::Source::Text(text),
+        jaxpr_check::Keep::Everything,
+    )
+    .parsed();
     let opts = options(name, cpu, seed);
     let so =
         native::build_native(&parse, &analysis, &opts, native::Artifact::Shared).map_err(|d| {
@@ -306,8 +311,13 @@ fn on_two_threads<T: Sync>(items: &[T], check: impl Fn(&T) -> Vec<String> + Sync
 
 /// The diagnostics of a native build of `text` that is refused.
 fn refusal(text: &str) -> Vec<jaxpr_syntax::diagnostics::Diagnostic> {
-    let parse = jaxpr_syntax::parse(text);
-    let analysis = jaxpr_check::check(&parse.file);
+    // As the command line checks a file it builds: the text kept, which a
+    // rewrite (classical derivatives) copies from.
+    let (parse, analysis) = jaxpr_check::check_source(
+        jaxpr_check::Source::Text(text),
+        jaxpr_check::Keep::Everything,
+    )
+    .parsed();
     let opts = options("refused", native::Cpu::Native, None);
     match native::build_native(&parse, &analysis, &opts, native::Artifact::Shared) {
         Ok(_) => panic!("built, where a refusal was expected"),

@@ -24,6 +24,7 @@
 //! What the text does not say (index maps that jax >= 0.6 does not print,
 //! a block that is not the whole array) is one J0012 naming it.
 
+use crate::differentiate::{has_classical_gradient, is_classical_gradient};
 use crate::walk::{LowerError, LowerErrorKind, LowerResult, Syntax, err, untyped_literal_text};
 use jaxpr_check::registry::Prim;
 use jaxpr_check::{Analysis, EqnId, JaxprId};
@@ -60,22 +61,24 @@ fn is_state(prim: Option<Prim>) -> bool {
     )
 }
 
-/// Whether a checked program has references or kernels to discharge.
-pub fn has_state(a: &Analysis) -> bool {
-    a.eqns.iter().any(|e| is_state(e.prim))
+/// Whether a checked program has references or kernels to discharge, or
+/// a classical derivative to differentiate ([`crate::differentiate`]).
+pub fn needs_rewrite(a: &Analysis) -> bool {
+    a.eqns.iter().any(|e| is_state(e.prim)) || has_classical_gradient(a)
 }
 
-/// Whether a text may hold references or kernels (before it is checked):
-/// a build that lowers as it checks builds such a text whole instead.
-pub fn may_have_state(text: &str) -> bool {
-    ["Ref{", "Ref<", "pallas_call", "run_state"]
+/// Whether a text may hold references, kernels or derivatives (before it
+/// is checked): a build that lowers as it checks builds such a text whole
+/// instead.
+pub fn may_need_rewrite(text: &str) -> bool {
+    ["Ref{", "Ref<", "pallas_call", "run_state", "grad["]
         .iter()
         .any(|m| text.contains(m))
 }
 
 /// A program without references: its text, and where each of its
 /// top-level equations came from.
-pub struct Discharged {
+pub struct Rewritten {
     pub text: String,
     /// (start, end) in `text` of each emitted top-level equation, and the
     /// range of the equation of the original program it comes from.
@@ -83,7 +86,7 @@ pub struct Discharged {
     whole: TextRange,
 }
 
-impl Discharged {
+impl Rewritten {
     /// Diagnostics of the rewritten program, placed at the equations of the
     /// original they come from.
     pub fn map(&self, ds: Vec<Diagnostic>) -> Vec<Diagnostic> {
@@ -102,13 +105,14 @@ impl Discharged {
     }
 }
 
-/// A program with references, rewritten, parsed and checked: `None` when
-/// it has none. Errors of the rewritten program's check are ours (J0016).
-pub fn discharged(
+/// A program with references or classical derivatives, rewritten, parsed
+/// and checked: `None` when it has neither. Errors of the rewritten
+/// program's check are ours (J0016).
+pub fn rewritten(
     parse: &Parse,
     a: &Analysis,
-) -> Option<Result<(Discharged, Parse, Analysis), Vec<Diagnostic>>> {
-    if !has_state(a) {
+) -> Option<Result<(Rewritten, Parse, Analysis), Vec<Diagnostic>>> {
+    if !needs_rewrite(a) {
         return None;
     }
     Some(discharge_checked(parse, a))
@@ -117,7 +121,7 @@ pub fn discharged(
 fn discharge_checked(
     parse: &Parse,
     a: &Analysis,
-) -> Result<(Discharged, Parse, Analysis), Vec<Diagnostic>> {
+) -> Result<(Rewritten, Parse, Analysis), Vec<Diagnostic>> {
     let d = discharge(parse, a).map_err(|e| vec![e.into_diagnostic()])?;
     let (p2, a2) = jaxpr_check::check_source(
         jaxpr_check::Source::Text(&d.text),
@@ -137,7 +141,7 @@ fn discharge_checked(
             .into_iter()
             .map(|x| {
                 let msg = format!(
-                    "discharging the references gave a program the checker rejects: {}",
+                    "rewriting references or derivatives gave a program the checker rejects: {}",
                     x.message
                 );
                 Diagnostic::error(DiagKind::InternalError, x.range, msg)
@@ -149,7 +153,7 @@ fn discharge_checked(
 }
 
 /// Rewrites a checked program (free of errors) into one without references.
-pub fn discharge(parse: &Parse, a: &Analysis) -> LowerResult<Discharged> {
+pub fn discharge(parse: &Parse, a: &Analysis) -> LowerResult<Rewritten> {
     let file = &parse.file;
     let text = &*parse.text;
     let syntax = Syntax::new(file, a);
@@ -179,7 +183,7 @@ pub fn discharge(parse: &Parse, a: &Analysis) -> LowerResult<Discharged> {
     // from the original name them).
     for l in &file.lets {
         let t = &text[l.range.start as usize..l.range.end as usize];
-        if !may_have_state(t) {
+        if !may_need_rewrite(t) {
             em.out.push_str(t);
             em.out.push('\n');
         }
@@ -207,7 +211,7 @@ pub fn discharge(parse: &Parse, a: &Analysis) -> LowerResult<Discharged> {
         if outs.len() == 1 { "," } else { "" }
     )
     .unwrap();
-    Ok(Discharged {
+    Ok(Rewritten {
         text: em.out,
         spans: em.spans,
         whole: main.lambda_range,
@@ -216,25 +220,32 @@ pub fn discharge(parse: &Parse, a: &Analysis) -> LowerResult<Discharged> {
 
 /// The atom (a name of the rewritten program, or a literal) each variable
 /// of the original stands for; a reference stands for the value it holds.
-type Env = HashMap<VarId, String>;
+pub(crate) type Env = HashMap<VarId, String>;
 
-struct Emitter<'t> {
-    text: &'t str,
-    a: &'t Analysis,
-    syntax: &'t Syntax<'t>,
-    out: String,
+pub(crate) struct Emitter<'t> {
+    pub(crate) text: &'t str,
+    pub(crate) a: &'t Analysis,
+    pub(crate) syntax: &'t Syntax<'t>,
+    pub(crate) out: String,
     spans: Vec<(u32, u32, TextRange)>,
     fresh: usize,
     /// The grid point and grid of the kernel being run (`program_id`).
     grid: Vec<(Vec<i64>, Vec<i64>)>,
-    /// The jaxprs holding a state equation (at any depth).
+    /// The jaxprs holding a state equation or a classical derivative (at
+    /// any depth).
     stateful: rustc_hash::FxHashSet<JaxprId>,
 }
 
-/// The jaxprs holding a state equation, at any depth.
+/// The jaxprs holding a state equation or a classical derivative, at any
+/// depth.
 fn stateful(a: &Analysis) -> rustc_hash::FxHashSet<JaxprId> {
     let mut out = rustc_hash::FxHashSet::default();
-    for e in a.eqns.iter().filter(|e| is_state(e.prim)) {
+    let rewritten = a
+        .eqns
+        .iter()
+        .enumerate()
+        .filter(|(i, e)| is_state(e.prim) || is_classical_gradient(a, EqnId(*i as u32)));
+    for (_, e) in rewritten {
         let mut j = Some(e.jaxpr);
         while let Some(k) = j {
             if !out.insert(k) {
@@ -247,13 +258,13 @@ fn stateful(a: &Analysis) -> rustc_hash::FxHashSet<JaxprId> {
 }
 
 /// A static type as JAX prints it (a reference's: the array it holds).
-fn ty_text(t: &AType, at: TextRange) -> LowerResult<String> {
+pub(crate) fn ty_text(t: &AType, at: TextRange) -> LowerResult<String> {
     let dt = elem(t, at)?;
     let dims = static_shape(t, at)?;
     Ok(format!("{dt}[{}]", join(&dims)))
 }
 
-fn static_shape(t: &AType, at: TextRange) -> LowerResult<Vec<i64>> {
+pub(crate) fn static_shape(t: &AType, at: TextRange) -> LowerResult<Vec<i64>> {
     t.shape
         .iter()
         .map(|d| match d {
@@ -266,11 +277,11 @@ fn static_shape(t: &AType, at: TextRange) -> LowerResult<Vec<i64>> {
         .collect()
 }
 
-fn join(xs: &[i64]) -> String {
+pub(crate) fn join(xs: &[i64]) -> String {
     xs.iter().map(i64::to_string).collect::<Vec<_>>().join(",")
 }
 
-fn tuple(xs: &[i64]) -> String {
+pub(crate) fn tuple(xs: &[i64]) -> String {
     match xs {
         [x] => format!("({x},)"),
         _ => format!(
@@ -293,26 +304,26 @@ fn i32_lit(v: i64) -> String {
 }
 
 impl<'t> Emitter<'t> {
-    fn name(&mut self) -> String {
+    pub(crate) fn name(&mut self) -> String {
         self.fresh += 1;
         format!("r{}", self.fresh)
     }
 
-    fn bind_fresh(&mut self, env: &mut Env, v: VarId) -> String {
+    pub(crate) fn bind_fresh(&mut self, env: &mut Env, v: VarId) -> String {
         let n = self.name();
         env.insert(v, n.clone());
         n
     }
 
     /// Emits `n:ty = rest` and gives `n`.
-    fn line(&mut self, ty: &str, rest: &str) -> String {
+    pub(crate) fn line(&mut self, ty: &str, rest: &str) -> String {
         let n = self.name();
         writeln!(self.out, "    {n}:{ty} = {rest}").unwrap();
         n
     }
 
     /// The atom an operand stands for.
-    fn atom(&self, env: &Env, x: &Atom) -> LowerResult<String> {
+    pub(crate) fn atom(&self, env: &Env, x: &Atom) -> LowerResult<String> {
         if untyped_literal_text(self.syntax, x).is_some() {
             return Ok(self.slice(x.range()).to_string());
         }
@@ -337,14 +348,19 @@ impl<'t> Emitter<'t> {
         env.get(&v).cloned()
     }
 
-    fn slice(&self, r: TextRange) -> &'t str {
+    pub(crate) fn slice(&self, r: TextRange) -> &'t str {
         &self.text[r.start as usize..r.end as usize]
     }
 
     /// Emits the equations of jaxpr `j` (its binders bound in `env`) and
     /// gives the atoms of its outputs. `top`: record where each equation
     /// came from.
-    fn body(&mut self, j: JaxprId, env: &mut Env, top: bool) -> LowerResult<Vec<String>> {
+    pub(crate) fn body(
+        &mut self,
+        j: JaxprId,
+        env: &mut Env,
+        top: bool,
+    ) -> LowerResult<Vec<String>> {
         let (eqns, outvars) = self.syntax.body(self.a, j)?;
         for (e, id) in eqns {
             let start = self.out.len() as u32;
@@ -373,14 +389,14 @@ impl<'t> Emitter<'t> {
             .is_some_and(|d| d.as_reference().is_some())
     }
 
-    fn operand_var(&self, x: &Atom) -> Option<VarId> {
+    pub(crate) fn operand_var(&self, x: &Atom) -> Option<VarId> {
         match x {
             Atom::Var(n) => self.syntax.use_at(n.range.start),
             Atom::Lit(_) => None,
         }
     }
 
-    fn eqn(&mut self, e: &ast::Eqn, id: EqnId, env: &mut Env) -> LowerResult<()> {
+    pub(crate) fn eqn(&mut self, e: &ast::Eqn, id: EqnId, env: &mut Env) -> LowerResult<()> {
         let info = self.a.eqn(id);
         let outs = info.outs.clone();
         let name = e.primitive.text.as_ref();
@@ -418,6 +434,9 @@ impl<'t> Emitter<'t> {
             Some(Prim::RunState) => self.run_state(e, id, &outs, env),
             Some(Prim::PallasCall) => self.pallas_call(e, id, &outs, env),
             Some(Prim::For) => self.for_loop(e, id, &outs, env),
+            Some(Prim::Grad | Prim::ValueAndGrad) if is_classical_gradient(self.a, id) => {
+                self.gradient(e, id, &outs, env)
+            }
             _ => {
                 let refs: Vec<usize> = (0..e.args.len())
                     .filter(|&i| self.operand_var(&e.args[i]).is_some_and(|v| self.is_ref(v)))
@@ -437,12 +456,7 @@ impl<'t> Emitter<'t> {
                 match prim {
                     Some(Prim::Cond) => self.cond(e, id, &outs, env, &refs),
                     Some(Prim::Scan) => self.scan(e, id, &outs, env, &refs),
-                    _ if refs.is_empty() => err(
-                        at,
-                        format!(
-                            "a reference or kernel inside `{name}` is not built (only inside `pjit`, `closed_call`, `cond`, `scan`, `run_state` and kernels)"
-                        ),
-                    ),
+                    _ if refs.is_empty() => self.copy_rewriting_callees(e, id, &outs, env),
                     _ => err(
                         at,
                         format!(
@@ -455,7 +469,12 @@ impl<'t> Emitter<'t> {
     }
 
     /// An equation without references, as printed, its binders renamed.
-    fn copy(&mut self, e: &ast::Eqn, outs: &[Option<VarId>], env: &mut Env) -> LowerResult<()> {
+    pub(crate) fn copy(
+        &mut self,
+        e: &ast::Eqn,
+        outs: &[Option<VarId>],
+        env: &mut Env,
+    ) -> LowerResult<()> {
         let mut line = String::from("    ");
         for (b, v) in e.outs.iter().zip(outs) {
             let ty = &self.text[b.name.range.end as usize..b.range.end as usize];
@@ -478,6 +497,56 @@ impl<'t> Emitter<'t> {
         }
         line.push('\n');
         self.out.push_str(&line);
+        Ok(())
+    }
+
+    /// An equation whose nested jaxprs hold something to rewrite but take
+    /// no reference from outside: as printed, its binders renamed and each
+    /// nested jaxpr rewritten in place (its binders and results as they
+    /// were).
+    fn copy_rewriting_callees(
+        &mut self,
+        e: &ast::Eqn,
+        id: EqnId,
+        outs: &[Option<VarId>],
+        env: &mut Env,
+    ) -> LowerResult<()> {
+        let head_end = e.params_range.map_or(e.primitive.range.end, |r| r.end);
+        let mut callees: Vec<JaxprId> = self.a.eqn(id).callees.iter().map(|(_, j)| *j).collect();
+        callees.sort_by_key(|j| self.a.jaxpr(*j).range.start);
+        let mut head = String::new();
+        let mut from = e.primitive.range.start;
+        for j in callees {
+            let r = self.a.jaxpr(j).range;
+            if r.start < from || r.end > head_end {
+                return err(
+                    e.primitive.range,
+                    format!(
+                        "`{}` calls a jaxpr bound by `let` that holds a reference, kernel or derivative: not built",
+                        e.primitive.text
+                    ),
+                );
+            }
+            head.push_str(self.slice(TextRange::new(from, r.start)));
+            let order: Vec<usize> = (0..self.a.jaxpr(j).invars.len()).collect();
+            head.push_str(&self.nested(j, &order, &[], 0)?);
+            from = r.end;
+        }
+        head.push_str(self.slice(TextRange::new(from, head_end)));
+        let args: Vec<String> = e
+            .args
+            .iter()
+            .map(|x| self.atom(env, x))
+            .collect::<LowerResult<_>>()?;
+        let binders = self.result_binders(e, outs, env);
+        let eq = if binders.is_empty() { "" } else { " =" };
+        writeln!(
+            self.out,
+            "    {}{eq} {head} {}",
+            binders.join(" "),
+            args.join(" ")
+        )
+        .unwrap();
         Ok(())
     }
 
@@ -689,7 +758,12 @@ impl<'t> Emitter<'t> {
         Ok(())
     }
 
-    fn callee(&self, id: EqnId, param: &str, at: TextRange) -> LowerResult<Vec<JaxprId>> {
+    pub(crate) fn callee(
+        &self,
+        id: EqnId,
+        param: &str,
+        at: TextRange,
+    ) -> LowerResult<Vec<JaxprId>> {
         let js: Vec<JaxprId> = self
             .a
             .eqn(id)
@@ -806,7 +880,7 @@ impl<'t> Emitter<'t> {
 
     /// Binders for the results: the original ones renamed, and one for
     /// each reference's final value (the reference then names it).
-    fn result_binders(
+    pub(crate) fn result_binders(
         &mut self,
         e: &ast::Eqn,
         outs: &[Option<VarId>],
@@ -848,7 +922,7 @@ impl<'t> Emitter<'t> {
     }
 
     /// Other parameters as printed, but those in `skip`.
-    fn params_except(&self, e: &ast::Eqn, skip: &[&str]) -> String {
+    pub(crate) fn params_except(&self, e: &ast::Eqn, skip: &[&str]) -> String {
         e.params
             .iter()
             .filter(|p| !skip.contains(&p.name.text.as_ref()))
@@ -1222,7 +1296,7 @@ impl<'t> Emitter<'t> {
     }
 
     /// Zeros of type `t` (a reference's: of the array it holds).
-    fn zeros(&mut self, t: &AType, at: TextRange) -> LowerResult<String> {
+    pub(crate) fn zeros(&mut self, t: &AType, at: TextRange) -> LowerResult<String> {
         let dt = elem(t, at)?;
         let shape = static_shape(t, at)?;
         let zero = match dt {
@@ -1243,7 +1317,7 @@ impl<'t> Emitter<'t> {
 
 /// The element dtype of an array or reference type (JAX 0.4's
 /// `MemRef<None>{float32[4,8]}` names it as numpy does).
-fn elem(t: &AType, at: TextRange) -> LowerResult<DType> {
+pub(crate) fn elem(t: &AType, at: TextRange) -> LowerResult<DType> {
     match &t.dtype {
         Some(d) => Ok(match d.as_reference() {
             None => d.clone(),

@@ -1,6 +1,9 @@
 //! Catalyst's `grad` and `value_and_grad` (its `jacobian` is `grad` with
-//! `scalar_out=False`): derivatives of the nested `jaxpr` with respect to
-//! the operands `expanded_argnums`, by the method Catalyst would use.
+//! `scalar_out=False`) of functions with a quantum circuit: derivatives of
+//! the nested `jaxpr` with respect to the operands `expanded_argnums`, by
+//! the method Catalyst would use. (Derivatives of classical functions never
+//! reach this file: `jaxpr_lower::differentiate` rewrites them into
+//! jaxprs both back ends build, with the same rules and layout.)
 //!
 //! - `method='fd'`: Catalyst's forward difference of the whole function
 //!   (`FiniteDifference.cpp`): `(f(x + h e_k) - f(x)) / h` for each element
@@ -34,9 +37,10 @@ use jaxpr_check::registry::Prim;
 
 use jaxpr_check::rules::{GateKind, GateLengths, GateOperands};
 use jaxpr_check::{EqnId, JaxprId};
+use jaxpr_lower::differentiate::{GradParams, LINEAR, LINEAR_ELEMENTWISE, UNARY};
 use jaxpr_lower::{EqnCx, LowerError, LowerErrorKind, LowerResult, Operand, err, internal};
 use jaxpr_syntax::TextRange;
-use jaxpr_syntax::ast::{self, Expr, ExprKind};
+use jaxpr_syntax::ast::{self, ExprKind};
 use jaxpr_types::{DType, FloatKind, VarId};
 use rustc_hash::FxHashMap as HashMap;
 use std::cell::RefCell;
@@ -45,13 +49,6 @@ use std::cell::RefCell;
 /// tangent (an integer, or a value that does not depend on the
 /// differentiated operands).
 type Tangents<'c> = HashMap<VarId, Arr<'c>>;
-
-/// What `grad_params=GradParams(...)` says.
-struct GradParams {
-    finite_difference: Option<f64>,
-    argnums: Vec<usize>,
-    with_value: bool,
-}
 
 /// How a circuit is differentiated (the QNode's `diff_method`).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -87,64 +84,6 @@ const NOT_TWO_TERM_SHIFT: &[&str] = &[
     "MS",
 ];
 
-fn grad_params(cx: &Cx<'_, '_>) -> LowerResult<GradParams> {
-    let p = cx.param("grad_params")?;
-    let ExprKind::Call(call) = &p.kind else {
-        return err(p.range, "`grad_params` is not a `GradParams(...)`");
-    };
-    let field = |name: &str| {
-        call.args
-            .iter()
-            .find(|a| a.name.as_ref().is_some_and(|n| n.text == name))
-            .map(|a| &a.value)
-    };
-    let text = |name: &str| {
-        field(name).map(|v| match &v.kind {
-            ExprKind::Str(s) | ExprKind::Path(s) | ExprKind::Number(s) => s.to_string(),
-            _ => jaxpr_lower::expr_text(v),
-        })
-    };
-    let method = text("method").unwrap_or_else(|| "auto".into());
-    let h = match text("h").as_deref() {
-        None | Some("None") => 1e-7,
-        Some(t) => t.parse::<f64>().map_err(|_| LowerError {
-            range: p.range,
-            message: format!("`grad_params` has the step h={t}, not a number"),
-            help: None,
-            kind: LowerErrorKind::Refused,
-        })?,
-    };
-    let finite_difference = match method.as_str() {
-        "fd" => Some(h),
-        "auto" => None,
-        other => {
-            return err(
-                p.range,
-                format!("`grad_params` names the method `{other}`; Catalyst's are `auto` and `fd`"),
-            );
-        }
-    };
-    let Some(argnums) = field("expanded_argnums").and_then(Expr::as_int_seq) else {
-        return err(p.range, "`grad_params` has no `expanded_argnums`");
-    };
-    let argnums = argnums
-        .into_iter()
-        .map(|k| usize::try_from(k).ok().filter(|&k| k < cx.args.len()))
-        .collect::<Option<Vec<_>>>()
-        .ok_or_else(|| LowerError {
-            range: p.range,
-            message: "`expanded_argnums` names an operand that is not there".into(),
-            help: None,
-            kind: LowerErrorKind::Refused,
-        })?;
-    let with_value = cx.prim == Prim::ValueAndGrad || text("with_value").as_deref() == Some("True");
-    Ok(GradParams {
-        finite_difference,
-        argnums,
-        with_value,
-    })
-}
-
 /// The `diff_method` a QNode's printed repr names (`diff_method='best'`).
 fn diff_method(e: &ast::Eqn) -> Option<String> {
     let p = e.param("qnode").or_else(|| e.param("fn"))?;
@@ -165,35 +104,6 @@ fn unsupported<T>(at: TextRange, message: String) -> LowerResult<T> {
     })
 }
 
-/// Elementwise primitives whose tangent is the primitive of the tangents.
-const LINEAR_ELEMENTWISE: &[Prim] = &[
-    Prim::Add,
-    Prim::Sub,
-    Prim::Neg,
-    Prim::AddAny,
-    Prim::Real,
-    Prim::Imag,
-];
-/// Primitives linear in their array operands (the others, indices and
-/// predicates, are primal): the tangent is the same equation on the
-/// tangents of those operands (zeros where there is none).
-const LINEAR: &[(Prim, &[usize])] = &[
-    (Prim::BroadcastInDim, &[0]),
-    (Prim::Reshape, &[0]),
-    (Prim::Squeeze, &[0]),
-    (Prim::ExpandDims, &[0]),
-    (Prim::Transpose, &[0]),
-    (Prim::ReduceSum, &[0]),
-    (Prim::Slice, &[0]),
-    (Prim::DynamicSlice, &[0]),
-    (Prim::Gather, &[0]),
-    (Prim::Rev, &[0]),
-    (Prim::Copy, &[0]),
-    (Prim::Cumsum, &[0]),
-    (Prim::DynamicUpdateSlice, &[0, 1]),
-    (Prim::Pad, &[0, 1]),
-];
-
 impl<'c, 'f> Codegen<'c, 'f> {
     /// Lowers `grad` / `value_and_grad`; `None` for other primitives.
     pub(crate) fn lower_gradient(
@@ -205,7 +115,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
             return Ok(None);
         }
         let at = cx.at();
-        let params = grad_params(cx)?;
+        let params = GradParams::of(cx.e, cx.prim)?;
         let Some(&callee) = cx.callees(self.analysis, "jaxpr").first() else {
             return err(
                 at,
@@ -710,19 +620,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 )?;
                 set(tenv, 0, t);
             }
-            Prim::Sin
-            | Prim::Cos
-            | Prim::Exp
-            | Prim::Log
-            | Prim::Tanh
-            | Prim::Sqrt
-            | Prim::IntegerPow
-            | Prim::Logistic
-            | Prim::Log1p
-            | Prim::Expm1
-            | Prim::Tan
-            | Prim::Square
-            | Prim::Rsqrt => {
+            p if UNARY.contains(&p) => {
                 let odt = out_dt.clone().expect("dtype");
                 let n_pow = e.param("y").and_then(|p| p.value.as_int()).unwrap_or(0);
                 let t_in = arg_tangents[0].clone().expect("tangent");

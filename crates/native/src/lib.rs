@@ -120,7 +120,7 @@ pub fn build_native_with(
     progress: &mut dyn FnMut(Phase),
 ) -> jaxpr_lower::BuildResult {
     jaxpr_lower::checked(parse, analysis)?;
-    if let Some(d) = jaxpr_lower::discharge::discharged(parse, analysis) {
+    if let Some(d) = jaxpr_lower::discharge::rewritten(parse, analysis) {
         let (d, parse, analysis) = d?;
         return build_native_with(&parse, &analysis, opts, artifact, progress)
             .map_err(|e| d.map(e));

@@ -114,7 +114,7 @@ pub fn build_timed(
     timings: &mut Timings,
 ) -> jaxpr_lower::BuildResult {
     jaxpr_lower::checked(parse, analysis)?;
-    if let Some(d) = jaxpr_lower::discharge::discharged(parse, analysis) {
+    if let Some(d) = jaxpr_lower::discharge::rewritten(parse, analysis) {
         let (d, parse, analysis) = d?;
         return build_timed(&parse, &analysis, opts, timings).map_err(|e| d.map(e));
     }
@@ -152,7 +152,7 @@ pub fn build_to_file(
     timings: &mut Timings,
 ) -> Result<Lowered, Failure> {
     jaxpr_lower::checked(parse, analysis).map_err(Failure::Diagnostics)?;
-    if let Some(d) = jaxpr_lower::discharge::discharged(parse, analysis) {
+    if let Some(d) = jaxpr_lower::discharge::rewritten(parse, analysis) {
         let (d, parse, analysis) = d.map_err(Failure::Diagnostics)?;
         return build_to_file(&parse, &analysis, opts, path, timings).map_err(|e| match e {
             Failure::Diagnostics(ds) => Failure::Diagnostics(d.map(ds)),
@@ -258,7 +258,7 @@ pub fn lower_text_into<W: Write>(
     open: impl FnOnce() -> std::io::Result<W>,
 ) -> Result<Option<(W, Lowered)>, Failure> {
     // References and kernels are discharged from the whole checked file.
-    if jaxpr_lower::discharge::may_have_state(text) {
+    if jaxpr_lower::discharge::may_need_rewrite(text) {
         return Ok(None);
     }
     lower_source_into(Source::Text(text), opts, t, open)

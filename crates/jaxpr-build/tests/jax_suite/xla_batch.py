@@ -41,7 +41,7 @@ def decode(v):
     return xla_run.decode(v)
 
 
-def close(g, e, dtype):
+def close(g, e, dtype, atol_floor=0.0):
     if g.shape != e.shape:
         return False
     if e.dtype.kind in "biu":
@@ -49,8 +49,9 @@ def close(g, e, dtype):
     # The coarser of the two dtypes: a result the program declares `f32` may
     # be recorded as float64 (the generator ran with 64-bit types on).
     rtol, atol = max(TOL[dtype], TOL.get(str(g.dtype), (0, 0)))
+    atol = max(atol, atol_floor)
     if e.dtype.kind == "c":
-        return close(g.real, e.real, dtype) and close(g.imag, e.imag, dtype)
+        return close(g.real, e.real, dtype, atol_floor) and close(g.imag, e.imag, dtype, atol_floor)
     g, e = g.astype(np.float64), e.astype(np.float64)
     # NaN where JAX has NaN, the same infinities, and finite values within tolerance.
     return bool(np.all(np.where(np.isnan(e), np.isnan(g),
@@ -77,7 +78,7 @@ def run(job, ctx, backend, devs):
         if len(got) != len(expected):
             return "wrong", f"example {k}: {len(got)} results, expected {len(expected)}"
         for j, (g, e, v) in enumerate(zip(got, expected, ex["outputs"])):
-            if not close(g, e, v["dtype"]):
+            if not close(g, e, v["dtype"], job.get("atol_floor", 0.0)):
                 return "wrong", (f"example {k} result {j}: got {g.dtype}{list(g.shape)} "
                                  f"{np.array2string(g.ravel()[:6])}, expected {e.dtype}{list(e.shape)} "
                                  f"{np.array2string(e.ravel()[:6])}")
