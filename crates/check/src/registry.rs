@@ -180,6 +180,14 @@ pub enum CostRule {
     /// folded into a result (operand elements − result elements, per
     /// reduced operand).
     Reduction,
+    /// A cumulative reduction (`cumsum`, `cumprod`, `cummax`, `cummin`,
+    /// `cumlogsumexp`): JAX's default lowering (CPU's) is one
+    /// `reduce_window` whose window is the whole axis, padded by the axis
+    /// length − 1 on one side, which XLA's `HandleReduceWindow` counts as
+    /// (window − 1) applications of the combiner per result element: result
+    /// elements × (axis length − 1) × the combiner's count; bytes: the
+    /// operand, the scalar initial value and the result.
+    Cumulative,
     /// An all-reduce over mesh axes (`psum`, `pmax`, `pmin`), as XLA's
     /// `HandleAllReduce` counts it: a FLOP per result element (it assumes
     /// two devices, each element combining two), bytes the operands and
@@ -382,10 +390,11 @@ impl Family {
             Family::Identity | Family::Placement => Cost::equal(CostRule::Free),
             Family::Call => Cost::equal(CostRule::Call),
             Family::Contraction => Cost::equal(CostRule::Dot),
-            Family::WindowReduction | Family::Cumulative => Cost::differs(
+            Family::WindowReduction => Cost::differs(
                 CostRule::Reduction,
                 "counted as one reduction; XLA counts each window's combiner",
             ),
+            Family::Cumulative => Cost::equal(CostRule::Cumulative),
             Family::Random | Family::Other | Family::Loop => {
                 Cost::differs(CostRule::Unmodelled, "not modelled yet")
             }
