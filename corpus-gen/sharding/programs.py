@@ -336,6 +336,17 @@ def pmap_in_axes(a):
 
 
 @program
+def pmap_axes(a):
+    # Mapped at another axis than the first, and an unmapped operand.
+    jax, jnp = a.jax, a.jax.numpy
+
+    def f(x, w):
+        y = jnp.tanh(x) * w[0]
+        return jax.lax.psum(y, "k") - y, jnp.sum(w)
+    return jax.pmap(f, axis_name="k", in_axes=(1, None), out_axes=(1, 0)), [arr(3, 8, 2), arr(2)]
+
+
+@program
 def vmap_named_axis(a):
     jax, lax = a.jax, a.jax.lax
 

@@ -2445,11 +2445,7 @@ pub static PRIMITIVES: &[Primitive] = &[
             "out_axes",
         ],
         jaxpr_params: &["call_jaxpr"],
-        doc: "`pmap`: maps a jaxpr over `axis_size` devices; the body sees each operand without its `in_axes` dimension, and each result gets one of `axis_size` at its `out_axes`.",
-        stablehlo: Refused(
-            "jax < 0.8's `pmap` is lowered by JAX for replicas (`mhlo.num_replicas`), which this build does not make yet; jax 0.8 on prints `pmap` as a `shard_map`, which is built",
-        ),
-        native: Refused("device-parallel maps have no native lowering yet"),
+        doc: "`pmap`: maps a jaxpr over `axis_size` devices; the body sees each operand without its `in_axes` dimension, and each result gets one of `axis_size` at its `out_axes`. Built as the `shard_map` jax 0.8 on prints for the same `pmap` (`crates/lower/src/pmap.rs` rewrites it before either back end).",
         complex: COMPLEX,
         ..ROW
     },

@@ -641,6 +641,12 @@ impl Emitter<'_> {
                 return self.jvp_while(&site, env, tangents);
             }
             Prim::Cond => return self.jvp_cond(&site, env, tangents),
+            Prim::XlaPmap => {
+                return refuse(
+                    at,
+                    "a `pmap` with differentiated operands is not built".into(),
+                );
+            }
             _ if jaxpr_check::registry::call_params(&name).is_some() => {
                 return self.jvp_call(&site, env, tangents);
             }

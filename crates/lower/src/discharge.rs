@@ -64,16 +64,29 @@ fn is_state(prim: Option<Prim>) -> bool {
 /// Whether a checked program has references or kernels to discharge, or
 /// a classical derivative to differentiate ([`crate::differentiate`]).
 pub fn needs_rewrite(a: &Analysis) -> bool {
-    a.eqns.iter().any(|e| is_state(e.prim)) || has_classical_gradient(a)
+    a.eqns.iter().any(|e| is_rewritten(e.prim)) || has_classical_gradient(a)
+}
+
+/// The primitives a rewrite always removes: references and kernels, and
+/// jax < 0.8's `pmap` ([`crate::pmap`]).
+fn is_rewritten(prim: Option<Prim>) -> bool {
+    is_state(prim) || prim == Some(Prim::XlaPmap)
 }
 
 /// Whether a text may hold references, kernels or derivatives (before it
 /// is checked): a build that lowers as it checks builds such a text whole
 /// instead.
 pub fn may_need_rewrite(text: &str) -> bool {
-    ["Ref{", "Ref<", "pallas_call", "run_state", "grad["]
-        .iter()
-        .any(|m| text.contains(m))
+    [
+        "Ref{",
+        "Ref<",
+        "pallas_call",
+        "run_state",
+        "grad[",
+        "xla_pmap",
+    ]
+    .iter()
+    .any(|m| text.contains(m))
 }
 
 /// A program without references: its text, and where each of its
@@ -244,7 +257,7 @@ fn stateful(a: &Analysis) -> rustc_hash::FxHashSet<JaxprId> {
         .eqns
         .iter()
         .enumerate()
-        .filter(|(i, e)| is_state(e.prim) || is_classical_gradient(a, EqnId(*i as u32)));
+        .filter(|(i, e)| is_rewritten(e.prim) || is_classical_gradient(a, EqnId(*i as u32)));
     for (_, e) in rewritten {
         let mut j = Some(e.jaxpr);
         while let Some(k) = j {
@@ -434,6 +447,7 @@ impl<'t> Emitter<'t> {
             Some(Prim::RunState) => self.run_state(e, id, &outs, env),
             Some(Prim::PallasCall) => self.pallas_call(e, id, &outs, env),
             Some(Prim::For) => self.for_loop(e, id, &outs, env),
+            Some(Prim::XlaPmap) => self.pmap(e, id, &outs, env),
             Some(Prim::Grad | Prim::ValueAndGrad) if is_classical_gradient(self.a, id) => {
                 self.gradient(e, id, &outs, env)
             }

@@ -16,6 +16,7 @@ pub mod discharge;
 pub mod equation;
 pub mod output;
 pub mod panics;
+pub mod pmap;
 pub mod random;
 pub mod special;
 pub mod walk;
