@@ -312,6 +312,49 @@ def partial_manual_axes(a):
     return jax.jit(f), [arr(8, 4)]
 
 
+def _partial_manual(a, body, shape, names, in_specs, out_specs, manual, args):
+    """`shard_map` manual over `manual`, the other mesh axes auto."""
+    jax = a.jax
+    if not hasattr(jax, "shard_map"):
+        raise NotImplementedError("auto= of experimental shard_map needs jit-only partial manual")
+    f = jax.shard_map(body, mesh=a.mesh(shape, names), in_specs=in_specs, out_specs=out_specs,
+                      axis_names=manual)
+    return jax.jit(f), args
+
+
+@program
+def partial_manual_second_axis(a):
+    # Manual over the second mesh axis: the subgroup's devices are transposed.
+    jax, lax, P = a.jax, a.jax.lax, a.P
+
+    def body(c):
+        return lax.pmax(c * 2.0, "y") + lax.axis_index("y").astype(np.float32)
+    return _partial_manual(a, body, (2, 4), ("x", "y"), (P(None, "y"),), P(None, "y"), {"y"}, [arr(6, 8)])
+
+
+@program
+def partial_manual_collectives_loop(a):
+    jax, lax, P, jnp = a.jax, a.jax.lax, a.P, a.jax.numpy
+
+    def body(c, w):
+        g = lax.all_gather(c, "y", tiled=True)
+        r = lax.ppermute(c, "y", ring(4))
+        z = lax.fori_loop(0, 3, lambda k, acc: acc + jnp.tanh(acc @ w) * 0.1, r)
+        return g.sum(0, keepdims=True) + z.sum(), lax.psum(z, "y")
+    return _partial_manual(a, body, (2, 4), ("x", "y"), (P("y"), P()), (P("y"), P()), {"y"},
+                           [arr(8, 3), arr(3, 3, seed=1)])
+
+
+@program
+def partial_manual_two_of_three(a):
+    jax, lax, P, jnp = a.jax, a.jax.lax, a.P, a.jax.numpy
+
+    def body(c):
+        return lax.psum(jnp.sin(c), ("a", "c")) * 1.5
+    return _partial_manual(a, body, (2, 2, 2), ("a", "b", "c"), (P("a", "c"),), P("a", "c"), {"a", "c"},
+                           [arr(4, 6)])
+
+
 @program
 def pmap_psum(a):
     jax = a.jax

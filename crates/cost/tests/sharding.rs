@@ -217,7 +217,7 @@ fn per_device_counts_are_xla_s_for_the_partitioned_module() {
             }
         }
     }
-    assert_eq!(multi_device, 31);
+    assert_eq!(multi_device, 35);
     assert_eq!(
         exact,
         [
@@ -228,6 +228,7 @@ fn per_device_counts_are_xla_s_for_the_partitioned_module() {
             "explicit_axes_shard_map",
             "megatron_mlp",
             "partial_manual_axes",
+            "partial_manual_two_of_three",
             "pcast_to_varying",
             "pmap_collectives",
             "pmap_in_axes",

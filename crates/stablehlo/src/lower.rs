@@ -513,7 +513,9 @@ impl<'e, 'c, 'f> jaxpr_lower::EquationLowering<'e> for EquationSite<'_, 'c, 'f> 
 
     fn bind(&mut self, v: VarId, value: ModuleValue<'c>) -> LowerResult<()> {
         let fitted = self.lower.fit(self.b, value, self.lower.var_ty(v)?)?;
-        self.lower.bind(v, fitted);
+        let rank = self.lower.a.var(v).ty.rank();
+        let annotated = self.lower.in_manual_subgroup(self.b, fitted, rank)?;
+        self.lower.bind(v, annotated);
         Ok(())
     }
 }

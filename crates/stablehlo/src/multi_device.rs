@@ -250,7 +250,7 @@ impl<'c, 'f> Lower<'c, 'f> {
                     ("replica_groups", dense_groups(groups)),
                     ("use_global_device_ids", "unit".into()),
                 ];
-                let body = self.combiner(&dt, op)?;
+                let body = self.all_reduce_combiner(&dt, op)?;
                 let t = self.out_ty(cx, i)?;
                 Ok(self.op(b, "stablehlo.all_reduce", &[v], &[t], &attrs, vec![body])?[0])
             })
@@ -287,7 +287,18 @@ impl<'c, 'f> Lower<'c, 'f> {
         let id = self.op1(b, "stablehlo.partition_id", &[], t, &manual)?;
         let q = self.binary(b, "stablehlo.divide", id, div)?;
         let r = self.binary(b, "stablehlo.remainder", q, modulo)?;
-        self.convert(b, r, &DType::Int(32))
+        let index = self.convert(b, r, &DType::Int(32))?;
+        // With auto axes, the index is a value of the whole manual region
+        // made one of the subgroup's (as JAX's lowering does).
+        match self.partial_manual() {
+            Some(layout) => {
+                let t = index.r#type();
+                let m = self.sharding_call(b, "Sharding", index, t, "{manual}", "")?;
+                let subgroup = manual_sharding(&layout, 0);
+                self.sharding_call(b, "SPMDShardToFullShape", m, t, &subgroup, "")
+            }
+            None => Ok(index),
+        }
     }
 
     /// `shard_map`: operands cut to their blocks, the body on the blocks
@@ -305,21 +316,6 @@ impl<'c, 'f> Lower<'c, 'f> {
             return err(
                 cx.at(),
                 "a `shard_map` inside another has no StableHLO lowering yet",
-            );
-        }
-        if layout.manual.len() != layout.mesh.len() {
-            let auto: Vec<&str> = layout
-                .mesh
-                .iter()
-                .filter(|(n, _)| !layout.manual.contains(n))
-                .map(|(n, _)| n.as_str())
-                .collect();
-            return err(
-                cx.at(),
-                format!(
-                    "a `shard_map` manual over only some mesh axes (auto: {}) has no StableHLO lowering yet",
-                    auto.join(", ")
-                ),
             );
         }
         let devices: i64 = layout.mesh.iter().map(|(_, s)| s).product();
@@ -348,8 +344,17 @@ impl<'c, 'f> Lower<'c, 'f> {
                 return internal(cx.at(), "the body has fewer binders than operands");
             };
             let block = self.var_ty(binder)?;
-            let s = self.sharding_call(b, "Sharding", a.v, full, &sharding)?;
-            blocks.push(self.sharding_call(b, "SPMDFullToShardShape", s, block, "{manual}")?);
+            let config = unspecified_dims(layout, a.ty.rank());
+            let s = self.sharding_call(b, "Sharding", a.v, full, &sharding, &config)?;
+            let manual = manual_sharding(layout, a.ty.rank());
+            blocks.push(self.sharding_call(
+                b,
+                "SPMDFullToShardShape",
+                s,
+                block,
+                &manual,
+                &config,
+            )?);
         }
         // Always a function, as JAX's `shmap_body`: XLA partitions a
         // `partition_id` only inside a call from the manual region.
@@ -361,12 +366,57 @@ impl<'c, 'f> Lower<'c, 'f> {
             .enumerate()
             .map(|(j, &o)| {
                 let t = o.r#type();
-                let s = self.sharding_call(b, "Sharding", o, t, "{manual}")?;
+                let rank = cx.outs[j].rank();
+                let config = unspecified_dims(layout, rank);
+                let manual = manual_sharding(layout, rank);
+                let s = self.sharding_call(b, "Sharding", o, t, &manual, &config)?;
                 let spec = layout.outs.get(j).map_or(&[][..], Vec::as_slice);
-                let sharding = hlo_sharding(&layout.mesh, spec, cx.outs[j].rank());
-                self.sharding_call(b, "SPMDShardToFullShape", s, self.out_ty(cx, j)?, &sharding)
+                let sharding = hlo_sharding(&layout.mesh, spec, rank);
+                let to = self.out_ty(cx, j)?;
+                self.sharding_call(b, "SPMDShardToFullShape", s, to, &sharding, &config)
             })
             .collect()
+    }
+
+    /// The mesh of the `shard_map` being lowered when its body is manual
+    /// over only some of the mesh's axes.
+    fn partial_manual(&self) -> Option<Rc<ShardMapLayout>> {
+        self.mesh
+            .borrow()
+            .clone()
+            .filter(|l| l.manual.len() != l.mesh.len())
+    }
+
+    /// `x` (of rank `rank`) marked manual over the body's subgroup of
+    /// devices when the `shard_map` being lowered has auto axes, as JAX
+    /// marks every value of such a body (`lower_with_sharding_in_types`):
+    /// XLA's partitioner requires it; `x` itself otherwise.
+    pub(crate) fn in_manual_subgroup(
+        &self,
+        b: ModuleBlock<'c>,
+        x: ModuleValue<'c>,
+        rank: usize,
+    ) -> LowerResult<ModuleValue<'c>> {
+        match self.partial_manual() {
+            Some(layout) => {
+                let sharding = manual_sharding(&layout, rank);
+                self.sharding_call(b, "Sharding", x, x.r#type(), &sharding, "")
+            }
+            None => Ok(x),
+        }
+    }
+
+    /// The combiner of an `all_reduce`, its result marked manual over the
+    /// subgroup in a body with auto axes (as `_allreduce_lowering` does).
+    fn all_reduce_combiner(&self, dt: &DType, op: &str) -> LowerResult<melior::ir::Region<'c>> {
+        if self.partial_manual().is_none() {
+            return self.combiner(dt, op);
+        }
+        let s = self.scalar_ty(dt)?;
+        self.region(&[s, s], |rb, a| {
+            let r = self.binary(rb, op, a[0], a[1])?;
+            Ok(vec![self.in_manual_subgroup(rb, r, 0)?])
+        })
     }
 
     /// `stablehlo.custom_call @target(x) {mhlo.sharding = sharding}`.
@@ -377,9 +427,10 @@ impl<'c, 'f> Lower<'c, 'f> {
         x: ModuleValue<'c>,
         to: melior::ir::Type<'c>,
         sharding: &str,
+        backend_config: &str,
     ) -> LowerResult<ModuleValue<'c>> {
         let attrs = [
-            ("backend_config", "\"\"".into()),
+            ("backend_config", format!("\"{backend_config}\"")),
             ("call_target_name", format!("\"{target}\"")),
             ("mhlo.sharding", format!("\"{sharding}\"")),
         ];
@@ -487,6 +538,47 @@ pub(crate) fn hlo_sharding(mesh: &[(SmolStr, i64)], spec: &[Vec<SmolStr>], rank:
     }
     s.push('}');
     s
+}
+
+/// The sharding of a value inside a `shard_map` of rank `rank`
+/// (`pxla.manual_proto`): `{manual}` when the body is manual over every
+/// mesh axis; else manual over a subgroup, the devices tiled by the manual
+/// axes (in the mesh's order) and replicated over the auto ones.
+pub(crate) fn manual_sharding(layout: &ShardMapLayout, rank: usize) -> String {
+    let is_manual = |n: &SmolStr| layout.manual.contains(n);
+    let manual: Vec<usize> = (0..layout.mesh.len())
+        .filter(|&p| is_manual(&layout.mesh[p].0))
+        .collect();
+    let auto: Vec<usize> = (0..layout.mesh.len())
+        .filter(|&p| !is_manual(&layout.mesh[p].0))
+        .collect();
+    let size = |ps: &[usize]| ps.iter().map(|&p| layout.mesh[p].1).product::<i64>();
+    if size(&auto) == 1 {
+        return "{manual}".into();
+    }
+    let mut dims = vec![1i64; rank];
+    dims.extend([size(&manual), size(&auto)]);
+    let sizes: Vec<i64> = layout.mesh.iter().map(|(_, s)| *s).collect();
+    let perm: Vec<usize> = manual.iter().chain(&auto).copied().collect();
+    format!(
+        "{{devices={}{} last_tile_dims={{manual, replicated}}}}",
+        super::ops::list(&dims).replace(' ', ""),
+        iota(&sizes, &perm)
+    )
+}
+
+/// The `backend_config` of a `shard_map`'s sharding calls: with auto axes,
+/// every dimension is left to the partitioner (`unspecified_dims`, as
+/// `_shard_map_lowering` marks them); none without.
+fn unspecified_dims(layout: &ShardMapLayout, rank: usize) -> String {
+    if layout.manual.len() == layout.mesh.len() {
+        return String::new();
+    }
+    let dims: Vec<i64> = (0..rank as i64).collect();
+    format!(
+        "unspecified_dims={}",
+        super::ops::list(&dims).replace(' ', "")
+    )
 }
 
 /// XLA's iota tile assignment `<=[dims]T(perm)` in its canonical form:
