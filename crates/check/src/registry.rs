@@ -1760,9 +1760,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "random_gamma",
         family: Random,
         params: &["log_space"],
-        doc: "One Gamma(alpha) sample per key (its log with `log_space`).",
-        stablehlo: Refused("random keys and bits have no lowering yet"),
-        native: Refused("random keys and bits have no lowering yet"),
+        doc: "One Gamma(alpha) sample per key (its log with `log_space`). Built as JAX computes it: each key split per alpha, then JAX's own sampler mapped over them (`crates/lower/src/gamma.rs` rewrites it before either back end).",
         cost: EXPANDED_TRANSCENDENTAL,
         ..ROW
     },

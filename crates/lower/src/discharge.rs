@@ -67,10 +67,10 @@ pub fn needs_rewrite(a: &Analysis) -> bool {
     a.eqns.iter().any(|e| is_rewritten(e.prim)) || has_classical_gradient(a)
 }
 
-/// The primitives a rewrite always removes: references and kernels, and
-/// jax < 0.8's `pmap` ([`crate::pmap`]).
+/// The primitives a rewrite always removes: references and kernels, jax <
+/// 0.8's `pmap` ([`crate::pmap`]) and `random_gamma` ([`crate::gamma`]).
 fn is_rewritten(prim: Option<Prim>) -> bool {
-    is_state(prim) || prim == Some(Prim::XlaPmap)
+    is_state(prim) || matches!(prim, Some(Prim::XlaPmap | Prim::RandomGamma))
 }
 
 /// Whether a text may hold references, kernels or derivatives (before it
@@ -84,6 +84,7 @@ pub fn may_need_rewrite(text: &str) -> bool {
         "run_state",
         "grad[",
         "xla_pmap",
+        "random_gamma",
     ]
     .iter()
     .any(|m| text.contains(m))
@@ -192,12 +193,14 @@ pub fn discharge(parse: &Parse, a: &Analysis) -> LowerResult<Rewritten> {
         grid: Vec::new(),
         stateful: stateful(a),
     };
-    // The `let` jaxprs without references, as printed (equations copied
-    // from the original name them).
+    // The `let` jaxprs with nothing to rewrite at any depth, as printed
+    // (equations copied from the original name them); the others are
+    // emitted where they are called.
     for l in &file.lets {
-        let t = &text[l.range.start as usize..l.range.end as usize];
-        if !may_need_rewrite(t) {
-            em.out.push_str(t);
+        let id = a.jaxprs.iter().position(|j| j.range == l.jaxpr.range);
+        if id.is_some_and(|id| !em.stateful.contains(&JaxprId(id as u32))) {
+            em.out
+                .push_str(&text[l.range.start as usize..l.range.end as usize]);
             em.out.push('\n');
         }
     }
@@ -253,21 +256,33 @@ pub(crate) struct Emitter<'t> {
 /// depth.
 fn stateful(a: &Analysis) -> rustc_hash::FxHashSet<JaxprId> {
     let mut out = rustc_hash::FxHashSet::default();
-    let rewritten = a
-        .eqns
-        .iter()
-        .enumerate()
-        .filter(|(i, e)| is_rewritten(e.prim) || is_classical_gradient(a, EqnId(*i as u32)));
-    for (_, e) in rewritten {
-        let mut j = Some(e.jaxpr);
+    let mark = |out: &mut rustc_hash::FxHashSet<JaxprId>, from: JaxprId| {
+        let mut j = Some(from);
         while let Some(k) = j {
             if !out.insert(k) {
                 break;
             }
             j = a.jaxpr(k).parent;
         }
+    };
+    for (i, e) in a.eqns.iter().enumerate() {
+        if is_rewritten(e.prim) || is_classical_gradient(a, EqnId(i as u32)) {
+            mark(&mut out, e.jaxpr);
+        }
     }
-    out
+    // A jaxpr calling one of those (a `let` jaxpr is called by name, from
+    // outside the jaxprs it is nested in), until none is added.
+    loop {
+        let before = out.len();
+        for e in &a.eqns {
+            if !out.contains(&e.jaxpr) && e.callees.iter().any(|(_, j)| out.contains(j)) {
+                mark(&mut out, e.jaxpr);
+            }
+        }
+        if out.len() == before {
+            return out;
+        }
+    }
 }
 
 /// A static type as JAX prints it (a reference's: the array it holds).
@@ -284,7 +299,7 @@ pub(crate) fn static_shape(t: &AType, at: TextRange) -> LowerResult<Vec<i64>> {
             Dim::Const(c) => Ok(*c),
             _ => err(
                 at,
-                "a reference or kernel block of a symbolic shape is not built (its slices need static sizes)",
+                "a symbolic shape in a program rewritten before it is built (references and kernels discharged, derivatives, `pmap`, `random_gamma`) is not built: the rewrite needs static sizes",
             ),
         })
         .collect()
@@ -448,6 +463,7 @@ impl<'t> Emitter<'t> {
             Some(Prim::PallasCall) => self.pallas_call(e, id, &outs, env),
             Some(Prim::For) => self.for_loop(e, id, &outs, env),
             Some(Prim::XlaPmap) => self.pmap(e, id, &outs, env),
+            Some(Prim::RandomGamma) => self.gamma(e, &outs, env),
             Some(Prim::Grad | Prim::ValueAndGrad) if is_classical_gradient(self.a, id) => {
                 self.gradient(e, id, &outs, env)
             }
@@ -526,20 +542,35 @@ impl<'t> Emitter<'t> {
         env: &mut Env,
     ) -> LowerResult<()> {
         let head_end = e.params_range.map_or(e.primitive.range.end, |r| r.end);
-        let mut callees: Vec<JaxprId> = self.a.eqn(id).callees.iter().map(|(_, j)| *j).collect();
-        callees.sort_by_key(|j| self.a.jaxpr(*j).range.start);
+        // Where each nested jaxpr is written: in place, or (a `let`'s) the
+        // parameter that names it.
+        let mut callees: Vec<(TextRange, JaxprId)> = Vec::new();
+        for (param, j) in &self.a.eqn(id).callees {
+            let r = self.a.jaxpr(*j).range;
+            let at = if e.primitive.range.start <= r.start && r.end <= head_end {
+                r
+            } else {
+                match e.param(param) {
+                    Some(p) if matches!(p.value.kind, ExprKind::Path(_)) => p.value.range,
+                    _ => {
+                        return err(
+                            e.primitive.range,
+                            format!(
+                                "`{}` calls a jaxpr bound by `let` that holds something to rewrite, in a form not built",
+                                e.primitive.text
+                            ),
+                        );
+                    }
+                }
+            };
+            callees.push((at, *j));
+        }
+        callees.sort_by_key(|(r, _)| r.start);
         let mut head = String::new();
         let mut from = e.primitive.range.start;
-        for j in callees {
-            let r = self.a.jaxpr(j).range;
-            if r.start < from || r.end > head_end {
-                return err(
-                    e.primitive.range,
-                    format!(
-                        "`{}` calls a jaxpr bound by `let` that holds a reference, kernel or derivative: not built",
-                        e.primitive.text
-                    ),
-                );
+        for (r, j) in callees {
+            if r.start < from {
+                return crate::internal(e.primitive.range, "nested jaxprs that overlap");
             }
             head.push_str(self.slice(TextRange::new(from, r.start)));
             let order: Vec<usize> = (0..self.a.jaxpr(j).invars.len()).collect();

@@ -14,6 +14,7 @@
 pub mod differentiate;
 pub mod discharge;
 pub mod equation;
+pub mod gamma;
 pub mod output;
 pub mod panics;
 pub mod pmap;
