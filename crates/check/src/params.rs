@@ -1,11 +1,11 @@
 //! Typed values of the structured parameters several layers read: the
-//! dimension numbers of `dot_general`, `gather` and `scatter`, and
-//! `conv_general_dilated`'s window. Each is
+//! dimension numbers of `dot_general`, `gather`, `scatter` and
+//! `conv_general_dilated`, and the convolution's window. Each is
 //! decoded here, once; the checker reports what does not decode, and the
 //! later layers (cost, both back ends through `jaxpr_lower`) take the same
 //! values.
 
-use jaxpr_syntax::ast::Expr;
+use jaxpr_syntax::ast::{Expr, ExprKind};
 
 /// A field of a dimension-numbers record that is not a tuple of integers.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -95,15 +95,106 @@ impl ScatterDims {
     }
 }
 
-/// `conv_general_dilated`'s window and dimension numbers, per spatial
-/// dimension in the specs' order: `lhs_spec` is (batch, feature, spatial...),
-/// `rhs_spec` (output feature, input feature, spatial...), `out_spec`
+/// `conv_general_dilated`'s `dimension_numbers`: where the batch, feature
+/// and spatial dimensions of the operands and the result are. Each spec is
+/// a permutation of the operands' dimensions `0..rank` (the only way to
+/// make one is [`ConvSpecs::decode`], which checks it), so a holder indexes
+/// shapes of that rank with it freely: `lhs` is (batch, feature,
+/// spatial...), `rhs` (output feature, input feature, spatial...), `out`
 /// (batch, feature, spatial...).
 #[derive(Clone, PartialEq, Eq, Debug)]
-pub struct ConvDims {
-    pub lhs_spec: Vec<i64>,
-    pub rhs_spec: Vec<i64>,
-    pub out_spec: Vec<i64>,
+pub struct ConvSpecs {
+    lhs: Vec<usize>,
+    rhs: Vec<usize>,
+    out: Vec<usize>,
+}
+
+/// Why `conv_general_dilated`'s `dimension_numbers` does not decode.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum BadConvSpecs {
+    /// Not one of the forms [`ConvSpecs::decode`] reads.
+    Form,
+    /// This spec (`lhs_spec`, `rhs_spec` or `out_spec`, the first in that
+    /// order) is not a permutation of `0..rank`.
+    NotPermutation(&'static str),
+}
+
+impl ConvSpecs {
+    const NAMES: [&'static str; 3] = ["lhs_spec", "rhs_spec", "out_spec"];
+
+    /// The dimension numbers of a convolution of operands of rank `rank`.
+    /// JAX prints them as `ConvDimensionNumbers(lhs_spec=(0, 3, 1, 2),
+    /// rhs_spec=(3, 2, 0, 1), out_spec=(0, 3, 1, 2))` (every version from
+    /// 0.4.30 to 0.10.2: `lax.conv_general_dilated` turns each spelling it
+    /// takes into that named tuple before binding). Also read: the three
+    /// specs as a call's three positional arguments (when its keywords are
+    /// not those three), a plain tuple or list of the three, and `None`,
+    /// lax's default (NCHW, OIHW, NCHW: each spec the identity).
+    pub fn decode(dn: &Expr, rank: usize) -> Result<ConvSpecs, BadConvSpecs> {
+        if dn.is_none() {
+            let identity: Vec<usize> = (0..rank).collect();
+            return Ok(ConvSpecs {
+                lhs: identity.clone(),
+                rhs: identity.clone(),
+                out: identity,
+            });
+        }
+        let parts: [&Expr; 3] = match &dn.kind {
+            ExprKind::Call(c) => match Self::NAMES.map(|n| dn.field(n)) {
+                [Some(l), Some(r), Some(o)] => [l, r, o],
+                _ => match &c.args[..] {
+                    [l, r, o] => [&l.value, &r.value, &o.value],
+                    _ => return Err(BadConvSpecs::Form),
+                },
+            },
+            ExprKind::Tuple(items) | ExprKind::List(items) => match &items[..] {
+                [l, r, o] => [l, r, o],
+                _ => return Err(BadConvSpecs::Form),
+            },
+            _ => return Err(BadConvSpecs::Form),
+        };
+        let permutation = |spec: &Expr| -> Option<Vec<usize>> {
+            let spec: Vec<usize> = spec
+                .as_int_seq()?
+                .into_iter()
+                .map(|d| usize::try_from(d).ok())
+                .collect::<Option<_>>()?;
+            let mut sorted = spec.clone();
+            sorted.sort_unstable();
+            sorted.into_iter().eq(0..rank).then_some(spec)
+        };
+        let [lhs, rhs, out] = std::array::from_fn(|k| {
+            permutation(parts[k]).ok_or(BadConvSpecs::NotPermutation(Self::NAMES[k]))
+        });
+        Ok(ConvSpecs {
+            lhs: lhs?,
+            rhs: rhs?,
+            out: out?,
+        })
+    }
+    /// The lhs's dimensions: batch, feature, then the spatial ones.
+    pub fn lhs(&self) -> &[usize] {
+        &self.lhs
+    }
+    /// The rhs's dimensions: output feature, input feature, then the
+    /// spatial ones.
+    pub fn rhs(&self) -> &[usize] {
+        &self.rhs
+    }
+    /// The result's dimensions: batch, feature, then the spatial ones.
+    pub fn out(&self) -> &[usize] {
+        &self.out
+    }
+    /// The rank of the operands and the result.
+    pub fn rank(&self) -> usize {
+        self.lhs.len()
+    }
+}
+
+/// `conv_general_dilated`'s window and feature groups, per spatial
+/// dimension in the order of the [`ConvSpecs`]' spatial dimensions.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct ConvWindow {
     pub strides: Vec<i64>,
     pub padding: Vec<(i64, i64)>,
     pub lhs_dilation: Vec<i64>,
@@ -112,12 +203,10 @@ pub struct ConvDims {
     pub batch_group_count: i64,
 }
 
-impl ConvDims {
+impl ConvWindow {
     /// From the equation's parameters (`param(name)`); None when one is
     /// absent or not integers (symbolic padding).
-    pub fn decode<'e>(param: impl Fn(&str) -> Option<&'e Expr>) -> Option<ConvDims> {
-        let dn = param("dimension_numbers")?;
-        let spec = |name| dn.field(name).and_then(Expr::as_int_seq);
+    pub fn decode<'e>(param: impl Fn(&str) -> Option<&'e Expr>) -> Option<ConvWindow> {
         let padding = param("padding")?
             .as_seq()?
             .iter()
@@ -127,10 +216,7 @@ impl ConvDims {
             })
             .collect::<Option<Vec<_>>>()?;
         let ints = |name| param(name).and_then(Expr::as_int_seq);
-        Some(ConvDims {
-            lhs_spec: spec("lhs_spec")?,
-            rhs_spec: spec("rhs_spec")?,
-            out_spec: spec("out_spec")?,
+        Some(ConvWindow {
             strides: ints("window_strides")?,
             lhs_dilation: ints("lhs_dilation").unwrap_or_else(|| vec![1; padding.len()]),
             rhs_dilation: ints("rhs_dilation").unwrap_or_else(|| vec![1; padding.len()]),
@@ -138,5 +224,64 @@ impl ConvDims {
             feature_group_count: param("feature_group_count").map_or(Some(1), Expr::as_int)?,
             batch_group_count: param("batch_group_count").map_or(Some(1), Expr::as_int)?,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{BadConvSpecs, ConvSpecs};
+
+    /// `dimension_numbers=DN` of a convolution, decoded for rank `rank`.
+    fn conv_specs(dn: &str, rank: usize) -> Result<ConvSpecs, BadConvSpecs> {
+        let text = format!(
+            "{{ lambda ; a:f32[1] b:f32[1]. let c:f32[1] = conv_general_dilated[dimension_numbers={dn}] a b in (c,) }}"
+        );
+        let p = jaxpr_syntax::parse(&text);
+        assert!(p.errors.is_empty(), "{dn}: {:?}", p.errors);
+        let eqn = &p.file.main.as_ref().unwrap().eqns[0];
+        ConvSpecs::decode(&eqn.param("dimension_numbers").unwrap().value, rank)
+    }
+
+    fn specs(s: &ConvSpecs) -> [&[usize]; 3] {
+        [s.lhs(), s.rhs(), s.out()]
+    }
+
+    #[test]
+    fn conv_dimension_numbers_in_every_form_decode_to_the_same_specs() {
+        let nhwc: [&[usize]; 3] = [&[0, 3, 1, 2], &[3, 2, 0, 1], &[0, 3, 1, 2]];
+        for dn in [
+            "ConvDimensionNumbers(lhs_spec=(0, 3, 1, 2), rhs_spec=(3, 2, 0, 1), out_spec=(0, 3, 1, 2))",
+            "ConvDimensionNumbers(out_spec=(0, 3, 1, 2), lhs_spec=(0, 3, 1, 2), rhs_spec=(3, 2, 0, 1))",
+            "ConvDimensionNumbers((0, 3, 1, 2), (3, 2, 0, 1), (0, 3, 1, 2))",
+            "((0, 3, 1, 2), (3, 2, 0, 1), (0, 3, 1, 2))",
+            "[(0, 3, 1, 2), [3, 2, 0, 1], (0, 3, 1, 2)]",
+        ] {
+            assert_eq!(specs(&conv_specs(dn, 4).unwrap()), nhwc, "{dn}");
+        }
+        // `None` is lax's default, NCHW/OIHW/NCHW: the identity at any rank.
+        let none = conv_specs("None", 3).unwrap();
+        assert_eq!(specs(&none), [&[0, 1, 2][..]; 3]);
+    }
+
+    #[test]
+    fn conv_dimension_numbers_that_are_not_permutations_name_the_first_spec() {
+        let not = BadConvSpecs::NotPermutation;
+        for (dn, rank, bad) in [
+            ("((0, 1, 2), (0, 1, 2), (0, 1, 1))", 3, not("out_spec")),
+            ("((0, 1, 2), (0, 1, 3), (0, 1, 1))", 3, not("rhs_spec")),
+            ("((0, -1, 2), (0, 1, 3), (0, 1, 1))", 3, not("lhs_spec")),
+            // A permutation of another rank.
+            ("((0, 1, 2, 3), (0, 1, 2), (0, 1, 2))", 3, not("lhs_spec")),
+            ("((0, 1, 2), x, (0, 1, 2))", 3, not("rhs_spec")),
+            (
+                "ConvDimensionNumbers(lhs_spec=(0, 1, 2), rhs_spec=(0, 1, 2))",
+                3,
+                BadConvSpecs::Form,
+            ),
+            ("((0, 1, 2), (0, 1, 2))", 3, BadConvSpecs::Form),
+            ("7", 3, BadConvSpecs::Form),
+        ] {
+            assert_eq!(conv_specs(dn, rank), Err(bad), "{dn}");
+        }
     }
 }

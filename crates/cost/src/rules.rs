@@ -4,7 +4,7 @@
 use crate::amount::{Amount, bytes, element_bytes, elements};
 use crate::tolerance::{Slack, Units};
 use crate::{Cost, EqnCost, LoopCount, Walk, first_difference};
-use jaxpr_check::params::DotDims;
+use jaxpr_check::params::{ConvSpecs, ConvWindow, DotDims};
 use jaxpr_check::reductions::{Combiner, reduction};
 use jaxpr_check::registry::Prim;
 use jaxpr_check::registry::{self, CostRule, Family, XlaCount};
@@ -825,31 +825,21 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
         }
         CostRule::Convolution => {
             let kernel = view.operands.get(1).cloned().flatten();
-            let out_feature_axis =
-                view.eqn
-                    .param("dimension_numbers")
-                    .and_then(|p| match &p.value.kind {
-                        ast::ExprKind::Call(call) => call
-                            .args
-                            .iter()
-                            .find(|a| a.name.as_ref().is_some_and(|n| &*n.text == "rhs_spec"))
-                            .and_then(|a| int_items(&a.value))
-                            .and_then(|spec| spec.first().copied()),
-                        _ => None,
-                    });
-            let per_output = match (kernel, out_feature_axis) {
+            // For the kernel's rank: the count below needs only the kernel.
+            let specs = kernel.as_ref().and_then(|kernel| {
+                let dn = &view.eqn.param("dimension_numbers")?.value;
+                ConvSpecs::decode(dn, kernel.shape.len()).ok()
+            });
+            let out_feature_axis = specs.as_ref().and_then(|s| s.rhs().first().copied());
+            let per_output = match (&kernel, out_feature_axis) {
                 (Some(kernel), Some(axis)) => {
                     let mut shape = kernel.shape.clone();
-                    if let Some(i) = usize::try_from(axis).ok().filter(|&i| i < shape.len()) {
-                        shape.remove(i);
-                        elements(&kernel.with_shape(shape), analysis)
-                    } else {
-                        Amount::unknown()
-                    }
+                    shape.remove(axis);
+                    elements(&kernel.with_shape(shape), analysis)
                 }
                 _ => Amount::unknown(),
             };
-            cost.flops = match conv_taps(view) {
+            cost.flops = match specs.and_then(|specs| conv_taps(view, &specs)) {
                 Some(fmas) => Amount::constant(2 * fmas),
                 None => view.result_elements().mul(&per_output).scale(2),
             };
@@ -891,28 +881,28 @@ fn window_combiner_cost(combiner: Combiner, complex: bool) -> (i64, i64) {
 /// that read an input element, not padding nor a hole of the input's
 /// dilation; times the input features per group, the output features and
 /// the batch per batch group. None for a shape or parameter not constant.
-fn conv_taps(view: &EqnView<'_>) -> Option<i64> {
-    let dims =
-        jaxpr_check::params::ConvDims::decode(|name| view.eqn.param(name).map(|p| &p.value))?;
+fn conv_taps(view: &EqnView<'_>, specs: &ConvSpecs) -> Option<i64> {
+    let window = ConvWindow::decode(|name| view.eqn.param(name).map(|p| &p.value))?;
     let shape = |ty: Option<&Option<AType>>| -> Option<Vec<i64>> {
         ty?.as_ref()?.shape.iter().map(|d| d.as_const()).collect()
     };
     let (lhs, rhs) = (shape(view.operands.first())?, shape(view.operands.get(1))?);
     let out = shape(view.results.first())?;
-    let at = |shape: &[i64], spec: &[i64], k: usize| -> Option<i64> {
-        shape.get(usize::try_from(*spec.get(k)?).ok()?).copied()
+    let (ls, rs, os) = (specs.lhs(), specs.rhs(), specs.out());
+    let at = |shape: &[i64], spec: &[usize], k: usize| -> Option<i64> {
+        shape.get(*spec.get(k)?).copied()
     };
-    let mut fmas = (at(&lhs, &dims.lhs_spec, 1)? / dims.feature_group_count.max(1))
-        * at(&out, &dims.out_spec, 1)?
-        * (at(&lhs, &dims.lhs_spec, 0)? / dims.batch_group_count.max(1));
-    for d in 0..dims.padding.len() {
+    let mut fmas = (at(&lhs, ls, 1)? / window.feature_group_count.max(1))
+        * at(&out, os, 1)?
+        * (at(&lhs, ls, 0)? / window.batch_group_count.max(1));
+    for d in 0..window.padding.len() {
         let (input, kernel, output) = (
-            at(&lhs, &dims.lhs_spec, d + 2)?,
-            at(&rhs, &dims.rhs_spec, d + 2)?,
-            at(&out, &dims.out_spec, d + 2)?,
+            at(&lhs, ls, d + 2)?,
+            at(&rhs, rs, d + 2)?,
+            at(&out, os, d + 2)?,
         );
-        let (stride, low) = (*dims.strides.get(d)?, dims.padding[d].0);
-        let (base, window) = (*dims.lhs_dilation.get(d)?, *dims.rhs_dilation.get(d)?);
+        let (stride, low) = (*window.strides.get(d)?, window.padding[d].0);
+        let (base, window) = (*window.lhs_dilation.get(d)?, *window.rhs_dilation.get(d)?);
         let mut valid = 0;
         for k in 0..kernel {
             for o in 0..output {

@@ -370,6 +370,19 @@ fn a_convolution_counts_the_taps_inside_its_input() {
     ] a b
   in (c,) }";
     assert_eq!(totals(conv), [Some(3024), Some(0), Some(1992)]);
+    // The same dimension numbers in the other forms the checker reads
+    // (`jaxpr_check::params::ConvSpecs`) count the same taps; the cost
+    // model read only the keyword form before (no FLOPs for these).
+    let named =
+        "ConvDimensionNumbers(lhs_spec=(0, 1, 2, 3), rhs_spec=(0, 1, 2, 3), out_spec=(0, 1, 2, 3))";
+    for other in [
+        "None",
+        "ConvDimensionNumbers((0, 1, 2, 3), (0, 1, 2, 3), (0, 1, 2, 3))",
+        "((0, 1, 2, 3), (0, 1, 2, 3), (0, 1, 2, 3))",
+    ] {
+        let conv = conv.replace(named, other);
+        assert_eq!(totals(&conv), [Some(3024), Some(0), Some(1992)], "{other}");
+    }
 }
 
 /// JAX lowers a cumulative reduction (its default lowering, CPU's; jax

@@ -308,6 +308,55 @@ fn bitwise_reductions_of_integers_start_from_their_identity() {
     }
 }
 
+/// Both back ends read `conv_general_dilated`'s dimension numbers as the
+/// checker decoded them (`jaxpr_check::params::ConvSpecs`): each form the
+/// checker accepts builds what JAX's printed form builds. They read only
+/// the keywords before, and refused the rest (J0012).
+#[test]
+fn every_form_of_conv_dimension_numbers_the_checker_accepts_builds_the_same() {
+    let dir = out_dir("conv_dimension_numbers");
+    let src = dir.join("conv.jaxpr");
+    let conv = |dn: &str| {
+        format!(
+            "{{ lambda ; a:f32[2,5,5,3] b:f32[2,2,3,4]. let\n    c:f32[2,4,4,4] = conv_general_dilated[batch_group_count=1 dimension_numbers={dn} feature_group_count=1 lhs_dilation=(1, 1) padding=((0, 0), (0, 0)) precision=None preferred_element_type=None rhs_dilation=(1, 1) window_strides=(1, 1)] a b\n  in (c,) }}\n"
+        )
+    };
+    let built = |text: &str, emit: &str| {
+        std::fs::write(&src, text).unwrap();
+        let out = dir.join(format!("conv.{emit}"));
+        let b = build_as(emit, &src, &out, &[]);
+        assert!(
+            b.status.success(),
+            "{text}{}",
+            String::from_utf8_lossy(&b.stderr)
+        );
+        std::fs::read_to_string(&out).unwrap()
+    };
+    let nhwc =
+        "ConvDimensionNumbers(lhs_spec=(0, 3, 1, 2), rhs_spec=(3, 2, 0, 1), out_spec=(0, 3, 1, 2))";
+    let identity =
+        "ConvDimensionNumbers(lhs_spec=(0, 1, 2, 3), rhs_spec=(0, 1, 2, 3), out_spec=(0, 1, 2, 3))";
+    for emit in ["stablehlo", "llvm-ir"] {
+        let printed = built(&conv(nhwc), emit);
+        for dn in [
+            "ConvDimensionNumbers((0, 3, 1, 2), (3, 2, 0, 1), (0, 3, 1, 2))",
+            "((0, 3, 1, 2), (3, 2, 0, 1), (0, 3, 1, 2))",
+            "[(0, 3, 1, 2), (3, 2, 0, 1), (0, 3, 1, 2)]",
+        ] {
+            assert_eq!(built(&conv(dn), emit), printed, "{emit}: {dn}");
+        }
+        // `None` is the identity layout (NCHW, OIHW, NCHW).
+        let nchw = |dn: &str| {
+            conv(dn).replace("f32[2,5,5,3] b:f32[2,2,3,4]", "f32[2,3,5,5] b:f32[4,3,2,2]")
+        };
+        assert_eq!(
+            built(&nchw("None"), emit),
+            built(&nchw(identity), emit),
+            "{emit}"
+        );
+    }
+}
+
 #[test]
 fn a_primitive_without_lowering_is_a_diagnostic_at_its_line() {
     let dir = out_dir("unsupported");

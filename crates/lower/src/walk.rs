@@ -3,7 +3,7 @@
 //! operands and parameter helpers, lowering errors, and the table of
 //! call-like primitives.
 
-use jaxpr_check::params::{BadField, DotDims, GatherDims, ScatterDims};
+use jaxpr_check::params::{BadField, ConvSpecs, DotDims, GatherDims, ScatterDims};
 use jaxpr_check::registry::{self, Family, Lowering, Prim, Primitive};
 use jaxpr_check::{Analysis, EqnId, JaxprId, JaxprOrigin, literals};
 use jaxpr_syntax::TextRange;
@@ -343,27 +343,20 @@ impl<X, T: Borrow<AType>> EqnCx<'_, X, T> {
         Ok(l)
     }
 
-    /// `conv_general_dilated`'s `dimension_numbers`: the `lhs_spec`,
-    /// `rhs_spec` and `out_spec` permutations (batch or output feature,
-    /// feature or input feature, then the spatial dimensions), each checked
-    /// against the operands' rank.
-    pub fn conv_specs(&self) -> LowerResult<[Vec<i64>; 3]> {
+    /// `conv_general_dilated`'s dimension numbers, decoded as the checker
+    /// decoded them, for operands of the lhs's rank.
+    pub fn conv_specs(&self) -> LowerResult<ConvSpecs> {
         let dn = self.param("dimension_numbers")?;
-        let spec = |k: &str| dn.field(k).and_then(Expr::as_int_seq);
-        let (Some(ls), Some(rs), Some(os)) = (spec("lhs_spec"), spec("rhs_spec"), spec("out_spec"))
-        else {
-            return err(
-                dn.range,
-                "`dimension_numbers` must be ConvDimensionNumbers(lhs_spec, rhs_spec, out_spec)",
-            );
-        };
         let rank = |i: usize| self.args.get(i).map(|a| a.ty.borrow().rank());
         let n = rank(0).unwrap_or(0);
-        let ok = |s: &[i64]| s.len() == n && s.iter().all(|&d| d >= 0 && (d as usize) < n);
-        if n < 2 || rank(1) != Some(n) || !ok(&ls) || !ok(&rs) || !ok(&os) {
-            return err(dn.range, "convolution specs do not match the operands");
+        match ConvSpecs::decode(dn, n) {
+            Ok(specs) if n >= 2 && rank(1) == Some(n) => Ok(specs),
+            // The checker reported it: a build of it is our bug.
+            _ => internal(
+                dn.range,
+                "convolution specs the checker accepted do not match the operands",
+            ),
         }
-        Ok([ls, rs, os])
     }
 
     /// What a `scatter` does with an update: its combining primitive

@@ -100,7 +100,8 @@ impl<'c> Codegen<'c, '_> {
     }
 
     pub(crate) fn conv(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> LowerResult<Arr<'c>> {
-        let [ls, rs, os] = cx.conv_specs()?;
+        let specs = cx.conv_specs()?;
+        let (ls, rs, os) = (specs.lhs(), specs.rhs(), specs.out());
         let (l, r) = (&cx.args[0], &cx.args[1]);
         let n = l.v.dims.len();
         let ns = n - 2;
@@ -128,7 +129,7 @@ impl<'c> Codegen<'c, '_> {
         let out = self.dims(env, &cx.outs[0], cx.at())?;
         let res = self.alloc(&odt, &out)?;
         if super::gemm::supported(&odt) && ldt == odt && rdt == odt {
-            let feature = |a: &[IntValue<'c>], k: i64| a[k as usize];
+            let feature = |a: &[IntValue<'c>], k: usize| a[k];
             let og = self
                 .builder
                 .build_int_signed_div(feature(&out, os[1]), self.i64(groups), "")
@@ -147,7 +148,7 @@ impl<'c> Codegen<'c, '_> {
             // element under a window is at (row offset + window offset).
             let mut cfg = vec![[0i64; 3]; n];
             for d in 0..ns {
-                cfg[ls[2 + d] as usize] = [pad[d].0, pad[d].1, ldil[d] - 1];
+                cfg[ls[2 + d]] = [pad[d].0, pad[d].1, ldil[d] - 1];
             }
             let lhs = if cfg.iter().any(|c| *c != [0; 3]) {
                 let dims: Vec<IntValue> = (0..n)
@@ -159,7 +160,7 @@ impl<'c> Codegen<'c, '_> {
             };
             // Every window lies inside the padded input.
             for d in 0..ns {
-                let (o, w) = (out[os[2 + d] as usize], r.v.dims[rs[2 + d] as usize]);
+                let (o, w) = (out[os[2 + d]], r.v.dims[rs[2 + d]]);
                 let last = self.add(
                     self.mul(self.sub(o, self.i64(1)), self.i64(strides[d])),
                     self.mul(self.sub(w, self.i64(1)), self.i64(rdil[d])),
@@ -168,7 +169,7 @@ impl<'c> Codegen<'c, '_> {
                     self.icmp(IntPredicate::SGT, o, self.i64(0)),
                     self.icmp(IntPredicate::SGT, w, self.i64(0)),
                 );
-                let past = self.icmp(IntPredicate::SGE, last, lhs.dims[ls[2 + d] as usize]);
+                let past = self.icmp(IntPredicate::SGE, last, lhs.dims[ls[2 + d]]);
                 self.fail_if(
                     self.and(some, past),
                     &format!(
@@ -183,17 +184,17 @@ impl<'c> Codegen<'c, '_> {
                 lhs: &lhs,
                 rhs: &r.v,
                 out: &res,
-                specs: [&ls, &rs, &os],
+                specs: [ls, rs, os],
                 strides: &strides,
                 rhs_dilation: &rdil,
                 groups,
             })?;
             return Ok(res);
         }
-        let cg = r.v.dims[rs[1] as usize];
+        let cg = r.v.dims[rs[1]];
         let og = self
             .builder
-            .build_int_signed_div(out[os[1] as usize], self.i64(groups), "")
+            .build_int_signed_div(out[os[1]], self.i64(groups), "")
             .expect("div");
         let og = self.select_int(
             self.icmp(IntPredicate::SLT, og, self.i64(1)),
@@ -201,13 +202,13 @@ impl<'c> Codegen<'c, '_> {
             og,
         );
         let mut inner = vec![cg];
-        inner.extend((0..ns).map(|k| r.v.dims[rs[2 + k] as usize]));
-        let lsp: Vec<IntValue> = (0..ns).map(|k| l.v.dims[ls[2 + k] as usize]).collect();
+        inner.extend((0..ns).map(|k| r.v.dims[rs[2 + k]]));
+        let lsp: Vec<IntValue> = (0..ns).map(|k| l.v.dims[ls[2 + k]]).collect();
         self.nest(&out, &mut |oi| {
-            let b = oi[os[0] as usize];
-            let o = oi[os[1] as usize];
+            let b = oi[os[0]];
+            let o = oi[os[1]];
             let g = self.builder.build_int_signed_div(o, og, "").expect("div");
-            let osp: Vec<IntValue> = (0..ns).map(|k| oi[os[2 + k] as usize]).collect();
+            let osp: Vec<IntValue> = (0..ns).map(|k| oi[os[2 + k]]).collect();
             let adt = accumulator(&odt);
             let acc = self.fold_nest(
                 &adt,
@@ -219,20 +220,17 @@ impl<'c> Codegen<'c, '_> {
                     let (sp, valid) =
                         self.window_pos(&osp, &ki[1..], &strides, &pad, &ldil, &rdil, &lsp);
                     let mut li = vec![self.i64(0); n];
-                    li[ls[0] as usize] = b;
+                    li[ls[0]] = b;
                     let lc = self.add(self.mul(g, cg), c);
-                    let lc = self.clamp_i64(
-                        lc,
-                        self.i64(0),
-                        self.sub(l.v.dims[ls[1] as usize], self.i64(1)),
-                    );
-                    li[ls[1] as usize] = lc;
+                    let lc =
+                        self.clamp_i64(lc, self.i64(0), self.sub(l.v.dims[ls[1]], self.i64(1)));
+                    li[ls[1]] = lc;
                     let mut ri = vec![self.i64(0); n];
-                    ri[rs[0] as usize] = o;
-                    ri[rs[1] as usize] = c;
+                    ri[rs[0]] = o;
+                    ri[rs[1]] = c;
                     for k in 0..ns {
-                        li[ls[2 + k] as usize] = sp[k];
-                        ri[rs[2 + k] as usize] = ki[1 + k];
+                        li[ls[2 + k]] = sp[k];
+                        ri[rs[2 + k]] = ki[1 + k];
                     }
                     let a = self.convert(
                         self.load(&ldt, l.v.p, self.offset(&li, &l.v.dims))?,

@@ -760,7 +760,7 @@ pub(crate) struct Conv<'a, 'c> {
     pub lhs: &'a super::Arr<'c>,
     pub rhs: &'a super::Arr<'c>,
     pub out: &'a super::Arr<'c>,
-    pub specs: [&'a [i64]; 3],
+    pub specs: [&'a [usize]; 3],
     pub strides: &'a [i64],
     pub rhs_dilation: &'a [i64],
     pub groups: i64,
@@ -774,9 +774,7 @@ impl<'c> Codegen<'c, '_> {
     /// at (row offset + contraction offset), two tables. The caller has
     /// checked that extents agree and windows stay inside the input.
     pub(crate) fn conv_by_gemm(&self, cv: &Conv<'_, 'c>) -> LowerResult<()> {
-        let [ls, rs, os] = cv
-            .specs
-            .map(|s| s.iter().map(|&d| d as usize).collect::<Vec<_>>());
+        let [ls, rs, os] = cv.specs;
         let ns = ls.len() - 2;
         let (l, r, o) = (cv.lhs, cv.rhs, cv.out);
         let (lst, rst, ost) = (

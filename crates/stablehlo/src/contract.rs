@@ -59,7 +59,8 @@ impl<'c, 'f> Lower<'c, 'f> {
         b: ModuleBlock<'c>,
         cx: &EqnCx<'_, 'c, 'f>,
     ) -> LowerResult<ModuleValue<'c>> {
-        let [ls, rs, os] = cx.conv_specs()?;
+        let specs = cx.conv_specs()?;
+        let (ls, rs, os) = (specs.lhs(), specs.rhs(), specs.out());
         let dims = format!(
             "#stablehlo.conv<raw input_batch_dimension = {}, input_feature_dimension = {}, input_spatial_dimensions = {}, \
              kernel_input_feature_dimension = {}, kernel_output_feature_dimension = {}, kernel_spatial_dimensions = {}, \

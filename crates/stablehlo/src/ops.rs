@@ -152,7 +152,7 @@ pub(crate) fn arr(xs: &[i64]) -> String {
 }
 
 /// `[1, 2]`: integers in a dialect attribute.
-pub(crate) fn list(xs: &[i64]) -> String {
+pub(crate) fn list<T: itoa::Integer + Copy>(xs: &[T]) -> String {
     let mut s = String::from("[");
     push_joined(&mut s, xs);
     s.push(']');
@@ -161,7 +161,7 @@ pub(crate) fn list(xs: &[i64]) -> String {
 
 /// Appends `1, 2, 3` (without the formatting machinery: attributes
 /// of integer lists are made for most operations).
-pub(crate) fn push_joined(s: &mut String, xs: &[i64]) {
+pub(crate) fn push_joined<T: itoa::Integer + Copy>(s: &mut String, xs: &[T]) {
     let mut digits = itoa::Buffer::new();
     for (i, &x) in xs.iter().enumerate() {
         if i > 0 {

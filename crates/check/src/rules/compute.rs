@@ -8,7 +8,7 @@
 //! `reduce_window_*`) are tables.
 
 use super::{EqnCx, Infer, Related, numpy_name};
-use crate::params::DotDims;
+use crate::params::{BadConvSpecs, ConvSpecs, DotDims};
 use crate::reductions::{Along, Combiner};
 use jaxpr_syntax::ast::{Expr, ExprKind};
 use jaxpr_syntax::diagnostics::DiagKind;
@@ -827,58 +827,24 @@ fn dot_general(cx: &mut EqnCx) -> Infer {
 
 // ---- conv_general_dilated -----------------------------------------------------------
 
-/// `ConvDimensionNumbers(lhs_spec=(0, 3, 1, 2), rhs_spec=..., out_spec=...)`
-/// (keywords or positional), a plain 3-tuple, or `None` (the identity layout).
-fn conv_specs(cx: &mut EqnCx, rank: usize) -> Option<[Vec<usize>; 3]> {
+/// `dimension_numbers`, decoded for operands of rank `rank`
+/// ([`ConvSpecs::decode`]); reports what does not decode.
+fn conv_specs(cx: &mut EqnCx, rank: usize) -> Option<ConvSpecs> {
     let e = cx.param("dimension_numbers")?;
-    let identity: Vec<usize> = (0..rank).collect();
-    if e.is_none() {
-        return Some([identity.clone(), identity.clone(), identity]);
-    }
-    let parts: Option<Vec<&Expr>> = match &e.kind {
-        ExprKind::Call(c) => {
-            let args = &c.args;
-            let named: Option<Vec<&Expr>> = ["lhs_spec", "rhs_spec", "out_spec"]
-                .iter()
-                .map(|n| e.field(n))
-                .collect();
-            named.or_else(|| (args.len() == 3).then(|| args.iter().map(|a| &a.value).collect()))
+    match ConvSpecs::decode(e, rank) {
+        Ok(specs) => Some(specs),
+        Err(BadConvSpecs::Form) => {
+            cx.param_error("dimension_numbers", "`dimension_numbers` must be `ConvDimensionNumbers(lhs_spec=..., rhs_spec=..., out_spec=...)`");
+            None
         }
-        ExprKind::Tuple(items) | ExprKind::List(items) if items.len() == 3 => {
-            Some(items.iter().collect())
-        }
-        _ => None,
-    };
-    let Some(parts) = parts else {
-        cx.param_error("dimension_numbers", "`dimension_numbers` must be `ConvDimensionNumbers(lhs_spec=..., rhs_spec=..., out_spec=...)`");
-        return None;
-    };
-    let mut out: [Vec<usize>; 3] = Default::default();
-    for (k, (p, which)) in parts
-        .iter()
-        .zip(["lhs_spec", "rhs_spec", "out_spec"])
-        .enumerate()
-    {
-        let v = p.as_int_seq();
-        let ok = v.as_ref().is_some_and(|v| {
-            let mut sorted = v.clone();
-            sorted.sort_unstable();
-            sorted.iter().copied().eq(0..rank as i64)
-        });
-        if !ok {
+        Err(BadConvSpecs::NotPermutation(which)) => {
             let msg = format!(
                 "`{which}` must be a permutation of 0..{rank} (the operands have rank {rank})"
             );
             cx.param_error("dimension_numbers", msg);
-            return None;
+            None
         }
-        out[k] = v
-            .unwrap_or_default()
-            .into_iter()
-            .map(|x| x as usize)
-            .collect();
     }
-    Some(out)
 }
 
 /// Checks `preferred_element_type` against the input dtype as
@@ -943,7 +909,8 @@ fn conv(cx: &mut EqnCx) -> Infer {
         return None;
     }
     let n = ls.len() - 2;
-    let [lspec, rspec, ospec] = conv_specs(cx, ls.len())?;
+    let specs = conv_specs(cx, ls.len())?;
+    let (lspec, rspec, ospec) = (specs.lhs(), specs.rhs(), specs.out());
     let strides = per_dim_ints(cx, "window_strides", n, None, 1)?;
     let padding = padding_param(cx, n)?;
     let lhs_dil = per_dim_ints(cx, "lhs_dilation", n, Some(1), 1)
