@@ -188,6 +188,11 @@ pub enum CostRule {
     /// canonicalisation makes it the update; at other indices, which XLA
     /// clamps to zero, it is kept).
     DynamicUpdateSlice,
+    /// `sort`, as XLA's `HandleSort` counts it: n × ⌈log₂ n⌉ FLOPs for the
+    /// n elements of the first operand (a comparison sort; the comparator
+    /// is not counted, whatever the dtype or the number of keys); bytes:
+    /// the operands and the results.
+    Sort,
     /// A reduction with a one-FLOP combiner: a FLOP per operand element
     /// folded into a result (operand elements − result elements, per
     /// reduced operand).
@@ -2251,6 +2256,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Other,
         params: &["dimension", "is_stable", "num_keys"],
         doc: "Sorts operands of one shape along `dimension`, by the first `num_keys` of them.",
+        cost: Some(Cost::equal(CostRule::Sort)),
         ..ROW
     },
     Primitive {

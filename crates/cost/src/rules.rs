@@ -760,6 +760,15 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
         CostRule::DynamicSlice => {
             cost.bytes_accessed = view.result_bytes().scale(2).add(&view.operand_bytes_at(1));
         }
+        CostRule::Sort => {
+            let sorted = view.operands.first().cloned().flatten();
+            cost.flops = match sorted.map(|ty| elements(&ty, analysis).as_constant()) {
+                Some(Some(n)) if n > 1 => Amount::constant(n * i64::from((n - 1).ilog2() + 1)),
+                Some(Some(_)) => Amount::zero(),
+                _ => Amount::unknown(),
+            };
+            cost.bytes_accessed = view.operand_bytes().add(&view.result_bytes());
+        }
         CostRule::DynamicUpdateSlice => {
             let (Some(Some(operand)), Some(Some(update))) =
                 (view.operands.first(), view.operands.get(1))

@@ -692,11 +692,6 @@ pub const TOLERANCES: &[Tolerance] = &[
         [elements(2, 5), elements(1, 0), bytes(1, 5)],
     ),
     row(
-        &["sort"],
-        UNMODELLED,
-        [elements(1, 8), elements(0, 3), bytes(1, 29)],
-    ),
-    row(
         &["svd"],
         UNMODELLED,
         [elements(1, 1), elements(1, 0), bytes(0, 3)],
