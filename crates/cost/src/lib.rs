@@ -481,7 +481,23 @@ impl Walk<'_, '_> {
                     ty.as_ref()
                         .is_some_and(|ty| elements(ty, analysis).is_zero())
                 });
+            let operands = || {
+                syntax.args.iter().filter_map(|atom| match atom {
+                    ast::Atom::Var(name) => analysis.ref_at(name.range).map(|r| r.var),
+                    ast::Atom::Lit(_) => None,
+                })
+            };
             if pure && unread && eqn_info.callees.is_empty() {
+                // An empty result only empty results read (`concatenate` of
+                // empty slices) still reads its operands for JAX.
+                if empty
+                    && eqn_info
+                        .outs
+                        .iter()
+                        .any(|v| v.is_some_and(|v| read_by_empty.contains(&v)))
+                {
+                    read_by_empty.extend(operands());
+                }
                 dead.push((e, DEAD));
                 continue;
             }
@@ -510,10 +526,7 @@ impl Walk<'_, '_> {
             // An instruction of empty results is replaced by an empty
             // constant: it reads nothing.
             if empty && pure {
-                read_by_empty.extend(syntax.args.iter().filter_map(|atom| match atom {
-                    ast::Atom::Var(name) => analysis.ref_at(name.range).map(|r| r.var),
-                    ast::Atom::Lit(_) => None,
-                }));
+                read_by_empty.extend(operands());
                 continue;
             }
             let cases = if one_value.contains(&e) {

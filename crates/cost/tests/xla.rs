@@ -500,4 +500,17 @@ fn a_jit_read_only_by_an_empty_slice_is_counted() {
     ] d
   in (e,) }";
     assert_eq!(totals(program), [Some(180), Some(0), Some(210)]);
+    // Through a chain of empty results (seed 2,000,280).
+    let chained = "{ lambda ; a:bf16[3]. let
+    b:bf16[2] = dynamic_slice[slice_sizes=(2,)] a 3:i32[]
+    c:bf16[2] = jit[
+      name=sort
+      jaxpr={ lambda ; b:bf16[2]. let
+          c:bf16[2] = sort[dimension=0 is_stable=True num_keys=1] b
+        in (c,) }
+    ] b
+    d:bf16[0] = dynamic_slice[slice_sizes=(0,)] c 3:i32[]
+    e:bf16[0] = concatenate[dimension=0] d d d
+  in (e,) }";
+    assert_eq!(totals(chained), [Some(2), Some(0), Some(16)]);
 }
