@@ -173,9 +173,26 @@ pub enum CostRule {
     /// exponentiation by squaring, one FLOP per element each, and for a
     /// negative exponent a division of one by the power.
     Multiplies,
-    /// Reads only what it keeps (`slice`, `dynamic_slice`): no FLOPs; bytes:
-    /// twice the result's.
+    /// Reads only what it keeps (`slice`): no FLOPs; bytes: twice the
+    /// result's.
     Slice,
+    /// `dynamic_slice`, lowered as it is (JAX clamps nothing for static
+    /// shapes: the start indices the jaxpr computes are all): with every
+    /// start index a constant, StableHLO's canonicalisation makes it a
+    /// [`CostRule::Slice`]; otherwise `HandleDynamicSlice` counts twice the
+    /// result and the first start index.
+    DynamicSlice,
+    /// `dynamic_update_slice`: `HandleDynamicUpdateSlice` counts twice the
+    /// update and the first start index; nothing for an empty update, nor
+    /// for one of the operand's whole shape at constant zero indices (the
+    /// canonicalisation makes it the update; at other indices, which XLA
+    /// clamps to zero, it is kept).
+    DynamicUpdateSlice,
+    /// `sort`, as XLA's `HandleSort` counts it: n × ⌈log₂ n⌉ FLOPs for the
+    /// n elements of the first operand (a comparison sort; the comparator
+    /// is not counted, whatever the dtype or the number of keys); bytes:
+    /// the operands and the results.
+    Sort,
     /// A reduction with a one-FLOP combiner: a FLOP per operand element
     /// folded into a result (operand elements − result elements, per
     /// reduced operand).
@@ -1154,10 +1171,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &["slice_sizes"],
         doc: "Slice of size `slice_sizes` starting at run-time indices (one scalar per axis).",
         complex: COMPLEX,
-        cost: Some(Cost::differs(
-            CostRule::Slice,
-            "JAX clamps the start indices, which XLA counts",
-        )),
+        cost: Some(Cost::equal(CostRule::DynamicSlice)),
         ..ROW
     },
     Primitive {
@@ -1165,10 +1179,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Indexing,
         doc: "Writes `update` into the operand at run-time start indices (one scalar per axis).",
         complex: COMPLEX,
-        cost: Some(Cost::differs(
-            CostRule::Slice,
-            "JAX clamps the start indices, which XLA counts",
-        )),
+        cost: Some(Cost::equal(CostRule::DynamicUpdateSlice)),
         ..ROW
     },
     Primitive {
@@ -2243,6 +2254,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Other,
         params: &["dimension", "is_stable", "num_keys"],
         doc: "Sorts operands of one shape along `dimension`, by the first `num_keys` of them.",
+        cost: Some(Cost::equal(CostRule::Sort)),
         ..ROW
     },
     Primitive {

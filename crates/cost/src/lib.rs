@@ -460,6 +460,10 @@ impl Walk<'_, '_> {
         let one_value = self.selects_of_one_value(id);
         let mut read: rustc_hash::FxHashSet<jaxpr_types::VarId> =
             info.outs.iter().filter_map(|o| o.var).collect();
+        // What instructions of empty results read: they fold to empty
+        // constants, but JAX's own dead-code elimination, before lowering,
+        // saw them read it.
+        let mut read_by_empty: rustc_hash::FxHashSet<jaxpr_types::VarId> = Default::default();
         let mut dead = Vec::new();
         for &e in info.eqns.iter().rev() {
             let eqn_info = analysis.eqn(e);
@@ -477,7 +481,23 @@ impl Walk<'_, '_> {
                     ty.as_ref()
                         .is_some_and(|ty| elements(ty, analysis).is_zero())
                 });
+            let operands = || {
+                syntax.args.iter().filter_map(|atom| match atom {
+                    ast::Atom::Var(name) => analysis.ref_at(name.range).map(|r| r.var),
+                    ast::Atom::Lit(_) => None,
+                })
+            };
             if pure && unread && eqn_info.callees.is_empty() {
+                // An empty result only empty results read (`concatenate` of
+                // empty slices) still reads its operands for JAX.
+                if empty
+                    && eqn_info
+                        .outs
+                        .iter()
+                        .any(|v| v.is_some_and(|v| read_by_empty.contains(&v)))
+                {
+                    read_by_empty.extend(operands());
+                }
                 dead.push((e, DEAD));
                 continue;
             }
@@ -486,7 +506,16 @@ impl Walk<'_, '_> {
             // only it reads.
             let no_effect = rule.is_some_and(|r| r != CostRule::Unmodelled)
                 && eqn_info.callees.iter().all(|&(_, j)| self.has_no_effect(j));
-            if unread && !eqn_info.callees.is_empty() && no_effect {
+            // A `jit` that only such instructions read is still lowered,
+            // to a `func.call` the canonicalisation keeps (XLA counts it).
+            let kept_call = matches!(
+                eqn_info.prim,
+                Some(Prim::Jit | Prim::ClosedCall | Prim::CoreCall)
+            ) && eqn_info
+                .outs
+                .iter()
+                .any(|v| v.is_some_and(|v| read_by_empty.contains(&v)));
+            if unread && !eqn_info.callees.is_empty() && no_effect && !kept_call {
                 dead.push((e, DEAD));
                 continue;
             }
@@ -497,6 +526,7 @@ impl Walk<'_, '_> {
             // An instruction of empty results is replaced by an empty
             // constant: it reads nothing.
             if empty && pure {
+                read_by_empty.extend(operands());
                 continue;
             }
             let cases = if one_value.contains(&e) {
@@ -515,7 +545,7 @@ impl Walk<'_, '_> {
                     let used: Vec<bool> = eqn_info
                         .outs
                         .iter()
-                        .map(|v| v.is_some_and(|v| read.contains(&v)))
+                        .map(|v| v.is_some_and(|v| read.contains(&v) || read_by_empty.contains(&v)))
                         .collect();
                     Some(self.needed_inputs(*callee, &used))
                         .filter(|needed| needed.len() == syntax.args.len())

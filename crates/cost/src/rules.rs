@@ -330,6 +330,38 @@ impl EqnView<'_> {
             .collect();
         !identity && moved.windows(2).all(|pair| pair[0] < pair[1])
     }
+    /// Whether its operands from the `first` on are all constants (literals
+    /// or values StableHLO's canonicalisation folds).
+    fn constant_from(&self, first: usize) -> bool {
+        self.eqn.args.iter().skip(first).all(|atom| match atom {
+            ast::Atom::Lit(_) => true,
+            ast::Atom::Var(name) => self
+                .analysis
+                .ref_at(name.range)
+                .is_some_and(|r| self.constants.contains(&r.var)),
+        })
+    }
+    /// Whether its operands from the `first` on are all constant zeros.
+    fn zeros_from(&self, first: usize) -> bool {
+        self.eqn.args.iter().skip(first).all(|atom| {
+            let value = match atom {
+                ast::Atom::Lit(lit) => literal_value(lit),
+                ast::Atom::Var(name) => self
+                    .analysis
+                    .ref_at(name.range)
+                    .and_then(|r| self.splats.get(&r.var).copied()),
+            };
+            value == Some(0.0)
+        })
+    }
+    /// The bytes of operand `i` (unknown if it did not resolve).
+    fn operand_bytes_at(&self, i: usize) -> Amount {
+        sum_bytes(
+            std::iter::once(self.operands.get(i).unwrap_or(&None)),
+            self.fallback(),
+            self.analysis,
+        )
+    }
     fn int_param(&self, name: &str) -> Option<i64> {
         int_value(&self.eqn.param(name)?.value)
     }
@@ -717,6 +749,39 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
                 && view.operands.first() == view.results.first() => {}
         CostRule::Slice => {
             cost.bytes_accessed = view.result_bytes().scale(2);
+        }
+        // Constant start indices: StableHLO's canonicalisation makes it a
+        // `slice` (of the whole operand: the operand).
+        CostRule::DynamicSlice if view.constant_from(1) => {
+            if view.operands.first() != view.results.first() {
+                cost.bytes_accessed = view.result_bytes().scale(2);
+            }
+        }
+        CostRule::DynamicSlice => {
+            cost.bytes_accessed = view.result_bytes().scale(2).add(&view.operand_bytes_at(1));
+        }
+        CostRule::Sort => {
+            let sorted = view.operands.first().cloned().flatten();
+            cost.flops = match sorted.map(|ty| elements(&ty, analysis).as_constant()) {
+                Some(Some(n)) if n > 1 => Amount::constant(n * i64::from((n - 1).ilog2() + 1)),
+                Some(Some(_)) => Amount::zero(),
+                _ => Amount::unknown(),
+            };
+            cost.bytes_accessed = view.operand_bytes().add(&view.result_bytes());
+        }
+        CostRule::DynamicUpdateSlice => {
+            let (Some(Some(operand)), Some(Some(update))) =
+                (view.operands.first(), view.operands.get(1))
+            else {
+                return Cost::unknown();
+            };
+            let empty = elements(update, analysis).is_zero();
+            let whole = update == operand && view.zeros_from(2);
+            if !empty && !whole {
+                cost.bytes_accessed = bytes(update, view.fallback(), analysis)
+                    .scale(2)
+                    .add(&view.operand_bytes_at(2));
+            }
         }
         CostRule::AllReduce => {
             let positional = view
@@ -1217,6 +1282,7 @@ fn splat_value(
             | Prim::Slice,
             [x],
         ) => Some(*x),
+        (Prim::DynamicSlice, [x, ..]) => Some(*x),
         // A concatenate of splats of one value is that splat.
         (Prim::Concatenate, [x, rest @ ..]) if rest.iter().all(|y| y == x) => Some(*x),
         (Prim::Neg, [x]) => Some(-x),
@@ -1316,7 +1382,10 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
                                     | Family::Comparison
                                     | Family::Conversion
                             ) || (row.family == Family::Indexing
-                                && row.cost().rule == CostRule::Slice))))
+                                && matches!(
+                                    row.cost().rule,
+                                    CostRule::Slice | CostRule::DynamicSlice
+                                )))))
                     && matches!(
                         row.cost().rule,
                         CostRule::Elementwise
@@ -1328,6 +1397,7 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
                             | CostRule::Convert
                             | CostRule::Movement
                             | CostRule::Slice
+                            | CostRule::DynamicSlice
                             | CostRule::Free
                     )
             });

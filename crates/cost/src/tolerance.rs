@@ -328,10 +328,6 @@ const SCATTER: (&str, &str) = (
     "XLA counts the combiner and the index arithmetic of a scatter",
     "`HandleScatter` counts the update computation once per update element and reads operand, indices and updates; JAX adds the index conversion and, for `mode=fill`/`clip`, masks",
 );
-const CLAMPED: (&str, &str) = (
-    "JAX clamps the start indices, which XLA counts",
-    "JAX converts and clamps each start index (`clamp` against the operand's size) before `dynamic_slice`/`dynamic_update_slice`; `HandleDynamicSlice` counts the result and the start indices, not twice the result",
-);
 const SOLVE: (&str, &str) = (
     "JAX lowers only the solve, not the matrix-vector jaxpr beside it",
     "`custom_linear_solve` keeps the matrix-vector product jaxpr for its derivatives; only the solve jaxpr is lowered",
@@ -696,11 +692,6 @@ pub const TOLERANCES: &[Tolerance] = &[
         [elements(2, 5), elements(1, 0), bytes(1, 5)],
     ),
     row(
-        &["sort"],
-        UNMODELLED,
-        [elements(1, 8), elements(0, 3), bytes(1, 29)],
-    ),
-    row(
         &["svd"],
         UNMODELLED,
         [elements(1, 1), elements(1, 0), bytes(0, 3)],
@@ -759,16 +750,6 @@ pub const TOLERANCES: &[Tolerance] = &[
         &["scatter-min"],
         SCATTER,
         [elements(0, 1), elements(0, 0), bytes(2, 0)],
-    ),
-    row(
-        &["dynamic_slice"],
-        CLAMPED,
-        [elements(1, 13), elements(1, 1), bytes(1, 5)],
-    ),
-    row(
-        &["dynamic_update_slice"],
-        CLAMPED,
-        [elements(0, 0), elements(0, 0), bytes(1, 0)],
     ),
     row(
         &["custom_linear_solve"],
