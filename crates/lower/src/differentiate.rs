@@ -24,7 +24,7 @@
 //! runs the circuit's adjoint or parameter-shift method on Catalyst's
 //! runtime, which the native back end calls (`crates/native/src/gradient.rs`).
 
-use crate::discharge::{Emitter, Env, elem, join, static_shape, tuple, ty_text};
+use crate::discharge::{Emitter, Env, elem, join, lambda_text, static_shape, tuple, ty_text};
 use crate::walk::{LowerError, LowerErrorKind, LowerResult, err};
 use jaxpr_check::registry::{Family, Prim};
 use jaxpr_check::{Analysis, EqnId, JaxprId};
@@ -232,16 +232,6 @@ fn is_float(t: &AType) -> bool {
     t.dtype.as_ref().is_some_and(DType::is_float)
 }
 
-/// A jaxpr's text from its binders, its equations (emitted by `body`)
-/// and its outputs.
-fn lambda_text(head: &str, body: &str, outs: &[String]) -> String {
-    format!(
-        "{{ lambda ; {head}. let\n{body}      in ({}{}) }}",
-        outs.join(", "),
-        if outs.len() == 1 { "," } else { "" }
-    )
-}
-
 impl Emitter<'_> {
     /// `grad` / `value_and_grad` of a classical function, rewritten.
     pub(crate) fn gradient(
@@ -270,11 +260,7 @@ impl Emitter<'_> {
         // The operands are the arguments, then the closed jaxpr's
         // constants, which its binders take first.
         let binders: Vec<VarId> = info.constvars.iter().chain(&info.invars).copied().collect();
-        let atoms: Vec<String> = e
-            .args
-            .iter()
-            .map(|x| self.atom(env, x))
-            .collect::<LowerResult<_>>()?;
+        let atoms: Vec<String> = self.atoms(env, &e.args)?;
         let binder_atoms: Vec<String> = (0..binders.len())
             .map(|b| {
                 atoms[if b < nconsts {
@@ -664,11 +650,7 @@ impl Emitter<'_> {
         let odt = elem(&out_ty, at)?;
         let ty = ty_text(&out_ty, at)?;
         let y = env[out].clone();
-        let args: Vec<String> = e
-            .args
-            .iter()
-            .map(|x| self.atom(env, x))
-            .collect::<LowerResult<_>>()?;
+        let args: Vec<String> = self.atoms(env, &e.args)?;
         let t = match prim {
             Prim::Add | Prim::AddAny | Prim::Sub => match (&ts[0], &ts[1]) {
                 (Some(a), None) => Some(a.clone()),
@@ -767,7 +749,7 @@ impl Emitter<'_> {
             Prim::Pow => {
                 // d(x^y) = tx * y * x^(y-1) + ty * log(x) * x^y.
                 let (x, p) = (&args[0], &args[1]);
-                if !self.operand_is_float(e, 1, &odt) {
+                if self.operand_dtype(e, 1).as_ref() != Some(&odt) {
                     return refuse(
                         at,
                         "`pow` with an integer exponent differentiated: not derived here".into(),
@@ -819,12 +801,16 @@ impl Emitter<'_> {
         Ok(())
     }
 
-    fn operand_is_float(&self, e: &ast::Eqn, k: usize, dt: &DType) -> bool {
+    /// The dtype of operand `k` of `e` (a typed scalar literal's too).
+    fn operand_dtype(&self, e: &ast::Eqn, k: usize) -> Option<DType> {
         match &e.args[k] {
             Atom::Var(_) => self
                 .operand_var(&e.args[k])
-                .is_some_and(|v| self.a.var(v).ty.dtype.as_ref() == Some(dt)),
-            Atom::Lit(l) => self.slice(l.range).ends_with(&format!(":{dt}[]")),
+                .and_then(|v| self.a.var(v).ty.dtype.clone()),
+            Atom::Lit(l) => {
+                let (_, ty) = self.slice(l.range).rsplit_once(':')?;
+                DType::from_short(ty.strip_suffix("[]")?)
+            }
         }
     }
 
@@ -1053,16 +1039,15 @@ impl Emitter<'_> {
         let info = self.a.jaxpr(body).clone();
         let n = e.args.len();
         if n < explicit || info.invars.len() != nconsts + 1 + (n - explicit) {
-            return err(at, "`for_loop`'s body does not take its operands");
+            return crate::internal(at, "`for_loop`'s body does not take its operands");
         }
-        let atoms: Vec<String> = e
-            .args
-            .iter()
-            .map(|x| self.atom(env, x))
-            .collect::<LowerResult<_>>()?;
+        let atoms: Vec<String> = self.atoms(env, &e.args)?;
         let const_t: Vec<usize> = (0..nconsts).filter(|&k| ts[k].is_some()).collect();
         let carried: Vec<usize> = (0..n - explicit)
-            .filter(|&k| self.operand_is_float_var(e, explicit + k))
+            .filter(|&k| {
+                self.operand_dtype(e, explicit + k)
+                    .is_some_and(|d| d.is_float())
+            })
             .collect();
         let saved = std::mem::take(&mut self.out);
         let mut benv = Env::default();
@@ -1111,16 +1096,6 @@ impl Emitter<'_> {
         Ok(())
     }
 
-    fn operand_is_float_var(&self, e: &ast::Eqn, k: usize) -> bool {
-        match self.operand_var(&e.args[k]) {
-            Some(v) => is_float(&self.a.var(v).ty),
-            None => matches!(&e.args[k], Atom::Lit(l) if {
-                let t = self.slice(l.range);
-                ["f16[]", "bf16[]", "f32[]", "f64[]"].iter().any(|s| t.ends_with(&format!(":{s}")))
-            }),
-        }
-    }
-
     /// `while_loop` / `while` with tangents: the body's constants with
     /// tangents pass them as more constants, the loop carries the tangents
     /// of its floating-point values after them, and the condition ignores
@@ -1142,7 +1117,7 @@ impl Emitter<'_> {
         let cond = self.callee(id, "cond_jaxpr", at)?[0];
         let (binfo, cinfo) = (self.a.jaxpr(body).clone(), self.a.jaxpr(cond).clone());
         if n < first || binfo.invars.len() != n - cn || cinfo.invars.len() != n - bn {
-            return err(at, "the loop's jaxprs do not take its operands");
+            return crate::internal(at, "the loop's jaxprs do not take its operands");
         }
         if cinfo.outs.first().is_some_and(|o| o.ty.rank() > 0) {
             return refuse(
@@ -1150,14 +1125,13 @@ impl Emitter<'_> {
                 "a batched `while_loop` (of a `vmap`) with differentiated operands".into(),
             );
         }
-        let atoms: Vec<String> = e
-            .args
-            .iter()
-            .map(|x| self.atom(env, x))
-            .collect::<LowerResult<_>>()?;
+        let atoms: Vec<String> = self.atoms(env, &e.args)?;
         let const_t: Vec<usize> = (0..bn).filter(|&k| ts[cn + k].is_some()).collect();
         let carried: Vec<usize> = (0..n - first)
-            .filter(|&k| self.operand_is_float_var(e, first + k))
+            .filter(|&k| {
+                self.operand_dtype(e, first + k)
+                    .is_some_and(|d| d.is_float())
+            })
             .collect();
         // The condition: its constants, the values, their tangents unread.
         let saved = std::mem::take(&mut self.out);
@@ -1245,18 +1219,14 @@ impl Emitter<'_> {
         let results: Vec<usize> = (0..outs.len())
             .filter(|&k| is_float(&self.a.jaxpr(branches[0]).outs[k].ty))
             .collect();
-        let atoms: Vec<String> = e
-            .args
-            .iter()
-            .map(|x| self.atom(env, x))
-            .collect::<LowerResult<_>>()?;
+        let atoms: Vec<String> = self.atoms(env, &e.args)?;
         let saved = std::mem::take(&mut self.out);
         let mut texts = Vec::new();
         for &j in &branches {
             let info = self.a.jaxpr(j).clone();
             if info.invars.len() != n - first || !info.constvars.is_empty() {
                 self.out = saved;
-                return err(at, "a branch does not take the conditional's operands");
+                return crate::internal(at, "a branch does not take the conditional's operands");
             }
             let mut benv = Env::default();
             let mut bt = Tangents::default();

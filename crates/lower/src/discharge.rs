@@ -61,8 +61,9 @@ fn is_state(prim: Option<Prim>) -> bool {
     )
 }
 
-/// Whether a checked program has references or kernels to discharge, or
-/// a classical derivative to differentiate ([`crate::differentiate`]).
+/// Whether a checked program has something to rewrite before a back end
+/// builds it: references or kernels to discharge, a primitive of
+/// [`is_rewritten`], a classical derivative ([`crate::differentiate`]).
 pub fn needs_rewrite(a: &Analysis) -> bool {
     a.eqns.iter().any(|e| is_rewritten(e.prim)) || has_classical_gradient(a)
 }
@@ -73,8 +74,7 @@ fn is_rewritten(prim: Option<Prim>) -> bool {
     is_state(prim) || matches!(prim, Some(Prim::XlaPmap | Prim::RandomGamma))
 }
 
-/// Whether a text may hold references, kernels or derivatives (before it
-/// is checked): a build that lowers as it checks builds such a text whole
+/// Whether a text may hold something to rewrite (before it is checked): a build that lowers as it checks builds such a text whole
 /// instead.
 pub fn may_need_rewrite(text: &str) -> bool {
     [
@@ -119,8 +119,8 @@ impl Rewritten {
     }
 }
 
-/// A program with references or classical derivatives, rewritten, parsed
-/// and checked: `None` when it has neither. Errors of the rewritten
+/// A program with something to rewrite ([`needs_rewrite`]), rewritten,
+/// parsed and checked: `None` when it has nothing. Errors of the rewritten
 /// program's check are ours (J0016).
 pub fn rewritten(
     parse: &Parse,
@@ -155,7 +155,7 @@ fn discharge_checked(
             .into_iter()
             .map(|x| {
                 let msg = format!(
-                    "rewriting references or derivatives gave a program the checker rejects: {}",
+                    "rewriting the program before building it gave one the checker rejects: {}",
                     x.message
                 );
                 Diagnostic::error(DiagKind::InternalError, x.range, msg)
@@ -166,7 +166,8 @@ fn discharge_checked(
     Ok((d, p2, a2))
 }
 
-/// Rewrites a checked program (free of errors) into one without references.
+/// Rewrites a checked program (free of errors) into one with nothing of
+/// [`needs_rewrite`] left.
 pub fn discharge(parse: &Parse, a: &Analysis) -> LowerResult<Rewritten> {
     let file = &parse.file;
     let text = &*parse.text;
@@ -191,14 +192,14 @@ pub fn discharge(parse: &Parse, a: &Analysis) -> LowerResult<Rewritten> {
         spans: Vec::new(),
         fresh: 0,
         grid: Vec::new(),
-        stateful: stateful(a),
+        to_rewrite: to_rewrite(a),
     };
     // The `let` jaxprs with nothing to rewrite at any depth, as printed
     // (equations copied from the original name them); the others are
     // emitted where they are called.
     for l in &file.lets {
         let id = a.jaxprs.iter().position(|j| j.range == l.jaxpr.range);
-        if id.is_some_and(|id| !em.stateful.contains(&JaxprId(id as u32))) {
+        if id.is_some_and(|id| !em.to_rewrite.contains(&JaxprId(id as u32))) {
             em.out
                 .push_str(&text[l.range.start as usize..l.range.end as usize]);
             em.out.push('\n');
@@ -247,14 +248,14 @@ pub(crate) struct Emitter<'t> {
     fresh: usize,
     /// The grid point and grid of the kernel being run (`program_id`).
     grid: Vec<(Vec<i64>, Vec<i64>)>,
-    /// The jaxprs holding a state equation or a classical derivative (at
-    /// any depth).
-    stateful: rustc_hash::FxHashSet<JaxprId>,
+    /// The jaxprs holding something to rewrite, at any depth or through a
+    /// `let` they call ([`to_rewrite`]).
+    to_rewrite: rustc_hash::FxHashSet<JaxprId>,
 }
 
-/// The jaxprs holding a state equation or a classical derivative, at any
-/// depth.
-fn stateful(a: &Analysis) -> rustc_hash::FxHashSet<JaxprId> {
+/// The jaxprs holding something to rewrite (a state equation, `pmap`,
+/// `random_gamma`, a classical derivative), at any depth.
+fn to_rewrite(a: &Analysis) -> rustc_hash::FxHashSet<JaxprId> {
     let mut out = rustc_hash::FxHashSet::default();
     let mark = |out: &mut rustc_hash::FxHashSet<JaxprId>, from: JaxprId| {
         let mut j = Some(from);
@@ -303,6 +304,16 @@ pub(crate) fn static_shape(t: &AType, at: TextRange) -> LowerResult<Vec<i64>> {
             ),
         })
         .collect()
+}
+
+/// A jaxpr's text from its binders, its equations (emitted by `body`)
+/// and its outputs.
+pub(crate) fn lambda_text(head: &str, body: &str, outs: &[String]) -> String {
+    format!(
+        "{{ lambda ; {head}. let\n{body}      in ({}{}) }}",
+        outs.join(", "),
+        if outs.len() == 1 { "," } else { "" }
+    )
 }
 
 pub(crate) fn join(xs: &[i64]) -> String {
@@ -370,6 +381,11 @@ impl<'t> Emitter<'t> {
                 }
             }
         }
+    }
+
+    /// The atoms `args` stand for.
+    pub(crate) fn atoms(&self, env: &Env, args: &[Atom]) -> LowerResult<Vec<String>> {
+        args.iter().map(|x| self.atom(env, x)).collect()
     }
 
     fn env_get(&self, env: &Env, v: VarId) -> Option<String> {
@@ -476,7 +492,7 @@ impl<'t> Emitter<'t> {
                     .eqn(id)
                     .callees
                     .iter()
-                    .any(|(_, j)| self.stateful.contains(j));
+                    .any(|(_, j)| self.to_rewrite.contains(j));
                 if refs.is_empty() && !inner {
                     return self.copy(e, &outs, env);
                 }
@@ -578,11 +594,7 @@ impl<'t> Emitter<'t> {
             from = r.end;
         }
         head.push_str(self.slice(TextRange::new(from, head_end)));
-        let args: Vec<String> = e
-            .args
-            .iter()
-            .map(|x| self.atom(env, x))
-            .collect::<LowerResult<_>>()?;
+        let args: Vec<String> = self.atoms(env, &e.args)?;
         let binders = self.result_binders(e, outs, env);
         let eq = if binders.is_empty() { "" } else { " =" };
         writeln!(
@@ -995,11 +1007,7 @@ impl<'t> Emitter<'t> {
         for &b in &branches {
             texts.push(self.nested(b, &ops, &ref_ins, nout)?);
         }
-        let args: Vec<String> = e
-            .args
-            .iter()
-            .map(|x| self.atom(env, x))
-            .collect::<LowerResult<_>>()?;
+        let args: Vec<String> = self.atoms(env, &e.args)?;
         let mut binders = self.result_binders(e, outs, env);
         binders.extend(self.ref_binders(e, refs, env)?);
         let params = self.params_except(e, &["branches"]);
@@ -1121,11 +1129,7 @@ impl<'t> Emitter<'t> {
         let mut results = vec![next];
         results.extend(info.invars[1..].iter().map(|v| inner[v].clone()));
         let text = std::mem::replace(&mut self.out, saved);
-        let args: Vec<String> = e
-            .args
-            .iter()
-            .map(|x| self.atom(env, x))
-            .collect::<LowerResult<_>>()?;
+        let args: Vec<String> = self.atoms(env, &e.args)?;
         let mut binders = vec!["_:i32[]".to_string()];
         binders.extend(self.result_binders(e, outs, env));
         writeln!(

@@ -7,7 +7,7 @@
 //! its `out_axes` (`None`: replicated, `P()`). Both back ends then build it
 //! as any `shard_map`: XLA's SPMD partitioner, MPI natively.
 
-use crate::discharge::{Emitter, Env, elem, join, static_shape, tuple, ty_text};
+use crate::discharge::{Emitter, Env, elem, join, lambda_text, static_shape, tuple, ty_text};
 use crate::walk::{LowerResult, err};
 use jaxpr_check::{EqnId, JaxprId};
 use jaxpr_syntax::ast::{self, Expr, ExprKind};
@@ -92,7 +92,7 @@ impl Emitter<'_> {
         let body: JaxprId = self.callee(id, "call_jaxpr", at)?[0];
         let info = self.a.jaxpr(body).clone();
         if !info.constvars.is_empty() || info.invars.len() != e.args.len() {
-            return err(at, "the body of `xla_pmap` does not take its operands");
+            return crate::internal(at, "the body of `xla_pmap` does not take its operands");
         }
         let in_axes = axes(e, "in_axes", e.args.len())?;
         let out_axes = axes(e, "out_axes", info.outs.len())?;
@@ -145,21 +145,12 @@ impl Emitter<'_> {
             });
         }
         let text = std::mem::replace(&mut self.out, saved);
-        let jaxpr = format!(
-            "{{ lambda ; {}. let\n{text}      in ({}{}) }}",
-            head.trim_end(),
-            blocks.join(", "),
-            if blocks.len() == 1 { "," } else { "" }
-        );
+        let jaxpr = lambda_text(head.trim_end(), &text, &blocks);
         let specs = |ks: &[Option<usize>]| {
             let s: Vec<String> = ks.iter().map(|k| spec(&axis, *k)).collect();
             format!("({}{})", s.join(", "), if s.len() == 1 { "," } else { "" })
         };
-        let args: Vec<String> = e
-            .args
-            .iter()
-            .map(|x| self.atom(env, x))
-            .collect::<LowerResult<_>>()?;
+        let args: Vec<String> = self.atoms(env, &e.args)?;
         let binders = self.result_binders(e, outs, env);
         writeln!(
             self.out,
