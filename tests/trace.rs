@@ -233,6 +233,57 @@ fn jax_program_is_captured_with_source_lines() {
     assert!(ix.diagnostics(&file).is_empty());
 }
 
+/// A jitted function called from another that closes over arrays: JAX
+/// prints them as the nested jaxpr's constants, by name only. The session
+/// records their values beside the text (`outer.constants.json`), and
+/// `jaxpr build` of the session's function reads them; without the file
+/// the build is refused, saying what the text lacks.
+#[test]
+fn a_nested_jaxprs_constants_are_recorded_beside_the_text_and_built() {
+    let (dir, _, stderr) = traced("jax", "closed_constants.py", &[], 0);
+    let sdir = dir.join(".jaxpr-session");
+    let s = session::load(&sdir).unwrap();
+    let outer = function(&s, "outer");
+    let text = std::fs::read_to_string(sdir.join(&outer.jaxpr)).unwrap();
+    assert!(text.contains("lambda a:bool[1,3] b:f32[3];"), "{text}");
+    let recorded = jaxpr_lower::constants::beside(&sdir.join(&outer.jaxpr));
+    let file: Value = serde_json::from_str(
+        &std::fs::read_to_string(&recorded).unwrap_or_else(|e| panic!("{e}: {stderr}")),
+    )
+    .unwrap();
+    assert_eq!(file["constants"]["a"]["dtype"], "bool", "{file}");
+    assert_eq!(file["constants"]["a"]["hex"], "010001", "{file}");
+    assert_eq!(
+        file["constants"]["b"]["hex"], "0000003f0000c03f00002040",
+        "{file}"
+    );
+    assert_eq!(file["constants"]["b"]["nested"], true, "{file}");
+
+    let build = |out: &str| {
+        jaxpr(
+            &dir,
+            &["build", ".jaxpr-session", "--function", "outer", "-o", out],
+        )
+    };
+    let built = build("outer.mlir");
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let module = std::fs::read_to_string(dir.join("outer.mlir")).unwrap();
+    assert!(
+        module.contains("stablehlo.constant") && module.contains("tensor<3xf32>"),
+        "{module}"
+    );
+
+    std::fs::rename(&recorded, dir.join("moved.json")).unwrap();
+    let refused = build("again.mlir");
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{said}");
+    assert!(said.contains("no values in the text"), "{said}");
+}
+
 #[test]
 fn shape_error_while_tracing_is_recorded_with_its_line() {
     // The program catches the error and finishes.

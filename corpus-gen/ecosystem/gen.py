@@ -29,6 +29,10 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 import folder  # noqa: E402
 
+# The recording of constants' values the Python API and `jaxpr trace` use.
+recorded_constants = folder.load(os.path.join(os.path.dirname(os.path.dirname(HERE)), "wheel", "python", "jaxpr",
+                                              "_constants.py"), "recorded_constants")
+
 # A jaxpr longer than this is left out: the corpus stays a few MB, and such a
 # program tests nothing its smaller siblings do not.
 MAX_CHARS = 200_000
@@ -151,23 +155,25 @@ def reads_unnamed(text):
     return False
 
 
-def text_lacks(text):
-    """Why `text` does not hold every value its program computes with, or
-    None."""
+def text_lacks(text, constants=()):
+    """Why `text`, with the values of the constants named in `constants`
+    (recorded beside it in NAME.constants.json), does not hold every value
+    its program computes with, or None."""
     reasons = []
-    if any(m.group(1).strip() for m in NESTED_CONSTANTS.finditer(text)):
+    nested = [b.split(":", 1)[0] for m in NESTED_CONSTANTS.finditer(text) for b in m.group(1).split()]
+    if any(name not in constants for name in nested):
         reasons.append("a nested jaxpr's constants are printed by name only, without their values")
     if reads_unnamed(text):
         reasons.append("a value it reads or returns to its caller is printed as `_`, which names no variable")
     return "; ".join(reasons) or None
 
 
-def classify(entry, text, has_values):
+def classify(entry, text, has_values, constants=()):
     """Sets `entry`'s `build` (in the build set: plain arrays, values
     recorded, a text that holds them all) and `outside_build_set` (why not,
     when the reason is the program's, not its size: `no_values` says that)."""
     entry.pop("outside_build_set", None)
-    lacks = text_lacks(text)
+    lacks = text_lacks(text, constants)
     if "no_values" in entry:
         entry["build"] = False
     elif not has_values:
@@ -188,11 +194,13 @@ def generate(out_root, group):
     import jax
     module = importlib.import_module(f"programs_{group}")
     versions = ", ".join(f"{d} {importlib.metadata.version(d)}" for d in ["jax", *module.DISTRIBUTIONS])
-    manifest, values, texts, skipped = {}, {}, {}, {}
+    manifest, values, texts, skipped, constants = {}, {}, {}, {}, {}
     for p in module.programs():
         try:
             cj = folder.trace(p)
-            text = str(cj)
+            text, consts = recorded_constants.printed(cj, lambda: str(cj))
+            # The outermost jaxpr's constants are inputs, with the values.
+            consts = {k: v for k, v in consts.items() if v["nested"]}
             if len(text) > MAX_CHARS:
                 skipped[p.name] = f"its jaxpr has {len(text)} characters (more than {MAX_CHARS})"
                 continue
@@ -203,15 +211,19 @@ def generate(out_root, group):
                     values[p.name] = v
                 else:
                     entry["no_values"] = f"{elements(v)} elements in its inputs and outputs"
-            classify(entry, text, p.name in values)
+            classify(entry, text, p.name in values, consts)
         except Exception as e:  # the library cannot trace it here: recorded, not fatal
             traceback.print_exc()
             skipped[p.name] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
             continue
         texts[p.name], manifest[p.name] = text, entry
+        if consts:
+            constants[p.name] = consts
         jax.clear_caches()
     out = os.path.join(out_root, group)
     folder.write(out, versions, manifest, values, texts, extra={"skipped": skipped})
+    for name, consts in constants.items():
+        recorded_constants.write(os.path.join(out, name + ".constants.json"), consts)
     print(f"{out}: {len(manifest)} programs, {len(values)} with values, {len(skipped)} skipped")
     for name, why in skipped.items():
         print(f"  skipped {name}: {why}")
@@ -231,7 +243,10 @@ def reclassify(out_root):
             recorded = json.load(fh)
         for name, entry in manifest["programs"].items():
             with open(os.path.join(out_root, g, name + ".jaxpr")) as fh:
-                classify(entry, fh.read().rstrip("\n"), name in recorded)
+                text = fh.read().rstrip("\n")
+            consts = os.path.join(out_root, g, name + ".constants.json")
+            names = json.load(open(consts))["constants"] if os.path.exists(consts) else {}
+            classify(entry, text, name in recorded, names)
         with open(path, "w") as fh:
             json.dump(manifest, fh, indent=1, sort_keys=True)
             fh.write("\n")

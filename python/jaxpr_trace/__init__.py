@@ -18,6 +18,8 @@ import re
 import sys
 import sysconfig
 
+from . import constants as _constants
+
 _state = None
 
 # Frames in these folders are not "the user's": the interpreter's library,
@@ -219,10 +221,21 @@ def record_function(kind, name, file, line, closed_jaxpr, in_avals=None, arg_nam
     st = _state
     if st is None:
         return
-    text = _print(closed_jaxpr.jaxpr)
+    try:
+        text, constants = _constants.printed(closed_jaxpr, lambda: _print(closed_jaxpr.jaxpr))
+    except Exception as e:  # noqa: BLE001 - recording must never break the program
+        _internal_error(e)
+        text, constants = _print(closed_jaxpr.jaxpr), {}
     fname, f = st.create_jaxpr_file(name)
     with f:
         f.write(text + "\n")
+    if constants:
+        # Beside the text, as `jaxpr build` looks for it (NAME.constants.json).
+        try:
+            with st.create(fname[: -len(".jaxpr")] + ".constants.json") as c:
+                json.dump(_constants.document(constants), c, separators=(",", ":"), sort_keys=True)
+        except Exception as e:  # noqa: BLE001 - recording must never break the program
+            _internal_error(e)
     avals = in_avals if in_avals is not None else closed_jaxpr.in_avals
     st.emit(
         {

@@ -204,7 +204,9 @@ def decode(value):
 # Stored programs of the ecosystem corpus whose libraries are not installed
 # here: built from their text, called with the inputs JAX ran them on.
 STORED = ["blackjax/rmh_step", "distrax/mixture_log_prob", "equinox/gru_scan", "flax_linen/mlp_trainstate_step",
-          "haiku/lstm_dynamic_unroll", "optax/adam_step", "jax_md/lennard_jones_forces", "tfp/mvn_tril_log_prob"]
+          "haiku/lstm_dynamic_unroll", "optax/adam_step", "jax_md/lennard_jones_forces", "tfp/mvn_tril_log_prob",
+          # Nested jaxprs' constants, their values recorded beside the text.
+          "jax_md/nve_step", "jax_md/soft_sphere_energy"]
 
 
 def native(root: Path):
@@ -239,7 +241,10 @@ def native(root: Path):
         manifest = json.loads((ecosystem / group / "manifest.json").read_text())["programs"][program]
         values = json.loads(gzip.decompress((ecosystem / group / "values.json.gz").read_bytes()))[program][0]
         jax.config.update("jax_threefry_partitionable", bool(manifest.get("threefry_partitionable", True)))
-        f = jaxpr.build(jaxpr.Program(program, (ecosystem / group / f"{program}.jaxpr").read_text()))
+        recorded = ecosystem / group / f"{program}.constants.json"
+        constants = json.loads(recorded.read_text())["constants"] if recorded.exists() else {}
+        text = (ecosystem / group / f"{program}.jaxpr").read_text()
+        f = jaxpr.build(jaxpr.Program(program, text, constants=constants))
         got = f(*[decode(v) for v in values["inputs"]])
         got = list(got) if isinstance(got, tuple) else [got]
         want = [decode(v) for v in values["outputs"]]
@@ -281,6 +286,39 @@ def native(root: Path):
     bad = (corpus(root) / "invalid/broadcast_dims.jaxpr").read_text()
     e = raises(jaxpr.BuildError, "J0004", jaxpr.build, jaxpr.Program("bad", bad))
     assert [d.code for d in e.diagnostics if d.severity == "error"] == ["J0004"], e.diagnostics
+    closed_constants()
+
+
+# Closed over by a jitted function: JAX prints them as the nested jaxpr's
+# constants, by name only (`let inner = { lambda a:bool[1,3] b:f32[3]; ...`).
+SCALE = jnp.arange(3.0, dtype=jnp.float32) + 0.5
+MASK = jnp.array([[True, False, True]])
+
+
+@jax.jit
+def inner(x):
+    return jnp.where(MASK[0], x * SCALE, -x)
+
+
+def outer(x):
+    return jnp.sin(inner(x)) + inner(x * 2)
+
+
+def closed_constants():
+    """A nested jaxpr's constants travel with the program: recorded when it
+    is traced, built into it, with jax.jit's values; the text alone is
+    refused, saying what it lacks."""
+    x = np.linspace(-1, 1, 3, dtype=np.float32)
+    prog = jaxpr.trace(outer, x)
+    assert sorted(v["dtype"] for v in prog.constants.values() if v["nested"]) == ["bool", "float32"], prog.constants
+    want = np.asarray(jax.jit(outer)(x))
+    got = jaxpr.build(outer, x)(x)
+    assert close(got, want), f"native: {got} differs from jax.jit's {want}"
+    module = jaxpr.build(outer, x, emit="stablehlo").text
+    assert "stablehlo.constant" in module and "tensor<3xf32>" in module, module
+    e = raises(jaxpr.BuildError, "no values in the text", jaxpr.build, jaxpr.Program("outer", prog.text))
+    assert e.diagnostics and e.diagnostics[0].code == "J0012", e.diagnostics
+    print("native: a nested jaxpr's constants built with jax.jit's values (the text alone refused)")
 
 
 def pytest_plugin(root: Path):

@@ -1,11 +1,13 @@
 //! Typed values of the structured parameters several layers read: the
 //! dimension numbers of `dot_general`, `gather`, `scatter` and
-//! `conv_general_dilated`, and the convolution's window. Each is
+//! `conv_general_dilated`, the convolution's window, and the value of a
+//! `constant` (a recorded constant a build writes into the program). Each is
 //! decoded here, once; the checker reports what does not decode, and the
 //! later layers (cost, both back ends through `jaxpr_lower`) take the same
 //! values.
 
 use jaxpr_syntax::ast::{Expr, ExprKind};
+use jaxpr_types::DType;
 
 /// A field of a dimension-numbers record that is not a tuple of integers.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -223,6 +225,69 @@ impl ConvWindow {
             padding,
             feature_group_count: param("feature_group_count").map_or(Some(1), Expr::as_int)?,
             batch_group_count: param("batch_group_count").map_or(Some(1), Expr::as_int)?,
+        })
+    }
+}
+
+/// The value of a `constant` equation (`constant[data='0x…' dtype=float32
+/// shape=(2, 3)]`): `shape` elements of `dtype`, row-major, each in
+/// little-endian bytes (a `bool` one byte, 0 or 1), the whole in hex.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct ConstantData {
+    pub dtype: DType,
+    pub shape: Vec<i64>,
+    pub bytes: Vec<u8>,
+}
+
+impl ConstantData {
+    /// The bytes of one element of `dtype`, for the dtypes a constant holds
+    /// (booleans, integers, floats of 16 bits and more, complex numbers).
+    pub fn element_bytes(dtype: &DType) -> Option<usize> {
+        match dtype {
+            DType::Bool | DType::Int(_) | DType::UInt(_) | DType::Complex(_) => {}
+            DType::Float(_) if dtype.bits()? >= 16 => {}
+            _ => return None,
+        }
+        Some(dtype.bits()? as usize / 8)
+    }
+
+    /// From the equation's parameters (`param(name)`): the field that is
+    /// missing, malformed, or (`data`) not `shape` elements of `dtype`.
+    pub fn decode<'e>(param: impl Fn(&str) -> Option<&'e Expr>) -> Result<ConstantData, BadField> {
+        let dtype = match param("dtype").map(|e| &e.kind) {
+            Some(ExprKind::Path(p)) => DType::from_numpy(p).ok_or(BadField("dtype"))?,
+            _ => return Err(BadField("dtype")),
+        };
+        let width = Self::element_bytes(&dtype).ok_or(BadField("dtype"))?;
+        let shape = param("shape")
+            .and_then(Expr::as_int_seq)
+            .filter(|s| s.iter().all(|&d| d >= 0))
+            .ok_or(BadField("shape"))?;
+        let elements = shape
+            .iter()
+            .try_fold(1usize, |n, &d| n.checked_mul(usize::try_from(d).ok()?))
+            .ok_or(BadField("shape"))?;
+        let hex = match param("data").map(|e| &e.kind) {
+            Some(ExprKind::Str(s)) => s.strip_prefix("0x").ok_or(BadField("data"))?,
+            _ => return Err(BadField("data")),
+        };
+        if Some(hex.len()) != elements.checked_mul(width * 2) {
+            return Err(BadField("data"));
+        }
+        let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+        let bytes = hex
+            .as_bytes()
+            .chunks_exact(2)
+            .map(|pair| Some(digit(pair[0])? << 4 | digit(pair[1])?))
+            .collect::<Option<Vec<u8>>>()
+            .ok_or(BadField("data"))?;
+        if dtype == DType::Bool && bytes.iter().any(|&b| b > 1) {
+            return Err(BadField("data"));
+        }
+        Ok(ConstantData {
+            dtype,
+            shape,
+            bytes,
         })
     }
 }

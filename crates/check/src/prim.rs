@@ -67,6 +67,8 @@ pub enum Prim {
     Cond,
     /// `conj`
     Conj,
+    /// `constant`
+    Constant,
     /// `conv_general_dilated`
     ConvGeneralDilated,
     /// `convert_element_type`
@@ -485,7 +487,7 @@ pub enum Prim {
 
 impl Prim {
     /// Every primitive, in the registry's order.
-    pub const ALL: [Prim; 237] = [
+    pub const ALL: [Prim; 238] = [
         Prim::Abs,
         Prim::Acos,
         Prim::Acosh,
@@ -516,6 +518,7 @@ impl Prim {
         Prim::Concatenate,
         Prim::Cond,
         Prim::Conj,
+        Prim::Constant,
         Prim::ConvGeneralDilated,
         Prim::ConvertElementType,
         Prim::Copy,

@@ -965,6 +965,14 @@ pub static PRIMITIVES: &[Primitive] = &[
         ..ROW
     },
     Primitive {
+        name: "constant",
+        params: &["data", "dtype", "shape"],
+        doc: "An array constant: `shape` elements of `dtype`, their bytes (little-endian, row-major) in hex as `data`. JAX never prints it: a build writes it for the value of a nested jaxpr's constant recorded beside the text (`NAME.constants.json`).",
+        complex: COMPLEX,
+        cost: Some(Cost::equal(CostRule::Free)),
+        ..ROW
+    },
+    Primitive {
         name: "conv_general_dilated",
         family: Contraction,
         params: &[

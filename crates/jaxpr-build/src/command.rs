@@ -18,6 +18,13 @@ pub fn run(path: &Path, args: BuildArgs) -> i32 {
             return 2;
         }
     };
+    let constants = match lower::constants::Constants::for_file(path, args.constants.as_deref()) {
+        Ok(c) => std::sync::Arc::new(c),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
     use native::Artifact;
     let threefry = if args.threefry_partitionable {
         lower::random::Threefry::Partitionable
@@ -82,6 +89,7 @@ pub fn run(path: &Path, args: BuildArgs) -> i32 {
                 stablehlo::Options {
                     emit: kind,
                     threefry,
+                    constants: constants.clone(),
                 },
                 &out,
                 &mut t,
@@ -121,6 +129,7 @@ pub fn run(path: &Path, args: BuildArgs) -> i32 {
                 stablehlo::Options {
                     emit: kind,
                     threefry,
+                    constants: constants.clone(),
                 },
                 &out,
                 &mut t,
@@ -143,6 +152,7 @@ pub fn run(path: &Path, args: BuildArgs) -> i32 {
                     runtime: args.catalyst_runtime.clone(),
                     seed: args.seed,
                 },
+                constants: constants.clone(),
             };
             let mut phases = std::collections::BTreeMap::new();
             let mut last = (None, std::time::Instant::now());

@@ -93,6 +93,9 @@ struct Program {
     /// equinox's `unvmap_any`, or a Python callback): refused by design,
     /// counted apart (set by [`mark_library`]).
     library: bool,
+    /// The values of its nested jaxprs' constants, recorded beside its text
+    /// (`NAME.constants.json`), as `jaxpr build` reads them.
+    constants: std::sync::Arc<jaxpr_lower::constants::Constants>,
     /// Why the program is outside its corpus's build set although JAX's
     /// values are recorded (the manifest's `outside_build_set`: its text
     /// cannot hold what it computes with): refused, or built right, never
@@ -139,7 +142,9 @@ fn programs_of(root: &Path, groups: &[&str], only: &[&str]) -> Vec<Program> {
             {
                 continue;
             }
-            let text = std::fs::read_to_string(dir.join(format!("{name}.jaxpr"))).unwrap();
+            let path = dir.join(format!("{name}.jaxpr"));
+            let text = std::fs::read_to_string(&path).unwrap();
+            let constants = jaxpr_lower::constants::Constants::for_file(&path, None).unwrap();
             let complex = text.contains("c64[") || text.contains("c128[");
             let mut examples = examples.as_array().unwrap().clone();
             as_declared(&text, &mut examples);
@@ -154,6 +159,7 @@ fn programs_of(root: &Path, groups: &[&str], only: &[&str]) -> Vec<Program> {
                 complex,
                 threefry,
                 library: false,
+                constants: std::sync::Arc::new(constants),
                 outside: manifest["programs"][&name]["outside_build_set"]
                     .as_str()
                     .map(str::to_string),
@@ -338,6 +344,7 @@ fn stablehlo(programs: &[Program], dir: &Path) -> Vec<Outcome> {
         .parsed();
         let opts = jaxpr_stablehlo::Options {
             threefry: p.threefry,
+            constants: p.constants.clone(),
             ..Default::default()
         };
         match jaxpr_stablehlo::build_timed(&parse, &analysis, opts, &mut Default::default()) {
@@ -550,6 +557,7 @@ fn native_one(p: &Program, i: usize, dir: &Path) -> Outcome {
         cpu: native::Cpu::Native,
         threefry: p.threefry,
         quantum: Default::default(),
+        constants: p.constants.clone(),
     };
     let so = match jaxpr_native::build_native(&parse, &analysis, &opts, native::Artifact::Shared) {
         Ok(bytes) => bytes,
@@ -982,14 +990,14 @@ fn version_matrix_sample_builds_with_each_jaxs_values() {
 }
 
 /// The ecosystem corpus's programs built by `ecosystem_sample_builds_with_jaxs_values`:
-/// one or two of each library whose programs build (diffrax's, lineax's and
-/// optimistix's use equinox's primitives or nested constants, which are
-/// refused), chosen for what they exercise (train steps, a solver's while
-/// loop, samplers, an RNN's scan, shape-polymorphic exports, a `psum` over
-/// `vmap`'s axis, a FILL_OR_DROP gather of symbolic size, `geqrf`, a
-/// `jit` returning `_` for a result its call drops: `slogdet`), and a
-/// program outside the build set (nested constants), which must be refused
-/// with what its text lacks.
+/// one or two of each library whose programs build, chosen for what they
+/// exercise (train steps, a solver's while loop, samplers, an RNN's scan,
+/// shape-polymorphic exports, a `psum` over `vmap`'s axis, a FILL_OR_DROP
+/// gather of symbolic size, `geqrf`, a `jit` returning `_` for a result its
+/// call drops: `slogdet`; nested jaxprs' constants, whose values are
+/// recorded beside the text: jax-md's, numpyro's, optimistix's and
+/// diffrax's), and a program outside the build set (a `_` that is read),
+/// which must be refused with what its text lacks.
 const ECOSYSTEM_SAMPLE: &[&str] = &[
     "blackjax/hmc_step",
     "blackjax/rmh_step",
@@ -1003,6 +1011,7 @@ const ECOSYSTEM_SAMPLE: &[&str] = &[
     "haiku/lstm_dynamic_unroll",
     "haiku/mlp_apply_poly",
     "jax_md/lennard_jones_forces",
+    "jax_md/nve_step",
     "jax_md/soft_sphere_energy",
     "jax_numpy/matmul_poly",
     "jax_numpy/polysub_polyval",
@@ -1147,6 +1156,7 @@ fn catalyst_classical_programs(dirs: &[(String, PathBuf)]) -> Vec<Program> {
                 examples,
                 threefry: Default::default(),
                 library: false,
+                constants: Default::default(),
                 outside: None,
             });
         }

@@ -24,6 +24,7 @@
 //! What the text does not say (index maps that jax >= 0.6 does not print,
 //! a block that is not the whole array) is one J0012 naming it.
 
+use crate::constants::Constants;
 use crate::differentiate::{has_classical_gradient, is_classical_gradient};
 use crate::walk::{LowerError, LowerErrorKind, LowerResult, Syntax, err, untyped_literal_text};
 use jaxpr_check::registry::Prim;
@@ -63,9 +64,32 @@ fn is_state(prim: Option<Prim>) -> bool {
 
 /// Whether a checked program has something to rewrite before a back end
 /// builds it: references or kernels to discharge, a primitive of
-/// [`is_rewritten`], a classical derivative ([`crate::differentiate`]).
-pub fn needs_rewrite(a: &Analysis) -> bool {
-    a.eqns.iter().any(|e| is_rewritten(e.prim)) || has_classical_gradient(a)
+/// [`is_rewritten`], a classical derivative ([`crate::differentiate`]), a
+/// nested jaxpr's constants whose values are recorded
+/// ([`crate::constants`]).
+pub fn needs_rewrite(a: &Analysis, constants: &Constants) -> bool {
+    a.eqns.iter().any(|e| is_rewritten(e.prim))
+        || has_classical_gradient(a)
+        || !with_recorded_constants(a, constants).is_empty()
+}
+
+/// The nested jaxprs whose constants all have recorded values (the
+/// outermost jaxpr's constants are the program's inputs).
+fn with_recorded_constants(a: &Analysis, constants: &Constants) -> Vec<JaxprId> {
+    if constants.is_empty() {
+        return Vec::new();
+    }
+    (0..a.jaxprs.len())
+        .map(|i| JaxprId(i as u32))
+        .filter(|&j| {
+            let info = a.jaxpr(j);
+            info.parent.is_some() || matches!(info.origin, jaxpr_check::JaxprOrigin::Let { .. })
+        })
+        .filter(|&j| {
+            let cs = &a.jaxpr(j).constvars;
+            !cs.is_empty() && cs.iter().all(|&v| constants.has(&a.var(v).name))
+        })
+        .collect()
 }
 
 /// The primitives a rewrite always removes: references and kernels, jax <
@@ -125,18 +149,20 @@ impl Rewritten {
 pub fn rewritten(
     parse: &Parse,
     a: &Analysis,
+    constants: &Constants,
 ) -> Option<Result<(Rewritten, Parse, Analysis), Vec<Diagnostic>>> {
-    if !needs_rewrite(a) {
+    if !needs_rewrite(a, constants) {
         return None;
     }
-    Some(discharge_checked(parse, a))
+    Some(discharge_checked(parse, a, constants))
 }
 
 fn discharge_checked(
     parse: &Parse,
     a: &Analysis,
+    constants: &Constants,
 ) -> Result<(Rewritten, Parse, Analysis), Vec<Diagnostic>> {
-    let d = discharge(parse, a).map_err(|e| vec![e.into_diagnostic()])?;
+    let d = discharge(parse, a, constants).map_err(|e| vec![e.into_diagnostic()])?;
     let (p2, a2) = jaxpr_check::check_source(
         jaxpr_check::Source::Text(&d.text),
         jaxpr_check::Keep::Everything,
@@ -168,7 +194,7 @@ fn discharge_checked(
 
 /// Rewrites a checked program (free of errors) into one with nothing of
 /// [`needs_rewrite`] left.
-pub fn discharge(parse: &Parse, a: &Analysis) -> LowerResult<Rewritten> {
+pub fn discharge(parse: &Parse, a: &Analysis, constants: &Constants) -> LowerResult<Rewritten> {
     let file = &parse.file;
     let text = &*parse.text;
     let syntax = Syntax::new(file, a);
@@ -192,7 +218,8 @@ pub fn discharge(parse: &Parse, a: &Analysis) -> LowerResult<Rewritten> {
         spans: Vec::new(),
         fresh: 0,
         grid: Vec::new(),
-        to_rewrite: to_rewrite(a),
+        to_rewrite: to_rewrite(a, constants),
+        constants,
     };
     // The `let` jaxprs with nothing to rewrite at any depth, as printed
     // (equations copied from the original name them); the others are
@@ -251,11 +278,14 @@ pub(crate) struct Emitter<'t> {
     /// The jaxprs holding something to rewrite, at any depth or through a
     /// `let` they call ([`to_rewrite`]).
     to_rewrite: rustc_hash::FxHashSet<JaxprId>,
+    /// The recorded values of nested jaxprs' constants.
+    constants: &'t Constants,
 }
 
 /// The jaxprs holding something to rewrite (a state equation, `pmap`,
-/// `random_gamma`, a classical derivative), at any depth.
-fn to_rewrite(a: &Analysis) -> rustc_hash::FxHashSet<JaxprId> {
+/// `random_gamma`, a classical derivative, recorded constants), at any
+/// depth.
+fn to_rewrite(a: &Analysis, constants: &Constants) -> rustc_hash::FxHashSet<JaxprId> {
     let mut out = rustc_hash::FxHashSet::default();
     let mark = |out: &mut rustc_hash::FxHashSet<JaxprId>, from: JaxprId| {
         let mut j = Some(from);
@@ -270,6 +300,9 @@ fn to_rewrite(a: &Analysis) -> rustc_hash::FxHashSet<JaxprId> {
         if is_rewritten(e.prim) || is_classical_gradient(a, EqnId(i as u32)) {
             mark(&mut out, e.jaxpr);
         }
+    }
+    for j in with_recorded_constants(a, constants) {
+        mark(&mut out, j);
     }
     // A jaxpr calling one of those (a `let` jaxpr is called by name, from
     // outside the jaxprs it is nested in), until none is added.
@@ -878,8 +911,8 @@ impl<'t> Emitter<'t> {
         }) else {
             return crate::internal(e.primitive.range, "a call without its jaxpr");
         };
-        let binders = crate::walk::nested_binders(self.a, j, e.args.len(), e.primitive.range)?;
         let mut inner = Env::default();
+        let binders = self.constants_of(j, &mut inner, e.args.len(), e.primitive.range)?;
         for (&b, x) in binders.iter().zip(e.args.iter()) {
             inner.insert(b, self.atom(env, x)?);
         }
@@ -890,6 +923,39 @@ impl<'t> Emitter<'t> {
             }
         }
         Ok(())
+    }
+
+    /// The binders of nested jaxpr `j` that a call's `inputs` operands
+    /// bind ([`crate::walk::nested_binders`]). When `j`'s constants have
+    /// recorded values and the call passes only its arguments (as JAX
+    /// prints a closed jaxpr's call), each constant is bound in `env` to a
+    /// `constant` equation emitted here, and the binders are its invars.
+    fn constants_of(
+        &mut self,
+        j: JaxprId,
+        env: &mut Env,
+        inputs: usize,
+        at: TextRange,
+    ) -> LowerResult<Vec<VarId>> {
+        let info = self.a.jaxpr(j);
+        if info.constvars.is_empty() || inputs != info.invars.len() {
+            return crate::walk::nested_binders(self.a, j, inputs, at);
+        }
+        let mut lines = Vec::with_capacity(info.constvars.len());
+        for &v in &info.constvars {
+            let var = self.a.var(v);
+            match self.constants.params_for(&var.name, &var.ty, at)? {
+                Some(eqn) => lines.push((v, ty_text(&var.ty, at)?, eqn)),
+                // Not recorded: refused as the text alone is.
+                None => return crate::walk::nested_binders(self.a, j, inputs, at),
+            }
+        }
+        let invars = info.invars.clone();
+        for (v, ty, eqn) in lines {
+            let n = self.line(&ty, &eqn);
+            env.insert(v, n);
+        }
+        Ok(invars)
     }
 
     /// A nested jaxpr whose reference binders take values: `{ lambda ;
@@ -905,10 +971,9 @@ impl<'t> Emitter<'t> {
         let saved = std::mem::take(&mut self.out);
         let info = self.a.jaxpr(j).clone();
         let at = info.range;
-        if !info.constvars.is_empty() {
-            return err(at, "a nested jaxpr with constants is not built here");
-        }
         let mut env = Env::default();
+        // Recorded constants are equations of the body, before the rest.
+        self.constants_of(j, &mut env, info.invars.len(), at)?;
         let mut head = String::from("{ lambda ; ");
         for &k in order {
             let v = info.invars[k];

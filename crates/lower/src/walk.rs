@@ -3,7 +3,7 @@
 //! operands and parameter helpers, lowering errors, and the table of
 //! call-like primitives.
 
-use jaxpr_check::params::{BadField, ConvSpecs, DotDims, GatherDims, ScatterDims};
+use jaxpr_check::params::{BadField, ConstantData, ConvSpecs, DotDims, GatherDims, ScatterDims};
 use jaxpr_check::registry::{self, Family, Lowering, Prim, Primitive};
 use jaxpr_check::{Analysis, EqnId, JaxprId, JaxprOrigin, literals};
 use jaxpr_syntax::TextRange;
@@ -15,6 +15,7 @@ use rustc_hash::FxHashMap as HashMap;
 use std::borrow::{Borrow, Cow};
 
 /// Why an equation could not be lowered.
+#[derive(Debug)]
 pub struct LowerError {
     pub range: TextRange,
     pub message: String,
@@ -356,6 +357,15 @@ impl<X, T: Borrow<AType>> EqnCx<'_, X, T> {
                 dn.range,
                 "convolution specs the checker accepted do not match the operands",
             ),
+        }
+    }
+
+    /// A `constant`'s value, decoded as the checker decoded it.
+    pub fn constant_data(&self) -> LowerResult<ConstantData> {
+        match ConstantData::decode(|name| self.e.param(name).map(|p| &p.value)) {
+            Ok(c) => Ok(c),
+            // The checker reported it: a build of it is our bug.
+            Err(_) => internal(self.at(), "a constant the checker accepted does not decode"),
         }
     }
 

@@ -16,7 +16,9 @@ fn rewrite(text: &str) -> Result<String, Vec<Diagnostic>> {
         jaxpr_lower::checked(&parse, &analysis).is_ok(),
         "the program checks"
     );
-    match rewritten(&parse, &analysis).expect("a classical derivative is rewritten") {
+    match rewritten(&parse, &analysis, &Default::default())
+        .expect("a classical derivative is rewritten")
+    {
         Ok((r, p, a)) => {
             assert!(jaxpr_lower::checked(&p, &a).is_ok());
             Ok(r.text)

@@ -202,6 +202,20 @@ impl<'c> Codegen<'c, '_> {
                 })?;
                 Ok(r)
             }
+            Prim::Constant => {
+                // Its bytes are the array as the library lays it out
+                // (booleans a byte each, complex numbers (re, im)): a
+                // read-only global, copied when it is an output.
+                let c = cx.constant_data()?;
+                let bytes = self.context.const_string(&c.bytes, false);
+                let g = self.module.add_global(bytes.get_type(), None, "constant");
+                g.set_initializer(&bytes);
+                g.set_constant(true);
+                g.set_linkage(inkwell::module::Linkage::Private);
+                g.set_alignment(64);
+                let dims = c.shape.iter().map(|&d| self.i64(d)).collect();
+                Ok(Arr::new(g.as_pointer_value(), dims))
+            }
             Prim::DynamicSlice => {
                 let out = self.sizes(env, cx, "slice_sizes")?;
                 let src = x();

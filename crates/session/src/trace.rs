@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 /// The capture code, written into the session folder at each run (so a
 /// session records the code that produced it and the binary needs no
 /// install location).
-const CAPTURE: [(&str, &str); 3] = [
+const CAPTURE: [(&str, &str); 4] = [
     ("run.py", include_str!("../../../python/run.py")),
     (
         "jaxpr_trace/__init__.py",
@@ -28,6 +28,11 @@ const CAPTURE: [(&str, &str); 3] = [
     (
         "jaxpr_trace/catalyst_hook.py",
         include_str!("../../../python/jaxpr_trace/catalyst_hook.py"),
+    ),
+    // The recording of constants' values, shared with the Python API.
+    (
+        "jaxpr_trace/constants.py",
+        include_str!("../../../wheel/python/jaxpr/_constants.py"),
     ),
 ];
 

@@ -501,6 +501,31 @@ impl<'c, 'f> Lower<'c, 'f> {
                     self.op1(b, "stablehlo.dynamic_iota", &[s], t, &attrs)
                 }
             }
+            Prim::Constant => {
+                let c = cx.constant_data()?;
+                let dims: Vec<Dim> = c.shape.iter().map(|&d| Dim::Const(d)).collect();
+                // Booleans are bytes here and `i1` in MLIR, whose dense
+                // hex form is not a byte per element: made as `i8`, then
+                // compared with zero by the conversion.
+                let stored = if c.dtype == DType::Bool {
+                    DType::Int(8)
+                } else {
+                    c.dtype.clone()
+                };
+                let t = self.tensor(&stored, &dims, cx.at())?;
+                let value = if c.bytes.is_empty() {
+                    format!("dense<[]> : {t}")
+                } else {
+                    let hex: String = c.bytes.iter().map(|byte| format!("{byte:02X}")).collect();
+                    format!("dense<\"0x{hex}\"> : {t}")
+                };
+                let v = self.op1(b, "stablehlo.constant", &[], t, &[("value", value)])?;
+                if c.dtype == DType::Bool {
+                    self.convert(b, v, &c.dtype)
+                } else {
+                    Ok(v)
+                }
+            }
             Prim::DotGeneral => self.dot_general(b, cx),
             Prim::ConvGeneralDilated => self.conv(b, cx),
             Prim::Argmax | Prim::Argmin => self.argminmax(b, env, cx),

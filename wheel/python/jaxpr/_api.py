@@ -241,8 +241,7 @@ def build(
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", symbol):
         raise ValueError(f"name must be a C identifier, not {symbol!r}")
     folder = tempfile.mkdtemp(prefix="jaxpr-build-")
-    source = Path(folder) / f"{prog.name}.jaxpr"
-    source.write_text(prog.text, encoding="utf-8")
+    source = prog.write(Path(folder))
     out = Path(folder) / (f"lib{symbol}.so" if emit == "native" else f"{prog.name}.mlir")
     command = ["build", str(source), "--emit", emit, "-o", str(out), "--format", "json", "--color", "never"]
     command += ["--threefry-partitionable", _threefry_partitionable()]

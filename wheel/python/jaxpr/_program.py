@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
 
+from . import _constants
 from ._cli import JaxprError
 
 # `# /path/model.py:12:8 (loss)`, the source info JAX prints after an equation.
@@ -46,6 +47,18 @@ class Program:
     out_tree: Any = None  # the outputs' pytree structure (from a function)
     in_tree: Any = None
     source_dir: Optional[Path] = None  # the folder of the user's code (configuration lookup)
+    # The values of the closed jaxprs' constants, nested ones included, by
+    # binder name (`_constants`): written beside the text for a build.
+    constants: Dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def write(self, folder: Path) -> Path:
+        """Writes `NAME.jaxpr` into `folder`, and beside it the recorded
+        constants that `jaxpr build` reads (`NAME.constants.json`)."""
+        path = folder / f"{self.name}.jaxpr"
+        path.write_text(self.text, encoding="utf-8")
+        if self.constants:
+            _constants.write(folder / f"{self.name}.constants.json", self.constants)
+        return path
 
     def python_location(self, line: int) -> Optional[PythonLocation]:
         """The user's Python line of the equation at `line` (1-based) of the
@@ -96,6 +109,11 @@ def print_jaxpr(closed_jaxpr: Any) -> str:
         raise JaxprError(f"this jaxpr cannot be printed by the installed JAX: {type(e).__name__}: {e}") from e
 
 
+def _printed(closed_jaxpr: Any) -> Tuple[str, Dict[str, Any]]:
+    """[`print_jaxpr`] and the values of the constants it names."""
+    return _constants.printed(closed_jaxpr, lambda: print_jaxpr(closed_jaxpr))
+
+
 def _source_dir(fn: Any) -> Optional[Path]:
     try:
         path = inspect.getsourcefile(inspect.unwrap(fn))
@@ -126,11 +144,13 @@ def program(f: Any, args: Tuple[Any, ...] = (), kwargs: Optional[Dict[str, Any]]
     if traced_jaxpr is not None:
         out_tree = getattr(f, "out_tree", None)
         in_tree = getattr(f, "in_tree", None)
-        return Program(_name(f), print_jaxpr(traced_jaxpr), traced_jaxpr, out_tree, in_tree)
+        text, constants = _printed(traced_jaxpr)
+        return Program(_name(f), text, traced_jaxpr, out_tree, in_tree, constants=constants)
     if hasattr(f, "eqns") or hasattr(getattr(f, "jaxpr", None), "eqns"):
         if args or kwargs:
             raise JaxprError("a jaxpr takes no example arguments: pass a function to trace with them")
-        return Program("jaxpr", print_jaxpr(f), f if hasattr(f, "consts") else None)
+        text, constants = _printed(f)
+        return Program("jaxpr", text, f if hasattr(f, "consts") else None, constants=constants)
     if not callable(f):
         raise JaxprError(_EXPECTED + type(f).__name__)
     try:
@@ -143,6 +163,7 @@ def program(f: Any, args: Tuple[Any, ...] = (), kwargs: Optional[Dict[str, Any]]
         raise JaxprError(f"tracing {_name(f)} failed: {type(e).__name__}: {e}") from e
     out_tree = jax.tree_util.tree_structure(shapes)
     in_tree = jax.tree_util.tree_structure((args, kwargs))
-    return Program(_name(f), print_jaxpr(closed), closed, out_tree, in_tree, _source_dir(f))
+    text, constants = _printed(closed)
+    return Program(_name(f), text, closed, out_tree, in_tree, _source_dir(f), constants)
 
 

@@ -13,7 +13,7 @@
 use super::{EqnCx, Index, Infer, Related};
 use crate::DimEq;
 use crate::dims::{Why, operand_value};
-use crate::params::{BadField, GatherDims, ScatterDims};
+use crate::params::{BadField, ConstantData, GatherDims, ScatterDims};
 use jaxpr_syntax::ast::Expr;
 use jaxpr_syntax::diagnostics::{DiagKind, Diagnostic};
 use jaxpr_types::{AType, Cmp, DType, Dim, Shape};
@@ -55,6 +55,7 @@ const PRIMS: &[Prim] = &[
     p("scatter_max", scatter),
     p("scatter-apply", scatter),
     p("iota", iota),
+    p("constant", constant),
     p("split", split),
     p("tile", tile),
     p("stack", stack),
@@ -1707,6 +1708,27 @@ fn iota(cx: &mut EqnCx) -> Infer {
         dtype: dtype.or_else(|| cx.declared.first()?.dtype.clone()),
         shape,
     }])
+}
+
+fn constant(cx: &mut EqnCx) -> Infer {
+    if !cx.expect_args(0) {
+        return None;
+    }
+    match ConstantData::decode(|name| cx.param(name)) {
+        Ok(c) => Some(vec![AType {
+            dtype: Some(c.dtype),
+            shape: c.shape.into_iter().map(Dim::Const).collect(),
+        }]),
+        Err(BadField(field)) => {
+            cx.param_error(
+                field,
+                format!(
+                    "`{field}` of `constant` must give `shape` elements of `dtype` (a boolean, integer, float or complex dtype) as hex bytes, `data='0x…'`"
+                ),
+            );
+            None
+        }
+    }
 }
 
 fn split(cx: &mut EqnCx) -> Infer {
