@@ -34,7 +34,10 @@ fn inside(inner: &Rect, outer: &Rect) -> bool {
 }
 
 fn fixture(name: &str) -> String {
-    let path = format!("{}/../../tests/data/graph/{name}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}/../../tests/data/graph/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
@@ -44,7 +47,9 @@ fn fixture(name: &str) -> String {
 fn value_label_boxes(base: &layout::Layout, placed: &Placement) -> Vec<(NodeId, Rect)> {
     let mut boxes = Vec::new();
     for (i, labels) in base.value_labels.iter().enumerate() {
-        let Some(rect) = placed.nodes[i] else { continue };
+        let Some(rect) = placed.nodes[i] else {
+            continue;
+        };
         for (port, label) in labels.iter().enumerate() {
             let Some(label) = label else { continue };
             let (dx, _) = layout::out_port(&rect, labels, port as u32);

@@ -88,7 +88,10 @@ main
     let titles: Vec<&str> = graph
         .blocks
         .iter()
-        .filter(|b| b.owner.is_some_and(|o| graph.node(o).kind == NodeKind::Scope))
+        .filter(|b| {
+            b.owner
+                .is_some_and(|o| graph.node(o).kind == NodeKind::Scope)
+        })
         .map(|b| b.title.as_str())
         .collect();
     assert_eq!(
@@ -193,7 +196,11 @@ fn literals_fold_into_their_equations_labels() {
     );
     // The variable operand keeps its position: `sub 1.0 j` takes `j` as
     // its second operand.
-    let sub = graph.nodes.iter().position(|n| n.label == "sub 1.0 ·").unwrap();
+    let sub = graph
+        .nodes
+        .iter()
+        .position(|n| n.label == "sub 1.0 ·")
+        .unwrap();
     let ports: Vec<u32> = graph
         .edges
         .iter()
