@@ -14,8 +14,10 @@ use std::process::Command;
 /// Programs with every kind of group: `let`s, `jit`, `cond` branches,
 /// `while` and `scan` bodies (control, nested_loops), `custom_jvp_call`
 /// (cnn), Catalyst's `for_loop` and `while_loop` (capture_loop,
-/// while_grow), and a quantum kernel holding an `adjoint` region
-/// (adjoint_rotations, of Catalyst's suite).
+/// while_grow), a quantum kernel holding an `adjoint` region
+/// (adjoint_rotations, of Catalyst's suite), and train steps whose
+/// equations group by name stack and Python function, one with a jit
+/// inside a scope group (`corpus-gen/graph/gen.py`).
 fn files() -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = [
         "jax/control.jaxpr",
@@ -28,6 +30,9 @@ fn files() -> Vec<PathBuf> {
     .map(|name| corpus().join(name))
     .collect();
     files.push(workspace_root().join("tests/data/catalyst-suite/adjoint_rotations.jaxpr"));
+    for name in ["jax_train_step.jaxpr", "jax_train_step_nested_jit.jaxpr"] {
+        files.push(workspace_root().join("tests/data/graph").join(name));
+    }
     files
 }
 
@@ -255,6 +260,51 @@ fn model_explorer_export_loads_in_model_explorer() {
         );
         assert!(String::from_utf8_lossy(&load.stdout).starts_with("loaded "));
     }
+}
+
+/// Scope groups are Model Explorer's layers: each equation of the train
+/// step is a node of its jaxpr's graph with its group's path as
+/// `namespace`, and the export loads with the real package.
+#[test]
+fn model_explorer_layers_are_the_scope_groups() {
+    let file = workspace_root().join("tests/data/graph/jax_train_step.jaxpr");
+    let out = scratch("model-explorer-layers").join("out.json");
+    let json: serde_json::Value = serde_json::from_str(&graph(&file, &out, &[])).unwrap();
+    let step = json["graphs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["id"] == "let step")
+        .expect("a graph for `let step`");
+    let mut layers: Vec<(String, usize)> = Vec::new();
+    for node in step["nodes"].as_array().unwrap() {
+        let namespace = node["namespace"].as_str().unwrap().to_string();
+        match layers.last_mut() {
+            Some((last, count)) if *last == namespace => *count += 1,
+            _ => layers.push((namespace, 1)),
+        }
+    }
+    let layers: Vec<(&str, usize)> = layers.iter().map(|(n, c)| (n.as_str(), *c)).collect();
+    assert_eq!(
+        layers,
+        [
+            ("", 6),
+            ("jvp(predict)/dense", 10),
+            ("jvp()/loss", 5),
+            ("transpose(jvp())/loss", 3),
+            ("transpose(jvp(predict))/dense", 17),
+            ("step.<locals>.<listcomp>", 8),
+            ("", 4),
+        ],
+        "inputs, the groups' equations in text order, outputs"
+    );
+    let graphs: Vec<&str> = json["graphs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(graphs, ["let step", "main"], "a scope group is no graph");
 }
 
 #[test]

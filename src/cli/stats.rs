@@ -258,17 +258,10 @@ impl EqnOrigins {
             };
             let own = syntax
                 .get(&info.range.start)
-                .and_then(|eqn| eqn.comments.iter().find(|c| c.text.starts_with('[')))
-                .map(|c| {
-                    c.text
-                        .trim_start_matches('[')
-                        .trim_end_matches(']')
-                        .to_string()
-                });
+                .and_then(|eqn| eqn.name_stack());
             scope.extend(
-                own.iter()
-                    .flat_map(|stack| stack.split('/'))
-                    .filter(|s| !s.is_empty())
+                own.into_iter()
+                    .flat_map(ast::name_stack_scopes)
                     .map(str::to_string),
             );
             origins.scopes.push(scope);

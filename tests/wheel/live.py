@@ -90,6 +90,27 @@ def commands(root: Path):
     assert "checked 1 file: 0 errors, 1 warning" in str(report), str(report)
     assert "<pre" in report._repr_html_() and "J0013" in report._repr_html_()
 
+    # Printed with name stacks (`# [jvp(dense)]` under the source comment, which the graph
+    # groups by): every line of an equation, its name stack's and its parameters' too, still
+    # gives the equation's Python line.
+    def scoped(w):
+        with jax.named_scope("dense"):
+            return jnp.sum(jnp.tanh(w @ w) ** 2)
+
+    prog = jaxpr.trace(jax.grad(scoped), jnp.ones((3, 3)))
+    assert "# [jvp(dense)]" in prog.text and "# [transpose(jvp(dense))]" in prog.text, prog.text
+    text_lines = prog.text.split("\n")
+    starts = [i for i, l in enumerate(text_lines, 1) if " = " in l.split("#")[0] and "scoped)" in l]
+    assert len(starts) >= 5, prog.text
+    for start in starts:
+        where = prog.python_location(start)
+        assert where is not None and where.function.endswith("scoped"), (start, where)
+        for later in range(start + 1, len(text_lines) + 1):
+            code = text_lines[later - 1].split("#")[0]
+            if " = " in code or "in (" in code:
+                break
+            assert prog.python_location(later) == where, (later, text_lines[later - 1], where)
+
     # Rule options, as the CLI's flags, and configuration files.
     assert len(jaxpr.check(reuses_a_key, key, ignore="J0013")) == 0
     assert len(jaxpr.check(reuses_a_key, key, select=["shape-mismatch"])) == 0

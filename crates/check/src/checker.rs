@@ -321,11 +321,7 @@ impl Checker {
         // Operands and results on the stack for the usual few (one heap
         // allocation each per equation was a noticeable part of a check).
         let operands: SmallVec<[Operand; 4]> = e.args.iter().map(|a| self.operand(a)).collect();
-        let source_info = e
-            .comments
-            .iter()
-            .find(|c| !c.text.starts_with('[') && !c.text.is_empty())
-            .map(|c| SmolStr::new(&c.text));
+        let source_info = e.source_info().map(SmolStr::new);
         self.a.eqns.push(EqnInfo {
             jaxpr,
             primitive: e.primitive.text.clone(),

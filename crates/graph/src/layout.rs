@@ -2,7 +2,10 @@
 //!
 //! [`layout`] places each block's nodes once, with every group collapsed:
 //! rows by longest path from the inputs (a jaxpr's equations are already in
-//! an order where operands come first, so one pass assigns them), each row
+//! an order where operands come first, and a scope group stands where its
+//! first equation is, after everything its equations use, so one pass
+//! assigns them; an edge into or out of a scope group counts for the group
+//! in the block around it), each row
 //! ordered by the mean position of its nodes' operands and packed left to
 //! right, each node as close as it can be to above its operands. Long edges
 //! get no dummy nodes: they are drawn as curves across the rows between, which
@@ -29,8 +32,14 @@ pub mod metrics {
     pub const MAX_LABEL_CHARS: usize = 40;
     pub const NODE_GAP: f32 = 18.0;
     /// From the top of one row to the top of the next, before any group
-    /// grows: room for the edges' type labels between.
+    /// grows: room for the values' type labels and the edges between.
     pub const ROW_PITCH: f32 = 74.0;
+    /// Width of a character of a value's label (10 px monospace).
+    pub const VALUE_CHAR_WIDTH: f32 = 6.0;
+    /// The band under a node that holds its values' labels, each centred on
+    /// its port; the value's edges leave below it. Nodes are wide enough
+    /// for their labels, so a label overlaps no other label or node.
+    pub const VALUE_LABEL_BAND: f32 = 14.0;
     pub const BLOCK_PADDING: f32 = 12.0;
     /// The title line of a block inside an expanded group.
     pub const BLOCK_TITLE: f32 = 18.0;
@@ -63,6 +72,73 @@ pub fn cut(text: &str) -> String {
     out
 }
 
+/// Per node, the labels of its values where edges leave it (an
+/// equation's result types, cut to [`MAX_LABEL_CHARS`]); `None` for a value
+/// no edge carries, and for an input's or constvar's one value, whose type
+/// is its sublabel.
+pub fn value_labels(graph: &Graph) -> Vec<Vec<Option<String>>> {
+    let mut used: Vec<Vec<bool>> = graph
+        .nodes
+        .iter()
+        .map(|n| vec![false; n.values.len()])
+        .collect();
+    for edge in &graph.edges {
+        if let Some(u) = used[edge.from.0 as usize].get_mut(edge.from_port as usize) {
+            *u = true;
+        }
+    }
+    graph
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, node)| {
+            (0..node.values.len())
+                .map(|port| {
+                    (node.kind == NodeKind::Equation && used[i][port])
+                        .then(|| cut(&graph.value_label(NodeId(i as u32), port as u32)))
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Where the edges of a node's `port`-th value leave it, relative to its
+/// box: the middle of the value's share of the bottom side, below its
+/// label when it has one; the middle of the bottom side for a node with no
+/// values (a scope group).
+pub fn out_port(rect: &Rect, labels: &[Option<String>], port: u32) -> (f32, f32) {
+    let count = labels.len().max(1) as f32;
+    let band = match labels.get(port as usize) {
+        Some(Some(_)) => VALUE_LABEL_BAND,
+        _ => 0.0,
+    };
+    (
+        rect.width * (port.min(count as u32 - 1) as f32 + 0.5) / count,
+        rect.height + band,
+    )
+}
+
+/// Where a node takes its `port`-th of `operands` along its top side.
+pub fn in_port(rect: &Rect, port: u32, operands: u32) -> f32 {
+    rect.width * (port as f32 + 1.0) / (operands.max(port + 1) as f32 + 1.0)
+}
+
+/// For an edge from `from` to `to`, the nodes of one block that stand for
+/// them: themselves, or the scope groups around them in the innermost block
+/// both are in. `None` when one holds the other.
+fn same_block(graph: &Graph, from: NodeId, to: NodeId) -> Option<(NodeId, NodeId)> {
+    let outer_from: Vec<NodeId> = std::iter::once(from)
+        .chain(graph.groups_around(from))
+        .collect();
+    for b in std::iter::once(to).chain(graph.groups_around(to)) {
+        let block = graph.node(b).block;
+        if let Some(&a) = outer_from.iter().find(|a| graph.node(**a).block == block) {
+            return (a != b).then_some((a, b));
+        }
+    }
+    None
+}
+
 /// The base layout: every node's box with all groups collapsed, relative to
 /// its block's top left corner.
 #[derive(Clone, Debug, Default)]
@@ -78,6 +154,8 @@ pub struct Layout {
     /// Per block: its size with every group collapsed.
     pub block_width: Vec<f32>,
     pub block_height: Vec<f32>,
+    /// [`value_labels`].
+    pub value_labels: Vec<Vec<Option<String>>>,
 }
 
 pub fn layout(graph: &Graph) -> Layout {
@@ -91,21 +169,37 @@ pub fn layout(graph: &Graph) -> Layout {
         rows: Vec::with_capacity(graph.blocks.len()),
         block_width: vec![0.0; graph.blocks.len()],
         block_height: vec![0.0; graph.blocks.len()],
+        value_labels: value_labels(graph),
     };
     for (i, node) in graph.nodes.iter().enumerate() {
         let lines = node_lines(graph, NodeId(i as u32));
         let chars = lines.iter().map(|l| l.chars().count()).max().unwrap_or(0);
-        out.width[i] = (chars as f32 * CHAR_WIDTH + 14.0).max(MIN_NODE_WIDTH);
+        // Each value's label in its share of the bottom side.
+        let labels = &out.value_labels[i];
+        let widest = labels
+            .iter()
+            .flatten()
+            .map(|l| l.chars().count())
+            .max()
+            .map_or(0.0, |c| c as f32 * VALUE_CHAR_WIDTH + 8.0);
+        out.width[i] = (chars as f32 * CHAR_WIDTH + 14.0)
+            .max(MIN_NODE_WIDTH)
+            .max(widest * labels.len() as f32);
         let base = match node.kind {
             NodeKind::Equation => NODE_HEIGHT,
             _ => VALUE_NODE_HEIGHT,
         };
         out.height[i] = base + LINE_HEIGHT * (lines.len().saturating_sub(2)) as f32;
     }
-    // Operands of each node, by edge.
+    // Operands of each node, by edge, between the nodes that stand for the
+    // edge's ends in one block.
     let mut operands: Vec<Vec<NodeId>> = vec![Vec::new(); count];
     for edge in &graph.edges {
-        operands[edge.to.0 as usize].push(edge.from);
+        if graph.node(edge.from).block == graph.node(edge.to).block {
+            operands[edge.to.0 as usize].push(edge.from);
+        } else if let Some((from, to)) = same_block(graph, edge.from, edge.to) {
+            operands[to.0 as usize].push(from);
+        }
     }
     for (b, block) in graph.blocks.iter().enumerate() {
         let rows = layout_block(graph, &block.nodes, &operands, &mut out);
@@ -117,8 +211,9 @@ pub fn layout(graph: &Graph) -> Layout {
             }
         }
         out.block_width[b] = width + 2.0 * BLOCK_PADDING;
-        out.block_height[b] =
-            rows.len() as f32 * ROW_PITCH - (ROW_PITCH - NODE_HEIGHT) + 2.0 * BLOCK_PADDING;
+        out.block_height[b] = rows.len() as f32 * ROW_PITCH - (ROW_PITCH - NODE_HEIGHT)
+            + VALUE_LABEL_BAND
+            + 2.0 * BLOCK_PADDING;
         out.rows.push(rows);
     }
     out
@@ -130,40 +225,32 @@ fn layout_block(
     operands: &[Vec<NodeId>],
     out: &mut Layout,
 ) -> Vec<Vec<NodeId>> {
-    // Rows: longest path from the inputs. Literals sit in the row above
-    // their equation (their only use), outputs in a row of their own below.
+    // Rows: longest path from the inputs, in row 0 (a scope group's block
+    // has none: its first equations take row 0); outputs in a row of their
+    // own below.
+    let first = u32::from(
+        nodes
+            .iter()
+            .any(|&n| matches!(graph.node(n).kind, NodeKind::Input | NodeKind::Const)),
+    );
     let mut last_row = 0;
-    let mut literals = Vec::new();
     let mut outputs = Vec::new();
     for &id in nodes {
         let i = id.0 as usize;
         match graph.node(id).kind {
             NodeKind::Input | NodeKind::Const => out.row[i] = 0,
-            NodeKind::Literal => literals.push(id),
             NodeKind::Output => outputs.push(id),
-            NodeKind::Equation => {
+            NodeKind::Equation | NodeKind::Scope => {
                 let row = operands[i]
                     .iter()
-                    .filter(|o| graph.node(**o).kind != NodeKind::Literal)
                     .map(|o| out.row[o.0 as usize] + 1)
                     .max()
-                    .unwrap_or(1)
-                    .max(1);
+                    .unwrap_or(first)
+                    .max(first);
                 out.row[i] = row;
                 last_row = last_row.max(row);
             }
         }
-    }
-    let mut users: rustc_hash::FxHashMap<NodeId, u32> = Default::default();
-    for &id in nodes {
-        for o in &operands[id.0 as usize] {
-            if graph.node(*o).kind == NodeKind::Literal {
-                users.insert(*o, out.row[id.0 as usize]);
-            }
-        }
-    }
-    for &id in &literals {
-        out.row[id.0 as usize] = users.get(&id).copied().unwrap_or(1).saturating_sub(1);
     }
     for &id in &outputs {
         out.row[id.0 as usize] = last_row + 1;
@@ -284,6 +371,20 @@ pub struct Placement {
     pub open: Vec<bool>,
     pub width: f32,
     pub height: f32,
+}
+
+impl Placement {
+    /// The node drawn for `node`: itself, or the outermost closed group
+    /// around it (an edge into a closed scope group ends at the group).
+    pub fn drawn_as(&self, graph: &Graph, node: NodeId) -> NodeId {
+        let mut drawn = node;
+        for group in graph.groups_around(node) {
+            if !self.open[group.0 as usize] {
+                drawn = group;
+            }
+        }
+        drawn
+    }
 }
 
 pub fn place(graph: &Graph, layout: &Layout, expansion: &dyn Expansion) -> Placement {

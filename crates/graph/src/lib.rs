@@ -15,7 +15,7 @@ mod render;
 
 pub use model::{
     Annotation, Block, BlockId, Edge, EquationAnnotator, Graph, NoAnnotations, Node, NodeId,
-    NodeKind, Value, build,
+    NodeKind, ScopeItem, Value, build, scope_items,
 };
 pub use render::Position;
 pub use render::dot::dot;

@@ -1,8 +1,9 @@
 //! The graph model: what a printed jaxpr file says as nodes and edges.
 //!
-//! Every jaxpr of the file is a [`Block`]: its constvars, inputs, literal
-//! operands, equations and outputs are nodes, and each value that flows from
-//! one node to another is an [`Edge`] labelled with its printed type. An
+//! Every jaxpr of the file is a [`Block`]: its constvars, inputs, equations
+//! and outputs are nodes, and each value that flows from one node to another
+//! is an [`Edge`] labelled with its printed type. Literal operands are
+//! folded into their equation's label (`mul 2.0 ·`). An
 //! equation whose parameters hold jaxprs (`pjit`'s `jaxpr`, `cond`'s
 //! `branches`, `scan`'s body, `while`'s `cond_jaxpr` and `body_jaxpr`,
 //! `custom_jvp_call`'s `call_jaxpr`, Catalyst's `for_loop`, `while_loop` and
@@ -11,9 +12,15 @@
 //! `let` jaxprs are blocks of their own at the top, beside the main jaxpr; an
 //! equation that names one (`jaxpr=NAME`) links to it.
 //!
-//! Jaxprs are closed, so every edge joins two nodes of one block. The model is
-//! built from the syntax tree alone (types as printed), so a file with errors
-//! still draws as far as it parses.
+//! Within a jaxpr, equations are grouped as the program was written: by the
+//! name stack and the Python function of their source comments
+//! (`pretty_print(source_info=True, name_stack=True)`), each group a
+//! [`NodeKind::Scope`] node holding one block (see [`scope_items`]).
+//!
+//! Jaxprs are closed, so every edge joins two nodes of one jaxpr; it may
+//! cross the border of a scope group. The model is built from the syntax
+//! tree alone (types as printed), so a file with errors still draws as far
+//! as it parses.
 
 use jaxpr_syntax::TextRange;
 use jaxpr_syntax::ast::{self, Atom, Eqn, ExprKind, Jaxpr};
@@ -31,12 +38,13 @@ pub enum NodeKind {
     Input,
     /// A constvar (before the `;` of `lambda`).
     Const,
-    /// A literal operand (`1.0:f32[]`), or a bare `inf`/`nan` no binder defines.
-    Literal,
     /// An equation.
     Equation,
     /// One output of a jaxpr (the atoms after `in`).
     Output,
+    /// Equations of one name stack and Python function (`jvp(dense)`):
+    /// a group holding one block, whose edges cross its border.
+    Scope,
 }
 
 impl NodeKind {
@@ -45,9 +53,9 @@ impl NodeKind {
         match self {
             NodeKind::Input => "input",
             NodeKind::Const => "const",
-            NodeKind::Literal => "literal",
             NodeKind::Equation => "eqn",
             NodeKind::Output => "output",
+            NodeKind::Scope => "scope",
         }
     }
 }
@@ -84,23 +92,25 @@ impl EquationAnnotator for NoAnnotations {
 #[derive(Clone, Debug)]
 pub struct Node {
     pub kind: NodeKind,
-    /// The primitive for an equation, the variable's name for an input,
-    /// constvar or output, the value for a literal.
+    /// The primitive for an equation, followed by its operands when one is
+    /// a literal (`mul 2.0 ·`: `·` for a variable); the variable's name for
+    /// an input, constvar or output; the scope for a scope group.
     pub label: String,
     /// A second, shorter line: an equation's `name=` parameter (`pjit`'s
-    /// function name), an input's or output's type.
+    /// function name), an input's or output's type, a scope group's
+    /// number of equations.
     pub sublabel: String,
     pub block: BlockId,
     /// The jaxprs this equation holds in its parameters (a group when not
-    /// empty), in parameter order.
+    /// empty), in parameter order; a scope group's one block.
     pub children: Vec<BlockId>,
     /// The `let` jaxpr an equation names in a parameter (`jaxpr=NAME`).
     pub calls: Option<BlockId>,
-    /// Where the node is in the text: the whole equation, the binder, the
-    /// literal or the output atom.
+    /// Where the node is in the text: the whole equation, the binder or the
+    /// output atom; a scope group's equations.
     pub range: TextRange,
     /// The names and types of the values this node defines, in order (an
-    /// equation's results; the one value of an input, constvar or literal).
+    /// equation's results; the one value of an input or constvar).
     pub values: Vec<Value>,
     pub annotations: Vec<Annotation>,
     /// For a collective, what it moves between devices
@@ -122,7 +132,8 @@ pub struct Value {
 }
 
 /// A value flowing from the `from_port`-th value of `from` to the
-/// `to_port`-th operand of `to`.
+/// `to_port`-th operand of `to` (an operand's position among the
+/// equation's operands, literals included).
 #[derive(Clone, Debug)]
 pub struct Edge {
     pub from: NodeId,
@@ -134,13 +145,14 @@ pub struct Edge {
 #[derive(Clone, Debug)]
 pub struct Block {
     /// `main`, `let NAME`, or the parameter that holds it (`jaxpr`,
-    /// `branches[1]`, `body_jaxpr`).
+    /// `branches[1]`, `body_jaxpr`); for a scope group's block, the scopes
+    /// from its jaxpr down to it (`transpose(jvp())/loss`).
     pub title: String,
-    /// The equation whose parameter holds this jaxpr; `None` for the file's
-    /// main jaxpr and its `let`s.
+    /// The equation whose parameter holds this jaxpr, or the scope group
+    /// holding this block; `None` for the file's main jaxpr and its `let`s.
     pub owner: Option<NodeId>,
-    /// Its nodes, in text order: constvars, inputs, then each equation after
-    /// its literal operands, then the outputs.
+    /// Its nodes, in text order: constvars, inputs, the equations (a scope
+    /// group where its first equation is), the outputs.
     pub nodes: Vec<NodeId>,
     pub range: TextRange,
 }
@@ -171,14 +183,21 @@ impl Graph {
             .map_or("", |v| v.ty.as_str())
     }
 
-    /// An edge's label: its value's type, and for a result of a collective
-    /// what the collective moves (`f32[8,4] ⇄ all-reduce 224 B/device`).
-    pub fn edge_label(&self, edge: &Edge) -> std::borrow::Cow<'_, str> {
-        let ty = self.edge_type(edge);
-        match &self.node(edge.from).collective {
+    /// The label of a node's `port`-th value, drawn under the node where
+    /// its edges leave: its type, and for a result of a collective what the
+    /// collective moves (`f32[8,4] ⇄ all-reduce 224 B/device`).
+    pub fn value_label(&self, node: NodeId, port: u32) -> std::borrow::Cow<'_, str> {
+        let node = self.node(node);
+        let ty = node.values.get(port as usize).map_or("", |v| v.ty.as_str());
+        match &node.collective {
             Some(moved) => format!("{ty} ⇄ {moved}").into(),
             None => ty.into(),
         }
+    }
+
+    /// An edge's label: the label of the value it carries.
+    pub fn edge_label(&self, edge: &Edge) -> std::borrow::Cow<'_, str> {
+        self.value_label(edge.from, edge.from_port)
     }
 
     /// The name of the value an edge carries.
@@ -194,6 +213,13 @@ impl Graph {
             .iter()
             .filter(|n| n.kind == NodeKind::Equation)
             .count()
+    }
+
+    /// The scope groups and groups around a node, innermost first.
+    pub fn groups_around(&self, node: NodeId) -> impl Iterator<Item = NodeId> + '_ {
+        std::iter::successors(self.block(self.node(node).block).owner, |&group| {
+            self.block(self.node(group).block).owner
+        })
     }
 
     /// How many groups `block` is nested in (0 for a root).
@@ -257,13 +283,7 @@ impl Builder<'_> {
     }
 
     fn jaxpr(&mut self, jaxpr: &Jaxpr, title: String, owner: Option<NodeId>) -> BlockId {
-        let block = BlockId(self.graph.blocks.len() as u32);
-        self.graph.blocks.push(Block {
-            title,
-            owner,
-            nodes: Vec::new(),
-            range: jaxpr.range,
-        });
+        let block = self.new_block(title, owner, jaxpr.range);
         let lets_in_scope = self.lets.len();
         for item in &jaxpr.lets {
             let id = self.jaxpr(&item.jaxpr, format!("let {}", item.name.text), owner);
@@ -298,38 +318,22 @@ impl Builder<'_> {
                 }
             }
         }
-        for eqn in &jaxpr.eqns {
-            let sources: Vec<Option<(NodeId, u32)>> = eqn
-                .args
-                .iter()
-                .map(|atom| self.operand(atom, &scope, block))
-                .collect();
-            let id = self.equation(eqn, block);
-            for (port, source) in sources.into_iter().enumerate() {
-                if let Some((from, from_port)) = source {
-                    self.graph.edges.push(Edge {
-                        from,
-                        from_port,
-                        to: id,
-                        to_port: port as u32,
-                    });
-                }
-            }
-            for (port, out) in eqn.outs.iter().enumerate() {
-                if !out.is_dropped() {
-                    scope.insert(&out.name.text, (id, port as u32));
-                }
-            }
-        }
+        let paths: Vec<Vec<&str>> = jaxpr.eqns.iter().map(scope_path).collect();
+        let items = scope_items(&paths);
+        self.items(&items, &jaxpr.eqns, block, "", &mut scope);
         for atom in &jaxpr.outvars {
-            let source = self.operand(atom, &scope, block);
-            let ty = source
-                .map(|(node, port)| {
-                    self.graph.nodes[node.0 as usize].values[port as usize]
-                        .ty
-                        .clone()
-                })
-                .unwrap_or_default();
+            // A literal output is its node's label and comes from nowhere.
+            let source = match atom {
+                Atom::Var(name) => scope.get(&*name.text).copied(),
+                Atom::Lit(_) => None,
+            };
+            let ty = match (source, atom) {
+                (Some((node, port)), _) => self.graph.nodes[node.0 as usize].values[port as usize]
+                    .ty
+                    .clone(),
+                (None, Atom::Lit(lit)) => self.type_text(lit.ty.as_ref()),
+                (None, Atom::Var(_)) => String::new(),
+            };
             let label = compact(self.slice(atom.range()));
             let id = self.add_node(Node {
                 kind: NodeKind::Output,
@@ -357,43 +361,123 @@ impl Builder<'_> {
         block
     }
 
-    /// The node and port an operand comes from: a variable in scope, or a
-    /// new literal node. `_` comes from nowhere drawn.
-    fn operand(
-        &mut self,
-        atom: &Atom,
-        scope: &FxHashMap<&str, (NodeId, u32)>,
-        block: BlockId,
-    ) -> Option<(NodeId, u32)> {
-        let (value, ty) = match atom {
-            Atom::Var(name) => {
-                if let Some(&found) = scope.get(&*name.text) {
-                    return Some(found);
-                }
-                if !atom.is_bare_inf_or_nan() {
-                    return None;
-                }
-                (name.text.to_string(), String::new())
-            }
-            Atom::Lit(lit) => (lit.value.to_string(), self.type_text(lit.ty.as_ref())),
-        };
-        let id = self.add_node(Node {
-            kind: NodeKind::Literal,
-            label: value.clone(),
-            sublabel: ty.clone(),
-            block,
-            children: Vec::new(),
-            calls: None,
-            range: atom.range(),
-            values: vec![Value { name: value, ty }],
-            annotations: Vec::new(),
-            collective: None,
-            text: String::new(),
+    fn new_block(&mut self, title: String, owner: Option<NodeId>, range: TextRange) -> BlockId {
+        let block = BlockId(self.graph.blocks.len() as u32);
+        self.graph.blocks.push(Block {
+            title,
+            owner,
+            nodes: Vec::new(),
+            range,
         });
-        Some((id, 0))
+        block
     }
 
-    fn equation(&mut self, eqn: &Eqn, block: BlockId) -> NodeId {
+    /// The equations of `items` into `block`, each scope group as a node
+    /// holding a block of its own; `path` is the scopes around `block`.
+    fn items<'j>(
+        &mut self,
+        items: &[ScopeItem],
+        eqns: &'j [Eqn],
+        block: BlockId,
+        path: &str,
+        scope: &mut FxHashMap<&'j str, (NodeId, u32)>,
+    ) {
+        for item in items {
+            match item {
+                ScopeItem::Eqn(i) => self.equation_in_scope(&eqns[*i], block, scope),
+                ScopeItem::Scope { title, items } => {
+                    let (first, last, count) = item.equations();
+                    let range = TextRange::new(eqns[first].range.start, eqns[last].range.end);
+                    let path = if path.is_empty() {
+                        title.clone()
+                    } else {
+                        format!("{path}/{title}")
+                    };
+                    let id = self.add_node(Node {
+                        kind: NodeKind::Scope,
+                        label: title.clone(),
+                        sublabel: format!("{count} equations"),
+                        block,
+                        children: Vec::new(),
+                        calls: None,
+                        range,
+                        values: Vec::new(),
+                        annotations: Vec::new(),
+                        collective: None,
+                        text: String::new(),
+                    });
+                    let inner = self.new_block(path.clone(), Some(id), range);
+                    let node = &mut self.graph.nodes[id.0 as usize];
+                    node.text = format!("{path}: {count} equations");
+                    node.children = vec![inner];
+                    self.items(items, eqns, inner, &path, scope);
+                }
+            }
+        }
+    }
+
+    /// One equation's node in `block`, the edges of its operands, and its
+    /// results in scope.
+    fn equation_in_scope<'j>(
+        &mut self,
+        eqn: &'j Eqn,
+        block: BlockId,
+        scope: &mut FxHashMap<&'j str, (NodeId, u32)>,
+    ) {
+        // Each operand's source, or else its text when it is a literal (a
+        // bare `inf`/`nan` that no binder defines is one too); `_` and
+        // undefined names come from nowhere drawn.
+        let operands: Vec<Result<(NodeId, u32), Option<String>>> = eqn
+            .args
+            .iter()
+            .map(|atom| match atom {
+                Atom::Var(name) => match scope.get(&*name.text) {
+                    Some(&found) => Ok(found),
+                    None if atom.is_bare_inf_or_nan() => Err(Some(name.text.to_string())),
+                    None => Err(None),
+                },
+                Atom::Lit(lit) => Err(Some(self.literal_text(lit))),
+            })
+            .collect();
+        let literals: Vec<Option<&str>> = operands
+            .iter()
+            .map(|o| o.as_ref().err().and_then(|l| l.as_deref()))
+            .collect();
+        let id = self.equation(eqn, block, &literals);
+        for (port, source) in operands.iter().enumerate() {
+            if let Ok((from, from_port)) = *source {
+                self.graph.edges.push(Edge {
+                    from,
+                    from_port,
+                    to: id,
+                    to_port: port as u32,
+                });
+            }
+        }
+        for (port, out) in eqn.outs.iter().enumerate() {
+            if !out.is_dropped() {
+                scope.insert(&out.name.text, (id, port as u32));
+            }
+        }
+    }
+
+    /// A literal as its equation's label shows it: as printed, but a float
+    /// of 32 bits or fewer by its shortest decimal (JAX prints an `f32`
+    /// literal's double: `0.10000000149011612` for `0.1`).
+    fn literal_text(&self, lit: &ast::Literal) -> String {
+        let ty = self.type_text(lit.ty.as_ref());
+        let narrow = ["f32[", "f16[", "bf16["].iter().any(|p| ty.starts_with(p));
+        match lit.value.parse::<f64>() {
+            Ok(v) if narrow && v.is_finite() && f64::from(v as f32) == v => {
+                format!("{:?}", v as f32)
+            }
+            _ => lit.value.to_string(),
+        }
+    }
+
+    /// An equation's node; `literals` holds, per operand, the text of a
+    /// literal one.
+    fn equation(&mut self, eqn: &Eqn, block: BlockId, literals: &[Option<&str>]) -> NodeId {
         let sublabel = eqn
             .param("name")
             .map(|p| compact(self.slice(p.value.range)))
@@ -411,6 +495,14 @@ impl Builder<'_> {
         let collective = self.annotator.collective(eqn);
         let label = if eqn.incomplete {
             "(incomplete)".to_string()
+        } else if literals.iter().any(Option::is_some) {
+            // The operands as written, each variable a `·`: `sub 1.0 ·`.
+            let mut label = eqn.primitive.text.to_string();
+            for literal in literals {
+                label.push(' ');
+                label.push_str(literal.unwrap_or("·"));
+            }
+            label
         } else {
             eqn.primitive.text.to_string()
         };
@@ -467,6 +559,108 @@ impl Builder<'_> {
             .find(|(n, _)| n == name)
             .map(|(_, id)| *id)
     }
+}
+
+/// An equation's place in the program as written: the scopes of its name
+/// stack, then its Python function, unless the innermost scope already
+/// names it (`jvp(dense)` from `dense`) or it is a module's top level.
+/// Empty without source comments.
+fn scope_path(eqn: &Eqn) -> Vec<&str> {
+    let mut path: Vec<&str> = eqn
+        .name_stack()
+        .into_iter()
+        .flat_map(ast::name_stack_scopes)
+        .collect();
+    let function = eqn
+        .source_info()
+        .and_then(ast::source_function)
+        .filter(|f| *f != "<module>");
+    if let Some(function) = function {
+        // `Model.__call__` is named by a scope `__call__` too.
+        let short = function.rsplit('.').next().unwrap_or(function);
+        let named = path.last().is_some_and(|s| {
+            let bare = bare_scope(s);
+            bare == function || bare == short
+        });
+        if !named {
+            path.push(function);
+        }
+    }
+    path
+}
+
+/// A scope without the transforms around it: `dense` of
+/// `transpose(jvp(dense))`, empty for `jvp()`.
+fn bare_scope(mut scope: &str) -> &str {
+    while let (Some(open), true) = (scope.find('('), scope.ends_with(')')) {
+        scope = &scope[open + 1..scope.len() - 1];
+    }
+    scope
+}
+
+/// One item of a block, in text order: an equation (its index among the
+/// jaxpr's equations) or a scope group.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum ScopeItem {
+    Eqn(usize),
+    Scope {
+        title: String,
+        items: Vec<ScopeItem>,
+    },
+}
+
+impl ScopeItem {
+    /// The first and last equation under this item, and how many.
+    fn equations(&self) -> (usize, usize, usize) {
+        match self {
+            ScopeItem::Eqn(i) => (*i, *i, 1),
+            ScopeItem::Scope { items, .. } => {
+                let (first, _, _) = items[0].equations();
+                let (_, last, _) = items[items.len() - 1].equations();
+                let count = items.iter().map(|i| i.equations().2).sum();
+                (first, last, count)
+            }
+        }
+    }
+}
+
+/// A jaxpr's equations grouped by their scope paths (`paths[i]` is
+/// equation `i`'s, outermost scope first). A group is a run of consecutive
+/// equations whose paths start alike: the text puts every operand before
+/// its use, so no equation outside a run both uses it and feeds it, and a
+/// closed group takes its place in the order like an equation. A group of
+/// one equation is none; a group holding only a group is one, titled by
+/// both (`jvp()/loss`).
+pub fn scope_items(paths: &[Vec<&str>]) -> Vec<ScopeItem> {
+    fn level(paths: &[Vec<&str>], range: std::ops::Range<usize>, depth: usize) -> Vec<ScopeItem> {
+        let mut items = Vec::new();
+        let mut i = range.start;
+        while i < range.end {
+            let Some(&scope) = paths[i].get(depth) else {
+                items.push(ScopeItem::Eqn(i));
+                i += 1;
+                continue;
+            };
+            let end = (i..range.end)
+                .find(|&j| paths[j].get(depth) != Some(&scope))
+                .unwrap_or(range.end);
+            let inner = level(paths, i..end, depth + 1);
+            items.push(match <[ScopeItem; 1]>::try_from(inner) {
+                Ok([ScopeItem::Eqn(only)]) => ScopeItem::Eqn(only),
+                Ok([ScopeItem::Scope { title, items }]) => ScopeItem::Scope {
+                    title: format!("{scope}/{title}"),
+                    items,
+                },
+                Err(items) => ScopeItem::Scope {
+                    title: scope.to_string(),
+                    items,
+                },
+            });
+            i = end;
+        }
+        items
+    }
+    level(paths, 0..paths.len(), 0)
 }
 
 /// The start of a node's text, on one line.

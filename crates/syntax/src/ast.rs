@@ -232,6 +232,55 @@ impl Eqn {
     pub fn param(&self, name: &str) -> Option<&Param> {
         self.params.iter().find(|p| &*p.name.text == name)
     }
+
+    /// The source-info comment, `file.py:12:8 (loss)` as
+    /// `pretty_print(source_info=True)` prints it after the `=` (JAX
+    /// prints none for an equation without results, and an empty one when
+    /// it found no user frame).
+    pub fn source_info(&self) -> Option<&str> {
+        self.comments
+            .iter()
+            .map(|c| &*c.text)
+            .find(|t| !t.is_empty() && !t.starts_with('['))
+    }
+
+    /// The name stack, inside the `[...]` comment that
+    /// `pretty_print(name_stack=True)` prints after the primitive
+    /// (`transpose(jvp(dense))`, `jvp()/loss`; empty for `[]`). It is
+    /// relative to the jaxpr the equation is in.
+    pub fn name_stack(&self) -> Option<&str> {
+        self.comments
+            .iter()
+            .find_map(|c| c.text.strip_prefix('[').and_then(|t| t.strip_suffix(']')))
+    }
+}
+
+/// The scopes of a name stack, outermost first: JAX joins them with `/`
+/// (`NameStack.__str__`); a transform wraps the scope it applies to
+/// (`transpose(jvp(dense))`), so a `/` inside parentheses is not a
+/// separator.
+pub fn name_stack_scopes(stack: &str) -> impl Iterator<Item = &str> {
+    let mut depth = 0i32;
+    stack
+        .split(move |c| {
+            match c {
+                '(' => depth += 1,
+                ')' => depth -= 1,
+                _ => {}
+            }
+            c == '/' && depth <= 0
+        })
+        .filter(|s| !s.is_empty())
+}
+
+/// The Python function of a source-info comment: `loss` of
+/// `model.py:12:8 (loss)` (JAX's `_summarize_frame`; the column is left
+/// out when it is 0). `None` for `unknown` or a comment without one.
+pub fn source_function(source_info: &str) -> Option<&str> {
+    let open = source_info.rfind(" (")?;
+    source_info[open + 2..]
+        .strip_suffix(')')
+        .filter(|f| !f.is_empty())
 }
 
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]

@@ -83,9 +83,11 @@ class Program:
 
 
 def print_jaxpr(closed_jaxpr: Any) -> str:
-    """The jaxpr printed with source info, one equation a line (a jaxpr that
-    fits in the width is printed on one line with its comments gathered
-    after it, so narrower widths are tried until the printer breaks it)."""
+    """The jaxpr printed with source info and name stacks, as a tracing
+    session prints it (the graph groups equations by them), one equation a
+    line (a jaxpr that fits in the width is printed on one line with its
+    comments gathered after it, so narrower widths are tried until the
+    printer breaks it)."""
     jaxpr = getattr(closed_jaxpr, "jaxpr", closed_jaxpr)
     printer = getattr(jaxpr, "pretty_print", None)
     if printer is None or not hasattr(jaxpr, "eqns"):
@@ -93,9 +95,9 @@ def print_jaxpr(closed_jaxpr: Any) -> str:
     def pretty(width: int) -> str:
         # Under IPython JAX colours its printout (jax_pprint_use_color).
         try:
-            return str(printer(source_info=True, name_stack=False, width=width, use_color=False))
+            return str(printer(source_info=True, name_stack=True, width=width, use_color=False))
         except TypeError:  # a JAX whose printer takes no use_color
-            return _ANSI.sub("", printer(source_info=True, name_stack=False, width=width))
+            return _ANSI.sub("", printer(source_info=True, name_stack=True, width=width))
 
     try:
         text = ""

@@ -1,6 +1,6 @@
 //! Graphviz DOT, for people who have Graphviz: each block is a cluster
-//! (nested in its group's), each node a box, each edge labelled with its
-//! value's type.
+//! (nested in its group's; a scope group is only its cluster), each node a
+//! box, each edge labelled with its value's type.
 
 use crate::model::{BlockId, Graph, NodeKind};
 use std::fmt::Write;
@@ -48,7 +48,14 @@ fn cluster(graph: &Graph, block: BlockId, depth: usize, out: &mut String) {
             NodeKind::Equation => "box",
             NodeKind::Input | NodeKind::Const => "invhouse",
             NodeKind::Output => "house",
-            NodeKind::Literal => "ellipse",
+            NodeKind::Scope => {
+                // A scope group is only its cluster, titled by its scopes;
+                // edges reach the equations inside.
+                for &child in &node.children {
+                    cluster(graph, child, depth + 1, out);
+                }
+                continue;
+            }
         };
         let _ = writeln!(
             out,

@@ -73,8 +73,9 @@ struct ViewerData<'a> {
     operands: Vec<u32>,
     /// Per edge: from, from port, to, to port.
     edges: Vec<u32>,
-    edge_type: Vec<u32>,
-    types: Vec<std::borrow::Cow<'a, str>>,
+    /// Per node, per value: its label in `types`, or -1 (`layout::value_labels`).
+    value_labels: Vec<Vec<i64>>,
+    types: Vec<&'a str>,
     blocks: ViewerBlocks<'a>,
     roots: Vec<u32>,
 }
@@ -88,6 +89,7 @@ struct ViewerMetrics {
     BLOCK_TITLE: f32,
     GROUP_HEADER: f32,
     BLOCK_GAP: f32,
+    VALUE_LABEL_BAND: f32,
 }
 
 #[derive(Serialize)]
@@ -107,21 +109,31 @@ fn viewer_data(graph: &Graph, base: &layout::Layout, options: &HtmlOptions) -> S
         let (start, end) = Position::range(options.text, &lines, node.range);
         range.extend([start.line, start.character, end.line, end.character]);
     }
-    let mut types: Vec<std::borrow::Cow<str>> = Vec::new();
-    let mut type_index: FxHashMap<std::borrow::Cow<str>, u32> = FxHashMap::default();
-    let mut edge_type = Vec::with_capacity(graph.edges.len());
     let mut edges = Vec::with_capacity(4 * graph.edges.len());
     let mut operands = vec![0u32; n];
     for edge in &graph.edges {
-        let ty = graph.edge_label(edge);
-        let index = *type_index.entry(ty.clone()).or_insert_with(|| {
-            types.push(ty);
-            types.len() as u32 - 1
-        });
-        edge_type.push(index);
         edges.extend([edge.from.0, edge.from_port, edge.to.0, edge.to_port]);
         operands[edge.to.0 as usize] += 1;
     }
+    // Each distinct label once.
+    let mut types: Vec<&str> = Vec::new();
+    let mut type_index: FxHashMap<&str, i64> = FxHashMap::default();
+    let value_labels = base
+        .value_labels
+        .iter()
+        .map(|labels| {
+            labels
+                .iter()
+                .map(|label| match label {
+                    Some(label) => *type_index.entry(label.as_str()).or_insert_with(|| {
+                        types.push(label.as_str());
+                        types.len() as i64 - 1
+                    }),
+                    None => -1,
+                })
+                .collect()
+        })
+        .collect();
     let children = graph
         .nodes
         .iter()
@@ -141,6 +153,7 @@ fn viewer_data(graph: &Graph, base: &layout::Layout, options: &HtmlOptions) -> S
             BLOCK_TITLE: metrics::BLOCK_TITLE,
             GROUP_HEADER: metrics::GROUP_HEADER,
             BLOCK_GAP: metrics::BLOCK_GAP,
+            VALUE_LABEL_BAND: metrics::VALUE_LABEL_BAND,
         },
         kind: graph.nodes.iter().map(|n| n.kind as u8).collect(),
         collective: graph
@@ -162,7 +175,7 @@ fn viewer_data(graph: &Graph, base: &layout::Layout, options: &HtmlOptions) -> S
         h: round(&base.height),
         operands,
         edges,
-        edge_type,
+        value_labels,
         types,
         blocks: ViewerBlocks {
             title: graph.blocks.iter().map(|b| b.title.as_str()).collect(),

@@ -5,8 +5,13 @@
 //! opens them from the node), as does one that names a `let`. Each output
 //! of a node carries its type as `tensor_shape` (what Model Explorer shows
 //! on edges) and its variable's name as `__tensor_tag`.
+//!
+//! Scope groups are Model Explorer's layers: their equations are nodes of
+//! their jaxpr's graph whose `namespace` is the group's path
+//! (`transpose(jvp())/loss`), from which Model Explorer builds nested,
+//! collapsible layers (it merges two runs of one path into one layer).
 
-use crate::model::Graph;
+use crate::model::{BlockId, Graph, NodeId, NodeKind};
 use serde::Serialize;
 
 #[derive(Serialize)]
@@ -55,7 +60,8 @@ struct MetadataItem<'a> {
 }
 
 pub fn model_explorer_json(graph: &Graph, label: &str) -> String {
-    let ids = graph_ids(graph);
+    let jaxpr_of = jaxpr_blocks(graph);
+    let ids = graph_ids(graph, &jaxpr_of);
     let mut incoming: Vec<Vec<IncomingEdge>> = (0..graph.nodes.len()).map(|_| Vec::new()).collect();
     for edge in &graph.edges {
         incoming[edge.to.0 as usize].push(IncomingEdge {
@@ -64,17 +70,20 @@ pub fn model_explorer_json(graph: &Graph, label: &str) -> String {
             target_node_input_id: edge.to_port.to_string(),
         });
     }
-    let graphs = graph
-        .blocks
-        .iter()
-        .enumerate()
-        .map(|(b, block)| MeGraph {
+    let graphs = (0..graph.blocks.len())
+        .filter(|&b| jaxpr_of[b].0 as usize == b)
+        .map(|b| MeGraph {
             id: &ids[b],
-            nodes: block
-                .nodes
-                .iter()
-                .map(|&id| {
+            nodes: jaxpr_nodes(graph, BlockId(b as u32))
+                .into_iter()
+                .map(|id| {
                     let node = graph.node(id);
+                    let block = graph.block(node.block);
+                    let namespace = if jaxpr_of[node.block.0 as usize] == node.block {
+                        ""
+                    } else {
+                        block.title.as_str()
+                    };
                     let mut attrs = vec![
                         KeyValue {
                             key: "kind",
@@ -106,7 +115,7 @@ pub fn model_explorer_json(graph: &Graph, label: &str) -> String {
                     GraphNode {
                         id: format!("n{}", id.0),
                         label: &node.label,
-                        namespace: "",
+                        namespace,
                         subgraph_ids: node
                             .children
                             .iter()
@@ -142,13 +151,49 @@ pub fn model_explorer_json(graph: &Graph, label: &str) -> String {
     serde_json::to_string(&GraphCollection { label, graphs }).expect("strings and lists serialise")
 }
 
+/// Per block, the jaxpr's block it is in: itself, or for a scope group's
+/// block the one of the block around the group.
+fn jaxpr_blocks(graph: &Graph) -> Vec<BlockId> {
+    let mut of: Vec<BlockId> = Vec::with_capacity(graph.blocks.len());
+    for (b, block) in graph.blocks.iter().enumerate() {
+        // A group's blocks come after the block the group is in.
+        of.push(match block.owner.map(|o| graph.node(o)) {
+            Some(group) if group.kind == NodeKind::Scope => of[group.block.0 as usize],
+            _ => BlockId(b as u32),
+        });
+    }
+    of
+}
+
+/// The nodes of a jaxpr's graph: its block's, with each scope group's
+/// nodes in its place.
+fn jaxpr_nodes(graph: &Graph, block: BlockId) -> Vec<NodeId> {
+    let mut nodes = Vec::new();
+    for &id in &graph.block(block).nodes {
+        let node = graph.node(id);
+        if node.kind == NodeKind::Scope {
+            for &child in &node.children {
+                nodes.extend(jaxpr_nodes(graph, child));
+            }
+        } else {
+            nodes.push(id);
+        }
+    }
+    nodes
+}
+
 /// Each block's graph id, unique in the collection: `main`, `let NAME`,
 /// and for a nested jaxpr its group's graph, the equation and the
-/// parameter (`main/n12 pjit/jaxpr`).
-fn graph_ids(graph: &Graph) -> Vec<String> {
+/// parameter (`main/n12 pjit/jaxpr`); a scope group's block has its
+/// jaxpr's.
+fn graph_ids(graph: &Graph, jaxpr_of: &[BlockId]) -> Vec<String> {
     let mut ids: Vec<String> = Vec::with_capacity(graph.blocks.len());
     let mut taken = rustc_hash::FxHashSet::default();
     for (b, block) in graph.blocks.iter().enumerate() {
+        if jaxpr_of[b].0 as usize != b {
+            ids.push(ids[jaxpr_of[b].0 as usize].clone());
+            continue;
+        }
         let id = match block.owner {
             None => block.title.clone(),
             Some(owner) => {

@@ -1,7 +1,8 @@
 //! A static SVG drawing: one `<g class="node KIND" id="nN">` per visible
 //! node (an open group is `node eqn group open` with its blocks inside,
-//! `<g class="block" id="bN">`), one `<path class="edge">` per edge between
-//! visible nodes, with the value's type as its label.
+//! `<g class="block" id="bN">`; a scope group is `node scope`), one `<path
+//! class="edge">` per edge between visible nodes, and under each equation
+//! its values' types (`<text class="value-label">`) where their edges leave.
 
 use super::escape_xml;
 use crate::layout::{self, Expansion, Placement, Rect, metrics};
@@ -16,18 +17,18 @@ pub struct SvgOptions<'a> {
 pub fn svg(graph: &Graph, options: &SvgOptions) -> String {
     let base = layout::layout(graph);
     let placement = layout::place(graph, &base, options.expansion);
-    draw(graph, &placement)
+    draw(graph, &placement, &base.value_labels)
 }
 
 const STYLE: &str = "\
 text{font:12px monospace;fill:#1f2328}\
 .node rect{stroke:#57606a;stroke-width:1;rx:4}\
-.eqn>rect{fill:#ddf4ff}.input>rect,.const>rect{fill:#dafbe1}.literal>rect{fill:#fff8c5}\
-.output>rect{fill:#ffebe9}.group>rect{fill:#f6f8fa;stroke-dasharray:4 2}.group.open>rect{fill:none}\
+.eqn>rect{fill:#ddf4ff}.input>rect,.const>rect{fill:#dafbe1}\
+.output>rect{fill:#ffebe9}.group>rect{fill:#f6f8fa;stroke-dasharray:4 2}.group.open>rect{fill:none}.scope.group>rect{fill:#fff8c5}.scope.group.open>rect{fill:none;stroke:#d4a72c}\
 .block>rect{fill:#ffffff;stroke:#d0d7de;rx:6}.block>text{fill:#57606a;font-size:11px}\
-.edge{fill:none;stroke:#8c959f;stroke-width:1.2}.edge-label{font-size:10px;fill:#6e7781}";
+.edge{fill:none;stroke:#8c959f;stroke-width:1.2}.value-label{font-size:10px;fill:#6e7781;text-anchor:middle}";
 
-fn draw(graph: &Graph, placement: &Placement) -> String {
+fn draw(graph: &Graph, placement: &Placement, labels: &[Vec<Option<String>>]) -> String {
     let mut out = String::with_capacity(graph.nodes.len() * 220 + 1024);
     let margin = 8.0;
     let _ = write!(
@@ -52,37 +53,40 @@ fn draw(graph: &Graph, placement: &Placement) -> String {
     for edge in &graph.edges {
         operands[edge.to.0 as usize] += 1;
     }
+    // An edge into or out of a closed scope group is drawn between the
+    // group and the node outside, once per value.
+    let mut drawn = rustc_hash::FxHashSet::default();
     for edge in &graph.edges {
+        let from_node = placement.drawn_as(graph, edge.from);
+        let to_node = placement.drawn_as(graph, edge.to);
         let (Some(from), Some(to)) = (
-            placement.nodes[edge.from.0 as usize],
-            placement.nodes[edge.to.0 as usize],
+            placement.nodes[from_node.0 as usize],
+            placement.nodes[to_node.0 as usize],
         ) else {
             continue;
         };
-        let (x1, y1) = (from.x + from.width / 2.0, from.y + from.height);
-        let (x2, y2) = (
-            to.x + port_x(&to, edge.to_port, operands[edge.to.0 as usize]),
-            to.y,
-        );
+        if from_node == to_node || !drawn.insert((from_node, edge.from, edge.from_port, to_node)) {
+            continue;
+        }
+        let (x1, y1) = if from_node == edge.from {
+            let (dx, dy) = layout::out_port(&from, &labels[edge.from.0 as usize], edge.from_port);
+            (from.x + dx, from.y + dy)
+        } else {
+            (from.x + from.width / 2.0, from.y + from.height)
+        };
+        let x2 = if to_node == edge.to {
+            to.x + layout::in_port(&to, edge.to_port, operands[edge.to.0 as usize])
+        } else {
+            to.x + to.width / 2.0
+        };
+        let y2 = to.y;
         let bend = ((y2 - y1) / 2.0).max(20.0);
-        let _ = write!(
+        let _ = writeln!(
             out,
             "<path class=\"edge\" d=\"M{x1:.1},{y1:.1} C{x1:.1},{c1:.1} {x2:.1},{c2:.1} {x2:.1},{y2:.1}\"/>",
             c1 = y1 + bend,
             c2 = y2 - bend
         );
-        let ty = graph.edge_label(edge);
-        if !ty.is_empty() {
-            let _ = write!(
-                out,
-                "<text class=\"edge-label\" x=\"{:.1}\" y=\"{:.1}\">",
-                x1 + 3.0,
-                y1 + 11.0
-            );
-            escape_xml(&layout::cut(&ty), &mut out);
-            out.push_str("</text>");
-        }
-        out.push('\n');
     }
     for (i, rect) in placement.nodes.iter().enumerate() {
         let Some(rect) = rect else { continue };
@@ -102,6 +106,19 @@ fn draw(graph: &Graph, placement: &Placement) -> String {
         escape_xml(&node.text, &mut out);
         out.push_str("</title>");
         rect_element(&mut out, rect);
+        // Each value's label under its port, above where its edges leave.
+        for (port, label) in labels[i].iter().enumerate() {
+            let Some(label) = label else { continue };
+            let (dx, _) = layout::out_port(rect, &labels[i], port as u32);
+            let _ = write!(
+                out,
+                "<text class=\"value-label\" x=\"{:.1}\" y=\"{:.1}\">",
+                rect.x + dx,
+                rect.y + rect.height + 11.0
+            );
+            escape_xml(label, &mut out);
+            out.push_str("</text>");
+        }
         let lines = layout::node_lines(graph, id);
         let mut y = rect.y + 15.0;
         for line in &lines {
@@ -118,11 +135,6 @@ fn draw(graph: &Graph, placement: &Placement) -> String {
     }
     out.push_str("</svg>\n");
     out
-}
-
-/// Where along its top edge a node takes its `port`-th of `operands`.
-fn port_x(rect: &Rect, port: u32, operands: u32) -> f32 {
-    rect.width * (port as f32 + 1.0) / (operands.max(port + 1) as f32 + 1.0)
 }
 
 fn rect_element(out: &mut String, rect: &Rect) {

@@ -14,7 +14,8 @@
   const data = JSON.parse(document.getElementById('graph-data').textContent);
   const M = data.metrics;
   const N = data.kind.length;
-  const KINDS = ['input', 'const', 'literal', 'eqn', 'output'];
+  // NodeKind's order (model.rs).
+  const KINDS = ['input', 'const', 'eqn', 'output', 'scope'];
   const EQN = KINDS.indexOf('eqn');
   const vscode = typeof acquireVsCodeApi === 'function' ? acquireVsCodeApi() : null;
 
@@ -140,6 +141,26 @@
     return t;
   }
 
+  // The node drawn for n: itself, or the outermost closed group around it
+  // (layout::Placement::drawn_as).
+  function drawnAs(n) {
+    let d = n;
+    for (let o = data.blocks.owner[data.block[n]]; o >= 0; o = data.blocks.owner[data.block[o]]) {
+      if (!open[o]) d = o;
+    }
+    return d;
+  }
+
+  // Where the edges of n's port-th value leave it (layout::out_port).
+  function outPort(n, port) {
+    const P = placed;
+    const labels = data.valueLabels[n];
+    const count = Math.max(labels.length, 1);
+    const k = Math.min(port, count - 1);
+    const band = labels[port] >= 0 ? M.VALUE_LABEL_BAND : 0;
+    return [P.nx[n] + (P.nw[n] * (k + 0.5)) / count, P.ny[n] + P.nh[n] + band];
+  }
+
   function draw() {
     frame = 0;
     viewport.setAttribute('transform', `translate(${tx},${ty}) scale(${scale})`);
@@ -165,17 +186,26 @@
       text(g, r[0] + 4, r[1] - 5, data.blocks.title[b]);
     });
     const detailed = shown.length <= DETAIL_LIMIT;
-    // Edges: those with an end in view (both ends share a block).
+    // Edges: those with an end in view, between the nodes drawn for their
+    // ends (a closed scope group for the equations in it), once per value.
     const E = data.edges.length / 4;
     let edgePath = '';
     let edgeCount = 0;
+    const seen = new Set();
     for (let k = 0; k < E; k++) {
-      const from = data.edges[4 * k];
-      const to = data.edges[4 * k + 2];
-      if (!P.visible[from] || !P.visible[to]) continue;
-      const ax = P.nx[from] + P.nw[from] / 2;
-      const ay = P.ny[from] + P.nh[from];
-      const bx = P.nx[to] + P.nw[to] * (data.edges[4 * k + 3] + 1) / (Math.max(data.operands[to], data.edges[4 * k + 3] + 1) + 1);
+      const source = data.edges[4 * k];
+      const target = data.edges[4 * k + 2];
+      const from = drawnAs(source);
+      const to = drawnAs(target);
+      if (!P.visible[from] || !P.visible[to] || from === to) continue;
+      if (from !== source || to !== target) {
+        const key = `${from} ${source} ${data.edges[4 * k + 1]} ${to}`;
+        if (seen.has(key)) continue;
+        seen.add(key);
+      }
+      const [ax, ay] = from === source ? outPort(from, data.edges[4 * k + 1]) : [P.nx[from] + P.nw[from] / 2, P.ny[from] + P.nh[from]];
+      const port = data.edges[4 * k + 3];
+      const bx = to === target ? P.nx[to] + (P.nw[to] * (port + 1)) / (Math.max(data.operands[to], port + 1) + 1) : P.nx[to] + P.nw[to] / 2;
       const by = P.ny[to];
       if (Math.max(ax, bx) < x0 || Math.min(ax, bx) > x1 || Math.max(ay, by) < y0 || Math.min(ay, by) > y1) continue;
       const bend = Math.max((by - ay) / 2, 20);
@@ -184,8 +214,6 @@
       if (detailed) {
         const cls = from === selected || to === selected ? 'edge hot' : 'edge';
         el('path', { class: cls, d }, edgeLayer);
-        const ty = data.types[data.edgeType[k]];
-        if (ty && scale > 0.45) text(edgeLayer, ax + 3, ay + 11, ty, 'edge-label');
       } else if (edgeCount < 40000) {
         edgePath += d;
       }
@@ -216,6 +244,12 @@
     for (const line of open[n] ? lines.slice(0, 1) : lines) {
       text(g, P.nx[n] + 7, y, line);
       y += M.LINE_HEIGHT;
+    }
+    // Each value's label under its port, above where its edges leave.
+    if (scale > 0.45) {
+      data.valueLabels[n].forEach((label, port) => {
+        if (label >= 0) text(g, outPort(n, port)[0], P.ny[n] + P.nh[n] + 11, data.types[label], 'value-label');
+      });
     }
     if (group) {
       const bx = P.nx[n] + P.nw[n] - 16;
