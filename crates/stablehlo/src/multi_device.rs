@@ -681,11 +681,7 @@ mod tests {
         let m2 = layout(mesh(&[("x", 4), ("y", 2)]));
         let g = |axes: &[&str]| {
             let axes: Vec<SmolStr> = axes.iter().map(|&a| SmolStr::new(a)).collect();
-            dense_groups(
-                &replica_groups(&m2, &axes, at)
-                    .ok()
-                    .expect("axes of the mesh"),
-            )
+            dense_groups(&replica_groups(&m2, &axes, at).expect("axes of the mesh"))
         };
         assert_eq!(
             g(&["y"]),
