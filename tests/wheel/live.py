@@ -15,6 +15,7 @@ import gzip
 import inspect
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -339,7 +340,24 @@ def closed_constants():
     assert "stablehlo.constant" in module and "tensor<3xf32>" in module, module
     e = raises(jaxpr.BuildError, "no values in the text", jaxpr.build, jaxpr.Program("outer", prog.text))
     assert e.diagnostics and e.diagnostics[0].code == "J0012", e.diagnostics
-    print("native: a nested jaxpr's constants built with jax.jit's values (the text alone refused)")
+    # From a session: `jaxpr trace` records them beside the function's text,
+    # and a build of that text with them gives jax.jit's values.
+    from jaxpr._cli import binary
+
+    with tempfile.TemporaryDirectory() as d:
+        script = Path(d) / "closed_constants.py"
+        shutil.copy(Path(__file__).parents[1] / "trace/closed_constants.py", script)
+        done = subprocess.run([binary(), "trace", "--", sys.executable, str(script)], cwd=d,
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+        printed = np.asarray(json.loads(done.stdout.strip().splitlines()[-1]), np.float32)
+        session = Path(d) / ".jaxpr-session"
+        recorded = json.loads((session / "outer.constants.json").read_text())["constants"]
+        f = jaxpr.build(jaxpr.Program("outer", (session / "outer.jaxpr").read_text(), constants=recorded))
+        got = f(np.linspace(-1, 1, 3, dtype=np.float32))
+        assert close(got, printed), f"from the session: {got} differs from jax.jit's {printed}"
+    print("native: a nested jaxpr's constants built with jax.jit's values, live and from a session "
+          "(the text alone refused)")
 
 
 def pytest_plugin(root: Path):
