@@ -81,6 +81,62 @@ fn the_table_lists_the_jaxpr_the_primitives_and_python_lines() {
     assert!(stdout.contains("/work/model.py:12 (predict)"), "{stdout}");
 }
 
+/// Each collective's runs per call on each device, on programs printed by
+/// jax 0.10.2: a `ppermute` in a `fori_loop` of 8 (a `scan`) runs 8 times;
+/// in a `while_loop` the count is not fixed, and the JSON says which loop
+/// leaves it unknown, while the `axis_index` before the loop runs once.
+#[test]
+fn collectives_are_planned_per_call_through_the_loops_around_them() {
+    let dir = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/sharding/jax-0.10.2/"
+    );
+    let runs = |file: &str| -> Vec<(String, Value, Value)> {
+        let (code, out, err) = stats(&[&format!("{dir}{file}"), "--format", "json"]);
+        assert_eq!(code, 0, "{err}");
+        let v: Value = serde_json::from_str(&out).unwrap();
+        let file = if v["files"].is_array() {
+            &v["files"][0]
+        } else {
+            &v
+        };
+        file["collectives"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                (
+                    c["primitive"].as_str().unwrap().to_string(),
+                    c["runs"].clone(),
+                    c["runs_unknown"].clone(),
+                )
+            })
+            .collect()
+    };
+    let fori = runs("collectives_in_fori_loop.jaxpr");
+    assert!(
+        fori.contains(&("ppermute".into(), Value::from(8), Value::Null)),
+        "{fori:?}"
+    );
+    let until = runs("collectives_in_while_loop.jaxpr");
+    assert!(
+        until.contains(&("axis_index".into(), Value::from(1), Value::Null)),
+        "{until:?}"
+    );
+    let psum = until
+        .iter()
+        .find(|(p, _, _)| p == "psum_invariant")
+        .expect("the loop's psum");
+    assert_eq!(psum.1, Value::Null, "{until:?}");
+    assert!(
+        psum.2.as_str().unwrap().contains("inside a `while` loop"),
+        "{until:?}"
+    );
+    // The table says it too.
+    let (_, table, _) = stats(&[&format!("{dir}collectives_in_fori_loop.jaxpr")]);
+    assert!(table.contains("(runs 8 times per call)"), "{table}");
+}
+
 #[test]
 fn a_missing_file_is_an_error_not_a_panic() {
     let (code, _, stderr) = stats(&["/nonexistent/x.jaxpr"]);

@@ -147,6 +147,19 @@ fn file_stats(path: &str, text: &str, loops: LoopCount, session: Option<&Session
         .filter_map(|e| {
             let info = analysis.eqn(e);
             let c = jaxpr_cost::communication(&analysis, syntax.get(&info.range.start)?, e)?;
+            // How many times each device runs it per call (scans
+            // multiply; a `while` or `cond` around it leaves it unknown).
+            let (runs, runs_unknown) = match jaxpr_cost::runs(&analysis, &syntax, e) {
+                Ok(n) => (amount_json(&n), Value::Null),
+                Err(u) => (
+                    Value::Null,
+                    json!(format!(
+                        "inside {} (line {})",
+                        u.why,
+                        line_of(analysis.eqn(u.around).range.start)
+                    )),
+                ),
+            };
             Some(json!({
                 "line": line_of(info.range.start),
                 "primitive": info.primitive.as_str(),
@@ -156,6 +169,8 @@ fn file_stats(path: &str, text: &str, loops: LoopCount, session: Option<&Session
                 "algorithm": c.algorithm(),
                 "moves": c.exchange != jaxpr_cost::Exchange::Nothing,
                 "dropped": cost.eqn(e).dropped.is_some(),
+                "runs": runs,
+                "runs_unknown": runs_unknown,
             }))
         })
         .collect();
@@ -548,8 +563,14 @@ fn table(file: &Value) -> String {
             } else {
                 ""
             };
+            // Runs once per call, or as often as the loops around it say.
+            let runs = match (&c["runs"], &c["runs_unknown"]) {
+                (Value::Number(n), _) if n.as_i64() == Some(1) => String::new(),
+                (Value::Null, why) => format!("  (runs an unknown number of times: {})", text(why)),
+                (n, _) => format!("  (runs {} times per call)", text(n)),
+            };
             out.push_str(&format!(
-                "  line {:>6}  {:<16} {:>11} bytes  {}{dropped}\n",
+                "  line {:>6}  {:<16} {:>11} bytes  {}{dropped}{runs}\n",
                 text(&c["line"]),
                 text(&c["primitive"]),
                 text(&c["bytes_per_device"]),

@@ -382,7 +382,10 @@ def pytest_plugin(root: Path):
                 expected = {
                     "test_fails_key_reuse": ["warning[J0013]", "reuses a PRNG key", "^"],
                     "test_fails_over_budget": ["over budget", "FLOPs: ", "dot_general"],
-                    "test_fails_wrong_collectives": ["collectives per device {'psum_invariant': 1}", "expected {'all_gather': 1}"],
+                    "test_fails_wrong_collectives": ["collectives per device per call {'psum_invariant': 1}",
+                                                     "expected {'all_gather': 1}"],
+                    "test_fails_collectives_in_a_while_loop": ["run a number of times the program does not fix",
+                                                               "inside a `while` loop"],
                     "test_fails_marker_makes_an_error": ["error[J0013]", "jaxpr check found 1 problem"],
                 }[name]
                 for text in expected:

@@ -36,6 +36,29 @@ def sharded_mean(x):
     return jax.shard_map(local, mesh=mesh, in_specs=P("i"), out_specs=P())(x)
 
 
+def sharded_ring(x):
+    """A `ppermute` and a `psum` each round of a `fori_loop` of 3 (a `scan`)."""
+    mesh = jax.make_mesh((4,), ("i",), axis_types=(jax.sharding.AxisType.Auto,))
+
+    def local(block):
+        def round_(_, b):
+            return jax.lax.ppermute(b, "i", [(k, (k + 1) % 4) for k in range(4)]) + jax.lax.psum(b.sum(), "i")
+
+        return jax.lax.fori_loop(0, 3, round_, block)
+
+    return jax.shard_map(local, mesh=mesh, in_specs=P("i"), out_specs=P("i"))(x)
+
+
+def sharded_until(x):
+    """A `psum` each round of a `while_loop`: how many rounds is a value."""
+    mesh = jax.make_mesh((4,), ("i",), axis_types=(jax.sharding.AxisType.Auto,))
+
+    def local(block):
+        return jax.lax.while_loop(lambda b: b.sum() < 100.0, lambda b: b + jax.lax.psum(b, "i"), block)
+
+    return jax.shard_map(local, mesh=mesh, in_specs=P("i"), out_specs=P("i"))(x)
+
+
 def test_valid_function():
     assert_valid(dense, X, W)
 
@@ -58,6 +81,10 @@ def test_expected_collectives():
     assert_collectives(sharded_mean, jnp.ones(16), expected={"psum_invariant": 1})  # shard_map's psum, as JAX 0.10 prints it
 
 
+def test_collectives_run_per_loop_iteration():
+    assert_collectives(sharded_ring, jnp.ones(16), expected={("ppermute", "i"): 3, ("psum_invariant", "i"): 3})
+
+
 def test_stats_dataframe():
     frame = jaxpr.stats(dense, X, W).to_dataframe(by="primitive")
     assert set(frame["primitive"]) >= {"dot_general"}
@@ -73,6 +100,10 @@ def test_fails_over_budget():
 
 def test_fails_wrong_collectives():
     assert_collectives(sharded_mean, jnp.ones(16), expected={"all_gather": 1})
+
+
+def test_fails_collectives_in_a_while_loop():
+    assert_collectives(sharded_until, jnp.ones(16), expected={"psum": 1})
 
 
 @pytest.mark.jaxpr_rules(error=["key-reuse"])

@@ -4,7 +4,9 @@
 //! collective runs over (`Analysis::collective_axes`). Reference: `docs/cost.md`.
 
 use crate::Amount;
-use crate::rules::{operand_types, result_types, sum_bytes};
+use crate::rules::{operand_types, result_types, scan_length, sum_bytes};
+use jaxpr_check::JaxprOrigin;
+use jaxpr_check::registry::CostRule;
 use jaxpr_check::registry::Exchange;
 use jaxpr_check::registry::Prim;
 use jaxpr_check::{Analysis, EqnId};
@@ -101,4 +103,82 @@ pub fn communication(analysis: &Analysis, eqn: &ast::Eqn, id: EqnId) -> Option<C
         bytes,
         senders,
     })
+}
+
+/// Why an equation's number of runs per call is not known from the program:
+/// the equation around it that decides (a `while` loop, whose trip count is
+/// a value; one branch of a `cond`; a loop whose length is not a parameter).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct UnknownRuns {
+    pub around: EqnId,
+    pub why: &'static str,
+}
+
+/// How many times equation `id` runs in one call of the program, on each
+/// device (every device runs the same program): the product of the `scan`
+/// lengths around it (symbolic in a shape-polymorphic program), summed
+/// over the call sites of a `let` jaxpr it is in. `syntax` is
+/// [`crate::eqns_by_start`] of the file.
+pub fn runs(
+    analysis: &Analysis,
+    syntax: &rustc_hash::FxHashMap<u32, &ast::Eqn>,
+    id: EqnId,
+) -> Result<Amount, UnknownRuns> {
+    jaxpr_runs(analysis, syntax, analysis.eqn(id).jaxpr, 0)
+}
+
+fn jaxpr_runs(
+    analysis: &Analysis,
+    syntax: &rustc_hash::FxHashMap<u32, &ast::Eqn>,
+    j: jaxpr_check::JaxprId,
+    depth: usize,
+) -> Result<Amount, UnknownRuns> {
+    // Deeper than any program nests: a cycle of `let`s the checker let
+    // through is not followed.
+    if depth > 256 {
+        return Ok(Amount::unknown());
+    }
+    let holder_runs = |holder: EqnId| -> Result<Amount, UnknownRuns> {
+        let outer = jaxpr_runs(analysis, syntax, analysis.eqn(holder).jaxpr, depth + 1)?;
+        let unknown = |why| {
+            Err(UnknownRuns {
+                around: holder,
+                why,
+            })
+        };
+        let rule = analysis
+            .eqn(holder)
+            .prim
+            .map(|p| p.row().cost.unwrap_or(p.row().family.cost()).rule);
+        match rule {
+            Some(CostRule::Scan) => {
+                let length = syntax
+                    .get(&analysis.eqn(holder).range.start)
+                    .and_then(|e| e.param("length"))
+                    .map(|p| scan_length(&p.value));
+                match length {
+                    Some(n) if n.poly().is_some() => Ok(outer.mul(&n)),
+                    _ => unknown("a loop whose number of iterations is a value"),
+                }
+            }
+            Some(CostRule::While) => unknown("a `while` loop, whose trip count is a value"),
+            Some(CostRule::Cond) => unknown("one branch of a `cond`, chosen by a value"),
+            _ => Ok(outer),
+        }
+    };
+    match &analysis.jaxpr(j).origin {
+        JaxprOrigin::Main => Ok(Amount::constant(1)),
+        JaxprOrigin::Param { eqn, .. } => holder_runs(*eqn),
+        JaxprOrigin::Let { .. } => {
+            let mut total = Amount::constant(0);
+            for (k, e) in analysis.eqns.iter().enumerate() {
+                for (_, callee) in &e.callees {
+                    if *callee == j {
+                        total = total.add(&holder_runs(EqnId(k as u32))?);
+                    }
+                }
+            }
+            Ok(total)
+        }
+    }
 }

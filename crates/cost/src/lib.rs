@@ -16,7 +16,7 @@ mod rules;
 pub mod tolerance;
 
 pub use amount::{Amount, bytes, element_bytes, elements, product};
-pub use communication::{Communication, communication};
+pub use communication::{Communication, UnknownRuns, communication, runs};
 pub use jaxpr_check::registry::Exchange;
 pub use jaxpr_check::registry::{CostRule, XlaCount};
 pub use memory::Peak;

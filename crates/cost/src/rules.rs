@@ -1243,7 +1243,7 @@ fn unknown_primitive_cost(analysis: &Analysis, info: &EqnInfo, eqn: &ast::Eqn) -
 }
 
 /// `length=` of a scan: an integer, or a symbolic dimension.
-fn scan_length(expr: &ast::Expr) -> Amount {
+pub(crate) fn scan_length(expr: &ast::Expr) -> Amount {
     if let Some(i) = int_value(expr) {
         return Amount::constant(i);
     }

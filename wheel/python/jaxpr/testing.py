@@ -88,23 +88,46 @@ def assert_cost(
     raise AssertionError(message)
 
 
-def assert_collectives(f: Any, *args: Any, expected: Dict[str, int], **kwargs: Any) -> None:
-    """Fails unless each device runs exactly the `expected` collectives,
-    counted by primitive (`{"psum": 2, "all_gather": 1}`), as `jaxpr stats`
-    lists them; `axis_index` and others that move nothing are not counted."""
+def assert_collectives(f: Any, *args: Any, expected: Dict[Any, int], **kwargs: Any) -> None:
+    """Fails unless each device runs exactly the `expected` collectives in
+    one call, as `jaxpr stats` plans them per device: a collective inside a
+    `scan` of length 8 runs 8 times. Keys are a primitive (`{"psum": 2}`)
+    or a primitive and its mesh axes (`{("psum", "x"): 1, ("all_gather",
+    "x", "y"): 1}`); `axis_index` and others that move nothing, and
+    collectives JAX's lowering drops, are not counted. A collective whose
+    number of runs the program does not fix (inside a `while` loop or one
+    branch of a `cond`) fails the assertion, naming it."""
     s = stats(f, *args, **kwargs)
-    moving = [c for c in s.collectives if c.get("moves", True)]
-    counts: Dict[str, int] = {}
+    moving = [c for c in s.collectives if c.get("moves", True) and not c.get("dropped", False)]
+    by_axes = any(isinstance(k, tuple) for k in expected)
+    counts: Dict[Any, int] = {}
+    unknown = []
     for c in moving:
-        counts[c["primitive"]] = counts.get(c["primitive"], 0) + 1
-    want = {k: v for k, v in expected.items() if v}
-    if counts != want:
-        rows = "\n".join(
-            f"  line {c['line']}: {c['primitive']} over {c['axes']}, {c['bytes_per_device']} bytes per device ({c['algorithm']})"
-            for c in moving
-        )
+        runs = c.get("runs", 1)
+        if not isinstance(runs, int):
+            unknown.append(c)
+            continue
+        key = (c["primitive"], *(a for a, _ in c["axes"])) if by_axes else c["primitive"]
+        counts[key] = counts.get(key, 0) + runs
+    want = {(k if not by_axes or isinstance(k, tuple) else (k,)): v for k, v in expected.items() if v}
+    def runs(c: Dict[str, Any]) -> str:
+        n = c.get("runs", 1)
+        if isinstance(n, int):
+            return f"{n} time{'s' * (n != 1)} per call"
+        return f"an unknown number of times per call ({c.get('runs_unknown') or n})"
+
+    rows = "\n".join(
+        f"  line {c['line']}: {c['primitive']} over {[a for a, _ in c['axes']]}, {runs(c)}, "
+        f"{c['bytes_per_device']} bytes per device each ({c['algorithm']})"
+        for c in moving
+    )
+    if unknown:
         raise AssertionError(
-            f"{s.program.name}: collectives per device {counts}, expected {want}\n{rows}\n"
+            f"{s.program.name}: {len(unknown)} collective(s) run a number of times the program does not fix:\n"
+            + rows + "\n" + _equations(s.program, [c["line"] for c in unknown])
+        )
+    if counts != want:
+        raise AssertionError(
+            f"{s.program.name}: collectives per device per call {counts}, expected {want}\n{rows}\n"
             + _equations(s.program, [c["line"] for c in moving])
         )
-
