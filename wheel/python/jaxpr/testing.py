@@ -110,14 +110,14 @@ def assert_collectives(f: Any, *args: Any, expected: Dict[Any, int], **kwargs: A
         key = (c["primitive"], *(a for a, _ in c["axes"])) if by_axes else c["primitive"]
         counts[key] = counts.get(key, 0) + runs
     want = {(k if not by_axes or isinstance(k, tuple) else (k,)): v for k, v in expected.items() if v}
-    def runs(c: Dict[str, Any]) -> str:
+    def times(c: Dict[str, Any]) -> str:
         n = c.get("runs", 1)
         if isinstance(n, int):
             return f"{n} time{'s' * (n != 1)} per call"
         return f"an unknown number of times per call ({c.get('runs_unknown') or n})"
 
     rows = "\n".join(
-        f"  line {c['line']}: {c['primitive']} over {[a for a, _ in c['axes']]}, {runs(c)}, "
+        f"  line {c['line']}: {c['primitive']} over {[a for a, _ in c['axes']]}, {times(c)}, "
         f"{c['bytes_per_device']} bytes per device each ({c['algorithm']})"
         for c in moving
     )
