@@ -235,7 +235,7 @@ fn jax_program_is_captured_with_source_lines() {
 
 /// A jitted function called from another that closes over arrays: JAX
 /// prints them as the nested jaxpr's constants, by name only. The session
-/// records their values beside the text (`outer.constants.json`), and
+/// records their values beside the text (`outer.recorded.json`), and
 /// `jaxpr build` of the session's function reads them; without the file
 /// the build is refused, saying what the text lacks.
 #[test]
@@ -246,7 +246,7 @@ fn a_nested_jaxprs_constants_are_recorded_beside_the_text_and_built() {
     let outer = function(&s, "outer");
     let text = std::fs::read_to_string(sdir.join(&outer.jaxpr)).unwrap();
     assert!(text.contains("lambda a:bool[1,3] b:f32[3];"), "{text}");
-    let recorded = jaxpr_lower::constants::beside(&sdir.join(&outer.jaxpr));
+    let recorded = jaxpr_lower::recorded::beside(&sdir.join(&outer.jaxpr));
     let file: Value = serde_json::from_str(
         &std::fs::read_to_string(&recorded).unwrap_or_else(|e| panic!("{e}: {stderr}")),
     )

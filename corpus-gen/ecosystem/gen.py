@@ -29,9 +29,9 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 import folder  # noqa: E402
 
-# The recording of constants' values the Python API and `jaxpr trace` use.
-recorded_constants = folder.load(os.path.join(os.path.dirname(os.path.dirname(HERE)), "wheel", "python", "jaxpr",
-                                              "_constants.py"), "recorded_constants")
+# What the text lacks, recorded as the Python API and `jaxpr trace` record it.
+recorded = folder.load(os.path.join(os.path.dirname(os.path.dirname(HERE)), "wheel", "python", "jaxpr",
+                                    "_recorded.py"), "recorded")
 
 # A jaxpr longer than this is left out: the corpus stays a few MB, and such a
 # program tests nothing its smaller siblings do not.
@@ -157,7 +157,7 @@ def reads_unnamed(text):
 
 def text_lacks(text, constants=()):
     """Why `text`, with the values of the constants named in `constants`
-    (recorded beside it in NAME.constants.json), does not hold every value
+    (recorded beside it in NAME.recorded.json), does not hold every value
     its program computes with, or None."""
     reasons = []
     nested = [b.split(":", 1)[0] for m in NESTED_CONSTANTS.finditer(text) for b in m.group(1).split()]
@@ -198,7 +198,7 @@ def generate(out_root, group):
     for p in module.programs():
         try:
             cj = folder.trace(p)
-            text, consts = recorded_constants.printed(cj, lambda: str(cj))
+            text, consts, _ = recorded.printed(cj, lambda: str(cj))
             # The outermost jaxpr's constants are inputs, with the values.
             consts = {k: v for k, v in consts.items() if v["nested"]}
             if len(text) > MAX_CHARS:
@@ -223,7 +223,7 @@ def generate(out_root, group):
     out = os.path.join(out_root, group)
     folder.write(out, versions, manifest, values, texts, extra={"skipped": skipped})
     for name, consts in constants.items():
-        recorded_constants.write(os.path.join(out, name + ".constants.json"), consts)
+        recorded.write(os.path.join(out, name + ".recorded.json"), consts, {})
     print(f"{out}: {len(manifest)} programs, {len(values)} with values, {len(skipped)} skipped")
     for name, why in skipped.items():
         print(f"  skipped {name}: {why}")
@@ -244,7 +244,7 @@ def reclassify(out_root):
         for name, entry in manifest["programs"].items():
             with open(os.path.join(out_root, g, name + ".jaxpr")) as fh:
                 text = fh.read().rstrip("\n")
-            consts = os.path.join(out_root, g, name + ".constants.json")
+            consts = os.path.join(out_root, g, name + ".recorded.json")
             names = json.load(open(consts))["constants"] if os.path.exists(consts) else {}
             classify(entry, text, name in recorded, names)
         with open(path, "w") as fh:

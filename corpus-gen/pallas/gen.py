@@ -9,7 +9,10 @@ manifest.json (per program: its doc line, `check_jaxpr` (JAX's own verdict
 on its jaxpr) and the primitives it prints; `skipped`: the programs this JAX
 cannot make, trace or run, with JAX's error) and values.json.gz (inputs and
 the outputs of `jax.jit(f)(*args)`, 64-bit types off), in the format of
-tests/data/versions (corpus-gen/versions/README.md).
+tests/data/versions (corpus-gen/versions/README.md); and NAME.recorded.json
+where the text lacks what the live program holds (nested jaxprs' constants,
+kernels' blocks at each grid point: jax >= 0.6 prints no index maps), as the
+Python API and `jaxpr trace` record it (wheel/python/jaxpr/_recorded.py).
 """
 import os, sys
 
@@ -18,6 +21,8 @@ GEN = os.path.dirname(HERE)
 sys.path.insert(0, GEN)
 import encode  # noqa: E402
 from folder import load  # noqa: E402
+
+recorded = load(os.path.join(os.path.dirname(GEN), "wheel", "python", "jaxpr", "_recorded.py"), "recorded")
 
 
 def primitives(jaxpr):
@@ -55,8 +60,13 @@ def main():
             verdict = True
         except Exception:
             verdict = False
+        text, constants, kernels = recorded.printed(cj, lambda: str(cj))
         with open(os.path.join(out, p.name + ".jaxpr"), "w") as fh:
-            fh.write(str(cj) + "\n")
+            fh.write(text + "\n")
+        # The outermost jaxpr's constants are inputs, with the values.
+        constants = {k: v for k, v in constants.items() if v["nested"]}
+        if constants or kernels:
+            recorded.write(os.path.join(out, p.name + ".recorded.json"), constants, kernels)
         consts = list(cj.consts)
         manifest[p.name] = {"doc": (p.make.__doc__ or "").strip().split("\n")[0],
                             "check_jaxpr": verdict, "num_consts": len(consts),

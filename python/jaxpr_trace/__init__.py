@@ -18,7 +18,7 @@ import re
 import sys
 import sysconfig
 
-from . import constants as _constants
+from . import recorded as _recorded
 
 _state = None
 
@@ -222,18 +222,18 @@ def record_function(kind, name, file, line, closed_jaxpr, in_avals=None, arg_nam
     if st is None:
         return
     try:
-        text, constants = _constants.printed(closed_jaxpr, lambda: _print(closed_jaxpr.jaxpr))
+        text, constants, kernels = _recorded.printed(closed_jaxpr, lambda: _print(closed_jaxpr.jaxpr))
     except Exception as e:  # noqa: BLE001 - recording must never break the program
         _internal_error(e)
-        text, constants = _print(closed_jaxpr.jaxpr), {}
+        text, constants, kernels = _print(closed_jaxpr.jaxpr), {}, {}
     fname, f = st.create_jaxpr_file(name)
     with f:
         f.write(text + "\n")
-    if constants:
-        # Beside the text, as `jaxpr build` looks for it (NAME.constants.json).
+    if constants or kernels:
+        # Beside the text, as `jaxpr build` looks for it (NAME.recorded.json).
         try:
-            with st.create(fname[: -len(".jaxpr")] + ".constants.json") as c:
-                json.dump(_constants.document(constants), c, separators=(",", ":"), sort_keys=True)
+            with st.create(fname[: -len(".jaxpr")] + ".recorded.json") as c:
+                json.dump(_recorded.document(constants, kernels), c, separators=(",", ":"), sort_keys=True)
         except Exception as e:  # noqa: BLE001 - recording must never break the program
             _internal_error(e)
     avals = in_avals if in_avals is not None else closed_jaxpr.in_avals

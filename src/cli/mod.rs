@@ -158,12 +158,13 @@ pub struct BuildArgs {
     /// `qjit(seed=...)`; without it each call draws its own.
     #[arg(long)]
     pub seed: Option<u32>,
-    /// The recorded values of the program's constants, which JAX prints by
-    /// name only (default: `NAME.constants.json` beside `NAME.jaxpr`, as
-    /// the Python API and `jaxpr trace` write it, when there is one): a
-    /// nested jaxpr's constants are built into the program.
+    /// What was recorded of the program beside its text, which JAX prints
+    /// without it: nested jaxprs' constants (by name only in the text) and
+    /// Pallas kernels' blocks (index maps the text omits). Default:
+    /// `NAME.recorded.json` beside `NAME.jaxpr`, as the Python API and
+    /// `jaxpr trace` write it, when there is one.
     #[arg(long, value_name = "FILE")]
-    pub constants: Option<PathBuf>,
+    pub recorded: Option<PathBuf>,
     /// Output file (default: beside the input, `.mlir` / `.mlirbc`).
     #[arg(short, long)]
     pub output: Option<PathBuf>,

@@ -263,7 +263,7 @@ def native(root: Path):
         manifest = json.loads((ecosystem / group / "manifest.json").read_text())["programs"][program]
         values = json.loads(gzip.decompress((ecosystem / group / "values.json.gz").read_bytes()))[program][0]
         jax.config.update("jax_threefry_partitionable", bool(manifest.get("threefry_partitionable", True)))
-        recorded = ecosystem / group / f"{program}.constants.json"
+        recorded = ecosystem / group / f"{program}.recorded.json"
         constants = json.loads(recorded.read_text())["constants"] if recorded.exists() else {}
         text = (ecosystem / group / f"{program}.jaxpr").read_text()
         f = jaxpr.build(jaxpr.Program(program, text, constants=constants))
@@ -352,12 +352,44 @@ def closed_constants():
         assert done.returncode == 0, done.stderr
         printed = np.asarray(json.loads(done.stdout.strip().splitlines()[-1]), np.float32)
         session = Path(d) / ".jaxpr-session"
-        recorded = json.loads((session / "outer.constants.json").read_text())["constants"]
+        recorded = json.loads((session / "outer.recorded.json").read_text())["constants"]
         f = jaxpr.build(jaxpr.Program("outer", (session / "outer.jaxpr").read_text(), constants=recorded))
         got = f(np.linspace(-1, 1, 3, dtype=np.float32))
         assert close(got, printed), f"from the session: {got} differs from jax.jit's {printed}"
     print("native: a nested jaxpr's constants built with jax.jit's values, live and from a session "
           "(the text alone refused)")
+    pallas_blocks()
+
+
+def add_kernel(x_ref, y_ref, o_ref):
+    o_ref[...] = x_ref[...] + 2.0 * y_ref[...]
+
+
+def add_reversed(x, y):
+    """A kernel over a grid of 4 whose output blocks go in reverse order:
+    jax 0.10.2 prints its `BlockMapping`s without their index maps."""
+    from jax.experimental import pallas as pl
+
+    spec = pl.BlockSpec((2,), lambda i: (i,))
+    return pl.pallas_call(add_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), grid=(4,),
+                          in_specs=[spec, spec], out_specs=pl.BlockSpec((2,), lambda i: (3 - i,)),
+                          interpret=True)(x, y)
+
+
+def pallas_blocks():
+    """A Pallas kernel's blocks travel with the program: its index maps,
+    evaluated by JAX at every grid point when it is traced, are built with
+    jax.jit's values; the text alone is refused, saying what it lacks."""
+    x, y = np.arange(8, dtype=np.float32), np.linspace(0, 1, 8, dtype=np.float32)
+    prog = jaxpr.trace(add_reversed, x, y)
+    [kernel] = prog.kernels.values()
+    assert kernel["grid"] == [4] and kernel["blocks"][0] == [[0], [0], [3]], kernel
+    want = np.asarray(jax.jit(add_reversed)(x, y))
+    got = jaxpr.build(add_reversed, x, y)(x, y)
+    assert close(got, want), f"native: {got} differs from jax.jit's {want}"
+    assert "stablehlo" in jaxpr.build(add_reversed, x, y, emit="stablehlo").text
+    raises(jaxpr.BuildError, "does not print its index map", jaxpr.build, jaxpr.Program("add_reversed", prog.text))
+    print("native: a Pallas kernel's recorded blocks built with jax.jit's values (the text alone refused)")
 
 
 def pytest_plugin(root: Path):

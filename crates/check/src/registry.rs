@@ -967,7 +967,7 @@ pub static PRIMITIVES: &[Primitive] = &[
     Primitive {
         name: "constant",
         params: &["data", "dtype", "shape"],
-        doc: "An array constant: `shape` elements of `dtype`, their bytes (little-endian, row-major) in hex as `data`. JAX never prints it: a build writes it for the value of a nested jaxpr's constant recorded beside the text (`NAME.constants.json`).",
+        doc: "An array constant: `shape` elements of `dtype`, their bytes (little-endian, row-major) in hex as `data`. JAX never prints it: a build writes it for the value of a nested jaxpr's constant recorded beside the text (`NAME.recorded.json`).",
         complex: COMPLEX,
         cost: Some(Cost::equal(CostRule::Free)),
         ..ROW

@@ -18,8 +18,8 @@ pub fn run(path: &Path, args: BuildArgs) -> i32 {
             return 2;
         }
     };
-    let constants = match lower::constants::Constants::for_file(path, args.constants.as_deref()) {
-        Ok(c) => std::sync::Arc::new(c),
+    let recorded = match lower::recorded::Recorded::for_file(path, args.recorded.as_deref()) {
+        Ok(r) => std::sync::Arc::new(r),
         Err(e) => {
             eprintln!("error: {e}");
             return 2;
@@ -89,7 +89,7 @@ pub fn run(path: &Path, args: BuildArgs) -> i32 {
                 stablehlo::Options {
                     emit: kind,
                     threefry,
-                    constants: constants.clone(),
+                    recorded: recorded.clone(),
                 },
                 &out,
                 &mut t,
@@ -129,7 +129,7 @@ pub fn run(path: &Path, args: BuildArgs) -> i32 {
                 stablehlo::Options {
                     emit: kind,
                     threefry,
-                    constants: constants.clone(),
+                    recorded: recorded.clone(),
                 },
                 &out,
                 &mut t,
@@ -152,7 +152,7 @@ pub fn run(path: &Path, args: BuildArgs) -> i32 {
                     runtime: args.catalyst_runtime.clone(),
                     seed: args.seed,
                 },
-                constants: constants.clone(),
+                recorded: recorded.clone(),
             };
             let mut phases = std::collections::BTreeMap::new();
             let mut last = (None, std::time::Instant::now());

@@ -93,9 +93,9 @@ struct Program {
     /// equinox's `unvmap_any`, or a Python callback): refused by design,
     /// counted apart (set by [`mark_library`]).
     library: bool,
-    /// The values of its nested jaxprs' constants, recorded beside its text
-    /// (`NAME.constants.json`), as `jaxpr build` reads them.
-    constants: std::sync::Arc<jaxpr_lower::constants::Constants>,
+    /// What was recorded beside its text (`NAME.recorded.json`: nested
+    /// jaxprs' constants), as `jaxpr build` reads it.
+    recorded: std::sync::Arc<jaxpr_lower::recorded::Recorded>,
     /// Why the program is outside its corpus's build set although JAX's
     /// values are recorded (the manifest's `outside_build_set`: its text
     /// cannot hold what it computes with): refused, or built right, never
@@ -144,7 +144,7 @@ fn programs_of(root: &Path, groups: &[&str], only: &[&str]) -> Vec<Program> {
             }
             let path = dir.join(format!("{name}.jaxpr"));
             let text = std::fs::read_to_string(&path).unwrap();
-            let constants = jaxpr_lower::constants::Constants::for_file(&path, None).unwrap();
+            let recorded = jaxpr_lower::recorded::Recorded::for_file(&path, None).unwrap();
             let complex = text.contains("c64[") || text.contains("c128[");
             let mut examples = examples.as_array().unwrap().clone();
             as_declared(&text, &mut examples);
@@ -159,7 +159,7 @@ fn programs_of(root: &Path, groups: &[&str], only: &[&str]) -> Vec<Program> {
                 complex,
                 threefry,
                 library: false,
-                constants: std::sync::Arc::new(constants),
+                recorded: std::sync::Arc::new(recorded),
                 outside: manifest["programs"][&name]["outside_build_set"]
                     .as_str()
                     .map(str::to_string),
@@ -344,7 +344,7 @@ fn stablehlo(programs: &[Program], dir: &Path) -> Vec<Outcome> {
         .parsed();
         let opts = jaxpr_stablehlo::Options {
             threefry: p.threefry,
-            constants: p.constants.clone(),
+            recorded: p.recorded.clone(),
             ..Default::default()
         };
         match jaxpr_stablehlo::build_timed(&parse, &analysis, opts, &mut Default::default()) {
@@ -557,7 +557,7 @@ fn native_one(p: &Program, i: usize, dir: &Path) -> Outcome {
         cpu: native::Cpu::Native,
         threefry: p.threefry,
         quantum: Default::default(),
-        constants: p.constants.clone(),
+        recorded: p.recorded.clone(),
     };
     let so = match jaxpr_native::build_native(&parse, &analysis, &opts, native::Artifact::Shared) {
         Ok(bytes) => bytes,
@@ -1156,7 +1156,7 @@ fn catalyst_classical_programs(dirs: &[(String, PathBuf)]) -> Vec<Program> {
                 examples,
                 threefry: Default::default(),
                 library: false,
-                constants: Default::default(),
+                recorded: Default::default(),
                 outside: None,
             });
         }

@@ -1098,7 +1098,7 @@ fn back_ends_refuse_negative_static_extents_past_the_checker() {
         cpu: Default::default(),
         threefry: Default::default(),
         quantum: Default::default(),
-        constants: Default::default(),
+        recorded: Default::default(),
     };
     match jaxpr_native::compile(
         &parse.file,

@@ -183,24 +183,17 @@ const REFUSED: &[(&str, &[(&str, &str)])] = &[
             ("under_vmap", INDEX_MAPS),
         ],
     ),
+    // The index maps jax 0.10.2 does not print are recorded beside the
+    // texts (`NAME.recorded.json`, by corpus-gen/pallas/gen.py as the Python
+    // API records them): those kernels build.
     (
         "0.10.2",
         &[
-            ("add_grid", INDEX_MAPS),
             ("ds_strided", STRIDE),
             ("ds_window", STRIDE),
-            ("flash_attention_reference", INDEX_MAPS),
-            ("layer_norm", INDEX_MAPS),
-            ("layer_norm_ops", INDEX_MAPS),
-            ("matmul_blocked", INDEX_MAPS),
-            ("matmul_k_accumulate", INDEX_MAPS),
-            ("max_reduce_last", INDEX_MAPS),
-            ("multiple_outputs", INDEX_MAPS),
-            ("rms_norm", INDEX_MAPS),
-            ("softmax", INDEX_MAPS),
-            ("softmax_ops", INDEX_MAPS),
-            ("sum_reduce_when", INDEX_MAPS),
-            ("under_vmap", INDEX_MAPS),
+            ("flash_attention_reference", MASKED),
+            ("layer_norm_ops", MASKED),
+            ("softmax_ops", MASKED),
         ],
     ),
 ];
@@ -363,8 +356,9 @@ fn reference_and_kernel_programs_build_with_jax_values_or_are_refused_as_listed(
     });
     let failures = failures.into_inner().unwrap();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    // 83 of the 208 programs build (0.10.2: 10 of 25, 0.4.30: 20 of 25,
-    // both run with their values); the rest are the refusals listed.
-    assert_eq!(built.into_inner().unwrap(), 83);
-    assert_eq!(runs.into_inner().unwrap(), 30);
+    // 93 of the 208 programs build (0.10.2: 20 of 25, 10 of them with the
+    // blocks recorded beside the text; 0.4.30: 20 of 25; both run with
+    // their values); the rest are the refusals listed.
+    assert_eq!(built.into_inner().unwrap(), 93);
+    assert_eq!(runs.into_inner().unwrap(), 40);
 }

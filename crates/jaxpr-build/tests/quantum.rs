@@ -112,7 +112,7 @@ fn options(name: &str, cpu: native::Cpu, seed: Option<u32>) -> native::Options {
             runtime: Some(catalyst().1.clone()),
             seed,
         },
-        constants: Default::default(),
+        recorded: Default::default(),
     }
 }
 

@@ -24,7 +24,7 @@
 //! What the text does not say (index maps that jax >= 0.6 does not print,
 //! a block that is not the whole array) is one J0012 naming it.
 
-use crate::constants::Constants;
+use crate::recorded::Recorded;
 use crate::differentiate::{has_classical_gradient, is_classical_gradient};
 use crate::walk::{LowerError, LowerErrorKind, LowerResult, Syntax, err, untyped_literal_text};
 use jaxpr_check::registry::Prim;
@@ -66,17 +66,17 @@ fn is_state(prim: Option<Prim>) -> bool {
 /// builds it: references or kernels to discharge, a primitive of
 /// [`is_rewritten`], a classical derivative ([`crate::differentiate`]), a
 /// nested jaxpr's constants whose values are recorded
-/// ([`crate::constants`]).
-pub fn needs_rewrite(a: &Analysis, constants: &Constants) -> bool {
+/// ([`crate::recorded`]).
+pub fn needs_rewrite(a: &Analysis, recorded: &Recorded) -> bool {
     a.eqns.iter().any(|e| is_rewritten(e.prim))
         || has_classical_gradient(a)
-        || !with_recorded_constants(a, constants).is_empty()
+        || !with_recorded_constants(a, recorded).is_empty()
 }
 
 /// The nested jaxprs whose constants all have recorded values (the
 /// outermost jaxpr's constants are the program's inputs).
-fn with_recorded_constants(a: &Analysis, constants: &Constants) -> Vec<JaxprId> {
-    if constants.is_empty() {
+fn with_recorded_constants(a: &Analysis, recorded: &Recorded) -> Vec<JaxprId> {
+    if recorded.constants_are_empty() {
         return Vec::new();
     }
     (0..a.jaxprs.len())
@@ -87,7 +87,7 @@ fn with_recorded_constants(a: &Analysis, constants: &Constants) -> Vec<JaxprId> 
         })
         .filter(|&j| {
             let cs = &a.jaxpr(j).constvars;
-            !cs.is_empty() && cs.iter().all(|&v| constants.has(&a.var(v).name))
+            !cs.is_empty() && cs.iter().all(|&v| recorded.has_constant(&a.var(v).name))
         })
         .collect()
 }
@@ -149,20 +149,20 @@ impl Rewritten {
 pub fn rewritten(
     parse: &Parse,
     a: &Analysis,
-    constants: &Constants,
+    recorded: &Recorded,
 ) -> Option<Result<(Rewritten, Parse, Analysis), Vec<Diagnostic>>> {
-    if !needs_rewrite(a, constants) {
+    if !needs_rewrite(a, recorded) {
         return None;
     }
-    Some(discharge_checked(parse, a, constants))
+    Some(discharge_checked(parse, a, recorded))
 }
 
 fn discharge_checked(
     parse: &Parse,
     a: &Analysis,
-    constants: &Constants,
+    recorded: &Recorded,
 ) -> Result<(Rewritten, Parse, Analysis), Vec<Diagnostic>> {
-    let d = discharge(parse, a, constants).map_err(|e| vec![e.into_diagnostic()])?;
+    let d = discharge(parse, a, recorded).map_err(|e| vec![e.into_diagnostic()])?;
     let (p2, a2) = jaxpr_check::check_source(
         jaxpr_check::Source::Text(&d.text),
         jaxpr_check::Keep::Everything,
@@ -194,7 +194,7 @@ fn discharge_checked(
 
 /// Rewrites a checked program (free of errors) into one with nothing of
 /// [`needs_rewrite`] left.
-pub fn discharge(parse: &Parse, a: &Analysis, constants: &Constants) -> LowerResult<Rewritten> {
+pub fn discharge(parse: &Parse, a: &Analysis, recorded: &Recorded) -> LowerResult<Rewritten> {
     let file = &parse.file;
     let text = &*parse.text;
     let syntax = Syntax::new(file, a);
@@ -218,8 +218,8 @@ pub fn discharge(parse: &Parse, a: &Analysis, constants: &Constants) -> LowerRes
         spans: Vec::new(),
         fresh: 0,
         grid: Vec::new(),
-        to_rewrite: to_rewrite(a, constants),
-        constants,
+        to_rewrite: to_rewrite(a, recorded),
+        recorded,
     };
     // The `let` jaxprs with nothing to rewrite at any depth, as printed
     // (equations copied from the original name them); the others are
@@ -278,14 +278,14 @@ pub(crate) struct Emitter<'t> {
     /// The jaxprs holding something to rewrite, at any depth or through a
     /// `let` they call ([`to_rewrite`]).
     to_rewrite: rustc_hash::FxHashSet<JaxprId>,
-    /// The recorded values of nested jaxprs' constants.
-    constants: &'t Constants,
+    /// What was recorded beside the text: nested jaxprs' constants, kernels' blocks.
+    recorded: &'t Recorded,
 }
 
 /// The jaxprs holding something to rewrite (a state equation, `pmap`,
 /// `random_gamma`, a classical derivative, recorded constants), at any
 /// depth.
-fn to_rewrite(a: &Analysis, constants: &Constants) -> rustc_hash::FxHashSet<JaxprId> {
+fn to_rewrite(a: &Analysis, recorded: &Recorded) -> rustc_hash::FxHashSet<JaxprId> {
     let mut out = rustc_hash::FxHashSet::default();
     let mark = |out: &mut rustc_hash::FxHashSet<JaxprId>, from: JaxprId| {
         let mut j = Some(from);
@@ -301,7 +301,7 @@ fn to_rewrite(a: &Analysis, constants: &Constants) -> rustc_hash::FxHashSet<Jaxp
             mark(&mut out, e.jaxpr);
         }
     }
-    for j in with_recorded_constants(a, constants) {
+    for j in with_recorded_constants(a, recorded) {
         mark(&mut out, j);
     }
     // A jaxpr calling one of those (a `let` jaxpr is called by name, from
@@ -944,7 +944,7 @@ impl<'t> Emitter<'t> {
         let mut lines = Vec::with_capacity(info.constvars.len());
         for &v in &info.constvars {
             let var = self.a.var(v);
-            match self.constants.params_for(&var.name, &var.ty, at)? {
+            match self.recorded.constant_params(&var.name, &var.ty, at)? {
                 Some(eqn) => lines.push((v, ty_text(&var.ty, at)?, eqn)),
                 // Not recorded: refused as the text alone is.
                 None => return crate::walk::nested_binders(self.a, j, inputs, at),
@@ -1264,6 +1264,26 @@ impl<'t> Emitter<'t> {
             .field("block_mappings")
             .and_then(Expr::as_seq)
             .unwrap_or_default();
+        // The blocks JAX's index maps selected when the program was traced,
+        // recorded beside the text (by the kernel's first binder).
+        let recorded = self
+            .a
+            .jaxpr(kernel)
+            .invars
+            .first()
+            .and_then(|&v| self.recorded.kernel(&self.a.var(v).name));
+        if let Some(r) = recorded
+            && (r.grid != grid || r.blocks.iter().any(|row| row.len() != maps.len()))
+        {
+            return err(
+                gm.range,
+                format!(
+                    "the recorded blocks of this kernel are for a grid of {:?} and {} block mappings, not this one's: record them again with the text",
+                    r.grid,
+                    r.blocks.first().map_or(0, Vec::len)
+                ),
+            );
+        }
         // The arrays: operands, then results.
         let eq_outs: Vec<AType> = crate::walk::result_types(self.a, e, id);
         let mut arrays: Vec<(String, AType)> = Vec::new();
@@ -1327,13 +1347,23 @@ impl<'t> Emitter<'t> {
                     "a block mapping whose indexing mode is not `Blocked` is not built",
                 );
             }
-            let map = index_map(m)?;
+            let k = blocks.len();
+            let map = match (index_map(m)?, recorded) {
+                (Some(printed), _) => Some(BlockIndex::Printed(printed)),
+                (None, Some(r)) if r.blocks.iter().all(|row| row[k].len() == full.len()) => {
+                    Some(BlockIndex::Recorded(k))
+                }
+                (None, Some(_)) => {
+                    return err(m.range, "the recorded block indices are not of this block's rank");
+                }
+                (None, None) => None,
+            };
             let whole = sizes.iter().zip(&full).all(|(s, n)| s.unwrap_or(1) == *n);
             if map.is_none() && !whole {
                 return err(
                     m.range,
                     format!(
-                        "this block ({}) is not the whole array ({}) and `grid_mapping` does not print its index map (JAX >= 0.6 prints block shapes only), so the text does not say which block each grid point reads or writes; JAX <= 0.5 prints them (`index_map_jaxpr=`)",
+                        "this block ({}) is not the whole array ({}) and `grid_mapping` does not print its index map (JAX >= 0.6 prints block shapes only), so the text does not say which block each grid point reads or writes; JAX <= 0.5 prints them (`index_map_jaxpr=`), and the Python API (`jaxpr.build(f, *args)`) and `jaxpr trace` record the blocks beside the text (`NAME.recorded.json`, docs/state-build.md)",
                         sizes
                             .iter()
                             .map(|s| s.map_or("None".into(), |x| x.to_string()))
@@ -1369,9 +1399,10 @@ impl<'t> Emitter<'t> {
             let mut kenv = Env::default();
             let mut placed = Vec::new();
             for (k, (sizes, full, map)) in blocks.iter().enumerate() {
-                let idx: Vec<i64> = match map {
-                    Some(m) => m.eval(&point, maps[k].range)?,
-                    None => vec![0; full.len()],
+                let idx: Vec<i64> = match (map, recorded) {
+                    (Some(BlockIndex::Printed(m)), _) => m.eval(&point, maps[k].range)?,
+                    (Some(BlockIndex::Recorded(k)), Some(r)) => r.blocks[p as usize][*k].clone(),
+                    _ => vec![0; full.len()],
                 };
                 let spans: Vec<Span> = sizes
                     .iter()
@@ -1480,6 +1511,14 @@ fn block_size(e: &Expr) -> LowerResult<Option<i64>> {
 /// each output a grid index or an integer.
 struct IndexMap {
     outs: Vec<Result<usize, i64>>,
+}
+
+/// Where a block mapping's block indices at each grid point come from: its
+/// index map as printed (jax <= 0.5), or the blocks recorded beside the
+/// text when the program was traced (the mapping's position).
+enum BlockIndex {
+    Printed(IndexMap),
+    Recorded(usize),
 }
 
 fn index_map(m: &Expr) -> LowerResult<Option<IndexMap>> {

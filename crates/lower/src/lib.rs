@@ -11,7 +11,7 @@
 //! symbolic dimensions) comes from there, so lowering never re-derives
 //! semantics. This crate links neither LLVM nor MLIR.
 
-pub mod constants;
+pub mod recorded;
 pub mod differentiate;
 pub mod discharge;
 pub mod equation;

@@ -120,7 +120,7 @@ pub fn build_native_with(
     progress: &mut dyn FnMut(Phase),
 ) -> jaxpr_lower::BuildResult {
     jaxpr_lower::checked(parse, analysis)?;
-    if let Some(d) = jaxpr_lower::discharge::rewritten(parse, analysis, &opts.constants) {
+    if let Some(d) = jaxpr_lower::discharge::rewritten(parse, analysis, &opts.recorded) {
         let (d, parse, analysis) = d?;
         return build_native_with(&parse, &analysis, opts, artifact, progress)
             .map_err(|e| d.map(e));
@@ -168,9 +168,9 @@ pub struct Options {
     pub threefry: jaxpr_lower::random::Threefry,
     /// How a quantum program runs (ignored for classical ones).
     pub quantum: QuantumOptions,
-    /// The recorded values of nested jaxprs' constants
-    /// ([`jaxpr_lower::constants`]).
-    pub constants: std::sync::Arc<jaxpr_lower::constants::Constants>,
+    /// What was recorded beside the text: nested jaxprs' constants,
+    /// kernels' blocks ([`jaxpr_lower::recorded`]).
+    pub recorded: std::sync::Arc<jaxpr_lower::recorded::Recorded>,
 }
 
 /// How a quantum (Catalyst) program is built: the runtime it links and

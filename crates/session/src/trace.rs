@@ -29,10 +29,11 @@ const CAPTURE: [(&str, &str); 4] = [
         "jaxpr_trace/catalyst_hook.py",
         include_str!("../../../python/jaxpr_trace/catalyst_hook.py"),
     ),
-    // The recording of constants' values, shared with the Python API.
+    // What the text lacks (constants' values, kernels' blocks), recorded
+    // as the Python API records it.
     (
-        "jaxpr_trace/constants.py",
-        include_str!("../../../wheel/python/jaxpr/_constants.py"),
+        "jaxpr_trace/recorded.py",
+        include_str!("../../../wheel/python/jaxpr/_recorded.py"),
     ),
 ];
 

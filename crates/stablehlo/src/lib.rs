@@ -83,9 +83,9 @@ pub struct Options {
     pub emit: Emit,
     /// How threefry keys make bits and split (`jax_threefry_partitionable`).
     pub threefry: jaxpr_lower::random::Threefry,
-    /// The recorded values of nested jaxprs' constants
-    /// ([`jaxpr_lower::constants`]).
-    pub constants: std::sync::Arc<jaxpr_lower::constants::Constants>,
+    /// What was recorded beside the text: nested jaxprs' constants,
+    /// kernels' blocks ([`jaxpr_lower::recorded`]).
+    pub recorded: std::sync::Arc<jaxpr_lower::recorded::Recorded>,
 }
 
 impl Options {
@@ -117,7 +117,7 @@ pub fn build_timed(
     timings: &mut Timings,
 ) -> jaxpr_lower::BuildResult {
     jaxpr_lower::checked(parse, analysis)?;
-    if let Some(d) = jaxpr_lower::discharge::rewritten(parse, analysis, &opts.constants) {
+    if let Some(d) = jaxpr_lower::discharge::rewritten(parse, analysis, &opts.recorded) {
         let (d, parse, analysis) = d?;
         return build_timed(&parse, &analysis, opts, timings).map_err(|e| d.map(e));
     }
@@ -155,7 +155,7 @@ pub fn build_to_file(
     timings: &mut Timings,
 ) -> Result<Lowered, Failure> {
     jaxpr_lower::checked(parse, analysis).map_err(Failure::Diagnostics)?;
-    if let Some(d) = jaxpr_lower::discharge::rewritten(parse, analysis, &opts.constants) {
+    if let Some(d) = jaxpr_lower::discharge::rewritten(parse, analysis, &opts.recorded) {
         let (d, parse, analysis) = d.map_err(Failure::Diagnostics)?;
         return build_to_file(&parse, &analysis, opts, path, timings).map_err(|e| match e {
             Failure::Diagnostics(ds) => Failure::Diagnostics(d.map(ds)),
@@ -261,7 +261,7 @@ pub fn lower_text_into<W: Write>(
     open: impl FnOnce() -> std::io::Result<W>,
 ) -> Result<Option<(W, Lowered)>, Failure> {
     // References and kernels are discharged from the whole checked file.
-    if jaxpr_lower::discharge::may_need_rewrite(text) || !opts.constants.is_empty() {
+    if jaxpr_lower::discharge::may_need_rewrite(text) || !opts.recorded.is_empty() {
         return Ok(None);
     }
     lower_source_into(Source::Text(text), opts, t, open)

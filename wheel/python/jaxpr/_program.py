@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
 
-from . import _constants
+from . import _recorded
 from ._cli import JaxprError
 
 # `# /path/model.py:12:8 (loss)`, the source info JAX prints after an equation.
@@ -47,17 +47,19 @@ class Program:
     out_tree: Any = None  # the outputs' pytree structure (from a function)
     in_tree: Any = None
     source_dir: Optional[Path] = None  # the folder of the user's code (configuration lookup)
-    # The values of the closed jaxprs' constants, nested ones included, by
-    # binder name (`_constants`): written beside the text for a build.
+    # What the text lacks, recorded from the live program (`_recorded`):
+    # the values of the closed jaxprs' constants, nested ones included, by
+    # binder name, and each Pallas kernel's blocks at every grid point.
     constants: Dict[str, Any] = dataclasses.field(default_factory=dict)
+    kernels: Dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def write(self, folder: Path) -> Path:
-        """Writes `NAME.jaxpr` into `folder`, and beside it the recorded
-        constants that `jaxpr build` reads (`NAME.constants.json`)."""
+        """Writes `NAME.jaxpr` into `folder`, and beside it what was
+        recorded, which `jaxpr build` reads (`NAME.recorded.json`)."""
         path = folder / f"{self.name}.jaxpr"
         path.write_text(self.text, encoding="utf-8")
-        if self.constants:
-            _constants.write(folder / f"{self.name}.constants.json", self.constants)
+        if self.constants or self.kernels:
+            _recorded.write(folder / f"{self.name}.recorded.json", self.constants, self.kernels)
         return path
 
     def python_location(self, line: int) -> Optional[PythonLocation]:
@@ -111,9 +113,10 @@ def print_jaxpr(closed_jaxpr: Any) -> str:
         raise JaxprError(f"this jaxpr cannot be printed by the installed JAX: {type(e).__name__}: {e}") from e
 
 
-def _printed(closed_jaxpr: Any) -> Tuple[str, Dict[str, Any]]:
-    """[`print_jaxpr`] and the values of the constants it names."""
-    return _constants.printed(closed_jaxpr, lambda: print_jaxpr(closed_jaxpr))
+def _printed(closed_jaxpr: Any) -> Tuple[str, Dict[str, Any], Dict[str, Any]]:
+    """[`print_jaxpr`], the values of the constants it names and its
+    kernels' blocks."""
+    return _recorded.printed(closed_jaxpr, lambda: print_jaxpr(closed_jaxpr))
 
 
 def _source_dir(fn: Any) -> Optional[Path]:
@@ -146,13 +149,13 @@ def program(f: Any, args: Tuple[Any, ...] = (), kwargs: Optional[Dict[str, Any]]
     if traced_jaxpr is not None:
         out_tree = getattr(f, "out_tree", None)
         in_tree = getattr(f, "in_tree", None)
-        text, constants = _printed(traced_jaxpr)
-        return Program(_name(f), text, traced_jaxpr, out_tree, in_tree, constants=constants)
+        text, constants, kernels = _printed(traced_jaxpr)
+        return Program(_name(f), text, traced_jaxpr, out_tree, in_tree, constants=constants, kernels=kernels)
     if hasattr(f, "eqns") or hasattr(getattr(f, "jaxpr", None), "eqns"):
         if args or kwargs:
             raise JaxprError("a jaxpr takes no example arguments: pass a function to trace with them")
-        text, constants = _printed(f)
-        return Program("jaxpr", text, f if hasattr(f, "consts") else None, constants=constants)
+        text, constants, kernels = _printed(f)
+        return Program("jaxpr", text, f if hasattr(f, "consts") else None, constants=constants, kernels=kernels)
     if not callable(f):
         raise JaxprError(_EXPECTED + type(f).__name__)
     try:
@@ -165,7 +168,7 @@ def program(f: Any, args: Tuple[Any, ...] = (), kwargs: Optional[Dict[str, Any]]
         raise JaxprError(f"tracing {_name(f)} failed: {type(e).__name__}: {e}") from e
     out_tree = jax.tree_util.tree_structure(shapes)
     in_tree = jax.tree_util.tree_structure((args, kwargs))
-    text, constants = _printed(closed)
-    return Program(_name(f), text, closed, out_tree, in_tree, _source_dir(f), constants)
+    text, constants, kernels = _printed(closed)
+    return Program(_name(f), text, closed, out_tree, in_tree, _source_dir(f), constants, kernels)
 
 
