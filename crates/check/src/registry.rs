@@ -228,11 +228,13 @@ pub enum CostRule {
     /// tuple written (8 bytes a pointer again).
     Checkpoint,
     /// `scan`: its body's cost, once per iteration (`length`), or once, as
-    /// XLA counts the `while` loop it becomes (`jaxpr_cost::LoopCount`).
-    Scan,
+    /// XLA counts the `while` loop it becomes (`jaxpr_cost::LoopCount`),
+    /// and what the lowering puts around the body.
+    Scan(LoopLowering),
     /// `while`: its condition's and body's cost, counted once (the trip
-    /// count is data-dependent; XLA's `HandleWhile` counts one iteration).
-    While,
+    /// count is data-dependent; XLA's `HandleWhile` counts one iteration),
+    /// and what the lowering puts around them.
+    While(LoopLowering),
     /// `cond`: the most expensive branch, each count on its own (XLA's
     /// `HandleConditional` takes the maximum of each property).
     Cond,
@@ -243,6 +245,22 @@ pub enum CostRule {
     /// Not modelled (quantum instructions, opaque calls): counted as zero
     /// and said so.
     Unmodelled,
+}
+
+/// What a loop is lowered to, which decides what is counted besides its
+/// body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoopLowering {
+    /// JAX's lowering to one HLO `while` (`_while_lowering`; `scan`
+    /// through `_scan_impl`), whose carried values XLA's `HandleTuple`
+    /// counts as tables of 8-byte pointers (the operand tuple and the
+    /// body's result tuple), and, for `scan`, the counter, its comparison
+    /// and each iteration's `dynamic_slice` of `xs` and
+    /// `dynamic_update_slice` of `ys`.
+    HloWhile,
+    /// Another compiler's own loop (Catalyst's `for_loop`, `while_loop`):
+    /// the body only.
+    BodyOnly,
 }
 
 impl CostRule {
@@ -266,8 +284,8 @@ impl CostRule {
             self,
             CostRule::Call
                 | CostRule::Checkpoint
-                | CostRule::Scan
-                | CostRule::While
+                | CostRule::Scan(_)
+                | CostRule::While(_)
                 | CostRule::Cond
                 | CostRule::Kernel
                 | CostRule::Unmodelled
@@ -377,7 +395,7 @@ const EXPANDED_ELEMENTWISE_KEPT: Option<Cost> = Some(
 const LAPACK_CALL: &str =
     "lowered to one LAPACK custom call, which XLA counts as -1 FLOPs and -1 bytes";
 /// What XLA counts of a loop beyond its body.
-const LOOP_OVERHEAD: &str = "XLA also counts the loop's counter and its comparison, and the slicing of each iteration's operands and results";
+const LOOP_OVERHEAD: &str = "counted as JAX lowers it to an HLO `while` (tuples, counter, slices), except an unrolled or symbolic-length `scan`, constants the canonicalisation moves into the loop, and another compiler's loop";
 const TRANSCENDENTAL: Option<Cost> = Some(Cost::equal(CostRule::Transcendental));
 /// Kept on constant operands ([`Cost::folds`]).
 const TRANSCENDENTAL_KEPT: Option<Cost> =
@@ -1312,7 +1330,10 @@ pub static PRIMITIVES: &[Primitive] = &[
         jaxpr_params: &["body_jaxpr"],
         doc: "Catalyst counted loop: `body_jaxpr` runs for an index from lower to upper by step.",
         complex: COMPLEX,
-        cost: Some(Cost::differs(CostRule::Scan, LOOP_OVERHEAD)),
+        cost: Some(Cost::differs(
+            CostRule::Scan(LoopLowering::BodyOnly),
+            LOOP_OVERHEAD,
+        )),
         ..ROW
     },
     Primitive {
@@ -1997,7 +2018,10 @@ pub static PRIMITIVES: &[Primitive] = &[
         jaxpr_params: &["jaxpr"],
         doc: "Loops `jaxpr` over the leading axis of `xs`, carrying a state and stacking outputs.",
         complex: COMPLEX,
-        cost: Some(Cost::differs(CostRule::Scan, LOOP_OVERHEAD)),
+        cost: Some(Cost::differs(
+            CostRule::Scan(LoopLowering::HloWhile),
+            LOOP_OVERHEAD,
+        )),
         ..ROW
     },
     Primitive {
@@ -2415,7 +2439,10 @@ pub static PRIMITIVES: &[Primitive] = &[
         jaxpr_params: &["cond_jaxpr", "body_jaxpr"],
         doc: "Loops `body_jaxpr` while `cond_jaxpr` holds; carries values between iterations.",
         complex: COMPLEX,
-        cost: Some(Cost::differs(CostRule::While, LOOP_OVERHEAD)),
+        cost: Some(Cost::differs(
+            CostRule::While(LoopLowering::HloWhile),
+            LOOP_OVERHEAD,
+        )),
         ..ROW
     },
     Primitive {
@@ -2432,7 +2459,10 @@ pub static PRIMITIVES: &[Primitive] = &[
         jaxpr_params: &["cond_jaxpr", "body_jaxpr"],
         doc: "Catalyst while loop: `body_jaxpr` runs while `cond_jaxpr` holds.",
         complex: COMPLEX,
-        cost: Some(Cost::differs(CostRule::While, LOOP_OVERHEAD)),
+        cost: Some(Cost::differs(
+            CostRule::While(LoopLowering::BodyOnly),
+            LOOP_OVERHEAD,
+        )),
         ..ROW
     },
     Primitive {

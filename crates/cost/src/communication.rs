@@ -151,7 +151,7 @@ fn jaxpr_runs(
             .prim
             .map(|p| p.row().cost.unwrap_or(p.row().family.cost()).rule);
         match rule {
-            Some(CostRule::Scan) => {
+            Some(CostRule::Scan(_)) => {
                 let length = syntax
                     .get(&analysis.eqn(holder).range.start)
                     .and_then(|e| e.param("length"))
@@ -161,7 +161,7 @@ fn jaxpr_runs(
                     _ => unknown("a loop whose number of iterations is a value"),
                 }
             }
-            Some(CostRule::While) => unknown("a `while` loop, whose trip count is a value"),
+            Some(CostRule::While(_)) => unknown("a `while` loop, whose trip count is a value"),
             Some(CostRule::Cond) => unknown("one branch of a `cond`, chosen by a value"),
             _ => Ok(outer),
         }

@@ -22,7 +22,7 @@ pub use jaxpr_check::registry::{CostRule, XlaCount};
 pub use memory::Peak;
 pub use tolerance::Slack;
 
-use jaxpr_check::registry::Prim;
+use jaxpr_check::registry::{LoopLowering, Prim};
 use jaxpr_check::{Analysis, EqnId, JaxprId};
 use jaxpr_syntax::ast;
 use rustc_hash::FxHashMap as HashMap;
@@ -519,6 +519,30 @@ impl Walk<'_, '_> {
                 dead.push((e, DEAD));
                 continue;
             }
+            // A loop whose read results are all empty: they become empty
+            // constants, and the canonicalisation erases the `while` nothing
+            // then uses.
+            let read_empty = eqn_info
+                .outs
+                .iter()
+                .zip(rules::result_types(analysis, eqn_info))
+                .all(|(v, ty)| {
+                    v.is_none_or(|v| !read.contains(&v) && !read_by_empty.contains(&v))
+                        || ty.is_some_and(|ty| elements(&ty, analysis).is_zero())
+                });
+            if read_empty
+                && no_effect
+                && matches!(
+                    rule,
+                    Some(
+                        CostRule::Scan(LoopLowering::HloWhile)
+                            | CostRule::While(LoopLowering::HloWhile)
+                    )
+                )
+            {
+                dead.push((e, EMPTY_CALL));
+                continue;
+            }
             if empty && unread && rule.is_some_and(CostRule::is_call) {
                 dead.push((e, EMPTY_CALL));
                 continue;
@@ -568,6 +592,13 @@ impl Walk<'_, '_> {
     /// Which inputs of a jaxpr the results marked `used` depend on
     /// (every input an equation with an effect reads counts).
     fn needed_inputs(&self, id: JaxprId, used: &[bool]) -> Vec<bool> {
+        self.live_in(id, used).0
+    }
+
+    /// Which inputs of a jaxpr the results marked `used` depend on, and
+    /// the equations they need (with every equation that has an effect):
+    /// what `pe.dce_jaxpr` keeps.
+    fn live_in(&self, id: JaxprId, used: &[bool]) -> (Vec<bool>, rustc_hash::FxHashSet<EqnId>) {
         let analysis = self.analysis;
         let info = analysis.jaxpr(id);
         let mut live: rustc_hash::FxHashSet<jaxpr_types::VarId> = info
@@ -577,6 +608,7 @@ impl Walk<'_, '_> {
             .filter(|(_, u)| **u)
             .filter_map(|(o, _)| o.var)
             .collect();
+        let mut eqns = rustc_hash::FxHashSet::default();
         for &e in info.eqns.iter().rev() {
             let eqn_info = analysis.eqn(e);
             let pure = eqn_info.prim.map(Prim::row).is_some_and(|row| {
@@ -589,15 +621,19 @@ impl Walk<'_, '_> {
                 .any(|v| v.is_some_and(|v| live.contains(&v)));
             if !pure || wanted {
                 let Some(&syntax) = self.syntax.get(&eqn_info.range.start) else {
-                    return vec![true; info.invars.len()];
+                    return (
+                        vec![true; info.invars.len()],
+                        info.eqns.iter().copied().collect(),
+                    );
                 };
+                eqns.insert(e);
                 live.extend(syntax.args.iter().filter_map(|atom| match atom {
                     ast::Atom::Var(name) => analysis.ref_at(name.range).map(|r| r.var),
                     ast::Atom::Lit(_) => None,
                 }));
             }
         }
-        info.invars.iter().map(|v| live.contains(v)).collect()
+        (info.invars.iter().map(|v| live.contains(v)).collect(), eqns)
     }
 
     /// Whether a jaxpr only computes its results: every equation pure, a

@@ -508,8 +508,8 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
         | CostRule::PassThrough
         | CostRule::Unmodelled
         | CostRule::Call
-        | CostRule::Scan
-        | CostRule::While
+        | CostRule::Scan(_)
+        | CostRule::While(_)
         | CostRule::Cond
         | CostRule::Kernel => {}
         CostRule::Checkpoint => {
@@ -1066,7 +1066,10 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
     // A call, loop or conditional given a constant, or whose results are
     // not all read: JAX's lowering folds and drops code across it.
     let across_call = (rule.rule.is_call()
-        || matches!(rule.rule, CostRule::Scan | CostRule::While | CostRule::Cond))
+        || matches!(
+            rule.rule,
+            CostRule::Scan(_) | CostRule::While(_) | CostRule::Cond
+        ))
         && (eqn.args.iter().any(|atom| match atom {
             ast::Atom::Lit(_) => true,
             ast::Atom::Var(name) => analysis
@@ -1092,6 +1095,38 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
         _ => Amount::constant(1),
     };
     let mut total = own_cost(rule.rule, &view, &combiner_flops);
+    // What JAX's lowering to an HLO `while` adds around the body, and (a
+    // `scan`) the body as its dead-code elimination leaves it.
+    let mut scan_body = None;
+    let mut around = Cost::zero();
+    match rule.rule {
+        CostRule::While(registry::LoopLowering::HloWhile) => {
+            around = hlo_while_cost(&view, info);
+        }
+        CostRule::Scan(registry::LoopLowering::HloWhile) => {
+            if let (Some(&(_, body)), Some(consts), Some(carry)) = (
+                info.callees.first(),
+                view.int_param("num_consts"),
+                view.int_param("num_carry"),
+            ) {
+                let kept = scan_kept(walk, info, body, consts as usize, carry as usize);
+                around = hlo_scan_cost(&view, info, &kept);
+                let mut pruned = Cost::zero();
+                for &e in &kept.eqns {
+                    match &walk.eqns[e.0 as usize] {
+                        Some(c) => pruned = pruned.add(&c.total),
+                        None => pruned = Cost::unknown(),
+                    }
+                }
+                let outs = kept.outs.iter().filter(|k| **k).count();
+                pruned.bytes_accessed = pruned
+                    .bytes_accessed
+                    .add(&Amount::constant(tuple_bytes(outs)));
+                scan_body = Some(pruned);
+            }
+        }
+        _ => {}
+    }
     let empty_results = !view.results.is_empty()
         && view.results.iter().all(|ty| {
             ty.as_ref()
@@ -1115,6 +1150,9 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
         slack.record(row.name, why, units.clone());
     }
     let own_total = total.clone();
+    // Counted with the body: JAX's lowering folds across a loop given
+    // constants, its counter and tuples too.
+    total = total.add(&around);
     match rule.rule {
         CostRule::Cond => {
             if let Some(first) = nested.first() {
@@ -1131,8 +1169,9 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
             }
             slack.add(&branches);
         }
-        CostRule::Scan => {
-            let body = nested.iter().fold(Cost::zero(), |acc, c| acc.add(c));
+        CostRule::Scan(_) => {
+            let body =
+                scan_body.unwrap_or_else(|| nested.iter().fold(Cost::zero(), |acc, c| acc.add(c)));
             let iterations = match walk.options.loops {
                 LoopCount::Xla => Amount::constant(1),
                 LoopCount::Iterations => match eqn.param("length") {
@@ -1771,3 +1810,214 @@ pub(crate) fn nested_concatenates(walk: &Walk<'_, '_>, id: JaxprId) -> Vec<EqnId
 
 pub(crate) const CONCATENATED: &str = "a concatenate only a concatenate along the same axis reads: its operands put in that one's place";
 const RESHAPED: &str = "a reshape only reshapes read: folded into them";
+
+/// A `scan`'s outputs and inputs JAX's lowering keeps and the body
+/// equations they need: its dead-code elimination (`_scan_dce_rule`, run by
+/// `pe.dce_jaxpr` before lowering) drops the results nothing reads, the
+/// carries no kept result needs (a fixpoint through the body), the body
+/// equations only they need, and the operands no kept equation reads.
+pub(crate) struct ScanKept {
+    /// Per body output (carries, then `ys`).
+    pub outs: Vec<bool>,
+    /// Per body input (consts, carries, `xs`).
+    pub ins: Vec<bool>,
+    /// The body equations still computed.
+    pub eqns: rustc_hash::FxHashSet<EqnId>,
+}
+
+pub(crate) fn scan_kept(
+    walk: &Walk<'_, '_>,
+    info: &EqnInfo,
+    body: JaxprId,
+    num_consts: usize,
+    num_carry: usize,
+) -> ScanKept {
+    let analysis = walk.analysis;
+    let jaxpr = analysis.jaxpr(body);
+    let mut outs: Vec<bool> = info
+        .outs
+        .iter()
+        .map(|v| v.is_some_and(|v| walk.read.contains(&v)))
+        .collect();
+    loop {
+        let (ins, eqns) = walk.live_in(body, &outs);
+        let carried_in = &ins[num_consts.min(ins.len())..(num_consts + num_carry).min(ins.len())];
+        let mut changed = false;
+        for (out, &needed) in outs.iter_mut().zip(carried_in) {
+            if needed && !*out {
+                *out = true;
+                changed = true;
+            }
+        }
+        if !changed || jaxpr.outs.len() != outs.len() {
+            return ScanKept { outs, ins, eqns };
+        }
+    }
+}
+
+/// The size of an HLO tuple of `values` arrays, as `HandleTuple` counts it:
+/// a table of 8-byte pointers. One value is not a tuple.
+fn tuple_bytes(values: usize) -> i64 {
+    if values > 1 { 8 * values as i64 } else { 0 }
+}
+
+/// Whether an operand of a loop is a constant after StableHLO's
+/// canonicalisation: a literal, a folded value or a closed-over constant,
+/// or an empty array (an empty constant).
+fn is_constant_operand(view: &EqnView<'_>, atom: &ast::Atom, ty: &Option<AType>) -> bool {
+    let constant = match atom {
+        ast::Atom::Lit(_) => true,
+        ast::Atom::Var(name) => view
+            .analysis
+            .ref_at(name.range)
+            .is_some_and(|r| view.constants.contains(&r.var)),
+    };
+    constant || is_empty(view, ty)
+}
+
+/// Whether a value has no elements: the canonicalisation makes it an
+/// empty constant, which a loop does not carry.
+fn is_empty(view: &EqnView<'_>, ty: &Option<AType>) -> bool {
+    ty.as_ref()
+        .is_some_and(|ty| elements(ty, view.analysis).is_zero())
+}
+
+/// What JAX's lowering of a `while` to an HLO `while` (`_while_lowering`,
+/// jax 0.10.2) adds to its condition and body as XLA counts them: the
+/// operands are carried as one tuple, built before the loop and returned
+/// by the body (`HandleTuple`: 8 bytes a value, no tuple for one value),
+/// in place of the tuple of the body's results the body's own count has.
+/// The canonicalisation first drops the carried values that are constants
+/// the body returns unchanged (the bound of a `fori_loop`, a constant
+/// `cond_consts`/`body_consts` operand): they become constants inside.
+fn hlo_while_cost(view: &EqnView<'_>, info: &EqnInfo) -> Cost {
+    let analysis = view.analysis;
+    let callee = |name: &str| {
+        info.callees
+            .iter()
+            .find(|(param, _)| param == name)
+            .map(|(_, j)| analysis.jaxpr(*j))
+    };
+    let (Some(body), Some(cond_consts), Some(body_consts)) = (
+        callee("body_jaxpr"),
+        view.int_param("cond_nconsts"),
+        view.int_param("body_nconsts"),
+    ) else {
+        return Cost::unknown();
+    };
+    let consts = (cond_consts + body_consts) as usize;
+    let carried = view
+        .eqn
+        .args
+        .iter()
+        .zip(&view.operands)
+        .enumerate()
+        .filter(|(i, (atom, ty))| {
+            let unchanged = match i.checked_sub(consts) {
+                None => true,
+                Some(carry) => body.outs.get(carry).is_some_and(|out| {
+                    out.var.is_some()
+                        && out.var == body.invars.get(body_consts as usize + carry).copied()
+                }),
+            };
+            !(is_empty(view, ty) || (unchanged && is_constant_operand(view, atom, ty)))
+        })
+        .count();
+    let mut cost = Cost::zero();
+    let own_tuple = tuple_bytes(body.outs.len());
+    cost.bytes_accessed = Amount::constant(2 * tuple_bytes(carried) - own_tuple);
+    cost
+}
+
+/// What JAX's lowering of a `scan` (`_scan_impl`, jax 0.10.2, `unroll=1`)
+/// adds to its body, as XLA counts it: the body is called (`closed_call`)
+/// inside an HLO `while` carrying a counter, the consts and `xs`, the
+/// carries and one buffer per `ys`, each buffer a broadcast zero of
+/// `length` rows before the loop; per iteration the counter's `add` (and,
+/// `reverse`, two `subtract`s making the row index), a `dynamic_slice` and
+/// `reshape` of each `xs` row, a `reshape` and `dynamic_update_slice` of
+/// each `ys` row (each `HandleDynamicSlice`/`HandleDynamicUpdateSlice`
+/// reads the 4-byte index); the condition compares the counter with
+/// `length`. The carried tuple is built before the loop and returned by
+/// the body (8 bytes a value); constant consts and `xs` are not carried.
+/// `kept` is what JAX's dead-code elimination keeps.
+fn hlo_scan_cost(view: &EqnView<'_>, info: &EqnInfo, kept: &ScanKept) -> Cost {
+    let analysis = view.analysis;
+    let (Some(num_consts), Some(num_carry), Some(1), Some(length)) = (
+        view.int_param("num_consts"),
+        view.int_param("num_carry"),
+        view.int_param("unroll"),
+        view.int_param("length"),
+    ) else {
+        // Unrolled (a `while` over groups of iterations, the rest inline)
+        // or of a symbolic length: the body only, as the registry's reason
+        // says.
+        return Cost::zero();
+    };
+    let Some(&(_, body)) = info.callees.first() else {
+        return Cost::zero();
+    };
+    let body = analysis.jaxpr(body);
+    let (num_consts, num_carry) = (num_consts as usize, num_carry as usize);
+    if length < 1 || body.invars.len() != view.eqn.args.len() {
+        return Cost::zero();
+    }
+    let reverse = view
+        .eqn
+        .param("reverse")
+        .is_some_and(|p| matches!(&p.value.kind, ast::ExprKind::Path(n) if &**n == "True"));
+    let index = Amount::constant(4);
+    let mut cost = Cost::zero();
+    // The counter's `add` and the comparison (`s32`: 12 and 9 bytes).
+    cost.flops = Amount::constant(2);
+    cost.bytes_accessed = Amount::constant(12 + 9);
+    let mut sliced = false;
+    let mut carried = 1;
+    for (i, (atom, ty)) in view.eqn.args.iter().zip(&view.operands).enumerate() {
+        if !kept.ins.get(i).copied().unwrap_or(true) {
+            continue;
+        }
+        let is_carry = (num_consts..num_consts + num_carry).contains(&i);
+        if (is_carry && !is_empty(view, ty)) || !is_constant_operand(view, atom, ty) {
+            carried += 1;
+        }
+        if i >= num_consts + num_carry {
+            // A row of `xs`: sliced, then reshaped.
+            let row = bytes(&analysis.var(body.invars[i]).ty, None, analysis);
+            if !row.is_zero() {
+                cost.bytes_accessed = cost.bytes_accessed.add(&row.scale(4)).add(&index);
+                sliced = true;
+            }
+        }
+    }
+    for (j, out) in body.outs.iter().enumerate().skip(num_carry) {
+        let row = bytes(&out.ty, None, analysis);
+        if !kept.outs.get(j).copied().unwrap_or(true) || row.is_zero() {
+            continue;
+        }
+        carried += 1;
+        let Some(Some(buffer)) = view.results.get(j) else {
+            return Cost::unknown();
+        };
+        // The row reshaped and written; the buffer a broadcast zero.
+        cost.bytes_accessed = cost.bytes_accessed.add(&row.scale(4)).add(&index);
+        sliced = true;
+        if view.first_splat(0.0, buffer) {
+            let buffer_bytes = bytes(buffer, None, analysis);
+            cost.bytes_accessed = cost
+                .bytes_accessed
+                .add(&buffer_bytes)
+                .add(&view.scalar_bytes(buffer));
+        }
+    }
+    // Reversed, the row index is `length - i - 1`: two `subtract`s, which
+    // only a slice or update reads (the canonicalisation drops them else).
+    if reverse && sliced {
+        cost.flops = cost.flops.add(&Amount::constant(2));
+        cost.bytes_accessed = cost.bytes_accessed.add(&Amount::constant(24));
+    }
+    cost.bytes_accessed = cost
+        .bytes_accessed
+        .add(&Amount::constant(2 * tuple_bytes(carried)));
+    cost
+}

@@ -313,8 +313,8 @@ const UNMODELLED: (&str, &str) = (
     "the model counts nothing for it; XLA counts JAX's lowering: for `argmax`/`argmin` a variadic `reduce` whose comparator `HandleReduce` counts per folded element, `sort`'s comparator, `HandleFft`'s 8 FLOPs × log₂(length) per element, `HandleRngBitGenerator`'s one transcendental per generated element, threefry's rounds of adds, shifts and xors for the `random_*` primitives, and the operands and results of the LAPACK custom calls (`lu`, `svd`, `qr`, `eigh`) and `HandleCholesky`'s and `HandleTriangularSolve`'s estimates",
 );
 const LOOP: (&str, &str) = (
-    "XLA also counts the loop's counter and its comparison, and the slicing of each iteration's operands and results",
-    "JAX lowers `scan` and `while` to an HLO `while` whose body also increments a counter, compares it, and (`scan`) dynamic-slices each iteration's inputs and dynamic-update-slices its outputs; `HandleWhile` counts one iteration of all of it",
+    "counted as JAX lowers it to an HLO `while` (tuples, counter, slices), except an unrolled or symbolic-length `scan`, constants the canonicalisation moves into the loop, and another compiler's loop",
+    "JAX lowers `scan` and `while` to an HLO `while` over a tuple of the carried values, whose body (`scan`) also increments a counter, compares it, dynamic-slices each iteration's inputs and dynamic-update-slices its outputs; `HandleWhile` counts one iteration of all of it, which the model counts (`rules::hlo_while_cost`, `hlo_scan_cost`) except for an unrolled `scan` (`unroll` > 1: groups of iterations in the `while` and the rest inline), and a constant carried into the loop, which the canonicalisation makes a constant inside it, where it folds what it reaches",
 );
 const CONDITIONAL: (&str, &str) = (
     "XLA also counts the conditional's operands and the tuples its branches return",

@@ -225,9 +225,11 @@ fn per_device_counts_are_xla_s_for_the_partitioned_module() {
             "all_to_all_2d",
             "all_to_all_untiled",
             "collective_in_cond",
+            "collectives_in_fori_loop",
             "explicit_axes_shard_map",
             "megatron_mlp",
             "partial_manual_axes",
+            "partial_manual_collectives_loop",
             "partial_manual_two_of_three",
             "pcast_to_varying",
             "pmap_collectives",
@@ -235,6 +237,8 @@ fn per_device_counts_are_xla_s_for_the_partitioned_module() {
             "psum_scalar_and_ints",
             "psum_scatter_untiled",
             "replicated_input_2d",
+            "scan_inside_shard_map",
+            "shard_map_in_scan",
             "shard_map_under_vmap",
         ]
     );
