@@ -362,3 +362,59 @@ fn reference_and_kernel_programs_build_with_jax_values_or_are_refused_as_listed(
     assert_eq!(built.into_inner().unwrap(), 93);
     assert_eq!(runs.into_inner().unwrap(), 40);
 }
+
+/// A recorded file is input like the text: blocks outside their array, for
+/// another grid, or a file that is not one, stop the build with what is
+/// wrong (never an internal error, never a wrong slice); without the file,
+/// the one J0012 says what the text lacks.
+#[test]
+fn recorded_blocks_that_do_not_fit_the_program_are_refused() {
+    let src = common::workspace_root().join("tests/data/pallas/jax-0.10.2/add_grid.jaxpr");
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("pallas-recorded");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let jaxpr = dir.join("add_grid.jaxpr");
+    std::fs::copy(&src, &jaxpr).unwrap();
+    let recorded = dir.join("add_grid.recorded.json");
+    let good = std::fs::read_to_string(src.with_extension("recorded.json")).unwrap();
+    let said = |out: &std::process::Output| String::from_utf8_lossy(&out.stderr).into_owned();
+    for (file, code, says) in [
+        (
+            good.replace("[[3,0],[3,0],[3,0]]", "[[4,0],[3,0],[3,0]]"),
+            1,
+            "outside its array",
+        ),
+        (
+            good.replace("\"grid\":[4]", "\"grid\":[2,2]"),
+            1,
+            "for a grid of [2, 2]",
+        ),
+        (
+            good.replace("[[3,0],[3,0],[3,0]]", "[[3,0],[3,0]]"),
+            1,
+            "block mappings",
+        ),
+        (
+            "{\"format\": \"jaxpr-recorded\", \"version\": 1, \"kernels\": 3}".into(),
+            2,
+            "`kernels` is not an object",
+        ),
+        ("not json".into(), 2, "not JSON"),
+    ] {
+        std::fs::write(&recorded, &file).unwrap();
+        let out = build(&jaxpr, &dir.join("out.mlir"), &[]);
+        assert_eq!(out.status.code(), Some(code), "{file}: {}", said(&out));
+        assert!(said(&out).contains(says), "{file}: {}", said(&out));
+        assert!(!said(&out).contains("J0016"), "{}", said(&out));
+    }
+    std::fs::write(&recorded, &good).unwrap();
+    assert!(build(&jaxpr, &dir.join("out.mlir"), &[]).status.success());
+    std::fs::remove_file(&recorded).unwrap();
+    let bare = build(&jaxpr, &dir.join("out.mlir"), &[]);
+    assert_eq!(bare.status.code(), Some(1));
+    assert!(
+        said(&bare).contains("does not print its index map"),
+        "{}",
+        said(&bare)
+    );
+}

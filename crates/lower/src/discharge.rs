@@ -24,8 +24,8 @@
 //! What the text does not say (index maps that jax >= 0.6 does not print,
 //! a block that is not the whole array) is one J0012 naming it.
 
-use crate::recorded::Recorded;
 use crate::differentiate::{has_classical_gradient, is_classical_gradient};
+use crate::recorded::Recorded;
 use crate::walk::{LowerError, LowerErrorKind, LowerResult, Syntax, err, untyped_literal_text};
 use jaxpr_check::registry::Prim;
 use jaxpr_check::{Analysis, EqnId, JaxprId};
@@ -1354,7 +1354,10 @@ impl<'t> Emitter<'t> {
                     Some(BlockIndex::Recorded(k))
                 }
                 (None, Some(_)) => {
-                    return err(m.range, "the recorded block indices are not of this block's rank");
+                    return err(
+                        m.range,
+                        "the recorded block indices are not of this block's rank",
+                    );
                 }
                 (None, None) => None,
             };
@@ -1401,7 +1404,30 @@ impl<'t> Emitter<'t> {
             for (k, (sizes, full, map)) in blocks.iter().enumerate() {
                 let idx: Vec<i64> = match (map, recorded) {
                     (Some(BlockIndex::Printed(m)), _) => m.eval(&point, maps[k].range)?,
-                    (Some(BlockIndex::Recorded(k)), Some(r)) => r.blocks[p as usize][*k].clone(),
+                    (Some(BlockIndex::Recorded(k)), Some(r)) => {
+                        let idx = r.blocks[p as usize][*k].clone();
+                        // A recorded file is input: a block outside its
+                        // array is refused, not sliced.
+                        let inside =
+                            idx.iter()
+                                .zip(sizes.iter().zip(full.iter()))
+                                .all(|(&i, (s, &n))| {
+                                    let s = s.unwrap_or(1);
+                                    i >= 0
+                                        && i.checked_mul(s)
+                                            .and_then(|o| o.checked_add(s))
+                                            .is_some_and(|e| e <= n)
+                                });
+                        if !inside {
+                            return err(
+                                maps[*k].range,
+                                format!(
+                                    "the recorded block {idx:?} at grid point {point:?} is outside its array: record the blocks again with the text"
+                                ),
+                            );
+                        }
+                        idx
+                    }
                     _ => vec![0; full.len()],
                 };
                 let spans: Vec<Span> = sizes

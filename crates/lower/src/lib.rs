@@ -11,7 +11,6 @@
 //! symbolic dimensions) comes from there, so lowering never re-derives
 //! semantics. This crate links neither LLVM nor MLIR.
 
-pub mod recorded;
 pub mod differentiate;
 pub mod discharge;
 pub mod equation;
@@ -20,6 +19,7 @@ pub mod output;
 pub mod panics;
 pub mod pmap;
 pub mod random;
+pub mod recorded;
 pub mod special;
 pub mod walk;
 
