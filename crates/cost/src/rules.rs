@@ -1110,8 +1110,9 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
                 view.int_param("num_carry"),
             ) {
                 let kept = scan_kept(walk, info, body, consts as usize, carry as usize);
-                around = hlo_scan_cost(&view, info, &kept);
-                let mut pruned = Cost::zero();
+                let scan_around = hlo_scan_cost(&view, info, &kept);
+                around = scan_around.once;
+                let mut pruned = scan_around.each_iteration;
                 for &e in &kept.eqns {
                     match &walk.eqns[e.0 as usize] {
                         Some(c) => pruned = pruned.add(&c.total),
@@ -1941,7 +1942,17 @@ fn hlo_while_cost(view: &EqnView<'_>, info: &EqnInfo) -> Cost {
 /// `length`. The carried tuple is built before the loop and returned by
 /// the body (8 bytes a value); constant consts and `xs` are not carried.
 /// `kept` is what JAX's dead-code elimination keeps.
-fn hlo_scan_cost(view: &EqnView<'_>, info: &EqnInfo, kept: &ScanKept) -> Cost {
+/// What JAX's lowering of a `scan` to an HLO `while` adds around the body:
+/// the part run once (the carried tuple built before the loop, the `ys`
+/// buffers) and the part run each iteration (the counter, its comparison,
+/// the rows sliced and written, the tuple the body returns). XLA counts
+/// both once; `LoopCount::Iterations` multiplies the second by `length`.
+struct ScanAround {
+    once: Cost,
+    each_iteration: Cost,
+}
+
+fn hlo_scan_cost(view: &EqnView<'_>, info: &EqnInfo, kept: &ScanKept) -> ScanAround {
     let analysis = view.analysis;
     let (Some(num_consts), Some(num_carry), Some(1), Some(length)) = (
         view.int_param("num_consts"),
@@ -1952,21 +1963,22 @@ fn hlo_scan_cost(view: &EqnView<'_>, info: &EqnInfo, kept: &ScanKept) -> Cost {
         // Unrolled (a `while` over groups of iterations, the rest inline)
         // or of a symbolic length: the body only, as the registry's reason
         // says.
-        return Cost::zero();
+        return ScanAround::none();
     };
     let Some(&(_, body)) = info.callees.first() else {
-        return Cost::zero();
+        return ScanAround::none();
     };
     let body = analysis.jaxpr(body);
     let (num_consts, num_carry) = (num_consts as usize, num_carry as usize);
     if length < 1 || body.invars.len() != view.eqn.args.len() {
-        return Cost::zero();
+        return ScanAround::none();
     }
     let reverse = view
         .eqn
         .param("reverse")
         .is_some_and(|p| matches!(&p.value.kind, ast::ExprKind::Path(n) if &**n == "True"));
     let index = Amount::constant(4);
+    let mut once = Cost::zero();
     let mut cost = Cost::zero();
     // The counter's `add` and the comparison (`s32`: 12 and 9 bytes).
     cost.flops = Amount::constant(2);
@@ -1997,14 +2009,17 @@ fn hlo_scan_cost(view: &EqnView<'_>, info: &EqnInfo, kept: &ScanKept) -> Cost {
         }
         carried += 1;
         let Some(Some(buffer)) = view.results.get(j) else {
-            return Cost::unknown();
+            return ScanAround {
+                once: Cost::unknown(),
+                each_iteration: Cost::zero(),
+            };
         };
         // The row reshaped and written; the buffer a broadcast zero.
         cost.bytes_accessed = cost.bytes_accessed.add(&row.scale(4)).add(&index);
         sliced = true;
         if view.first_splat(0.0, buffer) {
             let buffer_bytes = bytes(buffer, None, analysis);
-            cost.bytes_accessed = cost
+            once.bytes_accessed = once
                 .bytes_accessed
                 .add(&buffer_bytes)
                 .add(&view.scalar_bytes(buffer));
@@ -2016,8 +2031,22 @@ fn hlo_scan_cost(view: &EqnView<'_>, info: &EqnInfo, kept: &ScanKept) -> Cost {
         cost.flops = cost.flops.add(&Amount::constant(2));
         cost.bytes_accessed = cost.bytes_accessed.add(&Amount::constant(24));
     }
-    cost.bytes_accessed = cost
-        .bytes_accessed
-        .add(&Amount::constant(2 * tuple_bytes(carried)));
-    cost
+    // The tuple built before the loop, and the one the body returns.
+    let tuple = Amount::constant(tuple_bytes(carried));
+    once.bytes_accessed = once.bytes_accessed.add(&tuple);
+    cost.bytes_accessed = cost.bytes_accessed.add(&tuple);
+    ScanAround {
+        once,
+        each_iteration: cost,
+    }
+}
+
+impl ScanAround {
+    /// Nothing counted around the body.
+    fn none() -> ScanAround {
+        ScanAround {
+            once: Cost::zero(),
+            each_iteration: Cost::zero(),
+        }
+    }
 }
