@@ -292,6 +292,43 @@ impl ConstantData {
     }
 }
 
+/// One dimension of a Pallas block shape as JAX prints it in a
+/// `BlockMapping`: an integer (jax 0.4), `Blocked(block_size=N)`, or a
+/// dimension the kernel's reference drops: `None`, `Squeezed()`, `Mapped`
+/// (jax 0.4.38 to 0.5) or `<jax._src.pallas.core.Mapped object at 0x...>`
+/// (jax 0.4.30).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum BlockDim {
+    Size(i64),
+    Squeezed,
+    /// `Blocked` without an integer size.
+    BlockedWithoutSize,
+    /// Another indexing mode (`Element`, `BoundedSlice`, ...).
+    Other,
+}
+
+impl BlockDim {
+    pub fn decode(e: &Expr) -> BlockDim {
+        if let Some(n) = e.as_int() {
+            return BlockDim::Size(n);
+        }
+        match &e.kind {
+            ExprKind::Path(p) if matches!(p.as_ref(), "None" | "Mapped") => BlockDim::Squeezed,
+            ExprKind::Call(c) if c.callee.as_ref() == "Squeezed" => BlockDim::Squeezed,
+            ExprKind::Str(s) if s.contains("core.Mapped ") || s.contains("core.Squeezed ") => {
+                BlockDim::Squeezed
+            }
+            ExprKind::Call(c) if c.callee.as_ref() == "Blocked" => {
+                match e.field("block_size").and_then(Expr::as_int) {
+                    Some(n) => BlockDim::Size(n),
+                    None => BlockDim::BlockedWithoutSize,
+                }
+            }
+            _ => BlockDim::Other,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::{BadConvSpecs, ConvSpecs};

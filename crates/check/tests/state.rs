@@ -129,3 +129,35 @@ fn program_id_is_an_i32_scalar() {
 "#,
     );
 }
+
+/// JAX 0.4.38 to 0.5 print each `BlockMapping` with its block aval
+/// (`MemRef<None>{float32[8,16]}`), its index map's source (`<lambda> at
+/// FILE:LINE`) and its grid's avals (`ShapedArray(int32[])`), and a
+/// vmapped dimension as `Mapped`: the block shapes are read from it all.
+#[test]
+fn a_kernel_as_jax_0_4_38_prints_it_takes_references_to_its_blocks() {
+    check(
+        r#"{ lambda ; a:f32[3,8,16] b:f32[3,8,16]. let
+    c:f32[3,8,16] = pallas_call[
+      backend=None
+      compiler_params={}
+      cost_estimate=None
+      debug=False
+      grid_mapping=GridMapping(grid=(3,), grid_names=None, block_mappings=(BlockMapping(block_shape=(Mapped, 8, 16), transformed_block_aval=MemRef<None>{float32[8,16]}, index_map_jaxpr={ lambda ; a:i32[]. let  in (a, 0, 0) }, index_map_src_info=<lambda> at /site-packages/jax/_src/pallas/core.py:389, indexing_mode=Blocked, array_shape_dtype=ShapeDtypeStruct(shape=(3, 8, 16), dtype=float32), origin='x_ref', transforms=()), BlockMapping(block_shape=(Mapped, 4, 16), transformed_block_aval=MemRef<None>{float32[4,16]}, index_map_jaxpr={ lambda ; a:i32[]. let  in (a, 0, 0) }, index_map_src_info=<lambda> at /site-packages/jax/_src/pallas/core.py:389, indexing_mode=Blocked, array_shape_dtype=ShapeDtypeStruct(shape=(3, 8, 16), dtype=float32), origin='y_ref', transforms=()), BlockMapping(block_shape=(Mapped, 8, 16), transformed_block_aval=MemRef<None>{float32[8,16]}, index_map_jaxpr={ lambda ; a:i32[]. let  in (a, 0, 0) }, index_map_src_info=<lambda> at /site-packages/jax/_src/pallas/core.py:389, indexing_mode=Blocked, array_shape_dtype=ShapeDtypeStruct(shape=(3, 8, 16), dtype=float32), origin='outputs', transforms=())), index_map_tree=PyTreeDef(((*,), {})), index_map_avals=(ShapedArray(int32[]),), vmapped_dims=(0,), num_index_operands=0, num_inputs=2, num_outputs=1, num_scratch_operands=0, get_grid_indices=None, local_grid_env=None)
+      input_output_aliases=()
+      interpret=True
+      jaxpr={ lambda ; d:MemRef<None>{float32[8,16]} e:MemRef<None>{float32[8,16]}
+#                                                    ^ error[J0021]: kernel reference `e` is MemRef<None>{f32[8,16]}, but it refers to a block of operand 1: a reference to f32[4,16]
+          f:MemRef<None>{float32[8,16]}. let
+          g:f32[8,16] <- d[:,:]
+          h:f32[8,16] <- e[:,:]
+          i:f32[8,16] = add g h
+          f[:,:] <- i
+        in () }
+      name_and_src_info=kernel_batched at /corpus-gen/pallas/programs.py:53
+      out_avals=(ShapedArray(float32[3,8,16]),)
+    ] a b
+  in (c,) }
+"#,
+    );
+}

@@ -18,8 +18,9 @@
 //! - `pallas_call` runs its kernel inline once per grid point, in JAX's
 //!   order (row-major over the grid), on the block of each operand and
 //!   result its index map selects (block index × block size), and writes
-//!   every block back; results start as zeros, or as the aliased operand
-//!   (`input_output_aliases`); scratch buffers start as zeros.
+//!   every block back; results start as JAX's uninitialised values (NaN,
+//!   an integer's least value), or as the aliased operand
+//!   (`input_output_aliases`); scratch buffers as uninitialised values.
 //!
 //! What the text does not say (index maps that jax >= 0.6 does not print,
 //! a block that is not the whole array) is one J0012 naming it.
@@ -27,6 +28,7 @@
 use crate::differentiate::{has_classical_gradient, is_classical_gradient};
 use crate::recorded::Recorded;
 use crate::walk::{LowerError, LowerErrorKind, LowerResult, Syntax, err, untyped_literal_text};
+use jaxpr_check::params::BlockDim;
 use jaxpr_check::registry::Prim;
 use jaxpr_check::{Analysis, EqnId, JaxprId};
 use jaxpr_syntax::Parse;
@@ -799,6 +801,47 @@ impl<'t> Emitter<'t> {
         )
     }
 
+    /// Operand `x` (a variable, or a scalar literal) of dtype `dt`,
+    /// broadcast to `shape` as numpy broadcasts (trailing dimensions
+    /// aligned, dimensions of 1 stretched): its atom.
+    fn broadcast_operand(
+        &mut self,
+        env: &Env,
+        x: &Atom,
+        dt: &DType,
+        shape: &[i64],
+    ) -> LowerResult<String> {
+        let atom = self.atom(env, x)?;
+        let from = match self.operand_var(x) {
+            Some(v) => static_shape(&self.a.var(v).ty, x.range())?,
+            None => Vec::new(),
+        };
+        if from == shape {
+            return Ok(atom);
+        }
+        let lead = shape.len().checked_sub(from.len());
+        let fits = lead.is_some_and(|lead| {
+            from.iter()
+                .zip(&shape[lead..])
+                .all(|(&f, &t)| f == 1 || f == t)
+        });
+        let Some(lead) = lead.filter(|_| fits) else {
+            return err(
+                x.range(),
+                format!("this operand of shape {from:?} does not broadcast to the block's {shape:?}"),
+            );
+        };
+        let dims: Vec<i64> = (lead..shape.len()).map(|d| d as i64).collect();
+        Ok(self.line(
+            &format!("{dt}[{}]", join(shape)),
+            &format!(
+                "broadcast_in_dim[broadcast_dimensions={} shape={} sharding=None] {atom}",
+                tuple(&dims),
+                tuple(shape)
+            ),
+        ))
+    }
+
     fn state(
         &mut self,
         e: &ast::Eqn,
@@ -806,12 +849,6 @@ impl<'t> Emitter<'t> {
         outs: &[Option<VarId>],
         env: &mut Env,
     ) -> LowerResult<()> {
-        if st.mask.is_some() || st.other.is_some() {
-            return err(
-                st.place.range,
-                "a masked load or store (`mask=`) is not built yet",
-            );
-        }
         let Some(r) = self.operand_var(&e.args[0]) else {
             return crate::internal(st.place.range, "the reference is not resolved");
         };
@@ -820,23 +857,54 @@ impl<'t> Emitter<'t> {
         let full = static_shape(&rty, st.place.range)?;
         let whole = self.atom(env, &e.args[0])?;
         let spans = self.spans(&st.place, &rty, env)?;
-        let old = match st.kind {
-            StateKind::Store => None,
+        let kept: Vec<i64> = spans
+            .iter()
+            .filter(|s| !s.dropped)
+            .map(|s| s.size)
+            .collect();
+        // Pallas's mask (and a load's `other`), broadcast as `jnp.where`
+        // broadcasts them to the block.
+        let mask = match &st.mask {
+            Some(m) => Some(self.broadcast_operand(env, m, &DType::Bool, &kept)?),
+            None => None,
+        };
+        let other = match (&mask, &st.other) {
+            (Some(_), Some(o)) => Some(self.broadcast_operand(env, o, &dt, &kept)?),
+            _ => None,
+        };
+        let block = format!("{dt}[{}]", join(&kept));
+        // A masked swap or store needs the old block too.
+        let old = match (st.kind, &mask) {
+            (StateKind::Store, None) => None,
             _ => Some(self.load(&dt, &whole, &full, &spans)),
         };
-        if let (Some(old), Some(Some(o))) = (&old, outs.first()) {
-            env.insert(*o, old.clone());
-        }
         let Some(value) = &st.value else {
+            // A load: `jnp.where(mask, block, other)` (JAX's
+            // `_load_discharge_rule`: without `other`, the block as read).
+            let mut loaded = old.unwrap_or_default();
+            if let (Some(mask), Some(other)) = (&mask, &other) {
+                loaded = self.line(&block, &format!("select_n {mask} {other} {loaded}"));
+            }
+            if let Some(Some(o)) = outs.first() {
+                env.insert(*o, loaded);
+            }
             return Ok(());
         };
         let mut value = self.atom(env, value)?;
+        // A masked swap (`_swap_discharge_rule`): the result is the old
+        // block where the mask holds and the value elsewhere; the value is
+        // stored where the mask holds and the old block kept elsewhere.
+        let mut result = old.clone();
+        if let (Some(mask), Some(old)) = (&mask, &old) {
+            result = Some(self.line(&block, &format!("select_n {mask} {value} {old}")));
+            value = self.line(&block, &format!("select_n {mask} {old} {value}"));
+        }
+        if st.kind != StateKind::Store
+            && let (Some(result), Some(Some(o))) = (&result, outs.first())
+        {
+            env.insert(*o, result.clone());
+        }
         if st.kind == StateKind::AddUpdate {
-            let kept: Vec<i64> = spans
-                .iter()
-                .filter(|s| !s.dropped)
-                .map(|s| s.size)
-                .collect();
             let old = old.unwrap_or_default();
             value = self.line(
                 &format!("{dt}[{}]", join(&kept)),
@@ -1310,7 +1378,7 @@ impl<'t> Emitter<'t> {
         for (k, t) in eq_outs.iter().enumerate() {
             let init = match alias_of.get(&k) {
                 Some(&i) if i < nin => arrays[i].0.clone(),
-                _ => self.zeros(t, at)?,
+                _ => self.uninitialized(t, at)?,
             };
             arrays.push((init, t.clone()));
         }
@@ -1340,7 +1408,10 @@ impl<'t> Emitter<'t> {
                 return err(m.range, "a block shape of another rank than its array");
             }
             if let Some(mode) = m.field("indexing_mode")
-                && !matches!(&mode.kind, ExprKind::Str(s) if s.contains("Blocked"))
+                // jax 0.4.30: `<jax._src.pallas.core.Blocked object at 0x...>`;
+                // 0.4.38 to 0.5: `Blocked`.
+                && !matches!(&mode.kind, ExprKind::Str(s) if s.contains("core.Blocked "))
+                && !matches!(&mode.kind, ExprKind::Path(p) if p.as_ref() == "Blocked")
             {
                 return err(
                     mode.range,
@@ -1446,7 +1517,7 @@ impl<'t> Emitter<'t> {
             }
             for &v in &kinfo.invars[arrays.len()..] {
                 let ty = self.a.var(v).ty.clone();
-                let z = self.zeros(&ty, at)?;
+                let z = self.uninitialized(&ty, at)?;
                 kenv.insert(v, z);
             }
             self.grid.push((point, grid.clone()));
@@ -1469,13 +1540,35 @@ impl<'t> Emitter<'t> {
     /// Zeros of type `t` (a reference's: of the array it holds).
     pub(crate) fn zeros(&mut self, t: &AType, at: TextRange) -> LowerResult<String> {
         let dt = elem(t, at)?;
-        let shape = static_shape(t, at)?;
         let zero = match dt {
             DType::Bool => "False".to_string(),
             ref d if d.is_int() => "0".to_string(),
             DType::Float(_) => "0.0".to_string(),
             ref d => return err(at, format!("a kernel buffer of {d} is not built")),
         };
+        self.filled(t, &dt, &zero, at)
+    }
+
+    /// A kernel's result or scratch buffer before the kernel writes it, as
+    /// JAX's interpreter starts it (`primitives.uninitialized_value`): NaN,
+    /// an integer type's least value, `False`; what a masked store leaves
+    /// unwritten stays so.
+    fn uninitialized(&mut self, t: &AType, at: TextRange) -> LowerResult<String> {
+        let dt = elem(t, at)?;
+        let value = match dt {
+            DType::Bool => "False".to_string(),
+            DType::Int(bits @ 8..=64) => format!("-{}", 1u64 << (bits - 1)),
+            DType::UInt(_) => "0".to_string(),
+            DType::Float(_) => "nan".to_string(),
+            ref d => return err(at, format!("a kernel buffer of {d} is not built")),
+        };
+        self.filled(t, &dt, &value, at)
+    }
+
+    /// An array of `t`'s shape filled with the literal `value` of `dt`.
+    fn filled(&mut self, t: &AType, dt: &DType, value: &str, at: TextRange) -> LowerResult<String> {
+        let shape = static_shape(t, at)?;
+        let zero = value;
         Ok(self.line(
             &format!("{dt}[{}]", join(&shape)),
             &format!(
@@ -1510,23 +1603,14 @@ fn refused(range: TextRange, message: &str) -> LowerError {
 
 /// One printed block dimension: `Some(size)`, or `None` for a squeezed one.
 fn block_size(e: &Expr) -> LowerResult<Option<i64>> {
-    if let Some(n) = e.as_int() {
-        return Ok(Some(n));
-    }
-    match &e.kind {
-        ExprKind::Path(p) if p.as_ref() == "None" => Ok(None),
-        ExprKind::Call(c) if c.callee.as_ref() == "Squeezed" => Ok(None),
-        ExprKind::Str(s) if s.contains("core.Mapped ") || s.contains("core.Squeezed ") => Ok(None),
-        ExprKind::Call(c) if c.callee.as_ref() == "Blocked" => {
-            match e.field("block_size").and_then(Expr::as_int) {
-                Some(n) => Ok(Some(n)),
-                None => err(
-                    e.range,
-                    "a `Blocked` block without an integer size is not built",
-                ),
-            }
-        }
-        _ => err(
+    match BlockDim::decode(e) {
+        BlockDim::Size(n) => Ok(Some(n)),
+        BlockDim::Squeezed => Ok(None),
+        BlockDim::BlockedWithoutSize => err(
+            e.range,
+            "a `Blocked` block without an integer size is not built",
+        ),
+        BlockDim::Other => err(
             e.range,
             "this block dimension (`Element`, `BoundedSlice` or another indexing mode) is not built",
         ),

@@ -1629,6 +1629,20 @@ impl<'a, 's> Parser<'a, 's> {
                     }
                     self.bump();
                 }
+                // A function's name and where it is defined,
+                // `index_map_src_info=<lambda> at /path/to/file.py:69`
+                // (`NameAndSrcInfo`): the location up to the next `,` or
+                // closing bracket on the line.
+                if self.ident_at(self.pos, "at") && !self.nth(0).newline_before {
+                    self.bump();
+                    while !matches!(
+                        self.nth(0).kind,
+                        T::Comma | T::RParen | T::RBracket | T::RBrace | T::Eof
+                    ) && !self.nth(0).newline_before
+                    {
+                        self.bump();
+                    }
+                }
                 let range = TextRange::new(t.range.start, self.prev_end());
                 Ok(Expr {
                     kind: ExprKind::Str(self.slice(range).into()),
@@ -1658,6 +1672,20 @@ impl<'a, 's> Parser<'a, 's> {
                     self.bump();
                 }
                 self.expect(T::RAngle, "`>`")?;
+            } else if (t.kind == T::LBrace && !self.ident_at(self.pos + 1, "lambda"))
+                || t.kind == T::LBracket
+            {
+                // An abstract value's repr, `MemRef<None>{float32[2,16]}`,
+                // `ShapedArray(int32[])` (jax 0.4.38 to 0.5's block
+                // mappings): kept in the path's text.
+                let close = if t.kind == T::LBrace {
+                    T::RBrace
+                } else {
+                    T::RBracket
+                };
+                self.bump();
+                self.skip_balanced(true);
+                self.expect(close, "the closing bracket")?;
             } else {
                 break;
             }

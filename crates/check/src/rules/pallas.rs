@@ -4,10 +4,11 @@
 //! the grid inside it. The blocks are the `block_shape`s of
 //! `grid_mapping=GridMapping(grid=..., block_mappings=(BlockMapping(block_shape=...), ...))`,
 //! printed as integers (JAX 0.4), or as `Blocked(block_size=N)`, with
-//! `None`/`Squeezed()` (JAX 0.4: a `Mapped` object) for a dimension the
-//! kernel's reference drops.
+//! `None`/`Squeezed()`/`Mapped` for a dimension the kernel's reference
+//! drops ([`BlockDim`]).
 
 use super::{EqnCx, Infer};
+use crate::params::BlockDim;
 use jaxpr_syntax::TextRange;
 use jaxpr_syntax::ast::{Expr, ExprKind};
 use jaxpr_syntax::diagnostics::{DiagKind, Diagnostic};
@@ -46,20 +47,10 @@ fn grid_index(cx: &mut EqnCx) -> Infer {
 /// One dimension of a printed block shape: `Some(size)` (a size the
 /// checker may not know), or `None` for a dimension the kernel does not see.
 fn block_dim(e: &Expr) -> Option<Dim> {
-    if let Some(n) = e.as_int() {
-        return Some(Dim::Const(n));
-    }
-    match &e.kind {
-        ExprKind::Path(p) if p.as_ref() == "None" => None,
-        ExprKind::Call(c) if c.callee.as_ref() == "Squeezed" => None,
-        // JAX 0.4: `<jax._src.pallas.core.Mapped object at 0x...>` (`pl.Squeezed`'s predecessor).
-        ExprKind::Str(s) if s.contains("core.Mapped ") || s.contains("core.Squeezed ") => None,
-        ExprKind::Call(_) => Some(
-            e.field("block_size")
-                .and_then(Expr::as_int)
-                .map_or(Dim::Unknown, Dim::Const),
-        ),
-        _ => Some(Dim::Unknown),
+    match BlockDim::decode(e) {
+        BlockDim::Size(n) => Some(Dim::Const(n)),
+        BlockDim::Squeezed => None,
+        BlockDim::BlockedWithoutSize | BlockDim::Other => Some(Dim::Unknown),
     }
 }
 
