@@ -1930,6 +1930,16 @@ fn hlo_while_cost(view: &EqnView<'_>, info: &EqnInfo) -> Cost {
     cost
 }
 
+/// What JAX's lowering of a `scan` to an HLO `while` adds around the body:
+/// the part run once (the carried tuple built before the loop, the `ys`
+/// buffers) and the part run each iteration (the counter, its comparison,
+/// the rows sliced and written, the tuple the body returns). XLA counts
+/// both once; `LoopCount::Iterations` multiplies the second by `length`.
+struct ScanAround {
+    once: Cost,
+    each_iteration: Cost,
+}
+
 /// What JAX's lowering of a `scan` (`_scan_impl`, jax 0.10.2, `unroll=1`)
 /// adds to its body, as XLA counts it: the body is called (`closed_call`)
 /// inside an HLO `while` carrying a counter, the consts and `xs`, the
@@ -1942,16 +1952,6 @@ fn hlo_while_cost(view: &EqnView<'_>, info: &EqnInfo) -> Cost {
 /// `length`. The carried tuple is built before the loop and returned by
 /// the body (8 bytes a value); constant consts and `xs` are not carried.
 /// `kept` is what JAX's dead-code elimination keeps.
-/// What JAX's lowering of a `scan` to an HLO `while` adds around the body:
-/// the part run once (the carried tuple built before the loop, the `ys`
-/// buffers) and the part run each iteration (the counter, its comparison,
-/// the rows sliced and written, the tuple the body returns). XLA counts
-/// both once; `LoopCount::Iterations` multiplies the second by `length`.
-struct ScanAround {
-    once: Cost,
-    each_iteration: Cost,
-}
-
 fn hlo_scan_cost(view: &EqnView<'_>, info: &EqnInfo, kept: &ScanKept) -> ScanAround {
     let analysis = view.analysis;
     let (Some(num_consts), Some(num_carry), Some(1), Some(length)) = (
@@ -1979,10 +1979,10 @@ fn hlo_scan_cost(view: &EqnView<'_>, info: &EqnInfo, kept: &ScanKept) -> ScanAro
         .is_some_and(|p| matches!(&p.value.kind, ast::ExprKind::Path(n) if &**n == "True"));
     let index = Amount::constant(4);
     let mut once = Cost::zero();
-    let mut cost = Cost::zero();
+    let mut each_iteration = Cost::zero();
     // The counter's `add` and the comparison (`s32`: 12 and 9 bytes).
-    cost.flops = Amount::constant(2);
-    cost.bytes_accessed = Amount::constant(12 + 9);
+    each_iteration.flops = Amount::constant(2);
+    each_iteration.bytes_accessed = Amount::constant(12 + 9);
     let mut sliced = false;
     let mut carried = 1;
     for (i, (atom, ty)) in view.eqn.args.iter().zip(&view.operands).enumerate() {
@@ -1997,7 +1997,8 @@ fn hlo_scan_cost(view: &EqnView<'_>, info: &EqnInfo, kept: &ScanKept) -> ScanAro
             // A row of `xs`: sliced, then reshaped.
             let row = bytes(&analysis.var(body.invars[i]).ty, None, analysis);
             if !row.is_zero() {
-                cost.bytes_accessed = cost.bytes_accessed.add(&row.scale(4)).add(&index);
+                each_iteration.bytes_accessed =
+                    each_iteration.bytes_accessed.add(&row.scale(4)).add(&index);
                 sliced = true;
             }
         }
@@ -2015,7 +2016,8 @@ fn hlo_scan_cost(view: &EqnView<'_>, info: &EqnInfo, kept: &ScanKept) -> ScanAro
             };
         };
         // The row reshaped and written; the buffer a broadcast zero.
-        cost.bytes_accessed = cost.bytes_accessed.add(&row.scale(4)).add(&index);
+        each_iteration.bytes_accessed =
+            each_iteration.bytes_accessed.add(&row.scale(4)).add(&index);
         sliced = true;
         if view.first_splat(0.0, buffer) {
             let buffer_bytes = bytes(buffer, None, analysis);
@@ -2028,16 +2030,16 @@ fn hlo_scan_cost(view: &EqnView<'_>, info: &EqnInfo, kept: &ScanKept) -> ScanAro
     // Reversed, the row index is `length - i - 1`: two `subtract`s, which
     // only a slice or update reads (the canonicalisation drops them else).
     if reverse && sliced {
-        cost.flops = cost.flops.add(&Amount::constant(2));
-        cost.bytes_accessed = cost.bytes_accessed.add(&Amount::constant(24));
+        each_iteration.flops = each_iteration.flops.add(&Amount::constant(2));
+        each_iteration.bytes_accessed = each_iteration.bytes_accessed.add(&Amount::constant(24));
     }
     // The tuple built before the loop, and the one the body returns.
     let tuple = Amount::constant(tuple_bytes(carried));
     once.bytes_accessed = once.bytes_accessed.add(&tuple);
-    cost.bytes_accessed = cost.bytes_accessed.add(&tuple);
+    each_iteration.bytes_accessed = each_iteration.bytes_accessed.add(&tuple);
     ScanAround {
         once,
-        each_iteration: cost,
+        each_iteration,
     }
 }
 

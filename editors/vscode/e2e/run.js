@@ -772,10 +772,13 @@ async function main() {
         .evaluateAll((els) => els.map((e) => ({ id: e.id, label: e.querySelector('text').textContent })));
       return found.length === equations && found;
     });
+    // A label is the primitive, then any literal operands folded into it
+    // (`broadcast_in_dim 1.0 ·`).
+    const primitiveOf = (n) => n.label.split(' ')[0];
     const ids = nodes.map((n) => n.id);
     check(ids.every((id) => /^n\d+$/.test(id)) && new Set(ids).size === ids.length, `node ids: ${ids}`);
     for (const prim of ['broadcast_in_dim', 'cond', 'mul', 'sub']) {
-      check(nodes.some((n) => n.label === prim), `no ${prim} node among ${JSON.stringify(nodes)}`);
+      check(nodes.some((n) => primitiveOf(n) === prim), `no ${prim} node among ${JSON.stringify(nodes)}`);
     }
     const shot = path.join(out, 'graph-webview.png');
     await page.screenshot({ path: shot });
@@ -785,7 +788,7 @@ async function main() {
     // status bar shows the selection's end).
     const mulText = 'f:f64[a] = mul b e';
     const mul = posOf(validText, mulText);
-    const mulNode = nodes.find((n) => n.label === 'mul').id;
+    const mulNode = nodes.find((n) => primitiveOf(n) === 'mul').id;
     await frame.locator(`#${mulNode} > rect`).click();
     // The status bar shows the selection of the focused text editor only;
     // focusing the editor group moves no cursor.
