@@ -198,7 +198,7 @@ def generate(out_root, group):
     for p in module.programs():
         try:
             cj = folder.trace(p)
-            text, consts, _ = recorded.printed(cj, lambda: str(cj))
+            text, (consts, _, _) = recorded.printed(cj, lambda: str(cj))
             # The outermost jaxpr's constants are inputs, with the values.
             consts = {k: v for k, v in consts.items() if v["nested"]}
             if len(text) > MAX_CHARS:
@@ -223,7 +223,7 @@ def generate(out_root, group):
     out = os.path.join(out_root, group)
     folder.write(out, versions, manifest, values, texts, extra={"skipped": skipped})
     for name, consts in constants.items():
-        recorded.write(os.path.join(out, name + ".recorded.json"), consts, {})
+        recorded.write(os.path.join(out, name + ".recorded.json"), (consts, {}, None))
     print(f"{out}: {len(manifest)} programs, {len(values)} with values, {len(skipped)} skipped")
     for name, why in skipped.items():
         print(f"  skipped {name}: {why}")

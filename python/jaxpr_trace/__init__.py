@@ -222,18 +222,18 @@ def record_function(kind, name, file, line, closed_jaxpr, in_avals=None, arg_nam
     if st is None:
         return
     try:
-        text, constants, kernels = _recorded.printed(closed_jaxpr, lambda: _print(closed_jaxpr.jaxpr))
+        text, recorded = _recorded.printed(closed_jaxpr, lambda: _print(closed_jaxpr.jaxpr))
     except Exception as e:  # noqa: BLE001 - recording must never break the program
         _internal_error(e)
-        text, constants, kernels = _print(closed_jaxpr.jaxpr), {}, {}
+        text, recorded = _print(closed_jaxpr.jaxpr), ({}, {}, None)
     fname, f = st.create_jaxpr_file(name)
     with f:
         f.write(text + "\n")
-    if constants or kernels:
+    if _recorded.anything(recorded):
         # Beside the text, as `jaxpr build` looks for it (NAME.recorded.json).
         try:
             with st.create(fname[: -len(".jaxpr")] + ".recorded.json") as c:
-                json.dump(_recorded.document(constants, kernels), c, separators=(",", ":"), sort_keys=True)
+                json.dump(_recorded.document(recorded), c, separators=(",", ":"), sort_keys=True)
         except Exception as e:  # noqa: BLE001 - recording must never break the program
             _internal_error(e)
     avals = in_avals if in_avals is not None else closed_jaxpr.in_avals

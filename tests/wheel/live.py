@@ -390,6 +390,32 @@ def pallas_blocks():
     assert "stablehlo" in jaxpr.build(add_reversed, x, y, emit="stablehlo").text
     raises(jaxpr.BuildError, "does not print its index map", jaxpr.build, jaxpr.Program("add_reversed", prog.text))
     print("native: a Pallas kernel's recorded blocks built with jax.jit's values (the text alone refused)")
+    pallas_strides()
+
+
+def every_other_row(x):
+    """A kernel reading every other row (`pl.ds(1, 4, stride=2)`), which
+    JAX prints as `1:1+4`."""
+    from jax.experimental import pallas as pl
+
+    def kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[pl.ds(1, 4, stride=2), :] * 2.0
+
+    return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((4, x.shape[1]), x.dtype), interpret=True)(x)
+
+
+def pallas_strides():
+    """A slice's stride, which JAX does not print, travels with the program:
+    recorded by name of the load's result, built with jax.jit's values; the
+    text alone is refused, saying what it lacks."""
+    x = np.arange(24, dtype=np.float32).reshape(8, 3)
+    prog = jaxpr.trace(every_other_row, x)
+    assert [a["strides"] for a in prog.accesses or []] == [[[2, 1]]], prog.accesses
+    want = np.asarray(jax.jit(every_other_row)(x))
+    got = jaxpr.build(every_other_row, x)(x)
+    assert close(got, want), f"native: {got} differs from jax.jit's {want}"
+    raises(jaxpr.BuildError, "JAX prints no stride", jaxpr.build, jaxpr.Program("every_other_row", prog.text))
+    print("native: a strided Pallas load's recorded strides built with jax.jit's values (the text alone refused)")
 
 
 def pytest_plugin(root: Path):

@@ -23,8 +23,8 @@ mod common;
 mod oracle;
 
 use abi::{
-    Entry, ErrorFn, FreeFn, JxArray, catalyst_examples, code_of, complex, complex_element,
-    dtype_of_code, element, items, kind, num, try_pack as pack,
+    Entry, ErrorFn, FreeFn, JxArray, catalyst_examples, close, code_of, complex, complex_element,
+    dtype_of_code, element, items, kind, num, tolerance, try_pack as pack,
 };
 
 use jaxpr_native as native;
@@ -46,19 +46,6 @@ const GROUPS: &[&str] = &[
 /// end must build and compute right (the target the build set was held to), so that losing
 /// lowerings below it fails (docs/build-refusals.md has today's rates).
 const TARGET: f64 = 0.95;
-
-/// Relative and absolute tolerance per dtype: a few units in the last place
-/// of the dtype, as JAX's own tests allow between back ends (transcendental
-/// functions are libm's natively, XLA's own approximations on XLA).
-fn tolerance(dtype: &str) -> (f64, f64) {
-    match dtype {
-        "bfloat16" => (2e-2, 2e-2),
-        "float16" | "complex32" => (4e-3, 4e-3),
-        "float32" | "complex64" => (2e-5, 1e-5),
-        "float64" | "complex128" => (1e-11, 1e-12),
-        _ => (0.0, 0.0),
-    }
-}
 
 /// The error a forward difference `(f(x + h) - f(x)) / h` (Catalyst's
 /// `method='fd'`) inherits from its function's rounding: XLA's
@@ -426,17 +413,6 @@ fn stablehlo(programs: &[Program], dir: &Path) -> Vec<Outcome> {
         .into_iter()
         .map(|o| o.unwrap_or_else(|| Outcome::Failed(crash.clone())))
         .collect()
-}
-
-fn close(got: f64, want: f64, dtype: &str) -> bool {
-    if want.is_nan() {
-        return got.is_nan();
-    }
-    if want.is_infinite() {
-        return got == want;
-    }
-    let (rtol, atol) = tolerance(dtype);
-    (got - want).abs() <= atol + rtol * want.abs()
 }
 
 /// Calls a loaded library on every example; `None` when all are right.

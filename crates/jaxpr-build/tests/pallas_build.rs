@@ -28,8 +28,6 @@ const VALUE_COLUMNS: &[&str] = &["0.10.2", "0.4.30", "0.4.38"];
 /// point reads is not in the text when a block is not the whole array (the
 /// corpus records the blocks beside the text; without them, this J0012).
 const INDEX_MAPS: &str = "does not print its index map";
-/// JAX prints a slice `pl.ds(start, size, stride)` as `start:start+size`.
-const STRIDE: &str = "JAX prints no stride";
 /// A load or store at an array of indices (a gather or scatter, numpy's
 /// advanced indexing) is not discharged.
 const GATHER: &str = "an array of indices (a gather)";
@@ -38,81 +36,19 @@ const GATHER: &str = "an array of indices (a gather)";
 /// `i32` (a Python `0` constant of `fori_loop`): given as `int32`.
 const INT64_RECORDED: &[(&str, &str, usize)] = &[("0.4.30", "ref_fori_loop", 0)];
 
-/// The index maps jax >= 0.6 does not print are recorded beside the texts
-/// (`NAME.recorded.json`, by corpus-gen/pallas/gen.py as the Python API
-/// records them): those kernels build, and are not listed here.
+/// What the texts lack (the index maps jax >= 0.6 does not print, slices'
+/// strides, the masks of stores whose results are unused) is recorded
+/// beside them (`NAME.recorded.json`, by corpus-gen/pallas/gen.py as the
+/// Python API records it): those kernels build, and are not listed here.
 const REFUSED: &[(&str, &[(&str, &str)])] = &[
-    (
-        "0.4.30",
-        &[
-            ("ds_window", STRIDE),
-            ("flash_attention_reference", STRIDE),
-            ("layer_norm_ops", GATHER),
-        ],
-    ),
-    (
-        "0.4.38",
-        &[
-            ("ds_strided", STRIDE),
-            ("ds_window", STRIDE),
-            ("flash_attention_reference", STRIDE),
-            ("layer_norm_ops", GATHER),
-        ],
-    ),
-    (
-        "0.5.3",
-        &[
-            ("ds_strided", STRIDE),
-            ("ds_window", STRIDE),
-            ("flash_attention_reference", STRIDE),
-            ("layer_norm_ops", GATHER),
-        ],
-    ),
-    (
-        "0.6.2",
-        &[
-            ("ds_strided", STRIDE),
-            ("ds_window", STRIDE),
-            ("flash_attention_reference", STRIDE),
-            ("layer_norm_ops", GATHER),
-        ],
-    ),
-    (
-        "0.7.2",
-        &[
-            ("ds_strided", STRIDE),
-            ("ds_window", STRIDE),
-            ("flash_attention_reference", STRIDE),
-            ("layer_norm_ops", GATHER),
-        ],
-    ),
-    (
-        "0.8.3",
-        &[
-            ("ds_strided", STRIDE),
-            ("ds_window", STRIDE),
-            ("flash_attention_reference", STRIDE),
-            ("layer_norm_ops", GATHER),
-        ],
-    ),
-    (
-        "0.9.2",
-        &[
-            ("ds_strided", STRIDE),
-            ("ds_window", STRIDE),
-            ("flash_attention_reference", STRIDE),
-            ("layer_norm_ops", GATHER),
-        ],
-    ),
-    (
-        "0.10.2",
-        &[
-            ("ds_strided", STRIDE),
-            ("ds_window", STRIDE),
-            ("flash_attention_reference", STRIDE),
-            ("layer_norm_ops", GATHER),
-        ],
-    ),
+    ("0.4.30", &[("layer_norm_ops", GATHER)]),
+    ("0.4.38", &[("layer_norm_ops", GATHER)]),
+    ("0.5.3", &[("layer_norm_ops", GATHER)]),
+    ("0.6.2", &[("layer_norm_ops", GATHER)]),
+    ("0.7.2", &[("layer_norm_ops", GATHER)]),
+    ("0.8.3", &[("layer_norm_ops", GATHER)]),
+    ("0.9.2", &[("layer_norm_ops", GATHER)]),
+    ("0.10.2", &[("layer_norm_ops", GATHER)]),
 ];
 
 fn columns() -> Vec<(String, PathBuf)> {
@@ -273,12 +209,12 @@ fn reference_and_kernel_programs_build_with_jax_values_or_are_refused_as_listed(
     });
     let failures = failures.into_inner().unwrap();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    // 133 of the 208 programs build (0.6.2 to 0.10.2: 20 of 25 each, 10 of
-    // them with the blocks recorded beside the text; 0.4.30: 20 of 25; the
-    // 0.10.2 and 0.4.30 ones run with their values); the rest are the
-    // refusals listed.
-    assert_eq!(built.into_inner().unwrap(), 133);
-    assert_eq!(runs.into_inner().unwrap(), 40);
+    // 200 of the 208 programs build: all but `layer_norm_ops` (a gather) in
+    // each column, with the blocks, strides and masks the text lacks
+    // recorded beside it; the 0.10.2 (24), 0.4.30 (24) and 0.4.38 (26) ones
+    // run with their values.
+    assert_eq!(built.into_inner().unwrap(), 200);
+    assert_eq!(runs.into_inner().unwrap(), 74);
 }
 
 /// A recorded file is input like the text: blocks outside their array, for
@@ -331,4 +267,65 @@ fn recorded_blocks_that_do_not_fit_the_program_are_refused() {
     let bare = build(&jaxpr, &dir.join("out.mlir"), &[]);
     assert_eq!(bare.status.code(), Some(1));
     assert!(said(&bare).contains(INDEX_MAPS), "{}", said(&bare));
+}
+
+/// What JAX prints a reference access without (a store's mask when its
+/// result is dropped, a slice's stride) is read from the recorded file;
+/// without one, the build refuses what the text leaves open, and a record
+/// that does not fit the text is refused too.
+#[test]
+fn recorded_masks_and_strides_are_used_and_their_absence_is_refused() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("pallas-accesses");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let said = |out: &std::process::Output| String::from_utf8_lossy(&out.stderr).into_owned();
+    for (column, program, bare_says, wrong, wrong_says) in [
+        (
+            "0.4.38",
+            "masked_load",
+            "prints a Pallas store's mask only when its result is used",
+            ("\"mask\":\"g\"", "\"mask\":\"zz\""),
+            "recorded mask `zz` is not a variable here",
+        ),
+        (
+            "0.10.2",
+            "ds_strided",
+            "JAX prints no stride",
+            ("[[2,1]]", "[[2,1,1]]"),
+            "recorded strides are for 3 dimensions",
+        ),
+    ] {
+        let src = common::workspace_root()
+            .join(format!("tests/data/pallas/jax-{column}/{program}.jaxpr"));
+        let jaxpr = dir.join(format!("{program}.jaxpr"));
+        std::fs::copy(&src, &jaxpr).unwrap();
+        let recorded = dir.join(format!("{program}.recorded.json"));
+        let good = std::fs::read_to_string(src.with_extension("recorded.json")).unwrap();
+        assert!(good.contains(wrong.0), "{good}");
+        std::fs::write(&recorded, &good).unwrap();
+        let built = build(&jaxpr, &dir.join("out.mlir"), &[]);
+        assert!(built.status.success(), "{program}: {}", said(&built));
+        std::fs::write(&recorded, good.replace(wrong.0, wrong.1)).unwrap();
+        let misfit = build(&jaxpr, &dir.join("out.mlir"), &[]);
+        assert_eq!(
+            misfit.status.code(),
+            Some(1),
+            "{program}: {}",
+            said(&misfit)
+        );
+        assert!(
+            said(&misfit).contains(wrong_says),
+            "{program}: {}",
+            said(&misfit)
+        );
+        std::fs::remove_file(&recorded).unwrap();
+        let bare = build(&jaxpr, &dir.join("out.mlir"), &[]);
+        assert_eq!(bare.status.code(), Some(1), "{program}: {}", said(&bare));
+        assert!(
+            said(&bare).contains(bare_says),
+            "{program}: {}",
+            said(&bare)
+        );
+        assert_eq!(said(&bare).matches("J0012").count(), 1, "{}", said(&bare));
+    }
 }

@@ -26,7 +26,7 @@
 //! a block that is not the whole array) is one J0012 naming it.
 
 use crate::differentiate::{has_classical_gradient, is_classical_gradient};
-use crate::recorded::Recorded;
+use crate::recorded::{Access, AccessFacts, Recorded};
 use crate::walk::{LowerError, LowerErrorKind, LowerResult, Syntax, err, untyped_literal_text};
 use jaxpr_check::params::BlockDim;
 use jaxpr_check::registry::Prim;
@@ -222,6 +222,12 @@ pub fn discharge(parse: &Parse, a: &Analysis, recorded: &Recorded) -> LowerResul
         grid: Vec::new(),
         to_rewrite: to_rewrite(a, recorded),
         recorded,
+        prints_masks: a.eqns_in_text_order.iter().any(|&id| {
+            syntax
+                .eqn(a, id)
+                .and_then(|e| e.state.as_ref())
+                .is_some_and(|st| st.mask.is_some())
+        }),
     };
     // The `let` jaxprs with nothing to rewrite at any depth, as printed
     // (equations copied from the original name them); the others are
@@ -282,6 +288,9 @@ pub(crate) struct Emitter<'t> {
     to_rewrite: rustc_hash::FxHashSet<JaxprId>,
     /// What was recorded beside the text: nested jaxprs' constants, kernels' blocks.
     recorded: &'t Recorded,
+    /// Whether the program prints a masked access: then an unrecorded
+    /// store whose result is dropped may be masked unseen.
+    prints_masks: bool,
 }
 
 /// The jaxprs holding something to rewrite (a state equation, `pmap`,
@@ -366,11 +375,24 @@ pub(crate) fn tuple(xs: &[i64]) -> String {
 }
 
 /// One dimension of an indexed block: its start (an `i32[]` atom), its
-/// size, and whether a scalar index drops it.
+/// size (elements taken), the stride between them, and whether a scalar
+/// index drops it.
 struct Span {
     start: String,
     size: i64,
+    stride: i64,
     dropped: bool,
+}
+
+/// What is known of an indexer's strides: JAX prints none.
+#[derive(Clone, Copy)]
+enum Strides<'r> {
+    /// Nothing recorded: a slice of part of a dimension is not built.
+    Unknown,
+    /// Recorded: one per dimension.
+    Known(&'r [i64]),
+    /// Recorded as all 1.
+    Ones,
 }
 
 fn i32_lit(v: i64) -> String {
@@ -643,7 +665,13 @@ impl<'t> Emitter<'t> {
     }
 
     /// The block of reference `r` (type `ty`) that `place`'s indexers select.
-    fn spans(&mut self, place: &ast::RefPlace, ty: &AType, env: &Env) -> LowerResult<Vec<Span>> {
+    fn spans(
+        &mut self,
+        place: &ast::RefPlace,
+        ty: &AType,
+        strides: Strides<'_>,
+        env: &Env,
+    ) -> LowerResult<Vec<Span>> {
         let shape = static_shape(ty, place.range)?;
         let ix = match &*place.transforms {
             [] => {
@@ -652,6 +680,7 @@ impl<'t> Emitter<'t> {
                     .map(|&n| Span {
                         start: i32_lit(0),
                         size: n,
+                        stride: 1,
                         dropped: false,
                     })
                     .collect());
@@ -668,8 +697,25 @@ impl<'t> Emitter<'t> {
             Atom::Lit(l) => l.value.parse::<i64>().ok(),
             _ => None,
         };
+        let stride_of = |d: usize| match strides {
+            Strides::Unknown => None,
+            Strides::Ones => Some(1),
+            Strides::Known(s) => s.get(d).copied(),
+        };
+        if let Strides::Known(s) = strides
+            && s.len() != ix.len()
+        {
+            return err(
+                place.range,
+                format!(
+                    "the recorded strides are for {} dimensions, this indexer has {}: record them again with the text",
+                    s.len(),
+                    ix.len()
+                ),
+            );
+        }
         let mut out = Vec::new();
-        for (i, &n) in ix.iter().zip(&shape) {
+        for (d, (i, &n)) in ix.iter().zip(&shape).enumerate() {
             out.push(match i {
                 Indexer::At(x) => {
                     let start = match int(x) {
@@ -679,6 +725,7 @@ impl<'t> Emitter<'t> {
                     Span {
                         start,
                         size: 1,
+                        stride: 1,
                         dropped: true,
                     }
                 }
@@ -697,21 +744,49 @@ impl<'t> Emitter<'t> {
                     let Some(size) = size else {
                         return err(*range, "a slice of a size that is not an integer is not built");
                     };
-                    if size != n || s0 != Some(0) {
-                        return err(
-                            *range,
-                            format!("this slice takes part of a dimension of {n}, and JAX prints no stride (`pl.ds(start, size, stride)` prints as `start:start+size`), so the text does not say which elements it takes: not built"),
-                        );
-                    }
+                    let whole = size == n && s0 == Some(0);
+                    let stride = match stride_of(d) {
+                        Some(k) => k,
+                        None if whole => 1,
+                        None => {
+                            return err(
+                                *range,
+                                format!("this slice takes part of a dimension of {n}, and JAX prints no stride (`pl.ds(start, size, stride)` prints as `start:start+size`), so the text does not say which elements it takes: not built (the Python API and `jaxpr trace` record the strides beside the text, docs/state-build.md)"),
+                            );
+                        }
+                    };
+                    let start = match (start, s0) {
+                        (_, Some(c)) => i32_lit(c),
+                        (Some(x), None) => self.index(x, env)?,
+                        (None, None) => i32_lit(0),
+                    };
                     Span {
-                        start: i32_lit(0),
+                        start,
                         size,
+                        stride,
                         dropped: false,
                     }
                 }
             });
         }
         Ok(out)
+    }
+
+    /// The shape of operand `x` (a literal's is `[]`).
+    fn operand_shape(&self, x: &Atom) -> LowerResult<Vec<i64>> {
+        match self.operand_var(x) {
+            Some(v) => static_shape(&self.a.var(v).ty, x.range()),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// The variable named `name` among those bound in `env`, and its atom:
+    /// `None` unless exactly one is (JAX's printer names each variable of
+    /// a printout once).
+    fn in_scope(&self, env: &Env, name: &str) -> Option<(VarId, String)> {
+        let mut found = env.iter().filter(|(v, _)| self.a.var(**v).name == name);
+        let (v, atom) = found.next()?;
+        found.next().is_none().then(|| (*v, atom.clone()))
     }
 
     /// A scalar index as an `i32[]` atom.
@@ -744,15 +819,33 @@ impl<'t> Emitter<'t> {
         if is_whole {
             return whole.to_string();
         }
+        // A strided slice reads the elements its strides span, then takes
+        // every stride-th one.
+        let extents: Vec<i64> = spans
+            .iter()
+            .map(|s| (s.size - 1).max(0) * s.stride + 1.min(s.size))
+            .collect();
         let starts: Vec<&str> = spans.iter().map(|s| s.start.as_str()).collect();
-        let block = self.line(
-            &format!("{dt}[{}]", join(&sizes)),
+        let mut block = self.line(
+            &format!("{dt}[{}]", join(&extents)),
             &format!(
                 "dynamic_slice[slice_sizes={}] {whole} {}",
-                tuple(&sizes),
+                tuple(&extents),
                 starts.join(" ")
             ),
         );
+        if extents != sizes {
+            let strides: Vec<i64> = spans.iter().map(|s| s.stride).collect();
+            block = self.line(
+                &format!("{dt}[{}]", join(&sizes)),
+                &format!(
+                    "slice[limit_indices={} start_indices={} strides={}] {block}",
+                    tuple(&extents),
+                    tuple(&vec![0; extents.len()]),
+                    tuple(&strides)
+                ),
+            );
+        }
         let kept: Vec<i64> = spans
             .iter()
             .filter(|s| !s.dropped)
@@ -806,16 +899,12 @@ impl<'t> Emitter<'t> {
     /// aligned, dimensions of 1 stretched): its atom.
     fn broadcast_operand(
         &mut self,
-        env: &Env,
-        x: &Atom,
+        atom: String,
+        from: &[i64],
+        at: TextRange,
         dt: &DType,
         shape: &[i64],
     ) -> LowerResult<String> {
-        let atom = self.atom(env, x)?;
-        let from = match self.operand_var(x) {
-            Some(v) => static_shape(&self.a.var(v).ty, x.range())?,
-            None => Vec::new(),
-        };
         if from == shape {
             return Ok(atom);
         }
@@ -827,8 +916,10 @@ impl<'t> Emitter<'t> {
         });
         let Some(lead) = lead.filter(|_| fits) else {
             return err(
-                x.range(),
-                format!("this operand of shape {from:?} does not broadcast to the block's {shape:?}"),
+                at,
+                format!(
+                    "this operand of shape {from:?} does not broadcast to the block's {shape:?}"
+                ),
             );
         };
         let dims: Vec<i64> = (lead..shape.len()).map(|d| d as i64).collect();
@@ -856,20 +947,89 @@ impl<'t> Emitter<'t> {
         let dt = elem(&rty, st.place.range)?;
         let full = static_shape(&rty, st.place.range)?;
         let whole = self.atom(env, &e.args[0])?;
-        let spans = self.spans(&st.place, &rty, env)?;
+        // What JAX's printout of this access lacks, recorded beside it.
+        let out = outs.first().copied().flatten();
+        let value_var = st.value.as_ref().and_then(|x| self.operand_var(x));
+        let facts = self
+            .recorded
+            .access(
+                &self.a.var(r).name,
+                out.map(|o| self.a.var(o).name.as_str()),
+                value_var.map(|v| self.a.var(v).name.as_str()),
+            )
+            .map_err(|m| refused(st.place.range, &m))?;
+        let strides = match facts {
+            AccessFacts::Unknown => Strides::Unknown,
+            AccessFacts::Plain => Strides::Ones,
+            AccessFacts::Recorded(a) => match &a.strides[..] {
+                [] => Strides::Ones,
+                [one] => Strides::Known(one),
+                _ => {
+                    return err(
+                        st.place.range,
+                        "a reference with transforms other than one indexer (`{bitcast}`, `{reshape}`, chained indexers) is not built",
+                    );
+                }
+            },
+        };
+        let spans = self.spans(&st.place, &rty, strides, env)?;
+        if st.value.is_some() && spans.iter().any(|s| s.stride != 1) {
+            return err(
+                st.place.range,
+                "a store into a strided slice (`pl.ds(start, size, stride)` with a stride other than 1) is not built",
+            );
+        }
         let kept: Vec<i64> = spans
             .iter()
             .filter(|s| !s.dropped)
             .map(|s| s.size)
             .collect();
         // Pallas's mask (and a load's `other`), broadcast as `jnp.where`
-        // broadcasts them to the block.
-        let mask = match &st.mask {
-            Some(m) => Some(self.broadcast_operand(env, m, &DType::Bool, &kept)?),
-            None => None,
+        // broadcasts them to the block; JAX prints a store's mask only when
+        // its result is used, and the recorded accesses hold the others.
+        let mask = match (&st.mask, facts) {
+            (Some(m), _) => {
+                let atom = self.atom(env, m)?;
+                let from = self.operand_shape(m)?;
+                Some(self.broadcast_operand(atom, &from, m.range(), &DType::Bool, &kept)?)
+            }
+            (
+                None,
+                AccessFacts::Recorded(Access {
+                    mask: Some(name), ..
+                }),
+            ) => {
+                let Some(name) = name else {
+                    return err(
+                        st.place.range,
+                        "this store's recorded mask is a literal, which the record cannot name: not built",
+                    );
+                };
+                let Some((v, atom)) = self.in_scope(env, name) else {
+                    return err(
+                        st.place.range,
+                        format!(
+                            "this store's recorded mask `{name}` is not a variable here: record it again with the text"
+                        ),
+                    );
+                };
+                let from = static_shape(&self.a.var(v).ty, st.place.range)?;
+                Some(self.broadcast_operand(atom, &from, st.place.range, &DType::Bool, &kept)?)
+            }
+            (None, AccessFacts::Unknown) if st.kind == StateKind::Store && self.prints_masks => {
+                return err(
+                    st.place.range,
+                    "JAX prints a Pallas store's mask only when its result is used, and this program masks other accesses, so the text does not say whether this store is masked: not built (the Python API and `jaxpr trace` record the masks beside the text, docs/state-build.md)",
+                );
+            }
+            (None, _) => None,
         };
         let other = match (&mask, &st.other) {
-            (Some(_), Some(o)) => Some(self.broadcast_operand(env, o, &dt, &kept)?),
+            (Some(_), Some(o)) => {
+                let atom = self.atom(env, o)?;
+                let from = self.operand_shape(o)?;
+                Some(self.broadcast_operand(atom, &from, o.range(), &dt, &kept)?)
+            }
             _ => None,
         };
         let block = format!("{dt}[{}]", join(&kept));
@@ -1507,6 +1667,7 @@ impl<'t> Emitter<'t> {
                     .map(|(s, i)| Span {
                         start: i32_lit(i * s.unwrap_or(1)),
                         size: s.unwrap_or(1),
+                        stride: 1,
                         dropped: s.is_none(),
                     })
                     .collect();

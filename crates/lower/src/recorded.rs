@@ -24,6 +24,20 @@
 //! Kernels are keyed by the name of the kernel jaxpr's first binder, with
 //! the block indices each block mapping selects at each grid point, as
 //! JAX's index maps computed them.
+//!
+//! JAX also prints a reference access without two facts: a slice's stride
+//! (`pl.ds(0, 4, stride=2)` prints as `0:0+4`) and the mask of a Pallas
+//! store whose result is unused (`o[:,:] <- v`). `accesses` lists each
+//! access that has either, keyed by the printed names of its reference, its
+//! result (null when dropped) and its stored value (null for a load):
+//!
+//! ```json
+//! "accesses": [{"ref": "d", "out": null, "value": "i", "strides": [[1, 1]], "mask": "g"}]
+//! ```
+//!
+//! A file with `accesses` lists every access that has either: one not
+//! listed has strides of 1 and prints its mask. Without the key, only the
+//! text is known ([`Accesses::NotRecorded`]).
 
 use crate::walk::{LowerError, LowerErrorKind, LowerResult};
 use jaxpr_syntax::TextRange;
@@ -44,6 +58,46 @@ struct Constant {
 pub struct Recorded {
     constants: HashMap<String, Constant>,
     kernels: HashMap<String, Kernel>,
+    accesses: Accesses,
+}
+
+/// What was recorded of a program's reference accesses.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Accesses {
+    /// Nothing: the text alone says what an access does.
+    #[default]
+    NotRecorded,
+    /// Every access that has a stride other than 1 or a mask JAX does not
+    /// print; the others have neither.
+    Recorded(Vec<Access>),
+}
+
+/// One reference access as recorded: what its printout lacks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Access {
+    /// The printed name of the reference.
+    pub reference: String,
+    /// The printed name of its result, `None` when it is dropped.
+    pub out: Option<String>,
+    /// The printed name of the stored value, `None` for a load (or a
+    /// literal value).
+    pub value: Option<String>,
+    /// Each indexer's strides, one per dimension.
+    pub strides: Vec<Vec<i64>>,
+    /// The mask of a store JAX printed without it: `Some(None)` when the
+    /// mask has no printed name (a literal).
+    pub mask: Option<Option<String>>,
+}
+
+/// What the recorded accesses say of one access in the text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AccessFacts<'r> {
+    /// Nothing is recorded for the program.
+    Unknown,
+    /// Strides of 1 and the mask as printed.
+    Plain,
+    /// This record.
+    Recorded(&'r Access),
 }
 
 /// A Pallas kernel's grid and the block each of its block mappings
@@ -68,7 +122,36 @@ pub fn beside(jaxpr: &Path) -> PathBuf {
 impl Recorded {
     /// Whether nothing is recorded.
     pub fn is_empty(&self) -> bool {
-        self.constants.is_empty() && self.kernels.is_empty()
+        self.constants.is_empty()
+            && self.kernels.is_empty()
+            && self.accesses == Accesses::NotRecorded
+    }
+
+    /// What is recorded of the access to reference `reference` whose result
+    /// is `out` (`None` when dropped) and whose stored value is `value`:
+    /// an error when two records match it and differ (the printout cannot
+    /// tell which one is this access).
+    pub fn access(
+        &self,
+        reference: &str,
+        out: Option<&str>,
+        value: Option<&str>,
+    ) -> Result<AccessFacts<'_>, String> {
+        let Accesses::Recorded(all) = &self.accesses else {
+            return Ok(AccessFacts::Unknown);
+        };
+        let mut matching = all.iter().filter(|a| {
+            a.reference == reference && a.out.as_deref() == out && a.value.as_deref() == value
+        });
+        let Some(first) = matching.next() else {
+            return Ok(AccessFacts::Plain);
+        };
+        if matching.any(|a| a != first) {
+            return Err(format!(
+                "two recorded accesses of `{reference}` match this one and differ (strides or mask), so which one it is is not known"
+            ));
+        }
+        Ok(AccessFacts::Recorded(first))
     }
 
     /// The recorded blocks of the kernel whose jaxpr's first binder is
@@ -163,9 +246,21 @@ impl Recorded {
                 .map(|(name, k)| Ok((name.clone(), kernel(name, k)?)))
                 .collect::<Result<_, String>>()?,
         };
+        let accesses = match v.get("accesses") {
+            None => Accesses::NotRecorded,
+            Some(a) => Accesses::Recorded(
+                a.as_array()
+                    .ok_or("`accesses` is not a list")?
+                    .iter()
+                    .enumerate()
+                    .map(|(i, a)| access(i, a))
+                    .collect::<Result<_, String>>()?,
+            ),
+        };
         Ok(Recorded {
             constants: by_name,
             kernels,
+            accesses,
         })
     }
 
@@ -233,6 +328,45 @@ impl Recorded {
             dims.join(", ")
         )))
     }
+}
+
+/// A recorded access (the module's documentation has the format).
+fn access(i: usize, a: &serde_json::Value) -> Result<Access, String> {
+    let bad = |what: &str| format!("access {i}: {what}");
+    // A name, or null.
+    let name = |key: &str| -> Result<Option<String>, String> {
+        match a.get(key) {
+            None | Some(serde_json::Value::Null) => Ok(None),
+            Some(serde_json::Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(bad(&format!("`{key}` is not a name or null"))),
+        }
+    };
+    let reference = name("ref")?.ok_or_else(|| bad("`ref` is not a name"))?;
+    let strides = a
+        .get("strides")
+        .and_then(|s| s.as_array())
+        .and_then(|ixs| {
+            ixs.iter()
+                .map(|ix| {
+                    ix.as_array()?
+                        .iter()
+                        .map(|d| d.as_i64().filter(|&d| d > 0))
+                        .collect()
+                })
+                .collect::<Option<Vec<Vec<i64>>>>()
+        })
+        .ok_or_else(|| bad("`strides` is not a list of lists of positive strides"))?;
+    let mask = match a.get("mask") {
+        None => None,
+        Some(_) => Some(name("mask")?),
+    };
+    Ok(Access {
+        reference,
+        out: name("out")?,
+        value: name("value")?,
+        strides,
+        mask,
+    })
 }
 
 /// A recorded kernel: `{"grid": [2, 2], "blocks": [[[0, 0], [0, 0]], ...]}`.
@@ -327,6 +461,14 @@ mod tests {
                 r#"{"format": "jaxpr-recorded", "version": 1, "constants": {"a": {"dtype": "float32", "shape": [], "hex": "zz"}}}"#,
                 "`hex`",
             ),
+            (
+                r#"{"format": "jaxpr-recorded", "version": 1, "accesses": [{"ref": "d", "strides": [[0]]}]}"#,
+                "access 0: `strides`",
+            ),
+            (
+                r#"{"format": "jaxpr-recorded", "version": 1, "accesses": [{"ref": 3, "strides": []}]}"#,
+                "access 0: `ref`",
+            ),
         ] {
             let e = Recorded::parse(text).unwrap_err();
             assert!(e.contains(says), "{text}: {e}");
@@ -338,6 +480,44 @@ mod tests {
         assert_eq!(
             beside(Path::new("/s/step_fn.jaxpr")),
             PathBuf::from("/s/step_fn.recorded.json")
+        );
+    }
+
+    #[test]
+    fn an_access_is_found_by_its_names_and_one_not_listed_is_plain() {
+        let r = Recorded::parse(
+            r#"{"format": "jaxpr-recorded", "version": 1, "accesses": [
+                {"ref": "d", "out": null, "value": "i", "strides": [[1, 1]], "mask": "g"},
+                {"ref": "c", "out": "e", "value": null, "strides": [[2, 1]]},
+                {"ref": "c", "out": null, "value": "k", "strides": [[1]], "mask": null},
+                {"ref": "x", "out": null, "value": "v", "strides": [[1]], "mask": "m"},
+                {"ref": "x", "out": null, "value": "v", "strides": [[1]], "mask": "n"}]}"#,
+        )
+        .unwrap();
+        let AccessFacts::Recorded(store) = r.access("d", None, Some("i")).unwrap() else {
+            panic!("the masked store is recorded");
+        };
+        assert_eq!(store.mask, Some(Some("g".into())));
+        let AccessFacts::Recorded(load) = r.access("c", Some("e"), None).unwrap() else {
+            panic!("the strided load is recorded");
+        };
+        assert_eq!(
+            (load.strides.clone(), load.mask.clone()),
+            (vec![vec![2, 1]], None)
+        );
+        let AccessFacts::Recorded(literal) = r.access("c", None, Some("k")).unwrap() else {
+            panic!("the store of a literal mask is recorded");
+        };
+        assert_eq!(literal.mask, Some(None));
+        assert_eq!(r.access("d", Some("e"), None).unwrap(), AccessFacts::Plain);
+        let two = r.access("x", None, Some("v")).unwrap_err();
+        assert!(two.contains("two recorded accesses of `x`"), "{two}");
+        assert_eq!(
+            Recorded::parse(ONE)
+                .unwrap()
+                .access("d", None, None)
+                .unwrap(),
+            AccessFacts::Unknown
         );
     }
 }

@@ -1673,11 +1673,14 @@ impl<'a, 's> Parser<'a, 's> {
                 }
                 self.expect(T::RAngle, "`>`")?;
             } else if (t.kind == T::LBrace && !self.ident_at(self.pos + 1, "lambda"))
-                || t.kind == T::LBracket
+                || (t.kind == T::LBracket
+                    && is_numpy_dtype_name(self.slice(TextRange::new(start, t.range.start))))
             {
                 // An abstract value's repr, `MemRef<None>{float32[2,16]}`,
                 // `ShapedArray(int32[])` (jax 0.4.38 to 0.5's block
-                // mappings): kept in the path's text.
+                // mappings): kept in the path's text. Only numpy's dtype
+                // names take a shape so: `f32[DBIdx(0)]` is a type, and
+                // `Node[...]` in a `PyTreeDef` has no structure.
                 let close = if t.kind == T::LBrace {
                     T::RBrace
                 } else {
@@ -2032,4 +2035,18 @@ pub fn visit_expr_jaxprs(e: &mut Expr, f: &mut dyn FnMut(&mut Jaxpr)) {
             .for_each(|a| visit_expr_jaxprs(&mut a.value, f)),
         _ => {}
     }
+}
+
+/// Whether `name` is one of numpy's dtype names, as `str(ShapedArray)`
+/// prints them before a shape (`float32[6]`, not the jaxpr's `f32[6]`).
+fn is_numpy_dtype_name(name: &str) -> bool {
+    let digits = |rest: &str| !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit());
+    name == "bool"
+        || name
+            .strip_prefix("float")
+            .is_some_and(|r| digits(r) || r.starts_with("8_"))
+        || name.strip_prefix("bfloat").is_some_and(digits)
+        || name.strip_prefix("uint").is_some_and(digits)
+        || name.strip_prefix("int").is_some_and(digits)
+        || name.strip_prefix("complex").is_some_and(digits)
 }

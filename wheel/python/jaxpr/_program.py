@@ -7,7 +7,7 @@ import dataclasses
 import inspect
 import re
 from pathlib import Path
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from . import _recorded
 from ._cli import JaxprError
@@ -49,17 +49,25 @@ class Program:
     source_dir: Optional[Path] = None  # the folder of the user's code (configuration lookup)
     # What the text lacks, recorded from the live program (`_recorded`):
     # the values of the closed jaxprs' constants, nested ones included, by
-    # binder name, and each Pallas kernel's blocks at every grid point.
+    # binder name, each Pallas kernel's blocks at every grid point, and the
+    # strides and masks its reference accesses print without.
     constants: Dict[str, Any] = dataclasses.field(default_factory=dict)
     kernels: Dict[str, Any] = dataclasses.field(default_factory=dict)
+    # None: not recorded (a program without reference accesses, or given
+    # as text).
+    accesses: Optional[List[Dict[str, Any]]] = None
+
+    @property
+    def recorded(self) -> _recorded.Recorded:
+        return (self.constants, self.kernels, self.accesses)
 
     def write(self, folder: Path) -> Path:
         """Writes `NAME.jaxpr` into `folder`, and beside it what was
         recorded, which `jaxpr build` reads (`NAME.recorded.json`)."""
         path = folder / f"{self.name}.jaxpr"
         path.write_text(self.text, encoding="utf-8")
-        if self.constants or self.kernels:
-            _recorded.write(folder / f"{self.name}.recorded.json", self.constants, self.kernels)
+        if _recorded.anything(self.recorded):
+            _recorded.write(folder / f"{self.name}.recorded.json", self.recorded)
         return path
 
     def python_location(self, line: int) -> Optional[PythonLocation]:
@@ -113,10 +121,15 @@ def print_jaxpr(closed_jaxpr: Any) -> str:
         raise JaxprError(f"this jaxpr cannot be printed by the installed JAX: {type(e).__name__}: {e}") from e
 
 
-def _printed(closed_jaxpr: Any) -> Tuple[str, Dict[str, Any], Dict[str, Any]]:
-    """[`print_jaxpr`], the values of the constants it names and its
-    kernels' blocks."""
+def _printed(closed_jaxpr: Any) -> Tuple[str, _recorded.Recorded]:
+    """[`print_jaxpr`], and what it lacks (`_recorded.printed`)."""
     return _recorded.printed(closed_jaxpr, lambda: print_jaxpr(closed_jaxpr))
+
+
+def _fields(recorded: _recorded.Recorded) -> Dict[str, Any]:
+    """`Program`'s fields of what `_recorded.printed` recorded."""
+    constants, kernels, accesses = recorded
+    return {"constants": constants, "kernels": kernels, "accesses": accesses}
 
 
 def _source_dir(fn: Any) -> Optional[Path]:
@@ -149,13 +162,13 @@ def program(f: Any, args: Tuple[Any, ...] = (), kwargs: Optional[Dict[str, Any]]
     if traced_jaxpr is not None:
         out_tree = getattr(f, "out_tree", None)
         in_tree = getattr(f, "in_tree", None)
-        text, constants, kernels = _printed(traced_jaxpr)
-        return Program(_name(f), text, traced_jaxpr, out_tree, in_tree, constants=constants, kernels=kernels)
+        text, recorded = _printed(traced_jaxpr)
+        return Program(_name(f), text, traced_jaxpr, out_tree, in_tree, **_fields(recorded))
     if hasattr(f, "eqns") or hasattr(getattr(f, "jaxpr", None), "eqns"):
         if args or kwargs:
             raise JaxprError("a jaxpr takes no example arguments: pass a function to trace with them")
-        text, constants, kernels = _printed(f)
-        return Program("jaxpr", text, f if hasattr(f, "consts") else None, constants=constants, kernels=kernels)
+        text, recorded = _printed(f)
+        return Program("jaxpr", text, f if hasattr(f, "consts") else None, **_fields(recorded))
     if not callable(f):
         raise JaxprError(_EXPECTED + type(f).__name__)
     try:
@@ -168,7 +181,7 @@ def program(f: Any, args: Tuple[Any, ...] = (), kwargs: Optional[Dict[str, Any]]
         raise JaxprError(f"tracing {_name(f)} failed: {type(e).__name__}: {e}") from e
     out_tree = jax.tree_util.tree_structure(shapes)
     in_tree = jax.tree_util.tree_structure((args, kwargs))
-    text, constants, kernels = _printed(closed)
-    return Program(_name(f), text, closed, out_tree, in_tree, _source_dir(f), constants, kernels)
+    text, recorded = _printed(closed)
+    return Program(_name(f), text, closed, out_tree, in_tree, _source_dir(f), **_fields(recorded))
 
 

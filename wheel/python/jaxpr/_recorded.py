@@ -8,7 +8,12 @@ beside the text"):
   that printout gives their binders;
 - each Pallas kernel's grid and the block its index maps select at every
   grid point (jax >= 0.6 prints a `BlockMapping` without its index map),
-  keyed by the name of the kernel jaxpr's first binder.
+  keyed by the name of the kernel jaxpr's first binder;
+- what reference accesses print without: a slice's stride (`pl.ds(start,
+  size, stride)` prints as `start:start+size`) and the mask of a Pallas
+  store whose result is unused (printed `x[...] <- v`), for each access
+  that has one (`accesses`; a program with no reference access records
+  none, and then the build reads the text alone).
 
 The Python API (`jaxpr._constants`) and `jaxpr trace`'s capture code, which
 embeds this file (crates/session/src/trace.rs), share it: standard library,
@@ -18,7 +23,7 @@ numpy and JAX only, no relative imports.
 import contextlib
 import json
 import sys
-from typing import Any, Callable, Dict, Iterator, List, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 FORMAT = "jaxpr-recorded"
 # At most this many grid points are recorded (a build unrolls the grid and
@@ -56,13 +61,17 @@ def _naming_contexts() -> Iterator[List[Any]]:
         cls.__init__ = init
 
 
-def printed(closed: Any, print_text: Callable[[], str]) -> Tuple[str, Dict[str, Any], Dict[str, Any]]:
-    """`print_text()` (a printout of `closed`), the values of `closed`'s
-    constants, nested ones included, and its kernels' blocks, by the names
-    that printout gives their binders."""
+Recorded = Tuple[Dict[str, Any], Dict[str, Any], Optional[List[Dict[str, Any]]]]
+
+
+def printed(closed: Any, print_text: Callable[[], str]) -> Tuple[str, Recorded]:
+    """`print_text()` (a printout of `closed`), and what `write` records
+    beside it: the values of `closed`'s constants, nested ones included,
+    its kernels' blocks and its reference accesses' strides and unprinted
+    masks, by the names that printout gives their variables."""
     with _naming_contexts() as contexts:
         text = print_text()
-    return text, values(closed, contexts), kernels(closed, contexts)
+    return text, (values(closed, contexts), kernels(closed, contexts), accesses(closed, contexts))
 
 
 def _array(x: Any) -> Any:
@@ -185,11 +194,107 @@ def _block(bm: Any, point: Tuple[int, ...]) -> List[int]:
     index_map = bm.index_map_jaxpr
     outs = core.eval_jaxpr(index_map.jaxpr, index_map.consts, *(np.int32(i) for i in point))
     return [int(o) for o in outs]
-def document(constants: Dict[str, Any], kernels: Dict[str, Any]) -> Dict[str, Any]:
-    return {"format": FORMAT, "version": VERSION, "constants": constants, "kernels": kernels}
+# The reference accesses: a state `get`, `swap` and `addupdate` (operands
+# the reference, the value of a store, then the indexers' leaves, `tree`),
+# and Pallas's loads and stores (`masked_load`/`masked_swap`, `load`/`swap`
+# in later versions: all operands under `args_tree`, as (reference,
+# indexers, mask, other) and (reference, indexers, value, mask)).
+_STATE_ACCESSES = {"get": 0, "swap": 1, "addupdate": 1}
+_PALLAS_ACCESSES = {"masked_load": None, "load": None, "masked_swap": 2, "swap": 2}
 
 
-def write(path: Any, constants: Dict[str, Any], kernels: Dict[str, Any]) -> None:
+def _indexers(x: Any) -> Iterator[Any]:
+    """The `NDIndexer`s in an access's unflattened operands, in order."""
+    if hasattr(x, "indices") and hasattr(x, "shape"):
+        yield x
+    elif isinstance(x, (tuple, list)):
+        for y in x:
+            yield from _indexers(y)
+    elif hasattr(x, "indexer"):  # a transform holding an indexer
+        yield from _indexers(x.indexer)
+
+
+def _access(eqn: Any, contexts: List[Any]) -> Optional[Dict[str, Any]]:
+    """What `eqn`'s printout lacks if it is a reference access that lacks
+    anything (a stride other than 1, a store's mask it does not print),
+    keyed by the names of its reference, its result (None when dropped) and
+    its stored value (None for a load or a literal); else None."""
+    from jax import tree_util
+
+    name = eqn.primitive.name
+    tree = eqn.params.get("args_tree")
+    value = mask = None
+    if tree is not None and name in _PALLAS_ACCESSES:
+        try:
+            ops = tree_util.tree_unflatten(tree, eqn.invars)
+        except Exception:
+            return None
+        at = _PALLAS_ACCESSES[name]
+        if at is not None:
+            value = ops[at]
+            mask = ops[3] if len(ops) > 3 else None
+        leaves = ops[1]
+    elif name in _STATE_ACCESSES and "tree" in eqn.params:
+        at = _STATE_ACCESSES[name]
+        first = 2 if at else 1
+        try:
+            leaves = tree_util.tree_unflatten(eqn.params["tree"], eqn.invars[first:])
+        except Exception:
+            return None
+        value = eqn.invars[at] if at else None
+    else:
+        return None
+    strides = [[int(getattr(i, "stride", 1) or 1) for i in ix.indices] for ix in _indexers(leaves)]
+    dropped = type(eqn.outvars[0]).__name__ == "DropVar" if eqn.outvars else True
+    # JAX prints a store's mask unless its result is dropped.
+    unprinted_mask = mask is not None and dropped
+    if all(s == 1 for ix in strides for s in ix) and not unprinted_mask:
+        return None
+    entry: Dict[str, Any] = {
+        "ref": _name_of(contexts, eqn.invars[0]),
+        "out": None if dropped else _name_of(contexts, eqn.outvars[0]),
+        "value": _name_of(contexts, value) if hasattr(value, "aval") and not hasattr(value, "val") else None,
+        "strides": strides,
+    }
+    if unprinted_mask:
+        # A literal mask has no name: None, and the build refuses it.
+        entry["mask"] = _name_of(contexts, mask) if not hasattr(mask, "val") else None
+    return entry
+
+
+def accesses(closed: Any, contexts: List[Any]) -> Optional[List[Dict[str, Any]]]:
+    """What the printout of `closed` lacks of its reference accesses
+    (`_access`), in printing order; None if it has no reference access
+    (nothing to record)."""
+    found: List[Dict[str, Any]] = []
+    any_access = False
+    for jaxpr, _ in _jaxprs(closed):
+        for eqn in jaxpr.eqns:
+            name = eqn.primitive.name
+            if name not in _STATE_ACCESSES and name not in _PALLAS_ACCESSES:
+                continue
+            any_access = True
+            entry = _access(eqn, contexts)
+            if entry is not None:
+                found.append(entry)
+    return found if any_access else None
+
+
+def document(recorded: Recorded) -> Dict[str, Any]:
+    constants, kernels, accessed = recorded
+    doc = {"format": FORMAT, "version": VERSION, "constants": constants, "kernels": kernels}
+    if accessed is not None:
+        doc["accesses"] = accessed
+    return doc
+
+
+def anything(recorded: Recorded) -> bool:
+    """Whether `recorded` holds anything to write."""
+    constants, kernels, accessed = recorded
+    return bool(constants or kernels) or accessed is not None
+
+
+def write(path: Any, recorded: Recorded) -> None:
     """Writes the file `jaxpr build` reads beside a jaxpr file."""
     with open(path, "w", encoding="utf-8") as fh:
-        json.dump(document(constants, kernels), fh, separators=(",", ":"), sort_keys=True)
+        json.dump(document(recorded), fh, separators=(",", ":"), sort_keys=True)
