@@ -1622,16 +1622,17 @@ impl<'t> Emitter<'t> {
                 "the kernel has fewer binders than operands and results",
             );
         }
+        // Each grid point's block indices, row-major (the last grid axis
+        // moves fastest).
+        let mut indices: Vec<(Vec<i64>, Vec<Vec<i64>>)> = Vec::with_capacity(points as usize);
         for p in 0..points {
-            // Row-major: the last grid axis moves fastest.
             let mut point = vec![0; grid.len()];
             let mut rest = p;
             for k in (0..grid.len()).rev() {
                 point[k] = rest % grid[k];
                 rest /= grid[k];
             }
-            let mut kenv = Env::default();
-            let mut placed = Vec::new();
+            let mut at_point = Vec::with_capacity(blocks.len());
             for (k, (sizes, full, map)) in blocks.iter().enumerate() {
                 let idx: Vec<i64> = match (map, recorded) {
                     (Some(BlockIndex::Printed(m)), _) => m.eval(&point, maps[k].range)?,
@@ -1661,9 +1662,37 @@ impl<'t> Emitter<'t> {
                     }
                     _ => vec![0; full.len()],
                 };
+                at_point.push(idx);
+            }
+            indices.push((point, at_point));
+        }
+        // A mapping whose grid points each take another block, together
+        // tiling its array, is written once after the last point (its
+        // blocks joined by `concatenate`): no point reads a block another
+        // one wrote, and a `dynamic_update_slice` of the whole array per
+        // point would copy it at every point.
+        let tiled: Vec<bool> = blocks
+            .iter()
+            .enumerate()
+            .map(|(k, (sizes, full, _))| {
+                let tiles = sizes.iter().zip(full).try_fold(1i64, |n, (s, &f)| {
+                    let s = s.unwrap_or(1);
+                    (s > 0 && f % s == 0).then(|| n * (f / s))
+                });
+                let distinct: rustc_hash::FxHashSet<&Vec<i64>> =
+                    indices.iter().map(|(_, at)| &at[k]).collect();
+                tiles == Some(points) && distinct.len() as i64 == points
+            })
+            .collect();
+        let mut finals: Vec<HashMap<Vec<i64>, String>> = vec![HashMap::default(); blocks.len()];
+        let mut written = vec![false; blocks.len()];
+        for (point, at_point) in indices {
+            let mut kenv = Env::default();
+            let mut placed = Vec::new();
+            for (k, ((sizes, full, _), idx)) in blocks.iter().zip(&at_point).enumerate() {
                 let spans: Vec<Span> = sizes
                     .iter()
-                    .zip(&idx)
+                    .zip(idx)
                     .map(|(s, i)| Span {
                         start: i32_lit(i * s.unwrap_or(1)),
                         size: s.unwrap_or(1),
@@ -1673,8 +1702,8 @@ impl<'t> Emitter<'t> {
                     .collect();
                 let dt = elem(&arrays[k].1, at)?;
                 let block = self.load(&dt, &arrays[k].0, full, &spans);
-                kenv.insert(kinfo.invars[k], block);
-                placed.push((dt, spans));
+                kenv.insert(kinfo.invars[k], block.clone());
+                placed.push((dt, spans, block));
             }
             for &v in &kinfo.invars[arrays.len()..] {
                 let ty = self.a.var(v).ty.clone();
@@ -1684,10 +1713,26 @@ impl<'t> Emitter<'t> {
             self.grid.push((point, grid.clone()));
             self.body(kernel, &mut kenv, false)?;
             self.grid.pop();
-            for (k, (dt, spans)) in placed.iter().enumerate() {
+            for (k, (dt, spans, loaded)) in placed.iter().enumerate() {
                 let block = kenv[&kinfo.invars[k]].clone();
-                let new = self.store(dt, &arrays[k].0.clone(), &blocks[k].1, spans, &block);
-                arrays[k].0 = new;
+                // A block the kernel did not store to is as it was read.
+                written[k] |= block != *loaded;
+                if tiled[k] {
+                    finals[k].insert(at_point[k].clone(), block);
+                } else if block != *loaded {
+                    let new = self.store(dt, &arrays[k].0.clone(), &blocks[k].1, spans, &block);
+                    arrays[k].0 = new;
+                }
+            }
+        }
+        for (k, (sizes, full, _)) in blocks.iter().enumerate() {
+            if tiled[k] && written[k] {
+                let dt = elem(&arrays[k].1, at)?;
+                let sizes: Vec<(i64, bool)> = sizes
+                    .iter()
+                    .map(|s| (s.unwrap_or(1), s.is_none()))
+                    .collect();
+                arrays[k].0 = self.join_blocks(&dt, &sizes, full, &finals[k], &mut Vec::new());
             }
         }
         for (o, (v, _)) in outs.iter().zip(&arrays[nin..]) {
@@ -1699,6 +1744,53 @@ impl<'t> Emitter<'t> {
     }
 
     /// Zeros of type `t` (a reference's: of the array it holds).
+    /// The array of `full` elements tiled by `blocks` (by block index; each
+    /// of `sizes`, a squeezed dimension's block printed without it) at the
+    /// indices starting with `prefix`: those of the next dimension joined
+    /// by `concatenate`, recursively.
+    fn join_blocks(
+        &mut self,
+        dt: &DType,
+        sizes: &[(i64, bool)],
+        full: &[i64],
+        blocks: &HashMap<Vec<i64>, String>,
+        prefix: &mut Vec<i64>,
+    ) -> String {
+        let d = prefix.len();
+        if d == full.len() {
+            let block = blocks[&*prefix].clone();
+            if !sizes.iter().any(|&(_, squeezed)| squeezed) {
+                return block;
+            }
+            let shape: Vec<i64> = sizes.iter().map(|&(s, _)| s).collect();
+            return self.line(
+                &format!("{dt}[{}]", join(&shape)),
+                &format!(
+                    "reshape[dimensions=None new_sizes={} sharding=None] {block}",
+                    tuple(&shape)
+                ),
+            );
+        }
+        let count = full[d] / sizes[d].0;
+        let mut parts = Vec::with_capacity(count as usize);
+        for i in 0..count {
+            prefix.push(i);
+            parts.push(self.join_blocks(dt, sizes, full, blocks, prefix));
+            prefix.pop();
+        }
+        if parts.len() == 1 {
+            return parts.pop().unwrap_or_default();
+        }
+        // Dimensions before `d` are one block's, the others whole.
+        let shape: Vec<i64> = (0..full.len())
+            .map(|k| if k < d { sizes[k].0 } else { full[k] })
+            .collect();
+        self.line(
+            &format!("{dt}[{}]", join(&shape)),
+            &format!("concatenate[dimension={d}] {}", parts.join(" ")),
+        )
+    }
+
     pub(crate) fn zeros(&mut self, t: &AType, at: TextRange) -> LowerResult<String> {
         let dt = elem(t, at)?;
         let zero = match dt {
