@@ -329,6 +329,70 @@ impl BlockDim {
     }
 }
 
+/// A `BlockMapping`'s index map as jax <= 0.5 prints it
+/// (`index_map_jaxpr={ lambda ; a:i32[] b:i32[]. let  in (a, 0) }`): the
+/// block index of each dimension, one per output of the map.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct IndexMap {
+    /// How many indices the map takes (one per grid axis, then the scalar
+    /// prefetch operands).
+    pub takes: usize,
+    pub outs: Vec<IndexMapOut>,
+}
+
+/// One output of an index map.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum IndexMapOut {
+    /// The map's `k`-th index (the grid point along axis `k`).
+    Index(usize),
+    /// A constant block index.
+    Const(i64),
+    /// Computed by the map's equations, or not an integer.
+    Computed,
+}
+
+impl IndexMap {
+    /// The index map of block mapping `m`, `None` when it prints none
+    /// (jax >= 0.6) or it is not a jaxpr.
+    pub fn decode(m: &Expr) -> Option<IndexMap> {
+        let ExprKind::Jaxpr(j) = &m.field("index_map_jaxpr")?.kind else {
+            return None;
+        };
+        let names: Vec<&str> = j.invars.iter().map(|b| &*b.name.text).collect();
+        let outs = j
+            .outvars
+            .iter()
+            .map(|o| match o {
+                jaxpr_syntax::ast::Atom::Lit(l) => l
+                    .value
+                    .parse::<i64>()
+                    .map_or(IndexMapOut::Computed, IndexMapOut::Const),
+                jaxpr_syntax::ast::Atom::Var(n) => names
+                    .iter()
+                    .position(|x| *x == &*n.text)
+                    .map_or(IndexMapOut::Computed, IndexMapOut::Index),
+            })
+            .collect();
+        Some(IndexMap {
+            takes: j.invars.len(),
+            outs,
+        })
+    }
+
+    /// The block indices at grid point `point`, `None` where one is
+    /// computed by the map's equations (or `point` has no such axis).
+    pub fn eval(&self, point: &[i64]) -> Option<Vec<i64>> {
+        self.outs
+            .iter()
+            .map(|o| match *o {
+                IndexMapOut::Index(k) => point.get(k).copied(),
+                IndexMapOut::Const(c) => Some(c),
+                IndexMapOut::Computed => None,
+            })
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::{BadConvSpecs, ConvSpecs};

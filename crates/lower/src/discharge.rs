@@ -28,7 +28,8 @@
 use crate::differentiate::{has_classical_gradient, is_classical_gradient};
 use crate::recorded::{Access, AccessFacts, Recorded};
 use crate::walk::{LowerError, LowerErrorKind, LowerResult, Syntax, err, untyped_literal_text};
-use jaxpr_check::params::BlockDim;
+use jaxpr_check::params::{BlockDim, IndexMap, IndexMapOut};
+
 use jaxpr_check::registry::Prim;
 use jaxpr_check::{Analysis, EqnId, JaxprId};
 use jaxpr_syntax::Parse;
@@ -1635,7 +1636,15 @@ impl<'t> Emitter<'t> {
             let mut at_point = Vec::with_capacity(blocks.len());
             for (k, (sizes, full, map)) in blocks.iter().enumerate() {
                 let idx: Vec<i64> = match (map, recorded) {
-                    (Some(BlockIndex::Printed(m)), _) => m.eval(&point, maps[k].range)?,
+                    (Some(BlockIndex::Printed(m)), _) => match m.eval(&point) {
+                        Some(idx) => idx,
+                        None => {
+                            return err(
+                                maps[k].range,
+                                "an index map takes more indices than the grid has",
+                            );
+                        }
+                    },
                     (Some(BlockIndex::Recorded(k)), Some(r)) => {
                         let idx = r.blocks[p as usize][*k].clone();
                         // A recorded file is input: a block outside its
@@ -1870,12 +1879,6 @@ fn block_size(e: &Expr) -> LowerResult<Option<i64>> {
     }
 }
 
-/// An index map as JAX <= 0.5 prints it (`index_map_jaxpr={ lambda ; a:i32[] b:i32[]. let  in (a, 0) }`):
-/// each output a grid index or an integer.
-struct IndexMap {
-    outs: Vec<Result<usize, i64>>,
-}
-
 /// Where a block mapping's block indices at each grid point come from: its
 /// index map as printed (jax <= 0.5), or the blocks recorded beside the
 /// text when the program was traced (the mapping's position).
@@ -1897,37 +1900,16 @@ fn index_map(m: &Expr) -> LowerResult<Option<IndexMap>> {
             "an index map with equations is not built yet (only maps returning grid indices and integers)",
         );
     }
-    let names: Vec<&str> = j.invars.iter().map(|b| &*b.name.text).collect();
-    let outs = j
-        .outvars
-        .iter()
-        .map(|o| match o {
-            Atom::Lit(l) => l
-                .value
-                .parse::<i64>()
-                .map(Err)
-                .map_err(|_| refused(l.range, "an index map output that is not an integer")),
-            Atom::Var(n) => names
-                .iter()
-                .position(|x| *x == &*n.text)
-                .map(Ok)
-                .ok_or_else(|| refused(n.range, "an index map output that is not a grid index")),
-        })
-        .collect::<LowerResult<_>>()?;
-    Ok(Some(IndexMap { outs }))
-}
-
-impl IndexMap {
-    fn eval(&self, point: &[i64], at: TextRange) -> LowerResult<Vec<i64>> {
-        self.outs
-            .iter()
-            .map(|o| match o {
-                Ok(k) => point.get(*k).copied().map_or_else(
-                    || err(at, "an index map takes more indices than the grid has"),
-                    Ok,
-                ),
-                Err(c) => Ok(*c),
-            })
-            .collect()
+    let Some(map) = IndexMap::decode(m) else {
+        return crate::internal(f.range, "the index map's jaxpr was not decoded");
+    };
+    for (o, out) in map.outs.iter().zip(&j.outvars) {
+        if *o == IndexMapOut::Computed {
+            return err(
+                out.range(),
+                "an index map output that is not a grid index or an integer is not built",
+            );
+        }
     }
+    Ok(Some(map))
 }

@@ -8,7 +8,7 @@
 //! drops ([`BlockDim`]).
 
 use super::{EqnCx, Infer};
-use crate::params::BlockDim;
+use crate::params::{BlockDim, IndexMap, IndexMapOut};
 use jaxpr_syntax::TextRange;
 use jaxpr_syntax::ast::{Expr, ExprKind};
 use jaxpr_syntax::diagnostics::{DiagKind, Diagnostic};
@@ -54,10 +54,10 @@ fn block_dim(e: &Expr) -> Option<Dim> {
     }
 }
 
-/// The block mappings of `grid_mapping`, each with its range: the printed
-/// block shape (`None`: the whole array).
-/// A block mapping: its printed block shape (`None`: the whole array) and its range.
-type BlockMapping<'c> = (Option<&'c [Expr]>, TextRange);
+/// A block mapping of `grid_mapping`: its printed block shape (`None`: the
+/// whole array), its range, and the mapping itself (`None` when printed
+/// `None`).
+type BlockMapping<'c> = (Option<&'c [Expr]>, TextRange, Option<&'c Expr>);
 
 fn block_mappings<'c>(cx: &EqnCx<'c>) -> Option<Vec<BlockMapping<'c>>> {
     let maps = cx
@@ -66,13 +66,13 @@ fn block_mappings<'c>(cx: &EqnCx<'c>) -> Option<Vec<BlockMapping<'c>>> {
         .as_seq()?;
     maps.iter()
         .map(|m| match &m.kind {
-            ExprKind::Path(p) if p.as_ref() == "None" => Some((None, m.range)),
+            ExprKind::Path(p) if p.as_ref() == "None" => Some((None, m.range, None)),
             ExprKind::Call(_) => {
                 let shape = m.field("block_shape")?;
                 if shape.is_none() {
-                    return Some((None, m.range));
+                    return Some((None, m.range, Some(m)));
                 }
-                Some((Some(shape.as_seq()?), m.range))
+                Some((Some(shape.as_seq()?), m.range, Some(m)))
             }
             _ => None,
         })
@@ -156,8 +156,15 @@ fn pallas_call(cx: &mut EqnCx) -> Infer {
     };
     let grid = grid(cx);
     let mut blocks = Vec::with_capacity(arrays.len());
-    for (k, ((array, array_range, what), (shape, map_range))) in arrays.iter().zip(maps).enumerate()
+    let mut index_maps: Vec<Diagnostic> = Vec::new();
+    for (k, ((array, array_range, what), (shape, map_range, mapping))) in
+        arrays.iter().zip(maps).enumerate()
     {
+        if let (Some(mapping), Some(grid)) = (mapping, &grid)
+            && let Some(d) = index_map(cx, mapping, grid, (array, *array_range, what), shape)
+        {
+            index_maps.push(d);
+        }
         let kept: Shape = match shape {
             None => array.shape.clone(),
             Some(dims) => {
@@ -215,6 +222,15 @@ fn pallas_call(cx: &mut EqnCx) -> Infer {
             cx.report(d);
         }
     }
+    // Index maps wrong alike (a grid larger than the arrays' blocks) are
+    // one finding: the first, the others related to it.
+    let mut index_maps = index_maps.into_iter();
+    if let Some(mut first) = index_maps.next() {
+        for other in index_maps {
+            first = first.with_related(other.range, other.message);
+        }
+        cx.report(first);
+    }
     if let Some(grid) = grid
         && blocks.len() == arrays.len()
     {
@@ -224,6 +240,97 @@ fn pallas_call(cx: &mut EqnCx) -> Infer {
             .insert(cx.id, crate::KernelGrid { grid, blocks });
     }
     Some(results)
+}
+
+/// The index map a block mapping prints (jax <= 0.5) against the grid and
+/// its array: one index per grid axis, one block index per dimension, and
+/// every block it gives inside the array.
+fn index_map(
+    cx: &mut EqnCx,
+    mapping: &Expr,
+    grid: &[Dim],
+    (array, array_range, what): (&AType, TextRange, &str),
+    shape: Option<&[Expr]>,
+) -> Option<Diagnostic> {
+    let map = IndexMap::decode(mapping)?;
+    let f = mapping.field("index_map_jaxpr")?;
+    let ExprKind::Jaxpr(j) = &f.kind else {
+        return None;
+    };
+    if map.takes < grid.len() {
+        let d = Diagnostic::error(
+            DiagKind::IndexMap,
+            f.range,
+            format!(
+                "the index map of {what} takes {} ind{}, but the grid has {} ax{}",
+                map.takes,
+                if map.takes == 1 { "ex" } else { "ices" },
+                grid.len(),
+                if grid.len() == 1 { "is" } else { "es" },
+            ),
+        )
+        .with_help("an index map takes the grid point, one index per grid axis (then the scalar prefetch references)");
+        return Some(d);
+    }
+    if map.outs.len() != array.rank() {
+        let d = Diagnostic::error(
+            DiagKind::IndexMap,
+            f.range,
+            format!(
+                "the index map of {what} gives {} block ind{}, but {what} is {} of rank {}",
+                map.outs.len(),
+                if map.outs.len() == 1 { "ex" } else { "ices" },
+                cx.ty(array),
+                array.rank()
+            ),
+        )
+        .with_related(array_range, format!("{what} is {}", cx.ty(array)))
+        .with_help("an index map gives one block index per dimension of its array");
+        return Some(d);
+    }
+    // Every block inside the array: the last grid point along the axis an
+    // output reads, or a constant, below the number of blocks.
+    let grid: Option<Vec<i64>> = grid.iter().map(Dim::as_const).collect();
+    let grid = grid.filter(|g| g.iter().all(|&n| n > 0))?;
+    for (d, (out, atom)) in map.outs.iter().zip(&j.outvars).enumerate() {
+        let size = match shape.map(|s| BlockDim::decode(&s[d])) {
+            None => array.shape[d].as_const(),
+            Some(BlockDim::Size(n)) => Some(n),
+            Some(BlockDim::Squeezed) => Some(1),
+            Some(_) => None,
+        };
+        let (Some(size), Some(n)) = (size.filter(|&s| s > 0), array.shape[d].as_const()) else {
+            continue;
+        };
+        let blocks = (n + size - 1) / size;
+        let mut point = vec![0; grid.len()];
+        let index = match *out {
+            IndexMapOut::Index(k) if k < grid.len() && grid[k] > blocks => {
+                point[k] = blocks;
+                blocks
+            }
+            IndexMapOut::Const(c) if c < 0 || c >= blocks => c,
+            _ => continue,
+        };
+        let at = point
+            .iter()
+            .map(i64::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        let d = Diagnostic::error(
+            DiagKind::IndexMap,
+            atom.range(),
+            format!(
+                "at grid point ({at}) the index map of {what} gives block {index} of dimension {d}, but {what} has {blocks} block{} of {size} there (blocks 0 to {})",
+                if blocks == 1 { "" } else { "s" },
+                blocks - 1
+            ),
+        )
+        .with_related(array_range, format!("{what} is {}", cx.ty(array)))
+        .with_help("an index map gives block indices, not element offsets (`lambda i: (i, 0)`, not `(i * 2, 0)`); JAX's interpreter clamps a block outside the array, a TPU or GPU reads out of bounds");
+        return Some(d);
+    }
+    None
 }
 
 /// `grid_mapping`'s `grid`: its size along each grid axis (`()`: one point).
