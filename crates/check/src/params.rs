@@ -6,6 +6,7 @@
 //! later layers (cost, both back ends through `jaxpr_lower`) take the same
 //! values.
 
+use jaxpr_syntax::TextRange;
 use jaxpr_syntax::ast::{Expr, ExprKind};
 use jaxpr_types::DType;
 
@@ -338,6 +339,11 @@ pub struct IndexMap {
     /// prefetch operands).
     pub takes: usize,
     pub outs: Vec<IndexMapOut>,
+    /// The printed `index_map_jaxpr`, and each output's range in it.
+    pub range: TextRange,
+    pub out_ranges: Vec<TextRange>,
+    /// Whether the map computes with equations or constants.
+    pub has_equations: bool,
 }
 
 /// One output of an index map.
@@ -353,10 +359,11 @@ pub enum IndexMapOut {
 
 impl IndexMap {
     /// The index map of block mapping `m`, `None` when it prints none
-    /// (jax >= 0.6) or it is not a jaxpr.
-    pub fn decode(m: &Expr) -> Option<IndexMap> {
-        let ExprKind::Jaxpr(j) = &m.field("index_map_jaxpr")?.kind else {
-            return None;
+    /// (jax >= 0.6); the printed value's range when it is not a jaxpr.
+    pub fn decode(m: &Expr) -> Option<Result<IndexMap, TextRange>> {
+        let f = m.field("index_map_jaxpr")?;
+        let ExprKind::Jaxpr(j) = &f.kind else {
+            return Some(Err(f.range));
         };
         let names: Vec<&str> = j.invars.iter().map(|b| &*b.name.text).collect();
         let outs = j
@@ -373,10 +380,13 @@ impl IndexMap {
                     .map_or(IndexMapOut::Computed, IndexMapOut::Index),
             })
             .collect();
-        Some(IndexMap {
+        Some(Ok(IndexMap {
             takes: j.invars.len(),
             outs,
-        })
+            range: f.range,
+            out_ranges: j.outvars.iter().map(|o| o.range()).collect(),
+            has_equations: !j.eqns.is_empty() || !j.constvars.is_empty(),
+        }))
     }
 
     /// The block indices at grid point `point`, `None` where one is

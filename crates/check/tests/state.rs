@@ -188,7 +188,7 @@ fn an_index_map_gives_blocks_inside_its_array_at_every_grid_point() {
         r#"{ lambda ; a:f32[8,16]. let
     b:f32[8,16] = pallas_call[
       grid_mapping=GridMapping(grid=(4, 2), block_mappings=(BlockMapping(block_shape=(2, 16), index_map_jaxpr={ lambda ; c:i32[] d:i32[]. let  in (c, d) }), BlockMapping(block_shape=(2, 16), index_map_jaxpr={ lambda ; c:i32[] d:i32[]. let  in (c, 0) })), mapped_dims=(), num_index_operands=0, num_scratch_operands=0, num_constant_operands=0)
-#                                                                                                                                                     ^ error[J0022]: at grid point (0, 1) the index map of operand 0 gives block 1 of dimension 1, but operand 0 has 1 block of 16 there (blocks 0 to 0)
+#                                                                                                                                                     ^ warning[J0014]: at grid point (0, 1) the index map of operand 0 gives block 1 of dimension 1, but operand 0 has 1 block of 16 there (blocks 0 to 0)
       interpret=True
       jaxpr={ lambda ; e:MemRef<None>{float32[2,16]} f:MemRef<None>{float32[2,16]}. let
           g:f32[2,16] <- e[:,:]

@@ -18,7 +18,8 @@
 //! - `pallas_call` runs its kernel inline once per grid point, in JAX's
 //!   order (row-major over the grid), on the block of each operand and
 //!   result its index map selects (block index × block size), and writes
-//!   every block back; results start as JAX's uninitialised values (NaN,
+//!   back the blocks it stored to (joined once after the last point when
+//!   the points' blocks tile the array); results start as JAX's uninitialised values (NaN,
 //!   an integer's least value), or as the aliased operand
 //!   (`input_output_aliases`); scratch buffers as uninitialised values.
 //!
@@ -29,7 +30,6 @@ use crate::differentiate::{has_classical_gradient, is_classical_gradient};
 use crate::recorded::{Access, AccessFacts, Recorded};
 use crate::walk::{LowerError, LowerErrorKind, LowerResult, Syntax, err, untyped_literal_text};
 use jaxpr_check::params::{BlockDim, IndexMap, IndexMapOut};
-
 use jaxpr_check::registry::Prim;
 use jaxpr_check::{Analysis, EqnId, JaxprId};
 use jaxpr_syntax::Parse;
@@ -1752,7 +1752,6 @@ impl<'t> Emitter<'t> {
         Ok(())
     }
 
-    /// Zeros of type `t` (a reference's: of the array it holds).
     /// The array of `full` elements tiled by `blocks` (by block index; each
     /// of `sizes`, a squeezed dimension's block printed without it) at the
     /// indices starting with `prefix`: those of the next dimension joined
@@ -1800,6 +1799,7 @@ impl<'t> Emitter<'t> {
         )
     }
 
+    /// Zeros of type `t` (a reference's: of the array it holds).
     pub(crate) fn zeros(&mut self, t: &AType, at: TextRange) -> LowerResult<String> {
         let dt = elem(t, at)?;
         let zero = match dt {
@@ -1830,11 +1830,10 @@ impl<'t> Emitter<'t> {
     /// An array of `t`'s shape filled with the literal `value` of `dt`.
     fn filled(&mut self, t: &AType, dt: &DType, value: &str, at: TextRange) -> LowerResult<String> {
         let shape = static_shape(t, at)?;
-        let zero = value;
         Ok(self.line(
             &format!("{dt}[{}]", join(&shape)),
             &format!(
-                "broadcast_in_dim[broadcast_dimensions=() shape={} sharding=None] {zero}:{dt}[]",
+                "broadcast_in_dim[broadcast_dimensions=() shape={} sharding=None] {value}:{dt}[]",
                 tuple(&shape)
             ),
         ))
@@ -1888,25 +1887,21 @@ enum BlockIndex {
 }
 
 fn index_map(m: &Expr) -> LowerResult<Option<IndexMap>> {
-    let Some(f) = m.field("index_map_jaxpr") else {
-        return Ok(None);
+    let map = match IndexMap::decode(m) {
+        None => return Ok(None),
+        Some(Err(at)) => return err(at, "an index map that is not a jaxpr is not built"),
+        Some(Ok(map)) => map,
     };
-    let ExprKind::Jaxpr(j) = &f.kind else {
-        return err(f.range, "an index map that is not a jaxpr is not built");
-    };
-    if !j.eqns.is_empty() || !j.constvars.is_empty() {
+    if map.has_equations {
         return err(
-            f.range,
+            map.range,
             "an index map with equations is not built yet (only maps returning grid indices and integers)",
         );
     }
-    let Some(map) = IndexMap::decode(m) else {
-        return crate::internal(f.range, "the index map's jaxpr was not decoded");
-    };
-    for (o, out) in map.outs.iter().zip(&j.outvars) {
+    for (o, &at) in map.outs.iter().zip(&map.out_ranges) {
         if *o == IndexMapOut::Computed {
             return err(
-                out.range(),
+                at,
                 "an index map output that is not a grid index or an integer is not built",
             );
         }

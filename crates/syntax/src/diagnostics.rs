@@ -138,11 +138,11 @@ rule_table! {
     /// kernel reference that is not the block it refers to.
     BlockShape => "J0021", "block-shape", Error,
         "A Pallas block shape does not fit its array, or a kernel's reference is not the block it refers to.";
-    /// A printed Pallas index map that does not take the grid point, does
-    /// not give a block index per dimension, or gives a block outside its
-    /// array at some grid point.
+    /// A printed Pallas index map that does not take the grid point or
+    /// does not give a block index per dimension (a block outside its
+    /// array is J0014).
     IndexMap => "J0022", "index-map", Error,
-        "A Pallas index map does not take one index per grid axis, does not give one block index per dimension, or gives a block outside its array.";
+        "A Pallas index map does not take one index per grid axis, or does not give one block index per dimension of its array.";
 }
 
 impl DiagKind {

@@ -57,21 +57,22 @@ def _numpy_dtype(name: str) -> Any:
     return np.dtype(name)
 
 
-class _Codes(dict):  # type: ignore[type-arg]
-    """jx_array's dtype codes by numpy dtype (filled on first use: numpy is
-    imported lazily)."""
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        if not self:
-            for name, code in DTYPES.items():
-                try:
-                    self[_numpy_dtype(name)] = code
-                except (ImportError, TypeError):  # bfloat16 without ml_dtypes
-                    pass
-        return super().get(key, default)
+_CODES: Dict[Any, int] = {}
 
 
-_CODES = _Codes()
+def _code_of(dtype: Any) -> Optional[int]:
+    """jx_array's dtype code of numpy dtype `dtype`, None when the ABI does
+    not carry it (the table is made on first use: numpy is imported
+    lazily)."""
+    if not _CODES:
+        for name, code in DTYPES.items():
+            try:
+                _CODES[_numpy_dtype(name)] = code
+            except (ImportError, TypeError):  # bfloat16 without ml_dtypes
+                pass
+    return _CODES.get(dtype)
+
+
 _DTYPE_OF_CODE: Dict[int, Any] = {}
 
 
@@ -182,7 +183,7 @@ class NativeFunction:
                 a = leaf
             else:
                 a = np.require(leaf, requirements="C")  # ascontiguousarray would make a scalar 1-d
-            code = _CODES.get(a.dtype)
+            code = _code_of(a.dtype)
             if code is None:
                 raise TypeError(f"{self.name}: input {i} has dtype {a.dtype}, which the native ABI does not carry")
             if a.ndim > MAX_RANK:
