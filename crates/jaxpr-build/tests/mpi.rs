@@ -133,9 +133,19 @@ fn devices(lib: &Path, name: &str) -> usize {
     String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
 }
 
-/// `mpirun -n ranks python3 mpi_run.py LIB NAME CASE`, killed after two
-/// minutes (a hang fails the test rather than stopping it).
+/// `mpirun -n ranks python3 mpi_run.py LIB NAME CASE [--shards]`, killed
+/// after two minutes (a hang fails the test rather than stopping it).
 fn mpirun(ranks: usize, lib: &Path, name: &str, case: &Path) -> (Option<i32>, String) {
+    mpirun_with(ranks, lib, name, case, &[])
+}
+
+fn mpirun_with(
+    ranks: usize,
+    lib: &Path,
+    name: &str,
+    case: &Path,
+    flags: &[&str],
+) -> (Option<i32>, String) {
     let mut child = Command::new("mpirun")
         .args([
             "-n",
@@ -148,6 +158,7 @@ fn mpirun(ranks: usize, lib: &Path, name: &str, case: &Path) -> (Option<i32>, St
         .arg(lib)
         .arg(name)
         .arg(case)
+        .args(flags)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -208,6 +219,7 @@ fn rank_lines(text: &str) -> Vec<(usize, String)> {
 fn a_sample_of_sharded_programs_runs_on_mpi_with_jaxs_values_on_every_rank() {
     let mut failures = Vec::new();
     let mut ran = 0;
+    let mut ran_on_blocks = 0;
     let mut multi = 0;
     for &(v, name) in SAMPLE {
         let what = format!("jax-{v}/{name}");
@@ -242,7 +254,25 @@ fn a_sample_of_sharded_programs_runs_on_mpi_with_jaxs_values_on_every_rank() {
         let lines = rank_lines(&out);
         let ok = (0..n).all(|r| lines.iter().any(|(k, l)| *k == r && l == "ok"));
         match (ok && code == Some(0), listed(VALUES_DIFFER, v, name)) {
-            (true, None) => ran += 1,
+            (true, None) => {
+                ran += 1;
+                // The same through `NAME_shards`: each rank passes its own
+                // blocks and gets its blocks of JAX's outputs (a program
+                // without `shard_map` has no such entry).
+                if n == 1 {
+                    continue;
+                }
+                let (code, out) = mpirun_with(n, &lib, name, &case(v, name), &["--shards"]);
+                let lines = rank_lines(&out);
+                let ok = (0..n).all(|r| lines.iter().any(|(k, l)| *k == r && l == "ok"));
+                if ok && code == Some(0) {
+                    ran_on_blocks += 1;
+                } else {
+                    failures.push(format!(
+                        "{what}: mpirun -n {n} through {name}_shards: exit {code:?}:\n{out}"
+                    ));
+                }
+            }
             (true, Some(why)) => failures.push(format!(
                 "{what}: runs with JAX's values, but listed ({why})"
             )),
@@ -252,8 +282,75 @@ fn a_sample_of_sharded_programs_runs_on_mpi_with_jaxs_values_on_every_rank() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(
-        ran >= 30 && multi >= 25,
-        "{ran} programs ran, {multi} on several ranks"
+        ran >= 30 && multi >= 25 && ran_on_blocks >= multi,
+        "{ran} programs ran, {multi} on several ranks, {ran_on_blocks} on their blocks"
+    );
+}
+
+/// `NAME_shards` of a program whose inputs are split: whole inputs are
+/// refused before anything is sent (no MPI is needed to be told), and
+/// `NAME_shards_block` refuses a rank outside the mesh; its blocks of an
+/// input split 8 ways over `data` tile the whole array.
+#[test]
+fn the_entry_of_each_ranks_blocks_checks_what_it_is_given() {
+    let name = "fsdp_train_step";
+    let (b, lib) = build("0.10.2", name);
+    assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
+    let script = r#"
+import ctypes, json, sys
+sys.path.insert(0, sys.argv[3])
+from run import JxArray, pack
+lib = ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)
+name = sys.argv[2]
+at = getattr(lib, name + "_shards_block")
+at.argtypes = [ctypes.c_int64, ctypes.c_int64, ctypes.c_int32,
+               ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int64)]
+err = getattr(lib, name + "_error"); err.restype = ctypes.c_char_p
+s, e = (ctypes.c_int64 * 8)(), (ctypes.c_int64 * 8)()
+blocks = []
+for r in range(8):
+    assert at(r, 0, 0, s, e) == 0, err()
+    blocks.append((list(s)[:2], list(e)[:2]))
+print(json.dumps(blocks))
+print(at(8, 0, 0, s, e), err().decode())
+print(at(0, 3, 1, s, e), err().decode())
+f = getattr(lib, name + "_shards"); f.restype = ctypes.c_int32
+serr = getattr(lib, name + "_shards_error"); serr.restype = ctypes.c_char_p
+keep = []
+ins = (JxArray * 4)(*[pack({"dtype": "float32", "shape": sh, "data": [0.0] * (sh[0] * sh[1])}, keep)
+                      for sh in ([16, 8], [8, 2], [16, 16], [16, 2])])
+outs = (JxArray * 3)()
+print(f(ins, 4, outs, 3), serr().decode())
+"#;
+    let out = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(&lib)
+        .arg(name)
+        .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/native"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<&str> = text.lines().collect();
+    let blocks: Vec<(Vec<i64>, Vec<i64>)> = serde_json::from_str(lines[0]).unwrap();
+    for (r, (start, extent)) in blocks.iter().enumerate() {
+        assert_eq!(start, &vec![2 * r as i64, 0], "rank {r}");
+        assert_eq!(extent, &vec![2, 8], "rank {r}");
+    }
+    assert_eq!(lines[1], "1 rank 8 is not a device of the mesh (8 devices)");
+    assert_eq!(
+        lines[2],
+        "1 there is no array 3 (the program has 3 of them on that side)"
+    );
+    assert!(
+        lines[3].starts_with("1 input 0 (`bt`: f32[2,8]): dimension 0 is 16, expected 2"),
+        "{}",
+        lines[3]
     );
 }
 

@@ -20,6 +20,7 @@ pub mod panics;
 pub mod pmap;
 pub mod random;
 pub mod recorded;
+pub mod shards;
 pub mod special;
 pub mod walk;
 

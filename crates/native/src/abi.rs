@@ -165,7 +165,7 @@ fn c_header_names() -> &'static [&'static str] {
 }
 
 /// The names a library built with `name` exports.
-pub(crate) fn exported_names(name: &str) -> [String; 7] {
+pub(crate) fn exported_names(name: &str) -> [String; 11] {
     [
         "",
         "_error",
@@ -174,6 +174,10 @@ pub(crate) fn exported_names(name: &str) -> [String; 7] {
         "_num_outputs",
         "_num_devices",
         "_set_communicator",
+        "_shards",
+        "_shards_error",
+        "_shards_free",
+        "_shards_block",
     ]
     .map(|s| format!("{name}{s}"))
 }
@@ -379,6 +383,22 @@ int64_t     {name}_num_outputs(void);
    (1, {name}_error) for a program without shard_map. */
 int64_t     {name}_num_devices(void);
 int32_t     {name}_set_communicator(const void *comm);
+/* Each rank's own blocks (a program with a shard_map only), for arrays too
+   large to replicate: {name}_shards is called as {name} (collectively, same
+   inputs count and order), but takes and returns each rank's block of every
+   input and output a shard_map splits: an input whose one use (through
+   calls made once) is a shard_map operand its spec splits, an output that
+   is such a shard_map's result and nothing else reads. Every other input
+   and output is whole, as for {name}. {name}_shards_block(rank, k, output,
+   start, extent) writes where device `rank`'s block of input k (output k if
+   `output` is 1) starts in the whole array and its extents (8 entries each;
+   a whole array: 0 and its shape); 1 and {name}_error for a rank or index
+   out of range. {name}_shards's failures are read with {name}_shards_error,
+   its outputs given back with {name}_shards_free. */
+int32_t     {name}_shards(const jx_array *inputs, int64_t num_inputs, jx_array *outputs, int64_t num_outputs);
+const char *{name}_shards_error(void);
+void        {name}_shards_free(void *data);
+int32_t     {name}_shards_block(int64_t rank, int64_t k, int32_t output, int64_t *start, int64_t *extent);
 #ifdef __cplusplus
 }}
 #endif

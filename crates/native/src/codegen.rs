@@ -114,6 +114,9 @@ pub(crate) struct Library {
     pub(crate) quantum_seed: Option<u32>,
     /// What a multi-device program needs of MPI ([`crate::mpi`]).
     pub(crate) mpi: Option<crate::mpi::Plan>,
+    /// The entry taking each rank's own blocks ([`crate::mpi`]'s
+    /// `shards_exports`).
+    pub(crate) shards: crate::mpi::ShardsEntry,
 }
 
 /// The function being built: its failure exits, open scopes and loops, the
@@ -204,6 +207,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 catalyst: None,
                 quantum_seed: None,
                 mpi: None,
+                shards: crate::mpi::ShardsEntry::None,
             },
             fun: FunctionState {
                 func: Cell::new(None),

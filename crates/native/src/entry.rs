@@ -56,21 +56,23 @@ impl<'c, 'f> Codegen<'c, 'f> {
         self.free_output(arg.into_pointer_value())?;
         self.builder.build_return(None).expect("ret");
         self.fun.func.set(None);
-        simple(
-            &format!("{}_num_inputs", self.lib.name),
-            i64t.fn_type(&[], false),
-        );
-        self.builder
-            .build_return(Some(&self.i64(inputs.len() as i64)))
-            .expect("ret");
-        simple(
-            &format!("{}_num_outputs", self.lib.name),
-            i64t.fn_type(&[], false),
-        );
-        self.builder
-            .build_return(Some(&self.i64(n_out as i64)))
-            .expect("ret");
-        self.mpi_exports();
+        if !matches!(self.lib.shards, crate::mpi::ShardsEntry::RankProgram) {
+            simple(
+                &format!("{}_num_inputs", self.lib.name),
+                i64t.fn_type(&[], false),
+            );
+            self.builder
+                .build_return(Some(&self.i64(inputs.len() as i64)))
+                .expect("ret");
+            simple(
+                &format!("{}_num_outputs", self.lib.name),
+                i64t.fn_type(&[], false),
+            );
+            self.builder
+                .build_return(Some(&self.i64(n_out as i64)))
+                .expect("ret");
+            self.mpi_exports();
+        }
 
         let t = self
             .context
@@ -157,7 +159,8 @@ impl<'c, 'f> Codegen<'c, 'f> {
         self.table_end();
         self.build_let_functions()?;
         self.keep_vector_functions();
-        Ok(())
+        // After the entry, which `NAME_shards` may call.
+        self.shards_exports(&inputs)
     }
 
     /// The entry point and the functions exported beside it.

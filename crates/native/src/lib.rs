@@ -142,7 +142,19 @@ pub fn build_native_with(
         )
         .with_help("`--emit stablehlo` builds it")]);
     }
-    compile_with(&parse.file, analysis, opts, artifact, progress)
+    // The rank's own program, for `NAME_shards`: only a library has it.
+    let rank_program = if artifact == Artifact::Shared && !analysis.shard_maps.is_empty() {
+        jaxpr_lower::shards::shards_program(&parse.text, &parse.file, analysis)
+            .map_err(|e| vec![e.into_diagnostic()])?
+            .map(jaxpr_lower::shards::checked)
+            .transpose()?
+    } else {
+        None
+    };
+    let beside = rank_program
+        .as_ref()
+        .map(|(p, a, l)| (&p.file, a, l.clone()));
+    compile_parts(&parse.file, analysis, beside, opts, artifact, progress)
 }
 
 /// What a native build writes.
@@ -325,6 +337,27 @@ pub fn compile_with(
     artifact: Artifact,
     progress: &mut dyn FnMut(Phase),
 ) -> Result<Vec<u8>, Vec<Diagnostic>> {
+    compile_parts(file, a, None, opts, artifact, progress)
+}
+
+/// The rank's own program of a multi-device program, checked, with its
+/// layout ([`jaxpr_lower::shards`]).
+type RankProgram<'f> = (
+    &'f ast::SourceFile,
+    &'f Analysis,
+    jaxpr_lower::shards::Layout,
+);
+
+/// [`compile_with`], with the rank's own program built beside as
+/// `NAME_shards` (a library of a multi-device program).
+fn compile_parts(
+    file: &ast::SourceFile,
+    a: &Analysis,
+    rank_program: Option<RankProgram<'_>>,
+    opts: &Options,
+    artifact: Artifact,
+    progress: &mut dyn FnMut(Phase),
+) -> Result<Vec<u8>, Vec<Diagnostic>> {
     progress(Phase::Lower);
     let whole = file
         .main
@@ -344,17 +377,38 @@ pub fn compile_with(
     g.lib.quantum_seed = opts.quantum.seed;
     g.lib.mpi = mpi::Plan::of(a).map_err(|e| vec![e.into_diagnostic()])?;
     let on_mpi = g.lib.mpi.is_some();
-    g.library().map_err(|e| vec![e.into_diagnostic()])?;
-    if let Err(e) = g.module.verify() {
-        return Err(vec![
+    let verified = |g: &Codegen| match g.module.verify() {
+        Ok(()) => Ok(()),
+        Err(e) => Err(vec![
             Diagnostic::error(
                 jaxpr_syntax::diagnostics::DiagKind::InternalError,
                 whole,
                 format!("the generated LLVM IR does not verify: {e}"),
             )
             .with_help(jaxpr_lower::INTERNAL_ERROR_HELP),
-        ]);
+        ]),
+    };
+    let mut beside = None;
+    if on_mpi && artifact == Artifact::Shared {
+        g.lib.shards = match rank_program {
+            Some((file2, a2, layout)) => {
+                let opts2 = Options {
+                    name: format!("{}_shards", opts.name),
+                    ..opts.clone()
+                };
+                let mut g2 = Codegen::new(&cx, file2, a2, &opts2);
+                g2.lib.mpi = mpi::Plan::of(a2).map_err(|e| vec![e.into_diagnostic()])?;
+                g2.lib.shards = mpi::ShardsEntry::RankProgram;
+                g2.library().map_err(|e| vec![e.into_diagnostic()])?;
+                verified(&g2)?;
+                beside = Some(g2);
+                mpi::ShardsEntry::Beside(layout)
+            }
+            None => mpi::ShardsEntry::Same,
+        };
     }
+    g.library().map_err(|e| vec![e.into_diagnostic()])?;
+    verified(&g)?;
     Target::initialize_native(&InitializationConfig::default()).map_err(internal)?;
     let triple = TargetMachine::get_default_triple();
     let level = match opts.opt {
@@ -387,19 +441,34 @@ pub fn compile_with(
     let passes = format!("default<O{}>", opts.opt.min(3));
     if artifact == Artifact::Shared {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        for f in g.entry_functions() {
-            if parts::straight(f) {
-                parts::without_optimisation(g.context, f);
+        let mut objects = Vec::new();
+        for (k, g) in std::iter::once(g).chain(beside).enumerate() {
+            if k > 0 {
+                g.module.set_triple(&triple);
+                g.module
+                    .set_data_layout(&tm.get_target_data().get_data_layout());
             }
+            for f in g.entry_functions() {
+                if parts::straight(f) {
+                    parts::without_optimisation(g.context, f);
+                }
+            }
+            if k > 0 {
+                // The rank's own program links beside the first: its
+                // symbols other than its exports get names of their own.
+                parts::rename_unexported(&g.module, &g.entry_point(), "jx_shards.");
+            }
+            let split = parts::Split::new(&g.built_once(), &g.entry_point(), threads);
+            split.expose(&g.module);
+            let bitcode = g.module.write_bitcode_to_memory();
+            // The parts are read from the bitcode; the module is done with.
+            drop(g);
+            objects.extend(
+                split
+                    .objects(bitcode.as_slice(), &passes, &machine)
+                    .map_err(internal)?,
+            );
         }
-        let split = parts::Split::new(&g.built_once(), &g.entry_point(), threads);
-        split.expose(&g.module);
-        let bitcode = g.module.write_bitcode_to_memory();
-        // The parts are read from the bitcode; the module is done with.
-        drop(g);
-        let objects = split
-            .objects(bitcode.as_slice(), &passes, &machine)
-            .map_err(internal)?;
         progress(Phase::Link);
         return link(&objects, runtime.as_ref(), on_mpi).map_err(internal);
     }

@@ -784,3 +784,227 @@ pub(crate) fn runtime_object() -> Result<(std::path::PathBuf, Vec<String>), Stri
     )?;
     Ok((object, flags))
 }
+
+/// The entry that takes and returns each rank's own blocks
+/// (`NAME_shards`), for inputs too large to replicate on every rank.
+#[derive(Clone, Debug, Default)]
+pub(crate) enum ShardsEntry {
+    /// A single-device program: there is none.
+    #[default]
+    None,
+    /// Nothing of the program is split: `NAME_shards` is `NAME`.
+    Same,
+    /// Built beside, from the rank's own program
+    /// ([`jaxpr_lower::shards`]), whose layout this is.
+    Beside(jaxpr_lower::shards::Layout),
+    /// The module being built is the rank's own program (`NAME_shards`).
+    RankProgram,
+}
+
+impl<'c> Codegen<'c, '_> {
+    /// `NAME_shards_block(rank, k, output, start, extent)`: where device
+    /// `rank`'s block of input `k` (output `k` when `output` is 1) starts
+    /// in the whole array and its extents (8 entries each, the first
+    /// `rank` of the array used, the others 0); a whole array starts at 0
+    /// with its own extents. For a program with nothing split,
+    /// `NAME_shards`, `NAME_shards_error` and `NAME_shards_free` are
+    /// `NAME`'s own.
+    pub(crate) fn shards_exports(&self, inputs: &[jaxpr_types::VarId]) -> LowerResult<()> {
+        let (Some(plan), Some(main)) = (self.lib.mpi.as_ref(), self.analysis.main()) else {
+            return Ok(());
+        };
+        let layout = match &self.lib.shards {
+            ShardsEntry::None | ShardsEntry::RankProgram => return Ok(()),
+            ShardsEntry::Same => {
+                self.forward_shards_entry();
+                None
+            }
+            ShardsEntry::Beside(l) => Some(l),
+        };
+        let info = self.analysis.jaxpr(main);
+        let explicit: Vec<usize> = (0..info.outs.len())
+            .filter(|&k| info.signature.out_type.get(k).is_none_or(|e| e.explicit))
+            .collect();
+        let whole = |t: &AType| -> Vec<i64> {
+            t.shape
+                .iter()
+                .map(|d| match d {
+                    jaxpr_types::Dim::Const(c) => *c,
+                    _ => -1,
+                })
+                .collect()
+        };
+        let mut slots: Vec<(Vec<i64>, Option<&jaxpr_lower::shards::Split>)> = Vec::new();
+        for (k, &v) in inputs.iter().enumerate() {
+            let split = layout
+                .and_then(|l| l.inputs.get(k))
+                .and_then(Option::as_ref);
+            slots.push((whole(&self.analysis.var(v).ty), split));
+        }
+        for &k in &explicit {
+            let split = layout
+                .and_then(|l| l.outputs.get(k))
+                .and_then(Option::as_ref);
+            slots.push((whole(&info.outs[k].ty), split));
+        }
+        let mut extents = Vec::with_capacity(slots.len() * MAX_RANK_ABI);
+        let mut starts = Vec::with_capacity(plan.devices as usize * slots.len() * MAX_RANK_ABI);
+        for (global, split) in &slots {
+            let mut e = split.map_or_else(|| global.clone(), |s| s.block.clone());
+            e.resize(MAX_RANK_ABI, 0);
+            extents.extend(e);
+        }
+        for rank in 0..plan.devices {
+            for (global, split) in &slots {
+                let mut s = match (split, layout) {
+                    (Some(s), Some(l)) => l.start(s, rank),
+                    _ => vec![0; global.len()],
+                };
+                s.resize(MAX_RANK_ABI, 0);
+                starts.extend(s);
+            }
+        }
+        let (i32t, i64t, ptr) = (
+            self.context.i32_type(),
+            self.context.i64_type(),
+            self.ptr_ty(),
+        );
+        let f = self.module.add_function(
+            &format!("{}_shards_block", self.lib.name),
+            i32t.fn_type(
+                &[
+                    i64t.into(),
+                    i64t.into(),
+                    i32t.into(),
+                    ptr.into(),
+                    ptr.into(),
+                ],
+                false,
+            ),
+            None,
+        );
+        let outer = self.fun.func.replace(Some(f));
+        self.builder
+            .position_at_end(self.context.append_basic_block(f, "entry"));
+        let p = |k: u32| f.get_nth_param(k).expect("param");
+        let (rank, k, output, start, extent) = (
+            p(0).into_int_value(),
+            p(1).into_int_value(),
+            p(2).into_int_value(),
+            p(3).into_pointer_value(),
+            p(4).into_pointer_value(),
+        );
+        let fail = |bad: IntValue<'c>, fmt: &str, args: &[BasicMetadataValueEnum<'c>]| {
+            let (no, ok) = (self.block("bad"), self.block("ok"));
+            self.builder
+                .build_conditional_branch(bad, no, ok)
+                .expect("br");
+            self.builder.position_at_end(no);
+            self.report(fmt, args);
+            self.builder.build_return(Some(&self.i32(1))).expect("ret");
+            self.builder.position_at_end(ok);
+        };
+        let out_of = |x: IntValue<'c>, n: i64| {
+            self.or(
+                self.icmp(IntPredicate::SLT, x, self.i64(0)),
+                self.icmp(IntPredicate::SGE, x, self.i64(n)),
+            )
+        };
+        fail(
+            out_of(rank, plan.devices),
+            &format!(
+                "rank %lld is not a device of the mesh ({} devices)",
+                plan.devices
+            ),
+            &[rank.into()],
+        );
+        let is_output = self.icmp(IntPredicate::NE, output, self.i32(0));
+        fail(
+            self.icmp(IntPredicate::UGT, output, self.i32(1)),
+            "`output` is %d: 0 for an input, 1 for an output",
+            &[output.into()],
+        );
+        let count = self.select_int(
+            is_output,
+            self.i64(explicit.len() as i64),
+            self.i64(inputs.len() as i64),
+        );
+        fail(
+            self.or(
+                self.icmp(IntPredicate::SLT, k, self.i64(0)),
+                self.icmp(IntPredicate::SGE, k, count),
+            ),
+            "there is no array %lld (the program has %lld of them on that side)",
+            &[k.into(), count.into()],
+        );
+        fail(
+            self.or(
+                self.builder.build_is_null(start, "").expect("null"),
+                self.builder.build_is_null(extent, "").expect("null"),
+            ),
+            "`start` or `extent` is NULL",
+            &[],
+        );
+        let slot = self.add(
+            k,
+            self.select_int(is_output, self.i64(inputs.len() as i64), self.i64(0)),
+        );
+        let slots_n = self.i64(slots.len() as i64);
+        let (starts, extents) = (self.constant_i64s(&starts), self.constant_i64s(&extents));
+        let base_e = self.mul(slot, self.i64(MAX_RANK_ABI as i64));
+        let base_s = self.mul(
+            self.add(self.mul(rank, slots_n), slot),
+            self.i64(MAX_RANK_ABI as i64),
+        );
+        for j in 0..MAX_RANK_ABI as i64 {
+            for (table, base, dest) in [(starts, base_s, start), (extents, base_e, extent)] {
+                let at = unsafe {
+                    self.builder
+                        .build_gep(i64t, table, &[self.add(base, self.i64(j))], "")
+                        .expect("gep")
+                };
+                let x = self.builder.build_load(i64t, at, "").expect("load");
+                let to = unsafe {
+                    self.builder
+                        .build_gep(i64t, dest, &[self.i64(j)], "")
+                        .expect("gep")
+                };
+                self.builder.build_store(to, x).expect("store");
+            }
+        }
+        self.builder.build_return(Some(&self.i32(0))).expect("ret");
+        self.fun.func.set(outer);
+        Ok(())
+    }
+
+    /// `NAME_shards`, `NAME_shards_error` and `NAME_shards_free` calling
+    /// `NAME`'s own (nothing of the program is split).
+    fn forward_shards_entry(&self) {
+        for suffix in ["", "_error", "_free"] {
+            let Some(to) = self
+                .module
+                .get_function(&format!("{}{suffix}", self.lib.name))
+            else {
+                continue;
+            };
+            let f = self.module.add_function(
+                &format!("{}_shards{suffix}", self.lib.name),
+                to.get_type(),
+                None,
+            );
+            self.builder
+                .position_at_end(self.context.append_basic_block(f, "entry"));
+            let args: Vec<BasicMetadataValueEnum<'c>> =
+                f.get_param_iter().map(Into::into).collect();
+            let r = self.builder.build_call(to, &args, "").expect("call");
+            match r.try_as_basic_value().basic() {
+                Some(v) => self.builder.build_return(Some(&v)).expect("ret"),
+                None => self.builder.build_return(None).expect("ret"),
+            };
+        }
+    }
+}
+
+/// The entries of `NAME_shards_block`'s `start` and `extent` (the C ABI's
+/// largest rank).
+const MAX_RANK_ABI: usize = crate::MAX_RANK;

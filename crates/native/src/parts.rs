@@ -325,3 +325,24 @@ fn declare_global<'c>(m: &Module<'c>, g: GlobalValue<'c>) {
     unsafe { g.delete() };
     decl.set_name(&name);
 }
+
+/// Gives every symbol `m` defines, but `exports`, a name beginning with
+/// `prefix`, so that two modules' objects link into one library.
+pub(super) fn rename_unexported(m: &Module<'_>, exports: &[FunctionValue<'_>], prefix: &str) {
+    let keep: Vec<String> = exports
+        .iter()
+        .map(|f| f.get_name().to_string_lossy().into_owned())
+        .collect();
+    for f in m.get_functions() {
+        let name = f.get_name().to_string_lossy().into_owned();
+        if f.count_basic_blocks() > 0 && !keep.contains(&name) && !name.starts_with("llvm.") {
+            f.as_global_value().set_name(&format!("{prefix}{name}"));
+        }
+    }
+    for g in m.get_globals() {
+        let name = g.get_name().to_string_lossy().into_owned();
+        if g.get_initializer().is_some() && !is_llvm(g) {
+            g.set_name(&format!("{prefix}{name}"));
+        }
+    }
+}

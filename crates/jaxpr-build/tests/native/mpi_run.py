@@ -3,21 +3,61 @@
 inputs in, the global outputs compared with JAX's. Standard library only
 (the library initialises MPI itself). Usage: mpi_run.py LIB NAME CASE.json
 Prints `rank R: ok` or `rank R: ...` for each failure; exit 0 when every
-example matches, 3 when the library refused to run (its message printed)."""
-import ctypes, json, os, sys
+example matches, 3 when the library refused to run (its message printed).
+With --shards (after CASE.json), the rank calls NAME_shards instead: it
+passes its own block of each input (NAME_shards_block says which) and
+compares the block it gets of each output with that block of JAX's."""
+import ctypes, itertools, json, os, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from run import JxArray, load, pack, unpack, close  # noqa: E402
 
 
+def block(v, start, extent):
+    """The block of array `v` (the corpus's format) at `start` of `extent`."""
+    shape = v["shape"]
+    data = v["data"] if isinstance(v["data"], list) else [v["data"]]
+    strides = [1] * len(shape)
+    for i in range(len(shape) - 2, -1, -1):
+        strides[i] = strides[i + 1] * shape[i + 1]
+    ranges = [range(s, s + e) for s, e in zip(start, extent)]
+    out = [data[sum(i * st for i, st in zip(ix, strides))] for ix in itertools.product(*ranges)]
+    return {"dtype": v["dtype"], "shape": list(extent), "data": out}
+
+
 def main():
     lib_path, name, case = sys.argv[1:4]
+    shards = "--shards" in sys.argv[4:]
     rank = os.environ.get("OMPI_COMM_WORLD_RANK", "?")
     # Global: Open MPI's components, opened by libmpi, look its symbols up.
+    lib = ctypes.CDLL(lib_path, mode=ctypes.RTLD_GLOBAL)
     f, err, free, _, n_out = load(lib_path, name, ctypes.RTLD_GLOBAL)
+    where = None
+    if shards:
+        f, err, free = (getattr(lib, name + "_shards" + s) for s in ("", "_error", "_free"))
+        f.restype = ctypes.c_int32
+        f.argtypes = [ctypes.POINTER(JxArray), ctypes.c_int64, ctypes.POINTER(JxArray), ctypes.c_int64]
+        err.restype = ctypes.c_char_p
+        free.argtypes = [ctypes.c_void_p]
+        at = getattr(lib, name + "_shards_block")
+        at.restype = ctypes.c_int32
+        at.argtypes = [ctypes.c_int64, ctypes.c_int64, ctypes.c_int32,
+                       ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int64)]
+        me = int(os.environ["OMPI_COMM_WORLD_RANK"])
+
+        def where(k, output, v):
+            start, extent = (ctypes.c_int64 * 8)(), (ctypes.c_int64 * 8)()
+            if at(me, k, output, start, extent) != 0:
+                print("rank %s: %s_shards_block: %s" % (rank, name, lib[name + "_error"]()), flush=True)
+                sys.exit(3)
+            r = len(v["shape"])
+            return block(v, list(start)[:r], list(extent)[:r])
     bad = 0
     for k, ex in enumerate(json.load(open(case))["examples"]):
         keep = []
+        if where is not None:
+            ex = {"inputs": [where(i, 0, v) for i, v in enumerate(ex["inputs"])],
+                  "outputs": [where(j, 1, v) for j, v in enumerate(ex["outputs"])]}
         ins = (JxArray * max(len(ex["inputs"]), 1))(*[pack(v, keep) for v in ex["inputs"]])
         outs = (JxArray * max(n_out, 1))()
         rc = f(ins, len(ex["inputs"]), outs, n_out)
