@@ -311,6 +311,8 @@ pub enum Prim {
     Round,
     /// `rsqrt`
     Rsqrt,
+    /// `runtime_error`
+    RuntimeError,
     /// `scan`
     Scan,
     /// `scatter`
@@ -487,7 +489,7 @@ pub enum Prim {
 
 impl Prim {
     /// Every primitive, in the registry's order.
-    pub const ALL: [Prim; 238] = [
+    pub const ALL: [Prim; 239] = [
         Prim::Abs,
         Prim::Acos,
         Prim::Acosh,
@@ -640,6 +642,7 @@ impl Prim {
         Prim::RngUniform,
         Prim::Round,
         Prim::Rsqrt,
+        Prim::RuntimeError,
         Prim::Scan,
         Prim::Scatter,
         Prim::ScatterAdd,

@@ -2005,6 +2005,16 @@ pub static PRIMITIVES: &[Primitive] = &[
         ..ROW
     },
     Primitive {
+        name: "runtime_error",
+        params: &["message"],
+        doc: "Stops the computation with `message`: the call returns an error. JAX never prints it: a build writes it for a check a library makes at run time with a callback that raises (Equinox's `error_if`, taken only when the check fails); its results, never read, have the types printed for them.",
+        stablehlo: Lowering::Refused(
+            "XLA has no instruction that stops a computation with an error (JAX raises from a Python callback, which a StableHLO module cannot hold); `--emit native` builds it: the call returns the error",
+        ),
+        cost: Some(Cost::equal(CostRule::Free)),
+        ..ROW
+    },
+    Primitive {
         name: "scan",
         family: Loop,
         params: &[

@@ -1156,3 +1156,66 @@ fn misused_free_is_refused() {
         );
     }
 }
+
+/// Equinox's `error_if` as its jaxpr prints it: a `cond` whose failing
+/// branch calls `pure_callback` of `_error.<locals>.raises`.
+const EQUINOX_CHECK: &str = "{ lambda ; a:f32[3] b:bool[]. let
+    c:i32[] = convert_element_type[new_dtype=int32 weak_type=False] b
+    d:f32[3] = cond[
+      branches=(
+        { lambda ; e:f32[3]. let  in (e,) }
+        { lambda ; f:f32[3]. let
+            g:f32[3] = pure_callback[
+              callback=_FlatCallback(callback_func=<function _error.<locals>.raises at 0xXXXXXXXXXXXX>, in_tree=PyTreeDef(((*,), {})))
+              result_avals=(ShapedArray(float32[3]),)
+              sharding=None
+              vmap_method=None
+            ] 0:i32[]
+          in (g,) }
+      )
+    ] c a
+    h:f32[3] = mul d 2.0:f32[]
+  in (h,) }
+";
+
+/// A failed Equinox check stops the native call with an error (as JAX
+/// raises), a passed one computes the program; StableHLO, which has no
+/// way to stop with an error, refuses it.
+#[test]
+fn a_failed_equinox_check_is_the_calls_error() {
+    let so = built_text("equinox_check", EQUINOX_CHECK);
+    let lib = Lib::open(&so, "equinox_check");
+    let x: Vec<u8> = [1.0f32, 2.0, 3.0]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    for fails in [false, true] {
+        let mut bufs = vec![(11, vec![3], x.clone()), (0, vec![], vec![u8::from(fails)])];
+        let arrays = arrays(&mut bufs);
+        match (lib.call(&arrays, 1), fails) {
+            (Ok(outs), false) => {
+                let got = unsafe { std::slice::from_raw_parts(outs[0].data as *const f32, 3) };
+                assert_eq!(got, &[2.0, 4.0, 6.0]);
+                lib.free(outs);
+            }
+            (Err(e), true) => assert!(
+                e.contains("equinox.error_if (or branched_error_if) raised here"),
+                "{e}"
+            ),
+            (r, _) => panic!("check failing: {fails}: {:?}", r.map(|o| o.len())),
+        }
+    }
+    let src = out_dir().join("equinox_check.jaxpr");
+    let b = build(
+        &src,
+        &out_dir().join("equinox_check.mlir"),
+        &["--emit", "stablehlo"],
+    );
+    let stderr = String::from_utf8_lossy(&b.stderr);
+    assert!(
+        !b.status.success()
+            && stderr.contains("J0012")
+            && stderr.contains("XLA has no instruction that stops"),
+        "{stderr}"
+    );
+}

@@ -70,15 +70,42 @@ fn is_state(prim: Option<Prim>) -> bool {
 /// [`is_rewritten`], a classical derivative ([`crate::differentiate`]), a
 /// nested jaxpr's constants whose values are recorded
 /// ([`crate::recorded`]).
-pub fn needs_rewrite(a: &Analysis, recorded: &Recorded) -> bool {
-    a.eqns.iter().any(|e| is_rewritten(e.prim))
+pub fn needs_rewrite(a: &Analysis, recorded: &Recorded, text: &str) -> bool {
+    a.eqns.iter().any(is_rewritten_eqn)
         || has_classical_gradient(a)
-        || !with_recorded_constants(a, recorded).is_empty()
+        || !with_recorded_constants(a, recorded, text).is_empty()
+}
+
+/// Whether jaxpr `j` of `text` was printed with names of its own: it, or a
+/// jaxpr it is nested in, is an item of a parameter JAX printed with
+/// Python's `repr` (a tuple holding other things too, as Equinox's
+/// `static=({ lambda a:f32[3]; ... }, <object ...>, False)`), whose
+/// printout starts a naming context of its own: its `a` is not the `a` of
+/// the program around it. (JAX's own tuples of jaxprs, `branches=(...)`,
+/// share the printout's names and separate their items with newlines, not
+/// commas.)
+fn named_apart(a: &Analysis, text: &str, j: JaxprId) -> bool {
+    let mut k = Some(j);
+    while let Some(i) = k {
+        let info = a.jaxpr(i);
+        if matches!(info.origin, jaxpr_check::JaxprOrigin::Param { .. }) {
+            let (start, end) = (info.range.start as usize, info.range.end as usize);
+            let before = text.get(..start).map_or("", str::trim_end);
+            let after = text.get(end..).map_or("", str::trim_start);
+            if before.ends_with(',') || after.starts_with(',') {
+                return true;
+            }
+        }
+        k = info.parent;
+    }
+    false
 }
 
 /// The nested jaxprs whose constants all have recorded values (the
-/// outermost jaxpr's constants are the program's inputs).
-fn with_recorded_constants(a: &Analysis, recorded: &Recorded) -> Vec<JaxprId> {
+/// outermost jaxpr's constants are the program's inputs), those printed
+/// with names of their own ([`named_apart`]) left out: the records name
+/// the printout's variables.
+fn with_recorded_constants(a: &Analysis, recorded: &Recorded, text: &str) -> Vec<JaxprId> {
     if recorded.constants_are_empty() {
         return Vec::new();
     }
@@ -88,6 +115,7 @@ fn with_recorded_constants(a: &Analysis, recorded: &Recorded) -> Vec<JaxprId> {
             let info = a.jaxpr(j);
             info.parent.is_some() || matches!(info.origin, jaxpr_check::JaxprOrigin::Let { .. })
         })
+        .filter(|&j| !named_apart(a, text, j))
         .filter(|&j| {
             let cs = &a.jaxpr(j).constvars;
             !cs.is_empty() && cs.iter().all(|&v| recorded.has_constant(&a.var(v).name))
@@ -99,6 +127,12 @@ fn with_recorded_constants(a: &Analysis, recorded: &Recorded) -> Vec<JaxprId> {
 /// 0.8's `pmap` ([`crate::pmap`]) and `random_gamma` ([`crate::gamma`]).
 fn is_rewritten(prim: Option<Prim>) -> bool {
     is_state(prim) || matches!(prim, Some(Prim::XlaPmap | Prim::RandomGamma))
+}
+
+/// Whether an equation is one a rewrite always removes: a primitive of
+/// [`is_rewritten`], or a library's own of [`crate::library`].
+fn is_rewritten_eqn(e: &jaxpr_check::EqnInfo) -> bool {
+    is_rewritten(e.prim) || (e.prim.is_none() && crate::library::is_library(&e.primitive))
 }
 
 /// Whether a text may hold something to rewrite (before it is checked): a build that lowers as it checks builds such a text whole
@@ -114,6 +148,7 @@ pub fn may_need_rewrite(text: &str) -> bool {
         "random_gamma",
     ]
     .iter()
+    .chain(crate::library::LIBRARY)
     .any(|m| text.contains(m))
 }
 
@@ -154,7 +189,7 @@ pub fn rewritten(
     a: &Analysis,
     recorded: &Recorded,
 ) -> Option<Result<(Rewritten, Parse, Analysis), Vec<Diagnostic>>> {
-    if !needs_rewrite(a, recorded) {
+    if !needs_rewrite(a, recorded, &parse.text) {
         return None;
     }
     Some(discharge_checked(parse, a, recorded))
@@ -221,7 +256,7 @@ pub fn discharge(parse: &Parse, a: &Analysis, recorded: &Recorded) -> LowerResul
         spans: Vec::new(),
         fresh: 0,
         grid: Vec::new(),
-        to_rewrite: to_rewrite(a, recorded),
+        to_rewrite: to_rewrite(a, recorded, text),
         recorded,
         prints_masks: a.eqns_in_text_order.iter().any(|&id| {
             syntax
@@ -297,7 +332,7 @@ pub(crate) struct Emitter<'t> {
 /// The jaxprs holding something to rewrite (a state equation, `pmap`,
 /// `random_gamma`, a classical derivative, recorded constants), at any
 /// depth.
-fn to_rewrite(a: &Analysis, recorded: &Recorded) -> rustc_hash::FxHashSet<JaxprId> {
+fn to_rewrite(a: &Analysis, recorded: &Recorded, text: &str) -> rustc_hash::FxHashSet<JaxprId> {
     let mut out = rustc_hash::FxHashSet::default();
     let mark = |out: &mut rustc_hash::FxHashSet<JaxprId>, from: JaxprId| {
         let mut j = Some(from);
@@ -309,11 +344,11 @@ fn to_rewrite(a: &Analysis, recorded: &Recorded) -> rustc_hash::FxHashSet<JaxprI
         }
     };
     for (i, e) in a.eqns.iter().enumerate() {
-        if is_rewritten(e.prim) || is_classical_gradient(a, EqnId(i as u32)) {
+        if is_rewritten_eqn(e) || is_classical_gradient(a, EqnId(i as u32)) {
             mark(&mut out, e.jaxpr);
         }
     }
-    for j in with_recorded_constants(a, recorded) {
+    for j in with_recorded_constants(a, recorded, text) {
         mark(&mut out, j);
     }
     // A jaxpr calling one of those (a `let` jaxpr is called by name, from
@@ -473,9 +508,17 @@ impl<'t> Emitter<'t> {
         }
         outvars
             .iter()
-            .map(|o| {
+            .enumerate()
+            .map(|(k, o)| {
                 if o.is_dropped() {
-                    return err(o.range(), "an output printed `_` is not built here");
+                    // Read nowhere (else refused): zeros of its type.
+                    let (dt, shape) =
+                        crate::walk::unread_output(self.a, self.syntax, j, k, o.range())?;
+                    let t = AType {
+                        dtype: Some(dt),
+                        shape,
+                    };
+                    return self.zeros(&t, o.range());
                 }
                 self.atom(env, o)
             })
@@ -506,6 +549,9 @@ impl<'t> Emitter<'t> {
         let at = e.primitive.range;
         if let Some(st) = e.state.as_deref() {
             return self.state(e, st, &outs, env);
+        }
+        if prim.is_none() && crate::library::is_library(name) {
+            return self.library(e, &outs, env);
         }
         match prim {
             Some(Prim::NewRef | Prim::Freeze) => {

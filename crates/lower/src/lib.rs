@@ -15,6 +15,7 @@ pub mod differentiate;
 pub mod discharge;
 pub mod equation;
 pub mod gamma;
+mod library;
 pub mod output;
 pub mod panics;
 pub mod pmap;

@@ -59,6 +59,9 @@ impl<'c> Codegen<'c, '_> {
         if is_identity(prim) {
             return Ok(cx.args.iter().map(|a| a.v.clone()).collect());
         }
+        if prim == Prim::RuntimeError {
+            return self.runtime_error(env, cx);
+        }
         // Before the calls: `custom_linear_solve` calls one of its jaxprs.
         if let Some(r) = self.lower_linalg(env, cx)? {
             return Ok(r);
@@ -360,5 +363,27 @@ impl<'c> Codegen<'c, '_> {
             &[got.into(), want.into()],
         );
         Ok(())
+    }
+}
+
+impl<'c> Codegen<'c, '_> {
+    /// `runtime_error[message=...]`: the call stops here and returns the
+    /// message (with the operand, for Equinox's checks, the index of the
+    /// program's message). Its results are never read: buffers of their
+    /// types after the failure's branch, which nothing reaches.
+    fn runtime_error(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> LowerResult<Vec<Arr<'c>>> {
+        let message = match cx.e.param("message").map(|p| &p.value.kind) {
+            Some(jaxpr_syntax::ast::ExprKind::Str(s)) => s.to_string(),
+            _ => return err(cx.at(), "`runtime_error` without a `message` string"),
+        };
+        let format = message.replace('%', "%%");
+        self.fail_if(self.context.bool_type().const_int(1, false), &format, &[]);
+        cx.outs
+            .iter()
+            .map(|t| {
+                let dims = self.dims(env, t, cx.at())?;
+                self.alloc(&dtype(t)?, &dims)
+            })
+            .collect()
     }
 }

@@ -56,6 +56,7 @@ const PRIMS: &[Prim] = &[
     p("scatter-apply", scatter),
     p("iota", iota),
     p("constant", constant),
+    p("runtime_error", runtime_error),
     p("split", split),
     p("tile", tile),
     p("stack", stack),
@@ -1729,6 +1730,16 @@ fn constant(cx: &mut EqnCx) -> Infer {
             None
         }
     }
+}
+
+/// `runtime_error[message=...]`: results of the printed types (never read:
+/// the computation stops there), any operands.
+fn runtime_error(cx: &mut EqnCx) -> Infer {
+    if cx.param("message").is_none() {
+        cx.param_error("message", "`runtime_error` needs its `message`");
+        return None;
+    }
+    Some(cx.declared.to_vec())
 }
 
 fn split(cx: &mut EqnCx) -> Infer {
