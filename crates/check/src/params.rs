@@ -230,6 +230,81 @@ impl ConvWindow {
     }
 }
 
+/// The window of a window reduction (`reduce_window_sum` and the others,
+/// `reduce_window`, `select_and_gather_add`, `select_and_scatter_add`) as
+/// integers, one entry per dimension of the operand: the strides and
+/// dilations 1 and the padding 0 where the equation prints none (JAX omits
+/// what a primitive does not take: `select_and_scatter_add` has no
+/// dilations).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct WindowParams {
+    pub dims: Vec<i64>,
+    pub strides: Vec<i64>,
+    pub padding: Vec<(i64, i64)>,
+    pub base_dilation: Vec<i64>,
+    pub window_dilation: Vec<i64>,
+}
+
+impl WindowParams {
+    /// From the equation's parameters (`param(name)`) for an operand of
+    /// `rank`; None when one is not integers (symbolic), has another
+    /// length, or a stride or dilation is below 1.
+    pub fn decode<'e>(
+        param: impl Fn(&str) -> Option<&'e Expr>,
+        rank: usize,
+    ) -> Option<WindowParams> {
+        let given = |name: &str| param(name).filter(|e| !e.is_none());
+        let ints_or_ones = |name: &str| match given(name) {
+            Some(e) => e.as_int_seq(),
+            None => Some(vec![1; rank]),
+        };
+        let padding = match given("padding") {
+            Some(e) => e
+                .as_seq()?
+                .iter()
+                .map(|p| match p.as_int_seq()?[..] {
+                    [lo, hi] => Some((lo, hi)),
+                    _ => None,
+                })
+                .collect::<Option<Vec<_>>>()?,
+            None => vec![(0, 0); rank],
+        };
+        let w = WindowParams {
+            dims: given("window_dimensions")?.as_int_seq()?,
+            strides: ints_or_ones("window_strides")?,
+            padding,
+            base_dilation: ints_or_ones("base_dilation")?,
+            window_dilation: ints_or_ones("window_dilation")?,
+        };
+        let lengths = [
+            w.dims.len(),
+            w.strides.len(),
+            w.padding.len(),
+            w.base_dilation.len(),
+            w.window_dilation.len(),
+        ];
+        let positive = w
+            .strides
+            .iter()
+            .chain(&w.base_dilation)
+            .chain(&w.window_dilation)
+            .all(|&d| d >= 1);
+        (lengths.iter().all(|&k| k == rank) && positive).then_some(w)
+    }
+
+    /// The window's dimensions, strides, padding, base and window
+    /// dilations.
+    pub fn parts(&self) -> (&[i64], &[i64], &[(i64, i64)], &[i64], &[i64]) {
+        (
+            &self.dims,
+            &self.strides,
+            &self.padding,
+            &self.base_dilation,
+            &self.window_dilation,
+        )
+    }
+}
+
 /// The value of a `constant` equation (`constant[data='0x…' dtype=float32
 /// shape=(2, 3)]`): `shape` elements of `dtype`, row-major, each in
 /// little-endian bytes (a `bool` one byte, 0 or 1), the whole in hex.
@@ -405,7 +480,7 @@ impl IndexMap {
 
 #[cfg(test)]
 mod tests {
-    use super::{BadConvSpecs, ConvSpecs};
+    use super::{BadConvSpecs, ConvSpecs, WindowParams};
 
     /// `dimension_numbers=DN` of a convolution, decoded for rank `rank`.
     fn conv_specs(dn: &str, rank: usize) -> Result<ConvSpecs, BadConvSpecs> {
@@ -459,5 +534,38 @@ mod tests {
         ] {
             assert_eq!(conv_specs(dn, rank), Err(bad), "{dn}");
         }
+    }
+
+    /// A window reduction's parameters `params`, decoded for rank `rank`.
+    fn window(params: &str, rank: usize) -> Option<WindowParams> {
+        let text = format!(
+            "{{ lambda ; a:f32[1] b:f32[]. let c:f32[1] = reduce_window_sum[{params}] a in (c,) }}"
+        );
+        let p = jaxpr_syntax::parse(&text);
+        assert!(p.errors.is_empty(), "{params}: {:?}", p.errors);
+        let eqn = &p.file.main.as_ref().unwrap().eqns[0];
+        WindowParams::decode(|name| eqn.param(name).map(|p| &p.value), rank)
+    }
+
+    #[test]
+    fn a_window_is_integers_one_per_dimension_with_defaults_for_what_is_not_printed() {
+        let w = window(
+            "window_dimensions=(2, 3) window_strides=(1, 2) padding=((0, 1), (1, 0))",
+            2,
+        )
+        .unwrap();
+        assert_eq!(w.dims, vec![2, 3]);
+        assert_eq!(w.strides, vec![1, 2]);
+        assert_eq!(w.padding, vec![(0, 1), (1, 0)]);
+        assert_eq!(
+            (w.base_dilation, w.window_dilation),
+            (vec![1, 1], vec![1, 1])
+        );
+        let w = window("window_dimensions=(2,) base_dilation=None", 1).unwrap();
+        assert_eq!((w.strides, w.padding), (vec![1], vec![(0, 0)]));
+        // Symbolic padding, a length other than the rank, a zero stride.
+        assert!(window("window_dimensions=(2,) padding=((b, 0),)", 1).is_none());
+        assert!(window("window_dimensions=(2, 2)", 1).is_none());
+        assert!(window("window_dimensions=(2,) window_strides=(0,)", 1).is_none());
     }
 }

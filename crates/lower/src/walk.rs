@@ -3,7 +3,9 @@
 //! operands and parameter helpers, lowering errors, and the table of
 //! call-like primitives.
 
-use jaxpr_check::params::{BadField, ConstantData, ConvSpecs, DotDims, GatherDims, ScatterDims};
+use jaxpr_check::params::{
+    BadField, ConstantData, ConvSpecs, ConvWindow, DotDims, GatherDims, ScatterDims, WindowParams,
+};
 use jaxpr_check::registry::{self, Family, Lowering, Prim, Primitive};
 use jaxpr_check::{Analysis, EqnId, JaxprId, JaxprOrigin, literals};
 use jaxpr_syntax::TextRange;
@@ -357,6 +359,65 @@ impl<X, T: Borrow<AType>> EqnCx<'_, X, T> {
                 dn.range,
                 "convolution specs the checker accepted do not match the operands",
             ),
+        }
+    }
+
+    /// `conv_general_dilated`'s window and feature groups, decoded once
+    /// for the back ends and the cost model ([`ConvWindow`]), one entry per
+    /// spatial dimension of the operands.
+    pub fn conv_window(&self) -> LowerResult<ConvWindow> {
+        let spatial = self
+            .args
+            .first()
+            .map_or(0, |a| a.ty.borrow().rank())
+            .saturating_sub(2);
+        match ConvWindow::decode(|name| self.e.param(name).map(|p| &p.value)) {
+            Some(w)
+                if [
+                    w.strides.len(),
+                    w.padding.len(),
+                    w.lhs_dilation.len(),
+                    w.rhs_dilation.len(),
+                ]
+                .iter()
+                .all(|&k| k == spatial) =>
+            {
+                Ok(w)
+            }
+            _ => {
+                // The parameter at fault, at its own range (symbolic
+                // padding, most often).
+                self.pairs("padding")?;
+                for name in ["window_strides", "lhs_dilation", "rhs_dilation"] {
+                    if self.e.param(name).is_some() {
+                        self.ints(name)?;
+                    }
+                }
+                err(
+                    self.at(),
+                    "the window of `conv_general_dilated` (`window_strides`, `padding`, the dilations, the group counts) is built only as integers, one per spatial dimension",
+                )
+            }
+        }
+    }
+
+    /// A window reduction's window over operand `k` ([`WindowParams`],
+    /// decoded once for both back ends).
+    pub fn window(&self, k: usize) -> LowerResult<WindowParams> {
+        let rank = self.args.get(k).map_or(0, |a| a.ty.borrow().rank());
+        match WindowParams::decode(|name| self.e.param(name).map(|p| &p.value), rank) {
+            Some(w) => Ok(w),
+            None => {
+                // The parameter at fault, at its own range.
+                self.ints("window_dimensions")?;
+                for name in ["window_strides", "base_dilation", "window_dilation"] {
+                    self.ints_or(name, Vec::new())?;
+                }
+                if self.e.param("padding").is_some() {
+                    self.pairs("padding")?;
+                }
+                err(self.at(), "window parameters do not match the operand")
+            }
         }
     }
 

@@ -105,23 +105,21 @@ impl<'c> Codegen<'c, '_> {
         let (l, r) = (&cx.args[0], &cx.args[1]);
         let n = l.v.dims.len();
         let ns = n - 2;
-        let strides = cx.ints_or("window_strides", vec![1; ns])?;
-        let pad = cx.pairs("padding")?;
-        let ldil = cx.ints_or("lhs_dilation", vec![1; ns])?;
-        let rdil = cx.ints_or("rhs_dilation", vec![1; ns])?;
-        let groups = cx.int("feature_group_count").unwrap_or(1);
-        if cx.int("batch_group_count").unwrap_or(1) != 1 {
+        let window = cx.conv_window()?;
+        let (strides, pad, ldil, rdil, groups) = (
+            &window.strides,
+            &window.padding,
+            &window.lhs_dilation,
+            &window.rhs_dilation,
+            window.feature_group_count,
+        );
+        if window.batch_group_count != 1 {
             return err(
                 cx.at(),
                 "`batch_group_count` other than 1 has no native lowering",
             );
         }
-        if [strides.len(), pad.len(), ldil.len(), rdil.len()]
-            .iter()
-            .any(|&x| x != ns)
-            || groups < 1
-            || ldil.iter().chain(&rdil).chain(&strides).any(|&d| d < 1)
-        {
+        if groups < 1 || ldil.iter().chain(rdil).chain(strides).any(|&d| d < 1) {
             return err(cx.at(), "convolution parameters do not match the operands");
         }
         let odt = dtype(&cx.outs[0])?;
@@ -185,8 +183,8 @@ impl<'c> Codegen<'c, '_> {
                 rhs: &r.v,
                 out: &res,
                 specs: [ls, rs, os],
-                strides: &strides,
-                rhs_dilation: &rdil,
+                strides,
+                rhs_dilation: rdil,
                 groups,
             })?;
             return Ok(res);
@@ -218,7 +216,7 @@ impl<'c> Codegen<'c, '_> {
                 &mut |ki| {
                     let c = ki[0];
                     let (sp, valid) =
-                        self.window_pos(&osp, &ki[1..], &strides, &pad, &ldil, &rdil, &lsp);
+                        self.window_pos(&osp, &ki[1..], strides, pad, ldil, rdil, &lsp);
                     let mut li = vec![self.i64(0); n];
                     li[ls[0]] = b;
                     let lc = self.add(self.mul(g, cg), c);

@@ -83,18 +83,8 @@ impl<'c> Codegen<'c, '_> {
             })?;
             return Ok(Some(res));
         }
-        let win = cx.ints("window_dimensions")?;
-        let strides = cx.ints_or("window_strides", vec![1; r])?;
-        let pad = cx.pairs("padding").unwrap_or(vec![(0, 0); r]);
-        let based = cx.ints_or("base_dilation", vec![1; r])?;
-        let wdil = cx.ints_or("window_dilation", vec![1; r])?;
-        if [win.len(), strides.len(), pad.len(), based.len(), wdil.len()]
-            .iter()
-            .any(|&l| l != r)
-            || based.iter().chain(&wdil).chain(&strides).any(|&d| d < 1)
-        {
-            return err(cx.at(), "window parameters do not match the operand");
-        }
+        let window = cx.window(0)?;
+        let (win, strides, pad, based, wdil) = window.parts();
         let out = self.dims(env, &cx.outs[0], cx.at())?;
         let res = self.alloc(&dt, &out)?;
         let wdims: Vec<IntValue> = win.iter().map(|&w| self.i64(w)).collect();
@@ -102,7 +92,7 @@ impl<'c> Codegen<'c, '_> {
         self.nest(&out, &mut |oi| {
             let acc = self.acc(&dt, init)?;
             self.nest(&wdims, &mut |wi| {
-                let (at, real) = self.window_pos(oi, wi, &strides, &pad, &based, &wdil, dims);
+                let (at, real) = self.window_pos(oi, wi, strides, pad, based, wdil, dims);
                 let v = self.load(&dt, x.v.p, self.offset(&at, dims))?;
                 let v = self
                     .builder

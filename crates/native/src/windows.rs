@@ -36,22 +36,15 @@ impl<'c> Codegen<'c, '_> {
         let dt = dtype(&x.ty)?;
         let dims = &x.v.dims;
         let r = dims.len();
-        let win = cx.ints("window_dimensions")?;
-        let strides = cx.ints_or("window_strides", vec![1; r])?;
-        let pad = cx.pairs("padding")?;
+        let window = cx.window(1)?;
+        let (win, strides, pad) = (&window.dims, &window.strides, &window.padding);
         let (based, wdil) = match prim {
-            Prim::SelectAndGatherAdd => (
-                cx.ints_or("base_dilation", vec![1; r])?,
-                cx.ints_or("window_dilation", vec![1; r])?,
-            ),
+            Prim::SelectAndGatherAdd => {
+                (window.base_dilation.clone(), window.window_dilation.clone())
+            }
             _ => (vec![1; r], vec![1; r]),
         };
-        if [win.len(), strides.len(), pad.len(), based.len(), wdil.len()]
-            .iter()
-            .any(|&l| l != r)
-            || based.iter().chain(&wdil).chain(&strides).any(|&d| d < 1)
-            || y.v.dims.len() != r
-        {
+        if y.v.dims.len() != r {
             return err(cx.at(), "window parameters do not match the operand");
         }
         let t = self.elem(&dt, cx.at())?;
@@ -78,7 +71,7 @@ impl<'c> Codegen<'c, '_> {
                 let key = self.acc(&dt, identity)?;
                 let value = self.acc(&dt, zero)?;
                 self.nest(&wdims, &mut |wi| {
-                    let (at, real) = self.window_pos(oi, wi, &strides, &pad, &based, &wdil, dims);
+                    let (at, real) = self.window_pos(oi, wi, strides, pad, &based, &wdil, dims);
                     let off = self.offset(&at, dims);
                     let (k, v) = (self.load(&dt, x.v.p, off)?, self.load(&dt, y.v.p, off)?);
                     let kept = self.builder.build_load(t, key, "").expect("load");
@@ -205,19 +198,8 @@ impl<'c> Codegen<'c, '_> {
     ) -> LowerResult<Arr<'c>> {
         let x = &cx.args[0];
         let dt = dtype(&x.ty)?;
-        let r = x.v.dims.len();
-        let win = cx.ints("window_dimensions")?;
-        let strides = cx.ints_or("window_strides", vec![1; r])?;
-        let pad = cx.pairs("padding").unwrap_or(vec![(0, 0); r]);
-        let based = cx.ints_or("base_dilation", vec![1; r])?;
-        let wdil = cx.ints_or("window_dilation", vec![1; r])?;
-        if [win.len(), strides.len(), pad.len(), based.len(), wdil.len()]
-            .iter()
-            .any(|&l| l != r)
-            || based.iter().chain(&wdil).chain(&strides).any(|&d| d < 1)
-        {
-            return err(cx.at(), "window parameters do not match the operand");
-        }
+        let window = cx.window(0)?;
+        let (win, strides, pad, based, wdil) = window.parts();
         let out = self.dims(env, &cx.outs[0], cx.at())?;
         let res = self.alloc(&dt, &out)?;
         let wdims: Vec<IntValue> = win.iter().map(|&w| self.i64(w)).collect();
@@ -228,8 +210,7 @@ impl<'c> Codegen<'c, '_> {
                 op,
                 &wdims,
                 &mut |wi| {
-                    let (at, ok) =
-                        self.window_pos(oi, wi, &strides, &pad, &based, &wdil, &x.v.dims);
+                    let (at, ok) = self.window_pos(oi, wi, strides, pad, based, wdil, &x.v.dims);
                     let v = self.load(&dt, x.v.p, self.offset(&at, &x.v.dims))?;
                     Ok((v, Some(ok)))
                 },

@@ -75,27 +75,20 @@ impl<'c, 'f> Lower<'c, 'f> {
             os[1],
             list(&os[2..])
         );
-        let n = ls.len() - 2;
-        let ones = vec![1; n];
+        let window = cx.conv_window()?;
         let mut attrs = vec![
-            (
-                "window_strides",
-                arr(&cx.ints_or("window_strides", ones.clone())?),
-            ),
-            ("padding", padding_attr(&cx.pairs("padding")?)),
-            (
-                "lhs_dilation",
-                arr(&cx.ints_or("lhs_dilation", ones.clone())?),
-            ),
-            ("rhs_dilation", arr(&cx.ints_or("rhs_dilation", ones)?)),
+            ("window_strides", arr(&window.strides)),
+            ("padding", padding_attr(&window.padding)),
+            ("lhs_dilation", arr(&window.lhs_dilation)),
+            ("rhs_dilation", arr(&window.rhs_dilation)),
             ("dimension_numbers", dims),
             (
                 "feature_group_count",
-                format!("{} : i64", cx.int("feature_group_count").unwrap_or(1)),
+                format!("{} : i64", window.feature_group_count),
             ),
             (
                 "batch_group_count",
-                format!("{} : i64", cx.int("batch_group_count").unwrap_or(1)),
+                format!("{} : i64", window.batch_group_count),
             ),
         ];
         if let Some(pc) = precision_config(cx) {

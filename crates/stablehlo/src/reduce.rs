@@ -143,23 +143,13 @@ impl<'c, 'f> Lower<'c, 'f> {
         let attrs = if cx.prim == Prim::Reduce {
             vec![("dimensions", arr(&cx.ints("dimensions")?))]
         } else {
-            let window = cx.ints("window_dimensions")?;
-            let ones = vec![1; window.len()];
+            let w = cx.window(0)?;
             vec![
-                ("window_dimensions", arr(&window)),
-                (
-                    "window_strides",
-                    arr(&cx.ints_or("window_strides", ones.clone())?),
-                ),
-                (
-                    "base_dilations",
-                    arr(&cx.ints_or("base_dilation", ones.clone())?),
-                ),
-                (
-                    "window_dilations",
-                    arr(&cx.ints_or("window_dilation", ones)?),
-                ),
-                ("padding", padding_attr(&cx.pairs("padding")?)),
+                ("window_dimensions", arr(&w.dims)),
+                ("window_strides", arr(&w.strides)),
+                ("base_dilations", arr(&w.base_dilation)),
+                ("window_dilations", arr(&w.window_dilation)),
+                ("padding", padding_attr(&w.padding)),
             ]
         };
         let name = if cx.prim == Prim::Reduce {

@@ -11,7 +11,7 @@
 use super::ops::{EqnCx, Init, arr, compare_type, padding_attr};
 use super::{Env, Lower, ModuleBlock, ModuleValue};
 use jaxpr_check::registry::Prim;
-use jaxpr_lower::{LowerResult, err};
+use jaxpr_lower::LowerResult;
 use jaxpr_types::{DType, Dim};
 use melior::ir::Type;
 
@@ -31,12 +31,8 @@ impl<'c, 'f> Lower<'c, 'f> {
         let x = &cx.args[1];
         let dt = cx.arg_dtype(1)?;
         let r = x.ty.rank();
-        let win = cx.ints("window_dimensions")?;
-        let strides = cx.ints_or("window_strides", vec![1; r])?;
-        let pad = cx.pairs("padding")?;
-        if win.len() != r || strides.len() != r || pad.len() != r {
-            return err(cx.at(), "window parameters do not match the operand");
-        }
+        let window = cx.window(1)?;
+        let (win, strides, pad) = (&window.dims, &window.strides, &window.padding);
         let dir = if ge { "GE" } else { "LE" };
         let s = self.scalar_ty(&dt)?;
         let identity = self.init(b, &dt, if ge { Init::Lowest } else { Init::Highest })?;
@@ -45,8 +41,7 @@ impl<'c, 'f> Lower<'c, 'f> {
             self.compare(rb, k, l, dir, compare_type(&dt))
         };
         if prim == Prim::SelectAndGatherAdd {
-            let based = cx.ints_or("base_dilation", vec![1; r])?;
-            let wdil = cx.ints_or("window_dilation", vec![1; r])?;
+            let (based, wdil) = (&window.base_dilation, &window.window_dilation);
             let body = self.region(&[s, s, s, s], |rb, a| {
                 let which = select(rb, a[0], a[2])?;
                 let k = self.op1(rb, "stablehlo.select", &[which, a[0], a[2]], s, &[])?;
@@ -60,11 +55,11 @@ impl<'c, 'f> Lower<'c, 'f> {
                 &[x.v, cx.args[0].v, identity, zero],
                 &[out, out],
                 &[
-                    ("window_dimensions", arr(&win)),
-                    ("window_strides", arr(&strides)),
-                    ("base_dilations", arr(&based)),
-                    ("window_dilations", arr(&wdil)),
-                    ("padding", padding_attr(&pad)),
+                    ("window_dimensions", arr(win)),
+                    ("window_strides", arr(strides)),
+                    ("base_dilations", arr(based)),
+                    ("window_dilations", arr(wdil)),
+                    ("padding", padding_attr(pad)),
                 ],
                 vec![body],
             )?;
@@ -75,7 +70,7 @@ impl<'c, 'f> Lower<'c, 'f> {
         let padded: Vec<Dim> =
             x.ty.shape
                 .iter()
-                .zip(&pad)
+                .zip(pad)
                 .map(|(d, (lo, hi))| {
                     d.as_const()
                         .map_or(Dim::Unknown, |d| Dim::Const(d + lo + hi))
@@ -109,8 +104,8 @@ impl<'c, 'f> Lower<'c, 'f> {
             &[xp, cx.args[0].v, zero],
             &[padded_ty],
             &[
-                ("window_dimensions", arr(&win)),
-                ("window_strides", arr(&strides)),
+                ("window_dimensions", arr(win)),
+                ("window_strides", arr(strides)),
                 ("padding", padding_attr(&vec![(0, 0); r])),
             ],
             vec![select_region, scatter_region],
@@ -196,8 +191,7 @@ impl<'c, 'f> Lower<'c, 'f> {
         init: Init,
     ) -> LowerResult<ModuleValue<'c>> {
         let dt = cx.arg_dtype(0)?;
-        let window = cx.ints("window_dimensions")?;
-        let ones = vec![1; window.len()];
+        let w = cx.window(0)?;
         self.reduce_window(
             b,
             cx.args[0].v,
@@ -205,11 +199,11 @@ impl<'c, 'f> Lower<'c, 'f> {
             op,
             init,
             self.out_ty(cx, 0)?,
-            &window,
-            &cx.ints_or("window_strides", ones.clone())?,
-            &cx.pairs("padding")?,
-            &cx.ints_or("base_dilation", ones.clone())?,
-            &cx.ints_or("window_dilation", ones)?,
+            &w.dims,
+            &w.strides,
+            &w.padding,
+            &w.base_dilation,
+            &w.window_dilation,
         )
     }
 }
