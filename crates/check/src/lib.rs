@@ -286,6 +286,14 @@ impl MeshAxes {
     }
 }
 
+/// Row-major strides of a mesh's axes: how far apart, in device numbers,
+/// two devices one step apart along each axis are.
+pub fn mesh_strides(mesh: &[(SmolStr, i64)]) -> Vec<i64> {
+    (0..mesh.len())
+        .map(|k| mesh[k + 1..].iter().map(|(_, s)| s).product())
+        .collect()
+}
+
 /// The devices of each group a collective over `axes` spans in `mesh`
 /// (JAX's `pxla.axis_groups`): devices are numbered row-major over the
 /// mesh; a group varies the named axes (in the order named, the first
@@ -301,9 +309,7 @@ pub fn device_groups(mesh: &[(SmolStr, i64)], axes: &[SmolStr]) -> Result<Vec<Ve
         }
     }
     let others: Vec<usize> = (0..sizes.len()).filter(|p| !named.contains(p)).collect();
-    let strides: Vec<i64> = (0..sizes.len())
-        .map(|k| sizes[k + 1..].iter().product())
-        .collect();
+    let strides = mesh_strides(mesh);
     // Every combination of indices along `dims`, the first slowest.
     let combos = |dims: &[usize]| -> Vec<i64> {
         let mut ids = vec![0i64];

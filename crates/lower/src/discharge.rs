@@ -201,33 +201,48 @@ fn discharge_checked(
     recorded: &Recorded,
 ) -> Result<(Rewritten, Parse, Analysis), Vec<Diagnostic>> {
     let d = discharge(parse, a, recorded).map_err(|e| vec![e.into_diagnostic()])?;
-    let (p2, a2) = jaxpr_check::check_source(
-        jaxpr_check::Source::Text(&d.text),
+    let (p2, a2) = check_rewritten(
+        &d.text,
+        "rewriting the program before building it gave one the checker rejects",
+        |errors| d.map(errors),
+    )?;
+    Ok((d, p2, a2))
+}
+
+/// A text a rewrite made, parsed and checked. Its errors are ours (J0016):
+/// each says `what` and its message, at the range `place` gives it in the
+/// program the user wrote.
+pub(crate) fn check_rewritten(
+    text: &str,
+    what: &str,
+    place: impl FnOnce(Vec<Diagnostic>) -> Vec<Diagnostic>,
+) -> Result<(Parse, Analysis), Vec<Diagnostic>> {
+    let (p, a) = jaxpr_check::check_source(
+        jaxpr_check::Source::Text(text),
         jaxpr_check::Keep::Everything,
     )
     .parsed();
-    let errors: Vec<Diagnostic> = p2
+    let errors: Vec<Diagnostic> = p
         .errors
         .iter()
-        .chain(&a2.diagnostics)
+        .chain(&a.diagnostics)
         .filter(|x| x.is_error())
         .cloned()
         .collect();
-    if !errors.is_empty() {
-        let mapped = d.map(errors);
-        return Err(mapped
-            .into_iter()
-            .map(|x| {
-                let msg = format!(
-                    "rewriting the program before building it gave one the checker rejects: {}",
-                    x.message
-                );
-                Diagnostic::error(DiagKind::InternalError, x.range, msg)
-                    .with_help(crate::INTERNAL_ERROR_HELP)
-            })
-            .collect());
+    if errors.is_empty() {
+        return Ok((p, a));
     }
-    Ok((d, p2, a2))
+    Err(place(errors)
+        .into_iter()
+        .map(|x| {
+            Diagnostic::error(
+                DiagKind::InternalError,
+                x.range,
+                format!("{what}: {}", x.message),
+            )
+            .with_help(crate::INTERNAL_ERROR_HELP)
+        })
+        .collect())
 }
 
 /// Rewrites a checked program (free of errors) into one with nothing of

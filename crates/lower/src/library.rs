@@ -23,7 +23,7 @@
 //! results trusted) and the cost model keeps them in its table of library
 //! primitives; the rewritten program is checked whole before it is built.
 
-use crate::discharge::{Emitter, Env, elem, static_shape, ty_text};
+use crate::discharge::{Emitter, Env, elem, join, static_shape, tuple, ty_text};
 use crate::walk::{LowerResult, err};
 use jaxpr_syntax::ast;
 use jaxpr_types::{AType, VarId};
@@ -55,14 +55,6 @@ const EQUINOX_ERROR_MESSAGE: &str = "a check of the program failed at run time: 
 
 pub(crate) fn is_library(name: &str) -> bool {
     LIBRARY.contains(&name)
-}
-
-fn axes_tuple(xs: impl IntoIterator<Item = usize>) -> String {
-    let v: Vec<String> = xs.into_iter().map(|x| x.to_string()).collect();
-    match v.len() {
-        1 => format!("({},)", v[0]),
-        _ => format!("({})", v.join(", ")),
-    }
 }
 
 impl Emitter<'_> {
@@ -145,7 +137,13 @@ impl Emitter<'_> {
                         _ => "reduce_max",
                     };
                     let ty = format!("{}[]", elem(&t, at)?);
-                    self.line(&ty, &format!("{reduce}[axes={}] {x}", axes_tuple(0..rank)))
+                    self.line(
+                        &ty,
+                        &format!(
+                            "{reduce}[axes={}] {x}",
+                            tuple(&(0..rank as i64).collect::<Vec<_>>())
+                        ),
+                    )
                 };
                 bind(env, 0, r);
                 Ok(())
@@ -231,11 +229,11 @@ impl Emitter<'_> {
         one.extend(&row);
         let dt = elem(&xs_t, at)?;
         let update = self.line(
-            &format!("{dt}[{}]", crate::discharge::join(&one)),
+            &format!("{dt}[{}]", join(&one)),
             &format!(
                 "broadcast_in_dim[broadcast_dimensions={} shape={} sharding=None] {x}",
-                axes_tuple(1..one.len()),
-                axes_tuple(one.iter().map(|&d| d as usize))
+                tuple(&(1..one.len() as i64).collect::<Vec<_>>()),
+                tuple(&one)
             ),
         );
         let mut starts = vec![index];

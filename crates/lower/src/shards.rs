@@ -15,47 +15,35 @@
 //! axes no longer follow from its specs. The collectives and `axis_index`
 //! are unchanged: the mesh and the rank's place in it are the same.
 
-use crate::discharge::ty_text;
+use crate::discharge::{static_shape, ty_text};
 use crate::walk::{LowerResult, Syntax};
 use jaxpr_check::registry::Prim;
 use jaxpr_check::{Analysis, EqnId, JaxprId, RefKind};
 use jaxpr_syntax::TextRange;
 use jaxpr_syntax::ast::{self, Atom, ExprKind};
-use jaxpr_types::{Dim, VarId};
+use jaxpr_types::{AType, VarId};
 use rustc_hash::FxHashMap as HashMap;
 use smol_str::SmolStr;
 
-/// How an input or output of the program is split: for each dimension, the
-/// mesh axes that split it (the first slowest), with its block's and the
-/// whole array's extents.
+/// How an input or output of the program is split: the mesh of the
+/// `shard_map` that splits it, for each dimension the mesh axes that split
+/// it (the first slowest), with its block's and the whole array's extents.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Split {
+    pub mesh: Vec<(SmolStr, i64)>,
     pub axes: Vec<Vec<SmolStr>>,
     pub block: Vec<i64>,
     pub global: Vec<i64>,
 }
 
-/// The blocks of the rank's own program: the mesh, and for each input
-/// (constants first) and output, its split (`None`: whole).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Layout {
-    pub mesh: Vec<(SmolStr, i64)>,
-    pub inputs: Vec<Option<Split>>,
-    pub outputs: Vec<Option<Split>>,
-}
-
-impl Layout {
-    /// Where the block of `split` starts on device `rank` (row-major over
-    /// the mesh, as JAX numbers devices).
-    pub fn start(&self, split: &Split, rank: i64) -> Vec<i64> {
-        let mut strides = vec![1i64; self.mesh.len()];
-        for k in (0..self.mesh.len().saturating_sub(1)).rev() {
-            strides[k] = strides[k + 1] * self.mesh[k + 1].1;
-        }
-        split
-            .axes
+impl Split {
+    /// Where the block starts on device `rank` (row-major over the mesh,
+    /// as JAX numbers devices).
+    pub fn start(&self, rank: i64) -> Vec<i64> {
+        let strides = jaxpr_check::mesh_strides(&self.mesh);
+        self.axes
             .iter()
-            .zip(&split.block)
+            .zip(&self.block)
             .map(|(axes, &b)| {
                 let mut index = 0i64;
                 for a in axes {
@@ -70,6 +58,14 @@ impl Layout {
     }
 }
 
+/// The blocks of the rank's own program: for each input (constants first)
+/// and output, its split (`None`: whole).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    pub inputs: Vec<Option<Split>>,
+    pub outputs: Vec<Option<Split>>,
+}
+
 /// The rank's own program: its text (checked by the caller) and its layout.
 pub struct Shards {
     pub text: String,
@@ -77,37 +73,24 @@ pub struct Shards {
 }
 
 /// The rank's own program parsed and checked, with its layout. An error of
-/// its check is ours (J0016).
+/// its check is ours (J0016), placed at the start of the program.
 pub fn checked(
     s: Shards,
 ) -> Result<(jaxpr_syntax::Parse, Analysis, Layout), Vec<jaxpr_syntax::diagnostics::Diagnostic>> {
-    let (p, a) = jaxpr_check::check_source(
-        jaxpr_check::Source::Text(&s.text),
-        jaxpr_check::Keep::Everything,
-    )
-    .parsed();
-    let errors: Vec<_> = p
-        .errors
-        .iter()
-        .chain(&a.diagnostics)
-        .filter(|d| d.is_error())
-        .map(|d| {
-            jaxpr_syntax::diagnostics::Diagnostic::error(
-                jaxpr_syntax::diagnostics::DiagKind::InternalError,
-                TextRange::new(0, 0),
-                format!(
-                    "the program each rank runs on its own blocks (for `NAME_shards`) is one the checker rejects: {}",
-                    d.message
-                ),
-            )
-            .with_help(crate::INTERNAL_ERROR_HELP)
-        })
-        .collect();
-    if errors.is_empty() {
-        Ok((p, a, s.layout))
-    } else {
-        Err(errors)
-    }
+    let (p, a) = crate::discharge::check_rewritten(
+        &s.text,
+        "the program each rank runs on its own blocks (for `NAME_shards`) is one the checker rejects",
+        |errors| {
+            errors
+                .into_iter()
+                .map(|mut d| {
+                    d.range = TextRange::new(0, 0);
+                    d
+                })
+                .collect()
+        },
+    )?;
+    Ok((p, a, s.layout))
 }
 
 /// The calls a value passes through unchanged into their body.
@@ -202,14 +185,26 @@ impl<'f> Walk<'_, 'f> {
     }
 }
 
-fn static_dims(t: &jaxpr_types::AType) -> Option<Vec<i64>> {
-    t.shape
-        .iter()
-        .map(|d| match d {
-            Dim::Const(c) => Some(*c),
-            _ => None,
-        })
-        .collect()
+/// How program value `v` is split when a `shard_map` of `mesh` takes it
+/// (or gives it) as `block` by spec `axes`; `None` when the spec splits
+/// nothing or a size is not static.
+fn split_of(
+    a: &Analysis,
+    v: VarId,
+    mesh: &[(SmolStr, i64)],
+    axes: &[Vec<SmolStr>],
+    block: &AType,
+) -> Option<Split> {
+    if axes.iter().all(Vec::is_empty) {
+        return None;
+    }
+    let at = a.var(v).range;
+    Some(Split {
+        mesh: mesh.to_vec(),
+        axes: axes.to_vec(),
+        block: static_shape(block, at).ok()?,
+        global: static_shape(&a.var(v).ty, at).ok()?,
+    })
 }
 
 /// The rank's own program of a checked multi-device program, or `None` when
@@ -245,12 +240,14 @@ pub fn shards_program(
     let mut edits: Vec<(TextRange, String)> = Vec::new();
     let mut in_specs: HashMap<EqnId, Vec<usize>> = HashMap::default();
     let mut out_specs: HashMap<EqnId, Vec<usize>> = HashMap::default();
-    let mut mesh = Vec::new();
-    let retype = |edits: &mut Vec<(TextRange, String)>, path: &[VarId], block: &str| {
+    // The binders on a value's way get its block's type.
+    let retype = |edits: &mut Vec<(TextRange, String)>, path: &[VarId], block: &AType| {
+        let text = ty_text(block, a.var(path[0]).range).ok()?;
         for &v in path {
             let var = a.var(v);
-            edits.push((var.binder_range, format!("{}:{block}", var.name)));
+            edits.push((var.binder_range, format!("{}:{text}", var.name)));
         }
+        Some(())
     };
     let inputs: Vec<VarId> = info.constvars.iter().chain(&info.invars).copied().collect();
     let mut in_splits = Vec::with_capacity(inputs.len());
@@ -258,24 +255,12 @@ pub fn shards_program(
         let mut path = Vec::new();
         let split = w.input(main, v, &mut path).and_then(|(id, k)| {
             let layout = a.shard_maps.get(&id)?;
-            let axes = layout.ins.get(k)?.clone();
-            if axes.iter().all(Vec::is_empty) {
-                return None;
-            }
             let body = a.eqn(id).callees.iter().find(|(p, _)| p == "jaxpr")?.1;
-            let binder = *a.jaxpr(body).invars.get(k)?;
-            let block_ty = a.var(binder).ty.clone();
-            let block = static_dims(&block_ty)?;
-            let global = static_dims(&a.var(v).ty)?;
-            let text = ty_text(&block_ty, a.var(v).range).ok()?;
-            mesh.clone_from(&layout.mesh);
+            let block = a.var(*a.jaxpr(body).invars.get(k)?).ty.clone();
+            let split = split_of(a, v, &layout.mesh, layout.ins.get(k)?, &block)?;
+            retype(&mut edits, &path, &block)?;
             in_specs.entry(id).or_default().push(k);
-            retype(&mut edits, &path, &text);
-            Some(Split {
-                axes,
-                block,
-                global,
-            })
+            Some(split)
         });
         in_splits.push(split);
     }
@@ -294,23 +279,12 @@ pub fn shards_program(
         let mut path = Vec::new();
         let split = w.output(main, v, reads, &mut path).and_then(|(id, p)| {
             let layout = a.shard_maps.get(&id)?;
-            let axes = layout.outs.get(p)?.clone();
-            if axes.iter().all(Vec::is_empty) {
-                return None;
-            }
             let body = a.eqn(id).callees.iter().find(|(q, _)| q == "jaxpr")?.1;
-            let block_ty = a.jaxpr(body).outs.get(p)?.ty.clone();
-            let block = static_dims(&block_ty)?;
-            let global = static_dims(&a.var(v).ty)?;
-            let text = ty_text(&block_ty, a.var(v).range).ok()?;
-            mesh.clone_from(&layout.mesh);
+            let block = a.jaxpr(body).outs.get(p)?.ty.clone();
+            let split = split_of(a, v, &layout.mesh, layout.outs.get(p)?, &block)?;
+            retype(&mut edits, &path, &block)?;
             out_specs.entry(id).or_default().push(p);
-            retype(&mut edits, &path, &text);
-            Some(Split {
-                axes,
-                block,
-                global,
-            })
+            Some(split)
         });
         done.insert(v, split.clone());
         out_splits.push(split);
@@ -378,7 +352,6 @@ pub fn shards_program(
     Ok(Some(Shards {
         text: out,
         layout: Layout {
-            mesh,
             inputs: in_splits,
             outputs: out_splits,
         },

@@ -481,7 +481,7 @@ impl<'c> Codegen<'c, '_> {
                 &what,
             );
             let global = self.dims(env, &cx.outs[j], cx.at())?;
-            let strides = strides(&layout.mesh);
+            let strides = jaxpr_check::mesh_strides(&layout.mesh);
             let r = self.remap(&dt, &global, &flat(all, &cx.outs[j]), None, &mut |idx| {
                 // The rank holding each index: its coordinates along the
                 // axes that split each dimension (the first slowest), 0
@@ -514,7 +514,7 @@ impl<'c> Codegen<'c, '_> {
         at: TextRange,
     ) -> LowerResult<IntValue<'c>> {
         let rank = self.rank();
-        let strides = strides(mesh);
+        let strides = jaxpr_check::mesh_strides(mesh);
         let mut index = self.i64(0);
         for a in axes {
             let Some(p) = mesh.iter().position(|(n, _)| n == a) else {
@@ -741,13 +741,6 @@ fn flat<'c>(v: Arr<'c>, ty: &AType) -> Op<'c> {
     Operand { v, ty: ty.clone() }
 }
 
-/// Row-major strides of the mesh's axes (device numbers).
-fn strides(mesh: &[(SmolStr, i64)]) -> Vec<i64> {
-    (0..mesh.len())
-        .map(|k| mesh[k + 1..].iter().map(|(_, s)| s).product())
-        .collect()
-}
-
 /// The MPI runtime compiled once (kept in the temporary folder by the hash
 /// of its source and the compiler), with the flags to link it and libmpi.
 pub(crate) fn runtime_object() -> Result<(std::path::PathBuf, Vec<String>), String> {
@@ -847,20 +840,20 @@ impl<'c> Codegen<'c, '_> {
                 .and_then(Option::as_ref);
             slots.push((whole(&info.outs[k].ty), split));
         }
-        let mut extents = Vec::with_capacity(slots.len() * MAX_RANK_ABI);
-        let mut starts = Vec::with_capacity(plan.devices as usize * slots.len() * MAX_RANK_ABI);
+        let mut extents = Vec::with_capacity(slots.len() * crate::MAX_RANK);
+        let mut starts = Vec::with_capacity(plan.devices as usize * slots.len() * crate::MAX_RANK);
         for (global, split) in &slots {
             let mut e = split.map_or_else(|| global.clone(), |s| s.block.clone());
-            e.resize(MAX_RANK_ABI, 0);
+            e.resize(crate::MAX_RANK, 0);
             extents.extend(e);
         }
         for rank in 0..plan.devices {
             for (global, split) in &slots {
-                let mut s = match (split, layout) {
-                    (Some(s), Some(l)) => l.start(s, rank),
-                    _ => vec![0; global.len()],
+                let mut s = match split {
+                    Some(s) => s.start(rank),
+                    None => vec![0; global.len()],
                 };
-                s.resize(MAX_RANK_ABI, 0);
+                s.resize(crate::MAX_RANK, 0);
                 starts.extend(s);
             }
         }
@@ -951,12 +944,12 @@ impl<'c> Codegen<'c, '_> {
         );
         let slots_n = self.i64(slots.len() as i64);
         let (starts, extents) = (self.constant_i64s(&starts), self.constant_i64s(&extents));
-        let base_e = self.mul(slot, self.i64(MAX_RANK_ABI as i64));
+        let base_e = self.mul(slot, self.i64(crate::MAX_RANK as i64));
         let base_s = self.mul(
             self.add(self.mul(rank, slots_n), slot),
-            self.i64(MAX_RANK_ABI as i64),
+            self.i64(crate::MAX_RANK as i64),
         );
-        for j in 0..MAX_RANK_ABI as i64 {
+        for j in 0..crate::MAX_RANK as i64 {
             for (table, base, dest) in [(starts, base_s, start), (extents, base_e, extent)] {
                 let at = unsafe {
                     self.builder
@@ -1004,7 +997,3 @@ impl<'c> Codegen<'c, '_> {
         }
     }
 }
-
-/// The entries of `NAME_shards_block`'s `start` and `extent` (the C ABI's
-/// largest rank).
-const MAX_RANK_ABI: usize = crate::MAX_RANK;
