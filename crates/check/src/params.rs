@@ -98,6 +98,67 @@ impl ScatterDims {
     }
 }
 
+impl ScatterDims {
+    /// The size of the slice one index writes along each operand
+    /// dimension: 1 along an inserted or batching dimension, else the
+    /// updates' size along the next window dimension (`one` and `updates`
+    /// in the caller's size type). `None` when the dimension numbers do
+    /// not match the shapes.
+    pub fn slice_sizes<T: Clone>(
+        &self,
+        operand_rank: usize,
+        updates: &[T],
+        one: T,
+    ) -> Option<Vec<T>> {
+        let mut window = self.update_window_dims.iter();
+        (0..operand_rank as i64)
+            .map(|d| {
+                if self.inserted_window_dims.contains(&d) || self.operand_batching_dims.contains(&d)
+                {
+                    Some(one.clone())
+                } else {
+                    let axis = usize::try_from(*window.next()?).ok()?;
+                    updates.get(axis).cloned()
+                }
+            })
+            .collect()
+    }
+}
+
+/// How a `gather` or `scatter*` treats a start index out of range (its
+/// `mode`, printed `GatherScatterMode.CLIP` by every version; a number is
+/// read as the enum's value, `GatherScatterMode(1)` being `CLIP`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum IndexMode {
+    /// Clamped into range (JAX clamps the indices before the instruction).
+    Clip,
+    /// A gather fills the out-of-range slice; a scatter drops its update.
+    FillOrDrop,
+    /// The caller promises every index is in range.
+    PromiseInBounds,
+    /// `ONE_HOT` (jax >= 0.6): a gather computed as a one-hot product.
+    OneHot,
+}
+
+impl IndexMode {
+    pub fn decode(e: &Expr) -> Option<IndexMode> {
+        let name = match &e.kind {
+            ExprKind::Int(1) => return Some(IndexMode::Clip),
+            ExprKind::Int(2) => return Some(IndexMode::FillOrDrop),
+            ExprKind::Int(3) => return Some(IndexMode::PromiseInBounds),
+            ExprKind::Int(4) => return Some(IndexMode::OneHot),
+            _ => e.as_path()?,
+        };
+        match name.rsplit('.').next().unwrap_or(name) {
+            "CLIP" => Some(IndexMode::Clip),
+            "FILL_OR_DROP" => Some(IndexMode::FillOrDrop),
+            "PROMISE_IN_BOUNDS" => Some(IndexMode::PromiseInBounds),
+            "ONE_HOT" => Some(IndexMode::OneHot),
+            _ => None,
+        }
+    }
+}
+
 /// `conv_general_dilated`'s `dimension_numbers`: where the batch, feature
 /// and spatial dimensions of the operands and the result are. Each spec is
 /// a permutation of the operands' dimensions `0..rank` (the only way to

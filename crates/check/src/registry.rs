@@ -188,6 +188,15 @@ pub enum CostRule {
     /// canonicalisation makes it the update; at other indices, which XLA
     /// clamps to zero, it is kept).
     DynamicUpdateSlice,
+    /// `scatter*`, as XLA's `HandleScatter` counts it: the updates' bytes
+    /// three times (read, and read and written in the operand) and the
+    /// indices' once; the update computation's FLOPs once per update
+    /// element (`scatter` has none). Nothing for an empty update. For
+    /// `mode=CLIP` JAX first clamps the indices between constants
+    /// (`_clamp_scatter_indices`): a `clamp`, a FLOP per index, reading
+    /// its three operands and writing the indices, each bound a splat
+    /// constant when its values are all equal.
+    Scatter,
     /// `sort`, as XLA's `HandleSort` counts it: n × ⌈log₂ n⌉ FLOPs for the
     /// n elements of the first operand (a comparison sort; the comparator
     /// is not counted, whatever the dtype or the number of keys); bytes:
@@ -2047,10 +2056,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         ],
         jaxpr_params: &["update_jaxpr"],
         doc: "Writes `updates` at the positions in `indices` (XLA Scatter, `ScatterDimensionNumbers`).",
-        cost: Some(Cost::differs(
-            CostRule::Movement,
-            "XLA counts the combiner and the index arithmetic of a scatter",
-        )),
+        cost: Some(Cost::equal(CostRule::Scatter)),
         ..ROW
     },
     Primitive {
@@ -2067,10 +2073,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         ],
         jaxpr_params: &["update_jaxpr"],
         doc: "Adds `updates` at the positions in `indices` (XLA Scatter, `ScatterDimensionNumbers`).",
-        cost: Some(Cost::differs(
-            CostRule::Movement,
-            "XLA counts the combiner and the index arithmetic of a scatter",
-        )),
+        cost: Some(Cost::equal(CostRule::Scatter)),
         ..ROW
     },
     Primitive {
@@ -2088,10 +2091,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         doc: "Applies a function at the positions in `indices` (XLA Scatter, `ScatterDimensionNumbers`).",
         stablehlo: Refused("no lowering yet"),
         native: Refused("no lowering yet"),
-        cost: Some(Cost::differs(
-            CostRule::Movement,
-            "XLA counts the combiner and the index arithmetic of a scatter",
-        )),
+        cost: Some(Cost::equal(CostRule::Scatter)),
         ..ROW
     },
     Primitive {
@@ -2108,10 +2108,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         ],
         jaxpr_params: &["update_jaxpr"],
         doc: "Maximum with `updates` at the positions in `indices` (XLA Scatter, `ScatterDimensionNumbers`).",
-        cost: Some(Cost::differs(
-            CostRule::Movement,
-            "XLA counts the combiner and the index arithmetic of a scatter",
-        )),
+        cost: Some(Cost::equal(CostRule::Scatter)),
         ..ROW
     },
     Primitive {
@@ -2128,10 +2125,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         ],
         jaxpr_params: &["update_jaxpr"],
         doc: "Minimum with `updates` at the positions in `indices` (XLA Scatter, `ScatterDimensionNumbers`).",
-        cost: Some(Cost::differs(
-            CostRule::Movement,
-            "XLA counts the combiner and the index arithmetic of a scatter",
-        )),
+        cost: Some(Cost::equal(CostRule::Scatter)),
         ..ROW
     },
     Primitive {
@@ -2148,10 +2142,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         ],
         jaxpr_params: &["update_jaxpr"],
         doc: "Multiplies by `updates` at the positions in `indices` (XLA Scatter, `ScatterDimensionNumbers`).",
-        cost: Some(Cost::differs(
-            CostRule::Movement,
-            "XLA counts the combiner and the index arithmetic of a scatter",
-        )),
+        cost: Some(Cost::equal(CostRule::Scatter)),
         ..ROW
     },
     Primitive {
@@ -2169,10 +2160,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         doc: "Subtracts `updates` at the positions in `indices` (XLA Scatter, `ScatterDimensionNumbers`).",
         stablehlo: Refused("no lowering yet"),
         native: Refused("no lowering yet"),
-        cost: Some(Cost::differs(
-            CostRule::Movement,
-            "XLA counts the combiner and the index arithmetic of a scatter",
-        )),
+        cost: Some(Cost::equal(CostRule::Scatter)),
         ..ROW
     },
     Primitive {

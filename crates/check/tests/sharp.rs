@@ -291,9 +291,8 @@ fn constant_indices_out_of_bounds() {
 "#,
     );
 }
-
-/// A gather's mode printed as its enum's number (1 fill or drop, 0 clip)
-/// says the same as its name.
+/// A gather's mode printed as its enum's number (JAX's `GatherScatterMode`: 1 clip,
+/// 2 fill or drop) says the same as its name.
 #[test]
 fn a_gather_mode_printed_as_a_number() {
     check(
@@ -305,7 +304,7 @@ fn a_gather_mode_printed_as_a_number() {
       dimension_numbers=GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,), operand_batching_dims=(), start_indices_batching_dims=())
       fill_value=None
       indices_are_sorted=False
-      mode=1
+      mode=2
       slice_sizes=(1, 3)
       unique_indices=False
     ] b i
@@ -314,7 +313,7 @@ fn a_gather_mode_printed_as_a_number() {
       dimension_numbers=GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,), operand_batching_dims=(), start_indices_batching_dims=())
       fill_value=None
       indices_are_sorted=False
-      mode=0
+      mode=1
       slice_sizes=(1, 3)
       unique_indices=False
     ] b i

@@ -4,7 +4,7 @@
 use crate::amount::{Amount, bytes, element_bytes, elements};
 use crate::tolerance::{Slack, Units};
 use crate::{Cost, EqnCost, LoopCount, Walk, first_difference};
-use jaxpr_check::params::{ConvSpecs, ConvWindow, DotDims};
+use jaxpr_check::params::{ConvSpecs, ConvWindow, DotDims, IndexMode, ScatterDims};
 use jaxpr_check::reductions::{Combiner, reduction};
 use jaxpr_check::registry::Prim;
 use jaxpr_check::registry::{self, CostRule, Family, XlaCount};
@@ -474,6 +474,69 @@ fn select_tree_constants(offset: i64, cases: i64) -> Vec<i64> {
     out
 }
 
+/// JAX's `_clamp_scatter_indices` before a `mode=CLIP` scatter: a `clamp`
+/// of the indices between zero and, per index component, the operand's
+/// size less the slice's, both constants broadcast to the indices (a splat
+/// when every value is equal, else a dense constant, which costs nothing).
+fn clamped_indices_cost(view: &EqnView<'_>, indices: &AType, index_bytes: &Amount) -> Cost {
+    let analysis = view.analysis;
+    let mut cost = Cost::zero();
+    cost.flops = elements(indices, analysis);
+    cost.bytes_accessed = index_bytes.scale(4);
+    let splat = |value: i64| {
+        if view.first_splat(value as f64, indices) {
+            view.scalar_bytes(indices).add(index_bytes)
+        } else {
+            Amount::zero()
+        }
+    };
+    let dims = view
+        .eqn
+        .param("dimension_numbers")
+        .and_then(|p| ScatterDims::decode(&p.value).ok());
+    let (Some(dims), Some(Some(operand)), Some(Some(update))) = (
+        dims,
+        view.operands.first(),
+        view.operands.get(view.results.len() + 1),
+    ) else {
+        return Cost::unknown();
+    };
+    let sizes = dims.slice_sizes(
+        operand.shape.len(),
+        &update.shape,
+        jaxpr_types::Dim::Const(1),
+    );
+    let uppers: Option<Vec<i64>> = dims
+        .scatter_dims_to_operand_dims
+        .iter()
+        .map(|&d| {
+            let d = usize::try_from(d).ok()?;
+            match (operand.shape.get(d)?, sizes.as_ref()?.get(d)?) {
+                (jaxpr_types::Dim::Const(n), jaxpr_types::Dim::Const(k)) => Some(n - k),
+                _ => None,
+            }
+        })
+        .collect();
+    let Some(uppers) = uppers else {
+        cost.bytes_accessed = Amount::unknown();
+        return cost;
+    };
+    cost.bytes_accessed = cost.bytes_accessed.add(&splat(0));
+    let upper = match uppers.as_slice() {
+        [first, rest @ ..] if rest.iter().all(|u| u == first) => splat(*first),
+        // A vector of bounds broadcast along the index vector's axis, which
+        // the canonicalisation keeps (a `broadcast` of the constant) unless
+        // the indices are that vector.
+        _ if indices.shape.len() > 1 => view
+            .scalar_bytes(indices)
+            .scale(uppers.len() as i64)
+            .add(index_bytes),
+        _ => Amount::zero(),
+    };
+    cost.bytes_accessed = cost.bytes_accessed.add(&upper);
+    cost
+}
+
 /// The multiplies of `x^|y|` by squaring, as JAX's `integer_pow` lowering
 /// emits them.
 fn squaring_multiplies(mut exponent: u64) -> i64 {
@@ -495,7 +558,9 @@ fn squaring_multiplies(mut exponent: u64) -> i64 {
 }
 
 /// The equation's own cost under its rule (nested jaxprs apart).
-fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost {
+/// `combiner`: what a reduction's or scatter's nested computation costs
+/// once (one FLOP when it has none printed).
+fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner: &Cost) -> Cost {
     let analysis = view.analysis;
     let mut cost = Cost::zero();
     match rule {
@@ -783,6 +848,42 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
                     .add(&view.operand_bytes_at(2));
             }
         }
+        CostRule::Scatter => {
+            // Operands, then the indices, then as many updates.
+            let n = view.results.len();
+            let (Some(Some(indices)), Some(Some(update))) =
+                (view.operands.get(n), view.operands.get(n + 1))
+            else {
+                return Cost::unknown();
+            };
+            let updated = elements(update, analysis);
+            if updated.is_zero() {
+                return cost;
+            }
+            let index_bytes = view.operand_bytes_at(n);
+            let update_bytes =
+                sum_bytes(view.operands.iter().skip(n + 1), view.fallback(), analysis);
+            cost.flops = updated.mul(&combiner.flops);
+            cost.transcendentals = updated.mul(&combiner.transcendentals);
+            // A complex `max`/`min` combiner is JAX's comparison of the real
+            // parts, then the imaginary ones, which the nested jaxpr's
+            // one `max` does not show.
+            let complex = update.dtype.as_ref().is_some_and(DType::is_complex);
+            if complex && matches!(view.prim(), Some(Prim::ScatterMax | Prim::ScatterMin)) {
+                let (flops, _) = window_combiner_cost(Combiner::Max, true);
+                cost.flops = updated.scale(flops);
+            }
+            cost.bytes_accessed = update_bytes.scale(3).add(&index_bytes);
+            let clip = view
+                .eqn
+                .param("mode")
+                .and_then(|p| IndexMode::decode(&p.value));
+            if clip == Some(IndexMode::Clip) {
+                let clamp = clamped_indices_cost(view, indices, &index_bytes);
+                cost.flops = cost.flops.add(&clamp.flops);
+                cost.bytes_accessed = cost.bytes_accessed.add(&clamp.bytes_accessed);
+            }
+        }
         CostRule::AllReduce => {
             let positional = view
                 .eqn
@@ -790,7 +891,7 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
                 .and_then(|p| p.value.as_seq())
                 .is_some_and(|axes| axes.iter().any(|a| int_value(a).is_some()));
             if positional {
-                cost = own_cost(CostRule::Reduction, view, combiner_flops);
+                cost = own_cost(CostRule::Reduction, view, combiner);
             }
             if analysis.collective_axes(view.id).is_some() {
                 let results = view.result_bytes();
@@ -828,7 +929,7 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner_flops: &Amount) -> Cost
                     _ => folded = Amount::unknown(),
                 }
             }
-            cost.flops = folded.mul(combiner_flops);
+            cost.flops = folded.mul(&combiner.flops);
             cost.bytes_accessed = view.operand_bytes().add(&view.result_bytes());
             if !explicit_inits {
                 cost.bytes_accessed = cost.bytes_accessed.add(&inits);
@@ -1090,11 +1191,17 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
         nested_slack.push(cost.slack);
     }
     // A reduction's nested jaxpr is its combiner, run once per folded element.
-    let combiner_flops = match (rule.rule, nested.first()) {
-        (CostRule::Reduction, Some(combiner)) => combiner.flops.clone(),
-        _ => Amount::constant(1),
+    // A scatter's, its update computation, run once per update element
+    // (`scatter`'s, which keeps the update, is printed `None` by jax >= 0.4.36).
+    let combiner = match (rule.rule, nested.first()) {
+        (CostRule::Reduction | CostRule::Scatter, Some(combiner)) => combiner.clone(),
+        (CostRule::Scatter, None) if info.prim == Some(Prim::Scatter) => Cost::zero(),
+        _ => Cost {
+            flops: Amount::constant(1),
+            ..Cost::zero()
+        },
     };
-    let mut total = own_cost(rule.rule, &view, &combiner_flops);
+    let mut total = own_cost(rule.rule, &view, &combiner);
     // What JAX's lowering to an HLO `while` adds around the body, and (a
     // `scan`) the body as its dead-code elimination leaves it.
     let mut scan_body = None;
@@ -1185,7 +1292,7 @@ pub(crate) fn eqn_cost(walk: &mut Walk<'_, '_>, id: EqnId) -> EqnCost {
                 slack.add(&body.times(&iterations));
             }
         }
-        CostRule::Reduction => {}
+        CostRule::Reduction | CostRule::Scatter => {}
         CostRule::Kernel => {
             let body = nested.iter().fold(Cost::zero(), |acc, c| acc.add(c));
             total = total.add(&kernel_cost(analysis, id, &body));

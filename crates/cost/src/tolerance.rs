@@ -324,10 +324,6 @@ const GATHER: (&str, &str) = (
     "XLA counts the index arithmetic of a gather",
     "JAX converts, clamps or wraps the indices before the `gather` (`mode=clip`/`fill`: compares, selects and a mask for filled lanes); `HandleGather` counts the operand slices read, not the whole operand",
 );
-const SCATTER: (&str, &str) = (
-    "XLA counts the combiner and the index arithmetic of a scatter",
-    "`HandleScatter` counts the update computation once per update element and reads operand, indices and updates; JAX adds the index conversion and, for `mode=fill`/`clip`, masks",
-);
 const SOLVE: (&str, &str) = (
     "JAX lowers only the solve, not the matrix-vector jaxpr beside it",
     "`custom_linear_solve` keeps the matrix-vector product jaxpr for its derivatives; only the solve jaxpr is lowered",
@@ -730,26 +726,6 @@ pub const TOLERANCES: &[Tolerance] = &[
         &["gather"],
         GATHER,
         [elements(4, 10), elements(1, 1), bytes(4, 37)],
-    ),
-    row(
-        &["scatter"],
-        SCATTER,
-        [elements(1, 8), elements(1, 1), bytes(1, 4)],
-    ),
-    row(
-        &["scatter-add"],
-        SCATTER,
-        [elements(4, 6), elements(1, 1), bytes(3, 23)],
-    ),
-    row(
-        &["scatter-max", "scatter-mul"],
-        SCATTER,
-        [elements(0, 1), elements(0, 0), bytes(1, 0)],
-    ),
-    row(
-        &["scatter-min"],
-        SCATTER,
-        [elements(0, 1), elements(0, 0), bytes(2, 0)],
     ),
     row(
         &["custom_linear_solve"],

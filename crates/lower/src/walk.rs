@@ -4,7 +4,8 @@
 //! call-like primitives.
 
 use jaxpr_check::params::{
-    BadField, ConstantData, ConvSpecs, ConvWindow, DotDims, GatherDims, ScatterDims, WindowParams,
+    BadField, ConstantData, ConvSpecs, ConvWindow, DotDims, GatherDims, IndexMode, ScatterDims,
+    WindowParams,
 };
 use jaxpr_check::registry::{self, Family, Lowering, Prim, Primitive};
 use jaxpr_check::{Analysis, EqnId, JaxprId, JaxprOrigin, literals};
@@ -533,6 +534,14 @@ impl<X, T: Borrow<AType>> EqnCx<'_, X, T> {
     pub fn scatter_dims(&self) -> LowerResult<ScatterDims> {
         let p = self.param("dimension_numbers")?;
         ScatterDims::decode(p).or_else(|bad| bad_field(p, bad))
+    }
+    /// A gather's or scatter's `mode`; absent or unreadable, indices are
+    /// taken as promised in bounds (XLA's own semantics, no masking).
+    pub fn index_mode(&self) -> IndexMode {
+        self.e
+            .param("mode")
+            .and_then(|p| IndexMode::decode(&p.value))
+            .unwrap_or(IndexMode::PromiseInBounds)
     }
     pub fn ints(&self, name: &str) -> LowerResult<Vec<i64>> {
         let p = self.param(name)?;

@@ -5,7 +5,7 @@ use super::ops::Init;
 use super::{Arr, Codegen, Cx, Env, dtype};
 use inkwell::IntPredicate;
 use inkwell::values::{BasicValueEnum, IntValue};
-use jaxpr_check::params::{GatherDims, ScatterDims};
+use jaxpr_check::params::{GatherDims, IndexMode, ScatterDims};
 use jaxpr_lower::{LowerResult, err, expr_text};
 use jaxpr_types::DType;
 
@@ -41,10 +41,7 @@ impl<'c> Codegen<'c, '_> {
         let idt = dtype(&ind.ty)?;
         let r = x.v.dims.len();
         let ir = ind.v.dims.len();
-        let fill_mode =
-            cx.e.param("mode")
-                .and_then(|m| m.value.as_path().map(|s| s.ends_with("FILL_OR_DROP")))
-                .unwrap_or(false);
+        let fill_mode = cx.index_mode() == IndexMode::FillOrDrop;
         let out = self.dims(env, &cx.outs[0], cx.at())?;
         let or = out.len();
         let inr = |v: &[i64], n: usize| v.iter().all(|&d| d >= 0 && (d as usize) < n);
@@ -176,10 +173,7 @@ impl<'c> Codegen<'c, '_> {
         let dt = dtype(&x.ty)?;
         let idt = dtype(&ind.ty)?;
         let (r, ir, ur) = (x.v.dims.len(), ind.v.dims.len(), upd.v.dims.len());
-        let clip =
-            cx.e.param("mode")
-                .and_then(|m| m.value.as_path())
-                .is_some_and(|s| s.ends_with("CLIP"));
+        let clip = cx.index_mode() == IndexMode::Clip;
         let inr = |v: &[i64], n: usize| v.iter().all(|&d| d >= 0 && (d as usize) < n);
         let window: Vec<usize> = (0..r)
             .filter(|d| !inserted.contains(&(*d as i64)) && !obatch.contains(&(*d as i64)))

@@ -1,7 +1,7 @@
 //! Gathers and scatters, with JAX's index modes.
 
 use super::{Env, Lower, ModuleBlock, ModuleValue, Operand};
-use jaxpr_check::params::{GatherDims, ScatterDims};
+use jaxpr_check::params::{GatherDims, IndexMode, ScatterDims};
 use jaxpr_check::registry::Prim;
 use jaxpr_lower::{LowerResult, err, expr_text};
 
@@ -102,11 +102,7 @@ impl<'c, 'f> Lower<'c, 'f> {
                 (gathered, dims)
             }
         };
-        let fill =
-            cx.e.param("mode")
-                .and_then(|m| m.value.as_path())
-                .is_some_and(|m| m.ends_with("FILL_OR_DROP"));
-        if !fill {
+        if cx.index_mode() != IndexMode::FillOrDrop {
             return Ok(gathered);
         }
         // FILL_OR_DROP: where a start index is out of bounds, the fill value
@@ -180,11 +176,7 @@ impl<'c, 'f> Lower<'c, 'f> {
         cx: &EqnCx<'_, 'c, 'f>,
     ) -> LowerResult<ModuleValue<'c>> {
         let dims = cx.scatter_dims()?;
-        let mode =
-            cx.e.param("mode")
-                .and_then(|m| m.value.as_path())
-                .unwrap_or("");
-        let indices = if mode.ends_with("CLIP") {
+        let indices = if cx.index_mode() == IndexMode::Clip {
             self.clamp_scatter_indices(b, env, cx, &dims)?
         } else {
             cx.args[1].v
@@ -256,26 +248,12 @@ impl<'c, 'f> Lower<'c, 'f> {
         dims: &ScatterDims,
     ) -> LowerResult<ModuleValue<'c>> {
         let (operand, indices, updates) = (&cx.args[0].ty, &cx.args[1].ty, &cx.args[2].ty);
-        let (inserted, obatch, uwin) = (
-            &dims.inserted_window_dims,
-            &dims.operand_batching_dims,
-            &dims.update_window_dims,
-        );
-        let mut window = uwin.iter();
-        let mut sizes = Vec::with_capacity(operand.rank());
-        for d in 0..operand.rank() as i64 {
-            if inserted.contains(&d) || obatch.contains(&d) {
-                sizes.push(Dim::Const(1));
-            } else {
-                let Some(size) = window.next().and_then(|&u| updates.shape.get(u as usize)) else {
-                    return err(
-                        cx.at(),
-                        "scatter dimension numbers do not match the operands",
-                    );
-                };
-                sizes.push(*size);
-            }
-        }
+        let Some(sizes) = dims.slice_sizes(operand.rank(), &updates.shape, Dim::Const(1)) else {
+            return err(
+                cx.at(),
+                "scatter dimension numbers do not match the operands",
+            );
+        };
         let smap = &dims.scatter_dims_to_operand_dims;
         if smap.iter().any(|&d| d < 0 || d as usize >= operand.rank()) || indices.rank() == 0 {
             return err(

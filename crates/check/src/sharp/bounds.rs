@@ -9,6 +9,7 @@
 //! and where the index came from.
 
 use super::{Program, jaxprs_of};
+use crate::params::IndexMode;
 use jaxpr_syntax::TextRange;
 use jaxpr_syntax::ast;
 use jaxpr_syntax::diagnostics::{DiagKind, Diagnostic};
@@ -211,31 +212,8 @@ fn fold(p: &Program, consts: &HashMap<VarId, Const>, e: &ast::Eqn) -> Option<Con
     })
 }
 
-/// How a gather or scatter treats an index out of range.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Mode {
-    FillOrDrop,
-    Clip,
-    PromiseInBounds,
-}
-
-fn mode(e: &ast::Eqn) -> Option<Mode> {
-    let text = match &e.param("mode")?.value.kind {
-        ast::ExprKind::Path(p) => p.to_string(),
-        ast::ExprKind::Int(1) => "FILL_OR_DROP".into(),
-        ast::ExprKind::Int(0) => "CLIP".into(),
-        ast::ExprKind::Int(2) => "PROMISE_IN_BOUNDS".into(),
-        _ => return None,
-    };
-    if text.ends_with("FILL_OR_DROP") {
-        Some(Mode::FillOrDrop)
-    } else if text.ends_with("CLIP") {
-        Some(Mode::Clip)
-    } else if text.ends_with("PROMISE_IN_BOUNDS") {
-        Some(Mode::PromiseInBounds)
-    } else {
-        None
-    }
+fn mode(e: &ast::Eqn) -> Option<IndexMode> {
+    IndexMode::decode(&e.param("mode")?.value)
 }
 
 /// An index out of range: at `at`, into `axis` of size `size`, for a window
@@ -376,18 +354,22 @@ fn check(
             };
             let c = o.clamped();
             let consequence = match mode {
-                Mode::FillOrDrop => {
+                IndexMode::FillOrDrop => {
                     let fill = fill_value(e, e.args.first().and_then(|a| p.atom_ty(a)));
                     format!(
                         "`gather` (mode fill_or_drop) returns {fill} for that slice instead of raising"
                     )
                 }
-                Mode::Clip => {
+                IndexMode::Clip => {
                     format!("`gather` (mode clip) clamps it to {c} and reads that slice instead")
                 }
-                Mode::PromiseInBounds => format!(
+                IndexMode::PromiseInBounds => format!(
                     "`gather` was promised in-bounds indices (mode promise_in_bounds): XLA clamps it to {c} and reads that slice instead, without a word"
                 ),
+                // A one-hot row of an index out of range selects nothing.
+                IndexMode::OneHot => {
+                    "`gather` (mode one_hot) returns zeros for that slice instead of raising".into()
+                }
             };
             diagnostics.push(o.diagnostic(consequence));
         }
@@ -443,10 +425,10 @@ fn check(
             };
             let c = o.clamped();
             let consequence = match mode {
-                Mode::FillOrDrop | Mode::PromiseInBounds => {
+                IndexMode::FillOrDrop | IndexMode::PromiseInBounds | IndexMode::OneHot => {
                     format!("`{prim}` drops that update without a word")
                 }
-                Mode::Clip => {
+                IndexMode::Clip => {
                     format!("`{prim}` (mode clip) clamps it to {c} and updates that slice instead")
                 }
             };
