@@ -197,6 +197,15 @@ pub enum CostRule {
     /// its three operands and writing the indices, each bound a splat
     /// constant when its values are all equal.
     Scatter,
+    /// `argmax`/`argmin`, as JAX lowers them (`_compute_argminmax`): a
+    /// `broadcasted_iota` of the index dtype over the operand's shape (as
+    /// [`CostRule::Iota`]) and a variadic `reduce` of the operand and the
+    /// indices, whose comparator `HandleReduce` counts per folded element:
+    /// 9 FLOPs for a float (compare, the NaN test, `or`, `select`; equal
+    /// values and the lower index: `eq`, `lt`, `and`, `or`, `select`), 7
+    /// for an integer or `bool` (no NaN test); bytes: both operands, both
+    /// initial values and both results.
+    ArgMinMax,
     /// `sort`, as XLA's `HandleSort` counts it: n × ⌈log₂ n⌉ FLOPs for the
     /// n elements of the first operand (a comparison sort; the comparator
     /// is not counted, whatever the dtype or the number of keys); bytes:
@@ -809,6 +818,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Other,
         params: &["axes", "index_dtype"],
         doc: "Index of the maximum along the axis in `axes`, as `index_dtype`.",
+        cost: Some(Cost::equal(CostRule::ArgMinMax)),
         ..ROW
     },
     Primitive {
@@ -816,6 +826,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Other,
         params: &["axes", "index_dtype"],
         doc: "Index of the minimum along the axis in `axes`, as `index_dtype`.",
+        cost: Some(Cost::equal(CostRule::ArgMinMax)),
         ..ROW
     },
     Primitive {

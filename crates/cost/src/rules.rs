@@ -474,6 +474,31 @@ fn select_tree_constants(offset: i64, cases: i64) -> Vec<i64> {
     out
 }
 
+/// What XLA counts of an `iota` of `ty` along `axis`: JAX's lowering is
+/// one-dimensional, then broadcast to the rank; a line of one element is a
+/// constant broadcast without being written first, and one element alone a
+/// constant.
+fn iota_bytes(ty: &AType, axis: Option<i64>, analysis: &Analysis) -> Amount {
+    let all = bytes(ty, None, analysis);
+    if is_one_element(ty, analysis) {
+        return Amount::zero();
+    }
+    if ty.rank() <= 1 {
+        return all;
+    }
+    let line = axis
+        .and_then(|d| usize::try_from(d).ok())
+        .and_then(|a| ty.shape.get(a))
+        .map(|dim| ty.with_shape(Shape::from_slice(&[*dim])));
+    match line {
+        Some(line) if elements(&line, analysis).as_constant() == Some(1) => {
+            bytes(&line, None, analysis).add(&all)
+        }
+        Some(line) => bytes(&line, None, analysis).scale(2).add(&all),
+        None => Amount::unknown(),
+    }
+}
+
 /// JAX's `_clamp_scatter_indices` before a `mode=CLIP` scatter: a `clamp`
 /// of the indices between zero and, per index component, the operand's
 /// size less the slice's, both constants broadcast to the indices (a splat
@@ -698,25 +723,39 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner: &Cost) -> Cost {
             let Some(Some(result)) = view.results.first() else {
                 return Cost::unknown();
             };
-            let result_bytes = view.result_bytes();
-            if result.rank() <= 1 {
-                cost.bytes_accessed = result_bytes;
-            } else {
-                let axis = view
-                    .int_param("dimension")
-                    .and_then(|d| usize::try_from(d).ok());
-                let line = axis
-                    .and_then(|a| result.shape.get(a))
-                    .map(|dim| result.with_shape(Shape::from_slice(&[*dim])));
-                // A line of one element is broadcast without being written first.
-                cost.bytes_accessed = match line {
-                    Some(line) if elements(&line, analysis).as_constant() == Some(1) => {
-                        bytes(&line, None, analysis).add(&result_bytes)
-                    }
-                    Some(line) => bytes(&line, None, analysis).scale(2).add(&result_bytes),
-                    None => Amount::unknown(),
-                };
+            let axis = view.int_param("dimension");
+            cost.bytes_accessed = iota_bytes(result, axis, analysis);
+        }
+        CostRule::ArgMinMax => {
+            let (Some(Some(operand)), Some(Some(result))) =
+                (view.operands.first(), view.results.first())
+            else {
+                return Cost::unknown();
+            };
+            if elements(result, analysis).is_zero() {
+                return cost;
             }
+            let Some(index) = result.dtype.clone() else {
+                return Cost::unknown();
+            };
+            let indices = operand.with_dtype(index);
+            let axis = view
+                .eqn
+                .param("axes")
+                .and_then(|p| int_items(&p.value))
+                .and_then(|axes| axes.first().copied());
+            let float = operand.dtype.as_ref().is_some_and(DType::is_float);
+            let comparator = if float { 9 } else { 7 };
+            let folded = elements(operand, analysis).sub(&elements(result, analysis));
+            cost.flops = folded.scale(comparator);
+            let values = result.with_dtype(operand.dtype.clone().unwrap_or(DType::Bool));
+            cost.bytes_accessed = iota_bytes(&indices, axis, analysis)
+                .add(&view.operand_bytes())
+                .add(&bytes(&indices, None, analysis))
+                .add(&view.scalar_bytes(operand))
+                .add(&view.scalar_bytes(result))
+                .add(&bytes(&values, None, analysis))
+                .add(&view.result_bytes());
         }
         CostRule::Multiplies => {
             let exponent = view.int_param("y").unwrap_or(2);
@@ -1606,7 +1645,20 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
             }
             _ => None,
         };
-        if let Some((out, value)) = padded_value {
+        // An `iota` along an axis of length 1 is zeros: a splat constant.
+        let zero_iota = match (eqn_info.prim, &eqn_info.outs[..]) {
+            (Some(Prim::Iota), [Some(out)]) => {
+                let ty = &analysis.var(*out).ty;
+                let line = syntax
+                    .param("dimension")
+                    .and_then(|p| int_value(&p.value))
+                    .and_then(|d| usize::try_from(d).ok())
+                    .and_then(|d| ty.shape.get(d));
+                (line == Some(&jaxpr_types::Dim::Const(1))).then_some((*out, 0.0))
+            }
+            _ => None,
+        };
+        if let Some((out, value)) = padded_value.or(zero_iota) {
             constant.insert(out);
             walk.constants.insert(out);
             walk.splats.insert(out, value);

@@ -310,7 +310,7 @@ const WINDOWS: (&str, &str) = (
 );
 const UNMODELLED: (&str, &str) = (
     "not modelled yet",
-    "the model counts nothing for it; XLA counts JAX's lowering: for `argmax`/`argmin` a variadic `reduce` whose comparator `HandleReduce` counts per folded element, `sort`'s comparator, `HandleFft`'s 8 FLOPs × log₂(length) per element, `HandleRngBitGenerator`'s one transcendental per generated element, threefry's rounds of adds, shifts and xors for the `random_*` primitives, and the operands and results of the LAPACK custom calls (`lu`, `svd`, `qr`, `eigh`) and `HandleCholesky`'s and `HandleTriangularSolve`'s estimates",
+    "the model counts nothing for it; XLA counts JAX's lowering: `HandleFft`'s 8 FLOPs × log₂(length) per element, `HandleRngBitGenerator`'s one transcendental per generated element, threefry's rounds of adds, shifts and xors for the `random_*` primitives, and the operands and results of the LAPACK custom calls (`lu`, `svd`, `qr`, `eigh`) and `HandleCholesky`'s and `HandleTriangularSolve`'s estimates",
 );
 const LOOP: (&str, &str) = (
     "counted as JAX lowers it to an HLO `while` (tuples, counter, slices), except an unrolled or symbolic-length `scan`, constants the canonicalisation moves into the loop, and another compiler's loop",
@@ -586,16 +586,6 @@ pub const TOLERANCES: &[Tolerance] = &[
         &["approx_top_k"],
         UNMODELLED,
         [elements(0, 12), elements(0, 0), bytes(0, 8)],
-    ),
-    row(
-        &["argmax"],
-        UNMODELLED,
-        [elements(0, 17), elements(1, 1), bytes(0, 114)],
-    ),
-    row(
-        &["argmin"],
-        UNMODELLED,
-        [elements(0, 8), elements(0, 0), bytes(0, 5)],
     ),
     row(
         &["cholesky"],
