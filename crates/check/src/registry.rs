@@ -206,6 +206,11 @@ pub enum CostRule {
     /// for an integer or `bool` (no NaN test); bytes: both operands, both
     /// initial values and both results.
     ArgMinMax,
+    /// A fixed formula of elementwise instructions ([`Formula`]): each
+    /// counted as `HandleElementwiseOp` counts one (a FLOP or a
+    /// transcendental per element, its operands and result as bytes), each
+    /// splat constant once per function.
+    Formula(Formula),
     /// `sort`, as XLA's `HandleSort` counts it: n × ⌈log₂ n⌉ FLOPs for the
     /// n elements of the first operand (a comparison sort; the comparator
     /// is not counted, whatever the dtype or the number of keys); bytes:
@@ -263,6 +268,25 @@ pub enum CostRule {
     /// Not modelled (quantum instructions, opaque calls): counted as zero
     /// and said so.
     Unmodelled,
+}
+
+/// A primitive JAX lowers to a fixed formula of elementwise instructions
+/// over its result's shape, with splat constants (`jaxpr_cost` holds each
+/// formula, read off JAX's HLO).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Formula {
+    /// `exp(x × ln 2)`.
+    Exp2,
+    /// `atan2(x, 1)`.
+    Atan,
+    /// `1 / (1 + exp(-x))`.
+    Logistic,
+    /// `nextafter(x, y)` on the integer bits of its operands: NaN and
+    /// equality tests, sign and magnitude masks, a step of one unit.
+    NextAfter,
+    /// One `sign` instruction, except for an unsigned integer:
+    /// `select(x == 0, 0, 1)`.
+    Sign,
 }
 
 /// What a loop is lowered to, which decides what is counted besides its
@@ -357,7 +381,8 @@ impl Cost {
             CostRule::Transcendental
             | CostRule::Multiplies
             | CostRule::Reduction
-            | CostRule::Select => COMPLEX_EXPANDED,
+            | CostRule::Select
+            | CostRule::Formula(_) => COMPLEX_EXPANDED,
             _ => XlaCount::Equal,
         };
         Cost {
@@ -401,13 +426,6 @@ const EXPANDED_ELEMENTWISE: Option<Cost> = Some(Cost::differs(
     CostRule::Elementwise,
     "lowered to several elementwise instructions, which XLA counts one by one",
 ));
-const EXPANDED_ELEMENTWISE_KEPT: Option<Cost> = Some(
-    Cost::differs(
-        CostRule::Elementwise,
-        "lowered to several elementwise instructions, which XLA counts one by one",
-    )
-    .kept_on_constants(),
-);
 /// A primitive JAX lowers (on CPU) to one LAPACK custom call and nothing
 /// else.
 const LAPACK_CALL: &str =
@@ -850,7 +868,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "Arctangent, elementwise.",
         complex: COMPLEX,
-        cost: EXPANDED_TRANSCENDENTAL_KEPT,
+        cost: Some(Cost::equal(CostRule::Formula(Formula::Atan)).kept_on_constants()),
         ..ROW
     },
     Primitive {
@@ -1303,7 +1321,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "2**x, elementwise.",
         complex: COMPLEX_NATIVE_ONLY,
-        cost: EXPANDED_TRANSCENDENTAL,
+        cost: Some(Cost::equal(CostRule::Formula(Formula::Exp2))),
         ..ROW
     },
     Primitive {
@@ -1511,7 +1529,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "Logistic sigmoid 1/(1+exp(-x)), elementwise.",
         complex: COMPLEX,
-        cost: EXPANDED_TRANSCENDENTAL,
+        cost: Some(Cost::equal(CostRule::Formula(Formula::Logistic))),
         ..ROW
     },
     Primitive {
@@ -1602,7 +1620,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "nextafter",
         family: Binary,
         doc: "Next representable float towards y, elementwise.",
-        cost: EXPANDED_ELEMENTWISE_KEPT,
+        cost: Some(Cost::equal(CostRule::Formula(Formula::NextAfter)).kept_on_constants()),
         ..ROW
     },
     Primitive {
@@ -2259,10 +2277,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Unary,
         doc: "Sign (-1, 0 or 1), elementwise.",
         complex: COMPLEX_STABLEHLO_ONLY,
-        cost: Some(Cost::differs(
-            CostRule::Elementwise,
-            "of an unsigned integer, lowered to a comparison and a select",
-        )),
+        cost: Some(Cost::equal(CostRule::Formula(Formula::Sign))),
         ..ROW
     },
     Primitive {

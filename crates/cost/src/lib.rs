@@ -11,6 +11,7 @@
 
 mod amount;
 mod communication;
+mod formulas;
 mod memory;
 mod rules;
 pub mod tolerance;

@@ -2,6 +2,7 @@
 //! operand and result types, plus the jaxprs it runs.
 
 use crate::amount::{Amount, bytes, element_bytes, elements};
+use crate::formulas;
 use crate::tolerance::{Slack, Units};
 use crate::{Cost, EqnCost, LoopCount, Walk, first_difference};
 use jaxpr_check::params::{ConvSpecs, ConvWindow, DotDims, IndexMode, ScatterDims};
@@ -207,19 +208,22 @@ impl EqnView<'_> {
             let Some(operand) = operand else {
                 return Amount::unknown();
             };
-            // A folded value is a constant too: its broadcast folds into
-            // a splat constant like a literal's.
-            let constant = match atom {
-                ast::Atom::Lit(lit) => Some(literal_value(lit)),
-                ast::Atom::Var(name) => self
-                    .analysis
-                    .ref_at(name.range)
-                    .filter(|r| self.constants.contains(&r.var))
-                    .map(|r| self.splats.get(&r.var).copied()),
-            };
-            total = total.add(&self.operand_at_result(operand, result, constant));
+            total = total.add(&self.operand_at_result(operand, result, self.constant(atom)));
         }
         total
+    }
+    /// Whether an operand is a constant (a literal, or a value StableHLO's
+    /// canonicalisation folds, whose broadcast folds into a splat constant
+    /// like a literal's), with its value where known.
+    fn constant(&self, atom: &ast::Atom) -> Option<Option<f64>> {
+        match atom {
+            ast::Atom::Lit(lit) => Some(literal_value(lit)),
+            ast::Atom::Var(name) => self
+                .analysis
+                .ref_at(name.range)
+                .filter(|r| self.constants.contains(&r.var))
+                .map(|r| self.splats.get(&r.var).copied()),
+        }
     }
     /// The bytes an elementwise instruction reads of `operand`, broadcast
     /// to `result`'s shape first where its shape differs; a scalar
@@ -472,6 +476,163 @@ fn select_tree_constants(offset: i64, cases: i64) -> Vec<i64> {
     out.extend(select_tree_constants(offset, mid));
     out.extend(select_tree_constants(offset + mid, cases - mid));
     out
+}
+
+/// A [`formulas`] formula over `result`'s shape, as StableHLO's
+/// canonicalisation leaves it: a step of constants folds (but a
+/// `bitcast-convert` or an `atan2`), a `select` on a constant predicate is
+/// the case it picks and `or` with `false` its other operand; each step
+/// kept is a FLOP or a transcendental per element, reading its operands
+/// and writing its result; what a kept step reads is materialised once: an
+/// operand of another shape broadcast, a splat constant once per function.
+fn formula_cost(
+    view: &EqnView<'_>,
+    steps: &[formulas::Step],
+    dtype: &DType,
+    result: &AType,
+) -> Cost {
+    use formulas::{Op, Val};
+    let analysis = view.analysis;
+    let Some(width) = dtype.bits() else {
+        return Cost::unknown();
+    };
+    let typed = |ty: formulas::Ty| {
+        result.with_dtype(match ty {
+            formulas::Ty::Operand => dtype.clone(),
+            formulas::Ty::Bool => DType::Bool,
+            formulas::Ty::Bits => DType::Int(width as u8),
+        })
+    };
+    let full = |ty: formulas::Ty| bytes(&typed(ty), None, analysis);
+    let per_element = elements(result, analysis);
+    // Each operand: what reading it at the result's shape costs, what
+    // broadcasting it first costs beyond that, and whether it is a
+    // constant (with its value where known).
+    let mut args = Vec::with_capacity(view.operands.len());
+    for (operand, atom) in view.operands.iter().zip(view.eqn.args.iter()) {
+        let Some(operand) = operand else {
+            return Cost::unknown();
+        };
+        let at_result = result.with_dtype(operand.dtype.clone().unwrap_or_else(|| dtype.clone()));
+        let read = bytes(&at_result, None, analysis);
+        let constant = view.constant(atom);
+        let broadcast = view.operand_at_result(operand, result, constant).sub(&read);
+        args.push((read, broadcast, constant));
+    }
+    // Each step: a constant (`Some`, its value where known), or kept; and
+    // what it is the same value as, when it folds into one it reads.
+    let mut constant: Vec<Option<Option<f64>>> = Vec::with_capacity(steps.len());
+    let mut same_as: Vec<Option<Val>> = Vec::with_capacity(steps.len());
+    let resolve = |v: Val, same_as: &[Option<Val>]| match v {
+        Val::Step(i) => same_as.get(i).copied().flatten().unwrap_or(v),
+        _ => v,
+    };
+    let value_of = |v: Val, constant: &[Option<Option<f64>>]| match v {
+        Val::Arg(k) => args.get(k).and_then(|a| a.2),
+        Val::Step(i) => constant.get(i).copied().flatten(),
+        Val::Splat(_, value) => Some(Some(formulas::number(value, width))),
+    };
+    let mut kept = Vec::with_capacity(steps.len());
+    for (i, step) in steps.iter().enumerate() {
+        let reads: Vec<Val> = step.reads.iter().map(|v| resolve(*v, &same_as)).collect();
+        let known: Vec<Option<Option<f64>>> =
+            reads.iter().map(|v| value_of(*v, &constant)).collect();
+        let folds = !matches!(step.op, Op::Bitcast | Op::Atan2);
+        if folds && known.iter().all(Option::is_some) {
+            let values: Option<Vec<f64>> = known.iter().map(|k| k.flatten()).collect();
+            let same = reads.len() == 2 && reads[0] == reads[1];
+            let value = match step.op {
+                Op::Ne if same => Some(0.0),
+                Op::Eq if same => Some(1.0),
+                op => values.and_then(|v| op.eval(&v)),
+            };
+            constant.push(Some(value));
+            same_as.push(None);
+            continue;
+        }
+        let picked = match (step.op, known.first()) {
+            (Op::Select, Some(Some(Some(p)))) => reads.get(if *p != 0.0 { 1 } else { 2 }).copied(),
+            (Op::Or, _) if step.ty == formulas::Ty::Bool => {
+                match (
+                    known.first().copied().flatten(),
+                    known.get(1).copied().flatten(),
+                ) {
+                    (_, Some(Some(0.0))) => reads.first().copied(),
+                    (Some(Some(0.0)), _) => reads.get(1).copied(),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        if let Some(value) = picked {
+            constant.push(value_of(value, &constant));
+            same_as.push(Some(value));
+            continue;
+        }
+        constant.push(None);
+        same_as.push(None);
+        kept.push((i, step, reads, known));
+    }
+    // What the result needs: a kept step nothing kept reads is dropped.
+    let mut live = vec![false; steps.len()];
+    if let Val::Step(last) = resolve(Val::Step(steps.len().saturating_sub(1)), &same_as) {
+        live[last] = true;
+    }
+    for (i, _, reads, _) in kept.iter().rev() {
+        if live[*i] {
+            for read in reads {
+                if let Val::Step(j) = read {
+                    live[*j] = true;
+                }
+            }
+        }
+    }
+    let mut cost = Cost::zero();
+    let mut materialised: Vec<Val> = Vec::new();
+    for (_, step, reads, known) in kept.iter().filter(|(i, ..)| live[*i]) {
+        if step.op.is_transcendental() {
+            cost.transcendentals = cost.transcendentals.add(&per_element);
+        } else {
+            cost.flops = cost.flops.add(&per_element);
+        }
+        cost.bytes_accessed = cost.bytes_accessed.add(&full(step.ty));
+        for (read, known) in reads.iter().zip(known.iter()) {
+            let (bytes_read, ty) = match *read {
+                Val::Arg(k) => (
+                    args.get(k).map_or_else(Amount::unknown, |a| a.0.clone()),
+                    None,
+                ),
+                Val::Step(i) => (
+                    steps.get(i).map_or_else(Amount::unknown, |s| full(s.ty)),
+                    steps.get(i).map(|s| s.ty),
+                ),
+                Val::Splat(ty, _) => (full(ty), Some(ty)),
+            };
+            cost.bytes_accessed = cost.bytes_accessed.add(&bytes_read);
+            if materialised.contains(read) {
+                continue;
+            }
+            materialised.push(*read);
+            match (*read, ty, known) {
+                (Val::Arg(k), _, _) => {
+                    if let Some(a) = args.get(k) {
+                        cost.bytes_accessed = cost.bytes_accessed.add(&a.1);
+                    }
+                }
+                // A constant the formula made: a splat when its value is
+                // known, else a dense constant, which costs nothing.
+                (_, Some(ty), Some(Some(value))) if view.first_splat(*value, &typed(ty)) => {
+                    let scalar = typed(ty).with_shape(Shape::new());
+                    cost.bytes_accessed = cost
+                        .bytes_accessed
+                        .add(&bytes(&scalar, None, analysis))
+                        .add(&full(ty));
+                }
+                _ => {}
+            }
+        }
+    }
+    cost
 }
 
 /// What XLA counts of an `iota` of `ty` along `axis`: JAX's lowering is
@@ -886,6 +1047,20 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner: &Cost) -> Cost {
                     .scale(2)
                     .add(&view.operand_bytes_at(2));
             }
+        }
+        CostRule::Formula(formula) => {
+            let (Some(Some(result)), Some(Some(first))) =
+                (view.results.first(), view.operands.first())
+            else {
+                return Cost::unknown();
+            };
+            let Some(dtype) = first.dtype.as_ref().or(view.fallback()) else {
+                return Cost::unknown();
+            };
+            return match formulas::steps(formula, dtype) {
+                Some(steps) => formula_cost(view, steps, dtype, result),
+                None => own_cost(formulas::one_instruction(formula), view, combiner),
+            };
         }
         CostRule::Scatter => {
             // Operands, then the indices, then as many updates.
@@ -1472,6 +1647,10 @@ fn splat_value(
         // A concatenate of splats of one value is that splat.
         (Prim::Concatenate, [x, rest @ ..]) if rest.iter().all(|y| y == x) => Some(*x),
         (Prim::Neg, [x]) => Some(-x),
+        // `log 2.0` (JAX's derivative of `exp2`) folds to the constant
+        // `exp2`'s own lowering multiplies by, which XLA holds once.
+        (Prim::Log, [x]) => Some(x.ln()),
+        (Prim::Exp, [x]) => Some(x.exp()),
         (Prim::Square, [x]) => Some(x * x),
         (Prim::Mul, [x, y]) => Some(x * y),
         (Prim::Add | Prim::AddAny, [x, y]) => Some(x + y),
@@ -1578,6 +1757,7 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
                             | CostRule::ElementwiseUnlessIdentity(_)
                             | CostRule::ElementwiseUnlessRightIdentity(_)
                             | CostRule::Transcendental
+                            | CostRule::Formula(_)
                             | CostRule::Multiplies
                             | CostRule::Tile
                             | CostRule::Convert
