@@ -252,8 +252,15 @@ impl EqnView<'_> {
             Some(None) => is_one_element(&splat, self.analysis),
             None => false,
         };
-        if operand.is_scalar() && held {
+        // The canonicalisation folds the broadcast of a splat constant of
+        // any shape into a splat of the result's shape.
+        let splat_of_known_value = matches!(constant, Some(Some(_)));
+        if (operand.is_scalar() || splat_of_known_value) && held {
             return broadcast;
+        }
+        if splat_of_known_value && !operand.is_scalar() {
+            let scalar = bytes(&splat.with_shape(Shape::new()), None, self.analysis);
+            return broadcast_bytes(true, &scalar, &broadcast).add(&broadcast);
         }
         broadcast_bytes(operand.is_scalar(), &own, &broadcast).add(&broadcast)
     }
@@ -1626,7 +1633,11 @@ fn splat_value(
         .iter()
         .map(|atom| match atom {
             // Complex literals have none: arithmetic on them is not folded.
-            ast::Atom::Lit(lit) => lit.value.parse::<f64>().ok(),
+            ast::Atom::Lit(lit) => match &*lit.value {
+                "True" => Some(1.0),
+                "False" => Some(0.0),
+                text => text.parse::<f64>().ok(),
+            },
             ast::Atom::Var(name) => analysis
                 .ref_at(name.range)
                 .and_then(|r| splats.get(&r.var).copied()),
@@ -1936,12 +1947,38 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
                     &walk.splats,
                 )
             });
+            // A splat an elementwise equation reads at another shape is
+            // folded into a splat of the equation's shape
+            // (`EqnView::operand_at_result`): not read at its own.
+            let elementwise = analysis.eqn(e).prim.map(Prim::row).is_some_and(|row| {
+                matches!(
+                    row.cost().rule,
+                    CostRule::Elementwise
+                        | CostRule::ElementwiseUnlessIdentity(_)
+                        | CostRule::ElementwiseUnlessRightIdentity(_)
+                        | CostRule::Transcendental
+                )
+            });
+            let result_shape = analysis
+                .eqn(e)
+                .outs
+                .first()
+                .copied()
+                .flatten()
+                .map(|v| analysis.var(v).ty.shape.clone());
             for (i, atom) in syntax.args.iter().enumerate() {
                 if let ast::Atom::Var(name) = atom
                     && let Some(r) = analysis.ref_at(name.range)
                     && unread != Some(i)
                 {
-                    read.insert(r.var);
+                    let through_broadcast = elementwise
+                        && walk.splats.contains_key(&r.var)
+                        && result_shape
+                            .as_ref()
+                            .is_some_and(|shape| *shape != analysis.var(r.var).ty.shape);
+                    if !through_broadcast {
+                        read.insert(r.var);
+                    }
                 }
             }
         }
