@@ -6,7 +6,7 @@ use crate::formulas;
 use crate::tolerance::{Slack, Units};
 use crate::{Cost, EqnCost, LoopCount, Walk, first_difference};
 use jaxpr_check::params::{ConvSpecs, ConvWindow, DotDims, IndexMode, ScatterDims};
-use jaxpr_check::reductions::{Combiner, reduction};
+use jaxpr_check::reductions::{Along, Combiner, Init, reduction};
 use jaxpr_check::registry::Prim;
 use jaxpr_check::registry::{self, CostRule, Family, XlaCount};
 use jaxpr_check::{Analysis, EqnId, EqnInfo, JaxprId, literals};
@@ -640,6 +640,26 @@ fn formula_cost(
         }
     }
     cost
+}
+
+/// The number a reduction's initial value `init` is in `dtype`.
+fn init_value(init: Init, dtype: &DType) -> Option<f64> {
+    let bits = dtype.bits()?;
+    Some(match (init, dtype) {
+        (Init::Zero, _) => 0.0,
+        (Init::One, _) => 1.0,
+        (Init::Lowest | Init::Highest | Init::AllOnes, DType::Bool) => {
+            f64::from(u8::from(init != Init::Lowest))
+        }
+        (Init::Lowest, DType::Float(_)) => f64::NEG_INFINITY,
+        (Init::Highest, DType::Float(_)) => f64::INFINITY,
+        (Init::Lowest, DType::Int(_)) => -(2f64.powi(bits as i32 - 1)),
+        (Init::Highest, DType::Int(_)) => 2f64.powi(bits as i32 - 1) - 1.0,
+        (Init::AllOnes, DType::Int(_)) => -1.0,
+        (Init::Lowest, DType::UInt(_)) => 0.0,
+        (Init::Highest | Init::AllOnes, DType::UInt(_)) => 2f64.powi(bits as i32) - 1.0,
+        _ => return None,
+    })
 }
 
 /// What XLA counts of an `iota` of `ty` along `axis`: JAX's lowering is
@@ -1849,6 +1869,44 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
             }
             _ => None,
         };
+        // A reduction of an empty operand is its initial value everywhere
+        // (a splat constant); one over no axis of a constant is that
+        // constant.
+        let reduced = match (
+            eqn_info.prim.and_then(reduction),
+            &syntax.args[..],
+            &eqn_info.outs[..],
+        ) {
+            (Some(r), [ast::Atom::Var(operand)], [Some(out)]) if r.along == Along::Axes => {
+                let operand = analysis.ref_at(operand.range).map(|r| r.var);
+                let empty =
+                    operand.is_some_and(|v| elements(&analysis.var(v).ty, analysis).is_zero());
+                let no_axes = syntax
+                    .param("axes")
+                    .and_then(|p| int_items(&p.value))
+                    .is_some_and(|axes| axes.is_empty());
+                let dtype = analysis.var(*out).ty.dtype.clone();
+                match operand {
+                    _ if empty => dtype
+                        .and_then(|d| init_value(r.combiner.identity(), &d))
+                        .map(|value| (*out, Some(value))),
+                    Some(v) if no_axes && constant.contains(&v) => {
+                        Some((*out, walk.splats.get(&v).copied()))
+                    }
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        if let Some((out, value)) = reduced {
+            constant.insert(out);
+            walk.constants.insert(out);
+            if let Some(value) = value {
+                walk.splats.insert(out, value);
+            }
+            folded.push(e);
+            continue;
+        }
         if let Some((out, value)) = padded_value.or(zero_iota) {
             constant.insert(out);
             walk.constants.insert(out);
