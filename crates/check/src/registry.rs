@@ -188,6 +188,14 @@ pub enum CostRule {
     /// canonicalisation makes it the update; at other indices, which XLA
     /// clamps to zero, it is kept).
     DynamicUpdateSlice,
+    /// `gather`, as XLA's `HandleGather` counts it: the result's bytes
+    /// twice (the slices read, the result written) and the indices'; no
+    /// FLOPs. `mode=CLIP` is XLA's own semantics (nothing added);
+    /// `mode=FILL_OR_DROP` is JAX's `_gather_fill` around it: each start
+    /// index compared with 0 and with its upper bound, `and`, a `reduce`
+    /// `and` over the index vector, the mask broadcast to the result and a
+    /// `select` of the fill value (a splat constant).
+    Gather,
     /// `scatter*`, as XLA's `HandleScatter` counts it: the updates' bytes
     /// three times (read, and read and written in the operand) and the
     /// indices' once; the update computation's FLOPs once per update
@@ -1387,10 +1395,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         ],
         doc: "Gathers slices of size `slice_sizes` at the positions in `indices` (XLA Gather, `GatherDimensionNumbers`).",
         complex: COMPLEX_STABLEHLO_ONLY,
-        cost: Some(Cost::differs(
-            CostRule::Movement,
-            "XLA counts the index arithmetic of a gather",
-        )),
+        cost: Some(Cost::equal(CostRule::Gather)),
         ..ROW
     },
     Primitive {

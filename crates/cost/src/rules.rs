@@ -5,7 +5,7 @@ use crate::amount::{Amount, bytes, element_bytes, elements};
 use crate::formulas;
 use crate::tolerance::{Slack, Units};
 use crate::{Cost, EqnCost, LoopCount, Walk, first_difference};
-use jaxpr_check::params::{ConvSpecs, ConvWindow, DotDims, IndexMode, ScatterDims};
+use jaxpr_check::params::{ConvSpecs, ConvWindow, DotDims, GatherDims, IndexMode, ScatterDims};
 use jaxpr_check::reductions::{Along, Combiner, Init, reduction};
 use jaxpr_check::registry::Prim;
 use jaxpr_check::registry::{self, CostRule, Family, XlaCount};
@@ -687,6 +687,164 @@ fn iota_bytes(ty: &AType, axis: Option<i64>, analysis: &Analysis) -> Amount {
     }
 }
 
+/// JAX's `_gather_fill` around a `mode=FILL_OR_DROP` gather: each start
+/// index compared with 0 and with the operand's size less the slice's
+/// (`ge`, `le`, `and`, against splat constants, or a broadcast vector of
+/// unequal bounds), a `reduce` `and` over the index vector, the mask
+/// broadcast to the result, and a `select` of the fill value.
+fn gather_fill_cost(
+    view: &EqnView<'_>,
+    indices: &AType,
+    result: &AType,
+    index_bytes: &Amount,
+) -> Cost {
+    let analysis = view.analysis;
+    let mut cost = Cost::zero();
+    let dims = view
+        .eqn
+        .param("dimension_numbers")
+        .and_then(|p| GatherDims::decode(&p.value).ok());
+    let sizes = view
+        .eqn
+        .param("slice_sizes")
+        .and_then(|p| int_items(&p.value));
+    let (Some(dims), Some(sizes), Some(Some(operand)), Some(index_dtype)) =
+        (dims, sizes, view.operands.first(), indices.dtype.clone())
+    else {
+        return Cost::unknown();
+    };
+    let uppers: Option<Vec<i64>> = dims
+        .start_index_map
+        .iter()
+        .map(|&d| {
+            let d = usize::try_from(d).ok()?;
+            Some(operand.shape.get(d)?.as_const()? - sizes.get(d)?)
+        })
+        .collect();
+    let Some(uppers) = uppers else {
+        return Cost::unknown();
+    };
+    let mask = indices.with_dtype(DType::Bool);
+    let mask_bytes = bytes(&mask, None, analysis);
+    let index_elements = elements(indices, analysis);
+    // The index vector is the last axis; the mask reduces it away.
+    let batch = indices.with_shape(Shape::from_slice(
+        &indices.shape[..indices.shape.len().saturating_sub(1)],
+    ));
+    let reduced = batch.with_dtype(DType::Bool);
+    let splat = |value: f64, ty: &AType| {
+        if view.first_splat(value, ty) {
+            bytes(&ty.with_shape(Shape::new()), None, analysis).add(&bytes(ty, None, analysis))
+        } else {
+            Amount::zero()
+        }
+    };
+    // jax <= 0.4.30 (whose printer has no `operand_batching_dims`)
+    // computes the bounds at run time: the operand's sizes and the slice
+    // sizes (each a constant, a splat when its values are equal) gathered
+    // at the index map, subtracted, reshaped to `[1, 1, K]`, broadcast,
+    // reshaped and broadcast to the indices.
+    let run_time_bounds = view
+        .eqn
+        .param("dimension_numbers")
+        .is_some_and(|p| p.value.field("operand_batching_dims").is_none());
+    if run_time_bounds {
+        let k = uppers.len() as i64;
+        let table = operand
+            .with_dtype(index_dtype.clone())
+            .with_shape(Shape::from_slice(&[jaxpr_types::Dim::Const(
+                operand.shape.len() as i64,
+            )]));
+        let equal_splat = |values: &[i64]| match values {
+            [first, rest @ ..] if rest.iter().all(|v| v == first) => splat(*first as f64, &table),
+            _ => Amount::zero(),
+        };
+        let operand_sizes: Option<Vec<i64>> = operand.shape.iter().map(|d| d.as_const()).collect();
+        let Some(operand_sizes) = operand_sizes else {
+            return Cost::unknown();
+        };
+        cost.flops = Amount::constant(k);
+        cost.bytes_accessed = view
+            .scalar_bytes(indices)
+            .scale(16 * k)
+            .add(&equal_splat(&operand_sizes))
+            .add(&equal_splat(&sizes));
+    }
+    let upper = match uppers.as_slice() {
+        _ if run_time_bounds => index_bytes.clone(),
+        [first, rest @ ..] if rest.iter().all(|u| u == first) => splat(*first as f64, indices),
+        // A `[1, K]` constant broadcast to the indices: exported as a
+        // broadcast, a reshape and a broadcast ([`broadcast_bytes`]).
+        _ if indices.shape.len() > 1 => broadcast_bytes(
+            false,
+            &view.scalar_bytes(indices).scale(uppers.len() as i64),
+            index_bytes,
+        ),
+        _ => Amount::zero(),
+    };
+    let result_elements = elements(result, analysis);
+    let result_bytes = bytes(result, None, analysis);
+    let result_mask = result.with_dtype(DType::Bool);
+    let fill = match view.eqn.param("fill_value").map(|p| &p.value) {
+        Some(v) if !v.is_none() => literal_number(v),
+        _ => match &result.dtype {
+            Some(d) if d.is_float() => Some(f64::NAN),
+            Some(d) => init_value(
+                if matches!(d, DType::UInt(_) | DType::Bool) {
+                    Init::Highest
+                } else {
+                    Init::Lowest
+                },
+                d,
+            ),
+            None => None,
+        },
+    };
+    // The mask is broadcast to the result unless it has the result's shape.
+    let widened = if reduced.shape == result.shape {
+        Amount::zero()
+    } else {
+        bytes(&reduced, None, analysis).add(&bytes(&result_mask, None, analysis))
+    };
+    // ge, le, and over the indices; the reduce; the select over the result.
+    cost.flops = cost.flops.add(
+        &index_elements
+            .scale(3)
+            .add(&index_elements.sub(&elements(&reduced, analysis)))
+            .add(&result_elements),
+    );
+    cost.bytes_accessed = cost
+        .bytes_accessed
+        .add(&index_bytes.scale(4))
+        .add(&mask_bytes.scale(6))
+        .add(&splat(0.0, indices))
+        .add(&upper)
+        .add(&Amount::constant(1))
+        .add(&bytes(&reduced, None, analysis))
+        .add(&bytes(&result_mask, None, analysis))
+        .add(&result_bytes.scale(3))
+        .add(&widened)
+        .add(&fill.map_or_else(Amount::unknown, |value| splat(value, result)));
+    cost
+}
+
+/// The number a parameter's literal stands for (`nan`, `inf`, `-1.5`).
+fn literal_number(e: &ast::Expr) -> Option<f64> {
+    match &e.kind {
+        ast::ExprKind::Int(i) => Some(*i as f64),
+        ast::ExprKind::Neg(inner) => literal_number(inner).map(|x| -x),
+        ast::ExprKind::Number(text) => text.parse::<f64>().ok(),
+        ast::ExprKind::Path(name) => match &**name {
+            "nan" => Some(f64::NAN),
+            "inf" => Some(f64::INFINITY),
+            "True" => Some(1.0),
+            "False" => Some(0.0),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// JAX's `_clamp_scatter_indices` before a `mode=CLIP` scatter: a `clamp`
 /// of the indices between zero and, per index component, the operand's
 /// size less the slice's, both constants broadcast to the indices (a splat
@@ -1088,6 +1246,27 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner: &Cost) -> Cost {
                 Some(steps) => formula_cost(view, steps, dtype, result),
                 None => own_cost(formulas::one_instruction(formula), view, combiner),
             };
+        }
+        CostRule::Gather => {
+            let (Some(Some(indices)), Some(Some(result))) =
+                (view.operands.get(1), view.results.first())
+            else {
+                return Cost::unknown();
+            };
+            if elements(result, analysis).is_zero() {
+                return cost;
+            }
+            let index_bytes = view.operand_bytes_at(1);
+            cost.bytes_accessed = view.result_bytes().scale(2).add(&index_bytes);
+            let mode = view
+                .eqn
+                .param("mode")
+                .and_then(|p| IndexMode::decode(&p.value));
+            if mode == Some(IndexMode::FillOrDrop) {
+                let fill = gather_fill_cost(view, indices, result, &index_bytes);
+                cost.flops = cost.flops.add(&fill.flops);
+                cost.bytes_accessed = cost.bytes_accessed.add(&fill.bytes_accessed);
+            }
         }
         CostRule::Scatter => {
             // Operands, then the indices, then as many updates.

@@ -320,10 +320,6 @@ const CONDITIONAL: (&str, &str) = (
     "XLA also counts the conditional's operands and the tuples its branches return",
     "JAX lowers `cond` to an HLO `conditional` (an index `convert`/`clamp` first for more than two branches); `HandleConditional` takes each count's maximum over the branches, which also return their results as tuples",
 );
-const GATHER: (&str, &str) = (
-    "XLA counts the index arithmetic of a gather",
-    "JAX converts, clamps or wraps the indices before the `gather` (`mode=clip`/`fill`: compares, selects and a mask for filled lanes); `HandleGather` counts the operand slices read, not the whole operand",
-);
 const SOLVE: (&str, &str) = (
     "JAX lowers only the solve, not the matrix-vector jaxpr beside it",
     "`custom_linear_solve` keeps the matrix-vector product jaxpr for its derivatives; only the solve jaxpr is lowered",
@@ -703,11 +699,6 @@ pub const TOLERANCES: &[Tolerance] = &[
         &["cond"],
         CONDITIONAL,
         [elements(1, 8), elements(1, 1), bytes(2, 25)],
-    ),
-    row(
-        &["gather"],
-        GATHER,
-        [elements(4, 10), elements(1, 1), bytes(4, 37)],
     ),
     row(
         &["custom_linear_solve"],

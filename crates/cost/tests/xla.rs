@@ -180,11 +180,13 @@ fn calibration(outcomes: &[Outcome]) {
 /// test holds each figure exactly, so that a changed rule, bound or corpus
 /// shows here and is looked at.
 const EXPECTED: Expected = Expected {
-    exact: 3932,
-    within: 1386,
+    exact: 3982,
+    within: 1335,
     // Every equation counted as XLA does, yet XLA's figure differs:
-    // flax's `encoder_block_grad`.
-    unexplained_all_equal: 1,
+    // flax's `encoder_block_grad`, and flax nnx's `transformer_block` (800
+    // bytes over; its embedding `gather`, alone, is exact: the gap is
+    // elsewhere and was inside the gather's old tolerance).
+    unexplained_all_equal: 2,
     // A count did not resolve.
     unexplained_unresolved: 0,
     // A primitive neither the registry nor a tolerance row knows.
@@ -324,7 +326,7 @@ fn random_programs_cost_what_xla_says() {
 }
 
 /// (programs, exact, with a named XLA behaviour, neither) of the sample.
-const RANDOM_EXPECTED: (usize, usize, usize, usize) = (300, 274, 13, 13);
+const RANDOM_EXPECTED: (usize, usize, usize, usize) = (300, 281, 6, 13);
 
 /// A program's totals (FLOPs, transcendentals, bytes accessed).
 fn totals(text: &str) -> [Option<i64>; 3] {
@@ -800,4 +802,44 @@ fn a_reduction_of_nothing_is_a_constant_that_folds_onwards() {
     e:f32[] = reduce_max[axes=()] d
   in (e,) }";
     assert_eq!(totals(div), [Some(0), Some(0), Some(0)]);
+}
+
+/// XLA's `HandleGather`: twice the result's bytes and the indices', no
+/// FLOPs; `mode=CLIP` adds nothing (XLA clamps); `mode=FILL_OR_DROP` is
+/// JAX's `_gather_fill` around it: the bounds test of each start index
+/// (`ge`, `le`, `and`, a `reduce`), the mask broadcast to the result and a
+/// `select` of the fill value. XLA's figures:
+/// `jax.jit(f).lower(x, i).cost_analysis()`, jax 0.10.2 (and 0.4.30, whose
+/// lowering computes the bounds at run time, for `take_along_axis` in the
+/// corpora). The model counted a gather as a move of its operands and
+/// result (200 bytes for the first).
+#[test]
+fn a_gather_counts_its_result_twice_and_its_fill_mask() {
+    let gather = |mode: &str, fill: &str| {
+        format!(
+            "{{ lambda ; a:f32[5,3] b:i32[2]. let
+    c:bool[2] = lt b 0:i32[]
+    d:i32[2] = add b 5:i32[]
+    e:i32[2] = select_n c b d
+    f:i32[2,1] = broadcast_in_dim[broadcast_dimensions=(0,)] e
+    g:f32[2,3] = gather[
+      dimension_numbers=GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,), operand_batching_dims=(), start_indices_batching_dims=())
+      fill_value={fill}
+      indices_are_sorted=False
+      mode=GatherScatterMode.{mode}
+      slice_sizes=(1, 3)
+      unique_indices=False
+    ] a f
+  in (g,) }}"
+        )
+    };
+    assert_eq!(
+        totals(&gather("PROMISE_IN_BOUNDS", "None")),
+        [Some(6), Some(0), Some(164)]
+    );
+    // The index normalisation, then the mask (jnp.take(mode="fill")).
+    assert_eq!(
+        totals(&gather("FILL_OR_DROP", "nan")),
+        [Some(18), Some(0), Some(349)]
+    );
 }
