@@ -2166,6 +2166,45 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
             folded.push(e);
         }
     }
+    // Constant indices a gather is promised are in bounds, into axes of one
+    // element: all zeros whatever the closed-over values, a splat.
+    for &e in &info.eqns {
+        let eqn_info = analysis.eqn(e);
+        let Some(&syntax) = walk.syntax.get(&eqn_info.range.start) else {
+            continue;
+        };
+        let (Some(Prim::Gather), [ast::Atom::Var(operand), ast::Atom::Var(indices)]) =
+            (eqn_info.prim, &syntax.args[..])
+        else {
+            continue;
+        };
+        let promised = syntax
+            .param("mode")
+            .and_then(|p| IndexMode::decode(&p.value))
+            == Some(IndexMode::PromiseInBounds);
+        let (Some(operand), Some(indices)) = (
+            analysis.ref_at(operand.range),
+            analysis.ref_at(indices.range),
+        ) else {
+            continue;
+        };
+        let unit_axes = syntax
+            .param("dimension_numbers")
+            .and_then(|p| GatherDims::decode(&p.value).ok())
+            .is_some_and(|dims| {
+                let shape = &analysis.var(operand.var).ty.shape;
+                dims.start_index_map.iter().all(|&d| {
+                    usize::try_from(d)
+                        .ok()
+                        .and_then(|d| shape.get(d))
+                        .is_some_and(|size| *size == jaxpr_types::Dim::Const(1))
+                })
+            });
+        if promised && unit_axes && constant.contains(&indices.var) {
+            dense.remove(&indices.var);
+            walk.splats.insert(indices.var, 0.0);
+        }
+    }
     // Which folded values a kept equation or the outputs read.
     let mut read: rustc_hash::FxHashSet<jaxpr_types::VarId> =
         info.outs.iter().filter_map(|o| o.var).collect();
