@@ -7,7 +7,7 @@
 //! values.
 
 use jaxpr_syntax::TextRange;
-use jaxpr_syntax::ast::{Expr, ExprKind};
+use jaxpr_syntax::ast::{Eqn, Expr, ExprKind};
 use jaxpr_types::DType;
 
 /// A field of a dimension-numbers record that is not a tuple of integers.
@@ -141,6 +141,10 @@ pub enum IndexMode {
 }
 
 impl IndexMode {
+    /// The `mode` of a gather or scatter equation, if it has a readable one.
+    pub fn of(e: &Eqn) -> Option<IndexMode> {
+        IndexMode::decode(&e.param("mode")?.value)
+    }
     pub fn decode(e: &Expr) -> Option<IndexMode> {
         let name = match &e.kind {
             ExprKind::Int(1) => return Some(IndexMode::Clip),

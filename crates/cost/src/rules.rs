@@ -264,6 +264,16 @@ impl EqnView<'_> {
         }
         broadcast_bytes(operand.is_scalar(), &own, &broadcast).add(&broadcast)
     }
+    /// What a splat constant of `value` at `ty` costs where it is read: its
+    /// broadcast (a scalar and `ty`'s bytes) the first time in the
+    /// function, nothing after ([`EqnView::first_splat`]).
+    fn splat_bytes(&self, value: f64, ty: &AType) -> Amount {
+        if self.first_splat(value, ty) {
+            self.scalar_bytes(ty).add(&bytes(ty, None, self.analysis))
+        } else {
+            Amount::zero()
+        }
+    }
     /// Whether the splat of `value` at `ty` is the first of the function,
     /// which then holds it: only the first costs its broadcast (none does
     /// of one element).
@@ -628,12 +638,10 @@ fn formula_cost(
                 }
                 // A constant the formula made: a splat when its value is
                 // known, else a dense constant, which costs nothing.
-                (_, Some(ty), Some(Some(value))) if view.first_splat(*value, &typed(ty)) => {
-                    let scalar = typed(ty).with_shape(Shape::new());
+                (_, Some(ty), Some(Some(value))) => {
                     cost.bytes_accessed = cost
                         .bytes_accessed
-                        .add(&bytes(&scalar, None, analysis))
-                        .add(&full(ty));
+                        .add(&view.splat_bytes(*value, &typed(ty)));
                 }
                 _ => {}
             }
@@ -732,13 +740,7 @@ fn gather_fill_cost(
         &indices.shape[..indices.shape.len().saturating_sub(1)],
     ));
     let reduced = batch.with_dtype(DType::Bool);
-    let splat = |value: f64, ty: &AType| {
-        if view.first_splat(value, ty) {
-            bytes(&ty.with_shape(Shape::new()), None, analysis).add(&bytes(ty, None, analysis))
-        } else {
-            Amount::zero()
-        }
-    };
+    let splat = |value: f64, ty: &AType| view.splat_bytes(value, ty);
     // jax <= 0.4.30 (whose printer has no `operand_batching_dims`)
     // computes the bounds at run time: the operand's sizes and the slice
     // sizes (each a constant, a splat when its values are equal) gathered
@@ -854,13 +856,7 @@ fn clamped_indices_cost(view: &EqnView<'_>, indices: &AType, index_bytes: &Amoun
     let mut cost = Cost::zero();
     cost.flops = elements(indices, analysis);
     cost.bytes_accessed = index_bytes.scale(4);
-    let splat = |value: i64| {
-        if view.first_splat(value as f64, indices) {
-            view.scalar_bytes(indices).add(index_bytes)
-        } else {
-            Amount::zero()
-        }
-    };
+    let splat = |value: i64| view.splat_bytes(value as f64, indices);
     let dims = view
         .eqn
         .param("dimension_numbers")
@@ -1258,11 +1254,7 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner: &Cost) -> Cost {
             }
             let index_bytes = view.operand_bytes_at(1);
             cost.bytes_accessed = view.result_bytes().scale(2).add(&index_bytes);
-            let mode = view
-                .eqn
-                .param("mode")
-                .and_then(|p| IndexMode::decode(&p.value));
-            if mode == Some(IndexMode::FillOrDrop) {
+            if IndexMode::of(view.eqn) == Some(IndexMode::FillOrDrop) {
                 let fill = gather_fill_cost(view, indices, result, &index_bytes);
                 cost.flops = cost.flops.add(&fill.flops);
                 cost.bytes_accessed = cost.bytes_accessed.add(&fill.bytes_accessed);
@@ -1294,11 +1286,7 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner: &Cost) -> Cost {
                 cost.flops = updated.scale(flops);
             }
             cost.bytes_accessed = update_bytes.scale(3).add(&index_bytes);
-            let clip = view
-                .eqn
-                .param("mode")
-                .and_then(|p| IndexMode::decode(&p.value));
-            if clip == Some(IndexMode::Clip) {
+            if IndexMode::of(view.eqn) == Some(IndexMode::Clip) {
                 let clamp = clamped_indices_cost(view, indices, &index_bytes);
                 cost.flops = cost.flops.add(&clamp.flops);
                 cost.bytes_accessed = cost.bytes_accessed.add(&clamp.bytes_accessed);
@@ -1832,11 +1820,8 @@ fn splat_value(
         .iter()
         .map(|atom| match atom {
             // Complex literals have none: arithmetic on them is not folded.
-            ast::Atom::Lit(lit) => match &*lit.value {
-                "True" => Some(1.0),
-                "False" => Some(0.0),
-                text => text.parse::<f64>().ok(),
-            },
+            ast::Atom::Lit(lit) if lit.value.starts_with('(') => None,
+            ast::Atom::Lit(lit) => literal_value(lit),
             ast::Atom::Var(name) => analysis
                 .ref_at(name.range)
                 .and_then(|r| splats.get(&r.var).copied()),
@@ -2178,10 +2163,7 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
         else {
             continue;
         };
-        let promised = syntax
-            .param("mode")
-            .and_then(|p| IndexMode::decode(&p.value))
-            == Some(IndexMode::PromiseInBounds);
+        let promised = IndexMode::of(syntax) == Some(IndexMode::PromiseInBounds);
         let (Some(operand), Some(indices)) = (
             analysis.ref_at(operand.range),
             analysis.ref_at(indices.range),

@@ -538,10 +538,7 @@ impl<X, T: Borrow<AType>> EqnCx<'_, X, T> {
     /// A gather's or scatter's `mode`; absent or unreadable, indices are
     /// taken as promised in bounds (XLA's own semantics, no masking).
     pub fn index_mode(&self) -> IndexMode {
-        self.e
-            .param("mode")
-            .and_then(|p| IndexMode::decode(&p.value))
-            .unwrap_or(IndexMode::PromiseInBounds)
+        IndexMode::of(self.e).unwrap_or(IndexMode::PromiseInBounds)
     }
     pub fn ints(&self, name: &str) -> LowerResult<Vec<i64>> {
         let p = self.param(name)?;

@@ -212,10 +212,6 @@ fn fold(p: &Program, consts: &HashMap<VarId, Const>, e: &ast::Eqn) -> Option<Con
     })
 }
 
-fn mode(e: &ast::Eqn) -> Option<IndexMode> {
-    IndexMode::decode(&e.param("mode")?.value)
-}
-
 /// An index out of range: at `at`, into `axis` of size `size`, for a window
 /// of `window`.
 struct Outside {
@@ -339,7 +335,7 @@ fn check(
             let Some(sizes) = e.param("slice_sizes").and_then(|p| p.value.as_int_seq()) else {
                 return;
             };
-            let Some(mode) = mode(e) else { return };
+            let Some(mode) = IndexMode::of(e) else { return };
             if !batching.is_empty() || sizes.len() != shape.len() {
                 return;
             }
@@ -397,7 +393,7 @@ fn check(
             ) else {
                 return;
             };
-            let Some(mode) = mode(e) else { return };
+            let Some(mode) = IndexMode::of(e) else { return };
             if !batching.is_empty() {
                 return;
             }
