@@ -317,7 +317,8 @@ class Program:
         else:
             lines.append("    return circuit(x)")
         args = [round(r.uniform(-np.pi, np.pi), 4) for _ in range(self.nparams)]
-        seed = qseed if self.shots is not None else None
+        # Samples and mid-circuit measurements draw: seeded, they are compared exactly.
+        seed = qseed if self.shots is not None or self.mcms else None
         return "\n".join(lines) + "\n", args, seed
 
 

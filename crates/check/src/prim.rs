@@ -451,8 +451,12 @@ pub enum Prim {
     QuantumKernel,
     /// `sample`
     Sample,
+    /// `set_basis_state`
+    SetBasisState,
     /// `state`
     State,
+    /// `state_prep`
+    StatePrep,
     /// `tensorobs`
     Tensorobs,
     /// `unitary`
@@ -489,7 +493,7 @@ pub enum Prim {
 
 impl Prim {
     /// Every primitive, in the registry's order.
-    pub const ALL: [Prim; 239] = [
+    pub const ALL: [Prim; 241] = [
         Prim::Abs,
         Prim::Acos,
         Prim::Acosh,
@@ -712,7 +716,9 @@ impl Prim {
         Prim::Qinst,
         Prim::QuantumKernel,
         Prim::Sample,
+        Prim::SetBasisState,
         Prim::State,
+        Prim::StatePrep,
         Prim::Tensorobs,
         Prim::Unitary,
         Prim::ValueAndGrad,

@@ -2721,10 +2721,24 @@ pub static PRIMITIVES: &[Primitive] = &[
         ..QUANTUM_ROW
     },
     Primitive {
+        name: "set_basis_state",
+        params: &[],
+        jaxpr_params: &[],
+        doc: "Prepares a computational basis state (`qml.BasisState`): the qubits, then their bits (bool[n]); the qubits out.",
+        ..QUANTUM_ROW
+    },
+    Primitive {
         name: "state",
         params: &["shape", "shots", "static_shape"],
         jaxpr_params: &[],
         doc: "The state vector of the whole device, whichever qubits its observable names (as Catalyst lowers it): c128[2^n] (a dynamic size is an operand).",
+        ..QUANTUM_ROW
+    },
+    Primitive {
+        name: "state_prep",
+        params: &[],
+        jaxpr_params: &[],
+        doc: "Prepares a state vector (`qml.StatePrep`): the qubits, then the state (c128[2^n]); the qubits out.",
         ..QUANTUM_ROW
     },
     Primitive {

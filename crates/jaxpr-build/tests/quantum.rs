@@ -254,6 +254,40 @@ fn older_catalysts_quantum_programs_compute_their_values() {
     );
 }
 
+/// Random circuits (`corpus-gen/circuits_random/random_circuits.py`) that
+/// Catalyst compiled and ran: each builds and gives Catalyst's values (a
+/// refusal where Catalyst computes is a disagreement too). The committed
+/// sample is `tests/data/circuits-random` (fixed seeds); the full run's
+/// folder is taken from `JAXPR_RANDOM_CIRCUITS`, a benchmark whose figures
+/// go in `docs/log/`.
+#[test]
+fn random_circuits_compute_catalysts_values() {
+    let _shared = MEMORY.read().unwrap_or_else(|e| e.into_inner());
+    let dir = std::env::var_os("JAXPR_RANDOM_CIRCUITS").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/circuits-random"),
+        PathBuf::from,
+    );
+    let cases = cases_in(&dir);
+    assert!(
+        cases.len() >= 60,
+        "{} random circuits in {}",
+        cases.len(),
+        dir.display()
+    );
+    let failures = build_and_run(&cases, &out_dir("random"));
+    let disagreeing: std::collections::BTreeSet<&str> = failures
+        .iter()
+        .map(|f| f.split(':').next().unwrap_or(""))
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {} random circuits disagree with Catalyst:\n{}",
+        disagreeing.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+}
+
 /// Builds each case, runs it twice on its recorded examples and says what
 /// is not built or not Catalyst's value.
 fn build_and_run(cases: &[Case], dir: &Path) -> Vec<String> {

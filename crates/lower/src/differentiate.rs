@@ -746,6 +746,27 @@ impl Emitter<'_> {
                     (None, None) => return Ok(()),
                 })
             }
+            Prim::Rem => {
+                // rem(a, b) = a - b * trunc(a / b): t = ta - tb * trunc(a / b)
+                // (JAX's rule; the quotient's jumps have no tangent).
+                let second = match &ts[1] {
+                    Some(tb) => {
+                        let q = self.line(&ty, &format!("div {} {}", args[0], args[1]));
+                        let s = self.line(&ty, &format!("sign {q}"));
+                        let a = self.line(&ty, &format!("abs {q}"));
+                        let f = self.line(&ty, &format!("floor {a}"));
+                        let q = self.line(&ty, &format!("mul {s} {f}"));
+                        Some(self.line(&ty, &format!("mul {tb} {q}")))
+                    }
+                    None => None,
+                };
+                Some(match (ts[0].clone(), second) {
+                    (Some(f), Some(s)) => self.line(&ty, &format!("sub {f} {s}")),
+                    (Some(f), None) => f,
+                    (None, Some(s)) => self.line(&ty, &format!("neg {s}")),
+                    (None, None) => return Ok(()),
+                })
+            }
             Prim::Pow => {
                 // d(x^y) = tx * y * x^(y-1) + ty * log(x) * x^y.
                 let (x, p) = (&args[0], &args[1]);

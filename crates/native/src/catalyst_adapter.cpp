@@ -65,6 +65,8 @@ void __catalyst__rt__qubit_release_array(void *);
 void __catalyst__rt__qubit_release(QUBIT *);
 int64_t __catalyst__rt__num_qubits();
 void __catalyst__qis__GlobalPhase(double, const Modifiers *);
+void __catalyst__qis__SetState(MemRef<std::complex<double>, 1> *, uint64_t, ...);
+void __catalyst__qis__SetBasisState(MemRef<int8_t, 1> *, uint64_t, ...);
 void __catalyst__qis__QubitUnitary(MemRef<std::complex<double>, 2> *, const Modifiers *, int64_t, ...);
 intptr_t __catalyst__qis__NamedObs(int64_t, QUBIT *);
 intptr_t __catalyst__qis__HermitianObs(MemRef<std::complex<double>, 2> *, int64_t, ...);
@@ -510,6 +512,36 @@ int32_t jx_q_gate(int32_t kind, const char *op, const double *params, int64_t nu
         }
         g.adjoint = adjoint != 0;
         return apply(std::move(g));
+    });
+}
+
+// `state_prep` (`bits` null: `state` holds 2^n amplitudes) and
+// `set_basis_state` (`bits` holds n bytes, 0 or 1) on the n qubits given.
+int32_t jx_q_prepare(const double *state, const int8_t *bits, const int64_t *qubits, int64_t n)
+{
+    if (too_many(n, "a state preparation")) {
+        return 1;
+    }
+    if (!recordings.empty()) {
+        return fail("a state preparation inside an adjoint region has no adjoint");
+    }
+    return guarded([&] {
+        QUBIT *q[MAX_OPERANDS] = {};
+        for (int64_t k = 0; k < n; k++) {
+            q[k] = qubit(qubits[k]);
+        }
+        if (bits == nullptr) {
+            size_t size = size_t(1) << n;
+            auto *data = reinterpret_cast<std::complex<double> *>(const_cast<double *>(state));
+            MemRef<std::complex<double>, 1> m{data, data, 0, {size}, {1}};
+            __catalyst__qis__SetState(&m, uint64_t(n), JX_ARGS(q));
+        }
+        else {
+            auto *data = const_cast<int8_t *>(bits);
+            MemRef<int8_t, 1> m{data, data, 0, {size_t(n)}, {1}};
+            __catalyst__qis__SetBasisState(&m, uint64_t(n), JX_ARGS(q));
+        }
+        return 0;
     });
 }
 

@@ -4,7 +4,7 @@
 //! identities and calls into libm and LLVM's intrinsics.
 
 use super::ops::Init;
-use super::{Codegen, Cx};
+use super::{Arr, Codegen, Cx};
 use inkwell::types::BasicTypeEnum;
 use inkwell::values::{BasicMetadataValueEnum, BasicValueEnum, FloatValue, IntValue};
 use inkwell::{FloatPredicate, IntPredicate};
@@ -698,6 +698,18 @@ impl<'c> Codegen<'c, '_> {
             Prim::Ge => return cmp(pred(IntPredicate::SGE, IntPredicate::UGE)),
             _ => return unsupported(),
         })
+    }
+
+    /// The array `x` of dtype `from` converted, element by element, into a
+    /// new buffer of dtype `to` (what the runtime's C API takes).
+    pub(crate) fn converted(&self, x: &Arr<'c>, from: &DType, to: &DType) -> LowerResult<Arr<'c>> {
+        let out = self.alloc(to, &x.dims)?;
+        self.for_range(self.numel(&x.dims), &mut |i| {
+            let v = self.load(from, x.p, i)?;
+            let v = self.convert(v, from, to)?;
+            self.store(to, out.p, i, v)
+        })?;
+        Ok(out)
     }
 
     /// `convert_element_type` of one element.

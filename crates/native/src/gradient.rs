@@ -16,7 +16,9 @@
 //!   both, each executed gate parameter's tangent (the classical Jacobian
 //!   Catalyst computes with Enzyme, applied to the seed) is handed to the
 //!   adapter as the gate runs:
-//!   - `diff_method='adjoint'` and `'best'` (Lightning's best is adjoint):
+//!   `best` is resolved as Catalyst resolves it (adjoint on Lightning when
+//!   the circuit measures expectation values only, else parameter-shift):
+//!   - `diff_method='adjoint'`:
 //!     the runtime records the circuit as it runs, and the expectation
 //!     values' Jacobian from `__catalyst__qis__Gradient` is contracted with
 //!     those tangents;
@@ -63,6 +65,13 @@ enum CircuitMethod {
 pub(crate) struct Tape {
     body: JaxprId,
     method: CircuitMethod,
+    /// Whether Catalyst checked the circuit's gates against the method run:
+    /// a QNode that names `parameter-shift` has its gates checked against
+    /// the two-term shift rule, but one whose `best` resolves to it was
+    /// checked against the adjoint method's (PennyLane resolves `best` to
+    /// adjoint on Lightning when the QNode is traced) and runs the two-term
+    /// shift on whichever gate it holds.
+    shift_rule_checked: bool,
     expvals: Vec<VarId>,
     ended: bool,
     /// How many `while_loop`s with tangents enclose the equation lowered.
@@ -84,16 +93,31 @@ const NOT_TWO_TERM_SHIFT: &[&str] = &[
     "MS",
 ];
 
-/// The `diff_method` a QNode's printed repr names (`diff_method='best'`).
-fn diff_method(e: &ast::Eqn) -> Option<String> {
+/// The printed repr of a QNode (`<QNode: device='<lightning.qubit …>', …>`).
+fn qnode_repr(e: &ast::Eqn) -> Option<&str> {
     let p = e.param("qnode").or_else(|| e.param("fn"))?;
     let ExprKind::Str(s) = &p.value.kind else {
         return None;
     };
+    Some(s)
+}
+
+/// The `diff_method` a QNode's printed repr names (`diff_method='best'`).
+fn diff_method(e: &ast::Eqn) -> Option<String> {
+    let s = qnode_repr(e)?;
     let rest = &s[s.find("diff_method=")? + "diff_method=".len()..];
     let end = rest.find([',', '>']).unwrap_or(rest.len());
     Some(rest[..end].trim_matches(['\'', '"', ' ']).to_string())
 }
+
+/// Measurements that make Catalyst resolve `best` to parameter-shift.
+const NOT_EXPVAL: &[Prim] = &[
+    Prim::Sample,
+    Prim::Counts,
+    Prim::Var,
+    Prim::Probs,
+    Prim::State,
+];
 
 fn unsupported<T>(at: TextRange, message: String) -> LowerResult<T> {
     Err(LowerError {
@@ -278,9 +302,16 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 return unsupported(e.primitive.range, "a derivative of a derivative: Catalyst computes higher derivatives only with `method='fd'`".into());
             }
             if prim == Prim::QuantumKernel {
-                let method = diff_method(e).unwrap_or_else(|| "best".into());
+                let callees = &self.analysis.eqn(id).callees;
+                let Some((_, body)) = callees.iter().next() else {
+                    return err(
+                        e.primitive.range,
+                        "`quantum_kernel` has no `call_jaxpr` to call",
+                    );
+                };
+                let method = self.circuit_diff_method(e, *body)?;
                 match method.as_str() {
-                    "best" | "adjoint" | "parameter-shift" => {}
+                    "adjoint" | "parameter-shift" => {}
                     "finite-diff" => {
                         return unsupported(e.primitive.range, "`diff_method='finite-diff'` on a QNode: Catalyst does not differentiate it with `method='auto'` either (it asks for `grad(f, method='fd')`)".into());
                     }
@@ -299,7 +330,6 @@ impl<'c, 'f> Codegen<'c, 'f> {
                         );
                     }
                 }
-                let callees = &self.analysis.eqn(id).callees;
                 for (_, body) in callees.iter() {
                     self.circuit_measurements_check(*body, &method, e.primitive.range)?;
                 }
@@ -311,6 +341,33 @@ impl<'c, 'f> Codegen<'c, 'f> {
             }
         }
         Ok(())
+    }
+
+    /// The method a QNode's derivative is taken by, as Catalyst 0.15
+    /// resolves it (`_calculate_diff_method`,
+    /// `catalyst/jax_primitives_utils.py`): `best` (the default) is the
+    /// adjoint method on a Lightning device whose circuit measures
+    /// expectation values only (its own equations: measurements are not
+    /// nested), and parameter-shift otherwise. A kernel printed without its
+    /// QNode is taken to run where the suite's do, on Lightning.
+    fn circuit_diff_method(&self, e: &ast::Eqn, body: JaxprId) -> LowerResult<String> {
+        let method = diff_method(e).unwrap_or_else(|| "best".into());
+        if method != "best" {
+            return Ok(method);
+        }
+        let lightning = qnode_repr(e).is_none_or(|s| s.contains("device='<lightning"));
+        let (eqns, _) = self.syntax.body(self.analysis, body)?;
+        let mut expvals_only = true;
+        for (m, _) in eqns {
+            let prim = jaxpr_lower::walk::prim_of(m, jaxpr_lower::walk::Backend::Native)?;
+            expvals_only &= !NOT_EXPVAL.contains(&prim);
+        }
+        Ok(if lightning && expvals_only {
+            "adjoint"
+        } else {
+            "parameter-shift"
+        }
+        .into())
     }
 
     /// The measurements of a differentiated circuit: expectation values, and
@@ -620,6 +677,24 @@ impl<'c, 'f> Codegen<'c, 'f> {
                 )?;
                 set(tenv, 0, t);
             }
+            Prim::Rem => {
+                // rem(a, b) = a - b * trunc(a / b): t = ta - tb * trunc(a / b)
+                // (JAX's rule; the quotient's jumps have no tangent).
+                let odt = out_dt.clone().expect("dtype");
+                let (ta, tb) = (tangent_or_zero(0)?, tangent_or_zero(1)?);
+                let (a, b) = (cx.args[0].v.clone(), cx.args[1].v.clone());
+                let t =
+                    self.map_elements(&odt, &results[0].dims, &[&ta, &tb, &a, &b], &mut |xs| {
+                        let [ta, tb, a, b] = [0, 1, 2, 3].map(|i| xs[i].into_float_value());
+                        let q = self.builder.build_float_div(a, b, "").expect("div");
+                        let q = self
+                            .intrinsic("llvm.trunc", q.get_type().into(), &[q.into()])?
+                            .into_float_value();
+                        let m = self.builder.build_float_mul(tb, q, "").expect("mul");
+                        Ok(self.builder.build_float_sub(ta, m, "").expect("sub").into())
+                    })?;
+                set(tenv, 0, t);
+            }
             p if UNARY.contains(&p) => {
                 let odt = out_dt.clone().expect("dtype");
                 let n_pow = e.param("y").and_then(|p| p.value.as_int()).unwrap_or(0);
@@ -728,7 +803,13 @@ impl<'c, 'f> Codegen<'c, 'f> {
                         ),
                     );
                 }
-                if method == Some(CircuitMethod::ParameterShift) {
+                let shift_rule_checked = self
+                    .quantum
+                    .tape
+                    .borrow()
+                    .as_ref()
+                    .is_some_and(|t| t.shift_rule_checked);
+                if method == Some(CircuitMethod::ParameterShift) && shift_rule_checked {
                     self.shifted_gate_check(e, prim, at)?;
                 }
                 let f64t = DType::Float(FloatKind::F64);
@@ -1040,8 +1121,9 @@ impl<'c, 'f> Codegen<'c, 'f> {
         let Some(&body) = cx.callees(self.analysis, "call_jaxpr").first() else {
             return err(at, "`quantum_kernel` has no `call_jaxpr` to call");
         };
-        let method = match diff_method(e).as_deref() {
-            Some("parameter-shift") => CircuitMethod::ParameterShift,
+        let shift_rule_checked = diff_method(e).as_deref() == Some("parameter-shift");
+        let method = match self.circuit_diff_method(e, body)?.as_str() {
+            "parameter-shift" => CircuitMethod::ParameterShift,
             _ => CircuitMethod::Adjoint,
         };
         if method == CircuitMethod::ParameterShift {
@@ -1051,6 +1133,7 @@ impl<'c, 'f> Codegen<'c, 'f> {
         *self.quantum.tape.borrow_mut() = Some(Tape {
             body,
             method,
+            shift_rule_checked,
             expvals: Vec::new(),
             ended: false,
             while_depth: 0,

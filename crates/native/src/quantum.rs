@@ -403,6 +403,34 @@ impl<'c> Codegen<'c, '_> {
                 vec![self.handle_result(out)?]
             }
             Prim::Qinst | Prim::Unitary | Prim::Gphase => self.gate(cx)?,
+            Prim::StatePrep | Prim::SetBasisState => {
+                let n = cx.args.len() - 1;
+                let qubits = self.handles(cx, 0..n)?;
+                let ptr = self.ptr_ty();
+                let (state, bits) = if prim == Prim::StatePrep {
+                    self.require_dtype(cx, n, &DType::Complex(128), "the state of `state_prep`")?;
+                    (cx.args[n].v.p, ptr.const_null())
+                } else {
+                    let from = dtype(&cx.args[n].ty)?;
+                    let bits = if from == DType::Bool {
+                        cx.args[n].v.p
+                    } else {
+                        self.converted(&cx.args[n].v, &from, &DType::Bool)?.p
+                    };
+                    (ptr.const_null(), bits)
+                };
+                check(self.adapter_status(
+                    "jx_q_prepare",
+                    &[ptr.into(), ptr.into(), ptr.into(), i64t.into()],
+                    &[
+                        state.into(),
+                        bits.into(),
+                        qubits.into(),
+                        self.i64(n as i64).into(),
+                    ],
+                ));
+                (0..n).map(|i| cx.args[i].v.clone()).collect()
+            }
             Prim::Measure => {
                 let postselect = match cx.e.param("postselect").map(|p| param_text(&p.value)) {
                     None => -1,
@@ -795,15 +823,7 @@ impl<'c> Codegen<'c, '_> {
                 }
                 op
             }
-            GateKind::Unitary => {
-                self.require_dtype(
-                    cx,
-                    layout.params.start,
-                    &DType::Complex(128),
-                    "the matrix of `unitary`",
-                )?;
-                String::new()
-            }
+            GateKind::Unitary => String::new(),
             GateKind::GlobalPhase if num_params != 1 => {
                 return err(
                     at,
@@ -851,7 +871,7 @@ impl<'c> Codegen<'c, '_> {
             self.store(&DType::Bool, values, self.i64(k as i64), b.into())?;
         }
         let matrix = if kind == GateKind::Unitary {
-            cx.args[layout.params.start].v.p
+            self.unitary_matrix(cx, layout.params.start)?
         } else {
             self.ptr_ty().const_null()
         };
@@ -931,6 +951,26 @@ impl<'c> Codegen<'c, '_> {
         let out = self.alloc(&DType::Int(64), &[])?;
         self.store(&DType::Int(64), out.p, self.i64(0), v)?;
         Ok(out)
+    }
+
+    /// The matrix of `unitary` (operand `i`) as the runtime takes it,
+    /// complex128: another dtype is converted, as Catalyst's lowering
+    /// converts it (`_unitary_lowering`: a real matrix's elements become
+    /// the real parts).
+    fn unitary_matrix(&self, cx: &Cx<'_, 'c>, i: usize) -> LowerResult<PointerValue<'c>> {
+        let x = &cx.args[i];
+        let from = dtype(&x.ty)?;
+        let c128 = DType::Complex(128);
+        if from == c128 {
+            return Ok(x.v.p);
+        }
+        if !(from.is_float() || from.is_complex() || from.is_int() || from.is_bool()) {
+            return err(
+                cx.at(),
+                format!("the matrix of `unitary` is {from}; Catalyst converts numbers only"),
+            );
+        }
+        Ok(self.converted(&x.v, &from, &c128)?.p)
     }
 
     fn require_dtype(

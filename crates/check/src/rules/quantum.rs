@@ -63,7 +63,9 @@ const NAMES: &[&str] = &[
     "quantum_kernel",
     "qunitary",
     "sample",
+    "set_basis_state",
     "state",
+    "state_prep",
     "tensorobs",
     "unitary",
     "value_and_grad",
@@ -184,6 +186,8 @@ pub(super) fn infer(cx: &mut EqnCx, name: &str) -> Option<Infer> {
             && (0..cx.args.len()).all(|i| kind(cx, i, "AbstractObs(")))
         .then(|| vec![observable(cx, None, false, "None")]),
         "hamiltonian" => hamiltonian(cx),
+        "state_prep" => state_preparation(cx, Preparation::StateVector),
+        "set_basis_state" => state_preparation(cx, Preparation::BasisState),
         "compbasis" => compbasis(cx),
         "mcmobs" => mcmobs(cx),
         "expval" | "var" => {
@@ -553,6 +557,66 @@ fn hermitian(cx: &mut EqnCx) -> Infer {
         }
     }
     Some(vec![observable(cx, None, false, "None")])
+}
+
+/// What `state_prep` and `set_basis_state` prepare.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Preparation {
+    /// A state vector: c128[2^n] for n qubits.
+    StateVector,
+    /// A computational basis state: one bit per qubit (bool, or the integers
+    /// Catalyst converts).
+    BasisState,
+}
+
+/// `state_prep` and `set_basis_state` (Catalyst's `SetStateOp` and
+/// `SetBasisStateOp`): the qubits, then what they are set to; one qubit out
+/// per qubit in.
+fn state_preparation(cx: &mut EqnCx, what: Preparation) -> Infer {
+    if !cx.expect_args_at_least(2) {
+        return None;
+    }
+    let n = cx.args.len() - 1;
+    for i in 0..n {
+        if !kind(cx, i, QBIT) {
+            return None;
+        }
+    }
+    let t = cx.args[n].ty.clone();
+    let (size, dtype_ok, expected) = match what {
+        Preparation::StateVector => (
+            1i64.checked_shl(n as u32).unwrap_or(i64::MAX),
+            t.dtype.as_ref().is_none_or(|d| *d == DType::Complex(128)),
+            "a state vector c128[2^n] for its n qubits",
+        ),
+        Preparation::BasisState => (
+            n as i64,
+            t.dtype.as_ref().is_none_or(|d| d.is_bool() || d.is_int()),
+            "one bit per qubit (bool[n])",
+        ),
+    };
+    if t.rank() != 1 || !dtype_ok {
+        let msg = format!(
+            "the last operand of `{}` must be {expected}, but it is {}",
+            cx.name(),
+            cx.ty(&t)
+        );
+        let kind = if dtype_ok {
+            DiagKind::ShapeMismatch
+        } else {
+            DiagKind::DtypeMismatch
+        };
+        cx.report_on_args(kind, msg, &[n], None);
+        return None;
+    }
+    let rule = match what {
+        Preparation::StateVector => "`state_prep` takes 2^n amplitudes for n qubits",
+        Preparation::BasisState => "`set_basis_state` takes one bit per qubit",
+    };
+    if !cx.require_dim(rule, &t.shape[0], &Dim::Const(size), &[n]) {
+        return None;
+    }
+    Some(vec![value(QBIT); n])
 }
 
 fn hamiltonian(cx: &mut EqnCx) -> Infer {
