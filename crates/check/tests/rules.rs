@@ -283,3 +283,22 @@ fn rules_from_jax_test_suite() {
 "#,
     );
 }
+
+/// Catalyst's state preparations (`qml.StatePrep`, `qml.BasisState`): the
+/// qubits, then 2^n amplitudes or n bits; one qubit out per qubit in.
+#[test]
+fn state_preparations() {
+    check(
+        r#"{ lambda ; a:AbstractQreg() b:c128[4] c:bool[2] d:c128[2] e:f64[2]. let
+    f:AbstractQbit() = qextract a 0:i64[]
+    g:AbstractQbit() = qextract a 1:i64[]
+    h:AbstractQbit() i:AbstractQbit() = state_prep f g b
+    j:AbstractQbit() k:AbstractQbit() = set_basis_state h i c
+    l:AbstractQbit() m:AbstractQbit() = state_prep j k d
+#                                       ^^^^^^^^^^ error[J0004]: `state_prep` takes 2^n amplitudes for n qubits: `2` is not `4`
+    n:AbstractQbit() = set_basis_state l e
+#                      ^^^^^^^^^^^^^^^ error[J0005]: the last operand of `set_basis_state` must be one bit per qubit (bool[n]), but it is f64[2]
+  in (m, n) }
+"#,
+    );
+}

@@ -326,6 +326,14 @@ impl<'a, 's> Parser<'a, 's> {
             .map_or(0, |i| i + 1);
         offset - line_start as u32
     }
+    /// The indentation (in bytes) of the line holding `offset`.
+    fn indentation(&self, offset: u32) -> u32 {
+        let line_start = offset - self.column(offset);
+        let line = &self.text.as_bytes()[line_start as usize..];
+        line.iter()
+            .take_while(|&&b| b == b' ' || b == b'\t')
+            .count() as u32
+    }
     /// Does `t` lie at or left of the column of `start` (kept in `column`)?
     fn dedented(&self, t: Token, start: u32, column: &mut Option<u32>) -> bool {
         let c = *column.get_or_insert_with(|| self.column(start));
@@ -473,8 +481,23 @@ impl<'a, 's> Parser<'a, 's> {
         // Most lines bind one or two results: no allocation for them.
         let mut starts = SmallVec::<[usize; 4]>::new();
         let mut saw_binder = false;
+        // JAX wraps a long list of results onto lines indented deeper than
+        // the first; a binder-like token on a line not deeper than it starts
+        // the next equation (`True:bool[]`, an operand wrapped onto a line of
+        // its own, is followed by the next equation's results).
+        let mut first_column = None;
         let result = loop {
             if self.kind_at(i) == T::Ident && self.kind_at(i + 1) == T::Colon {
+                let t = self.tokens.get(i, self.pos);
+                if saw_binder && t.newline_before {
+                    let first = *first_column.get_or_insert_with(|| {
+                        let at = self.tokens.get(starts[0], self.pos).range.start;
+                        self.indentation(at)
+                    });
+                    if self.column(t.range.start) <= first {
+                        break false;
+                    }
+                }
                 starts.push(i);
                 match self.skip_type(i + 2) {
                     Some(next) => {

@@ -260,6 +260,20 @@ fn one_line_jaxprs_separate_equations_with_semicolons() {
     // Operands wrapped onto a deeper-indented line stay operands.
     let file = parse_clean(&printed("jax_wrapped_operands.jaxpr"));
     assert_eq!(only(&file, "concatenate").args.len(), 30);
+    // A literal operand wrapped onto a line of its own looks like a result
+    // (`True:bool[]`); the next line, at the equation's indentation, is the
+    // next equation (Catalyst 0.15's controlled global phase, cut from a
+    // random circuit's print).
+    let file = parse_clean(&printed("catalyst_wrapped_literal_operand.jaxpr"));
+    assert_eq!(only(&file, "gphase").args.len(), 3);
+    let main = file.main.as_ref().expect("main");
+    let inserts: Vec<usize> = main
+        .eqns
+        .iter()
+        .filter(|e| &*e.primitive.text == "qinsert")
+        .map(|e| e.outs.len())
+        .collect();
+    assert_eq!(inserts, [1, 1]);
 }
 
 #[test]
