@@ -876,6 +876,57 @@ fn every_builds_corpus_program_builds_with_jaxs_values() {
     );
 }
 
+/// Random programs JAX traced and XLA ran
+/// (`corpus-gen/programs_random/random_programs.py`): every one JAX's
+/// `check_jaxpr` accepts checks with no error here (a false error is a
+/// disagreement), and both back ends build it and give XLA's values on JAX's
+/// lowering. The committed sample is `tests/data/programs-random` (fixed
+/// seeds); `JAXPR_RANDOM_PROGRAMS=DIR` judges a full run's folder instead (a
+/// benchmark whose figures go in `docs/log/`).
+#[test]
+fn random_programs_check_clean_and_build_with_jaxs_values() {
+    let root = std::env::var_os("JAXPR_RANDOM_PROGRAMS").map_or_else(
+        || {
+            PathBuf::from(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../tests/data/programs-random"
+            ))
+        },
+        PathBuf::from,
+    );
+    let programs = programs_of(&root, &["random"], &[""]);
+    assert!(programs.len() >= 100, "{} programs", programs.len());
+    let mut bad: Vec<String> = programs
+        .iter()
+        .filter_map(|p| {
+            let parse = jaxpr_syntax::parse(&p.text);
+            let analysis = jaxpr_check::check(&parse.file);
+            let errors: Vec<String> = parse
+                .errors
+                .iter()
+                .chain(&analysis.diagnostics)
+                .filter(|d| d.severity == jaxpr_syntax::diagnostics::Severity::Error)
+                .map(|d| format!("{}: {}", d.kind.code(), d.message))
+                .collect();
+            (!errors.is_empty()).then(|| {
+                format!(
+                    "{}: JAX accepts it, the checker says {}",
+                    p.name,
+                    errors.join("; ")
+                )
+            })
+        })
+        .collect();
+    bad.extend(builds_not_right(&programs, "random_programs"));
+    assert!(
+        bad.is_empty(),
+        "{} disagreements with JAX over {} random programs:\n{}",
+        bad.len(),
+        programs.len(),
+        bad.join("\n")
+    );
+}
+
 /// Builds every program through both back ends (in `CARGO_TARGET_TMPDIR/dir`)
 /// and says, for each back end, each build that is not right.
 fn builds_not_right(programs: &[Program], dir: &str) -> Vec<String> {

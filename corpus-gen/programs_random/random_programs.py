@@ -1,0 +1,130 @@
+"""Differential testing of the checker and both back ends against JAX (jax 0.10.2, CPU).
+
+Each seed makes one random program with the cost generator's operations
+(`corpus-gen/cost_random/random_programs.py`: an input of random shape, sizes 0-5 and rank 0-3,
+and dtype, f32/f16/bf16/i32/i8/u8/u32/bool; then 1-4 random `lax`/`jnp` steps: elementwise
+arithmetic and comparisons, conversions, array movements, gathers and scatters by indexing,
+reductions, cumulative reductions, `sort`, `dot_general`, convolutions with strides, padding and
+dilation, and `cond`/`scan`/`fori_loop`/`jit` around nested steps), which this generator wraps,
+for a third of the seeds, in `jax.vmap` (over a leading axis of 2 or 3) or `jax.grad` (of the sum
+of a floating result). JAX judges it twice: `jax.make_jaxpr` prints it and `check_jaxpr` accepts
+it (the checker must report no error on it), and `jax.jit` runs JAX's lowering on XLA for the
+values both back ends must give.
+
+Written in the jax-suite format (`corpus-gen/jax/gen.py`): DIR/random/NAME.jaxpr,
+`manifest.json` (the program's seed and JAX's verdict) and `values.json.gz` (its input and XLA's
+outputs). Judged by `crates/jaxpr-build/tests/jax_suite.rs`,
+`random_programs_check_clean_and_build_with_jaxs_values`:
+
+    PY=$(bash tests/trace/venv.sh jax 0.10.2)
+    # the committed sample (fixed seeds)
+    $PY corpus-gen/programs_random/random_programs.py sample 150 tests/data/programs-random
+    # the full run (the folder is scratch), then its judgement
+    $PY corpus-gen/programs_random/random_programs.py run 2000 /tmp/programs-run
+    JAXPR_RANDOM_PROGRAMS=/tmp/programs-run cargo test --release -p jaxpr-build --test jax_suite random_programs
+"""
+import importlib.util
+import json
+import os
+import random as pyrandom
+import sys
+import time
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+import encode  # noqa: E402
+
+
+def _load(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+steps = _load(os.path.join(os.path.dirname(HERE), "cost_random", "random_programs.py"),
+              "cost_random_programs")
+
+SAMPLE_BASE = 0  # the committed sample's seeds: SAMPLE_BASE + i
+RUN_BASE = 5_000_000  # the full run's seeds
+GROUP = "random"
+
+
+def make(seed):
+    """The program of `seed`: (function, its argument, how it is wrapped)."""
+    p = steps.Program(seed)
+    x = p.arg()
+    r = pyrandom.Random(seed * 13 + 5)
+    wrap = r.choice(["plain"] * 4 + ["vmap", "grad"])
+    if wrap == "vmap":
+        n = r.choice([2, 3])
+        xs = np.stack([x] + [np.asarray(x * (1 + 0.25 * k)).astype(x.dtype) for k in range(1, n)])
+        return jax.vmap(p), xs, wrap
+    if wrap == "grad" and jnp.issubdtype(x.dtype, jnp.floating):
+        def loss(v):
+            y = p(v)
+            return jnp.sum(y.astype(jnp.float32)) if jnp.issubdtype(y.dtype, jnp.floating) \
+                else jnp.sum(v)
+        return jax.grad(loss), x, wrap
+    return p, x, "plain"
+
+
+def record(seed):
+    """(text, manifest entry, examples) of the program of `seed`."""
+    from jax._src import core
+    fn, x, wrap = make(seed)
+    cj = jax.make_jaxpr(fn)(x)
+    try:
+        core.check_jaxpr(cj.jaxpr)
+        verdict, why = True, None
+    except Exception as e:  # noqa: BLE001  (JAX's verdict is what is recorded)
+        verdict, why = False, f"{type(e).__name__}: {e}"[:400]
+    outs = jax.tree_util.tree_leaves(jax.jit(fn)(x))
+    consts = [np.asarray(c) for c in cj.consts]
+    examples = [{"inputs": [encode.array(c) for c in consts] + [encode.array(x)],
+                 "outputs": [encode.array(np.asarray(o)) for o in outs]}]
+    meta = {"source": f"corpus-gen/programs_random/random_programs.py:{seed} ({wrap})",
+            "check_jaxpr": verdict, "num_consts": len(consts)}
+    if why:
+        meta["check_jaxpr_error"] = why
+    return str(cj) + "\n", meta, examples
+
+
+def write(base, count, out):
+    gdir = os.path.join(out, GROUP)
+    os.makedirs(gdir, exist_ok=True)
+    manifest, values, skipped = {}, {}, []
+    start = time.time()
+    for seed in range(base, base + count):
+        name = f"r{seed}"
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                text, meta, examples = record(seed)
+        except Exception as e:  # noqa: BLE001  (JAX refuses the program: counted, not judged)
+            skipped.append({"name": name, "reason": f"{type(e).__name__}: {e}".splitlines()[0][:300]})
+            continue
+        with open(os.path.join(gdir, name + ".jaxpr"), "w") as fh:
+            fh.write(text)
+        manifest[name] = meta
+        values[name] = examples
+        if seed % 200 == 0:
+            jax.clear_caches()
+    encode.write_column(gdir, f"jax {jax.__version__}", manifest, skipped, values)
+    print(f"{count} programs: {len(manifest)} written "
+          f"({sum(not m['check_jaxpr'] for m in manifest.values())} rejected by check_jaxpr), "
+          f"{len(skipped)} JAX could not trace, {time.time() - start:.0f} s")
+
+
+def main():
+    cmd, n, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    write({"run": RUN_BASE, "sample": SAMPLE_BASE}[cmd], n, out)
+
+
+if __name__ == "__main__":
+    main()
