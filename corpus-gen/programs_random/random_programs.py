@@ -12,8 +12,9 @@ it (the checker must report no error on it), and `jax.jit` runs JAX's lowering o
 values both back ends must give.
 
 Written in the jax-suite format (`corpus-gen/jax/gen.py`): DIR/random/NAME.jaxpr,
-`manifest.json` (the program's seed and JAX's verdict) and `values.json.gz` (its input and XLA's
-outputs). Judged by `crates/jaxpr-build/tests/jax_suite.rs`,
+`manifest.json` (the program's seed and JAX's verdict), `values.json.gz` (its input and XLA's
+outputs) and, for a program whose nested closed jaxprs have constants (printed by name only),
+NAME.recorded.json with their values, as the Python API records them. Judged by `crates/jaxpr-build/tests/jax_suite.rs`,
 `random_programs_check_clean_and_build_with_jaxs_values`:
 
     PY=$(bash tests/trace/venv.sh jax 0.10.2)
@@ -49,6 +50,10 @@ def _load(path, name):
 
 steps = _load(os.path.join(os.path.dirname(HERE), "cost_random", "random_programs.py"),
               "cost_random_programs")
+# What the text lacks (a nested closed jaxpr's constants, printed by name only), recorded as the
+# Python API and `jaxpr trace` record it, in NAME.recorded.json beside the text.
+recorded = _load(os.path.join(os.path.dirname(os.path.dirname(HERE)), "wheel", "python", "jaxpr",
+                              "_recorded.py"), "recorded")
 
 SAMPLE_BASE = 0  # the committed sample's seeds: SAMPLE_BASE + i
 RUN_BASE = 5_000_000  # the full run's seeds
@@ -75,10 +80,13 @@ def make(seed):
 
 
 def record(seed):
-    """(text, manifest entry, examples) of the program of `seed`."""
+    """(text, manifest entry, examples, nested constants) of the program of `seed`."""
     from jax._src import core
     fn, x, wrap = make(seed)
     cj = jax.make_jaxpr(fn)(x)
+    text, (constants, _, _) = recorded.printed(cj, lambda: str(cj))
+    # The outermost jaxpr's constants are inputs, with the values.
+    nested = {k: v for k, v in constants.items() if v["nested"]}
     try:
         core.check_jaxpr(cj.jaxpr)
         verdict, why = True, None
@@ -92,7 +100,7 @@ def record(seed):
             "check_jaxpr": verdict, "num_consts": len(consts)}
     if why:
         meta["check_jaxpr_error"] = why
-    return str(cj) + "\n", meta, examples
+    return text + "\n", meta, examples, nested
 
 
 def write(base, count, out):
@@ -105,12 +113,14 @@ def write(base, count, out):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                text, meta, examples = record(seed)
+                text, meta, examples, nested = record(seed)
         except Exception as e:  # noqa: BLE001  (JAX refuses the program: counted, not judged)
             skipped.append({"name": name, "reason": f"{type(e).__name__}: {e}".splitlines()[0][:300]})
             continue
         with open(os.path.join(gdir, name + ".jaxpr"), "w") as fh:
             fh.write(text)
+        if nested:
+            recorded.write(os.path.join(gdir, name + ".recorded.json"), (nested, {}, None))
         manifest[name] = meta
         values[name] = examples
         if seed % 200 == 0:
