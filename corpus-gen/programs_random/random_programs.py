@@ -7,7 +7,8 @@ arithmetic and comparisons, conversions, array movements, gathers and scatters b
 reductions, cumulative reductions, `sort`, `dot_general`, convolutions with strides, padding and
 dilation, and `cond`/`scan`/`fori_loop`/`jit` around nested steps), which this generator wraps,
 for a third of the seeds, in `jax.vmap` (over a leading axis of 2 or 3) or `jax.grad` (of the sum
-of a floating result). JAX judges it twice: `jax.make_jaxpr` prints it and `check_jaxpr` accepts
+of a floating result); three in ten are traced at symbolic shapes (`jax.export`, every extent a
+symbol of its own) where JAX traces and exports them so. JAX judges it twice: `jax.make_jaxpr` prints it and `check_jaxpr` accepts
 it (the checker must report no error on it), and `jax.jit` runs JAX's lowering on XLA for the
 values both back ends must give.
 
@@ -84,6 +85,19 @@ def record(seed):
     from jax._src import core
     fn, x, wrap = make(seed)
     cj = jax.make_jaxpr(fn)(x)
+    symbolic = None
+    if pyrandom.Random(seed * 17 + 3).random() < 0.3 and x.ndim and min(x.shape) >= 1:
+        # Every extent a symbol of its own (`jax.export`'s symbolic shapes), where JAX traces and
+        # exports the program so; the values are the concrete input's.
+        from jax import export
+        spec = ", ".join(f"d{i}" for i in range(x.ndim))
+        try:
+            specs = export.symbolic_args_specs((x,), (spec,))
+            traced = jax.make_jaxpr(fn)(*specs)
+            export.export(jax.jit(fn))(*specs)
+            cj, symbolic = traced, [spec]
+        except Exception:  # noqa: BLE001  (the program needs a concrete extent: traced concretely)
+            pass
     text, (constants, _, _) = recorded.printed(cj, lambda: str(cj))
     # The outermost jaxpr's constants are inputs, with the values.
     nested = {k: v for k, v in constants.items() if v["nested"]}
@@ -97,7 +111,7 @@ def record(seed):
     examples = [{"inputs": [encode.array(c) for c in consts] + [encode.array(x)],
                  "outputs": [encode.array(np.asarray(o)) for o in outs]}]
     meta = {"source": f"corpus-gen/programs_random/random_programs.py:{seed} ({wrap})",
-            "check_jaxpr": verdict, "num_consts": len(consts)}
+            "check_jaxpr": verdict, "num_consts": len(consts), "symbolic": symbolic}
     if why:
         meta["check_jaxpr_error"] = why
     return text + "\n", meta, examples, nested

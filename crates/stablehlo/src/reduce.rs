@@ -178,10 +178,7 @@ impl<'c, 'f> Lower<'c, 'f> {
             if op == "stablehlo.add" {
                 return self.cumsum_dynamic(b, env, cx, axis, reverse);
             }
-            return err(
-                cx.at(),
-                format!("`{}` along a dynamic axis has no lowering", cx.name()),
-            );
+            return self.cumulative_dynamic(b, env, cx, axis, reverse, op, init);
         };
         if n == 0 {
             // Along an empty axis there is nothing to accumulate (and no
@@ -267,6 +264,93 @@ impl<'c, 'f> Lower<'c, 'f> {
             b,
             "stablehlo.transpose",
             &[d],
+            self.out_ty(cx, 0)?,
+            &[("permutation", arr(&perm))],
+        )
+    }
+
+    /// `cumprod`, `cummax`, `cummin` and `cumlogsumexp` along an axis of
+    /// run-time length `n` (a window's extent is static in StableHLO): the
+    /// operand broadcast along a new last axis `i`, each element `j` kept
+    /// where it contributes to output `i` (`j <= i`; `j >= i` when
+    /// `reverse`) and the combiner's identity elsewhere, reduced over `j`
+    /// with the combiner, then `i` moved back in place. n^2 combinations per
+    /// lane, as the dynamic `cumsum`'s product.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn cumulative_dynamic(
+        &self,
+        b: ModuleBlock<'c>,
+        env: &Env<'c>,
+        cx: &EqnCx<'_, 'c, 'f>,
+        axis: usize,
+        reverse: bool,
+        op: &str,
+        init: Init,
+    ) -> LowerResult<ModuleValue<'c>> {
+        let x = &cx.args[0];
+        let dt = cx.arg_dtype(0)?;
+        let n = x.ty.shape[axis];
+        let rank = x.ty.rank();
+        let sq = AType::new(DType::Int(64), Shape::from_elem(n, 2));
+        let s = self.shape_value(b, env, &sq.shape, cx.at())?;
+        let it = self.ty(&sq, cx.at())?;
+        let iota = |d: i64| {
+            self.op1(
+                b,
+                "stablehlo.dynamic_iota",
+                &[s],
+                it,
+                &[("iota_dimension", format!("{d} : i64"))],
+            )
+        };
+        let (rows, cols) = (iota(0)?, iota(1)?);
+        // keep[j, i]: input j contributes to output i.
+        let keep = self.compare(b, rows, cols, if reverse { "GE" } else { "LE" }, "SIGNED")?;
+        let mut wide: Shape = x.ty.shape.clone();
+        wide.push(n);
+        let wide_x = AType::new(dt.clone(), wide.clone());
+        let wide_keep = AType::new(DType::Bool, wide.clone());
+        let all: Vec<i64> = (0..rank as i64).collect();
+        let xb = self.broadcast(b, env, x.v, &wide_x, &all, cx.at())?;
+        let kb = self.broadcast(
+            b,
+            env,
+            keep,
+            &wide_keep,
+            &[axis as i64, rank as i64],
+            cx.at(),
+        )?;
+        let identity = self.init(b, &dt, init)?;
+        let ib = self.broadcast(b, env, identity, &wide_x, &[], cx.at())?;
+        let picked = self.op1(
+            b,
+            "stablehlo.select",
+            &[kb, xb, ib],
+            self.ty(&wide_x, cx.at())?,
+            &[],
+        )?;
+        let mut moved: Shape = x.ty.shape.clone();
+        moved.remove(axis);
+        moved.push(n);
+        let moved_ty = self.ty(&AType::new(dt.clone(), moved), cx.at())?;
+        let body = self.combiner(&dt, op)?;
+        let start = self.init(b, &dt, init)?;
+        let reduced = self.op(
+            b,
+            "stablehlo.reduce",
+            &[picked, start],
+            &[moved_ty],
+            &[("dimensions", arr(&[axis as i64]))],
+            vec![body],
+        )?[0];
+        // The reduction puts `i` last; move it back.
+        let rank = rank as i64;
+        let mut perm: Vec<i64> = (0..rank - 1).collect();
+        perm.insert(axis, rank - 1);
+        self.op1(
+            b,
+            "stablehlo.transpose",
+            &[reduced],
             self.out_ty(cx, 0)?,
             &[("permutation", arr(&perm))],
         )
