@@ -85,17 +85,19 @@ def record(seed):
     from jax._src import core
     fn, x, wrap = make(seed)
     cj = jax.make_jaxpr(fn)(x)
-    symbolic = None
+    symbolic, run = None, jax.jit(fn)
     if pyrandom.Random(seed * 17 + 3).random() < 0.3 and x.ndim and min(x.shape) >= 1:
         # Every extent a symbol of its own (`jax.export`'s symbolic shapes), where JAX traces and
-        # exports the program so; the values are the concrete input's.
+        # exports the program so. The values are the exported program's at the concrete input:
+        # a step JAX refuses at symbolic shapes is redrawn, so the program traced symbolically
+        # may differ from the concrete one.
         from jax import export
         spec = ", ".join(f"d{i}" for i in range(x.ndim))
         try:
             specs = export.symbolic_args_specs((x,), (spec,))
             traced = jax.make_jaxpr(fn)(*specs)
-            export.export(jax.jit(fn))(*specs)
-            cj, symbolic = traced, [spec]
+            exported = export.export(jax.jit(fn))(*specs)
+            cj, symbolic, run = traced, [spec], exported.call
         except Exception:  # noqa: BLE001  (the program needs a concrete extent: traced concretely)
             pass
     text, (constants, _, _) = recorded.printed(cj, lambda: str(cj))
@@ -106,7 +108,7 @@ def record(seed):
         verdict, why = True, None
     except Exception as e:  # noqa: BLE001  (JAX's verdict is what is recorded)
         verdict, why = False, f"{type(e).__name__}: {e}"[:400]
-    outs = jax.tree_util.tree_leaves(jax.jit(fn)(x))
+    outs = jax.tree_util.tree_leaves(run(x))
     consts = [np.asarray(c) for c in cj.consts]
     examples = [{"inputs": [encode.array(c) for c in consts] + [encode.array(x)],
                  "outputs": [encode.array(np.asarray(o)) for o in outs]}]

@@ -1195,6 +1195,10 @@ pub fn expr_text(e: &Expr) -> String {
 pub fn expr_poly(e: &Expr) -> Option<Poly> {
     Some(match &e.kind {
         ExprKind::Int(i) => Poly::constant(*i),
+        // `np.int64(0)`: JAX prints a numpy integer of a parameter so.
+        ExprKind::Call(c) if c.callee.starts_with("np.") && c.args.len() == 1 => {
+            expr_poly(&c.args[0].value)?
+        }
         ExprKind::Path(p) if !p.contains('.') => Poly::symbol(p),
         ExprKind::Neg(x) => expr_poly(x)?.neg().ok()?,
         ExprKind::Pow(x, e) => expr_poly(x)?.pow(*e).ok()?,

@@ -349,7 +349,7 @@ impl<'c, 'f> Lower<'c, 'f> {
                 let mut inputs = consts.clone();
                 inputs.extend_from_slice(&a[1..1 + ncarry]);
                 for x in &xs {
-                    inputs.push(self.index_leading(rb, x, at, zero, cx)?);
+                    inputs.push(self.index_leading(rb, env, x, at, zero, cx)?);
                 }
                 let r = self.call(rb, env, body, &inputs, cx.at())?;
                 let one = self.const_i64(rb, 1)?;
@@ -359,8 +359,7 @@ impl<'c, 'f> Lower<'c, 'f> {
                     let acc = a[1 + ncarry + k];
                     let mut one_shape = Shape::from_elem(Dim::Const(1), 1);
                     one_shape.extend(y.ty.shape.iter().cloned());
-                    let yt = self.ty(&y.ty.with_shape(one_shape), cx.at())?;
-                    let y1 = self.op1(rb, "stablehlo.reshape", &[y.v], yt, &[])?;
+                    let y1 = self.reshape(rb, env, y.v, &y.ty.with_shape(one_shape), cx.at())?;
                     let mut ops = vec![acc, y1, at];
                     ops.extend(std::iter::repeat_n(zero, y.ty.rank()));
                     next.push(self.op1(
@@ -377,10 +376,11 @@ impl<'c, 'f> Lower<'c, 'f> {
         Ok(outs[1..].to_vec())
     }
 
-    /// `x[at]` along the leading axis (static trailing shape).
+    /// `x[at]` along the leading axis.
     fn index_leading(
         &self,
         b: ModuleBlock<'c>,
+        env: &Env<'c>,
         x: &Operand<'c, 'f>,
         at: ModuleValue<'c>,
         zero: ModuleValue<'c>,
@@ -393,12 +393,7 @@ impl<'c, 'f> Lower<'c, 'f> {
         for d in x.ty.shape.iter().skip(1) {
             match d.as_const() {
                 Some(c) => sizes.push(c),
-                None => {
-                    return err(
-                        cx.at(),
-                        "`scan` over arrays of dynamic shape has no lowering",
-                    );
-                }
+                None => return self.index_leading_dynamic(b, env, x, at, cx),
             }
         }
         let dims = |s: &[i64]| s.iter().map(|&c| Dim::Const(c)).collect::<Shape>();
@@ -414,5 +409,53 @@ impl<'c, 'f> Lower<'c, 'f> {
         )?;
         let it = self.ty(&AType::new(dt, dims(&sizes[1..])), cx.at())?;
         self.op1(b, "stablehlo.reshape", &[slice], it, &[])
+    }
+
+    /// [`Self::index_leading`] when a trailing extent is known at run time
+    /// only: the row `at..at + 1` by `real_dynamic_slice`, reshaped. Its
+    /// limit is its start plus the row's extents, as JAX lowers a dynamic
+    /// slice of symbolic size: shape refinement turns that form into a
+    /// `dynamic_slice` once the extents are known.
+    fn index_leading_dynamic(
+        &self,
+        b: ModuleBlock<'c>,
+        env: &Env<'c>,
+        x: &Operand<'c, 'f>,
+        at: ModuleValue<'c>,
+        cx: &EqnCx,
+    ) -> LowerResult<ModuleValue<'c>> {
+        let rank = x.ty.rank();
+        let t1 = self.tensor_of("i64", &[1])?;
+        let first = self.op1(b, "stablehlo.reshape", &[at], t1, &[])?;
+        let rest = &x.ty.shape[1..];
+        let zeros = self.const_vec_i64(b, &vec![0; rank - 1])?;
+        let vt = self.tensor_of("i64", &[rank as i64])?;
+        let start = self.op1(
+            b,
+            "stablehlo.concatenate",
+            &[first, zeros],
+            vt,
+            &[("dimension", "0 : i64".into())],
+        )?;
+        let mut row = Shape::from_elem(Dim::Const(1), 1);
+        row.extend(rest.iter().cloned());
+        let extents = self.shape_value(b, env, &row, cx.at())?;
+        let limit = self.binary(b, "stablehlo.add", start, extents)?;
+        let strides = self.const_vec_i64(b, &vec![1; rank])?;
+        let row = x.ty.with_shape(row);
+        let slice = self.op1(
+            b,
+            "stablehlo.real_dynamic_slice",
+            &[x.v, start, limit, strides],
+            self.ty(&row, cx.at())?,
+            &[],
+        )?;
+        self.reshape(
+            b,
+            env,
+            slice,
+            &x.ty.with_shape(rest.iter().cloned().collect()),
+            cx.at(),
+        )
     }
 }
