@@ -19,7 +19,7 @@ NAME.recorded.json with their values, as the Python API records them. Judged by 
 `random_programs_check_clean_and_build_with_jaxs_values`:
 
     PY=$(bash tests/trace/venv.sh jax 0.10.2)
-    # the committed sample (fixed seeds)
+    # the committed sample (fixed seeds, and FOUND: full runs' seeds that found a disagreement)
     $PY corpus-gen/programs_random/random_programs.py sample 150 tests/data/programs-random
     # the full run (the folder is scratch), then its judgement
     $PY corpus-gen/programs_random/random_programs.py run 2000 /tmp/programs-run
@@ -59,6 +59,10 @@ recorded = _load(os.path.join(os.path.dirname(os.path.dirname(HERE)), "wheel", "
 SAMPLE_BASE = 0  # the committed sample's seeds: SAMPLE_BASE + i
 RUN_BASE = 5_000_000  # the full run's seeds
 GROUP = "random"
+# Seeds of full runs whose programs found a disagreement, kept in the committed sample: scans
+# and reshapes at symbolic shapes, `np.int64` in a dimension tuple, nested closed jaxprs' constants.
+FOUND = [5000121, 5000314, 5000384, 5000421, 5000499, 5000616, 5000745, 5000944, 5001085,
+         5001328, 5001385, 5001518, 5001676, 5001776]
 
 
 def make(seed):
@@ -184,14 +188,14 @@ def mutate(cj, seed):
     return core.ClosedJaxpr(mutant, cj.consts), what
 
 
-def write_mutants(base, count, out):
-    """One mutant of each program of seeds base..base+count, judged by `check_jaxpr`."""
+def write_mutants(seeds, out):
+    """One mutant of each program of `seeds`, judged by `check_jaxpr`."""
     from jax._src import core
     gdir = os.path.join(out, MUTANT_GROUP)
     os.makedirs(gdir, exist_ok=True)
     manifest, skipped = {}, []
     start = time.time()
-    for seed in range(base, base + count):
+    for seed in seeds:
         name = f"m{seed}"
         try:
             with warnings.catch_warnings():
@@ -236,12 +240,12 @@ def write_mutants(base, count, out):
           f"JAX's lowering or XLA refuses, {len(skipped)} skipped, {time.time() - start:.0f} s")
 
 
-def write(base, count, out):
+def write(seeds, out):
     gdir = os.path.join(out, GROUP)
     os.makedirs(gdir, exist_ok=True)
     manifest, values, skipped = {}, {}, []
     start = time.time()
-    for seed in range(base, base + count):
+    for seed in seeds:
         name = f"r{seed}"
         try:
             with warnings.catch_warnings():
@@ -259,16 +263,17 @@ def write(base, count, out):
         if seed % 200 == 0:
             jax.clear_caches()
     encode.write_column(gdir, f"jax {jax.__version__}", manifest, skipped, values)
-    print(f"{count} programs: {len(manifest)} written "
+    print(f"{len(seeds)} programs: {len(manifest)} written "
           f"({sum(not m['check_jaxpr'] for m in manifest.values())} rejected by check_jaxpr), "
           f"{len(skipped)} JAX could not trace, {time.time() - start:.0f} s")
 
 
 def main():
     cmd, n, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-    base = {"run": RUN_BASE, "sample": SAMPLE_BASE}[cmd]
-    write(base, n, out)
-    write_mutants(base, n, out)
+    seeds = list(range(RUN_BASE, RUN_BASE + n)) if cmd == "run" else \
+        list(range(SAMPLE_BASE, SAMPLE_BASE + n)) + FOUND
+    write(seeds, out)
+    write_mutants(seeds, out)
 
 
 if __name__ == "__main__":
