@@ -10,19 +10,10 @@
 //! a full run's folder instead.
 
 use serde_json::Value;
-use std::path::PathBuf;
 
 #[test]
 fn the_checker_rejects_exactly_the_mutants_jax_rejects() {
-    let root = std::env::var_os("JAXPR_RANDOM_PROGRAMS").map_or_else(
-        || {
-            PathBuf::from(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../../tests/data/programs-random"
-            ))
-        },
-        PathBuf::from,
-    );
+    let root = jaxpr_test_support::random::programs_root();
     let dir = root.join("mutants");
     let manifest: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
@@ -35,15 +26,7 @@ fn the_checker_rejects_exactly_the_mutants_jax_rejects() {
             meta["check_jaxpr"] == Value::Bool(false) || meta["compiles"] == Value::Bool(false);
         rejected += usize::from(jax_rejects);
         let text = std::fs::read_to_string(dir.join(format!("{name}.jaxpr"))).unwrap();
-        let parse = jaxpr_syntax::parse(&text);
-        let analysis = jaxpr_check::check(&parse.file);
-        let errors: Vec<String> = parse
-            .errors
-            .iter()
-            .chain(&analysis.diagnostics)
-            .filter(|d| d.severity == jaxpr_syntax::diagnostics::Severity::Error)
-            .map(|d| format!("{}: {}", d.kind.code(), d.message))
-            .collect();
+        let errors = jaxpr_test_support::random::errors_of(&text);
         if jax_rejects == errors.is_empty() {
             let jax = if jax_rejects {
                 meta["check_jaxpr_error"]

@@ -885,29 +885,13 @@ fn every_builds_corpus_program_builds_with_jaxs_values() {
 /// benchmark whose figures go in `docs/log/`).
 #[test]
 fn random_programs_check_clean_and_build_with_jaxs_values() {
-    let root = std::env::var_os("JAXPR_RANDOM_PROGRAMS").map_or_else(
-        || {
-            PathBuf::from(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../../tests/data/programs-random"
-            ))
-        },
-        PathBuf::from,
-    );
+    let root = jaxpr_test_support::random::programs_root();
     let programs = programs_of(&root, &["random"], &[""]);
     assert!(programs.len() >= 100, "{} programs", programs.len());
     let mut bad: Vec<String> = programs
         .iter()
         .filter_map(|p| {
-            let parse = jaxpr_syntax::parse(&p.text);
-            let analysis = jaxpr_check::check(&parse.file);
-            let errors: Vec<String> = parse
-                .errors
-                .iter()
-                .chain(&analysis.diagnostics)
-                .filter(|d| d.severity == jaxpr_syntax::diagnostics::Severity::Error)
-                .map(|d| format!("{}: {}", d.kind.code(), d.message))
-                .collect();
+            let errors = jaxpr_test_support::random::errors_of(&p.text);
             (!errors.is_empty()).then(|| {
                 format!(
                     "{}: JAX accepts it, the checker says {}",

@@ -220,27 +220,8 @@ impl<'c, 'f> Lower<'c, 'f> {
         let x = &cx.args[0];
         let dt = cx.arg_dtype(0)?;
         let n = x.ty.shape[axis];
-        let sq = AType::new(DType::Int(64), Shape::from_elem(n, 2));
-        let s = self.shape_value(b, env, &sq.shape, cx.at())?;
-        let it = self.ty(&sq, cx.at())?;
-        let rows = self.op1(
-            b,
-            "stablehlo.dynamic_iota",
-            &[s],
-            it,
-            &[("iota_dimension", "0 : i64".into())],
-        )?;
-        let cols = self.op1(
-            b,
-            "stablehlo.dynamic_iota",
-            &[s],
-            it,
-            &[("iota_dimension", "1 : i64".into())],
-        )?;
-        // m[j, i] = 1 when input j contributes to output i.
-        let mask = self.compare(b, rows, cols, if reverse { "GE" } else { "LE" }, "SIGNED")?;
+        let mask = self.contributes(b, env, cx, n, reverse)?;
         let m = self.convert(b, mask, &dt)?;
-        let rank = x.ty.rank() as i64;
         let mut moved: Shape = x.ty.shape.clone();
         moved.remove(axis);
         moved.push(n);
@@ -257,13 +238,53 @@ impl<'c, 'f> Lower<'c, 'f> {
                 ),
             )],
         )?;
-        // The product puts the axis last; move it back.
+        // The product puts the axis last.
+        self.last_axis_back(b, cx, d, axis)
+    }
+
+    /// `keep[j, i]` for an axis of run-time length `n`: whether input `j`
+    /// contributes to output `i` of a cumulative reduction (`j <= i`;
+    /// `j >= i` when `reverse`).
+    fn contributes(
+        &self,
+        b: ModuleBlock<'c>,
+        env: &Env<'c>,
+        cx: &EqnCx<'_, 'c, 'f>,
+        n: Dim,
+        reverse: bool,
+    ) -> LowerResult<ModuleValue<'c>> {
+        let sq = AType::new(DType::Int(64), Shape::from_elem(n, 2));
+        let s = self.shape_value(b, env, &sq.shape, cx.at())?;
+        let it = self.ty(&sq, cx.at())?;
+        let iota = |d: i64| {
+            self.op1(
+                b,
+                "stablehlo.dynamic_iota",
+                &[s],
+                it,
+                &[("iota_dimension", format!("{d} : i64"))],
+            )
+        };
+        let (rows, cols) = (iota(0)?, iota(1)?);
+        self.compare(b, rows, cols, if reverse { "GE" } else { "LE" }, "SIGNED")
+    }
+
+    /// The cumulative reduction's result `r`, computed with its axis last,
+    /// with that axis moved back to `axis`.
+    fn last_axis_back(
+        &self,
+        b: ModuleBlock<'c>,
+        cx: &EqnCx<'_, 'c, 'f>,
+        r: ModuleValue<'c>,
+        axis: usize,
+    ) -> LowerResult<ModuleValue<'c>> {
+        let rank = cx.args[0].ty.rank() as i64;
         let mut perm: Vec<i64> = (0..rank - 1).collect();
         perm.insert(axis, rank - 1);
         self.op1(
             b,
             "stablehlo.transpose",
-            &[d],
+            &[r],
             self.out_ty(cx, 0)?,
             &[("permutation", arr(&perm))],
         )
@@ -291,21 +312,7 @@ impl<'c, 'f> Lower<'c, 'f> {
         let dt = cx.arg_dtype(0)?;
         let n = x.ty.shape[axis];
         let rank = x.ty.rank();
-        let sq = AType::new(DType::Int(64), Shape::from_elem(n, 2));
-        let s = self.shape_value(b, env, &sq.shape, cx.at())?;
-        let it = self.ty(&sq, cx.at())?;
-        let iota = |d: i64| {
-            self.op1(
-                b,
-                "stablehlo.dynamic_iota",
-                &[s],
-                it,
-                &[("iota_dimension", format!("{d} : i64"))],
-            )
-        };
-        let (rows, cols) = (iota(0)?, iota(1)?);
-        // keep[j, i]: input j contributes to output i.
-        let keep = self.compare(b, rows, cols, if reverse { "GE" } else { "LE" }, "SIGNED")?;
+        let keep = self.contributes(b, env, cx, n, reverse)?;
         let mut wide: Shape = x.ty.shape.clone();
         wide.push(n);
         let wide_x = AType::new(dt.clone(), wide.clone());
@@ -343,17 +350,8 @@ impl<'c, 'f> Lower<'c, 'f> {
             &[("dimensions", arr(&[axis as i64]))],
             vec![body],
         )?[0];
-        // The reduction puts `i` last; move it back.
-        let rank = rank as i64;
-        let mut perm: Vec<i64> = (0..rank - 1).collect();
-        perm.insert(axis, rank - 1);
-        self.op1(
-            b,
-            "stablehlo.transpose",
-            &[reduced],
-            self.out_ty(cx, 0)?,
-            &[("permutation", arr(&perm))],
-        )
+        // The reduction puts `i` last.
+        self.last_axis_back(b, cx, reduced, axis)
     }
 
     /// `argmax`/`argmin`: a two-operand reduction over (value, index) that
