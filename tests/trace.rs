@@ -284,6 +284,88 @@ fn a_nested_jaxprs_constants_are_recorded_beside_the_text_and_built() {
     assert!(said.contains("no values in the text"), "{said}");
 }
 
+/// lineax's `linear_solve` prints its operator and solver as Python
+/// objects (the operator's matrix a constant inside them, by name only), so
+/// its text alone is refused. The session records what equinox lowers it
+/// as, its implementation traced at the equation's operands, beside the
+/// text; `jaxpr build` of the session's function builds it natively, and
+/// the library gives the value the program printed (JAX's). Without the
+/// record, the build is refused for what the text lacks.
+#[test]
+fn a_library_primitive_is_built_from_the_implementation_the_session_recorded() {
+    let (dir, out, stderr) = traced("wheel-api", "library_solve.py", &[], 0);
+    let printed = String::from_utf8_lossy(&out.stdout);
+    let jax_value: Vec<f64> = serde_json::from_str(printed.lines().last().unwrap_or(""))
+        .unwrap_or_else(|e| panic!("{e}: {printed}"));
+    let sdir = dir.join(".jaxpr-session");
+    let s = session::load(&sdir).unwrap();
+    let solve = function(&s, "solve");
+    let text = std::fs::read_to_string(sdir.join(&solve.jaxpr)).unwrap();
+    assert!(text.contains("= linear_solve["), "{text}");
+    let recorded = jaxpr_lower::recorded::beside(&sdir.join(&solve.jaxpr));
+    let file: Value = serde_json::from_str(
+        &std::fs::read_to_string(&recorded).unwrap_or_else(|e| panic!("{e}: {stderr}")),
+    )
+    .unwrap();
+    let implementations = file["implementations"]
+        .as_object()
+        .expect("implementations");
+    assert_eq!(implementations.len(), 1, "{file}");
+    let (_, solve_impl) = implementations.iter().next().unwrap();
+    assert_eq!(solve_impl["primitive"], "linear_solve", "{file}");
+
+    let build = |out: &str| {
+        jaxpr(
+            &dir,
+            &[
+                "build",
+                ".jaxpr-session",
+                "--function",
+                "solve",
+                "--emit",
+                "native",
+                "-o",
+                out,
+            ],
+        )
+    };
+    let built = build("solve.so");
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    // The session's function takes the right-hand side (the matrix is a
+    // constant of the operator, built in).
+    let case = serde_json::json!({"examples": [{
+        "inputs": [{"dtype": "float32", "shape": [4], "data": [1.0, -2.0, 0.5, 3.0]}],
+        "outputs": [{"dtype": "float32", "shape": [4], "data": jax_value}],
+    }]});
+    std::fs::write(dir.join("case.json"), case.to_string()).unwrap();
+    let ran = Command::new(venv("wheel-api"))
+        .arg(root().join("crates/jaxpr-build/tests/native/run.py"))
+        .arg(dir.join("solve.so"))
+        .arg(&solve.name)
+        .arg(dir.join("case.json"))
+        .output()
+        .unwrap();
+    assert!(
+        ran.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&ran.stdout),
+        String::from_utf8_lossy(&ran.stderr)
+    );
+
+    std::fs::rename(&recorded, dir.join("moved.json")).unwrap();
+    let refused = build("again.so");
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("have no values in the text") && said.contains("error[J0012]"),
+        "{said}"
+    );
+}
+
 #[test]
 fn shape_error_while_tracing_is_recorded_with_its_line() {
     // The program catches the error and finishes.

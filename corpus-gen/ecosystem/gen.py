@@ -155,11 +155,46 @@ def reads_unnamed(text):
     return False
 
 
-def text_lacks(text, constants=()):
+def without_implemented(text, implementations):
+    """`text` without the parameters of each equation whose implementation
+    is recorded (`implementations`, by its first named result): the build
+    replaces the equation by its implementation, so what its parameters
+    print (lineax's `linear_solve`'s operator and its constants) is not
+    built."""
+    for name, imp in implementations.items():
+        m = re.search(rf"(?:^|\s){re.escape(name)}:[^\s=]+[^=\n]*= {re.escape(imp['primitive'])}\[", text, re.M)
+        if m is None:
+            continue
+        depth, end = 0, m.end() - 1
+        for end in range(m.end() - 1, len(text)):
+            depth += {"[": 1, "]": -1}.get(text[end], 0)
+            if depth == 0:
+                break
+        text = text[:m.end()] + text[end:]
+    return text
+
+
+def without_unreferenced_lets(text):
+    """`text` without the jaxprs it names apart (`let NAME = { ... } in`)
+    and never calls by that name: JAX's printer names apart every nested
+    jaxpr of more than ten equations, also one referred to only from inside
+    a parameter printed with Python's `repr` (lineax's operator in
+    `linear_solve`'s `static`), and nothing builds those."""
+    lets = list(re.finditer(r"^let (\w+) = \{.*?\}\s+in$", text, re.M | re.S))
+    for m in reversed(lets):
+        rest = text[:m.start()] + text[m.end():]
+        if re.search(rf"(?<![\w.]){re.escape(m.group(1))}(?![\w.])", rest) is None:
+            text = rest
+    return text
+
+
+def text_lacks(text, constants=(), implementations=None):
     """Why `text`, with the values of the constants named in `constants`
-    (recorded beside it in NAME.recorded.json), does not hold every value
-    its program computes with, or None."""
+    and the implementations in `implementations` (recorded beside it in
+    NAME.recorded.json), does not hold every value its program computes
+    with, or None."""
     reasons = []
+    text = without_unreferenced_lets(without_implemented(text, implementations or {}))
     nested = [b.split(":", 1)[0] for m in NESTED_CONSTANTS.finditer(text) for b in m.group(1).split()]
     if any(name not in constants for name in nested):
         reasons.append("a nested jaxpr's constants are printed by name only, without their values")
@@ -168,12 +203,12 @@ def text_lacks(text, constants=()):
     return "; ".join(reasons) or None
 
 
-def classify(entry, text, has_values, constants=()):
+def classify(entry, text, has_values, constants=(), implementations=None):
     """Sets `entry`'s `build` (in the build set: plain arrays, values
     recorded, a text that holds them all) and `outside_build_set` (why not,
     when the reason is the program's, not its size: `no_values` says that)."""
     entry.pop("outside_build_set", None)
-    lacks = text_lacks(text, constants)
+    lacks = text_lacks(text, constants, implementations)
     if "no_values" in entry:
         entry["build"] = False
     elif not has_values:
@@ -194,11 +229,11 @@ def generate(out_root, group):
     import jax
     module = importlib.import_module(f"programs_{group}")
     versions = ", ".join(f"{d} {importlib.metadata.version(d)}" for d in ["jax", *module.DISTRIBUTIONS])
-    manifest, values, texts, skipped, constants = {}, {}, {}, {}, {}
+    manifest, values, texts, skipped, constants, implemented = {}, {}, {}, {}, {}, {}
     for p in module.programs():
         try:
             cj = folder.trace(p)
-            text, (consts, _, _) = recorded.printed(cj, lambda: str(cj))
+            text, (consts, _, _, impls) = recorded.printed(cj, lambda: str(cj))
             # The outermost jaxpr's constants are inputs, with the values.
             consts = {k: v for k, v in consts.items() if v["nested"]}
             if len(text) > MAX_CHARS:
@@ -211,19 +246,19 @@ def generate(out_root, group):
                     values[p.name] = v
                 else:
                     entry["no_values"] = f"{elements(v)} elements in its inputs and outputs"
-            classify(entry, text, p.name in values, consts)
+            classify(entry, text, p.name in values, consts, impls)
         except Exception as e:  # the library cannot trace it here: recorded, not fatal
             traceback.print_exc()
             skipped[p.name] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
             continue
         texts[p.name], manifest[p.name] = text, entry
-        if consts:
-            constants[p.name] = consts
+        if consts or impls:
+            constants[p.name], implemented[p.name] = consts, impls
         jax.clear_caches()
     out = os.path.join(out_root, group)
     folder.write(out, versions, manifest, values, texts, extra={"skipped": skipped})
     for name, consts in constants.items():
-        recorded.write(os.path.join(out, name + ".recorded.json"), (consts, {}, None))
+        recorded.write(os.path.join(out, name + ".recorded.json"), (consts, {}, None, implemented[name]))
     print(f"{out}: {len(manifest)} programs, {len(values)} with values, {len(skipped)} skipped")
     for name, why in skipped.items():
         print(f"  skipped {name}: {why}")
@@ -245,8 +280,9 @@ def reclassify(out_root):
             with open(os.path.join(out_root, g, name + ".jaxpr")) as fh:
                 text = fh.read().rstrip("\n")
             consts = os.path.join(out_root, g, name + ".recorded.json")
-            names = json.load(open(consts))["constants"] if os.path.exists(consts) else {}
-            classify(entry, text, name in recorded, names)
+            beside = json.load(open(consts)) if os.path.exists(consts) else {}
+            classify(entry, text, name in recorded, beside.get("constants", {}),
+                     beside.get("implementations", {}))
         with open(path, "w") as fh:
             json.dump(manifest, fh, indent=1, sort_keys=True)
             fh.write("\n")

@@ -1,7 +1,8 @@
 """Plain jax.numpy and jax.scipy as users write beside the libraries: linear
 algebra whose results JAX drops (`_` outputs), polynomials, FFTs, a jitted
-helper, shape-polymorphic exports, NumPy's raw QR (`geqrf`) and a batch
-statistic with `vmap`'s named axis (`psum` over a positional axis)."""
+helper, shape-polymorphic exports, NumPy's raw QR (`geqrf`) and its Q applied
+(`ormqr`), and a batch statistic with `vmap`'s named axis (`psum` over a
+positional axis)."""
 import jax
 import jax.numpy as jnp
 import jax.scipy as jsp
@@ -37,6 +38,13 @@ def programs():
                       "cumsum, sort, argmax on a vector of symbolic length", poly=["n"]))
     ps.append(Program("qr_raw", lambda a: jnp.linalg.qr(a, mode="raw"), [a],
                       "jnp.linalg.qr(mode='raw'), as lineax calls it: LAPACK's Householder form (`geqrf`)"))
+
+    def ormqr_four_ways(a, c, d):
+        h, taus = jnp.linalg.qr(a, mode="raw")
+        return tuple(lax.linalg.ormqr(h.mT, taus, x, left=left, transpose=transpose)
+                     for x, left in ((c, True), (d, False)) for transpose in (False, True))
+    ps.append(Program("ormqr_four_ways", ormqr_four_ways, [a, f32(15, 6, 3), f32(16, 2, 6)],
+                      "lax.linalg.ormqr: Q c, Q^T c, c Q, c Q^T from geqrf's reflectors, as lineax's QR solve applies Q"))
     ps.append(Program("vmap_psum_center", jax.vmap(lambda x: x - lax.psum(x, "batch") / 6.0, axis_name="batch"), [a],
                       "centering a batch with lax.psum over vmap's axis_name (a `psum` over a positional axis)"))
     return ps

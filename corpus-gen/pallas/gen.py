@@ -60,13 +60,13 @@ def main():
             verdict = True
         except Exception:
             verdict = False
-        text, (constants, kernels, accesses) = recorded.printed(cj, lambda: str(cj))
+        text, (constants, kernels, accesses, _) = recorded.printed(cj, lambda: str(cj))
         with open(os.path.join(out, p.name + ".jaxpr"), "w") as fh:
             fh.write(text + "\n")
         # The outermost jaxpr's constants are inputs, with the values.
         constants = {k: v for k, v in constants.items() if v["nested"]}
-        if recorded.anything((constants, kernels, accesses)):
-            recorded.write(os.path.join(out, p.name + ".recorded.json"), (constants, kernels, accesses))
+        if recorded.anything((constants, kernels, accesses, {})):
+            recorded.write(os.path.join(out, p.name + ".recorded.json"), (constants, kernels, accesses, {}))
         consts = list(cj.consts)
         manifest[p.name] = {"doc": (p.make.__doc__ or "").strip().split("\n")[0],
                             "check_jaxpr": verdict, "num_consts": len(consts),

@@ -104,7 +104,7 @@ def record(seed):
             cj, symbolic, run = traced, [spec], exported.call
         except Exception:  # noqa: BLE001  (the program needs a concrete extent: traced concretely)
             pass
-    text, (constants, _, _) = recorded.printed(cj, lambda: str(cj))
+    text, (constants, _, _, _) = recorded.printed(cj, lambda: str(cj))
     # The outermost jaxpr's constants are inputs, with the values.
     nested = {k: v for k, v in constants.items() if v["nested"]}
     try:
@@ -257,7 +257,7 @@ def write(seeds, out):
         with open(os.path.join(gdir, name + ".jaxpr"), "w") as fh:
             fh.write(text)
         if nested:
-            recorded.write(os.path.join(gdir, name + ".recorded.json"), (nested, {}, None))
+            recorded.write(os.path.join(gdir, name + ".recorded.json"), (nested, {}, None, {}))
         manifest[name] = meta
         values[name] = examples
         if seed % 200 == 0:

@@ -225,7 +225,7 @@ def record_function(kind, name, file, line, closed_jaxpr, in_avals=None, arg_nam
         text, recorded = _recorded.printed(closed_jaxpr, lambda: _print(closed_jaxpr.jaxpr))
     except Exception as e:  # noqa: BLE001 - recording must never break the program
         _internal_error(e)
-        text, recorded = _print(closed_jaxpr.jaxpr), ({}, {}, None)
+        text, recorded = _print(closed_jaxpr.jaxpr), _recorded.NOTHING
     fname, f = st.create_jaxpr_file(name)
     with f:
         f.write(text + "\n")

@@ -9,9 +9,9 @@
 #                                pinned jax, and the pennylane / pennylane-lightning minor of its release)
 #   venv.sh jsonschema        -> target/venv-jsonschema      (jsonschema, which validates the SARIF output)
 #   venv.sh model-explorer    -> target/venv-model-explorer  (ai-edge-model-explorer==0.1.34)
-#   venv.sh wheel-api         -> target/venv-wheel-api       (jax 0.10.2 with pandas, pytest, pillow, mypy and a Jupyter
-#                                kernel and client: tests/wheel.rs runs the Python API, its pytest
-#                                plugin and a notebook in it)
+#   venv.sh wheel-api         -> target/venv-wheel-api       (jax 0.10.2 with pandas, pytest, pillow, mypy, a Jupyter
+#                                kernel and client, and lineax: tests/wheel.rs runs the Python API, its pytest
+#                                plugin and a notebook in it; tests/trace.rs a session of a library's solve)
 # Prints the interpreter's path last. Idempotent; concurrent callers wait on a lock.
 set -euo pipefail
 kind=${1:-jax}
@@ -34,8 +34,8 @@ case "$kind:$version" in
   jsonschema:) dir=$target/venv-jsonschema; pkgs=('jsonschema==4.26.0'); probe='import jsonschema' ;;
   model-explorer:) dir=$target/venv-model-explorer; pkgs=('ai-edge-model-explorer==0.1.34'); probe='import dacite, model_explorer.graph_builder' ;;
   wheel-api:) dir=$target/venv-wheel-api
-    pkgs=('jax==0.10.2' 'jaxlib==0.10.2' 'numpy>=2,<3' 'pandas==3.1.1' 'pytest==9.2.0' 'nbclient==0.11.0' 'nbformat>=5.10,<6' 'ipykernel>=6.29,<8' 'pillow>=11,<13' 'mypy>=1.13,<2')
-    probe='import jax, pandas, pytest, nbclient, nbformat, ipykernel, PIL, mypy' ;;
+    pkgs=('jax==0.10.2' 'jaxlib==0.10.2' 'numpy>=2,<3' 'pandas==3.1.1' 'pytest==9.2.0' 'nbclient==0.11.0' 'nbformat>=5.10,<6' 'ipykernel>=6.29,<8' 'pillow>=11,<13' 'mypy>=1.13,<2' 'equinox==0.13.8' 'lineax==0.1.1' 'jaxtyping==0.3.11')
+    probe='import jax, pandas, pytest, nbclient, nbformat, ipykernel, PIL, mypy, lineax' ;;
   pprof:) dir=$target/venv-pprof; pkgs=('protobuf>=5,<8'); probe='import google.protobuf' ;;
   jax:*) dir=$target/venv-trace-jax-$version; pkgs=("jax==$version" "jaxlib==$version"); probe='import jax, numpy' ;;
   catalyst:*)

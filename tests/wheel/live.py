@@ -358,6 +358,36 @@ def closed_constants():
         assert close(got, printed), f"from the session: {got} differs from jax.jit's {printed}"
     print("native: a nested jaxpr's constants built with jax.jit's values, live and from a session "
           "(the text alone refused)")
+    library_solve()
+
+
+def library_solve():
+    """lineax's `linear_solve` prints its operator and solver as Python
+    objects (the matrix an operator closes over as a constant inside them,
+    by name only): the trace records what equinox lowers it as, its
+    implementation at the equation's operands, and the native build of it
+    gives jax.jit's values, as a drop-in for the jitted function."""
+    import lineax as lx
+
+    def solve(m, b):
+        operator = lx.FunctionLinearOperator(lambda x: m @ x + 0.5 * x,
+                                             jax.ShapeDtypeStruct((4,), jnp.float32))
+        return lx.linear_solve(operator, b, lx.LU()).value
+
+    rng = np.random.default_rng(7)
+    m = (rng.standard_normal((4, 4)) + 4 * np.eye(4)).astype(np.float32)
+    b = rng.standard_normal(4).astype(np.float32)
+    prog = jaxpr.trace(solve, m, b)
+    assert [v["primitive"] for v in prog.implementations.values()] == ["linear_solve"], prog.implementations
+    f = jaxpr.build(solve, m, b)
+    for k in range(3):
+        m_k, b_k = m + k * np.eye(4, dtype=np.float32), b * (k + 1)
+        got, want = f(m_k, b_k), np.asarray(jax.jit(solve)(m_k, b_k))
+        assert close(got, want), f"native lineax solve: {got} differs from jax.jit's {want}"
+    e = raises(jaxpr.BuildError, "linear_solve", jaxpr.build, jaxpr.Program("solve", prog.text))
+    assert e.diagnostics and e.diagnostics[0].code == "J0012", e.diagnostics
+    print("native: lineax's linear_solve built from its recorded implementation with jax.jit's values "
+          "(the text alone refused)")
     pallas_blocks()
 
 

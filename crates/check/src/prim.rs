@@ -211,6 +211,8 @@ pub enum Prim {
     OptimizationBarrier,
     /// `or`
     Or,
+    /// `ormqr`
+    Ormqr,
     /// `pad`
     Pad,
     /// `platform_index`
@@ -493,7 +495,7 @@ pub enum Prim {
 
 impl Prim {
     /// Every primitive, in the registry's order.
-    pub const ALL: [Prim; 241] = [
+    pub const ALL: [Prim; 242] = [
         Prim::Abs,
         Prim::Acos,
         Prim::Acosh,
@@ -596,6 +598,7 @@ impl Prim {
         Prim::Not,
         Prim::OptimizationBarrier,
         Prim::Or,
+        Prim::Ormqr,
         Prim::Pad,
         Prim::PlatformIndex,
         Prim::PopulationCount,

@@ -1650,6 +1650,15 @@ pub static PRIMITIVES: &[Primitive] = &[
         ..ROW
     },
     Primitive {
+        name: "ormqr",
+        family: Other,
+        doc: "Multiplies `c` by the Q of a Householder QR (`a`'s reflectors below its diagonal and their scales `taus`, as `geqrf` gives them) without forming Q: `Q c`, `Q^T c` (`transpose`), or `c Q`, `c Q^T` (`left=False`); `Q^H` for complex dtypes.",
+        cost: Some(Cost::differs(CostRule::Unmodelled, LAPACK_CALL)),
+        stablehlo: Lowering::Lowered,
+        native: Lowering::Lowered,
+        ..ROW
+    },
+    Primitive {
         name: "pad",
         family: Shape,
         params: &["padding_config"],

@@ -302,3 +302,18 @@ fn state_preparations() {
 "#,
     );
 }
+
+/// `ormqr`'s `c` has as many rows (`left`) or columns (`left=False`) as
+/// `a` has rows (JAX's `_ormqr_shape_rule`); the result has `c`'s type.
+#[test]
+fn ormqr_rows() {
+    check(
+        r#"{ lambda ; a:f32[6,4] b:f32[4] c:f32[5,3] d:f32[2,6] e:f32[6,3]. let
+    f:f32[5,3] = ormqr[left=True transpose=False] a b c
+#                ^^^^^ error[J0004]: with `left`, `c` must have as many rows as `a`: `5` is not `6`
+    g:f32[2,6] = ormqr[left=False transpose=True] a b d
+    h:f32[6,3] = ormqr[left=True transpose=True] a b e
+  in (f, g, h) }
+"#,
+    );
+}

@@ -589,3 +589,70 @@ fn what_the_text_does_not_hold_is_refused_with_what_it_lacks() {
         }
     }
 }
+
+/// A primitive its library lowers as its Python implementation (equinox's
+/// `create_vprim`: lineax's `linear_solve`, whose parameters print its
+/// operator and solver as Python objects) is built from that
+/// implementation, recorded beside the text by the first name of its
+/// results: the equation becomes a `jit` of it, its constants built in and
+/// the library markers in it rewritten. Without the record it is refused as
+/// a primitive the registry does not know; a record made for another
+/// primitive is not used, and one that does not check is refused saying
+/// so.
+#[test]
+fn a_library_primitive_is_built_from_its_recorded_implementation() {
+    let dir = out_dir("implemented");
+    let text = "{ lambda ; a:f32[3]. let\n    _:i32[] b:f32[3] c:i32[] = scaled_solve[\n      solver=<object object at 0xXXXXXXXXXXXX>\n    ] a\n  in (b, c) }\n";
+    let src = dir.join("solve.jaxpr");
+    std::fs::write(&src, text).unwrap();
+    let record = |primitive: &str, body: &str| {
+        let file = serde_json::json!({
+            "format": "jaxpr-recorded", "version": 1,
+            "implementations": {"b": {
+                "primitive": primitive,
+                "text": format!("{{ lambda a:f32[3]; b:f32[3]. let\n{body}  in (e, c, d) }}"),
+                "constants": {"a": {"dtype": "float32", "shape": [3], "hex": "0000803f0000004000004040"}},
+            }},
+        });
+        std::fs::write(
+            jaxpr_lower::recorded::beside(&src),
+            serde_json::to_string(&file).unwrap(),
+        )
+        .unwrap();
+    };
+    let body = "    c:f32[3] = div b a\n    d:i32[] = nontraceable[\n      name=lineax.linear_solve with respect to a closed-over value\n    ] 0:i32[]\n    e:i32[] = add d 1:i32[]\n";
+    record("scaled_solve", body);
+    let module = dir.join("solve.mlir");
+    let b = build_as("stablehlo", &src, &module, &[]);
+    assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
+    let m = std::fs::read_to_string(&module).unwrap();
+    assert!(
+        m.contains("stablehlo.divide")
+            && m.contains("dense<[1.000000e+00, 2.000000e+00, 3.000000e+00]>"),
+        "{m}"
+    );
+    let lib = dir.join("solve.so");
+    let b = build_as("native", &src, &lib, &[]);
+    assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
+
+    for (primitive, body, says) in [
+        (
+            "another_solve",
+            body,
+            "`scaled_solve` has no StableHLO lowering",
+        ),
+        (
+            "scaled_solve",
+            "    c:f32[4] = div b a\n    d:i32[] = add 0:i32[] 0:i32[]\n    e:i32[] = add d 1:i32[]\n",
+            "the recorded implementation of `scaled_solve` does not check",
+        ),
+    ] {
+        record(primitive, body);
+        let out = dir.join("refused.mlir");
+        let b = build_as("stablehlo", &src, &out, &[]);
+        let err = String::from_utf8_lossy(&b.stderr);
+        assert_eq!(b.status.code(), Some(1), "{err}");
+        assert!(err.contains(says) && !err.contains("J0016"), "{err}");
+        assert!(!out.exists(), "{err}");
+    }
+}

@@ -72,6 +72,9 @@ fn is_state(prim: Option<Prim>) -> bool {
 /// ([`crate::recorded`]).
 pub fn needs_rewrite(a: &Analysis, recorded: &Recorded, text: &str) -> bool {
     a.eqns.iter().any(is_rewritten_eqn)
+        || a.eqns
+            .iter()
+            .any(|e| crate::library::recorded_implementation(a, e, recorded).is_some())
         || has_classical_gradient(a)
         || !with_recorded_constants(a, recorded, text).is_empty()
 }
@@ -245,9 +248,29 @@ pub(crate) fn check_rewritten(
         .collect())
 }
 
+/// What the outermost jaxpr's constants become in a rewrite.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Outermost {
+    /// Inputs of the rewritten program (the C ABI's first inputs).
+    Inputs,
+    /// `constant` equations of their recorded values (a recorded
+    /// implementation, built into the program that calls it).
+    BuiltIn,
+}
+
 /// Rewrites a checked program (free of errors) into one with nothing of
 /// [`needs_rewrite`] left.
 pub fn discharge(parse: &Parse, a: &Analysis, recorded: &Recorded) -> LowerResult<Rewritten> {
+    discharge_with(parse, a, recorded, Outermost::Inputs)
+}
+
+/// [`discharge`], the outermost jaxpr's constants becoming `outermost`.
+pub(crate) fn discharge_with(
+    parse: &Parse,
+    a: &Analysis,
+    recorded: &Recorded,
+    outermost: Outermost,
+) -> LowerResult<Rewritten> {
     let file = &parse.file;
     let text = &*parse.text;
     let syntax = Syntax::new(file, a);
@@ -295,9 +318,25 @@ pub fn discharge(parse: &Parse, a: &Analysis, recorded: &Recorded) -> LowerResul
     let info = a.jaxpr(j);
     let mut env = Env::default();
     let mut head = String::from("{ lambda ");
+    let mut built_in = Vec::new();
     for &v in &info.constvars {
-        let n = em.bind_fresh(&mut env, v);
-        write!(head, "{n}:{} ", ty_text(&a.var(v).ty, main.range)?).unwrap();
+        let var = a.var(v);
+        let ty = ty_text(&var.ty, main.range)?;
+        match outermost {
+            Outermost::Inputs => {
+                let n = em.bind_fresh(&mut env, v);
+                write!(head, "{n}:{ty} ").unwrap();
+            }
+            Outermost::BuiltIn => {
+                let Some(eqn) = recorded.constant_params(&var.name, &var.ty, main.range)? else {
+                    return err(
+                        main.range,
+                        format!("its constant `{}` has no recorded value", var.name),
+                    );
+                };
+                built_in.push((v, ty, eqn));
+            }
+        }
     }
     head.push_str("; ");
     for &v in &info.invars {
@@ -306,6 +345,10 @@ pub fn discharge(parse: &Parse, a: &Analysis, recorded: &Recorded) -> LowerResul
     }
     head.push_str(". let\n");
     em.out.push_str(&head);
+    for (v, ty, eqn) in built_in {
+        let n = em.line(&ty, &eqn);
+        env.insert(v, n);
+    }
     let outs = em.body(j, &mut env, true)?;
     writeln!(
         em.out,
@@ -359,7 +402,10 @@ fn to_rewrite(a: &Analysis, recorded: &Recorded, text: &str) -> rustc_hash::FxHa
         }
     };
     for (i, e) in a.eqns.iter().enumerate() {
-        if is_rewritten_eqn(e) || is_classical_gradient(a, EqnId(i as u32)) {
+        if is_rewritten_eqn(e)
+            || is_classical_gradient(a, EqnId(i as u32))
+            || crate::library::recorded_implementation(a, e, recorded).is_some()
+        {
             mark(&mut out, e.jaxpr);
         }
     }
@@ -567,6 +613,9 @@ impl<'t> Emitter<'t> {
         }
         if prim.is_none() && crate::library::is_library(name) {
             return self.library(e, &outs, env);
+        }
+        if let Some(imp) = crate::library::recorded_implementation(self.a, info, self.recorded) {
+            return self.implemented(e, imp, &outs, env);
         }
         match prim {
             Some(Prim::NewRef | Prim::Freeze) => {

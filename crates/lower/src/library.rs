@@ -4,8 +4,10 @@
 //! `def_impl` in equinox 0.13 (`equinox/internal/_nontraceable.py`,
 //! `_unvmap.py`, `_loop/common.py`):
 //!
-//! - `nondifferentiable_backward`, `nonbatchable`: the operand (markers
-//!   for autodiff and `vmap`);
+//! - `nondifferentiable_backward`, `nonbatchable`, `nontraceable`: the
+//!   operand (markers for autodiff and `vmap`; `nontraceable` raises under
+//!   any transformation, and lineax's `linear_solve` implementation calls
+//!   it);
 //! - `unvmap_any`, `unvmap_all`, `unvmap_max`: `jnp.any`, `jnp.all`,
 //!   `jnp.max` over every axis;
 //! - `select_if_vmap pred x y`: `x` (`_select_if_vmap_impl`: an unbatched
@@ -22,16 +24,28 @@
 //! They are not registry rows: the checker does not type them (J0010, its
 //! results trusted) and the cost model keeps them in its table of library
 //! primitives; the rewritten program is checked whole before it is built.
+//!
+//! Any other primitive the registry does not know is built when its
+//! implementation was recorded beside the text ([`crate::recorded`]: a
+//! primitive its library lowers as its Python implementation, as equinox's
+//! `create_vprim` does, lineax's `linear_solve` among them). The equation
+//! becomes a `jit` of that implementation, itself checked and rewritten
+//! with its constants built in: what XLA builds for it
+//! (`mlir.lower_fun(impl)`).
 
-use crate::discharge::{Emitter, Env, elem, join, static_shape, tuple, ty_text};
-use crate::walk::{LowerResult, err};
-use jaxpr_syntax::ast;
+use crate::discharge::{Emitter, Env, Outermost, elem, join, static_shape, tuple, ty_text};
+use crate::recorded::{Implementation, Recorded};
+use crate::walk::{LowerError, LowerErrorKind, LowerResult, err};
+use jaxpr_check::{Analysis, EqnInfo};
+use jaxpr_syntax::{TextRange, ast};
 use jaxpr_types::{AType, VarId};
+use std::fmt::Write;
 
 /// The library primitives this rewrite removes.
 pub(crate) const LIBRARY: &[&str] = &[
     "nondifferentiable_backward",
     "nonbatchable",
+    "nontraceable",
     "unvmap_any",
     "unvmap_all",
     "unvmap_max",
@@ -57,6 +71,65 @@ pub(crate) fn is_library(name: &str) -> bool {
     LIBRARY.contains(&name)
 }
 
+/// The recorded implementation of equation `e`, a primitive neither the
+/// registry nor [`LIBRARY`] knows: the one recorded under its first named
+/// result for the same primitive.
+pub(crate) fn recorded_implementation<'r>(
+    a: &Analysis,
+    e: &EqnInfo,
+    recorded: &'r Recorded,
+) -> Option<&'r Implementation> {
+    if e.prim.is_some() || is_library(&e.primitive) {
+        return None;
+    }
+    let first = e
+        .outs
+        .iter()
+        .flatten()
+        .map(|&v| a.var(v).name.as_str())
+        .find(|&n| n != "_")?;
+    recorded
+        .implementation(first)
+        .filter(|i| i.primitive == e.primitive.as_str())
+}
+
+/// A recorded implementation's jaxpr, checked and rewritten with its
+/// constants built in (`{ lambda ; binders. let ... in (...) }`), or why
+/// it is not built, at `at` (the equation it implements).
+fn implementation_jaxpr(imp: &Implementation, at: TextRange) -> LowerResult<String> {
+    let refuse = |message: String| {
+        LowerError {
+        range: at,
+        message: format!(
+            "the recorded implementation of `{}` {message}",
+            imp.primitive
+        ),
+        help: Some(
+            "the recorded file was made for another printout of the program: record it again with the text (docs/python.md, \"Recorded beside the text\")".into(),
+        ),
+        kind: LowerErrorKind::Refused,
+    }
+    };
+    let (p, a) = jaxpr_check::check_source(
+        jaxpr_check::Source::Text(&imp.text),
+        jaxpr_check::Keep::Everything,
+    )
+    .parsed();
+    if let Some(x) = p.errors.iter().chain(&a.diagnostics).find(|x| x.is_error()) {
+        return Err(refuse(format!("does not check: {}", x.message)));
+    }
+    if !p.file.lets.is_empty() {
+        return Err(refuse(
+            "names jaxprs apart (`let`), which a nested jaxpr cannot hold".into(),
+        ));
+    }
+    match crate::discharge::discharge_with(&p, &a, &imp.recorded, Outermost::BuiltIn) {
+        Ok(d) => Ok(d.text),
+        Err(e) if e.kind == LowerErrorKind::Internal => Err(e),
+        Err(e) => Err(refuse(format!("is not built: {}", e.message))),
+    }
+}
+
 impl Emitter<'_> {
     fn operand_type(&self, e: &ast::Eqn, k: usize) -> LowerResult<AType> {
         let at = e.primitive.range;
@@ -76,6 +149,32 @@ impl Emitter<'_> {
                 ),
             ),
         }
+    }
+
+    /// A library primitive's equation as a `jit` of its recorded
+    /// implementation, which takes its operands and gives its results.
+    pub(crate) fn implemented(
+        &mut self,
+        e: &ast::Eqn,
+        imp: &Implementation,
+        outs: &[Option<VarId>],
+        env: &mut Env,
+    ) -> LowerResult<()> {
+        let at = e.primitive.range;
+        let jaxpr = implementation_jaxpr(imp, at)?;
+        let mut args = String::new();
+        for x in &e.args {
+            write!(args, " {}", self.atom(env, x)?).unwrap();
+        }
+        let binders = self.result_binders(e, outs, env);
+        writeln!(
+            self.out,
+            "    {} = jit[name={} jaxpr={jaxpr}]{args}",
+            binders.join(" "),
+            imp.primitive
+        )
+        .unwrap();
+        Ok(())
     }
 
     /// An Equinox primitive ([`LIBRARY`]), as JAX's primitives.
@@ -107,7 +206,7 @@ impl Emitter<'_> {
             }
         };
         match name {
-            "nondifferentiable_backward" | "nonbatchable" => {
+            "nondifferentiable_backward" | "nonbatchable" | "nontraceable" => {
                 if e.args.len() != outs.len() {
                     return arity(outs.len(), outs.len());
                 }

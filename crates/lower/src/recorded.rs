@@ -38,6 +38,20 @@
 //! A file with `accesses` lists every access that has either: one not
 //! listed has strides of 1 and prints its mask. Without the key, only the
 //! text is known ([`Accesses::NotRecorded`]).
+//!
+//! A library primitive that its library lowers as its own Python
+//! implementation (equinox's `create_vprim`, whose lowering is
+//! `mlir.lower_fun(impl)`: lineax's `linear_solve`) prints its meaning as
+//! Python objects in its parameters. `implementations` holds, for each such
+//! equation, keyed by the printed name of its first named result, that
+//! implementation traced by JAX at the equation's operand types and printed
+//! with names of its own, with the values of its constants keyed by them:
+//!
+//! ```json
+//! "implementations": {"y": {"primitive": "linear_solve",
+//!   "text": "{ lambda a:f32[4,4]; b:f32[4,4] c:i32[4] d:f32[4]. let ... }",
+//!   "constants": {"a": {"dtype": "float32", "shape": [4, 4], "hex": "..."}}}}
+//! ```
 
 use crate::walk::{LowerError, LowerErrorKind, LowerResult};
 use jaxpr_syntax::TextRange;
@@ -59,6 +73,23 @@ pub struct Recorded {
     constants: HashMap<String, Constant>,
     kernels: HashMap<String, Kernel>,
     accesses: Accesses,
+    implementations: HashMap<String, Implementation>,
+}
+
+/// A library primitive's equation as its library lowers it: its Python
+/// implementation, traced by JAX at the equation's operand types (the
+/// module's documentation has the format).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Implementation {
+    /// The primitive's name, as the equation prints it.
+    pub primitive: String,
+    /// The implementation's jaxpr, printed with names of its own: its
+    /// binders take the equation's operands, its results are the
+    /// equation's.
+    pub text: String,
+    /// The values of the implementation's constants, keyed by those names
+    /// (its outermost ones included: they are built into the program).
+    pub recorded: Recorded,
 }
 
 /// What was recorded of a program's reference accesses.
@@ -125,6 +156,13 @@ impl Recorded {
         self.constants.is_empty()
             && self.kernels.is_empty()
             && self.accesses == Accesses::NotRecorded
+            && self.implementations.is_empty()
+    }
+
+    /// The recorded implementation of the library equation whose first
+    /// named result prints as `first_named_result`.
+    pub fn implementation(&self, first_named_result: &str) -> Option<&Implementation> {
+        self.implementations.get(first_named_result)
     }
 
     /// What is recorded of the access to reference `reference` whose result
@@ -205,38 +243,7 @@ impl Recorded {
         if v.get("version").and_then(|f| f.as_u64()) != Some(1) {
             return Err("a recorded file of another version than 1".into());
         }
-        let empty = serde_json::Map::new();
-        let entries = match v.get("constants") {
-            None => &empty,
-            Some(c) => c.as_object().ok_or("`constants` is not an object")?,
-        };
-        let mut by_name = HashMap::with_capacity(entries.len());
-        for (name, e) in entries {
-            let bad = |what: &str| format!("constant `{name}`: {what}");
-            let dtype = e
-                .get("dtype")
-                .and_then(|d| d.as_str())
-                .ok_or_else(|| bad("`dtype` is not a string"))?;
-            let shape = e
-                .get("shape")
-                .and_then(|s| s.as_array())
-                .and_then(|s| s.iter().map(|d| d.as_i64()).collect::<Option<Vec<i64>>>())
-                .filter(|s| s.iter().all(|&d| d >= 0))
-                .ok_or_else(|| bad("`shape` is not a list of sizes"))?;
-            let hex = e
-                .get("hex")
-                .and_then(|h| h.as_str())
-                .filter(|h| h.len() % 2 == 0 && h.bytes().all(|c| c.is_ascii_hexdigit()))
-                .ok_or_else(|| bad("`hex` is not a string of hex bytes"))?;
-            by_name.insert(
-                name.clone(),
-                Constant {
-                    dtype: dtype.to_string(),
-                    shape,
-                    hex: hex.to_ascii_lowercase(),
-                },
-            );
-        }
+        let by_name = constants(v.get("constants"))?;
         let kernels = match v.get("kernels") {
             None => HashMap::new(),
             Some(k) => k
@@ -257,10 +264,20 @@ impl Recorded {
                     .collect::<Result<_, String>>()?,
             ),
         };
+        let implementations = match v.get("implementations") {
+            None => HashMap::new(),
+            Some(i) => i
+                .as_object()
+                .ok_or("`implementations` is not an object")?
+                .iter()
+                .map(|(name, i)| Ok((name.clone(), implementation(name, i)?)))
+                .collect::<Result<_, String>>()?,
+        };
         Ok(Recorded {
             constants: by_name,
             kernels,
             accesses,
+            implementations,
         })
     }
 
@@ -328,6 +345,62 @@ impl Recorded {
             dims.join(", ")
         )))
     }
+}
+
+/// Recorded constants by binder name (the module's documentation has the
+/// format); none when the key is absent.
+fn constants(entries: Option<&serde_json::Value>) -> Result<HashMap<String, Constant>, String> {
+    let Some(entries) = entries else {
+        return Ok(HashMap::new());
+    };
+    let entries = entries.as_object().ok_or("`constants` is not an object")?;
+    let mut by_name = HashMap::with_capacity(entries.len());
+    for (name, e) in entries {
+        let bad = |what: &str| format!("constant `{name}`: {what}");
+        let dtype = e
+            .get("dtype")
+            .and_then(|d| d.as_str())
+            .ok_or_else(|| bad("`dtype` is not a string"))?;
+        let shape = e
+            .get("shape")
+            .and_then(|s| s.as_array())
+            .and_then(|s| s.iter().map(|d| d.as_i64()).collect::<Option<Vec<i64>>>())
+            .filter(|s| s.iter().all(|&d| d >= 0))
+            .ok_or_else(|| bad("`shape` is not a list of sizes"))?;
+        let hex = e
+            .get("hex")
+            .and_then(|h| h.as_str())
+            .filter(|h| h.len() % 2 == 0 && h.bytes().all(|c| c.is_ascii_hexdigit()))
+            .ok_or_else(|| bad("`hex` is not a string of hex bytes"))?;
+        by_name.insert(
+            name.clone(),
+            Constant {
+                dtype: dtype.to_string(),
+                shape,
+                hex: hex.to_ascii_lowercase(),
+            },
+        );
+    }
+    Ok(by_name)
+}
+
+/// A recorded implementation (the module's documentation has the format).
+fn implementation(name: &str, i: &serde_json::Value) -> Result<Implementation, String> {
+    let bad = |what: &str| format!("implementation `{name}`: {what}");
+    let text_of = |key: &str| {
+        i.get(key)
+            .and_then(|t| t.as_str())
+            .map(str::to_string)
+            .ok_or_else(|| bad(&format!("`{key}` is not a string")))
+    };
+    Ok(Implementation {
+        primitive: text_of("primitive")?,
+        text: text_of("text")?,
+        recorded: Recorded {
+            constants: constants(i.get("constants")).map_err(|e| bad(&e))?,
+            ..Recorded::default()
+        },
+    })
 }
 
 /// A recorded access (the module's documentation has the format).

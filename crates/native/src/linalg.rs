@@ -42,6 +42,7 @@ impl<'c> Codegen<'c, '_> {
             prim,
             Prim::Cholesky
                 | Prim::Geqrf
+                | Prim::Ormqr
                 | Prim::Lu
                 | Prim::LuPivotsToPermutation
                 | Prim::Qr
@@ -71,6 +72,7 @@ impl<'c> Codegen<'c, '_> {
             Prim::LuPivotsToPermutation => vec![self.lu_pivots_to_permutation(env, cx)?],
             Prim::Qr => self.qr(env, cx)?,
             Prim::Geqrf => self.geqrf(env, cx)?,
+            Prim::Ormqr => vec![self.ormqr(env, cx)?],
             Prim::Svd => self.svd(env, cx)?,
             Prim::TriangularSolve => vec![self.triangular_solve(cx)?],
             _ => vec![self.tridiagonal_solve(cx)?],
@@ -675,6 +677,73 @@ impl<'c> Codegen<'c, '_> {
             self.release(p)?;
         }
         Ok(vec![f, tau_out])
+    }
+
+    /// `ormqr`: `c` times the Q of `geqrf`'s reflectors (`a`'s columns below
+    /// the diagonal with a unit on it, the scales `taus`), one reflector
+    /// `H = I - tau v v^T` at a time as LAPACK's `orm2r` applies them:
+    /// `Q c` and `c Q^T` last to first, `Q^T c` and `c Q` first to last. At
+    /// most as many reflectors as `a` has rows and columns are read.
+    fn ormqr(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> LowerResult<Arr<'c>> {
+        self.rank_at_least(cx, 0, 2)?;
+        self.rank_at_least(cx, 1, 1)?;
+        self.rank_at_least(cx, 2, 2)?;
+        let (a, taus, c) = (&cx.args[0], &cx.args[1], &cx.args[2]);
+        let dt = dtype(&c.ty)?;
+        let left = cx.bool_or("left", true);
+        let transpose = cx.bool_or("transpose", false);
+        let (batch, m, n) = self.batched(&a.v);
+        let (_, rows, cols) = self.batched(&c.v);
+        let k = taus.v.dims[taus.v.dims.len() - 1];
+        let used = self.min_i64(k, self.min_i64(m, n));
+        let out = self.alloc(&dt, &self.dims(env, &cx.outs[0], cx.at())?)?;
+        let (mn, rc) = (self.mul(m, n), self.mul(rows, cols));
+        let (wa, wt, wc) = (self.work(mn)?, self.work(k)?, self.work(rc)?);
+        let (ma, mc) = (Mat { p: wa, cols: n }, Mat { p: wc, cols });
+        let one = self.i64(1);
+        let keep_nan = self.context.bool_type().const_zero();
+        self.for_range(batch, &mut |t| {
+            self.widen(&dt, a.v.p, self.mul(t, mn), mn, wa)?;
+            self.widen(&dt, taus.v.p, self.mul(t, k), k, wt)?;
+            self.widen(&dt, c.v.p, self.mul(t, rc), rc, wc)?;
+            // `c <- H_i c` (a column of `c` at a time) or `c <- c H_i` (a row).
+            let mut reflect = |i: IntValue<'c>| -> LowerResult<()> {
+                let tau = self.get1(wt, i)?;
+                let below = self.add(i, one);
+                let (lines, at): (
+                    IntValue<'c>,
+                    &dyn Fn(IntValue<'c>, IntValue<'c>) -> (IntValue<'c>, IntValue<'c>),
+                ) = if left {
+                    (cols, &|j, l| (l, j))
+                } else {
+                    (rows, &|r, l| (r, l))
+                };
+                self.for_range(lines, &mut |j| {
+                    let (ri, ci) = at(j, i);
+                    let tail = self.sum(below, m, &mut |l| {
+                        let (r, q) = at(j, l);
+                        Ok(self.fmul(self.get(ma, l, i)?, self.get(mc, r, q)?))
+                    })?;
+                    let tw = self.fmul(tau, self.fadd(self.get(mc, ri, ci)?, tail));
+                    self.set(mc, ri, ci, self.fsub(self.get(mc, ri, ci)?, tw))?;
+                    self.range(below, m, &mut |l| {
+                        let (r, q) = at(j, l);
+                        let v = self.fsub(self.get(mc, r, q)?, self.fmul(tw, self.get(ma, l, i)?));
+                        self.set(mc, r, q, v)
+                    })
+                })
+            };
+            if left != transpose {
+                self.downward(used, &mut reflect)?;
+            } else {
+                self.for_range(used, &mut reflect)?;
+            }
+            self.narrow(wc, rc, &dt, out.p, self.mul(t, rc), keep_nan)
+        })?;
+        for p in [wa, wt, wc] {
+            self.release(p)?;
+        }
+        Ok(out)
     }
 
     /// `gesdd`'s singular values: one-sided Jacobi rotations of the

@@ -25,9 +25,17 @@ struct Lapack<'a> {
     routine: &'static str,
     /// `(operand, result)` pairs that share a buffer.
     aliases: &'a [(usize, usize)],
-    /// The backend config's attributes, each one byte (LAPACK's character
-    /// arguments and jaxlib's enums).
-    config: &'a [(&'static str, u8)],
+    /// The backend config's attributes.
+    config: &'a [(&'static str, Config)],
+}
+
+/// One attribute of a LAPACK call's backend config.
+#[derive(Clone, Copy)]
+enum Config {
+    /// One byte: LAPACK's character arguments and jaxlib's enums.
+    Byte(u8),
+    /// A flag (`ormqr`'s `left` and `transpose`).
+    Flag(bool),
 }
 
 /// `(dims...)` of an operand whose last two dimensions are a matrix.
@@ -107,6 +115,7 @@ impl<'c, 'f> Lower<'c, 'f> {
             Prim::TriangularSolve => vec![self.triangular_solve(b, env, cx)?],
             Prim::Qr => self.qr(b, env, cx)?,
             Prim::Geqrf => self.geqrf(b, env, cx)?,
+            Prim::Ormqr => vec![self.ormqr(b, env, cx)?],
             Prim::Eigh => self.eigh(b, env, cx)?,
             Prim::Svd => self.svd(b, env, cx)?,
             Prim::Schur => self.schur(b, env, cx)?,
@@ -201,7 +210,10 @@ impl<'c, 'f> Lower<'c, 'f> {
             if i > 0 {
                 config.push_str(", ");
             }
-            config.push_str(&format!("{k} = {v} : ui8"));
+            match v {
+                Config::Byte(v) => config.push_str(&format!("{k} = {v} : ui8")),
+                Config::Flag(v) => config.push_str(&format!("{k} = {v}")),
+            }
         }
         config.push('}');
         let aliases: Vec<String> = call
@@ -348,7 +360,7 @@ impl<'c, 'f> Lower<'c, 'f> {
         let call = Lapack {
             routine: "potrf",
             aliases: &[(0, 0)],
-            config: &[("uplo", b'L')],
+            config: &[("uplo", Config::Byte(b'L'))],
         };
         let r = self.lapack(
             b,
@@ -562,10 +574,10 @@ impl<'c, 'f> Lower<'c, 'f> {
         // `conjugate_a` changes complex matrices only (refused here).
         if matches!(dt, DType::Float(FloatKind::F32 | FloatKind::F64)) {
             let config = [
-                ("side", if left { b'L' } else { b'R' }),
-                ("uplo", if lower { b'L' } else { b'U' }),
-                ("trans_x", if transpose { b'T' } else { b'N' }),
-                ("diag", if unit { b'U' } else { b'N' }),
+                ("side", Config::Byte(if left { b'L' } else { b'R' })),
+                ("uplo", Config::Byte(if lower { b'L' } else { b'U' })),
+                ("trans_x", Config::Byte(if transpose { b'T' } else { b'N' })),
+                ("diag", Config::Byte(if unit { b'U' } else { b'N' })),
             ];
             let call = Lapack {
                 routine: "trsm",
@@ -695,6 +707,36 @@ impl<'c, 'f> Lower<'c, 'f> {
             &[(a.v, &a.ty)],
             &[(*a.ty).clone(), AType::clone(&cx.outs[1])],
         )
+    }
+
+    /// `ormqr`: LAPACK's `ormqr` on `c` (which it overwrites: the result
+    /// aliases it), its `left` and `transpose` flags in the backend config,
+    /// as JAX's `_ormqr_cpu_gpu_lowering` emits it.
+    fn ormqr(
+        &self,
+        b: ModuleBlock<'c>,
+        env: &Env<'c>,
+        cx: &EqnCx<'_, 'c, 'f>,
+    ) -> LowerResult<ModuleValue<'c>> {
+        let dt = cx.arg_dtype(0)?;
+        let ormqr = Lapack {
+            routine: "ormqr",
+            aliases: &[(2, 0)],
+            config: &[
+                ("left", Config::Flag(cx.bool_or("left", true))),
+                ("transpose", Config::Flag(cx.bool_or("transpose", false))),
+            ],
+        };
+        let (a, taus, c) = (&cx.args[0], &cx.args[1], &cx.args[2]);
+        Ok(self.lapack(
+            b,
+            env,
+            cx,
+            &dt,
+            ormqr,
+            &[(a.v, &a.ty), (taus.v, &taus.ty), (c.v, &c.ty)],
+            std::slice::from_ref(&*cx.outs[0]),
+        )?[0])
     }
 
     /// JAX's `_qr_lowering` without pivoting: `geqrf`, then `orgqr` of its
@@ -843,7 +885,10 @@ impl<'c, 'f> Lower<'c, 'f> {
         let dt = cx.arg_dtype(0)?;
         let batch = batch_of(&a.ty);
         let info = AType::new(DType::Int(32), batch.clone());
-        let config = [("mode", b'V'), ("uplo", if lower { b'L' } else { b'U' })];
+        let config = [
+            ("mode", Config::Byte(b'V')),
+            ("uplo", Config::Byte(if lower { b'L' } else { b'U' })),
+        ];
         let call = Lapack {
             routine: "syevd",
             aliases: &[(0, 0)],
@@ -938,7 +983,7 @@ impl<'c, 'f> Lower<'c, 'f> {
         let call = Lapack {
             routine: "gesdd",
             aliases: &[(0, 0)],
-            config: &[("mode", mode)],
+            config: &[("mode", Config::Byte(mode))],
         };
         let res = self.lapack(
             b,
@@ -990,7 +1035,7 @@ impl<'c, 'f> Lower<'c, 'f> {
         let call = Lapack {
             routine: "gees",
             aliases: &[(0, 0)],
-            config: &[("mode", mode), ("sort", b'N')],
+            config: &[("mode", Config::Byte(mode)), ("sort", Config::Byte(b'N'))],
         };
         let outs = [
             (*a.ty).clone(),

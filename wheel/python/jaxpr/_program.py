@@ -49,17 +49,22 @@ class Program:
     source_dir: Optional[Path] = None  # the folder of the user's code (configuration lookup)
     # What the text lacks, recorded from the live program (`_recorded`):
     # the values of the closed jaxprs' constants, nested ones included, by
-    # binder name, each Pallas kernel's blocks at every grid point, and the
-    # strides and masks its reference accesses print without.
+    # binder name, each Pallas kernel's blocks at every grid point, the
+    # strides and masks its reference accesses print without, and what its
+    # library primitives compute.
     constants: Dict[str, Any] = dataclasses.field(default_factory=dict)
     kernels: Dict[str, Any] = dataclasses.field(default_factory=dict)
     # None: not recorded (a program without reference accesses, or given
     # as text).
     accesses: Optional[List[Dict[str, Any]]] = None
+    # Library primitives lowered as their Python implementation (lineax's
+    # `linear_solve`): each traced at its operand types, by the name of its
+    # first named result.
+    implementations: Dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
     def recorded(self) -> _recorded.Recorded:
-        return (self.constants, self.kernels, self.accesses)
+        return (self.constants, self.kernels, self.accesses, self.implementations)
 
     def write(self, folder: Path) -> Path:
         """Writes `NAME.jaxpr` into `folder`, and beside it what was
@@ -128,8 +133,9 @@ def _printed(closed_jaxpr: Any) -> Tuple[str, _recorded.Recorded]:
 
 def _fields(recorded: _recorded.Recorded) -> Dict[str, Any]:
     """`Program`'s fields of what `_recorded.printed` recorded."""
-    constants, kernels, accesses = recorded
-    return {"constants": constants, "kernels": kernels, "accesses": accesses}
+    constants, kernels, accesses, implementations = recorded
+    return {"constants": constants, "kernels": kernels, "accesses": accesses,
+            "implementations": implementations}
 
 
 def _source_dir(fn: Any) -> Optional[Path]:

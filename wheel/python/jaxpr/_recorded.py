@@ -13,7 +13,14 @@ beside the text"):
   size, stride)` prints as `start:start+size`) and the mask of a Pallas
   store whose result is unused (printed `x[...] <- v`), for each access
   that has one (`accesses`; a program with no reference access records
-  none, and then the build reads the text alone).
+  none, and then the build reads the text alone);
+- the meaning of a library primitive that its library lowers as its own
+  Python implementation (equinox's `create_vprim`, whose lowering is
+  `mlir.lower_fun(impl)`: lineax's `linear_solve`, whose parameters print
+  the solver and operator as Python objects): that implementation traced by
+  JAX at the equation's operand types, printed with names of its own and
+  with its constants' values (`implementations`, keyed by the name of the
+  equation's first named result).
 
 The Python API (`jaxpr._constants`) and `jaxpr trace`'s capture code, which
 embeds this file (crates/session/src/trace.rs), share it: standard library,
@@ -61,17 +68,22 @@ def _naming_contexts() -> Iterator[List[Any]]:
         cls.__init__ = init
 
 
-Recorded = Tuple[Dict[str, Any], Dict[str, Any], Optional[List[Dict[str, Any]]]]
+# (constants, kernels, accesses, implementations).
+Recorded = Tuple[Dict[str, Any], Dict[str, Any], Optional[List[Dict[str, Any]]], Dict[str, Any]]
+# What a program given as text records: nothing.
+NOTHING: Recorded = ({}, {}, None, {})
 
 
 def printed(closed: Any, print_text: Callable[[], str]) -> Tuple[str, Recorded]:
     """`print_text()` (a printout of `closed`), and what `write` records
     beside it: the values of `closed`'s constants, nested ones included,
-    its kernels' blocks and its reference accesses' strides and unprinted
-    masks, by the names that printout gives their variables."""
+    its kernels' blocks, its reference accesses' strides and unprinted
+    masks and its library primitives' implementations, by the names that
+    printout gives their variables."""
     with _naming_contexts() as contexts:
         text = print_text()
-    return text, (values(closed, contexts), kernels(closed, contexts), accesses(closed, contexts))
+    return text, (values(closed, contexts), kernels(closed, contexts), accesses(closed, contexts),
+                  implementations(closed, contexts))
 
 
 def _array(x: Any) -> Any:
@@ -280,18 +292,92 @@ def accesses(closed: Any, contexts: List[Any]) -> Optional[List[Dict[str, Any]]]
     return found if any_access else None
 
 
+def _lowered_as_implementation() -> Any:
+    """The primitives a library lowers as their Python implementation:
+    equinox's `create_vprim` registers each (`_vprim_impl_registry`) with
+    `mlir.lower_fun(impl)` as its lowering. Empty when equinox is not
+    imported."""
+    module = sys.modules.get("equinox.internal._primitive")
+    return getattr(module, "_vprim_impl_registry", None) or {}
+
+
+def implementations(closed: Any, contexts: List[Any]) -> Dict[str, Any]:
+    """The implementation of each equation of `closed` whose primitive its
+    library lowers as its Python implementation (`_implementation`), by
+    the name `contexts` gave its first named result (an equation with none
+    is read nowhere and left out)."""
+    lowered = _lowered_as_implementation()
+    found: Dict[str, Any] = {}
+    if not lowered:
+        return found
+    for jaxpr, _ in _jaxprs(closed):
+        for eqn in jaxpr.eqns:
+            if eqn.primitive not in lowered:
+                continue
+            names = [_name_of(contexts, v) for v in eqn.outvars]
+            name = next((n for n in names if n not in (None, "_")), None)
+            if name is None or name in found:
+                continue
+            entry = _implementation(eqn)
+            if entry is not None:
+                found[name] = entry
+    return found
+
+
+def _implementation(eqn: Any) -> Optional[Dict[str, Any]]:
+    """`eqn`'s primitive's implementation traced by JAX at its operand
+    types (as `mlir.lower_fun` traces it to lower the equation), printed
+    without `let`s and with names of its own, and its constants' values by
+    those names; None when JAX cannot trace it alone or it does not give
+    the equation's result types."""
+    try:
+        import jax
+        from jax._src import core
+
+        prim = eqn.primitive
+        bound = prim.get_bind_params(eqn.params)
+        # jax < 0.9.2 returns (subfuns, params); later releases the params.
+        subfuns, params = bound if isinstance(bound, tuple) else ([], bound)
+        if subfuns:
+            return None
+        # jax annotates ShapeDtypeStruct's constructor in some releases only.
+        specs = [jax.ShapeDtypeStruct(v.aval.shape, v.aval.dtype)  # type: ignore[no-untyped-call,unused-ignore]
+                 for v in eqn.invars]
+
+        def run(*xs: Any) -> List[Any]:
+            out = prim.impl(*xs, **params)
+            return list(out) if prim.multiple_results else [out]
+
+        traced = jax.make_jaxpr(run)(*specs)
+        given = [(tuple(o.aval.shape), o.aval.dtype) for o in traced.jaxpr.outvars]
+        if given != [(tuple(v.aval.shape), v.aval.dtype) for v in eqn.outvars]:
+            return None
+        # `pp_jaxpr` with a context of its own: no jaxpr is named apart, and
+        # every variable gets a name (none is printed `_`).
+        context = core.JaxprPpContext()
+        text = core.pp_jaxpr(traced.jaxpr, context, core.JaxprPpSettings()).format()
+    except Exception:  # the implementation cannot be traced alone here
+        return None
+    constants = values(traced, [context])
+    for entry in constants.values():
+        entry.pop("nested", None)
+    return {"primitive": prim.name, "text": text, "constants": constants}
+
+
 def document(recorded: Recorded) -> Dict[str, Any]:
-    constants, kernels, accessed = recorded
+    constants, kernels, accessed, implemented = recorded
     doc = {"format": FORMAT, "version": VERSION, "constants": constants, "kernels": kernels}
     if accessed is not None:
         doc["accesses"] = accessed
+    if implemented:
+        doc["implementations"] = implemented
     return doc
 
 
 def anything(recorded: Recorded) -> bool:
     """Whether `recorded` holds anything to write."""
-    constants, kernels, accessed = recorded
-    return bool(constants or kernels) or accessed is not None
+    constants, kernels, accessed, implemented = recorded
+    return bool(constants or kernels or implemented) or accessed is not None
 
 
 def write(path: Any, recorded: Recorded) -> None:

@@ -3,7 +3,8 @@
 //! `linalg_primitive`: leading axes are a batch), with the result shapes of
 //! JAX's shape rules: `svd` gives `s, u, vt`; `eigh` gives `v, w`; `eig`
 //! gives `w` then the left and right eigenvectors asked for; `qr` gives
-//! `q, r` (and the pivots); `geqrf` gives the factored matrix and `taus`; `lu` gives `lu, pivots, permutation`.
+//! `q, r` (and the pivots); `geqrf` gives the factored matrix and `taus`,
+//! which `ormqr` applies; `lu` gives `lu, pivots, permutation`.
 
 use super::{EqnCx, Infer, Related};
 use jaxpr_syntax::diagnostics::DiagKind;
@@ -16,6 +17,7 @@ const NAMES: &[&str] = &[
     "svd",
     "qr",
     "geqrf",
+    "ormqr",
     "lu",
     "lu_pivots_to_permutation",
     "triangular_solve",
@@ -41,6 +43,7 @@ pub(super) fn infer(cx: &mut EqnCx, name: &str) -> Option<Infer> {
         "svd" => svd(cx),
         "qr" => qr(cx),
         "geqrf" => geqrf(cx),
+        "ormqr" => ormqr(cx),
         "lu" => lu(cx),
         "lu_pivots_to_permutation" => lu_pivots_to_permutation(cx),
         "triangular_solve" => triangular_solve(cx),
@@ -223,6 +226,60 @@ fn geqrf(cx: &mut EqnCx) -> Infer {
     let r = t.shape.len();
     let k = dim_min(&t.shape[r - 2], &t.shape[r - 1]);
     Some(vec![t.clone(), with(&batch, &dtype, &[k])])
+}
+
+/// `ormqr[left transpose] a taus c`: `c` multiplied by the Q of `geqrf`'s
+/// reflectors `a` and scales `taus`, as JAX's shape rule gives it
+/// (`_ormqr_shape_rule` under `linalg_shape_rule`): ranks at least 2, 1
+/// and 2 with as many batch axes each, one float or complex dtype, and as
+/// many rows (`left`) or columns (`left=False`) in `c` as `a` has rows. The
+/// result has `a`'s batch axes and `c`'s matrix.
+fn ormqr(cx: &mut EqnCx) -> Infer {
+    if !cx.expect_args(3) {
+        return None;
+    }
+    for i in 1..3 {
+        if !cx.require_same_dtype(0, i) {
+            return None;
+        }
+    }
+    let (a, taus, c) = (
+        cx.args[0].ty.clone(),
+        cx.args[1].ty.clone(),
+        cx.args[2].ty.clone(),
+    );
+    if let Some(d) = &a.dtype
+        && !d.is_inexact()
+    {
+        let msg = format!("`ormqr` needs floating-point or complex operands, but they are {d}");
+        cx.report_on_args(DiagKind::DtypeMismatch, msg, &[0, 1, 2], None);
+        return None;
+    }
+    let batch = a.shape.len().saturating_sub(2);
+    if a.shape.len() < 2 || taus.shape.len() != batch + 1 || c.shape.len() != batch + 2 {
+        let msg = format!(
+            "`ormqr` needs a matrix of reflectors, their scales and a matrix, with as many batch axes each, but they are {}, {} and {}",
+            cx.ty(&a),
+            cx.ty(&taus),
+            cx.ty(&c)
+        );
+        cx.report_on_args(DiagKind::ShapeMismatch, msg, &[0, 1, 2], None);
+        return None;
+    }
+    let left = cx.bool_param("left").unwrap_or(true);
+    let (axis, what) = if left {
+        (batch, "with `left`, `c` must have as many rows as `a`")
+    } else {
+        (
+            batch + 1,
+            "with `left=False`, `c` must have as many columns as `a` has rows",
+        )
+    };
+    if !cx.require_dim(what, &c.shape[axis], &a.shape[batch], &[0, 2]) {
+        return None;
+    }
+    let a_batch: Shape = a.shape[..batch].iter().cloned().collect();
+    Some(vec![with(&a_batch, &c.dtype, &c.shape[batch..])])
 }
 
 fn lu(cx: &mut EqnCx) -> Infer {
