@@ -45,6 +45,12 @@ def programs():
                      for x, left in ((c, True), (d, False)) for transpose in (False, True))
     ps.append(Program("ormqr_four_ways", ormqr_four_ways, [a, f32(15, 6, 3), f32(16, 2, 6)],
                       "lax.linalg.ormqr: Q c, Q^T c, c Q, c Q^T from geqrf's reflectors, as lineax's QR solve applies Q"))
+    z = (f32(17, 5) + 1j * f32(18, 5)).astype(jnp.complex64)
+    dnums = lax.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(0,), start_index_map=(0,))
+    ps.append(Program("gather_fill_complex", lambda z, i: lax.gather(
+        z, i[:, None], dnums, (1,), mode=lax.GatherScatterMode.FILL_OR_DROP),
+        [z, jnp.array([4, 7, 0, -9], dtype=jnp.int32)],
+        "a complex gather out of bounds, FILL_OR_DROP without a fill_value: JAX fills NaN for every inexact dtype"))
     ps.append(Program("vmap_psum_center", jax.vmap(lambda x: x - lax.psum(x, "batch") / 6.0, axis_name="batch"), [a],
                       "centering a batch with lax.psum over vmap's axis_name (a `psum` over a positional axis)"))
     return ps

@@ -125,6 +125,31 @@ impl ScatterDims {
     }
 }
 
+/// What a `mode=FILL_OR_DROP` gather gives for a slice out of range (JAX's
+/// `_gather_fill`): its `fill_value` when it has one, else NaN for an
+/// inexact dtype (complex included: `nan+0j`), the largest value for an
+/// unsigned one and `True` for booleans, the lowest for a signed integer.
+#[derive(Clone, Copy, Debug)]
+pub enum GatherFill<'e> {
+    /// The printed `fill_value`.
+    Given(&'e Expr),
+    Nan,
+    Highest,
+    Lowest,
+}
+
+impl<'e> GatherFill<'e> {
+    /// The fill of a gather `e` whose result is of dtype `dt`.
+    pub fn of(e: &'e Eqn, dt: &DType) -> GatherFill<'e> {
+        match e.param("fill_value").map(|p| &p.value) {
+            Some(v) if !v.is_none() => GatherFill::Given(v),
+            _ if dt.is_inexact() => GatherFill::Nan,
+            _ if matches!(dt, DType::UInt(_) | DType::Bool) => GatherFill::Highest,
+            _ => GatherFill::Lowest,
+        }
+    }
+}
+
 /// How a `gather` or `scatter*` treats a start index out of range (its
 /// `mode`, printed `GatherScatterMode.CLIP` by every version; a number is
 /// read as the enum's value, `GatherScatterMode(1)` being `CLIP`).

@@ -180,7 +180,7 @@ fn calibration(outcomes: &[Outcome]) {
 /// test holds each figure exactly, so that a changed rule, bound or corpus
 /// shows here and is looked at.
 const EXPECTED: Expected = Expected {
-    exact: 3983,
+    exact: 3984,
     within: 1337,
     // Every equation counted as XLA does, yet XLA's figure differs:
     // flax's `encoder_block_grad`, and flax nnx's `transformer_block` (800

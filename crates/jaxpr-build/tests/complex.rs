@@ -577,3 +577,62 @@ fn an_integer_exponent_is_converted_to_the_base_dtype() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// A `FILL_OR_DROP` gather without a `fill_value` (as jax 0.4 prints it:
+/// JAX's lowering applies `_gather_fill`) fills a slice out of range with
+/// NaN for every inexact dtype, complex included (`nan+0j`), where the back
+/// end once took the dtype's lowest value. The ecosystem corpus's program,
+/// printed by jax 0.10.2 with the fill it resolved (`fill_value=nan`), is
+/// built as jax 0.4 prints it and runs on XLA with JAX's values.
+#[test]
+fn a_complex_gather_fills_out_of_range_slices_with_nan() {
+    let dir = out_dir().join("gather_fill");
+    std::fs::create_dir_all(&dir).unwrap();
+    let group = common::workspace_root().join("tests/data/ecosystem/jax_numpy");
+    let printed = std::fs::read_to_string(group.join("gather_fill_complex.jaxpr")).unwrap();
+    assert!(printed.contains("fill_value=nan"), "{printed}");
+    let jaxpr = dir.join("gather_fill_complex.jaxpr");
+    std::fs::write(&jaxpr, printed.replace("fill_value=nan", "fill_value=None")).unwrap();
+    let gz = Command::new("gzip")
+        .arg("-dc")
+        .arg(group.join("values.json.gz"))
+        .output()
+        .expect("gzip runs");
+    assert!(gz.status.success(), "gzip -dc values.json.gz");
+    let values: Value = serde_json::from_slice(&gz.stdout).unwrap();
+    let examples = values["gather_fill_complex"].as_array().unwrap().clone();
+    assert!(
+        examples[0]["outputs"][0]["data"][1][0] == "nan",
+        "JAX's value: {examples:?}"
+    );
+    let p = Program {
+        name: "gather_fill_complex".into(),
+        jaxpr,
+        examples,
+        widened: false,
+    };
+    let module = dir.join("gather_fill_complex.mlir");
+    assert!(matches!(
+        build(&p, &module, &["--emit", "stablehlo"]),
+        Ok(Built::Yes)
+    ));
+    let case = dir.join("gather_fill_complex.json");
+    std::fs::write(
+        &case,
+        serde_json::json!({"examples": p.examples}).to_string(),
+    )
+    .unwrap();
+    let run = Command::new(oracle_python())
+        .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/complex/xla_run_values.py"))
+        .arg(common::corpus().join("../oracle/xla_run.py"))
+        .arg(&module)
+        .arg(&case)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr)
+    );
+}

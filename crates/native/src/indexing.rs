@@ -5,7 +5,7 @@ use super::ops::Init;
 use super::{Arr, Codegen, Cx, Env, dtype};
 use inkwell::IntPredicate;
 use inkwell::values::{BasicValueEnum, IntValue};
-use jaxpr_check::params::{GatherDims, IndexMode, ScatterDims};
+use jaxpr_check::params::{GatherDims, GatherFill, IndexMode, ScatterDims};
 use jaxpr_lower::{LowerResult, err, expr_text};
 use jaxpr_types::DType;
 
@@ -16,13 +16,11 @@ impl<'c> Codegen<'c, '_> {
         cx: &Cx<'_, 'c>,
         dt: &DType,
     ) -> LowerResult<BasicValueEnum<'c>> {
-        match cx.e.param("fill_value").map(|p| &p.value) {
-            Some(v) if !v.is_none() => self.literal(dt, &expr_text(v), v.range),
-            _ => match dt {
-                d if d.is_float() => self.literal(d, "nan", cx.at()),
-                DType::UInt(_) | DType::Bool => self.identity(dt, Init::Highest),
-                _ => self.identity(dt, Init::Lowest),
-            },
+        match GatherFill::of(cx.e, dt) {
+            GatherFill::Given(v) => self.literal(dt, &expr_text(v), v.range),
+            GatherFill::Nan => self.literal(dt, "nan", cx.at()),
+            GatherFill::Highest => self.identity(dt, Init::Highest),
+            GatherFill::Lowest => self.identity(dt, Init::Lowest),
         }
     }
 

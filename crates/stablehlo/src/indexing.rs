@@ -1,7 +1,7 @@
 //! Gathers and scatters, with JAX's index modes.
 
 use super::{Env, Lower, ModuleBlock, ModuleValue, Operand};
-use jaxpr_check::params::{GatherDims, IndexMode, ScatterDims};
+use jaxpr_check::params::{GatherDims, GatherFill, IndexMode, ScatterDims};
 use jaxpr_check::registry::Prim;
 use jaxpr_lower::{LowerResult, err, expr_text};
 
@@ -148,8 +148,8 @@ impl<'c, 'f> Lower<'c, 'f> {
             at,
         )?;
         let dt = cx.out_dtype(0)?;
-        let fill_v = match cx.e.param("fill_value").map(|p| &p.value) {
-            Some(v) if !v.is_none() => {
+        let fill_v = match GatherFill::of(cx.e, &dt) {
+            GatherFill::Given(v) => {
                 let text = match &v.kind {
                     ExprKind::Int(i) => i.to_string(),
                     ExprKind::Number(n) => n.to_string(),
@@ -158,12 +158,9 @@ impl<'c, 'f> Lower<'c, 'f> {
                 };
                 self.constant(b, &dt, &text, v.range)?
             }
-            _ => match &dt {
-                d if d.is_float() => self.constant(b, d, "nan", cx.at())?,
-                DType::UInt(_) => self.init(b, &dt, Init::Highest)?,
-                DType::Bool => self.init(b, &dt, Init::Highest)?,
-                _ => self.init(b, &dt, Init::Lowest)?,
-            },
+            GatherFill::Nan => self.constant(b, &dt, "nan", cx.at())?,
+            GatherFill::Highest => self.init(b, &dt, Init::Highest)?,
+            GatherFill::Lowest => self.init(b, &dt, Init::Lowest)?,
         };
         let fill_b = self.broadcast(b, env, fill_v, &cx.outs[0], &[], at)?;
         self.op1(b, "stablehlo.select", &[mask, gathered, fill_b], out_t, &[])
