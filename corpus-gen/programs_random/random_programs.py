@@ -10,7 +10,8 @@ for a third of the seeds, in `jax.vmap` (over a leading axis of 2 or 3) or `jax.
 of a floating result); three in ten are traced at symbolic shapes (`jax.export`, every extent a
 symbol of its own) where JAX traces and exports them so. JAX judges it twice: `jax.make_jaxpr` prints it and `check_jaxpr` accepts
 it (the checker must report no error on it), and `jax.jit` runs JAX's lowering on XLA for the
-values both back ends must give.
+values both back ends must give, each element within the larger of its dtype's bound and twice
+XLA's own distance from the program's double-precision twin (`f64_twin`, an example's `twin`).
 
 Written in the jax-suite format (`corpus-gen/jax/gen.py`): DIR/random/NAME.jaxpr,
 `manifest.json` (the program's seed and JAX's verdict), `values.json.gz` (its input and XLA's
@@ -24,6 +25,8 @@ NAME.recorded.json with their values, as the Python API records them. Judged by 
     # the full run (the folder is scratch), then its judgement
     $PY corpus-gen/programs_random/random_programs.py run 2000 /tmp/programs-run
     JAXPR_RANDOM_PROGRAMS=/tmp/programs-run cargo test --release -p jaxpr-build --test jax_suite random_programs
+    # how far XLA's results lie from the double-precision twins, against the dtypes' bounds
+    $PY corpus-gen/programs_random/random_programs.py sensitivity /tmp/programs-run
 """
 import importlib.util
 import json
@@ -116,11 +119,51 @@ def record(seed):
     consts = [np.asarray(c) for c in cj.consts]
     examples = [{"inputs": [encode.array(c) for c in consts] + [encode.array(x)],
                  "outputs": [encode.array(np.asarray(o)) for o in outs]}]
+    twin = f64_twin(fn, x, outs)
+    if twin is not None:
+        examples[0]["twin"] = twin
     meta = {"source": f"corpus-gen/programs_random/random_programs.py:{seed} ({wrap})",
             "check_jaxpr": verdict, "num_consts": len(consts), "symbolic": symbolic}
     if why:
         meta["check_jaxpr_error"] = why
     return text + "\n", meta, examples, nested
+
+
+def f64_twin(fn, x, outs):
+    """The program's value in double precision, computed once, for each floating output (None
+    for the others): `fn` run by JAX with 64-bit types on, at its input widened to float64 where
+    it is floating. The distance of XLA's own result from it measures how sensitive the program
+    is to rounding; the tests take the larger of it and the dtype's bound as the tolerance of
+    each element (an ill-conditioned program is judged fairly, a well-conditioned one at the
+    dtype's bound). None where 64-bit types change the program's meaning, not only its
+    precision: run with them at its own input, it must give XLA's outputs (integers exactly,
+    floats within their bound), else (integer arithmetic that wraps in 32 bits, say) there is
+    no twin."""
+    leaves = jax.tree_util.tree_leaves
+    try:
+        with jax.enable_x64(True):
+            same = [np.asarray(t) for t in leaves(jax.jit(fn)(x))]
+            wide = x.astype(np.float64) if jnp.issubdtype(x.dtype, jnp.floating) else x
+            twin = [np.asarray(t) for t in leaves(jax.jit(fn)(wide))]
+    except Exception:  # noqa: BLE001  (JAX refuses the widened program: no twin)
+        return None
+    if [t.shape for t in twin] != [np.shape(o) for o in outs] or \
+            not all(_agrees(np.asarray(o), t) for o, t in zip(outs, same)):
+        return None
+    return [encode.array(t.astype(np.float64)) if jnp.issubdtype(np.asarray(o).dtype, jnp.floating)
+            and jnp.issubdtype(t.dtype, jnp.floating) else None for o, t in zip(outs, twin)]
+
+
+def _agrees(o, t):
+    """Whether `t` (a run with 64-bit types on) gives XLA's output `o`: the same shape, integers
+    and booleans exactly, floats within their dtype's bound."""
+    if o.shape != t.shape:
+        return False
+    if not jnp.issubdtype(o.dtype, jnp.inexact):
+        return bool(np.array_equal(o, t))
+    rtol, atol = BOUNDS.get(str(o.dtype), (1e-11, 1e-12))
+    o, t = np.asarray(o, np.float64), np.asarray(t, np.float64)
+    return bool(np.allclose(t, o, rtol=rtol, atol=atol, equal_nan=True))
 
 
 MUTANT_GROUP = "mutants"
@@ -268,7 +311,47 @@ def write(seeds, out):
           f"{len(skipped)} JAX could not trace, {time.time() - start:.0f} s")
 
 
+# The tests' bound per dtype (rtol, atol): crates/jaxpr-build/tests/native/abi.rs, `tolerance`.
+BOUNDS = {"bfloat16": (2e-2, 2e-2), "float16": (4e-3, 4e-3), "float32": (2e-5, 1e-5)}
+
+
+def sensitivity(out):
+    """`sensitivity DIR`: how far XLA's own results lie from the programs' double-precision
+    twins, against the dtype's bound: the programs where some element is farther than its
+    bound (ill-conditioned, where the twin widens the tolerance) and the largest ratio."""
+    import gzip
+    with gzip.open(os.path.join(out, GROUP, "values.json.gz")) as fh:
+        values = json.load(fh)
+    with_twin = beyond = 0
+    worst = (0.0, None)
+    for name, examples in sorted(values.items()):
+        ex = examples[0]
+        if "twin" not in ex:
+            continue
+        with_twin += 1
+        far = False
+        for o, t in zip(ex["outputs"], ex["twin"]):
+            if t is None or o["dtype"] not in BOUNDS:
+                continue
+            rtol, atol = BOUNDS[o["dtype"]]
+            e = np.asarray([float(x) for x in o["data"]], np.float64)
+            w = np.asarray([float(x) for x in t["data"]], np.float64)
+            ok = np.isfinite(e) & np.isfinite(w)
+            ratio = np.abs(e - w)[ok] / (atol + rtol * np.abs(e[ok])) if ok.any() else np.zeros(0)
+            if ratio.size and ratio.max() > 1:
+                far = True
+                if ratio.max() > worst[0]:
+                    worst = (float(ratio.max()), name)
+        beyond += far
+    print(f"{len(values)} programs, {with_twin} with a double-precision twin; {beyond} with an element "
+          f"whose XLA value is farther from the twin than its dtype's bound (largest: {worst[0]:.1f}x "
+          f"the bound, {worst[1]})")
+
+
 def main():
+    if sys.argv[1] == "sensitivity":
+        sensitivity(sys.argv[2])
+        return
     cmd, n, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     seeds = list(range(RUN_BASE, RUN_BASE + n)) if cmd == "run" else \
         list(range(SAMPLE_BASE, SAMPLE_BASE + n)) + FOUND

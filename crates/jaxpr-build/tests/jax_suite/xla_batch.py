@@ -4,7 +4,8 @@
 usage: xla_batch.py JOBS.json RESULTS.jsonl
 
 JOBS.json: {"oracle": DIR, "tolerance": {DTYPE: [RTOL, ATOL]}, "jobs": [{"name", "module",
-"examples": [{"inputs", "outputs"}]}]}, values as in the corpus. Each module is specialised
+"examples": [{"inputs", "outputs", "twin"?}]}]}, values as in the corpus (`twin`: the program's
+double-precision value per output, or null, for the random programs). Each module is specialised
 to its example's shapes and compared with JAX's outputs exactly as the oracle does it
 (DIR/xla_run.py: decode, specialise); one process saves XLA's start-up per module.
 RESULTS.jsonl gets one line per job: {"name", "verdict": "right" | "wrong" | "error" |
@@ -41,7 +42,10 @@ def decode(v):
     return xla_run.decode(v)
 
 
-def close(g, e, dtype, atol_floor=0.0):
+def close(g, e, dtype, atol_floor=0.0, twin=None):
+    """`g` against JAX's `e`: integers exactly; floats within the dtype's bound or, where the
+    example has the program's double-precision `twin`, twice XLA's own distance from it
+    (the program's sensitivity to rounding), whichever is larger."""
     if g.shape != e.shape:
         return False
     if e.dtype.kind in "biu":
@@ -53,10 +57,14 @@ def close(g, e, dtype, atol_floor=0.0):
     if e.dtype.kind == "c":
         return close(g.real, e.real, dtype, atol_floor) and close(g.imag, e.imag, dtype, atol_floor)
     g, e = g.astype(np.float64), e.astype(np.float64)
+    bound = atol + rtol * np.abs(e)
+    if twin is not None:
+        t = xla_run.decode(twin).astype(np.float64).reshape(e.shape)
+        sensitivity = np.where(np.isfinite(t), 2 * np.abs(e - t), 0.0)
+        bound = np.maximum(bound, np.nan_to_num(sensitivity, nan=0.0, posinf=0.0))
     # NaN where JAX has NaN, the same infinities, and finite values within tolerance.
     return bool(np.all(np.where(np.isnan(e), np.isnan(g),
-                                np.where(np.isinf(e), g == e,
-                                         np.abs(g - e) <= atol + rtol * np.abs(e)))))
+                                np.where(np.isinf(e), g == e, np.abs(g - e) <= bound))))
 
 
 def run(job, ctx, backend, devs):
@@ -77,8 +85,9 @@ def run(job, ctx, backend, devs):
             return "error", f"example {k}: {str(e)[:600]}"
         if len(got) != len(expected):
             return "wrong", f"example {k}: {len(got)} results, expected {len(expected)}"
-        for j, (g, e, v) in enumerate(zip(got, expected, ex["outputs"])):
-            if not close(g, e, v["dtype"], job.get("atol_floor", 0.0)):
+        twins = ex.get("twin") or [None] * len(expected)
+        for j, (g, e, v, t) in enumerate(zip(got, expected, ex["outputs"], twins)):
+            if not close(g, e, v["dtype"], job.get("atol_floor", 0.0), t):
                 return "wrong", (f"example {k} result {j}: got {g.dtype}{list(g.shape)} "
                                  f"{np.array2string(g.ravel()[:6])}, expected {e.dtype}{list(e.shape)} "
                                  f"{np.array2string(e.ravel()[:6])}")
