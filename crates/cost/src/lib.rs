@@ -634,12 +634,20 @@ impl Walk<'_, '_> {
     }
 
     /// Whether a jaxpr only computes its results: every equation pure, a
-    /// marker, or a call of such jaxprs.
+    /// marker, or a call, loop or conditional of such jaxprs (JAX's
+    /// `dce_jaxpr` drops a `while` nothing reads, having no rule of its
+    /// own, and `cond`'s and `scan`'s rules do the same).
     fn has_no_effect(&self, id: JaxprId) -> bool {
         self.analysis.jaxpr(id).eqns.iter().all(|&e| {
             let info = self.analysis.eqn(e);
             match info.prim.map(Prim::row).map(|row| row.cost().rule) {
-                Some(rule) if rule.is_call() => {
+                Some(rule)
+                    if rule.is_call()
+                        || matches!(
+                            rule,
+                            CostRule::While(_) | CostRule::Scan(_) | CostRule::Cond
+                        ) =>
+                {
                     info.callees.iter().all(|&(_, j)| self.has_no_effect(j))
                 }
                 Some(rule) => {
