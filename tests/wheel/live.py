@@ -241,12 +241,15 @@ def native(root: Path):
             refused.append(f"{name}: {str(e).splitlines()[1] if len(str(e).splitlines()) > 1 else e}")
             continue
         got = f(*args)  # the example arguments: numpy arrays and JAX arrays
+        # JAX arrays given (read through DLPack): JAX arrays back, as jax.jit.
+        kind = jax.Array if any(isinstance(a, jax.Array) for a in jax.tree_util.tree_leaves(args)) \
+            else np.ndarray
         assert jax.tree_util.tree_structure(got) == jax.tree_util.tree_structure(want), (name, got, want)
         for i, (g, w) in enumerate(zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want))):
             if jnp.issubdtype(w.dtype, jax.dtypes.prng_key):
                 g, w = jax.random.key_data(g), jax.random.key_data(w)
             else:
-                assert isinstance(g, np.ndarray), (name, type(g))
+                assert isinstance(g, kind), (name, type(g), kind)
             w = np.asarray(w)
             assert close(g, w), f"{name}: output {i} differs from jax.jit's:\n{g}\n{w}"
         built.append(name)
@@ -383,7 +386,12 @@ def library_solve():
     for k in range(3):
         m_k, b_k = m + k * np.eye(4, dtype=np.float32), b * (k + 1)
         got, want = f(m_k, b_k), np.asarray(jax.jit(solve)(m_k, b_k))
+        assert isinstance(got, np.ndarray), type(got)
         assert close(got, want), f"native lineax solve: {got} differs from jax.jit's {want}"
+        # JAX arrays in (through DLPack) and out, as jax.jit takes and gives them.
+        got_jax = f(jnp.asarray(m_k), jnp.asarray(b_k))
+        assert isinstance(got_jax, jax.Array), type(got_jax)
+        assert close(np.asarray(got_jax), want), f"native lineax solve on JAX arrays: {got_jax} vs {want}"
     e = raises(jaxpr.BuildError, "linear_solve", jaxpr.build, jaxpr.Program("solve", prog.text))
     assert e.diagnostics and e.diagnostics[0].code == "J0012", e.diagnostics
     print("native: lineax's linear_solve built from its recorded implementation with jax.jit's values "

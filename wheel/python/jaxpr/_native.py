@@ -84,10 +84,38 @@ def _dtype_of_code(code: int) -> Any:
     return dtype
 
 
+def _host_view(leaf: Any) -> Any:
+    """`leaf` as a numpy array: itself, or an array of another library
+    (a JAX array on the CPU) read through DLPack without a copy where the
+    exporter allows it (else through `np.asarray`)."""
+    import numpy as np
+
+    if type(leaf) is np.ndarray or not hasattr(leaf, "__dlpack__"):
+        return leaf
+    try:
+        return np.from_dlpack(leaf)
+    except (TypeError, ValueError, BufferError, RuntimeError):
+        # Not on the CPU, or a dtype DLPack does not carry (bfloat16 in
+        # older numpy): numpy's own conversion copies it.
+        return np.asarray(leaf)
+
+
+def _as_jax(result: Any) -> Any:
+    """A numpy result as a JAX array, through DLPack (no copy where JAX
+    can take the buffer as it is)."""
+    import jax
+
+    try:
+        return jax.dlpack.from_dlpack(result)
+    except (TypeError, ValueError, BufferError, RuntimeError):
+        return jax.numpy.asarray(result)
+
+
 class NativeFunction:
-    """The built library's entry point as a Python function: numpy (or JAX,
-    through `np.asarray`) arrays in, numpy arrays out (PRNG keys as JAX
-    keys), in the pytree the traced function returned."""
+    """The built library's entry point as a Python function: numpy arrays in
+    and out, or JAX arrays in and out (read and returned through DLPack, as a
+    drop-in for the jitted function); PRNG keys as JAX keys, in the pytree
+    the traced function returned."""
 
     def __init__(
         self,
@@ -174,11 +202,14 @@ class NativeFunction:
         # `ndarray.ctypes`) and new ctypes types.
         inputs = self._inputs_type()
         keep = []  # the arrays whose memory `inputs` points into
+        # Given JAX arrays (not only the traced constants), results are JAX arrays too.
+        given_jax = any(type(x).__module__.startswith("jax") for x in leaves[len(self._consts) :])
         for i, leaf in enumerate(leaves):
             if not isinstance(leaf, np.ndarray) and "key<" in str(getattr(leaf, "dtype", "")):
                 import jax
 
                 leaf = jax.random.key_data(leaf)
+            leaf = _host_view(leaf)
             if type(leaf) is np.ndarray and leaf.flags.c_contiguous:
                 a = leaf
             else:
@@ -219,6 +250,8 @@ class NativeFunction:
         finally:
             for out in outputs[: self.num_outputs]:
                 self._free(out.data)
+        if given_jax:
+            results = [_as_jax(r) for r in results]
         if any(impl is not None for impl in self._out_keys):
             import jax
 
