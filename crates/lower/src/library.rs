@@ -97,18 +97,14 @@ pub(crate) fn recorded_implementation<'r>(
 /// constants built in (`{ lambda ; binders. let ... in (...) }`), or why
 /// it is not built, at `at` (the equation it implements).
 fn implementation_jaxpr(imp: &Implementation, at: TextRange) -> LowerResult<String> {
-    let refuse = |message: String| {
-        LowerError {
+    let refuse = |message: String| LowerError {
         range: at,
         message: format!(
             "the recorded implementation of `{}` {message}",
             imp.primitive
         ),
-        help: Some(
-            "the recorded file was made for another printout of the program: record it again with the text (docs/python.md, \"Recorded beside the text\")".into(),
-        ),
+        help: Some(crate::recorded::RECORD_AGAIN.into()),
         kind: LowerErrorKind::Refused,
-    }
     };
     let (p, a) = jaxpr_check::check_source(
         jaxpr_check::Source::Text(&imp.text),

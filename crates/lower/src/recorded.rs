@@ -59,6 +59,9 @@ use jaxpr_types::{AType, DType, Dim};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+/// The help of a record that does not fit the text it is read with.
+pub(crate) const RECORD_AGAIN: &str = "the recorded file was made for another printout of the program: record it again with the text (docs/python.md, \"Recorded beside the text\")";
+
 /// One recorded value.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Constant {
@@ -298,9 +301,7 @@ impl Recorded {
             Err(LowerError {
                 range: at,
                 message: format!("the recorded value of constant `{name}` {what}"),
-                help: Some(
-                    "the recorded file was made for another printout of the program: record it again with the text (docs/python.md, \"Recorded beside the text\")".into(),
-                ),
+                help: Some(RECORD_AGAIN.into()),
                 kind: LowerErrorKind::Refused,
             })
         };
