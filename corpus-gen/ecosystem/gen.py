@@ -165,7 +165,7 @@ def without_implemented(text, implementations):
         m = re.search(rf"(?:^|\s){re.escape(name)}:[^\s=]+[^=\n]*= {re.escape(imp['primitive'])}\[", text, re.M)
         if m is None:
             continue
-        depth, end = 0, m.end() - 1
+        depth = 0
         for end in range(m.end() - 1, len(text)):
             depth += {"[": 1, "]": -1}.get(text[end], 0)
             if depth == 0:

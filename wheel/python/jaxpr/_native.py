@@ -6,6 +6,7 @@ from __future__ import annotations
 import atexit
 import ctypes
 import shutil
+import sys
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 if TYPE_CHECKING:
@@ -202,8 +203,12 @@ class NativeFunction:
         # `ndarray.ctypes`) and new ctypes types.
         inputs = self._inputs_type()
         keep = []  # the arrays whose memory `inputs` points into
-        # Given JAX arrays (not only the traced constants), results are JAX arrays too.
-        given_jax = any(type(x).__module__.startswith("jax") for x in leaves[len(self._consts) :])
+        # Given JAX arrays (not only the traced constants), results are JAX
+        # arrays too (a JAX array means JAX is imported).
+        jax_module = sys.modules.get("jax")
+        given_jax = jax_module is not None and any(
+            isinstance(x, jax_module.Array) for x in leaves[len(self._consts) :]
+        )
         for i, leaf in enumerate(leaves):
             if not isinstance(leaf, np.ndarray) and "key<" in str(getattr(leaf, "dtype", "")):
                 import jax
