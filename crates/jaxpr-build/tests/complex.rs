@@ -24,6 +24,7 @@
 mod abi;
 #[path = "../../../tests/common/mod.rs"]
 mod common;
+mod oracle;
 #[path = "native/valgrind.rs"]
 mod valgrind;
 
@@ -296,21 +297,6 @@ fn report(backend: &str, total: usize, refused: &Mutex<Vec<String>>) -> usize {
     total - refused.len()
 }
 
-fn oracle_python() -> PathBuf {
-    let venv = common::workspace_root().join("target/oracle-venv");
-    let out = Command::new("bash")
-        .arg(common::corpus().join("../oracle/setup.sh"))
-        .arg(&venv)
-        .output()
-        .expect("bash runs");
-    assert!(
-        out.status.success(),
-        "oracle setup failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    venv.join("bin/python")
-}
-
 #[test]
 fn complex_programs_run_on_xla_with_the_recorded_values() {
     let dir = out_dir().join("stablehlo");
@@ -340,9 +326,9 @@ fn complex_programs_run_on_xla_with_the_recorded_values() {
     });
     // One Python per half of the modules: starting JAX costs more than
     // running a small module.
-    let python = oracle_python();
+    let python = oracle::python();
     let runner = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/complex/xla_run_values.py");
-    let oracle = common::corpus().join("../oracle/xla_run.py");
+    let oracle = oracle::dir().join("xla_run.py");
     let mut built = built.into_inner().unwrap();
     built.sort();
     let halves: Vec<&[(usize, PathBuf, PathBuf)]> =
@@ -518,7 +504,7 @@ fn an_integer_exponent_is_converted_to_the_base_dtype() {
             value("float32", serde_json::json!([3.375, 0.25, 1.0])),
         ),
     ];
-    let python = oracle_python();
+    let python = oracle::python();
     let runner = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/complex/xla_run_values.py");
     let mut failures = Vec::new();
     for (dt, base, want) in cases {
@@ -549,15 +535,16 @@ fn an_integer_exponent_is_converted_to_the_base_dtype() {
         .unwrap();
         let run = Command::new(&python)
             .arg(&runner)
-            .arg(common::corpus().join("../oracle/xla_run.py"))
+            .arg(oracle::dir().join("xla_run.py"))
             .arg(&module)
             .arg(&case)
             .output()
             .unwrap();
         if !run.status.success() {
             failures.push(format!(
-                "{dt} on XLA: {}",
-                String::from_utf8_lossy(&run.stdout)
+                "{dt} on XLA: {}{}",
+                String::from_utf8_lossy(&run.stdout),
+                String::from_utf8_lossy(&run.stderr)
             ));
         }
         let so = dir.join(format!("libpow_{dt}.so"));
@@ -622,9 +609,9 @@ fn a_complex_gather_fills_out_of_range_slices_with_nan() {
         serde_json::json!({"examples": p.examples}).to_string(),
     )
     .unwrap();
-    let run = Command::new(oracle_python())
+    let run = Command::new(oracle::python())
         .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/complex/xla_run_values.py"))
-        .arg(common::corpus().join("../oracle/xla_run.py"))
+        .arg(oracle::dir().join("xla_run.py"))
         .arg(&module)
         .arg(&case)
         .output()

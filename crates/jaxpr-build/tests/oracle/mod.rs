@@ -9,14 +9,19 @@ pub fn dir() -> PathBuf {
 }
 
 /// The oracle's Python (made once, reused across runs: setup.sh is idempotent).
+/// The set-up holds a lock: the tests of one binary run in parallel, and on a
+/// fresh machine one of them would otherwise run a Python whose `jax` another
+/// is still installing.
 pub fn python() -> PathBuf {
-    let venv =
-        PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("target/oracle-venv");
-    let out = Command::new("bash")
+    let target = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("target");
+    let venv = target.join("oracle-venv");
+    let out = Command::new("flock")
+        .arg(target.join("oracle-venv.lock"))
+        .arg("bash")
         .arg(dir().join("setup.sh"))
         .arg(&venv)
         .output()
-        .expect("bash runs");
+        .expect("flock runs");
     assert!(
         out.status.success(),
         "oracle setup failed: {}",
