@@ -196,6 +196,7 @@ pub fn analyse_jaxprs(
         splat_constants: Default::default(),
         constants: Default::default(),
         read: Default::default(),
+        resliced: Default::default(),
     };
     for &j in roots {
         walk.jaxpr(j);
@@ -319,6 +320,9 @@ struct Walk<'a, 'f> {
     constants: rustc_hash::FxHashSet<jaxpr_types::VarId>,
     /// Values some equation or a jaxpr's outputs read.
     read: rustc_hash::FxHashSet<jaxpr_types::VarId>,
+    /// Slices that read an operand of the `concatenate` they slice instead
+    /// of it ([`rules::sliced_concatenates`]).
+    resliced: rustc_hash::FxHashSet<EqnId>,
 }
 
 const DEAD: &str = "nothing reads its results: JAX's lowering drops it";
@@ -380,6 +384,16 @@ impl Walk<'_, '_> {
                     slack,
                 });
             }
+        }
+        let (sliced, resliced) = rules::sliced_concatenates(self, id);
+        self.resliced.extend(resliced);
+        for (e, total, dropped) in sliced {
+            self.eqns[e.0 as usize] = Some(EqnCost {
+                total,
+                xla: XlaCount::Equal,
+                dropped,
+                slack: Slack::default(),
+            });
         }
         for e in rules::nested_concatenates(self, id) {
             self.eqns[e.0 as usize] = Some(EqnCost {

@@ -335,21 +335,7 @@ impl EqnView<'_> {
         else {
             return false;
         };
-        let identity = permutation
-            .iter()
-            .enumerate()
-            .all(|(i, &axis)| axis == i as i64);
-        let moved: Vec<i64> = permutation
-            .iter()
-            .copied()
-            .filter(|&axis| {
-                usize::try_from(axis)
-                    .ok()
-                    .and_then(|a| operand.shape.get(a))
-                    .is_some_and(|d| *d != jaxpr_types::Dim::Const(1))
-            })
-            .collect();
-        !identity && moved.windows(2).all(|pair| pair[0] < pair[1])
+        moves_only_unit_axes(&permutation, &operand.shape)
     }
     /// Whether its operands from the `first` on are all constants (literals
     /// or values StableHLO's canonicalisation folds).
@@ -390,6 +376,26 @@ impl EqnView<'_> {
 
 /// Whether `value` is `identity` for `dtype` (`-1`: every bit set, which
 /// is `True` for booleans and the largest value for unsigned integers).
+/// Whether `permutation` of an operand of `shape` moves size-1 axes only
+/// (the other axes keep their order) and is not the identity.
+fn moves_only_unit_axes(permutation: &[i64], shape: &Shape) -> bool {
+    let identity = permutation
+        .iter()
+        .enumerate()
+        .all(|(i, &axis)| axis == i as i64);
+    let moved: Vec<i64> = permutation
+        .iter()
+        .copied()
+        .filter(|&axis| {
+            usize::try_from(axis)
+                .ok()
+                .and_then(|a| shape.get(a))
+                .is_some_and(|d| *d != jaxpr_types::Dim::Const(1))
+        })
+        .collect();
+    !identity && moved.windows(2).all(|pair| pair[0] < pair[1])
+}
+
 fn is_identity(identity: i64, value: f64, dtype: Option<&DType>) -> bool {
     match (identity, dtype) {
         (-1, Some(DType::Bool)) => value == 1.0,
@@ -932,8 +938,12 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner: &Cost) -> Cost {
     let mut cost = Cost::zero();
     match rule {
         // A transpose moving only size-1 axes keeps the data's order: the
-        // canonicalisation makes it a `reshape`, which reads and writes it.
-        CostRule::Free if view.transposes_only_unit_axes() => {
+        // canonicalisation makes it a `reshape`, which reads and writes it
+        // (nothing when the shape stays: a reshape to its own type folds).
+        CostRule::Free
+            if view.transposes_only_unit_axes()
+                && view.operands.first() != view.results.first() =>
+        {
             cost.bytes_accessed = view.operand_bytes().add(&view.result_bytes());
         }
         CostRule::Free
@@ -1162,7 +1172,20 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner: &Cost) -> Cost {
             } else {
                 view.operands.iter().collect()
             };
+            // A `pad` of its operand's type may still move elements: low
+            // padding of -1 and high of 1 shift them.
+            let moves_nothing = view.prim() != Some(Prim::Pad)
+                || view
+                    .eqn
+                    .param("padding_config")
+                    .and_then(|p| tuple_items(&p.value))
+                    .is_some_and(|axes| {
+                        axes.iter().all(|axis| {
+                            int_items(axis).is_some_and(|c| c.len() == 3 && c[0] == 0 && c[1] == 0)
+                        })
+                    });
             let unchanged = view.results.len() == 1
+                && moves_nothing
                 && kept.first().copied() == view.results.first()
                 && kept.iter().skip(1).copied().flatten().all(AType::is_scalar);
             if unchanged && rule == CostRule::Movement {
@@ -2011,13 +2034,22 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
                     .ref_at(operand.range)
                     .is_some_and(|r| elements(&analysis.var(r.var).ty, analysis).is_zero());
                 let value = match padding {
-                    ast::Atom::Lit(lit) => lit.value.parse::<f64>().ok(),
+                    ast::Atom::Lit(lit) => literal_value(lit),
                     ast::Atom::Var(name) => analysis
                         .ref_at(name.range)
                         .and_then(|r| walk.splats.get(&r.var).copied()),
                 };
                 value.filter(|_| empty).map(|value| (*out, value))
             }
+            _ => None,
+        };
+        // A `rev` of a splat is that splat (a reversed dense constant is
+        // kept).
+        let reversed_splat = match (eqn_info.prim, &syntax.args[..], &eqn_info.outs[..]) {
+            (Some(Prim::Rev), [ast::Atom::Var(operand)], [Some(out)]) => analysis
+                .ref_at(operand.range)
+                .and_then(|r| walk.splats.get(&r.var).copied())
+                .map(|value| (*out, value)),
             _ => None,
         };
         // An `iota` along an axis of length 1 is zeros: a splat constant.
@@ -2050,6 +2082,9 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
                     .and_then(|p| int_items(&p.value))
                     .is_some_and(|axes| axes.is_empty());
                 let dtype = analysis.var(*out).ty.dtype.clone();
+                // `or` and `and` are idempotent: folding a splat gives it
+                // back, which the canonicalisation does (and not for `max`).
+                let idempotent = matches!(r.combiner, Combiner::Or | Combiner::And);
                 match operand {
                     _ if empty => dtype
                         .and_then(|d| init_value(r.combiner.identity(), &d))
@@ -2057,6 +2092,7 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
                     Some(v) if no_axes && constant.contains(&v) => {
                         Some((*out, walk.splats.get(&v).copied()))
                     }
+                    Some(v) if idempotent => walk.splats.get(&v).map(|&value| (*out, Some(value))),
                     _ => None,
                 }
             }
@@ -2071,7 +2107,7 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
             folded.push(e);
             continue;
         }
-        if let Some((out, value)) = padded_value.or(zero_iota) {
+        if let Some((out, value)) = padded_value.or(zero_iota).or(reversed_splat) {
             constant.insert(out);
             walk.constants.insert(out);
             walk.splats.insert(out, value);
@@ -2283,13 +2319,20 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
 }
 
 /// Whether the equation only reshapes its operand (`reshape`, `squeeze`,
-/// `expand_dims`, or a `broadcast_in_dim` adding size-1 axes), which
-/// StableHLO's canonicalisation makes a `reshape`.
+/// `expand_dims`, a `broadcast_in_dim` adding size-1 axes, or a
+/// `transpose` moving only size-1 axes), which StableHLO's canonicalisation
+/// makes a `reshape`.
 fn is_reshape(analysis: &Analysis, eqn: &ast::Eqn, info: &EqnInfo) -> bool {
     let prim = info.prim;
     if !matches!(
         prim,
-        Some(Prim::Reshape | Prim::Squeeze | Prim::ExpandDims | Prim::BroadcastInDim)
+        Some(
+            Prim::Reshape
+                | Prim::Squeeze
+                | Prim::ExpandDims
+                | Prim::BroadcastInDim
+                | Prim::Transpose
+        )
     ) {
         return false;
     }
@@ -2299,6 +2342,14 @@ fn is_reshape(analysis: &Analysis, eqn: &ast::Eqn, info: &EqnInfo) -> bool {
     ) else {
         return false;
     };
+    if prim == Some(Prim::Transpose)
+        && !eqn
+            .param("permutation")
+            .and_then(|p| int_items(&p.value))
+            .is_some_and(|permutation| moves_only_unit_axes(&permutation, &operand.shape))
+    {
+        return false;
+    }
     info.outs.len() == 1 && eqn.args.len() == 1 && operand.dtype == result.dtype && {
         let (from, to) = (elements(&operand, analysis), elements(&result, analysis));
         from.as_constant().is_some() && from == to
@@ -2392,6 +2443,228 @@ pub(crate) fn reshape_chains(
     out
 }
 
+/// The operand start, limit and stride indices of a `slice`, or of a
+/// `dynamic_slice` whose start indices are integer literals or splats
+/// (clamped into the operand, as XLA does; StableHLO's canonicalisation
+/// makes it a `slice`).
+fn slice_bounds(
+    walk: &Walk<'_, '_>,
+    eqn: &ast::Eqn,
+    prim: Option<Prim>,
+    operand: &AType,
+) -> Option<(Vec<i64>, Vec<i64>, Vec<i64>)> {
+    let analysis = walk.analysis;
+    let extents: Vec<i64> = operand
+        .shape
+        .iter()
+        .map(|d| match d {
+            jaxpr_types::Dim::Const(n) => Some(*n),
+            _ => None,
+        })
+        .collect::<Option<_>>()?;
+    match prim? {
+        Prim::Slice => {
+            let start = int_items(&eqn.param("start_indices")?.value)?;
+            let limit = int_items(&eqn.param("limit_indices")?.value)?;
+            let strides = eqn
+                .param("strides")
+                .and_then(|p| int_items(&p.value))
+                .unwrap_or_else(|| vec![1; start.len()]);
+            (start.len() == extents.len() && limit.len() == extents.len())
+                .then_some((start, limit, strides))
+        }
+        Prim::DynamicSlice => {
+            let sizes = int_items(&eqn.param("slice_sizes")?.value)?;
+            let starts = eqn.args.get(1..)?;
+            if sizes.len() != extents.len() || starts.len() != extents.len() {
+                return None;
+            }
+            let mut start = Vec::new();
+            for ((atom, &size), &extent) in starts.iter().zip(&sizes).zip(&extents) {
+                let value = match atom {
+                    ast::Atom::Lit(lit) => literal_value(lit)?,
+                    ast::Atom::Var(name) => *walk.splats.get(&analysis.ref_at(name.range)?.var)?,
+                };
+                start.push((value as i64).clamp(0, (extent - size).max(0)));
+            }
+            let limit = start.iter().zip(&sizes).map(|(s, n)| s + n).collect();
+            Some((start, limit, vec![1; extents.len()]))
+        }
+        _ => None,
+    }
+}
+
+/// Slices of a `concatenate` along its axis that read fewer than all its
+/// operands: StableHLO's canonicalisation slices the concatenate of those
+/// operands instead (one operand: that operand; several: only where the
+/// concatenate has no other use), and a slice that then keeps its whole
+/// operand is that operand. Returns the costs this changes: such slices
+/// (dropped when whole), the concatenates read by fewer operands, and
+/// those nothing reads any more; and the slices that no longer read their
+/// concatenate.
+pub(crate) fn sliced_concatenates(
+    walk: &Walk<'_, '_>,
+    id: JaxprId,
+) -> (Vec<(EqnId, Cost, Option<&'static str>)>, Vec<EqnId>) {
+    let analysis = walk.analysis;
+    let info = analysis.jaxpr(id);
+    let handled = |e: EqnId| walk.eqns[e.0 as usize].is_some();
+    let syntax_of = |e: EqnId| walk.syntax.get(&analysis.eqn(e).range.start).copied();
+    let var_of = |atom: &ast::Atom| match atom {
+        ast::Atom::Var(name) => analysis.ref_at(name.range).map(|r| r.var),
+        ast::Atom::Lit(_) => None,
+    };
+    let mut uses: rustc_hash::FxHashMap<jaxpr_types::VarId, usize> = Default::default();
+    for var in info.outs.iter().filter_map(|o| o.var) {
+        *uses.entry(var).or_default() += 1;
+    }
+    let mut made_by: rustc_hash::FxHashMap<jaxpr_types::VarId, EqnId> = Default::default();
+    for &e in &info.eqns {
+        if walk.eqns[e.0 as usize]
+            .as_ref()
+            .is_some_and(|c| c.dropped.is_some())
+        {
+            continue;
+        }
+        let Some(eqn) = syntax_of(e) else { continue };
+        for var in eqn.args.iter().filter_map(var_of) {
+            *uses.entry(var).or_default() += 1;
+        }
+        if analysis.eqn(e).prim == Some(Prim::Concatenate)
+            && let [Some(out)] = analysis.eqn(e).outs[..]
+        {
+            made_by.insert(out, e);
+        }
+    }
+    let mut out = Vec::new();
+    let mut moved = Vec::new();
+    let mut moved_from: rustc_hash::FxHashMap<EqnId, usize> = Default::default();
+    for &e in &info.eqns {
+        let eqn_info = analysis.eqn(e);
+        if handled(e) || !matches!(eqn_info.prim, Some(Prim::Slice | Prim::DynamicSlice)) {
+            continue;
+        }
+        let Some(eqn) = syntax_of(e) else { continue };
+        let Some(source) = eqn.args.first().and_then(var_of) else {
+            continue;
+        };
+        let Some(&concat) = made_by.get(&source) else {
+            continue;
+        };
+        let Some(concat_syntax) = syntax_of(concat) else {
+            continue;
+        };
+        let operand = &analysis.var(source).ty;
+        let Some((start, limit, strides)) = slice_bounds(walk, eqn, eqn_info.prim, operand) else {
+            continue;
+        };
+        let Some(axis) = concat_syntax
+            .param("dimension")
+            .and_then(|p| int_value(&p.value))
+            .and_then(|a| usize::try_from(a).ok())
+            .filter(|&a| a < start.len())
+        else {
+            continue;
+        };
+        let parts: Vec<(Option<jaxpr_types::VarId>, AType)> = concat_syntax
+            .args
+            .iter()
+            .map(|atom| {
+                let ty = match atom {
+                    ast::Atom::Var(name) => analysis
+                        .ref_at(name.range)
+                        .map(|r| analysis.var(r.var).ty.clone()),
+                    ast::Atom::Lit(_) => None,
+                };
+                ty.map(|ty| (var_of(atom), ty))
+            })
+            .collect::<Option<_>>()
+            .unwrap_or_default();
+        if parts.is_empty() {
+            continue;
+        }
+        let lengths: Option<Vec<i64>> = parts
+            .iter()
+            .map(|(_, ty)| match ty.shape.get(axis) {
+                Some(jaxpr_types::Dim::Const(n)) => Some(*n),
+                _ => None,
+            })
+            .collect();
+        let Some(lengths) = lengths else { continue };
+        // The operands the slice reads along the axis (as the pattern
+        // finds them: from the first that ends after its start to the last
+        // that begins before its limit).
+        let (mut first, mut last, mut offset, mut running) = (None, 0, 0, 0);
+        for (k, &n) in lengths.iter().enumerate() {
+            if running + n > start[axis] && first.is_none() {
+                first = Some(k);
+                offset = running;
+            }
+            if running < limit[axis] {
+                last = k + 1;
+            }
+            running += n;
+        }
+        let Some(first) = first else { continue };
+        let subset = last.saturating_sub(first);
+        if subset == 0 || subset == parts.len() || (subset > 1 && uses.get(&source) != Some(&1)) {
+            continue;
+        }
+        moved.push(e);
+        *moved_from.entry(concat).or_default() += 1;
+        let kept = &parts[first..last];
+        let length: i64 = lengths[first..last].iter().sum();
+        let whole = (0..start.len()).all(|k| {
+            let (s, l) = if k == axis {
+                (start[k] - offset, limit[k] - offset)
+            } else {
+                (start[k], limit[k])
+            };
+            let extent = if k == axis {
+                Some(length)
+            } else {
+                match operand.shape.get(k) {
+                    Some(jaxpr_types::Dim::Const(n)) => Some(*n),
+                    _ => None,
+                }
+            };
+            s == 0 && Some(l) == extent && strides.get(k) == Some(&1)
+        });
+        if whole {
+            out.push((e, Cost::zero(), Some(SLICED_WHOLE)));
+        }
+        if subset > 1 {
+            let mut cost = Cost::zero();
+            let mut result = operand.clone();
+            if let Some(d) = result.shape.get_mut(axis) {
+                *d = jaxpr_types::Dim::Const(length);
+            }
+            cost.bytes_accessed = kept
+                .iter()
+                .fold(bytes(&result, None, analysis), |total, (_, ty)| {
+                    total.add(&bytes(ty, None, analysis))
+                });
+            out.push((concat, cost, None));
+        }
+    }
+    // A concatenate whose every use was such a slice is read no more.
+    for (concat, n) in moved_from {
+        let outs = &analysis.eqn(concat).outs;
+        if let [Some(v)] = outs[..]
+            && uses.get(&v) == Some(&n)
+            && !out.iter().any(|(e, _, _)| *e == concat)
+        {
+            out.push((concat, Cost::zero(), Some(DEAD_CONCATENATE)));
+        }
+    }
+    (out, moved)
+}
+
+const SLICED_WHOLE: &str =
+    "a slice of the one operand of a concatenate it reads, whole: that operand";
+const DEAD_CONCATENATE: &str =
+    "a concatenate only slices of its operands read: they slice those instead";
+
 /// The `concatenate`s whose one use is an operand of a `concatenate`
 /// along the same axis: StableHLO's canonicalisation puts their operands
 /// in the outer one's place (which reads the same bytes) and drops them.
@@ -2419,6 +2692,9 @@ pub(crate) fn nested_concatenates(walk: &Walk<'_, '_>, id: JaxprId) -> Vec<EqnId
             continue;
         };
         let concatenate = eqn_info.prim == Some(Prim::Concatenate);
+        if walk.resliced.contains(&e) {
+            continue;
+        }
         for atom in eqn.args.iter() {
             if let ast::Atom::Var(name) = atom
                 && let Some(r) = analysis.ref_at(name.range)

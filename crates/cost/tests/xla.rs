@@ -180,13 +180,11 @@ fn calibration(outcomes: &[Outcome]) {
 /// test holds each figure exactly, so that a changed rule, bound or corpus
 /// shows here and is looked at.
 const EXPECTED: Expected = Expected {
-    exact: 3995,
-    within: 1326,
+    exact: 4001,
+    within: 1321,
     // Every equation counted as XLA does, yet XLA's figure differs:
-    // flax's `encoder_block_grad`, and flax nnx's `transformer_block` (800
-    // bytes over; its embedding `gather`, alone, is exact: the gap is
-    // elsewhere and was inside the gather's old tolerance).
-    unexplained_all_equal: 2,
+    // flax's `encoder_block_grad`.
+    unexplained_all_equal: 1,
     // A count did not resolve.
     unexplained_unresolved: 0,
     // A primitive neither the registry nor a tolerance row knows.
@@ -326,7 +324,7 @@ fn random_programs_cost_what_xla_says() {
 }
 
 /// (programs, exact, with a named XLA behaviour, neither) of the sample.
-const RANDOM_EXPECTED: (usize, usize, usize, usize) = (300, 285, 3, 12);
+const RANDOM_EXPECTED: (usize, usize, usize, usize) = (300, 286, 3, 11);
 
 /// A program's totals (FLOPs, transcendentals, bytes accessed).
 fn totals(text: &str) -> [Option<i64>; 3] {
@@ -891,4 +889,137 @@ fn a_scan_of_an_empty_carry_keeps_its_counter() {
     ] a
   in (b,) }";
     assert_eq!(totals(text), [Some(2), Some(0), Some(21)]);
+}
+
+/// A `transpose` that moves only size-1 axes is a `reshape` to
+/// StableHLO's canonicalisation: it joins a chain of reshapes, and one to
+/// its own shape is nothing (XLA's figures, jax 0.10.2, seeds 2,000,711 and
+/// 2,001,000; the model counted the transpose as a reshape of its own).
+#[test]
+fn a_transpose_of_unit_axes_is_a_reshape_in_a_chain() {
+    let after_reshape = "{ lambda ; a:f32[1]. let
+    b:f32[1,1] = reshape[dimensions=None new_sizes=(1, 1) sharding=None] a
+    c:f32[1,1] = transpose[permutation=(1, 0)] b
+  in (c,) }";
+    assert_eq!(
+        totals(after_reshape),
+        [Some(0), Some(0), Some(8)],
+        "p2000711"
+    );
+    let same_shape = "{ lambda ; a:i32[1,1,1]. let
+    b:i32[1,1,1] = transpose[permutation=(0, 2, 1)] a
+    c:i32[1,1,1] = dynamic_slice[slice_sizes=(1, 1, 1)] b 1:i32[] 0:i32[] 0:i32[]
+    d:i32[1,2,1] = concatenate[dimension=1] c c
+    e:i32[1,2,1] = rem d 3:i32[]
+  in (e,) }";
+    assert_eq!(totals(same_shape), [Some(2), Some(0), Some(52)], "p2001000");
+}
+
+/// A `slice` (or a `dynamic_slice` at constant indices) of a
+/// `concatenate` along its axis slices only the operands it reads
+/// (StableHLO's `slice(concatenate)` pattern): one operand read whole is
+/// that operand, and a concatenate nothing else reads is dropped, which may
+/// let an outer concatenate take its operands (XLA's figures, jax 0.10.2,
+/// seeds 2,001,957, 2,000,282, 2,001,392 and 2,001,520).
+#[test]
+fn a_slice_of_a_concatenate_slices_the_operands_it_reads() {
+    let one_element = "{ lambda ; a:f32[3]. let
+    b:f32[9] = concatenate[dimension=0] a a a
+    c:f32[1] = slice[limit_indices=(8,) start_indices=(7,) strides=None] b
+  in (c,) }";
+    assert_eq!(totals(one_element), [Some(0), Some(0), Some(8)], "p2001957");
+    let whole_operand = "{ lambda ; a:f16[3,1]. let
+    b:f16[1,1] = slice[limit_indices=(2, 1) start_indices=(0, 0) strides=(2, 1)] a
+    c:f16[3,1] = concatenate[dimension=0] b b b
+    d:f16[1,1] = dynamic_slice[slice_sizes=(1, 1)] c 0:i32[] 0:i32[]
+  in (d,) }";
+    assert_eq!(
+        totals(whole_operand),
+        [Some(0), Some(0), Some(4)],
+        "p2000282"
+    );
+    let after_scatter = "{ lambda ; a:f32[3,1,4]. let
+    b:i32[1] = broadcast_in_dim 1:i32[]
+    c:f32[1,4] = broadcast_in_dim 1.0:f32[]
+    d:f32[3,1,4] = scatter-add[
+      dimension_numbers=ScatterDimensionNumbers(update_window_dims=(0, 1), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=())
+      indices_are_sorted=True
+      mode=GatherScatterMode.FILL_OR_DROP
+      unique_indices=True
+      update_consts=()
+      update_jaxpr={ lambda ; e:f32[] f:f32[]. let g:f32[] = add e f in (g,) }
+    ] a b c
+    h:f32[9,1,4] = concatenate[dimension=0] d d d
+    i:f32[1,1,4] = slice[
+      limit_indices=(9, 1, 4)
+      start_indices=(8, 0, 0)
+      strides=None
+    ] h
+  in (i,) }";
+    assert_eq!(
+        totals(after_scatter),
+        [Some(4), Some(0), Some(104)],
+        "p2001392"
+    );
+    let into_outer = "{ lambda ; a:f32[5,5]. let
+    b:f32[5,5] = jit[
+      name=<lambda>
+      jaxpr={ lambda ; a:f32[5,5]. let
+          b:f32[5,5] = transpose[permutation=(1, 0)] a
+        in (b,) }
+    ] a
+    c:f32[] = reduce_sum[axes=(0, 1) out_sharding=None] b
+    _:bool[] = gt c 1.0:f32[]
+    d:f32[15,5] = concatenate[dimension=0] b b b
+    e:f32[] = reduce_sum[axes=(0, 1) out_sharding=None] d
+    _:bool[] = gt e 1.0:f32[]
+    f:f32[1,5] = slice[limit_indices=(1, 5) start_indices=(0, 0) strides=None] d
+    g:f32[16,5] = concatenate[dimension=0] d f
+  in (g,) }";
+    assert_eq!(
+        totals(into_outer),
+        [Some(0), Some(0), Some(680)],
+        "p2001520"
+    );
+}
+
+/// A `pad` to its operand's own type still moves elements when it pads
+/// -1 low and 1 high: it is kept (seed 2,001,057; the model took it for a
+/// pad by nothing).
+#[test]
+fn a_pad_that_shifts_its_operand_is_kept() {
+    let shifted = "{ lambda ; a:u32[2]. let
+    b:u32[2] = pad[padding_config=((-1, 0, 1),)] a 0:u32[]
+    c:u32[1] = slice[limit_indices=(2,) start_indices=(0,) strides=(2,)] b
+  in (c,) }";
+    assert_eq!(totals(shifted), [Some(0), Some(0), Some(28)], "p2001057");
+}
+
+/// `reduce_or`/`reduce_and` of a splat, and `rev` of a splat, fold to that
+/// splat (`max` of a splat does not: XLA counts it); a `pad` of an empty
+/// array by `False` is a splat like one by a number (seeds 2,000,090,
+/// 2,001,325 and 2,001,912).
+#[test]
+fn or_and_and_rev_of_a_splat_are_that_splat() {
+    let reduced_or = "{ lambda ; a:f16[2,0]. let
+    b:f16[5,4] = pad[padding_config=((1, 2, 0), (2, 2, 0))] a 0.0:f16[]
+    c:bool[5,4] = gt b 1.0:f16[]
+    d:bool[4] = reduce_or[axes=(0,)] c
+  in (d,) }";
+    assert_eq!(totals(reduced_or), [Some(0), Some(0), Some(5)], "p2000090");
+    let reversed = "{ lambda ; a:bf16[1,0,3]. let
+    b:bf16[2,2,8] = pad[padding_config=((1, 0, 0), (1, 1, 0), (2, 1, 1))] a 0.0:bf16[]
+    c:bf16[2,2,8] = rev[dimensions=(1,)] b
+  in (c,) }";
+    assert_eq!(totals(reversed), [Some(0), Some(0), Some(66)], "p2001325");
+    let boolean_pad = "{ lambda ; a:bool[1,0,3]. let
+    b:bool[2,2,7] = pad[padding_config=((-1, 2, 0), (1, 1, 1), (2, 2, 0))] a False:bool[]
+    c:f16[2,2,7] = convert_element_type[new_dtype=float16 weak_type=False] b
+    d:f16[2,7] = reduce_max[axes=(1,)] c
+  in (d,) }";
+    assert_eq!(
+        totals(boolean_pad),
+        [Some(14), Some(0), Some(144)],
+        "p2001912"
+    );
 }
