@@ -376,6 +376,12 @@ pub struct Cost {
     /// hyperbolic functions, `igamma`, `regularized_incomplete_beta`,
     /// `nextafter`): those are kept, and what reads them too.
     pub folds: bool,
+    /// Whether JAX lowers it to a call of a private function
+    /// (`mlir.register_lowering(..., inline=False)` in jax 0.10.2:
+    /// `argmax`, `argmin`, the cumulative reductions), which the
+    /// canonicalisation keeps where only instructions of empty results,
+    /// replaced by empty constants, read it: XLA counts it and what it reads.
+    pub called: bool,
 }
 
 /// Why a complex count differs.
@@ -398,6 +404,7 @@ impl Cost {
             xla: XlaCount::Equal,
             complex_xla,
             folds: true,
+            called: false,
         }
     }
     pub const fn differs(rule: CostRule, why: &'static str) -> Cost {
@@ -406,12 +413,20 @@ impl Cost {
             xla: XlaCount::Differs(why),
             complex_xla: XlaCount::Differs(why),
             folds: true,
+            called: false,
         }
     }
     /// The same, but kept on constant operands ([`Cost::folds`]).
     const fn kept_on_constants(self) -> Cost {
         Cost {
             folds: false,
+            ..self
+        }
+    }
+    /// The same, lowered to a call ([`Cost::called`]).
+    const fn called(self) -> Cost {
+        Cost {
+            called: true,
             ..self
         }
     }
@@ -473,7 +488,7 @@ impl Family {
                 CostRule::Reduction,
                 "counted as one reduction; XLA counts each window's combiner",
             ),
-            Family::Cumulative => Cost::equal(CostRule::Cumulative),
+            Family::Cumulative => Cost::equal(CostRule::Cumulative).called(),
             Family::Random | Family::Other | Family::Loop => {
                 Cost::differs(CostRule::Unmodelled, "not modelled yet")
             }
@@ -844,7 +859,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Other,
         params: &["axes", "index_dtype"],
         doc: "Index of the maximum along the axis in `axes`, as `index_dtype`.",
-        cost: Some(Cost::equal(CostRule::ArgMinMax)),
+        cost: Some(Cost::equal(CostRule::ArgMinMax).called()),
         ..ROW
     },
     Primitive {
@@ -852,7 +867,7 @@ pub static PRIMITIVES: &[Primitive] = &[
         family: Other,
         params: &["axes", "index_dtype"],
         doc: "Index of the minimum along the axis in `axes`, as `index_dtype`.",
-        cost: Some(Cost::equal(CostRule::ArgMinMax)),
+        cost: Some(Cost::equal(CostRule::ArgMinMax).called()),
         ..ROW
     },
     Primitive {

@@ -502,15 +502,21 @@ impl Walk<'_, '_> {
                     ast::Atom::Lit(_) => None,
                 })
             };
-            if pure && unread && eqn_info.callees.is_empty() {
-                // An empty result only empty results read (`concatenate` of
-                // empty slices) still reads its operands for JAX.
-                if empty
-                    && eqn_info
-                        .outs
-                        .iter()
-                        .any(|v| v.is_some_and(|v| read_by_empty.contains(&v)))
-                {
+            // What JAX lowers to a call that only such instructions read is
+            // kept ([`jaxpr_check::registry::Cost::called`]).
+            let read_only_by_empty = || {
+                eqn_info
+                    .outs
+                    .iter()
+                    .any(|v| v.is_some_and(|v| read_by_empty.contains(&v)))
+            };
+            let called = eqn_info.prim.is_some_and(|p| p.row().cost().called);
+            if pure && unread && eqn_info.callees.is_empty() && !(called && read_only_by_empty()) {
+                // What only instructions of empty results read (`concatenate`
+                // of empty slices, a `reshape` only an empty broadcast
+                // reads) is erased, but still reads its operands for JAX: a
+                // call among them is kept.
+                if read_only_by_empty() {
                     read_by_empty.extend(operands());
                 }
                 dead.push((e, DEAD));
@@ -526,10 +532,7 @@ impl Walk<'_, '_> {
             let kept_call = matches!(
                 eqn_info.prim,
                 Some(Prim::Jit | Prim::ClosedCall | Prim::CoreCall)
-            ) && eqn_info
-                .outs
-                .iter()
-                .any(|v| v.is_some_and(|v| read_by_empty.contains(&v)));
+            ) && read_only_by_empty();
             if unread && !eqn_info.callees.is_empty() && no_effect && !kept_call {
                 dead.push((e, DEAD));
                 continue;
@@ -547,9 +550,16 @@ impl Walk<'_, '_> {
                     v.is_none_or(|v| !read.contains(&v) && !read_by_empty.contains(&v))
                         || ty.is_some_and(|ty| elements(&ty, analysis).is_zero())
                 });
+            // A body or condition that calls a function (a `jit`, a
+            // primitive JAX lowers to a call) keeps it: the canonicalisation
+            // does not know the call has no effect.
             if read_empty
                 && no_effect
                 && matches!(rule, Some(CostRule::While(LoopLowering::HloWhile)))
+                && !eqn_info
+                    .callees
+                    .iter()
+                    .any(|&(_, j)| self.calls_a_function(j))
             {
                 dead.push((e, EMPTY_CALL));
                 continue;
@@ -651,6 +661,20 @@ impl Walk<'_, '_> {
     /// marker, or a call, loop or conditional of such jaxprs (JAX's
     /// `dce_jaxpr` drops a `while` nothing reads, having no rule of its
     /// own, and `cond`'s and `scan`'s rules do the same).
+    /// Whether jaxpr `id`, or one it holds, lowers to a `func.call`: a
+    /// call primitive, or one JAX lowers to a call
+    /// ([`jaxpr_check::registry::Cost::called`]).
+    fn calls_a_function(&self, id: JaxprId) -> bool {
+        self.analysis.jaxpr(id).eqns.iter().any(|&e| {
+            let info = self.analysis.eqn(e);
+            matches!(
+                info.prim,
+                Some(Prim::Jit | Prim::ClosedCall | Prim::CoreCall)
+            ) || info.prim.is_some_and(|p| p.row().cost().called)
+                || info.callees.iter().any(|&(_, j)| self.calls_a_function(j))
+        })
+    }
+
     fn has_no_effect(&self, id: JaxprId) -> bool {
         self.analysis.jaxpr(id).eqns.iter().all(|&e| {
             let info = self.analysis.eqn(e);

@@ -324,7 +324,7 @@ fn random_programs_cost_what_xla_says() {
 }
 
 /// (programs, exact, with a named XLA behaviour, neither) of the sample.
-const RANDOM_EXPECTED: (usize, usize, usize, usize) = (300, 286, 3, 11);
+const RANDOM_EXPECTED: (usize, usize, usize, usize) = (300, 291, 3, 6);
 
 /// A program's totals (FLOPs, transcendentals, bytes accessed).
 fn totals(text: &str) -> [Option<i64>; 3] {
@@ -1021,5 +1021,61 @@ fn or_and_and_rev_of_a_splat_are_that_splat() {
         totals(boolean_pad),
         [Some(14), Some(0), Some(144)],
         "p2001912"
+    );
+}
+
+/// An instruction of empty results becomes an empty constant, and what
+/// only it read is erased, except a function call: JAX lowers `argmax`,
+/// `argmin` and the cumulative reductions to calls, as it does `jit`, and
+/// the canonicalisation keeps a call (and what it reads) and a `while` whose
+/// body calls one (XLA's figures, jax 0.10.2, seeds 2,000,652, 2,000,368
+/// and 2,001,271; the model dropped all three).
+#[test]
+fn a_call_read_only_through_empty_results_is_kept() {
+    let argmax = "{ lambda ; a:f32[]. let
+    b:f32[] = max a 3.0:f32[]
+    c:f32[1] = reshape[dimensions=None new_sizes=(1,) sharding=None] b
+    d:i32[] = argmax[axes=(0,) index_dtype=int32] c
+    e:i32[0] = broadcast_in_dim d
+  in (e,) }";
+    assert_eq!(totals(argmax), [Some(1), Some(0), Some(44)], "p2000652");
+    let through_a_reshape = "{ lambda ; a:f16[]. let
+    b:f16[] = pow a 3.0:f16[]
+    c:f16[] = jit[
+      name=<lambda>
+      jaxpr={ lambda ; b:f16[]. let
+          c:f16[] = clamp 1.0:f16[] b 2.0:f16[]
+        in (c,) }
+    ] b
+    d:f16[1,1] = reshape[dimensions=None new_sizes=(1, 1) sharding=None] c
+    e:f16[0,1,1] = broadcast_in_dim[broadcast_dimensions=(1, 2)] d
+  in (e,) }";
+    assert_eq!(
+        totals(through_a_reshape),
+        [Some(1), Some(1), Some(14)],
+        "p2000368"
+    );
+    let loop_calling = "{ lambda ; a:i32[0,2,2]. let
+    _:i32[] _:i32[] b:i32[0,2,2] = while[
+      body_jaxpr={ lambda ; c:i32[] d:i32[] e:i32[0,2,2]. let
+          f:i32[] = add c 1:i32[]
+          g:i32[0,2,2] = jit[
+            name=cumsum
+            jaxpr={ lambda ; e:i32[0,2,2]. let
+                g:i32[0,2,2] = cumsum[axis=0 reverse=False] e
+              in (g,) }
+          ] e
+        in (f, d, g) }
+      body_nconsts=0
+      cond_jaxpr={ lambda ; h:i32[] i:i32[] j:i32[0,2,2]. let
+          k:bool[] = lt h i
+        in (k,) }
+      cond_nconsts=0
+    ] 0:i32[] 2:i32[] a
+  in (b,) }";
+    assert_eq!(
+        totals(loop_calling),
+        [Some(2), Some(0), Some(21)],
+        "p2001271"
     );
 }
