@@ -385,6 +385,20 @@ impl Walk<'_, '_> {
                 });
             }
         }
+        for (e, total, dropped) in rules::broadcast_chains(self, id) {
+            // An inner broadcast may be an outer one too: the drop wins.
+            if self.eqns[e.0 as usize]
+                .as_ref()
+                .is_none_or(|c| c.dropped.is_none())
+            {
+                self.eqns[e.0 as usize] = Some(EqnCost {
+                    total,
+                    xla: XlaCount::Equal,
+                    dropped,
+                    slack: Slack::default(),
+                });
+            }
+        }
         let (sliced, resliced) = rules::sliced_concatenates(self, id);
         self.resliced.extend(resliced);
         for (e, total, dropped) in sliced {

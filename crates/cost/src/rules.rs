@@ -2443,6 +2443,122 @@ pub(crate) fn reshape_chains(
     out
 }
 
+/// Chains of `broadcast_in_dim`s: StableHLO's canonicalisation makes
+/// `broadcast_in_dim(broadcast_in_dim(x))` one broadcast of `x` (its axes
+/// composed), and drops an inner broadcast that only such broadcasts read.
+/// Returns the costs this changes: the outer broadcasts (from the chain's
+/// source), and the inner ones dropped.
+pub(crate) fn broadcast_chains(
+    walk: &Walk<'_, '_>,
+    id: JaxprId,
+) -> Vec<(EqnId, Cost, Option<&'static str>)> {
+    let analysis = walk.analysis;
+    let info = analysis.jaxpr(id);
+    let handled = |e: EqnId| walk.eqns[e.0 as usize].is_some();
+    let syntax_of = |e: EqnId| walk.syntax.get(&analysis.eqn(e).range.start).copied();
+    let var_of = |atom: &ast::Atom| match atom {
+        ast::Atom::Var(name) => analysis.ref_at(name.range).map(|r| r.var),
+        ast::Atom::Lit(_) => None,
+    };
+    let axes_of = |eqn: &ast::Eqn| {
+        eqn.param("broadcast_dimensions")
+            .and_then(|p| int_items(&p.value))
+            .unwrap_or_default()
+    };
+    // Each broadcast's result: the chain's source (a variable) and the
+    // result axis each of the source's axes lands on.
+    let mut broadcast_of: rustc_hash::FxHashMap<
+        jaxpr_types::VarId,
+        (EqnId, jaxpr_types::VarId, Vec<i64>),
+    > = Default::default();
+    let mut outer = Vec::new();
+    for &e in &info.eqns {
+        let eqn_info = analysis.eqn(e);
+        if handled(e) || eqn_info.prim != Some(Prim::BroadcastInDim) {
+            continue;
+        }
+        let Some(eqn) = syntax_of(e) else { continue };
+        let (Some(operand), [Some(out)]) = (eqn.args.first().and_then(var_of), &eqn_info.outs[..])
+        else {
+            continue;
+        };
+        let axes = axes_of(eqn);
+        let (source, composed) = match broadcast_of.get(&operand) {
+            // An inner broadcast that only adds size-1 axes is a `reshape`
+            // first, which the outer does not compose with.
+            Some((inner, source, inner_axes))
+                if !syntax_of(*inner)
+                    .is_some_and(|i| is_reshape(analysis, i, analysis.eqn(*inner))) =>
+            {
+                let composed: Option<Vec<i64>> = inner_axes
+                    .iter()
+                    .map(|&a| usize::try_from(a).ok().and_then(|a| axes.get(a).copied()))
+                    .collect();
+                let Some(composed) = composed else { continue };
+                outer.push((e, *inner, *source, composed.clone()));
+                (*source, composed)
+            }
+            _ => (operand, axes),
+        };
+        broadcast_of.insert(*out, (e, source, composed));
+    }
+    let outers: rustc_hash::FxHashSet<EqnId> = outer.iter().map(|(e, ..)| *e).collect();
+    let mut read_elsewhere: rustc_hash::FxHashSet<jaxpr_types::VarId> =
+        info.outs.iter().filter_map(|o| o.var).collect();
+    for &e in &info.eqns {
+        if outers.contains(&e)
+            || walk.eqns[e.0 as usize]
+                .as_ref()
+                .is_some_and(|c| c.dropped.is_some())
+        {
+            continue;
+        }
+        if let Some(eqn) = syntax_of(e) {
+            read_elsewhere.extend(eqn.args.iter().filter_map(var_of));
+        }
+    }
+    let mut out = Vec::new();
+    let mut dropped: rustc_hash::FxHashSet<EqnId> = Default::default();
+    for (e, inner, source, axes) in outer {
+        let Some(Some(result)) = result_types(analysis, analysis.eqn(e)).first().cloned() else {
+            continue;
+        };
+        let source_ty = &analysis.var(source).ty;
+        // A size-1 axis of the source stretched in the result: HLO's
+        // `broadcast` cannot ([`broadcast_bytes`]).
+        let stretches = source_ty.shape.iter().zip(&axes).any(|(dim, &axis)| {
+            *dim == jaxpr_types::Dim::Const(1)
+                && usize::try_from(axis)
+                    .ok()
+                    .and_then(|a| result.shape.get(a))
+                    .is_some_and(|d| *d != jaxpr_types::Dim::Const(1))
+        });
+        let (from, to) = (
+            bytes(source_ty, None, analysis),
+            bytes(&result, None, analysis),
+        );
+        let mut cost = Cost::zero();
+        cost.bytes_accessed = if stretches && !source_ty.is_scalar() {
+            broadcast_bytes(false, &from, &to)
+        } else {
+            from.add(&to)
+        };
+        out.push((e, cost, None));
+        let inner_unread = analysis
+            .eqn(inner)
+            .outs
+            .iter()
+            .flatten()
+            .all(|v| !read_elsewhere.contains(v));
+        if inner_unread && dropped.insert(inner) {
+            out.push((inner, Cost::zero(), Some(BROADCAST_COMPOSED)));
+        }
+    }
+    out
+}
+
+const BROADCAST_COMPOSED: &str = "a broadcast only broadcasts read: composed into them";
+
 /// The operand start, limit and stride indices of a `slice`, or of a
 /// `dynamic_slice` whose start indices are integer literals or splats
 /// (clamped into the operand, as XLA does; StableHLO's canonicalisation
