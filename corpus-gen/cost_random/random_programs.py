@@ -14,7 +14,10 @@ or control flow around a nested step (`cond`, `scan`, `fori_loop` as
 figures of `corpus-gen/xla_cost.py` (`jax.jit(f).lower(*args)
 .cost_analysis()`, what the corpora's `cost.json` hold and the cost model
 is held to), and those of the compiled program (`.compile()
-.cost_analysis()`, after XLA's optimisation passes) for information.
+.cost_analysis()`, after XLA's optimisation passes) for information. A
+program's closed-over constants (gather indices) are recorded beside it in
+`NAME.recorded.json`, as the Python API records them: `jaxpr stats` reads
+which are splats from it.
 
     PY=$(bash tests/trace/venv.sh jax 0.10.2)
     # the full run: programs and XLA's figures into DIR, then the comparison
@@ -38,6 +41,13 @@ from jax import lax
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from xla_cost import cost  # noqa: E402
+import folder  # noqa: E402
+
+# The values the text lacks (closed-over constants), recorded beside it as
+# the Python API and `jaxpr trace` record them: `jaxpr stats` reads which
+# constants are splats from them.
+recorder = folder.load(os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "wheel", "python", "jaxpr", "_recorded.py"), "recorded")
 
 SAMPLE_BASE = 0
 RUN_BASE = 2_000_000
@@ -301,7 +311,9 @@ def figures(seed):
     """(text, XLA's figures of the lowering, of the compiled program)."""
     p = Program(seed)
     x = p.arg()
-    text = str(jax.make_jaxpr(p)(x)) + "\n"
+    closed = jax.make_jaxpr(p)(x)
+    text, values = recorder.printed(closed, lambda: str(closed))
+    text += "\n"
     lowered = cost(p, (x,))
     compiled = jax.jit(p).lower(x).compile().cost_analysis()
     if isinstance(compiled, list):
@@ -309,7 +321,7 @@ def figures(seed):
     compiled = {"flops": float(compiled.get("flops", 0.0)),
                 "transcendentals": float(compiled.get("transcendentals", 0.0)),
                 "bytes_accessed": float(compiled.get("bytes accessed", 0.0))}
-    return text, lowered, compiled
+    return text, values, lowered, compiled
 
 
 def programs(base, count, out):
@@ -321,12 +333,14 @@ def programs(base, count, out):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                text, low, comp = figures(seed)
+                text, values, low, comp = figures(seed)
         except Exception as e:  # noqa: BLE001 - counted, not judged
             failed[name] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
             continue
         with open(os.path.join(out, name + ".jaxpr"), "w") as fh:
             fh.write(text)
+        if recorder.anything(values):
+            recorder.write(os.path.join(out, name + ".recorded.json"), values)
         recorded[name], compiled[name] = low, comp
         if seed % 200 == 0:
             jax.clear_caches()

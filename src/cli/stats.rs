@@ -88,10 +88,10 @@ fn session_lines(function: &jaxpr_session::Function) -> SessionLines {
 }
 
 /// One file's statistics, the JSON object every format is rendered from.
-fn file_stats(path: &str, text: &str, loops: LoopCount, session: Option<&SessionLines>) -> Value {
+fn file_stats(path: &str, text: &str, options: Options, session: Option<&SessionLines>) -> Value {
     let parsed = jaxpr_syntax::parse(text);
     let analysis = jaxpr_check::check(&parsed.file);
-    let cost = jaxpr_cost::analyse(&parsed.file, &analysis, Options { loops });
+    let cost = jaxpr_cost::analyse(&parsed.file, &analysis, options);
     let lines = LineIndex::new(text);
     let line_of = |offset: u32| lines.line_col(offset).line + 1;
     let mut by_primitive: BTreeMap<&str, usize> = BTreeMap::new();
@@ -426,11 +426,24 @@ pub fn stats(request: StatsRequest<'_>) -> i32 {
             }
         };
         for (path, session) in paths {
+            // The values recorded beside the file say which of its
+            // constants are splats, which the canonicalisation folds.
+            let recorded = match jaxpr_lower::recorded::Recorded::for_file(&path, None) {
+                Ok(recorded) => recorded,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return 2;
+                }
+            };
+            let options = Options {
+                loops: request.loops,
+                splat_constants: recorded.splat_constants(),
+            };
             match read_jaxpr(&path) {
                 Ok(loaded) => files.push(file_stats(
                     &loaded.path,
                     &loaded.text,
-                    request.loops,
+                    options,
                     session.as_ref(),
                 )),
                 Err(e) => {

@@ -8,7 +8,7 @@
 
 use jaxpr_syntax::TextRange;
 use jaxpr_syntax::ast::{Eqn, Expr, ExprKind};
-use jaxpr_types::DType;
+use jaxpr_types::{DType, FloatKind};
 
 /// A field of a dimension-numbers record that is not a tuple of integers.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -424,37 +424,87 @@ impl ConstantData {
             Some(ExprKind::Path(p)) => DType::from_numpy(p).ok_or(BadField("dtype"))?,
             _ => return Err(BadField("dtype")),
         };
-        let width = Self::element_bytes(&dtype).ok_or(BadField("dtype"))?;
+        Self::element_bytes(&dtype).ok_or(BadField("dtype"))?;
         let shape = param("shape")
             .and_then(Expr::as_int_seq)
             .filter(|s| s.iter().all(|&d| d >= 0))
-            .ok_or(BadField("shape"))?;
-        let elements = shape
-            .iter()
-            .try_fold(1usize, |n, &d| n.checked_mul(usize::try_from(d).ok()?))
+            .filter(|s| {
+                s.iter()
+                    .try_fold(1usize, |n, &d| n.checked_mul(usize::try_from(d).ok()?))
+                    .is_some()
+            })
             .ok_or(BadField("shape"))?;
         let hex = match param("data").map(|e| &e.kind) {
             Some(ExprKind::Str(s)) => s.strip_prefix("0x").ok_or(BadField("data"))?,
             _ => return Err(BadField("data")),
         };
+        Self::from_hex(dtype, shape, hex).ok_or(BadField("data"))
+    }
+
+    /// `shape` elements of `dtype` from their little-endian bytes in hex;
+    /// `None` when they are not that many, or not hex, or (booleans) not 0
+    /// or 1.
+    pub fn from_hex(dtype: DType, shape: Vec<i64>, hex: &str) -> Option<ConstantData> {
+        let width = Self::element_bytes(&dtype)?;
+        let elements = shape
+            .iter()
+            .try_fold(1usize, |n, &d| n.checked_mul(usize::try_from(d).ok()?))?;
         if Some(hex.len()) != elements.checked_mul(width * 2) {
-            return Err(BadField("data"));
+            return None;
         }
         let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
         let bytes = hex
             .as_bytes()
             .chunks_exact(2)
             .map(|pair| Some(digit(pair[0])? << 4 | digit(pair[1])?))
-            .collect::<Option<Vec<u8>>>()
-            .ok_or(BadField("data"))?;
+            .collect::<Option<Vec<u8>>>()?;
         if dtype == DType::Bool && bytes.iter().any(|&b| b > 1) {
-            return Err(BadField("data"));
+            return None;
         }
-        Ok(ConstantData {
+        Some(ConstantData {
             dtype,
             shape,
             bytes,
         })
+    }
+
+    /// The one value of a constant whose elements are all equal (a splat),
+    /// as a number (`true` is 1); `None` for another constant, an empty
+    /// one, or a complex or 8-bit float dtype.
+    pub fn splat(&self) -> Option<f64> {
+        let width = Self::element_bytes(&self.dtype)?;
+        let mut elements = self.bytes.chunks_exact(width);
+        let first = elements.next()?;
+        if elements.any(|e| e != first) {
+            return None;
+        }
+        let mut word = [0u8; 8];
+        word[..width].copy_from_slice(first);
+        let bits = u64::from_le_bytes(word);
+        Some(match (&self.dtype, width) {
+            (DType::Bool, _) => bits as f64,
+            (DType::UInt(_), _) => bits as f64,
+            // Sign-extended from the element's width.
+            (DType::Int(_), _) => ((bits << (64 - 8 * width)) as i64 >> (64 - 8 * width)) as f64,
+            (DType::Float(FloatKind::F64), 8) => f64::from_bits(bits),
+            (DType::Float(FloatKind::F32), 4) => f64::from(f32::from_bits(bits as u32)),
+            (DType::Float(FloatKind::BF16), 2) => f64::from(f32::from_bits((bits as u32) << 16)),
+            (DType::Float(FloatKind::F16), 2) => half_to_f64(bits as u16),
+            _ => return None,
+        })
+    }
+}
+
+/// An IEEE binary16 number's value.
+fn half_to_f64(bits: u16) -> f64 {
+    let sign = if bits & 0x8000 != 0 { -1.0 } else { 1.0 };
+    let exponent = i32::from((bits >> 10) & 0x1f);
+    let fraction = f64::from(bits & 0x3ff);
+    sign * match exponent {
+        0 => fraction * 2f64.powi(-24),
+        0x1f if fraction == 0.0 => f64::INFINITY,
+        0x1f => f64::NAN,
+        e => (1.0 + fraction / 1024.0) * 2f64.powi(e - 15),
     }
 }
 
@@ -570,7 +620,35 @@ impl IndexMap {
 
 #[cfg(test)]
 mod tests {
-    use super::{BadConvSpecs, ConvSpecs, WindowParams};
+    use super::{BadConvSpecs, ConstantData, ConvSpecs, WindowParams};
+    use jaxpr_types::DType;
+
+    /// A splat's value from its little-endian bytes, for each dtype width
+    /// and kind (numpy's bytes: `np.full(3, v, dtype).tobytes().hex()`).
+    #[test]
+    fn a_splat_constant_has_one_value() {
+        let splat = |dtype: &str, shape: Vec<i64>, hex: &str| {
+            ConstantData::from_hex(DType::from_numpy(dtype).unwrap(), shape, hex)
+                .and_then(|c| c.splat())
+        };
+        assert_eq!(splat("int32", vec![2], "0100000001000000"), Some(1.0));
+        assert_eq!(splat("int8", vec![3], "fefefe"), Some(-2.0));
+        assert_eq!(splat("int16", vec![1], "00ff"), Some(-256.0));
+        assert_eq!(splat("uint8", vec![2], "ffff"), Some(255.0));
+        assert_eq!(splat("bool", vec![2, 2], "01010101"), Some(1.0));
+        assert_eq!(splat("float32", vec![2], "0000c03f0000c03f"), Some(1.5));
+        assert_eq!(splat("float16", vec![2], "003e003e"), Some(1.5));
+        assert_eq!(splat("float16", vec![1], "0100"), Some(2f64.powi(-24)));
+        assert_eq!(splat("float16", vec![1], "00fc"), Some(f64::NEG_INFINITY));
+        assert_eq!(splat("bfloat16", vec![2], "c0bfc0bf"), Some(-1.5));
+        assert_eq!(splat("float64", vec![1], "000000000000f83f"), Some(1.5));
+        // Not a splat, empty, malformed or of too few bytes.
+        assert_eq!(splat("int32", vec![2], "0100000002000000"), None);
+        assert_eq!(splat("int32", vec![0], ""), None);
+        assert_eq!(splat("int32", vec![2], "01000000"), None);
+        assert_eq!(splat("bool", vec![1], "02"), None);
+        assert_eq!(splat("int32", vec![-1], ""), None);
+    }
 
     /// `dimension_numbers=DN` of a convolution, decoded for rank `rank`.
     fn conv_specs(dn: &str, rank: usize) -> Result<ConvSpecs, BadConvSpecs> {

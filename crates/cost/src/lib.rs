@@ -95,9 +95,15 @@ pub enum LoopCount {
 }
 
 /// What the analysis is asked.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+#[derive(Clone, PartialEq, Debug, Default)]
 pub struct Options {
     pub loops: LoopCount,
+    /// The closed-over constants whose elements are all one value (which
+    /// JAX's lowering writes as splat constants, so that StableHLO's
+    /// canonicalisation folds what they feed), with that value, by binder
+    /// name: known from the values recorded beside the text
+    /// (`NAME.recorded.json`); the text holds none.
+    pub splat_constants: std::collections::BTreeMap<String, f64>,
 }
 
 /// One equation's cost.
@@ -362,7 +368,8 @@ impl Walk<'_, '_> {
                 slack: Slack::default(),
             });
         }
-        for (e, total) in rules::folded_eqns(self, id) {
+        let (folded, splat_constants) = rules::folded_eqns(self, id);
+        for (e, total) in folded {
             self.eqns[e.0 as usize] = Some(EqnCost {
                 total,
                 xla: XlaCount::Equal,
@@ -417,7 +424,8 @@ impl Walk<'_, '_> {
                 slack: Slack::default(),
             });
         }
-        let mut total = Cost::zero();
+        // Closed-over splat constants that kept equations read.
+        let mut total = splat_constants;
         let mut xla = XlaCount::Equal;
         let mut slack = Slack::default();
         for &e in &info.eqns {
@@ -435,6 +443,7 @@ impl Walk<'_, '_> {
                 .as_constant()
                 .is_some_and(|n| n > 1)
                 && self.read.contains(&constvar)
+                && !self.splats.contains_key(&constvar)
             {
                 let units = tolerance::Units {
                     eqns: Amount::constant(1),

@@ -1904,7 +1904,7 @@ fn splat_of(walk: &Walk<'_, '_>, e: EqnId, var: jaxpr_types::VarId) -> Option<f6
 /// folds (elementwise arithmetic, conversions, broadcasts and reshapes of a
 /// splat), with what each still costs: a folded array that a kept equation
 /// or the jaxpr's outputs read is materialised as a broadcast of its value.
-pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, Cost)> {
+pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> (Vec<(EqnId, Cost)>, Cost) {
     let analysis = walk.analysis;
     let info = analysis.jaxpr(id);
     // A closed-over constant is a `stablehlo.constant` too; its values are
@@ -1912,8 +1912,23 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
     // literal XLA counts nothing for), not a splat.
     let mut constant: rustc_hash::FxHashSet<jaxpr_types::VarId> =
         info.constvars.iter().copied().collect();
-    let mut dense: rustc_hash::FxHashSet<jaxpr_types::VarId> =
-        info.constvars.iter().copied().collect();
+    // Those whose recorded values are one number repeated are splats.
+    let mut dense: rustc_hash::FxHashSet<jaxpr_types::VarId> = Default::default();
+    for &v in &info.constvars {
+        match walk
+            .options
+            .splat_constants
+            .get(analysis.var(v).name.as_str())
+        {
+            Some(&value) => {
+                walk.splats.insert(v, value);
+                walk.constants.insert(v);
+            }
+            None => {
+                dense.insert(v);
+            }
+        }
+    }
     // Results of `complex` of constants, which `real` and `imag` fold through.
     let mut made_complex: rustc_hash::FxHashSet<jaxpr_types::VarId> = Default::default();
     let mut folded = Vec::new();
@@ -2277,45 +2292,49 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> Vec<(EqnId, C
             }
         }
     }
-    folded
+    // What a folded value that is read costs: the broadcast of its value.
+    let materialise = |var: jaxpr_types::VarId, value: Option<f64>, walk: &mut Walk<'_, '_>| {
+        let ty = &analysis.var(var).ty;
+        // An empty array is no instruction; an equal splat the function
+        // already holds is not materialised again.
+        let materialised = read.contains(&var)
+            && !dense.contains(&var)
+            && !ty.is_scalar()
+            && !elements(ty, analysis).is_zero()
+            && !is_one_element(ty, analysis)
+            && value.is_none_or(|value| {
+                let key = SplatConstant {
+                    jaxpr: id,
+                    value_bits: value.to_bits(),
+                    ty: ty.clone(),
+                };
+                walk.splat_constants.insert(key)
+            });
+        let mut cost = Cost::zero();
+        if materialised {
+            let scalar = bytes(&ty.with_shape(Shape::new()), None, analysis);
+            cost.bytes_accessed = scalar.add(&bytes(ty, None, analysis));
+        }
+        cost
+    };
+    let mut constants = Cost::zero();
+    for &v in &info.constvars {
+        if let Some(&value) = walk.splats.get(&v) {
+            constants = constants.add(&materialise(v, Some(value), walk));
+        }
+    }
+    let costs = folded
         .into_iter()
         .map(|e| {
             let mut cost = Cost::zero();
-            for var in analysis.eqn(e).outs.iter().flatten() {
-                let ty = &analysis.var(*var).ty;
-                // An empty array is no instruction; an equal splat the
-                // function already holds is not materialised again.
-                let materialised = read.contains(var)
-                    && !dense.contains(var)
-                    && !ty.is_scalar()
-                    && !elements(ty, analysis).is_zero()
-                    && !is_one_element(ty, analysis)
-                    && splat_of(walk, e, *var).is_none_or(|value| {
-                        let key = SplatConstant {
-                            jaxpr: id,
-                            value_bits: value.to_bits(),
-                            ty: ty.clone(),
-                        };
-                        walk.splat_constants.insert(key)
-                    });
-                if materialised {
-                    let scalar = bytes(
-                        &AType {
-                            dtype: ty.dtype.clone(),
-                            shape: Shape::new(),
-                        },
-                        None,
-                        analysis,
-                    );
-                    cost.bytes_accessed = cost
-                        .bytes_accessed
-                        .add(&scalar)
-                        .add(&bytes(ty, None, analysis));
-                }
+            for &var in analysis.eqn(e).outs.iter().flatten() {
+                let value = splat_of(walk, e, var);
+                cost = cost.add(&materialise(var, value, walk));
             }
             (e, cost)
         })
-        .collect()
+        .collect();
+    (costs, constants)
 }
 
 /// Whether the equation only reshapes its operand (`reshape`, `squeeze`,

@@ -29,7 +29,14 @@ fn costed(text: &str, loops: LoopCount) -> Costed {
         "{:?}",
         analysis.diagnostics
     );
-    let cost = jaxpr_cost::analyse(&parse.file, &analysis, Options { loops });
+    let cost = jaxpr_cost::analyse(
+        &parse.file,
+        &analysis,
+        Options {
+            loops,
+            ..Options::default()
+        },
+    );
     Costed {
         analysis,
         parse,

@@ -205,6 +205,20 @@ impl Recorded {
         self.constants.is_empty()
     }
 
+    /// The constants whose recorded elements are all one value, with that
+    /// value, by binder name ([`jaxpr_check::params::ConstantData::splat`]).
+    pub fn splat_constants(&self) -> std::collections::BTreeMap<String, f64> {
+        self.constants
+            .iter()
+            .filter_map(|(name, r)| {
+                let dtype = DType::from_numpy(&r.dtype)?;
+                let data =
+                    jaxpr_check::params::ConstantData::from_hex(dtype, r.shape.clone(), &r.hex)?;
+                Some((name.clone(), data.splat()?))
+            })
+            .collect()
+    }
+
     /// Whether a value is recorded for the constant binder `name`.
     pub fn has_constant(&self, name: &str) -> bool {
         self.constants.contains_key(name)
