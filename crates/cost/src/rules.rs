@@ -417,6 +417,37 @@ fn identity_operand(
     rule: CostRule,
     splats: &rustc_hash::FxHashMap<jaxpr_types::VarId, f64>,
 ) -> Option<usize> {
+    identity_operand_keeping(analysis, eqn, results, rule, splats, |other, result| {
+        other == result
+    })
+}
+
+/// [`identity_operand`] where the other operand is a scalar of the
+/// result's dtype and the result is not: the operation folds to that
+/// scalar's broadcast, which JAX puts before it.
+fn identity_beside_a_scalar(
+    analysis: &Analysis,
+    eqn: &ast::Eqn,
+    results: &[Option<AType>],
+    rule: CostRule,
+    splats: &rustc_hash::FxHashMap<jaxpr_types::VarId, f64>,
+) -> Option<usize> {
+    identity_operand_keeping(analysis, eqn, results, rule, splats, |other, result| {
+        other.is_scalar() && !result.is_scalar() && other.dtype == result.dtype
+    })
+}
+
+/// The operand of a binary equation under `rule` that is its identity
+/// (a literal or a splat), when the other operand and the result satisfy
+/// `keeps`.
+fn identity_operand_keeping(
+    analysis: &Analysis,
+    eqn: &ast::Eqn,
+    results: &[Option<AType>],
+    rule: CostRule,
+    splats: &rustc_hash::FxHashMap<jaxpr_types::VarId, f64>,
+    keeps_with: impl Fn(&AType, &AType) -> bool,
+) -> Option<usize> {
     let (identity, right_only) = rule.identity()?;
     let [left, right] = &eqn.args[..] else {
         return None;
@@ -434,7 +465,13 @@ fn identity_operand(
         };
         value.is_some_and(|v| is_identity(identity, v, result.dtype.as_ref()))
     };
-    let keeps = |i: usize| operands.get(i).cloned().flatten().as_ref() == Some(&result);
+    let keeps = |i: usize| {
+        operands
+            .get(i)
+            .cloned()
+            .flatten()
+            .is_some_and(|other| keeps_with(&other, &result))
+    };
     if !right_only && is_identity_atom(left) && keeps(1) {
         Some(0)
     } else if is_identity_atom(right) && keeps(0) {
@@ -1000,6 +1037,21 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner: &Cost) -> Cost {
         }
         CostRule::ElementwiseUnlessIdentity(_) | CostRule::ElementwiseUnlessRightIdentity(_)
             if view.folds_identity(rule) => {}
+        // `add x 0` of a scalar `x` and a splat zero folds to the
+        // broadcast of `x` JAX puts before it: that is left.
+        CostRule::ElementwiseUnlessIdentity(_) | CostRule::ElementwiseUnlessRightIdentity(_)
+            if identity_beside_a_scalar(analysis, view.eqn, &view.results, rule, view.splats)
+                .is_some() =>
+        {
+            cost.bytes_accessed = view
+                .operands
+                .iter()
+                .flatten()
+                .find(|ty| ty.is_scalar())
+                .map_or(Amount::unknown(), |scalar| {
+                    bytes(scalar, None, analysis).add(&view.result_bytes())
+                });
+        }
         CostRule::Elementwise
         | CostRule::ElementwiseUnlessIdentity(_)
         | CostRule::ElementwiseUnlessRightIdentity(_)
@@ -1337,6 +1389,15 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner: &Cost) -> Cost {
                 .param("axes")
                 .and_then(|p| int_items(&p.value))
                 .is_some_and(|axes| axes.is_empty()) => {}
+        // A reduction over no axes is its operand: the canonicalisation
+        // folds a `reduce` of no dimensions away.
+        CostRule::Reduction
+            if view
+                .eqn
+                .param("axes")
+                .and_then(|p| int_items(&p.value))
+                .is_some_and(|axes| axes.is_empty())
+                && view.operands.first() == view.results.first() => {}
         CostRule::Reduction => {
             // Variadic `reduce` takes its initial values as operands; the
             // named reductions (`reduce_sum`, ...) have theirs implicit.
@@ -1979,6 +2040,7 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> (Vec<(EqnId, 
                                     | Family::Binary
                                     | Family::Comparison
                                     | Family::Conversion
+                                    | Family::Selection
                             ) || (row.family == Family::Indexing
                                 && matches!(
                                     row.cost().rule,
