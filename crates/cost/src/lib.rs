@@ -509,7 +509,10 @@ impl Walk<'_, '_> {
                 continue;
             };
             let rule = eqn_info.prim.map(Prim::row).map(|row| row.cost().rule);
-            let pure = rule.is_some_and(CostRule::is_pure);
+            // A `transpose` (free to XLA, but a `reshape` when it moves
+            // only size-1 axes) only computes its result too.
+            let pure =
+                rule.is_some_and(CostRule::is_pure) || eqn_info.prim == Some(Prim::Transpose);
             let unread = eqn_info
                 .outs
                 .iter()
@@ -552,10 +555,17 @@ impl Walk<'_, '_> {
                 && eqn_info.callees.iter().all(|&(_, j)| self.has_no_effect(j));
             // A `jit` that only such instructions read is still lowered,
             // to a `func.call` the canonicalisation keeps (XLA counts it).
-            let kept_call = matches!(
+            // So is a loop or conditional that calls a function inside, and
+            // a `scan` (its counter's loop is kept: measured, jax 0.10.2).
+            let kept_call = (matches!(
                 eqn_info.prim,
                 Some(Prim::Jit | Prim::ClosedCall | Prim::CoreCall)
-            ) && read_only_by_empty();
+            ) || matches!(rule, Some(CostRule::Scan(_)))
+                || eqn_info
+                    .callees
+                    .iter()
+                    .any(|&(_, j)| self.calls_a_function(j)))
+                && read_only_by_empty();
             if unread && !eqn_info.callees.is_empty() && no_effect && !kept_call {
                 dead.push((e, DEAD));
                 continue;
@@ -587,7 +597,7 @@ impl Walk<'_, '_> {
                 dead.push((e, EMPTY_CALL));
                 continue;
             }
-            if empty && unread && rule.is_some_and(CostRule::is_call) {
+            if empty && unread && rule.is_some_and(CostRule::is_call) && !kept_call {
                 dead.push((e, EMPTY_CALL));
                 continue;
             }

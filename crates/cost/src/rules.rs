@@ -1990,6 +1990,9 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> (Vec<(EqnId, 
             }
         }
     }
+    // Values that are another's (see below), by variable.
+    let mut same_as: rustc_hash::FxHashMap<jaxpr_types::VarId, jaxpr_types::VarId> =
+        Default::default();
     // Results of `complex` of constants, which `real` and `imag` fold through.
     let mut made_complex: rustc_hash::FxHashSet<jaxpr_types::VarId> = Default::default();
     let mut folded = Vec::new();
@@ -2006,6 +2009,32 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> (Vec<(EqnId, 
         };
         if dead(e, walk) {
             continue;
+        }
+        // A value passed through (`stop_gradient`, a `rev` of size-1 axes
+        // only) is its operand's to the canonicalisation.
+        if let ([ast::Atom::Var(operand)], [Some(out)]) = (&syntax.args[..], &eqn_info.outs[..])
+            && let Some(operand) = analysis.ref_at(operand.range).map(|r| r.var)
+        {
+            let passed = match eqn_info.prim {
+                Some(Prim::Rev) => syntax
+                    .param("dimensions")
+                    .and_then(|p| int_items(&p.value))
+                    .is_some_and(|dims| {
+                        let shape = &analysis.var(operand).ty.shape;
+                        dims.iter().all(|&d| {
+                            usize::try_from(d)
+                                .ok()
+                                .and_then(|d| shape.get(d))
+                                .is_some_and(|n| *n == jaxpr_types::Dim::Const(1))
+                        })
+                    }),
+                Some(p) => p.row().cost().rule == CostRule::PassThrough,
+                None => false,
+            };
+            if passed {
+                let source = same_as.get(&operand).copied().unwrap_or(operand);
+                same_as.insert(*out, source);
+            }
         }
         // StableHLO's folders compute integers, floats and booleans, not
         // complex numbers: arithmetic on or to complex constants stays, and
@@ -2086,7 +2115,9 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> (Vec<(EqnId, 
                         .as_ref()
                         .is_some_and(|d| d.is_int() || d.is_bool())
                 });
-                let same = matches!((left, right), (Some(l), Some(r)) if l.var == r.var);
+                let source = |v: jaxpr_types::VarId| same_as.get(&v).copied().unwrap_or(v);
+                let same =
+                    matches!((left, right), (Some(l), Some(r)) if source(l.var) == source(r.var));
                 let truth = match eqn_info.prim {
                     Some(Prim::Eq | Prim::Le | Prim::Ge) => Some(1.0),
                     Some(Prim::Ne | Prim::Lt | Prim::Gt) => Some(0.0),

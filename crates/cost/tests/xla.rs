@@ -189,8 +189,8 @@ fn calibration(outcomes: &[Outcome]) {
 /// test holds each figure exactly, so that a changed rule, bound or corpus
 /// shows here and is looked at.
 const EXPECTED: Expected = Expected {
-    exact: 4001,
-    within: 1321,
+    exact: 4005,
+    within: 1317,
     // Every equation counted as XLA does, yet XLA's figure differs:
     // flax's `encoder_block_grad`.
     unexplained_all_equal: 1,
@@ -333,7 +333,7 @@ fn random_programs_cost_what_xla_says() {
 }
 
 /// (programs, exact, with a named XLA behaviour, neither) of the sample.
-const RANDOM_EXPECTED: (usize, usize, usize, usize) = (300, 292, 2, 6);
+const RANDOM_EXPECTED: (usize, usize, usize, usize) = (300, 292, 3, 5);
 
 /// A program's totals (FLOPs, transcendentals, bytes accessed).
 fn totals(text: &str) -> [Option<i64>; 3] {
@@ -1179,4 +1179,109 @@ fn no_axes_a_scalar_plus_zero_and_a_clamp_of_constants_fold() {
     g:i32[] = div f 2:i32[]
   in (g,) }";
     assert_eq!(totals(clamped), [Some(0), Some(0), Some(0)], "p2001965");
+}
+
+/// What only instructions of empty results read is erased, unless the
+/// canonicalisation cannot erase it: a `transpose` is erased like any
+/// other pure instruction; a `jit` of empty results, a `cond` whose branch
+/// calls a function and a `scan` (its counter's loop) are kept, with what
+/// they read. A comparison of a value with its own unit-axis `rev` folds
+/// (XLA's figures, jax 0.10.2, seeds 2,001,275, 2,001,252, 2,001,544,
+/// 2,000,110 and 2,001,116).
+#[test]
+fn what_only_empty_results_read_is_kept_where_the_canonicalisation_must() {
+    let transposed = "{ lambda ; a:i8[2,1,1]. let
+    b:i8[1,1,2] = transpose[permutation=(2, 1, 0)] a
+    c:i8[0,1,1,2] = broadcast_in_dim[broadcast_dimensions=(1, 2, 3)] b
+    d:bool[0,1,1,2] = gt c 1:i8[]
+    e:bool[0,1,2] = reduce_or[axes=(1,)] d
+    f:i32[0,1,2] = convert_element_type[new_dtype=int32 weak_type=True] e
+    g:bool[0,1,2] = ge f 1:i32[]
+  in (g,) }";
+    assert_eq!(totals(transposed), [Some(0), Some(0), Some(0)], "p2001275");
+    let empty_jit = "{ lambda ; a:f32[]. let
+    b:f32[1] = reshape[dimensions=None new_sizes=(1,) sharding=None] a
+    c:f32[] = reduce_sum[axes=(0,) out_sharding=None] b
+    _:bool[] = gt c 1.0:f32[]
+    d:f32[0] = jit[
+      name=<lambda>
+      jaxpr={ lambda ; b:f32[1]. let
+          d:f32[0] = pad[padding_config=((-1, 0, 0),)] b 0.0:f32[]
+        in (d,) }
+    ] b
+    e:f32[0] = clamp 1.0:f32[] d 2.0:f32[]
+    f:f32[0] = logistic e
+  in (f,) }";
+    assert_eq!(totals(empty_jit), [Some(0), Some(0), Some(8)], "p2001252");
+    let cond_calling = "{ lambda ; a:f32[4,1]. let
+    b:f32[4,1] = dynamic_slice[slice_sizes=(4, 1)] a 2:i32[] 0:i32[]
+    c:f32[] = reduce_sum[axes=(0, 1) out_sharding=None] b
+    d:bool[] = gt c 1.0:f32[]
+    e:i32[] = convert_element_type[new_dtype=int32 weak_type=False] d
+    f:f32[4,1] = cond[
+      branches=(
+        { lambda ; g:f32[4,1]. let  in (g,) }
+        { lambda ; h:f32[4,1]. let
+            i:f32[] = reduce_sum[axes=(0, 1) out_sharding=None] h
+            j:bool[] = gt i 1.0:f32[]
+            k:f32[4,1] = jit[
+              name=sort
+              jaxpr={ lambda ; h:f32[4,1]. let
+                  k:f32[4,1] = sort[dimension=0 is_stable=True num_keys=1] h
+                in (k,) }
+            ] h
+          in (k,) }
+      )
+    ] e b
+    l:f32[1,1] = slice[limit_indices=(1, 1) start_indices=(0, 0) strides=None] f
+    m:f32[1,1] = mul l 2.0:f32[]
+    n:f32[4,1] = dynamic_update_slice f m 1:i32[] 0:i32[]
+    o:f32[0,4,1] = broadcast_in_dim[broadcast_dimensions=(1, 2)] n
+  in (o,) }";
+    assert_eq!(
+        totals(cond_calling),
+        [Some(13), Some(0), Some(70)],
+        "p2001544"
+    );
+    let scan_counter = "{ lambda ; a:f32[0,5]. let
+    b:f32[5,0] = transpose[permutation=(1, 0)] a
+    _:f32[0] = broadcast_in_dim 1.0:f32[]
+    c:f32[5,0] _:f32[3] = scan[
+      jaxpr={ lambda ; d:f32[5,0]. let
+          e:f32[5,0] = integer_pow[y=1] d
+          f:f32[] = reduce_sum[axes=(0, 1) out_sharding=None] e
+        in (e, f) }
+      length=3
+      num_carry=1
+      num_consts=0
+      reverse=False
+      unroll=1
+    ] b
+    g:f32[1,0] = slice[limit_indices=(1, 0) start_indices=(0, 0) strides=None] c
+    h:f32[1,0] = mul g 2.0:f32[]
+    i:f32[5,0] = dynamic_update_slice c h 5:i32[] 0:i32[]
+    j:f32[5,0] = rev[dimensions=(1,)] i
+  in (j,) }";
+    assert_eq!(
+        totals(scan_counter),
+        [Some(2), Some(0), Some(21)],
+        "p2000110"
+    );
+    let self_comparison = "{ lambda ; a:u8[3,3]. let
+    b:u8[3,3] = not a
+    c:u8[1,3] = jit[
+      name=<lambda>
+      jaxpr={ lambda ; b:u8[3,3]. let
+          c:u8[1,3] = dynamic_slice[slice_sizes=(1, 3)] b 3:i32[] 0:i32[]
+        in (c,) }
+    ] b
+    d:u8[1,3] = rev[dimensions=(0,)] c
+    e:bool[1,3] = eq c d
+    f:bool[1,3] = dynamic_update_slice e e 0:i32[] 0:i32[]
+  in (f,) }";
+    assert_eq!(
+        totals(self_comparison),
+        [Some(9), Some(0), Some(28)],
+        "p2001116"
+    );
 }
