@@ -374,7 +374,7 @@ pub struct Cost {
     /// `is_finite`, `pad`, nor for the CHLO expansions that go through them
     /// (`lgamma`, `digamma`, `erf_inv`, the inverse trigonometric and
     /// hyperbolic functions, `igamma`, `regularized_incomplete_beta`,
-    /// `nextafter`): those are kept, and what reads them too.
+    /// `nextafter`, the shifts): those are kept, and what reads them too.
     pub folds: bool,
     /// Whether JAX lowers it to a call of a private function
     /// (`mlir.register_lowering(..., inline=False)` in jax 0.10.2:
@@ -2287,18 +2287,21 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "shift_left",
         family: Binary,
         doc: "Left shift, elementwise.",
+        cost: ELEMENTWISE_KEPT,
         ..ROW
     },
     Primitive {
         name: "shift_right_arithmetic",
         family: Binary,
         doc: "Arithmetic right shift, elementwise.",
+        cost: ELEMENTWISE_KEPT,
         ..ROW
     },
     Primitive {
         name: "shift_right_logical",
         family: Binary,
         doc: "Logical right shift, elementwise.",
+        cost: ELEMENTWISE_KEPT,
         ..ROW
     },
     Primitive {

@@ -1225,16 +1225,16 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner: &Cost) -> Cost {
                 view.operands.iter().collect()
             };
             // A `pad` of its operand's type may still move elements: low
-            // padding of -1 and high of 1 shift them.
+            // padding of -1 and high of 1 shift them (and one of a size-1
+            // axis's interior is kept).
             let moves_nothing = view.prim() != Some(Prim::Pad)
                 || view
                     .eqn
                     .param("padding_config")
                     .and_then(|p| tuple_items(&p.value))
                     .is_some_and(|axes| {
-                        axes.iter().all(|axis| {
-                            int_items(axis).is_some_and(|c| c.len() == 3 && c[0] == 0 && c[1] == 0)
-                        })
+                        axes.iter()
+                            .all(|axis| int_items(axis).is_some_and(|c| c == [0, 0, 0]))
                     });
             let unchanged = view.results.len() == 1
                 && moves_nothing
@@ -2118,9 +2118,10 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> (Vec<(EqnId, 
                 let source = |v: jaxpr_types::VarId| same_as.get(&v).copied().unwrap_or(v);
                 let same =
                     matches!((left, right), (Some(l), Some(r)) if source(l.var) == source(r.var));
+                // `x ^ x` and `x - x` are zeros too.
                 let truth = match eqn_info.prim {
                     Some(Prim::Eq | Prim::Le | Prim::Ge) => Some(1.0),
-                    Some(Prim::Ne | Prim::Lt | Prim::Gt) => Some(0.0),
+                    Some(Prim::Ne | Prim::Lt | Prim::Gt | Prim::Xor | Prim::Sub) => Some(0.0),
                     _ => None,
                 };
                 truth.filter(|_| exact && same)
@@ -2747,6 +2748,8 @@ pub(crate) fn sliced_concatenates(
         *uses.entry(var).or_default() += 1;
     }
     let mut made_by: rustc_hash::FxHashMap<jaxpr_types::VarId, EqnId> = Default::default();
+    // Each result's equation, for those only a dropped concatenate reads.
+    let mut producer: rustc_hash::FxHashMap<jaxpr_types::VarId, EqnId> = Default::default();
     for &e in &info.eqns {
         if walk.eqns[e.0 as usize]
             .as_ref()
@@ -2758,6 +2761,9 @@ pub(crate) fn sliced_concatenates(
         for var in eqn.args.iter().filter_map(var_of) {
             *uses.entry(var).or_default() += 1;
         }
+        for &out in analysis.eqn(e).outs.iter().flatten() {
+            producer.insert(out, e);
+        }
         if analysis.eqn(e).prim == Some(Prim::Concatenate)
             && let [Some(out)] = analysis.eqn(e).outs[..]
         {
@@ -2767,6 +2773,8 @@ pub(crate) fn sliced_concatenates(
     let mut out = Vec::new();
     let mut moved = Vec::new();
     let mut moved_from: rustc_hash::FxHashMap<EqnId, usize> = Default::default();
+    // The operands the slices read instead.
+    let mut now_read: rustc_hash::FxHashSet<jaxpr_types::VarId> = Default::default();
     for &e in &info.eqns {
         let eqn_info = analysis.eqn(e);
         if handled(e) || !matches!(eqn_info.prim, Some(Prim::Slice | Prim::DynamicSlice)) {
@@ -2841,6 +2849,7 @@ pub(crate) fn sliced_concatenates(
         moved.push(e);
         *moved_from.entry(concat).or_default() += 1;
         let kept = &parts[first..last];
+        now_read.extend(kept.iter().filter_map(|(v, _)| *v));
         let length: i64 = lengths[first..last].iter().sum();
         let whole = (0..start.len()).all(|k| {
             let (s, l) = if k == axis {
@@ -2875,7 +2884,8 @@ pub(crate) fn sliced_concatenates(
             out.push((concat, cost, None));
         }
     }
-    // A concatenate whose every use was such a slice is read no more.
+    // A concatenate whose every use was such a slice is read no more, nor
+    // is an operand only it read, when it only computes its result.
     for (concat, n) in moved_from {
         let outs = &analysis.eqn(concat).outs;
         if let [Some(v)] = outs[..]
@@ -2883,10 +2893,44 @@ pub(crate) fn sliced_concatenates(
             && !out.iter().any(|(e, _, _)| *e == concat)
         {
             out.push((concat, Cost::zero(), Some(DEAD_CONCATENATE)));
+            let Some(syntax) = syntax_of(concat) else {
+                continue;
+            };
+            for operand in syntax.args.iter().filter_map(var_of) {
+                let read_here = syntax
+                    .args
+                    .iter()
+                    .filter(|a| var_of(a) == Some(operand))
+                    .count();
+                let Some(&e) = producer.get(&operand) else {
+                    continue;
+                };
+                let pure = analysis
+                    .eqn(e)
+                    .prim
+                    .is_some_and(|p| p.row().cost().rule.is_pure());
+                let only_here = analysis
+                    .eqn(e)
+                    .outs
+                    .iter()
+                    .flatten()
+                    .all(|o| *o == operand && uses.get(o) == Some(&read_here));
+                if pure
+                    && only_here
+                    && !now_read.contains(&operand)
+                    && !handled(e)
+                    && !out.iter().any(|(o, _, _)| *o == e)
+                {
+                    out.push((e, Cost::zero(), Some(DEAD_CONCATENATE_OPERAND)));
+                }
+            }
         }
     }
     (out, moved)
 }
+
+const DEAD_CONCATENATE_OPERAND: &str =
+    "only a concatenate that slices of its operands replace read it: erased with it";
 
 const SLICED_WHOLE: &str =
     "a slice of the one operand of a concatenate it reads, whole: that operand";
