@@ -334,6 +334,8 @@ struct Walk<'a, 'f> {
 const DEAD: &str = "nothing reads its results: JAX's lowering drops it";
 const EMPTY_CALL: &str = "its results are empty arrays, which what reads them gets as empty constants: JAX's lowering drops the call";
 const ONE_VALUE: &str = "selects between one value: folded to that value before XLA sees it";
+const UNREAD_ONCE_FOLDED: &str =
+    "only equations folded without reading it read its results: erased";
 const FOLDED: &str = "its operands are constants: folded into a constant before XLA sees it";
 
 /// The first reason of two that a count is not XLA's.
@@ -374,6 +376,14 @@ impl Walk<'_, '_> {
                 total,
                 xla: XlaCount::Equal,
                 dropped: Some(FOLDED),
+                slack: Slack::default(),
+            });
+        }
+        for e in self.unread_once_folded(id) {
+            self.eqns[e.0 as usize] = Some(EqnCost {
+                total: Cost::zero(),
+                xla: XlaCount::Equal,
+                dropped: Some(UNREAD_ONCE_FOLDED),
                 slack: Slack::default(),
             });
         }
@@ -694,6 +704,49 @@ impl Walk<'_, '_> {
     /// marker, or a call, loop or conditional of such jaxprs (JAX's
     /// `dce_jaxpr` drops a `while` nothing reads, having no rule of its
     /// own, and `cond`'s and `scan`'s rules do the same).
+    /// The equations of jaxpr `id` that only computed what folded
+    /// equations read: a comparison of a value with itself folds without
+    /// reading it (`x != x` of integers), and the canonicalisation then
+    /// erases what computed it. Only results something read before folding
+    /// are considered (what is kept for another reason stays).
+    fn unread_once_folded(&self, id: JaxprId) -> Vec<EqnId> {
+        let analysis = self.analysis;
+        let info = analysis.jaxpr(id);
+        let mut live: rustc_hash::FxHashSet<jaxpr_types::VarId> =
+            info.outs.iter().filter_map(|o| o.var).collect();
+        let mut unread = Vec::new();
+        for &e in info.eqns.iter().rev() {
+            if self.eqns[e.0 as usize]
+                .as_ref()
+                .is_some_and(|c| c.dropped.is_some())
+            {
+                continue;
+            }
+            let eqn_info = analysis.eqn(e);
+            let Some(&syntax) = self.syntax.get(&eqn_info.range.start) else {
+                continue;
+            };
+            let pure = eqn_info.callees.is_empty()
+                && (eqn_info.prim == Some(Prim::Transpose)
+                    || eqn_info.prim.is_some_and(|p| p.row().cost().rule.is_pure()));
+            let outs: Vec<_> = eqn_info.outs.iter().flatten().collect();
+            if pure
+                && !outs.is_empty()
+                && outs
+                    .iter()
+                    .all(|v| self.read.contains(v) && !live.contains(v))
+            {
+                unread.push(e);
+                continue;
+            }
+            live.extend(syntax.args.iter().filter_map(|atom| match atom {
+                ast::Atom::Var(name) => analysis.ref_at(name.range).map(|r| r.var),
+                ast::Atom::Lit(_) => None,
+            }));
+        }
+        unread
+    }
+
     /// Whether jaxpr `id`, or one it holds, lowers to a `func.call`: a
     /// call primitive, or one JAX lowers to a call
     /// ([`jaxpr_check::registry::Cost::called`]).
