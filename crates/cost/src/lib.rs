@@ -387,35 +387,10 @@ impl Walk<'_, '_> {
                 slack: Slack::default(),
             });
         }
-        for (e, total, dropped) in rules::reshape_chains(self, id) {
-            let slack = Slack::default();
-            // An inner reshape may be an outer one too: the drop wins.
-            if self.eqns[e.0 as usize]
-                .as_ref()
-                .is_none_or(|c| c.dropped.is_none())
-            {
-                self.eqns[e.0 as usize] = Some(EqnCost {
-                    total,
-                    xla: XlaCount::Equal,
-                    dropped,
-                    slack,
-                });
-            }
-        }
-        for (e, total, dropped) in rules::broadcast_chains(self, id) {
-            // An inner broadcast may be an outer one too: the drop wins.
-            if self.eqns[e.0 as usize]
-                .as_ref()
-                .is_none_or(|c| c.dropped.is_none())
-            {
-                self.eqns[e.0 as usize] = Some(EqnCost {
-                    total,
-                    xla: XlaCount::Equal,
-                    dropped,
-                    slack: Slack::default(),
-                });
-            }
-        }
+        let reshapes = rules::reshape_chains(self, id);
+        self.compose_chains(reshapes);
+        let broadcasts = rules::broadcast_chains(self, id);
+        self.compose_chains(broadcasts);
         let (sliced, resliced) = rules::sliced_concatenates(self, id);
         self.resliced.extend(resliced);
         for (e, total, dropped) in sliced {
@@ -704,6 +679,25 @@ impl Walk<'_, '_> {
     /// marker, or a call, loop or conditional of such jaxprs (JAX's
     /// `dce_jaxpr` drops a `while` nothing reads, having no rule of its
     /// own, and `cond`'s and `scan`'s rules do the same).
+    /// Records the costs of chains the canonicalisation composes
+    /// ([`rules::reshape_chains`], [`rules::broadcast_chains`]).
+    fn compose_chains(&mut self, chains: Vec<(EqnId, Cost, Option<&'static str>)>) {
+        for (e, total, dropped) in chains {
+            // An inner equation may be an outer one too: the drop wins.
+            if self.eqns[e.0 as usize]
+                .as_ref()
+                .is_none_or(|c| c.dropped.is_none())
+            {
+                self.eqns[e.0 as usize] = Some(EqnCost {
+                    total,
+                    xla: XlaCount::Equal,
+                    dropped,
+                    slack: Slack::default(),
+                });
+            }
+        }
+    }
+
     /// The equations of jaxpr `id` that only computed what folded
     /// equations read: a comparison of a value with itself folds without
     /// reading it (`x != x` of integers), and the canonicalisation then

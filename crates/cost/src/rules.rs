@@ -2511,7 +2511,34 @@ pub(crate) fn reshape_chains(
         };
         reshape_of.insert(out, (e, source));
     }
-    // Which inner reshapes something other than an outer reshape reads.
+    let composed = outer
+        .into_iter()
+        .filter_map(|(e, inner, source)| {
+            let result = result_types(analysis, analysis.eqn(e)).first().cloned()??;
+            let mut cost = Cost::zero();
+            if result != source {
+                cost.bytes_accessed =
+                    bytes(&source, None, analysis).add(&bytes(&result, None, analysis));
+            }
+            Some((e, inner, cost))
+        })
+        .collect();
+    with_inner_drops(walk, id, composed, RESHAPED)
+}
+
+/// The costs of chains whose outer equations (`outer`: each with the inner
+/// one it composes and its cost) StableHLO's canonicalisation makes one:
+/// the outer ones, and the inner ones only outer ones read, dropped for
+/// `why`.
+fn with_inner_drops(
+    walk: &Walk<'_, '_>,
+    id: JaxprId,
+    outer: Vec<(EqnId, EqnId, Cost)>,
+    why: &'static str,
+) -> Vec<(EqnId, Cost, Option<&'static str>)> {
+    let analysis = walk.analysis;
+    let info = analysis.jaxpr(id);
+    // Which inner equations something other than an outer one reads.
     let outers: rustc_hash::FxHashSet<EqnId> = outer.iter().map(|(e, _, _)| *e).collect();
     let mut read_elsewhere: rustc_hash::FxHashSet<jaxpr_types::VarId> =
         info.outs.iter().filter_map(|o| o.var).collect();
@@ -2523,7 +2550,7 @@ pub(crate) fn reshape_chains(
         {
             continue;
         }
-        if let Some(eqn) = syntax_of(e) {
+        if let Some(eqn) = walk.syntax.get(&analysis.eqn(e).range.start) {
             read_elsewhere.extend(eqn.args.iter().filter_map(|atom| match atom {
                 ast::Atom::Var(name) => analysis.ref_at(name.range).map(|r| r.var),
                 ast::Atom::Lit(_) => None,
@@ -2532,16 +2559,7 @@ pub(crate) fn reshape_chains(
     }
     let mut out = Vec::new();
     let mut dropped: rustc_hash::FxHashSet<EqnId> = Default::default();
-    for (e, inner, source) in outer {
-        let eqn_info = analysis.eqn(e);
-        let Some(Some(result)) = result_types(analysis, eqn_info).first().cloned() else {
-            continue;
-        };
-        let mut cost = Cost::zero();
-        if result != source {
-            cost.bytes_accessed =
-                bytes(&source, None, analysis).add(&bytes(&result, None, analysis));
-        }
+    for (e, inner, cost) in outer {
         out.push((e, cost, None));
         let inner_unread = analysis
             .eqn(inner)
@@ -2550,7 +2568,7 @@ pub(crate) fn reshape_chains(
             .flatten()
             .all(|v| !read_elsewhere.contains(v));
         if inner_unread && dropped.insert(inner) {
-            out.push((inner, Cost::zero(), Some(RESHAPED)));
+            out.push((inner, Cost::zero(), Some(why)));
         }
     }
     out
@@ -2615,59 +2633,34 @@ pub(crate) fn broadcast_chains(
         };
         broadcast_of.insert(*out, (e, source, composed));
     }
-    let outers: rustc_hash::FxHashSet<EqnId> = outer.iter().map(|(e, ..)| *e).collect();
-    let mut read_elsewhere: rustc_hash::FxHashSet<jaxpr_types::VarId> =
-        info.outs.iter().filter_map(|o| o.var).collect();
-    for &e in &info.eqns {
-        if outers.contains(&e)
-            || walk.eqns[e.0 as usize]
-                .as_ref()
-                .is_some_and(|c| c.dropped.is_some())
-        {
-            continue;
-        }
-        if let Some(eqn) = syntax_of(e) {
-            read_elsewhere.extend(eqn.args.iter().filter_map(var_of));
-        }
-    }
-    let mut out = Vec::new();
-    let mut dropped: rustc_hash::FxHashSet<EqnId> = Default::default();
-    for (e, inner, source, axes) in outer {
-        let Some(Some(result)) = result_types(analysis, analysis.eqn(e)).first().cloned() else {
-            continue;
-        };
-        let source_ty = &analysis.var(source).ty;
-        // A size-1 axis of the source stretched in the result: HLO's
-        // `broadcast` cannot ([`broadcast_bytes`]).
-        let stretches = source_ty.shape.iter().zip(&axes).any(|(dim, &axis)| {
-            *dim == jaxpr_types::Dim::Const(1)
-                && usize::try_from(axis)
-                    .ok()
-                    .and_then(|a| result.shape.get(a))
-                    .is_some_and(|d| *d != jaxpr_types::Dim::Const(1))
-        });
-        let (from, to) = (
-            bytes(source_ty, None, analysis),
-            bytes(&result, None, analysis),
-        );
-        let mut cost = Cost::zero();
-        cost.bytes_accessed = if stretches && !source_ty.is_scalar() {
-            broadcast_bytes(false, &from, &to)
-        } else {
-            from.add(&to)
-        };
-        out.push((e, cost, None));
-        let inner_unread = analysis
-            .eqn(inner)
-            .outs
-            .iter()
-            .flatten()
-            .all(|v| !read_elsewhere.contains(v));
-        if inner_unread && dropped.insert(inner) {
-            out.push((inner, Cost::zero(), Some(BROADCAST_COMPOSED)));
-        }
-    }
-    out
+    let composed = outer
+        .into_iter()
+        .filter_map(|(e, inner, source, axes)| {
+            let result = result_types(analysis, analysis.eqn(e)).first().cloned()??;
+            let source_ty = &analysis.var(source).ty;
+            // A size-1 axis of the source stretched in the result: HLO's
+            // `broadcast` cannot ([`broadcast_bytes`]).
+            let stretches = source_ty.shape.iter().zip(&axes).any(|(dim, &axis)| {
+                *dim == jaxpr_types::Dim::Const(1)
+                    && usize::try_from(axis)
+                        .ok()
+                        .and_then(|a| result.shape.get(a))
+                        .is_some_and(|d| *d != jaxpr_types::Dim::Const(1))
+            });
+            let (from, to) = (
+                bytes(source_ty, None, analysis),
+                bytes(&result, None, analysis),
+            );
+            let mut cost = Cost::zero();
+            cost.bytes_accessed = if stretches && !source_ty.is_scalar() {
+                broadcast_bytes(false, &from, &to)
+            } else {
+                from.add(&to)
+            };
+            Some((e, inner, cost))
+        })
+        .collect();
+    with_inner_drops(walk, id, composed, BROADCAST_COMPOSED)
 }
 
 const BROADCAST_COMPOSED: &str = "a broadcast only broadcasts read: composed into them";
