@@ -7,8 +7,10 @@ arithmetic and comparisons, conversions, array movements, gathers and scatters b
 reductions, cumulative reductions, `sort`, `dot_general`, convolutions with strides, padding and
 dilation, and `cond`/`scan`/`fori_loop`/`jit` around nested steps), which this generator wraps,
 for a third of the seeds, in `jax.vmap` (over a leading axis of 2 or 3) or `jax.grad` (of the sum
-of a floating result); three in ten are traced at symbolic shapes (`jax.export`, every extent a
-symbol of its own) where JAX traces and exports them so. JAX judges it twice: `jax.make_jaxpr` prints it and `check_jaxpr` accepts
+of a floating result); three in ten are traced at symbolic shapes (`jax.export`: symbols shared
+between equal extents, twice a symbol for some even extents, lower bounds and orders between
+symbols as constraints; else every extent a symbol of its own) where JAX traces and exports them
+so. JAX judges it twice: `jax.make_jaxpr` prints it and `check_jaxpr` accepts
 it (the checker must report no error on it), and `jax.jit` runs JAX's lowering on XLA for the
 values both back ends must give, each element within the larger of its dtype's bound and twice
 XLA's own distance from the program's double-precision twin (`f64_twin`, an example's `twin`).
@@ -20,7 +22,8 @@ NAME.recorded.json with their values, as the Python API records them. Judged by 
 `random_programs_check_clean_and_build_with_jaxs_values`:
 
     PY=$(bash tests/trace/venv.sh jax 0.10.2)
-    # the committed sample (fixed seeds, and FOUND: full runs' seeds that found a disagreement)
+    # the committed sample (fixed seeds; FOUND: full runs' seeds that found a disagreement;
+    # SYMBOLIC: full runs' seeds with shared symbols, multiples and constraints)
     $PY corpus-gen/programs_random/random_programs.py sample 150 tests/data/programs-random
     # the full run (the folder is scratch), then its judgement
     $PY corpus-gen/programs_random/random_programs.py run 2000 /tmp/programs-run
@@ -66,6 +69,10 @@ GROUP = "random"
 # and reshapes at symbolic shapes, `np.int64` in a dimension tuple, nested closed jaxprs' constants.
 FOUND = [5000121, 5000314, 5000384, 5000421, 5000499, 5000616, 5000745, 5000944, 5001085,
          5001328, 5001385, 5001518, 5001676, 5001776]
+# Full runs' seeds traced at symbolic shapes with symbols shared between extents, multiples of
+# a symbol and constraints, kept in the committed sample so that CI checks and builds them.
+SYMBOLIC = [5000208, 5000213, 5000246, 5000248, 5000290, 5000322, 5000347, 5000362, 5000376,
+            5000394]
 
 
 def make(seed):
@@ -87,6 +94,34 @@ def make(seed):
     return p, x, "plain"
 
 
+def symbolic_spec(shape, r):
+    """A `jax.export` shape spec for an input of `shape`, with constraints its extents satisfy:
+    each extent a symbol, or (drawn by `r`) an equal extent's symbol again, twice a symbol for an
+    even extent, and a lower bound or an order between two symbols as constraints."""
+    terms, by_extent, values, constraints = [], {}, {}, []
+    for i, n in enumerate(shape):
+        if n in by_extent and r.random() < 0.5:
+            terms.append(by_extent[n])
+            continue
+        name = f"d{i}"
+        if n % 2 == 0 and r.random() < 0.3:
+            term, values[name] = f"2*{name}", n // 2
+        else:
+            term, values[name] = name, n
+        terms.append(term)
+        by_extent.setdefault(n, term)
+    names = sorted(values)
+    if names and r.random() < 0.3:
+        name = r.choice(names)
+        constraints.append(f"{name} >= {r.randint(1, values[name])}")
+    if len(names) >= 2 and r.random() < 0.3:
+        a, b = r.sample(names, 2)
+        if values[a] < values[b]:
+            a, b = b, a
+        constraints.append(f"{a} >= {b}")
+    return ", ".join(terms), constraints
+
+
 def record(seed):
     """(text, manifest entry, examples, nested constants) of the program of `seed`."""
     from jax._src import core
@@ -94,19 +129,25 @@ def record(seed):
     cj = jax.make_jaxpr(fn)(x)
     symbolic, run = None, jax.jit(fn)
     if pyrandom.Random(seed * 17 + 3).random() < 0.3 and x.ndim and min(x.shape) >= 1:
-        # Every extent a symbol of its own (`jax.export`'s symbolic shapes), where JAX traces and
-        # exports the program so. The values are the exported program's at the concrete input:
-        # a step JAX refuses at symbolic shapes is redrawn, so the program traced symbolically
-        # may differ from the concrete one.
+        # Symbolic extents (`jax.export`'s symbolic shapes): symbols shared between equal extents,
+        # multiples of a symbol and constraints (`symbolic_spec`), else every extent a symbol of
+        # its own, where JAX traces and exports the program so. The values are the exported
+        # program's at the concrete input: a step JAX refuses at symbolic shapes is redrawn, so
+        # the program traced symbolically may differ from the concrete one.
         from jax import export
-        spec = ", ".join(f"d{i}" for i in range(x.ndim))
-        try:
-            specs = export.symbolic_args_specs((x,), (spec,))
-            traced = jax.make_jaxpr(fn)(*specs)
-            exported = export.export(jax.jit(fn))(*specs)
-            cj, symbolic, run = traced, [spec], exported.call
-        except Exception:  # noqa: BLE001  (the program needs a concrete extent: traced concretely)
-            pass
+        own = ", ".join(f"d{i}" for i in range(x.ndim))
+        # A seed kept for what it found keeps the spec it found it with.
+        drawn = [] if seed in FOUND else [symbolic_spec(x.shape, pyrandom.Random(seed * 19 + 7))]
+        for spec, constraints in drawn + [(own, [])]:
+            try:
+                specs = export.symbolic_args_specs((x,), (spec,), constraints=constraints)
+                traced = jax.make_jaxpr(fn)(*specs)
+                exported = export.export(jax.jit(fn))(*specs)
+                cj, run = traced, exported.call
+                symbolic = [spec] + ([{"constraints": constraints}] if constraints else [])
+                break
+            except Exception:  # noqa: BLE001  (needs a concrete extent: the next, else concrete)
+                continue
     text, (constants, _, _, _) = recorded.printed(cj, lambda: str(cj))
     # The outermost jaxpr's constants are inputs, with the values.
     nested = {k: v for k, v in constants.items() if v["nested"]}
@@ -354,7 +395,7 @@ def main():
         return
     cmd, n, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     seeds = list(range(RUN_BASE, RUN_BASE + n)) if cmd == "run" else \
-        list(range(SAMPLE_BASE, SAMPLE_BASE + n)) + FOUND
+        list(range(SAMPLE_BASE, SAMPLE_BASE + n)) + FOUND + SYMBOLIC
     write(seeds, out)
     write_mutants(seeds, out)
 
