@@ -363,29 +363,14 @@ impl Walk<'_, '_> {
         self.visiting[id.0 as usize] = true;
         let info = self.analysis.jaxpr(id);
         for (e, why) in self.dead_eqns(id) {
-            self.eqns[e.0 as usize] = Some(EqnCost {
-                total: Cost::zero(),
-                xla: XlaCount::Equal,
-                dropped: Some(why),
-                slack: Slack::default(),
-            });
+            self.record(e, Cost::zero(), Some(why));
         }
         let (folded, splat_constants) = rules::folded_eqns(self, id);
         for (e, total) in folded {
-            self.eqns[e.0 as usize] = Some(EqnCost {
-                total,
-                xla: XlaCount::Equal,
-                dropped: Some(FOLDED),
-                slack: Slack::default(),
-            });
+            self.record(e, total, Some(FOLDED));
         }
         for e in self.unread_once_folded(id) {
-            self.eqns[e.0 as usize] = Some(EqnCost {
-                total: Cost::zero(),
-                xla: XlaCount::Equal,
-                dropped: Some(UNREAD_ONCE_FOLDED),
-                slack: Slack::default(),
-            });
+            self.record(e, Cost::zero(), Some(UNREAD_ONCE_FOLDED));
         }
         let reshapes = rules::reshape_chains(self, id);
         self.compose_chains(reshapes);
@@ -394,20 +379,10 @@ impl Walk<'_, '_> {
         let (sliced, resliced) = rules::sliced_concatenates(self, id);
         self.resliced.extend(resliced);
         for (e, total, dropped) in sliced {
-            self.eqns[e.0 as usize] = Some(EqnCost {
-                total,
-                xla: XlaCount::Equal,
-                dropped,
-                slack: Slack::default(),
-            });
+            self.record(e, total, dropped);
         }
         for e in rules::nested_concatenates(self, id) {
-            self.eqns[e.0 as usize] = Some(EqnCost {
-                total: Cost::zero(),
-                xla: XlaCount::Equal,
-                dropped: Some(rules::CONCATENATED),
-                slack: Slack::default(),
-            });
+            self.record(e, Cost::zero(), Some(rules::CONCATENATED));
         }
         // Closed-over splat constants that kept equations read.
         let mut total = splat_constants;
@@ -675,10 +650,6 @@ impl Walk<'_, '_> {
         (info.invars.iter().map(|v| live.contains(v)).collect(), eqns)
     }
 
-    /// Whether a jaxpr only computes its results: every equation pure, a
-    /// marker, or a call, loop or conditional of such jaxprs (JAX's
-    /// `dce_jaxpr` drops a `while` nothing reads, having no rule of its
-    /// own, and `cond`'s and `scan`'s rules do the same).
     /// Records the costs of chains the canonicalisation composes
     /// ([`rules::reshape_chains`], [`rules::broadcast_chains`]).
     fn compose_chains(&mut self, chains: Vec<(EqnId, Cost, Option<&'static str>)>) {
@@ -688,14 +659,20 @@ impl Walk<'_, '_> {
                 .as_ref()
                 .is_none_or(|c| c.dropped.is_none())
             {
-                self.eqns[e.0 as usize] = Some(EqnCost {
-                    total,
-                    xla: XlaCount::Equal,
-                    dropped,
-                    slack: Slack::default(),
-                });
+                self.record(e, total, dropped);
             }
         }
+    }
+
+    /// Records equation `e`'s cost as the canonicalisation leaves it: XLA's
+    /// count, `dropped` saying why when nothing of it is left.
+    fn record(&mut self, e: EqnId, total: Cost, dropped: Option<&'static str>) {
+        self.eqns[e.0 as usize] = Some(EqnCost {
+            total,
+            xla: XlaCount::Equal,
+            dropped,
+            slack: Slack::default(),
+        });
     }
 
     /// The equations of jaxpr `id` that only computed what folded
@@ -755,6 +732,10 @@ impl Walk<'_, '_> {
         })
     }
 
+    /// Whether a jaxpr only computes its results: every equation pure, a
+    /// marker, or a call, loop or conditional of such jaxprs (JAX's
+    /// `dce_jaxpr` drops a `while` nothing reads, having no rule of its
+    /// own, and `cond`'s and `scan`'s rules do the same).
     fn has_no_effect(&self, id: JaxprId) -> bool {
         self.analysis.jaxpr(id).eqns.iter().all(|&e| {
             let info = self.analysis.eqn(e);
