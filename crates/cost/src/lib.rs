@@ -483,10 +483,10 @@ impl Walk<'_, '_> {
                         .is_some_and(|ty| elements(ty, analysis).is_zero())
                 });
             let operands = || {
-                syntax.args.iter().filter_map(|atom| match atom {
-                    ast::Atom::Var(name) => analysis.ref_at(name.range).map(|r| r.var),
-                    ast::Atom::Lit(_) => None,
-                })
+                syntax
+                    .args
+                    .iter()
+                    .filter_map(|atom| rules::atom_var(analysis, atom))
             };
             // What JAX lowers to a call that only such instructions read is
             // kept ([`jaxpr_check::registry::Cost::called`]).
@@ -641,10 +641,12 @@ impl Walk<'_, '_> {
                     );
                 };
                 eqns.insert(e);
-                live.extend(syntax.args.iter().filter_map(|atom| match atom {
-                    ast::Atom::Var(name) => analysis.ref_at(name.range).map(|r| r.var),
-                    ast::Atom::Lit(_) => None,
-                }));
+                live.extend(
+                    syntax
+                        .args
+                        .iter()
+                        .filter_map(|atom| rules::atom_var(analysis, atom)),
+                );
             }
         }
         (info.invars.iter().map(|v| live.contains(v)).collect(), eqns)
@@ -710,10 +712,12 @@ impl Walk<'_, '_> {
                 unread.push(e);
                 continue;
             }
-            live.extend(syntax.args.iter().filter_map(|atom| match atom {
-                ast::Atom::Var(name) => analysis.ref_at(name.range).map(|r| r.var),
-                ast::Atom::Lit(_) => None,
-            }));
+            live.extend(
+                syntax
+                    .args
+                    .iter()
+                    .filter_map(|atom| rules::atom_var(analysis, atom)),
+            );
         }
         unread
     }

@@ -313,11 +313,7 @@ impl EqnView<'_> {
         else {
             return false;
         };
-        operand.shape.iter().zip(&axes).any(|(dim, &axis)| {
-            let stretched = usize::try_from(axis).ok().and_then(|a| result.shape.get(a));
-            *dim == jaxpr_types::Dim::Const(1)
-                && stretched.is_some_and(|d| *d != jaxpr_types::Dim::Const(1))
-        })
+        stretches_unit_axes(&operand.shape, &axes, &result.shape)
     }
     /// Whether it is a `transpose` that moves size-1 axes only (the other
     /// axes keep their order), and not the identity.
@@ -374,8 +370,6 @@ impl EqnView<'_> {
     }
 }
 
-/// Whether `value` is `identity` for `dtype` (`-1`: every bit set, which
-/// is `True` for booleans and the largest value for unsigned integers).
 /// Whether `permutation` of an operand of `shape` moves size-1 axes only
 /// (the other axes keep their order) and is not the identity.
 fn moves_only_unit_axes(permutation: &[i64], shape: &Shape) -> bool {
@@ -396,6 +390,43 @@ fn moves_only_unit_axes(permutation: &[i64], shape: &Shape) -> bool {
     !identity && moved.windows(2).all(|pair| pair[0] < pair[1])
 }
 
+/// Whether a broadcast of an operand of `shape` along `axes` stretches a
+/// size-1 axis in `result`, which HLO's `broadcast` cannot
+/// ([`broadcast_bytes`]).
+fn stretches_unit_axes(shape: &Shape, axes: &[i64], result: &Shape) -> bool {
+    shape.iter().zip(axes).any(|(dim, &axis)| {
+        let stretched = usize::try_from(axis).ok().and_then(|a| result.get(a));
+        *dim == jaxpr_types::Dim::Const(1)
+            && stretched.is_some_and(|d| *d != jaxpr_types::Dim::Const(1))
+    })
+}
+
+/// Whether a `rev` of an operand of `shape` reverses no axis, or only
+/// axes of size 1 (or 0): it is its operand.
+fn reverses_nothing(eqn: &ast::Eqn, shape: &Shape) -> bool {
+    eqn.param("dimensions")
+        .and_then(|p| int_items(&p.value))
+        .is_some_and(|dims| {
+            dims.iter().all(|&d| {
+                usize::try_from(d)
+                    .ok()
+                    .and_then(|d| shape.get(d))
+                    .and_then(|n| n.as_const())
+                    .is_some_and(|n| n <= 1)
+            })
+        })
+}
+
+/// The variable an operand names (`None` for a literal).
+pub(crate) fn atom_var(analysis: &Analysis, atom: &ast::Atom) -> Option<jaxpr_types::VarId> {
+    match atom {
+        ast::Atom::Var(name) => analysis.ref_at(name.range).map(|r| r.var),
+        ast::Atom::Lit(_) => None,
+    }
+}
+
+/// Whether `value` is `identity` for `dtype` (`-1`: every bit set, which
+/// is `True` for booleans and the largest value for unsigned integers).
 fn is_identity(identity: i64, value: f64, dtype: Option<&DType>) -> bool {
     match (identity, dtype) {
         (-1, Some(DType::Bool)) => value == 1.0,
@@ -1196,19 +1227,11 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner: &Cost) -> Cost {
         // nothing (`corpus-gen/cost_random`).
         CostRule::Reverse
             if view
-                .eqn
-                .param("dimensions")
-                .and_then(|p| int_items(&p.value))
-                .zip(view.operands.first().cloned().flatten())
-                .is_some_and(|(dims, operand)| {
-                    dims.iter().all(|&d| {
-                        usize::try_from(d)
-                            .ok()
-                            .and_then(|d| operand.shape.get(d))
-                            .and_then(|n| n.as_const())
-                            .is_some_and(|n| n <= 1)
-                    })
-                }) => {}
+                .operands
+                .first()
+                .cloned()
+                .flatten()
+                .is_some_and(|operand| reverses_nothing(view.eqn, &operand.shape)) => {}
         CostRule::Unstack => cost.bytes_accessed = view.result_bytes().scale(4),
         CostRule::Movement | CostRule::Reverse => {
             // A move whose result is its (first) operand, the others scalars
@@ -1389,15 +1412,6 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner: &Cost) -> Cost {
                 .param("axes")
                 .and_then(|p| int_items(&p.value))
                 .is_some_and(|axes| axes.is_empty()) => {}
-        // A reduction over no axes is its operand: the canonicalisation
-        // folds a `reduce` of no dimensions away.
-        CostRule::Reduction
-            if view
-                .eqn
-                .param("axes")
-                .and_then(|p| int_items(&p.value))
-                .is_some_and(|axes| axes.is_empty())
-                && view.operands.first() == view.results.first() => {}
         CostRule::Reduction => {
             // Variadic `reduce` takes its initial values as operands; the
             // named reductions (`reduce_sum`, ...) have theirs implicit.
@@ -2011,23 +2025,13 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> (Vec<(EqnId, 
             continue;
         }
         // A value passed through (`stop_gradient`, a `rev` of size-1 axes
-        // only) is its operand's to the canonicalisation.
+        // only: [`reverses_nothing`]) is its operand's to the
+        // canonicalisation.
         if let ([ast::Atom::Var(operand)], [Some(out)]) = (&syntax.args[..], &eqn_info.outs[..])
             && let Some(operand) = analysis.ref_at(operand.range).map(|r| r.var)
         {
             let passed = match eqn_info.prim {
-                Some(Prim::Rev) => syntax
-                    .param("dimensions")
-                    .and_then(|p| int_items(&p.value))
-                    .is_some_and(|dims| {
-                        let shape = &analysis.var(operand).ty.shape;
-                        dims.iter().all(|&d| {
-                            usize::try_from(d)
-                                .ok()
-                                .and_then(|d| shape.get(d))
-                                .is_some_and(|n| *n == jaxpr_types::Dim::Const(1))
-                        })
-                    }),
+                Some(Prim::Rev) => reverses_nothing(syntax, &analysis.var(operand).ty.shape),
                 Some(p) => p.row().cost().rule == CostRule::PassThrough,
                 None => false,
             };
@@ -2276,10 +2280,12 @@ pub(crate) fn folded_eqns(walk: &mut Walk<'_, '_>, id: JaxprId) -> (Vec<(EqnId, 
                 continue;
             }
             if let Some(&syntax) = walk.syntax.get(&analysis.eqn(e).range.start) {
-                read.extend(syntax.args.iter().filter_map(|atom| match atom {
-                    ast::Atom::Var(name) => analysis.ref_at(name.range).map(|r| r.var),
-                    ast::Atom::Lit(_) => None,
-                }));
+                read.extend(
+                    syntax
+                        .args
+                        .iter()
+                        .filter_map(|atom| atom_var(analysis, atom)),
+                );
             }
         }
         read
@@ -2551,10 +2557,7 @@ fn with_inner_drops(
             continue;
         }
         if let Some(eqn) = walk.syntax.get(&analysis.eqn(e).range.start) {
-            read_elsewhere.extend(eqn.args.iter().filter_map(|atom| match atom {
-                ast::Atom::Var(name) => analysis.ref_at(name.range).map(|r| r.var),
-                ast::Atom::Lit(_) => None,
-            }));
+            read_elsewhere.extend(eqn.args.iter().filter_map(|atom| atom_var(analysis, atom)));
         }
     }
     let mut out = Vec::new();
@@ -2587,10 +2590,7 @@ pub(crate) fn broadcast_chains(
     let info = analysis.jaxpr(id);
     let handled = |e: EqnId| walk.eqns[e.0 as usize].is_some();
     let syntax_of = |e: EqnId| walk.syntax.get(&analysis.eqn(e).range.start).copied();
-    let var_of = |atom: &ast::Atom| match atom {
-        ast::Atom::Var(name) => analysis.ref_at(name.range).map(|r| r.var),
-        ast::Atom::Lit(_) => None,
-    };
+    let var_of = |atom: &ast::Atom| atom_var(analysis, atom);
     let axes_of = |eqn: &ast::Eqn| {
         eqn.param("broadcast_dimensions")
             .and_then(|p| int_items(&p.value))
@@ -2638,15 +2638,7 @@ pub(crate) fn broadcast_chains(
         .filter_map(|(e, inner, source, axes)| {
             let result = result_types(analysis, analysis.eqn(e)).first().cloned()??;
             let source_ty = &analysis.var(source).ty;
-            // A size-1 axis of the source stretched in the result: HLO's
-            // `broadcast` cannot ([`broadcast_bytes`]).
-            let stretches = source_ty.shape.iter().zip(&axes).any(|(dim, &axis)| {
-                *dim == jaxpr_types::Dim::Const(1)
-                    && usize::try_from(axis)
-                        .ok()
-                        .and_then(|a| result.shape.get(a))
-                        .is_some_and(|d| *d != jaxpr_types::Dim::Const(1))
-            });
+            let stretches = stretches_unit_axes(&source_ty.shape, &axes, &result.shape);
             let (from, to) = (
                 bytes(source_ty, None, analysis),
                 bytes(&result, None, analysis),
@@ -2732,16 +2724,12 @@ pub(crate) fn sliced_concatenates(
     let info = analysis.jaxpr(id);
     let handled = |e: EqnId| walk.eqns[e.0 as usize].is_some();
     let syntax_of = |e: EqnId| walk.syntax.get(&analysis.eqn(e).range.start).copied();
-    let var_of = |atom: &ast::Atom| match atom {
-        ast::Atom::Var(name) => analysis.ref_at(name.range).map(|r| r.var),
-        ast::Atom::Lit(_) => None,
-    };
+    let var_of = |atom: &ast::Atom| atom_var(analysis, atom);
     let mut uses: rustc_hash::FxHashMap<jaxpr_types::VarId, usize> = Default::default();
     for var in info.outs.iter().filter_map(|o| o.var) {
         *uses.entry(var).or_default() += 1;
     }
-    let mut made_by: rustc_hash::FxHashMap<jaxpr_types::VarId, EqnId> = Default::default();
-    // Each result's equation, for those only a dropped concatenate reads.
+    // Each result's equation.
     let mut producer: rustc_hash::FxHashMap<jaxpr_types::VarId, EqnId> = Default::default();
     for &e in &info.eqns {
         if walk.eqns[e.0 as usize]
@@ -2756,11 +2744,6 @@ pub(crate) fn sliced_concatenates(
         }
         for &out in analysis.eqn(e).outs.iter().flatten() {
             producer.insert(out, e);
-        }
-        if analysis.eqn(e).prim == Some(Prim::Concatenate)
-            && let [Some(out)] = analysis.eqn(e).outs[..]
-        {
-            made_by.insert(out, e);
         }
     }
     let mut out = Vec::new();
@@ -2777,7 +2760,10 @@ pub(crate) fn sliced_concatenates(
         let Some(source) = eqn.args.first().and_then(var_of) else {
             continue;
         };
-        let Some(&concat) = made_by.get(&source) else {
+        let Some(&concat) = producer
+            .get(&source)
+            .filter(|&&c| analysis.eqn(c).prim == Some(Prim::Concatenate))
+        else {
             continue;
         };
         let Some(concat_syntax) = syntax_of(concat) else {
