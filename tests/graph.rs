@@ -385,3 +385,40 @@ fn each_equation_node_carries_its_cost() {
         assert_eq!(costed, equations(&file), "{name}");
     }
 }
+
+/// `--tiling` (issue 41): a Pallas kernel's blocks per grid point, from
+/// what is recorded beside jax 0.10.2's text; the graph page carries the
+/// same picture in its tiling panel; without the record, the reason the
+/// text does not say, and no picture.
+#[test]
+fn tiling_draws_the_blocks_each_grid_point_takes() {
+    let dir = scratch("tiling");
+    let src = workspace_root().join("tests/data/pallas/jax-0.10.2/matmul_blocked.jaxpr");
+    let svg = graph(&src, &dir.join("t.svg"), &["--tiling"]);
+    assert!(svg.contains("grid (2,2) (4 points)"), "{svg}");
+    assert_eq!(svg.matches(">point (").count(), 4, "{svg}");
+    let page = graph(&src, &dir.join("g.html"), &[]);
+    assert_eq!(page.matches("<details id=\"tiling\">").count(), 1);
+    assert!(page.contains("grid (2,2) (4 points)"));
+
+    // The text alone: no index maps, no picture.
+    let bare = dir.join("matmul_blocked.jaxpr");
+    std::fs::copy(&src, &bare).unwrap();
+    let run = Command::new(env!("CARGO_BIN_EXE_jaxpr"))
+        .args(["graph", "--tiling", "-o"])
+        .arg(dir.join("bare.svg"))
+        .arg(&bare)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("does not print its index map"), "{stderr}");
+    assert!(
+        stderr.contains("no Pallas kernel whose blocks are known"),
+        "{stderr}"
+    );
+    assert!(!dir.join("bare.svg").exists());
+    let page = graph(&bare, &dir.join("bare.html"), &[]);
+    assert!(!page.contains("id=\"tiling\""));
+    let _ = std::fs::remove_dir_all(&dir);
+}

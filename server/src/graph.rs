@@ -4,8 +4,10 @@
 //!
 //! Arguments: `[{ "uri": "...", "nonce": "..." }]`; the nonce marks the
 //! page's inline script and style for the webview's content security policy.
-//! Answer: `{ "html": "...", "equations": N }`. Each equation's node
-//! carries its cost. Groups start open when the
+//! Answer: `{ "html": "...", "equations": N, "kernels": K }`. Each
+//! equation's node carries its cost; the page's tiling panel draws the K
+//! Pallas kernels whose blocks are known (printed, or recorded beside the
+//! file). Groups start open when the
 //! document has at most `OPEN_ALL_UP_TO_EQUATIONS` equations.
 
 use crate::backend::Backend;
@@ -45,6 +47,14 @@ pub async fn execute(backend: &Backend, args: Vec<Value>) -> Result<Option<Value
         .and_then(|mut s| s.next_back().map(str::to_string))
         .unwrap_or_else(|| uri.to_string());
     let nonce = args.nonce;
+    // The blocks of the document's kernels the text does not print are
+    // recorded beside its file (`NAME.recorded.json`); none when it has no
+    // file or an unreadable record.
+    let recorded = uri
+        .to_file_path()
+        .ok()
+        .and_then(|p| jaxpr_lower::recorded::Recorded::for_file(&p, None).ok())
+        .unwrap_or_default();
     let drawn = tokio::task::spawn_blocking(move || {
         salsa::Cancelled::catch(std::panic::AssertUnwindSafe(|| {
             let parse = jaxpr_db::parse(&snap.db, snap.file);
@@ -61,6 +71,12 @@ pub async fn execute(backend: &Backend, args: Vec<Value>) -> Result<Option<Value
             };
             let graph = jaxpr_graph::build(&parse.file, text, &annotations);
             let equations = graph.equation_count();
+            let tilings: Vec<_> =
+                jaxpr_lower::tiling::kernel_tilings(&parse.file, text, &analysis, &recorded)
+                    .into_iter()
+                    .flatten()
+                    .collect();
+            let tiling = (!tilings.is_empty()).then(|| jaxpr_graph::tiling::svg(&tilings));
             let html = jaxpr_graph::html(
                 &graph,
                 &jaxpr_graph::HtmlOptions {
@@ -72,9 +88,10 @@ pub async fn execute(backend: &Backend, args: Vec<Value>) -> Result<Option<Value
                         0
                     },
                     nonce: Some(&nonce),
+                    tiling: tiling.as_deref(),
                 },
             );
-            (html, equations)
+            (html, equations, tilings.len())
         }))
     })
     .await
@@ -83,6 +100,6 @@ pub async fn execute(backend: &Backend, args: Vec<Value>) -> Result<Option<Value
         failure("the file changed while its graph was drawn; run the command again".into())
     })?;
     Ok(Some(
-        serde_json::json!({ "html": drawn.0, "equations": drawn.1 }),
+        serde_json::json!({ "html": drawn.0, "equations": drawn.1, "kernels": drawn.2 }),
     ))
 }

@@ -51,3 +51,25 @@ fn graph_command_draws_the_open_text_with_the_nonce() {
     }
     s.shutdown();
 }
+
+/// A Pallas kernel whose blocks are recorded beside its file: the page's
+/// tiling panel draws them, and the answer counts the kernel.
+#[test]
+fn graph_command_draws_the_tiling_of_a_kernel_recorded_beside_the_file() {
+    let mut s = Lsp::initialized(&["utf-16"]);
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/data/pallas/jax-0.10.2/matmul_blocked.jaxpr")
+        .canonicalize()
+        .unwrap();
+    let u = uri(&path);
+    s.open(&u, &std::fs::read_to_string(&path).unwrap());
+    let r = s.request(
+        "workspace/executeCommand",
+        json!({ "command": "jaxpr.server.graph", "arguments": [{ "uri": u, "nonce": "n0nce" }] }),
+    );
+    assert_eq!(r["result"]["kernels"], 1, "{r}");
+    let html = r["result"]["html"].as_str().unwrap();
+    assert!(html.contains("<details id=\"tiling\">"));
+    assert!(html.contains("grid (2,2) (4 points)"));
+    s.shutdown();
+}

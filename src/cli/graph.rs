@@ -47,6 +47,13 @@ pub struct GraphArgs {
     /// most 2,000 equations, else all closed.
     #[arg(long)]
     pub open_depth: Option<u32>,
+    /// Draw the tiling of the file's Pallas kernels instead (SVG, or a page
+    /// holding it): which block of each array every grid point reads and
+    /// writes, from the printed index maps or the blocks recorded beside
+    /// the file (`NAME.recorded.json`, written by `jaxpr trace` and the
+    /// Python API).
+    #[arg(long)]
+    pub tiling: bool,
 }
 
 /// Files with more equations start with their groups closed.
@@ -100,6 +107,39 @@ fn run(args: &GraphArgs) -> Result<(), String> {
         analysis: &analysis,
         costs: &costs,
     };
+    // The kernels' tiling, from the blocks the text prints or what is
+    // recorded beside it.
+    let recorded = jaxpr_lower::recorded::Recorded::for_file(&args.file, None)?;
+    let tilings =
+        jaxpr_lower::tiling::kernel_tilings(&parse.file, &loaded.text, &analysis, &recorded);
+    let lines = jaxpr_syntax::LineIndex::new(&loaded.text);
+    let mut known = Vec::new();
+    for t in tilings {
+        match t {
+            Ok(t) => known.push(t),
+            Err(u) => eprintln!(
+                "warning: {}:{}: the kernel's tiling is not drawn: {}",
+                loaded.path,
+                lines.line_col(u.range.start).line + 1,
+                u.why
+            ),
+        }
+    }
+    if args.tiling {
+        if known.is_empty() {
+            return Err(format!(
+                "{}: no Pallas kernel whose blocks are known to draw",
+                loaded.path
+            ));
+        }
+        let rendered = match format {
+            GraphFormat::Svg => jaxpr_graph::tiling::svg(&known),
+            GraphFormat::Html => jaxpr_graph::tiling::html(&loaded.path, &known),
+            _ => return Err("--tiling draws SVG or HTML: name a .svg or .html output".into()),
+        };
+        return write(args, to_stdout, &rendered);
+    }
+    let tiling_svg = (!known.is_empty()).then(|| jaxpr_graph::tiling::svg(&known));
     let graph = jaxpr_graph::build(&parse.file, &loaded.text, &annotations);
     let open_depth =
         args.open_depth
@@ -127,11 +167,16 @@ fn run(args: &GraphArgs) -> Result<(), String> {
                 text: &loaded.text,
                 open_depth,
                 nonce: None,
+                tiling: tiling_svg.as_deref(),
             },
         ),
         GraphFormat::Dot => jaxpr_graph::dot(&graph),
         GraphFormat::ModelExplorer => jaxpr_graph::model_explorer_json(&graph, &title),
     };
+    write(args, to_stdout, &rendered)
+}
+
+fn write(args: &GraphArgs, to_stdout: bool, rendered: &str) -> Result<(), String> {
     if to_stdout {
         use std::io::Write;
         std::io::stdout()

@@ -44,6 +44,7 @@ fn main() {
                     text: &text,
                     open_depth: 0,
                     nonce: None,
+                    tiling: None,
                 },
             )
         });

@@ -12,6 +12,7 @@
 pub mod layout;
 pub mod model;
 mod render;
+pub mod tiling;
 
 pub use model::{
     Annotation, Block, BlockId, Edge, EquationAnnotator, Graph, NoAnnotations, Node, NodeId,

@@ -66,6 +66,7 @@ fn a_collective_has_its_own_shape_and_its_traffic_on_its_result_edges() {
             text: TEXT,
             open_depth: u32::MAX,
             nonce: None,
+            tiling: None,
         },
     );
     assert!(html.contains("\"collective\":[0,1,0,0]"), "{html}");

@@ -18,19 +18,17 @@ use std::process::Command;
 use std::sync::Mutex;
 
 /// The columns whose built programs are run and compared with JAX's
-/// values (four of eight keep the run near two minutes: each XLA run is a
-/// Python start-up); the others are built only. 0.4.38 is the one column
+/// values (four of eight keep the run near three minutes: each XLA run is
+/// a Python start-up); the others are built only. 0.7.2 passes kernel
+/// references through `while` (its `fori_loop`s). 0.4.38 is the one column
 /// printing index maps as `BlockMapping(..., index_map_jaxpr=...,
 /// indexing_mode=Blocked, ...)` with `MemRef<None>{...}` block avals.
-const VALUE_COLUMNS: &[&str] = &["0.10.2", "0.4.30", "0.4.38"];
+const VALUE_COLUMNS: &[&str] = &["0.10.2", "0.4.30", "0.4.38", "0.7.2"];
 
 /// JAX >= 0.6 prints `grid_mapping` without index maps: which block a grid
 /// point reads is not in the text when a block is not the whole array (the
 /// corpus records the blocks beside the text; without them, this J0012).
 const INDEX_MAPS: &str = "does not print its index map";
-/// A load or store at an array of indices (a gather or scatter, numpy's
-/// advanced indexing) is not discharged.
-const GATHER: &str = "an array of indices (a gather)";
 
 /// Inputs the generator recorded as `int64` where the jaxpr types them
 /// `i32` (a Python `0` constant of `fori_loop`): given as `int32`.
@@ -40,16 +38,7 @@ const INT64_RECORDED: &[(&str, &str, usize)] = &[("0.4.30", "ref_fori_loop", 0)]
 /// strides, the masks of stores whose results are unused) is recorded
 /// beside them (`NAME.recorded.json`, by corpus-gen/pallas/gen.py as the
 /// Python API records it): those kernels build, and are not listed here.
-const REFUSED: &[(&str, &[(&str, &str)])] = &[
-    ("0.4.30", &[("layer_norm_ops", GATHER)]),
-    ("0.4.38", &[("layer_norm_ops", GATHER)]),
-    ("0.5.3", &[("layer_norm_ops", GATHER)]),
-    ("0.6.2", &[("layer_norm_ops", GATHER)]),
-    ("0.7.2", &[("layer_norm_ops", GATHER)]),
-    ("0.8.3", &[("layer_norm_ops", GATHER)]),
-    ("0.9.2", &[("layer_norm_ops", GATHER)]),
-    ("0.10.2", &[("layer_norm_ops", GATHER)]),
-];
+const REFUSED: &[(&str, &[(&str, &str)])] = &[];
 
 fn columns() -> Vec<(String, PathBuf)> {
     let root = common::workspace_root().join("tests/data/pallas");
@@ -209,12 +198,11 @@ fn reference_and_kernel_programs_build_with_jax_values_or_are_refused_as_listed(
     });
     let failures = failures.into_inner().unwrap();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    // 200 of the 208 programs build: all but `layer_norm_ops` (a gather) in
-    // each column, with the blocks, strides and masks the text lacks
-    // recorded beside it; the 0.10.2 (24), 0.4.30 (24) and 0.4.38 (26) ones
-    // run with their values.
-    assert_eq!(built.into_inner().unwrap(), 200);
-    assert_eq!(runs.into_inner().unwrap(), 74);
+    // All 208 programs build, with the blocks, strides and masks the text
+    // lacks recorded beside them; the 0.10.2 (25), 0.4.30 (25), 0.4.38
+    // (27) and 0.7.2 (26) ones run with their values.
+    assert_eq!(built.into_inner().unwrap(), 208);
+    assert_eq!(runs.into_inner().unwrap(), 103);
 }
 
 /// A recorded file is input like the text: blocks outside their array, for

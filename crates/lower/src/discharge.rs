@@ -27,21 +27,18 @@
 //! a block that is not the whole array) is one J0012 naming it.
 
 use crate::differentiate::{has_classical_gradient, is_classical_gradient};
+use crate::kernel::{KernelBlocks, kernel_blocks};
 use crate::recorded::{Access, AccessFacts, Recorded};
 use crate::walk::{LowerError, LowerErrorKind, LowerResult, Syntax, err, untyped_literal_text};
-use jaxpr_check::params::{BlockDim, IndexMap, IndexMapOut};
 use jaxpr_check::registry::Prim;
 use jaxpr_check::{Analysis, EqnId, JaxprId};
 use jaxpr_syntax::Parse;
 use jaxpr_syntax::TextRange;
-use jaxpr_syntax::ast::{self, Atom, Expr, ExprKind, Indexer, RefTransform, StateKind};
+use jaxpr_syntax::ast::{self, Atom, ExprKind, Indexer, RefTransform, StateKind};
 use jaxpr_syntax::diagnostics::{DiagKind, Diagnostic};
 use jaxpr_types::{AType, DType, Dim, VarId};
 use rustc_hash::FxHashMap as HashMap;
 use std::fmt::Write;
-
-/// The most grid points a kernel is unrolled over.
-const MAX_GRID_POINTS: usize = 4096;
 
 /// The primitives this rewrite removes.
 fn is_state(prim: Option<Prim>) -> bool {
@@ -481,6 +478,21 @@ struct Span {
     dropped: bool,
 }
 
+/// Where an access reads and writes: a block of spans (scalars and
+/// slices), or the elements an array of indices picks.
+enum Place {
+    Block(Vec<Span>),
+    Gather(Gather),
+}
+
+/// The elements arrays of indices pick: `indices`, an `i32[..., rank]`
+/// atom (one column per dimension of the reference), and `shape`, the
+/// shape the index arrays broadcast to (the access's value).
+struct Gather {
+    indices: String,
+    shape: Vec<i64>,
+}
+
 /// What is known of an indexer's strides: JAX prints none.
 #[derive(Clone, Copy)]
 enum Strides<'r> {
@@ -670,11 +682,12 @@ impl<'t> Emitter<'t> {
                 match prim {
                     Some(Prim::Cond) => self.cond(e, id, &outs, env, &refs),
                     Some(Prim::Scan) => self.scan(e, id, &outs, env, &refs),
+                    Some(Prim::While) => self.while_loop(e, id, &outs, env, &refs),
                     _ if refs.is_empty() => self.copy_rewriting_callees(e, id, &outs, env),
                     _ => err(
                         at,
                         format!(
-                            "a reference passed to `{name}` is not built (only `cond`, `scan`, `run_state` and `pallas_call` take references here)"
+                            "a reference passed to `{name}` is not built (only `cond`, `scan`, `while`, `run_state` and `pallas_call` take references here)"
                         ),
                     ),
                 }
@@ -902,21 +915,27 @@ impl<'t> Emitter<'t> {
 
     /// A scalar index as an `i32[]` atom.
     fn index(&mut self, x: &Atom, env: &Env) -> LowerResult<String> {
+        if !self.operand_shape(x)?.is_empty() {
+            return crate::internal(
+                x.range(),
+                "an array of indices beside slices was not refused",
+            );
+        }
+        self.int32(x, env)
+    }
+
+    /// Integer operand `x` (a scalar or an array of indices) as an atom of
+    /// dtype `int32`.
+    fn int32(&mut self, x: &Atom, env: &Env) -> LowerResult<String> {
         let s = self.atom(env, x)?;
         let Some(v) = self.operand_var(x) else {
             return Ok(s);
         };
-        let t = &self.a.var(v).ty;
-        if !t.shape.is_empty() {
-            return err(
-                x.range(),
-                "an array of indices (a gather) into a reference is not built",
-            );
-        }
+        let t = self.a.var(v).ty.clone();
         match &t.dtype {
             Some(DType::Int(32)) => Ok(s),
             Some(d) if d.is_int() => Ok(self.line(
-                "i32[]",
+                &format!("i32[{}]", join(&static_shape(&t, x.range())?)),
                 &format!("convert_element_type[new_dtype=int32 weak_type=False] {s}"),
             )),
             _ => err(x.range(), "an index that is not an integer is not built"),
@@ -1083,18 +1102,27 @@ impl<'t> Emitter<'t> {
                 }
             },
         };
-        let spans = self.spans(&st.place, &rty, strides, env)?;
-        if st.value.is_some() && spans.iter().any(|s| s.stride != 1) {
-            return err(
-                st.place.range,
-                "a store into a strided slice (`pl.ds(start, size, stride)` with a stride other than 1) is not built",
-            );
-        }
-        let kept: Vec<i64> = spans
-            .iter()
-            .filter(|s| !s.dropped)
-            .map(|s| s.size)
-            .collect();
+        let place = match self.gathered(&st.place, &full, env)? {
+            Some(g) => Place::Gather(g),
+            None => {
+                let spans = self.spans(&st.place, &rty, strides, env)?;
+                if st.value.is_some() && spans.iter().any(|s| s.stride != 1) {
+                    return err(
+                        st.place.range,
+                        "a store into a strided slice (`pl.ds(start, size, stride)` with a stride other than 1) is not built",
+                    );
+                }
+                Place::Block(spans)
+            }
+        };
+        let kept: Vec<i64> = match &place {
+            Place::Block(spans) => spans
+                .iter()
+                .filter(|s| !s.dropped)
+                .map(|s| s.size)
+                .collect(),
+            Place::Gather(g) => g.shape.clone(),
+        };
         // Pallas's mask (and a load's `other`), broadcast as `jnp.where`
         // broadcasts them to the block; JAX prints a store's mask only when
         // its result is used, and the recorded accesses hold the others.
@@ -1145,9 +1173,12 @@ impl<'t> Emitter<'t> {
         };
         let block = format!("{dt}[{}]", join(&kept));
         // A masked swap or store needs the old block too.
-        let old = match (st.kind, &mask) {
-            (StateKind::Store, None) => None,
-            _ => Some(self.load(&dt, &whole, &full, &spans)),
+        let old = match (st.kind, &mask, &place) {
+            (StateKind::Store, None, _) => None,
+            // `x.at[indices].add(v)` adds at repeated indices as often as
+            // they repeat: a `scatter-add`, which reads nothing before.
+            (StateKind::AddUpdate, None, Place::Gather(_)) => None,
+            _ => Some(self.load_place(&dt, &whole, &full, &place)),
         };
         let Some(value) = &st.value else {
             // A load: `jnp.where(mask, block, other)` (JAX's
@@ -1175,16 +1206,156 @@ impl<'t> Emitter<'t> {
         {
             env.insert(*o, result.clone());
         }
-        if st.kind == StateKind::AddUpdate {
-            let old = old.unwrap_or_default();
-            value = self.line(
-                &format!("{dt}[{}]", join(&kept)),
-                &format!("add {old} {value}"),
-            );
-        }
-        let new = self.store(&dt, &whole, &full, &spans, &value);
+        let new = match (&place, st.kind) {
+            (Place::Gather(g), StateKind::AddUpdate) => {
+                self.scatter("scatter-add", &dt, &whole, &full, g, &value)
+            }
+            (Place::Gather(g), _) => self.scatter("scatter", &dt, &whole, &full, g, &value),
+            (Place::Block(spans), kind) => {
+                if kind == StateKind::AddUpdate {
+                    let old = old.unwrap_or_default();
+                    value = self.line(
+                        &format!("{dt}[{}]", join(&kept)),
+                        &format!("add {old} {value}"),
+                    );
+                }
+                self.store(&dt, &whole, &full, spans, &value)
+            }
+        };
         env.insert(r, new);
         Ok(())
+    }
+
+    /// Emits what `place` of `whole` (dtype `dt`, shape `full`) holds: its
+    /// atom.
+    fn load_place(&mut self, dt: &DType, whole: &str, full: &[i64], place: &Place) -> String {
+        match place {
+            Place::Block(spans) => self.load(dt, whole, full, spans),
+            Place::Gather(g) => {
+                let axes = tuple(&(0..full.len() as i64).collect::<Vec<_>>());
+                self.line(
+                    &format!("{dt}[{}]", join(&g.shape)),
+                    &format!(
+                        "gather[dimension_numbers=GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims={axes}, start_index_map={axes}, operand_batching_dims=(), start_indices_batching_dims=()) fill_value=None indices_are_sorted=False mode=GatherScatterMode.FILL_OR_DROP slice_sizes={} unique_indices=False] {whole} {}",
+                        tuple(&vec![1; full.len()]),
+                        g.indices
+                    ),
+                )
+            }
+        }
+    }
+
+    /// Emits `whole` (dtype `dt`, shape `full`) with `value` written
+    /// (`scatter`) or added (`scatter-add`) at the indices of `g`, those
+    /// out of bounds dropped (numpy's `x.at[indices]`): its atom.
+    fn scatter(
+        &mut self,
+        prim: &str,
+        dt: &DType,
+        whole: &str,
+        full: &[i64],
+        g: &Gather,
+        value: &str,
+    ) -> String {
+        let axes = tuple(&(0..full.len() as i64).collect::<Vec<_>>());
+        self.line(
+            &format!("{dt}[{}]", join(full)),
+            &format!(
+                "{prim}[dimension_numbers=ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims={axes}, scatter_dims_to_operand_dims={axes}, operand_batching_dims=(), scatter_indices_batching_dims=()) indices_are_sorted=False mode=GatherScatterMode.FILL_OR_DROP unique_indices=False update_consts=() update_jaxpr=None] {whole} {} {value}",
+                g.indices
+            ),
+        )
+    }
+
+    /// The indices of `place` when its indexers are arrays of indices
+    /// (numpy's advanced indexing: JAX discharges such a load or store as
+    /// `x[indices]` and `x.at[indices].set(v)`, a gather and a scatter
+    /// whose indices out of bounds read the fill and write nothing), into
+    /// a reference of shape `full`: `None` when every index is a scalar or
+    /// a slice.
+    fn gathered(
+        &mut self,
+        place: &ast::RefPlace,
+        full: &[i64],
+        env: &Env,
+    ) -> LowerResult<Option<Gather>> {
+        let [RefTransform::Index(ix, _)] = &*place.transforms else {
+            return Ok(None);
+        };
+        let mut arrays = Vec::new();
+        for i in ix.iter() {
+            match i {
+                Indexer::At(x) => arrays.push((x, self.operand_shape(x)?)),
+                Indexer::Slice { .. } => {}
+            }
+        }
+        if arrays.iter().all(|(_, s)| s.is_empty()) {
+            return Ok(None);
+        }
+        if arrays.len() != ix.len() || ix.len() != full.len() {
+            return err(
+                place.range,
+                "slices beside an array of indices (a gather) into a reference are not built: index every dimension with an array or a scalar",
+            );
+        }
+        // numpy's broadcasting of the index arrays: trailing dimensions
+        // aligned, dimensions of 1 stretched.
+        let rank = arrays.iter().map(|(_, s)| s.len()).max().unwrap_or(0);
+        let mut shape = vec![1; rank];
+        for (x, s) in &arrays {
+            for (k, &n) in s.iter().enumerate() {
+                let d = &mut shape[rank - s.len() + k];
+                if *d == 1 {
+                    *d = n;
+                } else if n != 1 && n != *d {
+                    return err(
+                        x.range(),
+                        format!(
+                            "these indices of shape {s:?} do not broadcast with the others ({shape:?})"
+                        ),
+                    );
+                }
+            }
+        }
+        let mut column_shape = shape.clone();
+        column_shape.push(1);
+        let mut columns = Vec::new();
+        for ((x, s), &n) in arrays.iter().zip(full) {
+            // A negative index counts from the end (`_normalize_index`).
+            let index = match x {
+                Atom::Lit(l) if let Ok(c) = l.value.parse::<i64>() => {
+                    i32_lit(if c < 0 { c + n } else { c })
+                }
+                _ => {
+                    let a = self.int32(x, env)?;
+                    let ty = format!("i32[{}]", join(s));
+                    let negative =
+                        self.line(&format!("bool[{}]", join(s)), &format!("lt {a} 0:i32[]"));
+                    let wrapped = self.line(&ty, &format!("add {a} {n}:i32[]"));
+                    self.line(&ty, &format!("select_n {negative} {a} {wrapped}"))
+                }
+            };
+            let dims: Vec<i64> = (rank - s.len()..rank).map(|d| d as i64).collect();
+            columns.push(self.line(
+                &format!("i32[{}]", join(&column_shape)),
+                &format!(
+                    "broadcast_in_dim[broadcast_dimensions={} shape={} sharding=None] {index}",
+                    tuple(&dims),
+                    tuple(&column_shape)
+                ),
+            ));
+        }
+        let indices = if columns.len() == 1 {
+            columns.remove(0)
+        } else {
+            let mut ty = shape.clone();
+            ty.push(columns.len() as i64);
+            self.line(
+                &format!("i32[{}]", join(&ty)),
+                &format!("concatenate[dimension={rank}] {}", columns.join(" ")),
+            )
+        };
+        Ok(Some(Gather { indices, shape }))
     }
 
     pub(crate) fn callee(
@@ -1307,6 +1478,19 @@ impl<'t> Emitter<'t> {
         ref_outs: &[usize],
         lead: usize,
     ) -> LowerResult<String> {
+        self.nested_with(j, order, ref_outs, lead, &[])
+    }
+
+    /// [`Self::nested`], with binders of types `unread` after the others
+    /// (values the jaxpr is passed and does not read).
+    fn nested_with(
+        &mut self,
+        j: JaxprId,
+        order: &[usize],
+        ref_outs: &[usize],
+        lead: usize,
+        unread: &[String],
+    ) -> LowerResult<String> {
         let saved = std::mem::take(&mut self.out);
         let info = self.a.jaxpr(j).clone();
         let at = info.range;
@@ -1318,6 +1502,10 @@ impl<'t> Emitter<'t> {
             let v = info.invars[k];
             let n = self.bind_fresh(&mut env, v);
             write!(head, "{n}:{} ", ty_text(&self.a.var(v).ty, at)?).unwrap();
+        }
+        for ty in unread {
+            let n = self.name();
+            write!(head, "{n}:{ty} ").unwrap();
         }
         head.push_str(". let\n");
         let outs = self.body(j, &mut env, false)?;
@@ -1488,6 +1676,74 @@ impl<'t> Emitter<'t> {
         Ok(())
     }
 
+    /// `while` whose body's constants include references (JAX's
+    /// `_while_discharge_rule`): they become carries after the others, the
+    /// condition passed their values unread, the results naming them.
+    fn while_loop(
+        &mut self,
+        e: &ast::Eqn,
+        id: EqnId,
+        outs: &[Option<VarId>],
+        env: &mut Env,
+        refs: &[usize],
+    ) -> LowerResult<()> {
+        let at = e.primitive.range;
+        let int = |n: &str| e.param(n).and_then(|p| p.value.as_int());
+        let (Some(cn), Some(bn)) = (int("cond_nconsts"), int("body_nconsts")) else {
+            return crate::internal(at, "`while` without `cond_nconsts` and `body_nconsts`");
+        };
+        let (cn, bn) = (cn as usize, bn as usize);
+        if refs.iter().any(|&i| i < cn || i >= cn + bn) {
+            return err(
+                at,
+                "a reference read by the condition of `while` or carried by it is not built (only references among its body's constants)",
+            );
+        }
+        let body = self.callee(id, "body_jaxpr", at)?[0];
+        let cond = self.callee(id, "cond_jaxpr", at)?[0];
+        let ncarry = e.args.len() - cn - bn;
+        // In the body's own numbering: constants, then the carry.
+        let body_refs: Vec<usize> = refs.iter().map(|&i| i - cn).collect();
+        let mut order: Vec<usize> = (0..bn).filter(|i| !body_refs.contains(i)).collect();
+        order.extend(bn..bn + ncarry);
+        order.extend(&body_refs);
+        let body_text = self.nested(body, &order, &body_refs, ncarry)?;
+        let ref_types: Vec<String> = refs
+            .iter()
+            .map(|&i| {
+                let v = self.operand_var(&e.args[i]);
+                match v {
+                    Some(v) => ty_text(&self.a.var(v).ty, e.args[i].range()),
+                    None => crate::internal(e.args[i].range(), "a reference is a variable"),
+                }
+            })
+            .collect::<LowerResult<_>>()?;
+        let cond_order: Vec<usize> = (0..self.a.jaxpr(cond).invars.len()).collect();
+        let cond_text = self.nested_with(cond, &cond_order, &[], 0, &ref_types)?;
+        let mut arg_order: Vec<usize> = (0..cn + bn).filter(|i| !refs.contains(i)).collect();
+        arg_order.extend(cn + bn..e.args.len());
+        arg_order.extend(refs);
+        let args: Vec<String> = arg_order
+            .iter()
+            .map(|&i| self.atom(env, &e.args[i]))
+            .collect::<LowerResult<_>>()?;
+        let mut binders = self.result_binders(e, outs, env);
+        binders.extend(self.ref_binders(e, refs, env)?);
+        let params = self.params_except(
+            e,
+            &["body_jaxpr", "cond_jaxpr", "body_nconsts", "cond_nconsts"],
+        );
+        writeln!(
+            self.out,
+            "    {} = while[body_jaxpr={body_text} body_nconsts={} cond_jaxpr={cond_text} cond_nconsts={cn} {params}] {}",
+            binders.join(" "),
+            bn - refs.len(),
+            args.join(" ")
+        )
+        .unwrap();
+        Ok(())
+    }
+
     /// The older `for` (`jax/_src/lax/control_flow/for_loop.py`, whose
     /// discharge is a `scan`): a `scan` carrying the step and the arrays,
     /// the body seeing step `i` (`nsteps - 1 - i` when `reverse`).
@@ -1534,8 +1790,23 @@ impl<'t> Emitter<'t> {
         results.extend(info.invars[1..].iter().map(|v| inner[v].clone()));
         let text = std::mem::replace(&mut self.out, saved);
         let args: Vec<String> = self.atoms(env, &e.args)?;
+        // Each result is the final value of its operand: a reference
+        // operand (a kernel's, passed on) then names it.
         let mut binders = vec!["_:i32[]".to_string()];
-        binders.extend(self.result_binders(e, outs, env));
+        for (k, (x, &b)) in e.args.iter().zip(&info.invars[1..]).enumerate() {
+            let n = self.name();
+            binders.push(format!("{n}:{}", ty_text(&self.a.var(b).ty, info.range)?));
+            if let (Some(Some(o)), Some(out)) = (outs.get(k), e.outs.get(k))
+                && !out.is_dropped()
+            {
+                env.insert(*o, n.clone());
+            }
+            if let Some(v) = self.operand_var(x)
+                && self.is_ref(v)
+            {
+                env.insert(v, n);
+            }
+        }
         writeln!(
             self.out,
             "    {} = scan[jaxpr={head}{text}      in ({}) }} length={nsteps} linear=({}) num_consts=0 num_carry={} reverse=False unroll=1] 0:i32[] {}",
@@ -1558,72 +1829,16 @@ impl<'t> Emitter<'t> {
         env: &mut Env,
     ) -> LowerResult<()> {
         let at = e.primitive.range;
-        let kernel = self.callee(id, "jaxpr", at)?[0];
-        let gm = e.param("grid_mapping").map(|p| &p.value);
-        let Some(gm) = gm else {
-            return err(at, "`pallas_call` without `grid_mapping` is not built");
-        };
-        for f in [
-            "num_index_operands",
-            "num_scalar_prefetch",
-            "num_constant_operands",
-        ] {
-            if gm.field(f).and_then(Expr::as_int).is_some_and(|n| n != 0) {
-                return err(gm.range, format!("a kernel with `{f}` is not built"));
-            }
-        }
-        let grid: Vec<i64> = match gm.field("grid") {
-            Some(g) => match g.as_int_seq() {
-                Some(g) => g,
-                None => {
-                    return err(
-                        g.range,
-                        "a grid that is not a tuple of integers is not built",
-                    );
-                }
-            },
-            None if matches!(gm.kind, ExprKind::Str(_)) => {
-                return err(
-                    gm.range,
-                    "this `grid_mapping` (as JAX 0.4.38 to 0.5 prints it, with `MemRef<...>{...}` block avals) is kept as text by the parser: its grid and block mappings are not read, so the kernel is not built",
-                );
-            }
-            None => return err(gm.range, "`grid_mapping` without `grid` is not built"),
-        };
-        let points: i64 = grid.iter().product();
-        if points as usize > MAX_GRID_POINTS {
-            return err(
-                gm.range,
-                format!(
-                    "a grid of {points} points is not built (at most {MAX_GRID_POINTS}: the kernel is unrolled)"
-                ),
-            );
-        }
-        let maps = gm
-            .field("block_mappings")
-            .and_then(Expr::as_seq)
-            .unwrap_or_default();
-        // The blocks JAX's index maps selected when the program was traced,
-        // recorded beside the text (by the kernel's first binder).
-        let recorded = self
-            .a
-            .jaxpr(kernel)
-            .invars
-            .first()
-            .and_then(|&v| self.recorded.kernel(&self.a.var(v).name));
-        if let Some(r) = recorded
-            && (r.grid != grid || r.blocks.iter().any(|row| row.len() != maps.len()))
-        {
-            return err(
-                gm.range,
-                format!(
-                    "the recorded blocks of this kernel are for a grid of {:?} and {} block mappings, not this one's: record them again with the text",
-                    r.grid,
-                    r.blocks.first().map_or(0, Vec::len)
-                ),
-            );
-        }
-        // The arrays: operands, then results.
+        let KernelBlocks {
+            kernel,
+            grid,
+            mappings,
+            points: indices,
+        } = kernel_blocks(self.a, self.syntax, e, id, self.recorded)?;
+        let points = indices.len() as i64;
+        let blocks: Vec<(Vec<Option<i64>>, Vec<i64>)> =
+            mappings.into_iter().map(|m| (m.sizes, m.full)).collect();
+        // The arrays' values: operands, then results.
         let eq_outs: Vec<AType> = crate::walk::result_types(self.a, e, id);
         let mut arrays: Vec<(String, AType)> = Vec::new();
         for x in e.args.iter() {
@@ -1653,76 +1868,6 @@ impl<'t> Emitter<'t> {
             };
             arrays.push((init, t.clone()));
         }
-        if maps.len() != arrays.len() {
-            return err(
-                gm.range,
-                format!(
-                    "`grid_mapping` has {} block mappings for {} operands and results: not built",
-                    maps.len(),
-                    arrays.len()
-                ),
-            );
-        }
-        // Each block: its sizes (None: a squeezed dimension, size 1) and index map.
-        let mut blocks = Vec::new();
-        for (m, (_, ty)) in maps.iter().zip(&arrays) {
-            let full = static_shape(ty, m.range)?;
-            let sizes: Vec<Option<i64>> = match m.field("block_shape") {
-                None => full.iter().map(|&n| Some(n)).collect(),
-                Some(s) if s.is_none() => full.iter().map(|&n| Some(n)).collect(),
-                Some(s) => match s.as_seq() {
-                    Some(ds) => ds.iter().map(block_size).collect::<LowerResult<_>>()?,
-                    None => return err(s.range, "a block shape that is not a tuple is not built"),
-                },
-            };
-            if sizes.len() != full.len() {
-                return err(m.range, "a block shape of another rank than its array");
-            }
-            if let Some(mode) = m.field("indexing_mode")
-                // jax 0.4.30: `<jax._src.pallas.core.Blocked object at 0x...>`;
-                // 0.4.38 to 0.5: `Blocked`.
-                && !matches!(&mode.kind, ExprKind::Str(s) if s.contains("core.Blocked "))
-                && !matches!(&mode.kind, ExprKind::Path(p) if p.as_ref() == "Blocked")
-            {
-                return err(
-                    mode.range,
-                    "a block mapping whose indexing mode is not `Blocked` is not built",
-                );
-            }
-            let k = blocks.len();
-            let map = match (index_map(m)?, recorded) {
-                (Some(printed), _) => Some(BlockIndex::Printed(printed)),
-                (None, Some(r)) if r.blocks.iter().all(|row| row[k].len() == full.len()) => {
-                    Some(BlockIndex::Recorded(k))
-                }
-                (None, Some(_)) => {
-                    return err(
-                        m.range,
-                        "the recorded block indices are not of this block's rank",
-                    );
-                }
-                (None, None) => None,
-            };
-            let whole = sizes.iter().zip(&full).all(|(s, n)| s.unwrap_or(1) == *n);
-            if map.is_none() && !whole {
-                return err(
-                    m.range,
-                    format!(
-                        "this block ({}) is not the whole array ({}) and `grid_mapping` does not print its index map (JAX >= 0.6 prints block shapes only), so the text does not say which block each grid point reads or writes; JAX <= 0.5 prints them (`index_map_jaxpr=`), and the Python API (`jaxpr.build(f, *args)`) and `jaxpr trace` record the blocks beside the text (`NAME.recorded.json`, docs/state-build.md)",
-                        sizes
-                            .iter()
-                            .map(|s| s.map_or("None".into(), |x| x.to_string()))
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                        full.iter()
-                            .map(i64::to_string)
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                );
-            }
-            blocks.push((sizes, full, map));
-        }
         let kinfo = self.a.jaxpr(kernel).clone();
         if !kinfo.constvars.is_empty() {
             return err(kinfo.range, "a kernel with constants is not built");
@@ -1735,56 +1880,6 @@ impl<'t> Emitter<'t> {
         }
         // Each grid point's block indices, row-major (the last grid axis
         // moves fastest).
-        let mut indices: Vec<(Vec<i64>, Vec<Vec<i64>>)> = Vec::with_capacity(points as usize);
-        for p in 0..points {
-            let mut point = vec![0; grid.len()];
-            let mut rest = p;
-            for k in (0..grid.len()).rev() {
-                point[k] = rest % grid[k];
-                rest /= grid[k];
-            }
-            let mut at_point = Vec::with_capacity(blocks.len());
-            for (k, (sizes, full, map)) in blocks.iter().enumerate() {
-                let idx: Vec<i64> = match (map, recorded) {
-                    (Some(BlockIndex::Printed(m)), _) => match m.eval(&point) {
-                        Some(idx) => idx,
-                        None => {
-                            return err(
-                                maps[k].range,
-                                "an index map takes more indices than the grid has",
-                            );
-                        }
-                    },
-                    (Some(BlockIndex::Recorded(k)), Some(r)) => {
-                        let idx = r.blocks[p as usize][*k].clone();
-                        // A recorded file is input: a block outside its
-                        // array is refused, not sliced.
-                        let inside =
-                            idx.iter()
-                                .zip(sizes.iter().zip(full.iter()))
-                                .all(|(&i, (s, &n))| {
-                                    let s = s.unwrap_or(1);
-                                    i >= 0
-                                        && i.checked_mul(s)
-                                            .and_then(|o| o.checked_add(s))
-                                            .is_some_and(|e| e <= n)
-                                });
-                        if !inside {
-                            return err(
-                                maps[*k].range,
-                                format!(
-                                    "the recorded block {idx:?} at grid point {point:?} is outside its array: record the blocks again with the text"
-                                ),
-                            );
-                        }
-                        idx
-                    }
-                    _ => vec![0; full.len()],
-                };
-                at_point.push(idx);
-            }
-            indices.push((point, at_point));
-        }
         // A mapping whose grid points each take another block, together
         // tiling its array, is written once after the last point (its
         // blocks joined by `concatenate`): no point reads a block another
@@ -1793,7 +1888,7 @@ impl<'t> Emitter<'t> {
         let tiled: Vec<bool> = blocks
             .iter()
             .enumerate()
-            .map(|(k, (sizes, full, _))| {
+            .map(|(k, (sizes, full))| {
                 let tiles = sizes.iter().zip(full).try_fold(1i64, |n, (s, &f)| {
                     let s = s.unwrap_or(1);
                     (s > 0 && f % s == 0).then(|| n * (f / s))
@@ -1808,7 +1903,7 @@ impl<'t> Emitter<'t> {
         for (point, at_point) in indices {
             let mut kenv = Env::default();
             let mut placed = Vec::new();
-            for (k, ((sizes, full, _), idx)) in blocks.iter().zip(&at_point).enumerate() {
+            for (k, ((sizes, full), idx)) in blocks.iter().zip(&at_point).enumerate() {
                 let spans: Vec<Span> = sizes
                     .iter()
                     .zip(idx)
@@ -1844,7 +1939,7 @@ impl<'t> Emitter<'t> {
                 }
             }
         }
-        for (k, (sizes, full, _)) in blocks.iter().enumerate() {
+        for (k, (sizes, full)) in blocks.iter().enumerate() {
             if tiled[k] && written[k] {
                 let dt = elem(&arrays[k].1, at)?;
                 let sizes: Vec<(i64, bool)> = sizes
@@ -1970,51 +2065,4 @@ fn refused(range: TextRange, message: &str) -> LowerError {
         help: None,
         kind: LowerErrorKind::Refused,
     }
-}
-
-/// One printed block dimension: `Some(size)`, or `None` for a squeezed one.
-fn block_size(e: &Expr) -> LowerResult<Option<i64>> {
-    match BlockDim::decode(e) {
-        BlockDim::Size(n) => Ok(Some(n)),
-        BlockDim::Squeezed => Ok(None),
-        BlockDim::BlockedWithoutSize => err(
-            e.range,
-            "a `Blocked` block without an integer size is not built",
-        ),
-        BlockDim::Other => err(
-            e.range,
-            "this block dimension (`Element`, `BoundedSlice` or another indexing mode) is not built",
-        ),
-    }
-}
-
-/// Where a block mapping's block indices at each grid point come from: its
-/// index map as printed (jax <= 0.5), or the blocks recorded beside the
-/// text when the program was traced (the mapping's position).
-enum BlockIndex {
-    Printed(IndexMap),
-    Recorded(usize),
-}
-
-fn index_map(m: &Expr) -> LowerResult<Option<IndexMap>> {
-    let map = match IndexMap::decode(m) {
-        None => return Ok(None),
-        Some(Err(at)) => return err(at, "an index map that is not a jaxpr is not built"),
-        Some(Ok(map)) => map,
-    };
-    if map.has_equations {
-        return err(
-            map.range,
-            "an index map with equations is not built yet (only maps returning grid indices and integers)",
-        );
-    }
-    for (o, &at) in map.outs.iter().zip(&map.out_ranges) {
-        if *o == IndexMapOut::Computed {
-            return err(
-                at,
-                "an index map output that is not a grid index or an integer is not built",
-            );
-        }
-    }
-    Ok(Some(map))
 }

@@ -15,6 +15,7 @@ pub mod differentiate;
 pub mod discharge;
 pub mod equation;
 pub mod gamma;
+pub mod kernel;
 mod library;
 pub mod output;
 pub mod panics;
@@ -23,6 +24,7 @@ pub mod random;
 pub mod recorded;
 pub mod shards;
 pub mod special;
+pub mod tiling;
 pub mod walk;
 
 pub use equation::{EquationLowering, lower_equation};

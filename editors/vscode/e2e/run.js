@@ -180,6 +180,12 @@ const otherText = fs.readFileSync(path.join(repo, OTHER_SOURCE), 'utf8');
 fs.writeFileSync(path.join(dirs.ws, 'losses.jaxpr'), navText);
 fs.mkdirSync(path.join(dirs.ws, 'distrax'));
 fs.writeFileSync(path.join(dirs.ws, 'distrax', 'categorical_entropy_kl.jaxpr'), otherText);
+// A Pallas kernel printed by jax 0.10.2 (no index maps) with the blocks
+// recorded beside it: the graph page's tiling panel draws them.
+const KERNEL_SOURCE = 'tests/data/pallas/jax-0.10.2/matmul_blocked';
+for (const ext of ['.jaxpr', '.recorded.json']) {
+  fs.copyFileSync(path.join(repo, KERNEL_SOURCE + ext), path.join(dirs.ws, 'matmul_blocked' + ext));
+}
 fs.mkdirSync(path.join(dirs.ws, 'model'));
 fs.copyFileSync(path.join(repo, 'tests/trace/train.py'), path.join(dirs.ws, 'model', 'train.py'));
 // The folder names the server; PATH does not have it (below). In Restricted
@@ -807,6 +813,39 @@ async function main() {
         .evaluateAll((els) => els.map((e) => e.querySelector('text').textContent));
       return selected.length === 1 && selected[0] === 'sub';
     });
+  });
+
+  // (7b') Kernel tiling: the graph page of a Pallas kernel has a panel
+  // drawing which block of each array every grid point takes (from the
+  // blocks recorded beside the file); opened, it shows the 2x2 grid's four
+  // points. The screenshot is kept (graph-tiling.png).
+  await step('kernel tiling', async () => {
+    await runCommand('View: Close All Editor Groups');
+    await openFile('matmul_blocked.jaxpr');
+    await runCommand('Jaxpr: Show dataflow graph');
+    const frame = await waitFor('the kernel graph webview with its tiling panel', async () => {
+      for (const f of page.frames()) {
+        try {
+          if ((await f.locator('body[data-ready="1"] #tiling').count()) > 0) {
+            return f;
+          }
+        } catch {
+          // a frame that went away
+        }
+      }
+      return undefined;
+    }, 60000);
+    await frame.locator('#tiling summary').click();
+    const drawn = await waitFor('the tiling panel open', async () => {
+      const open = await frame.locator('#tiling[open] svg').count();
+      return open === 1 && (await frame.locator('#tiling svg').textContent());
+    });
+    check(drawn.includes('grid (2,2) (4 points)'), `the tiling panel says: ${drawn.slice(0, 300)}`);
+    const points = (drawn.match(/point \(/g) || []).length;
+    check(points === 4, `the tiling panel has ${points} grid point panels, not 4`);
+    const shot = path.join(out, 'graph-tiling.png');
+    await page.screenshot({ path: shot });
+    say(`tiling panel: ${points} grid points drawn; screenshot ${shot}`);
   });
 
   // (7c) Call hierarchy on a `let` of an ecosystem program: Calls: Show

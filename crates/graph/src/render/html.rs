@@ -22,6 +22,10 @@ pub struct HtmlOptions<'a> {
     /// A nonce for the inline script and style, for a page shown under a
     /// content security policy (VS Code's webviews); `None` for a file.
     pub nonce: Option<&'a str>,
+    /// The tiling picture of the file's Pallas kernels
+    /// ([`crate::tiling::svg`]), shown in a panel that opens over the
+    /// graph; `None` for a file without kernels whose blocks are known.
+    pub tiling: Option<&'a str>,
 }
 
 const VIEWER_JS: &str = include_str!("viewer.js");
@@ -43,8 +47,12 @@ pub fn html(graph: &Graph, options: &HtmlOptions) -> String {
         ),
         None => "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline';\">".to_string(),
     };
+    let tiling = options
+        .tiling
+        .map(|svg| format!("<details id=\"tiling\"><summary>Kernel tiling: the block of each array every grid point reads and writes</summary>\n{svg}</details>\n"))
+        .unwrap_or_default();
     format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">{csp}<title>{title} — dataflow graph</title>\n<style{nonce}>{VIEWER_CSS}</style></head>\n<body>\n<div id=\"toolbar\"><span id=\"title\">{title}</span><input id=\"search\" type=\"search\" placeholder=\"Search (Enter: next)\" aria-label=\"Search nodes\"><span id=\"search-count\"></span><button id=\"zoom-in\" title=\"Zoom in\">+</button><button id=\"zoom-out\" title=\"Zoom out\">−</button><button id=\"fit\" title=\"Fit the whole graph\">Fit</button><button id=\"expand-all\" title=\"Open every group\">Open all</button><button id=\"collapse-all\" title=\"Close every group\">Close all</button><span id=\"status\"></span></div>\n<svg id=\"canvas\" xmlns=\"http://www.w3.org/2000/svg\"><g id=\"viewport\"></g></svg>\n<script type=\"application/json\" id=\"graph-data\">{data}</script>\n<script{nonce}>{VIEWER_JS}</script>\n</body></html>\n"
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">{csp}<title>{title} — dataflow graph</title>\n<style{nonce}>{VIEWER_CSS}</style></head>\n<body>\n<div id=\"toolbar\"><span id=\"title\">{title}</span><input id=\"search\" type=\"search\" placeholder=\"Search (Enter: next)\" aria-label=\"Search nodes\"><span id=\"search-count\"></span><button id=\"zoom-in\" title=\"Zoom in\">+</button><button id=\"zoom-out\" title=\"Zoom out\">−</button><button id=\"fit\" title=\"Fit the whole graph\">Fit</button><button id=\"expand-all\" title=\"Open every group\">Open all</button><button id=\"collapse-all\" title=\"Close every group\">Close all</button><span id=\"status\"></span></div>\n<svg id=\"canvas\" xmlns=\"http://www.w3.org/2000/svg\"><g id=\"viewport\"></g></svg>\n{tiling}<script type=\"application/json\" id=\"graph-data\">{data}</script>\n<script{nonce}>{VIEWER_JS}</script>\n</body></html>\n"
     )
 }
 
