@@ -320,6 +320,40 @@ impl ConvWindow {
     }
 }
 
+/// `pad`'s `padding_config` as printed: one `(low, high, interior)`
+/// triple per axis, each entry an integer or a symbolic dimension. One
+/// reading for the checker, both back ends and the cost model.
+#[derive(Clone, Debug)]
+pub struct PaddingConfig<'e> {
+    pub triples: Vec<[&'e Expr; 3]>,
+}
+
+impl<'e> PaddingConfig<'e> {
+    /// What a back end says of a `padding_config` that is not triples.
+    pub const MALFORMED: &'static str = "`padding_config` must be triples (low, high, interior)";
+
+    /// None when the parameter is not a tuple of triples.
+    pub fn decode(e: &'e Expr) -> Option<PaddingConfig<'e>> {
+        let triples = e
+            .as_seq()?
+            .iter()
+            .map(|t| match t.as_seq()? {
+                [lo, hi, interior] => Some([lo, hi, interior]),
+                _ => None,
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(PaddingConfig { triples })
+    }
+
+    /// Every entry, when all are integers (no symbolic dimension).
+    pub fn ints(&self) -> Option<Vec<[i64; 3]>> {
+        self.triples
+            .iter()
+            .map(|[lo, hi, interior]| Some([lo.as_int()?, hi.as_int()?, interior.as_int()?]))
+            .collect()
+    }
+}
+
 /// The window of a window reduction (`reduce_window_sum` and the others,
 /// `reduce_window`, `select_and_gather_add`, `select_and_scatter_add`) as
 /// integers, one entry per dimension of the operand: the strides and

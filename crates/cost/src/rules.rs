@@ -1254,11 +1254,8 @@ fn own_cost(rule: CostRule, view: &EqnView<'_>, combiner: &Cost) -> Cost {
                 || view
                     .eqn
                     .param("padding_config")
-                    .and_then(|p| tuple_items(&p.value))
-                    .is_some_and(|axes| {
-                        axes.iter()
-                            .all(|axis| int_items(axis).is_some_and(|c| c == [0, 0, 0]))
-                    });
+                    .and_then(|p| jaxpr_check::params::PaddingConfig::decode(&p.value)?.ints())
+                    .is_some_and(|axes| axes.iter().all(|axis| *axis == [0, 0, 0]));
             let unchanged = view.results.len() == 1
                 && moves_nothing
                 && kept.first().copied() == view.results.first()

@@ -504,6 +504,12 @@ enum Strides<'r> {
     Ones,
 }
 
+/// Two integer parameters of a loop (its operands' counts), as `usize`.
+fn counts(e: &ast::Eqn, a: &str, b: &str) -> Option<(usize, usize)> {
+    let int = |n: &str| e.param(n).and_then(|p| p.value.as_int());
+    Some((int(a)? as usize, int(b)? as usize))
+}
+
 fn i32_lit(v: i64) -> String {
     format!("{v}:i32[]")
 }
@@ -1614,6 +1620,11 @@ impl<'t> Emitter<'t> {
         Ok(())
     }
 
+    /// The atoms of `e`'s operands, in `order`.
+    fn atoms_in_order(&self, env: &Env, e: &ast::Eqn, order: &[usize]) -> LowerResult<Vec<String>> {
+        order.iter().map(|&i| self.atom(env, &e.args[i])).collect()
+    }
+
     /// `scan` with references among its constants: they become carries.
     fn scan(
         &mut self,
@@ -1624,11 +1635,9 @@ impl<'t> Emitter<'t> {
         refs: &[usize],
     ) -> LowerResult<()> {
         let at = e.primitive.range;
-        let int = |n: &str| e.param(n).and_then(|p| p.value.as_int());
-        let (Some(nconsts), Some(ncarry)) = (int("num_consts"), int("num_carry")) else {
+        let Some((nconsts, ncarry)) = counts(e, "num_consts", "num_carry") else {
             return crate::internal(at, "`scan` without `num_consts` and `num_carry`");
         };
-        let (nconsts, ncarry) = (nconsts as usize, ncarry as usize);
         if refs.iter().any(|&i| i >= nconsts) {
             return err(
                 at,
@@ -1657,10 +1666,7 @@ impl<'t> Emitter<'t> {
             },
         };
         let text = self.nested(body, &order, refs, 0)?;
-        let args: Vec<String> = order
-            .iter()
-            .map(|&i| self.atom(env, &e.args[i]))
-            .collect::<LowerResult<_>>()?;
+        let args = self.atoms_in_order(env, e, &order)?;
         let mut binders = self.ref_binders(e, refs, env)?;
         binders.extend(self.result_binders(e, outs, env));
         let params = self.params_except(e, &["jaxpr", "num_consts", "num_carry", "linear"]);
@@ -1688,11 +1694,9 @@ impl<'t> Emitter<'t> {
         refs: &[usize],
     ) -> LowerResult<()> {
         let at = e.primitive.range;
-        let int = |n: &str| e.param(n).and_then(|p| p.value.as_int());
-        let (Some(cn), Some(bn)) = (int("cond_nconsts"), int("body_nconsts")) else {
+        let Some((cn, bn)) = counts(e, "cond_nconsts", "body_nconsts") else {
             return crate::internal(at, "`while` without `cond_nconsts` and `body_nconsts`");
         };
-        let (cn, bn) = (cn as usize, bn as usize);
         if refs.iter().any(|&i| i < cn || i >= cn + bn) {
             return err(
                 at,
@@ -1723,10 +1727,7 @@ impl<'t> Emitter<'t> {
         let mut arg_order: Vec<usize> = (0..cn + bn).filter(|i| !refs.contains(i)).collect();
         arg_order.extend(cn + bn..e.args.len());
         arg_order.extend(refs);
-        let args: Vec<String> = arg_order
-            .iter()
-            .map(|&i| self.atom(env, &e.args[i]))
-            .collect::<LowerResult<_>>()?;
+        let args = self.atoms_in_order(env, e, &arg_order)?;
         let mut binders = self.result_binders(e, outs, env);
         binders.extend(self.ref_binders(e, refs, env)?);
         let params = self.params_except(

@@ -4,6 +4,7 @@
 use super::{Arr, Codegen, Cx, Env, Op, dtype};
 use inkwell::IntPredicate;
 use inkwell::values::{BasicValueEnum, IntValue};
+use jaxpr_check::params::PaddingConfig;
 use jaxpr_lower::{LowerResult, err};
 use jaxpr_types::{DType, Dim};
 
@@ -91,22 +92,17 @@ impl<'c> Codegen<'c, '_> {
     pub(crate) fn pad(&self, env: &Env<'c>, cx: &Cx<'_, 'c>) -> LowerResult<Arr<'c>> {
         let p = cx.param("padding_config")?;
         let x = &cx.args[0];
-        let bad = || {
-            err(
-                p.range,
-                "`padding_config` must be triples (low, high, interior)",
-            )
-        };
-        let Some(triples) = p.as_seq().filter(|s| s.len() == x.v.dims.len()) else {
+        let bad = || err(p.range, PaddingConfig::MALFORMED);
+        let Some(triples) = PaddingConfig::decode(p)
+            .map(|c| c.triples)
+            .filter(|s| s.len() == x.v.dims.len())
+        else {
             return bad();
         };
         // Each entry an integer or (shape-polymorphic programs) a symbolic
         // dimension, evaluated at run time.
         let mut cfg = Vec::with_capacity(triples.len());
         for t in triples {
-            let Some(t) = t.as_seq().filter(|t| t.len() == 3) else {
-                return bad();
-            };
             let mut row = [self.i64(0); 3];
             for (k, e) in t.iter().enumerate() {
                 row[k] = match (e.as_int(), jaxpr_lower::expr_poly(e)) {

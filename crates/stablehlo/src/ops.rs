@@ -3,6 +3,7 @@
 //! cumulative reductions): adding one is one line.
 
 use super::{Env, Lower, ModuleBlock, ModuleValue};
+use jaxpr_check::params::PaddingConfig;
 use jaxpr_check::reductions::Along;
 use jaxpr_check::registry::Prim;
 use jaxpr_lower::{Backend, LowerResult, err, expr_poly, is_identity, missing_lowering};
@@ -424,14 +425,8 @@ impl<'c, 'f> Lower<'c, 'f> {
             ),
             Prim::Pad => {
                 let p = cx.param("padding_config")?;
-                let cfg: Option<Vec<Vec<i64>>> = p
-                    .as_seq()
-                    .and_then(|s| s.iter().map(Expr::as_int_seq).collect());
-                let Some(cfg) = cfg.filter(|c| c.iter().all(|t| t.len() == 3)) else {
-                    return err(
-                        p.range,
-                        "`padding_config` must be triples (low, high, interior)",
-                    );
+                let Some(cfg) = PaddingConfig::decode(p).and_then(|c| c.ints()) else {
+                    return err(p.range, PaddingConfig::MALFORMED);
                 };
                 let col = |k: usize| cfg.iter().map(|t| t[k]).collect::<Vec<_>>();
                 self.op1(

@@ -8,11 +8,11 @@
 
 use super::ops::EqnCx;
 use super::{Env, Lower, ModuleBlock, ModuleValue};
+use jaxpr_check::params::PaddingConfig;
 use jaxpr_check::registry::Prim;
 use jaxpr_lower::symbol_value;
 use jaxpr_lower::{LowerResult, err};
 use jaxpr_syntax::TextRange;
-use jaxpr_syntax::ast::Expr;
 use jaxpr_types::Poly;
 use jaxpr_types::poly::Factor;
 use jaxpr_types::{DType, Dim};
@@ -98,20 +98,12 @@ impl<'c, 'f> Lower<'c, 'f> {
             }
             Prim::Pad if !padding_is_static(cx) => {
                 let p = cx.param("padding_config")?;
-                let bad = || {
-                    err(
-                        p.range,
-                        "`padding_config` must be triples (low, high, interior)",
-                    )
-                };
-                let Some(triples) = p.as_seq() else {
+                let bad = || err(p.range, PaddingConfig::MALFORMED);
+                let Some(cfg) = PaddingConfig::decode(p) else {
                     return bad();
                 };
                 let mut cols: [Vec<Dim>; 3] = Default::default();
-                for t in triples {
-                    let Some(t) = t.as_seq().filter(|t| t.len() == 3) else {
-                        return bad();
-                    };
+                for t in &cfg.triples {
                     for (col, e) in cols.iter_mut().zip(t) {
                         let Some(poly) = jaxpr_lower::expr_poly(e) else {
                             return bad();
@@ -207,8 +199,8 @@ impl<'c, 'f> Lower<'c, 'f> {
 /// Whether `pad`'s `padding_config` is integer triples.
 fn padding_is_static(cx: &EqnCx) -> bool {
     cx.e.param("padding_config")
-        .and_then(|p| p.value.as_seq())
-        .is_none_or(|s| s.iter().all(|t| Expr::as_int_seq(t).is_some()))
+        .and_then(|p| PaddingConfig::decode(&p.value))
+        .is_none_or(|c| c.ints().is_some())
 }
 
 impl<'c, 'f> Lower<'c, 'f> {

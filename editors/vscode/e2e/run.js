@@ -841,7 +841,9 @@ async function main() {
       return open === 1 && (await frame.locator('#tiling svg').textContent());
     });
     check(drawn.includes('grid (2,2) (4 points)'), `the tiling panel says: ${drawn.slice(0, 300)}`);
-    const points = (drawn.match(/point \(/g) || []).length;
+    const points = await frame
+      .locator('#tiling svg text')
+      .evaluateAll((els) => els.filter((e) => e.textContent.startsWith('point (')).length);
     check(points === 4, `the tiling panel has ${points} grid point panels, not 4`);
     const shot = path.join(out, 'graph-tiling.png');
     await page.screenshot({ path: shot });

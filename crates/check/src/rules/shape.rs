@@ -836,19 +836,14 @@ fn pad(cx: &mut EqnCx) -> Infer {
         );
         None
     };
-    let Some(items) = cfg.as_seq() else {
+    let Some(cfg) = crate::params::PaddingConfig::decode(cfg) else {
         return malformed(cx);
     };
-    let mut triples = Vec::with_capacity(items.len());
-    for it in items {
-        match it.as_seq() {
-            Some([lo, hi, int]) => {
-                let t = (dim_of(cx, lo), dim_of(cx, hi), dim_of(cx, int));
-                triples.push(t);
-            }
-            _ => return malformed(cx),
-        }
-    }
+    let triples: Vec<_> = cfg
+        .triples
+        .iter()
+        .map(|[lo, hi, int]| (dim_of(cx, lo), dim_of(cx, hi), dim_of(cx, int)))
+        .collect();
     if triples.len() != op.rank() {
         let msg = format!(
             "`padding_config` has {}, but operand 0 has rank {}: it needs one (low, high, interior) triple per axis",
