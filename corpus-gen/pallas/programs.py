@@ -87,6 +87,40 @@ def matmul_blocked():
     return f
 
 
+def ragged_blocks():
+    """Blocks that do not divide the array: 10 rows in blocks of 4 (a grid of 3), the
+    last block past the end (the interpreter pads with uninitialised values and
+    slices the result back)."""
+    pl = _pl()
+
+    def kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[...] * 2.0 + 1.0
+
+    def f(x):
+        spec = _spec((4, 16), lambda i: (i, 0))
+        return _call(kernel, _sds(x.shape, x.dtype), grid=(3,), in_specs=[spec],
+                     out_specs=spec)(x)
+    return f
+
+
+def ragged_sum():
+    """A row sum over column blocks that do not divide the array (20 columns in
+    blocks of 8), the last block's padding read as uninitialised values."""
+    pl = _pl()
+
+    def kernel(x_ref, o_ref):
+        @pl.when(pl.program_id(0) == 0)
+        def _():
+            o_ref[...] = x_ref[...][:, :1] * 0.0
+        o_ref[...] += x_ref[...][:, :1]
+
+    def f(x):
+        return _call(kernel, _sds((x.shape[0], 1), x.dtype), grid=(3,),
+                     in_specs=[_spec((4, 8), lambda j: (0, j))],
+                     out_specs=_spec((4, 1), lambda j: (0, 0)))(x)
+    return f
+
+
 def matmul_k_accumulate():
     """Blocked matmul with a k axis: `pl.when` zeroes the accumulator at k == 0."""
     pl = _pl()
@@ -440,6 +474,8 @@ def programs():
         Program("add", add, x8),
         Program("add_grid", add_grid, x8),
         Program("matmul_blocked", matmul_blocked, lambda: (_rng(8, 8), _rng(8, 8, seed=1))),
+        Program("ragged_blocks", ragged_blocks, lambda: (_rng(10, 16),)),
+        Program("ragged_sum", ragged_sum, lambda: (_rng(4, 20),)),
         Program("matmul_k_accumulate", matmul_k_accumulate, lambda: (_rng(8, 8), _rng(8, 8, seed=1))),
         Program("softmax", softmax, lambda: (_rng(8, 16),)),
         Program("layer_norm", layer_norm, lambda: (_rng(8, 16), _rng(1, 16, seed=1), _rng(1, 16, seed=2))),

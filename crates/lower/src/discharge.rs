@@ -1837,7 +1837,7 @@ impl<'t> Emitter<'t> {
             points: indices,
         } = kernel_blocks(self.a, self.syntax, e, id, self.recorded)?;
         let points = indices.len() as i64;
-        let blocks: Vec<(Vec<Option<i64>>, Vec<i64>)> =
+        let mut blocks: Vec<(Vec<Option<i64>>, Vec<i64>)> =
             mappings.into_iter().map(|m| (m.sizes, m.full)).collect();
         // The arrays' values: operands, then results.
         let eq_outs: Vec<AType> = crate::walk::result_types(self.a, e, id);
@@ -1881,6 +1881,33 @@ impl<'t> Emitter<'t> {
         }
         // Each grid point's block indices, row-major (the last grid axis
         // moves fastest).
+        // Each array padded to whole blocks with uninitialised values, as
+        // the interpreter pads it (`_pad_to_block_dimension`): a last block
+        // past the end reads them; the results are sliced back at the end.
+        let unpadded: Vec<Vec<i64>> = blocks.iter().map(|(_, full)| full.clone()).collect();
+        for (k, (sizes, full)) in blocks.iter_mut().enumerate() {
+            let padded = padded_to_blocks(sizes, full);
+            if padded == *full {
+                continue;
+            }
+            let dt = elem(&arrays[k].1, at)?;
+            let fill = uninitialized_literal(&dt, at)?;
+            let cfg: Vec<String> = padded
+                .iter()
+                .zip(full.iter())
+                .map(|(p, f)| format!("(0, {}, 0)", p - f))
+                .collect();
+            arrays[k].0 = self.line(
+                &format!("{dt}[{}]", join(&padded)),
+                &format!(
+                    "pad[padding_config=({}{})] {} {fill}:{dt}[]",
+                    cfg.join(", "),
+                    if cfg.len() == 1 { "," } else { "" },
+                    arrays[k].0
+                ),
+            );
+            *full = padded;
+        }
         // A mapping whose grid points each take another block, together
         // tiling its array, is written once after the last point (its
         // blocks joined by `concatenate`): no point reads a block another
@@ -1950,10 +1977,23 @@ impl<'t> Emitter<'t> {
                 arrays[k].0 = self.join_blocks(&dt, &sizes, full, &finals[k], &mut Vec::new());
             }
         }
-        for (o, (v, _)) in outs.iter().zip(&arrays[nin..]) {
-            if let Some(o) = o {
-                env.insert(*o, v.clone());
-            }
+        for (k, (o, (v, _))) in outs.iter().zip(&arrays[nin..]).enumerate() {
+            let Some(o) = o else { continue };
+            let (full, padded) = (&unpadded[nin + k], &blocks[nin + k].1);
+            let value = if full == padded {
+                v.clone()
+            } else {
+                let dt = elem(&arrays[nin + k].1, at)?;
+                self.line(
+                    &format!("{dt}[{}]", join(full)),
+                    &format!(
+                        "slice[limit_indices={} start_indices={} strides=None] {v}",
+                        tuple(full),
+                        tuple(&vec![0; full.len()])
+                    ),
+                )
+            };
+            env.insert(*o, value);
         }
         Ok(())
     }
@@ -2023,13 +2063,7 @@ impl<'t> Emitter<'t> {
     /// unwritten stays so.
     fn uninitialized(&mut self, t: &AType, at: TextRange) -> LowerResult<String> {
         let dt = elem(t, at)?;
-        let value = match dt {
-            DType::Bool => "False".to_string(),
-            DType::Int(bits @ 8..=64) => format!("-{}", 1u64 << (bits - 1)),
-            DType::UInt(_) => "0".to_string(),
-            DType::Float(_) => "nan".to_string(),
-            ref d => return err(at, format!("a kernel buffer of {d} is not built")),
-        };
+        let value = uninitialized_literal(&dt, at)?;
         self.filled(t, &dt, &value, at)
     }
 
@@ -2044,6 +2078,31 @@ impl<'t> Emitter<'t> {
             ),
         ))
     }
+}
+
+/// `full` rounded up to whole blocks of `sizes` in each dimension (a
+/// squeezed dimension's blocks are 1).
+fn padded_to_blocks(sizes: &[Option<i64>], full: &[i64]) -> Vec<i64> {
+    sizes
+        .iter()
+        .zip(full)
+        .map(|(s, &n)| {
+            let s = s.unwrap_or(1).max(1);
+            (n + s - 1) / s * s
+        })
+        .collect()
+}
+
+/// JAX's uninitialised value of `dt` (`primitives.uninitialized_value`):
+/// NaN, an integer type's least value, `False`.
+fn uninitialized_literal(dt: &DType, at: TextRange) -> LowerResult<String> {
+    Ok(match dt {
+        DType::Bool => "False".to_string(),
+        DType::Int(bits @ 8..=64) => format!("-{}", 1u64 << (bits - 1)),
+        DType::UInt(_) => "0".to_string(),
+        DType::Float(_) => "nan".to_string(),
+        d => return err(at, format!("a kernel buffer of {d} is not built")),
+    })
 }
 
 /// The element dtype of an array or reference type (JAX 0.4's

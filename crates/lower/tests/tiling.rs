@@ -87,3 +87,19 @@ fn without_the_record_the_unprinted_index_maps_are_named() {
     };
     assert!(t.arrays.iter().all(|a| a.block == a.shape), "{t:?}");
 }
+
+/// `ragged_blocks`: 10 rows in blocks of 4, a grid of 3 whose last block
+/// runs past the end (the interpreter pads it): three blocks per array, the
+/// last one partial.
+#[test]
+fn blocks_past_the_end_count_as_whole_blocks() {
+    let found = tilings("0.10.2", "ragged_blocks", true);
+    let [Ok(t)] = &found[..] else {
+        panic!("{found:?}")
+    };
+    for a in &t.arrays {
+        assert_eq!((&a.shape[..], &a.block[..]), (&[10, 16][..], &[4, 16][..]));
+        assert_eq!(a.counts(), [3, 1]);
+        assert_eq!(a.at_point, [[0, 0], [1, 0], [2, 0]]);
+    }
+}
