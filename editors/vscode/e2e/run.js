@@ -470,6 +470,22 @@ function topLevelJaxprs(text) {
   });
 }
 
+/** The frame of a graph webview in which `selector` matches (its page drawn). */
+async function graphFrame(what, selector) {
+  return waitFor(what, async () => {
+    for (const f of page.frames()) {
+      try {
+        if ((await f.locator(selector).count()) > 0) {
+          return f;
+        }
+      } catch {
+        // a frame that went away
+      }
+    }
+    return undefined;
+  }, 60000);
+}
+
 /** Picks the workspace symbol `name` whose container is `container` in Quick Open (`#name`). */
 async function openSymbol(name, container) {
   await waitFor(`the workspace symbol ${name} (${container})`, async () => {
@@ -756,18 +772,7 @@ async function main() {
   await step('dataflow graph', async () => {
     await openFile('valid.jaxpr');
     await runCommand('Jaxpr: Show dataflow graph');
-    const frame = await waitFor('the graph webview', async () => {
-      for (const f of page.frames()) {
-        try {
-          if ((await f.locator('body[data-ready="1"]').count()) > 0) {
-            return f;
-          }
-        } catch {
-          // a frame that went away
-        }
-      }
-      return undefined;
-    }, 60000);
+    const frame = await graphFrame('the graph webview', 'body[data-ready="1"]');
     await frame.evaluate(() => window.jaxprGraph.fit());
     const equations = validText.split('\n').filter((l) => / = [a-z_]/.test(l)).length;
     // Each node's id and first text line (its label; its <title> holds the
@@ -823,18 +828,7 @@ async function main() {
     await runCommand('View: Close All Editor Groups');
     await openFile('matmul_blocked.jaxpr');
     await runCommand('Jaxpr: Show dataflow graph');
-    const frame = await waitFor('the kernel graph webview with its tiling panel', async () => {
-      for (const f of page.frames()) {
-        try {
-          if ((await f.locator('body[data-ready="1"] #tiling').count()) > 0) {
-            return f;
-          }
-        } catch {
-          // a frame that went away
-        }
-      }
-      return undefined;
-    }, 60000);
+    const frame = await graphFrame('the kernel graph webview with its tiling panel', 'body[data-ready="1"] #tiling');
     await frame.locator('#tiling summary').click();
     const drawn = await waitFor('the tiling panel open', async () => {
       const open = await frame.locator('#tiling[open] svg').count();
