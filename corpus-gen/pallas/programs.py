@@ -121,6 +121,23 @@ def ragged_sum():
     return f
 
 
+def gather_out_of_bounds():
+    """A load at an array of indices partly past the end (read clamped), and a
+    store at an array of indices partly past the end (those dropped)."""
+    pl = _pl()
+
+    def kernel(x_ref, o_ref, p_ref):
+        import jax.numpy as jnp
+        idx = jnp.arange(8, dtype=jnp.int32) * 3
+        o_ref[...] = x_ref[idx]
+        p_ref[...] = x_ref[...] * 0.0
+        p_ref[idx] = x_ref[idx] + 1.0
+
+    def f(x):
+        return _call(kernel, (_sds((8,), x.dtype), _sds(x.shape, x.dtype)))(x)
+    return f
+
+
 def matmul_k_accumulate():
     """Blocked matmul with a k axis: `pl.when` zeroes the accumulator at k == 0."""
     pl = _pl()
@@ -476,6 +493,7 @@ def programs():
         Program("matmul_blocked", matmul_blocked, lambda: (_rng(8, 8), _rng(8, 8, seed=1))),
         Program("ragged_blocks", ragged_blocks, lambda: (_rng(10, 16),)),
         Program("ragged_sum", ragged_sum, lambda: (_rng(4, 20),)),
+        Program("gather_out_of_bounds", gather_out_of_bounds, lambda: (_rng(16),)),
         Program("matmul_k_accumulate", matmul_k_accumulate, lambda: (_rng(8, 8), _rng(8, 8, seed=1))),
         Program("softmax", softmax, lambda: (_rng(8, 16),)),
         Program("layer_norm", layer_norm, lambda: (_rng(8, 16), _rng(1, 16, seed=1), _rng(1, 16, seed=2))),

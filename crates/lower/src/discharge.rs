@@ -1242,7 +1242,7 @@ impl<'t> Emitter<'t> {
                 self.line(
                     &format!("{dt}[{}]", join(&g.shape)),
                     &format!(
-                        "gather[dimension_numbers=GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims={axes}, start_index_map={axes}, operand_batching_dims=(), start_indices_batching_dims=()) fill_value=None indices_are_sorted=False mode=GatherScatterMode.FILL_OR_DROP slice_sizes={} unique_indices=False] {whole} {}",
+                        "gather[dimension_numbers=GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims={axes}, start_index_map={axes}, operand_batching_dims=(), start_indices_batching_dims=()) fill_value=None indices_are_sorted=False mode=GatherScatterMode.CLIP slice_sizes={} unique_indices=False] {whole} {}",
                         tuple(&vec![1; full.len()]),
                         g.indices
                     ),
@@ -1275,8 +1275,9 @@ impl<'t> Emitter<'t> {
 
     /// The indices of `place` when its indexers are arrays of indices
     /// (numpy's advanced indexing: JAX discharges such a load or store as
-    /// `x[indices]` and `x.at[indices].set(v)`, a gather and a scatter
-    /// whose indices out of bounds read the fill and write nothing), into
+    /// `x[indices]` and `x.at[indices].set(v)`, a gather whose indices out
+    /// of bounds are clamped, as jax 0.4.30 and 0.10.2 compute it, and a
+    /// scatter that drops them), into
     /// a reference of shape `full`: `None` when every index is a scalar or
     /// a slice.
     fn gathered(
