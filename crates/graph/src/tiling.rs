@@ -150,28 +150,46 @@ fn cell_size(a: &TiledArray, side: f64, cell: f64) -> (f64, f64) {
     (unit, unit * ratio)
 }
 
-/// Draws array `a`'s block layout at (`x`, `y`), cells of `cell`, filling
-/// those `fill` says: its height and width.
+/// Layouts of more blocks than this draw the array as one rectangle and
+/// only the blocks filled: a large grid's page stays small.
+const MAX_DRAWN_CELLS: i64 = 1024;
+
+fn rect(out: &mut String, (x, y): (f64, f64), (w, h): (f64, f64), colour: &str) {
+    writeln!(
+        out,
+        "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{w:.1}\" height=\"{h:.1}\" fill=\"{colour}\" stroke=\"#8c959f\" stroke-width=\"0.5\"/>"
+    )
+    .unwrap();
+}
+
+/// Draws array `a`'s block layout at (`x`, `y`), cells of `cw` by `ch`,
+/// the cells of `filled` (row, column) in their colours: its height and
+/// width.
 fn layout(
     out: &mut String,
     a: &TiledArray,
-    x: f64,
-    y: f64,
+    (x, y): (f64, f64),
     (cw, ch): (f64, f64),
-    fill: &dyn Fn(i64, i64) -> Option<&'static str>,
+    filled: &[((i64, i64), &str)],
 ) -> (f64, f64) {
     let (rows, cols) = a.rows_cols();
-    for r in 0..rows {
-        for c in 0..cols {
-            let colour = fill(r, c).unwrap_or("#f6f8fa");
-            writeln!(
-                out,
-                "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{cw:.1}\" height=\"{ch:.1}\" fill=\"{colour}\" stroke=\"#8c959f\" stroke-width=\"0.5\"/>",
-                x + c as f64 * cw,
-                y + r as f64 * ch
-            )
-            .unwrap();
+    let empty = "#f6f8fa";
+    if rows * cols <= MAX_DRAWN_CELLS {
+        for r in 0..rows {
+            for c in 0..cols {
+                rect(out, (x + c as f64 * cw, y + r as f64 * ch), (cw, ch), empty);
+            }
         }
+    } else {
+        rect(out, (x, y), (cols as f64 * cw, rows as f64 * ch), empty);
+    }
+    for &((r, c), colour) in filled {
+        rect(
+            out,
+            (x + c as f64 * cw, y + r as f64 * ch),
+            (cw, ch),
+            colour,
+        );
     }
     (rows as f64 * ch, cols as f64 * cw)
 }
@@ -224,9 +242,8 @@ fn kernel(t: &Tiling, y0: f64, out: &mut String) -> (f64, f64) {
         for (p, idx) in t.points.iter().zip(&a.at_point) {
             takers.entry(a.cell(idx)).or_default().push(point_label(p));
         }
-        let (h, w) = layout(out, a, x, y + 36.0, (cw, ch), &|r, c| {
-            takers.contains_key(&(r, c)).then(|| a.access.fill())
-        });
+        let filled: Vec<_> = takers.keys().map(|&at| (at, a.access.fill())).collect();
+        let (h, w) = layout(out, a, (x, y + 36.0), (cw, ch), &filled);
         if cw >= 36.0 && ch >= 12.0 {
             for ((r, c), ps) in &takers {
                 let label = match ps.len() {
@@ -272,9 +289,7 @@ fn kernel(t: &Tiling, y0: f64, out: &mut String) -> (f64, f64) {
         for a in &t.arrays {
             let at = a.cell(&a.at_point[k]);
             let cell = cell_size(a, panel_side, 20.0);
-            layout(out, a, ax, py + 18.0, cell, &|r, c| {
-                ((r, c) == at).then(|| a.access.fill())
-            });
+            layout(out, a, (ax, py + 18.0), cell, &[(at, a.access.fill())]);
             ax += panel_side + 8.0;
         }
         width = width.max(px + panel_w + 10.0);
