@@ -107,24 +107,26 @@ fn run(args: &GraphArgs) -> Result<(), String> {
         analysis: &analysis,
         costs: &costs,
     };
-    // The kernels' tiling, from the blocks the text prints or what is
-    // recorded beside it.
-    let recorded = jaxpr_lower::recorded::Recorded::for_file(&args.file, None)?;
-    let tilings =
-        jaxpr_lower::tiling::kernel_tilings(&parse.file, &loaded.text, &analysis, &recorded);
-    let lines = jaxpr_syntax::LineIndex::new(&loaded.text);
-    let mut known = Vec::new();
-    for t in tilings {
-        match t {
-            Ok(t) => known.push(t),
-            Err(u) => eprintln!(
-                "warning: {}:{}: the kernel's tiling is not drawn: {}",
-                loaded.path,
-                lines.line_col(u.range.start).line + 1,
-                u.why
-            ),
+    // The kernels' tiling (for `--tiling` and the page's panel only): a
+    // record beside the file that cannot be read stops `--tiling` and
+    // leaves the page without its panel.
+    let known = match (args.tiling, format) {
+        (true, GraphFormat::Svg | GraphFormat::Html) => {
+            let recorded = jaxpr_lower::recorded::Recorded::for_file(&args.file, None)?;
+            known_tilings(&loaded, &parse.file, &analysis, &recorded)
         }
-    }
+        (true, _) => return Err("--tiling draws SVG or HTML: name a .svg or .html output".into()),
+        (false, GraphFormat::Html) => {
+            match jaxpr_lower::recorded::Recorded::for_file(&args.file, None) {
+                Ok(recorded) => known_tilings(&loaded, &parse.file, &analysis, &recorded),
+                Err(e) => {
+                    eprintln!("warning: the kernel tiling panel is not drawn: {e}");
+                    Vec::new()
+                }
+            }
+        }
+        (false, _) => Vec::new(),
+    };
     if args.tiling {
         if known.is_empty() {
             return Err(format!(
@@ -133,9 +135,8 @@ fn run(args: &GraphArgs) -> Result<(), String> {
             ));
         }
         let rendered = match format {
-            GraphFormat::Svg => jaxpr_graph::tiling::svg(&known),
             GraphFormat::Html => jaxpr_graph::tiling::html(&loaded.path, &known),
-            _ => return Err("--tiling draws SVG or HTML: name a .svg or .html output".into()),
+            _ => jaxpr_graph::tiling::svg(&known),
         };
         return write(args, to_stdout, &rendered);
     }
@@ -174,6 +175,30 @@ fn run(args: &GraphArgs) -> Result<(), String> {
         GraphFormat::ModelExplorer => jaxpr_graph::model_explorer_json(&graph, &title),
     };
     write(args, to_stdout, &rendered)
+}
+
+/// The tilings of the file's kernels whose blocks are known; a warning for
+/// each other kernel, saying why.
+fn known_tilings(
+    loaded: &super::Loaded,
+    file: &jaxpr_syntax::ast::SourceFile,
+    analysis: &jaxpr_check::Analysis,
+    recorded: &jaxpr_lower::recorded::Recorded,
+) -> Vec<jaxpr_graph::tiling::Tiling> {
+    let lines = jaxpr_syntax::LineIndex::new(&loaded.text);
+    let mut known = Vec::new();
+    for t in jaxpr_lower::tiling::kernel_tilings(file, &loaded.text, analysis, recorded) {
+        match t {
+            Ok(t) => known.push(t),
+            Err(u) => eprintln!(
+                "warning: {}:{}: the kernel's tiling is not drawn: {}",
+                loaded.path,
+                lines.line_col(u.range.start).line + 1,
+                u.why
+            ),
+        }
+    }
+    known
 }
 
 fn write(args: &GraphArgs, to_stdout: bool, rendered: &str) -> Result<(), String> {
