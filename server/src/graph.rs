@@ -47,15 +47,15 @@ pub async fn execute(backend: &Backend, args: Vec<Value>) -> Result<Option<Value
         .and_then(|mut s| s.next_back().map(str::to_string))
         .unwrap_or_else(|| uri.to_string());
     let nonce = args.nonce;
-    // The blocks of the document's kernels the text does not print are
-    // recorded beside its file (`NAME.recorded.json`); none when it has no
-    // file or an unreadable record.
-    let recorded = uri
-        .to_file_path()
-        .ok()
-        .and_then(|p| jaxpr_lower::recorded::Recorded::for_file(&p, None).ok())
-        .unwrap_or_default();
+    let path = uri.to_file_path().ok();
     let drawn = tokio::task::spawn_blocking(move || {
+        // The blocks of the document's kernels the text does not print are
+        // recorded beside its file (`NAME.recorded.json`), read off the
+        // server's async threads; none when it has no file or an
+        // unreadable record.
+        let recorded = path
+            .and_then(|p| jaxpr_lower::recorded::Recorded::for_file(&p, None).ok())
+            .unwrap_or_default();
         salsa::Cancelled::catch(std::panic::AssertUnwindSafe(|| {
             let parse = jaxpr_db::parse(&snap.db, snap.file);
             let analysis = jaxpr_db::analysis(&snap.db, snap.file);
