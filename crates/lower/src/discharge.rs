@@ -1836,6 +1836,7 @@ impl<'t> Emitter<'t> {
             grid,
             mappings,
             points: indices,
+            aliases,
         } = kernel_blocks(self.a, self.syntax, e, id, self.recorded)?;
         let points = indices.len() as i64;
         let mut blocks: Vec<(Vec<Option<i64>>, Vec<i64>)> =
@@ -1852,19 +1853,8 @@ impl<'t> Emitter<'t> {
             arrays.push((self.atom(env, x)?, ty));
         }
         let nin = arrays.len();
-        let aliases = e
-            .param("input_output_aliases")
-            .and_then(|p| p.value.as_seq())
-            .unwrap_or_default();
-        let mut alias_of: HashMap<usize, usize> = HashMap::default();
-        for pair in aliases {
-            let Some([i, o]) = pair.as_int_seq().and_then(|v| <[i64; 2]>::try_from(v).ok()) else {
-                return err(pair.range, "an alias that is not a pair of integers");
-            };
-            alias_of.insert(o as usize, i as usize);
-        }
         for (k, t) in eq_outs.iter().enumerate() {
-            let init = match alias_of.get(&k) {
+            let init = match aliases.get(&k) {
                 Some(&i) if i < nin => arrays[i].0.clone(),
                 _ => self.uninitialized(t, at)?,
             };

@@ -27,6 +27,9 @@ pub struct KernelBlocks {
     /// Each grid point, row-major (the last grid axis moves fastest), with
     /// the block index of each mapping there.
     pub points: Vec<(Vec<i64>, Vec<Vec<i64>>)>,
+    /// `input_output_aliases`: the operand each aliased result starts as,
+    /// by result.
+    pub aliases: rustc_hash::FxHashMap<usize, usize>,
 }
 
 /// One block mapping: the block's sizes (`None`, a squeezed dimension of
@@ -254,7 +257,19 @@ pub fn kernel_blocks(
         }
         indices.push((point, at_point));
     }
+    let mut aliases = rustc_hash::FxHashMap::default();
+    for pair in e
+        .param("input_output_aliases")
+        .and_then(|p| p.value.as_seq())
+        .unwrap_or_default()
+    {
+        let Some([i, o]) = pair.as_int_seq().and_then(|v| <[i64; 2]>::try_from(v).ok()) else {
+            return err(pair.range, "an alias that is not a pair of integers");
+        };
+        aliases.insert(o as usize, i as usize);
+    }
     Ok(KernelBlocks {
+        aliases,
         kernel,
         grid,
         mappings: blocks

@@ -60,13 +60,6 @@ fn tiling(e: &ast::Eqn, text: &str, k: KernelBlocks, line: u32) -> Tiling {
     let name = kernel_name(e, text);
     let slice = |r: TextRange| text.get(r.start as usize..r.end as usize).unwrap_or("");
     let nin = e.args.len();
-    let aliased: Vec<i64> = e
-        .param("input_output_aliases")
-        .and_then(|p| p.value.as_seq())
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|pair| pair.as_int_seq().and_then(|v| v.first().copied()))
-        .collect();
     let names = e
         .args
         .iter()
@@ -81,7 +74,7 @@ fn tiling(e: &ast::Eqn, text: &str, k: KernelBlocks, line: u32) -> Tiling {
             name,
             access: if m >= nin {
                 Access::Writes
-            } else if aliased.contains(&(m as i64)) {
+            } else if k.aliases.values().any(|&i| i == m) {
                 Access::ReadsAndWrites
             } else {
                 Access::Reads
